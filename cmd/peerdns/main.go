@@ -1,0 +1,4 @@
+// Command peerdns runs a peer-to-peer naming node or a metrics agent.
+package main
+
+func main() {}

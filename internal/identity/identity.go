@@ -1,0 +1,148 @@
+// Package identity owns a process's Ed25519 key pair: it loads it from a
+// file in the data dir, or creates it there (mode 0600) on first start, so a
+// node's or agent's id is stable across restarts.
+//
+// The file holds the 32-byte seed in hex followed by a newline. A seed is
+// enough to rebuild the key pair and keeps the file human-inspectable.
+package identity
+
+import (
+	"crypto/ed25519"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Identity is an Ed25519 key pair. It is immutable after Load.
+type Identity struct {
+	priv ed25519.PrivateKey
+	pub  ed25519.PublicKey
+	id   string
+}
+
+// FromSeed derives the key pair for a 32-byte seed. The same seed always
+// gives the same identity (tunnel keys rely on this).
+func FromSeed(seed []byte) (*Identity, error) {
+	if len(seed) != ed25519.SeedSize {
+		return nil, fmt.Errorf("identity seed: want %d bytes, got %d", ed25519.SeedSize, len(seed))
+	}
+	priv := ed25519.NewKeyFromSeed(seed)
+	pub := priv.Public().(ed25519.PublicKey)
+	return &Identity{priv: priv, pub: pub, id: hex.EncodeToString(pub)}, nil
+}
+
+// Generate makes a fresh random identity.
+func Generate() (*Identity, error) {
+	seed := make([]byte, ed25519.SeedSize)
+	if _, err := rand.Read(seed); err != nil {
+		return nil, fmt.Errorf("identity seed: %w", err)
+	}
+	return FromSeed(seed)
+}
+
+// LoadOrCreate reads the identity at path, or creates it with mode 0600
+// (and its folder with 0700) when the file does not exist. A file with
+// wider permissions is tightened rather than refused: the key is what
+// matters and a user copying a data dir often loses the mode.
+func LoadOrCreate(path string) (*Identity, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return create(path)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read identity %s: %w", path, err)
+	}
+	seed, err := hex.DecodeString(strings.TrimSpace(string(b)))
+	if err != nil {
+		return nil, fmt.Errorf("identity %s: not a hex seed: %w", path, err)
+	}
+	if st, err := os.Stat(path); err == nil && st.Mode().Perm()&0o077 != 0 {
+		_ = os.Chmod(path, 0o600)
+	}
+	return FromSeed(seed)
+}
+
+func create(path string) (*Identity, error) {
+	id, err := Generate()
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("identity dir: %w", err)
+	}
+	// Write to a temp file and rename so a crash never leaves half a key.
+	tmp := path + ".tmp"
+	data := []byte(hex.EncodeToString(id.priv.Seed()) + "\n")
+	if err := os.WriteFile(tmp, data, 0o600); err != nil {
+		return nil, fmt.Errorf("write identity: %w", err)
+	}
+	if err := syncFile(tmp); err != nil {
+		return nil, err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return nil, fmt.Errorf("write identity: %w", err)
+	}
+	return id, nil
+}
+
+func syncFile(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("sync identity: %w", err)
+	}
+	defer f.Close()
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("sync identity: %w", err)
+	}
+	return nil
+}
+
+// ID is the public key in lowercase hex: the peer id used everywhere.
+func (i *Identity) ID() string { return i.id }
+
+// Public returns the public key. Callers must not modify it.
+func (i *Identity) Public() ed25519.PublicKey { return i.pub }
+
+// Private returns the private key, for TLS certificates. Callers must not
+// modify it.
+func (i *Identity) Private() ed25519.PrivateKey { return i.priv }
+
+// Sign signs msg with the private key.
+func (i *Identity) Sign(msg []byte) []byte { return ed25519.Sign(i.priv, msg) }
+
+// DiscoveryKey is a hash of the public key that can be shared without
+// revealing the key itself (SHA-256, hex).
+func (i *Identity) DiscoveryKey() string {
+	h := sha256.Sum256(i.pub)
+	return hex.EncodeToString(h[:])
+}
+
+// Verify checks sig over msg against a hex peer id. A malformed id is
+// simply not valid.
+func Verify(peerID string, msg, sig []byte) bool {
+	pub, err := hex.DecodeString(peerID)
+	if err != nil || len(pub) != ed25519.PublicKeySize || len(sig) != ed25519.SignatureSize {
+		return false
+	}
+	return ed25519.Verify(pub, msg, sig)
+}
+
+// ValidID reports whether s is a well-formed peer id (64 lowercase hex).
+func ValidID(s string) bool {
+	if len(s) != 2*ed25519.PublicKeySize {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}

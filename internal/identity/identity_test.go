@@ -1,0 +1,57 @@
+package identity
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+func TestLoadOrCreateStable(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "sub", "identity.key")
+	a, err := LoadOrCreate(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Mode().Perm() != 0o600 {
+		t.Fatalf("mode = %v, want 0600", st.Mode().Perm())
+	}
+	b, err := LoadOrCreate(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.ID() != b.ID() {
+		t.Fatalf("id changed across loads: %s != %s", a.ID(), b.ID())
+	}
+	if !ValidID(a.ID()) {
+		t.Fatalf("ValidID(%q) = false", a.ID())
+	}
+	msg := []byte("hello")
+	if !Verify(a.ID(), msg, b.Sign(msg)) {
+		t.Fatal("signature from reloaded key does not verify")
+	}
+	if Verify(a.ID(), []byte("other"), a.Sign(msg)) {
+		t.Fatal("signature verified over a different message")
+	}
+}
+
+func TestLoadRejectsGarbage(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "identity.key")
+	if err := os.WriteFile(path, []byte("not hex"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadOrCreate(path); err == nil {
+		t.Fatal("LoadOrCreate accepted a garbage key file")
+	}
+}
+
+func TestVerifyMalformed(t *testing.T) {
+	for _, id := range []string{"", "zz", "00"} {
+		if Verify(id, []byte("m"), make([]byte, 64)) {
+			t.Fatalf("Verify(%q) = true", id)
+		}
+	}
+}

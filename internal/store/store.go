@@ -1,0 +1,130 @@
+// Package store is the node's small key-value layer over buntdb. Callers
+// see strings in, strings out, and a durability choice made at Open.
+//
+// Durable stores (the ledger) open with SyncPolicy Always: every committed
+// write is fsynced before Set returns, so anything the API acknowledged
+// survives kill -9. Other stores may use EverySecond where losing the last
+// second on a crash is harmless.
+package store
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/tidwall/buntdb"
+)
+
+// ErrNotFound is returned by Get for a missing key.
+var ErrNotFound = errors.New("not found")
+
+// Options tune a store.
+type Options struct {
+	// Durable fsyncs every commit (buntdb.Always). Otherwise commits are
+	// fsynced once a second.
+	Durable bool
+}
+
+// DB is a buntdb file. Safe for concurrent use.
+type DB struct {
+	db   *buntdb.DB
+	path string
+}
+
+// Open opens or creates the file at path (its folder is created 0700).
+func Open(path string, o Options) (*DB, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("store dir: %w", err)
+	}
+	db, err := buntdb.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	var cfg buntdb.Config
+	if err := db.ReadConfig(&cfg); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("store config: %w", err)
+	}
+	cfg.SyncPolicy = buntdb.EverySecond
+	if o.Durable {
+		cfg.SyncPolicy = buntdb.Always
+	}
+	if err := db.SetConfig(cfg); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("store config: %w", err)
+	}
+	return &DB{db: db, path: path}, nil
+}
+
+// Path is the file the store lives in.
+func (d *DB) Path() string { return d.path }
+
+// Close flushes and closes the file.
+func (d *DB) Close() error { return d.db.Close() }
+
+// Get returns the value of key or ErrNotFound.
+func (d *DB) Get(key string) (string, error) {
+	var v string
+	err := d.db.View(func(tx *buntdb.Tx) error {
+		var err error
+		v, err = tx.Get(key)
+		return err
+	})
+	if errors.Is(err, buntdb.ErrNotFound) {
+		return "", ErrNotFound
+	}
+	return v, err
+}
+
+// Set writes one key.
+func (d *DB) Set(key, value string) error {
+	return d.Update(func(tx *Tx) error { return tx.Set(key, value) })
+}
+
+// Delete removes one key; a missing key is not an error.
+func (d *DB) Delete(key string) error {
+	return d.Update(func(tx *Tx) error { return tx.Delete(key) })
+}
+
+// KV is one key and its value.
+type KV struct{ Key, Value string }
+
+// List returns every key with the prefix, in key order.
+func (d *DB) List(prefix string) ([]KV, error) {
+	var out []KV
+	err := d.db.View(func(tx *buntdb.Tx) error {
+		return tx.AscendGreaterOrEqual("", prefix, func(k, v string) bool {
+			if !strings.HasPrefix(k, prefix) {
+				return false
+			}
+			out = append(out, KV{k, v})
+			return true
+		})
+	})
+	return out, err
+}
+
+// Tx is a write transaction: all its writes commit together or not at all.
+type Tx struct{ tx *buntdb.Tx }
+
+// Set writes key inside the transaction.
+func (t *Tx) Set(key, value string) error {
+	_, _, err := t.tx.Set(key, value, nil)
+	return err
+}
+
+// Delete removes key inside the transaction; missing keys are ignored.
+func (t *Tx) Delete(key string) error {
+	_, err := t.tx.Delete(key)
+	if errors.Is(err, buntdb.ErrNotFound) {
+		return nil
+	}
+	return err
+}
+
+// Update runs fn in one atomic, (for durable stores) fsynced commit.
+func (d *DB) Update(fn func(tx *Tx) error) error {
+	return d.db.Update(func(tx *buntdb.Tx) error { return fn(&Tx{tx: tx}) })
+}

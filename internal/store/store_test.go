@@ -1,0 +1,68 @@
+package store
+
+import (
+	"errors"
+	"path/filepath"
+	"testing"
+)
+
+func TestRoundTripAndReopen(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.db")
+	db, err := Open(path, Options{Durable: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Set("a:1", "one"); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Update(func(tx *Tx) error {
+		if err := tx.Set("a:2", "two"); err != nil {
+			return err
+		}
+		return tx.Set("b:1", "other")
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Delete("missing"); err != nil {
+		t.Fatalf("Delete(missing) = %v", err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db, err = Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	kvs, err := db.List("a:")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(kvs) != 2 || kvs[0] != (KV{"a:1", "one"}) || kvs[1] != (KV{"a:2", "two"}) {
+		t.Fatalf("List(a:) = %v", kvs)
+	}
+	if _, err := db.Get("nope"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("Get(nope) err = %v, want ErrNotFound", err)
+	}
+}
+
+func TestFailedUpdateWritesNothing(t *testing.T) {
+	db, err := Open(filepath.Join(t.TempDir(), "x.db"), Options{Durable: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	boom := errors.New("boom")
+	err = db.Update(func(tx *Tx) error {
+		if err := tx.Set("k", "v"); err != nil {
+			return err
+		}
+		return boom
+	})
+	if !errors.Is(err, boom) {
+		t.Fatalf("Update err = %v", err)
+	}
+	if _, err := db.Get("k"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("rolled-back key visible: %v", err)
+	}
+}
