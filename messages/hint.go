@@ -1,0 +1,22 @@
+package messages
+
+// Hint is a change hint published on the actor system's event stream; the
+// WebSocket hub fans it out to clients as {"type": Type, ...Data}.
+type Hint struct {
+	Type string         // e.g. "update-database", "update-peers"
+	Data map[string]any // optional payload fields, nil for a bare hint
+}
+
+// Hint types of the admin spec's Broadcast columns.
+const (
+	HintDatabase      = "update-database"
+	HintPeers         = "update-peers"
+	HintCerts         = "update-certs"
+	HintInterfaces    = "update-interfaces"
+	HintLocalDNS      = "update-local-dns"
+	HintTunnel        = "update-tunnel"
+	HintTunnelClients = "update-tunnel-clients"
+	HintSettings      = "update-settings"
+	HintPlugins       = "update-plugins"
+	HintPluginSetting = "update-plugin-settings"
+)

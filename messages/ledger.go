@@ -1,0 +1,201 @@
+package messages
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// HLC is a hybrid logical clock reading: wall milliseconds plus a logical
+// counter that orders events within (or behind) the same millisecond.
+type HLC struct {
+	Wall    int64  `cbor:"1,keyasint"`
+	Logical uint32 `cbor:"2,keyasint"`
+}
+
+// Less orders clocks; ties are broken by the writer id where it matters.
+func (h HLC) Less(o HLC) bool {
+	if h.Wall != o.Wall {
+		return h.Wall < o.Wall
+	}
+	return h.Logical < o.Logical
+}
+
+// Op is one signed ledger change. A writer numbers its ops 1, 2, 3, ...
+// with no gaps, so a version vector (writer → highest seq) says exactly
+// what a node has. Sig covers the deterministic CBOR of the op with Sig
+// empty (see SigningBytes).
+type Op struct {
+	Writer string `cbor:"1,keyasint"` // hex Ed25519 public key
+	Seq    uint64 `cbor:"2,keyasint"`
+	HLC    HLC    `cbor:"3,keyasint"`
+	Key    string `cbor:"4,keyasint"`
+	Value  string `cbor:"5,keyasint,omitempty"`
+	Delete bool   `cbor:"6,keyasint,omitempty"`
+	Sig    []byte `cbor:"7,keyasint,omitempty"`
+}
+
+// SigningBytes is what the writer signs: the op without its signature.
+func (o *Op) SigningBytes() ([]byte, error) {
+	c := *o
+	c.Sig = nil
+	return Marshal(&c)
+}
+
+// Ledger key families. A writer may only write keys that carry its id.
+const (
+	KeyClaim   = "claim"   // claim:<domain>:<writer> → claim record JSON
+	KeyVote    = "vote"    // vote:<domain>:<voter>:<claimant> → vote marker
+	KeyCleanup = "cleanup" // cleanup:<domain>:<writer> → cleanup request marker
+	KeyWriter  = "writer"  // writer:<new writer>:<adding writer> → "1"
+	KeyNetwork = "network" // network:<root writer> → network key hex (genesis)
+)
+
+// ErrBadKey reports a ledger key that does not parse.
+var ErrBadKey = errors.New("malformed ledger key")
+
+// ParsedKey is a ledger key split into its parts.
+type ParsedKey struct {
+	Kind     string
+	Domain   string // claim, vote, cleanup
+	Writer   string // the id that must have signed the op
+	Claimant string // vote only
+	Subject  string // writer: the writer being added
+}
+
+// ParseKey splits a ledger key and says which writer may write it. Domain
+// names contain dots but never colons, and ids are hex, so ':' splits.
+func ParseKey(key string) (ParsedKey, error) {
+	parts := strings.Split(key, ":")
+	bad := fmt.Errorf("%w: %q", ErrBadKey, key)
+	switch parts[0] {
+	case KeyClaim, KeyCleanup:
+		if len(parts) != 3 || parts[1] == "" || parts[2] == "" {
+			return ParsedKey{}, bad
+		}
+		return ParsedKey{Kind: parts[0], Domain: parts[1], Writer: parts[2]}, nil
+	case KeyVote:
+		if len(parts) != 4 || parts[1] == "" || parts[2] == "" || parts[3] == "" {
+			return ParsedKey{}, bad
+		}
+		return ParsedKey{Kind: KeyVote, Domain: parts[1], Writer: parts[2], Claimant: parts[3]}, nil
+	case KeyWriter:
+		if len(parts) != 3 || parts[1] == "" || parts[2] == "" {
+			return ParsedKey{}, bad
+		}
+		return ParsedKey{Kind: KeyWriter, Subject: parts[1], Writer: parts[2]}, nil
+	case KeyNetwork:
+		if len(parts) != 2 || parts[1] == "" {
+			return ParsedKey{}, bad
+		}
+		return ParsedKey{Kind: KeyNetwork, Writer: parts[1]}, nil
+	}
+	return ParsedKey{}, bad
+}
+
+// ClaimKey, VoteKey and CleanupKey build ledger keys.
+func ClaimKey(domain, writer string) string { return KeyClaim + ":" + domain + ":" + writer }
+
+// VoteKey is the key of voter's vote for claimant on domain.
+func VoteKey(domain, voter, claimant string) string {
+	return KeyVote + ":" + domain + ":" + voter + ":" + claimant
+}
+
+// CleanupKey is the key of a cleanup request for domain by writer.
+func CleanupKey(domain, writer string) string { return KeyCleanup + ":" + domain + ":" + writer }
+
+// WriterKey is the key by which writer `by` adds writer `id`.
+func WriterKey(id, by string) string { return KeyWriter + ":" + id + ":" + by }
+
+// NetworkKey is the genesis key written by the network's root writer.
+func NetworkKey(root string) string { return KeyNetwork + ":" + root }
+
+// ClaimRecord is the JSON value of a claim key.
+type ClaimRecord struct {
+	Hash     string    `json:"hash"`
+	SSL      bool      `json:"ssl"`
+	Clients  []string  `json:"clients"`
+	Services []Service `json:"services"`
+}
+
+// Service is a service offered under a domain (spec: Service).
+type Service struct {
+	ServiceName string `json:"serviceName"`
+	Key         string `json:"key"`
+	Port        int    `json:"port"`
+	Protocol    string `json:"protocol"`
+}
+
+// VoteMarker is the value of a vote key.
+const VoteMarker = "1"
+
+// VersionVector maps writer id → highest contiguous seq held.
+type VersionVector map[string]uint64
+
+// --- ledger actor requests (the peer network uses these) ---
+
+// ApplyOps hands ops received from a peer to the ledger actor. Each op is
+// verified (signature, authorised writer, key ownership, contiguous seq)
+// before it is applied; rejected ops count as validation failures. Ops may
+// arrive in any order; ops after a gap are dropped (not counted) and come
+// again with the next version-vector exchange.
+type ApplyOps struct {
+	From string // peer id the ops came from, for logs
+	Ops  []*Op
+}
+
+// ApplyOpsReply says what happened to each op of an ApplyOps.
+type ApplyOpsReply struct {
+	Applied, Duplicates, Rejected, Gaps int
+}
+
+// GetVersionVector asks the ledger for its version vector.
+type GetVersionVector struct{}
+
+// GetVersionVectorReply is the ledger's version vector (a copy).
+type GetVersionVectorReply struct{ VV VersionVector }
+
+// GetOpsSince asks for the ops a peer with version vector VV lacks, in
+// (writer, seq) order, at most Max (0 = no limit).
+type GetOpsSince struct {
+	VV  VersionVector
+	Max int
+}
+
+// GetOpsSinceReply carries the ops (shared, immutable: do not modify).
+type GetOpsSinceReply struct{ Ops []*Op }
+
+// OpsApplied is published on the event stream after ops (local or from a
+// peer) were committed and applied, so peer actors can push them on.
+type OpsApplied struct{ Ops []*Op }
+
+// IsWriter asks whether id is an authorised writer of the network.
+type IsWriter struct{ ID string }
+
+// IsWriterReply answers IsWriter.
+type IsWriterReply struct{ OK bool }
+
+// AddWriter asks the local ledger to sign and append writer:<ID>:<self>
+// (used when an invite is redeemed). Reply: AddWriterReply.
+type AddWriter struct{ ID string }
+
+// AddWriterReply answers AddWriter.
+type AddWriterReply struct{ Err error }
+
+// GetNetwork asks for the network key and root writer.
+type GetNetwork struct{}
+
+// GetNetworkReply: Key is "" until the node belongs to a network.
+type GetNetworkReply struct{ Key, Root string }
+
+// JoinNetwork tells a fresh joiner's ledger which network it joined (from
+// an accepted invite) before replication starts.
+type JoinNetwork struct{ Key, Root string }
+
+// JoinNetworkReply answers JoinNetwork.
+type JoinNetworkReply struct{ Err error }
+
+// PeerSetChanged tells consensus which writers are connected right now
+// (active peers = these + self). Sent by the peers supervisor to the
+// ledger actor on every connect/disconnect.
+type PeerSetChanged struct{ Connected []string }
