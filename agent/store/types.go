@@ -1,0 +1,80 @@
+package store
+
+import (
+	"errors"
+	"time"
+)
+
+// DimDef is one dimension of a chart, as Netdata defines it.
+type DimDef struct {
+	ID, Name   string // Name is the display name (allmetrics/prometheus/shell use it)
+	Algorithm  string // "absolute" or "incremental"
+	Multiplier int64
+	Divisor    int64
+	Hidden     bool
+}
+
+// ChartDef describes one chart. Immutable once registered.
+type ChartDef struct {
+	ID          string // e.g. "system.cpu", "disk.sda", "disk_space._"
+	Name        string // usually == ID
+	Type        string // part before the first dot, e.g. "system"
+	Context     string // e.g. "system.cpu", "disk.io"
+	Family      string
+	Title       string
+	Units       string
+	ChartType   string // "line", "area", "stacked"
+	Plugin      string // e.g. "proc.plugin"
+	Module      string // e.g. "/proc/stat"
+	Priority    int
+	UpdateEvery int // seconds
+	Dims        []DimDef
+}
+
+// Agg is one storage slot of one dimension. Tier 0 slots are 1 second and
+// hold one value (Min == Max == Sum, Count 1); Count 0 means no data (gap).
+// Tier 1 slots are 60 seconds and hold the aggregate of the points in them.
+type Agg struct {
+	Min, Max, Sum float64
+	Count         uint32
+	Anomalous     uint32 // anomalous points in the slot (filled by a later issue; 0 now)
+}
+
+// Window is a copied range of one chart, safe to use after the call.
+type Window struct {
+	ChartID string
+	Tier    int
+	Step    int64    // seconds per slot: 1 (tier 0) or 60 (tier 1)
+	Start   int64    // unix seconds of Slots[d][0]; slot i covers [Start+i*Step, Start+(i+1)*Step)
+	Dims    []string // dimension ids, chart order
+	Slots   [][]Agg  // [dim][slot], every dim has the same number of slots
+}
+
+// Stats describes storage for /api/v3/settings, /api/v3/db and info.
+type Stats struct {
+	Dir                   string
+	Charts, Dimensions    int
+	Tier0Retention        time.Duration
+	Tier1Retention        time.Duration
+	Tier0BytesPerDim      int // memory cost per dimension of tier 0
+	Tier1BytesPerDim      int
+	MemoryBytes           int64 // total bytes held by rings
+	Tier1DiskBytes        int64
+	FirstTime, LastTime   int64 // unix seconds of the oldest/newest tier-0 point (0 when empty)
+	Tier1First, Tier1Last int64
+}
+
+// Config of the store; zero values get defaults (tier 0: 1h, tier 1: 14 days).
+type Config struct {
+	Dir            string // data dir; tier 1 is persisted under Dir
+	Tier0Retention time.Duration
+	Tier1Retention time.Duration
+}
+
+// Sentinel errors callers branch on with errors.Is.
+var (
+	// ErrNotFound reports an unknown chart id.
+	ErrNotFound = errors.New("chart not found")
+	// ErrBadTier reports a tier other than 0 or 1.
+	ErrBadTier = errors.New("tier must be 0 or 1")
+)
