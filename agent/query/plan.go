@@ -1,0 +1,112 @@
+package query
+
+import "fmt"
+
+// Plan is a resolved, aligned query window: Points output points of Group
+// slots each, Step seconds per slot. After is the time of the first slot of
+// the oldest point and Before the time of the last slot of the newest point
+// (both inclusive), as Netdata reports them in jsonwrap.
+type Plan struct {
+	After, Before int64
+	Step          int64
+	Group         int
+	Points        int
+}
+
+// ViewUpdateEvery is the seconds one output point covers.
+func (p Plan) ViewUpdateEvery() int64 { return int64(p.Group) * p.Step }
+
+// RowTime is the timestamp of output row r, counting from the oldest (0):
+// the time of the last slot of that point, as Netdata labels rows.
+func (p Plan) RowTime(r int) int64 {
+	return p.After + (int64(r)*int64(p.Group)+int64(p.Group)-1)*p.Step
+}
+
+// Resolve applies Netdata's rules for relative times: a before with
+// |before| <= RelativeMax is relative to now; an after with |after| <=
+// RelativeMax is relative to before (a positive one is taken as negative).
+// Larger values are absolute unix seconds.
+func Resolve(after, before, now int64) (a, b int64) {
+	b = before
+	if abs64(b) <= RelativeMax {
+		b = now + b
+		if b > now { // a relative before in the future means now
+			b = now
+		}
+	}
+	a = after
+	if abs64(a) <= RelativeMax {
+		if a > 0 {
+			a = -a
+		}
+		a = b + a
+	}
+	return a, b
+}
+
+// NewPlan resolves after/before against now and the data the chart holds
+// (first and last are the unix seconds of the oldest and newest stored
+// points; last == 0 means the chart holds no data), then picks the group size for the requested
+// points and aligns the window like Netdata: the newest point ends on a
+// multiple of the group duration (unless unaligned). An after later than
+// before is an error; a window with no stored data gives Points == 0.
+func NewPlan(after, before int64, points int, unaligned bool, now, first, last, step int64) (Plan, error) {
+	if step <= 0 {
+		step = 1
+	}
+	if points <= 0 {
+		return Plan{}, fmt.Errorf("points must be a positive integer, got %d", points)
+	}
+	a, b := Resolve(after, before, now)
+	if a > b {
+		return Plan{}, fmt.Errorf("after (%d) is later than before (%d)", a, b)
+	}
+	if b > now {
+		b = now
+	}
+	if last > 0 && b > last {
+		b = last
+	}
+	if first > 0 && a < first {
+		a = first
+	}
+	p := Plan{Step: step}
+	b = floorDiv(b, step) * step
+	a = floorDiv(a+step-1, step) * step
+	if a > b || last == 0 {
+		p.After, p.Before = b, b
+		return p, nil
+	}
+	n := (b - a) / step
+	if n < 1 {
+		n = 1
+	}
+	if int64(points) > n {
+		points = int(n)
+	}
+	group := (n + int64(points) - 1) / int64(points)
+	points = int((n + group - 1) / group)
+	if !unaligned && group > 1 {
+		b = floorDiv(b, group*step) * group * step
+	}
+	p.Group = int(group)
+	p.Points = points
+	p.Before = b
+	p.After = b - (int64(points)*group-1)*step
+	return p, nil
+}
+
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if (a%b != 0) && ((a < 0) != (b < 0)) {
+		q--
+	}
+	return q
+}
+
+func abs64(v int64) int64 {
+	if v < 0 {
+		return -v
+	}
+	return v
+}

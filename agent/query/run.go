@@ -1,0 +1,324 @@
+package query
+
+import (
+	"errors"
+	"math"
+	"slices"
+	"strings"
+
+	"peerdns/agent/store"
+)
+
+// ErrNoMetrics reports that no dimension matched the query.
+var ErrNoMetrics = errors.New("no metrics matched the query")
+
+// MsgNoMetrics is Netdata's body for ErrNoMetrics (sic), answered with 404.
+const MsgNoMetrics = "No metrics where matched to query."
+
+// Series is one chart's input to a query: its definition, the window read
+// from the store (nil when nothing was stored) and, optionally, the latest
+// collected values in chart dimension order (for jsonwrap latest_values).
+type Series struct {
+	Chart  *store.ChartDef
+	Window *store.Window
+	Latest []float64
+}
+
+// Column is one output dimension.
+type Column struct {
+	Series  int    // index into the series slice
+	Dim     int    // index into Chart.Dims
+	ID      string // dimension id
+	Name    string // display name (the label)
+	ChartID string
+}
+
+// Result is a computed query: Points rows (oldest first) of len(Columns)
+// values, NaN meaning null.
+type Result struct {
+	Plan     Plan
+	Request  *Request
+	Columns  []Column
+	Values   []float64 // row-major: Values[row*len(Columns)+col]
+	DBPoints [2]int    // stored points read, per tier
+	Latest   []float64 // latest collected value per column (NaN when unknown)
+}
+
+// Rows is the number of output rows.
+func (r *Result) Rows() int {
+	if len(r.Columns) == 0 {
+		return 0
+	}
+	return len(r.Values) / len(r.Columns)
+}
+
+// At is the value of row (oldest first) and column.
+func (r *Result) At(row, col int) float64 { return r.Values[row*len(r.Columns)+col] }
+
+// Run computes a query over the series with the plan. Columns are the
+// visible dimensions of every series in order (or those the Dimensions
+// pattern matches, hidden ones included); none matching is ErrNoMetrics.
+func Run(req *Request, plan Plan, series []Series) (*Result, error) {
+	res := &Result{Plan: plan, Request: req}
+	pat := compilePattern(req.Dimensions)
+	for si, s := range series {
+		for di := range s.Chart.Dims {
+			d := &s.Chart.Dims[di]
+			if pat == nil {
+				if d.Hidden {
+					continue
+				}
+			} else if !pat.match(d.ID, d.Name) {
+				continue
+			}
+			name := d.Name
+			if name == "" {
+				name = d.ID
+			}
+			res.Columns = append(res.Columns, Column{Series: si, Dim: di, ID: d.ID, Name: name, ChartID: s.Chart.ID})
+		}
+	}
+	if len(res.Columns) == 0 {
+		return nil, ErrNoMetrics
+	}
+	ncol := len(res.Columns)
+	res.Values = make([]float64, plan.Points*ncol)
+	res.Latest = make([]float64, ncol)
+	for c, col := range res.Columns {
+		res.Latest[c] = math.NaN()
+		if l := series[col.Series].Latest; col.Dim < len(l) {
+			res.Latest[c] = l[col.Dim]
+		}
+	}
+	var scratch []float64
+	pct := req.Options&OptPercentage != 0
+	var totals []float64 // per series, per row (percentage only)
+	if pct {
+		totals = make([]float64, len(series)*plan.Points)
+		for si, s := range series {
+			for di := range s.Chart.Dims {
+				slots := dimSlots(s.Window, s.Chart.Dims[di].ID, di)
+				for r := 0; r < plan.Points; r++ {
+					v, _ := groupValue(plan, s.Window, slots, r, GroupAverage, &scratch)
+					if !math.IsNaN(v) {
+						totals[si*plan.Points+r] += math.Abs(v)
+					}
+				}
+			}
+		}
+	}
+	tier := req.Tier
+	if tier < 0 || tier > 1 {
+		tier = 0
+	}
+	for c, col := range res.Columns {
+		s := series[col.Series]
+		slots := dimSlots(s.Window, col.ID, col.Dim)
+		for r := 0; r < plan.Points; r++ {
+			v, n := groupValue(plan, s.Window, slots, r, req.Group, &scratch)
+			res.DBPoints[tier] += n
+			if pct && !math.IsNaN(v) {
+				if t := totals[col.Series*plan.Points+r]; t != 0 {
+					v = v * 100 / t
+				} else {
+					v = 0
+				}
+			}
+			if req.Options&OptAbs != 0 {
+				v = math.Abs(v)
+			}
+			res.Values[r*ncol+c] = v
+		}
+	}
+	if req.Options&OptNonZero != 0 && plan.Points > 0 {
+		res.dropZeroColumns()
+	}
+	return res, nil
+}
+
+// dropZeroColumns removes columns whose every value is zero or null; when
+// all columns are like that Netdata keeps them all, and so do we.
+func (r *Result) dropZeroColumns() {
+	ncol, rows := len(r.Columns), r.Rows()
+	keep := make([]bool, ncol)
+	found := false
+	for c := 0; c < ncol; c++ {
+		for row := 0; row < rows; row++ {
+			if v := r.Values[row*ncol+c]; v != 0 && !math.IsNaN(v) {
+				keep[c] = true
+				found = true
+				break
+			}
+		}
+	}
+	if !found {
+		return
+	}
+	cols := r.Columns[:0:0]
+	latest := r.Latest[:0:0]
+	for c := 0; c < ncol; c++ {
+		if keep[c] {
+			cols = append(cols, r.Columns[c])
+			latest = append(latest, r.Latest[c])
+		}
+	}
+	vals := make([]float64, 0, rows*len(cols))
+	for row := 0; row < rows; row++ {
+		for c := 0; c < ncol; c++ {
+			if keep[c] {
+				vals = append(vals, r.Values[row*ncol+c])
+			}
+		}
+	}
+	r.Columns, r.Latest, r.Values = cols, latest, vals
+}
+
+// dimSlots finds a dimension's slots in a window: at the chart index when
+// the window lists dims in chart order (the contract), else by id.
+func dimSlots(w *store.Window, id string, idx int) []store.Agg {
+	if w == nil {
+		return nil
+	}
+	if idx < len(w.Dims) && idx < len(w.Slots) && w.Dims[idx] == id {
+		return w.Slots[idx]
+	}
+	for i, d := range w.Dims {
+		if d == id && i < len(w.Slots) {
+			return w.Slots[i]
+		}
+	}
+	return nil
+}
+
+// groupValue combines the slots of output row r; n is the number of stored
+// points used. A group without data is NaN.
+func groupValue(p Plan, w *store.Window, slots []store.Agg, r int, g Group, scratch *[]float64) (float64, int) {
+	if len(slots) == 0 || p.Group == 0 {
+		return math.NaN(), 0
+	}
+	step := w.Step
+	if step <= 0 {
+		step = p.Step
+	}
+	t0 := p.After + int64(r)*int64(p.Group)*p.Step
+	i0 := floorDiv(t0-w.Start, step)
+	i1 := i0 + int64(p.Group)*p.Step/step - 1
+	if i0 < 0 {
+		i0 = 0
+	}
+	if i1 >= int64(len(slots)) {
+		i1 = int64(len(slots)) - 1
+	}
+	if i0 > i1 {
+		return math.NaN(), 0
+	}
+	var sum, mn, mx float64
+	var cnt uint64
+	n := 0
+	mn, mx = math.Inf(1), math.Inf(-1)
+	if g == GroupMedian {
+		*scratch = (*scratch)[:0]
+	}
+	for _, a := range slots[i0 : i1+1] {
+		if a.Count == 0 {
+			continue
+		}
+		n++
+		sum += a.Sum
+		cnt += uint64(a.Count)
+		if a.Min < mn {
+			mn = a.Min
+		}
+		if a.Max > mx {
+			mx = a.Max
+		}
+		if g == GroupMedian {
+			*scratch = append(*scratch, a.Sum/float64(a.Count))
+		}
+	}
+	if n == 0 {
+		return math.NaN(), 0
+	}
+	switch g {
+	case GroupMin:
+		return mn, n
+	case GroupMax:
+		return mx, n
+	case GroupSum:
+		return sum, n
+	case GroupMedian:
+		v := *scratch
+		slices.Sort(v)
+		m := len(v) / 2
+		if len(v)%2 == 1 {
+			return v[m], n
+		}
+		return (v[m-1] + v[m]) / 2, n
+	}
+	return sum / float64(cnt), n
+}
+
+// pattern is a Netdata simple pattern: words separated by '|', ',' or
+// space, '*' matches any run of characters, a leading '!' excludes, and the
+// first word that matches decides.
+type pattern struct {
+	words []patWord
+}
+
+type patWord struct {
+	neg  bool
+	text string
+}
+
+func compilePattern(s string) *pattern {
+	s = strings.TrimSpace(s)
+	if s == "" || s == "*" {
+		return nil
+	}
+	p := &pattern{}
+	for _, w := range strings.FieldsFunc(s, func(r rune) bool { return r == '|' || r == ',' || r == ' ' }) {
+		pw := patWord{}
+		if strings.HasPrefix(w, "!") {
+			pw.neg, w = true, w[1:]
+		}
+		if w == "" {
+			continue
+		}
+		pw.text = w
+		p.words = append(p.words, pw)
+	}
+	if len(p.words) == 0 {
+		return nil
+	}
+	return p
+}
+
+func (p *pattern) match(id, name string) bool {
+	for _, w := range p.words {
+		if globMatch(w.text, id) || globMatch(w.text, name) {
+			return !w.neg
+		}
+	}
+	return false
+}
+
+// globMatch matches s against a pattern where '*' is any run of bytes.
+func globMatch(pat, s string) bool {
+	if !strings.Contains(pat, "*") {
+		return pat == s
+	}
+	parts := strings.Split(pat, "*")
+	if !strings.HasPrefix(s, parts[0]) {
+		return false
+	}
+	s = s[len(parts[0]):]
+	last := parts[len(parts)-1]
+	for _, mid := range parts[1 : len(parts)-1] {
+		i := strings.Index(s, mid)
+		if i < 0 {
+			return false
+		}
+		s = s[i+len(mid):]
+	}
+	return strings.HasSuffix(s, last)
+}
