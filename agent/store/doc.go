@@ -1,0 +1,16 @@
+// Package store holds the agent's metrics: tier 0, an in-memory ring of
+// 1-second points per dimension (float32, NaN = gap, 4 bytes a second), and
+// tier 1, per-minute min/max/sum/count/anomalous per dimension, kept in
+// memory in day chunks (14 bytes a minute) and persisted in an append-only
+// file (DIR/tier1.dat) that is replayed at Open and compacted when it has
+// doubled.
+//
+// The store is a plain structure with a map lock and one lock per chart,
+// not an actor: the agent is not part of the node's actor tree, collectors
+// append once a second, and the REST read path copies a window under one
+// chart lock without a mailbox round-trip.
+//
+// Retention is relative to the newest point of each chart (and to the wall
+// clock when the file is loaded, so minutes older than the tier-1 retention
+// are dropped at restart). The package never does HTTP and never collects.
+package store
