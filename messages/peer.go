@@ -1,0 +1,250 @@
+package messages
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// --- peer wire protocol (CBOR frames on a connection's control stream) ---
+
+// Envelope kinds. Every frame on the control stream is one Envelope whose
+// Kind names the single body field that is set.
+const (
+	KindHello  = "hello"  // Hello: first frame of each side
+	KindAccept = "accept" // Accept: the sender admits the peer
+	KindRefuse = "refuse" // Refuse: the sender will close; Reason says why
+	KindVV     = "vv"     // VV: the sender's version vector
+	KindOps    = "ops"    // Ops: a batch of signed ledger ops
+	KindPeers  = "peers"  // Peers: peer exchange
+	KindPing   = "ping"   // Ping: liveness probe, answered with a pong
+	KindPong   = "pong"   // Ping body echoed back
+)
+
+// Envelope is the one message type carried in control-stream frames.
+type Envelope struct {
+	Kind   string        `cbor:"1,keyasint"`
+	Hello  *Hello        `cbor:"2,keyasint,omitempty"`
+	Accept *Accept       `cbor:"3,keyasint,omitempty"`
+	Refuse *Refuse       `cbor:"4,keyasint,omitempty"`
+	VV     VersionVector `cbor:"5,keyasint,omitempty"`
+	Ops    []*Op         `cbor:"6,keyasint,omitempty"`
+	Peers  []PeerInfo    `cbor:"7,keyasint,omitempty"`
+	Ping   *Ping         `cbor:"8,keyasint,omitempty"`
+}
+
+// Hello opens a session. Network is "" while the sender has not joined a
+// network yet; then Join must carry the invite it redeems.
+type Hello struct {
+	ID      string       `cbor:"1,keyasint"`
+	Network string       `cbor:"2,keyasint,omitempty"`
+	Root    string       `cbor:"3,keyasint,omitempty"`
+	Addrs   []string     `cbor:"4,keyasint,omitempty"`
+	Join    *JoinRequest `cbor:"5,keyasint,omitempty"`
+}
+
+// JoinRequest redeems an invite. Proof is the joiner's signature over
+// JoinProofBytes(nonce, joinerID): it binds the invite to the key the TLS
+// handshake already proved.
+type JoinRequest struct {
+	Invite string `cbor:"1,keyasint"`
+	Proof  []byte `cbor:"2,keyasint"`
+}
+
+// JoinProofBytes is what a joiner signs to redeem the invite with nonce.
+func JoinProofBytes(nonce, joinerID string) []byte {
+	return []byte("peerdns-join\x00" + nonce + "\x00" + joinerID)
+}
+
+// Accept admits the peer. When it answers a join, Network and Root tell the
+// joiner which network it now belongs to.
+type Accept struct {
+	Network string `cbor:"1,keyasint,omitempty"`
+	Root    string `cbor:"2,keyasint,omitempty"`
+}
+
+// Refusal reasons sent in Refuse.Code (stable, machine-readable).
+const (
+	RefuseNotWriter      = "not_writer"
+	RefuseForeignNetwork = "foreign_network"
+	RefuseInviteUsed     = "invite_used"
+	RefuseInviteExpired  = "invite_expired"
+	RefuseInviteInvalid  = "invite_invalid"
+	RefuseNoNetwork      = "no_network"
+	RefuseDuplicate      = "duplicate"
+	RefuseInternal       = "internal"
+)
+
+// Refuse tells the peer why the sender closes the connection.
+type Refuse struct {
+	Code   string `cbor:"1,keyasint"`
+	Reason string `cbor:"2,keyasint,omitempty"`
+}
+
+// PeerInfo is one peer in a peer exchange: an id and where to reach it.
+type PeerInfo struct {
+	ID    string   `cbor:"1,keyasint"`
+	Addrs []string `cbor:"2,keyasint,omitempty"`
+}
+
+// Ping carries the sender's clock so the pong gives a round-trip time.
+type Ping struct {
+	SentUnixNano int64 `cbor:"1,keyasint"`
+}
+
+// ErrBadEnvelope reports a frame whose kind and body do not match.
+var ErrBadEnvelope = errors.New("malformed peer message")
+
+// Validate checks that exactly the body named by Kind is set and that the
+// required fields are present, so handlers can trust the shape.
+func (e *Envelope) Validate() error {
+	bodies := 0
+	for _, set := range []bool{e.Hello != nil, e.Accept != nil, e.Refuse != nil, e.VV != nil, e.Ops != nil, e.Peers != nil, e.Ping != nil} {
+		if set {
+			bodies++
+		}
+	}
+	bad := func(why string) error { return fmt.Errorf("%w: %s: %s", ErrBadEnvelope, e.Kind, why) }
+	want := 1
+	switch e.Kind {
+	case KindHello:
+		if e.Hello == nil || e.Hello.ID == "" {
+			return bad("hello without id")
+		}
+		if j := e.Hello.Join; j != nil && (j.Invite == "" || len(j.Proof) == 0) {
+			return bad("join without invite or proof")
+		}
+	case KindAccept:
+		if e.Accept == nil {
+			return bad("no body")
+		}
+	case KindRefuse:
+		if e.Refuse == nil || e.Refuse.Code == "" {
+			return bad("refuse without code")
+		}
+	case KindVV:
+		// An empty version vector decodes as nil: a node with no ops.
+		want = 0
+		if e.VV != nil {
+			want = 1
+		}
+	case KindOps:
+		if len(e.Ops) == 0 {
+			return bad("empty batch")
+		}
+		for _, op := range e.Ops {
+			if op == nil || op.Writer == "" || op.Seq == 0 {
+				return bad("op without writer or seq")
+			}
+		}
+	case KindPeers:
+		want = 0
+		if e.Peers != nil {
+			want = 1
+		}
+	case KindPing, KindPong:
+		if e.Ping == nil {
+			return bad("no body")
+		}
+	default:
+		return fmt.Errorf("%w: unknown kind %q", ErrBadEnvelope, e.Kind)
+	}
+	if bodies != want {
+		return bad(fmt.Sprintf("%d bodies set", bodies))
+	}
+	return nil
+}
+
+// --- peers supervisor queries (admin API, health, CLI) ---
+
+// GetPeers asks the peers supervisor for the connected peer ids.
+type GetPeers struct{}
+
+// GetPeersReply lists connected (handshake complete) peer ids, sorted.
+type GetPeersReply struct{ IDs []string }
+
+// GetPeerStatus asks for the node's network status (spec: Status).
+type GetPeerStatus struct{}
+
+// GetPeerStatusReply answers GetPeerStatus. IsMaster: this node is the
+// network's root writer. IsConnected: at least one peer is connected.
+// Ready: the endpoint listens and the node knows its network (or is
+// joining one). Listening: the QUIC endpoint is up.
+type GetPeerStatusReply struct {
+	IsMaster    bool
+	IsConnected bool
+	PeersCount  int
+	Ready       bool
+	Listening   bool
+	Joining     bool // waiting for an invite to be accepted
+	Network     string
+	Addr        string // local QUIC address
+}
+
+// CreateInvite asks the peers supervisor for a one-time invite. TTL 0
+// means the default (24 h).
+type CreateInvite struct{ TTL time.Duration }
+
+// CreateInviteReply carries the invite string and its expiry (unix ms).
+type CreateInviteReply struct {
+	Invite    string
+	ExpiresAt int64
+	Err       error
+}
+
+// GetPeerDiagnostics asks for the invites/connection diagnostics.
+type GetPeerDiagnostics struct{}
+
+// PeerDiagnosticsReply is the diagnostics view. Ready is false while the
+// node is initialising (the admin API answers 503 then).
+type PeerDiagnosticsReply struct {
+	Ready            bool
+	Summary          PeerDiagSummary
+	Peers            []PeerDiag
+	Recommendations  []string
+	ConnectionIssues []ConnectionIssue
+}
+
+// PeerDiagSummary counts what the supervisor saw since start.
+type PeerDiagSummary struct {
+	PeerID             string `json:"peerId"`
+	Network            string `json:"networkKey"`
+	IsMaster           bool   `json:"isMaster"`
+	Joining            bool   `json:"joining"`
+	ListenAddr         string `json:"listenAddr"`
+	ConnectedPeers     int    `json:"connectedPeers"`
+	KnownPeers         int    `json:"knownPeers"`
+	ConnectionAttempts int64  `json:"connectionAttempts"`
+	SuccessfulDials    int64  `json:"successfulConnections"`
+	FailedAttempts     int64  `json:"failedConnections"`
+	InboundAccepted    int64  `json:"inboundConnections"`
+	Refused            int64  `json:"refusedConnections"`
+	InvitesCreated     int64  `json:"invitesCreated"`
+	InvitesRedeemed    int64  `json:"invitesRedeemed"`
+	InvitesRefused     int64  `json:"invitesRefused"`
+	OpsSent            int64  `json:"opsSent"`
+	OpsReceived        int64  `json:"opsReceived"`
+}
+
+// PeerDiag is one known or connected peer.
+type PeerDiag struct {
+	ID          string   `json:"id"`
+	State       string   `json:"state"` // connected, handshaking, disconnected
+	Direction   string   `json:"direction,omitempty"`
+	Addrs       []string `json:"addresses"`
+	RemoteAddr  string   `json:"remoteAddr,omitempty"`
+	ConnectedAt int64    `json:"connectedAt,omitempty"` // unix ms
+	LastSeen    int64    `json:"lastSeen,omitempty"`    // unix ms
+	RTTMillis   float64  `json:"rttMs,omitempty"`
+	OpsSent     int64    `json:"opsSent"`
+	OpsReceived int64    `json:"opsReceived"`
+}
+
+// ConnectionIssue is one failed connection attempt or refusal.
+type ConnectionIssue struct {
+	Time   int64  `json:"time"` // unix ms
+	Addr   string `json:"address,omitempty"`
+	PeerID string `json:"peerId,omitempty"`
+	Kind   string `json:"kind"` // dial, handshake, refused, protocol
+	Reason string `json:"reason"`
+}

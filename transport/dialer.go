@@ -1,0 +1,142 @@
+package transport
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"time"
+)
+
+// Backoff is capped exponential backoff with full jitter. Not safe for
+// concurrent use; each dialer owns one.
+type Backoff struct {
+	Min, Max time.Duration // defaults 500ms and 30s
+	// Rand returns a float in [0,1); nil uses math/rand/v2. Tests pin it.
+	Rand    func() float64
+	attempt int
+}
+
+// Next returns the wait before the next attempt: a random duration in
+// [d/2, d] where d doubles per failure from Min up to Max. Half the range
+// is kept so peers retrying together spread out without waiting ~0.
+func (b *Backoff) Next() time.Duration {
+	lo, hi := b.Min, b.Max
+	if lo <= 0 {
+		lo = 500 * time.Millisecond
+	}
+	if hi <= 0 {
+		hi = 30 * time.Second
+	}
+	d := lo
+	for i := 0; i < b.attempt && d < hi; i++ {
+		d *= 2
+	}
+	if d > hi {
+		d = hi
+	}
+	b.attempt++
+	r := rand.Float64
+	if b.Rand != nil {
+		r = b.Rand
+	}
+	return d/2 + time.Duration(r()*float64(d/2))
+}
+
+// Reset starts again from Min (after a connection that lasted).
+func (b *Backoff) Reset() { b.attempt = 0 }
+
+// Dialer keeps one address connected: it dials, hands the connection to
+// OnConn, waits for it to close and dials again, backing off on failures.
+type Dialer struct {
+	Endpoint Endpoint
+	Addr     string
+	// PeerID is the key the peer must prove ("" = any). After the first
+	// success the learned id is passed to Skip.
+	PeerID  string
+	Backoff Backoff
+	// Skip, when it returns true for the peer's id, postpones a dial (the
+	// peer is already connected another way). Called with "" when the id
+	// is not known yet.
+	Skip func(peerID string) bool
+	// OnConn receives each new connection (before Run waits for it to close).
+	OnConn func(Conn)
+	// OnFail receives each failed attempt.
+	OnFail func(err error)
+	// OnAttempt is called before each dial.
+	OnAttempt func()
+	// StableAfter: a connection that lived this long resets the backoff (10s).
+	StableAfter time.Duration
+	// IdleCheck is how often a skipped dial checks again (1s).
+	IdleCheck time.Duration
+}
+
+// Run dials until ctx is done or the address turns out to be our own.
+func (d *Dialer) Run(ctx context.Context) {
+	peer := d.PeerID
+	stable := d.StableAfter
+	if stable == 0 {
+		stable = 10 * time.Second
+	}
+	idle := d.IdleCheck
+	if idle == 0 {
+		idle = time.Second
+	}
+	for ctx.Err() == nil {
+		if d.Skip != nil && d.Skip(peer) {
+			if !wait(ctx, idle) {
+				return
+			}
+			continue
+		}
+		if d.OnAttempt != nil {
+			d.OnAttempt()
+		}
+		c, err := d.Endpoint.Dial(ctx, d.Addr, d.PeerID)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			if d.OnFail != nil {
+				d.OnFail(err)
+			}
+			if isSelf(err) {
+				return
+			}
+			if !wait(ctx, d.Backoff.Next()) {
+				return
+			}
+			continue
+		}
+		peer = c.PeerID()
+		start := time.Now()
+		if d.OnConn != nil {
+			d.OnConn(c)
+		}
+		select {
+		case <-c.Done():
+		case <-ctx.Done():
+			return
+		}
+		if time.Since(start) >= stable {
+			d.Backoff.Reset()
+		}
+		if !wait(ctx, d.Backoff.Next()) {
+			return
+		}
+	}
+}
+
+func isSelf(err error) bool { return errors.Is(err, ErrSelf) }
+
+// wait blocks for d or until ctx is done; it reports whether to go on.
+// This is a retry delay, not synchronisation.
+func wait(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}

@@ -1,0 +1,13 @@
+// Package transport carries the peer protocol between nodes.
+//
+// It owns: the Endpoint/Conn seam (transport.go), its QUIC implementation
+// (quic.go: one quic.Transport on one UDP socket for both listening and
+// dialing, TLS 1.3 with Ed25519 self-signed certificates checked against
+// the expected peer id, ALPN "peerdns/1", keep-alive, datagrams), the
+// control-stream framing (frame.go: 4-byte big-endian length + CBOR
+// envelope, at most 1 MiB), the redialer with capped jittered exponential
+// backoff (dialer.go) and invites (invite.go).
+//
+// It must never: know about the ledger or actors, or decide who may join.
+// It authenticates keys; the peers supervisor (actors/peer) authorises them.
+package transport

@@ -1,0 +1,89 @@
+package transport
+
+import (
+	"encoding/binary"
+	"fmt"
+	"io"
+
+	"peerdns/messages"
+)
+
+// MaxFrameSize is the largest control frame payload accepted or sent.
+const MaxFrameSize = messages.MaxDecodeBytes
+
+// frameHeader is the length prefix: 4 bytes, big-endian.
+const frameHeader = 4
+
+// WriteFrame writes payload with its length prefix in one Write, so
+// concurrent writers serialised by a lock never interleave.
+func WriteFrame(w io.Writer, payload []byte) error {
+	if len(payload) > MaxFrameSize {
+		return fmt.Errorf("%w: %d bytes", ErrFrameTooLarge, len(payload))
+	}
+	b := make([]byte, frameHeader+len(payload))
+	binary.BigEndian.PutUint32(b, uint32(len(payload)))
+	copy(b[frameHeader:], payload)
+	_, err := w.Write(b)
+	return err
+}
+
+// ReadFrame reads one frame. buf is reused when it is large enough; the
+// returned slice aliases it. A declared length over MaxFrameSize fails
+// with ErrFrameTooLarge before anything is allocated.
+func ReadFrame(r io.Reader, buf []byte) ([]byte, error) {
+	var h [frameHeader]byte
+	if _, err := io.ReadFull(r, h[:]); err != nil {
+		return nil, err
+	}
+	n := binary.BigEndian.Uint32(h[:])
+	if n > MaxFrameSize {
+		return nil, fmt.Errorf("%w: %d bytes declared", ErrFrameTooLarge, n)
+	}
+	if cap(buf) < int(n) {
+		buf = make([]byte, n)
+	}
+	buf = buf[:n]
+	if _, err := io.ReadFull(r, buf); err != nil {
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, fmt.Errorf("frame body: %w", err)
+	}
+	return buf, nil
+}
+
+// EncodeEnvelope validates and encodes m as a frame payload.
+func EncodeEnvelope(m *messages.Envelope) ([]byte, error) {
+	if err := m.Validate(); err != nil {
+		return nil, err
+	}
+	b, err := messages.Marshal(m)
+	if err != nil {
+		return nil, fmt.Errorf("encode %s: %w", m.Kind, err)
+	}
+	if len(b) > MaxFrameSize {
+		return nil, fmt.Errorf("%w: %s message is %d bytes", ErrFrameTooLarge, m.Kind, len(b))
+	}
+	return b, nil
+}
+
+// DecodeEnvelope decodes and validates a frame payload (strict CBOR).
+func DecodeEnvelope(b []byte) (*messages.Envelope, error) {
+	var m messages.Envelope
+	if err := messages.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("decode frame: %w", err)
+	}
+	if err := m.Validate(); err != nil {
+		return nil, err
+	}
+	return &m, nil
+}
+
+// ReadEnvelope reads and decodes one frame.
+func ReadEnvelope(r io.Reader, buf []byte) (*messages.Envelope, error) {
+	b, err := ReadFrame(r, buf)
+	if err != nil {
+		return nil, err
+	}
+	return DecodeEnvelope(b)
+}

@@ -1,0 +1,137 @@
+package transport
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"io"
+	"testing"
+
+	"peerdns/messages"
+)
+
+func frame(payload []byte) []byte {
+	b := make([]byte, 4+len(payload))
+	binary.BigEndian.PutUint32(b, uint32(len(payload)))
+	copy(b[4:], payload)
+	return b
+}
+
+func mustEncode(t testing.TB, m *messages.Envelope) []byte {
+	t.Helper()
+	b, err := EncodeEnvelope(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// frameCases are the table cases; they also seed FuzzReadFrame.
+func frameCases(t testing.TB) []struct {
+	name    string
+	in      []byte
+	wantErr error // nil: decodes to an envelope
+	anyErr  bool
+} {
+	hello := mustEncode(t, &messages.Envelope{Kind: messages.KindHello, Hello: &messages.Hello{ID: "ab", Network: "n"}})
+	ops := mustEncode(t, &messages.Envelope{Kind: messages.KindOps, Ops: []*messages.Op{{Writer: "w", Seq: 1, Key: "k", Sig: []byte{1, 2}}}})
+	vv := mustEncode(t, &messages.Envelope{Kind: messages.KindVV})
+	huge := make([]byte, 4)
+	binary.BigEndian.PutUint32(huge, MaxFrameSize+1)
+	return []struct {
+		name    string
+		in      []byte
+		wantErr error
+		anyErr  bool
+	}{
+		{name: "hello", in: frame(hello)},
+		{name: "ops", in: frame(ops)},
+		{name: "empty vv", in: frame(vv)},
+		{name: "oversize header", in: huge, wantErr: ErrFrameTooLarge},
+		{name: "max uint32 header", in: []byte{0xff, 0xff, 0xff, 0xff}, wantErr: ErrFrameTooLarge},
+		{name: "short header", in: []byte{0, 0}, wantErr: io.ErrUnexpectedEOF},
+		{name: "empty input", in: nil, wantErr: io.EOF},
+		{name: "truncated body", in: frame(hello)[:10], wantErr: io.ErrUnexpectedEOF},
+		{name: "garbage cbor", in: frame([]byte{0xff, 0x00, 0x13}), anyErr: true},
+		{name: "zero length", in: frame(nil), anyErr: true},
+		{name: "unknown field", in: frame([]byte{0xa2, 0x01, 0x64, 'p', 'i', 'n', 'g', 0x18, 0x63, 0x01}), anyErr: true},
+		{name: "kind without body", in: frame([]byte{0xa1, 0x01, 0x64, 'p', 'i', 'n', 'g'}), wantErr: messages.ErrBadEnvelope},
+		{name: "unknown kind", in: frame([]byte{0xa1, 0x01, 0x63, 'f', 'o', 'o'}), wantErr: messages.ErrBadEnvelope},
+	}
+}
+
+func TestReadEnvelope(t *testing.T) {
+	for _, tt := range frameCases(t) {
+		t.Run(tt.name, func(t *testing.T) {
+			m, err := ReadEnvelope(bytes.NewReader(tt.in), nil)
+			switch {
+			case tt.wantErr == nil && !tt.anyErr:
+				if err != nil || m == nil {
+					t.Fatalf("ReadEnvelope = %v, %v; want an envelope", m, err)
+				}
+			case tt.anyErr:
+				if err == nil {
+					t.Fatalf("ReadEnvelope = %+v; want an error", m)
+				}
+			default:
+				if !errors.Is(err, tt.wantErr) {
+					t.Fatalf("ReadEnvelope error = %v, want %v", err, tt.wantErr)
+				}
+			}
+		})
+	}
+}
+
+func TestFrameRoundTripReusesBuffer(t *testing.T) {
+	var buf bytes.Buffer
+	a := &messages.Envelope{Kind: messages.KindOps, Ops: []*messages.Op{{Writer: "w", Seq: 7, Key: "claim:x.p2p:w", Value: "v", Sig: bytes.Repeat([]byte{0xaa}, 64)}}}
+	b := &messages.Envelope{Kind: messages.KindOps, Ops: []*messages.Op{{Writer: "w", Seq: 8, Key: "claim:y.p2p:w", Value: "v", Sig: bytes.Repeat([]byte{0xbb}, 64)}}}
+	for _, m := range []*messages.Envelope{a, b} {
+		if err := WriteFrame(&buf, mustEncode(t, m)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rbuf := make([]byte, 0, 4096)
+	first, err := ReadEnvelope(&buf, rbuf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := ReadEnvelope(&buf, rbuf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The second read overwrote the shared buffer: the first message must
+	// still hold its own signature bytes (the decoder copies).
+	if first.Ops[0].Sig[0] != 0xaa || second.Ops[0].Sig[0] != 0xbb {
+		t.Fatalf("signatures alias the read buffer: %x %x", first.Ops[0].Sig[:1], second.Ops[0].Sig[:1])
+	}
+}
+
+func TestWriteFrameTooLarge(t *testing.T) {
+	if err := WriteFrame(io.Discard, make([]byte, MaxFrameSize+1)); !errors.Is(err, ErrFrameTooLarge) {
+		t.Fatalf("WriteFrame(1MiB+1) = %v, want ErrFrameTooLarge", err)
+	}
+	big := &messages.Envelope{Kind: messages.KindOps, Ops: []*messages.Op{{Writer: "w", Seq: 1, Value: string(make([]byte, MaxFrameSize))}}}
+	if _, err := EncodeEnvelope(big); !errors.Is(err, ErrFrameTooLarge) {
+		t.Fatalf("EncodeEnvelope(huge) = %v, want ErrFrameTooLarge", err)
+	}
+}
+
+func FuzzReadFrame(f *testing.F) {
+	for _, tt := range frameCases(f) {
+		f.Add(tt.in)
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		m, err := ReadEnvelope(bytes.NewReader(in), nil)
+		if err != nil {
+			return
+		}
+		// Whatever decodes must be valid and re-encode.
+		if err := m.Validate(); err != nil {
+			t.Fatalf("decoded envelope fails Validate: %v", err)
+		}
+		if _, err := EncodeEnvelope(m); err != nil {
+			t.Fatalf("decoded envelope does not re-encode: %v", err)
+		}
+	})
+}

@@ -1,0 +1,372 @@
+package transport
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/quic-go/quic-go"
+
+	"peerdns/internal/identity"
+	"peerdns/messages"
+)
+
+// Application error codes sent when we close a connection.
+const (
+	CodeNormal   quic.ApplicationErrorCode = 0
+	CodeBadFrame quic.ApplicationErrorCode = 0x10 // undecodable or invalid frame
+	CodeTooLarge quic.ApplicationErrorCode = 0x11 // frame over MaxFrameSize
+	CodeNoStream quic.ApplicationErrorCode = 0x12 // no control stream in time
+	CodeSelf     quic.ApplicationErrorCode = 0x13 // we dialed ourselves
+	CodeWrite    quic.ApplicationErrorCode = 0x14 // control stream write failed
+)
+
+// preface opens the control stream; it makes the stream visible to the
+// acceptor at once and tells it this is a peerdns control stream, not a
+// tunnel stream.
+var preface = []byte("PDN1")
+
+// Config configures a QUIC endpoint. Zero durations take the defaults.
+type Config struct {
+	Identity   *identity.Identity
+	ListenAddr string       // UDP address, e.g. "0.0.0.0:7740" or "127.0.0.1:0"
+	Logger     *slog.Logger // nil: slog.Default()
+	// KeepAlive is how often an idle connection sends a keep-alive (5s).
+	KeepAlive time.Duration
+	// IdleTimeout closes a connection that heard nothing for this long (20s).
+	IdleTimeout time.Duration
+	// HandshakeTimeout bounds dial, TLS and control-stream set-up (10s).
+	HandshakeTimeout time.Duration
+	// WriteTimeout bounds one control-frame write (10s); a peer that does
+	// not read for that long is disconnected.
+	WriteTimeout time.Duration
+}
+
+func (c *Config) defaults() {
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.KeepAlive == 0 {
+		c.KeepAlive = 5 * time.Second
+	}
+	if c.IdleTimeout == 0 {
+		c.IdleTimeout = 20 * time.Second
+	}
+	if c.HandshakeTimeout == 0 {
+		c.HandshakeTimeout = 10 * time.Second
+	}
+	if c.WriteTimeout == 0 {
+		c.WriteTimeout = 10 * time.Second
+	}
+}
+
+// QUICEndpoint is the quic-go Endpoint: one UDP socket, one quic.Transport
+// that both listens and dials, so the address peers see when we dial them
+// is the address they can dial back.
+type QUICEndpoint struct {
+	cfg      Config
+	log      *slog.Logger
+	cert     tls.Certificate
+	udp      *net.UDPConn
+	tr       *quic.Transport
+	ln       *quic.Listener
+	qconf    *quic.Config
+	accepted chan *quicConn
+	ctx      context.Context
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
+}
+
+var _ Endpoint = (*QUICEndpoint)(nil)
+
+// Listen opens the UDP socket and starts accepting connections.
+func Listen(cfg Config) (*QUICEndpoint, error) {
+	if cfg.Identity == nil {
+		return nil, errors.New("transport: no identity")
+	}
+	cfg.defaults()
+	cert, err := selfSigned(cfg.Identity)
+	if err != nil {
+		return nil, err
+	}
+	ua, err := net.ResolveUDPAddr("udp", cfg.ListenAddr)
+	if err != nil {
+		return nil, fmt.Errorf("p2p address %q: %w", cfg.ListenAddr, err)
+	}
+	udp, err := net.ListenUDP("udp", ua)
+	if err != nil {
+		return nil, fmt.Errorf("listen p2p %s: %w", cfg.ListenAddr, err)
+	}
+	// The stateless reset key is derived from the identity so a restarted
+	// node resets connections its previous run left open on peers at the
+	// next packet, instead of them waiting for the idle timeout. Ed25519
+	// signatures are deterministic and only this key can make this one.
+	rk := quic.StatelessResetKey(sha256.Sum256(cfg.Identity.Sign([]byte("peerdns stateless reset key v1"))))
+	tr := &quic.Transport{Conn: udp, StatelessResetKey: &rk}
+	qconf := &quic.Config{
+		HandshakeIdleTimeout: cfg.HandshakeTimeout,
+		MaxIdleTimeout:       cfg.IdleTimeout,
+		KeepAlivePeriod:      cfg.KeepAlive,
+		EnableDatagrams:      true,
+	}
+	ln, err := tr.Listen(serverTLS(cert), qconf)
+	if err != nil {
+		udp.Close()
+		return nil, fmt.Errorf("quic listen: %w", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	e := &QUICEndpoint{
+		cfg: cfg, log: cfg.Logger, cert: cert, udp: udp, tr: tr, ln: ln, qconf: qconf,
+		accepted: make(chan *quicConn), ctx: ctx, cancel: cancel,
+	}
+	e.wg.Add(1)
+	go e.acceptLoop()
+	return e, nil
+}
+
+// ID is the local peer id.
+func (e *QUICEndpoint) ID() string { return e.cfg.Identity.ID() }
+
+// Addr is the bound UDP address.
+func (e *QUICEndpoint) Addr() net.Addr { return e.udp.LocalAddr() }
+
+func (e *QUICEndpoint) acceptLoop() {
+	defer e.wg.Done()
+	for {
+		qc, err := e.ln.Accept(e.ctx)
+		if err != nil {
+			return
+		}
+		e.wg.Add(1)
+		go func() {
+			defer e.wg.Done()
+			c, err := e.setupInbound(qc)
+			if err != nil {
+				e.log.Warn("inbound peer connection dropped", "remote", qc.RemoteAddr().String(), "err", err)
+				return
+			}
+			select {
+			case e.accepted <- c:
+			case <-e.ctx.Done():
+				c.Close("endpoint closed")
+			}
+		}()
+	}
+}
+
+func (e *QUICEndpoint) setupInbound(qc *quic.Conn) (*quicConn, error) {
+	certs := qc.ConnectionState().TLS.PeerCertificates
+	raw := make([][]byte, len(certs))
+	for i, c := range certs {
+		raw[i] = c.Raw
+	}
+	peer, err := peerIDFromCerts(raw)
+	if err != nil {
+		_ = qc.CloseWithError(CodeBadFrame, "bad certificate")
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(e.ctx, e.cfg.HandshakeTimeout)
+	defer cancel()
+	st, err := qc.AcceptStream(ctx)
+	if err != nil {
+		_ = qc.CloseWithError(CodeNoStream, "no control stream")
+		return nil, fmt.Errorf("peer %.16s: no control stream: %w", peer, err)
+	}
+	_ = st.SetReadDeadline(time.Now().Add(e.cfg.HandshakeTimeout))
+	got := make([]byte, len(preface))
+	if _, err := io.ReadFull(st, got); err != nil || string(got) != string(preface) {
+		_ = qc.CloseWithError(CodeBadFrame, "bad control stream preface")
+		return nil, fmt.Errorf("peer %.16s: bad control stream preface", peer)
+	}
+	_ = st.SetReadDeadline(time.Time{})
+	return e.newConn(qc, st, peer, false), nil
+}
+
+// Dial connects to addr and opens the control stream.
+func (e *QUICEndpoint) Dial(ctx context.Context, addr, peerID string) (Conn, error) {
+	if e.ctx.Err() != nil {
+		return nil, ErrClosed
+	}
+	ua, err := net.ResolveUDPAddr("udp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("peer address %q: %w", addr, err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, e.cfg.HandshakeTimeout)
+	defer cancel()
+	qc, err := e.tr.Dial(ctx, ua, clientTLS(e.cert, peerID), e.qconf)
+	if err != nil {
+		return nil, fmt.Errorf("dial %s: %w", addr, err)
+	}
+	certs := qc.ConnectionState().TLS.PeerCertificates
+	if len(certs) != 1 {
+		_ = qc.CloseWithError(CodeBadFrame, "bad certificate")
+		return nil, fmt.Errorf("dial %s: no peer certificate", addr)
+	}
+	peer, err := peerIDFromCerts([][]byte{certs[0].Raw})
+	if err != nil {
+		_ = qc.CloseWithError(CodeBadFrame, "bad certificate")
+		return nil, fmt.Errorf("dial %s: %w", addr, err)
+	}
+	if peer == e.ID() {
+		_ = qc.CloseWithError(CodeSelf, "dialed self")
+		return nil, fmt.Errorf("dial %s: %w", addr, ErrSelf)
+	}
+	st, err := qc.OpenStreamSync(ctx)
+	if err != nil {
+		_ = qc.CloseWithError(CodeNoStream, "cannot open control stream")
+		return nil, fmt.Errorf("dial %s: control stream: %w", addr, err)
+	}
+	_ = st.SetWriteDeadline(time.Now().Add(e.cfg.HandshakeTimeout))
+	if _, err := st.Write(preface); err != nil {
+		_ = qc.CloseWithError(CodeNoStream, "cannot write control stream")
+		return nil, fmt.Errorf("dial %s: control stream: %w", addr, err)
+	}
+	_ = st.SetWriteDeadline(time.Time{})
+	return e.newConn(qc, st, peer, true), nil
+}
+
+// ErrSelf reports a dial that reached this very node.
+var ErrSelf = errors.New("address belongs to this node")
+
+// Accept returns the next inbound connection.
+func (e *QUICEndpoint) Accept(ctx context.Context) (Conn, error) {
+	select {
+	case c := <-e.accepted:
+		return c, nil
+	case <-e.ctx.Done():
+		return nil, ErrClosed
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// Close stops accepting, closes every connection and the socket.
+func (e *QUICEndpoint) Close() error {
+	if e.ctx.Err() != nil {
+		return nil
+	}
+	e.cancel()
+	_ = e.ln.Close()
+	err := e.tr.Close()
+	_ = e.udp.Close()
+	e.wg.Wait()
+	return err
+}
+
+func (e *QUICEndpoint) newConn(qc *quic.Conn, st *quic.Stream, peer string, outbound bool) *quicConn {
+	return &quicConn{qc: qc, ctrl: st, peer: peer, outbound: outbound, log: e.log, writeTimeout: e.cfg.WriteTimeout}
+}
+
+// quicConn is a Conn over a quic-go connection.
+type quicConn struct {
+	qc           *quic.Conn
+	ctrl         *quic.Stream
+	peer         string
+	outbound     bool
+	log          *slog.Logger
+	writeTimeout time.Duration
+
+	wmu  sync.Mutex // serialises frame writes
+	rbuf []byte     // owned by the single Recv caller
+}
+
+var _ Conn = (*quicConn)(nil)
+
+func (c *quicConn) PeerID() string       { return c.peer }
+func (c *quicConn) Outbound() bool       { return c.outbound }
+func (c *quicConn) LocalAddr() net.Addr  { return c.qc.LocalAddr() }
+func (c *quicConn) RemoteAddr() net.Addr { return c.qc.RemoteAddr() }
+func (c *quicConn) Done() <-chan struct{} {
+	return c.qc.Context().Done()
+}
+
+func (c *quicConn) Err() error {
+	if c.qc.Context().Err() == nil {
+		return nil
+	}
+	return context.Cause(c.qc.Context())
+}
+
+func (c *quicConn) Send(m *messages.Envelope) error {
+	b, err := EncodeEnvelope(m)
+	if err != nil {
+		return err
+	}
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	_ = c.ctrl.SetWriteDeadline(time.Now().Add(c.writeTimeout))
+	if err := WriteFrame(c.ctrl, b); err != nil {
+		if c.qc.Context().Err() == nil {
+			c.log.Warn("closing peer connection: control write failed", "peer", c.peer, "err", err)
+			_ = c.qc.CloseWithError(CodeWrite, "control stream write failed")
+		}
+		return fmt.Errorf("send %s to %.16s: %w", m.Kind, c.peer, err)
+	}
+	return nil
+}
+
+// maxKeptReadBuf bounds the read buffer a connection keeps between frames,
+// so one large frame does not pin 1 MiB per peer.
+const maxKeptReadBuf = 64 << 10
+
+func (c *quicConn) Recv() (*messages.Envelope, error) {
+	b, err := ReadFrame(c.ctrl, c.rbuf)
+	if err != nil {
+		if errors.Is(err, ErrFrameTooLarge) {
+			c.protocolError(CodeTooLarge, err)
+		}
+		return nil, err
+	}
+	if cap(b) <= maxKeptReadBuf {
+		c.rbuf = b[:0]
+	}
+	// The decoder copies byte strings out of b, so reusing b is safe.
+	m, err := DecodeEnvelope(b)
+	if err != nil {
+		c.protocolError(CodeBadFrame, err)
+		return nil, err
+	}
+	return m, nil
+}
+
+func (c *quicConn) protocolError(code quic.ApplicationErrorCode, err error) {
+	c.log.Warn("closing peer connection: bad frame", "peer", c.peer, "remote", c.RemoteAddr().String(), "err", err)
+	msg := err.Error()
+	if len(msg) > 200 {
+		msg = msg[:200]
+	}
+	_ = c.qc.CloseWithError(code, msg)
+}
+
+func (c *quicConn) OpenStream(ctx context.Context) (Stream, error) {
+	st, err := c.qc.OpenStreamSync(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+func (c *quicConn) AcceptStream(ctx context.Context) (Stream, error) {
+	st, err := c.qc.AcceptStream(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+func (c *quicConn) SendDatagram(b []byte) error { return c.qc.SendDatagram(b) }
+
+func (c *quicConn) ReceiveDatagram(ctx context.Context) ([]byte, error) {
+	return c.qc.ReceiveDatagram(ctx)
+}
+
+func (c *quicConn) Close(reason string) error {
+	return c.qc.CloseWithError(CodeNormal, reason)
+}

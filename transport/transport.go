@@ -1,0 +1,80 @@
+package transport
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"time"
+
+	"peerdns/messages"
+)
+
+// ALPN is the TLS application protocol of the peer network.
+const ALPN = "peerdns/1"
+
+// Errors callers branch on.
+var (
+	// ErrClosed reports use of a closed endpoint or connection.
+	ErrClosed = errors.New("transport closed")
+	// ErrFrameTooLarge reports a frame whose declared length exceeds MaxFrameSize.
+	ErrFrameTooLarge = errors.New("frame too large")
+	// ErrWrongPeer reports a peer whose key is not the one we dialed for.
+	ErrWrongPeer = errors.New("peer presented a different key than expected")
+)
+
+// Endpoint is a node's network presence: it accepts authenticated
+// connections and dials peers. Safe for concurrent use.
+type Endpoint interface {
+	// ID is the local peer id (hex Ed25519 public key).
+	ID() string
+	// Addr is the local UDP address the endpoint listens and dials from.
+	Addr() net.Addr
+	// Dial connects to addr. When peerID is not "", the peer must prove
+	// that key or the dial fails with ErrWrongPeer; "" accepts any key
+	// (the caller then authorises Conn.PeerID()).
+	Dial(ctx context.Context, addr, peerID string) (Conn, error)
+	// Accept returns the next inbound connection whose control stream is
+	// open. It fails with ErrClosed once the endpoint is closed.
+	Accept(ctx context.Context) (Conn, error)
+	// Close closes the endpoint and every connection.
+	Close() error
+}
+
+// Conn is one authenticated connection with its control stream.
+type Conn interface {
+	// PeerID is the hex public key the peer proved in the TLS handshake.
+	PeerID() string
+	// Outbound is true when this side dialed.
+	Outbound() bool
+	LocalAddr() net.Addr
+	RemoteAddr() net.Addr
+	// Send writes one envelope as a frame on the control stream. Safe for
+	// concurrent use; it fails (and closes the connection) when the frame
+	// cannot be written within the write timeout.
+	Send(m *messages.Envelope) error
+	// Recv reads the next envelope. Only one goroutine may call it. A frame
+	// over MaxFrameSize or one that does not decode closes the connection,
+	// is logged and returns the error.
+	Recv() (*messages.Envelope, error)
+	// OpenStream opens a new bidirectional stream (tunnels).
+	OpenStream(ctx context.Context) (Stream, error)
+	// AcceptStream waits for a stream the peer opened (tunnels).
+	AcceptStream(ctx context.Context) (Stream, error)
+	// SendDatagram sends one unreliable QUIC datagram (UDP tunnels).
+	SendDatagram(b []byte) error
+	// ReceiveDatagram waits for the next datagram.
+	ReceiveDatagram(ctx context.Context) ([]byte, error)
+	// Close closes the connection, telling the peer reason.
+	Close(reason string) error
+	// Done is closed once the connection is closed (by either side).
+	Done() <-chan struct{}
+	// Err says why the connection closed (nil while open).
+	Err() error
+}
+
+// Stream is a reliable bidirectional byte stream inside a connection.
+type Stream interface {
+	io.ReadWriteCloser
+	SetDeadline(t time.Time) error
+}
