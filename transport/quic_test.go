@@ -332,4 +332,3 @@ func TestNoGoroutineLeak(t *testing.T) {
 		return nil
 	})
 }
-
