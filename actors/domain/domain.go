@@ -1,0 +1,103 @@
+// Package domain is the actor that owns one domain's consensus: it is
+// spawned by the ledger actor on the domain's first claim and stopped when
+// the domain has no claims left. It caches the last ConsensusState (keyed
+// by the ledger's per-domain version), keeps lastResolution and per-domain
+// counters, and decides how the local peer votes (auto-voting). It never
+// writes the ledger itself: it tells the ledger which votes to sign.
+//
+// The Evaluate/Evaluated messages live here rather than in messages/
+// because they carry consensus.Input, and consensus imports messages.
+package domain
+
+import (
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"peerdns/actors/consensus"
+)
+
+// Evaluate asks the domain actor for its consensus at ledger version
+// Version. Recalc drops the cached result first.
+type Evaluate struct {
+	Domain  string
+	Version uint64
+	Self    string
+	Input   consensus.Input
+	Recalc  bool
+}
+
+// Evaluated is the reply to Evaluate (sent to the ledger, the parent).
+type Evaluated struct {
+	Domain         string
+	Version        uint64
+	State          consensus.State
+	Plan           consensus.VotePlan
+	LastResolution int64 // unix ms, 0 = never
+	Resolved       int   // evaluations that resolved
+	Failed         int   // evaluations that did not
+	Cached         bool
+}
+
+// Restarted is sent to the parent after a crash restart, so the ledger
+// re-sends the evaluation that was lost with the crash.
+type Restarted struct{ Domain string }
+
+// InjectPanic makes the actor panic. It exists so the supervision tests can
+// crash a real domain actor; nothing outside the process can send it.
+type InjectPanic struct{}
+
+// Actor is one domain's consensus owner.
+type Actor struct {
+	name     string
+	now      func() time.Time
+	cached   *Evaluated
+	lastRes  int64
+	resolved int
+	failed   int
+}
+
+// Props builds a domain actor for name. now may be nil (time.Now).
+func Props(name string, now func() time.Time) *actor.Props {
+	if now == nil {
+		now = time.Now
+	}
+	return actor.PropsFromProducer(func() actor.Actor { return &Actor{name: name, now: now} })
+}
+
+// Receive handles one message.
+func (a *Actor) Receive(c actor.Context) {
+	switch m := c.Message().(type) {
+	case *actor.Restarting:
+		// The evaluation that crashed is lost: ask the ledger to re-send.
+		if c.Parent() != nil {
+			c.Send(c.Parent(), &Restarted{Domain: a.name})
+		}
+	case *Evaluate:
+		c.Respond(a.evaluate(m))
+	case *InjectPanic:
+		panic("domain " + a.name + ": injected panic")
+	}
+}
+
+func (a *Actor) evaluate(m *Evaluate) *Evaluated {
+	if !m.Recalc && a.cached != nil && a.cached.Version == m.Version {
+		out := *a.cached
+		out.Cached = true
+		return &out
+	}
+	st := consensus.Compute(m.Input)
+	if st.Status == consensus.Resolved {
+		a.resolved++
+		a.lastRes = a.now().UnixMilli()
+	} else {
+		a.failed++
+	}
+	out := &Evaluated{
+		Domain: a.name, Version: m.Version, State: st,
+		Plan:           consensus.AutoVote(m.Self, m.Input),
+		LastResolution: a.lastRes, Resolved: a.resolved, Failed: a.failed,
+	}
+	a.cached = out
+	return out
+}

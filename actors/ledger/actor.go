@@ -1,0 +1,267 @@
+package ledger
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"peerdns/actors/domain"
+	"peerdns/internal/identity"
+	"peerdns/internal/ipam"
+	"peerdns/internal/store"
+	"peerdns/internal/view"
+	"peerdns/messages"
+	"peerdns/supervisor"
+)
+
+// Deps are what the ledger actor needs from the node.
+type Deps struct {
+	Identity  *identity.Identity
+	Ledger    *store.DB // ledger.db, opened Durable
+	Node      *store.DB // node.db: IPs, subnets, hash preferences
+	Published *view.Published
+	// Internal domains (admin, plugins) and the address DNS answers them
+	// with. They appear in the listing with hash "internal" and cannot be
+	// claimed.
+	Internal map[string]netip.Addr
+	// Join is set when the node was started with --join: it waits for
+	// JoinNetwork instead of creating a network of its own.
+	Join           bool
+	SubnetBase     string // SUBNET_BASE setting, "" = ipam.DefaultBase
+	InitialIPIndex int
+	Log            *slog.Logger
+	Now            func() time.Time
+}
+
+// Props builds the ledger actor. Its domain children restart with backoff.
+func Props(d Deps) *actor.Props {
+	if d.Now == nil {
+		d.Now = time.Now
+	}
+	if d.Log == nil {
+		d.Log = slog.Default()
+	}
+	return actor.PropsFromProducer(func() actor.Actor { return newActor(d) },
+		actor.WithSupervisor(supervisor.Backoff()))
+}
+
+// Actor owns the ledger state. All fields are touched only from Receive.
+type Actor struct {
+	d  Deps
+	st *state
+
+	pool        *ipam.Pool
+	hashPref    map[string]string
+	active      map[string]bool // connected writers (not self)
+	children    map[string]*actor.PID
+	results     map[string]*domain.Evaluated
+	inflight    map[string]uint64 // domain → version being evaluated
+	dirty       map[string]bool
+	recalc      map[string]bool
+	waiters     []waiter
+	publishing  bool
+	version     uint64
+	listing     []messages.DomainEntry
+	listingOK   bool
+	lastApplyAt int64
+	validFail   int
+	bootstrap   bool
+	counts      struct{ resolutions, quorumFailures, ties int }
+
+	pendingCleanups []*messages.Op
+	sys             *actor.ActorSystem
+}
+
+// waiter is a request answered once its domain (or, for "", everything)
+// has settled and the view is published.
+type waiter struct {
+	domain  string
+	respond func()
+}
+
+func newActor(d Deps) *Actor {
+	return &Actor{d: d, st: newState(d.Identity.ID())}
+}
+
+// Receive dispatches one message.
+func (a *Actor) Receive(c actor.Context) {
+	switch m := c.Message().(type) {
+	case *actor.Started:
+		a.sys = c.ActorSystem()
+		if err := a.load(); err != nil {
+			// Without its ledger the node cannot serve names: fail loudly,
+			// the supervisor restarts us with backoff.
+			panic(fmt.Sprintf("ledger load: %v", err))
+		}
+		a.markAll()
+	case *domain.Evaluated:
+		a.onEvaluated(c, m)
+	case *domain.Restarted:
+		if pid := a.children[m.Domain]; pid != nil {
+			delete(a.inflight, m.Domain)
+			a.dirty[m.Domain] = true
+		}
+	case *publishNow:
+		a.publish(c)
+	default:
+		a.handle(c, m)
+	}
+	a.flush(c)
+}
+
+// load reads the ledger and node settings from disk.
+func (a *Actor) load() error {
+	a.children = map[string]*actor.PID{}
+	a.results = map[string]*domain.Evaluated{}
+	a.inflight = map[string]uint64{}
+	a.dirty = map[string]bool{}
+	a.recalc = map[string]bool{}
+	a.active = map[string]bool{}
+	a.hashPref = map[string]string{}
+
+	if v, err := a.d.Ledger.Get(metaNetwork); err == nil {
+		a.st.network = v
+	}
+	if v, err := a.d.Ledger.Get(metaRoot); err == nil {
+		a.st.root = v
+	}
+	kvs, err := a.d.Ledger.List(opPrefix)
+	if err != nil {
+		return err
+	}
+	ops := make([]*messages.Op, 0, len(kvs))
+	for _, kv := range kvs {
+		var op messages.Op
+		if err := messages.Unmarshal([]byte(kv.Value), &op); err != nil {
+			return fmt.Errorf("decode %s: %w", kv.Key, err)
+		}
+		ops = append(ops, &op)
+	}
+	// Keys sort by writer then zero-padded seq, so this is log order; the
+	// fixpoint still handles writers authorised by later writers' ops.
+	if _, _, rejected := a.applyBatch(ops, false); len(rejected) > 0 {
+		a.d.Log.Warn("ledger: ops on disk no longer apply", "count", len(rejected))
+	}
+
+	if err := a.loadIPs(); err != nil {
+		return err
+	}
+	prefs, err := a.d.Node.List(prefHashPrefix)
+	if err != nil {
+		return err
+	}
+	for _, kv := range prefs {
+		a.hashPref[strings.TrimPrefix(kv.Key, prefHashPrefix)] = kv.Value
+	}
+
+	if a.st.network == "" && !a.d.Join {
+		if err := a.genesis(); err != nil {
+			return err
+		}
+	}
+	a.d.Log.Info("ledger loaded", "ops", a.st.length, "domains", len(a.st.domains), "network", a.st.network != "", "writer", a.st.writers[a.st.self])
+	return nil
+}
+
+func (a *Actor) loadIPs() error {
+	subnets, err := a.subnets()
+	if err != nil {
+		return err
+	}
+	ips, err := a.d.Node.List(ipPrefix)
+	if err != nil {
+		return err
+	}
+	assigned := map[string]netip.Addr{}
+	for _, kv := range ips {
+		ip, err := netip.ParseAddr(kv.Value)
+		if err != nil {
+			a.d.Log.Warn("ledger: ignoring bad stored IP", "key", kv.Key, "value", kv.Value)
+			continue
+		}
+		assigned[strings.TrimPrefix(kv.Key, ipPrefix)] = ip
+	}
+	a.pool = ipam.New(subnets, assigned)
+	return nil
+}
+
+// subnets returns the configured subnets, or the default one.
+func (a *Actor) subnets() ([]ipam.Subnet, error) {
+	raw, err := a.d.Node.Get(subnetsKey)
+	if err == nil {
+		var in []messages.Subnet
+		if err := jsonUnmarshal(raw, &in); err != nil {
+			return nil, fmt.Errorf("stored subnets: %w", err)
+		}
+		subs, errs := ipam.Validate(in)
+		if len(errs) == 0 {
+			return subs, nil
+		}
+		a.d.Log.Warn("ledger: stored subnets invalid, using default", "errors", strings.Join(errs, "; "))
+	}
+	return ipam.DefaultSubnets(a.d.SubnetBase, a.d.InitialIPIndex)
+}
+
+// genesis creates a new network with this node as root writer.
+func (a *Actor) genesis() error {
+	key := make([]byte, 32)
+	if _, err := rand.Read(key); err != nil {
+		return err
+	}
+	a.st.root = a.st.self
+	if err := a.d.Ledger.Update(func(tx *store.Tx) error {
+		if err := tx.Set(metaRoot, a.st.self); err != nil {
+			return err
+		}
+		return tx.Set(metaNetwork, hex.EncodeToString(key))
+	}); err != nil {
+		return err
+	}
+	_, err := a.appendLocal(write{key: messages.NetworkKey(a.st.self), value: hex.EncodeToString(key)})
+	if err == nil {
+		a.d.Log.Info("created network as master", "root", a.st.self)
+	}
+	return err
+}
+
+// Storage keys.
+const (
+	opPrefix       = "op:"
+	metaNetwork    = "meta:network"
+	metaRoot       = "meta:root"
+	ipPrefix       = "ip:"
+	prefHashPrefix = "hashpref:"
+	subnetsKey     = "settings:SUBNETS"
+)
+
+func opKey(op *messages.Op) string {
+	return opPrefix + op.Writer + ":" + fmt.Sprintf("%020d", op.Seq)
+}
+
+func (a *Actor) markAll() {
+	for d := range a.st.domains {
+		a.dirty[d] = true
+	}
+	for d := range a.results {
+		a.dirty[d] = true
+	}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }

@@ -1,0 +1,228 @@
+package ledger
+
+import (
+	"maps"
+	"net/netip"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"peerdns/actors/consensus"
+	"peerdns/actors/domain"
+	"peerdns/internal/view"
+	"peerdns/messages"
+)
+
+// publishNow is a self-message: publish once the mailbox burst is handled.
+type publishNow struct{}
+
+// flush runs after every message: pending cleanups, IP assignment of new
+// domains, and an evaluation request for every dirty domain that is not
+// already being evaluated at its current version.
+func (a *Actor) flush(c actor.Context) {
+	if len(a.pendingCleanups) > 0 {
+		a.runCleanups()
+	}
+	for name := range a.dirty {
+		delete(a.dirty, name)
+		idx := a.st.domains[name]
+		if idx == nil {
+			a.retire(c, name)
+			continue
+		}
+		if len(idx.claims) > 0 {
+			a.assignIP(name)
+		}
+		if v, ok := a.inflight[name]; ok && v == idx.version && !a.recalc[name] {
+			continue
+		}
+		pid := a.children[name]
+		if pid == nil {
+			pid = c.Spawn(domain.Props(name, a.d.Now))
+			a.children[name] = pid
+		}
+		a.inflight[name] = idx.version
+		c.Request(pid, &domain.Evaluate{
+			Domain: name, Version: idx.version, Self: a.st.self,
+			Input: a.st.input(name, a.activeSet()), Recalc: a.recalc[name],
+		})
+		delete(a.recalc, name)
+	}
+	if len(a.inflight) == 0 {
+		if !a.bootstrap && (a.st.network != "" || !a.d.Join) {
+			a.bootstrap = true
+		}
+		a.schedulePublish(c)
+	}
+}
+
+// retire stops the actor of a domain that has no claims and no votes.
+func (a *Actor) retire(c actor.Context, name string) {
+	if pid := a.children[name]; pid != nil {
+		c.Stop(pid)
+		delete(a.children, name)
+	}
+	delete(a.inflight, name)
+	delete(a.results, name)
+	a.listingOK = false
+	a.settled(c, name)
+}
+
+func (a *Actor) activeSet() map[string]bool {
+	m := make(map[string]bool, len(a.active)+1)
+	for id := range a.active {
+		if a.st.writers[id] {
+			m[id] = true
+		}
+	}
+	m[a.st.self] = true
+	return m
+}
+
+func (a *Actor) assignIP(name string) {
+	ip, fresh, err := a.pool.Assign(name)
+	if err != nil {
+		a.d.Log.Error("ledger: no IP for domain", "domain", name, "err", err)
+		return
+	}
+	if fresh {
+		if err := a.d.Node.Set(ipPrefix+name, ip.String()); err != nil {
+			a.d.Log.Error("ledger: persist IP", "domain", name, "err", err)
+		}
+		a.publishHint(messages.HintInterfaces)
+	}
+}
+
+// onEvaluated takes a domain actor's answer: record it, cast the votes it
+// asks for, or (when nothing changes any more) treat the domain as settled.
+func (a *Actor) onEvaluated(c actor.Context, m *domain.Evaluated) {
+	idx := a.st.domains[m.Domain]
+	if idx == nil || a.inflight[m.Domain] != m.Version || idx.version != m.Version {
+		return // stale: a newer evaluation is coming
+	}
+	delete(a.inflight, m.Domain)
+	a.results[m.Domain] = m
+	a.listingOK = false
+	if !m.Cached {
+		switch m.State.Status {
+		case consensus.Resolved:
+			a.counts.resolutions++
+		case consensus.InsufficientQuorum:
+			a.counts.quorumFailures++
+		case consensus.Tie:
+			a.counts.ties++
+		}
+	}
+	if ws := a.votesFor(m.Domain, m.Plan); len(ws) > 0 && a.writable() {
+		if _, err := a.appendLocal(ws...); err != nil {
+			a.d.Log.Error("ledger: auto-vote failed", "domain", m.Domain, "err", err)
+		} else {
+			return // the new votes re-evaluate the domain
+		}
+	}
+	if len(idx.claims) == 0 {
+		// No claims and our votes retracted: the domain actor's job is done.
+		if pid := a.children[m.Domain]; pid != nil {
+			c.Stop(pid)
+			delete(a.children, m.Domain)
+		}
+	}
+	a.settled(c, m.Domain)
+}
+
+func (a *Actor) votesFor(name string, p consensus.VotePlan) []write {
+	var ws []write
+	for _, claimant := range p.Retract {
+		ws = append(ws, write{key: messages.VoteKey(name, a.st.self, claimant), del: true})
+	}
+	if p.VoteFor != "" {
+		ws = append(ws, write{key: messages.VoteKey(name, a.st.self, p.VoteFor), value: messages.VoteMarker})
+	}
+	return ws
+}
+
+// writable says whether this node may sign ops: it belongs to a network
+// and is one of its writers.
+func (a *Actor) writable() bool { return a.st.network != "" && a.st.writers[a.st.self] }
+
+// settled queues the waiters of a domain for the next publish.
+func (a *Actor) settled(c actor.Context, name string) {
+	for i := range a.waiters {
+		if a.waiters[i].domain == name {
+			a.waiters[i].domain = settledMark
+		}
+	}
+	a.schedulePublish(c)
+}
+
+// settledMark marks a waiter whose domain has settled.
+const settledMark = "\x00settled"
+
+func (a *Actor) schedulePublish(c actor.Context) {
+	if !a.publishing {
+		a.publishing = true
+		c.Send(c.Self(), &publishNow{})
+	}
+}
+
+// publish stores a new view snapshot and answers the waiters whose domain
+// settled (and, when nothing is in flight, every waiter).
+func (a *Actor) publish(c actor.Context) {
+	a.publishing = false
+	a.version++
+	snap := &view.Snapshot{
+		Version:  a.version,
+		Domains:  make(map[string]*view.Domain, len(a.st.domains)),
+		Internal: maps.Clone(a.d.Internal),
+	}
+	for name, idx := range a.st.domains {
+		if len(idx.claims) == 0 {
+			continue
+		}
+		d := &view.Domain{Name: name, Status: consensus.NoClaims}
+		if r := a.results[name]; r != nil {
+			d.Status = r.State.Status
+			if r.State.Status == consensus.Resolved {
+				d.Hash, d.Claimant, d.SSL = r.State.Hash, r.State.ResolvedClaimant, r.State.SSL
+			}
+		}
+		if ip, ok := a.pool.Lookup(name); ok {
+			d.IP = ip
+		} else {
+			d.IP = netip.Addr{}
+		}
+		snap.Domains[name] = d
+	}
+	if a.d.Published != nil {
+		a.d.Published.Store(snap)
+	}
+	idle := len(a.inflight) == 0 && len(a.dirty) == 0
+	keep := a.waiters[:0]
+	var ready []waiter
+	for _, w := range a.waiters {
+		if w.domain == settledMark || idle {
+			ready = append(ready, w)
+		} else {
+			keep = append(keep, w)
+		}
+	}
+	a.waiters = keep
+	for _, w := range ready {
+		w.respond()
+	}
+	a.publishHint(messages.HintDatabase)
+}
+
+func (a *Actor) publishHint(t string) {
+	if a.sys != nil {
+		a.sys.EventStream.Publish(&messages.Hint{Type: t})
+	}
+}
+
+// wait answers respond once domain has settled ("" = everything settled).
+func (a *Actor) wait(c actor.Context, name string, respond func()) {
+	a.waiters = append(a.waiters, waiter{domain: name, respond: respond})
+	if _, busy := a.inflight[name]; name != "" && !busy && !a.dirty[name] {
+		a.settled(c, name)
+	}
+	a.schedulePublish(c)
+}

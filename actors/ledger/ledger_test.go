@@ -1,0 +1,152 @@
+package ledger
+
+import (
+	"errors"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"peerdns/http/httpx"
+	"peerdns/internal/identity"
+	"peerdns/internal/store"
+	"peerdns/internal/view"
+	"peerdns/messages"
+)
+
+const hashA = "hs://aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+
+type testLedger struct {
+	sys  *actor.ActorSystem
+	pid  *actor.PID
+	pub  *view.Published
+	id   *identity.Identity
+	dir  string
+	stop func()
+}
+
+func newTestLedger(t *testing.T, dir string) *testLedger {
+	t.Helper()
+	id, err := identity.LoadOrCreate(filepath.Join(dir, "identity.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ldb, err := store.Open(filepath.Join(dir, "ledger.db"), store.Options{Durable: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ndb, err := store.Open(filepath.Join(dir, "node.db"), store.Options{Durable: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sys := actor.NewActorSystem()
+	pub := &view.Published{}
+	pid, err := sys.Root.SpawnNamed(Props(Deps{Identity: id, Ledger: ldb, Node: ndb, Published: pub}), "ledger")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tl := &testLedger{sys: sys, pid: pid, pub: pub, id: id, dir: dir}
+	stopped := false
+	tl.stop = func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		_ = sys.Root.StopFuture(pid).Wait()
+		sys.Shutdown()
+		ldb.Close()
+		ndb.Close()
+	}
+	t.Cleanup(tl.stop)
+	return tl
+}
+
+func ask[R any](t *testing.T, l *testLedger, req any) R {
+	t.Helper()
+	r, err := httpx.Ask[R](l.sys.Root, l.pid, req, 5*time.Second)
+	if err != nil {
+		t.Fatalf("ask %T: %v", req, err)
+	}
+	return r
+}
+
+func TestSingleNodeClaimResolvesAndSurvivesRestart(t *testing.T) {
+	dir := t.TempDir()
+	l := newTestLedger(t, dir)
+	if r := ask[*messages.AddDomainReply](t, l, &messages.AddDomain{Domain: "Example.P2P.", Hash: hashA}); r.Err != nil {
+		t.Fatalf("AddDomain: %v", r.Err)
+	}
+	ds := ask[*messages.GetDomainsReply](t, l, &messages.GetDomains{}).Domains
+	if len(ds) != 1 || ds[0].Domain != "example.p2p" || ds[0].ConsensusStatus != "resolved" || !ds[0].IsOwner || !ds[0].IsLocal {
+		t.Fatalf("domains = %+v", ds)
+	}
+	snap := l.pub.Load()
+	d, ok := snap.Lookup("www.example.p2p")
+	if !ok || d.Status != "resolved" || !d.IP.IsValid() {
+		t.Fatalf("snapshot lookup = %+v %v", d, ok)
+	}
+	ip := d.IP
+	l.stop()
+
+	l2 := newTestLedger(t, dir)
+	ds = ask[*messages.GetDomainsReply](t, l2, &messages.GetDomains{}).Domains
+	if len(ds) != 1 || ds[0].ConsensusStatus != "resolved" {
+		t.Fatalf("after restart domains = %+v", ds)
+	}
+	if l2.id.ID() != l.id.ID() {
+		t.Fatal("identity changed across restart")
+	}
+	// The view is published once the restarted ledger settles.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if s := l2.pub.Load(); s != nil {
+			if d, ok := s.Lookup("example.p2p"); ok && d.Status == "resolved" {
+				if d.IP != ip {
+					t.Fatalf("IP changed across restart: %v != %v", d.IP, ip)
+				}
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("restarted ledger never published the domain")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestRemoveDomain(t *testing.T) {
+	l := newTestLedger(t, t.TempDir())
+	if r := ask[*messages.RemoveDomainReply](t, l, &messages.RemoveDomain{Domain: "x.p2p"}); !errors.Is(r.Err, messages.ErrNotOwner) {
+		t.Fatalf("remove unclaimed = %v, want ErrNotOwner", r.Err)
+	}
+	ask[*messages.AddDomainReply](t, l, &messages.AddDomain{Domain: "x.p2p", Hash: hashA})
+	if r := ask[*messages.RemoveDomainReply](t, l, &messages.RemoveDomain{Domain: "x.p2p"}); r.Err != nil {
+		t.Fatalf("remove = %v", r.Err)
+	}
+	if ds := ask[*messages.GetDomainsReply](t, l, &messages.GetDomains{}).Domains; len(ds) != 0 {
+		t.Fatalf("domains after remove = %+v", ds)
+	}
+	if es := ask[*messages.GetEntriesReply](t, l, &messages.GetEntries{}).Entries; len(es) != 0 {
+		t.Fatalf("entries after remove = %+v", es)
+	}
+}
+
+func TestRejectsForgedOps(t *testing.T) {
+	l := newTestLedger(t, t.TempDir())
+	stranger, _ := identity.Generate()
+	op := &messages.Op{Writer: stranger.ID(), Seq: 1, HLC: messages.HLC{Wall: 1}, Key: messages.ClaimKey("evil.p2p", stranger.ID()), Value: `{"hash":"` + hashA + `"}`}
+	b, _ := op.SigningBytes()
+	op.Sig = stranger.Sign(b)
+	forged := *op
+	forged.Writer = l.id.ID()
+	forged.Key = messages.ClaimKey("evil.p2p", l.id.ID())
+	r := ask[*messages.ApplyOpsReply](t, l, &messages.ApplyOps{From: "test", Ops: []*messages.Op{op, &forged}})
+	if r.Applied != 0 || r.Rejected != 2 {
+		t.Fatalf("ApplyOps = %+v, want both rejected", r)
+	}
+	m := ask[*messages.GetConsensusMetricsReply](t, l, &messages.GetConsensusMetrics{}).Metrics
+	if m.ValidationFailures != 2 {
+		t.Fatalf("validationFailures = %d", m.ValidationFailures)
+	}
+}

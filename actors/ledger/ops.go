@@ -1,0 +1,178 @@
+package ledger
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"peerdns/internal/store"
+	"peerdns/messages"
+)
+
+// write is one local change to sign.
+type write struct {
+	key, value string
+	del        bool
+}
+
+// appendLocal signs ws as the next ops of this writer, commits them in one
+// fsynced transaction and applies them. Nothing is applied if the commit
+// fails.
+func (a *Actor) appendLocal(ws ...write) ([]*messages.Op, error) {
+	self := a.st.self
+	seq := a.st.vv[self]
+	clock := a.st.clock
+	ops := make([]*messages.Op, 0, len(ws))
+	for _, w := range ws {
+		seq++
+		clock = nextHLC(clock, a.d.Now().UnixMilli())
+		op := &messages.Op{Writer: self, Seq: seq, HLC: clock, Key: w.key, Value: w.value, Delete: w.del}
+		msg, err := op.SigningBytes()
+		if err != nil {
+			return nil, fmt.Errorf("sign op: %w", err)
+		}
+		op.Sig = a.d.Identity.Sign(msg)
+		ops = append(ops, op)
+	}
+	if err := a.persist(ops); err != nil {
+		return nil, err
+	}
+	for _, op := range ops {
+		pk, err := a.st.verify(op)
+		if err != nil {
+			// Our own op must verify; anything else is a broken invariant.
+			panic(fmt.Sprintf("own op %s/%d does not verify: %v", op.Key, op.Seq, err))
+		}
+		a.touch(a.st.apply(op, pk))
+	}
+	a.afterApply(ops)
+	return ops, nil
+}
+
+// nextHLC is the hybrid logical clock step for a local event.
+func nextHLC(cur messages.HLC, wallMS int64) messages.HLC {
+	if wallMS > cur.Wall {
+		return messages.HLC{Wall: wallMS}
+	}
+	return messages.HLC{Wall: cur.Wall, Logical: cur.Logical + 1}
+}
+
+func (a *Actor) persist(ops []*messages.Op) error {
+	if len(ops) == 0 {
+		return nil
+	}
+	return a.d.Ledger.Update(func(tx *store.Tx) error {
+		for _, op := range ops {
+			b, err := messages.Marshal(op)
+			if err != nil {
+				return err
+			}
+			if err := tx.Set(opKey(op), string(b)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// applyBatch verifies and applies ops (from a peer, or from disk at start
+// when persist is false). Ops may come in any order: it loops until no
+// more apply, so writers added by ops later in the batch are honoured.
+func (a *Actor) applyBatch(ops []*messages.Op, persist bool) (applied []*messages.Op, dups, rejected []*messages.Op) {
+	left := ops
+	for len(left) > 0 {
+		var next []*messages.Op
+		progress := false
+		for _, op := range left {
+			pk, err := a.st.verify(op)
+			switch {
+			case err == nil:
+				a.touch(a.st.apply(op, pk))
+				applied = append(applied, op)
+				progress = true
+			case errors.Is(err, errDuplicate):
+				dups = append(dups, op)
+			default:
+				next = append(next, op)
+			}
+		}
+		left = next
+		if !progress {
+			break
+		}
+	}
+	for _, op := range left {
+		if _, err := a.st.verify(op); !errors.Is(err, errGap) {
+			rejected = append(rejected, op)
+		}
+	}
+	if persist && len(applied) > 0 {
+		if err := a.persist(applied); err != nil {
+			// The view now holds ops the disk does not: restart from disk.
+			panic(fmt.Sprintf("persist peer ops: %v", err))
+		}
+	}
+	if len(applied) > 0 {
+		a.afterApply(applied)
+	}
+	return applied, dups, rejected
+}
+
+// afterApply runs the consequences of newly applied ops: cleanup requests,
+// and the event other actors (peers, WebSocket) listen to.
+func (a *Actor) afterApply(ops []*messages.Op) {
+	a.lastApplyAt = a.d.Now().UnixMilli()
+	a.listingOK = false
+	for _, op := range ops {
+		pk, err := messages.ParseKey(op.Key)
+		if err != nil || pk.Kind != messages.KeyCleanup || op.Delete {
+			continue
+		}
+		a.pendingCleanups = append(a.pendingCleanups, op)
+	}
+	if a.sys != nil {
+		a.sys.EventStream.Publish(&messages.OpsApplied{Ops: ops})
+	}
+}
+
+// runCleanups drops the local writer's claim and votes for each domain a
+// claimant asked to clean up, when they are older than the request. Only a
+// writer that has claimed the domain may ask.
+func (a *Actor) runCleanups() {
+	reqs := a.pendingCleanups
+	a.pendingCleanups = nil
+	for _, op := range reqs {
+		pk, _ := messages.ParseKey(op.Key)
+		if _, claimed := a.st.kv[messages.ClaimKey(pk.Domain, op.Writer)]; !claimed {
+			a.d.Log.Warn("ledger: ignoring cleanup from a writer that never claimed the domain", "domain", pk.Domain, "writer", op.Writer)
+			continue
+		}
+		var ws []write
+		if c, ok := a.st.kv[messages.ClaimKey(pk.Domain, a.st.self)]; ok && !c.Delete && c.HLC.Less(op.HLC) {
+			ws = append(ws, write{key: c.Key, del: true})
+		}
+		for _, claimant := range a.st.myVotes(pk.Domain) {
+			k := messages.VoteKey(pk.Domain, a.st.self, claimant)
+			if v := a.st.kv[k]; v != nil && v.HLC.Less(op.HLC) {
+				ws = append(ws, write{key: k, del: true})
+			}
+		}
+		if len(ws) == 0 {
+			continue
+		}
+		if _, err := a.appendLocal(ws...); err != nil {
+			a.d.Log.Error("ledger: cleanup failed", "domain", pk.Domain, "err", err)
+		} else {
+			a.d.Log.Info("ledger: cleaned up own entries on request", "domain", pk.Domain, "by", op.Writer)
+		}
+	}
+}
+
+// touch marks a domain for re-evaluation.
+func (a *Actor) touch(domain string) {
+	if domain != "" {
+		a.dirty[domain] = true
+	}
+}
+
+func jsonUnmarshal(s string, v any) error { return json.Unmarshal([]byte(s), v) }

@@ -1,0 +1,226 @@
+package ledger
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"peerdns/actors/consensus"
+	"peerdns/messages"
+)
+
+// NormalizeDomain lowercases a domain name, drops a trailing dot and checks
+// it is a valid DNS name (letters, digits, hyphens; labels 1-63 bytes, not
+// starting or ending with a hyphen; at most 253 bytes).
+func NormalizeDomain(s string) (string, error) {
+	name := strings.ToLower(strings.TrimSuffix(strings.TrimSpace(s), "."))
+	if name == "" {
+		return "", fmt.Errorf("%w: domain is required", messages.ErrInvalid)
+	}
+	if len(name) > 253 {
+		return "", fmt.Errorf("%w: domain %q is longer than 253 characters", messages.ErrInvalid, s)
+	}
+	for _, label := range strings.Split(name, ".") {
+		if label == "" || len(label) > 63 {
+			return "", fmt.Errorf("%w: domain %q has an empty or over-long label", messages.ErrInvalid, s)
+		}
+		if label[0] == '-' || label[len(label)-1] == '-' {
+			return "", fmt.Errorf("%w: domain %q has a label starting or ending with '-'", messages.ErrInvalid, s)
+		}
+		for i := 0; i < len(label); i++ {
+			ch := label[i]
+			if !(ch >= 'a' && ch <= 'z' || ch >= '0' && ch <= '9' || ch == '-') {
+				return "", fmt.Errorf("%w: domain %q contains %q", messages.ErrInvalid, s, ch)
+			}
+		}
+	}
+	return name, nil
+}
+
+// ValidHash checks a tunnel hash: "hs://" followed by 64 hex digits.
+func ValidHash(h string) error {
+	rest, ok := strings.CutPrefix(h, "hs://")
+	if !ok || len(rest) != 64 {
+		return fmt.Errorf("%w: hash must be hs:// followed by 64 hex digits, got %q", messages.ErrInvalid, h)
+	}
+	for i := 0; i < len(rest); i++ {
+		ch := rest[i]
+		if !(ch >= '0' && ch <= '9' || ch >= 'a' && ch <= 'f' || ch >= 'A' && ch <= 'F') {
+			return fmt.Errorf("%w: hash must be hs:// followed by 64 hex digits, got %q", messages.ErrInvalid, h)
+		}
+	}
+	return nil
+}
+
+// consensusState renders a domain's last evaluation as the spec's object.
+func (a *Actor) consensusState(name string) messages.ConsensusState {
+	r := a.results[name]
+	if r == nil {
+		// Not evaluated yet (or no claims): compute the numbers directly.
+		st := consensus.Compute(a.st.input(name, a.activeSet()))
+		return toWire(st, 0)
+	}
+	return toWire(r.State, r.LastResolution)
+}
+
+func toWire(st consensus.State, lastRes int64) messages.ConsensusState {
+	out := messages.ConsensusState{
+		Status: st.Status, VoteCounts: st.VoteCounts, ActivePeers: st.ActivePeers,
+		QuorumMet: st.QuorumMet, MinVotes: st.MinVotes, TotalVotes: st.TotalVotes, Error: st.Error,
+	}
+	if out.VoteCounts == nil {
+		out.VoteCounts = map[string]int{}
+	}
+	if st.Status == consensus.Resolved {
+		h, c := st.Hash, st.ResolvedClaimant
+		out.Hash, out.ResolvedClaimant = &h, &c
+	}
+	if lastRes > 0 {
+		out.LastResolution = &lastRes
+	}
+	return out
+}
+
+func (a *Actor) consensusOf(domain string) *messages.GetConsensusReply {
+	name, err := NormalizeDomain(domain)
+	if err != nil {
+		return &messages.GetConsensusReply{Err: err}
+	}
+	if _, internal := a.d.Internal[name]; internal {
+		return &messages.GetConsensusReply{Err: fmt.Errorf("%w: %s is an internal domain", messages.ErrInvalid, name)}
+	}
+	return &messages.GetConsensusReply{State: a.consensusState(name)}
+}
+
+// domainListing is the resolved-domains listing, rebuilt only after a
+// change; the slice is shared read-only with every reader.
+func (a *Actor) domainListing() []messages.DomainEntry {
+	if a.listingOK {
+		return a.listing
+	}
+	out := make([]messages.DomainEntry, 0, len(a.d.Internal)+len(a.st.domains))
+	for _, name := range sortedKeys(a.d.Internal) {
+		out = append(out, messages.DomainEntry{Domain: name, Hash: consensus.Internal, ConsensusStatus: consensus.Internal, Services: []messages.Service{}})
+	}
+	for _, name := range sortedKeys(a.st.domains) {
+		idx := a.st.domains[name]
+		if len(idx.claims) == 0 {
+			continue
+		}
+		cs := a.consensusState(name)
+		mine, isLocal := a.st.claim(name, a.st.self)
+		e := messages.DomainEntry{Domain: name, IsLocal: isLocal, ConsensusState: &cs, ConsensusStatus: cs.Status, Services: []messages.Service{}}
+		switch {
+		case cs.Status == consensus.Resolved:
+			e.Hash = *cs.Hash
+			e.IsOwner = *cs.ResolvedClaimant == a.st.self
+			if isLocal && !e.IsOwner {
+				e.ConsensusStatus = consensus.Conflict
+			}
+			if rec, ok := a.st.claim(name, *cs.ResolvedClaimant); ok {
+				e.Services = rec.Services
+			}
+		case isLocal:
+			e.Hash = mine.Hash
+			e.Services = mine.Services
+		default:
+			e.Hash = earliestHash(a.st, name)
+		}
+		out = append(out, e)
+	}
+	a.listing, a.listingOK = out, true
+	return out
+}
+
+// earliestHash is the hash shown for an unresolved domain we don't claim:
+// the claim auto-voting would pick.
+func earliestHash(s *state, name string) string {
+	in := s.input(name, nil)
+	if c, ok := consensus.Earliest(in.Claims); ok {
+		return c.Hash
+	}
+	return ""
+}
+
+func (a *Actor) entries() []messages.LedgerEntry {
+	var out []messages.LedgerEntry
+	for _, name := range sortedKeys(a.st.domains) {
+		idx := a.st.domains[name]
+		for _, w := range sortedKeys(idx.claims) {
+			rec, _ := decodeClaim(idx.claims[w].Value)
+			out = append(out, messages.LedgerEntry{Key: idx.claims[w].Key, Value: rec.Hash})
+		}
+		for _, k := range sortedKeys(idx.votes) {
+			out = append(out, messages.LedgerEntry{Key: idx.votes[k].Key, Value: idx.votes[k].Value})
+		}
+	}
+	if out == nil {
+		out = []messages.LedgerEntry{}
+	}
+	return out
+}
+
+func (a *Actor) conflicts() []messages.P2PConflict {
+	out := []messages.P2PConflict{}
+	for _, name := range sortedKeys(a.results) {
+		r := a.results[name]
+		mine, ok := a.st.claim(name, a.st.self)
+		if !ok || r.State.Status != consensus.Resolved || r.State.ResolvedClaimant == a.st.self {
+			continue
+		}
+		pref := a.hashPref[name]
+		if pref == "" {
+			pref = "resolved"
+		}
+		out = append(out, messages.P2PConflict{
+			Domain: name, LocalHash: mine.Hash, ResolvedHash: r.State.Hash,
+			ResolvedClaimant: r.State.ResolvedClaimant, LocalClaimant: a.st.self,
+			ConsensusStatus: consensus.Conflict, HashPreference: pref,
+		})
+	}
+	return out
+}
+
+func (a *Actor) sidecar() messages.SidecarStatus {
+	st := messages.SidecarStatus{
+		Open: true, Ready: a.bootstrap, Writable: a.writable(), BootstrapComplete: a.bootstrap,
+		EventCount: a.st.length, DomainCount: a.domainCount(), IndexedLength: a.st.length, Length: a.st.length,
+	}
+	if a.lastApplyAt > 0 {
+		t := a.lastApplyAt
+		st.LastApplyAt = &t
+	}
+	if a.st.network != "" {
+		k := a.st.network
+		st.Key = &k
+	}
+	return st
+}
+
+func (a *Actor) domainCount() int {
+	n := 0
+	for _, idx := range a.st.domains {
+		if len(idx.claims) > 0 {
+			n++
+		}
+	}
+	return n
+}
+
+func (a *Actor) metrics() messages.ConsensusMetrics {
+	m := messages.ConsensusMetrics{
+		Resolutions: a.counts.resolutions, QuorumFailures: a.counts.quorumFailures, Ties: a.counts.ties,
+		ValidationFailures: a.validFail, Sidecar: a.sidecar(), BootstrapComplete: a.bootstrap,
+		DomainResolutions: []messages.DomainResolutionCount{},
+	}
+	for _, name := range sortedKeys(a.results) {
+		r := a.results[name]
+		m.TotalVotes += r.State.TotalVotes
+		m.DomainResolutions = append(m.DomainResolutions, messages.DomainResolutionCount{Domain: name, Resolved: r.Resolved, Failed: r.Failed})
+	}
+	if n := len(a.results); n > 0 {
+		m.AvgVotesPerDomain = float64(m.TotalVotes) / float64(n)
+	}
+	sort.Slice(m.DomainResolutions, func(i, j int) bool { return m.DomainResolutions[i].Domain < m.DomainResolutions[j].Domain })
+	return m
+}

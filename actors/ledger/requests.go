@@ -1,0 +1,298 @@
+package ledger
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/netip"
+	"strings"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"peerdns/actors/consensus"
+	"peerdns/internal/ipam"
+	"peerdns/internal/store"
+	"peerdns/messages"
+)
+
+// handle answers the request messages of the admin API and the peer
+// network. Every request gets a reply, errors included.
+func (a *Actor) handle(c actor.Context, msg any) {
+	switch m := msg.(type) {
+	case *messages.AddDomain:
+		a.addDomain(c, m)
+	case *messages.RemoveDomain:
+		a.removeDomain(c, m)
+	case *messages.GetDomains:
+		c.Respond(&messages.GetDomainsReply{Domains: a.domainListing()})
+	case *messages.GetEntries:
+		c.Respond(&messages.GetEntriesReply{Entries: a.entries()})
+	case *messages.GetConsensus:
+		c.Respond(a.consensusOf(m.Domain))
+	case *messages.GetSidecarStatus:
+		c.Respond(&messages.GetSidecarStatusReply{Status: a.sidecar()})
+	case *messages.GetConsensusMetrics:
+		c.Respond(&messages.GetConsensusMetricsReply{Metrics: a.metrics()})
+	case *messages.Recalculate:
+		a.recalculate(c, m)
+	case *messages.GetP2PConflicts:
+		c.Respond(&messages.GetP2PConflictsReply{Conflicts: a.conflicts()})
+	case *messages.SetHashPreference:
+		c.Respond(&messages.SetHashPreferenceReply{Err: a.setHashPreference(m)})
+	case *messages.GetSubnets:
+		c.Respond(&messages.GetSubnetsReply{Subnets: a.describeSubnets()})
+	case *messages.SetSubnets:
+		c.Respond(&messages.SetSubnetsReply{Err: a.setSubnets(m.Subnets)})
+	case *messages.GetInterfaces:
+		c.Respond(&messages.GetInterfacesReply{Interfaces: a.pool.Assignments()})
+	case *messages.CleanupInterfaces:
+		n, err := a.cleanupInterfaces()
+		c.Respond(&messages.CleanupInterfacesReply{Released: n, Err: err})
+
+	// peer network
+	case *messages.ApplyOps:
+		applied, dups, rejected := a.applyBatch(m.Ops, true)
+		for _, op := range rejected {
+			_, err := a.st.verify(op)
+			a.d.Log.Warn("ledger: rejected op", "from", m.From, "writer", op.Writer, "seq", op.Seq, "key", op.Key, "reason", err)
+		}
+		a.validFail += len(rejected)
+		gaps := len(m.Ops) - len(applied) - len(dups) - len(rejected)
+		c.Respond(&messages.ApplyOpsReply{Applied: len(applied), Duplicates: len(dups), Rejected: len(rejected), Gaps: gaps})
+	case *messages.GetVersionVector:
+		vv := make(messages.VersionVector, len(a.st.vv))
+		for k, v := range a.st.vv {
+			vv[k] = v
+		}
+		c.Respond(&messages.GetVersionVectorReply{VV: vv})
+	case *messages.GetOpsSince:
+		c.Respond(&messages.GetOpsSinceReply{Ops: a.st.opsSince(m.VV, m.Max)})
+	case *messages.IsWriter:
+		c.Respond(&messages.IsWriterReply{OK: a.st.writers[m.ID]})
+	case *messages.AddWriter:
+		c.Respond(&messages.AddWriterReply{Err: a.addWriter(m.ID)})
+	case *messages.GetNetwork:
+		c.Respond(&messages.GetNetworkReply{Key: a.st.network, Root: a.st.root})
+	case *messages.JoinNetwork:
+		c.Respond(&messages.JoinNetworkReply{Err: a.joinNetwork(m)})
+	case *messages.PeerSetChanged:
+		a.active = map[string]bool{}
+		for _, id := range m.Connected {
+			a.active[id] = true
+		}
+		a.markAll()
+	}
+}
+
+func (a *Actor) addDomain(c actor.Context, m *messages.AddDomain) {
+	reply := func(err error) { c.Respond(&messages.AddDomainReply{Err: err}) }
+	name, err := NormalizeDomain(m.Domain)
+	if err != nil {
+		reply(err)
+		return
+	}
+	if _, internal := a.d.Internal[name]; internal {
+		reply(fmt.Errorf("%w: %s", messages.ErrInternalDomain, name))
+		return
+	}
+	if err := ValidHash(m.Hash); err != nil {
+		reply(err)
+		return
+	}
+	if !a.writable() {
+		reply(messages.ErrNotInitialised)
+		return
+	}
+	rec, _ := a.st.claim(name, a.st.self) // keep clients and services of an earlier claim
+	rec.Hash, rec.SSL = m.Hash, m.SSL
+	if _, err := a.appendLocal(write{key: messages.ClaimKey(name, a.st.self), value: encodeClaim(rec)}); err != nil {
+		reply(fmt.Errorf("store claim: %w", err))
+		return
+	}
+	a.d.Log.Info("domain claimed", "domain", name, "hash", m.Hash, "ssl", m.SSL)
+	sender := c.Sender()
+	a.wait(c, name, func() { c.Send(sender, &messages.AddDomainReply{}) })
+}
+
+func (a *Actor) removeDomain(c actor.Context, m *messages.RemoveDomain) {
+	reply := func(err error) { c.Respond(&messages.RemoveDomainReply{Err: err}) }
+	name, err := NormalizeDomain(m.Domain)
+	if err != nil {
+		reply(err)
+		return
+	}
+	if !a.writable() {
+		reply(messages.ErrNotInitialised)
+		return
+	}
+	if _, ok := a.st.claim(name, a.st.self); !ok {
+		reply(fmt.Errorf("%w: %s", messages.ErrNotOwner, name))
+		return
+	}
+	ws := []write{{key: messages.ClaimKey(name, a.st.self), del: true}}
+	for _, claimant := range a.st.myVotes(name) {
+		ws = append(ws, write{key: messages.VoteKey(name, a.st.self, claimant), del: true})
+	}
+	owner := false
+	if r := a.results[name]; r != nil && r.State.Status == consensus.Resolved && r.State.ResolvedClaimant == a.st.self {
+		// The resolved claimant asks every peer to drop the domain. The
+		// request goes first so peers see it before our claim disappears.
+		owner = true
+		ws = append([]write{{key: messages.CleanupKey(name, a.st.self), value: "1"}}, ws...)
+	}
+	if _, err := a.appendLocal(ws...); err != nil {
+		reply(fmt.Errorf("store removal: %w", err))
+		return
+	}
+	a.d.Log.Info("domain removed", "domain", name, "resolvedClaimant", owner)
+	sender := c.Sender()
+	a.wait(c, name, func() {
+		c.Send(sender, &messages.RemoveDomainReply{})
+		a.publishHint(messages.HintTunnelClients)
+		a.publishHint(messages.HintLocalDNS)
+	})
+}
+
+func (a *Actor) recalculate(c actor.Context, m *messages.Recalculate) {
+	sender := c.Sender()
+	if m.Domain == "" {
+		n := 0
+		for name := range a.st.domains {
+			a.dirty[name] = true
+			a.recalc[name] = true
+			n++
+		}
+		a.wait(c, "", func() { c.Send(sender, &messages.RecalculateReply{Domains: n}) })
+		return
+	}
+	name, err := NormalizeDomain(m.Domain)
+	if err != nil {
+		c.Respond(&messages.RecalculateReply{Err: err})
+		return
+	}
+	if _, ok := a.st.domains[name]; !ok {
+		c.Respond(&messages.RecalculateReply{Err: fmt.Errorf("%w: no claims or votes for %s", messages.ErrNotFound, name)})
+		return
+	}
+	a.dirty[name] = true
+	a.recalc[name] = true
+	a.wait(c, name, func() { c.Send(sender, &messages.RecalculateReply{Domains: 1}) })
+}
+
+func (a *Actor) setHashPreference(m *messages.SetHashPreference) error {
+	name, err := NormalizeDomain(m.Domain)
+	if err != nil {
+		return err
+	}
+	if m.Preference != "local" && m.Preference != "resolved" {
+		return fmt.Errorf("%w: preference must be \"local\" or \"resolved\", got %q", messages.ErrInvalid, m.Preference)
+	}
+	if err := a.d.Node.Set(prefHashPrefix+name, m.Preference); err != nil {
+		return fmt.Errorf("store preference: %w", err)
+	}
+	a.hashPref[name] = m.Preference
+	a.publishHint(messages.HintLocalDNS)
+	return nil
+}
+
+func (a *Actor) describeSubnets() []messages.Subnet {
+	subs, err := a.subnets()
+	if err != nil {
+		return a.pool.Describe()
+	}
+	return ipam.New(subs, a.assignedIPs()).Describe()
+}
+
+func (a *Actor) assignedIPs() map[string]netip.Addr {
+	out := map[string]netip.Addr{}
+	for _, it := range a.pool.Assignments() {
+		if ip, err := netip.ParseAddr(it.IP); err == nil {
+			out[it.Domain] = ip
+		}
+	}
+	return out
+}
+
+// setSubnets stores validated subnets. They take effect for new
+// assignments at the next start (the API says restartRequired): existing
+// domains keep their addresses either way.
+func (a *Actor) setSubnets(in []messages.Subnet) error {
+	subs, errs := ipam.Validate(in)
+	if len(errs) > 0 {
+		return fmt.Errorf("%w: %s", messages.ErrInvalid, strings.Join(errs, "; "))
+	}
+	out := make([]messages.Subnet, len(subs))
+	for i, s := range subs {
+		out[i] = messages.Subnet{Base: s.Base.String(), CIDR: s.CIDR, StartIndex: s.StartIndex, Name: s.Name}
+	}
+	b, _ := json.Marshal(out)
+	if err := a.d.Node.Set(subnetsKey, string(b)); err != nil {
+		return fmt.Errorf("store subnets: %w", err)
+	}
+	a.publishHint(messages.HintSettings)
+	return nil
+}
+
+func (a *Actor) cleanupInterfaces() (int, error) {
+	n := 0
+	err := a.d.Node.Update(func(tx *store.Tx) error {
+		for _, it := range a.pool.Assignments() {
+			if idx := a.st.domains[it.Domain]; idx != nil && len(idx.claims) > 0 {
+				continue
+			}
+			if err := tx.Delete(ipPrefix + it.Domain); err != nil {
+				return err
+			}
+			n++
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("release interfaces: %w", err)
+	}
+	for _, it := range a.pool.Assignments() {
+		if idx := a.st.domains[it.Domain]; idx == nil || len(idx.claims) == 0 {
+			a.pool.Release(it.Domain)
+		}
+	}
+	if n > 0 {
+		a.publishHint(messages.HintInterfaces)
+	}
+	return n, nil
+}
+
+func (a *Actor) addWriter(id string) error {
+	if !a.writable() {
+		return messages.ErrNotInitialised
+	}
+	if a.st.writers[id] {
+		return nil
+	}
+	_, err := a.appendLocal(write{key: messages.WriterKey(id, a.st.self), value: "1"})
+	if err == nil {
+		a.d.Log.Info("writer added", "id", id)
+	}
+	return err
+}
+
+func (a *Actor) joinNetwork(m *messages.JoinNetwork) error {
+	if a.st.network != "" {
+		if a.st.network == m.Key {
+			return nil
+		}
+		return fmt.Errorf("already a member of another network")
+	}
+	if m.Key == "" || m.Root == "" {
+		return fmt.Errorf("%w: network key and root are required", messages.ErrInvalid)
+	}
+	if err := a.d.Ledger.Update(func(tx *store.Tx) error {
+		if err := tx.Set(metaRoot, m.Root); err != nil {
+			return err
+		}
+		return tx.Set(metaNetwork, m.Key)
+	}); err != nil {
+		return fmt.Errorf("store network: %w", err)
+	}
+	a.st.network, a.st.root = m.Key, m.Root
+	a.d.Log.Info("joined network", "root", m.Root)
+	return nil
+}

@@ -1,0 +1,301 @@
+package ledger
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+
+	"peerdns/actors/consensus"
+	"peerdns/internal/identity"
+	"peerdns/messages"
+)
+
+// Reasons an op is refused. Signature, key and authorisation failures are
+// validation failures; gaps and duplicates are not (they are normal in
+// replication).
+var (
+	errBadSig       = errors.New("bad signature")
+	errKeyOwner     = errors.New("key does not carry the writer's id")
+	errUnauthorised = errors.New("writer is not authorised")
+	errDuplicate    = errors.New("duplicate op")
+	errGap          = errors.New("op after a gap")
+)
+
+// state is the ledger as a pure state machine: the op log by writer, the
+// last-writer-wins key view, the writer set and a per-domain index. It does
+// no I/O; the actor persists ops before calling apply.
+type state struct {
+	self    string
+	network string // network key hex, "" until created or joined
+	root    string // root writer id
+
+	vv      messages.VersionVector
+	log     map[string][]*messages.Op // writer → ops in seq order (log[w][i].Seq == i+1)
+	kv      map[string]*messages.Op   // key → winning op (tombstones kept for LWW)
+	writers map[string]bool
+	pending map[string]map[string]bool // adding writer → ids it added but that were not yet authorised
+
+	domains map[string]*domainIndex
+	length  int // ops held
+	clock   messages.HLC
+}
+
+// domainIndex is every live claim and vote of one domain.
+type domainIndex struct {
+	claims  map[string]*messages.Op // claimant → op
+	votes   map[string]*messages.Op // voter+":"+claimant → op
+	version uint64                  // bumped on every change; the consensus cache key
+}
+
+func newState(self string) *state {
+	return &state{
+		self:    self,
+		vv:      messages.VersionVector{},
+		log:     map[string][]*messages.Op{},
+		kv:      map[string]*messages.Op{},
+		writers: map[string]bool{},
+		pending: map[string]map[string]bool{},
+		domains: map[string]*domainIndex{},
+	}
+}
+
+// observe merges a remote clock so later local ops order after it.
+func (s *state) observe(h messages.HLC) {
+	if s.clock.Less(h) {
+		s.clock = h
+	}
+}
+
+// verify checks an op without changing anything.
+func (s *state) verify(op *messages.Op) (messages.ParsedKey, error) {
+	pk, err := messages.ParseKey(op.Key)
+	if err != nil {
+		return pk, err
+	}
+	if pk.Writer != op.Writer {
+		return pk, errKeyOwner
+	}
+	if op.Seq == 0 {
+		return pk, fmt.Errorf("seq 0")
+	}
+	msg, err := op.SigningBytes()
+	if err != nil {
+		return pk, err
+	}
+	if !identity.Verify(op.Writer, msg, op.Sig) {
+		return pk, errBadSig
+	}
+	if !s.authorised(op, pk) {
+		return pk, errUnauthorised
+	}
+	switch have := s.vv[op.Writer]; {
+	case op.Seq <= have:
+		return pk, errDuplicate
+	case op.Seq > have+1:
+		return pk, errGap
+	}
+	return pk, nil
+}
+
+func (s *state) authorised(op *messages.Op, pk messages.ParsedKey) bool {
+	if s.writers[op.Writer] {
+		return true
+	}
+	// The genesis op of the network we belong to is written by the root
+	// before anyone is a writer.
+	return pk.Kind == messages.KeyNetwork && s.root != "" && op.Writer == s.root
+}
+
+// apply adds a verified op (call verify first) and returns the domain it
+// touched ("" for none).
+func (s *state) apply(op *messages.Op, pk messages.ParsedKey) string {
+	s.vv[op.Writer] = op.Seq
+	s.log[op.Writer] = append(s.log[op.Writer], op)
+	s.length++
+	s.observe(op.HLC)
+	if cur, ok := s.kv[op.Key]; ok && !lww(cur, op) {
+		return "" // an older write arriving late changes nothing
+	}
+	s.kv[op.Key] = op
+	switch pk.Kind {
+	case messages.KeyNetwork:
+		s.writers[op.Writer] = true
+		if s.network == "" {
+			s.network = op.Value
+		}
+		s.promote(op.Writer)
+	case messages.KeyWriter:
+		if op.Delete {
+			return ""
+		}
+		if s.pending[op.Writer] == nil {
+			s.pending[op.Writer] = map[string]bool{}
+		}
+		s.pending[op.Writer][pk.Subject] = true
+		s.promote(op.Writer)
+	case messages.KeyClaim, messages.KeyVote:
+		s.index(op, pk)
+		return pk.Domain
+	case messages.KeyCleanup:
+		return pk.Domain
+	}
+	return ""
+}
+
+// promote makes the writers added by `by` writers, transitively, once `by`
+// itself is one.
+func (s *state) promote(by string) {
+	if !s.writers[by] {
+		return
+	}
+	for id := range s.pending[by] {
+		if !s.writers[id] {
+			s.writers[id] = true
+			s.promote(id)
+		}
+	}
+}
+
+// lww says whether next wins over cur: last writer wins by (hlc, writer).
+func lww(cur, next *messages.Op) bool {
+	if cur.HLC != next.HLC {
+		return cur.HLC.Less(next.HLC)
+	}
+	if cur.Writer != next.Writer {
+		return cur.Writer < next.Writer
+	}
+	return cur.Seq < next.Seq
+}
+
+func (s *state) index(op *messages.Op, pk messages.ParsedKey) {
+	d := s.domains[pk.Domain]
+	if d == nil {
+		d = &domainIndex{claims: map[string]*messages.Op{}, votes: map[string]*messages.Op{}}
+		s.domains[pk.Domain] = d
+	}
+	d.version++
+	switch pk.Kind {
+	case messages.KeyClaim:
+		if op.Delete {
+			delete(d.claims, pk.Writer)
+		} else {
+			d.claims[pk.Writer] = op
+		}
+	case messages.KeyVote:
+		k := pk.Writer + ":" + pk.Claimant
+		if op.Delete {
+			delete(d.votes, k)
+		} else {
+			d.votes[k] = op
+		}
+	}
+	if len(d.claims) == 0 && len(d.votes) == 0 {
+		delete(s.domains, pk.Domain)
+	}
+}
+
+// input builds the consensus input of a domain (copies, safe to send).
+func (s *state) input(domain string, active map[string]bool) consensus.Input {
+	in := consensus.Input{Active: active}
+	d := s.domains[domain]
+	if d == nil {
+		return in
+	}
+	for w, op := range d.claims {
+		rec, _ := decodeClaim(op.Value)
+		in.Claims = append(in.Claims, consensus.Claim{Writer: w, Hash: rec.Hash, SSL: rec.SSL, HLC: op.HLC})
+	}
+	for _, op := range d.votes {
+		pk, _ := messages.ParseKey(op.Key)
+		in.Votes = append(in.Votes, consensus.Vote{Voter: pk.Writer, Claimant: pk.Claimant, HLC: op.HLC})
+	}
+	sort.Slice(in.Claims, func(i, j int) bool { return in.Claims[i].Writer < in.Claims[j].Writer })
+	sort.Slice(in.Votes, func(i, j int) bool {
+		if in.Votes[i].Voter != in.Votes[j].Voter {
+			return in.Votes[i].Voter < in.Votes[j].Voter
+		}
+		return in.Votes[i].Claimant < in.Votes[j].Claimant
+	})
+	return in
+}
+
+// claim returns the live claim record of writer on domain.
+func (s *state) claim(domain, writer string) (messages.ClaimRecord, bool) {
+	d := s.domains[domain]
+	if d == nil {
+		return messages.ClaimRecord{}, false
+	}
+	op, ok := d.claims[writer]
+	if !ok {
+		return messages.ClaimRecord{}, false
+	}
+	rec, err := decodeClaim(op.Value)
+	return rec, err == nil
+}
+
+// myVotes lists the claimants self has live votes for on domain.
+func (s *state) myVotes(domain string) []string {
+	d := s.domains[domain]
+	if d == nil {
+		return nil
+	}
+	var out []string
+	for _, op := range d.votes {
+		pk, _ := messages.ParseKey(op.Key)
+		if pk.Writer == s.self {
+			out = append(out, pk.Claimant)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// opsSince returns the ops a holder of vv lacks, in (writer, seq) order.
+func (s *state) opsSince(vv messages.VersionVector, max int) []*messages.Op {
+	writers := make([]string, 0, len(s.log))
+	for w := range s.log {
+		writers = append(writers, w)
+	}
+	sort.Strings(writers)
+	var out []*messages.Op
+	for _, w := range writers {
+		have := vv[w]
+		ops := s.log[w]
+		if have >= uint64(len(ops)) {
+			continue
+		}
+		for _, op := range ops[have:] {
+			if max > 0 && len(out) >= max {
+				return out
+			}
+			out = append(out, op)
+		}
+	}
+	return out
+}
+
+func decodeClaim(v string) (messages.ClaimRecord, error) {
+	var rec messages.ClaimRecord
+	if err := json.Unmarshal([]byte(v), &rec); err != nil {
+		return rec, fmt.Errorf("claim record: %w", err)
+	}
+	if rec.Clients == nil {
+		rec.Clients = []string{}
+	}
+	if rec.Services == nil {
+		rec.Services = []messages.Service{}
+	}
+	return rec, nil
+}
+
+func encodeClaim(rec messages.ClaimRecord) string {
+	if rec.Clients == nil {
+		rec.Clients = []string{}
+	}
+	if rec.Services == nil {
+		rec.Services = []messages.Service{}
+	}
+	b, _ := json.Marshal(rec) // a struct of strings, ints and bools cannot fail
+	return string(b)
+}

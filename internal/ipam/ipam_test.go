@@ -1,0 +1,87 @@
+package ipam
+
+import (
+	"net/netip"
+	"strings"
+	"testing"
+
+	"peerdns/messages"
+)
+
+func TestAssignStableAndRelease(t *testing.T) {
+	subs, err := DefaultSubnets("", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := New(subs, nil)
+	a, fresh, err := p.Assign("a.p2p")
+	if err != nil || !fresh || a != netip.MustParseAddr("127.77.0.2") {
+		t.Fatalf("Assign(a.p2p) = %v %v %v", a, fresh, err)
+	}
+	again, fresh, _ := p.Assign("a.p2p")
+	if again != a || fresh {
+		t.Fatalf("second Assign = %v fresh %v, want %v stable", again, fresh, a)
+	}
+	b, _, _ := p.Assign("b.p2p")
+	if b != netip.MustParseAddr("127.77.0.3") {
+		t.Fatalf("Assign(b.p2p) = %v", b)
+	}
+	p.Release("a.p2p")
+	c, _, _ := p.Assign("c.p2p")
+	if c != a {
+		t.Fatalf("freed address not reused: %v", c)
+	}
+	d := p.Describe()
+	if d[0].Used != 2 || d[0].Available != 65536-1-2 || d[0].Remaining != d[0].Available-2 {
+		t.Fatalf("Describe = %+v", d[0])
+	}
+}
+
+func TestPoolExhausted(t *testing.T) {
+	p := New([]Subnet{{Base: netip.MustParseAddr("10.0.0.0"), CIDR: 30, StartIndex: 1}}, nil)
+	for _, d := range []string{"a", "b"} {
+		if _, _, err := p.Assign(d); err != nil {
+			t.Fatalf("Assign(%s) = %v", d, err)
+		}
+	}
+	if _, _, err := p.Assign("c"); err == nil {
+		t.Fatal("Assign on a full /30 succeeded")
+	}
+}
+
+func TestValidate(t *testing.T) {
+	tests := []struct {
+		name string
+		in   []messages.Subnet
+		want string // substring of the first error, "" for valid
+	}{
+		{"valid", []messages.Subnet{{Base: "127.80.0.0", CIDR: 24, StartIndex: 1}}, ""},
+		{"empty", nil, "at least one"},
+		{"bad base", []messages.Subnet{{Base: "300.1.1.1", CIDR: 24, StartIndex: 1}}, "not a valid IPv4"},
+		{"ipv6 base", []messages.Subnet{{Base: "::1", CIDR: 24, StartIndex: 1}}, "not a valid IPv4"},
+		{"cidr 0", []messages.Subnet{{Base: "10.0.0.0", CIDR: 0, StartIndex: 1}}, "between 1 and 32"},
+		{"cidr 33", []messages.Subnet{{Base: "10.0.0.0", CIDR: 33, StartIndex: 1}}, "between 1 and 32"},
+		{"start 0", []messages.Subnet{{Base: "10.0.0.0", CIDR: 24, StartIndex: 0}}, "startIndex 0"},
+		{"start 255 on /24", []messages.Subnet{{Base: "10.0.0.0", CIDR: 24, StartIndex: 255}}, "between 1 and 254"},
+		{"start 1000 on /16 ok", []messages.Subnet{{Base: "10.0.0.0", CIDR: 16, StartIndex: 1000}}, ""},
+		{"/32 unusable", []messages.Subnet{{Base: "10.0.0.1", CIDR: 32, StartIndex: 1}}, "no usable"},
+		{"overlap", []messages.Subnet{{Base: "10.0.0.0", CIDR: 16, StartIndex: 1}, {Base: "10.0.5.0", CIDR: 24, StartIndex: 1}}, "overlaps"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, errs := Validate(tt.in)
+			if tt.want == "" {
+				if len(errs) != 0 {
+					t.Fatalf("Validate = %v, want valid", errs)
+				}
+				if out[0].Name != "Subnet 1" {
+					t.Fatalf("default name = %q", out[0].Name)
+				}
+				return
+			}
+			if len(errs) == 0 || !strings.Contains(errs[0], tt.want) {
+				t.Fatalf("Validate errors = %v, want one containing %q", errs, tt.want)
+			}
+		})
+	}
+}

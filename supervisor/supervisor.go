@@ -1,0 +1,67 @@
+// Package supervisor is the root of the node's actor tree: the strategy
+// every parent uses for its children (restart with exponential backoff),
+// and the logging of each restart to the core log channel.
+package supervisor
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+)
+
+// Backoff window and first delay: a child that keeps crashing within the
+// window waits one more InitialBackoff per failure before its restart, so a
+// crash loop cannot spin the CPU while the rest of the node keeps serving.
+const (
+	BackoffWindow  = 30 * time.Second
+	InitialBackoff = 100 * time.Millisecond
+)
+
+// Backoff is the restart-with-backoff strategy for a parent's children.
+func Backoff() actor.SupervisorStrategy {
+	return actor.NewExponentialBackoffStrategy(BackoffWindow, InitialBackoff)
+}
+
+// LogFailures writes every supervision event (a child failed and what was
+// done about it) to log. It returns a function that stops the logging.
+func LogFailures(sys *actor.ActorSystem, log *slog.Logger) func() {
+	sub := sys.EventStream.Subscribe(func(evt any) {
+		if e, ok := evt.(*actor.SupervisorEvent); ok {
+			log.Error("actor failed", "actor", e.Child.String(), "reason", e.Reason, "directive", e.Directive.String())
+		}
+	})
+	return func() { sys.EventStream.Unsubscribe(sub) }
+}
+
+// Root spawns the node's top-level actors under the backoff strategy.
+type Root struct {
+	System *actor.ActorSystem
+	stop   func()
+}
+
+// NewRoot makes an actor system whose failures are logged to log.
+func NewRoot(log *slog.Logger) *Root {
+	sys := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
+		// protoactor's own chatter (spawns, dead letters) is debug noise for
+		// operators; failures reach the core channel through LogFailures.
+		return slog.New(slog.NewTextHandler(discard{}, nil))
+	}))
+	return &Root{System: sys, stop: LogFailures(sys, log)}
+}
+
+// Spawn starts a top-level actor with a name. Its guardian restarts it
+// with backoff when it crashes.
+func (r *Root) Spawn(name string, props *actor.Props) (*actor.PID, error) {
+	return r.System.Root.SpawnNamed(props.Configure(actor.WithGuardian(Backoff())), name)
+}
+
+// Shutdown stops every actor.
+func (r *Root) Shutdown() {
+	r.stop()
+	r.System.Shutdown()
+}
+
+type discard struct{}
+
+func (discard) Write(p []byte) (int, error) { return len(p), nil }
