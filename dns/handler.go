@@ -1,0 +1,201 @@
+package dns
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+
+	"github.com/miekg/dns"
+
+	"peerdns/dns/upstream"
+	"peerdns/dns/zone"
+)
+
+// accept screens TCP requests before miekg/dns unpacks them, with the
+// same rules handleRaw applies to UDP.
+func accept(dh dns.Header) dns.MsgAcceptAction {
+	if dh.Bits&flagQR != 0 {
+		return dns.MsgIgnore // a response: never answer (no reflection loops)
+	}
+	if int(dh.Bits>>11)&0xF != dns.OpcodeQuery {
+		return dns.MsgRejectNotImplemented
+	}
+	if dh.Qdcount != 1 || dh.Ancount != 0 || dh.Nscount != 0 || dh.Arcount > 2 {
+		return dns.MsgReject
+	}
+	return dns.MsgAccept
+}
+
+const (
+	flagQR = 0x8000
+	flagRD = 0x0100
+)
+
+// headerOnly is a reply with just a header: id, opcode and RD of the
+// query, QR set, and rcode.
+func headerOnly(raw []byte, rcode int) []byte {
+	out := make([]byte, 12)
+	copy(out, raw[:2])
+	flags := binary.BigEndian.Uint16(raw[2:])
+	binary.BigEndian.PutUint16(out[2:], flagQR|flags&(0x7800|flagRD)|uint16(rcode&0xF))
+	return out
+}
+
+// handleRaw is the UDP slow path: checks, unpack, answer, pack. nil means
+// no reply (not a query, or not even a header).
+func (s *Server) handleRaw(ctx context.Context, raw []byte) []byte {
+	if len(raw) < 12 {
+		s.slowCnt.dropped.Add(1)
+		return nil
+	}
+	var dh dns.Header
+	dh.Id = binary.BigEndian.Uint16(raw)
+	dh.Bits = binary.BigEndian.Uint16(raw[2:])
+	dh.Qdcount = binary.BigEndian.Uint16(raw[4:])
+	dh.Ancount = binary.BigEndian.Uint16(raw[6:])
+	dh.Nscount = binary.BigEndian.Uint16(raw[8:])
+	dh.Arcount = binary.BigEndian.Uint16(raw[10:])
+	switch accept(dh) {
+	case dns.MsgIgnore:
+		s.slowCnt.dropped.Add(1)
+		return nil
+	case dns.MsgRejectNotImplemented:
+		s.slowCnt.notimp.Add(1)
+		return headerOnly(raw, dns.RcodeNotImplemented)
+	case dns.MsgReject:
+		s.slowCnt.formerr.Add(1)
+		return headerOnly(raw, dns.RcodeFormatError)
+	}
+	req := new(dns.Msg)
+	if err := req.Unpack(raw); err != nil {
+		s.slowCnt.formerr.Add(1)
+		return headerOnly(raw, dns.RcodeFormatError)
+	}
+	resp := s.answer(ctx, req, false)
+	b, err := resp.Pack()
+	if err != nil {
+		s.logError("dns pack reply", err)
+		s.slowCnt.servfail.Add(1)
+		return headerOnly(raw, dns.RcodeServerFailure)
+	}
+	return b
+}
+
+// serveTCP answers one TCP query through miekg/dns.
+func (s *Server) serveTCP(w dns.ResponseWriter, req *dns.Msg) {
+	s.slowCnt.queries.Add(1)
+	resp := s.answer(s.baseCtx, req, true)
+	if err := w.WriteMsg(resp); err != nil && !s.stopped.Load() {
+		s.logError("dns tcp write", err)
+	}
+}
+
+// answer builds the reply to a well-formed query: from the table, else
+// upstream; truncated to the client's UDP size (UDP) or 64 KiB (TCP).
+func (s *Server) answer(ctx context.Context, req *dns.Msg, tcp bool) *dns.Msg {
+	resp := new(dns.Msg)
+	resp.SetReply(req)
+	resp.RecursionAvailable = true
+	resp.CheckingDisabled = req.CheckingDisabled
+	if len(req.Question) != 1 || len(req.Answer) != 0 || len(req.Ns) != 0 {
+		return s.fail(resp, req, dns.RcodeFormatError)
+	}
+	// EDNS0 (RFC 6891): one OPT at most, version 0.
+	var opt *dns.OPT
+	for _, rr := range req.Extra {
+		if o, ok := rr.(*dns.OPT); ok {
+			if opt != nil {
+				return s.fail(resp, req, dns.RcodeFormatError)
+			}
+			opt = o
+		}
+	}
+	limit := zone.MinUDPSize
+	if opt != nil {
+		if opt.Version() != 0 {
+			resp.SetEdns0(s.cfg.UDPSize, opt.Do())
+			s.slowCnt.formerr.Add(1)
+			resp.Rcode = dns.RcodeBadVers
+			return resp
+		}
+		limit = max(min(int(opt.UDPSize()), int(s.cfg.UDPSize)), zone.MinUDPSize)
+	}
+	if tcp {
+		limit = dns.MaxMsgSize
+	}
+	q := req.Question[0]
+	switch q.Qtype {
+	case dns.TypeAXFR, dns.TypeIXFR:
+		// We hold no zone to transfer.
+		return s.finish(s.fail(resp, req, dns.RcodeRefused), opt, limit)
+	case dns.TypeOPT, dns.TypeTSIG, dns.TypeTKEY, 0:
+		return s.finish(s.fail(resp, req, dns.RcodeFormatError), opt, limit)
+	}
+	t := s.table.Load()
+	res := t.Resolve(q.Name, q.Qtype, q.Qclass)
+	resp.Authoritative = res.Authoritative
+	resp.Rcode = res.Rcode
+	resp.Answer = res.Answer
+	if res.Upstream {
+		if q.Qclass != dns.ClassINET && q.Qclass != dns.ClassANY {
+			return s.finish(s.fail(resp, req, dns.RcodeRefused), opt, limit)
+		}
+		s.slowCnt.upstream.Add(1)
+		m, err := s.up.Resolve(ctx, res.UpstreamName, q.Qtype, dns.ClassINET)
+		switch {
+		case err != nil:
+			if !errors.Is(err, upstream.ErrNoServers) {
+				s.logError("dns upstream", err)
+			}
+			resp.Answer = nil
+			resp.Authoritative = false
+			resp.Rcode = dns.RcodeServerFailure
+		case res.ServfailOnNegative && (m.Rcode != dns.RcodeSuccess || len(m.Answer) == 0):
+			resp.Answer = nil
+			resp.Authoritative = false
+			resp.Rcode = dns.RcodeServerFailure
+		default:
+			resp.Rcode = m.Rcode
+			resp.Answer = append(resp.Answer, m.Answer...)
+			if len(res.Answer) == 0 {
+				resp.Authoritative = false
+				resp.Ns = m.Ns
+				resp.Extra = m.Extra
+			}
+		}
+	}
+	s.count(resp.Rcode)
+	return s.finish(resp, opt, limit)
+}
+
+func (s *Server) fail(resp, req *dns.Msg, rcode int) *dns.Msg {
+	resp.Rcode = rcode
+	resp.Answer, resp.Ns, resp.Extra = nil, nil, nil
+	s.count(rcode)
+	return resp
+}
+
+func (s *Server) count(rcode int) {
+	switch rcode {
+	case dns.RcodeNameError:
+		s.slowCnt.nxdomain.Add(1)
+	case dns.RcodeServerFailure:
+		s.slowCnt.servfail.Add(1)
+	case dns.RcodeFormatError:
+		s.slowCnt.formerr.Add(1)
+	case dns.RcodeRefused:
+		s.slowCnt.refused.Add(1)
+	case dns.RcodeNotImplemented:
+		s.slowCnt.notimp.Add(1)
+	}
+}
+
+// finish adds our OPT when the query had one and truncates to limit
+// (miekg/dns sets TC when records had to go, RFC 2181 §9).
+func (s *Server) finish(resp *dns.Msg, opt *dns.OPT, limit int) *dns.Msg {
+	if opt != nil {
+		resp.SetEdns0(s.cfg.UDPSize, opt.Do())
+	}
+	resp.Truncate(limit)
+	return resp
+}

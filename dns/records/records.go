@@ -1,0 +1,517 @@
+// Package records is the local DNS record model of the node: the JSON
+// shape the admin API reads and writes, validation, conversion to
+// miekg/dns resource records, and the immutable snapshot the localdns
+// actor publishes for the answer path.
+//
+// JSON fields per type (the admin spec shows A, MX and SRV; the others
+// are our choice, documented in dns/README.md):
+//
+//	A, AAAA           data (IPv4 / IPv6 address)
+//	CNAME, NS, PTR    data (target name)
+//	TXT               data (text; split into 255-byte strings on the wire)
+//	MX                preference, exchange
+//	SRV               priority, weight, port, target
+//	SOA               mname, rname, serial, refresh, retry, expire, minimum
+//	CAA               flag, tag, value
+//	OTHER             rrtype (number), data (RDATA as hex)
+//
+// Every record also has name, type, class (IN or CH, default IN) and ttl
+// (seconds, default 300).
+package records
+
+import (
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/netip"
+	"strings"
+
+	"github.com/miekg/dns"
+)
+
+// DefaultTTL is used when a record is written without a ttl.
+const DefaultTTL = 300
+
+// MaxTTL is the largest TTL allowed (RFC 2181 §8).
+const MaxTTL = 1<<31 - 1
+
+// Types lists the record types the API accepts, in the spec's order.
+var Types = []string{"A", "AAAA", "CNAME", "MX", "TXT", "SRV", "SOA", "CAA", "NS", "PTR", "OTHER"}
+
+// ErrInvalid wraps every validation failure.
+var ErrInvalid = errors.New("invalid record")
+
+// Record is one local DNS record. Name is stored lowercased without the
+// trailing dot; names inside the data (targets) are stored the same way.
+type Record struct {
+	Name  string
+	Type  string // one of Types
+	Class string // IN or CH
+	TTL   uint32
+
+	Data string // A, AAAA, CNAME, NS, PTR, TXT; OTHER: hex RDATA
+
+	Preference uint16 // MX
+	Exchange   string // MX
+
+	Priority uint16 // SRV
+	Weight   uint16 // SRV
+	Port     uint16 // SRV
+	Target   string // SRV
+
+	MName, RName                            string // SOA
+	Serial, Refresh, Retry, Expire, Minimum uint32 // SOA
+
+	Flag  uint8  // CAA
+	Tag   string // CAA
+	Value string // CAA
+
+	RRType uint16 // OTHER: the numeric RR type
+}
+
+// input is the decoding shape: pointers tell "absent" from zero.
+type input struct {
+	Name       *string `json:"name"`
+	Type       *string `json:"type"`
+	Class      *string `json:"class"`
+	TTL        *int64  `json:"ttl"`
+	Data       *string `json:"data"`
+	Preference *int64  `json:"preference"`
+	Exchange   *string `json:"exchange"`
+	Priority   *int64  `json:"priority"`
+	Weight     *int64  `json:"weight"`
+	Port       *int64  `json:"port"`
+	Target     *string `json:"target"`
+	MName      *string `json:"mname"`
+	RName      *string `json:"rname"`
+	Serial     *int64  `json:"serial"`
+	Refresh    *int64  `json:"refresh"`
+	Retry      *int64  `json:"retry"`
+	Expire     *int64  `json:"expire"`
+	Minimum    *int64  `json:"minimum"`
+	Flag       *int64  `json:"flag"`
+	Tag        *string `json:"tag"`
+	Value      *string `json:"value"`
+	RRType     *int64  `json:"rrtype"`
+}
+
+func invalid(format string, a ...any) error {
+	return fmt.Errorf("%w: %s", ErrInvalid, fmt.Sprintf(format, a...))
+}
+
+// Parse decodes one record from JSON and validates it. The error names
+// the offending field.
+func Parse(b []byte) (Record, error) {
+	var in input
+	if err := json.Unmarshal(b, &in); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return Record{}, invalid("field %q must be %s", te.Field, te.Type.String())
+		}
+		return Record{}, invalid("bad JSON: %v", err)
+	}
+	return in.record()
+}
+
+// UnmarshalJSON decodes and validates a record.
+func (r *Record) UnmarshalJSON(b []byte) error {
+	rec, err := Parse(b)
+	if err != nil {
+		return err
+	}
+	*r = rec
+	return nil
+}
+
+func str(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
+
+func num(name string, p *int64, lo, hi int64, required bool, def int64) (int64, error) {
+	if p == nil {
+		if required {
+			return 0, invalid("%s is required", name)
+		}
+		return def, nil
+	}
+	if *p < lo || *p > hi {
+		return 0, invalid("%s must be between %d and %d, got %d", name, lo, hi, *p)
+	}
+	return *p, nil
+}
+
+func (in *input) record() (Record, error) {
+	var r Record
+	var err error
+	r.Name, err = CleanName("name", str(in.Name), false)
+	if err != nil {
+		return r, err
+	}
+	r.Type = strings.ToUpper(strings.TrimSpace(str(in.Type)))
+	if r.Type == "" {
+		return r, invalid("type is required")
+	}
+	if !knownType(r.Type) {
+		return r, invalid("type %q is not one of %s", r.Type, strings.Join(Types, ", "))
+	}
+	r.Class = strings.ToUpper(strings.TrimSpace(str(in.Class)))
+	switch r.Class {
+	case "":
+		r.Class = "IN"
+	case "IN", "CH":
+	default:
+		return r, invalid("class %q is not supported (IN or CH)", r.Class)
+	}
+	ttl, err := num("ttl", in.TTL, 0, MaxTTL, false, DefaultTTL)
+	if err != nil {
+		return r, err
+	}
+	r.TTL = uint32(ttl)
+
+	u16 := func(name string, p *int64) (uint16, error) {
+		v, err := num(name, p, 0, 65535, true, 0)
+		return uint16(v), err
+	}
+	u32 := func(name string, p *int64) (uint32, error) {
+		v, err := num(name, p, 0, 1<<32-1, true, 0)
+		return uint32(v), err
+	}
+	switch r.Type {
+	case "A", "AAAA":
+		d := strings.TrimSpace(str(in.Data))
+		if d == "" {
+			return r, invalid("data (the %s address) is required", r.Type)
+		}
+		ip, perr := netip.ParseAddr(d)
+		if perr != nil || ip.Zone() != "" {
+			return r, invalid("data %q is not an IP address", d)
+		}
+		if r.Type == "A" && !ip.Is4() {
+			return r, invalid("data %q is not an IPv4 address", d)
+		}
+		if r.Type == "AAAA" && !ip.Is6() {
+			return r, invalid("data %q is not an IPv6 address", d)
+		}
+		r.Data = ip.String()
+	case "CNAME", "NS", "PTR":
+		if r.Data, err = CleanName("data", str(in.Data), false); err != nil {
+			return r, err
+		}
+	case "TXT":
+		if in.Data == nil {
+			return r, invalid("data (the text) is required")
+		}
+		if len(*in.Data) > 4000 {
+			return r, invalid("data is longer than 4000 bytes")
+		}
+		r.Data = *in.Data
+	case "MX":
+		if r.Preference, err = u16("preference", in.Preference); err != nil {
+			return r, err
+		}
+		if r.Exchange, err = CleanName("exchange", str(in.Exchange), true); err != nil {
+			return r, err
+		}
+	case "SRV":
+		if r.Priority, err = u16("priority", in.Priority); err != nil {
+			return r, err
+		}
+		if r.Weight, err = u16("weight", in.Weight); err != nil {
+			return r, err
+		}
+		if r.Port, err = u16("port", in.Port); err != nil {
+			return r, err
+		}
+		if r.Target, err = CleanName("target", str(in.Target), true); err != nil {
+			return r, err
+		}
+	case "SOA":
+		if r.MName, err = CleanName("mname", str(in.MName), true); err != nil {
+			return r, err
+		}
+		if r.RName, err = CleanName("rname", str(in.RName), true); err != nil {
+			return r, err
+		}
+		for _, f := range []struct {
+			name string
+			p    *int64
+			dst  *uint32
+		}{{"serial", in.Serial, &r.Serial}, {"refresh", in.Refresh, &r.Refresh}, {"retry", in.Retry, &r.Retry}, {"expire", in.Expire, &r.Expire}, {"minimum", in.Minimum, &r.Minimum}} {
+			if *f.dst, err = u32(f.name, f.p); err != nil {
+				return r, err
+			}
+		}
+	case "CAA":
+		v, err := num("flag", in.Flag, 0, 255, false, 0)
+		if err != nil {
+			return r, err
+		}
+		r.Flag = uint8(v)
+		r.Tag = strings.TrimSpace(str(in.Tag))
+		if r.Tag == "" || len(r.Tag) > 15 {
+			return r, invalid("tag must be 1 to 15 letters or digits (e.g. issue, issuewild, iodef)")
+		}
+		for _, c := range []byte(r.Tag) {
+			if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9') {
+				return r, invalid("tag %q must be letters and digits only", r.Tag)
+			}
+		}
+		if in.Value == nil {
+			return r, invalid("value is required")
+		}
+		if len(*in.Value) > 4000 {
+			return r, invalid("value is longer than 4000 bytes")
+		}
+		r.Value = *in.Value
+	case "OTHER":
+		t, err := num("rrtype", in.RRType, 1, 65535, true, 0)
+		if err != nil {
+			return r, err
+		}
+		r.RRType = uint16(t)
+		if name, ok := namedType(r.RRType); ok {
+			return r, invalid("rrtype %d is %s: use type %s", t, name, name)
+		}
+		if isMetaType(r.RRType) {
+			return r, invalid("rrtype %d is a meta type and cannot be stored", t)
+		}
+		d := strings.ToLower(strings.Join(strings.Fields(str(in.Data)), ""))
+		raw, herr := hex.DecodeString(d)
+		if herr != nil {
+			return r, invalid("data must be the RDATA in hex: %v", herr)
+		}
+		if len(raw) > 4000 {
+			return r, invalid("data is longer than 4000 bytes")
+		}
+		r.Data = d
+	}
+	// A final check that the record packs (and, for OTHER, that RDATA of a
+	// type miekg/dns knows parses as that type).
+	if _, err := r.RR(); err != nil {
+		return r, err
+	}
+	return r, nil
+}
+
+func knownType(t string) bool {
+	for _, k := range Types {
+		if k == t {
+			return true
+		}
+	}
+	return false
+}
+
+// namedType reports whether t is one of the types with its own JSON shape.
+func namedType(t uint16) (string, bool) {
+	for _, k := range Types[:len(Types)-1] {
+		if dns.StringToType[k] == t {
+			return k, true
+		}
+	}
+	return "", false
+}
+
+func isMetaType(t uint16) bool {
+	switch t {
+	case dns.TypeOPT, dns.TypeTSIG, dns.TypeTKEY, dns.TypeIXFR, dns.TypeAXFR, dns.TypeMAILA, dns.TypeMAILB, dns.TypeANY:
+		return true
+	}
+	return t >= 128 && t <= 255 // RFC 6895 §3.1: Q and meta types
+}
+
+// CleanName validates a domain name and returns it lowercased without the
+// trailing dot. rootOK allows "." (returned as "").
+func CleanName(field, s string, rootOK bool) (string, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return "", invalid("%s is required", field)
+	}
+	if s == "." {
+		if rootOK {
+			return "", nil
+		}
+		return "", invalid("%s cannot be the root", field)
+	}
+	if strings.ContainsAny(s, " \t\\\"()") {
+		return "", invalid("%s %q has characters not allowed in a name", field, s)
+	}
+	fq := dns.Fqdn(s)
+	if _, ok := dns.IsDomainName(fq); !ok || len(fq) > 254 {
+		return "", invalid("%s %q is not a valid domain name", field, s)
+	}
+	if strings.Contains(fq, "..") {
+		return "", invalid("%s %q has an empty label", field, s)
+	}
+	for _, l := range dns.SplitDomainName(fq) {
+		if l == "*" {
+			return "", invalid("%s %q: wildcards are not supported", field, s)
+		}
+	}
+	return strings.ToLower(strings.TrimSuffix(fq, ".")), nil
+}
+
+// FQDN is name with the trailing dot ("" is the root).
+func FQDN(name string) string { return name + "." }
+
+// Qtype is the DNS type number of the record.
+func (r Record) Qtype() uint16 {
+	if r.Type == "OTHER" {
+		return r.RRType
+	}
+	return dns.StringToType[r.Type]
+}
+
+// Qclass is the DNS class number of the record.
+func (r Record) Qclass() uint16 {
+	if r.Class == "CH" {
+		return dns.ClassCHAOS
+	}
+	return dns.ClassINET
+}
+
+// RR converts the record to a miekg/dns resource record.
+func (r Record) RR() (dns.RR, error) {
+	hdr := dns.RR_Header{Name: FQDN(r.Name), Rrtype: r.Qtype(), Class: r.Qclass(), Ttl: r.TTL}
+	var rr dns.RR
+	switch r.Type {
+	case "A":
+		ip, err := netip.ParseAddr(r.Data)
+		if err != nil || !ip.Is4() {
+			return nil, invalid("data %q is not an IPv4 address", r.Data)
+		}
+		b := ip.As4()
+		rr = &dns.A{Hdr: hdr, A: b[:]}
+	case "AAAA":
+		ip, err := netip.ParseAddr(r.Data)
+		if err != nil || !ip.Is6() {
+			return nil, invalid("data %q is not an IPv6 address", r.Data)
+		}
+		b := ip.As16()
+		rr = &dns.AAAA{Hdr: hdr, AAAA: b[:]}
+	case "CNAME":
+		rr = &dns.CNAME{Hdr: hdr, Target: FQDN(r.Data)}
+	case "NS":
+		rr = &dns.NS{Hdr: hdr, Ns: FQDN(r.Data)}
+	case "PTR":
+		rr = &dns.PTR{Hdr: hdr, Ptr: FQDN(r.Data)}
+	case "TXT":
+		rr = &dns.TXT{Hdr: hdr, Txt: splitTXT(r.Data)}
+	case "MX":
+		rr = &dns.MX{Hdr: hdr, Preference: r.Preference, Mx: FQDN(r.Exchange)}
+	case "SRV":
+		rr = &dns.SRV{Hdr: hdr, Priority: r.Priority, Weight: r.Weight, Port: r.Port, Target: FQDN(r.Target)}
+	case "SOA":
+		rr = &dns.SOA{Hdr: hdr, Ns: FQDN(r.MName), Mbox: FQDN(r.RName), Serial: r.Serial, Refresh: r.Refresh, Retry: r.Retry, Expire: r.Expire, Minttl: r.Minimum}
+	case "CAA":
+		rr = &dns.CAA{Hdr: hdr, Flag: r.Flag, Tag: r.Tag, Value: r.Value}
+	case "OTHER":
+		raw := &dns.RFC3597{Hdr: hdr, Rdata: r.Data}
+		// Round-trip through the wire so that RDATA of a type miekg/dns
+		// knows is checked against that type's format.
+		buf := make([]byte, dns.MaxMsgSize)
+		n, err := dns.PackRR(raw, buf, 0, nil, false)
+		if err != nil {
+			return nil, invalid("data does not pack: %v", err)
+		}
+		parsed, _, err := dns.UnpackRR(buf[:n], 0)
+		if err != nil {
+			return nil, invalid("data is not valid RDATA for type %d: %v", r.RRType, err)
+		}
+		return parsed, nil
+	default:
+		return nil, invalid("type %q is not supported", r.Type)
+	}
+	buf := make([]byte, dns.MaxMsgSize)
+	if _, err := dns.PackRR(rr, buf, 0, nil, false); err != nil {
+		return nil, invalid("record does not pack: %v", err)
+	}
+	return rr, nil
+}
+
+// splitTXT cuts text into the 255-byte character-strings TXT RDATA is
+// made of (RFC 1035 §3.3.14). miekg/dns reads backslashes as escapes, so
+// they are escaped here to keep the text literal.
+func splitTXT(s string) []string {
+	if s == "" {
+		return []string{""}
+	}
+	var out []string
+	for len(s) > 0 {
+		n := min(255, len(s))
+		out = append(out, escapeTXT(s[:n]))
+		s = s[n:]
+	}
+	return out
+}
+
+func escapeTXT(s string) string {
+	if !strings.ContainsAny(s, `\"`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' || s[i] == '"' {
+			b.WriteByte('\\')
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// Fields is the record as the admin API shows it: common fields plus the
+// ones of its type.
+func (r Record) Fields() map[string]any {
+	m := map[string]any{"name": r.Name, "type": r.Type, "class": r.Class, "ttl": r.TTL}
+	switch r.Type {
+	case "A", "AAAA", "CNAME", "NS", "PTR", "TXT":
+		m["data"] = r.Data
+	case "MX":
+		m["preference"] = r.Preference
+		m["exchange"] = r.Exchange
+	case "SRV":
+		m["priority"] = r.Priority
+		m["weight"] = r.Weight
+		m["port"] = r.Port
+		m["target"] = r.Target
+	case "SOA":
+		m["mname"], m["rname"] = r.MName, r.RName
+		m["serial"], m["refresh"], m["retry"], m["expire"], m["minimum"] = r.Serial, r.Refresh, r.Retry, r.Expire, r.Minimum
+	case "CAA":
+		m["flag"], m["tag"], m["value"] = r.Flag, r.Tag, r.Value
+	case "OTHER":
+		m["rrtype"] = r.RRType
+		m["data"] = r.Data
+	}
+	return m
+}
+
+// MarshalJSON writes Fields.
+func (r Record) MarshalJSON() ([]byte, error) { return json.Marshal(r.Fields()) }
+
+// CheckSet validates a whole record list: a name with a CNAME has no other
+// record of its class (RFC 1034 §3.6.2, RFC 2181 §10.1).
+func CheckSet(list []Record) error {
+	type key struct{ name, class string }
+	cname := map[key]bool{}
+	other := map[key]bool{}
+	for _, r := range list {
+		k := key{r.Name, r.Class}
+		if r.Type == "CNAME" {
+			if cname[k] {
+				return invalid("%s already has a CNAME record; a name has at most one", r.Name)
+			}
+			cname[k] = true
+		} else {
+			other[k] = true
+		}
+		if cname[k] && other[k] {
+			return invalid("%s: a CNAME record cannot coexist with other records of the same name", r.Name)
+		}
+	}
+	return nil
+}

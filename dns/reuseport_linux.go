@@ -1,0 +1,22 @@
+package dns
+
+import (
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// reusePort sets SO_REUSEPORT so several UDP sockets share one address and
+// the kernel spreads queries over them by flow hash.
+func reusePort(network, address string, c syscall.RawConn) error {
+	var serr error
+	err := c.Control(func(fd uintptr) {
+		serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_REUSEPORT, 1)
+	})
+	if err != nil {
+		return err
+	}
+	return serr
+}
+
+const haveReusePort = true

@@ -1,0 +1,402 @@
+// Package dns is the node's DNS server: UDP and TCP on one address,
+// answers for internal domains, local records and resolved p2p domains
+// from a compiled zone.Table, and everything else forwarded upstream
+// through a TTL cache (dns/upstream).
+//
+// Two paths answer a query. The fast path runs in one reader goroutine
+// per UDP socket (several sockets share the address with SO_REUSEPORT):
+// it reads the question straight from the packet and copies a pre-packed
+// answer from the table — no actor call, no lock, no allocation. Every
+// other query (TCP, odd flags, EDNS options, names that go upstream,
+// answers that need truncation) takes the slow path through miekg/dns.
+//
+// The package never mutates state it does not own: it reads the view the
+// consensus side publishes and the snapshot the localdns actor publishes,
+// and derives its table from them in the publishers' goroutines.
+package dns
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/miekg/dns"
+
+	"peerdns/dns/records"
+	"peerdns/dns/upstream"
+	"peerdns/dns/zone"
+	"peerdns/internal/view"
+)
+
+// DefaultAddr is where the node answers DNS unless told otherwise.
+const DefaultAddr = "127.0.0.1:7753"
+
+// DefaultUDPSize is the EDNS0 payload size we advertise and honour: the
+// DNS Flag Day 2020 value, which avoids IP fragmentation.
+const DefaultUDPSize = 1232
+
+// Config configures a Server. Zero values take the defaults.
+type Config struct {
+	Addr            string        // host:port for UDP and TCP; default DefaultAddr
+	Upstreams       []string      // host:port; empty: the nameservers of ResolvConf
+	ResolvConf      string        // default /etc/resolv.conf
+	UDPSockets      int           // SO_REUSEPORT sockets; default one per CPU
+	UDPSize         uint16        // EDNS0 payload size; default DefaultUDPSize
+	TTL             uint32        // TTL of internal and p2p answers; default zone.DefaultTTL
+	UpstreamTimeout time.Duration // per upstream attempt; default 1s
+	FailureTTL      time.Duration // how long "every upstream failed" is cached; default 5s
+	CacheSize       int           // upstream cache entries; default 10000
+	MaxSlow         int           // concurrent slow-path UDP queries; default 4096
+}
+
+func (c *Config) defaults() {
+	if c.Addr == "" {
+		c.Addr = DefaultAddr
+	}
+	if c.ResolvConf == "" {
+		c.ResolvConf = "/etc/resolv.conf"
+	}
+	if c.UDPSockets <= 0 {
+		c.UDPSockets = runtime.NumCPU()
+	}
+	if !haveReusePort {
+		c.UDPSockets = 1
+	}
+	if c.UDPSize < zone.MinUDPSize {
+		c.UDPSize = DefaultUDPSize
+	}
+	if c.MaxSlow <= 0 {
+		c.MaxSlow = 4096
+	}
+}
+
+// Validate checks the config after defaults.
+func (c *Config) Validate() error {
+	if _, _, err := net.SplitHostPort(c.Addr); err != nil {
+		return fmt.Errorf("dns addr %q: %w", c.Addr, err)
+	}
+	for _, u := range c.Upstreams {
+		if _, err := netip.ParseAddrPort(u); err != nil {
+			return fmt.Errorf("upstream %q: want ip:port: %w", u, err)
+		}
+	}
+	return nil
+}
+
+// Server is the node's DNS server.
+type Server struct {
+	cfg   Config
+	log   *slog.Logger
+	up    *upstream.Resolver
+	view  *view.Published
+	local *records.Published
+
+	table   atomic.Pointer[zone.Table]
+	buildMu sync.Mutex // serialises Build so the newest inputs win
+
+	mu      sync.Mutex // guards the listeners below and the state changes
+	udp     []*net.UDPConn
+	tcp     *dns.Server
+	addr    string
+	started atomic.Bool
+	stopped atomic.Bool
+	alive   atomic.Int32 // UDP reader goroutines running
+	wg      sync.WaitGroup
+	slow    chan struct{} // semaphore of slow-path UDP goroutines
+	baseCtx context.Context
+	cancel  context.CancelFunc
+
+	shards  []*shard // one per UDP reader
+	slowCnt shard    // counters of the slow path
+	lastLog atomic.Int64
+}
+
+// shard is one reader's counters, padded so readers never share a line.
+type shard struct {
+	queries, fast, slow, dropped                 atomic.Int64
+	nxdomain, servfail, formerr, refused, notimp atomic.Int64
+	upstream                                     atomic.Int64
+	_                                            [64]byte
+}
+
+// New builds a server over the published p2p view and local records;
+// either may be nil. It subscribes to both, so the answer table follows
+// every published change. Start opens the sockets.
+func New(cfg Config, pub *view.Published, local *records.Published, log *slog.Logger) (*Server, error) {
+	cfg.defaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	servers := cfg.Upstreams
+	if len(servers) == 0 {
+		sys, err := upstream.SystemServers(cfg.ResolvConf, []string{cfg.Addr})
+		if err != nil {
+			log.Warn("no system nameservers; names outside the node's data will get SERVFAIL", "err", err)
+		}
+		servers = sys
+	}
+	var kept []string
+	for _, u := range servers {
+		if upstream.IsSelf(u, []string{cfg.Addr}) {
+			log.Warn("upstream is this server itself; skipped", "upstream", u)
+			continue
+		}
+		kept = append(kept, u)
+	}
+	s := &Server{
+		cfg:   cfg,
+		log:   log,
+		view:  pub,
+		local: local,
+		up: upstream.New(upstream.Config{
+			Servers: kept, Timeout: cfg.UpstreamTimeout, CacheSize: cfg.CacheSize,
+			FailureTTL: cfg.FailureTTL, UDPSize: cfg.UDPSize,
+		}),
+		slow: make(chan struct{}, cfg.MaxSlow),
+	}
+	s.baseCtx, s.cancel = context.WithCancel(context.Background())
+	s.rebuild()
+	if pub != nil {
+		pub.Subscribe(func(*view.Snapshot) { s.rebuild() })
+	}
+	if local != nil {
+		local.Subscribe(func(*records.Snapshot) { s.rebuild() })
+	}
+	return s, nil
+}
+
+// rebuild compiles a new table from the latest snapshots of both
+// sources. It runs in whichever publisher stored a new snapshot.
+func (s *Server) rebuild() {
+	s.buildMu.Lock()
+	defer s.buildMu.Unlock()
+	var v *view.Snapshot
+	var l *records.Snapshot
+	if s.view != nil {
+		v = s.view.Load()
+	}
+	if s.local != nil {
+		l = s.local.Load()
+	}
+	s.table.Store(zone.Build(v, l, zone.Options{TTL: s.cfg.TTL}))
+}
+
+// Table is the answer table in use (for diagnostics and tests).
+func (s *Server) Table() *zone.Table { return s.table.Load() }
+
+// Upstreams is the upstream list in use.
+func (s *Server) Upstreams() []string { return s.up.Servers() }
+
+// Start opens the UDP sockets and the TCP listener and starts serving.
+func (s *Server) Start() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.started.Load() {
+		return errors.New("dns server already started")
+	}
+	if s.stopped.Load() {
+		return errors.New("dns server was shut down")
+	}
+	var err error
+	// With port 0 the UDP port we get may be taken for TCP: try again.
+	for attempt := 0; attempt < 8; attempt++ {
+		err = s.listen()
+		if err == nil {
+			break
+		}
+		if _, port, _ := net.SplitHostPort(s.cfg.Addr); port != "0" {
+			break
+		}
+	}
+	if err != nil {
+		return err
+	}
+	for i, c := range s.udp {
+		s.wg.Add(1)
+		s.alive.Add(1)
+		go s.readLoop(c, s.shards[i])
+	}
+	up := make(chan struct{})
+	s.tcp.NotifyStartedFunc = func() { close(up) }
+	tcpErr := make(chan error, 1)
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		if err := s.tcp.ActivateAndServe(); err != nil && !s.stopped.Load() {
+			s.log.Error("dns tcp server stopped", "err", err)
+			tcpErr <- err
+		}
+	}()
+	select {
+	case <-up:
+	case err := <-tcpErr:
+		return fmt.Errorf("dns tcp: %w", err)
+	}
+	s.started.Store(true)
+	s.log.Info("dns listening on "+s.addr, "udpSockets", len(s.udp), "upstreams", s.up.Servers())
+	return nil
+}
+
+func (s *Server) listen() error {
+	lc := net.ListenConfig{Control: reusePort}
+	var conns []*net.UDPConn
+	closeAll := func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}
+	addr := s.cfg.Addr
+	for i := 0; i < s.cfg.UDPSockets; i++ {
+		pc, err := lc.ListenPacket(context.Background(), "udp", addr)
+		if err != nil {
+			closeAll()
+			return fmt.Errorf("dns listen udp %s: %w", addr, err)
+		}
+		c := pc.(*net.UDPConn)
+		_ = c.SetReadBuffer(4 << 20)
+		_ = c.SetWriteBuffer(4 << 20)
+		conns = append(conns, c)
+		addr = c.LocalAddr().String() // the others join the port the first got
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		closeAll()
+		return fmt.Errorf("dns listen tcp %s: %w", addr, err)
+	}
+	s.udp = conns
+	s.addr = addr
+	s.shards = make([]*shard, len(conns))
+	for i := range s.shards {
+		s.shards[i] = &shard{}
+	}
+	s.tcp = &dns.Server{
+		Listener:      ln,
+		Net:           "tcp",
+		Handler:       dns.HandlerFunc(s.serveTCP),
+		MsgAcceptFunc: accept,
+		ReadTimeout:   5 * time.Second,
+		WriteTimeout:  5 * time.Second,
+		IdleTimeout:   func() time.Duration { return 10 * time.Second },
+	}
+	return nil
+}
+
+// Addr is the address the server listens on (after Start).
+func (s *Server) Addr() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.addr
+}
+
+// Shutdown stops serving: the sockets close, in-flight slow queries get
+// until ctx ends.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	if s.stopped.Swap(true) {
+		s.mu.Unlock()
+		return nil
+	}
+	s.cancel()
+	for _, c := range s.udp {
+		c.Close()
+	}
+	var err error
+	if s.tcp != nil && s.started.Load() {
+		err = s.tcp.ShutdownContext(ctx)
+	}
+	s.mu.Unlock()
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		return fmt.Errorf("dns shutdown: %w", ctx.Err())
+	}
+	return err
+}
+
+// readLoop is one UDP socket's reader: fast path inline, slow path in a
+// goroutine so a slow upstream never stalls the socket.
+func (s *Server) readLoop(c *net.UDPConn, sh *shard) {
+	defer s.wg.Done()
+	defer s.alive.Add(-1)
+	buf := make([]byte, dns.MaxMsgSize)
+	out := make([]byte, s.cfg.UDPSize)
+	size := int(s.cfg.UDPSize)
+	for {
+		n, from, err := c.ReadFromUDPAddrPort(buf)
+		if err != nil {
+			if s.stopped.Load() || errors.Is(err, net.ErrClosed) {
+				return
+			}
+			s.logError("dns udp read", err)
+			continue
+		}
+		sh.queries.Add(1)
+		if t := s.table.Load(); t != nil {
+			if m := t.Fast(buf[:n], out, size, s.cfg.UDPSize); m > 0 {
+				if _, err := c.WriteToUDPAddrPort(out[:m], from); err != nil {
+					s.logError("dns udp write", err)
+				}
+				sh.fast.Add(1)
+				if s.log.Enabled(context.Background(), slog.LevelDebug) {
+					s.debugQuery(out[:m], from, "fast")
+				}
+				continue
+			}
+		}
+		sh.slow.Add(1)
+		select {
+		case s.slow <- struct{}{}:
+		default:
+			sh.dropped.Add(1) // overloaded: drop, the client retries
+			continue
+		}
+		req := append([]byte(nil), buf[:n]...)
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			defer func() { <-s.slow }()
+			resp := s.handleRaw(s.baseCtx, req)
+			if resp == nil {
+				return
+			}
+			if _, err := c.WriteToUDPAddrPort(resp, from); err != nil && !s.stopped.Load() {
+				s.logError("dns udp write", err)
+			}
+			if s.log.Enabled(context.Background(), slog.LevelDebug) {
+				s.debugQuery(resp, from, "slow")
+			}
+		}()
+	}
+}
+
+func (s *Server) debugQuery(resp []byte, from netip.AddrPort, path string) {
+	var m dns.Msg
+	if m.Unpack(resp) != nil || len(m.Question) == 0 {
+		return
+	}
+	q := m.Question[0]
+	s.log.Debug("query", "name", q.Name, "type", dns.TypeToString[q.Qtype], "rcode", dns.RcodeToString[m.Rcode], "answers", len(m.Answer), "from", from.String(), "path", path)
+}
+
+// logError logs at most one error line per second (a flood of bad
+// packets must not flood the log).
+func (s *Server) logError(msg string, err error) {
+	now := time.Now().Unix()
+	last := s.lastLog.Load()
+	if now == last || !s.lastLog.CompareAndSwap(last, now) {
+		return
+	}
+	s.log.Error(msg, "err", err)
+}

@@ -1,0 +1,353 @@
+// Package upstream forwards questions the node cannot answer itself to
+// public resolvers and caches their answers.
+//
+// Forwarding: UDP with EDNS0 (1232 bytes) to each server in turn, retried
+// over TCP when the answer is truncated; a server that times out, fails
+// or answers SERVFAIL/REFUSED is skipped for the next one.
+//
+// Cache: github.com/hashicorp/golang-lru/v2, bounded by entries. Positive
+// answers live for their smallest TTL; NXDOMAIN and NODATA for
+// min(SOA TTL, SOA MINIMUM) as RFC 2308 §5 says, and are not cached
+// without a SOA; a failure of every server is remembered for
+// FailureTTL (RFC 2308 §7.1 allows up to five minutes) so a dead
+// upstream costs one timeout, not one per query. TTLs are capped at
+// MaxTTL and counted down on every hit.
+package upstream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	lru "github.com/hashicorp/golang-lru/v2"
+	"github.com/miekg/dns"
+)
+
+// ErrFailed means no upstream server gave a usable answer.
+var ErrFailed = errors.New("no upstream server answered")
+
+// ErrNoServers means the resolver has no upstream servers configured.
+var ErrNoServers = errors.New("no upstream servers configured")
+
+// Config tunes a Resolver.
+type Config struct {
+	Servers    []string      // host:port of each upstream, tried in order
+	Timeout    time.Duration // per attempt; default 1s
+	CacheSize  int           // entries; default 10000
+	MaxTTL     time.Duration // cap on cached TTLs; default 24h
+	FailureTTL time.Duration // how long a total failure is remembered; default 5s
+	UDPSize    uint16        // EDNS0 size we ask upstream for; default 1232
+	Now        func() time.Time
+}
+
+// Resolver forwards and caches. Safe for concurrent use.
+type Resolver struct {
+	cfg   Config
+	cache *lru.Cache[key, *entry]
+	udp   *dns.Client
+	tcp   *dns.Client
+
+	mu       sync.Mutex // guards inflight
+	inflight map[key]*call
+
+	hits, misses, failures, forwarded atomic.Int64
+}
+
+type key struct {
+	name          string // lowercased FQDN
+	qtype, qclass uint16
+}
+
+type entry struct {
+	msg     *dns.Msg // Rcode, Answer, Ns, Extra without OPT
+	stored  time.Time
+	expires time.Time
+	failed  bool
+}
+
+type call struct {
+	done chan struct{}
+	msg  *dns.Msg
+	err  error
+}
+
+// New returns a resolver for cfg.
+func New(cfg Config) *Resolver {
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = time.Second
+	}
+	if cfg.CacheSize <= 0 {
+		cfg.CacheSize = 10000
+	}
+	if cfg.MaxTTL <= 0 {
+		cfg.MaxTTL = 24 * time.Hour
+	}
+	if cfg.FailureTTL <= 0 {
+		cfg.FailureTTL = 5 * time.Second
+	}
+	if cfg.UDPSize == 0 {
+		cfg.UDPSize = 1232
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	c, _ := lru.New[key, *entry](cfg.CacheSize) // only fails for size <= 0
+	return &Resolver{
+		cfg:      cfg,
+		cache:    c,
+		udp:      &dns.Client{Net: "udp", Timeout: cfg.Timeout, UDPSize: cfg.UDPSize},
+		tcp:      &dns.Client{Net: "tcp", Timeout: cfg.Timeout},
+		inflight: map[key]*call{},
+	}
+}
+
+// Servers is the upstream list in use.
+func (r *Resolver) Servers() []string { return append([]string(nil), r.cfg.Servers...) }
+
+// Stats are the resolver's counters.
+type Stats struct {
+	CacheHits, CacheMisses, Failures, Forwarded int64
+	CacheEntries                                int
+}
+
+// Stats reads the counters.
+func (r *Resolver) Stats() Stats {
+	return Stats{CacheHits: r.hits.Load(), CacheMisses: r.misses.Load(), Failures: r.failures.Load(), Forwarded: r.forwarded.Load(), CacheEntries: r.cache.Len()}
+}
+
+// Resolve answers (name, qtype, qclass) from the cache or upstream. The
+// returned message is the caller's own (a copy with TTLs counted down);
+// its Rcode is the upstream's. err is ErrFailed (or ErrNoServers) when no
+// server answered; that failure is cached for FailureTTL.
+func (r *Resolver) Resolve(ctx context.Context, name string, qtype, qclass uint16) (*dns.Msg, error) {
+	k := key{strings.ToLower(dns.Fqdn(name)), qtype, qclass}
+	if m, err, ok := r.lookup(k); ok {
+		r.hits.Add(1)
+		return m, err
+	}
+	r.misses.Add(1)
+	r.mu.Lock()
+	if c, ok := r.inflight[k]; ok {
+		r.mu.Unlock()
+		select {
+		case <-c.done:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		if c.err != nil {
+			return nil, c.err
+		}
+		return c.msg.Copy(), nil
+	}
+	c := &call{done: make(chan struct{})}
+	r.inflight[k] = c
+	r.mu.Unlock()
+
+	c.msg, c.err = r.forward(ctx, k)
+	r.store(k, c.msg, c.err)
+	r.mu.Lock()
+	delete(r.inflight, k)
+	r.mu.Unlock()
+	close(c.done)
+	if c.err != nil {
+		return nil, c.err
+	}
+	return c.msg.Copy(), nil
+}
+
+func (r *Resolver) lookup(k key) (*dns.Msg, error, bool) {
+	e, ok := r.cache.Get(k)
+	if !ok {
+		return nil, nil, false
+	}
+	now := r.cfg.Now()
+	if !now.Before(e.expires) {
+		r.cache.Remove(k)
+		return nil, nil, false
+	}
+	if e.failed {
+		return nil, ErrFailed, true
+	}
+	m := e.msg.Copy()
+	age := uint32(now.Sub(e.stored) / time.Second)
+	for _, sec := range [][]dns.RR{m.Answer, m.Ns, m.Extra} {
+		for _, rr := range sec {
+			if h := rr.Header(); h.Ttl > age {
+				h.Ttl -= age
+			} else {
+				h.Ttl = 0
+			}
+		}
+	}
+	return m, nil, true
+}
+
+func (r *Resolver) store(k key, m *dns.Msg, err error) {
+	now := r.cfg.Now()
+	if err != nil {
+		if !errors.Is(err, context.Canceled) {
+			r.cache.Add(k, &entry{stored: now, expires: now.Add(r.cfg.FailureTTL), failed: true})
+		}
+		return
+	}
+	ttl, ok := cacheTTL(m)
+	if !ok {
+		return
+	}
+	d := min(time.Duration(ttl)*time.Second, r.cfg.MaxTTL)
+	if d <= 0 {
+		return
+	}
+	r.cache.Add(k, &entry{msg: m.Copy(), stored: now, expires: now.Add(d)})
+}
+
+// cacheTTL is how long m may be cached, in seconds.
+func cacheTTL(m *dns.Msg) (uint32, bool) {
+	switch m.Rcode {
+	case dns.RcodeSuccess, dns.RcodeNameError:
+	default:
+		return 0, false
+	}
+	if m.Rcode == dns.RcodeSuccess && len(m.Answer) > 0 {
+		ttl := uint32(1<<31 - 1)
+		for _, rr := range m.Answer {
+			ttl = min(ttl, rr.Header().Ttl)
+		}
+		return ttl, true
+	}
+	// NXDOMAIN or NODATA: RFC 2308 §5, the SOA's TTL capped by its MINIMUM.
+	for _, rr := range m.Ns {
+		if soa, ok := rr.(*dns.SOA); ok {
+			return min(soa.Hdr.Ttl, soa.Minttl), true
+		}
+	}
+	return 0, false
+}
+
+func (r *Resolver) forward(ctx context.Context, k key) (*dns.Msg, error) {
+	if len(r.cfg.Servers) == 0 {
+		r.failures.Add(1)
+		return nil, ErrNoServers
+	}
+	q := new(dns.Msg)
+	q.SetQuestion(k.name, k.qtype)
+	q.Question[0].Qclass = k.qclass
+	q.RecursionDesired = true
+	q.SetEdns0(r.cfg.UDPSize, false)
+	var errs []error
+	for _, srv := range r.cfg.Servers {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		r.forwarded.Add(1)
+		m, err := r.exchange(ctx, q, srv)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", srv, err))
+			continue
+		}
+		if m.Rcode == dns.RcodeServerFailure || m.Rcode == dns.RcodeRefused {
+			errs = append(errs, fmt.Errorf("%s: %s", srv, dns.RcodeToString[m.Rcode]))
+			continue
+		}
+		if len(m.Question) != 1 || !strings.EqualFold(m.Question[0].Name, k.name) || m.Question[0].Qtype != k.qtype {
+			errs = append(errs, fmt.Errorf("%s: answer is for another question", srv))
+			continue
+		}
+		clean(m)
+		return m, nil
+	}
+	r.failures.Add(1)
+	return nil, fmt.Errorf("%w: %w", ErrFailed, errors.Join(errs...))
+}
+
+func (r *Resolver) exchange(ctx context.Context, q *dns.Msg, srv string) (*dns.Msg, error) {
+	ctx1, cancel := context.WithTimeout(ctx, r.cfg.Timeout)
+	defer cancel()
+	m, _, err := r.udp.ExchangeContext(ctx1, q, srv)
+	if err != nil {
+		return nil, err
+	}
+	if !m.Truncated {
+		return m, nil
+	}
+	// Truncated over UDP: ask again over TCP (RFC 7766 §5).
+	ctx2, cancel2 := context.WithTimeout(ctx, r.cfg.Timeout)
+	defer cancel2()
+	m, _, err = r.tcp.ExchangeContext(ctx2, q, srv)
+	return m, err
+}
+
+// clean keeps what a forwarder passes on: the sections without OPT.
+func clean(m *dns.Msg) {
+	extra := m.Extra[:0]
+	for _, rr := range m.Extra {
+		if rr.Header().Rrtype != dns.TypeOPT {
+			extra = append(extra, rr)
+		}
+	}
+	m.Extra = extra
+}
+
+// Clear drops every cached answer for name; it returns how many.
+func (r *Resolver) Clear(name string) int {
+	n := strings.ToLower(dns.Fqdn(name))
+	cleared := 0
+	for _, k := range r.cache.Keys() {
+		if k.name == n {
+			if r.cache.Remove(k) {
+				cleared++
+			}
+		}
+	}
+	return cleared
+}
+
+// Purge empties the cache.
+func (r *Resolver) Purge() { r.cache.Purge() }
+
+// SystemServers reads the nameservers of a resolv.conf file as host:port,
+// leaving out any address in self (the node's own DNS listeners, so the
+// node never forwards to itself).
+func SystemServers(path string, self []string) ([]string, error) {
+	cc, err := dns.ClientConfigFromFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	var out []string
+	for _, s := range cc.Servers {
+		hp := net.JoinHostPort(s, cc.Port)
+		if !IsSelf(hp, self) {
+			out = append(out, hp)
+		}
+	}
+	return out, nil
+}
+
+// IsSelf reports whether addr (host:port) is one of the self listeners.
+// A listener on an unspecified address (0.0.0.0, ::) matches every
+// loopback address on its port.
+func IsSelf(addr string, self []string) bool {
+	a, err := netip.ParseAddrPort(addr)
+	if err != nil {
+		return false
+	}
+	for _, s := range self {
+		b, err := netip.ParseAddrPort(s)
+		if err != nil || a.Port() != b.Port() {
+			continue
+		}
+		if a.Addr().Unmap() == b.Addr().Unmap() {
+			return true
+		}
+		if b.Addr().IsUnspecified() && (a.Addr().IsLoopback() || a.Addr().IsUnspecified()) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,142 @@
+package zone
+
+import (
+	"net"
+	"strings"
+
+	"github.com/miekg/dns"
+)
+
+// Result is what the node's own data says about one question.
+type Result struct {
+	Kind          Kind // which source answered (0: none, go upstream)
+	Rcode         int
+	Authoritative bool
+	Answer        []dns.RR // owner names already set to the question's name
+
+	// Upstream asks the caller to resolve (UpstreamName, qtype) upstream
+	// and append that answer to Answer (Answer may hold a CNAME chain
+	// that left local data).
+	Upstream     bool
+	UpstreamName string
+	// ServfailOnNegative: the name is a p2p domain the ledger has not
+	// resolved; a negative public answer becomes SERVFAIL (see README).
+	ServfailOnNegative bool
+}
+
+// Resolve answers (qname, qtype, qclass) from the table. qname is any
+// case, with or without the trailing dot.
+func (t *Table) Resolve(qname string, qtype, qclass uint16) Result {
+	qname = dns.Fqdn(qname)
+	k, ok := Key(qname)
+	if !ok {
+		return Result{Rcode: dns.RcodeRefused}
+	}
+	n := t.find(k)
+	switch qclass {
+	case dns.ClassINET, dns.ClassANY:
+		return t.answer(n, qname, qtype, 0)
+	case dns.ClassCHAOS:
+		if n == nil || n.kind != KindLocal || len(n.ch) == 0 {
+			return Result{Rcode: dns.RcodeRefused}
+		}
+		res := Result{Kind: KindLocal, Authoritative: true}
+		if qtype == dns.TypeANY {
+			for _, rrs := range n.ch {
+				res.Answer = appendOwned(res.Answer, rrs, qname)
+			}
+		} else {
+			res.Answer = appendOwned(res.Answer, n.ch[qtype], qname)
+		}
+		return res
+	}
+	return Result{Rcode: dns.RcodeRefused}
+}
+
+func (t *Table) answer(n *node, qname string, qtype uint16, depth int) Result {
+	if n == nil {
+		return Result{Upstream: true, UpstreamName: qname}
+	}
+	res := Result{Kind: n.kind}
+	switch n.kind {
+	case KindPublic:
+		res.Upstream, res.UpstreamName = true, qname
+		return res
+	case KindUnresolved:
+		res.Upstream, res.UpstreamName, res.ServfailOnNegative = true, qname, true
+		return res
+	case KindInternal, KindP2P:
+		res.Authoritative = true
+		if (qtype == dns.TypeA || qtype == dns.TypeANY) && n.ip4.IsValid() {
+			b := n.ip4.As4()
+			res.Answer = append(res.Answer, &dns.A{Hdr: dns.RR_Header{Name: qname, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: t.ttl}, A: net.IP(b[:])})
+		}
+		if (qtype == dns.TypeAAAA || qtype == dns.TypeANY) && n.ip6.IsValid() {
+			b := n.ip6.As16()
+			res.Answer = append(res.Answer, &dns.AAAA{Hdr: dns.RR_Header{Name: qname, Rrtype: dns.TypeAAAA, Class: dns.ClassINET, Ttl: t.ttl}, AAAA: net.IP(b[:])})
+		}
+		return res // NODATA for every other type
+	}
+	// Local records.
+	res.Authoritative = true
+	if c := n.rrs[dns.TypeCNAME]; len(c) > 0 && qtype != dns.TypeCNAME {
+		res.Answer = appendOwned(res.Answer, c[:1], qname)
+		if depth >= MaxChase {
+			return res
+		}
+		target := c[0].(*dns.CNAME).Target
+		k, ok := Key(target)
+		if !ok {
+			return res
+		}
+		sub := t.answer(t.find(k), target, qtype, depth+1)
+		res.Answer = append(res.Answer, sub.Answer...)
+		res.Rcode = sub.Rcode
+		res.Upstream, res.UpstreamName, res.ServfailOnNegative = sub.Upstream, sub.UpstreamName, sub.ServfailOnNegative
+		return res
+	}
+	if qtype == dns.TypeANY {
+		for _, typ := range sortedTypes(n.rrs) {
+			res.Answer = appendOwned(res.Answer, n.rrs[typ], qname)
+		}
+		if len(res.Answer) > 0 || n.fallback == nil {
+			return res
+		}
+	} else if rrs := n.rrs[qtype]; len(rrs) > 0 {
+		res.Answer = appendOwned(res.Answer, rrs, qname)
+		return res
+	}
+	if n.fallback != nil {
+		fb := t.answer(n.fallback, qname, qtype, depth)
+		if fb.Upstream || len(fb.Answer) > 0 {
+			return fb
+		}
+	}
+	return res // NODATA: the name exists locally
+}
+
+// appendOwned appends copies of rrs owned by qname (the question's case,
+// so 0x20-randomising resolvers see their own spelling).
+func appendOwned(dst, rrs []dns.RR, qname string) []dns.RR {
+	for _, rr := range rrs {
+		if strings.EqualFold(rr.Header().Name, qname) && rr.Header().Name != qname {
+			rr = dns.Copy(rr)
+			rr.Header().Name = qname
+		}
+		dst = append(dst, rr)
+	}
+	return dst
+}
+
+func sortedTypes(m map[uint16][]dns.RR) []uint16 {
+	out := make([]uint16, 0, len(m))
+	for t := range m {
+		out = append(out, t)
+	}
+	for i := 1; i < len(out); i++ {
+		for j := i; j > 0 && out[j] < out[j-1]; j-- {
+			out[j], out[j-1] = out[j-1], out[j]
+		}
+	}
+	return out
+}

@@ -1,0 +1,215 @@
+package zone
+
+import (
+	"encoding/binary"
+	"strings"
+
+	"github.com/miekg/dns"
+)
+
+// Answer is a response body packed in wire format: every resource record
+// after the question section, with owner names equal to the question
+// written as a pointer to offset 12 (where the question's name starts in
+// any response), so one Answer serves every spelling of the name and
+// every subdomain of a p2p domain.
+type Answer struct {
+	Flags uint16 // AA and RCODE bits of the header
+	An    uint16 // ANCOUNT
+	Body  []byte
+}
+
+// Header flag bits (RFC 1035 §4.1.1).
+const (
+	flagQR = 0x8000
+	flagAA = 0x0400
+	flagTC = 0x0200
+	flagRD = 0x0100
+	flagRA = 0x0080
+	flagZ  = 0x0040
+	flagCD = 0x0010
+)
+
+func (t *Table) precompute(n *node) {
+	for i, qt := range slotTypes {
+		n.fast[i] = t.pack(n, qt)
+	}
+	for qt := range n.rrs {
+		if slot(qt) < 0 {
+			if n.other == nil {
+				n.other = map[uint16]*Answer{}
+			}
+			n.other[qt] = t.pack(n, qt)
+		}
+	}
+}
+
+// pack answers (n.name, qt) at build time; nil when the answer needs
+// upstream (the slow path does that).
+func (t *Table) pack(n *node, qt uint16) *Answer {
+	res := t.answer(n, n.name, qt, 0)
+	if res.Upstream {
+		return nil
+	}
+	a := &Answer{Flags: uint16(res.Rcode & 0xF)}
+	if res.Authoritative {
+		a.Flags |= flagAA
+	}
+	buf := make([]byte, dns.MaxMsgSize)
+	for _, rr := range res.Answer {
+		off := len(a.Body)
+		if strings.EqualFold(rr.Header().Name, n.name) {
+			a.Body = append(a.Body, 0xC0, 12)
+		} else {
+			m, err := dns.PackDomainName(rr.Header().Name, buf, 0, nil, false)
+			if err != nil {
+				return nil
+			}
+			a.Body = append(a.Body, buf[:m]...)
+		}
+		// Pack the record owned by the root (one zero byte) and keep
+		// type, class, TTL, RDLENGTH and RDATA.
+		c := dns.Copy(rr)
+		c.Header().Name = "."
+		m, err := dns.PackRR(c, buf, 0, nil, false)
+		if err != nil || len(a.Body)+m > dns.MaxMsgSize {
+			a.Body = a.Body[:off]
+			return nil
+		}
+		a.Body = append(a.Body, buf[1:m]...)
+		a.An++
+	}
+	return a
+}
+
+// MinUDPSize is the payload every DNS client accepts (RFC 1035 §4.2.1).
+const MinUDPSize = 512
+
+// Fast answers the query packet req into out from pre-packed answers and
+// returns the response length, or 0 when the query is not for the fast
+// path (anything unusual, a name not in the table, an answer that needs
+// upstream or does not fit in maxSize). maxSize is the server's limit for
+// this transport (its EDNS UDP size for UDP); out must be at least that
+// long. Fast never allocates.
+func (t *Table) Fast(req, out []byte, maxSize int, ednsSize uint16) int {
+	if len(req) < 17 {
+		return 0
+	}
+	flags := binary.BigEndian.Uint16(req[2:])
+	// A plain query: QR=0, OPCODE=QUERY, TC=0, Z=0, RCODE=0.
+	if flags&(flagQR|0x7800|flagTC|flagZ|0x000F) != 0 {
+		return 0
+	}
+	if binary.BigEndian.Uint16(req[4:]) != 1 || binary.BigEndian.Uint16(req[6:]) != 0 || binary.BigEndian.Uint16(req[8:]) != 0 {
+		return 0
+	}
+	ar := binary.BigEndian.Uint16(req[10:])
+	if ar > 1 {
+		return 0
+	}
+	var key [256]byte
+	kn, off := 0, 12
+	for {
+		if off >= len(req) {
+			return 0
+		}
+		l := int(req[off])
+		if l == 0 {
+			key[kn] = 0
+			kn++
+			off++
+			break
+		}
+		if l > 63 || off+1+l > len(req) || kn+1+l >= 255 {
+			return 0 // compression pointer, extended label or too long
+		}
+		key[kn] = byte(l)
+		for i := 1; i <= l; i++ {
+			c := req[off+i]
+			if 'A' <= c && c <= 'Z' {
+				c += 32
+			}
+			key[kn+i] = c
+		}
+		kn += 1 + l
+		off += 1 + l
+	}
+	qend := off + 4
+	if qend > len(req) {
+		return 0
+	}
+	qtype := binary.BigEndian.Uint16(req[off:])
+	if binary.BigEndian.Uint16(req[off+2:]) != dns.ClassINET {
+		return 0
+	}
+	limit := maxSize
+	edns, do := false, false
+	if ar == 1 {
+		// Only a bare OPT: root owner, version 0, no options.
+		p := qend
+		if len(req) != p+11 || req[p] != 0 || binary.BigEndian.Uint16(req[p+1:]) != dns.TypeOPT {
+			return 0
+		}
+		if req[p+5] != 0 || req[p+6] != 0 || binary.BigEndian.Uint16(req[p+9:]) != 0 {
+			return 0 // extended RCODE, EDNS version (BADVERS) or options
+		}
+		edns, do = true, req[p+7]&0x80 != 0
+		if sz := int(binary.BigEndian.Uint16(req[p+3:])); sz < limit {
+			limit = max(sz, MinUDPSize)
+		}
+	} else {
+		if len(req) != qend {
+			return 0
+		}
+		limit = min(limit, MinUDPSize)
+	}
+	n := t.nodes[string(key[:kn])]
+	if n == nil {
+		for p := 0; key[p] != 0; {
+			p += 1 + int(key[p])
+			if n = t.parents[string(key[p:kn])]; n != nil {
+				break
+			}
+		}
+		if n == nil {
+			return 0
+		}
+	}
+	var a *Answer
+	if s := slot(qtype); s >= 0 {
+		a = n.fast[s]
+	} else if n.other != nil {
+		a = n.other[qtype]
+	}
+	if a == nil {
+		return 0
+	}
+	total := qend + len(a.Body)
+	if edns {
+		total += 11
+	}
+	if total > limit || total > len(out) {
+		return 0 // the slow path truncates
+	}
+	copy(out, req[:qend])
+	binary.BigEndian.PutUint16(out[2:], flagQR|flagRA|flags&(flagRD|flagCD)|a.Flags)
+	binary.BigEndian.PutUint16(out[6:], a.An)
+	binary.BigEndian.PutUint16(out[8:], 0)
+	w := qend + copy(out[qend:], a.Body)
+	if edns {
+		binary.BigEndian.PutUint16(out[10:], 1)
+		out[w] = 0
+		binary.BigEndian.PutUint16(out[w+1:], dns.TypeOPT)
+		binary.BigEndian.PutUint16(out[w+3:], ednsSize)
+		out[w+5], out[w+6] = 0, 0
+		out[w+7] = 0
+		if do {
+			out[w+7] = 0x80 // RFC 3225 §3: copy DO
+		}
+		out[w+8] = 0
+		binary.BigEndian.PutUint16(out[w+9:], 0)
+		w += 11
+	} else {
+		binary.BigEndian.PutUint16(out[10:], 0)
+	}
+	return w
+}

@@ -1,0 +1,272 @@
+// Package zone compiles the node's own DNS data — internal domains, local
+// records and resolved p2p domains — into an immutable Table: a map from
+// the lowercased wire-format name to a node holding its records and the
+// answers for the common query types already packed in wire format.
+//
+// A Table is built once per change (in the publisher's goroutine) and
+// read without locks by every socket reader. Fast answers a query packet
+// straight from those bytes with no allocation; Resolve is the general
+// path that miekg/dns handlers use for everything else.
+package zone
+
+import (
+	"net/netip"
+	"strings"
+
+	"github.com/miekg/dns"
+
+	"peerdns/dns/records"
+	"peerdns/internal/view"
+)
+
+// DefaultTTL is the TTL of answers for internal and p2p domains: short,
+// because a domain's resolution can change at any vote.
+const DefaultTTL = 30
+
+// MaxChase bounds how many CNAMEs Resolve follows inside local data.
+const MaxChase = 8
+
+// Kind says where a node's answers come from.
+type Kind uint8
+
+// Node kinds, in answer-order precedence.
+const (
+	KindInternal   Kind = iota + 1 // internal domain: the address from the view
+	KindLocal                      // local records (exact name only)
+	KindP2P                        // resolved p2p domain, preference p2p
+	KindPublic                     // resolved p2p domain whose preference is public: upstream
+	KindUnresolved                 // p2p domain in tie, insufficient_quorum, ...: upstream, SERVFAIL when it has no public data
+)
+
+func (k Kind) String() string {
+	switch k {
+	case KindInternal:
+		return "internal"
+	case KindLocal:
+		return "local"
+	case KindP2P:
+		return "p2p"
+	case KindPublic:
+		return "public"
+	case KindUnresolved:
+		return "unresolved"
+	}
+	return "none"
+}
+
+// Options tune a Table.
+type Options struct {
+	TTL uint32 // TTL of internal and p2p answers; 0 means DefaultTTL
+}
+
+// Table is the compiled data at one version. Never modified after Build.
+type Table struct {
+	ViewVersion  uint64
+	LocalVersion uint64
+
+	nodes   map[string]*node // exact names, key: lowercased wire name
+	parents map[string]*node // internal and p2p nodes, which also answer their subdomains
+	ttl     uint32
+}
+
+type node struct {
+	name     string // lowercased FQDN with trailing dot
+	kind     Kind
+	ip4, ip6 netip.Addr
+	rrs      map[uint16][]dns.RR // local records of class IN
+	ch       map[uint16][]dns.RR // local records of class CH
+	fallback *node               // local nodes: what answers types they lack (exact p2p or nearest parent)
+
+	fast  [nslots]*Answer    // pre-packed answers by slot, nil: slow path
+	other map[uint16]*Answer // pre-packed answers of OTHER local types
+}
+
+const nslots = 10
+
+// slot maps the query types answered on the fast path to an array index.
+func slot(qtype uint16) int {
+	switch qtype {
+	case dns.TypeA:
+		return 0
+	case dns.TypeNS:
+		return 1
+	case dns.TypeCNAME:
+		return 2
+	case dns.TypeSOA:
+		return 3
+	case dns.TypePTR:
+		return 4
+	case dns.TypeMX:
+		return 5
+	case dns.TypeTXT:
+		return 6
+	case dns.TypeAAAA:
+		return 7
+	case dns.TypeSRV:
+		return 8
+	case dns.TypeCAA:
+		return 9
+	}
+	return -1
+}
+
+var slotTypes = [nslots]uint16{dns.TypeA, dns.TypeNS, dns.TypeCNAME, dns.TypeSOA, dns.TypePTR, dns.TypeMX, dns.TypeTXT, dns.TypeAAAA, dns.TypeSRV, dns.TypeCAA}
+
+// Key is the lookup key of a name: its wire format, lowercased. ok is
+// false for names that do not pack (too long, empty labels).
+func Key(name string) (string, bool) {
+	var buf [256]byte
+	n, err := dns.PackDomainName(dns.Fqdn(name), buf[:], 0, nil, false)
+	if err != nil {
+		return "", false
+	}
+	lowerWire(buf[:n])
+	return string(buf[:n]), true
+}
+
+// lowerWire lowercases ASCII letters in a wire name in place (length
+// bytes are at most 63, so they are never in 'A'..'Z').
+func lowerWire(b []byte) {
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			b[i] = c + 32
+		}
+	}
+}
+
+// Build compiles a table. Either snapshot may be nil.
+func Build(v *view.Snapshot, l *records.Snapshot, o Options) *Table {
+	t := &Table{nodes: map[string]*node{}, parents: map[string]*node{}, ttl: o.TTL}
+	if t.ttl == 0 {
+		t.ttl = DefaultTTL
+	}
+	var prefs map[string]string
+	if l != nil {
+		t.LocalVersion = l.Version
+		prefs = l.Prefs
+	}
+	if v != nil {
+		t.ViewVersion = v.Version
+		for name, d := range v.Domains {
+			if d == nil {
+				continue
+			}
+			k, ok := Key(name)
+			if !ok {
+				continue
+			}
+			n := &node{name: strings.ToLower(dns.Fqdn(name))}
+			answerable := (d.Status == "resolved" || d.Status == "conflict") && d.IP.IsValid()
+			switch {
+			case !answerable:
+				n.kind = KindUnresolved
+			case prefs[strings.ToLower(name)] == records.VersionPublic:
+				n.kind = KindPublic
+			default:
+				n.kind = KindP2P
+				setIP(n, d.IP)
+			}
+			t.parents[k] = n
+		}
+		// Internal domains come first in the answer order: they replace
+		// a p2p domain of the same name.
+		for name, ip := range v.Internal {
+			k, ok := Key(name)
+			if !ok {
+				continue
+			}
+			n := &node{name: strings.ToLower(dns.Fqdn(name)), kind: KindInternal}
+			setIP(n, ip)
+			t.parents[k] = n
+		}
+	}
+	for k, n := range t.parents {
+		t.nodes[k] = n
+	}
+	if l != nil {
+		for _, r := range l.Records {
+			k, ok := Key(r.Name)
+			if !ok {
+				continue
+			}
+			n := t.nodes[k]
+			if n != nil && n.kind == KindInternal {
+				continue // internal domains answer before local records
+			}
+			if n == nil || n.kind != KindLocal {
+				fb := n
+				if fb == nil {
+					fb = t.parentOf(k)
+				}
+				n = &node{name: records.FQDN(r.Name), kind: KindLocal, rrs: map[uint16][]dns.RR{}, ch: map[uint16][]dns.RR{}, fallback: fb}
+				t.nodes[k] = n
+			}
+			rr, err := r.RR()
+			if err != nil {
+				continue // validated on write; a record that no longer packs is skipped
+			}
+			if r.Qclass() == dns.ClassCHAOS {
+				n.ch[rr.Header().Rrtype] = append(n.ch[rr.Header().Rrtype], rr)
+			} else {
+				n.rrs[rr.Header().Rrtype] = append(n.rrs[rr.Header().Rrtype], rr)
+			}
+		}
+	}
+	seen := map[*node]bool{}
+	for _, m := range []map[string]*node{t.nodes, t.parents} {
+		for _, n := range m {
+			if !seen[n] {
+				seen[n] = true
+				t.precompute(n)
+			}
+		}
+	}
+	return t
+}
+
+func setIP(n *node, ip netip.Addr) {
+	ip = ip.Unmap()
+	if ip.Is4() {
+		n.ip4 = ip
+	} else if ip.Is6() {
+		n.ip6 = ip
+	}
+}
+
+// parentOf is the nearest strict parent of key in parents, or nil.
+func (t *Table) parentOf(key string) *node {
+	for p := 0; p < len(key) && key[p] != 0; {
+		p += 1 + int(key[p])
+		if p >= len(key) {
+			break
+		}
+		if n := t.parents[key[p:]]; n != nil {
+			return n
+		}
+	}
+	return nil
+}
+
+// find returns the node for key: the exact name, else the nearest parent
+// internal or p2p domain.
+func (t *Table) find(key string) *node {
+	if n := t.nodes[key]; n != nil {
+		return n
+	}
+	return t.parentOf(key)
+}
+
+// Len is the number of exact names in the table.
+func (t *Table) Len() int { return len(t.nodes) }
+
+// Source names what answers name ("none" when upstream does).
+func (t *Table) Source(name string) Kind {
+	k, ok := Key(name)
+	if !ok {
+		return 0
+	}
+	if n := t.find(k); n != nil {
+		return n.kind
+	}
+	return 0
+}
