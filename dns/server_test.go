@@ -1,0 +1,429 @@
+package dns
+
+import (
+	"encoding/binary"
+	"fmt"
+	"net/netip"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+
+	"peerdns/dns/records"
+	"peerdns/internal/view"
+)
+
+func TestAnswerSources(t *testing.T) {
+	up := startUpstream(t)
+	pub, local := testSources(t)
+	s := newTestServer(t, Config{Upstreams: []string{up.addr}}, pub, local)
+
+	tests := []struct {
+		name   string
+		qname  string
+		qtype  uint16
+		rcode  int
+		aa     bool
+		answer []string
+	}{
+		{"local A rrset", "a.local.", dns.TypeA, 0, true, []string{"A 192.0.2.1", "A 192.0.2.2"}},
+		{"local A any case", "A.LoCaL.", dns.TypeA, 0, true, []string{"A 192.0.2.1", "A 192.0.2.2"}},
+		{"local AAAA", "v6.local.", dns.TypeAAAA, 0, true, []string{"AAAA 2001:db8::1"}},
+		{"local NODATA", "v6.local.", dns.TypeA, 0, true, nil},
+		{"local CNAME chased locally", "alias.local.", dns.TypeA, 0, true, []string{"CNAME a.local.", "A 192.0.2.1", "A 192.0.2.2"}},
+		{"local CNAME asked as CNAME", "alias.local.", dns.TypeCNAME, 0, true, []string{"CNAME a.local."}},
+		{"local CNAME chased upstream", "ext.local.", dns.TypeA, 0, true, []string{"CNAME pub.example.", "A 203.0.113.7"}},
+		{"local MX", "mail.local.", dns.TypeMX, 0, true, []string{"MX 10 mx.local."}},
+		{"local TXT", "txt.local.", dns.TypeTXT, 0, true, []string{`TXT "hello world"`}},
+		{"local SRV", "_sip._tcp.local.", dns.TypeSRV, 0, true, []string{"SRV 1 2 5060 a.local."}},
+		{"local SOA", "zone.local.", dns.TypeSOA, 0, true, []string{"SOA ns1.zone.local. admin.zone.local. 7 3600 600 86400 60"}},
+		{"local CAA", "caa.local.", dns.TypeCAA, 0, true, []string{`CAA 0 issue "letsencrypt.org"`}},
+		{"local NS", "ns.local.", dns.TypeNS, 0, true, []string{"NS ns1.local."}},
+		{"local PTR", "1.2.0.192.in-addr.arpa.", dns.TypePTR, 0, true, []string{"PTR a.local."}},
+		{"local OTHER unknown type", "other.local.", 65280, 0, true, []string{`TYPE65280 \# 4 deadbeef`}},
+		{"local OTHER known type", "hinfo.local.", dns.TypeHINFO, 0, true, []string{`HINFO "cpu" "os"`}},
+		{"internal", "admin.p2p.", dns.TypeA, 0, true, []string{"A 127.0.0.1"}},
+		{"internal AAAA NODATA", "admin.p2p.", dns.TypeAAAA, 0, true, nil},
+		{"p2p resolved", "site.p2p.", dns.TypeA, 0, true, []string{"A 10.77.0.5"}},
+		{"p2p subdomain", "www.deep.Site.P2P.", dns.TypeA, 0, true, []string{"A 10.77.0.5"}},
+		{"p2p AAAA NODATA", "site.p2p.", dns.TypeAAAA, 0, true, nil},
+		{"p2p MX NODATA", "site.p2p.", dns.TypeMX, 0, true, nil},
+		{"local record under p2p domain", "txt.site.p2p.", dns.TypeTXT, 0, true, []string{`TXT "local under p2p"`}},
+		{"local name falls back to p2p for A", "txt.site.p2p.", dns.TypeA, 0, true, []string{"A 10.77.0.5"}},
+		{"conflict with p2p preference", "clash.p2p.", dns.TypeA, 0, true, []string{"A 10.77.0.6"}},
+		{"public preference goes upstream", "pubpref.p2p.", dns.TypeA, 0, false, []string{"A 198.51.100.10"}},
+		{"unresolved p2p without public data", "tie.p2p.", dns.TypeA, dns.RcodeServerFailure, false, nil},
+		{"unresolved p2p with public data", "tiepublic.p2p.", dns.TypeA, 0, false, []string{"A 198.51.100.11"}},
+		{"upstream", "pub.example.", dns.TypeA, 0, false, []string{"A 203.0.113.7"}},
+		{"upstream NXDOMAIN", "nothing.example.", dns.TypeA, dns.RcodeNameError, false, nil},
+	}
+	for _, proto := range []string{"udp", "tcp"} {
+		for _, edns := range []bool{false, true} {
+			for _, tt := range tests {
+				t.Run(fmt.Sprintf("%s/edns=%v/%s", proto, edns, tt.name), func(t *testing.T) {
+					m := ask(t, proto, s.Addr(), tt.qname, tt.qtype, edns)
+					if m.Rcode != tt.rcode {
+						t.Fatalf("rcode = %s, want %s", dns.RcodeToString[m.Rcode], dns.RcodeToString[tt.rcode])
+					}
+					if m.Authoritative != tt.aa {
+						t.Errorf("AA = %v, want %v", m.Authoritative, tt.aa)
+					}
+					if !m.RecursionAvailable {
+						t.Error("RA not set")
+					}
+					if got := rdata(m); !reflect.DeepEqual(got, tt.answer) {
+						t.Fatalf("answer = %q, want %q", got, tt.answer)
+					}
+					if len(m.Answer) > 0 && m.Answer[0].Header().Name != tt.qname {
+						t.Errorf("owner = %q, want the question's spelling %q", m.Answer[0].Header().Name, tt.qname)
+					}
+					if got := m.IsEdns0() != nil; got != edns {
+						t.Errorf("OPT in reply = %v, want %v", got, edns)
+					}
+					if m.Question[0].Name != tt.qname {
+						t.Errorf("question = %q, want %q", m.Question[0].Name, tt.qname)
+					}
+				})
+			}
+		}
+	}
+	st := s.Stats()
+	if st.FastAnswers == 0 || st.SlowPath == 0 || st.Upstream == 0 {
+		t.Errorf("stats = %+v, want fast, slow and upstream counts", st)
+	}
+}
+
+func TestChaosClass(t *testing.T) {
+	pub, local := testSources(t)
+	s := newTestServer(t, Config{Upstreams: []string{deadUpstream(t)}}, pub, local)
+	for _, tt := range []struct {
+		name  string
+		class uint16
+		rcode int
+		n     int
+	}{
+		{"version.peerdns.", dns.ClassCHAOS, 0, 1},
+		{"version.bind.", dns.ClassCHAOS, dns.RcodeRefused, 0},
+		{"a.local.", dns.ClassHESIOD, dns.RcodeRefused, 0},
+		{"a.local.", dns.ClassNONE, dns.RcodeRefused, 0},
+		{"a.local.", dns.ClassANY, 0, 2},
+	} {
+		q := new(dns.Msg)
+		q.SetQuestion(tt.name, dns.TypeTXT)
+		if tt.class == dns.ClassANY {
+			q.Question[0].Qtype = dns.TypeA
+		}
+		q.Question[0].Qclass = tt.class
+		m, _, err := (&dns.Client{}).Exchange(q, s.Addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.Rcode != tt.rcode || len(m.Answer) != tt.n {
+			t.Errorf("%s class %d: rcode %s, %d answers; want %s, %d", tt.name, tt.class, dns.RcodeToString[m.Rcode], len(m.Answer), dns.RcodeToString[tt.rcode], tt.n)
+		}
+	}
+}
+
+func TestLiveUpdates(t *testing.T) {
+	pub, local := testSources(t)
+	s := newTestServer(t, Config{Upstreams: []string{deadUpstream(t)}}, pub, local)
+	if got := rdata(ask(t, "udp", s.Addr(), "new.local.", dns.TypeA, false)); got != nil {
+		t.Fatalf("before add: %q", got)
+	}
+	snap := local.Load()
+	recs := append(append([]records.Record(nil), snap.Records...), mustRecord(t, `{"name":"new.local","type":"A","data":"192.0.2.99"}`))
+	local.Store(&records.Snapshot{Version: 2, Records: recs, Prefs: snap.Prefs})
+	// Subscribers run in the publisher's goroutine: visible at once.
+	if got := rdata(ask(t, "udp", s.Addr(), "new.local.", dns.TypeA, false)); !reflect.DeepEqual(got, []string{"A 192.0.2.99"}) {
+		t.Fatalf("after add: %q", got)
+	}
+	pub.Store(&view.Snapshot{Version: 2, Domains: map[string]*view.Domain{
+		"fresh.p2p": {Name: "fresh.p2p", Status: "resolved", IP: netip.MustParseAddr("10.77.0.99")},
+	}})
+	if got := rdata(ask(t, "udp", s.Addr(), "fresh.p2p.", dns.TypeA, false)); !reflect.DeepEqual(got, []string{"A 10.77.0.99"}) {
+		t.Fatalf("after view change: %q", got)
+	}
+	if m := ask(t, "udp", s.Addr(), "site.p2p.", dns.TypeA, false); m.Rcode != dns.RcodeServerFailure {
+		t.Fatalf("removed domain: rcode %s, want SERVFAIL from the dead upstream", dns.RcodeToString[m.Rcode])
+	}
+}
+
+func TestTruncation(t *testing.T) {
+	pub := &view.Published{}
+	local := &records.Published{}
+	var recs []records.Record
+	for i := 0; i < 30; i++ {
+		recs = append(recs, mustRecord(t, fmt.Sprintf(`{"name":"many.local","type":"TXT","data":"%s-%02d"}`, strings.Repeat("t", 60), i)))
+	}
+	local.Store(&records.Snapshot{Records: recs})
+	up := startUpstream(t)
+	s := newTestServer(t, Config{Upstreams: []string{up.addr}}, pub, local)
+	for _, tt := range []struct {
+		name, proto string
+		edns        bool
+		tc          bool
+	}{
+		{"many.local.", "udp", false, true},
+		{"many.local.", "udp", true, true}, // 30*~80 bytes > 1232
+		{"many.local.", "tcp", false, false},
+		{"big.example.", "udp", true, true}, // upstream answer fetched over TCP, truncated for us
+		{"big.example.", "tcp", false, false},
+	} {
+		m := ask(t, tt.proto, s.Addr(), tt.name, dns.TypeTXT, tt.edns)
+		if m.Truncated != tt.tc {
+			t.Errorf("%s %s edns=%v: TC = %v, want %v", tt.proto, tt.name, tt.edns, m.Truncated, tt.tc)
+		}
+		if !tt.tc && len(m.Answer) < 30 {
+			t.Errorf("%s %s: %d answers, want all", tt.proto, tt.name, len(m.Answer))
+		}
+		m.Compress = true
+		if m.Len() > 512 && !tt.edns && tt.proto == "udp" {
+			t.Errorf("%s %s: %d bytes over UDP without EDNS", tt.proto, tt.name, m.Len())
+		}
+	}
+}
+
+func TestUpstreamCaching(t *testing.T) {
+	up := startUpstream(t)
+	s := newTestServer(t, Config{Upstreams: []string{up.addr}}, nil, nil)
+	m1 := ask(t, "udp", s.Addr(), "pub.example.", dns.TypeA, false)
+	m2 := ask(t, "udp", s.Addr(), "pub.example.", dns.TypeA, false)
+	if up.hits.Load() != 1 {
+		t.Fatalf("upstream hits = %d, want 1 (second answer from cache)", up.hits.Load())
+	}
+	if m2.Answer[0].Header().Ttl > m1.Answer[0].Header().Ttl {
+		t.Errorf("cached TTL %d > first %d", m2.Answer[0].Header().Ttl, m1.Answer[0].Header().Ttl)
+	}
+	// Negative caching: NXDOMAIN cached for min(SOA TTL, MINIMUM).
+	for i := 0; i < 3; i++ {
+		if m := ask(t, "udp", s.Addr(), "gone.example.", dns.TypeA, false); m.Rcode != dns.RcodeNameError || len(m.Ns) != 1 {
+			t.Fatalf("NXDOMAIN: %v", m)
+		}
+	}
+	if up.hits.Load() != 2 {
+		t.Fatalf("upstream hits = %d, want 2 (NXDOMAIN cached)", up.hits.Load())
+	}
+	// TTL 1 expires: polled, no sleep.
+	ask(t, "udp", s.Addr(), "short.example.", dns.TypeA, false)
+	before := up.hits.Load()
+	eventually(t, 5*time.Second, func() error {
+		ask(t, "udp", s.Addr(), "short.example.", dns.TypeA, false)
+		if up.hits.Load() == before {
+			return fmt.Errorf("still cached")
+		}
+		return nil
+	})
+	if n, err := s.ClearCache("pub.example"); err != nil || n != 1 {
+		t.Fatalf("ClearCache = %d, %v; want 1", n, err)
+	}
+	h := up.hits.Load()
+	ask(t, "udp", s.Addr(), "pub.example.", dns.TypeA, false)
+	if up.hits.Load() != h+1 {
+		t.Fatal("cleared name not asked upstream again")
+	}
+	if _, err := s.ClearCache("bad..name"); err == nil {
+		t.Fatal("ClearCache accepted a bad name")
+	}
+}
+
+func TestDeadUpstreamServfailFast(t *testing.T) {
+	s := newTestServer(t, Config{Upstreams: []string{deadUpstream(t)}, UpstreamTimeout: 200 * time.Millisecond}, nil, nil)
+	start := time.Now()
+	m := ask(t, "udp", s.Addr(), "pub.example.", dns.TypeA, false)
+	if m.Rcode != dns.RcodeServerFailure {
+		t.Fatalf("rcode %s, want SERVFAIL", dns.RcodeToString[m.Rcode])
+	}
+	if d := time.Since(start); d > 1500*time.Millisecond {
+		t.Fatalf("SERVFAIL after %v, want about the 200ms timeout", d)
+	}
+	start = time.Now()
+	m = ask(t, "udp", s.Addr(), "pub.example.", dns.TypeA, false)
+	if m.Rcode != dns.RcodeServerFailure {
+		t.Fatalf("second: rcode %s", dns.RcodeToString[m.Rcode])
+	}
+	if d := time.Since(start); d > 100*time.Millisecond {
+		t.Fatalf("cached failure took %v", d)
+	}
+}
+
+func TestNoUpstreamServfail(t *testing.T) {
+	s := newTestServer(t, Config{ResolvConf: "/nonexistent/resolv.conf"}, nil, nil)
+	if m := ask(t, "udp", s.Addr(), "pub.example.", dns.TypeA, false); m.Rcode != dns.RcodeServerFailure {
+		t.Fatalf("rcode %s, want SERVFAIL", dns.RcodeToString[m.Rcode])
+	}
+}
+
+func header(id, flags, qd, an, ns, ar uint16) []byte {
+	b := make([]byte, 12)
+	for i, v := range []uint16{id, flags, qd, an, ns, ar} {
+		binary.BigEndian.PutUint16(b[2*i:], v)
+	}
+	return b
+}
+
+func question(name string, qtype, qclass uint16) []byte {
+	b := make([]byte, 300)
+	n, err := dns.PackDomainName(name, b, 0, nil, false)
+	if err != nil {
+		panic(err)
+	}
+	b = b[:n]
+	return binary.BigEndian.AppendUint16(binary.BigEndian.AppendUint16(b, qtype), qclass)
+}
+
+func TestBadInput(t *testing.T) {
+	pub, local := testSources(t)
+	s := newTestServer(t, Config{Upstreams: []string{deadUpstream(t)}}, pub, local)
+	q := question("a.local.", dns.TypeA, dns.ClassINET)
+	hugeName := []byte{}
+	for i := 0; i < 5; i++ {
+		hugeName = append(hugeName, 63)
+		hugeName = append(hugeName, []byte(strings.Repeat("x", 63))...)
+	}
+	hugeName = append(hugeName, 0, 0, 1, 0, 1)
+	loop := append(header(9, 0, 1, 0, 0, 0), 0xC0, 12, 0, 1, 0, 1)
+	badOpt := append(append(header(10, 0, 1, 0, 0, 1), q...), 0, 0, 41, 4, 0, 0, 1, 0, 0, 0, 0) // EDNS version 1
+	twoOpt := append(append(header(11, 0, 1, 0, 0, 2), q...), 0, 0, 41, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 41, 4, 0, 0, 0, 0, 0, 0, 0)
+	tests := []struct {
+		name  string
+		pkt   []byte
+		rcode int // -1: no reply
+	}{
+		{"runt", []byte{1, 2, 3}, -1},
+		{"header only", header(1, 0, 0, 0, 0, 0), dns.RcodeFormatError},
+		{"response packet ignored", append(header(2, 0x8000, 1, 0, 0, 0), q...), -1},
+		{"two questions", append(append(header(3, 0, 2, 0, 0, 0), q...), q...), dns.RcodeFormatError},
+		{"qdcount 1 but no question", header(4, 0, 1, 0, 0, 0), dns.RcodeFormatError},
+		{"truncated question", append(header(5, 0, 1, 0, 0, 0), q[:5]...), dns.RcodeFormatError},
+		{"opcode IQUERY", append(header(6, 1<<11, 1, 0, 0, 0), q...), dns.RcodeNotImplemented},
+		{"opcode UPDATE", append(header(7, 5<<11, 1, 0, 0, 0), q...), dns.RcodeNotImplemented},
+		{"name over 255 bytes", append(header(8, 0, 1, 0, 0, 0), hugeName...), dns.RcodeFormatError},
+		{"compression loop", loop, dns.RcodeFormatError},
+		{"answer section in query", append(append(header(12, 0, 1, 1, 0, 0), q...), q...), dns.RcodeFormatError},
+		{"EDNS version 1", badOpt, dns.RcodeBadVers},
+		{"two OPT records", twoOpt, dns.RcodeFormatError},
+		{"AXFR", append(header(13, 0, 1, 0, 0, 0), question("a.local.", dns.TypeAXFR, dns.ClassINET)...), dns.RcodeRefused},
+		{"qtype OPT", append(header(14, 0, 1, 0, 0, 0), question("a.local.", dns.TypeOPT, dns.ClassINET)...), dns.RcodeFormatError},
+		{"unknown class", append(header(15, 0, 1, 0, 0, 0), question("a.local.", dns.TypeA, 77)...), dns.RcodeRefused},
+		{"trailing garbage", append(append(header(16, 0, 1, 0, 0, 0), q...), 1, 2, 3), dns.RcodeSuccess},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			wait := 2 * time.Second
+			if tt.rcode < 0 {
+				wait = 300 * time.Millisecond
+			}
+			resp := rawQuery(t, s.Addr(), tt.pkt, wait)
+			if tt.rcode < 0 {
+				if resp != nil {
+					t.Fatalf("got a reply %x, want none", resp)
+				}
+				return
+			}
+			if resp == nil {
+				t.Fatal("no reply")
+			}
+			var m dns.Msg
+			if err := m.Unpack(resp); err != nil {
+				t.Fatalf("reply does not unpack: %v", err)
+			}
+			if m.Id != binary.BigEndian.Uint16(tt.pkt) || !m.Response {
+				t.Errorf("id %d response %v", m.Id, m.Response)
+			}
+			if m.Rcode != tt.rcode {
+				t.Fatalf("rcode %s, want %s", dns.RcodeToString[m.Rcode], dns.RcodeToString[tt.rcode])
+			}
+		})
+	}
+	// The server still answers after all that.
+	if got := rdata(ask(t, "udp", s.Addr(), "a.local.", dns.TypeA, false)); len(got) != 2 {
+		t.Fatalf("after bad input: %q", got)
+	}
+	if h := s.Health(); !h.Healthy || !h.Initialized || !h.Enabled {
+		t.Fatalf("health after bad input: %+v", h)
+	}
+}
+
+func TestHealthAndShutdown(t *testing.T) {
+	s, err := New(Config{Addr: "127.0.0.1:0", UDPSockets: 3, Upstreams: []string{"127.0.0.1:1"}}, nil, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := s.Health(); h.Initialized || h.Healthy || !h.Enabled {
+		t.Fatalf("before Start: %+v", h)
+	}
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if h := s.Health(); !h.Initialized || !h.Healthy {
+		t.Fatalf("after Start: %+v", h)
+	}
+	addr := s.Addr()
+	ask(t, "tcp", addr, "x.", dns.TypeA, false)
+	ctx, cancel := contextWithTimeout(5 * time.Second)
+	defer cancel()
+	if err := s.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if h := s.Health(); h.Healthy {
+		t.Fatalf("after Shutdown: %+v", h)
+	}
+	if _, _, err := (&dns.Client{Net: "tcp", Timeout: 300 * time.Millisecond}).Exchange(new(dns.Msg).SetQuestion("x.", dns.TypeA), addr); err == nil {
+		t.Fatal("TCP still answers after Shutdown")
+	}
+	if err := s.Start(); err == nil {
+		t.Fatal("Start after Shutdown succeeded")
+	}
+}
+
+func TestSelfUpstreamSkipped(t *testing.T) {
+	s, err := New(Config{Addr: "127.0.0.1:7753", Upstreams: []string{"127.0.0.1:7753", "127.0.0.2:53"}}, nil, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Upstreams(); !reflect.DeepEqual(got, []string{"127.0.0.2:53"}) {
+		t.Fatalf("Upstreams = %q", got)
+	}
+	if _, err := New(Config{Upstreams: []string{"dns.google"}}, nil, nil, nil); err == nil {
+		t.Fatal("accepted an upstream without port")
+	}
+}
+
+func TestLookup(t *testing.T) {
+	up := startUpstream(t)
+	pub, local := testSources(t)
+	s := newTestServer(t, Config{Upstreams: []string{up.addr}}, pub, local)
+	for _, tt := range []struct {
+		domain, typ string
+		ok          bool
+		results     []string
+	}{
+		{"a.local", "", true, []string{"192.0.2.1", "192.0.2.2"}},
+		{"mail.local", "mx", true, []string{"10 mx.local."}},
+		{"site.p2p", "A", true, []string{"10.77.0.5"}},
+		{"site.p2p", "AAAA", false, []string{}},
+		{"nothing.example", "A", false, []string{}},
+		{"bad..name", "A", false, []string{}},
+	} {
+		res, err := s.Lookup(t.Context(), tt.domain, tt.typ)
+		if err != nil {
+			t.Fatalf("Lookup(%q, %q): %v", tt.domain, tt.typ, err)
+		}
+		if res.Success != tt.ok || !reflect.DeepEqual(res.Results, tt.results) {
+			t.Errorf("Lookup(%q, %q) = %+v, want success %v results %q", tt.domain, tt.typ, res, tt.ok, tt.results)
+		}
+	}
+	if _, err := s.Lookup(t.Context(), "a.local", "HINFO"); err == nil {
+		t.Fatal("Lookup accepted HINFO")
+	}
+	ip, err := s.PublicLookup(t.Context(), "clash.p2p")
+	if err != nil || ip != "198.51.100.9" {
+		t.Fatalf("PublicLookup(clash.p2p) = %q, %v", ip, err)
+	}
+	ip, err = s.PublicLookup(t.Context(), "site.p2p")
+	if err != nil || ip != "" {
+		t.Fatalf("PublicLookup(site.p2p) = %q, %v; want no public IP", ip, err)
+	}
+}
