@@ -87,15 +87,19 @@ func (a *Actor) evaluate(m *Evaluate) *Evaluated {
 		return &out
 	}
 	st := consensus.Compute(m.Input)
-	if st.Status == consensus.Resolved {
-		a.resolved++
-		a.lastRes = a.now().UnixMilli()
-	} else {
-		a.failed++
+	plan := consensus.AutoVote(m.Self, m.Input)
+	// Only a settled outcome counts: while the local vote is still to be
+	// cast the state is transient, not a failure.
+	if plan.VoteFor == "" && len(plan.Retract) == 0 && len(m.Input.Claims) > 0 {
+		if st.Status == consensus.Resolved {
+			a.resolved++
+			a.lastRes = a.now().UnixMilli()
+		} else {
+			a.failed++
+		}
 	}
 	out := &Evaluated{
-		Domain: a.name, Version: m.Version, State: st,
-		Plan:           consensus.AutoVote(m.Self, m.Input),
+		Domain: a.name, Version: m.Version, State: st, Plan: plan,
 		LastResolution: a.lastRes, Resolved: a.resolved, Failed: a.failed,
 	}
 	a.cached = out

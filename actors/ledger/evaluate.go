@@ -102,7 +102,7 @@ func (a *Actor) onEvaluated(c actor.Context, m *domain.Evaluated) {
 	delete(a.inflight, m.Domain)
 	a.results[m.Domain] = m
 	a.listingOK = false
-	if !m.Cached {
+	if settled := m.Plan.VoteFor == "" && len(m.Plan.Retract) == 0; !m.Cached && settled && len(idx.claims) > 0 {
 		switch m.State.Status {
 		case consensus.Resolved:
 			a.counts.resolutions++

@@ -1,0 +1,65 @@
+package logchan
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"sync"
+
+	"github.com/asynkron/protoactor-go/actor"
+)
+
+// Handler is a slog.Handler that formats records as text lines and sends
+// them to a channel actor. Sending never blocks the logger: the actor's
+// mailbox takes it.
+type Handler struct {
+	channel string
+	root    *actor.RootContext
+	pid     *actor.PID
+	level   slog.Leveler
+	attrs   []slog.Attr
+	group   string
+	mu      *sync.Mutex // guards buf across derived handlers
+	buf     *bytes.Buffer
+}
+
+// NewHandler makes a handler writing to the actor pid of channel.
+func NewHandler(root *actor.RootContext, pid *actor.PID, channel string, level slog.Leveler) *Handler {
+	return &Handler{channel: channel, root: root, pid: pid, level: level, mu: &sync.Mutex{}, buf: &bytes.Buffer{}}
+}
+
+// Enabled reports whether level is logged.
+func (h *Handler) Enabled(_ context.Context, l slog.Level) bool { return l >= h.level.Level() }
+
+// Handle formats r and sends it to the channel actor.
+func (h *Handler) Handle(_ context.Context, r slog.Record) error {
+	h.mu.Lock()
+	h.buf.Reset()
+	th := slog.NewTextHandler(h.buf, &slog.HandlerOptions{Level: slog.LevelDebug})
+	var sh slog.Handler = th
+	if len(h.attrs) > 0 {
+		sh = sh.WithAttrs(h.attrs)
+	}
+	if h.group != "" {
+		sh = sh.WithGroup(h.group)
+	}
+	_ = sh.Handle(context.Background(), r)
+	line := string(bytes.TrimRight(h.buf.Bytes(), "\n"))
+	h.mu.Unlock()
+	h.root.Send(h.pid, &Line{Channel: h.channel, Level: r.Level.String(), Time: r.Time, Message: line})
+	return nil
+}
+
+// WithAttrs returns a handler that adds attrs to every record.
+func (h *Handler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	c := *h
+	c.attrs = append(append([]slog.Attr{}, h.attrs...), attrs...)
+	return &c
+}
+
+// WithGroup returns a handler that nests later attrs under name.
+func (h *Handler) WithGroup(name string) slog.Handler {
+	c := *h
+	c.group = name
+	return &c
+}

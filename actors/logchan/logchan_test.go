@@ -1,0 +1,69 @@
+package logchan
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+)
+
+func TestTailFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.log")
+	if got, err := tailFile(path, 5); err != nil || len(got) != 0 {
+		t.Fatalf("tail of missing file = %v, %v", got, err)
+	}
+	var b strings.Builder
+	for i := 0; i < 20000; i++ {
+		fmt.Fprintf(&b, "line %d\n", i)
+	}
+	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []int{1, 3, 5000} {
+		got, err := tailFile(path, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != n || got[n-1] != "line 19999" || got[0] != fmt.Sprintf("line %d", 20000-n) {
+			t.Fatalf("tailFile(%d) = %d lines, first %q last %q", n, len(got), got[0], got[len(got)-1])
+		}
+	}
+}
+
+func TestChannelWritesTailsAndPublishes(t *testing.T) {
+	dir := t.TempDir()
+	sys := actor.NewActorSystem()
+	defer sys.Shutdown()
+	pid := sys.Root.Spawn(Props("core", dir))
+	got := make(chan *Line, 10)
+	sub := sys.EventStream.Subscribe(func(e any) {
+		if l, ok := e.(*Line); ok {
+			got <- l
+		}
+	})
+	defer sys.EventStream.Unsubscribe(sub)
+	log := slog.New(NewHandler(sys.Root, pid, "core", slog.LevelInfo))
+	log.Debug("hidden")
+	log.Info("hello", "k", "v")
+	select {
+	case l := <-got:
+		if !strings.Contains(l.Message, "msg=hello k=v") || l.Channel != "core" || l.Level != "INFO" {
+			t.Fatalf("published line = %+v", l)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no line published")
+	}
+	res, err := sys.Root.RequestFuture(pid, &Tail{Lines: 10}, 5*time.Second).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := res.(*TailReply).Lines
+	if len(lines) != 1 || !strings.Contains(lines[0], "hello") {
+		t.Fatalf("tail = %q", lines)
+	}
+}

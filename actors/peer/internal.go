@@ -1,0 +1,85 @@
+package peer
+
+import (
+	"time"
+
+	"peerdns/messages"
+	"peerdns/transport"
+)
+
+// Messages between the supervisor, its sessions and their goroutines.
+
+// newConn: a dialer or the accept loop has a connection.
+type newConn struct {
+	conn transport.Conn
+	addr string // dialed address, "" for inbound
+}
+
+// dialFailed: a dial attempt failed.
+type dialFailed struct {
+	addr, peer string
+	err        error
+}
+
+// tick drives every timer of the family (tests send their own).
+type tick struct{ now time.Time }
+
+// frame: the reader goroutine decoded a frame.
+type frame struct{ m *messages.Envelope }
+
+// connDown: the reader goroutine stopped; the connection is gone.
+type connDown struct{ err error }
+
+// sessionUp: the handshake completed both ways.
+type sessionUp struct {
+	id     string
+	hello  *messages.Hello
+	remote string
+	out    bool
+}
+
+// sessionIssue: a session refused or was refused, or broke the protocol.
+type sessionIssue struct {
+	id, kind, reason string
+}
+
+// peersLearned: a peer told us whom it knows.
+type peersLearned struct {
+	from  string
+	peers []messages.PeerInfo
+}
+
+// redeemJoin asks the supervisor to admit a joiner (answered with redeemResult).
+type redeemJoin struct {
+	peer string
+	req  *messages.JoinRequest
+}
+
+// redeemResult answers redeemJoin: exactly one of accept and refuse is set.
+type redeemResult struct {
+	accept *messages.Accept
+	refuse *messages.Refuse
+}
+
+// joined: the session's invite was accepted and the ledger joined.
+type joined struct{ network, root string }
+
+// pushOps: live ops for the session's peer.
+type pushOps struct{ ops []*messages.Op }
+
+// sendPeers: the supervisor's current peer list, to share with the peer.
+type sendPeers struct{ peers []messages.PeerInfo }
+
+// sessionStats is the per-peer state the supervisor shows in diagnostics.
+type sessionStats struct {
+	lastSeen    time.Time
+	rtt         time.Duration
+	opsSent     int64
+	opsReceived int64
+}
+
+// statsReport carries a session's stats to the supervisor (on every tick).
+type statsReport struct {
+	id string
+	st sessionStats
+}

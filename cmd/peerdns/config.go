@@ -1,0 +1,112 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+)
+
+// nodeConfig is the command-line contract of `peerdns node`. Every flag
+// also reads PEERDNS_<FLAG> (upper case, '-' → '_') from the environment;
+// a flag given on the command line wins over the environment.
+type nodeConfig struct {
+	Data      string
+	AdminAddr string
+	DNSAddr   string
+	HTTPAddr  string
+	HTTPSAddr string
+	P2PAddr   string
+	Bootstrap []string
+	Join      string
+	Upstream  []string
+	System    bool
+
+	// Settings read from the environment only (no flag): ADMIN_DOMAIN,
+	// PROFILE_DOMAIN, SUBNET_BASE, INITIAL_IP_INDEX, LOG_LEVEL.
+	AdminDomain    string
+	SubnetBase     string
+	InitialIPIndex int
+	LogLevel       string
+}
+
+// parseNodeFlags parses args of `peerdns node` with env fallbacks.
+func parseNodeFlags(args []string, getenv func(string) string, stderr io.Writer) (nodeConfig, error) {
+	var c nodeConfig
+	fs := flag.NewFlagSet("node", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var bootstrap, upstream string
+	fs.StringVar(&c.Data, "data", "./peerdns-data", "data directory")
+	fs.StringVar(&c.AdminAddr, "admin-addr", "127.0.0.1:7710", "admin HTTP API address")
+	fs.StringVar(&c.DNSAddr, "dns-addr", "127.0.0.1:7753", "DNS address (UDP and TCP)")
+	fs.StringVar(&c.HTTPAddr, "http-addr", "127.0.0.1:7780", "edge HTTP address")
+	fs.StringVar(&c.HTTPSAddr, "https-addr", "127.0.0.1:7743", "edge HTTPS address")
+	fs.StringVar(&c.P2PAddr, "p2p-addr", "0.0.0.0:7740", "peer QUIC address (UDP)")
+	fs.StringVar(&bootstrap, "bootstrap", "", "comma-separated peer addresses to dial")
+	fs.StringVar(&c.Join, "join", "", "invite to join an existing network")
+	fs.StringVar(&upstream, "upstream", "", "comma-separated upstream DNS servers (default: /etc/resolv.conf)")
+	fs.BoolVar(&c.System, "system", false, "use system ports: DNS :53, edge :80/:443")
+
+	// Environment first, so explicit flags override it.
+	var envErr error
+	fs.VisitAll(func(f *flag.Flag) {
+		if v := getenv("PEERDNS_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))); v != "" {
+			if err := f.Value.Set(v); err != nil && envErr == nil {
+				envErr = fmt.Errorf("PEERDNS_%s: %v", strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_")), err)
+			}
+		}
+	})
+	if envErr != nil {
+		return c, envErr
+	}
+	set := map[string]bool{}
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if fs.NArg() > 0 {
+		return c, fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if c.System {
+		if !set["dns-addr"] && getenv("PEERDNS_DNS_ADDR") == "" {
+			c.DNSAddr = "0.0.0.0:53"
+		}
+		if !set["http-addr"] && getenv("PEERDNS_HTTP_ADDR") == "" {
+			c.HTTPAddr = "0.0.0.0:80"
+		}
+		if !set["https-addr"] && getenv("PEERDNS_HTTPS_ADDR") == "" {
+			c.HTTPSAddr = "0.0.0.0:443"
+		}
+	}
+	c.Bootstrap = splitList(bootstrap)
+	c.Upstream = splitList(upstream)
+	c.AdminDomain = envOr(getenv, "ADMIN_DOMAIN", "admin.p2p")
+	c.SubnetBase = getenv("SUBNET_BASE")
+	if v := getenv("INITIAL_IP_INDEX"); v != "" {
+		if _, err := fmt.Sscanf(v, "%d", &c.InitialIPIndex); err != nil {
+			return c, fmt.Errorf("INITIAL_IP_INDEX %q is not a number", v)
+		}
+	}
+	c.LogLevel = envOr(getenv, "LOG_LEVEL", "info")
+	return c, nil
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func envOr(getenv func(string) string, k, def string) string {
+	if v := getenv(k); v != "" {
+		return v
+	}
+	return def
+}
+
+var _ = os.Getenv

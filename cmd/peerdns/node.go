@@ -1,0 +1,225 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/fasthttp/router"
+
+	"peerdns/actors/ledger"
+	"peerdns/actors/logchan"
+	"peerdns/http/admin"
+	"peerdns/http/httpx"
+	"peerdns/http/ws"
+	"peerdns/internal/identity"
+	"peerdns/internal/store"
+	"peerdns/internal/view"
+	"peerdns/messages"
+	"peerdns/supervisor"
+)
+
+// node is one running peerdns node: its stores, actor tree and servers.
+type node struct {
+	cfg      nodeConfig
+	id       *identity.Identity
+	ledgerDB *store.DB
+	nodeDB   *store.DB
+	root     *supervisor.Root
+	ledger   *actor.PID
+	channels map[string]*actor.PID
+	logs     map[string]*slog.Logger
+	pub      *view.Published
+	admin    *admin.Server
+	adminLn  net.Listener
+	closers  []func() // run in reverse order on stop
+}
+
+// startNode builds and starts a node. On error everything started so far
+// is stopped again.
+func startNode(cfg nodeConfig, stderr io.Writer) (n *node, err error) {
+	n = &node{cfg: cfg, pub: &view.Published{}}
+	defer func() {
+		if err != nil {
+			n.stop()
+		}
+	}()
+	if err := os.MkdirAll(cfg.Data, 0o700); err != nil {
+		return nil, fmt.Errorf("data dir: %w", err)
+	}
+	if n.id, err = identity.LoadOrCreate(filepath.Join(cfg.Data, "identity.key")); err != nil {
+		return nil, err
+	}
+	if n.ledgerDB, err = store.Open(filepath.Join(cfg.Data, "ledger.db"), store.Options{Durable: true}); err != nil {
+		return nil, err
+	}
+	n.closers = append(n.closers, func() { n.ledgerDB.Close() })
+	if n.nodeDB, err = store.Open(filepath.Join(cfg.Data, "node.db"), store.Options{Durable: true}); err != nil {
+		return nil, err
+	}
+	n.closers = append(n.closers, func() { n.nodeDB.Close() })
+
+	level := parseLevel(cfg.LogLevel)
+	stderrLog := slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})
+	n.root = supervisor.NewRoot(slog.New(stderrLog))
+	n.closers = append(n.closers, n.root.Shutdown)
+	if err := n.startLogs(stderrLog, level); err != nil {
+		return nil, err
+	}
+	core := n.logs["core"]
+	core.Info("starting node", "id", n.id.ID(), "data", cfg.Data, "version", version)
+
+	adminLn, err := net.Listen("tcp", cfg.AdminAddr)
+	if err != nil {
+		return nil, fmt.Errorf("admin listen: %w", err)
+	}
+	n.adminLn = adminLn
+	internal := map[string]netip.Addr{strings.ToLower(cfg.AdminDomain): answerAddr(adminLn.Addr())}
+
+	n.ledger, err = n.root.Spawn("ledger", ledger.Props(ledger.Deps{
+		Identity: n.id, Ledger: n.ledgerDB, Node: n.nodeDB, Published: n.pub,
+		Internal: internal, Join: cfg.Join != "",
+		SubnetBase: cfg.SubnetBase, InitialIPIndex: cfg.InitialIPIndex, Log: core,
+	}))
+	if err != nil {
+		adminLn.Close()
+		return nil, fmt.Errorf("spawn ledger: %w", err)
+	}
+	hub, err := n.root.Spawn("ws-hub", ws.Props(core))
+	if err != nil {
+		adminLn.Close()
+		return nil, fmt.Errorf("spawn ws hub: %w", err)
+	}
+
+	peers := &standalonePeers{root: n.root.System.Root, ledger: n.ledger, self: n.id.ID()}
+	var register []func(*router.Router)
+	n.admin = admin.New(admin.Deps{
+		Root: n.root.System.Root, Ledger: n.ledger, Channels: n.channels, Self: n.id.ID(),
+		Started: time.Now(), Peers: peers, Log: core, Register: register,
+		WS: ws.Handler(ws.Deps{Root: n.root.System.Root, Hub: hub, Ledger: n.ledger, Channels: n.channels, Log: core}),
+	})
+	go func() {
+		if err := n.admin.Serve(adminLn); err != nil {
+			core.Error("admin server stopped", "err", err)
+		}
+	}()
+	n.closers = append(n.closers, func() { _ = n.admin.Shutdown() })
+	announce(core, stderr, "admin", adminLn.Addr())
+	return n, nil
+}
+
+// startLogs spawns one actor per log channel; every channel logger also
+// writes to stderr so an operator running the node in a terminal sees it.
+func (n *node) startLogs(stderrLog slog.Handler, level slog.Level) error {
+	n.channels = map[string]*actor.PID{}
+	n.logs = map[string]*slog.Logger{}
+	dir := filepath.Join(n.cfg.Data, "logs")
+	for _, ch := range logchan.Channels {
+		pid, err := n.root.Spawn("log-"+ch.ID, logchan.Props(ch.ID, dir))
+		if err != nil {
+			return fmt.Errorf("spawn log channel %s: %w", ch.ID, err)
+		}
+		n.channels[ch.ID] = pid
+		h := logchan.NewHandler(n.root.System.Root, pid, ch.ID, level)
+		n.logs[ch.ID] = slog.New(tee{h, stderrLog.WithAttrs([]slog.Attr{slog.String("channel", ch.ID)})})
+	}
+	return nil
+}
+
+// stop shuts the node down: servers first, then actors, then stores.
+func (n *node) stop() {
+	for i := len(n.closers) - 1; i >= 0; i-- {
+		n.closers[i]()
+	}
+	n.closers = nil
+}
+
+// adminAddr is where the admin API listens.
+func (n *node) adminAddr() string { return n.adminLn.Addr().String() }
+
+func runNode(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
+	cfg, err := parseNodeFlags(args, getenv, stderr)
+	if err != nil {
+		return err
+	}
+	n, err := startNode(cfg, stderr)
+	if err != nil {
+		return err
+	}
+	<-ctx.Done()
+	n.logs["core"].Info("shutting down")
+	n.stop()
+	return nil
+}
+
+// announce logs the line scripts wait for: "<service> listening on <addr>".
+func announce(log *slog.Logger, stderr io.Writer, service string, addr net.Addr) {
+	fmt.Fprintf(stderr, "%s listening on %s\n", service, addr)
+	log.Info(service+" listening", "addr", addr.String())
+}
+
+// answerAddr is the address DNS gives for an internal domain served on a
+// listener: the listener's own IP, or loopback when it binds all addresses.
+func answerAddr(a net.Addr) netip.Addr {
+	ap, err := netip.ParseAddrPort(a.String())
+	if err != nil || ap.Addr().IsUnspecified() {
+		return netip.MustParseAddr("127.0.0.1")
+	}
+	return ap.Addr().Unmap()
+}
+
+func parseLevel(s string) slog.Level {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(strings.ToUpper(s))); err != nil {
+		return slog.LevelInfo
+	}
+	return l
+}
+
+// tee sends each record to two handlers.
+type tee struct{ a, b slog.Handler }
+
+func (t tee) Enabled(ctx context.Context, l slog.Level) bool {
+	return t.a.Enabled(ctx, l) || t.b.Enabled(ctx, l)
+}
+
+func (t tee) Handle(ctx context.Context, r slog.Record) error {
+	if t.a.Enabled(ctx, r.Level) {
+		_ = t.a.Handle(ctx, r.Clone())
+	}
+	if t.b.Enabled(ctx, r.Level) {
+		return t.b.Handle(ctx, r)
+	}
+	return nil
+}
+
+func (t tee) WithAttrs(as []slog.Attr) slog.Handler { return tee{t.a.WithAttrs(as), t.b.WithAttrs(as)} }
+func (t tee) WithGroup(g string) slog.Handler      { return tee{t.a.WithGroup(g), t.b.WithGroup(g)} }
+
+// standalonePeers answers the peer questions for a node whose peer
+// network is not running: no peers; master when it created the network.
+type standalonePeers struct {
+	root   *actor.RootContext
+	ledger *actor.PID
+	self   string
+}
+
+func (p *standalonePeers) Peers() ([]string, error) { return []string{}, nil }
+
+func (p *standalonePeers) Status() (bool, int, error) {
+	r, err := httpx.Ask[*messages.GetNetworkReply](p.root, p.ledger, &messages.GetNetwork{}, httpx.AskTimeout)
+	if err != nil {
+		return false, 0, err
+	}
+	return r.Root == p.self, 0, nil
+}
+
+func (p *standalonePeers) Healthy() bool { return false }
