@@ -64,6 +64,10 @@ type Dialer struct {
 	OnFail func(err error)
 	// OnAttempt is called before each dial.
 	OnAttempt func()
+	// After is called once each attempt that Skip let through has ended
+	// (after OnConn or OnFail), with the id Skip was asked about. Skip and
+	// After together let a caller keep one dial per peer in flight.
+	After func(peerID string)
 	// StableAfter: a connection that lived this long resets the backoff (10s).
 	StableAfter time.Duration
 	// IdleCheck is how often a skipped dial checks again (1s).
@@ -91,8 +95,12 @@ func (d *Dialer) Run(ctx context.Context) {
 		if d.OnAttempt != nil {
 			d.OnAttempt()
 		}
+		gated := peer // the id Skip saw, released by After
 		c, err := d.Endpoint.Dial(ctx, d.Addr, d.PeerID)
 		if err != nil {
+			if d.After != nil {
+				d.After(gated)
+			}
 			if ctx.Err() != nil {
 				return
 			}
@@ -111,6 +119,9 @@ func (d *Dialer) Run(ctx context.Context) {
 		start := time.Now()
 		if d.OnConn != nil {
 			d.OnConn(c)
+		}
+		if d.After != nil {
+			d.After(gated)
 		}
 		select {
 		case <-c.Done():

@@ -1,6 +1,8 @@
 package peer
 
 import (
+	"github.com/asynkron/protoactor-go/actor"
+
 	"time"
 
 	"peerdns/messages"
@@ -32,6 +34,7 @@ type connDown struct{ err error }
 
 // sessionUp: the handshake completed both ways.
 type sessionUp struct {
+	pid    *actor.PID
 	id     string
 	hello  *messages.Hello
 	remote string

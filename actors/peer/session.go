@@ -335,7 +335,7 @@ func (s *session) maybeEstablish(c actor.Context) {
 		return
 	}
 	s.behavior.Become(s.established)
-	c.Send(c.Parent(), &sessionUp{id: s.peer, hello: s.peerHello, remote: s.cfg.conn.RemoteAddr().String(), out: s.cfg.conn.Outbound()})
+	c.Send(c.Parent(), &sessionUp{pid: c.Self(), id: s.peer, hello: s.peerHello, remote: s.cfg.conn.RemoteAddr().String(), out: s.cfg.conn.Outbound()})
 	s.peerVV = messages.VersionVector{}
 	s.sendVV(c)
 	stash := s.stash
