@@ -291,8 +291,13 @@ func (in *input) record() (Record, error) {
 	}
 	// A final check that the record packs (and, for OTHER, that RDATA of a
 	// type miekg/dns knows parses as that type).
-	if _, err := r.RR(); err != nil {
+	rr, err := r.RR()
+	if err != nil {
 		return r, err
+	}
+	buf := make([]byte, 8192)
+	if _, err := dns.PackRR(rr, buf, 0, nil, false); err != nil {
+		return r, invalid("record does not pack: %v", err)
 	}
 	return r, nil
 }
@@ -413,7 +418,7 @@ func (r Record) RR() (dns.RR, error) {
 		raw := &dns.RFC3597{Hdr: hdr, Rdata: r.Data}
 		// Round-trip through the wire so that RDATA of a type miekg/dns
 		// knows is checked against that type's format.
-		buf := make([]byte, dns.MaxMsgSize)
+		buf := make([]byte, 8192)
 		n, err := dns.PackRR(raw, buf, 0, nil, false)
 		if err != nil {
 			return nil, invalid("data does not pack: %v", err)
@@ -425,10 +430,6 @@ func (r Record) RR() (dns.RR, error) {
 		return parsed, nil
 	default:
 		return nil, invalid("type %q is not supported", r.Type)
-	}
-	buf := make([]byte, dns.MaxMsgSize)
-	if _, err := dns.PackRR(rr, buf, 0, nil, false); err != nil {
-		return nil, invalid("record does not pack: %v", err)
 	}
 	return rr, nil
 }

@@ -54,7 +54,10 @@ func (t *Table) pack(n *node, qt uint16) *Answer {
 	if res.Authoritative {
 		a.Flags |= flagAA
 	}
-	buf := make([]byte, dns.MaxMsgSize)
+	if t.buf == nil {
+		t.buf = make([]byte, dns.MaxMsgSize)
+	}
+	buf := t.buf
 	for _, rr := range res.Answer {
 		off := len(a.Body)
 		if strings.EqualFold(rr.Header().Name, n.name) {
@@ -78,6 +81,7 @@ func (t *Table) pack(n *node, qt uint16) *Answer {
 		a.Body = append(a.Body, buf[1:m]...)
 		a.An++
 	}
+	a.Body = append([]byte(nil), a.Body...) // exact size, shared by all readers
 	return a
 }
 

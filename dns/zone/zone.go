@@ -67,6 +67,7 @@ type Table struct {
 	nodes   map[string]*node // exact names, key: lowercased wire name
 	parents map[string]*node // internal and p2p nodes, which also answer their subdomains
 	ttl     uint32
+	buf     []byte // scratch for packing during Build; nil afterwards
 }
 
 type node struct {
@@ -221,6 +222,7 @@ func Build(v *view.Snapshot, l *records.Snapshot, o Options) *Table {
 			}
 		}
 	}
+	t.buf = nil
 	return t
 }
 

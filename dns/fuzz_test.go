@@ -1,0 +1,65 @@
+package dns
+
+import (
+	"context"
+	"reflect"
+	"testing"
+
+	"github.com/miekg/dns"
+)
+
+// FuzzHandle feeds raw bytes to both answer paths. Neither may panic; any
+// reply must parse; and when the fast path answers, the slow path (plain
+// miekg/dns over the same table) must give the same answer.
+func FuzzHandle(f *testing.F) {
+	pub, local := testSources(f)
+	s, err := New(Config{Addr: "127.0.0.1:0", ResolvConf: "/nonexistent"}, pub, local, nil)
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, name := range []string{"a.local.", "WWW.site.p2p.", "admin.p2p.", "alias.local.", "other.local.", "pub.example.", "."} {
+		for _, qt := range []uint16{dns.TypeA, dns.TypeAAAA, dns.TypeTXT, dns.TypeANY, 65280} {
+			m := new(dns.Msg).SetQuestion(name, qt)
+			b, _ := m.Pack()
+			f.Add(b)
+			m.SetEdns0(600, true)
+			b, _ = m.Pack()
+			f.Add(b)
+		}
+	}
+	f.Add(header(1, 0, 2, 0, 0, 0))
+	f.Add([]byte{0, 1, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0xC0, 12, 0, 1, 0, 1})
+	out := make([]byte, 1232)
+	f.Fuzz(func(t *testing.T, pkt []byte) {
+		slow := s.handleRaw(context.Background(), pkt)
+		var sm dns.Msg
+		if slow != nil {
+			if err := sm.Unpack(slow); err != nil {
+				t.Fatalf("slow reply does not unpack: %v (%x)", err, slow)
+			}
+		}
+		n := s.Table().Fast(pkt, out, 1232, 1232)
+		if n == 0 {
+			return
+		}
+		var fm dns.Msg
+		if err := fm.Unpack(out[:n]); err != nil {
+			t.Fatalf("fast reply does not unpack: %v (%x)", err, out[:n])
+		}
+		if slow == nil {
+			t.Fatalf("fast path answered a query the slow path drops: %x", pkt)
+		}
+		if fm.Id != sm.Id || fm.Rcode != sm.Rcode || fm.Authoritative != sm.Authoritative || fm.Truncated != sm.Truncated ||
+			fm.RecursionDesired != sm.RecursionDesired || !reflect.DeepEqual(fm.Question, sm.Question) {
+			t.Fatalf("fast and slow headers differ:\nfast %v\nslow %v", &fm, &sm)
+		}
+		if !reflect.DeepEqual(rdata(&fm), rdata(&sm)) {
+			t.Fatalf("fast and slow answers differ: %q vs %q", rdata(&fm), rdata(&sm))
+		}
+		for i := range fm.Answer {
+			if fm.Answer[i].Header().Name != sm.Answer[i].Header().Name || fm.Answer[i].Header().Ttl != sm.Answer[i].Header().Ttl {
+				t.Fatalf("owner/TTL differ: %v vs %v", fm.Answer[i], sm.Answer[i])
+			}
+		}
+	})
+}
