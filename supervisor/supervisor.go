@@ -40,7 +40,17 @@ type Root struct {
 	stop   func()
 }
 
-// NewRoot makes an actor system whose failures are logged to log.
+// LogTo sends every supervision event to log (the core channel, which is
+// itself an actor of this system, so it is set once the channels run).
+func (r *Root) LogTo(log *slog.Logger) {
+	if r.stop != nil {
+		r.stop()
+	}
+	r.stop = LogFailures(r.System, log)
+}
+
+// NewRoot makes an actor system whose failures are logged to log until
+// LogTo picks another logger.
 func NewRoot(log *slog.Logger) *Root {
 	sys := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
 		// protoactor's own chatter (spawns, dead letters) is debug noise for
@@ -58,7 +68,9 @@ func (r *Root) Spawn(name string, props *actor.Props) (*actor.PID, error) {
 
 // Shutdown stops every actor.
 func (r *Root) Shutdown() {
-	r.stop()
+	if r.stop != nil {
+		r.stop()
+	}
 	r.System.Shutdown()
 }
 

@@ -43,9 +43,10 @@ type Evaluated struct {
 // re-sends the evaluation that was lost with the crash.
 type Restarted struct{ Domain string }
 
-// InjectPanic makes the actor panic. It exists so the supervision tests can
-// crash a real domain actor; nothing outside the process can send it.
-type InjectPanic struct{}
+// InjectPanic makes the domain actor of Domain panic (the ledger forwards
+// it). It exists so supervision tests can crash a real domain actor; no API
+// or peer message can produce it.
+type InjectPanic struct{ Domain string }
 
 // Actor is one domain's consensus owner.
 type Actor struct {

@@ -109,6 +109,10 @@ func (a *Actor) Receive(c actor.Context) {
 			delete(a.inflight, m.Domain)
 			a.dirty[m.Domain] = true
 		}
+	case *domain.InjectPanic:
+		if pid := a.children[m.Domain]; pid != nil {
+			c.Send(pid, m)
+		}
 	case *publishNow:
 		a.publish(c)
 	default:

@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"errors"
+	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"peerdns/http/httpx"
 	"peerdns/internal/identity"
 	"peerdns/internal/store"
+	"peerdns/internal/testutil"
 	"peerdns/internal/view"
 	"peerdns/messages"
 )
@@ -98,21 +100,20 @@ func TestSingleNodeClaimResolvesAndSurvivesRestart(t *testing.T) {
 		t.Fatal("identity changed across restart")
 	}
 	// The view is published once the restarted ledger settles.
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		if s := l2.pub.Load(); s != nil {
-			if d, ok := s.Lookup("example.p2p"); ok && d.Status == "resolved" {
-				if d.IP != ip {
-					t.Fatalf("IP changed across restart: %v != %v", d.IP, ip)
-				}
-				break
-			}
+	testutil.Eventually(t, 5*time.Second, func() error {
+		s := l2.pub.Load()
+		if s == nil {
+			return errors.New("no snapshot yet")
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("restarted ledger never published the domain")
+		d, ok := s.Lookup("example.p2p")
+		if !ok || d.Status != "resolved" {
+			return fmt.Errorf("example.p2p = %+v", d)
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		if d.IP != ip {
+			t.Fatalf("IP changed across restart: %v != %v", d.IP, ip)
+		}
+		return nil
+	})
 }
 
 func TestRemoveDomain(t *testing.T) {

@@ -75,6 +75,7 @@ func startNode(cfg nodeConfig, stderr io.Writer) (n *node, err error) {
 		return nil, err
 	}
 	core := n.logs["core"]
+	n.root.LogTo(core)
 	core.Info("starting node", "id", n.id.ID(), "data", cfg.Data, "version", version)
 
 	adminLn, err := net.Listen("tcp", cfg.AdminAddr)

@@ -99,7 +99,12 @@ func (s *Server) routes(r *router.Router) {
 	}
 	for _, tab := range []string{"domains", "host", "local-dns", "entries", "peers", "certs", "interfaces", "logs", "settings"} {
 		target := "/#" + tab
-		r.GET("/"+tab, func(ctx *fasthttp.RequestCtx) { ctx.Redirect(target, fasthttp.StatusFound) })
+		r.GET("/"+tab, func(ctx *fasthttp.RequestCtx) {
+			// A relative Location, as the spec shows (ctx.Redirect would
+			// make it absolute).
+			ctx.Response.Header.Set("Location", target)
+			ctx.SetStatusCode(fasthttp.StatusFound)
+		})
 	}
 	r.GET("/favicon.ico", func(ctx *fasthttp.RequestCtx) {
 		ctx.SetStatusCode(fasthttp.StatusNotFound)

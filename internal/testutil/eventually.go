@@ -1,0 +1,23 @@
+// Package testutil holds helpers shared by tests: polling with a deadline
+// instead of sleeping.
+package testutil
+
+import (
+	"testing"
+	"time"
+)
+
+// Eventually polls cond every 5 ms until it returns nil, failing the test
+// with the last error after within.
+func Eventually(t testing.TB, within time.Duration, cond func() error) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for err := cond(); err != nil; err = cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("not true after %v: %v", within, err)
+		}
+		<-tick.C
+	}
+}
