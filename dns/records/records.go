@@ -473,14 +473,14 @@ func (r Record) Fields() map[string]any {
 		m["data"] = r.Data
 	case "MX":
 		m["preference"] = r.Preference
-		m["exchange"] = r.Exchange
+		m["exchange"] = show(r.Exchange)
 	case "SRV":
 		m["priority"] = r.Priority
 		m["weight"] = r.Weight
 		m["port"] = r.Port
-		m["target"] = r.Target
+		m["target"] = show(r.Target)
 	case "SOA":
-		m["mname"], m["rname"] = r.MName, r.RName
+		m["mname"], m["rname"] = show(r.MName), show(r.RName)
 		m["serial"], m["refresh"], m["retry"], m["expire"], m["minimum"] = r.Serial, r.Refresh, r.Retry, r.Expire, r.Minimum
 	case "CAA":
 		m["flag"], m["tag"], m["value"] = r.Flag, r.Tag, r.Value
@@ -489,6 +489,14 @@ func (r Record) Fields() map[string]any {
 		m["data"] = r.Data
 	}
 	return m
+}
+
+// show prints the root (stored as "") as ".".
+func show(name string) string {
+	if name == "" {
+		return "."
+	}
+	return name
 }
 
 // MarshalJSON writes Fields.

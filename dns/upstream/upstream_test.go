@@ -1,0 +1,242 @@
+package upstream
+
+import (
+	"context"
+	"errors"
+	"net"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+)
+
+type fake struct {
+	hits   atomic.Int64
+	gate   chan struct{} // when set, answers wait for it
+	rcode  int
+	refuse bool
+}
+
+func (f *fake) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
+	f.hits.Add(1)
+	if f.gate != nil {
+		<-f.gate
+	}
+	m := new(dns.Msg).SetReply(req)
+	q := req.Question[0]
+	if f.refuse {
+		m.Rcode = dns.RcodeRefused
+		w.WriteMsg(m)
+		return
+	}
+	soa := func(ttl, min uint32) dns.RR {
+		return &dns.SOA{Hdr: dns.RR_Header{Name: "example.", Rrtype: dns.TypeSOA, Class: dns.ClassINET, Ttl: ttl}, Ns: "ns.", Mbox: "m.", Minttl: min}
+	}
+	switch q.Name {
+	case "a.example.", "b.example.", "c.example.":
+		m.Answer = append(m.Answer, &dns.A{Hdr: dns.RR_Header{Name: q.Name, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: 100}, A: net.IPv4(192, 0, 2, 1)})
+		m.Answer = append(m.Answer, &dns.A{Hdr: dns.RR_Header{Name: q.Name, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: 50}, A: net.IPv4(192, 0, 2, 2)})
+	case "long.example.":
+		m.Answer = append(m.Answer, &dns.A{Hdr: dns.RR_Header{Name: q.Name, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: 1 << 30}, A: net.IPv4(192, 0, 2, 3)})
+	case "nx.example.":
+		m.Rcode = dns.RcodeNameError
+		m.Ns = append(m.Ns, soa(600, 30))
+	case "nodata.example.":
+		m.Ns = append(m.Ns, soa(20, 300))
+	case "nosoa.example.":
+		m.Rcode = dns.RcodeNameError
+	default:
+		m.Rcode = f.rcode
+	}
+	w.WriteMsg(m)
+}
+
+func serve(t *testing.T, f *fake) string {
+	t.Helper()
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	up := make(chan struct{})
+	srv := &dns.Server{PacketConn: pc, Handler: f, NotifyStartedFunc: func() { close(up) }}
+	go srv.ActivateAndServe()
+	<-up
+	t.Cleanup(func() { srv.Shutdown() })
+	return pc.LocalAddr().String()
+}
+
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+func (c *clock) add(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+func TestCacheTTLs(t *testing.T) {
+	f := &fake{rcode: dns.RcodeServerFailure}
+	clk := &clock{now: time.Unix(1000, 0)}
+	r := New(Config{Servers: []string{serve(t, f)}, Now: clk.Now, MaxTTL: time.Hour, FailureTTL: 5 * time.Second, Timeout: 500 * time.Millisecond})
+	ctx := context.Background()
+	res := func(name string) (*dns.Msg, error) { return r.Resolve(ctx, name, dns.TypeA, dns.ClassINET) }
+
+	m, err := res("a.example")
+	if err != nil || len(m.Answer) != 2 {
+		t.Fatalf("a.example: %v %v", m, err)
+	}
+	clk.add(20 * time.Second)
+	m, _ = res("A.EXAMPLE.")
+	if f.hits.Load() != 1 {
+		t.Fatalf("hits %d, want 1", f.hits.Load())
+	}
+	if ttl := m.Answer[0].Header().Ttl; ttl != 80 {
+		t.Fatalf("TTL after 20s = %d, want 80", ttl)
+	}
+	clk.add(30 * time.Second) // past the smallest TTL (50)
+	res("a.example")
+	if f.hits.Load() != 2 {
+		t.Fatalf("expired entry not refreshed: hits %d", f.hits.Load())
+	}
+
+	// RFC 2308 §5: negative TTL = min(SOA TTL, MINIMUM).
+	for _, tt := range []struct {
+		name  string
+		ttl   time.Duration
+		rcode int
+	}{{"nx.example", 30 * time.Second, dns.RcodeNameError}, {"nodata.example", 20 * time.Second, dns.RcodeSuccess}} {
+		h := f.hits.Load()
+		m, err := res(tt.name)
+		if err != nil || m.Rcode != tt.rcode {
+			t.Fatalf("%s: %v %v", tt.name, m, err)
+		}
+		clk.add(tt.ttl - time.Second)
+		res(tt.name)
+		if f.hits.Load() != h+1 {
+			t.Fatalf("%s not cached negatively", tt.name)
+		}
+		clk.add(2 * time.Second)
+		res(tt.name)
+		if f.hits.Load() != h+2 {
+			t.Fatalf("%s cached past its negative TTL", tt.name)
+		}
+	}
+	// Without SOA a negative answer is not cached.
+	h := f.hits.Load()
+	res("nosoa.example")
+	res("nosoa.example")
+	if f.hits.Load() != h+2 {
+		t.Fatal("negative answer without SOA was cached")
+	}
+	// MaxTTL caps huge TTLs.
+	res("long.example")
+	h = f.hits.Load()
+	clk.add(time.Hour + time.Second)
+	res("long.example")
+	if f.hits.Load() != h+1 {
+		t.Fatal("TTL not capped at MaxTTL")
+	}
+	// SERVFAIL from the only server: a failure, remembered for FailureTTL.
+	h = f.hits.Load()
+	if _, err := res("broken.example"); !errors.Is(err, ErrFailed) {
+		t.Fatalf("broken: %v, want ErrFailed", err)
+	}
+	if _, err := res("broken.example"); !errors.Is(err, ErrFailed) || f.hits.Load() != h+1 {
+		t.Fatalf("failure not cached: %v hits %d", err, f.hits.Load()-h)
+	}
+	clk.add(6 * time.Second)
+	res("broken.example")
+	if f.hits.Load() != h+2 {
+		t.Fatal("failure cached past FailureTTL")
+	}
+	if n := r.Clear("a.example."); n != 1 {
+		t.Fatalf("Clear = %d", n)
+	}
+	st := r.Stats()
+	if st.CacheHits == 0 || st.CacheMisses == 0 || st.Failures == 0 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+func TestFailover(t *testing.T) {
+	good := &fake{}
+	bad := &fake{refuse: true}
+	r := New(Config{Servers: []string{serve(t, bad), serve(t, good)}})
+	m, err := r.Resolve(context.Background(), "a.example", dns.TypeA, dns.ClassINET)
+	if err != nil || len(m.Answer) != 2 || bad.hits.Load() != 1 || good.hits.Load() != 1 {
+		t.Fatalf("failover: %v %v (bad %d good %d)", m, err, bad.hits.Load(), good.hits.Load())
+	}
+	if _, err := New(Config{}).Resolve(context.Background(), "a.example", dns.TypeA, dns.ClassINET); !errors.Is(err, ErrNoServers) {
+		t.Fatalf("no servers: %v", err)
+	}
+}
+
+func TestLRUBound(t *testing.T) {
+	f := &fake{}
+	r := New(Config{Servers: []string{serve(t, f)}, CacheSize: 2})
+	for _, n := range []string{"a.example", "b.example", "c.example", "a.example"} {
+		r.Resolve(context.Background(), n, dns.TypeA, dns.ClassINET)
+	}
+	if f.hits.Load() != 4 || r.Stats().CacheEntries != 2 {
+		t.Fatalf("hits %d entries %d, want 4 and 2 (a evicted)", f.hits.Load(), r.Stats().CacheEntries)
+	}
+}
+
+func TestConcurrentMissesShareOneQuery(t *testing.T) {
+	f := &fake{gate: make(chan struct{})}
+	r := New(Config{Servers: []string{serve(t, f)}, Timeout: 5 * time.Second})
+	var wg sync.WaitGroup
+	errs := make(chan error, 10)
+	for i := 0; i < 10; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := r.Resolve(context.Background(), "a.example", dns.TypeA, dns.ClassINET)
+			errs <- err
+		}()
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	tick := time.NewTicker(time.Millisecond)
+	for f.hits.Load() == 0 && time.Now().Before(deadline) {
+		<-tick.C // poll for the first query to arrive
+	}
+	tick.Stop()
+	close(f.gate)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if f.hits.Load() != 1 {
+		t.Fatalf("hits %d, want 1", f.hits.Load())
+	}
+}
+
+func TestSystemServers(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "resolv.conf")
+	os.WriteFile(p, []byte("nameserver 127.0.0.1\nnameserver 10.0.0.53\nnameserver ::1\n"), 0o600)
+	got, err := SystemServers(p, []string{"0.0.0.0:53"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"10.0.0.53:53"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("SystemServers = %q, want %q", got, want)
+	}
+	got, _ = SystemServers(p, []string{"127.0.0.1:7753"})
+	if len(got) != 3 {
+		t.Fatalf("different port filtered: %q", got)
+	}
+	if _, err := SystemServers(filepath.Join(t.TempDir(), "none"), nil); err == nil {
+		t.Fatal("missing file accepted")
+	}
+}
