@@ -1,0 +1,57 @@
+package collect
+
+import (
+	"syscall"
+	"testing"
+	"time"
+)
+
+// cpuTime is the user+system CPU this process has used.
+func cpuTime(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkTick is one full collection round of every real collector
+// against this host, including the store appends. %core is the share of
+// one core the agent spends collecting at one tick a second, from the CPU
+// time the process used (getrusage: all threads, GC included), not wall
+// time, which other load on the machine inflates.
+func BenchmarkTick(b *testing.B) {
+	db := newTestStore(b)
+	m := New(db, nil)
+	start := time.Now()
+	m.Collect(start.Unix(), start) // first round: registration and first counters
+	b.ReportAllocs()
+	b.ResetTimer()
+	cpu0 := cpuTime(b)
+	for i := 0; i < b.N; i++ {
+		// Each round is a later second so every append is accepted.
+		now := start.Add(time.Duration(i+1) * time.Second)
+		m.Collect(now.Unix(), time.Now())
+	}
+	used := cpuTime(b) - cpu0
+	b.ReportMetric(float64(used.Microseconds())/float64(b.N), "cpu-µs/tick")
+	b.ReportMetric(float64(used.Nanoseconds())/float64(b.N)/1e7, "%core")
+}
+
+// BenchmarkCollector is each collector alone, to see where a tick goes.
+func BenchmarkCollector(b *testing.B) {
+	for _, c := range New(nil, nil).cs {
+		b.Run(c.name(), func(b *testing.B) {
+			db := newTestStore(b)
+			m := newManager(db, nil, c)
+			start := time.Now()
+			m.Collect(start.Unix(), start)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				now := start.Add(time.Duration(i+1) * time.Second)
+				m.Collect(now.Unix(), time.Now())
+			}
+		})
+	}
+}

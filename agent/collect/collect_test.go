@@ -1,0 +1,479 @@
+package collect
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/shirou/gopsutil/v3/cpu"
+	"github.com/shirou/gopsutil/v3/disk"
+	"github.com/shirou/gopsutil/v3/load"
+	"github.com/shirou/gopsutil/v3/mem"
+
+	"peerdns/agent/store"
+)
+
+var epoch = time.Unix(1_700_000_000, 0)
+
+func newTestStore(t testing.TB) *store.DB {
+	t.Helper()
+	db, err := store.Open(store.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// run collects with cs at seconds 0..n-1 after epoch, exactly one second apart.
+func run(t testing.TB, db *store.DB, n int, cs ...collector) *Manager {
+	t.Helper()
+	m := newManager(db, nil, cs...)
+	for i := 0; i < n; i++ {
+		now := epoch.Add(time.Duration(i) * time.Second)
+		m.Collect(now.Unix(), now)
+	}
+	return m
+}
+
+// points returns the stored values of a chart as [second][dim].
+func points(t *testing.T, db *store.DB, id string) [][]float64 {
+	t.Helper()
+	w, err := db.Query(id, 0, 0, math.MaxInt32)
+	if err != nil {
+		t.Fatalf("Query(%q): %v", id, err)
+	}
+	var out [][]float64
+	for i := range w.Slots[0] {
+		row := make([]float64, len(w.Slots))
+		for d := range w.Slots {
+			if w.Slots[d][i].Count == 0 {
+				row[d] = math.NaN()
+			} else {
+				row[d] = w.Slots[d][i].Sum
+			}
+		}
+		out = append(out, row)
+	}
+	return out
+}
+
+func near(a, b float64) bool {
+	if math.IsNaN(a) || math.IsNaN(b) {
+		return math.IsNaN(a) && math.IsNaN(b)
+	}
+	return math.Abs(a-b) <= 1e-3*math.Max(1, math.Abs(b))
+}
+
+func checkPoints(t *testing.T, db *store.DB, id string, want [][]float64) {
+	t.Helper()
+	got := points(t, db, id)
+	if len(got) != len(want) {
+		t.Fatalf("%s: %d points %v, want %d %v", id, len(got), got, len(want), want)
+	}
+	for i := range want {
+		for d := range want[i] {
+			if !near(got[i][d], want[i][d]) {
+				t.Errorf("%s point %d dim %d = %v, want %v", id, i, d, got[i][d], want[i][d])
+			}
+		}
+	}
+}
+
+func checkDef(t *testing.T, db *store.DB, id, context, family, units, chartType string, prio int, dims ...string) {
+	t.Helper()
+	c, ok := db.Chart(id)
+	if !ok {
+		t.Fatalf("chart %q not registered", id)
+	}
+	if c.Context != context || c.Family != family || c.Units != units || c.ChartType != chartType || c.Priority != prio {
+		t.Errorf("%s = context %q family %q units %q type %q prio %d, want %q %q %q %q %d",
+			id, c.Context, c.Family, c.Units, c.ChartType, c.Priority, context, family, units, chartType, prio)
+	}
+	var got []string
+	for _, d := range c.Dims {
+		got = append(got, d.ID)
+	}
+	if strings.Join(got, ",") != strings.Join(dims, ",") {
+		t.Errorf("%s dims = %v, want %v", id, got, dims)
+	}
+}
+
+func TestChartConvert(t *testing.T) {
+	c := newChart(&store.ChartDef{ID: "x", Dims: []store.DimDef{
+		dim("a", "", algIncremental, 8, 1000), dim("b", "", algIncremental, -1, 1), dim("c", "", algAbsolute, 1, 1024),
+	}})
+	steps := []struct {
+		at   time.Duration
+		raw  []float64
+		want []float64 // nil: no point
+	}{
+		{0, []float64{1000, 10, 2048}, nil},
+		{time.Second, []float64{2000, 20, 1024}, []float64{8, -10, 1}},
+		{3 * time.Second, []float64{4000, 5, 512}, []float64{8, math.NaN(), 0.5}}, // b reset
+		{4 * time.Second, []float64{4000, 6, 0}, []float64{0, -1, 0}},
+	}
+	for i, s := range steps {
+		out, ok := c.convert(epoch.Add(s.at), s.raw)
+		if ok != (s.want != nil) {
+			t.Fatalf("step %d: ok = %v", i, ok)
+		}
+		for d := range s.want {
+			if !near(out[d], s.want[d]) {
+				t.Errorf("step %d dim %d = %v, want %v", i, d, out[d], s.want[d])
+			}
+		}
+	}
+}
+
+func TestCPU(t *testing.T) {
+	samples := [][]cpu.TimesStat{
+		{
+			{CPU: "cpu0", User: 100, System: 50, Idle: 800, Nice: 5, Iowait: 10, Guest: 20},
+			{CPU: "cpu1", User: 10, System: 10, Idle: 100},
+		},
+		{
+			// cpu0: +30 user of which +10 guest, +10 system, +50 idle, +10 iowait → 100
+			{CPU: "cpu0", User: 130, System: 60, Idle: 850, Nice: 5, Iowait: 20, Guest: 30},
+			// cpu1: +25 user, +25 steal, +50 idle → 100
+			{CPU: "cpu1", User: 35, System: 10, Idle: 150, Steal: 25},
+		},
+	}
+	c := newCPU()
+	i := 0
+	c.read = func() ([]cpu.TimesStat, error) { s := samples[i]; i++; return s, nil }
+	db := newTestStore(t)
+	run(t, db, 2, c)
+	dims := strings.Split("guest_nice,guest,steal,softirq,irq,user,system,nice,iowait,idle", ",")
+	checkDef(t, db, "system.cpu", "system.cpu", "cpu", "percentage", "stacked", 100, dims...)
+	checkDef(t, db, "cpu.cpu1", "cpu.cpu", "utilization", "percentage", "stacked", 1002, dims...)
+	//                                  guest_nice guest steal softirq irq user system nice iowait idle
+	checkPoints(t, db, "cpu.cpu0", [][]float64{{0, 10, 0, 0, 0, 20, 10, 0, 10, 50}})
+	checkPoints(t, db, "cpu.cpu1", [][]float64{{0, 0, 25, 0, 0, 25, 0, 0, 0, 50}})
+	checkPoints(t, db, "system.cpu", [][]float64{{0, 5, 12.5, 0, 0, 22.5, 5, 0, 5, 50}})
+	if def, _ := db.Chart("system.cpu"); !def.Dims[9].Hidden || def.Dims[0].Hidden {
+		t.Error("idle should be the only hidden dimension")
+	}
+}
+
+const procStat1 = `cpu  24235 0 6760 131969 232 0 165 83 0 0
+cpu0 12000 0 3000 60000 100 0 80 40 0 0
+intr 1000 0 0 0 0
+ctxt 5000
+btime 1763776000
+processes 300
+procs_running 2
+procs_blocked 1
+softirq 10 1 2 3
+`
+
+func TestStat(t *testing.T) {
+	texts := []string{procStat1,
+		strings.NewReplacer("intr 1000", "intr 1600", "ctxt 5000", "ctxt 5250", "processes 300", "processes 303", "procs_running 2", "procs_running 4").Replace(procStat1),
+	}
+	c := newStat()
+	i := 0
+	c.read = func() ([]byte, error) { b := texts[i]; i++; return []byte(b), nil }
+	db := newTestStore(t)
+	run(t, db, 2, c)
+	checkDef(t, db, "system.processes", "system.processes", "processes", "processes", "line", 600, "running", "blocked")
+	checkDef(t, db, "system.forks", "system.forks", "processes", "processes/s", "line", 700, "started")
+	checkDef(t, db, "system.ctxt", "system.ctxt", "processes", "context switches/s", "line", 800, "switches")
+	checkDef(t, db, "system.intr", "system.intr", "interrupts", "interrupts/s", "line", 900, "interrupts")
+	checkPoints(t, db, "system.processes", [][]float64{{2, 1}, {4, 1}})
+	checkPoints(t, db, "system.forks", [][]float64{{3}}) // first sample of a counter: no point
+	checkPoints(t, db, "system.ctxt", [][]float64{{250}})
+	checkPoints(t, db, "system.intr", [][]float64{{600}})
+
+	if _, err := parseStat([]byte("ctxt notanumber\n")); err == nil {
+		t.Error("parseStat(bad number) = nil error")
+	}
+	if _, err := parseStat([]byte("cpu 1 2 3\n")); err == nil {
+		t.Error("parseStat(no counters) = nil error")
+	}
+}
+
+func TestMem(t *testing.T) {
+	const mib = 1 << 20
+	vm := &mem.VirtualMemoryStat{Total: 1000 * mib, Free: 400 * mib, Used: 300 * mib, Cached: 250 * mib, Buffers: 50 * mib, Available: 600 * mib}
+	c := newMem()
+	c.read = func() (*mem.VirtualMemoryStat, error) { cp := *vm; return &cp, nil }
+	db := newTestStore(t)
+	m := run(t, db, 1, c)
+	checkDef(t, db, "system.ram", "system.ram", "ram", "MiB", "stacked", 200, "free", "used", "cached", "buffers")
+	checkDef(t, db, "mem.available", "mem.available", "system", "MiB", "area", 1010, "MemAvailable")
+	checkPoints(t, db, "system.ram", [][]float64{{400, 300, 250, 50}})
+	checkPoints(t, db, "mem.available", [][]float64{{600}})
+	if _, ok := db.Chart("system.swap"); ok {
+		t.Error("system.swap registered on a host without swap")
+	}
+	vm.SwapTotal, vm.SwapFree = 100*mib, 75*mib
+	now := epoch.Add(time.Second)
+	m.Collect(now.Unix(), now)
+	checkDef(t, db, "system.swap", "system.swap", "swap", "MiB", "stacked", 201, "free", "used")
+	checkPoints(t, db, "system.swap", [][]float64{{75, 25}})
+}
+
+func TestLoadUptimeEntropy(t *testing.T) {
+	l := newLoad()
+	l.read = func() (*load.AvgStat, error) { return &load.AvgStat{Load1: 0.5, Load5: 1.25, Load15: 2}, nil }
+	u := newUptime()
+	up := uint64(100)
+	u.read = func() (uint64, error) { up++; return up, nil }
+	e := newEntropy()
+	e.read = func() ([]byte, error) { return []byte("256\n"), nil }
+	db := newTestStore(t)
+	run(t, db, 2, l, u, e)
+	checkDef(t, db, "system.load", "system.load", "load", "load", "line", 100, "load1", "load5", "load15")
+	checkPoints(t, db, "system.load", [][]float64{{0.5, 1.25, 2}, {0.5, 1.25, 2}})
+	checkPoints(t, db, "system.uptime", [][]float64{{101}, {102}})
+	checkDef(t, db, "system.entropy", "system.entropy", "entropy", "entropy", "line", 1000, "entropy")
+	checkPoints(t, db, "system.entropy", [][]float64{{256}, {256}})
+}
+
+func TestDisk(t *testing.T) {
+	samples := []map[string]disk.IOCountersStat{
+		{
+			"vda":   {ReadBytes: 10 << 20, WriteBytes: 4 << 20, ReadCount: 100, WriteCount: 50},
+			"vda1":  {ReadBytes: 1 << 20, ReadCount: 1}, // a partition: not in /sys/block
+			"sdb":   {ReadBytes: 0, WriteBytes: 1 << 10, ReadCount: 0, WriteCount: 1},
+			"loop0": {ReadBytes: 1 << 10, ReadCount: 1},
+		},
+		{
+			"vda":   {ReadBytes: 10<<20 + 2048, WriteBytes: 4<<20 + 4096, ReadCount: 110, WriteCount: 53},
+			"vda1":  {ReadBytes: 2 << 20, ReadCount: 2},
+			"sdb":   {ReadBytes: 1024, WriteBytes: 1 << 10, ReadCount: 1, WriteCount: 1},
+			"loop0": {ReadBytes: 1 << 10, ReadCount: 1},
+		},
+	}
+	c := newDisk()
+	i := 0
+	c.readStats = func() (map[string]disk.IOCountersStat, error) { s := samples[i]; i++; return s, nil }
+	c.readBlock = func() ([]string, error) { return []string{"vda", "sdb", "loop0"}, nil }
+	c.readMounts = func() ([]disk.PartitionStat, error) {
+		return []disk.PartitionStat{{Device: "/dev/vda", Mountpoint: "/"}, {Device: "tmpfs", Mountpoint: "/dev/shm"}}, nil
+	}
+	db := newTestStore(t)
+	run(t, db, 2, c)
+	checkDef(t, db, "disk.vda", "disk.io", "/", "KiB/s", "area", 2000, "reads", "writes")
+	checkDef(t, db, "disk_ops.sdb", "disk.ops", "sdb", "operations/s", "line", 2010, "reads", "writes")
+	checkDef(t, db, "system.io", "system.io", "disk", "KiB/s", "area", 150, "in", "out")
+	checkPoints(t, db, "disk.vda", [][]float64{{2, -4}})
+	checkPoints(t, db, "disk_ops.vda", [][]float64{{10, -3}})
+	checkPoints(t, db, "disk.sdb", [][]float64{{1, 0}})
+	checkPoints(t, db, "disk.loop0", [][]float64{{0, 0}})
+	checkPoints(t, db, "system.io", [][]float64{{3, -4}})
+	if _, ok := db.Chart("disk.vda1"); ok {
+		t.Error("partition vda1 got a chart")
+	}
+}
+
+func TestDiskSpace(t *testing.T) {
+	const gib = 1 << 30
+	c := newDiskSpace()
+	c.readMounts = func() ([]disk.PartitionStat, error) {
+		return []disk.PartitionStat{
+			{Mountpoint: "/", Fstype: "ext4"}, {Mountpoint: "/dev/shm", Fstype: "tmpfs"},
+			{Mountpoint: "/proc", Fstype: "proc"}, {Mountpoint: "/sys/fs/cgroup", Fstype: "cgroup2"},
+			{Mountpoint: "/run/user/1000/gvfs", Fstype: "fuse.gvfsd-fuse"}, {Mountpoint: "/cg", Fstype: "cgroup2"},
+			{Mountpoint: "/", Fstype: "ext4"}, // bind mounts list a path twice
+		}, nil
+	}
+	asked := map[string]int{}
+	c.usage = func(p string) (*disk.UsageStat, error) {
+		asked[p]++
+		switch p {
+		case "/":
+			return &disk.UsageStat{Total: 100 * gib, Free: 60 * gib, Used: 35 * gib}, nil
+		case "/dev/shm":
+			return &disk.UsageStat{Total: 2 * gib, Free: 2 * gib}, nil
+		case "/cg":
+			return &disk.UsageStat{}, nil
+		}
+		return nil, errors.New("permission denied")
+	}
+	db := newTestStore(t)
+	run(t, db, 2, c)
+	checkDef(t, db, "disk_space._", "disk.space", "/", "GiB", "stacked", 2023, "avail", "used", "reserved_for_root")
+	checkPoints(t, db, "disk_space._", [][]float64{{60, 35, 5}, {60, 35, 5}})
+	checkPoints(t, db, "disk_space._dev_shm", [][]float64{{2, 0, 0}, {2, 0, 0}})
+	for _, id := range []string{"disk_space._proc", "disk_space._sys_fs_cgroup", "disk_space._cg", "disk_space._run_user_1000_gvfs"} {
+		if _, ok := db.Chart(id); ok {
+			t.Errorf("%s registered", id)
+		}
+	}
+	// /proc is asked once (no blocks, then skipped until the next rescan);
+	// /run/user/... and /sys/... never.
+	if asked["/"] != 2 || asked["/cg"] != 1 || asked["/sys/fs/cgroup"] != 0 || asked["/run/user/1000/gvfs"] != 0 {
+		t.Errorf("statfs calls = %v", asked)
+	}
+	if def, _ := db.Chart("disk_space._"); def.Dims[2].Name != "reserved for root" || def.Plugin != "diskspace.plugin" {
+		t.Errorf("disk_space._ def = %+v", def)
+	}
+}
+
+const netDev = `Inter-|   Receive                                                |  Transmit
+ face |bytes    packets errs drop fifo frame compressed multicast|bytes    packets errs drop fifo colls carrier compressed
+    lo:  %d     445    0    0    0     0          0         0   347606     445    0    0    0     0       0          0
+  ifb0:       0       0    0    0    0     0          0         0        0       0    0    0    0     0       0          0
+  eth0: %d    %d    0    0    0     0          0         %d   %d    %d    0    0    0     0       0          0
+ veth1: %d    10    0    0    0     0          0         0   0    0    0    0    0     0       0          0
+`
+
+func TestNet(t *testing.T) {
+	texts := []string{
+		fmt.Sprintf(netDev, 1000, 10000, 100, 5, 2000, 50, 500),
+		fmt.Sprintf(netDev, 9000, 12000, 110, 6, 2500, 60, 1500),
+	}
+	c := newNet()
+	i := 0
+	c.read = func() ([]byte, error) { b := texts[i]; i++; return []byte(b), nil }
+	c.isVirtual = func(iface string) bool { return iface != "eth0" }
+	db := newTestStore(t)
+	run(t, db, 2, c)
+	checkDef(t, db, "net.eth0", "net.net", "eth0", "kilobits/s", "area", 7000, "received", "sent")
+	checkDef(t, db, "net_packets.eth0", "net.packets", "eth0", "packets/s", "line", 7001, "received", "sent", "multicast")
+	checkDef(t, db, "system.net", "system.net", "network", "kilobits/s", "area", 500, "InOctets", "OutOctets")
+	checkPoints(t, db, "net.eth0", [][]float64{{16, -4}}) // 2000 B/s = 16 kbit/s in, 500 B/s out
+	checkPoints(t, db, "net_packets.eth0", [][]float64{{10, -10, 1}})
+	checkPoints(t, db, "net.veth1", [][]float64{{8, 0}})
+	checkPoints(t, db, "system.net", [][]float64{{16, -4}}) // physical only
+	for _, id := range []string{"net.lo", "net.ifb0"} {
+		if _, ok := db.Chart(id); ok {
+			t.Errorf("%s registered", id)
+		}
+	}
+	if _, err := parseNetDev(nil, []byte("eth0: 1 2 3\n")); err == nil {
+		t.Error("parseNetDev(short line) = nil error")
+	}
+}
+
+// syncBuffer is a log sink safe for the manager's goroutine.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func TestFailingCollectorLogsOnceAndOthersGoOn(t *testing.T) {
+	var logs syncBuffer
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+	l := newLoad()
+	fail := true
+	calls := 0
+	l.read = func() (*load.AvgStat, error) {
+		calls++
+		if fail {
+			return nil, errors.New("no loadavg")
+		}
+		return &load.AvgStat{Load1: 1}, nil
+	}
+	e := newEntropy()
+	e.read = func() ([]byte, error) { return []byte("100"), nil }
+	db := newTestStore(t)
+	m := newManager(db, log, l, e)
+	for i := 0; i < 3; i++ {
+		now := epoch.Add(time.Duration(i) * time.Second)
+		m.Collect(now.Unix(), now)
+	}
+	if n := strings.Count(logs.String(), "collector failed"); n != 1 || calls != 3 {
+		t.Errorf("%d failure logs after %d failing calls, want 1 log and 3 calls:\n%s", n, calls, logs.String())
+	}
+	if _, _, failing := m.Stats(); len(failing) != 1 || failing[0] != "load" {
+		t.Errorf("failing = %v", failing)
+	}
+	checkPoints(t, db, "system.entropy", [][]float64{{100}, {100}, {100}})
+	fail = false
+	now := epoch.Add(3 * time.Second)
+	m.Collect(now.Unix(), now)
+	if !strings.Contains(logs.String(), "collector recovered") {
+		t.Errorf("no recovery log:\n%s", logs.String())
+	}
+	checkPoints(t, db, "system.load", [][]float64{{1, 0, 0}})
+}
+
+// TestRealHost runs the real Manager against this machine's /proc and
+// /sys until the main charts have points.
+func TestRealHost(t *testing.T) {
+	db := newTestStore(t)
+	var logs syncBuffer
+	m := New(db, slog.New(slog.NewTextHandler(&logs, nil)))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { m.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+
+	want := []string{"system.cpu", "cpu.cpu0", "system.load", "system.ram", "mem.available", "system.io",
+		"system.processes", "system.forks", "system.ctxt", "system.intr", "system.uptime", "system.entropy",
+		"system.net", "disk_space._"}
+	deadline := time.Now().Add(15 * time.Second)
+	poll := time.NewTicker(100 * time.Millisecond)
+	defer poll.Stop()
+	for {
+		var missing []string
+		for _, id := range want {
+			if w, err := db.Query(id, 0, 0, math.MaxInt32); err != nil || len(w.Slots[0]) < 2 {
+				missing = append(missing, id)
+			}
+		}
+		if len(missing) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no points after 15s for %v; logs:\n%s", missing, logs.String())
+		}
+		<-poll.C
+	}
+	_, vals, _ := db.Latest("system.cpu")
+	sum := 0.0
+	for _, v := range vals {
+		sum += v
+	}
+	if math.Abs(sum-100) > 0.5 {
+		t.Errorf("system.cpu dims sum to %v, want 100", sum)
+	}
+	if _, vals, _ := db.Latest("system.ram"); vals[0]+vals[1]+vals[2]+vals[3] <= 0 {
+		t.Errorf("system.ram = %v", vals)
+	}
+	ticks, mean, failing := m.Stats()
+	t.Logf("%d ticks, mean %v per tick, failing %v, %d charts", ticks, mean, failing, len(db.Charts()))
+}
+
+func FuzzParseStat(f *testing.F) {
+	f.Add([]byte(procStat1))
+	f.Add([]byte("intr\nctxt 1 2\n"))
+	f.Add([]byte("processes -1\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		parseStat(b)
+	})
+}
+
+func FuzzParseNetDev(f *testing.F) {
+	f.Add([]byte(fmt.Sprintf(netDev, 1, 2, 3, 4, 5, 6, 7)))
+	f.Add([]byte("x:1 2 3 4 5 6 7 8 9 10\n"))
+	f.Add([]byte(":\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		ifs, err := parseNetDev(nil, b)
+		if err == nil && len(ifs) == 0 {
+			t.Fatal("no interfaces and no error")
+		}
+	})
+}

@@ -1,0 +1,81 @@
+package collect
+
+import (
+	"bytes"
+	"io"
+	"os"
+	"strconv"
+)
+
+// procReader reads a small /proc or /sys file into a buffer it reuses. Like
+// Netdata's procfile it keeps the file open and reads it again from offset
+// 0 each time (the kernel regenerates /proc text on every read), which
+// saves an open and a close per file per second.
+type procReader struct {
+	path string
+	f    *os.File
+	buf  []byte
+}
+
+func newProcReader(path string) *procReader { return &procReader{path: path, buf: make([]byte, 0, 4096)} }
+
+// read returns the whole file; the slice is valid until the next call.
+func (r *procReader) read() ([]byte, error) {
+	if r.f == nil {
+		f, err := os.Open(r.path)
+		if err != nil {
+			return nil, err
+		}
+		r.f = f
+	}
+	r.buf = r.buf[:0]
+	for {
+		if len(r.buf) == cap(r.buf) {
+			r.buf = append(r.buf, 0)[:len(r.buf)]
+		}
+		n, err := r.f.ReadAt(r.buf[len(r.buf):cap(r.buf)], int64(len(r.buf)))
+		r.buf = r.buf[:len(r.buf)+n]
+		if err == io.EOF {
+			return r.buf, nil
+		}
+		if err != nil {
+			r.f.Close() // reopen on the next call (e.g. the file went away)
+			r.f = nil
+			return nil, err
+		}
+	}
+}
+
+// fields splits line on spaces and tabs into dst (reused) without
+// allocating strings.
+func fields(dst [][]byte, line []byte) [][]byte {
+	dst = dst[:0]
+	i := 0
+	for i < len(line) {
+		for i < len(line) && (line[i] == ' ' || line[i] == '\t') {
+			i++
+		}
+		j := i
+		for j < len(line) && line[j] != ' ' && line[j] != '\t' {
+			j++
+		}
+		if j > i {
+			dst = append(dst, line[i:j])
+		}
+		i = j
+	}
+	return dst
+}
+
+// parseUint parses a decimal counter.
+func parseUint(b []byte) (uint64, error) {
+	return strconv.ParseUint(string(b), 10, 64) // the compiler does not allocate for this conversion
+}
+
+// nextLine returns the first line of b and the rest.
+func nextLine(b []byte) (line, rest []byte) {
+	if i := bytes.IndexByte(b, '\n'); i >= 0 {
+		return b[:i], b[i+1:]
+	}
+	return b, nil
+}
