@@ -17,7 +17,9 @@ type procReader struct {
 	buf  []byte
 }
 
-func newProcReader(path string) *procReader { return &procReader{path: path, buf: make([]byte, 0, 4096)} }
+func newProcReader(path string) *procReader {
+	return &procReader{path: path, buf: make([]byte, 0, 4096)}
+}
 
 // read returns the whole file; the slice is valid until the next call.
 func (r *procReader) read() ([]byte, error) {
