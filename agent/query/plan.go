@@ -22,28 +22,6 @@ func (p Plan) RowTime(r int) int64 {
 	return p.After + (int64(r)*int64(p.Group)+int64(p.Group)-1)*p.Step
 }
 
-// Resolve applies Netdata's rules for relative times: a before with
-// |before| <= RelativeMax is relative to now; an after with |after| <=
-// RelativeMax is relative to before (a positive one is taken as negative).
-// Larger values are absolute unix seconds.
-func Resolve(after, before, now int64) (a, b int64) {
-	b = before
-	if abs64(b) <= RelativeMax {
-		b = now + b
-		if b > now { // a relative before in the future means now
-			b = now
-		}
-	}
-	a = after
-	if abs64(a) <= RelativeMax {
-		if a > 0 {
-			a = -a
-		}
-		a = b + a
-	}
-	return a, b
-}
-
 // NewPlan resolves after/before against now and the data the chart holds
 // (first and last are the unix seconds of the oldest and newest stored
 // points; last == 0 means the chart holds no data), then picks the group size for the requested
@@ -57,7 +35,27 @@ func NewPlan(after, before int64, points int, unaligned bool, now, first, last, 
 	if points <= 0 {
 		return Plan{}, fmt.Errorf("points must be a positive integer, got %d", points)
 	}
-	a, b := Resolve(after, before, now)
+	// before first: a relative after counts back from the before the data
+	// can answer (clamped to now and to the newest point), so after=-10
+	// gives the 10 newest points.
+	b := before
+	if abs64(b) <= RelativeMax {
+		b = now + b
+		if b > now {
+			b = now
+		}
+	}
+	a := after
+	if abs64(a) <= RelativeMax {
+		if a > 0 {
+			a = -a
+		}
+		anchor := min(b, now)
+		if last > 0 {
+			anchor = min(anchor, last)
+		}
+		a = anchor + a
+	}
 	if a > b {
 		return Plan{}, fmt.Errorf("after (%d) is later than before (%d)", a, b)
 	}

@@ -258,11 +258,22 @@ func groupValue(p Plan, w *store.Window, slots []store.Agg, r int, g Group, scra
 	return sum / float64(cnt), n
 }
 
-// pattern is a Netdata simple pattern: words separated by '|', ',' or
+// Pattern is a Netdata simple pattern: words separated by '|', ',' or
 // space, '*' matches any run of characters, a leading '!' excludes, and the
-// first word that matches decides.
-type pattern struct {
+// first word that matches decides. A nil *Pattern matches everything.
+type Pattern struct {
 	words []patWord
+}
+
+// CompilePattern parses a simple pattern; "" and "*" give nil (match all).
+func CompilePattern(s string) *Pattern { return compilePattern(s) }
+
+// Match reports whether either name matches; nil matches everything.
+func (p *Pattern) Match(a, b string) bool {
+	if p == nil {
+		return true
+	}
+	return p.match(a, b)
 }
 
 type patWord struct {
@@ -270,12 +281,12 @@ type patWord struct {
 	text string
 }
 
-func compilePattern(s string) *pattern {
+func compilePattern(s string) *Pattern {
 	s = strings.TrimSpace(s)
 	if s == "" || s == "*" {
 		return nil
 	}
-	p := &pattern{}
+	p := &Pattern{}
 	for _, w := range strings.FieldsFunc(s, func(r rune) bool { return r == '|' || r == ',' || r == ' ' }) {
 		pw := patWord{}
 		if strings.HasPrefix(w, "!") {
@@ -293,7 +304,7 @@ func compilePattern(s string) *pattern {
 	return p
 }
 
-func (p *pattern) match(id, name string) bool {
+func (p *Pattern) match(id, name string) bool {
 	for _, w := range p.words {
 		if globMatch(w.text, id) || globMatch(w.text, name) {
 			return !w.neg

@@ -1,0 +1,308 @@
+package api
+
+import (
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"peerdns/agent/health"
+	"peerdns/http/httpx"
+)
+
+// alarmJSON is Netdata's /api/v1/alarms entry (keys in Netdata's order).
+type alarmJSON struct {
+	ID                 uint32   `json:"id"`
+	ConfigHashID       string   `json:"config_hash_id"`
+	Name               string   `json:"name"`
+	Chart              string   `json:"chart"`
+	Family             string   `json:"family"`
+	Class              string   `json:"class"`
+	Component          string   `json:"component"`
+	Type               string   `json:"type"`
+	Active             bool     `json:"active"`
+	Disabled           bool     `json:"disabled"`
+	Silenced           bool     `json:"silenced"`
+	Exec               string   `json:"exec"`
+	Recipient          string   `json:"recipient"`
+	Source             string   `json:"source"`
+	Units              string   `json:"units"`
+	Info               string   `json:"info"`
+	Status             string   `json:"status"`
+	LastStatusChange   int64    `json:"last_status_change"`
+	LastUpdated        int64    `json:"last_updated"`
+	NextUpdate         int64    `json:"next_update"`
+	UpdateEvery        int      `json:"update_every"`
+	DelayUpDuration    int      `json:"delay_up_duration"`
+	DelayDownDuration  int      `json:"delay_down_duration"`
+	DelayMaxDuration   int      `json:"delay_max_duration"`
+	DelayMultiplier    float64  `json:"delay_multiplier"`
+	Delay              int      `json:"delay"`
+	DelayUpToTimestamp int64    `json:"delay_up_to_timestamp"`
+	WarnRepeatEvery    string   `json:"warn_repeat_every"`
+	CritRepeatEvery    string   `json:"crit_repeat_every"`
+	ValueString        string   `json:"value_string"`
+	LastRepeat         string   `json:"last_repeat"`
+	TimesRepeat        int      `json:"times_repeat"`
+	Calc               string   `json:"calc"`
+	CalcParsed         string   `json:"calc_parsed"`
+	Warn               string   `json:"warn"`
+	WarnParsed         string   `json:"warn_parsed"`
+	Crit               string   `json:"crit"`
+	CritParsed         string   `json:"crit_parsed"`
+	Green              *float64 `json:"green"`
+	Red                *float64 `json:"red"`
+	Value              *float64 `json:"value"`
+}
+
+func fptr(v float64) *float64 {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return nil
+	}
+	return &v
+}
+
+func raised(st health.Status) bool {
+	return st == health.StatusWarning || st == health.StatusCritical
+}
+
+func toAlarm(a health.Alert) alarmJSON {
+	return alarmJSON{
+		ID: a.ID, ConfigHashID: "00000000-0000-0000-0000-000000000000", Name: a.Name, Chart: a.Chart, Family: a.Family,
+		Class: a.Class, Component: a.Component, Type: a.Type, Active: true, Silenced: a.Silenced,
+		Exec: "", Recipient: "", Source: "built-in@peerdns/agent/health", Units: a.Units, Info: a.Info,
+		Status: string(a.Status), LastStatusChange: a.LastStatusChange, LastUpdated: a.LastUpdated,
+		NextUpdate: a.LastUpdated + int64(a.UpdateEvery), UpdateEvery: a.UpdateEvery, DelayMultiplier: 1,
+		DelayUpToTimestamp: a.LastStatusChange, WarnRepeatEvery: "0", CritRepeatEvery: "0",
+		ValueString: formatValue(a.Value, a.Units, -1), LastRepeat: "0",
+		Calc: "", CalcParsed: "", Warn: a.Warn, WarnParsed: a.Warn, Crit: a.Crit, CritParsed: a.Crit,
+		Value: fptr(a.Value),
+	}
+}
+
+func (s *Server) latestUniqueID() uint64 {
+	t := s.transitions(0)
+	if len(t) == 0 {
+		return 0
+	}
+	return t[len(t)-1].UniqueID
+}
+
+// alarmsBody is Netdata's /api/v1/alarms: only raised alerts unless all.
+func (s *Server) alarmsBody(ctx *fasthttp.RequestCtx, all bool) error {
+	m := map[string]alarmJSON{}
+	for _, a := range s.alerts() {
+		if all || raised(a.Status) {
+			m[a.Chart+"."+a.Name] = toAlarm(a)
+		}
+	}
+	return writeJSON(ctx, map[string]any{
+		"hostname":                   s.host.Hostname,
+		"latest_alarm_log_unique_id": s.latestUniqueID(),
+		"status":                     true,
+		"now":                        s.now().Unix(),
+		"alarms":                     m,
+	})
+}
+
+func (s *Server) alarms(ctx *fasthttp.RequestCtx, _ int) error {
+	_, all := arg(ctx, "all")
+	return s.alarmsBody(ctx, all)
+}
+
+// alertsAll (v2/v3 alerts) lists every alert unless ?active is given.
+func (s *Server) alertsAll(ctx *fasthttp.RequestCtx, _ int) error {
+	_, active := arg(ctx, "active")
+	return s.alarmsBody(ctx, !active)
+}
+
+// alarmLogEntry is Netdata's /api/v1/alarm_log entry.
+type alarmLogEntry struct {
+	Hostname           string   `json:"hostname"`
+	UTCOffset          int      `json:"utc_offset"`
+	Timezone           string   `json:"timezone"`
+	UniqueID           uint64   `json:"unique_id"`
+	AlarmID            uint32   `json:"alarm_id"`
+	AlarmEventID       uint64   `json:"alarm_event_id"`
+	ConfigHashID       string   `json:"config_hash_id"`
+	Name               string   `json:"name"`
+	Chart              string   `json:"chart"`
+	Context            string   `json:"context"`
+	Family             string   `json:"family"`
+	Class              string   `json:"class"`
+	Component          string   `json:"component"`
+	Type               string   `json:"type"`
+	Processed          bool     `json:"processed"`
+	Updated            bool     `json:"updated"`
+	ExecRun            int64    `json:"exec_run"`
+	ExecFailed         bool     `json:"exec_failed"`
+	Exec               string   `json:"exec"`
+	Recipient          string   `json:"recipient"`
+	ExecCode           int      `json:"exec_code"`
+	Source             string   `json:"source"`
+	Command            string   `json:"command"`
+	Units              string   `json:"units"`
+	When               int64    `json:"when"`
+	Duration           int64    `json:"duration"`
+	NonClearDuration   int64    `json:"non_clear_duration"`
+	Status             string   `json:"status"`
+	OldStatus          string   `json:"old_status"`
+	Delay              int      `json:"delay"`
+	DelayUpToTimestamp int64    `json:"delay_up_to_timestamp"`
+	UpdatedByID        uint64   `json:"updated_by_id"`
+	UpdatesID          uint64   `json:"updates_id"`
+	ValueString        string   `json:"value_string"`
+	OldValueString     string   `json:"old_value_string"`
+	LastRepeat         string   `json:"last_repeat"`
+	Silenced           string   `json:"silenced"`
+	Info               string   `json:"info"`
+	Value              *float64 `json:"value"`
+	OldValue           *float64 `json:"old_value"`
+}
+
+// alarmLog is Netdata's alarm_log (also /api/v3/alert_transitions):
+// newest first, only entries with unique_id > after.
+func (s *Server) alarmLog(ctx *fasthttp.RequestCtx, _ int) error {
+	var after uint64
+	if v, ok := arg(ctx, "after"); ok && v != "" {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			return httpx.BadRequest("after must be an alarm log unique id (a non-negative integer), got %q", v)
+		}
+		after = n
+	}
+	all := s.transitions(0)
+	byAlert := map[uint32]health.Alert{}
+	for _, a := range s.alerts() {
+		byAlert[a.ID] = a
+	}
+	now := s.now().Unix()
+	tz, off := time.Now().Zone()
+	// next[i] is when the same alert changed again (for duration).
+	nextWhen := map[uint32]int64{}
+	out := make([]alarmLogEntry, 0, len(all))
+	for i := len(all) - 1; i >= 0; i-- {
+		t := all[i]
+		end, ok := nextWhen[t.AlertID]
+		if !ok {
+			end = now
+		}
+		nextWhen[t.AlertID] = t.When
+		if t.UniqueID <= after {
+			continue
+		}
+		a := byAlert[t.AlertID]
+		nonClear := int64(0)
+		if t.NewStatus != health.StatusClear {
+			nonClear = end - t.When
+		}
+		out = append(out, alarmLogEntry{
+			Hostname: s.host.Hostname, UTCOffset: off, Timezone: tz, UniqueID: t.UniqueID, AlarmID: t.AlertID,
+			AlarmEventID: t.UniqueID, ConfigHashID: "00000000-0000-0000-0000-000000000000",
+			Name: t.Name, Chart: t.Chart, Context: t.Context, Family: t.Family,
+			Class: a.Class, Component: a.Component, Type: a.Type, Processed: true,
+			Source: "built-in@peerdns/agent/health", Units: t.Units, When: t.When, Duration: end - t.When,
+			NonClearDuration: nonClear, Status: string(t.NewStatus), OldStatus: string(t.OldStatus),
+			DelayUpToTimestamp: t.When, ValueString: formatValue(t.NewValue, t.Units, -1),
+			OldValueString: formatValue(t.OldValue, t.Units, -1), LastRepeat: "0", Silenced: "false",
+			Info: t.Info, Value: fptr(t.NewValue), OldValue: fptr(t.OldValue),
+		})
+	}
+	return writeJSON(ctx, out)
+}
+
+func (s *Server) alarmsValues(ctx *fasthttp.RequestCtx, _ int) error {
+	_, all := arg(ctx, "all")
+	m := map[string]any{}
+	for _, a := range s.alerts() {
+		if all || raised(a.Status) {
+			m[a.Chart+"."+a.Name] = map[string]any{"id": a.ID, "value": jsonNum(a.Value), "last_updated": a.LastUpdated, "status": a.Status}
+		}
+	}
+	return writeJSON(ctx, map[string]any{"hostname": s.host.Hostname, "alarms": m})
+}
+
+// alarmCount is Netdata's alarm_count: [n] alerts in the given status
+// (default RAISED = WARNING or CRITICAL), optionally of one context.
+func (s *Server) alarmCount(ctx *fasthttp.RequestCtx, _ int) error {
+	status := strings.ToUpper(argOr(ctx, "status", "RAISED"))
+	switch status {
+	case "RAISED", "CLEAR", "WARNING", "CRITICAL", "UNDEFINED", "UNINITIALIZED":
+	default:
+		return httpx.BadRequest("unknown status %q: use RAISED, CLEAR, WARNING, CRITICAL, UNDEFINED or UNINITIALIZED", status)
+	}
+	ctxFilter, _ := arg(ctx, "context")
+	n := 0
+	for _, a := range s.alerts() {
+		if ctxFilter != "" && a.Context != ctxFilter {
+			continue
+		}
+		if status == "RAISED" && raised(a.Status) || string(a.Status) == status {
+			n++
+		}
+	}
+	setBody(ctx, ctJSON, []byte("["+strconv.Itoa(n)+"]"))
+	return nil
+}
+
+// alertConfig lists the rules behind the alerts (one per alert here:
+// rules are built in), optionally only those named by ?name= or ?config=.
+func (s *Server) alertConfig(ctx *fasthttp.RequestCtx, _ int) error {
+	name, _ := arg(ctx, "name")
+	if name == "" {
+		name, _ = arg(ctx, "config")
+	}
+	out := []map[string]any{}
+	for _, a := range s.alerts() {
+		if name != "" && a.Name != name {
+			continue
+		}
+		out = append(out, map[string]any{
+			"name": a.Name, "chart": a.Chart, "context": a.Context, "family": a.Family,
+			"class": a.Class, "component": a.Component, "type": a.Type, "units": a.Units, "info": a.Info,
+			"warn": a.Warn, "crit": a.Crit, "update_every": a.UpdateEvery, "source": "built-in@peerdns/agent/health",
+		})
+	}
+	if name != "" && len(out) == 0 {
+		return httpx.Errorf(fasthttp.StatusNotFound, "Alert config is not found: %s", name)
+	}
+	return writeJSON(ctx, map[string]any{"configs": out})
+}
+
+// variable is Netdata's alarm_variables for one chart: the values the
+// alert expressions can use.
+func (s *Server) variable(ctx *fasthttp.RequestCtx, _ int) error {
+	id, _ := arg(ctx, "chart")
+	if id == "" {
+		return httpx.BadRequest("No chart id is given at the request.")
+	}
+	c, ok := s.o.DB.Chart(id)
+	if !ok {
+		return httpx.Errorf(fasthttp.StatusNotFound, "Chart is not found: %s", id)
+	}
+	t, vals, _ := s.o.DB.Latest(c.ID)
+	vars := map[string]any{
+		"last_collected_t": t, "green": nil, "red": nil, "update_every": max(c.UpdateEvery, 1),
+	}
+	for _, a := range s.alerts() {
+		if a.Chart == c.ID {
+			vars[a.Name] = jsonNum(a.Value)
+		}
+	}
+	for i, d := range c.Dims {
+		v := math.NaN()
+		if i < len(vals) {
+			v = vals[i]
+		}
+		vars[d.Name] = jsonNum(v)
+		vars[d.Name+"_last_collected_t"] = t
+	}
+	return writeJSON(ctx, map[string]any{
+		"chart": c.ID, "chart_name": c.Name, "chart_context": c.Context, "chart_variables": vars,
+		"family": c.Family, "family_variables": map[string]any{},
+		"host":           s.host.Hostname,
+		"host_variables": map[string]any{"active_processors": s.host.Cores, "uptime": s.now().Unix() - s.started.Unix()},
+	})
+}

@@ -1,0 +1,635 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"encoding/xml"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/common/expfmt"
+)
+
+// dynamicKeys are objects keyed by names (charts, dimensions, alarms...):
+// their entries are compared by the shape of one value, not by key.
+var dynamicKeys = map[string]bool{
+	"charts": true, "contexts": true, "alarms": true, "dimensions": true, "host_labels": true,
+	"chart_variables": true, "functions": true, "chart_labels": true, "family_variables": true,
+	"host_variables": true, "labels": true, "": true,
+}
+
+// internalKeys are Netdata's rrdcontext queue internals in
+// context?options=full; they describe Netdata's worker queues and have no
+// meaning for this agent, so they are not served (see README).
+var internalKeys = map[string]bool{
+	"pp_reasons": true, "pp_last_queued": true, "pp_last_dequeued": true, "pp_executed": true,
+	"queued_reasons": true, "last_queued": true, "last_dequeued": true, "scheduled_dispatch": true,
+	"dispatches": true, "hub_version": true,
+}
+
+// sameShape checks that every key of the reference object exists in ours
+// with the same JSON type, recursively; null on either side matches any
+// type (a value can be undefined at a given moment).
+func sameShape(t *testing.T, path string, ref, got any, dynamic bool) {
+	t.Helper()
+	if ref == nil || got == nil {
+		return
+	}
+	switch r := ref.(type) {
+	case map[string]any:
+		g, ok := got.(map[string]any)
+		if !ok {
+			t.Errorf("%s: object expected, got %T", path, got)
+			return
+		}
+		if dynamic {
+			if len(r) == 0 || len(g) == 0 {
+				return
+			}
+			// Compare with the reference entry that has the fewest keys:
+			// optional keys (Netdata's lookup_* of some alarms) then do
+			// not count, and the choice does not depend on map order.
+			var rv, gv any
+			best := -1
+			for _, k := range sortedKeys(r) {
+				n := 0
+				if m, ok := r[k].(map[string]any); ok {
+					n = len(m)
+				}
+				if best < 0 || n < best {
+					best, rv = n, r[k]
+				}
+			}
+			for _, v := range g {
+				gv = v
+				break
+			}
+			sameShape(t, path+".*", rv, gv, false)
+			return
+		}
+		for k, rv := range r {
+			if internalKeys[k] {
+				continue
+			}
+			gv, ok := g[k]
+			if !ok {
+				t.Errorf("%s: key %q missing", path, k)
+				continue
+			}
+			sameShape(t, path+"."+k, rv, gv, dynamicKeys[k])
+		}
+	case []any:
+		g, ok := got.([]any)
+		if !ok {
+			t.Errorf("%s: array expected, got %T", path, got)
+			return
+		}
+		if len(r) > 0 && len(g) > 0 {
+			sameShape(t, path+"[0]", r[0], g[0], false)
+		}
+	default:
+		if fmt.Sprintf("%T", ref) != fmt.Sprintf("%T", got) {
+			t.Errorf("%s: %T expected, got %T (%v)", path, ref, got, got)
+		}
+	}
+}
+
+func sortedKeys(m map[string]any) []string {
+	k := make([]string, 0, len(m))
+	for n := range m {
+		k = append(k, n)
+	}
+	sort.Strings(k)
+	return k
+}
+
+func decode(t *testing.T, what string, b []byte) any {
+	t.Helper()
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		t.Fatalf("%s is not JSON: %v\n%.400s", what, err, b)
+	}
+	return v
+}
+
+// TestLayoutsAgainstNetdata requests each path that has a Netdata capture
+// and compares keys and types with the capture.
+func TestLayoutsAgainstNetdata(t *testing.T) {
+	env := newTestEnv(t)
+	cases := []struct{ path, ref string }{
+		{"/api/v1/info", "api_v1_info.json"},
+		{"/api/v1/charts", "api_v1_charts.json"},
+		{"/api/v1/chart?chart=system.cpu", "api_v1_chart_system.cpu.json"},
+		{"/api/v1/chart?chart=system.load", "api_v1_chart_system.load.json"},
+		{"/api/v1/chart?chart=disk_space._", "api_v1_chart_disk_space._.json"},
+		{"/api/v1/data?chart=system.cpu&after=-60&points=10", "api_v1_data_system.cpu_after-60_points10.json"},
+		{"/api/v1/data?chart=system.cpu&after=-60&points=10&options=jsonwrap", "api_v1_data_system.cpu_after-60_points10_options-jsonwrap.json"},
+		{"/api/v1/data?chart=system.cpu&after=-60&points=10&format=array", "api_v1_data_system.cpu_after-60_points10_format-array.json"},
+		{"/api/v1/data?chart=system.cpu&after=-60&points=10&format=array&options=jsonwrap", "api_v1_data_system.cpu_after-60_points10_format-array_options-jsonwrap.json"},
+		{"/api/v1/data?chart=system.cpu&after=-60&points=10&format=csv&options=jsonwrap", "api_v1_data_system.cpu_after-60_points10_format-csv_options-jsonwrap.json"},
+		{"/api/v1/data?chart=system.cpu&after=-60&points=10&options=objectrows", "api_v1_data_system.cpu_after-60_points10_options-objectrows.json"},
+		{"/api/v1/data?context=system.cpu&after=-60&points=10&options=jsonwrap", "api_v1_data_context-system.cpu_after-60_points10_options-jsonwrap.json"},
+		{"/api/v1/data?chart=system.load&after=-30&points=5&options=jsonwrap", "api_v1_data_system.load_after-30_points5_options-jsonwrap.json"},
+		{"/api/v1/data?chart=disk_space._&after=-30&points=5", "api_v1_data_disk_space.__after-30_points5.json"},
+		{"/api/v1/contexts", "api_v1_contexts.json"},
+		{"/api/v1/context?context=system.cpu", "api_v1_context_system.cpu.json"},
+		{"/api/v1/context?context=system.cpu&options=full", "api_v1_context_system.cpu_options-full.json"},
+		{"/api/v1/allmetrics?format=json", "api_v1_allmetrics_json.json"},
+		{"/api/v1/alarms", "api_v1_alarms.json"},
+		{"/api/v1/alarms?all", "api_v1_alarms_all.json"},
+		{"/api/v1/alarm_log", "api_v1_alarm_log.json"},
+		{"/api/v1/alarms_values?all", "api_v1_alarms_values_all.json"},
+		{"/api/v1/alarm_count", "api_v1_alarm_count.json"},
+		{"/api/v1/alarm_variables?chart=system.cpu", "api_v1_alarm_variables_system.cpu.json"},
+	}
+	for _, c := range cases {
+		t.Run(c.path, func(t *testing.T) {
+			ref, err := os.ReadFile(filepath.Join(refDir, c.ref))
+			if err != nil {
+				t.Skipf("reference missing: %v", err)
+			}
+			r := env.get(t, c.path)
+			if r.status != 200 {
+				t.Fatalf("status %d: %s", r.status, r.body)
+			}
+			if ct := r.header.Get("Content-Type"); ct != "application/json; charset=utf-8" {
+				t.Errorf("Content-Type = %q", ct)
+			}
+			if o := r.header.Get("Access-Control-Allow-Origin"); o != "*" {
+				t.Errorf("Access-Control-Allow-Origin = %q", o)
+			}
+			// allmetrics?format=json is keyed by chart id at the top.
+			top := strings.Contains(c.path, "allmetrics")
+			sameShape(t, "", decode(t, "reference", ref), decode(t, c.path, r.body), top)
+		})
+	}
+}
+
+// TestNetdataErrors compares error statuses and bodies with Netdata's.
+func TestNetdataErrors(t *testing.T) {
+	env := newTestEnv(t)
+	cases := []struct {
+		path   string
+		status int
+		ref    string // reference body file; "" = use body
+		body   string
+	}{
+		{"/api/v1/chart", 400, "api_v1_chart_noparam.txt", ""},
+		{"/api/v1/chart?chart=no.such_chart", 404, "api_v1_chart_nonexistent.txt", ""},
+		{"/api/v1/data", 400, "api_v1_data_noparam.txt", ""},
+		{"/api/v1/data?chart=no.such_chart&after=-60&points=10", 404, "api_v1_data_nonexistent.txt", ""},
+		{"/api/v1/nosuchcmd", 404, "api_v1_nosuchcmd.txt", ""},
+		{"/api/v1/", 404, "api_v1_slash.txt", ""},
+		{"/api/v1/allmetrics?format=bogus", 400, "api_v1_allmetrics_format-bogus.txt", ""},
+		{"/api/v1/badge.svg", 400, "api_v1_badge_noparam.svg", ""},
+		{"/api/v3/nosuchcmd", 404, "", "Unsupported v3 API command: nosuchcmd"},
+		{"/api/v9/info", 404, "", "Unsupported API version: v9"},
+		{"/api/v3/context", 400, "", "No context is given at the request."},
+		{"/api/v3/context?context=no.such", 404, "", "Context is not found: no.such"},
+		{"/api/v3/variable", 400, "", "No chart id is given at the request."},
+		{"/api/v3/variable?chart=nope", 404, "", "Chart is not found: nope"},
+		{"/api/v3/q", 400, "", "No search text is given at the request: use q="},
+		{"/api/v1/data?chart=system.cpu&dimensions=nosuch", 404, "", "No metrics where matched to query."},
+		{"/api/v3/data?context=no.such.context", 404, "", "No metrics where matched to query."},
+		{"/nosuchfile", 404, "", "Not found: /nosuchfile"},
+	}
+	for _, c := range cases {
+		t.Run(c.path, func(t *testing.T) {
+			want := c.body
+			if c.ref != "" {
+				b, err := os.ReadFile(filepath.Join(refDir, c.ref))
+				if err != nil {
+					t.Skipf("reference missing: %v", err)
+				}
+				want = strings.TrimSpace(string(b))
+			}
+			r := env.get(t, c.path)
+			if r.status != c.status || trimBody(r.body) != want {
+				t.Fatalf("GET %s = %d %q, want %d %q", c.path, r.status, r.body, c.status, want)
+			}
+			if ct := r.header.Get("Content-Type"); ct != "text/plain; charset=utf-8" {
+				t.Errorf("Content-Type = %q", ct)
+			}
+			if r.header.Get("Access-Control-Allow-Origin") != "*" {
+				t.Errorf("error response without CORS header")
+			}
+		})
+	}
+}
+
+// TestBadQueryParameters: every malformed data query is a 400 with a
+// message that names the parameter, never a panic or a 500.
+func TestBadQueryParameters(t *testing.T) {
+	env := newTestEnv(t)
+	cases := []struct{ q, want string }{
+		{"after=1795313790&before=1795313700", "after"},
+		{"points=0", "points"},
+		{"points=-3", "points"},
+		{"points=99999999999", "points"},
+		{"points=ten", "points"},
+		{"group=bogus", "group"},
+		{"format=bogus", "format"},
+		{"tier=7", "tier"},
+		{"tier=-1", "tier"},
+		{"after=abc", "after"},
+		{"before=1e99", "before"},
+	}
+	for _, ver := range []string{"v1", "v2", "v3"} {
+		for _, c := range cases {
+			path := "/api/" + ver + "/data?chart=system.cpu&" + c.q
+			r := env.get(t, path)
+			if r.status != 400 || !strings.Contains(string(r.body), c.want) {
+				t.Errorf("GET %s = %d %q, want 400 naming %q", path, r.status, r.body, c.want)
+			}
+		}
+	}
+	for _, path := range []string{
+		"/api/v1/badge.svg?chart=system.cpu&precision=x",
+		"/api/v1/badge.svg?chart=system.cpu&points=0",
+		"/api/v1/allmetrics?format=prometheus&source=as-collected",
+		"/api/v3/export?format=xml",
+		"/api/v1/alarm_count?status=PURPLE",
+		"/api/v1/alarm_log?after=-1",
+		"/api/v3/q?q=cpu&limit=0",
+	} {
+		if r := env.get(t, path); r.status != 400 {
+			t.Errorf("GET %s = %d %q, want 400", path, r.status, r.body)
+		}
+	}
+}
+
+// TestDataValues checks query results against the known series.
+func TestDataValues(t *testing.T) {
+	env := newTestEnv(t)
+	last := env.now.Unix() - 1
+	// Latest 10 seconds, one point each: user is t%5.
+	r := env.get(t, "/api/v1/data?chart=system.cpu&after=-10&points=10&dimensions=user&options=flip")
+	var body struct {
+		Labels []string    `json:"labels"`
+		Data   [][]float64 `json:"data"`
+	}
+	if err := json.Unmarshal(r.body, &body); err != nil {
+		t.Fatalf("%v: %s", err, r.body)
+	}
+	if len(body.Data) != 10 || !equalStrings(body.Labels, []string{"time", "user"}) {
+		t.Fatalf("data = %s", r.body)
+	}
+	for _, row := range body.Data {
+		if ts := int64(row[0]); row[1] != float64(ts%5) {
+			t.Errorf("user at %d = %v, want %v", ts, row[1], ts%5)
+		}
+	}
+	if int64(body.Data[9][0]) != last {
+		t.Errorf("newest row %v, want %d (flip puts it last)", body.Data[9][0], last)
+	}
+	// Group max over 5 seconds of t%5 is always 4, min is 0, sum 10, average 2.
+	for g, want := range map[string]float64{"max": 4, "min": 0, "sum": 10, "average": 2, "median": 2} {
+		r := env.get(t, "/api/v2/data?chart=system.cpu&after=-100&points=20&dimensions=user&format=array&group="+g)
+		var arr []float64
+		if err := json.Unmarshal(r.body, &arr); err != nil {
+			t.Fatalf("%s: %v %s", g, err, r.body)
+		}
+		if len(arr) != 20 {
+			t.Fatalf("%s: %d points", g, len(arr))
+		}
+		for i, v := range arr {
+			if v != want {
+				t.Errorf("group=%s point %d = %v, want %v", g, i, v, want)
+			}
+		}
+	}
+	// percentage: user is t%5 out of a total of 100 (idle included).
+	r = env.get(t, "/api/v1/data?chart=system.cpu&after=-5&points=5&dimensions=user&options=percentage&format=array")
+	if !bytes.HasPrefix(r.body, []byte("[")) {
+		t.Fatalf("percentage: %s", r.body)
+	}
+	// abs: disk writes are negative.
+	r = env.get(t, "/api/v1/data?chart=disk.vda&after=-20&points=20&dimensions=writes&options=abs&format=array")
+	var arr []float64
+	_ = json.Unmarshal(r.body, &arr)
+	for _, v := range arr {
+		if v < 0 {
+			t.Fatalf("abs left a negative value: %s", r.body)
+		}
+	}
+	// Tier 1 serves minutes: at most 10 of them in 600 s.
+	r = env.get(t, "/api/v3/data?chart=system.load&after=-600&points=100&tier=1&options=jsonwrap")
+	w := decode(t, "tier1", r.body).(map[string]any)
+	if w["view_update_every"].(float64) != 60 || w["points"].(float64) > 11 {
+		t.Errorf("tier 1 jsonwrap: view_update_every=%v points=%v", w["view_update_every"], w["points"])
+	}
+	// Context query over two charts lists each chart's dims with chart_ids.
+	r = env.get(t, "/api/v3/data?context=cpu.cpu&after=-10&points=2&options=jsonwrap")
+	w = decode(t, "context", r.body).(map[string]any)
+	if ids := w["chart_ids"].([]any); len(ids) != 4 || ids[0] != "cpu.cpu0" || ids[3] != "cpu.cpu1" {
+		t.Errorf("chart_ids = %v", w["chart_ids"])
+	}
+	// CSV has Netdata's \r\n lines and the dimension names as header.
+	r = env.get(t, "/api/v1/data?chart=disk_space._&after=-3&points=3&format=csv")
+	if !strings.HasPrefix(string(r.body), "time,avail,used,reserved for root\r\n") || r.header.Get("Content-Type") != "text/plain; charset=utf-8" {
+		t.Errorf("csv = %q (%s)", r.body, r.header.Get("Content-Type"))
+	}
+	// A window before any data is an empty, valid answer.
+	r = env.get(t, fmt.Sprintf("/api/v1/data?chart=system.cpu&after=%d&before=%d", env.now.Unix()-100000, env.now.Unix()-90000))
+	if r.status != 200 || !json.Valid(r.body) {
+		t.Errorf("empty window: %d %s", r.status, r.body)
+	}
+}
+
+func equalStrings(a, b []string) bool {
+	return strings.Join(a, "\x00") == strings.Join(b, "\x00")
+}
+
+// TestPrometheus parses allmetrics and export with Prometheus' own text
+// parser and checks Netdata's naming.
+func TestPrometheus(t *testing.T) {
+	env := newTestEnv(t)
+	for _, path := range []string{
+		"/api/v1/allmetrics?format=prometheus",
+		"/api/v3/allmetrics?format=prometheus&help=yes&types=yes",
+		"/api/v1/allmetrics?format=prometheus&timestamps=no&types=yes",
+		"/api/v1/allmetrics?format=prometheus_all_hosts",
+		"/api/v3/export?format=prometheus",
+	} {
+		t.Run(path, func(t *testing.T) {
+			r := env.get(t, path)
+			if r.status != 200 || r.header.Get("Content-Type") != "text/plain; version=0.0.4" {
+				t.Fatalf("%d %s", r.status, r.header.Get("Content-Type"))
+			}
+			var p expfmt.TextParser
+			fams, err := p.TextToMetricFamilies(bytes.NewReader(r.body))
+			if err != nil {
+				t.Fatalf("exposition does not parse: %v\n%.600s", err, r.body)
+			}
+			cpu := fams["netdata_system_cpu_percentage_average"]
+			if cpu == nil {
+				t.Fatalf("no netdata_system_cpu_percentage_average; have %v", keys(fams))
+			}
+			dims := map[string]bool{}
+			for _, m := range cpu.Metric {
+				lbl := map[string]string{}
+				for _, l := range m.Label {
+					lbl[l.GetName()] = l.GetValue()
+				}
+				if lbl["chart"] != "system.cpu" || lbl["family"] != "cpu" {
+					t.Errorf("labels %v", lbl)
+				}
+				dims[lbl["dimension"]] = true
+			}
+			if !dims["idle"] || !dims["user"] || len(dims) != 10 {
+				t.Errorf("system.cpu dimensions %v (hidden idle included, like Netdata)", dims)
+			}
+			for _, name := range []string{"netdata_info", "netdata_disk_io_KiB_persec_average", "netdata_disk_space_GiB_average", "netdata_cpu_cpu_percentage_average", "netdata_system_load_load_average"} {
+				if fams[name] == nil {
+					t.Errorf("metric %s missing", name)
+				}
+			}
+			if f := fams["netdata_disk_space_GiB_average"]; f != nil && !strings.Contains(f.String(), "reserved for root") {
+				t.Errorf("disk space dims should use display names: %v", f)
+			}
+		})
+	}
+	// The reference capture uses the same names for the same charts.
+	if ref, err := os.ReadFile(filepath.Join(refDir, "api_v1_allmetrics_prometheus.txt")); err == nil {
+		var p expfmt.TextParser
+		fams, err := p.TextToMetricFamilies(bytes.NewReader(ref))
+		if err != nil {
+			t.Fatalf("reference does not parse: %v", err)
+		}
+		for _, n := range []string{"netdata_system_cpu_percentage_average", "netdata_disk_io_KiB_persec_average", "netdata_system_load_load_average", "netdata_system_ram_MiB_average", "netdata_cpu_cpu_percentage_average", "netdata_disk_space_GiB_average"} {
+			if fams[n] == nil {
+				t.Errorf("reference has no %s: naming assumption wrong", n)
+			}
+		}
+	}
+	r := env.get(t, "/api/v1/allmetrics?format=prometheus&filter=system.cpu")
+	if bytes.Contains(r.body, []byte(`chart="system.load"`)) || !bytes.Contains(r.body, []byte(`chart="system.cpu"`)) {
+		t.Errorf("filter not applied:\n%s", r.body)
+	}
+}
+
+func keys[V any](m map[string]V) []string {
+	var k []string
+	for n := range m {
+		k = append(k, n)
+	}
+	sort.Strings(k)
+	return k
+}
+
+func TestShell(t *testing.T) {
+	env := newTestEnv(t)
+	r := env.get(t, "/api/v1/allmetrics")
+	line := regexp.MustCompile(`^NETDATA_[A-Z0-9_]+="-?[0-9]*"      # .*$`)
+	var sawCPU, sawTotal, sawAlarm bool
+	for _, l := range strings.Split(string(r.body), "\n") {
+		if l == "" || strings.HasPrefix(l, "#") {
+			continue
+		}
+		if strings.HasPrefix(l, "NETDATA_ALARM_") && strings.Contains(l, "_STATUS=") {
+			sawAlarm = true
+			continue
+		}
+		if !line.MatchString(l) {
+			t.Errorf("bad shell line %q", l)
+		}
+		sawCPU = sawCPU || strings.HasPrefix(l, "NETDATA_SYSTEM_CPU_USER=")
+		sawTotal = sawTotal || strings.HasPrefix(l, "NETDATA_SYSTEM_CPU_VISIBLETOTAL=")
+		if strings.HasPrefix(l, "NETDATA_DISK_SPACE___RESERVED_FOR_ROOT=") {
+			t.Logf("renamed dimension uses its name: %s", l)
+		}
+	}
+	if !sawCPU || !sawTotal || !sawAlarm {
+		t.Errorf("shell output lacks cpu=%v total=%v alarm=%v:\n%s", sawCPU, sawTotal, sawAlarm, r.body)
+	}
+	if !bytes.Contains(r.body, []byte("NETDATA_DISK_SPACE___RESERVED_FOR_ROOT=")) {
+		t.Errorf("disk space shell name missing")
+	}
+}
+
+type svgDoc struct {
+	Width string `xml:"width,attr"`
+	Rects []struct {
+		Fill string `xml:"fill,attr"`
+	} `xml:"g>rect"`
+	Texts []string `xml:"g>text"`
+}
+
+func TestBadge(t *testing.T) {
+	env := newTestEnv(t)
+	cases := []struct {
+		q, label, value, color string
+	}{
+		{"chart=system.cpu&dimensions=user&label=cpu", "cpu", "%", "#4c1"},
+		{"chart=system.load&dimension=load1&label=load", "load", "load", "#4c1"},
+		{"chart=no.such_chart", "chart not found", "-", "#999"},
+		{"chart=system.ram&alarm=ram_in_use", "ram in use", "0.75%", "#4c1"},
+		{"chart=system.cpu&alarm=10min_cpu_usage", "10min cpu usage", "80.5%", "#fe7d37"},
+		{"chart=system.cpu&after=-60&group=max&units=%25&precision=1&value_color=green%3C50:orange%3C80:red&label=max", "max", "%", "#97CA00"},
+	}
+	for _, c := range cases {
+		t.Run(c.q, func(t *testing.T) {
+			r := env.get(t, "/api/v1/badge.svg?"+c.q)
+			if r.status != 200 || r.header.Get("Content-Type") != "image/svg+xml" {
+				t.Fatalf("%d %s %s", r.status, r.header.Get("Content-Type"), r.body)
+			}
+			var doc svgDoc
+			if err := xml.Unmarshal(r.body, &doc); err != nil {
+				t.Fatalf("not SVG/XML: %v\n%s", err, r.body)
+			}
+			if len(doc.Texts) != 4 || doc.Texts[1] != c.label || !strings.Contains(doc.Texts[3], c.value) {
+				t.Errorf("texts = %q, want label %q value containing %q", doc.Texts, c.label, c.value)
+			}
+			if len(doc.Rects) < 2 || doc.Rects[1].Fill != c.color {
+				t.Errorf("rects = %+v, want value colour %s", doc.Rects, c.color)
+			}
+		})
+	}
+}
+
+func TestCORSAndPreflight(t *testing.T) {
+	env := newTestEnv(t)
+	r := env.do(t, "GET", "/api/v1/info", map[string]string{"Origin": "http://example.test"})
+	if r.header.Get("Access-Control-Allow-Origin") != "http://example.test" || r.header.Get("Access-Control-Allow-Credentials") != "true" {
+		t.Errorf("origin not echoed: %v", r.header)
+	}
+	r = env.do(t, "OPTIONS", "/api/v1/info", map[string]string{"Origin": "http://example.test"})
+	if r.status != 200 || string(r.body) != "OK" || r.header.Get("Access-Control-Allow-Methods") != "GET, OPTIONS" ||
+		r.header.Get("Access-Control-Max-Age") != "1209600" || r.header.Get("Access-Control-Allow-Headers") == "" {
+		t.Errorf("preflight: %d %q %v", r.status, r.body, r.header)
+	}
+	r = env.do(t, "POST", "/api/v1/info", nil)
+	if r.status != 405 {
+		t.Errorf("POST = %d", r.status)
+	}
+	// A configured origin is sent as is.
+	env.srv.o.CORS = "https://dash.example"
+	r = env.do(t, "GET", "/api/v1/info", map[string]string{"Origin": "http://evil.test"})
+	if r.header.Get("Access-Control-Allow-Origin") != "https://dash.example" {
+		t.Errorf("configured CORS not used: %v", r.header.Get("Access-Control-Allow-Origin"))
+	}
+}
+
+// TestEveryPath requests every path of the spec's agent API under the
+// versions it lists and checks status and that JSON bodies are JSON.
+func TestEveryPath(t *testing.T) {
+	env := newTestEnv(t)
+	paths := []string{
+		"/", "/api", "/health", "/api/v1/health", "/api/v3/health",
+		"/api/v1/info", "/api/v2/info", "/api/v3/info", "/api/v3/db", "/api/v3/versions", "/api/v3/me",
+		"/api/v3/settings", "/api/v3/config",
+		"/api/v2/contexts", "/api/v3/contexts", "/api/v3/context?context=system.cpu",
+		"/api/v1/charts", "/api/v1/chart?chart=system.cpu", "/api/v3/q?q=cpu",
+		"/api/v1/data?chart=system.cpu", "/api/v2/data?chart=system.cpu", "/api/v3/data?context=system.cpu",
+		"/api/v1/allmetrics?format=json", "/api/v3/allmetrics?format=json",
+		"/api/v2/nodes", "/api/v3/nodes", "/api/v3/node_instances", "/api/v3/fleet", "/api/v3/stream_path",
+		"/api/v3/export", "/api/v3/tunnel",
+		"/api/v3/alerts", "/api/v2/alerts", "/api/v1/alarms", "/api/v3/alert_transitions", "/api/v3/alert_config",
+		"/api/v3/variable?chart=system.cpu", "/api/v3/functions",
+	}
+	for _, p := range paths {
+		r := env.get(t, p)
+		if r.status != 200 {
+			t.Errorf("GET %s = %d %s", p, r.status, r.body)
+			continue
+		}
+		if !json.Valid(r.body) {
+			t.Errorf("GET %s: invalid JSON\n%.300s", p, r.body)
+		}
+	}
+	// Keys the spec names.
+	idx := decode(t, "/", env.get(t, "/").body).(map[string]any)
+	db, _ := idx["db"].(map[string]any)
+	if idx["peer_public_key"] == nil || len(idx["peer_public_key"].(string)) != 64 || db["public_key"] != idx["peer_public_key"] || db["discovery_key"] == nil {
+		t.Errorf("index lacks keys: %v", idx)
+	}
+	info := decode(t, "info", env.get(t, "/api/v3/info").body).(map[string]any)
+	if d, _ := info["database"].(map[string]any); d["public_key"] == nil || d["discovery_key"] == nil {
+		t.Errorf("v3 info lacks database keys")
+	}
+	dbv := decode(t, "db", env.get(t, "/api/v3/db").body).(map[string]any)
+	if cols, _ := dbv["collections"].([]any); len(cols) < 2 {
+		t.Errorf("db collections = %v", dbv["collections"])
+	}
+	set := decode(t, "settings", env.get(t, "/api/v3/settings").body).(map[string]any)
+	if set["retention"] == nil || set["storage"] == nil {
+		t.Errorf("settings lacks retention/storage: %v", set)
+	}
+	tun := decode(t, "tunnel", env.get(t, "/api/v3/tunnel").body).(map[string]any)
+	if tun["public_key"] != idx["peer_public_key"] || tun["status"] == nil {
+		t.Errorf("tunnel = %v", tun)
+	}
+	fn := decode(t, "functions", env.get(t, "/api/v3/functions").body).(map[string]any)
+	if f, _ := fn["functions"].(map[string]any); f["processes"] == nil || f["logs"] == nil {
+		t.Errorf("functions = %v", fn)
+	}
+	nodes := decode(t, "nodes", env.get(t, "/api/v3/nodes").body).(map[string]any)
+	if n, _ := nodes["nodes"].([]any); len(n) != 1 {
+		t.Errorf("nodes = %v", nodes)
+	}
+	q := decode(t, "q", env.get(t, "/api/v3/q?q=CPU").body).(map[string]any)
+	if q["count"].(float64) < 3 {
+		t.Errorf("q=CPU found %v", q["count"])
+	}
+	h := decode(t, "health", env.get(t, "/health").body).(map[string]any)
+	if h["status"] != "warning" { // one alert is WARNING
+		t.Errorf("health = %v", h)
+	}
+	// alerts: v1 alarms only raised by default, v3 alerts all, log newest first.
+	al := decode(t, "alarms", env.get(t, "/api/v1/alarms").body).(map[string]any)
+	if a := al["alarms"].(map[string]any); len(a) != 1 || a["system.cpu.10min_cpu_usage"] == nil {
+		t.Errorf("alarms = %v", a)
+	}
+	al = decode(t, "alerts", env.get(t, "/api/v3/alerts").body).(map[string]any)
+	if a := al["alarms"].(map[string]any); len(a) != 3 {
+		t.Errorf("alerts = %v", a)
+	}
+	lg := decode(t, "log", env.get(t, "/api/v3/alert_transitions").body).([]any)
+	if len(lg) != 2 || lg[0].(map[string]any)["unique_id"].(float64) != 2 {
+		t.Errorf("alert_transitions = %v", lg)
+	}
+	lg = decode(t, "log", env.get(t, "/api/v1/alarm_log?after=1").body).([]any)
+	if len(lg) != 1 {
+		t.Errorf("alarm_log after=1 = %v", lg)
+	}
+	if r := env.get(t, "/api/v1/alarm_count?status=CLEAR"); trimBody(r.body) != "[1]" {
+		t.Errorf("alarm_count CLEAR = %s", r.body)
+	}
+}
+
+func TestExportWrite(t *testing.T) {
+	env := newTestEnv(t)
+	r := env.get(t, "/api/v3/export")
+	snap := decode(t, "export", r.body).(map[string]any)
+	if snap["charts"] == nil || snap["alerts"] == nil || snap["public_key"] == nil {
+		t.Fatalf("snapshot keys: %v", keys(snap))
+	}
+	for _, q := range []string{"write=1", "write=1&format=prometheus&file=../../etc/passwd&name=x"} {
+		r := env.get(t, "/api/v3/export?"+q)
+		if r.status != 200 {
+			t.Fatalf("%s: %d %s", q, r.status, r.body)
+		}
+		res := decode(t, "write", r.body).(map[string]any)
+		path := res["written"].(string)
+		if filepath.Dir(path) != env.export || strings.Contains(path, "passwd") {
+			t.Fatalf("written to %q, want a file the agent names in %q", path, env.export)
+		}
+		b, err := os.ReadFile(path)
+		if err != nil || len(b) != int(res["bytes"].(float64)) {
+			t.Fatalf("file %s: %v (%d bytes, said %v)", path, err, len(b), res["bytes"])
+		}
+		if strings.Contains(q, "prometheus") {
+			var p expfmt.TextParser
+			if _, err := p.TextToMetricFamilies(bytes.NewReader(b)); err != nil {
+				t.Fatalf("exported prometheus file does not parse: %v", err)
+			}
+		} else if !json.Valid(b) {
+			t.Fatalf("exported JSON invalid")
+		}
+	}
+}

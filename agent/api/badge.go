@@ -1,0 +1,343 @@
+package api
+
+import (
+	"errors"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/valyala/fasthttp"
+
+	"peerdns/agent/health"
+	"peerdns/agent/query"
+	"peerdns/agent/store"
+	"peerdns/http/httpx"
+)
+
+// Badge colours by name (shields.io's palette, which Netdata uses).
+var badgeColors = map[string]string{
+	"brightgreen": "#4c1", "green": "#97CA00", "yellow": "#dfb317", "yellowgreen": "#a4a61d",
+	"orange": "#fe7d37", "red": "#e05d44", "blue": "#007ec6", "grey": "#555", "gray": "#555",
+	"lightgrey": "#9f9f9f", "lightgray": "#9f9f9f",
+}
+
+const (
+	colorLabel   = "#555"
+	colorValue   = "#4c1"
+	colorUnknown = "#999"
+)
+
+// colorValueOf resolves a colour name or hex (with or without '#').
+func colorValueOf(s string) string {
+	if c, ok := badgeColors[strings.ToLower(s)]; ok {
+		return c
+	}
+	s = strings.TrimPrefix(s, "#")
+	if (len(s) == 3 || len(s) == 6) && strings.Trim(strings.ToLower(s), "0123456789abcdef") == "" {
+		return "#" + s
+	}
+	return ""
+}
+
+// pickValueColor evaluates Netdata's value_color: "colour[op number]"
+// terms separated by '|' or ':', the first whose condition holds wins; a
+// term without a condition always holds.
+func pickValueColor(spec string, v float64) string {
+	for _, term := range strings.FieldsFunc(spec, func(r rune) bool { return r == '|' || r == ':' }) {
+		i := strings.IndexAny(term, "<>=!")
+		if i < 0 {
+			return colorValueOf(term)
+		}
+		color, cond := term[:i], term[i:]
+		op := cond[:1]
+		if len(cond) > 1 && cond[1] == '=' {
+			op = cond[:2]
+		}
+		n, err := strconv.ParseFloat(strings.TrimSpace(cond[len(op):]), 64)
+		if err != nil || math.IsNaN(v) {
+			continue
+		}
+		ok := false
+		switch op {
+		case "<":
+			ok = v < n
+		case "<=":
+			ok = v <= n
+		case ">":
+			ok = v > n
+		case ">=":
+			ok = v >= n
+		case "=", "==":
+			ok = v == n
+		case "!=", "!":
+			ok = v != n
+		}
+		if ok {
+			return colorValueOf(color)
+		}
+	}
+	return ""
+}
+
+// formatValue is Netdata's value + units text: automatic precision when
+// precision < 0, "%" glued to the number, other units after a space.
+func formatValue(v float64, units string, precision int) string {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return "-"
+	}
+	if units == "percentage" || units == "percent" {
+		units = "%"
+	}
+	if precision < 0 {
+		a := math.Abs(v)
+		switch {
+		case a >= 1000:
+			precision = 0
+		case a >= 10:
+			precision = 1
+		case a >= 0.1:
+			precision = 2
+		case a >= 0.01:
+			precision = 4
+		case a == 0:
+			precision = 0
+		default:
+			precision = 6
+		}
+	}
+	s := strconv.FormatFloat(v, 'f', precision, 64)
+	if s == "-0" {
+		s = "0"
+	}
+	switch units {
+	case "":
+		return s
+	case "%":
+		return s + "%"
+	}
+	return s + " " + units
+}
+
+// verdana11 approximates the advance width of a character in 11px
+// Verdana/DejaVu Sans, so the badge is sized on the server (Netdata's
+// badges carry a width table for the same reason).
+func verdana11(s string) float64 {
+	w := 0.0
+	for _, r := range s {
+		switch {
+		case r == ' ':
+			w += 3.87
+		case r == '.' || r == ',' || r == ':' || r == ';' || r == 'i' || r == 'l' || r == '|' || r == '!' || r == '\'':
+			w += 3.02
+		case r == 'f' || r == 't' || r == 'r' || r == 'j' || r == '(' || r == ')' || r == '-' || r == '[' || r == ']':
+			w += 4.5
+		case r == 'm' || r == 'w' || r == 'M' || r == 'W':
+			w += 10.2
+		case r == '%':
+			w += 11.8
+		case r >= '0' && r <= '9':
+			w += 7.0
+		case r >= 'A' && r <= 'Z':
+			w += 7.6
+		case r >= 'a' && r <= 'z':
+			w += 6.5
+		default:
+			w += 7.0
+		}
+	}
+	return w
+}
+
+func xmlEscape(b []byte, s string) []byte {
+	for _, r := range s {
+		switch r {
+		case '<':
+			b = append(b, "&lt;"...)
+		case '>':
+			b = append(b, "&gt;"...)
+		case '&':
+			b = append(b, "&amp;"...)
+		case '"':
+			b = append(b, "&quot;"...)
+		case '\'':
+			b = append(b, "&apos;"...)
+		default:
+			b = append(b, string(r)...)
+		}
+	}
+	return b
+}
+
+func f2(b []byte, v float64) []byte { return strconv.AppendFloat(b, v, 'f', 2, 64) }
+
+// renderBadge draws a flat two-part badge like Netdata's badge.svg.
+func renderBadge(label, value, labelColor, valueColor string) []byte {
+	const pad = 4.0
+	lw := verdana11(label) + 2*pad
+	vw := verdana11(value) + 2*pad
+	tw := lw + vw
+	b := make([]byte, 0, 1400)
+	b = append(b, `<svg xmlns="http://www.w3.org/2000/svg" xmlns:xlink="http://www.w3.org/1999/xlink" width="`...)
+	b = f2(b, tw)
+	b = append(b, `" height="20.00"><linearGradient id="smooth" x2="0" y2="100%"><stop offset="0" stop-color="#bbb" stop-opacity=".1"/><stop offset="1" stop-opacity=".1"/></linearGradient><mask id="round"><rect class="bdge-ttl-width" width="`...)
+	b = f2(b, tw)
+	b = append(b, `" height="20.00" rx="3.00" fill="#fff"/></mask><g mask="url(#round)"><rect class="bdge-rect-lbl" width="`...)
+	b = f2(b, lw)
+	b = append(b, `" height="20.00" fill="`...)
+	b = xmlEscape(b, labelColor)
+	b = append(b, `"/><rect class="bdge-rect-val" x="`...)
+	b = f2(b, lw)
+	b = append(b, `" width="`...)
+	b = f2(b, vw)
+	b = append(b, `" height="20.00" fill="`...)
+	b = xmlEscape(b, valueColor)
+	b = append(b, `"/><rect class="bdge-ttl-width" width="`...)
+	b = f2(b, tw)
+	b = append(b, `" height="20.00" fill="url(#smooth)"/></g><g text-anchor="middle" font-family="DejaVu Sans,Verdana,Geneva,sans-serif" font-size="11.00">`...)
+	text := func(class string, x float64, y int, shadow bool, s string) {
+		b = append(b, `<text class="`...)
+		b = append(b, class...)
+		b = append(b, `" x="`...)
+		b = f2(b, x)
+		b = append(b, `" y="`...)
+		b = strconv.AppendInt(b, int64(y), 10)
+		if shadow {
+			b = append(b, `" fill="#010101" fill-opacity=".3">`...)
+		} else {
+			b = append(b, `" fill="#fff">`...)
+		}
+		b = xmlEscape(b, s)
+		b = append(b, `</text>`...)
+	}
+	text("bdge-lbl-lbl", lw/2, 15, true, label)
+	text("bdge-lbl-lbl", lw/2, 14, false, label)
+	text("bdge-lbl-val", lw+vw/2, 15, true, value)
+	text("bdge-lbl-val", lw+vw/2, 14, false, value)
+	return append(b, `</g></svg>`...)
+}
+
+// badge renders /api/v1/badge.svg: the chart's value over the window
+// (default: the latest point), summed over the selected dimensions, or an
+// alert's value with the colour of its status (alarm=name).
+func (s *Server) badge(ctx *fasthttp.RequestCtx, _ int) error {
+	chartID, _ := arg(ctx, "chart")
+	if chartID == "" {
+		return httpx.BadRequest("No chart id is given at the request.")
+	}
+	labelColor := colorLabel
+	if lc, ok := arg(ctx, "label_color"); ok && colorValueOf(lc) != "" {
+		labelColor = colorValueOf(lc)
+	}
+	precision := -1
+	if p, ok := arg(ctx, "precision"); ok && p != "" {
+		n, err := strconv.Atoi(p)
+		if err != nil || n < -1 || n > 12 {
+			return httpx.BadRequest("precision must be an integer from -1 to 12, got %q", p)
+		}
+		precision = n
+	}
+	c, ok := s.o.DB.Chart(chartID)
+	if !ok {
+		s.svg(ctx, renderBadge("chart not found", "-", labelColor, colorUnknown))
+		return nil
+	}
+	label, hasLabel := arg(ctx, "label")
+	units, hasUnits := arg(ctx, "units")
+	if !hasUnits {
+		units = c.Units
+	}
+	if alarm, ok := arg(ctx, "alarm"); ok && alarm != "" {
+		var found *health.Alert
+		for _, a := range s.alerts() {
+			if a.Chart == c.ID && a.Name == alarm {
+				found = &a
+				break
+			}
+		}
+		if !hasLabel {
+			label = strings.ReplaceAll(alarm, "_", " ")
+		}
+		if found == nil {
+			s.svg(ctx, renderBadge(label, "alarm not found", labelColor, colorUnknown))
+			return nil
+		}
+		if !hasUnits {
+			units = found.Units
+		}
+		color := colorUnknown
+		switch found.Status {
+		case health.StatusClear:
+			color = colorValue
+		case health.StatusWarning:
+			color = badgeColors["orange"]
+		case health.StatusCritical:
+			color = badgeColors["red"]
+		}
+		s.svg(ctx, renderBadge(label, formatValue(found.Value, units, precision), labelColor, color))
+		return nil
+	}
+	req, err := query.ParseRequest(getter(ctx))
+	if err != nil {
+		return httpx.BadRequest("%v", err)
+	}
+	if _, ok := arg(ctx, "after"); !ok {
+		req.After = -int64(max(c.UpdateEvery, 1))
+	}
+	if _, ok := arg(ctx, "points"); !ok {
+		req.Points = 1
+	}
+	req.Chart, req.Context, req.Format, req.Options = c.ID, "", query.FormatArray, req.Options&^query.OptJSONWrap
+	if !hasLabel {
+		label = c.Name
+	}
+	v := math.NaN()
+	res, _, err := s.runQuery(&req, []*store.ChartDef{c})
+	if err != nil {
+		var he *httpx.Error
+		if !errors.As(err, &he) || he.Status != fasthttp.StatusNotFound {
+			return err
+		}
+		// No dimension matched: Netdata still draws a badge, valued "-".
+	} else if rows := res.Rows(); rows > 0 {
+		// The newest point, summed over the selected dimensions.
+		sum, n := 0.0, 0
+		for col := range res.Columns {
+			if x := res.At(rows-1, col); !math.IsNaN(x) {
+				sum += x
+				n++
+			}
+		}
+		if n > 0 {
+			v = sum
+		}
+	}
+	if m, ok := arg(ctx, "multiply"); ok && m != "" {
+		f, err := strconv.ParseFloat(m, 64)
+		if err != nil {
+			return httpx.BadRequest("multiply must be a number, got %q", m)
+		}
+		v *= f
+	}
+	if d, ok := arg(ctx, "divide"); ok && d != "" {
+		f, err := strconv.ParseFloat(d, 64)
+		if err != nil || f == 0 {
+			return httpx.BadRequest("divide must be a non-zero number, got %q", d)
+		}
+		v /= f
+	}
+	color := colorValue
+	if math.IsNaN(v) {
+		color = colorUnknown
+	}
+	if vc, ok := arg(ctx, "value_color"); ok && vc != "" {
+		if c := pickValueColor(vc, v); c != "" {
+			color = c
+		}
+	}
+	s.svg(ctx, renderBadge(label, formatValue(v, units, precision), labelColor, color))
+	return nil
+}
+
+func (s *Server) svg(ctx *fasthttp.RequestCtx, body []byte) {
+	setBody(ctx, "image/svg+xml", body)
+}

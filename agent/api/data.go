@@ -1,0 +1,131 @@
+package api
+
+import (
+	"errors"
+
+	"github.com/valyala/fasthttp"
+
+	"peerdns/agent/query"
+	"peerdns/agent/store"
+	"peerdns/http/httpx"
+)
+
+func getter(ctx *fasthttp.RequestCtx) query.Getter {
+	return func(k string) (string, bool) { return arg(ctx, k) }
+}
+
+// runQuery reads the windows the request needs from the store and
+// computes the result. defs are the charts (one for a chart query, every
+// chart of the context for a context query).
+func (s *Server) runQuery(req *query.Request, defs []*store.ChartDef) (*query.Result, int64, error) {
+	now := s.now().Unix()
+	series := make([]query.Series, len(defs))
+	var last int64
+	for i, d := range defs {
+		series[i].Chart = d
+		if t, vals, ok := s.o.DB.Latest(d.ID); ok {
+			series[i].Latest = vals
+			last = max(last, t)
+		}
+	}
+	step := int64(1)
+	if req.Tier == 1 {
+		step = 60
+	}
+	unaligned := req.Options&query.OptUnaligned != 0
+	plan, err := query.NewPlan(req.After, req.Before, req.Points, unaligned, now, 0, last, step)
+	if err != nil {
+		return nil, last, httpx.BadRequest("%v", err)
+	}
+	if plan.Points > 0 {
+		first := int64(0)
+		for i, d := range defs {
+			w, err := s.o.DB.Query(d.ID, req.Tier, plan.After, plan.Before+step-1)
+			if err != nil {
+				if errors.Is(err, store.ErrNotFound) {
+					continue // removed meanwhile: no data
+				}
+				if errors.Is(err, store.ErrBadTier) {
+					return nil, last, httpx.BadRequest("%v", err)
+				}
+				return nil, last, httpx.Internal("query %s: %v", d.ID, err)
+			}
+			series[i].Window = w
+			if len(w.Slots) > 0 && len(w.Slots[0]) > 0 && (first == 0 || w.Start < first) {
+				first = w.Start
+			}
+		}
+		// The store clamps a window to what it holds; when the data starts
+		// later than the plan, plan again so points are spread over data
+		// (Netdata clamps the window to the retention the same way).
+		if first > plan.After {
+			if p2, err := query.NewPlan(req.After, req.Before, req.Points, unaligned, now, first, last, step); err == nil {
+				plan = p2
+			}
+		} else if first == 0 {
+			plan.Points = 0
+		}
+	}
+	res, err := query.Run(req, plan, series)
+	if errors.Is(err, query.ErrNoMetrics) {
+		return nil, last, httpx.Errorf(fasthttp.StatusNotFound, "%s", query.MsgNoMetrics)
+	}
+	return res, last, err
+}
+
+// resolveDefs finds the charts of a request: the chart, or every chart of
+// the context (optionally only the named chart of it).
+func (s *Server) resolveDefs(req *query.Request) ([]*store.ChartDef, bool, error) {
+	if req.Context != "" {
+		all := s.index2().byContext[req.Context]
+		if req.Chart != "" {
+			var one []*store.ChartDef
+			for _, c := range all {
+				if c.ID == req.Chart || c.Name == req.Chart {
+					one = append(one, c)
+				}
+			}
+			all = one
+		}
+		if len(all) == 0 {
+			return nil, true, httpx.Errorf(fasthttp.StatusNotFound, "%s", query.MsgNoMetrics)
+		}
+		return all, true, nil
+	}
+	if req.Chart == "" {
+		return nil, false, httpx.BadRequest("No chart or context is given.")
+	}
+	c, ok := s.o.DB.Chart(req.Chart)
+	if !ok {
+		return nil, false, httpx.Errorf(fasthttp.StatusNotFound, "%s", query.MsgNoMetrics)
+	}
+	return []*store.ChartDef{c}, false, nil
+}
+
+func (s *Server) data(ctx *fasthttp.RequestCtx, ver int) error {
+	s.counters.data.Add(1)
+	req, err := query.ParseRequest(getter(ctx))
+	if err != nil {
+		return httpx.BadRequest("%v", err)
+	}
+	defs, isContext, err := s.resolveDefs(&req)
+	if err != nil {
+		return err
+	}
+	res, last, err := s.runQuery(&req, defs)
+	if err != nil {
+		return err
+	}
+	w := &query.Wrap{
+		Host: s.host.Hostname, API: 1, UpdateEvery: max(defs[0].UpdateEvery, 1),
+		FirstEntry: s.stats().FirstTime, LastEntry: last, Context: isContext,
+	}
+	if ver > 1 {
+		w.API = ver
+	}
+	buf := getBuf()
+	*buf = res.Append(*buf, w)
+	setBody(ctx, res.ContentType(), *buf)
+	putBuf(buf)
+	return nil
+}

@@ -1,0 +1,342 @@
+package api
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"net"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"peerdns/agent/health"
+	"peerdns/agent/store"
+	"peerdns/http/httpx"
+	"peerdns/internal/identity"
+)
+
+// Version is the agent version shown by info, versions and allmetrics.
+const Version = "0.5.0"
+
+// CompatVersion is the Netdata release whose API layouts the agent follows.
+const CompatVersion = "v1.37.1"
+
+// Alerter is what the API reads from the health engine (*health.Engine).
+type Alerter interface {
+	Alerts() []health.Alert
+	Transitions(after uint64) []health.Transition
+}
+
+// Options configure the API server.
+type Options struct {
+	DB        *store.DB
+	Health    Alerter            // nil: no alerts
+	Identity  *identity.Identity // the agent's own key (peer key in / and tunnel)
+	CORS      string             // Access-Control-Allow-Origin; "" means "*"
+	Parent    bool               // AGENT_PARENT=1
+	ExportDir string             // where export?write=1 writes
+	Journal   bool               // AGENT_JOURNAL != 0 (the logs function is listed)
+	DataDir   string             // the agent's data dir (shown in settings and db)
+	Log       *slog.Logger
+	// Now is the clock; nil means time.Now (tests pass a fixed one).
+	Now func() time.Time
+}
+
+// Server answers the agent's REST API. Create it with New; it is safe for
+// concurrent use.
+type Server struct {
+	o       Options
+	log     *slog.Logger
+	host    hostInfo
+	started time.Time
+	srv     *fasthttp.Server
+
+	// statsCache keeps store.Stats for a second: it walks every chart
+	// under its lock and the info/data paths need only its first/last times.
+	statsMu   sync.Mutex
+	statsAt   time.Time
+	statsLast store.Stats
+
+	ctxIndex atomic.Pointer[contextIndex]
+	prom     sync.Map // *store.ChartDef -> *promChart (defs are immutable)
+	infoBody atomic.Pointer[cachedBody]
+	exportN  atomic.Uint64
+	counters struct {
+		data, prom, shell, json, info atomic.Uint64
+	}
+}
+
+type cachedBody struct {
+	at   int64
+	body []byte
+}
+
+// New builds a server. DB is required.
+func New(o Options) (*Server, error) {
+	if o.DB == nil {
+		return nil, errors.New("api: DB is required")
+	}
+	if o.Identity == nil {
+		return nil, errors.New("api: Identity is required")
+	}
+	if o.CORS == "" {
+		o.CORS = "*"
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	s := &Server{o: o, log: o.Log, started: o.Now()}
+	s.host = collectHostInfo(o.Identity)
+	s.srv = &fasthttp.Server{
+		Handler:                       s.Handle,
+		Name:                          "peerdns-agent/" + Version,
+		ReadTimeout:                   10 * time.Second,
+		WriteTimeout:                  10 * time.Second,
+		IdleTimeout:                   60 * time.Second,
+		MaxRequestBodySize:            64 << 10,
+		NoDefaultContentType:          true,
+		CloseOnShutdown:               true,
+		DisableHeaderNamesNormalizing: false,
+		Logger:                        fasthttpLogger{o.Log},
+	}
+	return s, nil
+}
+
+type fasthttpLogger struct{ l *slog.Logger }
+
+func (f fasthttpLogger) Printf(format string, args ...any) {
+	f.l.Debug("fasthttp", "msg", fmt.Sprintf(format, args...))
+}
+
+// Serve answers requests on ln until Shutdown.
+func (s *Server) Serve(ln net.Listener) error { return s.srv.Serve(ln) }
+
+// Shutdown stops accepting, lets requests in flight finish and returns.
+func (s *Server) Shutdown() error { return s.srv.Shutdown() }
+
+func (s *Server) now() time.Time { return s.o.Now() }
+
+func (s *Server) stats() store.Stats {
+	s.statsMu.Lock()
+	defer s.statsMu.Unlock()
+	now := time.Now()
+	if now.Sub(s.statsAt) >= time.Second {
+		s.statsLast = s.o.DB.Stats()
+		s.statsAt = now
+	}
+	return s.statsLast
+}
+
+func (s *Server) alerts() []health.Alert {
+	if s.o.Health == nil {
+		return nil
+	}
+	return s.o.Health.Alerts()
+}
+
+func (s *Server) transitions(after uint64) []health.Transition {
+	if s.o.Health == nil {
+		return nil
+	}
+	return s.o.Health.Transitions(after)
+}
+
+// handler answers one API command. ver is 1, 2 or 3 (0 for paths outside
+// /api/vN).
+type handler func(s *Server, ctx *fasthttp.RequestCtx, ver int) error
+
+// commands maps the command name after /api/vN/ to its handler. Every
+// command is served under every version: the spec lets the three prefixes
+// share one engine, and a script written for one keeps working on another.
+var commands map[string]handler
+
+func init() {
+	commands = map[string]handler{
+		"info":              (*Server).info,
+		"db":                (*Server).dbInfo,
+		"versions":          (*Server).versions,
+		"me":                (*Server).me,
+		"settings":          (*Server).settings,
+		"config":            (*Server).settings,
+		"health":            (*Server).health,
+		"contexts":          (*Server).contexts,
+		"context":           (*Server).context,
+		"charts":            (*Server).charts,
+		"chart":             (*Server).chart,
+		"q":                 (*Server).search,
+		"search":            (*Server).search,
+		"data":              (*Server).data,
+		"allmetrics":        (*Server).allmetrics,
+		"badge.svg":         (*Server).badge,
+		"nodes":             (*Server).nodes,
+		"node_instances":    (*Server).nodeInstances,
+		"fleet":             (*Server).fleet,
+		"stream_path":       (*Server).streamPath,
+		"export":            (*Server).export,
+		"tunnel":            (*Server).tunnel,
+		"alerts":            (*Server).alertsAll,
+		"alarms":            (*Server).alarms,
+		"alarm_log":         (*Server).alarmLog,
+		"alert_transitions": (*Server).alarmLog,
+		"alarms_values":     (*Server).alarmsValues,
+		"alarm_count":       (*Server).alarmCount,
+		"alert_config":      (*Server).alertConfig,
+		"variable":          (*Server).variable,
+		"alarm_variables":   (*Server).variable,
+		"functions":         (*Server).functions,
+	}
+}
+
+// Handle is the fasthttp handler: CORS, OPTIONS preflight, routing and the
+// one place errors are written.
+//
+// Routing is a hand switch over the path instead of fasthttp/router: every
+// path is a fixed string under one of three version prefixes, and Netdata
+// answers unknown commands with its own 404 text. Stripping the prefix and
+// looking the command up in one map serves all three versions with one
+// table and no per-request parameter allocations.
+func (s *Server) Handle(ctx *fasthttp.RequestCtx) {
+	err := s.route(ctx)
+	if err != nil {
+		httpx.WriteError(ctx, s.log, err)
+	}
+	s.commonHeaders(ctx)
+}
+
+func (s *Server) commonHeaders(ctx *fasthttp.RequestCtx) {
+	h := &ctx.Response.Header
+	origin := ctx.Request.Header.Peek("Origin")
+	if s.o.CORS == "*" && len(origin) > 0 {
+		// Netdata echoes the Origin so credentials can be sent.
+		h.SetBytesV("Access-Control-Allow-Origin", origin)
+	} else {
+		h.Set("Access-Control-Allow-Origin", s.o.CORS)
+	}
+	h.Set("Access-Control-Allow-Credentials", "true")
+	if !ctx.IsOptions() {
+		h.Set("Cache-Control", "no-cache, no-store, must-revalidate")
+		h.Set("Pragma", "no-cache")
+	}
+}
+
+func (s *Server) route(ctx *fasthttp.RequestCtx) error {
+	if ctx.IsOptions() {
+		h := &ctx.Response.Header
+		h.Set("Access-Control-Allow-Methods", "GET, OPTIONS")
+		h.Set("Access-Control-Allow-Headers", "accept, x-requested-with, origin, content-type, cookie, pragma, cache-control, x-auth-token")
+		h.Set("Access-Control-Max-Age", "1209600")
+		ctx.SetContentType("text/plain; charset=utf-8")
+		ctx.SetBodyString("OK")
+		return nil
+	}
+	if !ctx.IsGet() && !ctx.IsHead() {
+		ctx.Response.Header.Set("Allow", "GET, OPTIONS")
+		return httpx.Errorf(fasthttp.StatusMethodNotAllowed, "Method not allowed: %s (the agent API is read-only, use GET)", ctx.Method())
+	}
+	path := ctx.Path()
+	switch string(path) {
+	case "/", "/api", "/api/":
+		return s.index(ctx, 0)
+	case "/health":
+		return s.health(ctx, 0)
+	}
+	rest, ok := bytes.CutPrefix(path, []byte("/api/v"))
+	if !ok {
+		return httpx.Errorf(fasthttp.StatusNotFound, "Not found: %s", path)
+	}
+	slash := bytes.IndexByte(rest, '/')
+	verText := rest
+	if slash >= 0 {
+		verText = rest[:slash]
+	}
+	ver := 0
+	switch string(verText) {
+	case "1":
+		ver = 1
+	case "2":
+		ver = 2
+	case "3":
+		ver = 3
+	default:
+		return httpx.Errorf(fasthttp.StatusNotFound, "Unsupported API version: v%s", verText)
+	}
+	cmd := ""
+	if slash >= 0 {
+		cmd = string(rest[slash+1:])
+	}
+	cmd = strings.TrimSuffix(cmd, "/")
+	h, ok := commands[cmd]
+	if !ok {
+		if cmd == "" {
+			return httpx.Errorf(fasthttp.StatusNotFound, "Unsupported v%d API command:", ver)
+		}
+		return httpx.Errorf(fasthttp.StatusNotFound, "Unsupported v%d API command: %s", ver, cmd)
+	}
+	return h(s, ctx, ver)
+}
+
+// arg returns a query argument as a string and whether it is present.
+func arg(ctx *fasthttp.RequestCtx, key string) (string, bool) {
+	args := ctx.QueryArgs()
+	v := args.Peek(key)
+	if v == nil {
+		if !args.Has(key) {
+			return "", false
+		}
+		return "", true
+	}
+	return string(v), true
+}
+
+func argOr(ctx *fasthttp.RequestCtx, key, def string) string {
+	if v, ok := arg(ctx, key); ok && v != "" {
+		return v
+	}
+	return def
+}
+
+// bufPool holds render buffers of the hot endpoints (data, allmetrics).
+// SetBody copies, so a buffer goes back to the pool right after.
+var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 16<<10); return &b }}
+
+func getBuf() *[]byte { return bufPool.Get().(*[]byte) }
+
+func putBuf(b *[]byte) {
+	if cap(*b) > 4<<20 {
+		return // do not keep rare huge buffers alive
+	}
+	*b = (*b)[:0]
+	bufPool.Put(b)
+}
+
+func setBody(ctx *fasthttp.RequestCtx, contentType string, body []byte) {
+	ctx.SetContentType(contentType)
+	ctx.SetBody(body)
+}
+
+const ctJSON = "application/json; charset=utf-8"
+
+// jsonNum renders a float for JSON: NaN and infinities become null.
+func jsonNum(v float64) any {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return nil
+	}
+	return v
+}
+
+func hostname() string {
+	h, err := os.Hostname()
+	if err != nil || h == "" {
+		return "localhost"
+	}
+	return h
+}
