@@ -28,10 +28,12 @@ const (
 	CodeWrite    quic.ApplicationErrorCode = 0x14 // control stream write failed
 )
 
-// preface opens the control stream; it makes the stream visible to the
-// acceptor at once and tells it this is a peerdns control stream, not a
-// tunnel stream.
-var preface = []byte("PDN1")
+// ControlPreface opens the control stream; it makes the stream visible to
+// the acceptor at once and tells it this is a peerdns control stream, not
+// a tunnel stream.
+const ControlPreface = "PDN1"
+
+var preface = []byte(ControlPreface)
 
 // Config configures a QUIC endpoint. Zero durations take the defaults.
 type Config struct {

@@ -108,3 +108,15 @@ func checkALPN(cs tls.ConnectionState) error {
 	}
 	return nil
 }
+
+// ClientTLS is the TLS configuration a dialer uses: our self-signed
+// certificate, ALPN peerdns/1, and the server's key checked against
+// peerID ("" = any). For tools and tests that speak QUIC to a node
+// directly; nodes use Endpoint.Dial.
+func ClientTLS(id *identity.Identity, peerID string) (*tls.Config, error) {
+	cert, err := selfSigned(id)
+	if err != nil {
+		return nil, err
+	}
+	return clientTLS(cert, peerID), nil
+}

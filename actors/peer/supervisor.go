@@ -339,7 +339,6 @@ func (a *Actor) onJoined(c actor.Context, m *joined) {
 	}
 	a.network, a.root = m.network, m.root
 	a.joinInv, a.joinReq = nil, nil
-	a.log.Info("joined network", "root", short(m.root))
 	a.publishHint()
 }
 

@@ -1,0 +1,254 @@
+package peer
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"peerdns/actors/ledger"
+	"peerdns/http/httpx"
+	"peerdns/internal/identity"
+	"peerdns/internal/store"
+	"peerdns/internal/testutil"
+	"peerdns/internal/view"
+	"peerdns/messages"
+	"peerdns/transport"
+)
+
+// logBuf collects a node's log lines so tests can check them.
+type logBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *logBuf) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuf) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// testNode is one in-process node: real ledger actor, real QUIC
+// endpoint on loopback, real peers supervisor, each in its own actor
+// system as separate processes would be.
+type testNode struct {
+	t      *testing.T
+	name   string
+	dir    string
+	id     *identity.Identity
+	sys    *actor.ActorSystem
+	ldb    *store.DB
+	ndb    *store.DB
+	ep     *transport.QUICEndpoint
+	ledger *actor.PID
+	peers  *actor.PID
+	logs   *logBuf
+	addr   string // p2p address, kept across restarts
+	opts   nodeOpts
+	up     bool
+}
+
+type nodeOpts struct {
+	join      string
+	bootstrap []string
+	now       func() time.Time
+}
+
+func newTestNode(t *testing.T, name string, o nodeOpts) *testNode {
+	t.Helper()
+	n := &testNode{t: t, name: name, dir: t.TempDir(), logs: &logBuf{}, addr: "127.0.0.1:0", opts: o}
+	n.start()
+	t.Cleanup(func() {
+		n.stop()
+		if t.Failed() || testing.Verbose() {
+			t.Logf("--- logs of %s (%.8s) ---\n%s", n.name, n.id.ID(), n.logs.String())
+		}
+	})
+	return n
+}
+
+func quietSystem() *actor.ActorSystem {
+	return actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
+		return slog.New(slog.NewTextHandler(io.Discard, nil))
+	}))
+}
+
+func (n *testNode) start() {
+	t := n.t
+	t.Helper()
+	var err error
+	n.id, err = identity.LoadOrCreate(filepath.Join(n.dir, "identity.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n.ldb, err = store.Open(filepath.Join(n.dir, "ledger.db"), store.Options{Durable: true}); err != nil {
+		t.Fatal(err)
+	}
+	if n.ndb, err = store.Open(filepath.Join(n.dir, "node.db"), store.Options{Durable: true}); err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.NewTextHandler(n.logs, &slog.HandlerOptions{Level: slog.LevelInfo})).With("node", n.name)
+	n.sys = quietSystem()
+	n.ledger, err = n.sys.Root.SpawnNamed(ledger.Props(ledger.Deps{
+		Identity: n.id, Ledger: n.ldb, Node: n.ndb, Published: &view.Published{},
+		Join: n.opts.join != "", Log: log,
+	}), "ledger")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.ep, err = transport.Listen(transport.Config{Identity: n.id, ListenAddr: n.addr, Logger: log,
+		KeepAlive: 200 * time.Millisecond, IdleTimeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.addr = n.ep.Addr().String()
+	n.peers, err = n.sys.Root.SpawnNamed(Props(Deps{
+		Identity: n.id, Endpoint: n.ep, Ledger: n.ledger, Node: n.ndb, Log: log,
+		Bootstrap: n.opts.bootstrap, Join: n.opts.join, Now: n.opts.now,
+		TickInterval: 20 * time.Millisecond, SyncInterval: 200 * time.Millisecond,
+		PingInterval: 300 * time.Millisecond, ExchangeInterval: 100 * time.Millisecond,
+		HandshakeTimeout: 3 * time.Second,
+		Backoff:          transport.Backoff{Min: 20 * time.Millisecond, Max: 200 * time.Millisecond},
+	}), "peers")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.up = true
+}
+
+// stop shuts the node down like a process exit: actors, endpoint, stores.
+func (n *testNode) stop() {
+	if !n.up {
+		return
+	}
+	n.up = false
+	_ = n.sys.Root.StopFuture(n.peers).Wait()
+	_ = n.ep.Close()
+	_ = n.sys.Root.StopFuture(n.ledger).Wait()
+	n.sys.Shutdown()
+	n.ldb.Close()
+	n.ndb.Close()
+}
+
+// restart stops and starts the node on the same data dir and address,
+// with no flags (known peers must suffice).
+func (n *testNode) restart() {
+	n.stop()
+	n.opts.join, n.opts.bootstrap = "", nil
+	n.start()
+}
+
+func ask[R any](t testing.TB, sys *actor.ActorSystem, pid *actor.PID, req any) R {
+	t.Helper()
+	r, err := httpx.Ask[R](sys.Root, pid, req, 5*time.Second)
+	if err != nil {
+		t.Fatalf("ask %T: %v", req, err)
+	}
+	return r
+}
+
+func (n *testNode) peerIDs() []string {
+	return ask[*messages.GetPeersReply](n.t, n.sys, n.peers, &messages.GetPeers{}).IDs
+}
+
+func (n *testNode) invite(ttl time.Duration) string {
+	n.t.Helper()
+	var r *messages.CreateInviteReply
+	testutil.Eventually(n.t, 10*time.Second, func() error {
+		r = ask[*messages.CreateInviteReply](n.t, n.sys, n.peers, &messages.CreateInvite{TTL: ttl})
+		return r.Err
+	})
+	return r.Invite
+}
+
+func (n *testNode) isWriter(id string) bool {
+	return ask[*messages.IsWriterReply](n.t, n.sys, n.ledger, &messages.IsWriter{ID: id}).OK
+}
+
+func (n *testNode) addDomain(name, hash string) {
+	n.t.Helper()
+	if r := ask[*messages.AddDomainReply](n.t, n.sys, n.ledger, &messages.AddDomain{Domain: name, Hash: hash}); r.Err != nil {
+		n.t.Fatalf("%s AddDomain(%s): %v", n.name, name, r.Err)
+	}
+}
+
+func (n *testNode) domains() map[string]messages.DomainEntry {
+	out := map[string]messages.DomainEntry{}
+	for _, d := range ask[*messages.GetDomainsReply](n.t, n.sys, n.ledger, &messages.GetDomains{}).Domains {
+		out[d.Domain] = d
+	}
+	return out
+}
+
+func (n *testNode) vv() messages.VersionVector {
+	return ask[*messages.GetVersionVectorReply](n.t, n.sys, n.ledger, &messages.GetVersionVector{}).VV
+}
+
+// waitPeers waits until every node sees exactly the others as peers.
+func waitMesh(t *testing.T, within time.Duration, nodes ...*testNode) {
+	t.Helper()
+	testutil.Eventually(t, within, func() error {
+		for _, n := range nodes {
+			var want []string
+			for _, o := range nodes {
+				if o != n {
+					want = append(want, o.id.ID())
+				}
+			}
+			sort.Strings(want)
+			if got := n.peerIDs(); strings.Join(got, ",") != strings.Join(want, ",") {
+				return fmt.Errorf("%s peers = %d %v, want %d", n.name, len(got), shortAll(got), len(want))
+			}
+		}
+		return nil
+	})
+}
+
+// waitConverged waits until all nodes hold the same version vector.
+func waitConverged(t *testing.T, within time.Duration, nodes ...*testNode) {
+	t.Helper()
+	testutil.Eventually(t, within, func() error {
+		first := fmt.Sprint(nodes[0].vv())
+		for _, n := range nodes[1:] {
+			if got := fmt.Sprint(n.vv()); got != first {
+				return fmt.Errorf("%s vv %s != %s vv %s", n.name, got, nodes[0].name, first)
+			}
+		}
+		return nil
+	})
+}
+
+func shortAll(ids []string) []string {
+	out := make([]string, len(ids))
+	for i, id := range ids {
+		out[i] = short(id)[:8]
+	}
+	return out
+}
+
+// joinNode starts a node that joins the network with an invite from inviter.
+func joinNode(t *testing.T, name string, inviter *testNode) *testNode {
+	t.Helper()
+	n := newTestNode(t, name, nodeOpts{join: inviter.invite(0)})
+	testutil.Eventually(t, 15*time.Second, func() error {
+		if !inviter.isWriter(n.id.ID()) || !n.isWriter(n.id.ID()) {
+			return fmt.Errorf("%s not a writer yet on both sides", name)
+		}
+		return nil
+	})
+	return n
+}

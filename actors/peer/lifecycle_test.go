@@ -1,0 +1,145 @@
+package peer
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/quic-go/quic-go"
+
+	"peerdns/internal/identity"
+	"peerdns/internal/testutil"
+	"peerdns/transport"
+)
+
+func TestRestartCatchesUpWithoutFlags(t *testing.T) {
+	a := newTestNode(t, "A", nodeOpts{})
+	b := joinNode(t, "B", a)
+	c := joinNode(t, "C", a)
+	waitMesh(t, 15*time.Second, a, b, c)
+	c.stop()
+	for i := 0; i < 20; i++ {
+		a.addDomain(fmt.Sprintf("d%02d.p2p", i), hash('a'))
+	}
+	b.addDomain("bee.p2p", hash('b'))
+	waitConverged(t, 15*time.Second, a, b)
+	// C comes back with no --join and no --bootstrap: known peers only.
+	c.restart()
+	waitMesh(t, 15*time.Second, a, b, c)
+	waitConverged(t, 15*time.Second, a, b, c)
+	testutil.Eventually(t, 15*time.Second, func() error {
+		ds := c.domains()
+		for _, name := range []string{"d00.p2p", "d19.p2p", "bee.p2p"} {
+			if d, ok := ds[name]; !ok || d.ConsensusStatus != "resolved" {
+				return fmt.Errorf("C sees %s as %+v", name, d)
+			}
+		}
+		return nil
+	})
+}
+
+func TestFiveNodesConverge(t *testing.T) {
+	a := newTestNode(t, "A", nodeOpts{})
+	nodes := []*testNode{a}
+	for _, name := range []string{"B", "C", "D", "E"} {
+		// Each node is invited by the previous one: discovery must still
+		// connect everyone to everyone.
+		nodes = append(nodes, joinNode(t, name, nodes[len(nodes)-1]))
+	}
+	waitMesh(t, 30*time.Second, nodes...)
+	for i, n := range nodes {
+		n.addDomain(fmt.Sprintf("n%d.p2p", i), hash("abcde"[i]))
+	}
+	waitConverged(t, 30*time.Second, nodes...)
+	testutil.Eventually(t, 30*time.Second, func() error {
+		for _, n := range nodes {
+			ds := n.domains()
+			for i := range nodes {
+				d, ok := ds[fmt.Sprintf("n%d.p2p", i)]
+				if !ok || d.ConsensusState == nil || d.ConsensusState.Status != "resolved" || d.ConsensusState.MinVotes != 3 {
+					return fmt.Errorf("%s sees n%d.p2p as %+v", n.name, i, d.ConsensusState)
+				}
+			}
+		}
+		return nil
+	})
+}
+
+func TestGarbageFramesDisconnectPeer(t *testing.T) {
+	a := newTestNode(t, "A", nodeOpts{})
+	b := joinNode(t, "B", a)
+	waitMesh(t, 15*time.Second, a, b)
+	for _, tt := range []struct {
+		name string
+		send []byte
+	}{
+		{"not cbor", frameOf([]byte("garbage garbage"))},
+		{"oversize", []byte{0x7f, 0xff, 0xff, 0xff}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			id, _ := identity.Generate()
+			tc, err := transport.ClientTLS(id, a.id.ID())
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			qc, err := quic.DialAddr(ctx, a.addr, tc, &quic.Config{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer qc.CloseWithError(0, "")
+			st, err := qc.OpenStreamSync(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			st.Write([]byte(transport.ControlPreface))
+			st.Write(tt.send)
+			select {
+			case <-qc.Context().Done():
+			case <-ctx.Done():
+				t.Fatal("garbage peer still connected")
+			}
+			waitLog(t, a, "closing peer connection: bad frame", "peer="+id.ID()[:16])
+			// A keeps serving B.
+			a.addDomain("still-"+tt.name[:3]+".p2p", hash('a'))
+			waitConverged(t, 10*time.Second, a, b)
+			if got := a.peerIDs(); len(got) != 1 || got[0] != b.id.ID() {
+				t.Fatalf("A peers = %v", shortAll(got))
+			}
+		})
+	}
+}
+
+func frameOf(p []byte) []byte {
+	b := make([]byte, 4+len(p))
+	binary.BigEndian.PutUint32(b, uint32(len(p)))
+	copy(b[4:], p)
+	return b
+}
+
+func TestSimultaneousDialsKeepOneConnection(t *testing.T) {
+	a := newTestNode(t, "A", nodeOpts{})
+	b := joinNode(t, "B", a)
+	waitMesh(t, 15*time.Second, a, b)
+	// Restart both so each dials the other from its known peers at once.
+	a.stop()
+	b.stop()
+	a.start()
+	b.start()
+	waitMesh(t, 15*time.Second, a, b)
+	// Stable: the mesh holds for a while with one session per side.
+	deadline := time.Now().Add(time.Second)
+	for time.Now().Before(deadline) {
+		if len(a.peerIDs()) != 1 || len(b.peerIDs()) != 1 {
+			t.Fatal("connection flapped after duplicate resolution")
+		}
+		time.Sleep(20 * time.Millisecond) // sampling a steady state
+	}
+	st := diag(t, a)
+	if st.Summary.ConnectedPeers != 1 {
+		t.Fatalf("diag connected = %d", st.Summary.ConnectedPeers)
+	}
+}
