@@ -1,0 +1,225 @@
+package localdns
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"path/filepath"
+	"reflect"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/miekg/dns"
+
+	nodedns "peerdns/dns"
+	"peerdns/dns/dnstest"
+	"peerdns/dns/records"
+	"peerdns/internal/store"
+	"peerdns/internal/view"
+	"peerdns/messages"
+)
+
+type node struct {
+	sys   *actor.ActorSystem
+	pid   *actor.PID
+	db    *store.DB
+	pub   *records.Published
+	view  *view.Published
+	srv   *nodedns.Server
+	hints atomic.Int64
+	stopFn func()
+}
+
+func ask[R any](t *testing.T, n *node, msg any) R {
+	t.Helper()
+	res, err := n.sys.Root.RequestFuture(n.pid, msg, 5*time.Second).Result()
+	if err != nil {
+		t.Fatalf("ask %T: %v", msg, err)
+	}
+	r, ok := res.(R)
+	if !ok {
+		t.Fatalf("ask %T: reply %T", msg, res)
+	}
+	return r
+}
+
+// startNode runs the actor over the store file at path, with a real DNS
+// server reading its snapshot and forwarding to up.
+func startNode(t *testing.T, path string, up *dnstest.Upstream, v *view.Published) *node {
+	t.Helper()
+	db, err := store.Open(path, store.Options{Durable: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := &node{sys: actor.NewActorSystem(), db: db, pub: &records.Published{}, view: v}
+	n.srv, err = nodedns.New(nodedns.Config{Addr: "127.0.0.1:0", UDPSockets: 1, Upstreams: []string{up.Addr}}, v, n.pub, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := n.srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sub := n.sys.EventStream.Subscribe(func(evt any) {
+		if h, ok := evt.(*messages.Hint); ok && h.Type == messages.HintLocalDNS {
+			n.hints.Add(1)
+		}
+	})
+	n.pid = n.sys.Root.Spawn(Props(Deps{Store: db, Published: n.pub, View: v, PublicLookup: n.srv.PublicLookup, Log: slog.New(slog.DiscardHandler)}))
+	stopped := false
+	stop := func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		n.sys.EventStream.Unsubscribe(sub)
+		n.sys.Root.StopFuture(n.pid).Wait()
+		n.sys.Shutdown()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		n.srv.Shutdown(ctx)
+		db.Close()
+	}
+	t.Cleanup(stop)
+	n.stopFn = stop
+	return n
+}
+
+func (n *node) dig(t *testing.T, name string, qtype uint16) []string {
+	t.Helper()
+	m, _, err := (&dns.Client{Timeout: 3 * time.Second}).Exchange(new(dns.Msg).SetQuestion(dns.Fqdn(name), qtype), n.srv.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, rr := range m.Answer {
+		out = append(out, rr.String()[len(rr.Header().String()):])
+	}
+	return out
+}
+
+func rec(t *testing.T, js string) records.Record {
+	t.Helper()
+	r, err := records.Parse([]byte(js))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func testView() *view.Published {
+	v := &view.Published{}
+	v.Store(&view.Snapshot{Version: 1, Domains: map[string]*view.Domain{
+		"clash.p2p": {Name: "clash.p2p", Status: "resolved", IP: netip.MustParseAddr("10.77.0.6")},
+		"site.p2p":  {Name: "site.p2p", Status: "resolved", IP: netip.MustParseAddr("10.77.0.5")},
+		"tie.p2p":   {Name: "tie.p2p", Status: "tie"},
+	}})
+	return v
+}
+
+func eventually(t *testing.T, within time.Duration, cond func() error) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for err := cond(); err != nil; err = cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("not true after %v: %v", within, err)
+		}
+		<-tick.C
+	}
+}
+
+func TestRecordsLiveAndPersisted(t *testing.T) {
+	up := dnstest.Start(t, map[string]string{"clash.p2p": "198.51.100.9", "tie.p2p": "198.51.100.10"})
+	path := filepath.Join(t.TempDir(), "node.db")
+	n := startNode(t, path, up, testView())
+
+	for _, js := range []string{
+		`{"name":"a.lan","type":"A","ttl":60,"data":"192.168.1.10"}`,
+		`{"name":"mail.lan","type":"MX","ttl":60,"preference":10,"exchange":"a.lan"}`,
+		`{"name":"b.lan","type":"A","ttl":60,"data":"192.168.1.11"}`,
+	} {
+		if r := ask[*WriteReply](t, n, &AddRecord{Record: rec(t, js)}); r.Err != nil {
+			t.Fatal(r.Err)
+		}
+	}
+	// Live in DNS as soon as the write is acknowledged.
+	if got := n.dig(t, "a.lan", dns.TypeA); !reflect.DeepEqual(got, []string{"192.168.1.10"}) {
+		t.Fatalf("a.lan = %q", got)
+	}
+	if r := ask[*WriteReply](t, n, &UpdateRecord{Index: 0, Record: rec(t, `{"name":"a.lan","type":"A","ttl":60,"data":"192.168.1.20"}`)}); r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	if got := n.dig(t, "a.lan", dns.TypeA); !reflect.DeepEqual(got, []string{"192.168.1.20"}) {
+		t.Fatalf("after update a.lan = %q", got)
+	}
+	if r := ask[*WriteReply](t, n, &DeleteRecord{Index: 2}); r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	if got := n.dig(t, "b.lan", dns.TypeA); got != nil {
+		t.Fatalf("deleted b.lan = %q", got)
+	}
+	for _, bad := range []any{&UpdateRecord{Index: 5, Record: rec(t, `{"name":"x.lan","type":"A","data":"192.0.2.1"}`)}, &DeleteRecord{Index: -1}, &DeleteRecord{Index: 2}} {
+		if r := ask[*WriteReply](t, n, bad); !errors.Is(r.Err, ErrBadIndex) {
+			t.Fatalf("%+v: %v, want ErrBadIndex", bad, r.Err)
+		}
+	}
+	if r := ask[*WriteReply](t, n, &AddRecord{Record: rec(t, `{"name":"a.lan","type":"CNAME","data":"b.lan"}`)}); r.Err == nil {
+		t.Fatal("CNAME beside A accepted")
+	}
+	if r := ask[*WriteReply](t, n, &SetVersionPreference{Domain: "clash.p2p", Version: "both"}); !errors.Is(r.Err, ErrBadVersion) {
+		t.Fatalf("bad version: %v", r.Err)
+	}
+
+	// Conflict found in the background: clash.p2p resolves publicly.
+	eventually(t, 5*time.Second, func() error {
+		got := ask[*GetLocalDNSReply](t, n, &GetLocalDNS{}).Conflicts
+		if want := []Conflict{{Domain: "clash.p2p", Version: "p2p", PublicIP: "198.51.100.9"}}; !reflect.DeepEqual(got, want) {
+			return fmt.Errorf("conflicts = %+v, want %+v", got, want)
+		}
+		return nil
+	})
+	if got := n.dig(t, "clash.p2p", dns.TypeA); !reflect.DeepEqual(got, []string{"10.77.0.6"}) {
+		t.Fatalf("clash.p2p with p2p preference = %q", got)
+	}
+	if r := ask[*WriteReply](t, n, &SetVersionPreference{Domain: "Clash.P2P", Version: "public"}); r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	if got := n.dig(t, "clash.p2p", dns.TypeA); !reflect.DeepEqual(got, []string{"198.51.100.9"}) {
+		t.Fatalf("clash.p2p with public preference = %q", got)
+	}
+	if got := ask[*GetSelectorCacheReply](t, n, &GetSelectorCache{}).Prefs; !reflect.DeepEqual(got, map[string]string{"clash.p2p": "public"}) {
+		t.Fatalf("selector cache = %v", got)
+	}
+	if n.hints.Load() < 4 {
+		t.Fatalf("hints = %d, want one per write", n.hints.Load())
+	}
+	want := ask[*GetLocalDNSReply](t, n, &GetLocalDNS{})
+
+	// Restart: a new actor system and DNS server over the reopened file.
+	n.stopFn()
+	n2 := startNode(t, path, up, testView())
+	got := ask[*GetLocalDNSReply](t, n2, &GetLocalDNS{})
+	if !reflect.DeepEqual(got.Records, want.Records) || !reflect.DeepEqual(got.Conflicts, want.Conflicts) {
+		t.Fatalf("after restart %+v, want %+v", got, want)
+	}
+	if got := n2.dig(t, "clash.p2p", dns.TypeA); !reflect.DeepEqual(got, []string{"198.51.100.9"}) {
+		t.Fatalf("preference lost on restart: %q", got)
+	}
+	if got := n2.dig(t, "mail.lan", dns.TypeMX); !reflect.DeepEqual(got, []string{"10 a.lan."}) {
+		t.Fatalf("mail.lan after restart = %q", got)
+	}
+
+	// The domain leaves the view: its conflict goes.
+	n2.view.Store(&view.Snapshot{Version: 2, Domains: map[string]*view.Domain{}})
+	eventually(t, 5*time.Second, func() error {
+		if c := ask[*GetLocalDNSReply](t, n2, &GetLocalDNS{}).Conflicts; len(c) != 0 {
+			return fmt.Errorf("conflicts %+v", c)
+		}
+		return nil
+	})
+}
