@@ -24,8 +24,8 @@ type sessionConfig struct {
 	joinInviter, joinNetwork string
 
 	syncInterval, pingInterval, handshakeTimeout, askTimeout time.Duration
-	batch     int // ops per GetOpsSince / frame
-	queueSize int // outbound frames buffered before live ops are dropped
+	batch                                                    int // ops per GetOpsSince / frame
+	queueSize                                                int // outbound frames buffered before live ops are dropped
 }
 
 // outItem is one frame for the writer goroutine. closeAfter, when set,
