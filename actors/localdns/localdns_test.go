@@ -24,13 +24,13 @@ import (
 )
 
 type node struct {
-	sys   *actor.ActorSystem
-	pid   *actor.PID
-	db    *store.DB
-	pub   *records.Published
-	view  *view.Published
-	srv   *nodedns.Server
-	hints atomic.Int64
+	sys    *actor.ActorSystem
+	pid    *actor.PID
+	db     *store.DB
+	pub    *records.Published
+	view   *view.Published
+	srv    *nodedns.Server
+	hints  atomic.Int64
 	stopFn func()
 }
 
