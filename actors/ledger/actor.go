@@ -68,6 +68,7 @@ type Actor struct {
 	recalc      map[string]bool
 	waiters     []waiter
 	publishing  bool
+	changed     bool // something a reader sees changed since the last publish
 	version     uint64
 	listing     []messages.DomainEntry
 	listingOK   bool

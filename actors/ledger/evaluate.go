@@ -51,7 +51,9 @@ func (a *Actor) flush(c actor.Context) {
 		if !a.bootstrap && (a.st.network != "" || !a.d.Join) {
 			a.bootstrap = true
 		}
-		a.schedulePublish(c)
+		if a.changed {
+			a.schedulePublish(c)
+		}
 	}
 }
 
@@ -158,6 +160,7 @@ func (a *Actor) settled(c actor.Context, name string) {
 const settledMark = "\x00settled"
 
 func (a *Actor) schedulePublish(c actor.Context) {
+	a.changed = true
 	if !a.publishing {
 		a.publishing = true
 		c.Send(c.Self(), &publishNow{})
@@ -167,7 +170,7 @@ func (a *Actor) schedulePublish(c actor.Context) {
 // publish stores a new view snapshot and answers the waiters whose domain
 // settled (and, when nothing is in flight, every waiter).
 func (a *Actor) publish(c actor.Context) {
-	a.publishing = false
+	a.publishing, a.changed = false, false
 	a.version++
 	snap := &view.Snapshot{
 		Version:  a.version,

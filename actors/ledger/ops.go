@@ -123,6 +123,7 @@ func (a *Actor) applyBatch(ops []*messages.Op, persist bool) (applied []*message
 func (a *Actor) afterApply(ops []*messages.Op) {
 	a.lastApplyAt = a.d.Now().UnixMilli()
 	a.listingOK = false
+	a.changed = true
 	for _, op := range ops {
 		pk, err := messages.ParseKey(op.Key)
 		if err != nil || pk.Kind != messages.KeyCleanup || op.Delete {

@@ -35,6 +35,7 @@ type node struct {
 	nodeDB   *store.DB
 	root     *supervisor.Root
 	ledger   *actor.PID
+	hub      *actor.PID
 	channels map[string]*actor.PID
 	logs     map[string]*slog.Logger
 	pub      *view.Published
@@ -95,6 +96,7 @@ func startNode(cfg nodeConfig, stderr io.Writer) (n *node, err error) {
 		return nil, fmt.Errorf("spawn ledger: %w", err)
 	}
 	hub, err := n.root.Spawn("ws-hub", ws.Props(core))
+	n.hub = hub
 	if err != nil {
 		adminLn.Close()
 		return nil, fmt.Errorf("spawn ws hub: %w", err)
@@ -203,7 +205,7 @@ func (t tee) Handle(ctx context.Context, r slog.Record) error {
 }
 
 func (t tee) WithAttrs(as []slog.Attr) slog.Handler { return tee{t.a.WithAttrs(as), t.b.WithAttrs(as)} }
-func (t tee) WithGroup(g string) slog.Handler      { return tee{t.a.WithGroup(g), t.b.WithGroup(g)} }
+func (t tee) WithGroup(g string) slog.Handler       { return tee{t.a.WithGroup(g), t.b.WithGroup(g)} }
 
 // standalonePeers answers the peer questions for a node whose peer
 // network is not running: no peers; master when it created the network.

@@ -73,6 +73,9 @@ func New(d Deps) *Server {
 		WriteTimeout:       writeTimeout,
 		MaxRequestBodySize: maxBody,
 		NoDefaultDate:      true,
+		// The WebSocket hub closes a dropped client's connection itself;
+		// without this fasthttp turns Close on a hijacked conn into a no-op.
+		KeepHijackedConns: true,
 	}
 	return s
 }

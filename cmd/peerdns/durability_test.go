@@ -1,0 +1,172 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"peerdns/messages"
+)
+
+func TestRestartKeepsEverything(t *testing.T) {
+	dir := t.TempDir()
+	n := newTestNode(t, dir)
+	base := "http://" + n.adminAddr()
+	id := n.id.ID()
+	for i := 0; i < 5; i++ {
+		addDomain(t, base, fmt.Sprintf("d%d.p2p", i), hashA)
+	}
+	if code, _ := call(t, "POST", base+"/api/remove-domain", `{"domain":"d4.p2p"}`); code != 200 {
+		t.Fatalf("remove = %d", code)
+	}
+	var before, after []domainEntry
+	var ifsBefore, ifsAfter []messages.Interface
+	var entBefore, entAfter []messages.LedgerEntry
+	mustJSON(t, "GET", base+"/api/resolved-domains", "", 200, &before)
+	mustJSON(t, "GET", base+"/api/interfaces", "", 200, &ifsBefore)
+	mustJSON(t, "GET", base+"/api/entries", "", 200, &entBefore)
+	n.stop()
+
+	n2 := newTestNode(t, dir)
+	base = "http://" + n2.adminAddr()
+	if n2.id.ID() != id {
+		t.Fatalf("identity changed: %s → %s", id, n2.id.ID())
+	}
+	mustJSON(t, "GET", base+"/api/resolved-domains", "", 200, &after)
+	mustJSON(t, "GET", base+"/api/interfaces", "", 200, &ifsAfter)
+	mustJSON(t, "GET", base+"/api/entries", "", 200, &entAfter)
+	if len(after) != len(before) || len(after) != 5 {
+		t.Fatalf("domains before %d after %d", len(before), len(after))
+	}
+	for i := range before {
+		if before[i].Domain != after[i].Domain || before[i].Hash != after[i].Hash || before[i].ConsensusStatus != after[i].ConsensusStatus {
+			t.Fatalf("domain %d: before %+v after %+v", i, before[i], after[i])
+		}
+	}
+	if fmt.Sprint(ifsBefore) != fmt.Sprint(ifsAfter) {
+		t.Fatalf("interfaces before %v after %v", ifsBefore, ifsAfter)
+	}
+	if fmt.Sprint(entBefore) != fmt.Sprint(entAfter) {
+		t.Fatalf("entries before %v after %v", entBefore, entAfter)
+	}
+}
+
+// startProcess runs the test binary as `peerdns node` on dir and returns
+// the process and its admin address once it announced it.
+func startProcess(t *testing.T, dir string) (*exec.Cmd, string) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "node", "--data", dir, "--admin-addr", "127.0.0.1:0",
+		"--dns-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0", "--https-addr", "127.0.0.1:0",
+		"--p2p-addr", "127.0.0.1:0", "--upstream", "127.0.0.1:1")
+	cmd.Env = append(os.Environ(), "PEERDNS_TEST_AS_MAIN=1")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	re := regexp.MustCompile(`^admin listening on (\S+)`)
+	addr := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			if m := re.FindStringSubmatch(sc.Text()); m != nil {
+				addr <- m[1]
+			}
+		}
+	}()
+	select {
+	case a := <-addr:
+		return cmd, a
+	case <-time.After(30 * time.Second):
+		t.Fatal("node process did not announce its admin address")
+	}
+	return nil, ""
+}
+
+func TestKill9KeepsAcknowledgedWrites(t *testing.T) {
+	dir := t.TempDir()
+	cmd, addr := startProcess(t, dir)
+	base := "http://" + addr
+	const n = 20
+	for i := 0; i < n; i++ {
+		addDomain(t, base, fmt.Sprintf("k%d.p2p", i), hashA)
+	}
+	// No graceful anything: the process dies right after the last OK.
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+
+	_, addr = startProcess(t, dir)
+	var ds []domainEntry
+	mustJSON(t, "GET", "http://"+addr+"/api/resolved-domains", "", 200, &ds)
+	got := map[string]string{}
+	for _, d := range ds {
+		got[d.Domain] = d.ConsensusStatus
+	}
+	for i := 0; i < n; i++ {
+		name := fmt.Sprintf("k%d.p2p", i)
+		if got[name] != "resolved" {
+			t.Fatalf("after kill -9, %s = %q (all: %v)", name, got[name], got)
+		}
+	}
+}
+
+func TestSignalStopsCleanly(t *testing.T) {
+	cmd, addr := startProcess(t, t.TempDir())
+	addDomain(t, "http://"+addr, "bye.p2p", hashA)
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("exit after SIGTERM: %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("node did not exit after SIGTERM")
+	}
+	if cmd.ProcessState.ExitCode() != 0 {
+		t.Fatalf("exit code %d", cmd.ProcessState.ExitCode())
+	}
+}
+
+func TestVersionAndFlags(t *testing.T) {
+	var out strings.Builder
+	if code := run([]string{"version"}, func(string) string { return "" }, &out, &out); code != 0 || !strings.HasPrefix(out.String(), "peerdns ") {
+		t.Fatalf("version = %d %q", code, out.String())
+	}
+	env := map[string]string{"PEERDNS_ADMIN_ADDR": "127.0.0.1:9999", "PEERDNS_BOOTSTRAP": "a:1, b:2"}
+	cfg, err := parseNodeFlags([]string{"--dns-addr", "127.0.0.1:5353"}, func(k string) string { return env[k] }, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.AdminAddr != "127.0.0.1:9999" || cfg.DNSAddr != "127.0.0.1:5353" || len(cfg.Bootstrap) != 2 || cfg.Data != "./peerdns-data" {
+		t.Fatalf("config = %+v", cfg)
+	}
+	cfg, err = parseNodeFlags([]string{"--admin-addr", "127.0.0.1:1"}, func(k string) string { return env[k] }, &out)
+	if err != nil || cfg.AdminAddr != "127.0.0.1:1" {
+		t.Fatalf("flag did not win over env: %+v %v", cfg, err)
+	}
+	cfg, _ = parseNodeFlags([]string{"--system"}, func(string) string { return "" }, &out)
+	if cfg.DNSAddr != "0.0.0.0:53" || cfg.HTTPAddr != "0.0.0.0:80" || cfg.HTTPSAddr != "0.0.0.0:443" {
+		t.Fatalf("--system = %+v", cfg)
+	}
+	if _, err := parseNodeFlags([]string{"--nope"}, func(string) string { return "" }, &out); err == nil {
+		t.Fatal("unknown flag accepted")
+	}
+	if code := run([]string{"bogus"}, func(string) string { return "" }, &out, &out); code != 2 {
+		t.Fatalf("unknown command exit = %d", code)
+	}
+}

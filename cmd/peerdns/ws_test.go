@@ -1,0 +1,197 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/fasthttp/websocket"
+
+	"peerdns/http/httpx"
+	"peerdns/http/ws"
+	"peerdns/internal/testutil"
+	"peerdns/messages"
+)
+
+func dialWS(t *testing.T, addr string, readBuf int) *websocket.Conn {
+	t.Helper()
+	d := websocket.Dialer{HandshakeTimeout: 5 * time.Second}
+	if readBuf > 0 {
+		d.NetDialContext = func(ctx context.Context, network, a string) (net.Conn, error) {
+			c, err := (&net.Dialer{}).DialContext(ctx, network, a)
+			if err == nil {
+				_ = c.(*net.TCPConn).SetReadBuffer(readBuf)
+			}
+			return c, err
+		}
+	}
+	c, _, err := d.Dial("ws://"+addr+"/ws", nil)
+	if err != nil {
+		t.Fatalf("dial ws: %v", err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+type wsMsg map[string]any
+
+func readUntil(t *testing.T, c *websocket.Conn, want func(wsMsg) bool) wsMsg {
+	t.Helper()
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	for {
+		_, b, err := c.ReadMessage()
+		if err != nil {
+			t.Fatalf("ws read: %v", err)
+		}
+		var m wsMsg
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatalf("ws message %q: %v", b, err)
+		}
+		if want(m) {
+			return m
+		}
+	}
+}
+
+func ofType(typ string) func(wsMsg) bool { return func(m wsMsg) bool { return m["type"] == typ } }
+
+func TestWebSocketRequestsAndHints(t *testing.T) {
+	n := newTestNode(t, t.TempDir())
+	base := "http://" + n.adminAddr()
+	c := dialWS(t, n.adminAddr(), 0)
+
+	addDomain(t, base, "ws.p2p", hashA)
+	readUntil(t, c, ofType(messages.HintDatabase))
+
+	if err := c.WriteJSON(map[string]any{"type": "request-domains"}); err != nil {
+		t.Fatal(err)
+	}
+	m := readUntil(t, c, ofType("domains-list"))
+	if !strings.Contains(fmt.Sprint(m["domains"]), "ws.p2p") {
+		t.Fatalf("domains-list = %v", m)
+	}
+
+	if err := c.WriteJSON(map[string]any{"type": "subscribe-log", "channel": "core", "lines": 3}); err != nil {
+		t.Fatal(err)
+	}
+	snap := readUntil(t, c, ofType("log-snapshot"))
+	if snap["channel"] != "core" || len(snap["lines"].([]any)) != 3 {
+		t.Fatalf("log-snapshot = %v", snap)
+	}
+	addDomain(t, base, "live.p2p", hashA)
+	line := readUntil(t, c, func(m wsMsg) bool { return m["type"] == "file-log" && strings.Contains(fmt.Sprint(m["message"]), "live.p2p") })
+	if line["channel"] != "core" || line["level"] != "INFO" {
+		t.Fatalf("file-log = %v", line)
+	}
+	if err := c.WriteJSON(map[string]any{"type": "subscribe-log", "channel": "../etc"}); err != nil {
+		t.Fatal(err)
+	}
+	readUntil(t, c, ofType("error"))
+	if err := c.WriteMessage(websocket.TextMessage, []byte("{not json")); err != nil {
+		t.Fatal(err)
+	}
+	readUntil(t, c, ofType("error"))
+
+	// remove-domain broadcasts its three hints.
+	if code, _ := call(t, "POST", base+"/api/remove-domain", `{"domain":"ws.p2p"}`); code != 200 {
+		t.Fatal("remove failed")
+	}
+	readUntil(t, c, ofType(messages.HintTunnelClients))
+}
+
+// A client that never reads is dropped once its queue is full, while every
+// other client keeps receiving everything.
+func TestWebSocketSlowClientIsDropped(t *testing.T) {
+	n := newTestNode(t, t.TempDir())
+	const readers = 8
+	var conns []*websocket.Conn
+	for i := 0; i < readers; i++ {
+		conns = append(conns, dialWS(t, n.adminAddr(), 0))
+	}
+	dialWS(t, n.adminAddr(), 4096) // the slow client: never reads, tiny buffer
+
+	count := func() int {
+		r, err := httpx.Ask[*ws.ClientCountReply](n.root.System.Root, n.hub, &ws.ClientCount{}, 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.N
+	}
+	testutil.Eventually(t, 5*time.Second, func() error {
+		if got := count(); got != readers+1 {
+			return fmt.Errorf("%d clients registered", got)
+		}
+		return nil
+	})
+
+	// Readers drain in the background and remember the last sequence seen.
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	last := make([]int, readers)
+	for i, c := range conns {
+		wg.Add(1)
+		go func(i int, c *websocket.Conn) {
+			defer wg.Done()
+			_ = c.SetReadDeadline(time.Now().Add(60 * time.Second))
+			for {
+				_, b, err := c.ReadMessage()
+				if err != nil {
+					return
+				}
+				var m struct {
+					Type string `json:"type"`
+					Seq  int    `json:"seq"`
+				}
+				if json.Unmarshal(b, &m) == nil && m.Type == "test-hint" {
+					mu.Lock()
+					last[i] = m.Seq
+					mu.Unlock()
+					if m.Seq < 0 {
+						return
+					}
+				}
+			}
+		}(i, c)
+	}
+
+	// Publish in batches paced by the readers: each batch is published once
+	// every reader has the previous one, so only the client that never
+	// reads can fall behind.
+	pad := strings.Repeat("x", 2048)
+	seq := 0
+	testutil.Eventually(t, 45*time.Second, func() error {
+		testutil.Eventually(t, 10*time.Second, func() error {
+			mu.Lock()
+			defer mu.Unlock()
+			for i, l := range last {
+				if l != seq {
+					return fmt.Errorf("reader %d at %d of %d", i, l, seq)
+				}
+			}
+			return nil
+		})
+		for i := 0; i < 50; i++ {
+			seq++
+			n.root.System.EventStream.Publish(&messages.Hint{Type: "test-hint", Data: map[string]any{"seq": seq, "pad": pad}})
+		}
+		if got := count(); got != readers {
+			return fmt.Errorf("%d clients registered after %d hints", got, seq)
+		}
+		return nil
+	})
+	n.root.System.EventStream.Publish(&messages.Hint{Type: "test-hint", Data: map[string]any{"seq": -1}})
+	wg.Wait()
+	for i, l := range last {
+		if l != -1 {
+			t.Fatalf("reader %d stopped at %d: a reader lost messages or was dropped", i, l)
+		}
+	}
+	if seq < ws.QueueSize {
+		t.Fatalf("slow client dropped after only %d hints (queue %d)", seq, ws.QueueSize)
+	}
+}
