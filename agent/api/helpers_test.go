@@ -101,7 +101,7 @@ type testEnv struct {
 
 // newTestEnv starts the API on 127.0.0.1:0 over a real store holding 600
 // seconds of the known series, ending one second before the fixed now.
-func newTestEnv(t *testing.T) *testEnv {
+func newTestEnv(t testing.TB) *testEnv {
 	t.Helper()
 	dir := t.TempDir()
 	db, err := store.Open(store.Config{Dir: filepath.Join(dir, "agent")})

@@ -1,0 +1,204 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"peerdns/agent/api"
+	"peerdns/agent/collect"
+	"peerdns/agent/health"
+	"peerdns/agent/store"
+	"peerdns/internal/identity"
+)
+
+// Config is the agent's configuration: the data dir from the command line
+// and the AGENT_* environment variables.
+type Config struct {
+	// Dir is the agent's own data dir, DATA/agent.
+	Dir string
+	// REST enables the HTTP API (AGENT_REST, "0" disables; default on).
+	REST bool
+	// Host and Port are the API bind address (AGENT_REST_HOST, default
+	// 127.0.0.1; AGENT_REST_PORT, default 18888; 0 picks a free port).
+	Host string
+	Port int
+	// CORS is the Access-Control-Allow-Origin value (AGENT_REST_CORS,
+	// default "*", which echoes the request's Origin like Netdata).
+	CORS string
+	// Parent lists connected children in nodes and fleet (AGENT_PARENT=1).
+	Parent bool
+	// ExportDir receives export?write=1 files (AGENT_EXPORT_DIR, default
+	// DATA/agent/exports).
+	ExportDir string
+	// Journal enables the journal log source (AGENT_JOURNAL, "0" disables).
+	Journal bool
+	// Tier0Retention and Tier1Retention override the store defaults (1h
+	// and 14 days) when non-zero.
+	Tier0Retention, Tier1Retention time.Duration
+}
+
+// Addr is the API listen address.
+func (c Config) Addr() string { return net.JoinHostPort(c.Host, strconv.Itoa(c.Port)) }
+
+// DefaultPort is the API's default TCP port.
+const DefaultPort = 18888
+
+// ConfigFromEnv builds the Config for data dir dataDir (the --data of the
+// command, e.g. ./peerdns-data) from the AGENT_* variables. A malformed
+// value is an error naming the variable.
+func ConfigFromEnv(dataDir string) (Config, error) {
+	if dataDir == "" {
+		dataDir = "peerdns-data"
+	}
+	c := Config{
+		Dir:     filepath.Join(dataDir, "agent"),
+		REST:    true,
+		Host:    "127.0.0.1",
+		Port:    DefaultPort,
+		CORS:    "*",
+		Journal: true,
+	}
+	c.ExportDir = filepath.Join(c.Dir, "exports")
+	if v, ok := os.LookupEnv("AGENT_REST"); ok && strings.TrimSpace(v) != "" {
+		b, err := envBool(v)
+		if err != nil {
+			return c, fmt.Errorf("AGENT_REST: %w", err)
+		}
+		c.REST = b
+	}
+	if v := strings.TrimSpace(os.Getenv("AGENT_REST_HOST")); v != "" {
+		if strings.ContainsAny(v, "/ ") {
+			return c, fmt.Errorf("AGENT_REST_HOST: %q is not a host or IP address", v)
+		}
+		c.Host = strings.Trim(v, "[]")
+	}
+	if v := strings.TrimSpace(os.Getenv("AGENT_REST_PORT")); v != "" {
+		p, err := strconv.Atoi(v)
+		if err != nil || p < 0 || p > 65535 {
+			return c, fmt.Errorf("AGENT_REST_PORT: %q is not a port number (0-65535)", v)
+		}
+		c.Port = p
+	}
+	if v, ok := os.LookupEnv("AGENT_REST_CORS"); ok && v != "" {
+		if strings.ContainsAny(v, "\r\n") {
+			return c, errors.New("AGENT_REST_CORS: must be one line")
+		}
+		c.CORS = v
+	}
+	if v, ok := os.LookupEnv("AGENT_PARENT"); ok && v != "" {
+		b, err := envBool(v)
+		if err != nil {
+			return c, fmt.Errorf("AGENT_PARENT: %w", err)
+		}
+		c.Parent = b
+	}
+	if v := strings.TrimSpace(os.Getenv("AGENT_EXPORT_DIR")); v != "" {
+		c.ExportDir = v
+	}
+	if v, ok := os.LookupEnv("AGENT_JOURNAL"); ok && v != "" {
+		b, err := envBool(v)
+		if err != nil {
+			return c, fmt.Errorf("AGENT_JOURNAL: %w", err)
+		}
+		c.Journal = b
+	}
+	return c, nil
+}
+
+func envBool(v string) (bool, error) {
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "1", "yes", "true", "on":
+		return true, nil
+	case "0", "no", "false", "off":
+		return false, nil
+	}
+	return false, fmt.Errorf("%q is not 0 or 1", v)
+}
+
+// Run opens the store, starts the collectors and the alert engine, serves
+// the API (unless disabled) and logs "agent listening on <addr>" once it
+// accepts connections. When ctx is done it stops the server, the
+// collectors and the engine, and closes the store (tier 1 flushed). The
+// returned error is nil after a clean stop.
+func Run(ctx context.Context, cfg Config, log *slog.Logger) (err error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {
+		return fmt.Errorf("agent data dir: %w", err)
+	}
+	id, err := identity.LoadOrCreate(filepath.Join(cfg.Dir, "identity.key"))
+	if err != nil {
+		return fmt.Errorf("agent identity: %w", err)
+	}
+	db, err := store.Open(store.Config{Dir: cfg.Dir, Tier0Retention: cfg.Tier0Retention, Tier1Retention: cfg.Tier1Retention})
+	if err != nil {
+		return fmt.Errorf("agent store: %w", err)
+	}
+	defer func() {
+		if cerr := db.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("close store: %w", cerr)
+		}
+	}()
+	eng, err := health.New(db, cfg.Dir)
+	if err != nil {
+		return fmt.Errorf("agent health: %w", err)
+	}
+	defer func() {
+		if cerr := eng.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("close health: %w", cerr)
+		}
+	}()
+
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); collect.New(db, log).Run(runCtx) }()
+	go func() { defer wg.Done(); eng.Run(runCtx) }()
+	// Stop the workers before the deferred closes run (LIFO: this runs first).
+	defer wg.Wait()
+	defer stop()
+
+	if !cfg.REST {
+		log.Info("agent REST API disabled (AGENT_REST=0)")
+		<-ctx.Done()
+		return nil
+	}
+	srv, err := api.New(api.Options{
+		DB: db, Health: eng, Identity: id, CORS: cfg.CORS, Parent: cfg.Parent,
+		ExportDir: cfg.ExportDir, Journal: cfg.Journal, DataDir: cfg.Dir, Log: log,
+	})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", cfg.Addr())
+	if err != nil {
+		return fmt.Errorf("agent listen: %w", err)
+	}
+	if h := cfg.Host; h != "127.0.0.1" && h != "localhost" && h != "::1" && !strings.HasPrefix(h, "127.") {
+		log.Warn("agent API bound beyond loopback: put it behind a firewall, reverse proxy or tunnel", "addr", ln.Addr().String())
+	}
+	log.Info("agent listening on " + ln.Addr().String())
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+	select {
+	case <-ctx.Done():
+		if err := srv.Shutdown(); err != nil {
+			log.Warn("agent API shutdown", "err", err)
+		}
+		<-serveErr
+		return nil
+	case err := <-serveErr:
+		return fmt.Errorf("agent API: %w", err)
+	}
+}

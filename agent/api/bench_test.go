@@ -1,0 +1,47 @@
+package api
+
+import (
+	"testing"
+
+	"github.com/valyala/fasthttp"
+)
+
+// benchHandle runs the handler for uri b.N times on one reused RequestCtx
+// (no network: this measures the API's own cost per request).
+func benchHandle(b *testing.B, uri string) {
+	env := newTestEnv(b)
+	var ctx fasthttp.RequestCtx
+	ctx.Request.SetRequestURI(uri)
+	ctx.Request.Header.SetMethod("GET")
+	env.srv.Handle(&ctx)
+	if ctx.Response.StatusCode() != 200 {
+		b.Fatalf("%s: %d %s", uri, ctx.Response.StatusCode(), ctx.Response.Body())
+	}
+	b.SetBytes(int64(len(ctx.Response.Body())))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		ctx.Response.Reset()
+		env.srv.Handle(&ctx)
+	}
+}
+
+func BenchmarkDataSystemCPU(b *testing.B) {
+	benchHandle(b, "/api/v1/data?chart=system.cpu&after=-60&points=10")
+}
+
+func BenchmarkDataSystemCPUDefaults(b *testing.B) {
+	benchHandle(b, "/api/v1/data?chart=system.cpu")
+}
+
+func BenchmarkDataJSONWrap600(b *testing.B) {
+	benchHandle(b, "/api/v1/data?chart=system.cpu&after=-600&points=60&options=jsonwrap")
+}
+
+func BenchmarkPrometheus(b *testing.B) {
+	benchHandle(b, "/api/v1/allmetrics?format=prometheus")
+}
+
+func BenchmarkInfo(b *testing.B) {
+	benchHandle(b, "/api/v1/info")
+}

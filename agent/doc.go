@@ -1,0 +1,20 @@
+// Package agent runs `peerdns agent`: a per-second host metrics agent with
+// a Netdata-compatible read API.
+//
+// The pieces: agent/collect reads the system charts every second into
+// agent/store (tier 0: in-memory float32 rings of 1-second points; tier 1:
+// per-minute min/max/sum/count kept in memory and in an append-only file);
+// agent/health evaluates the built-in alert rules and records transitions;
+// agent/query turns store windows into Netdata-shaped query results; and
+// agent/api serves the REST API with fasthttp. Run wires them together.
+//
+// The store is a plain mutex-guarded structure (one lock per chart), not a
+// protoactor actor: the agent is not part of the node's actor tree, and
+// the REST read path must not pay an actor round-trip per request; a query
+// copies the window it needs under the chart's lock and renders outside it.
+//
+// Files: everything lives under DATA/agent/: identity.key (the agent's own
+// Ed25519 key, the peer key shown by / and /api/v3/tunnel), the tier-1
+// file and the alert transitions, plus exports/ unless AGENT_EXPORT_DIR
+// points elsewhere.
+package agent

@@ -1,0 +1,188 @@
+#!/usr/bin/env bash
+# Side-by-side comparison of Netdata and `peerdns agent` on this host:
+# CPU% and RSS while collecting, and requests/s + p99 under wrk with a new
+# connection per request for /api/v1/data?chart=system.cpu,
+# /api/v1/allmetrics?format=prometheus and /api/v1/info.
+#
+# Usage: bench/agent/compare.sh            (as root: installs netdata and wrk)
+# Knobs: SAMPLE=30 (seconds of /proc sampling), DUR=10 (wrk seconds per
+#        endpoint), THREADS=2, CONNS=16, WARMUP=15 (seconds before sampling).
+# It stops both agents by itself and prints a table with ratios.
+set -euo pipefail
+
+SAMPLE=${SAMPLE:-30}
+DUR=${DUR:-10}
+THREADS=${THREADS:-2}
+CONNS=${CONNS:-16}
+WARMUP=${WARMUP:-15}
+
+cd "$(dirname "$0")/../.."
+ROOT=$(pwd)
+
+if ! command -v netdata >/dev/null || ! command -v wrk >/dev/null; then
+	echo "installing netdata and wrk with apt-get" >&2
+	apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq netdata wrk >/dev/null
+fi
+
+TMP=$(mktemp -d /tmp/agent-compare.XXXXXX)
+ND_PID=""
+PD_PID=""
+cleanup() {
+	for p in $ND_PID $PD_PID; do
+		kill "$p" 2>/dev/null || true
+	done
+	for p in $ND_PID $PD_PID; do
+		for _ in $(seq 1 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+		kill -9 "$p" 2>/dev/null || true
+	done
+	# netdata's plugins exit when their parent goes; make sure.
+	if [ -n "$ND_PID" ]; then pkill -9 -P "$ND_PID" 2>/dev/null || true; fi
+	rm -rf "$TMP"
+}
+trap cleanup EXIT
+
+free_port() {
+	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+wait_http() { # url, seconds
+	local deadline=$((SECONDS + $2))
+	until curl -fsS -o /dev/null "$1" 2>/dev/null; do
+		if [ $SECONDS -ge $deadline ]; then echo "no answer from $1 after $2 s" >&2; exit 1; fi
+		sleep 0.2
+	done
+}
+
+# --- peerdns agent --------------------------------------------------------
+echo "building the agent" >&2
+if grep -q 'agent.Run' cmd/peerdns/*.go 2>/dev/null; then
+	go build -o "$TMP/peerdns" ./cmd/peerdns
+	PD_CMD=("$TMP/peerdns" agent --data "$TMP/pd")
+else
+	go build -o "$TMP/peerdns-agent" ./bench/agent/agentmain
+	PD_CMD=("$TMP/peerdns-agent" --data "$TMP/pd")
+fi
+PD_PORT=$(free_port)
+AGENT_REST_HOST=127.0.0.1 AGENT_REST_PORT=$PD_PORT "${PD_CMD[@]}" >"$TMP/pd.log" 2>&1 &
+PD_PID=$!
+
+# --- netdata ---------------------------------------------------------------
+ND_PORT=$(free_port)
+SD_PORT=$(free_port)
+mkdir -p "$TMP/nd/cache" "$TMP/nd/lib" "$TMP/nd/log"
+chown -R netdata:netdata "$TMP/nd" 2>/dev/null || true
+chmod 755 "$TMP"
+cat >"$TMP/netdata.conf" <<CONF
+[global]
+	run as user = netdata
+	web files owner = root
+	web files group = root
+[directories]
+	cache = $TMP/nd/cache
+	lib = $TMP/nd/lib
+	log = $TMP/nd/log
+[web]
+	bind to = 127.0.0.1
+	default port = $ND_PORT
+[statsd]
+	bind to = udp:127.0.0.1:$SD_PORT tcp:127.0.0.1:$SD_PORT
+[registry]
+	enabled = no
+CONF
+netdata -D -c "$TMP/netdata.conf" -P "$TMP/nd/netdata.pid" >"$TMP/nd.log" 2>&1 &
+ND_PID=$!
+
+ND=http://127.0.0.1:$ND_PORT
+PD=http://127.0.0.1:$PD_PORT
+wait_http "$PD/api/v1/info" 30
+wait_http "$ND/api/v1/info" 60
+echo "both up (netdata :$ND_PORT pid $ND_PID, peerdns :$PD_PORT pid $PD_PID); warming up ${WARMUP}s" >&2
+sleep "$WARMUP"
+
+# --- CPU and RSS while collecting -----------------------------------------
+tree() { # pid and all descendants
+	local p=$1
+	echo "$p"
+	for c in $(pgrep -P "$p" 2>/dev/null); do tree "$c"; done
+}
+ticks() { # sum of utime+stime over a process tree
+	local sum=0
+	for p in $(tree "$1"); do
+		if [ -r "/proc/$p/stat" ]; then
+			# fields 14 and 15 after the ")" of comm
+			set -- $(sed 's/^.*) //' "/proc/$p/stat")
+			sum=$((sum + ${12} + ${13}))
+		fi
+	done
+	echo $sum
+}
+rss_kib() { # sum of VmRSS over a process tree
+	local sum=0 v
+	for p in $(tree "$1"); do
+		v=$(awk '/^VmRSS:/ {print $2}' "/proc/$p/status" 2>/dev/null || echo 0)
+		sum=$((sum + ${v:-0}))
+	done
+	echo $sum
+}
+main_rss_kib() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status"; }
+
+HZ=$(getconf CLK_TCK)
+echo "sampling CPU and RSS for ${SAMPLE}s" >&2
+nd0=$(ticks $ND_PID); pd0=$(ticks $PD_PID); t0=$(date +%s.%N)
+nd_rss_max=0; pd_rss_max=0; nd_main_max=0
+for _ in $(seq 1 "$SAMPLE"); do
+	sleep 1
+	r=$(rss_kib $ND_PID); [ "$r" -gt "$nd_rss_max" ] && nd_rss_max=$r
+	r=$(main_rss_kib $ND_PID); [ "$r" -gt "$nd_main_max" ] && nd_main_max=$r
+	r=$(rss_kib $PD_PID); [ "$r" -gt "$pd_rss_max" ] && pd_rss_max=$r
+done
+nd1=$(ticks $ND_PID); pd1=$(ticks $PD_PID); t1=$(date +%s.%N)
+elapsed=$(echo "$t1 - $t0" | bc -l)
+nd_cpu=$(echo "($nd1 - $nd0) * 100 / $HZ / $elapsed" | bc -l)
+pd_cpu=$(echo "($pd1 - $pd0) * 100 / $HZ / $elapsed" | bc -l)
+nd_procs=$(tree $ND_PID | wc -l)
+
+dims() { curl -fsS "$1/api/v1/charts" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["charts_count"], d["dimensions_count"])'; }
+read -r nd_charts nd_dims < <(dims "$ND")
+read -r pd_charts pd_dims < <(dims "$PD")
+
+# --- wrk ------------------------------------------------------------------
+declare -A RPS P99 SIZE
+run_wrk() { # name base path
+	local out
+	out=$(wrk -t"$THREADS" -c"$CONNS" -d"${DUR}s" --latency -H 'Connection: close' "$2$3" 2>&1)
+	RPS[$1]=$(awk '/^Requests\/sec:/ {print $2}' <<<"$out")
+	P99[$1]=$(awk '$1 == "99%" {v=$2; if (v ~ /us$/) {sub(/us$/,"",v); v=v/1000} else if (v ~ /ms$/) {sub(/ms$/,"",v)} else if (v ~ /s$/) {sub(/s$/,"",v); v=v*1000}; printf "%.2f", v}' <<<"$out")
+	SIZE[$1]=$(curl -fsS "$2$3" | wc -c)
+	local errs
+	errs=$(awk '/Non-2xx|Socket errors/' <<<"$out")
+	[ -n "$errs" ] && echo "  $1: $errs" >&2
+	return 0
+}
+PATHS=("data:/api/v1/data?chart=system.cpu" "prometheus:/api/v1/allmetrics?format=prometheus" "info:/api/v1/info")
+for e in "${PATHS[@]}"; do
+	name=${e%%:*}; path=${e#*:}
+	echo "wrk ${DUR}s $path (netdata, then peerdns)" >&2
+	run_wrk "nd_$name" "$ND" "$path"
+	run_wrk "pd_$name" "$PD" "$path"
+done
+
+# --- report ---------------------------------------------------------------
+ratio() { echo "$1 $2" | awk '{ if ($1 > 0) printf "%.2fx", $2 / $1; else print "-" }'; }
+printf '\nNetdata %s vs peerdns agent, %s, %s cores, wrk -t%s -c%s -d%ss, Connection: close\n\n' \
+	"$(netdata -V 2>&1 | awk '{print $2}')" "$(uname -r)" "$(nproc)" "$THREADS" "$CONNS" "$DUR"
+printf '| %-44s | %14s | %14s | %10s |\n' "metric" "netdata" "peerdns" "peerdns/netdata"
+printf '|%s|%s|%s|%s|\n' "$(printf -- '-%.0s' {1..46})" "$(printf -- '-%.0s' {1..16})" "$(printf -- '-%.0s' {1..16})" "$(printf -- '-%.0s' {1..17})"
+row() { printf '| %-44s | %14s | %14s | %15s |\n' "$1" "$2" "$3" "$4"; }
+row "charts / dimensions collected" "$nd_charts / $nd_dims" "$pd_charts / $pd_dims" ""
+row "CPU % of one core while collecting (${SAMPLE}s)" "$(printf %.2f "$nd_cpu")" "$(printf %.2f "$pd_cpu")" "$(ratio "$nd_cpu" "$pd_cpu")"
+row "RSS MiB, all processes (max)" "$(echo "$nd_rss_max/1024" | bc -l | xargs printf %.1f) ($nd_procs procs)" "$(echo "$pd_rss_max/1024" | bc -l | xargs printf %.1f)" "$(ratio "$nd_rss_max" "$pd_rss_max")"
+row "RSS MiB, main process only (max)" "$(echo "$nd_main_max/1024" | bc -l | xargs printf %.1f)" "$(echo "$pd_rss_max/1024" | bc -l | xargs printf %.1f)" "$(ratio "$nd_main_max" "$pd_rss_max")"
+for e in "${PATHS[@]}"; do
+	name=${e%%:*}
+	row "$name req/s" "${RPS[nd_$name]}" "${RPS[pd_$name]}" "$(ratio "${RPS[nd_$name]}" "${RPS[pd_$name]}")"
+	row "$name p99 ms" "${P99[nd_$name]}" "${P99[pd_$name]}" "$(ratio "${P99[nd_$name]}" "${P99[pd_$name]}")"
+	row "$name body bytes" "${SIZE[nd_$name]}" "${SIZE[pd_$name]}" ""
+done
+echo
