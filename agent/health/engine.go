@@ -168,8 +168,8 @@ func (e *Engine) Evaluate(now int64) {
 	e.mu.Unlock()
 	// A stable order gives the transitions of one round stable ids.
 	sort.Slice(results, func(i, j int) bool {
-		a, b := results[i].in.alert, results[j].in.alert
-		return a.Name < b.Name || a.Name == b.Name && a.Chart < b.Chart
+		a, b := results[i], results[j]
+		return a.in.rule.name < b.in.rule.name || a.in.rule.name == b.in.rule.name && a.def.ID < b.def.ID
 	})
 
 	// Values are computed without e.mu: they query the store.
