@@ -197,7 +197,7 @@ func TestDiskSpaceLoadSwapAndUndefined(t *testing.T) {
 	}
 	register(t, db, "system.swap", "system.swap", "swap", "free", "used")
 	e := newTestEngine(t, db, "")
-	appendAt(t, db, "disk_space._", base, 5, 95, 1)     // 95%: above warn 90, below crit 98 → warning
+	appendAt(t, db, "disk_space._", base, 5, 95, 1)      // 95%: above warn 90, below crit 98 → warning
 	appendAt(t, db, "disk_space._data", base, 60, 40, 1) // 40% → clear
 	for ts := base - 59; ts <= base; ts++ {
 		appendAt(t, db, "system.load", ts, 1, 2, 9) // 9 × 100 / 4 cpus = 225% > 200% → warning
