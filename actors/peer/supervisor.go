@@ -612,7 +612,7 @@ func (a *Actor) status() *messages.GetPeerStatusReply {
 
 func (a *Actor) createInvite(m *messages.CreateInvite) *messages.CreateInviteReply {
 	if a.network == "" {
-		return &messages.CreateInviteReply{Err: errors.New("this node has not joined a network yet")}
+		return &messages.CreateInviteReply{Err: messages.ErrNotInitialised}
 	}
 	inv, err := transport.NewInvite(a.d.Identity, a.network, a.root, a.advertise(), m.TTL, a.d.Now())
 	if err != nil {

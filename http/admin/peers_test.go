@@ -1,0 +1,213 @@
+package admin
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/fasthttp/router"
+	"github.com/valyala/fasthttp"
+
+	"peerdns/actors/ledger"
+	peernet "peerdns/actors/peer"
+	"peerdns/internal/identity"
+	"peerdns/internal/store"
+	"peerdns/internal/testutil"
+	"peerdns/internal/view"
+	"peerdns/transport"
+)
+
+// peersTestNode is a real node's peer side: ledger, QUIC endpoint, peers
+// supervisor, and the admin routes of peers.go on a loopback listener.
+type peersTestNode struct {
+	url   string
+	sys   *actor.ActorSystem
+	peers *actor.PID
+	ep    *transport.QUICEndpoint
+}
+
+func newPeersTestNode(t *testing.T, join string) *peersTestNode {
+	t.Helper()
+	dir := t.TempDir()
+	id, err := identity.LoadOrCreate(filepath.Join(dir, "identity.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ldb, err := store.Open(filepath.Join(dir, "ledger.db"), store.Options{Durable: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ndb, err := store.Open(filepath.Join(dir, "node.db"), store.Options{Durable: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	sys := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet }))
+	lpid, err := sys.Root.SpawnNamed(ledger.Props(ledger.Deps{Identity: id, Ledger: ldb, Node: ndb, Published: &view.Published{}, Join: join != "", Log: quiet}), "ledger")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep, err := transport.Listen(transport.Config{Identity: id, ListenAddr: "127.0.0.1:0", Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ppid, err := sys.Root.SpawnNamed(peernet.Props(peernet.Deps{
+		Identity: id, Endpoint: ep, Ledger: lpid, Node: ndb, Log: quiet, Join: join,
+		TickInterval: 20 * time.Millisecond, SyncInterval: 200 * time.Millisecond,
+		Backoff: transport.Backoff{Min: 20 * time.Millisecond, Max: 200 * time.Millisecond},
+	}), "peers")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := router.New()
+	RegisterPeers(r, quiet, sys.Root, ppid)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &fasthttp.Server{Handler: r.Handler}
+	go srv.Serve(ln)
+	t.Cleanup(func() {
+		_ = srv.Shutdown()
+		_ = sys.Root.StopFuture(ppid).Wait()
+		_ = ep.Close()
+		_ = sys.Root.StopFuture(lpid).Wait()
+		sys.Shutdown()
+		ldb.Close()
+		ndb.Close()
+	})
+	return &peersTestNode{url: "http://" + ln.Addr().String(), sys: sys, peers: ppid, ep: ep}
+}
+
+func peersDo(t *testing.T, method, url, body string) (int, []byte) {
+	t.Helper()
+	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+	defer fasthttp.ReleaseRequest(req)
+	defer fasthttp.ReleaseResponse(resp)
+	req.Header.SetMethod(method)
+	req.SetRequestURI(url)
+	if body != "" {
+		req.SetBodyString(body)
+		req.Header.SetContentType("application/json")
+	}
+	if err := fasthttp.DoTimeout(req, resp, 10*time.Second); err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	return resp.StatusCode(), append([]byte(nil), resp.Body()...)
+}
+
+func TestPeersInviteAndDiagnostics(t *testing.T) {
+	master := newPeersTestNode(t, "")
+	var code int
+	var body []byte
+	testutil.Eventually(t, 10*time.Second, func() error {
+		code, body = peersDo(t, "POST", master.url+"/api/invites", "")
+		if code != 200 {
+			return errors.New(string(body))
+		}
+		return nil
+	})
+	var inv struct {
+		Invite    string `json:"invite"`
+		ExpiresAt int64  `json:"expiresAt"`
+	}
+	if err := json.Unmarshal(body, &inv); err != nil || inv.Invite == "" {
+		t.Fatalf("POST /api/invites = %s (%v)", body, err)
+	}
+	if d := time.Until(time.UnixMilli(inv.ExpiresAt)); d < 23*time.Hour || d > 24*time.Hour {
+		t.Fatalf("default expiry in %v, want 24h", d)
+	}
+	parsed, err := transport.ParseInvite(inv.Invite)
+	if err != nil {
+		t.Fatalf("invite does not parse: %v", err)
+	}
+	if len(parsed.Addrs) == 0 || parsed.Addrs[0] != master.ep.Addr().String() {
+		t.Fatalf("invite addrs = %v, want %s", parsed.Addrs, master.ep.Addr())
+	}
+
+	code, body = peersDo(t, "POST", master.url+"/api/invites", `{"ttlSeconds": 60}`)
+	if code != 200 {
+		t.Fatalf("ttl 60: %d %s", code, body)
+	}
+	json.Unmarshal(body, &inv)
+	if d := time.Until(time.UnixMilli(inv.ExpiresAt)); d > time.Minute || d < 50*time.Second {
+		t.Fatalf("ttlSeconds 60 expires in %v", d)
+	}
+	for _, bad := range []struct{ name, body string }{
+		{"not json", "{"},
+		{"wrong type", `{"ttlSeconds":"soon"}`},
+		{"zero", `{"ttlSeconds":0}`},
+		{"negative", `{"ttlSeconds":-5}`},
+		{"too long", `{"ttlSeconds":99999999}`},
+	} {
+		t.Run(bad.name, func(t *testing.T) {
+			code, body := peersDo(t, "POST", master.url+"/api/invites", bad.body)
+			if code != 400 || len(body) == 0 {
+				t.Fatalf("POST /api/invites %s = %d %q, want 400 with a message", bad.body, code, body)
+			}
+		})
+	}
+
+	// A joiner redeems the first invite; diagnostics show the real state.
+	// (The second invite, with ttl 60, is left unused.)
+	firstInvite := parsed
+	enc, _ := firstInvite.Encode()
+	newPeersTestNode(t, enc)
+	testutil.Eventually(t, 15*time.Second, func() error {
+		code, body = peersDo(t, "GET", master.url+"/api/diagnostics/invites", "")
+		if code != 200 {
+			return errors.New(string(body))
+		}
+		if !strings.Contains(string(body), `"state":"connected"`) {
+			return errors.New("no connected peer yet: " + string(body))
+		}
+		return nil
+	})
+	var dg struct {
+		Summary struct {
+			ConnectedPeers  int  `json:"connectedPeers"`
+			InvitesCreated  int  `json:"invitesCreated"`
+			InvitesRedeemed int  `json:"invitesRedeemed"`
+			IsMaster        bool `json:"isMaster"`
+		} `json:"summary"`
+		Peers            []map[string]any `json:"peers"`
+		Recommendations  []string         `json:"recommendations"`
+		ConnectionIssues []map[string]any `json:"connectionIssues"`
+	}
+	if err := json.Unmarshal(body, &dg); err != nil {
+		t.Fatal(err)
+	}
+	if dg.Summary.ConnectedPeers != 1 || dg.Summary.InvitesCreated != 2 || dg.Summary.InvitesRedeemed != 1 || !dg.Summary.IsMaster {
+		t.Fatalf("summary = %+v", dg.Summary)
+	}
+	if len(dg.Peers) != 1 || len(dg.Recommendations) == 0 || dg.ConnectionIssues == nil {
+		t.Fatalf("diagnostics = %s", body)
+	}
+}
+
+func TestPeersDiagnosticsInitialising(t *testing.T) {
+	// A node whose join invite is unusable never finishes initialising.
+	n := newPeersTestNode(t, "garbage-invite")
+	code, body := peersDo(t, "GET", n.url+"/api/diagnostics/invites", "")
+	if code != 503 || !strings.Contains(string(body), "initialising") {
+		t.Fatalf("GET /api/diagnostics/invites = %d %q, want 503", code, body)
+	}
+	code, body = peersDo(t, "POST", n.url+"/api/invites", "")
+	if code != 503 {
+		t.Fatalf("POST /api/invites while not in a network = %d %q, want 503", code, body)
+	}
+	src := PeersSource(n.sys.Root, n.peers)
+	if ids, err := src.Peers(); err != nil || len(ids) != 0 || ids == nil {
+		t.Fatalf("Peers() = %v, %v", ids, err)
+	}
+	if src.Healthy() {
+		t.Fatal("Healthy() while initialising")
+	}
+}
