@@ -6,6 +6,7 @@ package admin
 // resolver; nothing here touches either's data directly.
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"log/slog"
@@ -244,9 +245,9 @@ func (h *dnsHandlers) lookup(ctx *fasthttp.RequestCtx) error {
 	if h.d.Server == nil {
 		return httpx.Internal("the DNS server is not running")
 	}
-	// fasthttp's ctx is not cancelled on disconnect; Lookup has its own
-	// deadline.
-	res, err := h.d.Server.Lookup(ctx, req.Domain, req.Type)
+	// fasthttp's ctx is not cancelled on disconnect and is reused after
+	// the handler returns; Lookup runs under its own deadline.
+	res, err := h.d.Server.Lookup(context.Background(), req.Domain, req.Type)
 	if errors.Is(err, nodedns.ErrBadLookupType) {
 		return httpx.BadRequest("%v", err)
 	}
