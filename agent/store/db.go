@@ -211,6 +211,7 @@ func (db *DB) replay(r *bufio.Reader, now time.Time) (corrupt bool, live int64, 
 	}
 	for _, s := range byNum {
 		s.pruneBefore(cut)
+		s.sealOld()
 		if s.t1Last < 0 {
 			continue // nothing left in retention: forget the chart
 		}
@@ -265,12 +266,18 @@ func (db *DB) compact() error {
 			// Everything pending is already in the chunks written below.
 			s.pending = s.pending[:0]
 			if s.t1Last >= 0 {
+				var vk int64
+				var v *chunk
 				for m := max(s.t1First, s.t1Cutoff()); m <= s.t1Last; m++ {
 					key := floorDiv(m, int64(s.chunkLen))
 					c := s.chunks[key]
 					if c == nil {
 						continue
 					}
+					if v == nil || vk != key {
+						v, vk = c.view(), key
+					}
+					c = v
 					buf, _ = appendChunkMinute(buf, s.num, m, c, s.ndims, s.chunkLen, int(m-key*int64(s.chunkLen)))
 					if len(buf) > 1<<16 {
 						if _, err := w.Write(buf); err != nil {
@@ -639,11 +646,20 @@ func (db *DB) Stats() Stats {
 		Tier0Retention:   db.cfg.Tier0Retention,
 		Tier1Retention:   db.cfg.Tier1Retention,
 		Tier0BytesPerDim: db.tier0BytesPerDim(),
-		Tier1BytesPerDim: db.m * 14, // at full retention: 3×float32 + 2 bytes per minute
 	}
+	// Tier-1 cost per dimension at full retention: the open day unpacked
+	// (14 bytes a minute) plus the other days at the packed size measured
+	// so far (unpacked size until a day has been sealed).
+	var packedBytes, packedSlots int64
 	first, t1first := int64(math.MaxInt64), int64(math.MaxInt64)
 	for _, s := range db.allSeries() {
 		s.mu.Lock()
+		for _, c := range s.chunks {
+			if c.packed != nil {
+				packedBytes += int64(c.bytes())
+				packedSlots += int64(c.n)
+			}
+		}
 		st.Charts++
 		st.Dimensions += s.ndims
 		st.MemoryBytes += s.memBytes()
@@ -661,6 +677,11 @@ func (db *DB) Stats() Stats {
 		}
 		s.mu.Unlock()
 	}
+	perSlot := 14.0
+	if packedSlots > 0 {
+		perSlot = float64(packedBytes) / float64(packedSlots)
+	}
+	st.Tier1BytesPerDim = db.chunkLen*14 + int(perSlot*float64(db.m-db.chunkLen))
 	if first != math.MaxInt64 {
 		st.FirstTime = first
 	}

@@ -31,6 +31,8 @@ func (a *accum) add(v float64) {
 type chunk struct {
 	min, max, sum []float32
 	count, anom   []uint8
+	packed        []byte // sealed form (pack.go); the arrays are nil then
+	n             int    // slots, when packed
 }
 
 func newChunk(ndims, chunkLen int) *chunk {
@@ -41,7 +43,12 @@ func newChunk(ndims, chunkLen int) *chunk {
 	}
 }
 
-func (c *chunk) bytes() int { return len(c.min)*12 + len(c.count)*2 }
+func (c *chunk) bytes() int {
+	if c.packed != nil {
+		return cap(c.packed)
+	}
+	return len(c.min)*12 + len(c.count)*2
+}
 
 // series is the storage of one chart. mu guards every field; the DB's map
 // lock is never held while a series lock is taken for long.
@@ -179,6 +186,17 @@ func (s *series) closeMinute() {
 	}
 	s.accMinute = -1
 	s.prune()
+	s.sealOld()
+}
+
+// sealOld packs every raw chunk before the one holding the newest minute.
+func (s *series) sealOld() {
+	cur := floorDiv(s.newestMinute(), int64(s.chunkLen))
+	for k, c := range s.chunks {
+		if k < cur && c.packed == nil {
+			c.seal()
+		}
+	}
 }
 
 // mergeMinute adds aggregates of one minute to what the chunk holds (a
@@ -190,6 +208,7 @@ func (s *series) mergeMinute(minute int64, a []accum) {
 		c = newChunk(s.ndims, s.chunkLen)
 		s.chunks[key] = c
 	}
+	c.unseal() // a late minute for a sealed day; sealOld packs it again
 	off := int(minute - key*int64(s.chunkLen))
 	for d := range a {
 		if a[d].count == 0 {
@@ -303,6 +322,7 @@ func (s *series) tier1Window(w *Window, after, before int64) {
 		key := floorDiv(m, int64(s.chunkLen))
 		end := min(hi, (key+1)*int64(s.chunkLen)-1)
 		if c := s.chunks[key]; c != nil {
+			c = c.view()
 			for d := 0; d < s.ndims; d++ {
 				row := w.Slots[d]
 				for mm := m; mm <= end; mm++ {

@@ -458,3 +458,97 @@ func FuzzReplay(f *testing.F) {
 		}
 	})
 }
+
+func TestTier1SealedChunks(t *testing.T) {
+	dir := t.TempDir()
+	cfg := Config{Dir: dir, Tier1Retention: 30 * time.Minute}
+	db, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.chunkLen = 7 // days are 1440 minutes; here chunks of 7 get sealed often
+	db.Register(testChart("s", "v", "w"))
+	base := (time.Now().Unix()/60 - 49) * 60 // the last minute is the current one
+	want := map[int64]Agg{}
+	for ts := base; ts < base+50*60; ts++ {
+		v := float64(ts%97) + 0.5
+		mustAppend(t, db, "s", ts, v, -v)
+		m := ts / 60 * 60
+		a := want[m]
+		if a.Count == 0 || v < a.Min {
+			a.Min = v
+		}
+		a.Max = max(a.Max, v)
+		a.Sum += v
+		a.Count++
+		want[m] = a
+	}
+	check := func(db *DB, when string) {
+		t.Helper()
+		w, err := db.Query("s", 1, 0, base+100*60)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w.Start != base+20*60 || len(w.Slots[0]) != 30 {
+			t.Fatalf("%s: window starts %d with %d minutes, want %d and 30", when, w.Start, len(w.Slots[0]), base+20*60)
+		}
+		for i, g := range w.Slots[0] {
+			e := want[w.Start+int64(i)*60]
+			if g.Min != e.Min || g.Max != e.Max || math.Abs(g.Sum-e.Sum) > 1e-3*e.Sum || g.Count != e.Count {
+				t.Errorf("%s: minute %d = %+v, want %+v", when, i, g, e)
+			}
+			if n := w.Slots[1][i]; n.Max != -e.Min || n.Count != e.Count {
+				t.Errorf("%s: minute %d of w = %+v", when, i, n)
+			}
+		}
+	}
+	packed := 0
+	for _, c := range db.lookup("s").chunks {
+		if c.packed != nil {
+			packed++
+		}
+	}
+	if packed == 0 {
+		t.Fatal("no chunk was sealed")
+	}
+	check(db, "live")
+	if st := db.Stats(); st.Tier1BytesPerDim <= 0 {
+		t.Errorf("Tier1BytesPerDim = %d", st.Tier1BytesPerDim)
+	}
+	db.Close()
+	db2 := newTestDB(t, cfg)
+	check(db2, "after restart")
+}
+
+func TestChunkPackRoundTrip(t *testing.T) {
+	c := newChunk(3, 50)
+	for i := range c.count {
+		if i%7 == 0 {
+			continue // a gap
+		}
+		c.min[i], c.max[i], c.sum[i] = float32(i)-0.25, float32(i*i), float32(-i)*1e6
+		c.count[i], c.anom[i] = uint8(i%61), uint8(i%3)
+	}
+	want := newChunk(3, 50)
+	copy(want.min, c.min)
+	copy(want.max, c.max)
+	copy(want.sum, c.sum)
+	copy(want.count, c.count)
+	copy(want.anom, c.anom)
+	c.seal()
+	if c.min != nil || len(c.packed) == 0 || c.bytes() != cap(c.packed) {
+		t.Fatalf("sealed chunk keeps arrays or has no packed bytes")
+	}
+	for _, got := range []*chunk{c.view(), func() *chunk { c.unseal(); return c }()} {
+		for i := range want.count {
+			if got.min[i] != want.min[i] || got.max[i] != want.max[i] || got.sum[i] != want.sum[i] ||
+				got.count[i] != want.count[i] || got.anom[i] != want.anom[i] {
+				t.Fatalf("slot %d = %v %v %v %d %d, want %v %v %v %d %d", i, got.min[i], got.max[i], got.sum[i],
+					got.count[i], got.anom[i], want.min[i], want.max[i], want.sum[i], want.count[i], want.anom[i])
+			}
+		}
+	}
+	if c.packed != nil {
+		t.Error("unseal left the packed bytes")
+	}
+}
