@@ -1,0 +1,69 @@
+// Command serve is the benchmark's peerdns DNS server: the node's real
+// dns.Server answering n local A records (host<i>.bench.test →
+// 10.<i>>16>.<i>>8>.<i>), published the same way the localdns actor
+// publishes them, without the rest of the node. compare.sh uses it so the
+// comparison measures the DNS answer path, not node start-up.
+//
+//	go run ./bench/dns/serve -addr 127.0.0.1:15305 -n 1000 [-cpuprofile f]
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log"
+	"log/slog"
+	"os"
+	"os/signal"
+	"runtime/pprof"
+	"syscall"
+	"time"
+
+	nodedns "peerdns/dns"
+	"peerdns/dns/records"
+)
+
+func main() {
+	addr := flag.String("addr", "127.0.0.1:15305", "UDP and TCP address")
+	n := flag.Int("n", 1000, "number of host<i>.bench.test A records")
+	sockets := flag.Int("sockets", 0, "UDP sockets (0: one per CPU)")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile here until stopped")
+	flag.Parse()
+
+	recs := make([]records.Record, 0, *n)
+	for i := 0; i < *n; i++ {
+		r, err := records.Parse(fmt.Appendf(nil, `{"name":"host%d.bench.test","type":"A","ttl":3600,"data":"10.%d.%d.%d"}`, i, i>>16&255, i>>8&255, i&255))
+		if err != nil {
+			log.Fatal(err)
+		}
+		recs = append(recs, r)
+	}
+	local := &records.Published{}
+	local.Store(&records.Snapshot{Version: 1, Records: recs})
+	lg := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	// No upstream: the benchmark only asks for names it serves.
+	srv, err := nodedns.New(nodedns.Config{Addr: *addr, UDPSockets: *sockets, ResolvConf: "/nonexistent"}, nil, local, lg)
+	if err != nil {
+		log.Fatal(err)
+	}
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err != nil {
+			log.Fatal(err)
+		}
+		pprof.StartCPUProfile(f)
+		defer pprof.StopCPUProfile()
+	}
+	if err := srv.Start(); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("serving", *n, "names on", srv.Addr())
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	<-sig
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	srv.Shutdown(ctx)
+	st := srv.Stats()
+	fmt.Printf("queries %d fast %d slow %d dropped %d\n", st.Queries, st.FastAnswers, st.SlowPath, st.Dropped)
+}
