@@ -23,6 +23,7 @@ func cpuTime(b *testing.B) time.Duration {
 func BenchmarkTick(b *testing.B) {
 	db := newTestStore(b)
 	m := New(db, nil)
+	b.Cleanup(m.close)
 	start := time.Now()
 	m.Collect(start.Unix(), start) // first round: registration and first counters
 	b.ReportAllocs()
@@ -44,6 +45,7 @@ func BenchmarkCollector(b *testing.B) {
 		b.Run(c.name(), func(b *testing.B) {
 			db := newTestStore(b)
 			m := newManager(db, nil, c)
+			b.Cleanup(m.close)
 			start := time.Now()
 			m.Collect(start.Unix(), start)
 			b.ReportAllocs()

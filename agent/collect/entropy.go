@@ -11,15 +11,23 @@ import (
 // /proc/sys/kernel/random/entropy_avail (gopsutil has no reader for it).
 type entropyColl struct {
 	read func() ([]byte, error)
+	done func()
 	c    *chart
 	raw  [1]float64
 }
 
 func newEntropy() *entropyColl {
-	return &entropyColl{read: newProcReader("/proc/sys/kernel/random/entropy_avail").read}
+	r := newProcReader("/proc/sys/kernel/random/entropy_avail")
+	return &entropyColl{read: r.read, done: r.close}
 }
 
 func (c *entropyColl) name() string { return "entropy" }
+
+func (c *entropyColl) close() {
+	if c.done != nil {
+		c.done()
+	}
+}
 
 func (c *entropyColl) collect(tk *tick) error {
 	b, err := c.read()

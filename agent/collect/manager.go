@@ -58,6 +58,7 @@ func newManager(db *store.DB, log *slog.Logger, cs ...collector) *Manager {
 // comes while the previous one still runs is skipped (time.Ticker drops
 // it), so a slow disk never piles up work.
 func (m *Manager) Run(ctx context.Context) {
+	defer m.close()
 	// Align to the next whole second so points land on distinct seconds.
 	now := time.Now()
 	wait := now.Truncate(time.Second).Add(time.Second).Sub(now)
@@ -81,6 +82,19 @@ func (m *Manager) Run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		}
+	}
+}
+
+// closer is a collector holding files open between ticks.
+type closer interface{ close() }
+
+// close releases the collectors' kept-open files (Run does it on return;
+// a later Collect opens them again).
+func (m *Manager) close() {
+	for _, c := range m.cs {
+		if cl, ok := c.(closer); ok {
+			cl.close()
 		}
 	}
 }

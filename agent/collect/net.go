@@ -61,6 +61,7 @@ func parseNetDev(dst []ifCounters, b []byte) ([]ifCounters, error) {
 // physical one (a container's veth), so the chart is never missing.
 type netColl struct {
 	read      func() ([]byte, error)
+	done      func()
 	isVirtual func(iface string) bool
 
 	ifs     []ifCounters
@@ -75,8 +76,10 @@ type netColl struct {
 type ifCharts struct{ net, packets *chart }
 
 func newNet() *netColl {
+	dev := newProcReader("/proc/net/dev")
 	return &netColl{
-		read: newProcReader("/proc/net/dev").read,
+		read: dev.read,
+		done: dev.close,
 		isVirtual: func(iface string) bool {
 			_, err := os.Stat("/sys/devices/virtual/net/" + iface)
 			return err == nil
@@ -86,6 +89,12 @@ func newNet() *netColl {
 }
 
 func (c *netColl) name() string { return "net" }
+
+func (c *netColl) close() {
+	if c.done != nil {
+		c.done()
+	}
+}
 
 func (c *netColl) collect(tk *tick) error {
 	b, err := c.read()

@@ -48,6 +48,14 @@ func (r *procReader) read() ([]byte, error) {
 	}
 }
 
+// close releases the kept-open file; a later read opens it again.
+func (r *procReader) close() {
+	if r.f != nil {
+		r.f.Close()
+		r.f = nil
+	}
+}
+
 // fields splits line on spaces and tabs into dst (reused) without
 // allocating strings.
 func fields(dst [][]byte, line []byte) [][]byte {

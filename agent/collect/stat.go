@@ -59,16 +59,23 @@ func parseStat(b []byte) (statCounters, error) {
 // system.intr.
 type statColl struct {
 	read                     func() ([]byte, error)
+	done                     func()
 	procs, forks, ctxt, intr *chart
 	raw                      [2]float64
 }
 
 func newStat() *statColl {
 	r := newProcReader("/proc/stat")
-	return &statColl{read: r.read}
+	return &statColl{read: r.read, done: r.close}
 }
 
 func (c *statColl) name() string { return "stat" }
+
+func (c *statColl) close() {
+	if c.done != nil {
+		c.done()
+	}
+}
 
 func (c *statColl) collect(tk *tick) error {
 	b, err := c.read()
