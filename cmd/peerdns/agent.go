@@ -8,6 +8,7 @@ import (
 	"log/slog"
 
 	"peerdns/agent"
+	"peerdns/internal/node"
 )
 
 // runAgent runs the metrics agent: `peerdns agent [--data DIR]`, the rest
@@ -27,6 +28,6 @@ func runAgent(ctx context.Context, args []string, getenv func(string) string, st
 	if err != nil {
 		return err
 	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: parseLevel(envOr(getenv, "LOG_LEVEL", "info"))}))
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: node.ParseLevel(envOr(getenv, "LOG_LEVEL", "info"))}))
 	return agent.Run(ctx, cfg, log)
 }

@@ -4,36 +4,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"strings"
+
+	"peerdns/internal/node"
 )
 
-// nodeConfig is the command-line contract of `peerdns node`. Every flag
-// also reads PEERDNS_<FLAG> (upper case, '-' → '_') from the environment;
-// a flag given on the command line wins over the environment.
-type nodeConfig struct {
-	Data      string
-	AdminAddr string
-	DNSAddr   string
-	HTTPAddr  string
-	HTTPSAddr string
-	P2PAddr   string
-	Bootstrap []string
-	Join      string
-	Upstream  []string
-	System    bool
-
-	// Settings read from the environment only (no flag): ADMIN_DOMAIN,
-	// PROFILE_DOMAIN, SUBNET_BASE, INITIAL_IP_INDEX, LOG_LEVEL.
-	AdminDomain    string
-	SubnetBase     string
-	InitialIPIndex int
-	LogLevel       string
-}
-
 // parseNodeFlags parses args of `peerdns node` with env fallbacks.
-func parseNodeFlags(args []string, getenv func(string) string, stderr io.Writer) (nodeConfig, error) {
-	var c nodeConfig
+func parseNodeFlags(args []string, getenv func(string) string, stderr io.Writer) (node.Config, error) {
+	var c node.Config
 	fs := flag.NewFlagSet("node", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var bootstrap, upstream string
@@ -108,5 +86,3 @@ func envOr(getenv func(string) string, k, def string) string {
 	}
 	return def
 }
-
-var _ = os.Getenv

@@ -11,51 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"peerdns/messages"
+	"peerdns/internal/testutil"
 )
-
-func TestRestartKeepsEverything(t *testing.T) {
-	dir := t.TempDir()
-	n := newTestNode(t, dir)
-	base := "http://" + n.adminAddr()
-	id := n.id.ID()
-	for i := 0; i < 5; i++ {
-		addDomain(t, base, fmt.Sprintf("d%d.p2p", i), hashA)
-	}
-	if code, _ := call(t, "POST", base+"/api/remove-domain", `{"domain":"d4.p2p"}`); code != 200 {
-		t.Fatalf("remove = %d", code)
-	}
-	var before, after []domainEntry
-	var ifsBefore, ifsAfter []messages.Interface
-	var entBefore, entAfter []messages.LedgerEntry
-	mustJSON(t, "GET", base+"/api/resolved-domains", "", 200, &before)
-	mustJSON(t, "GET", base+"/api/interfaces", "", 200, &ifsBefore)
-	mustJSON(t, "GET", base+"/api/entries", "", 200, &entBefore)
-	n.stop()
-
-	n2 := newTestNode(t, dir)
-	base = "http://" + n2.adminAddr()
-	if n2.id.ID() != id {
-		t.Fatalf("identity changed: %s → %s", id, n2.id.ID())
-	}
-	mustJSON(t, "GET", base+"/api/resolved-domains", "", 200, &after)
-	mustJSON(t, "GET", base+"/api/interfaces", "", 200, &ifsAfter)
-	mustJSON(t, "GET", base+"/api/entries", "", 200, &entAfter)
-	if len(after) != len(before) || len(after) != 5 {
-		t.Fatalf("domains before %d after %d", len(before), len(after))
-	}
-	for i := range before {
-		if before[i].Domain != after[i].Domain || before[i].Hash != after[i].Hash || before[i].ConsensusStatus != after[i].ConsensusStatus {
-			t.Fatalf("domain %d: before %+v after %+v", i, before[i], after[i])
-		}
-	}
-	if fmt.Sprint(ifsBefore) != fmt.Sprint(ifsAfter) {
-		t.Fatalf("interfaces before %v after %v", ifsBefore, ifsAfter)
-	}
-	if fmt.Sprint(entBefore) != fmt.Sprint(entAfter) {
-		t.Fatalf("entries before %v after %v", entBefore, entAfter)
-	}
-}
 
 // startProcess runs the test binary as `peerdns node` on dir and returns
 // the process and its admin address once it announced it.
@@ -98,7 +55,7 @@ func TestKill9KeepsAcknowledgedWrites(t *testing.T) {
 	base := "http://" + addr
 	const n = 20
 	for i := 0; i < n; i++ {
-		addDomain(t, base, fmt.Sprintf("k%d.p2p", i), hashA)
+		testutil.AddDomain(t, base, fmt.Sprintf("k%d.p2p", i), testutil.Hash('a'))
 	}
 	// No graceful anything: the process dies right after the last OK.
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
@@ -107,8 +64,11 @@ func TestKill9KeepsAcknowledgedWrites(t *testing.T) {
 	_ = cmd.Wait()
 
 	_, addr = startProcess(t, dir)
-	var ds []domainEntry
-	mustJSON(t, "GET", "http://"+addr+"/api/resolved-domains", "", 200, &ds)
+	var ds []struct {
+		Domain          string `json:"domain"`
+		ConsensusStatus string `json:"consensusStatus"`
+	}
+	testutil.MustJSON(t, "GET", "http://"+addr+"/api/resolved-domains", "", 200, &ds)
 	got := map[string]string{}
 	for _, d := range ds {
 		got[d.Domain] = d.ConsensusStatus
@@ -123,7 +83,7 @@ func TestKill9KeepsAcknowledgedWrites(t *testing.T) {
 
 func TestSignalStopsCleanly(t *testing.T) {
 	cmd, addr := startProcess(t, t.TempDir())
-	addDomain(t, "http://"+addr, "bye.p2p", hashA)
+	testutil.AddDomain(t, "http://"+addr, "bye.p2p", testutil.Hash('a'))
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}

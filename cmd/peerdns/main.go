@@ -14,6 +14,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"peerdns/internal/node"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -68,4 +70,20 @@ func usage(w io.Writer) {
   peerdns version
 Every node flag also reads PEERDNS_<FLAG> from the environment.
 `)
+}
+
+func runNode(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
+	cfg, err := parseNodeFlags(args, getenv, stderr)
+	if err != nil {
+		return err
+	}
+	cfg.Version = version
+	n, err := node.Start(cfg, stderr)
+	if err != nil {
+		return err
+	}
+	<-ctx.Done()
+	n.Core().Info("shutting down")
+	n.Stop()
+	return nil
 }

@@ -1,4 +1,8 @@
-package main
+// Package node wires a peerdns node together: stores, the actor tree, the
+// DNS server, the peer network and the admin API. cmd/peerdns parses flags
+// and signals and calls Start; tests and benchmarks start whole nodes the
+// same way.
+package node
 
 import (
 	"context"
@@ -27,9 +31,9 @@ import (
 	"peerdns/supervisor"
 )
 
-// node is one running peerdns node: its stores, actor tree and servers.
-type node struct {
-	cfg      nodeConfig
+// Node is one running peerdns node: its stores, actor tree and servers.
+type Node struct {
+	cfg      Config
 	id       *identity.Identity
 	ledgerDB *store.DB
 	nodeDB   *store.DB
@@ -44,13 +48,13 @@ type node struct {
 	closers  []func() // run in reverse order on stop
 }
 
-// startNode builds and starts a node. On error everything started so far
-// is stopped again.
-func startNode(cfg nodeConfig, stderr io.Writer) (n *node, err error) {
-	n = &node{cfg: cfg, pub: &view.Published{}}
+// Start builds and starts a node. On error everything started so far is
+// stopped again.
+func Start(cfg Config, stderr io.Writer) (n *Node, err error) {
+	n = &Node{cfg: cfg, pub: &view.Published{}}
 	defer func() {
 		if err != nil {
-			n.stop()
+			n.Stop()
 		}
 	}()
 	if err := os.MkdirAll(cfg.Data, 0o700); err != nil {
@@ -68,7 +72,7 @@ func startNode(cfg nodeConfig, stderr io.Writer) (n *node, err error) {
 	}
 	n.closers = append(n.closers, func() { n.nodeDB.Close() })
 
-	level := parseLevel(cfg.LogLevel)
+	level := ParseLevel(cfg.LogLevel)
 	stderrLog := slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})
 	n.root = supervisor.NewRoot(slog.New(stderrLog))
 	n.closers = append(n.closers, n.root.Shutdown)
@@ -77,7 +81,7 @@ func startNode(cfg nodeConfig, stderr io.Writer) (n *node, err error) {
 	}
 	core := n.logs["core"]
 	n.root.LogTo(core)
-	core.Info("starting node", "id", n.id.ID(), "data", cfg.Data, "version", version)
+	core.Info("starting node", "id", n.id.ID(), "data", cfg.Data, "version", cfg.Version)
 
 	adminLn, err := net.Listen("tcp", cfg.AdminAddr)
 	if err != nil {
@@ -121,7 +125,7 @@ func startNode(cfg nodeConfig, stderr io.Writer) (n *node, err error) {
 
 // startLogs spawns one actor per log channel; every channel logger also
 // writes to stderr so an operator running the node in a terminal sees it.
-func (n *node) startLogs(stderrLog slog.Handler, level slog.Level) error {
+func (n *Node) startLogs(stderrLog slog.Handler, level slog.Level) error {
 	n.channels = map[string]*actor.PID{}
 	n.logs = map[string]*slog.Logger{}
 	dir := filepath.Join(n.cfg.Data, "logs")
@@ -137,31 +141,22 @@ func (n *node) startLogs(stderrLog slog.Handler, level slog.Level) error {
 	return nil
 }
 
-// stop shuts the node down: servers first, then actors, then stores.
-func (n *node) stop() {
+// Stop shuts the node down: servers first, then actors, then stores.
+func (n *Node) Stop() {
 	for i := len(n.closers) - 1; i >= 0; i-- {
 		n.closers[i]()
 	}
 	n.closers = nil
 }
 
-// adminAddr is where the admin API listens.
-func (n *node) adminAddr() string { return n.adminLn.Addr().String() }
+// AdminAddr is where the admin API listens.
+func (n *Node) AdminAddr() string { return n.adminLn.Addr().String() }
 
-func runNode(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
-	cfg, err := parseNodeFlags(args, getenv, stderr)
-	if err != nil {
-		return err
-	}
-	n, err := startNode(cfg, stderr)
-	if err != nil {
-		return err
-	}
-	<-ctx.Done()
-	n.logs["core"].Info("shutting down")
-	n.stop()
-	return nil
-}
+// ID is the node's peer id.
+func (n *Node) ID() string { return n.id.ID() }
+
+// Core is the core channel logger.
+func (n *Node) Core() *slog.Logger { return n.logs["core"] }
 
 // announce logs the line scripts wait for: "<service> listening on <addr>".
 func announce(log *slog.Logger, stderr io.Writer, service string, addr net.Addr) {
@@ -179,7 +174,9 @@ func answerAddr(a net.Addr) netip.Addr {
 	return ap.Addr().Unmap()
 }
 
-func parseLevel(s string) slog.Level {
+// ParseLevel reads a LOG_LEVEL value (debug, info, warn, error); anything
+// else is info.
+func ParseLevel(s string) slog.Level {
 	var l slog.Level
 	if err := l.UnmarshalText([]byte(strings.ToUpper(s))); err != nil {
 		return slog.LevelInfo

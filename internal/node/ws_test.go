@@ -1,4 +1,4 @@
-package main
+package node
 
 import (
 	"context"
@@ -62,8 +62,8 @@ func ofType(typ string) func(wsMsg) bool { return func(m wsMsg) bool { return m[
 
 func TestWebSocketRequestsAndHints(t *testing.T) {
 	n := newTestNode(t, t.TempDir())
-	base := "http://" + n.adminAddr()
-	c := dialWS(t, n.adminAddr(), 0)
+	base := "http://" + n.AdminAddr()
+	c := dialWS(t, n.AdminAddr(), 0)
 
 	addDomain(t, base, "ws.p2p", hashA)
 	readUntil(t, c, ofType(messages.HintDatabase))
@@ -84,7 +84,9 @@ func TestWebSocketRequestsAndHints(t *testing.T) {
 		t.Fatalf("log-snapshot = %v", snap)
 	}
 	addDomain(t, base, "live.p2p", hashA)
-	line := readUntil(t, c, func(m wsMsg) bool { return m["type"] == "file-log" && strings.Contains(fmt.Sprint(m["message"]), "live.p2p") })
+	line := readUntil(t, c, func(m wsMsg) bool {
+		return m["type"] == "file-log" && strings.Contains(fmt.Sprint(m["message"]), "live.p2p")
+	})
 	if line["channel"] != "core" || line["level"] != "INFO" {
 		t.Fatalf("file-log = %v", line)
 	}
@@ -111,9 +113,9 @@ func TestWebSocketSlowClientIsDropped(t *testing.T) {
 	const readers = 8
 	var conns []*websocket.Conn
 	for i := 0; i < readers; i++ {
-		conns = append(conns, dialWS(t, n.adminAddr(), 0))
+		conns = append(conns, dialWS(t, n.AdminAddr(), 0))
 	}
-	dialWS(t, n.adminAddr(), 4096) // the slow client: never reads, tiny buffer
+	dialWS(t, n.AdminAddr(), 4096) // the slow client: never reads, tiny buffer
 
 	count := func() int {
 		r, err := httpx.Ask[*ws.ClientCountReply](n.root.System.Root, n.hub, &ws.ClientCount{}, 5*time.Second)

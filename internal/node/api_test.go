@@ -1,4 +1,4 @@
-package main
+package node
 
 import (
 	"encoding/json"
@@ -24,7 +24,7 @@ type domainEntry struct {
 
 func TestDomainLifecycle(t *testing.T) {
 	n := newTestNode(t, t.TempDir())
-	base := "http://" + n.adminAddr()
+	base := "http://" + n.AdminAddr()
 
 	addDomain(t, base, "Example.P2P", hashA)
 
@@ -151,7 +151,7 @@ func TestDomainLifecycle(t *testing.T) {
 func TestHashPreferenceAndSubnets(t *testing.T) {
 	dir := t.TempDir()
 	n := newTestNode(t, dir)
-	base := "http://" + n.adminAddr()
+	base := "http://" + n.AdminAddr()
 	if code, body := call(t, "POST", base+"/api/update-hash-preference", `{"domain":"x.p2p","preference":"local"}`); code != 200 || body != "OK" {
 		t.Fatalf("update-hash-preference = %d %q", code, body)
 	}
@@ -172,11 +172,11 @@ func TestHashPreferenceAndSubnets(t *testing.T) {
 	if len(subs.Subnets) != 2 || subs.Subnets[0].Name != "Subnet 1" || subs.Subnets[1].Name != "extra" || subs.Subnets[0].Available != 245 || subs.Subnets[1].Index != 1 {
 		t.Fatalf("subnets after POST = %+v", subs)
 	}
-	n.stop()
+	n.Stop()
 
 	// After a restart the new subnets allocate, and the preference stayed.
 	n2 := newTestNode(t, dir)
-	base = "http://" + n2.adminAddr()
+	base = "http://" + n2.AdminAddr()
 	addDomain(t, base, "new.p2p", hashA)
 	var ifs []messages.Interface
 	mustJSON(t, "GET", base+"/api/interfaces", "", 200, &ifs)
@@ -191,7 +191,7 @@ func TestHashPreferenceAndSubnets(t *testing.T) {
 
 func TestBadInput(t *testing.T) {
 	n := newTestNode(t, t.TempDir())
-	base := "http://" + n.adminAddr()
+	base := "http://" + n.AdminAddr()
 	tests := []struct {
 		name, method, path, body string
 		want                     int
@@ -257,7 +257,7 @@ func TestBadInput(t *testing.T) {
 
 func TestNavigationAndLogs(t *testing.T) {
 	n := newTestNode(t, t.TempDir())
-	base := "http://" + n.adminAddr()
+	base := "http://" + n.AdminAddr()
 	for _, tab := range []string{"domains", "host", "local-dns", "entries", "peers", "certs", "interfaces", "logs", "settings"} {
 		req, _ := newNoRedirect()
 		resp, err := req.Get(base + "/" + tab)
@@ -297,7 +297,7 @@ func TestNavigationAndLogs(t *testing.T) {
 
 func TestHealth(t *testing.T) {
 	n := newTestNode(t, t.TempDir())
-	base := "http://" + n.adminAddr()
+	base := "http://" + n.AdminAddr()
 	var h struct {
 		Status       string
 		Timestamp    string
@@ -331,7 +331,7 @@ func TestHealth(t *testing.T) {
 
 func TestSupervisionRestartsCrashedDomainActor(t *testing.T) {
 	n := newTestNode(t, t.TempDir())
-	base := "http://" + n.adminAddr()
+	base := "http://" + n.AdminAddr()
 	addDomain(t, base, "crash.p2p", hashA)
 	n.root.System.Root.Send(n.ledger, &domain.InjectPanic{Domain: "crash.p2p"})
 	// The node keeps answering, and the restarted domain actor evaluates
