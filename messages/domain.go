@@ -57,8 +57,12 @@ type DomainEntry struct {
 // GetDomains asks for the domain listing (internal domains first).
 type GetDomains struct{}
 
-// GetDomainsReply is an immutable listing shared by all readers.
-type GetDomainsReply struct{ Domains []DomainEntry }
+// GetDomainsReply is an immutable listing shared by all readers, with its
+// JSON encoding (built once per change, not per request).
+type GetDomainsReply struct {
+	Domains []DomainEntry
+	JSON    []byte
+}
 
 // LedgerEntry is one item of GET /api/entries.
 type LedgerEntry struct {

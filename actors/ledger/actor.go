@@ -72,12 +72,16 @@ type Actor struct {
 	version     uint64
 	listing     []messages.DomainEntry
 	listingOK   bool
+	listingJSON []byte
 	lastApplyAt int64
 	validFail   int
 	bootstrap   bool
 	counts      struct{ resolutions, quorumFailures, ties int }
 
 	pendingCleanups []*messages.Op
+	voteQueue       []write
+	voteDomains     []string
+	voteScheduled   bool
 	sys             *actor.ActorSystem
 }
 
@@ -114,6 +118,8 @@ func (a *Actor) Receive(c actor.Context) {
 		if pid := a.children[m.Domain]; pid != nil {
 			c.Send(pid, m)
 		}
+	case *commitVotes:
+		a.commitQueuedVotes(c)
 	case *publishNow:
 		a.publish(c)
 	default:

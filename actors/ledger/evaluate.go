@@ -15,6 +15,30 @@ import (
 // publishNow is a self-message: publish once the mailbox burst is handled.
 type publishNow struct{}
 
+// commitVotes is a self-message: sign and commit the queued auto-votes.
+type commitVotes struct{}
+
+// commitQueuedVotes appends every queued vote in one transaction; the
+// domains are re-evaluated with their new votes. If the commit fails the
+// domains settle as they are and the failure is logged.
+func (a *Actor) commitQueuedVotes(c actor.Context) {
+	ws, domains := a.voteQueue, a.voteDomains
+	a.voteQueue, a.voteDomains, a.voteScheduled = nil, nil, false
+	if len(ws) == 0 {
+		return
+	}
+	_, err := a.appendLocal(ws...)
+	for _, d := range domains {
+		delete(a.inflight, d)
+		if err != nil {
+			a.settled(c, d)
+		}
+	}
+	if err != nil {
+		a.d.Log.Error("ledger: auto-vote failed", "domains", len(domains), "err", err)
+	}
+}
+
 // flush runs after every message: pending cleanups, IP assignment of new
 // domains, and an evaluation request for every dirty domain that is not
 // already being evaluated at its current version.
@@ -115,11 +139,17 @@ func (a *Actor) onEvaluated(c actor.Context, m *domain.Evaluated) {
 		}
 	}
 	if ws := a.votesFor(m.Domain, m.Plan); len(ws) > 0 && a.writable() {
-		if _, err := a.appendLocal(ws...); err != nil {
-			a.d.Log.Error("ledger: auto-vote failed", "domain", m.Domain, "err", err)
-		} else {
-			return // the new votes re-evaluate the domain
+		// Queue the votes; they are signed and committed together once the
+		// burst of evaluations in the mailbox is handled (one fsync for
+		// many domains). The domain stays in flight until then.
+		a.inflight[m.Domain] = m.Version
+		a.voteQueue = append(a.voteQueue, ws...)
+		a.voteDomains = append(a.voteDomains, m.Domain)
+		if !a.voteScheduled {
+			a.voteScheduled = true
+			c.Send(c.Self(), &commitVotes{})
 		}
+		return
 	}
 	if len(idx.claims) == 0 {
 		// No claims and our votes retracted: the domain actor's job is done.

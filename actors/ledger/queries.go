@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -129,6 +130,7 @@ func (a *Actor) domainListing() []messages.DomainEntry {
 		out = append(out, e)
 	}
 	a.listing, a.listingOK = out, true
+	a.listingJSON, _ = json.Marshal(out) // plain structs: cannot fail
 	return out
 }
 

@@ -23,7 +23,8 @@ func (a *Actor) handle(c actor.Context, msg any) {
 	case *messages.RemoveDomain:
 		a.removeDomain(c, m)
 	case *messages.GetDomains:
-		c.Respond(&messages.GetDomainsReply{Domains: a.domainListing()})
+		list := a.domainListing()
+		c.Respond(&messages.GetDomainsReply{Domains: list, JSON: a.listingJSON})
 	case *messages.GetEntries:
 		c.Respond(&messages.GetEntriesReply{Entries: a.entries()})
 	case *messages.GetConsensus:

@@ -1,6 +1,7 @@
 package ipam
 
 import (
+	"fmt"
 	"net/netip"
 	"strings"
 	"testing"
@@ -83,5 +84,17 @@ func TestValidate(t *testing.T) {
 				t.Fatalf("Validate errors = %v, want one containing %q", errs, tt.want)
 			}
 		})
+	}
+}
+
+func BenchmarkAssign10k(b *testing.B) {
+	subs, _ := DefaultSubnets("", 0)
+	for i := 0; i < b.N; i++ {
+		p := New(subs, nil)
+		for d := 0; d < 10000; d++ {
+			if _, _, err := p.Assign(fmt.Sprint(d)); err != nil {
+				b.Fatal(err)
+			}
+		}
 	}
 }

@@ -223,3 +223,7 @@ func (p *standalonePeers) Status() (bool, int, error) {
 }
 
 func (p *standalonePeers) Healthy() bool { return false }
+
+// Ledger returns the root context and the ledger actor, for in-process
+// tools (benchmarks, multi-node tests) that speak to it directly.
+func (n *Node) Ledger() (*actor.RootContext, *actor.PID) { return n.root.System.Root, n.ledger }
