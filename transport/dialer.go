@@ -70,6 +70,9 @@ type Dialer struct {
 	After func(peerID string)
 	// StableAfter: a connection that lived this long resets the backoff (10s).
 	StableAfter time.Duration
+	// InitialDelay postpones the first attempt (e.g. to let the peer with
+	// the lower id dial first and avoid a duplicate connection).
+	InitialDelay time.Duration
 	// IdleCheck is how often a skipped dial checks again (1s).
 	IdleCheck time.Duration
 }
@@ -84,6 +87,9 @@ func (d *Dialer) Run(ctx context.Context) {
 	idle := d.IdleCheck
 	if idle == 0 {
 		idle = time.Second
+	}
+	if d.InitialDelay > 0 && !wait(ctx, d.InitialDelay) {
+		return
 	}
 	for ctx.Err() == nil {
 		if d.Skip != nil && d.Skip(peer) {

@@ -123,11 +123,16 @@ func (s *session) start(c actor.Context) {
 	s.stats.lastSeen = s.started
 	s.out = make(chan outItem, s.cfg.queueSize)
 	s.done = make(chan struct{})
-	root, self := c.ActorSystem().Root, c.Self()
+	root, self, done := c.ActorSystem().Root, c.Self(), s.done
 	conn := s.cfg.conn
 	go func() {
 		for {
 			m, err := conn.Recv()
+			select {
+			case <-done:
+				return // the session stopped and closed the connection
+			default:
+			}
 			if err != nil {
 				root.Send(self, &connDown{err: err})
 				return

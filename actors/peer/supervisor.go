@@ -45,6 +45,11 @@ type Deps struct {
 	ExchangeInterval time.Duration     // peer exchange [10s]
 	HandshakeTimeout time.Duration     // [10s]
 	AskTimeout       time.Duration     // ledger requests [5s]
+	// DisconnectGrace is how long a peer whose session ended still counts
+	// as connected, so that replacing a duplicate connection (whose old
+	// half the other side may close first) does not make the peer set
+	// and quorum flap. A new session within the grace inherits it [1s].
+	DisconnectGrace time.Duration
 	Backoff          transport.Backoff // redial [500ms .. 30s]
 	Batch            int               // ops per sync request and frame [512]
 	Now              func() time.Time
@@ -68,6 +73,7 @@ func (d *Deps) defaults() {
 	def(&d.ExchangeInterval, 10*time.Second)
 	def(&d.HandshakeTimeout, 10*time.Second)
 	def(&d.AskTimeout, 5*time.Second)
+	def(&d.DisconnectGrace, time.Second)
 	if d.Batch <= 0 {
 		d.Batch = 512
 	}
@@ -100,6 +106,7 @@ type Actor struct {
 	joinErr       string
 
 	sessions  map[string]*sessionEntry // by peer id
+	lingering map[string]time.Time     // peers whose session ended, within DisconnectGrace
 	known     map[string]*knownPeer
 	dialers   map[string]context.CancelFunc // by address
 	bootstrap []dialTarget
@@ -114,14 +121,18 @@ type Actor struct {
 }
 
 type sessionEntry struct {
-	pid      *actor.PID
-	conn     transport.Conn
-	up       bool
-	since    time.Time
-	upAt     time.Time
-	dialAddr string
-	hello    *messages.Hello
-	stats    sessionStats
+	pid  *actor.PID
+	conn transport.Conn
+	up   bool
+	// inherited: this session replaced a connected one for the same peer;
+	// the peer counts as connected while it handshakes, so a duplicate
+	// resolution does not make the peer set (and quorum) flap.
+	inherited bool
+	since     time.Time
+	upAt      time.Time
+	dialAddr  string
+	hello     *messages.Hello
+	stats     sessionStats
 }
 
 // knownPeer is a peer we were connected to, saved as peer:<id> in node.db
@@ -210,6 +221,7 @@ func (a *Actor) start(c actor.Context) {
 	}
 	a.book = transport.NewInviteBook(a.d.Node)
 	a.sessions = map[string]*sessionEntry{}
+	a.lingering = map[string]time.Time{}
 	a.dialers = map[string]context.CancelFunc{}
 	a.gate = &dialGate{connected: map[string]bool{}, dialing: map[string]bool{}}
 	a.ctx, a.cancel = context.WithCancel(context.Background())
@@ -349,6 +361,16 @@ func (a *Actor) onTick(c actor.Context, now time.Time) {
 	for _, e := range a.sessions {
 		c.Send(e.pid, &tick{now: now})
 	}
+	expired := false
+	for id, at := range a.lingering {
+		if now.Sub(at) >= a.d.DisconnectGrace {
+			delete(a.lingering, id)
+			expired = true
+		}
+	}
+	if expired {
+		a.connectedChanged(c)
+	}
 	if now.Sub(a.lastExchange) >= a.d.ExchangeInterval {
 		a.lastExchange = now
 		a.exchange(c)
@@ -372,6 +394,7 @@ func (a *Actor) onConn(c actor.Context, m *newConn) {
 		_ = conn.Close("initialising")
 		return
 	}
+	inherited := false
 	if old := a.sessions[id]; old != nil {
 		// Both sides may dial at once. Keep the connection dialed by the
 		// lower id (both ends compute the same answer); if one side dialed
@@ -389,9 +412,11 @@ func (a *Actor) onConn(c actor.Context, m *newConn) {
 		}
 		c.Stop(old.pid)
 		delete(a.sessions, id)
-		if old.up {
-			a.connectedChanged(c)
-		}
+		inherited = old.up || old.inherited
+	}
+	if _, ok := a.lingering[id]; ok {
+		delete(a.lingering, id)
+		inherited = true
 	}
 	cfg := sessionConfig{
 		conn: conn, ledger: a.d.Ledger, log: a.log, now: a.d.Now,
@@ -409,7 +434,7 @@ func (a *Actor) onConn(c actor.Context, m *newConn) {
 		_ = conn.Close("internal error")
 		return
 	}
-	a.sessions[id] = &sessionEntry{pid: pid, conn: conn, since: a.d.Now(), dialAddr: m.addr}
+	a.sessions[id] = &sessionEntry{pid: pid, conn: conn, since: a.d.Now(), dialAddr: m.addr, inherited: inherited}
 }
 
 func (a *Actor) onUp(c actor.Context, m *sessionUp) {
@@ -437,9 +462,9 @@ func (a *Actor) onTerminated(c actor.Context, who *actor.PID) {
 		if e.pid.Equal(who) {
 			delete(a.sessions, id)
 			a.gate.set(a.sessionIDs())
-			if e.up {
+			if e.up || e.inherited {
 				a.remember(id, nil, true)
-				a.connectedChanged(c)
+				a.lingering[id] = a.d.Now()
 			}
 			return
 		}
@@ -465,18 +490,24 @@ func (a *Actor) publishHint() {
 // exchange tells every connected peer whom we are connected to.
 func (a *Actor) exchange(c actor.Context) {
 	var list []messages.PeerInfo
+	var to []*actor.PID
 	for _, id := range a.upIDs() {
+		e := a.sessions[id]
+		if e == nil || !e.up {
+			continue // lingering or still handshaking
+		}
 		addrs := []string{}
 		if k := a.known[id]; k != nil {
 			addrs = append(addrs, k.Addrs...)
 		}
 		list = append(list, messages.PeerInfo{ID: id, Addrs: addrs})
+		to = append(to, e.pid)
 	}
 	if len(list) < 2 {
 		return // a lone peer gains nothing from hearing about itself
 	}
-	for _, id := range a.upIDs() {
-		c.Send(a.sessions[id].pid, &sendPeers{peers: list})
+	for _, pid := range to {
+		c.Send(pid, &sendPeers{peers: list})
 	}
 }
 
@@ -552,15 +583,26 @@ func (a *Actor) startDialer(addr, id string) {
 	}
 	ctx, cancel := context.WithCancel(a.ctx)
 	a.dialers[addr] = cancel
+	// When both ends know each other they dial at once after a restart;
+	// the higher id waits a little so the lower one's dial usually wins
+	// and no duplicate has to be resolved.
+	var delay time.Duration
+	if id != "" && a.self > id {
+		delay = a.d.Backoff.Min * 4
+		if delay <= 0 {
+			delay = 2 * time.Second
+		}
+	}
 	root, self, gate := a.sys.Root, a.pid, a.gate
 	d := &transport.Dialer{
-		Endpoint:  a.d.Endpoint,
-		Addr:      addr,
-		PeerID:    id,
-		Backoff:   a.d.Backoff,
-		Skip:      gate.skip,
-		After:     gate.done,
-		OnAttempt: a.diag.attempt,
+		Endpoint:     a.d.Endpoint,
+		Addr:         addr,
+		InitialDelay: delay,
+		PeerID:       id,
+		Backoff:      a.d.Backoff,
+		Skip:         gate.skip,
+		After:        gate.done,
+		OnAttempt:    a.diag.attempt,
 		OnConn: func(conn transport.Conn) {
 			gate.mark(conn.PeerID())
 			root.Send(self, &newConn{conn: conn, addr: addr})
@@ -580,9 +622,12 @@ func (a *Actor) advertise() []string {
 func (a *Actor) upIDs() []string {
 	ids := []string{}
 	for id, e := range a.sessions {
-		if e.up {
+		if e.up || e.inherited {
 			ids = append(ids, id)
 		}
+	}
+	for id := range a.lingering {
+		ids = append(ids, id)
 	}
 	sort.Strings(ids)
 	return ids
