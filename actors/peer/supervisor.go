@@ -39,20 +39,20 @@ type Deps struct {
 	// (default: the endpoint address, wildcards expanded).
 	Advertise []string
 
-	TickInterval     time.Duration     // timer resolution [1s]
-	SyncInterval     time.Duration     // version-vector exchange per peer [3s]
-	PingInterval     time.Duration     // [5s]
-	ExchangeInterval time.Duration     // peer exchange [10s]
-	HandshakeTimeout time.Duration     // [10s]
-	AskTimeout       time.Duration     // ledger requests [5s]
+	TickInterval     time.Duration // timer resolution [1s]
+	SyncInterval     time.Duration // version-vector exchange per peer [3s]
+	PingInterval     time.Duration // [5s]
+	ExchangeInterval time.Duration // peer exchange [10s]
+	HandshakeTimeout time.Duration // [10s]
+	AskTimeout       time.Duration // ledger requests [5s]
 	// DisconnectGrace is how long a peer whose session ended still counts
 	// as connected, so that replacing a duplicate connection (whose old
 	// half the other side may close first) does not make the peer set
 	// and quorum flap. A new session within the grace inherits it [1s].
 	DisconnectGrace time.Duration
-	Backoff          transport.Backoff // redial [500ms .. 30s]
-	Batch            int               // ops per sync request and frame [512]
-	Now              func() time.Time
+	Backoff         transport.Backoff // redial [500ms .. 30s]
+	Batch           int               // ops per sync request and frame [512]
+	Now             func() time.Time
 }
 
 func (d *Deps) defaults() {
