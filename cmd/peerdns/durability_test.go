@@ -16,11 +16,12 @@ import (
 
 // startProcess runs the test binary as `peerdns node` on dir and returns
 // the process and its admin address once it announced it.
-func startProcess(t *testing.T, dir string) (*exec.Cmd, string) {
+func startProcess(t *testing.T, dir string, extra ...string) (*exec.Cmd, string) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "node", "--data", dir, "--admin-addr", "127.0.0.1:0",
+	args := append([]string{"node", "--data", dir, "--admin-addr", "127.0.0.1:0",
 		"--dns-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0", "--https-addr", "127.0.0.1:0",
-		"--p2p-addr", "127.0.0.1:0", "--upstream", "127.0.0.1:1")
+		"--p2p-addr", "127.0.0.1:0", "--upstream", "127.0.0.1:1"}, extra...)
+	cmd := exec.Command(os.Args[0], args...)
 	cmd.Env = append(os.Environ(), "PEERDNS_TEST_AS_MAIN=1")
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
@@ -128,5 +129,40 @@ func TestVersionAndFlags(t *testing.T) {
 	}
 	if code := run([]string{"bogus"}, func(string) string { return "" }, &out, &out); code != 2 {
 		t.Fatalf("unknown command exit = %d", code)
+	}
+}
+
+// A second node joins the first with an invite printed by `peerdns
+// invite`, and a claim made on the first resolves on the second.
+func TestInviteCommandJoinsANode(t *testing.T) {
+	_, addrA := startProcess(t, t.TempDir())
+	testutil.Eventually(t, 10*time.Second, func() error {
+		if code, body := testutil.Call(t, "GET", "http://"+addrA+"/api/health?probe=readiness", ""); code != 200 {
+			return fmt.Errorf("readiness %d %s", code, body)
+		}
+		return nil
+	})
+	var out, errOut strings.Builder
+	if code := run([]string{"invite", "--admin-addr", addrA}, func(string) string { return "" }, &out, &errOut); code != 0 {
+		t.Fatalf("invite exit %d: %s", code, errOut.String())
+	}
+	invite := strings.TrimSpace(out.String())
+	if invite == "" {
+		t.Fatal("no invite printed")
+	}
+	_, addrB := startProcess(t, t.TempDir(), "--join", invite)
+	testutil.AddDomain(t, "http://"+addrA, "joined.p2p", testutil.Hash('e'))
+	testutil.Eventually(t, 30*time.Second, func() error {
+		var cs struct {
+			Status string `json:"status"`
+		}
+		testutil.MustJSON(t, "GET", "http://"+addrB+"/api/consensus/joined.p2p", "", 200, &cs)
+		if cs.Status != "resolved" {
+			return fmt.Errorf("joined.p2p on B = %s", cs.Status)
+		}
+		return nil
+	})
+	if code := run([]string{"invite", "--admin-addr", "127.0.0.1:1"}, func(string) string { return "" }, &out, &errOut); code != 1 {
+		t.Fatalf("invite against no node exit = %d", code)
 	}
 }

@@ -1,10 +1,48 @@
 package main
 
 import (
-	"errors"
+	"encoding/json"
+	"flag"
+	"fmt"
 	"io"
+	"net/http"
+	"strings"
+	"time"
 )
 
+// runInvite asks the running node (through its admin API) for a one-time
+// invite and prints it on stdout, so `peerdns node --join $(peerdns invite)`
+// works on another machine.
 func runInvite(args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	return errors.New("invite: not wired yet")
+	fs := flag.NewFlagSet("invite", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	addr := fs.String("admin-addr", envOr(getenv, "PEERDNS_ADMIN_ADDR", "127.0.0.1:7710"), "admin API address of the running node")
+	ttl := fs.Duration("ttl", 24*time.Hour, "how long the invite stays valid")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *ttl <= 0 {
+		return fmt.Errorf("--ttl must be positive")
+	}
+	body := fmt.Sprintf(`{"ttlSeconds":%d}`, int64(ttl.Seconds()))
+	c := &http.Client{Timeout: 10 * time.Second}
+	resp, err := c.Post("http://"+*addr+"/api/invites", "application/json", strings.NewReader(body))
+	if err != nil {
+		return fmt.Errorf("is the node running? %w", err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("node answered %d: %s", resp.StatusCode, strings.TrimSpace(string(b)))
+	}
+	var out struct {
+		Invite    string `json:"invite"`
+		ExpiresAt int64  `json:"expiresAt"`
+	}
+	if err := json.Unmarshal(b, &out); err != nil || out.Invite == "" {
+		return fmt.Errorf("unexpected answer from node: %s", b)
+	}
+	fmt.Fprintln(stdout, out.Invite)
+	fmt.Fprintf(stderr, "expires %s\n", time.UnixMilli(out.ExpiresAt).UTC().Format(time.RFC3339))
+	return nil
 }

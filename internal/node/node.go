@@ -20,15 +20,19 @@ import (
 	"github.com/fasthttp/router"
 
 	"peerdns/actors/ledger"
+	"peerdns/actors/localdns"
 	"peerdns/actors/logchan"
+	"peerdns/actors/peer"
 	"peerdns/http/admin"
-	"peerdns/http/httpx"
 	"peerdns/http/ws"
 	"peerdns/internal/identity"
 	"peerdns/internal/store"
 	"peerdns/internal/view"
-	"peerdns/messages"
 	"peerdns/supervisor"
+	"peerdns/transport"
+
+	nodedns "peerdns/dns"
+	"peerdns/dns/records"
 )
 
 // Node is one running peerdns node: its stores, actor tree and servers.
@@ -43,6 +47,11 @@ type Node struct {
 	channels map[string]*actor.PID
 	logs     map[string]*slog.Logger
 	pub      *view.Published
+	dns      *nodedns.Server
+	localDNS *actor.PID
+	endpoint *transport.QUICEndpoint
+	peers    *actor.PID
+	stderr   io.Writer
 	admin    *admin.Server
 	adminLn  net.Listener
 	closers  []func() // run in reverse order on stop
@@ -51,7 +60,7 @@ type Node struct {
 // Start builds and starts a node. On error everything started so far is
 // stopped again.
 func Start(cfg Config, stderr io.Writer) (n *Node, err error) {
-	n = &Node{cfg: cfg, pub: &view.Published{}}
+	n = &Node{cfg: cfg, pub: &view.Published{}, stderr: stderr}
 	defer func() {
 		if err != nil {
 			n.Stop()
@@ -106,12 +115,30 @@ func Start(cfg Config, stderr io.Writer) (n *Node, err error) {
 		return nil, fmt.Errorf("spawn ws hub: %w", err)
 	}
 
-	peers := &standalonePeers{root: n.root.System.Root, ledger: n.ledger, self: n.id.ID()}
-	var register []func(*router.Router)
+	if err := n.startDNS(); err != nil {
+		adminLn.Close()
+		return nil, err
+	}
+	if err := n.startPeers(); err != nil {
+		adminLn.Close()
+		return nil, err
+	}
+
+	rootCtx := n.root.System.Root
 	n.admin = admin.New(admin.Deps{
-		Root: n.root.System.Root, Ledger: n.ledger, Channels: n.channels, Self: n.id.ID(),
-		Started: time.Now(), Peers: peers, Log: core, Register: register,
-		WS: ws.Handler(ws.Deps{Root: n.root.System.Root, Hub: hub, Ledger: n.ledger, Channels: n.channels, Log: core}),
+		Root: rootCtx, Ledger: n.ledger, Channels: n.channels, Self: n.id.ID(),
+		Started: time.Now(), Peers: admin.PeersSource(rootCtx, n.peers), Log: core,
+		Health: admin.HealthSources{DNS: func() (bool, bool, bool) {
+			h := n.dns.Health()
+			return h.Enabled, h.Healthy, h.Initialized
+		}},
+		Register: []func(*router.Router){
+			func(r *router.Router) {
+				admin.RegisterDNS(r, core, admin.DNSDeps{Root: rootCtx, LocalDNS: n.localDNS, Server: n.dns})
+			},
+			func(r *router.Router) { admin.RegisterPeers(r, core, rootCtx, n.peers) },
+		},
+		WS: ws.Handler(ws.Deps{Root: rootCtx, Hub: hub, Ledger: n.ledger, Channels: n.channels, Log: core}),
 	})
 	go func() {
 		if err := n.admin.Serve(adminLn); err != nil {
@@ -119,8 +146,65 @@ func Start(cfg Config, stderr io.Writer) (n *Node, err error) {
 		}
 	}()
 	n.closers = append(n.closers, func() { _ = n.admin.Shutdown() })
-	announce(core, stderr, "admin", adminLn.Addr())
+	announce(core, n.stderr, "admin", adminLn.Addr())
 	return n, nil
+}
+
+// startDNS starts the DNS server and the actor owning local records.
+func (n *Node) startDNS() error {
+	dnsLog := n.logs["dns"]
+	recs := &records.Published{}
+	srv, err := nodedns.New(nodedns.Config{Addr: n.cfg.DNSAddr, Upstreams: n.cfg.Upstream}, n.pub, recs, dnsLog)
+	if err != nil {
+		return fmt.Errorf("dns: %w", err)
+	}
+	if err := srv.Start(); err != nil {
+		return fmt.Errorf("dns: %w", err)
+	}
+	n.dns = srv
+	n.closers = append(n.closers, func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+	})
+	n.localDNS, err = n.root.Spawn("localdns", localdns.Props(localdns.Deps{
+		Store: n.nodeDB, Published: recs, View: n.pub, PublicLookup: srv.PublicLookup, Log: dnsLog,
+	}))
+	if err != nil {
+		return fmt.Errorf("spawn localdns: %w", err)
+	}
+	announce(n.logs["core"], n.stderr, "dns", udpAddr(srv.Addr()))
+	return nil
+}
+
+// startPeers opens the QUIC endpoint and spawns the peers supervisor.
+func (n *Node) startPeers() error {
+	ep, err := transport.Listen(transport.Config{Identity: n.id, ListenAddr: n.cfg.P2PAddr, Logger: n.logs["core"]})
+	if err != nil {
+		return fmt.Errorf("p2p listen: %w", err)
+	}
+	n.endpoint = ep
+	// Closers run in reverse: the endpoint closes after the actors stop.
+	n.closers = append(n.closers, func() { _ = ep.Close() })
+	n.peers, err = n.root.Spawn("peers", peer.Props(peer.Deps{
+		Identity: n.id, Endpoint: ep, Ledger: n.ledger, Node: n.nodeDB, Log: n.logs["core"],
+		Bootstrap: n.cfg.Bootstrap, Join: n.cfg.Join, System: n.root.System,
+	}))
+	if err != nil {
+		return fmt.Errorf("spawn peers: %w", err)
+	}
+	n.closers = append(n.closers, func() { _ = n.root.System.Root.StopFuture(n.peers).Wait() })
+	announce(n.logs["core"], n.stderr, "p2p", ep.Addr())
+	return nil
+}
+
+// udpAddr turns a host:port string into a net.Addr for announce.
+func udpAddr(s string) net.Addr {
+	a, err := net.ResolveUDPAddr("udp", s)
+	if err != nil {
+		return &net.UDPAddr{}
+	}
+	return a
 }
 
 // startLogs spawns one actor per log channel; every channel logger also
@@ -203,27 +287,3 @@ func (t tee) Handle(ctx context.Context, r slog.Record) error {
 
 func (t tee) WithAttrs(as []slog.Attr) slog.Handler { return tee{t.a.WithAttrs(as), t.b.WithAttrs(as)} }
 func (t tee) WithGroup(g string) slog.Handler       { return tee{t.a.WithGroup(g), t.b.WithGroup(g)} }
-
-// standalonePeers answers the peer questions for a node whose peer
-// network is not running: no peers; master when it created the network.
-type standalonePeers struct {
-	root   *actor.RootContext
-	ledger *actor.PID
-	self   string
-}
-
-func (p *standalonePeers) Peers() ([]string, error) { return []string{}, nil }
-
-func (p *standalonePeers) Status() (bool, int, error) {
-	r, err := httpx.Ask[*messages.GetNetworkReply](p.root, p.ledger, &messages.GetNetwork{}, httpx.AskTimeout)
-	if err != nil {
-		return false, 0, err
-	}
-	return r.Root == p.self, 0, nil
-}
-
-func (p *standalonePeers) Healthy() bool { return false }
-
-// Ledger returns the root context and the ledger actor, for in-process
-// tools (benchmarks, multi-node tests) that speak to it directly.
-func (n *Node) Ledger() (*actor.RootContext, *actor.PID) { return n.root.System.Root, n.ledger }
