@@ -216,6 +216,10 @@ func (e *Engine) newInstance(r *rule, def *store.ChartDef, now int64) *instance 
 		Class: r.class, Component: r.component, Type: r.typ, Units: r.units, Info: r.info(def),
 		Status: StatusUninitialized, Value: math.NaN(), Warn: r.warnExpr, Crit: r.critExpr,
 		LastStatusChange: now, UpdateEvery: int(r.every),
+		Calc: r.calc, LookupDimensions: r.lookupDims, LookupMethod: r.lookupMeth, LookupAfter: r.lookupAfter,
+	}
+	if r.lookupMeth != "" {
+		a.LookupOptions = "unaligned"
 	}
 	if t, ok := e.restored[alertKey{r.name, def.ID}]; ok {
 		a.Status, a.Value, a.LastStatusChange = t.NewStatus, t.NewValue, t.When

@@ -154,7 +154,8 @@ func TestRAMInUseThroughThresholds(t *testing.T) {
 	a := alert(t, e, "ram_in_use", "system.ram")
 	if a.LastStatusChange != base+90 || a.Units != "%" || a.Class != "Utilization" || a.Component != "Memory" ||
 		a.Warn != "$this > (($status >= $WARNING) ? (80) : (90))" || a.Crit != "$this > (($status == $CRITICAL) ? (90) : (98))" ||
-		a.UpdateEvery != 10 || a.ID != alertID("ram_in_use", "system.ram") {
+		a.UpdateEvery != 10 || a.ID != alertID("ram_in_use", "system.ram") ||
+		a.Calc != "$used * 100 / ($used + $cached + $free + $buffers)" || a.LookupMethod != "" {
 		t.Errorf("alert = %+v", a)
 	}
 }
@@ -172,6 +173,10 @@ func TestCPUAverageOverTenMinutes(t *testing.T) {
 	a := alert(t, e, "10min_cpu_usage", "system.cpu")
 	if a.Status != StatusWarning || math.Abs(a.Value-90) > 1e-3 {
 		t.Errorf("after 10 busy minutes: %s %v, want WARNING 90", a.Status, a.Value)
+	}
+	if a.LookupDimensions != "user,system,softirq,irq,guest" || a.LookupMethod != "average" || a.LookupAfter != -600 ||
+		a.LookupOptions != "unaligned" || a.Calc != "" {
+		t.Errorf("lookup fields = %+v", a)
 	}
 	if io := alert(t, e, "10min_cpu_iowait", "system.cpu"); io.Status != StatusClear || math.Abs(io.Value-5) > 1e-3 {
 		t.Errorf("iowait = %s %v, want CLEAR 5", io.Status, io.Value)

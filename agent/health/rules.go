@@ -11,19 +11,22 @@ import (
 // files (cpu.conf, ram.conf, swap.conf, disks.conf, load.conf). It applies
 // to one chart (chart) or to every chart of a context (context).
 type rule struct {
-	name                  string
-	chart, context        string
-	class, component, typ string
-	units                 string
-	info                  func(def *store.ChartDef) string
-	every                 int64 // seconds between evaluations
-	value                 func(e *Engine, def *store.ChartDef, now int64) float64
-	cmp                   func(e *Engine, v float64) float64 // what the thresholds compare; nil = the value
-	less                  bool                               // alert when below the thresholds (ram_available)
-	warnUp, warnDown      float64                            // warn threshold while CLEAR, and while WARNING or worse
-	critUp, critDown      float64                            // crit threshold while not CRITICAL, and while CRITICAL
-	hasCrit               bool
-	warnExpr, critExpr    string
+	name                   string
+	chart, context         string
+	class, component, typ  string
+	units                  string
+	info                   func(def *store.ChartDef) string
+	every                  int64 // seconds between evaluations
+	value                  func(e *Engine, def *store.ChartDef, now int64) float64
+	cmp                    func(e *Engine, v float64) float64 // what the thresholds compare; nil = the value
+	less                   bool                               // alert when below the thresholds (ram_available)
+	warnUp, warnDown       float64                            // warn threshold while CLEAR, and while WARNING or worse
+	critUp, critDown       float64                            // crit threshold while not CRITICAL, and while CRITICAL
+	hasCrit                bool
+	warnExpr, critExpr     string
+	calc                   string // shown for calc rules
+	lookupDims, lookupMeth string // shown for lookup rules
+	lookupAfter            int
 }
 
 // status applies Netdata's hysteresis: the thresholds depend on the
@@ -79,20 +82,30 @@ func builtinRules() []*rule {
 			warnExpr: gtExpr(wd, wu), critExpr: gtCritExpr(cd, cu),
 		}
 	}
+	lookup := func(r *rule, method string, after int, dims string) *rule {
+		r.lookupMeth, r.lookupAfter, r.lookupDims = method, after, dims
+		return r
+	}
+	calc := func(r *rule, expr string) *rule { r.calc = expr; return r }
 	rules := []*rule{
-		pct("10min_cpu_usage", "system.cpu", "", "CPU",
+		lookup(pct("10min_cpu_usage", "system.cpu", "", "CPU",
 			fixedInfo("average CPU utilization over the last 10 minutes (excluding iowait, nice and steal)"), 60,
 			lookupAverage(600, "user", "system", "softirq", "irq", "guest"), 75, 85, 85, 95),
-		pct("10min_cpu_iowait", "system.cpu", "", "CPU",
+			"average", -600, "user,system,softirq,irq,guest"),
+		lookup(pct("10min_cpu_iowait", "system.cpu", "", "CPU",
 			fixedInfo("average CPU iowait time over the last 10 minutes"), 60,
 			lookupAverage(600, "iowait"), 20, 40, 40, 50),
-		pct("ram_in_use", "system.ram", "", "Memory", fixedInfo("system memory utilization"), 10,
+			"average", -600, "iowait"),
+		calc(pct("ram_in_use", "system.ram", "", "Memory", fixedInfo("system memory utilization"), 10,
 			calcShare("used", "used", "cached", "free", "buffers"), 80, 90, 90, 98),
-		pct("used_swap", "system.swap", "", "Memory", fixedInfo("swap memory utilization"), 10,
+			"$used * 100 / ($used + $cached + $free + $buffers)"),
+		calc(pct("used_swap", "system.swap", "", "Memory", fixedInfo("swap memory utilization"), 10,
 			calcShare("used", "used", "free"), 80, 90, 90, 98),
-		pct("disk_space_usage", "", "disk.space", "Disk",
+			"$used * 100 / ( $used + $free )"),
+		calc(pct("disk_space_usage", "", "disk.space", "Disk",
 			func(def *store.ChartDef) string { return "disk " + def.Family + " space utilization" }, 60,
 			calcShare("used", "avail", "used"), 80, 90, 90, 98),
+			"$used * 100 / ($avail + $used)"),
 	}
 	ram := &rule{
 		name: "ram_available", chart: "mem.available", class: "Utilization", component: "Memory", typ: "System",
@@ -111,7 +124,7 @@ func builtinRules() []*rule {
 		rules = append(rules, &rule{
 			name: "load_average_" + l.n, chart: "system.load", class: "Utilization", component: "Load", typ: "System",
 			units: "load", every: 60, info: fixedInfo("system " + l.word + "-minute load average"),
-			value: lookupMax(60, l.dim),
+			value: lookupMax(60, l.dim), lookupMeth: "max", lookupAfter: -60, lookupDims: l.dim,
 			// Netdata: warn: ($this * 100 / $load_cpu_number) > (($status >= $WARNING) ? 175 : 200)
 			cmp:    func(e *Engine, v float64) float64 { return v * 100 / float64(e.cpuNumber()) },
 			warnUp: l.up, warnDown: l.down,

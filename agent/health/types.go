@@ -29,6 +29,16 @@ type Alert struct {
 	LastUpdated            int64
 	UpdateEvery            int
 	Silenced               bool
+
+	// Additions (agent-data): how the value is computed, as Netdata shows
+	// it. Calc rules ("$used * 100 / ($used + $free)") use the newest
+	// point; lookup rules aggregate the last -LookupAfter seconds of
+	// LookupDimensions (summed per point) with LookupMethod.
+	Calc             string // "" for lookup rules
+	LookupDimensions string // e.g. "user,system,softirq,irq,guest"; "" for calc rules
+	LookupMethod     string // "average", "max"
+	LookupAfter      int    // e.g. -600
+	LookupOptions    string // "unaligned"
 }
 
 // Transition is one recorded status change (Netdata's alarm_log entry).
