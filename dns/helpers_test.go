@@ -78,14 +78,7 @@ func (f *fakeUpstream) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 func startUpstream(t *testing.T) *fakeUpstream {
 	t.Helper()
 	f := &fakeUpstream{}
-	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", pc.LocalAddr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
+	pc, ln := listenPair(t)
 	for _, srv := range []*dns.Server{{PacketConn: pc, Handler: f}, {Listener: ln, Handler: f}} {
 		up := make(chan struct{})
 		srv.NotifyStartedFunc = func() { close(up) }
@@ -250,4 +243,24 @@ func eventually(t *testing.T, within time.Duration, cond func() error) {
 
 func contextWithTimeout(d time.Duration) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), d)
+}
+
+// listenPair binds UDP and TCP on one free loopback port (the UDP port
+// may be taken for TCP, so it tries a few).
+func listenPair(t testing.TB) (net.PacketConn, net.Listener) {
+	t.Helper()
+	for i := 0; ; i++ {
+		pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ln, err := net.Listen("tcp", pc.LocalAddr().String())
+		if err == nil {
+			return pc, ln
+		}
+		pc.Close()
+		if i == 20 {
+			t.Fatal(err)
+		}
+	}
 }

@@ -122,7 +122,7 @@ type Server struct {
 type shard struct {
 	queries, fast, slow, dropped                 atomic.Int64
 	nxdomain, servfail, formerr, refused, notimp atomic.Int64
-	upstream                                     atomic.Int64
+	upstream, batches                            atomic.Int64
 	_                                            [64]byte
 }
 
@@ -224,7 +224,7 @@ func (s *Server) Start() error {
 	for i, c := range s.udp {
 		s.wg.Add(1)
 		s.alive.Add(1)
-		go s.readLoop(c, s.shards[i])
+		go s.serveUDP(c, s.shards[i])
 	}
 	up := make(chan struct{})
 	s.tcp.NotifyStartedFunc = func() { close(up) }
@@ -325,8 +325,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	return err
 }
 
-// readLoop is one UDP socket's reader: fast path inline, slow path in a
-// goroutine so a slow upstream never stalls the socket.
+// readLoop is one UDP socket's reader, one datagram per system call
+// (serveUDP uses batched I/O where it can): fast path inline, slow path
+// in a goroutine.
 func (s *Server) readLoop(c *net.UDPConn, sh *shard) {
 	defer s.wg.Done()
 	defer s.alive.Add(-1)
@@ -343,43 +344,52 @@ func (s *Server) readLoop(c *net.UDPConn, sh *shard) {
 			continue
 		}
 		sh.queries.Add(1)
+		sh.batches.Add(1)
 		if t := s.table.Load(); t != nil {
 			if m := t.Fast(buf[:n], out, size, s.cfg.UDPSize); m > 0 {
 				if _, err := c.WriteToUDPAddrPort(out[:m], from); err != nil {
 					s.logError("dns udp write", err)
 				}
 				sh.fast.Add(1)
-				if s.log.Enabled(context.Background(), slog.LevelDebug) {
+				if s.debugEnabled() {
 					s.debugQuery(out[:m], from, "fast")
 				}
 				continue
 			}
 		}
-		sh.slow.Add(1)
-		select {
-		case s.slow <- struct{}{}:
-		default:
-			sh.dropped.Add(1) // overloaded: drop, the client retries
-			continue
-		}
-		req := append([]byte(nil), buf[:n]...)
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			defer func() { <-s.slow }()
-			resp := s.handleRaw(s.baseCtx, req)
-			if resp == nil {
-				return
-			}
-			if _, err := c.WriteToUDPAddrPort(resp, from); err != nil && !s.stopped.Load() {
-				s.logError("dns udp write", err)
-			}
-			if s.log.Enabled(context.Background(), slog.LevelDebug) {
-				s.debugQuery(resp, from, "slow")
-			}
-		}()
+		s.slowUDP(c, buf[:n], from, sh)
 	}
 }
+
+// slowUDP answers one datagram through miekg/dns in its own goroutine, so
+// a slow upstream never stalls the socket. pkt is copied.
+func (s *Server) slowUDP(c *net.UDPConn, pkt []byte, from netip.AddrPort, sh *shard) {
+	sh.slow.Add(1)
+	select {
+	case s.slow <- struct{}{}:
+	default:
+		sh.dropped.Add(1) // overloaded: drop, the client retries
+		return
+	}
+	req := append([]byte(nil), pkt...)
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		defer func() { <-s.slow }()
+		resp := s.handleRaw(s.baseCtx, req)
+		if resp == nil {
+			return
+		}
+		if _, err := c.WriteToUDPAddrPort(resp, from); err != nil && !s.stopped.Load() {
+			s.logError("dns udp write", err)
+		}
+		if s.debugEnabled() {
+			s.debugQuery(resp, from, "slow")
+		}
+	}()
+}
+
+func (s *Server) debugEnabled() bool { return s.log.Enabled(context.Background(), slog.LevelDebug) }
 
 func (s *Server) debugQuery(resp []byte, from netip.AddrPort, path string) {
 	var m dns.Msg

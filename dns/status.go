@@ -46,6 +46,11 @@ type Stats struct {
 	CacheHits   int64 `json:"cacheHits"`
 	CacheMisses int64 `json:"cacheMisses"`
 	CacheSize   int   `json:"cacheSize"`
+	// PerSocket is the UDP queries each SO_REUSEPORT socket read (the
+	// kernel spreads clients over them by flow hash).
+	PerSocket []int64 `json:"perSocket"`
+	// Batches is how many recvmmsg calls (or single reads) returned data.
+	Batches int64 `json:"batches"`
 }
 
 // Stats sums the counters of every reader and the slow path.
@@ -54,7 +59,11 @@ func (s *Server) Stats() Stats {
 	s.mu.Lock()
 	shards := append([]*shard{&s.slowCnt}, s.shards...)
 	s.mu.Unlock()
-	for _, sh := range shards {
+	for i, sh := range shards {
+		if i > 0 {
+			st.PerSocket = append(st.PerSocket, sh.queries.Load())
+		}
+		st.Batches += sh.batches.Load()
 		st.Queries += sh.queries.Load()
 		st.FastAnswers += sh.fast.Load()
 		st.SlowPath += sh.slow.Load()

@@ -67,15 +67,7 @@ func Start(t testing.TB, a map[string]string) *Upstream {
 	for n, ip := range a {
 		u.SetA(n, ip)
 	}
-	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", pc.LocalAddr().String())
-	if err != nil {
-		pc.Close()
-		t.Fatal(err)
-	}
+	pc, ln := listenPair(t)
 	for _, srv := range []*dns.Server{{PacketConn: pc, Handler: u}, {Listener: ln, Handler: u}} {
 		up := make(chan struct{})
 		srv.NotifyStartedFunc = func() { close(up) }
@@ -85,4 +77,24 @@ func Start(t testing.TB, a map[string]string) *Upstream {
 	}
 	u.Addr = pc.LocalAddr().String()
 	return u
+}
+
+// listenPair binds UDP and TCP on one free loopback port (the UDP port
+// may be taken for TCP, so it tries a few).
+func listenPair(t testing.TB) (net.PacketConn, net.Listener) {
+	t.Helper()
+	for i := 0; ; i++ {
+		pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ln, err := net.Listen("tcp", pc.LocalAddr().String())
+		if err == nil {
+			return pc, ln
+		}
+		pc.Close()
+		if i == 20 {
+			t.Fatal(err)
+		}
+	}
 }

@@ -19,6 +19,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/miekg/dns"
+
 	nodedns "peerdns/dns"
 	"peerdns/dns/records"
 )
@@ -28,7 +30,11 @@ func main() {
 	n := flag.Int("n", 1000, "number of host<i>.bench.test A records")
 	sockets := flag.Int("sockets", 0, "UDP sockets (0: one per CPU)")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile here until stopped")
+	probe := flag.String("probe", "", "only ask this DNS server for host0.bench.test A and exit 0 if it answers")
 	flag.Parse()
+	if *probe != "" {
+		os.Exit(probeServer(*probe))
+	}
 
 	recs := make([]records.Record, 0, *n)
 	for i := 0; i < *n; i++ {
@@ -65,5 +71,13 @@ func main() {
 	defer cancel()
 	srv.Shutdown(ctx)
 	st := srv.Stats()
-	fmt.Printf("queries %d fast %d slow %d dropped %d\n", st.Queries, st.FastAnswers, st.SlowPath, st.Dropped)
+	fmt.Printf("queries %d fast %d slow %d dropped %d batches %d per socket %v\n", st.Queries, st.FastAnswers, st.SlowPath, st.Dropped, st.Batches, st.PerSocket)
+}
+
+func probeServer(addr string) int {
+	m, _, err := (&dns.Client{Timeout: 500 * time.Millisecond}).Exchange(new(dns.Msg).SetQuestion("host0.bench.test.", dns.TypeA), addr)
+	if err != nil || m.Rcode != dns.RcodeSuccess || len(m.Answer) == 0 {
+		return 1
+	}
+	return 0
 }

@@ -1,0 +1,188 @@
+#!/usr/bin/env bash
+# compare.sh: peerdns's DNS answer path against Knot, NSD, Unbound and
+# dnsmasq, all serving the same 1,000 A records on loopback, each loaded
+# with dnsperf in turn. Prints queries/s and latency side by side and
+# peerdns's ratio to each.
+#
+#   bench/dns/compare.sh                      # defaults below
+#   DURATION=20 ROUNDS=3 bench/dns/compare.sh
+#
+# peerdns is served by bench/dns/serve: the node's real dns.Server with the
+# names published as local records (the same snapshot the localdns actor
+# publishes), without the rest of the node.
+#
+# Needs root for apt-get (skipped when every tool is installed). Binds
+# only 127.0.0.1 ports BASE_PORT..BASE_PORT+4.
+set -euo pipefail
+
+NAMES=${NAMES:-1000}
+DURATION=${DURATION:-10}          # seconds per dnsperf run
+ROUNDS=${ROUNDS:-2}               # runs per server, best kept
+DNSPERF_OPTS=${DNSPERF_OPTS:--T 2 -c 4 -q 500}
+BASE_PORT=${BASE_PORT:-15301}
+
+cd "$(dirname "$0")/../.."
+need=()
+for t in dnsperf:dnsperf knotd:knot nsd:nsd unbound:unbound dnsmasq:dnsmasq-base; do
+  command -v "${t%%:*}" >/dev/null 2>&1 || [ -x "/usr/sbin/${t%%:*}" ] || need+=("${t##*:}")
+done
+if [ ${#need[@]} -gt 0 ]; then
+  echo "installing ${need[*]}" >&2
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+export PATH=$PATH:/usr/sbin
+
+W=$(mktemp -d /tmp/peerdns-dnsbench.XXXXXX)
+chmod 755 "$W"
+PIDS=()
+cleanup() {
+  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+  for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
+  rm -rf "$W"
+}
+trap cleanup EXIT
+
+go build -o "$W/serve" ./bench/dns/serve
+
+# The same data for everyone.
+ip() { echo "10.$(( $1 >> 16 & 255 )).$(( $1 >> 8 & 255 )).$(( $1 & 255 ))"; }
+{
+  echo '$ORIGIN bench.test.'
+  echo '$TTL 3600'
+  echo '@ IN SOA ns.bench.test. admin.bench.test. 1 3600 600 86400 60'
+  echo '@ IN NS ns.bench.test.'
+  echo 'ns IN A 127.0.0.1'
+  for i in $(seq 0 $((NAMES - 1))); do echo "host$i IN A $(ip "$i")"; done
+} > "$W/bench.test.zone"
+for i in $(seq 0 $((NAMES - 1))); do echo "host$i.bench.test A"; done > "$W/queries.txt"
+for i in $(seq 0 $((NAMES - 1))); do echo "$(ip "$i") host$i.bench.test"; done > "$W/hosts"
+chmod 644 "$W/bench.test.zone" "$W/queries.txt" "$W/hosts"
+
+P_KNOT=$BASE_PORT P_NSD=$((BASE_PORT + 1)) P_UNBOUND=$((BASE_PORT + 2)) P_DNSMASQ=$((BASE_PORT + 3)) P_PEERDNS=$((BASE_PORT + 4))
+
+mkdir -p "$W/knot"
+cat > "$W/knot/knot.conf" <<CONF
+server:
+    listen: 127.0.0.1@$P_KNOT
+    rundir: $W/knot
+database:
+    storage: $W/knot
+zone:
+  - domain: bench.test
+    file: $W/bench.test.zone
+    storage: $W/knot
+log:
+  - target: stderr
+    any: warning
+CONF
+knotd -c "$W/knot/knot.conf" >"$W/knot.log" 2>&1 & PIDS+=($!)
+
+mkdir -p "$W/nsd"
+cat > "$W/nsd/nsd.conf" <<CONF
+server:
+    ip-address: 127.0.0.1@$P_NSD
+    server-count: $(nproc)
+    reuseport: yes
+    username: ""
+    zonesdir: "$W"
+    pidfile: "$W/nsd/nsd.pid"
+    xfrdfile: "$W/nsd/xfrd.state"
+    zonelistfile: "$W/nsd/zone.list"
+    logfile: "$W/nsd/nsd.log"
+    verbosity: 0
+remote-control:
+    control-enable: no
+zone:
+    name: bench.test
+    zonefile: bench.test.zone
+CONF
+nsd -d -c "$W/nsd/nsd.conf" >"$W/nsd.log" 2>&1 & PIDS+=($!)
+
+{
+  cat <<CONF
+server:
+    interface: 127.0.0.1@$P_UNBOUND
+    port: $P_UNBOUND
+    num-threads: $(nproc)
+    so-reuseport: yes
+    username: ""
+    chroot: ""
+    directory: "$W"
+    pidfile: "$W/unbound.pid"
+    do-daemonize: no
+    use-syslog: no
+    logfile: ""
+    verbosity: 0
+    access-control: 127.0.0.0/8 allow
+    local-zone: "bench.test." static
+CONF
+  for i in $(seq 0 $((NAMES - 1))); do echo "    local-data: \"host$i.bench.test. 3600 IN A $(ip "$i")\""; done
+  echo "remote-control:"
+  echo "    control-enable: no"
+} > "$W/unbound.conf"
+unbound -d -c "$W/unbound.conf" >"$W/unbound.log" 2>&1 & PIDS+=($!)
+
+dnsmasq -k --conf-file=/dev/null --port="$P_DNSMASQ" --listen-address=127.0.0.1 --bind-interfaces \
+  --no-resolv --no-hosts --addn-hosts="$W/hosts" --pid-file= --user=root --local-ttl=3600 \
+  >"$W/dnsmasq.log" 2>&1 & PIDS+=($!)
+
+"$W/serve" -addr "127.0.0.1:$P_PEERDNS" -n "$NAMES" >"$W/peerdns.log" 2>&1 & PIDS+=($!)
+
+SERVERS="peerdns:$P_PEERDNS knot:$P_KNOT nsd:$P_NSD unbound:$P_UNBOUND dnsmasq:$P_DNSMASQ"
+for s in $SERVERS; do
+  name=${s%%:*} port=${s##*:}
+  for _ in $(seq 1 100); do
+    "$W/serve" -probe "127.0.0.1:$port" && break
+    sleep 0.1
+  done
+  "$W/serve" -probe "127.0.0.1:$port" || { echo "$name did not come up on $port:" >&2; cat "$W/$name.log" >&2; exit 1; }
+done
+
+# CPU ticks (user+system) of a process and all its descendants (NSD and
+# others fork workers).
+cpu_ticks() {
+  local total=0 p
+  for p in $1 $(pgrep -P "$1" 2>/dev/null); do
+    if [ "$p" != "$1" ]; then total=$((total + $(cpu_ticks "$p"))); continue; fi
+    [ -r "/proc/$p/stat" ] || continue
+    total=$((total + $(awk '{sub(/^.*\) /, ""); print $12 + $13}' "/proc/$p/stat")))
+  done
+  echo "$total"
+}
+declare -A PID_OF
+i=0
+for s in knot nsd unbound dnsmasq peerdns; do PID_OF[$s]=${PIDS[$i]}; i=$((i + 1)); done
+HZ=$(getconf CLK_TCK)
+
+declare -A QPS LAT LOST CPU
+LOAD=$(cut -d' ' -f1-3 /proc/loadavg)
+for round in $(seq 1 "$ROUNDS"); do
+  for s in $SERVERS; do
+    name=${s%%:*} port=${s##*:}
+    before=$(cpu_ticks "${PID_OF[$name]}")
+    # shellcheck disable=SC2086
+    out=$(dnsperf -s 127.0.0.1 -p "$port" -d "$W/queries.txt" -l "$DURATION" $DNSPERF_OPTS 2>&1)
+    after=$(cpu_ticks "${PID_OF[$name]}")
+    done_q=$(awk '/Queries completed/ {print $3}' <<<"$out")
+    # server CPU microseconds per answered query
+    cpu=$(awk -v t=$((after - before)) -v hz="$HZ" -v q="$done_q" 'BEGIN {printf "%.2f", (q > 0 ? t / hz * 1e6 / q : 0)}')
+    qps=$(awk '/Queries per second/ {print $4}' <<<"$out")
+    lat=$(awk '/Average Latency/ {print $4}' <<<"$out")
+    lost=$(awk '/Queries lost/ {gsub(/[()%]/, "", $4); print $4}' <<<"$out")
+    echo "round $round $name: $qps qps, avg latency ${lat}s, lost ${lost}%, server CPU ${cpu}us/query" >&2
+    if [ -z "${QPS[$name]:-}" ] || awk -v a="$qps" -v b="${QPS[$name]}" 'BEGIN {exit !(a > b)}'; then
+      QPS[$name]=$qps LAT[$name]=$lat LOST[$name]=$lost CPU[$name]=$cpu
+    fi
+  done
+done
+
+echo
+echo "dnsperf $DNSPERF_OPTS -l $DURATION, $NAMES names, best of $ROUNDS, $(nproc) CPUs, $(date -u +%FT%TZ)"
+echo "(load average before: $LOAD; other processes share these CPUs, so also see the server CPU per query)"
+printf '%-10s %12s %14s %8s %14s %16s\n' server "queries/s" "avg lat (ms)" "lost %" "CPU us/query" "peerdns/server"
+for s in $SERVERS; do
+  name=${s%%:*}
+  printf '%-10s %12.0f %14.3f %8s %14s %16.2f\n' "$name" "${QPS[$name]}" "$(awk -v l="${LAT[$name]}" 'BEGIN {print l * 1000}')" "${LOST[$name]}" \
+    "${CPU[$name]}" "$(awk -v a="${QPS[peerdns]}" -v b="${QPS[$name]}" 'BEGIN {print a / b}')"
+done
