@@ -287,3 +287,7 @@ func (t tee) Handle(ctx context.Context, r slog.Record) error {
 
 func (t tee) WithAttrs(as []slog.Attr) slog.Handler { return tee{t.a.WithAttrs(as), t.b.WithAttrs(as)} }
 func (t tee) WithGroup(g string) slog.Handler       { return tee{t.a.WithGroup(g), t.b.WithGroup(g)} }
+
+// Ledger returns the root context and the ledger actor, for in-process
+// tools (benchmarks, multi-node tests) that speak to it directly.
+func (n *Node) Ledger() (*actor.RootContext, *actor.PID) { return n.root.System.Root, n.ledger }
