@@ -121,8 +121,8 @@ func (n *testNode) start() {
 		Bootstrap: n.opts.bootstrap, Join: n.opts.join, Now: n.opts.now,
 		TickInterval: 20 * time.Millisecond, SyncInterval: 200 * time.Millisecond,
 		PingInterval: 300 * time.Millisecond, ExchangeInterval: 100 * time.Millisecond,
-		HandshakeTimeout: 3 * time.Second,
-		Backoff:          transport.Backoff{Min: 20 * time.Millisecond, Max: 200 * time.Millisecond},
+		HandshakeTimeout: 3 * time.Second, Batch: 8, // small batches exercise multi-batch sync
+		Backoff: transport.Backoff{Min: 20 * time.Millisecond, Max: 200 * time.Millisecond},
 	}), "peers")
 	if err != nil {
 		t.Fatal(err)

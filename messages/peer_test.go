@@ -1,0 +1,64 @@
+package messages
+
+import (
+	"errors"
+	"testing"
+)
+
+func TestEnvelopeValidate(t *testing.T) {
+	op := &Op{Writer: "w", Seq: 1}
+	tests := []struct {
+		name string
+		env  Envelope
+		ok   bool
+	}{
+		{"hello", Envelope{Kind: KindHello, Hello: &Hello{ID: "a"}}, true},
+		{"hello without id", Envelope{Kind: KindHello, Hello: &Hello{}}, false},
+		{"hello with join", Envelope{Kind: KindHello, Hello: &Hello{ID: "a", Join: &JoinRequest{Invite: "i", Proof: []byte{1}}}}, true},
+		{"join without proof", Envelope{Kind: KindHello, Hello: &Hello{ID: "a", Join: &JoinRequest{Invite: "i"}}}, false},
+		{"accept", Envelope{Kind: KindAccept, Accept: &Accept{}}, true},
+		{"accept without body", Envelope{Kind: KindAccept}, false},
+		{"refuse", Envelope{Kind: KindRefuse, Refuse: &Refuse{Code: RefuseNotWriter}}, true},
+		{"refuse without code", Envelope{Kind: KindRefuse, Refuse: &Refuse{}}, false},
+		{"empty vv", Envelope{Kind: KindVV}, true},
+		{"vv", Envelope{Kind: KindVV, VV: VersionVector{"w": 3}}, true},
+		{"ops", Envelope{Kind: KindOps, Ops: []*Op{op}}, true},
+		{"empty ops", Envelope{Kind: KindOps}, false},
+		{"nil op", Envelope{Kind: KindOps, Ops: []*Op{nil}}, false},
+		{"op seq 0", Envelope{Kind: KindOps, Ops: []*Op{{Writer: "w"}}}, false},
+		{"peers", Envelope{Kind: KindPeers, Peers: []PeerInfo{{ID: "a"}}}, true},
+		{"ping", Envelope{Kind: KindPing, Ping: &Ping{}}, true},
+		{"pong", Envelope{Kind: KindPong, Ping: &Ping{}}, true},
+		{"two bodies", Envelope{Kind: KindPing, Ping: &Ping{}, Accept: &Accept{}}, false},
+		{"vv with ops", Envelope{Kind: KindVV, Ops: []*Op{op}}, false},
+		{"unknown kind", Envelope{Kind: "nope"}, false},
+		{"no kind", Envelope{}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.env.Validate()
+			if (err == nil) != tt.ok {
+				t.Fatalf("Validate() = %v, want ok=%v", err, tt.ok)
+			}
+			if err != nil && !errors.Is(err, ErrBadEnvelope) {
+				t.Fatalf("Validate() = %v, not ErrBadEnvelope", err)
+			}
+		})
+	}
+}
+
+func TestEnvelopeRoundTrip(t *testing.T) {
+	in := &Envelope{Kind: KindHello, Hello: &Hello{ID: "a", Network: "n", Root: "r", Addrs: []string{"127.0.0.1:1"},
+		Join: &JoinRequest{Invite: "inv", Proof: []byte{1, 2, 3}}}}
+	b, err := Marshal(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out Envelope
+	if err := Unmarshal(b, &out); err != nil {
+		t.Fatal(err)
+	}
+	if out.Hello.Join.Invite != "inv" || out.Hello.Addrs[0] != "127.0.0.1:1" || out.Validate() != nil {
+		t.Fatalf("round trip = %+v", out.Hello)
+	}
+}
