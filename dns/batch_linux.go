@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"unsafe"
 
+	"github.com/miekg/dns"
 	"golang.org/x/sys/unix"
 )
 
@@ -146,6 +147,10 @@ func (b *batch) source(i int) netip.AddrPort {
 
 // serveUDP is one socket's reader with batched I/O.
 func (s *Server) serveUDP(c *net.UDPConn, sh *shard) {
+	if s.singleReads {
+		s.readLoop(c, sh)
+		return
+	}
 	defer s.wg.Done()
 	defer s.alive.Add(-1)
 	rc, err := c.SyscallConn()
@@ -171,7 +176,15 @@ func (s *Server) serveUDP(c *net.UDPConn, sh *shard) {
 		k := 0
 		for i := 0; i < n; i++ {
 			pkt := b.bufs[i][:b.in[i].n]
-			if b.in[i].hdr.Flags&unix.MSG_TRUNC == 0 && t != nil {
+			if b.in[i].hdr.Flags&unix.MSG_TRUNC != 0 {
+				// Longer than any query we accept: FORMERR (RFC 1035 §4.1.1).
+				if len(pkt) >= 12 && pkt[2]&0x80 == 0 {
+					sh.formerr.Add(1)
+					_, _ = c.WriteToUDPAddrPort(headerOnly(pkt, dns.RcodeFormatError), b.source(i))
+				}
+				continue
+			}
+			if t != nil {
 				if m := t.Fast(pkt, b.obufs[k], size, s.cfg.UDPSize); m > 0 {
 					b.reply(k, i, m)
 					if debug {

@@ -151,7 +151,14 @@ func testSources(t testing.TB) (*view.Published, *records.Published) {
 	return pub, local
 }
 
-func newTestServer(t *testing.T, cfg Config, pub *view.Published, local *records.Published) *Server {
+// testConfig is Config plus test-only switches.
+type testConfig struct {
+	Config
+	singleReads bool
+}
+
+func newTestServer(t *testing.T, tc testConfig, pub *view.Published, local *records.Published) *Server {
+	cfg := tc.Config
 	t.Helper()
 	if cfg.Addr == "" {
 		cfg.Addr = "127.0.0.1:0"
@@ -162,10 +169,12 @@ func newTestServer(t *testing.T, cfg Config, pub *view.Published, local *records
 	if cfg.UpstreamTimeout == 0 {
 		cfg.UpstreamTimeout = 300 * time.Millisecond
 	}
+	single := tc.singleReads
 	s, err := New(cfg, pub, local, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
+	s.singleReads = single
 	if err := s.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -114,6 +114,10 @@ type Server struct {
 	cancel  context.CancelFunc
 
 	shards  []*shard // one per UDP reader
+	// singleReads makes the readers use one read and one write system
+	// call per datagram (the path of platforms without batched I/O), so
+	// tests cover both.
+	singleReads bool
 	slowCnt shard    // counters of the slow path
 	lastLog atomic.Int64
 }

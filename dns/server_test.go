@@ -16,9 +16,15 @@ import (
 )
 
 func TestAnswerSources(t *testing.T) {
+	for _, single := range []bool{false, true} {
+		t.Run(fmt.Sprintf("singleReads=%v", single), func(t *testing.T) { testAnswerSources(t, single) })
+	}
+}
+
+func testAnswerSources(t *testing.T, singleReads bool) {
 	up := startUpstream(t)
 	pub, local := testSources(t)
-	s := newTestServer(t, Config{Upstreams: []string{up.addr}}, pub, local)
+	s := newTestServer(t, testConfig{Config: Config{Upstreams: []string{up.addr}}, singleReads: singleReads}, pub, local)
 
 	tests := []struct {
 		name   string
@@ -97,7 +103,7 @@ func TestAnswerSources(t *testing.T) {
 
 func TestChaosClass(t *testing.T) {
 	pub, local := testSources(t)
-	s := newTestServer(t, Config{Upstreams: []string{deadUpstream(t)}}, pub, local)
+	s := newTestServer(t, testConfig{Config: Config{Upstreams: []string{deadUpstream(t)}}}, pub, local)
 	for _, tt := range []struct {
 		name  string
 		class uint16
@@ -128,7 +134,7 @@ func TestChaosClass(t *testing.T) {
 
 func TestLiveUpdates(t *testing.T) {
 	pub, local := testSources(t)
-	s := newTestServer(t, Config{Upstreams: []string{deadUpstream(t)}}, pub, local)
+	s := newTestServer(t, testConfig{Config: Config{Upstreams: []string{deadUpstream(t)}}}, pub, local)
 	if got := rdata(ask(t, "udp", s.Addr(), "new.local.", dns.TypeA, false)); got != nil {
 		t.Fatalf("before add: %q", got)
 	}
@@ -159,7 +165,7 @@ func TestTruncation(t *testing.T) {
 	}
 	local.Store(&records.Snapshot{Records: recs})
 	up := startUpstream(t)
-	s := newTestServer(t, Config{Upstreams: []string{up.addr}}, pub, local)
+	s := newTestServer(t, testConfig{Config: Config{Upstreams: []string{up.addr}}}, pub, local)
 	for _, tt := range []struct {
 		name, proto string
 		edns        bool
@@ -187,7 +193,7 @@ func TestTruncation(t *testing.T) {
 
 func TestUpstreamCaching(t *testing.T) {
 	up := startUpstream(t)
-	s := newTestServer(t, Config{Upstreams: []string{up.addr}}, nil, nil)
+	s := newTestServer(t, testConfig{Config: Config{Upstreams: []string{up.addr}}}, nil, nil)
 	m1 := ask(t, "udp", s.Addr(), "pub.example.", dns.TypeA, false)
 	m2 := ask(t, "udp", s.Addr(), "pub.example.", dns.TypeA, false)
 	if up.hits.Load() != 1 {
@@ -229,7 +235,7 @@ func TestUpstreamCaching(t *testing.T) {
 }
 
 func TestDeadUpstreamServfailFast(t *testing.T) {
-	s := newTestServer(t, Config{Upstreams: []string{deadUpstream(t)}, UpstreamTimeout: 200 * time.Millisecond}, nil, nil)
+	s := newTestServer(t, testConfig{Config: Config{Upstreams: []string{deadUpstream(t)}, UpstreamTimeout: 200 * time.Millisecond}}, nil, nil)
 	start := time.Now()
 	m := ask(t, "udp", s.Addr(), "pub.example.", dns.TypeA, false)
 	if m.Rcode != dns.RcodeServerFailure {
@@ -249,7 +255,7 @@ func TestDeadUpstreamServfailFast(t *testing.T) {
 }
 
 func TestNoUpstreamServfail(t *testing.T) {
-	s := newTestServer(t, Config{ResolvConf: "/nonexistent/resolv.conf"}, nil, nil)
+	s := newTestServer(t, testConfig{Config: Config{ResolvConf: "/nonexistent/resolv.conf"}}, nil, nil)
 	if m := ask(t, "udp", s.Addr(), "pub.example.", dns.TypeA, false); m.Rcode != dns.RcodeServerFailure {
 		t.Fatalf("rcode %s, want SERVFAIL", dns.RcodeToString[m.Rcode])
 	}
@@ -275,7 +281,7 @@ func question(name string, qtype, qclass uint16) []byte {
 
 func TestBadInput(t *testing.T) {
 	pub, local := testSources(t)
-	s := newTestServer(t, Config{Upstreams: []string{deadUpstream(t)}}, pub, local)
+	s := newTestServer(t, testConfig{Config: Config{Upstreams: []string{deadUpstream(t)}}}, pub, local)
 	q := question("a.local.", dns.TypeA, dns.ClassINET)
 	hugeName := []byte{}
 	for i := 0; i < 5; i++ {
@@ -308,6 +314,7 @@ func TestBadInput(t *testing.T) {
 		{"qtype OPT", append(header(14, 0, 1, 0, 0, 0), question("a.local.", dns.TypeOPT, dns.ClassINET)...), dns.RcodeFormatError},
 		{"unknown class", append(header(15, 0, 1, 0, 0, 0), question("a.local.", dns.TypeA, 77)...), dns.RcodeRefused},
 		{"trailing garbage", append(append(header(16, 0, 1, 0, 0, 0), q...), 1, 2, 3), dns.RcodeSuccess},
+		{"oversized datagram", append(append(header(17, 0, 1, 0, 0, 0), q...), make([]byte, 6000)...), dns.RcodeFormatError},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -394,7 +401,7 @@ func TestSelfUpstreamSkipped(t *testing.T) {
 func TestLookup(t *testing.T) {
 	up := startUpstream(t)
 	pub, local := testSources(t)
-	s := newTestServer(t, Config{Upstreams: []string{up.addr}}, pub, local)
+	s := newTestServer(t, testConfig{Config: Config{Upstreams: []string{up.addr}}}, pub, local)
 	for _, tt := range []struct {
 		domain, typ string
 		ok          bool
