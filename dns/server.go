@@ -113,13 +113,13 @@ type Server struct {
 	baseCtx context.Context
 	cancel  context.CancelFunc
 
-	shards  []*shard // one per UDP reader
+	shards []*shard // one per UDP reader
 	// singleReads makes the readers use one read and one write system
 	// call per datagram (the path of platforms without batched I/O), so
 	// tests cover both.
 	singleReads bool
-	slowCnt shard    // counters of the slow path
-	lastLog atomic.Int64
+	slowCnt     shard // counters of the slow path
+	lastLog     atomic.Int64
 }
 
 // shard is one reader's counters, padded so readers never share a line.
