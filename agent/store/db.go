@@ -589,8 +589,10 @@ func (db *DB) Chart(id string) (*ChartDef, bool) {
 
 // Query copies the slots of one chart covering unix seconds [after, before]
 // (inclusive) from tier 0 or 1. The window is clamped to what the tier
-// holds: Start is the first slot with data in range or later, and a range
-// with no data gives zero slots per dimension. Tier 1 slots are whole
+// covers: Start is the later of after and the oldest slot the chart's ring
+// covers, the end is the earlier of before and the newest point, slots
+// without data inside have Count 0, and a range outside gives zero slots
+// per dimension. Tier 1 slots are whole
 // minutes, so Start is a multiple of 60 and the window covers the minutes
 // of after and before; the minute being filled is included with the points
 // so far.
