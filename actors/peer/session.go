@@ -57,7 +57,15 @@ type session struct {
 	lastPing    time.Time
 	stats       sessionStats
 	dropped     int
+	// credits bound the ops frames handed to the ledger and not answered
+	// yet: the reader takes one per ops frame and ApplyOps' reply gives it
+	// back, so a peer sending faster than our ledger commits is slowed by
+	// QUIC flow control instead of filling our mailbox.
+	credits chan struct{}
 }
+
+// opsCredits is how many ops frames may wait for the ledger per peer.
+const opsCredits = 8
 
 // maxStash bounds frames held back during the handshake; more are
 // dropped (the next version-vector exchange repairs what was lost).
@@ -94,6 +102,9 @@ func (s *session) Receive(c actor.Context) {
 	case *frame:
 		s.stats.lastSeen = s.cfg.now()
 		if s.closing {
+			if m.m.Kind == messages.KindOps {
+				s.releaseCredit()
+			}
 			return
 		}
 		switch m.m.Kind {
@@ -123,7 +134,8 @@ func (s *session) start(c actor.Context) {
 	s.stats.lastSeen = s.started
 	s.out = make(chan outItem, s.cfg.queueSize)
 	s.done = make(chan struct{})
-	root, self, done := c.ActorSystem().Root, c.Self(), s.done
+	s.credits = make(chan struct{}, opsCredits)
+	root, self, done, credits := c.ActorSystem().Root, c.Self(), s.done, s.credits
 	conn := s.cfg.conn
 	go func() {
 		for {
@@ -136,6 +148,13 @@ func (s *session) start(c actor.Context) {
 			if err != nil {
 				root.Send(self, &connDown{err: err})
 				return
+			}
+			if m.Kind == messages.KindOps {
+				select {
+				case credits <- struct{}{}:
+				case <-done:
+					return
+				}
 			}
 			root.Send(self, &frame{m: m})
 		}
@@ -222,6 +241,8 @@ func (s *session) handshaking(c actor.Context) {
 			// The peer finished its side first; keep its frames for later.
 			if len(s.stash) < maxStash {
 				s.stash = append(s.stash, m.m)
+			} else if m.m.Kind == messages.KindOps {
+				s.releaseCredit()
 			}
 		}
 	case *redeemResult:
@@ -516,6 +537,7 @@ func (s *session) onOps(c actor.Context, ops []*messages.Op) {
 	}
 	f := c.RequestFuture(s.cfg.ledger, &messages.ApplyOps{From: s.peer, Ops: ops}, s.cfg.askTimeout)
 	c.ReenterAfter(f, func(res any, err error) {
+		s.releaseCredit()
 		r, ok := res.(*messages.ApplyOpsReply)
 		if err != nil || !ok {
 			s.cfg.log.Warn("ledger did not take peer ops", "peer", short(s.peer), "ops", len(ops), "err", errText(err))
@@ -529,6 +551,15 @@ func (s *session) onOps(c actor.Context, ops []*messages.Op) {
 			s.sendVV(c)
 		}
 	})
+}
+
+// releaseCredit returns an ops credit to the reader. Stashed frames and
+// frames dropped while closing hold none, so never block.
+func (s *session) releaseCredit() {
+	select {
+	case <-s.credits:
+	default:
+	}
 }
 
 func copyVV(v messages.VersionVector) messages.VersionVector {

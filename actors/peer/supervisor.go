@@ -422,7 +422,7 @@ func (a *Actor) onConn(c actor.Context, m *newConn) {
 		conn: conn, ledger: a.d.Ledger, log: a.log, now: a.d.Now,
 		hello:        messages.Hello{ID: a.self, Network: a.network, Root: a.root, Addrs: a.advertise()},
 		syncInterval: a.d.SyncInterval, pingInterval: a.d.PingInterval, handshakeTimeout: a.d.HandshakeTimeout,
-		askTimeout: a.d.AskTimeout, batch: a.d.Batch, queueSize: 4096,
+		askTimeout: a.d.AskTimeout, batch: a.d.Batch, queueSize: 256,
 	}
 	if a.joinInv != nil && id == a.joinInv.Inviter {
 		cfg.hello.Join = a.joinReq
