@@ -17,6 +17,9 @@ type newConn struct {
 	addr string // dialed address, "" for inbound
 }
 
+// endpointClosed: the endpoint's Accept reports it is closed.
+type endpointClosed struct{}
+
 // dialFailed: a dial attempt failed.
 type dialFailed struct {
 	addr, peer string

@@ -96,9 +96,19 @@ func TestExpiredInviteRefusedByInviter(t *testing.T) {
 func TestBadInviteNeverDials(t *testing.T) {
 	d := newTestNode(t, "D", nodeOpts{join: "not-an-invite"})
 	waitLog(t, d, "cannot join: bad invite")
+	// Ticks keep asking the ledger; the issue is recorded once, not per tick.
+	testutil.Eventually(t, 5*time.Second, func() error {
+		if dg := diag(t, d); dg.Summary.ConnectionAttempts != 0 || len(dg.ConnectionIssues) != 1 {
+			return fmt.Errorf("attempts %d, issues %+v", dg.Summary.ConnectionAttempts, dg.ConnectionIssues)
+		}
+		return nil
+	})
 	dg := diag(t, d)
 	if dg.Ready || len(dg.Recommendations) == 0 || !strings.Contains(dg.Recommendations[0], "invite") {
 		t.Fatalf("diagnostics = ready %v, recommendations %v", dg.Ready, dg.Recommendations)
+	}
+	if st := ask[*messages.GetPeerStatusReply](t, d.sys, d.peers, &messages.GetPeerStatus{}); st.Ready || !st.Listening {
+		t.Fatalf("status = %+v, want listening but not ready", st)
 	}
 }
 

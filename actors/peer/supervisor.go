@@ -117,6 +117,7 @@ type Actor struct {
 	cancel       context.CancelFunc
 	sub          *eventstream.Subscription
 	lastExchange time.Time
+	closed       bool // the endpoint stopped accepting
 	diag         diagnostics
 }
 
@@ -168,6 +169,9 @@ func (a *Actor) Receive(c actor.Context) {
 		a.onTerminated(c, m.Who)
 	case *tick:
 		a.onTick(c, m.now)
+	case *endpointClosed:
+		a.closed = true
+		a.log.Warn("peer endpoint closed: no more inbound connections")
 	case *newConn:
 		a.onConn(c, m)
 	case *dialFailed:
@@ -261,7 +265,11 @@ func (a *Actor) start(c actor.Context) {
 		for {
 			conn, err := ep.Accept(ctx)
 			if err != nil {
-				if ctx.Err() != nil || errors.Is(err, transport.ErrClosed) {
+				if ctx.Err() != nil {
+					return
+				}
+				if errors.Is(err, transport.ErrClosed) {
+					root.Send(self, &endpointClosed{})
 					return
 				}
 				continue
@@ -319,11 +327,11 @@ func (a *Actor) onNetwork(c actor.Context, key, root string) {
 		}
 		if err != nil {
 			// Nothing to retry: the invite itself is unusable.
-			if a.joinErr == "" {
+			if a.joinErr != err.Error() {
 				a.log.Error("cannot join: bad invite", "err", err)
+				a.diag.issue(a.d.Now(), messages.ConnectionIssue{Kind: "invite", Reason: err.Error()})
 			}
 			a.joinErr = err.Error()
-			a.diag.issue(a.d.Now(), messages.ConnectionIssue{Kind: "invite", Reason: err.Error()})
 			return
 		}
 		a.joinInv, a.joinReq, a.netKnown = inv, req, true
@@ -648,7 +656,7 @@ func (a *Actor) status() *messages.GetPeerStatusReply {
 		IsConnected: len(up) > 0,
 		PeersCount:  len(up),
 		Ready:       a.netKnown,
-		Listening:   a.d.Endpoint != nil,
+		Listening:   !a.closed,
 		Joining:     a.joinInv != nil,
 		Network:     a.network,
 		Addr:        a.d.Endpoint.Addr().String(),
