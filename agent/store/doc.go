@@ -1,11 +1,11 @@
 // Package store holds the agent's metrics: tier 0, an in-memory ring of
 // 1-second points per dimension (float32, NaN = gap, 4 bytes a second), and
 // tier 1, per-minute min/max/sum/count/anomalous per dimension, kept in
-// memory in day chunks (14 bytes a minute for the current day; earlier days
-// packed with byte planes + zstd, from a few bytes for an all-zero day to
-// ~70% for pure noise) and persisted in an append-only file
-// (DIR/tier1.dat, see file.go) that is replayed at Open and compacted when
-// it has doubled.
+// memory in 6-hour chunks (14 bytes a minute for the chunk being filled;
+// earlier chunks packed with byte planes + zstd: from ~10 bytes a day for
+// an all-zero dimension to ~70% of the unpacked 20160 bytes a day for pure
+// noise) and persisted in an append-only file (DIR/tier1.dat, see file.go)
+// that is replayed at Open and compacted when it has doubled.
 //
 // The store is a plain structure with a map lock and one lock per chart,
 // not an actor: the agent is not part of the node's actor tree, collectors

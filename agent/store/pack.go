@@ -8,9 +8,9 @@ import (
 	"github.com/klauspost/compress/zstd"
 )
 
-// Sealed tier-1 chunks (every day but the current one) are kept packed:
+// Sealed tier-1 chunks (all but the one being filled) are kept packed:
 // the float32 arrays are split into byte planes (all first bytes, then all
-// second bytes, ...; sign and exponent bytes repeat a lot across a day) and
+// second bytes, ...; sign and exponent bytes repeat a lot across hours) and
 // the whole chunk is compressed with zstd (klauspost/compress, already a
 // dependency). A chunk is unpacked into a scratch copy to be read and
 // packed again after the rare late write (a minute merged after a

@@ -208,7 +208,7 @@ func (s *series) mergeMinute(minute int64, a []accum) {
 		c = newChunk(s.ndims, s.chunkLen)
 		s.chunks[key] = c
 	}
-	c.unseal() // a late minute for a sealed day; sealOld packs it again
+	c.unseal() // a late minute for a sealed chunk; sealOld packs it again
 	off := int(minute - key*int64(s.chunkLen))
 	for d := range a {
 		if a[d].count == 0 {
