@@ -46,6 +46,13 @@ type batch struct {
 	out   [batchSize]mmsghdr
 	oiovs [batchSize]unix.Iovec
 	obufs [batchSize][]byte
+
+	// The RawConn callbacks and their results, made once: a closure
+	// built per call would escape and allocate.
+	readFn, writeFn func(fd uintptr) bool
+	rn, wn          int
+	rerr, werr      error
+	sent, count     int
 }
 
 func newBatch(rc syscall.RawConn, outSize int) *batch {
@@ -61,6 +68,30 @@ func newBatch(rc syscall.RawConn, outSize int) *batch {
 		b.out[i].hdr.Iov = &b.oiovs[i]
 		b.out[i].hdr.SetIovlen(1)
 	}
+	b.readFn = func(fd uintptr) bool {
+		r, _, e := unix.Syscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&b.in[0])), batchSize, unix.MSG_DONTWAIT, 0, 0)
+		switch e {
+		case 0:
+			b.rn = int(r)
+		case unix.EAGAIN, unix.EINTR:
+			return false // wait for readability
+		default:
+			b.rerr = e
+		}
+		return true
+	}
+	b.writeFn = func(fd uintptr) bool {
+		r, _, e := unix.Syscall6(unix.SYS_SENDMMSG, fd, uintptr(unsafe.Pointer(&b.out[b.sent])), uintptr(b.count-b.sent), unix.MSG_DONTWAIT, 0, 0)
+		switch e {
+		case 0:
+			b.wn = int(r)
+		case unix.EAGAIN, unix.EINTR:
+			return false
+		default:
+			b.werr = e
+		}
+		return true
+	}
 	return b
 }
 
@@ -71,24 +102,11 @@ func (b *batch) read() (int, error) {
 		b.in[i].hdr.Namelen = uint32(unsafe.Sizeof(b.names[i]))
 		b.in[i].hdr.Flags = 0
 	}
-	var n int
-	var serr error
-	err := b.rc.Read(func(fd uintptr) bool {
-		r, _, e := unix.Syscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&b.in[0])), batchSize, unix.MSG_DONTWAIT, 0, 0)
-		switch e {
-		case 0:
-			n = int(r)
-		case unix.EAGAIN, unix.EINTR:
-			return false // wait for readability
-		default:
-			serr = e
-		}
-		return true
-	})
-	if err != nil {
+	b.rn, b.rerr = 0, nil
+	if err := b.rc.Read(b.readFn); err != nil {
 		return 0, err
 	}
-	return n, serr
+	return b.rn, b.rerr
 }
 
 // reply queues out[k] as the answer of in[i], m bytes long in obufs[k].
@@ -102,30 +120,18 @@ func (b *batch) reply(k, i, m int) {
 // write sends out[:k]. A datagram the kernel refuses (sendmmsg reports
 // an error only for the first message of a call) is skipped.
 func (b *batch) write(k int) (failed int, err error) {
-	for sent := 0; sent < k; {
-		var n int
-		var serr error
-		err := b.rc.Write(func(fd uintptr) bool {
-			r, _, e := unix.Syscall6(unix.SYS_SENDMMSG, fd, uintptr(unsafe.Pointer(&b.out[sent])), uintptr(k-sent), unix.MSG_DONTWAIT, 0, 0)
-			switch e {
-			case 0:
-				n = int(r)
-			case unix.EAGAIN, unix.EINTR:
-				return false
-			default:
-				serr = e
-			}
-			return true
-		})
-		if err != nil {
+	b.count = k
+	for b.sent = 0; b.sent < k; {
+		b.wn, b.werr = 0, nil
+		if err := b.rc.Write(b.writeFn); err != nil {
 			return failed, err
 		}
-		if serr != nil || n == 0 {
+		if b.werr != nil || b.wn == 0 {
 			failed++
-			sent++
+			b.sent++
 			continue
 		}
-		sent += n
+		b.sent += b.wn
 	}
 	return failed, nil
 }
