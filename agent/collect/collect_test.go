@@ -202,7 +202,8 @@ func TestStat(t *testing.T) {
 
 func TestMem(t *testing.T) {
 	const mib = 1 << 20
-	vm := &mem.VirtualMemoryStat{Total: 1000 * mib, Free: 400 * mib, Used: 300 * mib, Cached: 250 * mib, Buffers: 50 * mib, Available: 600 * mib}
+	vm := &mem.VirtualMemoryStat{Total: 1000 * mib, Free: 400 * mib, Used: 300 * mib, Cached: 250 * mib, Buffers: 50 * mib,
+		Available: 600 * mib, CommittedAS: 700 * mib}
 	c := newMem()
 	c.read = func() (*mem.VirtualMemoryStat, error) { cp := *vm; return &cp, nil }
 	db := newTestStore(t)
@@ -211,6 +212,8 @@ func TestMem(t *testing.T) {
 	checkDef(t, db, "mem.available", "mem.available", "system", "MiB", "area", 1010, "MemAvailable")
 	checkPoints(t, db, "system.ram", [][]float64{{400, 300, 250, 50}})
 	checkPoints(t, db, "mem.available", [][]float64{{600}})
+	checkDef(t, db, "mem.committed", "mem.committed", "system", "MiB", "area", 1030, "Committed_AS")
+	checkPoints(t, db, "mem.committed", [][]float64{{700}})
 	if _, ok := db.Chart("system.swap"); ok {
 		t.Error("system.swap registered on a host without swap")
 	}
@@ -241,13 +244,13 @@ func TestLoadUptimeEntropy(t *testing.T) {
 func TestDisk(t *testing.T) {
 	samples := []map[string]disk.IOCountersStat{
 		{
-			"vda":   {ReadBytes: 10 << 20, WriteBytes: 4 << 20, ReadCount: 100, WriteCount: 50},
+			"vda":   {ReadBytes: 10 << 20, WriteBytes: 4 << 20, ReadCount: 100, WriteCount: 50, IoTime: 5000},
 			"vda1":  {ReadBytes: 1 << 20, ReadCount: 1}, // a partition: not in /sys/block
 			"sdb":   {ReadBytes: 0, WriteBytes: 1 << 10, ReadCount: 0, WriteCount: 1},
 			"loop0": {ReadBytes: 1 << 10, ReadCount: 1},
 		},
 		{
-			"vda":   {ReadBytes: 10<<20 + 2048, WriteBytes: 4<<20 + 4096, ReadCount: 110, WriteCount: 53},
+			"vda":   {ReadBytes: 10<<20 + 2048, WriteBytes: 4<<20 + 4096, ReadCount: 110, WriteCount: 53, IoTime: 5250},
 			"vda1":  {ReadBytes: 2 << 20, ReadCount: 2},
 			"sdb":   {ReadBytes: 1024, WriteBytes: 1 << 10, ReadCount: 1, WriteCount: 1},
 			"loop0": {ReadBytes: 1 << 10, ReadCount: 1},
@@ -267,6 +270,8 @@ func TestDisk(t *testing.T) {
 	checkDef(t, db, "system.io", "system.io", "disk", "KiB/s", "area", 150, "in", "out")
 	checkPoints(t, db, "disk.vda", [][]float64{{2, -4}})
 	checkPoints(t, db, "disk_ops.vda", [][]float64{{10, -3}})
+	checkDef(t, db, "disk_util.vda", "disk.util", "/", "% of time working", "area", 2040, "utilization")
+	checkPoints(t, db, "disk_util.vda", [][]float64{{25}}) // 250 ms busy in 1 s
 	checkPoints(t, db, "disk.sdb", [][]float64{{1, 0}})
 	checkPoints(t, db, "disk.loop0", [][]float64{{0, 0}})
 	checkPoints(t, db, "system.io", [][]float64{{3, -4}})
@@ -291,7 +296,7 @@ func TestDiskSpace(t *testing.T) {
 		asked[p]++
 		switch p {
 		case "/":
-			return &disk.UsageStat{Total: 100 * gib, Free: 60 * gib, Used: 35 * gib}, nil
+			return &disk.UsageStat{Total: 100 * gib, Free: 60 * gib, Used: 35 * gib, InodesTotal: 1000, InodesFree: 900, InodesUsed: 100}, nil
 		case "/dev/shm":
 			return &disk.UsageStat{Total: 2 * gib, Free: 2 * gib}, nil
 		case "/cg":
@@ -304,6 +309,11 @@ func TestDiskSpace(t *testing.T) {
 	checkDef(t, db, "disk_space._", "disk.space", "/", "GiB", "stacked", 2023, "avail", "used", "reserved_for_root")
 	checkPoints(t, db, "disk_space._", [][]float64{{60, 35, 5}, {60, 35, 5}})
 	checkPoints(t, db, "disk_space._dev_shm", [][]float64{{2, 0, 0}, {2, 0, 0}})
+	checkDef(t, db, "disk_inodes._", "disk.inodes", "/", "inodes", "stacked", 2024, "avail", "used", "reserved_for_root")
+	checkPoints(t, db, "disk_inodes._", [][]float64{{900, 100, 0}, {900, 100, 0}})
+	if _, ok := db.Chart("disk_inodes._dev_shm"); ok {
+		t.Error("disk_inodes for a filesystem without inodes")
+	}
 	for _, id := range []string{"disk_space._proc", "disk_space._sys_fs_cgroup", "disk_space._cg", "disk_space._run_user_1000_gvfs"} {
 		if _, ok := db.Chart(id); ok {
 			t.Errorf("%s registered", id)

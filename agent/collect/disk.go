@@ -14,7 +14,8 @@ import (
 // rescanEvery is how often the disk and mount lists are read again.
 const rescanEvery = 30 * time.Second
 
-// diskColl stores disk.<dev> (KiB/s), disk_ops.<dev> (operations/s) for
+// diskColl stores disk.<dev> (KiB/s), disk_ops.<dev> (operations/s) and
+// disk_util.<dev> (% of time busy) for
 // every whole disk (the names in /sys/block) that has had any I/O, as
 // Netdata's "auto" mode does, and system.io, the sum over those disks.
 // Writes are negative, as in Netdata. The family is the disk's mount point
@@ -33,7 +34,7 @@ type diskColl struct {
 	raw, sum [2]float64
 }
 
-type diskCharts struct{ io, ops *chart }
+type diskCharts struct{ io, ops, util *chart }
 
 func newDisk() *diskColl {
 	return &diskColl{
@@ -130,6 +131,9 @@ func (c *diskColl) collect(tk *tick) error {
 		}
 		c.raw = [2]float64{float64(s.ReadCount), float64(s.WriteCount)}
 		dc.ops.emit(tk, c.raw[:])
+		// io_time is milliseconds spent doing I/O: ms per s / 10 = percent.
+		c.raw[0] = float64(s.IoTime)
+		dc.util.emit(tk, c.raw[:1])
 	}
 	if rated {
 		tk.put(c.io.def, c.sum[:])
@@ -152,10 +156,16 @@ func (c *diskColl) newDisk(dev, family string, old *diskCharts) *diskCharts {
 	dc := &diskCharts{
 		io:  mk("disk", "disk.io", "Disk I/O Bandwidth", "KiB/s", "area", 2000, 1, 1024),
 		ops: mk("disk_ops", "disk.ops", "Disk Completed I/O Operations", "operations/s", "line", 2010, 1, 1),
+		util: newChart(&store.ChartDef{
+			ID: "disk_util." + dev, Context: "disk.util", Family: family, Title: "Disk Utilization Time",
+			Units: "% of time working", ChartType: "area", Plugin: "proc.plugin", Module: "/proc/diskstats",
+			Priority: 2040, UpdateEvery: 1, Dims: []store.DimDef{dim("utilization", "", algIncremental, 1, 10)},
+		}),
 	}
 	if old != nil {
-		dc.io.prev, dc.io.prevAt, dc.io.have = old.io.prev, old.io.prevAt, old.io.have
-		dc.ops.prev, dc.ops.prevAt, dc.ops.have = old.ops.prev, old.ops.prevAt, old.ops.have
+		for _, p := range [][2]*chart{{dc.io, old.io}, {dc.ops, old.ops}, {dc.util, old.util}} {
+			p[0].prev, p[0].prevAt, p[0].have = p[1].prev, p[1].prevAt, p[1].have
+		}
 	}
 	return dc
 }

@@ -43,8 +43,9 @@ func spaceChartID(mount string) string {
 }
 
 // diskSpaceColl stores disk_space.<mount> in GiB (avail, used, reserved
-// for root) for every mounted filesystem with blocks, re-reading the mount
-// table every rescanEvery and statfs(2) on each mount every second.
+// for root) and disk_inodes.<mount> (inodes) for every mounted filesystem
+// with blocks, re-reading the mount table every rescanEvery and statfs(2)
+// on each mount every second.
 type diskSpaceColl struct {
 	readMounts func() ([]disk.PartitionStat, error)
 	usage      func(path string) (*disk.UsageStat, error)
@@ -52,6 +53,7 @@ type diskSpaceColl struct {
 	mounts  []string
 	scanned time.Time
 	charts  map[string]*chart
+	inodes  map[string]*chart
 	raw     [3]float64
 }
 
@@ -60,6 +62,7 @@ func newDiskSpace() *diskSpaceColl {
 		readMounts: func() ([]disk.PartitionStat, error) { return disk.Partitions(true) },
 		usage:      disk.Usage,
 		charts:     map[string]*chart{},
+		inodes:     map[string]*chart{},
 	}
 }
 
@@ -114,6 +117,25 @@ func (c *diskSpaceColl) collect(tk *tick) error {
 		reserved := float64(u.Total) - float64(u.Free) - float64(u.Used)
 		c.raw = [3]float64{float64(u.Free), float64(u.Used), max(reserved, 0)}
 		ch.emit(tk, c.raw[:])
+		if u.InodesTotal > 0 {
+			ic := c.inodes[mp]
+			if ic == nil {
+				ic = newChart(&store.ChartDef{
+					ID: "disk_inodes." + strings.TrimPrefix(spaceChartID(mp), "disk_space."), Context: "disk.inodes",
+					Family: mp, Title: "Disk Files (inodes) Usage", Units: "inodes", ChartType: "stacked",
+					Plugin: "diskspace.plugin", Module: "", Priority: 2024, UpdateEvery: 1,
+					Dims: []store.DimDef{
+						dim("avail", "", algAbsolute, 1, 1), dim("used", "", algAbsolute, 1, 1),
+						dim("reserved_for_root", "reserved for root", algAbsolute, 1, 1),
+					},
+				})
+				c.inodes[mp] = ic
+			}
+			// Linux statfs has no f_favail: every free inode is available,
+			// so nothing is reserved for root (Netdata shows 0 too).
+			c.raw = [3]float64{float64(u.InodesFree), float64(u.InodesUsed), 0}
+			ic.emit(tk, c.raw[:])
+		}
 	}
 	c.mounts = keep
 	if ok == 0 && lastErr != nil {

@@ -1,7 +1,8 @@
 // Package collect reads the host every second and appends Netdata's system
 // charts to the agent store: system.cpu and cpu.cpuN, system.load,
 // system.ram, mem.available, system.swap (when the host has swap),
-// system.io, disk.<dev>, disk_ops.<dev>, disk_space.<mount>, system.net,
+// system.io, disk.<dev>, disk_ops.<dev>, disk_util.<dev>, disk_space.<mount>,
+// disk_inodes.<mount>, mem.committed, system.net,
 // net.<iface>, net_packets.<iface>, system.processes, system.forks,
 // system.ctxt, system.intr, system.uptime and system.entropy, with
 // Netdata's ids, contexts, families, titles, units, chart types,

@@ -8,12 +8,13 @@ import (
 	"peerdns/agent/store"
 )
 
-// memColl stores system.ram, mem.available and, when the host has swap,
-// system.swap, all from one read of /proc/meminfo (gopsutil). Values are
+// memColl stores system.ram, mem.available, mem.committed and, when the
+// host has swap, system.swap, all from one read of /proc/meminfo (gopsutil). Values are
 // collected in KiB and divided by 1024 into MiB, as Netdata does.
 type memColl struct {
 	read            func() (*mem.VirtualMemoryStat, error)
 	ram, avail, swp *chart
+	committed       *chart
 	raw             [4]float64
 }
 
@@ -44,6 +45,8 @@ func (c *memColl) collect(tk *tick) error {
 			kib("MemAvailable", "avail"))
 		c.swp = memDef("system.swap", "system.swap", "swap", "System Swap", "stacked", 201,
 			kib("free", ""), kib("used", ""))
+		c.committed = memDef("mem.committed", "mem.committed", "system", "Committed (Allocated) Memory", "area", 1030,
+			kib("Committed_AS", ""))
 	}
 	// gopsutil's Cached already includes SReclaimable and its Used is
 	// Total-Free-Buffers-Cached: Netdata's definition of "used".
@@ -52,6 +55,8 @@ func (c *memColl) collect(tk *tick) error {
 	c.ram.emit(tk, c.raw[:4])
 	c.raw[0] = k(v.Available)
 	c.avail.emit(tk, c.raw[:1])
+	c.raw[0] = k(v.CommittedAS)
+	c.committed.emit(tk, c.raw[:1])
 	if v.SwapTotal > 0 {
 		c.raw[0], c.raw[1] = k(v.SwapFree), k(v.SwapTotal-v.SwapFree)
 		c.swp.emit(tk, c.raw[:2])

@@ -1,7 +1,8 @@
 // Package health evaluates the agent's built-in alert rules, after Netdata
 // 1.37's stock health.d files: 10min_cpu_usage and 10min_cpu_iowait on
 // system.cpu, ram_in_use on system.ram, ram_available on mem.available,
-// used_swap on system.swap, disk_space_usage on every disk.space chart and
+// used_swap on system.swap, disk_space_usage on every disk.space chart,
+// disk_inode_usage on every disk.inodes chart and
 // load_average_1/5/15 on system.load. Each alert is CLEAR, WARNING or
 // CRITICAL (UNINITIALIZED before its first evaluation, UNDEFINED without
 // data), with Netdata's hysteresis: the thresholds depend on the current

@@ -201,7 +201,9 @@ func TestDiskSpaceLoadSwapAndUndefined(t *testing.T) {
 		register(t, db, fmt.Sprintf("cpu.cpu%d", i), "cpu.cpu", "utilization", "user")
 	}
 	register(t, db, "system.swap", "system.swap", "swap", "free", "used")
+	register(t, db, "disk_inodes._", "disk.inodes", "/", "avail", "used", "reserved_for_root")
 	e := newTestEngine(t, db, "")
+	appendAt(t, db, "disk_inodes._", base, 10, 90, 0)    // 90%: not above warn 90 while clear
 	appendAt(t, db, "disk_space._", base, 5, 95, 1)      // 95%: above warn 90, below crit 98 → warning
 	appendAt(t, db, "disk_space._data", base, 60, 40, 1) // 40% → clear
 	for ts := base - 59; ts <= base; ts++ {
@@ -219,6 +221,7 @@ func TestDiskSpaceLoadSwapAndUndefined(t *testing.T) {
 		{"load_average_15", "system.load", StatusWarning, 9, "system fifteen-minute load average"},
 		{"load_average_5", "system.load", StatusClear, 2, "system five-minute load average"},
 		{"used_swap", "system.swap", StatusUndefined, math.NaN(), "swap memory utilization"},
+		{"disk_inode_usage", "disk_inodes._", StatusClear, 90, "disk / inode utilization"},
 	}
 	for _, c := range checks {
 		a := alert(t, e, c.name, c.chart)
@@ -226,8 +229,8 @@ func TestDiskSpaceLoadSwapAndUndefined(t *testing.T) {
 			t.Errorf("%s on %s = %s %v %q, want %s %v %q", c.name, c.chart, a.Status, a.Value, a.Info, c.status, c.value, c.info)
 		}
 	}
-	if n := len(e.Alerts()); n != 6 {
-		t.Errorf("%d alerts, want 6 (2 disk_space_usage, 3 load_average, used_swap)", n)
+	if n := len(e.Alerts()); n != 7 {
+		t.Errorf("%d alerts, want 7 (2 disk_space_usage, 3 load_average, used_swap, disk_inode_usage)", n)
 	}
 	// A chart whose last point is stale is undefined, not stuck.
 	e.Evaluate(base + 120)

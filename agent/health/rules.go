@@ -106,6 +106,10 @@ func builtinRules() []*rule {
 			func(def *store.ChartDef) string { return "disk " + def.Family + " space utilization" }, 60,
 			calcShare("used", "avail", "used"), 80, 90, 90, 98),
 			"$used * 100 / ($avail + $used)"),
+		calc(pct("disk_inode_usage", "", "disk.inodes", "Disk",
+			func(def *store.ChartDef) string { return "disk " + def.Family + " inode utilization" }, 60,
+			calcShare("used", "avail", "used"), 80, 90, 90, 98),
+			"$used * 100 / ($avail + $used)"),
 	}
 	ram := &rule{
 		name: "ram_available", chart: "mem.available", class: "Utilization", component: "Memory", typ: "System",
