@@ -111,7 +111,7 @@ func (n *testNode) start() {
 		t.Fatal(err)
 	}
 	n.ep, err = transport.Listen(transport.Config{Identity: n.id, ListenAddr: n.addr, Logger: log,
-		KeepAlive: 200 * time.Millisecond, IdleTimeout: 2 * time.Second})
+		KeepAlive: 200 * time.Millisecond, IdleTimeout: 2 * time.Second, HandshakeTimeout: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,6 +159,17 @@ func ask[R any](t testing.TB, sys *actor.ActorSystem, pid *actor.PID, req any) R
 		t.Fatalf("ask %T: %v", req, err)
 	}
 	return r
+}
+
+// waitReady waits until the peers supervisor knows its network.
+func (n *testNode) waitReady() {
+	n.t.Helper()
+	testutil.Eventually(n.t, 10*time.Second, func() error {
+		if !ask[*messages.GetPeerStatusReply](n.t, n.sys, n.peers, &messages.GetPeerStatus{}).Ready {
+			return fmt.Errorf("%s not ready", n.name)
+		}
+		return nil
+	})
 }
 
 func (n *testNode) peerIDs() []string {

@@ -143,3 +143,33 @@ func TestSimultaneousDialsKeepOneConnection(t *testing.T) {
 		t.Fatalf("diag connected = %d", st.Summary.ConnectedPeers)
 	}
 }
+
+func TestJoinerWaitsForInviterToComeBack(t *testing.T) {
+	a := newTestNode(t, "A", nodeOpts{})
+	inv := a.invite(0)
+	a.stop()
+	j := newTestNode(t, "J", nodeOpts{join: inv})
+	testutil.Eventually(t, 10*time.Second, func() error {
+		if d := diag(t, j); d.Summary.FailedAttempts < 2 {
+			return fmt.Errorf("failed attempts %d", d.Summary.FailedAttempts)
+		}
+		return nil
+	})
+	a.start() // same address, same data
+	waitMesh(t, 20*time.Second, a, j)
+	if !a.isWriter(j.id.ID()) {
+		t.Fatal("J joined but is not a writer")
+	}
+}
+
+func TestSilentPeerTimesOut(t *testing.T) {
+	a := newTestNode(t, "A", nodeOpts{})
+	id, _ := identity.Generate()
+	r := dialRaw(t, id, a)
+	select {
+	case <-r.conn.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("a peer that never says hello was not disconnected")
+	}
+	waitLog(t, a, "handshake timed out")
+}

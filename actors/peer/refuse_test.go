@@ -131,6 +131,7 @@ type rawPeer struct {
 
 func dialRaw(t *testing.T, id *identity.Identity, to *testNode) *rawPeer {
 	t.Helper()
+	to.waitReady()
 	ep, err := transport.Listen(transport.Config{Identity: id, ListenAddr: "127.0.0.1:0"})
 	if err != nil {
 		t.Fatal(err)
