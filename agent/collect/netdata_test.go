@@ -1,0 +1,99 @@
+package collect
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"testing"
+
+	"github.com/shirou/gopsutil/v3/cpu"
+	"github.com/shirou/gopsutil/v3/disk"
+	"github.com/shirou/gopsutil/v3/load"
+	"github.com/shirou/gopsutil/v3/mem"
+)
+
+// TestDefsMatchNetdata runs every collector on fake readers shaped like the
+// reference VM (two CPUs, disk vda mounted at /, eth0, / and /dev/shm) and
+// compares each chart definition with the one Netdata 1.37 published
+// there (testdata/netdata137_charts.json, extracted from the reference
+// api_v1_charts.json): context, family, title, units, chart type,
+// priority, plugin, module and the visible dimensions' ids and names.
+func TestDefsMatchNetdata(t *testing.T) {
+	raw, err := os.ReadFile("testdata/netdata137_charts.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ref struct {
+		Charts map[string]struct {
+			Context, Family, Title, Units string
+			ChartType                     string `json:"chart_type"`
+			Priority                      int
+			Plugin, Module                string
+			Dimensions                    [][2]string
+		}
+	}
+	if err := json.Unmarshal(raw, &ref); err != nil {
+		t.Fatal(err)
+	}
+
+	tickN := 0
+	c := newCPU()
+	c.read = func() ([]cpu.TimesStat, error) {
+		tickN++
+		f := float64(tickN * 100)
+		return []cpu.TimesStat{{CPU: "cpu0", User: f, Idle: f}, {CPU: "cpu1", User: f, Idle: f}}, nil
+	}
+	st := newStat()
+	st.read = func() ([]byte, error) { return []byte(procStat1), nil }
+	l := newLoad()
+	l.read = func() (*load.AvgStat, error) { return &load.AvgStat{}, nil }
+	m := newMem()
+	m.read = func() (*mem.VirtualMemoryStat, error) { return &mem.VirtualMemoryStat{Total: 1 << 30, Free: 1 << 29}, nil }
+	d := newDisk()
+	d.readStats = func() (map[string]disk.IOCountersStat, error) {
+		return map[string]disk.IOCountersStat{"vda": {ReadBytes: uint64(tickN) << 20, ReadCount: uint64(tickN)}}, nil
+	}
+	d.readBlock = func() ([]string, error) { return []string{"vda"}, nil }
+	mounts := func() ([]disk.PartitionStat, error) {
+		return []disk.PartitionStat{{Device: "/dev/vda", Mountpoint: "/", Fstype: "ext4"}, {Device: "tmpfs", Mountpoint: "/dev/shm", Fstype: "tmpfs"}}, nil
+	}
+	d.readMounts = mounts
+	ds := newDiskSpace()
+	ds.readMounts = mounts
+	ds.usage = func(string) (*disk.UsageStat, error) {
+		return &disk.UsageStat{Total: 1 << 30, Free: 1 << 29, Used: 1 << 28, InodesTotal: 10, InodesFree: 5, InodesUsed: 5}, nil
+	}
+	n := newNet()
+	n.read = func() ([]byte, error) { return []byte(fmt.Sprintf(netDev, 1, tickN*1000, tickN, 0, tickN*500, tickN, 0)), nil }
+	n.isVirtual = func(iface string) bool { return iface != "eth0" }
+	u := newUptime()
+	u.read = func() (uint64, error) { return 10, nil }
+	e := newEntropy()
+	e.read = func() ([]byte, error) { return []byte("256"), nil }
+
+	db := newTestStore(t)
+	run(t, db, 2, c, st, l, m, d, ds, n, u, e)
+
+	for id, want := range ref.Charts {
+		t.Run(id, func(t *testing.T) {
+			got, ok := db.Chart(id)
+			if !ok {
+				t.Fatalf("chart %s not registered", id)
+			}
+			gotDef := fmt.Sprintf("%s|%s|%s|%s|%s|%d|%s|%s", got.Context, got.Family, got.Title, got.Units, got.ChartType, got.Priority, got.Plugin, got.Module)
+			wantDef := fmt.Sprintf("%s|%s|%s|%s|%s|%d|%s|%s", want.Context, want.Family, want.Title, want.Units, want.ChartType, want.Priority, want.Plugin, want.Module)
+			if gotDef != wantDef {
+				t.Errorf("definition\n got %s\nwant %s", gotDef, wantDef)
+			}
+			var dims [][2]string
+			for _, dd := range got.Dims {
+				if !dd.Hidden {
+					dims = append(dims, [2]string{dd.ID, dd.Name})
+				}
+			}
+			if fmt.Sprint(dims) != fmt.Sprint(want.Dimensions) {
+				t.Errorf("dimensions\n got %v\nwant %v", dims, want.Dimensions)
+			}
+		})
+	}
+}
