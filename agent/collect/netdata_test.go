@@ -48,7 +48,9 @@ func TestDefsMatchNetdata(t *testing.T) {
 	l := newLoad()
 	l.read = func() (*load.AvgStat, error) { return &load.AvgStat{}, nil }
 	m := newMem()
-	m.read = func() (*mem.VirtualMemoryStat, error) { return &mem.VirtualMemoryStat{Total: 1 << 30, Free: 1 << 29}, nil }
+	m.read = func() (*mem.VirtualMemoryStat, error) {
+		return &mem.VirtualMemoryStat{Total: 1 << 30, Free: 1 << 29}, nil
+	}
 	d := newDisk()
 	d.readStats = func() (map[string]disk.IOCountersStat, error) {
 		return map[string]disk.IOCountersStat{"vda": {ReadBytes: uint64(tickN) << 20, ReadCount: uint64(tickN)}}, nil
@@ -64,7 +66,9 @@ func TestDefsMatchNetdata(t *testing.T) {
 		return &disk.UsageStat{Total: 1 << 30, Free: 1 << 29, Used: 1 << 28, InodesTotal: 10, InodesFree: 5, InodesUsed: 5}, nil
 	}
 	n := newNet()
-	n.read = func() ([]byte, error) { return []byte(fmt.Sprintf(netDev, 1, tickN*1000, tickN, 0, tickN*500, tickN, 0)), nil }
+	n.read = func() ([]byte, error) {
+		return []byte(fmt.Sprintf(netDev, 1, tickN*1000, tickN, 0, tickN*500, tickN, 0)), nil
+	}
 	n.isVirtual = func(iface string) bool { return iface != "eth0" }
 	u := newUptime()
 	u.read = func() (uint64, error) { return 10, nil }
