@@ -88,6 +88,10 @@ func (s *Server) serveTCP(w dns.ResponseWriter, req *dns.Msg) {
 	if err := w.WriteMsg(resp); err != nil && !s.stopped.Load() {
 		s.logError("dns tcp write", err)
 	}
+	if s.debugEnabled() && len(resp.Question) > 0 {
+		q := resp.Question[0]
+		s.log.Debug("query", "name", q.Name, "type", dns.TypeToString[q.Qtype], "rcode", dns.RcodeToString[resp.Rcode], "answers", len(resp.Answer), "from", w.RemoteAddr().String(), "path", "tcp")
+	}
 }
 
 // answer builds the reply to a well-formed query: from the table, else

@@ -108,6 +108,7 @@ type Server struct {
 	started atomic.Bool
 	stopped atomic.Bool
 	alive   atomic.Int32 // UDP reader goroutines running
+	tcpUp   atomic.Bool  // the TCP server goroutine runs
 	wg      sync.WaitGroup
 	slow    chan struct{} // semaphore of slow-path UDP goroutines
 	baseCtx context.Context
@@ -234,8 +235,10 @@ func (s *Server) Start() error {
 	s.tcp.NotifyStartedFunc = func() { close(up) }
 	tcpErr := make(chan error, 1)
 	s.wg.Add(1)
+	s.tcpUp.Store(true)
 	go func() {
 		defer s.wg.Done()
+		defer s.tcpUp.Store(false)
 		if err := s.tcp.ActivateAndServe(); err != nil && !s.stopped.Load() {
 			s.log.Error("dns tcp server stopped", "err", err)
 			tcpErr <- err

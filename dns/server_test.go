@@ -3,9 +3,11 @@ package dns
 import (
 	"encoding/binary"
 	"fmt"
+	"log/slog"
 	"net/netip"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -433,4 +435,52 @@ func TestLookup(t *testing.T) {
 	if err != nil || ip != "" {
 		t.Fatalf("PublicLookup(site.p2p) = %q, %v; want no public IP", ip, err)
 	}
+}
+
+type lockedBuf struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuf) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuf) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func TestQueryLogAtDebug(t *testing.T) {
+	pub, local := testSources(t)
+	var buf lockedBuf
+	s, err := New(Config{Addr: "127.0.0.1:0", UDPSockets: 1, Upstreams: []string{deadUpstream(t)}, UpstreamTimeout: 100 * time.Millisecond},
+		pub, local, slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		ctx, cancel := contextWithTimeout(5 * time.Second)
+		defer cancel()
+		s.Shutdown(ctx)
+	}()
+	ask(t, "udp", s.Addr(), "a.local.", dns.TypeA, false)
+	ask(t, "udp", s.Addr(), "pub.example.", dns.TypeA, false)
+	ask(t, "tcp", s.Addr(), "a.local.", dns.TypeA, false)
+	eventually(t, 5*time.Second, func() error {
+		out := buf.String()
+		for _, want := range []string{"name=a.local. type=A rcode=NOERROR answers=2", "path=fast", "path=tcp",
+			"name=pub.example. type=A rcode=SERVFAIL", "path=slow", `msg="dns upstream"`} {
+			if !strings.Contains(out, want) {
+				return fmt.Errorf("log lacks %q:\n%s", want, out)
+			}
+		}
+		return nil
+	})
 }

@@ -27,7 +27,7 @@ func (s *Server) Health() Health {
 	s.mu.Lock()
 	n := len(s.udp)
 	s.mu.Unlock()
-	healthy := started && !stopped && int(s.alive.Load()) == n && n > 0 && s.table.Load() != nil
+	healthy := started && !stopped && int(s.alive.Load()) == n && n > 0 && s.tcpUp.Load() && s.table.Load() != nil
 	return Health{Enabled: true, Healthy: healthy, Initialized: started}
 }
 
