@@ -50,6 +50,7 @@ type session struct {
 	stash                                       []*messages.Envelope
 
 	peerVV      messages.VersionVector // what the peer is known to hold
+	peerLinks   map[string]bool        // whom the peer said it is connected to
 	syncing     bool
 	pendingVV   messages.VersionVector
 	havePending bool
@@ -391,6 +392,12 @@ func (s *session) established(c actor.Context) {
 		case messages.KindOps:
 			s.onOps(c, m.m.Ops)
 		case messages.KindPeers:
+			// The list is the peer's connected set (minus us): remember it
+			// so live ops their writer pushes to the peer are not relayed.
+			s.peerLinks = make(map[string]bool, len(m.m.Peers))
+			for _, p := range m.m.Peers {
+				s.peerLinks[p.ID] = true
+			}
 			c.Send(c.Parent(), &peersLearned{from: s.peer, peers: m.m.Peers})
 		default:
 			s.protocolError(c, "unexpected "+m.m.Kind+" after handshake")
@@ -514,11 +521,17 @@ func opSize(op *messages.Op) int {
 	return len(op.Writer) + len(op.Key) + len(op.Value) + len(op.Sig) + 48
 }
 
-// push forwards live ops the peer does not have yet.
+// push forwards live ops the peer does not have yet. Ops of a writer the
+// peer is connected to come from that writer itself; relaying them too
+// would make every op arrive n-1 times in a full mesh. (If that direct
+// push is lost, the next version-vector exchange repairs it.)
 func (s *session) push(ops []*messages.Op) {
 	var out []*messages.Op
 	for _, op := range ops {
 		if op.Writer == s.peer || op.Seq <= s.peerVV[op.Writer] {
+			continue
+		}
+		if op.Writer != s.cfg.hello.ID && s.peerLinks[op.Writer] {
 			continue
 		}
 		out = append(out, op)
