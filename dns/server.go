@@ -23,6 +23,7 @@ import (
 	"net"
 	"net/netip"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -45,7 +46,7 @@ const DefaultUDPSize = 1232
 // Config configures a Server. Zero values take the defaults.
 type Config struct {
 	Addr            string        // host:port for UDP and TCP; default DefaultAddr
-	Upstreams       []string      // host:port; empty: the nameservers of ResolvConf
+	Upstreams       []string      // ip:port or ip (port 53); empty: the nameservers of ResolvConf
 	ResolvConf      string        // default /etc/resolv.conf
 	UDPSockets      int           // SO_REUSEPORT sockets; default one per CPU
 	UDPSize         uint16        // EDNS0 payload size; default DefaultUDPSize
@@ -57,6 +58,7 @@ type Config struct {
 }
 
 func (c *Config) defaults() {
+	c.Upstreams = append([]string(nil), c.Upstreams...) // Validate rewrites entries; keep the caller's slice
 	if c.Addr == "" {
 		c.Addr = DefaultAddr
 	}
@@ -77,15 +79,22 @@ func (c *Config) defaults() {
 	}
 }
 
-// Validate checks the config after defaults.
+// Validate checks the config after defaults (and completes bare
+// upstream addresses with port 53).
 func (c *Config) Validate() error {
 	if _, _, err := net.SplitHostPort(c.Addr); err != nil {
 		return fmt.Errorf("dns addr %q: %w", c.Addr, err)
 	}
-	for _, u := range c.Upstreams {
-		if _, err := netip.ParseAddrPort(u); err != nil {
-			return fmt.Errorf("upstream %q: want ip:port: %w", u, err)
+	for i, u := range c.Upstreams {
+		if _, err := netip.ParseAddrPort(u); err == nil {
+			continue
 		}
+		// A bare address means port 53.
+		ip, err := netip.ParseAddr(strings.Trim(u, "[]"))
+		if err != nil {
+			return fmt.Errorf("upstream %q: want ip or ip:port (host names cannot be resolved before DNS runs)", u)
+		}
+		c.Upstreams[i] = netip.AddrPortFrom(ip, 53).String()
 	}
 	return nil
 }

@@ -396,7 +396,14 @@ func TestSelfUpstreamSkipped(t *testing.T) {
 		t.Fatalf("Upstreams = %q", got)
 	}
 	if _, err := New(Config{Upstreams: []string{"dns.google"}}, nil, nil, nil); err == nil {
-		t.Fatal("accepted an upstream without port")
+		t.Fatal("accepted a host name as upstream")
+	}
+	s, err = New(Config{Addr: "127.0.0.1:7753", Upstreams: []string{"192.0.2.53", "2001:db8::53", "[2001:db8::54]:5353"}}, nil, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := s.Upstreams(), []string{"192.0.2.53:53", "[2001:db8::53]:53", "[2001:db8::54]:5353"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("Upstreams = %q, want %q", got, want)
 	}
 }
 
