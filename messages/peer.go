@@ -14,7 +14,8 @@ const (
 	KindHello  = "hello"  // Hello: first frame of each side
 	KindAccept = "accept" // Accept: the sender admits the peer
 	KindRefuse = "refuse" // Refuse: the sender will close; Reason says why
-	KindVV     = "vv"     // VV: the sender's version vector
+	KindVV     = "vv"     // VV: the sender's version vector (periodic)
+	KindWant   = "want"   // VV: the sender found a gap; resend all above VV
 	KindOps    = "ops"    // Ops: a batch of signed ledger ops
 	KindPeers  = "peers"  // Peers: peer exchange
 	KindPing   = "ping"   // Ping: liveness probe, answered with a pong
@@ -122,7 +123,7 @@ func (e *Envelope) Validate() error {
 		if e.Refuse == nil || e.Refuse.Code == "" {
 			return bad("refuse without code")
 		}
-	case KindVV:
+	case KindVV, KindWant:
 		// An empty version vector decodes as nil: a node with no ops.
 		want = 0
 		if e.VV != nil {
@@ -224,6 +225,8 @@ type PeerDiagSummary struct {
 	InvitesRefused     int64  `json:"invitesRefused"`
 	OpsSent            int64  `json:"opsSent"`
 	OpsReceived        int64  `json:"opsReceived"`
+	OpsDuplicate       int64  `json:"opsDuplicate"` // received ops the ledger already had
+	GapRepairs         int64  `json:"gapRepairs"`   // "want" requests after a gap
 }
 
 // PeerDiag is one known or connected peer.
@@ -238,6 +241,7 @@ type PeerDiag struct {
 	RTTMillis   float64  `json:"rttMs,omitempty"`
 	OpsSent     int64    `json:"opsSent"`
 	OpsReceived int64    `json:"opsReceived"`
+	OpsDup      int64    `json:"opsDuplicate"`
 }
 
 // ConnectionIssue is one failed connection attempt or refusal.

@@ -22,6 +22,7 @@ func TestEnvelopeValidate(t *testing.T) {
 		{"refuse without code", Envelope{Kind: KindRefuse, Refuse: &Refuse{}}, false},
 		{"empty vv", Envelope{Kind: KindVV}, true},
 		{"vv", Envelope{Kind: KindVV, VV: VersionVector{"w": 3}}, true},
+		{"want", Envelope{Kind: KindWant, VV: VersionVector{"w": 3}}, true},
 		{"ops", Envelope{Kind: KindOps, Ops: []*Op{op}}, true},
 		{"empty ops", Envelope{Kind: KindOps}, false},
 		{"nil op", Envelope{Kind: KindOps, Ops: []*Op{nil}}, false},

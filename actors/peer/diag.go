@@ -38,7 +38,7 @@ func (d *diagnostics) issue(now time.Time, i messages.ConnectionIssue) {
 // supervisor actually saw.
 func (a *Actor) diagnostics() *messages.PeerDiagnosticsReply {
 	up := a.upIDs()
-	var opsSent, opsRecv int64
+	var opsSent, opsRecv, opsDup, wants int64
 	var peers []messages.PeerDiag
 	ids := map[string]bool{}
 	for id := range a.known {
@@ -73,9 +73,11 @@ func (a *Actor) diagnostics() *messages.PeerDiagnosticsReply {
 				p.LastSeen = e.stats.lastSeen.UnixMilli()
 			}
 			p.RTTMillis = float64(e.stats.rtt.Microseconds()) / 1000
-			p.OpsSent, p.OpsReceived = e.stats.opsSent, e.stats.opsReceived
+			p.OpsSent, p.OpsReceived, p.OpsDup = e.stats.opsSent, e.stats.opsReceived, e.stats.opsDup
 			opsSent += e.stats.opsSent
 			opsRecv += e.stats.opsReceived
+			opsDup += e.stats.opsDup
+			wants += e.stats.wants
 		}
 		peers = append(peers, p)
 	}
@@ -103,6 +105,8 @@ func (a *Actor) diagnostics() *messages.PeerDiagnosticsReply {
 			InvitesRefused:     a.diag.invitesRefused,
 			OpsSent:            opsSent,
 			OpsReceived:        opsRecv,
+			OpsDuplicate:       opsDup,
+			GapRepairs:         wants,
 		},
 		Peers:            peers,
 		Recommendations:  a.recommendations(up, issues),

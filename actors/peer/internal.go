@@ -82,6 +82,8 @@ type sessionStats struct {
 	rtt         time.Duration
 	opsSent     int64
 	opsReceived int64
+	opsDup      int64 // received ops the ledger already had
+	wants       int64 // gap repairs we asked for
 }
 
 // statsReport carries a session's stats to the supervisor (on every tick).

@@ -3,6 +3,7 @@ package peer
 import (
 	"fmt"
 	"log/slog"
+	"math"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -51,6 +52,9 @@ type session struct {
 
 	peerVV      messages.VersionVector // what the peer is known to hold
 	peerLinks   map[string]bool        // whom the peer said it is connected to
+	sentVV      messages.VersionVector // highest seq sent per writer
+	sentAt      map[string]time.Time   // when sentVV[writer] was last raised
+	lastPeerVV  messages.VersionVector // the peer's previous periodic vector
 	syncing     bool
 	pendingVV   messages.VersionVector
 	havePending bool
@@ -364,7 +368,8 @@ func (s *session) maybeEstablish(c actor.Context) {
 	s.behavior.Become(s.established)
 	c.Send(c.Parent(), &sessionUp{pid: c.Self(), id: s.peer, hello: s.peerHello, remote: s.cfg.conn.RemoteAddr().String(), out: s.cfg.conn.Outbound()})
 	s.peerVV = messages.VersionVector{}
-	s.sendVV(c)
+	s.sentVV, s.sentAt, s.lastPeerVV = messages.VersionVector{}, map[string]time.Time{}, messages.VersionVector{}
+	s.sendVV(c, messages.KindVV)
 	stash := s.stash
 	s.stash = nil
 	for _, m := range stash {
@@ -387,6 +392,31 @@ func (s *session) established(c actor.Context) {
 	case *frame:
 		switch m.m.Kind {
 		case messages.KindVV:
+			// A periodic vector may predate ops we sent a moment ago that
+			// are still on their way or in the peer's ledger queue: do not
+			// send those again (a gap makes the peer send "want" instead).
+			// Ops of writers the peer is connected to are that writer's
+			// to send; answering for them too would send each op n-1 times.
+			s.peerVV = copyVV(m.m.VV)
+			base := copyVV(m.m.VV)
+			now := s.cfg.now()
+			for w, n := range s.sentVV {
+				// In flight: sent within the last interval, or the peer's
+				// ledger is still working through them (its vector moved).
+				// Resend only what stalled for a whole interval.
+				moving := m.m.VV[w] > s.lastPeerVV[w]
+				if n > base[w] && (moving || now.Sub(s.sentAt[w]) < s.cfg.syncInterval) {
+					base[w] = n
+				}
+			}
+			s.lastPeerVV = copyVV(m.m.VV)
+			for w := range s.peerLinks {
+				if w != s.cfg.hello.ID {
+					base[w] = math.MaxUint64
+				}
+			}
+			s.startSync(c, base)
+		case messages.KindWant:
 			s.peerVV = copyVV(m.m.VV)
 			s.startSync(c, m.m.VV)
 		case messages.KindOps:
@@ -416,7 +446,7 @@ func (s *session) established(c actor.Context) {
 		}
 	case *tick:
 		if m.now.Sub(s.lastVV) >= s.cfg.syncInterval {
-			s.sendVV(c)
+			s.sendVV(c, messages.KindVV)
 		}
 		if m.now.Sub(s.lastPing) >= s.cfg.pingInterval {
 			s.lastPing = m.now
@@ -426,8 +456,9 @@ func (s *session) established(c actor.Context) {
 	}
 }
 
-// sendVV sends our version vector; the peer answers with what we lack.
-func (s *session) sendVV(c actor.Context) {
+// sendVV sends our version vector as kind (vv: periodic, want: after a
+// gap); the peer answers with what we lack.
+func (s *session) sendVV(c actor.Context, kind string) {
 	s.lastVV = s.cfg.now()
 	f := c.RequestFuture(s.cfg.ledger, &messages.GetVersionVector{}, s.cfg.askTimeout)
 	c.ReenterAfter(f, func(res any, err error) {
@@ -437,7 +468,7 @@ func (s *session) sendVV(c actor.Context) {
 			return
 		}
 		if !s.closing {
-			s.enqueue(&messages.Envelope{Kind: messages.KindVV, VV: r.VV})
+			s.enqueue(&messages.Envelope{Kind: kind, VV: r.VV})
 		}
 	})
 }
@@ -494,9 +525,14 @@ func (s *session) sendOps(ops []*messages.Op) bool {
 		ok := s.enqueue(&messages.Envelope{Kind: messages.KindOps, Ops: batch})
 		if ok {
 			s.stats.opsSent += int64(len(batch))
+			now := s.cfg.now()
 			for _, op := range batch {
 				if op.Seq > s.peerVV[op.Writer] {
 					s.peerVV[op.Writer] = op.Seq
+				}
+				if op.Seq > s.sentVV[op.Writer] {
+					s.sentVV[op.Writer] = op.Seq
+					s.sentAt[op.Writer] = now
 				}
 			}
 		}
@@ -556,12 +592,14 @@ func (s *session) onOps(c actor.Context, ops []*messages.Op) {
 			s.cfg.log.Warn("ledger did not take peer ops", "peer", short(s.peer), "ops", len(ops), "err", errText(err))
 			return
 		}
+		s.stats.opsDup += int64(r.Duplicates)
 		if r.Rejected > 0 {
 			s.cfg.log.Warn("peer sent ops that failed validation", "peer", short(s.peer), "rejected", r.Rejected)
 		}
 		if r.Gaps > 0 && !s.closing {
-			// We miss earlier ops: tell the peer what we have now.
-			s.sendVV(c)
+			// We miss earlier ops: ask the peer for everything above.
+			s.stats.wants++
+			s.sendVV(c, messages.KindWant)
 		}
 	})
 }

@@ -193,6 +193,21 @@ func Benchmark1000ClaimsFiveNodes(b *testing.B) {
 		el := time.Since(start)
 		b.StopTimer()
 		b.ReportMetric(el.Seconds(), "s/1000claims")
+		var received, dups, wants int64
+		for _, n := range nodes {
+			sum := ask[*messages.PeerDiagnosticsReply](b, n, n.peers, &messages.GetPeerDiagnostics{}).Summary
+			received += sum.OpsReceived
+			dups += sum.OpsDuplicate
+			wants += sum.GapRepairs
+		}
+		b.ReportMetric(float64(dups), "dups")
+		b.ReportMetric(float64(wants), "gapRepairs")
+		total := uint64(0)
+		for _, v := range a.vv(b) {
+			total += v
+		}
+		// Each node needs every op but its own: about 4 * total in all.
+		b.ReportMetric(float64(received)/float64(4*total), "deliveries/op")
 		for _, n := range nodes {
 			n.stop()
 		}
