@@ -239,3 +239,38 @@ func TestForgedOpRejectedAndGarbageDisconnected(t *testing.T) {
 	a.addDomain("after.p2p", hash('e'))
 	waitConverged(t, 15*time.Second, a, c)
 }
+
+func TestGapMakesNodeAskWant(t *testing.T) {
+	a := newTestNode(t, "A", nodeOpts{})
+	b := joinNode(t, "B", a)
+	waitMesh(t, 15*time.Second, a, b)
+	net := ask[*messages.GetNetworkReply](t, a.sys, a.ledger, &messages.GetNetwork{})
+	have := b.vv()[b.id.ID()]
+	b.stop()
+	testutil.Eventually(t, 10*time.Second, func() error {
+		if len(a.peerIDs()) != 0 {
+			return errors.New("A still sees B")
+		}
+		return nil
+	})
+	r := dialRaw(t, b.id, a)
+	r.conn.Send(&messages.Envelope{Kind: messages.KindHello, Hello: &messages.Hello{ID: b.id.ID(), Network: net.Key, Root: net.Root}})
+	r.recvKind(t, messages.KindAccept)
+	r.conn.Send(&messages.Envelope{Kind: messages.KindAccept, Accept: &messages.Accept{}})
+	// B's op have+2 without have+1: A's ledger sees a gap and A asks.
+	op := &messages.Op{Writer: b.id.ID(), Seq: have + 2, HLC: messages.HLC{Wall: time.Now().UnixMilli()},
+		Key: messages.ClaimKey("gap.p2p", b.id.ID()), Value: `{"hash":"` + hash('g') + `"}`}
+	sb, _ := op.SigningBytes()
+	op.Sig = b.id.Sign(sb)
+	r.conn.Send(&messages.Envelope{Kind: messages.KindOps, Ops: []*messages.Op{op}})
+	want := r.recvKind(t, messages.KindWant)
+	if got := want.VV[b.id.ID()]; got != have {
+		t.Fatalf("want vv[B] = %d, want %d", got, have)
+	}
+	testutil.Eventually(t, 5*time.Second, func() error { // stats reach the supervisor on ticks
+		if d := diag(t, a); d.Summary.GapRepairs < 1 {
+			return fmt.Errorf("gapRepairs = %d", d.Summary.GapRepairs)
+		}
+		return nil
+	})
+}
