@@ -118,6 +118,8 @@ type Actor struct {
 	sub          *eventstream.Subscription
 	lastExchange time.Time
 	closed       bool // the endpoint stopped accepting
+	adv          []string
+	advAt        time.Time
 	diag         diagnostics
 }
 
@@ -620,11 +622,16 @@ func (a *Actor) startDialer(addr, id string) {
 	go d.Run(ctx)
 }
 
+// advertise lists our addresses for hellos and invites. Expanding a
+// wildcard bind reads the interface list, so it is cached for a while.
 func (a *Actor) advertise() []string {
 	if len(a.d.Advertise) > 0 {
 		return a.d.Advertise
 	}
-	return advertised(a.d.Endpoint.Addr())
+	if now := a.d.Now(); a.adv == nil || now.Sub(a.advAt) > 30*time.Second {
+		a.adv, a.advAt = advertised(a.d.Endpoint.Addr()), now
+	}
+	return a.adv
 }
 
 func (a *Actor) upIDs() []string {
