@@ -633,3 +633,22 @@ func TestExportWrite(t *testing.T) {
 		}
 	}
 }
+
+// TestDataCacheSeesNewPoints: a cached answer is not served once a chart
+// has a newer point, even within the same second.
+func TestDataCacheSeesNewPoints(t *testing.T) {
+	env := newTestEnv(t)
+	path := "/api/v1/data?chart=system.load&after=-3&points=3&format=csv&options=seconds"
+	a := env.get(t, path)
+	if b := env.get(t, path); !bytes.Equal(a.body, b.body) {
+		t.Fatalf("same second, same data, different answers:\n%s\n%s", a.body, b.body)
+	}
+	ts := env.now.Unix() // newer than the last stored point (now-1)
+	if err := env.db.Append("system.load", ts, []float64{42, 43, 44}); err != nil {
+		t.Fatal(err)
+	}
+	c := env.get(t, path)
+	if bytes.Equal(a.body, c.body) || !bytes.Contains(c.body, []byte(fmt.Sprintf("%d,42,43,44", ts))) {
+		t.Fatalf("new point not in the answer:\n%s", c.body)
+	}
+}

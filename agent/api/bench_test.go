@@ -1,6 +1,7 @@
 package api
 
 import (
+	"strconv"
 	"testing"
 
 	"github.com/valyala/fasthttp"
@@ -26,6 +27,9 @@ func benchHandle(b *testing.B, uri string) {
 	}
 }
 
+// The data benchmarks repeat one URI, so after the first request they
+// measure the per-second answer cache; BenchmarkDataUncached and
+// agent/query's BenchmarkQuery measure the query itself.
 func BenchmarkDataSystemCPU(b *testing.B) {
 	benchHandle(b, "/api/v1/data?chart=system.cpu&after=-60&points=10")
 }
@@ -36,6 +40,25 @@ func BenchmarkDataSystemCPUDefaults(b *testing.B) {
 
 func BenchmarkDataJSONWrap600(b *testing.B) {
 	benchHandle(b, "/api/v1/data?chart=system.cpu&after=-600&points=60&options=jsonwrap")
+}
+
+func BenchmarkDataUncached(b *testing.B) {
+	env := newTestEnv(b)
+	var ctx fasthttp.RequestCtx
+	ctx.Request.Header.SetMethod("GET")
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		// A new URI each time defeats the cache (points differ).
+		ctx.Request.SetRequestURI("/api/v1/data?chart=system.cpu&after=-60&points=" + strconv.Itoa(30+i%30))
+		ctx.Response.Reset()
+		env.srv.Handle(&ctx)
+		if ctx.Response.StatusCode() != 200 {
+			b.Fatal(ctx.Response.StatusCode())
+		}
+		env.srv.dataCache.mu.Lock()
+		env.srv.dataCache.m = nil
+		env.srv.dataCache.mu.Unlock()
+	}
 }
 
 func BenchmarkPrometheus(b *testing.B) {

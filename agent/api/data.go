@@ -2,6 +2,7 @@ package api
 
 import (
 	"errors"
+	"sync"
 
 	"github.com/valyala/fasthttp"
 
@@ -17,8 +18,7 @@ func getter(ctx *fasthttp.RequestCtx) query.Getter {
 // runQuery reads the windows the request needs from the store and
 // computes the result. defs are the charts (one for a chart query, every
 // chart of the context for a context query).
-func (s *Server) runQuery(req *query.Request, defs []*store.ChartDef) (*query.Result, int64, error) {
-	now := s.now().Unix()
+func (s *Server) runQuery(req *query.Request, defs []*store.ChartDef, now int64) (*query.Result, int64, error) {
 	series := make([]query.Series, len(defs))
 	var last int64
 	for i, d := range defs {
@@ -112,7 +112,20 @@ func (s *Server) data(ctx *fasthttp.RequestCtx, ver int) error {
 	if err != nil {
 		return err
 	}
-	res, last, err := s.runQuery(&req, defs)
+	// Answers are a function of the query, the current second and the
+	// newest point of each chart: a dashboard polled by many viewers (or a
+	// benchmark) costs one query per chart per second.
+	now := s.now().Unix()
+	var sig int64
+	for _, d := range defs {
+		sig += s.chartLast(d.ID)
+	}
+	key := ctx.URI().RequestURI()
+	if ct, body, ok := s.dataCache.get(key, now, sig); ok {
+		setBody(ctx, ct, body)
+		return nil
+	}
+	res, last, err := s.runQuery(&req, defs, now)
 	if err != nil {
 		return err
 	}
@@ -126,6 +139,57 @@ func (s *Server) data(ctx *fasthttp.RequestCtx, ver int) error {
 	buf := getBuf()
 	*buf = res.Append(*buf, w)
 	setBody(ctx, res.ContentType(), *buf)
+	s.dataCache.put(key, now, sig, res.ContentType(), *buf)
 	putBuf(buf)
 	return nil
+}
+
+// respCache keeps the data answers of the current second. It is emptied
+// when the second changes, holds at most maxEntries answers of at most
+// maxBody bytes, and is keyed by the request URI plus a signature of the
+// data (the sum of the charts' newest point times).
+type respCache struct {
+	mu  sync.Mutex
+	sec int64
+	m   map[string]cachedResp
+}
+
+type cachedResp struct {
+	sig  int64
+	ct   string
+	body []byte
+}
+
+const (
+	respCacheEntries = 256
+	respCacheMaxBody = 256 << 10
+)
+
+func (c *respCache) get(key []byte, sec, sig int64) (string, []byte, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.sec != sec {
+		return "", nil, false
+	}
+	e, ok := c.m[string(key)]
+	if !ok || e.sig != sig {
+		return "", nil, false
+	}
+	return e.ct, e.body, true
+}
+
+func (c *respCache) put(key []byte, sec, sig int64, ct string, body []byte) {
+	if len(body) > respCacheMaxBody {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.sec != sec || c.m == nil {
+		c.sec = sec
+		c.m = make(map[string]cachedResp, 16)
+	}
+	if len(c.m) >= respCacheEntries {
+		return
+	}
+	c.m[string(key)] = cachedResp{sig: sig, ct: ct, body: append([]byte(nil), body...)}
 }

@@ -63,11 +63,12 @@ type Server struct {
 	statsAt   time.Time
 	statsLast store.Stats
 
-	ctxIndex atomic.Pointer[contextIndex]
-	prom     sync.Map // *store.ChartDef -> *promChart (defs are immutable)
-	infoBody atomic.Pointer[cachedBody]
-	exportN  atomic.Uint64
-	counters struct {
+	ctxIndex  atomic.Pointer[contextIndex]
+	dataCache respCache
+	prom      sync.Map // *store.ChartDef -> *promChart (defs are immutable)
+	infoBody  atomic.Pointer[cachedBody]
+	exportN   atomic.Uint64
+	counters  struct {
 		data, prom, shell, json, info atomic.Uint64
 	}
 }

@@ -378,15 +378,40 @@ func (r *Result) queryID(w *Wrap) string {
 
 // AppendNumber writes v the way Netdata prints values: at most 7
 // decimals, trailing zeros trimmed, "-0" as "0". Infinities become null
-// (JSON has no representation for them).
+// (JSON has no representation for them). Values below 9e11 (all real
+// metrics) take an integer fast path: strconv's fixed-precision float
+// formatting was a third of a data query's CPU.
 func AppendNumber(dst []byte, v float64) []byte {
 	if math.IsNaN(v) || math.IsInf(v, 0) {
 		return append(dst, "null"...)
 	}
-	if v == math.Trunc(v) && math.Abs(v) < 1e15 {
-		if v == 0 {
+	if math.Abs(v) < 9e11 {
+		n := int64(math.Round(v * 1e7))
+		if n == 0 {
 			return append(dst, '0')
 		}
+		if n < 0 {
+			dst = append(dst, '-')
+			n = -n
+		}
+		dst = strconv.AppendInt(dst, n/1e7, 10)
+		frac := n % 1e7
+		if frac == 0 {
+			return dst
+		}
+		var digits [7]byte
+		for i := 6; i >= 0; i-- {
+			digits[i] = byte('0' + frac%10)
+			frac /= 10
+		}
+		end := 7
+		for digits[end-1] == '0' {
+			end--
+		}
+		dst = append(dst, '.')
+		return append(dst, digits[:end]...)
+	}
+	if v == math.Trunc(v) && math.Abs(v) < 1e15 {
 		return strconv.AppendInt(dst, int64(v), 10)
 	}
 	start := len(dst)
@@ -398,11 +423,7 @@ func AppendNumber(dst []byte, v float64) []byte {
 	if i > start && dst[i-1] == '.' {
 		i--
 	}
-	dst = dst[:i]
-	if string(dst[start:]) == "-0" {
-		dst = append(dst[:start], '0')
-	}
-	return dst
+	return dst[:i]
 }
 
 const hexDigits = "0123456789abcdef"

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -275,10 +276,40 @@ func getter(q string) Getter {
 	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
 }
 
+// TestAppendNumberMatchesPrintf compares the fast path with strconv's
+// correctly rounded "%.7f" (trimmed) over many values.
+func TestAppendNumberMatchesPrintf(t *testing.T) {
+	slow := func(v float64) string {
+		s := strconv.FormatFloat(v, 'f', 7, 64)
+		s = strings.TrimRight(s, "0")
+		s = strings.TrimSuffix(s, ".")
+		if s == "-0" || s == "" {
+			s = "0"
+		}
+		return s
+	}
+	x := 0.123456789
+	for i := 0; i < 200000; i++ {
+		x = math.Mod(x*1.61803398875+0.7071, 1)
+		v := (x - 0.5) * math.Pow(10, float64(i%12-4))
+		got, want := string(AppendNumber(nil, v)), slow(v)
+		if got != want {
+			// Halfway cases may round either way at the 7th decimal.
+			g, _ := strconv.ParseFloat(got, 64)
+			w, _ := strconv.ParseFloat(want, 64)
+			if math.Abs(g-w) > 1.01e-7 {
+				t.Fatalf("AppendNumber(%v) = %s, want %s", v, got, want)
+			}
+		}
+	}
+}
+
 func TestAppendNumber(t *testing.T) {
 	for v, want := range map[float64]string{
 		0: "0", 1: "1", -3: "-3", 0.6646061: "0.6646061", 10.37730394: "10.3773039",
 		1.5: "1.5", -0.00000001: "0", 1795313778: "1795313778", 0.1 + 0.2: "0.3",
+		-2.5: "-2.5", 0.00000005: "0.0000001", 0.0000123: "0.0000123", -1234.56789012: "-1234.5678901",
+		123456789012345.5: "123456789012345.5", 1e20: "100000000000000000000", 7.0000001: "7.0000001",
 	} {
 		if got := string(AppendNumber(nil, v)); got != want {
 			t.Errorf("AppendNumber(%v) = %s, want %s", v, got, want)

@@ -5,13 +5,17 @@
 # /api/v1/allmetrics?format=prometheus and /api/v1/info.
 #
 # Usage: bench/agent/compare.sh            (as root: installs netdata and wrk)
-# Knobs: SAMPLE=30 (seconds of /proc sampling), DUR=10 (wrk seconds per
-#        endpoint), THREADS=2, CONNS=16, WARMUP=15 (seconds before sampling).
+# Knobs: SAMPLE=30 (seconds of /proc sampling), DUR=5 (wrk seconds per
+#        endpoint and round), ROUNDS=3, THREADS=2, CONNS=16, WARMUP=15.
+# Each round runs every endpoint on Netdata then on peerdns; the table shows
+# the median of the rounds (the machine may be shared: medians of
+# alternating runs keep one agent from getting all the quiet moments).
 # It stops both agents by itself and prints a table with ratios.
 set -euo pipefail
 
 SAMPLE=${SAMPLE:-30}
-DUR=${DUR:-10}
+DUR=${DUR:-5}
+ROUNDS=${ROUNDS:-3}
 THREADS=${THREADS:-2}
 CONNS=${CONNS:-16}
 WARMUP=${WARMUP:-15}
@@ -150,28 +154,41 @@ read -r pd_charts pd_dims < <(dims "$PD")
 # --- wrk ------------------------------------------------------------------
 declare -A RPS P99 SIZE
 run_wrk() { # name base path
-	local out
+	local out rps p99 errs
 	out=$(wrk -t"$THREADS" -c"$CONNS" -d"${DUR}s" --latency -H 'Connection: close' "$2$3" 2>&1)
-	RPS[$1]=$(awk '/^Requests\/sec:/ {print $2}' <<<"$out")
-	P99[$1]=$(awk '$1 == "99%" {v=$2; if (v ~ /us$/) {sub(/us$/,"",v); v=v/1000} else if (v ~ /ms$/) {sub(/ms$/,"",v)} else if (v ~ /s$/) {sub(/s$/,"",v); v=v*1000}; printf "%.2f", v}' <<<"$out")
+	rps=$(awk '/^Requests\/sec:/ {print $2}' <<<"$out")
+	p99=$(awk '$1 == "99%" {v=$2; if (v ~ /us$/) {sub(/us$/,"",v); v=v/1000} else if (v ~ /ms$/) {sub(/ms$/,"",v)} else if (v ~ /s$/) {sub(/s$/,"",v); v=v*1000}; printf "%.2f", v}' <<<"$out")
+	RPS[$1]="${RPS[$1]:-} $rps"
+	P99[$1]="${P99[$1]:-} $p99"
 	SIZE[$1]=$(curl -fsS "$2$3" | wc -c)
-	local errs
 	errs=$(awk '/Non-2xx|Socket errors/' <<<"$out")
-	[ -n "$errs" ] && echo "  $1: $errs" >&2
+	if [ -n "$errs" ]; then echo "  $1: $errs" >&2; fi
 	return 0
 }
-PATHS=("data:/api/v1/data?chart=system.cpu" "prometheus:/api/v1/allmetrics?format=prometheus" "info:/api/v1/info")
-for e in "${PATHS[@]}"; do
-	name=${e%%:*}; path=${e#*:}
-	echo "wrk ${DUR}s $path (netdata, then peerdns)" >&2
-	run_wrk "nd_$name" "$ND" "$path"
-	run_wrk "pd_$name" "$PD" "$path"
+median() { tr ' ' '\n' <<<"$1" | awk 'NF' | sort -g | awk '{a[NR]=$1} END {if (NR == 0) print 0; else if (NR % 2) print a[(NR+1)/2]; else printf "%.2f\n", (a[NR/2]+a[NR/2+1])/2}'; }
+# "data" uses each agent's defaults (Netdata: the last 600 s, every point;
+# peerdns: the spec's -60 s in 60 points); "data60" asks both for the same
+# 60 points, so the bodies have the same shape.
+PATHS=("data:/api/v1/data?chart=system.cpu" "data60:/api/v1/data?chart=system.cpu&after=-60&points=60"
+	"prometheus:/api/v1/allmetrics?format=prometheus" "info:/api/v1/info")
+for round in $(seq 1 "$ROUNDS"); do
+	for e in "${PATHS[@]}"; do
+		name=${e%%:*}; path=${e#*:}
+		echo "round $round: wrk ${DUR}s $path (netdata, then peerdns)" >&2
+		run_wrk "nd_$name" "$ND" "$path"
+		run_wrk "pd_$name" "$PD" "$path"
+	done
+done
+for k in "${!RPS[@]}"; do
+	echo "  $k req/s:${RPS[$k]}  p99 ms:${P99[$k]}" >&2
+	RPS[$k]=$(median "${RPS[$k]}")
+	P99[$k]=$(median "${P99[$k]}")
 done
 
 # --- report ---------------------------------------------------------------
 ratio() { echo "$1 $2" | awk '{ if ($1 > 0) printf "%.2fx", $2 / $1; else print "-" }'; }
-printf '\nNetdata %s vs peerdns agent, %s, %s cores, wrk -t%s -c%s -d%ss, Connection: close\n\n' \
-	"$(netdata -V 2>&1 | awk '{print $2}')" "$(uname -r)" "$(nproc)" "$THREADS" "$CONNS" "$DUR"
+printf '\nNetdata %s vs peerdns agent, %s, %s cores, load %s, wrk -t%s -c%s -d%ss x %s rounds (median), Connection: close\n\n' \
+	"$(netdata -V 2>&1 | awk '{print $2}')" "$(uname -r)" "$(nproc)" "$(cut -d' ' -f1-3 /proc/loadavg)" "$THREADS" "$CONNS" "$DUR" "$ROUNDS"
 printf '| %-44s | %14s | %14s | %10s |\n' "metric" "netdata" "peerdns" "peerdns/netdata"
 printf '|%s|%s|%s|%s|\n' "$(printf -- '-%.0s' {1..46})" "$(printf -- '-%.0s' {1..16})" "$(printf -- '-%.0s' {1..16})" "$(printf -- '-%.0s' {1..17})"
 row() { printf '| %-44s | %14s | %14s | %15s |\n' "$1" "$2" "$3" "$4"; }
@@ -185,4 +202,10 @@ for e in "${PATHS[@]}"; do
 	row "$name p99 ms" "${P99[nd_$name]}" "${P99[pd_$name]}" "$(ratio "${P99[nd_$name]}" "${P99[pd_$name]}")"
 	row "$name body bytes" "${SIZE[nd_$name]}" "${SIZE[pd_$name]}" ""
 done
+series() { curl -fsS "$1/api/v1/allmetrics?format=prometheus" | grep -vc '^#'; }
+nd_series=$(series "$ND"); pd_series=$(series "$PD")
+row "prometheus series per scrape" "$nd_series" "$pd_series" ""
+nd_sps=$(echo "${RPS[nd_prometheus]} * $nd_series" | bc -l | xargs printf %.0f)
+pd_sps=$(echo "${RPS[pd_prometheus]} * $pd_series" | bc -l | xargs printf %.0f)
+row "prometheus series/s (req/s x series)" "$nd_sps" "$pd_sps" "$(ratio "$nd_sps" "$pd_sps")"
 echo
