@@ -53,7 +53,7 @@ type testNode struct {
 	sys    *actor.ActorSystem
 	ldb    *store.DB
 	ndb    *store.DB
-	ep     *transport.QUICEndpoint
+	ep     transport.Endpoint
 	ledger *actor.PID
 	peers  *actor.PID
 	logs   *logBuf
@@ -63,6 +63,7 @@ type testNode struct {
 }
 
 type nodeOpts struct {
+	mem       *transport.MemNetwork // nil: real QUIC on loopback
 	join      string
 	bootstrap []string
 	now       func() time.Time
@@ -110,10 +111,14 @@ func (n *testNode) start() {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n.ep, err = transport.Listen(transport.Config{Identity: n.id, ListenAddr: n.addr, Logger: log,
-		KeepAlive: 200 * time.Millisecond, IdleTimeout: 2 * time.Second, HandshakeTimeout: 2 * time.Second})
-	if err != nil {
-		t.Fatal(err)
+	if n.opts.mem != nil {
+		n.ep = n.opts.mem.Listen(n.id, log)
+	} else {
+		n.ep, err = transport.Listen(transport.Config{Identity: n.id, ListenAddr: n.addr, Logger: log,
+			KeepAlive: 200 * time.Millisecond, IdleTimeout: 2 * time.Second, HandshakeTimeout: 2 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
 	}
 	n.addr = n.ep.Addr().String()
 	n.peers, err = n.sys.Root.SpawnNamed(Props(Deps{

@@ -173,3 +173,25 @@ func TestSilentPeerTimesOut(t *testing.T) {
 	}
 	waitLog(t, a, "handshake timed out")
 }
+
+// The supervisor only sees the transport seam: the same mesh forms and
+// replicates over the in-memory network.
+func TestMeshOverMemoryTransport(t *testing.T) {
+	mem := transport.NewMemNetwork()
+	a := newTestNode(t, "A", nodeOpts{mem: mem})
+	join := func(name string, inviter *testNode) *testNode {
+		n := newTestNode(t, name, nodeOpts{mem: mem, join: inviter.invite(0)})
+		testutil.Eventually(t, 15*time.Second, func() error {
+			if !n.isWriter(n.id.ID()) {
+				return fmt.Errorf("%s not a writer yet", name)
+			}
+			return nil
+		})
+		return n
+	}
+	b := join("B", a)
+	c := join("C", b)
+	waitMesh(t, 15*time.Second, a, b, c)
+	c.addDomain("mem.p2p", hash('d'))
+	waitConverged(t, 15*time.Second, a, b, c)
+}

@@ -1,0 +1,293 @@
+package transport
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+
+	"peerdns/internal/identity"
+	"peerdns/messages"
+)
+
+// MemNetwork is an in-memory twin of the QUIC network for tests: its
+// endpoints dial each other by address with the same Conn contract
+// (framed control stream through the same frame decoder, extra streams,
+// lossy datagrams), minus TLS: an endpoint's id is taken on its word.
+// Safe for concurrent use.
+type MemNetwork struct {
+	mu   sync.Mutex
+	eps  map[string]*MemEndpoint
+	next int
+}
+
+// NewMemNetwork returns an empty in-memory network.
+func NewMemNetwork() *MemNetwork { return &MemNetwork{eps: map[string]*MemEndpoint{}} }
+
+// Listen adds an endpoint with a fresh address of the form 127.0.0.1:N
+// (not a socket: only endpoints of this network can reach it).
+func (n *MemNetwork) Listen(id *identity.Identity, log *slog.Logger) *MemEndpoint {
+	if log == nil {
+		log = slog.Default()
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.next++
+	e := &MemEndpoint{net: n, id: id, log: log, addr: &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 20000 + n.next},
+		accepted: make(chan *memConn, 16), closed: make(chan struct{})}
+	n.eps[e.addr.String()] = e
+	return e
+}
+
+// MemEndpoint is an Endpoint of a MemNetwork.
+type MemEndpoint struct {
+	net      *MemNetwork
+	id       *identity.Identity
+	log      *slog.Logger
+	addr     *net.UDPAddr
+	accepted chan *memConn
+	closed   chan struct{}
+	once     sync.Once
+	mu       sync.Mutex
+	conns    []*memConn
+}
+
+var _ Endpoint = (*MemEndpoint)(nil)
+
+// ID is the endpoint's peer id.
+func (e *MemEndpoint) ID() string { return e.id.ID() }
+
+// Addr is the endpoint's in-memory address.
+func (e *MemEndpoint) Addr() net.Addr { return e.addr }
+
+// Dial connects to the endpoint at addr, checking its id like QUIC does.
+func (e *MemEndpoint) Dial(ctx context.Context, addr, peerID string) (Conn, error) {
+	select {
+	case <-e.closed:
+		return nil, ErrClosed
+	default:
+	}
+	e.net.mu.Lock()
+	to := e.net.eps[addr]
+	e.net.mu.Unlock()
+	if to == nil {
+		return nil, fmt.Errorf("dial %s: no endpoint there", addr)
+	}
+	if to == e {
+		return nil, fmt.Errorf("dial %s: %w", addr, ErrSelf)
+	}
+	if peerID != "" && to.ID() != peerID {
+		return nil, fmt.Errorf("dial %s: %w", addr, ErrWrongPeer)
+	}
+	a, b := net.Pipe()
+	shared := &memLink{done: make(chan struct{})}
+	out := newMemConn(e, to.ID(), true, a, shared, to.addr)
+	in := newMemConn(to, e.ID(), false, b, shared, e.addr)
+	out.other, in.other = in, out
+	select {
+	case to.accepted <- in:
+	case <-to.closed:
+		return nil, fmt.Errorf("dial %s: endpoint closed", addr)
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	e.track(out)
+	to.track(in)
+	return out, nil
+}
+
+func (e *MemEndpoint) track(c *memConn) {
+	e.mu.Lock()
+	e.conns = append(e.conns, c)
+	e.mu.Unlock()
+}
+
+// Accept returns the next inbound connection.
+func (e *MemEndpoint) Accept(ctx context.Context) (Conn, error) {
+	select {
+	case c := <-e.accepted:
+		return c, nil
+	case <-e.closed:
+		return nil, ErrClosed
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// Close removes the endpoint from the network and closes its connections.
+func (e *MemEndpoint) Close() error {
+	e.once.Do(func() {
+		close(e.closed)
+		e.net.mu.Lock()
+		delete(e.net.eps, e.addr.String())
+		e.net.mu.Unlock()
+		e.mu.Lock()
+		conns := e.conns
+		e.mu.Unlock()
+		for _, c := range conns {
+			c.Close("endpoint closed")
+		}
+	})
+	return nil
+}
+
+// memLink is the state both ends of a connection share.
+type memLink struct {
+	once sync.Once
+	done chan struct{}
+	err  error
+}
+
+func (l *memLink) close(err error) {
+	l.once.Do(func() {
+		l.err = err
+		close(l.done)
+	})
+}
+
+// memConn is one end of an in-memory connection.
+type memConn struct {
+	ep       *MemEndpoint
+	peer     string
+	outbound bool
+	ctrl     net.Conn
+	link     *memLink
+	remote   net.Addr
+	other    *memConn
+	streams  chan net.Conn
+	grams    chan []byte
+	wmu      sync.Mutex
+	rbuf     []byte
+}
+
+var _ Conn = (*memConn)(nil)
+
+func newMemConn(ep *MemEndpoint, peer string, outbound bool, ctrl net.Conn, link *memLink, remote net.Addr) *memConn {
+	return &memConn{ep: ep, peer: peer, outbound: outbound, ctrl: ctrl, link: link, remote: remote,
+		streams: make(chan net.Conn, 16), grams: make(chan []byte, 64)}
+}
+
+func (c *memConn) PeerID() string        { return c.peer }
+func (c *memConn) Outbound() bool        { return c.outbound }
+func (c *memConn) LocalAddr() net.Addr   { return c.ep.addr }
+func (c *memConn) RemoteAddr() net.Addr  { return c.remote }
+func (c *memConn) Done() <-chan struct{} { return c.link.done }
+
+func (c *memConn) Err() error {
+	select {
+	case <-c.link.done:
+		return c.link.err
+	default:
+		return nil
+	}
+}
+
+func (c *memConn) Send(m *messages.Envelope) error {
+	b, err := EncodeEnvelope(m)
+	if err != nil {
+		return err
+	}
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if err := WriteFrame(c.ctrl, b); err != nil {
+		c.Close("control stream write failed")
+		return fmt.Errorf("send %s to %.16s: %w", m.Kind, c.peer, err)
+	}
+	return nil
+}
+
+// Recv behaves as the QUIC Conn's: a bad or oversize frame closes the
+// connection and is logged.
+func (c *memConn) Recv() (*messages.Envelope, error) {
+	b, err := ReadFrame(c.ctrl, c.rbuf)
+	if err != nil {
+		if errors.Is(err, ErrFrameTooLarge) {
+			c.ep.log.Warn("closing peer connection: bad frame", "peer", c.peer, "err", err)
+			c.Close("frame too large")
+		}
+		return nil, err
+	}
+	if cap(b) <= maxKeptReadBuf {
+		c.rbuf = b[:0]
+	}
+	m, err := DecodeEnvelope(b)
+	if err != nil {
+		c.ep.log.Warn("closing peer connection: bad frame", "peer", c.peer, "err", err)
+		c.Close("bad frame")
+		return nil, err
+	}
+	return m, nil
+}
+
+// WriteRaw writes bytes to the control stream as they are, so tests can
+// send what Send would refuse to encode.
+func (c *memConn) WriteRaw(b []byte) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	_, err := c.ctrl.Write(b)
+	return err
+}
+
+func (c *memConn) OpenStream(ctx context.Context) (Stream, error) {
+	a, b := net.Pipe()
+	select {
+	case c.other.streams <- b:
+		return a, nil
+	case <-c.link.done:
+		return nil, ErrClosed
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (c *memConn) AcceptStream(ctx context.Context) (Stream, error) {
+	select {
+	case s := <-c.streams:
+		return s, nil
+	case <-c.link.done:
+		return nil, ErrClosed
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// SendDatagram delivers b unless the peer's queue is full (datagrams are
+// unreliable, as over QUIC).
+func (c *memConn) SendDatagram(b []byte) error {
+	select {
+	case <-c.link.done:
+		return ErrClosed
+	default:
+	}
+	select {
+	case c.other.grams <- append([]byte(nil), b...):
+	default:
+	}
+	return nil
+}
+
+func (c *memConn) ReceiveDatagram(ctx context.Context) ([]byte, error) {
+	select {
+	case d := <-c.grams:
+		return d, nil
+	case <-c.link.done:
+		return nil, ErrClosed
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// Close closes both ends, as a QUIC CONNECTION_CLOSE would.
+func (c *memConn) Close(reason string) error {
+	c.link.close(fmt.Errorf("%w: %s", ErrClosed, reason))
+	c.ctrl.Close()
+	if c.other != nil {
+		c.other.ctrl.Close()
+	}
+	return nil
+}
+
+// Streams are net.Pipe ends: a net.Conn is a Stream.
+var _ Stream = net.Conn(nil)
