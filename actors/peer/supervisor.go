@@ -79,6 +79,21 @@ func (d *Deps) defaults() {
 	}
 }
 
+// check reports missing required dependencies.
+func (d *Deps) check() error {
+	switch {
+	case d.Identity == nil:
+		return errors.New("peer: Deps.Identity is nil")
+	case d.Endpoint == nil:
+		return errors.New("peer: Deps.Endpoint is nil")
+	case d.Ledger == nil:
+		return errors.New("peer: Deps.Ledger is nil")
+	case d.Node == nil:
+		return errors.New("peer: Deps.Node is nil")
+	}
+	return nil
+}
+
 // Props builds the peers supervisor. Sessions that fail are stopped, not
 // restarted: the connection state they owned is gone and the peer redials.
 func Props(d Deps) *actor.Props {
@@ -157,13 +172,23 @@ const (
 )
 
 func newActor(d Deps) *Actor {
-	return &Actor{d: d, self: d.Identity.ID(), log: d.Log}
+	a := &Actor{d: d, log: d.Log}
+	if d.Identity != nil {
+		a.self = d.Identity.ID()
+	}
+	return a
 }
 
 // Receive dispatches one message.
 func (a *Actor) Receive(c actor.Context) {
 	switch m := c.Message().(type) {
 	case *actor.Started:
+		if err := a.d.check(); err != nil {
+			// A wiring mistake: restarting cannot fix it.
+			a.log.Error("peer network not started", "err", err)
+			c.Stop(c.Self())
+			return
+		}
 		a.start(c)
 	case *actor.Stopping, *actor.Restarting:
 		a.stop()

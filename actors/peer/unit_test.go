@@ -4,6 +4,9 @@ import (
 	"net"
 	"strings"
 	"testing"
+	"time"
+
+	"peerdns/messages"
 )
 
 func TestParseTarget(t *testing.T) {
@@ -84,5 +87,18 @@ func TestDialGate(t *testing.T) {
 	g.set(nil)
 	if g.skip("a") {
 		t.Fatal("disconnected peer skipped")
+	}
+}
+
+func TestPropsWithMissingDepsStops(t *testing.T) {
+	sys := quietSystem()
+	defer sys.Shutdown()
+	pid, err := sys.Root.SpawnNamed(Props(Deps{}), "peers")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The actor stops itself: a request gets no answer but nothing panics.
+	if _, err := sys.Root.RequestFuture(pid, &messages.GetPeers{}, 200*time.Millisecond).Result(); err == nil {
+		t.Fatal("a supervisor without deps answered")
 	}
 }
