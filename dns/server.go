@@ -256,6 +256,10 @@ func (s *Server) Start() error {
 	select {
 	case <-up:
 	case err := <-tcpErr:
+		for _, c := range s.udp {
+			c.Close() // the readers see net.ErrClosed and return
+		}
+		s.wg.Wait()
 		return fmt.Errorf("dns tcp: %w", err)
 	}
 	s.started.Store(true)

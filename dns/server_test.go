@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/netip"
 	"reflect"
 	"strings"
@@ -490,4 +491,40 @@ func TestQueryLogAtDebug(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+func TestIPv6Loopback(t *testing.T) {
+	if c, err := net.ListenPacket("udp", "[::1]:0"); err != nil {
+		t.Skipf("no IPv6 loopback here: %v", err)
+	} else {
+		c.Close()
+	}
+	pub, local := testSources(t)
+	s := newTestServer(t, testConfig{Config: Config{Addr: "[::1]:0", Upstreams: []string{deadUpstream(t)}}}, pub, local)
+	for _, proto := range []string{"udp", "tcp"} {
+		if got := rdata(ask(t, proto, s.Addr(), "site.p2p.", dns.TypeA, false)); !reflect.DeepEqual(got, []string{"A 10.77.0.5"}) {
+			t.Fatalf("%s over IPv6: %q", proto, got)
+		}
+	}
+}
+
+func TestPortInUse(t *testing.T) {
+	s1 := newTestServer(t, testConfig{Config: Config{ResolvConf: "/nonexistent"}}, nil, nil)
+	// A second server on the same address must fail: SO_REUSEPORT would
+	// let its UDP sockets join the port (same user), but the TCP
+	// listener has no SO_REUSEPORT and refuses, so Start fails and
+	// closes what it opened.
+	s2, err := New(Config{Addr: s1.Addr(), ResolvConf: "/nonexistent"}, nil, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s2.Start(); err == nil {
+		ctx, cancel := contextWithTimeout(time.Second)
+		defer cancel()
+		s2.Shutdown(ctx)
+		t.Fatal("second server started on a port in use")
+	}
+	if h := s2.Health(); h.Healthy || h.Initialized {
+		t.Fatalf("failed server health %+v", h)
+	}
 }
