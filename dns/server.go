@@ -263,7 +263,7 @@ func (s *Server) Start() error {
 		return fmt.Errorf("dns tcp: %w", err)
 	}
 	s.started.Store(true)
-	s.log.Info("dns listening on "+s.addr, "udpSockets", len(s.udp), "upstreams", s.up.Servers())
+	s.log.Info("dns server started", "addr", s.addr, "udpSockets", len(s.udp), "upstreams", s.up.Servers())
 	return nil
 }
 
