@@ -36,13 +36,71 @@ var (
 // Invite admits one new node to a network. It is signed by the inviter,
 // who must be a writer; the joiner dials Addrs expecting key Inviter.
 type Invite struct {
-	Network   string   `cbor:"1,keyasint"` // network key
-	Root      string   `cbor:"2,keyasint"` // root writer id
-	Inviter   string   `cbor:"3,keyasint"` // inviter id (hex Ed25519)
-	Addrs     []string `cbor:"4,keyasint,omitempty"`
-	Nonce     string   `cbor:"5,keyasint"` // 16 random bytes, hex
-	ExpiresAt int64    `cbor:"6,keyasint"` // unix ms
-	Sig       []byte   `cbor:"7,keyasint,omitempty"`
+	Network   string   // network key
+	Root      string   // root writer id
+	Inviter   string   // inviter id (hex Ed25519)
+	Addrs     []string // where the inviter listens
+	Nonce     string   // 16 random bytes, hex
+	ExpiresAt int64    // unix ms
+	Sig       []byte   // inviter's signature over the wire form without Sig
+}
+
+// inviteWire is the encoded form: ids and nonce as raw bytes (half the
+// size of hex), the root left out when the inviter is the root, so the
+// invite stays short enough to paste.
+type inviteWire struct {
+	Network    []byte   `cbor:"1,keyasint,omitempty"` // hex network key, decoded
+	Root       []byte   `cbor:"2,keyasint,omitempty"` // omitted when == Inviter
+	Inviter    []byte   `cbor:"3,keyasint"`
+	Addrs      []string `cbor:"4,keyasint,omitempty"`
+	Nonce      []byte   `cbor:"5,keyasint"`
+	ExpiresAt  int64    `cbor:"6,keyasint"`
+	Sig        []byte   `cbor:"7,keyasint,omitempty"`
+	NetworkStr string   `cbor:"8,keyasint,omitempty"` // a network key that is not lowercase hex
+}
+
+// compactHex decodes s when hex round-trips it exactly.
+func compactHex(s string) ([]byte, bool) {
+	b, err := hex.DecodeString(s)
+	if err != nil || hex.EncodeToString(b) != s {
+		return nil, false
+	}
+	return b, true
+}
+
+func (i *Invite) wire() (*inviteWire, error) {
+	w := &inviteWire{Addrs: i.Addrs, ExpiresAt: i.ExpiresAt, Sig: i.Sig}
+	var ok bool
+	if w.Inviter, ok = compactHex(i.Inviter); !ok {
+		return nil, fmt.Errorf("%w: inviter id is not hex", ErrInviteInvalid)
+	}
+	if w.Nonce, ok = compactHex(i.Nonce); !ok {
+		return nil, fmt.Errorf("%w: nonce is not hex", ErrInviteInvalid)
+	}
+	if i.Root != i.Inviter {
+		if w.Root, ok = compactHex(i.Root); !ok {
+			return nil, fmt.Errorf("%w: root id is not hex", ErrInviteInvalid)
+		}
+	}
+	if w.Network, ok = compactHex(i.Network); !ok {
+		w.Network, w.NetworkStr = nil, i.Network
+	}
+	return w, nil
+}
+
+func (w *inviteWire) invite() *Invite {
+	i := &Invite{
+		Network: w.NetworkStr, Inviter: hex.EncodeToString(w.Inviter), Addrs: w.Addrs,
+		Nonce: hex.EncodeToString(w.Nonce), ExpiresAt: w.ExpiresAt, Sig: w.Sig,
+	}
+	if len(w.Network) > 0 {
+		i.Network = hex.EncodeToString(w.Network)
+	}
+	i.Root = i.Inviter
+	if len(w.Root) > 0 {
+		i.Root = hex.EncodeToString(w.Root)
+	}
+	return i
 }
 
 // NewInvite creates and signs an invite valid for ttl (0 = 24h).
@@ -73,9 +131,12 @@ func NewInvite(id *identity.Identity, network, root string, addrs []string, ttl 
 }
 
 func (i *Invite) signingBytes() ([]byte, error) {
-	c := *i
-	c.Sig = nil
-	b, err := messages.Marshal(&c)
+	w, err := i.wire()
+	if err != nil {
+		return nil, err
+	}
+	w.Sig = nil
+	b, err := messages.Marshal(w)
 	if err != nil {
 		return nil, fmt.Errorf("encode invite: %w", err)
 	}
@@ -84,7 +145,11 @@ func (i *Invite) signingBytes() ([]byte, error) {
 
 // Encode is the copy-pasteable form: base64url (no padding) of CBOR.
 func (i *Invite) Encode() (string, error) {
-	b, err := messages.Marshal(i)
+	w, err := i.wire()
+	if err != nil {
+		return "", err
+	}
+	b, err := messages.Marshal(w)
 	if err != nil {
 		return "", fmt.Errorf("encode invite: %w", err)
 	}
@@ -105,15 +170,16 @@ func ParseInvite(s string) (*Invite, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: not base64url: %v", ErrInviteInvalid, err)
 	}
-	var inv Invite
-	if err := messages.Unmarshal(b, &inv); err != nil {
+	var w inviteWire
+	if err := messages.Unmarshal(b, &w); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInviteInvalid, err)
 	}
-	if inv.Network == "" || !identity.ValidID(inv.Root) || !identity.ValidID(inv.Inviter) || len(inv.Nonce) != 32 {
-		return nil, fmt.Errorf("%w: missing network, root, inviter or nonce", ErrInviteInvalid)
+	if len(w.Network) > 0 && w.NetworkStr != "" {
+		return nil, fmt.Errorf("%w: two network keys", ErrInviteInvalid)
 	}
-	if _, err := hex.DecodeString(inv.Nonce); err != nil {
-		return nil, fmt.Errorf("%w: nonce is not hex", ErrInviteInvalid)
+	inv := w.invite()
+	if inv.Network == "" || !identity.ValidID(inv.Root) || !identity.ValidID(inv.Inviter) || len(w.Nonce) != 16 {
+		return nil, fmt.Errorf("%w: missing network, root, inviter or nonce", ErrInviteInvalid)
 	}
 	sb, err := inv.signingBytes()
 	if err != nil {
@@ -122,7 +188,7 @@ func ParseInvite(s string) (*Invite, error) {
 	if !identity.Verify(inv.Inviter, sb, inv.Sig) {
 		return nil, fmt.Errorf("%w: bad inviter signature", ErrInviteInvalid)
 	}
-	return &inv, nil
+	return inv, nil
 }
 
 // Verify checks the signature and that the invite has not expired.
