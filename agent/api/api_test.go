@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/prometheus/common/expfmt"
+	"github.com/valyala/fasthttp"
 )
 
 // dynamicKeys are objects keyed by names (charts, dimensions, alarms...):
@@ -651,4 +652,37 @@ func TestDataCacheSeesNewPoints(t *testing.T) {
 	if bytes.Equal(a.body, c.body) || !bytes.Contains(c.body, []byte(fmt.Sprintf("%d,42,43,44", ts))) {
 		t.Fatalf("new point not in the answer:\n%s", c.body)
 	}
+}
+
+// FuzzHandle sends arbitrary request URIs through the whole handler: it
+// must never panic, never answer 5xx, and JSON answers must be JSON.
+func FuzzHandle(f *testing.F) {
+	for _, s := range []string{
+		"/api/v1/data?chart=system.cpu&after=-60&points=10&options=jsonwrap|flip|nonzero",
+		"/api/v3/data?context=cpu.cpu&group=median&format=csv&tier=1",
+		"/api/v1/data?chart=system.cpu&after=1&before=2&points=86400&dimensions=!user,*",
+		"/api/v1/allmetrics?format=prometheus&filter=system.*&help=yes&types=yes&prefix=x",
+		"/api/v1/badge.svg?chart=system.cpu&value_color=red>1:green&precision=3&multiply=2",
+		"/api/v1/chart?chart=disk_space._", "/api/v3/q?q=%00", "/api/v1/alarm_log?after=1",
+		"/api/v3/export?format=prometheus", "/api/v2/contexts?options=full", "/api/v9/x", "/%",
+	} {
+		f.Add(s)
+	}
+	env := newTestEnv(f)
+	f.Fuzz(func(t *testing.T, uri string) {
+		if strings.Contains(uri, "write") {
+			return // export?write=1 writes files; covered by TestExportWrite
+		}
+		var ctx fasthttp.RequestCtx
+		ctx.Request.Header.SetMethod("GET")
+		ctx.Request.SetRequestURI(uri)
+		env.srv.Handle(&ctx)
+		code := ctx.Response.StatusCode()
+		if code >= 500 {
+			t.Fatalf("%q: %d %s", uri, code, ctx.Response.Body())
+		}
+		if code == 200 && strings.HasPrefix(string(ctx.Response.Header.ContentType()), "application/json") && !json.Valid(ctx.Response.Body()) {
+			t.Fatalf("%q: invalid JSON %.300s", uri, ctx.Response.Body())
+		}
+	})
 }
