@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -329,23 +330,65 @@ func SystemServers(path string, self []string) ([]string, error) {
 	return out, nil
 }
 
+// listenAddrPort parses a listen address: an empty host (":53") means
+// every address, "localhost" the IPv4 loopback.
+func listenAddrPort(s string) (netip.AddrPort, error) {
+	host, port, err := net.SplitHostPort(s)
+	if err != nil {
+		return netip.AddrPort{}, err
+	}
+	p, err := strconv.ParseUint(port, 10, 16)
+	if err != nil {
+		return netip.AddrPort{}, err
+	}
+	switch host {
+	case "":
+		return netip.AddrPortFrom(netip.IPv6Unspecified(), uint16(p)), nil
+	case "localhost":
+		return netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), uint16(p)), nil
+	}
+	ip, err := netip.ParseAddr(host)
+	if err != nil {
+		return netip.AddrPort{}, err
+	}
+	return netip.AddrPortFrom(ip, uint16(p)), nil
+}
+
+// isLocalAddr reports whether ip belongs to one of this host's
+// interfaces (a listener on every address answers there too).
+func isLocalAddr(ip netip.Addr) bool {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return false
+	}
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok {
+			if x, ok := netip.AddrFromSlice(n.IP); ok && x.Unmap() == ip.Unmap() {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // IsSelf reports whether addr (host:port) is one of the self listeners.
-// A listener on an unspecified address (0.0.0.0, ::) matches every
-// loopback address on its port.
+// A listener on an unspecified address (0.0.0.0, ::, or an empty host)
+// matches every loopback address and every address of this host's
+// interfaces on its port.
 func IsSelf(addr string, self []string) bool {
 	a, err := netip.ParseAddrPort(addr)
 	if err != nil {
 		return false
 	}
 	for _, s := range self {
-		b, err := netip.ParseAddrPort(s)
+		b, err := listenAddrPort(s)
 		if err != nil || a.Port() != b.Port() {
 			continue
 		}
 		if a.Addr().Unmap() == b.Addr().Unmap() {
 			return true
 		}
-		if b.Addr().IsUnspecified() && (a.Addr().IsLoopback() || a.Addr().IsUnspecified()) {
+		if b.Addr().IsUnspecified() && (a.Addr().IsLoopback() || a.Addr().IsUnspecified() || isLocalAddr(a.Addr())) {
 			return true
 		}
 	}

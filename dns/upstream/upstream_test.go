@@ -232,11 +232,41 @@ func TestSystemServers(t *testing.T) {
 	if want := []string{"10.0.0.53:53"}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("SystemServers = %q, want %q", got, want)
 	}
+	for _, self := range []string{":53", "[::]:53", "localhost:53"} {
+		got, _ := SystemServers(p, []string{self})
+		if len(got) >= 3 || contains(got, "127.0.0.1:53") {
+			t.Fatalf("self %s: %q still lists the node itself", self, got)
+		}
+	}
 	got, _ = SystemServers(p, []string{"127.0.0.1:7753"})
 	if len(got) != 3 {
 		t.Fatalf("different port filtered: %q", got)
 	}
+	// A listener on every address is also reached at the host's own
+	// interface addresses.
+	if addrs, _ := net.InterfaceAddrs(); len(addrs) > 0 {
+		for _, a := range addrs {
+			n, ok := a.(*net.IPNet)
+			if !ok || n.IP.IsLoopback() || n.IP.To4() == nil {
+				continue
+			}
+			own := n.IP.String() + ":53"
+			if !IsSelf(own, []string{":53"}) || IsSelf(own, []string{"127.0.0.1:53"}) {
+				t.Fatalf("IsSelf(%s) wrong for listeners :53 / 127.0.0.1:53", own)
+			}
+			break
+		}
+	}
 	if _, err := SystemServers(filepath.Join(t.TempDir(), "none"), nil); err == nil {
 		t.Fatal("missing file accepted")
 	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
 }
