@@ -40,7 +40,9 @@ func (s *Server) runQuery(req *query.Request, defs []*store.ChartDef, now int64)
 	if plan.Points > 0 {
 		first := int64(0)
 		for i, d := range defs {
-			w, err := s.o.DB.Query(d.ID, req.Tier, plan.After, plan.Before+step-1)
+			// Up to the newest point, not plan.Before: the plan may be
+			// redone below with a later before once the data start is known.
+			w, err := s.o.DB.Query(d.ID, req.Tier, plan.After, max(plan.Before, last)+step-1)
 			if err != nil {
 				if errors.Is(err, store.ErrNotFound) {
 					continue // removed meanwhile: no data

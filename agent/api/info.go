@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
@@ -107,12 +108,17 @@ func collectHostInfo(id *identity.Identity) hostInfo {
 	return hi
 }
 
+// writeJSON encodes v indented, without HTML escaping (alert expressions
+// keep their '>' readable; the body is JSON, not HTML).
 func writeJSON(ctx *fasthttp.RequestCtx, v any) error {
-	b, err := json.MarshalIndent(v, "", "\t")
-	if err != nil {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "\t")
+	if err := enc.Encode(v); err != nil {
 		return httpx.Internal("encode response: %v", err)
 	}
-	setBody(ctx, ctJSON, b)
+	setBody(ctx, ctJSON, b.Bytes())
 	return nil
 }
 
