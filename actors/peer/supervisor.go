@@ -364,17 +364,17 @@ func (a *Actor) onNetwork(c actor.Context, key, root string) {
 		a.joinInv, a.joinReq, a.netKnown = inv, req, true
 		a.log.Info("joining network", "inviter", short(inv.Inviter), "addrs", strings.Join(inv.Addrs, ","))
 		for _, addr := range inv.Addrs {
-			a.startDialer(addr, inv.Inviter)
+			a.startDialer(addr, inv.Inviter, false) // the inviter does not know us: no race
 		}
 	default:
 		return // the ledger is still creating the genesis: ask again next tick
 	}
 	for _, t := range a.bootstrap {
-		a.startDialer(t.addr, t.id)
+		a.startDialer(t.addr, t.id, true)
 	}
 	for id, k := range a.known {
 		for _, addr := range k.Addrs {
-			a.startDialer(addr, id)
+			a.startDialer(addr, id, true)
 		}
 	}
 	a.publishHint()
@@ -555,7 +555,7 @@ func (a *Actor) learn(peers []messages.PeerInfo) {
 		a.remember(p.ID, p.Addrs, false)
 		if k := a.known[p.ID]; k != nil && a.sessions[p.ID] == nil {
 			for _, addr := range k.Addrs {
-				a.startDialer(addr, p.ID)
+				a.startDialer(addr, p.ID, true)
 			}
 		}
 	}
@@ -606,8 +606,10 @@ func (a *Actor) loadKnown() {
 	}
 }
 
-// startDialer keeps addr connected (one dialer per address).
-func (a *Actor) startDialer(addr, id string) {
+// startDialer keeps addr connected (one dialer per address). mutual says
+// the peer probably dials us too (it knows us), so the higher id of the
+// pair waits a little before its first attempt.
+func (a *Actor) startDialer(addr, id string, mutual bool) {
 	if _, ok := a.dialers[addr]; ok || !validAddr(addr) || len(a.dialers) >= maxDialers {
 		return
 	}
@@ -622,7 +624,7 @@ func (a *Actor) startDialer(addr, id string) {
 	// the higher id waits a little so the lower one's dial usually wins
 	// and no duplicate has to be resolved.
 	var delay time.Duration
-	if id != "" && a.self > id {
+	if mutual && id != "" && a.self > id {
 		delay = a.d.Backoff.Min * 4
 		if delay <= 0 {
 			delay = 2 * time.Second
