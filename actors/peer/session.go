@@ -121,8 +121,9 @@ func (s *session) Receive(c actor.Context) {
 			return
 		case messages.KindRefuse:
 			r := m.m.Refuse
-			s.cfg.log.Warn("peer refused the connection", "peer", short(s.peer), "code", r.Code, "reason", r.Reason)
-			c.Send(c.Parent(), &sessionIssue{id: s.peer, kind: "refused-by-peer", reason: r.Code + ": " + r.Reason})
+			code, reason := clip(r.Code, 64), clip(r.Reason, 256) // the peer chose these
+			s.cfg.log.Warn("peer refused the connection", "peer", short(s.peer), "code", code, "reason", reason)
+			c.Send(c.Parent(), &sessionIssue{id: s.peer, kind: "refused-by-peer", reason: code + ": " + reason})
 			s.closing = true
 			_ = s.cfg.conn.Close("refused")
 			return
@@ -619,6 +620,14 @@ func copyVV(v messages.VersionVector) messages.VersionVector {
 		out[k] = n
 	}
 	return out
+}
+
+// clip bounds a peer-supplied string before it is logged or kept.
+func clip(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "…"
+	}
+	return s
 }
 
 func short(id string) string {
