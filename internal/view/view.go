@@ -50,33 +50,38 @@ func indexDot(s string) int {
 	return -1
 }
 
-// Published hands the current Snapshot to readers and calls subscribers
-// (outside any reader's path) when a new one is stored.
-type Published struct {
-	p    atomic.Pointer[Snapshot]
+// Published is the publisher of naming snapshots.
+type Published = Publisher[Snapshot]
+
+// Publisher hands the current immutable value of type T to readers and
+// calls subscribers (outside any reader's path) when a new one is stored.
+// Every snapshot the node publishes for a hot path (the naming view, the
+// local DNS records) goes through it.
+type Publisher[T any] struct {
+	p    atomic.Pointer[T]
 	mu   sync.Mutex // guards subs
-	subs []func(*Snapshot)
+	subs []func(*T)
 }
 
-// Load returns the current snapshot (never nil after the first Store).
-func (p *Published) Load() *Snapshot { return p.p.Load() }
+// Load returns the current value (nil before the first Store).
+func (p *Publisher[T]) Load() *T { return p.p.Load() }
 
 // Store publishes s and notifies subscribers synchronously, in the
 // publisher's goroutine, so a subscriber's derived state (e.g. DNS wire
 // answers) is ready within the same apply.
-func (p *Published) Store(s *Snapshot) {
+func (p *Publisher[T]) Store(s *T) {
 	p.p.Store(s)
 	p.mu.Lock()
-	subs := append([]func(*Snapshot){}, p.subs...)
+	subs := append([]func(*T){}, p.subs...)
 	p.mu.Unlock()
 	for _, f := range subs {
 		f(s)
 	}
 }
 
-// Subscribe registers f to be called with every new snapshot, and once
-// now with the current one if any.
-func (p *Published) Subscribe(f func(*Snapshot)) {
+// Subscribe registers f to be called with every new value, and once now
+// with the current one if any.
+func (p *Publisher[T]) Subscribe(f func(*T)) {
 	p.mu.Lock()
 	p.subs = append(p.subs, f)
 	p.mu.Unlock()
