@@ -88,132 +88,170 @@ func (t *Table) pack(n *node, qt uint16) *Answer {
 // MinUDPSize is the payload every DNS client accepts (RFC 1035 §4.2.1).
 const MinUDPSize = 512
 
-// Fast answers the query packet req into out from pre-packed answers and
-// returns the response length, or 0 when the query is not for the fast
-// path (anything unusual, a name not in the table, an answer that needs
-// upstream or does not fit in maxSize). maxSize is the server's limit for
-// this transport (its EDNS UDP size for UDP); out must be at least that
-// long. Fast never allocates.
-func (t *Table) Fast(req, out []byte, maxSize int, ednsSize uint16) int {
+// Query is a plain query as Parse read it from the packet.
+type Query struct {
+	Key    [256]byte // the question's name in wire format, lowercased
+	KeyLen int
+	QEnd   int    // offset just past the question
+	Qtype  uint16 // the question's type (class is IN)
+	Flags  uint16 // the query's header flags
+	Limit  int    // largest answer the client takes
+	EDNS   bool   // the query has a (bare, version 0) OPT record
+	DO     bool   // its DO bit
+	Miss   bool   // set by Answer: the name is not in the table at all
+}
+
+// Parse checks that req is a plain query — QR=0, OPCODE=QUERY, TC=0,
+// Z=0, one question of class IN with an uncompressed name, no answer or
+// authority records, at most a bare OPT — and reads it into q. maxSize is
+// the server's limit for the transport. Parse never allocates.
+func Parse(req []byte, maxSize int, q *Query) bool {
 	if len(req) < 17 {
-		return 0
+		return false
 	}
 	flags := binary.BigEndian.Uint16(req[2:])
-	// A plain query: QR=0, OPCODE=QUERY, TC=0, Z=0, RCODE=0.
 	if flags&(flagQR|0x7800|flagTC|flagZ|0x000F) != 0 {
-		return 0
+		return false
 	}
 	if binary.BigEndian.Uint16(req[4:]) != 1 || binary.BigEndian.Uint16(req[6:]) != 0 || binary.BigEndian.Uint16(req[8:]) != 0 {
-		return 0
+		return false
 	}
 	ar := binary.BigEndian.Uint16(req[10:])
 	if ar > 1 {
-		return 0
+		return false
 	}
-	var key [256]byte
 	kn, off := 0, 12
 	for {
 		if off >= len(req) {
-			return 0
+			return false
 		}
 		l := int(req[off])
 		if l == 0 {
-			key[kn] = 0
+			q.Key[kn] = 0
 			kn++
 			off++
 			break
 		}
 		if l > 63 || off+1+l > len(req) || kn+1+l >= 255 {
-			return 0 // compression pointer, extended label or too long
+			return false // compression pointer, extended label or too long
 		}
-		key[kn] = byte(l)
+		q.Key[kn] = byte(l)
 		for i := 1; i <= l; i++ {
 			c := req[off+i]
 			if 'A' <= c && c <= 'Z' {
 				c += 32
 			}
-			key[kn+i] = c
+			q.Key[kn+i] = c
 		}
 		kn += 1 + l
 		off += 1 + l
 	}
 	qend := off + 4
 	if qend > len(req) {
-		return 0
+		return false
 	}
-	qtype := binary.BigEndian.Uint16(req[off:])
 	if binary.BigEndian.Uint16(req[off+2:]) != dns.ClassINET {
-		return 0
+		return false
 	}
-	limit := maxSize
-	edns, do := false, false
+	q.KeyLen, q.QEnd, q.Qtype, q.Flags = kn, qend, binary.BigEndian.Uint16(req[off:]), flags
+	q.Limit, q.EDNS, q.DO, q.Miss = maxSize, false, false, false
 	if ar == 1 {
-		// Only a bare OPT: root owner, version 0, no options.
 		p := qend
 		if len(req) != p+11 || req[p] != 0 || binary.BigEndian.Uint16(req[p+1:]) != dns.TypeOPT {
-			return 0
+			return false
 		}
 		if req[p+5] != 0 || req[p+6] != 0 || binary.BigEndian.Uint16(req[p+9:]) != 0 {
-			return 0 // extended RCODE, EDNS version (BADVERS) or options
+			return false // extended RCODE, EDNS version (BADVERS) or options
 		}
-		edns, do = true, req[p+7]&0x80 != 0
-		if sz := int(binary.BigEndian.Uint16(req[p+3:])); sz < limit {
-			limit = max(sz, MinUDPSize)
+		q.EDNS, q.DO = true, req[p+7]&0x80 != 0
+		if sz := int(binary.BigEndian.Uint16(req[p+3:])); sz < q.Limit {
+			q.Limit = max(sz, MinUDPSize)
 		}
 	} else {
 		if len(req) != qend {
-			return 0
+			return false
 		}
-		limit = min(limit, MinUDPSize)
+		q.Limit = min(q.Limit, MinUDPSize)
 	}
-	n := t.nodes[string(key[:kn])]
+	return true
+}
+
+// Fast answers the query packet req into out from pre-packed answers and
+// returns the response length, or 0 when the query is not for the fast
+// path (anything unusual, a name not in the table, an answer that needs
+// upstream or does not fit). maxSize is the server's limit for this
+// transport (its EDNS UDP size for UDP); out must be at least that long.
+// Fast never allocates.
+func (t *Table) Fast(req, out []byte, maxSize int, ednsSize uint16) int {
+	var q Query
+	if !Parse(req, maxSize, &q) {
+		return 0
+	}
+	return t.Answer(req, &q, out, ednsSize)
+}
+
+// Answer writes the pre-packed answer to the parsed query q, or returns
+// 0 (and sets q.Miss when no name of the table covers the question).
+func (t *Table) Answer(req []byte, q *Query, out []byte, ednsSize uint16) int {
+	key := q.Key[:q.KeyLen]
+	n := t.nodes[string(key)]
 	if n == nil {
 		for p := 0; key[p] != 0; {
 			p += 1 + int(key[p])
-			if n = t.parents[string(key[p:kn])]; n != nil {
+			if n = t.parents[string(key[p:])]; n != nil {
 				break
 			}
 		}
 		if n == nil {
+			q.Miss = true
 			return 0
 		}
 	}
 	var a *Answer
-	if s := slot(qtype); s >= 0 {
+	if s := slot(q.Qtype); s >= 0 {
 		a = n.fast[s]
 	} else if n.other != nil {
-		a = n.other[qtype]
+		a = n.other[q.Qtype]
 	}
 	if a == nil {
 		return 0
 	}
-	total := qend + len(a.Body)
-	if edns {
+	return Write(req, q, out, a.Flags, a.An, 0, 0, a.Body, ednsSize)
+}
+
+// Write builds a response to q in out: the query's ID, RD and CD, QR and
+// RA set, the given flag bits (AA, RCODE) and section counts, the query's
+// own question bytes, body (every record after the question), and an OPT
+// record when the query had one. It returns 0 when the result would
+// exceed q.Limit or out.
+func Write(req []byte, q *Query, out []byte, flags, an, ns, ar uint16, body []byte, ednsSize uint16) int {
+	total := q.QEnd + len(body)
+	if q.EDNS {
 		total += 11
 	}
-	if total > limit || total > len(out) {
+	if total > q.Limit || total > len(out) {
 		return 0 // the slow path truncates
 	}
-	copy(out, req[:qend])
-	binary.BigEndian.PutUint16(out[2:], flagQR|flagRA|flags&(flagRD|flagCD)|a.Flags)
-	binary.BigEndian.PutUint16(out[6:], a.An)
-	binary.BigEndian.PutUint16(out[8:], 0)
-	w := qend + copy(out[qend:], a.Body)
-	if edns {
-		binary.BigEndian.PutUint16(out[10:], 1)
+	copy(out, req[:q.QEnd])
+	binary.BigEndian.PutUint16(out[2:], flagQR|flagRA|q.Flags&(flagRD|flagCD)|flags)
+	binary.BigEndian.PutUint16(out[6:], an)
+	binary.BigEndian.PutUint16(out[8:], ns)
+	w := q.QEnd + copy(out[q.QEnd:], body)
+	if q.EDNS {
+		binary.BigEndian.PutUint16(out[10:], ar+1)
 		out[w] = 0
 		binary.BigEndian.PutUint16(out[w+1:], dns.TypeOPT)
 		binary.BigEndian.PutUint16(out[w+3:], ednsSize)
 		out[w+5], out[w+6] = 0, 0
 		out[w+7] = 0
-		if do {
+		if q.DO {
 			out[w+7] = 0x80 // RFC 3225 §3: copy DO
 		}
 		out[w+8] = 0
 		binary.BigEndian.PutUint16(out[w+9:], 0)
 		w += 11
 	} else {
-		binary.BigEndian.PutUint16(out[10:], 0)
+		binary.BigEndian.PutUint16(out[10:], ar)
 	}
 	return w
 }
