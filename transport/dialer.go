@@ -73,6 +73,11 @@ type Dialer struct {
 	// InitialDelay postpones the first attempt (e.g. to let the peer with
 	// the lower id dial first and avoid a duplicate connection).
 	InitialDelay time.Duration
+	// GiveUpAfter, when > 0, ends Run after that many consecutive failed
+	// attempts if no attempt ever succeeded (an address learned second
+	// hand that never worked); OnGiveUp is then called.
+	GiveUpAfter int
+	OnGiveUp    func()
 	// IdleCheck is how often a skipped dial checks again (1s).
 	IdleCheck time.Duration
 }
@@ -91,6 +96,7 @@ func (d *Dialer) Run(ctx context.Context) {
 	if d.InitialDelay > 0 && !wait(ctx, d.InitialDelay) {
 		return
 	}
+	connected, failures := false, 0
 	for ctx.Err() == nil {
 		if d.Skip != nil && d.Skip(peer) {
 			if !wait(ctx, idle) {
@@ -116,12 +122,20 @@ func (d *Dialer) Run(ctx context.Context) {
 			if isSelf(err) {
 				return
 			}
+			failures++
+			if d.GiveUpAfter > 0 && !connected && failures >= d.GiveUpAfter {
+				if d.OnGiveUp != nil {
+					d.OnGiveUp()
+				}
+				return
+			}
 			if !wait(ctx, d.Backoff.Next()) {
 				return
 			}
 			continue
 		}
 		peer = c.PeerID()
+		connected, failures = true, 0
 		start := time.Now()
 		if d.OnConn != nil {
 			d.OnConn(c)

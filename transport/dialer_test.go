@@ -133,3 +133,23 @@ func TestDialerSkip(t *testing.T) {
 	cancel()
 	<-done
 }
+
+func TestDialerGivesUpOnAddressThatNeverWorked(t *testing.T) {
+	n := NewMemNetwork()
+	id, _ := identity.Generate()
+	ep := n.Listen(id, nil)
+	defer ep.Close()
+	var fails atomic.Int32
+	gaveUp := make(chan struct{})
+	d := &Dialer{Endpoint: ep, Addr: "127.0.0.1:1", Backoff: Backoff{Min: time.Millisecond, Max: 2 * time.Millisecond},
+		GiveUpAfter: 3, OnFail: func(error) { fails.Add(1) }, OnGiveUp: func() { close(gaveUp) }}
+	go d.Run(context.Background())
+	select {
+	case <-gaveUp:
+	case <-time.After(10 * time.Second):
+		t.Fatal("dialer never gave up")
+	}
+	if fails.Load() != 3 {
+		t.Fatalf("failures before giving up = %d, want 3", fails.Load())
+	}
+}

@@ -147,4 +147,12 @@ func TestHostileWriterCannotBreakNode(t *testing.T) {
 	if got := a.peerIDs(); len(got) < 1 {
 		t.Fatalf("A lost its honest peer: %v", got)
 	}
+	// The bogus peers E advertised never answer: A gives up on them and
+	// forgets them, keeping only peers it was really connected to.
+	testutil.Eventually(t, 20*time.Second, func() error {
+		if k := diag(t, a).Summary.KnownPeers; k > 2 {
+			return fmt.Errorf("A still knows %d peers", k)
+		}
+		return nil
+	})
 }

@@ -20,6 +20,9 @@ type newConn struct {
 // endpointClosed: the endpoint's Accept reports it is closed.
 type endpointClosed struct{}
 
+// dialGaveUp: a dialer for an address learned second hand stopped.
+type dialGaveUp struct{ addr, peer string }
+
 // dialFailed: a dial attempt failed.
 type dialFailed struct {
 	addr, peer string

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -201,6 +202,8 @@ func (a *Actor) Receive(c actor.Context) {
 		a.log.Warn("peer endpoint closed: no more inbound connections")
 	case *newConn:
 		a.onConn(c, m)
+	case *dialGaveUp:
+		a.forgetAddr(m.peer, m.addr)
 	case *dialFailed:
 		a.diag.failed++
 		a.diag.issue(a.d.Now(), messages.ConnectionIssue{Addr: m.addr, PeerID: m.peer, Kind: "dial", Reason: m.err.Error()})
@@ -364,17 +367,17 @@ func (a *Actor) onNetwork(c actor.Context, key, root string) {
 		a.joinInv, a.joinReq, a.netKnown = inv, req, true
 		a.log.Info("joining network", "inviter", short(inv.Inviter), "addrs", strings.Join(inv.Addrs, ","))
 		for _, addr := range inv.Addrs {
-			a.startDialer(addr, inv.Inviter, false) // the inviter does not know us: no race
+			a.startDialer(addr, inv.Inviter, dialOpts{}) // the inviter does not know us: no race
 		}
 	default:
 		return // the ledger is still creating the genesis: ask again next tick
 	}
 	for _, t := range a.bootstrap {
-		a.startDialer(t.addr, t.id, true)
+		a.startDialer(t.addr, t.id, dialOpts{mutual: true})
 	}
 	for id, k := range a.known {
 		for _, addr := range k.Addrs {
-			a.startDialer(addr, id, true)
+			a.startDialer(addr, id, dialOpts{mutual: true, giveUp: k.LastSeen == 0})
 		}
 	}
 	a.publishHint()
@@ -552,10 +555,13 @@ func (a *Actor) learn(peers []messages.PeerInfo) {
 		if p.ID == a.self || !identity.ValidID(p.ID) {
 			continue
 		}
+		if a.known[p.ID] == nil && len(a.dialers) >= maxDialers {
+			continue // no dialer to spare: hear of it again at a later exchange
+		}
 		a.remember(p.ID, p.Addrs, false)
 		if k := a.known[p.ID]; k != nil && a.sessions[p.ID] == nil {
 			for _, addr := range k.Addrs {
-				a.startDialer(addr, p.ID, true)
+				a.startDialer(addr, p.ID, dialOpts{mutual: true, giveUp: k.LastSeen == 0})
 			}
 		}
 	}
@@ -564,15 +570,21 @@ func (a *Actor) learn(peers []messages.PeerInfo) {
 // remember merges addresses of a peer into the known list and saves it.
 func (a *Actor) remember(id string, addrs []string, seen bool) {
 	k := a.known[id]
-	if k == nil {
+	fresh := k == nil
+	if fresh {
 		if len(a.known) >= maxKnownPeers {
 			return
 		}
 		k = &knownPeer{}
-		a.known[id] = k
 	}
 	var changed bool
 	k.Addrs, changed = mergeAddrs(k.Addrs, addrs, maxAddrsPerPeer)
+	if fresh {
+		if len(k.Addrs) == 0 && !seen {
+			return // nowhere to reach it: not worth remembering
+		}
+		a.known[id] = k
+	}
 	if seen {
 		k.LastSeen = a.d.Now().UnixMilli()
 		changed = true
@@ -584,6 +596,34 @@ func (a *Actor) remember(id string, addrs []string, seen bool) {
 	if err := a.d.Node.Set(knownPrefix+id, string(b)); err != nil {
 		a.log.Warn("cannot save known peer", "peer", short(id), "err", err)
 	}
+}
+
+// forgetAddr drops an address that never worked from every peer we never
+// saw that lists it (dialers are per address), and such a peer itself once
+// it has no address left.
+func (a *Actor) forgetAddr(id, addr string) {
+	if cancel := a.dialers[addr]; cancel != nil {
+		cancel()
+		delete(a.dialers, addr)
+	}
+	for pid, k := range a.known {
+		if k.LastSeen != 0 || !slices.Contains(k.Addrs, addr) {
+			continue
+		}
+		k.Addrs = slices.DeleteFunc(k.Addrs, func(s string) bool { return s == addr })
+		var err error
+		if len(k.Addrs) == 0 {
+			delete(a.known, pid)
+			err = a.d.Node.Delete(knownPrefix + pid)
+		} else {
+			b, _ := json.Marshal(k)
+			err = a.d.Node.Set(knownPrefix+pid, string(b))
+		}
+		if err != nil {
+			a.log.Warn("cannot update known peer", "peer", short(pid), "err", err)
+		}
+	}
+	a.log.Info("gave up on a peer address that never answered", "peer", short(id), "addr", addr)
 }
 
 func (a *Actor) loadKnown() {
@@ -606,10 +646,16 @@ func (a *Actor) loadKnown() {
 	}
 }
 
-// startDialer keeps addr connected (one dialer per address). mutual says
-// the peer probably dials us too (it knows us), so the higher id of the
-// pair waits a little before its first attempt.
-func (a *Actor) startDialer(addr, id string, mutual bool) {
+// dialOpts: mutual says the peer probably dials us too (it knows us), so
+// the higher id of the pair waits a little before its first attempt;
+// giveUp drops an address learned second hand that never worked after
+// giveUpAfter attempts instead of retrying it forever.
+type dialOpts struct{ mutual, giveUp bool }
+
+const giveUpAfter = 8
+
+// startDialer keeps addr connected (one dialer per address).
+func (a *Actor) startDialer(addr, id string, o dialOpts) {
 	if _, ok := a.dialers[addr]; ok || !validAddr(addr) || len(a.dialers) >= maxDialers {
 		return
 	}
@@ -624,7 +670,7 @@ func (a *Actor) startDialer(addr, id string, mutual bool) {
 	// the higher id waits a little so the lower one's dial usually wins
 	// and no duplicate has to be resolved.
 	var delay time.Duration
-	if mutual && id != "" && a.self > id {
+	if o.mutual && id != "" && a.self > id {
 		delay = a.d.Backoff.Min * 4
 		if delay <= 0 {
 			delay = 2 * time.Second
@@ -645,6 +691,10 @@ func (a *Actor) startDialer(addr, id string, mutual bool) {
 			root.Send(self, &newConn{conn: conn, addr: addr})
 		},
 		OnFail: func(err error) { root.Send(self, &dialFailed{addr: addr, peer: id, err: err}) },
+	}
+	if o.giveUp {
+		d.GiveUpAfter = giveUpAfter
+		d.OnGiveUp = func() { root.Send(self, &dialGaveUp{addr: addr, peer: id}) }
 	}
 	go d.Run(ctx)
 }
