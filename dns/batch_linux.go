@@ -12,6 +12,8 @@ import (
 
 	"github.com/miekg/dns"
 	"golang.org/x/sys/unix"
+
+	"peerdns/dns/zone"
 )
 
 // Batched UDP I/O with recvmmsg(2)/sendmmsg(2): one system call reads up
@@ -180,6 +182,7 @@ func (s *Server) serveUDP(c *net.UDPConn, sh *shard) {
 	}
 	size := int(s.cfg.UDPSize)
 	b := newBatch(rc, size)
+	var q zone.Query
 	for {
 		n, err := b.read()
 		if err != nil {
@@ -204,15 +207,13 @@ func (s *Server) serveUDP(c *net.UDPConn, sh *shard) {
 				}
 				continue
 			}
-			if t != nil {
-				if m := t.Fast(pkt, b.obufs[k], size, s.cfg.UDPSize); m > 0 {
-					b.reply(k, i, m)
-					if debug {
-						s.debugQuery(b.obufs[k][:m], b.source(i), "fast")
-					}
-					k++
-					continue
+			if m := s.fast(t, pkt, &q, b.obufs[k], size); m > 0 {
+				b.reply(k, i, m)
+				if debug {
+					s.debugQuery(b.obufs[k][:m], b.source(i), "fast")
 				}
+				k++
+				continue
 			}
 			s.slowUDP(c, pkt, b.source(i), sh)
 		}

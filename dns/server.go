@@ -17,6 +17,7 @@ package dns
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -45,16 +46,17 @@ const DefaultUDPSize = 1232
 
 // Config configures a Server. Zero values take the defaults.
 type Config struct {
-	Addr            string        // host:port for UDP and TCP; default DefaultAddr
-	Upstreams       []string      // ip:port or ip (port 53); empty: the nameservers of ResolvConf
-	ResolvConf      string        // default /etc/resolv.conf
-	UDPSockets      int           // SO_REUSEPORT sockets; default one per CPU
-	UDPSize         uint16        // EDNS0 payload size; default DefaultUDPSize
-	TTL             uint32        // TTL of internal and p2p answers; default zone.DefaultTTL
-	UpstreamTimeout time.Duration // per upstream attempt; default 1s
-	FailureTTL      time.Duration // how long "every upstream failed" is cached; default 5s
-	CacheSize       int           // upstream cache entries; default 10000
-	MaxSlow         int           // concurrent slow-path UDP queries; default 4096
+	Addr            string           // host:port for UDP and TCP; default DefaultAddr
+	Upstreams       []string         // ip:port or ip (port 53); empty: the nameservers of ResolvConf
+	ResolvConf      string           // default /etc/resolv.conf
+	UDPSockets      int              // SO_REUSEPORT sockets; default one per CPU
+	UDPSize         uint16           // EDNS0 payload size; default DefaultUDPSize
+	TTL             uint32           // TTL of internal and p2p answers; default zone.DefaultTTL
+	UpstreamTimeout time.Duration    // per upstream attempt; default 1s
+	FailureTTL      time.Duration    // how long "every upstream failed" is cached; default 5s
+	CacheSize       int              // upstream cache entries; default 10000
+	MaxSlow         int              // concurrent slow-path UDP queries; default 4096
+	Now             func() time.Time // clock of the upstream cache; default time.Now (tests inject one)
 }
 
 func (c *Config) defaults() {
@@ -174,7 +176,7 @@ func New(cfg Config, pub *view.Published, local *records.Published, log *slog.Lo
 		local: local,
 		up: upstream.New(upstream.Config{
 			Servers: kept, Timeout: cfg.UpstreamTimeout, CacheSize: cfg.CacheSize,
-			FailureTTL: cfg.FailureTTL, UDPSize: cfg.UDPSize,
+			FailureTTL: cfg.FailureTTL, UDPSize: cfg.UDPSize, Now: cfg.Now,
 		}),
 		slow: make(chan struct{}, cfg.MaxSlow),
 	}
@@ -354,6 +356,7 @@ func (s *Server) readLoop(c *net.UDPConn, sh *shard) {
 	buf := make([]byte, dns.MaxMsgSize)
 	out := make([]byte, s.cfg.UDPSize)
 	size := int(s.cfg.UDPSize)
+	var q zone.Query
 	for {
 		n, from, err := c.ReadFromUDPAddrPort(buf)
 		if err != nil {
@@ -366,7 +369,7 @@ func (s *Server) readLoop(c *net.UDPConn, sh *shard) {
 		sh.queries.Add(1)
 		sh.batches.Add(1)
 		if t := s.table.Load(); t != nil {
-			if m := t.Fast(buf[:n], out, size, s.cfg.UDPSize); m > 0 {
+			if m := s.fast(t, buf[:n], &q, out, size); m > 0 {
 				if _, err := c.WriteToUDPAddrPort(out[:m], from); err != nil {
 					s.logError("dns udp write", err)
 				}
@@ -379,6 +382,48 @@ func (s *Server) readLoop(c *net.UDPConn, sh *shard) {
 		}
 		s.slowUDP(c, buf[:n], from, sh)
 	}
+}
+
+// fast answers a plain UDP query without miekg/dns: from the table's
+// pre-packed answers, or, for a name the node's data does not cover,
+// from the upstream cache's wire template. 0 means the slow path.
+func (s *Server) fast(t *zone.Table, pkt []byte, q *zone.Query, out []byte, size int) int {
+	if t == nil || !zone.Parse(pkt, size, q) {
+		return 0
+	}
+	if m := t.Answer(pkt, q, out, s.cfg.UDPSize); m > 0 || !q.Miss {
+		return m
+	}
+	return s.cached(pkt, q, out)
+}
+
+// cached writes the upstream cache's answer to q with TTLs counted down.
+func (s *Server) cached(req []byte, q *zone.Query, out []byte) int {
+	var key [258]byte
+	n := copy(key[:], q.Key[:q.KeyLen])
+	binary.BigEndian.PutUint16(key[n:], q.Qtype)
+	now := s.up.Now()
+	tpl, ok := s.up.Template(key[:n+2], now)
+	if !ok || tpl.QEnd != q.QEnd {
+		return 0
+	}
+	b := tpl.Msg
+	m := zone.Write(req, q, out, binary.BigEndian.Uint16(b[2:])&0x000F,
+		binary.BigEndian.Uint16(b[6:]), binary.BigEndian.Uint16(b[8:]), binary.BigEndian.Uint16(b[10:]), b[tpl.QEnd:], s.cfg.UDPSize)
+	if m == 0 {
+		return 0
+	}
+	age := uint32(now.Sub(tpl.Stored) / time.Second)
+	for i, off := range tpl.TTLOffs {
+		ttl := tpl.TTLs[i]
+		if ttl > age {
+			ttl -= age
+		} else {
+			ttl = 0
+		}
+		binary.BigEndian.PutUint32(out[off:], ttl)
+	}
+	return m
 }
 
 // slowUDP answers one datagram through miekg/dns in its own goroutine, so

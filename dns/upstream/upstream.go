@@ -57,6 +57,9 @@ type Resolver struct {
 	mu       sync.Mutex // guards inflight
 	inflight map[key]*call
 
+	wmu  sync.RWMutex // guards wire
+	wire map[string]*Template
+
 	hits, misses, failures, forwarded atomic.Int64
 }
 
@@ -70,6 +73,8 @@ type entry struct {
 	stored  time.Time
 	expires time.Time
 	failed  bool
+	wkey    string    // its Template's key, when it has one
+	tpl     *Template // its wire answer for the server's fast path
 }
 
 type call struct {
@@ -98,14 +103,15 @@ func New(cfg Config) *Resolver {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	c, _ := lru.New[key, *entry](cfg.CacheSize) // only fails for size <= 0
-	return &Resolver{
+	r := &Resolver{
 		cfg:      cfg,
-		cache:    c,
 		udp:      &dns.Client{Net: "udp", Timeout: cfg.Timeout, UDPSize: cfg.UDPSize},
 		tcp:      &dns.Client{Net: "tcp", Timeout: cfg.Timeout},
 		inflight: map[key]*call{},
+		wire:     map[string]*Template{},
 	}
+	r.cache, _ = lru.NewWithEvict[key, *entry](cfg.CacheSize, r.evicted) // only fails for size <= 0
+	return r
 }
 
 // Servers is the upstream list in use.
@@ -205,7 +211,9 @@ func (r *Resolver) store(k key, m *dns.Msg, err error) {
 	if d <= 0 {
 		return
 	}
-	r.cache.Add(k, &entry{msg: m.Copy(), stored: now, expires: now.Add(d)})
+	e := &entry{msg: m.Copy(), stored: now, expires: now.Add(d)}
+	r.putTemplate(k, e)
+	r.cache.Add(k, e)
 }
 
 // cacheTTL is how long m may be cached, in seconds.
