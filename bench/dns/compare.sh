@@ -12,7 +12,11 @@
 # publishes), without the rest of the node.
 #
 # Needs root for apt-get (skipped when every tool is installed). Binds
-# only 127.0.0.1 ports BASE_PORT..BASE_PORT+4.
+# only 127.0.0.1 ports BASE_PORT..BASE_PORT+7.
+#
+# A second table (FORWARD=1, the default) puts peerdns, Unbound and
+# dnsmasq as caching forwarders in front of the Knot instance and asks
+# them for the same names after one warm-up pass.
 set -euo pipefail
 
 NAMES=${NAMES:-1000}
@@ -20,6 +24,7 @@ DURATION=${DURATION:-10}          # seconds per dnsperf run
 ROUNDS=${ROUNDS:-2}               # runs per server, best kept
 DNSPERF_OPTS=${DNSPERF_OPTS:--T 2 -c 4 -q 500}
 BASE_PORT=${BASE_PORT:-15301}
+FORWARD=${FORWARD:-1}             # also compare caching forwarders (peerdns, Unbound, dnsmasq)
 
 cd "$(dirname "$0")/../.."
 need=()
@@ -129,15 +134,60 @@ dnsmasq -k --conf-file=/dev/null --port="$P_DNSMASQ" --listen-address=127.0.0.1 
 
 "$W/serve" -addr "127.0.0.1:$P_PEERDNS" -n "$NAMES" >"$W/peerdns.log" 2>&1 & PIDS+=($!)
 
-SERVERS="peerdns:$P_PEERDNS knot:$P_KNOT nsd:$P_NSD unbound:$P_UNBOUND dnsmasq:$P_DNSMASQ"
-for s in $SERVERS; do
-  name=${s%%:*} port=${s##*:}
+declare -A PID_OF
+i=0
+for s in knot nsd unbound dnsmasq peerdns; do PID_OF[$s]=${PIDS[$i]}; i=$((i + 1)); done
+
+wait_up() {
+  local name=$1 port=$2
   for _ in $(seq 1 100); do
-    "$W/serve" -probe "127.0.0.1:$port" && break
+    "$W/serve" -probe "127.0.0.1:$port" && return 0
     sleep 0.1
   done
-  "$W/serve" -probe "127.0.0.1:$port" || { echo "$name did not come up on $port:" >&2; cat "$W/$name.log" >&2; exit 1; }
-done
+  echo "$name did not come up on $port:" >&2
+  cat "$W/$name.log" >&2
+  exit 1
+}
+
+# Forwarding scenario: caching forwarders in front of Knot, asked for the
+# same names after one warm-up pass (so every answer is a cache hit).
+# They start once Knot answers: an early NXDOMAIN would be cached.
+if [ "$FORWARD" = 1 ]; then
+  wait_up knot "$P_KNOT"
+  P_FPEERDNS=$((BASE_PORT + 5)) P_FUNBOUND=$((BASE_PORT + 6)) P_FDNSMASQ=$((BASE_PORT + 7))
+  "$W/serve" -addr "127.0.0.1:$P_FPEERDNS" -n 0 -upstream "127.0.0.1:$P_KNOT" >"$W/fwd-peerdns.log" 2>&1 & PID_OF[fwd-peerdns]=$!; PIDS+=($!)
+  cat > "$W/unbound-fwd.conf" <<CONF
+server:
+    interface: 127.0.0.1@$P_FUNBOUND
+    port: $P_FUNBOUND
+    num-threads: $(nproc)
+    so-reuseport: yes
+    username: ""
+    chroot: ""
+    directory: "$W"
+    pidfile: "$W/unbound-fwd.pid"
+    do-daemonize: no
+    use-syslog: no
+    logfile: ""
+    verbosity: 0
+    access-control: 127.0.0.0/8 allow
+    do-not-query-localhost: no
+    module-config: "iterator"
+    domain-insecure: "bench.test."
+    # .test is one of Unbound's built-in NXDOMAIN zones (RFC 6761)
+    local-zone: "test." nodefault
+forward-zone:
+    name: "bench.test."
+    forward-addr: 127.0.0.1@$P_KNOT
+remote-control:
+    control-enable: no
+CONF
+  unbound -d -c "$W/unbound-fwd.conf" >"$W/fwd-unbound.log" 2>&1 & PID_OF[fwd-unbound]=$!; PIDS+=($!)
+  dnsmasq -k --conf-file=/dev/null --port="$P_FDNSMASQ" --listen-address=127.0.0.1 --bind-interfaces \
+    --no-resolv --no-hosts --server="127.0.0.1#$P_KNOT" --cache-size=10000 --pid-file= --user=root \
+    >"$W/fwd-dnsmasq.log" 2>&1 & PID_OF[fwd-dnsmasq]=$!; PIDS+=($!)
+fi
+
 
 # CPU ticks (user+system) of a process and all its descendants (NSD and
 # others fork workers).
@@ -150,39 +200,59 @@ cpu_ticks() {
   done
   echo "$total"
 }
-declare -A PID_OF
-i=0
-for s in knot nsd unbound dnsmasq peerdns; do PID_OF[$s]=${PIDS[$i]}; i=$((i + 1)); done
 HZ=$(getconf CLK_TCK)
 
-declare -A QPS LAT LOST CPU
-LOAD=$(cut -d' ' -f1-3 /proc/loadavg)
-for round in $(seq 1 "$ROUNDS"); do
-  for s in $SERVERS; do
-    name=${s%%:*} port=${s##*:}
-    before=$(cpu_ticks "${PID_OF[$name]}")
-    # shellcheck disable=SC2086
-    out=$(dnsperf -s 127.0.0.1 -p "$port" -d "$W/queries.txt" -l "$DURATION" $DNSPERF_OPTS 2>&1)
-    after=$(cpu_ticks "${PID_OF[$name]}")
-    done_q=$(awk '/Queries completed/ {print $3}' <<<"$out")
-    # server CPU microseconds per answered query
-    cpu=$(awk -v t=$((after - before)) -v hz="$HZ" -v q="$done_q" 'BEGIN {printf "%.2f", (q > 0 ? t / hz * 1e6 / q : 0)}')
-    qps=$(awk '/Queries per second/ {print $4}' <<<"$out")
-    lat=$(awk '/Average Latency/ {print $4}' <<<"$out")
-    lost=$(awk '/Queries lost/ {gsub(/[()%]/, "", $4); print $4}' <<<"$out")
-    echo "round $round $name: $qps qps, avg latency ${lat}s, lost ${lost}%, server CPU ${cpu}us/query" >&2
-    if [ -z "${QPS[$name]:-}" ] || awk -v a="$qps" -v b="${QPS[$name]}" 'BEGIN {exit !(a > b)}'; then
-      QPS[$name]=$qps LAT[$name]=$lat LOST[$name]=$lost CPU[$name]=$cpu
-    fi
+# measure "TITLE" name:port ... : dnsperf against each, best of ROUNDS,
+# then a table with the first server's ratio to each.
+measure() {
+  local title=$1
+  shift
+  local -A QPS LAT LOST CPU
+  local s name port round before after out done_q cpu qps lat lost
+  for s in "$@"; do wait_up "${s%%:*}" "${s##*:}"; done
+  local load
+  load=$(cut -d' ' -f1-3 /proc/loadavg)
+  for round in $(seq 1 "$ROUNDS"); do
+    for s in "$@"; do
+      name=${s%%:*} port=${s##*:}
+      before=$(cpu_ticks "${PID_OF[$name]}")
+      # shellcheck disable=SC2086
+      out=$(dnsperf -s 127.0.0.1 -p "$port" -d "$W/queries.txt" -l "$DURATION" $DNSPERF_OPTS 2>&1)
+      after=$(cpu_ticks "${PID_OF[$name]}")
+      done_q=$(awk '/Queries completed/ {print $3}' <<<"$out")
+      # server CPU microseconds per answered query
+      cpu=$(awk -v t=$((after - before)) -v hz="$HZ" -v q="$done_q" 'BEGIN {printf "%.2f", (q > 0 ? t / hz * 1e6 / q : 0)}')
+      qps=$(awk '/Queries per second/ {print $4}' <<<"$out")
+      lat=$(awk '/Average Latency/ {print $4}' <<<"$out")
+      lost=$(awk '/Queries lost/ {gsub(/[()%]/, "", $4); print $4}' <<<"$out")
+      echo "round $round $name: $qps qps, avg latency ${lat}s, lost ${lost}%, server CPU ${cpu}us/query" >&2
+      if [ -z "${QPS[$name]:-}" ] || awk -v a="$qps" -v b="${QPS[$name]}" 'BEGIN {exit !(a > b)}'; then
+        QPS[$name]=$qps LAT[$name]=$lat LOST[$name]=$lost CPU[$name]=$cpu
+      fi
+    done
   done
-done
+  local first=${1%%:*}
+  echo
+  echo "$title: dnsperf $DNSPERF_OPTS -l $DURATION, $NAMES names, best of $ROUNDS, $(nproc) CPUs, $(date -u +%FT%TZ)"
+  echo "(load average before: $load; other processes share these CPUs, so also see the server CPU per query)"
+  printf '%-12s %12s %14s %8s %14s %16s\n' server "queries/s" "avg lat (ms)" "lost %" "CPU us/query" "$first/server"
+  for s in "$@"; do
+    name=${s%%:*}
+    printf '%-12s %12.0f %14.3f %8s %14s %16.2f\n' "$name" "${QPS[$name]}" "$(awk -v l="${LAT[$name]}" 'BEGIN {print l * 1000}')" "${LOST[$name]}" \
+      "${CPU[$name]}" "$(awk -v a="${QPS[$first]}" -v b="${QPS[$name]}" 'BEGIN {print a / b}')"
+  done
+}
 
-echo
-echo "dnsperf $DNSPERF_OPTS -l $DURATION, $NAMES names, best of $ROUNDS, $(nproc) CPUs, $(date -u +%FT%TZ)"
-echo "(load average before: $LOAD; other processes share these CPUs, so also see the server CPU per query)"
-printf '%-10s %12s %14s %8s %14s %16s\n' server "queries/s" "avg lat (ms)" "lost %" "CPU us/query" "peerdns/server"
-for s in $SERVERS; do
-  name=${s%%:*}
-  printf '%-10s %12.0f %14.3f %8s %14s %16.2f\n' "$name" "${QPS[$name]}" "$(awk -v l="${LAT[$name]}" 'BEGIN {print l * 1000}')" "${LOST[$name]}" \
-    "${CPU[$name]}" "$(awk -v a="${QPS[peerdns]}" -v b="${QPS[$name]}" 'BEGIN {print a / b}')"
-done
+measure "authoritative (1,000 names served by each)" \
+  "peerdns:$P_PEERDNS" "knot:$P_KNOT" "nsd:$P_NSD" "unbound:$P_UNBOUND" "dnsmasq:$P_DNSMASQ"
+
+if [ "$FORWARD" = 1 ]; then
+  for s in "fwd-peerdns:$P_FPEERDNS" "fwd-unbound:$P_FUNBOUND" "fwd-dnsmasq:$P_FDNSMASQ"; do
+    wait_up "${s%%:*}" "${s##*:}"
+    # warm the cache: one pass over every name
+    dnsperf -s 127.0.0.1 -p "${s##*:}" -d "$W/queries.txt" -n 1 -q 50 >/dev/null 2>&1
+  done
+  echo
+  measure "forwarding with a warm cache (in front of Knot)" \
+    "fwd-peerdns:$P_FPEERDNS" "fwd-unbound:$P_FUNBOUND" "fwd-dnsmasq:$P_FDNSMASQ"
+fi

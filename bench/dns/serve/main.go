@@ -1,10 +1,12 @@
 // Command serve is the benchmark's peerdns DNS server: the node's real
 // dns.Server answering n local A records (host<i>.bench.test →
 // 10.<i>>16>.<i>>8>.<i>), published the same way the localdns actor
-// publishes them, without the rest of the node. compare.sh uses it so the
+// publishes them, without the rest of the node; or, with -n 0 -upstream,
+// forwarding everything through its cache. compare.sh uses it so the
 // comparison measures the DNS answer path, not node start-up.
 //
 //	go run ./bench/dns/serve -addr 127.0.0.1:15305 -n 1000 [-cpuprofile f]
+//	go run ./bench/dns/serve -addr 127.0.0.1:15306 -n 0 -upstream 127.0.0.1:15301
 package main
 
 import (
@@ -31,6 +33,7 @@ func main() {
 	sockets := flag.Int("sockets", 0, "UDP sockets (0: one per CPU)")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile here until stopped")
 	probe := flag.String("probe", "", "only ask this DNS server for host0.bench.test A and exit 0 if it answers")
+	upstream := flag.String("upstream", "", "forward to this ip:port (with -n 0: a caching forwarder)")
 	flag.Parse()
 	if *probe != "" {
 		os.Exit(probeServer(*probe))
@@ -47,8 +50,11 @@ func main() {
 	local := &records.Published{}
 	local.Store(&records.Snapshot{Version: 1, Records: recs})
 	lg := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	// No upstream: the benchmark only asks for names it serves.
-	srv, err := nodedns.New(nodedns.Config{Addr: *addr, UDPSockets: *sockets, ResolvConf: "/nonexistent"}, nil, local, lg)
+	cfg := nodedns.Config{Addr: *addr, UDPSockets: *sockets, ResolvConf: "/nonexistent"}
+	if *upstream != "" {
+		cfg.Upstreams = []string{*upstream}
+	}
+	srv, err := nodedns.New(cfg, nil, local, lg)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -76,7 +82,12 @@ func main() {
 
 func probeServer(addr string) int {
 	m, _, err := (&dns.Client{Timeout: 500 * time.Millisecond}).Exchange(new(dns.Msg).SetQuestion("host0.bench.test.", dns.TypeA), addr)
-	if err != nil || m.Rcode != dns.RcodeSuccess || len(m.Answer) == 0 {
+	switch {
+	case err != nil:
+		fmt.Fprintln(os.Stderr, "probe:", err)
+		return 1
+	case m.Rcode != dns.RcodeSuccess || len(m.Answer) == 0:
+		fmt.Fprintf(os.Stderr, "probe: %s, %d answers\n", dns.RcodeToString[m.Rcode], len(m.Answer))
 		return 1
 	}
 	return 0
