@@ -14,47 +14,56 @@ import (
 
 // alarmJSON is Netdata's /api/v1/alarms entry (keys in Netdata's order).
 type alarmJSON struct {
-	ID                 uint32   `json:"id"`
-	ConfigHashID       string   `json:"config_hash_id"`
-	Name               string   `json:"name"`
-	Chart              string   `json:"chart"`
-	Family             string   `json:"family"`
-	Class              string   `json:"class"`
-	Component          string   `json:"component"`
-	Type               string   `json:"type"`
-	Active             bool     `json:"active"`
-	Disabled           bool     `json:"disabled"`
-	Silenced           bool     `json:"silenced"`
-	Exec               string   `json:"exec"`
-	Recipient          string   `json:"recipient"`
-	Source             string   `json:"source"`
-	Units              string   `json:"units"`
-	Info               string   `json:"info"`
-	Status             string   `json:"status"`
-	LastStatusChange   int64    `json:"last_status_change"`
-	LastUpdated        int64    `json:"last_updated"`
-	NextUpdate         int64    `json:"next_update"`
-	UpdateEvery        int      `json:"update_every"`
-	DelayUpDuration    int      `json:"delay_up_duration"`
-	DelayDownDuration  int      `json:"delay_down_duration"`
-	DelayMaxDuration   int      `json:"delay_max_duration"`
-	DelayMultiplier    float64  `json:"delay_multiplier"`
-	Delay              int      `json:"delay"`
-	DelayUpToTimestamp int64    `json:"delay_up_to_timestamp"`
-	WarnRepeatEvery    string   `json:"warn_repeat_every"`
-	CritRepeatEvery    string   `json:"crit_repeat_every"`
-	ValueString        string   `json:"value_string"`
-	LastRepeat         string   `json:"last_repeat"`
-	TimesRepeat        int      `json:"times_repeat"`
-	Calc               string   `json:"calc"`
-	CalcParsed         string   `json:"calc_parsed"`
-	Warn               string   `json:"warn"`
-	WarnParsed         string   `json:"warn_parsed"`
-	Crit               string   `json:"crit"`
-	CritParsed         string   `json:"crit_parsed"`
-	Green              *float64 `json:"green"`
-	Red                *float64 `json:"red"`
-	Value              *float64 `json:"value"`
+	ID                 uint32  `json:"id"`
+	ConfigHashID       string  `json:"config_hash_id"`
+	Name               string  `json:"name"`
+	Chart              string  `json:"chart"`
+	Family             string  `json:"family"`
+	Class              string  `json:"class"`
+	Component          string  `json:"component"`
+	Type               string  `json:"type"`
+	Active             bool    `json:"active"`
+	Disabled           bool    `json:"disabled"`
+	Silenced           bool    `json:"silenced"`
+	Exec               string  `json:"exec"`
+	Recipient          string  `json:"recipient"`
+	Source             string  `json:"source"`
+	Units              string  `json:"units"`
+	Info               string  `json:"info"`
+	Status             string  `json:"status"`
+	LastStatusChange   int64   `json:"last_status_change"`
+	LastUpdated        int64   `json:"last_updated"`
+	NextUpdate         int64   `json:"next_update"`
+	UpdateEvery        int     `json:"update_every"`
+	DelayUpDuration    int     `json:"delay_up_duration"`
+	DelayDownDuration  int     `json:"delay_down_duration"`
+	DelayMaxDuration   int     `json:"delay_max_duration"`
+	DelayMultiplier    float64 `json:"delay_multiplier"`
+	Delay              int     `json:"delay"`
+	DelayUpToTimestamp int64   `json:"delay_up_to_timestamp"`
+	WarnRepeatEvery    string  `json:"warn_repeat_every"`
+	CritRepeatEvery    string  `json:"crit_repeat_every"`
+	ValueString        string  `json:"value_string"`
+	LastRepeat         string  `json:"last_repeat"`
+	TimesRepeat        int     `json:"times_repeat"`
+	// Present for lookup rules only, as in Netdata.
+	LookupDimensions *string `json:"lookup_dimensions,omitempty"`
+	DBAfter          *int64  `json:"db_after,omitempty"`
+	DBBefore         *int64  `json:"db_before,omitempty"`
+	LookupMethod     *string `json:"lookup_method,omitempty"`
+	LookupAfter      *int    `json:"lookup_after,omitempty"`
+	LookupBefore     *int    `json:"lookup_before,omitempty"`
+	LookupOptions    *string `json:"lookup_options,omitempty"`
+	// Present for calc rules only.
+	Calc       string   `json:"calc,omitempty"`
+	CalcParsed string   `json:"calc_parsed,omitempty"`
+	Warn       string   `json:"warn"`
+	WarnParsed string   `json:"warn_parsed"`
+	Crit       string   `json:"crit"`
+	CritParsed string   `json:"crit_parsed"`
+	Green      *float64 `json:"green"`
+	Red        *float64 `json:"red"`
+	Value      *float64 `json:"value"`
 }
 
 func fptr(v float64) *float64 {
@@ -69,7 +78,7 @@ func raised(st health.Status) bool {
 }
 
 func toAlarm(a health.Alert) alarmJSON {
-	return alarmJSON{
+	j := alarmJSON{
 		ID: a.ID, ConfigHashID: "00000000-0000-0000-0000-000000000000", Name: a.Name, Chart: a.Chart, Family: a.Family,
 		Class: a.Class, Component: a.Component, Type: a.Type, Active: true, Silenced: a.Silenced,
 		Exec: "", Recipient: "", Source: "built-in@peerdns/agent/health", Units: a.Units, Info: a.Info,
@@ -77,9 +86,21 @@ func toAlarm(a health.Alert) alarmJSON {
 		NextUpdate: a.LastUpdated + int64(a.UpdateEvery), UpdateEvery: a.UpdateEvery, DelayMultiplier: 1,
 		DelayUpToTimestamp: a.LastStatusChange, WarnRepeatEvery: "0", CritRepeatEvery: "0",
 		ValueString: formatValue(a.Value, a.Units, -1), LastRepeat: "0",
-		Calc: "", CalcParsed: "", Warn: a.Warn, WarnParsed: a.Warn, Crit: a.Crit, CritParsed: a.Crit,
+		Calc: a.Calc, CalcParsed: a.Calc, Warn: a.Warn, WarnParsed: a.Warn, Crit: a.Crit, CritParsed: a.Crit,
 		Value: fptr(a.Value),
 	}
+	if a.LookupMethod != "" {
+		dims, method, opts := a.LookupDimensions, a.LookupMethod, a.LookupOptions
+		after, before := a.LookupAfter, 0
+		dbBefore := a.LastUpdated
+		dbAfter := dbBefore + int64(after)
+		if a.LastUpdated == 0 {
+			dbBefore, dbAfter = 0, 0
+		}
+		j.LookupDimensions, j.LookupMethod, j.LookupOptions = &dims, &method, &opts
+		j.LookupAfter, j.LookupBefore, j.DBAfter, j.DBBefore = &after, &before, &dbAfter, &dbBefore
+	}
+	return j
 }
 
 func (s *Server) latestUniqueID() uint64 {
@@ -263,6 +284,8 @@ func (s *Server) alertConfig(ctx *fasthttp.RequestCtx, _ int) error {
 			"name": a.Name, "chart": a.Chart, "context": a.Context, "family": a.Family,
 			"class": a.Class, "component": a.Component, "type": a.Type, "units": a.Units, "info": a.Info,
 			"warn": a.Warn, "crit": a.Crit, "update_every": a.UpdateEvery, "source": "built-in@peerdns/agent/health",
+			"calc": a.Calc, "lookup": map[string]any{"dimensions": a.LookupDimensions, "method": a.LookupMethod,
+				"after": a.LookupAfter, "options": a.LookupOptions},
 		})
 	}
 	if name != "" && len(out) == 0 {

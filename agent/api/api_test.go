@@ -38,40 +38,47 @@ var internalKeys = map[string]bool{
 // type (a value can be undefined at a given moment).
 func sameShape(t *testing.T, path string, ref, got any, dynamic bool) {
 	t.Helper()
-	if ref == nil || got == nil {
-		return
+	for _, d := range shapeDiff(path, ref, got, dynamic) {
+		t.Error(d)
 	}
+}
+
+// shapeDiff lists the differences. In objects keyed by names (dynamic),
+// each of our entries must match some reference entry: Netdata's entries
+// differ among themselves (calc rules vs lookup rules), so each of ours is
+// compared with the reference entry it is closest to.
+func shapeDiff(path string, ref, got any, dynamic bool) []string {
+	if ref == nil || got == nil {
+		return nil
+	}
+	var out []string
 	switch r := ref.(type) {
 	case map[string]any:
 		g, ok := got.(map[string]any)
 		if !ok {
-			t.Errorf("%s: object expected, got %T", path, got)
-			return
+			return []string{fmt.Sprintf("%s: object expected, got %T", path, got)}
 		}
 		if dynamic {
 			if len(r) == 0 || len(g) == 0 {
-				return
+				return nil
 			}
-			// Compare with the reference entry that has the fewest keys:
-			// optional keys (Netdata's lookup_* of some alarms) then do
-			// not count, and the choice does not depend on map order.
-			var rv, gv any
-			best := -1
-			for _, k := range sortedKeys(r) {
-				n := 0
-				if m, ok := r[k].(map[string]any); ok {
-					n = len(m)
+			for _, gk := range sortedKeys(g) {
+				var best []string
+				for i, rk := range sortedKeys(r) {
+					if i >= 50 {
+						break
+					}
+					d := shapeDiff(path+"."+gk, r[rk], g[gk], false)
+					if best == nil || len(d) < len(best) {
+						best = d
+					}
+					if len(d) == 0 {
+						break
+					}
 				}
-				if best < 0 || n < best {
-					best, rv = n, r[k]
-				}
+				out = append(out, best...)
 			}
-			for _, v := range g {
-				gv = v
-				break
-			}
-			sameShape(t, path+".*", rv, gv, false)
-			return
+			return out
 		}
 		for k, rv := range r {
 			if internalKeys[k] {
@@ -79,25 +86,25 @@ func sameShape(t *testing.T, path string, ref, got any, dynamic bool) {
 			}
 			gv, ok := g[k]
 			if !ok {
-				t.Errorf("%s: key %q missing", path, k)
+				out = append(out, fmt.Sprintf("%s: key %q missing", path, k))
 				continue
 			}
-			sameShape(t, path+"."+k, rv, gv, dynamicKeys[k])
+			out = append(out, shapeDiff(path+"."+k, rv, gv, dynamicKeys[k])...)
 		}
 	case []any:
 		g, ok := got.([]any)
 		if !ok {
-			t.Errorf("%s: array expected, got %T", path, got)
-			return
+			return []string{fmt.Sprintf("%s: array expected, got %T", path, got)}
 		}
 		if len(r) > 0 && len(g) > 0 {
-			sameShape(t, path+"[0]", r[0], g[0], false)
+			out = append(out, shapeDiff(path+"[0]", r[0], g[0], false)...)
 		}
 	default:
 		if fmt.Sprintf("%T", ref) != fmt.Sprintf("%T", got) {
-			t.Errorf("%s: %T expected, got %T (%v)", path, ref, got, got)
+			out = append(out, fmt.Sprintf("%s: %T expected, got %T (%v)", path, ref, got, got))
 		}
 	}
+	return out
 }
 
 func sortedKeys(m map[string]any) []string {

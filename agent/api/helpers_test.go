@@ -133,12 +133,14 @@ func newTestEnv(t testing.TB) *testEnv {
 		alerts: []health.Alert{
 			{ID: 1, Name: "10min_cpu_usage", Chart: "system.cpu", Context: "system.cpu", Family: "cpu", Class: "Utilization", Component: "CPU", Type: "System",
 				Units: "%", Info: "average CPU utilization over the last 10 minutes", Status: health.StatusWarning, Value: 80.5,
-				Warn: "$this > 75", Crit: "$this > 85", LastStatusChange: now.Unix() - 30, LastUpdated: now.Unix() - 1, UpdateEvery: 60},
+				Warn: "$this > 75", Crit: "$this > 85", LastStatusChange: now.Unix() - 30, LastUpdated: now.Unix() - 1, UpdateEvery: 60,
+				LookupDimensions: "user,system,softirq,irq,guest", LookupMethod: "average", LookupAfter: -600, LookupOptions: "unaligned"},
 			{ID: 2, Name: "ram_in_use", Chart: "system.ram", Context: "system.ram", Family: "ram", Class: "Utilization", Component: "Memory", Type: "System",
 				Units: "%", Info: "system memory utilization", Status: health.StatusClear, Value: 0.75,
-				Warn: "$this > 80", Crit: "$this > 90", LastStatusChange: now.Unix() - 300, LastUpdated: now.Unix() - 1, UpdateEvery: 10},
+				Warn: "$this > 80", Crit: "$this > 90", LastStatusChange: now.Unix() - 300, LastUpdated: now.Unix() - 1, UpdateEvery: 10,
+				Calc: "$used * 100 / ($used + $cached + $free + $buffers)"},
 			{ID: 3, Name: "load_average_15", Chart: "system.load", Context: "system.load", Family: "load", Status: health.StatusUndefined,
-				Units: "load", Value: math.NaN(), UpdateEvery: 60},
+				Units: "load", Value: math.NaN(), UpdateEvery: 60, Calc: "$load15"},
 		},
 	}
 	for i, st := range []health.Status{health.StatusClear, health.StatusWarning} {
@@ -164,7 +166,7 @@ func newTestEnv(t testing.TB) *testEnv {
 	}
 	done := make(chan struct{})
 	go func() { defer close(done); _ = srv.Serve(ln) }()
-	t.Cleanup(func() { _ = srv.Shutdown(); <-done })
+	t.Cleanup(func() { _ = srv.Shutdown(); <-done }) // Shutdown also closes ln: Serve returns even if it had not started
 	env.url = "http://" + ln.Addr().String()
 	return env
 }

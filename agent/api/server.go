@@ -57,6 +57,10 @@ type Server struct {
 	started time.Time
 	srv     *fasthttp.Server
 
+	lnMu   sync.Mutex // guards ln and closed
+	ln     net.Listener
+	closed bool
+
 	// statsCache keeps store.Stats for a second: it walks every chart
 	// under its lock and the info/data paths need only its first/last times.
 	statsMu   sync.Mutex
@@ -121,11 +125,42 @@ func (f fasthttpLogger) Printf(format string, args ...any) {
 	f.l.Debug("fasthttp", "msg", fmt.Sprintf(format, args...))
 }
 
-// Serve answers requests on ln until Shutdown.
-func (s *Server) Serve(ln net.Listener) error { return s.srv.Serve(ln) }
+// Serve answers requests on ln until Shutdown. After Shutdown it returns
+// at once (closing ln).
+func (s *Server) Serve(ln net.Listener) error {
+	s.lnMu.Lock()
+	if s.closed {
+		s.lnMu.Unlock()
+		_ = ln.Close()
+		return nil
+	}
+	s.ln = ln
+	s.lnMu.Unlock()
+	err := s.srv.Serve(ln)
+	s.lnMu.Lock()
+	closed := s.closed
+	s.lnMu.Unlock()
+	if closed {
+		return nil // the listener was closed by Shutdown
+	}
+	return err
+}
 
 // Shutdown stops accepting, lets requests in flight finish and returns.
-func (s *Server) Shutdown() error { return s.srv.Shutdown() }
+// It also closes the listener itself: fasthttp's Shutdown only knows
+// listeners its Serve has already registered, and a Shutdown racing a
+// just-started Serve would otherwise leave Serve blocked forever.
+func (s *Server) Shutdown() error {
+	s.lnMu.Lock()
+	s.closed = true
+	ln := s.ln
+	s.lnMu.Unlock()
+	err := s.srv.Shutdown()
+	if ln != nil {
+		_ = ln.Close()
+	}
+	return err
+}
 
 func (s *Server) now() time.Time { return s.o.Now() }
 
