@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/valyala/fasthttp"
 
@@ -136,12 +137,27 @@ func (s *Server) promChartFor(c *store.ChartDef, o *promOpts) *promChart {
 	if o.prefix != "netdata" || o.useIDs {
 		return buildPromChart(c, o.prefix, o.useIDs)
 	}
-	if v, ok := s.prom.Load(c); ok {
+	// The cache belongs to one published chart list: when charts are
+	// registered or replaced a new list (and a new cache) starts, so
+	// definitions that are gone do not stay cached.
+	charts := s.o.DB.Charts()
+	pcache := s.prom.Load()
+	if pcache == nil || !sameSlice(pcache.charts, charts) {
+		pcache = &promCache{charts: charts}
+		s.prom.Store(pcache)
+	}
+	if v, ok := pcache.m.Load(c); ok {
 		return v.(*promChart)
 	}
 	pc := buildPromChart(c, "netdata", false)
-	s.prom.Store(c, pc)
+	pcache.m.Store(c, pc)
 	return pc
+}
+
+// promCache maps *store.ChartDef to its *promChart for one chart list.
+type promCache struct {
+	charts []*store.ChartDef
+	m      sync.Map
 }
 
 // appendFixed7 is C's "%0.7f".

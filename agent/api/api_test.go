@@ -415,7 +415,18 @@ func TestPrometheus(t *testing.T) {
 			}
 		}
 	}
-	r := env.get(t, "/api/v1/allmetrics?format=prometheus&filter=system.cpu")
+	// A replaced definition is rendered anew (the name cache follows the
+	// published chart list).
+	c := testCharts()[1]
+	c.Units = "processes"
+	if err := env.db.Register(c); err != nil {
+		t.Fatal(err)
+	}
+	r := env.get(t, "/api/v1/allmetrics?format=prometheus&filter=system.load")
+	if !bytes.Contains(r.body, []byte("netdata_system_load_processes_average{")) || bytes.Contains(r.body, []byte("netdata_system_load_load_average{")) {
+		t.Errorf("replaced chart definition not used:\n%s", r.body)
+	}
+	r = env.get(t, "/api/v1/allmetrics?format=prometheus&filter=system.cpu")
 	if bytes.Contains(r.body, []byte(`chart="system.load"`)) || !bytes.Contains(r.body, []byte(`chart="system.cpu"`)) {
 		t.Errorf("filter not applied:\n%s", r.body)
 	}

@@ -69,7 +69,7 @@ type Server struct {
 
 	ctxIndex  atomic.Pointer[contextIndex]
 	dataCache respCache
-	prom      sync.Map // *store.ChartDef -> *promChart (defs are immutable)
+	prom      atomic.Pointer[promCache] // per published chart list
 	infoBody  atomic.Pointer[cachedBody]
 	exportN   atomic.Uint64
 	counters  struct {
