@@ -141,9 +141,10 @@ for s in knot nsd unbound dnsmasq peerdns; do PID_OF[$s]=${PIDS[$i]}; i=$((i + 1
 wait_up() {
   local name=$1 port=$2
   for _ in $(seq 1 100); do
-    "$W/serve" -probe "127.0.0.1:$port" && return 0
+    "$W/serve" -probe "127.0.0.1:$port" 2>/dev/null && return 0
     sleep 0.1
   done
+  "$W/serve" -probe "127.0.0.1:$port" && return 0
   echo "$name did not come up on $port:" >&2
   cat "$W/$name.log" >&2
   exit 1
