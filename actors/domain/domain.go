@@ -18,10 +18,12 @@ import (
 )
 
 // Evaluate asks the domain actor for its consensus at ledger version
-// Version. Recalc drops the cached result first.
+// Version with the active-peer set of epoch Epoch (the ledger bumps it on
+// every peer-set change). Recalc drops the cached result first.
 type Evaluate struct {
 	Domain  string
 	Version uint64
+	Epoch   uint64
 	Self    string
 	Input   consensus.Input
 	Recalc  bool
@@ -31,6 +33,7 @@ type Evaluate struct {
 type Evaluated struct {
 	Domain         string
 	Version        uint64
+	Epoch          uint64
 	State          consensus.State
 	Plan           consensus.VotePlan
 	LastResolution int64 // unix ms, 0 = never
@@ -82,7 +85,7 @@ func (a *Actor) Receive(c actor.Context) {
 }
 
 func (a *Actor) evaluate(m *Evaluate) *Evaluated {
-	if !m.Recalc && a.cached != nil && a.cached.Version == m.Version {
+	if !m.Recalc && a.cached != nil && a.cached.Version == m.Version && a.cached.Epoch == m.Epoch {
 		out := *a.cached
 		out.Cached = true
 		return &out
@@ -100,7 +103,7 @@ func (a *Actor) evaluate(m *Evaluate) *Evaluated {
 		}
 	}
 	out := &Evaluated{
-		Domain: a.name, Version: m.Version, State: st, Plan: plan,
+		Domain: a.name, Version: m.Version, Epoch: m.Epoch, State: st, Plan: plan,
 		LastResolution: a.lastRes, Resolved: a.resolved, Failed: a.failed,
 	}
 	a.cached = out

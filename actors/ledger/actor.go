@@ -63,7 +63,8 @@ type Actor struct {
 	active      map[string]bool // connected writers (not self)
 	children    map[string]*actor.PID
 	results     map[string]*domain.Evaluated
-	inflight    map[string]uint64 // domain → version being evaluated
+	inflight    map[string]evalKey // domain → what is being evaluated
+	epoch       uint64             // bumped on every change of the active peer set
 	dirty       map[string]bool
 	recalc      map[string]bool
 	waiters     []waiter
@@ -132,7 +133,7 @@ func (a *Actor) Receive(c actor.Context) {
 func (a *Actor) load() error {
 	a.children = map[string]*actor.PID{}
 	a.results = map[string]*domain.Evaluated{}
-	a.inflight = map[string]uint64{}
+	a.inflight = map[string]evalKey{}
 	a.dirty = map[string]bool{}
 	a.recalc = map[string]bool{}
 	a.active = map[string]bool{}

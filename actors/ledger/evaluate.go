@@ -12,6 +12,10 @@ import (
 	"peerdns/messages"
 )
 
+// evalKey is what an evaluation was computed for: the domain's ledger
+// version and the active-peer epoch.
+type evalKey struct{ version, epoch uint64 }
+
 // publishNow is a self-message: publish once the mailbox burst is handled.
 type publishNow struct{}
 
@@ -56,7 +60,8 @@ func (a *Actor) flush(c actor.Context) {
 		if len(idx.claims) > 0 {
 			a.assignIP(name)
 		}
-		if v, ok := a.inflight[name]; ok && v == idx.version && !a.recalc[name] {
+		key := evalKey{idx.version, a.epoch}
+		if k, ok := a.inflight[name]; ok && k == key && !a.recalc[name] {
 			continue
 		}
 		pid := a.children[name]
@@ -64,9 +69,9 @@ func (a *Actor) flush(c actor.Context) {
 			pid = c.Spawn(domain.Props(name, a.d.Now))
 			a.children[name] = pid
 		}
-		a.inflight[name] = idx.version
+		a.inflight[name] = key
 		c.Request(pid, &domain.Evaluate{
-			Domain: name, Version: idx.version, Self: a.st.self,
+			Domain: name, Version: idx.version, Epoch: a.epoch, Self: a.st.self,
 			Input: a.st.input(name, a.activeSet()), Recalc: a.recalc[name],
 		})
 		delete(a.recalc, name)
@@ -122,7 +127,7 @@ func (a *Actor) assignIP(name string) {
 // asks for, or (when nothing changes any more) treat the domain as settled.
 func (a *Actor) onEvaluated(c actor.Context, m *domain.Evaluated) {
 	idx := a.st.domains[m.Domain]
-	if idx == nil || a.inflight[m.Domain] != m.Version || idx.version != m.Version {
+	if idx == nil || a.inflight[m.Domain] != (evalKey{m.Version, m.Epoch}) || idx.version != m.Version || a.epoch != m.Epoch {
 		return // stale: a newer evaluation is coming
 	}
 	delete(a.inflight, m.Domain)
@@ -142,7 +147,7 @@ func (a *Actor) onEvaluated(c actor.Context, m *domain.Evaluated) {
 		// Queue the votes; they are signed and committed together once the
 		// burst of evaluations in the mailbox is handled (one fsync for
 		// many domains). The domain stays in flight until then.
-		a.inflight[m.Domain] = m.Version
+		a.inflight[m.Domain] = evalKey{m.Version, m.Epoch}
 		a.voteQueue = append(a.voteQueue, ws...)
 		a.voteDomains = append(a.voteDomains, m.Domain)
 		if !a.voteScheduled {

@@ -142,6 +142,7 @@ func TestRejectsForgedOps(t *testing.T) {
 	forged := *op
 	forged.Writer = l.id.ID()
 	forged.Key = messages.ClaimKey("evil.p2p", l.id.ID())
+	forged.Seq = 2 // the next seq of the node's own log: only the signature can stop it
 	r := ask[*messages.ApplyOpsReply](t, l, &messages.ApplyOps{From: "test", Ops: []*messages.Op{op, &forged}})
 	if r.Applied != 0 || r.Rejected != 2 {
 		t.Fatalf("ApplyOps = %+v, want both rejected", r)

@@ -80,6 +80,9 @@ func (a *Actor) handle(c actor.Context, msg any) {
 		for _, id := range m.Connected {
 			a.active[id] = true
 		}
+		// Quorum depends on who is connected: every domain is re-evaluated
+		// with the new set (the epoch keys the domain actors' caches).
+		a.epoch++
 		a.markAll()
 	}
 }

@@ -79,6 +79,15 @@ func (s *state) verify(op *messages.Op) (messages.ParsedKey, error) {
 	if op.Seq == 0 {
 		return pk, fmt.Errorf("seq 0")
 	}
+	// Sequence first: duplicates are common in replication and must not
+	// pay for a signature check (a forged op with an old or future seq is
+	// dropped either way, it just is not counted as a failure).
+	switch have := s.vv[op.Writer]; {
+	case op.Seq <= have:
+		return pk, errDuplicate
+	case op.Seq > have+1:
+		return pk, errGap
+	}
 	msg, err := op.SigningBytes()
 	if err != nil {
 		return pk, err
@@ -88,12 +97,6 @@ func (s *state) verify(op *messages.Op) (messages.ParsedKey, error) {
 	}
 	if !s.authorised(op, pk) {
 		return pk, errUnauthorised
-	}
-	switch have := s.vv[op.Writer]; {
-	case op.Seq <= have:
-		return pk, errDuplicate
-	case op.Seq > have+1:
-		return pk, errGap
 	}
 	return pk, nil
 }
