@@ -13,6 +13,7 @@ import (
 	"github.com/miekg/dns"
 
 	nodedns "peerdns/dns"
+	"peerdns/dns/dnstest"
 	"peerdns/dns/records"
 	"peerdns/dns/zone"
 )
@@ -90,11 +91,27 @@ func BenchmarkSlowPath(b *testing.B) {
 }
 
 // BenchmarkUDPRoundTrip is one query and its answer over loopback UDP
-// through a running server, per client goroutine.
+// through a running server, per client goroutine: names from local
+// records, or (cached) the same names forwarded to an upstream once and
+// then answered from the cache.
 func BenchmarkUDPRoundTrip(b *testing.B) {
-	local := &records.Published{}
-	local.Store(snapshot(b))
-	srv, err := nodedns.New(nodedns.Config{Addr: "127.0.0.1:0", ResolvConf: "/nonexistent"}, nil, local, nil)
+	b.Run("local", func(b *testing.B) {
+		local := &records.Published{}
+		local.Store(snapshot(b))
+		roundTrip(b, nodedns.Config{Addr: "127.0.0.1:0", ResolvConf: "/nonexistent"}, local)
+	})
+	b.Run("cached", func(b *testing.B) {
+		names := map[string]string{}
+		for i := 0; i < 1000; i++ {
+			names[fmt.Sprintf("host%d.bench.test", i)] = fmt.Sprintf("10.0.%d.%d", i>>8&255, i&255)
+		}
+		up := dnstest.Start(b, names)
+		roundTrip(b, nodedns.Config{Addr: "127.0.0.1:0", Upstreams: []string{up.Addr}}, nil)
+	})
+}
+
+func roundTrip(b *testing.B, cfg nodedns.Config, local *records.Published) {
+	srv, err := nodedns.New(cfg, nil, local, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -107,6 +124,18 @@ func BenchmarkUDPRoundTrip(b *testing.B) {
 		srv.Shutdown(ctx)
 	}()
 	qs := queries(b, false)
+	if cfg.Upstreams != nil {
+		// Warm the cache.
+		for _, q := range qs {
+			m := new(dns.Msg)
+			if err := m.Unpack(q); err != nil {
+				b.Fatal(err)
+			}
+			if _, _, err := (&dns.Client{}).Exchange(m, srv.Addr()); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
 	b.ReportAllocs()
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
