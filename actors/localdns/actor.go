@@ -39,6 +39,9 @@ type Deps struct {
 	View         *view.Published
 	PublicLookup func(ctx context.Context, name string) (string, error)
 	CheckTimeout time.Duration // per public lookup; default 10s
+	// RecheckEvery repeats the public lookups of every p2p domain (public
+	// DNS changes too); default 1h, negative disables.
+	RecheckEvery time.Duration
 	Log          *slog.Logger
 }
 
@@ -63,6 +66,9 @@ func Props(d Deps) *actor.Props {
 	if d.CheckTimeout <= 0 {
 		d.CheckTimeout = 10 * time.Second
 	}
+	if d.RecheckEvery == 0 {
+		d.RecheckEvery = time.Hour
+	}
 	sh := &shared{sem: make(chan struct{}, 8)}
 	return actor.PropsFromProducer(func() actor.Actor { return &Actor{d: d, sh: sh} },
 		actor.WithSupervisor(supervisor.Backoff()))
@@ -74,6 +80,8 @@ type Actor struct {
 	sh      *shared
 	st      *state
 	checked map[string]bool // p2p domains whose public lookup ran or runs
+	names   map[string]bool // resolved p2p domains of the latest view
+	stop    chan struct{}   // ends the recheck ticker
 }
 
 // Receive handles one message.
@@ -97,8 +105,20 @@ func (a *Actor) Receive(c actor.Context) {
 	case *SetVersionPreference:
 		next, ws, err := a.st.setPref(m.Domain, m.Version)
 		c.Respond(&WriteReply{Err: a.apply(c, next, ws, err)})
+	case *actor.Stopping, *actor.Restarting:
+		if a.stop != nil {
+			close(a.stop)
+			a.stop = nil
+		}
 	case *viewChanged:
 		a.viewChanged(c, m)
+	case *Recheck:
+		// Forget what was checked; the last view's domains are looked up
+		// again (nothing to do before the first view).
+		if a.names != nil {
+			a.checked = map[string]bool{}
+			a.viewChanged(c, &viewChanged{names: a.names})
+		}
 	case *conflictChecked:
 		a.conflictChecked(c, m)
 	}
@@ -119,6 +139,10 @@ func (a *Actor) start(c actor.Context) {
 	a.sh.sys.Store(c.ActorSystem())
 	if a.d.View == nil || a.d.PublicLookup == nil {
 		return
+	}
+	if a.d.RecheckEvery > 0 {
+		a.stop = make(chan struct{})
+		go tick(c.ActorSystem(), c.Self(), a.d.RecheckEvery, a.stop)
 	}
 	a.sh.once.Do(func() {
 		a.d.View.Subscribe(func(s *view.Snapshot) {
@@ -158,7 +182,22 @@ func (a *Actor) hint(c actor.Context) {
 	c.ActorSystem().EventStream.Publish(&messages.Hint{Type: messages.HintLocalDNS})
 }
 
+// tick sends Recheck every d until stop closes.
+func tick(sys *actor.ActorSystem, pid *actor.PID, d time.Duration, stop chan struct{}) {
+	t := time.NewTicker(d)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+			sys.Root.Send(pid, &Recheck{})
+		}
+	}
+}
+
 func (a *Actor) viewChanged(c actor.Context, m *viewChanged) {
+	a.names = m.names
 	for name := range m.names {
 		if !a.checked[name] {
 			a.checked[name] = true

@@ -49,7 +49,7 @@ func ask[R any](t *testing.T, n *node, msg any) R {
 
 // startNode runs the actor over the store file at path, with a real DNS
 // server reading its snapshot and forwarding to up.
-func startNode(t *testing.T, path string, up *dnstest.Upstream, v *view.Published) *node {
+func startNode(t *testing.T, path string, up *dnstest.Upstream, v *view.Published, opts ...func(*Deps)) *node {
 	t.Helper()
 	db, err := store.Open(path, store.Options{Durable: true})
 	if err != nil {
@@ -68,7 +68,11 @@ func startNode(t *testing.T, path string, up *dnstest.Upstream, v *view.Publishe
 			n.hints.Add(1)
 		}
 	})
-	n.pid = n.sys.Root.Spawn(Props(Deps{Store: db, Published: n.pub, View: v, PublicLookup: n.srv.PublicLookup, Log: slog.New(slog.DiscardHandler)}))
+	deps := Deps{Store: db, Published: n.pub, View: v, PublicLookup: n.srv.PublicLookup, Log: slog.New(slog.DiscardHandler)}
+	for _, o := range opts {
+		o(&deps)
+	}
+	n.pid = n.sys.Root.Spawn(Props(deps))
 	stopped := false
 	stop := func() {
 		if stopped {
@@ -214,10 +218,55 @@ func TestRecordsLiveAndPersisted(t *testing.T) {
 		t.Fatalf("mail.lan after restart = %q", got)
 	}
 
+	// Public DNS changes: a recheck finds it (the node's upstream cache
+	// is cleared first, as an operator would with clear-dns-cache).
+	up.SetA("clash.p2p", "")
+	up.SetA("site.p2p", "198.51.100.20")
+	for _, d := range []string{"clash.p2p", "site.p2p"} {
+		if _, err := n2.srv.ClearCache(d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n2.sys.Root.Send(n2.pid, &Recheck{})
+	eventually(t, 5*time.Second, func() error {
+		got := ask[*GetLocalDNSReply](t, n2, &GetLocalDNS{}).Conflicts
+		if want := []Conflict{{Domain: "site.p2p", Version: "p2p", PublicIP: "198.51.100.20"}}; !reflect.DeepEqual(got, want) {
+			return fmt.Errorf("after recheck conflicts = %+v, want %+v", got, want)
+		}
+		return nil
+	})
+
 	// The domain leaves the view: its conflict goes.
 	n2.view.Store(&view.Snapshot{Version: 2, Domains: map[string]*view.Domain{}})
 	eventually(t, 5*time.Second, func() error {
 		if c := ask[*GetLocalDNSReply](t, n2, &GetLocalDNS{}).Conflicts; len(c) != 0 {
+			return fmt.Errorf("conflicts %+v", c)
+		}
+		return nil
+	})
+}
+
+func TestRecheckTicker(t *testing.T) {
+	up := dnstest.Start(t, nil)
+	n := startNode(t, filepath.Join(t.TempDir(), "node.db"), up, testView(), func(d *Deps) { d.RecheckEvery = 20 * time.Millisecond })
+	// Both resolved domains were looked up once at start (NXDOMAIN).
+	eventually(t, 5*time.Second, func() error {
+		if h := up.Hits(); h < 2 {
+			return fmt.Errorf("%d public lookups", h)
+		}
+		return nil
+	})
+	if c := ask[*GetLocalDNSReply](t, n, &GetLocalDNS{}).Conflicts; len(c) != 0 {
+		t.Fatalf("conflicts before public data: %+v", c)
+	}
+	// The domain starts resolving publicly; the ticker's rechecks find it
+	// once the node's negative cache entry is gone.
+	up.SetA("site.p2p", "198.51.100.30")
+	if _, err := n.srv.ClearCache("site.p2p"); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 5*time.Second, func() error {
+		if c := ask[*GetLocalDNSReply](t, n, &GetLocalDNS{}).Conflicts; len(c) != 1 || c[0].PublicIP != "198.51.100.30" {
 			return fmt.Errorf("conflicts %+v", c)
 		}
 		return nil

@@ -62,6 +62,10 @@ type GetSelectorCacheReply struct {
 	Err   error
 }
 
+// Recheck repeats the public lookup of every resolved p2p domain (sent
+// by the actor's own ticker; tests send it to drive the clock).
+type Recheck struct{}
+
 // viewChanged carries a new p2p view into the actor (from the view
 // subscription, outside the actor's goroutine).
 type viewChanged struct{ names map[string]bool }
