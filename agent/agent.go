@@ -181,7 +181,12 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (err error) {
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", cfg.Addr())
+	// No TCP keepalive on accepted connections: idle ones are closed by
+	// the server's idle timeout anyway, and setting keepalive costs four
+	// setsockopt calls per connection (8% of the CPU of a
+	// connection-per-request load in a profile).
+	lc := net.ListenConfig{KeepAlive: -1}
+	ln, err := lc.Listen(ctx, "tcp", cfg.Addr())
 	if err != nil {
 		return fmt.Errorf("agent listen: %w", err)
 	}

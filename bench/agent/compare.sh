@@ -152,10 +152,16 @@ read -r nd_charts nd_dims < <(dims "$ND")
 read -r pd_charts pd_dims < <(dims "$PD")
 
 # --- wrk ------------------------------------------------------------------
-declare -A RPS P99 SIZE
-run_wrk() { # name base path
-	local out rps p99 errs
+declare -A RPS P99 SIZE CPUREQ
+run_wrk() { # name base path server-pid
+	local out rps p99 errs c0 c1 n
+	c0=$(ticks "$4")
 	out=$(wrk -t"$THREADS" -c"$CONNS" -d"${DUR}s" --latency -H 'Connection: close' "$2$3" 2>&1)
+	c1=$(ticks "$4")
+	n=$(awk '/requests in/ {print $1}' <<<"$out")
+	# Server CPU time per request: unlike req/s it hardly depends on what
+	# else the (shared) machine is doing.
+	CPUREQ[$1]="${CPUREQ[$1]:-} $(echo "($c1 - $c0) * 1000000 / $HZ / ${n:-1}" | bc -l | xargs printf %.1f)"
 	rps=$(awk '/^Requests\/sec:/ {print $2}' <<<"$out")
 	p99=$(awk '$1 == "99%" {v=$2; if (v ~ /us$/) {sub(/us$/,"",v); v=v/1000} else if (v ~ /ms$/) {sub(/ms$/,"",v)} else if (v ~ /s$/) {sub(/s$/,"",v); v=v*1000}; printf "%.2f", v}' <<<"$out")
 	RPS[$1]="${RPS[$1]:-} $rps"
@@ -175,14 +181,15 @@ for round in $(seq 1 "$ROUNDS"); do
 	for e in "${PATHS[@]}"; do
 		name=${e%%:*}; path=${e#*:}
 		echo "round $round: wrk ${DUR}s $path (netdata, then peerdns)" >&2
-		run_wrk "nd_$name" "$ND" "$path"
-		run_wrk "pd_$name" "$PD" "$path"
+		run_wrk "nd_$name" "$ND" "$path" "$ND_PID"
+		run_wrk "pd_$name" "$PD" "$path" "$PD_PID"
 	done
 done
 for k in "${!RPS[@]}"; do
-	echo "  $k req/s:${RPS[$k]}  p99 ms:${P99[$k]}" >&2
+	echo "  $k req/s:${RPS[$k]}  p99 ms:${P99[$k]}  server CPU us/req:${CPUREQ[$k]}" >&2
 	RPS[$k]=$(median "${RPS[$k]}")
 	P99[$k]=$(median "${P99[$k]}")
+	CPUREQ[$k]=$(median "${CPUREQ[$k]}")
 done
 
 # --- report ---------------------------------------------------------------
@@ -200,6 +207,7 @@ for e in "${PATHS[@]}"; do
 	name=${e%%:*}
 	row "$name req/s" "${RPS[nd_$name]}" "${RPS[pd_$name]}" "$(ratio "${RPS[nd_$name]}" "${RPS[pd_$name]}")"
 	row "$name p99 ms" "${P99[nd_$name]}" "${P99[pd_$name]}" "$(ratio "${P99[nd_$name]}" "${P99[pd_$name]}")"
+	row "$name server CPU us per request" "${CPUREQ[nd_$name]}" "${CPUREQ[pd_$name]}" "$(ratio "${CPUREQ[nd_$name]}" "${CPUREQ[pd_$name]}")"
 	row "$name body bytes" "${SIZE[nd_$name]}" "${SIZE[pd_$name]}" ""
 done
 series() { curl -fsS "$1/api/v1/allmetrics?format=prometheus" | grep -vc '^#'; }
