@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -742,6 +744,19 @@ func TestDataFreshChart(t *testing.T) {
 				if v == nil {
 					t.Errorf("%s: null in %s", q, r.body)
 				}
+			}
+		}
+	}
+}
+
+func TestAppendFixed7(t *testing.T) {
+	for _, v := range []float64{0, 1, -1, 0.5, 88.5572139, -1.9919336, 1e-8, -1e-8, 123456.1234567, 9e11 + 0.5, 1e300, -0.00000005} {
+		got := string(appendFixed7(nil, v))
+		want := strconv.FormatFloat(v, 'f', 7, 64)
+		if got != want && !(got == "0.0000000" && want == "-0.0000000") {
+			g, _ := strconv.ParseFloat(got, 64)
+			if math.Abs(g-v) > 1e-7 {
+				t.Errorf("appendFixed7(%v) = %s, want %s", v, got, want)
 			}
 		}
 	}

@@ -67,12 +67,13 @@ type Server struct {
 	statsAt   time.Time
 	statsLast store.Stats
 
-	ctxIndex  atomic.Pointer[contextIndex]
-	dataCache respCache
-	prom      atomic.Pointer[promCache] // per published chart list
-	infoBody  atomic.Pointer[cachedBody]
-	exportN   atomic.Uint64
-	counters  struct {
+	ctxIndex     atomic.Pointer[contextIndex]
+	dataCache    respCache
+	prom         atomic.Pointer[promCache] // per published chart list
+	infoBody     atomic.Pointer[cachedBody]
+	lastPromSize atomic.Int64
+	exportN      atomic.Uint64
+	counters     struct {
 		data, prom, shell, json, info atomic.Uint64
 	}
 }
