@@ -60,13 +60,14 @@ wait_http() { # url, seconds
 
 # --- peerdns agent --------------------------------------------------------
 echo "building the agent" >&2
-if grep -q 'agent.Run' cmd/peerdns/*.go 2>/dev/null; then
-	go build -o "$TMP/peerdns" ./cmd/peerdns
+if grep -q 'agent.Run' cmd/peerdns/*.go 2>/dev/null && go build -o "$TMP/peerdns" ./cmd/peerdns; then
 	PD_CMD=("$TMP/peerdns" agent --data "$TMP/pd")
 else
+	echo "peerdns agent not available; using bench/agent/agentmain (same agent.Run)" >&2
 	go build -o "$TMP/peerdns-agent" ./bench/agent/agentmain
 	PD_CMD=("$TMP/peerdns-agent" --data "$TMP/pd")
 fi
+echo "agent command: ${PD_CMD[*]}" >&2
 PD_PORT=$(free_port)
 AGENT_REST_HOST=127.0.0.1 AGENT_REST_PORT=$PD_PORT "${PD_CMD[@]}" >"$TMP/pd.log" 2>&1 &
 PD_PID=$!
