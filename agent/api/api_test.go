@@ -16,6 +16,8 @@ import (
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/valyala/fasthttp"
+
+	"peerdns/agent/store"
 )
 
 // dynamicKeys are objects keyed by names (charts, dimensions, alarms...):
@@ -759,5 +761,29 @@ func TestAppendFixed7(t *testing.T) {
 				t.Errorf("appendFixed7(%v) = %s, want %s", v, got, want)
 			}
 		}
+	}
+}
+
+// TestQueryTooLarge: a window whose copy would exceed maxQueryCells is a
+// 400; a long window over little stored data is not.
+func TestQueryTooLarge(t *testing.T) {
+	env := newTestEnv(t)
+	if r := env.get(t, "/api/v1/data?chart=system.cpu&after=-94000000&points=100"); r.status != 200 {
+		t.Fatalf("long window over 600 s of data: %d %s", r.status, r.body)
+	}
+	// 900 more charts of 8 dimensions in one context, 600 s each: 4.3M cells.
+	for i := 0; i < 900; i++ {
+		id := fmt.Sprintf("big.c%d", i)
+		c := &store.ChartDef{ID: id, Context: "big.ctx", Units: "x", UpdateEvery: 1, Dims: dimsOf("a", "b", "c", "d", "e", "f", "g", "h")}
+		if err := env.db.Register(c); err != nil {
+			t.Fatal(err)
+		}
+		if err := env.db.Append(id, env.now.Unix()-1, make([]float64, 8)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := env.get(t, "/api/v1/data?context=big.ctx&after=-600&points=10")
+	if r.status != 400 || !strings.Contains(string(r.body), "query too large") {
+		t.Fatalf("huge context query: %d %.200s", r.status, r.body)
 	}
 }

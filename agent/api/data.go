@@ -38,6 +38,24 @@ func (s *Server) runQuery(req *query.Request, defs []*store.ChartDef, now int64)
 		return nil, last, httpx.BadRequest("%v", err)
 	}
 	if plan.Points > 0 {
+		// The store copies every slot of every dimension of the window:
+		// refuse copies beyond maxQueryCells (32 bytes each) instead of
+		// letting one request allocate hundreds of megabytes.
+		// The store clamps windows to what it holds, so count from the
+		// oldest stored point of the tier.
+		st := s.stats()
+		oldest := st.FirstTime
+		if req.Tier == 1 {
+			oldest = st.Tier1First
+		}
+		cells := int64(0)
+		span := (max(plan.Before, last)-max(plan.After, oldest))/step + 1
+		for _, d := range defs {
+			cells += span * int64(len(d.Dims))
+		}
+		if cells > maxQueryCells {
+			return nil, last, httpx.BadRequest("query too large: %d stored points (at most %d); use a shorter window, tier=1 or fewer charts", cells, maxQueryCells)
+		}
 		first := int64(0)
 		for i, d := range defs {
 			// Up to the newest point, not plan.Before: the plan may be
@@ -74,6 +92,10 @@ func (s *Server) runQuery(req *query.Request, defs []*store.ChartDef, now int64)
 	}
 	return res, last, err
 }
+
+// maxQueryCells caps the slots one data query copies out of the store
+// (4M slots = 128 MiB of store.Agg).
+const maxQueryCells = 4 << 20
 
 // resolveDefs finds the charts of a request: the chart, or every chart of
 // the context (optionally only the named chart of it).
