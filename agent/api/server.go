@@ -103,7 +103,10 @@ func New(o Options) (*Server, error) {
 	s := &Server{o: o, log: o.Log, started: o.Now()}
 	s.host = collectHostInfo(o.Identity)
 	s.srv = &fasthttp.Server{
-		Handler:            s.Handle,
+		// Bodies are gzip/deflate-compressed for clients that ask (as
+		// Netdata does; Prometheus always asks): a 1,300-series scrape
+		// shrinks about 10x.
+		Handler:            fasthttp.CompressHandlerLevel(s.Handle, fasthttp.CompressBestSpeed),
 		Name:               "peerdns-agent/" + Version,
 		ReadTimeout:        10 * time.Second,
 		WriteTimeout:       10 * time.Second,
