@@ -812,3 +812,15 @@ func TestGzip(t *testing.T) {
 		t.Fatalf("gzip body: %d bytes -> %d, equal=%v", len(r.body), len(b), bytes.Equal(b, plain.body))
 	}
 }
+
+// TestInfoPerVersion: the cached info body says the version it was asked
+// for.
+func TestInfoPerVersion(t *testing.T) {
+	env := newTestEnv(t)
+	for _, v := range []int{1, 3, 2, 1} {
+		info := decode(t, "info", env.get(t, fmt.Sprintf("/api/v%d/info", v)).body).(map[string]any)
+		if info["api"] != float64(v) {
+			t.Errorf("/api/v%d/info says api %v", v, info["api"])
+		}
+	}
+}

@@ -186,7 +186,7 @@ func (s *Server) index(ctx *fasthttp.RequestCtx, _ int) error {
 // most polled endpoint after data and it only changes with alarm counts.
 func (s *Server) info(ctx *fasthttp.RequestCtx, ver int) error {
 	now := s.now().Unix()
-	if c := s.infoBody.Load(); c != nil && c.at == now {
+	if c := s.infoBody[ver&3].Load(); c != nil && c.at == now {
 		setBody(ctx, ctJSON, c.body)
 		return nil
 	}
@@ -235,7 +235,7 @@ func (s *Server) info(ctx *fasthttp.RequestCtx, ver int) error {
 	if err != nil {
 		return httpx.Internal("encode info: %v", err)
 	}
-	s.infoBody.Store(&cachedBody{at: now, body: b})
+	s.infoBody[ver&3].Store(&cachedBody{at: now, body: b})
 	setBody(ctx, ctJSON, b)
 	return nil
 }

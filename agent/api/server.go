@@ -69,8 +69,8 @@ type Server struct {
 
 	ctxIndex     atomic.Pointer[contextIndex]
 	dataCache    respCache
-	prom         atomic.Pointer[promCache] // per published chart list
-	infoBody     atomic.Pointer[cachedBody]
+	prom         atomic.Pointer[promCache]     // per published chart list
+	infoBody     [4]atomic.Pointer[cachedBody] // per API version (the body says which)
 	lastPromSize atomic.Int64
 	exportN      atomic.Uint64
 	counters     struct {
