@@ -824,3 +824,47 @@ func TestInfoPerVersion(t *testing.T) {
 		}
 	}
 }
+
+func TestAIHelpers(t *testing.T) {
+	env := newTestEnv(t)
+	snap := decode(t, "snapshot", env.get(t, "/api/v3/ai/snapshot").body).(map[string]any)
+	for _, k := range []string{"health", "kpis", "anomalies", "alerts", "catalog", "storage"} {
+		if snap[k] == nil {
+			t.Errorf("snapshot lacks %s", k)
+		}
+	}
+	kpis := snap["kpis"].(map[string]any)
+	// system.cpu without idle is 9 * (t%5) at the newest second.
+	last := env.now.Unix() - 1
+	if kpis["cpu_percent"] != float64(9*(last%5)) {
+		t.Errorf("cpu_percent = %v, want %d", kpis["cpu_percent"], 9*(last%5))
+	}
+	if a := snap["alerts"].([]any); len(a) != 1 {
+		t.Errorf("raised alerts = %v", a)
+	}
+	ch := decode(t, "charts", env.get(t, "/api/v3/ai/charts?q=CPU&limit=2").body).(map[string]any)
+	if ch["count"].(float64) != 2 || ch["matched"].(float64) < 3 {
+		t.Errorf("ai/charts = %v", ch)
+	}
+	r := env.get(t, "/api/v3/ai/chart/system.cpu/summary?after=-100&points=20&group=max")
+	sum := decode(t, "summary", r.body).(map[string]any)
+	dims := sum["dimensions"].([]any)
+	if len(dims) != 9 {
+		t.Fatalf("summary dims = %d", len(dims))
+	}
+	user := dims[5].(map[string]any)
+	if user["id"] != "user" || user["min"] != 4.0 || user["max"] != 4.0 || user["last"] != float64(last%5) {
+		t.Errorf("user summary (group max over 5 s of t%%5 is 4) = %v", user)
+	}
+	for path, want := range map[string]int{
+		"/api/v3/ai/chart/no.such/summary":                404,
+		"/api/v3/ai/chart/system.cpu/summary?points=0":    400,
+		"/api/v3/ai/charts?limit=9999":                    400,
+		"/api/v3/ai/chart//summary":                       404,
+		"/api/v3/ai/chart/system.cpu/summary?group=bogus": 400,
+	} {
+		if r := env.get(t, path); r.status != want {
+			t.Errorf("GET %s = %d %s, want %d", path, r.status, r.body, want)
+		}
+	}
+}

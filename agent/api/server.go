@@ -236,6 +236,8 @@ func init() {
 		"variable":          (*Server).variable,
 		"alarm_variables":   (*Server).variable,
 		"functions":         (*Server).functions,
+		"ai/snapshot":       (*Server).aiSnapshot,
+		"ai/charts":         (*Server).aiCharts,
 	}
 }
 
@@ -317,6 +319,11 @@ func (s *Server) route(ctx *fasthttp.RequestCtx) error {
 		cmd = string(rest[slash+1:])
 	}
 	cmd = strings.TrimSuffix(cmd, "/")
+	if id, ok := strings.CutPrefix(cmd, "ai/chart/"); ok {
+		if id, ok = strings.CutSuffix(id, "/summary"); ok && id != "" {
+			return s.aiChartSummary(ctx, id)
+		}
+	}
 	h, ok := commands[cmd]
 	if !ok {
 		if cmd == "" {

@@ -1,0 +1,245 @@
+package api
+
+import (
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/valyala/fasthttp"
+
+	"peerdns/agent/health"
+	"peerdns/agent/query"
+	"peerdns/agent/store"
+	"peerdns/http/httpx"
+)
+
+// The AI helpers are compact read endpoints for local assistants: a host
+// snapshot, a catalog search and a windowed summary of one chart. They
+// return small JSON documents with plain numbers (null when unknown).
+
+// latestMap is the newest value of each dimension of a chart by id.
+func (s *Server) latestMap(id string) map[string]float64 {
+	c, ok := s.o.DB.Chart(id)
+	if !ok {
+		return nil
+	}
+	_, vals, ok := s.o.DB.Latest(id)
+	if !ok {
+		return nil
+	}
+	m := make(map[string]float64, len(c.Dims))
+	for i, d := range c.Dims {
+		if i < len(vals) {
+			m[d.ID] = vals[i]
+		}
+	}
+	return m
+}
+
+func sumExcept(m map[string]float64, skip ...string) float64 {
+	t := 0.0
+outer:
+	for k, v := range m {
+		for _, s := range skip {
+			if k == s {
+				continue outer
+			}
+		}
+		if !math.IsNaN(v) {
+			t += v
+		}
+	}
+	return t
+}
+
+func pct(part, total float64) any {
+	if total <= 0 || math.IsNaN(part) || math.IsNaN(total) {
+		return nil
+	}
+	return math.Round(part/total*10000) / 100
+}
+
+// aiSnapshot: health, KPIs, anomalies and alerts, catalog and storage.
+func (s *Server) aiSnapshot(ctx *fasthttp.RequestCtx, _ int) error {
+	normal, warning, critical := s.alarmCounts()
+	status := "ok"
+	if critical > 0 {
+		status = "critical"
+	} else if warning > 0 {
+		status = "warning"
+	}
+	kpis := map[string]any{}
+	if m := s.latestMap("system.cpu"); m != nil {
+		kpis["cpu_percent"] = math.Round(sumExcept(m, "idle")*100) / 100
+	}
+	if m := s.latestMap("system.load"); m != nil {
+		kpis["load1"], kpis["load5"], kpis["load15"] = jsonNum(m["load1"]), jsonNum(m["load5"]), jsonNum(m["load15"])
+	}
+	if m := s.latestMap("system.ram"); m != nil {
+		kpis["ram_used_percent"] = pct(m["used"], sumExcept(m))
+	}
+	if m := s.latestMap("system.swap"); m != nil {
+		kpis["swap_used_percent"] = pct(m["used"], sumExcept(m))
+	}
+	if m := s.latestMap("system.net"); m != nil {
+		kpis["net_received_kilobits_s"], kpis["net_sent_kilobits_s"] = jsonNum(m["received"]), jsonNum(math.Abs(m["sent"]))
+	}
+	if m := s.latestMap("system.io"); m != nil {
+		kpis["disk_read_kib_s"], kpis["disk_write_kib_s"] = jsonNum(m["in"]), jsonNum(math.Abs(m["out"]))
+	}
+	disks := []map[string]any{}
+	for _, c := range s.index2().byContext["disk.space"] {
+		if m := s.latestMap(c.ID); m != nil {
+			disks = append(disks, map[string]any{"chart": c.ID, "mount": c.Family, "used_percent": pct(m["used"], sumExcept(m))})
+		}
+	}
+	kpis["disk_space"] = disks
+
+	// Anomalies: anomalous points the detector flagged over the last ten
+	// minutes of tier 1 (zero until an anomaly detector fills them).
+	now := s.now().Unix()
+	type anom struct {
+		Chart string `json:"chart"`
+		Count uint64 `json:"anomalous_points"`
+	}
+	var anoms []anom
+	var total uint64
+	charts := s.o.DB.Charts()
+	for _, c := range charts {
+		w, err := s.o.DB.Query(c.ID, 1, now-600, now)
+		if err != nil {
+			continue
+		}
+		var n uint64
+		for _, slots := range w.Slots {
+			for _, a := range slots {
+				n += uint64(a.Anomalous)
+			}
+		}
+		if n > 0 {
+			anoms = append(anoms, anom{c.ID, n})
+			total += n
+		}
+	}
+	sort.Slice(anoms, func(i, j int) bool { return anoms[i].Count > anoms[j].Count })
+	if len(anoms) > 10 {
+		anoms = anoms[:10]
+	}
+	raisedList := []map[string]any{}
+	for _, a := range s.alerts() {
+		if raised(a.Status) {
+			raisedList = append(raisedList, map[string]any{"name": a.Name, "chart": a.Chart, "status": a.Status,
+				"value": jsonNum(a.Value), "units": a.Units, "since": a.LastStatusChange, "info": a.Info})
+		}
+	}
+	ix := s.index2()
+	dims := 0
+	for _, c := range charts {
+		dims += len(c.Dims)
+	}
+	st := s.stats()
+	return writeJSON(ctx, map[string]any{
+		"hostname": s.host.Hostname,
+		"time":     now,
+		"health":   map[string]any{"status": status, "alarms": alarmCount{normal, warning, critical}},
+		"kpis":     kpis,
+		"anomalies": map[string]any{"window_seconds": 600, "anomalous_points": total,
+			"top_charts": anoms},
+		"alerts":  raisedList,
+		"catalog": map[string]any{"charts": len(charts), "dimensions": dims, "contexts": ix.contexts},
+		"storage": map[string]any{"dir": st.Dir, "tier0_retention_seconds": int64(st.Tier0Retention.Seconds()),
+			"tier1_retention_seconds": int64(st.Tier1Retention.Seconds()), "memory_bytes": st.MemoryBytes,
+			"tier1_disk_bytes": st.Tier1DiskBytes, "first_entry": st.FirstTime, "last_entry": st.LastTime},
+	})
+}
+
+// aiCharts searches the catalog: q (substring of id, title, context or
+// family; empty lists all), limit (default 20, at most 500).
+func (s *Server) aiCharts(ctx *fasthttp.RequestCtx, _ int) error {
+	q, _ := arg(ctx, "q")
+	q = strings.ToLower(strings.TrimSpace(q))
+	limit := 20
+	if l, ok := arg(ctx, "limit"); ok && l != "" {
+		n, err := strconv.Atoi(l)
+		if err != nil || n <= 0 || n > 500 {
+			return httpx.BadRequest("limit must be an integer from 1 to 500, got %q", l)
+		}
+		limit = n
+	}
+	out := []map[string]any{}
+	matched := 0
+	for _, c := range s.o.DB.Charts() {
+		if q != "" && !strings.Contains(strings.ToLower(c.ID), q) && !strings.Contains(strings.ToLower(c.Title), q) &&
+			!strings.Contains(strings.ToLower(c.Context), q) && !strings.Contains(strings.ToLower(c.Family), q) {
+			continue
+		}
+		matched++
+		if len(out) >= limit {
+			continue
+		}
+		var names []string
+		for _, d := range c.Dims {
+			if !d.Hidden {
+				names = append(names, d.Name)
+			}
+		}
+		out = append(out, map[string]any{"id": c.ID, "title": c.Title, "context": c.Context, "family": c.Family,
+			"units": c.Units, "dimensions": names})
+	}
+	return writeJSON(ctx, map[string]any{"q": q, "matched": matched, "count": len(out), "charts": out})
+}
+
+// aiChartSummary is /api/v3/ai/chart/{id}/summary: per dimension the min,
+// average and max over the window's points and the last collected value.
+// after (default -600), points (default 60) and group are the data
+// query's.
+func (s *Server) aiChartSummary(ctx *fasthttp.RequestCtx, id string) error {
+	c, ok := s.o.DB.Chart(id)
+	if !ok {
+		return httpx.Errorf(fasthttp.StatusNotFound, "Chart is not found: %s", id)
+	}
+	req, err := query.ParseRequest(getter(ctx))
+	if err != nil {
+		return httpx.BadRequest("%v", err)
+	}
+	if _, ok := arg(ctx, "after"); !ok {
+		req.After = -600
+	}
+	req.Chart, req.Context, req.Dimensions, req.Options = c.ID, "", "", 0
+	res, _, err := s.runQuery(&req, []*store.ChartDef{c}, s.now().Unix())
+	if err != nil {
+		return err
+	}
+	dims := make([]map[string]any, 0, len(res.Columns))
+	for col, cl := range res.Columns {
+		mn, mx, sum, n := math.Inf(1), math.Inf(-1), 0.0, 0
+		for r := 0; r < res.Rows(); r++ {
+			v := res.At(r, col)
+			if math.IsNaN(v) {
+				continue
+			}
+			mn, mx, sum, n = math.Min(mn, v), math.Max(mx, v), sum+v, n+1
+		}
+		d := map[string]any{"id": cl.ID, "name": cl.Name, "min": nil, "avg": nil, "max": nil, "last": jsonNum(res.Latest[col])}
+		if n > 0 {
+			d["min"], d["avg"], d["max"] = mn, sum/float64(n), mx
+		}
+		dims = append(dims, d)
+	}
+	return writeJSON(ctx, map[string]any{
+		"chart": c.ID, "title": c.Title, "units": c.Units, "context": c.Context,
+		"after": res.Plan.After, "before": res.Plan.Before, "points": res.Rows(), "group": req.Group.String(),
+		"dimensions": dims, "alerts": chartAlerts(s.alerts(), c.ID),
+	})
+}
+
+func chartAlerts(as []health.Alert, chart string) []map[string]any {
+	out := []map[string]any{}
+	for _, a := range as {
+		if a.Chart == chart {
+			out = append(out, map[string]any{"name": a.Name, "status": a.Status, "value": jsonNum(a.Value), "units": a.Units})
+		}
+	}
+	return out
+}
