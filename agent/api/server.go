@@ -114,7 +114,11 @@ func New(o Options) (*Server, error) {
 		MaxRequestBodySize: 64 << 10,
 		// One write syscall for a whole data answer or scrape: with the
 		// default 4 KiB buffer a 4 KiB data answer took two writes.
-		WriteBufferSize:               32 << 10,
+		WriteBufferSize: 32 << 10,
+		// A host agent serves a few dashboards and scrapers; past this many
+		// connections at once fasthttp answers 503 instead of growing
+		// memory on a small host.
+		Concurrency:                   4096,
 		NoDefaultContentType:          true,
 		CloseOnShutdown:               true,
 		DisableHeaderNamesNormalizing: false,
