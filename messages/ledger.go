@@ -67,7 +67,7 @@ type ParsedKey struct {
 // names contain dots but never colons, and ids are hex, so ':' splits.
 func ParseKey(key string) (ParsedKey, error) {
 	parts := strings.Split(key, ":")
-	bad := fmt.Errorf("%w: %q", ErrBadKey, key)
+	bad := badKey(key)
 	switch parts[0] {
 	case KeyClaim, KeyCleanup:
 		if len(parts) != 3 || parts[1] == "" || parts[2] == "" {
@@ -92,6 +92,13 @@ func ParseKey(key string) (ParsedKey, error) {
 	}
 	return ParsedKey{}, bad
 }
+
+// badKey is the error of a key that does not parse. Its text is built
+// only when someone reads it: ParseKey runs on every op applied.
+type badKey string
+
+func (k badKey) Error() string { return fmt.Sprintf("%v: %q", ErrBadKey, string(k)) }
+func (k badKey) Unwrap() error { return ErrBadKey }
 
 // ClaimKey, VoteKey and CleanupKey build ledger keys.
 func ClaimKey(domain, writer string) string { return KeyClaim + ":" + domain + ":" + writer }

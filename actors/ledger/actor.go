@@ -83,6 +83,7 @@ type Actor struct {
 	voteQueue       []write
 	voteDomains     []string
 	voteScheduled   bool
+	freshIPs        []store.KV // assigned this flush, not yet persisted
 	sys             *actor.ActorSystem
 }
 

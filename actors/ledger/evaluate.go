@@ -8,6 +8,7 @@ import (
 
 	"peerdns/actors/consensus"
 	"peerdns/actors/domain"
+	"peerdns/internal/store"
 	"peerdns/internal/view"
 	"peerdns/messages"
 )
@@ -76,6 +77,7 @@ func (a *Actor) flush(c actor.Context) {
 		})
 		delete(a.recalc, name)
 	}
+	a.persistIPs()
 	if len(a.inflight) == 0 {
 		if !a.bootstrap && (a.st.network != "" || !a.d.Join) {
 			a.bootstrap = true
@@ -109,6 +111,8 @@ func (a *Actor) activeSet() map[string]bool {
 	return m
 }
 
+// assignIP gives a domain its address; fresh ones are persisted together
+// by persistIPs at the end of the flush (one fsync for many domains).
 func (a *Actor) assignIP(name string) {
 	ip, fresh, err := a.pool.Assign(name)
 	if err != nil {
@@ -116,11 +120,31 @@ func (a *Actor) assignIP(name string) {
 		return
 	}
 	if fresh {
-		if err := a.d.Node.Set(ipPrefix+name, ip.String()); err != nil {
-			a.d.Log.Error("ledger: persist IP", "domain", name, "err", err)
-		}
-		a.publishHint(messages.HintInterfaces)
+		a.freshIPs = append(a.freshIPs, store.KV{Key: ipPrefix + name, Value: ip.String()})
 	}
+}
+
+// persistIPs writes the addresses assigned during one flush in one
+// transaction. An address is only ever handed out again after a restart
+// if this write was lost, which cleanup-interfaces would also do.
+func (a *Actor) persistIPs() {
+	if len(a.freshIPs) == 0 {
+		return
+	}
+	kvs := a.freshIPs
+	a.freshIPs = nil
+	err := a.d.Node.Update(func(tx *store.Tx) error {
+		for _, kv := range kvs {
+			if err := tx.Set(kv.Key, kv.Value); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		a.d.Log.Error("ledger: persist IPs", "count", len(kvs), "err", err)
+	}
+	a.publishHint(messages.HintInterfaces)
 }
 
 // onEvaluated takes a domain actor's answer: record it, cast the votes it

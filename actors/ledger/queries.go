@@ -149,8 +149,7 @@ func (a *Actor) entries() []messages.LedgerEntry {
 	for _, name := range sortedKeys(a.st.domains) {
 		idx := a.st.domains[name]
 		for _, w := range sortedKeys(idx.claims) {
-			rec, _ := decodeClaim(idx.claims[w].Value)
-			out = append(out, messages.LedgerEntry{Key: idx.claims[w].Key, Value: rec.Hash})
+			out = append(out, messages.LedgerEntry{Key: idx.claims[w].Key, Value: idx.records[w].Hash})
 		}
 		for _, k := range sortedKeys(idx.votes) {
 			out = append(out, messages.LedgerEntry{Key: idx.votes[k].Key, Value: idx.votes[k].Value})

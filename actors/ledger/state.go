@@ -43,9 +43,10 @@ type state struct {
 
 // domainIndex is every live claim and vote of one domain.
 type domainIndex struct {
-	claims  map[string]*messages.Op // claimant → op
-	votes   map[string]*messages.Op // voter+":"+claimant → op
-	version uint64                  // bumped on every change; the consensus cache key
+	claims  map[string]*messages.Op         // claimant → op
+	records map[string]messages.ClaimRecord // claimant → its decoded claim value
+	votes   map[string]*messages.Op         // voter+":"+claimant → op
+	version uint64                          // bumped on every change; the consensus cache key
 }
 
 func newState(self string) *state {
@@ -174,7 +175,7 @@ func lww(cur, next *messages.Op) bool {
 func (s *state) index(op *messages.Op, pk messages.ParsedKey) {
 	d := s.domains[pk.Domain]
 	if d == nil {
-		d = &domainIndex{claims: map[string]*messages.Op{}, votes: map[string]*messages.Op{}}
+		d = &domainIndex{claims: map[string]*messages.Op{}, records: map[string]messages.ClaimRecord{}, votes: map[string]*messages.Op{}}
 		s.domains[pk.Domain] = d
 	}
 	d.version++
@@ -182,8 +183,13 @@ func (s *state) index(op *messages.Op, pk messages.ParsedKey) {
 	case messages.KeyClaim:
 		if op.Delete {
 			delete(d.claims, pk.Writer)
+			delete(d.records, pk.Writer)
 		} else {
 			d.claims[pk.Writer] = op
+			// A record that does not decode keeps an empty hash, which
+			// consensus reports as status "error" for the domain.
+			rec, _ := decodeClaim(op.Value)
+			d.records[pk.Writer] = rec
 		}
 	case messages.KeyVote:
 		k := pk.Writer + ":" + pk.Claimant
@@ -206,7 +212,7 @@ func (s *state) input(domain string, active map[string]bool) consensus.Input {
 		return in
 	}
 	for w, op := range d.claims {
-		rec, _ := decodeClaim(op.Value)
+		rec := d.records[w]
 		in.Claims = append(in.Claims, consensus.Claim{Writer: w, Hash: rec.Hash, SSL: rec.SSL, HLC: op.HLC})
 	}
 	for _, op := range d.votes {
@@ -229,12 +235,10 @@ func (s *state) claim(domain, writer string) (messages.ClaimRecord, bool) {
 	if d == nil {
 		return messages.ClaimRecord{}, false
 	}
-	op, ok := d.claims[writer]
-	if !ok {
+	if _, ok := d.claims[writer]; !ok {
 		return messages.ClaimRecord{}, false
 	}
-	rec, err := decodeClaim(op.Value)
-	return rec, err == nil
+	return d.records[writer], true
 }
 
 // myVotes lists the claimants self has live votes for on domain.

@@ -80,6 +80,13 @@ func BenchmarkResolvedDomains10k(b *testing.B) {
 	n := startNode(b)
 	seed(b, n, 10000)
 	url := "http://" + n.AdminAddr() + "/api/resolved-domains"
+	// The first read after a change rebuilds the listing and its JSON in
+	// the ledger actor; report it apart from the steady-state reads.
+	t0 := time.Now()
+	if code, _ := testutil.Call(b, "GET", url, ""); code != 200 {
+		b.Fatalf("status %d", code)
+	}
+	rebuild := time.Since(t0)
 	var size int
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
@@ -95,6 +102,7 @@ func BenchmarkResolvedDomains10k(b *testing.B) {
 		size = len(body)
 	}
 	b.ReportMetric(float64(size)/1024, "KiB/response")
+	b.ReportMetric(float64(rebuild.Milliseconds()), "ms/first-read-after-change")
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/1e6, "ms/request")
 }
 
