@@ -14,6 +14,7 @@ import (
 	"github.com/miekg/dns"
 
 	"peerdns/dns/records"
+	"peerdns/internal/testutil"
 	"peerdns/internal/view"
 )
 
@@ -237,18 +238,8 @@ func rawQuery(t *testing.T, addr string, pkt []byte, d time.Duration) []byte {
 	return buf[:n]
 }
 
-func eventually(t *testing.T, within time.Duration, cond func() error) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	for err := cond(); err != nil; err = cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not true after %v: %v", within, err)
-		}
-		<-tick.C
-	}
-}
+// eventually polls cond with a deadline (internal/testutil).
+var eventually = testutil.Eventually
 
 func contextWithTimeout(d time.Duration) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), d)

@@ -19,6 +19,7 @@ import (
 	"peerdns/dns/dnstest"
 	"peerdns/dns/records"
 	"peerdns/internal/store"
+	"peerdns/internal/testutil"
 	"peerdns/internal/view"
 	"peerdns/messages"
 )
@@ -124,18 +125,8 @@ func testView() *view.Published {
 	return v
 }
 
-func eventually(t *testing.T, within time.Duration, cond func() error) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	for err := cond(); err != nil; err = cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not true after %v: %v", within, err)
-		}
-		<-tick.C
-	}
-}
+// eventually polls cond with a deadline (internal/testutil).
+var eventually = testutil.Eventually
 
 func TestRecordsLiveAndPersisted(t *testing.T) {
 	up := dnstest.Start(t, map[string]string{"clash.p2p": "198.51.100.9", "tie.p2p": "198.51.100.10"})
