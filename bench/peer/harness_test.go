@@ -2,26 +2,20 @@ package peerbench
 
 import (
 	"fmt"
-	"io"
-	"log/slog"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
-	"peerdns/actors/ledger"
-	"peerdns/actors/peer"
+	"peerdns/actors/peer/peertest"
 	"peerdns/http/httpx"
 	"peerdns/internal/identity"
-	"peerdns/internal/store"
-	"peerdns/internal/view"
+	"peerdns/internal/testutil"
 	"peerdns/messages"
 	"peerdns/transport"
 )
 
-// node is an in-process node's peer side: real ledger (durable buntdb),
-// real QUIC endpoint on loopback, real peers supervisor, own actor system.
+// node is an in-process node's peer side (see actors/peer/peertest).
 type node struct {
 	id     *identity.Identity
 	sys    *actor.ActorSystem
@@ -33,54 +27,8 @@ type node struct {
 
 func startNode(tb testing.TB, join string) *node {
 	tb.Helper()
-	dir := tb.TempDir()
-	id, err := identity.LoadOrCreate(filepath.Join(dir, "identity.key"))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	ldb, err := store.Open(filepath.Join(dir, "ledger.db"), store.Options{Durable: true})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	ndb, err := store.Open(filepath.Join(dir, "node.db"), store.Options{Durable: true})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	sys := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet }))
-	lpid, err := sys.Root.SpawnNamed(ledger.Props(ledger.Deps{Identity: id, Ledger: ldb, Node: ndb, Published: &view.Published{}, Join: join != "", Log: quiet}), "ledger")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	ep, err := transport.Listen(transport.Config{Identity: id, ListenAddr: "127.0.0.1:0", Logger: quiet})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	ppid, err := sys.Root.SpawnNamed(peer.Props(peer.Deps{
-		Identity: id, Endpoint: ep, Ledger: lpid, Node: ndb, Log: quiet, Join: join,
-		TickInterval: 50 * time.Millisecond, SyncInterval: 500 * time.Millisecond,
-		ExchangeInterval: 200 * time.Millisecond,
-		Backoff:          transport.Backoff{Min: 20 * time.Millisecond, Max: 200 * time.Millisecond},
-	}), "peers")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	n := &node{id: id, sys: sys, ledger: lpid, peers: ppid, ep: ep}
-	stopped := false
-	n.stop = func() {
-		if stopped {
-			return
-		}
-		stopped = true
-		_ = sys.Root.StopFuture(ppid).Wait()
-		_ = ep.Close()
-		_ = sys.Root.StopFuture(lpid).Wait()
-		sys.Shutdown()
-		ldb.Close()
-		ndb.Close()
-	}
-	tb.Cleanup(n.stop)
-	return n
+	p := peertest.Start(tb, join, nil)
+	return &node{id: p.ID, sys: p.Sys, ledger: p.Ledger, peers: p.Peers, ep: p.Endpoint, stop: p.Stop}
 }
 
 func ask[R any](tb testing.TB, n *node, pid *actor.PID, req any) R {
@@ -106,17 +54,8 @@ func (n *node) invite(tb testing.TB) string {
 	return r.Invite
 }
 
-// waitFor polls cond every 2 ms until it holds or within passes.
-func waitFor(tb testing.TB, within time.Duration, cond func() error) {
-	tb.Helper()
-	deadline := time.Now().Add(within)
-	for err := cond(); err != nil; err = cond() {
-		if time.Now().After(deadline) {
-			tb.Fatalf("not true after %v: %v", within, err)
-		}
-		time.Sleep(2 * time.Millisecond) // poll interval
-	}
-}
+// waitFor polls cond with a deadline.
+var waitFor = testutil.Eventually
 
 // join starts a node joining n's network and waits until they are peers.
 func join(tb testing.TB, n *node) *node {

@@ -6,7 +6,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -15,12 +14,9 @@ import (
 	"github.com/fasthttp/router"
 	"github.com/valyala/fasthttp"
 
-	"peerdns/actors/ledger"
 	peernet "peerdns/actors/peer"
-	"peerdns/internal/identity"
-	"peerdns/internal/store"
+	"peerdns/actors/peer/peertest"
 	"peerdns/internal/testutil"
-	"peerdns/internal/view"
 	"peerdns/transport"
 )
 
@@ -35,37 +31,11 @@ type peersTestNode struct {
 
 func newPeersTestNode(t *testing.T, join string) *peersTestNode {
 	t.Helper()
-	dir := t.TempDir()
-	id, err := identity.LoadOrCreate(filepath.Join(dir, "identity.key"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ldb, err := store.Open(filepath.Join(dir, "ledger.db"), store.Options{Durable: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ndb, err := store.Open(filepath.Join(dir, "node.db"), store.Options{Durable: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := peertest.Start(t, join, func(d *peernet.Deps) {
+		d.TickInterval, d.SyncInterval = 20*time.Millisecond, 200*time.Millisecond
+	})
+	sys, ppid := p.Sys, p.Peers
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	sys := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet }))
-	lpid, err := sys.Root.SpawnNamed(ledger.Props(ledger.Deps{Identity: id, Ledger: ldb, Node: ndb, Published: &view.Published{}, Join: join != "", Log: quiet}), "ledger")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ep, err := transport.Listen(transport.Config{Identity: id, ListenAddr: "127.0.0.1:0", Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ppid, err := sys.Root.SpawnNamed(peernet.Props(peernet.Deps{
-		Identity: id, Endpoint: ep, Ledger: lpid, Node: ndb, Log: quiet, Join: join,
-		TickInterval: 20 * time.Millisecond, SyncInterval: 200 * time.Millisecond,
-		Backoff: transport.Backoff{Min: 20 * time.Millisecond, Max: 200 * time.Millisecond},
-	}), "peers")
-	if err != nil {
-		t.Fatal(err)
-	}
 	r := router.New()
 	RegisterPeers(r, quiet, sys.Root, ppid)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -74,16 +44,9 @@ func newPeersTestNode(t *testing.T, join string) *peersTestNode {
 	}
 	srv := &fasthttp.Server{Handler: r.Handler}
 	go srv.Serve(ln)
-	t.Cleanup(func() {
-		_ = srv.Shutdown()
-		_ = sys.Root.StopFuture(ppid).Wait()
-		_ = ep.Close()
-		_ = sys.Root.StopFuture(lpid).Wait()
-		sys.Shutdown()
-		ldb.Close()
-		ndb.Close()
-	})
-	return &peersTestNode{url: "http://" + ln.Addr().String(), sys: sys, peers: ppid, ep: ep}
+	// Cleanups run last-in first-out: the server stops before the node.
+	t.Cleanup(func() { _ = srv.Shutdown() })
+	return &peersTestNode{url: "http://" + ln.Addr().String(), sys: sys, peers: ppid, ep: p.Endpoint}
 }
 
 func peersDo(t *testing.T, method, url, body string) (int, []byte) {
