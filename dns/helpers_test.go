@@ -13,6 +13,7 @@ import (
 
 	"github.com/miekg/dns"
 
+	"peerdns/dns/dnstest"
 	"peerdns/dns/records"
 	"peerdns/internal/testutil"
 	"peerdns/internal/view"
@@ -245,22 +246,5 @@ func contextWithTimeout(d time.Duration) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), d)
 }
 
-// listenPair binds UDP and TCP on one free loopback port (the UDP port
-// may be taken for TCP, so it tries a few).
-func listenPair(t testing.TB) (net.PacketConn, net.Listener) {
-	t.Helper()
-	for i := 0; ; i++ {
-		pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		ln, err := net.Listen("tcp", pc.LocalAddr().String())
-		if err == nil {
-			return pc, ln
-		}
-		pc.Close()
-		if i == 20 {
-			t.Fatal(err)
-		}
-	}
-}
+// listenPair binds UDP and TCP on one free loopback port.
+var listenPair = dnstest.ListenPair

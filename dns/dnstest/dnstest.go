@@ -67,7 +67,7 @@ func Start(t testing.TB, a map[string]string) *Upstream {
 	for n, ip := range a {
 		u.SetA(n, ip)
 	}
-	pc, ln := listenPair(t)
+	pc, ln := ListenPair(t)
 	for _, srv := range []*dns.Server{{PacketConn: pc, Handler: u}, {Listener: ln, Handler: u}} {
 		up := make(chan struct{})
 		srv.NotifyStartedFunc = func() { close(up) }
@@ -79,9 +79,9 @@ func Start(t testing.TB, a map[string]string) *Upstream {
 	return u
 }
 
-// listenPair binds UDP and TCP on one free loopback port (the UDP port
+// ListenPair binds UDP and TCP on one free loopback port (the UDP port
 // may be taken for TCP, so it tries a few).
-func listenPair(t testing.TB) (net.PacketConn, net.Listener) {
+func ListenPair(t testing.TB) (net.PacketConn, net.Listener) {
 	t.Helper()
 	for i := 0; ; i++ {
 		pc, err := net.ListenPacket("udp", "127.0.0.1:0")
