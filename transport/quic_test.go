@@ -1,40 +1,24 @@
 package transport
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"runtime"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/quic-go/quic-go"
 
 	"peerdns/internal/identity"
+	"peerdns/internal/testutil"
 	"peerdns/messages"
 )
 
-// logBuf is a concurrency-safe log sink for asserting on log lines.
-type logBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuf) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuf) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
+// logBuf collects log lines safely (internal/testutil).
+type logBuf = testutil.LogBuffer
 
 func newTestEndpoint(t testing.TB) (*QUICEndpoint, *logBuf) {
 	t.Helper()

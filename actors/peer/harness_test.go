@@ -1,14 +1,12 @@
 package peer
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 	"log/slog"
 	"path/filepath"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -24,23 +22,8 @@ import (
 	"peerdns/transport"
 )
 
-// logBuf collects a node's log lines so tests can check them.
-type logBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuf) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuf) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
+// logBuf collects log lines safely (internal/testutil).
+type logBuf = testutil.LogBuffer
 
 // testNode is one in-process node: real ledger actor, real QUIC
 // endpoint on loopback, real peers supervisor, each in its own actor
