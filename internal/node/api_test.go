@@ -1,6 +1,7 @@
 package node
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -316,16 +317,34 @@ func TestHealth(t *testing.T) {
 	if _, err := time.Parse(time.RFC3339Nano, h.Timestamp); err != nil {
 		t.Fatalf("timestamp %q: %v", h.Timestamp, err)
 	}
-	code, body := call(t, "GET", base+"/api/health?probe=readiness", "")
-	if err := json.Unmarshal([]byte(body), &h); err != nil {
+	// Readiness: once the ledger bootstrapped and DNS and the peer endpoint
+	// are up, every enabled service reports healthy.
+	testutil.Eventually(t, 10*time.Second, func() error {
+		code, body := call(t, "GET", base+"/api/health?probe=readiness", "")
+		if err := json.Unmarshal([]byte(body), &h); err != nil {
+			return err
+		}
+		if code != 200 || h.Status != "healthy" || h.Probe != "readiness" {
+			return fmt.Errorf("readiness = %d %s", code, body)
+		}
+		return nil
+	})
+	dns := h.Services["dns"]
+	if !dns["enabled"] || !dns["healthy"] || !dns["initialized"] || !h.Services["swarm"]["healthy"] || !h.Dependencies["peerNetwork"]["healthy"] {
+		t.Fatalf("readiness services = %+v deps = %+v", h.Services, h.Dependencies)
+	}
+	if h.Services["proxy"]["enabled"] {
+		t.Fatalf("proxy reported enabled, but this build runs no edge proxy: %+v", h.Services["proxy"])
+	}
+	// A DNS server that stops serving makes the node not ready.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := n.dns.Shutdown(ctx); err != nil {
 		t.Fatal(err)
 	}
-	wantCode := 200
-	if h.Status != "healthy" {
-		wantCode = 503
-	}
-	if code != wantCode || h.Probe != "readiness" {
-		t.Fatalf("readiness = %d %+v", code, h)
+	code, body := call(t, "GET", base+"/api/health?probe=readiness", "")
+	if code != 503 || !strings.Contains(body, `"not_ready"`) {
+		t.Fatalf("readiness with DNS down = %d %s", code, body)
 	}
 }
 
