@@ -5,6 +5,7 @@ package supervisor
 
 import (
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -34,10 +35,15 @@ func LogFailures(sys *actor.ActorSystem, log *slog.Logger) func() {
 	return func() { sys.EventStream.Unsubscribe(sub) }
 }
 
-// Root spawns the node's top-level actors under the backoff strategy.
+// Root spawns the node's top-level actors under the backoff strategy and
+// stops them again, last spawned first.
 type Root struct {
 	System *actor.ActorSystem
 	stop   func()
+
+	mu       sync.Mutex // guards children and down
+	children []*actor.PID
+	down     bool
 }
 
 // LogTo sends every supervision event to log (the core channel, which is
@@ -62,14 +68,48 @@ func NewRoot(log *slog.Logger) *Root {
 
 // Spawn starts a top-level actor with a name. Its guardian restarts it
 // with backoff when it crashes.
+//
+// Spawn order is dependency order: an actor spawned later may use the ones
+// spawned before it (log channels first, the peers last), so Shutdown stops
+// them in reverse.
 func (r *Root) Spawn(name string, props *actor.Props) (*actor.PID, error) {
-	return r.System.Root.SpawnNamed(props.Configure(actor.WithGuardian(Backoff())), name)
+	pid, err := r.System.Root.SpawnNamed(props.Configure(actor.WithGuardian(Backoff())), name)
+	if err == nil {
+		r.mu.Lock()
+		r.children = append(r.children, pid)
+		r.mu.Unlock()
+	}
+	return pid, err
 }
 
-// Shutdown stops every actor.
+// Shutdown stops the actor tree from the leaves up and then the system.
+// Top-level actors stop in reverse spawn order; each is poisoned (it
+// handles the mail already queued, then gets Stopping, stops its children
+// and waits for them, then Stopped) and waited for before the next, so an
+// actor never outlives one it depends on. An actor that does not stop
+// within protoactor's future timeout (10 s) is stopped without draining
+// its mailbox. Stores that
+// actors write to must be closed only after Shutdown returns.
 func (r *Root) Shutdown() {
+	r.mu.Lock()
+	if r.down {
+		r.mu.Unlock()
+		return
+	}
+	r.down = true
+	children := r.children
+	r.children = nil
+	r.mu.Unlock()
+	root := r.System.Root
+	for i := len(children) - 1; i >= 0; i-- {
+		pid := children[i]
+		if root.PoisonFuture(pid).Wait() != nil {
+			_ = root.StopFuture(pid).Wait()
+		}
+	}
 	if r.stop != nil {
 		r.stop()
+		r.stop = nil
 	}
 	r.System.Shutdown()
 }
