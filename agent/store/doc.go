@@ -5,7 +5,9 @@
 // earlier chunks packed with byte planes + zstd: from ~10 bytes a day for
 // an all-zero dimension to ~70% of the unpacked 20160 bytes a day for pure
 // noise) and persisted in an append-only file (DIR/tier1.dat, see file.go)
-// that is replayed at Open and compacted when it has doubled.
+// that is replayed at Open and compacted when it has doubled. The
+// anomalous count has room in every slot and in the file, but no producer
+// sets it: the agent has no anomaly detector, so it is always 0.
 //
 // The store is a plain structure with a map lock and one lock per chart,
 // not an actor: the agent is not part of the node's actor tree, collectors
@@ -15,4 +17,10 @@
 // Retention is relative to the newest point of each chart (and to the wall
 // clock when the file is loaded, so minutes older than the tier-1 retention
 // are dropped at restart). The package never does HTTP and never collects.
+//
+// Files: db.go (DB, Open, Append, Close), registry.go (chart definitions:
+// Register, Charts, Chart), read.go (window copies: Query, Latest, Stats),
+// persist.go (tier-1 load, flush, compaction), file.go (the tier-1 record
+// format), series.go (one chart's rings and chunks), pack.go (sealed
+// chunks).
 package store

@@ -37,7 +37,11 @@ type ChartDef struct {
 type Agg struct {
 	Min, Max, Sum float64
 	Count         uint32
-	Anomalous     uint32 // anomalous points in the slot (filled by a later issue; 0 now)
+	// Anomalous is the number of the slot's points flagged as anomalous.
+	// The store keeps, persists and aggregates it, but nothing in the agent
+	// flags points (there is no anomaly detector), so it is always 0: do
+	// not report it as a measured anomaly count or rate.
+	Anomalous uint32
 }
 
 // Window is a copied range of one chart, safe to use after the call.
@@ -77,4 +81,10 @@ var (
 	ErrNotFound = errors.New("chart not found")
 	// ErrBadTier reports a tier other than 0 or 1.
 	ErrBadTier = errors.New("tier must be 0 or 1")
+	// ErrBadRange reports after > before in a query.
+	ErrBadRange = errors.New("after is later than before")
+	// ErrOld reports a point not newer than the chart's last point.
+	ErrOld = errors.New("point not newer than the last one")
+	// ErrClosed reports use of a closed DB.
+	ErrClosed = errors.New("store closed")
 )
