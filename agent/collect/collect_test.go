@@ -1,14 +1,12 @@
 package collect
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"math"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,6 +16,7 @@ import (
 	"github.com/shirou/gopsutil/v3/mem"
 
 	"peerdns/agent/store"
+	"peerdns/internal/testutil"
 )
 
 var epoch = time.Unix(1_700_000_000, 0)
@@ -365,26 +364,8 @@ func TestNet(t *testing.T) {
 	}
 }
 
-// syncBuffer is a log sink safe for the manager's goroutine.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func TestFailingCollectorLogsOnceAndOthersGoOn(t *testing.T) {
-	var logs syncBuffer
+	var logs testutil.LogBuffer
 	log := slog.New(slog.NewTextHandler(&logs, nil))
 	l := newLoad()
 	fail := true
@@ -424,7 +405,7 @@ func TestFailingCollectorLogsOnceAndOthersGoOn(t *testing.T) {
 // /sys until the main charts have points.
 func TestRealHost(t *testing.T) {
 	db := newTestStore(t)
-	var logs syncBuffer
+	var logs testutil.LogBuffer
 	m := New(db, slog.New(slog.NewTextHandler(&logs, nil)))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -437,25 +418,22 @@ func TestRealHost(t *testing.T) {
 	if hostHasTraffic(t) {
 		want = append(want, "system.net")
 	}
-	deadline := time.Now().Add(15 * time.Second)
-	poll := time.NewTicker(100 * time.Millisecond)
-	defer poll.Stop()
-	for {
+	testutil.Eventually(t, 15*time.Second, func() error {
 		var missing []string
 		for _, id := range want {
 			if w, err := db.Query(id, 0, 0, math.MaxInt32); err != nil || len(w.Slots[0]) < 2 {
 				missing = append(missing, id)
 			}
 		}
-		if len(missing) == 0 {
-			break
+		if len(missing) > 0 {
+			return fmt.Errorf("fewer than 2 points for %v; logs:\n%s", missing, logs.String())
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no points after 15s for %v; logs:\n%s", missing, logs.String())
-		}
-		<-poll.C
+		return nil
+	})
+	_, vals, ok := db.Latest("system.cpu")
+	if !ok {
+		t.Fatal("system.cpu has no latest point")
 	}
-	_, vals, _ := db.Latest("system.cpu")
 	sum := 0.0
 	for _, v := range vals {
 		sum += v
@@ -463,10 +441,13 @@ func TestRealHost(t *testing.T) {
 	if math.Abs(sum-100) > 0.5 {
 		t.Errorf("system.cpu dims sum to %v, want 100", sum)
 	}
-	if _, vals, _ := db.Latest("system.ram"); vals[0]+vals[1]+vals[2]+vals[3] <= 0 {
-		t.Errorf("system.ram = %v", vals)
+	if _, vals, ok := db.Latest("system.ram"); !ok || vals[0]+vals[1]+vals[2]+vals[3] <= 0 {
+		t.Errorf("system.ram = %v (ok %v)", vals, ok)
 	}
 	ticks, mean, failing := m.Stats()
+	if ticks < 2 || len(failing) > 0 {
+		t.Errorf("%d ticks, failing %v; logs:\n%s", ticks, failing, logs.String())
+	}
 	t.Logf("%d ticks, mean %v per tick, failing %v, %d charts", ticks, mean, failing, len(db.Charts()))
 }
 

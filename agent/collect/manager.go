@@ -108,14 +108,12 @@ func (m *Manager) Collect(sec int64, now time.Time) {
 	for _, c := range m.cs {
 		err := c.collect(tk)
 		m.mu.Lock()
-		prev, wasFailing := m.failing[c.name()]
+		_, wasFailing := m.failing[c.name()]
 		switch {
 		case err != nil && !wasFailing:
 			m.failing[c.name()] = err
 			m.log.Warn("collector failed; retrying every second", "collector", c.name(), "err", err)
-		case err != nil:
-			_ = prev // still failing: logged already
-		case wasFailing:
+		case err == nil && wasFailing:
 			delete(m.failing, c.name())
 			m.log.Info("collector recovered", "collector", c.name())
 		}
