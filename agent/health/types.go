@@ -28,10 +28,11 @@ type Alert struct {
 	LastStatusChange       int64   // unix seconds
 	LastUpdated            int64
 	UpdateEvery            int
-	Silenced               bool
+	// Silenced is always false: the engine has no silencing (see the
+	// package doc); the field keeps Netdata's alarm layout.
+	Silenced bool
 
-	// Additions (agent-data): how the value is computed, as Netdata shows
-	// it. Calc rules ("$used * 100 / ($used + $free)") use the newest
+	// How the value is computed, as Netdata shows it. Calc rules ("$used * 100 / ($used + $free)") use the newest
 	// point; lookup rules aggregate the last -LookupAfter seconds of
 	// LookupDimensions (summed per point) with LookupMethod.
 	Calc             string // "" for lookup rules
