@@ -32,9 +32,10 @@ type Alert struct {
 	// package doc); the field keeps Netdata's alarm layout.
 	Silenced bool
 
-	// How the value is computed, as Netdata shows it. Calc rules ("$used * 100 / ($used + $free)") use the newest
-	// point; lookup rules aggregate the last -LookupAfter seconds of
-	// LookupDimensions (summed per point) with LookupMethod.
+	// How the value is computed, as Netdata shows it. Calc rules
+	// ("$used * 100 / ($used + $free)") use the newest point; lookup rules
+	// aggregate the last -LookupAfter seconds of LookupDimensions (summed
+	// per point) with LookupMethod.
 	Calc             string // "" for lookup rules
 	LookupDimensions string // e.g. "user,system,softirq,irq,guest"; "" for calc rules
 	LookupMethod     string // "average", "max"
