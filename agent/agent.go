@@ -31,8 +31,8 @@ type Config struct {
 	// 127.0.0.1; AGENT_REST_PORT, default 18888; 0 picks a free port).
 	Host string
 	Port int
-	// CORS is the Access-Control-Allow-Origin value (AGENT_REST_CORS,
-	// default "*", which echoes the request's Origin like Netdata).
+	// CORS is the Access-Control-Allow-Origin value, sent exactly as set
+	// (AGENT_REST_CORS, default "*"); the request's Origin is never echoed.
 	CORS string
 	// Parent lists connected children in nodes and fleet (AGENT_PARENT=1).
 	Parent bool
@@ -126,9 +126,11 @@ func envBool(v string) (bool, error) {
 
 // Run opens the store, starts the collectors and the alert engine, serves
 // the API (unless disabled) and logs "agent listening on <addr>" once it
-// accepts connections. When ctx is done it stops the server, the
-// collectors and the engine, and closes the store (tier 1 flushed). The
-// returned error is nil after a clean stop.
+// accepts connections, or "agent REST API disabled" once everything else
+// runs. When ctx is done it stops the server (open connections closed),
+// the collectors and the engine, and closes the store (tier 1 flushed);
+// every goroutine it started has returned by then. The returned error is
+// nil after a clean stop, also when ctx was done before it started.
 func Run(ctx context.Context, cfg Config, log *slog.Logger) (err error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -188,6 +190,9 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (err error) {
 	lc := net.ListenConfig{KeepAlive: -1}
 	ln, err := lc.Listen(ctx, "tcp", cfg.Addr())
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped while resolving the host: a clean stop
+		}
 		return fmt.Errorf("agent listen: %w", err)
 	}
 	if h := cfg.Host; h != "127.0.0.1" && h != "localhost" && h != "::1" && !strings.HasPrefix(h, "127.") {

@@ -1,22 +1,30 @@
 package agent
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
+	"strconv"
 	"strings"
-	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/prometheus/common/expfmt"
+	"go.uber.org/goleak"
+
+	"peerdns/internal/testutil"
 )
 
 func TestConfigFromEnv(t *testing.T) {
@@ -53,45 +61,87 @@ func TestConfigFromEnv(t *testing.T) {
 	}
 }
 
-// syncBuf is a log sink the test can read while Run writes.
-type syncBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
+// running is one agent.Run in the background.
+type running struct {
+	logs   *testutil.LogBuffer
+	cancel context.CancelFunc
+	done   chan error
 }
 
-func (s *syncBuf) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuf) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-func eventually(t *testing.T, within time.Duration, cond func() error) {
+// startAgent runs the agent with cfg until the test ends (or stop).
+func startAgent(t *testing.T, ctx context.Context, cfg Config) *running {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for err := cond(); err != nil; err = cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not true after %v: %v", within, err)
+	ctx, cancel := context.WithCancel(ctx)
+	r := &running{logs: &testutil.LogBuffer{}, cancel: cancel, done: make(chan error, 1)}
+	log := slog.New(slog.NewTextHandler(r.logs, nil))
+	go func() { r.done <- Run(ctx, cfg, log) }()
+	t.Cleanup(func() {
+		cancel()
+		<-r.done
+	})
+	return r
+}
+
+// stop cancels Run and requires it to return nil promptly.
+func (r *running) stop(t *testing.T) {
+	t.Helper()
+	r.cancel()
+	select {
+	case err := <-r.done:
+		r.done <- err // for the cleanup
+		if err != nil {
+			t.Fatalf("Run returned %v", err)
 		}
-		<-tick.C
+	case <-time.After(15 * time.Second):
+		t.Fatalf("Run did not stop; logs:\n%s", r.logs.String())
 	}
+}
+
+// waitLog waits for a log line matching re and returns its first group.
+func (r *running) waitLog(t *testing.T, re *regexp.Regexp) string {
+	t.Helper()
+	var m []string
+	testutil.Eventually(t, 10*time.Second, func() error {
+		if m = re.FindStringSubmatch(r.logs.String()); m == nil {
+			return fmt.Errorf("no %q line in the log: %q", re, r.logs.String())
+		}
+		return nil
+	})
+	if len(m) > 1 {
+		return m[1]
+	}
+	return m[0]
+}
+
+var (
+	listeningRE = regexp.MustCompile(`agent listening on (127\.0\.0\.1:\d+)`)
+	disabledRE  = regexp.MustCompile(`agent REST API disabled`)
+)
+
+// testConfig is the agent's configuration for data dir dir from the
+// environment the test set, on a loopback address.
+func testConfig(t *testing.T, dir string) Config {
+	t.Helper()
+	t.Setenv("AGENT_REST_HOST", "127.0.0.1")
+	t.Setenv("AGENT_EXPORT_DIR", filepath.Join(dir, "exports"))
+	cfg, err := ConfigFromEnv(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
 }
 
 func get(t *testing.T, url string) (int, http.Header, []byte) {
 	t.Helper()
-	r, err := http.Get(url)
+	r, err := testutil.Client.Get(url)
 	if err != nil {
 		t.Fatalf("GET %s: %v", url, err)
 	}
 	defer r.Body.Close()
-	b, _ := io.ReadAll(r.Body)
+	b, err := io.ReadAll(r.Body)
+	if err != nil {
+		t.Fatalf("GET %s: read body: %v", url, err)
+	}
 	return r.StatusCode, r.Header, b
 }
 
@@ -101,37 +151,15 @@ func get(t *testing.T, url string) (int, http.Header, []byte) {
 func TestRunServesRealHost(t *testing.T) {
 	dir := t.TempDir()
 	t.Setenv("AGENT_REST_PORT", "0")
-	t.Setenv("AGENT_REST_HOST", "127.0.0.1")
-	t.Setenv("AGENT_EXPORT_DIR", filepath.Join(dir, "exports"))
-	cfg, err := ConfigFromEnv(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var logs syncBuf
-	log := slog.New(slog.NewTextHandler(&logs, nil))
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- Run(ctx, cfg, log) }()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-	})
-	re := regexp.MustCompile(`agent listening on (127\.0\.0\.1:\d+)`)
-	var base string
-	eventually(t, 10*time.Second, func() error {
-		m := re.FindStringSubmatch(logs.String())
-		if m == nil {
-			return fmt.Errorf("no listening line in log: %q", logs.String())
-		}
-		base = "http://" + m[1]
-		return nil
-	})
+	cfg := testConfig(t, dir)
+	a := startAgent(t, context.Background(), cfg)
+	base := "http://" + a.waitLog(t, listeningRE)
 	// Wait for a few seconds of collected system.cpu points.
-	eventually(t, 15*time.Second, func() error {
+	testutil.Eventually(t, 15*time.Second, func() error {
 		code, _, b := get(t, base+"/api/v1/data?chart=system.cpu&after=-10&points=10&format=array")
 		var arr []any
 		if code != 200 || json.Unmarshal(b, &arr) != nil || len(arr) < 3 {
-			return fmt.Errorf("system.cpu not collected yet: %d %s", code, b)
+			return fmt.Errorf("system.cpu not collected: %d %s", code, b)
 		}
 		return nil
 	})
@@ -172,42 +200,152 @@ func TestRunServesRealHost(t *testing.T) {
 	if err := json.Unmarshal(b, &alerts); err != nil || len(alerts.Alarms) == 0 {
 		t.Errorf("no alerts from the engine: %v %s", err, b)
 	}
-
-	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("Run returned %v", err)
+	known := map[string]bool{"CLEAR": true, "WARNING": true, "CRITICAL": true, "UNDEFINED": true, "UNINITIALIZED": true}
+	for name, al := range alerts.Alarms {
+		if !known[al.Status] {
+			t.Errorf("alert %s has status %q, want a Netdata status", name, al.Status)
 		}
-		done <- nil // for the cleanup
-	case <-time.After(15 * time.Second):
-		t.Fatal("Run did not stop")
 	}
+
+	a.stop(t)
 	if _, err := os.Stat(filepath.Join(dir, "agent", "identity.key")); err != nil {
 		t.Errorf("identity key: %v", err)
 	}
-	if _, err := http.Get(base + "/"); err == nil {
+	if _, err := testutil.Client.Get(base + "/"); err == nil {
 		t.Errorf("API still answering after stop")
 	}
 }
 
-func TestRunRESTDisabled(t *testing.T) {
-	dir := t.TempDir()
-	t.Setenv("AGENT_REST", "0")
-	cfg, err := ConfigFromEnv(dir)
+// freePort returns a loopback TCP port nothing listens on now.
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- Run(ctx, cfg, nil) }()
-	cancel()
-	select {
-	case err := <-done:
+	port := ln.Addr().(*net.TCPAddr).Port
+	if err := ln.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return port
+}
+
+// TestRunRESTDisabled configures the API on a known free port with
+// AGENT_REST=0 and, once the agent runs, shows that a dial to that port
+// is refused. The same run with AGENT_REST=1 is the control: there the
+// dial connects, so the check can tell the two apart.
+func TestRunRESTDisabled(t *testing.T) {
+	for _, rest := range []bool{false, true} {
+		t.Run("REST="+strconv.FormatBool(rest), func(t *testing.T) {
+			port := freePort(t)
+			t.Setenv("AGENT_REST", map[bool]string{false: "0", true: "1"}[rest])
+			t.Setenv("AGENT_REST_PORT", strconv.Itoa(port))
+			cfg := testConfig(t, t.TempDir())
+			if cfg.REST != rest || cfg.Port != port {
+				t.Fatalf("config = %+v", cfg)
+			}
+			a := startAgent(t, context.Background(), cfg)
+			if rest {
+				a.waitLog(t, listeningRE)
+			} else {
+				a.waitLog(t, disabledRE)
+			}
+			conn, err := net.DialTimeout("tcp", cfg.Addr(), 5*time.Second)
+			switch {
+			case rest && err != nil:
+				t.Fatalf("REST on: dial %s: %v", cfg.Addr(), err)
+			case rest:
+				conn.Close()
+			case err == nil:
+				conn.Close()
+				t.Fatalf("REST off: something listens on %s", cfg.Addr())
+			case !errors.Is(err, syscall.ECONNREFUSED):
+				t.Fatalf("REST off: dial %s = %v, want connection refused", cfg.Addr(), err)
+			}
+			a.stop(t)
+		})
+	}
+}
+
+// fasthttpDate is fasthttp's process-wide Date-header ticker: the first
+// server that answers starts it and it never stops, by design. It is the
+// only goroutine the agent may leave behind.
+var fasthttpDate = goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.updateServerDate.func1")
+
+// lateExits are library goroutines that notice a stop only when their
+// ticker or sleep fires: buntdb's background manager (the health
+// transitions file; it returns on the first one-second tick after Close)
+// and fasthttp's idle-worker cleaner (it checks for Stop between sleeps of
+// the server's MaxIdleWorkerDuration, 10 s by default). They do exit;
+// waitLateExits waits until they have, so that NoLeaks, with its short
+// grace period, checks everything else instead of ignoring them.
+var lateExits = []string{
+	"github.com/tidwall/buntdb.(*DB).backgroundManager(",
+	"github.com/valyala/fasthttp.(*workerPool).Start.func2(",
+}
+
+func waitLateExits(t *testing.T) {
+	t.Helper()
+	buf := make([]byte, 1<<20)
+	testutil.Eventually(t, 20*time.Second, func() error {
+		all := string(buf[:runtime.Stack(buf, true)])
+		for _, f := range lateExits {
+			if strings.Contains(all, f) {
+				return fmt.Errorf("%s) still running", f)
+			}
+		}
+		return nil
+	})
+}
+
+// TestRunStopsCleanly cancels Run before it starts and while it serves
+// a client that holds a keep-alive connection: Run returns nil, the
+// server closes the connection, and no goroutine is left behind.
+func TestRunStopsCleanly(t *testing.T) {
+	testutil.NoLeaks(t, fasthttpDate)
+	t.Cleanup(func() { waitLateExits(t) }) // runs before NoLeaks' check
+	t.Run("cancelled before start", func(t *testing.T) {
+		for _, host := range []string{"127.0.0.1", "localhost"} {
+			t.Setenv("AGENT_REST_PORT", "0")
+			cfg := testConfig(t, t.TempDir())
+			cfg.Host = host
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			a := startAgent(t, ctx, cfg)
+			a.stop(t)
+		}
+	})
+	t.Run("cancelled while serving", func(t *testing.T) {
+		t.Setenv("AGENT_REST_PORT", "0")
+		a := startAgent(t, context.Background(), testConfig(t, t.TempDir()))
+		addr := a.waitLog(t, listeningRE)
+		conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
 		if err != nil {
 			t.Fatal(err)
 		}
-	case <-time.After(15 * time.Second):
-		t.Fatal("Run did not stop")
-	}
+		defer conn.Close()
+		if err := conn.SetDeadline(time.Now().Add(15 * time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		// One request on a keep-alive connection, left open.
+		if _, err := fmt.Fprintf(conn, "GET /api/v1/info HTTP/1.1\r\nHost: %s\r\n\r\n", addr); err != nil {
+			t.Fatal(err)
+		}
+		br := bufio.NewReader(conn)
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 200 || resp.Close {
+			t.Fatalf("info = %d, close %v; want 200 on a kept-alive connection", resp.StatusCode, resp.Close)
+		}
+		a.stop(t)
+		if n, err := br.ReadByte(); err != io.EOF {
+			t.Errorf("connection after stop: read %q, %v; want EOF (closed by the server)", n, err)
+		}
+	})
 }
