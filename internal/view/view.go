@@ -54,38 +54,123 @@ func indexDot(s string) int {
 type Published = Publisher[Snapshot]
 
 // Publisher hands the current immutable value of type T to readers and
-// calls subscribers (outside any reader's path) when a new one is stored.
-// Every snapshot the node publishes for a hot path (the naming view, the
-// local DNS records) goes through it.
+// tells subscribers when a new one is stored. Every snapshot the node
+// publishes for a hot path (the naming view, the local DNS records) goes
+// through it.
+//
+// Store never waits for a subscriber: each subscriber has its own
+// notifier goroutine that delivers the latest value, coalescing the
+// values stored while it was busy. So an expensive subscriber (the DNS
+// server compiling its answer table) runs outside the publisher's actor,
+// a subscriber always ends on the newest value, and it never sees an
+// older value after a newer one. Readers that must see a value as soon as
+// Store returns compare Load with what they derived their state from (the
+// DNS server does; see dns.Server).
 type Publisher[T any] struct {
 	p    atomic.Pointer[T]
-	mu   sync.Mutex // guards subs
-	subs []func(*T)
+	subs atomic.Pointer[[]*subscriber] // copy-on-write: Store reads it without a lock
+	mu   sync.Mutex                    // serialises changes to subs
+}
+
+// subscriber is one Subscribe call's notifier.
+type subscriber struct {
+	wake chan struct{} // capacity 1: "a newer value may be there"
+	quit chan struct{} // closed by the cancel func
+	done chan struct{} // closed when the notifier goroutine has returned
 }
 
 // Load returns the current value (nil before the first Store).
 func (p *Publisher[T]) Load() *T { return p.p.Load() }
 
-// Store publishes s and notifies subscribers synchronously, in the
-// publisher's goroutine, so a subscriber's derived state (e.g. DNS wire
-// answers) is ready within the same apply.
+// Store publishes s: Load returns it from now on, and every subscriber
+// is called with it (or a newer value) soon after, in its own goroutine.
+// Store never blocks on a subscriber.
 func (p *Publisher[T]) Store(s *T) {
 	p.p.Store(s)
-	p.mu.Lock()
-	subs := append([]func(*T){}, p.subs...)
-	p.mu.Unlock()
-	for _, f := range subs {
-		f(s)
+	if subs := p.subs.Load(); subs != nil {
+		for _, sub := range *subs {
+			sub.poke()
+		}
 	}
 }
 
-// Subscribe registers f to be called with every new value, and once now
-// with the current one if any.
-func (p *Publisher[T]) Subscribe(f func(*T)) {
+// poke wakes the notifier unless a wake-up is already pending (which
+// then delivers this value too: the notifier loads the value after
+// taking the wake-up).
+func (s *subscriber) poke() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Subscribe calls f with the current value (if any) and then with every
+// newer one, from a goroutine of its own, one call at a time. Values
+// stored while f runs are coalesced: f next gets the latest. f is never
+// called twice in a row with the same pointer.
+//
+// The returned cancel func unsubscribes: once it returns, f is not
+// running and will not be called again, and the goroutine is gone.
+// Calling it more than once is fine; calling it from inside f deadlocks.
+func (p *Publisher[T]) Subscribe(f func(*T)) (cancel func()) {
+	sub := &subscriber{wake: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{})}
 	p.mu.Lock()
-	p.subs = append(p.subs, f)
+	var next []*subscriber
+	if old := p.subs.Load(); old != nil {
+		next = append(next, *old...)
+	}
+	next = append(next, sub)
+	p.subs.Store(&next)
 	p.mu.Unlock()
-	if s := p.p.Load(); s != nil {
-		f(s)
+	sub.poke() // deliver the current value, if any
+	go p.notify(sub, f)
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			p.unsubscribe(sub)
+			close(sub.quit)
+			<-sub.done
+		})
+	}
+}
+
+func (p *Publisher[T]) unsubscribe(sub *subscriber) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	old := p.subs.Load()
+	if old == nil {
+		return
+	}
+	next := make([]*subscriber, 0, len(*old))
+	for _, s := range *old {
+		if s != sub {
+			next = append(next, s)
+		}
+	}
+	p.subs.Store(&next)
+}
+
+// notify is sub's goroutine: on each wake-up it delivers the latest
+// value if it differs from the last one delivered.
+func (p *Publisher[T]) notify(sub *subscriber, f func(*T)) {
+	defer close(sub.done)
+	var last *T
+	for {
+		select {
+		case <-sub.quit:
+			return
+		case <-sub.wake:
+		}
+		select {
+		case <-sub.quit: // cancelled while a wake-up was pending: deliver nothing more
+			return
+		default:
+		}
+		v := p.p.Load()
+		if v == nil || v == last {
+			continue
+		}
+		last = v
+		f(v)
 	}
 }
