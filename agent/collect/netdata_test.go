@@ -35,6 +35,11 @@ func TestDefsMatchNetdata(t *testing.T) {
 	if err := json.Unmarshal(raw, &ref); err != nil {
 		t.Fatal(err)
 	}
+	// The loop below checks only the charts the file lists: make sure it
+	// lists them all.
+	if len(ref.Charts) != 23 {
+		t.Fatalf("%d reference charts decoded, want 23", len(ref.Charts))
+	}
 
 	tickN := 0
 	c := newCPU()

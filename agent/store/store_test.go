@@ -269,7 +269,10 @@ func TestRestartKeepsTier1(t *testing.T) {
 	for ts := base; ts < base+150; ts++ {
 		mustAppend(t, db, "p.q", ts, float64(ts%60), -1)
 	}
-	before, _ := db.Query("p.q", 1, base, base+1000)
+	before, err := db.Query("p.q", 1, base, base+1000)
+	if err != nil || len(before.Slots[0]) != 3 {
+		t.Fatalf("tier 1 before restart: %+v, %v; want 3 minutes", before, err)
+	}
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -309,29 +312,46 @@ func TestRestartKeepsTier1(t *testing.T) {
 
 func TestCorruptTail(t *testing.T) {
 	dir := t.TempDir()
-	db, _ := Open(Config{Dir: dir})
-	db.Register(testChart("c", "v"))
+	db, err := Open(Config{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Register(testChart("c", "v")); err != nil {
+		t.Fatal(err)
+	}
 	base := (time.Now().Unix()/60 - 5) * 60
 	for ts := base; ts < base+120; ts++ {
 		mustAppend(t, db, "c", ts, 2)
 	}
-	db.Close()
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
 	path := filepath.Join(dir, FileName)
-	good, _ := os.ReadFile(path)
+	good, err := os.ReadFile(path)
+	if err != nil || len(good) <= len(fileMagic) {
+		t.Fatalf("tier-1 file after Close: %d bytes, %v", len(good), err)
+	}
 	// A torn record at the end, as a crash mid-write leaves it.
-	os.WriteFile(path, append(good, 'M', 40, 1, 2, 3), 0o600)
+	if err := os.WriteFile(path, append(good, 'M', 40, 1, 2, 3), 0o600); err != nil {
+		t.Fatal(err)
+	}
 
 	db2 := newTestDB(t, Config{Dir: dir})
 	two := Agg{Min: 2, Max: 2, Sum: 120, Count: 60}
 	w, _ := db2.Query("c", 1, base, base+1000)
 	checkWindow(t, w, base, [][]Agg{{two, two}})
-	got, _ := os.ReadFile(path)
+	got, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if !bytes.Equal(got[:len(fileMagic)], []byte(fileMagic)) || len(got) > len(good) {
 		t.Errorf("file not rewritten without the torn tail: %d bytes, had %d", len(got), len(good))
 	}
 
 	bad := filepath.Join(t.TempDir(), FileName)
-	os.WriteFile(bad, []byte("something else entirely"), 0o600)
+	if err := os.WriteFile(bad, []byte("something else entirely"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := Open(Config{Dir: filepath.Dir(bad)}); err == nil {
 		t.Error("Open on a foreign file = nil, want error")
 	}
