@@ -174,7 +174,8 @@ func (r *Result) dropZeroColumns() {
 }
 
 // dimSlots finds a dimension's slots in a window: at the chart index when
-// the window lists dims in chart order (the contract), else by id.
+// the window lists dims in chart order (as store.Query returns them),
+// else by id.
 func dimSlots(w *store.Window, id string, idx int) []store.Agg {
 	if w == nil {
 		return nil
