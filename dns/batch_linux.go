@@ -194,7 +194,7 @@ func (s *Server) serveUDP(c *net.UDPConn, sh *shard) {
 		}
 		sh.queries.Add(int64(n))
 		sh.batches.Add(1)
-		t := s.table.Load()
+		t := s.fresh(s.table.Load())
 		debug := s.debugEnabled()
 		k := 0
 		for i := 0; i < n; i++ {
@@ -203,11 +203,24 @@ func (s *Server) serveUDP(c *net.UDPConn, sh *shard) {
 				// Longer than any query we accept: FORMERR (RFC 1035 §4.1.1).
 				if len(pkt) >= 12 && pkt[2]&0x80 == 0 {
 					sh.formerr.Add(1)
-					_, _ = c.WriteToUDPAddrPort(headerOnly(pkt, dns.RcodeFormatError), b.source(i))
+					resp, from := headerOnly(pkt, dns.RcodeFormatError), b.source(i)
+					if !s.recursionFor(from.Addr()) {
+						resp = resp[:s.screen(resp, from.Addr(), sh)]
+					}
+					if len(resp) > 0 {
+						_, _ = c.WriteToUDPAddrPort(resp, from)
+					}
 				}
 				continue
 			}
-			if m := s.fast(t, pkt, &q, b.obufs[k], size); m > 0 {
+			var client netip.Addr
+			if s.checkClients {
+				client = b.source(i).Addr()
+			}
+			if m := s.fast(t, pkt, &q, b.obufs[k], size, client, sh); m != 0 {
+				if m < 0 {
+					continue // rate-limited: no reply
+				}
 				b.reply(k, i, m)
 				if debug {
 					s.debugQuery(b.obufs[k][:m], b.source(i), "fast")

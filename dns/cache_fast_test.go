@@ -74,7 +74,7 @@ func TestCachedAnswersFastPath(t *testing.T) {
 			t.Run(fmt.Sprintf("%s/%s/edns=%v/+%v", c.name, dns.TypeToString[c.qtype], c.edns, step), func(t *testing.T) {
 				req := pack(c)
 				var q zone.Query
-				n := s.fast(s.Table(), req, &q, out, 1232)
+				n := s.fast(s.Table(), req, &q, out, 1232, loopback, &shard{})
 				if (n > 0) != c.fast {
 					t.Fatalf("fast path answered = %v, want %v", n > 0, c.fast)
 				}
@@ -85,7 +85,7 @@ func TestCachedAnswersFastPath(t *testing.T) {
 				if err := fm.Unpack(out[:n]); err != nil {
 					t.Fatalf("fast answer does not unpack: %v", err)
 				}
-				if err := sm.Unpack(s.handleRaw(context.Background(), req)); err != nil {
+				if err := sm.Unpack(s.handleRaw(context.Background(), req, true)); err != nil {
 					t.Fatal(err)
 				}
 				fm.Compress, sm.Compress = false, false
@@ -113,17 +113,17 @@ func TestCachedAnswersFastPath(t *testing.T) {
 	// neither.
 	clk.add(time.Hour)
 	var q zone.Query
-	if n := s.fast(s.Table(), pack(cases[0]), &q, out, 1232); n != 0 {
+	if n := s.fast(s.Table(), pack(cases[0]), &q, out, 1232, loopback, &shard{}); n != 0 {
 		t.Fatal("expired template answered")
 	}
 	ask(t, "udp", s.Addr(), "pub.example.", dns.TypeA, false) // refresh
-	if n := s.fast(s.Table(), pack(cases[0]), &q, out, 1232); n == 0 {
+	if n := s.fast(s.Table(), pack(cases[0]), &q, out, 1232, loopback, &shard{}); n == 0 {
 		t.Fatal("refreshed entry not on the fast path")
 	}
 	if _, err := s.ClearCache("pub.example"); err != nil {
 		t.Fatal(err)
 	}
-	if n := s.fast(s.Table(), pack(cases[0]), &q, out, 1232); n != 0 {
+	if n := s.fast(s.Table(), pack(cases[0]), &q, out, 1232, loopback, &shard{}); n != 0 {
 		t.Fatal("cleared name still answered from its template")
 	}
 	// Over the wire, the second ask of a cached name is a fast answer.
@@ -146,8 +146,9 @@ func TestCachedAnswerAllocs(t *testing.T) {
 	out := make([]byte, 1232)
 	var q zone.Query
 	tab := s.Table()
+	sh := &shard{}
 	allocs := testing.AllocsPerRun(200, func() {
-		if s.fast(tab, req, &q, out, 1232) == 0 {
+		if s.fast(tab, req, &q, out, 1232, loopback, sh) == 0 {
 			t.Fatal("not answered from the cache")
 		}
 	})

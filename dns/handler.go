@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"net"
 
 	"github.com/miekg/dns"
 
@@ -42,8 +43,9 @@ func headerOnly(raw []byte, rcode int) []byte {
 }
 
 // handleRaw is the UDP slow path: checks, unpack, answer, pack. nil means
-// no reply (not a query, or not even a header).
-func (s *Server) handleRaw(ctx context.Context, raw []byte) []byte {
+// no reply (not a query, or not even a header). recurse says whether the
+// client gets recursion.
+func (s *Server) handleRaw(ctx context.Context, raw []byte, recurse bool) []byte {
 	if len(raw) < 12 {
 		s.slowCnt.dropped.Add(1)
 		return nil
@@ -71,7 +73,7 @@ func (s *Server) handleRaw(ctx context.Context, raw []byte) []byte {
 		s.slowCnt.formerr.Add(1)
 		return headerOnly(raw, dns.RcodeFormatError)
 	}
-	resp := s.answer(ctx, req, false)
+	resp := s.answer(ctx, req, false, recurse)
 	b, err := resp.Pack()
 	if err != nil {
 		s.logError("dns pack reply", err)
@@ -84,7 +86,14 @@ func (s *Server) handleRaw(ctx context.Context, raw []byte) []byte {
 // serveTCP answers one TCP query through miekg/dns.
 func (s *Server) serveTCP(w dns.ResponseWriter, req *dns.Msg) {
 	s.slowCnt.queries.Add(1)
-	resp := s.answer(s.baseCtx, req, true)
+	recurse := true
+	if s.checkClients {
+		recurse = false
+		if a, ok := w.RemoteAddr().(*net.TCPAddr); ok {
+			recurse = s.acl.contains(a.AddrPort().Addr())
+		}
+	}
+	resp := s.answer(s.baseCtx, req, true, recurse)
 	if err := w.WriteMsg(resp); err != nil && !s.stopped.Load() {
 		s.logError("dns tcp write", err)
 	}
@@ -95,11 +104,12 @@ func (s *Server) serveTCP(w dns.ResponseWriter, req *dns.Msg) {
 }
 
 // answer builds the reply to a well-formed query: from the table, else
-// upstream; truncated to the client's UDP size (UDP) or 64 KiB (TCP).
-func (s *Server) answer(ctx context.Context, req *dns.Msg, tcp bool) *dns.Msg {
+// upstream when the client gets recursion (recurse), else REFUSED;
+// truncated to the client's UDP size (UDP) or 64 KiB (TCP).
+func (s *Server) answer(ctx context.Context, req *dns.Msg, tcp, recurse bool) *dns.Msg {
 	resp := new(dns.Msg)
 	resp.SetReply(req)
-	resp.RecursionAvailable = true
+	resp.RecursionAvailable = recurse
 	resp.CheckingDisabled = req.CheckingDisabled
 	if len(req.Question) != 1 || len(req.Answer) != 0 || len(req.Ns) != 0 {
 		return s.fail(resp, req, dns.RcodeFormatError)
@@ -135,8 +145,19 @@ func (s *Server) answer(ctx context.Context, req *dns.Msg, tcp bool) *dns.Msg {
 	case dns.TypeOPT, dns.TypeTSIG, dns.TypeTKEY, 0:
 		return s.finish(s.fail(resp, req, dns.RcodeFormatError), opt, limit)
 	}
-	t := s.table.Load()
+	t := s.current()
 	res := t.Resolve(q.Name, q.Qtype, q.Qclass)
+	if res.Upstream && !recurse {
+		if len(res.Answer) == 0 {
+			// Only recursion would answer this, and this client gets none
+			// (RFC 5358: no open resolvers).
+			s.slowCnt.recursionRefused.Add(1)
+			return s.finish(s.fail(resp, req, dns.RcodeRefused), opt, limit)
+		}
+		// A local CNAME that leaves our data: give what we hold, as an
+		// authoritative server does; the client follows the chain itself.
+		res.Upstream = false
+	}
 	resp.Authoritative = res.Authoritative
 	resp.Rcode = res.Rcode
 	resp.Answer = res.Answer

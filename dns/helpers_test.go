@@ -15,7 +15,6 @@ import (
 
 	"peerdns/dns/dnstest"
 	"peerdns/dns/records"
-	"peerdns/internal/testutil"
 	"peerdns/internal/view"
 )
 
@@ -239,8 +238,9 @@ func rawQuery(t *testing.T, addr string, pkt []byte, d time.Duration) []byte {
 	return buf[:n]
 }
 
-// eventually polls cond with a deadline (internal/testutil).
-var eventually = testutil.Eventually
+// loopback is the client address of tests that talk to the answer
+// functions directly.
+var loopback = netip.MustParseAddr("127.0.0.1")
 
 func contextWithTimeout(d time.Duration) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), d)

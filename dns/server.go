@@ -12,7 +12,24 @@
 //
 // The package never mutates state it does not own: it reads the view the
 // consensus side publishes and the snapshot the localdns actor publishes,
-// and derives its table from them in the publishers' goroutines.
+// and derives its table from them. The table is compiled off the
+// publishers' goroutines (a view.Publisher subscription), and every query
+// first checks that the table was built from the snapshots published now;
+// when a publisher has just stored a newer one, that query takes the slow
+// path, which compiles the table itself if the subscriber has not yet.
+// So a write is answered as soon as Store returns, and Store never waits
+// for a compile.
+//
+// Recursion (forwarding upstream, and answers from the upstream cache) is
+// only for clients in Config.RecursionAllow (default: loopback and private
+// ranges); others get the node's own data and REFUSED for everything
+// else, and their UDP responses are rate-limited (see ratelimit.go and
+// README.md, "Who gets recursion").
+//
+// The Server's methods are safe for concurrent use. They are the one
+// non-actor API that HTTP handlers may call directly (PublicLookup,
+// Lookup, ClearCache, Health, Stats, Upstreams): the server owns no state
+// an actor owns, so there is nothing to ask an actor for.
 package dns
 
 import (
@@ -56,7 +73,19 @@ type Config struct {
 	FailureTTL      time.Duration    // how long "every upstream failed" is cached; default 5s
 	CacheSize       int              // upstream cache entries; default 10000
 	MaxSlow         int              // concurrent slow-path UDP queries; default 4096
-	Now             func() time.Time // clock of the upstream cache; default time.Now (tests inject one)
+	Now             func() time.Time // clock of the upstream cache and the rate limiter; default time.Now (tests inject one)
+
+	// RecursionAllow lists the client networks that get recursion:
+	// forwarding upstream and answers from the upstream cache. Everyone
+	// gets answers from the node's own data (internal domains, local
+	// records, p2p domains); others get REFUSED for names only upstream
+	// knows. nil: DefaultRecursionAllow (loopback and private ranges);
+	// empty: nobody. ParsePrefixes reads it from a flag or env value.
+	RecursionAllow []netip.Prefix
+	// RateLimit is how many UDP responses per second one client network
+	// (/24, /56) outside RecursionAllow gets before responses are dropped
+	// or slip out truncated; default DefaultRateLimit, negative: no limit.
+	RateLimit int
 }
 
 func (c *Config) defaults() {
@@ -79,6 +108,15 @@ func (c *Config) defaults() {
 	if c.MaxSlow <= 0 {
 		c.MaxSlow = 4096
 	}
+	if c.RecursionAllow == nil {
+		c.RecursionAllow = DefaultRecursionAllow()
+	}
+	if c.RateLimit == 0 {
+		c.RateLimit = DefaultRateLimit
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
 }
 
 // Validate checks the config after defaults (and completes bare
@@ -98,6 +136,11 @@ func (c *Config) Validate() error {
 		}
 		c.Upstreams[i] = netip.AddrPortFrom(ip, 53).String()
 	}
+	for _, p := range c.RecursionAllow {
+		if !p.IsValid() {
+			return fmt.Errorf("recursion ACL: invalid network %v", p)
+		}
+	}
 	return nil
 }
 
@@ -106,11 +149,20 @@ type Server struct {
 	cfg   Config
 	log   *slog.Logger
 	up    *upstream.Resolver
-	view  *view.Published
-	local *records.Published
+	view  *view.Published    // never nil (an empty publisher when New got nil)
+	local *records.Published // never nil, as view
 
 	table   atomic.Pointer[zone.Table]
 	buildMu sync.Mutex // serialises Build so the newest inputs win
+	unsub   []func()   // the two subscriptions (Start), cancelled by Shutdown; guarded by mu
+
+	acl *acl     // who gets recursion
+	rrl *limiter // response-rate limit of the others; nil: none
+	// checkClients is false when no client can be outside the ACL (it
+	// allows everyone, or the server listens on loopback and the ACL
+	// holds all of loopback): the answer paths then skip the ACL and the
+	// limiter altogether. Set by listen, before any reader starts.
+	checkClients bool
 
 	mu      sync.Mutex // guards the listeners below and the state changes
 	udp     []*net.UDPConn
@@ -139,12 +191,13 @@ type shard struct {
 	queries, fast, slow, dropped                 atomic.Int64
 	nxdomain, servfail, formerr, refused, notimp atomic.Int64
 	upstream, batches                            atomic.Int64
+	recursionRefused, rateLimited, slipped       atomic.Int64
 	_                                            [64]byte
 }
 
 // New builds a server over the published p2p view and local records;
-// either may be nil. It subscribes to both, so the answer table follows
-// every published change. Start opens the sockets.
+// either may be nil. The answer table follows every change published to
+// either (see the package doc). Start opens the sockets.
 func New(cfg Config, pub *view.Published, local *records.Published, log *slog.Logger) (*Server, error) {
 	cfg.defaults()
 	if err := cfg.Validate(); err != nil {
@@ -152,6 +205,12 @@ func New(cfg Config, pub *view.Published, local *records.Published, log *slog.Lo
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
+	}
+	if pub == nil {
+		pub = &view.Published{}
+	}
+	if local == nil {
+		local = &records.Published{}
 	}
 	servers := cfg.Upstreams
 	if len(servers) == 0 {
@@ -179,36 +238,54 @@ func New(cfg Config, pub *view.Published, local *records.Published, log *slog.Lo
 			FailureTTL: cfg.FailureTTL, UDPSize: cfg.UDPSize, Now: cfg.Now,
 		}),
 		slow: make(chan struct{}, cfg.MaxSlow),
+		acl:  newACL(cfg.RecursionAllow),
+	}
+	if cfg.RateLimit > 0 {
+		s.rrl = newLimiter(cfg.RateLimit, cfg.Now)
 	}
 	s.baseCtx, s.cancel = context.WithCancel(context.Background())
 	s.rebuild()
-	if pub != nil {
-		pub.Subscribe(func(*view.Snapshot) { s.rebuild() })
-	}
-	if local != nil {
-		local.Subscribe(func(*records.Snapshot) { s.rebuild() })
-	}
 	return s, nil
 }
 
-// rebuild compiles a new table from the latest snapshots of both
-// sources. It runs in whichever publisher stored a new snapshot.
-func (s *Server) rebuild() {
-	s.buildMu.Lock()
-	defer s.buildMu.Unlock()
-	var v *view.Snapshot
-	var l *records.Snapshot
-	if s.view != nil {
-		v = s.view.Load()
+// current is the answer table for the snapshots published now: the one in
+// use, or a fresh one when a publisher stored something newer and the
+// subscription has not compiled it yet.
+func (s *Server) current() *zone.Table {
+	if t := s.table.Load(); t.BuiltFrom(s.view.Load(), s.local.Load()) {
+		return t
 	}
-	if s.local != nil {
-		l = s.local.Load()
-	}
-	s.table.Store(zone.Build(v, l, zone.Options{TTL: s.cfg.TTL}))
+	return s.rebuild()
 }
 
-// Table is the answer table in use (for diagnostics and tests).
-func (s *Server) Table() *zone.Table { return s.table.Load() }
+// fresh is t when it was built from the snapshots published now, else nil
+// (the fast path then hands the query to the slow path, which compiles).
+func (s *Server) fresh(t *zone.Table) *zone.Table {
+	if t.BuiltFrom(s.view.Load(), s.local.Load()) {
+		return t
+	}
+	return nil
+}
+
+// rebuild compiles a table from the latest snapshots of both sources,
+// unless the table in use already is that. It runs in the subscription's
+// goroutine, or in a slow-path query that saw a stale table first.
+func (s *Server) rebuild() *zone.Table {
+	s.buildMu.Lock()
+	defer s.buildMu.Unlock()
+	v, l := s.view.Load(), s.local.Load()
+	if t := s.table.Load(); t.BuiltFrom(v, l) {
+		return t
+	}
+	t := zone.Build(v, l, zone.Options{TTL: s.cfg.TTL})
+	s.table.Store(t)
+	return t
+}
+
+// Table is the answer table for the snapshots published now (for
+// diagnostics and tests: its ViewVersion and LocalVersion say what it was
+// built from).
+func (s *Server) Table() *zone.Table { return s.current() }
 
 // Upstreams is the upstream list in use.
 func (s *Server) Upstreams() []string { return s.up.Servers() }
@@ -265,6 +342,9 @@ func (s *Server) Start() error {
 		return fmt.Errorf("dns tcp: %w", err)
 	}
 	s.started.Store(true)
+	s.unsub = append(s.unsub,
+		s.view.Subscribe(func(*view.Snapshot) { s.rebuild() }),
+		s.local.Subscribe(func(*records.Snapshot) { s.rebuild() }))
 	s.log.Info("dns server started", "addr", s.addr, "udpSockets", len(s.udp), "upstreams", s.up.Servers())
 	return nil
 }
@@ -297,6 +377,8 @@ func (s *Server) listen() error {
 	}
 	s.udp = conns
 	s.addr = addr
+	local := conns[0].LocalAddr().(*net.UDPAddr).AddrPort().Addr()
+	s.checkClients = !s.acl.coversAll() && !(local.Unmap().IsLoopback() && s.acl.coversLoopback(local))
 	s.shards = make([]*shard, len(conns))
 	for i := range s.shards {
 		s.shards[i] = &shard{}
@@ -332,6 +414,10 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	for _, c := range s.udp {
 		c.Close()
 	}
+	for _, cancel := range s.unsub {
+		cancel() // waits for a compile in progress
+	}
+	s.unsub = nil
 	var err error
 	if s.tcp != nil && s.started.Load() {
 		err = s.tcp.ShutdownContext(ctx)
@@ -368,8 +454,9 @@ func (s *Server) readLoop(c *net.UDPConn, sh *shard) {
 		}
 		sh.queries.Add(1)
 		sh.batches.Add(1)
-		if t := s.table.Load(); t != nil {
-			if m := s.fast(t, buf[:n], &q, out, size); m > 0 {
+		if t := s.fresh(s.table.Load()); t != nil {
+			m := s.fast(t, buf[:n], &q, out, size, from.Addr(), sh)
+			if m > 0 {
 				if _, err := c.WriteToUDPAddrPort(out[:m], from); err != nil {
 					s.logError("dns udp write", err)
 				}
@@ -379,22 +466,74 @@ func (s *Server) readLoop(c *net.UDPConn, sh *shard) {
 				}
 				continue
 			}
+			if m < 0 {
+				continue // rate-limited: no reply
+			}
 		}
 		s.slowUDP(c, buf[:n], from, sh)
 	}
 }
 
-// fast answers a plain UDP query without miekg/dns: from the table's
-// pre-packed answers, or, for a name the node's data does not cover,
-// from the upstream cache's wire template. 0 means the slow path.
-func (s *Server) fast(t *zone.Table, pkt []byte, q *zone.Query, out []byte, size int) int {
+// fast answers a plain UDP query from client without miekg/dns: from the
+// table's pre-packed answers, or, for a name the node's data does not
+// cover and a client that gets recursion, from the upstream cache's wire
+// template. 0 means the slow path; -1 that the answer was rate-limited
+// away (counted; nothing to send).
+//
+// A client outside the recursion ACL costs one ACL match per answer here
+// (none at all when checkClients is false, e.g. on the default loopback
+// address): its answers lose RA and go through the rate limiter, because
+// the node's own records (a 4000-byte TXT) amplify as well as anyone's.
+func (s *Server) fast(t *zone.Table, pkt []byte, q *zone.Query, out []byte, size int, client netip.Addr, sh *shard) int {
 	if t == nil || !zone.Parse(pkt, size, q) {
 		return 0
 	}
-	if m := t.Answer(pkt, q, out, s.cfg.UDPSize); m > 0 || !q.Miss {
-		return m
+	m := t.Answer(pkt, q, out, s.cfg.UDPSize)
+	if m == 0 {
+		if !q.Miss {
+			return 0
+		}
+		// Not our name: only recursion answers it, and the upstream cache
+		// is recursion's too (as BIND's allow-query-cache defaults to
+		// allow-recursion). Others go to the slow path, which refuses.
+		if s.checkClients && !s.acl.contains(client) {
+			return 0
+		}
+		return s.cached(pkt, q, out)
 	}
-	return s.cached(pkt, q, out)
+	if s.checkClients && !s.acl.contains(client) {
+		if m = s.screen(out[:m], client, sh); m == 0 {
+			return -1
+		}
+	}
+	return m
+}
+
+// screen applies to resp (in place) what a UDP client outside the
+// recursion ACL gets: RA cleared, then the response-rate limit. It
+// returns the length to send, 0 for nothing.
+func (s *Server) screen(resp []byte, client netip.Addr, sh *shard) int {
+	if len(resp) < 12 {
+		return 0
+	}
+	resp[3] &^= 0x80 // RA: no recursion for this client (RFC 1035 §4.1.1)
+	if s.rrl == nil {
+		return len(resp)
+	}
+	switch s.rrl.take(client) {
+	case rrlSend:
+		return len(resp)
+	case rrlSlipTC:
+		sh.slipped.Add(1)
+		return slip(resp)
+	}
+	sh.rateLimited.Add(1)
+	return 0
+}
+
+// recursionFor reports whether client gets recursion.
+func (s *Server) recursionFor(client netip.Addr) bool {
+	return !s.checkClients || s.acl.contains(client)
 }
 
 // cached writes the upstream cache's answer to q with TTLs counted down.
@@ -441,9 +580,17 @@ func (s *Server) slowUDP(c *net.UDPConn, pkt []byte, from netip.AddrPort, sh *sh
 	go func() {
 		defer s.wg.Done()
 		defer func() { <-s.slow }()
-		resp := s.handleRaw(s.baseCtx, req)
+		recurse := s.recursionFor(from.Addr())
+		resp := s.handleRaw(s.baseCtx, req, recurse)
 		if resp == nil {
 			return
+		}
+		if !recurse {
+			n := s.screen(resp, from.Addr(), &s.slowCnt)
+			if n == 0 {
+				return
+			}
+			resp = resp[:n]
 		}
 		if _, err := c.WriteToUDPAddrPort(resp, from); err != nil && !s.stopped.Load() {
 			s.logError("dns udp write", err)

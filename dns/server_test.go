@@ -8,13 +8,13 @@ import (
 	"net/netip"
 	"reflect"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/miekg/dns"
 
 	"peerdns/dns/records"
+	"peerdns/internal/testutil"
 	"peerdns/internal/view"
 )
 
@@ -144,7 +144,9 @@ func TestLiveUpdates(t *testing.T) {
 	snap := local.Load()
 	recs := append(append([]records.Record(nil), snap.Records...), mustRecord(t, `{"name":"new.local","type":"A","data":"192.0.2.99"}`))
 	local.Store(&records.Snapshot{Version: 2, Records: recs, Prefs: snap.Prefs})
-	// Subscribers run in the publisher's goroutine: visible at once.
+	// Visible as soon as Store returns: the fast path sees that the table
+	// is older than the published snapshot and the slow path compiles it
+	// if the subscription has not yet.
 	if got := rdata(ask(t, "udp", s.Addr(), "new.local.", dns.TypeA, false)); !reflect.DeepEqual(got, []string{"A 192.0.2.99"}) {
 		t.Fatalf("after add: %q", got)
 	}
@@ -217,7 +219,7 @@ func TestUpstreamCaching(t *testing.T) {
 	// TTL 1 expires: polled, no sleep.
 	ask(t, "udp", s.Addr(), "short.example.", dns.TypeA, false)
 	before := up.hits.Load()
-	eventually(t, 5*time.Second, func() error {
+	testutil.Eventually(t, 5*time.Second, func() error {
 		ask(t, "udp", s.Addr(), "short.example.", dns.TypeA, false)
 		if up.hits.Load() == before {
 			return fmt.Errorf("still cached")
@@ -321,17 +323,11 @@ func TestBadInput(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			wait := 2 * time.Second
 			if tt.rcode < 0 {
-				wait = 300 * time.Millisecond
-			}
-			resp := rawQuery(t, s.Addr(), tt.pkt, wait)
-			if tt.rcode < 0 {
-				if resp != nil {
-					t.Fatalf("got a reply %x, want none", resp)
-				}
+				noReply(t, s, tt.pkt)
 				return
 			}
+			resp := rawQuery(t, s.Addr(), tt.pkt, 2*time.Second)
 			if resp == nil {
 				t.Fatal("no reply")
 			}
@@ -353,6 +349,44 @@ func TestBadInput(t *testing.T) {
 	}
 	if h := s.Health(); !h.Healthy || !h.Initialized || !h.Enabled {
 		t.Fatalf("health after bad input: %+v", h)
+	}
+}
+
+// noReply sends pkt and checks that the server drops it: it waits until
+// the server counted the drop (the decision is made; a reply would have
+// been written before the count), then sends a good query on the same
+// socket and requires that query's reply to be the first datagram back.
+func noReply(t *testing.T, s *Server, pkt []byte) {
+	t.Helper()
+	c, err := net.Dial("udp", s.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	before := s.Stats().Dropped
+	if _, err := c.Write(pkt); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, 5*time.Second, func() error {
+		if d := s.Stats().Dropped; d == before {
+			return fmt.Errorf("dropped = %d: packet not handled yet", d)
+		}
+		return nil
+	})
+	probe := new(dns.Msg).SetQuestion("a.local.", dns.TypeA)
+	probe.Id = 0xBEEF
+	b, _ := probe.Pack()
+	if _, err := c.Write(b); err != nil {
+		t.Fatal(err)
+	}
+	c.SetReadDeadline(time.Now().Add(5 * time.Second)) // a hang guard, not a wait
+	buf := make([]byte, 65535)
+	n, err := c.Read(buf)
+	if err != nil {
+		t.Fatalf("no reply to the probe: %v", err)
+	}
+	if id := binary.BigEndian.Uint16(buf); n < 12 || id != 0xBEEF {
+		t.Fatalf("first datagram back is %x, not the probe's reply: the dropped packet was answered", buf[:n])
 	}
 }
 
@@ -445,26 +479,9 @@ func TestLookup(t *testing.T) {
 	}
 }
 
-type lockedBuf struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuf) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuf) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 func TestQueryLogAtDebug(t *testing.T) {
 	pub, local := testSources(t)
-	var buf lockedBuf
+	var buf testutil.LogBuffer
 	s, err := New(Config{Addr: "127.0.0.1:0", UDPSockets: 1, Upstreams: []string{deadUpstream(t)}, UpstreamTimeout: 100 * time.Millisecond},
 		pub, local, slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	if err != nil {
@@ -481,7 +498,7 @@ func TestQueryLogAtDebug(t *testing.T) {
 	ask(t, "udp", s.Addr(), "a.local.", dns.TypeA, false)
 	ask(t, "udp", s.Addr(), "pub.example.", dns.TypeA, false)
 	ask(t, "tcp", s.Addr(), "a.local.", dns.TypeA, false)
-	eventually(t, 5*time.Second, func() error {
+	testutil.Eventually(t, 5*time.Second, func() error {
 		out := buf.String()
 		for _, want := range []string{"name=a.local. type=A rcode=NOERROR answers=2", "path=fast", "path=tcp",
 			"name=pub.example. type=A rcode=SERVFAIL", "path=slow", `msg="dns upstream"`} {
@@ -526,5 +543,26 @@ func TestPortInUse(t *testing.T) {
 	}
 	if h := s2.Health(); h.Healthy || h.Initialized {
 		t.Fatalf("failed server health %+v", h)
+	}
+}
+
+// The subscriptions compile a new table without waiting for a query, and
+// Shutdown ends them with every other goroutine of the server.
+func TestTableFollowsPublishers(t *testing.T) {
+	testutil.NoLeaks(t)
+	pub, local := testSources(t)
+	s := newTestServer(t, testConfig{Config: Config{Upstreams: []string{deadUpstream(t)}}}, pub, local)
+	pub.Store(&view.Snapshot{Version: 7, Domains: map[string]*view.Domain{
+		"new.p2p": {Name: "new.p2p", Status: "resolved", IP: netip.MustParseAddr("10.77.0.70")},
+	}})
+	local.Store(&records.Snapshot{Version: 9})
+	testutil.Eventually(t, 5*time.Second, func() error {
+		if tab := s.table.Load(); tab.ViewVersion != 7 || tab.LocalVersion != 9 {
+			return fmt.Errorf("table built from view %d, local %d; want 7, 9", tab.ViewVersion, tab.LocalVersion)
+		}
+		return nil
+	})
+	if got := rdata(ask(t, "udp", s.Addr(), "new.p2p.", dns.TypeA, false)); !reflect.DeepEqual(got, []string{"A 10.77.0.70"}) {
+		t.Fatalf("new.p2p = %q", got)
 	}
 }

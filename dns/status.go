@@ -43,9 +43,17 @@ type Stats struct {
 	FormErr     int64 `json:"formerr"`
 	Refused     int64 `json:"refused"`
 	NotImp      int64 `json:"notimp"`
-	CacheHits   int64 `json:"cacheHits"`
-	CacheMisses int64 `json:"cacheMisses"`
-	CacheSize   int   `json:"cacheSize"`
+	// RecursionRefused counts REFUSED answers to clients outside the
+	// recursion ACL for names only upstream knows (also in Refused).
+	RecursionRefused int64 `json:"recursionRefused"`
+	// RateLimited counts UDP responses to clients outside the recursion
+	// ACL dropped by the response-rate limit; RateLimitSlipped those sent
+	// truncated (TC=1) instead, so a real client retries over TCP.
+	RateLimited      int64 `json:"rateLimited"`
+	RateLimitSlipped int64 `json:"rateLimitSlipped"`
+	CacheHits        int64 `json:"cacheHits"`
+	CacheMisses      int64 `json:"cacheMisses"`
+	CacheSize        int   `json:"cacheSize"`
 	// PerSocket is the UDP queries each SO_REUSEPORT socket read (the
 	// kernel spreads clients over them by flow hash).
 	PerSocket []int64 `json:"perSocket"`
@@ -74,6 +82,9 @@ func (s *Server) Stats() Stats {
 		st.FormErr += sh.formerr.Load()
 		st.Refused += sh.refused.Load()
 		st.NotImp += sh.notimp.Load()
+		st.RecursionRefused += sh.recursionRefused.Load()
+		st.RateLimited += sh.rateLimited.Load()
+		st.RateLimitSlipped += sh.slipped.Load()
 	}
 	us := s.up.Stats()
 	st.CacheHits, st.CacheMisses, st.CacheSize = us.CacheHits, us.CacheMisses, us.CacheEntries

@@ -16,6 +16,6 @@ type Snapshot struct {
 	Prefs   map[string]string // domain → VersionP2P or VersionPublic
 }
 
-// Published hands the current Snapshot to readers and calls subscribers
-// synchronously in the publisher's goroutine.
+// Published hands the current Snapshot to readers and tells subscribers,
+// each in its own goroutine, about newer ones (view.Publisher).
 type Published = view.Publisher[Snapshot]

@@ -3,8 +3,8 @@
 // the lowercased wire-format name to a node holding its records and the
 // answers for the common query types already packed in wire format.
 //
-// A Table is built once per change (in the publisher's goroutine) and
-// read without locks by every socket reader. Fast answers a query packet
+// A Table is built once per change (by the DNS server, off the
+// publishers' goroutines) and read without locks by every socket reader. Fast answers a query packet
 // straight from those bytes with no allocation; Resolve is the general
 // path that miekg/dns handlers use for everything else.
 package zone
@@ -61,8 +61,11 @@ type Options struct {
 
 // Table is the compiled data at one version. Never modified after Build.
 type Table struct {
-	ViewVersion  uint64
-	LocalVersion uint64
+	ViewVersion  uint64 // Version of the view snapshot it was built from (0: none)
+	LocalVersion uint64 // Version of the local records snapshot it was built from (0: none)
+
+	view  *view.Snapshot // the snapshots it was built from (BuiltFrom)
+	local *records.Snapshot
 
 	nodes   map[string]*node // exact names, key: lowercased wire name
 	parents map[string]*node // internal and p2p nodes, which also answer their subdomains
@@ -137,7 +140,7 @@ func lowerWire(b []byte) {
 
 // Build compiles a table. Either snapshot may be nil.
 func Build(v *view.Snapshot, l *records.Snapshot, o Options) *Table {
-	t := &Table{nodes: map[string]*node{}, parents: map[string]*node{}, ttl: o.TTL}
+	t := &Table{nodes: map[string]*node{}, parents: map[string]*node{}, ttl: o.TTL, view: v, local: l}
 	if t.ttl == 0 {
 		t.ttl = DefaultTTL
 	}
@@ -224,6 +227,13 @@ func Build(v *view.Snapshot, l *records.Snapshot, o Options) *Table {
 	}
 	t.buf = nil
 	return t
+}
+
+// BuiltFrom reports whether t was built from exactly these snapshots
+// (false for a nil t). The DNS server uses it to notice that a publisher
+// stored something newer than its table.
+func (t *Table) BuiltFrom(v *view.Snapshot, l *records.Snapshot) bool {
+	return t != nil && t.view == v && t.local == l
 }
 
 func setIP(n *node, ip netip.Addr) {
