@@ -39,7 +39,8 @@ type Config struct {
 	// ExportDir receives export?write=1 files (AGENT_EXPORT_DIR, default
 	// DATA/agent/exports).
 	ExportDir string
-	// Journal enables the journal log source (AGENT_JOURNAL, "0" disables).
+	// Journal allows the journal log source (AGENT_JOURNAL, "0" disables).
+	// Settings shows it; nothing reads the journal yet.
 	Journal bool
 	// Tier0Retention and Tier1Retention override the store defaults (1h
 	// and 14 days) when non-zero.
