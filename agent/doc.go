@@ -6,7 +6,9 @@
 // per-minute min/max/sum/count kept in memory and in an append-only file);
 // agent/health evaluates the built-in alert rules and records transitions;
 // agent/query turns store windows into Netdata-shaped query results; and
-// agent/api serves the REST API with fasthttp. Run wires them together.
+// agent/api serves the REST API with fasthttp. Run wires them together
+// and, when its context is done, stops all of them: every goroutine it
+// started has returned and the store is flushed before it returns.
 //
 // The store is a plain mutex-guarded structure (one lock per chart), not a
 // protoactor actor: the agent is not part of the node's actor tree, and
