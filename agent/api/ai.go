@@ -2,7 +2,6 @@ package api
 
 import (
 	"math"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -46,21 +45,29 @@ outer:
 				continue outer
 			}
 		}
-		if !math.IsNaN(v) {
+		if finite(v) {
 			t += v
 		}
 	}
 	return t
 }
 
-func pct(part, total float64) any {
-	if total <= 0 || math.IsNaN(part) || math.IsNaN(total) {
-		return nil
+// pct is part of total in percent with two decimals; no value when the
+// total is not positive.
+func pct(part, total float64) nullFloat {
+	if total <= 0 {
+		return noValue
 	}
-	return math.Round(part/total*10000) / 100
+	return nullFloat(math.Round(part/total*10000) / 100) // NaN stays NaN: no value
 }
 
 // aiSnapshot: health, KPIs, anomalies and alerts, catalog and storage.
+//
+// No anomaly detector runs yet, so the store's anomalous-point counts are
+// all zero: reporting "0 anomalous points" would tell an assistant the
+// host looks normal when nothing looked at all. The spec names anomalies
+// as a member of the snapshot, so the key stays and says the data is not
+// available; the counts come back once a detector fills them.
 func (s *Server) aiSnapshot(ctx *fasthttp.RequestCtx, _ int) error {
 	normal, warning, critical := s.alarmCounts()
 	status := "ok"
@@ -74,7 +81,7 @@ func (s *Server) aiSnapshot(ctx *fasthttp.RequestCtx, _ int) error {
 		kpis["cpu_percent"] = math.Round(sumExcept(m, "idle")*100) / 100
 	}
 	if m := s.latestMap("system.load"); m != nil {
-		kpis["load1"], kpis["load5"], kpis["load15"] = jsonNum(m["load1"]), jsonNum(m["load5"]), jsonNum(m["load15"])
+		kpis["load1"], kpis["load5"], kpis["load15"] = nullFloat(m["load1"]), nullFloat(m["load5"]), nullFloat(m["load15"])
 	}
 	if m := s.latestMap("system.ram"); m != nil {
 		kpis["ram_used_percent"] = pct(m["used"], sumExcept(m))
@@ -83,10 +90,10 @@ func (s *Server) aiSnapshot(ctx *fasthttp.RequestCtx, _ int) error {
 		kpis["swap_used_percent"] = pct(m["used"], sumExcept(m))
 	}
 	if m := s.latestMap("system.net"); m != nil {
-		kpis["net_received_kilobits_s"], kpis["net_sent_kilobits_s"] = jsonNum(m["received"]), jsonNum(math.Abs(m["sent"]))
+		kpis["net_received_kilobits_s"], kpis["net_sent_kilobits_s"] = nullFloat(m["received"]), nullFloat(math.Abs(m["sent"]))
 	}
 	if m := s.latestMap("system.io"); m != nil {
-		kpis["disk_read_kib_s"], kpis["disk_write_kib_s"] = jsonNum(m["in"]), jsonNum(math.Abs(m["out"]))
+		kpis["disk_read_kib_s"], kpis["disk_write_kib_s"] = nullFloat(m["in"]), nullFloat(math.Abs(m["out"]))
 	}
 	disks := []map[string]any{}
 	for _, c := range s.index2().byContext["disk.space"] {
@@ -96,41 +103,13 @@ func (s *Server) aiSnapshot(ctx *fasthttp.RequestCtx, _ int) error {
 	}
 	kpis["disk_space"] = disks
 
-	// Anomalies: anomalous points the detector flagged over the last ten
-	// minutes of tier 1 (zero until an anomaly detector fills them).
 	now := s.now().Unix()
-	type anom struct {
-		Chart string `json:"chart"`
-		Count uint64 `json:"anomalous_points"`
-	}
-	var anoms []anom
-	var total uint64
 	charts := s.o.DB.Charts()
-	for _, c := range charts {
-		w, err := s.o.DB.Query(c.ID, 1, now-600, now)
-		if err != nil {
-			continue
-		}
-		var n uint64
-		for _, slots := range w.Slots {
-			for _, a := range slots {
-				n += uint64(a.Anomalous)
-			}
-		}
-		if n > 0 {
-			anoms = append(anoms, anom{c.ID, n})
-			total += n
-		}
-	}
-	sort.Slice(anoms, func(i, j int) bool { return anoms[i].Count > anoms[j].Count })
-	if len(anoms) > 10 {
-		anoms = anoms[:10]
-	}
 	raisedList := []map[string]any{}
 	for _, a := range s.alerts() {
 		if raised(a.Status) {
 			raisedList = append(raisedList, map[string]any{"name": a.Name, "chart": a.Chart, "status": a.Status,
-				"value": jsonNum(a.Value), "units": a.Units, "since": a.LastStatusChange, "info": a.Info})
+				"value": nullFloat(a.Value), "units": a.Units, "since": a.LastStatusChange, "info": a.Info})
 		}
 	}
 	ix := s.index2()
@@ -140,14 +119,13 @@ func (s *Server) aiSnapshot(ctx *fasthttp.RequestCtx, _ int) error {
 	}
 	st := s.stats()
 	return writeJSON(ctx, map[string]any{
-		"hostname": s.host.Hostname,
-		"time":     now,
-		"health":   map[string]any{"status": status, "alarms": alarmCount{normal, warning, critical}},
-		"kpis":     kpis,
-		"anomalies": map[string]any{"window_seconds": 600, "anomalous_points": total,
-			"top_charts": anoms},
-		"alerts":  raisedList,
-		"catalog": map[string]any{"charts": len(charts), "dimensions": dims, "contexts": ix.contexts},
+		"hostname":  s.host.Hostname,
+		"time":      now,
+		"health":    map[string]any{"status": status, "alarms": alarmCount{normal, warning, critical}},
+		"kpis":      kpis,
+		"anomalies": map[string]any{"available": false, "reason": "no anomaly detector runs on this agent yet"},
+		"alerts":    raisedList,
+		"catalog":   map[string]any{"charts": len(charts), "dimensions": dims, "contexts": ix.contexts},
 		"storage": map[string]any{"dir": st.Dir, "tier0_retention_seconds": int64(st.Tier0Retention.Seconds()),
 			"tier1_retention_seconds": int64(st.Tier1Retention.Seconds()), "memory_bytes": st.MemoryBytes,
 			"tier1_disk_bytes": st.Tier1DiskBytes, "first_entry": st.FirstTime, "last_entry": st.LastTime},
@@ -216,12 +194,12 @@ func (s *Server) aiChartSummary(ctx *fasthttp.RequestCtx, id string) error {
 		mn, mx, sum, n := math.Inf(1), math.Inf(-1), 0.0, 0
 		for r := 0; r < res.Rows(); r++ {
 			v := res.At(r, col)
-			if math.IsNaN(v) {
+			if !finite(v) {
 				continue
 			}
 			mn, mx, sum, n = math.Min(mn, v), math.Max(mx, v), sum+v, n+1
 		}
-		d := map[string]any{"id": cl.ID, "name": cl.Name, "min": nil, "avg": nil, "max": nil, "last": jsonNum(res.Latest[col])}
+		d := map[string]any{"id": cl.ID, "name": cl.Name, "min": noValue, "avg": noValue, "max": noValue, "last": nullFloat(res.Latest[col])}
 		if n > 0 {
 			d["min"], d["avg"], d["max"] = mn, sum/float64(n), mx
 		}
@@ -238,7 +216,7 @@ func chartAlerts(as []health.Alert, chart string) []map[string]any {
 	out := []map[string]any{}
 	for _, a := range as {
 		if a.Chart == chart {
-			out = append(out, map[string]any{"name": a.Name, "status": a.Status, "value": jsonNum(a.Value), "units": a.Units})
+			out = append(out, map[string]any{"name": a.Name, "status": a.Status, "value": nullFloat(a.Value), "units": a.Units})
 		}
 	}
 	return out

@@ -55,22 +55,15 @@ type alarmJSON struct {
 	LookupBefore     *int    `json:"lookup_before,omitempty"`
 	LookupOptions    *string `json:"lookup_options,omitempty"`
 	// Present for calc rules only.
-	Calc       string   `json:"calc,omitempty"`
-	CalcParsed string   `json:"calc_parsed,omitempty"`
-	Warn       string   `json:"warn"`
-	WarnParsed string   `json:"warn_parsed"`
-	Crit       string   `json:"crit"`
-	CritParsed string   `json:"crit_parsed"`
-	Green      *float64 `json:"green"`
-	Red        *float64 `json:"red"`
-	Value      *float64 `json:"value"`
-}
-
-func fptr(v float64) *float64 {
-	if math.IsNaN(v) || math.IsInf(v, 0) {
-		return nil
-	}
-	return &v
+	Calc       string    `json:"calc,omitempty"`
+	CalcParsed string    `json:"calc_parsed,omitempty"`
+	Warn       string    `json:"warn"`
+	WarnParsed string    `json:"warn_parsed"`
+	Crit       string    `json:"crit"`
+	CritParsed string    `json:"crit_parsed"`
+	Green      nullFloat `json:"green"`
+	Red        nullFloat `json:"red"`
+	Value      nullFloat `json:"value"`
 }
 
 func raised(st health.Status) bool {
@@ -87,7 +80,7 @@ func toAlarm(a health.Alert) alarmJSON {
 		DelayUpToTimestamp: a.LastStatusChange, WarnRepeatEvery: "0", CritRepeatEvery: "0",
 		ValueString: formatValue(a.Value, a.Units, -1), LastRepeat: "0",
 		Calc: a.Calc, CalcParsed: a.Calc, Warn: a.Warn, WarnParsed: a.Warn, Crit: a.Crit, CritParsed: a.Crit,
-		Value: fptr(a.Value),
+		Green: noValue, Red: noValue, Value: nullFloat(a.Value),
 	}
 	if a.LookupMethod != "" {
 		dims, method, opts := a.LookupDimensions, a.LookupMethod, a.LookupOptions
@@ -141,46 +134,46 @@ func (s *Server) alertsAll(ctx *fasthttp.RequestCtx, _ int) error {
 
 // alarmLogEntry is Netdata's /api/v1/alarm_log entry.
 type alarmLogEntry struct {
-	Hostname           string   `json:"hostname"`
-	UTCOffset          int      `json:"utc_offset"`
-	Timezone           string   `json:"timezone"`
-	UniqueID           uint64   `json:"unique_id"`
-	AlarmID            uint32   `json:"alarm_id"`
-	AlarmEventID       uint64   `json:"alarm_event_id"`
-	ConfigHashID       string   `json:"config_hash_id"`
-	Name               string   `json:"name"`
-	Chart              string   `json:"chart"`
-	Context            string   `json:"context"`
-	Family             string   `json:"family"`
-	Class              string   `json:"class"`
-	Component          string   `json:"component"`
-	Type               string   `json:"type"`
-	Processed          bool     `json:"processed"`
-	Updated            bool     `json:"updated"`
-	ExecRun            int64    `json:"exec_run"`
-	ExecFailed         bool     `json:"exec_failed"`
-	Exec               string   `json:"exec"`
-	Recipient          string   `json:"recipient"`
-	ExecCode           int      `json:"exec_code"`
-	Source             string   `json:"source"`
-	Command            string   `json:"command"`
-	Units              string   `json:"units"`
-	When               int64    `json:"when"`
-	Duration           int64    `json:"duration"`
-	NonClearDuration   int64    `json:"non_clear_duration"`
-	Status             string   `json:"status"`
-	OldStatus          string   `json:"old_status"`
-	Delay              int      `json:"delay"`
-	DelayUpToTimestamp int64    `json:"delay_up_to_timestamp"`
-	UpdatedByID        uint64   `json:"updated_by_id"`
-	UpdatesID          uint64   `json:"updates_id"`
-	ValueString        string   `json:"value_string"`
-	OldValueString     string   `json:"old_value_string"`
-	LastRepeat         string   `json:"last_repeat"`
-	Silenced           string   `json:"silenced"`
-	Info               string   `json:"info"`
-	Value              *float64 `json:"value"`
-	OldValue           *float64 `json:"old_value"`
+	Hostname           string    `json:"hostname"`
+	UTCOffset          int       `json:"utc_offset"`
+	Timezone           string    `json:"timezone"`
+	UniqueID           uint64    `json:"unique_id"`
+	AlarmID            uint32    `json:"alarm_id"`
+	AlarmEventID       uint64    `json:"alarm_event_id"`
+	ConfigHashID       string    `json:"config_hash_id"`
+	Name               string    `json:"name"`
+	Chart              string    `json:"chart"`
+	Context            string    `json:"context"`
+	Family             string    `json:"family"`
+	Class              string    `json:"class"`
+	Component          string    `json:"component"`
+	Type               string    `json:"type"`
+	Processed          bool      `json:"processed"`
+	Updated            bool      `json:"updated"`
+	ExecRun            int64     `json:"exec_run"`
+	ExecFailed         bool      `json:"exec_failed"`
+	Exec               string    `json:"exec"`
+	Recipient          string    `json:"recipient"`
+	ExecCode           int       `json:"exec_code"`
+	Source             string    `json:"source"`
+	Command            string    `json:"command"`
+	Units              string    `json:"units"`
+	When               int64     `json:"when"`
+	Duration           int64     `json:"duration"`
+	NonClearDuration   int64     `json:"non_clear_duration"`
+	Status             string    `json:"status"`
+	OldStatus          string    `json:"old_status"`
+	Delay              int       `json:"delay"`
+	DelayUpToTimestamp int64     `json:"delay_up_to_timestamp"`
+	UpdatedByID        uint64    `json:"updated_by_id"`
+	UpdatesID          uint64    `json:"updates_id"`
+	ValueString        string    `json:"value_string"`
+	OldValueString     string    `json:"old_value_string"`
+	LastRepeat         string    `json:"last_repeat"`
+	Silenced           string    `json:"silenced"`
+	Info               string    `json:"info"`
+	Value              nullFloat `json:"value"`
+	OldValue           nullFloat `json:"old_value"`
 }
 
 // alarmLog is Netdata's alarm_log (also /api/v3/alert_transitions):
@@ -228,7 +221,7 @@ func (s *Server) alarmLog(ctx *fasthttp.RequestCtx, _ int) error {
 			NonClearDuration: nonClear, Status: string(t.NewStatus), OldStatus: string(t.OldStatus),
 			DelayUpToTimestamp: t.When, ValueString: formatValue(t.NewValue, t.Units, -1),
 			OldValueString: formatValue(t.OldValue, t.Units, -1), LastRepeat: "0", Silenced: "false",
-			Info: t.Info, Value: fptr(t.NewValue), OldValue: fptr(t.OldValue),
+			Info: t.Info, Value: nullFloat(t.NewValue), OldValue: nullFloat(t.OldValue),
 		})
 	}
 	return writeJSON(ctx, out)
@@ -239,7 +232,7 @@ func (s *Server) alarmsValues(ctx *fasthttp.RequestCtx, _ int) error {
 	m := map[string]any{}
 	for _, a := range s.alerts() {
 		if all || raised(a.Status) {
-			m[a.Chart+"."+a.Name] = map[string]any{"id": a.ID, "value": jsonNum(a.Value), "last_updated": a.LastUpdated, "status": a.Status}
+			m[a.Chart+"."+a.Name] = map[string]any{"id": a.ID, "value": nullFloat(a.Value), "last_updated": a.LastUpdated, "status": a.Status}
 		}
 	}
 	return writeJSON(ctx, map[string]any{"hostname": s.host.Hostname, "alarms": m})
@@ -307,11 +300,11 @@ func (s *Server) variable(ctx *fasthttp.RequestCtx, _ int) error {
 	}
 	t, vals, _ := s.o.DB.Latest(c.ID)
 	vars := map[string]any{
-		"last_collected_t": t, "green": nil, "red": nil, "update_every": max(c.UpdateEvery, 1),
+		"last_collected_t": t, "green": noValue, "red": noValue, "update_every": max(c.UpdateEvery, 1),
 	}
 	for _, a := range s.alerts() {
 		if a.Chart == c.ID {
-			vars[a.Name] = jsonNum(a.Value)
+			vars[a.Name] = nullFloat(a.Value)
 		}
 	}
 	for i, d := range c.Dims {
@@ -319,7 +312,7 @@ func (s *Server) variable(ctx *fasthttp.RequestCtx, _ int) error {
 		if i < len(vals) {
 			v = vals[i]
 		}
-		vars[d.Name] = jsonNum(v)
+		vars[d.Name] = nullFloat(v)
 		vars[d.Name+"_last_collected_t"] = t
 	}
 	return writeJSON(ctx, map[string]any{

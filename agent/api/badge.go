@@ -82,7 +82,7 @@ func pickValueColor(spec string, v float64) string {
 // formatValue is Netdata's value + units text: automatic precision when
 // precision < 0, "%" glued to the number, other units after a space.
 func formatValue(v float64, units string, precision int) string {
-	if math.IsNaN(v) || math.IsInf(v, 0) {
+	if !finite(v) {
 		return "-"
 	}
 	if units == "percentage" || units == "percent" {

@@ -68,6 +68,13 @@ func BenchmarkPrometheus(b *testing.B) {
 	benchHandle(b, "/api/v1/allmetrics?format=prometheus")
 }
 
+// BenchmarkAllmetricsJSON measures allmetrics?format=json, the
+// hand-written encoder (appendAllJSON) that scripts poll and export
+// reuses.
+func BenchmarkAllmetricsJSON(b *testing.B) {
+	benchHandle(b, "/api/v1/allmetrics?format=json")
+}
+
 func BenchmarkInfo(b *testing.B) {
 	benchHandle(b, "/api/v1/info")
 }

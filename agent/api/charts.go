@@ -8,7 +8,6 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"peerdns/agent/health"
-	"peerdns/agent/query"
 	"peerdns/agent/store"
 	"peerdns/http/httpx"
 )
@@ -52,128 +51,84 @@ func (s *Server) chartLast(id string) int64 {
 	return t
 }
 
-// appendChart writes Netdata's chart object (as in /api/v1/chart).
-func (s *Server) appendChart(b []byte, c *store.ChartDef, alerts []health.Alert, indent string) []byte {
+// chartJSON is Netdata's chart object (/api/v1/chart, and each entry of
+// /api/v1/charts), keys in Netdata's order.
+type chartJSON struct {
+	ID             string             `json:"id"`
+	Name           string             `json:"name"`
+	Type           string             `json:"type"`
+	Family         string             `json:"family"`
+	Context        string             `json:"context"`
+	Title          string             `json:"title"`
+	Priority       int                `json:"priority"`
+	Plugin         string             `json:"plugin"`
+	Module         string             `json:"module"`
+	Units          string             `json:"units"`
+	DataURL        string             `json:"data_url"`
+	ChartType      string             `json:"chart_type"`
+	Duration       int64              `json:"duration"`
+	FirstEntry     int64              `json:"first_entry"`
+	LastEntry      int64              `json:"last_entry"`
+	UpdateEvery    int                `json:"update_every"`
+	Dimensions     object[dimName]    `json:"dimensions"`
+	ChartVariables struct{}           `json:"chart_variables"`
+	Green          nullFloat          `json:"green"`
+	Red            nullFloat          `json:"red"`
+	Alarms         object[chartAlarm] `json:"alarms"`
+	ChartLabels    chartLabels        `json:"chart_labels"`
+	Functions      struct{}           `json:"functions"`
+}
+
+type dimName struct {
+	Name string `json:"name"`
+}
+
+type chartAlarm struct {
+	ID          uint32 `json:"id"`
+	Status      string `json:"status"`
+	Units       string `json:"units"`
+	UpdateEvery int    `json:"update_every"`
+}
+
+type chartLabels struct {
+	Plugin string `json:"_collect_plugin"`
+	Module string `json:"_collect_module"`
+}
+
+// chartObject builds Netdata's chart object for c.
+func (s *Server) chartObject(c *store.ChartDef, alerts []health.Alert) *chartJSON {
 	first := s.stats().FirstTime
 	last := s.chartLast(c.ID)
+	dur := int64(0)
 	if last == 0 {
 		first = 0
-	}
-	kv := func(k, v string) {
-		b = append(b, indent...)
-		b = query.AppendJSONString(b, k)
-		b = append(b, ": "...)
-		b = query.AppendJSONString(b, v)
-		b = append(b, ",\n"...)
-	}
-	ki := func(k string, v int64) {
-		b = append(b, indent...)
-		b = query.AppendJSONString(b, k)
-		b = append(b, ": "...)
-		b = strconv.AppendInt(b, v, 10)
-		b = append(b, ",\n"...)
-	}
-	b = append(b, "{\n"...)
-	kv("id", c.ID)
-	kv("name", c.Name)
-	kv("type", c.Type)
-	kv("family", c.Family)
-	kv("context", c.Context)
-	kv("title", c.Title+" ("+c.ID+")")
-	ki("priority", int64(c.Priority))
-	kv("plugin", c.Plugin)
-	kv("module", c.Module)
-	kv("units", c.Units)
-	kv("data_url", "/api/v1/data?chart="+c.ID)
-	kv("chart_type", c.ChartType)
-	dur := int64(0)
-	if last > 0 {
+	} else {
 		dur = last - first + 1
 	}
-	ki("duration", dur)
-	ki("first_entry", first)
-	ki("last_entry", last)
-	ki("update_every", int64(max(c.UpdateEvery, 1)))
-	b = append(b, indent...)
-	b = append(b, "\"dimensions\": {"...)
-	n := 0
-	for _, d := range c.Dims {
-		if d.Hidden {
-			continue // Netdata leaves hidden dimensions out of chart listings
-		}
-		if n > 0 {
-			b = append(b, ',')
-		}
-		n++
-		b = append(b, '\n')
-		b = append(b, indent...)
-		b = append(b, '\t')
-		b = query.AppendJSONString(b, d.ID)
-		b = append(b, ": { \"name\": "...)
-		b = query.AppendJSONString(b, d.Name)
-		b = append(b, " }"...)
-	}
-	b = append(b, '\n')
-	b = append(b, indent...)
-	b = append(b, "},\n"...)
-	b = append(b, indent...)
-	b = append(b, "\"chart_variables\": {\n"...)
-	b = append(b, indent...)
-	b = append(b, "},\n"...)
-	b = append(b, indent...)
-	b = append(b, "\"green\": null,\n"...)
-	b = append(b, indent...)
-	b = append(b, "\"red\": null,\n"...)
-	b = append(b, indent...)
-	b = append(b, "\"alarms\": {"...)
-	n = 0
-	for _, a := range alerts {
-		if a.Chart != c.ID {
-			continue
-		}
-		if n > 0 {
-			b = append(b, ',')
-		}
-		n++
-		b = append(b, '\n')
-		b = append(b, indent...)
-		b = append(b, '\t')
-		b = query.AppendJSONString(b, a.Name)
-		b = append(b, ": { \"id\": "...)
-		b = strconv.AppendUint(b, uint64(a.ID), 10)
-		b = append(b, ", \"status\": "...)
-		b = query.AppendJSONString(b, string(a.Status))
-		b = append(b, ", \"units\": "...)
-		b = query.AppendJSONString(b, a.Units)
-		b = append(b, ", \"update_every\": "...)
-		b = strconv.AppendInt(b, int64(a.UpdateEvery), 10)
-		b = append(b, " }"...)
-	}
-	b = append(b, '\n')
-	b = append(b, indent...)
-	b = append(b, "},\n"...)
-	b = append(b, indent...)
-	b = append(b, "\"chart_labels\": {\n"...)
-	b = append(b, indent...)
-	b = append(b, "\t\"_collect_plugin\": "...)
-	b = query.AppendJSONString(b, c.Plugin)
-	b = append(b, ",\n"...)
-	b = append(b, indent...)
-	b = append(b, "\t\"_collect_module\": "...)
 	mod := c.Module
 	if mod == "" {
 		mod = "[none]"
 	}
-	b = query.AppendJSONString(b, mod)
-	b = append(b, '\n')
-	b = append(b, indent...)
-	b = append(b, "},\n"...)
-	b = append(b, indent...)
-	b = append(b, "\"functions\": {\n"...)
-	b = append(b, indent...)
-	b = append(b, "}\n"...)
-	b = append(b, indent[:max(len(indent)-1, 0)]...)
-	return append(b, '}')
+	j := &chartJSON{
+		ID: c.ID, Name: c.Name, Type: c.Type, Family: c.Family, Context: c.Context,
+		Title: c.Title + " (" + c.ID + ")", Priority: c.Priority, Plugin: c.Plugin, Module: c.Module,
+		Units: c.Units, DataURL: "/api/v1/data?chart=" + c.ID, ChartType: c.ChartType,
+		Duration: dur, FirstEntry: first, LastEntry: last, UpdateEvery: max(c.UpdateEvery, 1),
+		Dimensions: object[dimName]{}, Green: noValue, Red: noValue, Alarms: object[chartAlarm]{},
+		ChartLabels: chartLabels{Plugin: c.Plugin, Module: mod},
+	}
+	for _, d := range c.Dims {
+		if d.Hidden {
+			continue // Netdata leaves hidden dimensions out of chart listings
+		}
+		j.Dimensions = append(j.Dimensions, member[dimName]{d.ID, dimName{d.Name}})
+	}
+	for _, a := range alerts {
+		if a.Chart == c.ID {
+			j.Alarms = append(j.Alarms, member[chartAlarm]{a.Name, chartAlarm{a.ID, string(a.Status), a.Units, a.UpdateEvery}})
+		}
+	}
+	return j
 }
 
 func (s *Server) chart(ctx *fasthttp.RequestCtx, _ int) error {
@@ -185,60 +140,51 @@ func (s *Server) chart(ctx *fasthttp.RequestCtx, _ int) error {
 	if !ok {
 		return httpx.Errorf(fasthttp.StatusNotFound, "Chart is not found: %s", id)
 	}
-	buf := getBuf()
-	defer putBuf(buf)
-	*buf = s.appendChart(*buf, c, s.alerts(), "\t")
-	setBody(ctx, ctJSON, *buf)
-	return nil
+	return writeJSON(ctx, s.chartObject(c, s.alerts()))
+}
+
+// chartsJSON is Netdata's /api/v1/charts.
+type chartsJSON struct {
+	Hostname        string             `json:"hostname"`
+	Version         string             `json:"version"`
+	ReleaseChannel  string             `json:"release_channel"`
+	OS              string             `json:"os"`
+	Timezone        string             `json:"timezone"`
+	UpdateEvery     int                `json:"update_every"`
+	History         int64              `json:"history"`
+	MemoryMode      string             `json:"memory_mode"`
+	CustomInfo      string             `json:"custom_info"`
+	Charts          object[*chartJSON] `json:"charts"`
+	ChartsCount     int                `json:"charts_count"`
+	DimensionsCount int                `json:"dimensions_count"`
+	AlarmsCount     int                `json:"alarms_count"`
+	RRDMemoryBytes  int64              `json:"rrd_memory_bytes"`
+	HostsCount      int                `json:"hosts_count"`
+	Hosts           []chartsHost       `json:"hosts"`
+}
+
+type chartsHost struct {
+	Hostname string `json:"hostname"`
 }
 
 func (s *Server) charts(ctx *fasthttp.RequestCtx, _ int) error {
 	charts := s.o.DB.Charts()
 	alerts := s.alerts()
-	buf := getBuf()
-	defer putBuf(buf)
-	b := *buf
-	b = append(b, "{\n\t\"hostname\": "...)
-	b = query.AppendJSONString(b, s.host.Hostname)
-	b = append(b, ",\n\t\"version\": "...)
-	b = query.AppendJSONString(b, "v"+Version)
-	b = append(b, ",\n\t\"release_channel\": \"stable\",\n\t\"os\": "...)
-	b = query.AppendJSONString(b, strings.ToLower(s.host.KernelName))
-	b = append(b, ",\n\t\"timezone\": "...)
-	b = query.AppendJSONString(b, time.Local.String())
 	st := s.stats()
-	b = append(b, ",\n\t\"update_every\": 1,\n\t\"history\": "...)
-	b = strconv.AppendInt(b, int64(st.Tier0Retention.Seconds()), 10)
-	b = append(b, ",\n\t\"memory_mode\": \"ram+tier1\",\n\t\"custom_info\": \"\",\n\t\"charts\": {"...)
-	dims := 0
-	for i, c := range charts {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, "\n\t\t"...)
-		b = query.AppendJSONString(b, c.ID)
-		b = append(b, ": \t\t"...)
-		b = s.appendChart(b, c, alerts, "\t\t\t")
-		for _, d := range c.Dims {
-			if !d.Hidden {
-				dims++
-			}
-		}
+	out := chartsJSON{
+		Hostname: s.host.Hostname, Version: "v" + Version, ReleaseChannel: "stable",
+		OS: strings.ToLower(s.host.KernelName), Timezone: time.Local.String(), UpdateEvery: 1,
+		History: int64(st.Tier0Retention.Seconds()), MemoryMode: "ram+tier1",
+		Charts: make(object[*chartJSON], 0, len(charts)), ChartsCount: len(charts),
+		AlarmsCount: len(alerts), RRDMemoryBytes: st.MemoryBytes,
+		HostsCount: 1, Hosts: []chartsHost{{s.host.Hostname}},
 	}
-	b = append(b, "\n\t},\n\t\"charts_count\": "...)
-	b = strconv.AppendInt(b, int64(len(charts)), 10)
-	b = append(b, ",\n\t\"dimensions_count\": "...)
-	b = strconv.AppendInt(b, int64(dims), 10)
-	b = append(b, ",\n\t\"alarms_count\": "...)
-	b = strconv.AppendInt(b, int64(len(alerts)), 10)
-	b = append(b, ",\n\t\"rrd_memory_bytes\": "...)
-	b = strconv.AppendInt(b, st.MemoryBytes, 10)
-	b = append(b, ",\n\t\"hosts_count\": 1,\n\t\"hosts\": [\n\t\t{\n\t\t\t\"hostname\": "...)
-	b = query.AppendJSONString(b, s.host.Hostname)
-	b = append(b, "\n\t\t}\n\t]\n}"...)
-	*buf = b
-	setBody(ctx, ctJSON, b)
-	return nil
+	for _, c := range charts {
+		j := s.chartObject(c, alerts)
+		out.Charts = append(out.Charts, member[*chartJSON]{c.ID, j})
+		out.DimensionsCount += len(j.Dimensions)
+	}
+	return writeJSON(ctx, &out)
 }
 
 // contextObject is the Netdata v1 context object; full adds the charts.
@@ -253,7 +199,7 @@ func (s *Server) contextObject(name string, charts []*store.ChartDef, full bool)
 	o := map[string]any{
 		"title": c0.Title, "units": c0.Units, "family": c0.Family, "chart_type": c0.ChartType,
 		"priority": c0.Priority, "first_time_t": st.FirstTime, "last_time_t": last,
-		"collected": last > 0 && now-last <= 10,
+		"collected": collectingAt(last, now),
 	}
 	if full {
 		o["deleted"] = false
@@ -265,13 +211,13 @@ func (s *Server) contextObject(name string, charts []*store.ChartDef, full bool)
 			dims := map[string]any{}
 			for _, d := range c.Dims {
 				dims[d.ID] = map[string]any{"uuid": uuidFrom([]byte(c.ID + "\x00" + d.ID)), "flags": "COLLECTED LIVE_RETENTION ", "name": d.Name, "first_time_t": st.FirstTime, "last_time_t": clast,
-					"collected": clast > 0 && now-clast <= 10, "deleted": false, "hidden": d.Hidden}
+					"collected": collectingAt(clast, now), "deleted": false, "hidden": d.Hidden}
 			}
 			cm[c.ID] = map[string]any{
 				"uuid": uuidFrom([]byte(c.ID)), "flags": "COLLECTED LIVE_RETENTION ",
 				"name": c.Name, "context": c.Context, "title": c.Title, "units": c.Units, "family": c.Family,
 				"chart_type": c.ChartType, "priority": c.Priority, "update_every": max(c.UpdateEvery, 1),
-				"first_time_t": st.FirstTime, "last_time_t": clast, "collected": clast > 0 && now-clast <= 10, "deleted": false,
+				"first_time_t": st.FirstTime, "last_time_t": clast, "collected": collectingAt(clast, now), "deleted": false,
 				"labels":     map[string]string{"_collect_plugin": c.Plugin, "_collect_module": c.Module},
 				"dimensions": dims,
 			}
@@ -298,7 +244,7 @@ func (s *Server) contexts(ctx *fasthttp.RequestCtx, ver int) error {
 		"contexts": cs,
 	}
 	if ver >= 2 {
-		out["nodes"] = []any{s.node()}
+		out["nodes"] = s.nodeList()
 	}
 	return writeJSON(ctx, out)
 }

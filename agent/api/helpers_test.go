@@ -5,6 +5,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,9 +14,22 @@ import (
 	"peerdns/agent/health"
 	"peerdns/agent/store"
 	"peerdns/internal/identity"
+	"peerdns/internal/testutil"
 )
 
-const refDir = "../../../shared/reference/netdata-1.37"
+// refDir holds the Netdata 1.37 responses the tests compare with (copied
+// from shared/reference, see its README).
+const refDir = "testdata/netdata-1.37"
+
+// readRef reads a reference response; a missing file fails the test.
+func readRef(t testing.TB, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(refDir, name))
+	if err != nil {
+		t.Fatalf("reference response: %v", err)
+	}
+	return b
+}
 
 // fixedAlerts is a health source with known alerts and transitions, for
 // checking the alert endpoints' layouts and filters. The running-agent
@@ -101,7 +115,8 @@ type testEnv struct {
 
 // newTestEnv starts the API on 127.0.0.1:0 over a real store holding 600
 // seconds of the known series, ending one second before the fixed now.
-func newTestEnv(t testing.TB) *testEnv {
+// opts change the server's Options before it starts.
+func newTestEnv(t testing.TB, opts ...func(*Options)) *testEnv {
 	t.Helper()
 	dir := t.TempDir()
 	db, err := store.Open(store.Config{Dir: filepath.Join(dir, "agent")})
@@ -154,8 +169,12 @@ func newTestEnv(t testing.TB) *testEnv {
 			OldValue: math.NaN(), NewValue: 70 + float64(i)*10.5, Units: "%", Info: "average CPU utilization"})
 	}
 	env := &testEnv{now: now, db: db, export: filepath.Join(dir, "exports")}
-	srv, err := New(Options{DB: db, Health: alerts, Identity: id, ExportDir: env.export, Journal: true,
-		DataDir: filepath.Join(dir, "agent"), Now: func() time.Time { return now }})
+	o := Options{DB: db, Health: alerts, Identity: id, ExportDir: env.export, Journal: true,
+		DataDir: filepath.Join(dir, "agent"), Now: func() time.Time { return now }}
+	for _, f := range opts {
+		f(&o)
+	}
+	srv, err := New(o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,9 +203,13 @@ func (e *testEnv) do(t *testing.T, method, path string, hdr map[string]string) r
 		t.Fatal(err)
 	}
 	for k, v := range hdr {
+		if k == "Host" {
+			req.Host = v // net/http sends req.Host, not a Host header
+			continue
+		}
 		req.Header.Set(k, v)
 	}
-	r, err := http.DefaultClient.Do(req)
+	r, err := testutil.Client.Do(req)
 	if err != nil {
 		t.Fatalf("%s %s: %v", method, path, err)
 	}

@@ -1,126 +1,16 @@
 package api
 
 import (
-	"bytes"
-	"crypto/sha256"
-	"encoding/json"
-	"fmt"
-	"os"
+	"hash/fnv"
 	"runtime"
 	"strconv"
-	"strings"
 
-	"github.com/shirou/gopsutil/v3/cpu"
-	"github.com/shirou/gopsutil/v3/disk"
-	"github.com/shirou/gopsutil/v3/host"
-	"github.com/shirou/gopsutil/v3/mem"
 	"github.com/valyala/fasthttp"
 
 	"peerdns/agent/health"
+	"peerdns/agent/store"
 	"peerdns/http/httpx"
-	"peerdns/internal/identity"
 )
-
-// hostInfo is read once at start: it describes the machine, not the moment.
-type hostInfo struct {
-	Hostname      string
-	GUID          string // machine_guid: a UUID derived from the agent's public key
-	NodeID        string
-	PublicKey     string
-	DiscoveryKey  string
-	OSName        string
-	OSID          string
-	OSVersion     string
-	OSVersionID   string
-	KernelName    string
-	KernelVersion string
-	Arch          string
-	Virt          string
-	Container     string
-	Cores         int
-	CPUFreq       string
-	RAMTotal      uint64
-	DiskTotal     uint64
-	BootTime      uint64
-}
-
-func uuidFrom(b []byte) string {
-	h := sha256.Sum256(b)
-	h[6] = (h[6] & 0x0f) | 0x50 // version 5-like, name based
-	h[8] = (h[8] & 0x3f) | 0x80
-	return fmt.Sprintf("%x-%x-%x-%x-%x", h[0:4], h[4:6], h[6:8], h[8:10], h[10:16])
-}
-
-func collectHostInfo(id *identity.Identity) hostInfo {
-	hi := hostInfo{
-		Hostname:     hostname(),
-		GUID:         uuidFrom(id.Public()),
-		NodeID:       uuidFrom(append([]byte("node:"), id.Public()...)),
-		PublicKey:    id.ID(),
-		DiscoveryKey: id.DiscoveryKey(),
-		KernelName:   strings.ToUpper(runtime.GOOS[:1]) + runtime.GOOS[1:],
-		Arch:         runtime.GOARCH,
-		OSName:       "unknown", OSID: "unknown", OSVersion: "unknown", OSVersionID: "unknown",
-		Virt: "none", Container: "none", CPUFreq: "0",
-	}
-	if hi.Arch == "amd64" {
-		hi.Arch = "x86_64"
-	}
-	if in, err := host.Info(); err == nil {
-		if in.Platform != "" {
-			hi.OSID = in.Platform
-			hi.OSName = in.Platform
-		}
-		if in.PlatformVersion != "" {
-			hi.OSVersion, hi.OSVersionID = in.PlatformVersion, in.PlatformVersion
-		}
-		hi.KernelVersion = in.KernelVersion
-		if in.VirtualizationSystem != "" {
-			if in.VirtualizationRole == "guest" && (in.VirtualizationSystem == "docker" || in.VirtualizationSystem == "lxc" || in.VirtualizationSystem == "podman") {
-				hi.Container = in.VirtualizationSystem
-			} else {
-				hi.Virt = in.VirtualizationSystem
-			}
-		}
-		hi.BootTime = in.BootTime
-	}
-	if n, err := cpu.Counts(true); err == nil {
-		hi.Cores = n
-	}
-	if ci, err := cpu.Info(); err == nil && len(ci) > 0 && ci[0].Mhz > 0 {
-		hi.CPUFreq = strconv.FormatFloat(ci[0].Mhz*1e6, 'g', 4, 64)
-	}
-	if vm, err := mem.VirtualMemory(); err == nil {
-		hi.RAMTotal = vm.Total
-	}
-	if parts, err := disk.Partitions(false); err == nil {
-		seen := map[string]bool{}
-		for _, p := range parts {
-			if seen[p.Device] {
-				continue
-			}
-			seen[p.Device] = true
-			if u, err := disk.Usage(p.Mountpoint); err == nil {
-				hi.DiskTotal += u.Total
-			}
-		}
-	}
-	return hi
-}
-
-// writeJSON encodes v indented, without HTML escaping (alert expressions
-// keep their '>' readable; the body is JSON, not HTML).
-func writeJSON(ctx *fasthttp.RequestCtx, v any) error {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "\t")
-	if err := enc.Encode(v); err != nil {
-		return httpx.Internal("encode response: %v", err)
-	}
-	setBody(ctx, ctJSON, b.Bytes())
-	return nil
-}
 
 func (s *Server) alarmCounts() (normal, warning, critical int) {
 	for _, a := range s.alerts() {
@@ -216,6 +106,9 @@ func (s *Server) info(ctx *fasthttp.RequestCtx, ver int) error {
 	}
 	v := infoV1{
 		Version: "v" + Version, UID: hi.GUID, MirroredHosts: []string{hi.Hostname},
+		// The one mirrored host is this agent, and it is reachable: it is
+		// the one answering. Children would be listed only once they
+		// stream to it (no streaming exists yet).
 		MirroredHostsStatus: []mirroredHost{{GUID: hi.GUID, Hostname: hi.Hostname, Reachable: true}},
 		Alarms:              alarmCount{normal, warning, critical},
 		OSName:              hi.OSName, OSID: hi.OSID, OSIDLike: "unknown", OSVersion: hi.OSVersion, OSVersionID: hi.OSVersionID, OSDetection: "gopsutil",
@@ -231,9 +124,9 @@ func (s *Server) info(ctx *fasthttp.RequestCtx, ver int) error {
 		WebEnabled: true, ChartsCount: len(charts), MetricsCount: dims,
 		Database: s.dbKeys(), API: ver, CompatibleWith: CompatVersion,
 	}
-	b, err := json.MarshalIndent(v, "", "\t")
+	b, err := encodeJSON(v)
 	if err != nil {
-		return httpx.Internal("encode info: %v", err)
+		return &httpx.Error{Status: fasthttp.StatusInternalServerError, Msg: "encode info", Err: err}
 	}
 	s.infoBody[ver&3].Store(&cachedBody{at: now, body: b})
 	setBody(ctx, ctJSON, b)
@@ -326,41 +219,34 @@ type function struct {
 	Options string `json:"options"`
 }
 
-// functionList names the jobs the agent runs on request. They execute
-// over the peer-to-peer RPC only; REST lists them.
+// functionList is what info and functions list: only functions this
+// agent can run now. processes, weights and logs are meant to run over the
+// peer-to-peer admin RPC, which does not exist yet; listing them would
+// make a dashboard offer actions that cannot work, so none is listed until
+// that RPC lands.
 func (s *Server) functionList() map[string]function {
-	f := map[string]function{
-		"processes": {Help: "Detailed information on the currently running processes on this node", Timeout: 10, Options: "P2P"},
-		"weights":   {Help: "Metric correlations: which charts changed most in a window", Timeout: 30, Options: "P2P"},
-	}
-	if s.o.Journal {
-		f["logs"] = function{Help: "Search the systemd journal of this node", Timeout: 30, Options: "P2P"}
-	}
-	return f
+	return map[string]function{}
 }
 
 func (s *Server) functions(ctx *fasthttp.RequestCtx, _ int) error {
-	return writeJSON(ctx, map[string]any{
-		"functions": s.functionList(),
-		"note":      "functions execute over the peer-to-peer RPC; the REST API only lists them",
-	})
+	return writeJSON(ctx, map[string]any{"functions": s.functionList()})
 }
 
 func (s *Server) dbInfo(ctx *fasthttp.RequestCtx, _ int) error {
 	return writeJSON(ctx, s.dbKeys())
 }
 
+// versions reports the agent's versions and Netdata's change hashes. A
+// hard hash changes when the set or definition of things changes, a soft
+// hash when their data does; a client re-reads a list only when its hash
+// moved. Netdata's routing_hard_hash is left out: this agent routes
+// nothing.
 func (s *Server) versions(ctx *fasthttp.RequestCtx, _ int) error {
 	charts := s.o.DB.Charts()
-	var hash uint64 = 1469598103934665603
-	for _, c := range charts { // FNV-1a over the chart ids: changes when charts come or go
-		for i := 0; i < len(c.ID); i++ {
-			hash = (hash ^ uint64(c.ID[i])) * 1099511628211
-		}
-	}
-	last := uint64(0)
-	if t := s.transitions(0); len(t) > 0 {
-		last = t[len(t)-1].UniqueID
+	var alertsSoft int64
+	alerts := s.alerts()
+	for _, a := range alerts {
+		alertsSoft = max(alertsSoft, a.LastUpdated)
 	}
 	return writeJSON(ctx, map[string]any{
 		"agent":    map[string]any{"name": "peerdns agent", "version": Version, "go": runtime.Version()},
@@ -368,10 +254,40 @@ func (s *Server) versions(ctx *fasthttp.RequestCtx, _ int) error {
 		"api":      3,
 		"netdata":  CompatVersion,
 		"versions": map[string]any{
-			"contexts_hard_hash": hash, "contexts_soft_hash": len(charts),
-			"alerts_hard_hash": last, "alerts_soft_hash": len(s.alerts()), "routing_hard_hash": 1, "nodes_hard_hash": 1,
+			"contexts_hard_hash": chartsHash(charts),
+			"contexts_soft_hash": s.stats().LastTime,
+			"alerts_hard_hash":   s.latestUniqueID(),
+			"alerts_soft_hash":   alertsSoft,
+			"nodes_hard_hash":    nodesHash(s.nodeList()),
 		},
 	})
+}
+
+// chartsHash is FNV-1a over every chart's id, context, units and
+// dimension ids: it changes when charts come, go or are redefined.
+func chartsHash(charts []*store.ChartDef) uint64 {
+	h := fnv.New64a()
+	for _, c := range charts {
+		for _, f := range []string{c.ID, c.Context, c.Units} {
+			h.Write([]byte(f))
+			h.Write([]byte{0})
+		}
+		for _, d := range c.Dims {
+			h.Write([]byte(d.ID))
+			h.Write([]byte{1})
+		}
+	}
+	return h.Sum64()
+}
+
+// nodesHash is FNV-1a over the machine GUIDs of the listed nodes.
+func nodesHash(nodes []*v2Node) uint64 {
+	h := fnv.New64a()
+	for _, n := range nodes {
+		h.Write([]byte(n.MachineGUID))
+		h.Write([]byte{0})
+	}
+	return h.Sum64()
 }
 
 func (s *Server) me(ctx *fasthttp.RequestCtx, _ int) error {
@@ -412,7 +328,8 @@ func (s *Server) settings(ctx *fasthttp.RequestCtx, _ int) error {
 
 // health is the aggregate health: 200 while collecting (status ok,
 // warning or critical from the alerts), 503 "stale" when nothing was
-// collected for 10 seconds (a probe should then restart the agent).
+// collected for staleAfter seconds (a probe should then restart the
+// agent). A just-started agent gets the same grace before it is stale.
 func (s *Server) health(ctx *fasthttp.RequestCtx, _ int) error {
 	normal, warning, critical := s.alarmCounts()
 	st := s.stats()
@@ -424,9 +341,9 @@ func (s *Server) health(ctx *fasthttp.RequestCtx, _ int) error {
 	case warning > 0:
 		status = "warning"
 	}
-	collecting := st.LastTime > 0 && now-st.LastTime <= 10
+	collecting := collectingAt(st.LastTime, now)
 	code := fasthttp.StatusOK
-	if !collecting && now-s.started.Unix() > 10 {
+	if !collecting && now-s.started.Unix() > staleAfter {
 		status = "stale"
 		code = fasthttp.StatusServiceUnavailable
 	}
@@ -445,55 +362,12 @@ func (s *Server) health(ctx *fasthttp.RequestCtx, _ int) error {
 	return nil
 }
 
-// node is the one node this agent is (Netdata v2 node layout keys).
-func (s *Server) node() map[string]any {
-	st := s.stats()
-	return map[string]any{
-		"mg": s.host.GUID, "nd": s.host.NodeID, "nm": s.host.Hostname, "ni": 0,
-		"v": "v" + Version, "state": "reachable", "hops": 0, "is_parent": s.o.Parent,
-		"public_key":  s.host.PublicKey,
-		"labels":      map[string]string{"_os_name": s.host.OSName, "_architecture": s.host.Arch},
-		"first_entry": st.FirstTime, "last_entry": st.LastTime,
-	}
-}
+// staleAfter is how many seconds after its newest point a chart, or the
+// whole agent, still counts as collecting: ten missed one-second
+// collections. health, contexts and the node listings share it, so they
+// never disagree about the same moment.
+const staleAfter = 10
 
-func (s *Server) nodes(ctx *fasthttp.RequestCtx, _ int) error {
-	return writeJSON(ctx, map[string]any{"nodes": []any{s.node()}, "parent": s.o.Parent})
-}
-
-func (s *Server) nodeInstances(ctx *fasthttp.RequestCtx, _ int) error {
-	n := s.node()
-	n["instances"] = []any{map[string]any{"ni": 0, "hostname": s.host.Hostname, "mg": s.host.GUID, "collecting": true, "charts": len(s.o.DB.Charts())}}
-	return writeJSON(ctx, map[string]any{"nodes": []any{n}})
-}
-
-// fleet lists this node and, in parent mode, its children. This agent
-// does not stream, so a parent has no children to list yet.
-func (s *Server) fleet(ctx *fasthttp.RequestCtx, _ int) error {
-	return writeJSON(ctx, map[string]any{
-		"parent":   s.o.Parent,
-		"nodes":    []any{s.node()},
-		"children": []any{},
-		"total":    1,
-	})
-}
-
-func (s *Server) streamPath(ctx *fasthttp.RequestCtx, _ int) error {
-	st := s.stats()
-	return writeJSON(ctx, map[string]any{"streaming_path": []any{map[string]any{
-		"hostname": s.host.Hostname, "host_id": s.host.GUID, "node_id": s.host.NodeID, "claim_id": nil,
-		"hops": 0, "since": s.started.Unix(), "first_time_t": st.FirstTime, "start_time": s.started.UnixMilli(),
-		"shutdown_time": 0, "flags": []string{"collect"}, "capabilities": []string{},
-	}}})
-}
-
-func (s *Server) tunnel(ctx *fasthttp.RequestCtx, _ int) error {
-	return writeJSON(ctx, map[string]any{
-		"status":        "local",
-		"enabled":       false,
-		"public_key":    s.host.PublicKey,
-		"discovery_key": s.host.DiscoveryKey,
-		"note":          "remote access to this API goes through the peer-to-peer channel, authenticated with this key",
-		"pid":           os.Getpid(),
-	})
-}
+// collectingAt reports whether something whose newest point is at last
+// (unix seconds, 0 for never) is still being collected at now.
+func collectingAt(last, now int64) bool { return last > 0 && now-last <= staleAfter }

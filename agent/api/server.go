@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"net"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -38,14 +36,17 @@ type Options struct {
 	DB        *store.DB
 	Health    Alerter            // nil: no alerts
 	Identity  *identity.Identity // the agent's own key (peer key in / and tunnel)
-	CORS      string             // Access-Control-Allow-Origin; "" means "*"
+	CORS      string             // Access-Control-Allow-Origin, sent as is; "" means "*" (AGENT_REST_CORS)
 	Parent    bool               // AGENT_PARENT=1
 	ExportDir string             // where export?write=1 writes
-	Journal   bool               // AGENT_JOURNAL != 0 (the logs function is listed)
+	Journal   bool               // AGENT_JOURNAL != 0 (shown in settings; no logs function runs yet)
 	DataDir   string             // the agent's data dir (shown in settings and db)
 	Log       *slog.Logger
 	// Now is the clock; nil means time.Now (tests pass a fixed one).
 	Now func() time.Time
+	// exportLimits bound export?write=1; zero means defaultExportLimits
+	// (tests shrink them).
+	exportLimits exportLimits
 }
 
 // Server answers the agent's REST API. Create it with New; it is safe for
@@ -73,6 +74,7 @@ type Server struct {
 	infoBody     [4]atomic.Pointer[cachedBody] // per API version (the body says which)
 	lastPromSize atomic.Int64
 	exportN      atomic.Uint64
+	exportMu     sync.Mutex // serialises export writes and their pruning
 	counters     struct {
 		data, prom, shell, json, info atomic.Uint64
 	}
@@ -99,6 +101,9 @@ func New(o Options) (*Server, error) {
 	}
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.exportLimits == (exportLimits{}) {
+		o.exportLimits = defaultExportLimits
 	}
 	s := &Server{o: o, log: o.Log, started: o.Now()}
 	s.host = collectHostInfo(o.Identity)
@@ -256,21 +261,25 @@ func init() {
 func (s *Server) Handle(ctx *fasthttp.RequestCtx) {
 	err := s.route(ctx)
 	if err != nil {
-		httpx.WriteError(ctx, s.log, err)
+		httpx.WriteError(ctx, s.log, err) // resets the response, headers too
+	}
+	if ctx.Response.StatusCode() == fasthttp.StatusMethodNotAllowed {
+		ctx.Response.Header.Set("Allow", "GET, OPTIONS") // RFC 9110 §15.5.6
 	}
 	s.commonHeaders(ctx)
 }
 
+// commonHeaders sets the CORS and caching headers of every answer.
+//
+// Access-Control-Allow-Origin is the configured value ("*" by default, or
+// exactly AGENT_REST_CORS). Netdata echoes the request's Origin and adds
+// Allow-Credentials: true, which lets any page read the API with the
+// user's cookies; this agent never echoes and never allows credentials
+// (it has no cookies to protect, and a fixed value cannot be widened by a
+// request).
 func (s *Server) commonHeaders(ctx *fasthttp.RequestCtx) {
 	h := &ctx.Response.Header
-	origin := ctx.Request.Header.Peek("Origin")
-	if s.o.CORS == "*" && len(origin) > 0 {
-		// Netdata echoes the Origin so credentials can be sent.
-		h.SetBytesV("Access-Control-Allow-Origin", origin)
-	} else {
-		h.Set("Access-Control-Allow-Origin", s.o.CORS)
-	}
-	h.Set("Access-Control-Allow-Credentials", "true")
+	h.Set("Access-Control-Allow-Origin", s.o.CORS)
 	if !ctx.IsOptions() {
 		h.Set("Cache-Control", "no-cache, no-store, must-revalidate")
 		h.Set("Pragma", "no-cache")
@@ -288,7 +297,6 @@ func (s *Server) route(ctx *fasthttp.RequestCtx) error {
 		return nil
 	}
 	if !ctx.IsGet() && !ctx.IsHead() {
-		ctx.Response.Header.Set("Allow", "GET, OPTIONS")
 		return httpx.Errorf(fasthttp.StatusMethodNotAllowed, "Method not allowed: %s (the agent API is read-only, use GET)", ctx.Method())
 	}
 	path := ctx.Path()
@@ -358,6 +366,20 @@ func argOr(ctx *fasthttp.RequestCtx, key, def string) string {
 	return def
 }
 
+// yes reads a boolean query argument: yes, 1, true and on are true, any
+// other value false, and a missing or empty one def.
+func yes(ctx *fasthttp.RequestCtx, key string, def bool) bool {
+	v, ok := arg(ctx, key)
+	if !ok || v == "" {
+		return def
+	}
+	switch strings.ToLower(v) {
+	case "yes", "1", "true", "on":
+		return true
+	}
+	return false
+}
+
 // bufPool holds render buffers of the hot endpoints (data, allmetrics).
 // SetBody copies, so a buffer goes back to the pool right after.
 var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 16<<10); return &b }}
@@ -375,22 +397,4 @@ func putBuf(b *[]byte) {
 func setBody(ctx *fasthttp.RequestCtx, contentType string, body []byte) {
 	ctx.SetContentType(contentType)
 	ctx.SetBody(body)
-}
-
-const ctJSON = "application/json; charset=utf-8"
-
-// jsonNum renders a float for JSON: NaN and infinities become null.
-func jsonNum(v float64) any {
-	if math.IsNaN(v) || math.IsInf(v, 0) {
-		return nil
-	}
-	return v
-}
-
-func hostname() string {
-	h, err := os.Hostname()
-	if err != nil || h == "" {
-		return "localhost"
-	}
-	return h
 }
