@@ -4,6 +4,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"peerdns/agent/store"
+	"peerdns/agent/store/storetest"
 )
 
 // cpuTime is the user+system CPU this process has used.
@@ -21,7 +24,7 @@ func cpuTime(b *testing.B) time.Duration {
 // time the process used (getrusage: all threads, GC included), not wall
 // time, which other load on the machine inflates.
 func BenchmarkTick(b *testing.B) {
-	db := newTestStore(b)
+	db := storetest.New(b, store.Config{})
 	m := New(db, nil)
 	b.Cleanup(m.close)
 	start := time.Now()
@@ -43,7 +46,7 @@ func BenchmarkTick(b *testing.B) {
 func BenchmarkCollector(b *testing.B) {
 	for _, c := range New(nil, nil).cs {
 		b.Run(c.name(), func(b *testing.B) {
-			db := newTestStore(b)
+			db := storetest.New(b, store.Config{})
 			m := newManager(db, nil, c)
 			b.Cleanup(m.close)
 			start := time.Now()

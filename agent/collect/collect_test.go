@@ -16,20 +16,11 @@ import (
 	"github.com/shirou/gopsutil/v3/mem"
 
 	"peerdns/agent/store"
+	"peerdns/agent/store/storetest"
 	"peerdns/internal/testutil"
 )
 
 var epoch = time.Unix(1_700_000_000, 0)
-
-func newTestStore(t testing.TB) *store.DB {
-	t.Helper()
-	db, err := store.Open(store.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	return db
-}
 
 // run collects with cs at seconds 0..n-1 after epoch, exactly one second apart.
 func run(t testing.TB, db *store.DB, n int, cs ...collector) *Manager {
@@ -148,7 +139,7 @@ func TestCPU(t *testing.T) {
 	c := newCPU()
 	i := 0
 	c.read = func() ([]cpu.TimesStat, error) { s := samples[i]; i++; return s, nil }
-	db := newTestStore(t)
+	db := storetest.New(t, store.Config{})
 	run(t, db, 2, c)
 	dims := strings.Split("guest_nice,guest,steal,softirq,irq,user,system,nice,iowait,idle", ",")
 	checkDef(t, db, "system.cpu", "system.cpu", "cpu", "percentage", "stacked", 100, dims...)
@@ -180,7 +171,7 @@ func TestStat(t *testing.T) {
 	c := newStat()
 	i := 0
 	c.read = func() ([]byte, error) { b := texts[i]; i++; return []byte(b), nil }
-	db := newTestStore(t)
+	db := storetest.New(t, store.Config{})
 	run(t, db, 2, c)
 	checkDef(t, db, "system.processes", "system.processes", "processes", "processes", "line", 600, "running", "blocked")
 	checkDef(t, db, "system.forks", "system.forks", "processes", "processes/s", "line", 700, "started")
@@ -205,7 +196,7 @@ func TestMem(t *testing.T) {
 		Available: 600 * mib, CommittedAS: 700 * mib}
 	c := newMem()
 	c.read = func() (*mem.VirtualMemoryStat, error) { cp := *vm; return &cp, nil }
-	db := newTestStore(t)
+	db := storetest.New(t, store.Config{})
 	m := run(t, db, 1, c)
 	checkDef(t, db, "system.ram", "system.ram", "ram", "MiB", "stacked", 200, "free", "used", "cached", "buffers")
 	checkDef(t, db, "mem.available", "mem.available", "system", "MiB", "area", 1010, "MemAvailable")
@@ -231,7 +222,7 @@ func TestLoadUptimeEntropy(t *testing.T) {
 	u.read = func() (uint64, error) { up++; return up, nil }
 	e := newEntropy()
 	e.read = func() ([]byte, error) { return []byte("256\n"), nil }
-	db := newTestStore(t)
+	db := storetest.New(t, store.Config{})
 	run(t, db, 2, l, u, e)
 	checkDef(t, db, "system.load", "system.load", "load", "load", "line", 100, "load1", "load5", "load15")
 	checkPoints(t, db, "system.load", [][]float64{{0.5, 1.25, 2}, {0.5, 1.25, 2}})
@@ -262,7 +253,7 @@ func TestDisk(t *testing.T) {
 	c.readMounts = func() ([]disk.PartitionStat, error) {
 		return []disk.PartitionStat{{Device: "/dev/vda", Mountpoint: "/"}, {Device: "tmpfs", Mountpoint: "/dev/shm"}}, nil
 	}
-	db := newTestStore(t)
+	db := storetest.New(t, store.Config{})
 	run(t, db, 2, c)
 	checkDef(t, db, "disk.vda", "disk.io", "/", "KiB/s", "area", 2000, "reads", "writes")
 	checkDef(t, db, "disk_ops.sdb", "disk.ops", "sdb", "operations/s", "line", 2010, "reads", "writes")
@@ -303,7 +294,7 @@ func TestDiskSpace(t *testing.T) {
 		}
 		return nil, errors.New("permission denied")
 	}
-	db := newTestStore(t)
+	db := storetest.New(t, store.Config{})
 	run(t, db, 2, c)
 	checkDef(t, db, "disk_space._", "disk.space", "/", "GiB", "stacked", 2023, "avail", "used", "reserved_for_root")
 	checkPoints(t, db, "disk_space._", [][]float64{{60, 35, 5}, {60, 35, 5}})
@@ -345,7 +336,7 @@ func TestNet(t *testing.T) {
 	i := 0
 	c.read = func() ([]byte, error) { b := texts[i]; i++; return []byte(b), nil }
 	c.isVirtual = func(iface string) bool { return iface != "eth0" }
-	db := newTestStore(t)
+	db := storetest.New(t, store.Config{})
 	run(t, db, 2, c)
 	checkDef(t, db, "net.eth0", "net.net", "eth0", "kilobits/s", "area", 7000, "received", "sent")
 	checkDef(t, db, "net_packets.eth0", "net.packets", "eth0", "packets/s", "line", 7001, "received", "sent", "multicast")
@@ -379,7 +370,7 @@ func TestFailingCollectorLogsOnceAndOthersGoOn(t *testing.T) {
 	}
 	e := newEntropy()
 	e.read = func() ([]byte, error) { return []byte("100"), nil }
-	db := newTestStore(t)
+	db := storetest.New(t, store.Config{})
 	m := newManager(db, log, l, e)
 	for i := 0; i < 3; i++ {
 		now := epoch.Add(time.Duration(i) * time.Second)
@@ -404,7 +395,7 @@ func TestFailingCollectorLogsOnceAndOthersGoOn(t *testing.T) {
 // TestRealHost runs the real Manager against this machine's /proc and
 // /sys until the main charts have points.
 func TestRealHost(t *testing.T) {
-	db := newTestStore(t)
+	db := storetest.New(t, store.Config{})
 	var logs testutil.LogBuffer
 	m := New(db, slog.New(slog.NewTextHandler(&logs, nil)))
 	ctx, cancel := context.WithCancel(context.Background())

@@ -10,6 +10,9 @@ import (
 	"github.com/shirou/gopsutil/v3/disk"
 	"github.com/shirou/gopsutil/v3/load"
 	"github.com/shirou/gopsutil/v3/mem"
+
+	"peerdns/agent/store"
+	"peerdns/agent/store/storetest"
 )
 
 // TestDefsMatchNetdata runs every collector on fake readers shaped like the
@@ -80,7 +83,7 @@ func TestDefsMatchNetdata(t *testing.T) {
 	e := newEntropy()
 	e.read = func() ([]byte, error) { return []byte("256"), nil }
 
-	db := newTestStore(t)
+	db := storetest.New(t, store.Config{})
 	run(t, db, 2, c, st, l, m, d, ds, n, u, e)
 
 	for id, want := range ref.Charts {

@@ -10,20 +10,11 @@ import (
 	"time"
 
 	"peerdns/agent/store"
+	"peerdns/agent/store/storetest"
 	"peerdns/internal/testutil"
 )
 
 const base = int64(1_700_000_000)
-
-func newTestStore(t *testing.T) *store.DB {
-	t.Helper()
-	db, err := store.Open(store.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	return db
-}
 
 func newTestEngine(t *testing.T, db *store.DB, dir string) *Engine {
 	t.Helper()
@@ -117,7 +108,7 @@ func setRAM(t *testing.T, db *store.DB, ts int64, pct float64) {
 }
 
 func TestRAMInUseThroughThresholds(t *testing.T) {
-	db := newTestStore(t)
+	db := storetest.New(t, store.Config{})
 	register(t, db, "system.ram", "system.ram", "ram", "free", "used", "cached", "buffers")
 	e := newTestEngine(t, db, "")
 	steps := []struct {
@@ -163,7 +154,7 @@ func TestRAMInUseThroughThresholds(t *testing.T) {
 }
 
 func TestCPUAverageOverTenMinutes(t *testing.T) {
-	db := newTestStore(t)
+	db := storetest.New(t, store.Config{})
 	register(t, db, "system.cpu", "system.cpu", "cpu",
 		"guest_nice", "guest", "steal", "softirq", "irq", "user", "system", "nice", "iowait", "idle")
 	e := newTestEngine(t, db, "")
@@ -194,7 +185,7 @@ func TestCPUAverageOverTenMinutes(t *testing.T) {
 }
 
 func TestDiskSpaceLoadSwapAndUndefined(t *testing.T) {
-	db := newTestStore(t)
+	db := storetest.New(t, store.Config{})
 	for _, m := range []struct{ id, fam string }{{"disk_space._", "/"}, {"disk_space._data", "/data"}} {
 		register(t, db, m.id, "disk.space", m.fam, "avail", "used", "reserved_for_root")
 	}
@@ -249,7 +240,7 @@ func TestDiskSpaceLoadSwapAndUndefined(t *testing.T) {
 
 func TestTransitionsPersistAcrossRestart(t *testing.T) {
 	dir := t.TempDir()
-	db := newTestStore(t)
+	db := storetest.New(t, store.Config{})
 	register(t, db, "system.ram", "system.ram", "ram", "free", "used", "cached", "buffers")
 	e, err := New(db, dir)
 	if err != nil {
@@ -309,7 +300,7 @@ func TestTransitionsPersistAcrossRestart(t *testing.T) {
 }
 
 func TestRunEvaluates(t *testing.T) {
-	db := newTestStore(t)
+	db := storetest.New(t, store.Config{})
 	register(t, db, "system.ram", "system.ram", "ram", "free", "used", "cached", "buffers")
 	setRAM(t, db, time.Now().Unix(), 10)
 	e := newTestEngine(t, db, t.TempDir())
