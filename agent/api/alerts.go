@@ -66,13 +66,21 @@ type alarmJSON struct {
 	Value      nullFloat `json:"value"`
 }
 
+// configHashID is a UUID derived from the rule behind an alert (Netdata's
+// config_hash_id identifies the configuration an alert ran with): equal
+// rules share it, and it changes when the rule does.
+func configHashID(a health.Alert) string {
+	return uuidFrom([]byte(strings.Join([]string{a.Name, a.Chart, a.Context, a.Units, a.Calc, a.Warn, a.Crit,
+		a.LookupDimensions, a.LookupMethod, strconv.Itoa(a.LookupAfter), a.LookupOptions, strconv.Itoa(a.UpdateEvery)}, "\x00")))
+}
+
 func raised(st health.Status) bool {
 	return st == health.StatusWarning || st == health.StatusCritical
 }
 
 func toAlarm(a health.Alert) alarmJSON {
 	j := alarmJSON{
-		ID: a.ID, ConfigHashID: "00000000-0000-0000-0000-000000000000", Name: a.Name, Chart: a.Chart, Family: a.Family,
+		ID: a.ID, ConfigHashID: configHashID(a), Name: a.Name, Chart: a.Chart, Family: a.Family,
 		Class: a.Class, Component: a.Component, Type: a.Type, Active: true, Silenced: a.Silenced,
 		Exec: "", Recipient: "", Source: "built-in@peerdns/agent/health", Units: a.Units, Info: a.Info,
 		Status: string(a.Status), LastStatusChange: a.LastStatusChange, LastUpdated: a.LastUpdated,
@@ -214,7 +222,7 @@ func (s *Server) alarmLog(ctx *fasthttp.RequestCtx, _ int) error {
 		}
 		out = append(out, alarmLogEntry{
 			Hostname: s.host.Hostname, UTCOffset: off, Timezone: tz, UniqueID: t.UniqueID, AlarmID: t.AlertID,
-			AlarmEventID: t.UniqueID, ConfigHashID: "00000000-0000-0000-0000-000000000000",
+			AlarmEventID: t.UniqueID, ConfigHashID: configHashID(a),
 			Name: t.Name, Chart: t.Chart, Context: t.Context, Family: t.Family,
 			Class: a.Class, Component: a.Component, Type: a.Type, Processed: true,
 			Source: "built-in@peerdns/agent/health", Units: t.Units, When: t.When, Duration: end - t.When,

@@ -203,18 +203,18 @@ func (s *Server) contextObject(name string, charts []*store.ChartDef, full bool)
 	}
 	if full {
 		o["deleted"] = false
-		o["flags"] = "COLLECTED LIVE_RETENTION "
+		o["flags"] = contextFlags(collectingAt(last, now))
 		o["version"] = st.FirstTime
 		cm := map[string]any{}
 		for _, c := range charts {
 			clast := s.chartLast(c.ID)
 			dims := map[string]any{}
 			for _, d := range c.Dims {
-				dims[d.ID] = map[string]any{"uuid": uuidFrom([]byte(c.ID + "\x00" + d.ID)), "flags": "COLLECTED LIVE_RETENTION ", "name": d.Name, "first_time_t": st.FirstTime, "last_time_t": clast,
+				dims[d.ID] = map[string]any{"uuid": uuidFrom([]byte(c.ID + "\x00" + d.ID)), "flags": contextFlags(collectingAt(clast, now)), "name": d.Name, "first_time_t": st.FirstTime, "last_time_t": clast,
 					"collected": collectingAt(clast, now), "deleted": false, "hidden": d.Hidden}
 			}
 			cm[c.ID] = map[string]any{
-				"uuid": uuidFrom([]byte(c.ID)), "flags": "COLLECTED LIVE_RETENTION ",
+				"uuid": uuidFrom([]byte(c.ID)), "flags": contextFlags(collectingAt(clast, now)),
 				"name": c.Name, "context": c.Context, "title": c.Title, "units": c.Units, "family": c.Family,
 				"chart_type": c.ChartType, "priority": c.Priority, "update_every": max(c.UpdateEvery, 1),
 				"first_time_t": st.FirstTime, "last_time_t": clast, "collected": collectingAt(clast, now), "deleted": false,
@@ -225,6 +225,16 @@ func (s *Server) contextObject(name string, charts []*store.ChartDef, full bool)
 		o["charts"] = cm
 	}
 	return o
+}
+
+// contextFlags is Netdata's flags text of a context, chart or dimension:
+// COLLECTED while it is collected, ARCHIVED once it stopped; its stored
+// points are still served either way (LIVE_RETENTION).
+func contextFlags(collected bool) string {
+	if collected {
+		return "COLLECTED LIVE_RETENTION "
+	}
+	return "ARCHIVED LIVE_RETENTION "
 }
 
 func fullOption(ctx *fasthttp.RequestCtx) bool {

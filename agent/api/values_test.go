@@ -49,9 +49,15 @@ func TestCollectingFollowsTheClock(t *testing.T) {
 		if node["state"] != "reachable" || inst["collecting"] != c.collecting || inst["last_collected"] != last {
 			t.Errorf("+%ds: node_instances = %v, want reachable, collecting %v", c.skew, node, c.collecting)
 		}
-		cx := decode(t, "context", env.get(t, "/api/v1/context?context=system.cpu").body).(map[string]any)
-		if cx["collected"] != c.collecting {
-			t.Errorf("+%ds: context collected = %v, want %v", c.skew, cx["collected"], c.collecting)
+		cx := decode(t, "context", env.get(t, "/api/v1/context?context=system.cpu&options=full").body).(map[string]any)
+		flags := "ARCHIVED LIVE_RETENTION "
+		if c.collecting {
+			flags = "COLLECTED LIVE_RETENTION "
+		}
+		ch := cx["charts"].(map[string]any)["system.cpu"].(map[string]any)
+		if cx["collected"] != c.collecting || cx["flags"] != flags || ch["collected"] != c.collecting || ch["flags"] != flags {
+			t.Errorf("+%ds: context collected %v flags %q, chart %v %q; want %v %q", c.skew,
+				cx["collected"], cx["flags"], ch["collected"], ch["flags"], c.collecting, flags)
 		}
 	}
 }
@@ -134,5 +140,29 @@ func TestChartOrder(t *testing.T) {
 			t.Fatalf("chart %s out of order", c.ID)
 		}
 		prev = i
+	}
+}
+
+// TestConfigHashID: each alert's config_hash_id is derived from its rule,
+// not a zero placeholder, and the alarm log uses the same one.
+func TestConfigHashID(t *testing.T) {
+	env := newTestEnv(t)
+	al := decode(t, "alerts", env.get(t, "/api/v3/alerts").body).(map[string]any)["alarms"].(map[string]any)
+	seen := map[any]string{}
+	for name, a := range al {
+		id := a.(map[string]any)["config_hash_id"]
+		if id == "00000000-0000-0000-0000-000000000000" || id == "" {
+			t.Errorf("%s: config_hash_id %v", name, id)
+		}
+		if other, dup := seen[id]; dup {
+			t.Errorf("%s and %s share config_hash_id %v", name, other, id)
+		}
+		seen[id] = name
+	}
+	cpu := al["system.cpu.10min_cpu_usage"].(map[string]any)["config_hash_id"]
+	for _, e := range decode(t, "log", env.get(t, "/api/v1/alarm_log").body).([]any) {
+		if id := e.(map[string]any)["config_hash_id"]; id != cpu {
+			t.Errorf("alarm_log config_hash_id %v, alarms say %v", id, cpu)
+		}
 	}
 }
