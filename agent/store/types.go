@@ -56,13 +56,16 @@ type Window struct {
 
 // Stats describes storage for /api/v3/settings, /api/v3/db and info.
 type Stats struct {
-	Dir                   string
-	Charts, Dimensions    int
-	Tier0Retention        time.Duration
-	Tier1Retention        time.Duration
-	Tier0BytesPerDim      int // memory cost per dimension of tier 0
+	Dir                string
+	Charts, Dimensions int
+	Tier0Retention     time.Duration
+	Tier1Retention     time.Duration
+	Tier0BytesPerDim   int // memory cost per dimension of tier 0
+	// Tier1BytesPerDim is an estimate of one dimension's tier-1 memory at
+	// full retention: the open chunk unpacked plus the rest at the packed
+	// size measured so far (unpacked until a chunk has been sealed).
 	Tier1BytesPerDim      int
-	MemoryBytes           int64 // total bytes held by rings
+	MemoryBytes           int64 // bytes held now by tier-0 rings, open minutes and tier-1 chunks
 	Tier1DiskBytes        int64
 	FirstTime, LastTime   int64 // unix seconds of the oldest/newest tier-0 point (0 when empty)
 	Tier1First, Tier1Last int64
