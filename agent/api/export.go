@@ -77,6 +77,9 @@ func (s *Server) export(ctx *fasthttp.RequestCtx, _ int) error {
 	}
 	write := yes(ctx, "write", false)
 	if write {
+		if !ctx.IsGet() { // a HEAD must not leave a file behind
+			return httpx.Errorf(fasthttp.StatusMethodNotAllowed, "export?write=1 needs GET")
+		}
 		if err := s.checkExportWrite(ctx); err != nil {
 			return err
 		}

@@ -80,10 +80,11 @@ func (e *testEnv) writeExport(t *testing.T, query string, hdr map[string]string)
 // names, in the export directory, whatever the query says.
 func TestExportWrite(t *testing.T) {
 	env := newTestEnv(t)
+	elsewhere := t.TempDir()
 	for _, q := range []string{
 		"",
 		"format=prometheus",
-		"file=../../etc/passwd&name=x&path=/tmp/x&dir=/tmp",
+		"file=../../etc/passwd&name=x&path=" + filepath.Join(elsewhere, "x") + "&dir=" + elsewhere,
 	} {
 		res := env.writeExport(t, q, nil)
 		path := res["written"].(string)
@@ -106,8 +107,14 @@ func TestExportWrite(t *testing.T) {
 	if n := len(exportFiles(t, env.export)); n != 3 {
 		t.Errorf("%d files in the export dir, want 3: %v", n, exportFiles(t, env.export))
 	}
-	if _, err := os.Stat("/tmp/x"); err == nil {
-		t.Errorf("a request-named path was written")
+	if f := exportFiles(t, elsewhere); len(f) != 0 {
+		t.Errorf("a request-named path was written: %v", f)
+	}
+	if r := env.do(t, "HEAD", "/api/v3/export?write=1", nil); r.status != 405 {
+		t.Errorf("HEAD export?write=1 = %d, want 405", r.status)
+	}
+	if n := len(exportFiles(t, env.export)); n != 3 {
+		t.Errorf("HEAD wrote a file: %v", exportFiles(t, env.export))
 	}
 }
 

@@ -184,8 +184,18 @@ func newTestEnv(t testing.TB, opts ...func(*Options)) *testEnv {
 		t.Fatal(err)
 	}
 	done := make(chan struct{})
-	go func() { defer close(done); _ = srv.Serve(ln) }()
-	t.Cleanup(func() { _ = srv.Shutdown(); <-done }) // Shutdown also closes ln: Serve returns even if it had not started
+	go func() {
+		defer close(done)
+		if err := srv.Serve(ln); err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	}()
+	t.Cleanup(func() { // Shutdown also closes ln: Serve returns even if it had not started
+		if err := srv.Shutdown(); err != nil {
+			t.Errorf("Shutdown: %v", err)
+		}
+		<-done
+	})
 	env.url = "http://" + ln.Addr().String()
 	return env
 }
