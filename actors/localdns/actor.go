@@ -4,20 +4,23 @@
 //
 // It persists everything in the node store (keys under "localdns:") and,
 // after every committed change, publishes an immutable records.Snapshot
-// that the DNS server compiles into its answer table, so a write is live
-// in DNS before the reply to the admin API is sent. Conflicts are found
+// that the DNS server compiles into its answer table. The server checks
+// its table against the published snapshot on every query, so a write is
+// answered in DNS from the moment the reply to the admin API is sent,
+// while the compile itself runs outside this actor. Conflicts are found
 // by asking public DNS (through the DNS server's upstream, never its own
 // data) in the background whenever a p2p domain appears in the view.
+// Its requests and replies are in messages/localdns.go.
 //
 // It must never be asked from the DNS answer path: readers use the
-// published snapshot.
+// published snapshot. Everything it starts (the view subscription, the
+// recheck ticker, the public lookups) ends when it stops or restarts.
 package localdns
 
 import (
 	"context"
 	"log/slog"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -45,17 +48,8 @@ type Deps struct {
 	Log          *slog.Logger
 }
 
-// shared survives actor restarts: the snapshot version keeps growing and
-// the view subscription is made once.
-type shared struct {
-	version atomic.Uint64
-	once    sync.Once
-	self    atomic.Pointer[actor.PID]
-	sys     atomic.Pointer[actor.ActorSystem]
-	sem     chan struct{} // bounds concurrent public lookups
-}
-
-// Props builds the actor; it restarts with backoff.
+// Props builds the actor. A crash restarts it (the parent's strategy);
+// the new incarnation reloads its state from the store.
 func Props(d Deps) *actor.Props {
 	if d.Log == nil {
 		d.Log = slog.Default()
@@ -69,19 +63,32 @@ func Props(d Deps) *actor.Props {
 	if d.RecheckEvery == 0 {
 		d.RecheckEvery = time.Hour
 	}
-	sh := &shared{sem: make(chan struct{}, 8)}
-	return actor.PropsFromProducer(func() actor.Actor { return &Actor{d: d, sh: sh} },
+	return actor.PropsFromProducer(func() actor.Actor { return &Actor{d: d} },
 		actor.WithSupervisor(supervisor.Backoff()))
 }
 
-// Actor owns the local DNS state. Fields are touched only from Receive.
+// maxLookups bounds concurrent public lookups (each holds an upstream
+// query for up to CheckTimeout).
+const maxLookups = 8
+
+// Actor owns the local DNS state. Fields are touched only from Receive;
+// each incarnation has its own (a restart starts from the store).
 type Actor struct {
 	d       Deps
-	sh      *shared
 	st      *state
+	version uint64          // of the last published snapshot
 	checked map[string]bool // p2p domains whose public lookup ran or runs
 	names   map[string]bool // resolved p2p domains of the latest view
-	stop    chan struct{}   // ends the recheck ticker
+
+	// The goroutines of this incarnation — the view subscription's
+	// notifier, the recheck ticker and the public lookups (running or
+	// waiting for one of the maxLookups slots) — end in halt, which
+	// Stopping and Restarting call.
+	unsub  func()             // cancels the view subscription
+	ctx    context.Context    // cancelled by halt
+	cancel context.CancelFunc //
+	wg     sync.WaitGroup     // the ticker and the lookups
+	slots  chan struct{}      // semaphore of the lookups
 }
 
 // Receive handles one message.
@@ -89,30 +96,27 @@ func (a *Actor) Receive(c actor.Context) {
 	switch m := c.Message().(type) {
 	case *actor.Started:
 		a.start(c)
-	case *GetLocalDNS:
-		c.Respond(&GetLocalDNSReply{Records: a.st.list(), Conflicts: a.st.conflictList()})
-	case *GetSelectorCache:
-		c.Respond(&GetSelectorCacheReply{Prefs: a.st.snapshot(0).Prefs})
-	case *AddRecord:
-		next, ws, err := a.st.add(m.Record)
-		c.Respond(&WriteReply{Err: a.apply(c, next, ws, err)})
-	case *UpdateRecord:
-		next, ws, err := a.st.update(m.Index, m.Record)
-		c.Respond(&WriteReply{Err: a.apply(c, next, ws, err)})
-	case *DeleteRecord:
-		next, ws, err := a.st.delete(m.Index)
-		c.Respond(&WriteReply{Err: a.apply(c, next, ws, err)})
-	case *SetVersionPreference:
-		next, ws, err := a.st.setPref(m.Domain, m.Version)
-		c.Respond(&WriteReply{Err: a.apply(c, next, ws, err)})
 	case *actor.Stopping, *actor.Restarting:
-		if a.stop != nil {
-			close(a.stop)
-			a.stop = nil
-		}
+		a.halt()
+	case *messages.GetLocalDNS:
+		c.Respond(&messages.GetLocalDNSReply{Records: a.st.list(), Conflicts: a.st.conflictList()})
+	case *messages.GetSelectorCache:
+		c.Respond(&messages.GetSelectorCacheReply{Prefs: a.st.snapshot(0).Prefs})
+	case *messages.AddLocalRecord:
+		next, ws, err := a.st.add(m.Record)
+		c.Respond(&messages.LocalDNSWriteReply{Err: a.apply(c, next, ws, err)})
+	case *messages.UpdateLocalRecord:
+		next, ws, err := a.st.update(m.Index, m.Record)
+		c.Respond(&messages.LocalDNSWriteReply{Err: a.apply(c, next, ws, err)})
+	case *messages.DeleteLocalRecord:
+		next, ws, err := a.st.delete(m.Index)
+		c.Respond(&messages.LocalDNSWriteReply{Err: a.apply(c, next, ws, err)})
+	case *messages.SetVersionPreference:
+		next, ws, err := a.st.setPref(m.Domain, m.Version)
+		c.Respond(&messages.LocalDNSWriteReply{Err: a.apply(c, next, ws, err)})
 	case *viewChanged:
 		a.viewChanged(c, m)
-	case *Recheck:
+	case *messages.RecheckDNSConflicts:
 		// Forget what was checked; the last view's domains are looked up
 		// again (nothing to do before the first view).
 		if a.names != nil {
@@ -125,6 +129,8 @@ func (a *Actor) Receive(c actor.Context) {
 }
 
 func (a *Actor) start(c actor.Context) {
+	a.ctx, a.cancel = context.WithCancel(context.Background())
+	a.slots = make(chan struct{}, maxLookups)
 	st, bad, err := load(a.d.Store)
 	if err != nil {
 		panic(err) // the supervisor restarts us with backoff
@@ -134,29 +140,51 @@ func (a *Actor) start(c actor.Context) {
 	}
 	a.st = st
 	a.checked = map[string]bool{}
+	// Versions keep growing across restarts: go on from what the previous
+	// incarnation published (the publisher outlives us).
+	if prev := a.d.Published.Load(); prev != nil {
+		a.version = prev.Version
+	}
 	a.publish()
-	a.sh.self.Store(c.Self())
-	a.sh.sys.Store(c.ActorSystem())
 	if a.d.View == nil || a.d.PublicLookup == nil {
 		return
 	}
+	sys, self := c.ActorSystem(), c.Self()
 	if a.d.RecheckEvery > 0 {
-		a.stop = make(chan struct{})
-		go tick(c.ActorSystem(), c.Self(), a.d.RecheckEvery, a.stop)
+		a.wg.Add(1)
+		go tick(a.ctx, &a.wg, sys, self, a.d.RecheckEvery)
 	}
-	a.sh.once.Do(func() {
-		a.d.View.Subscribe(func(s *view.Snapshot) {
-			names := map[string]bool{}
-			for name, d := range s.Domains {
-				if d != nil && (d.Status == "resolved" || d.Status == "conflict") && d.IP.IsValid() {
-					names[name] = true
-				}
-			}
-			if sys, pid := a.sh.sys.Load(), a.sh.self.Load(); sys != nil && pid != nil {
-				sys.Root.Send(pid, &viewChanged{names: names})
-			}
-		})
+	// The subscription's goroutine only turns a view into a message; the
+	// work happens here, in Receive.
+	a.unsub = a.d.View.Subscribe(func(s *view.Snapshot) {
+		sys.Root.Send(self, &viewChanged{names: p2pNames(s)})
 	})
+}
+
+// halt ends every goroutine of this incarnation and waits for them: no
+// message of ours arrives after the actor stopped or restarted. A lookup
+// in flight ends at its next context check (the upstream attempt in
+// progress, at most the DNS server's upstream timeout).
+func (a *Actor) halt() {
+	if a.unsub != nil {
+		a.unsub()
+		a.unsub = nil
+	}
+	if a.cancel != nil {
+		a.cancel()
+	}
+	a.wg.Wait()
+}
+
+// p2pNames are the view's domains that answer in DNS from the ledger.
+func p2pNames(s *view.Snapshot) map[string]bool {
+	names := map[string]bool{}
+	for name, d := range s.Domains {
+		if d != nil && (d.Status == "resolved" || d.Status == "conflict") && d.IP.IsValid() {
+			names[name] = true
+		}
+	}
+	return names
 }
 
 // apply commits a state transition: store first, then readers see it.
@@ -174,24 +202,28 @@ func (a *Actor) apply(c actor.Context, next *state, ws []write, err error) error
 	return nil
 }
 
+// publish stores the state for the DNS server, which answers from it as
+// soon as Store returns.
 func (a *Actor) publish() {
-	a.d.Published.Store(a.st.snapshot(a.sh.version.Add(1)))
+	a.version++
+	a.d.Published.Store(a.st.snapshot(a.version))
 }
 
 func (a *Actor) hint(c actor.Context) {
 	c.ActorSystem().EventStream.Publish(&messages.Hint{Type: messages.HintLocalDNS})
 }
 
-// tick sends Recheck every d until stop closes.
-func tick(sys *actor.ActorSystem, pid *actor.PID, d time.Duration, stop chan struct{}) {
+// tick sends RecheckDNSConflicts every d until ctx ends.
+func tick(ctx context.Context, wg *sync.WaitGroup, sys *actor.ActorSystem, pid *actor.PID, d time.Duration) {
+	defer wg.Done()
 	t := time.NewTicker(d)
 	defer t.Stop()
 	for {
 		select {
-		case <-stop:
+		case <-ctx.Done():
 			return
 		case <-t.C:
-			sys.Root.Send(pid, &Recheck{})
+			sys.Root.Send(pid, &messages.RecheckDNSConflicts{})
 		}
 	}
 }
@@ -217,14 +249,25 @@ func (a *Actor) viewChanged(c actor.Context, m *viewChanged) {
 	}
 }
 
+// check looks name up in public DNS in the background, at most
+// maxLookups at a time; the result comes back as conflictChecked.
 func (a *Actor) check(c actor.Context, name string) {
-	sys, self, d, sem := c.ActorSystem(), c.Self(), a.d, a.sh.sem
+	sys, self, d, ctx, slots := c.ActorSystem(), c.Self(), a.d, a.ctx, a.slots
+	a.wg.Add(1)
 	go func() {
-		sem <- struct{}{}
-		defer func() { <-sem }()
-		ctx, cancel := context.WithTimeout(context.Background(), d.CheckTimeout)
-		ip, err := d.PublicLookup(ctx, name)
+		defer a.wg.Done()
+		select {
+		case slots <- struct{}{}:
+		case <-ctx.Done():
+			return
+		}
+		defer func() { <-slots }()
+		lctx, cancel := context.WithTimeout(ctx, d.CheckTimeout)
+		ip, err := d.PublicLookup(lctx, name)
 		cancel()
+		if ctx.Err() != nil {
+			return // stopped: nobody to tell
+		}
 		sys.Root.Send(self, &conflictChecked{domain: name, publicIP: ip, err: err})
 	}()
 }

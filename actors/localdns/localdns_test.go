@@ -125,9 +125,6 @@ func testView() *view.Published {
 	return v
 }
 
-// eventually polls cond with a deadline (internal/testutil).
-var eventually = testutil.Eventually
-
 func TestRecordsLiveAndPersisted(t *testing.T) {
 	up := dnstest.Start(t, map[string]string{"clash.p2p": "198.51.100.9", "tie.p2p": "198.51.100.10"})
 	path := filepath.Join(t.TempDir(), "node.db")
@@ -138,7 +135,7 @@ func TestRecordsLiveAndPersisted(t *testing.T) {
 		`{"name":"mail.lan","type":"MX","ttl":60,"preference":10,"exchange":"a.lan"}`,
 		`{"name":"b.lan","type":"A","ttl":60,"data":"192.168.1.11"}`,
 	} {
-		if r := ask[*WriteReply](t, n, &AddRecord{Record: rec(t, js)}); r.Err != nil {
+		if r := ask[*messages.LocalDNSWriteReply](t, n, &messages.AddLocalRecord{Record: rec(t, js)}); r.Err != nil {
 			t.Fatal(r.Err)
 		}
 	}
@@ -146,34 +143,34 @@ func TestRecordsLiveAndPersisted(t *testing.T) {
 	if got := n.dig(t, "a.lan", dns.TypeA); !reflect.DeepEqual(got, []string{"192.168.1.10"}) {
 		t.Fatalf("a.lan = %q", got)
 	}
-	if r := ask[*WriteReply](t, n, &UpdateRecord{Index: 0, Record: rec(t, `{"name":"a.lan","type":"A","ttl":60,"data":"192.168.1.20"}`)}); r.Err != nil {
+	if r := ask[*messages.LocalDNSWriteReply](t, n, &messages.UpdateLocalRecord{Index: 0, Record: rec(t, `{"name":"a.lan","type":"A","ttl":60,"data":"192.168.1.20"}`)}); r.Err != nil {
 		t.Fatal(r.Err)
 	}
 	if got := n.dig(t, "a.lan", dns.TypeA); !reflect.DeepEqual(got, []string{"192.168.1.20"}) {
 		t.Fatalf("after update a.lan = %q", got)
 	}
-	if r := ask[*WriteReply](t, n, &DeleteRecord{Index: 2}); r.Err != nil {
+	if r := ask[*messages.LocalDNSWriteReply](t, n, &messages.DeleteLocalRecord{Index: 2}); r.Err != nil {
 		t.Fatal(r.Err)
 	}
 	if got := n.dig(t, "b.lan", dns.TypeA); got != nil {
 		t.Fatalf("deleted b.lan = %q", got)
 	}
-	for _, bad := range []any{&UpdateRecord{Index: 5, Record: rec(t, `{"name":"x.lan","type":"A","data":"192.0.2.1"}`)}, &DeleteRecord{Index: -1}, &DeleteRecord{Index: 2}} {
-		if r := ask[*WriteReply](t, n, bad); !errors.Is(r.Err, ErrBadIndex) {
-			t.Fatalf("%+v: %v, want ErrBadIndex", bad, r.Err)
+	for _, bad := range []any{&messages.UpdateLocalRecord{Index: 5, Record: rec(t, `{"name":"x.lan","type":"A","data":"192.0.2.1"}`)}, &messages.DeleteLocalRecord{Index: -1}, &messages.DeleteLocalRecord{Index: 2}} {
+		if r := ask[*messages.LocalDNSWriteReply](t, n, bad); !errors.Is(r.Err, messages.ErrBadRecordIndex) {
+			t.Fatalf("%+v: %v, want messages.ErrBadRecordIndex", bad, r.Err)
 		}
 	}
-	if r := ask[*WriteReply](t, n, &AddRecord{Record: rec(t, `{"name":"a.lan","type":"CNAME","data":"b.lan"}`)}); r.Err == nil {
+	if r := ask[*messages.LocalDNSWriteReply](t, n, &messages.AddLocalRecord{Record: rec(t, `{"name":"a.lan","type":"CNAME","data":"b.lan"}`)}); r.Err == nil {
 		t.Fatal("CNAME beside A accepted")
 	}
-	if r := ask[*WriteReply](t, n, &SetVersionPreference{Domain: "clash.p2p", Version: "both"}); !errors.Is(r.Err, ErrBadVersion) {
+	if r := ask[*messages.LocalDNSWriteReply](t, n, &messages.SetVersionPreference{Domain: "clash.p2p", Version: "both"}); !errors.Is(r.Err, messages.ErrBadVersionPreference) {
 		t.Fatalf("bad version: %v", r.Err)
 	}
 
 	// Conflict found in the background: clash.p2p resolves publicly.
-	eventually(t, 5*time.Second, func() error {
-		got := ask[*GetLocalDNSReply](t, n, &GetLocalDNS{}).Conflicts
-		if want := []Conflict{{Domain: "clash.p2p", Version: "p2p", PublicIP: "198.51.100.9"}}; !reflect.DeepEqual(got, want) {
+	testutil.Eventually(t, 5*time.Second, func() error {
+		got := ask[*messages.GetLocalDNSReply](t, n, &messages.GetLocalDNS{}).Conflicts
+		if want := []messages.DNSConflict{{Domain: "clash.p2p", Version: "p2p", PublicIP: "198.51.100.9"}}; !reflect.DeepEqual(got, want) {
 			return fmt.Errorf("conflicts = %+v, want %+v", got, want)
 		}
 		return nil
@@ -181,24 +178,24 @@ func TestRecordsLiveAndPersisted(t *testing.T) {
 	if got := n.dig(t, "clash.p2p", dns.TypeA); !reflect.DeepEqual(got, []string{"10.77.0.6"}) {
 		t.Fatalf("clash.p2p with p2p preference = %q", got)
 	}
-	if r := ask[*WriteReply](t, n, &SetVersionPreference{Domain: "Clash.P2P", Version: "public"}); r.Err != nil {
+	if r := ask[*messages.LocalDNSWriteReply](t, n, &messages.SetVersionPreference{Domain: "Clash.P2P", Version: "public"}); r.Err != nil {
 		t.Fatal(r.Err)
 	}
 	if got := n.dig(t, "clash.p2p", dns.TypeA); !reflect.DeepEqual(got, []string{"198.51.100.9"}) {
 		t.Fatalf("clash.p2p with public preference = %q", got)
 	}
-	if got := ask[*GetSelectorCacheReply](t, n, &GetSelectorCache{}).Prefs; !reflect.DeepEqual(got, map[string]string{"clash.p2p": "public"}) {
+	if got := ask[*messages.GetSelectorCacheReply](t, n, &messages.GetSelectorCache{}).Prefs; !reflect.DeepEqual(got, map[string]string{"clash.p2p": "public"}) {
 		t.Fatalf("selector cache = %v", got)
 	}
 	if n.hints.Load() < 4 {
 		t.Fatalf("hints = %d, want one per write", n.hints.Load())
 	}
-	want := ask[*GetLocalDNSReply](t, n, &GetLocalDNS{})
+	want := ask[*messages.GetLocalDNSReply](t, n, &messages.GetLocalDNS{})
 
 	// Restart: a new actor system and DNS server over the reopened file.
 	n.stopFn()
 	n2 := startNode(t, path, up, testView())
-	got := ask[*GetLocalDNSReply](t, n2, &GetLocalDNS{})
+	got := ask[*messages.GetLocalDNSReply](t, n2, &messages.GetLocalDNS{})
 	if !reflect.DeepEqual(got.Records, want.Records) || !reflect.DeepEqual(got.Conflicts, want.Conflicts) {
 		t.Fatalf("after restart %+v, want %+v", got, want)
 	}
@@ -218,10 +215,10 @@ func TestRecordsLiveAndPersisted(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	n2.sys.Root.Send(n2.pid, &Recheck{})
-	eventually(t, 5*time.Second, func() error {
-		got := ask[*GetLocalDNSReply](t, n2, &GetLocalDNS{}).Conflicts
-		if want := []Conflict{{Domain: "site.p2p", Version: "p2p", PublicIP: "198.51.100.20"}}; !reflect.DeepEqual(got, want) {
+	n2.sys.Root.Send(n2.pid, &messages.RecheckDNSConflicts{})
+	testutil.Eventually(t, 5*time.Second, func() error {
+		got := ask[*messages.GetLocalDNSReply](t, n2, &messages.GetLocalDNS{}).Conflicts
+		if want := []messages.DNSConflict{{Domain: "site.p2p", Version: "p2p", PublicIP: "198.51.100.20"}}; !reflect.DeepEqual(got, want) {
 			return fmt.Errorf("after recheck conflicts = %+v, want %+v", got, want)
 		}
 		return nil
@@ -229,8 +226,8 @@ func TestRecordsLiveAndPersisted(t *testing.T) {
 
 	// The domain leaves the view: its conflict goes.
 	n2.view.Store(&view.Snapshot{Version: 2, Domains: map[string]*view.Domain{}})
-	eventually(t, 5*time.Second, func() error {
-		if c := ask[*GetLocalDNSReply](t, n2, &GetLocalDNS{}).Conflicts; len(c) != 0 {
+	testutil.Eventually(t, 5*time.Second, func() error {
+		if c := ask[*messages.GetLocalDNSReply](t, n2, &messages.GetLocalDNS{}).Conflicts; len(c) != 0 {
 			return fmt.Errorf("conflicts %+v", c)
 		}
 		return nil
@@ -241,13 +238,13 @@ func TestRecheckTicker(t *testing.T) {
 	up := dnstest.Start(t, nil)
 	n := startNode(t, filepath.Join(t.TempDir(), "node.db"), up, testView(), func(d *Deps) { d.RecheckEvery = 20 * time.Millisecond })
 	// Both resolved domains were looked up once at start (NXDOMAIN).
-	eventually(t, 5*time.Second, func() error {
+	testutil.Eventually(t, 5*time.Second, func() error {
 		if h := up.Hits(); h < 2 {
 			return fmt.Errorf("%d public lookups", h)
 		}
 		return nil
 	})
-	if c := ask[*GetLocalDNSReply](t, n, &GetLocalDNS{}).Conflicts; len(c) != 0 {
+	if c := ask[*messages.GetLocalDNSReply](t, n, &messages.GetLocalDNS{}).Conflicts; len(c) != 0 {
 		t.Fatalf("conflicts before public data: %+v", c)
 	}
 	// The domain starts resolving publicly; the ticker's rechecks find it
@@ -256,10 +253,140 @@ func TestRecheckTicker(t *testing.T) {
 	if _, err := n.srv.ClearCache("site.p2p"); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 5*time.Second, func() error {
-		if c := ask[*GetLocalDNSReply](t, n, &GetLocalDNS{}).Conflicts; len(c) != 1 || c[0].PublicIP != "198.51.100.30" {
+	testutil.Eventually(t, 5*time.Second, func() error {
+		if c := ask[*messages.GetLocalDNSReply](t, n, &messages.GetLocalDNS{}).Conflicts; len(c) != 1 || c[0].PublicIP != "198.51.100.30" {
 			return fmt.Errorf("conflicts %+v", c)
 		}
 		return nil
 	})
+}
+
+// blockingLookups is a PublicLookup that holds every lookup until its
+// context ends, counting what it sees.
+type blockingLookups struct {
+	started, running, cancelled atomic.Int64
+}
+
+func (b *blockingLookups) lookup(ctx context.Context, name string) (string, error) {
+	b.started.Add(1)
+	b.running.Add(1)
+	defer b.running.Add(-1)
+	<-ctx.Done()
+	b.cancelled.Add(1)
+	return "", ctx.Err()
+}
+
+// manyDomains is a view of n resolved p2p domains.
+func manyDomains(n int) *view.Published {
+	v := &view.Published{}
+	ds := map[string]*view.Domain{}
+	for i := 0; i < n; i++ {
+		name := fmt.Sprintf("d%02d.p2p", i)
+		ds[name] = &view.Domain{Name: name, Status: "resolved", IP: netip.AddrFrom4([4]byte{10, 77, 1, byte(i + 1)})}
+	}
+	v.Store(&view.Snapshot{Version: 1, Domains: ds})
+	return v
+}
+
+// bare is an actor system and a store for tests that spawn the actor
+// themselves.
+func bare(t *testing.T) (*actor.ActorSystem, *store.DB) {
+	t.Helper()
+	db, err := store.Open(filepath.Join(t.TempDir(), "node.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sys := actor.NewActorSystem()
+	t.Cleanup(func() {
+		sys.Shutdown()
+		db.Close()
+	})
+	return sys, db
+}
+
+// Stopping the actor ends the view subscription, the recheck ticker, the
+// lookups in flight and the ones waiting for a slot: nothing is left
+// running once StopFuture returns.
+func TestStopEndsEverything(t *testing.T) {
+	sys, db := bare(t)
+	testutil.NoLeaks(t) // after the system's own goroutines started
+	lk := &blockingLookups{}
+	const domains = 3 * maxLookups
+	pid := sys.Root.Spawn(Props(Deps{Store: db, View: manyDomains(domains), PublicLookup: lk.lookup,
+		RecheckEvery: 5 * time.Millisecond, Log: slog.New(slog.DiscardHandler)}))
+	testutil.Eventually(t, 5*time.Second, func() error {
+		if r := lk.running.Load(); r != maxLookups {
+			return fmt.Errorf("%d lookups running, want %d (the rest wait for a slot)", r, maxLookups)
+		}
+		return nil
+	})
+	if err := sys.Root.StopFuture(pid).Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if r := lk.running.Load(); r != 0 {
+		t.Fatalf("%d lookups still running after stop", r)
+	}
+	if s := lk.started.Load(); s != maxLookups {
+		t.Fatalf("%d lookups started, want %d: the waiting ones must end without starting", s, maxLookups)
+	}
+}
+
+// crash makes the test middleware panic inside Receive.
+type crash struct{}
+
+func crashOn(next actor.ReceiverFunc) actor.ReceiverFunc {
+	return func(c actor.ReceiverContext, env *actor.MessageEnvelope) {
+		if _, ok := env.Message.(*crash); ok {
+			panic("test crash")
+		}
+		next(c, env)
+	}
+}
+
+// A restart ends the old incarnation's goroutines, reloads the state and
+// keeps the published version growing.
+func TestRestart(t *testing.T) {
+	sys, db := bare(t)
+	pub := &records.Published{}
+	pub.Store(&records.Snapshot{Version: 41}) // what an earlier incarnation published
+	lk := &blockingLookups{}
+	props := Props(Deps{Store: db, Published: pub, View: manyDomains(maxLookups), PublicLookup: lk.lookup,
+		RecheckEvery: -1, Log: slog.New(slog.DiscardHandler)}).Configure(actor.WithReceiverMiddleware(crashOn))
+	n := &node{sys: sys, pid: sys.Root.Spawn(props)}
+	if r := ask[*messages.LocalDNSWriteReply](t, n, &messages.AddLocalRecord{Record: rec(t, `{"name":"a.lan","type":"A","data":"192.0.2.1"}`)}); r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	if v := pub.Load().Version; v != 43 {
+		t.Fatalf("version %d after start and one write, want 43", v)
+	}
+	testutil.Eventually(t, 5*time.Second, func() error {
+		if r := lk.running.Load(); r != maxLookups {
+			return fmt.Errorf("%d lookups running", r)
+		}
+		return nil
+	})
+	sys.Root.Send(n.pid, &crash{})
+	// The new incarnation published again, from the store, and looks the
+	// domains up again; the old lookups were cancelled.
+	testutil.Eventually(t, 5*time.Second, func() error {
+		if v := pub.Load().Version; v != 44 {
+			return fmt.Errorf("version %d, want 44", v)
+		}
+		if c := lk.cancelled.Load(); c != maxLookups {
+			return fmt.Errorf("%d old lookups cancelled, want %d", c, maxLookups)
+		}
+		if s := lk.started.Load(); s != 2*maxLookups {
+			return fmt.Errorf("%d lookups started, want %d", s, 2*maxLookups)
+		}
+		return nil
+	})
+	if got := pub.Load().Records; len(got) != 1 || got[0].Name != "a.lan" {
+		t.Fatalf("records after restart: %+v", got)
+	}
+	if err := sys.Root.StopFuture(n.pid).Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if r := lk.running.Load(); r != 0 {
+		t.Fatalf("%d lookups running after stop", r)
+	}
 }

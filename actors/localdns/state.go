@@ -8,6 +8,7 @@ import (
 
 	"peerdns/dns/records"
 	"peerdns/internal/store"
+	"peerdns/messages"
 )
 
 // Store key families (node store).
@@ -89,7 +90,7 @@ func (s *state) add(r records.Record) (*state, []write, error) {
 
 func (s *state) update(i int, r records.Record) (*state, []write, error) {
 	if i < 0 || i >= len(s.recs) {
-		return nil, nil, fmt.Errorf("%w %d: %d records", ErrBadIndex, i, len(s.recs))
+		return nil, nil, fmt.Errorf("%w %d: %d records", messages.ErrBadRecordIndex, i, len(s.recs))
 	}
 	r, js, err := normalise(r)
 	if err != nil {
@@ -105,7 +106,7 @@ func (s *state) update(i int, r records.Record) (*state, []write, error) {
 
 func (s *state) delete(i int) (*state, []write, error) {
 	if i < 0 || i >= len(s.recs) {
-		return nil, nil, fmt.Errorf("%w %d: %d records", ErrBadIndex, i, len(s.recs))
+		return nil, nil, fmt.Errorf("%w %d: %d records", messages.ErrBadRecordIndex, i, len(s.recs))
 	}
 	n := s.clone()
 	seq := n.recs[i].seq
@@ -115,7 +116,7 @@ func (s *state) delete(i int) (*state, []write, error) {
 
 func (s *state) setPref(domain, version string) (*state, []write, error) {
 	if version != records.VersionP2P && version != records.VersionPublic {
-		return nil, nil, fmt.Errorf("%w, got %q", ErrBadVersion, version)
+		return nil, nil, fmt.Errorf("%w, got %q", messages.ErrBadVersionPreference, version)
 	}
 	d, err := records.CleanName("domain", domain, false)
 	if err != nil {
@@ -141,14 +142,14 @@ func (s *state) setConflict(domain, ip string) (n *state, ws []write, changed bo
 	return n, []write{{key: keyConflict + domain, value: ip}}, true
 }
 
-func (s *state) conflictList() []Conflict {
-	out := make([]Conflict, 0, len(s.conflicts))
+func (s *state) conflictList() []messages.DNSConflict {
+	out := make([]messages.DNSConflict, 0, len(s.conflicts))
 	for d, ip := range s.conflicts {
 		v := s.prefs[d]
 		if v == "" {
 			v = records.VersionP2P
 		}
-		out = append(out, Conflict{Domain: d, Version: v, PublicIP: ip})
+		out = append(out, messages.DNSConflict{Domain: d, Version: v, PublicIP: ip})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Domain < out[j].Domain })
 	return out

@@ -2,8 +2,10 @@ package admin
 
 // The DNS endpoints of the admin API: local records, version preferences
 // (the selector cache), the DNS cache and the DNS lookup diagnostic. They
-// ask the localdns actor for state and the DNS server for its cache and
-// resolver; nothing here touches either's data directly.
+// ask the localdns actor (messages/localdns.go) for its state, and call
+// the DNS server's thread-safe API (ClearCache, Lookup) for its cache and
+// resolver: the server is not an actor and owns no actor's state, the one
+// non-actor exception handlers may call directly (see dns/README.md).
 
 import (
 	"context"
@@ -18,10 +20,10 @@ import (
 	"github.com/fasthttp/router"
 	"github.com/valyala/fasthttp"
 
-	"peerdns/actors/localdns"
 	nodedns "peerdns/dns"
 	"peerdns/dns/records"
 	"peerdns/http/httpx"
+	"peerdns/messages"
 )
 
 // DNSDeps are what the DNS endpoints need.
@@ -69,7 +71,7 @@ func dnsWriteError(err error) error {
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, localdns.ErrBadIndex), errors.Is(err, localdns.ErrBadVersion):
+	case errors.Is(err, messages.ErrBadRecordIndex), errors.Is(err, messages.ErrBadVersionPreference):
 		return httpx.BadRequest("%v", err)
 	}
 	return httpx.Internal("%v", err)
@@ -83,7 +85,7 @@ func dnsRecordJSON(i int, r records.Record) map[string]any {
 }
 
 func (h *dnsHandlers) list(ctx *fasthttp.RequestCtx) error {
-	rep, err := dnsAsk[*localdns.GetLocalDNSReply](h, &localdns.GetLocalDNS{})
+	rep, err := dnsAsk[*messages.GetLocalDNSReply](h, &messages.GetLocalDNS{})
 	if err != nil {
 		return err
 	}
@@ -96,13 +98,13 @@ func (h *dnsHandlers) list(ctx *fasthttp.RequestCtx) error {
 	}
 	conflicts := rep.Conflicts
 	if conflicts == nil {
-		conflicts = []localdns.Conflict{}
+		conflicts = []messages.DNSConflict{}
 	}
 	return httpx.JSON(ctx, fasthttp.StatusOK, map[string]any{"records": recs, "conflicts": conflicts})
 }
 
 func (h *dnsHandlers) selectorCache(ctx *fasthttp.RequestCtx) error {
-	rep, err := dnsAsk[*localdns.GetSelectorCacheReply](h, &localdns.GetSelectorCache{})
+	rep, err := dnsAsk[*messages.GetSelectorCacheReply](h, &messages.GetSelectorCache{})
 	if err != nil {
 		return err
 	}
@@ -117,7 +119,7 @@ func (h *dnsHandlers) selectorCache(ctx *fasthttp.RequestCtx) error {
 }
 
 func (h *dnsHandlers) write(ctx *fasthttp.RequestCtx, msg any) error {
-	rep, err := dnsAsk[*localdns.WriteReply](h, msg)
+	rep, err := dnsAsk[*messages.LocalDNSWriteReply](h, msg)
 	if err != nil {
 		return err
 	}
@@ -148,7 +150,7 @@ func (h *dnsHandlers) add(ctx *fasthttp.RequestCtx) error {
 	if err != nil {
 		return err
 	}
-	return h.write(ctx, &localdns.AddRecord{Record: r})
+	return h.write(ctx, &messages.AddLocalRecord{Record: r})
 }
 
 // dnsIndex reads a JSON index that must be a non-negative integer; else
@@ -180,7 +182,7 @@ func (h *dnsHandlers) update(ctx *fasthttp.RequestCtx) error {
 	if err != nil {
 		return err
 	}
-	return h.write(ctx, &localdns.UpdateRecord{Index: i, Record: r})
+	return h.write(ctx, &messages.UpdateLocalRecord{Index: i, Record: r})
 }
 
 func (h *dnsHandlers) delete(ctx *fasthttp.RequestCtx) error {
@@ -194,7 +196,7 @@ func (h *dnsHandlers) delete(ctx *fasthttp.RequestCtx) error {
 	if err != nil {
 		return err
 	}
-	return h.write(ctx, &localdns.DeleteRecord{Index: i})
+	return h.write(ctx, &messages.DeleteLocalRecord{Index: i})
 }
 
 func (h *dnsHandlers) versionPreference(ctx *fasthttp.RequestCtx) error {
@@ -212,7 +214,7 @@ func (h *dnsHandlers) versionPreference(ctx *fasthttp.RequestCtx) error {
 	if strings.TrimSpace(req.Domain) == "" {
 		return httpx.Internal("domain is required")
 	}
-	return h.write(ctx, &localdns.SetVersionPreference{Domain: req.Domain, Version: version})
+	return h.write(ctx, &messages.SetVersionPreference{Domain: req.Domain, Version: version})
 }
 
 func (h *dnsHandlers) clearCache(ctx *fasthttp.RequestCtx) error {

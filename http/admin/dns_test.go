@@ -3,10 +3,9 @@ package admin_test
 import (
 	"context"
 	"encoding/json"
-	"io"
+	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
 	"net/netip"
 	"path/filepath"
 	"reflect"
@@ -25,7 +24,9 @@ import (
 	"peerdns/dns/records"
 	"peerdns/http/admin"
 	"peerdns/internal/store"
+	"peerdns/internal/testutil"
 	"peerdns/internal/view"
+	"peerdns/messages"
 )
 
 type dnsAPI struct {
@@ -77,18 +78,7 @@ func startDNSAPI(t *testing.T) *dnsAPI {
 
 func (a *dnsAPI) do(t *testing.T, method, path, body string) (int, string) {
 	t.Helper()
-	req, err := http.NewRequest(method, a.url+path, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	b, _ := io.ReadAll(res.Body)
-	return res.StatusCode, string(b)
+	return testutil.Call(t, method, a.url+path, body)
 }
 
 func (a *dnsAPI) dig(t *testing.T, name string, qtype uint16) []string {
@@ -162,8 +152,7 @@ func TestDNSEndpoints(t *testing.T) {
 		t.Fatal(code, body)
 	}
 	var list struct {
-		Records   []map[string]any `json:"records"`
-		Conflicts []map[string]any `json:"conflicts"`
+		Records []map[string]any `json:"records"`
 	}
 	if err := json.Unmarshal([]byte(body), &list); err != nil {
 		t.Fatal(err)
@@ -179,19 +168,16 @@ func TestDNSEndpoints(t *testing.T) {
 
 	// clash.p2p also resolves publicly: listed as a conflict, p2p wins
 	// until the preference says public.
-	deadline := time.Now().Add(5 * time.Second)
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		_, body = a.do(t, "GET", "/api/local-dns", "")
-		if strings.Contains(body, `"conflicts":[{"domain":"clash.p2p","version":"p2p","publicIP":"198.51.100.9"}]`) {
-			break
+	testutil.Eventually(t, 5*time.Second, func() error {
+		var got struct {
+			Conflicts []messages.DNSConflict `json:"conflicts"`
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("conflict not listed: %s", body)
+		testutil.MustJSON(t, "GET", a.url+"/api/local-dns", "", 200, &got)
+		if want := []messages.DNSConflict{{Domain: "clash.p2p", Version: "p2p", PublicIP: "198.51.100.9"}}; !reflect.DeepEqual(got.Conflicts, want) {
+			return fmt.Errorf("conflicts = %+v, want %+v", got.Conflicts, want)
 		}
-		<-tick.C
-	}
+		return nil
+	})
 	if got := a.dig(t, "clash.p2p", dns.TypeA); !reflect.DeepEqual(got, []string{"10.77.0.6"}) {
 		t.Fatalf("clash.p2p (p2p) = %q", got)
 	}
