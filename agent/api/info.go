@@ -263,6 +263,11 @@ func (s *Server) versions(ctx *fasthttp.RequestCtx, _ int) error {
 	})
 }
 
+// jsSafe keeps a hash within 53 bits: dashboards read these numbers in
+// JavaScript, where larger integers lose their low bits and two
+// different hashes could compare equal.
+const jsSafe = 1<<53 - 1
+
 // chartsHash is FNV-1a over every chart's id, context, units and
 // dimension ids: it changes when charts come, go or are redefined.
 func chartsHash(charts []*store.ChartDef) uint64 {
@@ -277,7 +282,7 @@ func chartsHash(charts []*store.ChartDef) uint64 {
 			h.Write([]byte{1})
 		}
 	}
-	return h.Sum64()
+	return h.Sum64() & jsSafe
 }
 
 // nodesHash is FNV-1a over the machine GUIDs of the listed nodes.
@@ -287,7 +292,7 @@ func nodesHash(nodes []*v2Node) uint64 {
 		h.Write([]byte(n.MachineGUID))
 		h.Write([]byte{0})
 	}
-	return h.Sum64()
+	return h.Sum64() & jsSafe
 }
 
 func (s *Server) me(ctx *fasthttp.RequestCtx, _ int) error {

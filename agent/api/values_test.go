@@ -80,6 +80,11 @@ func TestVersionsHashes(t *testing.T) {
 	if v0["contexts_hard_hash"] != float64(chartsHash(env.db.Charts())) || v0["nodes_hard_hash"] == float64(0) {
 		t.Errorf("hashes = %v", v0)
 	}
+	for _, k := range []string{"contexts_hard_hash", "nodes_hard_hash"} {
+		if h := v0[k].(float64); h >= 1<<53 {
+			t.Errorf("%s = %v: beyond 2^53, JavaScript cannot read it exactly", k, h)
+		}
+	}
 	// A new point moves the soft hash only (stats are cached for a second).
 	if err := env.db.Append("system.load", env.now.Unix(), []float64{1, 2, 3}); err != nil {
 		t.Fatal(err)
