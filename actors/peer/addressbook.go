@@ -1,0 +1,162 @@
+package peer
+
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"peerdns/internal/identity"
+	"peerdns/messages"
+)
+
+// knownPeer is a peer we were connected to, saved as peer:<id> in node.db
+// so a restart needs no flags.
+type knownPeer struct {
+	Addrs    []string `json:"addrs"`
+	LastSeen int64    `json:"lastSeen"` // unix ms
+}
+
+const knownPrefix = "peer:"
+
+// Caps that keep a hostile peer exchange from growing state without bound.
+const (
+	maxAddrsPerPeer = 8
+	maxKnownPeers   = 1024
+	maxDialers      = 256
+)
+
+// exchange tells every connected peer whom we are connected to.
+func (a *Actor) exchange(c actor.Context) {
+	var list []messages.PeerInfo
+	var to []*actor.PID
+	for _, id := range a.upIDs() {
+		e := a.sessions[id]
+		if e == nil || !e.up {
+			continue // lingering or still handshaking
+		}
+		addrs := []string{}
+		if k := a.known[id]; k != nil {
+			addrs = append(addrs, k.Addrs...)
+		}
+		list = append(list, messages.PeerInfo{ID: id, Addrs: addrs})
+		to = append(to, e.pid)
+	}
+	if len(list) < 2 {
+		return // a lone peer gains nothing from hearing about itself
+	}
+	for _, pid := range to {
+		c.Send(pid, &sendPeers{peers: list})
+	}
+}
+
+// learn takes peers from a peer exchange and dials those we lack.
+func (a *Actor) learn(peers []messages.PeerInfo) {
+	for _, p := range peers {
+		if p.ID == a.self || !identity.ValidID(p.ID) {
+			continue
+		}
+		if a.known[p.ID] == nil && len(a.dialers) >= maxDialers {
+			continue // no dialer to spare: hear of it again at a later exchange
+		}
+		a.remember(p.ID, p.Addrs, false)
+		if k := a.known[p.ID]; k != nil && a.sessions[p.ID] == nil {
+			for _, addr := range k.Addrs {
+				a.startDialer(addr, p.ID, dialOpts{mutual: true, giveUp: k.LastSeen == 0})
+			}
+		}
+	}
+}
+
+// remember merges addresses of a peer into the known list and saves it.
+func (a *Actor) remember(id string, addrs []string, seen bool) {
+	k := a.known[id]
+	fresh := k == nil
+	if fresh {
+		if len(a.known) >= maxKnownPeers {
+			return
+		}
+		k = &knownPeer{}
+	}
+	var changed bool
+	k.Addrs, changed = mergeAddrs(k.Addrs, addrs, maxAddrsPerPeer)
+	if fresh {
+		if len(k.Addrs) == 0 && !seen {
+			return // nowhere to reach it: not worth remembering
+		}
+		a.known[id] = k
+	}
+	if seen {
+		k.LastSeen = a.d.Now().UnixMilli()
+		changed = true
+	}
+	if !changed {
+		return
+	}
+	b, _ := json.Marshal(k)
+	if err := a.d.Node.Set(knownPrefix+id, string(b)); err != nil {
+		a.log.Warn("cannot save known peer", "peer", short(id), "err", err)
+	}
+}
+
+// forgetAddr drops an address that never worked from every peer we never
+// saw that lists it (dialers are per address), and such a peer itself once
+// it has no address left.
+func (a *Actor) forgetAddr(id, addr string) {
+	if cancel := a.dialers[addr]; cancel != nil {
+		cancel()
+		delete(a.dialers, addr)
+	}
+	for pid, k := range a.known {
+		if k.LastSeen != 0 || !slices.Contains(k.Addrs, addr) {
+			continue
+		}
+		k.Addrs = slices.DeleteFunc(k.Addrs, func(s string) bool { return s == addr })
+		var err error
+		if len(k.Addrs) == 0 {
+			delete(a.known, pid)
+			err = a.d.Node.Delete(knownPrefix + pid)
+		} else {
+			b, _ := json.Marshal(k)
+			err = a.d.Node.Set(knownPrefix+pid, string(b))
+		}
+		if err != nil {
+			a.log.Warn("cannot update known peer", "peer", short(pid), "err", err)
+		}
+	}
+	a.log.Info("gave up on a peer address that never answered", "peer", short(id), "addr", addr)
+}
+
+func (a *Actor) loadKnown() {
+	a.known = map[string]*knownPeer{}
+	kvs, err := a.d.Node.List(knownPrefix)
+	if err != nil {
+		a.log.Warn("cannot read known peers", "err", err)
+		return
+	}
+	for _, kv := range kvs {
+		id := strings.TrimPrefix(kv.Key, knownPrefix)
+		var k knownPeer
+		if !identity.ValidID(id) || json.Unmarshal([]byte(kv.Value), &k) != nil {
+			a.log.Warn("ignoring bad known peer record", "key", kv.Key)
+			continue
+		}
+		if id != a.self {
+			a.known[id] = &k
+		}
+	}
+}
+
+// advertise lists our addresses for hellos and invites. Expanding a
+// wildcard bind reads the interface list, so it is cached for a while.
+func (a *Actor) advertise() []string {
+	if len(a.d.Advertise) > 0 {
+		return a.d.Advertise
+	}
+	if now := a.d.Now(); a.adv == nil || now.Sub(a.advAt) > 30*time.Second {
+		a.adv, a.advAt = advertised(a.d.Endpoint.Addr()), now
+	}
+	return a.adv
+}

@@ -1,0 +1,156 @@
+package peer
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"peerdns/messages"
+	"peerdns/transport"
+)
+
+type sessionEntry struct {
+	pid  *actor.PID
+	conn transport.Conn
+	up   bool
+	// inherited: this session replaced a connected one for the same peer;
+	// the peer counts as connected while it handshakes, so a duplicate
+	// resolution does not make the peer set (and quorum) flap.
+	inherited bool
+	since     time.Time
+	upAt      time.Time
+	dialAddr  string
+	hello     *messages.Hello
+	stats     sessionStats
+}
+
+// onConn admits a new connection into a session, resolving duplicates.
+func (a *Actor) onConn(c actor.Context, m *newConn) {
+	conn := m.conn
+	id := conn.PeerID()
+	// The dialer marked the id connected before we saw the connection;
+	// whatever happens below, the gate ends up showing our sessions.
+	defer func() { a.gate.set(a.sessionIDs()) }()
+	if conn.Outbound() {
+		a.diag.dialed++
+	} else {
+		a.diag.inbound++
+	}
+	if !a.netKnown {
+		a.diag.issue(a.d.Now(), messages.ConnectionIssue{Addr: conn.RemoteAddr().String(), PeerID: id, Kind: "handshake", Reason: "node initialising"})
+		_ = conn.Close("initialising")
+		return
+	}
+	inherited := false
+	if old := a.sessions[id]; old != nil {
+		// Both sides may dial at once. Keep the connection dialed by the
+		// lower id (both ends compute the same answer); if one side dialed
+		// both, the newer one wins (it thinks the old one is dead).
+		lower := min(a.self, id)
+		dialerOf := func(tc transport.Conn) string {
+			if tc.Outbound() {
+				return a.self
+			}
+			return id
+		}
+		if dialerOf(conn) != dialerOf(old.conn) && dialerOf(conn) != lower {
+			_ = conn.Close("duplicate connection")
+			return
+		}
+		c.Stop(old.pid)
+		delete(a.sessions, id)
+		inherited = old.up || old.inherited
+	}
+	if _, ok := a.lingering[id]; ok {
+		delete(a.lingering, id)
+		inherited = true
+	}
+	cfg := sessionConfig{
+		conn: conn, ledger: a.d.Ledger, log: a.log, now: a.d.Now,
+		hello:        messages.Hello{ID: a.self, Network: a.network, Root: a.root, Addrs: a.advertise()},
+		syncInterval: a.d.SyncInterval, pingInterval: a.d.PingInterval, handshakeTimeout: a.d.HandshakeTimeout,
+		askTimeout: a.d.AskTimeout, batch: a.d.Batch, queueSize: 256,
+	}
+	if a.joinInv != nil && id == a.joinInv.Inviter {
+		cfg.hello.Join = a.joinReq
+		cfg.joinInviter, cfg.joinNetwork = a.joinInv.Inviter, a.joinInv.Network
+	}
+	pid, err := c.SpawnNamed(sessionProps(cfg).Configure(actor.WithSupervisor(stopSessions)), "session-"+short(id)+"-"+fmt.Sprint(a.diag.dialed+a.diag.inbound))
+	if err != nil {
+		a.log.Error("cannot spawn peer session", "peer", short(id), "err", err)
+		_ = conn.Close("internal error")
+		return
+	}
+	a.sessions[id] = &sessionEntry{pid: pid, conn: conn, since: a.d.Now(), dialAddr: m.addr, inherited: inherited}
+}
+
+func (a *Actor) onUp(c actor.Context, m *sessionUp) {
+	e := a.sessions[m.id]
+	if e == nil || !e.pid.Equal(m.pid) {
+		return
+	}
+	e.up, e.upAt, e.hello = true, a.d.Now(), m.hello
+	a.log.Info("peer connected", "peer", short(m.id), "remote", m.remote, "outbound", m.out)
+	addrs := []string{}
+	if e.dialAddr != "" {
+		addrs = append(addrs, e.dialAddr)
+	}
+	addrs = append(addrs, m.hello.Addrs...)
+	// One socket listens and dials, so the remote address of either
+	// direction is where the peer can be dialed back.
+	addrs = append(addrs, m.remote)
+	a.remember(m.id, addrs, true)
+	a.connectedChanged(c)
+	a.exchange(c)
+}
+
+func (a *Actor) onTerminated(c actor.Context, who *actor.PID) {
+	for id, e := range a.sessions {
+		if e.pid.Equal(who) {
+			delete(a.sessions, id)
+			a.gate.set(a.sessionIDs())
+			if e.up || e.inherited {
+				a.remember(id, nil, true)
+				a.lingering[id] = a.d.Now()
+			}
+			return
+		}
+	}
+}
+
+// connectedChanged tells the ledger and the WebSocket hub when the set of
+// connected peers changed.
+func (a *Actor) connectedChanged(c actor.Context) {
+	ids := a.upIDs()
+	if strings.Join(ids, ",") == strings.Join(a.connected, ",") {
+		return
+	}
+	a.connected = ids
+	c.Send(a.d.Ledger, &messages.PeerSetChanged{Connected: ids})
+	a.publishHint()
+}
+
+func (a *Actor) upIDs() []string {
+	ids := []string{}
+	for id, e := range a.sessions {
+		if e.up || e.inherited {
+			ids = append(ids, id)
+		}
+	}
+	for id := range a.lingering {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+func (a *Actor) sessionIDs() []string {
+	ids := make([]string, 0, len(a.sessions))
+	for id := range a.sessions {
+		ids = append(ids, id)
+	}
+	return ids
+}

@@ -1,0 +1,126 @@
+package peer
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"peerdns/internal/identity"
+	"peerdns/transport"
+)
+
+type dialTarget struct{ id, addr string }
+
+func parseTarget(s string) (dialTarget, error) {
+	s = strings.TrimSpace(s)
+	id, addr, found := strings.Cut(s, "@")
+	if !found {
+		id, addr = "", s
+	} else if !identity.ValidID(id) {
+		return dialTarget{}, fmt.Errorf("peer id %q is not 64 hex characters", id)
+	}
+	if !validAddr(addr) {
+		return dialTarget{}, fmt.Errorf("%q is not host:port", addr)
+	}
+	return dialTarget{id: id, addr: addr}, nil
+}
+
+// dialOpts: mutual says the peer probably dials us too (it knows us), so
+// the higher id of the pair waits a little before its first attempt;
+// giveUp drops an address learned second hand that never worked after
+// giveUpAfter attempts instead of retrying it forever.
+type dialOpts struct{ mutual, giveUp bool }
+
+const giveUpAfter = 8
+
+// startDialer keeps addr connected (one dialer per address).
+func (a *Actor) startDialer(addr, id string, o dialOpts) {
+	if _, ok := a.dialers[addr]; ok || !validAddr(addr) || len(a.dialers) >= maxDialers {
+		return
+	}
+	for _, own := range a.advertise() {
+		if own == addr {
+			return
+		}
+	}
+	ctx, cancel := context.WithCancel(a.ctx)
+	a.dialers[addr] = cancel
+	// When both ends know each other they dial at once after a restart;
+	// the higher id waits a little so the lower one's dial usually wins
+	// and no duplicate has to be resolved.
+	var delay time.Duration
+	if o.mutual && id != "" && a.self > id {
+		delay = a.d.Backoff.Min * 4
+		if delay <= 0 {
+			delay = 2 * time.Second
+		}
+	}
+	root, self, gate := a.sys.Root, a.pid, a.gate
+	d := &transport.Dialer{
+		Endpoint:     a.d.Endpoint,
+		Addr:         addr,
+		InitialDelay: delay,
+		PeerID:       id,
+		Backoff:      a.d.Backoff,
+		Skip:         gate.skip,
+		After:        gate.done,
+		OnAttempt:    a.diag.attempt,
+		OnConn: func(conn transport.Conn) {
+			gate.mark(conn.PeerID())
+			root.Send(self, &newConn{conn: conn, addr: addr})
+		},
+		OnFail: func(err error) { root.Send(self, &dialFailed{addr: addr, peer: id, err: err}) },
+	}
+	if o.giveUp {
+		d.GiveUpAfter = giveUpAfter
+		d.OnGiveUp = func() { root.Send(self, &dialGaveUp{addr: addr, peer: id}) }
+	}
+	go d.Run(ctx)
+}
+
+// dialGate lets dialer goroutines skip peers that are connected or being
+// dialed by another dialer. mu guards both maps.
+type dialGate struct {
+	mu        sync.Mutex
+	connected map[string]bool
+	dialing   map[string]bool
+}
+
+func (g *dialGate) skip(id string) bool {
+	if id == "" {
+		return false
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.connected[id] || g.dialing[id] {
+		return true
+	}
+	g.dialing[id] = true
+	return false
+}
+
+func (g *dialGate) done(id string) {
+	g.mu.Lock()
+	delete(g.dialing, id)
+	g.mu.Unlock()
+}
+
+// mark records a fresh connection before the supervisor has seen it.
+func (g *dialGate) mark(id string) {
+	g.mu.Lock()
+	g.connected[id] = true
+	g.mu.Unlock()
+}
+
+// set replaces the connected set with the supervisor's sessions.
+func (g *dialGate) set(ids []string) {
+	m := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		m[id] = true
+	}
+	g.mu.Lock()
+	g.connected = m
+	g.mu.Unlock()
+}

@@ -1,0 +1,104 @@
+package peer
+
+import (
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"peerdns/messages"
+	"peerdns/transport"
+)
+
+// outItem is one frame for the writer goroutine. closeAfter, when set,
+// makes the writer close the connection after this frame (a refusal).
+type outItem struct {
+	env        *messages.Envelope
+	closeAfter string
+}
+
+func (s *session) start(c actor.Context) {
+	s.started = s.cfg.now()
+	s.stats.lastSeen = s.started
+	s.out = make(chan outItem, s.cfg.queueSize)
+	s.done = make(chan struct{})
+	s.credits = make(chan struct{}, opsCredits)
+	root, self, done, credits := c.ActorSystem().Root, c.Self(), s.done, s.credits
+	conn := s.cfg.conn
+	go func() {
+		for {
+			m, err := conn.Recv()
+			select {
+			case <-done:
+				return // the session stopped and closed the connection
+			default:
+			}
+			if err != nil {
+				root.Send(self, &connDown{err: err})
+				return
+			}
+			if m.Kind == messages.KindOps {
+				select {
+				case credits <- struct{}{}:
+				case <-done:
+					return
+				}
+			}
+			root.Send(self, &frame{m: m})
+		}
+	}()
+	go writeLoop(conn, s.out, s.done)
+	h := s.cfg.hello
+	s.enqueue(&messages.Envelope{Kind: messages.KindHello, Hello: &h})
+}
+
+// writeLoop writes queued frames until the session stops or the
+// connection dies. Writes can block on flow control; that is why they
+// happen here and not in Receive.
+func writeLoop(conn transport.Conn, out <-chan outItem, done <-chan struct{}) {
+	for {
+		select {
+		case it := <-out:
+			if err := conn.Send(it.env); err != nil {
+				_ = conn.Close("write failed")
+				return
+			}
+			if it.closeAfter != "" {
+				// Give the peer a moment to read the refusal and hang up
+				// itself; closing at once could discard the frame.
+				t := time.NewTimer(2 * time.Second)
+				select {
+				case <-conn.Done():
+				case <-done:
+				case <-t.C:
+				}
+				t.Stop()
+				_ = conn.Close(it.closeAfter)
+				return
+			}
+		case <-done:
+			return
+		case <-conn.Done():
+			return
+		}
+	}
+}
+
+// enqueue hands a frame to the writer; false when the queue is full.
+func (s *session) enqueue(m *messages.Envelope) bool {
+	select {
+	case s.out <- outItem{env: m}:
+		return true
+	default:
+		s.dropped++
+		return false
+	}
+}
+
+// releaseCredit returns an ops credit to the reader. Stashed frames and
+// frames dropped while closing hold none, so never block.
+func (s *session) releaseCredit() {
+	select {
+	case <-s.credits:
+	default:
+	}
+}

@@ -1,0 +1,230 @@
+package peer
+
+import (
+	"math"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"peerdns/messages"
+)
+
+// maxOpsFrameBytes keeps an ops frame well under transport.MaxFrameSize.
+const maxOpsFrameBytes = 512 << 10
+
+func (s *session) established(c actor.Context) {
+	switch m := c.Message().(type) {
+	case *frame:
+		switch m.m.Kind {
+		case messages.KindVV:
+			// A periodic vector may predate ops we sent a moment ago that
+			// are still on their way or in the peer's ledger queue: do not
+			// send those again (a gap makes the peer send "want" instead).
+			// Ops of writers the peer is connected to are that writer's
+			// to send; answering for them too would send each op n-1 times.
+			s.peerVV = copyVV(m.m.VV)
+			base := copyVV(m.m.VV)
+			now := s.cfg.now()
+			for w, n := range s.sentVV {
+				// In flight: sent within the last interval, or the peer's
+				// ledger is still working through them (its vector moved).
+				// Resend only what stalled for a whole interval.
+				moving := m.m.VV[w] > s.lastPeerVV[w]
+				if n > base[w] && (moving || now.Sub(s.sentAt[w]) < s.cfg.syncInterval) {
+					base[w] = n
+				}
+			}
+			s.lastPeerVV = copyVV(m.m.VV)
+			for w := range s.peerLinks {
+				if w != s.cfg.hello.ID {
+					base[w] = math.MaxUint64
+				}
+			}
+			s.startSync(c, base)
+		case messages.KindWant:
+			s.peerVV = copyVV(m.m.VV)
+			s.startSync(c, m.m.VV)
+		case messages.KindOps:
+			s.onOps(c, m.m.Ops)
+		case messages.KindPeers:
+			// The list is the peer's connected set (minus us): remember it
+			// so live ops their writer pushes to the peer are not relayed.
+			s.peerLinks = make(map[string]bool, len(m.m.Peers))
+			for _, p := range m.m.Peers {
+				s.peerLinks[p.ID] = true
+			}
+			c.Send(c.Parent(), &peersLearned{from: s.peer, peers: m.m.Peers})
+		default:
+			s.protocolError(c, "unexpected "+m.m.Kind+" after handshake")
+		}
+	case *pushOps:
+		s.push(m.ops)
+	case *sendPeers:
+		var ps []messages.PeerInfo
+		for _, p := range m.peers {
+			if p.ID != s.peer {
+				ps = append(ps, p)
+			}
+		}
+		if len(ps) > 0 {
+			s.enqueue(&messages.Envelope{Kind: messages.KindPeers, Peers: ps})
+		}
+	case *tick:
+		if m.now.Sub(s.lastVV) >= s.cfg.syncInterval {
+			s.sendVV(c, messages.KindVV)
+		}
+		if m.now.Sub(s.lastPing) >= s.cfg.pingInterval {
+			s.lastPing = m.now
+			s.enqueue(&messages.Envelope{Kind: messages.KindPing, Ping: &messages.Ping{SentUnixNano: time.Now().UnixNano()}})
+		}
+		c.Send(c.Parent(), &statsReport{id: s.peer, st: s.stats})
+	}
+}
+
+// sendVV sends our version vector as kind (vv: periodic, want: after a
+// gap); the peer answers with what we lack.
+func (s *session) sendVV(c actor.Context, kind string) {
+	s.lastVV = s.cfg.now()
+	f := c.RequestFuture(s.cfg.ledger, &messages.GetVersionVector{}, s.cfg.askTimeout)
+	c.ReenterAfter(f, func(res any, err error) {
+		r, ok := res.(*messages.GetVersionVectorReply)
+		if err != nil || !ok {
+			s.cfg.log.Warn("version vector unavailable", "err", errText(err))
+			return
+		}
+		if !s.closing {
+			s.enqueue(&messages.Envelope{Kind: kind, VV: r.VV})
+		}
+	})
+}
+
+// startSync sends the peer every op it lacks according to vv, in
+// batches; a sync already running picks up the newest vv when it ends.
+func (s *session) startSync(c actor.Context, vv messages.VersionVector) {
+	if s.syncing {
+		s.pendingVV, s.havePending = copyVV(vv), true
+		return
+	}
+	s.syncing = true
+	s.syncFrom(c, copyVV(vv))
+}
+
+func (s *session) syncFrom(c actor.Context, vv messages.VersionVector) {
+	f := c.RequestFuture(s.cfg.ledger, &messages.GetOpsSince{VV: vv, Max: s.cfg.batch}, s.cfg.askTimeout)
+	c.ReenterAfter(f, func(res any, err error) {
+		r, ok := res.(*messages.GetOpsSinceReply)
+		if err != nil || !ok || s.closing {
+			if err != nil {
+				s.cfg.log.Warn("ops unavailable for sync", "peer", short(s.peer), "err", err)
+			}
+			s.syncing = false
+			return
+		}
+		sent := s.sendOps(r.Ops)
+		for _, op := range r.Ops {
+			if op.Seq > vv[op.Writer] {
+				vv[op.Writer] = op.Seq
+			}
+		}
+		if sent && len(r.Ops) == s.cfg.batch && s.cfg.batch > 0 {
+			s.syncFrom(c, vv)
+			return
+		}
+		s.syncing = false
+		if s.havePending {
+			s.havePending = false
+			s.startSync(c, s.pendingVV)
+		}
+	})
+}
+
+// sendOps queues ops in frames of bounded size; false if the queue filled
+// (the rest comes with the next version-vector exchange).
+func (s *session) sendOps(ops []*messages.Op) bool {
+	var batch []*messages.Op
+	size := 0
+	flush := func() bool {
+		if len(batch) == 0 {
+			return true
+		}
+		ok := s.enqueue(&messages.Envelope{Kind: messages.KindOps, Ops: batch})
+		if ok {
+			s.stats.opsSent += int64(len(batch))
+			now := s.cfg.now()
+			for _, op := range batch {
+				if op.Seq > s.peerVV[op.Writer] {
+					s.peerVV[op.Writer] = op.Seq
+				}
+				if op.Seq > s.sentVV[op.Writer] {
+					s.sentVV[op.Writer] = op.Seq
+					s.sentAt[op.Writer] = now
+				}
+			}
+		}
+		batch, size = nil, 0
+		return ok
+	}
+	for _, op := range ops {
+		n := opSize(op)
+		if len(batch) > 0 && (size+n > maxOpsFrameBytes || len(batch) >= s.cfg.batch) {
+			if !flush() {
+				return false
+			}
+		}
+		batch = append(batch, op)
+		size += n
+	}
+	return flush()
+}
+
+// opSize estimates an op's encoded size (fields plus CBOR overhead).
+func opSize(op *messages.Op) int {
+	return len(op.Writer) + len(op.Key) + len(op.Value) + len(op.Sig) + 48
+}
+
+// push forwards live ops the peer does not have yet. Ops of a writer the
+// peer is connected to come from that writer itself; relaying them too
+// would make every op arrive n-1 times in a full mesh. (If that direct
+// push is lost, the next version-vector exchange repairs it.)
+func (s *session) push(ops []*messages.Op) {
+	var out []*messages.Op
+	for _, op := range ops {
+		if op.Writer == s.peer || op.Seq <= s.peerVV[op.Writer] {
+			continue
+		}
+		if op.Writer != s.cfg.hello.ID && s.peerLinks[op.Writer] {
+			continue
+		}
+		out = append(out, op)
+	}
+	if len(out) > 0 {
+		s.sendOps(out)
+	}
+}
+
+func (s *session) onOps(c actor.Context, ops []*messages.Op) {
+	s.stats.opsReceived += int64(len(ops))
+	for _, op := range ops {
+		if op.Seq > s.peerVV[op.Writer] {
+			s.peerVV[op.Writer] = op.Seq
+		}
+	}
+	f := c.RequestFuture(s.cfg.ledger, &messages.ApplyOps{From: s.peer, Ops: ops}, s.cfg.askTimeout)
+	c.ReenterAfter(f, func(res any, err error) {
+		s.releaseCredit()
+		r, ok := res.(*messages.ApplyOpsReply)
+		if err != nil || !ok {
+			s.cfg.log.Warn("ledger did not take peer ops", "peer", short(s.peer), "ops", len(ops), "err", errText(err))
+			return
+		}
+		s.stats.opsDup += int64(r.Duplicates)
+		if r.Rejected > 0 {
+			s.cfg.log.Warn("peer sent ops that failed validation", "peer", short(s.peer), "rejected", r.Rejected)
+		}
+		if r.Gaps > 0 && !s.closing {
+			// We miss earlier ops: ask the peer for everything above.
+			s.stats.wants++
+			s.sendVV(c, messages.KindWant)
+		}
+	})
+}
