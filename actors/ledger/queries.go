@@ -184,7 +184,7 @@ func (a *Actor) conflicts() []messages.P2PConflict {
 
 func (a *Actor) sidecar() messages.SidecarStatus {
 	st := messages.SidecarStatus{
-		Open: true, Ready: a.bootstrap, Writable: a.writable(), BootstrapComplete: a.bootstrap,
+		Open: a.d.Ledger.Health() == nil, Ready: a.bootstrap, Writable: a.writable(), BootstrapComplete: a.bootstrap,
 		EventCount: a.st.length, DomainCount: a.domainCount(), IndexedLength: a.st.length, Length: a.st.length,
 	}
 	if a.lastApplyAt > 0 {

@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 
 	"github.com/tidwall/buntdb"
 )
@@ -31,6 +32,9 @@ type Options struct {
 type DB struct {
 	db   *buntdb.DB
 	path string
+	// commitErr is the error of the last commit that failed to reach the
+	// file (a full disk, an I/O error), nil once a later commit succeeds.
+	commitErr atomic.Pointer[error]
 }
 
 // Open opens or creates the file at path (its folder is created 0700).
@@ -126,5 +130,33 @@ func (t *Tx) Delete(key string) error {
 
 // Update runs fn in one atomic, (for durable stores) fsynced commit.
 func (d *DB) Update(fn func(tx *Tx) error) error {
-	return d.db.Update(func(tx *buntdb.Tx) error { return fn(&Tx{tx: tx}) })
+	fnOK := false
+	err := d.db.Update(func(tx *buntdb.Tx) error {
+		if err := fn(&Tx{tx: tx}); err != nil {
+			return err
+		}
+		fnOK = true
+		return nil
+	})
+	switch {
+	case err == nil:
+		d.commitErr.Store(nil)
+	case fnOK:
+		// fn succeeded, so the commit itself failed: the store is not
+		// taking writes until one succeeds again.
+		d.commitErr.Store(&err)
+	}
+	return err
+}
+
+// Health is nil while the store is open and its last commit reached the
+// file; otherwise the reason it is not healthy.
+func (d *DB) Health() error {
+	if err := d.db.View(func(*buntdb.Tx) error { return nil }); err != nil {
+		return fmt.Errorf("store %s: %w", filepath.Base(d.path), err)
+	}
+	if p := d.commitErr.Load(); p != nil {
+		return fmt.Errorf("store %s: last commit failed: %w", filepath.Base(d.path), *p)
+	}
+	return nil
 }

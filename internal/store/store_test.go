@@ -66,3 +66,27 @@ func TestFailedUpdateWritesNothing(t *testing.T) {
 		t.Fatalf("rolled-back key visible: %v", err)
 	}
 }
+
+func TestHealth(t *testing.T) {
+	db, err := Open(filepath.Join(t.TempDir(), "h.db"), Options{Durable: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Health(); err != nil {
+		t.Fatalf("fresh store Health = %v", err)
+	}
+	// A transaction that the caller rolls back is not a store failure.
+	refused := errors.New("refused by caller")
+	if err := db.Update(func(*Tx) error { return refused }); !errors.Is(err, refused) {
+		t.Fatalf("Update = %v, want the caller's error", err)
+	}
+	if err := db.Health(); err != nil {
+		t.Fatalf("Health after a rolled-back tx = %v", err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Health(); err == nil {
+		t.Fatal("closed store reports healthy")
+	}
+}
