@@ -46,11 +46,6 @@ type Evaluated struct {
 // re-sends the evaluation that was lost with the crash.
 type Restarted struct{ Domain string }
 
-// InjectPanic makes the domain actor of Domain panic (the ledger forwards
-// it). It exists so supervision tests can crash a real domain actor; no API
-// or peer message can produce it.
-type InjectPanic struct{ Domain string }
-
 // Actor is one domain's consensus owner.
 type Actor struct {
 	name     string
@@ -62,11 +57,14 @@ type Actor struct {
 }
 
 // Props builds a domain actor for name. now may be nil (time.Now).
-func Props(name string, now func() time.Time) *actor.Props {
+// Middleware wraps its Receive (tests use it to crash a real domain actor;
+// the node passes none).
+func Props(name string, now func() time.Time, middleware ...actor.ReceiverMiddleware) *actor.Props {
 	if now == nil {
 		now = time.Now
 	}
-	return actor.PropsFromProducer(func() actor.Actor { return &Actor{name: name, now: now} })
+	return actor.PropsFromProducer(func() actor.Actor { return &Actor{name: name, now: now} },
+		actor.WithReceiverMiddleware(middleware...))
 }
 
 // Receive handles one message.
@@ -79,8 +77,6 @@ func (a *Actor) Receive(c actor.Context) {
 		}
 	case *Evaluate:
 		c.Respond(a.evaluate(m))
-	case *InjectPanic:
-		panic("domain " + a.name + ": injected panic")
 	}
 }
 

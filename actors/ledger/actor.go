@@ -39,6 +39,9 @@ type Deps struct {
 	InitialIPIndex int
 	Log            *slog.Logger
 	Now            func() time.Time
+	// DomainMiddleware wraps the Receive of every domain actor. Only tests
+	// set it (to crash a real domain actor and watch it restart).
+	DomainMiddleware []actor.ReceiverMiddleware
 }
 
 // Props builds the ledger actor. Its domain children restart with backoff.
@@ -115,10 +118,6 @@ func (a *Actor) Receive(c actor.Context) {
 		if pid := a.children[m.Domain]; pid != nil {
 			delete(a.inflight, m.Domain)
 			a.dirty[m.Domain] = true
-		}
-	case *domain.InjectPanic:
-		if pid := a.children[m.Domain]; pid != nil {
-			c.Send(pid, m)
 		}
 	case *commitVotes:
 		a.commitQueuedVotes(c)

@@ -67,7 +67,7 @@ func (a *Actor) flush(c actor.Context) {
 		}
 		pid := a.children[name]
 		if pid == nil {
-			pid = c.Spawn(domain.Props(name, a.d.Now))
+			pid = c.Spawn(domain.Props(name, a.d.Now, a.d.DomainMiddleware...))
 			a.children[name] = pid
 		}
 		a.inflight[name] = key
