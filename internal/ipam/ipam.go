@@ -61,12 +61,13 @@ func DefaultSubnets(base string, start int) ([]Subnet, error) {
 	if base == "" {
 		base = DefaultBase
 	}
-	if !strings.Contains(base, "/") {
-		base += "/16"
+	prefix := base
+	if !strings.Contains(prefix, "/") {
+		prefix += "/16"
 	}
-	p, err := netip.ParsePrefix(base)
+	p, err := netip.ParsePrefix(prefix)
 	if err != nil || !p.Addr().Is4() {
-		return nil, fmt.Errorf("SUBNET_BASE %q is not an IPv4 prefix", base)
+		return nil, fmt.Errorf("SUBNET_BASE %q is not an IPv4 address or prefix (e.g. 127.77.0.0/16)", base)
 	}
 	if start <= 0 {
 		start = DefaultStartIndex

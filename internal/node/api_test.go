@@ -4,9 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
 
 	"peerdns/actors/domain"
 	"peerdns/internal/testutil"
@@ -349,14 +353,41 @@ func TestHealth(t *testing.T) {
 }
 
 func TestSupervisionRestartsCrashedDomainActor(t *testing.T) {
-	n := newTestNode(t, t.TempDir())
+	// The domain actor of crash.p2p panics on the first evaluation after
+	// the test arms it; the supervisor must restart it and the node keep
+	// answering.
+	var armed atomic.Bool
+	crash := func(next actor.ReceiverFunc) actor.ReceiverFunc {
+		return func(c actor.ReceiverContext, env *actor.MessageEnvelope) {
+			if ev, ok := env.Message.(*domain.Evaluate); ok && ev.Domain == "crash.p2p" && armed.CompareAndSwap(true, false) {
+				panic("domain crash.p2p: crash requested by the test")
+			}
+			next(c, env)
+		}
+	}
+	cfg := testConfig(t.TempDir())
+	cfg.domainMiddleware = []actor.ReceiverMiddleware{crash}
+	n, err := Start(cfg, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(n.Stop)
 	base := "http://" + n.AdminAddr()
 	addDomain(t, base, "crash.p2p", hashA)
-	n.root.System.Root.Send(n.ledger, &domain.InjectPanic{Domain: "crash.p2p"})
+	armed.Store(true)
+	if code, body := call(t, "POST", base+"/api/consensus/recalculate/crash.p2p", ""); code != 200 {
+		t.Logf("recalculate during the crash = %d %q", code, body)
+	}
+	if armed.Load() {
+		t.Fatal("the domain actor never evaluated after the test armed the crash")
+	}
 	// The node keeps answering, and the restarted domain actor evaluates
 	// again: a recalculation settles only if it answers.
 	var ds []domainEntry
 	mustJSON(t, "GET", base+"/api/resolved-domains", "", 200, &ds)
+	if len(ds) != 1 || ds[0].Domain != "crash.p2p" {
+		t.Fatalf("resolved-domains after the crash = %+v", ds)
+	}
 	testutil.Eventually(t, 10*time.Second, func() error {
 		code, body := call(t, "POST", base+"/api/consensus/recalculate/crash.p2p", "")
 		if code != 200 {
@@ -372,7 +403,7 @@ func TestSupervisionRestartsCrashedDomainActor(t *testing.T) {
 	}
 	testutil.Eventually(t, 5*time.Second, func() error {
 		_, body := call(t, "GET", base+"/api/logs/core?lines=50", "")
-		if !strings.Contains(body, "actor failed") {
+		if !strings.Contains(body, "actor failed") || !strings.Contains(body, "crash requested by the test") {
 			return fmt.Errorf("no failure logged in core: %s", body)
 		}
 		return nil

@@ -1,5 +1,15 @@
 package node
 
+import (
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"peerdns/internal/ipam"
+)
+
 // Config is what a node is started with: the command-line contract of
 // `peerdns node` (cmd/peerdns fills it from flags and PEERDNS_* env).
 type Config struct {
@@ -15,7 +25,7 @@ type Config struct {
 	System    bool
 
 	// Settings read from the environment only (no flag): ADMIN_DOMAIN,
-	// PROFILE_DOMAIN, SUBNET_BASE, INITIAL_IP_INDEX, LOG_LEVEL.
+	// SUBNET_BASE, INITIAL_IP_INDEX, LOG_LEVEL.
 	AdminDomain    string
 	SubnetBase     string
 	InitialIPIndex int
@@ -23,4 +33,42 @@ type Config struct {
 
 	// Version is reported in logs and APIs.
 	Version string
+
+	// domainMiddleware wraps every domain actor's Receive; only this
+	// package's tests set it (to crash a real domain actor).
+	domainMiddleware []actor.ReceiverMiddleware
+}
+
+// Validate reports settings that can never work, before anything starts:
+// a node that would crash-loop on them later stops at once instead.
+func (c Config) Validate() error {
+	if c.Data == "" {
+		return fmt.Errorf("data folder not set")
+	}
+	if _, err := ParseLevel(c.LogLevel); err != nil {
+		return err
+	}
+	if _, err := ipam.DefaultSubnets(c.SubnetBase, c.InitialIPIndex); err != nil {
+		return err
+	}
+	if c.InitialIPIndex < 0 {
+		return fmt.Errorf("INITIAL_IP_INDEX %d must not be negative", c.InitialIPIndex)
+	}
+	return nil
+}
+
+// ParseLevel reads a LOG_LEVEL value: debug, info, warn or error (any
+// case); "" is info.
+func ParseLevel(s string) (slog.Level, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "", "info":
+		return slog.LevelInfo, nil
+	case "debug":
+		return slog.LevelDebug, nil
+	case "warn", "warning":
+		return slog.LevelWarn, nil
+	case "error":
+		return slog.LevelError, nil
+	}
+	return 0, fmt.Errorf("LOG_LEVEL %q is not one of debug, info, warn, error", s)
 }

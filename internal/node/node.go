@@ -6,6 +6,7 @@ package node
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -39,13 +40,15 @@ import (
 type Node struct {
 	cfg      Config
 	id       *identity.Identity
+	lock     *dataLock
 	ledgerDB *store.DB
 	nodeDB   *store.DB
 	root     *supervisor.Root
 	ledger   *actor.PID
 	hub      *actor.PID
 	channels map[string]*actor.PID
-	logs     map[string]*slog.Logger
+	logs     map[string]*slog.Logger // channel file + stderr
+	files    map[string]*slog.Logger // channel file only
 	pub      *view.Published
 	dns      *nodedns.Server
 	localDNS *actor.PID
@@ -55,75 +58,91 @@ type Node struct {
 	admin    *admin.Server
 	adminLn  net.Listener
 	closers  []func() // run in reverse order on stop
+	fatal    chan error
 }
 
 // Start builds and starts a node. On error everything started so far is
-// stopped again.
-func Start(cfg Config, stderr io.Writer) (n *Node, err error) {
-	n = &Node{cfg: cfg, pub: &view.Published{}, stderr: stderr}
-	defer func() {
-		if err != nil {
-			n.Stop()
-		}
-	}()
-	if err := os.MkdirAll(cfg.Data, 0o700); err != nil {
-		return nil, fmt.Errorf("data dir: %w", err)
-	}
-	if n.id, err = identity.LoadOrCreate(filepath.Join(cfg.Data, "identity.key")); err != nil {
+// stopped again and the error names the part that failed (e.g. "admin:
+// listen 127.0.0.1:7710: address already in use").
+func Start(cfg Config, stderr io.Writer) (*Node, error) {
+	if err := cfg.Validate(); err != nil {
 		return nil, err
+	}
+	n := &Node{cfg: cfg, pub: &view.Published{}, stderr: stderr, fatal: make(chan error, 1)}
+	if err := n.start(); err != nil {
+		n.Stop()
+		return nil, err
+	}
+	return n, nil
+}
+
+func (n *Node) start() (err error) {
+	cfg := n.cfg
+	if err := os.MkdirAll(cfg.Data, 0o700); err != nil {
+		return fmt.Errorf("data folder: %w", err)
+	}
+	if n.lock, err = lockData(cfg.Data); err != nil {
+		return err
+	}
+	n.closers = append(n.closers, n.lock.release)
+	if n.id, err = identity.LoadOrCreate(filepath.Join(cfg.Data, "identity.key")); err != nil {
+		return err
 	}
 	if n.ledgerDB, err = store.Open(filepath.Join(cfg.Data, "ledger.db"), store.Options{Durable: true}); err != nil {
-		return nil, err
+		return err
 	}
 	n.closers = append(n.closers, func() { n.ledgerDB.Close() })
 	if n.nodeDB, err = store.Open(filepath.Join(cfg.Data, "node.db"), store.Options{Durable: true}); err != nil {
-		return nil, err
+		return err
 	}
 	n.closers = append(n.closers, func() { n.nodeDB.Close() })
 
-	level := ParseLevel(cfg.LogLevel)
-	stderrLog := slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})
+	level, _ := ParseLevel(cfg.LogLevel) // checked by Validate
+	stderrLog := slog.NewTextHandler(n.stderr, &slog.HandlerOptions{Level: level})
 	n.root = supervisor.NewRoot(slog.New(stderrLog))
+	// Every actor stops (leaves first) before the stores close.
 	n.closers = append(n.closers, n.root.Shutdown)
 	if err := n.startLogs(stderrLog, level); err != nil {
-		return nil, err
+		return err
 	}
 	core := n.logs["core"]
 	n.root.LogTo(core)
 	core.Info("starting node", "id", n.id.ID(), "data", cfg.Data, "version", cfg.Version)
+	n.warnUnbuilt()
 
-	adminLn, err := net.Listen("tcp", cfg.AdminAddr)
+	adminLn, err := listenTCP("admin", cfg.AdminAddr)
 	if err != nil {
-		return nil, fmt.Errorf("admin listen: %w", err)
+		return err
 	}
 	n.adminLn = adminLn
+	n.closers = append(n.closers, func() { adminLn.Close() })
 	internal := map[string]netip.Addr{strings.ToLower(cfg.AdminDomain): answerAddr(adminLn.Addr())}
 
 	n.ledger, err = n.root.Spawn("ledger", ledger.Props(ledger.Deps{
 		Identity: n.id, Ledger: n.ledgerDB, Node: n.nodeDB, Published: n.pub,
 		Internal: internal, Join: cfg.Join != "",
 		SubnetBase: cfg.SubnetBase, InitialIPIndex: cfg.InitialIPIndex, Log: core,
+		DomainMiddleware: cfg.domainMiddleware,
 	}))
 	if err != nil {
-		adminLn.Close()
-		return nil, fmt.Errorf("spawn ledger: %w", err)
+		return fmt.Errorf("spawn ledger: %w", err)
 	}
-	hub, err := n.root.Spawn("ws-hub", ws.Props(core))
-	n.hub = hub
-	if err != nil {
-		adminLn.Close()
-		return nil, fmt.Errorf("spawn ws hub: %w", err)
+	if n.hub, err = n.root.Spawn("ws-hub", ws.Props(core)); err != nil {
+		return fmt.Errorf("spawn ws hub: %w", err)
 	}
-
 	if err := n.startDNS(); err != nil {
-		adminLn.Close()
-		return nil, err
+		return err
 	}
 	if err := n.startPeers(); err != nil {
-		adminLn.Close()
-		return nil, err
+		return err
 	}
+	n.startAdmin(adminLn)
+	return nil
+}
 
+// startAdmin serves the admin API, its WebSocket and the panel on ln.
+func (n *Node) startAdmin(ln net.Listener) {
+	core := n.logs["core"]
 	rootCtx := n.root.System.Root
 	n.admin = admin.New(admin.Deps{
 		Root: rootCtx, Ledger: n.ledger, Channels: n.channels, Self: n.id.ID(),
@@ -138,16 +157,34 @@ func Start(cfg Config, stderr io.Writer) (n *Node, err error) {
 			},
 			func(r *router.Router) { admin.RegisterPeers(r, core, rootCtx, n.peers) },
 		},
-		WS: ws.Handler(ws.Deps{Root: rootCtx, Hub: hub, Ledger: n.ledger, Channels: n.channels, Log: core}),
+		WS: ws.Handler(ws.Deps{Root: rootCtx, Hub: n.hub, Ledger: n.ledger, Channels: n.channels, Log: core}),
 	})
+	done := make(chan struct{})
 	go func() {
-		if err := n.admin.Serve(adminLn); err != nil {
+		defer close(done)
+		if err := n.admin.Serve(ln); err != nil {
 			core.Error("admin server stopped", "err", err)
 		}
 	}()
-	n.closers = append(n.closers, func() { _ = n.admin.Shutdown() })
-	announce(core, n.stderr, "admin", adminLn.Addr())
-	return n, nil
+	n.closers = append(n.closers, func() {
+		_ = n.admin.Shutdown()
+		// Shutdown is a no-op when it wins the race with Serve; closing the
+		// listener ends Serve either way.
+		_ = ln.Close()
+		<-done
+	})
+	n.announce("admin", ln.Addr())
+}
+
+// warnUnbuilt says at start-up which settings are accepted but have no
+// effect in this build, so nobody waits for a port that never opens.
+func (n *Node) warnUnbuilt() {
+	msg := "edge proxy is not built yet: --http-addr and --https-addr are accepted but nothing listens on them"
+	if n.cfg.System {
+		msg += "; --system only moves DNS to port 53"
+	}
+	fmt.Fprintln(n.stderr, "note: "+msg)
+	n.files["core"].Warn(msg)
 }
 
 // startDNS starts the DNS server and the actor owning local records.
@@ -173,7 +210,7 @@ func (n *Node) startDNS() error {
 	if err != nil {
 		return fmt.Errorf("spawn localdns: %w", err)
 	}
-	announce(n.logs["core"], n.stderr, "dns", udpAddr(srv.Addr()))
+	n.announce("dns", udpAddr(srv.Addr()))
 	return nil
 }
 
@@ -181,7 +218,7 @@ func (n *Node) startDNS() error {
 func (n *Node) startPeers() error {
 	ep, err := transport.Listen(transport.Config{Identity: n.id, ListenAddr: n.cfg.P2PAddr, Logger: n.logs["core"]})
 	if err != nil {
-		return fmt.Errorf("p2p listen: %w", err)
+		return fmt.Errorf("p2p: %w", listenErr(n.cfg.P2PAddr, err))
 	}
 	n.endpoint = ep
 	// Closers run in reverse: the endpoint closes after the actors stop.
@@ -194,7 +231,7 @@ func (n *Node) startPeers() error {
 		return fmt.Errorf("spawn peers: %w", err)
 	}
 	n.closers = append(n.closers, func() { _ = n.root.System.Root.StopFuture(n.peers).Wait() })
-	announce(n.logs["core"], n.stderr, "p2p", ep.Addr())
+	n.announce("p2p", ep.Addr())
 	return nil
 }
 
@@ -212,6 +249,7 @@ func udpAddr(s string) net.Addr {
 func (n *Node) startLogs(stderrLog slog.Handler, level slog.Level) error {
 	n.channels = map[string]*actor.PID{}
 	n.logs = map[string]*slog.Logger{}
+	n.files = map[string]*slog.Logger{}
 	dir := filepath.Join(n.cfg.Data, "logs")
 	for _, ch := range logchan.Channels {
 		pid, err := n.root.Spawn("log-"+ch.ID, logchan.Props(ch.ID, dir))
@@ -220,17 +258,32 @@ func (n *Node) startLogs(stderrLog slog.Handler, level slog.Level) error {
 		}
 		n.channels[ch.ID] = pid
 		h := logchan.NewHandler(n.root.System.Root, pid, ch.ID, level)
+		n.files[ch.ID] = slog.New(h)
 		n.logs[ch.ID] = slog.New(tee{h, stderrLog.WithAttrs([]slog.Attr{slog.String("channel", ch.ID)})})
 	}
 	return nil
 }
 
-// Stop shuts the node down: servers first, then actors, then stores.
+// Stop shuts the node down: servers first, then the actor tree from the
+// leaves up, then the stores, then the data folder lock. It returns once
+// everything has stopped.
 func (n *Node) Stop() {
 	for i := len(n.closers) - 1; i >= 0; i-- {
 		n.closers[i]()
 	}
 	n.closers = nil
+}
+
+// Fatal delivers an error the node cannot heal from while running (an
+// invite that was refused for good); the caller should Stop and exit.
+func (n *Node) Fatal() <-chan error { return n.fatal }
+
+// fail reports a fatal error once; later ones are dropped.
+func (n *Node) fail(err error) {
+	select {
+	case n.fatal <- err:
+	default:
+	}
 }
 
 // AdminAddr is where the admin API listens.
@@ -242,10 +295,37 @@ func (n *Node) ID() string { return n.id.ID() }
 // Core is the core channel logger.
 func (n *Node) Core() *slog.Logger { return n.logs["core"] }
 
-// announce logs the line scripts wait for: "<service> listening on <addr>".
-func announce(log *slog.Logger, stderr io.Writer, service string, addr net.Addr) {
-	fmt.Fprintf(stderr, "%s listening on %s\n", service, addr)
-	log.Info(service+" listening", "addr", addr.String())
+// announce prints the line scripts wait for, "<service> listening on
+// <addr>", once on stderr, and logs it to the core channel's file only
+// (through the stderr tee it would be printed twice).
+func (n *Node) announce(service string, addr net.Addr) {
+	fmt.Fprintf(n.stderr, "%s listening on %s\n", service, addr)
+	n.files["core"].Info(service+" listening", "addr", addr.String())
+}
+
+// listenTCP listens on addr; its error names the service and the address
+// and nothing else (e.g. "admin: listen 127.0.0.1:7710: address already in
+// use").
+func listenTCP(service, addr string) (net.Listener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", service, listenErr(addr, err))
+	}
+	return ln, nil
+}
+
+// listenErr turns a listen error into "listen ADDR: REASON", dropping the
+// net package's operation and syscall names.
+func listenErr(addr string, err error) error {
+	var se *os.SyscallError
+	if errors.As(err, &se) {
+		return fmt.Errorf("listen %s: %w", addr, se.Err)
+	}
+	var ae *net.AddrError
+	if errors.As(err, &ae) {
+		return fmt.Errorf("listen %s: %s", addr, ae.Err)
+	}
+	return fmt.Errorf("listen %s: %w", addr, err)
 }
 
 // answerAddr is the address DNS gives for an internal domain served on a
@@ -256,16 +336,6 @@ func answerAddr(a net.Addr) netip.Addr {
 		return netip.MustParseAddr("127.0.0.1")
 	}
 	return ap.Addr().Unmap()
-}
-
-// ParseLevel reads a LOG_LEVEL value (debug, info, warn, error); anything
-// else is info.
-func ParseLevel(s string) slog.Level {
-	var l slog.Level
-	if err := l.UnmarshalText([]byte(strings.ToUpper(s))); err != nil {
-		return slog.LevelInfo
-	}
-	return l
 }
 
 // tee sends each record to two handlers.
