@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"flag"
-	"fmt"
 	"io"
 	"log/slog"
 
@@ -17,17 +16,19 @@ import (
 func runAgent(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
 	fs := flag.NewFlagSet("agent", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	setUsage(fs)
 	data := fs.String("data", envOr(getenv, "PEERDNS_DATA", "./peerdns-data"), "data directory")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments: %v", fs.Args())
 	}
 	cfg, err := agent.ConfigFromEnv(*data)
 	if err != nil {
 		return err
 	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: node.ParseLevel(envOr(getenv, "LOG_LEVEL", "info"))}))
+	level, err := node.ParseLevel(getenv("LOG_LEVEL"))
+	if err != nil {
+		return err
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	return agent.Run(ctx, cfg, log)
 }

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 
 	"peerdns/internal/node"
@@ -14,6 +15,7 @@ func parseNodeFlags(args []string, getenv func(string) string, stderr io.Writer)
 	var c node.Config
 	fs := flag.NewFlagSet("node", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	setUsage(fs)
 	var bootstrap, upstream string
 	fs.StringVar(&c.Data, "data", "./peerdns-data", "data directory")
 	fs.StringVar(&c.AdminAddr, "admin-addr", "127.0.0.1:7710", "admin HTTP API address")
@@ -39,11 +41,8 @@ func parseNodeFlags(args []string, getenv func(string) string, stderr io.Writer)
 		return c, envErr
 	}
 	set := map[string]bool{}
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return c, err
-	}
-	if fs.NArg() > 0 {
-		return c, fmt.Errorf("unexpected arguments: %v", fs.Args())
 	}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	if c.System {
@@ -62,9 +61,11 @@ func parseNodeFlags(args []string, getenv func(string) string, stderr io.Writer)
 	c.AdminDomain = envOr(getenv, "ADMIN_DOMAIN", "admin.p2p")
 	c.SubnetBase = getenv("SUBNET_BASE")
 	if v := getenv("INITIAL_IP_INDEX"); v != "" {
-		if _, err := fmt.Sscanf(v, "%d", &c.InitialIPIndex); err != nil {
+		i, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil {
 			return c, fmt.Errorf("INITIAL_IP_INDEX %q is not a number", v)
 		}
+		c.InitialIPIndex = i
 	}
 	c.LogLevel = envOr(getenv, "LOG_LEVEL", "info")
 	return c, nil

@@ -16,9 +16,10 @@ import (
 func runInvite(args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("invite", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	setUsage(fs)
 	addr := fs.String("admin-addr", envOr(getenv, "PEERDNS_ADMIN_ADDR", "127.0.0.1:7710"), "admin API address of the running node")
 	ttl := fs.Duration("ttl", 24*time.Hour, "how long the invite stays valid")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if *ttl <= 0 {

@@ -25,11 +25,21 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Getenv, os.Stdout, os.Stderr))
 }
 
-// run dispatches a sub-command and returns the exit code.
+// run dispatches a sub-command and returns the exit code: 0 on success,
+// 1 when the command failed, 2 for a usage error.
 func run(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
 	cmd := "node"
-	if len(args) > 0 && len(args[0]) > 0 && args[0][0] != '-' {
-		cmd, args = args[0], args[1:]
+	if len(args) > 0 {
+		switch args[0] {
+		case "-h", "-help", "--help", "help":
+			usage(stdout)
+			return 0
+		case "-version", "--version":
+			args[0] = "version"
+		}
+		if a := args[0]; a != "" && a[0] != '-' {
+			cmd, args = a, args[1:]
+		}
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -43,33 +53,74 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 		err = runInvite(args, getenv, stdout, stderr)
 	case "version":
 		fmt.Fprintf(stdout, "peerdns %s\n", version)
-	case "help", "-h", "--help":
-		usage(stdout)
 	default:
 		fmt.Fprintf(stderr, "peerdns: unknown command %q\n", cmd)
 		usage(stderr)
 		return 2
 	}
-	if errors.Is(err, flag.ErrHelp) {
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
 		return 0
+	case errors.Is(err, errUsage):
+		// The flag package has printed the problem and the usage already.
+		return 2
 	}
-	if err != nil {
-		fmt.Fprintf(stderr, "peerdns %s: %v\n", cmd, err)
-		return 1
-	}
-	return 0
+	fmt.Fprintf(stderr, "peerdns %s: %v\n", cmd, err)
+	return 1
 }
 
-func usage(w io.Writer) {
-	fmt.Fprint(w, `usage:
+// errUsage marks a command-line error that was already reported.
+var errUsage = errors.New("usage error")
+
+// parseFlags parses args with fs; a bad flag or a stray argument is
+// reported once, with the usage, and comes back as errUsage.
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return errUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(fs.Output(), "unexpected arguments: %v\n", fs.Args())
+		fs.Usage()
+		return errUsage
+	}
+	return nil
+}
+
+// usageText is the whole command line; each sub-command's -h prints it
+// before its own flags.
+const usageText = `peerdns: a peer-to-peer naming node and a host metrics agent, in one binary.
+
+usage:
   peerdns [node] [--data DIR] [--admin-addr A] [--dns-addr A] [--http-addr A]
                  [--https-addr A] [--p2p-addr A] [--bootstrap ADDR,...]
                  [--join INVITE] [--upstream ADDR,...] [--system]
-  peerdns agent [--data DIR]
-  peerdns invite [--admin-addr A]
+  peerdns agent  [--data DIR]
+  peerdns invite [--admin-addr A] [--ttl D]
   peerdns version
-Every node flag also reads PEERDNS_<FLAG> from the environment.
-`)
+  peerdns help
+
+commands:
+  node     run a naming node (the default)
+  agent    run the host metrics agent (Netdata-compatible API on 127.0.0.1:18888)
+  invite   print a one-time invite from the running node, for --join on another
+  version  print the version
+
+Every node flag also reads PEERDNS_<FLAG> from the environment
+(e.g. PEERDNS_ADMIN_ADDR); a flag on the command line wins.
+`
+
+func usage(w io.Writer) { fmt.Fprint(w, usageText) }
+
+// setUsage makes fs print the whole command line and then its own flags.
+func setUsage(fs *flag.FlagSet) {
+	fs.Usage = func() {
+		usage(fs.Output())
+		fmt.Fprintf(fs.Output(), "\nflags of %s:\n", fs.Name())
+		fs.PrintDefaults()
+	}
 }
 
 func runNode(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
@@ -82,8 +133,14 @@ func runNode(ctx context.Context, args []string, getenv func(string) string, std
 	if err != nil {
 		return err
 	}
-	<-ctx.Done()
-	n.Core().Info("shutting down")
-	n.Stop()
-	return nil
+	select {
+	case <-ctx.Done():
+		n.Core().Info("shutting down")
+		n.Stop()
+		return nil
+	case err := <-n.Fatal():
+		n.Core().Error("stopping", "err", err)
+		n.Stop()
+		return err
+	}
 }
