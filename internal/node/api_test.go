@@ -385,8 +385,12 @@ func TestSupervisionRestartsCrashedDomainActor(t *testing.T) {
 	// again: a recalculation settles only if it answers.
 	var ds []domainEntry
 	mustJSON(t, "GET", base+"/api/resolved-domains", "", 200, &ds)
-	if len(ds) != 1 || ds[0].Domain != "crash.p2p" {
-		t.Fatalf("resolved-domains after the crash = %+v", ds)
+	found := false
+	for _, d := range ds {
+		found = found || d.Domain == "crash.p2p"
+	}
+	if !found {
+		t.Fatalf("crash.p2p missing from resolved-domains after the crash: %+v", ds)
 	}
 	testutil.Eventually(t, 10*time.Second, func() error {
 		code, body := call(t, "POST", base+"/api/consensus/recalculate/crash.p2p", "")
