@@ -6,6 +6,7 @@ import (
 	"net"
 	"strings"
 	"testing"
+	"time"
 
 	"peerdns/internal/testutil"
 )
@@ -25,7 +26,25 @@ func TestStartStopLeavesNothingRunning(t *testing.T) {
 		if code, body := call(t, "GET", base+"/api/resolved-domains", ""); code != 200 || !strings.Contains(body, fmt.Sprintf("round%d.p2p", i)) {
 			t.Fatalf("round %d: resolved-domains = %d %s", i, code, body)
 		}
+		// A WebSocket client still connected when the node stops is
+		// disconnected by it, not left to a timeout.
+		c := dialWS(t, n.AdminAddr(), 0)
+		if err := c.WriteJSON(map[string]string{"type": "request-domains"}); err != nil {
+			t.Fatal(err)
+		}
+		readUntil(t, c, ofType("domains-list"))
 		n.Stop()
+		_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		for {
+			_, _, err := c.ReadMessage()
+			if err == nil {
+				continue
+			}
+			if ne, ok := err.(net.Error); ok && ne.Timeout() {
+				t.Fatalf("round %d: WebSocket client still connected after Stop", i)
+			}
+			break
+		}
 	}
 	// Everything claimed in earlier rounds is still there.
 	n, err := Start(testConfig(dir), io.Discard)
