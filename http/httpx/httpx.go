@@ -1,6 +1,15 @@
 // Package httpx holds the small helpers every fasthttp server of the node
 // shares: one error type, one place that writes errors, JSON bodies in and
-// out, and the ask-an-actor helper with a deadline.
+// out, the ask-an-actor helper with a deadline, and the Guard that keeps
+// web pages from driving a local API (guard.go).
+//
+// Decisions the admin spec leaves open, taken here for every server:
+//   - JSON answers end with a newline, so `curl` output ends cleanly.
+//   - Error bodies are plain text and carry X-Content-Type-Options:
+//     nosniff, since they may quote the request back.
+//   - The request body's Content-Type is checked by the Guard, once for
+//     every endpoint, not by DecodeJSON: an endpoint that ignores its body
+//     must refuse a text/plain one just the same.
 package httpx
 
 import (
@@ -76,6 +85,7 @@ func WriteError(ctx *fasthttp.RequestCtx, log *slog.Logger, err error) {
 	}
 	ctx.Response.Reset()
 	ctx.SetStatusCode(status)
+	ctx.Response.Header.Set("X-Content-Type-Options", "nosniff")
 	if he.JSON != nil {
 		_ = JSON(ctx, status, he.JSON)
 		return
@@ -84,7 +94,7 @@ func WriteError(ctx *fasthttp.RequestCtx, log *slog.Logger, err error) {
 	ctx.SetBodyString(he.Msg)
 }
 
-// JSON writes v with the status.
+// JSON writes v with the status, followed by a newline.
 func JSON(ctx *fasthttp.RequestCtx, status int, v any) error {
 	b, err := json.Marshal(v)
 	if err != nil {
@@ -92,7 +102,17 @@ func JSON(ctx *fasthttp.RequestCtx, status int, v any) error {
 	}
 	ctx.SetStatusCode(status)
 	ctx.SetContentType("application/json; charset=utf-8")
-	ctx.SetBody(b)
+	ctx.SetBody(append(b, '\n'))
+	return nil
+}
+
+// JSONBytes writes b, a JSON document encoded elsewhere (a cached
+// listing), the way JSON would: status 200 and a final newline.
+func JSONBytes(ctx *fasthttp.RequestCtx, b []byte) error {
+	ctx.SetStatusCode(fasthttp.StatusOK)
+	ctx.SetContentType("application/json; charset=utf-8")
+	ctx.SetBody(b) // copied: cached bytes stay shared and unchanged
+	ctx.Response.AppendBody([]byte{'\n'})
 	return nil
 }
 
@@ -106,7 +126,8 @@ func OK(ctx *fasthttp.RequestCtx) error {
 
 // DecodeJSON reads the request body into v. An empty or malformed body is
 // an error with badStatus (the spec gives 400 for some endpoints and 500
-// for those that list only 200/500) and a message naming the problem.
+// for those that list only 200/500) and a message naming the problem. The
+// Content-Type was already checked by the server's Guard.
 func DecodeJSON(ctx *fasthttp.RequestCtx, v any, badStatus int) error {
 	body := ctx.PostBody()
 	if len(body) == 0 {

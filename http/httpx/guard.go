@@ -1,0 +1,295 @@
+package httpx
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"mime"
+	"net/netip"
+	"strconv"
+	"strings"
+
+	"github.com/valyala/fasthttp"
+)
+
+// Guard keeps the web pages a user visits from driving a local API that
+// has no login (ARCHITECTURE.md, "Local APIs and browsers"). The API binds
+// loopback, but a browser on the same machine can reach loopback, so it
+// must tell a page's request from its own clients:
+//
+//   - Host must be on the allowlist (any loopback IP literal and
+//     `localhost` on any port, the listen address as bound, and the names
+//     given to NewGuard), else 421 Misdirected Request. This stops DNS
+//     rebinding: a page under evil.example whose name was re-pointed at
+//     127.0.0.1 still sends `Host: evil.example`.
+//   - A request whose Origin is present and not an allowed origin (http or
+//     https and an allowed host; `null` is never allowed) is refused with
+//     403, and so is one whose Sec-Fetch-Site is `cross-site`, or
+//     `same-site` without an allowed Origin. `same-origin` and `none`
+//     (typed address, bookmark) pass.
+//   - A request that carries a body, or names a Content-Type, must name
+//     application/json (parameters such as charset are fine), else 415.
+//     HTML forms can only send text/plain, urlencoded or multipart bodies
+//     without a CORS preflight, and this API answers no preflight, so a
+//     page cannot send JSON here; refusing the form types even on empty
+//     bodies also covers browsers or extensions that strip Origin.
+//
+// Clients that send no Origin and no Sec-Fetch-Site (curl, scripts, the
+// CLI) pass the second check untouched, bodyless POSTs included; the
+// first check only asks them to use an address the API answers on.
+//
+// Cross-site requests are refused even for a top-level GET navigation, so
+// a link to the API from another site gets 403: the address must be
+// typed or bookmarked. Allowing those would be safe for reads (the linking
+// page never sees the answer) but the rule is simpler with no exception.
+//
+// A Guard is immutable after NewGuard and safe for concurrent use.
+type Guard struct {
+	names     map[string]bool // host names and IP literals allowed on any port
+	pairs     map[string]bool // host + " " + port allowed on that port only
+	anyIPPort string          // bound to 0.0.0.0 or [::]: any IP literal on this port
+}
+
+// NewGuard builds a guard for a server listening on addr (host:port as
+// bound; "" when unknown) that is also reached under hosts: "name" allows
+// the name on any port, "name:port" only on that port, and IP literals
+// are allowed the same way. `localhost` and loopback IPs are always
+// allowed. Entries that do not parse are left out (so they allow
+// nothing) and reported in the error; the guard is usable either way.
+func NewGuard(addr string, hosts []string) (*Guard, error) {
+	g := &Guard{names: map[string]bool{}, pairs: map[string]bool{}}
+	var errs []error
+	if addr != "" {
+		h, err := parseHost(addr)
+		switch {
+		case err != nil:
+			errs = append(errs, fmt.Errorf("listen address %q: %w", addr, err))
+		case h.port == "":
+			errs = append(errs, fmt.Errorf("listen address %q: no port", addr))
+		case h.ip.IsValid() && h.ip.IsUnspecified():
+			// Clients dial one of the machine's addresses; a rebinding
+			// page can only present a name, never an IP literal.
+			g.anyIPPort = h.port
+		default:
+			g.pairs[h.host+" "+h.port] = true
+		}
+	}
+	for _, s := range hosts {
+		h, err := parseHost(s)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("allowed host %q: %w", s, err))
+			continue
+		}
+		if h.port == "" {
+			g.names[h.host] = true
+		} else {
+			g.pairs[h.host+" "+h.port] = true
+		}
+	}
+	return g, errors.Join(errs...)
+}
+
+// host is a parsed Host header or origin authority.
+type host struct {
+	host string     // lower case, no trailing dot; IPs in netip's form
+	ip   netip.Addr // valid when host is an IP literal
+	port string     // canonical decimal, "" when absent
+}
+
+// parseHost reads "name", "name:port", "1.2.3.4:port", "[::1]:port" as a
+// Host header carries them. It is strict: anything a browser would not
+// send (userinfo, paths, spaces, an unbracketed IPv6 address, a zone, a
+// port out of range) is an error, so odd spellings never match an entry.
+func parseHost(s string) (host, error) {
+	var h host
+	if s == "" {
+		return h, errors.New("empty")
+	}
+	name := s
+	var port string
+	hasPort := false
+	if s[0] == '[' {
+		end := strings.IndexByte(s, ']')
+		if end < 0 {
+			return h, errors.New("missing ]")
+		}
+		name = s[1:end]
+		rest := s[end+1:]
+		if rest != "" {
+			if rest[0] != ':' {
+				return h, errors.New("junk after ]")
+			}
+			port, hasPort = rest[1:], true
+		}
+		ip, err := netip.ParseAddr(name)
+		if err != nil || !ip.Is6() || ip.Zone() != "" {
+			return h, errors.New("bad IPv6 literal")
+		}
+		h.ip = ip.Unmap()
+	} else {
+		if i := strings.LastIndexByte(s, ':'); i >= 0 {
+			name, port, hasPort = s[:i], s[i+1:], true
+		}
+		if strings.IndexByte(name, ':') >= 0 {
+			return h, errors.New("IPv6 address without brackets")
+		}
+		name = strings.ToLower(strings.TrimSuffix(name, "."))
+		if name == "" || len(name) > 253 {
+			return h, errors.New("bad name length")
+		}
+		for i := 0; i < len(name); i++ {
+			c := name[i]
+			if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '.' || c == '_') {
+				return h, fmt.Errorf("character %q in name", c)
+			}
+		}
+		if ip, err := netip.ParseAddr(name); err == nil {
+			h.ip = ip
+		}
+	}
+	if h.ip.IsValid() {
+		h.host = h.ip.String()
+	} else {
+		h.host = name
+	}
+	if hasPort && port != "" {
+		if len(port) > 5 {
+			return h, errors.New("bad port")
+		}
+		n, err := strconv.Atoi(port)
+		if err != nil || n < 1 || n > 65535 || port[0] == '+' || port[0] == '-' {
+			return h, errors.New("bad port")
+		}
+		h.port = strconv.Itoa(n)
+	}
+	return h, nil
+}
+
+// HostAllowed reports whether a request for hostport (a Host header)
+// may be answered.
+func (g *Guard) HostAllowed(hostport string) bool {
+	h, err := parseHost(hostport)
+	if err != nil {
+		return false
+	}
+	return g.allowed(h)
+}
+
+func (g *Guard) allowed(h host) bool {
+	if h.ip.IsValid() {
+		if h.ip.IsLoopback() || (g.anyIPPort != "" && h.port == g.anyIPPort) {
+			return true
+		}
+	} else if h.host == "localhost" {
+		return true
+	}
+	if g.names[h.host] {
+		return true
+	}
+	if h.port == "" {
+		// A browser leaves out the scheme's default port.
+		return g.pairs[h.host+" 80"] || g.pairs[h.host+" 443"]
+	}
+	return g.pairs[h.host+" "+h.port]
+}
+
+// OriginAllowed reports whether origin (an Origin header: scheme, host and
+// optional port, nothing else) is one of this API's own pages. "null" and
+// anything that is not plain http or https are foreign.
+func (g *Guard) OriginAllowed(origin string) bool {
+	scheme, rest, ok := strings.Cut(origin, "://")
+	if !ok {
+		return false
+	}
+	if s := strings.ToLower(scheme); s != "http" && s != "https" {
+		return false
+	}
+	if strings.ContainsAny(rest, "/?#@\\") {
+		return false
+	}
+	h, err := parseHost(rest)
+	if err != nil {
+		return false
+	}
+	return g.allowed(h)
+}
+
+// Check applies the three rules to one request and returns the *Error to
+// send when it is refused.
+func (g *Guard) Check(ctx *fasthttp.RequestCtx) error {
+	hdr := &ctx.Request.Header
+	hostHdr := string(hdr.Host())
+	if hostHdr == "" {
+		return Errorf(fasthttp.StatusMisdirectedRequest, "request has no Host header")
+	}
+	if !g.HostAllowed(hostHdr) {
+		return Errorf(fasthttp.StatusMisdirectedRequest,
+			"host %q is not served here: use this API's address, localhost or a loopback IP", hostHdr)
+	}
+	// An absolute request line (GET http://host/ ...) names its own host,
+	// which wins over the header in RFC 9112 §3.2.2; check it too.
+	if uriHost := string(ctx.Host()); uriHost != "" && !strings.EqualFold(uriHost, hostHdr) && !g.HostAllowed(uriHost) {
+		return Errorf(fasthttp.StatusMisdirectedRequest, "host %q is not served here", uriHost)
+	}
+
+	origin := string(hdr.Peek("Origin"))
+	originOK := origin != "" && g.OriginAllowed(origin)
+	if origin != "" && !originOK {
+		return Errorf(fasthttp.StatusForbidden,
+			"request from origin %q refused: this API answers only its own pages and clients that send no Origin (curl, scripts)", origin)
+	}
+	switch site := strings.ToLower(string(hdr.Peek("Sec-Fetch-Site"))); site {
+	case "", "same-origin", "none":
+	case "same-site":
+		if !originOK {
+			return Errorf(fasthttp.StatusForbidden, "request from another site refused (Sec-Fetch-Site: same-site without an allowed Origin)")
+		}
+	default: // cross-site, or a value this guard does not know
+		return Errorf(fasthttp.StatusForbidden, "request from another site refused (Sec-Fetch-Site: %s)", site)
+	}
+
+	ct := string(hdr.ContentType())
+	if ct == "" && len(ctx.Request.Body()) == 0 {
+		return nil
+	}
+	if mt, _, err := mime.ParseMediaType(ct); err == nil && mt == "application/json" {
+		return nil
+	}
+	if ct == "" {
+		ct = "none"
+	}
+	return Errorf(fasthttp.StatusUnsupportedMediaType,
+		"request body must be JSON: send Content-Type: application/json (got %s), or no body and no Content-Type", ct)
+}
+
+// guardKey is the user value under which Wrap stores the guard.
+type guardKey struct{}
+
+// Wrap serves next behind the guard: refused requests get the status and
+// a plain-text message (logged at debug level, since any page can cause
+// them); admitted ones reach next, which can find the guard with GuardOf.
+// Every answer also tells browsers not to sniff types or frame the page.
+func (g *Guard) Wrap(log *slog.Logger, next fasthttp.RequestHandler) fasthttp.RequestHandler {
+	return func(ctx *fasthttp.RequestCtx) {
+		if err := g.Check(ctx); err != nil {
+			if log != nil {
+				log.Debug("request refused", "method", string(ctx.Method()), "path", string(ctx.Path()),
+					"host", string(ctx.Request.Header.Host()), "origin", string(ctx.Request.Header.Peek("Origin")), "err", err)
+			}
+			WriteError(ctx, nil, err)
+		} else {
+			ctx.SetUserValue(guardKey{}, g)
+			next(ctx)
+		}
+		// Set last: a handler's error response resets the headers.
+		ctx.Response.Header.Set("X-Content-Type-Options", "nosniff")
+		ctx.Response.Header.Set("X-Frame-Options", "DENY")
+	}
+}
+
+// GuardOf returns the guard that admitted ctx, or nil when the request did
+// not pass through Wrap.
+func GuardOf(ctx *fasthttp.RequestCtx) *Guard {
+	g, _ := ctx.UserValue(guardKey{}).(*Guard)
+	return g
+}
