@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	nodedns "peerdns/dns"
 	"peerdns/internal/node"
 )
 
@@ -16,7 +17,7 @@ func parseNodeFlags(args []string, getenv func(string) string, stderr io.Writer)
 	fs := flag.NewFlagSet("node", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	setUsage(fs)
-	var bootstrap, upstream string
+	var bootstrap, upstream, recursion string
 	fs.StringVar(&c.Data, "data", "./peerdns-data", "data directory")
 	fs.StringVar(&c.AdminAddr, "admin-addr", "127.0.0.1:7710", "admin HTTP API address")
 	fs.StringVar(&c.DNSAddr, "dns-addr", "127.0.0.1:7753", "DNS address (UDP and TCP)")
@@ -27,6 +28,7 @@ func parseNodeFlags(args []string, getenv func(string) string, stderr io.Writer)
 	fs.StringVar(&c.Join, "join", "", "invite to join an existing network")
 	fs.StringVar(&upstream, "upstream", "", "comma-separated upstream DNS servers (default: /etc/resolv.conf)")
 	fs.BoolVar(&c.System, "system", false, "use system ports: DNS :53, edge :80/:443")
+	fs.StringVar(&recursion, "dns-recursion-allow", "", "client networks that get DNS recursion, e.g. \"10.0.0.0/8, ::1\"; \"none\" for nobody (default: loopback and private ranges)")
 
 	// Environment first, so explicit flags override it.
 	var envErr error
@@ -56,6 +58,11 @@ func parseNodeFlags(args []string, getenv func(string) string, stderr io.Writer)
 			c.HTTPSAddr = "0.0.0.0:443"
 		}
 	}
+	acl, err := nodedns.ParsePrefixes(recursion)
+	if err != nil {
+		return c, fmt.Errorf("dns-recursion-allow: %w", err)
+	}
+	c.DNSRecursionAllow = acl
 	c.Bootstrap = splitList(bootstrap)
 	c.Upstream = splitList(upstream)
 	c.AdminDomain = envOr(getenv, "ADMIN_DOMAIN", "admin.p2p")

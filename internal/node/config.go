@@ -3,6 +3,7 @@ package node
 import (
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"strings"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -23,6 +24,10 @@ type Config struct {
 	Join      string
 	Upstream  []string
 	System    bool
+	// DNSRecursionAllow lists the client networks that get DNS recursion
+	// (forwarding upstream); nil: loopback and the private ranges
+	// (nodedns.DefaultRecursionAllow), empty: nobody.
+	DNSRecursionAllow []netip.Prefix
 
 	// Settings read from the environment only (no flag): ADMIN_DOMAIN,
 	// SUBNET_BASE, INITIAL_IP_INDEX, LOG_LEVEL.

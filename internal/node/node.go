@@ -191,7 +191,7 @@ func (n *Node) warnUnbuilt() {
 func (n *Node) startDNS() error {
 	dnsLog := n.logs["dns"]
 	recs := &records.Published{}
-	srv, err := nodedns.New(nodedns.Config{Addr: n.cfg.DNSAddr, Upstreams: n.cfg.Upstream}, n.pub, recs, dnsLog)
+	srv, err := nodedns.New(nodedns.Config{Addr: n.cfg.DNSAddr, Upstreams: n.cfg.Upstream, RecursionAllow: n.cfg.DNSRecursionAllow}, n.pub, recs, dnsLog)
 	if err != nil {
 		return fmt.Errorf("dns: %w", err)
 	}
