@@ -227,6 +227,9 @@ type PeerDiagSummary struct {
 	OpsReceived        int64  `json:"opsReceived"`
 	OpsDuplicate       int64  `json:"opsDuplicate"` // received ops the ledger already had
 	GapRepairs         int64  `json:"gapRepairs"`   // "want" requests after a gap
+	// RefusedPending counts inbound connections the endpoint refused at
+	// their first packet because too many were not admitted yet.
+	RefusedPending int64 `json:"refusedPendingInbound"`
 }
 
 // PeerDiag is one known or connected peer.

@@ -116,6 +116,10 @@ func (e *MemEndpoint) Accept(ctx context.Context) (Conn, error) {
 	}
 }
 
+// RefusedInbound is always 0: the in-memory network has no handshake to
+// flood, so it does not cap pending connections.
+func (e *MemEndpoint) RefusedInbound() int64 { return 0 }
+
 // Close removes the endpoint from the network and closes its connections.
 func (e *MemEndpoint) Close() error {
 	e.once.Do(func() {
@@ -174,6 +178,7 @@ func (c *memConn) Outbound() bool        { return c.outbound }
 func (c *memConn) LocalAddr() net.Addr   { return c.ep.addr }
 func (c *memConn) RemoteAddr() net.Addr  { return c.remote }
 func (c *memConn) Done() <-chan struct{} { return c.link.done }
+func (c *memConn) Admit()                {}
 
 func (c *memConn) Err() error {
 	select {

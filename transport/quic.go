@@ -49,6 +49,14 @@ type Config struct {
 	// WriteTimeout bounds one control-frame write (10s); a peer that does
 	// not read for that long is disconnected.
 	WriteTimeout time.Duration
+	// MaxPendingInbound bounds the inbound connections not admitted yet
+	// (Conn.Admit): in the QUIC/TLS handshake, opening the control stream
+	// or in the peer handshake above [DefaultMaxPendingInbound]. More are
+	// refused with CONNECTION_REFUSED at their first packet and counted
+	// (RefusedInbound), so unknown keys cannot pin CPU and memory; once
+	// half are taken, new clients must also prove their source address
+	// (a QUIC Retry). Dialed and admitted connections never count.
+	MaxPendingInbound int
 }
 
 func (c *Config) defaults() {
@@ -67,6 +75,9 @@ func (c *Config) defaults() {
 	if c.WriteTimeout == 0 {
 		c.WriteTimeout = 10 * time.Second
 	}
+	if c.MaxPendingInbound <= 0 {
+		c.MaxPendingInbound = DefaultMaxPendingInbound
+	}
 }
 
 // QUICEndpoint is the quic-go Endpoint: one UDP socket, one quic.Transport
@@ -80,6 +91,7 @@ type QUICEndpoint struct {
 	tr       *quic.Transport
 	ln       *quic.Listener
 	qconf    *quic.Config
+	pending  *pendingGate
 	accepted chan *quicConn
 	ctx      context.Context
 	cancel   context.CancelFunc
@@ -111,7 +123,11 @@ func Listen(cfg Config) (*QUICEndpoint, error) {
 	// next packet, instead of them waiting for the idle timeout. Ed25519
 	// signatures are deterministic and only this key can make this one.
 	rk := quic.StatelessResetKey(sha256.Sum256(cfg.Identity.Sign([]byte("peerdns stateless reset key v1"))))
-	tr := &quic.Transport{Conn: udp, StatelessResetKey: &rk}
+	pending := &pendingGate{max: int64(cfg.MaxPendingInbound), log: cfg.Logger}
+	tr := &quic.Transport{
+		Conn: udp, StatelessResetKey: &rk,
+		ConnContext: pending.connContext, VerifySourceAddress: pending.verifySource,
+	}
 	qconf := &quic.Config{
 		HandshakeIdleTimeout: cfg.HandshakeTimeout,
 		MaxIdleTimeout:       cfg.IdleTimeout,
@@ -125,7 +141,7 @@ func Listen(cfg Config) (*QUICEndpoint, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	e := &QUICEndpoint{
-		cfg: cfg, log: cfg.Logger, cert: cert, udp: udp, tr: tr, ln: ln, qconf: qconf,
+		cfg: cfg, log: cfg.Logger, cert: cert, udp: udp, tr: tr, ln: ln, qconf: qconf, pending: pending,
 		accepted: make(chan *quicConn), ctx: ctx, cancel: cancel,
 	}
 	e.wg.Add(1)
@@ -138,6 +154,10 @@ func (e *QUICEndpoint) ID() string { return e.cfg.Identity.ID() }
 
 // Addr is the bound UDP address.
 func (e *QUICEndpoint) Addr() net.Addr { return e.udp.LocalAddr() }
+
+// RefusedInbound counts inbound connections refused because
+// MaxPendingInbound were already waiting to be admitted.
+func (e *QUICEndpoint) RefusedInbound() int64 { return e.pending.refused.Load() }
 
 func (e *QUICEndpoint) acceptLoop() {
 	defer e.wg.Done()
@@ -188,7 +208,9 @@ func (e *QUICEndpoint) setupInbound(qc *quic.Conn) (*quicConn, error) {
 		return nil, fmt.Errorf("peer %.16s: bad control stream preface", peer)
 	}
 	_ = st.SetReadDeadline(time.Time{})
-	return e.newConn(qc, st, peer, false), nil
+	c := e.newConn(qc, st, peer, false)
+	c.slot = slotOf(qc)
+	return c, nil
 }
 
 // Dial connects to addr and opens the control stream.
@@ -274,6 +296,10 @@ type quicConn struct {
 	outbound     bool
 	log          *slog.Logger
 	writeTimeout time.Duration
+
+	// slot is the place an inbound connection holds under
+	// MaxPendingInbound until Admit (nil when dialed).
+	slot *pendingSlot
 
 	wmu  sync.Mutex // serialises frame writes
 	rbuf []byte     // owned by the single Recv caller
@@ -367,6 +393,12 @@ func (c *quicConn) SendDatagram(b []byte) error { return c.qc.SendDatagram(b) }
 
 func (c *quicConn) ReceiveDatagram(ctx context.Context) ([]byte, error) {
 	return c.qc.ReceiveDatagram(ctx)
+}
+
+func (c *quicConn) Admit() {
+	if c.slot != nil {
+		c.slot.release()
+	}
 }
 
 func (c *quicConn) Close(reason string) error {

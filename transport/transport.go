@@ -37,6 +37,9 @@ type Endpoint interface {
 	// Accept returns the next inbound connection whose control stream is
 	// open. It fails with ErrClosed once the endpoint is closed.
 	Accept(ctx context.Context) (Conn, error)
+	// RefusedInbound counts inbound connections refused because too many
+	// were waiting to be admitted (see Config.MaxPendingInbound).
+	RefusedInbound() int64
 	// Close closes the endpoint and every connection.
 	Close() error
 }
@@ -47,6 +50,11 @@ type Conn interface {
 	PeerID() string
 	// Outbound is true when this side dialed.
 	Outbound() bool
+	// Admit says the layer above authorised the peer (a writer, or a
+	// joiner whose invite was redeemed): an inbound connection stops
+	// counting against Config.MaxPendingInbound. Idempotent; a no-op for
+	// dialed connections.
+	Admit()
 	LocalAddr() net.Addr
 	RemoteAddr() net.Addr
 	// Send writes one envelope as a frame on the control stream. Safe for

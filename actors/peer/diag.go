@@ -100,6 +100,7 @@ func (a *Actor) diagnostics() *messages.PeerDiagnosticsReply {
 			FailedAttempts:     a.diag.failed,
 			InboundAccepted:    a.diag.inbound,
 			Refused:            a.diag.refused,
+			RefusedPending:     a.d.Endpoint.RefusedInbound(),
 			InvitesCreated:     a.diag.invitesCreated,
 			InvitesRedeemed:    a.diag.invitesRedeemed,
 			InvitesRefused:     a.diag.invitesRefused,
@@ -139,6 +140,9 @@ func (a *Actor) recommendations(up []string, issues []messages.ConnectionIssue) 
 		} else {
 			out = append(out, "No peer is connected although peers are known: check that their UDP ports are reachable and that they are running.")
 		}
+	}
+	if n := a.d.Endpoint.RefusedInbound(); n > 0 {
+		out = append(out, fmt.Sprintf("%d inbound connections were refused because too many unauthenticated ones were open at once: someone may be flooding the peer port.", n))
 	}
 	failing := 0
 	for _, i := range issues {

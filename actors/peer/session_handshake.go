@@ -145,6 +145,10 @@ func (s *session) maybeEstablish(c actor.Context) {
 		return
 	}
 	s.behavior.Become(s.established)
+	// From here the peer is a writer (or a joiner we admitted): its
+	// connection no longer counts as one of the pending unknown keys the
+	// endpoint caps.
+	s.cfg.conn.Admit()
 	c.Send(c.Parent(), &sessionUp{pid: c.Self(), id: s.peer, hello: s.peerHello, remote: s.cfg.conn.RemoteAddr().String(), out: s.cfg.conn.Outbound()})
 	s.peerVV = messages.VersionVector{}
 	s.sentVV, s.sentAt, s.lastPeerVV = messages.VersionVector{}, map[string]time.Time{}, messages.VersionVector{}
