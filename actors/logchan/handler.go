@@ -7,6 +7,8 @@ import (
 	"sync"
 
 	"github.com/asynkron/protoactor-go/actor"
+
+	"peerdns/messages"
 )
 
 // Handler is a slog.Handler that formats records as text lines and sends
@@ -46,7 +48,7 @@ func (h *Handler) Handle(_ context.Context, r slog.Record) error {
 	_ = sh.Handle(context.Background(), r)
 	line := string(bytes.TrimRight(h.buf.Bytes(), "\n"))
 	h.mu.Unlock()
-	h.root.Send(h.pid, &Line{Channel: h.channel, Level: r.Level.String(), Time: r.Time, Message: line})
+	h.root.Send(h.pid, &messages.LogLine{Channel: h.channel, Level: r.Level.String(), Time: r.Time, Message: line})
 	return nil
 }
 

@@ -1,7 +1,10 @@
 // Package logchan is the node's log channels: one actor per channel
 // (core, proxy, httpProxy, dns, plugins, tunnel) owning
 // DATA/logs/<channel>.log, with size rotation, tail reads for the admin API
-// and live lines on the event stream for WebSocket subscribers.
+// and live lines on the event stream for WebSocket subscribers. The
+// messages it takes and publishes (messages.LogLine, messages.GetLogTail)
+// and the channel list live in messages/logchan.go, so the admin API and
+// the WebSocket never import this package.
 //
 // Rotation uses gopkg.in/natefinch/lumberjack.v2 (size-based, keeps a few
 // old files); the tail is read from the current file only, so after a
@@ -15,68 +18,22 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"gopkg.in/natefinch/lumberjack.v2"
+
+	"peerdns/messages"
 )
 
-// Channels are the log channel ids, in display order.
-var Channels = []Channel{
-	{ID: "core", Label: "Core"},
-	{ID: "proxy", Label: "Proxy"},
-	{ID: "httpProxy", Label: "HTTP Proxy"},
-	{ID: "dns", Label: "DNS"},
-	{ID: "plugins", Label: "Plugins"},
-	{ID: "tunnel", Label: "Tunnel"},
-}
-
-// Channel is the spec's log channel object.
-type Channel struct {
-	ID    string `json:"id"`
-	Label string `json:"label"`
-	File  string `json:"file"`
-}
-
-// Known reports whether id is a channel id.
-func Known(id string) bool {
-	for _, c := range Channels {
-		if c.ID == id {
-			return true
-		}
-	}
-	return false
-}
-
-// Limits of GET /api/logs/{channel}.
-const (
-	DefaultLines = 500
-	MaxLines     = 5000
-)
+// Channels are the channels a node runs, one actor each: the list of the
+// admin API (messages.LogChannels).
+var Channels = messages.LogChannels
 
 // Rotation: a channel file rotates at MaxSizeMB and keeps MaxBackups.
 const (
 	MaxSizeMB  = 10
 	MaxBackups = 3
 )
-
-// Line is one log line, sent to the channel actor and published on the
-// event stream after it was written.
-type Line struct {
-	Channel string
-	Level   string
-	Time    time.Time
-	Message string // the formatted line without newline
-}
-
-// Tail asks a channel actor for its last Lines lines.
-type Tail struct{ Lines int }
-
-// TailReply answers Tail.
-type TailReply struct {
-	Lines []string
-	Err   error
-}
 
 // Actor owns one channel file.
 type Actor struct {
@@ -90,7 +47,8 @@ func Props(id, dir string) *actor.Props {
 	return actor.PropsFromProducer(func() actor.Actor { return &Actor{id: id, dir: dir} })
 }
 
-// Path is the file of channel id under dir.
+// Path is the file of channel id under dir (the File that
+// messages.LogChannels lists for it).
 func Path(dir, id string) string { return filepath.Join(dir, id+".log") }
 
 // Receive handles one message.
@@ -103,15 +61,15 @@ func (a *Actor) Receive(c actor.Context) {
 		if a.w != nil {
 			_ = a.w.Close()
 		}
-	case *Line:
+	case *messages.LogLine:
 		if _, err := a.w.Write([]byte(m.Message + "\n")); err != nil {
 			fmt.Fprintf(os.Stderr, "log channel %s: %v\n", a.id, err)
 			return
 		}
 		c.ActorSystem().EventStream.Publish(m)
-	case *Tail:
+	case *messages.GetLogTail:
 		lines, err := tailFile(Path(a.dir, a.id), m.Lines)
-		c.Respond(&TailReply{Lines: lines, Err: err})
+		c.Respond(&messages.GetLogTailReply{Lines: lines, Err: err})
 	}
 }
 

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+
+	"peerdns/messages"
 )
 
 func TestTailFile(t *testing.T) {
@@ -40,9 +42,9 @@ func TestChannelWritesTailsAndPublishes(t *testing.T) {
 	sys := actor.NewActorSystem()
 	defer sys.Shutdown()
 	pid := sys.Root.Spawn(Props("core", dir))
-	got := make(chan *Line, 10)
+	got := make(chan *messages.LogLine, 10)
 	sub := sys.EventStream.Subscribe(func(e any) {
-		if l, ok := e.(*Line); ok {
+		if l, ok := e.(*messages.LogLine); ok {
 			got <- l
 		}
 	})
@@ -58,12 +60,21 @@ func TestChannelWritesTailsAndPublishes(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("no line published")
 	}
-	res, err := sys.Root.RequestFuture(pid, &Tail{Lines: 10}, 5*time.Second).Result()
+	res, err := sys.Root.RequestFuture(pid, &messages.GetLogTail{Lines: 10}, 5*time.Second).Result()
 	if err != nil {
 		t.Fatal(err)
 	}
-	lines := res.(*TailReply).Lines
+	lines := res.(*messages.GetLogTailReply).Lines
 	if len(lines) != 1 || !strings.Contains(lines[0], "hello") {
 		t.Fatalf("tail = %q", lines)
+	}
+}
+
+// The API lists each channel's file by name; the actor must write there.
+func TestPathMatchesListedFile(t *testing.T) {
+	for _, c := range Channels {
+		if got := filepath.Base(Path("/x", c.ID)); got != c.File {
+			t.Errorf("Path(%q) = %q, listed as %q", c.ID, got, c.File)
+		}
 	}
 }

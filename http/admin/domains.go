@@ -45,9 +45,7 @@ func (s *Server) domainRoutes(r *router.Router) {
 		if err != nil {
 			return err
 		}
-		ctx.SetContentType("application/json; charset=utf-8")
-		ctx.SetBody(rep.JSON) // copied by fasthttp; the cached bytes stay shared
-		return nil
+		return httpx.JSONBytes(ctx, rep.JSON) // the ledger's cached listing
 	}))
 	r.GET("/api/entries", s.wrap(func(ctx *fasthttp.RequestCtx) error {
 		rep, err := ask[*messages.GetEntriesReply](s, &messages.GetEntries{})

@@ -8,8 +8,24 @@
 // whose message names the problem.
 //
 // Feature files register their own routes: this file wires the router,
-// domains.go the ledger endpoints, system.go health/status/logs, dns.go
-// (DNS engineer) and peers.go (peer engineer) theirs.
+// domains.go the ledger and consensus endpoints, system.go
+// health/status/logs, network.go subnets and interfaces, dns.go the local
+// DNS endpoints (RegisterDNS) and peers.go invites and invite diagnostics
+// (RegisterPeers).
+//
+// The whole router, /ws included, is served behind an httpx.Guard: the
+// API has no login, so it answers only its own Hosts (the listen address,
+// localhost, loopback IPs, the admin domain, Deps.AllowedHosts; else
+// 421), refuses requests a web page makes from another origin (403), and
+// takes request bodies only as application/json (415). curl, scripts and
+// the CLI send no Origin and keep working. See httpx.Guard for the rules
+// and http/README.md for a summary.
+//
+// Decisions the spec leaves open: a refused request gets a plain-text
+// message naming what was refused; every answer carries
+// X-Frame-Options: DENY, so no other site can frame the panel; GET
+// /api/health waits at most 2 s for the ledger and reports the store
+// unhealthy when it does not answer.
 package admin
 
 import (
@@ -20,6 +36,8 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/fasthttp/router"
 	"github.com/valyala/fasthttp"
+
+	"peerdns/http/httpx"
 )
 
 // Deps are what the admin handlers need.
@@ -31,17 +49,36 @@ type Deps struct {
 	Started  time.Time
 	Health   HealthSources
 	Peers    PeerSource
-	WS       fasthttp.RequestHandler
-	Log      *slog.Logger
+	// WS serves GET /ws (ws.Handler); it runs behind the same guard.
+	WS  fasthttp.RequestHandler
+	Log *slog.Logger
 	// Register adds the routes of other features (DNS, peers, ...).
 	Register []func(r *router.Router)
+
+	// Addr is the listen address as bound (host:port); requests that name
+	// it as their Host are answered. Serve takes it from the listener when
+	// it is empty.
+	Addr string
+	// AdminDomain is the admin domain (ADMIN_DOMAIN), answered on any
+	// port; DefaultAdminDomain when empty.
+	AdminDomain string
+	// AllowedHosts are further Hosts the API is reached under: "name" on
+	// any port, "name:port" on that port only. Entries that do not parse
+	// are logged and allow nothing.
+	AllowedHosts []string
 }
+
+// DefaultAdminDomain is the admin domain when Deps.AdminDomain is empty.
+const DefaultAdminDomain = "admin.p2p"
 
 // Server is the admin HTTP server.
 type Server struct {
-	d   Deps
-	srv *fasthttp.Server
-	ln  net.Listener
+	d      Deps
+	router fasthttp.RequestHandler
+	srv    *fasthttp.Server
+	ln     net.Listener
+	// healthTimeout bounds the ledger question of GET /api/health.
+	healthTimeout time.Duration
 }
 
 // Timeouts: the write timeout is longer than httpx.AskTimeout, so a slow
@@ -54,20 +91,19 @@ const (
 
 // New builds the server and its routes.
 func New(d Deps) *Server {
+	if d.AdminDomain == "" {
+		d.AdminDomain = DefaultAdminDomain
+	}
 	r := router.New()
 	r.RedirectTrailingSlash = false
-	s := &Server{d: d}
+	s := &Server{d: d, router: r.Handler, healthTimeout: 2 * time.Second}
 	s.routes(r)
 	for _, reg := range d.Register {
 		reg(r)
 	}
-	r.NotFound = func(ctx *fasthttp.RequestCtx) {
-		ctx.SetStatusCode(fasthttp.StatusNotFound)
-		ctx.SetContentType("text/plain; charset=utf-8")
-		ctx.SetBodyString("Not Found")
-	}
+	r.NotFound = notFound
 	s.srv = &fasthttp.Server{
-		Handler:            r.Handler,
+		Handler:            s.guarded(d.Addr, true),
 		Name:               "peerdns",
 		ReadTimeout:        readTimeout,
 		WriteTimeout:       writeTimeout,
@@ -80,12 +116,27 @@ func New(d Deps) *Server {
 	return s
 }
 
-// Handler is the router, for tests that drive it without a listener.
+// guarded is the router behind the guard for a server bound to addr.
+func (s *Server) guarded(addr string, logErrors bool) fasthttp.RequestHandler {
+	hosts := append([]string{s.d.AdminDomain}, s.d.AllowedHosts...)
+	g, err := httpx.NewGuard(addr, hosts)
+	if err != nil && logErrors && s.d.Log != nil {
+		s.d.Log.Error("admin: allowed hosts", "err", err)
+	}
+	return g.Wrap(s.d.Log, s.router)
+}
+
+// Handler is the guarded router, for tests that drive it without a
+// listener.
 func (s *Server) Handler() fasthttp.RequestHandler { return s.srv.Handler }
 
 // Serve serves on ln until Shutdown.
 func (s *Server) Serve(ln net.Listener) error {
 	s.ln = ln
+	if s.d.Addr == "" {
+		// Before Serve starts, so no request sees the swap.
+		s.srv.Handler = s.guarded(ln.Addr().String(), false)
+	}
 	return s.srv.Serve(ln)
 }
 
@@ -109,9 +160,9 @@ func (s *Server) routes(r *router.Router) {
 			ctx.SetStatusCode(fasthttp.StatusFound)
 		})
 	}
-	r.GET("/favicon.ico", func(ctx *fasthttp.RequestCtx) {
-		ctx.SetStatusCode(fasthttp.StatusNotFound)
-		ctx.SetContentType("text/plain; charset=utf-8")
-		ctx.SetBodyString("Not Found")
-	})
+	r.GET("/favicon.ico", notFound)
+}
+
+func notFound(ctx *fasthttp.RequestCtx) {
+	httpx.WriteError(ctx, nil, httpx.Errorf(fasthttp.StatusNotFound, "Not Found"))
 }

@@ -7,7 +7,6 @@ import (
 	"github.com/fasthttp/router"
 	"github.com/valyala/fasthttp"
 
-	"peerdns/actors/logchan"
 	"peerdns/http/httpx"
 	"peerdns/messages"
 )
@@ -52,12 +51,7 @@ func (s *Server) systemRoutes(r *router.Router) {
 		return httpx.JSON(ctx, 200, ids)
 	}))
 	r.GET("/api/logs", s.wrap(func(ctx *fasthttp.RequestCtx) error {
-		chans := make([]logchan.Channel, 0, len(logchan.Channels))
-		for _, c := range logchan.Channels {
-			c.File = c.ID + ".log"
-			chans = append(chans, c)
-		}
-		return httpx.JSON(ctx, 200, map[string]any{"channels": chans})
+		return httpx.JSON(ctx, 200, map[string]any{"channels": messages.LogChannels})
 	}))
 	r.GET("/api/logs/{channel}", s.wrap(s.logTail))
 }
@@ -71,18 +65,18 @@ func (s *Server) logTail(ctx *fasthttp.RequestCtx) error {
 		return err
 	}
 	pid, ok := s.d.Channels[ch]
-	if !ok || !logchan.Known(ch) {
+	if !ok || !messages.KnownLogChannel(ch) {
 		return httpx.Errorf(fasthttp.StatusNotFound, "unknown log channel %q", ch)
 	}
-	lines := logchan.DefaultLines
+	lines := messages.DefaultLogLines
 	if raw := ctx.QueryArgs().Peek("lines"); len(raw) > 0 {
 		n, err := strconv.Atoi(string(raw))
 		if err != nil || n < 1 {
 			return httpx.BadRequest("lines must be a positive integer, got %q", raw)
 		}
-		lines = min(n, logchan.MaxLines)
+		lines = min(n, messages.MaxLogLines)
 	}
-	rep, err := httpx.Ask[*logchan.TailReply](s.d.Root, pid, &logchan.Tail{Lines: lines}, httpx.AskTimeout)
+	rep, err := httpx.Ask[*messages.GetLogTailReply](s.d.Root, pid, &messages.GetLogTail{Lines: lines}, httpx.AskTimeout)
 	if err != nil {
 		return httpx.Internal("log channel %s: %v", ch, err)
 	}
@@ -94,6 +88,11 @@ func (s *Server) logTail(ctx *fasthttp.RequestCtx) error {
 
 // health answers liveness (the process and its store answer) and
 // readiness (the ledger has bootstrapped and every enabled service is up).
+//
+// The dataStore dependency is what the ledger reports of its store
+// (SidecarStatus.Open: the store answers); a ledger that does not answer
+// within healthTimeout counts as an unhealthy store too, so a wedged
+// ledger makes the node degraded instead of hanging the probe.
 func (s *Server) health(ctx *fasthttp.RequestCtx) error {
 	probe := string(ctx.QueryArgs().Peek("probe"))
 	if probe == "" {
@@ -102,7 +101,7 @@ func (s *Server) health(ctx *fasthttp.RequestCtx) error {
 	if probe != "liveness" && probe != "readiness" {
 		return httpx.BadRequest("probe must be liveness or readiness, got %q", probe)
 	}
-	side, err := httpx.Ask[*messages.GetSidecarStatusReply](s.d.Root, s.d.Ledger, &messages.GetSidecarStatus{}, 2*time.Second)
+	side, err := httpx.Ask[*messages.GetSidecarStatusReply](s.d.Root, s.d.Ledger, &messages.GetSidecarStatus{}, s.healthTimeout)
 	storeOK := err == nil && side.Status.Open
 	bootstrapped := storeOK && side.Status.BootstrapComplete
 

@@ -11,47 +11,136 @@ import (
 	"github.com/fasthttp/websocket"
 	"github.com/valyala/fasthttp"
 
-	"peerdns/actors/logchan"
 	"peerdns/http/httpx"
 	"peerdns/messages"
 )
 
-// Deps are what the /ws endpoint needs.
+// Deps are what the /ws endpoint needs. The zero limits take the
+// defaults below; tests set small ones.
 type Deps struct {
 	Root     *actor.RootContext
 	Hub      *actor.PID
 	Ledger   *actor.PID
 	Channels map[string]*actor.PID // log channel id → channel actor
 	Log      *slog.Logger
+
+	// MaxClients caps the open connections; an upgrade over the cap is
+	// answered 503 before the handshake.
+	MaxClients int
+	// ReadTimeout drops a client that sent nothing, not even a pong, for
+	// this long: a peer that vanished without closing its TCP connection.
+	ReadTimeout time.Duration
+	// PingInterval is how often the server pings. It must be shorter than
+	// ReadTimeout (otherwise ReadTimeout/2 is used), so a live client's
+	// pong always arrives before its deadline.
+	PingInterval time.Duration
 }
 
-// Limits of a client connection.
+// Defaults of the Deps limits.
 const (
-	writeWait    = 5 * time.Second
-	pingInterval = 30 * time.Second
-	maxMessage   = 64 << 10
+	DefaultMaxClients   = 256
+	DefaultReadTimeout  = 60 * time.Second
+	DefaultPingInterval = 25 * time.Second
+)
+
+// Limits of one message.
+const (
+	writeWait  = 5 * time.Second
+	maxMessage = 64 << 10
 )
 
 var nextID atomic.Uint64
 
-// Handler upgrades GET /ws and serves one client.
+func (d Deps) withDefaults() Deps {
+	if d.MaxClients <= 0 {
+		d.MaxClients = DefaultMaxClients
+	}
+	if d.ReadTimeout <= 0 {
+		d.ReadTimeout = DefaultReadTimeout
+	}
+	if d.PingInterval <= 0 {
+		d.PingInterval = DefaultPingInterval
+	}
+	if d.PingInterval >= d.ReadTimeout {
+		d.PingInterval = d.ReadTimeout / 2
+	}
+	if d.Log == nil {
+		d.Log = slog.New(slog.DiscardHandler)
+	}
+	return d
+}
+
+// Handler upgrades GET /ws and serves one client. Serve it behind an
+// httpx.Guard (the admin server does): the upgrade's Origin is checked
+// against the list of the guard that admitted the request; a client that
+// sends no Origin (the CLI, scripts) is accepted, and without a guard so
+// is nothing else.
 func Handler(d Deps) fasthttp.RequestHandler {
+	d = d.withDefaults()
+	var open atomic.Int64
 	up := websocket.FastHTTPUpgrader{
 		ReadBufferSize: 4096, WriteBufferSize: 4096,
-		// The admin API has no authentication and binds loopback; any
-		// origin that can reach it may watch its hints (spec: no auth).
-		CheckOrigin: func(*fasthttp.RequestCtx) bool { return true },
+		CheckOrigin: originAllowed,
 	}
 	return func(ctx *fasthttp.RequestCtx) {
-		err := up.Upgrade(ctx, func(conn *websocket.Conn) { serve(d, conn) })
+		if !originAllowed(ctx) {
+			httpx.WriteError(ctx, nil, httpx.Errorf(fasthttp.StatusForbidden,
+				"WebSocket from origin %q refused", ctx.Request.Header.Peek("Origin")))
+			return
+		}
+		// A cheap early answer; the hard cap is the Add below, since two
+		// upgrades may pass this check at once.
+		if open.Load() >= int64(d.MaxClients) {
+			d.Log.Debug("websocket client refused: too many clients", "max", d.MaxClients)
+			httpx.WriteError(ctx, nil, httpx.Errorf(fasthttp.StatusServiceUnavailable,
+				"too many WebSocket clients (%d); try again later", d.MaxClients))
+			return
+		}
+		err := up.Upgrade(ctx, func(conn *websocket.Conn) {
+			defer open.Add(-1)
+			if open.Add(1) > int64(d.MaxClients) {
+				msg := websocket.FormatCloseMessage(websocket.CloseTryAgainLater, "too many clients")
+				_ = conn.WriteControl(websocket.CloseMessage, msg, time.Now().Add(writeWait))
+				_ = conn.Close()
+				return
+			}
+			serve(d, conn)
+		})
 		if err != nil {
 			d.Log.Debug("websocket upgrade failed", "err", err)
 		}
 	}
 }
 
-// serve runs one client: a writer goroutine drains its queue, this
-// goroutine reads requests.
+// originAllowed: no Origin (not a browser), or an Origin the admitting
+// guard allows.
+func originAllowed(ctx *fasthttp.RequestCtx) bool {
+	origin := ctx.Request.Header.Peek("Origin")
+	if len(origin) == 0 {
+		return true
+	}
+	g := httpx.GuardOf(ctx)
+	return g != nil && g.OriginAllowed(string(origin))
+}
+
+// request is a client message.
+type request struct {
+	Type    string `json:"type"`
+	Channel string `json:"channel"`
+	Lines   int    `json:"lines"`
+}
+
+// errorMsg is the reply to a request that cannot be served.
+type errorMsg struct {
+	Type    string `json:"type"` // always "error"
+	Message string `json:"message"`
+}
+
+func errorJSON(msg string) []byte { return mustJSON(errorMsg{Type: "error", Message: msg}) }
+
+// serve runs one client: a writer goroutine drains its queue and pings,
+// this goroutine reads requests until the connection fails or goes quiet
+// for ReadTimeout.
 func serve(d Deps, conn *websocket.Conn) {
 	var once sync.Once
 	cl := &client{id: nextID.Add(1), send: make(chan []byte, QueueSize)}
@@ -62,60 +151,67 @@ func serve(d Deps, conn *websocket.Conn) {
 		d.Root.Send(d.Hub, &unregister{id: cl.id})
 		cl.drop()
 	}()
-	go writer(conn, cl, done)
+	go writer(conn, cl, done, d.PingInterval)
 
 	conn.SetReadLimit(maxMessage)
+	alive := func() error { return conn.SetReadDeadline(time.Now().Add(d.ReadTimeout)) }
+	_ = alive()
+	conn.SetPongHandler(func(string) error { return alive() })
 	for {
 		_, data, err := conn.ReadMessage()
 		if err != nil {
 			return
 		}
-		var req struct {
-			Type    string `json:"type"`
-			Channel string `json:"channel"`
-			Lines   int    `json:"lines"`
-		}
+		_ = alive()
+		var req request
 		if err := json.Unmarshal(data, &req); err != nil {
-			enqueue(cl, mustJSON(map[string]any{"type": "error", "message": "invalid JSON: " + err.Error()}))
+			enqueue(cl, errorJSON("invalid JSON: "+err.Error()))
 			continue
 		}
 		switch req.Type {
 		case "request-domains":
 			r, err := httpx.Ask[*messages.GetDomainsReply](d.Root, d.Ledger, &messages.GetDomains{}, httpx.AskTimeout)
 			if err != nil {
-				enqueue(cl, mustJSON(map[string]any{"type": "error", "message": "domains: " + err.Error()}))
+				enqueue(cl, errorJSON("domains: "+err.Error()))
 				continue
 			}
 			enqueue(cl, mustJSON(map[string]any{"type": "domains-list", "domains": r.Domains}))
 		case "subscribe-log":
-			pid, ok := d.Channels[req.Channel]
-			if !ok {
-				enqueue(cl, mustJSON(map[string]any{"type": "error", "message": "unknown log channel: " + req.Channel}))
-				continue
-			}
-			n := req.Lines
-			if n <= 0 {
-				n = logchan.DefaultLines
-			}
-			if n > logchan.MaxLines {
-				n = logchan.MaxLines
-			}
-			r, err := httpx.Ask[*logchan.TailReply](d.Root, pid, &logchan.Tail{Lines: n}, httpx.AskTimeout)
-			if err == nil {
-				err = r.Err
-			}
+			lines, err := tailLog(d, req)
 			if err != nil {
-				enqueue(cl, mustJSON(map[string]any{"type": "error", "message": "log tail: " + err.Error()}))
+				enqueue(cl, errorJSON(err.Error()))
 				continue
 			}
-			enqueue(cl, mustJSON(map[string]any{"type": "log-snapshot", "channel": req.Channel, "lines": r.Lines}))
-			d.Root.Send(d.Hub, &subscribeLog{id: cl.id, channel: req.Channel})
+			snap := mustJSON(map[string]any{"type": "log-snapshot", "channel": req.Channel, "lines": lines})
+			d.Root.Send(d.Hub, &subscribeLog{id: cl.id, channel: req.Channel, snapshot: snap})
 		case "unsubscribe-log":
 			d.Root.Send(d.Hub, &unsubscribeLog{id: cl.id})
 		default:
-			enqueue(cl, mustJSON(map[string]any{"type": "error", "message": "unknown message type: " + req.Type}))
+			enqueue(cl, errorJSON("unknown message type: "+req.Type))
 		}
 	}
+}
+
+// tailLog reads the snapshot a subscribe-log starts with: Lines lines
+// (default and maximum as for GET /api/logs/{channel}).
+func tailLog(d Deps, req request) ([]string, error) {
+	pid, ok := d.Channels[req.Channel]
+	if !ok || !messages.KnownLogChannel(req.Channel) {
+		return nil, &httpx.Error{Msg: "unknown log channel: " + req.Channel}
+	}
+	n := req.Lines
+	if n <= 0 {
+		n = messages.DefaultLogLines
+	}
+	n = min(n, messages.MaxLogLines)
+	r, err := httpx.Ask[*messages.GetLogTailReply](d.Root, pid, &messages.GetLogTail{Lines: n}, httpx.AskTimeout)
+	if err == nil {
+		err = r.Err
+	}
+	if err != nil {
+		return nil, &httpx.Error{Msg: "log tail", Err: err}
+	}
+	return r.Lines, nil
 }
 
 // enqueue adds a reply to the client's own queue; a client that does not
@@ -128,7 +224,7 @@ func enqueue(cl *client, b []byte) {
 	}
 }
 
-func writer(conn *websocket.Conn, cl *client, done <-chan struct{}) {
+func writer(conn *websocket.Conn, cl *client, done <-chan struct{}, pingInterval time.Duration) {
 	ping := time.NewTicker(pingInterval)
 	defer ping.Stop()
 	for {
@@ -142,8 +238,7 @@ func writer(conn *websocket.Conn, cl *client, done <-chan struct{}) {
 				return
 			}
 		case <-ping.C:
-			_ = conn.SetWriteDeadline(time.Now().Add(writeWait))
-			if err := conn.WriteMessage(websocket.PingMessage, nil); err != nil {
+			if err := conn.WriteControl(websocket.PingMessage, nil, time.Now().Add(writeWait)); err != nil {
 				cl.drop()
 				return
 			}

@@ -5,6 +5,15 @@
 // goroutine. The hub never blocks on a client: when a queue is full the
 // client is dropped (its connection closed), so one slow reader cannot
 // delay the others or the publisher.
+//
+// The endpoint (conn.go) is served behind the admin API's httpx.Guard and
+// checks the upgrade's Origin against the same list; a client without an
+// Origin (not a browser) is accepted. Connections are capped
+// (Deps.MaxClients, 503 over the cap, answered before the handshake), and
+// a client that answers no ping and sends nothing for Deps.ReadTimeout is
+// dropped, so a vanished peer does not hold a slot forever.
+//
+// This package talks to actors through messages/ only.
 package ws
 
 import (
@@ -15,7 +24,6 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/eventstream"
 
-	"peerdns/actors/logchan"
 	"peerdns/messages"
 )
 
@@ -34,10 +42,13 @@ type client struct {
 type register struct{ c *client }
 type unregister struct{ id uint64 }
 
-// subscribeLog and unsubscribeLog change a client's log tail.
+// subscribeLog and unsubscribeLog change a client's log tail. The hub
+// queues the snapshot (the log-snapshot message) and starts the live
+// lines in one step, so the snapshot always comes first.
 type subscribeLog struct {
-	id      uint64
-	channel string
+	id       uint64
+	channel  string
+	snapshot []byte
 }
 type unsubscribeLog struct{ id uint64 }
 
@@ -67,7 +78,7 @@ func (h *Hub) Receive(c actor.Context) {
 		self, root := c.Self(), c.ActorSystem().Root
 		h.sub = c.ActorSystem().EventStream.Subscribe(func(evt any) {
 			switch evt.(type) {
-			case *messages.Hint, *logchan.Line:
+			case *messages.Hint, *messages.LogLine:
 				root.Send(self, evt)
 			}
 		})
@@ -85,7 +96,7 @@ func (h *Hub) Receive(c actor.Context) {
 	case *unregister:
 		delete(h.clients, m.id)
 	case *subscribeLog:
-		if cl := h.clients[m.id]; cl != nil {
+		if cl := h.clients[m.id]; cl != nil && h.deliver(m.id, cl, m.snapshot) {
 			cl.logCh = m.channel
 		}
 	case *unsubscribeLog:
@@ -96,8 +107,8 @@ func (h *Hub) Receive(c actor.Context) {
 		c.Respond(&ClientCountReply{N: len(h.clients)})
 	case *messages.Hint:
 		h.broadcast(hintJSON(m), "")
-	case *logchan.Line:
-		h.broadcast(mustJSON(map[string]any{"type": "file-log", "channel": m.Channel, "level": m.Level, "message": m.Message, "timestamp": m.Time.UnixMilli()}), m.Channel)
+	case *messages.LogLine:
+		h.broadcast(mustJSON(fileLog{Type: "file-log", Channel: m.Channel, Level: m.Level, Message: m.Message, Timestamp: m.Time.UnixMilli()}), m.Channel)
 	}
 }
 
@@ -108,16 +119,35 @@ func (h *Hub) broadcast(b []byte, logChannel string) {
 		if logChannel != "" && cl.logCh != logChannel {
 			continue
 		}
-		select {
-		case cl.send <- b:
-		default:
-			h.log.Warn("websocket client too slow, dropped", "client", id)
-			delete(h.clients, id)
-			cl.drop()
-		}
+		h.deliver(id, cl, b)
 	}
 }
 
+// deliver queues b to cl, or drops cl when its queue is full; it never
+// waits. It reports whether cl is still connected.
+func (h *Hub) deliver(id uint64, cl *client, b []byte) bool {
+	select {
+	case cl.send <- b:
+		return true
+	default:
+		h.log.Warn("websocket client too slow, dropped", "client", id)
+		delete(h.clients, id)
+		cl.drop()
+		return false
+	}
+}
+
+// fileLog is the file-log message: one live line of a subscribed channel.
+type fileLog struct {
+	Type      string `json:"type"`
+	Channel   string `json:"channel"`
+	Level     string `json:"level"`
+	Message   string `json:"message"`
+	Timestamp int64  `json:"timestamp"` // ms
+}
+
+// hintJSON is {"type": ..., "timestamp": ms, ...Data}: the payload fields
+// vary per hint, so a map.
 func hintJSON(m *messages.Hint) []byte {
 	out := map[string]any{"type": m.Type, "timestamp": time.Now().UnixMilli()}
 	for k, v := range m.Data {
@@ -129,7 +159,7 @@ func hintJSON(m *messages.Hint) []byte {
 func mustJSON(v any) []byte {
 	b, err := json.Marshal(v)
 	if err != nil {
-		// Only maps of strings and numbers reach here.
+		// Only plain structs and maps of JSON values reach here.
 		b, _ = json.Marshal(map[string]string{"type": "error", "message": err.Error()})
 	}
 	return b
