@@ -1,9 +1,7 @@
 package admin
 
-// Peer network routes (issue 3): invites and invite/connection
-// diagnostics, answered by the peers supervisor (actors/peer). Top-level
-// names here start with "peers": other files of this package belong to
-// other features.
+// Peer network routes: invites and invite/connection diagnostics,
+// answered by the peers supervisor (actors/peer) through messages/.
 
 import (
 	"errors"
@@ -30,22 +28,22 @@ import (
 // network is initialising.
 func RegisterPeers(r *router.Router, log *slog.Logger, root *actor.RootContext, peers *actor.PID) {
 	r.POST("/api/invites", httpx.Wrap(log, func(ctx *fasthttp.RequestCtx) error {
-		return peersCreateInvite(ctx, root, peers)
+		return createInvite(ctx, root, peers)
 	}))
 	r.GET("/api/diagnostics/invites", httpx.Wrap(log, func(ctx *fasthttp.RequestCtx) error {
-		return peersDiagnostics(ctx, root, peers)
+		return inviteDiagnostics(ctx, root, peers)
 	}))
 }
 
-// peersInviteRequest is the optional body of POST /api/invites.
-type peersInviteRequest struct {
+// createInviteRequest is the optional body of POST /api/invites.
+type createInviteRequest struct {
 	TTLSeconds *int64 `json:"ttlSeconds"`
 }
 
-func peersCreateInvite(ctx *fasthttp.RequestCtx, root *actor.RootContext, peers *actor.PID) error {
+func createInvite(ctx *fasthttp.RequestCtx, root *actor.RootContext, peers *actor.PID) error {
 	var ttl time.Duration
 	if len(ctx.PostBody()) > 0 {
-		var req peersInviteRequest
+		var req createInviteRequest
 		if err := httpx.DecodeJSON(ctx, &req, fasthttp.StatusBadRequest); err != nil {
 			return err
 		}
@@ -59,7 +57,7 @@ func peersCreateInvite(ctx *fasthttp.RequestCtx, root *actor.RootContext, peers 
 	}
 	rep, err := httpx.Ask[*messages.CreateInviteReply](root, peers, &messages.CreateInvite{TTL: ttl}, httpx.AskTimeout)
 	if err != nil {
-		return peersAskError(err)
+		return peerAskError(err)
 	}
 	if errors.Is(rep.Err, messages.ErrNotInitialised) {
 		return httpx.Errorf(fasthttp.StatusServiceUnavailable, "cannot create an invite: %v", rep.Err)
@@ -70,33 +68,33 @@ func peersCreateInvite(ctx *fasthttp.RequestCtx, root *actor.RootContext, peers 
 	return httpx.JSON(ctx, fasthttp.StatusOK, map[string]any{"invite": rep.Invite, "expiresAt": rep.ExpiresAt})
 }
 
-func peersDiagnostics(ctx *fasthttp.RequestCtx, root *actor.RootContext, peers *actor.PID) error {
+func inviteDiagnostics(ctx *fasthttp.RequestCtx, root *actor.RootContext, peers *actor.PID) error {
 	rep, err := httpx.Ask[*messages.PeerDiagnosticsReply](root, peers, &messages.GetPeerDiagnostics{}, httpx.AskTimeout)
 	if err != nil {
-		return peersAskError(err)
+		return peerAskError(err)
 	}
 	if !rep.Ready {
 		return httpx.Errorf(fasthttp.StatusServiceUnavailable, "peer network is initialising")
 	}
 	out := map[string]any{
 		"summary":          rep.Summary,
-		"peers":            peersNonNil(rep.Peers),
-		"recommendations":  peersNonNil(rep.Recommendations),
-		"connectionIssues": peersNonNil(rep.ConnectionIssues),
+		"peers":            nonNil(rep.Peers),
+		"recommendations":  nonNil(rep.Recommendations),
+		"connectionIssues": nonNil(rep.ConnectionIssues),
 		"timestamp":        time.Now().UnixMilli(),
 	}
 	return httpx.JSON(ctx, fasthttp.StatusOK, out)
 }
 
-// peersNonNil renders empty lists as [] rather than null.
-func peersNonNil[T any](s []T) []T {
+// nonNil renders empty lists as [] rather than null.
+func nonNil[T any](s []T) []T {
 	if s == nil {
 		return []T{}
 	}
 	return s
 }
 
-func peersAskError(err error) error {
+func peerAskError(err error) error {
 	if errors.Is(err, httpx.ErrBusy) {
 		return httpx.Internal("peer network did not answer in time")
 	}
@@ -119,7 +117,7 @@ func (p *peersSource) Peers() ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	return peersNonNil(r.IDs), nil
+	return nonNil(r.IDs), nil
 }
 
 func (p *peersSource) Status() (bool, int, error) {
