@@ -66,6 +66,7 @@ func parseNodeFlags(args []string, getenv func(string) string, stderr io.Writer)
 	c.Bootstrap = splitList(bootstrap)
 	c.Upstream = splitList(upstream)
 	c.AdminDomain = envOr(getenv, "ADMIN_DOMAIN", "admin.p2p")
+	c.AdminAllowedHosts = splitList(getenv("ADMIN_ALLOWED_HOSTS"))
 	c.SubnetBase = getenv("SUBNET_BASE")
 	if v := getenv("INITIAL_IP_INDEX"); v != "" {
 		i, err := strconv.Atoi(strings.TrimSpace(v))

@@ -187,7 +187,7 @@ func TestDNSEndpoints(t *testing.T) {
 	if got := a.dig(t, "clash.p2p", dns.TypeA); !reflect.DeepEqual(got, []string{"198.51.100.9"}) {
 		t.Fatalf("clash.p2p (public) = %q", got)
 	}
-	if _, body := a.do(t, "GET", "/api/selector-cache", ""); body != `{"clash.p2p":"public"}` {
+	if _, body := a.do(t, "GET", "/api/selector-cache", ""); body != `{"clash.p2p":"public"}`+"\n" {
 		t.Fatalf("selector cache = %s", body)
 	}
 	if _, body := a.do(t, "GET", "/api/local-dns", ""); !strings.Contains(body, `"version":"public"`) {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"peerdns/http/httpx"
 	"peerdns/internal/ipam"
 )
 
@@ -31,10 +32,14 @@ type Config struct {
 
 	// Settings read from the environment only (no flag): ADMIN_DOMAIN,
 	// SUBNET_BASE, INITIAL_IP_INDEX, LOG_LEVEL.
-	AdminDomain    string
-	SubnetBase     string
-	InitialIPIndex int
-	LogLevel       string
+	AdminDomain string
+	// AdminAllowedHosts are further Host names (or name:port) the admin
+	// API answers, beside its address, localhost, loopback IPs and
+	// AdminDomain (ADMIN_ALLOWED_HOSTS, comma-separated).
+	AdminAllowedHosts []string
+	SubnetBase        string
+	InitialIPIndex    int
+	LogLevel          string
 
 	// Version is reported in logs and APIs.
 	Version string
@@ -52,6 +57,9 @@ func (c Config) Validate() error {
 	}
 	if _, err := ParseLevel(c.LogLevel); err != nil {
 		return err
+	}
+	if _, err := httpx.NewGuard("", append([]string{c.AdminDomain}, c.AdminAllowedHosts...)); err != nil {
+		return fmt.Errorf("ADMIN_DOMAIN / ADMIN_ALLOWED_HOSTS: %w", err)
 	}
 	if _, err := ipam.DefaultSubnets(c.SubnetBase, c.InitialIPIndex); err != nil {
 		return err

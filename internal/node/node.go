@@ -29,6 +29,7 @@ import (
 	"peerdns/internal/identity"
 	"peerdns/internal/store"
 	"peerdns/internal/view"
+	"peerdns/messages"
 	"peerdns/supervisor"
 	"peerdns/transport"
 
@@ -147,6 +148,7 @@ func (n *Node) startAdmin(ln net.Listener) {
 	n.admin = admin.New(admin.Deps{
 		Root: rootCtx, Ledger: n.ledger, Channels: n.channels, Self: n.id.ID(),
 		Started: time.Now(), Peers: admin.PeersSource(rootCtx, n.peers), Log: core,
+		AdminDomain: n.cfg.AdminDomain, AllowedHosts: n.cfg.AdminAllowedHosts,
 		Health: admin.HealthSources{DNS: func() (bool, bool, bool) {
 			h := n.dns.Health()
 			return h.Enabled, h.Healthy, h.Initialized
@@ -251,7 +253,7 @@ func (n *Node) startLogs(stderrLog slog.Handler, level slog.Level) error {
 	n.logs = map[string]*slog.Logger{}
 	n.files = map[string]*slog.Logger{}
 	dir := filepath.Join(n.cfg.Data, "logs")
-	for _, ch := range logchan.Channels {
+	for _, ch := range messages.LogChannels {
 		pid, err := n.root.Spawn("log-"+ch.ID, logchan.Props(ch.ID, dir))
 		if err != nil {
 			return fmt.Errorf("spawn log channel %s: %w", ch.ID, err)
