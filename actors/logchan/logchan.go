@@ -18,6 +18,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"gopkg.in/natefinch/lumberjack.v2"
@@ -47,6 +48,19 @@ func Props(id, dir string) *actor.Props {
 	return actor.PropsFromProducer(func() actor.Actor { return &Actor{id: id, dir: dir} })
 }
 
+// writers holds one lumberjack.Logger per file for the whole process.
+// lumberjack v2.2.1 starts a mill goroutine per Logger that Close never
+// stops (natefinch/lumberjack#56, #205); reusing the Logger across actor
+// restarts and node restarts in one process (tests, benchmarks) bounds
+// those goroutines by the number of log files. A closed Logger reopens its
+// file on the next Write.
+var writers sync.Map // path → *lumberjack.Logger
+
+func writerFor(path string) *lumberjack.Logger {
+	w, _ := writers.LoadOrStore(path, &lumberjack.Logger{Filename: path, MaxSize: MaxSizeMB, MaxBackups: MaxBackups})
+	return w.(*lumberjack.Logger)
+}
+
 // Path is the file of channel id under dir (the File that
 // messages.LogChannels lists for it).
 func Path(dir, id string) string { return filepath.Join(dir, id+".log") }
@@ -56,7 +70,7 @@ func (a *Actor) Receive(c actor.Context) {
 	switch m := c.Message().(type) {
 	case *actor.Started:
 		_ = os.MkdirAll(a.dir, 0o700)
-		a.w = &lumberjack.Logger{Filename: Path(a.dir, a.id), MaxSize: MaxSizeMB, MaxBackups: MaxBackups}
+		a.w = writerFor(Path(a.dir, a.id))
 	case *actor.Stopping, *actor.Restarting:
 		if a.w != nil {
 			_ = a.w.Close()
