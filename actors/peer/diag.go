@@ -120,7 +120,7 @@ func (a *Actor) recommendations(up []string, issues []messages.ConnectionIssue) 
 	var out []string
 	addr := a.d.Endpoint.Addr().String()
 	if a.joinErr != "" {
-		out = append(out, "The join invite cannot be used ("+a.joinErr+"); ask a member for a new one with `peerdns invite`.")
+		out = append(out, "The join invite cannot be used ("+a.joinErr+"): ask a member for a new one with `peerdns invite`.")
 	}
 	if a.joinInv != nil {
 		out = append(out, fmt.Sprintf("Waiting to join through %s at %s; check that this address is reachable over UDP.", short(a.joinInv.Inviter), strings.Join(a.joinInv.Addrs, ", ")))

@@ -5,9 +5,11 @@
 // addresses, the join invite's addresses, known peers saved in the node
 // store, peers learned by peer exchange), invite creation and redemption,
 // the network membership it learned from the ledger, and the diagnostics
-// counters. It tells the ledger which writers are connected
-// (messages.PeerSetChanged) and publishes the update-peers hint whenever
-// that set changes.
+// counters. A join that no retry can save (the invite is malformed or
+// expired, or the inviter refused it for good) is reported once through
+// Deps.Fatal; an inviter that cannot be reached is retried. It tells the
+// ledger which writers are connected (messages.PeerSetChanged) and
+// publishes the update-peers hint whenever that set changes.
 //
 // A session owns one transport.Conn: the handshake (hello, then accept or
 // refuse with a reason), the replication session with that peer (version

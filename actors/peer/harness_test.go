@@ -7,10 +7,12 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"go.uber.org/goleak"
 
 	"peerdns/actors/ledger"
 	"peerdns/http/httpx"
@@ -21,9 +23,6 @@ import (
 	"peerdns/messages"
 	"peerdns/transport"
 )
-
-// logBuf collects log lines safely (internal/testutil).
-type logBuf = testutil.LogBuffer
 
 // testNode is one in-process node: real ledger actor, real QUIC
 // endpoint on loopback, real peers supervisor, each in its own actor
@@ -39,22 +38,60 @@ type testNode struct {
 	ep     transport.Endpoint
 	ledger *actor.PID
 	peers  *actor.PID
-	logs   *logBuf
+	logs   *testutil.LogBuffer
+	fatals fatalLog
 	addr   string // p2p address, kept across restarts
 	opts   nodeOpts
 	up     bool
 }
 
 type nodeOpts struct {
-	mem       *transport.MemNetwork // nil: real QUIC on loopback
-	join      string
-	bootstrap []string
-	now       func() time.Time
+	mem        *transport.MemNetwork // nil: real QUIC on loopback
+	join       string
+	bootstrap  []string
+	now        func() time.Time
+	maxPending int // transport.Config.MaxPendingInbound (0: the default)
+}
+
+// fatalLog records the supervisor's Deps.Fatal calls.
+type fatalLog struct {
+	mu   sync.Mutex
+	errs []error
+}
+
+func (f *fatalLog) add(err error) {
+	f.mu.Lock()
+	f.errs = append(f.errs, err)
+	f.mu.Unlock()
+}
+
+func (f *fatalLog) all() []error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]error(nil), f.errs...)
+}
+
+// leakChecked holds the tests that already registered testutil.NoLeaks.
+var leakChecked sync.Map
+
+// checkLeaks registers testutil.NoLeaks once per test, before the first
+// node (and so after every node's cleanup): goroutines started by a node
+// of the test must be gone once all its nodes stopped.
+func checkLeaks(t *testing.T) {
+	if _, seen := leakChecked.LoadOrStore(t, true); seen {
+		return
+	}
+	// buntdb's background goroutine notices a Close only at its next
+	// one-second poll; waiting for it would add a second to every test,
+	// and closing the stores is internal/store's to test.
+	testutil.NoLeaks(t, goleak.IgnoreTopFunction("github.com/tidwall/buntdb.(*DB).backgroundManager"))
+	t.Cleanup(func() { leakChecked.Delete(t) })
 }
 
 func newTestNode(t *testing.T, name string, o nodeOpts) *testNode {
 	t.Helper()
-	n := &testNode{t: t, name: name, dir: t.TempDir(), logs: &logBuf{}, addr: "127.0.0.1:0", opts: o}
+	checkLeaks(t)
+	n := &testNode{t: t, name: name, dir: t.TempDir(), logs: &testutil.LogBuffer{}, addr: "127.0.0.1:0", opts: o}
 	n.start()
 	t.Cleanup(func() {
 		n.stop()
@@ -98,7 +135,8 @@ func (n *testNode) start() {
 		n.ep = n.opts.mem.Listen(n.id, log)
 	} else {
 		n.ep, err = transport.Listen(transport.Config{Identity: n.id, ListenAddr: n.addr, Logger: log,
-			KeepAlive: 200 * time.Millisecond, IdleTimeout: 2 * time.Second, HandshakeTimeout: 2 * time.Second})
+			KeepAlive: 200 * time.Millisecond, IdleTimeout: 2 * time.Second, HandshakeTimeout: 2 * time.Second,
+			MaxPendingInbound: n.opts.maxPending})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -106,7 +144,7 @@ func (n *testNode) start() {
 	n.addr = n.ep.Addr().String()
 	n.peers, err = n.sys.Root.SpawnNamed(Props(Deps{
 		Identity: n.id, Endpoint: n.ep, Ledger: n.ledger, Node: n.ndb, Log: log,
-		Bootstrap: n.opts.bootstrap, Join: n.opts.join, Now: n.opts.now,
+		Bootstrap: n.opts.bootstrap, Join: n.opts.join, Now: n.opts.now, Fatal: n.fatals.add,
 		TickInterval: 20 * time.Millisecond, SyncInterval: 200 * time.Millisecond,
 		PingInterval: 300 * time.Millisecond, ExchangeInterval: 100 * time.Millisecond,
 		HandshakeTimeout: 3 * time.Second, Batch: 8, // small batches exercise multi-batch sync

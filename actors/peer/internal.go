@@ -70,6 +70,10 @@ type redeemResult struct {
 	refuse *messages.Refuse
 }
 
+// inviteRefused: the inviter refused the join request this session
+// carried, with the code and reason it sent (clipped).
+type inviteRefused struct{ peer, code, reason string }
+
 // joined: the session's invite was accepted and the ledger joined.
 type joined struct{ network, root string }
 

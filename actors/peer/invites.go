@@ -3,6 +3,7 @@ package peer
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -95,4 +96,96 @@ func (a *Actor) onJoined(c actor.Context, m *joined) {
 	a.network, a.root = m.network, m.root
 	a.joinInv, a.joinReq = nil, nil
 	a.publishHint()
+}
+
+// startJoin starts dialing the inviter of the --join invite. An invite
+// that cannot work however often we dial (malformed, badly signed,
+// expired) fails the join for good instead; it reports whether dialing
+// started.
+func (a *Actor) startJoin() bool {
+	inv, err := transport.ParseInvite(a.d.Join)
+	if err == nil {
+		err = inv.Verify(a.d.Now())
+	}
+	var req *messages.JoinRequest
+	if err == nil {
+		req, err = inv.JoinRequest(a.d.Identity)
+	}
+	if err != nil {
+		a.failJoin(fmt.Errorf("join: %w", err))
+		return false
+	}
+	a.joinInv, a.joinReq, a.netKnown = inv, req, true
+	a.log.Info("joining network", "inviter", short(inv.Inviter), "addrs", strings.Join(inv.Addrs, ","))
+	for _, addr := range inv.Addrs {
+		a.startDialer(addr, inv.Inviter, dialOpts{}) // the inviter does not know us: no race
+	}
+	return true
+}
+
+// joinRefusal maps the code of an inviter's refusal to the invite error
+// it means, or nil when a later attempt may succeed (the inviter's ledger
+// did not answer, or it is still starting).
+func joinRefusal(code string) error {
+	switch code {
+	case messages.RefuseInviteExpired:
+		return transport.ErrInviteExpired
+	case messages.RefuseInviteUsed:
+		return transport.ErrInviteUsed
+	case messages.RefuseInviteInvalid, messages.RefuseForeignNetwork:
+		return transport.ErrInviteInvalid
+	}
+	return nil
+}
+
+// refusedJoin is the inviter's definite refusal: Error is the line an
+// operator reads, Unwrap the invite error callers can branch on.
+type refusedJoin struct {
+	msg string
+	err error
+}
+
+func (e *refusedJoin) Error() string { return e.msg }
+func (e *refusedJoin) Unwrap() error { return e.err }
+
+// onInviteRefused fails the join when the inviter refused our invite for
+// a reason no retry can change; other refusals leave the dialer retrying.
+func (a *Actor) onInviteRefused(m *inviteRefused) {
+	if a.joinInv == nil || m.peer != a.joinInv.Inviter {
+		return
+	}
+	sentinel := joinRefusal(m.code)
+	if sentinel == nil {
+		return
+	}
+	reason := m.reason
+	if reason == "" {
+		reason = m.code
+	}
+	a.failJoin(&refusedJoin{msg: fmt.Sprintf("join: %s (refused by the inviter %s)", reason, short(m.peer)), err: sentinel})
+}
+
+// failJoin gives up joining for good: it stops dialing the inviter,
+// records why (status and diagnostics show it) and reports it once
+// through Deps.Fatal.
+func (a *Actor) failJoin(err error) {
+	if a.joinErr != "" {
+		return
+	}
+	a.joinErr = err.Error()
+	a.log.Error("cannot join the network", "err", err)
+	a.diag.issue(a.d.Now(), messages.ConnectionIssue{Kind: "invite", Reason: err.Error()})
+	if inv := a.joinInv; inv != nil {
+		for _, addr := range inv.Addrs {
+			if cancel := a.dialers[addr]; cancel != nil {
+				cancel()
+				delete(a.dialers, addr)
+			}
+		}
+		a.joinInv, a.joinReq, a.netKnown = nil, nil, false
+		a.publishHint()
+	}
+	if a.d.Fatal != nil {
+		a.d.Fatal(err)
+	}
 }

@@ -155,10 +155,17 @@ func TestJoinerWaitsForInviterToComeBack(t *testing.T) {
 		}
 		return nil
 	})
+	// An unreachable inviter may come back: that is no reason to stop.
+	if errs := j.fatals.all(); len(errs) != 0 {
+		t.Fatalf("J reported %v while the inviter was away", errs)
+	}
 	a.start() // same address, same data
 	waitMesh(t, 20*time.Second, a, j)
 	if !a.isWriter(j.id.ID()) {
 		t.Fatal("J joined but is not a writer")
+	}
+	if errs := j.fatals.all(); len(errs) != 0 {
+		t.Fatalf("J reported %v", errs)
 	}
 }
 

@@ -38,6 +38,50 @@ func diag(t *testing.T, n *testNode) *messages.PeerDiagnosticsReply {
 	return ask[*messages.PeerDiagnosticsReply](t, n.sys, n.peers, &messages.GetPeerDiagnostics{})
 }
 
+// waitFatal waits for n's supervisor to report a join that cannot heal,
+// and checks it names the reason (want) and wraps the invite error.
+func waitFatal(t *testing.T, n *testNode, want string, is error) {
+	t.Helper()
+	testutil.Eventually(t, 15*time.Second, func() error {
+		if len(n.fatals.all()) == 0 {
+			return fmt.Errorf("%s reported nothing fatal", n.name)
+		}
+		return nil
+	})
+	checkOneFatal(t, n, want, is)
+}
+
+// checkOneFatal checks n reported exactly one fatal error, the one wanted.
+func checkOneFatal(t *testing.T, n *testNode, want string, is error) {
+	t.Helper()
+	errs := n.fatals.all()
+	if len(errs) != 1 {
+		t.Fatalf("%s Fatal called %d times: %v", n.name, len(errs), errs)
+	}
+	if msg := errs[0].Error(); !strings.HasPrefix(msg, "join: ") || !strings.Contains(msg, want) || !errors.Is(errs[0], is) {
+		t.Fatalf("%s Fatal(%q), want a join error naming %q and wrapping %v", n.name, msg, want, is)
+	}
+}
+
+// checkGaveUp checks n stopped joining: not joining, not ready, and
+// (ticks kept coming meanwhile) still exactly one fatal report.
+func checkGaveUp(t *testing.T, n *testNode, want string, is error) {
+	t.Helper()
+	// Ticks sent here are handled before the status question after them:
+	// the supervisor has had every chance to report again.
+	for range 5 {
+		n.sys.Root.Send(n.peers, &tick{now: time.Now()})
+	}
+	if st := ask[*messages.GetPeerStatusReply](t, n.sys, n.peers, &messages.GetPeerStatus{}); st.Joining || st.Ready || st.Network != "" {
+		t.Fatalf("%s status = %+v, want neither joining nor ready", n.name, st)
+	}
+	checkOneFatal(t, n, want, is)
+	dg := diag(t, n)
+	if len(dg.Recommendations) == 0 || !strings.Contains(dg.Recommendations[0], want) {
+		t.Fatalf("%s recommendations = %q, want the reason %q first", n.name, dg.Recommendations, want)
+	}
+}
+
 func TestReusedInviteRefused(t *testing.T) {
 	a := newTestNode(t, "A", nodeOpts{})
 	inv := a.invite(0)
@@ -46,15 +90,14 @@ func TestReusedInviteRefused(t *testing.T) {
 	d := newTestNode(t, "D", nodeOpts{join: inv})
 	waitLog(t, a, "refusing invite", "code="+messages.RefuseInviteUsed)
 	waitLog(t, d, "peer refused the connection", "code="+messages.RefuseInviteUsed)
+	waitFatal(t, d, "invite already used", transport.ErrInviteUsed)
 	if a.isWriter(d.id.ID()) {
 		t.Fatal("D became a writer with a used invite")
 	}
 	if got := d.peerIDs(); len(got) != 0 {
 		t.Fatalf("D connected to %v", shortAll(got))
 	}
-	if st := ask[*messages.GetPeerStatusReply](t, d.sys, d.peers, &messages.GetPeerStatus{}); !st.Joining || st.Network != "" {
-		t.Fatalf("D status = %+v, want still joining", st)
-	}
+	checkGaveUp(t, d, "invite already used", transport.ErrInviteUsed)
 	// B restarted with the same invite on the command line is fine: the
 	// ledger already knows the network, so the invite is ignored.
 	b.stop()
@@ -74,6 +117,10 @@ func TestReusedInviteRefused(t *testing.T) {
 	if !found {
 		t.Fatalf("A connectionIssues lack D's refusal: %+v", dg.ConnectionIssues)
 	}
+	checkOneFatal(t, d, "invite already used", transport.ErrInviteUsed)
+	if n := len(b.fatals.all()); n != 0 {
+		t.Fatalf("B, which joined, reported %d fatal errors", n)
+	}
 }
 
 func TestExpiredInviteRefusedByInviter(t *testing.T) {
@@ -88,27 +135,54 @@ func TestExpiredInviteRefusedByInviter(t *testing.T) {
 	d := newTestNode(t, "D", nodeOpts{join: inv, now: past})
 	waitLog(t, a, "refusing invite", "code="+messages.RefuseInviteExpired)
 	waitLog(t, d, "peer refused the connection", "code="+messages.RefuseInviteExpired)
+	waitFatal(t, d, "invite expired at", transport.ErrInviteExpired)
+	checkOneFatal(t, d, "(refused by the inviter "+short(a.id.ID())+")", transport.ErrInviteExpired)
 	if a.isWriter(d.id.ID()) {
 		t.Fatal("D became a writer with an expired invite")
 	}
+	checkGaveUp(t, d, "invite expired at", transport.ErrInviteExpired)
 }
 
-func TestBadInviteNeverDials(t *testing.T) {
-	d := newTestNode(t, "D", nodeOpts{join: "not-an-invite"})
-	waitLog(t, d, "cannot join: bad invite")
-	// Ticks keep asking the ledger; the issue is recorded once, not per tick.
-	testutil.Eventually(t, 5*time.Second, func() error {
-		if dg := diag(t, d); dg.Summary.ConnectionAttempts != 0 || len(dg.ConnectionIssues) != 1 {
-			return fmt.Errorf("attempts %d, issues %+v", dg.Summary.ConnectionAttempts, dg.ConnectionIssues)
-		}
-		return nil
-	})
-	dg := diag(t, d)
-	if dg.Ready || len(dg.Recommendations) == 0 || !strings.Contains(dg.Recommendations[0], "invite") {
-		t.Fatalf("diagnostics = ready %v, recommendations %v", dg.Ready, dg.Recommendations)
+// Invites that cannot work however often the node dials stop it before
+// any dial: the node reports why once and never becomes ready.
+func TestUnusableInviteNeverDials(t *testing.T) {
+	a := newTestNode(t, "A", nodeOpts{})
+	expiring := a.invite(time.Minute)
+	inv, err := transport.ParseInvite(expiring)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if st := ask[*messages.GetPeerStatusReply](t, d.sys, d.peers, &messages.GetPeerStatus{}); st.Ready || !st.Listening {
-		t.Fatalf("status = %+v, want listening but not ready", st)
+	expiredAt := time.UnixMilli(inv.ExpiresAt).UTC().Format(time.RFC3339)
+	inv.Sig[0] ^= 1
+	tampered, err := inv.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name   string
+		invite string
+		now    func() time.Time
+		want   string
+		is     error
+	}{
+		{"malformed", "not-an-invite", nil, "invalid invite", transport.ErrInviteInvalid},
+		{"bad signature", tampered, nil, "invalid invite: bad inviter signature", transport.ErrInviteInvalid},
+		{"expired", expiring, func() time.Time { return time.Now().Add(2 * time.Minute) }, "invite expired at " + expiredAt, transport.ErrInviteExpired},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := newTestNode(t, "D", nodeOpts{join: tt.invite, now: tt.now})
+			waitFatal(t, d, tt.want, tt.is)
+			waitLog(t, d, "cannot join the network", tt.want)
+			checkGaveUp(t, d, tt.want, tt.is)
+			dg := diag(t, d)
+			if dg.Summary.ConnectionAttempts != 0 || len(dg.ConnectionIssues) != 1 || dg.ConnectionIssues[0].Kind != "invite" {
+				t.Fatalf("attempts %d, issues %+v; want no dial and one invite issue", dg.Summary.ConnectionAttempts, dg.ConnectionIssues)
+			}
+			if st := ask[*messages.GetPeerStatusReply](t, d.sys, d.peers, &messages.GetPeerStatus{}); !st.Listening {
+				t.Fatalf("status = %+v, want listening", st)
+			}
+		})
 	}
 }
 

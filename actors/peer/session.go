@@ -108,6 +108,9 @@ func (s *session) Receive(c actor.Context) {
 			code, reason := clip(r.Code, 64), clip(r.Reason, 256) // the peer chose these
 			s.cfg.log.Warn("peer refused the connection", "peer", short(s.peer), "code", code, "reason", reason)
 			c.Send(c.Parent(), &sessionIssue{id: s.peer, kind: "refused-by-peer", reason: code + ": " + reason})
+			if s.cfg.hello.Join != nil {
+				c.Send(c.Parent(), &inviteRefused{peer: s.peer, code: code, reason: reason})
+			}
 			s.closing = true
 			_ = s.cfg.conn.Close("refused")
 			return

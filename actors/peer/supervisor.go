@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"strings"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -34,6 +33,12 @@ type Deps struct {
 	// Advertise overrides the addresses put in hellos and invites
 	// (default: the endpoint address, wildcards expanded).
 	Advertise []string
+	// Fatal reports a mistake the node cannot heal by retrying: a --join
+	// invite that is malformed or expired, or that the inviter refused for
+	// good (expired, already used, invalid). It is called at most once,
+	// from the supervisor's Receive, so it must not block. nil: the
+	// failure is only logged and shown in the diagnostics.
+	Fatal func(error)
 
 	TickInterval     time.Duration // timer resolution [1s]
 	SyncInterval     time.Duration // version-vector exchange per peer [3s]
@@ -114,7 +119,7 @@ type Actor struct {
 	asking        bool // a GetNetwork is in flight
 	joinInv       *transport.Invite
 	joinReq       *messages.JoinRequest
-	joinErr       string
+	joinErr       string // why joining failed for good ("" while it may work)
 
 	sessions  map[string]*sessionEntry // by peer id
 	lingering map[string]time.Time     // peers whose session ended, within DisconnectGrace
@@ -192,6 +197,8 @@ func (a *Actor) Receive(c actor.Context) {
 		a.redeem(c, m)
 	case *joined:
 		a.onJoined(c, m)
+	case *inviteRefused:
+		a.onInviteRefused(m)
 	case *messages.OpsApplied:
 		for _, e := range a.sessions {
 			if e.up {
@@ -309,27 +316,8 @@ func (a *Actor) onNetwork(c actor.Context, key, root string) {
 		}
 		a.log.Info("peer network ready", "master", a.root == a.self, "known", len(a.known))
 	case a.d.Join != "":
-		inv, err := transport.ParseInvite(a.d.Join)
-		if err == nil {
-			err = inv.Verify(a.d.Now())
-		}
-		var req *messages.JoinRequest
-		if err == nil {
-			req, err = inv.JoinRequest(a.d.Identity)
-		}
-		if err != nil {
-			// Nothing to retry: the invite itself is unusable.
-			if a.joinErr != err.Error() {
-				a.log.Error("cannot join: bad invite", "err", err)
-				a.diag.issue(a.d.Now(), messages.ConnectionIssue{Kind: "invite", Reason: err.Error()})
-			}
-			a.joinErr = err.Error()
+		if !a.startJoin() {
 			return
-		}
-		a.joinInv, a.joinReq, a.netKnown = inv, req, true
-		a.log.Info("joining network", "inviter", short(inv.Inviter), "addrs", strings.Join(inv.Addrs, ","))
-		for _, addr := range inv.Addrs {
-			a.startDialer(addr, inv.Inviter, dialOpts{}) // the inviter does not know us: no race
 		}
 	default:
 		return // the ledger is still creating the genesis: ask again next tick
@@ -346,7 +334,7 @@ func (a *Actor) onNetwork(c actor.Context, key, root string) {
 }
 
 func (a *Actor) onTick(c actor.Context, now time.Time) {
-	if !a.netKnown {
+	if !a.netKnown && a.joinErr == "" {
 		a.askNetwork(c)
 	}
 	for _, e := range a.sessions {

@@ -1,12 +1,19 @@
 package peer
 
 import (
+	"context"
+	"errors"
+	"log/slog"
 	"net"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/asynkron/protoactor-go/actor"
+
+	"peerdns/internal/testutil"
 	"peerdns/messages"
+	"peerdns/transport"
 )
 
 func TestParseTarget(t *testing.T) {
@@ -91,14 +98,91 @@ func TestDialGate(t *testing.T) {
 }
 
 func TestPropsWithMissingDepsStops(t *testing.T) {
+	testutil.NoLeaks(t)
 	sys := quietSystem()
 	defer sys.Shutdown()
-	pid, err := sys.Root.SpawnNamed(Props(Deps{}), "peers")
-	if err != nil {
+	logs := &testutil.LogBuffer{}
+	stopped := make(chan struct{})
+	// A parent that watches the supervisor: it must stop itself, not
+	// panic (a panic would restart it) and not wait for a request.
+	parent := actor.PropsFromFunc(func(c actor.Context) {
+		switch m := c.Message().(type) {
+		case *actor.Started:
+			c.Spawn(Props(Deps{Log: slog.New(slog.NewTextHandler(logs, nil))}))
+		case *actor.Terminated:
+			if m.Who.Id != c.Self().Id {
+				close(stopped)
+			}
+		}
+	})
+	if _, err := sys.Root.SpawnNamed(parent, "parent"); err != nil {
 		t.Fatal(err)
 	}
-	// The actor stops itself: a request gets no answer but nothing panics.
-	if _, err := sys.Root.RequestFuture(pid, &messages.GetPeers{}, 200*time.Millisecond).Result(); err == nil {
-		t.Fatal("a supervisor without deps answered")
+	select {
+	case <-stopped:
+	case <-time.After(10 * time.Second):
+		t.Fatal("a supervisor without deps kept running")
+	}
+	if !strings.Contains(logs.String(), "peer: Deps.Identity is nil") {
+		t.Fatalf("the missing dependency was not logged:\n%s", logs.String())
+	}
+}
+
+func TestJoinRefusal(t *testing.T) {
+	tests := []struct {
+		code string
+		want error // nil: a later attempt may succeed
+	}{
+		{messages.RefuseInviteExpired, transport.ErrInviteExpired},
+		{messages.RefuseInviteUsed, transport.ErrInviteUsed},
+		{messages.RefuseInviteInvalid, transport.ErrInviteInvalid},
+		{messages.RefuseForeignNetwork, transport.ErrInviteInvalid},
+		{messages.RefuseInternal, nil},
+		{messages.RefuseNoNetwork, nil},
+		{messages.RefuseDuplicate, nil},
+		{"something new", nil},
+	}
+	for _, tt := range tests {
+		if got := joinRefusal(tt.code); got != tt.want {
+			t.Errorf("joinRefusal(%q) = %v, want %v", tt.code, got, tt.want)
+		}
+	}
+}
+
+// failJoin reports once however many refusals arrive (one per address
+// the invite lists, redials already under way).
+func TestFailJoinReportsOnce(t *testing.T) {
+	var got []error
+	a := newActor(Deps{Log: slog.New(slog.NewTextHandler(&testutil.LogBuffer{}, nil)), Now: time.Now, Fatal: func(err error) { got = append(got, err) }})
+	a.dialers = map[string]context.CancelFunc{}
+	cancelled := 0
+	for _, addr := range []string{"127.0.0.1:1", "127.0.0.1:2"} {
+		a.dialers[addr] = func() { cancelled++ }
+	}
+	inviter := strings.Repeat("ab", 32)
+	a.joinInv = &transport.Invite{Inviter: inviter, Addrs: []string{"127.0.0.1:1", "127.0.0.1:2"}}
+	a.netKnown = true
+	a.sys = quietSystem() // publishHint
+	defer a.sys.Shutdown()
+	a.onInviteRefused(&inviteRefused{peer: inviter, code: messages.RefuseInternal, reason: "ledger busy"})
+	if len(got) != 0 || a.joinInv == nil {
+		t.Fatalf("a transient refusal failed the join: %v", got)
+	}
+	a.onInviteRefused(&inviteRefused{peer: strings.Repeat("cd", 32), code: messages.RefuseInviteUsed})
+	if len(got) != 0 {
+		t.Fatalf("a refusal by another peer failed the join: %v", got)
+	}
+	a.onInviteRefused(&inviteRefused{peer: inviter, code: messages.RefuseInviteUsed, reason: "invite already used (by 0123…)"})
+	a.onInviteRefused(&inviteRefused{peer: inviter, code: messages.RefuseInviteExpired, reason: "invite expired at 2026-01-01T00:00:00Z"})
+	a.failJoin(errors.New("join: something else"))
+	if len(got) != 1 {
+		t.Fatalf("Fatal called %d times: %v", len(got), got)
+	}
+	want := "join: invite already used (by 0123…) (refused by the inviter " + short(inviter) + ")"
+	if got[0].Error() != want || !errors.Is(got[0], transport.ErrInviteUsed) {
+		t.Fatalf("Fatal(%q), want %q wrapping ErrInviteUsed", got[0], want)
+	}
+	if cancelled != 2 || len(a.dialers) != 0 || a.joinInv != nil || a.netKnown {
+		t.Fatalf("after failing: %d dialers cancelled, %d left, joining %v, ready %v", cancelled, len(a.dialers), a.joinInv != nil, a.netKnown)
 	}
 }
