@@ -302,7 +302,7 @@ func (s *Server) me(ctx *fasthttp.RequestCtx, _ int) error {
 		"user_role":         "viewer",
 		"access":            []string{"see-metrics", "see-alerts", "export"},
 		"can_see_all_nodes": true,
-		"note":              "The local REST API is anonymous and read-only; authenticated, role-based access goes through the peer-to-peer channel.",
+		"note":              "The local REST API is anonymous and read-only (export?write=1 aside); there is no authenticated or role-based access yet.",
 	})
 }
 

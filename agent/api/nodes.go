@@ -99,7 +99,7 @@ func (s *Server) tunnel(ctx *fasthttp.RequestCtx, _ int) error {
 		"enabled":       false,
 		"public_key":    s.host.PublicKey,
 		"discovery_key": s.host.DiscoveryKey,
-		"note":          "remote access to this API goes through the peer-to-peer channel, authenticated with this key",
+		"note":          "no peer-to-peer access yet: the agent's admin RPC over the peer transport is not built; this key is the identity it will use",
 		"pid":           os.Getpid(),
 	})
 }
