@@ -2,6 +2,7 @@ package messages
 
 import (
 	"errors"
+	"reflect"
 	"testing"
 )
 
@@ -49,17 +50,31 @@ func TestEnvelopeValidate(t *testing.T) {
 }
 
 func TestEnvelopeRoundTrip(t *testing.T) {
-	in := &Envelope{Kind: KindHello, Hello: &Hello{ID: "a", Network: "n", Root: "r", Addrs: []string{"127.0.0.1:1"},
-		Join: &JoinRequest{Invite: "inv", Proof: []byte{1, 2, 3}}}}
-	b, err := Marshal(in)
-	if err != nil {
-		t.Fatal(err)
+	tests := []struct {
+		name string
+		in   *Envelope
+	}{
+		{"hello with join", &Envelope{Kind: KindHello, Hello: &Hello{ID: "a", Network: "n", Root: "r", Addrs: []string{"127.0.0.1:1"},
+			Join: &JoinRequest{Invite: "inv", Proof: []byte{1, 2, 3}}}}},
+		{"accept", &Envelope{Kind: KindAccept, Accept: &Accept{Network: "n", Root: "r"}}},
+		{"refuse", &Envelope{Kind: KindRefuse, Refuse: &Refuse{Code: RefuseInviteExpired, Reason: "invite expired at 2026-01-02T03:04:05Z"}}},
+		{"want", &Envelope{Kind: KindWant, VV: VersionVector{"w": 7}}},
+		{"peers", &Envelope{Kind: KindPeers, Peers: []PeerInfo{{ID: "p", Addrs: []string{"10.0.0.1:7740"}}}}},
+		{"ping", &Envelope{Kind: KindPing, Ping: &Ping{SentUnixNano: 42}}},
 	}
-	var out Envelope
-	if err := Unmarshal(b, &out); err != nil {
-		t.Fatal(err)
-	}
-	if out.Hello.Join.Invite != "inv" || out.Hello.Addrs[0] != "127.0.0.1:1" || out.Validate() != nil {
-		t.Fatalf("round trip = %+v", out.Hello)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b, err := Marshal(tt.in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out Envelope
+			if err := Unmarshal(b, &out); err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(&out, tt.in) || out.Validate() != nil {
+				t.Fatalf("round trip = %+v, want %+v", out, *tt.in)
+			}
+		})
 	}
 }

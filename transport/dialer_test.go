@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"peerdns/internal/identity"
+	"peerdns/internal/testutil"
 )
 
 func TestBackoffCappedAndJittered(t *testing.T) {
@@ -63,7 +64,7 @@ func TestDialerReconnectsAndBacksOff(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 5*time.Second, func() error {
+	testutil.Eventually(t, 5*time.Second, func() error {
 		if conns.Load() < 3 {
 			return errors.New("fewer than 3 connections")
 		}
@@ -85,7 +86,7 @@ func TestDialerReconnectsAndBacksOff(t *testing.T) {
 	d2 := &Dialer{Endpoint: short, Addr: addr, Backoff: Backoff{Min: time.Millisecond, Max: 5 * time.Millisecond}, OnFail: func(error) { fails.Add(1) }}
 	done2 := make(chan struct{})
 	go func() { d2.Run(ctx2); close(done2) }()
-	eventually(t, 10*time.Second, func() error {
+	testutil.Eventually(t, 10*time.Second, func() error {
 		if fails.Load() < 2 {
 			return errors.New("fewer than 2 failures")
 		}
@@ -124,7 +125,7 @@ func TestDialerSkip(t *testing.T) {
 		Skip: func(id string) bool { asked.Add(1); return id == a.ID() }, OnConn: func(Conn) { t.Error("dialed a skipped peer") }}
 	done := make(chan struct{})
 	go func() { d.Run(ctx); close(done) }()
-	eventually(t, 5*time.Second, func() error {
+	testutil.Eventually(t, 5*time.Second, func() error {
 		if asked.Load() < 3 {
 			return errors.New("Skip not consulted repeatedly")
 		}
@@ -135,6 +136,7 @@ func TestDialerSkip(t *testing.T) {
 }
 
 func TestDialerGivesUpOnAddressThatNeverWorked(t *testing.T) {
+	checkLeaks(t)
 	n := NewMemNetwork()
 	id, _ := identity.Generate()
 	ep := n.Listen(id, nil)

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
+	"reflect"
 	"testing"
 
 	"peerdns/messages"
@@ -30,23 +31,26 @@ func mustEncode(t testing.TB, m *messages.Envelope) []byte {
 func frameCases(t testing.TB) []struct {
 	name    string
 	in      []byte
-	wantErr error // nil: decodes to an envelope
+	want    *messages.Envelope // what a good frame decodes to
+	wantErr error
 	anyErr  bool
 } {
-	hello := mustEncode(t, &messages.Envelope{Kind: messages.KindHello, Hello: &messages.Hello{ID: "ab", Network: "n"}})
-	ops := mustEncode(t, &messages.Envelope{Kind: messages.KindOps, Ops: []*messages.Op{{Writer: "w", Seq: 1, Key: "k", Sig: []byte{1, 2}}}})
-	vv := mustEncode(t, &messages.Envelope{Kind: messages.KindVV})
+	helloEnv := &messages.Envelope{Kind: messages.KindHello, Hello: &messages.Hello{ID: "ab", Network: "n"}}
+	opsEnv := &messages.Envelope{Kind: messages.KindOps, Ops: []*messages.Op{{Writer: "w", Seq: 1, Key: "k", Sig: []byte{1, 2}}}}
+	vvEnv := &messages.Envelope{Kind: messages.KindVV}
+	hello, ops, vv := mustEncode(t, helloEnv), mustEncode(t, opsEnv), mustEncode(t, vvEnv)
 	huge := make([]byte, 4)
 	binary.BigEndian.PutUint32(huge, MaxFrameSize+1)
 	return []struct {
 		name    string
 		in      []byte
+		want    *messages.Envelope
 		wantErr error
 		anyErr  bool
 	}{
-		{name: "hello", in: frame(hello)},
-		{name: "ops", in: frame(ops)},
-		{name: "empty vv", in: frame(vv)},
+		{name: "hello", in: frame(hello), want: helloEnv},
+		{name: "ops", in: frame(ops), want: opsEnv},
+		{name: "empty vv", in: frame(vv), want: vvEnv},
 		{name: "oversize header", in: huge, wantErr: ErrFrameTooLarge},
 		{name: "max uint32 header", in: []byte{0xff, 0xff, 0xff, 0xff}, wantErr: ErrFrameTooLarge},
 		{name: "short header", in: []byte{0, 0}, wantErr: io.ErrUnexpectedEOF},
@@ -65,9 +69,9 @@ func TestReadEnvelope(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			m, err := ReadEnvelope(bytes.NewReader(tt.in), nil)
 			switch {
-			case tt.wantErr == nil && !tt.anyErr:
-				if err != nil || m == nil {
-					t.Fatalf("ReadEnvelope = %v, %v; want an envelope", m, err)
+			case tt.want != nil:
+				if err != nil || !reflect.DeepEqual(m, tt.want) {
+					t.Fatalf("ReadEnvelope = %+v, %v; want %+v", m, err, tt.want)
 				}
 			case tt.anyErr:
 				if err == nil {

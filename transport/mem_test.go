@@ -10,15 +10,17 @@ import (
 	"time"
 
 	"peerdns/internal/identity"
+	"peerdns/internal/testutil"
 	"peerdns/messages"
 )
 
-func newMemPair(t *testing.T) (*MemEndpoint, *MemEndpoint, *logBuf) {
+func newMemPair(t *testing.T) (*MemEndpoint, *MemEndpoint, *testutil.LogBuffer) {
 	t.Helper()
+	checkLeaks(t)
 	n := NewMemNetwork()
 	ia, _ := identity.Generate()
 	ib, _ := identity.Generate()
-	lb := &logBuf{}
+	lb := &testutil.LogBuffer{}
 	a := n.Listen(ia, slog.New(slog.NewTextHandler(lb, nil)))
 	b := n.Listen(ib, nil)
 	t.Cleanup(func() { a.Close(); b.Close() })

@@ -29,10 +29,10 @@ func isRefused(err error) bool {
 // the cap is full, and connects as soon as places are given back (by
 // Admit or by the unknown peers going away).
 func TestPendingInboundCapped(t *testing.T) {
-	testutil.NoLeaks(t)
+	checkLeaks(t)
 	const max, flood = 4, 16
 	idA, _ := identity.Generate()
-	logs := &logBuf{}
+	logs := &testutil.LogBuffer{}
 	// A refused client's late Initial packet can still open a handshake
 	// once a place is free; nobody answers it, so it holds the place until
 	// the handshake times out. Keep that short.
@@ -194,7 +194,7 @@ func TestPendingGateRetryUnderLoad(t *testing.T) {
 // client arrive one by one; they count as one attempt, and the memory of
 // recent addresses stays bounded.
 func TestRefusalsCountedPerAttempt(t *testing.T) {
-	g := &pendingGate{max: 1, log: slog.New(slog.NewTextHandler(&logBuf{}, nil))}
+	g := &pendingGate{max: 1, log: slog.New(slog.NewTextHandler(&testutil.LogBuffer{}, nil))}
 	now := time.Unix(1_700_000_000, 0)
 	tests := []struct {
 		name string
