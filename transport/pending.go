@@ -59,7 +59,6 @@ const (
 type pendingSlot struct {
 	gate *pendingGate
 	once sync.Once
-	stop func() bool // stops the release-on-close AfterFunc
 }
 
 type pendingSlotKey struct{}
@@ -75,7 +74,9 @@ func (g *pendingGate) connContext(ctx context.Context, ci *quic.ClientInfo) (con
 		return nil, errTooManyPending
 	}
 	s := &pendingSlot{gate: g}
-	s.stop = context.AfterFunc(ctx, s.release)
+	// After an Admit this runs at close as a no-op; not stopping it
+	// spares a race with a context that ends before AfterFunc returns.
+	context.AfterFunc(ctx, s.release)
 	return context.WithValue(ctx, pendingSlotKey{}, s), nil
 }
 
@@ -128,10 +129,7 @@ func (g *pendingGate) newAttempt(addr string, now time.Time) bool {
 
 // release gives the place back; later calls do nothing.
 func (s *pendingSlot) release() {
-	s.once.Do(func() {
-		s.stop()
-		s.gate.pending.Add(-1)
-	})
+	s.once.Do(func() { s.gate.pending.Add(-1) })
 }
 
 // slotOf returns the place an inbound connection holds (nil for dialed ones).
