@@ -140,7 +140,8 @@ func runNode(ctx context.Context, args []string, getenv func(string) string, std
 		n.Stop()
 		return nil
 	case err := <-n.Fatal():
-		n.Core().Error("stopping", "err", err)
+		// The part that failed has logged it; run prints it once more as
+		// the last line, with the exit code 1.
 		n.Stop()
 		return err
 	}

@@ -124,3 +124,23 @@ func TestParseLevel(t *testing.T) {
 		}
 	}
 }
+
+// An invite that can never work stops the node through Fatal instead of
+// being retried forever.
+func TestBadInviteIsFatal(t *testing.T) {
+	cfg := testConfig(t.TempDir())
+	cfg.Join = "this-is-not-an-invite"
+	n, err := Start(cfg, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(n.Stop)
+	select {
+	case err := <-n.Fatal():
+		if !strings.Contains(err.Error(), "join: invalid invite") {
+			t.Fatalf("Fatal = %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("a malformed invite did not stop the node")
+	}
+}

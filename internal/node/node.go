@@ -228,6 +228,7 @@ func (n *Node) startPeers() error {
 	n.peers, err = n.root.Spawn("peers", peer.Props(peer.Deps{
 		Identity: n.id, Endpoint: ep, Ledger: n.ledger, Node: n.nodeDB, Log: n.logs["core"],
 		Bootstrap: n.cfg.Bootstrap, Join: n.cfg.Join, System: n.root.System,
+		Fatal: n.fail,
 	}))
 	if err != nil {
 		return fmt.Errorf("spawn peers: %w", err)
