@@ -1,0 +1,102 @@
+package dns
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+	"runtime"
+	"strings"
+	"time"
+
+	"peerdns/dns/zone"
+)
+
+// DefaultAddr is where the node answers DNS unless told otherwise.
+const DefaultAddr = "127.0.0.1:7753"
+
+// DefaultUDPSize is the EDNS0 payload size we advertise and honour: the
+// DNS Flag Day 2020 value, which avoids IP fragmentation.
+const DefaultUDPSize = 1232
+
+// Config configures a Server. Zero values take the defaults.
+type Config struct {
+	Addr            string           // host:port for UDP and TCP; default DefaultAddr
+	Upstreams       []string         // ip:port or ip (port 53); empty: the nameservers of ResolvConf
+	ResolvConf      string           // default /etc/resolv.conf
+	UDPSockets      int              // SO_REUSEPORT sockets; default one per CPU
+	UDPSize         uint16           // EDNS0 payload size; default DefaultUDPSize
+	TTL             uint32           // TTL of internal and p2p answers; default zone.DefaultTTL
+	UpstreamTimeout time.Duration    // per upstream attempt; default 1s
+	FailureTTL      time.Duration    // how long "every upstream failed" is cached; default 5s
+	CacheSize       int              // upstream cache entries; default 10000
+	MaxSlow         int              // concurrent slow-path UDP queries; default 4096
+	Now             func() time.Time // clock of the upstream cache and the rate limiter; default time.Now (tests inject one)
+
+	// RecursionAllow lists the client networks that get recursion:
+	// forwarding upstream and answers from the upstream cache. Everyone
+	// gets answers from the node's own data (internal domains, local
+	// records, p2p domains); others get REFUSED for names only upstream
+	// knows. nil: DefaultRecursionAllow (loopback and private ranges);
+	// empty: nobody. ParsePrefixes reads it from a flag or env value.
+	RecursionAllow []netip.Prefix
+	// RateLimit is how many UDP responses per second one client network
+	// (/24, /56) outside RecursionAllow gets before responses are dropped
+	// or slip out truncated; default DefaultRateLimit, negative: no limit.
+	RateLimit int
+}
+
+func (c *Config) defaults() {
+	c.Upstreams = append([]string(nil), c.Upstreams...) // Validate rewrites entries; keep the caller's slice
+	if c.Addr == "" {
+		c.Addr = DefaultAddr
+	}
+	if c.ResolvConf == "" {
+		c.ResolvConf = "/etc/resolv.conf"
+	}
+	if c.UDPSockets <= 0 {
+		c.UDPSockets = runtime.NumCPU()
+	}
+	if !haveReusePort {
+		c.UDPSockets = 1
+	}
+	if c.UDPSize < zone.MinUDPSize {
+		c.UDPSize = DefaultUDPSize
+	}
+	if c.MaxSlow <= 0 {
+		c.MaxSlow = 4096
+	}
+	if c.RecursionAllow == nil {
+		c.RecursionAllow = DefaultRecursionAllow()
+	}
+	if c.RateLimit == 0 {
+		c.RateLimit = DefaultRateLimit
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+}
+
+// Validate checks the config after defaults (and completes bare
+// upstream addresses with port 53).
+func (c *Config) Validate() error {
+	if _, _, err := net.SplitHostPort(c.Addr); err != nil {
+		return fmt.Errorf("dns addr %q: %w", c.Addr, err)
+	}
+	for i, u := range c.Upstreams {
+		if _, err := netip.ParseAddrPort(u); err == nil {
+			continue
+		}
+		// A bare address means port 53.
+		ip, err := netip.ParseAddr(strings.Trim(u, "[]"))
+		if err != nil {
+			return fmt.Errorf("upstream %q: want ip or ip:port (host names cannot be resolved before DNS runs)", u)
+		}
+		c.Upstreams[i] = netip.AddrPortFrom(ip, 53).String()
+	}
+	for _, p := range c.RecursionAllow {
+		if !p.IsValid() {
+			return fmt.Errorf("recursion ACL: invalid network %v", p)
+		}
+	}
+	return nil
+}
