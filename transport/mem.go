@@ -2,6 +2,9 @@ package transport
 
 import (
 	"context"
+	"crypto/hkdf"
+	"crypto/rand"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -83,6 +86,7 @@ func (e *MemEndpoint) Dial(ctx context.Context, addr, peerID string) (Conn, erro
 	}
 	a, b := net.Pipe()
 	shared := &memLink{done: make(chan struct{})}
+	_, _ = rand.Read(shared.secret[:])
 	out := newMemConn(e, to.ID(), true, a, shared, to.addr)
 	in := newMemConn(to, e.ID(), false, b, shared, e.addr)
 	out.other, in.other = in, out
@@ -139,9 +143,10 @@ func (e *MemEndpoint) Close() error {
 
 // memLink is the state both ends of a connection share.
 type memLink struct {
-	once sync.Once
-	done chan struct{}
-	err  error
+	once   sync.Once
+	done   chan struct{}
+	err    error
+	secret [32]byte // stands in for the TLS session's exporter secret
 }
 
 func (l *memLink) close(err error) {
@@ -285,6 +290,13 @@ func (c *memConn) ReceiveDatagram(ctx context.Context) ([]byte, error) {
 }
 
 // Close closes both ends, as a QUIC CONNECTION_CLOSE would.
+// ExportKeyingMaterial derives from a random secret both ends share, the
+// way TLS derives from its session: the same on both ends of one link,
+// different on every other link.
+func (c *memConn) ExportKeyingMaterial(label string, context []byte, length int) ([]byte, error) {
+	return hkdf.Key(sha256.New, c.link.secret[:], nil, label+"\x00"+string(context), length)
+}
+
 func (c *memConn) Close(reason string) error {
 	c.link.close(fmt.Errorf("%w: %s", ErrClosed, reason))
 	c.ctrl.Close()

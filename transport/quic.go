@@ -391,6 +391,11 @@ func (c *quicConn) AcceptStream(ctx context.Context) (Stream, error) {
 
 func (c *quicConn) SendDatagram(b []byte) error { return c.qc.SendDatagram(b) }
 
+func (c *quicConn) ExportKeyingMaterial(label string, context []byte, length int) ([]byte, error) {
+	cs := c.qc.ConnectionState().TLS
+	return cs.ExportKeyingMaterial(label, context, length)
+}
+
 func (c *quicConn) ReceiveDatagram(ctx context.Context) ([]byte, error) {
 	return c.qc.ReceiveDatagram(ctx)
 }

@@ -73,6 +73,11 @@ type Conn interface {
 	SendDatagram(b []byte) error
 	// ReceiveDatagram waits for the next datagram.
 	ReceiveDatagram(ctx context.Context) ([]byte, error)
+	// ExportKeyingMaterial derives length bytes that only the two ends of
+	// this connection know (RFC 5705/8446 exporter of its TLS session),
+	// bound to label and context. Tunnel handshakes sign with it, so a
+	// proof made for one connection is worthless on another.
+	ExportKeyingMaterial(label string, context []byte, length int) ([]byte, error)
 	// Close closes the connection, telling the peer reason.
 	Close(reason string) error
 	// Done is closed once the connection is closed (by either side).
