@@ -20,6 +20,9 @@ const (
 	KindPeers  = "peers"  // Peers: peer exchange
 	KindPing   = "ping"   // Ping: liveness probe, answered with a pong
 	KindPong   = "pong"   // Ping body echoed back
+	// KindTunnels: Tunnels, the full set of tunnel ids the sender serves
+	// (replace semantics: ids missing from it are no longer served).
+	KindTunnels = "tunnels"
 )
 
 // Envelope is the one message type carried in control-stream frames.
@@ -32,6 +35,9 @@ type Envelope struct {
 	Ops    []*Op         `cbor:"6,keyasint,omitempty"`
 	Peers  []PeerInfo    `cbor:"7,keyasint,omitempty"`
 	Ping   *Ping         `cbor:"8,keyasint,omitempty"`
+	// Tunnels is a pointer so "no announcement" (nil) and "serves
+	// nothing" (IDs empty) stay apart on the wire.
+	Tunnels *TunnelIDs `cbor:"9,keyasint,omitempty"`
 }
 
 // Hello opens a session. Network is "" while the sender has not joined a
@@ -93,6 +99,55 @@ type Ping struct {
 	SentUnixNano int64 `cbor:"1,keyasint"`
 }
 
+// TunnelIDs announces the tunnel ids a node serves: every id it has, each
+// time (a set, sorted by the sender). An id is 64 lowercase hex: a tunnel
+// server's public key, or for a secure server a value derived from its
+// secret. IDs has no omitempty so an empty set still encodes as a body.
+type TunnelIDs struct {
+	IDs []string `cbor:"1,keyasint"`
+}
+
+// MaxTunnelIDs bounds the ids one peer may announce, so what a peer can
+// make us keep is bounded (4096 ids are about 270 KiB on the wire).
+const MaxTunnelIDs = 4096
+
+// ErrBadTunnelIDs reports a tunnel announcement that breaks the rules of
+// TunnelIDs.Validate; the receiver refuses the whole announcement.
+var ErrBadTunnelIDs = errors.New("invalid tunnel announcement")
+
+// ValidTunnelID reports whether id is exactly 64 lowercase hex digits.
+func ValidTunnelID(id string) bool {
+	if len(id) != 64 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// Validate checks the announcement's content: at most MaxTunnelIDs ids,
+// each a ValidTunnelID. (Envelope.Validate checks only its shape, so a
+// peer's bad announcement is refused and counted without closing the
+// connection that carries its ledger traffic.)
+func (t *TunnelIDs) Validate() error {
+	if len(t.IDs) > MaxTunnelIDs {
+		return fmt.Errorf("%w: %d ids, at most %d", ErrBadTunnelIDs, len(t.IDs), MaxTunnelIDs)
+	}
+	for _, id := range t.IDs {
+		if !ValidTunnelID(id) {
+			if len(id) > 80 {
+				id = id[:80] + "…"
+			}
+			return fmt.Errorf("%w: id %q is not 64 lowercase hex", ErrBadTunnelIDs, id)
+		}
+	}
+	return nil
+}
+
 // ErrBadEnvelope reports a frame whose kind and body do not match.
 var ErrBadEnvelope = errors.New("malformed peer message")
 
@@ -100,7 +155,7 @@ var ErrBadEnvelope = errors.New("malformed peer message")
 // required fields are present, so handlers can trust the shape.
 func (e *Envelope) Validate() error {
 	bodies := 0
-	for _, set := range []bool{e.Hello != nil, e.Accept != nil, e.Refuse != nil, e.VV != nil, e.Ops != nil, e.Peers != nil, e.Ping != nil} {
+	for _, set := range []bool{e.Hello != nil, e.Accept != nil, e.Refuse != nil, e.VV != nil, e.Ops != nil, e.Peers != nil, e.Ping != nil, e.Tunnels != nil} {
 		if set {
 			bodies++
 		}
@@ -145,6 +200,10 @@ func (e *Envelope) Validate() error {
 		}
 	case KindPing, KindPong:
 		if e.Ping == nil {
+			return bad("no body")
+		}
+	case KindTunnels:
+		if e.Tunnels == nil {
 			return bad("no body")
 		}
 	default:
@@ -230,6 +289,9 @@ type PeerDiagSummary struct {
 	// RefusedPending counts inbound connections the endpoint refused at
 	// their first packet because too many were not admitted yet.
 	RefusedPending int64 `json:"refusedPendingInbound"`
+	// RefusedTunnelAnnouncements counts tunnel announcements from peers
+	// that failed TunnelIDs.Validate (bad id, too many ids).
+	RefusedTunnelAnnouncements int64 `json:"refusedTunnelAnnouncements"`
 }
 
 // PeerDiag is one known or connected peer.
@@ -245,6 +307,8 @@ type PeerDiag struct {
 	OpsSent     int64    `json:"opsSent"`
 	OpsReceived int64    `json:"opsReceived"`
 	OpsDup      int64    `json:"opsDuplicate"`
+	// AnnouncedTunnels is how many tunnel ids the peer announces now.
+	AnnouncedTunnels int `json:"announcedTunnels"`
 }
 
 // ConnectionIssue is one failed connection attempt or refusal.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"reflect"
+	"strings"
 	"testing"
 
 	"peerdns/messages"
@@ -38,7 +39,10 @@ func frameCases(t testing.TB) []struct {
 	helloEnv := &messages.Envelope{Kind: messages.KindHello, Hello: &messages.Hello{ID: "ab", Network: "n"}}
 	opsEnv := &messages.Envelope{Kind: messages.KindOps, Ops: []*messages.Op{{Writer: "w", Seq: 1, Key: "k", Sig: []byte{1, 2}}}}
 	vvEnv := &messages.Envelope{Kind: messages.KindVV}
+	tunnelsEnv := &messages.Envelope{Kind: messages.KindTunnels, Tunnels: &messages.TunnelIDs{IDs: []string{strings.Repeat("ab", 32)}}}
+	noTunnelsEnv := &messages.Envelope{Kind: messages.KindTunnels, Tunnels: &messages.TunnelIDs{}}
 	hello, ops, vv := mustEncode(t, helloEnv), mustEncode(t, opsEnv), mustEncode(t, vvEnv)
+	tunnels, noTunnels := mustEncode(t, tunnelsEnv), mustEncode(t, noTunnelsEnv)
 	huge := make([]byte, 4)
 	binary.BigEndian.PutUint32(huge, MaxFrameSize+1)
 	return []struct {
@@ -51,6 +55,10 @@ func frameCases(t testing.TB) []struct {
 		{name: "hello", in: frame(hello), want: helloEnv},
 		{name: "ops", in: frame(ops), want: opsEnv},
 		{name: "empty vv", in: frame(vv), want: vvEnv},
+		{name: "tunnels", in: frame(tunnels), want: tunnelsEnv},
+		{name: "no tunnels", in: frame(noTunnels), want: noTunnelsEnv},
+		// {1: "tunnels"}: the kind without its body.
+		{name: "tunnels without body", in: frame([]byte{0xa1, 0x01, 0x67, 't', 'u', 'n', 'n', 'e', 'l', 's'}), wantErr: messages.ErrBadEnvelope},
 		{name: "oversize header", in: huge, wantErr: ErrFrameTooLarge},
 		{name: "max uint32 header", in: []byte{0xff, 0xff, 0xff, 0xff}, wantErr: ErrFrameTooLarge},
 		{name: "short header", in: []byte{0, 0}, wantErr: io.ErrUnexpectedEOF},
