@@ -57,7 +57,38 @@ type Config struct {
 	// half are taken, new clients must also prove their source address
 	// (a QUIC Retry). Dialed and admitted connections never count.
 	MaxPendingInbound int
+	// MaxIncomingStreams caps the bidirectional streams one peer may have
+	// open towards us at once, the control stream included
+	// [DefaultMaxIncomingStreams]. quic-go enforces it with QUIC stream
+	// credit: at the cap the peer's OpenStreamSync waits until one of its
+	// streams is finished (both directions closed, or reset), so a peer
+	// cannot make us hold more than this many tunnel streams.
+	MaxIncomingStreams int64
+
+	// Flow-control windows. A window caps one stream's (or one
+	// connection's) throughput at window/RTT: quic-go's defaults (6 MiB
+	// per stream, 15 MiB per connection) hold a tunnel to ~1 Gb/s at
+	// 50 ms, and every tunnel stream of a peer shares its connection's
+	// window. quic-go starts at the initial window and grows it only while
+	// the application reads fast enough, so the larger maxima cost memory
+	// only on streams that are actually moving data; what a peer can make
+	// us buffer is bounded by the connection window.
+	//
+	// InitialStreamReceiveWindow [512 KiB], MaxStreamReceiveWindow
+	// [DefaultMaxStreamReceiveWindow], InitialConnectionReceiveWindow
+	// [1 MiB], MaxConnectionReceiveWindow [DefaultMaxConnectionReceiveWindow].
+	InitialStreamReceiveWindow     uint64
+	MaxStreamReceiveWindow         uint64
+	InitialConnectionReceiveWindow uint64
+	MaxConnectionReceiveWindow     uint64
 }
+
+// Defaults of the stream cap and flow-control windows (see Config).
+const (
+	DefaultMaxIncomingStreams         = 1024
+	DefaultMaxStreamReceiveWindow     = 16 << 20
+	DefaultMaxConnectionReceiveWindow = 64 << 20
+)
 
 func (c *Config) defaults() {
 	if c.Logger == nil {
@@ -78,6 +109,22 @@ func (c *Config) defaults() {
 	if c.MaxPendingInbound <= 0 {
 		c.MaxPendingInbound = DefaultMaxPendingInbound
 	}
+	if c.MaxIncomingStreams <= 0 {
+		c.MaxIncomingStreams = DefaultMaxIncomingStreams
+	}
+	def := func(v *uint64, x uint64) {
+		if *v == 0 {
+			*v = x
+		}
+	}
+	def(&c.InitialStreamReceiveWindow, 512<<10)
+	def(&c.MaxStreamReceiveWindow, DefaultMaxStreamReceiveWindow)
+	def(&c.InitialConnectionReceiveWindow, 1<<20)
+	def(&c.MaxConnectionReceiveWindow, DefaultMaxConnectionReceiveWindow)
+	// quic-go refuses nothing here: an initial window above the maximum
+	// would simply never grow. Keep them ordered.
+	c.InitialStreamReceiveWindow = min(c.InitialStreamReceiveWindow, c.MaxStreamReceiveWindow)
+	c.InitialConnectionReceiveWindow = min(c.InitialConnectionReceiveWindow, c.MaxConnectionReceiveWindow)
 }
 
 // QUICEndpoint is the quic-go Endpoint: one UDP socket, one quic.Transport
@@ -133,6 +180,14 @@ func Listen(cfg Config) (*QUICEndpoint, error) {
 		MaxIdleTimeout:       cfg.IdleTimeout,
 		KeepAlivePeriod:      cfg.KeepAlive,
 		EnableDatagrams:      true,
+		MaxIncomingStreams:   cfg.MaxIncomingStreams,
+		// Nothing of ours uses unidirectional streams; 0 would mean
+		// quic-go's default of 100, a negative value means none.
+		MaxIncomingUniStreams:          -1,
+		InitialStreamReceiveWindow:     cfg.InitialStreamReceiveWindow,
+		MaxStreamReceiveWindow:         cfg.MaxStreamReceiveWindow,
+		InitialConnectionReceiveWindow: cfg.InitialConnectionReceiveWindow,
+		MaxConnectionReceiveWindow:     cfg.MaxConnectionReceiveWindow,
 	}
 	ln, err := tr.Listen(serverTLS(cert), qconf)
 	if err != nil {
@@ -373,6 +428,9 @@ func (c *quicConn) protocolError(code quic.ApplicationErrorCode, err error) {
 	_ = c.qc.CloseWithError(code, msg)
 }
 
+// OpenStream waits (until ctx ends) for stream credit when the peer's
+// MaxIncomingStreams are all open, instead of failing at once as
+// OpenStream would.
 func (c *quicConn) OpenStream(ctx context.Context) (Stream, error) {
 	st, err := c.qc.OpenStreamSync(ctx)
 	if err != nil {
@@ -387,6 +445,24 @@ func (c *quicConn) AcceptStream(ctx context.Context) (Stream, error) {
 		return nil, err
 	}
 	return st, nil
+}
+
+// StreamRefused is the QUIC stream error code ResetStream sends.
+const StreamRefused quic.StreamErrorCode = 0x20
+
+// ResetStream ends both directions of s at once. A QUIC stream's Close
+// only finishes our sending side: the peer could keep writing into our
+// receive window and the stream would keep counting against
+// MaxIncomingStreams. ResetStream also stops reading (STOP_SENDING and
+// RESET_STREAM with StreamRefused), so the peer sees an error and its
+// stream credit comes back. Other streams (the in-memory ones) are closed.
+func ResetStream(s Stream) {
+	if qs, ok := s.(*quic.Stream); ok {
+		qs.CancelRead(StreamRefused)
+		qs.CancelWrite(StreamRefused)
+		return
+	}
+	_ = s.Close()
 }
 
 func (c *quicConn) SendDatagram(b []byte) error { return c.qc.SendDatagram(b) }
