@@ -62,6 +62,7 @@ func (a *Actor) onConn(c actor.Context, m *newConn) {
 		}
 		c.Stop(old.pid)
 		delete(a.sessions, id)
+		a.d.Mesh.dropConn(id, old.conn)
 		inherited = old.up || old.inherited
 	}
 	if _, ok := a.lingering[id]; ok {
@@ -72,7 +73,7 @@ func (a *Actor) onConn(c actor.Context, m *newConn) {
 		conn: conn, ledger: a.d.Ledger, log: a.log, now: a.d.Now,
 		hello:        messages.Hello{ID: a.self, Network: a.network, Root: a.root, Addrs: a.advertise()},
 		syncInterval: a.d.SyncInterval, pingInterval: a.d.PingInterval, handshakeTimeout: a.d.HandshakeTimeout,
-		askTimeout: a.d.AskTimeout, batch: a.d.Batch, queueSize: 256,
+		askTimeout: a.d.AskTimeout, batch: a.d.Batch, queueSize: 256, mesh: a.d.Mesh,
 	}
 	if a.joinInv != nil && id == a.joinInv.Inviter {
 		cfg.hello.Join = a.joinReq
@@ -103,6 +104,7 @@ func (a *Actor) onUp(c actor.Context, m *sessionUp) {
 	// direction is where the peer can be dialed back.
 	addrs = append(addrs, m.remote)
 	a.remember(m.id, addrs, true)
+	a.d.Mesh.setConn(m.id, e.conn)
 	a.connectedChanged(c)
 	a.exchange(c)
 }
@@ -111,6 +113,7 @@ func (a *Actor) onTerminated(c actor.Context, who *actor.PID) {
 	for id, e := range a.sessions {
 		if e.pid.Equal(who) {
 			delete(a.sessions, id)
+			a.d.Mesh.dropConn(id, e.conn)
 			a.gate.set(a.sessionIDs())
 			if e.up || e.inherited {
 				a.remember(id, nil, true)
@@ -153,4 +156,22 @@ func (a *Actor) sessionIDs() []string {
 		ids = append(ids, id)
 	}
 	return ids
+}
+
+// onTunnels publishes what an established session's peer announces. A
+// refused announcement also withdraws the peer's previous one: the peer
+// said that set is no longer current, and we cannot tell what it serves
+// now.
+func (a *Actor) onTunnels(m *tunnelsAnnounced) {
+	e := a.sessions[m.id]
+	if e == nil || !e.pid.Equal(m.pid) || !e.up {
+		return
+	}
+	if m.refused != "" {
+		a.diag.tunnelsRefused++
+		a.diag.issue(a.d.Now(), messages.ConnectionIssue{Addr: e.conn.RemoteAddr().String(), PeerID: m.id, Kind: "tunnels", Reason: m.refused})
+		a.d.Mesh.setAnnounced(m.id, nil)
+		return
+	}
+	a.d.Mesh.setAnnounced(m.id, m.ids)
 }

@@ -20,6 +20,7 @@ type diagnostics struct {
 	attempts                                        atomic.Int64
 	dialed, inbound, failed, refused                int64
 	invitesCreated, invitesRedeemed, invitesRefused int64
+	tunnelsRefused                                  int64                      // peer announcements that failed validation
 	issues                                          []messages.ConnectionIssue // oldest first
 }
 
@@ -74,6 +75,7 @@ func (a *Actor) diagnostics() *messages.PeerDiagnosticsReply {
 			}
 			p.RTTMillis = float64(e.stats.rtt.Microseconds()) / 1000
 			p.OpsSent, p.OpsReceived, p.OpsDup = e.stats.opsSent, e.stats.opsReceived, e.stats.opsDup
+			p.AnnouncedTunnels = a.d.Mesh.announcedBy(id)
 			opsSent += e.stats.opsSent
 			opsRecv += e.stats.opsReceived
 			opsDup += e.stats.opsDup
@@ -88,26 +90,27 @@ func (a *Actor) diagnostics() *messages.PeerDiagnosticsReply {
 	return &messages.PeerDiagnosticsReply{
 		Ready: a.netKnown,
 		Summary: messages.PeerDiagSummary{
-			PeerID:             a.self,
-			Network:            a.network,
-			IsMaster:           a.network != "" && a.root == a.self,
-			Joining:            a.joinInv != nil,
-			ListenAddr:         a.d.Endpoint.Addr().String(),
-			ConnectedPeers:     len(up),
-			KnownPeers:         len(a.known),
-			ConnectionAttempts: a.diag.attempts.Load(),
-			SuccessfulDials:    a.diag.dialed,
-			FailedAttempts:     a.diag.failed,
-			InboundAccepted:    a.diag.inbound,
-			Refused:            a.diag.refused,
-			RefusedPending:     a.d.Endpoint.RefusedInbound(),
-			InvitesCreated:     a.diag.invitesCreated,
-			InvitesRedeemed:    a.diag.invitesRedeemed,
-			InvitesRefused:     a.diag.invitesRefused,
-			OpsSent:            opsSent,
-			OpsReceived:        opsRecv,
-			OpsDuplicate:       opsDup,
-			GapRepairs:         wants,
+			PeerID:                     a.self,
+			Network:                    a.network,
+			IsMaster:                   a.network != "" && a.root == a.self,
+			Joining:                    a.joinInv != nil,
+			ListenAddr:                 a.d.Endpoint.Addr().String(),
+			ConnectedPeers:             len(up),
+			KnownPeers:                 len(a.known),
+			ConnectionAttempts:         a.diag.attempts.Load(),
+			SuccessfulDials:            a.diag.dialed,
+			FailedAttempts:             a.diag.failed,
+			InboundAccepted:            a.diag.inbound,
+			Refused:                    a.diag.refused,
+			RefusedPending:             a.d.Endpoint.RefusedInbound(),
+			InvitesCreated:             a.diag.invitesCreated,
+			InvitesRedeemed:            a.diag.invitesRedeemed,
+			InvitesRefused:             a.diag.invitesRefused,
+			OpsSent:                    opsSent,
+			OpsReceived:                opsRecv,
+			OpsDuplicate:               opsDup,
+			GapRepairs:                 wants,
+			RefusedTunnelAnnouncements: a.diag.tunnelsRefused,
 		},
 		Peers:            peers,
 		Recommendations:  a.recommendations(up, issues),

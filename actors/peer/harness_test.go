@@ -38,6 +38,7 @@ type testNode struct {
 	ep     transport.Endpoint
 	ledger *actor.PID
 	peers  *actor.PID
+	mesh   *Mesh // made fresh on every start, as a process would
 	logs   *testutil.LogBuffer
 	fatals fatalLog
 	addr   string // p2p address, kept across restarts
@@ -142,9 +143,10 @@ func (n *testNode) start() {
 		}
 	}
 	n.addr = n.ep.Addr().String()
+	n.mesh = NewMesh()
 	n.peers, err = n.sys.Root.SpawnNamed(Props(Deps{
 		Identity: n.id, Endpoint: n.ep, Ledger: n.ledger, Node: n.ndb, Log: log,
-		Bootstrap: n.opts.bootstrap, Join: n.opts.join, Now: n.opts.now, Fatal: n.fatals.add,
+		Bootstrap: n.opts.bootstrap, Join: n.opts.join, Now: n.opts.now, Fatal: n.fatals.add, Mesh: n.mesh,
 		TickInterval: 20 * time.Millisecond, SyncInterval: 200 * time.Millisecond,
 		PingInterval: 300 * time.Millisecond, ExchangeInterval: 100 * time.Millisecond,
 		HandshakeTimeout: 3 * time.Second, Batch: 8, // small batches exercise multi-batch sync

@@ -98,3 +98,20 @@ type statsReport struct {
 	id string
 	st sessionStats
 }
+
+// announceTunnels: Mesh.Announce changed our set; the supervisor sends
+// the newest set to every session.
+type announceTunnels struct{}
+
+// sendTunnels: our announced set for the session's peer (sorted, shared:
+// never modified).
+type sendTunnels struct{ ids []string }
+
+// tunnelsAnnounced: the peer announced ids (already validated), or sent
+// an announcement that failed validation (refused says why).
+type tunnelsAnnounced struct {
+	pid     *actor.PID
+	id      string
+	ids     []string
+	refused string
+}

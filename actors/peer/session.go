@@ -1,6 +1,7 @@
 package peer
 
 import (
+	"context"
 	"log/slog"
 	"time"
 
@@ -25,6 +26,7 @@ type sessionConfig struct {
 	syncInterval, pingInterval, handshakeTimeout, askTimeout time.Duration
 	batch                                                    int // ops per GetOpsSince / frame
 	queueSize                                                int // outbound frames buffered before live ops are dropped
+	mesh                                                     *Mesh
 }
 
 // session owns one connection. Fields are touched only from Receive,
@@ -58,6 +60,15 @@ type session struct {
 	// back, so a peer sending faster than our ledger commits is slowed by
 	// QUIC flow control instead of filling our mailbox.
 	credits chan struct{}
+
+	// stopStreams ends serveStreams (set once established).
+	stopStreams context.CancelFunc
+	// ownTunnels is our announced set as last handed to this session;
+	// tunnelsDirty means the peer has not been sent it yet (the queue was
+	// full), retried on every tick: with replace semantics a lost
+	// announcement would leave the peer wrong until the next change.
+	ownTunnels   []string
+	tunnelsDirty bool
 }
 
 // opsCredits is how many ops frames may wait for the ledger per peer.
@@ -79,6 +90,9 @@ func (s *session) Receive(c actor.Context) {
 		s.start(c)
 		return
 	case *actor.Stopping:
+		if s.stopStreams != nil {
+			s.stopStreams()
+		}
 		close(s.done)
 		_ = s.cfg.conn.Close("session stopped")
 		return

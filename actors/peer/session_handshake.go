@@ -1,6 +1,7 @@
 package peer
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -153,6 +154,14 @@ func (s *session) maybeEstablish(c actor.Context) {
 	s.peerVV = messages.VersionVector{}
 	s.sentVV, s.sentAt, s.lastPeerVV = messages.VersionVector{}, map[string]time.Time{}, messages.VersionVector{}
 	s.sendVV(c, messages.KindVV)
+	// Read our set now, not when the supervisor hears sessionUp: an
+	// Announce in between reaches this session as sendTunnels.
+	if ids := s.cfg.mesh.ownIDs(); len(ids) > 0 {
+		s.announce(ids)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s.stopStreams = cancel
+	go serveStreams(ctx, s.cfg.conn, s.cfg.mesh)
 	stash := s.stash
 	s.stash = nil
 	for _, m := range stash {

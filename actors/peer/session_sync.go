@@ -54,11 +54,15 @@ func (s *session) established(c actor.Context) {
 				s.peerLinks[p.ID] = true
 			}
 			c.Send(c.Parent(), &peersLearned{from: s.peer, peers: m.m.Peers})
+		case messages.KindTunnels:
+			s.onTunnels(c, m.m.Tunnels)
 		default:
 			s.protocolError(c, "unexpected "+m.m.Kind+" after handshake")
 		}
 	case *pushOps:
 		s.push(m.ops)
+	case *sendTunnels:
+		s.announce(m.ids)
 	case *sendPeers:
 		var ps []messages.PeerInfo
 		for _, p := range m.peers {
@@ -70,6 +74,7 @@ func (s *session) established(c actor.Context) {
 			s.enqueue(&messages.Envelope{Kind: messages.KindPeers, Peers: ps})
 		}
 	case *tick:
+		s.flushTunnels()
 		if m.now.Sub(s.lastVV) >= s.cfg.syncInterval {
 			s.sendVV(c, messages.KindVV)
 		}

@@ -39,6 +39,11 @@ type Deps struct {
 	// from the supervisor's Receive, so it must not block. nil: the
 	// failure is only logged and shown in the diagnostics.
 	Fatal func(error)
+	// Mesh is kept up to date with established connections and the
+	// tunnel ids peers announce, and hands their streams to the tunnel
+	// layer (which gets the same Mesh). nil: a private one, so streams
+	// peers open are reset.
+	Mesh *Mesh
 
 	TickInterval     time.Duration // timer resolution [1s]
 	SyncInterval     time.Duration // version-vector exchange per peer [3s]
@@ -77,6 +82,9 @@ func (d *Deps) defaults() {
 	def(&d.DisconnectGrace, time.Second)
 	if d.Batch <= 0 {
 		d.Batch = 512
+	}
+	if d.Mesh == nil {
+		d.Mesh = NewMesh()
 	}
 }
 
@@ -193,6 +201,13 @@ func (a *Actor) Receive(c actor.Context) {
 		}
 	case *peersLearned:
 		a.learn(m.peers)
+	case *announceTunnels:
+		ids := a.d.Mesh.ownIDs()
+		for _, e := range a.sessions {
+			c.Send(e.pid, &sendTunnels{ids: ids})
+		}
+	case *tunnelsAnnounced:
+		a.onTunnels(m)
 	case *redeemJoin:
 		a.redeem(c, m)
 	case *joined:
@@ -229,6 +244,7 @@ func (a *Actor) start(c actor.Context) {
 	a.gate = &dialGate{connected: map[string]bool{}, dialing: map[string]bool{}}
 	a.ctx, a.cancel = context.WithCancel(context.Background())
 	a.diag = diagnostics{started: a.d.Now()}
+	a.d.Mesh.attach(c.ActorSystem().Root, c.Self(), a.log)
 	a.loadKnown()
 	for _, b := range a.d.Bootstrap {
 		t, err := parseTarget(b)
@@ -280,6 +296,9 @@ func (a *Actor) start(c actor.Context) {
 }
 
 func (a *Actor) stop() {
+	if a.pid != nil {
+		a.d.Mesh.detach(a.pid)
+	}
 	if a.cancel != nil {
 		a.cancel()
 	}
