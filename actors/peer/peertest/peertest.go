@@ -31,12 +31,15 @@ type Node struct {
 	Ledger   *actor.PID
 	Peers    *actor.PID
 	Endpoint *transport.QUICEndpoint
-	Stop     func()
+	// Mesh is the peers supervisor's Deps.Mesh: hand it to the tunnel
+	// layer under test.
+	Mesh *peer.Mesh
+	Stop func()
 }
 
 // Start starts a node that joins with invite (or creates a network when
 // invite is ""). tune, when not nil, adjusts the peers supervisor's Deps
-// (timings, bootstrap) before it is spawned.
+// (timings, bootstrap, another Mesh) before it is spawned.
 func Start(tb testing.TB, invite string, tune func(*peer.Deps)) *Node {
 	tb.Helper()
 	dir := tb.TempDir()
@@ -65,7 +68,7 @@ func Start(tb testing.TB, invite string, tune func(*peer.Deps)) *Node {
 		tb.Fatal(err)
 	}
 	deps := peer.Deps{
-		Identity: id, Endpoint: ep, Ledger: lpid, Node: ndb, Log: quiet, Join: invite,
+		Identity: id, Endpoint: ep, Ledger: lpid, Node: ndb, Log: quiet, Join: invite, Mesh: peer.NewMesh(),
 		TickInterval: 50 * time.Millisecond, SyncInterval: 500 * time.Millisecond,
 		ExchangeInterval: 200 * time.Millisecond,
 		Backoff:          transport.Backoff{Min: 20 * time.Millisecond, Max: 200 * time.Millisecond},
@@ -77,7 +80,7 @@ func Start(tb testing.TB, invite string, tune func(*peer.Deps)) *Node {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	n := &Node{ID: id, Sys: sys, Ledger: lpid, Peers: ppid, Endpoint: ep}
+	n := &Node{ID: id, Sys: sys, Ledger: lpid, Peers: ppid, Endpoint: ep, Mesh: deps.Mesh}
 	stopped := false
 	n.Stop = func() {
 		if stopped {
