@@ -55,6 +55,7 @@ type Node struct {
 	localDNS *actor.PID
 	endpoint *transport.QUICEndpoint
 	peers    *actor.PID
+	mesh     *peer.Mesh // the peer network as tunnels see it
 	stderr   io.Writer
 	admin    *admin.Server
 	adminLn  net.Listener
@@ -223,12 +224,13 @@ func (n *Node) startPeers() error {
 		return fmt.Errorf("p2p: %w", listenErr(n.cfg.P2PAddr, err))
 	}
 	n.endpoint = ep
+	n.mesh = peer.NewMesh()
 	// Closers run in reverse: the endpoint closes after the actors stop.
 	n.closers = append(n.closers, func() { _ = ep.Close() })
 	n.peers, err = n.root.Spawn("peers", peer.Props(peer.Deps{
 		Identity: n.id, Endpoint: ep, Ledger: n.ledger, Node: n.nodeDB, Log: n.logs["core"],
 		Bootstrap: n.cfg.Bootstrap, Join: n.cfg.Join, System: n.root.System,
-		Fatal: n.fail,
+		Fatal: n.fail, Mesh: n.mesh,
 	}))
 	if err != nil {
 		return fmt.Errorf("spawn peers: %w", err)
