@@ -1,0 +1,205 @@
+package tunnel
+
+import (
+	"context"
+	"log/slog"
+	"net"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"peerdns/messages"
+	"peerdns/transport"
+)
+
+// serverHandle is what the data path needs of one running server
+// incarnation. Immutable except for its stats and conns; the server
+// actor closes it (conns.closeAll) when it stops or restarts.
+type serverHandle struct {
+	id     string // server id
+	key    serverKey
+	target string // host:port the server dials
+	stats  *stats
+	conns  *connSet
+	ev     *events
+	dial   time.Duration // target dial timeout
+}
+
+// dialTarget connects to the server's target.
+func (h *serverHandle) dialTarget(ctx context.Context) (net.Conn, error) {
+	d := net.Dialer{Timeout: h.dial}
+	return d.DialContext(ctx, "tcp", h.target)
+}
+
+// registry is the dispatch table of inbound streams: announced id →
+// running server. The supervisor replaces the map (copy-on-write) from
+// its Receive; stream goroutines Load it once per stream.
+type registry struct {
+	handles atomic.Pointer[map[string]*serverHandle]
+
+	mu      sync.Mutex // guards perPeer
+	perPeer map[string]int
+	maxPeer int
+
+	refused *atomic.Int64 // streams refused (Counters.RefusedStreams)
+}
+
+func newRegistry(maxPerPeer int, refused *atomic.Int64) *registry {
+	r := &registry{perPeer: map[string]int{}, maxPeer: maxPerPeer, refused: refused}
+	r.handles.Store(&map[string]*serverHandle{})
+	return r
+}
+
+func (r *registry) lookup(id string) *serverHandle { return (*r.handles.Load())[id] }
+
+// put and drop are called by the supervisor only (single writer).
+func (r *registry) put(h *serverHandle) {
+	old := *r.handles.Load()
+	next := make(map[string]*serverHandle, len(old)+1)
+	for k, v := range old {
+		next[k] = v
+	}
+	next[h.key.Announced] = h
+	r.handles.Store(&next)
+}
+
+// drop removes h if it is still the handle of its id, and reports
+// whether it did.
+func (r *registry) drop(h *serverHandle) bool {
+	old := *r.handles.Load()
+	if old[h.key.Announced] != h {
+		return false
+	}
+	next := make(map[string]*serverHandle, len(old))
+	for k, v := range old {
+		if v != h {
+			next[k] = v
+		}
+	}
+	r.handles.Store(&next)
+	return true
+}
+
+// ids are the announced ids of the running servers, sorted.
+func (r *registry) ids() []string {
+	m := *r.handles.Load()
+	ids := make([]string, 0, len(m))
+	for id := range m {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+// acquire takes one of peer's stream places; false at the cap.
+func (r *registry) acquire(peer string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.perPeer[peer] >= r.maxPeer {
+		return false
+	}
+	r.perPeer[peer]++
+	return true
+}
+
+func (r *registry) release(peer string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.perPeer[peer]--; r.perPeer[peer] <= 0 {
+		delete(r.perPeer, peer)
+	}
+}
+
+// acceptor serves the streams peers open: the function the supervisor
+// hands to Mesh.HandleStreams. It never touches an actor.
+type acceptor struct {
+	reg       *registry
+	ev        *events
+	handshake time.Duration
+	ctx       context.Context // ends when the supervisor stops: late streams are refused
+}
+
+// serve runs the server side of the handshake on s and then the tunnel.
+// It owns s.
+func (a *acceptor) serve(c transport.Conn, s transport.Stream) {
+	if a.ctx.Err() != nil {
+		streamAbort(s)
+		return
+	}
+	peer := c.PeerID()
+	// A peer that opens a stream and says nothing holds it only this long.
+	_ = s.SetDeadline(time.Now().Add(a.handshake))
+	open, err := readOpen(s)
+	if err != nil {
+		a.refuse(s, "", "", "refused tunnel stream: bad handshake", "peer", peer, "err", err)
+		return
+	}
+	h := a.reg.lookup(open.ID)
+	if h == nil {
+		a.refuse(s, "unknown tunnel", "", "refused tunnel stream: unknown id", "peer", peer, "id", open.ID)
+		return
+	}
+	if h.key.Secret != nil && !checkProof(c, open.ID, h.key.Secret, open.Proof) {
+		h.stats.fail("refused a stream from " + short(peer) + ": missing or wrong proof")
+		a.refuse(s, "proof refused", h.id, "refused tunnel stream: missing or wrong proof of the secret", "peer", peer)
+		return
+	}
+	if !a.reg.acquire(peer) {
+		h.stats.fail("refused a stream from " + short(peer) + ": too many streams from that peer")
+		a.refuse(s, "too many streams", h.id, "refused tunnel stream: peer is at its stream cap", "peer", peer, "cap", a.reg.maxPeer)
+		return
+	}
+	defer a.reg.release(peer)
+	h.carry(a.ctx, peer, s)
+}
+
+// refuse answers reason (when not "") and tears s down; the refusal is
+// logged (rate-limited) and counted.
+func (a *acceptor) refuse(s transport.Stream, reason, id, msg string, attrs ...any) {
+	a.reg.refused.Add(1)
+	if reason != "" {
+		_ = writeFrame(s, &messages.TunnelOpenReply{Err: reason})
+		_ = streamCloseWrite(s)
+	}
+	streamAbort(s)
+	a.ev.dataPath(slog.LevelWarn, id, msg, attrs...)
+}
+
+// carry dials the target for an authorised stream, answers the
+// handshake and copies until both sides end.
+func (h *serverHandle) carry(ctx context.Context, peer string, s transport.Stream) {
+	tc, err := h.dialTarget(ctx)
+	if err != nil {
+		h.stats.fail("dial " + h.target + ": " + err.Error())
+		h.ev.dataPath(slog.LevelWarn, h.id, "tunnel target unreachable", "target", h.target, "err", err)
+		_ = writeFrame(s, &messages.TunnelOpenReply{Err: "target unreachable"})
+		_ = streamCloseWrite(s)
+		streamAbort(s)
+		return
+	}
+	local, remote := tcpSide{tc}, streamSide{s}
+	remove, ok := h.conns.add(func() { local.abort(); remote.abort() })
+	if !ok { // the server stopped meanwhile
+		tcpAbort(tc)
+		_ = writeFrame(s, &messages.TunnelOpenReply{Err: "unknown tunnel"})
+		streamAbort(s)
+		return
+	}
+	defer remove()
+	if err := writeFrame(s, &messages.TunnelOpenReply{}); err != nil {
+		tcpAbort(tc)
+		streamAbort(s)
+		return
+	}
+	_ = s.SetDeadline(time.Time{})
+	pipe(local, remote, h.stats)
+}
+
+// short abbreviates a peer id for messages.
+func short(id string) string {
+	if len(id) > 16 {
+		return id[:16]
+	}
+	return id
+}

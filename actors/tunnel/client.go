@@ -1,0 +1,388 @@
+package tunnel
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"peerdns/messages"
+	"peerdns/transport"
+)
+
+// clientActor owns one tunnel client: an incarnation (clientRun) with its
+// listener, its connections and its lookup of the server. Fields are
+// touched only from Receive.
+type clientActor struct {
+	d   Deps
+	ev  *events
+	reg *registry
+	e   *clientEntry
+	run *clientRun
+}
+
+func clientProps(d Deps, ev *events, reg *registry, e *clientEntry) *actor.Props {
+	return actor.PropsFromProducer(func() actor.Actor { return &clientActor{d: d, ev: ev, reg: reg, e: e} })
+}
+
+// Receive handles one message.
+func (a *clientActor) Receive(c actor.Context) {
+	switch c.Message().(type) {
+	case *actor.Started:
+		a.start()
+	case *actor.Stopping, *actor.Restarting:
+		a.stop()
+	case *messages.RestartTunnelClient:
+		// Frees the port and closes every connection before binding again.
+		a.stop()
+		a.start()
+		a.ev.emit(slog.LevelInfo, a.e.rec.ID, "tunnel client restarted")
+		c.Respond(&messages.TunnelWriteReply{})
+	}
+}
+
+func (a *clientActor) start() {
+	a.run = startClient(a.d, a.ev, a.reg, a.e)
+}
+
+// stop ends the incarnation and waits for its goroutines: they only wait
+// on the listener, the connections and the context, all closed here.
+func (a *clientActor) stop() {
+	if a.run == nil {
+		return
+	}
+	a.run.halt()
+	a.run = nil
+	a.setStatus(messages.TunnelStopped, "", "")
+}
+
+func (a *clientActor) setStatus(state, errMsg, addr string) {
+	if a.e.status.set(state, errMsg, addr) {
+		a.ev.hint(messages.HintTunnelClients)
+	}
+}
+
+// clientRun is one incarnation of a client: it binds the domain's local
+// IP and port (retrying with backoff), keeps looking whether its server
+// can be reached, and carries each accepted connection over one stream.
+type clientRun struct {
+	d   Deps
+	ev  *events
+	reg *registry
+	e   *clientEntry
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	conns  *connSet
+	kick   chan struct{} // wakes the lookup loop after a failed connection
+
+	mu   sync.Mutex // guards ln and addr
+	ln   net.Listener
+	addr string
+}
+
+func startClient(d Deps, ev *events, reg *registry, e *clientEntry) *clientRun {
+	r := &clientRun{d: d, ev: ev, reg: reg, e: e, conns: newConnSet(), kick: make(chan struct{}, 1)}
+	r.ctx, r.cancel = context.WithCancel(context.Background())
+	r.status(messages.TunnelStarting, "")
+	r.wg.Add(1)
+	go r.serve()
+	return r
+}
+
+func (r *clientRun) halt() {
+	r.cancel()
+	r.mu.Lock()
+	if r.ln != nil {
+		r.ln.Close()
+	}
+	r.mu.Unlock()
+	r.conns.closeAll()
+	r.wg.Wait()
+}
+
+func (r *clientRun) status(state, errMsg string) {
+	r.mu.Lock()
+	addr := r.addr
+	r.mu.Unlock()
+	if r.e.status.set(state, errMsg, addr) {
+		r.ev.hint(messages.HintTunnelClients)
+	}
+}
+
+// serve binds and then accepts until the incarnation ends.
+func (r *clientRun) serve() {
+	defer r.wg.Done()
+	ln := r.bind()
+	if ln == nil {
+		return
+	}
+	r.wg.Add(1)
+	go r.lookup()
+	for {
+		conn, err := ln.Accept()
+		if err != nil {
+			if r.ctx.Err() != nil {
+				return
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			// A listener that fails otherwise is dead: report it and
+			// bind again.
+			r.ev.emit(slog.LevelError, r.e.rec.ID, "tunnel client listener failed", "err", err)
+			ln.Close()
+			if ln = r.bind(); ln == nil {
+				return
+			}
+			continue
+		}
+		r.wg.Add(1)
+		go r.handle(conn)
+	}
+}
+
+// bind listens on the domain's local IP and the client's port, retrying
+// with backoff (state starting while the domain has no IP, error while
+// the bind fails). It returns nil once the incarnation ends.
+func (r *clientRun) bind() net.Listener {
+	o := r.e.rec.Opts
+	b := r.d.LookupBackoff
+	for r.ctx.Err() == nil {
+		ip := r.domainIP()
+		if !ip.IsValid() {
+			r.status(messages.TunnelStarting, "domain "+o.Domain+" has no local IP yet")
+		} else {
+			addr := netip.AddrPortFrom(ip, uint16(o.Port)).String()
+			ln, err := net.Listen("tcp", addr)
+			if err == nil {
+				r.mu.Lock()
+				if r.ctx.Err() != nil { // halted meanwhile: halt saw no listener
+					r.mu.Unlock()
+					ln.Close()
+					return nil
+				}
+				r.ln, r.addr = ln, addr
+				r.mu.Unlock()
+				r.ev.emit(slog.LevelInfo, r.e.rec.ID, "tunnel client listening", "addr", addr)
+				return ln
+			}
+			if errors.Is(err, os.ErrPermission) && o.Port < 1024 {
+				err = privilegeErr(addr, err)
+			}
+			msg := err.Error()
+			r.e.stats.fail(msg)
+			if _, old, _ := r.e.status.get(); old != msg {
+				r.ev.emit(slog.LevelError, r.e.rec.ID, "tunnel client cannot listen", "err", err)
+			}
+			r.status(messages.TunnelError, msg)
+		}
+		if !sleep(r.ctx, b.Next()) {
+			return nil
+		}
+	}
+	return nil
+}
+
+func (r *clientRun) domainIP() netip.Addr {
+	if r.d.View == nil {
+		return netip.Addr{}
+	}
+	s := r.d.View.Load()
+	if s == nil {
+		return netip.Addr{}
+	}
+	if d := s.Domains[r.e.rec.Opts.Domain]; d != nil {
+		return d.IP
+	}
+	return netip.Addr{}
+}
+
+// lookup keeps the state honest: running while the server can be
+// reached (a local server or a peer that announces it), starting while
+// not; it looks again with backoff, and at once after a failed
+// connection. Connections are routed on their own (route), so a server
+// that comes back is used by the next connection even before this loop
+// notices.
+func (r *clientRun) lookup() {
+	defer r.wg.Done()
+	b := r.d.LookupBackoff
+	for {
+		wait := r.d.Recheck
+		if r.reachable() {
+			b.Reset()
+			r.status(messages.TunnelRunning, "")
+		} else {
+			r.status(messages.TunnelStarting, "no peer serves this key yet")
+			wait = b.Next()
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-r.ctx.Done():
+			t.Stop()
+			return
+		case <-r.kick:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+}
+
+func (r *clientRun) reachable() bool {
+	k := r.e.key
+	if r.reg.lookup(k.Plain) != nil || r.reg.lookup(k.Secure) != nil {
+		return true
+	}
+	if r.d.Mesh == nil {
+		return false
+	}
+	return len(r.d.Mesh.Providers(k.Plain)) > 0 || len(r.d.Mesh.Providers(k.Secure)) > 0
+}
+
+func (r *clientRun) wake() {
+	select {
+	case r.kick <- struct{}{}:
+	default:
+	}
+}
+
+// handle carries one accepted connection.
+func (r *clientRun) handle(conn net.Conn) {
+	defer r.wg.Done()
+	remove, ok := r.conns.add(func() { tcpAbort(conn) })
+	if !ok {
+		tcpAbort(conn)
+		return
+	}
+	defer remove()
+	remote, extra, done, err := r.route()
+	if err != nil {
+		r.e.stats.fail(err.Error())
+		r.ev.dataPath(slog.LevelWarn, r.e.rec.ID, "tunnel connection refused", "err", err)
+		tcpAbort(conn)
+		r.wake()
+		return
+	}
+	defer done()
+	removeRemote, ok := r.conns.add(remote.abort)
+	if !ok {
+		remote.abort()
+		tcpAbort(conn)
+		return
+	}
+	defer removeRemote()
+	pipe(tcpSide{conn}, remote, append(extra, r.e.stats)...)
+}
+
+// errNoServer: no local server and no connected peer serves the key.
+var errNoServer = errors.New("no peer serves this key")
+
+// route finds the server for a new connection: a server on this node is
+// dialed directly (its target, no stream); otherwise each provider of
+// the plain id, then each provider of the secure id, until a stream
+// opens and its handshake is accepted. done releases what route took.
+func (r *clientRun) route() (remote side, extra []*stats, done func(), err error) {
+	k := r.e.key
+	for _, id := range []string{k.Plain, k.Secure} {
+		h := r.reg.lookup(id)
+		if h == nil {
+			continue
+		}
+		tc, err := h.dialTarget(r.ctx)
+		if err != nil {
+			h.stats.fail("dial " + h.target + ": " + err.Error())
+			return nil, nil, nil, fmt.Errorf("local server %s: dial %s: %w", h.id, h.target, err)
+		}
+		t := tcpSide{tc}
+		remove, ok := h.conns.add(t.abort)
+		if !ok {
+			t.abort()
+			continue
+		}
+		return t, []*stats{h.stats}, remove, nil
+	}
+	if r.d.Mesh == nil {
+		return nil, nil, nil, errNoServer
+	}
+	last := errNoServer
+	for _, c := range []struct {
+		id     string
+		secret []byte
+	}{{k.Plain, nil}, {k.Secure, k.Secret}} {
+		for _, p := range r.d.Mesh.Providers(c.id) {
+			conn, ok := r.d.Mesh.Conn(p)
+			if !ok {
+				continue
+			}
+			s, err := openTunnel(r.ctx, conn, c.id, c.secret, r.d.OpenTimeout, r.d.HandshakeTimeout)
+			if err != nil {
+				last = fmt.Errorf("peer %s: %w", short(p), err)
+				continue
+			}
+			return streamSide{s}, nil, func() {}, nil
+		}
+	}
+	return nil, nil, nil, last
+}
+
+// openTunnel opens a stream on conn and runs the client side of the
+// handshake for id (with a proof when secret is not nil).
+func openTunnel(ctx context.Context, conn transport.Conn, id string, secret []byte, openTimeout, handshake time.Duration) (transport.Stream, error) {
+	octx, cancel := context.WithTimeout(ctx, openTimeout)
+	defer cancel()
+	s, err := conn.OpenStream(octx)
+	if err != nil {
+		return nil, fmt.Errorf("open stream: %w", err)
+	}
+	// Cancelling ctx (the client stops) ends a handshake in progress.
+	stop := context.AfterFunc(ctx, func() { _ = s.SetDeadline(time.Unix(1, 0)) })
+	fail := func(err error) (transport.Stream, error) {
+		stop()
+		streamAbort(s)
+		return nil, err
+	}
+	_ = s.SetDeadline(time.Now().Add(handshake))
+	var p []byte
+	if secret != nil {
+		if p, err = proof(conn, id, secret); err != nil {
+			return fail(err)
+		}
+	}
+	if err := writeFrame(s, &messages.TunnelOpen{ID: id, Proof: p}); err != nil {
+		return fail(fmt.Errorf("write tunnel open: %w", err))
+	}
+	var rep messages.TunnelOpenReply
+	if err := readFrame(s, &rep); err != nil {
+		return fail(fmt.Errorf("read tunnel reply: %w", err))
+	}
+	if rep.Err != "" {
+		return fail(fmt.Errorf("server refused: %s", rep.Err))
+	}
+	if !stop() {
+		return fail(ctx.Err())
+	}
+	_ = s.SetDeadline(time.Time{})
+	return s, nil
+}
+
+// sleep waits d or until ctx ends; it reports whether to go on. A retry
+// delay, not synchronisation.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}

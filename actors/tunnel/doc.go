@@ -1,0 +1,104 @@
+// Package tunnel is the tunnels actor family: a supervisor (Actor, built
+// by Props) with one actor per TCP tunnel server and one per TCP tunnel
+// client. UDP tunnels, services and subscriptions, and clients that
+// follow consensus are not built yet (requests for UDP get ErrBadTunnel).
+//
+// # What it owns
+//
+// The supervisor owns the configured servers and clients (persisted in
+// node.db as JSON under "tunnel:server:<id>" and "tunnel:client:<id>",
+// started again when it starts), the dispatch table of inbound streams
+// (announced id → running server, an atomic copy-on-write map, so a
+// stream costs no actor round trip), and what this node announces
+// (transport.Mesh.Announce, called with the ids of the running servers
+// whenever that set changes). It answers the admin requests of
+// messages/tunnel.go, always with a reply whose Err wraps ErrBadTunnel
+// (validation: nothing is created), ErrUnknownTunnel or
+// ErrDomainNotOwned. Crashed children are restarted with backoff.
+//
+// A server actor owns one server's handle (target host:port, key, live
+// connections) and the claim of its domain (messages.AddDomain to the
+// ledger with the server's URL, answered back into Receive). A server
+// listens on nothing: peers reach it through the stream dispatch. A
+// client actor owns one listener on the domain's local IP and port, its
+// connections and the lookup of its server. Counters (connections
+// open/total, bytes in/out, last error) are atomics in the listing.
+//
+// It must never: block Receive on the network or the ledger, decide who
+// is a peer of the network (actors/peer authorises connections), or keep
+// a connection alive after its server or client stopped.
+//
+// # Keys
+//
+// A server's key comes from a seed (the tunnel-create "key"; without one
+// 32 random bytes, hex, persisted as the seed), so the same seed gives
+// the same hs:// URL on every run and machine:
+//
+//   - non-secure: priv = ed25519.NewKeyFromSeed(SHA-256("peerdns tunnel
+//     key v1\x00" + seed)); URL = "hs://" + hex(pub); announced id =
+//     hex(pub). Whoever knows the URL may connect.
+//   - secure: secret = SHA-256("peerdns tunnel secret v1\x00" + seed);
+//     URL = "hs://" + hex(secret); announced id = hex(SHA-256("peerdns
+//     tunnel id v1\x00" + secret)). Peers that relay announcements or
+//     look ids up never see the secret; a client must prove it (below).
+//     A secure server cannot claim a domain: the claim's hash would
+//     publish the secret to every peer.
+//
+// A client is given only the URL and cannot tell a public key from a
+// secret, so it derives both candidates: plain = the 64 hex, secure =
+// hex(SHA-256("peerdns tunnel id v1\x00" + bytes of the 64 hex)). It
+// tries, in order: a server on this node with either id (dialed
+// directly, no stream), the providers of the plain id (no proof), then
+// the providers of the secure id (with proof). The plain id is only sent
+// to peers that announce it, which know it already.
+//
+// # Stream handshake
+//
+// Each tunnel connection is one stream on the peer connection. Frames are
+// a 4-byte big-endian length and strict CBOR (messages' codec), at most
+// 1 KiB:
+//
+//	client → server  TunnelOpen{ID: announced id, Proof}
+//	server → client  TunnelOpenReply{Err}    ("" = accepted)
+//	then raw bytes both ways, until each side's FIN
+//
+// Proof (secure ids only) = HMAC-SHA256(key = secret, msg =
+// conn.ExportKeyingMaterial("peerdns tunnel proof v1", []byte(id), 32)):
+// bound to that one QUIC connection's TLS session, so a peer that sees it
+// cannot replay it on another connection. The server compares with
+// hmac.Equal. The server refuses with an Err and closes the stream —
+// "unknown tunnel", "proof refused" (missing or wrong), "too many
+// streams" (the peer has Deps.MaxStreamsPerPeer streams open; QUIC's own
+// limit of concurrent incoming streams per connection applies below it),
+// "target unreachable" (the TCP dial failed). A stream whose TunnelOpen
+// does not arrive within Deps.HandshakeTimeout, or does not decode, is
+// reset without an answer. Refusals are logged to the tunnel channel
+// (at most 20 lines a second) and counted in Counters.RefusedStreams and
+// the server's lastError.
+//
+// # Data path
+//
+// Each direction is copied with a pooled 64 KiB buffer; the end of data
+// on one side is passed on as a half-close (TCP CloseWrite, QUIC FIN) and
+// the other direction keeps flowing; an error in either direction resets
+// both sides. The in-memory transport's streams cannot half-close, so
+// there the end of data closes the stream whole (see stream.go).
+//
+// # States
+//
+// Server: starting (spawned), running (in the dispatch table and
+// announced), stopped (between a stop and a start). Client: starting
+// (binding, or bound and no server found yet: new connections are
+// refused at once and the lookup retries with backoff), running (bound
+// and a server is reachable), error (the bind failed; info.error says
+// why, e.g. how to allow a port below 1024; it retries with backoff),
+// stopped. Restart frees the port and closes every connection before
+// binding again; delete answers once the actor stopped.
+//
+// # Logs and hints
+//
+// Events go to Deps.Log (the tunnel channel) and, as Hint{Type:
+// "tunnel-log", Data: {id, level, message}}, to the event stream, with
+// update-tunnel / update-tunnel-clients after changes and update-database
+// once a server's domain is claimed.
+package tunnel

@@ -1,0 +1,60 @@
+package tunnel
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"peerdns/internal/store"
+	"peerdns/messages"
+)
+
+// Store keys in node.db.
+const (
+	serverPrefix = "tunnel:server:"
+	clientPrefix = "tunnel:client:"
+)
+
+// serverRecord is a server as persisted. Opts.Key is never written (its
+// JSON tag is "-"): the seed is, so the key survives restarts.
+type serverRecord struct {
+	ID      string                    `json:"id"`
+	Opts    messages.TunnelServerOpts `json:"opts"`
+	Seed    string                    `json:"seed"`
+	Created int64                     `json:"created"` // unix ns, for listing order
+}
+
+// clientRecord is a client as persisted.
+type clientRecord struct {
+	ID      string                    `json:"id"`
+	Opts    messages.TunnelClientOpts `json:"opts"`
+	Created int64                     `json:"created"`
+}
+
+func saveJSON(db *store.DB, key string, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	if err := db.Set(key, string(b)); err != nil {
+		return fmt.Errorf("persist %s: %w", key, err)
+	}
+	return nil
+}
+
+// loadRecords decodes every record under prefix; undecodable ones are
+// returned by key in bad.
+func loadRecords[T any](db *store.DB, prefix string) (recs []T, bad []string, err error) {
+	kvs, err := db.List(prefix)
+	if err != nil {
+		return nil, nil, fmt.Errorf("load %s*: %w", prefix, err)
+	}
+	for _, kv := range kvs {
+		var r T
+		if err := json.Unmarshal([]byte(kv.Value), &r); err != nil {
+			bad = append(bad, kv.Key)
+			continue
+		}
+		recs = append(recs, r)
+	}
+	return recs, bad, nil
+}

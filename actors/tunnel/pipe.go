@@ -1,0 +1,173 @@
+package tunnel
+
+import (
+	"errors"
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+
+	"peerdns/messages"
+	"peerdns/transport"
+)
+
+// copyBufSize is the size of a pooled copy buffer: large enough that a
+// bulk transfer moves a full TCP window or a run of QUIC frames per call.
+const copyBufSize = 64 << 10
+
+// bufPool holds copy buffers. A buffer has one owner (the copying
+// goroutine) between Get and Put.
+var bufPool = sync.Pool{New: func() any {
+	b := make([]byte, copyBufSize)
+	return &b
+}}
+
+// stats are a server's or client's counters. Updated from the data path
+// with atomics; read by the supervisor for listings.
+type stats struct {
+	open, total atomic.Int64
+	in, out     atomic.Int64 // in: network → local side; out: local → network
+	lastErr     atomic.Pointer[string]
+}
+
+func (s *stats) fail(msg string) { s.lastErr.Store(&msg) }
+
+func (s *stats) counters() messages.TunnelCounters {
+	c := messages.TunnelCounters{
+		ConnectionsOpen: s.open.Load(), ConnectionsTotal: s.total.Load(),
+		BytesIn: s.in.Load(), BytesOut: s.out.Load(),
+	}
+	if e := s.lastErr.Load(); e != nil {
+		c.LastError = *e
+	}
+	return c
+}
+
+// side is one end a tunnel connection copies between: the local TCP
+// connection or the peer stream.
+type side interface {
+	io.Reader
+	io.Writer
+	closeWrite() error // no more bytes from us; errNoHalfClose when impossible
+	close()            // both directions ended normally
+	abort()            // tear down now
+}
+
+type tcpSide struct{ c net.Conn }
+
+func (t tcpSide) Read(b []byte) (int, error)  { return t.c.Read(b) }
+func (t tcpSide) Write(b []byte) (int, error) { return t.c.Write(b) }
+func (t tcpSide) close()                      { _ = t.c.Close() }
+func (t tcpSide) abort()                      { tcpAbort(t.c) }
+func (t tcpSide) closeWrite() error {
+	if cw, ok := t.c.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return errNoHalfClose
+}
+
+type streamSide struct{ s transport.Stream }
+
+func (s streamSide) Read(b []byte) (int, error)  { return s.s.Read(b) }
+func (s streamSide) Write(b []byte) (int, error) { return s.s.Write(b) }
+func (s streamSide) close()                      { streamClose(s.s) }
+func (s streamSide) abort()                      { streamAbort(s.s) }
+func (s streamSide) closeWrite() error           { return streamCloseWrite(s.s) }
+
+// pipe copies between local and remote until both directions ended, with
+// half-close: the end of data on one side (EOF) becomes a half-close of
+// the other, and the opposite direction keeps flowing. An error in
+// either direction tears both sides down. sts are counted as one more
+// open connection for the duration. pipe closes both sides.
+//
+// A side that cannot half-close (the in-memory transport's net.Pipe
+// streams) is closed whole at the end of data instead: the opposite
+// direction then ends too, as a clean end of data, not as a failure.
+func pipe(local, remote side, sts ...*stats) {
+	for _, s := range sts {
+		s.open.Add(1)
+		s.total.Add(1)
+	}
+	defer func() {
+		for _, s := range sts {
+			s.open.Add(-1)
+		}
+	}()
+	p := &piping{local: local, remote: remote}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		p.copy(remote, local, func(n int64) {
+			for _, s := range sts {
+				s.out.Add(n)
+			}
+		})
+	}()
+	p.copy(local, remote, func(n int64) {
+		for _, s := range sts {
+			s.in.Add(n)
+		}
+	})
+	<-done
+	if !p.failed.Load() {
+		local.close()
+		remote.close()
+	}
+}
+
+// piping is the shared state of one pipe's two directions.
+type piping struct {
+	local, remote side
+	once          sync.Once
+	failed        atomic.Bool // torn down: sides were aborted
+	closedWhole   atomic.Bool // a side that cannot half-close was closed at EOF
+}
+
+func (p *piping) abort() {
+	p.once.Do(func() {
+		p.failed.Store(true)
+		p.local.abort()
+		p.remote.abort()
+	})
+}
+
+// copy copies src to dst with a pooled buffer until src ends, then
+// half-closes dst. count gets the bytes of each write. On an error it
+// tears both sides down, which unblocks the other direction too.
+func (p *piping) copy(dst, src side, count func(int64)) {
+	bp := bufPool.Get().(*[]byte)
+	defer bufPool.Put(bp)
+	buf := *bp
+	for {
+		n, rerr := src.Read(buf)
+		if n > 0 {
+			w, werr := dst.Write(buf[:n])
+			if w > 0 {
+				count(int64(w))
+			}
+			if werr == nil && w < n {
+				werr = io.ErrShortWrite
+			}
+			if werr != nil {
+				p.abort()
+				return
+			}
+		}
+		if rerr != nil {
+			if rerr != io.EOF && !p.closedWhole.Load() {
+				p.abort()
+				return
+			}
+			err := dst.closeWrite()
+			if errors.Is(err, errNoHalfClose) {
+				p.closedWhole.Store(true)
+				dst.close()
+				err = nil
+			}
+			if err != nil {
+				p.abort()
+			}
+			return
+		}
+	}
+}

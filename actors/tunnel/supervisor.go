@@ -1,0 +1,486 @@
+package tunnel
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"os"
+	"sort"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"peerdns/internal/store"
+	"peerdns/internal/view"
+	"peerdns/messages"
+	"peerdns/supervisor"
+	"peerdns/transport"
+)
+
+// Deps are what the tunnels supervisor needs from the node. Zero
+// tunables take the defaults in brackets.
+type Deps struct {
+	Self   string          // the local writer's id: clients need domains it owns
+	Mesh   transport.Mesh  // the peer network (actors/peer)
+	Store  *store.DB       // node.db: "tunnel:server:<id>", "tunnel:client:<id>"
+	View   *view.Published // the naming view: domain owners and local IPs
+	Ledger *actor.PID      // claims a server's domain (messages.AddDomain); nil: not claimed
+	Log    *slog.Logger    // the tunnel log channel
+	// Counters, when set, receive the data-path counters (diagnostics
+	// read them); nil keeps them internal.
+	Counters *Counters
+
+	DialTimeout       time.Duration     // server → target TCP dial [5s]
+	OpenTimeout       time.Duration     // client → opening a stream to a provider [10s]
+	HandshakeTimeout  time.Duration     // a stream's TunnelOpen/Reply exchange [10s]
+	ClaimTimeout      time.Duration     // the ledger's answer to AddDomain [15s]
+	MaxStreamsPerPeer int               // inbound tunnel streams per peer at once [4096]
+	LookupBackoff     transport.Backoff // a client looking for its server [100ms .. 5s]
+	Recheck           time.Duration     // a running client checks its server is still there [2s]
+}
+
+// Counters are the tunnels supervisor's data-path counters. Safe for
+// concurrent use.
+type Counters struct {
+	// RefusedStreams counts streams refused: a bad or missing handshake,
+	// an unknown id, a missing or wrong proof, a peer at its stream cap.
+	RefusedStreams atomic.Int64
+}
+
+func (d *Deps) defaults() {
+	if d.Counters == nil {
+		d.Counters = &Counters{}
+	}
+	if d.Log == nil {
+		d.Log = slog.Default()
+	}
+	def := func(v *time.Duration, x time.Duration) {
+		if *v <= 0 {
+			*v = x
+		}
+	}
+	def(&d.DialTimeout, 5*time.Second)
+	def(&d.OpenTimeout, 10*time.Second)
+	def(&d.HandshakeTimeout, 10*time.Second)
+	def(&d.ClaimTimeout, 15*time.Second)
+	def(&d.Recheck, 2*time.Second)
+	if d.MaxStreamsPerPeer <= 0 {
+		d.MaxStreamsPerPeer = 4096
+	}
+	if d.LookupBackoff.Min <= 0 {
+		d.LookupBackoff.Min = 100 * time.Millisecond
+	}
+	if d.LookupBackoff.Max <= 0 {
+		d.LookupBackoff.Max = 5 * time.Second
+	}
+}
+
+// Props builds the tunnels supervisor. It restarts crashed server and
+// client actors with backoff; a restart of the supervisor itself reloads
+// everything from the store.
+func Props(d Deps) *actor.Props {
+	d.defaults()
+	return actor.PropsFromProducer(func() actor.Actor { return &Actor{d: d} },
+		actor.WithSupervisor(supervisor.Backoff()))
+}
+
+// serverEntry is one configured server. rec and key are immutable; the
+// state is set by its actor.
+type serverEntry struct {
+	rec   serverRecord
+	key   serverKey
+	pid   *actor.PID
+	stats *stats // outlives the server's restarts
+	state atomic.Pointer[string]
+}
+
+func (e *serverEntry) setState(s string) { e.state.Store(&s) }
+
+func (e *serverEntry) info() messages.TunnelServer {
+	st := messages.TunnelStopped
+	if p := e.state.Load(); p != nil {
+		st = *p
+	}
+	info := messages.TunnelServerInfo{State: st, TunnelCounters: e.stats.counters()}
+	if st == messages.TunnelRunning {
+		info.URL = e.key.URL
+	}
+	return messages.TunnelServer{ID: e.rec.ID, Opts: e.rec.Opts, Info: info}
+}
+
+// clientEntry is one configured client.
+type clientEntry struct {
+	rec    clientRecord
+	key    clientKey
+	pid    *actor.PID
+	stats  *stats
+	status clientStatus
+}
+
+// clientStatus is a client's state as listed; written by its runner.
+type clientStatus struct {
+	mu    sync.Mutex // guards the fields below
+	state string
+	err   string
+	addr  string
+}
+
+// set changes the status and reports whether it changed.
+func (s *clientStatus) set(state, err, addr string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.state == state && s.err == err && s.addr == addr {
+		return false
+	}
+	s.state, s.err, s.addr = state, err, addr
+	return true
+}
+
+func (s *clientStatus) get() (state, err, addr string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.state == "" {
+		return messages.TunnelStopped, s.err, s.addr
+	}
+	return s.state, s.err, s.addr
+}
+
+func (e *clientEntry) info() messages.TunnelClient {
+	st, err, addr := e.status.get()
+	return messages.TunnelClient{ID: e.rec.ID, Opts: e.rec.Opts, Info: messages.TunnelClientInfo{
+		State: st, Error: err, Address: addr, TunnelCounters: e.stats.counters(),
+	}}
+}
+
+// Internal messages between the supervisor and its children.
+type (
+	// serverUp: a server incarnation runs; streams for it are dispatched.
+	serverUp struct{ h *serverHandle }
+	// serverDown: that incarnation stopped.
+	serverDown struct{ h *serverHandle }
+)
+
+// Actor is the tunnels supervisor. Fields are touched only from Receive.
+type Actor struct {
+	d       Deps
+	ev      *events
+	reg     *registry
+	acc     *acceptor
+	cancel  context.CancelFunc // ends acc's context
+	servers map[string]*serverEntry
+	clients map[string]*clientEntry
+}
+
+// Receive handles one message.
+func (a *Actor) Receive(c actor.Context) {
+	switch m := c.Message().(type) {
+	case *actor.Started:
+		a.start(c)
+	case *actor.Stopping, *actor.Restarting:
+		a.halt()
+	case *serverUp:
+		a.reg.put(m.h)
+		a.announce()
+	case *serverDown:
+		if a.reg.drop(m.h) {
+			a.announce()
+		}
+	case *messages.CreateTunnelServer:
+		id, err := a.createServer(c, m.Opts)
+		c.Respond(&messages.CreateTunnelServerReply{ID: id, Err: err})
+	case *messages.DeleteTunnelServer:
+		a.deleteServer(c, m.ID)
+	case *messages.RestartTunnelServer:
+		e := a.servers[m.ID]
+		if e == nil {
+			c.Respond(&messages.TunnelWriteReply{Err: unknown(m.ID)})
+			return
+		}
+		c.RequestWithCustomSender(e.pid, m, c.Sender())
+	case *messages.GetTunnelServers:
+		c.Respond(&messages.GetTunnelServersReply{Servers: a.listServers()})
+	case *messages.CreateTunnelClient:
+		id, err := a.createClient(c, m.Opts)
+		c.Respond(&messages.CreateTunnelClientReply{ID: id, Err: err})
+	case *messages.DeleteTunnelClient:
+		a.deleteClient(c, m.ID)
+	case *messages.RestartTunnelClient:
+		e := a.clients[m.ID]
+		if e == nil {
+			c.Respond(&messages.TunnelWriteReply{Err: unknown(m.ID)})
+			return
+		}
+		c.RequestWithCustomSender(e.pid, m, c.Sender())
+	case *messages.GetTunnelClients:
+		c.Respond(&messages.GetTunnelClientsReply{Clients: a.listClients()})
+	}
+}
+
+func unknown(id string) error { return fmt.Errorf("%w %q", messages.ErrUnknownTunnel, id) }
+
+func (a *Actor) start(c actor.Context) {
+	a.ev = &events{log: a.d.Log, stream: c.ActorSystem().EventStream}
+	a.reg = newRegistry(a.d.MaxStreamsPerPeer, &a.d.Counters.RefusedStreams)
+	a.servers = map[string]*serverEntry{}
+	a.clients = map[string]*clientEntry{}
+	ctx, cancel := context.WithCancel(context.Background())
+	a.cancel = cancel
+	a.acc = &acceptor{reg: a.reg, ev: a.ev, handshake: a.d.HandshakeTimeout, ctx: ctx}
+	if a.d.Mesh != nil {
+		a.d.Mesh.HandleStreams(a.acc.serve)
+	}
+	a.load(c)
+}
+
+// halt refuses streams from now on and withdraws our ids; the children
+// stop after Stopping returns (protoactor stops them and waits).
+func (a *Actor) halt() {
+	if a.cancel != nil {
+		a.cancel()
+	}
+	if a.d.Mesh != nil {
+		a.d.Mesh.Announce(nil)
+	}
+}
+
+func (a *Actor) announce() {
+	if a.d.Mesh != nil {
+		a.d.Mesh.Announce(a.reg.ids())
+	}
+}
+
+// load starts every persisted server and client again.
+func (a *Actor) load(c actor.Context) {
+	if a.d.Store == nil {
+		return
+	}
+	servers, bad, err := loadRecords[serverRecord](a.d.Store, serverPrefix)
+	if err != nil {
+		panic(err) // the store is broken: restart with backoff
+	}
+	clients, badc, err := loadRecords[clientRecord](a.d.Store, clientPrefix)
+	if err != nil {
+		panic(err)
+	}
+	for _, k := range append(bad, badc...) {
+		a.ev.emit(slog.LevelError, "", "stored tunnel does not decode; skipped", "key", k)
+	}
+	for _, r := range servers {
+		opts, err := normServerOpts(r.Opts)
+		if err != nil || r.Seed == "" {
+			a.ev.emit(slog.LevelError, r.ID, "stored tunnel server no longer validates; skipped", "err", err)
+			continue
+		}
+		r.Opts = opts
+		a.spawnServer(c, r)
+	}
+	for _, r := range clients {
+		opts, key, err := normClientOpts(r.Opts)
+		if err != nil {
+			a.ev.emit(slog.LevelError, r.ID, "stored tunnel client no longer validates; skipped", "err", err)
+			continue
+		}
+		r.Opts = opts
+		a.spawnClient(c, r, key)
+	}
+}
+
+func (a *Actor) createServer(c actor.Context, o messages.TunnelServerOpts) (string, error) {
+	o, err := normServerOpts(o)
+	if err != nil {
+		return "", err
+	}
+	seed := o.Key
+	if seed == "" {
+		seed = randomSeed()
+	}
+	o.Key = ""
+	key := deriveServerKey(seed, o.Secure)
+	for _, e := range a.servers {
+		if e.key.Announced == key.Announced {
+			return "", badf("server %s already serves this key", e.rec.ID)
+		}
+	}
+	r := serverRecord{ID: newID(), Opts: o, Seed: seed, Created: time.Now().UnixNano()}
+	if a.d.Store != nil {
+		if err := saveJSON(a.d.Store, serverPrefix+r.ID, r); err != nil {
+			return "", err
+		}
+	}
+	a.spawnServer(c, r)
+	a.ev.emit(slog.LevelInfo, r.ID, "tunnel server created", "target", net.JoinHostPort(o.Host, strconv.Itoa(o.Port)), "secure", o.Secure)
+	a.ev.hint(messages.HintTunnel)
+	return r.ID, nil
+}
+
+func (a *Actor) spawnServer(c actor.Context, r serverRecord) {
+	e := &serverEntry{rec: r, key: deriveServerKey(r.Seed, r.Opts.Secure), stats: &stats{}}
+	e.setState(messages.TunnelStarting)
+	e.pid = c.Spawn(serverProps(a.d, a.ev, e))
+	a.servers[r.ID] = e
+}
+
+func (a *Actor) deleteServer(c actor.Context, id string) {
+	e := a.servers[id]
+	if e == nil {
+		c.Respond(&messages.TunnelWriteReply{Err: unknown(id)})
+		return
+	}
+	if a.d.Store != nil {
+		if err := a.d.Store.Delete(serverPrefix + id); err != nil {
+			c.Respond(&messages.TunnelWriteReply{Err: fmt.Errorf("forget server %s: %w", id, err)})
+			return
+		}
+	}
+	delete(a.servers, id)
+	// Stop dispatching to it now; its actor closes its connections.
+	if h := a.reg.lookup(e.key.Announced); h != nil && h.id == id && a.reg.drop(h) {
+		a.announce()
+	}
+	a.ev.emit(slog.LevelInfo, id, "tunnel server deleted")
+	a.ev.hint(messages.HintTunnel)
+	a.stopThenReply(c, e.pid)
+}
+
+// stopThenReply stops a child and answers the request once it stopped
+// (its connections are closed and its port is free by then), without
+// blocking Receive.
+func (a *Actor) stopThenReply(c actor.Context, pid *actor.PID) {
+	sender := c.Sender()
+	c.ReenterAfter(c.StopFuture(pid), func(any, error) {
+		if sender != nil {
+			c.Send(sender, &messages.TunnelWriteReply{})
+		}
+	})
+}
+
+func (a *Actor) listServers() []messages.TunnelServer {
+	es := make([]*serverEntry, 0, len(a.servers))
+	for _, e := range a.servers {
+		es = append(es, e)
+	}
+	sort.Slice(es, func(i, j int) bool {
+		if es[i].rec.Created != es[j].rec.Created {
+			return es[i].rec.Created < es[j].rec.Created
+		}
+		return es[i].rec.ID < es[j].rec.ID
+	})
+	out := make([]messages.TunnelServer, 0, len(es))
+	for _, e := range es {
+		out = append(out, e.info())
+	}
+	return out
+}
+
+func (a *Actor) createClient(c actor.Context, o messages.TunnelClientOpts) (string, error) {
+	o, key, err := normClientOpts(o)
+	if err != nil {
+		return "", err
+	}
+	var dom *view.Domain
+	if a.d.View != nil {
+		if s := a.d.View.Load(); s != nil {
+			dom = s.Domains[o.Domain]
+		}
+	}
+	if dom == nil || a.d.Self == "" || dom.Claimant != a.d.Self {
+		return "", fmt.Errorf("%w: %s", messages.ErrDomainNotOwned, o.Domain)
+	}
+	id := newID()
+	if o.ServiceName != "" {
+		id = o.Domain + "_" + o.ServiceName
+	}
+	if a.clients[id] != nil {
+		return "", badf("tunnel client %q already exists", id)
+	}
+	for _, e := range a.clients {
+		if e.rec.Opts.Domain == o.Domain && e.rec.Opts.Port == o.Port {
+			return "", badf("tunnel client %s already listens on %s port %d", e.rec.ID, o.Domain, o.Port)
+		}
+	}
+	if dom.IP.IsValid() && o.Port < 1024 {
+		if err := probePrivilege(dom.IP, o.Port); err != nil {
+			return "", err
+		}
+	}
+	r := clientRecord{ID: id, Opts: o, Created: time.Now().UnixNano()}
+	if a.d.Store != nil {
+		if err := saveJSON(a.d.Store, clientPrefix+id, r); err != nil {
+			return "", err
+		}
+	}
+	a.spawnClient(c, r, key)
+	a.ev.emit(slog.LevelInfo, id, "tunnel client created", "domain", o.Domain, "port", o.Port)
+	a.ev.hint(messages.HintTunnelClients)
+	return id, nil
+}
+
+// probePrivilege binds ip:port once to find out whether this process may
+// use a port below 1024, so the request fails with advice instead of a
+// client stuck in error.
+func probePrivilege(ip netip.Addr, port int) error {
+	ln, err := net.Listen("tcp", netip.AddrPortFrom(ip, uint16(port)).String())
+	if err != nil {
+		if errors.Is(err, os.ErrPermission) {
+			return privilegeErr(netip.AddrPortFrom(ip, uint16(port)).String(), err)
+		}
+		return nil // busy or similar: the client reports it and retries
+	}
+	ln.Close()
+	return nil
+}
+
+// privilegeErr says how to allow a port below 1024.
+func privilegeErr(addr string, err error) error {
+	return fmt.Errorf("listen %s: %w: ports below 1024 need privileges: run the node as root (with --system), "+
+		"or allow its binary once with `sudo setcap cap_net_bind_service=+ep $(command -v peerdns)`", addr, err)
+}
+
+func (a *Actor) spawnClient(c actor.Context, r clientRecord, key clientKey) {
+	e := &clientEntry{rec: r, key: key, stats: &stats{}}
+	e.status.set(messages.TunnelStarting, "", "")
+	e.pid = c.Spawn(clientProps(a.d, a.ev, a.reg, e))
+	a.clients[r.ID] = e
+}
+
+func (a *Actor) deleteClient(c actor.Context, id string) {
+	e := a.clients[id]
+	if e == nil {
+		c.Respond(&messages.TunnelWriteReply{Err: unknown(id)})
+		return
+	}
+	if a.d.Store != nil {
+		if err := a.d.Store.Delete(clientPrefix + id); err != nil {
+			c.Respond(&messages.TunnelWriteReply{Err: fmt.Errorf("forget client %s: %w", id, err)})
+			return
+		}
+	}
+	delete(a.clients, id)
+	a.ev.emit(slog.LevelInfo, id, "tunnel client deleted")
+	a.ev.hint(messages.HintTunnelClients)
+	a.stopThenReply(c, e.pid)
+}
+
+func (a *Actor) listClients() []messages.TunnelClient {
+	es := make([]*clientEntry, 0, len(a.clients))
+	for _, e := range a.clients {
+		es = append(es, e)
+	}
+	sort.Slice(es, func(i, j int) bool {
+		if es[i].rec.Created != es[j].rec.Created {
+			return es[i].rec.Created < es[j].rec.Created
+		}
+		return es[i].rec.ID < es[j].rec.ID
+	})
+	out := make([]messages.TunnelClient, 0, len(es))
+	for _, e := range es {
+		out = append(out, e.info())
+	}
+	return out
+}
