@@ -173,6 +173,7 @@ type Actor struct {
 	reg     *registry
 	acc     *acceptor
 	cancel  context.CancelFunc // ends acc's context
+	halted  bool               // stopping: announce nothing more (children still report serverDown)
 	servers map[string]*serverEntry
 	clients map[string]*clientEntry
 }
@@ -241,6 +242,7 @@ func (a *Actor) start(c actor.Context) {
 // halt refuses streams from now on and withdraws our ids; the children
 // stop after Stopping returns (protoactor stops them and waits).
 func (a *Actor) halt() {
+	a.halted = true
 	if a.cancel != nil {
 		a.cancel()
 	}
@@ -250,7 +252,7 @@ func (a *Actor) halt() {
 }
 
 func (a *Actor) announce() {
-	if a.d.Mesh != nil {
+	if a.d.Mesh != nil && !a.halted {
 		a.d.Mesh.Announce(a.reg.ids())
 	}
 }

@@ -373,3 +373,41 @@ func openWithProof(t *testing.T, conn transport.Conn, id string, proof []byte) (
 	}
 	return s, nil
 }
+
+// At the per-peer stream cap a new stream is refused with "too many
+// streams" (the client's local connection is reset) and counted; the
+// open ones keep working and a place freed is usable again.
+func TestStreamCapPerPeer(t *testing.T) {
+	testutil.NoLeaks(t)
+	tn := newTestNet(t, false)
+	a := tn.node(func(d *Deps) { d.MaxStreamsPerPeer = 2 })
+	b := tn.node(nil)
+	connect(t, a, b)
+	_, url := a.createServer(targetOpts(echoServer(t)))
+	b.own("cap.p2p")
+	cid, addr := b.createClient("cap.p2p", url)
+	var open []net.Conn
+	for i := 0; i < 2; i++ {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if err := dialEchoConn(c, []byte("in")); err != nil {
+			t.Fatal(err)
+		}
+		open = append(open, c)
+	}
+	before := a.refused()
+	if err := dialEcho(addr, []byte("third")); err == nil {
+		t.Fatal("a third stream got past a cap of 2")
+	}
+	if a.refused() != before+1 || !strings.Contains(b.client(cid).Info.LastError, "too many streams") {
+		t.Fatalf("refused %d (want %d), client lastError %q", a.refused(), before+1, b.client(cid).Info.LastError)
+	}
+	if err := dialEchoConn(open[0], []byte("still")); err != nil {
+		t.Fatal(err)
+	}
+	open[1].Close()
+	testutil.Eventually(t, 5*time.Second, func() error { return dialEcho(addr, []byte("freed")) })
+}
