@@ -68,6 +68,7 @@ ONLY=${ONLY:-direct ssh socat peerdns holesail}
 HOLESAIL_DIR=${HOLESAIL_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/peerdns-bench/holesail}
 HOLESAIL_PACE=${HOLESAIL_PACE:-1G}  # iperf3 -b for Holesail's paced run; empty to skip
 KEEP=${KEEP:-0}                     # 1: keep the temp dir (logs) after the run
+# PEERDNS_BIN: a prebuilt peerdns binary to use instead of building ./cmd/peerdns
 
 cd "$(dirname "$0")/../.."
 ROOT=$(pwd)
@@ -141,7 +142,10 @@ grep_file() { grep -q "$1" "$2" 2>/dev/null; }
 log "building bench/tunnel/connrate"
 go build -o "$TMP/connrate" ./bench/tunnel/connrate
 CR=$TMP/connrate
-if want peerdns; then
+if want peerdns && [ -n "${PEERDNS_BIN:-}" ]; then
+	log "using PEERDNS_BIN=$PEERDNS_BIN"
+	cp "$PEERDNS_BIN" "$TMP/peerdns"
+elif want peerdns; then
 	log "building cmd/peerdns"
 	if ! go build -o "$TMP/peerdns" ./cmd/peerdns 2>"$TMP/build.log"; then
 		cat "$TMP/build.log" >&2
@@ -570,7 +574,7 @@ echo "tunnel comparison, $(date -u +'%Y-%m-%d %H:%M UTC'), $(nproc) CPUs, ROUNDS
 echo "load before: ${UPTIME_BEFORE#*load average: }; after: ${UPTIME_AFTER#*load average: }"
 dirty=""
 if [ -n "$(git -C "$ROOT" status --porcelain -- . ':!bench/tunnel' 2>/dev/null)" ]; then dirty=" + uncommitted changes in the work tree"; fi
-echo "peerdns commit: $(git -C "$ROOT" log -1 --format='%h %s' 2>/dev/null | cut -c1-72)$dirty"
+echo "peerdns commit: $(git -C "$ROOT" log -1 --format='%h %s' 2>/dev/null | cut -c1-72)$dirty${PEERDNS_BIN:+ (binary: $PEERDNS_BIN)}"
 echo
 echo "| path | Gbit/s, median (range) | tunnel CPU s/GB | vs direct | vs Holesail | conns/s | conn p99 ms | ${RR_SIZE} B req p50 / p99 µs |"
 echo "|---|---|---|---|---|---|---|---|"
@@ -596,10 +600,12 @@ for p in "${!SKIP[@]}"; do echo "| $(label "$p") | skipped: ${SKIP[$p]} | | | | 
 echo
 echo "conns/s: $CONN_WORKERS workers open, echo 1 byte, close; median of the rounds (range). conn p99 and req p50/p99: each round's percentile, median over rounds."
 echo
-echo "memory of the tunnel processes over the rounds (MiB, summed over the path's processes; peak = sum of each one's VmHWM):"
-echo
-echo "| path | processes | RSS before | peak | RSS after |"
-echo "|---|---|---|---|---|"
+[ ${#RSS_AFTER[@]} -eq 0 ] || {
+	echo "memory of the tunnel processes over the rounds (MiB, summed over the path's processes; peak = sum of each one's VmHWM):"
+	echo
+	echo "| path | processes | RSS before | peak | RSS after |"
+	echo "|---|---|---|---|---|"
+}
 for p in "${PATHS[@]}"; do
 	[ -n "${RSS_AFTER[$p]:-}" ] || continue
 	case $p in
