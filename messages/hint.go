@@ -20,3 +20,7 @@ const (
 	HintPlugins       = "update-plugins"
 	HintPluginSetting = "update-plugin-settings"
 )
+
+// HintTunnelLog is a tunnel event ({id, level, message}); the hub sends
+// it to WebSocket clients as a tunnel-log message.
+const HintTunnelLog = "tunnel-log"

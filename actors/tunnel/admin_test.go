@@ -213,7 +213,7 @@ func TestServerClaimsDomain(t *testing.T) {
 	if err := hints.has(messages.HintTunnel); err != nil {
 		t.Fatal(err)
 	}
-	if err := hints.has(HintTunnelLog); err != nil {
+	if err := hints.has(messages.HintTunnelLog); err != nil {
 		t.Fatal(err)
 	}
 	s := n.server(sid)

@@ -13,10 +13,6 @@ import (
 	"peerdns/messages"
 )
 
-// HintTunnelLog is the hint type of a tunnel event; the WebSocket hub
-// sends it as {"type":"tunnel-log","id":...,"level":...,"message":...}.
-const HintTunnelLog = "tunnel-log"
-
 // events writes tunnel events to the tunnel log channel and publishes
 // them as tunnel-log hints. Safe for concurrent use (the data path logs
 // refused streams and failed dials through it).
@@ -43,7 +39,7 @@ func (e *events) emit(level slog.Level, id, msg string, attrs ...any) {
 	for i := 0; i+1 < len(attrs); i += 2 {
 		text += fmt.Sprintf(" %v=%v", attrs[i], attrs[i+1])
 	}
-	e.stream.Publish(&messages.Hint{Type: HintTunnelLog, Data: map[string]any{
+	e.stream.Publish(&messages.Hint{Type: messages.HintTunnelLog, Data: map[string]any{
 		"id": id, "level": strings.ToLower(level.String()), "message": text,
 	}})
 }

@@ -24,6 +24,7 @@ import (
 	"peerdns/actors/localdns"
 	"peerdns/actors/logchan"
 	"peerdns/actors/peer"
+	"peerdns/actors/tunnel"
 	"peerdns/http/admin"
 	"peerdns/http/ws"
 	"peerdns/internal/identity"
@@ -56,6 +57,7 @@ type Node struct {
 	endpoint *transport.QUICEndpoint
 	peers    *actor.PID
 	mesh     *peer.Mesh // the peer network as tunnels see it
+	tunnels  *actor.PID
 	stderr   io.Writer
 	admin    *admin.Server
 	adminLn  net.Listener
@@ -138,6 +140,14 @@ func (n *Node) start() (err error) {
 	if err := n.startPeers(); err != nil {
 		return err
 	}
+	// Tunnels stop first (last spawned): their listeners and streams close
+	// while the peer connections they ride on are still up.
+	if n.tunnels, err = n.root.Spawn("tunnels", tunnel.Props(tunnel.Deps{
+		Self: n.id.ID(), Mesh: n.mesh, Store: n.nodeDB, View: n.pub, Ledger: n.ledger, Log: n.logs["tunnel"],
+	})); err != nil {
+		return fmt.Errorf("spawn tunnels: %w", err)
+	}
+	n.closers = append(n.closers, func() { _ = n.root.System.Root.StopFuture(n.tunnels).Wait() })
 	n.startAdmin(adminLn)
 	return nil
 }
@@ -159,6 +169,7 @@ func (n *Node) startAdmin(ln net.Listener) {
 				admin.RegisterDNS(r, core, admin.DNSDeps{Root: rootCtx, LocalDNS: n.localDNS, Server: n.dns})
 			},
 			func(r *router.Router) { admin.RegisterPeers(r, core, rootCtx, n.peers) },
+			func(r *router.Router) { admin.RegisterTunnels(r, core, rootCtx, n.tunnels) },
 		},
 		WS: ws.Handler(ws.Deps{Root: rootCtx, Hub: n.hub, Ledger: n.ledger, Channels: n.channels, Log: core}),
 	})
