@@ -165,7 +165,7 @@ type memConn struct {
 	link     *memLink
 	remote   net.Addr
 	other    *memConn
-	streams  chan net.Conn
+	streams  chan *memStream
 	grams    chan []byte
 	wmu      sync.Mutex
 	rbuf     []byte
@@ -175,7 +175,7 @@ var _ Conn = (*memConn)(nil)
 
 func newMemConn(ep *MemEndpoint, peer string, outbound bool, ctrl net.Conn, link *memLink, remote net.Addr) *memConn {
 	return &memConn{ep: ep, peer: peer, outbound: outbound, ctrl: ctrl, link: link, remote: remote,
-		streams: make(chan net.Conn, 16), grams: make(chan []byte, 64)}
+		streams: make(chan *memStream, 16), grams: make(chan []byte, 64)}
 }
 
 func (c *memConn) PeerID() string        { return c.peer }
@@ -241,7 +241,7 @@ func (c *memConn) WriteRaw(b []byte) error {
 }
 
 func (c *memConn) OpenStream(ctx context.Context) (Stream, error) {
-	a, b := net.Pipe()
+	a, b := newMemStreamPair()
 	select {
 	case c.other.streams <- b:
 		return a, nil
@@ -263,13 +263,21 @@ func (c *memConn) AcceptStream(ctx context.Context) (Stream, error) {
 	}
 }
 
+// MemMaxDatagram is the in-memory datagram payload limit, about what
+// QUIC allows on a path whose MTU was never probed.
+const MemMaxDatagram = 1200
+
 // SendDatagram delivers b unless the peer's queue is full (datagrams are
-// unreliable, as over QUIC).
+// unreliable, as over QUIC). Over MemMaxDatagram it fails with
+// ErrDatagramTooLarge, as QUIC does over its limit.
 func (c *memConn) SendDatagram(b []byte) error {
 	select {
 	case <-c.link.done:
 		return ErrClosed
 	default:
+	}
+	if len(b) > MemMaxDatagram {
+		return fmt.Errorf("%w: %d bytes, limit %d", ErrDatagramTooLarge, len(b), MemMaxDatagram)
 	}
 	select {
 	case c.other.grams <- append([]byte(nil), b...):
@@ -305,6 +313,3 @@ func (c *memConn) Close(reason string) error {
 	}
 	return nil
 }
-
-// Streams are net.Pipe ends: a net.Conn is a Stream.
-var _ Stream = net.Conn(nil)

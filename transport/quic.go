@@ -436,7 +436,7 @@ func (c *quicConn) OpenStream(ctx context.Context) (Stream, error) {
 	if err != nil {
 		return nil, err
 	}
-	return st, nil
+	return quicStream{st}, nil
 }
 
 func (c *quicConn) AcceptStream(ctx context.Context) (Stream, error) {
@@ -444,28 +444,52 @@ func (c *quicConn) AcceptStream(ctx context.Context) (Stream, error) {
 	if err != nil {
 		return nil, err
 	}
-	return st, nil
+	return quicStream{st}, nil
 }
 
-// StreamRefused is the QUIC stream error code ResetStream sends.
+// quicStream gives a quic-go stream the Stream contract. quic-go's own
+// Close ends the send direction only: a stream closed that way while the
+// peer keeps writing would go on filling our receive window and counting
+// against MaxIncomingStreams. So Close here also stops reading.
+type quicStream struct{ *quic.Stream }
+
+var _ Stream = quicStream{}
+
+// CloseWrite sends our FIN; reads go on.
+func (s quicStream) CloseWrite() error { return s.Stream.Close() }
+
+// Close sends our FIN and stops reading: a no-op for the read side when
+// the peer's FIN was read already; otherwise the peer is told
+// (STOP_SENDING) and the stream is freed now.
+func (s quicStream) Close() error {
+	err := s.Stream.Close()
+	s.CancelRead(StreamRefused)
+	return err
+}
+
+// Abort resets both directions (RESET_STREAM and STOP_SENDING with
+// StreamRefused): the peer's reads and writes fail.
+func (s quicStream) Abort() {
+	s.CancelWrite(StreamRefused)
+	s.CancelRead(StreamRefused)
+}
+
+// StreamRefused is the QUIC stream error code of Stream.Abort and of
+// Close's STOP_SENDING.
 const StreamRefused quic.StreamErrorCode = 0x20
 
-// ResetStream ends both directions of s at once. A QUIC stream's Close
-// only finishes our sending side: the peer could keep writing into our
-// receive window and the stream would keep counting against
-// MaxIncomingStreams. ResetStream also stops reading (STOP_SENDING and
-// RESET_STREAM with StreamRefused), so the peer sees an error and its
-// stream credit comes back. Other streams (the in-memory ones) are closed.
-func ResetStream(s Stream) {
-	if qs, ok := s.(*quic.Stream); ok {
-		qs.CancelRead(StreamRefused)
-		qs.CancelWrite(StreamRefused)
-		return
-	}
-	_ = s.Close()
-}
+// ResetStream ends both directions of s at once (Stream.Abort). A QUIC
+// stream's credit then comes back to the peer, which sees an error.
+func ResetStream(s Stream) { s.Abort() }
 
-func (c *quicConn) SendDatagram(b []byte) error { return c.qc.SendDatagram(b) }
+func (c *quicConn) SendDatagram(b []byte) error {
+	err := c.qc.SendDatagram(b)
+	var tl *quic.DatagramTooLargeError
+	if errors.As(err, &tl) {
+		return fmt.Errorf("%w: %d bytes, limit %d", ErrDatagramTooLarge, len(b), tl.MaxDatagramPayloadSize)
+	}
+	return err
+}
 
 func (c *quicConn) ExportKeyingMaterial(label string, context []byte, length int) ([]byte, error) {
 	cs := c.qc.ConnectionState().TLS

@@ -87,7 +87,26 @@ type Conn interface {
 }
 
 // Stream is a reliable bidirectional byte stream inside a connection.
+// Its three ways to end mean the same on every transport:
+//
+//   - CloseWrite: no more bytes from us (a FIN); reads go on until the
+//     peer's own end of data. The peer reads io.EOF.
+//   - Close: both directions end normally: our FIN is sent and we stop
+//     reading (a peer still writing gets an error). What a stream's
+//     owner calls once it is done with it.
+//   - Abort: tear it down now, both ways; the peer's reads and writes
+//     fail (not a clean EOF), so it tears its side down too.
+//
+// Each may follow another; later calls are no-ops.
 type Stream interface {
 	io.ReadWriteCloser
+	CloseWrite() error
+	Abort()
 	SetDeadline(t time.Time) error
 }
+
+// ErrDatagramTooLarge reports a datagram over the connection's current
+// datagram payload limit (QUIC: the path MTU minus packet overhead,
+// about 1,200 bytes on a path never probed; mem: MemMaxDatagram). The
+// datagram was not sent.
+var ErrDatagramTooLarge = errors.New("datagram too large")

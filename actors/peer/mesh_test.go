@@ -230,7 +230,7 @@ func roundTrip(t *testing.T, n *testNode, peer *testNode, payload []byte) ([]byt
 	if _, err := s.Write(payload); err != nil {
 		return nil, err
 	}
-	if err := s.Close(); err != nil { // FIN: the handler reads to EOF
+	if err := s.CloseWrite(); err != nil { // FIN: the handler reads to EOF
 		return nil, err
 	}
 	return io.ReadAll(s)

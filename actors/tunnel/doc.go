@@ -81,8 +81,8 @@
 // Each direction is copied with a pooled 64 KiB buffer; the end of data
 // on one side is passed on as a half-close (TCP CloseWrite, QUIC FIN) and
 // the other direction keeps flowing; an error in either direction resets
-// both sides. The in-memory transport's streams cannot half-close, so
-// there the end of data closes the stream whole (see stream.go).
+// both sides (transport.Stream's CloseWrite and Abort; the in-memory
+// transport half-closes as QUIC does).
 //
 // # States
 //

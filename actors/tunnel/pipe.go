@@ -80,8 +80,8 @@ func (s streamSide) closeWrite() error           { return streamCloseWrite(s.s) 
 // either direction tears both sides down. sts are counted as one more
 // open connection for the duration. pipe closes both sides.
 //
-// A side that cannot half-close (the in-memory transport's net.Pipe
-// streams) is closed whole at the end of data instead: the opposite
+// A side that cannot half-close (a local net.Conn that is not TCP) is
+// closed whole at the end of data instead: the opposite
 // direction then ends too, as a clean end of data, not as a failure.
 func pipe(local, remote side, sts ...*stats) {
 	for _, s := range sts {
