@@ -39,6 +39,13 @@ func (a *Actor) handle(c actor.Context, msg any) {
 		c.Respond(&messages.GetP2PConflictsReply{Conflicts: a.conflicts()})
 	case *messages.SetHashPreference:
 		c.Respond(&messages.SetHashPreferenceReply{Err: a.setHashPreference(m)})
+	case *messages.SetClaimServices:
+		c.Respond(&messages.SetClaimServicesReply{Err: a.setClaimServices(m)})
+	case *messages.GetDomainServices:
+		svcs, err := a.domainServices(m.Domain)
+		c.Respond(&messages.GetDomainServicesReply{Services: svcs, Err: err})
+	case *messages.GetDomainTargets:
+		c.Respond(&messages.GetDomainTargetsReply{Targets: a.targets(m.Domains)})
 	case *messages.GetSubnets:
 		c.Respond(&messages.GetSubnetsReply{Subnets: a.describeSubnets()})
 	case *messages.SetSubnets:
@@ -193,8 +200,13 @@ func (a *Actor) setHashPreference(m *messages.SetHashPreference) error {
 	if err := a.d.Node.Set(prefHashPrefix+name, m.Preference); err != nil {
 		return fmt.Errorf("store preference: %w", err)
 	}
+	old := a.hashPref[name]
 	a.hashPref[name] = m.Preference
 	a.publishHint(messages.HintLocalDNS)
+	if old != m.Preference && a.sys != nil {
+		// Tunnel clients of the domain follow the claim now in force.
+		a.sys.EventStream.Publish(&messages.HashPreferenceChanged{Domain: name, Preference: m.Preference})
+	}
 	return nil
 }
 

@@ -12,6 +12,7 @@ import (
 const (
 	serverPrefix = "tunnel:server:"
 	clientPrefix = "tunnel:client:"
+	allPrefix    = "tunnel:suball:" // + domain: subscribe-all is on
 )
 
 // serverRecord is a server as persisted. Opts.Key is never written (its
@@ -23,12 +24,23 @@ type serverRecord struct {
 	Created int64                     `json:"created"` // unix ns, for listing order
 }
 
-// clientRecord is a client as persisted.
+// clientRecord is a client as persisted. Follow says what its key
+// follows (follow.go): "" a fixed key, followDomain the hash of the
+// domain's claim in force, followService the service of that name in the
+// claim in force (a subscription client: the record is the subscription).
 type clientRecord struct {
 	ID      string                    `json:"id"`
 	Opts    messages.TunnelClientOpts `json:"opts"`
+	Follow  string                    `json:"follow,omitempty"`
 	Created int64                     `json:"created"`
 }
+
+// isService: an owner-made client with a service name, listed in the
+// services of its domain's claim.
+func (r clientRecord) isService() bool { return r.Opts.ServiceName != "" && r.Follow != followService }
+
+// isSubscription: a client made by service-subscribe or subscribe-all.
+func (r clientRecord) isSubscription() bool { return r.Follow == followService }
 
 func saveJSON(db *store.DB, key string, v any) error {
 	b, err := json.Marshal(v)

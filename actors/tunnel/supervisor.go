@@ -176,6 +176,8 @@ type Actor struct {
 	halted  bool               // stopping: announce nothing more (children still report serverDown)
 	servers map[string]*serverEntry
 	clients map[string]*clientEntry
+	fol     follower        // following the claim in force (follow.go)
+	subAll  map[string]bool // domains with subscribe-all on (subscriptions.go)
 }
 
 // Receive handles one message.
@@ -207,8 +209,7 @@ func (a *Actor) Receive(c actor.Context) {
 	case *messages.GetTunnelServers:
 		c.Respond(&messages.GetTunnelServersReply{Servers: a.listServers()})
 	case *messages.CreateTunnelClient:
-		id, err := a.createClient(c, m.Opts)
-		c.Respond(&messages.CreateTunnelClientReply{ID: id, Err: err})
+		a.createClient(c, m.Opts)
 	case *messages.DeleteTunnelClient:
 		a.deleteClient(c, m.ID)
 	case *messages.RestartTunnelClient:
@@ -217,9 +218,15 @@ func (a *Actor) Receive(c actor.Context) {
 			c.Respond(&messages.TunnelWriteReply{Err: unknown(m.ID)})
 			return
 		}
+		if e.pid == nil { // being moved onto a new key: it starts afresh anyway
+			c.Respond(&messages.TunnelWriteReply{})
+			return
+		}
 		c.RequestWithCustomSender(e.pid, m, c.Sender())
 	case *messages.GetTunnelClients:
 		c.Respond(&messages.GetTunnelClientsReply{Clients: a.listClients()})
+	default:
+		a.receiveServices(c)
 	}
 }
 
@@ -230,6 +237,7 @@ func (a *Actor) start(c actor.Context) {
 	a.reg = newRegistry(a.d.MaxStreamsPerPeer, &a.d.Counters.RefusedStreams)
 	a.servers = map[string]*serverEntry{}
 	a.clients = map[string]*clientEntry{}
+	a.subAll = map[string]bool{}
 	ctx, cancel := context.WithCancel(context.Background())
 	a.cancel = cancel
 	a.acc = &acceptor{reg: a.reg, ev: a.ev, handshake: a.d.HandshakeTimeout, ctx: ctx}
@@ -237,12 +245,14 @@ func (a *Actor) start(c actor.Context) {
 		a.d.Mesh.HandleStreams(a.acc.serve)
 	}
 	a.load(c)
+	a.startFollow(c)
 }
 
 // halt refuses streams from now on and withdraws our ids; the children
 // stop after Stopping returns (protoactor stops them and waits).
 func (a *Actor) halt() {
 	a.halted = true
+	a.stopFollow()
 	if a.cancel != nil {
 		a.cancel()
 	}
@@ -290,6 +300,10 @@ func (a *Actor) load(c actor.Context) {
 		}
 		r.Opts = opts
 		a.spawnClient(c, r, key)
+	}
+	a.loadSubscribeAll()
+	for _, d := range a.serviceDomains() {
+		a.syncServices(c, d) // a crash may have come between the client and its claim write
 	}
 }
 
@@ -347,19 +361,31 @@ func (a *Actor) deleteServer(c actor.Context, id string) {
 	}
 	a.ev.emit(slog.LevelInfo, id, "tunnel server deleted")
 	a.ev.hint(messages.HintTunnel)
-	a.stopThenReply(c, e.pid)
+	a.stopThenReply(c, &messages.TunnelWriteReply{}, e.pid)
 }
 
-// stopThenReply stops a child and answers the request once it stopped
-// (its connections are closed and its port is free by then), without
-// blocking Receive.
-func (a *Actor) stopThenReply(c actor.Context, pid *actor.PID) {
+// stopThenReply stops children and answers the request with reply once
+// they stopped (their connections are closed and their ports are free by
+// then), without blocking Receive. Nil pids are skipped.
+func (a *Actor) stopThenReply(c actor.Context, reply any, pids ...*actor.PID) {
 	sender := c.Sender()
-	c.ReenterAfter(c.StopFuture(pid), func(any, error) {
-		if sender != nil {
-			c.Send(sender, &messages.TunnelWriteReply{})
+	var fs []*actor.Future
+	for _, pid := range pids {
+		if pid != nil {
+			fs = append(fs, c.StopFuture(pid))
 		}
-	})
+	}
+	var wait func(i int)
+	wait = func(i int) {
+		if i == len(fs) {
+			if sender != nil {
+				c.Send(sender, reply)
+			}
+			return
+		}
+		c.ReenterAfter(fs[i], func(any, error) { wait(i + 1) })
+	}
+	wait(0)
 }
 
 func (a *Actor) listServers() []messages.TunnelServer {
@@ -380,20 +406,67 @@ func (a *Actor) listServers() []messages.TunnelServer {
 	return out
 }
 
-func (a *Actor) createClient(c actor.Context, o messages.TunnelClientOpts) (string, error) {
-	o, key, err := normClientOpts(o)
-	if err != nil {
-		return "", err
-	}
-	var dom *view.Domain
-	if a.d.View != nil {
-		if s := a.d.View.Load(); s != nil {
-			dom = s.Domains[o.Domain]
+// createClient answers tunnel-client-create: the domain must be owned
+// here, i.e. its claim in force is the local writer's. The view knows the
+// resolved claimant; a lost claim with hash preference "local" is also in
+// force here, which only the ledger knows, so it is asked then.
+func (a *Actor) createClient(c actor.Context, o messages.TunnelClientOpts) {
+	sender := c.Sender()
+	reply := func(id string, err error) {
+		if sender != nil {
+			c.Send(sender, &messages.CreateTunnelClientReply{ID: id, Err: err})
 		}
 	}
-	if dom == nil || a.d.Self == "" || dom.Claimant != a.d.Self {
-		return "", fmt.Errorf("%w: %s", messages.ErrDomainNotOwned, o.Domain)
+	o, key, err := normClientOpts(o)
+	if err != nil {
+		reply("", err)
+		return
 	}
+	notOwned := fmt.Errorf("%w: %s", messages.ErrDomainNotOwned, o.Domain)
+	dom := a.viewDomain(o.Domain)
+	if dom == nil || a.d.Self == "" {
+		reply("", notOwned)
+		return
+	}
+	if dom.Claimant == a.d.Self {
+		reply(a.newClient(c, o, key, followOf(o.Key, dom.Hash)))
+		return
+	}
+	if a.d.Ledger == nil {
+		reply("", notOwned)
+		return
+	}
+	f := c.RequestFuture(a.d.Ledger, &messages.GetDomainTargets{Domains: []string{o.Domain}}, a.d.ClaimTimeout)
+	c.ReenterAfter(f, func(res any, err error) {
+		rep, ok := res.(*messages.GetDomainTargetsReply)
+		if err != nil || !ok {
+			reply("", fmt.Errorf("ask the ledger who owns %s: %v", o.Domain, err))
+			return
+		}
+		t, ok := rep.Targets[o.Domain]
+		if !ok || !t.Owned {
+			reply("", notOwned)
+			return
+		}
+		reply(a.newClient(c, o, key, followOf(o.Key, t.Hash)))
+	})
+}
+
+// viewDomain is the domain in the current view (nil when absent).
+func (a *Actor) viewDomain(name string) *view.Domain {
+	if a.d.View == nil {
+		return nil
+	}
+	if s := a.d.View.Load(); s != nil {
+		return s.Domains[name]
+	}
+	return nil
+}
+
+// newClient creates, persists and starts a client from normalised opts;
+// follow says what it follows (follow.go). Ownership is the caller's
+// business: subscription clients are made for domains of others.
+func (a *Actor) newClient(c actor.Context, o messages.TunnelClientOpts, key clientKey, follow string) (string, error) {
 	id := newID()
 	if o.ServiceName != "" {
 		id = o.Domain + "_" + o.ServiceName
@@ -406,20 +479,23 @@ func (a *Actor) createClient(c actor.Context, o messages.TunnelClientOpts) (stri
 			return "", badf("tunnel client %s already listens on %s port %d", e.rec.ID, o.Domain, o.Port)
 		}
 	}
-	if dom.IP.IsValid() && o.Port < 1024 {
+	if dom := a.viewDomain(o.Domain); dom != nil && dom.IP.IsValid() && o.Port < 1024 {
 		if err := probePrivilege(dom.IP, o.Port); err != nil {
 			return "", err
 		}
 	}
-	r := clientRecord{ID: id, Opts: o, Created: time.Now().UnixNano()}
+	r := clientRecord{ID: id, Opts: o, Follow: follow, Created: time.Now().UnixNano()}
 	if a.d.Store != nil {
 		if err := saveJSON(a.d.Store, clientPrefix+id, r); err != nil {
 			return "", err
 		}
 	}
 	a.spawnClient(c, r, key)
-	a.ev.emit(slog.LevelInfo, id, "tunnel client created", "domain", o.Domain, "port", o.Port)
+	a.ev.emit(slog.LevelInfo, id, "tunnel client created", "domain", o.Domain, "port", o.Port, "follow", follow)
 	a.ev.hint(messages.HintTunnelClients)
+	if r.isService() {
+		a.syncServices(c, o.Domain)
+	}
 	return id, nil
 }
 
@@ -463,13 +539,33 @@ func (a *Actor) deleteClient(c actor.Context, id string) {
 			return
 		}
 	}
-	delete(a.clients, id)
-	a.ev.emit(slog.LevelInfo, id, "tunnel client deleted")
+	a.forgetClient(c, e)
+	a.stopThenReply(c, &messages.TunnelWriteReply{}, e.pid)
+}
+
+// forgetClient drops a client (already gone from the store) from the
+// table and, for a service, from the domain's claim. A subscription
+// client deleted by id ends its subscription with it.
+func (a *Actor) forgetClient(c actor.Context, e *clientEntry) {
+	delete(a.clients, e.rec.ID)
+	a.ev.emit(slog.LevelInfo, e.rec.ID, "tunnel client deleted")
 	a.ev.hint(messages.HintTunnelClients)
-	a.stopThenReply(c, e.pid)
+	if e.rec.isService() {
+		a.syncServices(c, e.rec.Opts.Domain)
+	}
 }
 
 func (a *Actor) listClients() []messages.TunnelClient {
+	es := a.listEntries()
+	out := make([]messages.TunnelClient, 0, len(es))
+	for _, e := range es {
+		out = append(out, e.info())
+	}
+	return out
+}
+
+// listEntries are the clients in listing order (creation, then id).
+func (a *Actor) listEntries() []*clientEntry {
 	es := make([]*clientEntry, 0, len(a.clients))
 	for _, e := range a.clients {
 		es = append(es, e)
@@ -480,9 +576,5 @@ func (a *Actor) listClients() []messages.TunnelClient {
 		}
 		return es[i].rec.ID < es[j].rec.ID
 	})
-	out := make([]messages.TunnelClient, 0, len(es))
-	for _, e := range es {
-		out = append(out, e.info())
-	}
-	return out
+	return es
 }

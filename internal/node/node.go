@@ -170,6 +170,7 @@ func (n *Node) startAdmin(ln net.Listener) {
 			},
 			func(r *router.Router) { admin.RegisterPeers(r, core, rootCtx, n.peers) },
 			func(r *router.Router) { admin.RegisterTunnels(r, core, rootCtx, n.tunnels) },
+			func(r *router.Router) { admin.RegisterServices(r, core, rootCtx, n.tunnels, n.ledger) },
 		},
 		WS: ws.Handler(ws.Deps{Root: rootCtx, Hub: n.hub, Ledger: n.ledger, Channels: n.channels, Log: core}),
 	})
