@@ -145,6 +145,9 @@ type TunnelWriteReply struct{ Err error }
 type TunnelOpen struct {
 	ID    string `cbor:"1,keyasint"`
 	Proof []byte `cbor:"2,keyasint,omitempty"`
+	// Flow is not 0 on a UDP tunnel: it registers that flow id, which the
+	// datagrams of this client socket then carry (see actors/tunnel).
+	Flow uint64 `cbor:"3,keyasint,omitempty"`
 }
 
 // TunnelOpenReply is the server's answer; an empty Err means the bytes

@@ -18,4 +18,10 @@ type Mesh interface {
 	// on an established connection; it runs in its own goroutine per
 	// stream and owns (must close) the stream.
 	HandleStreams(h func(c Conn, s Stream))
+	// HandleDatagrams sets the function that gets every datagram a peer
+	// sends on an established connection. It runs on the connection's
+	// receive loop, one datagram after another, so it must not block; b
+	// is the caller's to keep. Datagrams that arrive with no handler set
+	// are dropped.
+	HandleDatagrams(h func(c Conn, b []byte))
 }

@@ -29,6 +29,7 @@ type Mesh struct {
 	state   atomic.Pointer[meshState]
 	own     atomic.Pointer[[]string] // our announced ids, sorted; never modified after store
 	handler atomic.Pointer[streamHandler]
+	grams   atomic.Pointer[datagramHandler]
 	owner   atomic.Pointer[meshOwner]
 	// wmu serialises writers (the supervisor's updates, Announce); the
 	// readers above never take it.
@@ -47,6 +48,10 @@ type meshState struct {
 
 type streamHandler struct {
 	fn func(transport.Conn, transport.Stream)
+}
+
+type datagramHandler struct {
+	fn func(transport.Conn, []byte)
 }
 
 // meshOwner is the peers supervisor that keeps the mesh, told when
@@ -155,6 +160,17 @@ func (m *Mesh) HandleStreams(h func(c transport.Conn, s transport.Stream)) {
 		return
 	}
 	m.handler.Store(&streamHandler{fn: h})
+}
+
+// HandleDatagrams sets the function that gets every datagram a peer
+// sends on an established connection (nil: drop them). It runs on that
+// connection's receive loop and must not block.
+func (m *Mesh) HandleDatagrams(h func(c transport.Conn, b []byte)) {
+	if h == nil {
+		m.grams.Store(nil)
+		return
+	}
+	m.grams.Store(&datagramHandler{fn: h})
 }
 
 // ownIDs is our announced set (sorted, shared: do not modify).
@@ -277,7 +293,20 @@ func (s *meshState) withAnnounced(peer string, set []string) *meshState {
 // handler: its streams wait in quic-go (bounded by MaxIncomingStreams and
 // the connection window) and die with the connection. With no handler a
 // stream is reset, which also gives the peer its stream credit back.
+//
+// The connection's datagrams are served alongside (serveDatagrams) for
+// exactly as long: serveStreams returns only once that loop ended too.
 func serveStreams(ctx context.Context, conn transport.Conn, m *Mesh) {
+	ctx, cancel := context.WithCancel(ctx)
+	grams := make(chan struct{})
+	go func() {
+		defer close(grams)
+		serveDatagrams(ctx, conn, m)
+	}()
+	defer func() {
+		cancel()
+		<-grams
+	}()
 	for {
 		st, err := conn.AcceptStream(ctx)
 		if err != nil {
@@ -289,5 +318,23 @@ func serveStreams(ctx context.Context, conn transport.Conn, m *Mesh) {
 			continue
 		}
 		go h.fn(conn, st)
+	}
+}
+
+// serveDatagrams hands every datagram the peer sends on an established
+// connection to the mesh's datagram handler, one after another, until
+// ctx ends or the connection closes. It keeps reading with no handler
+// (dropping them), so quic-go's receive queue never fills with stale
+// datagrams. Like streams, a peer's datagrams reach the handler only
+// once its session is established.
+func serveDatagrams(ctx context.Context, conn transport.Conn, m *Mesh) {
+	for {
+		b, err := conn.ReceiveDatagram(ctx)
+		if err != nil {
+			return
+		}
+		if h := m.grams.Load(); h != nil {
+			h.fn(conn, b)
+		}
 	}
 }

@@ -20,6 +20,7 @@ type serverHandle struct {
 	id     string // server id
 	key    serverKey
 	target string // host:port the server dials
+	udp    bool   // a UDP server: streams register flows (udp.go)
 	stats  *stats
 	conns  *connSet
 	ev     *events
@@ -43,6 +44,7 @@ type registry struct {
 	maxPeer int
 
 	refused *atomic.Int64 // streams refused (Counters.RefusedStreams)
+	flows   *flowTable    // UDP flows, both sides (set by the supervisor)
 }
 
 func newRegistry(maxPerPeer int, refused *atomic.Int64) *registry {
@@ -145,6 +147,14 @@ func (a *acceptor) serve(c transport.Conn, s transport.Stream) {
 		a.refuse(s, "proof refused", h.id, "refused tunnel stream: missing or wrong proof of the secret", "peer", peer)
 		return
 	}
+	if h.udp != (open.Flow != 0) {
+		a.refuse(s, "wrong protocol", h.id, "refused tunnel stream: tcp/udp mismatch", "peer", peer, "udpServer", h.udp)
+		return
+	}
+	if h.udp {
+		a.serveFlow(c, s, h, open.Flow)
+		return
+	}
 	if !a.reg.acquire(peer) {
 		h.stats.fail("refused a stream from " + short(peer) + ": too many streams from that peer")
 		a.refuse(s, "too many streams", h.id, "refused tunnel stream: peer is at its stream cap", "peer", peer, "cap", a.reg.maxPeer)
@@ -154,15 +164,18 @@ func (a *acceptor) serve(c transport.Conn, s transport.Stream) {
 	h.carry(a.ctx, peer, s)
 }
 
-// refuse answers reason (when not "") and tears s down; the refusal is
-// logged (rate-limited) and counted.
+// refuse answers reason (when not "") and ends s, or tears s down
+// without an answer; the refusal is logged (rate-limited) and counted.
+// An answer is followed by Close (FIN, stop reading), not Abort: a QUIC
+// reset would discard the answer before the client read it.
 func (a *acceptor) refuse(s transport.Stream, reason, id, msg string, attrs ...any) {
 	a.reg.refused.Add(1)
 	if reason != "" {
 		_ = writeFrame(s, &messages.TunnelOpenReply{Err: reason})
-		_ = streamCloseWrite(s)
+		streamClose(s)
+	} else {
+		streamAbort(s)
 	}
-	streamAbort(s)
 	a.ev.dataPath(slog.LevelWarn, id, msg, attrs...)
 }
 
@@ -174,8 +187,7 @@ func (h *serverHandle) carry(ctx context.Context, peer string, s transport.Strea
 		h.stats.fail("dial " + h.target + ": " + err.Error())
 		h.ev.dataPath(slog.LevelWarn, h.id, "tunnel target unreachable", "target", h.target, "err", err)
 		_ = writeFrame(s, &messages.TunnelOpenReply{Err: "target unreachable"})
-		_ = streamCloseWrite(s)
-		streamAbort(s)
+		streamClose(s) // not Abort: a reset would discard the answer
 		return
 	}
 	local, remote := tcpSide{tc}, streamSide{s}

@@ -31,7 +31,6 @@ func TestBadInputCreatesNothing(t *testing.T) {
 		{name: "server port 70000", server: &messages.TunnelServerOpts{Port: 70000}, want: messages.ErrBadTunnel},
 		{name: "server bad host", server: &messages.TunnelServerOpts{Port: 80, Host: "not a host!"}, want: messages.ErrBadTunnel},
 		{name: "server host label too long", server: &messages.TunnelServerOpts{Port: 80, Host: strings.Repeat("a", 64) + ".com"}, want: messages.ErrBadTunnel},
-		{name: "server udp", server: &messages.TunnelServerOpts{Port: 80, UDP: true}, want: messages.ErrBadTunnel},
 		{name: "server secure with domain", server: &messages.TunnelServerOpts{Port: 80, Secure: true, Domain: "x.p2p"}, want: messages.ErrBadTunnel},
 		{name: "server bad domain", server: &messages.TunnelServerOpts{Port: 80, Domain: "bad domain"}, want: messages.ErrBadTunnel},
 		{name: "client port 0", client: &messages.TunnelClientOpts{Domain: "mine.p2p", Key: good, Port: 0}, want: messages.ErrBadTunnel},
@@ -42,7 +41,6 @@ func TestBadInputCreatesNothing(t *testing.T) {
 		{name: "client key not hex", client: &messages.TunnelClientOpts{Domain: "mine.p2p", Key: "hs://" + strings.Repeat("zz", 32), Port: 8080}, want: messages.ErrBadTunnel},
 		{name: "client no domain", client: &messages.TunnelClientOpts{Key: good, Port: 8080}, want: messages.ErrBadTunnel},
 		{name: "client bad protocol", client: &messages.TunnelClientOpts{Domain: "mine.p2p", Key: good, Port: 8080, Protocol: "sctp"}, want: messages.ErrBadTunnel},
-		{name: "client udp", client: &messages.TunnelClientOpts{Domain: "mine.p2p", Key: good, Port: 8080, Protocol: "udp"}, want: messages.ErrBadTunnel},
 		{name: "client bad service name", client: &messages.TunnelClientOpts{Domain: "mine.p2p", Key: good, Port: 8080, ServiceName: "a/b"}, want: messages.ErrBadTunnel},
 		{name: "client domain not owned", client: &messages.TunnelClientOpts{Domain: "other.p2p", Key: good, Port: 8080}, want: messages.ErrDomainNotOwned},
 	} {

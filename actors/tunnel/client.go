@@ -94,7 +94,11 @@ func startClient(d Deps, ev *events, reg *registry, e *clientEntry) *clientRun {
 	r.ctx, r.cancel = context.WithCancel(context.Background())
 	r.status(messages.TunnelStarting, "")
 	r.wg.Add(1)
-	go r.serve()
+	if e.rec.Opts.Protocol == "udp" {
+		go r.serveUDP()
+	} else {
+		go r.serve()
+	}
 	return r
 }
 
@@ -297,6 +301,9 @@ func (r *clientRun) route() (remote side, extra []*stats, done func(), err error
 		if h == nil {
 			continue
 		}
+		if h.udp {
+			return nil, nil, nil, fmt.Errorf("local server %s is a udp tunnel", h.id)
+		}
 		tc, err := h.dialTarget(r.ctx)
 		if err != nil {
 			h.stats.fail("dial " + h.target + ": " + err.Error())
@@ -323,7 +330,7 @@ func (r *clientRun) route() (remote side, extra []*stats, done func(), err error
 			if !ok {
 				continue
 			}
-			s, err := openTunnel(r.ctx, conn, c.id, c.secret, r.d.OpenTimeout, r.d.HandshakeTimeout)
+			s, err := openTunnel(r.ctx, conn, c.id, c.secret, 0, r.d.OpenTimeout, r.d.HandshakeTimeout)
 			if err != nil {
 				last = fmt.Errorf("peer %s: %w", short(p), err)
 				continue
@@ -335,8 +342,9 @@ func (r *clientRun) route() (remote side, extra []*stats, done func(), err error
 }
 
 // openTunnel opens a stream on conn and runs the client side of the
-// handshake for id (with a proof when secret is not nil).
-func openTunnel(ctx context.Context, conn transport.Conn, id string, secret []byte, openTimeout, handshake time.Duration) (transport.Stream, error) {
+// handshake for id (with a proof when secret is not nil; registering
+// flow when not 0, for a UDP tunnel).
+func openTunnel(ctx context.Context, conn transport.Conn, id string, secret []byte, flow uint64, openTimeout, handshake time.Duration) (transport.Stream, error) {
 	octx, cancel := context.WithTimeout(ctx, openTimeout)
 	defer cancel()
 	s, err := conn.OpenStream(octx)
@@ -357,7 +365,7 @@ func openTunnel(ctx context.Context, conn transport.Conn, id string, secret []by
 			return fail(err)
 		}
 	}
-	if err := writeFrame(s, &messages.TunnelOpen{ID: id, Proof: p}); err != nil {
+	if err := writeFrame(s, &messages.TunnelOpen{ID: id, Proof: p, Flow: flow}); err != nil {
 		return fail(fmt.Errorf("write tunnel open: %w", err))
 	}
 	var rep messages.TunnelOpenReply

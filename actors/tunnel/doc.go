@@ -1,7 +1,6 @@
 // Package tunnel is the tunnels actor family: a supervisor (Actor, built
-// by Props) with one actor per TCP tunnel server and one per TCP tunnel
-// client. UDP tunnels, services and subscriptions, and clients that
-// follow consensus are not built yet (requests for UDP get ErrBadTunnel).
+// by Props) with one actor per tunnel server and one per tunnel client,
+// TCP (one stream per connection) or UDP (QUIC datagrams per flow).
 //
 // # What it owns
 //
@@ -83,6 +82,43 @@
 // the other direction keeps flowing; an error in either direction resets
 // both sides (transport.Stream's CloseWrite and Abort; the in-memory
 // transport half-closes as QUIC does).
+//
+// # UDP tunnels
+//
+// A UDP server (udp: true) dials nothing until a flow is registered; a
+// UDP client (protocol "udp") binds a UDP socket and gives each client
+// socket (source address) a flow:
+//
+//  1. Register: the client opens a stream and runs the handshake above
+//     with TunnelOpen.Flow = a random non-zero uint64 (a TCP client sends
+//     0; a server answers a mismatch "wrong protocol"). The server dials
+//     a connected UDP socket to host:port, registers (peer, flow id) and
+//     answers TunnelOpenReply{Err: ""}; both sides then close the stream:
+//     a flow holds no stream. Refusals besides those above: "too many
+//     flows", "flow id in use".
+//  2. Data: each datagram is a QUIC datagram [8-byte big-endian flow
+//     id][payload], both ways; the server sends the target's replies back
+//     with the same flow id. Flows are keyed by (peer, id), so a peer only
+//     reaches flows it registered; datagrams of unknown flows are dropped
+//     silently. Datagrams a client socket sends while its handshake runs
+//     wait (up to 16, more are dropped).
+//  3. End: a flow with no datagram either way for Deps.UDPIdleTimeout
+//     (60 s) ends on each side on its own; so does a flow whose peer
+//     connection closed or whose server or client stopped. A client
+//     socket's next datagram after that registers a new flow. A server
+//     that forgot a flow (restarted) drops its datagrams until the
+//     client's side idles out too.
+//
+// Caps: Deps.MaxFlowsPerPeer (1024) flows per peer on this node's
+// servers: at the cap new flows are refused ("too many flows", counted in
+// Counters.RefusedStreams; the client drops that socket's datagrams and
+// tries again on its next one) and the open flows go on. A client keeps
+// at most as many sockets' flows; datagrams from further sockets are
+// dropped. A payload over the QUIC datagram limit (the path MTU minus
+// overhead, about 1,200-1,450 bytes) cannot be sent: it is dropped and
+// counted in Counters.DroppedDatagrams and the tunnel's lastError. A
+// client on the node of its server sends straight to the target.
+// Counters: connections are flows; bytes are datagram payloads.
 //
 // # States
 //

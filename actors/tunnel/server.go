@@ -45,7 +45,7 @@ func (a *serverActor) start(c actor.Context) {
 	o := a.e.rec.Opts
 	a.h = &serverHandle{
 		id: a.e.rec.ID, key: a.e.key, target: net.JoinHostPort(o.Host, strconv.Itoa(o.Port)),
-		stats: a.e.stats, conns: newConnSet(), ev: a.ev, dial: a.d.DialTimeout,
+		stats: a.e.stats, conns: newConnSet(), ev: a.ev, dial: a.d.DialTimeout, udp: o.UDP,
 	}
 	c.Send(c.Parent(), &serverUp{h: a.h})
 	a.e.setState(messages.TunnelRunning)

@@ -43,6 +43,8 @@ type Deps struct {
 	MaxStreamsPerPeer int               // inbound tunnel streams per peer at once [4096]
 	LookupBackoff     transport.Backoff // a client looking for its server [100ms .. 5s]
 	Recheck           time.Duration     // a running client checks its server is still there [2s]
+	UDPIdleTimeout    time.Duration     // a UDP flow with no datagram either way ends [60s]
+	MaxFlowsPerPeer   int               // UDP flows a peer may hold on our servers (and one client's sockets) [1024]
 }
 
 // Counters are the tunnels supervisor's data-path counters. Safe for
@@ -51,6 +53,10 @@ type Counters struct {
 	// RefusedStreams counts streams refused: a bad or missing handshake,
 	// an unknown id, a missing or wrong proof, a peer at its stream cap.
 	RefusedStreams atomic.Int64
+	// DroppedDatagrams counts UDP datagrams dropped: over the QUIC
+	// datagram limit, or from a client socket beyond the flow cap or
+	// queued beyond a handshake's backlog.
+	DroppedDatagrams atomic.Int64
 }
 
 func (d *Deps) defaults() {
@@ -70,6 +76,10 @@ func (d *Deps) defaults() {
 	def(&d.HandshakeTimeout, 10*time.Second)
 	def(&d.ClaimTimeout, 15*time.Second)
 	def(&d.Recheck, 2*time.Second)
+	def(&d.UDPIdleTimeout, 60*time.Second)
+	if d.MaxFlowsPerPeer <= 0 {
+		d.MaxFlowsPerPeer = 1024
+	}
 	if d.MaxStreamsPerPeer <= 0 {
 		d.MaxStreamsPerPeer = 4096
 	}
@@ -235,6 +245,7 @@ func unknown(id string) error { return fmt.Errorf("%w %q", messages.ErrUnknownTu
 func (a *Actor) start(c actor.Context) {
 	a.ev = &events{log: a.d.Log, stream: c.ActorSystem().EventStream}
 	a.reg = newRegistry(a.d.MaxStreamsPerPeer, &a.d.Counters.RefusedStreams)
+	a.reg.flows = newFlowTable(a.d.MaxFlowsPerPeer, a.d.UDPIdleTimeout, &a.d.Counters.DroppedDatagrams)
 	a.servers = map[string]*serverEntry{}
 	a.clients = map[string]*clientEntry{}
 	a.subAll = map[string]bool{}
@@ -243,6 +254,7 @@ func (a *Actor) start(c actor.Context) {
 	a.acc = &acceptor{reg: a.reg, ev: a.ev, handshake: a.d.HandshakeTimeout, ctx: ctx}
 	if a.d.Mesh != nil {
 		a.d.Mesh.HandleStreams(a.acc.serve)
+		a.d.Mesh.HandleDatagrams(a.acc.datagram)
 	}
 	a.load(c)
 	a.startFollow(c)

@@ -336,7 +336,7 @@ func TestSecureTunnel(t *testing.T) {
 	}
 	// A proof made with another secret on this very connection fails too.
 	other := make([]byte, 32)
-	if _, err := openTunnel(t.Context(), conn, announced[0], other, time.Second, 5*time.Second); err == nil {
+	if _, err := openTunnel(t.Context(), conn, announced[0], other, 0, time.Second, 5*time.Second); err == nil {
 		t.Fatal("a proof with the wrong secret was accepted")
 	}
 	if !strings.Contains(a.log.String(), "missing or wrong proof") {
@@ -346,7 +346,7 @@ func TestSecureTunnel(t *testing.T) {
 		t.Fatalf("lastError %q", e)
 	}
 	// A secure key given as a plain key is not a public key of anyone.
-	if _, err := openTunnel(t.Context(), conn, url[5:], nil, time.Second, 5*time.Second); err == nil || !strings.Contains(err.Error(), "unknown tunnel") {
+	if _, err := openTunnel(t.Context(), conn, url[5:], nil, 0, time.Second, 5*time.Second); err == nil || !strings.Contains(err.Error(), "unknown tunnel") {
 		t.Fatalf("open with the secret as id = %v, want unknown tunnel", err)
 	}
 }

@@ -72,9 +72,6 @@ func normServerOpts(o messages.TunnelServerOpts) (messages.TunnelServerOpts, err
 	if len(o.Key) > maxSeedLen {
 		return o, badf("key is longer than %d bytes", maxSeedLen)
 	}
-	if o.UDP {
-		return o, badf("udp tunnels are not built yet")
-	}
 	if o.Domain != "" {
 		o.Domain = normDomain(o.Domain)
 		if !validHostname(o.Domain) {
@@ -118,7 +115,6 @@ func normClientOpts(o messages.TunnelClientOpts) (messages.TunnelClientOpts, cli
 	case "", "tcp":
 		o.Protocol = "tcp"
 	case "udp":
-		return o, clientKey{}, badf("udp tunnels are not built yet")
 	default:
 		return o, clientKey{}, badf("protocol %q is neither tcp nor udp", o.Protocol)
 	}

@@ -32,6 +32,7 @@ type Mesh struct {
 	mu      sync.Mutex // guards the fields below
 	conns   map[string]transport.Conn
 	handler func(transport.Conn, transport.Stream)
+	grams   func(transport.Conn, []byte)
 	closed  bool
 
 	ctx    context.Context
@@ -99,9 +100,28 @@ func (m *Mesh) add(c transport.Conn) {
 		return
 	}
 	m.conns[c.PeerID()] = c
-	m.wg.Add(1)
+	m.wg.Add(2)
 	m.mu.Unlock()
 	go m.streams(c)
+	go m.datagrams(c)
+}
+
+// datagrams hands the datagrams the peer sends on c to the datagram
+// handler, one after another, until c closes.
+func (m *Mesh) datagrams(c transport.Conn) {
+	defer m.wg.Done()
+	for {
+		b, err := c.ReceiveDatagram(m.ctx)
+		if err != nil {
+			return
+		}
+		m.mu.Lock()
+		h := m.grams
+		m.mu.Unlock()
+		if h != nil {
+			h(c, b)
+		}
+	}
 }
 
 // streams accepts the streams the peer opens on c and hands each to the
@@ -195,6 +215,13 @@ func (m *Mesh) Announced() []string {
 func (m *Mesh) HandleStreams(h func(c transport.Conn, s transport.Stream)) {
 	m.mu.Lock()
 	m.handler = h
+	m.mu.Unlock()
+}
+
+// HandleDatagrams sets the datagram handler.
+func (m *Mesh) HandleDatagrams(h func(c transport.Conn, b []byte)) {
+	m.mu.Lock()
+	m.grams = h
 	m.mu.Unlock()
 }
 

@@ -1,0 +1,252 @@
+package tunnel
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"peerdns/internal/testutil"
+	"peerdns/messages"
+)
+
+// udpEcho is a UDP service that answers each datagram with the datagram
+// followed by "|" and the address it came from, so a test sees which
+// flow (socket on the server's side) carried it.
+func udpEcho(t testing.TB) string {
+	t.Helper()
+	pc, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	t.Cleanup(func() { pc.Close(); <-done })
+	go func() {
+		defer close(done)
+		buf := make([]byte, 64<<10)
+		for {
+			n, from, err := pc.ReadFromUDP(buf)
+			if err != nil {
+				return
+			}
+			_, _ = pc.WriteToUDP(append(buf[:n:n], "|"+from.String()...), from)
+		}
+	}()
+	return pc.LocalAddr().String()
+}
+
+// createUDPClient makes a UDP client for url on domain and waits until
+// it runs; it returns its address.
+func (n *testNode) createUDPClient(domain, url string) (id, addr string) {
+	n.t.Helper()
+	r := ask[*messages.CreateTunnelClientReply](n.t, n, &messages.CreateTunnelClient{Opts: messages.TunnelClientOpts{
+		Domain: domain, Key: url, Port: freePort(n.t), Protocol: "udp",
+	}})
+	if r.Err != nil {
+		n.t.Fatalf("create udp client: %v", r.Err)
+	}
+	return r.ID, n.waitClient(r.ID, messages.TunnelRunning)
+}
+
+// udpSocket is a client socket connected to addr.
+func udpSocket(t testing.TB, addr string) *net.UDPConn {
+	t.Helper()
+	ra, err := net.ResolveUDPAddr("udp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := net.DialUDP("udp", nil, ra)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// udpAsk sends msg on c until an answer arrives (UDP may lose either)
+// and returns the address the echo service saw it from.
+func udpAsk(t testing.TB, c *net.UDPConn, msg string) (seenFrom string) {
+	t.Helper()
+	buf := make([]byte, 4096)
+	testutil.Eventually(t, 10*time.Second, func() error {
+		if _, err := c.Write([]byte(msg)); err != nil {
+			return err
+		}
+		_ = c.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+		for {
+			n, err := c.Read(buf)
+			if err != nil {
+				return fmt.Errorf("no answer to %q: %w", msg, err)
+			}
+			got, from, ok := bytes.Cut(buf[:n], []byte("|"))
+			if !ok {
+				return fmt.Errorf("answer %q", buf[:n])
+			}
+			if string(got) == msg { // an answer to an earlier resend is skipped
+				seenFrom = string(from)
+				return nil
+			}
+		}
+	})
+	return seenFrom
+}
+
+// udpTunnel makes a UDP server for a fresh echo service on a and a UDP
+// client for it on b; it returns the server and client ids and the
+// client's address.
+func udpTunnel(t *testing.T, a, b *testNode, domain string) (sid, cid, addr string) {
+	t.Helper()
+	o := targetOpts(udpEcho(t))
+	o.UDP = true
+	sid, url := a.createServer(o)
+	b.own(domain)
+	cid, addr = b.createUDPClient(domain, url)
+	return sid, cid, addr
+}
+
+// Two client sockets get a flow each (the echo service sees two source
+// addresses, each socket only its own answers), on QUIC and in memory;
+// counters count flows and payload bytes.
+func TestUDPEchoIndependentFlows(t *testing.T) {
+	for _, quic := range []bool{true, false} {
+		t.Run(map[bool]string{true: "quic", false: "mem"}[quic], func(t *testing.T) {
+			testutil.NoLeaks(t)
+			tn := newTestNet(t, quic)
+			a, b := tn.node(nil), tn.node(nil)
+			connect(t, a, b)
+			sid, cid, addr := udpTunnel(t, a, b, "udp.p2p")
+			c1, c2 := udpSocket(t, addr), udpSocket(t, addr)
+			from1 := udpAsk(t, c1, "one")
+			from2 := udpAsk(t, c2, "two")
+			if from1 == from2 {
+				t.Fatalf("both sockets reached the service from %s: one flow for two sockets", from1)
+			}
+			if again := udpAsk(t, c1, "one again"); again != from1 {
+				t.Fatalf("socket 1 came from %s, then %s: its flow changed", from1, again)
+			}
+			// An answer can overtake the counting of its request.
+			sent := int64(len("one" + "two" + "one again"))
+			testutil.Eventually(t, 5*time.Second, func() error {
+				s, c := a.server(sid).Info, b.client(cid).Info
+				if s.ConnectionsOpen != 2 || c.ConnectionsOpen != 2 || c.ConnectionsTotal != 2 {
+					return fmt.Errorf("flows open: server %d, client %d (total %d); want 2", s.ConnectionsOpen, c.ConnectionsOpen, c.ConnectionsTotal)
+				}
+				if c.BytesOut < sent || s.BytesIn < sent || c.BytesIn < sent || s.BytesOut < sent {
+					return fmt.Errorf("counters: client %+v, server %+v", c.TunnelCounters, s.TunnelCounters)
+				}
+				return nil
+			})
+			// A datagram over the QUIC datagram limit is dropped and counted.
+			before := b.counters.DroppedDatagrams.Load()
+			if _, err := c1.Write(bytes.Repeat([]byte("x"), 1500)); err != nil {
+				t.Fatal(err)
+			}
+			testutil.Eventually(t, 5*time.Second, func() error {
+				if b.counters.DroppedDatagrams.Load() != before+1 {
+					return fmt.Errorf("dropped %d, want %d", b.counters.DroppedDatagrams.Load(), before+1)
+				}
+				if e := b.client(cid).Info.LastError; !strings.Contains(e, "too large") {
+					return fmt.Errorf("client lastError %q", e)
+				}
+				return nil
+			})
+			udpAsk(t, c2, "still") // the flow goes on
+		})
+	}
+}
+
+// A flow idle for UDPIdleTimeout ends on both sides; the socket's next
+// datagram opens a new one.
+func TestUDPIdleFlowExpires(t *testing.T) {
+	testutil.NoLeaks(t)
+	tn := newTestNet(t, true)
+	idle := func(d *Deps) { d.UDPIdleTimeout = 300 * time.Millisecond }
+	a, b := tn.node(idle), tn.node(idle)
+	connect(t, a, b)
+	sid, cid, addr := udpTunnel(t, a, b, "idle.p2p")
+	c := udpSocket(t, addr)
+	first := udpAsk(t, c, "hello")
+	testutil.Eventually(t, 10*time.Second, func() error {
+		if s, cl := a.server(sid).Info, b.client(cid).Info; s.ConnectionsOpen != 0 || cl.ConnectionsOpen != 0 {
+			return fmt.Errorf("flows open: server %d, client %d", s.ConnectionsOpen, cl.ConnectionsOpen)
+		}
+		return nil
+	})
+	if again := udpAsk(t, c, "back"); again == first {
+		t.Fatalf("after expiry the service saw the same source %s: the old flow lived on", first)
+	}
+	if tot := b.client(cid).Info.ConnectionsTotal; tot != 2 {
+		t.Fatalf("client flows total %d, want 2", tot)
+	}
+}
+
+// Beyond MaxFlowsPerPeer a server refuses new flows ("too many flows",
+// counted as a refused stream); the open ones go on, and a place freed
+// by expiry is usable again.
+func TestUDPFlowCap(t *testing.T) {
+	testutil.NoLeaks(t)
+	tn := newTestNet(t, true)
+	a := tn.node(func(d *Deps) { d.MaxFlowsPerPeer = 2; d.UDPIdleTimeout = time.Second })
+	b := tn.node(func(d *Deps) { d.UDPIdleTimeout = time.Second })
+	connect(t, a, b)
+	_, cid, addr := udpTunnel(t, a, b, "cap.p2p")
+	c1, c2, c3 := udpSocket(t, addr), udpSocket(t, addr), udpSocket(t, addr)
+	udpAsk(t, c1, "one")
+	udpAsk(t, c2, "two")
+	before := a.refused()
+	if _, err := c3.Write([]byte("three")); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, 5*time.Second, func() error {
+		if a.refused() != before+1 || !strings.Contains(b.client(cid).Info.LastError, "too many flows") {
+			return fmt.Errorf("refused %d (want %d), client lastError %q", a.refused(), before+1, b.client(cid).Info.LastError)
+		}
+		return nil
+	})
+	_ = c3.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
+	if n, err := c3.Read(make([]byte, 100)); err == nil {
+		t.Fatalf("a flow beyond the cap was answered (%d bytes)", n)
+	}
+	udpAsk(t, c1, "one still")
+	// Once c2's flow expires (c1 keeps talking), c3 gets a place.
+	testutil.Eventually(t, 10*time.Second, func() error {
+		udpAsk(t, c1, "keepalive")
+		if _, err := c3.Write([]byte("three again")); err != nil {
+			return err
+		}
+		_ = c3.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+		if _, err := c3.Read(make([]byte, 100)); err != nil {
+			return fmt.Errorf("c3: %w", err)
+		}
+		return nil
+	})
+}
+
+// A client on the node of its server carries the flow straight to the
+// target; a TCP client of a UDP server is refused.
+func TestUDPLocalServerAndWrongProtocol(t *testing.T) {
+	testutil.NoLeaks(t)
+	tn := newTestNet(t, false)
+	a, b := tn.node(nil), tn.node(nil)
+	connect(t, a, b)
+	o := targetOpts(udpEcho(t))
+	o.UDP = true
+	sid, url := a.createServer(o)
+	a.own("local.p2p")
+	_, addr := a.createUDPClient("local.p2p", url)
+	udpAsk(t, udpSocket(t, addr), "local")
+	if s := a.server(sid).Info; s.ConnectionsTotal != 1 || s.BytesIn != int64(len("local")) {
+		t.Fatalf("local server counters %+v", s.TunnelCounters)
+	}
+	b.own("tcp.p2p")
+	_, taddr := b.createClient("tcp.p2p", url)
+	before := a.refused()
+	if err := dialEcho(taddr, []byte("tcp")); err == nil {
+		t.Fatal("a tcp connection went through a udp server")
+	}
+	if a.refused() != before+1 {
+		t.Fatalf("refused %d, want %d", a.refused(), before+1)
+	}
+}
