@@ -256,6 +256,28 @@ func (s *Server) Start() error {
 }
 
 func (s *Server) listen() error {
+	// With port 0 the UDP socket picks the port and TCP must get the same
+	// number, which another program may hold on TCP: pick again (a few
+	// times) rather than fail on a port the user never asked for.
+	attempts := 1
+	if _, port, err := net.SplitHostPort(s.cfg.Addr); err == nil && port == "0" {
+		attempts = 8
+	}
+	var err error
+	for i := 0; i < attempts; i++ {
+		var conns []*net.UDPConn
+		var ln net.Listener
+		var addr string
+		conns, ln, addr, err = s.listenOnce()
+		if err == nil {
+			return s.serveOn(conns, ln, addr)
+		}
+	}
+	return err
+}
+
+// listenOnce binds the UDP sockets and the TCP listener on one port.
+func (s *Server) listenOnce() ([]*net.UDPConn, net.Listener, string, error) {
 	lc := net.ListenConfig{Control: reusePort}
 	var conns []*net.UDPConn
 	closeAll := func() {
@@ -268,7 +290,7 @@ func (s *Server) listen() error {
 		pc, err := lc.ListenPacket(context.Background(), "udp", addr)
 		if err != nil {
 			closeAll()
-			return fmt.Errorf("dns listen udp %s: %w", addr, err)
+			return nil, nil, "", fmt.Errorf("dns listen udp %s: %w", addr, err)
 		}
 		c := pc.(*net.UDPConn)
 		_ = c.SetReadBuffer(4 << 20)
@@ -279,8 +301,13 @@ func (s *Server) listen() error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		closeAll()
-		return fmt.Errorf("dns listen tcp %s: %w", addr, err)
+		return nil, nil, "", fmt.Errorf("dns listen tcp %s: %w", addr, err)
 	}
+	return conns, ln, addr, nil
+}
+
+// serveOn sets the server up on the bound sockets.
+func (s *Server) serveOn(conns []*net.UDPConn, ln net.Listener, addr string) error {
 	s.udp = conns
 	s.addr = addr
 	local := conns[0].LocalAddr().(*net.UDPAddr).AddrPort().Addr()
