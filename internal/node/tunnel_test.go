@@ -213,15 +213,18 @@ func TestTunnelTwoNodes(t *testing.T) {
 		t.Fatalf("restart A: %v", err)
 	}
 	t.Cleanup(a2.Stop)
-	var ss []messages.TunnelServer
-	mustJSON(t, "GET", "http://"+a2.AdminAddr()+"/api/tunnel-servers", "", 200, &ss)
-	urls := map[string]bool{}
-	for _, s := range ss {
-		urls[s.Info.URL] = true
-	}
-	if !urls[echoURL] || !urls[webURL] {
-		t.Fatalf("servers after restart = %+v, want %s and %s", ss, echoURL, webURL)
-	}
+	testutil.Eventually(t, 20*time.Second, func() error {
+		var ss []messages.TunnelServer
+		mustJSON(t, "GET", "http://"+a2.AdminAddr()+"/api/tunnel-servers", "", 200, &ss)
+		urls := map[string]bool{}
+		for _, s := range ss {
+			urls[s.Info.URL] = true
+		}
+		if len(ss) != 2 || !urls[echoURL] || !urls[webURL] {
+			return fmt.Errorf("servers after restart = %+v, want %s and %s", ss, echoURL, webURL)
+		}
+		return nil
+	})
 	testutil.Eventually(t, 60*time.Second, func() error { return echoThrough(echoAddr, 64<<10) })
 }
 
