@@ -66,9 +66,10 @@ READY_TIMEOUT=${READY_TIMEOUT:-60}  # seconds to wait for any one thing to come 
 SETTLE_TIMEOUT=${SETTLE_TIMEOUT:-60} # seconds to wait for the tunnels to go idle before a run
 ONLY=${ONLY:-direct ssh socat peerdns holesail}
 HOLESAIL_DIR=${HOLESAIL_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/peerdns-bench/holesail}
-HOLESAIL_PACE=${HOLESAIL_PACE:-1G}  # iperf3 -b for Holesail's paced run; empty to skip
+HOLESAIL_PACE=${HOLESAIL_PACE-1G}   # iperf3 -b for Holesail's paced run; empty to skip
 KEEP=${KEEP:-0}                     # 1: keep the temp dir (logs) after the run
 # PEERDNS_BIN: a prebuilt peerdns binary to use instead of building ./cmd/peerdns
+# (PEERDNS_REV: what to call it in the output, e.g. the commit it was built from)
 
 cd "$(dirname "$0")/../.."
 ROOT=$(pwd)
@@ -142,9 +143,13 @@ grep_file() { grep -q "$1" "$2" 2>/dev/null; }
 log "building bench/tunnel/connrate"
 go build -o "$TMP/connrate" ./bench/tunnel/connrate
 CR=$TMP/connrate
+# What was measured, taken now (HEAD may move during a long run).
+REV_LINE="$(git log -1 --format='%h %s' 2>/dev/null | cut -c1-72)"
+if [ -n "$(git status --porcelain -- . ':!bench/tunnel' 2>/dev/null)" ]; then REV_LINE+=" + uncommitted changes in the work tree"; fi
 if want peerdns && [ -n "${PEERDNS_BIN:-}" ]; then
 	log "using PEERDNS_BIN=$PEERDNS_BIN"
 	cp "$PEERDNS_BIN" "$TMP/peerdns"
+	REV_LINE="${PEERDNS_REV:-prebuilt $PEERDNS_BIN}"
 elif want peerdns; then
 	log "building cmd/peerdns"
 	if ! go build -o "$TMP/peerdns" ./cmd/peerdns 2>"$TMP/build.log"; then
@@ -572,9 +577,7 @@ label() {
 echo
 echo "tunnel comparison, $(date -u +'%Y-%m-%d %H:%M UTC'), $(nproc) CPUs, ROUNDS=$ROUNDS DURATION=${DURATION}s CONN=${CONN_WORKERS}x${CONN_SECONDS}s RR=${RR_SIZE}B x ${RR_SECONDS}s"
 echo "load before: ${UPTIME_BEFORE#*load average: }; after: ${UPTIME_AFTER#*load average: }"
-dirty=""
-if [ -n "$(git -C "$ROOT" status --porcelain -- . ':!bench/tunnel' 2>/dev/null)" ]; then dirty=" + uncommitted changes in the work tree"; fi
-echo "peerdns commit: $(git -C "$ROOT" log -1 --format='%h %s' 2>/dev/null | cut -c1-72)$dirty${PEERDNS_BIN:+ (binary: $PEERDNS_BIN)}"
+echo "peerdns: $REV_LINE"
 echo
 echo "| path | Gbit/s, median (range) | tunnel CPU s/GB | vs direct | vs Holesail | conns/s | conn p99 ms | ${RR_SIZE} B req p50 / p99 µs |"
 echo "|---|---|---|---|---|---|---|---|"
