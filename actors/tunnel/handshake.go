@@ -67,7 +67,7 @@ func readOpen(r io.Reader) (*messages.TunnelOpen, error) {
 	if err := readFrame(r, &m); err != nil {
 		return nil, fmt.Errorf("read tunnel open: %w", err)
 	}
-	if !validID(m.ID) {
+	if !messages.ValidTunnelID(m.ID) {
 		return nil, errors.New("read tunnel open: id is not 64 lowercase hex")
 	}
 	if len(m.Proof) != 0 && len(m.Proof) != sha256.Size {

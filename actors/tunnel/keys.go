@@ -82,17 +82,3 @@ func parseClientKey(key string) (clientKey, error) {
 	}
 	return clientKey{Plain: hex.EncodeToString(b), Secure: secureID(b), Secret: b}, nil
 }
-
-// validID reports whether id looks like an announced id (64 lowercase hex).
-func validID(id string) bool {
-	if len(id) != 64 {
-		return false
-	}
-	for i := 0; i < len(id); i++ {
-		c := id[i]
-		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-			return false
-		}
-	}
-	return true
-}

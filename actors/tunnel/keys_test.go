@@ -11,11 +11,11 @@ import (
 
 func TestKeysFromSeed(t *testing.T) {
 	a, b := deriveServerKey("seed", false), deriveServerKey("seed", false)
-	if a.URL != b.URL || a.Announced != a.URL[5:] || a.Secret != nil || !validID(a.Announced) {
+	if a.URL != b.URL || a.Announced != a.URL[5:] || a.Secret != nil || !messages.ValidTunnelID(a.Announced) {
 		t.Fatalf("non-secure key %+v / %+v", a, b)
 	}
 	s := deriveServerKey("seed", true)
-	if s.URL == a.URL || s.Announced == s.URL[5:] || !validID(s.Announced) || hex.EncodeToString(s.Secret) != s.URL[5:] {
+	if s.URL == a.URL || s.Announced == s.URL[5:] || !messages.ValidTunnelID(s.Announced) || hex.EncodeToString(s.Secret) != s.URL[5:] {
 		t.Fatalf("secure key %+v", s)
 	}
 	if deriveServerKey("seed2", false).URL == a.URL {
@@ -80,7 +80,7 @@ func FuzzReadOpen(f *testing.F) {
 	f.Add([]byte{0xff, 0xff, 0xff, 0xff})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		m, err := readOpen(bytes.NewReader(b))
-		if err == nil && (!validID(m.ID) || (len(m.Proof) != 0 && len(m.Proof) != 32)) {
+		if err == nil && (!messages.ValidTunnelID(m.ID) || (len(m.Proof) != 0 && len(m.Proof) != 32)) {
 			t.Fatalf("accepted %+v", m)
 		}
 	})

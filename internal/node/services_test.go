@@ -53,23 +53,7 @@ func waitPeer(t *testing.T, n *Node, id string) {
 // then closes it: a client reading through a tunnel learns which server
 // it reached.
 func bannerServer(t *testing.T, name string) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			_, _ = io.WriteString(c, name+"\n")
-			c.Close()
-		}
-	}()
-	return ln.Addr().(*net.TCPAddr).Port
+	return serveTCP(t, func(c net.Conn) { _, _ = io.WriteString(c, name+"\n") })
 }
 
 // bannerVia reads the banner of the server reached through addr.

@@ -16,9 +16,9 @@ import (
 	"peerdns/messages"
 )
 
-// echoServer accepts TCP connections on 127.0.0.1 and echoes every byte
-// until the client half-closes, then closes its side.
-func echoServer(t *testing.T) int {
+// serveTCP accepts TCP connections on 127.0.0.1 until the test ends and
+// hands each to handle in its own goroutine; it returns the port.
+func serveTCP(t *testing.T, handle func(net.Conn)) int {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -33,11 +33,17 @@ func echoServer(t *testing.T) int {
 			}
 			go func() {
 				defer c.Close()
-				_, _ = io.Copy(c, c)
+				handle(c)
 			}()
 		}
 	}()
 	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// echoServer echoes every byte until the client half-closes, then
+// closes its side.
+func echoServer(t *testing.T) int {
+	return serveTCP(t, func(c net.Conn) { _, _ = io.Copy(c, c) })
 }
 
 // freePort is a TCP port free on 127.0.0.1 right now.
