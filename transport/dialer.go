@@ -93,13 +93,13 @@ func (d *Dialer) Run(ctx context.Context) {
 	if idle == 0 {
 		idle = time.Second
 	}
-	if d.InitialDelay > 0 && !wait(ctx, d.InitialDelay) {
+	if d.InitialDelay > 0 && !Wait(ctx, d.InitialDelay) {
 		return
 	}
 	connected, failures := false, 0
 	for ctx.Err() == nil {
 		if d.Skip != nil && d.Skip(peer) {
-			if !wait(ctx, idle) {
+			if !Wait(ctx, idle) {
 				return
 			}
 			continue
@@ -129,7 +129,7 @@ func (d *Dialer) Run(ctx context.Context) {
 				}
 				return
 			}
-			if !wait(ctx, d.Backoff.Next()) {
+			if !Wait(ctx, d.Backoff.Next()) {
 				return
 			}
 			continue
@@ -151,7 +151,7 @@ func (d *Dialer) Run(ctx context.Context) {
 		if time.Since(start) >= stable {
 			d.Backoff.Reset()
 		}
-		if !wait(ctx, d.Backoff.Next()) {
+		if !Wait(ctx, d.Backoff.Next()) {
 			return
 		}
 	}
@@ -159,9 +159,9 @@ func (d *Dialer) Run(ctx context.Context) {
 
 func isSelf(err error) bool { return errors.Is(err, ErrSelf) }
 
-// wait blocks for d or until ctx is done; it reports whether to go on.
-// This is a retry delay, not synchronisation.
-func wait(ctx context.Context, d time.Duration) bool {
+// Wait blocks for d or until ctx is done; it reports whether to go on.
+// This is a retry delay (with Backoff), not synchronisation.
+func Wait(ctx context.Context, d time.Duration) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {

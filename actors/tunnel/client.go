@@ -122,6 +122,17 @@ func (r *clientRun) status(state, errMsg string) {
 	}
 }
 
+// socketErr sorts an error of the client's listener or UDP socket: done
+// when the run is ending, retry on a timeout; otherwise the socket is dead
+// and the caller binds again.
+func (r *clientRun) socketErr(err error) (done, retry bool) {
+	if r.ctx.Err() != nil {
+		return true, false
+	}
+	var ne net.Error
+	return false, errors.As(err, &ne) && ne.Timeout()
+}
+
 // serve binds and then accepts until the incarnation ends.
 func (r *clientRun) serve() {
 	defer r.wg.Done()
@@ -134,11 +145,9 @@ func (r *clientRun) serve() {
 	for {
 		conn, err := ln.Accept()
 		if err != nil {
-			if r.ctx.Err() != nil {
+			if done, retry := r.socketErr(err); done {
 				return
-			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
+			} else if retry {
 				continue
 			}
 			// A listener that fails otherwise is dead: report it and
@@ -190,7 +199,7 @@ func (r *clientRun) bind() net.Listener {
 			}
 			r.status(messages.TunnelError, msg)
 		}
-		if !sleep(r.ctx, b.Next()) {
+		if !transport.Wait(r.ctx, b.Next()) {
 			return nil
 		}
 	}
@@ -380,17 +389,4 @@ func openTunnel(ctx context.Context, conn transport.Conn, id string, secret []by
 	}
 	_ = s.SetDeadline(time.Time{})
 	return s, nil
-}
-
-// sleep waits d or until ctx ends; it reports whether to go on. A retry
-// delay, not synchronisation.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }

@@ -8,34 +8,13 @@ import (
 	"testing"
 	"time"
 
+	"peerdns/actors/tunnel/tunneltest"
 	"peerdns/internal/testutil"
 	"peerdns/messages"
 )
 
-// udpEcho is a UDP service that answers each datagram with the datagram
-// followed by "|" and the address it came from, so a test sees which
-// flow (socket on the server's side) carried it.
-func udpEcho(t testing.TB) string {
-	t.Helper()
-	pc, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	t.Cleanup(func() { pc.Close(); <-done })
-	go func() {
-		defer close(done)
-		buf := make([]byte, 64<<10)
-		for {
-			n, from, err := pc.ReadFromUDP(buf)
-			if err != nil {
-				return
-			}
-			_, _ = pc.WriteToUDP(append(buf[:n:n], "|"+from.String()...), from)
-		}
-	}()
-	return pc.LocalAddr().String()
-}
+// udpEcho is tunneltest.UDPEcho's address as a string.
+func udpEcho(t testing.TB) string { return tunneltest.UDPEcho(t).String() }
 
 // createUDPClient makes a UDP client for url on domain and waits until
 // it runs; it returns its address.

@@ -36,11 +36,9 @@ func (r *clientRun) serveUDP() {
 	for {
 		n, src, err := pc.ReadFromUDPAddrPort(buf)
 		if err != nil {
-			if r.ctx.Err() != nil {
+			if done, retry := r.socketErr(err); done {
 				return
-			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
+			} else if retry {
 				continue
 			}
 			r.ev.emit(slog.LevelError, r.e.rec.ID, "udp tunnel client socket failed", "err", err)
@@ -91,7 +89,7 @@ func (r *clientRun) bindUDP() *net.UDPConn {
 			}
 			r.status(messages.TunnelError, msg)
 		}
-		if !sleep(r.ctx, b.Next()) {
+		if !transport.Wait(r.ctx, b.Next()) {
 			return nil
 		}
 	}

@@ -8,33 +8,13 @@ import (
 	"testing"
 	"time"
 
+	"peerdns/actors/tunnel/tunneltest"
 	"peerdns/internal/testutil"
 	"peerdns/messages"
 )
 
-// udpEchoService answers each datagram with the datagram, "|" and the
-// address it came from, so a test sees which flow carried it.
-func udpEchoService(t *testing.T) int {
-	t.Helper()
-	pc, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	t.Cleanup(func() { pc.Close(); <-done })
-	go func() {
-		defer close(done)
-		buf := make([]byte, 64<<10)
-		for {
-			n, from, err := pc.ReadFromUDP(buf)
-			if err != nil {
-				return
-			}
-			_, _ = pc.WriteToUDP(append(buf[:n:n], "|"+from.String()...), from)
-		}
-	}()
-	return pc.LocalAddr().(*net.UDPAddr).Port
-}
+// udpEchoService is tunneltest.UDPEcho's port.
+func udpEchoService(t *testing.T) int { return tunneltest.UDPEcho(t).Port }
 
 // udpRoundTrip sends msg from c until its echo arrives and returns the
 // address the service saw it from.
