@@ -203,6 +203,26 @@ type rawPeer struct {
 	conn transport.Conn
 }
 
+// impersonate stops writer w and connects to a with w's key on a raw
+// endpoint, past hello and accept: a writer that sends whatever the test
+// wants, which the real session would never send.
+func impersonate(t *testing.T, w, a *testNode) *rawPeer {
+	t.Helper()
+	net := ask[*messages.GetNetworkReply](t, a.sys, a.ledger, &messages.GetNetwork{})
+	w.stop()
+	testutil.Eventually(t, 10*time.Second, func() error {
+		if len(a.peerIDs()) != 0 {
+			return errors.New("A still sees the stopped writer")
+		}
+		return nil
+	})
+	r := dialRaw(t, w.id, a)
+	r.conn.Send(&messages.Envelope{Kind: messages.KindHello, Hello: &messages.Hello{ID: w.id.ID(), Network: net.Key, Root: net.Root}})
+	r.recvKind(t, messages.KindAccept)
+	r.conn.Send(&messages.Envelope{Kind: messages.KindAccept, Accept: &messages.Accept{}})
+	return r
+}
+
 func dialRaw(t *testing.T, id *identity.Identity, to *testNode) *rawPeer {
 	t.Helper()
 	to.waitReady()
@@ -259,21 +279,8 @@ func TestForgedOpRejectedAndGarbageDisconnected(t *testing.T) {
 	a := newTestNode(t, "A", nodeOpts{})
 	b := joinNode(t, "B", a)
 	waitMesh(t, 15*time.Second, a, b)
-	net := ask[*messages.GetNetworkReply](t, a.sys, a.ledger, &messages.GetNetwork{})
-
-	// B's key on a raw endpoint: a writer that misbehaves. A replaces B's
-	// real session with this one (B dialed both: newest wins).
-	b.stop()
-	testutil.Eventually(t, 10*time.Second, func() error {
-		if len(a.peerIDs()) != 0 {
-			return errors.New("A still sees B")
-		}
-		return nil
-	})
-	r := dialRaw(t, b.id, a)
-	r.conn.Send(&messages.Envelope{Kind: messages.KindHello, Hello: &messages.Hello{ID: b.id.ID(), Network: net.Key, Root: net.Root}})
-	r.recvKind(t, messages.KindAccept)
-	r.conn.Send(&messages.Envelope{Kind: messages.KindAccept, Accept: &messages.Accept{}})
+	// B's key on a raw endpoint: a writer that misbehaves.
+	r := impersonate(t, b, a)
 	testutil.Eventually(t, 10*time.Second, func() error {
 		if len(a.peerIDs()) != 1 {
 			return errors.New("raw B not connected")
@@ -301,6 +308,7 @@ func TestForgedOpRejectedAndGarbageDisconnected(t *testing.T) {
 	// A hello after the handshake breaks the protocol. (Undecodable and
 	// oversize frames are closed by the transport itself: see
 	// TestGarbageFramesDisconnectPeer.)
+	net := ask[*messages.GetNetworkReply](t, a.sys, a.ledger, &messages.GetNetwork{})
 	r.conn.Send(&messages.Envelope{Kind: messages.KindHello, Hello: &messages.Hello{ID: b.id.ID(), Network: net.Key}})
 	select {
 	case <-r.conn.Done():
