@@ -262,6 +262,11 @@ func (a *Actor) check(c actor.Context, name string) {
 			return
 		}
 		defer func() { <-slots }()
+		if ctx.Err() != nil {
+			// A slot freed by a lookup that ended with the stop: select
+			// picks at random between it and ctx.Done, so check again.
+			return
+		}
 		lctx, cancel := context.WithTimeout(ctx, d.CheckTimeout)
 		ip, err := d.PublicLookup(lctx, name)
 		cancel()
