@@ -7,10 +7,16 @@ import (
 )
 
 // BenchmarkTunnelThroughput is bytes a second one way through a tunnel
-// over the in-memory transport: local TCP → client → stream → server →
+// over QUIC on loopback and over the in-memory transport: local TCP → client → stream → server →
 // TCP sink, 1 MiB per op.
 func BenchmarkTunnelThroughput(b *testing.B) {
-	tn := newTestNet(b, false)
+	for _, quic := range []bool{false, true} {
+		b.Run(map[bool]string{true: "quic", false: "mem"}[quic], func(b *testing.B) { benchThroughput(b, quic) })
+	}
+}
+
+func benchThroughput(b *testing.B, quic bool) {
+	tn := newTestNet(b, quic)
 	srv, cli := tn.node(nil), tn.node(nil)
 	connect(b, srv, cli)
 	sink := tcpServer(b, func(c net.Conn) { _, _ = io.Copy(io.Discard, c) })
