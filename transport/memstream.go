@@ -72,6 +72,9 @@ func (s *memStream) Abort() {
 	_ = s.r.Close()
 }
 
+func (s *memStream) SetReadDeadline(t time.Time) error  { return s.r.SetReadDeadline(t) }
+func (s *memStream) SetWriteDeadline(t time.Time) error { return s.w.SetWriteDeadline(t) }
+
 func (s *memStream) SetDeadline(t time.Time) error {
 	if err := s.w.SetWriteDeadline(t); err != nil {
 		return err

@@ -103,6 +103,8 @@ type Stream interface {
 	CloseWrite() error
 	Abort()
 	SetDeadline(t time.Time) error
+	SetReadDeadline(t time.Time) error
+	SetWriteDeadline(t time.Time) error
 }
 
 // ErrDatagramTooLarge reports a datagram over the connection's current

@@ -299,21 +299,26 @@ func (r *clientRun) handle(conn net.Conn) {
 // errNoServer: no local server and no connected peer serves the key.
 var errNoServer = errors.New("no peer serves this key")
 
-// route finds the server for a new connection: a server on this node is
-// dialed directly (its target, no stream); otherwise each provider of
-// the plain id, then each provider of the secure id, until a stream
-// opens and its handshake is accepted. done releases what route took.
 func (r *clientRun) route() (remote side, extra []*stats, done func(), err error) {
-	k := r.e.key
+	return route(r.ctx, r.d, r.reg, r.e.key)
+}
+
+// route finds the server for a new connection to key: a server on this
+// node is dialed directly (its target, no stream); otherwise each
+// provider of the plain id, then each provider of the secure id, until a
+// stream opens and its handshake is accepted. extra are the local
+// server's counters (nil for a stream); done releases what route took.
+// Shared by tunnel clients and the Dialer.
+func route(ctx context.Context, d Deps, reg *registry, k clientKey) (remote side, extra []*stats, done func(), err error) {
 	for _, id := range []string{k.Plain, k.Secure} {
-		h := r.reg.lookup(id)
+		h := reg.lookup(id)
 		if h == nil {
 			continue
 		}
 		if h.udp {
 			return nil, nil, nil, fmt.Errorf("local server %s is a udp tunnel", h.id)
 		}
-		tc, err := h.dialTarget(r.ctx)
+		tc, err := h.dialTarget(ctx)
 		if err != nil {
 			h.stats.fail("dial " + h.target + ": " + err.Error())
 			return nil, nil, nil, fmt.Errorf("local server %s: dial %s: %w", h.id, h.target, err)
@@ -326,7 +331,7 @@ func (r *clientRun) route() (remote side, extra []*stats, done func(), err error
 		}
 		return t, []*stats{h.stats}, remove, nil
 	}
-	if r.d.Mesh == nil {
+	if d.Mesh == nil {
 		return nil, nil, nil, errNoServer
 	}
 	last := errNoServer
@@ -334,12 +339,12 @@ func (r *clientRun) route() (remote side, extra []*stats, done func(), err error
 		id     string
 		secret []byte
 	}{{k.Plain, nil}, {k.Secure, k.Secret}} {
-		for _, p := range r.d.Mesh.Providers(c.id) {
-			conn, ok := r.d.Mesh.Conn(p)
+		for _, p := range d.Mesh.Providers(c.id) {
+			conn, ok := d.Mesh.Conn(p)
 			if !ok {
 				continue
 			}
-			s, err := openTunnel(r.ctx, conn, c.id, c.secret, 0, r.d.OpenTimeout, r.d.HandshakeTimeout)
+			s, err := openTunnel(ctx, conn, c.id, c.secret, 0, d.OpenTimeout, d.HandshakeTimeout)
 			if err != nil {
 				last = fmt.Errorf("peer %s: %w", short(p), err)
 				continue

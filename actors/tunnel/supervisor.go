@@ -35,6 +35,9 @@ type Deps struct {
 	// Counters, when set, receive the data-path counters (diagnostics
 	// read them); nil keeps them internal.
 	Counters *Counters
+	// Dialer, when set, is attached while the supervisor runs so other
+	// parts of the process (the edge proxy) can open tunnel connections.
+	Dialer *Dialer
 
 	DialTimeout       time.Duration     // server → target TCP dial [5s]
 	OpenTimeout       time.Duration     // client → opening a stream to a provider [10s]
@@ -252,6 +255,7 @@ func (a *Actor) start(c actor.Context) {
 	ctx, cancel := context.WithCancel(context.Background())
 	a.cancel = cancel
 	a.acc = &acceptor{reg: a.reg, ev: a.ev, handshake: a.d.HandshakeTimeout, ctx: ctx}
+	a.d.Dialer.attach(a.d, a.reg, ctx)
 	if a.d.Mesh != nil {
 		a.d.Mesh.HandleStreams(a.acc.serve)
 		a.d.Mesh.HandleDatagrams(a.acc.datagram)
@@ -264,6 +268,7 @@ func (a *Actor) start(c actor.Context) {
 // stop after Stopping returns (protoactor stops them and waits).
 func (a *Actor) halt() {
 	a.halted = true
+	a.d.Dialer.detach()
 	a.stopFollow()
 	if a.cancel != nil {
 		a.cancel()

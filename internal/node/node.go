@@ -58,6 +58,7 @@ type Node struct {
 	peers    *actor.PID
 	mesh     *peer.Mesh // the peer network as tunnels see it
 	tunnels  *actor.PID
+	dialer   *tunnel.Dialer // tunnel connections for in-process users (the edge proxy)
 	stderr   io.Writer
 	admin    *admin.Server
 	adminLn  net.Listener
@@ -142,8 +143,10 @@ func (n *Node) start() (err error) {
 	}
 	// Tunnels stop first (last spawned): their listeners and streams close
 	// while the peer connections they ride on are still up.
+	n.dialer = &tunnel.Dialer{}
 	if n.tunnels, err = n.root.Spawn("tunnels", tunnel.Props(tunnel.Deps{
 		Self: n.id.ID(), Mesh: n.mesh, Store: n.nodeDB, View: n.pub, Ledger: n.ledger, Log: n.logs["tunnel"],
+		Dialer: n.dialer,
 	})); err != nil {
 		return fmt.Errorf("spawn tunnels: %w", err)
 	}
