@@ -43,6 +43,12 @@ type Config struct {
 	// (/24, /56) outside RecursionAllow gets before responses are dropped
 	// or slip out truncated; default DefaultRateLimit, negative: no limit.
 	RateLimit int
+	// OnP2PAnswer, when set, is called with a p2p domain's name (as the
+	// view has it) after the server answered it: at most once per domain
+	// a second, from one goroutine of the server's own, never on the
+	// answer path (zone.Touches). The node uses it to make sure the
+	// tunnel clients of the domain's subscribed services run.
+	OnP2PAnswer func(domain string)
 }
 
 func (c *Config) defaults() {

@@ -90,6 +90,7 @@ type Server struct {
 	singleReads bool
 	slowCnt     shard // counters of the slow path
 	lastLog     atomic.Int64
+	touches     *zone.Touches // nil without Config.OnP2PAnswer
 }
 
 // shard is one reader's counters, padded so readers never share a line.
@@ -149,6 +150,9 @@ func New(cfg Config, pub *view.Published, local *records.Published, log *slog.Lo
 	if cfg.RateLimit > 0 {
 		s.rrl = newLimiter(cfg.RateLimit, cfg.Now)
 	}
+	if cfg.OnP2PAnswer != nil {
+		s.touches = zone.NewTouches(256)
+	}
 	s.baseCtx, s.cancel = context.WithCancel(context.Background())
 	s.rebuild()
 	return s, nil
@@ -183,9 +187,27 @@ func (s *Server) rebuild() *zone.Table {
 	if t := s.table.Load(); t.BuiltFrom(v, l) {
 		return t
 	}
-	t := zone.Build(v, l, zone.Options{TTL: s.cfg.TTL})
+	t := zone.Build(v, l, zone.Options{TTL: s.cfg.TTL, Touches: s.touches})
 	s.table.Store(t)
 	return t
+}
+
+// reportAnswers passes the answered p2p domains to Config.OnP2PAnswer
+// and starts a new reporting epoch every second, until Shutdown.
+func (s *Server) reportAnswers() {
+	defer s.wg.Done()
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-s.baseCtx.Done():
+			return
+		case <-tick.C:
+			s.touches.Tick()
+		case d := <-s.touches.C():
+			s.cfg.OnP2PAnswer(d)
+		}
+	}
 }
 
 // Table is the answer table for the snapshots published now (for
@@ -248,6 +270,10 @@ func (s *Server) Start() error {
 		return fmt.Errorf("dns tcp: %w", err)
 	}
 	s.started.Store(true)
+	if s.touches != nil {
+		s.wg.Add(1)
+		go s.reportAnswers()
+	}
 	s.unsub = append(s.unsub,
 		s.view.Subscribe(func(*view.Snapshot) { s.rebuild() }),
 		s.local.Subscribe(func(*records.Snapshot) { s.rebuild() }))

@@ -566,3 +566,30 @@ func TestTableFollowsPublishers(t *testing.T) {
 		t.Fatalf("new.p2p = %q", got)
 	}
 }
+
+// OnP2PAnswer hears about answered p2p domains, from UDP and TCP, and
+// not about the others.
+func TestOnP2PAnswer(t *testing.T) {
+	pub, local := testSources(t)
+	got := make(chan string, 16)
+	s := newTestServer(t, testConfig{Config: Config{Upstreams: []string{deadUpstream(t)}, OnP2PAnswer: func(d string) { got <- d }}}, pub, local)
+	ask(t, "udp", s.Addr(), "a.local.", dns.TypeA, false)
+	ask(t, "udp", s.Addr(), "site.p2p.", dns.TypeA, false)
+	select {
+	case d := <-got:
+		if d != "site.p2p" {
+			t.Fatalf("reported %q, want site.p2p", d)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("site.p2p answered over UDP was not reported")
+	}
+	ask(t, "tcp", s.Addr(), "clash.p2p.", dns.TypeA, false)
+	select {
+	case d := <-got:
+		if d != "clash.p2p" {
+			t.Fatalf("reported %q, want clash.p2p", d)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("clash.p2p answered over TCP was not reported")
+	}
+}

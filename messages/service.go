@@ -95,6 +95,11 @@ type GetSubscriptionsReply struct {
 	AllDomains    []string // domains with subscribe-all on
 }
 
+// DomainAnswered tells the tunnels supervisor that the DNS server
+// answered a p2p domain (at most once a second per domain, sent off the
+// answer path). No reply.
+type DomainAnswered struct{ Domain string }
+
 // RestartDomainClients restarts every tunnel client of Domain onto the
 // hash in force, closing their connections. The reply is a
 // TunnelWriteReply.

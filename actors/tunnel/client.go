@@ -39,6 +39,10 @@ func (a *clientActor) Receive(c actor.Context) {
 		a.start()
 	case *actor.Stopping, *actor.Restarting:
 		a.stop()
+	case *wakeClient:
+		if a.run != nil {
+			a.run.wake()
+		}
 	case *messages.RestartTunnelClient:
 		// Frees the port and closes every connection before binding again.
 		a.stop()
@@ -82,7 +86,7 @@ type clientRun struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	conns  *connSet
-	kick   chan struct{} // wakes the lookup loop after a failed connection
+	kick   chan struct{} // cuts a wait short: binding again, looking for the server
 
 	mu   sync.Mutex // guards ln and addr
 	ln   net.Listener
@@ -199,7 +203,7 @@ func (r *clientRun) bind() net.Listener {
 			}
 			r.status(messages.TunnelError, msg)
 		}
-		if !transport.Wait(r.ctx, b.Next()) {
+		if !r.pause(b.Next()) {
 			return nil
 		}
 	}
@@ -238,16 +242,23 @@ func (r *clientRun) lookup() {
 			r.status(messages.TunnelStarting, "no peer serves this key yet")
 			wait = b.Next()
 		}
-		t := time.NewTimer(wait)
-		select {
-		case <-r.ctx.Done():
-			t.Stop()
+		if !r.pause(wait) {
 			return
-		case <-r.kick:
-		case <-t.C:
 		}
-		t.Stop()
 	}
+}
+
+// pause waits d, or less when woken (wake); false once the run ends.
+func (r *clientRun) pause(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-r.ctx.Done():
+		return false
+	case <-r.kick:
+	case <-t.C:
+	}
+	return true
 }
 
 func (r *clientRun) reachable() bool {

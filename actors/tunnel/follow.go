@@ -33,9 +33,8 @@ import (
 // connections closed, its port freed) and started again on the new key;
 // an owner's service that moved is written to its claim again.
 //
-// DNS-triggered clients (a DNS answer making sure the clients of the
-// subscribed services run) are not built: subscription clients run from
-// the moment of the subscription.
+// A DNS answer for a followed domain also makes the supervisor follow it
+// at once (answered.go).
 const (
 	followDomain  = "domain"
 	followService = "service"

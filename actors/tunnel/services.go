@@ -21,7 +21,11 @@ import (
 // messages.SetClaimServices; the ledger writes a signed op only when the
 // list changed. So the owner's node is the only writer of the list and
 // every node reads it from the resolved claim (GET /api/domain-services,
-// answered by the ledger).
+// answered by the ledger). The spec's "claim record clients array" is
+// this array: one Service {serviceName, key, port, protocol} per such
+// client (its id is <domain>_<serviceName>), which is what a subscriber
+// needs to make its own client; the owner's client ids and local ports
+// are not published beyond that.
 
 // receiveServices handles the service and subscription requests and the
 // following messages (the tail of Receive).
@@ -31,6 +35,8 @@ func (a *Actor) receiveServices(c actor.Context) {
 		a.refresh(c)
 	case *messages.RestartDomainClients:
 		a.restartDomain(c, m.Domain)
+	case *messages.DomainAnswered:
+		a.answered(c, m.Domain)
 	case *messages.ServiceSubscribe:
 		c.Respond(&messages.SubscriptionReply{Err: a.subscribe(c, m.Sub)})
 	case *messages.ServiceUnsubscribe:

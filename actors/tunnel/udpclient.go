@@ -89,7 +89,7 @@ func (r *clientRun) bindUDP() *net.UDPConn {
 			}
 			r.status(messages.TunnelError, msg)
 		}
-		if !transport.Wait(r.ctx, b.Next()) {
+		if !r.pause(b.Next()) {
 			return nil
 		}
 	}

@@ -33,6 +33,9 @@ func (t *Table) Resolve(qname string, qtype, qclass uint16) Result {
 		return Result{Rcode: dns.RcodeRefused}
 	}
 	n := t.find(k)
+	if n != nil {
+		t.touch(n)
+	}
 	switch qclass {
 	case dns.ClassINET, dns.ClassANY:
 		return t.answer(n, qname, qtype, 0)

@@ -207,6 +207,7 @@ func (t *Table) Answer(req []byte, q *Query, out []byte, ednsSize uint16) int {
 			return 0
 		}
 	}
+	t.touch(n)
 	var a *Answer
 	if s := slot(q.Qtype); s >= 0 {
 		a = n.fast[s]

@@ -12,6 +12,7 @@ package zone
 import (
 	"net/netip"
 	"strings"
+	"sync/atomic"
 
 	"github.com/miekg/dns"
 
@@ -56,7 +57,8 @@ func (k Kind) String() string {
 
 // Options tune a Table.
 type Options struct {
-	TTL uint32 // TTL of internal and p2p answers; 0 means DefaultTTL
+	TTL     uint32   // TTL of internal and p2p answers; 0 means DefaultTTL
+	Touches *Touches // reports answered p2p domains; nil: none
 }
 
 // Table is the compiled data at one version. Never modified after Build.
@@ -70,7 +72,8 @@ type Table struct {
 	nodes   map[string]*node // exact names, key: lowercased wire name
 	parents map[string]*node // internal and p2p nodes, which also answer their subdomains
 	ttl     uint32
-	buf     []byte // scratch for packing during Build; nil afterwards
+	buf     []byte   // scratch for packing during Build; nil afterwards
+	touches *Touches // nil: answers are not reported
 }
 
 type node struct {
@@ -83,6 +86,9 @@ type node struct {
 
 	fast  [nslots]*Answer    // pre-packed answers by slot, nil: slow path
 	other map[uint16]*Answer // pre-packed answers of OTHER local types
+
+	domain string        // p2p nodes: the view's name, reported by touch
+	seen   atomic.Uint32 // p2p nodes: the Touches epoch last reported
 }
 
 const nslots = 10
@@ -140,7 +146,7 @@ func lowerWire(b []byte) {
 
 // Build compiles a table. Either snapshot may be nil.
 func Build(v *view.Snapshot, l *records.Snapshot, o Options) *Table {
-	t := &Table{nodes: map[string]*node{}, parents: map[string]*node{}, ttl: o.TTL, view: v, local: l}
+	t := &Table{nodes: map[string]*node{}, parents: map[string]*node{}, ttl: o.TTL, view: v, local: l, touches: o.Touches}
 	if t.ttl == 0 {
 		t.ttl = DefaultTTL
 	}
@@ -168,6 +174,7 @@ func Build(v *view.Snapshot, l *records.Snapshot, o Options) *Table {
 				n.kind = KindPublic
 			default:
 				n.kind = KindP2P
+				n.domain = name
 				setIP(n, d.IP)
 			}
 			t.parents[k] = n

@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -59,6 +60,9 @@ type Node struct {
 	mesh     *peer.Mesh // the peer network as tunnels see it
 	tunnels  *actor.PID
 	dialer   *tunnel.Dialer // tunnel connections for in-process users (the edge proxy)
+	// answered is the tunnels supervisor once spawned: the DNS server's
+	// goroutine tells it which p2p domains were answered.
+	answered atomic.Pointer[actor.PID]
 	stderr   io.Writer
 	admin    *admin.Server
 	adminLn  net.Listener
@@ -150,6 +154,7 @@ func (n *Node) start() (err error) {
 	})); err != nil {
 		return fmt.Errorf("spawn tunnels: %w", err)
 	}
+	n.answered.Store(n.tunnels)
 	n.closers = append(n.closers, func() { _ = n.root.System.Root.StopFuture(n.tunnels).Wait() })
 	n.startAdmin(adminLn)
 	return nil
@@ -209,7 +214,10 @@ func (n *Node) warnUnbuilt() {
 func (n *Node) startDNS() error {
 	dnsLog := n.logs["dns"]
 	recs := &records.Published{}
-	srv, err := nodedns.New(nodedns.Config{Addr: n.cfg.DNSAddr, Upstreams: n.cfg.Upstream, RecursionAllow: n.cfg.DNSRecursionAllow}, n.pub, recs, dnsLog)
+	srv, err := nodedns.New(nodedns.Config{
+		Addr: n.cfg.DNSAddr, Upstreams: n.cfg.Upstream, RecursionAllow: n.cfg.DNSRecursionAllow,
+		OnP2PAnswer: n.domainAnswered,
+	}, n.pub, recs, dnsLog)
 	if err != nil {
 		return fmt.Errorf("dns: %w", err)
 	}
@@ -230,6 +238,14 @@ func (n *Node) startDNS() error {
 	}
 	n.announce("dns", udpAddr(srv.Addr()))
 	return nil
+}
+
+// domainAnswered passes a p2p domain the DNS server answered to the
+// tunnels supervisor (DNS-triggered clients, actors/tunnel/answered.go).
+func (n *Node) domainAnswered(domain string) {
+	if pid := n.answered.Load(); pid != nil {
+		n.root.System.Root.Send(pid, &messages.DomainAnswered{Domain: domain})
+	}
 }
 
 // startPeers opens the QUIC endpoint and spawns the peers supervisor.
