@@ -18,10 +18,18 @@ import (
 // the process and its admin address once it announced it.
 func startProcess(t *testing.T, dir string, extra ...string) (*exec.Cmd, string) {
 	t.Helper()
+	return startProcessWrapped(t, nil, dir, extra...)
+}
+
+// startProcessWrapped is startProcess run through wrap (a command and its
+// arguments that end by running the rest, such as setpriv), if any.
+func startProcessWrapped(t *testing.T, wrap []string, dir string, extra ...string) (*exec.Cmd, string) {
+	t.Helper()
 	args := append([]string{"node", "--data", dir, "--admin-addr", "127.0.0.1:0",
 		"--dns-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0", "--https-addr", "127.0.0.1:0",
 		"--p2p-addr", "127.0.0.1:0", "--upstream", "127.0.0.1:1"}, extra...)
-	cmd := exec.Command(os.Args[0], args...)
+	argv := append(append(append([]string(nil), wrap...), os.Args[0]), args...)
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = append(os.Environ(), "PEERDNS_TEST_AS_MAIN=1")
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
