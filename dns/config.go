@@ -82,23 +82,37 @@ func (c *Config) defaults() {
 	}
 }
 
+// NormalizeUpstreams checks upstream servers (ip or ip:port each; host
+// names cannot be resolved before DNS runs) and completes bare addresses
+// with port 53.
+func NormalizeUpstreams(list []string) ([]string, error) {
+	out := make([]string, len(list))
+	for i, u := range list {
+		if ap, err := netip.ParseAddrPort(u); err == nil {
+			out[i] = ap.String()
+			continue
+		}
+		// A bare address means port 53.
+		ip, err := netip.ParseAddr(strings.Trim(u, "[]"))
+		if err != nil {
+			return nil, fmt.Errorf("upstream %q: want ip or ip:port (host names cannot be resolved before DNS runs)", u)
+		}
+		out[i] = netip.AddrPortFrom(ip, 53).String()
+	}
+	return out, nil
+}
+
 // Validate checks the config after defaults (and completes bare
 // upstream addresses with port 53).
 func (c *Config) Validate() error {
 	if _, _, err := net.SplitHostPort(c.Addr); err != nil {
 		return fmt.Errorf("dns addr %q: %w", c.Addr, err)
 	}
-	for i, u := range c.Upstreams {
-		if _, err := netip.ParseAddrPort(u); err == nil {
-			continue
-		}
-		// A bare address means port 53.
-		ip, err := netip.ParseAddr(strings.Trim(u, "[]"))
-		if err != nil {
-			return fmt.Errorf("upstream %q: want ip or ip:port (host names cannot be resolved before DNS runs)", u)
-		}
-		c.Upstreams[i] = netip.AddrPortFrom(ip, 53).String()
+	ups, err := NormalizeUpstreams(c.Upstreams)
+	if err != nil {
+		return err
 	}
+	copy(c.Upstreams, ups)
 	for _, p := range c.RecursionAllow {
 		if !p.IsValid() {
 			return fmt.Errorf("recursion ACL: invalid network %v", p)

@@ -218,6 +218,36 @@ func (s *Server) Table() *zone.Table { return s.current() }
 // Upstreams is the upstream list in use.
 func (s *Server) Upstreams() []string { return s.up.Servers() }
 
+// SetUpstreams replaces the upstream servers live (ip or ip:port each;
+// empty: the nameservers of the system's resolv.conf, as at start). The
+// server's own address is skipped, as at start.
+func (s *Server) SetUpstreams(list []string) error {
+	ups, err := NormalizeUpstreams(list)
+	if err != nil {
+		return err
+	}
+	if len(ups) == 0 {
+		if ups, err = upstream.SystemServers(s.cfg.ResolvConf, []string{s.cfg.Addr}); err != nil {
+			return fmt.Errorf("no upstreams given and none in %s: %w", s.cfg.ResolvConf, err)
+		}
+	}
+	var kept []string
+	for _, u := range ups {
+		if !upstream.IsSelf(u, []string{s.cfg.Addr, s.Addr()}) {
+			kept = append(kept, u)
+		}
+	}
+	s.up.SetServers(kept)
+	s.log.Info("dns upstreams changed", "upstreams", kept)
+	return nil
+}
+
+// SetCacheSize changes the upstream cache's capacity live (entries).
+func (s *Server) SetCacheSize(n int) { s.up.SetCacheSize(n) }
+
+// CacheSize is the upstream cache's capacity in entries.
+func (s *Server) CacheSize() int { return s.up.CacheSize() }
+
 // Start opens the UDP sockets and the TCP listener and starts serving.
 func (s *Server) Start() error {
 	s.mu.Lock()

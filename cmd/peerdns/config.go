@@ -47,6 +47,7 @@ func parseNodeFlags(args []string, getenv func(string) string, stderr io.Writer)
 		return c, err
 	}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	c.Sources = settingSources(set, getenv)
 	if c.System {
 		if !set["dns-addr"] && getenv("PEERDNS_DNS_ADDR") == "" {
 			c.DNSAddr = "0.0.0.0:53"
@@ -77,6 +78,44 @@ func parseNodeFlags(args []string, getenv func(string) string, stderr io.Writer)
 	}
 	c.LogLevel = envOr(getenv, "LOG_LEVEL", "info")
 	return c, nil
+}
+
+// flagSettings maps flags to the settings (actors/settings) they pin.
+var flagSettings = map[string]string{
+	"admin-addr": "ADMIN_ADDR", "dns-addr": "DNS_ADDR", "http-addr": "HTTP_ADDR", "https-addr": "HTTPS_ADDR",
+	"p2p-addr": "P2P_ADDR", "bootstrap": "BOOTSTRAP_PEERS", "upstream": "UPSTREAM_DNS",
+	"dns-recursion-allow": "DNS_RECURSION_ALLOW",
+}
+
+// envSettings are the settings read from the environment only.
+var envSettings = []string{"LOG_LEVEL", "ADMIN_DOMAIN", "ADMIN_ALLOWED_HOSTS", "SUBNET_BASE", "INITIAL_IP_INDEX"}
+
+// settingSources says which settings the command line (set: the flags
+// given) or the environment gave: those win over saved settings.
+// --system pins the addresses it moves.
+func settingSources(set map[string]bool, getenv func(string) string) map[string]string {
+	src := map[string]string{}
+	for f, name := range flagSettings {
+		switch {
+		case set[f]:
+			src[name] = "flag"
+		case getenv("PEERDNS_"+strings.ToUpper(strings.ReplaceAll(f, "-", "_"))) != "":
+			src[name] = "env"
+		}
+	}
+	if set["system"] || getenv("PEERDNS_SYSTEM") != "" {
+		for _, name := range []string{"DNS_ADDR", "HTTP_ADDR", "HTTPS_ADDR"} {
+			if src[name] == "" {
+				src[name] = "flag"
+			}
+		}
+	}
+	for _, name := range envSettings {
+		if getenv(name) != "" {
+			src[name] = "env"
+		}
+	}
+	return src
 }
 
 func splitList(s string) []string {

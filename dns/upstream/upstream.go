@@ -49,10 +49,12 @@ type Config struct {
 
 // Resolver forwards and caches. Safe for concurrent use.
 type Resolver struct {
-	cfg   Config
-	cache *lru.Cache[key, *entry]
-	udp   *dns.Client
-	tcp   *dns.Client
+	cfg     Config // Servers and CacheSize are read from the two fields below
+	servers atomic.Pointer[[]string]
+	size    atomic.Int64 // the cache's capacity in entries
+	cache   *lru.Cache[key, *entry]
+	udp     *dns.Client
+	tcp     *dns.Client
 
 	mu       sync.Mutex // guards inflight
 	inflight map[key]*call
@@ -111,11 +113,32 @@ func New(cfg Config) *Resolver {
 		wire:     map[string]*Template{},
 	}
 	r.cache, _ = lru.NewWithEvict[key, *entry](cfg.CacheSize, r.evicted) // only fails for size <= 0
+	r.SetServers(cfg.Servers)
+	r.size.Store(int64(cfg.CacheSize))
 	return r
 }
 
 // Servers is the upstream list in use.
-func (r *Resolver) Servers() []string { return append([]string(nil), r.cfg.Servers...) }
+func (r *Resolver) Servers() []string { return append([]string(nil), *r.servers.Load()...) }
+
+// SetServers replaces the upstream list (host:port each, tried in order)
+// for the next forwarded query; queries in flight finish on the old one.
+// Cached answers stay: they were right when they were asked.
+func (r *Resolver) SetServers(servers []string) {
+	s := append([]string(nil), servers...)
+	r.servers.Store(&s)
+}
+
+// SetCacheSize changes the cache's capacity (entries, at least 1); a
+// smaller cache evicts its least recently used answers at once.
+func (r *Resolver) SetCacheSize(n int) {
+	n = max(n, 1)
+	r.size.Store(int64(n))
+	r.cache.Resize(n)
+}
+
+// CacheSize is the cache's capacity in entries.
+func (r *Resolver) CacheSize() int { return int(r.size.Load()) }
 
 // Stats are the resolver's counters.
 type Stats struct {
@@ -240,7 +263,8 @@ func cacheTTL(m *dns.Msg) (uint32, bool) {
 }
 
 func (r *Resolver) forward(ctx context.Context, k key) (*dns.Msg, error) {
-	if len(r.cfg.Servers) == 0 {
+	servers := *r.servers.Load()
+	if len(servers) == 0 {
 		r.failures.Add(1)
 		return nil, ErrNoServers
 	}
@@ -250,7 +274,7 @@ func (r *Resolver) forward(ctx context.Context, k key) (*dns.Msg, error) {
 	q.RecursionDesired = true
 	q.SetEdns0(r.cfg.UDPSize, false)
 	var errs []error
-	for _, srv := range r.cfg.Servers {
+	for _, srv := range servers {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}

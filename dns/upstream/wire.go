@@ -137,7 +137,7 @@ func (r *Resolver) putTemplate(k key, e *entry) {
 	}
 	e.wkey, e.tpl = wk, t
 	r.wmu.Lock()
-	if len(r.wire) >= 2*r.cfg.CacheSize {
+	if len(r.wire) >= 2*r.CacheSize() {
 		clear(r.wire) // a safety valve; the LRU bounds it in practice
 	}
 	r.wire[wk] = t

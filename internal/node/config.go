@@ -41,6 +41,15 @@ type Config struct {
 	InitialIPIndex    int
 	LogLevel          string
 
+	// DNSCacheSize is the upstream cache's capacity (entries); 0: the
+	// DNS server's default. Set by the DNS_CACHE_SIZE setting only.
+	DNSCacheSize int
+
+	// Sources says which settings (actors/settings names) the command
+	// line ("flag") or the environment ("env") gave; those win over the
+	// saved settings and cannot be changed through the API.
+	Sources map[string]string
+
 	// Version is reported in logs and APIs.
 	Version string
 

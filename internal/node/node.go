@@ -59,6 +59,8 @@ type Node struct {
 	peers    *actor.PID
 	mesh     *peer.Mesh // the peer network as tunnels see it
 	tunnels  *actor.PID
+	settings *actor.PID
+	level    *slog.LevelVar // LOG_LEVEL, changed live by the settings actor
 	dialer   *tunnel.Dialer // tunnel connections for in-process users (the edge proxy)
 	// answered is the tunnels supervisor once spawned: the DNS server's
 	// goroutine tells it which p2p domains were answered.
@@ -105,16 +107,29 @@ func (n *Node) start() (err error) {
 		return err
 	}
 	n.closers = append(n.closers, func() { n.nodeDB.Close() })
+	var warnings [][]any
+	cfg, inForce, sources, err := applySaved(cfg, n.nodeDB, func(msg string, args ...any) { warnings = append(warnings, append([]any{msg}, args...)) })
+	if err != nil {
+		return err
+	}
+	if err := cfg.Validate(); err != nil {
+		return fmt.Errorf("with the saved settings: %w", err)
+	}
+	n.cfg = cfg
 
 	level, _ := ParseLevel(cfg.LogLevel) // checked by Validate
-	stderrLog := slog.NewTextHandler(n.stderr, &slog.HandlerOptions{Level: level})
+	n.level = newLevel(level)
+	stderrLog := slog.NewTextHandler(n.stderr, &slog.HandlerOptions{Level: n.level})
 	n.root = supervisor.NewRoot(slog.New(stderrLog))
 	// Every actor stops (leaves first) before the stores close.
 	n.closers = append(n.closers, n.root.Shutdown)
-	if err := n.startLogs(stderrLog, level); err != nil {
+	if err := n.startLogs(stderrLog, n.level); err != nil {
 		return err
 	}
 	core := n.logs["core"]
+	for _, w := range warnings {
+		core.Warn(w[0].(string), w[1:]...)
+	}
 	n.root.LogTo(core)
 	core.Info("starting node", "id", n.id.ID(), "data", cfg.Data, "version", cfg.Version)
 	n.warnUnbuilt()
@@ -140,6 +155,9 @@ func (n *Node) start() (err error) {
 		return fmt.Errorf("spawn ws hub: %w", err)
 	}
 	if err := n.startDNS(); err != nil {
+		return err
+	}
+	if err := n.startSettings(inForce, sources); err != nil {
 		return err
 	}
 	if err := n.startPeers(); err != nil {
@@ -179,6 +197,7 @@ func (n *Node) startAdmin(ln net.Listener) {
 			func(r *router.Router) { admin.RegisterPeers(r, core, rootCtx, n.peers) },
 			func(r *router.Router) { admin.RegisterTunnels(r, core, rootCtx, n.tunnels) },
 			func(r *router.Router) { admin.RegisterServices(r, core, rootCtx, n.tunnels, n.ledger) },
+			n.settingsRoutes,
 		},
 		WS: ws.Handler(ws.Deps{Root: rootCtx, Hub: n.hub, Ledger: n.ledger, Channels: n.channels, Log: core}),
 	})
@@ -216,7 +235,7 @@ func (n *Node) startDNS() error {
 	recs := &records.Published{}
 	srv, err := nodedns.New(nodedns.Config{
 		Addr: n.cfg.DNSAddr, Upstreams: n.cfg.Upstream, RecursionAllow: n.cfg.DNSRecursionAllow,
-		OnP2PAnswer: n.domainAnswered,
+		OnP2PAnswer: n.domainAnswered, CacheSize: n.cfg.DNSCacheSize,
 	}, n.pub, recs, dnsLog)
 	if err != nil {
 		return fmt.Errorf("dns: %w", err)
@@ -282,7 +301,7 @@ func udpAddr(s string) net.Addr {
 
 // startLogs spawns one actor per log channel; every channel logger also
 // writes to stderr so an operator running the node in a terminal sees it.
-func (n *Node) startLogs(stderrLog slog.Handler, level slog.Level) error {
+func (n *Node) startLogs(stderrLog slog.Handler, level slog.Leveler) error {
 	n.channels = map[string]*actor.PID{}
 	n.logs = map[string]*slog.Logger{}
 	n.files = map[string]*slog.Logger{}

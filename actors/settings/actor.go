@@ -1,0 +1,341 @@
+// Package settings is the actor that owns the node's settings: the
+// whitelist (Catalog: each entry's type, category, label, description,
+// default, validator, and whether a change applies live or at the next
+// start), the saved values in node.db (keys "settings:<NAME>") and the
+// live application of those that can change while the node runs.
+//
+// # Precedence
+//
+// At start a setting's value is, first found: the command-line flag, the
+// environment variable (Def.Env), the value saved here, the default. The
+// node applies the saved values to its Config before anything starts
+// (ApplySaved in internal/node). A setting given by a flag or the
+// environment cannot be changed here (update-settings names it in its
+// errors): the deployment that set it is authoritative, and a saved value
+// would be silently overridden at the next start.
+//
+// # Updates
+//
+// update-settings validates the whole request first; any unknown name,
+// read-only setting, pinned setting or bad value is one entry of Errors
+// and nothing changes. Otherwise every value is saved in one transaction
+// (SUBNETS goes to the ledger actor, which owns the subnets; if that
+// fails the saved values are put back), the live ones are applied
+// (Deps.Apply), and the reply lists the ones that need a restart. Each
+// successful update publishes the update-settings hint.
+//
+// It must never: block Receive on the network (the ledger is asked with
+// ReenterAfter), or change a value it did not validate.
+package settings
+
+import (
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"peerdns/internal/store"
+	"peerdns/messages"
+)
+
+// Prefix is the node.db key prefix of saved settings.
+const Prefix = "settings:"
+
+// Deps are what the actor needs from the node.
+type Deps struct {
+	Store *store.DB // node.db
+	// InForce are the values the node started with, by name, and Sources
+	// where each came from ("flag", "env", "saved", "default").
+	InForce map[string]string
+	Sources map[string]string
+	// Apply has a function for each live setting; it gets the new,
+	// validated value.
+	Apply map[string]func(string) error
+	// Ledger owns SUBNETS (messages.GetSubnets / SetSubnets); nil: the
+	// setting is listed from InForce only and cannot change.
+	Ledger *actor.PID
+	// Internal lists the internal domains (INTERNAL_DOMAINS).
+	Internal func() []string
+	Timeout  time.Duration // asking the ledger [5s]
+	Log      *slog.Logger
+}
+
+// Props builds the actor.
+func Props(d Deps) *actor.Props {
+	if d.Log == nil {
+		d.Log = slog.Default()
+	}
+	if d.Timeout <= 0 {
+		d.Timeout = 5 * time.Second
+	}
+	return actor.PropsFromProducer(func() actor.Actor { return &Actor{d: d} })
+}
+
+// Actor owns the saved settings.
+type Actor struct {
+	d     Deps
+	saved map[string]string // the values saved here
+}
+
+// Receive handles one message.
+func (a *Actor) Receive(c actor.Context) {
+	switch m := c.Message().(type) {
+	case *actor.Started:
+		saved, err := LoadSaved(a.d.Store)
+		if err != nil {
+			a.d.Log.Error("cannot read the saved settings", "err", err)
+		}
+		a.saved = saved
+	case *messages.GetSettings:
+		a.get(c)
+	case *messages.UpdateSettings:
+		a.update(c, m.Settings)
+	}
+}
+
+// LoadSaved reads the saved settings (a missing store: none).
+func LoadSaved(db *store.DB) (map[string]string, error) {
+	out := map[string]string{}
+	if db == nil {
+		return out, nil
+	}
+	kvs, err := db.List(Prefix)
+	if err != nil {
+		return out, err
+	}
+	for _, kv := range kvs {
+		out[strings.TrimPrefix(kv.Key, Prefix)] = kv.Value
+	}
+	return out, nil
+}
+
+// value is what GET lists for a setting other than SUBNETS: the saved
+// value when there is one and nothing pins it, else the value in force.
+func (a *Actor) value(d Def) string {
+	if d.Name == InternalDomains && a.d.Internal != nil {
+		ds := a.d.Internal()
+		sort.Strings(ds)
+		return strings.Join(ds, ",")
+	}
+	if v, ok := a.saved[d.Name]; ok && !a.pinned(d.Name) {
+		return v
+	}
+	if v, ok := a.d.InForce[d.Name]; ok {
+		return v
+	}
+	return d.Default
+}
+
+func (a *Actor) pinned(name string) bool {
+	s := a.d.Sources[name]
+	return s == "flag" || s == "env"
+}
+
+func (a *Actor) source(name string) string {
+	if s := a.d.Sources[name]; s != "" {
+		return s
+	}
+	return "default"
+}
+
+func (a *Actor) get(c actor.Context) {
+	rep := &messages.GetSettingsReply{Settings: map[string]string{}, Metadata: map[string]messages.SettingMeta{}}
+	for _, d := range Catalog {
+		v := a.value(d)
+		meta := d.Meta(a.source(d.Name))
+		if !d.Live && !d.ReadOnly && d.Name != Subnets {
+			if now, ok := a.d.InForce[d.Name]; ok && now != v {
+				meta.RestartPending = true
+			}
+		}
+		rep.Settings[d.Name] = v
+		rep.Metadata[d.Name] = meta
+	}
+	if a.d.Ledger == nil {
+		c.Respond(rep)
+		return
+	}
+	sender := c.Sender()
+	f := c.RequestFuture(a.d.Ledger, &messages.GetSubnets{}, a.d.Timeout)
+	c.ReenterAfter(f, func(res any, err error) {
+		if r, ok := res.(*messages.GetSubnetsReply); ok && err == nil {
+			rep.Settings[Subnets] = subnetsJSON(r.Subnets)
+		} else {
+			rep.Err = fmt.Errorf("subnets: the ledger did not answer: %v", err)
+		}
+		c.Send(sender, rep)
+	})
+}
+
+// subnetsJSON is the SUBNETS value: the subnets as the spec's JSON array
+// string (the fields a client sets, not the usage counters).
+func subnetsJSON(list []messages.Subnet) string {
+	type in struct {
+		Base       string `json:"base"`
+		CIDR       int    `json:"cidr"`
+		StartIndex int    `json:"startIndex"`
+		Name       string `json:"name,omitempty"`
+	}
+	out := make([]in, 0, len(list))
+	for _, s := range list {
+		out = append(out, in{s.Base, s.CIDR, s.StartIndex, s.Name})
+	}
+	b, _ := json.Marshal(out) // plain structs
+	return string(b)
+}
+
+// check validates a whole request: one error per problem.
+func (a *Actor) check(req map[string]string) []string {
+	var errs []string
+	names := make([]string, 0, len(req))
+	for n := range req {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	if len(names) == 0 {
+		return []string{"settings: nothing to change (want an object of setting names to values)"}
+	}
+	for _, n := range names {
+		d, ok := Lookup(n)
+		if !ok {
+			errs = append(errs, fmt.Sprintf("%s: not a setting (GET /api/settings lists them)", n))
+			continue
+		}
+		if a.pinned(n) {
+			errs = append(errs, fmt.Sprintf("%s is set by the %s for this node; change it there", n, map[string]string{"flag": "command line", "env": "environment"}[a.d.Sources[n]]))
+			continue
+		}
+		if n == Subnets && a.d.Ledger == nil {
+			errs = append(errs, "SUBNETS cannot be changed on this node (no ledger)")
+			continue
+		}
+		if err := d.Validate(req[n]); err != nil {
+			errs = append(errs, err.Error())
+		}
+	}
+	return errs
+}
+
+func (a *Actor) update(c actor.Context, req map[string]string) {
+	if errs := a.check(req); len(errs) > 0 {
+		c.Respond(&messages.UpdateSettingsReply{Errors: errs})
+		return
+	}
+	vals := map[string]string{}
+	var subnets *string
+	for n, v := range req {
+		v = strings.TrimSpace(v)
+		if n == Subnets {
+			subnets = &v
+			continue
+		}
+		vals[n] = v
+	}
+	old := map[string]string{}
+	for n := range vals {
+		old[n] = a.saved[n]
+	}
+	if err := a.save(vals, false); err != nil {
+		c.Respond(&messages.UpdateSettingsReply{Err: err})
+		return
+	}
+	if subnets == nil {
+		c.Respond(a.applied(c, vals, false))
+		return
+	}
+	var list []messages.Subnet
+	_ = json.Unmarshal([]byte(*subnets), &list) // validated in check
+	sender := c.Sender()
+	f := c.RequestFuture(a.d.Ledger, &messages.SetSubnets{Subnets: list}, a.d.Timeout)
+	c.ReenterAfter(f, func(res any, err error) {
+		if r, ok := res.(*messages.SetSubnetsReply); ok && err == nil {
+			err = r.Err
+		} else if err == nil {
+			err = fmt.Errorf("unexpected reply %T", res)
+		}
+		if err != nil {
+			// Put the other values back: all or nothing.
+			if rerr := a.save(old, true); rerr != nil {
+				a.d.Log.Error("cannot put settings back after the subnets failed", "err", rerr)
+			}
+			c.Send(sender, &messages.UpdateSettingsReply{Err: fmt.Errorf("%w: subnets: %v", messages.ErrSettingsStore, err)})
+			return
+		}
+		c.Send(sender, a.applied(c, vals, true))
+	})
+}
+
+// save writes vals in one transaction; when restoring (putting back
+// what an update overwrote) a value "" deletes the key instead.
+func (a *Actor) save(vals map[string]string, restoring bool) error {
+	if a.d.Store != nil {
+		err := a.d.Store.Update(func(tx *store.Tx) error {
+			for n, v := range vals {
+				var err error
+				if restoring && v == "" {
+					err = tx.Delete(Prefix + n)
+				} else {
+					err = tx.Set(Prefix+n, v)
+				}
+				if err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("%w: %v", messages.ErrSettingsStore, err)
+		}
+	}
+	for n, v := range vals {
+		if restoring && v == "" {
+			delete(a.saved, n)
+		} else {
+			a.saved[n] = v
+		}
+	}
+	return nil
+}
+
+// applied applies the live settings among vals and builds the reply.
+func (a *Actor) applied(c actor.Context, vals map[string]string, subnets bool) *messages.UpdateSettingsReply {
+	rep := &messages.UpdateSettingsReply{}
+	var failed []string
+	names := make([]string, 0, len(vals))
+	for n := range vals {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		d, _ := Lookup(n)
+		if !d.Live {
+			rep.RestartRequiredSettings = append(rep.RestartRequiredSettings, n)
+			continue
+		}
+		if f := a.d.Apply[n]; f != nil {
+			if err := f(vals[n]); err != nil {
+				failed = append(failed, fmt.Sprintf("%s: %v", n, err))
+				a.d.Log.Warn("setting saved but not applied", "setting", n, "err", err)
+			}
+		}
+	}
+	if subnets {
+		rep.RestartRequiredSettings = append(rep.RestartRequiredSettings, Subnets)
+		sort.Strings(rep.RestartRequiredSettings)
+	}
+	rep.RestartRequired = len(rep.RestartRequiredSettings) > 0
+	rep.Message = "Settings saved and applied"
+	if rep.RestartRequired {
+		rep.Message = "Settings saved; restart the node to apply " + strings.Join(rep.RestartRequiredSettings, ", ")
+	}
+	if len(failed) > 0 {
+		rep.Message += "; not applied until the next start: " + strings.Join(failed, "; ")
+	}
+	a.d.Log.Info("settings changed", "settings", strings.Join(names, ","), "restartRequired", rep.RestartRequiredSettings)
+	c.ActorSystem().EventStream.Publish(&messages.Hint{Type: messages.HintSettings})
+	return rep
+}

@@ -1,0 +1,252 @@
+package settings
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/netip"
+	"strconv"
+	"strings"
+
+	"peerdns/http/httpx"
+	"peerdns/internal/ipam"
+	"peerdns/messages"
+)
+
+// Def is one whitelisted setting.
+type Def struct {
+	Name        string
+	Type        string // string, number, boolean, enum, json, list
+	Category    string // general, network, dns, backups
+	Label       string
+	Description string
+	Default     string
+	Options     []string // enum values
+	// Live: a change applies at once (Deps.Apply has a function for it);
+	// otherwise it is saved and applies at the next start.
+	Live bool
+	// ReadOnly: informational; update-settings refuses to change it.
+	ReadOnly   bool
+	Deprecated bool
+	// Env is the environment variable that also sets it (and, when set,
+	// wins over the saved value at start).
+	Env   string
+	check func(v string) error
+}
+
+// Names of the settings the node reads itself.
+const (
+	LogLevel          = "LOG_LEVEL"
+	AdminDomain       = "ADMIN_DOMAIN"
+	AdminAllowedHosts = "ADMIN_ALLOWED_HOSTS"
+	AdminAddr         = "ADMIN_ADDR"
+	DNSAddr           = "DNS_ADDR"
+	HTTPAddr          = "HTTP_ADDR"
+	HTTPSAddr         = "HTTPS_ADDR"
+	P2PAddr           = "P2P_ADDR"
+	BootstrapPeers    = "BOOTSTRAP_PEERS"
+	Subnets           = "SUBNETS"
+	SubnetBase        = "SUBNET_BASE"
+	InitialIPIndex    = "INITIAL_IP_INDEX"
+	InternalDomains   = "INTERNAL_DOMAINS"
+	UpstreamDNS       = "UPSTREAM_DNS"
+	DNSCacheSize      = "DNS_CACHE_SIZE"
+	DNSRecursionAllow = "DNS_RECURSION_ALLOW"
+	BackupRetention   = "BACKUP_RETENTION"
+	BackupInterval    = "BACKUP_INTERVAL"
+)
+
+// Catalog is the whitelist, in the order the panel lists it.
+var Catalog = []Def{
+	{Name: LogLevel, Type: "enum", Category: "general", Label: "Log level", Env: "LOG_LEVEL",
+		Description: "Least severe level written to the log channels and stderr.", Default: "info",
+		Options: []string{"debug", "info", "warn", "error"}, Live: true, check: oneOf("debug", "info", "warn", "error")},
+	{Name: AdminDomain, Type: "string", Category: "network", Label: "Admin domain", Env: "ADMIN_DOMAIN",
+		Description: "Internal domain that serves the admin API and panel through the edge proxy.", Default: "admin.p2p",
+		check: hostname},
+	{Name: AdminAllowedHosts, Type: "list", Category: "network", Label: "Extra admin host names", Env: "ADMIN_ALLOWED_HOSTS",
+		Description: "Comma-separated Host names (or name:port) the admin API also answers, beside its address, localhost, loopback IPs and the admin domain.",
+		check:       hostList},
+	{Name: AdminAddr, Type: "string", Category: "network", Label: "Admin address", Env: "PEERDNS_ADMIN_ADDR",
+		Description: "host:port of the admin API, WebSocket and panel (--admin-addr).", Default: "127.0.0.1:7710", check: hostPort},
+	{Name: DNSAddr, Type: "string", Category: "network", Label: "DNS address", Env: "PEERDNS_DNS_ADDR",
+		Description: "host:port the DNS server answers on, UDP and TCP (--dns-addr).", Default: "127.0.0.1:7753", check: hostPort},
+	{Name: HTTPAddr, Type: "string", Category: "network", Label: "Edge HTTP address", Env: "PEERDNS_HTTP_ADDR",
+		Description: "host:port of the edge proxy's HTTP listener (--http-addr).", Default: "127.0.0.1:7780", check: hostPort},
+	{Name: HTTPSAddr, Type: "string", Category: "network", Label: "Edge HTTPS address", Env: "PEERDNS_HTTPS_ADDR",
+		Description: "host:port of the edge proxy's HTTPS listener (--https-addr).", Default: "127.0.0.1:7743", check: hostPort},
+	{Name: P2PAddr, Type: "string", Category: "network", Label: "Peer address", Env: "PEERDNS_P2P_ADDR",
+		Description: "host:port of the peer QUIC endpoint, UDP (--p2p-addr).", Default: "0.0.0.0:7740", check: hostPort},
+	{Name: BootstrapPeers, Type: "list", Category: "network", Label: "Bootstrap peers", Env: "PEERDNS_BOOTSTRAP",
+		Description: "Comma-separated peer addresses (host:port) dialled at start (--bootstrap).", check: hostPortList},
+	{Name: Subnets, Type: "json", Category: "network", Label: "Subnets",
+		Description: "JSON array of {base, cidr, startIndex, name} the local IPs of domains are taken from; the same rules as POST /api/subnets.",
+		Default:     "[]", check: subnets},
+	{Name: SubnetBase, Type: "string", Category: "network", Label: "Subnet base (deprecated)", Env: "SUBNET_BASE", Deprecated: true,
+		Description: "Deprecated: use SUBNETS or /api/subnets. IPv4 address or prefix (a bare address means /16) of the default subnet when no subnets are set.",
+		Default:     ipam.DefaultBase, check: subnetBase},
+	{Name: InitialIPIndex, Type: "number", Category: "network", Label: "Initial IP index (deprecated)", Env: "INITIAL_IP_INDEX", Deprecated: true,
+		Description: "Deprecated: use SUBNETS or /api/subnets. First host number handed out in the default subnet.",
+		Default:     "2", check: intRange(0, 254)},
+	{Name: InternalDomains, Type: "list", Category: "network", Label: "Internal domains", ReadOnly: true,
+		Description: "Informational: the internal domains this node serves itself (discovered: the admin domain and plugin domains); they cannot be claimed."},
+	{Name: UpstreamDNS, Type: "list", Category: "dns", Label: "Upstream DNS servers", Env: "PEERDNS_UPSTREAM", Live: true,
+		Description: "Comma-separated ip or ip:port of the resolvers that answer names outside the node's own data, tried in order (--upstream); empty: the system's resolv.conf.",
+		check:       upstreams},
+	{Name: DNSCacheSize, Type: "number", Category: "dns", Label: "DNS cache size", Env: "PEERDNS_DNS_CACHE_SIZE", Live: true,
+		Description: "Entries the upstream answer cache keeps (least recently used evicted).", Default: "10000", check: intRange(1, 10_000_000)},
+	{Name: DNSRecursionAllow, Type: "list", Category: "dns", Label: "DNS recursion allowed for", Env: "PEERDNS_DNS_RECURSION_ALLOW",
+		Description: "Client networks that get recursion (--dns-recursion-allow); empty: loopback and private ranges; \"none\": nobody.",
+		check:       prefixes},
+	{Name: BackupRetention, Type: "number", Category: "backups", Label: "Backups kept", Live: true,
+		Description: "How many backups DATA/backups keeps; older ones are removed before a new one is written.", Default: "10", check: intRange(1, 1000)},
+	{Name: BackupInterval, Type: "number", Category: "backups", Label: "Backup every (hours)", Live: true,
+		Description: "Hours between automatic backups; 0 turns them off.", Default: "0", check: intRange(0, 24*365)},
+}
+
+// Lookup finds a setting by name.
+func Lookup(name string) (Def, bool) {
+	for _, d := range Catalog {
+		if d.Name == name {
+			return d, true
+		}
+	}
+	return Def{}, false
+}
+
+// Validate checks one value against its setting.
+func (d Def) Validate(v string) error {
+	if d.ReadOnly {
+		return fmt.Errorf("%s is informational and cannot be changed", d.Name)
+	}
+	if d.check == nil {
+		return nil
+	}
+	if err := d.check(v); err != nil {
+		return fmt.Errorf("%s: %v", d.Name, err)
+	}
+	return nil
+}
+
+// Meta is the setting's metadata as the API lists it.
+func (d Def) Meta(source string) messages.SettingMeta {
+	return messages.SettingMeta{Type: d.Type, Category: d.Category, Label: d.Label, Description: d.Description,
+		Default: d.Default, Options: d.Options, RestartRequired: !d.Live, ReadOnly: d.ReadOnly,
+		Deprecated: d.Deprecated, Source: source}
+}
+
+func oneOf(vals ...string) func(string) error {
+	return func(v string) error {
+		for _, x := range vals {
+			if strings.EqualFold(strings.TrimSpace(v), x) {
+				return nil
+			}
+		}
+		return fmt.Errorf("%q is not one of %s", v, strings.Join(vals, ", "))
+	}
+}
+
+func intRange(lo, hi int) func(string) error {
+	return func(v string) error {
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil {
+			return fmt.Errorf("%q is not a whole number", v)
+		}
+		if n < lo || n > hi {
+			return fmt.Errorf("%d is out of range %d..%d", n, lo, hi)
+		}
+		return nil
+	}
+}
+
+func hostname(v string) error {
+	if _, err := httpx.NewGuard("", []string{strings.TrimSpace(v)}); err != nil || strings.TrimSpace(v) == "" {
+		return fmt.Errorf("%q is not a domain name", v)
+	}
+	return nil
+}
+
+func hostList(v string) error {
+	_, err := httpx.NewGuard("", Split(v))
+	return err
+}
+
+func hostPort(v string) error {
+	host, port, err := net.SplitHostPort(strings.TrimSpace(v))
+	if err != nil {
+		return fmt.Errorf("%q is not host:port", v)
+	}
+	if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
+		return fmt.Errorf("%q: port must be 0..65535", v)
+	}
+	if host != "" {
+		if _, err := netip.ParseAddr(host); err != nil && hostname(host) != nil {
+			return fmt.Errorf("%q: host is neither an IP address nor a name", v)
+		}
+	}
+	return nil
+}
+
+func hostPortList(v string) error {
+	for _, p := range Split(v) {
+		if err := hostPort(p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func upstreams(v string) error {
+	for _, u := range Split(v) {
+		if _, err := netip.ParseAddrPort(u); err == nil {
+			continue
+		}
+		if _, err := netip.ParseAddr(strings.Trim(u, "[]")); err != nil {
+			return fmt.Errorf("%q: want ip or ip:port", u)
+		}
+	}
+	return nil
+}
+
+func prefixes(v string) error {
+	if strings.EqualFold(strings.TrimSpace(v), "none") {
+		return nil
+	}
+	for _, p := range Split(v) {
+		if _, err := netip.ParsePrefix(p); err == nil {
+			continue
+		}
+		if _, err := netip.ParseAddr(p); err != nil {
+			return fmt.Errorf("%q is neither a network (CIDR) nor an address", p)
+		}
+	}
+	return nil
+}
+
+func subnetBase(v string) error {
+	_, err := ipam.DefaultSubnets(strings.TrimSpace(v), 0)
+	return err
+}
+
+func subnets(v string) error {
+	var list []messages.Subnet
+	if err := json.Unmarshal([]byte(v), &list); err != nil {
+		return fmt.Errorf("not a JSON array of subnets: %v", err)
+	}
+	if _, errs := ipam.Validate(list); len(errs) > 0 {
+		return fmt.Errorf("%s", strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// Split reads a comma-separated list (spaces trimmed, empty items
+// dropped).
+func Split(v string) []string {
+	var out []string
+	for _, p := range strings.Split(v, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}

@@ -1,0 +1,164 @@
+package node
+
+import (
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+
+	"github.com/fasthttp/router"
+
+	"peerdns/actors/settings"
+	nodedns "peerdns/dns"
+	"peerdns/http/admin"
+	"peerdns/internal/store"
+)
+
+// applySaved lays the settings saved through the API over cfg, except
+// those the command line or the environment gave (cfg.Sources), and
+// returns the result with every setting's value in force and its source.
+// Saved values were validated when saved; one that no longer parses is
+// skipped with a warning (the default or the flag's value stays).
+func applySaved(cfg Config, db *store.DB, warn func(msg string, args ...any)) (Config, map[string]string, map[string]string, error) {
+	saved, err := settings.LoadSaved(db)
+	if err != nil {
+		return cfg, nil, nil, fmt.Errorf("saved settings: %w", err)
+	}
+	src := map[string]string{}
+	for k, v := range cfg.Sources {
+		src[k] = v
+	}
+	for name, v := range saved {
+		if s := src[name]; s == "flag" || s == "env" {
+			continue
+		}
+		if err := setConfig(&cfg, name, v); err != nil {
+			warn("saved setting ignored", "setting", name, "err", err)
+			continue
+		}
+		src[name] = "saved"
+	}
+	return cfg, inForce(cfg), src, nil
+}
+
+// setConfig sets the Config field of one setting.
+func setConfig(c *Config, name, v string) error {
+	d, ok := settings.Lookup(name)
+	if !ok {
+		return fmt.Errorf("not a setting")
+	}
+	if err := d.Validate(v); err != nil {
+		return err
+	}
+	v = strings.TrimSpace(v)
+	switch name {
+	case settings.LogLevel:
+		c.LogLevel = v
+	case settings.AdminDomain:
+		c.AdminDomain = v
+	case settings.AdminAllowedHosts:
+		c.AdminAllowedHosts = settings.Split(v)
+	case settings.AdminAddr:
+		c.AdminAddr = v
+	case settings.DNSAddr:
+		c.DNSAddr = v
+	case settings.HTTPAddr:
+		c.HTTPAddr = v
+	case settings.HTTPSAddr:
+		c.HTTPSAddr = v
+	case settings.P2PAddr:
+		c.P2PAddr = v
+	case settings.BootstrapPeers:
+		c.Bootstrap = settings.Split(v)
+	case settings.UpstreamDNS:
+		c.Upstream = settings.Split(v)
+	case settings.DNSCacheSize:
+		c.DNSCacheSize, _ = strconv.Atoi(v)
+	case settings.DNSRecursionAllow:
+		acl, err := nodedns.ParsePrefixes(v)
+		if err != nil {
+			return err
+		}
+		c.DNSRecursionAllow = acl
+	case settings.SubnetBase:
+		c.SubnetBase = v
+	case settings.InitialIPIndex:
+		c.InitialIPIndex, _ = strconv.Atoi(v)
+	}
+	// SUBNETS lives in the ledger; INTERNAL_DOMAINS is informational;
+	// the backup settings are read by the backup scheduler.
+	return nil
+}
+
+// inForce is every setting's value in cfg, as text.
+func inForce(c Config) map[string]string {
+	acl := make([]string, 0, len(c.DNSRecursionAllow))
+	for _, p := range c.DNSRecursionAllow {
+		acl = append(acl, p.String())
+	}
+	cache := ""
+	if c.DNSCacheSize > 0 {
+		cache = strconv.Itoa(c.DNSCacheSize)
+	}
+	m := map[string]string{
+		settings.LogLevel: strings.ToLower(c.LogLevel), settings.AdminDomain: c.AdminDomain,
+		settings.AdminAllowedHosts: strings.Join(c.AdminAllowedHosts, ","),
+		settings.AdminAddr:         c.AdminAddr, settings.DNSAddr: c.DNSAddr, settings.HTTPAddr: c.HTTPAddr,
+		settings.HTTPSAddr: c.HTTPSAddr, settings.P2PAddr: c.P2PAddr,
+		settings.BootstrapPeers: strings.Join(c.Bootstrap, ","), settings.UpstreamDNS: strings.Join(c.Upstream, ","),
+		settings.DNSRecursionAllow: strings.Join(acl, ","), settings.SubnetBase: c.SubnetBase,
+		settings.InitialIPIndex: strconv.Itoa(c.InitialIPIndex),
+	}
+	if cache != "" {
+		m[settings.DNSCacheSize] = cache
+	}
+	if c.DNSRecursionAllow != nil && len(c.DNSRecursionAllow) == 0 {
+		m[settings.DNSRecursionAllow] = "none"
+	}
+	return m
+}
+
+// startSettings spawns the settings actor with the live appliers and
+// registers its routes.
+func (n *Node) startSettings(inForce, sources map[string]string) error {
+	pid, err := n.root.Spawn("settings", settings.Props(settings.Deps{
+		Store: n.nodeDB, InForce: inForce, Sources: sources, Ledger: n.ledger, Log: n.logs["core"],
+		Internal: func() []string { return []string{strings.ToLower(n.cfg.AdminDomain)} },
+		Apply: map[string]func(string) error{
+			settings.LogLevel: func(v string) error {
+				l, err := ParseLevel(v)
+				if err != nil {
+					return err
+				}
+				n.level.Set(l)
+				return nil
+			},
+			settings.UpstreamDNS: func(v string) error { return n.dns.SetUpstreams(settings.Split(v)) },
+			settings.DNSCacheSize: func(v string) error {
+				size, err := strconv.Atoi(v)
+				if err != nil {
+					return err
+				}
+				n.dns.SetCacheSize(size)
+				return nil
+			},
+		},
+	}))
+	if err != nil {
+		return fmt.Errorf("spawn settings: %w", err)
+	}
+	n.settings = pid
+	return nil
+}
+
+// settingsRoutes registers the settings routes on the admin router.
+func (n *Node) settingsRoutes(r *router.Router) {
+	admin.RegisterSettings(r, n.logs["core"], n.root.System.Root, n.settings)
+}
+
+// logLevel is the live level of every log channel and stderr.
+func newLevel(l slog.Level) *slog.LevelVar {
+	v := &slog.LevelVar{}
+	v.Set(l)
+	return v
+}
