@@ -21,6 +21,10 @@ const (
 	HintPluginSetting = "update-plugin-settings"
 )
 
+// HintSystemReset tells WebSocket clients to reload: the node restored
+// a backup and restarted its services.
+const HintSystemReset = "system-reset"
+
 // HintTunnelLog is a tunnel event ({id, level, message}); the hub sends
 // it to WebSocket clients as a tunnel-log message.
 const HintTunnelLog = "tunnel-log"

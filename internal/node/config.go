@@ -45,6 +45,12 @@ type Config struct {
 	// DNS server's default. Set by the DNS_CACHE_SIZE setting only.
 	DNSCacheSize int
 
+	// BackupRetention is how many backups DATA/backups keeps (0: 10) and
+	// BackupIntervalHours the hours between automatic backups (0: none);
+	// the BACKUP_RETENTION and BACKUP_INTERVAL settings.
+	BackupRetention     int
+	BackupIntervalHours int
+
 	// Sources says which settings (actors/settings names) the command
 	// line ("flag") or the environment ("env") gave; those win over the
 	// saved settings and cannot be changed through the API.

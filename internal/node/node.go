@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -60,6 +61,7 @@ type Node struct {
 	mesh     *peer.Mesh // the peer network as tunnels see it
 	tunnels  *actor.PID
 	settings *actor.PID
+	backups  backupPolicy
 	level    *slog.LevelVar // LOG_LEVEL, changed live by the settings actor
 	dialer   *tunnel.Dialer // tunnel connections for in-process users (the edge proxy)
 	// answered is the tunnels supervisor once spawned: the DNS server's
@@ -70,6 +72,15 @@ type Node struct {
 	adminLn  net.Listener
 	closers  []func() // run in reverse order on stop
 	fatal    chan error
+
+	// What outlives an in-place restart (a backup restore, restore.go):
+	// the configuration as given, the data folder lock and the admin
+	// socket, closed by Stop after the closers above.
+	orig       Config
+	lifeMu     sync.Mutex // serialises Stop and restores
+	stopped    bool
+	shared     *sharedListener
+	keepClosed []func()
 }
 
 // Start builds and starts a node. On error everything started so far is
@@ -79,7 +90,7 @@ func Start(cfg Config, stderr io.Writer) (*Node, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	n := &Node{cfg: cfg, pub: &view.Published{}, stderr: stderr, fatal: make(chan error, 1)}
+	n := &Node{cfg: cfg, orig: cfg, pub: &view.Published{}, stderr: stderr, fatal: make(chan error, 1)}
 	if err := n.start(); err != nil {
 		n.Stop()
 		return nil, err
@@ -88,14 +99,16 @@ func Start(cfg Config, stderr io.Writer) (*Node, error) {
 }
 
 func (n *Node) start() (err error) {
-	cfg := n.cfg
+	cfg := n.orig
 	if err := os.MkdirAll(cfg.Data, 0o700); err != nil {
 		return fmt.Errorf("data folder: %w", err)
 	}
-	if n.lock, err = lockData(cfg.Data); err != nil {
-		return err
+	if n.lock == nil {
+		if n.lock, err = lockData(cfg.Data); err != nil {
+			return err
+		}
+		n.keepClosed = append(n.keepClosed, n.lock.release)
 	}
-	n.closers = append(n.closers, n.lock.release)
 	if n.id, err = identity.LoadOrCreate(filepath.Join(cfg.Data, "identity.key")); err != nil {
 		return err
 	}
@@ -116,6 +129,7 @@ func (n *Node) start() (err error) {
 		return fmt.Errorf("with the saved settings: %w", err)
 	}
 	n.cfg = cfg
+	n.setBackupPolicy(inForce)
 
 	level, _ := ParseLevel(cfg.LogLevel) // checked by Validate
 	n.level = newLevel(level)
@@ -134,10 +148,15 @@ func (n *Node) start() (err error) {
 	core.Info("starting node", "id", n.id.ID(), "data", cfg.Data, "version", cfg.Version)
 	n.warnUnbuilt()
 
-	adminLn, err := listenTCP("admin", cfg.AdminAddr)
-	if err != nil {
-		return err
+	if n.shared == nil {
+		ln, err := listenTCP("admin", cfg.AdminAddr)
+		if err != nil {
+			return err
+		}
+		n.shared = shareListener(ln)
+		n.keepClosed = append(n.keepClosed, n.shared.close)
 	}
+	adminLn := n.shared.view()
 	n.adminLn = adminLn
 	n.closers = append(n.closers, func() { adminLn.Close() })
 	internal := map[string]netip.Addr{strings.ToLower(cfg.AdminDomain): answerAddr(adminLn.Addr())}
@@ -160,6 +179,7 @@ func (n *Node) start() (err error) {
 	if err := n.startSettings(inForce, sources); err != nil {
 		return err
 	}
+	n.startBackupTimer()
 	if err := n.startPeers(); err != nil {
 		return err
 	}
@@ -198,6 +218,7 @@ func (n *Node) startAdmin(ln net.Listener) {
 			func(r *router.Router) { admin.RegisterTunnels(r, core, rootCtx, n.tunnels) },
 			func(r *router.Router) { admin.RegisterServices(r, core, rootCtx, n.tunnels, n.ledger) },
 			n.settingsRoutes,
+			func(r *router.Router) { admin.RegisterBackups(r, core, n) },
 		},
 		WS: ws.Handler(ws.Deps{Root: rootCtx, Hub: n.hub, Ledger: n.ledger, Channels: n.channels, Log: core}),
 	})
@@ -323,6 +344,19 @@ func (n *Node) startLogs(stderrLog slog.Handler, level slog.Leveler) error {
 // leaves up, then the stores, then the data folder lock. It returns once
 // everything has stopped.
 func (n *Node) Stop() {
+	n.lifeMu.Lock()
+	defer n.lifeMu.Unlock()
+	n.stopped = true
+	n.stopParts()
+	for i := len(n.keepClosed) - 1; i >= 0; i-- {
+		n.keepClosed[i]()
+	}
+	n.keepClosed = nil
+}
+
+// stopParts stops everything start started (not the lock and the admin
+// socket).
+func (n *Node) stopParts() {
 	for i := len(n.closers) - 1; i >= 0; i-- {
 		n.closers[i]()
 	}
@@ -342,7 +376,7 @@ func (n *Node) fail(err error) {
 }
 
 // AdminAddr is where the admin API listens.
-func (n *Node) AdminAddr() string { return n.adminLn.Addr().String() }
+func (n *Node) AdminAddr() string { return n.shared.ln.Addr().String() }
 
 // ID is the node's peer id.
 func (n *Node) ID() string { return n.id.ID() }

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/fasthttp/router"
 
@@ -84,9 +85,12 @@ func setConfig(c *Config, name, v string) error {
 		c.SubnetBase = v
 	case settings.InitialIPIndex:
 		c.InitialIPIndex, _ = strconv.Atoi(v)
+	case settings.BackupRetention:
+		c.BackupRetention, _ = strconv.Atoi(v)
+	case settings.BackupInterval:
+		c.BackupIntervalHours, _ = strconv.Atoi(v)
 	}
-	// SUBNETS lives in the ledger; INTERNAL_DOMAINS is informational;
-	// the backup settings are read by the backup scheduler.
+	// SUBNETS lives in the ledger; INTERNAL_DOMAINS is informational.
 	return nil
 }
 
@@ -107,7 +111,11 @@ func inForce(c Config) map[string]string {
 		settings.HTTPSAddr: c.HTTPSAddr, settings.P2PAddr: c.P2PAddr,
 		settings.BootstrapPeers: strings.Join(c.Bootstrap, ","), settings.UpstreamDNS: strings.Join(c.Upstream, ","),
 		settings.DNSRecursionAllow: strings.Join(acl, ","), settings.SubnetBase: c.SubnetBase,
-		settings.InitialIPIndex: strconv.Itoa(c.InitialIPIndex),
+		settings.InitialIPIndex:  strconv.Itoa(c.InitialIPIndex),
+		settings.BackupRetention: strconv.Itoa(max(c.BackupRetention, 1)), settings.BackupInterval: strconv.Itoa(c.BackupIntervalHours),
+	}
+	if c.BackupRetention == 0 {
+		m[settings.BackupRetention] = "10"
 	}
 	if cache != "" {
 		m[settings.DNSCacheSize] = cache
@@ -134,6 +142,22 @@ func (n *Node) startSettings(inForce, sources map[string]string) error {
 				return nil
 			},
 			settings.UpstreamDNS: func(v string) error { return n.dns.SetUpstreams(settings.Split(v)) },
+			settings.BackupRetention: func(v string) error {
+				keep, err := strconv.Atoi(v)
+				if err != nil {
+					return err
+				}
+				n.backups.keep.Store(int64(keep))
+				return nil
+			},
+			settings.BackupInterval: func(v string) error {
+				hours, err := strconv.Atoi(v)
+				if err != nil {
+					return err
+				}
+				n.backups.every.Store(int64(time.Duration(hours) * time.Hour))
+				return nil
+			},
 			settings.DNSCacheSize: func(v string) error {
 				size, err := strconv.Atoi(v)
 				if err != nil {

@@ -10,6 +10,7 @@ package store
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -64,6 +65,11 @@ func Open(path string, o Options) (*DB, error) {
 
 // Path is the file the store lives in.
 func (d *DB) Path() string { return d.path }
+
+// Snapshot writes a consistent copy of the whole store to w (buntdb's
+// own Save: one read transaction, so writes committed meanwhile are
+// either wholly in it or not at all). The copy opens with Open.
+func (d *DB) Snapshot(w io.Writer) error { return d.db.Save(w) }
 
 // Close flushes and closes the file.
 func (d *DB) Close() error { return d.db.Close() }

@@ -1,0 +1,415 @@
+// Package backup writes, lists, reads and stages node backups in
+// DATA/backups.
+//
+// A backup is a gzip'd tar, backup-<UTC time>.tar.gz, whose first entry
+// is metadata.json (Meta: format, node id, version, time, files), then
+// the node's state: ledger.db and node.db as buntdb snapshots (store's
+// Snapshot, one read transaction each, never a copy of a file being
+// written), identity.key, and the ca/ and plugins/ folders when present.
+// Settings live in node.db. Logs and the agent's data are not included.
+// Backups older than the retention setting are removed before a new one
+// is written. A directory in DATA/backups holding a metadata.json is a
+// backup too (an archive someone unpacked): listed, read and deleted like
+// the archives, and restorable.
+//
+// Names: a backup name is a plain file name made of letters, digits,
+// '-', '_' and '.', not starting with '.', at most 128 bytes, optionally
+// ending in .tar.gz (ValidName). Nothing else is accepted, so no request
+// can name a path outside DATA/backups (no '/', "..", NUL, or an
+// encoded slash after the router decoded it).
+//
+// Restoring is staged (Stage): the archive is unpacked into a fresh
+// folder beside the data, every entry checked (only the names above,
+// regular files, bounded sizes, total bounded), the stores opened to
+// prove they load, and the identity compared with the running node's: a
+// backup of another node (a "foreign" archive) is refused, because
+// restoring it would clone that node's key. The node swaps the staged
+// files in only after all of that passed (internal/node).
+package backup
+
+import (
+	"archive/tar"
+	"compress/gzip"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Format is the backup format version in metadata.json.
+const Format = 1
+
+// MetaName is the metadata entry, first in every archive.
+const MetaName = "metadata.json"
+
+// Ext is the archive suffix.
+const Ext = ".tar.gz"
+
+// Limits of what Stage accepts.
+const (
+	MaxEntry = 4 << 30 // one file
+	MaxTotal = 8 << 30 // everything unpacked
+	MaxFiles = 100_000
+)
+
+// Errors callers map to statuses.
+var (
+	ErrBadName  = errors.New("not a backup name")
+	ErrNotFound = errors.New("no such backup")
+	ErrCorrupt  = errors.New("backup is damaged or not a peerdns backup")
+	ErrForeign  = errors.New("backup belongs to another node")
+)
+
+// File is one file of a backup.
+type File struct {
+	Name          string `json:"name"`
+	Size          int64  `json:"size"`
+	SizeFormatted string `json:"sizeFormatted"`
+	Modified      string `json:"modified"`
+}
+
+// Meta is metadata.json.
+type Meta struct {
+	Format    int    `json:"format"`
+	NodeID    string `json:"nodeId"`
+	Version   string `json:"version"`
+	Timestamp string `json:"timestamp"`
+	Files     []File `json:"files"`
+}
+
+// Info is one backup as listed.
+type Info struct {
+	Name          string `json:"name"`
+	Timestamp     string `json:"timestamp"`
+	Size          int64  `json:"size"`
+	SizeFormatted string `json:"sizeFormatted"`
+	FileCount     int    `json:"fileCount"`
+}
+
+// Source is one thing a backup holds: a name in the archive and either a
+// writer of its content (a store snapshot) or a file or folder on disk.
+type Source struct {
+	Name  string
+	Write func(w io.Writer) error // set: content written by the caller
+	Path  string                  // else: a file, or a folder taken whole
+}
+
+// ValidName checks a backup name and returns it without .tar.gz.
+func ValidName(name string) (string, error) {
+	base := strings.TrimSuffix(name, Ext)
+	if base == "" || len(name) > 128 || base[0] == '.' {
+		return "", fmt.Errorf("%w: %q", ErrBadName, name)
+	}
+	for _, c := range base {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
+			return "", fmt.Errorf("%w: %q", ErrBadName, name)
+		}
+	}
+	if strings.Contains(base, "..") {
+		return "", fmt.Errorf("%w: %q", ErrBadName, name)
+	}
+	return base, nil
+}
+
+// FormatSize is a byte count for people (1.5 MB).
+func FormatSize(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %cB", float64(n)/float64(div), "KMGTPE"[exp])
+}
+
+// Create writes a backup of srcs into dir and returns its path. Before
+// writing it removes the oldest backups so that, with the new one, at
+// most keep remain. The archive is written to a temporary name and
+// renamed when complete, so a crash or a full disk never leaves a
+// half-written backup under a backup name.
+func Create(dir string, keep int, nodeID, version string, now time.Time, srcs []Source) (string, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", fmt.Errorf("backups folder: %w", err)
+	}
+	if err := Prune(dir, max(keep-1, 0)); err != nil {
+		return "", err
+	}
+	name := "backup-" + now.UTC().Format("20060102T150405.000Z")
+	name = strings.ReplaceAll(name, ".", "-") + Ext
+	path := filepath.Join(dir, name)
+	tmp, err := os.CreateTemp(dir, ".partial-*")
+	if err != nil {
+		return "", fmt.Errorf("backup: %w", err)
+	}
+	defer os.Remove(tmp.Name()) // no-op after the rename
+	if err := write(tmp, nodeID, version, now, srcs); err != nil {
+		tmp.Close()
+		return "", fmt.Errorf("backup: %w", err)
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return "", fmt.Errorf("backup: %w", err)
+	}
+	if err := tmp.Close(); err != nil {
+		return "", fmt.Errorf("backup: %w", err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return "", fmt.Errorf("backup: %w", err)
+	}
+	return path, nil
+}
+
+// write renders the content of every source into a temporary folder
+// first (so metadata.json, written first, can list sizes), then the
+// archive.
+func write(out io.Writer, nodeID, version string, now time.Time, srcs []Source) error {
+	work, err := os.MkdirTemp("", "peerdns-backup-*")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(work)
+	type entry struct{ name, path string }
+	var entries []entry
+	for _, s := range srcs {
+		if s.Write != nil {
+			p := filepath.Join(work, s.Name)
+			f, err := os.OpenFile(p, os.O_CREATE|os.O_WRONLY|os.O_EXCL, 0o600)
+			if err != nil {
+				return err
+			}
+			err = s.Write(f)
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+			if err != nil {
+				return fmt.Errorf("%s: %w", s.Name, err)
+			}
+			entries = append(entries, entry{s.Name, p})
+			continue
+		}
+		st, err := os.Stat(s.Path)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // an optional folder (ca/, plugins/) not made yet
+		}
+		if err != nil {
+			return err
+		}
+		if !st.IsDir() {
+			entries = append(entries, entry{s.Name, s.Path})
+			continue
+		}
+		err = filepath.WalkDir(s.Path, func(p string, d fs.DirEntry, err error) error {
+			if err != nil || !d.Type().IsRegular() {
+				return err
+			}
+			rel, err := filepath.Rel(s.Path, p)
+			if err != nil {
+				return err
+			}
+			entries = append(entries, entry{s.Name + "/" + filepath.ToSlash(rel), p})
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	meta := Meta{Format: Format, NodeID: nodeID, Version: version, Timestamp: now.UTC().Format(time.RFC3339Nano)}
+	for _, e := range entries {
+		st, err := os.Stat(e.path)
+		if err != nil {
+			return err
+		}
+		meta.Files = append(meta.Files, File{Name: e.name, Size: st.Size(), SizeFormatted: FormatSize(st.Size()),
+			Modified: st.ModTime().UTC().Format(time.RFC3339)})
+	}
+	mb, err := json.MarshalIndent(meta, "", "  ")
+	if err != nil {
+		return err
+	}
+	gz := gzip.NewWriter(out)
+	tw := tar.NewWriter(gz)
+	if err := tw.WriteHeader(&tar.Header{Name: MetaName, Mode: 0o600, Size: int64(len(mb)), ModTime: now, Typeflag: tar.TypeReg}); err != nil {
+		return err
+	}
+	if _, err := tw.Write(mb); err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if err := addFile(tw, e.name, e.path); err != nil {
+			return err
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return err
+	}
+	return gz.Close()
+}
+
+func addFile(tw *tar.Writer, name, path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	hdr, err := tar.FileInfoHeader(st, "")
+	if err != nil {
+		return err
+	}
+	hdr.Name, hdr.Mode, hdr.Uid, hdr.Gid, hdr.Uname, hdr.Gname = name, 0o600, 0, 0, "", ""
+	if err := tw.WriteHeader(hdr); err != nil {
+		return err
+	}
+	_, err = io.CopyN(tw, f, st.Size())
+	return err
+}
+
+// List lists the backups in dir, newest first.
+func List(dir string) ([]Info, error) {
+	ents, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return []Info{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := []Info{}
+	for _, e := range ents {
+		base, err := ValidName(e.Name())
+		if err != nil || (!e.IsDir() && !strings.HasSuffix(e.Name(), Ext)) || (e.IsDir() && e.Name() != base) {
+			continue
+		}
+		m, size, err := readMeta(dir, e.Name())
+		if err != nil {
+			continue // not a backup, or a damaged one: Metadata says why
+		}
+		out = append(out, Info{Name: e.Name(), Timestamp: m.Timestamp, Size: size, SizeFormatted: FormatSize(size), FileCount: len(m.Files)})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Timestamp > out[j].Timestamp })
+	return out, nil
+}
+
+// resolve finds the backup called name (with or without .tar.gz): the
+// archive, else the folder. It returns the entry's name in dir.
+func resolve(dir, name string) (string, error) {
+	base, err := ValidName(name)
+	if err != nil {
+		return "", err
+	}
+	for _, cand := range []string{base + Ext, base} {
+		if _, err := os.Lstat(filepath.Join(dir, cand)); err == nil {
+			return cand, nil
+		}
+	}
+	return "", fmt.Errorf("%w: %q", ErrNotFound, name)
+}
+
+// Metadata reads a backup's metadata.json.
+func Metadata(dir, name string) (Meta, error) {
+	entry, err := resolve(dir, name)
+	if err != nil {
+		return Meta{}, err
+	}
+	m, _, err := readMeta(dir, entry)
+	return m, err
+}
+
+// Delete removes a backup (archive or folder).
+func Delete(dir, name string) error {
+	entry, err := resolve(dir, name)
+	if err != nil {
+		return err
+	}
+	return os.RemoveAll(filepath.Join(dir, entry))
+}
+
+// Prune removes the oldest backups until at most keep remain.
+func Prune(dir string, keep int) error {
+	list, err := List(dir)
+	if err != nil {
+		return err
+	}
+	for i := keep; i < len(list); i++ {
+		if err := os.RemoveAll(filepath.Join(dir, list[i].Name)); err != nil {
+			return fmt.Errorf("remove old backup %s: %w", list[i].Name, err)
+		}
+	}
+	return nil
+}
+
+// readMeta reads the metadata of the backup entry in dir and its size.
+func readMeta(dir, entry string) (Meta, int64, error) {
+	path := filepath.Join(dir, entry)
+	st, err := os.Lstat(path)
+	if err != nil {
+		return Meta{}, 0, err
+	}
+	var m Meta
+	var size int64
+	if st.IsDir() {
+		b, err := os.ReadFile(filepath.Join(path, MetaName))
+		if err != nil {
+			return Meta{}, 0, fmt.Errorf("%w: %s has no %s", ErrCorrupt, entry, MetaName)
+		}
+		if err := json.Unmarshal(b, &m); err != nil {
+			return Meta{}, 0, fmt.Errorf("%w: %s: %v", ErrCorrupt, MetaName, err)
+		}
+		_ = filepath.WalkDir(path, func(_ string, d fs.DirEntry, err error) error {
+			if err == nil && d.Type().IsRegular() {
+				if i, err := d.Info(); err == nil {
+					size += i.Size()
+				}
+			}
+			return nil
+		})
+	} else {
+		if !st.Mode().IsRegular() {
+			return Meta{}, 0, fmt.Errorf("%w: %s is not a file", ErrCorrupt, entry)
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			return Meta{}, 0, err
+		}
+		defer f.Close()
+		tr, closeTar, err := openTar(f)
+		if err != nil {
+			return Meta{}, 0, err
+		}
+		defer closeTar()
+		hdr, err := tr.Next()
+		if err != nil || hdr.Name != MetaName || hdr.Size > 16<<20 {
+			return Meta{}, 0, fmt.Errorf("%w: %s does not start with %s", ErrCorrupt, entry, MetaName)
+		}
+		if err := json.NewDecoder(io.LimitReader(tr, hdr.Size)).Decode(&m); err != nil {
+			return Meta{}, 0, fmt.Errorf("%w: %s: %v", ErrCorrupt, MetaName, err)
+		}
+		size = st.Size()
+	}
+	if m.Format != Format || m.Timestamp == "" {
+		return Meta{}, 0, fmt.Errorf("%w: %s: format %d", ErrCorrupt, MetaName, m.Format)
+	}
+	if m.Files == nil {
+		m.Files = []File{}
+	}
+	return m, size, nil
+}
+
+func openTar(r io.Reader) (*tar.Reader, func(), error) {
+	gz, err := gzip.NewReader(r)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: not gzip: %v", ErrCorrupt, err)
+	}
+	return tar.NewReader(gz), func() { gz.Close() }, nil
+}

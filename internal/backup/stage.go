@@ -1,0 +1,180 @@
+package backup
+
+import (
+	"archive/tar"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+)
+
+// Required are the entries every backup must hold.
+var Required = []string{"ledger.db", "node.db", "identity.key"}
+
+// allowed reports whether an entry name may be restored: metadata.json,
+// the required files, or a file under ca/ or plugins/.
+func allowed(name string) bool {
+	if name == MetaName {
+		return true
+	}
+	for _, r := range Required {
+		if name == r {
+			return true
+		}
+	}
+	if !fs.ValidPath(name) || strings.Contains(name, "\\") {
+		return false
+	}
+	top, rest, ok := strings.Cut(name, "/")
+	return ok && rest != "" && (top == "ca" || top == "plugins")
+}
+
+// Stage unpacks the backup called name from dir into the new folder into
+// (which must not exist) and checks it: only allowed, regular entries
+// within the size limits, metadata of this format, made by nodeID, with
+// every required file; then verify (the caller's own checks: the stores
+// open, the identity is the running node's) on the staged folder. On any
+// error the folder is removed and the error wraps ErrCorrupt, ErrForeign,
+// ErrNotFound or ErrBadName where that is the reason.
+func Stage(dir, name, into, nodeID string, verify func(staged string) error) (Meta, error) {
+	entry, err := resolve(dir, name)
+	if err != nil {
+		return Meta{}, err
+	}
+	meta, _, err := readMeta(dir, entry)
+	if err != nil {
+		return Meta{}, err
+	}
+	if meta.NodeID != nodeID {
+		return Meta{}, fmt.Errorf("%w: made by node %.16s, this is %.16s", ErrForeign, meta.NodeID, nodeID)
+	}
+	if err := os.Mkdir(into, 0o700); err != nil {
+		return Meta{}, fmt.Errorf("staging folder: %w", err)
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			os.RemoveAll(into)
+		}
+	}()
+	src := filepath.Join(dir, entry)
+	if st, err := os.Stat(src); err == nil && st.IsDir() {
+		err = stageDir(src, into)
+		if err != nil {
+			return Meta{}, err
+		}
+	} else if err := stageArchive(src, into); err != nil {
+		return Meta{}, err
+	}
+	for _, r := range Required {
+		if _, err := os.Stat(filepath.Join(into, r)); err != nil {
+			return Meta{}, fmt.Errorf("%w: %s is missing", ErrCorrupt, r)
+		}
+	}
+	if verify != nil {
+		if err := verify(into); err != nil {
+			return Meta{}, err
+		}
+	}
+	ok = true
+	return meta, nil
+}
+
+func stageArchive(src, into string) error {
+	f, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	tr, closeTar, err := openTar(f)
+	if err != nil {
+		return err
+	}
+	defer closeTar()
+	var total int64
+	for n := 0; ; n++ {
+		hdr, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("%w: %v", ErrCorrupt, err)
+		}
+		if n >= MaxFiles {
+			return fmt.Errorf("%w: more than %d entries", ErrCorrupt, MaxFiles)
+		}
+		name := path.Clean(hdr.Name)
+		if hdr.Typeflag != tar.TypeReg || !allowed(name) {
+			return fmt.Errorf("%w: unexpected entry %q", ErrCorrupt, hdr.Name)
+		}
+		if hdr.Size > MaxEntry || total+hdr.Size > MaxTotal {
+			return fmt.Errorf("%w: %q is too large", ErrCorrupt, hdr.Name)
+		}
+		total += hdr.Size
+		if err := writeStaged(into, name, io.LimitReader(tr, hdr.Size), hdr.Size); err != nil {
+			return err
+		}
+	}
+}
+
+func stageDir(src, into string) error {
+	var total int64
+	n := 0
+	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			return nil
+		}
+		rel, err := filepath.Rel(src, p)
+		if err != nil {
+			return err
+		}
+		name := filepath.ToSlash(rel)
+		if !d.Type().IsRegular() || !allowed(name) {
+			return fmt.Errorf("%w: unexpected entry %q", ErrCorrupt, name)
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		if n++; n > MaxFiles || info.Size() > MaxEntry || total+info.Size() > MaxTotal {
+			return fmt.Errorf("%w: too large", ErrCorrupt)
+		}
+		total += info.Size()
+		f, err := os.Open(p)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		return writeStaged(into, name, f, info.Size())
+	})
+}
+
+// writeStaged writes one entry under into; name was checked by allowed.
+func writeStaged(into, name string, r io.Reader, size int64) error {
+	dst := filepath.Join(into, filepath.FromSlash(name))
+	if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_EXCL, 0o600)
+	if err != nil {
+		return fmt.Errorf("%w: %q: %v", ErrCorrupt, name, err)
+	}
+	n, err := io.Copy(f, r)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("%w: %q: %v", ErrCorrupt, name, err)
+	}
+	if n != size {
+		return fmt.Errorf("%w: %q is truncated", ErrCorrupt, name)
+	}
+	return nil
+}
