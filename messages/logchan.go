@@ -49,6 +49,7 @@ type LogLine struct {
 	Level   string
 	Time    time.Time
 	Message string // the formatted line without newline
+	Seq     uint64 // set by the channel actor: 1, 2, ... per channel and run
 }
 
 // GetLogTail asks a channel actor for the last Lines lines of its file.
@@ -58,5 +59,6 @@ type GetLogTail struct{ Lines int }
 // when nothing was logged yet.
 type GetLogTailReply struct {
 	Lines []string
+	Seq   uint64 // the Seq of the last line written before the tail was read
 	Err   error
 }

@@ -270,9 +270,9 @@ func (a *Actor) cleanupInterfaces() (int, error) {
 			a.pool.Release(it.Domain)
 		}
 	}
-	if n > 0 {
-		a.publishHint(messages.HintInterfaces)
-	}
+	// The spec's Broadcast column: every cleanup, even one that freed
+	// nothing (a panel that asked still refreshes its list).
+	a.publishHint(messages.HintInterfaces)
 	return n, nil
 }
 

@@ -41,6 +41,7 @@ type Actor struct {
 	id  string
 	dir string
 	w   *lumberjack.Logger
+	seq uint64 // lines written in this run
 }
 
 // Props builds the actor for channel id writing under dir.
@@ -80,10 +81,14 @@ func (a *Actor) Receive(c actor.Context) {
 			fmt.Fprintf(os.Stderr, "log channel %s: %v\n", a.id, err)
 			return
 		}
-		c.ActorSystem().EventStream.Publish(m)
+		a.seq++
+		line := *m // the sender's message is not ours to change
+		line.Seq = a.seq
+		c.ActorSystem().EventStream.Publish(&line)
 	case *messages.GetLogTail:
+		// Lines up to Seq are in the file: live subscribers drop those.
 		lines, err := tailFile(Path(a.dir, a.id), m.Lines)
-		c.Respond(&messages.GetLogTailReply{Lines: lines, Err: err})
+		c.Respond(&messages.GetLogTailReply{Lines: lines, Seq: a.seq, Err: err})
 	}
 }
 

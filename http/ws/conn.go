@@ -177,13 +177,20 @@ func serve(d Deps, conn *websocket.Conn) {
 			}
 			enqueue(cl, mustJSON(map[string]any{"type": "domains-list", "domains": r.Domains}))
 		case "subscribe-log":
-			lines, err := tailLog(d, req)
+			if _, ok := d.Channels[req.Channel]; !ok || !messages.KnownLogChannel(req.Channel) {
+				enqueue(cl, errorJSON("unknown log channel: "+req.Channel))
+				continue
+			}
+			// Live lines are held from here; the snapshot is read after.
+			d.Root.Send(d.Hub, &subscribeLog{id: cl.id, channel: req.Channel})
+			lines, seq, err := tailLog(d, req)
 			if err != nil {
+				d.Root.Send(d.Hub, &unsubscribeLog{id: cl.id})
 				enqueue(cl, errorJSON(err.Error()))
 				continue
 			}
 			snap := mustJSON(map[string]any{"type": "log-snapshot", "channel": req.Channel, "lines": lines})
-			d.Root.Send(d.Hub, &subscribeLog{id: cl.id, channel: req.Channel, snapshot: snap})
+			d.Root.Send(d.Hub, &logSnapshot{id: cl.id, channel: req.Channel, snapshot: snap, seq: seq})
 		case "unsubscribe-log":
 			d.Root.Send(d.Hub, &unsubscribeLog{id: cl.id})
 		default:
@@ -194,10 +201,10 @@ func serve(d Deps, conn *websocket.Conn) {
 
 // tailLog reads the snapshot a subscribe-log starts with: Lines lines
 // (default and maximum as for GET /api/logs/{channel}).
-func tailLog(d Deps, req request) ([]string, error) {
+func tailLog(d Deps, req request) ([]string, uint64, error) {
 	pid, ok := d.Channels[req.Channel]
 	if !ok || !messages.KnownLogChannel(req.Channel) {
-		return nil, &httpx.Error{Msg: "unknown log channel: " + req.Channel}
+		return nil, 0, &httpx.Error{Msg: "unknown log channel: " + req.Channel}
 	}
 	n := req.Lines
 	if n <= 0 {
@@ -209,9 +216,9 @@ func tailLog(d Deps, req request) ([]string, error) {
 		err = r.Err
 	}
 	if err != nil {
-		return nil, &httpx.Error{Msg: "log tail", Err: err}
+		return nil, 0, &httpx.Error{Msg: "log tail", Err: err}
 	}
-	return r.Lines, nil
+	return r.Lines, r.Seq, nil
 }
 
 // enqueue adds a reply to the client's own queue; a client that does not

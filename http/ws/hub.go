@@ -36,19 +36,33 @@ type client struct {
 	send  chan []byte
 	drop  func() // closes the connection; safe to call more than once
 	logCh string // subscribed log channel, "" = none
+	// While a subscribe-log's snapshot is being read, live lines of the
+	// channel wait here (at most QueueSize; more drop the client) and
+	// go out after the snapshot, minus those it already holds.
+	pending []*messages.LogLine
+	waiting bool
 }
 
 // register adds a client; unregister removes it.
 type register struct{ c *client }
 type unregister struct{ id uint64 }
 
-// subscribeLog and unsubscribeLog change a client's log tail. The hub
-// queues the snapshot (the log-snapshot message) and starts the live
-// lines in one step, so the snapshot always comes first.
+// subscribeLog, logSnapshot and unsubscribeLog change a client's log
+// tail. subscribeLog comes first: from then on the channel's live lines
+// are held for the client; then the connection reads the file's tail
+// and sends logSnapshot, which the hub queues before the held lines
+// whose Seq is past the snapshot's (the others are in the snapshot). So
+// no line logged around the subscription is lost or sent twice, and the
+// snapshot always comes first.
 type subscribeLog struct {
+	id      uint64
+	channel string
+}
+type logSnapshot struct {
 	id       uint64
 	channel  string
 	snapshot []byte
+	seq      uint64 // last line in the snapshot
 }
 type unsubscribeLog struct{ id uint64 }
 
@@ -96,19 +110,63 @@ func (h *Hub) Receive(c actor.Context) {
 	case *unregister:
 		delete(h.clients, m.id)
 	case *subscribeLog:
-		if cl := h.clients[m.id]; cl != nil && h.deliver(m.id, cl, m.snapshot) {
-			cl.logCh = m.channel
+		if cl := h.clients[m.id]; cl != nil {
+			cl.logCh, cl.waiting, cl.pending = m.channel, true, nil
+		}
+	case *logSnapshot:
+		cl := h.clients[m.id]
+		if cl == nil || cl.logCh != m.channel || !cl.waiting {
+			return // unsubscribed or subscribed elsewhere meanwhile
+		}
+		held := cl.pending
+		cl.waiting, cl.pending = false, nil
+		if !h.deliver(m.id, cl, m.snapshot) {
+			return
+		}
+		for _, l := range held {
+			if l.Seq > m.seq && !h.deliver(m.id, cl, lineJSON(l)) {
+				return
+			}
 		}
 	case *unsubscribeLog:
 		if cl := h.clients[m.id]; cl != nil {
-			cl.logCh = ""
+			cl.logCh, cl.waiting, cl.pending = "", false, nil
 		}
 	case *ClientCount:
 		c.Respond(&ClientCountReply{N: len(h.clients)})
 	case *messages.Hint:
 		h.broadcast(hintJSON(m), "")
 	case *messages.LogLine:
-		h.broadcast(mustJSON(fileLog{Type: "file-log", Channel: m.Channel, Level: m.Level, Message: m.Message, Timestamp: m.Time.UnixMilli()}), m.Channel)
+		h.broadcastLine(m)
+	}
+}
+
+func lineJSON(m *messages.LogLine) []byte {
+	return mustJSON(fileLog{Type: "file-log", Channel: m.Channel, Level: m.Level, Message: m.Message, Timestamp: m.Time.UnixMilli()})
+}
+
+// broadcastLine sends a live line to its channel's subscribers, or holds
+// it for those whose snapshot is being read.
+func (h *Hub) broadcastLine(m *messages.LogLine) {
+	var b []byte
+	for id, cl := range h.clients {
+		if cl.logCh != m.Channel {
+			continue
+		}
+		if cl.waiting {
+			if len(cl.pending) >= QueueSize {
+				h.log.Warn("websocket client too slow, dropped", "client", id)
+				delete(h.clients, id)
+				cl.drop()
+				continue
+			}
+			cl.pending = append(cl.pending, m)
+			continue
+		}
+		if b == nil {
+			b = lineJSON(m)
+		}
+		h.deliver(id, cl, b)
 	}
 }
 

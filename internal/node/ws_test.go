@@ -104,6 +104,15 @@ func TestWebSocketRequestsAndHints(t *testing.T) {
 		t.Fatal("remove failed")
 	}
 	readUntil(t, c, ofType(messages.HintTunnelClients))
+
+	// cleanup-interfaces broadcasts update-interfaces every time: once
+	// when it frees ws.p2p's address, and again when nothing is left.
+	for i := 0; i < 2; i++ {
+		if code, _ := call(t, "POST", base+"/api/cleanup-interfaces", ""); code != 200 {
+			t.Fatal("cleanup-interfaces failed")
+		}
+		readUntil(t, c, ofType(messages.HintInterfaces))
+	}
 }
 
 // A client that never reads is dropped once its queue is full, while every

@@ -1,0 +1,85 @@
+package ws
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"peerdns/actors/logchan"
+	"peerdns/messages"
+)
+
+// A subscribe-log while the channel is busy loses no line and repeats
+// none: the snapshot's lines and then the live ones are one unbroken run.
+func TestLogSubscriptionUnderLoad(t *testing.T) {
+	noLeaks(t)
+	dir := t.TempDir()
+	var core *actor.PID
+	w := newTestWS(t, true, func(d *Deps) {
+		core = d.Root.Spawn(logchan.Props("core", dir))
+		d.Channels = map[string]*actor.PID{"core": core}
+	})
+	t.Cleanup(func() { _ = w.sys.Root.StopFuture(core).Wait() })
+	c := w.mustDial(t, "")
+	w.waitClients(t, 1)
+
+	const total = 4000
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		for i := 1; i <= total; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			w.sys.Root.Send(core, &messages.LogLine{Channel: "core", Level: "INFO", Time: time.Now(), Message: fmt.Sprintf("line-%06d", i)})
+			if i%50 == 0 {
+				time.Sleep(time.Millisecond) // spread the lines over the subscription
+			}
+		}
+	}()
+	// Subscribe once the channel is well under way.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		r, err := w.sys.Root.RequestFuture(core, &messages.GetLogTail{Lines: 1}, time.Second).Result()
+		if err == nil && r.(*messages.GetLogTailReply).Seq >= 300 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the channel never got under way")
+		}
+	}
+	send(t, c, msg{"type": "subscribe-log", "channel": "core", "lines": 100})
+	snap := next(t, c)
+	if snap["type"] != "log-snapshot" {
+		t.Fatalf("first message %v", snap)
+	}
+	var got []int
+	for _, l := range snap["lines"].([]any) {
+		var n int
+		fmt.Sscanf(l.(string), "line-%d", &n)
+		got = append(got, n)
+	}
+	for got[len(got)-1] < total {
+		m := next(t, c)
+		if m["type"] != "file-log" {
+			t.Fatalf("message %v", m)
+		}
+		var n int
+		fmt.Sscanf(m["message"].(string), "line-%d", &n)
+		got = append(got, n)
+	}
+	if !sort.IntsAreSorted(got) {
+		t.Fatalf("out of order: %v", got)
+	}
+	for i := 1; i < len(got); i++ {
+		if got[i] != got[i-1]+1 {
+			t.Fatalf("after line %d came %d (snapshot of %d lines, %d in all): %s", got[i-1], got[i], len(snap["lines"].([]any)), len(got), strings.Trim(fmt.Sprint(got[max(0, i-3):min(len(got), i+3)]), "[]"))
+		}
+	}
+}
