@@ -88,6 +88,11 @@ type Actor struct {
 	voteScheduled   bool
 	freshIPs        []store.KV // assigned this flush, not yet persisted
 	sys             *actor.ActorSystem
+
+	// internal is Deps.Internal plus the domains other owners added
+	// (messages.SetInternalDomains: plugins), by owner in extraInternal.
+	internal      map[string]netip.Addr
+	extraInternal map[string]map[string]netip.Addr
 }
 
 // waiter is a request answered once its domain (or, for "", everything)
@@ -106,6 +111,7 @@ func (a *Actor) Receive(c actor.Context) {
 	switch m := c.Message().(type) {
 	case *actor.Started:
 		a.sys = c.ActorSystem()
+		a.mergeInternal()
 		if err := a.load(); err != nil {
 			// Without its ledger the node cannot serve names: fail loudly,
 			// the supervisor restarts us with backoff.

@@ -234,7 +234,7 @@ func (a *Actor) publish(c actor.Context) {
 	snap := &view.Snapshot{
 		Version:  a.version,
 		Domains:  make(map[string]*view.Domain, len(a.st.domains)),
-		Internal: maps.Clone(a.d.Internal),
+		Internal: maps.Clone(a.internal),
 	}
 	for name, idx := range a.st.domains {
 		if len(idx.claims) == 0 {

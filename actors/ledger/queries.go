@@ -87,7 +87,7 @@ func (a *Actor) consensusOf(domain string) *messages.GetConsensusReply {
 	if err != nil {
 		return &messages.GetConsensusReply{Err: err}
 	}
-	if _, internal := a.d.Internal[name]; internal {
+	if _, internal := a.internal[name]; internal {
 		return &messages.GetConsensusReply{Err: fmt.Errorf("%w: %s is an internal domain", messages.ErrInvalid, name)}
 	}
 	return &messages.GetConsensusReply{State: a.consensusState(name)}
@@ -99,8 +99,8 @@ func (a *Actor) domainListing() []messages.DomainEntry {
 	if a.listingOK {
 		return a.listing
 	}
-	out := make([]messages.DomainEntry, 0, len(a.d.Internal)+len(a.st.domains))
-	for _, name := range sortedKeys(a.d.Internal) {
+	out := make([]messages.DomainEntry, 0, len(a.internal)+len(a.st.domains))
+	for _, name := range sortedKeys(a.internal) {
 		out = append(out, messages.DomainEntry{Domain: name, Hash: consensus.Internal, ConsensusStatus: consensus.Internal, Services: []messages.Service{}})
 	}
 	for _, name := range sortedKeys(a.st.domains) {

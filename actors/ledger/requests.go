@@ -52,6 +52,8 @@ func (a *Actor) handle(c actor.Context, msg any) {
 		c.Respond(&messages.SetSubnetsReply{Err: a.setSubnets(m.Subnets)})
 	case *messages.GetInterfaces:
 		c.Respond(&messages.GetInterfacesReply{Interfaces: a.pool.Assignments()})
+	case *messages.SetInternalDomains:
+		c.Respond(&messages.SetInternalDomainsReply{Refused: a.setInternal(c, m.Owner, m.Domains)})
 	case *messages.CleanupInterfaces:
 		n, err := a.cleanupInterfaces()
 		c.Respond(&messages.CleanupInterfacesReply{Released: n, Err: err})
@@ -101,7 +103,7 @@ func (a *Actor) addDomain(c actor.Context, m *messages.AddDomain) {
 		reply(err)
 		return
 	}
-	if _, internal := a.d.Internal[name]; internal {
+	if _, internal := a.internal[name]; internal {
 		reply(fmt.Errorf("%w: %s", messages.ErrInternalDomain, name))
 		return
 	}

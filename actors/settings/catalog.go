@@ -52,6 +52,8 @@ const (
 	UpstreamDNS       = "UPSTREAM_DNS"
 	DNSCacheSize      = "DNS_CACHE_SIZE"
 	DNSRecursionAllow = "DNS_RECURSION_ALLOW"
+	ProfileDomain     = "PROFILE_DOMAIN"
+	TokenLifetime     = "TOKEN_LIFETIME"
 	BackupRetention   = "BACKUP_RETENTION"
 	BackupInterval    = "BACKUP_INTERVAL"
 )
@@ -64,6 +66,11 @@ var Catalog = []Def{
 	{Name: AdminDomain, Type: "string", Category: "network", Label: "Admin domain", Env: "ADMIN_DOMAIN",
 		Description: "Internal domain that serves the admin API and panel through the edge proxy.", Default: "admin.p2p",
 		check: hostname},
+	{Name: ProfileDomain, Type: "string", Category: "network", Label: "Profile domain", Env: "PROFILE_DOMAIN",
+		Description: "Internal domain of the built-in profile plugin, where GET /api/token gives write tokens for plugin domains.", Default: "profile.p2p",
+		check: hostname},
+	{Name: TokenLifetime, Type: "number", Category: "general", Label: "Token lifetime (seconds)", Live: true,
+		Description: "How long a write token from GET /api/token on the profile domain is valid.", Default: "3600", check: intRange(60, 30*24*3600)},
 	{Name: AdminAllowedHosts, Type: "list", Category: "network", Label: "Extra admin host names", Env: "ADMIN_ALLOWED_HOSTS",
 		Description: "Comma-separated Host names (or name:port) the admin API also answers, beside its address, localhost, loopback IPs and the admin domain.",
 		check:       hostList},

@@ -68,6 +68,7 @@ func parseNodeFlags(args []string, getenv func(string) string, stderr io.Writer)
 	c.Upstream = splitList(upstream)
 	c.AdminDomain = envOr(getenv, "ADMIN_DOMAIN", "admin.p2p")
 	c.AdminAllowedHosts = splitList(getenv("ADMIN_ALLOWED_HOSTS"))
+	c.ProfileDomain = envOr(getenv, "PROFILE_DOMAIN", "profile.p2p")
 	c.SubnetBase = getenv("SUBNET_BASE")
 	if v := getenv("INITIAL_IP_INDEX"); v != "" {
 		i, err := strconv.Atoi(strings.TrimSpace(v))
@@ -88,7 +89,7 @@ var flagSettings = map[string]string{
 }
 
 // envSettings are the settings read from the environment only.
-var envSettings = []string{"LOG_LEVEL", "ADMIN_DOMAIN", "ADMIN_ALLOWED_HOSTS", "SUBNET_BASE", "INITIAL_IP_INDEX"}
+var envSettings = []string{"LOG_LEVEL", "ADMIN_DOMAIN", "PROFILE_DOMAIN", "ADMIN_ALLOWED_HOSTS", "SUBNET_BASE", "INITIAL_IP_INDEX"}
 
 // settingSources says which settings the command line (set: the flags
 // given) or the environment gave: those win over saved settings.

@@ -5,7 +5,9 @@
 // is metadata.json (Meta: format, node id, version, time, files), then
 // the node's state: ledger.db and node.db as buntdb snapshots (store's
 // Snapshot, one read transaction each, never a copy of a file being
-// written), identity.key, and the ca/ and plugins/ folders when present.
+// written), identity.key, and the ca/, plugins/ and plugin-data/ folders
+// when present (a plugin's database is copied as a file: plugins write
+// through their handler, which a backup does not pause).
 // Settings live in node.db. Logs and the agent's data are not included.
 // Backups older than the retention setting are removed before a new one
 // is written. A directory in DATA/backups holding a metadata.json is a

@@ -16,7 +16,7 @@ import (
 var Required = []string{"ledger.db", "node.db", "identity.key"}
 
 // allowed reports whether an entry name may be restored: metadata.json,
-// the required files, or a file under ca/ or plugins/.
+// the required files, or a file under ca/, plugins/ or plugin-data/.
 func allowed(name string) bool {
 	if name == MetaName {
 		return true
@@ -30,7 +30,7 @@ func allowed(name string) bool {
 		return false
 	}
 	top, rest, ok := strings.Cut(name, "/")
-	return ok && rest != "" && (top == "ca" || top == "plugins")
+	return ok && rest != "" && (top == "ca" || top == "plugins" || top == "plugin-data")
 }
 
 // Stage unpacks the backup called name from dir into the new folder into

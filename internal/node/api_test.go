@@ -35,10 +35,11 @@ func TestDomainLifecycle(t *testing.T) {
 
 	var ds []domainEntry
 	mustJSON(t, "GET", base+"/api/resolved-domains", "", 200, &ds)
-	if len(ds) != 2 || ds[0].Domain != "admin.p2p" || ds[0].Hash != "internal" || ds[0].ConsensusStatus != "internal" || ds[0].ConsensusState != nil {
-		t.Fatalf("internal entry = %+v", ds)
+	if len(ds) != 3 || ds[0].Domain != "admin.p2p" || ds[0].Hash != "internal" || ds[0].ConsensusStatus != "internal" || ds[0].ConsensusState != nil ||
+		ds[1].Domain != "profile.p2p" || ds[1].Hash != "internal" {
+		t.Fatalf("internal entries = %+v", ds)
 	}
-	e := ds[1]
+	e := ds[2]
 	if e.Domain != "example.p2p" || e.Hash != hashA || !e.IsLocal || !e.IsOwner || e.ConsensusStatus != "resolved" || e.Services == nil {
 		t.Fatalf("domain entry = %+v", e)
 	}
@@ -129,7 +130,7 @@ func TestDomainLifecycle(t *testing.T) {
 		t.Fatalf("remove-domain = %d %q", code, body)
 	}
 	mustJSON(t, "GET", base+"/api/resolved-domains", "", 200, &ds)
-	if len(ds) != 1 {
+	if len(ds) != 2 { // the admin and profile domains
 		t.Fatalf("domains after remove = %+v", ds)
 	}
 	mustJSON(t, "GET", base+"/api/entries", "", 200, &entries)

@@ -14,13 +14,14 @@ import (
 	"peerdns/internal/testutil"
 )
 
+// resolvedNames are the p2p domains listed (internal ones left out).
 func resolvedNames(t *testing.T, base string) []string {
 	t.Helper()
-	var ds []struct{ Domain string }
+	var ds []struct{ Domain, Hash string }
 	mustJSON(t, "GET", base+"/api/resolved-domains", "", 200, &ds)
 	var out []string
 	for _, d := range ds {
-		if d.Domain != "admin.p2p" {
+		if d.Hash != "internal" {
 			out = append(out, d.Domain)
 		}
 	}

@@ -34,6 +34,7 @@ func (n *Node) backupSources() []backup.Source {
 		{Name: "identity.key", Path: filepath.Join(n.orig.Data, "identity.key")},
 		{Name: "ca", Path: filepath.Join(n.orig.Data, "ca")},
 		{Name: "plugins", Path: filepath.Join(n.orig.Data, "plugins")},
+		{Name: "plugin-data", Path: filepath.Join(n.orig.Data, "plugin-data")},
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net/netip"
 	"strings"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -40,6 +41,12 @@ type Config struct {
 	SubnetBase        string
 	InitialIPIndex    int
 	LogLevel          string
+
+	// ProfileDomain is the built-in profile plugin's domain (GET
+	// /api/token); "" means profile.p2p. TokenLifetimeSeconds is how long
+	// its tokens are valid; 0 means an hour.
+	ProfileDomain        string
+	TokenLifetimeSeconds int
 
 	// DNSCacheSize is the upstream cache's capacity (entries); 0: the
 	// DNS server's default. Set by the DNS_CACHE_SIZE setting only.
@@ -83,6 +90,13 @@ func (c Config) Validate() error {
 		return fmt.Errorf("INITIAL_IP_INDEX %d must not be negative", c.InitialIPIndex)
 	}
 	return nil
+}
+
+func (c Config) tokenLifetime() time.Duration {
+	if c.TokenLifetimeSeconds <= 0 {
+		return time.Hour
+	}
+	return time.Duration(c.TokenLifetimeSeconds) * time.Second
 }
 
 // ParseLevel reads a LOG_LEVEL value: debug, info, warn or error (any

@@ -26,8 +26,10 @@ import (
 	"peerdns/actors/localdns"
 	"peerdns/actors/logchan"
 	"peerdns/actors/peer"
+	"peerdns/actors/plugin"
 	"peerdns/actors/tunnel"
 	"peerdns/http/admin"
+	"peerdns/http/pluginweb"
 	"peerdns/http/ws"
 	"peerdns/internal/identity"
 	"peerdns/internal/store"
@@ -61,9 +63,14 @@ type Node struct {
 	mesh     *peer.Mesh // the peer network as tunnels see it
 	tunnels  *actor.PID
 	settings *actor.PID
-	backups  backupPolicy
-	level    *slog.LevelVar // LOG_LEVEL, changed live by the settings actor
-	dialer   *tunnel.Dialer // tunnel connections for in-process users (the edge proxy)
+	plugins  *actor.PID
+	// pluginTable and pluginWeb serve plugin domains (the edge proxy).
+	pluginTable   *plugin.Table
+	pluginWeb     *pluginweb.Server
+	tokenLifetime atomic.Int64 // time.Duration of new write tokens (TOKEN_LIFETIME)
+	backups       backupPolicy
+	level         *slog.LevelVar // LOG_LEVEL, changed live by the settings actor
+	dialer        *tunnel.Dialer // tunnel connections for in-process users (the edge proxy)
 	// answered is the tunnels supervisor once spawned: the DNS server's
 	// goroutine tells it which p2p domains were answered.
 	answered atomic.Pointer[actor.PID]
@@ -130,6 +137,7 @@ func (n *Node) start() (err error) {
 	}
 	n.cfg = cfg
 	n.setBackupPolicy(inForce)
+	n.tokenLifetime.Store(int64(cfg.tokenLifetime()))
 
 	level, _ := ParseLevel(cfg.LogLevel) // checked by Validate
 	n.level = newLevel(level)
@@ -159,7 +167,12 @@ func (n *Node) start() (err error) {
 	adminLn := n.shared.view()
 	n.adminLn = adminLn
 	n.closers = append(n.closers, func() { adminLn.Close() })
-	internal := map[string]netip.Addr{strings.ToLower(cfg.AdminDomain): answerAddr(adminLn.Addr())}
+	// The admin and profile domains are the node's own internal domains;
+	// plugin folders add theirs through the plugins supervisor.
+	internal := map[string]netip.Addr{
+		strings.ToLower(cfg.AdminDomain):   answerAddr(adminLn.Addr()),
+		strings.ToLower(cfg.ProfileDomain): n.edgeAnswer(),
+	}
 
 	n.ledger, err = n.root.Spawn("ledger", ledger.Props(ledger.Deps{
 		Identity: n.id, Ledger: n.ledgerDB, Node: n.nodeDB, Published: n.pub,
@@ -178,6 +191,9 @@ func (n *Node) start() (err error) {
 	}
 	if err := n.startSettings(inForce, sources); err != nil {
 		return err
+	}
+	if err := n.startPlugins(); err != nil {
+		return fmt.Errorf("spawn plugins: %w", err)
 	}
 	n.startBackupTimer()
 	if err := n.startPeers(); err != nil {
@@ -218,6 +234,7 @@ func (n *Node) startAdmin(ln net.Listener) {
 			func(r *router.Router) { admin.RegisterTunnels(r, core, rootCtx, n.tunnels) },
 			func(r *router.Router) { admin.RegisterServices(r, core, rootCtx, n.tunnels, n.ledger) },
 			n.settingsRoutes,
+			n.pluginRoutes,
 			func(r *router.Router) { admin.RegisterBackups(r, core, n) },
 		},
 		WS: ws.Handler(ws.Deps{Root: rootCtx, Hub: n.hub, Ledger: n.ledger, Channels: n.channels, Log: core}),

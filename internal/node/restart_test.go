@@ -34,7 +34,7 @@ func TestRestartKeepsEverything(t *testing.T) {
 	mustJSON(t, "GET", base+"/api/resolved-domains", "", 200, &after)
 	mustJSON(t, "GET", base+"/api/interfaces", "", 200, &ifsAfter)
 	mustJSON(t, "GET", base+"/api/entries", "", 200, &entAfter)
-	if len(after) != len(before) || len(after) != 5 {
+	if len(after) != len(before) || len(after) != 6 { // admin.p2p, profile.p2p, d0..d3
 		t.Fatalf("domains before %d after %d", len(before), len(after))
 	}
 	for i := range before {

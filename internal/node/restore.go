@@ -32,7 +32,7 @@ import (
 // to start is kept in DATA/.failed-restore-<time> for a look.
 
 // restored are the entries a restore replaces in the data folder.
-var restored = []string{"ledger.db", "node.db", "ca", "plugins"}
+var restored = []string{"ledger.db", "node.db", "ca", "plugins", "plugin-data"}
 
 // RestoreBackup checks the backup called name and, when it is sound,
 // restores it in the background.

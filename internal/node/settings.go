@@ -21,6 +21,9 @@ import (
 // Saved values were validated when saved; one that no longer parses is
 // skipped with a warning (the default or the flag's value stays).
 func applySaved(cfg Config, db *store.DB, warn func(msg string, args ...any)) (Config, map[string]string, map[string]string, error) {
+	if cfg.ProfileDomain == "" {
+		cfg.ProfileDomain = "profile.p2p"
+	}
 	saved, err := settings.LoadSaved(db)
 	if err != nil {
 		return cfg, nil, nil, fmt.Errorf("saved settings: %w", err)
@@ -57,6 +60,10 @@ func setConfig(c *Config, name, v string) error {
 		c.LogLevel = v
 	case settings.AdminDomain:
 		c.AdminDomain = v
+	case settings.ProfileDomain:
+		c.ProfileDomain = v
+	case settings.TokenLifetime:
+		c.TokenLifetimeSeconds, _ = strconv.Atoi(v)
 	case settings.AdminAllowedHosts:
 		c.AdminAllowedHosts = settings.Split(v)
 	case settings.AdminAddr:
@@ -111,7 +118,8 @@ func inForce(c Config) map[string]string {
 		settings.HTTPSAddr: c.HTTPSAddr, settings.P2PAddr: c.P2PAddr,
 		settings.BootstrapPeers: strings.Join(c.Bootstrap, ","), settings.UpstreamDNS: strings.Join(c.Upstream, ","),
 		settings.DNSRecursionAllow: strings.Join(acl, ","), settings.SubnetBase: c.SubnetBase,
-		settings.InitialIPIndex:  strconv.Itoa(c.InitialIPIndex),
+		settings.InitialIPIndex: strconv.Itoa(c.InitialIPIndex),
+		settings.ProfileDomain:  c.ProfileDomain, settings.TokenLifetime: strconv.Itoa(int(c.tokenLifetime() / time.Second)),
 		settings.BackupRetention: strconv.Itoa(max(c.BackupRetention, 1)), settings.BackupInterval: strconv.Itoa(c.BackupIntervalHours),
 	}
 	if c.BackupRetention == 0 {
@@ -131,7 +139,13 @@ func inForce(c Config) map[string]string {
 func (n *Node) startSettings(inForce, sources map[string]string) error {
 	pid, err := n.root.Spawn("settings", settings.Props(settings.Deps{
 		Store: n.nodeDB, InForce: inForce, Sources: sources, Ledger: n.ledger, Log: n.logs["core"],
-		Internal: func() []string { return []string{strings.ToLower(n.cfg.AdminDomain)} },
+		Internal: func() []string {
+			ds := []string{strings.ToLower(n.cfg.AdminDomain)}
+			for _, rt := range n.pluginTable.All() {
+				ds = append(ds, rt.Domain)
+			}
+			return ds
+		},
 		Apply: map[string]func(string) error{
 			settings.LogLevel: func(v string) error {
 				l, err := ParseLevel(v)
@@ -142,6 +156,14 @@ func (n *Node) startSettings(inForce, sources map[string]string) error {
 				return nil
 			},
 			settings.UpstreamDNS: func(v string) error { return n.dns.SetUpstreams(settings.Split(v)) },
+			settings.TokenLifetime: func(v string) error {
+				secs, err := strconv.Atoi(v)
+				if err != nil {
+					return err
+				}
+				n.tokenLifetime.Store(int64(time.Duration(secs) * time.Second))
+				return nil
+			},
 			settings.BackupRetention: func(v string) error {
 				keep, err := strconv.Atoi(v)
 				if err != nil {

@@ -58,7 +58,7 @@ func TestSettings(t *testing.T) {
 			t.Fatalf("%s not listed", d.Name)
 		}
 	}
-	if s.Settings["LOG_LEVEL"] != "info" || s.Metadata["P2P_ADDR"].Source != "flag" || s.Settings["INTERNAL_DOMAINS"] != "admin.p2p" {
+	if s.Settings["LOG_LEVEL"] != "info" || s.Metadata["P2P_ADDR"].Source != "flag" || s.Settings["INTERNAL_DOMAINS"] != "admin.p2p,profile.p2p" || s.Settings["PROFILE_DOMAIN"] != "profile.p2p" {
 		t.Fatalf("settings %v", s.Settings)
 	}
 	if !strings.HasPrefix(s.Settings["SUBNETS"], "[{") {
@@ -129,7 +129,7 @@ func TestSettings(t *testing.T) {
 	base = "http://" + n.AdminAddr()
 	s = getSettings(t, base)
 	if s.Settings["LOG_LEVEL"] != "debug" || s.Metadata["LOG_LEVEL"].Source != "saved" || s.Settings["UPSTREAM_DNS"] != up.Addr ||
-		s.Settings["ADMIN_DOMAIN"] != "panel.p2p" || s.Metadata["ADMIN_DOMAIN"].RestartPending || s.Settings["INTERNAL_DOMAINS"] != "panel.p2p" {
+		s.Settings["ADMIN_DOMAIN"] != "panel.p2p" || s.Metadata["ADMIN_DOMAIN"].RestartPending || s.Settings["INTERNAL_DOMAINS"] != "panel.p2p,profile.p2p" {
 		t.Fatalf("after restart: %v %+v", s.Settings, s.Metadata["ADMIN_DOMAIN"])
 	}
 	if n.cfg.AdminDomain != "panel.p2p" || n.dns.CacheSize() != 500 || n.level.Level() != slog.LevelDebug {

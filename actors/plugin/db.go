@@ -1,0 +1,171 @@
+package plugin
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+
+	"peerdns/internal/store"
+)
+
+// A plugin's own database: a buntdb file DATA/plugin-data/<domain>/data.db
+// (store.DB), opened for plugins whose manifest says database: true. The
+// handler reaches it only through db.get/put/delete/list on its own
+// session, so it can neither name another plugin's file nor the node's
+// stores. Keys are 1..1024 bytes; a value is any JSON up to 1 MiB; the
+// keys and values of one plugin add up to at most MaxDBBytes (a put past
+// that fails with "database full"; deletes make room).
+
+// MaxDBBytes caps one plugin's data.
+const MaxDBBytes = 64 << 20
+
+const (
+	maxKey   = 1024
+	maxValue = 1 << 20
+)
+
+type pluginDB struct {
+	db   *store.DB
+	mu   sync.Mutex // guards used (writes are serialised by it too)
+	used int64
+}
+
+func openDB(path string) (*pluginDB, error) {
+	db, err := store.Open(path, store.Options{})
+	if err != nil {
+		return nil, err
+	}
+	kvs, err := db.List("")
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	p := &pluginDB{db: db}
+	for _, kv := range kvs {
+		p.used += int64(len(kv.Key) + len(kv.Value))
+	}
+	return p, nil
+}
+
+func (p *pluginDB) close() error { return p.db.Close() }
+
+type dbKey struct {
+	Key string `json:"key"`
+}
+
+type dbPut struct {
+	Key   string          `json:"key"`
+	Value json.RawMessage `json:"value"`
+}
+
+type dbPrefix struct {
+	Prefix string `json:"prefix"`
+}
+
+type dbItem struct {
+	Key   string          `json:"key"`
+	Value json.RawMessage `json:"value"`
+}
+
+func checkKey(k string) error {
+	if k == "" || len(k) > maxKey {
+		return fmt.Errorf("key must be 1..%d bytes", maxKey)
+	}
+	return nil
+}
+
+// call answers one db.* request.
+func (p *pluginDB) call(method string, params json.RawMessage) (any, error) {
+	switch method {
+	case "db.get":
+		var r dbKey
+		if err := json.Unmarshal(params, &r); err != nil {
+			return nil, fmt.Errorf("db.get: %v", err)
+		}
+		if err := checkKey(r.Key); err != nil {
+			return nil, err
+		}
+		v, err := p.db.Get(r.Key)
+		if errors.Is(err, store.ErrNotFound) {
+			return map[string]any{"value": nil}, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"value": json.RawMessage(v)}, nil
+	case "db.put":
+		var r dbPut
+		if err := json.Unmarshal(params, &r); err != nil {
+			return nil, fmt.Errorf("db.put: %v", err)
+		}
+		if err := checkKey(r.Key); err != nil {
+			return nil, err
+		}
+		if len(r.Value) == 0 || !json.Valid(r.Value) {
+			return nil, errors.New("db.put: value must be JSON")
+		}
+		if len(r.Value) > maxValue {
+			return nil, fmt.Errorf("db.put: value over %d bytes", maxValue)
+		}
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		old, err := p.db.Get(r.Key)
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return nil, err
+		}
+		delta := int64(len(r.Value))
+		if err == nil {
+			delta -= int64(len(old))
+		} else {
+			delta += int64(len(r.Key))
+		}
+		if p.used+delta > MaxDBBytes {
+			return nil, fmt.Errorf("database full (%d MiB per plugin)", MaxDBBytes>>20)
+		}
+		if err := p.db.Set(r.Key, string(r.Value)); err != nil {
+			return nil, err
+		}
+		p.used += delta
+		return map[string]any{}, nil
+	case "db.delete":
+		var r dbKey
+		if err := json.Unmarshal(params, &r); err != nil {
+			return nil, fmt.Errorf("db.delete: %v", err)
+		}
+		if err := checkKey(r.Key); err != nil {
+			return nil, err
+		}
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		old, err := p.db.Get(r.Key)
+		if errors.Is(err, store.ErrNotFound) {
+			return map[string]any{}, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if err := p.db.Delete(r.Key); err != nil {
+			return nil, err
+		}
+		p.used -= int64(len(r.Key) + len(old))
+		return map[string]any{}, nil
+	case "db.list":
+		var r dbPrefix
+		if len(params) > 0 {
+			if err := json.Unmarshal(params, &r); err != nil {
+				return nil, fmt.Errorf("db.list: %v", err)
+			}
+		}
+		kvs, err := p.db.List(r.Prefix)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]dbItem, 0, len(kvs))
+		for _, kv := range kvs {
+			out = append(out, dbItem{Key: kv.Key, Value: json.RawMessage(kv.Value)})
+		}
+		return out, nil
+	}
+	return nil, fmt.Errorf("unknown method %q", method)
+}

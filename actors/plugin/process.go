@@ -1,0 +1,198 @@
+package plugin
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"peerdns/transport"
+)
+
+// runner keeps one plugin's handler process running: start it in the
+// plugin's folder with a minimal environment, open the session, send
+// init, publish the session to the Runtime, wait for the exit, and start
+// again with backoff. CrashLoop exits within CrashWindow stop it for
+// good (reported through onGiveUp). stop kills the process (SIGTERM,
+// then SIGKILL after a grace period) and waits for everything it started.
+type runner struct {
+	p        *Plugin
+	rt       *Runtime
+	log      *slog.Logger
+	serve    serveFunc
+	init     func() any // the init params (settings read at each start)
+	backoff  transport.Backoff
+	loop     int
+	window   time.Duration
+	timeout  time.Duration
+	onGiveUp func(reason string)
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+func (r *runner) start() {
+	r.ctx, r.cancel = context.WithCancel(context.Background())
+	r.done = make(chan struct{})
+	go r.run()
+}
+
+func (r *runner) stop() {
+	if r.cancel == nil {
+		return
+	}
+	r.cancel()
+	<-r.done
+}
+
+func (r *runner) run() {
+	defer close(r.done)
+	var crashes []time.Time
+	b := r.backoff
+	for r.ctx.Err() == nil {
+		began := time.Now()
+		err := r.once()
+		if r.ctx.Err() != nil {
+			return
+		}
+		now := time.Now()
+		if now.Sub(began) > r.window {
+			b.Reset()
+		}
+		crashes = append(crashes, now)
+		for len(crashes) > 0 && now.Sub(crashes[0]) > r.window {
+			crashes = crashes[1:]
+		}
+		if len(crashes) >= r.loop {
+			reason := fmt.Sprintf("handler exited %d times within %s (last: %v); stopped", len(crashes), r.window, err)
+			r.log.Error("plugin handler crash loop", "domain", r.rt.Domain, "err", err, "component", "handler")
+			r.onGiveUp(reason)
+			return
+		}
+		wait := b.Next()
+		r.log.Warn("plugin handler exited; restarting", "domain", r.rt.Domain, "err", err, "in", wait.String(), "component", "handler")
+		if !transport.Wait(r.ctx, wait) {
+			return
+		}
+	}
+}
+
+// once runs the process until it exits or the runner stops.
+func (r *runner) once() error {
+	cmd := exec.Command(r.p.Handler)
+	cmd.Dir = r.p.Dir
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + r.p.Dir, "PEERDNS_PLUGIN_DOMAIN=" + r.rt.Domain}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // a kill reaches its children too
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		return err
+	}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start %s: %w", r.p.Manifest.Handler, err)
+	}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		r.stderrLines(stderr)
+	}()
+	sess := newSession(stdout, stdin, r.serve, r.garbage())
+	exited := make(chan error, 1)
+	go func() {
+		<-sess.Done() // stdout closed (or the session failed): the pipes are drained
+		r.rt.sess.CompareAndSwap(sess, nil)
+		wg.Wait()
+		exited <- cmd.Wait()
+	}()
+	ictx, cancel := context.WithTimeout(r.ctx, r.timeout)
+	_, ierr := sess.Call(ictx, "init", r.init())
+	cancel()
+	if ierr == nil {
+		r.rt.sess.Store(sess)
+		r.log.Info("plugin handler started", "domain", r.rt.Domain, "pid", cmd.Process.Pid, "component", "handler")
+	} else {
+		r.log.Error("plugin handler did not answer init", "domain", r.rt.Domain, "err", ierr, "component", "handler")
+	}
+	defer r.rt.sess.CompareAndSwap(sess, nil)
+	if ierr != nil {
+		r.kill(cmd, exited, sess)
+		return fmt.Errorf("init: %w", ierr)
+	}
+	select {
+	case err := <-exited:
+		sess.fail(fmt.Errorf("%w: handler exited", ErrSessionClosed))
+		if err == nil {
+			err = fmt.Errorf("exited")
+		}
+		return err
+	case <-sess.ctx.Done():
+		// The session failed (a line too long, a write error): stop the
+		// process.
+		r.kill(cmd, exited, sess)
+		return sess.Err()
+	case <-r.ctx.Done():
+		r.kill(cmd, exited, sess)
+		return nil
+	}
+}
+
+// kill ends the process group: SIGTERM, SIGKILL after 2 s.
+func (r *runner) kill(cmd *exec.Cmd, exited chan error, sess *session) {
+	sess.fail(fmt.Errorf("%w: handler stopped", ErrSessionClosed))
+	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+	t := time.NewTimer(2 * time.Second)
+	defer t.Stop()
+	select {
+	case <-exited:
+	case <-t.C:
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		<-exited
+	}
+}
+
+// stderrLines logs the handler's stderr, one line each, on the plugins
+// channel (a line over 64 KiB is cut).
+func (r *runner) stderrLines(rd io.Reader) {
+	sc := bufio.NewScanner(rd)
+	sc.Buffer(make([]byte, 4096), 64<<10)
+	for sc.Scan() {
+		r.log.Info(strings.TrimRight(sc.Text(), "\r"), "domain", r.rt.Domain, "component", "stderr")
+	}
+	_, _ = io.Copy(io.Discard, rd) // after a cut line: keep draining
+}
+
+// garbage logs lines that are not JSON-RPC, at most one a second.
+func (r *runner) garbage() func([]byte) {
+	var last time.Time
+	var skipped int
+	return func(line []byte) {
+		if time.Since(last) < time.Second {
+			skipped++
+			return
+		}
+		last = time.Now()
+		r.log.Warn("plugin handler wrote a line that is not JSON-RPC", "domain", r.rt.Domain, "line", clip(line), "skipped", skipped, "component", "handler")
+		skipped = 0
+	}
+}
+
+// initParams is the init call.
+func initParams(domain, peerID string, settings map[string]any) any {
+	return map[string]any{"domain": domain, "peerId": peerID, "settings": settings}
+}

@@ -1,0 +1,259 @@
+package plugin
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"sync"
+	"sync/atomic"
+)
+
+// The JSON-RPC 2.0 session with a handler process: one JSON object per
+// line on its stdin (ours) and stdout (its). Both sides send requests
+// (with an id) and notifications (without); each answers the other's
+// requests with a result or an error. Lines longer than maxLine end the
+// session (the process is stopped: a handler flooding one line cannot
+// grow our memory); a line that is not a JSON-RPC object is logged (at
+// most a few a second) and skipped, so the request it should have
+// answered times out. At most maxInflight of the plugin's own requests
+// run at once; more wait, which slows the handler that sends them, not
+// the node.
+
+const (
+	maxLine     = 8 << 20
+	maxInflight = 64
+)
+
+// ErrSessionClosed: the handler's session ended (it exited or was
+// stopped) before an answer came.
+var ErrSessionClosed = errors.New("plugin handler session closed")
+
+type rpcError struct {
+	Code    int    `json:"code"`
+	Message string `json:"message"`
+}
+
+func (e *rpcError) Error() string { return fmt.Sprintf("plugin error %d: %s", e.Code, e.Message) }
+
+type rpcMsg struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id,omitempty"`
+	Method  string          `json:"method,omitempty"`
+	Params  json.RawMessage `json:"params,omitempty"`
+	Result  json.RawMessage `json:"result,omitempty"`
+	Error   *rpcError       `json:"error,omitempty"`
+}
+
+type response struct {
+	result json.RawMessage
+	err    error
+}
+
+// serveFunc answers one call from the plugin.
+type serveFunc func(ctx context.Context, method string, params json.RawMessage) (any, error)
+
+type session struct {
+	w   io.Writer
+	wmu sync.Mutex
+
+	next    atomic.Int64
+	mu      sync.Mutex // guards pending and err
+	pending map[int64]chan response
+	err     error // set once the session ended
+
+	serve   serveFunc
+	garbage func(line []byte) // a line that is not JSON-RPC
+	ctx     context.Context
+	cancel  context.CancelFunc
+	sem     chan struct{}
+	done    chan struct{} // closed when the read loop ended
+	wg      sync.WaitGroup
+}
+
+// newSession starts reading r; calls from the plugin go to serve.
+func newSession(r io.Reader, w io.Writer, serve serveFunc, garbage func([]byte)) *session {
+	s := &session{w: w, pending: map[int64]chan response{}, serve: serve, garbage: garbage,
+		sem: make(chan struct{}, maxInflight), done: make(chan struct{})}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	go s.read(r)
+	return s
+}
+
+// Call sends a request and waits for its answer, ctx's end or the end of
+// the session.
+func (s *session) Call(ctx context.Context, method string, params any) (json.RawMessage, error) {
+	id := s.next.Add(1)
+	ch := make(chan response, 1)
+	s.mu.Lock()
+	if s.err != nil {
+		err := s.err
+		s.mu.Unlock()
+		return nil, err
+	}
+	s.pending[id] = ch
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.pending, id)
+		s.mu.Unlock()
+	}()
+	if err := s.send(rpcMsg{ID: json.RawMessage(strconv.FormatInt(id, 10)), Method: method}, params); err != nil {
+		return nil, err
+	}
+	select {
+	case r := <-ch:
+		return r.result, r.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// Notify sends a notification.
+func (s *session) Notify(method string, params any) error {
+	return s.send(rpcMsg{Method: method}, params)
+}
+
+func (s *session) send(m rpcMsg, params any) error {
+	m.JSONRPC = "2.0"
+	if params != nil {
+		b, err := json.Marshal(params)
+		if err != nil {
+			return err
+		}
+		m.Params = b
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return err
+	}
+	return s.writeLine(b)
+}
+
+func (s *session) writeLine(b []byte) error {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	if _, err := s.w.Write(append(b, '\n')); err != nil {
+		s.fail(fmt.Errorf("%w: write: %v", ErrSessionClosed, err))
+		return ErrSessionClosed
+	}
+	return nil
+}
+
+// fail ends the session: every waiting call gets err.
+func (s *session) fail(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.err != nil {
+		return
+	}
+	s.err = err
+	for id, ch := range s.pending {
+		ch <- response{err: err}
+		delete(s.pending, id)
+	}
+	s.cancel()
+}
+
+// Err is why the session ended (nil while it runs).
+func (s *session) Err() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.err
+}
+
+// Done is closed when the read loop ended and every call the plugin made
+// was answered or abandoned.
+func (s *session) Done() <-chan struct{} { return s.done }
+
+func (s *session) read(r io.Reader) {
+	defer close(s.done)
+	defer s.wg.Wait()
+	br := bufio.NewReaderSize(r, 64<<10)
+	for {
+		line, err := readLine(br)
+		if err != nil {
+			s.fail(fmt.Errorf("%w: %v", ErrSessionClosed, err))
+			return
+		}
+		line = bytes.TrimSpace(line)
+		if len(line) == 0 {
+			continue
+		}
+		var m rpcMsg
+		if json.Unmarshal(line, &m) != nil || m.JSONRPC != "2.0" {
+			s.garbage(line)
+			continue
+		}
+		switch {
+		case m.Method != "" && len(m.ID) > 0:
+			select {
+			case s.sem <- struct{}{}:
+			case <-s.ctx.Done():
+				return
+			}
+			s.wg.Add(1)
+			go func() {
+				defer s.wg.Done()
+				defer func() { <-s.sem }()
+				res, err := s.serve(s.ctx, m.Method, m.Params)
+				out := rpcMsg{JSONRPC: "2.0", ID: m.ID}
+				if err != nil {
+					out.Error = &rpcError{Code: -32000, Message: err.Error()}
+				} else if out.Result, err = json.Marshal(res); err != nil {
+					out.Error = &rpcError{Code: -32603, Message: err.Error()}
+				}
+				b, _ := json.Marshal(out)
+				_ = s.writeLine(b)
+			}()
+		case m.Method != "":
+			_, _ = s.serve(s.ctx, m.Method, m.Params) // a notification: no answer
+		case len(m.ID) > 0:
+			id, err := strconv.ParseInt(string(m.ID), 10, 64)
+			if err != nil {
+				s.garbage(line)
+				continue
+			}
+			s.mu.Lock()
+			ch := s.pending[id]
+			delete(s.pending, id)
+			s.mu.Unlock()
+			if ch == nil {
+				continue // answered after its caller gave up
+			}
+			if m.Error != nil {
+				ch <- response{err: m.Error}
+			} else {
+				ch <- response{result: m.Result}
+			}
+		default:
+			s.garbage(line)
+		}
+	}
+}
+
+// readLine reads one line of at most maxLine bytes.
+func readLine(br *bufio.Reader) ([]byte, error) {
+	var buf []byte
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if len(buf)+len(chunk) > maxLine {
+			return nil, fmt.Errorf("a line longer than %d bytes", maxLine)
+		}
+		if err == nil {
+			if buf == nil {
+				return chunk, nil
+			}
+			return append(buf, chunk...), nil
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			buf = append(buf, chunk...)
+			continue
+		}
+		return nil, err
+	}
+}

@@ -1,0 +1,125 @@
+package plugin
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync/atomic"
+
+	"peerdns/messages"
+)
+
+// Runtime is what the edge proxy and the admin API use of one plugin
+// while it is loaded: its www folder and its handler (a session with the
+// child process, or a Go function for a static plugin). Safe for
+// concurrent use; a call while the handler is restarting fails at once
+// with ErrPluginDown (the proxy answers 502).
+type Runtime struct {
+	Domain  string
+	WWW     string // absolute path; "" without www
+	Handles bool   // has a handler (process or static)
+	Actions map[string]bool
+
+	sess     atomic.Pointer[session]
+	settings atomic.Pointer[map[string]any] // values in force, for init
+	static   func(ctx context.Context, req *HandleRequest) (*HandleResponse, error)
+
+	// Counters of the node → plugin calls (the stats' pluginRpc).
+	Calls, Failures atomic.Int64
+}
+
+// HandleRequest is the handle call: one HTTP request. Headers hold the
+// first value of each header; Body is base64 on the wire.
+type HandleRequest struct {
+	Method  string            `json:"method"`
+	Path    string            `json:"path"`
+	Query   string            `json:"query"`
+	Headers map[string]string `json:"headers"`
+	Body    []byte            `json:"body"` // base64 in JSON
+}
+
+// HandleResponse is the handler's answer.
+type HandleResponse struct {
+	Status  int               `json:"status"`
+	Headers map[string]string `json:"headers"`
+	Body    []byte            `json:"body"`
+}
+
+// rawResponse reads the body as the base64 string the protocol says.
+type rawResponse struct {
+	Status  int               `json:"status"`
+	Headers map[string]string `json:"headers"`
+	Body    string            `json:"body"`
+}
+
+// ErrBadResponse: the handler answered handle with something that is not
+// a response.
+var ErrBadResponse = errors.New("plugin handler answered with an invalid response")
+
+// Handle passes one HTTP request to the handler.
+func (r *Runtime) Handle(ctx context.Context, req *HandleRequest) (*HandleResponse, error) {
+	r.Calls.Add(1)
+	resp, err := r.handle(ctx, req)
+	if err != nil {
+		r.Failures.Add(1)
+	}
+	return resp, err
+}
+
+func (r *Runtime) handle(ctx context.Context, req *HandleRequest) (*HandleResponse, error) {
+	if r.static != nil {
+		return r.static(ctx, req)
+	}
+	s := r.sess.Load()
+	if s == nil {
+		return nil, fmt.Errorf("%s: %w", r.Domain, messages.ErrPluginDown)
+	}
+	raw, err := s.Call(ctx, "handle", req)
+	if err != nil {
+		return nil, err
+	}
+	var out rawResponse
+	if err := json.Unmarshal(raw, &out); err != nil || out.Status < 100 || out.Status > 599 {
+		return nil, fmt.Errorf("%w: %s", ErrBadResponse, clip(raw))
+	}
+	body, err := base64.StdEncoding.DecodeString(out.Body)
+	if err != nil {
+		return nil, fmt.Errorf("%w: body is not base64", ErrBadResponse)
+	}
+	return &HandleResponse{Status: out.Status, Headers: out.Headers, Body: body}, nil
+}
+
+// Action runs an action of the handler.
+func (r *Runtime) Action(ctx context.Context, name string, params json.RawMessage) (json.RawMessage, error) {
+	r.Calls.Add(1)
+	s := r.sess.Load()
+	if s == nil {
+		r.Failures.Add(1)
+		return nil, fmt.Errorf("%s: %w", r.Domain, messages.ErrPluginDown)
+	}
+	if len(params) == 0 {
+		params = json.RawMessage("{}")
+	}
+	res, err := s.Call(ctx, "action", map[string]any{"name": name, "params": params})
+	if err != nil {
+		r.Failures.Add(1)
+	}
+	return res, err
+}
+
+// notify sends a notification to the handler when it runs.
+func (r *Runtime) notify(method string, params any) {
+	if s := r.sess.Load(); s != nil {
+		_ = s.Notify(method, params)
+	}
+}
+
+// clip shortens what a handler sent for a log line or an error.
+func clip(b []byte) string {
+	if len(b) > 200 {
+		return string(b[:200]) + "…"
+	}
+	return string(b)
+}

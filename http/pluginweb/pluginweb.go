@@ -1,0 +1,202 @@
+// Package pluginweb answers HTTP requests for a plugin's domain: the
+// edge proxy calls Serve when the Host (or SNI) is a loaded plugin's
+// domain.
+//
+//   - Writes (POST, PUT, DELETE, PATCH) need a token (internal/token):
+//     "Authorization: Bearer <t>" or "X-Auth-Token: <t>". Missing,
+//     malformed, expired or badly signed: 401 with the spec's JSON; a
+//     valid token of another peer: 403 with the spec's JSON; this node's
+//     token: the request goes on with header X-Peerdns-Peer set to the
+//     verified peer id. Whatever X-Peerdns-Peer a client sends is
+//     removed first, so a handler can trust the header.
+//   - GET and HEAD are answered from the plugin's www folder when the
+//     path names a file there (a folder: its index.html); paths are
+//     cleaned and resolved with symlinks followed, and anything that
+//     lands outside www is not served from it.
+//   - Everything else goes to the handler (handle): 502 when it is not
+//     running or answers garbage, 504 when it does not answer within
+//     Timeout. A plugin without a handler answers 404 (GET) or 405.
+package pluginweb
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"mime"
+	"net/http"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"peerdns/actors/plugin"
+	"peerdns/internal/token"
+)
+
+// PeerHeader carries the verified peer id of a write to the handler.
+const PeerHeader = "X-Peerdns-Peer"
+
+// Timeout bounds one handle call.
+const Timeout = 30 * time.Second
+
+// MaxBody is the largest request body passed to a handler.
+const MaxBody = 8 << 20
+
+// Server serves plugin domains for one node.
+type Server struct {
+	Self    string           // this node's peer id
+	Now     func() time.Time // default time.Now
+	Timeout time.Duration    // default Timeout
+}
+
+var (
+	unauthorized = []byte(`{"error":"Authentication required","message":"Invalid or missing authentication token"}`)
+	forbidden    = []byte(`{"error":"Forbidden","message":"Only the local peer can perform this operation"}`)
+)
+
+func isWrite(m string) bool {
+	switch m {
+	case fasthttp.MethodPost, fasthttp.MethodPut, fasthttp.MethodDelete, fasthttp.MethodPatch:
+		return true
+	}
+	return false
+}
+
+// Serve answers ctx for the plugin rt.
+func (s *Server) Serve(ctx *fasthttp.RequestCtx, rt *plugin.Runtime) {
+	ctx.Request.Header.Del(PeerHeader)
+	method := string(ctx.Method())
+	if isWrite(method) {
+		now := time.Now
+		if s.Now != nil {
+			now = s.Now
+		}
+		raw := token.FromHeaders(string(ctx.Request.Header.Peek("Authorization")), string(ctx.Request.Header.Peek("X-Auth-Token")))
+		t, err := token.Check(raw, now())
+		if err != nil {
+			jsonError(ctx, 401, unauthorized)
+			return
+		}
+		if t.PeerID != s.Self {
+			jsonError(ctx, 403, forbidden)
+			return
+		}
+		ctx.Request.Header.Set(PeerHeader, t.PeerID)
+	}
+	if (method == fasthttp.MethodGet || method == fasthttp.MethodHead) && rt.WWW != "" {
+		if file := staticFile(rt.WWW, string(ctx.Path())); file != "" && sendFile(ctx, file) {
+			return
+		}
+	}
+	if !rt.Handles {
+		if method == fasthttp.MethodGet || method == fasthttp.MethodHead {
+			ctx.Error("Not Found", 404)
+		} else {
+			ctx.Error("Method Not Allowed", 405)
+		}
+		return
+	}
+	s.handle(ctx, rt)
+}
+
+func (s *Server) handle(ctx *fasthttp.RequestCtx, rt *plugin.Runtime) {
+	body := ctx.Request.Body()
+	if len(body) > MaxBody {
+		ctx.Error("Request Entity Too Large", 413)
+		return
+	}
+	req := &plugin.HandleRequest{
+		Method: string(ctx.Method()), Path: string(ctx.Path()), Query: string(ctx.QueryArgs().QueryString()),
+		Headers: map[string]string{}, Body: append([]byte(nil), body...),
+	}
+	for k, v := range ctx.Request.Header.All() {
+		if _, dup := req.Headers[string(k)]; !dup {
+			req.Headers[string(k)] = string(v)
+		}
+	}
+	d := s.Timeout
+	if d <= 0 {
+		d = Timeout
+	}
+	cctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	resp, err := rt.Handle(cctx, req)
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		ctx.Error("Gateway Timeout: the plugin did not answer in time", 504)
+		return
+	case err != nil:
+		ctx.Error("Bad Gateway: "+err.Error(), 502)
+		return
+	}
+	for k, v := range resp.Headers {
+		if strings.EqualFold(k, "Content-Length") || strings.EqualFold(k, "Transfer-Encoding") || strings.EqualFold(k, "Connection") {
+			continue
+		}
+		ctx.Response.Header.Set(k, v)
+	}
+	ctx.SetStatusCode(resp.Status)
+	ctx.SetBody(resp.Body)
+}
+
+func jsonError(ctx *fasthttp.RequestCtx, status int, body []byte) {
+	ctx.SetStatusCode(status)
+	ctx.SetContentType("application/json")
+	ctx.SetBody(body)
+}
+
+// staticFile maps a request path to a regular file inside root ("" when
+// there is none): the path is cleaned, a folder means its index.html, and
+// the result, symlinks followed, must stay inside root.
+func staticFile(root, reqPath string) string {
+	clean := path.Clean("/" + reqPath)
+	p := filepath.Join(root, filepath.FromSlash(clean))
+	if st, err := os.Stat(p); err == nil && st.IsDir() {
+		p = filepath.Join(p, "index.html")
+	}
+	real, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		return ""
+	}
+	rel, err := filepath.Rel(root, real)
+	if err != nil || !filepath.IsLocal(rel) {
+		return ""
+	}
+	st, err := os.Stat(real)
+	if err != nil || !st.Mode().IsRegular() {
+		return ""
+	}
+	return real
+}
+
+// sendFile answers with the file's content (fasthttp's own file server
+// would write compressed copies into the plugin's folder).
+func sendFile(ctx *fasthttp.RequestCtx, file string) bool {
+	f, err := os.Open(file)
+	if err != nil {
+		return false
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return false
+	}
+	ct := mime.TypeByExtension(filepath.Ext(file))
+	if ct == "" {
+		ct = "application/octet-stream"
+	}
+	ctx.SetContentType(ct)
+	ctx.Response.Header.Set("Last-Modified", st.ModTime().UTC().Format(http.TimeFormat))
+	ctx.Response.Header.Set("X-Content-Type-Options", "nosniff")
+	ctx.SetBodyStream(f, int(st.Size())) // fasthttp closes f
+	return true
+}
+
+// TokenJSON is GET /api/token's body on the profile domain.
+func TokenJSON(tok string, t token.Token) []byte {
+	b, _ := json.Marshal(map[string]any{"token": tok, "expiresAt": t.ExpiresAt, "peerId": t.PeerID})
+	return b
+}

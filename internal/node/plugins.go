@@ -1,0 +1,70 @@
+package node
+
+import (
+	"context"
+	"net"
+	"net/netip"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/fasthttp/router"
+
+	"peerdns/actors/plugin"
+	"peerdns/http/admin"
+	"peerdns/http/pluginweb"
+	"peerdns/internal/token"
+)
+
+// startPlugins spawns the plugins supervisor over DATA/plugins with the
+// built-in profile plugin, after the ledger (plugin domains are internal
+// domains).
+func (n *Node) startPlugins() error {
+	n.pluginTable = &plugin.Table{}
+	pid, err := n.root.Spawn("plugins", plugin.Props(plugin.Deps{
+		Dir: filepath.Join(n.orig.Data, "plugins"), DataDir: filepath.Join(n.orig.Data, "plugin-data"),
+		Store: n.nodeDB, Ledger: n.ledger, Address: n.edgeAnswer(), PeerID: n.id.ID(),
+		Static: []plugin.Static{n.profilePlugin()}, Log: n.logs["plugins"], Table: n.pluginTable,
+	}))
+	if err != nil {
+		return err
+	}
+	n.plugins = pid
+	// Stop the handlers before the ledger and the stores go.
+	n.closers = append(n.closers, func() { _ = n.root.System.Root.StopFuture(pid).Wait() })
+	n.pluginWeb = &pluginweb.Server{Self: n.id.ID()}
+	return nil
+}
+
+// edgeAnswer is the address DNS gives plugin domains: the edge proxy's
+// HTTP listener (loopback when it listens on every address).
+func (n *Node) edgeAnswer() netip.Addr {
+	host, _, err := net.SplitHostPort(n.cfg.HTTPAddr)
+	if err != nil {
+		return answerAddr(&net.TCPAddr{})
+	}
+	return answerAddr(&net.TCPAddr{IP: net.ParseIP(host)})
+}
+
+// profilePlugin is the built-in plugin on PROFILE_DOMAIN: GET /api/token
+// gives a write token of this node (internal/token), valid for
+// TOKEN_LIFETIME.
+func (n *Node) profilePlugin() plugin.Static {
+	return plugin.Static{
+		Manifest: plugin.Manifest{Name: "profile", Version: n.orig.Version, Domain: strings.ToLower(n.cfg.ProfileDomain),
+			Description: "This node's profile: write tokens for plugin domains (GET /api/token)."},
+		Handle: func(_ context.Context, req *plugin.HandleRequest) (*plugin.HandleResponse, error) {
+			if req.Path != "/api/token" || (req.Method != "GET" && req.Method != "HEAD") {
+				return &plugin.HandleResponse{Status: 404, Headers: map[string]string{"Content-Type": "text/plain"}, Body: []byte("Not Found\n")}, nil
+			}
+			tok, t := token.Issue(n.id, time.Now(), time.Duration(n.tokenLifetime.Load()))
+			return &plugin.HandleResponse{Status: 200, Headers: map[string]string{"Content-Type": "application/json", "Cache-Control": "no-store"},
+				Body: pluginweb.TokenJSON(tok, t)}, nil
+		},
+	}
+}
+
+// pluginRoutes registers the plugin routes on the admin router.
+func (n *Node) pluginRoutes(r *router.Router) {
+	admin.RegisterPlugins(r, n.logs["core"], n.root.System.Root, n.plugins, n.pluginTable)
+}
