@@ -122,3 +122,21 @@ type SetInternalDomains struct {
 // SetInternalDomainsReply lists the domains refused and why (a p2p claim
 // exists, or the node's own internal domain); the others are in force.
 type SetInternalDomainsReply struct{ Refused map[string]string }
+
+// PluginCall is the request frame of a plugin's peer.call or peer.send on
+// a plugin stream (transport.StreamPlugin): the caller's plugin domain,
+// the method its handler named, and the params as JSON. Wait is false for
+// peer.send: the receiver answers nothing and closes.
+type PluginCall struct {
+	Domain string `cbor:"1,keyasint"`
+	Method string `cbor:"2,keyasint"`
+	Params []byte `cbor:"3,keyasint,omitempty"`
+	Wait   bool   `cbor:"4,keyasint,omitempty"`
+}
+
+// PluginCallReply answers a PluginCall with Wait: the handler's result as
+// JSON, or Err.
+type PluginCallReply struct {
+	Result []byte `cbor:"1,keyasint,omitempty"`
+	Err    string `cbor:"2,keyasint,omitempty"`
+}

@@ -93,20 +93,10 @@ func (r *Runtime) handle(ctx context.Context, req *HandleRequest) (*HandleRespon
 
 // Action runs an action of the handler.
 func (r *Runtime) Action(ctx context.Context, name string, params json.RawMessage) (json.RawMessage, error) {
-	r.Calls.Add(1)
-	s := r.sess.Load()
-	if s == nil {
-		r.Failures.Add(1)
-		return nil, fmt.Errorf("%s: %w", r.Domain, messages.ErrPluginDown)
-	}
 	if len(params) == 0 {
 		params = json.RawMessage("{}")
 	}
-	res, err := s.Call(ctx, "action", map[string]any{"name": name, "params": params})
-	if err != nil {
-		r.Failures.Add(1)
-	}
-	return res, err
+	return r.call(ctx, "action", map[string]any{"name": name, "params": params})
 }
 
 // notify sends a notification to the handler when it runs.
@@ -122,4 +112,19 @@ func clip(b []byte) string {
 		return string(b[:200]) + "…"
 	}
 	return string(b)
+}
+
+// call makes a node → plugin call on the running handler.
+func (r *Runtime) call(ctx context.Context, method string, params any) (json.RawMessage, error) {
+	r.Calls.Add(1)
+	s := r.sess.Load()
+	if s == nil {
+		r.Failures.Add(1)
+		return nil, fmt.Errorf("%s: %w", r.Domain, messages.ErrPluginDown)
+	}
+	res, err := s.Call(ctx, method, params)
+	if err != nil {
+		r.Failures.Add(1)
+	}
+	return res, err
 }

@@ -3,7 +3,6 @@ package tunnel
 import (
 	"crypto/hmac"
 	"crypto/sha256"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -20,46 +19,11 @@ const maxHandshakeFrame = 1024
 // proofLabel is the TLS exporter label of the secure proof.
 const proofLabel = "peerdns tunnel proof v1"
 
-// errFrameTooLarge reports a handshake frame over maxHandshakeFrame.
-var errFrameTooLarge = errors.New("tunnel handshake frame too large")
+// writeFrame and readFrame are the handshake's frames (messages'
+// stream frames, at most maxHandshakeFrame bytes).
+func writeFrame(w io.Writer, v any) error { return messages.WriteFrame(w, v, maxHandshakeFrame) }
 
-// writeFrame writes v as one frame: 4-byte big-endian length + CBOR, in
-// one Write.
-func writeFrame(w io.Writer, v any) error {
-	b, err := messages.Marshal(v)
-	if err != nil {
-		return err
-	}
-	if len(b) > maxHandshakeFrame {
-		return fmt.Errorf("%w: %d bytes", errFrameTooLarge, len(b))
-	}
-	buf := make([]byte, 4+len(b))
-	binary.BigEndian.PutUint32(buf, uint32(len(b)))
-	copy(buf[4:], b)
-	_, err = w.Write(buf)
-	return err
-}
-
-// readFrame reads one frame into v (strict CBOR). A declared length over
-// maxHandshakeFrame fails before anything is allocated.
-func readFrame(r io.Reader, v any) error {
-	var h [4]byte
-	if _, err := io.ReadFull(r, h[:]); err != nil {
-		return err
-	}
-	n := binary.BigEndian.Uint32(h[:])
-	if n > maxHandshakeFrame {
-		return fmt.Errorf("%w: %d bytes declared", errFrameTooLarge, n)
-	}
-	b := make([]byte, n)
-	if _, err := io.ReadFull(r, b); err != nil {
-		if err == io.EOF {
-			err = io.ErrUnexpectedEOF
-		}
-		return err
-	}
-	return messages.Unmarshal(b, v)
-}
+func readFrame(r io.Reader, v any) error { return messages.ReadFrame(r, v, maxHandshakeFrame) }
 
 // readOpen reads and checks a client's TunnelOpen.
 func readOpen(r io.Reader) (*messages.TunnelOpen, error) {

@@ -44,26 +44,28 @@ import (
 
 // Node is one running peerdns node: its stores, actor tree and servers.
 type Node struct {
-	cfg      Config
-	id       *identity.Identity
-	lock     *dataLock
-	ledgerDB *store.DB
-	nodeDB   *store.DB
-	root     *supervisor.Root
-	ledger   *actor.PID
-	hub      *actor.PID
-	channels map[string]*actor.PID
-	logs     map[string]*slog.Logger // channel file + stderr
-	files    map[string]*slog.Logger // channel file only
-	pub      *view.Published
-	dns      *nodedns.Server
-	localDNS *actor.PID
-	endpoint *transport.QUICEndpoint
-	peers    *actor.PID
-	mesh     *peer.Mesh // the peer network as tunnels see it
-	tunnels  *actor.PID
-	settings *actor.PID
-	plugins  *actor.PID
+	cfg       Config
+	id        *identity.Identity
+	lock      *dataLock
+	ledgerDB  *store.DB
+	nodeDB    *store.DB
+	root      *supervisor.Root
+	ledger    *actor.PID
+	hub       *actor.PID
+	channels  map[string]*actor.PID
+	logs      map[string]*slog.Logger // channel file + stderr
+	files     map[string]*slog.Logger // channel file only
+	pub       *view.Published
+	dns       *nodedns.Server
+	localDNS  *actor.PID
+	endpoint  *transport.QUICEndpoint
+	peers     *actor.PID
+	mesh      *peer.Mesh // the peer network as tunnels see it
+	tunnels   *actor.PID
+	settings  *actor.PID
+	plugins   *actor.PID
+	mux       *transport.Mux
+	peerCalls *plugin.PeerCalls
 	// pluginTable and pluginWeb serve plugin domains (the edge proxy).
 	pluginTable   *plugin.Table
 	pluginWeb     *pluginweb.Server
@@ -192,6 +194,10 @@ func (n *Node) start() (err error) {
 	if err := n.startSettings(inForce, sources); err != nil {
 		return err
 	}
+	// The mesh is filled by the peers supervisor; tunnels and plugin peer
+	// calls share its streams by kind.
+	n.mesh = peer.NewMesh()
+	n.mux = transport.NewMux(n.mesh)
 	if err := n.startPlugins(); err != nil {
 		return fmt.Errorf("spawn plugins: %w", err)
 	}
@@ -203,7 +209,7 @@ func (n *Node) start() (err error) {
 	// while the peer connections they ride on are still up.
 	n.dialer = &tunnel.Dialer{}
 	if n.tunnels, err = n.root.Spawn("tunnels", tunnel.Props(tunnel.Deps{
-		Self: n.id.ID(), Mesh: n.mesh, Store: n.nodeDB, View: n.pub, Ledger: n.ledger, Log: n.logs["tunnel"],
+		Self: n.id.ID(), Mesh: n.mux.For(transport.StreamTunnel), Store: n.nodeDB, View: n.pub, Ledger: n.ledger, Log: n.logs["tunnel"],
 		Dialer: n.dialer,
 	})); err != nil {
 		return fmt.Errorf("spawn tunnels: %w", err)
@@ -312,7 +318,6 @@ func (n *Node) startPeers() error {
 		return fmt.Errorf("p2p: %w", listenErr(n.cfg.P2PAddr, err))
 	}
 	n.endpoint = ep
-	n.mesh = peer.NewMesh()
 	// Closers run in reverse: the endpoint closes after the actors stop.
 	n.closers = append(n.closers, func() { _ = ep.Close() })
 	n.peers, err = n.root.Spawn("peers", peer.Props(peer.Deps{

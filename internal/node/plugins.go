@@ -14,6 +14,7 @@ import (
 	"peerdns/http/admin"
 	"peerdns/http/pluginweb"
 	"peerdns/internal/token"
+	"peerdns/transport"
 )
 
 // startPlugins spawns the plugins supervisor over DATA/plugins with the
@@ -21,8 +22,10 @@ import (
 // domains).
 func (n *Node) startPlugins() error {
 	n.pluginTable = &plugin.Table{}
+	n.peerCalls = plugin.NewPeerCalls(n.mux.For(transport.StreamPlugin), n.pluginTable, 0)
 	pid, err := n.root.Spawn("plugins", plugin.Props(plugin.Deps{
-		Dir: filepath.Join(n.orig.Data, "plugins"), DataDir: filepath.Join(n.orig.Data, "plugin-data"),
+		Peers: n.peerCalls,
+		Dir:   filepath.Join(n.orig.Data, "plugins"), DataDir: filepath.Join(n.orig.Data, "plugin-data"),
 		Store: n.nodeDB, Ledger: n.ledger, Address: n.edgeAnswer(), PeerID: n.id.ID(),
 		Static: []plugin.Static{n.profilePlugin()}, Log: n.logs["plugins"], Table: n.pluginTable,
 	}))

@@ -1,0 +1,213 @@
+package plugin
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"peerdns/messages"
+	"peerdns/transport"
+)
+
+// Peer calls: peer.call and peer.send from a plugin's handler reach the
+// same plugin (the same domain) on another peer. Each is one stream of
+// kind transport.StreamPlugin on the existing peer connection: the
+// caller writes a messages.PluginCall frame, the receiver hands it to its
+// plugin's handler as the node → plugin call "peer.call" (params {peer,
+// method, params}; the result is the answer) or the notification
+// "peer.send", and for a call writes a messages.PluginCallReply frame.
+// Frames are at most MaxPeerFrame bytes. A call to a peer that is not
+// connected, or whose plugin is not loaded, fails with the reason. Both
+// directions are counted per plugin (PeerStats) for the stats' pluginRpc
+// and peerChannels.
+
+// MaxPeerFrame bounds one peer call's request or reply.
+const MaxPeerFrame = 1 << 20
+
+// PeerCalls carries the peer calls of this node's plugins.
+type PeerCalls struct {
+	mesh    transport.Mesh
+	table   *Table
+	timeout time.Duration
+
+	mu    sync.Mutex // guards stats
+	stats map[string]*PeerStat
+}
+
+// PeerStat counts one plugin's peer calls.
+type PeerStat struct {
+	Domain                  string
+	Open                    atomic.Int64
+	CallsOut, CallsIn       atomic.Int64
+	SendsOut, SendsIn       atomic.Int64
+	FailuresOut, FailuresIn atomic.Int64
+}
+
+// PeerChannel is one plugin's peer-call counters at a moment (the stats'
+// peerChannels entries).
+type PeerChannel struct {
+	Domain      string `json:"domain"`
+	Transport   string `json:"transport"` // "quic-stream": one stream per call
+	Open        int64  `json:"open"`
+	CallsOut    int64  `json:"callsOut"`
+	CallsIn     int64  `json:"callsIn"`
+	SendsOut    int64  `json:"sendsOut"`
+	SendsIn     int64  `json:"sendsIn"`
+	FailuresOut int64  `json:"failuresOut"`
+	FailuresIn  int64  `json:"failuresIn"`
+}
+
+// NewPeerCalls serves the plugin streams of mesh (a Mux view of kind
+// StreamPlugin) for the plugins of table.
+func NewPeerCalls(mesh transport.Mesh, table *Table, timeout time.Duration) *PeerCalls {
+	if timeout <= 0 {
+		timeout = 30 * time.Second
+	}
+	p := &PeerCalls{mesh: mesh, table: table, timeout: timeout, stats: map[string]*PeerStat{}}
+	mesh.HandleStreams(p.serve)
+	return p
+}
+
+func (p *PeerCalls) stat(domain string) *PeerStat {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s := p.stats[domain]
+	if s == nil {
+		s = &PeerStat{Domain: domain}
+		p.stats[domain] = s
+	}
+	return s
+}
+
+// Stats lists the counters per plugin domain.
+func (p *PeerCalls) Stats() []PeerChannel {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([]PeerChannel, 0, len(p.stats))
+	for _, s := range p.stats {
+		out = append(out, PeerChannel{Domain: s.Domain, Transport: "quic-stream", Open: s.Open.Load(),
+			CallsOut: s.CallsOut.Load(), CallsIn: s.CallsIn.Load(), SendsOut: s.SendsOut.Load(), SendsIn: s.SendsIn.Load(),
+			FailuresOut: s.FailuresOut.Load(), FailuresIn: s.FailuresIn.Load()})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Domain < out[j].Domain })
+	return out
+}
+
+// CallPlugin sends a call (wait) or a send to domain's plugin on peer.
+func (p *PeerCalls) CallPlugin(ctx context.Context, peer, domain, method string, params json.RawMessage, wait bool) (json.RawMessage, error) {
+	st := p.stat(domain)
+	res, err := p.call(ctx, peer, domain, method, params, wait)
+	switch {
+	case err != nil:
+		st.FailuresOut.Add(1)
+	case wait:
+		st.CallsOut.Add(1)
+	default:
+		st.SendsOut.Add(1)
+	}
+	return res, err
+}
+
+func (p *PeerCalls) call(ctx context.Context, peer, domain, method string, params json.RawMessage, wait bool) (json.RawMessage, error) {
+	conn, ok := p.mesh.Conn(peer)
+	if !ok {
+		return nil, fmt.Errorf("peer %.16s is not connected", peer)
+	}
+	ctx, cancel := context.WithTimeout(ctx, p.timeout)
+	defer cancel()
+	s, err := conn.OpenStream(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("open stream to %.16s: %w", peer, err)
+	}
+	st := p.stat(domain)
+	st.Open.Add(1)
+	defer st.Open.Add(-1)
+	stop := context.AfterFunc(ctx, func() { s.Abort() })
+	defer stop()
+	if err := messages.WriteFrame(s, &messages.PluginCall{Domain: domain, Method: method, Params: params, Wait: wait}, MaxPeerFrame); err != nil {
+		s.Abort()
+		return nil, err
+	}
+	if err := s.CloseWrite(); err != nil {
+		s.Abort()
+		return nil, err
+	}
+	if !wait {
+		_ = s.Close()
+		return json.RawMessage("{}"), nil
+	}
+	var rep messages.PluginCallReply
+	if err := messages.ReadFrame(s, &rep, MaxPeerFrame); err != nil {
+		s.Abort()
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, fmt.Errorf("peer %.16s: %w", peer, err)
+	}
+	_ = s.Close()
+	if rep.Err != "" {
+		return nil, errors.New(rep.Err)
+	}
+	return json.RawMessage(rep.Result), nil
+}
+
+// serve answers one plugin stream a peer opened.
+func (p *PeerCalls) serve(c transport.Conn, s transport.Stream) {
+	_ = s.SetReadDeadline(time.Now().Add(p.timeout))
+	var req messages.PluginCall
+	if err := messages.ReadFrame(s, &req, MaxPeerFrame); err != nil {
+		s.Abort()
+		return
+	}
+	_ = s.SetReadDeadline(time.Time{})
+	st := p.stat(req.Domain)
+	st.Open.Add(1)
+	defer st.Open.Add(-1)
+	reply := func(r *messages.PluginCallReply) {
+		_ = s.SetWriteDeadline(time.Now().Add(p.timeout))
+		if err := messages.WriteFrame(s, r, MaxPeerFrame); err != nil {
+			s.Abort()
+			return
+		}
+		_ = s.Close()
+	}
+	rt := p.table.Lookup(req.Domain)
+	if rt == nil || !json.Valid(orEmpty(req.Params)) {
+		st.FailuresIn.Add(1)
+		if req.Wait {
+			reply(&messages.PluginCallReply{Err: "plugin " + req.Domain + " is not loaded on this peer"})
+		} else {
+			s.Abort()
+		}
+		return
+	}
+	params := map[string]any{"peer": c.PeerID(), "method": req.Method, "params": json.RawMessage(orEmpty(req.Params))}
+	if !req.Wait {
+		st.SendsIn.Add(1)
+		rt.notify("peer.send", params)
+		_ = s.Close()
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), p.timeout)
+	defer cancel()
+	res, err := rt.call(ctx, "peer.call", params)
+	if err != nil {
+		st.FailuresIn.Add(1)
+		reply(&messages.PluginCallReply{Err: err.Error()})
+		return
+	}
+	st.CallsIn.Add(1)
+	reply(&messages.PluginCallReply{Result: res})
+}
+
+func orEmpty(b []byte) []byte {
+	if len(b) == 0 {
+		return []byte("{}")
+	}
+	return b
+}

@@ -1,0 +1,49 @@
+package messages
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// ErrFrameTooLarge reports a stream frame over the caller's limit.
+var ErrFrameTooLarge = errors.New("frame too large")
+
+// WriteFrame writes v as one stream frame: a 4-byte big-endian length and
+// the CBOR, in one Write. A frame over max bytes is not written.
+func WriteFrame(w io.Writer, v any, max int) error {
+	b, err := Marshal(v)
+	if err != nil {
+		return err
+	}
+	if len(b) > max {
+		return fmt.Errorf("%w: %d bytes (limit %d)", ErrFrameTooLarge, len(b), max)
+	}
+	buf := make([]byte, 4+len(b))
+	binary.BigEndian.PutUint32(buf, uint32(len(b)))
+	copy(buf[4:], b)
+	_, err = w.Write(buf)
+	return err
+}
+
+// ReadFrame reads one frame into v (strict CBOR). A declared length over
+// max fails before anything is allocated.
+func ReadFrame(r io.Reader, v any, max int) error {
+	var h [4]byte
+	if _, err := io.ReadFull(r, h[:]); err != nil {
+		return err
+	}
+	n := binary.BigEndian.Uint32(h[:])
+	if n > uint32(max) {
+		return fmt.Errorf("%w: %d bytes declared (limit %d)", ErrFrameTooLarge, n, max)
+	}
+	b := make([]byte, n)
+	if _, err := io.ReadFull(r, b); err != nil {
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return err
+	}
+	return Unmarshal(b, v)
+}
