@@ -53,7 +53,10 @@
 //
 // # Stream handshake
 //
-// Each tunnel connection is one stream on the peer connection. Frames are
+// Each tunnel connection is one stream on the peer connection, of kind
+// transport.StreamTunnel (its first byte, written and read by
+// transport.Mux in the node; plugin peer calls share the connection with
+// kind StreamPlugin). After that byte, frames are
 // a 4-byte big-endian length and strict CBOR (messages' codec), at most
 // 1 KiB:
 //
