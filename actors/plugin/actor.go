@@ -289,7 +289,7 @@ func (a *Actor) load(c actor.Context, e *entry) {
 	m := e.manifest()
 	if e.static != nil {
 		e.settings = a.loadSettings(m)
-		e.rt = &Runtime{Domain: m.Domain, Handles: true, static: e.static.Handle, Actions: map[string]bool{}}
+		e.rt = NewRuntime(m.Domain, "", e.static.Handle)
 		e.status, e.err = messages.PluginStatic, ""
 		return
 	}

@@ -30,6 +30,12 @@ type Runtime struct {
 	Calls, Failures atomic.Int64
 }
 
+// NewRuntime is the runtime of a plugin answered in-process (a static
+// plugin): www may be "", handle nil (www only).
+func NewRuntime(domain, www string, handle func(ctx context.Context, req *HandleRequest) (*HandleResponse, error)) *Runtime {
+	return &Runtime{Domain: domain, WWW: www, Handles: handle != nil, static: handle, Actions: map[string]bool{}}
+}
+
 // HandleRequest is the handle call: one HTTP request. Headers hold the
 // first value of each header; Body is base64 on the wire.
 type HandleRequest struct {
