@@ -102,7 +102,7 @@ func fakePlugin(mode string) int {
 
 // writePlugin makes a plugin folder under dir running this test binary
 // in mode; manifest fields in extra override the defaults.
-func writePlugin(t *testing.T, dir, folder, domain, mode string, extra map[string]any) string {
+func writePlugin(t testing.TB, dir, folder, domain, mode string, extra map[string]any) string {
 	t.Helper()
 	p := filepath.Join(dir, folder)
 	if err := os.MkdirAll(filepath.Join(p, "www"), 0o755); err != nil {

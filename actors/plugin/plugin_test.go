@@ -21,7 +21,7 @@ import (
 )
 
 type harness struct {
-	t     *testing.T
+	t     testing.TB
 	sys   *actor.ActorSystem
 	pid   *actor.PID
 	table *Table
@@ -29,7 +29,7 @@ type harness struct {
 	deps  Deps
 }
 
-func newHarness(t *testing.T, dir string, tune func(*Deps)) *harness {
+func newHarness(t testing.TB, dir string, tune func(*Deps)) *harness {
 	t.Helper()
 	db, err := store.Open(filepath.Join(t.TempDir(), "node.db"), store.Options{})
 	if err != nil {
@@ -63,7 +63,7 @@ func (h *harness) start() {
 	h.t.Cleanup(func() { _ = h.sys.Root.StopFuture(pid).Wait() })
 }
 
-func ask[R any](t *testing.T, h *harness, req any) R {
+func ask[R any](t testing.TB, h *harness, req any) R {
 	t.Helper()
 	res, err := h.sys.Root.RequestFuture(h.pid, req, 15*time.Second).Result()
 	if err != nil {
