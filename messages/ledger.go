@@ -25,14 +25,60 @@ func (h HLC) Less(o HLC) bool {
 // with no gaps, so a version vector (writer → highest seq) says exactly
 // what a node has. Sig covers the deterministic CBOR of the op with Sig
 // empty (see SigningBytes).
+//
+// An op writes one key (Key, Value, Delete) or, batched, many (Batch, with
+// Key empty): a burst of claims, votes or cleanups by one writer costs
+// one signature and one verification. Every write of a batch is a key
+// write of its own for last-writer-wins (they share the op's writer, seq
+// and clock; Writes lists them), so /api/entries still shows one entry
+// per key, and single-key ops stay valid beside batches.
 type Op struct {
-	Writer string `cbor:"1,keyasint"` // hex Ed25519 public key
-	Seq    uint64 `cbor:"2,keyasint"`
-	HLC    HLC    `cbor:"3,keyasint"`
-	Key    string `cbor:"4,keyasint"`
-	Value  string `cbor:"5,keyasint,omitempty"`
-	Delete bool   `cbor:"6,keyasint,omitempty"`
-	Sig    []byte `cbor:"7,keyasint,omitempty"`
+	Writer string  `cbor:"1,keyasint"` // hex Ed25519 public key
+	Seq    uint64  `cbor:"2,keyasint"`
+	HLC    HLC     `cbor:"3,keyasint"`
+	Key    string  `cbor:"4,keyasint,omitempty"`
+	Value  string  `cbor:"5,keyasint,omitempty"`
+	Delete bool    `cbor:"6,keyasint,omitempty"`
+	Sig    []byte  `cbor:"7,keyasint,omitempty"`
+	Batch  []Write `cbor:"8,keyasint,omitempty"`
+}
+
+// Write is one key write of a batched op.
+type Write struct {
+	Key    string `cbor:"1,keyasint"`
+	Value  string `cbor:"2,keyasint,omitempty"`
+	Delete bool   `cbor:"3,keyasint,omitempty"`
+}
+
+// MaxBatch bounds the writes of one op, and MaxBatchBytes their keys and
+// values together, so any op fits a peer frame (MaxDecodeBytes) with room
+// to spare.
+const (
+	MaxBatch      = 4096
+	MaxBatchBytes = 256 << 10
+)
+
+// WritesBytes is the size of the keys and values of o's writes.
+func (o *Op) WritesBytes() int {
+	n := len(o.Key) + len(o.Value)
+	for _, w := range o.Batch {
+		n += len(w.Key) + len(w.Value) + 4
+	}
+	return n
+}
+
+// Writes lists the key writes of o as single-key ops sharing its writer,
+// seq and clock: o itself when it writes one key, else one view per batch
+// write (without signature: the batch's covers them).
+func (o *Op) Writes() []*Op {
+	if len(o.Batch) == 0 {
+		return []*Op{o}
+	}
+	out := make([]*Op, len(o.Batch))
+	for i, w := range o.Batch {
+		out[i] = &Op{Writer: o.Writer, Seq: o.Seq, HLC: o.HLC, Key: w.Key, Value: w.Value, Delete: w.Delete}
+	}
+	return out
 }
 
 // SigningBytes is what the writer signs: the op without its signature.

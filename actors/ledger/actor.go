@@ -86,6 +86,8 @@ type Actor struct {
 	voteQueue       []write
 	voteDomains     []string
 	voteScheduled   bool
+	claimQueue      []queuedClaim // add-domain requests waiting for the group commit
+	claimScheduled  bool
 	freshIPs        []store.KV // assigned this flush, not yet persisted
 	sys             *actor.ActorSystem
 
@@ -125,6 +127,8 @@ func (a *Actor) Receive(c actor.Context) {
 			delete(a.inflight, m.Domain)
 			a.dirty[m.Domain] = true
 		}
+	case *commitClaims:
+		a.commitQueuedClaims(c)
 	case *commitVotes:
 		a.commitQueuedVotes(c)
 	case *publishNow:

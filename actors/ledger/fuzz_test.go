@@ -53,16 +53,21 @@ func FuzzOpDecodeVerify(f *testing.F) {
 		}
 		s := newState(id.ID())
 		s.writers[id.ID()] = true
-		pk, err := s.verify(&op)
+		pks, err := s.verify(&op)
 		if err != nil {
 			return
 		}
-		// Accepted: it must really be signed by its writer, for its own key.
+		// Accepted: it must really be signed by its writer, for its own keys.
 		msg, _ := op.SigningBytes()
-		if !identity.Verify(op.Writer, msg, op.Sig) || pk.Writer != op.Writer || op.Seq != 1 {
+		if !identity.Verify(op.Writer, msg, op.Sig) || len(pks) != len(op.Writes()) || op.Seq != 1 {
 			t.Fatalf("accepted an invalid op: %+v", op)
 		}
-		s.apply(&op, pk)
+		for _, pk := range pks {
+			if pk.Writer != op.Writer {
+				t.Fatalf("accepted a write of another writer's key: %+v", op)
+			}
+		}
+		s.apply(&op, pks)
 		if _, err := s.verify(&op); err == nil {
 			t.Fatal("the same op verified twice")
 		}

@@ -25,7 +25,7 @@ func BenchmarkListingRebuild10k(b *testing.B) {
 		op := &messages.Op{Writer: id.ID(), Seq: uint64(i + 1), Key: messages.ClaimKey(name, id.ID()), Value: `{"hash":"` + hashA + `"}`}
 		pk, _ := messages.ParseKey(op.Key)
 		a.st.vv[id.ID()] = op.Seq
-		a.st.apply(op, pk)
+		a.st.apply(op, []messages.ParsedKey{pk})
 		st := consensus.Compute(a.st.input(name, map[string]bool{id.ID(): true}))
 		a.results[name] = &domain.Evaluated{Domain: name, State: st}
 	}

@@ -22,11 +22,19 @@ func (a *Actor) appendLocal(ws ...write) ([]*messages.Op, error) {
 	self := a.st.self
 	seq := a.st.vv[self]
 	clock := a.st.clock
-	ops := make([]*messages.Op, 0, len(ws))
-	for _, w := range ws {
+	ops := make([]*messages.Op, 0, 1+len(ws)/messages.MaxBatch)
+	for _, chunk := range batches(ws) {
 		seq++
 		clock = nextHLC(clock, a.d.Now().UnixMilli())
-		op := &messages.Op{Writer: self, Seq: seq, HLC: clock, Key: w.key, Value: w.value, Delete: w.del}
+		op := &messages.Op{Writer: self, Seq: seq, HLC: clock}
+		if len(chunk) == 1 {
+			op.Key, op.Value, op.Delete = chunk[0].key, chunk[0].value, chunk[0].del
+		} else {
+			op.Batch = make([]messages.Write, len(chunk))
+			for i, w := range chunk {
+				op.Batch[i] = messages.Write{Key: w.key, Value: w.value, Delete: w.del}
+			}
+		}
 		msg, err := op.SigningBytes()
 		if err != nil {
 			return nil, fmt.Errorf("sign op: %w", err)
@@ -38,15 +46,46 @@ func (a *Actor) appendLocal(ws ...write) ([]*messages.Op, error) {
 		return nil, err
 	}
 	for _, op := range ops {
-		pk, err := a.st.verify(op)
+		pks, err := a.st.verify(op)
 		if err != nil {
 			// Our own op must verify; anything else is a broken invariant.
-			panic(fmt.Sprintf("own op %s/%d does not verify: %v", op.Key, op.Seq, err))
+			panic(fmt.Sprintf("own op %d (%d writes) does not verify: %v", op.Seq, len(op.Writes()), err))
 		}
-		a.touch(a.st.apply(op, pk))
+		a.touch(a.st.apply(op, pks)...)
 	}
 	a.afterApply(ops)
 	return ops, nil
+}
+
+// batches splits local writes into the ops that carry them: at most
+// MaxBatch writes and MaxBatchBytes per op, a later write of a key
+// replacing an earlier one of the same burst (an op may not write a key
+// twice).
+func batches(ws []write) [][]write {
+	last := make(map[string]int, len(ws))
+	for i, w := range ws {
+		last[w.key] = i
+	}
+	kept := ws[:0:0]
+	for i, w := range ws {
+		if last[w.key] == i {
+			kept = append(kept, w)
+		}
+	}
+	var out [][]write
+	start, size := 0, 0
+	for i, w := range kept {
+		n := len(w.key) + len(w.value) + 4
+		if i > start && (i-start >= messages.MaxBatch || size+n > messages.MaxBatchBytes) {
+			out = append(out, kept[start:i])
+			start, size = i, 0
+		}
+		size += n
+	}
+	if start < len(kept) {
+		out = append(out, kept[start:])
+	}
+	return out
 }
 
 // nextHLC is the hybrid logical clock step for a local event.
@@ -84,10 +123,10 @@ func (a *Actor) applyBatch(ops []*messages.Op, persist bool) (applied []*message
 		var next []*messages.Op
 		progress := false
 		for _, op := range left {
-			pk, err := a.st.verify(op)
+			pks, err := a.st.verify(op)
 			switch {
 			case err == nil:
-				a.touch(a.st.apply(op, pk))
+				a.touch(a.st.apply(op, pks)...)
 				applied = append(applied, op)
 				progress = true
 			case errors.Is(err, errDuplicate):
@@ -170,9 +209,11 @@ func (a *Actor) runCleanups() {
 }
 
 // touch marks a domain for re-evaluation.
-func (a *Actor) touch(domain string) {
-	if domain != "" {
-		a.dirty[domain] = true
+func (a *Actor) touch(domains ...string) {
+	for _, d := range domains {
+		if d != "" {
+			a.dirty[d] = true
+		}
 	}
 }
 

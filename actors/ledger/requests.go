@@ -63,7 +63,7 @@ func (a *Actor) handle(c actor.Context, msg any) {
 		applied, dups, rejected := a.applyBatch(m.Ops, true)
 		for _, op := range rejected {
 			_, err := a.st.verify(op)
-			a.d.Log.Warn("ledger: rejected op", "from", m.From, "writer", op.Writer, "seq", op.Seq, "key", op.Key, "reason", err)
+			a.d.Log.Warn("ledger: rejected op", "from", m.From, "writer", op.Writer, "seq", op.Seq, "key", op.Key, "writes", len(op.Writes()), "reason", err)
 		}
 		a.validFail += len(rejected)
 		gaps := len(m.Ops) - len(applied) - len(dups) - len(rejected)
@@ -117,13 +117,52 @@ func (a *Actor) addDomain(c actor.Context, m *messages.AddDomain) {
 	}
 	rec, _ := a.st.claim(name, a.st.self) // keep clients and services of an earlier claim
 	rec.Hash, rec.SSL = m.Hash, m.SSL
-	if _, err := a.appendLocal(write{key: messages.ClaimKey(name, a.st.self), value: encodeClaim(rec)}); err != nil {
-		reply(fmt.Errorf("store claim: %w", err))
+	// Group commit: claims that arrive together are signed as one batched
+	// op in one transaction (commitQueuedClaims, after the mailbox burst);
+	// each is answered once committed and evaluated, as before.
+	a.claimQueue = append(a.claimQueue, queuedClaim{name: name, rec: rec, sender: c.Sender()})
+	if !a.claimScheduled {
+		a.claimScheduled = true
+		c.Send(c.Self(), &commitClaims{})
+	}
+}
+
+// commitClaims is a self-message: sign and commit the queued claims.
+type commitClaims struct{}
+
+// queuedClaim is an add-domain waiting for the group commit.
+type queuedClaim struct {
+	name   string
+	rec    messages.ClaimRecord
+	sender *actor.PID
+}
+
+func (a *Actor) commitQueuedClaims(c actor.Context) {
+	q := a.claimQueue
+	a.claimQueue, a.claimScheduled = nil, false
+	if len(q) == 0 {
 		return
 	}
-	a.d.Log.Info("domain claimed", "domain", name, "hash", m.Hash, "ssl", m.SSL)
-	sender := c.Sender()
-	a.wait(c, name, func() { c.Send(sender, &messages.AddDomainReply{}) })
+	ws := make([]write, len(q))
+	for i, qc := range q {
+		ws[i] = write{key: messages.ClaimKey(qc.name, a.st.self), value: encodeClaim(qc.rec)}
+	}
+	_, err := a.appendLocal(ws...)
+	for _, qc := range q {
+		if err != nil {
+			if qc.sender != nil {
+				c.Send(qc.sender, &messages.AddDomainReply{Err: fmt.Errorf("store claim: %w", err)})
+			}
+			continue
+		}
+		a.d.Log.Info("domain claimed", "domain", qc.name, "hash", qc.rec.Hash, "ssl", qc.rec.SSL)
+		sender := qc.sender
+		a.wait(c, qc.name, func() {
+			if sender != nil {
+				c.Send(sender, &messages.AddDomainReply{})
+			}
+		})
+	}
 }
 
 func (a *Actor) removeDomain(c actor.Context, m *messages.RemoveDomain) {

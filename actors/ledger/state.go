@@ -68,38 +68,77 @@ func (s *state) observe(h messages.HLC) {
 	}
 }
 
-// verify checks an op without changing anything.
-func (s *state) verify(op *messages.Op) (messages.ParsedKey, error) {
-	pk, err := messages.ParseKey(op.Key)
+// verify checks an op without changing anything and returns the parsed
+// key of each of its writes (Writes order). A batch is refused whole when
+// any write is malformed or belongs to another writer, a key repeats, or
+// it has more than MaxBatch writes.
+func (s *state) verify(op *messages.Op) ([]messages.ParsedKey, error) {
+	pks, err := parseWrites(op)
 	if err != nil {
-		return pk, err
-	}
-	if pk.Writer != op.Writer {
-		return pk, errKeyOwner
+		return nil, err
 	}
 	if op.Seq == 0 {
-		return pk, fmt.Errorf("seq 0")
+		return nil, fmt.Errorf("seq 0")
 	}
 	// Sequence first: duplicates are common in replication and must not
 	// pay for a signature check (a forged op with an old or future seq is
 	// dropped either way, it just is not counted as a failure).
 	switch have := s.vv[op.Writer]; {
 	case op.Seq <= have:
-		return pk, errDuplicate
+		return pks, errDuplicate
 	case op.Seq > have+1:
-		return pk, errGap
+		return pks, errGap
 	}
 	msg, err := op.SigningBytes()
 	if err != nil {
-		return pk, err
+		return nil, err
 	}
 	if !identity.Verify(op.Writer, msg, op.Sig) {
-		return pk, errBadSig
+		return nil, errBadSig
 	}
-	if !s.authorised(op, pk) {
-		return pk, errUnauthorised
+	for _, pk := range pks {
+		if !s.authorised(op, pk) {
+			return nil, errUnauthorised
+		}
 	}
-	return pk, nil
+	return pks, nil
+}
+
+// errBadBatch: a batched op that cannot be applied whole.
+var errBadBatch = errors.New("malformed batch")
+
+// parseWrites parses the key of every write of op and checks that each
+// carries the op's writer.
+func parseWrites(op *messages.Op) ([]messages.ParsedKey, error) {
+	if len(op.Batch) > 0 && (op.Key != "" || op.Value != "" || op.Delete) {
+		return nil, fmt.Errorf("%w: both a key and a batch", errBadBatch)
+	}
+	if len(op.Batch) > messages.MaxBatch || op.WritesBytes() > messages.MaxBatchBytes {
+		return nil, fmt.Errorf("%w: %d writes, %d bytes (at most %d, %d)", errBadBatch, len(op.Batch), op.WritesBytes(), messages.MaxBatch, messages.MaxBatchBytes)
+	}
+	ws := op.Writes()
+	pks := make([]messages.ParsedKey, len(ws))
+	var seen map[string]bool
+	if len(ws) > 1 {
+		seen = make(map[string]bool, len(ws))
+	}
+	for i, w := range ws {
+		pk, err := messages.ParseKey(w.Key)
+		if err != nil {
+			return nil, err
+		}
+		if pk.Writer != op.Writer {
+			return nil, errKeyOwner
+		}
+		if seen != nil {
+			if seen[w.Key] {
+				return nil, fmt.Errorf("%w: key %s written twice", errBadBatch, w.Key)
+			}
+			seen[w.Key] = true
+		}
+		pks[i] = pk
+	}
+	return pks, nil
 }
 
 func (s *state) authorised(op *messages.Op, pk messages.ParsedKey) bool {
@@ -111,13 +150,25 @@ func (s *state) authorised(op *messages.Op, pk messages.ParsedKey) bool {
 	return pk.Kind == messages.KeyNetwork && s.root != "" && op.Writer == s.root
 }
 
-// apply adds a verified op (call verify first) and returns the domain it
-// touched ("" for none).
-func (s *state) apply(op *messages.Op, pk messages.ParsedKey) string {
+// apply adds a verified op (call verify first; pks are its parsed keys)
+// and returns the domains it touched.
+func (s *state) apply(op *messages.Op, pks []messages.ParsedKey) []string {
 	s.vv[op.Writer] = op.Seq
 	s.log[op.Writer] = append(s.log[op.Writer], op)
 	s.length++
 	s.observe(op.HLC)
+	var touched []string
+	for i, w := range op.Writes() {
+		if d := s.applyWrite(w, pks[i]); d != "" {
+			touched = append(touched, d)
+		}
+	}
+	return touched
+}
+
+// applyWrite applies one key write and returns the domain it touched
+// ("" for none).
+func (s *state) applyWrite(op *messages.Op, pk messages.ParsedKey) string {
 	if cur, ok := s.kv[op.Key]; ok && !lww(cur, op) {
 		return "" // an older write arriving late changes nothing
 	}

@@ -184,7 +184,7 @@ func (s *session) sendOps(ops []*messages.Op) bool {
 
 // opSize estimates an op's encoded size (fields plus CBOR overhead).
 func opSize(op *messages.Op) int {
-	return len(op.Writer) + len(op.Key) + len(op.Value) + len(op.Sig) + 48
+	return len(op.Writer) + op.WritesBytes() + len(op.Sig) + 48
 }
 
 // push forwards live ops the peer does not have yet. Ops of a writer the
