@@ -25,6 +25,12 @@ type sessionEntry struct {
 	dialAddr  string
 	hello     *messages.Hello
 	stats     sessionStats
+	// silent: connected but not heard from for StaleAfter (not active);
+	// silences are the times it went silent, for damping; holdUntil is
+	// when a flapping peer heard again counts once more.
+	silent    bool
+	silences  []time.Time
+	holdUntil time.Time
 }
 
 // onConn admits a new connection into a session, resolving duplicates.
@@ -73,7 +79,7 @@ func (a *Actor) onConn(c actor.Context, m *newConn) {
 		conn: conn, ledger: a.d.Ledger, log: a.log, now: a.d.Now,
 		hello:        messages.Hello{ID: a.self, Network: a.network, Root: a.root, Addrs: a.advertise()},
 		syncInterval: a.d.SyncInterval, pingInterval: a.d.PingInterval, handshakeTimeout: a.d.HandshakeTimeout,
-		askTimeout: a.d.AskTimeout, batch: a.d.Batch, queueSize: 256, mesh: a.d.Mesh,
+		askTimeout: a.d.AskTimeout, staleAfter: a.d.StaleAfter, batch: a.d.Batch, queueSize: 256, mesh: a.d.Mesh,
 	}
 	if a.joinInv != nil && id == a.joinInv.Inviter {
 		cfg.hello.Join = a.joinReq
@@ -138,8 +144,9 @@ func (a *Actor) connectedChanged(c actor.Context) {
 
 func (a *Actor) upIDs() []string {
 	ids := []string{}
+	now := a.d.Now()
 	for id, e := range a.sessions {
-		if e.up || e.inherited {
+		if (e.up || e.inherited) && !e.silent && !now.Before(e.holdUntil) {
 			ids = append(ids, id)
 		}
 	}
@@ -174,4 +181,37 @@ func (a *Actor) onTunnels(m *tunnelsAnnounced) {
 		return
 	}
 	a.d.Mesh.setAnnounced(m.id, m.ids)
+}
+
+// Flap damping: a peer that went silent flapLimit times within
+// flapWindow must, once heard again, wait holdDown before it counts as
+// active again (the connection is up throughout). A peer that went silent
+// once or twice counts again at its next frame.
+const (
+	flapLimit  = 3
+	flapWindow = 30 * time.Second
+	holdDown   = time.Second
+)
+
+// onSilent takes a session's report that its peer went silent or was
+// heard again, and updates the active set.
+func (a *Actor) onSilent(c actor.Context, m *peerSilent) {
+	e := a.sessions[m.id]
+	if e == nil {
+		return
+	}
+	now := a.d.Now()
+	if m.silent {
+		e.silent = true
+		e.silences = append(e.silences, now)
+		for len(e.silences) > 0 && now.Sub(e.silences[0]) > flapWindow {
+			e.silences = e.silences[1:]
+		}
+	} else {
+		e.silent = false
+		if len(e.silences) >= flapLimit {
+			e.holdUntil = now.Add(holdDown)
+		}
+	}
+	a.connectedChanged(c)
 }

@@ -24,6 +24,19 @@
 // network; a session that fails is stopped, never restarted: its peer
 // redials.
 //
+// # Failure detection
+//
+// Every session pings its peer each PingInterval (1 s) and notes every
+// frame it hears. A peer not heard from for StaleAfter (2 s) is silent:
+// it stops counting in the connected set the ledger's quorum uses (the
+// connection itself stays up; QUIC's own idle timeout, 20 s, closes it
+// if the silence lasts), so a frozen or unplugged peer leaves activePeers
+// 2-3 s after its last frame (StaleAfter on the 1 s tick). Its next frame
+// brings it back at once. Damping: a peer that went silent 3 times within
+// 30 s, once heard again, counts only after 1 s more (the connection is
+// up throughout), so a flapping link moves the quorum at most once a
+// second.
+//
 // It must never: apply ops itself or decide whether an op is valid (the
 // ledger does), or mutate another actor's state.
 package peer

@@ -115,3 +115,10 @@ type tunnelsAnnounced struct {
 	ids     []string
 	refused string
 }
+
+// peerSilent: a session's peer went silent (nothing heard for
+// StaleAfter) or was heard again.
+type peerSilent struct {
+	id     string
+	silent bool
+}

@@ -24,6 +24,7 @@ type sessionConfig struct {
 	joinInviter, joinNetwork string
 
 	syncInterval, pingInterval, handshakeTimeout, askTimeout time.Duration
+	staleAfter                                               time.Duration
 	batch                                                    int // ops per GetOpsSince / frame
 	queueSize                                                int // outbound frames buffered before live ops are dropped
 	mesh                                                     *Mesh
@@ -40,6 +41,7 @@ type session struct {
 	started  time.Time
 
 	sentAccept, gotAccept, joinPending, closing bool
+	silent                                      bool // told the supervisor the peer is silent
 	peerHello                                   *messages.Hello
 	stash                                       []*messages.Envelope
 
@@ -104,6 +106,10 @@ func (s *session) Receive(c actor.Context) {
 		return
 	case *frame:
 		s.stats.lastSeen = s.cfg.now()
+		if s.silent {
+			s.silent = false
+			c.Send(c.Parent(), &peerSilent{id: s.peer})
+		}
 		if s.closing {
 			if m.m.Kind == messages.KindOps {
 				s.releaseCredit()

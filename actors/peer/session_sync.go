@@ -74,6 +74,11 @@ func (s *session) established(c actor.Context) {
 			s.enqueue(&messages.Envelope{Kind: messages.KindPeers, Peers: ps})
 		}
 	case *tick:
+		if !s.silent && s.cfg.staleAfter > 0 && m.now.Sub(s.stats.lastSeen) >= s.cfg.staleAfter {
+			s.silent = true
+			s.cfg.log.Info("peer silent", "peer", short(s.peer), "for", m.now.Sub(s.stats.lastSeen).Round(time.Millisecond).String())
+			c.Send(c.Parent(), &peerSilent{id: s.peer, silent: true})
+		}
 		s.flushTunnels()
 		if m.now.Sub(s.lastVV) >= s.cfg.syncInterval {
 			s.sendVV(c, messages.KindVV)

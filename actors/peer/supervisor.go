@@ -45,9 +45,13 @@ type Deps struct {
 	// peers open are reset.
 	Mesh *Mesh
 
-	TickInterval     time.Duration // timer resolution [1s]
-	SyncInterval     time.Duration // version-vector exchange per peer [3s]
-	PingInterval     time.Duration // [5s]
+	TickInterval time.Duration // timer resolution [1s]
+	SyncInterval time.Duration // version-vector exchange per peer [3s]
+	PingInterval time.Duration // [1s]: a healthy idle peer is heard every second
+	// StaleAfter: a connected peer not heard from (any frame: pings come
+	// every PingInterval) for this long stops counting as active for
+	// quorum until it is heard again; the connection stays up [2s].
+	StaleAfter       time.Duration
 	ExchangeInterval time.Duration // peer exchange [10s]
 	HandshakeTimeout time.Duration // [10s]
 	AskTimeout       time.Duration // ledger requests [5s]
@@ -75,7 +79,8 @@ func (d *Deps) defaults() {
 	}
 	def(&d.TickInterval, time.Second)
 	def(&d.SyncInterval, 3*time.Second)
-	def(&d.PingInterval, 5*time.Second)
+	def(&d.PingInterval, time.Second)
+	def(&d.StaleAfter, 2*time.Second)
 	def(&d.ExchangeInterval, 10*time.Second)
 	def(&d.HandshakeTimeout, 10*time.Second)
 	def(&d.AskTimeout, 5*time.Second)
@@ -199,6 +204,8 @@ func (a *Actor) Receive(c actor.Context) {
 		if e := a.sessions[m.id]; e != nil {
 			e.stats = m.st
 		}
+	case *peerSilent:
+		a.onSilent(c, m)
 	case *peersLearned:
 		a.learn(m.peers)
 	case *announceTunnels:
@@ -356,10 +363,14 @@ func (a *Actor) onTick(c actor.Context, now time.Time) {
 	if !a.netKnown && a.joinErr == "" {
 		a.askNetwork(c)
 	}
+	expired := false
 	for _, e := range a.sessions {
 		c.Send(e.pid, &tick{now: now})
+		if !e.holdUntil.IsZero() && !now.Before(e.holdUntil) {
+			e.holdUntil = time.Time{} // a damped peer's hold-down ended
+			expired = true
+		}
 	}
-	expired := false
 	for id, at := range a.lingering {
 		if now.Sub(at) >= a.d.DisconnectGrace {
 			delete(a.lingering, id)
