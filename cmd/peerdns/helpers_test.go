@@ -11,5 +11,8 @@ func TestMain(m *testing.M) {
 	if os.Getenv("PEERDNS_TEST_AS_MAIN") == "1" {
 		os.Exit(run(os.Args[1:], os.Getenv, os.Stdout, os.Stderr))
 	}
+	if os.Getenv("PEERDNS_TEST_CLIENT") == "1" {
+		os.Exit(testClient(os.Args[1:]))
+	}
 	os.Exit(m.Run())
 }
