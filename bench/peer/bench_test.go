@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -172,8 +173,29 @@ func Benchmark1000ClaimsFiveNodes(b *testing.B) {
 		b.StartTimer()
 		start := time.Now()
 		hash := "hs://" + strings.Repeat("ab", 32)
-		for i := 0; i < claims; i++ {
-			a.sys.Root.Request(a.ledger, &messages.AddDomain{Domain: fmt.Sprintf("bulk%04d.p2p", i), Hash: hash})
+		if workers := benchWorkers(); workers > 0 {
+			// As HTTP clients do: each waits for its answer.
+			jobs := make(chan int)
+			var wg sync.WaitGroup
+			for w := 0; w < workers; w++ {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for i := range jobs {
+						_, _ = a.sys.Root.RequestFuture(a.ledger, &messages.AddDomain{Domain: fmt.Sprintf("bulk%04d.p2p", i), Hash: hash}, time.Minute).Result()
+					}
+				}()
+			}
+			for i := 0; i < claims; i++ {
+				jobs <- i
+			}
+			close(jobs)
+			wg.Wait()
+			b.ReportMetric(time.Since(start).Seconds(), "s/acked")
+		} else {
+			for i := 0; i < claims; i++ {
+				a.sys.Root.Request(a.ledger, &messages.AddDomain{Domain: fmt.Sprintf("bulk%04d.p2p", i), Hash: hash})
+			}
 		}
 		for i, n := range nodes {
 			waitFor(b, 5*time.Minute, func() error {
@@ -212,6 +234,14 @@ func Benchmark1000ClaimsFiveNodes(b *testing.B) {
 			n.stop()
 		}
 	}
+}
+
+// benchWorkers is PEERDNS_BENCH_WORKERS: with n > 0, the 1,000 claims
+// come from n clients that each wait for their answer (as HTTP clients
+// do) instead of all at once.
+func benchWorkers() int {
+	n, _ := strconv.Atoi(os.Getenv("PEERDNS_BENCH_WORKERS"))
+	return n
 }
 
 // BenchmarkMemoryPerPeer: one node accepts peersCount writer sessions

@@ -130,6 +130,11 @@ func runNode(ctx context.Context, args []string, getenv func(string) string, std
 		return err
 	}
 	cfg.Version = version
+	stopProfile, err := startProfile(getenv)
+	if err != nil {
+		return err
+	}
+	defer stopProfile()
 	n, err := node.Start(cfg, stderr)
 	if err != nil {
 		return err
