@@ -88,6 +88,8 @@ type Actor struct {
 	voteScheduled   bool
 	claimQueue      []queuedClaim // add-domain requests waiting for the group commit
 	claimScheduled  bool
+	opsQueue        []queuedOps // peer ops waiting for the group commit
+	opsScheduled    bool
 	freshIPs        []store.KV // assigned this flush, not yet persisted
 	sys             *actor.ActorSystem
 
@@ -129,6 +131,8 @@ func (a *Actor) Receive(c actor.Context) {
 		}
 	case *commitClaims:
 		a.commitQueuedClaims(c)
+	case *applyOpsNow:
+		a.applyQueuedOps(c)
 	case *commitVotes:
 		a.commitQueuedVotes(c)
 	case *publishNow:

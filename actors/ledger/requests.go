@@ -60,14 +60,14 @@ func (a *Actor) handle(c actor.Context, msg any) {
 
 	// peer network
 	case *messages.ApplyOps:
-		applied, dups, rejected := a.applyBatch(m.Ops, true)
-		for _, op := range rejected {
-			_, err := a.st.verify(op)
-			a.d.Log.Warn("ledger: rejected op", "from", m.From, "writer", op.Writer, "seq", op.Seq, "key", op.Key, "writes", len(op.Writes()), "reason", err)
+		// Group commit: the ops of every peer that arrive in one mailbox
+		// burst are applied and fsynced together (applyQueuedOps), so
+		// replication from many peers costs one commit, not one each.
+		a.opsQueue = append(a.opsQueue, queuedOps{m: m, sender: c.Sender()})
+		if !a.opsScheduled {
+			a.opsScheduled = true
+			c.Send(c.Self(), &applyOpsNow{})
 		}
-		a.validFail += len(rejected)
-		gaps := len(m.Ops) - len(applied) - len(dups) - len(rejected)
-		c.Respond(&messages.ApplyOpsReply{Applied: len(applied), Duplicates: len(dups), Rejected: len(rejected), Gaps: gaps})
 	case *messages.GetVersionVector:
 		vv := make(messages.VersionVector, len(a.st.vv))
 		for k, v := range a.st.vv {
@@ -352,4 +352,56 @@ func (a *Actor) joinNetwork(m *messages.JoinNetwork) error {
 	a.st.network, a.st.root = m.Key, m.Root
 	a.d.Log.Info("joined network", "root", m.Root)
 	return nil
+}
+
+// applyOpsNow is a self-message: apply the queued peer ops.
+type applyOpsNow struct{}
+
+// queuedOps is one peer's ApplyOps waiting for the group commit.
+type queuedOps struct {
+	m      *messages.ApplyOps
+	sender *actor.PID
+}
+
+// applyQueuedOps applies every queued ApplyOps in one batch (one
+// transaction) and answers each with the outcome of its own ops.
+func (a *Actor) applyQueuedOps(c actor.Context) {
+	q := a.opsQueue
+	a.opsQueue, a.opsScheduled = nil, false
+	var all []*messages.Op
+	for _, r := range q {
+		all = append(all, r.m.Ops...)
+	}
+	applied, dups, rejected := a.applyBatch(all, true)
+	outcome := make(map[*messages.Op]int, len(all)) // 1 applied, 2 duplicate, 3 rejected
+	for _, op := range applied {
+		outcome[op] = 1
+	}
+	for _, op := range dups {
+		outcome[op] = 2
+	}
+	for _, op := range rejected {
+		outcome[op] = 3
+	}
+	for _, r := range q {
+		var rep messages.ApplyOpsReply
+		for _, op := range r.m.Ops {
+			switch outcome[op] {
+			case 1:
+				rep.Applied++
+			case 2:
+				rep.Duplicates++
+			case 3:
+				rep.Rejected++
+				_, err := a.st.verify(op)
+				a.d.Log.Warn("ledger: rejected op", "from", r.m.From, "writer", op.Writer, "seq", op.Seq, "key", op.Key, "writes", len(op.Writes()), "reason", err)
+			default:
+				rep.Gaps++
+			}
+		}
+		a.validFail += rep.Rejected
+		if r.sender != nil {
+			c.Send(r.sender, &rep)
+		}
+	}
 }
