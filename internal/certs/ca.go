@@ -1,0 +1,223 @@
+// Package certs is the node's own certificate authority: an ECDSA P-256
+// root made on first start (DATA/ca/root.pem, its key root-key.pem 0600)
+// and a leaf per domain, issued on first use and kept in
+// DATA/ca/leaves/<domain>.pem (certificate and key, 0600).
+//
+// A leaf's names are the domain, *.domain and, when given, the domain's
+// local IP; it is valid for LeafLifetime (90 days) and issued again when
+// less than RenewBefore (30 days) is left, at its next use. Issuing uses
+// crypto/x509 from the standard library. The TLS handshake asks
+// Certificate: a cached leaf costs a map read; the first handshake for a
+// domain waits for that one issue (concurrent handshakes for the same
+// domain share it), later ones read the cache.
+package certs
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"math/big"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Lifetimes.
+const (
+	RootLifetime = 10 * 365 * 24 * time.Hour
+	LeafLifetime = 90 * 24 * time.Hour
+	RenewBefore  = 30 * 24 * time.Hour
+)
+
+// CA issues and caches leaf certificates. Safe for concurrent use.
+type CA struct {
+	dir string
+	now func() time.Time
+
+	mu     sync.Mutex // guards root and leaves
+	root   *x509.Certificate
+	key    *ecdsa.PrivateKey
+	rootPE []byte
+	leaves map[string]*leaf
+	issue  map[string]*issuing // in-flight issues by domain
+}
+
+type leaf struct {
+	cert *tls.Certificate
+	x509 *x509.Certificate
+}
+
+type issuing struct {
+	done chan struct{}
+	l    *leaf
+	err  error
+}
+
+// Open loads the CA in dir (DATA/ca), making the root on first use.
+func Open(dir string, now func() time.Time) (*CA, error) {
+	if now == nil {
+		now = time.Now
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "leaves"), 0o700); err != nil {
+		return nil, fmt.Errorf("ca folder: %w", err)
+	}
+	ca := &CA{dir: dir, now: now, leaves: map[string]*leaf{}, issue: map[string]*issuing{}}
+	if err := ca.loadRoot(); err != nil {
+		if !errors.Is(err, os.ErrNotExist) {
+			return nil, err
+		}
+		if err := ca.newRoot(); err != nil {
+			return nil, err
+		}
+	}
+	return ca, nil
+}
+
+func (ca *CA) rootPath() string    { return filepath.Join(ca.dir, "root.pem") }
+func (ca *CA) rootKeyPath() string { return filepath.Join(ca.dir, "root-key.pem") }
+
+func (ca *CA) loadRoot() error {
+	certPEM, err := os.ReadFile(ca.rootPath())
+	if err != nil {
+		return err
+	}
+	keyPEM, err := os.ReadFile(ca.rootKeyPath())
+	if err != nil {
+		return err
+	}
+	pair, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		return fmt.Errorf("ca root: %w", err)
+	}
+	cert, err := x509.ParseCertificate(pair.Certificate[0])
+	if err != nil {
+		return fmt.Errorf("ca root: %w", err)
+	}
+	key, ok := pair.PrivateKey.(*ecdsa.PrivateKey)
+	if !ok {
+		return errors.New("ca root key is not ECDSA")
+	}
+	ca.root, ca.key, ca.rootPE = cert, key, certPEM
+	return nil
+}
+
+// newRoot makes a new root and writes it (replacing any).
+func (ca *CA) newRoot() error {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return err
+	}
+	now := ca.now()
+	tpl := &x509.Certificate{
+		SerialNumber:          serial(),
+		Subject:               pkix.Name{CommonName: "peerdns local root CA", Organization: []string{"peerdns"}},
+		NotBefore:             now.Add(-time.Hour),
+		NotAfter:              now.Add(RootLifetime),
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign,
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+		MaxPathLenZero:        true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tpl, tpl, &key.PublicKey, key)
+	if err != nil {
+		return err
+	}
+	cert, _ := x509.ParseCertificate(der)
+	certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+	kb, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		return err
+	}
+	if err := writeFile(ca.rootKeyPath(), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}), 0o600); err != nil {
+		return err
+	}
+	if err := writeFile(ca.rootPath(), certPEM, 0o644); err != nil {
+		return err
+	}
+	ca.root, ca.key, ca.rootPE = cert, key, certPEM
+	return nil
+}
+
+// RootPEM is the root certificate, PEM.
+func (ca *CA) RootPEM() []byte {
+	ca.mu.Lock()
+	defer ca.mu.Unlock()
+	return append([]byte(nil), ca.rootPE...)
+}
+
+// RootPath is DATA/ca/root.pem.
+func (ca *CA) RootPath() string { return ca.rootPath() }
+
+// Pool is a cert pool holding the root (for clients in tests and tools).
+func (ca *CA) Pool() *x509.CertPool {
+	p := x509.NewCertPool()
+	p.AppendCertsFromPEM(ca.RootPEM())
+	return p
+}
+
+func serial() *big.Int {
+	n, _ := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
+	return n
+}
+
+// writeFile writes b to path atomically (temp file, rename).
+func writeFile(path string, b []byte, mode os.FileMode) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(b); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Chmod(mode); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
+
+// ValidDomain checks a name a leaf may be issued for.
+func ValidDomain(d string) bool {
+	if d == "" || len(d) > 253 || !strings.Contains(d, ".") {
+		return false
+	}
+	for _, l := range strings.Split(d, ".") {
+		if l == "" || len(l) > 63 || l[0] == '-' || l[len(l)-1] == '-' {
+			return false
+		}
+		for i := 0; i < len(l); i++ {
+			c := l[i]
+			if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// ipOf turns an address into the SAN form.
+func ipOf(a netip.Addr) net.IP {
+	if !a.IsValid() {
+		return nil
+	}
+	return net.IP(a.Unmap().AsSlice())
+}

@@ -1,0 +1,92 @@
+package certs
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestRootLeafRenewAndRegenerate(t *testing.T) {
+	dir := t.TempDir()
+	now := time.Date(2026, 11, 23, 0, 0, 0, 0, time.UTC)
+	clock := func() time.Time { return now }
+	ca, err := Open(dir, clock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, err := os.Stat(filepath.Join(dir, "root-key.pem")); err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("root key: %v %v", st, err)
+	}
+	// Concurrent first handshakes share one issue.
+	var wg sync.WaitGroup
+	certs := make([]*tls.Certificate, 8)
+	for i := range certs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c, err := ca.Certificate("site.p2p", netip.MustParseAddr("127.77.0.5"))
+			if err != nil {
+				t.Error(err)
+			}
+			certs[i] = c
+		}()
+	}
+	wg.Wait()
+	for _, c := range certs[1:] {
+		if c != certs[0] {
+			t.Fatal("concurrent handshakes got different certificates")
+		}
+	}
+	leaf := certs[0].Leaf
+	opts := x509.VerifyOptions{Roots: ca.Pool(), DNSName: "www.site.p2p", CurrentTime: now}
+	if _, err := leaf.Verify(opts); err != nil {
+		t.Fatalf("leaf does not verify against root.pem: %v", err)
+	}
+	if len(leaf.IPAddresses) != 1 || leaf.IPAddresses[0].String() != "127.77.0.5" || leaf.DNSNames[1] != "*.site.p2p" {
+		t.Fatalf("names %v %v", leaf.DNSNames, leaf.IPAddresses)
+	}
+	// A restart reads the saved root and leaf.
+	ca2, err := Open(dir, clock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c2, err := ca2.Certificate("site.p2p", netip.Addr{})
+	if err != nil || c2.Leaf.SerialNumber.Cmp(leaf.SerialNumber) != 0 {
+		t.Fatalf("after restart: %v %v", c2, err)
+	}
+	// Close to expiry: issued again.
+	now = now.Add(LeafLifetime - RenewBefore + time.Hour)
+	c3, err := ca2.Certificate("site.p2p", netip.Addr{})
+	if err != nil || c3.Leaf.SerialNumber.Cmp(leaf.SerialNumber) == 0 {
+		t.Fatal("not renewed before expiry")
+	}
+	// A new root re-signs every leaf.
+	oldPool := ca2.Pool()
+	n, err := ca2.RegenerateRoot()
+	if err != nil || n != 1 {
+		t.Fatalf("regenerate: %d %v", n, err)
+	}
+	c4, _ := ca2.Certificate("site.p2p", netip.Addr{})
+	if _, err := c4.Leaf.Verify(x509.VerifyOptions{Roots: ca2.Pool(), DNSName: "site.p2p", CurrentTime: now}); err != nil {
+		t.Fatalf("re-signed leaf: %v", err)
+	}
+	if _, err := c4.Leaf.Verify(x509.VerifyOptions{Roots: oldPool, DNSName: "site.p2p", CurrentTime: now}); err == nil {
+		t.Fatal("re-signed leaf still verifies against the old root")
+	}
+	for _, bad := range []string{"", "localhost", "../x.p2p", "a..b", "UPPER.p2p", "x_y.p2p"} {
+		if _, err := ca2.Certificate(bad, netip.Addr{}); err == nil {
+			t.Errorf("issued for %q", bad)
+		}
+	}
+	if ok, err := ca2.Delete("site.p2p"); !ok || err != nil {
+		t.Fatalf("delete: %v %v", ok, err)
+	}
+	if list, _ := ca2.List(); len(list) != 0 {
+		t.Fatalf("after delete: %v", list)
+	}
+}

@@ -1,0 +1,252 @@
+package certs
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+)
+
+// ErrBadDomain: no certificate is issued for a name that is not a domain.
+var ErrBadDomain = errors.New("not a domain name")
+
+// Info describes one leaf (GET /api/certs).
+type Info struct {
+	Domain    string   `json:"domain"`
+	Serial    string   `json:"serial"`
+	NotBefore int64    `json:"notBefore"` // ms
+	NotAfter  int64    `json:"notAfter"`  // ms
+	Names     []string `json:"names"`
+	IPs       []string `json:"ips"`
+	Issuer    string   `json:"issuer"`
+}
+
+func (ca *CA) leafPath(domain string) string {
+	return filepath.Join(ca.dir, "leaves", domain+".pem")
+}
+
+// Certificate returns the leaf for domain (lower case, no trailing dot),
+// issuing it when there is none or it is due for renewal. ip, when valid,
+// goes in its names at issue.
+func (ca *CA) Certificate(domain string, ip netip.Addr) (*tls.Certificate, error) {
+	if !ValidDomain(domain) {
+		return nil, fmt.Errorf("%w: %q", ErrBadDomain, domain)
+	}
+	ca.mu.Lock()
+	if l := ca.leaves[domain]; l != nil && ca.fresh(l) {
+		ca.mu.Unlock()
+		return l.cert, nil
+	}
+	if l, err := ca.loadLeaf(domain); err == nil && ca.fresh(l) {
+		ca.leaves[domain] = l
+		ca.mu.Unlock()
+		return l.cert, nil
+	}
+	// One issue per domain; concurrent handshakes wait for it.
+	if in := ca.issue[domain]; in != nil {
+		ca.mu.Unlock()
+		<-in.done
+		if in.err != nil {
+			return nil, in.err
+		}
+		return in.l.cert, nil
+	}
+	in := &issuing{done: make(chan struct{})}
+	ca.issue[domain] = in
+	root, key := ca.root, ca.key
+	ca.mu.Unlock()
+
+	in.l, in.err = ca.newLeaf(root, key, domain, ip)
+	ca.mu.Lock()
+	delete(ca.issue, domain)
+	if in.err == nil && ca.root == root { // a new root meanwhile: not cached
+		ca.leaves[domain] = in.l
+	}
+	ca.mu.Unlock()
+	close(in.done)
+	if in.err != nil {
+		return nil, in.err
+	}
+	return in.l.cert, nil
+}
+
+// fresh: the leaf is from the current root and not due for renewal.
+func (ca *CA) fresh(l *leaf) bool {
+	return l.x509.Issuer.String() == ca.root.Subject.String() &&
+		l.x509.CheckSignatureFrom(ca.root) == nil && ca.now().Add(RenewBefore).Before(l.x509.NotAfter)
+}
+
+func (ca *CA) loadLeaf(domain string) (*leaf, error) {
+	b, err := os.ReadFile(ca.leafPath(domain))
+	if err != nil {
+		return nil, err
+	}
+	pair, err := tls.X509KeyPair(b, b)
+	if err != nil {
+		return nil, err
+	}
+	x, err := x509.ParseCertificate(pair.Certificate[0])
+	if err != nil {
+		return nil, err
+	}
+	pair.Leaf = x
+	return &leaf{cert: &pair, x509: x}, nil
+}
+
+// newLeaf issues and saves a leaf.
+func (ca *CA) newLeaf(root *x509.Certificate, rootKey *ecdsa.PrivateKey, domain string, ip netip.Addr) (*leaf, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	now := ca.now()
+	tpl := &x509.Certificate{
+		SerialNumber: serial(),
+		Subject:      pkix.Name{CommonName: domain},
+		DNSNames:     []string{domain, "*." + domain},
+		NotBefore:    now.Add(-time.Hour),
+		NotAfter:     now.Add(LeafLifetime),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	if a := ipOf(ip); a != nil {
+		tpl.IPAddresses = []net.IP{a}
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tpl, root, &key.PublicKey, rootKey)
+	if err != nil {
+		return nil, fmt.Errorf("issue %s: %w", domain, err)
+	}
+	kb, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		return nil, err
+	}
+	certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+	keyPEM := pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb})
+	if err := writeFile(ca.leafPath(domain), append(append([]byte{}, certPEM...), keyPEM...), 0o600); err != nil {
+		return nil, fmt.Errorf("save %s: %w", domain, err)
+	}
+	x, _ := x509.ParseCertificate(der)
+	return &leaf{cert: &tls.Certificate{Certificate: [][]byte{der, root.Raw}, PrivateKey: key, Leaf: x}, x509: x}, nil
+}
+
+// Issue issues a new leaf for domain now (generate-cert, regenerate-cert:
+// a new serial), replacing the one cached.
+func (ca *CA) Issue(domain string, ip netip.Addr) (Info, error) {
+	if !ValidDomain(domain) {
+		return Info{}, fmt.Errorf("%w: %q", ErrBadDomain, domain)
+	}
+	ca.mu.Lock()
+	root, key := ca.root, ca.key
+	ca.mu.Unlock()
+	l, err := ca.newLeaf(root, key, domain, ip)
+	if err != nil {
+		return Info{}, err
+	}
+	ca.mu.Lock()
+	ca.leaves[domain] = l
+	ca.mu.Unlock()
+	return info(domain, l.x509), nil
+}
+
+// Delete removes domain's leaf (a later handshake issues a new one).
+func (ca *CA) Delete(domain string) (bool, error) {
+	if !ValidDomain(domain) {
+		return false, fmt.Errorf("%w: %q", ErrBadDomain, domain)
+	}
+	ca.mu.Lock()
+	delete(ca.leaves, domain)
+	ca.mu.Unlock()
+	err := os.Remove(ca.leafPath(domain))
+	if errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// List describes every saved leaf, by domain.
+func (ca *CA) List() ([]Info, error) {
+	ents, err := os.ReadDir(filepath.Join(ca.dir, "leaves"))
+	if err != nil {
+		return nil, err
+	}
+	out := []Info{}
+	for _, e := range ents {
+		d, ok := strings.CutSuffix(e.Name(), ".pem")
+		if !ok || !ValidDomain(d) {
+			continue
+		}
+		l, err := ca.loadLeaf(d)
+		if err != nil {
+			continue
+		}
+		out = append(out, info(d, l.x509))
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Domain < out[j].Domain })
+	return out, nil
+}
+
+// PEM is domain's saved certificate (not its key), PEM.
+func (ca *CA) PEM(domain string) ([]byte, error) {
+	if !ValidDomain(domain) {
+		return nil, fmt.Errorf("%w: %q", ErrBadDomain, domain)
+	}
+	l, err := ca.loadLeaf(domain)
+	if err != nil {
+		return nil, err
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: l.x509.Raw}), nil
+}
+
+// RegenerateRoot makes a new root and issues every saved leaf again
+// from it (keeping each one's names), returning how many.
+func (ca *CA) RegenerateRoot() (int, error) {
+	list, err := ca.List()
+	if err != nil {
+		return 0, err
+	}
+	ca.mu.Lock()
+	err = ca.newRoot()
+	ca.leaves = map[string]*leaf{}
+	root, key := ca.root, ca.key
+	ca.mu.Unlock()
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, i := range list {
+		var ip netip.Addr
+		if len(i.IPs) > 0 {
+			ip, _ = netip.ParseAddr(i.IPs[0])
+		}
+		l, err := ca.newLeaf(root, key, i.Domain, ip)
+		if err != nil {
+			return n, err
+		}
+		ca.mu.Lock()
+		ca.leaves[i.Domain] = l
+		ca.mu.Unlock()
+		n++
+	}
+	return n, nil
+}
+
+func info(domain string, x *x509.Certificate) Info {
+	i := Info{Domain: domain, Serial: x.SerialNumber.Text(16), NotBefore: x.NotBefore.UnixMilli(), NotAfter: x.NotAfter.UnixMilli(),
+		Names: x.DNSNames, IPs: []string{}, Issuer: x.Issuer.CommonName}
+	for _, ip := range x.IPAddresses {
+		i.IPs = append(i.IPs, ip.String())
+	}
+	return i
+}
