@@ -338,8 +338,8 @@ func TestHealth(t *testing.T) {
 	if !dns["enabled"] || !dns["healthy"] || !dns["initialized"] || !h.Services["swarm"]["healthy"] || !h.Dependencies["peerNetwork"]["healthy"] {
 		t.Fatalf("readiness services = %+v deps = %+v", h.Services, h.Dependencies)
 	}
-	if h.Services["proxy"]["enabled"] {
-		t.Fatalf("proxy reported enabled, but this build runs no edge proxy: %+v", h.Services["proxy"])
+	if p := h.Services["proxy"]; !p["enabled"] || !p["healthy"] {
+		t.Fatalf("proxy = %+v, want enabled and healthy", p)
 	}
 	// A DNS server that stops serving makes the node not ready.
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

@@ -31,6 +31,7 @@ import (
 	"peerdns/http/admin"
 	"peerdns/http/pluginweb"
 	"peerdns/http/ws"
+	"peerdns/internal/certs"
 	"peerdns/internal/identity"
 	"peerdns/internal/store"
 	"peerdns/internal/view"
@@ -66,6 +67,8 @@ type Node struct {
 	plugins   *actor.PID
 	mux       *transport.Mux
 	peerCalls *plugin.PeerCalls
+	edge      edgeRef   // the edge proxy once started
+	ca        *certs.CA // the node's certificate authority
 	// pluginTable and pluginWeb serve plugin domains (the edge proxy).
 	pluginTable   *plugin.Table
 	pluginWeb     *pluginweb.Server
@@ -156,7 +159,6 @@ func (n *Node) start() (err error) {
 	}
 	n.root.LogTo(core)
 	core.Info("starting node", "id", n.id.ID(), "data", cfg.Data, "version", cfg.Version)
-	n.warnUnbuilt()
 
 	if n.shared == nil {
 		ln, err := listenTCP("admin", cfg.AdminAddr)
@@ -217,7 +219,7 @@ func (n *Node) start() (err error) {
 	n.answered.Store(n.tunnels)
 	n.closers = append(n.closers, func() { _ = n.root.System.Root.StopFuture(n.tunnels).Wait() })
 	n.startAdmin(adminLn)
-	return nil
+	return n.startEdge()
 }
 
 // startAdmin serves the admin API, its WebSocket and the panel on ln.
@@ -227,11 +229,11 @@ func (n *Node) startAdmin(ln net.Listener) {
 	n.admin = admin.New(admin.Deps{
 		Root: rootCtx, Ledger: n.ledger, Channels: n.channels, Self: n.id.ID(),
 		Started: time.Now(), Peers: admin.PeersSource(rootCtx, n.peers), Log: core,
-		AdminDomain: n.cfg.AdminDomain, AllowedHosts: n.cfg.AdminAllowedHosts,
+		AdminDomain: n.cfg.AdminDomain, AllowedHosts: n.cfg.AdminAllowedHosts, Addr: ln.Addr().String(),
 		Health: admin.HealthSources{DNS: func() (bool, bool, bool) {
 			h := n.dns.Health()
 			return h.Enabled, h.Healthy, h.Initialized
-		}},
+		}, Proxy: n.edgeHealth},
 		Register: []func(*router.Router){
 			func(r *router.Router) {
 				admin.RegisterDNS(r, core, admin.DNSDeps{Root: rootCtx, LocalDNS: n.localDNS, Server: n.dns})
@@ -260,17 +262,6 @@ func (n *Node) startAdmin(ln net.Listener) {
 		<-done
 	})
 	n.announce("admin", ln.Addr())
-}
-
-// warnUnbuilt says at start-up which settings are accepted but have no
-// effect in this build, so nobody waits for a port that never opens.
-func (n *Node) warnUnbuilt() {
-	msg := "edge proxy is not built yet: --http-addr and --https-addr are accepted but nothing listens on them"
-	if n.cfg.System {
-		msg += "; --system only moves DNS to port 53"
-	}
-	fmt.Fprintln(n.stderr, "note: "+msg)
-	n.files["core"].Warn(msg)
 }
 
 // startDNS starts the DNS server and the actor owning local records.

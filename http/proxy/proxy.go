@@ -1,0 +1,334 @@
+// Package proxy is the edge proxy: fasthttp servers on the HTTP and HTTPS
+// addresses that route every request by its Host (HTTP) or SNI (HTTPS):
+//
+//   - the admin domain: the admin API, panel and /ws, in-process;
+//   - a loaded plugin's domain (or the profile domain): http/pluginweb;
+//   - a resolved p2p domain (or a subdomain of one): over a tunnel to the
+//     tunnel server of the domain's resolved hash (actors/tunnel.Dialer:
+//     a server on this node is dialed directly, a peer's through one
+//     stream on the existing peer connection). Connections to each
+//     upstream are kept alive and reused (a fasthttp.HostClient per hash),
+//     so a request costs no new QUIC handshake and usually no new stream;
+//   - anything else: 404 with a small page naming the host.
+//
+// Routing reads published snapshots (the naming view, the plugin table);
+// no actor is asked per request. Host is compared lower-cased, without a
+// port and without a trailing dot; a request without Host gets 400.
+//
+// Upstream: the Host header is kept, X-Forwarded-For/-Proto/-Host are set,
+// hop-by-hop headers dropped. A claim with ssl: true is spoken to in
+// HTTPS/WSS over the tunnel; its certificate is not verified, because the
+// tunnel already authenticates the server (a stream only reaches the
+// holder of the hash's key). A tunnel that cannot be opened is 502, an
+// upstream that does not answer within UpstreamTimeout is 504, each with
+// a small page and a line on the proxy channel. WebSocket upgrades are
+// passed through as raw bytes both ways until either side closes.
+//
+// Timeouts: a client must send its request head within ReadTimeout (10 s:
+// slowloris clients are cut off), an idle keep-alive connection is closed
+// after IdleTimeout (60 s), and a response must be written within
+// WriteTimeout (60 s), so a client that never reads never holds a worker
+// beyond that. Request heads over 16 KiB get 431.
+//
+// HTTPS: the certificate is the node CA's leaf for the SNI name
+// (internal/certs: issued on first use, then cached). A name that is not
+// served here (not admin, plugin or resolved p2p) gets no certificate:
+// the handshake fails (no leaf is issued for names a stranger makes up).
+// A handshake without SNI gets the admin domain's certificate.
+//
+// Access log: one line per request on the httpProxy channel (method,
+// host, path, status, bytes, duration, upstream), handed to a goroutine
+// through a buffer of AccessBuffer lines and dropped (counted) when it is
+// full, so logging never blocks a request.
+package proxy
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"html"
+	"log/slog"
+	"net"
+	"net/netip"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"peerdns/actors/plugin"
+	"peerdns/actors/tunnel"
+	"peerdns/http/pluginweb"
+	"peerdns/internal/certs"
+	"peerdns/internal/view"
+)
+
+// Defaults.
+const (
+	ReadTimeout     = 10 * time.Second
+	WriteTimeout    = 60 * time.Second
+	IdleTimeout     = 60 * time.Second
+	UpstreamTimeout = 30 * time.Second
+	MaxHeaderBytes  = 16 << 10
+	MaxBodyBytes    = 64 << 20
+	AccessBuffer    = 4096
+)
+
+// Deps are what the proxy needs from the node.
+type Deps struct {
+	HTTPAddr, HTTPSAddr string
+	AdminDomain         string
+	Admin               fasthttp.RequestHandler // the guarded admin router
+	View                *view.Published
+	Plugins             *plugin.Table
+	PluginWeb           *pluginweb.Server
+	Dialer              *tunnel.Dialer
+	CA                  *certs.CA
+	Log                 *slog.Logger // the proxy channel
+	Access              *slog.Logger // the httpProxy channel
+	UpstreamTimeout     time.Duration
+}
+
+// Counters are the proxy's request counters (the stats' requests).
+type Counters struct {
+	Total, Successful, Failed int64
+	TotalMillis               int64 // summed response time
+	AccessDropped             int64 // access-log lines dropped (buffer full)
+}
+
+// Server is the edge proxy.
+type Server struct {
+	d       Deps
+	http    *fasthttp.Server
+	https   *fasthttp.Server
+	ln, tln net.Listener
+	wg      sync.WaitGroup
+	up      atomic.Bool
+
+	clients sync.Map // upstream key → *fasthttp.HostClient
+
+	total, ok, failed, millis, dropped atomic.Int64
+	access                             chan accessLine
+	accessDone                         chan struct{}
+}
+
+// New builds the proxy; Start listens.
+func New(d Deps) *Server {
+	if d.UpstreamTimeout <= 0 {
+		d.UpstreamTimeout = UpstreamTimeout
+	}
+	if d.Log == nil {
+		d.Log = slog.New(slog.DiscardHandler)
+	}
+	if d.Access == nil {
+		d.Access = slog.New(slog.DiscardHandler)
+	}
+	d.AdminDomain = strings.ToLower(d.AdminDomain)
+	s := &Server{d: d, access: make(chan accessLine, AccessBuffer), accessDone: make(chan struct{})}
+	mk := func() *fasthttp.Server {
+		return &fasthttp.Server{
+			Handler: s.serve, Name: "peerdns", ReadTimeout: ReadTimeout, WriteTimeout: WriteTimeout,
+			IdleTimeout: IdleTimeout, ReadBufferSize: MaxHeaderBytes, MaxRequestBodySize: MaxBodyBytes,
+			NoDefaultDate: true, KeepHijackedConns: true, DisableHeaderNamesNormalizing: false,
+			ErrorHandler: func(ctx *fasthttp.RequestCtx, err error) {
+				var small *fasthttp.ErrSmallBuffer
+				if errors.As(err, &small) || strings.Contains(err.Error(), "small read buffer") {
+					ctx.Error("Request Header Fields Too Large", fasthttp.StatusRequestHeaderFieldsTooLarge)
+					return
+				}
+				ctx.Error("Bad Request: "+err.Error(), fasthttp.StatusBadRequest)
+			},
+		}
+	}
+	s.http, s.https = mk(), mk()
+	return s
+}
+
+// Start listens on both addresses and serves.
+func (s *Server) Start() error {
+	var err error
+	if s.ln, err = net.Listen("tcp", s.d.HTTPAddr); err != nil {
+		return fmt.Errorf("edge http: %w", err)
+	}
+	tl, err := net.Listen("tcp", s.d.HTTPSAddr)
+	if err != nil {
+		s.ln.Close()
+		return fmt.Errorf("edge https: %w", err)
+	}
+	s.tln = tls.NewListener(tl, &tls.Config{GetCertificate: s.certificate, MinVersion: tls.VersionTLS12, NextProtos: []string{"http/1.1"}})
+	go s.logAccess()
+	for _, p := range []struct {
+		srv *fasthttp.Server
+		ln  net.Listener
+	}{{s.http, s.ln}, {s.https, s.tln}} {
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			if err := p.srv.Serve(p.ln); err != nil {
+				s.d.Log.Error("edge proxy listener stopped", "addr", p.ln.Addr().String(), "err", err)
+				s.up.Store(false)
+			}
+		}()
+	}
+	s.up.Store(true)
+	s.d.Log.Info("edge proxy started", "http", s.ln.Addr().String(), "https", s.tln.Addr().String())
+	return nil
+}
+
+// Addrs are the bound HTTP and HTTPS addresses.
+func (s *Server) Addrs() (httpAddr, httpsAddr net.Addr) { return s.ln.Addr(), s.tln.Addr() }
+
+// Healthy: both listeners are serving.
+func (s *Server) Healthy() bool { return s.up.Load() }
+
+// Shutdown stops both servers and waits for them.
+func (s *Server) Shutdown() {
+	s.up.Store(false)
+	_ = s.http.Shutdown()
+	_ = s.https.Shutdown()
+	s.ln.Close()
+	s.tln.Close()
+	s.wg.Wait()
+	close(s.access)
+	<-s.accessDone
+	s.clients.Range(func(_, v any) bool {
+		v.(*fasthttp.HostClient).CloseIdleConnections()
+		return true
+	})
+}
+
+// Counters reads the request counters.
+func (s *Server) Counters() Counters {
+	return Counters{Total: s.total.Load(), Successful: s.ok.Load(), Failed: s.failed.Load(),
+		TotalMillis: s.millis.Load(), AccessDropped: s.dropped.Load()}
+}
+
+// hostOf is the request's host: lower case, no port, no trailing dot.
+func hostOf(raw string) string {
+	h := raw
+	if host, _, err := net.SplitHostPort(raw); err == nil {
+		h = host
+	}
+	return strings.TrimSuffix(strings.ToLower(strings.Trim(h, "[]")), ".")
+}
+
+// serve routes one request.
+func (s *Server) serve(ctx *fasthttp.RequestCtx) {
+	start := time.Now()
+	upstream := ""
+	defer func() {
+		st := ctx.Response.StatusCode()
+		el := time.Since(start)
+		s.total.Add(1)
+		s.millis.Add(el.Milliseconds())
+		if st >= 500 {
+			s.failed.Add(1)
+		} else {
+			s.ok.Add(1)
+		}
+		s.logRequest(ctx, st, el, upstream)
+	}()
+	raw := string(ctx.Host())
+	if raw == "" {
+		ctx.Error("Bad Request: no Host header", fasthttp.StatusBadRequest)
+		return
+	}
+	host := hostOf(raw)
+	switch {
+	case host == s.d.AdminDomain && s.d.Admin != nil:
+		upstream = "admin"
+		s.d.Admin(ctx)
+		return
+	case s.d.Plugins != nil && s.d.Plugins.Lookup(host) != nil:
+		upstream = "plugin:" + host
+		s.d.PluginWeb.Serve(ctx, s.d.Plugins.Lookup(host))
+		return
+	}
+	if s.d.View != nil {
+		if snap := s.d.View.Load(); snap != nil {
+			if d, ok := snap.Lookup(host); ok && d.Hash != "" {
+				upstream = d.Hash
+				s.forward(ctx, d)
+				return
+			}
+		}
+	}
+	page(ctx, fasthttp.StatusNotFound, "Not Found", "No site is served for "+host+" on this node.")
+}
+
+// page answers a small HTML page.
+func page(ctx *fasthttp.RequestCtx, status int, title, msg string) {
+	ctx.Response.Reset()
+	ctx.SetStatusCode(status)
+	ctx.SetContentType("text/html; charset=utf-8")
+	ctx.SetBodyString("<!doctype html><title>" + html.EscapeString(title) + "</title><h1>" + html.EscapeString(title) +
+		"</h1><p>" + html.EscapeString(msg) + "</p>\n")
+}
+
+// certificate picks the HTTPS certificate by SNI.
+func (s *Server) certificate(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
+	name := hostOf(hello.ServerName)
+	if name == "" {
+		name = s.d.AdminDomain
+	}
+	if !s.serves(name) {
+		return nil, fmt.Errorf("no site %q on this node", name)
+	}
+	if s.d.CA == nil {
+		return nil, errors.New("no certificate authority")
+	}
+	ip := s.ipOf(name)
+	return s.d.CA.Certificate(certName(s, name), ip)
+}
+
+// certName is the domain a leaf is issued for: the resolved p2p domain a
+// subdomain belongs to (its leaf covers *.domain), else the name.
+func certName(s *Server, name string) string {
+	if s.d.View != nil {
+		if snap := s.d.View.Load(); snap != nil {
+			if d, ok := snap.Lookup(name); ok {
+				return d.Name
+			}
+		}
+	}
+	return name
+}
+
+// serves reports whether name is routed here.
+func (s *Server) serves(name string) bool {
+	if name == s.d.AdminDomain || (s.d.Plugins != nil && s.d.Plugins.Lookup(name) != nil) {
+		return true
+	}
+	if s.d.View != nil {
+		if snap := s.d.View.Load(); snap != nil {
+			if d, ok := snap.Lookup(name); ok && d.Hash != "" {
+				return true
+			}
+			if _, ok := snap.Internal[name]; ok {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func (s *Server) ipOf(name string) (ip netip.Addr) {
+	if s.d.View == nil {
+		return ip
+	}
+	snap := s.d.View.Load()
+	if snap == nil {
+		return ip
+	}
+	if d, ok := snap.Lookup(name); ok {
+		return d.IP
+	}
+	return snap.Internal[name]
+}
+
+// ctxFor is a context for one upstream exchange.
+func ctxFor(d time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), d)
+}

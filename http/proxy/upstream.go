@@ -1,0 +1,177 @@
+package proxy
+
+import (
+	"bufio"
+	"crypto/tls"
+	"errors"
+	"io"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"peerdns/internal/view"
+)
+
+// hopHeaders are not passed on (RFC 9110 7.6.1).
+var hopHeaders = []string{"Connection", "Keep-Alive", "Proxy-Connection", "Proxy-Authenticate", "Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding"}
+
+// client is the keep-alive client of one upstream (hash, TLS or not).
+func (s *Server) client(d *view.Domain) *fasthttp.HostClient {
+	key := d.Hash
+	if d.SSL {
+		key += "+tls"
+	}
+	if c, ok := s.clients.Load(key); ok {
+		return c.(*fasthttp.HostClient)
+	}
+	hash := d.Hash
+	c := &fasthttp.HostClient{
+		Addr: d.Name, // only names the client; Dial ignores it
+		Dial: func(string) (net.Conn, error) {
+			ctx, cancel := ctxFor(10 * time.Second)
+			defer cancel()
+			return s.d.Dialer.Dial(ctx, hash)
+		},
+		IsTLS: d.SSL,
+		// The tunnel authenticated the server already (see the package doc).
+		TLSConfig:                     &tls.Config{InsecureSkipVerify: true, ServerName: d.Name}, //nolint:gosec // see above
+		MaxIdleConnDuration:           IdleTimeout,
+		ReadTimeout:                   s.d.UpstreamTimeout,
+		WriteTimeout:                  s.d.UpstreamTimeout,
+		MaxConns:                      1024,
+		MaxConnWaitTimeout:            5 * time.Second,
+		DisableHeaderNamesNormalizing: true,
+		DisablePathNormalizing:        true,
+		NoDefaultUserAgentHeader:      true,
+		MaxResponseBodySize:           0,
+		StreamResponseBody:            false,
+	}
+	actual, _ := s.clients.LoadOrStore(key, c)
+	return actual.(*fasthttp.HostClient)
+}
+
+// forward sends the request to the domain's tunnel server.
+func (s *Server) forward(ctx *fasthttp.RequestCtx, d *view.Domain) {
+	if isUpgrade(ctx) {
+		s.websocket(ctx, d)
+		return
+	}
+	req := fasthttp.AcquireRequest()
+	resp := fasthttp.AcquireResponse()
+	defer fasthttp.ReleaseRequest(req)
+	defer fasthttp.ReleaseResponse(resp)
+	ctx.Request.CopyTo(req)
+	prepare(ctx, req)
+	// The scheme is the upstream's (the tunnel's), not the client's.
+	if d.SSL {
+		req.URI().SetScheme("https")
+	} else {
+		req.URI().SetScheme("http")
+	}
+	err := s.client(d).DoTimeout(req, resp, s.d.UpstreamTimeout)
+	if err != nil {
+		s.upstreamError(ctx, d, err)
+		return
+	}
+	for _, h := range hopHeaders {
+		resp.Header.Del(h)
+	}
+	resp.CopyTo(&ctx.Response)
+}
+
+// prepare sets the forwarding headers and drops hop-by-hop ones.
+func prepare(ctx *fasthttp.RequestCtx, req *fasthttp.Request) {
+	for _, h := range hopHeaders {
+		req.Header.Del(h)
+	}
+	ip := ctx.RemoteIP().String()
+	if prior := string(req.Header.Peek("X-Forwarded-For")); prior != "" {
+		ip = prior + ", " + ip
+	}
+	req.Header.Set("X-Forwarded-For", ip)
+	proto := "http"
+	if ctx.IsTLS() {
+		proto = "https"
+	}
+	req.Header.Set("X-Forwarded-Proto", proto)
+	req.Header.Set("X-Forwarded-Host", string(ctx.Host()))
+}
+
+func (s *Server) upstreamError(ctx *fasthttp.RequestCtx, d *view.Domain, err error) {
+	if errors.Is(err, fasthttp.ErrTimeout) || errors.Is(err, fasthttp.ErrDialTimeout) {
+		s.d.Log.Warn("upstream timed out", "domain", d.Name, "hash", short(d.Hash), "err", err)
+		page(ctx, fasthttp.StatusGatewayTimeout, "Gateway Timeout", d.Name+" did not answer in time.")
+		return
+	}
+	s.d.Log.Warn("upstream unreachable", "domain", d.Name, "hash", short(d.Hash), "err", err)
+	page(ctx, fasthttp.StatusBadGateway, "Bad Gateway", d.Name+" cannot be reached through its tunnel: "+err.Error())
+}
+
+func short(h string) string {
+	h = strings.TrimPrefix(h, "hs://")
+	if len(h) > 12 {
+		return h[:12]
+	}
+	return h
+}
+
+func isUpgrade(ctx *fasthttp.RequestCtx) bool {
+	return strings.EqualFold(string(ctx.Request.Header.Peek("Upgrade")), "websocket") &&
+		strings.Contains(strings.ToLower(string(ctx.Request.Header.Peek("Connection"))), "upgrade")
+}
+
+// websocket passes an upgrade through: the request goes to the upstream
+// on a connection of its own, then bytes flow both ways until either
+// side closes (the upstream's 101 reaches the client as it came).
+func (s *Server) websocket(ctx *fasthttp.RequestCtx, d *view.Domain) {
+	dctx, cancel := ctxFor(10 * time.Second)
+	up, err := s.d.Dialer.Dial(dctx, d.Hash)
+	cancel()
+	if err != nil {
+		s.upstreamError(ctx, d, err)
+		return
+	}
+	if d.SSL {
+		tc := tls.Client(up, &tls.Config{InsecureSkipVerify: true, ServerName: d.Name}) //nolint:gosec // the tunnel authenticates
+		if err := tc.Handshake(); err != nil {
+			up.Close()
+			s.upstreamError(ctx, d, err)
+			return
+		}
+		up = tc
+	}
+	req := &ctx.Request
+	ip := ctx.RemoteIP().String()
+	req.Header.Set("X-Forwarded-For", ip)
+	req.Header.Set("X-Forwarded-Host", string(ctx.Host()))
+	w := bufio.NewWriter(up)
+	if err := req.Write(w); err == nil {
+		err = w.Flush()
+	}
+	if err != nil {
+		up.Close()
+		s.upstreamError(ctx, d, err)
+		return
+	}
+	ctx.HijackSetNoResponse(true)
+	ctx.SetStatusCode(fasthttp.StatusSwitchingProtocols) // for the access log
+	ctx.Hijack(func(c net.Conn) {
+		done := make(chan struct{}, 2)
+		go func() { _, _ = io.Copy(up, c); closeWrite(up); done <- struct{}{} }()
+		go func() { _, _ = io.Copy(c, up); closeWrite(c); done <- struct{}{} }()
+		<-done
+		<-done
+		up.Close()
+		c.Close()
+	})
+}
+
+func closeWrite(c net.Conn) {
+	if cw, ok := c.(interface{ CloseWrite() error }); ok {
+		_ = cw.CloseWrite()
+		return
+	}
+	_ = c.Close()
+}

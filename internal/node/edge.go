@@ -1,0 +1,64 @@
+package node
+
+import (
+	"path/filepath"
+	"sync/atomic"
+
+	"peerdns/http/proxy"
+	"peerdns/internal/certs"
+)
+
+// edgeRef is the running edge proxy, for health (read from the admin
+// server's goroutines).
+type edgeRef = atomic.Pointer[proxy.Server]
+
+// startEdge opens the node's CA and starts the edge proxy on the HTTP and
+// HTTPS addresses; it stops before the admin server and the actors.
+func (n *Node) startEdge() error {
+	ca, err := certs.Open(filepath.Join(n.orig.Data, "ca"), nil)
+	if err != nil {
+		return err
+	}
+	n.ca = ca
+	adm := n.admin.Handler()
+	p := proxy.New(proxy.Deps{
+		HTTPAddr: n.cfg.HTTPAddr, HTTPSAddr: n.cfg.HTTPSAddr, AdminDomain: n.cfg.AdminDomain, Admin: adm,
+		View: n.pub, Plugins: n.pluginTable, PluginWeb: n.pluginWeb, Dialer: n.dialer, CA: ca,
+		Log: n.logs["proxy"], Access: n.files["httpProxy"],
+	})
+	if err := p.Start(); err != nil {
+		return err
+	}
+	n.edge.Store(p)
+	n.closers = append(n.closers, func() {
+		n.edge.Store(nil)
+		p.Shutdown()
+	})
+	h, hs := p.Addrs()
+	n.announce("http", h)
+	n.announce("https", hs)
+	return nil
+}
+
+// edgeHealth is health's proxy service: enabled once started, healthy
+// while both listeners serve.
+func (n *Node) edgeHealth() (enabled, healthy bool) {
+	p := n.edge.Load()
+	if p == nil {
+		return false, false
+	}
+	return true, p.Healthy()
+}
+
+// EdgeAddrs are the edge proxy's HTTP and HTTPS addresses.
+func (n *Node) EdgeAddrs() (httpAddr, httpsAddr string) {
+	p := n.edge.Load()
+	if p == nil {
+		return "", ""
+	}
+	h, hs := p.Addrs()
+	return h.String(), hs.String()
+}
+
+// CA is the node's certificate authority.
+func (n *Node) CA() *certs.CA { return n.ca }

@@ -1,0 +1,218 @@
+package node
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fasthttp/websocket"
+
+	"peerdns/internal/testutil"
+)
+
+// edgeClient sends every request to addr (the edge proxy), whatever the
+// URL's host, as a browser whose DNS points the name at the node would;
+// TLS verifies against pool with the URL's host as SNI.
+func edgeClient(addr string, pool *x509.CertPool) *http.Client {
+	d := &net.Dialer{Timeout: 5 * time.Second}
+	return &http.Client{Timeout: 15 * time.Second, Transport: &http.Transport{
+		DialContext:     func(ctx context.Context, _, _ string) (net.Conn, error) { return d.DialContext(ctx, "tcp", addr) },
+		TLSClientConfig: &tls.Config{RootCAs: pool},
+	}}
+}
+
+func get(t *testing.T, c *http.Client, method, url, body string, hdr map[string]string) (int, string, http.Header) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return 0, err.Error(), nil
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b), resp.Header
+}
+
+// Two nodes: A serves an HTTP and WebSocket backend through a tunnel
+// server and claims its domain; B's edge proxy reaches it by Host over
+// HTTP and by SNI over HTTPS with a certificate from B's own CA; the
+// admin domain and a plugin are served by the proxy too; 502, 504 and
+// 404 come as small pages.
+func TestEdgeProxy(t *testing.T) {
+	nodes := newNetwork(t, 2)
+	a, b := nodes[0], nodes[1]
+
+	up := websocket.Upgrader{}
+	hs := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/ws":
+			c, err := up.Upgrade(w, r, nil)
+			if err != nil {
+				return
+			}
+			defer c.Close()
+			for {
+				mt, m, err := c.ReadMessage()
+				if err != nil {
+					return
+				}
+				_ = c.WriteMessage(mt, append([]byte("echo: "), m...))
+			}
+		case "/slow":
+			<-r.Context().Done()
+		default:
+			fmt.Fprintf(w, "hello %s host=%s xff=%s proto=%s", r.URL.Path, r.Host, r.Header.Get("X-Forwarded-For"), r.Header.Get("X-Forwarded-Proto"))
+		}
+	})}
+	hln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = hs.Serve(hln) }()
+	t.Cleanup(func() { hs.Close() })
+	sid, url := tunnelServerURL(t, a, fmt.Sprintf(`{"name":"site","port":%d,"domain":"site.p2p"}`, hln.Addr().(*net.TCPAddr).Port))
+	testutil.Eventually(t, 20*time.Second, func() error {
+		cs := consensusOn(t, b, "site.p2p")
+		if cs.Status != "resolved" || cs.Hash == nil || *cs.Hash != url {
+			return fmt.Errorf("site.p2p on B: %+v", cs)
+		}
+		return nil
+	})
+
+	httpAddr, httpsAddr := b.EdgeAddrs()
+	plain := edgeClient(httpAddr, nil)
+	pool := x509.NewCertPool()
+	rootPEM, err := os.ReadFile(b.CA().RootPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool.AppendCertsFromPEM(rootPEM)
+	secure := edgeClient(httpsAddr, pool)
+
+	// HTTP by Host (upper case, port and trailing dot are the same host).
+	for _, host := range []string{"site.p2p", "SITE.p2p.", "www.site.p2p"} {
+		testutil.Eventually(t, 20*time.Second, func() error {
+			code, body, _ := get(t, plain, "GET", "http://"+host+"/hello", "", nil)
+			// Host reaches the backend as the client sent it.
+			if code != 200 || !strings.HasPrefix(body, "hello /hello host="+strings.ToLower(host)) || !strings.Contains(body, "xff=127.0.0.1") || !strings.HasSuffix(body, "proto=http") {
+				return fmt.Errorf("%s: %d %s", host, code, body)
+			}
+			return nil
+		})
+	}
+	// HTTPS by SNI, verified against B's root.pem.
+	code, body, _ := get(t, secure, "GET", "https://site.p2p/tls", "", nil)
+	if code != 200 || !strings.HasSuffix(body, "proto=https") {
+		t.Fatalf("https: %d %s", code, body)
+	}
+	conn, err := tls.Dial("tcp", httpsAddr, &tls.Config{RootCAs: pool, ServerName: "site.p2p"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaf := conn.ConnectionState().PeerCertificates[0]
+	conn.Close()
+	if strings.Join(leaf.DNSNames, ",") != "site.p2p,*.site.p2p" || len(leaf.IPAddresses) != 1 {
+		t.Fatalf("leaf names %v %v", leaf.DNSNames, leaf.IPAddresses)
+	}
+	// No certificate for a name this node does not serve.
+	if _, err := tls.Dial("tcp", httpsAddr, &tls.Config{RootCAs: pool, ServerName: "stranger.p2p"}); err == nil {
+		t.Fatal("a certificate was issued for a name not served here")
+	}
+
+	// WebSocket through the proxy, both directions.
+	d := websocket.Dialer{NetDialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "tcp", httpAddr)
+	}, HandshakeTimeout: 10 * time.Second}
+	ws, _, err := d.Dial("ws://site.p2p/ws", nil)
+	if err != nil {
+		t.Fatalf("websocket through the proxy: %v", err)
+	}
+	for _, m := range []string{"one", "two"} {
+		if err := ws.WriteMessage(websocket.TextMessage, []byte(m)); err != nil {
+			t.Fatal(err)
+		}
+		_ = ws.SetReadDeadline(time.Now().Add(10 * time.Second))
+		_, got, err := ws.ReadMessage()
+		if err != nil || string(got) != "echo: "+m {
+			t.Fatalf("ws echo: %q %v", got, err)
+		}
+	}
+	ws.Close()
+
+	// The admin domain over HTTPS, and a plugin with its token rules.
+	code, body, _ = get(t, secure, "GET", "https://admin.p2p/api/health", "", nil)
+	if code != 200 || !strings.Contains(body, `"status"`) {
+		t.Fatalf("https://admin.p2p/api/health: %d %s", code, body)
+	}
+	installNotes(t, b)
+	testutil.Eventually(t, 15*time.Second, func() error {
+		code, body, _ := get(t, secure, "GET", "https://notes.p2p/", "", nil)
+		if code != 200 || !strings.Contains(body, "<h1>notes</h1>") {
+			return fmt.Errorf("notes www: %d %s", code, body)
+		}
+		code, body, _ = get(t, secure, "GET", "https://notes.p2p/api/hello", "", nil)
+		if code != 200 || !strings.Contains(body, `"domain":"notes.p2p"`) {
+			return fmt.Errorf("notes handler: %d %s", code, body)
+		}
+		return nil
+	})
+	if code, body, _ := get(t, secure, "POST", "https://notes.p2p/api/notes", `{"text":"x"}`, nil); code != 401 || !strings.Contains(body, "Authentication required") {
+		t.Fatalf("write without token: %d %s", code, body)
+	}
+	var tok struct{ Token, PeerID string }
+	code, body, _ = get(t, secure, "GET", "https://profile.p2p/api/token", "", nil)
+	if code != 200 || json.Unmarshal([]byte(body), &tok) != nil || tok.PeerID != b.ID() {
+		t.Fatalf("token: %d %s", code, body)
+	}
+	code, body, _ = get(t, secure, "POST", "https://notes.p2p/api/notes", `{"text":"through the edge"}`, map[string]string{"Authorization": "Bearer " + tok.Token})
+	if code != 201 || !strings.Contains(body, `"by":"`+b.ID()+`"`) {
+		t.Fatalf("write with token: %d %s", code, body)
+	}
+	if code, body, _ := get(t, plain, "GET", "http://notes.p2p/api/notes", "", nil); code != 200 || !strings.Contains(body, "through the edge") {
+		t.Fatalf("notes list: %d %s", code, body)
+	}
+
+	// 404 for a host nobody serves, 400 without a Host.
+	if code, body, _ := get(t, plain, "GET", "http://nobody.p2p/", "", nil); code != 404 || !strings.Contains(body, "nobody.p2p") {
+		t.Fatalf("unknown host: %d %s", code, body)
+	}
+	raw, err := net.Dial("tcp", httpAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprint(raw, "GET / HTTP/1.0\r\n\r\n")
+	first, _ := io.ReadAll(io.LimitReader(raw, 64))
+	raw.Close()
+	if !strings.Contains(string(first), " 400 ") {
+		t.Fatalf("no Host: %q", first)
+	}
+	// Oversized headers: 431.
+	if code, _, _ := get(t, plain, "GET", "http://site.p2p/", "", map[string]string{"X-Big": strings.Repeat("a", 20<<10)}); code != 431 {
+		t.Fatalf("oversized headers: %d", code)
+	}
+
+	// 502: the tunnel server is gone.
+	mustJSON(t, "POST", "http://"+a.AdminAddr()+"/api/tunnel-delete", `{"id":"`+sid+`"}`, 200, nil)
+	testutil.Eventually(t, 20*time.Second, func() error {
+		code, body, _ := get(t, plain, "GET", "http://site.p2p/gone", "", nil)
+		if code != 502 || !strings.Contains(body, "Bad Gateway") {
+			return fmt.Errorf("after the server went away: %d %s", code, body)
+		}
+		return nil
+	})
+}
