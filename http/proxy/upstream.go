@@ -147,7 +147,8 @@ func (s *Server) websocket(ctx *fasthttp.RequestCtx, d *view.Domain) {
 	req.Header.Set("X-Forwarded-For", ip)
 	req.Header.Set("X-Forwarded-Host", string(ctx.Host()))
 	w := bufio.NewWriter(up)
-	if err := req.Write(w); err == nil {
+	err = req.Write(w)
+	if err == nil {
 		err = w.Flush()
 	}
 	if err != nil {

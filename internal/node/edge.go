@@ -1,9 +1,13 @@
 package node
 
 import (
+	"net/netip"
 	"path/filepath"
 	"sync/atomic"
 
+	"github.com/fasthttp/router"
+
+	"peerdns/http/admin"
 	"peerdns/http/proxy"
 	"peerdns/internal/certs"
 )
@@ -12,18 +16,23 @@ import (
 // server's goroutines).
 type edgeRef = atomic.Pointer[proxy.Server]
 
-// startEdge opens the node's CA and starts the edge proxy on the HTTP and
-// HTTPS addresses; it stops before the admin server and the actors.
-func (n *Node) startEdge() error {
+// openCA opens the node's certificate authority (DATA/ca).
+func (n *Node) openCA() error {
 	ca, err := certs.Open(filepath.Join(n.orig.Data, "ca"), nil)
 	if err != nil {
 		return err
 	}
 	n.ca = ca
+	return nil
+}
+
+// startEdge starts the edge proxy on the HTTP and
+// HTTPS addresses; it stops before the admin server and the actors.
+func (n *Node) startEdge() error {
 	adm := n.admin.Handler()
 	p := proxy.New(proxy.Deps{
 		HTTPAddr: n.cfg.HTTPAddr, HTTPSAddr: n.cfg.HTTPSAddr, AdminDomain: n.cfg.AdminDomain, Admin: adm,
-		View: n.pub, Plugins: n.pluginTable, PluginWeb: n.pluginWeb, Dialer: n.dialer, CA: ca,
+		View: n.pub, Plugins: n.pluginTable, PluginWeb: n.pluginWeb, Dialer: n.dialer, CA: n.ca,
 		Log: n.logs["proxy"], Access: n.files["httpProxy"],
 	})
 	if err := p.Start(); err != nil {
@@ -38,6 +47,20 @@ func (n *Node) startEdge() error {
 	n.announce("http", h)
 	n.announce("https", hs)
 	return nil
+}
+
+// certRoutes registers the certificate routes.
+func (n *Node) certRoutes(r *router.Router) {
+	admin.RegisterCerts(r, admin.CertDeps{CA: n.ca, Root: n.root.System.Root, Log: n.logs["core"],
+		IP: func(domain string) netip.Addr {
+			if s := n.pub.Load(); s != nil {
+				if d, ok := s.Lookup(domain); ok {
+					return d.IP
+				}
+				return s.Internal[domain]
+			}
+			return netip.Addr{}
+		}})
 }
 
 // edgeHealth is health's proxy service: enabled once started, healthy

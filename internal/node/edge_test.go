@@ -5,11 +5,13 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -215,4 +217,70 @@ func TestEdgeProxy(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// The certificate endpoints: list, details, generate (a new serial),
+// delete, install into a trust folder, and a new root that re-signs.
+func TestCertEndpoints(t *testing.T) {
+	n := newTestNode(t, t.TempDir())
+	base := "http://" + n.AdminAddr()
+	addDomain(t, base, "cert.p2p", hashA)
+	if code, body := call(t, "POST", base+"/api/generate-cert", `{"domain":"cert.p2p"}`); code != 200 || body != "OK" {
+		t.Fatalf("generate-cert: %d %s", code, body)
+	}
+	var names []string
+	mustJSON(t, "GET", base+"/api/certs", "", 200, &names)
+	if len(names) != 1 || names[0] != "cert.p2p" {
+		t.Fatalf("certs: %v", names)
+	}
+	parse := func() *x509.Certificate {
+		code, body := call(t, "GET", base+"/api/cert-details?domain=cert.p2p", "")
+		block, _ := pem.Decode([]byte(body))
+		if code != 200 || block == nil {
+			t.Fatalf("cert-details: %d %s", code, body)
+		}
+		c, err := x509.ParseCertificate(block.Bytes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	first := parse()
+	if len(first.IPAddresses) != 1 || !strings.HasPrefix(first.IPAddresses[0].String(), "127.77.") {
+		t.Fatalf("the domain's local IP is not in the certificate: %v", first.IPAddresses)
+	}
+	mustJSON(t, "POST", base+"/api/regenerate-cert", `{"domain":"cert.p2p"}`, 200, nil)
+	if parse().SerialNumber.Cmp(first.SerialNumber) == 0 {
+		t.Fatal("regenerate-cert kept the serial")
+	}
+	oldRoot, _ := os.ReadFile(n.CA().RootPath())
+	mustJSON(t, "POST", base+"/api/regenerate-ca", "", 200, nil)
+	newRoot, _ := os.ReadFile(n.CA().RootPath())
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(newRoot)
+	if string(oldRoot) == string(newRoot) {
+		t.Fatal("regenerate-ca kept the root")
+	}
+	if _, err := parse().Verify(x509.VerifyOptions{Roots: pool, DNSName: "cert.p2p"}); err != nil {
+		t.Fatalf("leaf after regenerate-ca: %v", err)
+	}
+	trust := t.TempDir()
+	t.Setenv("PEERDNS_CA_TRUST_DIR", trust)
+	mustJSON(t, "POST", base+"/api/install-ca", "", 200, nil)
+	if got, _ := os.ReadFile(filepath.Join(trust, "peerdns-root.crt")); string(got) != string(newRoot) {
+		t.Fatal("install-ca did not put the root in the trust folder")
+	}
+	for path, body := range map[string]string{"/api/generate-cert": `{"domain":"../etc"}`, "/api/delete-cert": `{"domain":"none.p2p"}`} {
+		if code, _ := call(t, "POST", base+path, body); code != 500 {
+			t.Fatalf("%s %s: %d", path, body, code)
+		}
+	}
+	if code, _ := call(t, "GET", base+"/api/cert-details?domain=none.p2p", ""); code != 500 {
+		t.Fatal("details of an unknown domain")
+	}
+	mustJSON(t, "POST", base+"/api/delete-cert", `{"domain":"cert.p2p"}`, 200, nil)
+	mustJSON(t, "GET", base+"/api/certs", "", 200, &names)
+	if len(names) != 0 {
+		t.Fatalf("after delete: %v", names)
+	}
 }

@@ -218,6 +218,9 @@ func (n *Node) start() (err error) {
 	}
 	n.answered.Store(n.tunnels)
 	n.closers = append(n.closers, func() { _ = n.root.System.Root.StopFuture(n.tunnels).Wait() })
+	if err := n.openCA(); err != nil {
+		return err
+	}
 	n.startAdmin(adminLn)
 	return n.startEdge()
 }
@@ -243,6 +246,7 @@ func (n *Node) startAdmin(ln net.Listener) {
 			func(r *router.Router) { admin.RegisterServices(r, core, rootCtx, n.tunnels, n.ledger) },
 			n.settingsRoutes,
 			n.pluginRoutes,
+			n.certRoutes,
 			func(r *router.Router) { admin.RegisterBackups(r, core, n) },
 		},
 		WS: ws.Handler(ws.Deps{Root: rootCtx, Hub: n.hub, Ledger: n.ledger, Channels: n.channels, Log: core}),
