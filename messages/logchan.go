@@ -52,6 +52,10 @@ type LogLine struct {
 	Seq     uint64 // set by the channel actor: 1, 2, ... per channel and run
 }
 
+// LogBatch is many lines for one channel actor, written in one go (a
+// busy writer such as the edge proxy's access log).
+type LogBatch struct{ Lines []*LogLine }
+
 // GetLogTail asks a channel actor for the last Lines lines of its file.
 type GetLogTail struct{ Lines int }
 

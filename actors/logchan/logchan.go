@@ -85,6 +85,21 @@ func (a *Actor) Receive(c actor.Context) {
 		line := *m // the sender's message is not ours to change
 		line.Seq = a.seq
 		c.ActorSystem().EventStream.Publish(&line)
+	case *messages.LogBatch:
+		var buf []byte
+		for _, l := range m.Lines {
+			buf = append(append(buf, l.Message...), '\n')
+		}
+		if _, err := a.w.Write(buf); err != nil {
+			fmt.Fprintf(os.Stderr, "log channel %s: %v\n", a.id, err)
+			return
+		}
+		for _, l := range m.Lines {
+			a.seq++
+			line := *l
+			line.Seq = a.seq
+			c.ActorSystem().EventStream.Publish(&line)
+		}
 	case *messages.GetLogTail:
 		// Lines up to Seq are in the file: live subscribers drop those.
 		lines, err := tailFile(Path(a.dir, a.id), m.Lines)

@@ -63,6 +63,7 @@ import (
 	"peerdns/http/pluginweb"
 	"peerdns/internal/certs"
 	"peerdns/internal/view"
+	"peerdns/messages"
 )
 
 // Defaults.
@@ -88,7 +89,10 @@ type Deps struct {
 	CA                  *certs.CA
 	Log                 *slog.Logger // the proxy channel
 	Access              *slog.Logger // the httpProxy channel
-	UpstreamTimeout     time.Duration
+	// AccessBatch, when set, takes the access lines in batches (the
+	// httpProxy channel actor's LogBatch) instead of Access.
+	AccessBatch     func([]*messages.LogLine)
+	UpstreamTimeout time.Duration
 }
 
 // Counters are the proxy's request counters (the stats' requests).

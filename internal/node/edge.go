@@ -10,6 +10,7 @@ import (
 	"peerdns/http/admin"
 	"peerdns/http/proxy"
 	"peerdns/internal/certs"
+	"peerdns/messages"
 )
 
 // edgeRef is the running edge proxy, for health (read from the admin
@@ -34,6 +35,9 @@ func (n *Node) startEdge() error {
 		HTTPAddr: n.cfg.HTTPAddr, HTTPSAddr: n.cfg.HTTPSAddr, AdminDomain: n.cfg.AdminDomain, Admin: adm,
 		View: n.pub, Plugins: n.pluginTable, PluginWeb: n.pluginWeb, Dialer: n.dialer, CA: n.ca,
 		Log: n.logs["proxy"], Access: n.files["httpProxy"],
+		AccessBatch: func(ls []*messages.LogLine) {
+			n.root.System.Root.Send(n.channels["httpProxy"], &messages.LogBatch{Lines: ls})
+		},
 	})
 	if err := p.Start(); err != nil {
 		return err

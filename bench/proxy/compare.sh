@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# Edge proxy side by side, on loopback, bounded in time: one nginx serves
+# the backend files (100 B and 64 KiB) and wrk (keep-alive, -t2 -c$CONNS,
+# $DUR s) measures each path to them:
+#   direct       wrk → nginx backend
+#   nginx proxy  wrk → nginx proxy_pass (keepalive upstream) → backend
+#   caddy        wrk → caddy reverse_proxy → backend
+#   peerdns same wrk → peerdns edge (Host: bench.p2p) → tunnel server on
+#                the same node → backend (the real binary, configured
+#                through its admin API)
+#   peerdns tunnel  wrk → node B's edge → QUIC tunnel → node A → backend
+# and HTTPS for peerdns same-node (the node CA's certificate) beside
+# direct nginx over TLS is left out (nginx would need a cert of its own).
+# Installs wrk, nginx-light and caddy with apt-get when missing (root).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+DUR=${DUR:-5}
+CONNS=${CONNS:-32}
+ROUNDS=${ROUNDS:-2}
+TMP=$(mktemp -d)
+cleanup() {
+	for f in "$TMP"/*.pid; do [ -f "$f" ] && kill "$(cat "$f")" 2>/dev/null; done
+	kill $(jobs -p) 2>/dev/null
+	nginx -c "$TMP/nginx.conf" -s stop 2>/dev/null || true
+	sleep 1
+	rm -rf "$TMP"
+}
+trap cleanup EXIT
+for p in wrk:wrk nginx:nginx-light caddy:caddy; do
+	command -v "${p%%:*}" >/dev/null || { apt-get update -qq && apt-get install -y -qq "${p#*:}" >/dev/null; }
+done
+free_port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
+BACK=$(free_port); NPROXY=$(free_port); CADDY=$(free_port)
+mkdir -p "$TMP/www" "$TMP/nginx"
+head -c 100 /dev/urandom | base64 | head -c 100 > "$TMP/www/small"
+head -c 65536 /dev/urandom > "$TMP/www/big"
+cat > "$TMP/nginx.conf" <<CONF
+worker_processes 2;
+pid $TMP/nginx/nginx.pid;
+error_log $TMP/nginx/error.log;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  client_body_temp_path $TMP/nginx; proxy_temp_path $TMP/nginx; fastcgi_temp_path $TMP/nginx; uwsgi_temp_path $TMP/nginx; scgi_temp_path $TMP/nginx;
+  server { listen 127.0.0.1:$BACK; root $TMP/www; }
+  upstream back { server 127.0.0.1:$BACK; keepalive 64; }
+  server { listen 127.0.0.1:$NPROXY; location / { proxy_pass http://back; proxy_http_version 1.1; proxy_set_header Connection ""; } }
+}
+CONF
+nginx -c "$TMP/nginx.conf"
+cat > "$TMP/Caddyfile" <<CONF
+{
+  admin off
+  auto_https off
+}
+http://127.0.0.1:$CADDY {
+  reverse_proxy 127.0.0.1:$BACK
+}
+CONF
+caddy run --config "$TMP/Caddyfile" --adapter caddyfile > "$TMP/caddy.log" 2>&1 &
+echo $! > "$TMP/caddy.pid"
+go build -o "$TMP/peerdns" ./cmd/peerdns
+node_up() { # dir extra... → prints admin and http addresses
+	"$TMP/peerdns" node --data "$TMP/$1" --admin-addr 127.0.0.1:0 --dns-addr 127.0.0.1:0 --http-addr 127.0.0.1:0 \
+		--https-addr 127.0.0.1:0 --p2p-addr 127.0.0.1:0 --upstream 127.0.0.1:9 "${@:2}" > "$TMP/$1.log" 2>&1 &
+	echo $! > "$TMP/$1.pid"
+	for _ in $(seq 100); do grep -q '^https listening' "$TMP/$1.log" 2>/dev/null && break; sleep 0.1; done
+	echo "$(sed -n 's/^admin listening on //p' "$TMP/$1.log") $(sed -n 's/^http listening on //p' "$TMP/$1.log")"
+}
+read -r ADM_A HTTP_A < <(node_up a)
+INV=$(curl -s -X POST "http://$ADM_A/api/invites" | sed -n 's/.*"invite":"\([^"]*\)".*/\1/p')
+read -r ADM_B HTTP_B < <(node_up b --join "$INV")
+curl -s -X POST "http://$ADM_A/api/tunnel-create" -H 'Content-Type: application/json' -d "{\"name\":\"bench\",\"port\":$BACK,\"domain\":\"bench.p2p\"}" >/dev/null
+for _ in $(seq 200); do
+	curl -s -o /dev/null -w '%{http_code}' -H 'Host: bench.p2p' "http://$HTTP_B/small" | grep -q 200 && break; sleep 0.1
+done
+sleep 1
+run() { # label url host
+	local out
+	out=$(wrk -t2 -c"$CONNS" -d"${DUR}s" --latency -H "Host: $3" "$2" 2>&1)
+	printf '%s\t%s\t%s\n' "$1" "$(echo "$out" | awk '/Requests\/sec/{print $2}')" "$(echo "$out" | awk '$1=="99%"{print $2}')"
+}
+echo "load before: $(cut -d' ' -f1-3 /proc/loadavg); peerdns $(git rev-parse --short HEAD)"
+for r in $(seq 1 "$ROUNDS"); do
+	for f in small big; do
+		run "direct/$f" "http://127.0.0.1:$BACK/$f" "127.0.0.1"
+		run "nginx-proxy/$f" "http://127.0.0.1:$NPROXY/$f" "127.0.0.1"
+		run "caddy/$f" "http://127.0.0.1:$CADDY/$f" "127.0.0.1"
+		run "peerdns-same-node/$f" "http://$HTTP_A/$f" "bench.p2p"
+		run "peerdns-tunnel/$f" "http://$HTTP_B/$f" "bench.p2p"
+	done
+done | sort | awk -F'\t' '{print "| " $1 " | " $2 " req/s | p99 " $3 " |"}'
+echo "RSS: node A $(awk '/VmRSS/{print $2}' /proc/$(pgrep -f "data $TMP/a" | head -1)/status) kB, node B $(awk '/VmRSS/{print $2}' /proc/$(pgrep -f "data $TMP/b" | head -1)/status) kB"
