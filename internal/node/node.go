@@ -247,6 +247,7 @@ func (n *Node) startAdmin(ln net.Listener) {
 			n.settingsRoutes,
 			n.pluginRoutes,
 			n.certRoutes,
+			func(r *router.Router) { admin.RegisterDiagnostics(r, core, n.dns) },
 			func(r *router.Router) { admin.RegisterBackups(r, core, n) },
 		},
 		WS: ws.Handler(ws.Deps{Root: rootCtx, Hub: n.hub, Ledger: n.ledger, Channels: n.channels, Log: core}),
