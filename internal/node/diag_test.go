@@ -97,7 +97,9 @@ func TestDiagnostics(t *testing.T) {
 		}
 	}
 
-	var ifs struct{ Interfaces []struct{ Value, Label string } }
+	var ifs struct {
+		Interfaces []struct{ Value, Label string }
+	}
 	mustJSON(t, "GET", base+"/api/network-interfaces", "", 200, &ifs)
 	if len(ifs.Interfaces) == 0 || ifs.Interfaces[0].Value != "lo" || !strings.Contains(ifs.Interfaces[0].Label, "loopback") {
 		t.Fatalf("network-interfaces: %+v", ifs)
