@@ -31,6 +31,7 @@ package admin
 import (
 	"log/slog"
 	"net"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -79,6 +80,8 @@ type Server struct {
 	ln     net.Listener
 	// healthTimeout bounds the ledger question of GET /api/health.
 	healthTimeout time.Duration
+
+	reqTotal, reqOK, reqFailed, reqMillis atomic.Int64
 }
 
 // Timeouts: the write timeout is longer than httpx.AskTimeout, so a slow
@@ -103,7 +106,7 @@ func New(d Deps) *Server {
 	}
 	r.NotFound = notFound
 	s.srv = &fasthttp.Server{
-		Handler:            s.guarded(d.Addr, true),
+		Handler:            s.counted(s.guarded(d.Addr, true)),
 		Name:               "peerdns",
 		ReadTimeout:        readTimeout,
 		WriteTimeout:       writeTimeout,
@@ -126,6 +129,30 @@ func (s *Server) guarded(addr string, logErrors bool) fasthttp.RequestHandler {
 	return g.Wrap(s.d.Log, s.router)
 }
 
+// RequestCounters are the admin API's request counters (the stats'
+// requests): every request answered, by outcome, and their summed time.
+type RequestCounters struct{ Total, Successful, Failed, TotalMillis int64 }
+
+// Requests reads the request counters.
+func (s *Server) Requests() RequestCounters {
+	return RequestCounters{Total: s.reqTotal.Load(), Successful: s.reqOK.Load(), Failed: s.reqFailed.Load(), TotalMillis: s.reqMillis.Load()}
+}
+
+// counted counts every request h answers (a failure is a 5xx).
+func (s *Server) counted(h fasthttp.RequestHandler) fasthttp.RequestHandler {
+	return func(ctx *fasthttp.RequestCtx) {
+		start := time.Now()
+		h(ctx)
+		s.reqTotal.Add(1)
+		s.reqMillis.Add(time.Since(start).Milliseconds())
+		if ctx.Response.StatusCode() >= 500 {
+			s.reqFailed.Add(1)
+		} else {
+			s.reqOK.Add(1)
+		}
+	}
+}
+
 // Handler is the guarded router, for tests that drive it without a
 // listener.
 func (s *Server) Handler() fasthttp.RequestHandler { return s.srv.Handler }
@@ -135,7 +162,7 @@ func (s *Server) Serve(ln net.Listener) error {
 	s.ln = ln
 	if s.d.Addr == "" {
 		// Before Serve starts, so no request sees the swap.
-		s.srv.Handler = s.guarded(ln.Addr().String(), false)
+		s.srv.Handler = s.counted(s.guarded(ln.Addr().String(), false))
 	}
 	return s.srv.Serve(ln)
 }

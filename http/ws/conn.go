@@ -23,6 +23,9 @@ type Deps struct {
 	Ledger   *actor.PID
 	Channels map[string]*actor.PID // log channel id → channel actor
 	Log      *slog.Logger
+	// Stats builds the stats-snapshot message for minutes of history;
+	// nil: the stats requests answer an error.
+	Stats func(minutes int) ([]byte, error)
 
 	// MaxClients caps the open connections; an upgrade over the cap is
 	// answered 503 before the handshake.
@@ -128,6 +131,7 @@ type request struct {
 	Type    string `json:"type"`
 	Channel string `json:"channel"`
 	Lines   int    `json:"lines"`
+	Minutes int    `json:"minutes"` // subscribe-stats: history to include
 }
 
 // errorMsg is the reply to a request that cannot be served.
@@ -193,6 +197,24 @@ func serve(d Deps, conn *websocket.Conn) {
 			d.Root.Send(d.Hub, &logSnapshot{id: cl.id, channel: req.Channel, snapshot: snap, seq: seq})
 		case "unsubscribe-log":
 			d.Root.Send(d.Hub, &unsubscribeLog{id: cl.id})
+		case "subscribe-stats", "request-stats-snapshot":
+			if d.Stats == nil {
+				enqueue(cl, errorJSON("stats are not available"))
+				continue
+			}
+			snap, err := d.Stats(req.Minutes)
+			if err != nil {
+				enqueue(cl, errorJSON("stats: "+err.Error()))
+				continue
+			}
+			// Through the hub, so the snapshot comes before the updates.
+			d.Root.Send(d.Hub, &subscribeStats{id: cl.id, on: req.Type == "subscribe-stats" || cl.statsOn.Load(), snap: snap})
+			if req.Type == "subscribe-stats" {
+				cl.statsOn.Store(true)
+			}
+		case "unsubscribe-stats":
+			cl.statsOn.Store(false)
+			d.Root.Send(d.Hub, &subscribeStats{id: cl.id, on: false})
 		default:
 			enqueue(cl, errorJSON("unknown message type: "+req.Type))
 		}

@@ -19,6 +19,7 @@ package ws
 import (
 	"encoding/json"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -41,6 +42,8 @@ type client struct {
 	// go out after the snapshot, minus those it already holds.
 	pending []*messages.LogLine
 	waiting bool
+	stats   bool        // subscribed to update-stats (hub's view)
+	statsOn atomic.Bool // the same, as the connection's reader sees it
 }
 
 // register adds a client; unregister removes it.
@@ -65,6 +68,18 @@ type logSnapshot struct {
 	seq      uint64 // last line in the snapshot
 }
 type unsubscribeLog struct{ id uint64 }
+
+// subscribeStats and unsubscribeStats turn a client's update-stats on
+// and off.
+type subscribeStats struct {
+	id   uint64
+	on   bool
+	snap []byte // queued first when on (the stats-snapshot message)
+}
+
+// StatsUpdate is one second's update-stats message, built once by the
+// stats sampler; the hub queues the same bytes to every subscriber.
+type StatsUpdate struct{ Payload []byte }
 
 // ClientCount asks the hub how many clients are connected.
 type ClientCount struct{}
@@ -131,6 +146,21 @@ func (h *Hub) Receive(c actor.Context) {
 	case *unsubscribeLog:
 		if cl := h.clients[m.id]; cl != nil {
 			cl.logCh, cl.waiting, cl.pending = "", false, nil
+		}
+	case *subscribeStats:
+		cl := h.clients[m.id]
+		if cl == nil {
+			return
+		}
+		if m.snap != nil && !h.deliver(m.id, cl, m.snap) {
+			return
+		}
+		cl.stats = m.on
+	case *StatsUpdate:
+		for id, cl := range h.clients {
+			if cl.stats {
+				h.deliver(id, cl, m.Payload)
+			}
 		}
 	case *ClientCount:
 		c.Respond(&ClientCountReply{N: len(h.clients)})

@@ -68,6 +68,8 @@ type Node struct {
 	mux       *transport.Mux
 	peerCalls *plugin.PeerCalls
 	edge      edgeRef   // the edge proxy once started
+	stats     *sampler  // the stats sampler (stats.go)
+	started   time.Time // when this incarnation started
 	ca        *certs.CA // the node's certificate authority
 	// pluginTable and pluginWeb serve plugin domains (the edge proxy).
 	pluginTable   *plugin.Table
@@ -221,8 +223,13 @@ func (n *Node) start() (err error) {
 	if err := n.openCA(); err != nil {
 		return err
 	}
+	n.newStats()
 	n.startAdmin(adminLn)
-	return n.startEdge()
+	if err := n.startEdge(); err != nil {
+		return err
+	}
+	n.startStats()
+	return nil
 }
 
 // startAdmin serves the admin API, its WebSocket and the panel on ln.
@@ -247,10 +254,11 @@ func (n *Node) startAdmin(ln net.Listener) {
 			n.settingsRoutes,
 			n.pluginRoutes,
 			n.certRoutes,
+			n.statsRoutes,
 			func(r *router.Router) { admin.RegisterDiagnostics(r, core, n.dns) },
 			func(r *router.Router) { admin.RegisterBackups(r, core, n) },
 		},
-		WS: ws.Handler(ws.Deps{Root: rootCtx, Hub: n.hub, Ledger: n.ledger, Channels: n.channels, Log: core}),
+		WS: ws.Handler(ws.Deps{Root: rootCtx, Hub: n.hub, Ledger: n.ledger, Channels: n.channels, Log: core, Stats: n.statsSnapshot}),
 	})
 	done := make(chan struct{})
 	go func() {
