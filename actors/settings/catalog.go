@@ -54,6 +54,7 @@ const (
 	DNSRecursionAllow = "DNS_RECURSION_ALLOW"
 	ProfileDomain     = "PROFILE_DOMAIN"
 	TokenLifetime     = "TOKEN_LIFETIME"
+	WSMaxClients      = "WS_MAX_CLIENTS"
 	BackupRetention   = "BACKUP_RETENTION"
 	BackupInterval    = "BACKUP_INTERVAL"
 )
@@ -105,6 +106,8 @@ var Catalog = []Def{
 	{Name: DNSRecursionAllow, Type: "list", Category: "dns", Label: "DNS recursion allowed for", Env: "PEERDNS_DNS_RECURSION_ALLOW",
 		Description: "Client networks that get recursion (--dns-recursion-allow); empty: loopback and private ranges; \"none\": nobody.",
 		check:       prefixes},
+	{Name: WSMaxClients, Type: "number", Category: "general", Label: "WebSocket clients at most",
+		Description: "Open /ws connections the node accepts; more are answered 503.", Default: "256", check: intRange(1, 100000)},
 	{Name: BackupRetention, Type: "number", Category: "backups", Label: "Backups kept", Live: true,
 		Description: "How many backups DATA/backups keeps; older ones are removed before a new one is written.", Default: "10", check: intRange(1, 1000)},
 	{Name: BackupInterval, Type: "number", Category: "backups", Label: "Backup every (hours)", Live: true,

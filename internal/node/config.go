@@ -58,6 +58,10 @@ type Config struct {
 	BackupRetention     int
 	BackupIntervalHours int
 
+	// WSMaxClients caps the open /ws connections (WS_MAX_CLIENTS); 0:
+	// ws.DefaultMaxClients.
+	WSMaxClients int
+
 	// Sources says which settings (actors/settings names) the command
 	// line ("flag") or the environment ("env") gave; those win over the
 	// saved settings and cannot be changed through the API.

@@ -258,7 +258,7 @@ func (n *Node) startAdmin(ln net.Listener) {
 			func(r *router.Router) { admin.RegisterDiagnostics(r, core, n.dns) },
 			func(r *router.Router) { admin.RegisterBackups(r, core, n) },
 		},
-		WS: ws.Handler(ws.Deps{Root: rootCtx, Hub: n.hub, Ledger: n.ledger, Channels: n.channels, Log: core, Stats: n.statsSnapshot}),
+		WS: ws.Handler(ws.Deps{Root: rootCtx, Hub: n.hub, Ledger: n.ledger, Channels: n.channels, Log: core, Stats: n.statsSnapshot, MaxClients: n.cfg.WSMaxClients}),
 	})
 	done := make(chan struct{})
 	go func() {

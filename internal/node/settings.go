@@ -92,6 +92,8 @@ func setConfig(c *Config, name, v string) error {
 		c.SubnetBase = v
 	case settings.InitialIPIndex:
 		c.InitialIPIndex, _ = strconv.Atoi(v)
+	case settings.WSMaxClients:
+		c.WSMaxClients, _ = strconv.Atoi(v)
 	case settings.BackupRetention:
 		c.BackupRetention, _ = strconv.Atoi(v)
 	case settings.BackupInterval:
@@ -124,6 +126,9 @@ func inForce(c Config) map[string]string {
 	}
 	if c.BackupRetention == 0 {
 		m[settings.BackupRetention] = "10"
+	}
+	if c.WSMaxClients == 0 {
+		m[settings.WSMaxClients] = "256"
 	}
 	if cache != "" {
 		m[settings.DNSCacheSize] = cache
