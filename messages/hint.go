@@ -25,6 +25,10 @@ const (
 // a backup and restarted its services.
 const HintSystemReset = "system-reset"
 
+// HintPluginLog is a line a plugin's handler logged ({domain, level,
+// component, message}); the hub sends it as a plugin-log message.
+const HintPluginLog = "plugin-log"
+
 // HintTunnelLog is a tunnel event ({id, level, message}); the hub sends
 // it to WebSocket clients as a tunnel-log message.
 const HintTunnelLog = "tunnel-log"

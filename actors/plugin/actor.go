@@ -46,6 +46,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -81,6 +82,10 @@ type Deps struct {
 	Peers   PeerCaller
 	Log     *slog.Logger // the plugins channel
 	Table   *Table       // published runtimes; required
+	// Events, when set, gets each line a handler logs (its log calls and
+	// its stderr) as a plugin-log hint for the WebSocket clients, at most
+	// pluginLogRate a second per plugin (the rest only reach the channel).
+	Events func(*messages.Hint)
 
 	CallTimeout time.Duration     // init, handle and action calls [30s]
 	Backoff     transport.Backoff // handler restarts [200ms .. 10s]
@@ -313,7 +318,7 @@ func (a *Actor) load(c actor.Context, e *entry) {
 		return
 	}
 	run := &runner{
-		p: e.p, rt: rt, log: a.d.Log, serve: a.serveFor(e), backoff: a.d.Backoff, loop: a.d.CrashLoop,
+		p: e.p, rt: rt, log: a.d.Log, serve: a.serveFor(e), wsLog: a.pluginLog(m.Domain), backoff: a.d.Backoff, loop: a.d.CrashLoop,
 		window: a.d.CrashWindow, timeout: a.d.CallTimeout,
 	}
 	rt.settings.Store(&e.settings)
@@ -573,6 +578,7 @@ func (a *Actor) serveFor(e *entry) serveFunc {
 	db := e.db
 	log := a.d.Log
 	peers := a.d.Peers
+	wsLog := a.pluginLog(domain)
 	return func(ctx context.Context, method string, params json.RawMessage) (any, error) {
 		switch {
 		case strings.HasPrefix(method, "db."):
@@ -597,6 +603,7 @@ func (a *Actor) serveFor(e *entry) serveFunc {
 				lvl = slog.LevelError
 			}
 			log.Log(ctx, lvl, clip([]byte(l.Message)), "domain", domain, "component", l.Component)
+			wsLog(strings.ToLower(lvl.String()), l.Component, clip([]byte(l.Message)))
 			return map[string]any{}, nil
 		case method == "peer.call" || method == "peer.send":
 			if peers == nil {
@@ -613,6 +620,35 @@ func (a *Actor) serveFor(e *entry) serveFunc {
 			return peers.CallPlugin(ctx, r.Peer, domain, r.Method, r.Params, method == "peer.call")
 		}
 		return nil, fmt.Errorf("unknown method %q", method)
+	}
+}
+
+// pluginLogRate bounds the plugin-log hints of one plugin per second.
+const pluginLogRate = 50
+
+// pluginLog is the function that sends one plugin's log lines as
+// plugin-log hints (rate-limited); a no-op without Deps.Events.
+func (a *Actor) pluginLog(domain string) func(level, component, message string) {
+	events := a.d.Events
+	if events == nil {
+		return func(string, string, string) {}
+	}
+	var mu sync.Mutex
+	var second int64
+	var n int
+	return func(level, component, message string) {
+		now := time.Now().Unix()
+		mu.Lock()
+		if now != second {
+			second, n = now, 0
+		}
+		n++
+		over := n > pluginLogRate
+		mu.Unlock()
+		if over {
+			return
+		}
+		events(&messages.Hint{Type: messages.HintPluginLog, Data: map[string]any{"domain": domain, "level": level, "component": component, "message": message}})
 	}
 }
 

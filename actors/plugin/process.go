@@ -26,6 +26,7 @@ type runner struct {
 	p        *Plugin
 	rt       *Runtime
 	log      *slog.Logger
+	wsLog    func(level, component, message string) // plugin-log hints
 	serve    serveFunc
 	init     func() any // the init params (settings read at each start)
 	backoff  transport.Backoff
@@ -172,7 +173,11 @@ func (r *runner) stderrLines(rd io.Reader) {
 	sc := bufio.NewScanner(rd)
 	sc.Buffer(make([]byte, 4096), 64<<10)
 	for sc.Scan() {
-		r.log.Info(strings.TrimRight(sc.Text(), "\r"), "domain", r.rt.Domain, "component", "stderr")
+		line := strings.TrimRight(sc.Text(), "\r")
+		r.log.Info(line, "domain", r.rt.Domain, "component", "stderr")
+		if r.wsLog != nil {
+			r.wsLog("info", "stderr", clip([]byte(line)))
+		}
 	}
 	_, _ = io.Copy(io.Discard, rd) // after a cut line: keep draining
 }

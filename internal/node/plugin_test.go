@@ -121,8 +121,14 @@ func action(t *testing.T, n *Node, domain, name, body string) json.RawMessage {
 func TestNotesPlugin(t *testing.T) {
 	nodes := newNetwork(t, 2)
 	a, b := nodes[0], nodes[1]
+	ws := dialWS(t, a.AdminAddr(), 0)
 	for _, n := range nodes {
 		installNotes(t, n)
+	}
+	// The handler's log call at init reaches WebSocket clients.
+	pl := readUntil(t, ws, ofType("plugin-log"))
+	if pl["domain"] != "notes.p2p" || !strings.Contains(fmt.Sprint(pl["message"]), "notes plugin started") {
+		t.Fatalf("plugin-log: %v", pl)
 	}
 	base := "http://" + a.AdminAddr()
 	testutil.Eventually(t, 15*time.Second, func() error {

@@ -14,6 +14,7 @@ import (
 	"peerdns/http/admin"
 	"peerdns/http/pluginweb"
 	"peerdns/internal/token"
+	"peerdns/messages"
 	"peerdns/transport"
 )
 
@@ -28,6 +29,7 @@ func (n *Node) startPlugins() error {
 		Dir:   filepath.Join(n.orig.Data, "plugins"), DataDir: filepath.Join(n.orig.Data, "plugin-data"),
 		Store: n.nodeDB, Ledger: n.ledger, Address: n.edgeAnswer(), PeerID: n.id.ID(),
 		Static: []plugin.Static{n.profilePlugin()}, Log: n.logs["plugins"], Table: n.pluginTable,
+		Events: func(h *messages.Hint) { n.root.System.EventStream.Publish(h) },
 	}))
 	if err != nil {
 		return err
