@@ -181,12 +181,18 @@ func serve(d Deps, conn *websocket.Conn) {
 			}
 			enqueue(cl, mustJSON(map[string]any{"type": "domains-list", "domains": r.Domains}))
 		case "subscribe-log":
+			// The legacy form names no channel: the core channel's lines,
+			// as "log" messages.
+			legacy := req.Channel == ""
+			if legacy {
+				req.Channel = "core"
+			}
 			if _, ok := d.Channels[req.Channel]; !ok || !messages.KnownLogChannel(req.Channel) {
 				enqueue(cl, errorJSON("unknown log channel: "+req.Channel))
 				continue
 			}
 			// Live lines are held from here; the snapshot is read after.
-			d.Root.Send(d.Hub, &subscribeLog{id: cl.id, channel: req.Channel})
+			d.Root.Send(d.Hub, &subscribeLog{id: cl.id, channel: req.Channel, legacy: legacy})
 			lines, seq, err := tailLog(d, req)
 			if err != nil {
 				d.Root.Send(d.Hub, &unsubscribeLog{id: cl.id})

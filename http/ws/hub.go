@@ -43,6 +43,7 @@ type client struct {
 	pending []*messages.LogLine
 	waiting bool
 	stats   bool        // subscribed to update-stats (hub's view)
+	legacy  bool        // subscribed without a channel: core lines as legacy "log" messages
 	statsOn atomic.Bool // the same, as the connection's reader sees it
 }
 
@@ -60,6 +61,7 @@ type unregister struct{ id uint64 }
 type subscribeLog struct {
 	id      uint64
 	channel string
+	legacy  bool // the legacy form: lines go out as "log" messages
 }
 type logSnapshot struct {
 	id       uint64
@@ -126,7 +128,7 @@ func (h *Hub) Receive(c actor.Context) {
 		delete(h.clients, m.id)
 	case *subscribeLog:
 		if cl := h.clients[m.id]; cl != nil {
-			cl.logCh, cl.waiting, cl.pending = m.channel, true, nil
+			cl.logCh, cl.waiting, cl.pending, cl.legacy = m.channel, true, nil, m.legacy
 		}
 	case *logSnapshot:
 		cl := h.clients[m.id]
@@ -139,7 +141,7 @@ func (h *Hub) Receive(c actor.Context) {
 			return
 		}
 		for _, l := range held {
-			if l.Seq > m.seq && !h.deliver(m.id, cl, lineJSON(l)) {
+			if l.Seq > m.seq && !h.deliver(m.id, cl, lineJSON(l, cl.legacy)) {
 				return
 			}
 		}
@@ -171,14 +173,20 @@ func (h *Hub) Receive(c actor.Context) {
 	}
 }
 
-func lineJSON(m *messages.LogLine) []byte {
-	return mustJSON(fileLog{Type: "file-log", Channel: m.Channel, Level: m.Level, Message: m.Message, Timestamp: m.Time.UnixMilli()})
+// lineJSON is a live line as a file-log message, or as the legacy log
+// message (the same fields, type "log").
+func lineJSON(m *messages.LogLine, legacy bool) []byte {
+	typ := "file-log"
+	if legacy {
+		typ = "log"
+	}
+	return mustJSON(fileLog{Type: typ, Channel: m.Channel, Level: m.Level, Message: m.Message, Timestamp: m.Time.UnixMilli()})
 }
 
 // broadcastLine sends a live line to its channel's subscribers, or holds
 // it for those whose snapshot is being read.
 func (h *Hub) broadcastLine(m *messages.LogLine) {
-	var b []byte
+	var b, legacy []byte
 	for id, cl := range h.clients {
 		if cl.logCh != m.Channel {
 			continue
@@ -193,8 +201,15 @@ func (h *Hub) broadcastLine(m *messages.LogLine) {
 			cl.pending = append(cl.pending, m)
 			continue
 		}
+		if cl.legacy {
+			if legacy == nil {
+				legacy = lineJSON(m, true)
+			}
+			h.deliver(id, cl, legacy)
+			continue
+		}
 		if b == nil {
-			b = lineJSON(m)
+			b = lineJSON(m, false)
 		}
 		h.deliver(id, cl, b)
 	}

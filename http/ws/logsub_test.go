@@ -97,3 +97,20 @@ func TestLogSubscriptionUnderLoad(t *testing.T) {
 		}
 	}
 }
+
+// The legacy subscribe-log without a channel gets the core channel's
+// lines as "log" messages.
+func TestLegacyLogMessages(t *testing.T) {
+	noLeaks(t)
+	w := newTestWS(t, true, nil)
+	c := w.mustDial(t, "")
+	w.waitClients(t, 1)
+	send(t, c, msg{"type": "subscribe-log"})
+	if m := next(t, c); m["type"] != "log-snapshot" || m["channel"] != "core" {
+		t.Fatalf("snapshot: %v", m)
+	}
+	w.sys.EventStream.Publish(&messages.LogLine{Channel: "core", Level: "INFO", Time: time.Now(), Message: "legacy line"})
+	if m := next(t, c); m["type"] != "log" || m["message"] != "legacy line" {
+		t.Fatalf("legacy line: %v", m)
+	}
+}
