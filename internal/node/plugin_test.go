@@ -203,3 +203,22 @@ func TestNotesPlugin(t *testing.T) {
 		t.Fatalf("count after restart = %s", got)
 	}
 }
+
+// A plugin whose domain is already claimed in the ledger is stopped with
+// the reason, and the claim keeps working.
+func TestPluginDomainAlreadyClaimed(t *testing.T) {
+	n := newTestNode(t, t.TempDir())
+	base := "http://" + n.AdminAddr()
+	addDomain(t, base, "notes.p2p", hashA)
+	installNotes(t, n)
+	testutil.Eventually(t, 10*time.Second, func() error {
+		p := pluginOn(t, n, "notes.p2p")
+		if p.Status != "stopped" || !strings.Contains(p.Error, "claimed") {
+			return fmt.Errorf("plugin: %+v", p)
+		}
+		return nil
+	})
+	if cs := consensusOn(t, n, "notes.p2p"); cs.Status != "resolved" {
+		t.Fatalf("the claim: %+v", cs)
+	}
+}
