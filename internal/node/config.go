@@ -73,6 +73,9 @@ type Config struct {
 	// domainMiddleware wraps every domain actor's Receive; only this
 	// package's tests set it (to crash a real domain actor).
 	domainMiddleware []actor.ReceiverMiddleware
+	// edgeUpstreamTimeout replaces the edge proxy's upstream timeout;
+	// only this package's tests set it (to see a 504 quickly).
+	edgeUpstreamTimeout time.Duration
 }
 
 // Validate reports settings that can never work, before anything starts:

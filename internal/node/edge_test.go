@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -282,5 +283,46 @@ func TestCertEndpoints(t *testing.T) {
 	mustJSON(t, "GET", base+"/api/certs", "", 200, &names)
 	if len(names) != 0 {
 		t.Fatalf("after delete: %v", names)
+	}
+}
+
+// A claim with ssl: true is spoken to over HTTPS inside the tunnel, and
+// an upstream that never answers is a 504.
+func TestEdgeUpstreamTLSAndTimeout(t *testing.T) {
+	cfg := testConfig(t.TempDir())
+	cfg.edgeUpstreamTimeout = 500 * time.Millisecond
+	n, err := Start(cfg, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(n.Stop)
+	base := "http://" + n.AdminAddr()
+	stop := make(chan struct{})
+	t.Cleanup(func() { close(stop) })
+	tlsBack := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/slow" {
+			select {
+			case <-stop:
+			case <-r.Context().Done():
+			}
+			return
+		}
+		fmt.Fprintf(w, "tls backend %s host=%s", r.URL.Path, r.Host)
+	}))
+	t.Cleanup(tlsBack.Close)
+	port := tlsBack.Listener.Addr().(*net.TCPAddr).Port
+	_, url := tunnelServerURL(t, n, fmt.Sprintf(`{"name":"tlsback","port":%d}`, port))
+	mustJSON(t, "POST", base+"/api/add-domain", `{"domain":"secure.p2p","hash":"`+url+`","ssl":true}`, 200, nil)
+	httpAddr, _ := n.EdgeAddrs()
+	c := edgeClient(httpAddr, nil)
+	testutil.Eventually(t, 10*time.Second, func() error {
+		code, body, _ := get(t, c, "GET", "http://secure.p2p/hi", "", nil)
+		if code != 200 || body != "tls backend /hi host=secure.p2p" {
+			return fmt.Errorf("ssl upstream: %d %s", code, body)
+		}
+		return nil
+	})
+	if code, body, _ := get(t, c, "GET", "http://secure.p2p/slow", "", nil); code != 504 || !strings.Contains(body, "Gateway Timeout") {
+		t.Fatalf("slow upstream: %d %s", code, body)
 	}
 }
