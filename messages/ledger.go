@@ -41,6 +41,11 @@ type Op struct {
 	Delete bool    `cbor:"6,keyasint,omitempty"`
 	Sig    []byte  `cbor:"7,keyasint,omitempty"`
 	Batch  []Write `cbor:"8,keyasint,omitempty"`
+
+	// SigChecked is set (in this process only: it never crosses the
+	// wire) by the peer session that received the op once it verified
+	// the signature, so the ledger actor does not check it again.
+	SigChecked bool `cbor:"-"`
 }
 
 // Write is one key write of a batched op.

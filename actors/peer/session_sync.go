@@ -6,6 +6,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"peerdns/internal/identity"
 	"peerdns/messages"
 )
 
@@ -214,6 +215,15 @@ func (s *session) push(ops []*messages.Op) {
 
 func (s *session) onOps(c actor.Context, ops []*messages.Op) {
 	s.stats.opsReceived += int64(len(ops))
+	// Signatures are checked here, in this peer's session (sessions run
+	// side by side, one per peer), not in the ledger actor, which every
+	// peer's ops go through one at a time. An op whose signature does not
+	// verify goes on unmarked and the ledger refuses and counts it.
+	for _, op := range ops {
+		if msg, err := op.SigningBytes(); err == nil && identity.Verify(op.Writer, msg, op.Sig) {
+			op.SigChecked = true
+		}
+	}
 	for _, op := range ops {
 		if op.Seq > s.peerVV[op.Writer] {
 			s.peerVV[op.Writer] = op.Seq
