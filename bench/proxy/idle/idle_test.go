@@ -110,7 +110,7 @@ func BenchmarkIdleKeepAlive(b *testing.B) {
 func BenchmarkTLSHandshakes(b *testing.B) {
 	_, addrs := startNode(b)
 	cfg := &tls.Config{ServerName: "admin.p2p", InsecureSkipVerify: true} //nolint:gosec // counts handshakes only
-	c, err := tls.Dial("tcp", addrs["https"], cfg) // the first issues the leaf
+	c, err := tls.Dial("tcp", addrs["https"], cfg)                        // the first issues the leaf
 	if err != nil {
 		b.Fatal(err)
 	}
