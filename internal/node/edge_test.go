@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -122,6 +123,17 @@ func TestEdgeProxy(t *testing.T) {
 	code, body, _ := get(t, secure, "GET", "https://site.p2p/tls", "", nil)
 	if code != 200 || !strings.HasSuffix(body, "proto=https") {
 		t.Fatalf("https: %d %s", code, body)
+	}
+	// The same with curl, as a user would (--cacert the node's root.pem).
+	if curl, err := exec.LookPath("curl"); err == nil {
+		_, port, _ := net.SplitHostPort(httpsAddr)
+		out, err := exec.Command(curl, "-sS", "--max-time", "10", "--cacert", b.CA().RootPath(),
+			"--resolve", "site.p2p:"+port+":127.0.0.1", "https://site.p2p:"+port+"/curl").CombinedOutput()
+		if err != nil || !strings.HasPrefix(string(out), "hello /curl host=site.p2p:"+port) || !strings.HasSuffix(string(out), "proto=https") {
+			t.Fatalf("curl --cacert: %v %s", err, out)
+		}
+	} else {
+		t.Log("curl is not installed (apt-get install curl): the curl --cacert check is left out")
 	}
 	conn, err := tls.Dial("tcp", httpsAddr, &tls.Config{RootCAs: pool, ServerName: "site.p2p"})
 	if err != nil {
