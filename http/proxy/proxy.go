@@ -38,7 +38,8 @@
 // (internal/certs: issued on first use, then cached). A name that is not
 // served here (not admin, plugin or resolved p2p) gets no certificate:
 // the handshake fails (no leaf is issued for names a stranger makes up).
-// A handshake without SNI gets the admin domain's certificate.
+// A handshake without SNI (or with an address as SNI) gets the admin
+// domain's certificate.
 //
 // Access log: one line per request on the httpProxy channel (method,
 // host, path, status, bytes, duration, upstream), handed to a goroutine
@@ -278,7 +279,9 @@ func page(ctx *fasthttp.RequestCtx, status int, title, msg string) {
 // certificate picks the HTTPS certificate by SNI.
 func (s *Server) certificate(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
 	name := hostOf(hello.ServerName)
-	if name == "" {
+	if _, err := netip.ParseAddr(name); name == "" || err == nil {
+		// No SNI, or an address (RFC 6066 forbids it, some tools send
+		// it): the admin domain's certificate.
 		name = s.d.AdminDomain
 	}
 	if !s.serves(name) {
