@@ -45,6 +45,13 @@ func newNetwork(t *testing.T, size int) []*Node {
 			if len(peers) != size-1 {
 				return fmt.Errorf("%s has %d peers", n.ID()[:8], len(peers))
 			}
+			// Connected is not yet joined: the node may write once its
+			// ledger holds the op that made it a writer.
+			var m struct{ Sidecar struct{ Writable bool } }
+			mustJSON(t, "GET", "http://"+n.AdminAddr()+"/api/consensus/metrics", "", 200, &m)
+			if !m.Sidecar.Writable {
+				return fmt.Errorf("%s is not a writer yet", n.ID()[:8])
+			}
 		}
 		return nil
 	})
