@@ -20,6 +20,8 @@ import (
 	"time"
 
 	"github.com/fasthttp/websocket"
+
+	"peerdns/bench/procstat"
 )
 
 // BenchmarkStatsSubscribers: 1,000 WebSocket clients subscribed to stats
@@ -112,7 +114,7 @@ func BenchmarkStatsSubscribers(b *testing.B) {
 	el := t1.Sub(t0).Seconds()
 	b.ReportMetric((cpu1-cpu0)*100/el, "%core")
 	b.ReportMetric(float64(u1-u0)/el, "updates/s")
-	b.ReportMetric(float64(rssKB(cmd.Process.Pid))/1024, "MiB_rss")
+	b.ReportMetric(float64(procstat.RSSKB(cmd.Process.Pid))/1024, "MiB_rss")
 	for _, c := range conns {
 		c.Close()
 	}
@@ -126,25 +128,10 @@ func envInt(k string, def int) int {
 	return def
 }
 
-// cpuSeconds is the process's utime+stime.
 func cpuSeconds(b *testing.B, pid int) float64 {
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	s, err := procstat.CPUSeconds(pid)
 	if err != nil {
 		b.Fatal(err)
 	}
-	f := strings.Fields(string(raw[strings.LastIndexByte(string(raw), ')')+2:]))
-	ut, _ := strconv.ParseFloat(f[11], 64)
-	st, _ := strconv.ParseFloat(f[12], 64)
-	return (ut + st) / 100 // USER_HZ
-}
-
-func rssKB(pid int) int {
-	raw, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	for _, l := range strings.Split(string(raw), "\n") {
-		if strings.HasPrefix(l, "VmRSS:") {
-			v, _ := strconv.Atoi(strings.Fields(l)[1])
-			return v
-		}
-	}
-	return 0
+	return s
 }

@@ -160,39 +160,11 @@ func (n *Node) startSettings(inForce, sources map[string]string) error {
 				n.level.Set(l)
 				return nil
 			},
-			settings.UpstreamDNS: func(v string) error { return n.dns.SetUpstreams(settings.Split(v)) },
-			settings.TokenLifetime: func(v string) error {
-				secs, err := strconv.Atoi(v)
-				if err != nil {
-					return err
-				}
-				n.tokenLifetime.Store(int64(time.Duration(secs) * time.Second))
-				return nil
-			},
-			settings.BackupRetention: func(v string) error {
-				keep, err := strconv.Atoi(v)
-				if err != nil {
-					return err
-				}
-				n.backups.keep.Store(int64(keep))
-				return nil
-			},
-			settings.BackupInterval: func(v string) error {
-				hours, err := strconv.Atoi(v)
-				if err != nil {
-					return err
-				}
-				n.backups.every.Store(int64(time.Duration(hours) * time.Hour))
-				return nil
-			},
-			settings.DNSCacheSize: func(v string) error {
-				size, err := strconv.Atoi(v)
-				if err != nil {
-					return err
-				}
-				n.dns.SetCacheSize(size)
-				return nil
-			},
+			settings.UpstreamDNS:     func(v string) error { return n.dns.SetUpstreams(settings.Split(v)) },
+			settings.TokenLifetime:   applyInt(func(secs int) { n.tokenLifetime.Store(int64(time.Duration(secs) * time.Second)) }),
+			settings.BackupRetention: applyInt(func(keep int) { n.backups.keep.Store(int64(keep)) }),
+			settings.BackupInterval:  applyInt(func(hours int) { n.backups.every.Store(int64(time.Duration(hours) * time.Hour)) }),
+			settings.DNSCacheSize:    applyInt(n.dns.SetCacheSize),
 		},
 	}))
 	if err != nil {
@@ -207,7 +179,20 @@ func (n *Node) settingsRoutes(r *router.Router) {
 	admin.RegisterSettings(r, n.logs["core"], n.root.System.Root, n.settings)
 }
 
-// logLevel is the live level of every log channel and stderr.
+// applyInt is the live applier of a whole-number setting (validated
+// already; the parse only guards the type).
+func applyInt(set func(int)) func(string) error {
+	return func(v string) error {
+		i, err := strconv.Atoi(v)
+		if err != nil {
+			return err
+		}
+		set(i)
+		return nil
+	}
+}
+
+// newLevel is the live level of every log channel and stderr.
 func newLevel(l slog.Level) *slog.LevelVar {
 	v := &slog.LevelVar{}
 	v.Set(l)

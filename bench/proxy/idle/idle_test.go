@@ -5,7 +5,6 @@ package idle
 import (
 	"bufio"
 	"crypto/tls"
-	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -18,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"peerdns/bench/procstat"
 )
 
 func startNode(b *testing.B) (*exec.Cmd, map[string]string) {
@@ -52,17 +53,6 @@ func startNode(b *testing.B) (*exec.Cmd, map[string]string) {
 	return cmd, addrs
 }
 
-func rssKB(pid int) int {
-	raw, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	for _, l := range strings.Split(string(raw), "\n") {
-		if strings.HasPrefix(l, "VmRSS:") {
-			v, _ := strconv.Atoi(strings.Fields(l)[1])
-			return v
-		}
-	}
-	return 0
-}
-
 // BenchmarkIdleKeepAlive: IDLE_CONNS (10,000) connections each send one
 // keep-alive request for the admin domain's health and stay open; the
 // node's RSS before and after, per connection.
@@ -77,7 +67,7 @@ func BenchmarkIdleKeepAlive(b *testing.B) {
 	}
 	cmd, addrs := startNode(b)
 	pid := cmd.Process.Pid
-	before := rssKB(pid)
+	before := procstat.RSSKB(pid)
 	conns := make([]net.Conn, 0, n)
 	defer func() {
 		for _, c := range conns {
@@ -100,7 +90,7 @@ func BenchmarkIdleKeepAlive(b *testing.B) {
 		}
 		conns = append(conns, c) // the rest of the response stays unread: the connection idles
 	}
-	after := rssKB(pid)
+	after := procstat.RSSKB(pid)
 	b.ReportMetric(float64(after-before)*1024/float64(n), "B/conn")
 	b.ReportMetric(float64(after)/1024, "MiB_rss")
 }
