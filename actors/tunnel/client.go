@@ -168,10 +168,14 @@ func (r *clientRun) serve() {
 	}
 }
 
-// bind listens on the domain's local IP and the client's port, retrying
-// with backoff (state starting while the domain has no IP, error while
-// the bind fails). It returns nil once the incarnation ends.
-func (r *clientRun) bind() net.Listener {
+// bindLoop waits for the domain's local IP and calls listen on it and
+// the client's port, retrying with backoff, until listen binds (true) or
+// the incarnation ends (false). The state is starting while the domain
+// has no IP and error while the bind fails (with how to allow a port
+// below 1024). listen answers (true, nil) once bound and registered,
+// (false, nil) when the run was halted meanwhile, or the bind's error.
+// TCP (bind) and UDP (bindUDP) clients share it.
+func (r *clientRun) bindLoop(what string, listen func(addr netip.AddrPort) (bool, error)) bool {
 	o := r.e.rec.Opts
 	b := r.d.LookupBackoff
 	for r.ctx.Err() == nil {
@@ -179,35 +183,52 @@ func (r *clientRun) bind() net.Listener {
 		if !ip.IsValid() {
 			r.status(messages.TunnelStarting, "domain "+o.Domain+" has no local IP yet")
 		} else {
-			addr := netip.AddrPortFrom(ip, uint16(o.Port)).String()
-			ln, err := net.Listen("tcp", addr)
+			addr := netip.AddrPortFrom(ip, uint16(o.Port))
+			ok, err := listen(addr)
 			if err == nil {
-				r.mu.Lock()
-				if r.ctx.Err() != nil { // halted meanwhile: halt saw no listener
-					r.mu.Unlock()
-					ln.Close()
-					return nil
+				if ok {
+					r.ev.emit(slog.LevelInfo, r.e.rec.ID, what+" listening", "addr", addr.String())
 				}
-				r.ln, r.addr = ln, addr
-				r.mu.Unlock()
-				r.ev.emit(slog.LevelInfo, r.e.rec.ID, "tunnel client listening", "addr", addr)
-				return ln
+				return ok
 			}
 			if errors.Is(err, os.ErrPermission) && o.Port < 1024 {
-				err = privilegeErr(addr, err)
+				err = privilegeErr(addr.String(), err)
 			}
 			msg := err.Error()
 			r.e.stats.fail(msg)
 			if _, old, _ := r.e.status.get(); old != msg {
-				r.ev.emit(slog.LevelError, r.e.rec.ID, "tunnel client cannot listen", "err", err)
+				r.ev.emit(slog.LevelError, r.e.rec.ID, what+" cannot listen", "err", err)
 			}
 			r.status(messages.TunnelError, msg)
 		}
 		if !r.pause(b.Next()) {
-			return nil
+			return false
 		}
 	}
-	return nil
+	return false
+}
+
+// bind listens for a TCP client; nil once the incarnation ends.
+func (r *clientRun) bind() net.Listener {
+	var ln net.Listener
+	ok := r.bindLoop("tunnel client", func(addr netip.AddrPort) (bool, error) {
+		l, err := net.Listen("tcp", addr.String())
+		if err != nil {
+			return false, err
+		}
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if r.ctx.Err() != nil { // halted meanwhile: halt saw no listener
+			l.Close()
+			return false, nil
+		}
+		r.ln, r.addr, ln = l, addr.String(), l
+		return true, nil
+	})
+	if !ok {
+		return nil
+	}
+	return ln
 }
 
 func (r *clientRun) domainIP() netip.Addr {

@@ -8,13 +8,11 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
-	"os"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
 
-	"peerdns/messages"
 	"peerdns/transport"
 )
 
@@ -59,41 +57,26 @@ func (r *clientRun) serveUDP() {
 // bindUDP is bind for a UDP socket. The socket is closed by halt (it is
 // in r.conns).
 func (r *clientRun) bindUDP() *net.UDPConn {
-	o := r.e.rec.Opts
-	b := r.d.LookupBackoff
-	for r.ctx.Err() == nil {
-		ip := r.domainIP()
-		if !ip.IsValid() {
-			r.status(messages.TunnelStarting, "domain "+o.Domain+" has no local IP yet")
-		} else {
-			addr := netip.AddrPortFrom(ip, uint16(o.Port))
-			pc, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(addr))
-			if err == nil {
-				if _, ok := r.conns.add(func() { _ = pc.Close() }); !ok { // halted meanwhile
-					_ = pc.Close()
-					return nil
-				}
-				r.mu.Lock()
-				r.addr = addr.String()
-				r.mu.Unlock()
-				r.ev.emit(slog.LevelInfo, r.e.rec.ID, "udp tunnel client listening", "addr", addr.String())
-				return pc
-			}
-			if errors.Is(err, os.ErrPermission) && o.Port < 1024 {
-				err = privilegeErr(addr.String(), err)
-			}
-			msg := err.Error()
-			r.e.stats.fail(msg)
-			if _, old, _ := r.e.status.get(); old != msg {
-				r.ev.emit(slog.LevelError, r.e.rec.ID, "udp tunnel client cannot listen", "err", err)
-			}
-			r.status(messages.TunnelError, msg)
+	var pc *net.UDPConn
+	ok := r.bindLoop("udp tunnel client", func(addr netip.AddrPort) (bool, error) {
+		c, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(addr))
+		if err != nil {
+			return false, err
 		}
-		if !r.pause(b.Next()) {
-			return nil
+		if _, ok := r.conns.add(func() { _ = c.Close() }); !ok { // halted meanwhile
+			_ = c.Close()
+			return false, nil
 		}
+		r.mu.Lock()
+		r.addr = addr.String()
+		r.mu.Unlock()
+		pc = c
+		return true, nil
+	})
+	if !ok {
+		return nil
 	}
-	return nil
+	return pc
 }
 
 // udpClient is the flows of one bound UDP client socket.
