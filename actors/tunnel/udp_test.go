@@ -29,20 +29,8 @@ func (n *testNode) createUDPClient(domain, url string) (id, addr string) {
 	return r.ID, n.waitClient(r.ID, messages.TunnelRunning)
 }
 
-// udpSocket is a client socket connected to addr.
-func udpSocket(t testing.TB, addr string) *net.UDPConn {
-	t.Helper()
-	ra, err := net.ResolveUDPAddr("udp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := net.DialUDP("udp", nil, ra)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c
-}
+// udpSocket is tunneltest.UDPSocket.
+func udpSocket(t testing.TB, addr string) *net.UDPConn { return tunneltest.UDPSocket(t, addr) }
 
 // udpAsk sends msg on c until an answer arrives (UDP may lose either)
 // and returns the address the echo service saw it from.

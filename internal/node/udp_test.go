@@ -56,18 +56,7 @@ func TestUDPTunnelTwoNodes(t *testing.T) {
 		fmt.Sprintf(`{"domain":"udp.p2p","key":%q,"port":%d,"protocol":"udp"}`, url, freePort(t)), 200, &cl)
 	addr := runningClient(t, b, cl.ID)
 
-	dial := func() *net.UDPConn {
-		ra, err := net.ResolveUDPAddr("udp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c, err := net.DialUDP("udp", nil, ra)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-		return c
-	}
+	dial := func() *net.UDPConn { return tunneltest.UDPSocket(t, addr) }
 	c1, c2 := dial(), dial()
 	from1, from2 := udpRoundTrip(t, c1, "first"), udpRoundTrip(t, c2, "second")
 	if from1 == from2 {

@@ -30,3 +30,19 @@ func UDPEcho(t testing.TB) *net.UDPAddr {
 	}()
 	return pc.LocalAddr().(*net.UDPAddr)
 }
+
+// UDPSocket is a client socket connected to addr, closed at the test's
+// end.
+func UDPSocket(t testing.TB, addr string) *net.UDPConn {
+	t.Helper()
+	ra, err := net.ResolveUDPAddr("udp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := net.DialUDP("udp", nil, ra)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
