@@ -250,10 +250,13 @@ func (s *Server) serve(ctx *fasthttp.RequestCtx) {
 		upstream = "admin"
 		s.d.Admin(ctx)
 		return
-	case s.d.Plugins != nil && s.d.Plugins.Lookup(host) != nil:
-		upstream = "plugin:" + host
-		s.d.PluginWeb.Serve(ctx, s.d.Plugins.Lookup(host))
-		return
+	}
+	if s.d.Plugins != nil {
+		if rt := s.d.Plugins.Lookup(host); rt != nil {
+			upstream = "plugin:" + host
+			s.d.PluginWeb.Serve(ctx, rt)
+			return
+		}
 	}
 	if s.d.View != nil {
 		if snap := s.d.View.Load(); snap != nil {

@@ -51,6 +51,8 @@ type sampler struct {
 	proc    *process.Process
 	lastCPU float64 // process CPU seconds at the last sample
 	lastAt  time.Time
+	// lastMinute is the unix minute of the last sample kept.
+	lastMinute int64
 }
 
 // newStats makes the sampler (before the admin routes that read it).
@@ -95,17 +97,13 @@ func (s *sampler) sample(now time.Time) {
 	s.latest.Store(&b)
 	msg := append(append([]byte(`{"type":"update-stats","timestamp":`+strconv.FormatInt(now.UnixMilli(), 10)+`,"stats":`), b...), '}')
 	s.n.root.System.Root.Send(s.n.hub, &ws.StatsUpdate{Payload: msg})
-	if now.Second() == 0 || s.lastHist(now) {
+	// One sample a minute: the first of each minute (so a node started
+	// mid-minute still records that minute).
+	if m := now.Unix() / 60; m != s.lastMinute {
+		s.lastMinute = m
 		s.keep(now, b)
 	}
 	s.checkHealth()
-}
-
-// lastHist: no sample stored for this minute yet (so a node started
-// mid-minute still records it).
-func (s *sampler) lastHist(now time.Time) bool {
-	_, err := s.n.nodeDB.Get(histPrefix + strconv.FormatInt(now.Unix()/60, 10))
-	return err != nil
 }
 
 func (s *sampler) keep(now time.Time, b []byte) {
