@@ -14,6 +14,7 @@ require (
 	github.com/quic-go/quic-go v0.65.0
 	github.com/shirou/gopsutil/v3 v3.24.5
 	github.com/tidwall/buntdb v1.3.0
+	github.com/valyala/bytebufferpool v1.0.0
 	github.com/valyala/fasthttp v1.74.0
 	go.uber.org/goleak v1.3.0
 	golang.org/x/sys v0.48.0
@@ -54,7 +55,6 @@ require (
 	github.com/tklauser/go-sysconf v0.3.12 // indirect
 	github.com/tklauser/numcpus v0.6.1 // indirect
 	github.com/twmb/murmur3 v1.1.8 // indirect
-	github.com/valyala/bytebufferpool v1.0.0 // indirect
 	github.com/x448/float16 v0.8.4 // indirect
 	github.com/yusufpapurcu/wmi v1.2.4 // indirect
 	go.opentelemetry.io/otel v1.21.0 // indirect

@@ -14,13 +14,14 @@ type accessLine struct {
 	method, host, path, upstream string
 	status, bytes                int
 	dur                          time.Duration
+	at                           time.Time // when the response was done
 }
 
 // logRequest hands the request's access line to the writer goroutine;
 // when its buffer is full the line is dropped and counted.
-func (s *Server) logRequest(ctx *fasthttp.RequestCtx, status int, dur time.Duration, upstream string) {
+func (s *Server) logRequest(ctx *fasthttp.RequestCtx, status int, at time.Time, dur time.Duration, upstream string) {
 	l := accessLine{method: string(ctx.Method()), host: string(ctx.Host()), path: string(ctx.Path()),
-		upstream: upstream, status: status, bytes: len(ctx.Response.Body()), dur: dur}
+		upstream: upstream, status: status, bytes: len(ctx.Response.Body()), dur: dur, at: at}
 	select {
 	case s.access <- l:
 	default:
@@ -28,41 +29,59 @@ func (s *Server) logRequest(ctx *fasthttp.RequestCtx, status int, dur time.Durat
 	}
 }
 
-// logAccess writes the access lines: with Deps.AccessBatch, up to 256
-// lines at a time as one batch (one message and one file write for a
-// burst of requests), else one slog record each.
+// Access-log batching: a batch is sent when it holds accessBatch lines or
+// accessLinger after its first line, whichever comes first, so a burst of
+// requests costs one message and one file write per batch, and a line
+// reaches the channel at most accessLinger late.
+const (
+	accessBatch  = 1024
+	accessLinger = 10 * time.Millisecond
+)
+
+// logAccess writes the access lines: with Deps.AccessBatch in batches
+// (above), else one slog record each.
 func (s *Server) logAccess() {
 	defer close(s.accessDone)
-	batch := make([]*messages.LogLine, 0, 256)
-	for l := range s.access {
-		if s.d.AccessBatch == nil {
+	if s.d.AccessBatch == nil {
+		for l := range s.access {
 			s.d.Access.Info("request", "method", l.method, "host", l.host, "path", l.path, "status", l.status,
 				"bytes", l.bytes, "ms", l.dur.Milliseconds(), "upstream", l.upstream)
-			continue
 		}
-		batch = append(batch[:0], l.format())
-	more:
-		for len(batch) < cap(batch) {
+		return
+	}
+	linger := time.NewTimer(time.Hour)
+	linger.Stop()
+	for l := range s.access {
+		batch := make([]*messages.LogLine, 1, accessBatch)
+		batch[0] = l.format()
+		linger.Reset(accessLinger)
+		open := true
+	collect:
+		for open && len(batch) < accessBatch {
 			select {
 			case m, ok := <-s.access:
 				if !ok {
-					break more
+					open = false
+					break collect
 				}
 				batch = append(batch, m.format())
-			default:
-				break more
+			case <-linger.C:
+				break collect
 			}
 		}
-		s.d.AccessBatch(append([]*messages.LogLine(nil), batch...))
+		linger.Stop()
+		s.d.AccessBatch(batch)
+		if !open {
+			return
+		}
 	}
 }
 
 // format renders the line as the log channels do (slog's text form).
 func (l accessLine) format() *messages.LogLine {
-	now := time.Now()
 	b := make([]byte, 0, 160)
 	b = append(b, "time="...)
-	b = now.AppendFormat(b, time.RFC3339Nano)
+	b = l.at.AppendFormat(b, time.RFC3339Nano)
 	b = append(b, " level=INFO msg=request method="...)
 	b = appendValue(b, l.method)
 	b = append(b, " host="...)
@@ -77,7 +96,7 @@ func (l accessLine) format() *messages.LogLine {
 	b = strconv.AppendInt(b, l.dur.Milliseconds(), 10)
 	b = append(b, " upstream="...)
 	b = appendValue(b, l.upstream)
-	return &messages.LogLine{Channel: "httpProxy", Level: "INFO", Time: now, Message: string(b)}
+	return &messages.LogLine{Channel: "httpProxy", Level: "INFO", Time: l.at, Message: string(b)}
 }
 
 // appendValue quotes a value the way slog's text handler does when it

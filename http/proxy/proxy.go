@@ -229,7 +229,8 @@ func (s *Server) serve(ctx *fasthttp.RequestCtx) {
 	upstream := ""
 	defer func() {
 		st := ctx.Response.StatusCode()
-		el := time.Since(start)
+		end := time.Now()
+		el := end.Sub(start)
 		s.total.Add(1)
 		s.millis.Add(el.Milliseconds())
 		if st >= 500 {
@@ -237,7 +238,7 @@ func (s *Server) serve(ctx *fasthttp.RequestCtx) {
 		} else {
 			s.ok.Add(1)
 		}
-		s.logRequest(ctx, st, el, upstream)
+		s.logRequest(ctx, st, end, el, upstream)
 	}()
 	raw := string(ctx.Host())
 	if raw == "" {

@@ -18,7 +18,7 @@ func TestHostOf(t *testing.T) {
 }
 
 func TestAccessLineFormat(t *testing.T) {
-	l := accessLine{method: "GET", host: "a.p2p", path: "/x y", upstream: "", status: 200, bytes: 12, dur: 3 * time.Millisecond}.format()
+	l := accessLine{method: "GET", host: "a.p2p", path: "/x y", upstream: "", status: 200, bytes: 12, dur: 3 * time.Millisecond, at: time.Now()}.format()
 	for _, want := range []string{"level=INFO msg=request method=GET host=a.p2p", `path="/x y"`, "status=200 bytes=12 ms=3", `upstream=""`} {
 		if !strings.Contains(l.Message, want) {
 			t.Fatalf("%q lacks %q", l.Message, want)

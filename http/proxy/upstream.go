@@ -6,9 +6,11 @@ import (
 	"errors"
 	"io"
 	"net"
+	"net/netip"
 	"strings"
 	"time"
 
+	"github.com/valyala/bytebufferpool"
 	"github.com/valyala/fasthttp"
 
 	"peerdns/internal/view"
@@ -52,23 +54,22 @@ func (s *Server) client(d *view.Domain) *fasthttp.HostClient {
 	return actual.(*fasthttp.HostClient)
 }
 
-// forward sends the request to the domain's tunnel server.
+// forward sends the request to the domain's tunnel server. The client's
+// own request and response objects go upstream and come back (no copy of
+// either: fasthttp's DoTimeout is synchronous, and the server reads
+// whether the client asked to close before the handler runs).
 func (s *Server) forward(ctx *fasthttp.RequestCtx, d *view.Domain) {
 	if isUpgrade(ctx) {
 		s.websocket(ctx, d)
 		return
 	}
-	req := fasthttp.AcquireRequest()
-	resp := fasthttp.AcquireResponse()
-	defer fasthttp.ReleaseRequest(req)
-	defer fasthttp.ReleaseResponse(resp)
-	ctx.Request.CopyTo(req)
+	req, resp := &ctx.Request, &ctx.Response
 	prepare(ctx, req)
 	// The scheme is the upstream's (the tunnel's), not the client's.
 	if d.SSL {
-		req.URI().SetScheme("https")
+		req.URI().SetSchemeBytes(strHTTPS)
 	} else {
-		req.URI().SetScheme("http")
+		req.URI().SetSchemeBytes(strHTTP)
 	}
 	err := s.client(d).DoTimeout(req, resp, s.d.UpstreamTimeout)
 	if err != nil {
@@ -78,25 +79,43 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx, d *view.Domain) {
 	for _, h := range hopHeaders {
 		resp.Header.Del(h)
 	}
-	resp.CopyTo(&ctx.Response)
 }
+
+var (
+	strHTTP  = []byte("http")
+	strHTTPS = []byte("https")
+	strXFF   = []byte("X-Forwarded-For")
+)
 
 // prepare sets the forwarding headers and drops hop-by-hop ones.
 func prepare(ctx *fasthttp.RequestCtx, req *fasthttp.Request) {
 	for _, h := range hopHeaders {
 		req.Header.Del(h)
 	}
-	ip := ctx.RemoteIP().String()
-	if prior := string(req.Header.Peek("X-Forwarded-For")); prior != "" {
-		ip = prior + ", " + ip
+	// X-Forwarded-For: the prior chain, then the client's address,
+	// built in a pooled buffer (no string per request).
+	b := bytebufferpool.Get()
+	if prior := req.Header.PeekBytes(strXFF); len(prior) > 0 {
+		b.B = append(append(b.B, prior...), ", "...)
 	}
-	req.Header.Set("X-Forwarded-For", ip)
+	b.B = appendIP(b.B, ctx.RemoteIP())
+	req.Header.SetBytesKV(strXFF, b.B)
+	bytebufferpool.Put(b)
 	proto := "http"
 	if ctx.IsTLS() {
 		proto = "https"
 	}
 	req.Header.Set("X-Forwarded-Proto", proto)
-	req.Header.Set("X-Forwarded-Host", string(ctx.Host()))
+	req.Header.SetBytesV("X-Forwarded-Host", ctx.Host())
+}
+
+// appendIP appends ip's text form without allocating (net.IP.String
+// allocates).
+func appendIP(b []byte, ip net.IP) []byte {
+	if a, ok := netip.AddrFromSlice(ip); ok {
+		return a.Unmap().AppendTo(b)
+	}
+	return append(b, ip.String()...)
 }
 
 func (s *Server) upstreamError(ctx *fasthttp.RequestCtx, d *view.Domain, err error) {
