@@ -78,6 +78,7 @@ type dimState struct {
 	hist    [histLen]float32
 	run     int // finite values in a row ending at the newest
 	trained bool
+	flagged bool // the newest point was anomalous
 	m       model
 }
 
@@ -85,6 +86,7 @@ type dimState struct {
 type chartState struct {
 	def       *store.ChartDef // the definition the state was built for
 	last      int64           // unix second of the newest point seen
+	seen      int64           // unix second of the last tick the chart was listed
 	pos       int             // next ring position
 	dims      []dimState
 	nextTrain int64 // unix second the chart is next due for training
@@ -121,8 +123,11 @@ type Detector struct {
 	series  []float32
 	feature [featLen]float32
 
-	mu    sync.Mutex // guards stats
-	stats Stats
+	mu     sync.Mutex // guards the fields below
+	stats  Stats
+	events []Event // ring of the newest maxEvents (events.go)
+	evHead int     // index of the oldest event once the ring is full
+	seq    uint64
 }
 
 // New returns a detector over db.
@@ -211,6 +216,7 @@ func (d *Detector) Tick(sec int64) {
 			}
 			cs.def = def
 		}
+		cs.seen = sec
 		t, vals, ok := d.db.Latest(def.ID)
 		if !ok || t <= cs.last || len(vals) != len(cs.dims) {
 			continue
@@ -226,6 +232,8 @@ func (d *Detector) Tick(sec int64) {
 			}
 			ds.hist[cs.pos] = v
 			cs.flags[i] = false
+			was := ds.flagged
+			ds.flagged = false
 			if v != v || math.IsInf(float64(v), 0) {
 				ds.run = 0
 				continue
@@ -240,11 +248,19 @@ func (d *Detector) Tick(sec int64) {
 				continue
 			}
 			d.featureFrom(ds, cs.pos)
-			if ds.m.anomalous(d.feature[:]) {
+			if dist := ds.m.distance(d.feature[:]); dist > float64(ds.m.threshold) {
 				cs.flags[i] = true
+				ds.flagged = true
 				any = true
 				st.Anomalous++
 				st.AnomalousDims = append(st.AnomalousDims, def.ID+"."+def.Dims[i].ID)
+				if !was {
+					// A constant metric's threshold is 0: keep the score
+					// finite (JSON has no infinity).
+					score := dist / max(float64(ds.m.threshold), 1e-9)
+					d.record(Event{Time: t, Chart: def.ID, Context: def.Context, Dimension: def.Dims[i].ID,
+						Name: def.Dims[i].Name, Value: vals[i], Score: score})
+				}
 			}
 		}
 		cs.pos = (cs.pos + 1) % histLen
@@ -260,6 +276,14 @@ func (d *Detector) Tick(sec int64) {
 	}
 	if st.Total > 0 {
 		st.Rate = 100 * float64(st.Anomalous) / float64(st.Total)
+	}
+	if sec%600 == 0 {
+		// Forget charts no longer listed (a network interface gone).
+		for id, cs := range d.charts {
+			if cs.seen < sec-600 {
+				delete(d.charts, id)
+			}
+		}
 	}
 	d.mu.Lock()
 	d.stats = st

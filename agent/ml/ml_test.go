@@ -147,6 +147,26 @@ func TestDetectorOnStore(t *testing.T) {
 			t.Errorf("the flat dimension is flagged at second %d", i)
 		}
 	}
+	// Events: one per turn to anomalous, the spike among them.
+	evs := d.Events(0, 0)
+	found := false
+	for i, e := range evs {
+		if e.Seq != uint64(i+1) || e.Chart != def.ID || e.Score <= 1 {
+			t.Fatalf("event %d = %+v", i, e)
+		}
+		if e.Dimension == "noise" && e.Time >= base+int64(spikeAt) && e.Time < base+int64(spikeAt+reach) {
+			found = true
+		}
+		if e.Dimension == "flat" {
+			t.Errorf("event on the flat dimension: %+v", e)
+		}
+	}
+	if !found {
+		t.Errorf("no event for the spike among %d events", len(evs))
+	}
+	if page := d.Events(evs[0].Seq, 2); len(page) != min(2, len(evs)-1) || page[0].Seq != evs[1].Seq {
+		t.Errorf("Events(after %d, 2) = %+v", evs[0].Seq, page)
+	}
 	// Tier 1 counts the same bits.
 	var bits, counted uint32
 	for _, g := range w.Slots[0] {
@@ -192,6 +212,20 @@ func TestDetectorOnStore(t *testing.T) {
 				t.Errorf("the detector analyses its own chart %s", c.ID)
 			}
 		}
+	}
+}
+
+func TestEventsRing(t *testing.T) {
+	d := New(newTestDB(t), Config{})
+	for i := 0; i < maxEvents+10; i++ {
+		d.record(Event{Time: int64(i)})
+	}
+	all := d.Events(0, 0)
+	if len(all) != maxEvents || all[0].Seq != 11 || all[len(all)-1].Seq != maxEvents+10 {
+		t.Fatalf("ring holds %d events, %d..%d", len(all), all[0].Seq, all[len(all)-1].Seq)
+	}
+	if got := d.Events(maxEvents+5, 0); len(got) != 5 || got[0].Seq != maxEvents+6 {
+		t.Errorf("Events after %d = %d events from %d", maxEvents+5, len(got), got[0].Seq)
 	}
 }
 
