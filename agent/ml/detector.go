@@ -25,11 +25,14 @@ type Config struct {
 	// TrainEvery is how often each chart's models are retrained (default
 	// 30 minutes, so a model is at most half its training window old).
 	TrainEvery time.Duration
-	// Percentile of the training distances above which a point is
-	// anomalous (default 0.99). A negative value selects Netdata 1.37's
-	// rule instead (0.99 of the range between the smallest and largest
-	// training distance); see the package doc for why it is not the default.
+	// Percentile and Margin set the threshold on a point's distance:
+	// median + Margin × (Percentile quantile − median) of the training
+	// distances (defaults 0.99 and 1.5). A negative Percentile selects
+	// Netdata 1.37's rule instead (0.99 of the range between the smallest
+	// and largest training distance); see the package doc for why it is
+	// not the default.
 	Percentile float64
+	Margin     float64
 	// SampleEvery: k-means runs on every SampleEvery-th training vector
 	// (default 5, Netdata's 20% sampling ratio).
 	SampleEvery int
@@ -50,6 +53,9 @@ func (c *Config) defaults() {
 	}
 	if c.Percentile == 0 {
 		c.Percentile = 0.99
+	}
+	if c.Margin <= 0 {
+		c.Margin = 1.5
 	}
 	if c.SampleEvery <= 0 {
 		c.SampleEvery = 5
@@ -133,7 +139,7 @@ type Detector struct {
 // New returns a detector over db.
 func New(db *store.DB, cfg Config) *Detector {
 	cfg.defaults()
-	p := trainParams{sampleEvery: cfg.SampleEvery, maxIter: cfg.MaxIterations, percentile: cfg.Percentile}
+	p := trainParams{sampleEvery: cfg.SampleEvery, maxIter: cfg.MaxIterations, percentile: cfg.Percentile, margin: cfg.Margin}
 	if cfg.Percentile < 0 {
 		p.percentile = 0
 	}

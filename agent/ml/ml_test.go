@@ -46,22 +46,32 @@ func TestFeatures(t *testing.T) {
 // BenchmarkDetectionQuality reports the exact figures.
 func TestDetectionRates(t *testing.T) {
 	set := synthSet(5)
-	ours := evaluate(set, trainParams{sampleEvery: 5, maxIter: 100, percentile: 0.99})
+	ours := evaluate(set, defaultParams)
 	netdata := evaluate(set, trainParams{sampleEvery: 5, maxIter: 100})
-	t.Logf("percentile 0.99: detected %d/%d (shifts %d/%d, spikes %d/%d), false positives %d/%d",
+	t.Logf("default rule: detected %d/%d (shifts %d/%d, spikes %d/%d), false positives %d/%d",
 		ours.detected, ours.events, ours.shiftsDetected, ours.shifts, ours.spikesDetected, ours.spikes, ours.falsePos, ours.normal)
 	t.Logf("netdata rule:    detected %d/%d, false positives %d/%d", netdata.detected, netdata.events, netdata.falsePos, netdata.normal)
-	if r := ours.detectionRate(); r < 0.9 {
-		t.Errorf("detection rate %.3f, want at least 0.9", r)
+	if r := ours.detectionRate(); r < 0.8 {
+		t.Errorf("detection rate %.3f, want at least 0.8", r)
 	}
-	if r := ours.falsePositiveRate(); r > 0.01 {
-		t.Errorf("false-positive rate %.4f, want at most 0.01", r)
+	if r := ours.falsePositiveRate(); r > 0.002 {
+		t.Errorf("false-positive rate %.4f, want at most 0.002", r)
 	}
-	// Why the percentile is the default: a few spikes in the training hour
-	// stretch Netdata's min-max range until most changes fall inside it.
+	// Why it is the default: a few spikes in the training hour stretch
+	// Netdata's min-max range until most changes fall inside it.
 	if ours.detectionRate() <= netdata.detectionRate() {
-		t.Errorf("percentile rule detects %.3f, Netdata's rule %.3f: the default should be the better one",
+		t.Errorf("default rule detects %.3f, Netdata's rule %.3f: the default should be the better one",
 			ours.detectionRate(), netdata.detectionRate())
+	}
+	// On a clean training hour (Netdata's case) it still detects at least
+	// as much, at a false-positive rate of the same order.
+	clean := synthSetOpt(5, false)
+	oc, nc := evaluate(clean, defaultParams), evaluate(clean, trainParams{sampleEvery: 5, maxIter: 100})
+	t.Logf("clean training: default %.3f detected, %.5f false; Netdata %.3f, %.5f",
+		oc.detectionRate(), oc.falsePositiveRate(), nc.detectionRate(), nc.falsePositiveRate())
+	if oc.detectionRate() < nc.detectionRate() || oc.falsePositiveRate() > 0.002 {
+		t.Errorf("clean training: default %.3f detected at %.5f false positives, Netdata's rule %.3f",
+			oc.detectionRate(), oc.falsePositiveRate(), nc.detectionRate())
 	}
 }
 
@@ -71,7 +81,7 @@ func TestTrainConstant(t *testing.T) {
 		x[i] = 7
 	}
 	rows, n := features(nil, x)
-	m, _ := train(rows, n, trainParams{sampleEvery: 5, maxIter: 10, percentile: 0.99}, nil)
+	m, _ := train(rows, n, defaultParams, nil)
 	var f [featLen]float32
 	if m.anomalous(f[:]) {
 		t.Error("a constant metric that stays constant is anomalous")
@@ -81,6 +91,9 @@ func TestTrainConstant(t *testing.T) {
 		t.Error("a constant metric that moves is not anomalous")
 	}
 }
+
+// defaultParams are the training parameters New uses by default.
+var defaultParams = New(nil, Config{}).p
 
 func newTestDB(t testing.TB) *store.DB {
 	t.Helper()
@@ -139,7 +152,7 @@ func TestDetectorOnStore(t *testing.T) {
 		t.Errorf("the spike at second %d is not flagged in the store", spikeAt)
 	}
 	e := score(series[0], flags)
-	if e.detectionRate() < 0.8 {
+	if e.detectionRate() < 0.5 {
 		t.Errorf("noise dimension: %d of %d injected changes flagged in the store", e.detected, e.events)
 	}
 	for i, g := range w.Slots[3] {

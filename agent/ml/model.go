@@ -90,7 +90,11 @@ func (m *model) anomalous(f []float32) bool { return m.distance(f) > float64(m.t
 type trainParams struct {
 	sampleEvery int     // k-means uses every sampleEvery-th vector (Netdata: a random 20%)
 	maxIter     int     // Lloyd iterations at most
-	percentile  float64 // 0 < p < 1: threshold at this quantile of training distances; 0: Netdata's rule
+	percentile  float64 // 0 < p < 1: threshold from this quantile of training distances; 0: Netdata's rule
+	// margin stretches the quantile away from the median distance:
+	// threshold = median + margin*(quantile - median); 1 (or 0) is the
+	// quantile itself.
+	margin float64
 }
 
 // netdataScoreThreshold is Netdata 1.37's "dimension anomaly score
@@ -166,11 +170,23 @@ func train(rows []float32, n int, p trainParams, scratch []float64) (model, []fl
 	}
 	slices.Sort(ds)
 	if p.percentile > 0 {
-		k := int(math.Ceil(p.percentile*float64(len(ds)))) - 1
-		m.threshold = float32(ds[min(max(k, 0), len(ds)-1)])
+		q := quantile(ds, p.percentile)
+		med := quantile(ds, 0.5)
+		margin := p.margin
+		if margin <= 0 {
+			margin = 1
+		}
+		m.threshold = float32(med + margin*(q-med))
 	} else {
 		lo, hi := ds[0], ds[len(ds)-1]
 		m.threshold = float32(lo + netdataScoreThreshold*(hi-lo))
 	}
 	return m, ds
+}
+
+// quantile is the p-quantile of sorted ds (the smallest value with at
+// least a share p of ds at or below it).
+func quantile(ds []float64, p float64) float64 {
+	k := int(math.Ceil(p*float64(len(ds)))) - 1
+	return ds[min(max(k, 0), len(ds)-1)]
 }

@@ -47,11 +47,16 @@ func (k synthKind) sd() float64 {
 // every 120 s alternating a level shift of 5 sd lasting 60 s and a spike
 // of 8 sd for one second.
 func makeSeries(k synthKind, seed uint64, trainSecs, testSecs int) synthSeries {
+	return makeSeriesOpt(k, seed, trainSecs, testSecs, true)
+}
+
+// makeSeriesOpt is makeSeries, with or without the training-hour spikes.
+func makeSeriesOpt(k synthKind, seed uint64, trainSecs, testSecs int, trainSpikes bool) synthSeries {
 	r := rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15))
 	n := trainSecs + testSecs
 	s := synthSeries{x: make([]float32, n), train: trainSecs}
 	add := make([]float64, n)
-	for t := 600; t < trainSecs; t += 1200 {
+	for t := 600; trainSpikes && t < trainSecs; t += 1200 {
 		add[t] += 8 * k.sd() // natural spikes in the training hour
 	}
 	for i, t := 0, trainSecs+60; t+70 < n; i, t = i+1, t+120 {
@@ -173,11 +178,13 @@ func evaluate(series []synthSeries, p trainParams) evalResult {
 	return total
 }
 
-func synthSet(perKind int) []synthSeries {
+func synthSet(perKind int) []synthSeries { return synthSetOpt(perKind, true) }
+
+func synthSetOpt(perKind int, trainSpikes bool) []synthSeries {
 	var out []synthSeries
 	for k := synthKind(0); k < synthKinds; k++ {
 		for i := 0; i < perKind; i++ {
-			out = append(out, makeSeries(k, uint64(k)*1000+uint64(i)+1, 3600, 3600))
+			out = append(out, makeSeriesOpt(k, uint64(k)*1000+uint64(i)+1, 3600, 3600, trainSpikes))
 		}
 	}
 	return out
