@@ -210,7 +210,7 @@ func (d *Detector) Tick(sec int64) {
 	st := Stats{Time: sec}
 	trainedOne := false
 	for _, def := range d.db.Charts() {
-		if def.Type == ChartType || strings.HasPrefix(def.ID, ChartType+".") {
+		if skipChart(def) {
 			continue
 		}
 		cs := d.charts[def.ID]
@@ -295,6 +295,13 @@ func (d *Detector) Tick(sec int64) {
 	d.stats = st
 	d.mu.Unlock()
 	d.appendOwn(sec, st)
+}
+
+// skipChart: the detector's own charts, and the agent's own netdata.*
+// charts (Netdata's default "charts to skip from training").
+func skipChart(def *store.ChartDef) bool {
+	return def.Type == ChartType || def.Type == "netdata" ||
+		strings.HasPrefix(def.ID, ChartType+".") || strings.HasPrefix(def.ID, "netdata.")
 }
 
 func sameDims(a, b *store.ChartDef) bool {

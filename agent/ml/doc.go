@@ -42,7 +42,8 @@
 // minutes), then every 30 minutes at an offset of the period taken from
 // its id, so retraining spreads over the half hour; at most one chart is
 // trained per tick. A gap (NaN) restarts a dimension's history; the
-// detector's own charts are never analysed.
+// detector's own charts and netdata.* charts (Netdata's default charts to
+// skip) are never analysed.
 //
 // Charts: Netdata 1.37's anomaly_detection.dimensions_on_<guid> (name
 // ..._on_<hostname>; dimensions total, trained, normal, anomalous) and
