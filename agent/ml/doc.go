@@ -56,10 +56,10 @@
 // (Detector.Events pages them by sequence number). Stats gives the counts
 // of the last tick and the dimensions flagged in it.
 //
-// Cost (bench_test.go): detection about 0.1 µs per dimension per second,
-// training about 1.1 ms per dimension every 30 minutes (0.6 µs/s
-// amortized), and about 130 bytes of state per dimension (the store's
-// anomaly bits add 1 bit a second, 450 bytes an hour).
+// Cost (bench_test.go, 2 shared cores): detection 0.1-0.4 µs per
+// dimension per second, training 0.4-1.1 ms per dimension every 30
+// minutes (0.2-0.6 µs/s amortized), and 132 bytes of state per dimension
+// (the store's anomaly bits add 1 bit a second, 450 bytes an hour).
 //
 // The package never does HTTP; it reads and writes only the store.
 package ml
