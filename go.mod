@@ -18,6 +18,7 @@ require (
 	github.com/valyala/fasthttp v1.74.0
 	go.uber.org/goleak v1.3.0
 	golang.org/x/sys v0.48.0
+	gonum.org/v1/gonum v0.17.0
 	gopkg.in/natefinch/lumberjack.v2 v2.2.1
 )
 

@@ -16,6 +16,7 @@ import (
 	"peerdns/agent/api"
 	"peerdns/agent/collect"
 	"peerdns/agent/health"
+	"peerdns/agent/ml"
 	"peerdns/agent/store"
 	"peerdns/internal/identity"
 )
@@ -166,7 +167,13 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (err error) {
 	defer stop()
 	var wg sync.WaitGroup
 	wg.Add(2)
-	go func() { defer wg.Done(); collect.New(db, log).Run(runCtx) }()
+	// The anomaly detector runs in the collection goroutine, right after
+	// each second's points are stored: it sees every point while its
+	// tier-1 minute is still open, and never races the next collection.
+	det := ml.New(db, ml.Config{GUID: api.MachineGUID(id), Hostname: api.Hostname(), Log: log})
+	coll := collect.New(db, log)
+	coll.AfterCollect = det.Tick
+	go func() { defer wg.Done(); coll.Run(runCtx) }()
 	go func() { defer wg.Done(); eng.Run(runCtx) }()
 	// Stop the workers before the deferred closes run (LIFO: this runs first).
 	defer wg.Wait()

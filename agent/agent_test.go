@@ -173,6 +173,35 @@ func TestRunServesRealHost(t *testing.T) {
 			t.Errorf("GET %s = %d %.200s", p, code, b)
 		}
 	}
+	// The anomaly detector runs after each collection: its Netdata charts
+	// exist and count the host's dimensions (none trained yet: that takes
+	// 15 minutes of history).
+	testutil.Eventually(t, 10*time.Second, func() error {
+		var charts struct {
+			Charts map[string]struct{ Context, Name string } `json:"charts"`
+		}
+		_, _, b := get(t, base+"/api/v1/charts")
+		if err := json.Unmarshal(b, &charts); err != nil {
+			return err
+		}
+		for id, c := range charts.Charts {
+			if c.Context != "anomaly_detection.dimensions" {
+				continue
+			}
+			code, _, b := get(t, base+"/api/v1/data?chart="+id+"&after=-3&points=1&format=json&options=objectrows")
+			if code != 200 || !bytes.Contains(b, []byte(`"total":`)) || bytes.Contains(b, []byte(`"total":0`)) || bytes.Contains(b, []byte(`"total":null`)) {
+				return fmt.Errorf("%s (%s): %d %s", id, c.Name, code, b)
+			}
+			return nil
+		}
+		return fmt.Errorf("no anomaly_detection.dimensions chart in %d charts", len(charts.Charts))
+	})
+	for _, p := range []string{"/api/v1/weights?method=volume&after=-5", "/api/v3/weights?method=ks2&after=-5", "/api/v2/weights"} {
+		code, _, b := get(t, base+p)
+		if code != 200 || !json.Valid(b) || !bytes.Contains(b, []byte(`"results"`)) {
+			t.Errorf("GET %s = %d %.300s", p, code, b)
+		}
+	}
 	code, h, b := get(t, base+"/api/v1/allmetrics?format=prometheus")
 	if code != 200 || h.Get("Content-Type") != "text/plain; version=0.0.4" {
 		t.Fatalf("prometheus: %d %s", code, h.Get("Content-Type"))

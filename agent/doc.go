@@ -5,6 +5,9 @@
 // agent/store (tier 0: in-memory float32 rings of 1-second points; tier 1:
 // per-minute min/max/sum/count kept in memory and in an append-only file);
 // agent/health evaluates the built-in alert rules and records transitions;
+// agent/ml flags each collected point as anomalous or not (run in the
+// collection goroutine right after each second's points are stored);
+// agent/weights ranks dimensions by how much they changed in a window;
 // agent/query turns store windows into Netdata-shaped query results; and
 // agent/api serves the REST API with fasthttp. Run wires them together
 // and, when its context is done, stops all of them: every goroutine it

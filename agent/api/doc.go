@@ -13,7 +13,8 @@
 // nodes.go (v2 nodes, fleet, stream path, tunnel), charts.go (charts,
 // contexts, search), data.go (data queries and their one-second cache),
 // allmetrics.go (shell and JSON), prometheus.go (the exposition),
-// export.go (snapshots and their files), alerts.go, badge.go, ai.go.
+// export.go (snapshots and their files), alerts.go, badge.go, ai.go,
+// weights.go (the weights answer; the scoring is agent/weights).
 //
 // # Decisions where the spec is silent
 //

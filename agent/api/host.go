@@ -39,6 +39,13 @@ type hostInfo struct {
 	BootTime      uint64
 }
 
+// MachineGUID is the agent's machine_guid (info, nodes, chart ids of the
+// anomaly detector): a UUID derived from the agent's public key.
+func MachineGUID(id *identity.Identity) string { return uuidFrom(id.Public()) }
+
+// Hostname is the host name the API reports ("localhost" when unknown).
+func Hostname() string { return hostname() }
+
 func uuidFrom(b []byte) string {
 	h := sha256.Sum256(b)
 	h[6] = (h[6] & 0x0f) | 0x50 // version 5-like, name based

@@ -245,6 +245,7 @@ func init() {
 		"variable":          (*Server).variable,
 		"alarm_variables":   (*Server).variable,
 		"functions":         (*Server).functions,
+		"weights":           (*Server).weights,
 		"ai/snapshot":       (*Server).aiSnapshot,
 		"ai/charts":         (*Server).aiCharts,
 	}

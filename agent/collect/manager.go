@@ -26,6 +26,11 @@ type Manager struct {
 	log *slog.Logger
 	cs  []collector
 
+	// AfterCollect, when set before Run, is called with the second just
+	// collected after every collector ran (the anomaly detector). It runs
+	// in the collection goroutine, so it must return well within a second.
+	AfterCollect func(sec int64)
+
 	mu        sync.Mutex // guards the fields below (Stats may read them)
 	failing   map[string]error
 	defs      map[string]*store.ChartDef // last definition registered per chart id
@@ -76,6 +81,9 @@ func (m *Manager) Run(ctx context.Context) {
 		sec := now.Add(500 * time.Millisecond).Unix()
 		if sec > last {
 			m.Collect(sec, now)
+			if m.AfterCollect != nil {
+				m.AfterCollect(sec)
+			}
 			last = sec
 		}
 		select {

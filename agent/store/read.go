@@ -57,8 +57,9 @@ func (db *DB) Latest(chartID string) (t int64, values []float64, ok bool) {
 	return s.last, values, true
 }
 
-// tier0BytesPerDim is the memory one dimension's tier-0 ring takes.
-func (db *DB) tier0BytesPerDim() int { return db.n * 4 }
+// tier0BytesPerDim is the memory one dimension's tier-0 ring takes: a
+// float32 and an anomaly bit a second.
+func (db *DB) tier0BytesPerDim() int { return db.n*4 + (db.n+7)/8 }
 
 // Stats describes the store now.
 func (db *DB) Stats() Stats {

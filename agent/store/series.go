@@ -59,8 +59,12 @@ type series struct {
 	dimIDs []string
 
 	// tier 0: ring of n seconds per dimension, vals[d*n + t%n]; NaN is a gap.
+	// anom is the parallel anomaly bitset (bit d*n + t%n, one bit a point:
+	// n/8 bytes per dimension), set by MarkAnomalous and cleared whenever
+	// the slot is reused.
 	n           int
 	vals        []float32
+	anom        []uint64
 	first, last int64 // unix seconds of the oldest/newest point held; last 0 = empty
 
 	// tier 1: the minute being filled, then chunks keyed by minute/chunkLen.
@@ -90,6 +94,7 @@ func (s *series) reset(def *ChartDef) {
 	s.ndims = len(def.Dims)
 	s.dimIDs = dimIDs(def)
 	s.vals = make([]float32, s.ndims*s.n)
+	s.anom = make([]uint64, (s.ndims*s.n+63)/64)
 	s.first, s.last = 0, 0
 	s.accMinute = -1
 	s.acc = make([]accum, s.ndims)
@@ -121,6 +126,22 @@ func floorDiv(a, b int64) int64 {
 
 func (s *series) idx(t int64) int { return int(t % int64(s.n)) }
 
+// anomalous reports the anomaly bit of dimension d at ring slot i.
+func (s *series) anomalous(d, i int) bool {
+	b := d*s.n + i
+	return s.anom[b>>6]&(1<<(b&63)) != 0
+}
+
+func (s *series) setAnomalous(d, i int) {
+	b := d*s.n + i
+	s.anom[b>>6] |= 1 << (b & 63)
+}
+
+func (s *series) clearAnomalous(d, i int) {
+	b := d*s.n + i
+	s.anom[b>>6] &^= 1 << (b & 63)
+}
+
 // append stores one point at t (> s.last), closing the tier-1 minute
 // before it when t is in a later minute.
 func (s *series) append(t int64, values []float64) {
@@ -131,12 +152,14 @@ func (s *series) append(t int64, values []float64) {
 		for i := range s.vals {
 			s.vals[i] = nan
 		}
+		clear(s.anom)
 		s.first = t
 	default:
 		for g := s.last + 1; g < t; g++ {
 			i := s.idx(g)
 			for d := 0; d < s.ndims; d++ {
 				s.vals[d*s.n+i] = nan
+				s.clearAnomalous(d, i)
 			}
 		}
 		if lo := t - int64(s.n) + 1; s.first < lo {
@@ -147,6 +170,7 @@ func (s *series) append(t int64, values []float64) {
 	for d := 0; d < s.ndims; d++ {
 		v := values[d]
 		s.vals[d*s.n+i] = float32(v)
+		s.clearAnomalous(d, i)
 	}
 	s.last = t
 
@@ -280,10 +304,14 @@ func (s *series) tier0Window(w *Window, after, before int64) {
 		row := buf[d*cnt : (d+1)*cnt : (d+1)*cnt]
 		base := d * s.n
 		for k := 0; k < cnt; k++ {
-			v := s.vals[base+s.idx(lo+int64(k))]
+			i := s.idx(lo + int64(k))
+			v := s.vals[base+i]
 			if v == v { // not NaN
 				f := float64(v)
 				row[k] = Agg{Min: f, Max: f, Sum: f, Count: 1}
+				if s.anomalous(d, i) {
+					row[k].Anomalous = 1
+				}
 			}
 		}
 		w.Slots[d] = row
@@ -366,7 +394,7 @@ func emptySlots(ndims int) [][]Agg {
 
 // memBytes is what the series' arrays hold.
 func (s *series) memBytes() int64 {
-	b := int64(len(s.vals)*4 + len(s.acc)*32)
+	b := int64(len(s.vals)*4 + len(s.anom)*8 + len(s.acc)*32)
 	for _, c := range s.chunks {
 		b += int64(c.bytes())
 	}

@@ -37,10 +37,9 @@ type ChartDef struct {
 type Agg struct {
 	Min, Max, Sum float64
 	Count         uint32
-	// Anomalous is the number of the slot's points flagged as anomalous.
-	// The store keeps, persists and aggregates it, but nothing in the agent
-	// flags points (there is no anomaly detector), so it is always 0: do
-	// not report it as a measured anomaly count or rate.
+	// Anomalous is the number of the slot's points flagged as anomalous
+	// (MarkAnomalous; the agent's detector is agent/ml): 0 or 1 in tier 0,
+	// up to Count in tier 1.
 	Anomalous uint32
 }
 
@@ -88,6 +87,8 @@ var (
 	ErrBadRange = errors.New("after is later than before")
 	// ErrOld reports a point not newer than the chart's last point.
 	ErrOld = errors.New("point not newer than the last one")
+	// ErrNotHeld reports a time tier 0 no longer (or not yet) holds.
+	ErrNotHeld = errors.New("point not held in tier 0")
 	// ErrClosed reports use of a closed DB.
 	ErrClosed = errors.New("store closed")
 )
