@@ -86,7 +86,11 @@ func (a *Actor) Receive(c actor.Context) {
 		line.Seq = a.seq
 		c.ActorSystem().EventStream.Publish(&line)
 	case *messages.LogBatch:
-		var buf []byte
+		n := 0
+		for _, l := range m.Lines {
+			n += len(l.Message) + 1
+		}
+		buf := make([]byte, 0, n)
 		for _, l := range m.Lines {
 			buf = append(append(buf, l.Message...), '\n')
 		}
@@ -94,11 +98,12 @@ func (a *Actor) Receive(c actor.Context) {
 			fmt.Fprintf(os.Stderr, "log channel %s: %v\n", a.id, err)
 			return
 		}
+		// A batch's lines are handed over (messages.LogBatch): numbered
+		// in place, not copied.
 		for _, l := range m.Lines {
 			a.seq++
-			line := *l
-			line.Seq = a.seq
-			c.ActorSystem().EventStream.Publish(&line)
+			l.Seq = a.seq
+			c.ActorSystem().EventStream.Publish(l)
 		}
 	case *messages.GetLogTail:
 		// Lines up to Seq are in the file: live subscribers drop those.
