@@ -125,15 +125,17 @@ func (a *Actor) assignIP(name string) {
 }
 
 // persistIPs writes the addresses assigned during one flush in one
-// transaction. An address is only ever handed out again after a restart
-// if this write was lost, which cleanup-interfaces would also do.
+// transaction, without its own fsync (store.UpdateLazy: it reaches the
+// disk with the node store's next fsynced commit). An address is only
+// ever handed out again after a crash if this write was lost, which
+// cleanup-interfaces would also do.
 func (a *Actor) persistIPs() {
 	if len(a.freshIPs) == 0 {
 		return
 	}
 	kvs := a.freshIPs
 	a.freshIPs = nil
-	err := a.d.Node.Update(func(tx *store.Tx) error {
+	err := a.d.Node.UpdateLazy(func(tx *store.Tx) error {
 		for _, kv := range kvs {
 			if err := tx.Set(kv.Key, kv.Value); err != nil {
 				return err

@@ -42,7 +42,7 @@ func (a *Actor) appendLocal(ws ...write) ([]*messages.Op, error) {
 		op.Sig = a.d.Identity.Sign(msg)
 		ops = append(ops, op)
 	}
-	if err := a.persist(ops); err != nil {
+	if err := a.persist(ops, true); err != nil {
 		return nil, err
 	}
 	for _, op := range ops {
@@ -96,11 +96,20 @@ func nextHLC(cur messages.HLC, wallMS int64) messages.HLC {
 	return messages.HLC{Wall: cur.Wall, Logical: cur.Logical + 1}
 }
 
-func (a *Actor) persist(ops []*messages.Op) error {
+// persist writes ops to the ledger file. Our own ops are fsynced before
+// anything is acknowledged or sent (a seq signed twice after a crash would
+// be two different ops under one number); ops from peers are committed
+// lazily (store.UpdateLazy): a crash may lose the last of them, and the
+// version-vector exchange on reconnect fetches them again.
+func (a *Actor) persist(ops []*messages.Op, own bool) error {
 	if len(ops) == 0 {
 		return nil
 	}
-	return a.d.Ledger.Update(func(tx *store.Tx) error {
+	update := a.d.Ledger.UpdateLazy
+	if own {
+		update = a.d.Ledger.Update
+	}
+	return update(func(tx *store.Tx) error {
 		for _, op := range ops {
 			b, err := messages.Marshal(op)
 			if err != nil {
@@ -146,7 +155,7 @@ func (a *Actor) applyBatch(ops []*messages.Op, persist bool) (applied []*message
 		}
 	}
 	if persist && len(applied) > 0 {
-		if err := a.persist(applied); err != nil {
+		if err := a.persist(applied, false); err != nil {
 			// The view now holds ops the disk does not: restart from disk.
 			panic(fmt.Sprintf("persist peer ops: %v", err))
 		}

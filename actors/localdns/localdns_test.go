@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/netip"
 	"path/filepath"
 	"reflect"
@@ -388,5 +389,64 @@ func TestRestart(t *testing.T) {
 	}
 	if r := lk.running.Load(); r != 0 {
 		t.Fatalf("%d lookups running after stop", r)
+	}
+}
+
+// A public lookup that fails is retried with backoff, not at every view
+// change: a burst of claims publishes many views, and every failed domain
+// used to be looked up again at each one. An explicit recheck still
+// retries at once.
+func TestFailedLookupBacksOff(t *testing.T) {
+	sys, db := bare(t)
+	var lookups atomic.Int64
+	failing := func(ctx context.Context, name string) (string, error) {
+		lookups.Add(1)
+		return "", fmt.Errorf("no upstream server answered")
+	}
+	v := manyDomains(1)
+	pid := sys.Root.Spawn(Props(Deps{Store: db, View: v, PublicLookup: failing, Log: slog.New(slog.DiscardHandler)}))
+	testutil.Eventually(t, 5*time.Second, func() error {
+		if n := lookups.Load(); n != 1 {
+			return fmt.Errorf("%d lookups, want the first one", n)
+		}
+		return nil
+	})
+	// Many views with the same domain (and a new one each time): only the
+	// new domains are looked up.
+	for i := 2; i <= 50; i++ {
+		s := v.Load()
+		ds := maps.Clone(s.Domains)
+		name := fmt.Sprintf("new%02d.p2p", i)
+		ds[name] = &view.Domain{Name: name, Status: "resolved", IP: netip.AddrFrom4([4]byte{10, 77, 2, byte(i)})}
+		v.Store(&view.Snapshot{Version: uint64(i), Domains: ds})
+	}
+	testutil.Eventually(t, 5*time.Second, func() error {
+		if n := lookups.Load(); n != 50 {
+			return fmt.Errorf("%d lookups, want 50 (one per domain)", n)
+		}
+		return nil
+	})
+	sys.Root.Send(pid, &messages.RecheckDNSConflicts{})
+	testutil.Eventually(t, 5*time.Second, func() error {
+		if n := lookups.Load(); n != 100 {
+			return fmt.Errorf("%d lookups after a recheck, want 100", n)
+		}
+		return nil
+	})
+	if err := sys.Root.StopFuture(pid).Wait(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestRetryDelay(t *testing.T) {
+	for _, c := range []struct {
+		n    int
+		most time.Duration
+		want time.Duration
+	}{{1, time.Hour, 5 * time.Second}, {2, time.Hour, 10 * time.Second}, {4, time.Hour, 40 * time.Second},
+		{30, time.Hour, time.Hour}, {3, 7 * time.Second, 7 * time.Second}} {
+		if got := retryDelay(c.n, c.most); got != c.want {
+			t.Errorf("retryDelay(%d, %v) = %v, want %v", c.n, c.most, got, c.want)
+		}
 	}
 }

@@ -13,3 +13,6 @@ type conflictChecked struct {
 	publicIP string
 	err      error
 }
+
+// retryCheck asks for one domain's public lookup again after a failure.
+type retryCheck struct{ domain string }

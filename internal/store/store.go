@@ -4,7 +4,11 @@
 // Durable stores (the ledger) open with SyncPolicy Always: every committed
 // write is fsynced before Set returns, so anything the API acknowledged
 // survives kill -9. Other stores may use EverySecond where losing the last
-// second on a crash is harmless.
+// second on a crash is harmless. A durable store's UpdateLazy commits
+// without the fsync, for writes that can be fetched again after a crash
+// (ops replicated from peers): they reach the disk with the next fsynced
+// commit, and buntdb's file is append-only, so a later fsynced commit
+// never survives without them.
 package store
 
 import (
@@ -14,6 +18,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/tidwall/buntdb"
@@ -31,8 +36,12 @@ type Options struct {
 
 // DB is a buntdb file. Safe for concurrent use.
 type DB struct {
-	db   *buntdb.DB
-	path string
+	db      *buntdb.DB
+	path    string
+	durable bool
+	// syncMu: an UpdateLazy switches the sync policy for its own commit;
+	// no other commit may run meanwhile.
+	syncMu sync.RWMutex
 	// commitErr is the error of the last commit that failed to reach the
 	// file (a full disk, an I/O error), nil once a later commit succeeds.
 	commitErr atomic.Pointer[error]
@@ -60,7 +69,7 @@ func Open(path string, o Options) (*DB, error) {
 		db.Close()
 		return nil, fmt.Errorf("store config: %w", err)
 	}
-	return &DB{db: db, path: path}, nil
+	return &DB{db: db, path: path, durable: o.Durable}, nil
 }
 
 // Path is the file the store lives in.
@@ -136,6 +145,44 @@ func (t *Tx) Delete(key string) error {
 
 // Update runs fn in one atomic, (for durable stores) fsynced commit.
 func (d *DB) Update(fn func(tx *Tx) error) error {
+	d.syncMu.RLock()
+	defer d.syncMu.RUnlock()
+	return d.update(fn)
+}
+
+// UpdateLazy is Update without the fsync of a durable store: the commit
+// is written to the file (the OS's cache) and reaches the disk with the
+// next fsynced commit. Use it only for data a crash may lose because it
+// can be had again (see the package doc). On other stores it is Update.
+func (d *DB) UpdateLazy(fn func(tx *Tx) error) error {
+	if !d.durable {
+		return d.Update(fn)
+	}
+	d.syncMu.Lock()
+	defer d.syncMu.Unlock()
+	if err := d.setSync(buntdb.Never); err != nil {
+		return err
+	}
+	err := d.update(fn)
+	if serr := d.setSync(buntdb.Always); serr != nil && err == nil {
+		err = serr
+	}
+	return err
+}
+
+func (d *DB) setSync(p buntdb.SyncPolicy) error {
+	var cfg buntdb.Config
+	if err := d.db.ReadConfig(&cfg); err != nil {
+		return fmt.Errorf("store config: %w", err)
+	}
+	cfg.SyncPolicy = p
+	if err := d.db.SetConfig(cfg); err != nil {
+		return fmt.Errorf("store config: %w", err)
+	}
+	return nil
+}
+
+func (d *DB) update(fn func(tx *Tx) error) error {
 	fnOK := false
 	err := d.db.Update(func(tx *buntdb.Tx) error {
 		if err := fn(&Tx{tx: tx}); err != nil {

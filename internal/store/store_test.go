@@ -2,8 +2,12 @@ package store
 
 import (
 	"errors"
+	"fmt"
 	"path/filepath"
+	"sync"
 	"testing"
+
+	"github.com/tidwall/buntdb"
 )
 
 func TestRoundTripAndReopen(t *testing.T) {
@@ -88,5 +92,56 @@ func TestHealth(t *testing.T) {
 	}
 	if err := db.Health(); err == nil {
 		t.Fatal("closed store reports healthy")
+	}
+}
+
+// TestUpdateLazy: a lazy commit is visible and kept across a reopen, the
+// store is back to fsyncing every commit afterwards, and lazy and synced
+// commits from many goroutines interleave safely.
+func TestUpdateLazy(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.db")
+	db, err := Open(path, Options{Durable: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 50 {
+				update := db.Update
+				if (g+i)%2 == 0 {
+					update = db.UpdateLazy
+				}
+				if err := update(func(tx *Tx) error { return tx.Set(fmt.Sprintf("k:%d:%02d", g, i), "v") }); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	var cfg buntdb.Config
+	if err := db.db.ReadConfig(&cfg); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.SyncPolicy != buntdb.Always {
+		t.Fatalf("sync policy after UpdateLazy = %v, want Always", cfg.SyncPolicy)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db, err = Open(path, Options{Durable: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	kvs, err := db.List("k:")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(kvs) != 400 {
+		t.Fatalf("%d keys after reopen, want 400", len(kvs))
 	}
 }
