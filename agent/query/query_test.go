@@ -65,8 +65,10 @@ func TestNewPlan(t *testing.T) {
 			Plan{After: 1772, Before: 1781, Step: 1, Group: 1, Points: 10}, false},
 		{"positive after is relative", 10, 0, 500, 1781, 1000, 1781, 1,
 			Plan{After: 1772, Before: 1781, Step: 1, Group: 1, Points: 10}, false},
-		{"clamped to first entry", -60, 0, 60, 1781, 1761, 1781, 1,
-			Plan{After: 1762, Before: 1781, Step: 1, Group: 1, Points: 20}, false},
+		// Netdata pads a window that starts before the data with null
+		// rows instead of moving after (its load_defaults capture).
+		{"not clamped to first entry", -60, 0, 60, 1781, 1761, 1781, 1,
+			Plan{After: 1722, Before: 1781, Step: 1, Group: 1, Points: 60}, false},
 		{"before in the future clamps to now", -10, 100, 60, 1781, 1000, 1790, 1,
 			Plan{After: 1772, Before: 1781, Step: 1, Group: 1, Points: 10}, false},
 		{"absolute window", 1795313700, 1795313759, 6, 1795313781, 1795310000, 1795313781, 1,
@@ -74,7 +76,7 @@ func TestNewPlan(t *testing.T) {
 		{"tier 1 minutes", -3600, 0, 10, 7200, 60, 7200, 60,
 			Plan{After: 3660, Before: 7200, Step: 60, Group: 6, Points: 10}, false},
 		{"no data yet", -60, 0, 60, 1781, 0, 0, 1, Plan{After: 1781, Before: 1781, Step: 1}, false},
-		{"window before retention", 1795300000, 1795300100, 60, 1795313781, 1795310000, 1795313781, 1, Plan{After: 1795300100, Before: 1795300100, Step: 1}, false},
+		{"window before retention", 1795300000, 1795300100, 60, 1795313781, 1795310000, 1795313781, 1, Plan{After: 1795300001, Before: 1795300100, Step: 1, Group: 2, Points: 50}, false},
 		{"after later than before", 1795313790, 1795313700, 10, 1795313799, 1, 1795313799, 1, Plan{}, true},
 		{"zero points", -60, 0, 0, 1781, 1000, 1781, 1, Plan{}, true},
 	}
@@ -136,6 +138,86 @@ func TestGrouping(t *testing.T) {
 				t.Errorf("db points = %d, want 120", res.DBPoints[0])
 			}
 		})
+	}
+}
+
+// TestNetdataGroupings checks the groupings beyond average/min/max/sum/
+// median on the same series: groups of 6 consecutive values lo..lo+5.
+func TestNetdataGroupings(t *testing.T) {
+	s := series(1000, 120, dims("a", "b"), func(d int, t int64) float64 {
+		return float64(t-1000) * float64(d+1)
+	})
+	plan := Plan{After: 1060, Before: 1119, Step: 1, Group: 6, Points: 10}
+	sd6 := math.Sqrt(3.5) // sample standard deviation of 6 consecutive integers
+	for _, tt := range []struct {
+		name string
+		want func(lo float64) float64 // for dim a; dim b is twice (cv: the same)
+		same bool
+	}{
+		{"incremental-sum", func(lo float64) float64 { return 5 }, false},
+		{"incremental_sum", func(lo float64) float64 { return 5 }, false},
+		{"stddev", func(lo float64) float64 { return sd6 }, false},
+		{"cv", func(lo float64) float64 { return 100 * sd6 / (lo + 2.5) }, true},
+		{"rsd", func(lo float64) float64 { return 100 * sd6 / (lo + 2.5) }, true},
+		{"trimmed-mean", func(lo float64) float64 { return lo + 2.5 }, false},
+		{"trimmed-mean25", func(lo float64) float64 { return lo + 2.5 }, false}, // drops lo and lo+5
+		{"percentile", func(lo float64) float64 { return lo + 5 }, false},
+		{"percentile50", func(lo float64) float64 { return lo + 2 }, false},
+		{"extremes", func(lo float64) float64 { return lo + 5 }, false},
+		{"des", func(lo float64) float64 { return lo + 5 }, false}, // Holt follows a line exactly
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			g, err := ParseGroup(tt.name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := Run(&Request{Group: g, Points: 10}, plan, []Series{s})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for r := 0; r < 10; r++ {
+				lo := float64(60 + 6*r)
+				want := tt.want(lo)
+				if got := res.At(r, 0); math.Abs(got-want) > 1e-9 {
+					t.Errorf("row %d a = %v, want %v", r, got, want)
+				}
+				if !tt.same {
+					want *= 2
+				}
+				if got := res.At(r, 1); math.Abs(got-want) > 1e-9 {
+					t.Errorf("row %d b = %v, want %v", r, got, want)
+				}
+			}
+		})
+	}
+	// ses: a constant stays constant; a step from 0 to 10 climbs toward 10
+	// without reaching or passing it, and the level carries across points.
+	step := series(0, 60, dims("a"), func(_ int, t int64) float64 {
+		if t < 30 {
+			return 0
+		}
+		return 10
+	})
+	res, err := Run(&Request{Group: GroupSES}, Plan{After: 0, Before: 59, Step: 1, Group: 6, Points: 10}, []Series{step})
+	if err != nil {
+		t.Fatal(err)
+	}
+	prev := -1.0
+	for r := 0; r < 10; r++ {
+		v := res.At(r, 0)
+		switch {
+		case r < 5 && v != 0:
+			t.Errorf("ses row %d = %v before the step, want 0", r, v)
+		case r >= 5 && !(v > prev && v < 10):
+			t.Errorf("ses row %d = %v, want rising toward 10 from %v", r, v, prev)
+		}
+		prev = v
+	}
+	if _, err := ParseGroup("countif"); err == nil {
+		t.Error("countif accepted without its condition")
+	}
+	if g, _ := ParseGroup("EMA"); g != GroupSES {
+		t.Errorf("ParseGroup(EMA) = %v, want ses", g)
 	}
 }
 

@@ -6,46 +6,6 @@ import (
 	"strings"
 )
 
-// Group is how the slots that fall into one output point are combined.
-type Group uint8
-
-// The groupings a data query supports (Netdata's `group` parameter).
-const (
-	GroupAverage Group = iota
-	GroupMin
-	GroupMax
-	GroupSum
-	GroupMedian
-)
-
-var groupNames = [...]string{"average", "min", "max", "sum", "median"}
-
-// String is the Netdata name of the grouping.
-func (g Group) String() string {
-	if int(g) < len(groupNames) {
-		return groupNames[g]
-	}
-	return "average"
-}
-
-// ParseGroup reads a Netdata group name ("average" also as "avg" and
-// "mean"); anything else is an error.
-func ParseGroup(s string) (Group, error) {
-	switch strings.ToLower(s) {
-	case "", "average", "avg", "mean":
-		return GroupAverage, nil
-	case "min":
-		return GroupMin, nil
-	case "max":
-		return GroupMax, nil
-	case "sum":
-		return GroupSum, nil
-	case "median":
-		return GroupMedian, nil
-	}
-	return 0, fmt.Errorf("unknown group %q: use average, min, max, sum or median", s)
-}
-
 // Format is the body layout of a data query.
 type Format uint8
 
