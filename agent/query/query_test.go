@@ -1,11 +1,13 @@
 package query
 
 import (
+	"bytes"
 	"encoding/json"
 	"math"
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -484,6 +486,104 @@ func TestLayoutsMatchNetdata(t *testing.T) {
 	}
 }
 
+// skeleton replaces what depends on the data (times, dates, numbers,
+// nulls) with placeholders, leaving Netdata's layout: delimiters, line
+// ends, keys and labels.
+func skeleton(b []byte) string {
+	s := string(b)
+	s = regexp.MustCompile(`Date\(\d+(,\d+){5}\)`).ReplaceAllString(s, "DATE")
+	s = regexp.MustCompile(`"?\d{4}-\d\d-\d\d \d\d:\d\d:\d\d"?`).ReplaceAllString(s, "TIME")
+	s = regexp.MustCompile(`sig:'\d+'`).ReplaceAllString(s, "sig:'N'")
+	return regexp.MustCompile(`(^|[^\w.])(-?\d+(\.\d+)?|null)\b`).ReplaceAllString(s, "${1}N")
+}
+
+// TestTextLayoutsMatchNetdata renders the formats that are not plain JSON
+// (and the Google ones) and compares them with Netdata's captures byte
+// for byte once the data is replaced by placeholders.
+func TestTextLayoutsMatchNetdata(t *testing.T) {
+	cases := []struct {
+		file, q, ct string
+		json        bool
+	}{
+		{"api_v1_data_system.cpu_after-60_points10_format-csvjsonarray.json", "format=csvjsonarray", "application/json; charset=utf-8", true},
+		{"api_v1_data_system.cpu_after-60_points10_format-datasource_callback.js", "format=datasource&callback=cb", "application/x-javascript; charset=utf-8", false},
+		{"api_v1_data_system.cpu_after-60_points10_format-datatable.json", "format=datatable", "application/json; charset=utf-8", true},
+		{"api_v1_data_system.cpu_after-60_points10_format-html.html", "format=html", "text/html; charset=utf-8", false},
+		{"api_v1_data_system.cpu_after-60_points10_format-jsonp_callback.js", "format=jsonp&callback=cb", "application/x-javascript; charset=utf-8", false},
+		{"api_v1_data_system.cpu_after-60_points10_format-markdown.md", "format=markdown", "text/plain; charset=utf-8", false},
+	}
+	for _, c := range cases {
+		t.Run(c.q, func(t *testing.T) {
+			ref, err := os.ReadFile(filepath.Join(refDir, c.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			req, err := ParseRequest(getter("chart=system.cpu&after=-60&points=10&" + c.q))
+			if err != nil {
+				t.Fatal(err)
+			}
+			res := cpuResult(t, &req)
+			out := res.Append(nil, &Wrap{Host: "vm", API: 1, UpdateEvery: 1, FirstEntry: 1795313700, LastEntry: 1795313781})
+			if got, want := skeleton(out), skeleton(ref); got != want {
+				t.Fatalf("layout differs from Netdata's\nnetdata:\n%s\nours:\n%s", want, got)
+			}
+			if ct := res.ContentType(); ct != c.ct {
+				t.Errorf("Content-Type = %q, want %q", ct, c.ct)
+			}
+			if c.json && !json.Valid(out) {
+				t.Errorf("not valid JSON:\n%s", out)
+			}
+			// Inside jsonwrap the result is JSON (a string for the text tables).
+			req.Options |= OptJSONWrap
+			out = cpuResult(t, &req).Append(nil, &Wrap{Host: "vm", LastEntry: 1795313781})
+			if req.Format == FormatJSONP || req.Format == FormatDatasource {
+				i, j := bytes.IndexByte(out, '('), bytes.LastIndexByte(out, ')')
+				out = out[i+1 : j]
+				if req.Format == FormatDatasource {
+					out = out[bytes.Index(out, []byte("table:"))+6 : len(out)-1]
+				}
+			}
+			if !json.Valid(out) {
+				t.Errorf("jsonwrap is not JSON:\n%s", out)
+			}
+		})
+	}
+	// The Google data source protocol: reqId and version are echoed, a sig
+	// equal to the data's is not_modified, callbacks that are not names
+	// are refused.
+	req, err := ParseRequest(getter("chart=system.cpu&format=datasource&tqx=reqId:7;version:0.5;responseHandler:my.handler"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := string(cpuResult(t, &req).Append(nil, &Wrap{LastEntry: 1795313781}))
+	if !strings.HasPrefix(out, "my.handler({version:'0.5',reqId:'7',status:'ok',sig:'1795313781',table:{") || !strings.HasSuffix(out, "}});") {
+		t.Errorf("datasource with tqx = %.200s", out)
+	}
+	req, _ = ParseRequest(getter("chart=system.cpu&format=datasource&tqx=sig:1795313781"))
+	out = string(cpuResult(t, &req).Append(nil, &Wrap{LastEntry: 1795313781}))
+	if want := "google.visualization.Query.setResponse({version:'0.6',reqId:'0',status:'error',errors:[{reason:'not_modified',message:'Data not modified'}]});"; out != want {
+		t.Errorf("not modified = %s\nwant %s", out, want)
+	}
+	req, _ = ParseRequest(getter("chart=system.cpu&format=jsonp"))
+	if out := string(cpuResult(t, &req).Append(nil, nil)); !strings.HasPrefix(out, "callback({") || !strings.HasSuffix(out, "});") {
+		t.Errorf("jsonp without callback = %.100s", out)
+	}
+	for _, q := range []string{"callback=alert(1);x", "callback=a%28", "tqx=responseHandler:a(b)", "tqx=reqId:'x'", "format=xml"} {
+		if _, err := ParseRequest(getter("chart=x&format=jsonp&" + q)); err == nil {
+			t.Errorf("ParseRequest(%q) accepted", q)
+		}
+	}
+	// html escapes labels: a dimension name is text, never markup.
+	ds := dims("<b>x</b>")
+	res, err := Run(&Request{Format: FormatHTML}, Plan{After: 0, Before: 0, Step: 1, Group: 1, Points: 1}, []Series{series(0, 1, ds, func(int, int64) float64 { return 1 })})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out := string(res.Append(nil, nil)); strings.Contains(out, "<b>") || !strings.Contains(out, "&lt;b&gt;x&lt;/b&gt;") {
+		t.Errorf("html label not escaped: %s", out)
+	}
+}
+
 // shape describes a decoded JSON value by keys and types; arrays by the
 // shape of their first element and whether they are empty.
 func shape(v any) string {
@@ -562,7 +662,7 @@ func TestGlob(t *testing.T) {
 }
 
 func FuzzParseRequest(f *testing.F) {
-	for _, s := range []string{"chart=a&after=-60&points=10", "points=0", "group=max&format=csv&options=jsonwrap|flip", "after=1e300&before=-1", "tier=1&points=86400"} {
+	for _, s := range []string{"chart=a&after=-60&points=10", "points=0", "group=max&format=csv&options=jsonwrap|flip", "format=datatable&group=ses", "format=html&options=jsonwrap", "format=csvjsonarray&options=seconds", "format=datasource&tqx=reqId:1;sig:2", "after=1e300&before=-1", "tier=1&points=86400"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, q string) {
@@ -583,7 +683,8 @@ func FuzzParseRequest(f *testing.F) {
 			return
 		}
 		out := res.Append(nil, &Wrap{Host: "h"})
-		if (req.Format == FormatJSON || req.Format == FormatArray || req.Options&OptJSONWrap != 0) && !json.Valid(out) {
+		isJSON := req.Format == FormatJSON || req.Format == FormatArray || req.Format == FormatDatatable || req.Format == FormatCSVJSONArray
+		if req.Format != FormatJSONP && req.Format != FormatDatasource && (isJSON || req.Options&OptJSONWrap != 0) && !json.Valid(out) {
 			t.Fatalf("invalid JSON for %q:\n%s", q, out)
 		}
 	})
