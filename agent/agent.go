@@ -166,7 +166,8 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (err error) {
 	defer stop()
 	var wg sync.WaitGroup
 	wg.Add(2)
-	go func() { defer wg.Done(); collect.New(db, log).Run(runCtx) }()
+	coll := collect.New(db, log)
+	go func() { defer wg.Done(); coll.Run(runCtx) }()
 	go func() { defer wg.Done(); eng.Run(runCtx) }()
 	// Stop the workers before the deferred closes run (LIFO: this runs first).
 	defer wg.Wait()
@@ -178,7 +179,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (err error) {
 		return nil
 	}
 	srv, err := api.New(api.Options{
-		DB: db, Health: eng, Identity: id, CORS: cfg.CORS, Parent: cfg.Parent,
+		DB: db, Health: eng, Collected: coll, Identity: id, CORS: cfg.CORS, Parent: cfg.Parent,
 		ExportDir: cfg.ExportDir, Journal: cfg.Journal, DataDir: cfg.Dir, Log: log,
 	})
 	if err != nil {

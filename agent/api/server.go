@@ -31,10 +31,18 @@ type Alerter interface {
 	Transitions(after uint64) []health.Transition
 }
 
+// Collected is what allmetrics?source=as-collected reads: the newest
+// values a chart was collected with, before rates and multipliers
+// (*collect.Manager).
+type Collected interface {
+	Collected(chartID string) (at time.Time, raw []float64, ok bool)
+}
+
 // Options configure the API server.
 type Options struct {
 	DB        *store.DB
 	Health    Alerter            // nil: no alerts
+	Collected Collected          // nil: allmetrics has no as-collected source
 	Identity  *identity.Identity // the agent's own key (peer key in / and tunnel)
 	CORS      string             // Access-Control-Allow-Origin, sent as is; "" means "*" (AGENT_REST_CORS)
 	Parent    bool               // AGENT_PARENT=1
@@ -117,6 +125,11 @@ func New(o Options) (*Server, error) {
 		WriteTimeout:       10 * time.Second,
 		IdleTimeout:        60 * time.Second,
 		MaxRequestBodySize: 64 << 10,
+		// Room for a request line with a 10 KB argument (a pasted log
+		// query, a long dimension pattern): the handler answers it with a
+		// 400 that names the argument, instead of fasthttp's bare 431
+		// at the default 4 KiB.
+		ReadBufferSize: 16 << 10,
 		// One write syscall for a whole data answer or scrape: with the
 		// default 4 KiB buffer a 4 KiB data answer took two writes.
 		WriteBufferSize: 32 << 10,
@@ -357,6 +370,14 @@ func arg(ctx *fasthttp.RequestCtx, key string) (string, bool) {
 		return "", true
 	}
 	return string(v), true
+}
+
+// trimArg shortens an argument echoed in an error message.
+func trimArg(s string) string {
+	if len(s) > 64 {
+		return s[:64] + "..."
+	}
+	return s
 }
 
 func argOr(ctx *fasthttp.RequestCtx, key, def string) string {

@@ -100,6 +100,7 @@ func (c *cpuColl) collect(tk *tick) error {
 func (r *cpuRow) update(tk *tick, f [10]float64) {
 	prev, had := r.prev, r.have
 	r.prev, r.have = f, true
+	tk.collected(r.def.ID, f[:]) // jiffies, as Netdata's as-collected shows them
 	if !had {
 		return
 	}
