@@ -14,6 +14,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"peerdns/agent/health"
+	"peerdns/agent/procs"
 	"peerdns/agent/store"
 	"peerdns/http/httpx"
 	"peerdns/internal/identity"
@@ -76,6 +77,7 @@ type Server struct {
 	statsAt   time.Time
 	statsLast store.Stats
 
+	procs        *procs.Sampler // the process table, scanned on demand
 	ctxIndex     atomic.Pointer[contextIndex]
 	dataCache    respCache
 	prom         atomic.Pointer[promCache]     // per published chart list
@@ -113,7 +115,7 @@ func New(o Options) (*Server, error) {
 	if o.exportLimits == (exportLimits{}) {
 		o.exportLimits = defaultExportLimits
 	}
-	s := &Server{o: o, log: o.Log, started: o.Now()}
+	s := &Server{o: o, log: o.Log, started: o.Now(), procs: procs.NewSampler()}
 	s.host = collectHostInfo(o.Identity)
 	s.srv = &fasthttp.Server{
 		// Bodies are gzip/deflate-compressed for clients that ask (as
@@ -260,6 +262,7 @@ func init() {
 		"functions":         (*Server).functions,
 		"ai/snapshot":       (*Server).aiSnapshot,
 		"ai/charts":         (*Server).aiCharts,
+		"processes":         (*Server).processes,
 	}
 }
 
