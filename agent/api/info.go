@@ -66,7 +66,8 @@ func (s *Server) index(ctx *fasthttp.RequestCtx, _ int) error {
 			"/api/v3/q?q=", "/api/v3/data?chart=", "/api/v3/allmetrics?format=prometheus", "/api/v3/badge.svg?chart=",
 			"/api/v3/nodes", "/api/v3/node_instances", "/api/v3/fleet", "/api/v3/stream_path", "/api/v3/export",
 			"/api/v3/tunnel", "/api/v3/alerts", "/api/v3/alert_transitions", "/api/v3/alert_config",
-			"/api/v3/variable?chart=", "/api/v3/functions",
+			"/api/v3/variable?chart=", "/api/v3/functions", "/api/v3/processes", "/api/v3/logs?source=audit",
+			"/api/v3/ai/snapshot", "/api/v3/ai/charts?q=",
 		},
 	})
 }

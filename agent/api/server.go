@@ -14,6 +14,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"peerdns/agent/health"
+	"peerdns/agent/logs"
 	"peerdns/agent/procs"
 	"peerdns/agent/store"
 	"peerdns/http/httpx"
@@ -48,9 +49,18 @@ type Options struct {
 	CORS      string             // Access-Control-Allow-Origin, sent as is; "" means "*" (AGENT_REST_CORS)
 	Parent    bool               // AGENT_PARENT=1
 	ExportDir string             // where export?write=1 writes
-	Journal   bool               // AGENT_JOURNAL != 0 (shown in settings; no logs function runs yet)
-	DataDir   string             // the agent's data dir (shown in settings and db)
-	Log       *slog.Logger
+	Journal   bool               // AGENT_JOURNAL != 0: the journal log source is on
+	// JournalDir reads journal files from this directory instead of the
+	// system journal ("" for the system's; tests write their own).
+	JournalDir string
+	// Audit is the agent's audit trail (logs?source=audit); nil keeps one
+	// in memory for this server's life.
+	Audit *logs.Audit
+	// Anomaly is the anomaly detector's event log (logs?source=anomaly);
+	// nil answers "no anomaly detector running".
+	Anomaly logs.Source
+	DataDir string // the agent's data dir (shown in settings and db)
+	Log     *slog.Logger
 	// Now is the clock; nil means time.Now (tests pass a fixed one).
 	Now func() time.Time
 	// exportLimits bound export?write=1; zero means defaultExportLimits
@@ -78,6 +88,7 @@ type Server struct {
 	statsLast store.Stats
 
 	procs        *procs.Sampler // the process table, scanned on demand
+	logReader    logs.Reader
 	ctxIndex     atomic.Pointer[contextIndex]
 	dataCache    respCache
 	prom         atomic.Pointer[promCache]     // per published chart list
@@ -115,8 +126,19 @@ func New(o Options) (*Server, error) {
 	if o.exportLimits == (exportLimits{}) {
 		o.exportLimits = defaultExportLimits
 	}
+	if o.Audit == nil {
+		a, err := logs.OpenAudit("", 0, o.Log)
+		if err != nil {
+			return nil, err
+		}
+		o.Audit = a
+	}
 	s := &Server{o: o, log: o.Log, started: o.Now(), procs: procs.NewSampler()}
 	s.host = collectHostInfo(o.Identity)
+	s.logReader = logs.Reader{Audit: o.Audit, Anomaly: o.Anomaly}
+	if o.Journal {
+		s.logReader.Journal = &logs.Journal{Dir: o.JournalDir}
+	}
 	s.srv = &fasthttp.Server{
 		// Bodies are gzip/deflate-compressed for clients that ask (as
 		// Netdata does; Prometheus always asks): a 1,300-series scrape
@@ -263,6 +285,7 @@ func init() {
 		"ai/snapshot":       (*Server).aiSnapshot,
 		"ai/charts":         (*Server).aiCharts,
 		"processes":         (*Server).processes,
+		"logs":              (*Server).logs,
 	}
 }
 

@@ -12,7 +12,7 @@ type Entry struct {
 	Seq      uint64
 	Cursor   string // the journal's __CURSOR (journal only)
 	Time     time.Time
-	Priority int    // syslog: 0 emerg .. 7 debug
+	Priority int    // syslog: 0 emerg .. 7 debug; set it (the zero value is emerg)
 	Unit     string // the systemd unit, or the audit action's subsystem
 	Message  string
 	Fields   map[string]string // extra fields worth showing (small)

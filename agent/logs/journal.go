@@ -88,7 +88,9 @@ func (j *Journal) args(q *Query) []string {
 	if j.Dir != "" {
 		a = append(a, "-D", j.Dir)
 	}
-	if !q.Since.IsZero() {
+	// journalctl takes only one of --since and --after-cursor; with a
+	// cursor, Read stops at the first entry older than since instead.
+	if !q.Since.IsZero() && q.Cursor.Journal == "" {
 		a = append(a, "--since=@"+strconv.FormatInt(q.Since.Unix(), 10))
 	}
 	if !q.Until.IsZero() {
@@ -153,6 +155,9 @@ func (j *Journal) Read(ctx context.Context, q Query) (Page, error) {
 			continue
 		}
 		last = e.Cursor
+		if !q.Since.IsZero() && e.Time.Before(q.Since) {
+			break // newest first: everything after this is older still
+		}
 		if !match.matches(&e) {
 			if scanned >= maxScan {
 				page.Truncated = true

@@ -66,7 +66,8 @@ func TestJournal(t *testing.T) {
 		{"priority=1", "entry 49", 14},      // 0 and 1
 		{"priority=err&since=2026-11-25T10:00:30Z", "entry 49", 10},
 		{"since=2026-11-25T10:00:10Z&until=2026-11-25T10:00:19Z", "entry 19", 10},
-		{"q=WARNING&limit=4", "entry 44", 6}, // severity matches q
+		{"q=WARNING&limit=4", "entry 44", 6},                   // severity matches q
+		{"since=2026-11-25T10:00:40Z&limit=3", "entry 49", 10}, // since with a cursor (journalctl takes only one)
 	} {
 		t.Run(tt.q, func(t *testing.T) {
 			msgs := readAll(t, j, tt.q)
