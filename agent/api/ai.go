@@ -2,12 +2,15 @@ package api
 
 import (
 	"math"
+	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/valyala/fasthttp"
 
 	"peerdns/agent/health"
+	"peerdns/agent/logs"
 	"peerdns/agent/query"
 	"peerdns/agent/store"
 	"peerdns/http/httpx"
@@ -63,11 +66,11 @@ func pct(part, total float64) nullFloat {
 
 // aiSnapshot: health, KPIs, anomalies and alerts, catalog and storage.
 //
-// No anomaly detector runs yet, so the store's anomalous-point counts are
-// all zero: reporting "0 anomalous points" would tell an assistant the
-// host looks normal when nothing looked at all. The spec names anomalies
-// as a member of the snapshot, so the key stays and says the data is not
-// available; the counts come back once a detector fills them.
+// Anomalies come from the detector's event log (Options.Anomaly): the
+// events of the last ten minutes, counted per chart, and the newest few.
+// Without a detector the member says the data is not available:
+// reporting "0 anomalies" would tell an assistant the host looks normal
+// when nothing looked at all.
 func (s *Server) aiSnapshot(ctx *fasthttp.RequestCtx, _ int) error {
 	normal, warning, critical := s.alarmCounts()
 	status := "ok"
@@ -123,7 +126,7 @@ func (s *Server) aiSnapshot(ctx *fasthttp.RequestCtx, _ int) error {
 		"time":      now,
 		"health":    map[string]any{"status": status, "alarms": alarmCount{normal, warning, critical}},
 		"kpis":      kpis,
-		"anomalies": map[string]any{"available": false, "reason": "no anomaly detector runs on this agent yet"},
+		"anomalies": s.anomalySummary(now),
 		"alerts":    raisedList,
 		"catalog":   map[string]any{"charts": len(charts), "dimensions": dims, "contexts": ix.contexts},
 		"storage": map[string]any{"dir": st.Dir, "tier0_retention_seconds": int64(st.Tier0Retention.Seconds()),
@@ -132,10 +135,59 @@ func (s *Server) aiSnapshot(ctx *fasthttp.RequestCtx, _ int) error {
 	})
 }
 
+// aiAnomalyWindow is the span of anomaly events the snapshot sums up, and
+// aiAnomalyMax the most events it reads for that (it says when capped).
+const (
+	aiAnomalyWindow = 10 * time.Minute
+	aiAnomalyMax    = 1000
+	aiAnomalyLatest = 5
+	aiAnomalyCharts = 10
+)
+
+func (s *Server) anomalySummary(now int64) map[string]any {
+	if s.o.Anomaly == nil {
+		return map[string]any{"available": false, "reason": "no anomaly detector running on this agent"}
+	}
+	since := time.Unix(now, 0).Add(-aiAnomalyWindow)
+	es, capped := s.o.Anomaly.Before(0, aiAnomalyMax, func(e *logs.Entry) bool { return !e.Time.Before(since) })
+	perChart := map[string]int{}
+	for _, e := range es {
+		perChart[e.Unit]++
+	}
+	type chartCount struct {
+		Chart  string `json:"chart"`
+		Events int    `json:"events"`
+	}
+	top := make([]chartCount, 0, len(perChart))
+	for c, n := range perChart {
+		top = append(top, chartCount{c, n})
+	}
+	slices.SortFunc(top, func(a, b chartCount) int {
+		if a.Events != b.Events {
+			return b.Events - a.Events
+		}
+		return strings.Compare(a.Chart, b.Chart)
+	})
+	latest := []map[string]any{}
+	for _, e := range es[:min(len(es), aiAnomalyLatest)] {
+		latest = append(latest, map[string]any{"time": e.Time.Unix(), "chart": e.Unit, "severity": logs.Severity(e.Priority), "message": e.Message})
+	}
+	return map[string]any{
+		"available": true, "window_seconds": int64(aiAnomalyWindow.Seconds()), "events": len(es), "capped": capped,
+		"charts": top[:min(len(top), aiAnomalyCharts)], "latest": latest,
+	}
+}
+
+// maxAIQuery bounds ai/charts' q: a catalog search, not a document.
+const maxAIQuery = 256
+
 // aiCharts searches the catalog: q (substring of id, title, context or
 // family; empty lists all), limit (default 20, at most 500).
 func (s *Server) aiCharts(ctx *fasthttp.RequestCtx, _ int) error {
 	q, _ := arg(ctx, "q")
+	if len(q) > maxAIQuery {
+		return httpx.BadRequest("q is longer than %d bytes", maxAIQuery)
+	}
 	q = strings.ToLower(strings.TrimSpace(q))
 	limit := 20
 	if l, ok := arg(ctx, "limit"); ok && l != "" {
@@ -173,6 +225,9 @@ func (s *Server) aiCharts(ctx *fasthttp.RequestCtx, _ int) error {
 // after (default -600), points (default 60) and group are the data
 // query's.
 func (s *Server) aiChartSummary(ctx *fasthttp.RequestCtx, id string) error {
+	if err := checkChartID(id); err != nil {
+		return err
+	}
 	c, ok := s.o.DB.Chart(id)
 	if !ok {
 		return httpx.Errorf(fasthttp.StatusNotFound, "Chart is not found: %s", id)
@@ -220,4 +275,14 @@ func chartAlerts(as []health.Alert, chart string) []map[string]any {
 		}
 	}
 	return out
+}
+
+// checkChartID refuses ids no chart can have before any lookup: a path
+// separator or "..", control characters, or more than 256 bytes.
+func checkChartID(id string) error {
+	if id == "" || len(id) > 256 || strings.Contains(id, "/") || strings.Contains(id, "..") ||
+		strings.ContainsFunc(id, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+		return httpx.BadRequest("Invalid chart id %q: it must not be empty, contain '/', '..' or control characters, or pass 256 bytes", trimArg(id))
+	}
+	return nil
 }

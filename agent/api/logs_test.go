@@ -101,6 +101,9 @@ func TestLogsAudit(t *testing.T) {
 		}
 	}
 	// unit and priority filters; the severity is named.
+	for i := 0; i < 2; i++ {
+		_ = a.Record(logs.Entry{Priority: logs.PriNotice, Unit: "prune", Message: "pruned after paging"})
+	}
 	b := env.logs(t, "source=audit&unit=prune&limit=1")
 	if len(b.Entries) != 1 || b.Entries[0].Unit != "prune" || !b.More || b.NextCursor == nil {
 		t.Errorf("unit filter: %+v", b)

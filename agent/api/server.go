@@ -371,7 +371,7 @@ func (s *Server) route(ctx *fasthttp.RequestCtx) error {
 	}
 	cmd = strings.TrimSuffix(cmd, "/")
 	if id, ok := strings.CutPrefix(cmd, "ai/chart/"); ok {
-		if id, ok = strings.CutSuffix(id, "/summary"); ok && id != "" {
+		if id, ok = strings.CutSuffix(id, "/summary"); ok {
 			return s.aiChartSummary(ctx, id)
 		}
 	}

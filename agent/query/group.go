@@ -127,7 +127,7 @@ func ParseGroup(s string) (Group, error) {
 	if len(s) > 64 {
 		s = s[:64] + "..."
 	}
-	return 0, fmt.Errorf("unknown group %q: use one of %s", s, strings.Join(GroupNames(), ", "))
+	return 0, fmt.Errorf("unknown group %q: use average, min, max, sum, median, incremental-sum, stddev, cv, ses, des, extremes, trimmed-mean[1-25] or percentile[25-99]", s)
 }
 
 // smoothing is the state of ses and des for one column: like Netdata's,
