@@ -178,7 +178,8 @@ func (s *Server) anomalySummary(now int64) map[string]any {
 	}
 }
 
-// maxAIQuery bounds ai/charts' q: a catalog search, not a document.
+// maxAIQuery bounds the q of ai/charts and q (search): a catalog search,
+// not a document.
 const maxAIQuery = 256
 
 // aiCharts searches the catalog: q (substring of id, title, context or
@@ -193,7 +194,7 @@ func (s *Server) aiCharts(ctx *fasthttp.RequestCtx, _ int) error {
 	if l, ok := arg(ctx, "limit"); ok && l != "" {
 		n, err := strconv.Atoi(l)
 		if err != nil || n <= 0 || n > 500 {
-			return httpx.BadRequest("limit must be an integer from 1 to 500, got %q", l)
+			return httpx.BadRequest("limit must be an integer from 1 to 500, got %q", trimArg(l))
 		}
 		limit = n
 	}

@@ -91,3 +91,22 @@ func TestAISnapshotAnomalies(t *testing.T) {
 		t.Errorf("snapshot is %d bytes: too big for a model's context", len(body))
 	}
 }
+
+// TestLongArguments: a 10 KB argument is a short 400 naming it on every
+// endpoint that takes text, never a 500 or a scan with it.
+func TestLongArguments(t *testing.T) {
+	env := newTestEnv(t)
+	long := strings.Repeat("x", 10<<10)
+	for _, path := range []string{
+		"/api/v3/q?q=" + long, "/api/v3/q?q=cpu&limit=" + long, "/api/v3/ai/charts?q=" + long, "/api/v3/ai/charts?limit=" + long,
+		"/api/v3/logs?source=audit&q=" + long, "/api/v3/logs?source=audit&cursor=" + long, "/api/v3/processes?q=" + long,
+		"/api/v3/processes?filter=" + long, "/api/v3/processes?limit=" + long, "/api/v1/data?chart=system.cpu&group=" + long,
+		"/api/v1/data?chart=system.cpu&format=" + long, "/api/v1/data?chart=system.cpu&callback=" + long,
+		"/api/v1/allmetrics?format=prometheus&source=" + long,
+	} {
+		r := env.get(t, path)
+		if r.status != 400 || len(r.body) > 400 {
+			t.Errorf("GET %.60s... = %d (%d bytes) %.120s, want a short 400", path, r.status, len(r.body), r.body)
+		}
+	}
+}
