@@ -687,6 +687,9 @@ func FuzzHandle(f *testing.F) {
 		"/api/v1/badge.svg?chart=system.cpu&value_color=red>1:green&precision=3&multiply=2",
 		"/api/v1/chart?chart=disk_space._", "/api/v3/q?q=%00", "/api/v1/alarm_log?after=1",
 		"/api/v3/export?format=prometheus", "/api/v2/contexts?options=full", "/api/v9/x", "/%",
+		"/api/v1/data?chart=system.load&format=datasource&tqx=reqId:1;sig:5", "/api/v1/data?chart=system.cpu&group=trimmed-mean10&format=html",
+		"/api/v3/logs?source=audit&since=-1h&q=x&limit=5", "/api/v3/logs?source=anomaly", "/api/v3/processes?sort=rss&filter=go*&limit=3",
+		"/api/v3/ai/chart/system.cpu/summary?group=des", "/api/v1/allmetrics?format=prometheus_all_hosts&source=as-collected",
 	} {
 		f.Add(s)
 	}
