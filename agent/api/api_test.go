@@ -703,7 +703,9 @@ func FuzzHandle(f *testing.F) {
 		ctx.Request.SetRequestURI(uri)
 		env.srv.Handle(&ctx)
 		code := ctx.Response.StatusCode()
-		if code >= 500 {
+		// 503 and 501 say a service is not on this host (a log source, the
+		// process table), not that the request broke something.
+		if code >= 500 && code != fasthttp.StatusServiceUnavailable && code != fasthttp.StatusNotImplemented {
 			t.Fatalf("%q: %d %s", uri, code, ctx.Response.Body())
 		}
 		if code == 200 && strings.HasPrefix(string(ctx.Response.Header.ContentType()), "application/json") && !json.Valid(ctx.Response.Body()) {
