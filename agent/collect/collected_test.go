@@ -30,8 +30,9 @@ func TestCollectedKeepsRawValues(t *testing.T) {
 		t.Errorf("collected at %v, want the second tick %v", at, epoch.Add(time.Second))
 	}
 	// dims: guest_nice guest steal softirq irq user system nice iowait idle
-	if vals[9] != 850 || vals[6] != 60 || vals[8] != 20 {
-		t.Errorf("collected = %v, want the second sample's jiffies (idle 850, system 60, iowait 20)", vals)
+	// gopsutil reports seconds; collected values are jiffies (1/100 s).
+	if vals[9] != 85000 || vals[6] != 6000 || vals[8] != 2000 {
+		t.Errorf("collected = %v, want the second sample's jiffies (idle 85000, system 6000, iowait 2000)", vals)
 	}
 	if _, _, ok := m.Collected("no.such"); ok {
 		t.Error("a chart never collected has collected values")
