@@ -8,6 +8,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"peerdns/agent/health"
+	"peerdns/agent/logs"
 	"peerdns/agent/store"
 	"peerdns/http/httpx"
 )
@@ -329,6 +330,10 @@ func (s *Server) settings(ctx *fasthttp.RequestCtx, _ int) error {
 		"parent":     s.o.Parent,
 		"export_dir": s.o.ExportDir,
 		"journal":    s.o.Journal,
+		"logs": map[string]any{
+			"journal": s.o.Journal, "audit_file": s.o.Audit.Path(), "anomaly_detector": s.o.Anomaly != nil,
+			"limit_default": logs.DefaultLimit, "limit_max": logs.MaxLimit,
+		},
 	})
 }
 

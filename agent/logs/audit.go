@@ -179,6 +179,9 @@ func (a *Audit) Record(e Entry) error {
 	return nil
 }
 
+// Path is the trail's file ("" when it is kept in memory only).
+func (a *Audit) Path() string { return a.path }
+
 // Before pages the trail (see Source).
 func (a *Audit) Before(before uint64, limit int, keep func(*Entry) bool) ([]Entry, bool) {
 	return a.ring.Before(before, limit, keep)

@@ -102,16 +102,6 @@ func (g Group) def() groupDef {
 // String is the Netdata name of the grouping.
 func (g Group) String() string { return g.def().name }
 
-// GroupNames lists every grouping name (without aliases), for messages
-// and documentation.
-func GroupNames() []string {
-	out := make([]string, len(groupTable))
-	for i, d := range groupTable {
-		out[i] = d.name
-	}
-	return out
-}
-
 // ParseGroup reads a Netdata group name or alias (case-insensitive; ""
 // is average); anything else is an error.
 func ParseGroup(s string) (Group, error) {
