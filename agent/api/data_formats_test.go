@@ -85,3 +85,42 @@ func TestDataGroupingsOverHTTP(t *testing.T) {
 		}
 	}
 }
+
+// TestPaddingLikeNetdata replays Netdata's load_defaults capture: an agent
+// 245 seconds old asked for 600 seconds in 120 points answers all 120
+// rows, the 71 before its first point null, at the same offsets from the
+// newest point as Netdata's (its newest point was 1795313781).
+func TestPaddingLikeNetdata(t *testing.T) {
+	var ref struct{ Data [][]any }
+	if err := json.Unmarshal(readRef(t, "api_v1_data_system.load_defaults.json"), &ref); err != nil {
+		t.Fatal(err)
+	}
+	const refLast = 1795313781
+	env := newTestEnv(t)
+	c := testCharts()[1]
+	c.ID, c.Name = "system.young", "system.young"
+	if err := env.db.Register(c); err != nil {
+		t.Fatal(err)
+	}
+	last := env.now.Unix() - 1
+	last -= ((last-refLast)%5 + 5) % 5 // the same phase as the capture's groups of 5
+	for ts := last - 245; ts <= last; ts++ {
+		if err := env.db.Append(c.ID, ts, []float64{1, 2, 3}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := env.get(t, "/api/v1/data?chart=system.young&after=-600&points=120")
+	var got struct{ Data [][]any }
+	if err := json.Unmarshal(r.body, &got); err != nil {
+		t.Fatalf("%v: %s", err, r.body)
+	}
+	if len(got.Data) != len(ref.Data) {
+		t.Fatalf("%d rows, Netdata %d", len(got.Data), len(ref.Data))
+	}
+	for i := range ref.Data {
+		rt, gt := int64(ref.Data[i][0].(float64))-refLast, int64(got.Data[i][0].(float64))-last
+		if rt != gt || (ref.Data[i][1] == nil) != (got.Data[i][1] == nil) {
+			t.Fatalf("row %d: ours at %+d %v, Netdata's at %+d %v", i, gt, got.Data[i][1:], rt, ref.Data[i][1:])
+		}
+	}
+}
