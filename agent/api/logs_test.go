@@ -134,8 +134,21 @@ func TestLogsAnomaly(t *testing.T) {
 			Message: fmt.Sprintf("anomalous: system.cpu dimension user (event %d)", i)})
 	}
 	env := newTestEnv(t, func(o *Options) { o.Anomaly = ring })
-	all := env.pageAll(t, "source=anomaly&limit=7")
-	if len(all) != 120 || all[0] != "anomalous: system.cpu dimension user (event 119)" {
+	// The detector keeps reporting while a client pages (the ring holds
+	// 1000: the 120 are not pushed out during the test).
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := 0; !stop.Load() && i < 800; i++ {
+			ring.Add(logs.Entry{Priority: logs.PriWarning, Unit: "system.ram", Message: fmt.Sprintf("live %d", i)})
+		}
+	}()
+	all := env.pageAll(t, "source=anomaly&limit=7&q=event")
+	stop.Store(true)
+	wg.Wait()
+	if len(all) != 120 || all[0] != "anomalous: system.cpu dimension user (event 119)" || all[119] != "anomalous: system.cpu dimension user (event 0)" {
 		t.Fatalf("%d anomaly events, first %q", len(all), all[0])
 	}
 	// The last 30 minutes hold events 60..119 (every 30 s from base).
