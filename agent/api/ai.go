@@ -20,6 +20,20 @@ import (
 // snapshot, a catalog search and a windowed summary of one chart. They
 // return small JSON documents with plain numbers (null when unknown).
 
+// short is v with the 7 significant digits the store keeps (float32):
+// 10.32, not 10.319999694824219, which only costs a model tokens. Not
+// finite stays null.
+func short(v float64) nullFloat {
+	if !finite(v) {
+		return noValue
+	}
+	r, err := strconv.ParseFloat(strconv.FormatFloat(v, 'g', 7, 64), 64)
+	if err != nil {
+		return nullFloat(v)
+	}
+	return nullFloat(r)
+}
+
 // latestMap is the newest value of each dimension of a chart by id.
 func (s *Server) latestMap(id string) map[string]float64 {
 	c, ok := s.o.DB.Chart(id)
@@ -84,7 +98,7 @@ func (s *Server) aiSnapshot(ctx *fasthttp.RequestCtx, _ int) error {
 		kpis["cpu_percent"] = math.Round(sumExcept(m, "idle")*100) / 100
 	}
 	if m := s.latestMap("system.load"); m != nil {
-		kpis["load1"], kpis["load5"], kpis["load15"] = nullFloat(m["load1"]), nullFloat(m["load5"]), nullFloat(m["load15"])
+		kpis["load1"], kpis["load5"], kpis["load15"] = short(m["load1"]), short(m["load5"]), short(m["load15"])
 	}
 	if m := s.latestMap("system.ram"); m != nil {
 		kpis["ram_used_percent"] = pct(m["used"], sumExcept(m))
@@ -93,10 +107,10 @@ func (s *Server) aiSnapshot(ctx *fasthttp.RequestCtx, _ int) error {
 		kpis["swap_used_percent"] = pct(m["used"], sumExcept(m))
 	}
 	if m := s.latestMap("system.net"); m != nil {
-		kpis["net_received_kilobits_s"], kpis["net_sent_kilobits_s"] = nullFloat(m["received"]), nullFloat(math.Abs(m["sent"]))
+		kpis["net_received_kilobits_s"], kpis["net_sent_kilobits_s"] = short(m["received"]), short(math.Abs(m["sent"]))
 	}
 	if m := s.latestMap("system.io"); m != nil {
-		kpis["disk_read_kib_s"], kpis["disk_write_kib_s"] = nullFloat(m["in"]), nullFloat(math.Abs(m["out"]))
+		kpis["disk_read_kib_s"], kpis["disk_write_kib_s"] = short(m["in"]), short(math.Abs(m["out"]))
 	}
 	disks := []map[string]any{}
 	for _, c := range s.index2().byContext["disk.space"] {
@@ -112,7 +126,7 @@ func (s *Server) aiSnapshot(ctx *fasthttp.RequestCtx, _ int) error {
 	for _, a := range s.alerts() {
 		if raised(a.Status) {
 			raisedList = append(raisedList, map[string]any{"name": a.Name, "chart": a.Chart, "status": a.Status,
-				"value": nullFloat(a.Value), "units": a.Units, "since": a.LastStatusChange, "info": a.Info})
+				"value": short(a.Value), "units": a.Units, "since": a.LastStatusChange, "info": a.Info})
 		}
 	}
 	ix := s.index2()
@@ -255,9 +269,9 @@ func (s *Server) aiChartSummary(ctx *fasthttp.RequestCtx, id string) error {
 			}
 			mn, mx, sum, n = math.Min(mn, v), math.Max(mx, v), sum+v, n+1
 		}
-		d := map[string]any{"id": cl.ID, "name": cl.Name, "min": noValue, "avg": noValue, "max": noValue, "last": nullFloat(res.Latest[col])}
+		d := map[string]any{"id": cl.ID, "name": cl.Name, "min": noValue, "avg": noValue, "max": noValue, "last": short(res.Latest[col])}
 		if n > 0 {
-			d["min"], d["avg"], d["max"] = mn, sum/float64(n), mx
+			d["min"], d["avg"], d["max"] = short(mn), short(sum/float64(n)), short(mx)
 		}
 		dims = append(dims, d)
 	}
@@ -272,7 +286,7 @@ func chartAlerts(as []health.Alert, chart string) []map[string]any {
 	out := []map[string]any{}
 	for _, a := range as {
 		if a.Chart == chart {
-			out = append(out, map[string]any{"name": a.Name, "status": a.Status, "value": nullFloat(a.Value), "units": a.Units})
+			out = append(out, map[string]any{"name": a.Name, "status": a.Status, "value": short(a.Value), "units": a.Units})
 		}
 	}
 	return out

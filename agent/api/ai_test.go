@@ -2,6 +2,7 @@ package api
 
 import (
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -107,6 +108,21 @@ func TestLongArguments(t *testing.T) {
 		r := env.get(t, path)
 		if r.status != 400 || len(r.body) > 400 {
 			t.Errorf("GET %.60s... = %d (%d bytes) %.120s, want a short 400", path, r.status, len(r.body), r.body)
+		}
+	}
+}
+
+func TestShort(t *testing.T) {
+	for _, tt := range []struct {
+		in   float64
+		want string
+	}{
+		{float64(float32(10.32)), "10.32"}, {0.3769858, "0.3769858"}, {123456789, "123456800"}, {0, "0"}, {-2.5, "-2.5"},
+		{math.NaN(), "null"}, {math.Inf(1), "null"},
+	} {
+		b, err := short(tt.in).MarshalJSON()
+		if err != nil || string(b) != tt.want {
+			t.Errorf("short(%v) = %s, %v; want %s", tt.in, b, err, tt.want)
 		}
 	}
 }
