@@ -32,7 +32,10 @@
 // most MaxScan (50,000) entries per page: a page that stops there says
 // truncated and its cursor continues the search. AGENT_JOURNAL=0 turns
 // the source off (503 saying so); a machine without journalctl or journal
-// files gets a 503 that says which.
+// files gets a 503 that says which. journalctl shows an unprivileged agent
+// only its own user's entries unless the agent's user is in the
+// systemd-journal (or adm) group; that is the system's access rule, kept.
+// --output-fields needs systemd 236 or later (2017).
 //
 // Times. since/until take unix seconds or milliseconds (above 1e11),
 // ISO 8601 (RFC 3339, "2006-01-02T15:04:05" and "2006-01-02 15:04:05" as
