@@ -11,7 +11,10 @@ import (
 // shift an older page. Safe for concurrent use.
 //
 // The anomaly detector can publish its events through one (NewRing) and
-// pass it as the API's anomaly source.
+// pass it as the API's anomaly source (api.Options.Anomaly). Its entries
+// should carry the chart id in Unit (the AI snapshot counts events per
+// Unit), a Priority (PriWarning for an anomaly; the zero value is emerg),
+// a readable Message, and the dimension, score or rate in Fields.
 type Ring struct {
 	mu   sync.RWMutex // guards the fields below
 	buf  []Entry      // circular; buf[(start+i)%cap] is the i-th oldest
