@@ -141,3 +141,27 @@ func TestSystemJournal(t *testing.T) {
 		}
 	}
 }
+
+func TestParseJournalLine(t *testing.T) {
+	e, err := parseJournalLine([]byte(`{"__CURSOR":"s=1;i=2","__REALTIME_TIMESTAMP":"1700000000123456","PRIORITY":"3","MESSAGE":[104,105,255],"SYSLOG_IDENTIFIER":"kernel"}`))
+	if err != nil || e.Message != "hi\uFFFD" || e.Priority != 3 || e.Unit != "kernel" || !e.Time.Equal(time.UnixMicro(1700000000123456)) {
+		t.Errorf("binary message entry = %+v, %v", e, err)
+	}
+	for _, bad := range []string{`{}`, `{"__CURSOR":"x"}`, `{"__CURSOR":"x","__REALTIME_TIMESTAMP":"soon"}`, `[`, ``} {
+		if _, err := parseJournalLine([]byte(bad)); err == nil {
+			t.Errorf("parseJournalLine(%q) accepted", bad)
+		}
+	}
+}
+
+func FuzzParseJournalLine(f *testing.F) {
+	for _, s := range []string{`{"__CURSOR":"s=1","__REALTIME_TIMESTAMP":"1","MESSAGE":"m","PRIORITY":"9"}`, `{"MESSAGE":null}`, `{"MESSAGE":[1,2,300]}`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		e, err := parseJournalLine([]byte(s))
+		if err == nil && (e.Cursor == "" || e.Priority < 0 || e.Priority > 7) {
+			t.Fatalf("%q: %+v", s, e)
+		}
+	})
+}
