@@ -16,6 +16,7 @@ import (
 	"peerdns/agent/api"
 	"peerdns/agent/collect"
 	"peerdns/agent/health"
+	"peerdns/agent/logs"
 	"peerdns/agent/ml"
 	"peerdns/agent/store"
 	"peerdns/internal/identity"
@@ -163,6 +164,23 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (err error) {
 		}
 	}()
 
+	// The audit trail lives beside the store; the API adds export writes
+	// and prunes to it.
+	audit, err := logs.OpenAudit(filepath.Join(cfg.Dir, "audit.log"), 0, log)
+	if err != nil {
+		return fmt.Errorf("agent audit trail: %w", err)
+	}
+	defer func() {
+		_ = audit.Record(logs.Entry{Priority: logs.PriNotice, Unit: "agent", Message: "agent stopped"})
+		if cerr := audit.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("close audit trail: %w", cerr)
+		}
+	}()
+	_ = audit.Record(logs.Entry{Priority: logs.PriNotice, Unit: "agent", Message: "agent started", Fields: map[string]string{
+		"version": api.Version, "addr": cfg.Addr(), "journal": strconv.FormatBool(cfg.Journal), "parent": strconv.FormatBool(cfg.Parent),
+		"export_dir": cfg.ExportDir, "cors": cfg.CORS,
+	}})
+
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	var wg sync.WaitGroup
@@ -185,7 +203,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (err error) {
 		return nil
 	}
 	srv, err := api.New(api.Options{
-		DB: db, Health: eng, Identity: id, CORS: cfg.CORS, Parent: cfg.Parent,
+		DB: db, Health: eng, Collected: coll, Audit: audit, Anomaly: det.LogSource(), Identity: id, CORS: cfg.CORS, Parent: cfg.Parent,
 		ExportDir: cfg.ExportDir, Journal: cfg.Journal, DataDir: cfg.Dir, Log: log,
 	})
 	if err != nil {

@@ -167,6 +167,7 @@ func TestRunServesRealHost(t *testing.T) {
 		"/", "/api/v3/info", "/api/v1/charts", "/api/v3/contexts", "/api/v1/chart?chart=system.cpu",
 		"/api/v3/data?chart=system.load&options=jsonwrap", "/api/v3/alerts", "/api/v3/alert_transitions",
 		"/api/v3/settings", "/api/v3/db", "/health", "/api/v3/nodes", "/api/v3/export",
+		"/api/v3/processes?limit=5", "/api/v3/logs?source=audit", "/api/v3/ai/snapshot",
 	} {
 		code, _, b := get(t, base+p)
 		if code != 200 || !json.Valid(b) {

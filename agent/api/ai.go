@@ -2,12 +2,15 @@ package api
 
 import (
 	"math"
+	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/valyala/fasthttp"
 
 	"peerdns/agent/health"
+	"peerdns/agent/logs"
 	"peerdns/agent/query"
 	"peerdns/agent/store"
 	"peerdns/http/httpx"
@@ -16,6 +19,20 @@ import (
 // The AI helpers are compact read endpoints for local assistants: a host
 // snapshot, a catalog search and a windowed summary of one chart. They
 // return small JSON documents with plain numbers (null when unknown).
+
+// short is v with the 7 significant digits the store keeps (float32):
+// 10.32, not 10.319999694824219, which only costs a model tokens. Not
+// finite stays null.
+func short(v float64) nullFloat {
+	if !finite(v) {
+		return noValue
+	}
+	r, err := strconv.ParseFloat(strconv.FormatFloat(v, 'g', 7, 64), 64)
+	if err != nil {
+		return nullFloat(v)
+	}
+	return nullFloat(r)
+}
 
 // latestMap is the newest value of each dimension of a chart by id.
 func (s *Server) latestMap(id string) map[string]float64 {
@@ -63,11 +80,11 @@ func pct(part, total float64) nullFloat {
 
 // aiSnapshot: health, KPIs, anomalies and alerts, catalog and storage.
 //
-// No anomaly detector runs yet, so the store's anomalous-point counts are
-// all zero: reporting "0 anomalous points" would tell an assistant the
-// host looks normal when nothing looked at all. The spec names anomalies
-// as a member of the snapshot, so the key stays and says the data is not
-// available; the counts come back once a detector fills them.
+// Anomalies come from the detector's event log (Options.Anomaly): the
+// events of the last ten minutes, counted per chart, and the newest few.
+// Without a detector the member says the data is not available:
+// reporting "0 anomalies" would tell an assistant the host looks normal
+// when nothing looked at all.
 func (s *Server) aiSnapshot(ctx *fasthttp.RequestCtx, _ int) error {
 	normal, warning, critical := s.alarmCounts()
 	status := "ok"
@@ -81,7 +98,7 @@ func (s *Server) aiSnapshot(ctx *fasthttp.RequestCtx, _ int) error {
 		kpis["cpu_percent"] = math.Round(sumExcept(m, "idle")*100) / 100
 	}
 	if m := s.latestMap("system.load"); m != nil {
-		kpis["load1"], kpis["load5"], kpis["load15"] = nullFloat(m["load1"]), nullFloat(m["load5"]), nullFloat(m["load15"])
+		kpis["load1"], kpis["load5"], kpis["load15"] = short(m["load1"]), short(m["load5"]), short(m["load15"])
 	}
 	if m := s.latestMap("system.ram"); m != nil {
 		kpis["ram_used_percent"] = pct(m["used"], sumExcept(m))
@@ -90,10 +107,10 @@ func (s *Server) aiSnapshot(ctx *fasthttp.RequestCtx, _ int) error {
 		kpis["swap_used_percent"] = pct(m["used"], sumExcept(m))
 	}
 	if m := s.latestMap("system.net"); m != nil {
-		kpis["net_received_kilobits_s"], kpis["net_sent_kilobits_s"] = nullFloat(m["received"]), nullFloat(math.Abs(m["sent"]))
+		kpis["net_received_kilobits_s"], kpis["net_sent_kilobits_s"] = short(m["received"]), short(math.Abs(m["sent"]))
 	}
 	if m := s.latestMap("system.io"); m != nil {
-		kpis["disk_read_kib_s"], kpis["disk_write_kib_s"] = nullFloat(m["in"]), nullFloat(math.Abs(m["out"]))
+		kpis["disk_read_kib_s"], kpis["disk_write_kib_s"] = short(m["in"]), short(math.Abs(m["out"]))
 	}
 	disks := []map[string]any{}
 	for _, c := range s.index2().byContext["disk.space"] {
@@ -109,7 +126,7 @@ func (s *Server) aiSnapshot(ctx *fasthttp.RequestCtx, _ int) error {
 	for _, a := range s.alerts() {
 		if raised(a.Status) {
 			raisedList = append(raisedList, map[string]any{"name": a.Name, "chart": a.Chart, "status": a.Status,
-				"value": nullFloat(a.Value), "units": a.Units, "since": a.LastStatusChange, "info": a.Info})
+				"value": short(a.Value), "units": a.Units, "since": a.LastStatusChange, "info": a.Info})
 		}
 	}
 	ix := s.index2()
@@ -123,7 +140,7 @@ func (s *Server) aiSnapshot(ctx *fasthttp.RequestCtx, _ int) error {
 		"time":      now,
 		"health":    map[string]any{"status": status, "alarms": alarmCount{normal, warning, critical}},
 		"kpis":      kpis,
-		"anomalies": map[string]any{"available": false, "reason": "no anomaly detector runs on this agent yet"},
+		"anomalies": s.anomalySummary(now),
 		"alerts":    raisedList,
 		"catalog":   map[string]any{"charts": len(charts), "dimensions": dims, "contexts": ix.contexts},
 		"storage": map[string]any{"dir": st.Dir, "tier0_retention_seconds": int64(st.Tier0Retention.Seconds()),
@@ -132,16 +149,66 @@ func (s *Server) aiSnapshot(ctx *fasthttp.RequestCtx, _ int) error {
 	})
 }
 
+// aiAnomalyWindow is the span of anomaly events the snapshot sums up, and
+// aiAnomalyMax the most events it reads for that (it says when capped).
+const (
+	aiAnomalyWindow = 10 * time.Minute
+	aiAnomalyMax    = 1000
+	aiAnomalyLatest = 5
+	aiAnomalyCharts = 10
+)
+
+func (s *Server) anomalySummary(now int64) map[string]any {
+	if s.o.Anomaly == nil {
+		return map[string]any{"available": false, "reason": "no anomaly detector running on this agent"}
+	}
+	since := time.Unix(now, 0).Add(-aiAnomalyWindow)
+	es, capped := s.o.Anomaly.Before(0, aiAnomalyMax, func(e *logs.Entry) bool { return !e.Time.Before(since) })
+	perChart := map[string]int{}
+	for _, e := range es {
+		perChart[e.Unit]++
+	}
+	type chartCount struct {
+		Chart  string `json:"chart"`
+		Events int    `json:"events"`
+	}
+	top := make([]chartCount, 0, len(perChart))
+	for c, n := range perChart {
+		top = append(top, chartCount{c, n})
+	}
+	slices.SortFunc(top, func(a, b chartCount) int {
+		if a.Events != b.Events {
+			return b.Events - a.Events
+		}
+		return strings.Compare(a.Chart, b.Chart)
+	})
+	latest := []map[string]any{}
+	for _, e := range es[:min(len(es), aiAnomalyLatest)] {
+		latest = append(latest, map[string]any{"time": e.Time.Unix(), "chart": e.Unit, "severity": logs.Severity(e.Priority), "message": e.Message})
+	}
+	return map[string]any{
+		"available": true, "window_seconds": int64(aiAnomalyWindow.Seconds()), "events": len(es), "capped": capped,
+		"charts": top[:min(len(top), aiAnomalyCharts)], "latest": latest,
+	}
+}
+
+// maxAIQuery bounds the q of ai/charts and q (search): a catalog search,
+// not a document.
+const maxAIQuery = 256
+
 // aiCharts searches the catalog: q (substring of id, title, context or
 // family; empty lists all), limit (default 20, at most 500).
 func (s *Server) aiCharts(ctx *fasthttp.RequestCtx, _ int) error {
 	q, _ := arg(ctx, "q")
+	if len(q) > maxAIQuery {
+		return httpx.BadRequest("q is longer than %d bytes", maxAIQuery)
+	}
 	q = strings.ToLower(strings.TrimSpace(q))
 	limit := 20
 	if l, ok := arg(ctx, "limit"); ok && l != "" {
 		n, err := strconv.Atoi(l)
 		if err != nil || n <= 0 || n > 500 {
-			return httpx.BadRequest("limit must be an integer from 1 to 500, got %q", l)
+			return httpx.BadRequest("limit must be an integer from 1 to 500, got %q", trimArg(l))
 		}
 		limit = n
 	}
@@ -173,6 +240,9 @@ func (s *Server) aiCharts(ctx *fasthttp.RequestCtx, _ int) error {
 // after (default -600), points (default 60) and group are the data
 // query's.
 func (s *Server) aiChartSummary(ctx *fasthttp.RequestCtx, id string) error {
+	if err := checkChartID(id); err != nil {
+		return err
+	}
 	c, ok := s.o.DB.Chart(id)
 	if !ok {
 		return httpx.Errorf(fasthttp.StatusNotFound, "Chart is not found: %s", id)
@@ -199,9 +269,9 @@ func (s *Server) aiChartSummary(ctx *fasthttp.RequestCtx, id string) error {
 			}
 			mn, mx, sum, n = math.Min(mn, v), math.Max(mx, v), sum+v, n+1
 		}
-		d := map[string]any{"id": cl.ID, "name": cl.Name, "min": noValue, "avg": noValue, "max": noValue, "last": nullFloat(res.Latest[col])}
+		d := map[string]any{"id": cl.ID, "name": cl.Name, "min": noValue, "avg": noValue, "max": noValue, "last": short(res.Latest[col])}
 		if n > 0 {
-			d["min"], d["avg"], d["max"] = mn, sum/float64(n), mx
+			d["min"], d["avg"], d["max"] = short(mn), short(sum/float64(n)), short(mx)
 		}
 		dims = append(dims, d)
 	}
@@ -216,8 +286,18 @@ func chartAlerts(as []health.Alert, chart string) []map[string]any {
 	out := []map[string]any{}
 	for _, a := range as {
 		if a.Chart == chart {
-			out = append(out, map[string]any{"name": a.Name, "status": a.Status, "value": nullFloat(a.Value), "units": a.Units})
+			out = append(out, map[string]any{"name": a.Name, "status": a.Status, "value": short(a.Value), "units": a.Units})
 		}
 	}
 	return out
+}
+
+// checkChartID refuses ids no chart can have before any lookup: a path
+// separator or "..", control characters, or more than 256 bytes.
+func checkChartID(id string) error {
+	if id == "" || len(id) > 256 || strings.Contains(id, "/") || strings.Contains(id, "..") ||
+		strings.ContainsFunc(id, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+		return httpx.BadRequest("Invalid chart id %q: it must not be empty, contain '/', '..' or control characters, or pass 256 bytes", trimArg(id))
+	}
+	return nil
 }

@@ -171,8 +171,19 @@ const msgBadFormat = "Which format? 'shell', 'prometheus', 'prometheus_all_hosts
 
 func (s *Server) allmetrics(ctx *fasthttp.RequestCtx, _ int) error {
 	format := argOr(ctx, "format", "shell")
-	if src, ok := arg(ctx, "source"); ok && src != "" && src != "average" {
-		return httpx.BadRequest("source %q is not supported: the agent keeps converted values, so only source=average exists", src)
+	collected := false
+	switch src, _ := arg(ctx, "source"); src {
+	case "", "average":
+	case "as-collected", "as_collected", "raw":
+		if format != "prometheus" && format != "prometheus_all_hosts" {
+			return httpx.BadRequest("source=%s is answered for format=prometheus and prometheus_all_hosts only", src)
+		}
+		if s.o.Collected == nil {
+			return httpx.BadRequest("source=as-collected is not available: no collector runs in this agent")
+		}
+		collected = true
+	default:
+		return httpx.BadRequest("source %q is not supported: use average or as-collected", trimArg(src))
 	}
 	buf := getBuf()
 	defer putBuf(buf)
@@ -180,6 +191,8 @@ func (s *Server) allmetrics(ctx *fasthttp.RequestCtx, _ int) error {
 	case "prometheus", "prometheus_all_hosts":
 		s.counters.prom.Add(1)
 		o := parsePromOpts(ctx)
+		o.instance = format == "prometheus_all_hosts"
+		o.collected = collected
 		// Size the buffer like the last scrape: growing it by doubling
 		// was a fifth of a scrape's CPU (memmove).
 		*buf = slices.Grow(*buf, int(s.lastPromSize.Load())+1024)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"peerdns/agent/logs"
 	"peerdns/agent/store"
 )
 
@@ -109,4 +110,35 @@ func BenchmarkPrometheus1300(b *testing.B) {
 		ctx.Response.Reset()
 		env.srv.Handle(&ctx)
 	}
+}
+
+// BenchmarkProcesses is a processes request served from the sampler's
+// scan (the second-long reuse); BenchmarkScan in agent/procs is the scan.
+func BenchmarkProcesses(b *testing.B) {
+	benchHandle(b, "/api/v3/processes?sort=cpu&limit=50")
+}
+
+// BenchmarkLogsAudit is one 200-entry page of a full (10,000-entry) audit
+// trail, JSON encoding included.
+func BenchmarkLogsAudit(b *testing.B) {
+	a, err := logs.OpenAudit("", 0, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := 0; i < logs.DefaultAuditCapacity; i++ {
+		_ = a.Record(logs.Entry{Priority: logs.PriNotice, Unit: "settings", Message: "setting " + strconv.Itoa(i) + " changed"})
+	}
+	env := newTestEnv(b, func(o *Options) { o.Audit = a })
+	var ctx fasthttp.RequestCtx
+	ctx.Request.SetRequestURI("/api/v3/logs?source=audit")
+	ctx.Request.Header.SetMethod("GET")
+	b.ReportAllocs()
+	for b.Loop() {
+		ctx.Response.Reset()
+		env.srv.Handle(&ctx)
+		if ctx.Response.StatusCode() != 200 {
+			b.Fatal(ctx.Response.StatusCode())
+		}
+	}
+	b.SetBytes(int64(len(ctx.Response.Body())))
 }

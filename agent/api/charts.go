@@ -282,11 +282,14 @@ func (s *Server) search(ctx *fasthttp.RequestCtx, _ int) error {
 	if q == "" {
 		return httpx.BadRequest("No search text is given at the request: use q=")
 	}
+	if len(q) > maxAIQuery {
+		return httpx.BadRequest("q is longer than %d bytes", maxAIQuery)
+	}
 	limit := 100
 	if l, ok := arg(ctx, "limit"); ok && l != "" {
 		n, err := strconv.Atoi(l)
 		if err != nil || n <= 0 {
-			return httpx.BadRequest("limit must be a positive integer, got %q", l)
+			return httpx.BadRequest("limit must be a positive integer, got %q", trimArg(l))
 		}
 		limit = n
 	}

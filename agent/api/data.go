@@ -56,10 +56,8 @@ func (s *Server) runQuery(req *query.Request, defs []*store.ChartDef, now int64)
 		if cells > maxQueryCells {
 			return nil, last, httpx.BadRequest("query too large: %d stored points (at most %d); use a shorter window, tier=1 or fewer charts", cells, maxQueryCells)
 		}
-		first := int64(0)
 		for i, d := range defs {
-			// Up to the newest point, not plan.Before: the plan may be
-			// redone below with a later before once the data start is known.
+			// Up to the newest point: before is clamped to it in the plan.
 			w, err := s.o.DB.Query(d.ID, req.Tier, plan.After, max(plan.Before, last)+step-1)
 			if err != nil {
 				if errors.Is(err, store.ErrNotFound) {
@@ -70,20 +68,11 @@ func (s *Server) runQuery(req *query.Request, defs []*store.ChartDef, now int64)
 				}
 				return nil, last, httpx.Internal("query %s: %v", d.ID, err)
 			}
+			// A window that starts before the stored data keeps its after:
+			// the rows before the first point are null, as Netdata pads
+			// them (its load_defaults capture), instead of spreading the
+			// points over the data.
 			series[i].Window = w
-			if len(w.Slots) > 0 && len(w.Slots[0]) > 0 && (first == 0 || w.Start < first) {
-				first = w.Start
-			}
-		}
-		// The store clamps a window to what it holds; when the data starts
-		// later than the plan, plan again so points are spread over data
-		// (Netdata clamps the window to the retention the same way).
-		if first > plan.After {
-			if p2, err := query.NewPlan(req.After, req.Before, req.Points, unaligned, now, first, last, step); err == nil {
-				plan = p2
-			}
-		} else if first == 0 {
-			plan.Points = 0
 		}
 	}
 	res, err := query.Run(req, plan, series)

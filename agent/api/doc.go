@@ -2,9 +2,10 @@
 // (/api/v1, /api/v2, /api/v3) with fasthttp.
 //
 // It owns routing, the JSON, text and SVG answers and the export files.
-// It reads the store (agent/store) and the alert engine (agent/health)
-// and never changes them: the only write it makes is export?write=1, into
-// the export directory. It must never echo a request's Origin, never let a
+// It reads the store (agent/store), the alert engine (agent/health), the
+// process table (agent/procs) and the log sources (agent/logs) and never
+// changes them: the only writes it makes are export?write=1, into the
+// export directory, and the audit entries that record those. It must never echo a request's Origin, never let a
 // request name a file, and never report a value it did not measure.
 //
 // Files: server.go (Server, routing, CORS, query arguments), json.go (the
@@ -13,7 +14,8 @@
 // nodes.go (v2 nodes, fleet, stream path, tunnel), charts.go (charts,
 // contexts, search), data.go (data queries and their one-second cache),
 // allmetrics.go (shell and JSON), prometheus.go (the exposition),
-// export.go (snapshots and their files), alerts.go, badge.go, ai.go,
+// prometheus_collected.go (source=as-collected), export.go (snapshots and
+// their files), alerts.go, badge.go, ai.go, processes.go, logs.go,
 // weights.go (the weights answer; the scoring is agent/weights).
 //
 // # Decisions where the spec is silent
@@ -47,9 +49,18 @@
 // GUIDs, the newest point, the latest alert transition and evaluation);
 // routing_hard_hash is left out because nothing is routed. functions lists
 // nothing until the peer-to-peer RPC that runs processes, weights and logs
-// exists. ai/snapshot keeps its anomalies member (the spec names it) but
-// says {"available": false} instead of counting zero anomalies that no
-// detector looked for.
+// exists. ai/snapshot sums up the anomaly detector's events when
+// Options.Anomaly is set and otherwise says {"available": false} instead
+// of counting zero anomalies that no detector looked for.
+//
+// Missing log sources. logs answers 503 with a sentence naming the cause
+// when its source is not there (AGENT_JOURNAL=0, no journalctl or journal
+// files, no anomaly detector): the request was fine, the service is not
+// available on this host. processes answers 501 without /proc.
+//
+// Long arguments. The request buffer is 16 KiB (fasthttp's default is 4),
+// so a 10 KB q or cursor reaches its handler and gets a 400 that names the
+// argument; every echoed argument is cut to 64 bytes.
 //
 // Encoding. Cold paths build structs or maps and go through writeJSON
 // (encoding/json); the measured hot paths are written by hand and name

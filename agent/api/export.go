@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -116,9 +117,14 @@ func (s *Server) export(ctx *fasthttp.RequestCtx, _ int) error {
 		return nil
 	}
 	path, removed, err := s.writeExport(body, ext)
+	for _, r := range removed {
+		s.audit("export", "export pruned (over the kept exports' limits): "+r, map[string]string{"file": r})
+	}
 	if err != nil {
 		return err
 	}
+	s.audit("export", "export written: "+path, map[string]string{"file": filepath.Base(path), "format": format,
+		"bytes": strconv.Itoa(len(body)), "remote": ctx.RemoteAddr().String()})
 	return writeJSON(ctx, map[string]any{
 		"written": path, "file": filepath.Base(path), "bytes": len(body), "format": format, "time": s.now().Unix(),
 		"removed": removed,

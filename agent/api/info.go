@@ -8,6 +8,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"peerdns/agent/health"
+	"peerdns/agent/logs"
 	"peerdns/agent/store"
 	"peerdns/http/httpx"
 )
@@ -66,7 +67,8 @@ func (s *Server) index(ctx *fasthttp.RequestCtx, _ int) error {
 			"/api/v3/q?q=", "/api/v3/data?chart=", "/api/v3/allmetrics?format=prometheus", "/api/v3/badge.svg?chart=",
 			"/api/v3/nodes", "/api/v3/node_instances", "/api/v3/fleet", "/api/v3/stream_path", "/api/v3/export",
 			"/api/v3/tunnel", "/api/v3/alerts", "/api/v3/alert_transitions", "/api/v3/alert_config",
-			"/api/v3/variable?chart=", "/api/v3/functions",
+			"/api/v3/variable?chart=", "/api/v3/functions", "/api/v3/processes", "/api/v3/logs?source=audit",
+			"/api/v3/ai/snapshot", "/api/v3/ai/charts?q=",
 		},
 	})
 }
@@ -328,6 +330,10 @@ func (s *Server) settings(ctx *fasthttp.RequestCtx, _ int) error {
 		"parent":     s.o.Parent,
 		"export_dir": s.o.ExportDir,
 		"journal":    s.o.Journal,
+		"logs": map[string]any{
+			"journal": s.o.Journal, "audit_file": s.o.Audit.Path(), "anomaly_detector": s.o.Anomaly != nil,
+			"limit_default": logs.DefaultLimit, "limit_max": logs.MaxLimit,
+		},
 	})
 }
 

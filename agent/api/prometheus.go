@@ -22,6 +22,12 @@ type promOpts struct {
 	timestamps bool
 	useIDs     bool // names=no: dimension ids instead of names
 	filter     *query.Pattern
+	// instance adds instance="<hostname>" to every series, as Netdata's
+	// format=prometheus_all_hosts does (one scrape, many hosts).
+	instance bool
+	// collected is source=as-collected: the values as the collectors
+	// read them (counters as counters), not the per-second averages.
+	collected bool
 }
 
 func parsePromOpts(ctx *fasthttp.RequestCtx) promOpts {
@@ -84,7 +90,8 @@ func promLabel(dst []byte, s string) []byte {
 }
 
 // promChart is the precomputed text of one chart with the default options:
-// the metric name and each dimension's `{labels} ` part.
+// the metric name and each dimension's `{labels` part (without the closing
+// brace, so an instance label can follow).
 type promChart struct {
 	metric string
 	labels []string
@@ -109,7 +116,7 @@ func buildPromChart(c *store.ChartDef, prefix string, useIDs bool) *promChart {
 		l = promLabel(l, c.Family)
 		l = append(l, `",dimension="`...)
 		l = promLabel(l, name)
-		l = append(l, `"} `...)
+		l = append(l, '"')
 		pc.labels[i] = string(l)
 	}
 	return pc
@@ -186,6 +193,9 @@ func (s *Server) appendPrometheus(b []byte, o *promOpts) []byte {
 		b = strconv.AppendInt(b, nowMS, 10)
 	}
 	b = append(b, '\n')
+	if o.collected {
+		return s.appendPromCollected(b, o)
+	}
 	typed := map[string]bool{}
 	for _, c := range s.o.DB.Charts() {
 		if !o.filter.Match(c.ID, c.Name) {
@@ -237,6 +247,7 @@ func (s *Server) appendPrometheus(b []byte, o *promOpts) []byte {
 			}
 			b = append(b, pc.metric...)
 			b = append(b, pc.labels[i]...)
+			b = s.closeLabels(b, o)
 			b = appendFixed7(b, vals[i])
 			if o.timestamps {
 				b = append(b, ' ')
@@ -246,4 +257,15 @@ func (s *Server) appendPrometheus(b []byte, o *promOpts) []byte {
 		}
 	}
 	return b
+}
+
+// closeLabels ends a series' label set (with the instance label for
+// prometheus_all_hosts) and the space before the value.
+func (s *Server) closeLabels(b []byte, o *promOpts) []byte {
+	if o.instance {
+		b = append(b, `,instance="`...)
+		b = promLabel(b, s.host.Hostname)
+		b = append(b, '"')
+	}
+	return append(b, "} "...)
 }

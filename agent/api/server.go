@@ -14,6 +14,8 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"peerdns/agent/health"
+	"peerdns/agent/logs"
+	"peerdns/agent/procs"
 	"peerdns/agent/store"
 	"peerdns/http/httpx"
 	"peerdns/internal/identity"
@@ -31,17 +33,34 @@ type Alerter interface {
 	Transitions(after uint64) []health.Transition
 }
 
+// Collected is what allmetrics?source=as-collected reads: the newest
+// values a chart was collected with, before rates and multipliers
+// (*collect.Manager).
+type Collected interface {
+	Collected(chartID string) (at time.Time, raw []float64, ok bool)
+}
+
 // Options configure the API server.
 type Options struct {
 	DB        *store.DB
 	Health    Alerter            // nil: no alerts
+	Collected Collected          // nil: allmetrics has no as-collected source
 	Identity  *identity.Identity // the agent's own key (peer key in / and tunnel)
 	CORS      string             // Access-Control-Allow-Origin, sent as is; "" means "*" (AGENT_REST_CORS)
 	Parent    bool               // AGENT_PARENT=1
 	ExportDir string             // where export?write=1 writes
-	Journal   bool               // AGENT_JOURNAL != 0 (shown in settings; no logs function runs yet)
-	DataDir   string             // the agent's data dir (shown in settings and db)
-	Log       *slog.Logger
+	Journal   bool               // AGENT_JOURNAL != 0: the journal log source is on
+	// JournalDir reads journal files from this directory instead of the
+	// system journal ("" for the system's; tests write their own).
+	JournalDir string
+	// Audit is the agent's audit trail (logs?source=audit); nil keeps one
+	// in memory for this server's life.
+	Audit *logs.Audit
+	// Anomaly is the anomaly detector's event log (logs?source=anomaly);
+	// nil answers "no anomaly detector running".
+	Anomaly logs.Source
+	DataDir string // the agent's data dir (shown in settings and db)
+	Log     *slog.Logger
 	// Now is the clock; nil means time.Now (tests pass a fixed one).
 	Now func() time.Time
 	// exportLimits bound export?write=1; zero means defaultExportLimits
@@ -68,6 +87,8 @@ type Server struct {
 	statsAt   time.Time
 	statsLast store.Stats
 
+	procs        *procs.Sampler // the process table, scanned on demand
+	logReader    logs.Reader
 	ctxIndex     atomic.Pointer[contextIndex]
 	dataCache    respCache
 	prom         atomic.Pointer[promCache]     // per published chart list
@@ -105,8 +126,19 @@ func New(o Options) (*Server, error) {
 	if o.exportLimits == (exportLimits{}) {
 		o.exportLimits = defaultExportLimits
 	}
-	s := &Server{o: o, log: o.Log, started: o.Now()}
+	if o.Audit == nil {
+		a, err := logs.OpenAudit("", 0, o.Log)
+		if err != nil {
+			return nil, err
+		}
+		o.Audit = a
+	}
+	s := &Server{o: o, log: o.Log, started: o.Now(), procs: procs.NewSampler()}
 	s.host = collectHostInfo(o.Identity)
+	s.logReader = logs.Reader{Audit: o.Audit, Anomaly: o.Anomaly}
+	if o.Journal {
+		s.logReader.Journal = &logs.Journal{Dir: o.JournalDir}
+	}
 	s.srv = &fasthttp.Server{
 		// Bodies are gzip/deflate-compressed for clients that ask (as
 		// Netdata does; Prometheus always asks): a 1,300-series scrape
@@ -117,6 +149,11 @@ func New(o Options) (*Server, error) {
 		WriteTimeout:       10 * time.Second,
 		IdleTimeout:        60 * time.Second,
 		MaxRequestBodySize: 64 << 10,
+		// Room for a request line with a 10 KB argument (a pasted log
+		// query, a long dimension pattern): the handler answers it with a
+		// 400 that names the argument, instead of fasthttp's bare 431
+		// at the default 4 KiB.
+		ReadBufferSize: 16 << 10,
 		// One write syscall for a whole data answer or scrape: with the
 		// default 4 KiB buffer a 4 KiB data answer took two writes.
 		WriteBufferSize: 32 << 10,
@@ -248,6 +285,8 @@ func init() {
 		"weights":           (*Server).weights,
 		"ai/snapshot":       (*Server).aiSnapshot,
 		"ai/charts":         (*Server).aiCharts,
+		"processes":         (*Server).processes,
+		"logs":              (*Server).logs,
 	}
 }
 
@@ -333,7 +372,7 @@ func (s *Server) route(ctx *fasthttp.RequestCtx) error {
 	}
 	cmd = strings.TrimSuffix(cmd, "/")
 	if id, ok := strings.CutPrefix(cmd, "ai/chart/"); ok {
-		if id, ok = strings.CutSuffix(id, "/summary"); ok && id != "" {
+		if id, ok = strings.CutSuffix(id, "/summary"); ok {
 			return s.aiChartSummary(ctx, id)
 		}
 	}
@@ -358,6 +397,14 @@ func arg(ctx *fasthttp.RequestCtx, key string) (string, bool) {
 		return "", true
 	}
 	return string(v), true
+}
+
+// trimArg shortens an argument echoed in an error message.
+func trimArg(s string) string {
+	if len(s) > 64 {
+		return s[:64] + "..."
+	}
+	return s
 }
 
 func argOr(ctx *fasthttp.RequestCtx, key, def string) string {

@@ -100,6 +100,13 @@ func (c *cpuColl) collect(tk *tick) error {
 func (r *cpuRow) update(tk *tick, f [10]float64) {
 	prev, had := r.prev, r.have
 	r.prev, r.have = f, true
+	// as-collected shows jiffies, as Netdata does; gopsutil gives seconds
+	// (USER_HZ, fixed at 100 for userspace).
+	var jiffies [10]float64
+	for i, v := range f {
+		jiffies[i] = math.Round(v * 100)
+	}
+	tk.collected(r.def.ID, jiffies[:])
 	if !had {
 		return
 	}

@@ -119,6 +119,7 @@ func (c *diskColl) collect(tk *tick) error {
 			c.disks[n] = dc
 		}
 		c.raw = [2]float64{float64(s.ReadBytes), float64(s.WriteBytes)}
+		tk.collected(dc.io.def.ID, c.raw[:])
 		if out, ok := dc.io.convert(tk.now, c.raw[:]); ok {
 			tk.put(dc.io.def, out)
 			// system.io sums the disks' rates (not the rate of a sum, so a

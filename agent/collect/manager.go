@@ -37,6 +37,8 @@ type Manager struct {
 	appendErr map[string]bool            // charts whose Append failed (logged once)
 	ticks     uint64
 	busy      time.Duration // total time spent collecting
+
+	raw collectedPoints // newest collected values per chart (own lock)
 }
 
 // New returns a Manager with the host collectors of Netdata's system charts.
@@ -212,6 +214,7 @@ const (
 // emit converts raw (in dimension order) and stores the point, unless it is
 // the first sample of a chart with incremental dimensions.
 func (c *chart) emit(tk *tick, raw []float64) {
+	tk.collected(c.def.ID, raw)
 	if out, ok := c.convert(tk.now, raw); ok {
 		tk.put(c.def, out)
 	}

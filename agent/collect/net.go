@@ -138,6 +138,7 @@ func (c *netColl) collect(tk *tick) error {
 			c.virtual[s.name] = virt
 		}
 		c.raw = [3]float64{float64(s.rxBytes), float64(s.txBytes)}
+		tk.collected(ic.net.def.ID, c.raw[:2])
 		if out, ok := ic.net.convert(tk.now, c.raw[:2]); ok {
 			tk.put(ic.net.def, out)
 			if out[0] == out[0] && out[1] == out[1] {

@@ -18,23 +18,39 @@ type Wrap struct {
 
 // ContentType is the Content-Type of the rendered body.
 func (r *Result) ContentType() string {
-	if r.Request.Options&OptJSONWrap != 0 {
-		return "application/json; charset=utf-8"
+	f := r.Request.Format
+	if r.Request.Options&OptJSONWrap != 0 && f != FormatJSONP && f != FormatDatasource {
+		return ctJSON
 	}
-	return r.Request.Format.ContentType()
+	return f.ContentType()
 }
 
 // Append renders the result in the request's format (wrapped in Netdata's
 // jsonwrap envelope when that option is set) and appends it to dst. w may
 // be nil when jsonwrap is not requested.
 func (r *Result) Append(dst []byte, w *Wrap) []byte {
-	if r.Request.Options&OptJSONWrap != 0 {
-		if w == nil {
-			w = &Wrap{API: 1}
-		}
-		return r.appendWrap(dst, w)
+	if w == nil {
+		w = &Wrap{API: 1}
 	}
-	return r.appendBody(dst, false)
+	// jsonp and datasource call a function with the answer, jsonwrap
+	// included (Netdata writes the call around whatever follows).
+	var suffix string
+	switch r.Request.Format {
+	case FormatJSONP:
+		dst, suffix = r.appendJSONPOpen(dst), ");"
+	case FormatDatasource:
+		var done bool
+		if dst, done = r.appendDatasourceOpen(dst, w); done {
+			return dst
+		}
+		suffix = "});"
+	}
+	if r.Request.Options&OptJSONWrap != 0 {
+		dst = r.appendWrap(dst, w)
+	} else {
+		dst = r.appendBody(dst, false)
+	}
+	return append(dst, suffix...)
 }
 
 // appendBody renders the bare format. inWrap changes what Netdata changes
@@ -51,6 +67,14 @@ func (r *Result) appendBody(dst []byte, inWrap bool) []byte {
 		return r.appendReduced(dst, "", " ", "")
 	case FormatSSVComma:
 		return r.appendReduced(dst, "", ",", "")
+	case FormatDatatable, FormatDatasource:
+		return r.appendDatatable(dst)
+	case FormatCSVJSONArray:
+		return r.appendCSVJSONArray(dst)
+	case FormatHTML:
+		return r.appendHTML(dst)
+	case FormatMarkdown:
+		return r.appendMarkdown(dst)
 	}
 	return r.appendJSON(dst)
 }
@@ -316,7 +340,8 @@ func (r *Result) appendWrap(dst []byte, w *Wrap) []byte {
 	dst = strconv.AppendInt(dst, int64(r.DBPoints[1]), 10)
 	dst = append(dst, " ],\n   \"result\": "...)
 	switch req.Format {
-	case FormatCSV, FormatTSV, FormatSSV, FormatSSVComma:
+	case FormatCSV, FormatTSV, FormatSSV, FormatSSVComma, FormatHTML, FormatMarkdown:
+		// Text formats are a JSON string inside jsonwrap.
 		body := r.appendBody(nil, true)
 		dst = AppendJSONString(dst, string(body))
 	default:

@@ -22,13 +22,19 @@ func (p Plan) RowTime(r int) int64 {
 	return p.After + (int64(r)*int64(p.Group)+int64(p.Group)-1)*p.Step
 }
 
-// NewPlan resolves after/before against now and the data the chart holds
-// (first and last are the unix seconds of the oldest and newest stored
-// points; last == 0 means the chart holds no data), then picks the group size for the requested
-// points and aligns the window like Netdata: the newest point ends on a
-// multiple of the group duration (unless unaligned). An after later than
-// before is an error; a window with no stored data gives Points == 0.
-func NewPlan(after, before int64, points int, unaligned bool, now, first, last, step int64) (Plan, error) {
+// NewPlan resolves after/before against now and the newest stored point
+// (last, unix seconds; 0 means the chart holds no data), then picks the
+// group size for the requested points and aligns the window like Netdata:
+// the newest point ends on a multiple of the group duration (unless
+// unaligned). An after later than before is an error; a chart with no
+// stored data gives Points == 0.
+//
+// The sixth argument (the oldest stored point) no longer changes the
+// plan: a window that starts before the data is not moved forward, its
+// early rows are null, as Netdata 1.37 pads them back to after
+// (api_v1_data_system.load_defaults.json). It stays in the signature for
+// callers written against the older plan.
+func NewPlan(after, before int64, points int, unaligned bool, now, _, last, step int64) (Plan, error) {
 	if step <= 0 {
 		step = 1
 	}
@@ -64,9 +70,6 @@ func NewPlan(after, before int64, points int, unaligned bool, now, first, last, 
 	}
 	if last > 0 && b > last {
 		b = last
-	}
-	if first > 0 && a < first {
-		a = first
 	}
 	p := Plan{Step: step}
 	b = floorDiv(b, step) * step

@@ -1,11 +1,13 @@
 package query
 
 import (
+	"bytes"
 	"encoding/json"
 	"math"
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -65,8 +67,10 @@ func TestNewPlan(t *testing.T) {
 			Plan{After: 1772, Before: 1781, Step: 1, Group: 1, Points: 10}, false},
 		{"positive after is relative", 10, 0, 500, 1781, 1000, 1781, 1,
 			Plan{After: 1772, Before: 1781, Step: 1, Group: 1, Points: 10}, false},
-		{"clamped to first entry", -60, 0, 60, 1781, 1761, 1781, 1,
-			Plan{After: 1762, Before: 1781, Step: 1, Group: 1, Points: 20}, false},
+		// Netdata pads a window that starts before the data with null
+		// rows instead of moving after (its load_defaults capture).
+		{"not clamped to first entry", -60, 0, 60, 1781, 1761, 1781, 1,
+			Plan{After: 1722, Before: 1781, Step: 1, Group: 1, Points: 60}, false},
 		{"before in the future clamps to now", -10, 100, 60, 1781, 1000, 1790, 1,
 			Plan{After: 1772, Before: 1781, Step: 1, Group: 1, Points: 10}, false},
 		{"absolute window", 1795313700, 1795313759, 6, 1795313781, 1795310000, 1795313781, 1,
@@ -74,7 +78,7 @@ func TestNewPlan(t *testing.T) {
 		{"tier 1 minutes", -3600, 0, 10, 7200, 60, 7200, 60,
 			Plan{After: 3660, Before: 7200, Step: 60, Group: 6, Points: 10}, false},
 		{"no data yet", -60, 0, 60, 1781, 0, 0, 1, Plan{After: 1781, Before: 1781, Step: 1}, false},
-		{"window before retention", 1795300000, 1795300100, 60, 1795313781, 1795310000, 1795313781, 1, Plan{After: 1795300100, Before: 1795300100, Step: 1}, false},
+		{"window before retention", 1795300000, 1795300100, 60, 1795313781, 1795310000, 1795313781, 1, Plan{After: 1795300001, Before: 1795300100, Step: 1, Group: 2, Points: 50}, false},
 		{"after later than before", 1795313790, 1795313700, 10, 1795313799, 1, 1795313799, 1, Plan{}, true},
 		{"zero points", -60, 0, 0, 1781, 1000, 1781, 1, Plan{}, true},
 	}
@@ -136,6 +140,86 @@ func TestGrouping(t *testing.T) {
 				t.Errorf("db points = %d, want 120", res.DBPoints[0])
 			}
 		})
+	}
+}
+
+// TestNetdataGroupings checks the groupings beyond average/min/max/sum/
+// median on the same series: groups of 6 consecutive values lo..lo+5.
+func TestNetdataGroupings(t *testing.T) {
+	s := series(1000, 120, dims("a", "b"), func(d int, t int64) float64 {
+		return float64(t-1000) * float64(d+1)
+	})
+	plan := Plan{After: 1060, Before: 1119, Step: 1, Group: 6, Points: 10}
+	sd6 := math.Sqrt(3.5) // sample standard deviation of 6 consecutive integers
+	for _, tt := range []struct {
+		name string
+		want func(lo float64) float64 // for dim a; dim b is twice (cv: the same)
+		same bool
+	}{
+		{"incremental-sum", func(lo float64) float64 { return 5 }, false},
+		{"incremental_sum", func(lo float64) float64 { return 5 }, false},
+		{"stddev", func(lo float64) float64 { return sd6 }, false},
+		{"cv", func(lo float64) float64 { return 100 * sd6 / (lo + 2.5) }, true},
+		{"rsd", func(lo float64) float64 { return 100 * sd6 / (lo + 2.5) }, true},
+		{"trimmed-mean", func(lo float64) float64 { return lo + 2.5 }, false},
+		{"trimmed-mean25", func(lo float64) float64 { return lo + 2.5 }, false}, // drops lo and lo+5
+		{"percentile", func(lo float64) float64 { return lo + 5 }, false},
+		{"percentile50", func(lo float64) float64 { return lo + 2 }, false},
+		{"extremes", func(lo float64) float64 { return lo + 5 }, false},
+		{"des", func(lo float64) float64 { return lo + 5 }, false}, // Holt follows a line exactly
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			g, err := ParseGroup(tt.name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := Run(&Request{Group: g, Points: 10}, plan, []Series{s})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for r := 0; r < 10; r++ {
+				lo := float64(60 + 6*r)
+				want := tt.want(lo)
+				if got := res.At(r, 0); math.Abs(got-want) > 1e-9 {
+					t.Errorf("row %d a = %v, want %v", r, got, want)
+				}
+				if !tt.same {
+					want *= 2
+				}
+				if got := res.At(r, 1); math.Abs(got-want) > 1e-9 {
+					t.Errorf("row %d b = %v, want %v", r, got, want)
+				}
+			}
+		})
+	}
+	// ses: a constant stays constant; a step from 0 to 10 climbs toward 10
+	// without reaching or passing it, and the level carries across points.
+	step := series(0, 60, dims("a"), func(_ int, t int64) float64 {
+		if t < 30 {
+			return 0
+		}
+		return 10
+	})
+	res, err := Run(&Request{Group: GroupSES}, Plan{After: 0, Before: 59, Step: 1, Group: 6, Points: 10}, []Series{step})
+	if err != nil {
+		t.Fatal(err)
+	}
+	prev := -1.0
+	for r := 0; r < 10; r++ {
+		v := res.At(r, 0)
+		switch {
+		case r < 5 && v != 0:
+			t.Errorf("ses row %d = %v before the step, want 0", r, v)
+		case r >= 5 && !(v > prev && v < 10):
+			t.Errorf("ses row %d = %v, want rising toward 10 from %v", r, v, prev)
+		}
+		prev = v
+	}
+	if _, err := ParseGroup("countif"); err == nil {
+		t.Error("countif accepted without its condition")
+	}
+	if g, _ := ParseGroup("EMA"); g != GroupSES {
+		t.Errorf("ParseGroup(EMA) = %v, want ses", g)
 	}
 }
 
@@ -402,6 +486,104 @@ func TestLayoutsMatchNetdata(t *testing.T) {
 	}
 }
 
+// skeleton replaces what depends on the data (times, dates, numbers,
+// nulls) with placeholders, leaving Netdata's layout: delimiters, line
+// ends, keys and labels.
+func skeleton(b []byte) string {
+	s := string(b)
+	s = regexp.MustCompile(`Date\(\d+(,\d+){5}\)`).ReplaceAllString(s, "DATE")
+	s = regexp.MustCompile(`"?\d{4}-\d\d-\d\d \d\d:\d\d:\d\d"?`).ReplaceAllString(s, "TIME")
+	s = regexp.MustCompile(`sig:'\d+'`).ReplaceAllString(s, "sig:'N'")
+	return regexp.MustCompile(`(^|[^\w.])(-?\d+(\.\d+)?|null)\b`).ReplaceAllString(s, "${1}N")
+}
+
+// TestTextLayoutsMatchNetdata renders the formats that are not plain JSON
+// (and the Google ones) and compares them with Netdata's captures byte
+// for byte once the data is replaced by placeholders.
+func TestTextLayoutsMatchNetdata(t *testing.T) {
+	cases := []struct {
+		file, q, ct string
+		json        bool
+	}{
+		{"api_v1_data_system.cpu_after-60_points10_format-csvjsonarray.json", "format=csvjsonarray", "application/json; charset=utf-8", true},
+		{"api_v1_data_system.cpu_after-60_points10_format-datasource_callback.js", "format=datasource&callback=cb", "application/x-javascript; charset=utf-8", false},
+		{"api_v1_data_system.cpu_after-60_points10_format-datatable.json", "format=datatable", "application/json; charset=utf-8", true},
+		{"api_v1_data_system.cpu_after-60_points10_format-html.html", "format=html", "text/html; charset=utf-8", false},
+		{"api_v1_data_system.cpu_after-60_points10_format-jsonp_callback.js", "format=jsonp&callback=cb", "application/x-javascript; charset=utf-8", false},
+		{"api_v1_data_system.cpu_after-60_points10_format-markdown.md", "format=markdown", "text/plain; charset=utf-8", false},
+	}
+	for _, c := range cases {
+		t.Run(c.q, func(t *testing.T) {
+			ref, err := os.ReadFile(filepath.Join(refDir, c.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			req, err := ParseRequest(getter("chart=system.cpu&after=-60&points=10&" + c.q))
+			if err != nil {
+				t.Fatal(err)
+			}
+			res := cpuResult(t, &req)
+			out := res.Append(nil, &Wrap{Host: "vm", API: 1, UpdateEvery: 1, FirstEntry: 1795313700, LastEntry: 1795313781})
+			if got, want := skeleton(out), skeleton(ref); got != want {
+				t.Fatalf("layout differs from Netdata's\nnetdata:\n%s\nours:\n%s", want, got)
+			}
+			if ct := res.ContentType(); ct != c.ct {
+				t.Errorf("Content-Type = %q, want %q", ct, c.ct)
+			}
+			if c.json && !json.Valid(out) {
+				t.Errorf("not valid JSON:\n%s", out)
+			}
+			// Inside jsonwrap the result is JSON (a string for the text tables).
+			req.Options |= OptJSONWrap
+			out = cpuResult(t, &req).Append(nil, &Wrap{Host: "vm", LastEntry: 1795313781})
+			if req.Format == FormatJSONP || req.Format == FormatDatasource {
+				i, j := bytes.IndexByte(out, '('), bytes.LastIndexByte(out, ')')
+				out = out[i+1 : j]
+				if req.Format == FormatDatasource {
+					out = out[bytes.Index(out, []byte("table:"))+6 : len(out)-1]
+				}
+			}
+			if !json.Valid(out) {
+				t.Errorf("jsonwrap is not JSON:\n%s", out)
+			}
+		})
+	}
+	// The Google data source protocol: reqId and version are echoed, a sig
+	// equal to the data's is not_modified, callbacks that are not names
+	// are refused.
+	req, err := ParseRequest(getter("chart=system.cpu&format=datasource&tqx=reqId:7;version:0.5;responseHandler:my.handler"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := string(cpuResult(t, &req).Append(nil, &Wrap{LastEntry: 1795313781}))
+	if !strings.HasPrefix(out, "my.handler({version:'0.5',reqId:'7',status:'ok',sig:'1795313781',table:{") || !strings.HasSuffix(out, "}});") {
+		t.Errorf("datasource with tqx = %.200s", out)
+	}
+	req, _ = ParseRequest(getter("chart=system.cpu&format=datasource&tqx=sig:1795313781"))
+	out = string(cpuResult(t, &req).Append(nil, &Wrap{LastEntry: 1795313781}))
+	if want := "google.visualization.Query.setResponse({version:'0.6',reqId:'0',status:'error',errors:[{reason:'not_modified',message:'Data not modified'}]});"; out != want {
+		t.Errorf("not modified = %s\nwant %s", out, want)
+	}
+	req, _ = ParseRequest(getter("chart=system.cpu&format=jsonp"))
+	if out := string(cpuResult(t, &req).Append(nil, nil)); !strings.HasPrefix(out, "callback({") || !strings.HasSuffix(out, "});") {
+		t.Errorf("jsonp without callback = %.100s", out)
+	}
+	for _, q := range []string{"callback=alert(1);x", "callback=a%28", "tqx=responseHandler:a(b)", "tqx=reqId:'x'", "format=xml"} {
+		if _, err := ParseRequest(getter("chart=x&format=jsonp&" + q)); err == nil {
+			t.Errorf("ParseRequest(%q) accepted", q)
+		}
+	}
+	// html escapes labels: a dimension name is text, never markup.
+	ds := dims("<b>x</b>")
+	res, err := Run(&Request{Format: FormatHTML}, Plan{After: 0, Before: 0, Step: 1, Group: 1, Points: 1}, []Series{series(0, 1, ds, func(int, int64) float64 { return 1 })})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out := string(res.Append(nil, nil)); strings.Contains(out, "<b>") || !strings.Contains(out, "&lt;b&gt;x&lt;/b&gt;") {
+		t.Errorf("html label not escaped: %s", out)
+	}
+}
+
 // shape describes a decoded JSON value by keys and types; arrays by the
 // shape of their first element and whether they are empty.
 func shape(v any) string {
@@ -480,7 +662,7 @@ func TestGlob(t *testing.T) {
 }
 
 func FuzzParseRequest(f *testing.F) {
-	for _, s := range []string{"chart=a&after=-60&points=10", "points=0", "group=max&format=csv&options=jsonwrap|flip", "after=1e300&before=-1", "tier=1&points=86400"} {
+	for _, s := range []string{"chart=a&after=-60&points=10", "points=0", "group=max&format=csv&options=jsonwrap|flip", "format=datatable&group=ses", "format=html&options=jsonwrap", "format=csvjsonarray&options=seconds", "format=datasource&tqx=reqId:1;sig:2", "after=1e300&before=-1", "tier=1&points=86400"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, q string) {
@@ -501,7 +683,8 @@ func FuzzParseRequest(f *testing.F) {
 			return
 		}
 		out := res.Append(nil, &Wrap{Host: "h"})
-		if (req.Format == FormatJSON || req.Format == FormatArray || req.Options&OptJSONWrap != 0) && !json.Valid(out) {
+		isJSON := req.Format == FormatJSON || req.Format == FormatArray || req.Format == FormatDatatable || req.Format == FormatCSVJSONArray
+		if req.Format != FormatJSONP && req.Format != FormatDatasource && (isJSON || req.Options&OptJSONWrap != 0) && !json.Valid(out) {
 			t.Fatalf("invalid JSON for %q:\n%s", q, out)
 		}
 	})

@@ -6,50 +6,11 @@ import (
 	"strings"
 )
 
-// Group is how the slots that fall into one output point are combined.
-type Group uint8
-
-// The groupings a data query supports (Netdata's `group` parameter).
-const (
-	GroupAverage Group = iota
-	GroupMin
-	GroupMax
-	GroupSum
-	GroupMedian
-)
-
-var groupNames = [...]string{"average", "min", "max", "sum", "median"}
-
-// String is the Netdata name of the grouping.
-func (g Group) String() string {
-	if int(g) < len(groupNames) {
-		return groupNames[g]
-	}
-	return "average"
-}
-
-// ParseGroup reads a Netdata group name ("average" also as "avg" and
-// "mean"); anything else is an error.
-func ParseGroup(s string) (Group, error) {
-	switch strings.ToLower(s) {
-	case "", "average", "avg", "mean":
-		return GroupAverage, nil
-	case "min":
-		return GroupMin, nil
-	case "max":
-		return GroupMax, nil
-	case "sum":
-		return GroupSum, nil
-	case "median":
-		return GroupMedian, nil
-	}
-	return 0, fmt.Errorf("unknown group %q: use average, min, max, sum or median", s)
-}
-
 // Format is the body layout of a data query.
 type Format uint8
 
-// The formats a data query renders.
+// The formats a data query renders (Netdata 1.37's, format_names in
+// web/api/formatters/rrd2json.c).
 const (
 	FormatJSON Format = iota
 	FormatCSV
@@ -57,9 +18,16 @@ const (
 	FormatSSV
 	FormatSSVComma
 	FormatArray
+	FormatJSONP        // json inside callback( ... );
+	FormatDatatable    // Google Visualization DataTable JSON
+	FormatDatasource   // the DataTable inside a Google data source reply
+	FormatCSVJSONArray // csv as a JSON array of arrays
+	FormatHTML         // an HTML table
+	FormatMarkdown     // a Markdown table
 )
 
-var formatNames = [...]string{"json", "csv", "tsv", "ssv", "ssvcomma", "array"}
+var formatNames = [...]string{"json", "csv", "tsv", "ssv", "ssvcomma", "array",
+	"jsonp", "datatable", "datasource", "csvjsonarray", "html", "markdown"}
 
 // String is the Netdata name of the format.
 func (f Format) String() string {
@@ -69,33 +37,46 @@ func (f Format) String() string {
 	return "json"
 }
 
+// Content types Netdata sends with the formats.
+const (
+	ctJSON       = "application/json; charset=utf-8"
+	ctText       = "text/plain; charset=utf-8"
+	ctJavaScript = "application/x-javascript; charset=utf-8"
+	ctHTML       = "text/html; charset=utf-8"
+)
+
 // ContentType is the Content-Type Netdata sends for the format (without
-// jsonwrap, which is always JSON).
+// jsonwrap, which is JSON except for the two JavaScript formats).
 func (f Format) ContentType() string {
 	switch f {
-	case FormatJSON, FormatArray:
-		return "application/json; charset=utf-8"
+	case FormatJSON, FormatArray, FormatDatatable, FormatCSVJSONArray:
+		return ctJSON
+	case FormatJSONP, FormatDatasource:
+		return ctJavaScript
+	case FormatHTML:
+		return ctHTML
 	}
-	return "text/plain; charset=utf-8"
+	return ctText
 }
 
 // ParseFormat reads a format name; anything unknown is an error.
 func ParseFormat(s string) (Format, error) {
-	switch strings.ToLower(s) {
-	case "", "json":
+	switch l := strings.ToLower(s); l {
+	case "":
 		return FormatJSON, nil
-	case "csv":
-		return FormatCSV, nil
-	case "tsv", "tsv-excel":
+	case "tsv-excel":
 		return FormatTSV, nil
-	case "ssv":
-		return FormatSSV, nil
-	case "ssvcomma":
-		return FormatSSVComma, nil
-	case "array":
-		return FormatArray, nil
+	default:
+		for i, n := range formatNames {
+			if l == n {
+				return Format(i), nil
+			}
+		}
 	}
-	return 0, fmt.Errorf("unknown format %q: use json, csv, tsv, ssv, ssvcomma or array", s)
+	if len(s) > 64 {
+		s = s[:64] + "..."
+	}
+	return 0, fmt.Errorf("unknown format %q: use %s", s, strings.Join(formatNames[:], ", "))
 }
 
 // Options is the set of Netdata `options` flags a query honours.
@@ -216,6 +197,19 @@ type Request struct {
 	Options        Options
 	// AfterText etc. keep the raw values for the jsonwrap id string.
 	AfterText, BeforeText string
+	// Callback names the JavaScript function of jsonp and datasource
+	// (Netdata's callback, or tqx's responseHandler); "" means Netdata's
+	// default for the format.
+	Callback string
+	// TQX is the Google data source request (tqx=reqId:1;sig:...).
+	TQX TQX
+}
+
+// TQX is what a Google Visualization data source request asks in tqx.
+type TQX struct {
+	ReqID   string // echoed as reqId (default "0")
+	Version string // echoed as version (default "0.6")
+	Sig     string // the signature the client holds: equal means not modified
 }
 
 // Getter returns a query argument and whether it was present.
@@ -289,6 +283,17 @@ func ParseRequest(get Getter) (Request, error) {
 	if s, ok := get("options"); ok {
 		r.Options = ParseOptions(s)
 	}
+	if s, ok := get("callback"); ok && s != "" {
+		if !jsName(s) {
+			return r, fmt.Errorf("callback must be a JavaScript name ([A-Za-z0-9_$.], at most %d characters)", maxJSName)
+		}
+		r.Callback = s
+	}
+	if s, ok := get("tqx"); ok && s != "" {
+		if err := r.parseTQX(s); err != nil {
+			return r, err
+		}
+	}
 	return r, nil
 }
 
@@ -307,4 +312,63 @@ func parseSeconds(name, s string) (int64, error) {
 		return 0, fmt.Errorf("%s is out of range: %q", name, s)
 	}
 	return v, nil
+}
+
+// maxJSName bounds a callback name: it is echoed into the body.
+const maxJSName = 128
+
+// jsName accepts the characters of a dotted JavaScript name, and nothing
+// that could end the call and start another statement: the callback is
+// echoed into a script the browser runs.
+func jsName(s string) bool {
+	if len(s) == 0 || len(s) > maxJSName {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '$' || c == '.') {
+			return false
+		}
+	}
+	return true
+}
+
+// parseTQX reads tqx, key:value pairs separated by ';' (the Google
+// Visualization wire protocol). Values are echoed inside single quotes,
+// so they are held to the characters of a name.
+func (r *Request) parseTQX(s string) error {
+	for _, kv := range strings.Split(s, ";") {
+		k, v, _ := strings.Cut(kv, ":")
+		k = strings.TrimSpace(k)
+		v = strings.TrimSpace(v)
+		if k == "" {
+			continue
+		}
+		if v != "" && !jsName(strings.ReplaceAll(v, "-", "_")) {
+			return fmt.Errorf("tqx %s must be letters, digits, '_', '-', '$' or '.', got %q", k, trimArg(v))
+		}
+		switch k {
+		case "reqId":
+			r.TQX.ReqID = v
+		case "version":
+			r.TQX.Version = v
+		case "sig":
+			r.TQX.Sig = v
+		case "responseHandler":
+			if v != "" && !jsName(v) {
+				return fmt.Errorf("tqx responseHandler must be a JavaScript name, got %q", trimArg(v))
+			}
+			if v != "" {
+				r.Callback = v
+			}
+		}
+	}
+	return nil
+}
+
+func trimArg(s string) string {
+	if len(s) > 64 {
+		return s[:64] + "..."
+	}
+	return s
 }

@@ -3,7 +3,6 @@ package query
 import (
 	"errors"
 	"math"
-	"slices"
 	"strings"
 
 	"peerdns/agent/store"
@@ -99,7 +98,7 @@ func Run(req *Request, plan Plan, series []Series) (*Result, error) {
 			for di := range s.Chart.Dims {
 				slots := dimSlots(s.Window, s.Chart.Dims[di].ID, di)
 				for r := 0; r < plan.Points; r++ {
-					v, _ := groupValue(plan, s.Window, slots, r, GroupAverage, &scratch)
+					v, _ := groupValue(plan, s.Window, slots, r, GroupAverage, &scratch, nil)
 					if !math.IsNaN(v) {
 						totals[si*plan.Points+r] += math.Abs(v)
 					}
@@ -114,8 +113,9 @@ func Run(req *Request, plan Plan, series []Series) (*Result, error) {
 	for c, col := range res.Columns {
 		s := series[col.Series]
 		slots := dimSlots(s.Window, col.ID, col.Dim)
+		var sm smoothing
 		for r := 0; r < plan.Points; r++ {
-			v, n := groupValue(plan, s.Window, slots, r, req.Group, &scratch)
+			v, n := groupValue(plan, s.Window, slots, r, req.Group, &scratch, &sm)
 			res.DBPoints[tier] += n
 			if pct && !math.IsNaN(v) {
 				if t := totals[col.Series*plan.Points+r]; t != 0 {
@@ -192,8 +192,9 @@ func dimSlots(w *store.Window, id string, idx int) []store.Agg {
 }
 
 // groupValue combines the slots of output row r; n is the number of stored
-// points used. A group without data is NaN.
-func groupValue(p Plan, w *store.Window, slots []store.Agg, r int, g Group, scratch *[]float64) (float64, int) {
+// points used. A group without data is NaN. sm carries ses/des state
+// from row to row of one column (nil for other groupings).
+func groupValue(p Plan, w *store.Window, slots []store.Agg, r int, g Group, scratch *[]float64, sm *smoothing) (float64, int) {
 	if len(slots) == 0 || p.Group == 0 {
 		return math.NaN(), 0
 	}
@@ -217,9 +218,8 @@ func groupValue(p Plan, w *store.Window, slots []store.Agg, r int, g Group, scra
 	var cnt uint64
 	n := 0
 	mn, mx = math.Inf(1), math.Inf(-1)
-	if g == GroupMedian {
-		*scratch = (*scratch)[:0]
-	}
+	keep := g.needsValues()
+	*scratch = (*scratch)[:0]
 	for _, a := range slots[i0 : i1+1] {
 		if a.Count == 0 {
 			continue
@@ -233,30 +233,14 @@ func groupValue(p Plan, w *store.Window, slots []store.Agg, r int, g Group, scra
 		if a.Max > mx {
 			mx = a.Max
 		}
-		if g == GroupMedian {
+		if keep {
 			*scratch = append(*scratch, a.Sum/float64(a.Count))
 		}
 	}
 	if n == 0 {
 		return math.NaN(), 0
 	}
-	switch g {
-	case GroupMin:
-		return mn, n
-	case GroupMax:
-		return mx, n
-	case GroupSum:
-		return sum, n
-	case GroupMedian:
-		v := *scratch
-		slices.Sort(v)
-		m := len(v) / 2
-		if len(v)%2 == 1 {
-			return v[m], n
-		}
-		return (v[m-1] + v[m]) / 2, n
-	}
-	return sum / float64(cnt), n
+	return combine(g, p, *scratch, mn, mx, sum, cnt, sm), n
 }
 
 // Pattern is a Netdata simple pattern: words separated by '|', ',' or

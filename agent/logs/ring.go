@@ -1,0 +1,94 @@
+package logs
+
+import (
+	"sync"
+	"time"
+)
+
+// Ring keeps the newest Cap entries in memory, numbered by an increasing
+// sequence so a cursor (the sequence of the last entry a page showed)
+// pages stably while new entries arrive: they get higher numbers and never
+// shift an older page. Safe for concurrent use.
+//
+// The anomaly detector can publish its events through one (NewRing) and
+// pass it as the API's anomaly source (api.Options.Anomaly). Its entries
+// should carry the chart id in Unit (the AI snapshot counts events per
+// Unit), a Priority (PriWarning for an anomaly; the zero value is emerg),
+// a readable Message, and the dimension, score or rate in Fields.
+type Ring struct {
+	mu   sync.RWMutex // guards the fields below
+	buf  []Entry      // circular; buf[(start+i)%cap] is the i-th oldest
+	n    int
+	next uint64 // sequence of the next entry (first is 1)
+	now  func() time.Time
+}
+
+// NewRing returns a ring holding at most capacity entries (at least 1).
+func NewRing(capacity int) *Ring {
+	return &Ring{buf: make([]Entry, max(capacity, 1)), next: 1, now: time.Now}
+}
+
+// Add appends e, numbering it (and stamping it now when e.Time is zero),
+// and returns its sequence. The oldest entry goes when the ring is full.
+func (r *Ring) Add(e Entry) uint64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.addLocked(e)
+}
+
+func (r *Ring) addLocked(e Entry) uint64 {
+	if e.Time.IsZero() {
+		e.Time = r.now()
+	}
+	e.Seq = r.next
+	r.next++
+	r.buf[(r.next-2)%uint64(len(r.buf))] = e
+	if r.n < len(r.buf) {
+		r.n++
+	}
+	return e.Seq
+}
+
+// Len is the number of entries held.
+func (r *Ring) Len() int {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.n
+}
+
+// Before returns up to limit entries with a sequence below before (0: from
+// the newest), newest first, that keep accepts (nil keeps all), and
+// whether more such entries remain.
+func (r *Ring) Before(before uint64, limit int, keep func(*Entry) bool) ([]Entry, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	var out []Entry
+	newest := r.next - 1
+	i := 0
+	if before != 0 && before <= newest {
+		i = int(newest - before + 1) // skip what the previous pages showed
+	}
+	for ; i < r.n; i++ {
+		seq := newest - uint64(i)
+		e := &r.buf[(seq-1)%uint64(len(r.buf))]
+		if keep != nil && !keep(e) {
+			continue
+		}
+		if len(out) == limit {
+			return out, true
+		}
+		out = append(out, *e)
+	}
+	return out, false
+}
+
+// Source is a log that pages by sequence number: a *Ring, the *Audit
+// trail, or the anomaly detector's events.
+type Source interface {
+	// Before returns up to limit entries with a sequence below before
+	// (0: from the newest), newest first, that keep accepts, and whether
+	// more remain. Entries (and their Fields) are not changed afterwards.
+	Before(before uint64, limit int, keep func(*Entry) bool) ([]Entry, bool)
+}
+
+var _ Source = (*Ring)(nil)
