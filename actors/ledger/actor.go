@@ -97,6 +97,13 @@ type Actor struct {
 	// (messages.SetInternalDomains: plugins), by owner in extraInternal.
 	internal      map[string]netip.Addr
 	extraInternal map[string]map[string]netip.Addr
+
+	// The last published snapshot and what changed since (see publish):
+	// the domains whose claims, result or address may differ, and whether
+	// the internal domains did.
+	lastSnap        *view.Snapshot
+	pubChanged      map[string]bool
+	internalChanged bool
 }
 
 // waiter is a request answered once its domain (or, for "", everything)
@@ -149,6 +156,8 @@ func (a *Actor) load() error {
 	a.results = map[string]*domain.Evaluated{}
 	a.inflight = map[string]evalKey{}
 	a.dirty = map[string]bool{}
+	a.pubChanged = map[string]bool{}
+	a.lastSnap = nil
 	a.recalc = map[string]bool{}
 	a.active = map[string]bool{}
 	a.hashPref = map[string]string{}

@@ -29,6 +29,7 @@ func (a *Actor) mergeInternal() {
 		}
 	}
 	a.internal = m
+	a.internalChanged = true
 }
 
 // setInternal replaces owner's internal domains and returns the refused

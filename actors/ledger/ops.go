@@ -222,6 +222,7 @@ func (a *Actor) touch(domains ...string) {
 	for _, d := range domains {
 		if d != "" {
 			a.dirty[d] = true
+			a.pubChanged[d] = true
 		}
 	}
 }
