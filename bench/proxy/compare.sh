@@ -4,13 +4,20 @@
 # $DUR s) measures each path to them:
 #   direct       wrk → nginx backend
 #   nginx proxy  wrk → nginx proxy_pass (keepalive upstream) → backend
+#                (its own nginx instance, 2 workers, as the proxy is its
+#                own process in every other path)
 #   caddy        wrk → caddy reverse_proxy → backend
+#   bare         wrk → bench/proxy/bare (fasthttp HostClient.Do and nothing
+#                else: the floor for a Go proxy built on fasthttp)
 #   peerdns same wrk → peerdns edge (Host: bench.p2p) → tunnel server on
 #                the same node → backend (the real binary, configured
 #                through its admin API)
 #   peerdns tunnel  wrk → node B's edge → QUIC tunnel → node A → backend
 # and the same-node route over HTTPS (wrk keeps its TLS connections; the
-# node CA's certificate; wrk does not check it).
+# node CA's certificate; wrk does not check it). Besides req/s and p99 it
+# prints each proxy's own CPU per request (utime+stime of its processes
+# around the run / requests): the figure that moves least with the load
+# of a shared machine.
 # Installs wrk, nginx-light and caddy with apt-get when missing (root).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -22,6 +29,7 @@ cleanup() {
 	for f in "$TMP"/*.pid; do [ -f "$f" ] && kill "$(cat "$f")" 2>/dev/null; done
 	kill $(jobs -p) 2>/dev/null
 	nginx -c "$TMP/nginx.conf" -s stop 2>/dev/null || true
+	nginx -c "$TMP/nginxp.conf" -s stop 2>/dev/null || true
 	sleep 1
 	rm -rf "$TMP"
 }
@@ -30,8 +38,8 @@ for p in wrk:wrk nginx:nginx-light caddy:caddy; do
 	command -v "${p%%:*}" >/dev/null || { apt-get update -qq && apt-get install -y -qq "${p#*:}" >/dev/null; }
 done
 free_port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
-BACK=$(free_port); NPROXY=$(free_port); CADDY=$(free_port)
-mkdir -p "$TMP/www" "$TMP/nginx"
+BACK=$(free_port); NPROXY=$(free_port); CADDY=$(free_port); BARE=$(free_port)
+mkdir -p "$TMP/www" "$TMP/nginx" "$TMP/nginxp"
 head -c 100 /dev/urandom | base64 | head -c 100 > "$TMP/www/small"
 head -c 65536 /dev/urandom > "$TMP/www/big"
 cat > "$TMP/nginx.conf" <<CONF
@@ -43,11 +51,22 @@ http {
   access_log off;
   client_body_temp_path $TMP/nginx; proxy_temp_path $TMP/nginx; fastcgi_temp_path $TMP/nginx; uwsgi_temp_path $TMP/nginx; scgi_temp_path $TMP/nginx;
   server { listen 127.0.0.1:$BACK; root $TMP/www; }
+}
+CONF
+cat > "$TMP/nginxp.conf" <<CONF
+worker_processes 2;
+pid $TMP/nginxp/nginx.pid;
+error_log $TMP/nginxp/error.log;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  client_body_temp_path $TMP/nginxp; proxy_temp_path $TMP/nginxp; fastcgi_temp_path $TMP/nginxp; uwsgi_temp_path $TMP/nginxp; scgi_temp_path $TMP/nginxp;
   upstream back { server 127.0.0.1:$BACK; keepalive 64; }
   server { listen 127.0.0.1:$NPROXY; location / { proxy_pass http://back; proxy_http_version 1.1; proxy_set_header Connection ""; } }
 }
 CONF
 nginx -c "$TMP/nginx.conf"
+nginx -c "$TMP/nginxp.conf"
 cat > "$TMP/Caddyfile" <<CONF
 {
   admin off
@@ -60,6 +79,9 @@ CONF
 caddy run --config "$TMP/Caddyfile" --adapter caddyfile > "$TMP/caddy.log" 2>&1 &
 echo $! > "$TMP/caddy.pid"
 go build -o "$TMP/peerdns" ./cmd/peerdns
+go build -o "$TMP/bare" ./bench/proxy/bare
+"$TMP/bare" -listen "127.0.0.1:$BARE" -backend "127.0.0.1:$BACK" > "$TMP/bare.log" 2>&1 &
+echo $! > "$TMP/bare.pid"
 node_up() { # dir extra... → prints admin and http addresses
 	"$TMP/peerdns" node --data "$TMP/$1" --admin-addr 127.0.0.1:0 --dns-addr 127.0.0.1:0 --http-addr 127.0.0.1:0 \
 		--https-addr 127.0.0.1:0 --p2p-addr 127.0.0.1:0 --upstream 127.0.0.1:9 "${@:2}" > "$TMP/$1.log" 2>&1 &
@@ -75,20 +97,31 @@ for _ in $(seq 200); do
 	curl -s -o /dev/null -w '%{http_code}' -H 'Host: bench.p2p' "http://$HTTP_B/small" | grep -q 200 && break; sleep 0.1
 done
 sleep 1
-run() { # label url host
-	local out
+PID_A=$(pgrep -f "data $TMP/a" | head -1); PID_B=$(pgrep -f "data $TMP/b" | head -1)
+NGINXP=$(for w in $(pgrep -f "nginx: worker"); do grep -q nginxp "/proc/$(awk '{print $4}' "/proc/$w/stat")/cmdline" && echo "$w"; done | tr '\n' ' ')
+CADDY_PID=$(cat "$TMP/caddy.pid"); BARE_PID=$(cat "$TMP/bare.pid")
+cpu_ticks() { for p in "$@"; do awk '{print $14+$15}' "/proc/$p/stat"; done | paste -sd+ | bc; }
+run() { # label url host pids...
+	local out c0=0 c1=0 n cpu=-
+	[ $# -ge 4 ] && c0=$(cpu_ticks "${@:4}")
 	out=$(wrk -t2 -c"$CONNS" -d"${DUR}s" --latency -H "Host: $3" "$2" 2>&1)
-	printf '%s\t%s\t%s\n' "$1" "$(echo "$out" | awk '/Requests\/sec/{print $2}')" "$(echo "$out" | awk '$1=="99%"{print $2}')"
+	n=$(echo "$out" | awk '/requests in/{print $1}')
+	if [ $# -ge 4 ]; then
+		c1=$(cpu_ticks "${@:4}")
+		cpu=$(echo "scale=1; ($c1-$c0)*1000000/$(getconf CLK_TCK)/$n" | bc)
+	fi
+	printf '%s\t%s\t%s\t%s\n' "$1" "$(echo "$out" | awk '/Requests\/sec/{print $2}')" "$(echo "$out" | awk '$1=="99%"{print $2}')" "$cpu"
 }
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg); peerdns $(git rev-parse --short HEAD)"
 for r in $(seq 1 "$ROUNDS"); do
 	for f in small big; do
 		run "direct/$f" "http://127.0.0.1:$BACK/$f" "127.0.0.1"
-		run "nginx-proxy/$f" "http://127.0.0.1:$NPROXY/$f" "127.0.0.1"
-		run "caddy/$f" "http://127.0.0.1:$CADDY/$f" "127.0.0.1"
-		run "peerdns-same-node/$f" "http://$HTTP_A/$f" "bench.p2p"
-		run "peerdns-same-node-https/$f" "https://$HTTPS_A/$f" "bench.p2p"
-		run "peerdns-tunnel/$f" "http://$HTTP_B/$f" "bench.p2p"
+		run "nginx-proxy/$f" "http://127.0.0.1:$NPROXY/$f" "127.0.0.1" $NGINXP
+		run "bare-fasthttp/$f" "http://127.0.0.1:$BARE/$f" "127.0.0.1" "$BARE_PID"
+		run "caddy/$f" "http://127.0.0.1:$CADDY/$f" "127.0.0.1" "$CADDY_PID"
+		run "peerdns-same-node/$f" "http://$HTTP_A/$f" "bench.p2p" "$PID_A"
+		run "peerdns-same-node-https/$f" "https://$HTTPS_A/$f" "bench.p2p" "$PID_A"
+		run "peerdns-tunnel/$f" "http://$HTTP_B/$f" "bench.p2p" "$PID_A" "$PID_B"
 	done
-done | sort | awk -F'\t' '{print "| " $1 " | " $2 " req/s | p99 " $3 " |"}'
-echo "RSS: node A $(awk '/VmRSS/{print $2}' /proc/$(pgrep -f "data $TMP/a" | head -1)/status) kB, node B $(awk '/VmRSS/{print $2}' /proc/$(pgrep -f "data $TMP/b" | head -1)/status) kB"
+done | sort | awk -F'\t' '{print "| " $1 " | " $2 " req/s | p99 " $3 " | " $4 " µs CPU/req |"}'
+echo "RSS: node A $(awk '/VmRSS/{print $2}' "/proc/$PID_A/status") kB, node B $(awk '/VmRSS/{print $2}' "/proc/$PID_B/status") kB"
