@@ -224,6 +224,7 @@ func (b *browser) screenshot(t *testing.T, name string) {
 	if dir == "" {
 		dir = shotDir(t)
 	}
+	b.exec(t, `window.scrollTo(0, 0)`)
 	ctx, cancel := context.WithTimeout(b.ctx, 20*time.Second)
 	defer cancel()
 	png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())

@@ -12,7 +12,8 @@ export function h(tag, props, ...children) {
     if (k.startsWith('on')) el.addEventListener(k.slice(2), v);
     else if (k === 'class') el.className = v;
     else if (k === 'text') el.textContent = v;
-    else if (k === 'value') el.value = v;
+    // defaultValue, so form.reset() goes back to it.
+    else if (k === 'value') { if ('defaultValue' in el) el.defaultValue = v; else el.value = v; }
     else if (k === 'checked') el.checked = !!v;
     else if (k === 'dataset') Object.assign(el.dataset, v);
     else el.setAttribute(k, v === true ? '' : v);

@@ -7,10 +7,11 @@ import { h, clear, field, input, select, form, run, out, say, table, badge, mono
 
 const t = { id: 'settings', title: 'Settings', hints: ['update-settings', 'update-plugins', 'update-plugin-settings'] };
 
-let settingsEl, notice, backupsEl, backupMeta, pluginsEl, current = {};
+let settingsEl, settingsOut, notice, backupsEl, backupMeta, pluginsEl, current = {}, edits = {};
 
 t.init = (root) => {
   settingsEl = h('div');
+  settingsOut = out();
   notice = h('div', { 'aria-live': 'polite' });
   backupsEl = h('div');
   backupMeta = h('div');
@@ -23,7 +24,7 @@ t.init = (root) => {
     return 'Backup written to ' + r.path;
   }));
   root.append(
-    h('section', { class: 'card', 'aria-label': 'Node settings' }, h('h3', {}, 'Node settings'), notice, settingsEl),
+    h('section', { class: 'card', 'aria-label': 'Node settings' }, h('h3', {}, 'Node settings'), notice, settingsEl, settingsOut),
     card('Backups', h('div', { class: 'row' }, create), bOut, backupsEl, backupMeta),
     card('Plugins', pluginsEl),
     diagnostics());
@@ -40,6 +41,8 @@ function control(name, meta, value) {
   return el;
 }
 
+// renderSettings draws the form from the API; what the user typed and did
+// not save yet (edits) is kept across a refresh.
 function renderSettings(s) {
   current = s.settings;
   const groups = {};
@@ -49,7 +52,9 @@ function renderSettings(s) {
     list.sort((a, b) => a[0].localeCompare(b[0]));
     f.append(h('fieldset', { class: 'card' }, h('legend', {}, cat),
       list.map(([name, meta]) => {
-        const el = control(name, meta, s.settings[name] ?? '');
+        const el = control(name, meta, name in edits ? edits[name] : s.settings[name] ?? '');
+        el.addEventListener('input', () => { edits[name] = el.value; });
+        el.addEventListener('change', () => { edits[name] = el.value; });
         const errID = nextID('err');
         el.setAttribute('aria-describedby', errID);
         const flags = [meta.restartRequired ? 'restart required' : 'applied live', `default ${JSON.stringify(meta.default ?? '')}`, meta.source ? `from ${meta.source}` : ''].filter(Boolean).join(' · ');
@@ -58,12 +63,11 @@ function renderSettings(s) {
           h('p', { class: 'field-error', id: errID, role: 'alert', dataset: { errorFor: name } }));
       })));
   }
-  const o = out();
   const btn = h('button', { type: 'submit', class: 'primary' }, 'Save settings');
-  f.append(btn, o);
+  f.append(btn);
   f.addEventListener('submit', (ev) => {
     ev.preventDefault();
-    run(btn, o, () => saveSettings(f));
+    run(btn, settingsOut, () => saveSettings(f));
   });
   clear(settingsEl, f);
 }
@@ -77,6 +81,7 @@ async function saveSettings(f) {
   if (!Object.keys(changed).length) return 'Nothing changed';
   try {
     const r = await post('/api/update-settings', { settings: changed });
+    edits = {};
     clear(notice, r.restartRequired
       ? h('p', { class: 'notice', role: 'alert' }, `Restart the node to apply: ${(r.restartRequiredSettings || []).join(', ') || 'some settings'}.`)
       : null);

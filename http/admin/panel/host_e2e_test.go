@@ -1,0 +1,54 @@
+package panel_test
+
+import (
+	"strconv"
+	"testing"
+
+	"peerdns/internal/testutil"
+)
+
+func TestPanelHost(t *testing.T) {
+	b := newBrowser(t)
+	n := startNode(t, "")
+	base := "http://" + n.AdminAddr()
+	b.open(t, base, "host")
+
+	// Live stats come over the WebSocket (subscribe-stats, update-stats):
+	// the request counter moves while the page stays put.
+	b.waitJS(t, `document.querySelector('#live-requests')`)
+	first := eval[string](t, b, `document.querySelector('#live-requests').innerText`)
+	for range 3 {
+		testutil.Call(t, "GET", base+"/api/status", "")
+	}
+	b.waitJS(t, `document.querySelector('#live-requests').innerText !== `+strconv.Quote(first))
+	b.waitText(t, `#tab-host`, "healthy")
+
+	// Create a tunnel server through the form: it appears running.
+	sf := `#tab-host section[aria-label="Tunnel servers"] `
+	b.fill(t, sf+`input[name=name]`, "web")
+	b.fill(t, sf+`input[name=port]`, "18080")
+	b.click(t, sf+`button[type=submit]`)
+	b.waitText(t, sf+`.out`, "Created ")
+	b.waitText(t, sf+`table`, "running")
+	b.waitText(t, sf+`table`, "127.0.0.1:18080")
+	key := eval[string](t, b, `document.querySelector('`+sf+`table .hash').title`)
+
+	// A client for a domain of ours, through the form.
+	testutil.AddDomain(t, base, "web.p2p", key)
+	cf := `#tab-host section[aria-label="Tunnel clients"] `
+	b.fill(t, cf+`input[name=domain]`, "web.p2p")
+	b.fill(t, cf+`input[name=key]`, key)
+	b.fill(t, cf+`input[name=port]`, "18081")
+	b.fill(t, cf+`input[name=serviceName]`, "www")
+	b.click(t, cf+`button[type=submit]`)
+	b.waitText(t, cf+`table`, "web.p2p_www")
+	// The tunnel children table and chart follow the live stats.
+	b.waitText(t, `#tab-host section[aria-label="Tunnel children"]`, "web.p2p_www")
+	b.screenshot(t, "host")
+
+	// Delete the server (confirm accepted): its row goes.
+	b.clickText(t, sf+`table`, "Delete")
+	b.waitText(t, sf, "No tunnel servers")
+	b.noReload(t)
+	b.checkErrors(t)
+}
