@@ -39,7 +39,8 @@ function renderSubnets(list) {
   const o = out();
   const add = h('button', { type: 'button', onclick: () => { rowsEl.append(subnetRow({})); editing = true; } }, 'Add subnet');
   const save = h('button', { type: 'submit', class: 'primary' }, 'Save subnets');
-  const f = h('form', { id: 'subnets-form' }, rowsEl, h('div', { class: 'row' }, add, save), o);
+  // novalidate: the API's own messages are shown next to each subnet.
+  const f = h('form', { id: 'subnets-form', novalidate: true }, rowsEl, h('div', { class: 'row' }, add, save), o);
   f.addEventListener('submit', (ev) => {
     ev.preventDefault();
     run(save, o, async () => {
