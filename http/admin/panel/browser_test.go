@@ -41,7 +41,7 @@ type browser struct {
 	errors []string
 }
 
-func newBrowser(t *testing.T) *browser {
+func newBrowser(t *testing.T, flags ...chromedp.ExecAllocatorOption) *browser {
 	t.Helper()
 	exe := chromiumPath()
 	if exe == "" {
@@ -62,13 +62,24 @@ func newBrowser(t *testing.T) *browser {
 		chromedp.UserDataDir(t.TempDir()),
 		chromedp.WindowSize(1280, 900),
 	}
-	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancel := chromedp.NewContext(actx)
+	actx, cancelA := chromedp.NewExecAllocator(context.Background(), append(opts, flags...)...)
+	t.Cleanup(cancelA)
+	return attach(t, actx)
+}
+
+// newTab opens a second tab in b's browser.
+func (b *browser) newTab(t *testing.T) *browser {
+	t.Helper()
+	return attach(t, b.ctx)
+}
+
+// attach opens a tab (and the browser, for the first) under parent and
+// listens to its errors and dialogs.
+func attach(t *testing.T, parent context.Context) *browser {
+	t.Helper()
+	ctx, cancel := chromedp.NewContext(parent)
 	b := &browser{ctx: ctx}
-	stop := func() {
-		cancel()
-		cancelA()
-	}
+	stop := cancel
 	// Listen starts the browser and the tab.
 	err := chromedp.Listen(ctx, func(ev any) {
 		switch e := ev.(type) {
@@ -97,7 +108,7 @@ func newBrowser(t *testing.T) *browser {
 	})
 	if err != nil {
 		stop()
-		t.Fatalf("start %s: %v", exe, err)
+		t.Fatalf("start chromium: %v", err)
 	}
 	t.Cleanup(stop)
 	return b

@@ -33,7 +33,7 @@ t.init = (root) => {
   });
   conflictsEl = h('div');
   subsEl = h('div');
-  detailEl = h('div', { 'aria-live': 'polite' });
+  detailEl = h('div', { id: 'domain-details', 'aria-live': 'polite' });
   root.append(
     card('Claim a domain', claim),
     card('Resolved domains', h('div', { class: 'row' }, recalc), recalcOut, pager.el, detailEl),
