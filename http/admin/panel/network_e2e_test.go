@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"net"
 	"strings"
-	"time"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 
