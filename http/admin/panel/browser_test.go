@@ -269,8 +269,14 @@ func shotDir(t *testing.T) string {
 // invite or "".
 func startNode(t *testing.T, join string) *node.Node {
 	t.Helper()
+	return startNodeIn(t, t.TempDir(), join)
+}
+
+// startNodeIn is startNode with its data in dir.
+func startNodeIn(t *testing.T, dir, join string) *node.Node {
+	t.Helper()
 	cfg := node.Config{
-		Data: t.TempDir(), AdminAddr: "127.0.0.1:0", DNSAddr: "127.0.0.1:0", HTTPAddr: "127.0.0.1:0",
+		Data: dir, AdminAddr: "127.0.0.1:0", DNSAddr: "127.0.0.1:0", HTTPAddr: "127.0.0.1:0",
 		HTTPSAddr: "127.0.0.1:0", P2PAddr: "127.0.0.1:0", AdminDomain: "admin.p2p", LogLevel: "info",
 		Upstream: []string{"127.0.0.1:1"}, Join: join,
 	}
