@@ -56,6 +56,51 @@ func TestPanelTwoNodes(t *testing.T) {
 	b.exec(t, `document.querySelector('`+row+` button').click()`) // Details
 	b.waitText(t, `#domain-details`, a.ID())
 	b.screenshot(t, "domains-two-nodes")
+
+	// A gives a domain a service; B subscribes to it from its panel.
+	var srv struct{ ID string }
+	testutil.MustJSON(t, "POST", baseA+"/api/tunnel-create", `{"name":"svc","port":18095}`, 200, &srv)
+	var servers []struct {
+		ID   string
+		Info struct{ URL string }
+	}
+	testutil.MustJSON(t, "GET", baseA+"/api/tunnel-servers", "", 200, &servers)
+	key := servers[0].Info.URL
+	testutil.AddDomain(t, baseA, "svc.p2p", key)
+	svcRow := `#tab-domains tr[data-domain="svc.p2p"]`
+	b.waitText(t, svcRow, "resolved")
+	testutil.MustJSON(t, "POST", baseA+"/api/tunnel-client-create", `{"domain":"svc.p2p","key":"`+key+`","port":18096,"serviceName":"web"}`, 200, nil)
+	b.exec(t, `document.querySelector('`+svcRow+` button').click()`) // Details
+	b.waitText(t, `#domain-details`, "web")
+	b.clickText(t, `#domain-details table`, "Subscribe")
+	subs := `#tab-domains section[aria-label="Service subscriptions"] `
+	b.waitText(t, subs+`table`, "svc.p2p")
+	b.waitText(t, `#domain-details`, "Unsubscribe")
+	var got []struct{ Domain, ServiceName string }
+	testutil.MustJSON(t, "GET", baseB+"/api/service-subscriptions", "", 200, &got)
+	if len(got) != 1 || got[0].ServiceName != "web" {
+		t.Fatalf("B's subscriptions = %+v", got)
+	}
+
+	// B claims it too, with another hash: B's panel shows the conflict,
+	// and B chooses its own claim for itself.
+	b.fill(t, `#tab-domains input[name=domain]`, "shared.p2p")
+	b.fill(t, `#tab-domains input[name=hash]`, testutil.Hash('f'))
+	b.click(t, `#tab-domains form button[type=submit]`)
+	b.waitText(t, row, "conflict")
+	conflicts := `#tab-domains section[aria-label="P2P conflicts"] `
+	b.waitText(t, conflicts+`table`, "shared.p2p")
+	b.choose(t, conflicts+`select[name=preference]`, "local")
+	testutil.Eventually(t, 10*time.Second, func() error {
+		var c struct{ Conflicts []struct{ Domain, HashPreference string } }
+		testutil.MustJSON(t, "GET", baseB+"/api/p2p-domain-conflicts", "", 200, &c)
+		if len(c.Conflicts) != 1 || c.Conflicts[0].HashPreference != "local" {
+			return fmt.Errorf("conflicts = %+v", c.Conflicts)
+		}
+		return nil
+	})
+	// The hint (update-local-dns) re-renders the table with the choice.
+	b.waitJS(t, `document.querySelector('`+conflicts+`select[name=preference]').value === 'local'`)
 	b.noReload(t)
 	other.noReload(t)
 	b.checkErrors(t)
