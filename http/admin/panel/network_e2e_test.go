@@ -92,7 +92,9 @@ func TestPanelTwoNodes(t *testing.T) {
 	b.waitText(t, conflicts+`table`, "shared.p2p")
 	b.choose(t, conflicts+`select[name=preference]`, "local")
 	testutil.Eventually(t, 10*time.Second, func() error {
-		var c struct{ Conflicts []struct{ Domain, HashPreference string } }
+		var c struct {
+			Conflicts []struct{ Domain, HashPreference string }
+		}
 		testutil.MustJSON(t, "GET", baseB+"/api/p2p-domain-conflicts", "", 200, &c)
 		if len(c.Conflicts) != 1 || c.Conflicts[0].HashPreference != "local" {
 			return fmt.Errorf("conflicts = %+v", c.Conflicts)

@@ -64,7 +64,9 @@ func TestPanelPluginsAndDiagnostics(t *testing.T) {
 	b.click(t, pl+`button[type=submit]`)
 	b.waitJS(t, `document.querySelector('#tab-settings article[data-plugin="notes.p2p"] input[name=greeting]')?.value === 'bonjour'`)
 	testutil.Eventually(t, 10*time.Second, func() error {
-		var p struct{ Settings map[string]struct{ Value any } }
+		var p struct {
+			Settings map[string]struct{ Value any }
+		}
 		testutil.MustJSON(t, "GET", base+"/api/plugins/notes.p2p", "", 200, &p)
 		if p.Settings["greeting"].Value != "bonjour" {
 			return fmt.Errorf("greeting = %v", p.Settings["greeting"].Value)
