@@ -22,6 +22,10 @@ func TestPanelHost(t *testing.T) {
 	}
 	b.waitJS(t, `document.querySelector('#live-requests').innerText !== `+strconv.Quote(first))
 	b.waitText(t, `#tab-host`, "healthy")
+	// The history: the node keeps a sample a minute, the first at start.
+	b.waitText(t, `#tab-host section[aria-label="History"]`, "samples (one a minute)")
+	b.choose(t, `#tab-host select[name=minutes]`, "1440")
+	b.waitText(t, `#tab-host section[aria-label="History"]`, "last 1440 minutes")
 
 	// Create a tunnel server through the form: it appears running.
 	sf := `#tab-host section[aria-label="Tunnel servers"] `

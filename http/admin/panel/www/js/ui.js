@@ -187,7 +187,7 @@ export class Pager {
 }
 
 // chart draws series (arrays of numbers, same length) as an SVG line chart.
-export function chart(svg, series, { max } = {}) {
+export function chart(svg, series, { max, scaleEl } = {}) {
   const NS = 'http://www.w3.org/2000/svg';
   const W = 300, H = 100;
   svg.setAttribute('viewBox', `0 0 ${W} ${H}`);
@@ -203,9 +203,8 @@ export function chart(svg, series, { max } = {}) {
     if (k === 1) pl.setAttribute('class', 'b');
     svg.append(pl);
   });
-  const t = document.createElementNS(NS, 'text');
-  t.setAttribute('x', '4');
-  t.setAttribute('y', '10');
-  t.textContent = `max ${Math.round(top * 100) / 100}`;
-  svg.append(t);
+  // The scale goes beside the chart (text inside a stretched SVG would be
+  // stretched too).
+  if (scaleEl) scaleEl.textContent = `max ${Math.round(top * 100) / 100}`;
+  return top;
 }

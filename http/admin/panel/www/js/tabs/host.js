@@ -12,6 +12,7 @@ const t = {
 const KEEP = 120; // seconds of live samples kept for the chart
 let app, healthEl, liveEl, liveSVG, childSVG, histSVG, histInfo, childrenEl, serversEl, clientsEl, minutesSel;
 let samples = []; // {t, total, children}
+const scale = { live: null, kids: null, hist: null };
 
 t.init = (root, a) => {
   app = a;
@@ -26,6 +27,7 @@ t.init = (root, a) => {
   histSVG = liveSVG.cloneNode();
   histSVG.setAttribute('aria-label', 'Requests per minute, history');
   histInfo = h('p', { class: 'help' });
+  for (const k of Object.keys(scale)) scale[k] = h('span', { class: 'legend' });
   childrenEl = h('div');
   serversEl = h('div');
   clientsEl = h('div');
@@ -66,9 +68,9 @@ t.init = (root, a) => {
       card('Health', healthEl),
       card('Live', liveEl)),
     h('div', { class: 'grid' },
-      card('Requests per second', liveSVG, h('p', { class: 'legend' }, h('span', { class: 'a' }, '— admin + proxy requests/s'))),
-      card('Tunnels', childSVG, h('p', { class: 'legend' }, h('span', { class: 'a' }, '— tunnel children '), h('span', { class: 'b' }, '— open connections')))),
-    card('History', h('div', { class: 'row' }, field('Window', minutesSel)), histSVG, histInfo),
+      card('Requests per second', liveSVG, h('p', { class: 'legend' }, h('span', { class: 'a' }, '— admin + proxy requests/s '), scale.live)),
+      card('Tunnels', childSVG, h('p', { class: 'legend' }, h('span', { class: 'a' }, '— tunnel children '), h('span', { class: 'b' }, '— open connections '), scale.kids))),
+    card('History', h('div', { class: 'row' }, field('Window', minutesSel)), histSVG, h('p', {}, scale.hist), histInfo),
     card('Tunnel servers', server, serversEl),
     card('Tunnel clients', client, clientsEl),
     card('Tunnel children', childrenEl),
@@ -101,8 +103,8 @@ function live(s) {
     const dt = Math.max(1, (samples[i].t - samples[i - 1].t) / 1000);
     rate.push(Math.max(0, (samples[i].total - samples[i - 1].total) / dt));
   }
-  chart(liveSVG, [rate]);
-  chart(childSVG, [samples.map((x) => x.children), samples.map((x) => x.conns)]);
+  chart(liveSVG, [rate], { scaleEl: scale.live });
+  chart(childSVG, [samples.map((x) => x.children), samples.map((x) => x.conns)], { scaleEl: scale.kids });
   const p = s.process || {};
   clear(liveEl,
     h('dt', {}, 'Requests'), h('dd', { id: 'live-requests' }, `${(req.total || 0).toLocaleString()} (${(req.failed || 0).toLocaleString()} failed, ${(req.successRate ?? 100).toFixed(1)}% ok)`),
@@ -123,7 +125,7 @@ function history(points, minutes) {
   const tot = points.map((p) => (p.data && p.data.requests ? p.data.requests.total : 0));
   const perMin = [];
   for (let i = 1; i < tot.length; i++) perMin.push(Math.max(0, tot[i] - tot[i - 1]));
-  chart(histSVG, [perMin]);
+  chart(histSVG, [perMin], { scaleEl: scale.hist });
   histInfo.textContent = points.length
     ? `${points.length} samples (one a minute) from ${fmtTime(points[0].timestamp)} to ${fmtTime(points[points.length - 1].timestamp)}, last ${minutes || minutesSel.value} minutes.`
     : 'No history yet: the node keeps one sample a minute.';

@@ -35,8 +35,7 @@ t.init = (root, a) => {
   app.socket.addEventListener('file-log', (ev) => {
     const m = ev.detail;
     if (m.channel !== chanSel.value) return;
-    const ts = m.timestamp ? new Date(m.timestamp).toLocaleTimeString() : '';
-    lines.push(`${ts} ${(m.level || '').toUpperCase()} ${m.message}`);
+    lines.push(m.message); // the line as the file has it
     if (lines.length > MAX) lines.splice(0, lines.length - MAX);
     if (paused) { held++; info.textContent = `Paused: ${held} new line(s) held.`; return; }
     render();
@@ -56,7 +55,12 @@ function render() {
   const stick = view.scrollTop + view.clientHeight >= view.scrollHeight - 20;
   clear(view, list.map((l) => {
     const m = /level=(\w+)|\b(ERROR|WARN|INFO|DEBUG)\b/.exec(l);
-    return h('div', { class: 'lvl-' + (m ? m[1] || m[2] : 'INFO') }, l);
+    // The file's UTC timestamp, shown in the user's locale.
+    const shown = l.replace(/^time=(\S+)/, (all, iso) => {
+      const d = new Date(iso);
+      return isNaN(d) ? all : d.toLocaleString();
+    });
+    return h('div', { class: 'lvl-' + (m ? m[1] || m[2] : 'INFO') }, shown);
   }));
   if (stick) view.scrollTop = view.scrollHeight;
   if (!paused) info.textContent = `${list.length.toLocaleString()} line(s)${q ? ` matching “${q}”` : ''} from ${chanSel.value}.log, live. Updated ${fmtTime(Date.now())}.`;
