@@ -21,6 +21,29 @@
 //     origin, no inline script or style, no framing. The WebSocket is
 //     allowed by connect-src 'self' (CSP level 3 matches ws/wss of the
 //     same host).
+//   - Hints: each tab module (www/js/tabs) lists the update-* hints that
+//     refresh it; a hint refreshes the visible tab at once (one refresh at
+//     a time, one more if hints came meanwhile) and marks hidden tabs
+//     stale, refreshed when shown. After a WebSocket reconnect every tab
+//     is stale (hints may have been missed). system-reset waits until
+//     GET /api/health?probe=readiness answers 200, then reloads, so the
+//     page does not land on the 503 the node answers while it restarts.
+//   - The socket reconnects with exponential backoff (0.5 s doubling to
+//     30 s, ±20 % jitter); the status line counts down to the next try.
+//   - Long lists (domains, entries, records, interfaces) are paged in the
+//     page (25 to 200 rows, 50 by default) with a filter: only one page
+//     of rows is ever in the DOM, so 10,000 domains stay responsive
+//     (bench/panel measures it).
+//   - Forms keep the browser's own checks for required fields, except
+//     the subnets editor, where the API's messages are the point: they
+//     are shown next to the subnet they name. Setting errors ("NAME:
+//     ...") go next to their field. Every other API error is shown under
+//     its form as the API wrote it.
+//   - A settings refresh (update-settings) keeps what the user typed and
+//     has not saved; the subnets editor is not redrawn while it has
+//     unsaved edits.
+//   - Log lines are shown as the log file has them, with the leading UTC
+//     time in the user's locale.
 //   - The certs tab's "download the root" uses GET /api/ca-root (added
 //     in http/admin/certs.go; the spec has no endpoint for it): the root
 //     certificate as a PEM attachment. Its key never leaves DATA/ca.

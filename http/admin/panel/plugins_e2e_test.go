@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
+
 	"peerdns/internal/testutil"
 )
 
@@ -94,5 +96,40 @@ func TestPanelPluginsAndDiagnostics(t *testing.T) {
 	b.waitJS(t, `document.querySelector('#diag-output').innerText.includes('[exit') || document.querySelector('`+dg+`.out.error')?.innerText.includes('ping')`)
 	b.exec(t, `document.querySelector('`+pl+`').scrollIntoView()`)
 	b.noReload(t)
+	b.checkErrors(t)
+}
+
+// TestPanelRestoreReloads: restoring a backup from the settings tab
+// (confirmed) resets the node; system-reset reloads the page once the
+// node is back, and the page shows the restored state.
+func TestPanelRestoreReloads(t *testing.T) {
+	b := newBrowser(t)
+	n := startNode(t, "")
+	base := "http://" + n.AdminAddr()
+	b.open(t, base, "settings")
+	bk := `#tab-settings section[aria-label="Backups"] `
+	b.clickText(t, bk, "Create backup")
+	b.waitJS(t, `document.querySelector('`+bk+`table tbody tr')`)
+	name := eval[string](t, b, `document.querySelector('`+bk+`table tbody tr td').innerText`)
+	testutil.AddDomain(t, base, "after.p2p", testutil.Hash('a'))
+
+	b.clickText(t, bk+`table`, "Restore")
+	// The reload: the marker is gone and the page is live again.
+	b.waitJS(t, `window.__noReload === undefined && document.querySelector('#conn')?.dataset.state === 'open'`)
+	testutil.Eventually(t, 20*time.Second, func() error {
+		var ds []struct{ Domain string }
+		testutil.MustJSON(t, "GET", base+"/api/resolved-domains", "", 200, &ds)
+		for _, d := range ds {
+			if d.Domain == "after.p2p" {
+				return fmt.Errorf("after.p2p still there after restoring %s", name)
+			}
+		}
+		return nil
+	})
+	b.do(t, chromedp.Navigate(base+"/#domains"))
+	b.waitJS(t, `(document.body.dataset.refreshed || '').startsWith('domains:')`)
+	if eval[bool](t, b, `document.querySelector('#tab-domains').innerText.includes('after.p2p')`) {
+		t.Fatal("the panel still lists after.p2p")
+	}
 	b.checkErrors(t)
 }

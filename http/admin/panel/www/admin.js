@@ -83,7 +83,7 @@ function show() {
 socket.addEventListener('message', (ev) => {
   const m = ev.detail;
   if (m.type === 'system-reset') {
-    location.reload();
+    reloadWhenBack();
     return;
   }
   if (!m.type.startsWith('update-') || m.type === 'update-stats') return;
@@ -95,6 +95,23 @@ socket.addEventListener('message', (ev) => {
     else s.stale = true;
   }
 });
+// reloadWhenBack: after system-reset (a backup was restored) the node
+// restarts its parts and answers 503 meanwhile; reload once it is ready,
+// so the page does not land on that 503.
+async function reloadWhenBack() {
+  const conn = document.getElementById('conn');
+  conn.dataset.state = 'closed';
+  conn.textContent = 'The node is restarting: this page reloads when it is back';
+  for (let wait = 250; ; wait = Math.min(wait * 2, 4000)) {
+    await new Promise((r) => setTimeout(r, wait));
+    try {
+      const r = await fetch('/api/health?probe=readiness', { cache: 'no-store' });
+      if (r.ok) break;
+    } catch { /* not back yet */ }
+  }
+  location.reload();
+}
+
 socket.addEventListener('open', (ev) => {
   if (!ev.detail.reconnected) return;
   for (const s of state.values()) s.stale = true;
