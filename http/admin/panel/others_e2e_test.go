@@ -1,6 +1,8 @@
 package panel_test
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -53,6 +55,8 @@ func TestPanelPeers(t *testing.T) {
 }
 
 func TestPanelCerts(t *testing.T) {
+	trust := t.TempDir()
+	t.Setenv("PEERDNS_CA_TRUST_DIR", trust)
 	b := newBrowser(t)
 	n := startNode(t, "")
 	base := "http://" + n.AdminAddr()
@@ -72,6 +76,21 @@ func TestPanelCerts(t *testing.T) {
 		t.Fatalf("GET %s = %d %.60q", href, code, pem)
 	}
 	b.screenshot(t, "certs")
+
+	// A new root: every certificate is re-issued under it, and the
+	// download serves the new one.
+	b.clickText(t, tab, "Regenerate root CA")
+	b.waitText(t, tab+`section[aria-label="Root CA"] .out.ok`, "OK")
+	if _, pem2 := testutil.Call(t, "GET", href, ""); pem2 == pem || !strings.HasPrefix(pem2, "-----BEGIN CERTIFICATE-----") {
+		t.Fatal("the root download did not change with a new root")
+	}
+	// Installing the root: into a folder of the test's (the node honours
+	// PEERDNS_CA_TRUST_DIR), never the machine's own trust store.
+	b.clickText(t, tab, "Install root in the system store")
+	b.waitText(t, tab+`section[aria-label="Root CA"] .out.ok`, "OK")
+	if got, err := os.ReadFile(filepath.Join(trust, "peerdns-root.crt")); err != nil || string(got) != string(n.CA().RootPEM()) {
+		t.Fatalf("installed root: %v", err)
+	}
 
 	// Delete (confirm accepted): the list empties through update-certs.
 	b.clickText(t, tab+`table`, "Delete")
@@ -96,6 +115,7 @@ func TestPanelInterfaces(t *testing.T) {
 	b.fill(t, tab+`fieldset.subnet:nth-child(2) input[name=cidr]`, "40")
 	b.click(t, `#subnets-form button[type=submit]`)
 	b.waitText(t, tab+`fieldset.subnet:nth-child(2) .field-error`, "subnets[1].cidr 40 must be between 1 and 32")
+	b.waitJS(t, `document.querySelector('#tab-interfaces fieldset.subnet:nth-child(2) input[name=cidr]').getAttribute('aria-invalid') === 'true'`)
 	if got := eval[string](t, b, `document.querySelector('#tab-interfaces fieldset.subnet:nth-child(1) .field-error').innerText`); got != "" {
 		t.Fatalf("error shown on the first subnet: %q", got)
 	}

@@ -118,6 +118,7 @@ socket.addEventListener('open', (ev) => {
   if (current) refresh(current);
 });
 
-window.addEventListener('hashchange', show);
+// A tab change moves focus to the content, as a page load would.
+window.addEventListener('hashchange', () => { show(); main.focus({ preventScroll: true }); });
 show();
 socket.connect();

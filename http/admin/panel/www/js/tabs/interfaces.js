@@ -46,6 +46,7 @@ function renderSubnets(list) {
     run(save, o, async () => {
       const sets = [...rowsEl.querySelectorAll('fieldset.subnet')];
       for (const fs of sets) fs.querySelector('.field-error').textContent = '';
+      for (const el of rowsEl.querySelectorAll('[aria-invalid]')) el.removeAttribute('aria-invalid');
       const subnets = sets.map((fs) => {
         const v = (n) => fs.querySelector(`[name="${n}"]`).value.trim();
         const s = { base: v('base'), cidr: Number(v('cidr')), startIndex: Number(v('startIndex')) };
@@ -60,9 +61,13 @@ function renderSubnets(list) {
       } catch (e) {
         // "subnets[1].cidr 40 must be ..." goes next to subnet 1.
         for (const msg of (e.data && e.data.errors) || []) {
-          const m = /subnets\[(\d+)\]/.exec(msg);
+          const m = /subnets\[(\d+)\](?:\.(\w+))?/.exec(msg);
           const fs = m && sets[Number(m[1])];
-          if (fs) fs.querySelector('.field-error').textContent += (fs.querySelector('.field-error').textContent ? '\n' : '') + msg;
+          if (!fs) continue;
+          const p = fs.querySelector('.field-error');
+          p.textContent += (p.textContent ? '\n' : '') + msg;
+          const el = m[2] && fs.querySelector(`[name="${m[2]}"]`);
+          if (el) el.setAttribute('aria-invalid', 'true');
         }
         throw e;
       }

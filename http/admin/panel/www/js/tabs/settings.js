@@ -78,6 +78,7 @@ async function saveSettings(f) {
     if (el.name && el.value !== (current[el.name] ?? '')) changed[el.name] = el.value;
   }
   for (const p of f.querySelectorAll('.field-error')) p.textContent = '';
+  for (const el of f.querySelectorAll('[aria-invalid]')) el.removeAttribute('aria-invalid');
   if (!Object.keys(changed).length) return 'Nothing changed';
   try {
     const r = await post('/api/update-settings', { settings: changed });
@@ -92,6 +93,8 @@ async function saveSettings(f) {
       const name = msg.split(':')[0];
       const p = f.querySelector(`[data-error-for="${CSS.escape(name)}"]`);
       if (p) p.textContent = msg;
+      const el = f.elements[name];
+      if (el) el.setAttribute('aria-invalid', 'true');
     }
     throw e;
   }
