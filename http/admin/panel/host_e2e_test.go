@@ -46,6 +46,13 @@ func TestPanelHost(t *testing.T) {
 	b.fill(t, cf+`input[name=serviceName]`, "www")
 	b.click(t, cf+`button[type=submit]`)
 	b.waitText(t, cf+`table`, "web.p2p_www")
+	// Restart: the update-tunnel-clients hint redraws the row (a marked
+	// row is replaced), running again.
+	row := cf + `tr[data-id="web.p2p_www"]`
+	b.exec(t, `document.querySelector('`+row+`').dataset.old = '1'`)
+	b.clickText(t, row, "Restart")
+	b.waitJS(t, `document.querySelector('`+row+`') && !document.querySelector('`+row+`').dataset.old`)
+	b.waitText(t, row, "running")
 	// The tunnel children table and chart follow the live stats.
 	b.waitText(t, `#tab-host section[aria-label="Tunnel children"]`, "web.p2p_www")
 	b.screenshot(t, "host")

@@ -47,6 +47,11 @@ func TestPanelLocalDNS(t *testing.T) {
 	b.fill(t, lk+`input[name=domain]`, "printer.home")
 	b.click(t, lk+`button[type=submit]`)
 	b.waitText(t, lk+`pre`, "192.0.2.8")
+	// Clear a domain's cached resolution.
+	sc := `#tab-local-dns section[aria-label="Selector cache"] `
+	b.fill(t, sc+`input[name=domain]`, "printer.home")
+	b.click(t, sc+`button[type=submit]`)
+	b.waitText(t, sc+`.out.ok`, "OK")
 	b.screenshot(t, "local-dns")
 
 	// Delete the MX record.

@@ -60,12 +60,20 @@ func TestPanelTwoNodes(t *testing.T) {
 	// A gives a domain a service; B subscribes to it from its panel.
 	var srv struct{ ID string }
 	testutil.MustJSON(t, "POST", baseA+"/api/tunnel-create", `{"name":"svc","port":18095}`, 200, &srv)
-	var servers []struct {
-		ID   string
-		Info struct{ URL string }
-	}
-	testutil.MustJSON(t, "GET", baseA+"/api/tunnel-servers", "", 200, &servers)
-	key := servers[0].Info.URL
+	// The key is known once the server runs.
+	var key string
+	testutil.Eventually(t, 10*time.Second, func() error {
+		var servers []struct {
+			ID   string
+			Info struct{ URL string }
+		}
+		testutil.MustJSON(t, "GET", baseA+"/api/tunnel-servers", "", 200, &servers)
+		if len(servers) != 1 || servers[0].Info.URL == "" {
+			return fmt.Errorf("servers = %+v", servers)
+		}
+		key = servers[0].Info.URL
+		return nil
+	})
 	testutil.AddDomain(t, baseA, "svc.p2p", key)
 	svcRow := `#tab-domains tr[data-domain="svc.p2p"]`
 	b.waitText(t, svcRow, "resolved")
@@ -81,6 +89,17 @@ func TestPanelTwoNodes(t *testing.T) {
 	if len(got) != 1 || got[0].ServiceName != "web" {
 		t.Fatalf("B's subscriptions = %+v", got)
 	}
+	// Subscribe-all for the domain, then off again.
+	b.clickText(t, `#domain-details`, "Subscribe all")
+	b.waitText(t, `#domain-details`, "Unsubscribe all")
+	b.waitText(t, `#domain-details`, "Unsubscribe all")
+	var all []string
+	testutil.MustJSON(t, "GET", baseB+"/api/subscribe-all-domains", "", 200, &all)
+	if len(all) != 1 || all[0] != "svc.p2p" {
+		t.Fatalf("subscribe-all domains = %q", all)
+	}
+	b.clickText(t, `#domain-details`, "Unsubscribe all")
+	b.waitText(t, subs, "No subscriptions")
 
 	// B claims it too, with another hash: B's panel shows the conflict,
 	// and B chooses its own claim for itself.

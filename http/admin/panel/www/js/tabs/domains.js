@@ -72,13 +72,24 @@ function row(d) {
     h('td', { class: 'actions' }, acts, o));
 }
 
-async function details(domain) {
+// details draws the selected domain's card; note is the outcome of the
+// last action taken in it (the card is redrawn after each).
+async function details(domain, note) {
   selected = domain;
   const d = all.find((x) => x.domain === domain);
   if (!d) { clear(detailEl); return; }
   const cs = d.consensusState;
   const subOut = out();
+  if (note) say(subOut, note, 'ok');
   const services = d.services || [];
+  // act runs a subscription change and redraws the card: a change that
+  // creates no client broadcasts no hint.
+  const act = (btn, fn) => run(btn, subOut, async () => {
+    const r = await fn();
+    const msg = r && r.success === false ? 'Refused' : 'Done';
+    await details(domain, msg);
+    return msg;
+  });
   let subs = [];
   let allOn = [];
   try {
@@ -87,16 +98,14 @@ async function details(domain) {
   const subscribed = (s) => subs.some((x) => x.domain === domain && x.serviceName === s.serviceName);
   const svcRows = services.map((s) => {
     const b = h('button', { type: 'button' }, subscribed(s) ? 'Unsubscribe' : 'Subscribe');
-    b.addEventListener('click', () => run(b, subOut, async () => {
-      if (subscribed(s)) await post('/api/service-unsubscribe', { domain, serviceName: s.serviceName });
-      else await post('/api/service-subscribe', { domain, serviceName: s.serviceName, key: s.key, port: s.port, protocol: s.protocol });
-      return 'OK';
-    }));
+    b.addEventListener('click', () => act(b, () => (subscribed(s)
+      ? post('/api/service-unsubscribe', { domain, serviceName: s.serviceName })
+      : post('/api/service-subscribe', { domain, serviceName: s.serviceName, key: s.key, port: s.port, protocol: s.protocol }))));
     return h('tr', {}, h('td', {}, s.serviceName), h('td', {}, mono(s.key, 'hash')), h('td', {}, String(s.port)), h('td', {}, s.protocol), h('td', { class: 'actions' }, b));
   });
   const isAll = allOn.includes(domain);
   const allBtn = h('button', { type: 'button' }, isAll ? 'Unsubscribe all' : 'Subscribe all');
-  allBtn.addEventListener('click', () => run(allBtn, subOut, () => post(isAll ? '/api/unsubscribe-all' : '/api/subscribe-all', { domain })));
+  allBtn.addEventListener('click', () => act(allBtn, () => post(isAll ? '/api/unsubscribe-all' : '/api/subscribe-all', { domain })));
   const close = h('button', { type: 'button', onclick: () => { selected = null; clear(detailEl); } }, 'Close');
   clear(detailEl, h('div', { class: 'card' },
     h('h3', {}, domain),
