@@ -152,6 +152,19 @@ func eval[T any](t *testing.T, b *browser, expr string) T {
 	return v
 }
 
+// evalAwait evaluates an expression that gives a promise and returns
+// what it resolves to.
+func evalAwait[T any](t *testing.T, b *browser, expr string) T {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, 20*time.Second)
+	defer cancel()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr, chromedp.EvalAwaitPromise))
+	if err != nil {
+		t.Fatalf("eval %s: %v", expr, err)
+	}
+	return v
+}
+
 // exec runs JavaScript for its effect.
 func (b *browser) exec(t *testing.T, code string) {
 	t.Helper()

@@ -6,6 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	cdpbrowser "github.com/chromedp/cdproto/browser"
+	"github.com/chromedp/chromedp"
+
 	"peerdns/internal/testutil"
 )
 
@@ -44,6 +47,21 @@ func TestPanelPeers(t *testing.T) {
 	b.waitJS(t, `document.querySelector('#invite-text')?.value.length > 40`)
 	invite := eval[string](t, b, `document.querySelector('#invite-text').value`)
 	b.waitText(t, tab, "One use; expires")
+
+	// The copy button puts the invite on the clipboard (granted to the
+	// page, as a user's click would).
+	for _, perm := range []string{"clipboard-write", "clipboard-read"} {
+		if _, err := chromedp.CallBrowser(b.ctx, cdpbrowser.SetPermission, cdpbrowser.SetPermissionParams{
+			Permission: &cdpbrowser.PermissionDescriptor{Name: perm, AllowWithoutSanitization: true}, Setting: cdpbrowser.PermissionSettingGranted, Origin: base,
+		}); err != nil {
+			t.Fatalf("grant %s: %v", perm, err)
+		}
+	}
+	b.click(t, `#copy-invite`)
+	b.waitText(t, tab+`section[aria-label="Invite a node"]`, "Copied to the clipboard")
+	if got := evalAwait[string](t, b, `navigator.clipboard.readText()`); got != invite {
+		t.Fatalf("clipboard = %q, want the invite", got)
+	}
 	b.screenshot(t, "peers")
 
 	// The invite works: a node joins with it and shows up in the list,

@@ -131,13 +131,24 @@ export function card(title, ...children) {
   return h('section', { class: 'card', 'aria-label': title }, h('h3', {}, title), children);
 }
 
-export async function copy(text, o) {
+// copy puts text on the clipboard; where the browser refuses (no
+// permission, page not focused, plain http on another host) it selects
+// the text in field (when given) and tries the older copy command.
+export async function copy(text, o, field) {
   try {
     await navigator.clipboard.writeText(text);
     say(o, 'Copied to the clipboard', 'ok');
-  } catch {
-    say(o, 'The browser refused the clipboard: select the text and copy it', 'error');
+    return;
+  } catch { /* below */ }
+  if (field) {
+    field.focus();
+    field.select();
+    if (document.execCommand && document.execCommand('copy')) {
+      say(o, 'Copied to the clipboard', 'ok');
+      return;
+    }
   }
+  say(o, 'The browser refused the clipboard: select the text and copy it', 'error');
 }
 
 // Pager shows one page of a long list (10,000 domains stay responsive:

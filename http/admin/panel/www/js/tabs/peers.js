@@ -20,7 +20,7 @@ t.init = (root) => {
     text.value = r.invite;
     const co = out();
     clear(inviteEl, text, h('div', { class: 'row' },
-      h('button', { type: 'button', onclick: () => copy(r.invite, co) }, 'Copy'),
+      h('button', { type: 'button', id: 'copy-invite', onclick: () => copy(r.invite, co, text) }, 'Copy'),
       h('span', { class: 'help' }, `One use; expires ${fmtTime(r.expiresAt)}. Start the other node with --join INVITE.`)), co);
     return 'Invite created';
   }));
