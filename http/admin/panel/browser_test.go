@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	cdplog "github.com/chromedp/cdproto/log"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
@@ -97,6 +98,13 @@ func attach(t *testing.T, parent context.Context) *browser {
 					parts = append(parts, string(a.Value)+a.Description)
 				}
 				b.addError("console.error: " + strings.Join(parts, " "))
+			}
+		case *cdplog.EventEntryAdded:
+			// Browser messages: a CSP violation ("security") or a script
+			// error. Network ones are left out: an API error status is
+			// logged there, and the tests provoke some on purpose.
+			if e.Entry.Level == cdplog.EntryLevelError && e.Entry.Source != cdplog.EntrySourceNetwork {
+				b.addError(fmt.Sprintf("%s: %s (%s)", e.Entry.Source, e.Entry.Text, e.Entry.URL))
 			}
 		case *page.EventJavascriptDialogOpening:
 			// confirm() before a delete: accept, as a user would. Not

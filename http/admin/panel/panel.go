@@ -89,6 +89,8 @@ func load(fsys fs.FS) (map[string]*file, error) {
 func Register(r *router.Router) {
 	for p := range files {
 		r.GET(p, serve)
+		// fasthttp sends the headers of HEAD without the body.
+		r.HEAD(p, serve)
 	}
 	for _, tab := range Tabs {
 		target := "/#" + tab

@@ -81,6 +81,14 @@ func TestServeFiles(t *testing.T) {
 			if resp, _ = get(t, base+tt.path, map[string]string{"If-None-Match": `"stale"`}); resp.StatusCode != 200 {
 				t.Fatalf("stale etag: %d", resp.StatusCode)
 			}
+			head, err := http.Head(base + tt.path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			head.Body.Close()
+			if head.StatusCode != 200 || head.Header.Get("ETag") != etag || head.Header.Get("Content-Type") != tt.contentType {
+				t.Fatalf("HEAD %s = %d %v", tt.path, head.StatusCode, head.Header)
+			}
 		})
 	}
 }

@@ -3,6 +3,7 @@ package panel_test
 import (
 	"fmt"
 	"io"
+	"strings"
 	"testing"
 	"time"
 
@@ -84,4 +85,29 @@ func TestPanelReconnects(t *testing.T) {
 	b.waitJS(t, `document.querySelector('#conn').dataset.state === 'open'`)
 	b.waitText(t, `#tab-domains`, "back.p2p")
 	b.noReload(t)
+}
+
+// TestPanelCSPEnforced: the browser applies the panel's CSP: an inline
+// script added at run time does not run, and the violation is reported
+// (so the other tests, which fail on any reported violation, would see
+// one of the panel's own).
+func TestPanelCSPEnforced(t *testing.T) {
+	b := newBrowser(t)
+	n := startNode(t, "")
+	b.open(t, "http://"+n.AdminAddr(), "domains")
+	b.checkErrors(t)
+	ran := eval[bool](t, b, `(() => { const s = document.createElement('script'); s.textContent = 'window.__inline = true'; document.body.append(s); return window.__inline === true; })()`)
+	if ran {
+		t.Fatal("an inline script ran under the panel's CSP")
+	}
+	testutil.Eventually(t, 10*time.Second, func() error {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		for _, e := range b.errors {
+			if strings.Contains(e, "Content Security Policy") {
+				return nil
+			}
+		}
+		return fmt.Errorf("no CSP violation reported: %q", b.errors)
+	})
 }

@@ -54,6 +54,15 @@ func TestPanelSettings(t *testing.T) {
 	b.clickText(t, bk+`table`, "Details")
 	b.waitText(t, bk, "ledger.db")
 	b.screenshot(t, "settings")
+
+	// Delete the backup (confirmed): the list empties.
+	b.clickText(t, bk+`table`, "Delete")
+	b.waitText(t, bk, "No backups yet")
+	var list []any
+	testutil.MustJSON(t, "GET", base+"/api/backups", "", 200, &list)
+	if len(list) != 0 {
+		t.Fatalf("backups after delete = %v", list)
+	}
 	b.noReload(t)
 	b.checkErrors(t)
 }
