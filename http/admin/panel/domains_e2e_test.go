@@ -1,6 +1,7 @@
 package panel_test
 
 import (
+	"fmt"
 	"testing"
 
 	"peerdns/internal/testutil"
@@ -32,7 +33,22 @@ func TestPanelDomains(t *testing.T) {
 
 	b.screenshot(t, "domains")
 
+	// Paging: 60 more domains make two pages of 50; the filter narrows.
+	for i := range 60 {
+		testutil.AddDomain(t, base, fmt.Sprintf("page%02d.p2p", i), testutil.Hash('d'))
+	}
+	pager := `#tab-domains section[aria-label="Resolved domains"] .pager`
+	b.waitText(t, pager, "1–50 of 64")
+	if got := eval[int](t, b, `document.querySelectorAll('#tab-domains section[aria-label="Resolved domains"] tbody tr').length`); got != 50 {
+		t.Fatalf("rows on page 1 = %d", got)
+	}
+	b.clickText(t, pager, "Next ›")
+	b.waitText(t, pager, "51–64 of 64")
+	b.fill(t, pager+` input[name=filter]`, "page5")
+	b.waitText(t, pager, "1–10 of 10 (filtered from 64)")
+
 	// Remove: the row goes away.
+	b.fill(t, pager+` input[name=filter]`, "api.p2p")
 	b.clickText(t, `#tab-domains tr[data-domain="api.p2p"]`, "Remove")
 	b.waitJS(t, `!document.querySelector('#tab-domains tr[data-domain="api.p2p"]')`)
 	b.noReload(t)
