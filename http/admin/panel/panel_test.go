@@ -11,6 +11,8 @@ import (
 
 	"github.com/fasthttp/router"
 	"github.com/valyala/fasthttp"
+
+	"peerdns/messages"
 )
 
 // serveRouter serves the panel routes alone on 127.0.0.1:0.
@@ -166,4 +168,31 @@ func FuzzETagMatch(f *testing.F) {
 			t.Fatalf("etagMatch(%q) = true", h)
 		}
 	})
+}
+
+// TestEveryHintRefreshesATab: each update-* hint the node sends (and the
+// spec's Events table lists) is named by at least one tab.
+func TestEveryHintRefreshesATab(t *testing.T) {
+	hintsRe := regexp.MustCompile(`hints: \[([^\]]*)\]`)
+	named := map[string]bool{}
+	for p, f := range files {
+		if !strings.HasPrefix(p, "/js/tabs/") {
+			continue
+		}
+		m := hintsRe.FindSubmatch(f.body)
+		if m == nil {
+			t.Errorf("%s has no hints list", p)
+			continue
+		}
+		for _, h := range regexp.MustCompile(`'([a-z-]+)'`).FindAllSubmatch(m[1], -1) {
+			named[string(h[1])] = true
+		}
+	}
+	for _, h := range []string{messages.HintDatabase, messages.HintPeers, messages.HintCerts, messages.HintInterfaces,
+		messages.HintLocalDNS, messages.HintTunnel, messages.HintTunnelClients, messages.HintSettings,
+		messages.HintPlugins, messages.HintPluginSetting, "update-health"} {
+		if !named[h] {
+			t.Errorf("no tab refreshes on %s", h)
+		}
+	}
 }
