@@ -1,8 +1,11 @@
 package panel_test
 
 import (
+	"fmt"
+	"net"
 	"strconv"
 	"testing"
+	"time"
 
 	"peerdns/internal/testutil"
 )
@@ -42,7 +45,7 @@ func TestPanelHost(t *testing.T) {
 	cf := `#tab-host section[aria-label="Tunnel clients"] `
 	b.fill(t, cf+`input[name=domain]`, "web.p2p")
 	b.fill(t, cf+`input[name=key]`, key)
-	b.fill(t, cf+`input[name=port]`, "18081")
+	b.fill(t, cf+`input[name=port]`, strconv.Itoa(freePort(t, base, "web.p2p")))
 	b.fill(t, cf+`input[name=serviceName]`, "www")
 	b.click(t, cf+`button[type=submit]`)
 	b.waitText(t, cf+`table`, "web.p2p_www")
@@ -62,4 +65,28 @@ func TestPanelHost(t *testing.T) {
 	b.waitText(t, sf, "No tunnel servers")
 	b.noReload(t)
 	b.checkErrors(t)
+}
+
+// freePort is a TCP port free right now on domain's local IP (other
+// packages' tests run at the same time on the same loopback range).
+func freePort(t *testing.T, base, domain string) int {
+	t.Helper()
+	var ip string
+	testutil.Eventually(t, 10*time.Second, func() error {
+		var maps []struct{ Domain, IP string }
+		testutil.MustJSON(t, "GET", base+"/api/interfaces", "", 200, &maps)
+		for _, m := range maps {
+			if m.Domain == domain {
+				ip = m.IP
+				return nil
+			}
+		}
+		return fmt.Errorf("%s has no IP yet", domain)
+	})
+	ln, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
 }
