@@ -7,7 +7,7 @@ import { h, clear, field, input, select, form, run, out, say, table, badge, mono
 
 const t = { id: 'settings', title: 'Settings', hints: ['update-settings', 'update-plugins', 'update-plugin-settings'] };
 
-let settingsEl, settingsOut, notice, backupsEl, backupMeta, pluginsEl, current = {}, edits = {};
+let settingsEl, settingsOut, notice, backupsEl, backupMeta, pluginsEl, current = {}, edits = {}, fieldErrors = {};
 
 t.init = (root) => {
   settingsEl = h('div');
@@ -58,9 +58,11 @@ function renderSettings(s) {
         const errID = nextID('err');
         el.setAttribute('aria-describedby', errID);
         const flags = [meta.restartRequired ? 'restart required' : 'applied live', `default ${JSON.stringify(meta.default ?? '')}`, meta.source ? `from ${meta.source}` : ''].filter(Boolean).join(' · ');
+        // Errors of the last save stay with their field across a redraw.
+        if (fieldErrors[name]) el.setAttribute('aria-invalid', 'true');
         return h('div', { class: 'setting', dataset: { setting: name } },
           field(`${meta.label || name} (${name})`, el, `${meta.description || ''} ${flags}`),
-          h('p', { class: 'field-error', id: errID, role: 'alert', dataset: { errorFor: name } }));
+          h('p', { class: 'field-error', id: errID, role: 'alert', dataset: { errorFor: name } }, fieldErrors[name] || ''));
       })));
   }
   const btn = h('button', { type: 'submit', class: 'primary' }, 'Save settings');
@@ -77,6 +79,7 @@ async function saveSettings(f) {
   for (const el of f.elements) {
     if (el.name && el.value !== (current[el.name] ?? '')) changed[el.name] = el.value;
   }
+  fieldErrors = {};
   for (const p of f.querySelectorAll('.field-error')) p.textContent = '';
   for (const el of f.querySelectorAll('[aria-invalid]')) el.removeAttribute('aria-invalid');
   if (!Object.keys(changed).length) return 'Nothing changed';
@@ -91,6 +94,7 @@ async function saveSettings(f) {
     // Per-field errors start with the setting's name ("LOG_LEVEL: ...").
     for (const msg of (e.data && e.data.errors) || []) {
       const name = msg.split(':')[0];
+      fieldErrors[name] = msg;
       const p = f.querySelector(`[data-error-for="${CSS.escape(name)}"]`);
       if (p) p.textContent = msg;
       const el = f.elements[name];
