@@ -45,9 +45,19 @@ function control(name, meta, value) {
 // not save yet (edits) is kept across a refresh.
 function renderSettings(s) {
   current = s.settings;
+  // The same settings as drawn: update the values in place, so focus and
+  // what the user is typing stay where they are.
+  const drawn = settingsEl.querySelector('#settings-form');
+  const names = Object.keys(s.metadata).sort().join(',');
+  if (drawn && drawn.dataset.names === names) {
+    for (const el of drawn.elements) {
+      if (el.name && !(el.name in edits)) el.value = s.settings[el.name] ?? '';
+    }
+    return;
+  }
   const groups = {};
   for (const [name, meta] of Object.entries(s.metadata)) (groups[meta.category || 'other'] ||= []).push([name, meta]);
-  const f = h('form', { id: 'settings-form' });
+  const f = h('form', { id: 'settings-form', dataset: { names } });
   for (const [cat, list] of Object.entries(groups).sort()) {
     list.sort((a, b) => a[0].localeCompare(b[0]));
     f.append(h('fieldset', { class: 'card' }, h('legend', {}, cat),
@@ -128,8 +138,13 @@ async function loadBackups() {
   }), 'No backups yet.'));
 }
 
+let lastPlugins = '';
 async function loadPlugins() {
   const r = await get('/api/plugins');
+  // Unchanged: keep the cards, and what is being typed into them.
+  const key = JSON.stringify(r.plugins);
+  if (key === lastPlugins) return;
+  lastPlugins = key;
   clear(pluginsEl, (r.plugins || []).length ? r.plugins.map(plugin) : h('p', { class: 'help' }, 'No plugins installed (DATA/plugins/<name>/plugin.json).'));
 }
 
