@@ -39,9 +39,11 @@
 //     are shown next to the subnet they name. Setting errors ("NAME:
 //     ...") go next to their field. Every other API error is shown under
 //     its form as the API wrote it.
-//   - A settings refresh (update-settings) keeps what the user typed and
-//     has not saved; the subnets editor is not redrawn while it has
-//     unsaved edits.
+//   - A settings refresh (update-settings) updates the form's values in
+//     place, leaving alone the fields the user changed and has not saved
+//     (and keeping focus); errors of the last save stay by their field.
+//     The subnets editor is not redrawn while it has unsaved edits;
+//     plugin cards only when a plugin changed.
 //   - Log lines are shown as the log file has them, with the leading UTC
 //     time in the user's locale.
 //   - The certs tab's "download the root" uses GET /api/ca-root (added
