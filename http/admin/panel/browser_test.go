@@ -293,13 +293,17 @@ func startNode(t *testing.T, join string) *node.Node {
 	return startNodeIn(t, t.TempDir(), join)
 }
 
-// startNodeIn is startNode with its data in dir.
-func startNodeIn(t *testing.T, dir, join string) *node.Node {
+// startNodeIn is startNode with its data in dir; change (when given)
+// adjusts the config first.
+func startNodeIn(t *testing.T, dir, join string, change ...func(*node.Config)) *node.Node {
 	t.Helper()
 	cfg := node.Config{
 		Data: dir, AdminAddr: "127.0.0.1:0", DNSAddr: "127.0.0.1:0", HTTPAddr: "127.0.0.1:0",
 		HTTPSAddr: "127.0.0.1:0", P2PAddr: "127.0.0.1:0", AdminDomain: "admin.p2p", LogLevel: "info",
 		Upstream: []string{"127.0.0.1:1"}, Join: join,
+	}
+	for _, c := range change {
+		c(&cfg)
 	}
 	n, err := node.Start(cfg, io.Discard)
 	if err != nil {

@@ -1,7 +1,13 @@
 package panel_test
 
 import (
+	"fmt"
 	"testing"
+	"time"
+
+	"peerdns/dns/dnstest"
+	"peerdns/internal/node"
+	"peerdns/internal/testutil"
 )
 
 func TestPanelLocalDNS(t *testing.T) {
@@ -57,6 +63,38 @@ func TestPanelLocalDNS(t *testing.T) {
 	// Delete the MX record.
 	b.clickText(t, recs+` tr:nth-child(2)`, "Delete")
 	b.waitJS(t, `!document.querySelector('`+recs+`').innerText.includes('mx.home')`)
+	b.noReload(t)
+	b.checkErrors(t)
+}
+
+// TestPanelDNSConflict: a p2p domain that also exists in public DNS is a
+// DNS conflict; the panel shows it and sets the version preference.
+func TestPanelDNSConflict(t *testing.T) {
+	up := dnstest.Start(t, map[string]string{"dual.p2p": "203.0.113.5"})
+	b := newBrowser(t)
+	n := startNodeIn(t, t.TempDir(), "", func(c *node.Config) { c.Upstream = []string{up.Addr} })
+	base := "http://" + n.AdminAddr()
+	b.open(t, base, "local-dns")
+	testutil.AddDomain(t, base, "dual.p2p", testutil.Hash('a'))
+	cf := `#tab-local-dns section[aria-label="DNS conflicts (p2p or public)"] `
+	b.waitText(t, cf+`table`, "dual.p2p")
+	b.waitText(t, cf+`table`, "203.0.113.5")
+	b.choose(t, cf+`select[name=version]`, "public")
+	testutil.Eventually(t, 10*time.Second, func() error {
+		var ld struct {
+			Conflicts []struct{ Domain, Version string }
+		}
+		testutil.MustJSON(t, "GET", base+"/api/local-dns", "", 200, &ld)
+		if len(ld.Conflicts) != 1 || ld.Conflicts[0].Version != "public" {
+			return fmt.Errorf("conflicts = %+v", ld.Conflicts)
+		}
+		return nil
+	})
+	// The DNS lookup in the same tab now answers the public address.
+	lk := `#tab-local-dns section[aria-label="DNS lookup"] `
+	b.fill(t, lk+`input[name=domain]`, "dual.p2p")
+	b.click(t, lk+`button[type=submit]`)
+	b.waitText(t, lk+`pre`, "203.0.113.5")
 	b.noReload(t)
 	b.checkErrors(t)
 }
