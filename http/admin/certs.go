@@ -53,6 +53,13 @@ func RegisterCerts(r *router.Router, d CertDeps) {
 		}
 		return httpx.JSON(ctx, 200, names)
 	}))
+	// Not in the spec: the panel's "download the root" (certs tab); the
+	// root certificate is public, its key never leaves DATA/ca.
+	r.GET("/api/ca-root", func(ctx *fasthttp.RequestCtx) {
+		ctx.SetContentType("application/x-pem-file")
+		ctx.Response.Header.Set("Content-Disposition", `attachment; filename="peerdns-root.pem"`)
+		ctx.SetBody(d.CA.RootPEM())
+	})
 	r.GET("/api/cert-details", httpx.Wrap(d.Log, func(ctx *fasthttp.RequestCtx) error {
 		domain := strings.ToLower(string(ctx.QueryArgs().Peek("domain")))
 		if domain == "" {

@@ -11,7 +11,8 @@
 // domains.go the ledger and consensus endpoints, system.go
 // health/status/logs, network.go subnets and interfaces, dns.go the local
 // DNS endpoints (RegisterDNS) and peers.go invites and invite diagnostics
-// (RegisterPeers).
+// (RegisterPeers); the browser panel (GET /, its files, the tab
+// redirects and /favicon.ico) is package panel.
 //
 // The whole router, /ws included, is served behind an httpx.Guard: the
 // API has no login, so it answers only its own Hosts (the listen address,
@@ -38,6 +39,7 @@ import (
 	"github.com/fasthttp/router"
 	"github.com/valyala/fasthttp"
 
+	"peerdns/http/admin/panel"
 	"peerdns/http/httpx"
 )
 
@@ -178,16 +180,8 @@ func (s *Server) routes(r *router.Router) {
 	if s.d.WS != nil {
 		r.GET("/ws", s.d.WS)
 	}
-	for _, tab := range []string{"domains", "host", "local-dns", "entries", "peers", "certs", "interfaces", "logs", "settings"} {
-		target := "/#" + tab
-		r.GET("/"+tab, func(ctx *fasthttp.RequestCtx) {
-			// A relative Location, as the spec shows (ctx.Redirect would
-			// make it absolute).
-			ctx.Response.Header.Set("Location", target)
-			ctx.SetStatusCode(fasthttp.StatusFound)
-		})
-	}
-	r.GET("/favicon.ico", notFound)
+	// The panel: GET /, its files, the tab redirects and /favicon.ico.
+	panel.Register(r)
 }
 
 func notFound(ctx *fasthttp.RequestCtx) {
