@@ -13,7 +13,6 @@ import (
 	"github.com/shirou/gopsutil/v3/cpu"
 	"github.com/shirou/gopsutil/v3/disk"
 	"github.com/shirou/gopsutil/v3/load"
-	"github.com/shirou/gopsutil/v3/mem"
 
 	"peerdns/agent/store"
 	"peerdns/agent/store/storetest"
@@ -188,30 +187,6 @@ func TestStat(t *testing.T) {
 	if _, err := parseStat([]byte("cpu 1 2 3\n")); err == nil {
 		t.Error("parseStat(no counters) = nil error")
 	}
-}
-
-func TestMem(t *testing.T) {
-	const mib = 1 << 20
-	vm := &mem.VirtualMemoryStat{Total: 1000 * mib, Free: 400 * mib, Used: 300 * mib, Cached: 250 * mib, Buffers: 50 * mib,
-		Available: 600 * mib, CommittedAS: 700 * mib}
-	c := newMem()
-	c.read = func() (*mem.VirtualMemoryStat, error) { cp := *vm; return &cp, nil }
-	db := storetest.New(t, store.Config{})
-	m := run(t, db, 1, c)
-	checkDef(t, db, "system.ram", "system.ram", "ram", "MiB", "stacked", 200, "free", "used", "cached", "buffers")
-	checkDef(t, db, "mem.available", "mem.available", "system", "MiB", "area", 1010, "MemAvailable")
-	checkPoints(t, db, "system.ram", [][]float64{{400, 300, 250, 50}})
-	checkPoints(t, db, "mem.available", [][]float64{{600}})
-	checkDef(t, db, "mem.committed", "mem.committed", "system", "MiB", "area", 1030, "Committed_AS")
-	checkPoints(t, db, "mem.committed", [][]float64{{700}})
-	if _, ok := db.Chart("system.swap"); ok {
-		t.Error("system.swap registered on a host without swap")
-	}
-	vm.SwapTotal, vm.SwapFree = 100*mib, 75*mib
-	now := epoch.Add(time.Second)
-	m.Collect(now.Unix(), now)
-	checkDef(t, db, "system.swap", "system.swap", "swap", "MiB", "stacked", 201, "free", "used")
-	checkPoints(t, db, "system.swap", [][]float64{{75, 25}})
 }
 
 func TestLoadUptimeEntropy(t *testing.T) {

@@ -36,10 +36,17 @@ type Manager struct {
 
 // New returns a Manager with the host collectors of Netdata's system charts.
 func New(db *store.DB, log *slog.Logger) *Manager {
-	return newManager(db, log,
-		newCPU(), newStat(), newLoad(), newMem(), newDisk(), newDiskSpace(),
-		newNet(), newUptime(), newEntropy(),
-	)
+	return newManager(db, log, hostCollectors("")...)
+}
+
+// hostCollectors are every collector, reading files under root ("" for
+// the host; tests pass a testdata tree).
+func hostCollectors(root string) []collector {
+	return []collector{
+		newCPU(), newStat(), newLoad(), newMeminfo(root), newVmstat(root), newPressure(root),
+		newDisk(), newDiskSpace(), newNet(), newNetstat(root), newSockstat(root), newSockstat6(root),
+		newUptime(), newEntropy(),
+	}
 }
 
 func newManager(db *store.DB, log *slog.Logger, cs ...collector) *Manager {

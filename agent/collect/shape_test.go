@@ -1,0 +1,101 @@
+package collect
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"testing"
+
+	"peerdns/agent/store"
+	"peerdns/agent/store/storetest"
+)
+
+// refChart is one chart of testdata/netdata137_system_charts.json, the
+// reference api_v1_charts.json of Netdata 1.37 on the VM the fixtures in
+// testdata/linux-6.18 come from, without Netdata's self-monitoring charts.
+type refChart struct {
+	Context, Family, Title, Units string
+	ChartType                     string `json:"chart_type"`
+	Priority                      int
+	Plugin, Module                string
+	Dimensions                    [][2]string
+}
+
+func loadRef(t *testing.T) map[string]refChart {
+	t.Helper()
+	raw, err := os.ReadFile("testdata/netdata137_system_charts.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ref struct{ Charts map[string]refChart }
+	if err := json.Unmarshal(raw, &ref); err != nil {
+		t.Fatal(err)
+	}
+	if len(ref.Charts) < 150 {
+		t.Fatalf("%d reference charts decoded", len(ref.Charts))
+	}
+	return ref.Charts
+}
+
+// fixtureModules are the modules whose collectors read everything from
+// the fixture tree: every reference chart of these modules must be made
+// from testdata/linux-6.18, except the ones listed in notOnFixture.
+var fixtureModules = map[string]bool{
+	"/proc/meminfo": true, "/proc/vmstat": true, "/proc/pressure": true, "/proc/net/netstat": true,
+	"/proc/net/sockstat": true,
+}
+
+// notOnFixture are reference charts whose source the fixture does not
+// carry, with the reason.
+var notOnFixture = map[string]string{}
+
+// TestCatalogMatchesNetdata runs the collectors on files captured from the
+// reference VM and compares every chart they make that Netdata 1.37 also
+// made there: id, context, family, title, units, chart type, priority,
+// plugin, module and the dimensions' ids and names in order.
+func TestCatalogMatchesNetdata(t *testing.T) {
+	ref := loadRef(t)
+	db := storetest.New(t, store.Config{})
+	run(t, db, 3, hostCollectors("testdata/linux-6.18")...)
+	got := map[string]*store.ChartDef{}
+	dims := 0
+	for _, c := range db.Charts() {
+		got[c.ID] = c
+		dims += len(c.Dims)
+	}
+	matched := 0
+	for id, c := range got {
+		want, ok := ref[id]
+		if !ok {
+			continue
+		}
+		matched++
+		gotDef := fmt.Sprintf("%s|%s|%s|%s|%s|%d|%s|%s", c.Context, c.Family, c.Title, c.Units, c.ChartType, c.Priority, c.Plugin, c.Module)
+		wantDef := fmt.Sprintf("%s|%s|%s|%s|%s|%d|%s|%s", want.Context, want.Family, want.Title, want.Units, want.ChartType, want.Priority, want.Plugin, want.Module)
+		if gotDef != wantDef {
+			t.Errorf("%s definition\n got %s\nwant %s", id, gotDef, wantDef)
+		}
+		var gd [][2]string
+		for _, d := range c.Dims {
+			if !d.Hidden {
+				gd = append(gd, [2]string{d.ID, d.Name})
+			}
+		}
+		if fmt.Sprint(gd) != fmt.Sprint(want.Dimensions) {
+			t.Errorf("%s dimensions\n got %v\nwant %v", id, gd, want.Dimensions)
+		}
+	}
+	var missing []string
+	for id, c := range ref {
+		if _, ok := got[id]; !ok && fixtureModules[c.Module] && notOnFixture[id] == "" {
+			missing = append(missing, id)
+		}
+	}
+	sort.Strings(missing)
+	if len(missing) > 0 {
+		t.Errorf("reference charts not made from the fixture: %s", strings.Join(missing, " "))
+	}
+	t.Logf("%d charts, %d dimensions; %d match reference charts", len(got), dims, matched)
+}
