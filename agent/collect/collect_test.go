@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/shirou/gopsutil/v3/cpu"
 	"github.com/shirou/gopsutil/v3/disk"
 	"github.com/shirou/gopsutil/v3/load"
 
@@ -123,21 +122,15 @@ func TestChartConvert(t *testing.T) {
 }
 
 func TestCPU(t *testing.T) {
-	samples := [][]cpu.TimesStat{
-		{
-			{CPU: "cpu0", User: 100, System: 50, Idle: 800, Nice: 5, Iowait: 10, Guest: 20},
-			{CPU: "cpu1", User: 10, System: 10, Idle: 100},
-		},
-		{
-			// cpu0: +30 user of which +10 guest, +10 system, +50 idle, +10 iowait → 100
-			{CPU: "cpu0", User: 130, System: 60, Idle: 850, Nice: 5, Iowait: 20, Guest: 30},
-			// cpu1: +25 user, +25 steal, +50 idle → 100
-			{CPU: "cpu1", User: 35, System: 10, Idle: 150, Steal: 25},
-		},
+	// cpu0: +30 user of which +10 guest, +10 system, +50 idle, +10 iowait → 100
+	// cpu1: +25 user, +25 steal, +50 idle → 100
+	texts := []string{
+		"cpu  110 5 60 900 10 0 0 0 20 0\ncpu0 100 5 50 800 10 0 0 0 20 0\ncpu1 10 0 10 100 0 0 0 0 0 0\n",
+		"cpu  165 5 70 1000 20 0 0 25 30 0\ncpu0 130 5 60 850 20 0 0 0 30 0\ncpu1 35 0 10 150 0 0 0 25 0 0\n",
 	}
-	c := newCPU()
+	c := newStat("")
 	i := 0
-	c.read = func() ([]cpu.TimesStat, error) { s := samples[i]; i++; return s, nil }
+	c.read = func() ([]byte, error) { b := texts[i]; i++; return []byte(b), nil }
 	db := storetest.New(t, store.Config{})
 	run(t, db, 2, c)
 	dims := strings.Split("guest_nice,guest,steal,softirq,irq,user,system,nice,iowait,idle", ",")
@@ -150,6 +143,25 @@ func TestCPU(t *testing.T) {
 	if def, _ := db.Chart("system.cpu"); !def.Dims[9].Hidden || def.Dims[0].Hidden {
 		t.Error("idle should be the only hidden dimension")
 	}
+}
+
+func TestCPUOfflineAndBack(t *testing.T) {
+	both := "cpu  2 0 0 2 0 0 0 0 0 0\ncpu0 1 0 0 1 0 0 0 0 0 0\ncpu1 1 0 0 1 0 0 0 0 0 0\nctxt 1\n"
+	one := "cpu  2 0 0 2 0 0 0 0 0 0\ncpu0 1 0 0 1 0 0 0 0 0 0\nctxt 1\n"
+	texts := []string{both, both, one, both, both}
+	c := newStat("")
+	i := 0
+	c.read = func() ([]byte, error) { b := texts[i]; i++; return []byte(b), nil }
+	db := storetest.New(t, store.Config{})
+	m := run(t, db, 3, c)
+	if _, ok := db.Chart("cpu.cpu1"); ok {
+		t.Fatal("cpu.cpu1 still listed after the CPU went offline")
+	}
+	for s := 3; s < 5; s++ {
+		now := epoch.Add(time.Duration(s) * time.Second)
+		m.Collect(now.Unix(), now)
+	}
+	checkPoints(t, db, "cpu.cpu1", [][]float64{{0, 0, 0, 0, 0, 0, 0, 0, 0, 0}})
 }
 
 const procStat1 = `cpu  24235 0 6760 131969 232 0 165 83 0 0
@@ -167,7 +179,7 @@ func TestStat(t *testing.T) {
 	texts := []string{procStat1,
 		strings.NewReplacer("intr 1000", "intr 1600", "ctxt 5000", "ctxt 5250", "processes 300", "processes 303", "procs_running 2", "procs_running 4").Replace(procStat1),
 	}
-	c := newStat()
+	c := newStat("")
 	i := 0
 	c.read = func() ([]byte, error) { b := texts[i]; i++; return []byte(b), nil }
 	db := storetest.New(t, store.Config{})
@@ -181,11 +193,12 @@ func TestStat(t *testing.T) {
 	checkPoints(t, db, "system.ctxt", [][]float64{{250}})
 	checkPoints(t, db, "system.intr", [][]float64{{600}})
 
-	if _, err := parseStat([]byte("ctxt notanumber\n")); err == nil {
+	var s statCounters
+	if err := parseStat(&s, []byte("ctxt notanumber\n")); err == nil {
 		t.Error("parseStat(bad number) = nil error")
 	}
-	if _, err := parseStat([]byte("cpu 1 2 3\n")); err == nil {
-		t.Error("parseStat(no counters) = nil error")
+	if err := parseStat(&s, []byte("cpu 1 2 3\n")); err == nil {
+		t.Error("parseStat(short cpu line, no counters) = nil error")
 	}
 }
 
@@ -442,8 +455,9 @@ func FuzzParseStat(f *testing.F) {
 	f.Add([]byte(procStat1))
 	f.Add([]byte("intr\nctxt 1 2\n"))
 	f.Add([]byte("processes -1\n"))
+	var s statCounters
 	f.Fuzz(func(t *testing.T, b []byte) {
-		parseStat(b)
+		_ = parseStat(&s, b)
 	})
 }
 

@@ -30,6 +30,7 @@ type Manager struct {
 	failing   map[string]error
 	defs      map[string]*store.ChartDef // last definition registered per chart id
 	appendErr map[string]bool            // charts whose Append failed (logged once)
+	capLogged map[string]bool            // collectors that hit maxInstances (logged once)
 	ticks     uint64
 	busy      time.Duration // total time spent collecting
 }
@@ -43,7 +44,7 @@ func New(db *store.DB, log *slog.Logger) *Manager {
 // the host; tests pass a testdata tree).
 func hostCollectors(root string) []collector {
 	return []collector{
-		newCPU(), newStat(), newLoad(), newMeminfo(root), newVmstat(root), newPressure(root),
+		newStat(root), newInterrupts(root), newSoftirqs(root), newSoftnet(root), newLoad(), newMeminfo(root), newVmstat(root), newPressure(root),
 		newDisk(), newDiskSpace(), newNet(), newNetstat(root), newSockstat(root), newSockstat6(root),
 		newUptime(), newEntropy(),
 	}
@@ -58,6 +59,7 @@ func newManager(db *store.DB, log *slog.Logger, cs ...collector) *Manager {
 		failing:   map[string]error{},
 		defs:      map[string]*store.ChartDef{},
 		appendErr: map[string]bool{},
+		capLogged: map[string]bool{},
 	}
 }
 
@@ -92,6 +94,12 @@ func (m *Manager) Run(ctx context.Context) {
 		}
 	}
 }
+
+// maxInstances caps the charts one collector makes for instances of one
+// kind (CPUs, disks, interfaces, mounts, cgroups): a host where 10,000
+// appear at once gets the first maxInstances and a log line, not
+// unbounded memory.
+const maxInstances = 1000
 
 // closer is a collector holding files open between ticks.
 type closer interface{ close() }
@@ -178,6 +186,30 @@ func (tk *tick) put(def *store.ChartDef, values []float64) {
 	case err == nil && m.appendErr[def.ID]:
 		delete(m.appendErr, def.ID)
 	}
+}
+
+// capped logs, once per collector, that it met more instances than
+// maxInstances and charts only the first ones.
+func (tk *tick) capped(collector, kind string) {
+	m := tk.m
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.capLogged[collector] {
+		return
+	}
+	m.capLogged[collector] = true
+	m.log.Warn("too many instances; charting only the first ones", "collector", collector, "kind", kind, "max", maxInstances)
+}
+
+// remove drops a chart whose device went away (a later put of the same
+// id registers it again, empty).
+func (tk *tick) remove(def *store.ChartDef) {
+	m := tk.m
+	m.mu.Lock()
+	delete(m.defs, def.ID)
+	delete(m.appendErr, def.ID)
+	m.mu.Unlock()
+	m.db.Remove(def.ID)
 }
 
 // chart turns raw collected values into stored points the way Netdata's

@@ -6,7 +6,6 @@ import (
 	"os"
 	"testing"
 
-	"github.com/shirou/gopsutil/v3/cpu"
 	"github.com/shirou/gopsutil/v3/disk"
 	"github.com/shirou/gopsutil/v3/load"
 
@@ -44,14 +43,13 @@ func TestDefsMatchNetdata(t *testing.T) {
 	}
 
 	tickN := 0
-	c := newCPU()
-	c.read = func() ([]cpu.TimesStat, error) {
+	st := newStat("")
+	st.read = func() ([]byte, error) {
 		tickN++
-		f := float64(tickN * 100)
-		return []cpu.TimesStat{{CPU: "cpu0", User: f, Idle: f}, {CPU: "cpu1", User: f, Idle: f}}, nil
+		f := tickN * 100
+		return []byte(fmt.Sprintf("cpu  %d 0 0 %d 0 0 0 0 0 0\ncpu0 %d 0 0 %d 0 0 0 0 0 0\ncpu1 %d 0 0 %d 0 0 0 0 0 0\n%s",
+			2*f, 2*f, f, f, f, f, procStat1)), nil
 	}
-	st := newStat()
-	st.read = func() ([]byte, error) { return []byte(procStat1), nil }
 	l := newLoad()
 	l.read = func() (*load.AvgStat, error) { return &load.AvgStat{}, nil }
 	d := newDisk()
@@ -79,7 +77,7 @@ func TestDefsMatchNetdata(t *testing.T) {
 	e.read = func() ([]byte, error) { return []byte("256"), nil }
 
 	db := storetest.New(t, store.Config{})
-	run(t, db, 2, c, st, l, d, ds, n, u, e)
+	run(t, db, 2, st, l, d, ds, n, u, e)
 
 	for id, want := range ref.Charts {
 		t.Run(id, func(t *testing.T) {

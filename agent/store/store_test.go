@@ -572,3 +572,36 @@ func TestChunkPackRoundTrip(t *testing.T) {
 		t.Error("unseal left the packed bytes")
 	}
 }
+
+func TestRemove(t *testing.T) {
+	db := newTestDB(t, Config{})
+	if err := db.Register(testChart("net.eth1", "received", "sent")); err != nil {
+		t.Fatal(err)
+	}
+	mustAppend(t, db, "net.eth1", 100, 1, 2)
+	if !db.Remove("net.eth1") {
+		t.Fatal("Remove(net.eth1) = false, want true")
+	}
+	if db.Remove("net.eth1") {
+		t.Error("second Remove(net.eth1) = true, want false")
+	}
+	if _, ok := db.Chart("net.eth1"); ok {
+		t.Error("removed chart still listed")
+	}
+	if len(db.Charts()) != 0 {
+		t.Errorf("Charts() = %d, want 0", len(db.Charts()))
+	}
+	if err := db.Append("net.eth1", 101, []float64{1, 2}); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Append after Remove = %v, want ErrNotFound", err)
+	}
+	// the device returns: a new chart, empty
+	if err := db.Register(testChart("net.eth1", "received", "sent")); err != nil {
+		t.Fatal(err)
+	}
+	mustAppend(t, db, "net.eth1", 102, 3, 4)
+	w, err := db.Query("net.eth1", 0, 0, 200)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkWindow(t, w, 102, [][]Agg{{pt(3)}, {pt(4)}})
+}
