@@ -320,7 +320,7 @@ func TestNet(t *testing.T) {
 		fmt.Sprintf(netDev, 1000, 10000, 100, 5, 2000, 50, 500),
 		fmt.Sprintf(netDev, 9000, 12000, 110, 6, 2500, 60, 1500),
 	}
-	c := newNet()
+	c := newNet("testdata/linux-6.18") // for /sys/class/net
 	i := 0
 	c.read = func() ([]byte, error) { b := texts[i]; i++; return []byte(b), nil }
 	c.isVirtual = func(iface string) bool { return iface != "eth0" }
@@ -333,13 +333,62 @@ func TestNet(t *testing.T) {
 	checkPoints(t, db, "net_packets.eth0", [][]float64{{10, -10, 1}})
 	checkPoints(t, db, "net.veth1", [][]float64{{8, 0}})
 	checkPoints(t, db, "system.net", [][]float64{{16, -4}}) // physical only
-	for _, id := range []string{"net.lo", "net.ifb0"} {
+	if _, ok := db.Chart("net.lo"); ok {
+		t.Error("net.lo registered")
+	}
+	checkPoints(t, db, "net.ifb0", [][]float64{{0, 0}})
+	checkPoints(t, db, "net_operstate.eth0", [][]float64{{1, 0, 0, 0, 0, 0, 0}, {1, 0, 0, 0, 0, 0, 0}})
+	checkPoints(t, db, "net_operstate.ifb0", [][]float64{{0, 1, 0, 0, 0, 0, 0}, {0, 1, 0, 0, 0, 0, 0}})
+	checkPoints(t, db, "net_duplex.eth0", [][]float64{{0, 0, 1}, {0, 0, 1}})
+	checkPoints(t, db, "net_speed.eth0", [][]float64{{0}, {0}}) // -1: unknown
+	checkPoints(t, db, "net_mtu.eth0", [][]float64{{1400}, {1400}})
+	checkPoints(t, db, "net_carrier.eth0", [][]float64{{1, 0}, {1, 0}})
+	for _, id := range []string{"net_carrier.ifb0", "net_speed.ifb0"} { // no such file while down
 		if _, ok := db.Chart(id); ok {
 			t.Errorf("%s registered", id)
 		}
 	}
-	if _, err := parseNetDev(nil, []byte("eth0: 1 2 3\n")); err == nil {
+	if _, err := parseNetDev(nil, []byte("eth0: 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15\n")); err == nil {
 		t.Error("parseNetDev(short line) = nil error")
+	}
+}
+
+func TestNetInterfaceGoneAndBack(t *testing.T) {
+	with := fmt.Sprintf(netDev, 1, 1000, 10, 0, 500, 5, 0)
+	without := strings.Replace(with, " veth1:", " vethX:", 1)
+	c := newNet("testdata/linux-6.18")
+	c.read = fileSeq(with, with, without, with, with)
+	c.isVirtual = func(iface string) bool { return iface != "eth0" }
+	db := storetest.New(t, store.Config{})
+	m := run(t, db, 3, c)
+	if _, ok := db.Chart("net.veth1"); ok {
+		t.Fatal("net.veth1 listed after the interface went away")
+	}
+	for s := 3; s < 5; s++ {
+		now := epoch.Add(time.Duration(s) * time.Second)
+		m.Collect(now.Unix(), now)
+	}
+	checkPoints(t, db, "net.veth1", [][]float64{{0, 0}})
+}
+
+func TestNetCap(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("h1\nh2\n")
+	for i := 0; i < 10000; i++ {
+		fmt.Fprintf(&b, "veth%d: 1 1 0 0 0 0 0 0 1 1 0 0 0 0 0 0\n", i)
+	}
+	var logs testutil.LogBuffer
+	c := newNet(t.TempDir())
+	c.read = fileSeq(b.String())
+	c.isVirtual = func(string) bool { return true }
+	db := storetest.New(t, store.Config{})
+	m := newManager(db, slog.New(slog.NewTextHandler(&logs, nil)), c)
+	m.Collect(epoch.Unix(), epoch)
+	if len(c.charts) != maxInstances {
+		t.Errorf("%d interfaces charted, want the cap %d", len(c.charts), maxInstances)
+	}
+	if n := strings.Count(logs.String(), "too many instances"); n != 1 {
+		t.Errorf("%d cap log lines, want 1:\n%s", n, logs.String())
 	}
 }
 
@@ -444,7 +493,7 @@ func hostHasTraffic(t *testing.T) bool {
 		t.Fatalf("this host's /proc/net/dev: %v", err)
 	}
 	for _, i := range ifs {
-		if i.name != "lo" && i.rxBytes+i.txBytes > 0 {
+		if i.name != "lo" && i.v[0]+i.v[8] > 0 {
 			return true
 		}
 	}

@@ -66,7 +66,7 @@ func TestDefsMatchNetdata(t *testing.T) {
 	ds.usage = func(string) (*disk.UsageStat, error) {
 		return &disk.UsageStat{Total: 1 << 30, Free: 1 << 29, Used: 1 << 28, InodesTotal: 10, InodesFree: 5, InodesUsed: 5}, nil
 	}
-	n := newNet()
+	n := newNet("testdata/linux-6.18")
 	n.read = func() ([]byte, error) {
 		return []byte(fmt.Sprintf(netDev, 1, tickN*1000, tickN, 0, tickN*500, tickN, 0)), nil
 	}
