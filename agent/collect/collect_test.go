@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -219,43 +220,101 @@ func TestLoadUptimeEntropy(t *testing.T) {
 	checkPoints(t, db, "system.entropy", [][]float64{{256}, {256}})
 }
 
+// diskstats lines: 14 columns (kernel 4.x), 18 (4.18+ discards) and 20 (5.5+ flushes)
+const diskstats1 = `   8       0 sdb 0 0 0 0 1 0 2 0 0 0 0
+ 254       0 vda 100 7 20480 300 50 4 8192 100 2 5000 9000 10 1 80 20 4 8
+ 254       1 vda1 1 0 2048 0 0 0 0 0 0 0 0 0 0 0 0
+   7       0 loop0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0
+   7       1 loop1 1 0 2 0 0 0 0 0 0 0 0 0 0 0 0 0 0
+ 253       0 dm-0 bogus line
+`
+
 func TestDisk(t *testing.T) {
-	samples := []map[string]disk.IOCountersStat{
-		{
-			"vda":   {ReadBytes: 10 << 20, WriteBytes: 4 << 20, ReadCount: 100, WriteCount: 50, IoTime: 5000},
-			"vda1":  {ReadBytes: 1 << 20, ReadCount: 1}, // a partition: not in /sys/block
-			"sdb":   {ReadBytes: 0, WriteBytes: 1 << 10, ReadCount: 0, WriteCount: 1},
-			"loop0": {ReadBytes: 1 << 10, ReadCount: 1},
-		},
-		{
-			"vda":   {ReadBytes: 10<<20 + 2048, WriteBytes: 4<<20 + 4096, ReadCount: 110, WriteCount: 53, IoTime: 5250},
-			"vda1":  {ReadBytes: 2 << 20, ReadCount: 2},
-			"sdb":   {ReadBytes: 1024, WriteBytes: 1 << 10, ReadCount: 1, WriteCount: 1},
-			"loop0": {ReadBytes: 1 << 10, ReadCount: 1},
-		},
+	// vda: +10 reads of 4 KiB in 40 ms, +3 writes of 8 KiB in 30 ms, 250 ms busy,
+	// +2 discards (+8 sectors) in 10 ms, +2 flushes in 6 ms; sdb: +1 read
+	diskstats2 := strings.NewReplacer(
+		"vda 100 7 20480 300 50 4 8192 100 2 5000 9000 10 1 80 20 4 8", "vda 110 9 20560 340 53 4 8240 130 1 5250 9400 12 1 88 30 6 14",
+		"sdb 0 0 0 0 1 0 2 0", "sdb 1 0 2 0 1 0 2 0",
+	).Replace(diskstats1)
+	root := t.TempDir()
+	for _, d := range []string{"sys/block/vda", "sys/block/sdb", "sys/block/loop0", "sys/block/loop1",
+		"sys/devices/virtual/block/loop0", "sys/devices/virtual/block/loop1", "proc/self"} {
+		if err := os.MkdirAll(root+"/"+d, 0o755); err != nil {
+			t.Fatal(err)
+		}
 	}
-	c := newDisk()
-	i := 0
-	c.readStats = func() (map[string]disk.IOCountersStat, error) { s := samples[i]; i++; return s, nil }
-	c.readBlock = func() ([]string, error) { return []string{"vda", "sdb", "loop0"}, nil }
-	c.readMounts = func() ([]disk.PartitionStat, error) {
-		return []disk.PartitionStat{{Device: "/dev/vda", Mountpoint: "/"}, {Device: "tmpfs", Mountpoint: "/dev/shm"}}, nil
+	if err := os.WriteFile(root+"/proc/self/mounts", []byte("/dev/vda / ext4 rw 0 0\ntmpfs /dev/shm tmpfs rw 0 0\n"), 0o644); err != nil {
+		t.Fatal(err)
 	}
+	c := newDisk(root)
+	c.read = fileSeq(diskstats1, diskstats2)
 	db := storetest.New(t, store.Config{})
 	run(t, db, 2, c)
 	checkDef(t, db, "disk.vda", "disk.io", "/", "KiB/s", "area", 2000, "reads", "writes")
 	checkDef(t, db, "disk_ops.sdb", "disk.ops", "sdb", "operations/s", "line", 2010, "reads", "writes")
 	checkDef(t, db, "system.io", "system.io", "disk", "KiB/s", "area", 150, "in", "out")
-	checkPoints(t, db, "disk.vda", [][]float64{{2, -4}})
+	checkPoints(t, db, "disk.vda", [][]float64{{40, -24}})
 	checkPoints(t, db, "disk_ops.vda", [][]float64{{10, -3}})
+	checkPoints(t, db, "disk_mops.vda", [][]float64{{2, 0}})
+	checkPoints(t, db, "disk_qops.vda", [][]float64{{2}, {1}})
+	checkPoints(t, db, "disk_backlog.vda", [][]float64{{40}})
+	checkPoints(t, db, "disk_busy.vda", [][]float64{{250}})
 	checkDef(t, db, "disk_util.vda", "disk.util", "/", "% of time working", "area", 2040, "utilization")
 	checkPoints(t, db, "disk_util.vda", [][]float64{{25}}) // 250 ms busy in 1 s
+	checkPoints(t, db, "disk_await.vda", [][]float64{{4, -10}})
+	checkPoints(t, db, "disk_avgsz.vda", [][]float64{{4, -8}})
+	checkPoints(t, db, "disk_svctm.vda", [][]float64{{250.0 / 13}})
+	checkPoints(t, db, "disk_iotime.vda", [][]float64{{40, -30}})
+	checkPoints(t, db, "disk_ext.vda", [][]float64{{4}})
+	checkPoints(t, db, "disk_ext_ops.vda", [][]float64{{2, -2}})
+	checkPoints(t, db, "disk_ext_await.vda", [][]float64{{5, -3}})
+	checkPoints(t, db, "disk_ext_avgsz.vda", [][]float64{{2}})
 	checkPoints(t, db, "disk.sdb", [][]float64{{1, 0}})
-	checkPoints(t, db, "disk.loop0", [][]float64{{0, 0}})
-	checkPoints(t, db, "system.io", [][]float64{{3, -4}})
-	if _, ok := db.Chart("disk.vda1"); ok {
-		t.Error("partition vda1 got a chart")
+	if _, ok := db.Chart("disk_ext.sdb"); ok {
+		t.Error("disk_ext.sdb on a kernel line without discard columns")
 	}
+	checkPoints(t, db, "disk.loop1", [][]float64{{0, 0}})
+	checkPoints(t, db, "system.io", [][]float64{{41, -24}})
+	for _, id := range []string{"disk.vda1", "disk.loop0", "disk.dm-0"} {
+		if _, ok := db.Chart(id); ok {
+			t.Errorf("%s got a chart", id)
+		}
+	}
+}
+
+func TestDiskGoneAndBack(t *testing.T) {
+	root := "testdata/linux-6.18"
+	full, err := os.ReadFile(root + "/proc/diskstats")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var without []byte
+	for _, l := range strings.SplitAfter(string(full), "\n") {
+		if !strings.Contains(l, " vda ") {
+			without = append(without, l...)
+		}
+	}
+	c := newDisk(root)
+	c.read = fileSeq(string(full), string(full), string(without), string(full), string(full))
+	db := storetest.New(t, store.Config{})
+	m := run(t, db, 3, c)
+	if _, ok := db.Chart("disk.vda"); ok {
+		t.Fatal("disk.vda listed after the disk went away")
+	}
+	for s := 3; s < 5; s++ {
+		now := epoch.Add(time.Duration(s) * time.Second)
+		m.Collect(now.Unix(), now)
+	}
+	checkPoints(t, db, "disk.vda", [][]float64{{0, 0}})
+	checkDef(t, db, "disk.vda", "disk.io", "/", "KiB/s", "area", 2000, "reads", "writes")
+}
+
+func FuzzParseDiskstats(f *testing.F) {
+	f.Add([]byte(diskstats1))
+	f.Add([]byte("1 2 x 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		_, _, _ = parseDiskstats(nil, nil, b)
+	})
 }
 
 func TestDiskSpace(t *testing.T) {

@@ -45,7 +45,7 @@ func New(db *store.DB, log *slog.Logger) *Manager {
 func hostCollectors(root string) []collector {
 	return []collector{
 		newStat(root), newInterrupts(root), newSoftirqs(root), newSoftnet(root), newLoad(), newMeminfo(root), newVmstat(root), newPressure(root),
-		newDisk(), newDiskSpace(), newNet(root), newNetstat(root), newSockstat(root), newSockstat6(root),
+		newDisk(root), newDiskSpace(), newNet(root), newNetstat(root), newSockstat(root), newSockstat6(root),
 		newUptime(), newEntropy(),
 	}
 }

@@ -52,15 +52,10 @@ func TestDefsMatchNetdata(t *testing.T) {
 	}
 	l := newLoad()
 	l.read = func() (*load.AvgStat, error) { return &load.AvgStat{}, nil }
-	d := newDisk()
-	d.readStats = func() (map[string]disk.IOCountersStat, error) {
-		return map[string]disk.IOCountersStat{"vda": {ReadBytes: uint64(tickN) << 20, ReadCount: uint64(tickN)}}, nil
-	}
-	d.readBlock = func() ([]string, error) { return []string{"vda"}, nil }
+	d := newDisk("testdata/linux-6.18")
 	mounts := func() ([]disk.PartitionStat, error) {
 		return []disk.PartitionStat{{Device: "/dev/vda", Mountpoint: "/", Fstype: "ext4"}, {Device: "tmpfs", Mountpoint: "/dev/shm", Fstype: "tmpfs"}}, nil
 	}
-	d.readMounts = mounts
 	ds := newDiskSpace()
 	ds.readMounts = mounts
 	ds.usage = func(string) (*disk.UsageStat, error) {

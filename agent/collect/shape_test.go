@@ -45,7 +45,7 @@ func loadRef(t *testing.T) map[string]refChart {
 var fixtureModules = map[string]bool{
 	"/proc/meminfo": true, "/proc/vmstat": true, "/proc/pressure": true, "/proc/net/netstat": true,
 	"/proc/net/sockstat": true, "/proc/stat": true, "/proc/interrupts": true, "/proc/softirqs": true,
-	"/proc/net/softnet_stat": true, "/proc/net/dev": true,
+	"/proc/net/softnet_stat": true, "/proc/net/dev": true, "/proc/diskstats": true,
 }
 
 // notOnFixture are reference charts whose source the fixture does not
