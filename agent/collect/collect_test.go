@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/shirou/gopsutil/v3/disk"
-	"github.com/shirou/gopsutil/v3/load"
 
 	"peerdns/agent/store"
 	"peerdns/agent/store/storetest"
@@ -204,18 +203,23 @@ func TestStat(t *testing.T) {
 }
 
 func TestLoadUptimeEntropy(t *testing.T) {
-	l := newLoad()
-	l.read = func() (*load.AvgStat, error) { return &load.AvgStat{Load1: 0.5, Load5: 1.25, Load15: 2}, nil }
-	u := newUptime()
-	up := uint64(100)
-	u.read = func() (uint64, error) { up++; return up, nil }
-	e := newEntropy()
+	l := newLoad("")
+	l.read = fileSeq("0.50 1.25 2.00 3/245 12345\n")
+	u := newUptime("")
+	u.read = fileSeq("101.25 200.00\n", "102.50 201.00\n")
+	e := newEntropy("")
 	e.read = func() ([]byte, error) { return []byte("256\n"), nil }
 	db := storetest.New(t, store.Config{})
 	run(t, db, 2, l, u, e)
 	checkDef(t, db, "system.load", "system.load", "load", "load", "line", 100, "load1", "load5", "load15")
 	checkPoints(t, db, "system.load", [][]float64{{0.5, 1.25, 2}, {0.5, 1.25, 2}})
-	checkPoints(t, db, "system.uptime", [][]float64{{101}, {102}})
+	checkPoints(t, db, "system.active_processes", [][]float64{{245}, {245}})
+	checkPoints(t, db, "system.uptime", [][]float64{{101.25}, {102.5}})
+	for _, bad := range []string{"", "0.5 1 2", "a b c 1/2", "1 2 3 4"} {
+		if _, _, _, _, err := parseLoadavg([]byte(bad)); err == nil {
+			t.Errorf("parseLoadavg(%q) = nil error", bad)
+		}
+	}
 	checkDef(t, db, "system.entropy", "system.entropy", "entropy", "entropy", "line", 1000, "entropy")
 	checkPoints(t, db, "system.entropy", [][]float64{{256}, {256}})
 }
@@ -454,17 +458,17 @@ func TestNetCap(t *testing.T) {
 func TestFailingCollectorLogsOnceAndOthersGoOn(t *testing.T) {
 	var logs testutil.LogBuffer
 	log := slog.New(slog.NewTextHandler(&logs, nil))
-	l := newLoad()
+	l := newLoad("")
 	fail := true
 	calls := 0
-	l.read = func() (*load.AvgStat, error) {
+	l.read = func() ([]byte, error) {
 		calls++
 		if fail {
 			return nil, errors.New("no loadavg")
 		}
-		return &load.AvgStat{Load1: 1}, nil
+		return []byte("1.00 0.00 0.00 1/10 5\n"), nil
 	}
-	e := newEntropy()
+	e := newEntropy("")
 	e.read = func() ([]byte, error) { return []byte("100"), nil }
 	db := storetest.New(t, store.Config{})
 	m := newManager(db, log, l, e)

@@ -44,9 +44,9 @@ func New(db *store.DB, log *slog.Logger) *Manager {
 // the host; tests pass a testdata tree).
 func hostCollectors(root string) []collector {
 	return []collector{
-		newStat(root), newInterrupts(root), newSoftirqs(root), newSoftnet(root), newLoad(), newMeminfo(root), newVmstat(root), newPressure(root),
+		newStat(root), newInterrupts(root), newSoftirqs(root), newSoftnet(root), newLoad(root), newMeminfo(root), newVmstat(root), newPressure(root),
 		newDisk(root), newDiskSpace(), newNet(root), newNetstat(root), newSockstat(root), newSockstat6(root),
-		newUptime(), newEntropy(),
+		newUptime(root), newEntropy(root),
 	}
 }
 

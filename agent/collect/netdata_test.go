@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/shirou/gopsutil/v3/disk"
-	"github.com/shirou/gopsutil/v3/load"
 
 	"peerdns/agent/store"
 	"peerdns/agent/store/storetest"
@@ -50,8 +49,7 @@ func TestDefsMatchNetdata(t *testing.T) {
 		return []byte(fmt.Sprintf("cpu  %d 0 0 %d 0 0 0 0 0 0\ncpu0 %d 0 0 %d 0 0 0 0 0 0\ncpu1 %d 0 0 %d 0 0 0 0 0 0\n%s",
 			2*f, 2*f, f, f, f, f, procStat1)), nil
 	}
-	l := newLoad()
-	l.read = func() (*load.AvgStat, error) { return &load.AvgStat{}, nil }
+	l := newLoad("testdata/linux-6.18")
 	d := newDisk("testdata/linux-6.18")
 	mounts := func() ([]disk.PartitionStat, error) {
 		return []disk.PartitionStat{{Device: "/dev/vda", Mountpoint: "/", Fstype: "ext4"}, {Device: "tmpfs", Mountpoint: "/dev/shm", Fstype: "tmpfs"}}, nil
@@ -66,9 +64,8 @@ func TestDefsMatchNetdata(t *testing.T) {
 		return []byte(fmt.Sprintf(netDev, 1, tickN*1000, tickN, 0, tickN*500, tickN, 0)), nil
 	}
 	n.isVirtual = func(iface string) bool { return iface != "eth0" }
-	u := newUptime()
-	u.read = func() (uint64, error) { return 10, nil }
-	e := newEntropy()
+	u := newUptime("testdata/linux-6.18")
+	e := newEntropy("")
 	e.read = func() ([]byte, error) { return []byte("256"), nil }
 
 	db := storetest.New(t, store.Config{})
