@@ -24,6 +24,7 @@ var epoch = time.Unix(1_700_000_000, 0)
 func run(t testing.TB, db *store.DB, n int, cs ...collector) *Manager {
 	t.Helper()
 	m := newManager(db, nil, cs...)
+	t.Cleanup(m.close)
 	for i := 0; i < n; i++ {
 		now := epoch.Add(time.Duration(i) * time.Second)
 		m.Collect(now.Unix(), now)

@@ -88,6 +88,17 @@ func (kv *kvValues) set(prefix string, name []byte, v float64) {
 	}
 }
 
+// add adds v to key's value of this read (per-CPU lines summed).
+func (kv *kvValues) add(key []byte, v float64) {
+	if i, ok := kv.index[string(key)]; ok {
+		if kv.seen[i] {
+			kv.vals[i] += v
+		} else {
+			kv.vals[i], kv.seen[i] = v, true
+		}
+	}
+}
+
 // get returns the value of a key and whether this read had it.
 func (kv *kvValues) get(key string) (float64, bool) {
 	i, ok := kv.index[key]

@@ -46,7 +46,7 @@ func hostCollectors(root string) []collector {
 	return []collector{
 		newStat(root), newInterrupts(root), newSoftirqs(root), newSoftnet(root), newLoad(root), newMeminfo(root), newVmstat(root), newPressure(root),
 		newDisk(root), newDiskSpace(), newNet(root), newNetstat(root), newSockstat(root), newSockstat6(root),
-		newUptime(root), newEntropy(root),
+		newUptime(root), newEntropy(root), newConntrack(root), newIPC(root), newZram(root), newIdleJitter(),
 	}
 }
 

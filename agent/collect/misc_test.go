@@ -1,0 +1,121 @@
+package collect
+
+import (
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"peerdns/agent/store"
+	"peerdns/agent/store/storetest"
+)
+
+// fakeSleep sleeps a millisecond and reports 20 ms and 150 µs.
+func fakeSleep(time.Duration) time.Duration {
+	time.Sleep(time.Millisecond)
+	return idleJitterSleep + 150*time.Microsecond
+}
+
+func TestIdleJitter(t *testing.T) {
+	c := newIdleJitter()
+	c.sleep = fakeSleep
+	db := storetest.New(t, store.Config{})
+	m := newManager(db, nil, c)
+	t.Cleanup(m.close)
+	deadline := time.Now().Add(10 * time.Second)
+	for s := 0; ; s++ {
+		now := epoch.Add(time.Duration(s) * time.Second)
+		m.Collect(now.Unix(), now)
+		if _, ok := db.Chart("system.idlejitter"); ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no system.idlejitter point after 10 s")
+		}
+		time.Sleep(5 * time.Millisecond) // let the goroutine measure (polling, not synchronisation)
+	}
+	_, vals, _ := db.Latest("system.idlejitter")
+	if vals[0] != 150 || vals[1] != 150 || vals[2] != 150 {
+		t.Errorf("idlejitter = %v, want 150 µs each", vals)
+	}
+	m.close() // stops the goroutine; a second close is harmless
+	m.close()
+}
+
+func TestConntrack(t *testing.T) {
+	const hdr = "entries  clashres found new invalid ignore delete chainlength insert insert_failed drop early_drop icmp_error  expect_new expect_create expect_delete search_restart\n"
+	const r1 = "00000010  00000000 00000001 00000002 00000000 00000000 00000000 00000000 00000003 00000000 00000000 00000000 00000000  00000000 00000000 00000000 00000000\n"
+	const r2 = "00000010  00000000 00000001 0000000a 00000000 00000000 00000000 00000000 00000003 00000000 00000000 00000000 00000000  00000000 00000000 00000000 00000000\n"
+	c := newKVColl("conntrack", conntrackCharts(),
+		&kvSource{path: "nf_conntrack", parse: parseConntrack, read: fileSeq(hdr+r1+r1, hdr+r1+r2)})
+	db := storetest.New(t, store.Config{})
+	run(t, db, 2, c)
+	checkPoints(t, db, "netfilter.conntrack_sockets", [][]float64{{16}, {16}}) // entries: not summed over CPUs
+	checkPoints(t, db, "netfilter.conntrack_new", [][]float64{{8, 0, 0}})
+	// searched and delete_list are gone from 5.x kernels: 0, as in Netdata
+	checkPoints(t, db, "netfilter.conntrack_search", [][]float64{{0, 0, 0}})
+
+	fix := newConntrack("testdata/linux-6.18")
+	db2 := storetest.New(t, store.Config{})
+	run(t, db2, 2, fix)
+	checkDef(t, db2, "netfilter.conntrack_changes", "netfilter.conntrack_changes", "conntrack", "changes/s", "line", 8702,
+		"inserted", "deleted", "delete_list")
+	none := newConntrack(t.TempDir())
+	db3 := storetest.New(t, store.Config{})
+	if m := run(t, db3, 2, none); len(db3.Charts()) != 0 {
+		_, _, failing := m.Stats()
+		t.Errorf("charts without nf_conntrack: %d (failing %v)", len(db3.Charts()), failing)
+	}
+}
+
+func TestIPC(t *testing.T) {
+	sem := "       key      semid perms      nsems   uid   gid  cuid  cgid      otime      ctime\n" +
+		"         0          0   600          4     0     0     0     0          0 1700000000\n" +
+		"         1          1   600          2     0     0     0     0          0 1700000000\n"
+	shm := "       key      shmid perms                  size  cpid  lpid nattch   uid   gid  cuid  cgid      atime      dtime      ctime                   rss                  swap\n" +
+		"         0          2  1600                524288  1234  1234      2  1000  1000  1000  1000 1700000000          0 1700000000                  4096                     0\n"
+	c := newIPC("")
+	c.readSem, c.readShm = fileSeq(sem), fileSeq(shm)
+	db := storetest.New(t, store.Config{})
+	run(t, db, 1, c)
+	checkPoints(t, db, "system.ipc_semaphores", [][]float64{{6}})
+	checkPoints(t, db, "system.ipc_semaphore_arrays", [][]float64{{2}})
+	checkPoints(t, db, "system.shared_memory_segments", [][]float64{{1}})
+	checkPoints(t, db, "system.shared_memory_bytes", [][]float64{{524288}})
+}
+
+func TestZram(t *testing.T) {
+	root := t.TempDir()
+	if err := os.MkdirAll(root+"/sys/block/zram0", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	const mib = 1 << 20
+	// orig 300 MiB, compressed 100 MiB, 120 MiB used in all
+	if err := os.WriteFile(root+"/sys/block/zram0/mm_stat", []byte(strings.Join([]string{"314572800", "104857600", "125829120", "0", "125829120", "0", "0", "0"}, " ")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := newZram(root)
+	db := storetest.New(t, store.Config{})
+	m := run(t, db, 1, c)
+	checkPoints(t, db, "mem.zram_usage.zram0", [][]float64{{100, 20}})
+	checkPoints(t, db, "mem.zram_savings.zram0", [][]float64{{-200, 300}})
+	checkPoints(t, db, "mem.zram_ratio.zram0", [][]float64{{3}})
+	checkPoints(t, db, "mem.zram_efficiency.zram0", [][]float64{{100.0 * 100 / 120}})
+	_ = mib
+	// the device goes away: its charts go at the next rescan
+	if err := os.RemoveAll(root + "/sys/block/zram0"); err != nil {
+		t.Fatal(err)
+	}
+	now := epoch.Add(rescanEvery + time.Second)
+	m.Collect(now.Unix(), now)
+	if _, ok := db.Chart("mem.zram_usage.zram0"); ok {
+		t.Error("zram0 charts still listed after the device went away")
+	}
+}
+
+func FuzzParseConntrack(f *testing.F) {
+	seed, _ := os.ReadFile("testdata/linux-6.18/proc/net/stat/nf_conntrack")
+	f.Add(seed)
+	f.Add([]byte("entries new\nzz 1\n1\n"))
+	fuzzKV(f, parseConntrack, []string{"ct.entries", "ct.new"})
+}
