@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/shirou/gopsutil/v3/disk"
-
 	"peerdns/agent/store"
 	"peerdns/agent/store/storetest"
 	"peerdns/internal/testutil"
@@ -324,9 +322,9 @@ func FuzzParseDiskstats(f *testing.F) {
 
 func TestDiskSpace(t *testing.T) {
 	const gib = 1 << 30
-	c := newDiskSpace()
-	c.readMounts = func() ([]disk.PartitionStat, error) {
-		return []disk.PartitionStat{
+	c := newDiskSpace("")
+	c.readMounts = func() ([]mountEntry, error) {
+		return []mountEntry{
 			{Mountpoint: "/", Fstype: "ext4"}, {Mountpoint: "/dev/shm", Fstype: "tmpfs"},
 			{Mountpoint: "/proc", Fstype: "proc"}, {Mountpoint: "/sys/fs/cgroup", Fstype: "cgroup2"},
 			{Mountpoint: "/run/user/1000/gvfs", Fstype: "fuse.gvfsd-fuse"}, {Mountpoint: "/cg", Fstype: "cgroup2"},
@@ -334,17 +332,20 @@ func TestDiskSpace(t *testing.T) {
 		}, nil
 	}
 	asked := map[string]int{}
-	c.usage = func(p string) (*disk.UsageStat, error) {
+	c.usage = func(p string, u *spaceUsage) error {
 		asked[p]++
 		switch p {
 		case "/":
-			return &disk.UsageStat{Total: 100 * gib, Free: 60 * gib, Used: 35 * gib, InodesTotal: 1000, InodesFree: 900, InodesUsed: 100}, nil
+			*u = spaceUsage{Total: 100 * gib, Free: 60 * gib, Used: 35 * gib, InodesTotal: 1000, InodesFree: 900, InodesUsed: 100}
+			return nil
 		case "/dev/shm":
-			return &disk.UsageStat{Total: 2 * gib, Free: 2 * gib}, nil
+			*u = spaceUsage{Total: 2 * gib, Free: 2 * gib}
+			return nil
 		case "/cg":
-			return &disk.UsageStat{}, nil
+			*u = spaceUsage{}
+			return nil
 		}
-		return nil, errors.New("permission denied")
+		return errors.New("permission denied")
 	}
 	db := storetest.New(t, store.Config{})
 	run(t, db, 2, c)

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"os"
-	"sort"
 	"time"
 
 	"peerdns/agent/store"
@@ -166,9 +165,6 @@ func (c *diskColl) collect(tk *tick) error {
 			// As Netdata declares them; the values put are the summed rates.
 			Dims: []store.DimDef{dim("in", "", algIncremental, 1, 1), dim("out", "", algIncremental, -1, 1)},
 		})
-	}
-	if !sort.SliceIsSorted(c.lines, func(i, j int) bool { return c.lines[i].name < c.lines[j].name }) {
-		sort.Slice(c.lines, func(i, j int) bool { return c.lines[i].name < c.lines[j].name })
 	}
 	c.sum = [2]float64{}
 	rated := false

@@ -33,6 +33,7 @@ type Manager struct {
 	capLogged map[string]bool            // collectors that hit maxInstances (logged once)
 	ticks     uint64
 	busy      time.Duration // total time spent collecting
+	tk        tick          // the round being collected (Collect is never concurrent)
 }
 
 // New returns a Manager with the host collectors of Netdata's system charts.
@@ -45,7 +46,7 @@ func New(db *store.DB, log *slog.Logger) *Manager {
 func hostCollectors(root string) []collector {
 	return []collector{
 		newStat(root), newInterrupts(root), newSoftirqs(root), newSoftnet(root), newLoad(root), newMeminfo(root), newVmstat(root), newPressure(root),
-		newDisk(root), newDiskSpace(), newNet(root), newNetstat(root), newSockstat(root), newSockstat6(root),
+		newDisk(root), newDiskSpace(root), newNet(root), newNetstat(root), newSockstat(root), newSockstat6(root),
 		newUptime(root), newEntropy(root), newConntrack(root), newIPC(root), newZram(root), newIdleJitter(),
 	}
 }
@@ -119,7 +120,10 @@ func (m *Manager) close() {
 // second; tests and benchmarks call it directly.
 func (m *Manager) Collect(sec int64, now time.Time) {
 	start := time.Now()
-	tk := &tick{m: m, sec: sec, now: now}
+	// One tick value for every round: handing a new one to the
+	// collectors through the interface would allocate it each second.
+	m.tk = tick{m: m, sec: sec, now: now}
+	tk := &m.tk
 	for _, c := range m.cs {
 		err := c.collect(tk)
 		m.mu.Lock()

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"sort"
 	"time"
 
 	"peerdns/agent/store"
@@ -23,7 +22,8 @@ type ifCounters struct {
 // names are copied only when an interface is new at its position).
 func parseNetDev(dst []ifCounters, b []byte) ([]ifCounters, error) {
 	n := 0
-	var fs [][]byte
+	var arr [20][]byte // a line has 16 counters: no allocation
+	fs := arr[:0]
 	for len(b) > 0 {
 		var line []byte
 		line, b = nextLine(b)
@@ -145,9 +145,6 @@ func (c *netColl) collect(tk *tick) error {
 			// As Netdata declares them; the values put are the summed rates.
 			Dims: []store.DimDef{dim("InOctets", "received", algIncremental, 8, 1000), dim("OutOctets", "sent", algIncremental, -8, 1000)},
 		})
-	}
-	if !sort.SliceIsSorted(c.ifs, func(i, j int) bool { return c.ifs[i].name < c.ifs[j].name }) {
-		sort.Slice(c.ifs, func(i, j int) bool { return c.ifs[i].name < c.ifs[j].name })
 	}
 	var phys, all [2]float64
 	nphys, nall := 0, 0

@@ -6,8 +6,6 @@ import (
 	"os"
 	"testing"
 
-	"github.com/shirou/gopsutil/v3/disk"
-
 	"peerdns/agent/store"
 	"peerdns/agent/store/storetest"
 )
@@ -51,13 +49,14 @@ func TestDefsMatchNetdata(t *testing.T) {
 	}
 	l := newLoad("testdata/linux-6.18")
 	d := newDisk("testdata/linux-6.18")
-	mounts := func() ([]disk.PartitionStat, error) {
-		return []disk.PartitionStat{{Device: "/dev/vda", Mountpoint: "/", Fstype: "ext4"}, {Device: "tmpfs", Mountpoint: "/dev/shm", Fstype: "tmpfs"}}, nil
+	mounts := func() ([]mountEntry, error) {
+		return []mountEntry{{Device: "/dev/vda", Mountpoint: "/", Fstype: "ext4"}, {Device: "tmpfs", Mountpoint: "/dev/shm", Fstype: "tmpfs"}}, nil
 	}
-	ds := newDiskSpace()
+	ds := newDiskSpace("")
 	ds.readMounts = mounts
-	ds.usage = func(string) (*disk.UsageStat, error) {
-		return &disk.UsageStat{Total: 1 << 30, Free: 1 << 29, Used: 1 << 28, InodesTotal: 10, InodesFree: 5, InodesUsed: 5}, nil
+	ds.usage = func(_ string, u *spaceUsage) error {
+		*u = spaceUsage{Total: 1 << 30, Free: 1 << 29, Used: 1 << 28, InodesTotal: 10, InodesFree: 5, InodesUsed: 5}
+		return nil
 	}
 	n := newNet("testdata/linux-6.18")
 	n.read = func() ([]byte, error) {
