@@ -88,6 +88,14 @@ func (kv *kvValues) set(prefix string, name []byte, v float64) {
 	}
 }
 
+// putPrefixed stores v under prefix+name when someone charts that key.
+func (kv *kvValues) putPrefixed(prefix, name string, v float64) {
+	kv.scratch = append(append(kv.scratch[:0], prefix...), name...)
+	if i, ok := kv.index[string(kv.scratch)]; ok {
+		kv.vals[i], kv.seen[i] = v, true
+	}
+}
+
 // add adds v to key's value of this read (per-CPU lines summed).
 func (kv *kvValues) add(key []byte, v float64) {
 	if i, ok := kv.index[string(key)]; ok {
