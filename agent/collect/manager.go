@@ -80,18 +80,22 @@ func (m *Manager) Run(ctx context.Context) {
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
 	last := int64(0)
+	late := time.Duration(-1) // the first round was not woken by the ticker
 	for {
 		now := time.Now()
 		// Round: a tick a few ms early belongs to the coming second.
 		sec := now.Add(500 * time.Millisecond).Unix()
 		if sec > last {
-			m.Collect(sec, now)
+			m.collect(sec, now, late)
 			last = sec
 		}
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case fired := <-t.C:
+			// How long this goroutine waited for a CPU after its timer
+			// fired: what system.idlejitter shows.
+			late = time.Since(fired)
 		}
 	}
 }
@@ -118,11 +122,15 @@ func (m *Manager) close() {
 // Collect runs every collector once for unix second sec; now is the
 // monotonic read time that rates are computed against. Run calls it every
 // second; tests and benchmarks call it directly.
-func (m *Manager) Collect(sec int64, now time.Time) {
+func (m *Manager) Collect(sec int64, now time.Time) { m.collect(sec, now, -1) }
+
+// collect is Collect with the wake-up lateness of this round (-1: not
+// measured, the round was not woken by the ticker).
+func (m *Manager) collect(sec int64, now time.Time, late time.Duration) {
 	start := time.Now()
 	// One tick value for every round: handing a new one to the
 	// collectors through the interface would allocate it each second.
-	m.tk = tick{m: m, sec: sec, now: now}
+	m.tk = tick{m: m, sec: sec, now: now, late: late}
 	tk := &m.tk
 	for _, c := range m.cs {
 		err := c.collect(tk)
@@ -162,6 +170,9 @@ type tick struct {
 	m   *Manager
 	sec int64     // unix second the points are stored at
 	now time.Time // read time (monotonic) for rates
+	// late is how long the collecting goroutine waited for a CPU after
+	// its once-a-second timer fired (-1: not measured).
+	late time.Duration
 }
 
 // put registers def when it is new or changed, then appends values (already

@@ -1,6 +1,8 @@
 package collect
 
 import (
+	"context"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -8,38 +10,37 @@ import (
 
 	"peerdns/agent/store"
 	"peerdns/agent/store/storetest"
+	"peerdns/internal/testutil"
 )
-
-// fakeSleep sleeps a millisecond and reports 20 ms and 150 µs.
-func fakeSleep(time.Duration) time.Duration {
-	time.Sleep(time.Millisecond)
-	return idleJitterSleep + 150*time.Microsecond
-}
 
 func TestIdleJitter(t *testing.T) {
 	c := newIdleJitter()
-	c.sleep = fakeSleep
 	db := storetest.New(t, store.Config{})
 	m := newManager(db, nil, c)
-	t.Cleanup(m.close)
-	deadline := time.Now().Add(10 * time.Second)
-	for s := 0; ; s++ {
-		now := epoch.Add(time.Duration(s) * time.Second)
-		m.Collect(now.Unix(), now)
-		if _, ok := db.Chart("system.idlejitter"); ok {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no system.idlejitter point after 10 s")
-		}
-		time.Sleep(5 * time.Millisecond) // let the goroutine measure (polling, not synchronisation)
+	m.Collect(epoch.Unix(), epoch) // not woken by the ticker: nothing
+	if _, ok := db.Chart("system.idlejitter"); ok {
+		t.Fatal("system.idlejitter stored without a measurement")
 	}
-	_, vals, _ := db.Latest("system.idlejitter")
-	if vals[0] != 150 || vals[1] != 150 || vals[2] != 150 {
-		t.Errorf("idlejitter = %v, want 150 µs each", vals)
-	}
-	m.close() // stops the goroutine; a second close is harmless
-	m.close()
+	m.collect(epoch.Unix()+1, epoch.Add(time.Second), 150*time.Microsecond)
+	m.collect(epoch.Unix()+2, epoch.Add(2*time.Second), 2*time.Millisecond)
+	checkPoints(t, db, "system.idlejitter", [][]float64{{150, 150, 150}, {2000, 2000, 2000}})
+}
+
+// TestRunMeasuresJitter runs the real ticker until a round woken by it
+// stored system.idlejitter.
+func TestRunMeasuresJitter(t *testing.T) {
+	db := storetest.New(t, store.Config{})
+	m := newManager(db, nil, newIdleJitter())
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { m.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	testutil.Eventually(t, 10*time.Second, func() error {
+		if _, vals, ok := db.Latest("system.idlejitter"); !ok || vals[0] < 0 {
+			return fmt.Errorf("no idlejitter point yet (%v)", vals)
+		}
+		return nil
+	})
 }
 
 func TestConntrack(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"peerdns/agent/store"
 	"peerdns/agent/store/storetest"
@@ -78,13 +79,8 @@ func subsequence(sub, all [][2]string) bool {
 func TestCatalogMatchesNetdata(t *testing.T) {
 	ref := loadRef(t)
 	db := storetest.New(t, store.Config{})
-	cs := hostCollectors("testdata/linux-6.18")
-	for _, c := range cs {
-		if ij, ok := c.(*idleJitterColl); ok {
-			ij.sleep = fakeSleep
-		}
-	}
-	run(t, db, 3, cs...)
+	m := run(t, db, 3, hostCollectors("testdata/linux-6.18")...)
+	m.collect(epoch.Unix()+3, epoch.Add(3*time.Second), 100*time.Microsecond) // as if woken by the ticker
 	got := map[string]*store.ChartDef{}
 	dims := 0
 	for _, c := range db.Charts() {
