@@ -93,7 +93,6 @@ type diskColl struct {
 	seen    map[string]bool
 	io      *chart
 	sum     [2]float64
-	raw     [2]float64
 }
 
 type diskCharts struct {
