@@ -52,13 +52,14 @@ func (db *DB) Latest(chartID string) (t int64, values []float64, ok bool) {
 	values = make([]float64, s.ndims)
 	i := s.idx(s.last)
 	for d := range values {
-		values[d] = float64(s.vals[d*s.n+i])
+		values[d] = float64(s.t0.get(d, i))
 	}
 	return s.last, values, true
 }
 
-// tier0BytesPerDim is the memory one dimension's tier-0 ring takes.
-func (db *DB) tier0BytesPerDim() int { return db.n * 4 }
+// tier0BytesPerDim is the memory one busy dimension's tier-0 ring takes
+// (every block dense); an idle one takes ~12 bytes per 64 seconds.
+func (db *DB) tier0BytesPerDim() int { return ((db.n+blockLen-1)/blockLen + 1) * (blockLen*4 + 12) }
 
 // Stats describes the store now.
 func (db *DB) Stats() Stats {

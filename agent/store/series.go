@@ -58,9 +58,10 @@ type series struct {
 	ndims  int
 	dimIDs []string
 
-	// tier 0: ring of n seconds per dimension, vals[d*n + t%n]; NaN is a gap.
+	// tier 0: n seconds (the retention) per dimension in a ring of blocks
+	// (ring.go); NaN is a gap.
 	n           int
-	vals        []float32
+	t0          *ring
 	first, last int64 // unix seconds of the oldest/newest point held; last 0 = empty
 
 	// tier 1: the minute being filled, then chunks keyed by minute/chunkLen.
@@ -89,7 +90,7 @@ func (s *series) reset(def *ChartDef) {
 	s.def = def
 	s.ndims = len(def.Dims)
 	s.dimIDs = dimIDs(def)
-	s.vals = make([]float32, s.ndims*s.n)
+	s.t0 = newRing(s.ndims, s.n)
 	s.first, s.last = 0, 0
 	s.accMinute = -1
 	s.acc = make([]accum, s.ndims)
@@ -119,7 +120,7 @@ func floorDiv(a, b int64) int64 {
 	return q
 }
 
-func (s *series) idx(t int64) int { return int(t % int64(s.n)) }
+func (s *series) idx(t int64) int { return s.t0.slot(t) }
 
 // append stores one point at t (> s.last), closing the tier-1 minute
 // before it when t is in a later minute.
@@ -128,15 +129,13 @@ func (s *series) append(t int64, values []float64) {
 	switch {
 	case s.last == 0 || t-s.last >= int64(s.n):
 		// Empty or everything held is older than the ring: start over.
-		for i := range s.vals {
-			s.vals[i] = nan
-		}
+		s.t0.fillNaN()
 		s.first = t
 	default:
 		for g := s.last + 1; g < t; g++ {
 			i := s.idx(g)
 			for d := 0; d < s.ndims; d++ {
-				s.vals[d*s.n+i] = nan
+				s.t0.set(d, i, nan)
 			}
 		}
 		if lo := t - int64(s.n) + 1; s.first < lo {
@@ -145,8 +144,7 @@ func (s *series) append(t int64, values []float64) {
 	}
 	i := s.idx(t)
 	for d := 0; d < s.ndims; d++ {
-		v := values[d]
-		s.vals[d*s.n+i] = float32(v)
+		s.t0.set(d, i, float32(values[d]))
 	}
 	s.last = t
 
@@ -278,9 +276,8 @@ func (s *series) tier0Window(w *Window, after, before int64) {
 	buf := make([]Agg, s.ndims*cnt)
 	for d := 0; d < s.ndims; d++ {
 		row := buf[d*cnt : (d+1)*cnt : (d+1)*cnt]
-		base := d * s.n
 		for k := 0; k < cnt; k++ {
-			v := s.vals[base+s.idx(lo+int64(k))]
+			v := s.t0.get(d, s.idx(lo+int64(k)))
 			if v == v { // not NaN
 				f := float64(v)
 				row[k] = Agg{Min: f, Max: f, Sum: f, Count: 1}
@@ -366,7 +363,7 @@ func emptySlots(ndims int) [][]Agg {
 
 // memBytes is what the series' arrays hold.
 func (s *series) memBytes() int64 {
-	b := int64(len(s.vals)*4 + len(s.acc)*32)
+	b := s.t0.bytes() + int64(len(s.acc)*32)
 	for _, c := range s.chunks {
 		b += int64(c.bytes())
 	}
