@@ -1,7 +1,7 @@
 // Package collect reads the host every second and appends Netdata's
 // system charts to the agent store: the charts of Netdata 1.37's
-// proc.plugin, diskspace.plugin, cgroups.plugin, apps.plugin and
-// idlejitter.plugin, with Netdata's ids, contexts, families, titles,
+// proc.plugin, diskspace.plugin, cgroups.plugin, apps.plugin,
+// idlejitter.plugin and timex.plugin, with Netdata's ids, contexts, families, titles,
 // units, chart types, priorities, plugin/module names and dimension ids,
 // names, algorithms and multipliers/divisors (checked against the
 // reference catalog of the VM the fixtures come from:
@@ -52,9 +52,9 @@
 // are absent here: CPU frequency (cpufreq) and cpuidle states (not charted
 // by Netdata there either), NUMA (one node), swap (none: system.swap),
 // huge pages, ECC (mem.hwcorrupt), IRQ pressure, cgroups (the hierarchies
-// are mounted but empty), System V message queues. Not built: timex.plugin
-// (system.clock_*), nfacct.plugin (netfilter.netlink_*), which are other
-// plugins than the ones this package imitates, and Netdata's
+// are mounted but empty), System V message queues. Not built: nfacct.plugin
+// (netfilter.netlink_*, conntrack over netlink; /proc/net/stat/nf_conntrack
+// gives the same counters as netfilter.conntrack_*) and Netdata's
 // self-monitoring netdata.* charts.
 //
 // The package knows nothing about HTTP.
