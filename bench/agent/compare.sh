@@ -151,9 +151,15 @@ nd_cpu=$(echo "($nd1 - $nd0) * 100 / $HZ / $elapsed" | bc -l)
 pd_cpu=$(echo "($pd1 - $pd0) * 100 / $HZ / $elapsed" | bc -l)
 nd_procs=$(tree $ND_PID | wc -l)
 
-dims() { curl -fsS "$1/api/v1/charts" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["charts_count"], d["dimensions_count"])'; }
-read -r nd_charts nd_dims < <(dims "$ND")
-read -r pd_charts pd_dims < <(dims "$PD")
+# Charts and dimensions, all of them and without the agents' monitoring of
+# themselves (Netdata's netdata.* charts: its web server, database,
+# plugins' own cost...), which are not host metrics.
+dims() { curl -fsS "$1/api/v1/charts" | python3 -c 'import json,sys
+d=json.load(sys.stdin); c=d["charts"]
+host=[v for k,v in c.items() if not k.startswith("netdata.")]
+print(d["charts_count"], d["dimensions_count"], len(host), sum(len(v["dimensions"]) for v in host))'; }
+read -r nd_charts nd_dims nd_hcharts nd_hdims < <(dims "$ND")
+read -r pd_charts pd_dims pd_hcharts pd_hdims < <(dims "$PD")
 
 # --- wrk ------------------------------------------------------------------
 declare -A RPS P99 SIZE CPUREQ
@@ -204,6 +210,7 @@ printf '| %-44s | %14s | %14s | %10s |\n' "metric" "netdata" "peerdns" "peerdns/
 printf '|%s|%s|%s|%s|\n' "$(printf -- '-%.0s' {1..46})" "$(printf -- '-%.0s' {1..16})" "$(printf -- '-%.0s' {1..16})" "$(printf -- '-%.0s' {1..17})"
 row() { printf '| %-44s | %14s | %14s | %15s |\n' "$1" "$2" "$3" "$4"; }
 row "charts / dimensions collected" "$nd_charts / $nd_dims" "$pd_charts / $pd_dims" "$(ratio "$nd_dims" "$pd_dims")"
+row "host charts / dimensions (without netdata.*)" "$nd_hcharts / $nd_hdims" "$pd_hcharts / $pd_hdims" "$(ratio "$nd_hdims" "$pd_hdims")"
 row "CPU % of one core while collecting (${SAMPLE}s)" "$(printf %.2f "$nd_cpu")" "$(printf %.2f "$pd_cpu")" "$(ratio "$nd_cpu" "$pd_cpu")"
 row "RSS MiB, all processes (max)" "$(echo "$nd_rss_max/1024" | bc -l | xargs printf %.1f) ($nd_procs procs)" "$(echo "$pd_rss_max/1024" | bc -l | xargs printf %.1f)" "$(ratio "$nd_rss_max" "$pd_rss_max")"
 row "RSS MiB, main process only (max)" "$(echo "$nd_main_max/1024" | bc -l | xargs printf %.1f)" "$(echo "$pd_rss_max/1024" | bc -l | xargs printf %.1f)" "$(ratio "$nd_main_max" "$pd_rss_max")"
