@@ -19,7 +19,9 @@ type procReader struct {
 }
 
 func newProcReader(path string) *procReader {
-	return &procReader{path: path, buf: make([]byte, 0, 4096)}
+	// Most files are a few hundred bytes (a process's stat, a sysfs
+	// value); the buffer grows on the first read of a bigger one.
+	return &procReader{path: path, buf: make([]byte, 0, 512)}
 }
 
 // read returns the whole file; the slice is valid until the next call.
