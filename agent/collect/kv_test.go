@@ -5,6 +5,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"peerdns/agent/store"
 	"peerdns/agent/store/storetest"
@@ -195,4 +196,34 @@ func FuzzParseSockstat(f *testing.F) {
 func FuzzParsePressure(f *testing.F) {
 	seed, _ := os.ReadFile("testdata/linux-6.18/proc/pressure/io")
 	fuzzKV(f, parsePressure, []string{"some.avg10"}, string(seed), "some avg10=\n", "some =1\n")
+}
+
+// TestCounterWrap: a 32-bit counter (a 32-bit kernel's /proc/net/dev) or
+// a 64-bit one that wraps gives a gap, never a negative rate, and rates
+// resume on the next read.
+func TestCounterWrap(t *testing.T) {
+	c := newChart(&store.ChartDef{ID: "w", Dims: []store.DimDef{dim("a", "", algIncremental, 1, 1), dim("b", "", algIncremental, 8, 1000)}})
+	steps := [][2]float64{
+		{4294967290, 18446744073709551000},
+		{4294967295, 18446744073709551615},
+		{5, 100},   // both wrapped
+		{15, 1100}, // rates again
+	}
+	var got [][]float64
+	for i, s := range steps {
+		out, ok := c.convert(epoch.Add(time.Duration(i)*time.Second), s[:])
+		if ok {
+			got = append(got, append([]float64(nil), out...))
+		}
+	}
+	if len(got) != 3 || got[0][0] != 5 || !math.IsNaN(got[1][0]) || !math.IsNaN(got[1][1]) || got[2][0] != 10 || got[2][1] != 8 {
+		t.Errorf("rates across a wrap = %v, want [5 x] [NaN NaN] [10 8]", got)
+	}
+	for _, row := range got {
+		for _, v := range row {
+			if v < 0 {
+				t.Fatalf("negative rate %v", got)
+			}
+		}
+	}
 }
