@@ -2,6 +2,7 @@ package collect
 
 import (
 	"fmt"
+	"time"
 
 	"peerdns/agent/store"
 )
@@ -148,6 +149,8 @@ type kvColl struct {
 	kv      *kvValues
 	charts  []*kvLive
 	started bool
+	pending []int     // specs not built yet: their keys were missing
+	checked time.Time // when pending was last tried
 }
 
 type kvLive struct {
@@ -207,7 +210,17 @@ func (c *kvColl) collect(tk *tick) error {
 	}
 	if !c.started {
 		c.started = true
+		c.pending = c.pending[:0]
+		for i := range c.specs {
+			c.pending = append(c.pending, i)
+		}
 		c.build()
+		c.checked = tk.now
+	} else if len(c.pending) > 0 && tk.now.Sub(c.checked) >= rescanEvery {
+		// a source that came later (swapon, a module loaded): its charts
+		// appear within rescanEvery
+		c.build()
+		c.checked = tk.now
 	}
 	for _, l := range c.charts {
 		for i, s := range l.slots {
@@ -225,9 +238,11 @@ func (c *kvColl) collect(tk *tick) error {
 	return nil
 }
 
-// build makes the charts whose keys this kernel has.
+// build makes the pending charts whose keys this read has.
 func (c *kvColl) build() {
-	for _, sp := range c.specs {
+	left := c.pending[:0]
+	for _, si := range c.pending {
+		sp := c.specs[si]
 		def := sp.def
 		def.Dims = nil
 		var slots []int
@@ -244,10 +259,12 @@ func (c *kvColl) build() {
 			slots = append(slots, s)
 		}
 		if len(slots) == 0 || sp.always && !c.anySeen(sp.keys) {
+			left = append(left, si)
 			continue
 		}
 		c.charts = append(c.charts, &kvLive{c: newChart(&def), zero: sp.always, slots: slots, raw: make([]float64, len(slots))})
 	}
+	c.pending = left
 }
 
 func (c *kvColl) anySeen(keys []string) bool {

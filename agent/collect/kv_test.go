@@ -227,3 +227,22 @@ func TestCounterWrap(t *testing.T) {
 		}
 	}
 }
+
+// TestKVSourceAppearsLater: swap turned on after the start gets its chart
+// within rescanEvery.
+func TestKVSourceAppearsLater(t *testing.T) {
+	noSwap := "MemTotal: 1000 kB\nMemFree: 500 kB\nCached: 100 kB\nBuffers: 50 kB\nSwapTotal: 0 kB\nSwapFree: 0 kB\n"
+	swap := strings.Replace(strings.Replace(noSwap, "SwapTotal: 0", "SwapTotal: 2048", 1), "SwapFree: 0", "SwapFree: 1024", 1)
+	c := newKVColl("meminfo", meminfoCharts(), &kvSource{path: "meminfo", parse: parseKeyValue, read: fileSeq(noSwap, noSwap, swap)})
+	for _, k := range []string{"MemTotal", "Cached", "SwapTotal", "SwapFree"} {
+		c.kv.slot(k)
+	}
+	c.derive = deriveMeminfo
+	db := storetest.New(t, store.Config{})
+	m := run(t, db, 2, c)
+	if _, ok := db.Chart("system.swap"); ok {
+		t.Fatal("system.swap without swap")
+	}
+	collectAt(m, int(rescanEvery/time.Second)+1)
+	checkPoints(t, db, "system.swap", [][]float64{{1, 1}})
+}
