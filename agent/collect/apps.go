@@ -120,6 +120,7 @@ type proc struct {
 	stat, io *procReader
 	status   *procReader
 	member   [3]int // index in each appSet
+	kernel   bool   // a kernel thread: no I/O accounting, no descriptors
 	have     bool
 	prev     [8]float64 // utime stime minflt majflt rchar wchar read_bytes write_bytes
 	fds      [3]float64 // files sockets pipes (last count)
@@ -360,6 +361,13 @@ func (c *appsColl) newProc(pid int) *proc {
 		p.status.close()
 		p.status = nil
 	}
+	if kernel {
+		// kernel threads (half the processes of a small host) do no
+		// accounted I/O and hold no descriptors: skip those reads
+		p.kernel = true
+		p.io.close()
+		p.io = nil
+	}
 	p.member[0] = c.sets[0].member(appGroup(string(comm), kernel))
 	p.member[1] = c.sets[1].member(idName(c.users, uid))
 	p.member[2] = c.sets[2].member(idName(c.groups, gid))
@@ -437,7 +445,7 @@ func (c *appsColl) update(p *proc, pid int, uptime, dt float64, countFDs bool) {
 			v[amSwap] = statusKiB(sb, "VmSwap:") / 1024
 		}
 	}
-	if countFDs {
+	if countFDs && !p.kernel {
 		p.fds = c.countFDs(pid)
 	}
 	v[amFiles], v[amSockets], v[amPipes] = p.fds[0], p.fds[1], p.fds[2]
