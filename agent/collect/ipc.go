@@ -1,7 +1,9 @@
 package collect
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 
 	"peerdns/agent/store"
 )
@@ -89,6 +91,9 @@ func (c *ipcColl) collect(tk *tick) error {
 		c.bytes.emit(tk, c.raw[:])
 	}
 	if err1 != nil && err2 != nil {
+		if errors.Is(err1, fs.ErrNotExist) && errors.Is(err2, fs.ErrNotExist) {
+			return nil // a kernel without System V IPC: no source
+		}
 		return fmt.Errorf("read /proc/sysvipc: %w", err1)
 	}
 	return nil
