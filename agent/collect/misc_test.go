@@ -148,3 +148,34 @@ func TestTimex(t *testing.T) {
 		t.Errorf("adjtimex on this host: %v", err)
 	}
 }
+
+// TestKeptOpenBudget: readers beyond the budget still read, without
+// keeping their file open.
+func TestKeptOpenBudget(t *testing.T) {
+	before := keptOpen.Load()
+	keptOpen.Add(keptOpenMax) // as if the budget were used up
+	defer keptOpen.Add(-keptOpenMax)
+	r := newProcReader("testdata/linux-6.18/proc/loadavg")
+	for i := 0; i < 2; i++ {
+		b, err := r.read()
+		if err != nil || len(b) == 0 {
+			t.Fatalf("read over budget = %q, %v", b, err)
+		}
+		if r.f != nil {
+			t.Fatal("a reader over budget kept its file open")
+		}
+	}
+	if keptOpen.Load() != before+keptOpenMax {
+		t.Errorf("keptOpen = %d, want %d", keptOpen.Load(), before+keptOpenMax)
+	}
+	r2 := newProcReader("testdata/linux-6.18/proc/uptime")
+	keptOpen.Add(-keptOpenMax)
+	if _, err := r2.read(); err != nil || r2.f == nil {
+		t.Errorf("a reader within budget: err %v, kept %v", err, r2.f != nil)
+	}
+	r2.close()
+	keptOpen.Add(keptOpenMax)
+	if keptOpen.Load() != before+keptOpenMax {
+		t.Errorf("keptOpen after close = %d, want %d", keptOpen.Load(), before+keptOpenMax)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"strconv"
+	"sync/atomic"
 	"syscall"
 )
 
@@ -11,12 +12,25 @@ import (
 // Netdata's procfile it keeps the file open and reads it again from offset
 // 0 each time (the kernel regenerates /proc text on every read), which
 // saves an open and a close per file per second.
+//
+// At most keptOpenMax files are kept open by the whole package (a host
+// with thousands of processes or cgroups would otherwise hold three to
+// eight descriptors for each, against RLIMIT_NOFILE); readers opened
+// beyond that open and close their file on every read.
 type procReader struct {
 	path string
 	f    *os.File
 	fd   int
+	kept bool // counted in keptOpen
 	buf  []byte
 }
+
+// keptOpenMax is the budget of files the package keeps open.
+const keptOpenMax = 2048
+
+// keptOpen counts the files kept open. Collectors run one at a time from
+// the Manager, but tests run several Managers at once.
+var keptOpen atomic.Int64
 
 func newProcReader(path string) *procReader {
 	// Most files are a few hundred bytes (a process's stat, a sysfs
@@ -39,6 +53,11 @@ func (r *procReader) read() ([]byte, error) {
 		}
 		r.f = f
 		r.fd = int(f.Fd())
+		r.kept = keptOpen.Add(1) <= keptOpenMax
+		if !r.kept {
+			keptOpen.Add(-1)
+			defer r.close() // over budget: open and close each time
+		}
 	}
 	r.buf = r.buf[:0]
 	for {
@@ -51,8 +70,7 @@ func (r *procReader) read() ([]byte, error) {
 			continue
 		}
 		if err != nil {
-			r.f.Close() // reopen on the next call (e.g. the file went away)
-			r.f = nil
+			r.close() // reopen on the next call (e.g. the file went away)
 			return nil, &os.PathError{Op: "read", Path: r.path, Err: err}
 		}
 		r.buf = r.buf[:len(r.buf)+n]
@@ -67,6 +85,10 @@ func (r *procReader) close() {
 	if r.f != nil {
 		r.f.Close()
 		r.f = nil
+		if r.kept {
+			keptOpen.Add(-1)
+			r.kept = false
+		}
 	}
 }
 
