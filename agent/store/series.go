@@ -25,22 +25,49 @@ func (a *accum) add(v float64) {
 	a.count++
 }
 
-// chunk holds chunkLen consecutive tier-1 minutes of every dimension of a
-// chart, as parallel arrays indexed d*chunkLen+i. Struct-of-arrays keeps a
-// slot at 14 bytes (three float32 and two uint8) instead of a 40-byte Agg.
+// chunk holds up to chunkLen consecutive tier-1 minutes of every
+// dimension of a chart, as parallel arrays indexed d*stride+i.
+// Struct-of-arrays keeps a slot at 14 bytes (three float32 and two uint8)
+// instead of a 40-byte Agg. The chunk being filled starts with room for
+// firstStride minutes and doubles as minutes come (grow), so it does not
+// hold six hours of empty slots for every dimension from its first
+// minute on; a minute at or beyond stride has no data.
 type chunk struct {
 	min, max, sum []float32
 	count, anom   []uint8
 	packed        []byte // sealed form (pack.go); the arrays are nil then
 	n             int    // slots, when packed
+	stride        int    // minutes per dimension the arrays hold
 }
 
-func newChunk(ndims, chunkLen int) *chunk {
-	n := ndims * chunkLen
+// firstStride is the room in minutes a new chunk starts with.
+const firstStride = 16
+
+func newChunk(ndims, stride int) *chunk {
+	n := ndims * stride
 	return &chunk{
 		min: make([]float32, n), max: make([]float32, n), sum: make([]float32, n),
-		count: make([]uint8, n), anom: make([]uint8, n),
+		count: make([]uint8, n), anom: make([]uint8, n), stride: stride,
 	}
+}
+
+// grow makes room for at least minutes minutes per dimension (at most
+// chunkLen) in a raw chunk.
+func (c *chunk) grow(ndims, minutes, chunkLen int) {
+	if minutes <= c.stride {
+		return
+	}
+	ns := min(chunkLen, max(2*c.stride, minutes))
+	g := newChunk(ndims, ns)
+	for d := 0; d < ndims; d++ {
+		o, n := d*c.stride, d*ns
+		copy(g.min[n:n+c.stride], c.min[o:o+c.stride])
+		copy(g.max[n:n+c.stride], c.max[o:o+c.stride])
+		copy(g.sum[n:n+c.stride], c.sum[o:o+c.stride])
+		copy(g.count[n:n+c.stride], c.count[o:o+c.stride])
+		copy(g.anom[n:n+c.stride], c.anom[o:o+c.stride])
+	}
+	*c = *g
 }
 
 func (c *chunk) bytes() int {
@@ -203,16 +230,17 @@ func (s *series) mergeMinute(minute int64, a []accum) {
 	key := floorDiv(minute, int64(s.chunkLen))
 	c := s.chunks[key]
 	if c == nil {
-		c = newChunk(s.ndims, s.chunkLen)
+		c = newChunk(s.ndims, min(firstStride, s.chunkLen))
 		s.chunks[key] = c
 	}
 	c.unseal() // a late minute for a sealed chunk; sealOld packs it again
 	off := int(minute - key*int64(s.chunkLen))
+	c.grow(s.ndims, off+1, s.chunkLen)
 	for d := range a {
 		if a[d].count == 0 {
 			continue
 		}
-		j := d*s.chunkLen + off
+		j := d*c.stride + off
 		if c.count[j] == 0 {
 			c.min[j], c.max[j], c.sum[j] = float32(a[d].min), float32(a[d].max), float32(a[d].sum)
 		} else {
@@ -323,7 +351,11 @@ func (s *series) tier1Window(w *Window, after, before int64) {
 			for d := 0; d < s.ndims; d++ {
 				row := w.Slots[d]
 				for mm := m; mm <= end; mm++ {
-					j := d*s.chunkLen + int(mm-key*int64(s.chunkLen))
+					off := int(mm - key*int64(s.chunkLen))
+					if off >= c.stride {
+						break // not reached yet: no data
+					}
+					j := d*c.stride + off
 					if c.count[j] > 0 {
 						row[mm-lo] = Agg{Min: float64(c.min[j]), Max: float64(c.max[j]), Sum: float64(c.sum[j]),
 							Count: uint32(c.count[j]), Anomalous: uint32(c.anom[j])}
