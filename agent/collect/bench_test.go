@@ -60,3 +60,26 @@ func BenchmarkCollector(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkTickFixture is one full round on the fixture tree of the
+// reference VM (testdata/linux-6.18): the same work every run, whatever
+// the machine runs, so changes to a parser show here first.
+func BenchmarkTickFixture(b *testing.B) {
+	db := storetest.New(b, store.Config{})
+	m := newManager(db, nil, hostCollectors("testdata/linux-6.18")...)
+	b.Cleanup(m.close)
+	start := time.Now()
+	m.Collect(start.Unix(), start)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		now := start.Add(time.Duration(i+1) * time.Second)
+		m.collect(now.Unix(), now, 100*time.Microsecond)
+	}
+	b.StopTimer()
+	dims := 0
+	for _, c := range db.Charts() {
+		dims += len(c.Dims)
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(max(dims, 1)), "ns/dim")
+}

@@ -6,14 +6,10 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"os"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/shirou/gopsutil/v3/cpu"
-	"github.com/shirou/gopsutil/v3/disk"
-	"github.com/shirou/gopsutil/v3/load"
-	"github.com/shirou/gopsutil/v3/mem"
 
 	"peerdns/agent/store"
 	"peerdns/agent/store/storetest"
@@ -26,6 +22,7 @@ var epoch = time.Unix(1_700_000_000, 0)
 func run(t testing.TB, db *store.DB, n int, cs ...collector) *Manager {
 	t.Helper()
 	m := newManager(db, nil, cs...)
+	t.Cleanup(m.close)
 	for i := 0; i < n; i++ {
 		now := epoch.Add(time.Duration(i) * time.Second)
 		m.Collect(now.Unix(), now)
@@ -124,21 +121,15 @@ func TestChartConvert(t *testing.T) {
 }
 
 func TestCPU(t *testing.T) {
-	samples := [][]cpu.TimesStat{
-		{
-			{CPU: "cpu0", User: 100, System: 50, Idle: 800, Nice: 5, Iowait: 10, Guest: 20},
-			{CPU: "cpu1", User: 10, System: 10, Idle: 100},
-		},
-		{
-			// cpu0: +30 user of which +10 guest, +10 system, +50 idle, +10 iowait → 100
-			{CPU: "cpu0", User: 130, System: 60, Idle: 850, Nice: 5, Iowait: 20, Guest: 30},
-			// cpu1: +25 user, +25 steal, +50 idle → 100
-			{CPU: "cpu1", User: 35, System: 10, Idle: 150, Steal: 25},
-		},
+	// cpu0: +30 user of which +10 guest, +10 system, +50 idle, +10 iowait → 100
+	// cpu1: +25 user, +25 steal, +50 idle → 100
+	texts := []string{
+		"cpu  110 5 60 900 10 0 0 0 20 0\ncpu0 100 5 50 800 10 0 0 0 20 0\ncpu1 10 0 10 100 0 0 0 0 0 0\n",
+		"cpu  165 5 70 1000 20 0 0 25 30 0\ncpu0 130 5 60 850 20 0 0 0 30 0\ncpu1 35 0 10 150 0 0 0 25 0 0\n",
 	}
-	c := newCPU()
+	c := newStat("")
 	i := 0
-	c.read = func() ([]cpu.TimesStat, error) { s := samples[i]; i++; return s, nil }
+	c.read = func() ([]byte, error) { b := texts[i]; i++; return []byte(b), nil }
 	db := storetest.New(t, store.Config{})
 	run(t, db, 2, c)
 	dims := strings.Split("guest_nice,guest,steal,softirq,irq,user,system,nice,iowait,idle", ",")
@@ -151,6 +142,25 @@ func TestCPU(t *testing.T) {
 	if def, _ := db.Chart("system.cpu"); !def.Dims[9].Hidden || def.Dims[0].Hidden {
 		t.Error("idle should be the only hidden dimension")
 	}
+}
+
+func TestCPUOfflineAndBack(t *testing.T) {
+	both := "cpu  2 0 0 2 0 0 0 0 0 0\ncpu0 1 0 0 1 0 0 0 0 0 0\ncpu1 1 0 0 1 0 0 0 0 0 0\nctxt 1\n"
+	one := "cpu  2 0 0 2 0 0 0 0 0 0\ncpu0 1 0 0 1 0 0 0 0 0 0\nctxt 1\n"
+	texts := []string{both, both, one, both, both}
+	c := newStat("")
+	i := 0
+	c.read = func() ([]byte, error) { b := texts[i]; i++; return []byte(b), nil }
+	db := storetest.New(t, store.Config{})
+	m := run(t, db, 3, c)
+	if _, ok := db.Chart("cpu.cpu1"); ok {
+		t.Fatal("cpu.cpu1 still listed after the CPU went offline")
+	}
+	for s := 3; s < 5; s++ {
+		now := epoch.Add(time.Duration(s) * time.Second)
+		m.Collect(now.Unix(), now)
+	}
+	checkPoints(t, db, "cpu.cpu1", [][]float64{{0, 0, 0, 0, 0, 0, 0, 0, 0, 0}})
 }
 
 const procStat1 = `cpu  24235 0 6760 131969 232 0 165 83 0 0
@@ -168,7 +178,7 @@ func TestStat(t *testing.T) {
 	texts := []string{procStat1,
 		strings.NewReplacer("intr 1000", "intr 1600", "ctxt 5000", "ctxt 5250", "processes 300", "processes 303", "procs_running 2", "procs_running 4").Replace(procStat1),
 	}
-	c := newStat()
+	c := newStat("")
 	i := 0
 	c.read = func() ([]byte, error) { b := texts[i]; i++; return []byte(b), nil }
 	db := storetest.New(t, store.Config{})
@@ -182,99 +192,139 @@ func TestStat(t *testing.T) {
 	checkPoints(t, db, "system.ctxt", [][]float64{{250}})
 	checkPoints(t, db, "system.intr", [][]float64{{600}})
 
-	if _, err := parseStat([]byte("ctxt notanumber\n")); err == nil {
+	var s statCounters
+	if err := parseStat(&s, []byte("ctxt notanumber\n")); err == nil {
 		t.Error("parseStat(bad number) = nil error")
 	}
-	if _, err := parseStat([]byte("cpu 1 2 3\n")); err == nil {
-		t.Error("parseStat(no counters) = nil error")
+	if err := parseStat(&s, []byte("cpu 1 2 3\n")); err == nil {
+		t.Error("parseStat(short cpu line, no counters) = nil error")
 	}
-}
-
-func TestMem(t *testing.T) {
-	const mib = 1 << 20
-	vm := &mem.VirtualMemoryStat{Total: 1000 * mib, Free: 400 * mib, Used: 300 * mib, Cached: 250 * mib, Buffers: 50 * mib,
-		Available: 600 * mib, CommittedAS: 700 * mib}
-	c := newMem()
-	c.read = func() (*mem.VirtualMemoryStat, error) { cp := *vm; return &cp, nil }
-	db := storetest.New(t, store.Config{})
-	m := run(t, db, 1, c)
-	checkDef(t, db, "system.ram", "system.ram", "ram", "MiB", "stacked", 200, "free", "used", "cached", "buffers")
-	checkDef(t, db, "mem.available", "mem.available", "system", "MiB", "area", 1010, "MemAvailable")
-	checkPoints(t, db, "system.ram", [][]float64{{400, 300, 250, 50}})
-	checkPoints(t, db, "mem.available", [][]float64{{600}})
-	checkDef(t, db, "mem.committed", "mem.committed", "system", "MiB", "area", 1030, "Committed_AS")
-	checkPoints(t, db, "mem.committed", [][]float64{{700}})
-	if _, ok := db.Chart("system.swap"); ok {
-		t.Error("system.swap registered on a host without swap")
-	}
-	vm.SwapTotal, vm.SwapFree = 100*mib, 75*mib
-	now := epoch.Add(time.Second)
-	m.Collect(now.Unix(), now)
-	checkDef(t, db, "system.swap", "system.swap", "swap", "MiB", "stacked", 201, "free", "used")
-	checkPoints(t, db, "system.swap", [][]float64{{75, 25}})
 }
 
 func TestLoadUptimeEntropy(t *testing.T) {
-	l := newLoad()
-	l.read = func() (*load.AvgStat, error) { return &load.AvgStat{Load1: 0.5, Load5: 1.25, Load15: 2}, nil }
-	u := newUptime()
-	up := uint64(100)
-	u.read = func() (uint64, error) { up++; return up, nil }
-	e := newEntropy()
+	l := newLoad("")
+	l.read = fileSeq("0.50 1.25 2.00 3/245 12345\n")
+	u := newUptime("")
+	u.read = fileSeq("101.25 200.00\n", "102.50 201.00\n")
+	e := newEntropy("")
 	e.read = func() ([]byte, error) { return []byte("256\n"), nil }
 	db := storetest.New(t, store.Config{})
 	run(t, db, 2, l, u, e)
 	checkDef(t, db, "system.load", "system.load", "load", "load", "line", 100, "load1", "load5", "load15")
 	checkPoints(t, db, "system.load", [][]float64{{0.5, 1.25, 2}, {0.5, 1.25, 2}})
-	checkPoints(t, db, "system.uptime", [][]float64{{101}, {102}})
+	checkPoints(t, db, "system.active_processes", [][]float64{{245}, {245}})
+	checkPoints(t, db, "system.uptime", [][]float64{{101.25}, {102.5}})
+	for _, bad := range []string{"", "0.5 1 2", "a b c 1/2", "1 2 3 4"} {
+		if _, _, _, _, err := parseLoadavg([]byte(bad)); err == nil {
+			t.Errorf("parseLoadavg(%q) = nil error", bad)
+		}
+	}
 	checkDef(t, db, "system.entropy", "system.entropy", "entropy", "entropy", "line", 1000, "entropy")
 	checkPoints(t, db, "system.entropy", [][]float64{{256}, {256}})
 }
 
+// diskstats lines: 14 columns (kernel 4.x), 18 (4.18+ discards) and 20 (5.5+ flushes)
+const diskstats1 = `   8       0 sdb 0 0 0 0 1 0 2 0 0 0 0
+ 254       0 vda 100 7 20480 300 50 4 8192 100 2 5000 9000 10 1 80 20 4 8
+ 254       1 vda1 1 0 2048 0 0 0 0 0 0 0 0 0 0 0 0
+   7       0 loop0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0
+   7       1 loop1 1 0 2 0 0 0 0 0 0 0 0 0 0 0 0 0 0
+ 253       0 dm-0 bogus line
+`
+
 func TestDisk(t *testing.T) {
-	samples := []map[string]disk.IOCountersStat{
-		{
-			"vda":   {ReadBytes: 10 << 20, WriteBytes: 4 << 20, ReadCount: 100, WriteCount: 50, IoTime: 5000},
-			"vda1":  {ReadBytes: 1 << 20, ReadCount: 1}, // a partition: not in /sys/block
-			"sdb":   {ReadBytes: 0, WriteBytes: 1 << 10, ReadCount: 0, WriteCount: 1},
-			"loop0": {ReadBytes: 1 << 10, ReadCount: 1},
-		},
-		{
-			"vda":   {ReadBytes: 10<<20 + 2048, WriteBytes: 4<<20 + 4096, ReadCount: 110, WriteCount: 53, IoTime: 5250},
-			"vda1":  {ReadBytes: 2 << 20, ReadCount: 2},
-			"sdb":   {ReadBytes: 1024, WriteBytes: 1 << 10, ReadCount: 1, WriteCount: 1},
-			"loop0": {ReadBytes: 1 << 10, ReadCount: 1},
-		},
+	// vda: +10 reads of 4 KiB in 40 ms, +3 writes of 8 KiB in 30 ms, 250 ms busy,
+	// +2 discards (+8 sectors) in 10 ms, +2 flushes in 6 ms; sdb: +1 read
+	diskstats2 := strings.NewReplacer(
+		"vda 100 7 20480 300 50 4 8192 100 2 5000 9000 10 1 80 20 4 8", "vda 110 9 20560 340 53 4 8240 130 1 5250 9400 12 1 88 30 6 14",
+		"sdb 0 0 0 0 1 0 2 0", "sdb 1 0 2 0 1 0 2 0",
+	).Replace(diskstats1)
+	root := t.TempDir()
+	for _, d := range []string{"sys/block/vda", "sys/block/sdb", "sys/block/loop0", "sys/block/loop1",
+		"sys/devices/virtual/block/loop0", "sys/devices/virtual/block/loop1", "proc/self"} {
+		if err := os.MkdirAll(root+"/"+d, 0o755); err != nil {
+			t.Fatal(err)
+		}
 	}
-	c := newDisk()
-	i := 0
-	c.readStats = func() (map[string]disk.IOCountersStat, error) { s := samples[i]; i++; return s, nil }
-	c.readBlock = func() ([]string, error) { return []string{"vda", "sdb", "loop0"}, nil }
-	c.readMounts = func() ([]disk.PartitionStat, error) {
-		return []disk.PartitionStat{{Device: "/dev/vda", Mountpoint: "/"}, {Device: "tmpfs", Mountpoint: "/dev/shm"}}, nil
+	if err := os.WriteFile(root+"/proc/self/mounts", []byte("/dev/vda / ext4 rw 0 0\ntmpfs /dev/shm tmpfs rw 0 0\n"), 0o644); err != nil {
+		t.Fatal(err)
 	}
+	c := newDisk(root)
+	c.read = fileSeq(diskstats1, diskstats2)
 	db := storetest.New(t, store.Config{})
 	run(t, db, 2, c)
 	checkDef(t, db, "disk.vda", "disk.io", "/", "KiB/s", "area", 2000, "reads", "writes")
 	checkDef(t, db, "disk_ops.sdb", "disk.ops", "sdb", "operations/s", "line", 2010, "reads", "writes")
 	checkDef(t, db, "system.io", "system.io", "disk", "KiB/s", "area", 150, "in", "out")
-	checkPoints(t, db, "disk.vda", [][]float64{{2, -4}})
+	checkPoints(t, db, "disk.vda", [][]float64{{40, -24}})
 	checkPoints(t, db, "disk_ops.vda", [][]float64{{10, -3}})
+	checkPoints(t, db, "disk_mops.vda", [][]float64{{2, 0}})
+	checkPoints(t, db, "disk_qops.vda", [][]float64{{2}, {1}})
+	checkPoints(t, db, "disk_backlog.vda", [][]float64{{40}})
+	checkPoints(t, db, "disk_busy.vda", [][]float64{{250}})
 	checkDef(t, db, "disk_util.vda", "disk.util", "/", "% of time working", "area", 2040, "utilization")
 	checkPoints(t, db, "disk_util.vda", [][]float64{{25}}) // 250 ms busy in 1 s
+	checkPoints(t, db, "disk_await.vda", [][]float64{{4, -10}})
+	checkPoints(t, db, "disk_avgsz.vda", [][]float64{{4, -8}})
+	checkPoints(t, db, "disk_svctm.vda", [][]float64{{250.0 / 13}})
+	checkPoints(t, db, "disk_iotime.vda", [][]float64{{40, -30}})
+	checkPoints(t, db, "disk_ext.vda", [][]float64{{4}})
+	checkPoints(t, db, "disk_ext_ops.vda", [][]float64{{2, -2}})
+	checkPoints(t, db, "disk_ext_await.vda", [][]float64{{5, -3}})
+	checkPoints(t, db, "disk_ext_avgsz.vda", [][]float64{{2}})
 	checkPoints(t, db, "disk.sdb", [][]float64{{1, 0}})
-	checkPoints(t, db, "disk.loop0", [][]float64{{0, 0}})
-	checkPoints(t, db, "system.io", [][]float64{{3, -4}})
-	if _, ok := db.Chart("disk.vda1"); ok {
-		t.Error("partition vda1 got a chart")
+	if _, ok := db.Chart("disk_ext.sdb"); ok {
+		t.Error("disk_ext.sdb on a kernel line without discard columns")
 	}
+	checkPoints(t, db, "disk.loop1", [][]float64{{0, 0}})
+	checkPoints(t, db, "system.io", [][]float64{{41, -24}})
+	for _, id := range []string{"disk.vda1", "disk.loop0", "disk.dm-0"} {
+		if _, ok := db.Chart(id); ok {
+			t.Errorf("%s got a chart", id)
+		}
+	}
+}
+
+func TestDiskGoneAndBack(t *testing.T) {
+	root := "testdata/linux-6.18"
+	full, err := os.ReadFile(root + "/proc/diskstats")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var without []byte
+	for _, l := range strings.SplitAfter(string(full), "\n") {
+		if !strings.Contains(l, " vda ") {
+			without = append(without, l...)
+		}
+	}
+	c := newDisk(root)
+	c.read = fileSeq(string(full), string(full), string(without), string(full), string(full))
+	db := storetest.New(t, store.Config{})
+	m := run(t, db, 3, c)
+	if _, ok := db.Chart("disk.vda"); ok {
+		t.Fatal("disk.vda listed after the disk went away")
+	}
+	for s := 3; s < 5; s++ {
+		now := epoch.Add(time.Duration(s) * time.Second)
+		m.Collect(now.Unix(), now)
+	}
+	checkPoints(t, db, "disk.vda", [][]float64{{0, 0}})
+	checkDef(t, db, "disk.vda", "disk.io", "/", "KiB/s", "area", 2000, "reads", "writes")
+}
+
+func FuzzParseDiskstats(f *testing.F) {
+	f.Add([]byte(diskstats1))
+	f.Add([]byte("1 2 x 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		_, _, _ = parseDiskstats(nil, nil, b)
+	})
 }
 
 func TestDiskSpace(t *testing.T) {
 	const gib = 1 << 30
-	c := newDiskSpace()
-	c.readMounts = func() ([]disk.PartitionStat, error) {
-		return []disk.PartitionStat{
+	c := newDiskSpace("")
+	c.readMounts = func() ([]mountEntry, error) {
+		return []mountEntry{
 			{Mountpoint: "/", Fstype: "ext4"}, {Mountpoint: "/dev/shm", Fstype: "tmpfs"},
 			{Mountpoint: "/proc", Fstype: "proc"}, {Mountpoint: "/sys/fs/cgroup", Fstype: "cgroup2"},
 			{Mountpoint: "/run/user/1000/gvfs", Fstype: "fuse.gvfsd-fuse"}, {Mountpoint: "/cg", Fstype: "cgroup2"},
@@ -282,17 +332,20 @@ func TestDiskSpace(t *testing.T) {
 		}, nil
 	}
 	asked := map[string]int{}
-	c.usage = func(p string) (*disk.UsageStat, error) {
+	c.usage = func(p string, u *spaceUsage) error {
 		asked[p]++
 		switch p {
 		case "/":
-			return &disk.UsageStat{Total: 100 * gib, Free: 60 * gib, Used: 35 * gib, InodesTotal: 1000, InodesFree: 900, InodesUsed: 100}, nil
+			*u = spaceUsage{Total: 100 * gib, Free: 60 * gib, Used: 35 * gib, InodesTotal: 1000, InodesFree: 900, InodesUsed: 100}
+			return nil
 		case "/dev/shm":
-			return &disk.UsageStat{Total: 2 * gib, Free: 2 * gib}, nil
+			*u = spaceUsage{Total: 2 * gib, Free: 2 * gib}
+			return nil
 		case "/cg":
-			return &disk.UsageStat{}, nil
+			*u = spaceUsage{}
+			return nil
 		}
-		return nil, errors.New("permission denied")
+		return errors.New("permission denied")
 	}
 	db := storetest.New(t, store.Config{})
 	run(t, db, 2, c)
@@ -332,7 +385,7 @@ func TestNet(t *testing.T) {
 		fmt.Sprintf(netDev, 1000, 10000, 100, 5, 2000, 50, 500),
 		fmt.Sprintf(netDev, 9000, 12000, 110, 6, 2500, 60, 1500),
 	}
-	c := newNet()
+	c := newNet("testdata/linux-6.18") // for /sys/class/net
 	i := 0
 	c.read = func() ([]byte, error) { b := texts[i]; i++; return []byte(b), nil }
 	c.isVirtual = func(iface string) bool { return iface != "eth0" }
@@ -345,30 +398,79 @@ func TestNet(t *testing.T) {
 	checkPoints(t, db, "net_packets.eth0", [][]float64{{10, -10, 1}})
 	checkPoints(t, db, "net.veth1", [][]float64{{8, 0}})
 	checkPoints(t, db, "system.net", [][]float64{{16, -4}}) // physical only
-	for _, id := range []string{"net.lo", "net.ifb0"} {
+	if _, ok := db.Chart("net.lo"); ok {
+		t.Error("net.lo registered")
+	}
+	checkPoints(t, db, "net.ifb0", [][]float64{{0, 0}})
+	checkPoints(t, db, "net_operstate.eth0", [][]float64{{1, 0, 0, 0, 0, 0, 0}, {1, 0, 0, 0, 0, 0, 0}})
+	checkPoints(t, db, "net_operstate.ifb0", [][]float64{{0, 1, 0, 0, 0, 0, 0}, {0, 1, 0, 0, 0, 0, 0}})
+	checkPoints(t, db, "net_duplex.eth0", [][]float64{{0, 0, 1}, {0, 0, 1}})
+	checkPoints(t, db, "net_speed.eth0", [][]float64{{0}, {0}}) // -1: unknown
+	checkPoints(t, db, "net_mtu.eth0", [][]float64{{1400}, {1400}})
+	checkPoints(t, db, "net_carrier.eth0", [][]float64{{1, 0}, {1, 0}})
+	for _, id := range []string{"net_carrier.ifb0", "net_speed.ifb0"} { // no such file while down
 		if _, ok := db.Chart(id); ok {
 			t.Errorf("%s registered", id)
 		}
 	}
-	if _, err := parseNetDev(nil, []byte("eth0: 1 2 3\n")); err == nil {
+	if _, err := parseNetDev(nil, []byte("eth0: 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15\n")); err == nil {
 		t.Error("parseNetDev(short line) = nil error")
+	}
+}
+
+func TestNetInterfaceGoneAndBack(t *testing.T) {
+	with := fmt.Sprintf(netDev, 1, 1000, 10, 0, 500, 5, 0)
+	without := strings.Replace(with, " veth1:", " vethX:", 1)
+	c := newNet("testdata/linux-6.18")
+	c.read = fileSeq(with, with, without, with, with)
+	c.isVirtual = func(iface string) bool { return iface != "eth0" }
+	db := storetest.New(t, store.Config{})
+	m := run(t, db, 3, c)
+	if _, ok := db.Chart("net.veth1"); ok {
+		t.Fatal("net.veth1 listed after the interface went away")
+	}
+	for s := 3; s < 5; s++ {
+		now := epoch.Add(time.Duration(s) * time.Second)
+		m.Collect(now.Unix(), now)
+	}
+	checkPoints(t, db, "net.veth1", [][]float64{{0, 0}})
+}
+
+func TestNetCap(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("h1\nh2\n")
+	for i := 0; i < 10000; i++ {
+		fmt.Fprintf(&b, "veth%d: 1 1 0 0 0 0 0 0 1 1 0 0 0 0 0 0\n", i)
+	}
+	var logs testutil.LogBuffer
+	c := newNet(t.TempDir())
+	c.read = fileSeq(b.String())
+	c.isVirtual = func(string) bool { return true }
+	db := storetest.New(t, store.Config{})
+	m := newManager(db, slog.New(slog.NewTextHandler(&logs, nil)), c)
+	m.Collect(epoch.Unix(), epoch)
+	if len(c.charts) != maxInstances {
+		t.Errorf("%d interfaces charted, want the cap %d", len(c.charts), maxInstances)
+	}
+	if n := strings.Count(logs.String(), "too many instances"); n != 1 {
+		t.Errorf("%d cap log lines, want 1:\n%s", n, logs.String())
 	}
 }
 
 func TestFailingCollectorLogsOnceAndOthersGoOn(t *testing.T) {
 	var logs testutil.LogBuffer
 	log := slog.New(slog.NewTextHandler(&logs, nil))
-	l := newLoad()
+	l := newLoad("")
 	fail := true
 	calls := 0
-	l.read = func() (*load.AvgStat, error) {
+	l.read = func() ([]byte, error) {
 		calls++
 		if fail {
 			return nil, errors.New("no loadavg")
 		}
-		return &load.AvgStat{Load1: 1}, nil
+		return []byte("1.00 0.00 0.00 1/10 5\n"), nil
 	}
-	e := newEntropy()
+	e := newEntropy("")
 	e.read = func() ([]byte, error) { return []byte("100"), nil }
 	db := storetest.New(t, store.Config{})
 	m := newManager(db, log, l, e)
@@ -456,7 +558,7 @@ func hostHasTraffic(t *testing.T) bool {
 		t.Fatalf("this host's /proc/net/dev: %v", err)
 	}
 	for _, i := range ifs {
-		if i.name != "lo" && i.rxBytes+i.txBytes > 0 {
+		if i.name != "lo" && i.v[0]+i.v[8] > 0 {
 			return true
 		}
 	}
@@ -467,8 +569,9 @@ func FuzzParseStat(f *testing.F) {
 	f.Add([]byte(procStat1))
 	f.Add([]byte("intr\nctxt 1 2\n"))
 	f.Add([]byte("processes -1\n"))
+	var s statCounters
 	f.Fuzz(func(t *testing.T, b []byte) {
-		parseStat(b)
+		_ = parseStat(&s, b)
 	})
 }
 

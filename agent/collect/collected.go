@@ -13,8 +13,8 @@ import (
 // system.net sum the devices' rates) have no collected values of their own
 // and are not recorded.
 type collectedPoints struct {
-	mu sync.RWMutex // guards m; the slices in it are never changed after store
-	m  map[string]collectedPoint
+	mu sync.RWMutex // guards m and the points in it
+	m  map[string]*collectedPoint
 }
 
 type collectedPoint struct {
@@ -22,23 +22,33 @@ type collectedPoint struct {
 	vals []float64
 }
 
+// record copies raw (the collector's buffer) into the chart's own point:
+// no allocation once a chart has been seen (TestCollectAllocs).
 func (c *collectedPoints) record(chartID string, at time.Time, raw []float64) {
-	vals := append([]float64(nil), raw...) // raw is the collector's buffer
 	c.mu.Lock()
-	if c.m == nil {
-		c.m = map[string]collectedPoint{}
+	p := c.m[chartID]
+	if p == nil {
+		if c.m == nil {
+			c.m = map[string]*collectedPoint{}
+		}
+		p = &collectedPoint{}
+		c.m[chartID] = p
 	}
-	c.m[chartID] = collectedPoint{at: at, vals: vals}
+	p.at = at
+	p.vals = append(p.vals[:0], raw...)
 	c.mu.Unlock()
 }
 
-// Collected returns the newest collected values of a chart in dimension
-// order and when they were read. The slice must not be changed.
+// Collected returns a copy of the newest collected values of a chart in
+// dimension order and when they were read.
 func (m *Manager) Collected(chartID string) (time.Time, []float64, bool) {
 	m.raw.mu.RLock()
+	defer m.raw.mu.RUnlock()
 	p, ok := m.raw.m[chartID]
-	m.raw.mu.RUnlock()
-	return p.at, p.vals, ok
+	if !ok {
+		return time.Time{}, nil, false
+	}
+	return p.at, append([]float64(nil), p.vals...), true
 }
 
 // collected records what a collector read for def this tick.

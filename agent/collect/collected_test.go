@@ -4,22 +4,21 @@ import (
 	"testing"
 	"time"
 
-	"github.com/shirou/gopsutil/v3/cpu"
-
 	"peerdns/agent/store"
 	"peerdns/agent/store/storetest"
 )
 
 // TestCollectedKeepsRawValues: the values a chart was collected with (here
-// CPU jiffies) are kept beside the converted points, newest read only.
+// CPU jiffies, as /proc/stat has them) are kept beside the converted
+// points, newest read only.
 func TestCollectedKeepsRawValues(t *testing.T) {
-	samples := [][]cpu.TimesStat{
-		{{CPU: "cpu0", User: 100, System: 50, Idle: 800}},
-		{{CPU: "cpu0", User: 130, System: 60, Idle: 850, Iowait: 20}},
+	texts := []string{
+		"cpu  100 0 50 800 0 0 0 0 0 0\ncpu0 100 0 50 800 0 0 0 0 0 0\n",
+		"cpu  130 0 60 850 20 0 0 0 0 0\ncpu0 130 0 60 850 20 0 0 0 0 0\n",
 	}
-	c := newCPU()
+	c := newStat("")
 	i := 0
-	c.read = func() ([]cpu.TimesStat, error) { s := samples[i]; i++; return s, nil }
+	c.read = func() ([]byte, error) { b := texts[i]; i++; return []byte(b), nil }
 	db := storetest.New(t, store.Config{})
 	m := run(t, db, 2, c)
 	at, vals, ok := m.Collected("cpu.cpu0")
@@ -30,9 +29,8 @@ func TestCollectedKeepsRawValues(t *testing.T) {
 		t.Errorf("collected at %v, want the second tick %v", at, epoch.Add(time.Second))
 	}
 	// dims: guest_nice guest steal softirq irq user system nice iowait idle
-	// gopsutil reports seconds; collected values are jiffies (1/100 s).
-	if vals[9] != 85000 || vals[6] != 6000 || vals[8] != 2000 {
-		t.Errorf("collected = %v, want the second sample's jiffies (idle 85000, system 6000, iowait 2000)", vals)
+	if vals[9] != 850 || vals[6] != 60 || vals[8] != 20 || vals[5] != 130 {
+		t.Errorf("collected = %v, want the second sample's jiffies (idle 850, system 60, iowait 20, user 130)", vals)
 	}
 	if _, _, ok := m.Collected("no.such"); ok {
 		t.Error("a chart never collected has collected values")

@@ -1,15 +1,6 @@
 package collect
 
-import (
-	"fmt"
-	"math"
-	"strconv"
-	"strings"
-
-	"github.com/shirou/gopsutil/v3/cpu"
-
-	"peerdns/agent/store"
-)
+import "peerdns/agent/store"
 
 // cpuDims are Netdata's system.cpu / cpu.cpuN dimensions, in its order;
 // idle is hidden (it shows only in allmetrics).
@@ -31,15 +22,7 @@ func cpuDef(id, context, family, title string, prio int) *store.ChartDef {
 	return def
 }
 
-// cpuColl reads the per-CPU jiffies of /proc/stat (gopsutil) and stores
-// system.cpu (their sum, which is what the kernel's "cpu" line is) and
-// cpu.cpuN as percentages of the time that passed.
-type cpuColl struct {
-	read  func() ([]cpu.TimesStat, error)
-	total cpuRow
-	cores map[string]*cpuRow
-}
-
+// cpuRow is one CPU line's chart and its previous jiffies.
 type cpuRow struct {
 	def  *store.ChartDef
 	prev [10]float64
@@ -47,66 +30,13 @@ type cpuRow struct {
 	out  []float64
 }
 
-func newCPU() *cpuColl {
-	return &cpuColl{read: func() ([]cpu.TimesStat, error) { return cpu.Times(true) }}
-}
-
-func (c *cpuColl) name() string { return "cpu" }
-
-// cpuFields returns a row in cpuDims order. /proc/stat counts guest time
-// inside user (and guest_nice inside nice); Netdata subtracts it so the
-// stacked chart does not count it twice.
-func cpuFields(t cpu.TimesStat) [10]float64 {
-	user := math.Max(t.User-t.Guest, 0)
-	nice := math.Max(t.Nice-t.GuestNice, 0)
-	return [10]float64{t.GuestNice, t.Guest, t.Steal, t.Softirq, t.Irq, user, t.System, nice, t.Iowait, t.Idle}
-}
-
-func (c *cpuColl) collect(tk *tick) error {
-	times, err := c.read()
-	if err != nil {
-		return fmt.Errorf("read cpu times: %w", err)
-	}
-	if len(times) == 0 {
-		return fmt.Errorf("read cpu times: no cpu lines in /proc/stat")
-	}
-	if c.total.def == nil {
-		c.total.def = cpuDef("system.cpu", "system.cpu", "cpu", "Total CPU utilization", 100)
-		c.cores = map[string]*cpuRow{}
-	}
-	var sum [10]float64
-	for _, t := range times {
-		f := cpuFields(t)
-		for i := range sum {
-			sum[i] += f[i]
-		}
-		row := c.cores[t.CPU]
-		if row == nil {
-			n, err := strconv.Atoi(strings.TrimPrefix(t.CPU, "cpu"))
-			if err != nil {
-				continue
-			}
-			row = &cpuRow{def: cpuDef("cpu."+t.CPU, "cpu.cpu", "utilization", "Core utilization", 1001+n)}
-			c.cores[t.CPU] = row
-		}
-		row.update(tk, f)
-	}
-	c.total.update(tk, sum)
-	return nil
-}
-
 // update stores each dimension's share of the row's increase since the
 // previous read, in percent.
 func (r *cpuRow) update(tk *tick, f [10]float64) {
 	prev, had := r.prev, r.have
 	r.prev, r.have = f, true
-	// as-collected shows jiffies, as Netdata does; gopsutil gives seconds
-	// (USER_HZ, fixed at 100 for userspace).
-	var jiffies [10]float64
-	for i, v := range f {
-		jiffies[i] = math.Round(v * 100)
-	}
-	tk.collected(r.def.ID, jiffies[:])
+	// as-collected shows the jiffies as read, as Netdata does.
+	tk.collected(r.def.ID, f[:])
 	if !had {
 		return
 	}

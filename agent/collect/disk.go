@@ -1,12 +1,10 @@
 package collect
 
 import (
+	"bytes"
 	"fmt"
 	"os"
-	"sort"
 	"time"
-
-	"github.com/shirou/gopsutil/v3/disk"
 
 	"peerdns/agent/store"
 )
@@ -14,70 +12,135 @@ import (
 // rescanEvery is how often the disk and mount lists are read again.
 const rescanEvery = 30 * time.Second
 
-// diskColl stores disk.<dev> (KiB/s), disk_ops.<dev> (operations/s) and
-// disk_util.<dev> (% of time busy) for
-// every whole disk (the names in /sys/block) that has had any I/O, as
-// Netdata's "auto" mode does, and system.io, the sum over those disks.
-// Writes are negative, as in Netdata. The family is the disk's mount point
-// when the disk itself is mounted, else its name.
+// diskstats columns after major, minor and name (kernel
+// Documentation/admin-guide/iostats.rst). Kernels before 4.18 print the
+// first 11, 4.18 adds 4 discard columns, 5.5 adds 2 flush columns.
+const (
+	dsReads, dsRMerged, dsRSectors, dsRMs        = 0, 1, 2, 3
+	dsWrites, dsWMerged, dsWSectors, dsWMs       = 4, 5, 6, 7
+	dsInFlight, dsIOTicks, dsWeighted            = 8, 9, 10
+	dsDiscards, dsDMerged, dsDSectors, dsDMs     = 11, 12, 13, 14
+	dsFlushes, dsFMs                             = 15, 16
+	dsColumns                                    = 17
+	dsBase, dsWithDiscards, dsWithFlushes    int = 11, 15, 17
+)
+
+type diskLine struct {
+	name string
+	n    int // columns the kernel printed
+	v    [dsColumns]float64
+}
+
+// parseDiskstats parses /proc/diskstats into dst (reused).
+func parseDiskstats(dst []diskLine, fs [][]byte, b []byte) ([]diskLine, [][]byte, error) {
+	n := 0
+	for len(b) > 0 {
+		var line []byte
+		line, b = nextLine(b)
+		fs = fields(fs[:0], line)
+		if len(fs) < 3+dsBase {
+			continue // malformed or a kernel before 2.6.25: skip
+		}
+		if n == len(dst) {
+			dst = append(dst, diskLine{})
+		}
+		d := &dst[n]
+		if d.name != string(fs[2]) {
+			d.name = string(fs[2])
+		}
+		d.n = min(len(fs)-3, dsColumns)
+		ok := true
+		for i := 0; i < d.n; i++ {
+			v, good := parseNum(fs[3+i])
+			if !good {
+				ok = false
+				break
+			}
+			d.v[i] = v
+		}
+		if ok {
+			n++
+		}
+	}
+	if n == 0 {
+		return dst[:0], fs, errNoValues
+	}
+	return dst[:n], fs, nil
+}
+
+// diskColl stores Netdata's per-disk charts from /proc/diskstats for every
+// whole disk (a name in /sys/block; partitions are left out, as Netdata's
+// default does): disk, disk_ops, disk_mops, disk_qops, disk_backlog,
+// disk_busy, disk_util, disk_await, disk_avgsz, disk_svctm, disk_iotime,
+// and on kernels 4.18+ the disk_ext_* discard charts (flushes from 5.5),
+// plus system.io, the sum over the disks. Physical disks are charted
+// from the start; virtual ones (under /sys/devices/virtual/block: loop,
+// zram, dm) once they have done any I/O, which is Netdata's "auto" for
+// them. The family is the disk's mount point when the disk itself is
+// mounted, else its name. Disks that go away lose their charts.
 type diskColl struct {
-	readStats  func() (map[string]disk.IOCountersStat, error)
-	readBlock  func() ([]string, error)
-	readMounts func() ([]disk.PartitionStat, error)
+	root string
+	read func() ([]byte, error)
+	done func()
 
-	whole    map[string]bool
-	family   map[string]string
-	scanned  time.Time
-	disks    map[string]*diskCharts
-	io       *chart
-	names    []string
-	raw, sum [2]float64
+	lines   []diskLine
+	fs      [][]byte
+	whole   map[string]bool
+	virtual map[string]bool
+	family  map[string]string
+	scanned time.Time
+	disks   map[string]*diskCharts
+	seen    map[string]bool
+	io      *chart
+	sum     [2]float64
 }
 
-type diskCharts struct{ io, ops, util *chart }
-
-func newDisk() *diskColl {
-	return &diskColl{
-		readStats:  func() (map[string]disk.IOCountersStat, error) { return disk.IOCounters() },
-		readBlock:  readSysBlock,
-		readMounts: func() ([]disk.PartitionStat, error) { return disk.Partitions(false) },
-		disks:      map[string]*diskCharts{},
-	}
+type diskCharts struct {
+	io, ops, mops, qops, backlog, busy, util, iotime *chart
+	await, avgsz, svctm                              *chart
+	extIO, extOps, extMops, extIOTime                *chart
+	extAwait, extAvgsz                               *chart
+	prev                                             [dsColumns]float64
+	have                                             bool
+	n                                                int
 }
 
-func readSysBlock() ([]string, error) {
-	es, err := os.ReadDir("/sys/block")
-	if err != nil {
-		return nil, err
-	}
-	names := make([]string, 0, len(es))
-	for _, e := range es {
-		names = append(names, e.Name())
-	}
-	return names, nil
+func newDisk(root string) *diskColl {
+	r := newProcReader(root + "/proc/diskstats")
+	return &diskColl{root: root, read: r.read, done: r.close, disks: map[string]*diskCharts{}, seen: map[string]bool{}}
 }
 
 func (c *diskColl) name() string { return "disk" }
+
+func (c *diskColl) close() {
+	if c.done != nil {
+		c.done()
+	}
+}
 
 func (c *diskColl) rescan(now time.Time) {
 	if c.whole != nil && now.Sub(c.scanned) < rescanEvery {
 		return
 	}
 	c.scanned = now
-	if names, err := c.readBlock(); err == nil {
-		c.whole = map[string]bool{}
-		for _, n := range names {
-			c.whole[n] = true
+	c.whole, c.virtual, c.family = map[string]bool{}, map[string]bool{}, map[string]string{}
+	if es, err := os.ReadDir(c.root + "/sys/block"); err == nil {
+		for _, e := range es {
+			c.whole[e.Name()] = true
+			if _, err := os.Stat(c.root + "/sys/devices/virtual/block/" + e.Name()); err == nil {
+				c.virtual[e.Name()] = true
+			}
 		}
-	} else if c.whole == nil {
-		c.whole = map[string]bool{} // no /sys: every device in diskstats counts
 	}
-	c.family = map[string]string{}
-	if ms, err := c.readMounts(); err == nil {
-		for _, m := range ms {
-			if len(m.Device) > 5 && m.Device[:5] == "/dev/" {
-				if _, dup := c.family[m.Device[5:]]; !dup {
-					c.family[m.Device[5:]] = m.Mountpoint
+	if b, err := os.ReadFile(c.root + "/proc/self/mounts"); err == nil {
+		for len(b) > 0 {
+			var line []byte
+			line, b = nextLine(b)
+			dev, rest := firstField(line)
+			mp, _ := firstField(rest)
+			if bytes.HasPrefix(dev, []byte("/dev/")) {
+				if _, dup := c.family[string(dev[5:])]; !dup {
+					c.family[string(dev[5:])] = unescapeMount(string(mp))
 				}
 			}
 		}
@@ -85,9 +148,13 @@ func (c *diskColl) rescan(now time.Time) {
 }
 
 func (c *diskColl) collect(tk *tick) error {
-	stats, err := c.readStats()
+	b, err := c.read()
 	if err != nil {
 		return fmt.Errorf("read /proc/diskstats: %w", err)
+	}
+	c.lines, c.fs, err = parseDiskstats(c.lines, c.fs, b)
+	if err != nil {
+		return fmt.Errorf("/proc/diskstats: %w", err)
 	}
 	c.rescan(tk.now)
 	if c.io == nil {
@@ -98,43 +165,47 @@ func (c *diskColl) collect(tk *tick) error {
 			Dims: []store.DimDef{dim("in", "", algIncremental, 1, 1), dim("out", "", algIncremental, -1, 1)},
 		})
 	}
-	c.names = c.names[:0]
-	for n := range stats {
-		if len(c.whole) == 0 || c.whole[n] {
-			c.names = append(c.names, n)
-		}
-	}
-	sort.Strings(c.names)
 	c.sum = [2]float64{}
 	rated := false
-	for _, n := range c.names {
-		s := stats[n]
-		dc := c.disks[n]
-		fam := c.family[n]
+	clear(c.seen)
+	for i := range c.lines {
+		l := &c.lines[i]
+		if len(c.whole) > 0 && !c.whole[l.name] {
+			continue
+		}
+		dc := c.disks[l.name]
+		fam := c.family[l.name]
 		if fam == "" {
-			fam = n
+			fam = l.name
 		}
-		if dc == nil || dc.io.def.Family != fam {
-			dc = c.newDisk(n, fam, dc)
-			c.disks[n] = dc
+		if dc == nil || dc.io.def.Family != fam || dc.n != l.n {
+			if dc == nil && c.virtual[l.name] && l.v[dsReads]+l.v[dsWrites] == 0 {
+				continue // an idle virtual disk (an unused loop device)
+			}
+			if dc == nil && len(c.disks) >= maxInstances {
+				tk.capped("disk", "disks")
+				continue
+			}
+			if dc != nil {
+				dc.remove(tk)
+			}
+			dc = newDiskCharts(l.name, fam, l.n)
+			c.disks[l.name] = dc
 		}
-		c.raw = [2]float64{float64(s.ReadBytes), float64(s.WriteBytes)}
-		tk.collected(dc.io.def.ID, c.raw[:])
-		if out, ok := dc.io.convert(tk.now, c.raw[:]); ok {
-			tk.put(dc.io.def, out)
+		c.seen[l.name] = true
+		if out, ok := dc.update(tk, l); ok {
 			// system.io sums the disks' rates (not the rate of a sum, so a
 			// disk appearing does not look like a burst).
-			if out[0] == out[0] && out[1] == out[1] {
-				c.sum[0] += out[0]
-				c.sum[1] += out[1]
-				rated = true
-			}
+			c.sum[0] += out[0]
+			c.sum[1] += out[1]
+			rated = true
 		}
-		c.raw = [2]float64{float64(s.ReadCount), float64(s.WriteCount)}
-		dc.ops.emit(tk, c.raw[:])
-		// io_time is milliseconds spent doing I/O: ms per s / 10 = percent.
-		c.raw[0] = float64(s.IoTime)
-		dc.util.emit(tk, c.raw[:1])
+	}
+	for name, dc := range c.disks {
+		if !c.seen[name] {
+			dc.remove(tk)
+			delete(c.disks, name)
+		}
 	}
 	if rated {
 		tk.put(c.io.def, c.sum[:])
@@ -142,31 +213,152 @@ func (c *diskColl) collect(tk *tick) error {
 	return nil
 }
 
-// newDisk builds the charts of one disk, keeping the counters of old (a
-// family change after a mount must not cost a sample).
-func (c *diskColl) newDisk(dev, family string, old *diskCharts) *diskCharts {
-	mk := func(typ, context, title, units, chartType string, prio int, mul int64, div int64) *chart {
-		return newChart(&store.ChartDef{
-			ID: typ + "." + dev, Context: context, Family: family, Title: title, Units: units, ChartType: chartType,
-			Plugin: "proc.plugin", Module: "/proc/diskstats", Priority: prio, UpdateEvery: 1,
-			Dims: []store.DimDef{
-				dim("reads", "", algIncremental, mul, div), dim("writes", "", algIncremental, -mul, div),
-			},
-		})
+// update stores the disk's charts; it returns disk.io's values for
+// system.io.
+func (dc *diskCharts) update(tk *tick, l *diskLine) ([]float64, bool) {
+	v := &l.v
+	var raw [2]float64
+	emit := func(c *chart, a, b float64) {
+		raw[0], raw[1] = a, b
+		c.emit(tk, raw[:len(c.def.Dims)])
 	}
-	dc := &diskCharts{
-		io:  mk("disk", "disk.io", "Disk I/O Bandwidth", "KiB/s", "area", 2000, 1, 1024),
-		ops: mk("disk_ops", "disk.ops", "Disk Completed I/O Operations", "operations/s", "line", 2010, 1, 1),
-		util: newChart(&store.ChartDef{
-			ID: "disk_util." + dev, Context: "disk.util", Family: family, Title: "Disk Utilization Time",
-			Units: "% of time working", ChartType: "area", Plugin: "proc.plugin", Module: "/proc/diskstats",
-			Priority: 2040, UpdateEvery: 1, Dims: []store.DimDef{dim("utilization", "", algIncremental, 1, 10)},
-		}),
-	}
-	if old != nil {
-		for _, p := range [][2]*chart{{dc.io, old.io}, {dc.ops, old.ops}, {dc.util, old.util}} {
-			p[0].prev, p[0].prevAt, p[0].have = p[1].prev, p[1].prevAt, p[1].have
+	var ioOut []float64
+	ok := false
+	raw[0], raw[1] = v[dsRSectors], v[dsWSectors]
+	tk.collected(dc.io.def.ID, raw[:])
+	if out, good := dc.io.convert(tk.now, raw[:]); good {
+		tk.put(dc.io.def, out)
+		if out[0] == out[0] && out[1] == out[1] {
+			ioOut, ok = out, true
 		}
 	}
+	emit(dc.ops, v[dsReads], v[dsWrites])
+	emit(dc.mops, v[dsRMerged], v[dsWMerged])
+	emit(dc.qops, v[dsInFlight], 0)
+	emit(dc.backlog, v[dsWeighted], 0)
+	emit(dc.busy, v[dsIOTicks], 0)
+	emit(dc.util, v[dsIOTicks], 0)
+	emit(dc.iotime, v[dsRMs], v[dsWMs])
+	if dc.extIO != nil {
+		emit(dc.extIO, v[dsDSectors], 0)
+		emit(dc.extOps, v[dsDiscards], v[dsFlushes])
+		emit(dc.extMops, v[dsDMerged], 0)
+		emit(dc.extIOTime, v[dsDMs], v[dsFMs])
+	}
+	// Per-operation averages come from the deltas since the last read:
+	// await = time spent / operations, avgsz = KiB / operations, svctm =
+	// busy time / operations; no operations gives 0, as in Netdata. A
+	// counter that went backwards gives no point.
+	if dc.have {
+		d := func(i int) float64 { return v[i] - dc.prev[i] }
+		back := false
+		for i := 0; i < l.n; i++ {
+			if v[i] < dc.prev[i] && i != dsInFlight {
+				back = true
+			}
+		}
+		if !back {
+			per := func(x, ops float64) float64 {
+				if ops <= 0 {
+					return 0
+				}
+				return x / ops
+			}
+			r, w := d(dsReads), d(dsWrites)
+			emit(dc.await, per(d(dsRMs), r), -per(d(dsWMs), w))
+			emit(dc.avgsz, per(d(dsRSectors)*512/1024, r), -per(d(dsWSectors)*512/1024, w))
+			raw[0] = per(d(dsIOTicks), r+w)
+			dc.svctm.emit(tk, raw[:1])
+			if dc.extAwait != nil {
+				ds, fl := d(dsDiscards), d(dsFlushes)
+				emit(dc.extAwait, per(d(dsDMs), ds), -per(d(dsFMs), fl))
+				raw[0] = per(d(dsDSectors)*512/1024, ds)
+				dc.extAvgsz.emit(tk, raw[:1])
+			}
+		}
+	}
+	dc.prev, dc.have = *v, true
+	return ioOut, ok
+}
+
+func (dc *diskCharts) all() []*chart {
+	cs := []*chart{dc.io, dc.ops, dc.mops, dc.qops, dc.backlog, dc.busy, dc.util, dc.iotime, dc.await, dc.avgsz, dc.svctm}
+	if dc.extIO != nil {
+		cs = append(cs, dc.extIO, dc.extOps, dc.extMops, dc.extIOTime, dc.extAwait, dc.extAvgsz)
+	}
+	return cs
+}
+
+func (dc *diskCharts) remove(tk *tick) {
+	for _, c := range dc.all() {
+		tk.remove(c.def)
+	}
+}
+
+// newDiskCharts builds the charts of one disk whose diskstats line has n
+// columns.
+func newDiskCharts(dev, family string, n int) *diskCharts {
+	mk := func(typ, context, title, units, chartType string, prio int, dims ...store.DimDef) *chart {
+		return newChart(&store.ChartDef{
+			ID: typ + "." + dev, Context: context, Family: family, Title: title, Units: units, ChartType: chartType,
+			Plugin: "proc.plugin", Module: "/proc/diskstats", Priority: prio, UpdateEvery: 1, Dims: dims,
+		})
+	}
+	inc := func(id string, mul, div int64) store.DimDef { return dim(id, "", algIncremental, mul, div) }
+	ab := func(id string) store.DimDef { return dim(id, "", algAbsolute, 1, 1) }
+	dc := &diskCharts{
+		n:  n,
+		io: mk("disk", "disk.io", "Disk I/O Bandwidth", "KiB/s", "area", 2000, inc("reads", 512, 1024), inc("writes", -512, 1024)),
+		ops: mk("disk_ops", "disk.ops", "Disk Completed I/O Operations", "operations/s", "line", 2010,
+			inc("reads", 1, 1), inc("writes", -1, 1)),
+		qops:    mk("disk_qops", "disk.qops", "Disk Current I/O Operations", "operations", "line", 2015, ab("operations")),
+		backlog: mk("disk_backlog", "disk.backlog", "Disk Backlog", "milliseconds", "area", 2020, inc("backlog", 1, 10)),
+		busy:    mk("disk_busy", "disk.busy", "Disk Busy Time", "milliseconds", "area", 2030, inc("busy", 1, 1)),
+		util:    mk("disk_util", "disk.util", "Disk Utilization Time", "% of time working", "area", 2040, inc("utilization", 1, 10)),
+		await: mk("disk_await", "disk.await", "Average Completed I/O Operation Time", "milliseconds/operation", "line", 2050,
+			ab("reads"), ab("writes")),
+		avgsz: mk("disk_avgsz", "disk.avgsz", "Average Completed I/O Operation Bandwidth", "KiB/operation", "area", 2060,
+			ab("reads"), ab("writes")),
+		svctm: mk("disk_svctm", "disk.svctm", "Average Service Time", "milliseconds/operation", "line", 2070, ab("svctm")),
+		mops: mk("disk_mops", "disk.mops", "Disk Merged Operations", "merged operations/s", "line", 2080,
+			inc("reads", 1, 1), inc("writes", -1, 1)),
+		iotime: mk("disk_iotime", "disk.iotime", "Disk Total I/O Time", "milliseconds/s", "line", 2090,
+			inc("reads", 1, 1), inc("writes", -1, 1)),
+	}
+	if n >= dsWithDiscards {
+		opsDims := []store.DimDef{inc("discards", 1, 1)}
+		timeDims := []store.DimDef{inc("discards", 1, 1)}
+		awaitDims := []store.DimDef{ab("discards")}
+		if n >= dsWithFlushes {
+			opsDims = append(opsDims, inc("flushes", -1, 1))
+			timeDims = append(timeDims, inc("flushes", -1, 1))
+			awaitDims = append(awaitDims, ab("flushes"))
+		}
+		dc.extIO = mk("disk_ext", "disk_ext.io", "Amount of Discarded Data", "KiB/s", "area", 2001, inc("discards", 512, 1024))
+		dc.extOps = mk("disk_ext_ops", "disk_ext.ops", "Disk Completed Extended I/O Operations", "operations/s", "line", 2011, opsDims...)
+		dc.extAwait = mk("disk_ext_await", "disk_ext.await", "Average Completed Extended I/O Operation Time",
+			"milliseconds/operation", "line", 2051, awaitDims...)
+		dc.extAvgsz = mk("disk_ext_avgsz", "disk_ext.avgsz", "Average Amount of Discarded Data", "KiB/operation", "area", 2060, ab("discards"))
+		dc.extMops = mk("disk_ext_mops", "disk_ext.mops", "Disk Merged Discard Operations", "merged operations/s", "line", 2081, inc("discards", 1, 1))
+		dc.extIOTime = mk("disk_ext_iotime", "disk_ext.iotime", "Disk Total I/O Time for Extended Operations", "milliseconds/s", "line", 2091, timeDims...)
+	}
 	return dc
+}
+
+// unescapeMount undoes the octal escapes of /proc/self/mounts ("\040"
+// for a space).
+func unescapeMount(s string) string {
+	if !bytes.Contains([]byte(s), []byte{'\\'}) {
+		return s
+	}
+	var out []byte
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) && s[i+1] >= '0' && s[i+1] <= '3' {
+			out = append(out, (s[i+1]-'0')<<6|(s[i+2]-'0')<<3|(s[i+3]-'0'))
+			i += 3
+			continue
+		}
+		out = append(out, s[i])
+	}
+	return string(out)
 }

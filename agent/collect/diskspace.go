@@ -2,14 +2,75 @@ package collect
 
 import (
 	"fmt"
+	"os"
 	"path"
 	"strings"
+	"syscall"
 	"time"
-
-	"github.com/shirou/gopsutil/v3/disk"
+	"unsafe"
 
 	"peerdns/agent/store"
 )
+
+// mountEntry is one line of /proc/self/mounts.
+type mountEntry struct{ Device, Mountpoint, Fstype string }
+
+// spaceUsage is what statfs(2) says of one mount, in bytes and inodes.
+type spaceUsage struct {
+	Total, Free, Used                   uint64 // Free: available to users (bavail)
+	InodesTotal, InodesFree, InodesUsed uint64
+}
+
+// readMounts parses /proc/self/mounts under root.
+func readMounts(root string) ([]mountEntry, error) {
+	b, err := os.ReadFile(root + "/proc/self/mounts")
+	if err != nil {
+		return nil, err
+	}
+	var ms []mountEntry
+	for len(b) > 0 {
+		var line []byte
+		line, b = nextLine(b)
+		dev, rest := firstField(line)
+		mp, rest := firstField(rest)
+		fs, _ := firstField(rest)
+		if len(mp) == 0 || len(fs) == 0 {
+			continue
+		}
+		ms = append(ms, mountEntry{Device: string(dev), Mountpoint: unescapeMount(string(mp)), Fstype: string(fs)})
+	}
+	return ms, nil
+}
+
+// statfser calls statfs(2) without allocating: syscall.Statfs copies the
+// path into a new C string on every call (and gopsutil's disk.Usage
+// allocates a result and strings too), so the C strings of the mount
+// points are kept between calls.
+type statfser struct{ paths map[string]*byte }
+
+func (s *statfser) statfs(path string, u *spaceUsage) error {
+	p := s.paths[path]
+	if p == nil {
+		var err error
+		if p, err = syscall.BytePtrFromString(path); err != nil {
+			return err
+		}
+		if len(s.paths) > 4*maxInstances {
+			clear(s.paths) // mount churn: start over rather than grow
+		}
+		s.paths[path] = p
+	}
+	var st syscall.Statfs_t
+	if _, _, errno := syscall.Syscall(syscall.SYS_STATFS, uintptr(unsafe.Pointer(p)), uintptr(unsafe.Pointer(&st)), 0); errno != 0 {
+		return &os.PathError{Op: "statfs", Path: path, Err: errno}
+	}
+	bs := uint64(st.Bsize)
+	*u = spaceUsage{
+		Total: st.Blocks * bs, Free: st.Bavail * bs, Used: (st.Blocks - st.Bfree) * bs,
+		InodesTotal: st.Files, InodesFree: st.Ffree, InodesUsed: st.Files - st.Ffree,
+	}
+	return nil
+}
 
 // Netdata's diskspace.plugin defaults: mount points and filesystem types
 // it leaves out ("exclude space metrics on paths/filesystems").
@@ -47,8 +108,9 @@ func spaceChartID(mount string) string {
 // with blocks, re-reading the mount table every rescanEvery and statfs(2)
 // on each mount every second.
 type diskSpaceColl struct {
-	readMounts func() ([]disk.PartitionStat, error)
-	usage      func(path string) (*disk.UsageStat, error)
+	readMounts func() ([]mountEntry, error)
+	usage      func(path string, u *spaceUsage) error
+	u          spaceUsage
 
 	mounts  []string
 	scanned time.Time
@@ -57,10 +119,10 @@ type diskSpaceColl struct {
 	raw     [3]float64
 }
 
-func newDiskSpace() *diskSpaceColl {
+func newDiskSpace(root string) *diskSpaceColl {
 	return &diskSpaceColl{
-		readMounts: func() ([]disk.PartitionStat, error) { return disk.Partitions(true) },
-		usage:      disk.Usage,
+		readMounts: func() ([]mountEntry, error) { return readMounts(root) },
+		usage:      (&statfser{paths: map[string]*byte{}}).statfs,
 		charts:     map[string]*chart{},
 		inodes:     map[string]*chart{},
 	}
@@ -82,15 +144,30 @@ func (c *diskSpaceColl) collect(tk *tick) error {
 				continue
 			}
 			seen[m.Mountpoint] = true
+			if len(c.mounts) >= maxInstances {
+				tk.capped("diskspace", "mounts")
+				break
+			}
 			c.mounts = append(c.mounts, m.Mountpoint)
+		}
+		// unmounted since the last scan: the charts go
+		for mp, ch := range c.charts {
+			if !seen[mp] {
+				tk.remove(ch.def)
+				delete(c.charts, mp)
+				if ic := c.inodes[mp]; ic != nil {
+					tk.remove(ic.def)
+					delete(c.inodes, mp)
+				}
+			}
 		}
 	}
 	ok := 0
 	var lastErr error
 	keep := c.mounts[:0]
 	for _, mp := range c.mounts {
-		u, err := c.usage(mp)
-		if err != nil {
+		u := &c.u
+		if err := c.usage(mp, u); err != nil {
 			lastErr = err
 			keep = append(keep, mp)
 			continue // e.g. permission denied on one mount: the others go on
@@ -112,8 +189,8 @@ func (c *diskSpaceColl) collect(tk *tick) error {
 			})
 			c.charts[mp] = ch
 		}
-		// gopsutil: Free = bavail×bsize, Used = (blocks-bfree)×bsize; the
-		// rest of Total is the part only root may use (bfree-bavail).
+		// Free = bavail×bsize, Used = (blocks-bfree)×bsize; the rest of
+		// Total is the part only root may use (bfree-bavail).
 		reserved := float64(u.Total) - float64(u.Free) - float64(u.Used)
 		c.raw = [3]float64{float64(u.Free), float64(u.Used), max(reserved, 0)}
 		ch.emit(tk, c.raw[:])

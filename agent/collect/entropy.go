@@ -16,8 +16,8 @@ type entropyColl struct {
 	raw  [1]float64
 }
 
-func newEntropy() *entropyColl {
-	r := newProcReader("/proc/sys/kernel/random/entropy_avail")
+func newEntropy(root string) *entropyColl {
+	r := newProcReader(root + "/proc/sys/kernel/random/entropy_avail")
 	return &entropyColl{read: r.read, done: r.close}
 }
 

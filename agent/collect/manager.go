@@ -35,18 +35,27 @@ type Manager struct {
 	failing   map[string]error
 	defs      map[string]*store.ChartDef // last definition registered per chart id
 	appendErr map[string]bool            // charts whose Append failed (logged once)
+	capLogged map[string]bool            // collectors that hit maxInstances (logged once)
 	ticks     uint64
 	busy      time.Duration // total time spent collecting
+	tk        tick          // the round being collected (Collect is never concurrent)
 
 	raw collectedPoints // newest collected values per chart (own lock)
 }
 
 // New returns a Manager with the host collectors of Netdata's system charts.
 func New(db *store.DB, log *slog.Logger) *Manager {
-	return newManager(db, log,
-		newCPU(), newStat(), newLoad(), newMem(), newDisk(), newDiskSpace(),
-		newNet(), newUptime(), newEntropy(),
-	)
+	return newManager(db, log, hostCollectors("")...)
+}
+
+// hostCollectors are every collector, reading files under root ("" for
+// the host; tests pass a testdata tree).
+func hostCollectors(root string) []collector {
+	return []collector{
+		newStat(root), newInterrupts(root), newSoftirqs(root), newSoftnet(root), newLoad(root), newMeminfo(root), newVmstat(root), newPressure(root),
+		newDisk(root), newDiskSpace(root), newNet(root), newNetstat(root), newSockstat(root), newSockstat6(root),
+		newUptime(root), newEntropy(root), newConntrack(root), newIPC(root), newZram(root), newIdleJitter(), newCgroups(root), newApps(root), newTimex(),
+	}
 }
 
 func newManager(db *store.DB, log *slog.Logger, cs ...collector) *Manager {
@@ -58,6 +67,7 @@ func newManager(db *store.DB, log *slog.Logger, cs ...collector) *Manager {
 		failing:   map[string]error{},
 		defs:      map[string]*store.ChartDef{},
 		appendErr: map[string]bool{},
+		capLogged: map[string]bool{},
 	}
 }
 
@@ -77,12 +87,13 @@ func (m *Manager) Run(ctx context.Context) {
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
 	last := int64(0)
+	late := time.Duration(-1) // the first round was not woken by the ticker
 	for {
 		now := time.Now()
 		// Round: a tick a few ms early belongs to the coming second.
 		sec := now.Add(500 * time.Millisecond).Unix()
 		if sec > last {
-			m.Collect(sec, now)
+			m.collect(sec, now, late)
 			if m.AfterCollect != nil {
 				m.AfterCollect(sec)
 			}
@@ -91,10 +102,19 @@ func (m *Manager) Run(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case fired := <-t.C:
+			// How long this goroutine waited for a CPU after its timer
+			// fired: what system.idlejitter shows.
+			late = time.Since(fired)
 		}
 	}
 }
+
+// maxInstances caps the charts one collector makes for instances of one
+// kind (CPUs, disks, interfaces, mounts, cgroups): a host where 10,000
+// appear at once gets the first maxInstances and a log line, not
+// unbounded memory.
+const maxInstances = 1000
 
 // closer is a collector holding files open between ticks.
 type closer interface{ close() }
@@ -112,9 +132,16 @@ func (m *Manager) close() {
 // Collect runs every collector once for unix second sec; now is the
 // monotonic read time that rates are computed against. Run calls it every
 // second; tests and benchmarks call it directly.
-func (m *Manager) Collect(sec int64, now time.Time) {
+func (m *Manager) Collect(sec int64, now time.Time) { m.collect(sec, now, -1) }
+
+// collect is Collect with the wake-up lateness of this round (-1: not
+// measured, the round was not woken by the ticker).
+func (m *Manager) collect(sec int64, now time.Time, late time.Duration) {
 	start := time.Now()
-	tk := &tick{m: m, sec: sec, now: now}
+	// One tick value for every round: handing a new one to the
+	// collectors through the interface would allocate it each second.
+	m.tk = tick{m: m, sec: sec, now: now, late: late}
+	tk := &m.tk
 	for _, c := range m.cs {
 		err := c.collect(tk)
 		m.mu.Lock()
@@ -153,6 +180,9 @@ type tick struct {
 	m   *Manager
 	sec int64     // unix second the points are stored at
 	now time.Time // read time (monotonic) for rates
+	// late is how long the collecting goroutine waited for a CPU after
+	// its once-a-second timer fired (-1: not measured).
+	late time.Duration
 }
 
 // put registers def when it is new or changed, then appends values (already
@@ -181,6 +211,30 @@ func (tk *tick) put(def *store.ChartDef, values []float64) {
 	case err == nil && m.appendErr[def.ID]:
 		delete(m.appendErr, def.ID)
 	}
+}
+
+// capped logs, once per collector, that it met more instances than
+// maxInstances and charts only the first ones.
+func (tk *tick) capped(collector, kind string) {
+	m := tk.m
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.capLogged[collector] {
+		return
+	}
+	m.capLogged[collector] = true
+	m.log.Warn("too many instances; charting only the first ones", "collector", collector, "kind", kind, "max", maxInstances)
+}
+
+// remove drops a chart whose device went away (a later put of the same
+// id registers it again, empty).
+func (tk *tick) remove(def *store.ChartDef) {
+	m := tk.m
+	m.mu.Lock()
+	delete(m.defs, def.ID)
+	delete(m.appendErr, def.ID)
+	m.mu.Unlock()
+	m.db.Remove(def.ID)
 }
 
 // chart turns raw collected values into stored points the way Netdata's

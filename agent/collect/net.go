@@ -5,25 +5,25 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"sort"
 	"time"
 
 	"peerdns/agent/store"
 )
 
-// ifCounters are the /proc/net/dev counters of one interface that the
-// charts use. gopsutil's net.IOCounters has no multicast column, which
-// net_packets needs, so this collector reads the file itself.
+// ifCounters are the 16 /proc/net/dev counters of one interface, in the
+// file's order: rx bytes packets errs drop fifo frame compressed
+// multicast, tx bytes packets errs drop fifo colls carrier compressed.
 type ifCounters struct {
-	name                        string
-	rxBytes, rxPackets, rxMulti uint64
-	txBytes, txPackets          uint64
+	name string
+	v    [16]float64
 }
 
-// parseNetDev parses the text of /proc/net/dev into dst (reused).
+// parseNetDev parses the text of /proc/net/dev into dst (reused; the
+// names are copied only when an interface is new at its position).
 func parseNetDev(dst []ifCounters, b []byte) ([]ifCounters, error) {
-	dst = dst[:0]
-	var fs [][]byte
+	n := 0
+	var arr [20][]byte // a line has 16 counters: no allocation
+	fs := arr[:0]
 	for len(b) > 0 {
 		var line []byte
 		line, b = nextLine(b)
@@ -33,33 +33,45 @@ func parseNetDev(dst []ifCounters, b []byte) ([]ifCounters, error) {
 		}
 		name := bytes.TrimSpace(line[:colon])
 		fs = fields(fs[:0], line[colon+1:])
-		if len(name) == 0 || len(fs) < 10 {
-			return dst, fmt.Errorf("/proc/net/dev: short line %q", line)
+		if len(name) == 0 || len(fs) < 16 {
+			return dst[:n], fmt.Errorf("/proc/net/dev: short line %q", line)
 		}
-		var v [10]uint64
-		for i := range v {
-			n, err := parseUint(fs[i])
-			if err != nil {
-				return dst, fmt.Errorf("/proc/net/dev %s: %w", name, err)
+		if n == len(dst) {
+			dst = append(dst, ifCounters{})
+		}
+		if dst[n].name != string(name) {
+			dst[n].name = string(name)
+		}
+		for i := range dst[n].v {
+			v, ok := parseNum(fs[i])
+			if !ok {
+				return dst[:n], fmt.Errorf("/proc/net/dev %s: bad number %q", name, fs[i])
 			}
-			v[i] = n
+			dst[n].v[i] = v
 		}
-		dst = append(dst, ifCounters{
-			name: string(name), rxBytes: v[0], rxPackets: v[1], rxMulti: v[7], txBytes: v[8], txPackets: v[9],
-		})
+		n++
 	}
-	if len(dst) == 0 {
-		return dst, errors.New("/proc/net/dev: no interfaces")
+	if n == 0 {
+		return dst[:0], errors.New("/proc/net/dev: no interfaces")
 	}
-	return dst, nil
+	return dst[:n], nil
 }
 
-// netColl stores net.<iface> (kilobits/s), net_packets.<iface> (packets/s)
-// for every interface but lo that has moved any bytes (Netdata's "auto"),
-// and system.net, the sum over physical interfaces (those not under
+// netColl stores Netdata's per-interface charts for every interface but
+// lo (Netdata's default exclusion): net, net_packets, net_errors,
+// net_drops, net_fifo, net_compressed, net_events from /proc/net/dev and
+// net_speed, net_duplex, net_operstate, net_carrier, net_mtu from
+// /sys/class/net/<iface>/ (a chart whose file the driver does not
+// provide, or refuses to read while the link is down, is absent), plus
+// system.net, the sum over physical interfaces (those not under
 // /sys/devices/virtual/net), or over all of them when the host has no
 // physical one (a container's veth), so the chart is never missing.
+// Netdata hides an interface's counter charts until they leave zero;
+// here an interface has all of them from the start. Charts of an
+// interface that disappears are removed; when it returns it gets new
+// ones. At most maxInstances interfaces are charted.
 type netColl struct {
+	root      string
 	read      func() ([]byte, error)
 	done      func()
 	isVirtual func(iface string) bool
@@ -67,24 +79,38 @@ type netColl struct {
 	ifs     []ifCounters
 	charts  map[string]*ifCharts
 	virtual map[string]bool
+	seen    map[string]bool
 	scanned time.Time
 	system  *chart
-	raw     [3]float64
+	raw     [7]float64
 	sum     [2]float64
 }
 
-type ifCharts struct{ net, packets *chart }
+type ifCharts struct {
+	net, packets, errors, drops, fifo, compressed, events *chart
+	speed, duplex, operstate, carrier, mtu                *sysChart
+}
 
-func newNet() *netColl {
-	dev := newProcReader("/proc/net/dev")
+// sysChart is a chart of one /sys/class/net file, read through a
+// kept-open reader.
+type sysChart struct {
+	c    *chart
+	r    *procReader
+	gone bool // the file could not be read: no chart until the interface returns
+}
+
+func newNet(root string) *netColl {
+	dev := newProcReader(root + "/proc/net/dev")
 	return &netColl{
+		root: root,
 		read: dev.read,
 		done: dev.close,
 		isVirtual: func(iface string) bool {
-			_, err := os.Stat("/sys/devices/virtual/net/" + iface)
+			_, err := os.Stat(root + "/sys/devices/virtual/net/" + iface)
 			return err == nil
 		},
 		charts: map[string]*ifCharts{},
+		seen:   map[string]bool{},
 	}
 }
 
@@ -93,6 +119,9 @@ func (c *netColl) name() string { return "net" }
 func (c *netColl) close() {
 	if c.done != nil {
 		c.done()
+	}
+	for _, ic := range c.charts {
+		ic.closeFiles()
 	}
 }
 
@@ -117,27 +146,31 @@ func (c *netColl) collect(tk *tick) error {
 			Dims: []store.DimDef{dim("InOctets", "received", algIncremental, 8, 1000), dim("OutOctets", "sent", algIncremental, -8, 1000)},
 		})
 	}
-	sort.Slice(c.ifs, func(i, j int) bool { return c.ifs[i].name < c.ifs[j].name })
 	var phys, all [2]float64
 	nphys, nall := 0, 0
-	for _, s := range c.ifs {
+	clear(c.seen)
+	for i := range c.ifs {
+		s := &c.ifs[i]
 		if s.name == "lo" {
 			continue
 		}
 		ic := c.charts[s.name]
 		if ic == nil {
-			if s.rxBytes == 0 && s.txBytes == 0 {
-				continue // never used: no chart, as Netdata's auto mode
+			if len(c.charts) >= maxInstances {
+				tk.capped("net", "interfaces")
+				continue
 			}
-			ic = newIfCharts(s.name)
+			ic = newIfCharts(c.root, s.name)
 			c.charts[s.name] = ic
 		}
+		c.seen[s.name] = true
 		virt, known := c.virtual[s.name]
 		if !known {
 			virt = c.isVirtual(s.name)
 			c.virtual[s.name] = virt
 		}
-		c.raw = [3]float64{float64(s.rxBytes), float64(s.txBytes)}
+		v := &s.v
+		c.raw[0], c.raw[1] = v[0], v[8]
 		tk.collected(ic.net.def.ID, c.raw[:2])
 		if out, ok := ic.net.convert(tk.now, c.raw[:2]); ok {
 			tk.put(ic.net.def, out)
@@ -150,8 +183,25 @@ func (c *netColl) collect(tk *tick) error {
 				}
 			}
 		}
-		c.raw = [3]float64{float64(s.rxPackets), float64(s.txPackets), float64(s.rxMulti)}
-		ic.packets.emit(tk, c.raw[:])
+		c.raw[0], c.raw[1], c.raw[2] = v[1], v[9], v[7]
+		ic.packets.emit(tk, c.raw[:3])
+		c.raw[0], c.raw[1] = v[2], v[10]
+		ic.errors.emit(tk, c.raw[:2])
+		c.raw[0], c.raw[1] = v[3], v[11]
+		ic.drops.emit(tk, c.raw[:2])
+		c.raw[0], c.raw[1] = v[4], v[12]
+		ic.fifo.emit(tk, c.raw[:2])
+		c.raw[0], c.raw[1] = v[6], v[15]
+		ic.compressed.emit(tk, c.raw[:2])
+		c.raw[0], c.raw[1], c.raw[2] = v[5], v[13], v[14]
+		ic.events.emit(tk, c.raw[:3])
+		c.sysfs(tk, ic)
+	}
+	for name, ic := range c.charts {
+		if !c.seen[name] { // the interface went away
+			ic.remove(tk)
+			delete(c.charts, name)
+		}
 	}
 	switch {
 	case nphys > 0:
@@ -165,20 +215,124 @@ func (c *netColl) collect(tk *tick) error {
 	return nil
 }
 
-func newIfCharts(iface string) *ifCharts {
+// operstates are Netdata's net.operstate dimensions, in its order.
+var operstates = [...]string{"up", "down", "notpresent", "lowerlayerdown", "testing", "dormant", "unknown"}
+
+// sysfs reads the interface's /sys/class/net files and stores their charts.
+func (c *netColl) sysfs(tk *tick, ic *ifCharts) {
+	if b, ok := ic.speed.value(); ok {
+		if v, ok := parseNum(bytes.TrimSpace(b)); ok {
+			c.raw[0] = max(v, 0) * 1000 // Mbit/s; -1 = unknown
+			ic.speed.c.emit(tk, c.raw[:1])
+		}
+	}
+	if b, ok := ic.duplex.value(); ok {
+		b = bytes.TrimSpace(b)
+		c.raw[0], c.raw[1], c.raw[2] = 0, 0, 0
+		switch string(b) {
+		case "full":
+			c.raw[0] = 1
+		case "half":
+			c.raw[1] = 1
+		default:
+			c.raw[2] = 1
+		}
+		ic.duplex.c.emit(tk, c.raw[:3])
+	}
+	if b, ok := ic.operstate.value(); ok {
+		b = bytes.TrimSpace(b)
+		hit := false
+		for i, s := range operstates {
+			c.raw[i] = 0
+			if string(b) == s {
+				c.raw[i], hit = 1, true
+			}
+		}
+		if !hit {
+			c.raw[6] = 1
+		}
+		ic.operstate.c.emit(tk, c.raw[:7])
+	}
+	if b, ok := ic.carrier.value(); ok {
+		if v, ok := parseNum(bytes.TrimSpace(b)); ok {
+			c.raw[0], c.raw[1] = 0, 0
+			if v == 1 {
+				c.raw[0] = 1
+			} else {
+				c.raw[1] = 1
+			}
+			ic.carrier.c.emit(tk, c.raw[:2])
+		}
+	}
+	if b, ok := ic.mtu.value(); ok {
+		if v, ok := parseNum(bytes.TrimSpace(b)); ok {
+			c.raw[0] = v
+			ic.mtu.c.emit(tk, c.raw[:1])
+		}
+	}
+}
+
+// value reads the file; a file that fails is not read again (drivers that
+// refuse speed or carrier on a down link answer EINVAL every time).
+func (s *sysChart) value() ([]byte, bool) {
+	if s.gone {
+		return nil, false
+	}
+	b, err := s.r.read()
+	if err != nil {
+		s.gone = true
+		s.r.close()
+		return nil, false
+	}
+	return b, true
+}
+
+func (ic *ifCharts) closeFiles() {
+	for _, s := range []*sysChart{ic.speed, ic.duplex, ic.operstate, ic.carrier, ic.mtu} {
+		s.r.close()
+	}
+}
+
+func (ic *ifCharts) remove(tk *tick) {
+	ic.closeFiles()
+	for _, c := range []*chart{ic.net, ic.packets, ic.errors, ic.drops, ic.fifo, ic.compressed, ic.events,
+		ic.speed.c, ic.duplex.c, ic.operstate.c, ic.carrier.c, ic.mtu.c} {
+		tk.remove(c.def)
+	}
+}
+
+func newIfCharts(root, iface string) *ifCharts {
+	mk := func(typ, context, title, units, chartType string, prio int, dims ...store.DimDef) *chart {
+		return newChart(&store.ChartDef{
+			ID: typ + "." + iface, Context: context, Family: iface, Title: title, Units: units,
+			ChartType: chartType, Plugin: "proc.plugin", Module: "/proc/net/dev", Priority: prio, UpdateEvery: 1, Dims: dims,
+		})
+	}
+	in := func(id string) store.DimDef { return dim(id, "", algIncremental, 1, 1) }
+	out := func(id string) store.DimDef { return dim(id, "", algIncremental, -1, 1) }
+	ab := func(id string) store.DimDef { return dim(id, "", algAbsolute, 1, 1) }
+	sys := func(file string, c *chart) *sysChart {
+		return &sysChart{c: c, r: newProcReader(root + "/sys/class/net/" + iface + "/" + file)}
+	}
+	var opDims []store.DimDef
+	for _, s := range operstates {
+		opDims = append(opDims, ab(s))
+	}
 	return &ifCharts{
-		net: newChart(&store.ChartDef{
-			ID: "net." + iface, Context: "net.net", Family: iface, Title: "Bandwidth", Units: "kilobits/s",
-			ChartType: "area", Plugin: "proc.plugin", Module: "/proc/net/dev", Priority: 7000, UpdateEvery: 1,
-			Dims: []store.DimDef{dim("received", "", algIncremental, 8, 1000), dim("sent", "", algIncremental, -8, 1000)},
-		}),
-		packets: newChart(&store.ChartDef{
-			ID: "net_packets." + iface, Context: "net.packets", Family: iface, Title: "Packets", Units: "packets/s",
-			ChartType: "line", Plugin: "proc.plugin", Module: "/proc/net/dev", Priority: 7001, UpdateEvery: 1,
-			Dims: []store.DimDef{
-				dim("received", "", algIncremental, 1, 1), dim("sent", "", algIncremental, -1, 1),
-				dim("multicast", "", algIncremental, 1, 1),
-			},
-		}),
+		net: mk("net", "net.net", "Bandwidth", "kilobits/s", "area", 7000,
+			dim("received", "", algIncremental, 8, 1000), dim("sent", "", algIncremental, -8, 1000)),
+		packets: mk("net_packets", "net.packets", "Packets", "packets/s", "line", 7001,
+			in("received"), out("sent"), in("multicast")),
+		errors:     mk("net_errors", "net.errors", "Interface Errors", "errors/s", "line", 7002, in("inbound"), out("outbound")),
+		drops:      mk("net_drops", "net.drops", "Interface Drops", "drops/s", "line", 7003, in("inbound"), out("outbound")),
+		fifo:       mk("net_fifo", "net.fifo", "Interface FIFO Buffer Errors", "errors", "line", 7004, in("receive"), out("transmit")),
+		compressed: mk("net_compressed", "net.compressed", "Compressed Packets", "packets/s", "line", 7005, in("received"), out("sent")),
+		events: mk("net_events", "net.events", "Network Interface Events", "events/s", "line", 7006,
+			in("frames"), out("collisions"), out("carrier")),
+		speed:     sys("speed", mk("net_speed", "net.speed", "Interface Speed", "kilobits/s", "line", 7007, ab("speed"))),
+		duplex:    sys("duplex", mk("net_duplex", "net.duplex", "Interface Duplex State", "state", "line", 7008, ab("full"), ab("half"), ab("unknown"))),
+		operstate: sys("operstate", mk("net_operstate", "net.operstate", "Interface Operational State", "state", "line", 7009, opDims...)),
+		carrier:   sys("carrier", mk("net_carrier", "net.carrier", "Interface Physical Link State", "state", "line", 7010, ab("up"), ab("down"))),
+		mtu:       sys("mtu", mk("net_mtu", "net.mtu", "Interface MTU", "octets", "line", 7011, ab("mtu"))),
 	}
 }

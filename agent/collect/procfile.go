@@ -2,26 +2,49 @@ package collect
 
 import (
 	"bytes"
-	"io"
 	"os"
 	"strconv"
+	"sync/atomic"
+	"syscall"
 )
 
 // procReader reads a small /proc or /sys file into a buffer it reuses. Like
 // Netdata's procfile it keeps the file open and reads it again from offset
 // 0 each time (the kernel regenerates /proc text on every read), which
 // saves an open and a close per file per second.
+//
+// At most keptOpenMax files are kept open by the whole package (a host
+// with thousands of processes or cgroups would otherwise hold three to
+// eight descriptors for each, against RLIMIT_NOFILE); readers opened
+// beyond that open and close their file on every read.
 type procReader struct {
 	path string
 	f    *os.File
+	fd   int
+	kept bool // counted in keptOpen
 	buf  []byte
 }
 
+// keptOpenMax is the budget of files the package keeps open.
+const keptOpenMax = 2048
+
+// keptOpen counts the files kept open. Collectors run one at a time from
+// the Manager, but tests run several Managers at once.
+var keptOpen atomic.Int64
+
 func newProcReader(path string) *procReader {
-	return &procReader{path: path, buf: make([]byte, 0, 4096)}
+	// Most files are a few hundred bytes (a process's stat, a sysfs
+	// value); the buffer grows on the first read of a bigger one.
+	return &procReader{path: path, buf: make([]byte, 0, 512)}
 }
 
 // read returns the whole file; the slice is valid until the next call.
+//
+// It calls pread(2) directly and stops at the first short read: /proc and
+// /sys files are generated in full by one read that has room for them
+// (seq_file fills the buffer until the end), so a short read is the end.
+// os.File.ReadAt would make a second pread to see EOF, doubling the
+// syscalls of every collector (apps reads two files per process).
 func (r *procReader) read() ([]byte, error) {
 	if r.f == nil {
 		f, err := os.Open(r.path)
@@ -29,21 +52,30 @@ func (r *procReader) read() ([]byte, error) {
 			return nil, err
 		}
 		r.f = f
+		r.fd = int(f.Fd())
+		r.kept = keptOpen.Add(1) <= keptOpenMax
+		if !r.kept {
+			keptOpen.Add(-1)
+			defer r.close() // over budget: open and close each time
+		}
 	}
 	r.buf = r.buf[:0]
 	for {
 		if len(r.buf) == cap(r.buf) {
 			r.buf = append(r.buf, 0)[:len(r.buf)]
 		}
-		n, err := r.f.ReadAt(r.buf[len(r.buf):cap(r.buf)], int64(len(r.buf)))
-		r.buf = r.buf[:len(r.buf)+n]
-		if err == io.EOF {
-			return r.buf, nil
+		room := r.buf[len(r.buf):cap(r.buf)]
+		n, err := syscall.Pread(r.fd, room, int64(len(r.buf)))
+		if err == syscall.EINTR {
+			continue
 		}
 		if err != nil {
-			r.f.Close() // reopen on the next call (e.g. the file went away)
-			r.f = nil
-			return nil, err
+			r.close() // reopen on the next call (e.g. the file went away)
+			return nil, &os.PathError{Op: "read", Path: r.path, Err: err}
+		}
+		r.buf = r.buf[:len(r.buf)+n]
+		if n < len(room) {
+			return r.buf, nil
 		}
 	}
 }
@@ -53,6 +85,10 @@ func (r *procReader) close() {
 	if r.f != nil {
 		r.f.Close()
 		r.f = nil
+		if r.kept {
+			keptOpen.Add(-1)
+			r.kept = false
+		}
 	}
 }
 

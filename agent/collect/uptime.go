@@ -3,27 +3,40 @@ package collect
 import (
 	"fmt"
 
-	"github.com/shirou/gopsutil/v3/host"
-
 	"peerdns/agent/store"
 )
 
-// uptimeColl stores system.uptime (gopsutil: one sysinfo(2) call, whole
-// seconds; Netdata reads /proc/uptime with milliseconds).
+// uptimeColl stores system.uptime from /proc/uptime ("350735.47
+// 234388.90": seconds since boot, with hundredths).
 type uptimeColl struct {
-	read func() (uint64, error)
+	read func() ([]byte, error)
+	done func()
 	c    *chart
 	raw  [1]float64
 }
 
-func newUptime() *uptimeColl { return &uptimeColl{read: host.Uptime} }
+func newUptime(root string) *uptimeColl {
+	r := newProcReader(root + "/proc/uptime")
+	return &uptimeColl{read: r.read, done: r.close}
+}
 
 func (c *uptimeColl) name() string { return "uptime" }
 
+func (c *uptimeColl) close() {
+	if c.done != nil {
+		c.done()
+	}
+}
+
 func (c *uptimeColl) collect(tk *tick) error {
-	up, err := c.read()
+	b, err := c.read()
 	if err != nil {
-		return fmt.Errorf("read uptime: %w", err)
+		return fmt.Errorf("read /proc/uptime: %w", err)
+	}
+	f, _ := firstField(b)
+	up, ok := parseNum(f)
+	if !ok || up < 0 {
+		return fmt.Errorf("/proc/uptime: cannot parse %q", f)
 	}
 	if c.c == nil {
 		c.c = newChart(&store.ChartDef{
@@ -32,7 +45,7 @@ func (c *uptimeColl) collect(tk *tick) error {
 			Priority: 1000, UpdateEvery: 1, Dims: []store.DimDef{dim("uptime", "", algAbsolute, 1, 1)},
 		})
 	}
-	c.raw[0] = float64(up)
+	c.raw[0] = up
 	c.c.emit(tk, c.raw[:])
 	return nil
 }

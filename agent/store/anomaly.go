@@ -36,7 +36,7 @@ func (db *DB) MarkAnomalous(chartID string, t int64, anomalous []bool) (int, err
 	open := floorDiv(t, minuteSecs) == s.accMinute
 	set := 0
 	for d, a := range anomalous {
-		if !a || s.anomalous(d, i) || math.IsNaN(float64(s.vals[d*s.n+i])) {
+		if !a || s.anomalous(d, i) || math.IsNaN(float64(s.t0.get(d, i))) {
 			continue
 		}
 		s.setAnomalous(d, i)

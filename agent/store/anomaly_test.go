@@ -126,7 +126,7 @@ func TestAnomalyBitClearedOnReuse(t *testing.T) {
 			t.Errorf("second %d: Anomalous = %d, want %d", ts-base, g.Anomalous, want)
 		}
 	}
-	if got := db.Stats().Tier0BytesPerDim; got != 10*4+2 {
-		t.Errorf("Tier0BytesPerDim = %d, want 42", got)
+	if got := db.Stats().Tier0BytesPerDim; got != 2*(64*4+12)+16 {
+		t.Errorf("Tier0BytesPerDim = %d, want 552 (two dense blocks and their anomaly bits)", got)
 	}
 }

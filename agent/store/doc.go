@@ -1,8 +1,11 @@
 // Package store holds the agent's metrics: tier 0, an in-memory ring of
-// 1-second points per dimension (float32, NaN = gap, 4 bytes a second,
-// plus a parallel bitset of anomaly bits: 1 bit a second), and
+// 1-second points per dimension (float32, NaN = gap, 4 bytes a second)
+// kept in blocks of 64 seconds, where a block whose seconds all hold one
+// value (an idle dimension, a gap) is a single float32 (ring.go), plus a
+// parallel bitset of anomaly bits (1 bit a second), and
 // tier 1, per-minute min/max/sum/count/anomalous per dimension, kept in
-// memory in 6-hour chunks (14 bytes a minute for the chunk being filled;
+// memory in 6-hour chunks (14 bytes a minute for the chunk being filled,
+// which grows as its minutes come;
 // earlier chunks packed with byte planes + zstd: from ~10 bytes a day for
 // an all-zero dimension to ~70% of the unpacked 20160 bytes a day for pure
 // noise) and persisted in an append-only file (DIR/tier1.dat, see file.go)
@@ -21,8 +24,9 @@
 // clock when the file is loaded, so minutes older than the tier-1 retention
 // are dropped at restart). The package never does HTTP and never collects.
 //
-// Files: db.go (DB, Open, Append, Close), anomaly.go (MarkAnomalous), registry.go (chart definitions:
-// Register, Charts, Chart), read.go (window copies: Query, Latest, Stats),
+// Files: db.go (DB, Open, Append, Close), anomaly.go (MarkAnomalous),
+// registry.go (chart definitions: Register, Remove, Charts, Chart), ring.go
+// (tier 0), read.go (window copies: Query, Latest, Stats),
 // persist.go (tier-1 load, flush, compaction), file.go (the tier-1 record
 // format), series.go (one chart's rings and chunks), pack.go (sealed
 // chunks).

@@ -86,10 +86,13 @@ func appendMinuteRecord(buf []byte, num uint32, minute int64, acc []accum) []byt
 
 // appendChunkMinute encodes one minute held in a chunk; ok is false when no
 // dimension has data there.
-func appendChunkMinute(buf []byte, num uint32, minute int64, c *chunk, ndims, chunkLen, off int) ([]byte, bool) {
+func appendChunkMinute(buf []byte, num uint32, minute int64, c *chunk, ndims, off int) ([]byte, bool) {
+	if off >= c.stride {
+		return buf, false // the chunk has not reached that minute
+	}
 	has := false
 	for d := 0; d < ndims; d++ {
-		if c.count[d*chunkLen+off] > 0 {
+		if c.count[d*c.stride+off] > 0 {
 			has = true
 			break
 		}
@@ -102,7 +105,7 @@ func appendChunkMinute(buf []byte, num uint32, minute int64, c *chunk, ndims, ch
 	p = binary.AppendVarint(p, minute)
 	p = binary.AppendUvarint(p, uint64(ndims))
 	for d := 0; d < ndims; d++ {
-		j := d*chunkLen + off
+		j := d*c.stride + off
 		p = append(p, c.count[j])
 		if c.count[j] == 0 {
 			continue

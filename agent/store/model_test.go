@@ -17,6 +17,9 @@ func TestAgainstModel(t *testing.T) {
 		m := 3 + r.Intn(10)   // tier-1 minutes
 		db := newTestDB(t, Config{Tier0Retention: time.Duration(n) * time.Second, Tier1Retention: time.Duration(m) * time.Minute})
 		db.chunkLen = 1 + r.Intn(4)
+		if seed%2 == 0 {
+			db.chunkLen = firstStride + r.Intn(3*firstStride) // chunks that grow while filled
+		}
 		db.Register(testChart("m", "a", "b"))
 
 		type pt struct {

@@ -176,7 +176,7 @@ func (db *DB) compact() error {
 						v, vk = c.view(), key
 					}
 					c = v
-					buf, _ = appendChunkMinute(buf, s.num, m, c, s.ndims, s.chunkLen, int(m-key*int64(s.chunkLen)))
+					buf, _ = appendChunkMinute(buf, s.num, m, c, s.ndims, int(m-key*int64(s.chunkLen)))
 					if len(buf) > 1<<16 {
 						if _, err := w.Write(buf); err != nil {
 							s.mu.Unlock()

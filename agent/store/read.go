@@ -52,14 +52,18 @@ func (db *DB) Latest(chartID string) (t int64, values []float64, ok bool) {
 	values = make([]float64, s.ndims)
 	i := s.idx(s.last)
 	for d := range values {
-		values[d] = float64(s.vals[d*s.n+i])
+		values[d] = float64(s.t0.get(d, i))
 	}
 	return s.last, values, true
 }
 
-// tier0BytesPerDim is the memory one dimension's tier-0 ring takes: a
-// float32 and an anomaly bit a second.
-func (db *DB) tier0BytesPerDim() int { return db.n*4 + (db.n+7)/8 }
+// tier0BytesPerDim is the memory one busy dimension's tier-0 ring takes
+// (every block dense; an idle one takes ~12 bytes per 64 seconds), plus
+// its anomaly bit a second of the ring.
+func (db *DB) tier0BytesPerDim() int {
+	blocks := (db.n+blockLen-1)/blockLen + 1
+	return blocks*(blockLen*4+12) + blocks*blockLen/8
+}
 
 // Stats describes the store now.
 func (db *DB) Stats() Stats {

@@ -146,3 +146,19 @@ func (db *DB) Chart(id string) (*ChartDef, bool) {
 	defer s.mu.Unlock()
 	return s.def, true
 }
+
+// Remove drops a chart and its data (a disk unplugged, an interface or a
+// container gone), as Netdata drops an obsolete chart. Minutes of it not
+// yet written to the tier-1 file are lost; minutes already written stay
+// in the file until the next compaction and come back at the next Open.
+// It reports whether the chart existed.
+func (db *DB) Remove(id string) bool {
+	db.mu.Lock()
+	_, ok := db.byID[id]
+	delete(db.byID, id)
+	db.mu.Unlock()
+	if ok {
+		db.publish()
+	}
+	return ok
+}

@@ -25,22 +25,49 @@ func (a *accum) add(v float64) {
 	a.count++
 }
 
-// chunk holds chunkLen consecutive tier-1 minutes of every dimension of a
-// chart, as parallel arrays indexed d*chunkLen+i. Struct-of-arrays keeps a
-// slot at 14 bytes (three float32 and two uint8) instead of a 40-byte Agg.
+// chunk holds up to chunkLen consecutive tier-1 minutes of every
+// dimension of a chart, as parallel arrays indexed d*stride+i.
+// Struct-of-arrays keeps a slot at 14 bytes (three float32 and two uint8)
+// instead of a 40-byte Agg. The chunk being filled starts with room for
+// firstStride minutes and doubles as minutes come (grow), so it does not
+// hold six hours of empty slots for every dimension from its first
+// minute on; a minute at or beyond stride has no data.
 type chunk struct {
 	min, max, sum []float32
 	count, anom   []uint8
 	packed        []byte // sealed form (pack.go); the arrays are nil then
 	n             int    // slots, when packed
+	stride        int    // minutes per dimension the arrays hold
 }
 
-func newChunk(ndims, chunkLen int) *chunk {
-	n := ndims * chunkLen
+// firstStride is the room in minutes a new chunk starts with.
+const firstStride = 16
+
+func newChunk(ndims, stride int) *chunk {
+	n := ndims * stride
 	return &chunk{
 		min: make([]float32, n), max: make([]float32, n), sum: make([]float32, n),
-		count: make([]uint8, n), anom: make([]uint8, n),
+		count: make([]uint8, n), anom: make([]uint8, n), stride: stride,
 	}
+}
+
+// grow makes room for at least minutes minutes per dimension (at most
+// chunkLen) in a raw chunk.
+func (c *chunk) grow(ndims, minutes, chunkLen int) {
+	if minutes <= c.stride {
+		return
+	}
+	ns := min(chunkLen, max(2*c.stride, minutes))
+	g := newChunk(ndims, ns)
+	for d := 0; d < ndims; d++ {
+		o, n := d*c.stride, d*ns
+		copy(g.min[n:n+c.stride], c.min[o:o+c.stride])
+		copy(g.max[n:n+c.stride], c.max[o:o+c.stride])
+		copy(g.sum[n:n+c.stride], c.sum[o:o+c.stride])
+		copy(g.count[n:n+c.stride], c.count[o:o+c.stride])
+		copy(g.anom[n:n+c.stride], c.anom[o:o+c.stride])
+	}
+	*c = *g
 }
 
 func (c *chunk) bytes() int {
@@ -58,12 +85,12 @@ type series struct {
 	ndims  int
 	dimIDs []string
 
-	// tier 0: ring of n seconds per dimension, vals[d*n + t%n]; NaN is a gap.
-	// anom is the parallel anomaly bitset (bit d*n + t%n, one bit a point:
-	// n/8 bytes per dimension), set by MarkAnomalous and cleared whenever
-	// the slot is reused.
+	// tier 0: n seconds (the retention) per dimension in a ring of blocks
+	// (ring.go); NaN is a gap. anom is the parallel anomaly bitset (bit
+	// d*size + slot over the ring's slots, one bit a second), set by
+	// MarkAnomalous and cleared whenever the slot is reused.
 	n           int
-	vals        []float32
+	t0          *ring
 	anom        []uint64
 	first, last int64 // unix seconds of the oldest/newest point held; last 0 = empty
 
@@ -93,8 +120,8 @@ func (s *series) reset(def *ChartDef) {
 	s.def = def
 	s.ndims = len(def.Dims)
 	s.dimIDs = dimIDs(def)
-	s.vals = make([]float32, s.ndims*s.n)
-	s.anom = make([]uint64, (s.ndims*s.n+63)/64)
+	s.t0 = newRing(s.ndims, s.n)
+	s.anom = make([]uint64, (s.ndims*s.t0.size+63)/64)
 	s.first, s.last = 0, 0
 	s.accMinute = -1
 	s.acc = make([]accum, s.ndims)
@@ -124,21 +151,21 @@ func floorDiv(a, b int64) int64 {
 	return q
 }
 
-func (s *series) idx(t int64) int { return int(t % int64(s.n)) }
+func (s *series) idx(t int64) int { return s.t0.slot(t) }
 
 // anomalous reports the anomaly bit of dimension d at ring slot i.
 func (s *series) anomalous(d, i int) bool {
-	b := d*s.n + i
+	b := d*s.t0.size + i
 	return s.anom[b>>6]&(1<<(b&63)) != 0
 }
 
 func (s *series) setAnomalous(d, i int) {
-	b := d*s.n + i
+	b := d*s.t0.size + i
 	s.anom[b>>6] |= 1 << (b & 63)
 }
 
 func (s *series) clearAnomalous(d, i int) {
-	b := d*s.n + i
+	b := d*s.t0.size + i
 	s.anom[b>>6] &^= 1 << (b & 63)
 }
 
@@ -149,16 +176,14 @@ func (s *series) append(t int64, values []float64) {
 	switch {
 	case s.last == 0 || t-s.last >= int64(s.n):
 		// Empty or everything held is older than the ring: start over.
-		for i := range s.vals {
-			s.vals[i] = nan
-		}
+		s.t0.fillNaN()
 		clear(s.anom)
 		s.first = t
 	default:
 		for g := s.last + 1; g < t; g++ {
 			i := s.idx(g)
 			for d := 0; d < s.ndims; d++ {
-				s.vals[d*s.n+i] = nan
+				s.t0.set(d, i, nan)
 				s.clearAnomalous(d, i)
 			}
 		}
@@ -168,8 +193,7 @@ func (s *series) append(t int64, values []float64) {
 	}
 	i := s.idx(t)
 	for d := 0; d < s.ndims; d++ {
-		v := values[d]
-		s.vals[d*s.n+i] = float32(v)
+		s.t0.set(d, i, float32(values[d]))
 		s.clearAnomalous(d, i)
 	}
 	s.last = t
@@ -229,16 +253,17 @@ func (s *series) mergeMinute(minute int64, a []accum) {
 	key := floorDiv(minute, int64(s.chunkLen))
 	c := s.chunks[key]
 	if c == nil {
-		c = newChunk(s.ndims, s.chunkLen)
+		c = newChunk(s.ndims, min(firstStride, s.chunkLen))
 		s.chunks[key] = c
 	}
 	c.unseal() // a late minute for a sealed chunk; sealOld packs it again
 	off := int(minute - key*int64(s.chunkLen))
+	c.grow(s.ndims, off+1, s.chunkLen)
 	for d := range a {
 		if a[d].count == 0 {
 			continue
 		}
-		j := d*s.chunkLen + off
+		j := d*c.stride + off
 		if c.count[j] == 0 {
 			c.min[j], c.max[j], c.sum[j] = float32(a[d].min), float32(a[d].max), float32(a[d].sum)
 		} else {
@@ -302,10 +327,9 @@ func (s *series) tier0Window(w *Window, after, before int64) {
 	buf := make([]Agg, s.ndims*cnt)
 	for d := 0; d < s.ndims; d++ {
 		row := buf[d*cnt : (d+1)*cnt : (d+1)*cnt]
-		base := d * s.n
 		for k := 0; k < cnt; k++ {
 			i := s.idx(lo + int64(k))
-			v := s.vals[base+i]
+			v := s.t0.get(d, i)
 			if v == v { // not NaN
 				f := float64(v)
 				row[k] = Agg{Min: f, Max: f, Sum: f, Count: 1}
@@ -354,7 +378,11 @@ func (s *series) tier1Window(w *Window, after, before int64) {
 			for d := 0; d < s.ndims; d++ {
 				row := w.Slots[d]
 				for mm := m; mm <= end; mm++ {
-					j := d*s.chunkLen + int(mm-key*int64(s.chunkLen))
+					off := int(mm - key*int64(s.chunkLen))
+					if off >= c.stride {
+						break // not reached yet: no data
+					}
+					j := d*c.stride + off
 					if c.count[j] > 0 {
 						row[mm-lo] = Agg{Min: float64(c.min[j]), Max: float64(c.max[j]), Sum: float64(c.sum[j]),
 							Count: uint32(c.count[j]), Anomalous: uint32(c.anom[j])}
@@ -394,7 +422,7 @@ func emptySlots(ndims int) [][]Agg {
 
 // memBytes is what the series' arrays hold.
 func (s *series) memBytes() int64 {
-	b := int64(len(s.vals)*4 + len(s.anom)*8 + len(s.acc)*32)
+	b := s.t0.bytes() + int64(len(s.anom)*8+len(s.acc)*32)
 	for _, c := range s.chunks {
 		b += int64(c.bytes())
 	}

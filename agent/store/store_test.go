@@ -136,7 +136,7 @@ func TestTier0RingWraps(t *testing.T) {
 	mustAppend(t, db, "r", 1104, 8)
 	w, _ = db.Query("r", 0, 0, 5000)
 	checkWindow(t, w, 1100, [][]Agg{{pt(7), {}, {}, {}, pt(8)}})
-	if st := db.Stats(); st.FirstTime != 1100 || st.LastTime != 1104 || st.Tier0BytesPerDim != 42 {
+	if st := db.Stats(); st.FirstTime != 1100 || st.LastTime != 1104 || st.Tier0BytesPerDim != 2*(64*4+12)+16 { // a 10 s ring is two dense 64 s blocks at worst, plus their 128 anomaly bits
 		t.Errorf("Stats = %+v", st)
 	}
 }
@@ -571,4 +571,37 @@ func TestChunkPackRoundTrip(t *testing.T) {
 	if c.packed != nil {
 		t.Error("unseal left the packed bytes")
 	}
+}
+
+func TestRemove(t *testing.T) {
+	db := newTestDB(t, Config{})
+	if err := db.Register(testChart("net.eth1", "received", "sent")); err != nil {
+		t.Fatal(err)
+	}
+	mustAppend(t, db, "net.eth1", 100, 1, 2)
+	if !db.Remove("net.eth1") {
+		t.Fatal("Remove(net.eth1) = false, want true")
+	}
+	if db.Remove("net.eth1") {
+		t.Error("second Remove(net.eth1) = true, want false")
+	}
+	if _, ok := db.Chart("net.eth1"); ok {
+		t.Error("removed chart still listed")
+	}
+	if len(db.Charts()) != 0 {
+		t.Errorf("Charts() = %d, want 0", len(db.Charts()))
+	}
+	if err := db.Append("net.eth1", 101, []float64{1, 2}); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Append after Remove = %v, want ErrNotFound", err)
+	}
+	// the device returns: a new chart, empty
+	if err := db.Register(testChart("net.eth1", "received", "sent")); err != nil {
+		t.Fatal(err)
+	}
+	mustAppend(t, db, "net.eth1", 102, 3, 4)
+	w, err := db.Query("net.eth1", 0, 0, 200)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkWindow(t, w, 102, [][]Agg{{pt(3)}, {pt(4)}})
 }

@@ -6,7 +6,10 @@
 #
 # Usage: bench/agent/compare.sh            (as root: installs netdata and wrk)
 # Knobs: SAMPLE=30 (seconds of /proc sampling), DUR=5 (wrk seconds per
-#        endpoint and round), ROUNDS=3, THREADS=2, CONNS=16, WARMUP=15.
+#        endpoint and round), ROUNDS=3, THREADS=2, CONNS=16, WARMUP=15,
+#        ROUNDS=0 skips the wrk rounds (collection cost only).
+# Besides the totals it reports dimensions, CPU per 1,000 dimensions and
+# RSS per dimension for both agents.
 # Each round runs every endpoint on Netdata then on peerdns; the table shows
 # the median of the rounds (the machine may be shared: medians of
 # alternating runs keep one agent from getting all the quiet moments).
@@ -148,9 +151,15 @@ nd_cpu=$(echo "($nd1 - $nd0) * 100 / $HZ / $elapsed" | bc -l)
 pd_cpu=$(echo "($pd1 - $pd0) * 100 / $HZ / $elapsed" | bc -l)
 nd_procs=$(tree $ND_PID | wc -l)
 
-dims() { curl -fsS "$1/api/v1/charts" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["charts_count"], d["dimensions_count"])'; }
-read -r nd_charts nd_dims < <(dims "$ND")
-read -r pd_charts pd_dims < <(dims "$PD")
+# Charts and dimensions, all of them and without the agents' monitoring of
+# themselves (Netdata's netdata.* charts: its web server, database,
+# plugins' own cost...), which are not host metrics.
+dims() { curl -fsS "$1/api/v1/charts" | python3 -c 'import json,sys
+d=json.load(sys.stdin); c=d["charts"]
+host=[v for k,v in c.items() if not k.startswith("netdata.")]
+print(d["charts_count"], d["dimensions_count"], len(host), sum(len(v["dimensions"]) for v in host))'; }
+read -r nd_charts nd_dims nd_hcharts nd_hdims < <(dims "$ND")
+read -r pd_charts pd_dims pd_hcharts pd_hdims < <(dims "$PD")
 
 # --- wrk ------------------------------------------------------------------
 declare -A RPS P99 SIZE CPUREQ
@@ -200,10 +209,19 @@ printf '\nNetdata %s vs peerdns agent, %s, %s cores, load %s, wrk -t%s -c%s -d%s
 printf '| %-44s | %14s | %14s | %10s |\n' "metric" "netdata" "peerdns" "peerdns/netdata"
 printf '|%s|%s|%s|%s|\n' "$(printf -- '-%.0s' {1..46})" "$(printf -- '-%.0s' {1..16})" "$(printf -- '-%.0s' {1..16})" "$(printf -- '-%.0s' {1..17})"
 row() { printf '| %-44s | %14s | %14s | %15s |\n' "$1" "$2" "$3" "$4"; }
-row "charts / dimensions collected" "$nd_charts / $nd_dims" "$pd_charts / $pd_dims" ""
+row "charts / dimensions collected" "$nd_charts / $nd_dims" "$pd_charts / $pd_dims" "$(ratio "$nd_dims" "$pd_dims")"
+row "host charts / dimensions (without netdata.*)" "$nd_hcharts / $nd_hdims" "$pd_hcharts / $pd_hdims" "$(ratio "$nd_hdims" "$pd_hdims")"
 row "CPU % of one core while collecting (${SAMPLE}s)" "$(printf %.2f "$nd_cpu")" "$(printf %.2f "$pd_cpu")" "$(ratio "$nd_cpu" "$pd_cpu")"
 row "RSS MiB, all processes (max)" "$(echo "$nd_rss_max/1024" | bc -l | xargs printf %.1f) ($nd_procs procs)" "$(echo "$pd_rss_max/1024" | bc -l | xargs printf %.1f)" "$(ratio "$nd_rss_max" "$pd_rss_max")"
 row "RSS MiB, main process only (max)" "$(echo "$nd_main_max/1024" | bc -l | xargs printf %.1f)" "$(echo "$pd_rss_max/1024" | bc -l | xargs printf %.1f)" "$(ratio "$nd_main_max" "$pd_rss_max")"
+# Per dimension: what one collected dimension costs each agent (all of
+# Netdata's processes, since its plugins collect most of its dimensions).
+per() { echo "$1 $2 $3" | awk '{ if ($2 > 0) printf "%.*f", $3, $1 / $2; else print "-" }'; }
+nd_cpu_dim=$(per "$(echo "$nd_cpu * 1000" | bc -l)" "$nd_dims" 4); pd_cpu_dim=$(per "$(echo "$pd_cpu * 1000" | bc -l)" "$pd_dims" 4)
+nd_rss_dim=$(per "$nd_rss_max" "$nd_dims" 1); pd_rss_dim=$(per "$pd_rss_max" "$pd_dims" 1)
+row "CPU % of one core per 1,000 dimensions" "$nd_cpu_dim" "$pd_cpu_dim" "$(ratio "$nd_cpu_dim" "$pd_cpu_dim")"
+row "RSS KiB per dimension (all processes)" "$nd_rss_dim" "$pd_rss_dim" "$(ratio "$nd_rss_dim" "$pd_rss_dim")"
+if [ "$ROUNDS" -gt 0 ]; then
 for e in "${PATHS[@]}"; do
 	name=${e%%:*}
 	row "$name req/s" "${RPS[nd_$name]}" "${RPS[pd_$name]}" "$(ratio "${RPS[nd_$name]}" "${RPS[pd_$name]}")"
@@ -217,4 +235,5 @@ row "prometheus series per scrape" "$nd_series" "$pd_series" ""
 nd_sps=$(echo "${RPS[nd_prometheus]} * $nd_series" | bc -l | xargs printf %.0f)
 pd_sps=$(echo "${RPS[pd_prometheus]} * $pd_series" | bc -l | xargs printf %.0f)
 row "prometheus series/s (req/s x series)" "$nd_sps" "$pd_sps" "$(ratio "$nd_sps" "$pd_sps")"
+fi
 echo

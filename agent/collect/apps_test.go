@@ -1,0 +1,72 @@
+package collect
+
+import (
+	"os"
+	"testing"
+
+	"peerdns/agent/store"
+	"peerdns/agent/store/storetest"
+)
+
+func TestApps(t *testing.T) {
+	root := copyTree(t, "testdata/linux-6.18")
+	c := newApps(root)
+	db := storetest.New(t, store.Config{})
+	m := run(t, db, 1, c)
+	// sshd: +50 user and +30 system ticks, +10 KiB read from disk, +20 minor faults
+	write(t, root+"/proc/4242/stat", "4242 (sshd) R 1 4242 4242 0 -1 4194560 520 0 3 0 170 110 0 0 20 0 1 0 1000 10485760 1024 18446744073709551615 1 1 0 0 0 0 0 4096 1256 0 0 0 17 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n")
+	write(t, root+"/proc/4242/io", "rchar: 1048576\nwchar: 2048\nread_bytes: 14336\nwrite_bytes: 0\n")
+	collectAt(m, 1)
+
+	checkDef(t, db, "apps.cpu", "apps.cpu", "cpu", "percentage", "stacked", 20001, "kernel", "other", "ssh")
+	checkPoints(t, db, "apps.cpu", [][]float64{{0, 0, 0}, {0, 0, 80}})
+	checkPoints(t, db, "apps.cpu_user", [][]float64{{0, 0, 0}, {0, 0, 50}})
+	checkPoints(t, db, "apps.preads", [][]float64{{0, 0, 0}, {0, 0, 10}})
+	checkPoints(t, db, "apps.minor_faults", [][]float64{{0, 0, 0}, {0, 0, 20}})
+	checkPoints(t, db, "apps.processes", [][]float64{{1, 1, 1}, {1, 1, 1}})
+	checkPoints(t, db, "users.cpu", [][]float64{{0}, {80}})
+	checkDef(t, db, "groups.mem", "groups.mem", "mem", "MiB", "stacked", 20003, "root")
+	checkPoints(t, db, "system.processes_state", [][]float64{{1, 0, 2, 0, 0}, {1, 0, 2, 0, 0}})
+	page := float64(os.Getpagesize())
+	checkPoints(t, db, "apps.mem", [][]float64{{0, 3388 * page / (1 << 20), 1024 * page / (1 << 20)}, {0, 3388 * page / (1 << 20), 1024 * page / (1 << 20)}})
+
+	// sshd exits: its group keeps its dimension, at 0; no negative rate
+	if err := os.RemoveAll(root + "/proc/4242"); err != nil {
+		t.Fatal(err)
+	}
+	collectAt(m, 2)
+	checkPoints(t, db, "apps.processes", [][]float64{{1, 1, 1}, {1, 1, 1}, {1, 1, 0}})
+	checkPoints(t, db, "apps.cpu", [][]float64{{0, 0, 0}, {0, 0, 80}, {0, 0, 0}})
+}
+
+func TestAppGroup(t *testing.T) {
+	tests := []struct {
+		comm   string
+		kernel bool
+		want   string
+	}{
+		{"sshd", false, "ssh"}, {"systemd-journal", false, "system"}, {"kworker/0:1", true, "kernel"},
+		{"collect.test", false, "go"}, {"python3.11", false, "python"}, {"mystery", false, "other"},
+		{"chrome_crashpad", false, "browsers"},
+	}
+	for _, tt := range tests {
+		if got := appGroup(tt.comm, tt.kernel); got != tt.want {
+			t.Errorf("appGroup(%q, %v) = %q, want %q", tt.comm, tt.kernel, got, tt.want)
+		}
+	}
+}
+
+func FuzzProcFiles(f *testing.F) {
+	f.Add([]byte("4242 (ss) d) R 1 2 3\n"))
+	f.Add([]byte("Uid:\t0\nGid:\nVmSwap: x kB\nread_bytes: 9\n"))
+	f.Add([]byte(")("))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		comm, rest := splitStat(b)
+		if len(comm)+len(rest) > len(b) {
+			t.Fatalf("splitStat(%q) = %q, %q", b, comm, rest)
+		}
+		statusIDs(b)
+		statusKiB(b, "VmSwap:")
+		ioCounters(b)
+	})
+}
