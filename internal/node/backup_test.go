@@ -145,12 +145,17 @@ func TestBackupRestore(t *testing.T) {
 	if len(list) != 2 {
 		t.Fatalf("want the backup and the one written before restoring: %+v", list)
 	}
-	ents, _ := os.ReadDir(n.orig.Data)
-	for _, e := range ents {
-		if strings.HasPrefix(e.Name(), ".restore-") || strings.HasPrefix(e.Name(), ".pre-restore-") {
-			t.Fatalf("left behind: %s", e.Name())
+	// The previous files are removed right after the parts start again,
+	// which is when the API above could already answer: poll.
+	testutil.Eventually(t, 10*time.Second, func() error {
+		ents, _ := os.ReadDir(n.orig.Data)
+		for _, e := range ents {
+			if strings.HasPrefix(e.Name(), ".restore-") || strings.HasPrefix(e.Name(), ".pre-restore-") {
+				return errors.New("left behind: " + e.Name())
+			}
 		}
-	}
+		return nil
+	})
 }
 
 // Names that are not plain backup names are 400 everywhere; unknown
