@@ -42,6 +42,14 @@ type Config struct {
 	// Journal allows the journal log source (AGENT_JOURNAL, "0" disables).
 	// Settings shows it; nothing reads the journal yet.
 	Journal bool
+	// PeerAddr is the UDP address of the admin RPC on the peer transport
+	// (AGENT_PEER_ADDR, default 127.0.0.1:18889; "off" disables it).
+	// Remote operators set 0.0.0.0:18889: every call is authenticated by
+	// key and role (DATA/agent/peers.json).
+	PeerAddr string
+	// ParentDest is the parent a child streams to, "<key>@<host:port>"
+	// (AGENT_PARENT_DEST; "" streams nowhere).
+	ParentDest string
 	// Tier0Retention and Tier1Retention override the store defaults (1h
 	// and 14 days) when non-zero.
 	Tier0Retention, Tier1Retention time.Duration
@@ -52,6 +60,9 @@ func (c Config) Addr() string { return net.JoinHostPort(c.Host, strconv.Itoa(c.P
 
 // DefaultPort is the API's default TCP port.
 const DefaultPort = 18888
+
+// DefaultPeerAddr is the admin RPC's default UDP address.
+const DefaultPeerAddr = "127.0.0.1:18889"
 
 // ConfigFromEnv builds the Config for data dir dataDir (the --data of the
 // command, e.g. ./peerdns-data) from the AGENT_* variables. A malformed
@@ -67,6 +78,14 @@ func ConfigFromEnv(dataDir string) (Config, error) {
 		Port:    DefaultPort,
 		CORS:    "*",
 		Journal: true,
+
+		PeerAddr: DefaultPeerAddr,
+	}
+	if v := strings.TrimSpace(os.Getenv("AGENT_PEER_ADDR")); v != "" {
+		c.PeerAddr = v
+	}
+	if v := strings.TrimSpace(os.Getenv("AGENT_PARENT_DEST")); v != "" {
+		c.ParentDest = v
 	}
 	c.ExportDir = filepath.Join(c.Dir, "exports")
 	if v, ok := os.LookupEnv("AGENT_REST"); ok && strings.TrimSpace(v) != "" {
@@ -143,7 +162,11 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (err error) {
 	if err != nil {
 		return fmt.Errorf("agent identity: %w", err)
 	}
-	db, err := store.Open(store.Config{Dir: cfg.Dir, Tier0Retention: cfg.Tier0Retention, Tier1Retention: cfg.Tier1Retention})
+	t0, t1, err := savedRetention(cfg)
+	if err != nil {
+		return err
+	}
+	db, err := store.Open(store.Config{Dir: cfg.Dir, Tier0Retention: t0, Tier1Retention: t1})
 	if err != nil {
 		return fmt.Errorf("agent store: %w", err)
 	}
@@ -172,17 +195,31 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (err error) {
 	defer wg.Wait()
 	defer stop()
 
+	pr, err := startPeer(runCtx, cfg, id, db, log)
+	if err != nil {
+		return err
+	}
+	defer pr.close()
+	opts := api.Options{
+		DB: db, Health: eng, Identity: id, CORS: cfg.CORS, Parent: cfg.Parent,
+		ExportDir: cfg.ExportDir, Journal: cfg.Journal, DataDir: cfg.Dir, Log: log,
+	}
+	if pr.rpc != nil {
+		opts.Peer = pr.rpc
+	}
+	if pr.parent != nil {
+		opts.Fleet = pr.parent
+	}
+	srv, err := api.New(opts)
+	if err != nil {
+		return err
+	}
+	pr.api.Store(srv)
+
 	if !cfg.REST {
 		log.Info("agent REST API disabled (AGENT_REST=0)")
 		<-ctx.Done()
 		return nil
-	}
-	srv, err := api.New(api.Options{
-		DB: db, Health: eng, Identity: id, CORS: cfg.CORS, Parent: cfg.Parent,
-		ExportDir: cfg.ExportDir, Journal: cfg.Journal, DataDir: cfg.Dir, Log: log,
-	})
-	if err != nil {
-		return err
 	}
 	// No TCP keepalive on accepted connections: idle ones are closed by
 	// the server's idle timeout anyway, and setting keepalive costs four

@@ -34,6 +34,7 @@ func (s *Server) dbKeys() map[string]any {
 		"discovery_key": s.host.DiscoveryKey,
 		"dir":           st.Dir,
 		"collections":   s.collections(),
+		"peer_rpc":      s.peerState(),
 	}
 }
 
@@ -219,13 +220,18 @@ type function struct {
 	Options string `json:"options"`
 }
 
-// functionList is what info and functions list: only functions this
-// agent can run now. processes, weights and logs are meant to run over the
-// peer-to-peer admin RPC, which does not exist yet; listing them would
-// make a dashboard offer actions that cannot work, so none is listed until
-// that RPC lands.
+// functionList is what info and functions list: the job names the admin
+// RPC runs (functions.run over the peer transport; nothing runs over
+// HTTP). Without the RPC nothing can run them, so none is listed.
 func (s *Server) functionList() map[string]function {
-	return map[string]function{}
+	out := map[string]function{}
+	if s.o.Peer == nil {
+		return out
+	}
+	for name, help := range s.o.Peer.Functions() {
+		out[name] = function{Help: help, Timeout: 30, Options: "peer-rpc"}
+	}
+	return out
 }
 
 func (s *Server) functions(ctx *fasthttp.RequestCtx, _ int) error {

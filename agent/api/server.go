@@ -42,6 +42,13 @@ type Options struct {
 	Journal   bool               // AGENT_JOURNAL != 0 (shown in settings; no logs function runs yet)
 	DataDir   string             // the agent's data dir (shown in settings and db)
 	Log       *slog.Logger
+	// Peer is the admin RPC on the peer transport (nil: not listening).
+	Peer PeerRPC
+	// Fleet is the parent's view of its children (nil: not a parent).
+	Fleet Fleet
+	// Remote, when set, makes this server answer for a child node of a
+	// parent: its identity replaces the local host's (Identity unused).
+	Remote *RemoteHost
 	// Now is the clock; nil means time.Now (tests pass a fixed one).
 	Now func() time.Time
 	// exportLimits bound export?write=1; zero means defaultExportLimits
@@ -90,7 +97,7 @@ func New(o Options) (*Server, error) {
 	if o.DB == nil {
 		return nil, errors.New("api: DB is required")
 	}
-	if o.Identity == nil {
+	if o.Identity == nil && o.Remote == nil {
 		return nil, errors.New("api: Identity is required")
 	}
 	if o.CORS == "" {
@@ -106,7 +113,11 @@ func New(o Options) (*Server, error) {
 		o.exportLimits = defaultExportLimits
 	}
 	s := &Server{o: o, log: o.Log, started: o.Now()}
-	s.host = collectHostInfo(o.Identity)
+	if o.Remote != nil {
+		s.host = o.Remote.hostInfo()
+	} else {
+		s.host = collectHostInfo(o.Identity)
+	}
 	s.srv = &fasthttp.Server{
 		// Bodies are gzip/deflate-compressed for clients that ask (as
 		// Netdata does; Prometheus always asks): a 1,300-series scrape
@@ -259,7 +270,14 @@ func init() {
 // looking the command up in one map serves all three versions with one
 // table and no per-request parameter allocations.
 func (s *Server) Handle(ctx *fasthttp.RequestCtx) {
-	err := s.route(ctx)
+	h, err := s.childHandler(ctx)
+	if h != nil {
+		h(ctx)
+		return
+	}
+	if err == nil {
+		err = s.route(ctx)
+	}
 	if err != nil {
 		httpx.WriteError(ctx, s.log, err) // resets the response, headers too
 	}

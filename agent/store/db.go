@@ -50,6 +50,7 @@ type DB struct {
 	compactSize int64 // size right after the last compaction
 	wbuf        []byte
 
+	gen    atomic.Uint64 // Prune and SetRetention calls (Generation)
 	closed atomic.Bool
 	stop   chan struct{}
 	done   chan struct{}

@@ -48,7 +48,7 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 	case "node":
 		err = runNode(ctx, args, getenv, stderr)
 	case "agent":
-		err = runAgent(ctx, args, getenv, stderr)
+		err = runAgent(ctx, args, getenv, stdout, stderr)
 	case "invite":
 		err = runInvite(args, getenv, stdout, stderr)
 	case "version":
