@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -50,6 +51,10 @@ type Config struct {
 	// ParentDest is the parent a child streams to, "<key>@<host:port>"
 	// (AGENT_PARENT_DEST; "" streams nowhere).
 	ParentDest string
+	// RemoteWriteURL is a Prometheus remote-write receiver the agent (and,
+	// as a parent, its children) sends new points to
+	// (AGENT_REMOTE_WRITE_URL; "" sends nothing).
+	RemoteWriteURL string
 	// Tier0Retention and Tier1Retention override the store defaults (1h
 	// and 14 days) when non-zero.
 	Tier0Retention, Tier1Retention time.Duration
@@ -86,6 +91,13 @@ func ConfigFromEnv(dataDir string) (Config, error) {
 	}
 	if v := strings.TrimSpace(os.Getenv("AGENT_PARENT_DEST")); v != "" {
 		c.ParentDest = v
+	}
+	if v := strings.TrimSpace(os.Getenv("AGENT_REMOTE_WRITE_URL")); v != "" {
+		u, err := url.Parse(v)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return c, fmt.Errorf("AGENT_REMOTE_WRITE_URL: %q is not an http(s) URL", v)
+		}
+		c.RemoteWriteURL = v
 	}
 	c.ExportDir = filepath.Join(c.Dir, "exports")
 	if v, ok := os.LookupEnv("AGENT_REST"); ok && strings.TrimSpace(v) != "" {

@@ -124,6 +124,7 @@ func testConfig(t *testing.T, dir string) Config {
 	t.Helper()
 	t.Setenv("AGENT_REST_HOST", "127.0.0.1")
 	t.Setenv("AGENT_EXPORT_DIR", filepath.Join(dir, "exports"))
+	t.Setenv("AGENT_PEER_ADDR", "127.0.0.1:0")
 	cfg, err := ConfigFromEnv(dir)
 	if err != nil {
 		t.Fatal(err)

@@ -17,6 +17,7 @@ import (
 
 	"peerdns/agent/api"
 	"peerdns/agent/fleet"
+	"peerdns/agent/remotewrite"
 	"peerdns/agent/rpc"
 	"peerdns/agent/store"
 	"peerdns/internal/identity"
@@ -72,12 +73,49 @@ type peerRuntime struct {
 	parent *fleet.Parent
 	child  *fleet.Child
 	api    atomic.Pointer[api.Server]
+	rw     *remotewrite.Writer
 	wg     sync.WaitGroup
+	ctx    context.Context
 	cancel context.CancelFunc
 }
 
-func startPeer(ctx context.Context, cfg Config, id *identity.Identity, db *store.DB, log *slog.Logger) (*peerRuntime, error) {
+// startRemoteWrite sends this agent's points (and a parent's children's)
+// to AGENT_REMOTE_WRITE_URL.
+func (pr *peerRuntime) startRemoteWrite(_ context.Context, cfg Config, id *identity.Identity, db *store.DB, log *slog.Logger) error {
+	if cfg.RemoteWriteURL == "" {
+		return nil
+	}
+	self := api.NodeOf(id).Hostname
+	w, err := remotewrite.New(remotewrite.Config{
+		URL: cfg.RemoteWriteURL, Log: log,
+		Sources: func() []remotewrite.Source {
+			out := []remotewrite.Source{{Instance: self, DB: db}}
+			if pr.parent != nil {
+				for _, n := range pr.parent.Stores() {
+					out = append(out, remotewrite.Source{Instance: n.Hostname, DB: n.DB})
+				}
+			}
+			return out
+		},
+	})
+	if err != nil {
+		return err
+	}
+	pr.rw = w
+	pr.wg.Add(1)
+	go func() { defer pr.wg.Done(); w.Run(pr.ctx) }()
+	log.Info("agent remote-write to " + cfg.RemoteWriteURL)
+	return nil
+}
+
+func startPeer(ctx context.Context, cfg Config, id *identity.Identity, db *store.DB, log *slog.Logger) (_ *peerRuntime, err error) {
 	pr := &peerRuntime{}
+	pr.ctx, pr.cancel = context.WithCancel(ctx)
+	defer func() {
+		if err != nil {
+			pr.cancel()
+		}
+	}()
 	if cfg.Parent {
 		pr.parent = fleet.NewParent(fleet.ParentConfig{Log: log})
 	}
@@ -87,7 +125,7 @@ func startPeer(ctx context.Context, cfg Config, id *identity.Identity, db *store
 			return nil, errors.New("AGENT_PEER_ADDR=off: parent mode and AGENT_PARENT_DEST need the peer transport")
 		}
 		log.Info("agent peer RPC disabled (AGENT_PEER_ADDR=off)")
-		return pr, nil
+		return pr, pr.startRemoteWrite(ctx, cfg, id, db, log)
 	}
 	rc := rpc.Config{
 		Identity: id, ListenAddr: cfg.PeerAddr, Dir: cfg.Dir, DB: db, Journal: cfg.Journal, Log: log,
@@ -109,6 +147,10 @@ func startPeer(ctx context.Context, cfg Config, id *identity.Identity, db *store
 	}
 	pr.rpc = srv
 	log.Info("agent peer RPC listening on " + srv.Addr().String() + " key " + srv.ID())
+	if err := pr.startRemoteWrite(ctx, cfg, id, db, log); err != nil {
+		srv.Close()
+		return nil, err
+	}
 	if cfg.ParentDest != "" {
 		key, addr, err := rpc.ParseTarget(cfg.ParentDest)
 		if err != nil {
@@ -119,19 +161,15 @@ func startPeer(ctx context.Context, cfg Config, id *identity.Identity, db *store
 		pr.child = fleet.NewChild(fleet.ChildConfig{
 			DB: db, Hello: h, ParentKey: key, ParentAddr: addr, Endpoint: srv.Endpoint(), Log: log,
 		})
-		cctx, cancel := context.WithCancel(ctx)
-		pr.cancel = cancel
 		pr.wg.Add(1)
-		go func() { defer pr.wg.Done(); pr.child.Run(cctx) }()
+		go func() { defer pr.wg.Done(); pr.child.Run(pr.ctx) }()
 		log.Info("agent streaming to parent " + addr)
 	}
 	return pr, nil
 }
 
 func (pr *peerRuntime) close() {
-	if pr.cancel != nil {
-		pr.cancel()
-	}
+	pr.cancel()
 	pr.wg.Wait()
 	if pr.rpc != nil {
 		pr.rpc.Close()

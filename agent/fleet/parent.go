@@ -358,3 +358,20 @@ func (p *Parent) apply(c *child, b *messages.StreamBatch) (int, error) {
 	c.mu.Unlock()
 	return dropped, nil
 }
+
+// NodeStore is one child's store with its hostname.
+type NodeStore struct {
+	Hostname string
+	DB       *store.DB
+}
+
+// Stores lists every child's store (remote-write exports them).
+func (p *Parent) Stores() []NodeStore {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([]NodeStore, 0, len(p.nodes))
+	for _, c := range p.nodes {
+		out = append(out, NodeStore{Hostname: c.hello.Load().Hostname, DB: c.db})
+	}
+	return out
+}
