@@ -226,7 +226,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (err error) {
 	if err != nil {
 		return err
 	}
-	pr.api.Store(srv)
+	pr.serve(srv, log)
 
 	if !cfg.REST {
 		log.Info("agent REST API disabled (AGENT_REST=0)")

@@ -74,9 +74,11 @@ type peerRuntime struct {
 	child  *fleet.Child
 	api    atomic.Pointer[api.Server]
 	rw     *remotewrite.Writer
-	wg     sync.WaitGroup
-	ctx    context.Context
-	cancel context.CancelFunc
+	// childAddr is the parent's address when this agent streams to one.
+	childAddr string
+	wg        sync.WaitGroup
+	ctx       context.Context
+	cancel    context.CancelFunc
 }
 
 // startRemoteWrite sends this agent's points (and a parent's children's)
@@ -146,7 +148,6 @@ func startPeer(ctx context.Context, cfg Config, id *identity.Identity, db *store
 		return nil, fmt.Errorf("agent peer RPC: %w", err)
 	}
 	pr.rpc = srv
-	log.Info("agent peer RPC listening on " + srv.Addr().String() + " key " + srv.ID())
 	if err := pr.startRemoteWrite(ctx, cfg, id, db, log); err != nil {
 		srv.Close()
 		return nil, err
@@ -157,15 +158,26 @@ func startPeer(ctx context.Context, cfg Config, id *identity.Identity, db *store
 			srv.Close()
 			return nil, fmt.Errorf("AGENT_PARENT_DEST: %w", err)
 		}
-		h := hostHello(id)
 		pr.child = fleet.NewChild(fleet.ChildConfig{
-			DB: db, Hello: h, ParentKey: key, ParentAddr: addr, Endpoint: srv.Endpoint(), Log: log,
+			DB: db, Hello: hostHello(id), ParentKey: key, ParentAddr: addr, Endpoint: srv.Endpoint(), Log: log,
 		})
-		pr.wg.Add(1)
-		go func() { defer pr.wg.Done(); pr.child.Run(pr.ctx) }()
-		log.Info("agent streaming to parent " + addr)
+		pr.childAddr = addr
 	}
 	return pr, nil
+}
+
+// serve hands the RPC the REST API, announces the RPC and starts
+// streaming to the parent: calls that came before get 503.
+func (pr *peerRuntime) serve(srv *api.Server, log *slog.Logger) {
+	pr.api.Store(srv)
+	if pr.rpc != nil {
+		log.Info("agent peer RPC listening on " + pr.rpc.Addr().String() + " key " + pr.rpc.ID())
+	}
+	if pr.child != nil {
+		pr.wg.Add(1)
+		go func() { defer pr.wg.Done(); pr.child.Run(pr.ctx) }()
+		log.Info("agent streaming to parent " + pr.childAddr)
+	}
 }
 
 func (pr *peerRuntime) close() {

@@ -13,7 +13,15 @@
 // nodes.go (v2 nodes, fleet, stream path, tunnel), charts.go (charts,
 // contexts, search), data.go (data queries and their one-second cache),
 // allmetrics.go (shell and JSON), prometheus.go (the exposition),
-// export.go (snapshots and their files), alerts.go, badge.go, ai.go.
+// export.go (snapshots and their files), alerts.go, badge.go, ai.go,
+// fleet.go (the parent's children in the listings, the node filter that
+// hands a query to a child's server, the RPC's state), promname.go.
+//
+// Parent mode. With Options.Fleet, a request whose scope_nodes, nodes or
+// node argument names one child (GUID, node id, hostname or key) is
+// answered by that child's own Server over its store, so every command
+// answers for a child exactly as it does locally; listings (nodes,
+// node_instances, fleet, stream_path, tunnel) are never handed over.
 //
 // # Decisions where the spec is silent
 //
@@ -45,8 +53,8 @@
 // versions' hashes are computed (FNV-1a over chart definitions and node
 // GUIDs, the newest point, the latest alert transition and evaluation);
 // routing_hard_hash is left out because nothing is routed. functions lists
-// nothing until the peer-to-peer RPC that runs processes, weights and logs
-// exists. ai/snapshot keeps its anomalies member (the spec names it) but
+// the jobs the peer-to-peer admin RPC (agent/rpc) runs, and nothing when
+// it is off. ai/snapshot keeps its anomalies member (the spec names it) but
 // says {"available": false} instead of counting zero anomalies that no
 // detector looked for.
 //

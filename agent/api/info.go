@@ -105,14 +105,19 @@ func (s *Server) info(ctx *fasthttp.RequestCtx, ver int) error {
 		"_is_ephemeral": "false", "_has_unstable_connection": "false", "_is_parent": strconv.FormatBool(s.o.Parent),
 		"_aclk_available": "false",
 	}
+	mirrored := []string{hi.Hostname}
+	mirroredStatus := []mirroredHost{{GUID: hi.GUID, Hostname: hi.Hostname, Reachable: true}}
+	for _, c := range s.children() {
+		mirrored = append(mirrored, c.Hostname)
+		mirroredStatus = append(mirroredStatus, mirroredHost{GUID: c.GUID, Hostname: c.Hostname, Reachable: c.State == ChildLive, Hops: 1})
+	}
 	v := infoV1{
-		Version: "v" + Version, UID: hi.GUID, MirroredHosts: []string{hi.Hostname},
-		// The one mirrored host is this agent, and it is reachable: it is
-		// the one answering. Children would be listed only once they
-		// stream to it (no streaming exists yet).
-		MirroredHostsStatus: []mirroredHost{{GUID: hi.GUID, Hostname: hi.Hostname, Reachable: true}},
-		Alarms:              alarmCount{normal, warning, critical},
-		OSName:              hi.OSName, OSID: hi.OSID, OSIDLike: "unknown", OSVersion: hi.OSVersion, OSVersionID: hi.OSVersionID, OSDetection: "gopsutil",
+		Version: "v" + Version, UID: hi.GUID,
+		// This agent (reachable: it is the one answering), then in
+		// parent mode each child, reachable while it streams live.
+		MirroredHosts: mirrored, MirroredHostsStatus: mirroredStatus,
+		Alarms: alarmCount{normal, warning, critical},
+		OSName: hi.OSName, OSID: hi.OSID, OSIDLike: "unknown", OSVersion: hi.OSVersion, OSVersionID: hi.OSVersionID, OSDetection: "gopsutil",
 		CoresTotal: strconv.Itoa(hi.Cores), TotalDiskSpace: strconv.FormatUint(hi.DiskTotal, 10), CPUFreq: hi.CPUFreq,
 		RAMTotal: strconv.FormatUint(hi.RAMTotal, 10), ContainerOSName: "none", ContainerOSID: "none", ContainerOSIDLike: "none",
 		ContainerOSVersion: "none", ContainerOSVersionID: "none", ContainerOSDetection: "none", IsK8sNode: "false",
@@ -121,7 +126,7 @@ func (s *Server) info(ctx *fasthttp.RequestCtx, ver int) error {
 		CloudProviderType: "unknown", CloudInstanceType: "unknown", CloudInstanceRegion: "unknown",
 		HostLabels: labels, Functions: s.functionList(), Collectors: collectors,
 		MemoryMode: "ram+tier1", MultidbDiskQuota: 0, PageCacheSize: 0,
-		StreamEnabled: false, HTTPSEnabled: false, Buildinfo: "peerdns|gopsutil|fasthttp", ReleaseChannel: "stable",
+		StreamEnabled: s.o.Parent, HTTPSEnabled: false, Buildinfo: "peerdns|gopsutil|fasthttp", ReleaseChannel: "stable",
 		WebEnabled: true, ChartsCount: len(charts), MetricsCount: dims,
 		Database: s.dbKeys(), API: ver, CompatibleWith: CompatVersion,
 	}
