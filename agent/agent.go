@@ -222,6 +222,9 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (err error) {
 	if pr.parent != nil {
 		opts.Fleet = pr.parent
 	}
+	if pr.rw != nil {
+		opts.RemoteWrite = pr.rw
+	}
 	srv, err := api.New(opts)
 	if err != nil {
 		return err

@@ -116,3 +116,28 @@ func TestParentAndChildAgents(t *testing.T) {
 		return nil
 	})
 }
+
+// TestRemoteWriteInSettings runs an agent whose remote-write receiver is
+// down: settings shows the writer trying (requests and retries counted)
+// and the agent serves on.
+func TestRemoteWriteInSettings(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("AGENT_REST_PORT", "0")
+	ln := freePort(t) // nothing listens there once freePort returns
+	t.Setenv("AGENT_REMOTE_WRITE_URL", fmt.Sprintf("http://127.0.0.1:%d/api/v1/write", ln))
+	r := startAgent(t, context.Background(), testConfig(t, dir))
+	addr := r.waitLog(t, listeningRE)
+	testutil.Eventually(t, 20*time.Second, func() error {
+		_, _, b := get(t, "http://"+addr+"/api/v3/settings")
+		var s struct {
+			RW map[string]any `json:"remote_write"`
+		}
+		if err := json.Unmarshal(b, &s); err != nil {
+			return err
+		}
+		if s.RW["enabled"] != true || s.RW["retries"].(float64) < 1 || s.RW["samples_sent"].(float64) != 0 {
+			return fmt.Errorf("remote_write = %v", s.RW)
+		}
+		return nil
+	})
+}

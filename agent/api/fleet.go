@@ -44,6 +44,11 @@ type PeerRPC interface {
 	Functions() map[string]string
 }
 
+// StatusReporter is a background sender the API shows (agent/remotewrite).
+type StatusReporter interface {
+	Status() map[string]any
+}
+
 // Child states of FleetNode.State.
 const (
 	ChildLive         = "live"
@@ -159,4 +164,14 @@ func (s *Server) peerState() map[string]any {
 func NodeOf(id *identity.Identity) RemoteHost {
 	hi := collectHostInfo(id)
 	return RemoteHost{Hostname: hi.Hostname, GUID: hi.GUID, NodeID: hi.NodeID, PublicKey: hi.PublicKey, OS: hi.OSName, Arch: hi.Arch}
+}
+
+// remoteWriteState is settings' remote_write member.
+func (s *Server) remoteWriteState() any {
+	if s.o.RemoteWrite == nil {
+		return map[string]any{"enabled": false}
+	}
+	st := s.o.RemoteWrite.Status()
+	st["enabled"] = true
+	return st
 }

@@ -335,10 +335,11 @@ func (s *Server) settings(ctx *fasthttp.RequestCtx, _ int) error {
 			},
 			"tier1_disk_bytes": st.Tier1DiskBytes,
 		},
-		"rest":       map[string]any{"cors": s.o.CORS},
-		"parent":     s.o.Parent,
-		"export_dir": s.o.ExportDir,
-		"journal":    s.o.Journal,
+		"rest":         map[string]any{"cors": s.o.CORS},
+		"parent":       s.o.Parent,
+		"export_dir":   s.o.ExportDir,
+		"journal":      s.o.Journal,
+		"remote_write": s.remoteWriteState(),
 	})
 }
 

@@ -46,6 +46,8 @@ type Options struct {
 	Peer PeerRPC
 	// Fleet is the parent's view of its children (nil: not a parent).
 	Fleet Fleet
+	// RemoteWrite is the remote-write sender (nil: none), shown in settings.
+	RemoteWrite StatusReporter
 	// Remote, when set, makes this server answer for a child node of a
 	// parent: its identity replaces the local host's (Identity unused).
 	Remote *RemoteHost

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -164,16 +166,40 @@ func TestRoles(t *testing.T) {
 			}
 		})
 	}
-	if n := a.srv.C.UnknownKey.Load(); n != int64(len(methods)) {
-		t.Errorf("unknown-key counter %d, want %d", n, len(methods))
+	// stream: only a parent takes it (this agent is not: 404 for the
+	// admin), viewers are refused, unknown keys too.
+	stream := func() *messages.AgentRequest {
+		r := rpc.NewRequest("stream")
+		r.Stream = &messages.StreamHello{Hostname: "h", GUID: "g", NodeID: "n"}
+		return r
 	}
-	if n := a.srv.C.Forbidden.Load(); n != 7 {
-		t.Errorf("forbidden counter %d, want 7", n)
+	if rep, _ := admin.call(t, a, stream()); rep.Status != 404 {
+		t.Errorf("admin stream to a non-parent: %d %s, want 404", rep.Status, rep.Error)
+	}
+	if rep, _ := viewer.call(t, a, stream()); rep.Status != 403 {
+		t.Errorf("viewer stream: %d, want 403", rep.Status)
+	}
+	if rep, _ := stranger.call(t, a, stream()); rep.Status != 403 {
+		t.Errorf("unknown key stream: %d, want 403", rep.Status)
+	}
+	calls := len(methods) + 1
+	if n := a.srv.C.UnknownKey.Load(); n != int64(calls) {
+		t.Errorf("unknown-key counter %d, want %d", n, calls)
+	}
+	if n := a.srv.C.Forbidden.Load(); n != 8 {
+		t.Errorf("forbidden counter %d, want 8", n)
 	}
 	// Every call is in the audit trail: who, what, result.
 	entries := a.srv.Audit().Last(1000)
-	if len(entries) != 3*len(methods) {
-		t.Errorf("audit has %d entries, want %d", len(entries), 3*len(methods))
+	if len(entries) != 3*calls {
+		t.Errorf("audit has %d entries, want %d", len(entries), 3*calls)
+	}
+	raw, err := os.ReadFile(filepath.Join(a.dir, rpc.AuditFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(raw), "\n"); n != 3*calls {
+		t.Errorf("audit.log has %d lines, want %d", n, 3*calls)
 	}
 	var sawViewerDenied bool
 	for _, e := range entries {
