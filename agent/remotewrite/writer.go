@@ -102,7 +102,7 @@ func (w *Writer) Status() map[string]any {
 func (w *Writer) Run(ctx context.Context) {
 	var wg sync.WaitGroup
 	wg.Add(1)
-	go func() { defer wg.Done(); w.send(ctx) }()
+	go func() { defer wg.Done(); w.Send(ctx) }()
 	t := time.NewTicker(w.cfg.Interval)
 	defer t.Stop()
 	for {
@@ -116,7 +116,8 @@ func (w *Writer) Run(ctx context.Context) {
 	}
 }
 
-// Collect queues the points written since the last call. The first call
+// Collect queues the points written since the last call. Only one
+// goroutine may call it (Run's, or a benchmark's). The first call
 // per chart starts at its newest point: a receiver refuses samples much
 // older than what it holds, so history is not backfilled.
 func (w *Writer) Collect() {
@@ -182,10 +183,11 @@ func dimName(d store.DimDef) string {
 	return d.ID
 }
 
-// send posts queued batches in order, retrying a batch with backoff while
-// the receiver is unreachable or answers 5xx/429, dropping it on other
-// 4xx answers (the receiver will never take it).
-func (w *Writer) send(ctx context.Context) {
+// Send posts queued batches in order until ctx is done (Run starts it;
+// benchmarks drive Collect and Send themselves), retrying a batch with
+// backoff while the receiver is unreachable or answers 5xx/429, dropping
+// it on other 4xx answers (the receiver will never take it).
+func (w *Writer) Send(ctx context.Context) {
 	var raw, enc []byte
 	for {
 		var batch []Series
