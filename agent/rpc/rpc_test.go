@@ -243,8 +243,31 @@ func TestReplayAndMalformed(t *testing.T) {
 	if rep, _ := admin.call(t, a, bad); rep.Status != 400 {
 		t.Errorf("unknown method: %d, want 400", rep.Status)
 	}
-	if a.srv.C.Replayed.Load() != 2 || a.srv.C.Malformed.Load() != 1 {
-		t.Errorf("counters replayed %d malformed %d, want 2 and 1", a.srv.C.Replayed.Load(), a.srv.C.Malformed.Load())
+	// A frame declaring more than the limit is refused before it is read;
+	// so is one that is not CBOR.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, err := admin.c.Dial(ctx, a.srv.ID(), a.srv.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	for _, raw := range [][]byte{{0x7f, 0xff, 0xff, 0xff}, {0, 0, 0, 3, 0xff, 0xfe, 0xfd}} {
+		st, err := conn.OpenStream(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.Write(raw); err != nil {
+			t.Fatal(err)
+		}
+		var rep messages.AgentReply
+		if err := messages.ReadFrame(st, &rep, messages.AgentMaxFrame); err != nil || rep.Status != 400 {
+			t.Errorf("frame % x: %v %+v, want 400", raw, err, rep)
+		}
+		st.Close()
+	}
+	if a.srv.C.Replayed.Load() != 2 || a.srv.C.Malformed.Load() != 3 {
+		t.Errorf("counters replayed %d malformed %d, want 2 and 3", a.srv.C.Replayed.Load(), a.srv.C.Malformed.Load())
 	}
 }
 
