@@ -366,6 +366,14 @@ func TestPruneAndRetentionVisible(t *testing.T) {
 		PublicKey string         `json:"public_key"`
 		RPC       map[string]any `json:"rpc"`
 	}
+	var db struct {
+		PublicKey string         `json:"public_key"`
+		PeerRPC   map[string]any `json:"peer_rpc"`
+	}
+	getJSON(t, admin, a, "/api/v3/db", &db)
+	if db.PublicKey != a.srv.ID() || db.PeerRPC["listening"] != true || db.PeerRPC["address"] != a.srv.Addr().String() {
+		t.Errorf("db = %+v, want the key and the listening RPC", db)
+	}
 	getJSON(t, admin, a, "/api/v3/tunnel", &tun)
 	if tun.Status != "listening" || tun.PublicKey != a.srv.ID() || tun.RPC["address"] != a.srv.Addr().String() {
 		t.Errorf("tunnel = %+v", tun)
