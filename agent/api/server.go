@@ -39,7 +39,7 @@ type Options struct {
 	CORS      string             // Access-Control-Allow-Origin, sent as is; "" means "*" (AGENT_REST_CORS)
 	Parent    bool               // AGENT_PARENT=1
 	ExportDir string             // where export?write=1 writes
-	Journal   bool               // AGENT_JOURNAL != 0 (shown in settings; no logs function runs yet)
+	Journal   bool               // AGENT_JOURNAL != 0 (shown in settings; the RPC's logs method obeys it)
 	DataDir   string             // the agent's data dir (shown in settings and db)
 	Log       *slog.Logger
 	// Peer is the admin RPC on the peer transport (nil: not listening).

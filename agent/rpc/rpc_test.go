@@ -66,7 +66,7 @@ func newTestAgent(t *testing.T) *testAgent {
 	}
 	t.Cleanup(func() { srv.Close() })
 	a.srv = srv
-	a.api, err = api.New(api.Options{DB: db, Identity: id, Peer: srv, DataDir: dir})
+	a.api, err = api.New(api.Options{DB: db, Identity: id, Peer: srv, DataDir: dir, ExportDir: filepath.Join(dir, "exports")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,6 +134,7 @@ func TestRoles(t *testing.T) {
 		{"info", "info", nil, true, 200},
 		{"rest tunnel", "get", []string{"/api/v3/info"}, true, 200},
 		{"rest tunnel 404", "get", []string{"/api/v3/nope"}, true, 404},
+		{"rest tunnel export write", "get", []string{"/api/v3/export?format=json&write=1"}, false, 200},
 		{"functions.list", "functions.list", nil, true, 200},
 		{"functions.run processes", "functions.run", []string{"processes", "limit=5"}, false, 200},
 		{"functions.run connections", "functions.run", []string{"network-connections"}, false, 200},
@@ -186,8 +187,8 @@ func TestRoles(t *testing.T) {
 	if n := a.srv.C.UnknownKey.Load(); n != int64(calls) {
 		t.Errorf("unknown-key counter %d, want %d", n, calls)
 	}
-	if n := a.srv.C.Forbidden.Load(); n != 8 {
-		t.Errorf("forbidden counter %d, want 8", n)
+	if n := a.srv.C.Forbidden.Load(); n != 9 {
+		t.Errorf("forbidden counter %d, want 9", n)
 	}
 	// Every call is in the audit trail: who, what, result.
 	entries := a.srv.Audit().Last(1000)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/url"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -248,10 +249,30 @@ func allowed(role string, r *messages.AgentRequest) bool {
 		return r.Method == messages.AgentStream
 	case messages.RoleViewer:
 		switch r.Method {
-		case messages.AgentInfo, messages.AgentGet, messages.AgentFunctionsList:
+		case messages.AgentInfo, messages.AgentFunctionsList:
 			return true
+		case messages.AgentGet:
+			return !writes(r.Path)
 		case messages.AgentLogs:
 			return r.Logs.Source == "anomaly"
+		}
+	}
+	return false
+}
+
+// writes reports whether an api.get path asks the API to write
+// (export?write=1, the one GET that does): that is an admin's call.
+func writes(path string) bool {
+	_, q, _ := strings.Cut(path, "?")
+	vals, err := url.ParseQuery(q)
+	if err != nil {
+		return true // the API would read it some way; do not guess
+	}
+	for _, v := range vals["write"] {
+		switch strings.ToLower(v) {
+		case "", "0", "no", "false", "off":
+		default:
+			return true
 		}
 	}
 	return false
