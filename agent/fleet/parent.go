@@ -119,7 +119,9 @@ func (p *Parent) node(key string, h *messages.StreamHello) (*child, error) {
 		c.hello.Store(h)
 		return c, nil
 	}
-	db, err := store.Open(store.Config{Tier0Retention: p.cfg.Tier0Retention, Tier1Retention: p.cfg.Tier1Retention})
+	// One-hour tier-1 chunks: the open chunk of 100,000 children's
+	// dimensions costs 84 MB instead of 504 MB with the default 6 hours.
+	db, err := store.Open(store.Config{Tier0Retention: p.cfg.Tier0Retention, Tier1Retention: p.cfg.Tier1Retention, Tier1ChunkMinutes: 60})
 	if err != nil {
 		return nil, err
 	}

@@ -80,6 +80,9 @@ func Open(cfg Config) (*DB, error) {
 		done: make(chan struct{}),
 	}
 	db.chunkLen = min(chunkMinutes, db.m)
+	if cfg.Tier1ChunkMinutes > 0 {
+		db.chunkLen = min(cfg.Tier1ChunkMinutes, db.m)
+	}
 	if cfg.Dir == "" {
 		close(db.done)
 		db.publish()
