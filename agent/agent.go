@@ -17,6 +17,7 @@ import (
 	"peerdns/agent/api"
 	"peerdns/agent/collect"
 	"peerdns/agent/health"
+	"peerdns/agent/rpc"
 	"peerdns/agent/store"
 	"peerdns/internal/identity"
 )
@@ -87,9 +88,15 @@ func ConfigFromEnv(dataDir string) (Config, error) {
 		PeerAddr: DefaultPeerAddr,
 	}
 	if v := strings.TrimSpace(os.Getenv("AGENT_PEER_ADDR")); v != "" {
+		if _, _, err := net.SplitHostPort(v); err != nil && !strings.EqualFold(v, "off") {
+			return c, fmt.Errorf("AGENT_PEER_ADDR: %q is not host:port or off", v)
+		}
 		c.PeerAddr = v
 	}
 	if v := strings.TrimSpace(os.Getenv("AGENT_PARENT_DEST")); v != "" {
+		if _, _, err := rpc.ParseTarget(v); err != nil {
+			return c, fmt.Errorf("AGENT_PARENT_DEST: %w", err)
+		}
 		c.ParentDest = v
 	}
 	if v := strings.TrimSpace(os.Getenv("AGENT_REMOTE_WRITE_URL")); v != "" {

@@ -121,7 +121,7 @@ func startPeer(ctx context.Context, cfg Config, id *identity.Identity, db *store
 	if cfg.Parent {
 		pr.parent = fleet.NewParent(fleet.ParentConfig{Log: log})
 	}
-	off := cfg.PeerAddr == "" || strings.EqualFold(cfg.PeerAddr, "off") || cfg.PeerAddr == "0"
+	off := cfg.PeerAddr == "" || strings.EqualFold(cfg.PeerAddr, "off")
 	if off {
 		if cfg.Parent || cfg.ParentDest != "" {
 			return nil, errors.New("AGENT_PEER_ADDR=off: parent mode and AGENT_PARENT_DEST need the peer transport")
