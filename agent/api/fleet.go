@@ -39,6 +39,9 @@ type FleetNode struct {
 // PeerRPC is what the API shows of the agent's admin RPC (agent/rpc.Server).
 type PeerRPC interface {
 	ID() string
+	// Listening is whether the RPC accepts calls, and where.
+	Listening() (bool, string)
+	// Status is the whole state (allowlist counts, call counters).
 	Status() map[string]any
 	// Functions maps the job names functions.run runs to their help.
 	Functions() map[string]string
@@ -156,8 +159,8 @@ func (s *Server) peerState() map[string]any {
 	if s.o.Peer == nil {
 		return map[string]any{"listening": false}
 	}
-	st := s.o.Peer.Status()
-	return map[string]any{"listening": st["listening"], "address": st["address"], "protocol": st["protocol"]}
+	on, addr := s.o.Peer.Listening()
+	return map[string]any{"listening": on, "address": addr, "protocol": "quic"}
 }
 
 // NodeOf is the identity this host's agent shows (and streams to a parent).

@@ -145,6 +145,10 @@ func (s *Server) Functions() map[string]string {
 	return fs
 }
 
+// Listening is the RPC's listening state and address, without the
+// allowlist read Status makes (/, info and db show it on every request).
+func (s *Server) Listening() (bool, string) { return s.ctx.Err() == nil, s.ep.Addr().String() }
+
 // Status is what /api/v3/tunnel shows of the RPC endpoint.
 func (s *Server) Status() map[string]any {
 	st := map[string]any{
