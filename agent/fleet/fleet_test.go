@@ -273,3 +273,23 @@ func TestParentCaps(t *testing.T) {
 		t.Errorf("parent stored a point at %d, %ds in the future", last, last-time.Now().Unix())
 	}
 }
+
+// TestChildGoesStale: a connected child that sends nothing new is listed
+// stale once StaleAfter has passed, and live again with new points.
+func TestChildGoesStale(t *testing.T) {
+	p := newParent(t, fleet.ParentConfig{StaleAfter: time.Second})
+	c := newChild(t, p, "delta", 1)
+	c.run(t, p)
+	state := func(want string) func() error {
+		return func() error {
+			ch := p.parent.Children()
+			if len(ch) != 1 || ch[0].State != want {
+				return fmt.Errorf("children %+v, want one %s", ch, want)
+			}
+			return nil
+		}
+	}
+	testutil.Eventually(t, 10*time.Second, state(api.ChildStale))
+	c.fill(t, time.Now().Unix())
+	testutil.Eventually(t, 10*time.Second, state(api.ChildLive))
+}
