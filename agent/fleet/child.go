@@ -193,6 +193,12 @@ func (c *Child) batch(cursor map[string]int64, sentDef map[string]*store.ChartDe
 			continue
 		}
 		nd := len(def.Dims)
+		if nd > c.cfg.MaxValues {
+			// One second of it would not fit a frame: never sent, counted.
+			c.Gaps.Add(last - cursor[def.ID])
+			cursor[def.ID] = last
+			continue
+		}
 		room := (c.cfg.MaxValues - values) / max(nd, 1)
 		if room <= 0 {
 			return b, true
