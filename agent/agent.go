@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -18,6 +19,7 @@ import (
 	"peerdns/agent/health"
 	"peerdns/agent/logs"
 	"peerdns/agent/ml"
+	"peerdns/agent/rpc"
 	"peerdns/agent/store"
 	"peerdns/internal/identity"
 )
@@ -44,6 +46,18 @@ type Config struct {
 	// Journal allows the journal log source (AGENT_JOURNAL, "0" disables).
 	// Settings shows it; nothing reads the journal yet.
 	Journal bool
+	// PeerAddr is the UDP address of the admin RPC on the peer transport
+	// (AGENT_PEER_ADDR, default 127.0.0.1:18889; "off" disables it).
+	// Remote operators set 0.0.0.0:18889: every call is authenticated by
+	// key and role (DATA/agent/peers.json).
+	PeerAddr string
+	// ParentDest is the parent a child streams to, "<key>@<host:port>"
+	// (AGENT_PARENT_DEST; "" streams nowhere).
+	ParentDest string
+	// RemoteWriteURL is a Prometheus remote-write receiver the agent (and,
+	// as a parent, its children) sends new points to
+	// (AGENT_REMOTE_WRITE_URL; "" sends nothing).
+	RemoteWriteURL string
 	// Tier0Retention and Tier1Retention override the store defaults (1h
 	// and 14 days) when non-zero.
 	Tier0Retention, Tier1Retention time.Duration
@@ -54,6 +68,9 @@ func (c Config) Addr() string { return net.JoinHostPort(c.Host, strconv.Itoa(c.P
 
 // DefaultPort is the API's default TCP port.
 const DefaultPort = 18888
+
+// DefaultPeerAddr is the admin RPC's default UDP address.
+const DefaultPeerAddr = "127.0.0.1:18889"
 
 // ConfigFromEnv builds the Config for data dir dataDir (the --data of the
 // command, e.g. ./peerdns-data) from the AGENT_* variables. A malformed
@@ -69,6 +86,27 @@ func ConfigFromEnv(dataDir string) (Config, error) {
 		Port:    DefaultPort,
 		CORS:    "*",
 		Journal: true,
+
+		PeerAddr: DefaultPeerAddr,
+	}
+	if v := strings.TrimSpace(os.Getenv("AGENT_PEER_ADDR")); v != "" {
+		if _, _, err := net.SplitHostPort(v); err != nil && !strings.EqualFold(v, "off") {
+			return c, fmt.Errorf("AGENT_PEER_ADDR: %q is not host:port or off", v)
+		}
+		c.PeerAddr = v
+	}
+	if v := strings.TrimSpace(os.Getenv("AGENT_PARENT_DEST")); v != "" {
+		if _, _, err := rpc.ParseTarget(v); err != nil {
+			return c, fmt.Errorf("AGENT_PARENT_DEST: %w", err)
+		}
+		c.ParentDest = v
+	}
+	if v := strings.TrimSpace(os.Getenv("AGENT_REMOTE_WRITE_URL")); v != "" {
+		u, err := url.Parse(v)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return c, fmt.Errorf("AGENT_REMOTE_WRITE_URL: %q is not an http(s) URL", v)
+		}
+		c.RemoteWriteURL = v
 	}
 	c.ExportDir = filepath.Join(c.Dir, "exports")
 	if v, ok := os.LookupEnv("AGENT_REST"); ok && strings.TrimSpace(v) != "" {
@@ -145,7 +183,11 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (err error) {
 	if err != nil {
 		return fmt.Errorf("agent identity: %w", err)
 	}
-	db, err := store.Open(store.Config{Dir: cfg.Dir, Tier0Retention: cfg.Tier0Retention, Tier1Retention: cfg.Tier1Retention})
+	t0, t1, err := savedRetention(cfg)
+	if err != nil {
+		return err
+	}
+	db, err := store.Open(store.Config{Dir: cfg.Dir, Tier0Retention: t0, Tier1Retention: t1})
 	if err != nil {
 		return fmt.Errorf("agent store: %w", err)
 	}
@@ -197,17 +239,34 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (err error) {
 	defer wg.Wait()
 	defer stop()
 
+	pr, err := startPeer(runCtx, cfg, id, db, audit, log)
+	if err != nil {
+		return err
+	}
+	defer pr.close()
+	opts := api.Options{
+		DB: db, Health: eng, Collected: coll, Audit: audit, Anomaly: det.LogSource(), Identity: id, CORS: cfg.CORS, Parent: cfg.Parent,
+		ExportDir: cfg.ExportDir, Journal: cfg.Journal, DataDir: cfg.Dir, Log: log,
+	}
+	if pr.rpc != nil {
+		opts.Peer = pr.rpc
+	}
+	if pr.parent != nil {
+		opts.Fleet = pr.parent
+	}
+	if pr.rw != nil {
+		opts.RemoteWrite = pr.rw
+	}
+	srv, err := api.New(opts)
+	if err != nil {
+		return err
+	}
+	pr.serve(srv, log)
+
 	if !cfg.REST {
 		log.Info("agent REST API disabled (AGENT_REST=0)")
 		<-ctx.Done()
 		return nil
-	}
-	srv, err := api.New(api.Options{
-		DB: db, Health: eng, Collected: coll, Audit: audit, Anomaly: det.LogSource(), Identity: id, CORS: cfg.CORS, Parent: cfg.Parent,
-		ExportDir: cfg.ExportDir, Journal: cfg.Journal, DataDir: cfg.Dir, Log: log,
-	})
-	if err != nil {
-		return err
 	}
 	// No TCP keepalive on accepted connections: idle ones are closed by
 	// the server's idle timeout anyway, and setting keepalive costs four

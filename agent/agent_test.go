@@ -51,7 +51,8 @@ func TestConfigFromEnv(t *testing.T) {
 	if c.REST || c.Addr() != "0.0.0.0:0" || c.CORS != "https://dash.example" || !c.Parent || c.ExportDir != "/srv/exports" || c.Journal {
 		t.Fatalf("from env = %+v", c)
 	}
-	for k, v := range map[string]string{"AGENT_REST_PORT": "70000", "AGENT_REST": "maybe", "AGENT_PARENT": "2", "AGENT_REST_HOST": "a b"} {
+	for k, v := range map[string]string{"AGENT_REST_PORT": "70000", "AGENT_REST": "maybe", "AGENT_PARENT": "2", "AGENT_REST_HOST": "a b",
+		"AGENT_PEER_ADDR": "nope", "AGENT_PARENT_DEST": "abc@127.0.0.1:1", "AGENT_REMOTE_WRITE_URL": "ftp://x"} {
 		t.Run(k, func(t *testing.T) {
 			t.Setenv(k, v)
 			if _, err := ConfigFromEnv("/data"); err == nil || !strings.Contains(err.Error(), k) {
@@ -124,6 +125,7 @@ func testConfig(t *testing.T, dir string) Config {
 	t.Helper()
 	t.Setenv("AGENT_REST_HOST", "127.0.0.1")
 	t.Setenv("AGENT_EXPORT_DIR", filepath.Join(dir, "exports"))
+	t.Setenv("AGENT_PEER_ADDR", "127.0.0.1:0")
 	cfg, err := ConfigFromEnv(dir)
 	if err != nil {
 		t.Fatal(err)

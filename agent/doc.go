@@ -21,5 +21,13 @@
 // Files: everything lives under DATA/agent/: identity.key (the agent's own
 // Ed25519 key, the peer key shown by / and /api/v3/tunnel), the tier-1
 // file and the alert transitions, plus exports/ unless AGENT_EXPORT_DIR
-// points elsewhere.
+// points elsewhere, peers.json and audit.log (agent/rpc) and
+// retention.json (the retention set over the RPC, used at the next start
+// unless the Config sets one).
+//
+// On the peer transport (peer.go): agent/rpc serves the admin RPC on
+// AGENT_PEER_ADDR, agent/fleet makes the agent a parent (AGENT_PARENT=1)
+// or streams it to one (AGENT_PARENT_DEST=<key>@<addr>), and
+// agent/remotewrite sends points to AGENT_REMOTE_WRITE_URL. Run starts them
+// before the REST server and stops them after it.
 package agent

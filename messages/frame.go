@@ -17,13 +17,19 @@ func WriteFrame(w io.Writer, v any, max int) error {
 	if err != nil {
 		return err
 	}
+	return WriteFrameBytes(w, b, max)
+}
+
+// WriteFrameBytes writes b, an already encoded message, as one frame: for
+// a writer that needed the encoding first (its size, say).
+func WriteFrameBytes(w io.Writer, b []byte, max int) error {
 	if len(b) > max {
 		return fmt.Errorf("%w: %d bytes (limit %d)", ErrFrameTooLarge, len(b), max)
 	}
 	buf := make([]byte, 4+len(b))
 	binary.BigEndian.PutUint32(buf, uint32(len(b)))
 	copy(buf[4:], b)
-	_, err = w.Write(buf)
+	_, err := w.Write(buf)
 	return err
 }
 

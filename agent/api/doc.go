@@ -16,7 +16,15 @@
 // allmetrics.go (shell and JSON), prometheus.go (the exposition),
 // prometheus_collected.go (source=as-collected), export.go (snapshots and
 // their files), alerts.go, badge.go, ai.go, processes.go, logs.go,
-// weights.go (the weights answer; the scoring is agent/weights).
+// weights.go (the weights answer; the scoring is agent/weights),
+// fleet.go (the parent's children in the listings, the node filter that
+// hands a query to a child's server, the RPC's state), promname.go.
+//
+// Parent mode. With Options.Fleet, a request whose scope_nodes, nodes or
+// node argument names one child (GUID, node id, hostname or key) is
+// answered by that child's own Server over its store, so every command
+// answers for a child exactly as it does locally; listings (nodes,
+// node_instances, fleet, stream_path, tunnel) are never handed over.
 //
 // # Decisions where the spec is silent
 //
@@ -48,8 +56,8 @@
 // versions' hashes are computed (FNV-1a over chart definitions and node
 // GUIDs, the newest point, the latest alert transition and evaluation);
 // routing_hard_hash is left out because nothing is routed. functions lists
-// nothing until the peer-to-peer RPC that runs processes, weights and logs
-// exists. ai/snapshot sums up the anomaly detector's events when
+// the jobs the peer-to-peer admin RPC (agent/rpc) runs, and nothing when
+// it is off. ai/snapshot sums up the anomaly detector's events when
 // Options.Anomaly is set and otherwise says {"available": false} instead
 // of counting zero anomalies that no detector looked for.
 //

@@ -35,6 +35,7 @@ func (s *Server) dbKeys() map[string]any {
 		"discovery_key": s.host.DiscoveryKey,
 		"dir":           st.Dir,
 		"collections":   s.collections(),
+		"peer_rpc":      s.peerState(),
 	}
 }
 
@@ -106,14 +107,19 @@ func (s *Server) info(ctx *fasthttp.RequestCtx, ver int) error {
 		"_is_ephemeral": "false", "_has_unstable_connection": "false", "_is_parent": strconv.FormatBool(s.o.Parent),
 		"_aclk_available": "false",
 	}
+	mirrored := []string{hi.Hostname}
+	mirroredStatus := []mirroredHost{{GUID: hi.GUID, Hostname: hi.Hostname, Reachable: true}}
+	for _, c := range s.children() {
+		mirrored = append(mirrored, c.Hostname)
+		mirroredStatus = append(mirroredStatus, mirroredHost{GUID: c.GUID, Hostname: c.Hostname, Reachable: c.State == ChildLive, Hops: 1})
+	}
 	v := infoV1{
-		Version: "v" + Version, UID: hi.GUID, MirroredHosts: []string{hi.Hostname},
-		// The one mirrored host is this agent, and it is reachable: it is
-		// the one answering. Children would be listed only once they
-		// stream to it (no streaming exists yet).
-		MirroredHostsStatus: []mirroredHost{{GUID: hi.GUID, Hostname: hi.Hostname, Reachable: true}},
-		Alarms:              alarmCount{normal, warning, critical},
-		OSName:              hi.OSName, OSID: hi.OSID, OSIDLike: "unknown", OSVersion: hi.OSVersion, OSVersionID: hi.OSVersionID, OSDetection: "gopsutil",
+		Version: "v" + Version, UID: hi.GUID,
+		// This agent (reachable: it is the one answering), then in
+		// parent mode each child, reachable while it streams live.
+		MirroredHosts: mirrored, MirroredHostsStatus: mirroredStatus,
+		Alarms: alarmCount{normal, warning, critical},
+		OSName: hi.OSName, OSID: hi.OSID, OSIDLike: "unknown", OSVersion: hi.OSVersion, OSVersionID: hi.OSVersionID, OSDetection: "gopsutil",
 		CoresTotal: strconv.Itoa(hi.Cores), TotalDiskSpace: strconv.FormatUint(hi.DiskTotal, 10), CPUFreq: hi.CPUFreq,
 		RAMTotal: strconv.FormatUint(hi.RAMTotal, 10), ContainerOSName: "none", ContainerOSID: "none", ContainerOSIDLike: "none",
 		ContainerOSVersion: "none", ContainerOSVersionID: "none", ContainerOSDetection: "none", IsK8sNode: "false",
@@ -122,7 +128,7 @@ func (s *Server) info(ctx *fasthttp.RequestCtx, ver int) error {
 		CloudProviderType: "unknown", CloudInstanceType: "unknown", CloudInstanceRegion: "unknown",
 		HostLabels: labels, Functions: s.functionList(), Collectors: collectors,
 		MemoryMode: "ram+tier1", MultidbDiskQuota: 0, PageCacheSize: 0,
-		StreamEnabled: false, HTTPSEnabled: false, Buildinfo: "peerdns|gopsutil|fasthttp", ReleaseChannel: "stable",
+		StreamEnabled: s.o.Parent, HTTPSEnabled: false, Buildinfo: "peerdns|gopsutil|fasthttp", ReleaseChannel: "stable",
 		WebEnabled: true, ChartsCount: len(charts), MetricsCount: dims,
 		Database: s.dbKeys(), API: ver, CompatibleWith: CompatVersion,
 	}
@@ -221,13 +227,18 @@ type function struct {
 	Options string `json:"options"`
 }
 
-// functionList is what info and functions list: only functions this
-// agent can run now. processes, weights and logs are meant to run over the
-// peer-to-peer admin RPC, which does not exist yet; listing them would
-// make a dashboard offer actions that cannot work, so none is listed until
-// that RPC lands.
+// functionList is what info and functions list: the job names the admin
+// RPC runs (functions.run over the peer transport; nothing runs over
+// HTTP). Without the RPC nothing can run them, so none is listed.
 func (s *Server) functionList() map[string]function {
-	return map[string]function{}
+	out := map[string]function{}
+	if s.o.Peer == nil {
+		return out
+	}
+	for name, help := range s.o.Peer.Functions() {
+		out[name] = function{Help: help, Timeout: 30, Options: "peer-rpc"}
+	}
+	return out
 }
 
 func (s *Server) functions(ctx *fasthttp.RequestCtx, _ int) error {
@@ -326,10 +337,11 @@ func (s *Server) settings(ctx *fasthttp.RequestCtx, _ int) error {
 			},
 			"tier1_disk_bytes": st.Tier1DiskBytes,
 		},
-		"rest":       map[string]any{"cors": s.o.CORS},
-		"parent":     s.o.Parent,
-		"export_dir": s.o.ExportDir,
-		"journal":    s.o.Journal,
+		"rest":         map[string]any{"cors": s.o.CORS},
+		"parent":       s.o.Parent,
+		"export_dir":   s.o.ExportDir,
+		"journal":      s.o.Journal,
+		"remote_write": s.remoteWriteState(),
 		"logs": map[string]any{
 			"journal": s.o.Journal, "audit_file": s.o.Audit.Path(), "anomaly_detector": s.o.Anomaly != nil,
 			"limit_default": logs.DefaultLimit, "limit_max": logs.MaxLimit,

@@ -21,6 +21,9 @@ type v2Node struct {
 	FirstEntry  int64             `json:"first_entry"`
 	LastEntry   int64             `json:"last_entry"`
 	Instances   []v2Instance      `json:"instances,omitempty"` // node_instances only
+	// Child is the streaming state of a child of this parent (nil for
+	// the agent itself).
+	Child *childState `json:"child,omitempty"`
 }
 
 // v2Instance is one agent instance that holds a node's data.
@@ -35,10 +38,11 @@ type v2Instance struct {
 	Charts        int   `json:"charts"`
 }
 
-// stateReachable is Netdata's state of a node that answers. Netdata says
-// "stale" for a child whose stream is gone; this agent lists only itself,
-// and it is reachable because it is the one answering the request. Whether
-// it still collects is a separate fact: the instance's collecting.
+// stateReachable is Netdata's state of a node that answers: this agent
+// (it is the one answering) and live children. Netdata says "stale" for a
+// child whose stream is gone or silent; the child's own state (live,
+// stale, disconnected since) is in its "child" object. Whether the agent
+// still collects is a separate fact: the instance's collecting.
 const stateReachable = "reachable"
 
 // localNode is this agent as a v2 node.
@@ -53,9 +57,15 @@ func (s *Server) localNode() *v2Node {
 	}
 }
 
-// nodeList is every node the agent can answer for: itself. In parent mode
-// children would join once they stream to it, which does not exist yet.
-func (s *Server) nodeList() []*v2Node { return []*v2Node{s.localNode()} }
+// nodeList is every node the agent can answer for: itself, then in parent
+// mode every child that streamed to it.
+func (s *Server) nodeList() []*v2Node {
+	out := []*v2Node{s.localNode()}
+	for i, c := range s.children() {
+		out = append(out, childNode(c, i+1))
+	}
+	return out
+}
 
 func (s *Server) nodes(ctx *fasthttp.RequestCtx, _ int) error {
 	return writeJSON(ctx, map[string]any{"nodes": s.nodeList(), "parent": s.o.Parent})
@@ -69,37 +79,81 @@ func (s *Server) nodeInstances(ctx *fasthttp.RequestCtx, _ int) error {
 		Collecting: collectingAt(last, s.now().Unix()), LastCollected: last,
 		Charts: len(s.o.DB.Charts()),
 	}}
-	return writeJSON(ctx, map[string]any{"nodes": []*v2Node{n}})
+	nodes := []*v2Node{n}
+	for i, c := range s.children() {
+		cn := childNode(c, i+1)
+		cn.Instances = []v2Instance{{
+			Index: i + 1, Hostname: c.Hostname, GUID: c.GUID,
+			Collecting: c.State == ChildLive, LastCollected: c.LastEntry, Charts: c.Charts,
+		}}
+		nodes = append(nodes, cn)
+	}
+	return writeJSON(ctx, map[string]any{"nodes": nodes})
 }
 
-// fleet lists this node and, in parent mode, its children. This agent
-// does not stream, so a parent has no children to list yet.
+// fleet lists this node and, in parent mode, its children with their
+// streaming state.
 func (s *Server) fleet(ctx *fasthttp.RequestCtx, _ int) error {
 	nodes := s.nodeList()
+	children := make([]*v2Node, 0, len(nodes)-1)
+	count := map[string]int{ChildLive: 0, ChildStale: 0, ChildDisconnected: 0}
+	for _, n := range nodes[1:] {
+		children = append(children, n)
+		count[n.Child.State]++
+	}
 	return writeJSON(ctx, map[string]any{
 		"parent":   s.o.Parent,
 		"nodes":    nodes,
-		"children": []any{},
+		"children": children,
+		"states":   count,
 		"total":    len(nodes),
 	})
 }
 
+// streamPath is Netdata's streaming path: this agent at hops 0 and, in
+// parent mode, each child at hops 1 (its path to this parent).
 func (s *Server) streamPath(ctx *fasthttp.RequestCtx, _ int) error {
 	st := s.stats()
-	return writeJSON(ctx, map[string]any{"streaming_path": []any{map[string]any{
+	path := []any{map[string]any{
 		"hostname": s.host.Hostname, "host_id": s.host.GUID, "node_id": s.host.NodeID, "claim_id": nil,
 		"hops": 0, "since": s.started.Unix(), "first_time_t": st.FirstTime, "start_time": s.started.UnixMilli(),
 		"shutdown_time": 0, "flags": []string{"collect"}, "capabilities": []string{},
-	}}})
+	}}
+	for _, c := range s.children() {
+		flags := []string{"stream"}
+		shutdown := int64(0)
+		if c.State == ChildDisconnected {
+			flags = []string{"disconnected"}
+			shutdown = c.Since * 1000
+		}
+		path = append(path, map[string]any{
+			"hostname": c.Hostname, "host_id": c.GUID, "node_id": c.NodeID, "claim_id": nil,
+			"hops": 1, "since": c.ConnectedAt, "first_time_t": c.FirstEntry, "start_time": c.ConnectedAt * 1000,
+			"shutdown_time": shutdown, "flags": flags, "capabilities": []string{"peerdns-stream"}, "state": c.State,
+		})
+	}
+	return writeJSON(ctx, map[string]any{"streaming_path": path})
 }
 
+// tunnel is the state of the REST tunnel: the admin RPC over the peer
+// transport, through which allowed peers call this API (api.get) and the
+// admin methods.
 func (s *Server) tunnel(ctx *fasthttp.RequestCtx, _ int) error {
-	return writeJSON(ctx, map[string]any{
-		"status":        "local",
+	out := map[string]any{
+		"status":        "disabled",
 		"enabled":       false,
 		"public_key":    s.host.PublicKey,
 		"discovery_key": s.host.DiscoveryKey,
-		"note":          "no peer-to-peer access yet: the agent's admin RPC over the peer transport is not built; this key is the identity it will use",
 		"pid":           os.Getpid(),
-	})
+	}
+	if s.o.Peer != nil {
+		st := s.o.Peer.Status()
+		out["enabled"] = true
+		out["status"] = "listening"
+		if l, _ := st["listening"].(bool); !l {
+			out["status"] = "closed"
+		}
+		out["rpc"] = st
+	}
+	return writeJSON(ctx, out)
 }

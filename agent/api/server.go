@@ -61,6 +61,15 @@ type Options struct {
 	Anomaly logs.Source
 	DataDir string // the agent's data dir (shown in settings and db)
 	Log     *slog.Logger
+	// Peer is the admin RPC on the peer transport (nil: not listening).
+	Peer PeerRPC
+	// Fleet is the parent's view of its children (nil: not a parent).
+	Fleet Fleet
+	// RemoteWrite is the remote-write sender (nil: none), shown in settings.
+	RemoteWrite StatusReporter
+	// Remote, when set, makes this server answer for a child node of a
+	// parent: its identity replaces the local host's (Identity unused).
+	Remote *RemoteHost
 	// Now is the clock; nil means time.Now (tests pass a fixed one).
 	Now func() time.Time
 	// exportLimits bound export?write=1; zero means defaultExportLimits
@@ -111,7 +120,7 @@ func New(o Options) (*Server, error) {
 	if o.DB == nil {
 		return nil, errors.New("api: DB is required")
 	}
-	if o.Identity == nil {
+	if o.Identity == nil && o.Remote == nil {
 		return nil, errors.New("api: Identity is required")
 	}
 	if o.CORS == "" {
@@ -134,7 +143,11 @@ func New(o Options) (*Server, error) {
 		o.Audit = a
 	}
 	s := &Server{o: o, log: o.Log, started: o.Now(), procs: procs.NewSampler()}
-	s.host = collectHostInfo(o.Identity)
+	if o.Remote != nil {
+		s.host = o.Remote.hostInfo()
+	} else {
+		s.host = collectHostInfo(o.Identity)
+	}
 	s.logReader = logs.Reader{Audit: o.Audit, Anomaly: o.Anomaly}
 	if o.Journal {
 		s.logReader.Journal = &logs.Journal{Dir: o.JournalDir}
@@ -299,7 +312,14 @@ func init() {
 // looking the command up in one map serves all three versions with one
 // table and no per-request parameter allocations.
 func (s *Server) Handle(ctx *fasthttp.RequestCtx) {
-	err := s.route(ctx)
+	h, err := s.childHandler(ctx)
+	if h != nil {
+		h(ctx)
+		return
+	}
+	if err == nil {
+		err = s.route(ctx)
+	}
 	if err != nil {
 		httpx.WriteError(ctx, s.log, err) // resets the response, headers too
 	}

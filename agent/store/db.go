@@ -50,6 +50,7 @@ type DB struct {
 	compactSize int64 // size right after the last compaction
 	wbuf        []byte
 
+	gen    atomic.Uint64 // Prune and SetRetention calls (Generation)
 	closed atomic.Bool
 	stop   chan struct{}
 	done   chan struct{}
@@ -79,6 +80,9 @@ func Open(cfg Config) (*DB, error) {
 		done: make(chan struct{}),
 	}
 	db.chunkLen = min(chunkMinutes, db.m)
+	if cfg.Tier1ChunkMinutes > 0 {
+		db.chunkLen = min(cfg.Tier1ChunkMinutes, db.m)
+	}
 	if cfg.Dir == "" {
 		close(db.done)
 		db.publish()

@@ -67,12 +67,16 @@ func (db *DB) tier0BytesPerDim() int {
 
 // Stats describes the store now.
 func (db *DB) Stats() Stats {
+	// db.n, db.m and the retentions change under db.mu (SetRetention).
+	db.mu.RLock()
 	st := Stats{
 		Dir:              db.cfg.Dir,
 		Tier0Retention:   db.cfg.Tier0Retention,
 		Tier1Retention:   db.cfg.Tier1Retention,
 		Tier0BytesPerDim: db.tier0BytesPerDim(),
 	}
+	dbm := db.m
+	db.mu.RUnlock()
 	// Tier-1 cost per dimension at full retention: the open chunk unpacked
 	// (14 bytes a minute) plus the rest at the packed size measured so far
 	// (unpacked size until a chunk has been sealed).
@@ -107,7 +111,7 @@ func (db *DB) Stats() Stats {
 	if packedSlots > 0 {
 		perSlot = float64(packedBytes) / float64(packedSlots)
 	}
-	st.Tier1BytesPerDim = db.chunkLen*14 + int(perSlot*float64(db.m-db.chunkLen))
+	st.Tier1BytesPerDim = db.chunkLen*14 + int(perSlot*float64(max(dbm-db.chunkLen, 0)))
 	if first != math.MaxInt64 {
 		st.FirstTime = first
 	}

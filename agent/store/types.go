@@ -75,6 +75,11 @@ type Config struct {
 	Dir            string // data dir; tier 1 is persisted under Dir
 	Tier0Retention time.Duration
 	Tier1Retention time.Duration
+	// Tier1ChunkMinutes is the length of a tier-1 chunk (0: 360). The
+	// chunk being filled costs 14 bytes a minute per dimension unpacked:
+	// a parent holding many children's dimensions in memory only uses
+	// shorter chunks (60: 840 bytes a dimension instead of 5 KB).
+	Tier1ChunkMinutes int
 }
 
 // Sentinel errors callers branch on with errors.Is.

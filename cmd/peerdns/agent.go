@@ -13,7 +13,10 @@ import (
 // runAgent runs the metrics agent: `peerdns agent [--data DIR]`, the rest
 // of its configuration from AGENT_* environment variables. Its data lives
 // in DATA/agent, beside (never inside) a node's files.
-func runAgent(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
+func runAgent(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && agentAdminCommands[args[0]] {
+		return runAgentAdmin(ctx, args[0], args[1:], getenv, stdout, stderr)
+	}
 	fs := flag.NewFlagSet("agent", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	setUsage(fs)

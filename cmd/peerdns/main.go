@@ -48,7 +48,7 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 	case "node":
 		err = runNode(ctx, args, getenv, stderr)
 	case "agent":
-		err = runAgent(ctx, args, getenv, stderr)
+		err = runAgent(ctx, args, getenv, stdout, stderr)
 	case "invite":
 		err = runInvite(args, getenv, stdout, stderr)
 	case "version":
@@ -99,13 +99,20 @@ usage:
                  [--join INVITE] [--upstream ADDR,...] [--system]
                  [--dns-recursion-allow NETS]
   peerdns agent  [--data DIR]
+  peerdns agent  allow <key> <admin|viewer|child> | deny <key> | peers | key
+  peerdns agent  call <key@host:port> <method> [args] [--timeout D]
   peerdns invite [--admin-addr A] [--ttl D]
   peerdns version
   peerdns help
 
 commands:
   node     run a naming node (the default)
-  agent    run the host metrics agent (Netdata-compatible API on 127.0.0.1:18888)
+  agent    run the host metrics agent (Netdata-compatible API on 127.0.0.1:18888,
+           admin RPC on the peer transport, UDP 127.0.0.1:18889); allow/deny/peers
+           edit its peer allowlist, key prints its and the operator's keys, call
+           calls an agent: info, get /api/..., retention.set tier0=S tier1=S,
+           prune before=UNIX [chart=ID], functions.list, functions.run NAME [k=v],
+           logs audit|journal|anomaly [limit=N]
   invite   print a one-time invite from the running node, for --join on another
   version  print the version
 

@@ -1,0 +1,180 @@
+package api
+
+import (
+	"strings"
+
+	"github.com/valyala/fasthttp"
+
+	"peerdns/http/httpx"
+	"peerdns/internal/identity"
+)
+
+// Fleet is what a parent agent knows of its children (agent/fleet.Parent).
+type Fleet interface {
+	// Children lists every child that ever streamed since the parent
+	// started, sorted by hostname.
+	Children() []FleetNode
+	// Handler answers API requests with the data of one child, named by
+	// machine GUID, node id, hostname or peer key.
+	Handler(name string) (fasthttp.RequestHandler, bool)
+}
+
+// FleetNode is one child as the listings show it.
+type FleetNode struct {
+	GUID, NodeID, Hostname, PublicKey string
+	Version, OS, Arch                 string
+	// State is "live" (streaming, a batch within the last staleAfter
+	// seconds), "stale" (connected, nothing newer) or "disconnected".
+	State string
+	// Since is when State began (unix seconds).
+	Since                 int64
+	ConnectedAt, LastSeen int64
+	FirstEntry, LastEntry int64
+	Charts, Dimensions    int
+	// Dropped counts points refused (future timestamps, dimension cap).
+	Dropped int64
+	Batches int64
+}
+
+// PeerRPC is what the API shows of the agent's admin RPC (agent/rpc.Server).
+type PeerRPC interface {
+	ID() string
+	// Listening is whether the RPC accepts calls, and where.
+	Listening() (bool, string)
+	// Status is the whole state (allowlist counts, call counters).
+	Status() map[string]any
+	// Functions maps the job names functions.run runs to their help.
+	Functions() map[string]string
+}
+
+// StatusReporter is a background sender the API shows (agent/remotewrite).
+type StatusReporter interface {
+	Status() map[string]any
+}
+
+// Child states of FleetNode.State.
+const (
+	ChildLive         = "live"
+	ChildStale        = "stale"
+	ChildDisconnected = "disconnected"
+)
+
+// nodeFilterArgs are Netdata's names for a node filter: v2/v3 use
+// scope_nodes and nodes, v1 clients send node.
+var nodeFilterArgs = []string{"scope_nodes", "nodes", "node"}
+
+// listingCommands answer for the whole fleet and are never handed to a
+// child.
+var listingCommands = map[string]bool{
+	"nodes": true, "node_instances": true, "fleet": true, "stream_path": true, "tunnel": true,
+}
+
+// childHandler returns the handler of the child a request's node filter
+// names. A filter naming this agent, "*" or nothing stays local; one that
+// names an unknown node, or several, is an error the caller answers 404/400.
+func (s *Server) childHandler(ctx *fasthttp.RequestCtx) (fasthttp.RequestHandler, error) {
+	if s.o.Fleet == nil {
+		return nil, nil
+	}
+	var name string
+	for _, k := range nodeFilterArgs {
+		if v, ok := arg(ctx, k); ok && v != "" {
+			name = v
+			break
+		}
+	}
+	if name == "" || name == "*" {
+		return nil, nil
+	}
+	p := string(ctx.Path())
+	if i := strings.LastIndexByte(p, '/'); i >= 0 && listingCommands[p[i+1:]] {
+		return nil, nil
+	}
+	if strings.ContainsAny(name, ",|") {
+		return nil, httpx.Errorf(fasthttp.StatusBadRequest, "node filter %q: this agent answers one node per query", name)
+	}
+	if s.isSelf(name) {
+		return nil, nil
+	}
+	h, ok := s.o.Fleet.Handler(name)
+	if !ok {
+		return nil, httpx.Errorf(fasthttp.StatusNotFound, "node %q is not this agent nor one of its children", name)
+	}
+	return h, nil
+}
+
+func (s *Server) isSelf(name string) bool {
+	h := &s.host
+	return name == h.GUID || name == h.NodeID || name == h.Hostname || name == h.PublicKey
+}
+
+// childNode turns a child into a v2 node.
+func childNode(c FleetNode, index int) *v2Node {
+	state := stateReachable
+	if c.State != ChildLive {
+		state = "stale"
+	}
+	return &v2Node{
+		MachineGUID: c.GUID, NodeID: c.NodeID, Hostname: c.Hostname, Index: index,
+		Version: c.Version, State: state, Hops: 1, PublicKey: c.PublicKey,
+		Labels:     map[string]string{"_os_name": c.OS, "_architecture": c.Arch},
+		FirstEntry: c.FirstEntry, LastEntry: c.LastEntry,
+		Child: &childState{State: c.State, Since: c.Since, ConnectedAt: c.ConnectedAt, LastSeen: c.LastSeen, Dropped: c.Dropped, Charts: c.Charts, Dimensions: c.Dimensions},
+	}
+}
+
+// childState is the streaming state of a child in the listings.
+type childState struct {
+	State       string `json:"state"`
+	Since       int64  `json:"since"`
+	ConnectedAt int64  `json:"connected_at"`
+	LastSeen    int64  `json:"last_seen"`
+	Charts      int    `json:"charts"`
+	Dimensions  int    `json:"dimensions"`
+	Dropped     int64  `json:"dropped_points"`
+}
+
+func (s *Server) children() []FleetNode {
+	if s.o.Fleet == nil {
+		return nil
+	}
+	return s.o.Fleet.Children()
+}
+
+// RemoteHost is the identity of a child node whose data a parent serves.
+type RemoteHost struct {
+	Hostname, GUID, NodeID, PublicKey, OS, Arch string
+}
+
+func (r *RemoteHost) hostInfo() hostInfo {
+	return hostInfo{
+		Hostname: r.Hostname, GUID: r.GUID, NodeID: r.NodeID, PublicKey: r.PublicKey,
+		OSName: r.OS, OSID: r.OS, Arch: r.Arch, OSVersion: "unknown", OSVersionID: "unknown",
+		KernelName: "unknown", Virt: "none", Container: "none", CPUFreq: "0",
+	}
+}
+
+// peerState is the admin RPC's listening state for /, info and db.
+func (s *Server) peerState() map[string]any {
+	if s.o.Peer == nil {
+		return map[string]any{"listening": false}
+	}
+	on, addr := s.o.Peer.Listening()
+	return map[string]any{"listening": on, "address": addr, "protocol": "quic"}
+}
+
+// NodeOf is the identity this host's agent shows (and streams to a parent).
+func NodeOf(id *identity.Identity) RemoteHost {
+	hi := collectHostInfo(id)
+	return RemoteHost{Hostname: hi.Hostname, GUID: hi.GUID, NodeID: hi.NodeID, PublicKey: hi.PublicKey, OS: hi.OSName, Arch: hi.Arch}
+}
+
+// remoteWriteState is settings' remote_write member.
+func (s *Server) remoteWriteState() any {
+	if s.o.RemoteWrite == nil {
+		return map[string]any{"enabled": false}
+	}
+	st := s.o.RemoteWrite.Status()
+	st["enabled"] = true
+	return st
+}

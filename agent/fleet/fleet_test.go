@@ -1,0 +1,295 @@
+package fleet_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"peerdns/agent/api"
+	"peerdns/agent/fleet"
+	"peerdns/agent/rpc"
+	"peerdns/agent/store"
+	"peerdns/internal/identity"
+	"peerdns/internal/testutil"
+	"peerdns/messages"
+)
+
+type parentEnv struct {
+	dir    string
+	parent *fleet.Parent
+	rpc    *rpc.Server
+	url    string
+}
+
+// newParent starts a parent: its own store, the RPC server with the
+// parent as stream handler and the REST API on 127.0.0.1:0.
+func newParent(t *testing.T, cfg fleet.ParentConfig) *parentEnv {
+	t.Helper()
+	dir := t.TempDir()
+	db, err := store.Open(store.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	id, err := identity.Generate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := fleet.NewParent(cfg)
+	t.Cleanup(p.Close)
+	var srv *api.Server
+	rs, err := rpc.Listen(rpc.Config{Identity: id, ListenAddr: "127.0.0.1:0", Dir: dir, DB: db, Stream: p,
+		API: func(c *fasthttp.RequestCtx) { srv.Handle(c) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rs.Close() })
+	srv, err = api.New(api.Options{DB: db, Identity: id, Parent: true, Fleet: p, Peer: rs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Shutdown() })
+	return &parentEnv{dir: dir, parent: p, rpc: rs, url: "http://" + ln.Addr().String()}
+}
+
+type childEnv struct {
+	id   *identity.Identity
+	db   *store.DB
+	ep   *rpc.Client
+	name string
+	now  int64
+}
+
+func newChild(t *testing.T, p *parentEnv, name string, dims int) *childEnv {
+	t.Helper()
+	id, err := identity.Generate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rpc.Allow(p.dir, id.ID(), "child"); err != nil {
+		t.Fatal(err)
+	}
+	db, err := store.Open(store.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	def := &store.ChartDef{ID: "system.cpu", Units: "%"}
+	for d := 0; d < dims; d++ {
+		def.Dims = append(def.Dims, store.DimDef{ID: fmt.Sprintf("d%d", d)})
+	}
+	if err := db.Register(def); err != nil {
+		t.Fatal(err)
+	}
+	c, err := rpc.NewClient(id, "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	ce := &childEnv{id: id, db: db, ep: c, name: name, now: time.Now().Unix() - 300}
+	ce.fill(t, time.Now().Unix()-5)
+	return ce
+}
+
+// fill appends points up to second to, each value = second*10 + dim.
+func (c *childEnv) fill(t *testing.T, to int64) {
+	t.Helper()
+	def, _ := c.db.Chart("system.cpu")
+	for ; c.now <= to; c.now++ {
+		row := make([]float64, len(def.Dims))
+		for d := range row {
+			row[d] = float64(c.now%1000*10 + int64(d))
+		}
+		if err := c.db.Append("system.cpu", c.now, row); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func (c *childEnv) run(t *testing.T, p *parentEnv) (stop func()) {
+	ch := fleet.NewChild(fleet.ChildConfig{
+		DB: c.db, Endpoint: c.ep.Endpoint(), ParentKey: p.rpc.ID(), ParentAddr: p.rpc.Addr().String(),
+		Hello:    messages.StreamHello{Hostname: c.name, GUID: "guid-" + c.name, NodeID: "node-" + c.name},
+		Interval: 50 * time.Millisecond,
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); ch.Run(ctx) }()
+	stop = func() { cancel(); <-done }
+	t.Cleanup(stop)
+	return stop
+}
+
+func getJSON(t *testing.T, url string, v any) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 {
+		t.Fatalf("GET %s: %d %s", url, resp.StatusCode, b)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+}
+
+// held checks the parent holds every second [from, to] of a child.
+func held(p *parentEnv, key string, from, to int64) error {
+	db, ok := p.parent.DB(key)
+	if !ok {
+		return fmt.Errorf("no node for %.8s", key)
+	}
+	w, err := db.Query("system.cpu", 0, from, to)
+	if err != nil {
+		return err
+	}
+	if w.Start != from || len(w.Slots[0]) != int(to-from+1) {
+		return fmt.Errorf("parent holds [%d, +%d), want [%d, %d]", w.Start, len(w.Slots[0]), from, to)
+	}
+	for k, s := range w.Slots[1] {
+		if s.Count == 0 {
+			return fmt.Errorf("gap at %d", from+int64(k))
+		}
+		if want := float64((from+int64(k))%1000*10 + 1); s.Sum != want {
+			return fmt.Errorf("value at %d = %v, want %v", from+int64(k), s.Sum, want)
+		}
+	}
+	return nil
+}
+
+func TestParentTwoChildren(t *testing.T) {
+	p := newParent(t, fleet.ParentConfig{})
+	a, b := newChild(t, p, "alpha", 3), newChild(t, p, "beta", 2)
+	first := a.now - 296
+	a.run(t, p)
+	b.run(t, p)
+	testutil.Eventually(t, 10*time.Second, func() error {
+		if err := held(p, a.id.ID(), first, a.now-1); err != nil {
+			return err
+		}
+		return held(p, b.id.ID(), first, b.now-1)
+	})
+	var nodes struct {
+		Nodes []struct {
+			Hostname string         `json:"nm"`
+			Child    map[string]any `json:"child"`
+		} `json:"nodes"`
+	}
+	getJSON(t, p.url+"/api/v2/nodes", &nodes)
+	if len(nodes.Nodes) != 3 || nodes.Nodes[1].Hostname != "alpha" || nodes.Nodes[2].Hostname != "beta" {
+		t.Fatalf("nodes = %+v, want self, alpha, beta", nodes.Nodes)
+	}
+	if nodes.Nodes[1].Child["state"] != "live" {
+		t.Errorf("alpha state = %v, want live", nodes.Nodes[1].Child)
+	}
+	// data for each child, by the node filter.
+	for _, c := range []*childEnv{a, b} {
+		var d struct {
+			Labels []string `json:"labels"`
+			Data   [][]any  `json:"data"`
+		}
+		getJSON(t, p.url+"/api/v1/data?chart=system.cpu&after=-30&points=10&format=json&scope_nodes="+c.name, &d)
+		if want := len(c.db.Charts()[0].Dims) + 1; len(d.Labels) != want || len(d.Data) == 0 {
+			t.Errorf("%s data: labels %v rows %d, want %d labels", c.name, d.Labels, len(d.Data), want)
+		}
+	}
+	var fl struct {
+		States map[string]int `json:"states"`
+	}
+	getJSON(t, p.url+"/api/v3/fleet", &fl)
+	if fl.States["live"] != 2 {
+		t.Errorf("fleet states = %v, want 2 live", fl.States)
+	}
+	resp, err := http.Get(p.url + "/api/v1/data?chart=system.cpu&nodes=nobody")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 404 {
+		t.Errorf("unknown node: %d, want 404", resp.StatusCode)
+	}
+}
+
+func TestChildReconnectsWithoutGaps(t *testing.T) {
+	p := newParent(t, fleet.ParentConfig{})
+	c := newChild(t, p, "gamma", 2)
+	first := c.now - 296
+	stop := c.run(t, p)
+	testutil.Eventually(t, 10*time.Second, func() error { return held(p, c.id.ID(), first, c.now-1) })
+	stop()
+	testutil.Eventually(t, 10*time.Second, func() error {
+		if s := p.parent.Children()[0].State; s != api.ChildDisconnected {
+			return fmt.Errorf("state %s, want disconnected", s)
+		}
+		return nil
+	})
+	// Points collected while disconnected reach the parent after reconnecting.
+	c.fill(t, time.Now().Unix())
+	c.run(t, p)
+	testutil.Eventually(t, 10*time.Second, func() error { return held(p, c.id.ID(), first, c.now-1) })
+}
+
+func TestParentCaps(t *testing.T) {
+	p := newParent(t, fleet.ParentConfig{MaxDims: 4})
+	c := newChild(t, p, "wide", 5) // over the cap: refused, counted
+	def := &store.ChartDef{ID: "future", Dims: []store.DimDef{{ID: "x"}}}
+	if err := c.db.Register(def); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().Unix()
+	for ts := now - 2; ts <= now+120; ts++ { // two minutes ahead of the clock
+		if err := c.db.Append("future", ts, []float64{1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.run(t, p)
+	testutil.Eventually(t, 10*time.Second, func() error {
+		ch := p.parent.Children()
+		if len(ch) != 1 || ch[0].Dropped < 100 {
+			return fmt.Errorf("children %+v: want drops counted", ch)
+		}
+		return nil
+	})
+	db, _ := p.parent.DB(c.id.ID())
+	if _, ok := db.Chart("system.cpu"); ok {
+		t.Error("chart over the dimension cap was stored")
+	}
+	if last, _, _ := db.Latest("future"); last > time.Now().Unix()+10 {
+		t.Errorf("parent stored a point at %d, %ds in the future", last, last-time.Now().Unix())
+	}
+}
+
+// TestChildGoesStale: a connected child that sends nothing new is listed
+// stale once StaleAfter has passed, and live again with new points.
+func TestChildGoesStale(t *testing.T) {
+	p := newParent(t, fleet.ParentConfig{StaleAfter: time.Second})
+	c := newChild(t, p, "delta", 1)
+	c.run(t, p)
+	state := func(want string) func() error {
+		return func() error {
+			ch := p.parent.Children()
+			if len(ch) != 1 || ch[0].State != want {
+				return fmt.Errorf("children %+v, want one %s", ch, want)
+			}
+			return nil
+		}
+	}
+	testutil.Eventually(t, 10*time.Second, state(api.ChildStale))
+	c.fill(t, time.Now().Unix())
+	testutil.Eventually(t, 10*time.Second, state(api.ChildLive))
+}

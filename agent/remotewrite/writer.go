@@ -1,0 +1,255 @@
+package remotewrite
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/klauspost/compress/snappy"
+
+	"peerdns/agent/api"
+	"peerdns/agent/store"
+	"peerdns/transport"
+)
+
+// Source is one node's store and the instance label its series carry.
+type Source struct {
+	Instance string
+	DB       *store.DB
+}
+
+// Config configures a writer.
+type Config struct {
+	// URL is the receiver, e.g. http://127.0.0.1:9090/api/v1/write
+	// (AGENT_REMOTE_WRITE_URL).
+	URL string
+	// Sources lists the stores to export, called at every collection
+	// (a parent adds its children).
+	Sources func() []Source
+	// Interval between collections of new points (1s).
+	Interval time.Duration
+	// BatchSamples is the most samples in one request (5,000).
+	BatchSamples int
+	// QueueBatches bounds the batches waiting to be sent (200: one
+	// million samples at most). When full, new batches are dropped and
+	// counted: a receiver down for minutes costs bounded memory.
+	QueueBatches int
+	// Timeout bounds one request (10s).
+	Timeout time.Duration
+	Client  *http.Client
+	Log     *slog.Logger
+}
+
+// Writer sends new tier-0 points to a Prometheus remote-write receiver.
+type Writer struct {
+	cfg   Config
+	queue chan []Series
+	// cursor is the newest second sent per source and chart (collector
+	// goroutine only).
+	cursor map[string]int64
+
+	// Counters: samples sent (acknowledged 2xx), dropped at the full
+	// queue, failed (refused by the receiver with 4xx), requests retried.
+	Sent, Dropped, Failed, Retries, Requests atomic.Int64
+}
+
+// New makes a writer; Run starts it.
+func New(cfg Config) (*Writer, error) {
+	if cfg.URL == "" || cfg.Sources == nil {
+		return nil, errors.New("remotewrite: URL and Sources are required")
+	}
+	if cfg.Interval <= 0 {
+		cfg.Interval = time.Second
+	}
+	if cfg.BatchSamples <= 0 {
+		cfg.BatchSamples = 5000
+	}
+	if cfg.QueueBatches <= 0 {
+		cfg.QueueBatches = 200
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = 10 * time.Second
+	}
+	if cfg.Client == nil {
+		cfg.Client = &http.Client{Timeout: cfg.Timeout}
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	return &Writer{cfg: cfg, queue: make(chan []Series, cfg.QueueBatches), cursor: map[string]int64{}}, nil
+}
+
+// Queued is the number of batches waiting.
+func (w *Writer) Queued() int { return len(w.queue) }
+
+// Status is the writer's counters for the API.
+func (w *Writer) Status() map[string]any {
+	return map[string]any{
+		"url": w.cfg.URL, "samples_sent": w.Sent.Load(), "samples_dropped": w.Dropped.Load(),
+		"samples_failed": w.Failed.Load(), "requests": w.Requests.Load(), "retries": w.Retries.Load(),
+		"queued_batches": len(w.queue), "queue_batches_max": cap(w.queue),
+	}
+}
+
+// Run collects and sends until ctx is done.
+func (w *Writer) Run(ctx context.Context) {
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); w.Send(ctx) }()
+	t := time.NewTicker(w.cfg.Interval)
+	defer t.Stop()
+	for {
+		w.Collect()
+		select {
+		case <-ctx.Done():
+			wg.Wait()
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// Collect queues the points written since the last call. Only one
+// goroutine may call it (Run's, or a benchmark's). The first call
+// per chart starts at its newest point: a receiver refuses samples much
+// older than what it holds, so history is not backfilled.
+func (w *Writer) Collect() {
+	var batch []Series
+	n := 0
+	flush := func() {
+		if len(batch) == 0 {
+			return
+		}
+		select {
+		case w.queue <- batch:
+		default:
+			w.Dropped.Add(int64(n))
+		}
+		batch, n = nil, 0
+	}
+	for _, src := range w.cfg.Sources() {
+		for _, def := range src.DB.Charts() {
+			last, _, ok := src.DB.Latest(def.ID)
+			key := src.Instance + "\x00" + def.ID
+			cur, seen := w.cursor[key]
+			if !ok || (seen && last <= cur) {
+				continue
+			}
+			if !seen {
+				cur = last - 1
+			}
+			win, err := src.DB.Query(def.ID, 0, cur+1, last)
+			w.cursor[key] = last
+			if err != nil || len(win.Slots) == 0 {
+				continue
+			}
+			name := api.PromMetricName(def)
+			for d, dim := range def.Dims {
+				s := Series{Labels: []Label{
+					{"__name__", name}, {"chart", def.ID}, {"dimension", dimName(dim)},
+					{"family", def.Family}, {"instance", src.Instance},
+				}}
+				SortLabels(s.Labels)
+				for k, slot := range win.Slots[d] {
+					if slot.Count > 0 {
+						s.Samples = append(s.Samples, Sample{Value: slot.Sum, Timestamp: (win.Start + int64(k)) * 1000})
+					}
+				}
+				if len(s.Samples) == 0 {
+					continue
+				}
+				batch = append(batch, s)
+				n += len(s.Samples)
+				if n >= w.cfg.BatchSamples {
+					flush()
+				}
+			}
+		}
+	}
+	flush()
+}
+
+func dimName(d store.DimDef) string {
+	if d.Name != "" {
+		return d.Name
+	}
+	return d.ID
+}
+
+// Send posts queued batches in order until ctx is done (Run starts it;
+// benchmarks drive Collect and Send themselves), retrying a batch with
+// backoff while the receiver is unreachable or answers 5xx/429, dropping
+// it on other 4xx answers (the receiver will never take it).
+func (w *Writer) Send(ctx context.Context) {
+	var raw, enc []byte
+	for {
+		var batch []Series
+		select {
+		case <-ctx.Done():
+			return
+		case batch = <-w.queue:
+		}
+		n := 0
+		for _, s := range batch {
+			n += len(s.Samples)
+		}
+		raw = AppendWriteRequest(raw[:0], batch)
+		enc = snappy.Encode(enc[:cap(enc)], raw)
+		bo := transport.Backoff{Min: 100 * time.Millisecond, Max: 10 * time.Second}
+		for {
+			err := w.post(ctx, enc)
+			if err == nil {
+				w.Sent.Add(int64(n))
+				break
+			}
+			var perm permanentError
+			if errors.As(err, &perm) {
+				w.Failed.Add(int64(n))
+				w.cfg.Log.Warn("remote write refused a batch", "samples", n, "err", err)
+				break
+			}
+			w.Retries.Add(1)
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(bo.Next()):
+			}
+		}
+	}
+}
+
+type permanentError struct{ error }
+
+func (w *Writer) post(ctx context.Context, body []byte) error {
+	ctx, cancel := context.WithTimeout(ctx, w.cfg.Timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.cfg.URL, bytes.NewReader(body))
+	if err != nil {
+		return permanentError{err}
+	}
+	req.Header.Set("Content-Encoding", "snappy")
+	req.Header.Set("Content-Type", "application/x-protobuf")
+	req.Header.Set("X-Prometheus-Remote-Write-Version", "0.1.0")
+	req.Header.Set("User-Agent", "peerdns-agent/"+api.Version)
+	w.Requests.Add(1)
+	resp, err := w.cfg.Client.Do(req)
+	if err != nil {
+		return err
+	}
+	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+	resp.Body.Close()
+	switch {
+	case resp.StatusCode/100 == 2:
+		return nil
+	case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode/100 == 5:
+		return fmt.Errorf("%s: %s", resp.Status, bytes.TrimSpace(msg))
+	}
+	return permanentError{fmt.Errorf("%s: %s", resp.Status, bytes.TrimSpace(msg))}
+}

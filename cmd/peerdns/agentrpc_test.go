@@ -1,0 +1,91 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestAgentAllowAndCall runs a real agent process, allows the operator's
+// key with `peerdns agent allow`, calls it with `peerdns agent call`, then
+// denies the key and sees the call refused.
+func TestAgentAllowAndCall(t *testing.T) {
+	dir := t.TempDir()
+	cmd := exec.Command(os.Args[0], "agent", "--data", dir)
+	cmd.Env = append(os.Environ(), "PEERDNS_TEST_AS_MAIN=1", "AGENT_REST_PORT=0", "AGENT_PEER_ADDR=127.0.0.1:0")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	re := regexp.MustCompile(`agent peer RPC listening on (\S+) key ([0-9a-f]{64})`)
+	found := make(chan []string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			if m := re.FindStringSubmatch(sc.Text()); m != nil {
+				found <- m
+			}
+		}
+	}()
+	var target string
+	select {
+	case m := <-found:
+		target = m[2] + "@" + m[1]
+	case <-time.After(30 * time.Second):
+		t.Fatal("agent did not announce its peer RPC address")
+	}
+
+	peerdns := func(args ...string) (int, string, string) {
+		var out, errb bytes.Buffer
+		code := run(append(args, "--data", dir), func(string) string { return "" }, &out, &errb)
+		return code, out.String(), errb.String()
+	}
+	code, out, _ := peerdns("agent", "key")
+	m := regexp.MustCompile(`operator ([0-9a-f]{64})`).FindStringSubmatch(out)
+	if code != 0 || m == nil {
+		t.Fatalf("agent key: %d %q", code, out)
+	}
+	opKey := m[1]
+	if code, out, errs := peerdns("agent", "call", target, "info"); code != 1 || !strings.Contains(errs, "403") {
+		t.Fatalf("call before allow: %d %q %q, want exit 1 and 403", code, out, errs)
+	}
+	if code, _, errs := peerdns("agent", "allow", opKey, "admin"); code != 0 {
+		t.Fatalf("allow: %d %s", code, errs)
+	}
+	if code, out, _ := peerdns("agent", "peers"); code != 0 || !strings.Contains(out, opKey+" admin") {
+		t.Fatalf("peers: %d %q", code, out)
+	}
+	code, out, errs := peerdns("agent", "call", target, "info")
+	var info struct {
+		Role string `json:"role"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &info) != nil || info.Role != "admin" {
+		t.Fatalf("call info: %d %q %q", code, out, errs)
+	}
+	code, out, errs = peerdns("agent", "call", target, "get", "/api/v3/tunnel")
+	if code != 0 || !strings.Contains(out, `"status": "listening"`) {
+		t.Fatalf("call get tunnel: %d %q %q", code, out, errs)
+	}
+	if code, _, errs := peerdns("agent", "call", target, "prune", "before=nope"); code != 1 || !strings.Contains(errs, "not a number") {
+		t.Fatalf("bad prune args: %d %q", code, errs)
+	}
+	if code, _, errs := peerdns("agent", "deny", opKey); code != 0 {
+		t.Fatalf("deny: %d %s", code, errs)
+	}
+	if code, _, errs := peerdns("agent", "call", target, "info"); code != 1 || !strings.Contains(errs, "403") {
+		t.Fatalf("call after deny: %d %q, want 403", code, errs)
+	}
+	if code, _, _ := peerdns("agent", "allow", "zz", "admin"); code != 1 {
+		t.Fatalf("allow of a bad key: exit %d, want 1", code)
+	}
+}
