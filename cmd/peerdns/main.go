@@ -51,6 +51,8 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 		err = runAgent(ctx, args, getenv, stderr)
 	case "invite":
 		err = runInvite(args, getenv, stdout, stderr)
+	case "install-dns", "uninstall-dns":
+		err = runSysDNS(cmd == "install-dns", args, getenv, stdout, stderr)
 	case "version":
 		fmt.Fprintf(stdout, "peerdns %s\n", version)
 	default:
@@ -100,6 +102,8 @@ usage:
                  [--dns-recursion-allow NETS]
   peerdns agent  [--data DIR]
   peerdns invite [--admin-addr A] [--ttl D]
+  peerdns install-dns   [--dns-addr A] [--admin-addr A] [--suffixes S,...]
+  peerdns uninstall-dns
   peerdns version
   peerdns help
 
@@ -107,6 +111,10 @@ commands:
   node     run a naming node (the default)
   agent    run the host metrics agent (Netdata-compatible API on 127.0.0.1:18888)
   invite   print a one-time invite from the running node, for --join on another
+  install-dns    send .p2p (and the node's other names) to the node: systemd-resolved
+                 drop-in or macOS /etc/resolver files (PEERDNS_RESOLVED_DIR,
+                 PEERDNS_RESOLVER_DIR move them); needs root
+  uninstall-dns  remove what install-dns wrote
   version  print the version
 
 Every node flag also reads PEERDNS_<FLAG> from the environment

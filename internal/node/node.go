@@ -254,6 +254,7 @@ func (n *Node) startAdmin(ln net.Listener) {
 			n.settingsRoutes,
 			n.pluginRoutes,
 			n.certRoutes,
+			n.sysDNSRoutes,
 			n.statsRoutes,
 			func(r *router.Router) { admin.RegisterDiagnostics(r, core, n.dns) },
 			func(r *router.Router) { admin.RegisterBackups(r, core, n) },
