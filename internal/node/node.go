@@ -29,6 +29,7 @@ import (
 	"peerdns/actors/plugin"
 	"peerdns/actors/tunnel"
 	"peerdns/http/admin"
+	"peerdns/http/doh"
 	"peerdns/http/pluginweb"
 	"peerdns/http/ws"
 	"peerdns/internal/certs"
@@ -259,7 +260,8 @@ func (n *Node) startAdmin(ln net.Listener) {
 			func(r *router.Router) { admin.RegisterDiagnostics(r, core, n.dns) },
 			func(r *router.Router) { admin.RegisterBackups(r, core, n) },
 		},
-		WS: ws.Handler(ws.Deps{Root: rootCtx, Hub: n.hub, Ledger: n.ledger, Channels: n.channels, Log: core, Stats: n.statsSnapshot, MaxClients: n.cfg.WSMaxClients}),
+		DoH: doh.Handler(n.dns),
+		WS:  ws.Handler(ws.Deps{Root: rootCtx, Hub: n.hub, Ledger: n.ledger, Channels: n.channels, Log: core, Stats: n.statsSnapshot, MaxClients: n.cfg.WSMaxClients}),
 	})
 	done := make(chan struct{})
 	go func() {
