@@ -74,6 +74,8 @@ type Server struct {
 	udp     []*net.UDPConn
 	tcp     *dns.Server
 	addr    string
+	dot     *dns.Server // DNS over TLS (ServeTLS); nil: none
+	dotAddr string
 	started atomic.Bool
 	stopped atomic.Bool
 	alive   atomic.Int32 // UDP reader goroutines running
@@ -410,6 +412,11 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	var err error
 	if s.tcp != nil && s.started.Load() {
 		err = s.tcp.ShutdownContext(ctx)
+	}
+	if s.dot != nil {
+		if derr := s.dot.ShutdownContext(ctx); err == nil {
+			err = derr
+		}
 	}
 	s.mu.Unlock()
 	done := make(chan struct{})

@@ -224,6 +224,9 @@ func (n *Node) start() (err error) {
 	if err := n.openCA(); err != nil {
 		return err
 	}
+	if err := n.startDoT(); err != nil {
+		return err
+	}
 	n.newStats()
 	n.startAdmin(adminLn)
 	if err := n.startEdge(); err != nil {
