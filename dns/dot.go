@@ -71,4 +71,3 @@ func (s *Server) TLSAddr() string {
 	defer s.mu.Unlock()
 	return s.dotAddr
 }
-
