@@ -44,12 +44,16 @@ func (t *Table) Resolve(qname string, qtype, qclass uint16) Result {
 			return Result{Rcode: dns.RcodeRefused}
 		}
 		res := Result{Kind: KindLocal, Authoritative: true}
+		own := appendOwned
+		if n.wild {
+			own = appendAs
+		}
 		if qtype == dns.TypeANY {
 			for _, rrs := range n.ch {
-				res.Answer = appendOwned(res.Answer, rrs, qname)
+				res.Answer = own(res.Answer, rrs, qname)
 			}
 		} else {
-			res.Answer = appendOwned(res.Answer, n.ch[qtype], qname)
+			res.Answer = own(res.Answer, n.ch[qtype], qname)
 		}
 		return res
 	}
@@ -80,10 +84,14 @@ func (t *Table) answer(n *node, qname string, qtype uint16, depth int) Result {
 		}
 		return res // NODATA for every other type
 	}
-	// Local records.
+	// Local records (a wildcard's are owned by the name asked, RFC 4592 §3.4.3).
 	res.Authoritative = true
+	own := appendOwned
+	if n.wild {
+		own = appendAs
+	}
 	if c := n.rrs[dns.TypeCNAME]; len(c) > 0 && qtype != dns.TypeCNAME {
-		res.Answer = appendOwned(res.Answer, c[:1], qname)
+		res.Answer = own(res.Answer, c[:1], qname)
 		if depth >= MaxChase {
 			return res
 		}
@@ -100,13 +108,13 @@ func (t *Table) answer(n *node, qname string, qtype uint16, depth int) Result {
 	}
 	if qtype == dns.TypeANY {
 		for _, typ := range sortedTypes(n.rrs) {
-			res.Answer = appendOwned(res.Answer, n.rrs[typ], qname)
+			res.Answer = own(res.Answer, n.rrs[typ], qname)
 		}
 		if len(res.Answer) > 0 || n.fallback == nil {
 			return res
 		}
 	} else if rrs := n.rrs[qtype]; len(rrs) > 0 {
-		res.Answer = appendOwned(res.Answer, rrs, qname)
+		res.Answer = own(res.Answer, rrs, qname)
 		return res
 	}
 	if n.fallback != nil {
@@ -126,6 +134,17 @@ func appendOwned(dst, rrs []dns.RR, qname string) []dns.RR {
 			rr = dns.Copy(rr)
 			rr.Header().Name = qname
 		}
+		dst = append(dst, rr)
+	}
+	return dst
+}
+
+// appendAs appends copies of rrs owned by qname, whatever their owner
+// (the records of a wildcard).
+func appendAs(dst, rrs []dns.RR, qname string) []dns.RR {
+	for _, rr := range rrs {
+		rr = dns.Copy(rr)
+		rr.Header().Name = qname
 		dst = append(dst, rr)
 	}
 	return dst

@@ -196,13 +196,7 @@ func (t *Table) Answer(req []byte, q *Query, out []byte, ednsSize uint16) int {
 	key := q.Key[:q.KeyLen]
 	n := t.nodes[string(key)]
 	if n == nil {
-		for p := 0; key[p] != 0; {
-			p += 1 + int(key[p])
-			if n = t.parents[string(key[p:])]; n != nil {
-				break
-			}
-		}
-		if n == nil {
+		if n = t.cover(key); n == nil {
 			q.Miss = true
 			return 0
 		}
