@@ -74,7 +74,7 @@ type Table struct {
 	// wild holds the local wildcard records: key is the wire name of the
 	// wildcard's parent ("*.dev.lan" → dev.lan); nil when there are none,
 	// so lookups without wildcards pay one nil check (see cover).
-	wild map[string]*node
+	wild    map[string]*node
 	ttl     uint32
 	buf     []byte   // scratch for packing during Build; nil afterwards
 	touches *Touches // nil: answers are not reported
