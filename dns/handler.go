@@ -169,6 +169,7 @@ func (s *Server) answer(ctx context.Context, req *dns.Msg, tcp, recurse bool) *d
 	resp.Authoritative = res.Authoritative
 	resp.Rcode = res.Rcode
 	resp.Answer = res.Answer
+	resp.Ns = res.Ns
 	if res.Upstream {
 		if q.Qclass != dns.ClassINET && q.Qclass != dns.ClassANY {
 			return s.finish(s.fail(resp, req, dns.RcodeRefused), opt, limit)

@@ -13,6 +13,7 @@ type Result struct {
 	Rcode         int
 	Authoritative bool
 	Answer        []dns.RR // owner names already set to the question's name
+	Ns            []dns.RR // authority: the SOA of a negative answer (negative.go)
 
 	// Upstream asks the caller to resolve (UpstreamName, qtype) upstream
 	// and append that answer to Answer (Answer may hold a CNAME chain
@@ -62,6 +63,9 @@ func (t *Table) Resolve(qname string, qtype, qclass uint16) Result {
 
 func (t *Table) answer(n *node, qname string, qtype uint16, depth int) Result {
 	if n == nil {
+		if underP2P(qname) {
+			return t.nxP2P()
+		}
 		return Result{Upstream: true, UpstreamName: qname}
 	}
 	res := Result{Kind: n.kind}
@@ -82,7 +86,10 @@ func (t *Table) answer(n *node, qname string, qtype uint16, depth int) Result {
 			b := n.ip6.As16()
 			res.Answer = append(res.Answer, &dns.AAAA{Hdr: dns.RR_Header{Name: qname, Rrtype: dns.TypeAAAA, Class: dns.ClassINET, Ttl: t.ttl}, AAAA: net.IP(b[:])})
 		}
-		return res // NODATA for every other type
+		if len(res.Answer) == 0 {
+			res.Ns = []dns.RR{t.soa(n.name)} // NODATA (RFC 2308 §2.2)
+		}
+		return res
 	}
 	// Local records (a wildcard's are owned by the name asked, RFC 4592 §3.4.3).
 	res.Authoritative = true
@@ -102,6 +109,7 @@ func (t *Table) answer(n *node, qname string, qtype uint16, depth int) Result {
 		}
 		sub := t.answer(t.find(k), target, qtype, depth+1)
 		res.Answer = append(res.Answer, sub.Answer...)
+		res.Ns = sub.Ns
 		res.Rcode = sub.Rcode
 		res.Upstream, res.UpstreamName, res.ServfailOnNegative = sub.Upstream, sub.UpstreamName, sub.ServfailOnNegative
 		return res

@@ -75,6 +75,7 @@ type Table struct {
 	// wildcard's parent ("*.dev.lan" → dev.lan); nil when there are none,
 	// so lookups without wildcards pay one nil check (see cover).
 	wild    map[string]*node
+	nx      *Answer // pre-packed NXDOMAIN for unclaimed .p2p names (negative.go)
 	ttl     uint32
 	buf     []byte   // scratch for packing during Build; nil afterwards
 	touches *Touches // nil: answers are not reported
@@ -241,6 +242,7 @@ func Build(v *view.Snapshot, l *records.Snapshot, o Options) *Table {
 			}
 		}
 	}
+	t.nx = t.packResult(t.nxP2P(), "")
 	t.buf = nil
 	return t
 }
