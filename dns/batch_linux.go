@@ -196,6 +196,7 @@ func (s *Server) serveUDP(c *net.UDPConn, sh *shard) {
 		sh.batches.Add(1)
 		t := s.fresh(s.table.Load())
 		debug := s.debugEnabled()
+		qlog := s.qlog.on.Load()
 		k := 0
 		for i := 0; i < n; i++ {
 			pkt := b.bufs[i][:b.in[i].n]
@@ -224,6 +225,9 @@ func (s *Server) serveUDP(c *net.UDPConn, sh *shard) {
 				b.reply(k, i, m)
 				if debug {
 					s.debugQuery(b.obufs[k][:m], b.source(i), "fast")
+				}
+				if qlog {
+					s.note(b.source(i).Addr(), b.obufs[k][:m], "fast")
 				}
 				k++
 				continue

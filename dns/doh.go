@@ -25,6 +25,9 @@ func (s *Server) Exchange(ctx context.Context, query []byte, client netip.Addr) 
 	if b == nil {
 		return nil, 0, ErrNoReply
 	}
+	if s.qlog.on.Load() {
+		s.note(client, b, "doh")
+	}
 	return b, minTTL(m), nil
 }
 

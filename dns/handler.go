@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"net"
+	"net/netip"
 
 	"github.com/miekg/dns"
 
@@ -104,6 +105,17 @@ func (s *Server) serveTCP(w dns.ResponseWriter, req *dns.Msg) {
 	resp := s.answer(s.baseCtx, req, true, recurse)
 	if err := w.WriteMsg(resp); err != nil && !s.stopped.Load() {
 		s.logError("dns tcp write", err)
+	}
+	if s.qlog.on.Load() {
+		var client netip.Addr
+		if a, ok := w.RemoteAddr().(*net.TCPAddr); ok {
+			client = a.AddrPort().Addr()
+		}
+		path := "tcp"
+		if cs, ok := w.(dns.ConnectionStater); ok && cs.ConnectionState() != nil {
+			path = "tls"
+		}
+		s.noteMsg(client, resp, path)
 	}
 	if s.debugEnabled() && len(resp.Question) > 0 {
 		q := resp.Question[0]

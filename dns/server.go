@@ -93,6 +93,7 @@ type Server struct {
 	slowCnt     shard // counters of the slow path
 	lastLog     atomic.Int64
 	touches     *zone.Touches // nil without Config.OnP2PAnswer
+	qlog        *queryLog     // query log and per-client counters (querylog.go)
 }
 
 // shard is one reader's counters, padded so readers never share a line.
@@ -148,7 +149,10 @@ func New(cfg Config, pub *view.Published, local *records.Published, log *slog.Lo
 		}),
 		slow: make(chan struct{}, cfg.MaxSlow),
 		acl:  newACL(cfg.RecursionAllow),
+		qlog: newQueryLog(),
 	}
+	s.qlog.on.Store(cfg.QueryLog)
+	s.qlog.tokens.Store(QueryLogRate)
 	if cfg.RateLimit > 0 {
 		s.rrl = newLimiter(cfg.RateLimit, cfg.Now)
 	}
@@ -306,6 +310,8 @@ func (s *Server) Start() error {
 		s.wg.Add(1)
 		go s.reportAnswers()
 	}
+	s.wg.Add(1)
+	go s.runQueryLog()
 	s.unsub = append(s.unsub,
 		s.view.Subscribe(func(*view.Snapshot) { s.rebuild() }),
 		s.local.Subscribe(func(*records.Snapshot) { s.rebuild() }))

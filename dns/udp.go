@@ -45,6 +45,9 @@ func (s *Server) readLoop(c *net.UDPConn, sh *shard) {
 				if s.debugEnabled() {
 					s.debugQuery(out[:m], from, "fast")
 				}
+				if s.qlog.on.Load() {
+					s.note(from.Addr(), out[:m], "fast")
+				}
 				continue
 			}
 			if m < 0 {
@@ -178,6 +181,9 @@ func (s *Server) slowUDP(c *net.UDPConn, pkt []byte, from netip.AddrPort, sh *sh
 		}
 		if s.debugEnabled() {
 			s.debugQuery(resp, from, "slow")
+		}
+		if s.qlog.on.Load() {
+			s.note(from.Addr(), resp, "slow")
 		}
 	}()
 }

@@ -99,7 +99,7 @@ usage:
   peerdns [node] [--data DIR] [--admin-addr A] [--dns-addr A] [--http-addr A]
                  [--https-addr A] [--p2p-addr A] [--bootstrap ADDR,...]
                  [--join INVITE] [--upstream ADDR,...] [--system]
-                 [--dns-recursion-allow NETS] [--dot-addr A]
+                 [--dns-recursion-allow NETS] [--dot-addr A] [--dns-query-log]
   peerdns agent  [--data DIR]
   peerdns invite [--admin-addr A] [--ttl D]
   peerdns install-dns   [--dns-addr A] [--admin-addr A] [--suffixes S,...]

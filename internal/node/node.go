@@ -261,6 +261,7 @@ func (n *Node) startAdmin(ln net.Listener) {
 			n.sysDNSRoutes,
 			n.statsRoutes,
 			func(r *router.Router) { admin.RegisterDiagnostics(r, core, n.dns) },
+			func(r *router.Router) { admin.RegisterDNSClients(r, core, n.dns) },
 			func(r *router.Router) { admin.RegisterBackups(r, core, n) },
 		},
 		DoH: doh.Handler(n.dns),
@@ -289,7 +290,7 @@ func (n *Node) startDNS() error {
 	recs := &records.Published{}
 	srv, err := nodedns.New(nodedns.Config{
 		Addr: n.cfg.DNSAddr, Upstreams: n.cfg.Upstream, RecursionAllow: n.cfg.DNSRecursionAllow,
-		OnP2PAnswer: n.domainAnswered, CacheSize: n.cfg.DNSCacheSize,
+		OnP2PAnswer: n.domainAnswered, CacheSize: n.cfg.DNSCacheSize, QueryLog: n.cfg.DNSQueryLog,
 	}, n.pub, recs, dnsLog)
 	if err != nil {
 		return fmt.Errorf("dns: %w", err)
