@@ -69,6 +69,10 @@ type Server struct {
 	// holds all of loopback): the answer paths then skip the ACL and the
 	// limiter altogether. Set by listen, before any reader starts.
 	checkClients bool
+	// pktinfo is true when the UDP sockets are bound to an unspecified
+	// address and report each datagram's destination, so replies leave
+	// from it (pktinfo_linux.go). Set by serveOn, before any reader starts.
+	pktinfo bool
 
 	mu      sync.Mutex // guards the listeners below and the state changes
 	udp     []*net.UDPConn
@@ -376,6 +380,16 @@ func (s *Server) serveOn(conns []*net.UDPConn, ln net.Listener, addr string) err
 	s.addr = addr
 	local := conns[0].LocalAddr().(*net.UDPAddr).AddrPort().Addr()
 	s.checkClients = !s.acl.coversAll() && !(local.Unmap().IsLoopback() && s.acl.coversLoopback(local))
+	s.pktinfo = false
+	if local.IsUnspecified() {
+		s.pktinfo = havePktinfo
+		for _, c := range conns {
+			if err := enablePktinfo(c); err != nil && s.pktinfo {
+				s.pktinfo = false
+				s.log.Warn("dns: replies may leave from another address than the one queried", "err", err)
+			}
+		}
+	}
 	s.shards = make([]*shard, len(conns))
 	for i := range s.shards {
 		s.shards[i] = &shard{}
