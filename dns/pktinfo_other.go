@@ -15,6 +15,8 @@ const havePktinfo = false
 
 const ctlSize = 128
 
-func enablePktinfo(*net.UDPConn) error { return errors.New("IP_PKTINFO is not wired up on this platform") }
+func enablePktinfo(*net.UDPConn) error {
+	return errors.New("IP_PKTINFO is not wired up on this platform")
+}
 
 func replyControl(in, out []byte) int { return 0 }
