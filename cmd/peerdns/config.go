@@ -87,7 +87,7 @@ func parseNodeFlags(args []string, getenv func(string) string, stderr io.Writer)
 var flagSettings = map[string]string{
 	"admin-addr": "ADMIN_ADDR", "dns-addr": "DNS_ADDR", "http-addr": "HTTP_ADDR", "https-addr": "HTTPS_ADDR",
 	"p2p-addr": "P2P_ADDR", "bootstrap": "BOOTSTRAP_PEERS", "upstream": "UPSTREAM_DNS",
-	"dns-recursion-allow": "DNS_RECURSION_ALLOW",
+	"dns-recursion-allow": "DNS_RECURSION_ALLOW", "dot-addr": "DOT_ADDR", "dns-query-log": "DNS_QUERY_LOG",
 }
 
 // envSettings are the settings read from the environment only.

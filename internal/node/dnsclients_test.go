@@ -51,4 +51,11 @@ func TestDNSClientsEndpoints(t *testing.T) {
 	if code, _ := call(t, "GET", base+"/api/dns-clients?limit=-1", ""); code != 400 {
 		t.Errorf("limit=-1 = %d, want 400", code)
 	}
+	// The DNS_QUERY_LOG setting turns it off live.
+	if code, body := call(t, "POST", base+"/api/update-settings", `{"settings":{"DNS_QUERY_LOG":"false"}}`); code != 200 {
+		t.Fatalf("update-settings: %d %s", code, body)
+	}
+	if n.dns.QueryLogEnabled() {
+		t.Fatal("DNS_QUERY_LOG=false left the query log on")
+	}
 }
