@@ -1,8 +1,6 @@
 package zone
 
 import (
-	"strings"
-
 	"github.com/miekg/dns"
 )
 
@@ -39,15 +37,24 @@ func (t *Table) soa(zone string) dns.RR {
 }
 
 // isP2P reports whether the wire name key is under .p2p (not .p2p
-// itself, which is not a name anyone claims).
+// itself, which is not a name anyone claims): its last label is "p2p".
+// Walking the labels matters: a label may hold the bytes "\x03p2p".
 func isP2P(key []byte) bool {
-	const suffix = "\x03p2p\x00"
-	return len(key) > len(suffix) && string(key[len(key)-len(suffix):]) == suffix
+	for p := 0; p < len(key) && key[p] != 0; {
+		next := p + 1 + int(key[p])
+		if next < len(key) && key[next] == 0 {
+			return p > 0 && string(key[p:]) == "\x03p2p\x00"
+		}
+		p = next
+	}
+	return false
 }
 
-// underP2P is isP2P for a presentation name (any case, FQDN).
+// underP2P is isP2P for a presentation name (any case, FQDN, escapes
+// allowed).
 func underP2P(qname string) bool {
-	return len(qname) > len(P2PZone) && strings.EqualFold(qname[len(qname)-len(P2PZone)-1:], "."+P2PZone)
+	k, ok := Key(qname)
+	return ok && isP2P([]byte(k))
 }
 
 // nxP2P is the answer for an unclaimed name under .p2p.

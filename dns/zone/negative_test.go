@@ -74,3 +74,22 @@ func TestNegativeFastAllocs(t *testing.T) {
 		t.Fatalf("%v allocations per negative answer, want 0", allocs)
 	}
 }
+
+func TestIsP2P(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		want bool
+	}{
+		{"a.p2p.", true},
+		{"A.B.P2P.", true},
+		{"p2p.", false},
+		{"a.p2p.example.", false},
+		{`000.\003p2p.`, false}, // a label holding the bytes of "\x03p2p"
+		{`a\.p2p.`, false},      // one label "a.p2p"
+		{"xp2p.", false},
+	} {
+		if got := underP2P(tt.name); got != tt.want {
+			t.Errorf("underP2P(%q) = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
