@@ -211,7 +211,9 @@ func (t *Table) Answer(req []byte, q *Query, out []byte, ednsSize uint16) int {
 	n := t.nodes[string(key)]
 	if n == nil {
 		if n = t.cover(key); n == nil {
-			if t.nx != nil && isP2P(key) {
+			// (Common types only: the slow path owns the odd ones, e.g.
+			// FORMERR for OPT, REFUSED for AXFR.)
+			if t.nx != nil && slot(q.Qtype) >= 0 && isP2P(key) {
 				// An unclaimed .p2p name: NXDOMAIN with the SOA (RFC 2308).
 				return Write(req, q, out, t.nx.Flags, 0, t.nx.Ns, 0, t.nx.Body, ednsSize)
 			}
