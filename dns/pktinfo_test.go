@@ -42,3 +42,24 @@ func TestReplyFromQueriedAddress(t *testing.T) {
 		})
 	}
 }
+
+// Bound to [::] (dual stack), replies reach clients on ::1 and, through
+// IPv4-mapped addresses, on 127.0.0.1 and 127.0.0.2.
+func TestReplyFromQueriedAddressIPv6(t *testing.T) {
+	if !havePktinfo {
+		t.Skip("replies from the queried address are wired up on Linux only")
+	}
+	if c, err := net.ListenPacket("udp", "[::1]:0"); err != nil {
+		t.Skipf("no IPv6 loopback here: %v", err)
+	} else {
+		c.Close()
+	}
+	pub, local := testSources(t)
+	s := newTestServer(t, testConfig{Config: Config{Addr: "[::]:0", Upstreams: []string{deadUpstream(t)}}}, pub, local)
+	_, port, _ := net.SplitHostPort(s.Addr())
+	for _, tt := range []struct{ dst, src string }{{"::1", "::1"}, {"127.0.0.1", "127.0.0.3"}, {"127.0.0.2", "127.0.0.3"}} {
+		if m := askFrom(t, "udp", netip.MustParseAddr(tt.src), net.JoinHostPort(tt.dst, port), "a.local.", dns.TypeA); len(m.Answer) == 0 {
+			t.Fatalf("via %s from %s: %v", tt.dst, tt.src, m)
+		}
+	}
+}
