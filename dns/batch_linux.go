@@ -48,6 +48,11 @@ type batch struct {
 	out   [batchSize]mmsghdr
 	oiovs [batchSize]unix.Iovec
 	obufs [batchSize][]byte
+	// Control messages (pktinfo only): what each query arrived with and
+	// what its reply goes out with; uint64 arrays for cmsg alignment.
+	pktinfo bool
+	ctl     [batchSize][ctlSize / 8]uint64
+	octl    [batchSize][ctlSize / 8]uint64
 
 	// The RawConn callbacks and their results, made once: a closure
 	// built per call would escape and allocate.
@@ -117,6 +122,10 @@ func (b *batch) read() (int, error) {
 	for i := range b.in {
 		b.in[i].hdr.Namelen = uint32(unsafe.Sizeof(b.names[i]))
 		b.in[i].hdr.Flags = 0
+		if b.pktinfo {
+			b.in[i].hdr.Control = (*byte)(unsafe.Pointer(&b.ctl[i][0]))
+			b.in[i].hdr.SetControllen(ctlSize)
+		}
 	}
 	b.rn, b.rerr = 0, nil
 	if err := b.rc.Read(b.readFn); err != nil {
@@ -131,6 +140,22 @@ func (b *batch) reply(k, i, m int) {
 	b.oiovs[k].SetLen(m)
 	b.out[k].hdr.Name = b.in[i].hdr.Name
 	b.out[k].hdr.Namelen = b.in[i].hdr.Namelen
+	if b.pktinfo {
+		b.out[k].hdr.Control, b.out[k].hdr.Controllen = nil, 0
+		if n := replyControl(b.control(i), b.replyCtl(k)); n > 0 {
+			b.out[k].hdr.Control = (*byte)(unsafe.Pointer(&b.octl[k][0]))
+			b.out[k].hdr.SetControllen(n)
+		}
+	}
+}
+
+// control is what in[i] arrived with (pktinfo only).
+func (b *batch) control(i int) []byte {
+	return unsafe.Slice((*byte)(unsafe.Pointer(&b.ctl[i][0])), ctlSize)[:b.in[i].hdr.Controllen]
+}
+
+func (b *batch) replyCtl(k int) []byte {
+	return unsafe.Slice((*byte)(unsafe.Pointer(&b.octl[k][0])), ctlSize)
 }
 
 // write sends out[:k]. A datagram the kernel refuses (sendmmsg reports
@@ -182,6 +207,7 @@ func (s *Server) serveUDP(c *net.UDPConn, sh *shard) {
 	}
 	size := int(s.cfg.UDPSize)
 	b := newBatch(rc, size)
+	b.pktinfo = s.pktinfo
 	var q zone.Query
 	for {
 		n, err := b.read()
@@ -196,6 +222,7 @@ func (s *Server) serveUDP(c *net.UDPConn, sh *shard) {
 		sh.batches.Add(1)
 		t := s.fresh(s.table.Load())
 		debug := s.debugEnabled()
+		qlog := s.qlog.on.Load()
 		k := 0
 		for i := 0; i < n; i++ {
 			pkt := b.bufs[i][:b.in[i].n]
@@ -208,7 +235,11 @@ func (s *Server) serveUDP(c *net.UDPConn, sh *shard) {
 						resp = resp[:s.screen(resp, from.Addr(), sh)]
 					}
 					if len(resp) > 0 {
-						_, _ = c.WriteToUDPAddrPort(resp, from)
+						var ctl []byte
+						if b.pktinfo {
+							ctl = b.control(i)
+						}
+						_ = writeUDP(c, resp, from, ctl)
 					}
 				}
 				continue
@@ -225,10 +256,17 @@ func (s *Server) serveUDP(c *net.UDPConn, sh *shard) {
 				if debug {
 					s.debugQuery(b.obufs[k][:m], b.source(i), "fast")
 				}
+				if qlog {
+					s.note(b.source(i).Addr(), b.obufs[k][:m], "fast")
+				}
 				k++
 				continue
 			}
-			s.slowUDP(c, pkt, b.source(i), sh)
+			var ctl []byte
+			if b.pktinfo {
+				ctl = b.control(i)
+			}
+			s.slowUDP(c, pkt, b.source(i), ctl, sh)
 		}
 		if k > 0 {
 			sh.fast.Add(int64(k))

@@ -49,6 +49,9 @@ type Config struct {
 	// answer path (zone.Touches). The node uses it to make sure the
 	// tunnel clients of the domain's subscribed services run.
 	OnP2PAnswer func(domain string)
+	// QueryLog starts the server with the query log and per-client
+	// counters on (Server.SetQueryLog changes it live); default off.
+	QueryLog bool
 }
 
 func (c *Config) defaults() {

@@ -17,7 +17,7 @@ func FuzzHandle(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	for _, name := range []string{"a.local.", "WWW.site.p2p.", "admin.p2p.", "alias.local.", "other.local.", "pub.example.", "."} {
+	for _, name := range []string{"a.local.", "WWW.site.p2p.", "admin.p2p.", "alias.local.", "other.local.", "pub.example.", ".", "x.Wild.local.", "a.b.wild.local.", "exact.wild.local.", "x.exact.wild.local.", "nobody.p2p."} {
 		for _, qt := range []uint16{dns.TypeA, dns.TypeAAAA, dns.TypeTXT, dns.TypeANY, 65280} {
 			m := new(dns.Msg).SetQuestion(name, qt)
 			b, _ := m.Pack()

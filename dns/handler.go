@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"net"
+	"net/netip"
 
 	"github.com/miekg/dns"
 
@@ -46,9 +47,17 @@ func headerOnly(raw []byte, rcode int) []byte {
 // no reply (not a query, or not even a header). recurse says whether the
 // client gets recursion.
 func (s *Server) handleRaw(ctx context.Context, raw []byte, recurse bool) []byte {
+	b, _ := s.exchange(ctx, raw, false, recurse)
+	return b
+}
+
+// exchange answers the query in raw: the packed reply, and the reply as
+// a message when it is more than a bare header. stream is true for
+// transports without the UDP size limit (DoH, DoT: 64 KiB).
+func (s *Server) exchange(ctx context.Context, raw []byte, stream, recurse bool) ([]byte, *dns.Msg) {
 	if len(raw) < 12 {
 		s.slowCnt.dropped.Add(1)
-		return nil
+		return nil, nil
 	}
 	var dh dns.Header
 	dh.Id = binary.BigEndian.Uint16(raw)
@@ -60,27 +69,27 @@ func (s *Server) handleRaw(ctx context.Context, raw []byte, recurse bool) []byte
 	switch accept(dh) {
 	case dns.MsgIgnore:
 		s.slowCnt.dropped.Add(1)
-		return nil
+		return nil, nil
 	case dns.MsgRejectNotImplemented:
 		s.slowCnt.notimp.Add(1)
-		return headerOnly(raw, dns.RcodeNotImplemented)
+		return headerOnly(raw, dns.RcodeNotImplemented), nil
 	case dns.MsgReject:
 		s.slowCnt.formerr.Add(1)
-		return headerOnly(raw, dns.RcodeFormatError)
+		return headerOnly(raw, dns.RcodeFormatError), nil
 	}
 	req := new(dns.Msg)
 	if err := req.Unpack(raw); err != nil {
 		s.slowCnt.formerr.Add(1)
-		return headerOnly(raw, dns.RcodeFormatError)
+		return headerOnly(raw, dns.RcodeFormatError), nil
 	}
-	resp := s.answer(ctx, req, false, recurse)
+	resp := s.answer(ctx, req, stream, recurse)
 	b, err := resp.Pack()
 	if err != nil {
 		s.logError("dns pack reply", err)
 		s.slowCnt.servfail.Add(1)
-		return headerOnly(raw, dns.RcodeServerFailure)
+		return headerOnly(raw, dns.RcodeServerFailure), nil
 	}
-	return b
+	return b, resp
 }
 
 // serveTCP answers one TCP query through miekg/dns.
@@ -96,6 +105,17 @@ func (s *Server) serveTCP(w dns.ResponseWriter, req *dns.Msg) {
 	resp := s.answer(s.baseCtx, req, true, recurse)
 	if err := w.WriteMsg(resp); err != nil && !s.stopped.Load() {
 		s.logError("dns tcp write", err)
+	}
+	if s.qlog.on.Load() {
+		var client netip.Addr
+		if a, ok := w.RemoteAddr().(*net.TCPAddr); ok {
+			client = a.AddrPort().Addr()
+		}
+		path := "tcp"
+		if cs, ok := w.(dns.ConnectionStater); ok && cs.ConnectionState() != nil {
+			path = "tls"
+		}
+		s.noteMsg(client, resp, path)
 	}
 	if s.debugEnabled() && len(resp.Question) > 0 {
 		q := resp.Question[0]
@@ -161,6 +181,7 @@ func (s *Server) answer(ctx context.Context, req *dns.Msg, tcp, recurse bool) *d
 	resp.Authoritative = res.Authoritative
 	resp.Rcode = res.Rcode
 	resp.Answer = res.Answer
+	resp.Ns = res.Ns
 	if res.Upstream {
 		if q.Qclass != dns.ClassINET && q.Qclass != dns.ClassANY {
 			return s.finish(s.fail(resp, req, dns.RcodeRefused), opt, limit)

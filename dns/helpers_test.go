@@ -128,6 +128,9 @@ var testRecordJSON = []string{
 	`{"name":"hinfo.local","type":"OTHER","ttl":120,"rrtype":13,"data":"03637075026f73"}`,
 	`{"name":"txt.site.p2p","type":"TXT","ttl":120,"data":"local under p2p"}`,
 	`{"name":"version.peerdns","class":"CH","type":"TXT","ttl":0,"data":"peerdns"}`,
+	`{"name":"*.wild.local","type":"A","ttl":90,"data":"192.0.2.77"}`,
+	`{"name":"*.wild.local","type":"CNAME","class":"CH","ttl":90,"data":"a.local"}`,
+	`{"name":"exact.wild.local","type":"TXT","ttl":90,"data":"exact"}`,
 }
 
 func testSources(t testing.TB) (*view.Published, *records.Published) {

@@ -69,11 +69,17 @@ type Server struct {
 	// holds all of loopback): the answer paths then skip the ACL and the
 	// limiter altogether. Set by listen, before any reader starts.
 	checkClients bool
+	// pktinfo is true when the UDP sockets are bound to an unspecified
+	// address and report each datagram's destination, so replies leave
+	// from it (pktinfo_linux.go). Set by serveOn, before any reader starts.
+	pktinfo bool
 
 	mu      sync.Mutex // guards the listeners below and the state changes
 	udp     []*net.UDPConn
 	tcp     *dns.Server
 	addr    string
+	dot     *dns.Server // DNS over TLS (ServeTLS); nil: none
+	dotAddr string
 	started atomic.Bool
 	stopped atomic.Bool
 	alive   atomic.Int32 // UDP reader goroutines running
@@ -91,6 +97,7 @@ type Server struct {
 	slowCnt     shard // counters of the slow path
 	lastLog     atomic.Int64
 	touches     *zone.Touches // nil without Config.OnP2PAnswer
+	qlog        *queryLog     // query log and per-client counters (querylog.go)
 }
 
 // shard is one reader's counters, padded so readers never share a line.
@@ -146,7 +153,10 @@ func New(cfg Config, pub *view.Published, local *records.Published, log *slog.Lo
 		}),
 		slow: make(chan struct{}, cfg.MaxSlow),
 		acl:  newACL(cfg.RecursionAllow),
+		qlog: newQueryLog(),
 	}
+	s.qlog.on.Store(cfg.QueryLog)
+	s.qlog.tokens.Store(QueryLogRate)
 	if cfg.RateLimit > 0 {
 		s.rrl = newLimiter(cfg.RateLimit, cfg.Now)
 	}
@@ -325,6 +335,8 @@ func (s *Server) Start() error {
 		s.wg.Add(1)
 		go s.reportAnswers()
 	}
+	s.wg.Add(1)
+	go s.runQueryLog()
 	s.unsub = append(s.unsub,
 		s.view.Subscribe(func(*view.Snapshot) { s.rebuildPaced() }),
 		s.local.Subscribe(func(*records.Snapshot) { s.rebuildPaced() }))
@@ -389,6 +401,16 @@ func (s *Server) serveOn(conns []*net.UDPConn, ln net.Listener, addr string) err
 	s.addr = addr
 	local := conns[0].LocalAddr().(*net.UDPAddr).AddrPort().Addr()
 	s.checkClients = !s.acl.coversAll() && !(local.Unmap().IsLoopback() && s.acl.coversLoopback(local))
+	s.pktinfo = false
+	if local.IsUnspecified() {
+		s.pktinfo = havePktinfo
+		for _, c := range conns {
+			if err := enablePktinfo(c); err != nil && s.pktinfo {
+				s.pktinfo = false
+				s.log.Warn("dns: replies may leave from another address than the one queried", "err", err)
+			}
+		}
+	}
 	s.shards = make([]*shard, len(conns))
 	for i := range s.shards {
 		s.shards[i] = &shard{}
@@ -431,6 +453,11 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	var err error
 	if s.tcp != nil && s.started.Load() {
 		err = s.tcp.ShutdownContext(ctx)
+	}
+	if s.dot != nil {
+		if derr := s.dot.ShutdownContext(ctx); err == nil {
+			err = derr
+		}
 	}
 	s.mu.Unlock()
 	done := make(chan struct{})

@@ -156,8 +156,9 @@ func TestLiveUpdates(t *testing.T) {
 	if got := rdata(ask(t, "udp", s.Addr(), "fresh.p2p.", dns.TypeA, false)); !reflect.DeepEqual(got, []string{"A 10.77.0.99"}) {
 		t.Fatalf("after view change: %q", got)
 	}
-	if m := ask(t, "udp", s.Addr(), "site.p2p.", dns.TypeA, false); m.Rcode != dns.RcodeServerFailure {
-		t.Fatalf("removed domain: rcode %s, want SERVFAIL from the dead upstream", dns.RcodeToString[m.Rcode])
+	// Unclaimed .p2p names are ours to deny (RFC 2308, zone/negative.go).
+	if m := ask(t, "udp", s.Addr(), "site.p2p.", dns.TypeA, false); m.Rcode != dns.RcodeNameError || len(m.Ns) != 1 || m.Ns[0].Header().Name != "p2p." {
+		t.Fatalf("removed domain: rcode %s, authority %v; want NXDOMAIN with the SOA of p2p.", dns.RcodeToString[m.Rcode], m.Ns)
 	}
 }
 

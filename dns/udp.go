@@ -24,8 +24,16 @@ func (s *Server) readLoop(c *net.UDPConn, sh *shard) {
 	out := make([]byte, s.cfg.UDPSize)
 	size := int(s.cfg.UDPSize)
 	var q zone.Query
+	var ctl, octl [ctlSize]byte
 	for {
-		n, from, err := c.ReadFromUDPAddrPort(buf)
+		var n, cn int
+		var from netip.AddrPort
+		var err error
+		if s.pktinfo {
+			n, cn, _, from, err = c.ReadMsgUDPAddrPort(buf, ctl[:])
+		} else {
+			n, from, err = c.ReadFromUDPAddrPort(buf)
+		}
 		if err != nil {
 			if s.stopped.Load() || errors.Is(err, net.ErrClosed) {
 				return
@@ -38,12 +46,21 @@ func (s *Server) readLoop(c *net.UDPConn, sh *shard) {
 		if t := s.fresh(s.table.Load()); t != nil {
 			m := s.fast(t, buf[:n], &q, out, size, from.Addr(), sh)
 			if m > 0 {
-				if _, err := c.WriteToUDPAddrPort(out[:m], from); err != nil {
+				var err error
+				if oc := replyControl(ctl[:cn], octl[:]); oc > 0 {
+					_, _, err = c.WriteMsgUDPAddrPort(out[:m], octl[:oc], from)
+				} else {
+					_, err = c.WriteToUDPAddrPort(out[:m], from)
+				}
+				if err != nil {
 					s.logError("dns udp write", err)
 				}
 				sh.fast.Add(1)
 				if s.debugEnabled() {
 					s.debugQuery(out[:m], from, "fast")
+				}
+				if s.qlog.on.Load() {
+					s.note(from.Addr(), out[:m], "fast")
 				}
 				continue
 			}
@@ -51,7 +68,7 @@ func (s *Server) readLoop(c *net.UDPConn, sh *shard) {
 				continue // rate-limited: no reply
 			}
 		}
-		s.slowUDP(c, buf[:n], from, sh)
+		s.slowUDP(c, buf[:n], from, ctl[:cn], sh)
 	}
 }
 
@@ -146,9 +163,24 @@ func (s *Server) cached(req []byte, q *zone.Query, out []byte) int {
 	return m
 }
 
+// writeUDP sends resp to client, from the address the query came to when
+// ctl (the query's control messages) names it.
+func writeUDP(c *net.UDPConn, resp []byte, to netip.AddrPort, ctl []byte) error {
+	if len(ctl) > 0 {
+		var oob [ctlSize]byte
+		if n := replyControl(ctl, oob[:]); n > 0 {
+			_, _, err := c.WriteMsgUDPAddrPort(resp, oob[:n], to)
+			return err
+		}
+	}
+	_, err := c.WriteToUDPAddrPort(resp, to)
+	return err
+}
+
 // slowUDP answers one datagram through miekg/dns in its own goroutine, so
-// a slow upstream never stalls the socket. pkt is copied.
-func (s *Server) slowUDP(c *net.UDPConn, pkt []byte, from netip.AddrPort, sh *shard) {
+// a slow upstream never stalls the socket. pkt and ctl (the datagram's
+// control messages, for the reply's source address) are copied.
+func (s *Server) slowUDP(c *net.UDPConn, pkt []byte, from netip.AddrPort, ctl []byte, sh *shard) {
 	sh.slow.Add(1)
 	select {
 	case s.slow <- struct{}{}:
@@ -157,6 +189,9 @@ func (s *Server) slowUDP(c *net.UDPConn, pkt []byte, from netip.AddrPort, sh *sh
 		return
 	}
 	req := append([]byte(nil), pkt...)
+	if len(ctl) > 0 {
+		ctl = append([]byte(nil), ctl...)
+	}
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
@@ -173,11 +208,14 @@ func (s *Server) slowUDP(c *net.UDPConn, pkt []byte, from netip.AddrPort, sh *sh
 			}
 			resp = resp[:n]
 		}
-		if _, err := c.WriteToUDPAddrPort(resp, from); err != nil && !s.stopped.Load() {
+		if err := writeUDP(c, resp, from, ctl); err != nil && !s.stopped.Load() {
 			s.logError("dns udp write", err)
 		}
 		if s.debugEnabled() {
 			s.debugQuery(resp, from, "slow")
+		}
+		if s.qlog.on.Load() {
+			s.note(from.Addr(), resp, "slow")
 		}
 	}()
 }

@@ -113,9 +113,17 @@ func (a *Actor) Receive(c actor.Context) {
 	case *messages.GetSelectorCache:
 		c.Respond(&messages.GetSelectorCacheReply{Prefs: a.st.snapshot(0).Prefs})
 	case *messages.AddLocalRecord:
+		if err := checkWildcard(m.Record.Name, a.view()); err != nil {
+			c.Respond(&messages.LocalDNSWriteReply{Err: err})
+			return
+		}
 		next, ws, err := a.st.add(m.Record)
 		c.Respond(&messages.LocalDNSWriteReply{Err: a.apply(c, next, ws, err)})
 	case *messages.UpdateLocalRecord:
+		if err := checkWildcard(m.Record.Name, a.view()); err != nil {
+			c.Respond(&messages.LocalDNSWriteReply{Err: err})
+			return
+		}
 		next, ws, err := a.st.update(m.Index, m.Record)
 		c.Respond(&messages.LocalDNSWriteReply{Err: a.apply(c, next, ws, err)})
 	case *messages.DeleteLocalRecord:
@@ -205,6 +213,14 @@ func p2pNames(s *view.Snapshot) map[string]bool {
 }
 
 // apply commits a state transition: store first, then readers see it.
+// view is the published p2p view (nil without one).
+func (a *Actor) view() *view.Snapshot {
+	if a.d.View == nil {
+		return nil
+	}
+	return a.d.View.Load()
+}
+
 func (a *Actor) apply(c actor.Context, next *state, ws []write, err error) error {
 	if err != nil {
 		return err

@@ -52,6 +52,8 @@ const (
 	UpstreamDNS       = "UPSTREAM_DNS"
 	DNSCacheSize      = "DNS_CACHE_SIZE"
 	DNSRecursionAllow = "DNS_RECURSION_ALLOW"
+	DNSQueryLog       = "DNS_QUERY_LOG"
+	DoTAddr           = "DOT_ADDR"
 	ProfileDomain     = "PROFILE_DOMAIN"
 	TokenLifetime     = "TOKEN_LIFETIME"
 	WSMaxClients      = "WS_MAX_CLIENTS"
@@ -106,6 +108,12 @@ var Catalog = []Def{
 	{Name: DNSRecursionAllow, Type: "list", Category: "dns", Label: "DNS recursion allowed for", Env: "PEERDNS_DNS_RECURSION_ALLOW",
 		Description: "Client networks that get recursion (--dns-recursion-allow); empty: loopback and private ranges; \"none\": nobody.",
 		check:       prefixes},
+	{Name: DNSQueryLog, Type: "enum", Category: "dns", Label: "DNS query log", Env: "PEERDNS_DNS_QUERY_LOG", Live: true,
+		Description: "Log DNS queries to the dns channel (at most 50 lines a second) and count them per client (GET /api/dns-clients) (--dns-query-log).",
+		Default:     "false", Options: []string{"false", "true"}, check: oneOf("false", "true")},
+	{Name: DoTAddr, Type: "string", Category: "dns", Label: "DNS-over-TLS address", Env: "PEERDNS_DOT_ADDR",
+		Description: "host:port of the DNS-over-TLS listener (RFC 7858) with the admin domain's certificate (--dot-addr); empty: off.",
+		check:       optional(hostPort)},
 	{Name: WSMaxClients, Type: "number", Category: "general", Label: "WebSocket clients at most",
 		Description: "Open /ws connections the node accepts; more are answered 503.", Default: "256", check: intRange(1, 100000)},
 	{Name: BackupRetention, Type: "number", Category: "backups", Label: "Backups kept", Live: true,
@@ -195,6 +203,16 @@ func hostPort(v string) error {
 		}
 	}
 	return nil
+}
+
+// optional accepts an empty value, else what check accepts.
+func optional(check func(string) error) func(string) error {
+	return func(v string) error {
+		if strings.TrimSpace(v) == "" {
+			return nil
+		}
+		return check(v)
+	}
 }
 
 func hostPortList(v string) error {

@@ -38,6 +38,8 @@ func TestCatalog(t *testing.T) {
 		TokenLifetime:     {"59", "1y"},
 		BackupRetention:   {"0"},
 		BackupInterval:    {"-1"},
+		DNSQueryLog:       {"yes", "1"},
+		DoTAddr:           {"853", "host:port"},
 	} {
 		d, ok := Lookup(name)
 		if !ok {
@@ -51,7 +53,7 @@ func TestCatalog(t *testing.T) {
 	}
 	for name, good := range map[string]string{
 		LogLevel: "DEBUG", AdminAllowedHosts: "panel.lan, 10.0.0.5:7710", BootstrapPeers: "10.0.0.2:7740,[::1]:7740",
-		UpstreamDNS: "1.1.1.1, 9.9.9.9:53, [2606:4700::1111]:53", DNSRecursionAllow: "none", Subnets: `[{"base":"10.9.0.0","cidr":24,"startIndex":2}]`,
+		UpstreamDNS: "1.1.1.1, 9.9.9.9:53, [2606:4700::1111]:53", DNSRecursionAllow: "none", DoTAddr: "", DNSQueryLog: "TRUE", Subnets: `[{"base":"10.9.0.0","cidr":24,"startIndex":2}]`,
 	} {
 		d, _ := Lookup(name)
 		if err := d.Validate(good); err != nil {

@@ -23,6 +23,8 @@ func parseNodeFlags(args []string, getenv func(string) string, stderr io.Writer)
 	fs.StringVar(&c.DNSAddr, "dns-addr", "127.0.0.1:7753", "DNS address (UDP and TCP)")
 	fs.StringVar(&c.HTTPAddr, "http-addr", "127.0.0.1:7780", "edge HTTP address")
 	fs.StringVar(&c.HTTPSAddr, "https-addr", "127.0.0.1:7743", "edge HTTPS address")
+	fs.StringVar(&c.DoTAddr, "dot-addr", "", "DNS-over-TLS address, e.g. 127.0.0.1:853 (default: off)")
+	fs.BoolVar(&c.DNSQueryLog, "dns-query-log", false, "log DNS queries (at most 50 lines a second, dns channel) and count them per client")
 	fs.StringVar(&c.P2PAddr, "p2p-addr", "0.0.0.0:7740", "peer QUIC address (UDP)")
 	fs.StringVar(&bootstrap, "bootstrap", "", "comma-separated peer addresses to dial")
 	fs.StringVar(&c.Join, "join", "", "invite to join an existing network")
@@ -85,7 +87,7 @@ func parseNodeFlags(args []string, getenv func(string) string, stderr io.Writer)
 var flagSettings = map[string]string{
 	"admin-addr": "ADMIN_ADDR", "dns-addr": "DNS_ADDR", "http-addr": "HTTP_ADDR", "https-addr": "HTTPS_ADDR",
 	"p2p-addr": "P2P_ADDR", "bootstrap": "BOOTSTRAP_PEERS", "upstream": "UPSTREAM_DNS",
-	"dns-recursion-allow": "DNS_RECURSION_ALLOW",
+	"dns-recursion-allow": "DNS_RECURSION_ALLOW", "dot-addr": "DOT_ADDR", "dns-query-log": "DNS_QUERY_LOG",
 }
 
 // envSettings are the settings read from the environment only.

@@ -51,6 +51,8 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 		err = runAgent(ctx, args, getenv, stdout, stderr)
 	case "invite":
 		err = runInvite(args, getenv, stdout, stderr)
+	case "install-dns", "uninstall-dns":
+		err = runSysDNS(cmd == "install-dns", args, getenv, stdout, stderr)
 	case "version":
 		fmt.Fprintf(stdout, "peerdns %s\n", version)
 	default:
@@ -97,11 +99,13 @@ usage:
   peerdns [node] [--data DIR] [--admin-addr A] [--dns-addr A] [--http-addr A]
                  [--https-addr A] [--p2p-addr A] [--bootstrap ADDR,...]
                  [--join INVITE] [--upstream ADDR,...] [--system]
-                 [--dns-recursion-allow NETS]
+                 [--dns-recursion-allow NETS] [--dot-addr A] [--dns-query-log]
   peerdns agent  [--data DIR]
   peerdns agent  allow <key> <admin|viewer|child> | deny <key> | peers | key
   peerdns agent  call <key@host:port> <method> [args] [--timeout D]
   peerdns invite [--admin-addr A] [--ttl D]
+  peerdns install-dns   [--dns-addr A] [--admin-addr A] [--suffixes S,...]
+  peerdns uninstall-dns
   peerdns version
   peerdns help
 
@@ -114,6 +118,10 @@ commands:
            prune before=UNIX [chart=ID], functions.list, functions.run NAME [k=v],
            logs audit|journal|anomaly [limit=N]
   invite   print a one-time invite from the running node, for --join on another
+  install-dns    send .p2p (and the node's other names) to the node: systemd-resolved
+                 drop-in or macOS /etc/resolver files (PEERDNS_RESOLVED_DIR,
+                 PEERDNS_RESOLVER_DIR move them); needs root
+  uninstall-dns  remove what install-dns wrote
   version  print the version
 
 Every node flag also reads PEERDNS_<FLAG> from the environment

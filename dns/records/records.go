@@ -147,7 +147,7 @@ func num(name string, p *int64, lo, hi int64, required bool, def int64) (int64, 
 func (in *input) record() (Record, error) {
 	var r Record
 	var err error
-	r.Name, err = CleanName("name", str(in.Name), false)
+	r.Name, err = CleanOwner(str(in.Name))
 	if err != nil {
 		return r, err
 	}
@@ -354,10 +354,34 @@ func CleanName(field, s string, rootOK bool) (string, error) {
 	}
 	for _, l := range dns.SplitDomainName(fq) {
 		if l == "*" {
-			return "", invalid("%s %q: wildcards are not supported", field, s)
+			return "", invalid("%s %q: \"*\" is only allowed as the first label of a record's name (a wildcard, e.g. *.dev.lan)", field, s)
 		}
 	}
 	return strings.ToLower(strings.TrimSuffix(fq, ".")), nil
+}
+
+// CleanOwner validates a record's name: a domain name, or a wildcard
+// "*.<name>" (RFC 4592: "*" as the leftmost label only, and a name below
+// it); returned as CleanName returns names.
+func CleanOwner(s string) (string, error) {
+	t := strings.TrimSpace(s)
+	if rest, ok := strings.CutPrefix(t, "*."); ok {
+		if rest == "" || rest == "." {
+			return "", invalid("name %q: a wildcard needs a name below it (e.g. *.dev.lan)", s)
+		}
+		base, err := CleanName("name", rest, false)
+		if err != nil {
+			return "", err
+		}
+		return "*." + base, nil
+	}
+	return CleanName("name", s, false)
+}
+
+// WildcardBase is the name a wildcard owner covers the children of
+// ("*.dev.lan" → "dev.lan", true); ok is false for other names.
+func WildcardBase(name string) (string, bool) {
+	return strings.CutPrefix(name, "*.")
 }
 
 // FQDN is name with the trailing dot ("" is the root).

@@ -13,6 +13,7 @@ type Result struct {
 	Rcode         int
 	Authoritative bool
 	Answer        []dns.RR // owner names already set to the question's name
+	Ns            []dns.RR // authority: the SOA of a negative answer (negative.go)
 
 	// Upstream asks the caller to resolve (UpstreamName, qtype) upstream
 	// and append that answer to Answer (Answer may hold a CNAME chain
@@ -44,12 +45,16 @@ func (t *Table) Resolve(qname string, qtype, qclass uint16) Result {
 			return Result{Rcode: dns.RcodeRefused}
 		}
 		res := Result{Kind: KindLocal, Authoritative: true}
+		own := appendOwned
+		if n.wild {
+			own = appendAs
+		}
 		if qtype == dns.TypeANY {
 			for _, rrs := range n.ch {
-				res.Answer = appendOwned(res.Answer, rrs, qname)
+				res.Answer = own(res.Answer, rrs, qname)
 			}
 		} else {
-			res.Answer = appendOwned(res.Answer, n.ch[qtype], qname)
+			res.Answer = own(res.Answer, n.ch[qtype], qname)
 		}
 		return res
 	}
@@ -58,6 +63,9 @@ func (t *Table) Resolve(qname string, qtype, qclass uint16) Result {
 
 func (t *Table) answer(n *node, qname string, qtype uint16, depth int) Result {
 	if n == nil {
+		if underP2P(qname) {
+			return t.nxP2P()
+		}
 		return Result{Upstream: true, UpstreamName: qname}
 	}
 	res := Result{Kind: n.kind}
@@ -78,12 +86,19 @@ func (t *Table) answer(n *node, qname string, qtype uint16, depth int) Result {
 			b := n.ip6.As16()
 			res.Answer = append(res.Answer, &dns.AAAA{Hdr: dns.RR_Header{Name: qname, Rrtype: dns.TypeAAAA, Class: dns.ClassINET, Ttl: t.ttl}, AAAA: net.IP(b[:])})
 		}
-		return res // NODATA for every other type
+		if len(res.Answer) == 0 {
+			res.Ns = []dns.RR{t.soa(n.name)} // NODATA (RFC 2308 §2.2)
+		}
+		return res
 	}
-	// Local records.
+	// Local records (a wildcard's are owned by the name asked, RFC 4592 §3.4.3).
 	res.Authoritative = true
+	own := appendOwned
+	if n.wild {
+		own = appendAs
+	}
 	if c := n.rrs[dns.TypeCNAME]; len(c) > 0 && qtype != dns.TypeCNAME {
-		res.Answer = appendOwned(res.Answer, c[:1], qname)
+		res.Answer = own(res.Answer, c[:1], qname)
 		if depth >= MaxChase {
 			return res
 		}
@@ -94,19 +109,20 @@ func (t *Table) answer(n *node, qname string, qtype uint16, depth int) Result {
 		}
 		sub := t.answer(t.find(k), target, qtype, depth+1)
 		res.Answer = append(res.Answer, sub.Answer...)
+		res.Ns = sub.Ns
 		res.Rcode = sub.Rcode
 		res.Upstream, res.UpstreamName, res.ServfailOnNegative = sub.Upstream, sub.UpstreamName, sub.ServfailOnNegative
 		return res
 	}
 	if qtype == dns.TypeANY {
 		for _, typ := range sortedTypes(n.rrs) {
-			res.Answer = appendOwned(res.Answer, n.rrs[typ], qname)
+			res.Answer = own(res.Answer, n.rrs[typ], qname)
 		}
 		if len(res.Answer) > 0 || n.fallback == nil {
 			return res
 		}
 	} else if rrs := n.rrs[qtype]; len(rrs) > 0 {
-		res.Answer = appendOwned(res.Answer, rrs, qname)
+		res.Answer = own(res.Answer, rrs, qname)
 		return res
 	}
 	if n.fallback != nil {
@@ -126,6 +142,17 @@ func appendOwned(dst, rrs []dns.RR, qname string) []dns.RR {
 			rr = dns.Copy(rr)
 			rr.Header().Name = qname
 		}
+		dst = append(dst, rr)
+	}
+	return dst
+}
+
+// appendAs appends copies of rrs owned by qname, whatever their owner
+// (the records of a wildcard).
+func appendAs(dst, rrs []dns.RR, qname string) []dns.RR {
+	for _, rr := range rrs {
+		rr = dns.Copy(rr)
+		rr.Header().Name = qname
 		dst = append(dst, rr)
 	}
 	return dst

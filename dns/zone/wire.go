@@ -15,6 +15,7 @@ import (
 type Answer struct {
 	Flags uint16 // AA and RCODE bits of the header
 	An    uint16 // ANCOUNT
+	Ns    uint16 // NSCOUNT (the SOA of a negative answer, RFC 2308)
 	Body  []byte
 }
 
@@ -50,6 +51,13 @@ func (t *Table) pack(n *node, qt uint16) *Answer {
 	if res.Upstream {
 		return nil
 	}
+	return t.packResult(res, n.name)
+}
+
+// packResult packs res: answer records owned by owner as a pointer to
+// the question, every other owner name (and every authority record, such
+// as a parent's SOA, whose owner is not the question's) in full.
+func (t *Table) packResult(res Result, owner string) *Answer {
 	a := &Answer{Flags: uint16(res.Rcode & 0xF)}
 	if res.Authoritative {
 		a.Flags |= flagAA
@@ -58,28 +66,34 @@ func (t *Table) pack(n *node, qt uint16) *Answer {
 		t.buf = make([]byte, dns.MaxMsgSize)
 	}
 	buf := t.buf
-	for _, rr := range res.Answer {
-		off := len(a.Body)
-		if strings.EqualFold(rr.Header().Name, n.name) {
-			a.Body = append(a.Body, 0xC0, 12)
-		} else {
-			m, err := dns.PackDomainName(rr.Header().Name, buf, 0, nil, false)
-			if err != nil {
+	for i, sec := range [][]dns.RR{res.Answer, res.Ns} {
+		for _, rr := range sec {
+			off := len(a.Body)
+			if i == 0 && strings.EqualFold(rr.Header().Name, owner) {
+				a.Body = append(a.Body, 0xC0, 12)
+			} else {
+				m, err := dns.PackDomainName(rr.Header().Name, buf, 0, nil, false)
+				if err != nil {
+					return nil
+				}
+				a.Body = append(a.Body, buf[:m]...)
+			}
+			// Pack the record owned by the root (one zero byte) and keep
+			// type, class, TTL, RDLENGTH and RDATA.
+			c := dns.Copy(rr)
+			c.Header().Name = "."
+			m, err := dns.PackRR(c, buf, 0, nil, false)
+			if err != nil || len(a.Body)+m > dns.MaxMsgSize {
+				a.Body = a.Body[:off]
 				return nil
 			}
-			a.Body = append(a.Body, buf[:m]...)
+			a.Body = append(a.Body, buf[1:m]...)
+			if i == 0 {
+				a.An++
+			} else {
+				a.Ns++
+			}
 		}
-		// Pack the record owned by the root (one zero byte) and keep
-		// type, class, TTL, RDLENGTH and RDATA.
-		c := dns.Copy(rr)
-		c.Header().Name = "."
-		m, err := dns.PackRR(c, buf, 0, nil, false)
-		if err != nil || len(a.Body)+m > dns.MaxMsgSize {
-			a.Body = a.Body[:off]
-			return nil
-		}
-		a.Body = append(a.Body, buf[1:m]...)
-		a.An++
 	}
 	a.Body = append([]byte(nil), a.Body...) // exact size, shared by all readers
 	return a
@@ -196,13 +210,13 @@ func (t *Table) Answer(req []byte, q *Query, out []byte, ednsSize uint16) int {
 	key := q.Key[:q.KeyLen]
 	n := t.nodes[string(key)]
 	if n == nil {
-		for p := 0; key[p] != 0; {
-			p += 1 + int(key[p])
-			if n = t.parents[string(key[p:])]; n != nil {
-				break
+		if n = t.cover(key); n == nil {
+			// (Common types only: the slow path owns the odd ones, e.g.
+			// FORMERR for OPT, REFUSED for AXFR.)
+			if t.nx != nil && slot(q.Qtype) >= 0 && isP2P(key) {
+				// An unclaimed .p2p name: NXDOMAIN with the SOA (RFC 2308).
+				return Write(req, q, out, t.nx.Flags, 0, t.nx.Ns, 0, t.nx.Body, ednsSize)
 			}
-		}
-		if n == nil {
 			q.Miss = true
 			return 0
 		}
@@ -217,7 +231,7 @@ func (t *Table) Answer(req []byte, q *Query, out []byte, ednsSize uint16) int {
 	if a == nil {
 		return 0
 	}
-	return Write(req, q, out, a.Flags, a.An, 0, 0, a.Body, ednsSize)
+	return Write(req, q, out, a.Flags, a.An, a.Ns, 0, a.Body, ednsSize)
 }
 
 // Write builds a response to q in out: the query's ID, RD and CD, QR and

@@ -71,6 +71,11 @@ type Table struct {
 
 	nodes   map[string]*node // exact names, key: lowercased wire name
 	parents map[string]*node // internal and p2p nodes, which also answer their subdomains
+	// wild holds the local wildcard records: key is the wire name of the
+	// wildcard's parent ("*.dev.lan" → dev.lan); nil when there are none,
+	// so lookups without wildcards pay one nil check (see cover).
+	wild    map[string]*node
+	nx      *Answer // pre-packed NXDOMAIN for unclaimed .p2p names (negative.go)
 	ttl     uint32
 	buf     []byte   // scratch for packing during Build; nil afterwards
 	touches *Touches // nil: answers are not reported
@@ -87,6 +92,7 @@ type node struct {
 	fast  [nslots]*Answer    // pre-packed answers by slot, nil: slow path
 	other map[uint16]*Answer // pre-packed answers of OTHER local types
 
+	wild   bool          // a wildcard (RFC 4592): its records are owned by the name asked
 	domain string        // p2p nodes: the view's name, reported by touch
 	seen   atomic.Uint32 // p2p nodes: the Touches epoch last reported
 }
@@ -196,6 +202,10 @@ func Build(v *view.Snapshot, l *records.Snapshot, o Options) *Table {
 	}
 	if l != nil {
 		for _, r := range l.Records {
+			if base, ok := records.WildcardBase(r.Name); ok {
+				t.addWildcard(base, r)
+				continue
+			}
 			k, ok := Key(r.Name)
 			if !ok {
 				continue
@@ -224,7 +234,7 @@ func Build(v *view.Snapshot, l *records.Snapshot, o Options) *Table {
 		}
 	}
 	seen := map[*node]bool{}
-	for _, m := range []map[string]*node{t.nodes, t.parents} {
+	for _, m := range []map[string]*node{t.nodes, t.parents, t.wild} {
 		for _, n := range m {
 			if !seen[n] {
 				seen[n] = true
@@ -232,6 +242,7 @@ func Build(v *view.Snapshot, l *records.Snapshot, o Options) *Table {
 			}
 		}
 	}
+	t.nx = t.packResult(t.nxP2P(), "")
 	t.buf = nil
 	return t
 }
@@ -250,6 +261,65 @@ func setIP(n *node, ip netip.Addr) {
 	} else if ip.Is6() {
 		n.ip6 = ip
 	}
+}
+
+// addWildcard adds the record r owned by "*.<base>" to its wildcard node.
+func (t *Table) addWildcard(base string, r records.Record) {
+	k, ok := Key(base)
+	if !ok {
+		return
+	}
+	if t.wild == nil {
+		t.wild = map[string]*node{}
+	}
+	n := t.wild[k]
+	if n == nil {
+		fb := t.parents[k]
+		if fb == nil {
+			fb = t.parentOf(k)
+		}
+		n = &node{name: records.FQDN(r.Name), kind: KindLocal, wild: true, rrs: map[uint16][]dns.RR{}, ch: map[uint16][]dns.RR{}, fallback: fb}
+		t.wild[k] = n
+	}
+	rr, err := r.RR()
+	if err != nil {
+		return
+	}
+	if r.Qclass() == dns.ClassCHAOS {
+		n.ch[rr.Header().Rrtype] = append(n.ch[rr.Header().Rrtype], rr)
+	} else {
+		n.rrs[rr.Header().Rrtype] = append(n.rrs[rr.Header().Rrtype], rr)
+	}
+}
+
+// cover is the node answering key when it is not an exact name: going up
+// from the nearest ancestor, the first internal or p2p domain, or the
+// first wildcard "*.<ancestor>" — unless a name of the local records
+// lies in between (RFC 4592 §3.3.1: a wildcard only covers names below
+// the closest existing ancestor). So an exact name always beats a
+// wildcard, a more specific wildcard beats a less specific one, and at
+// one level an internal or p2p domain beats a wildcard under it. No
+// allocation.
+func (t *Table) cover(key []byte) *node {
+	wild := t.wild != nil
+	for p := 0; p < len(key) && key[p] != 0; {
+		p += 1 + int(key[p])
+		if p >= len(key) {
+			break
+		}
+		if n := t.parents[string(key[p:])]; n != nil {
+			return n
+		}
+		if wild {
+			if n := t.wild[string(key[p:])]; n != nil {
+				return n
+			}
+			if t.nodes[string(key[p:])] != nil {
+				wild = false // the closest encloser exists: no wildcard above applies
+			}
+		}
+	}
+	return nil
 }
 
 // parentOf is the nearest strict parent of key in parents, or nil.
@@ -272,7 +342,7 @@ func (t *Table) find(key string) *node {
 	if n := t.nodes[key]; n != nil {
 		return n
 	}
-	return t.parentOf(key)
+	return t.cover([]byte(key))
 }
 
 // Len is the number of exact names in the table.

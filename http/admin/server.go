@@ -53,7 +53,12 @@ type Deps struct {
 	Health   HealthSources
 	Peers    PeerSource
 	// WS serves GET /ws (ws.Handler); it runs behind the same guard.
-	WS  fasthttp.RequestHandler
+	WS fasthttp.RequestHandler
+	// DoH serves /dns-query (http/doh) when set. It is the one path the
+	// browser guard does not screen beyond the Host: DoH clients send
+	// application/dns-message bodies, browsers' secure-DNS requests may
+	// carry any Origin, and a DNS answer changes nothing on the node.
+	DoH fasthttp.RequestHandler
 	Log *slog.Logger
 	// Register adds the routes of other features (DNS, peers, ...).
 	Register []func(r *router.Router)
@@ -128,8 +133,26 @@ func (s *Server) guarded(addr string, logErrors bool) fasthttp.RequestHandler {
 	if err != nil && logErrors && s.d.Log != nil {
 		s.d.Log.Error("admin: allowed hosts", "err", err)
 	}
-	return g.Wrap(s.d.Log, s.router)
+	guarded := g.Wrap(s.d.Log, s.router)
+	if s.d.DoH == nil {
+		return guarded
+	}
+	return func(ctx *fasthttp.RequestCtx) {
+		if string(ctx.Path()) != dohPath {
+			guarded(ctx)
+			return
+		}
+		if !g.HostAllowed(string(ctx.Request.Header.Host())) {
+			httpx.WriteError(ctx, nil, httpx.Errorf(fasthttp.StatusMisdirectedRequest, "host %q is not served here", ctx.Request.Header.Host()))
+			return
+		}
+		s.d.DoH(ctx)
+	}
 }
+
+// dohPath is doh.Path (not imported: admin does not depend on the DNS
+// side).
+const dohPath = "/dns-query"
 
 // RequestCounters are the admin API's request counters (the stats'
 // requests): every request answered, by outcome, and their summed time.

@@ -26,6 +26,12 @@ type Config struct {
 	Join      string
 	Upstream  []string
 	System    bool
+	// DoTAddr is where DNS over TLS (RFC 7858) listens, with the admin
+	// domain's certificate from the node's CA; "" (default): off.
+	DoTAddr string
+	// DNSQueryLog starts the DNS query log and per-client counters on
+	// (POST /api/dns-query-log changes it live); default off.
+	DNSQueryLog bool
 	// DNSRecursionAllow lists the client networks that get DNS recursion
 	// (forwarding upstream); nil: loopback and the private ranges
 	// (nodedns.DefaultRecursionAllow), empty: nobody.

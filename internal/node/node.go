@@ -29,6 +29,7 @@ import (
 	"peerdns/actors/plugin"
 	"peerdns/actors/tunnel"
 	"peerdns/http/admin"
+	"peerdns/http/doh"
 	"peerdns/http/pluginweb"
 	"peerdns/http/ws"
 	"peerdns/internal/certs"
@@ -223,6 +224,9 @@ func (n *Node) start() (err error) {
 	if err := n.openCA(); err != nil {
 		return err
 	}
+	if err := n.startDoT(); err != nil {
+		return err
+	}
 	n.newStats()
 	n.startAdmin(adminLn)
 	if err := n.startEdge(); err != nil {
@@ -254,11 +258,14 @@ func (n *Node) startAdmin(ln net.Listener) {
 			n.settingsRoutes,
 			n.pluginRoutes,
 			n.certRoutes,
+			n.sysDNSRoutes,
 			n.statsRoutes,
 			func(r *router.Router) { admin.RegisterDiagnostics(r, core, n.dns) },
+			func(r *router.Router) { admin.RegisterDNSClients(r, core, n.dns) },
 			func(r *router.Router) { admin.RegisterBackups(r, core, n) },
 		},
-		WS: ws.Handler(ws.Deps{Root: rootCtx, Hub: n.hub, Ledger: n.ledger, Channels: n.channels, Log: core, Stats: n.statsSnapshot, MaxClients: n.cfg.WSMaxClients}),
+		DoH: doh.Handler(n.dns),
+		WS:  ws.Handler(ws.Deps{Root: rootCtx, Hub: n.hub, Ledger: n.ledger, Channels: n.channels, Log: core, Stats: n.statsSnapshot, MaxClients: n.cfg.WSMaxClients}),
 	})
 	done := make(chan struct{})
 	go func() {
@@ -283,7 +290,7 @@ func (n *Node) startDNS() error {
 	recs := &records.Published{}
 	srv, err := nodedns.New(nodedns.Config{
 		Addr: n.cfg.DNSAddr, Upstreams: n.cfg.Upstream, RecursionAllow: n.cfg.DNSRecursionAllow,
-		OnP2PAnswer: n.domainAnswered, CacheSize: n.cfg.DNSCacheSize,
+		OnP2PAnswer: n.domainAnswered, CacheSize: n.cfg.DNSCacheSize, QueryLog: n.cfg.DNSQueryLog,
 	}, n.pub, recs, dnsLog)
 	if err != nil {
 		return fmt.Errorf("dns: %w", err)

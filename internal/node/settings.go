@@ -88,6 +88,10 @@ func setConfig(c *Config, name, v string) error {
 			return err
 		}
 		c.DNSRecursionAllow = acl
+	case settings.DNSQueryLog:
+		c.DNSQueryLog = strings.EqualFold(v, "true")
+	case settings.DoTAddr:
+		c.DoTAddr = v
 	case settings.SubnetBase:
 		c.SubnetBase = v
 	case settings.InitialIPIndex:
@@ -123,6 +127,7 @@ func inForce(c Config) map[string]string {
 		settings.InitialIPIndex: strconv.Itoa(c.InitialIPIndex),
 		settings.ProfileDomain:  c.ProfileDomain, settings.TokenLifetime: strconv.Itoa(int(c.tokenLifetime() / time.Second)),
 		settings.BackupRetention: strconv.Itoa(max(c.BackupRetention, 1)), settings.BackupInterval: strconv.Itoa(c.BackupIntervalHours),
+		settings.DNSQueryLog: strconv.FormatBool(c.DNSQueryLog), settings.DoTAddr: c.DoTAddr,
 	}
 	if c.BackupRetention == 0 {
 		m[settings.BackupRetention] = "10"
@@ -165,6 +170,7 @@ func (n *Node) startSettings(inForce, sources map[string]string) error {
 			settings.BackupRetention: applyInt(func(keep int) { n.backups.keep.Store(int64(keep)) }),
 			settings.BackupInterval:  applyInt(func(hours int) { n.backups.every.Store(int64(time.Duration(hours) * time.Hour)) }),
 			settings.DNSCacheSize:    applyInt(n.dns.SetCacheSize),
+			settings.DNSQueryLog:     func(v string) error { n.dns.SetQueryLog(strings.EqualFold(v, "true")); return nil },
 		},
 	}))
 	if err != nil {

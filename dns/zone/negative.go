@@ -1,0 +1,63 @@
+package zone
+
+import (
+	"github.com/miekg/dns"
+)
+
+// Negative answers (RFC 2308). The node is the authority for the .p2p
+// namespace (the ledger) and for each claimed and internal domain, so
+// its negative answers there carry a SOA in the authority section, which
+// tells resolvers how long to cache them:
+//
+//   - NODATA for a type an internal or p2p domain (or a subdomain it
+//     answers) has no record of: the domain's own SOA;
+//   - a name under .p2p that no one has claimed: NXDOMAIN with the SOA of
+//     "p2p." (these names no longer go upstream: nobody else answers .p2p).
+//
+// The SOA's TTL and MINIMUM are the table's TTL (30 s by default: a vote
+// can change the answer), so the negative TTL of §5, min(TTL, MINIMUM),
+// is the same as a positive answer's. Local records keep their NODATA
+// without SOA: they are the operator's names, in no zone we hold.
+
+// P2PZone is the namespace the ledger owns.
+const P2PZone = "p2p."
+
+// soa is the synthetic SOA of zone (an FQDN).
+func (t *Table) soa(zone string) dns.RR {
+	return &dns.SOA{
+		Hdr:     dns.RR_Header{Name: zone, Rrtype: dns.TypeSOA, Class: dns.ClassINET, Ttl: t.ttl},
+		Ns:      zone,
+		Mbox:    "hostmaster." + zone,
+		Serial:  uint32(t.ViewVersion),
+		Refresh: 3600,
+		Retry:   600,
+		Expire:  86400,
+		Minttl:  t.ttl,
+	}
+}
+
+// isP2P reports whether the wire name key is under .p2p (not .p2p
+// itself, which is not a name anyone claims): its last label is "p2p".
+// Walking the labels matters: a label may hold the bytes "\x03p2p".
+func isP2P(key []byte) bool {
+	for p := 0; p < len(key) && key[p] != 0; {
+		next := p + 1 + int(key[p])
+		if next < len(key) && key[next] == 0 {
+			return p > 0 && string(key[p:]) == "\x03p2p\x00"
+		}
+		p = next
+	}
+	return false
+}
+
+// underP2P is isP2P for a presentation name (any case, FQDN, escapes
+// allowed).
+func underP2P(qname string) bool {
+	k, ok := Key(qname)
+	return ok && isP2P([]byte(k))
+}
+
+// nxP2P is the answer for an unclaimed name under .p2p.
+func (t *Table) nxP2P() Result {
+	return Result{Rcode: dns.RcodeNameError, Authoritative: true, Ns: []dns.RR{t.soa(P2PZone)}}
+}
