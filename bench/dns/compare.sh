@@ -7,9 +7,11 @@
 #   bench/dns/compare.sh                      # defaults below
 #   DURATION=20 ROUNDS=3 bench/dns/compare.sh
 #
-# peerdns is served by bench/dns/serve: the node's real dns.Server with the
-# names published as local records (the same snapshot the localdns actor
-# publishes), without the rest of the node.
+# peerdns is measured twice: "peerdns-node" is the real `peerdns node`
+# binary, every record added through its admin API (POST
+# /api/add-local-dns) as a user would; "peerdns" is bench/dns/serve, the
+# node's dns.Server alone with the same names published as local records
+# (the harness, to see what the rest of the node costs).
 #
 # Needs root for apt-get (skipped when every tool is installed). Binds
 # only 127.0.0.1 ports BASE_PORT..BASE_PORT+7.
@@ -49,6 +51,7 @@ cleanup() {
 trap cleanup EXIT
 
 go build -o "$W/serve" ./bench/dns/serve
+go build -o "$W/peerdns" ./cmd/peerdns
 
 # The same data for everyone.
 ip() { echo "10.$(( $1 >> 16 & 255 )).$(( $1 >> 8 & 255 )).$(( $1 & 255 ))"; }
@@ -65,6 +68,7 @@ for i in $(seq 0 $((NAMES - 1))); do echo "$(ip "$i") host$i.bench.test"; done >
 chmod 644 "$W/bench.test.zone" "$W/queries.txt" "$W/hosts"
 
 P_KNOT=$BASE_PORT P_NSD=$((BASE_PORT + 1)) P_UNBOUND=$((BASE_PORT + 2)) P_DNSMASQ=$((BASE_PORT + 3)) P_PEERDNS=$((BASE_PORT + 4))
+P_NODE=$((BASE_PORT + 8))
 
 mkdir -p "$W/knot"
 cat > "$W/knot/knot.conf" <<CONF
@@ -137,6 +141,26 @@ dnsmasq -k --conf-file=/dev/null --port="$P_DNSMASQ" --listen-address=127.0.0.1 
 declare -A PID_OF
 i=0
 for s in knot nsd unbound dnsmasq peerdns; do PID_OF[$s]=${PIDS[$i]}; i=$((i + 1)); done
+
+# The real node: its own data dir, everything on 127.0.0.1, no public
+# upstream, the records loaded through the admin API.
+"$W/peerdns" node --data "$W/node" --admin-addr 127.0.0.1:0 --dns-addr "127.0.0.1:$P_NODE" --http-addr 127.0.0.1:0 \
+  --https-addr 127.0.0.1:0 --p2p-addr 127.0.0.1:0 --upstream 127.0.0.1:9 >"$W/peerdns-node.log" 2>&1 & PID_OF[peerdns-node]=$!; PIDS+=($!)
+for _ in $(seq 1 100); do grep -q '^admin listening on' "$W/peerdns-node.log" && break; sleep 0.1; done
+NODE_ADMIN=$(sed -n 's/^admin listening on //p' "$W/peerdns-node.log")
+python3 - "$NODE_ADMIN" "$NAMES" <<'PY'
+import http.client, json, sys
+host, n = sys.argv[1], int(sys.argv[2])
+c = http.client.HTTPConnection(host, timeout=30)
+for i in range(n):
+    ip = "10.%d.%d.%d" % (i >> 16 & 255, i >> 8 & 255, i & 255)
+    body = json.dumps({"name": "host%d.bench.test" % i, "type": "A", "ttl": 3600, "data": ip})
+    c.request("POST", "/api/add-local-dns", body, {"Content-Type": "application/json"})
+    r = c.getresponse(); r.read()
+    if r.status != 200:
+        sys.exit("add-local-dns host%d: %d" % (i, r.status))
+PY
+echo "peerdns node: $NAMES records added through its admin API" >&2
 
 wait_up() {
   local name=$1 port=$2
@@ -245,7 +269,7 @@ measure() {
 }
 
 measure "authoritative (1,000 names served by each)" \
-  "peerdns:$P_PEERDNS" "knot:$P_KNOT" "nsd:$P_NSD" "unbound:$P_UNBOUND" "dnsmasq:$P_DNSMASQ"
+  "peerdns-node:$P_NODE" "peerdns:$P_PEERDNS" "knot:$P_KNOT" "nsd:$P_NSD" "unbound:$P_UNBOUND" "dnsmasq:$P_DNSMASQ"
 
 if [ "$FORWARD" = 1 ]; then
   for s in "fwd-peerdns:$P_FPEERDNS" "fwd-unbound:$P_FUNBOUND" "fwd-dnsmasq:$P_FDNSMASQ"; do
