@@ -342,4 +342,3 @@ func (e *linkedEndpoint) Accept(ctx context.Context) (transport.Conn, error) {
 		c.Close("no route")
 	}
 }
-
