@@ -49,6 +49,19 @@ func BenchmarkSparse(b *testing.B) {
 	}
 }
 
+// BenchmarkTree: n nodes on a k-ary tree (each node linked to its
+// parent and k children): ops are relayed hop by hop along the only
+// path, so they arrive in order.
+func BenchmarkTree(b *testing.B) {
+	for _, c := range []struct{ n, k int }{{200, 8}} {
+		b.Run(fmt.Sprintf("n=%d/k=%d", c.n, c.k), func(b *testing.B) {
+			for range b.N {
+				report(b, measure(b, simConfig{nodes: c.n, degree: c.k, tree: true}, burstClaims()))
+			}
+		})
+	}
+}
+
 // result is what one run measured.
 type result struct {
 	cfg       simConfig
@@ -76,6 +89,7 @@ type result struct {
 	kinds     map[string]int64
 	received  int64 // ops received by all sessions
 	dups      int64 // of which the ledger had already
+	gaps      int64 // "want" repairs after an op arrived before its predecessor
 	offLink   int64 // frames between nodes the topology does not link (must be 0)
 }
 
@@ -145,7 +159,7 @@ func measure(tb testing.TB, cfg simConfig, claims int) result {
 	r.allB = float64(burst.total()) / nodes / r.writes
 	r.maxSentB = float64(burst.maxSent("ops")) / r.writes
 	r.kinds = kindsPerNode(burst, nodes, 1)
-	r.received, r.dups = diag.received, diag.duplicates
+	r.received, r.dups, r.gaps = diag.received, diag.duplicates, diag.gaps
 	r.offLink = s.meter.offLink.Load()
 	return r
 }
@@ -171,12 +185,13 @@ func report(b *testing.B, r result) {
 	if r.received > 0 {
 		b.ReportMetric(float64(r.dups)/float64(r.received), "dup-fraction")
 	}
+	b.ReportMetric(float64(r.gaps), "gapRepairs")
 	b.ReportMetric(r.load, "loadavg")
 	b.Logf("n=%d, %.1f connections per node, diameter %d: setup %v, %.1f MB heap per node, %.1f goroutines per connection end; idle %.0f B/s per node %v; vv %d entries, %d B",
 		r.cfg.nodes, r.connsNode, r.diameter, r.setup.Round(time.Millisecond), r.heapNode/1e6, r.gorConn, r.idleBps, r.idleKinds, r.vvEntries, r.vvBytes)
-	b.Logf("burst of %d claims in %d signed ops (%.0f key writes with the votes): acked %v, applied everywhere %v, resolved everywhere %v; %.1f CPU-s in all (%.3f per node), load %.1f; per node %.0f B of ops per claim until applied, %.1f B of ops and %.1f B in all per write until resolved, busiest sender %.0f B per write; bytes per node by kind %v; ops received %d (%d duplicates)",
+	b.Logf("burst of %d claims in %d signed ops (%.0f key writes with the votes): acked %v, applied everywhere %v, resolved everywhere %v; %.1f CPU-s in all (%.3f per node), load %.1f; per node %.0f B of ops per claim until applied, %.1f B of ops and %.1f B in all per write until resolved, busiest sender %.0f B per write; bytes per node by kind %v; ops received %d (%d duplicates, %d gap repairs)",
 		r.claims, r.signedOps, r.writes, r.acked.Round(time.Millisecond), r.applied.Round(time.Millisecond), r.resolved.Round(time.Millisecond),
-		r.cpu.Seconds(), r.cpu.Seconds()/float64(r.cfg.nodes), r.load, r.claimB, r.opsB, r.allB, r.maxSentB, r.kinds, r.received, r.dups)
+		r.cpu.Seconds(), r.cpu.Seconds()/float64(r.cfg.nodes), r.load, r.claimB, r.opsB, r.allB, r.maxSentB, r.kinds, r.received, r.dups, r.gaps)
 }
 
 // kindsPerNode is bytes per node (divided by secs) of each kind seen.
@@ -191,10 +206,10 @@ func kindsPerNode(s snapshot, nodes, secs float64) map[string]int64 {
 }
 
 // opCounts sums the sessions' replication counters over every node.
-type opCounts struct{ received, duplicates int64 }
+type opCounts struct{ received, duplicates, gaps int64 }
 
 func (c opCounts) since(o opCounts) opCounts {
-	return opCounts{c.received - o.received, c.duplicates - o.duplicates}
+	return opCounts{c.received - o.received, c.duplicates - o.duplicates, c.gaps - o.gaps}
 }
 
 func (s *sim) diagnostics() opCounts {
@@ -203,6 +218,7 @@ func (s *sim) diagnostics() opCounts {
 		sum := ask[*messages.PeerDiagnosticsReply](s.tb, n, n.peers, &messages.GetPeerDiagnostics{}).Summary
 		c.received += sum.OpsReceived
 		c.duplicates += sum.OpsDuplicate
+		c.gaps += sum.GapRepairs
 	}
 	return c
 }

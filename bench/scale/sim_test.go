@@ -55,6 +55,8 @@ type simConfig struct {
 	// own through peer exchange); otherwise each node may only reach the
 	// degree neighbours of a random regular-ish graph (see sparse).
 	degree int
+	// tree: the degree is the fan-out of a k-ary tree instead.
+	tree bool
 	// timings for the peers supervisor; zero takes the production
 	// defaults (1 s tick and ping, 3 s vector exchange, 10 s peer
 	// exchange).
@@ -94,7 +96,9 @@ func startSim(tb testing.TB, cfg simConfig) *sim {
 		s.meter.index[id.ID()] = i
 	}
 	s.meter.resize(cfg.nodes)
-	if cfg.degree > 0 && cfg.degree < cfg.nodes-1 {
+	if cfg.tree {
+		s.links = tree(cfg.nodes, cfg.degree)
+	} else if cfg.degree > 0 && cfg.degree < cfg.nodes-1 {
 		s.links = sparse(cfg.nodes, cfg.degree, 1)
 	} else {
 		s.links = fullMesh(cfg.nodes)

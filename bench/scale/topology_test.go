@@ -47,6 +47,26 @@ func sparse(n, degree int, seed uint64) topology {
 	return t
 }
 
+// tree links node i to its parent (i-1)/k: a k-ary tree, so every pair
+// of nodes has exactly one path and each writer's ops reach every node
+// in order (the eager-push tree of a Plumtree-like gossip).
+func tree(n, k int) topology {
+	t := topology{n: n, adj: make([][]int, n), set: make([]map[int]bool, n)}
+	for i := range t.set {
+		t.set[i] = map[int]bool{}
+	}
+	for i := 1; i < n; i++ {
+		p := (i - 1) / k
+		t.set[i][p], t.set[p][i] = true, true
+		t.adj[i] = append(t.adj[i], p)
+		t.adj[p] = append(t.adj[p], i)
+	}
+	for i := range t.adj {
+		slices.Sort(t.adj[i])
+	}
+	return t
+}
+
 func (t *topology) linked(a, b int) bool {
 	if a == b {
 		return false
