@@ -40,7 +40,7 @@ func BenchmarkFullMesh(b *testing.B) {
 // lacks, over the graph's diameter. Quorum is then computed by each node
 // over its own neighbours, the known limit this run shows (docs/scale.md).
 func BenchmarkSparse(b *testing.B) {
-	for _, c := range []struct{ n, k int }{{200, 8}, {200, 16}} {
+	for _, c := range []struct{ n, k int }{{50, 4}, {200, 8}} {
 		b.Run(fmt.Sprintf("n=%d/k=%d", c.n, c.k), func(b *testing.B) {
 			for range b.N {
 				report(b, measure(b, simConfig{nodes: c.n, degree: c.k}, burstClaims()))
