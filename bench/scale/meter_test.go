@@ -109,15 +109,6 @@ func (s snapshot) total() int64 {
 	return t
 }
 
-// maxRecv is the most bytes of kind any one node received.
-func (s snapshot) maxRecv(kind string) int64 {
-	var m int64
-	for _, b := range s.recv[kind] {
-		m = max(m, b)
-	}
-	return m
-}
-
 // maxSent is the most bytes of kind any one node sent.
 func (s snapshot) maxSent(kind string) int64 {
 	var m int64
