@@ -72,6 +72,15 @@ func BenchmarkTree(b *testing.B) {
 	}
 }
 
+// progress prints a step of a run to stderr when SCALE_PROGRESS=1
+// (benchmark logs only appear once a run ends, and a run that hits its
+// bound is killed before then).
+func progress(format string, args ...any) {
+	if os.Getenv("SCALE_PROGRESS") == "1" {
+		fmt.Fprintf(os.Stderr, time.Now().Format("15:04:05.000 ")+format+"\n", args...)
+	}
+}
+
 // result is what one run measured.
 type result struct {
 	cfg       simConfig
@@ -115,6 +124,7 @@ func measure(tb testing.TB, cfg simConfig, claims int) result {
 	start := time.Now()
 	s := startSim(tb, cfg)
 	r.setup = time.Since(start)
+	progress("n=%d connected after %v", cfg.nodes, r.setup)
 	conns := 0
 	for _, n := range s.nodes {
 		conns += len(s.links.neighbours(n.i))
@@ -146,8 +156,10 @@ func measure(tb testing.TB, cfg simConfig, claims int) result {
 	t0 := time.Now()
 	seq := s.claim(w, claims, "burst")
 	r.acked = time.Since(t0)
+	progress("burst acknowledged after %v", r.acked)
 	s.waitApplied(w.id.ID(), seq, 2*time.Minute)
 	r.applied = time.Since(t0)
+	progress("burst applied on all after %v", r.applied)
 	atApplied := s.meter.snapshot().since(before)
 	s.waitResolved("burst", claims, 2*time.Minute)
 	r.resolved = time.Since(t0)

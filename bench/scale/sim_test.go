@@ -146,6 +146,7 @@ func startSim(tb testing.TB, cfg simConfig) *sim {
 	if tb.Failed() {
 		tb.FailNow()
 	}
+	progress("n=%d ledgers hold the membership", cfg.nodes)
 
 	// Peers: each node dials its neighbours of lower index; peer
 	// exchange then does what it does (in a full mesh, nothing new; in a
@@ -200,6 +201,9 @@ func (s *sim) startLedger(i int, id *identity.Identity) *simNode {
 // neighbours.
 func (s *sim) waitConnected(within time.Duration) {
 	for _, n := range s.nodes {
+		if n.i%25 == 0 {
+			progress("waiting for node %d's peers", n.i)
+		}
 		want := len(s.links.neighbours(n.i))
 		testutil.Eventually(s.tb, within, func() error {
 			if got := len(ask[*messages.GetPeersReply](s.tb, n, n.peers, &messages.GetPeers{}).IDs); got < want {
