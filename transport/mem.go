@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 
 	"peerdns/internal/identity"
 	"peerdns/messages"
@@ -21,9 +22,26 @@ import (
 // lossy datagrams), minus TLS: an endpoint's id is taken on its word.
 // Safe for concurrent use.
 type MemNetwork struct {
-	mu   sync.Mutex
-	eps  map[string]*MemEndpoint
-	next int
+	mu    sync.Mutex
+	eps   map[string]*MemEndpoint
+	next  int
+	meter atomic.Pointer[MemMeter]
+}
+
+// MemMeter is told about every control-stream frame an endpoint of the
+// network sends: the sender's and receiver's ids, the envelope kind and
+// the frame's size on the wire (length prefix included). It is called on
+// the sending goroutine, so it must be cheap and safe for concurrent use.
+type MemMeter func(from, to, kind string, bytes int)
+
+// SetMeter installs m (nil removes it). Simulations use it to count bytes
+// per node and per message kind without encoding anything twice.
+func (n *MemNetwork) SetMeter(m MemMeter) {
+	if m == nil {
+		n.meter.Store(nil)
+		return
+	}
+	n.meter.Store(&m)
 }
 
 // NewMemNetwork returns an empty in-memory network.
@@ -204,6 +222,9 @@ func (c *memConn) Send(m *messages.Envelope) error {
 	if err := WriteFrame(c.ctrl, b); err != nil {
 		c.Close("control stream write failed")
 		return fmt.Errorf("send %s to %.16s: %w", m.Kind, c.peer, err)
+	}
+	if mt := c.ep.net.meter.Load(); mt != nil {
+		(*mt)(c.ep.ID(), c.peer, m.Kind, frameHeader+len(b))
 	}
 	return nil
 }

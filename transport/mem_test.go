@@ -89,3 +89,46 @@ func TestMemConnContract(t *testing.T) {
 		t.Fatal("Err() nil after close")
 	}
 }
+
+func TestMemMeterCountsFrames(t *testing.T) {
+	a, b, _ := newMemPair(t)
+	type rec struct {
+		from, to, kind string
+		bytes          int
+	}
+	got := make(chan rec, 4)
+	a.net.SetMeter(func(from, to, kind string, n int) { got <- rec{from, to, kind, n} })
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	out, err := b.Dial(ctx, a.Addr().String(), a.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := a.Accept(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := &messages.Envelope{Kind: messages.KindPing, Ping: &messages.Ping{SentUnixNano: 7}}
+	payload, err := EncodeEnvelope(env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go out.Send(env)
+	if _, err := in.Recv(); err != nil {
+		t.Fatal(err)
+	}
+	want := rec{b.ID(), a.ID(), messages.KindPing, frameHeader + len(payload)}
+	if r := <-got; r != want {
+		t.Fatalf("meter saw %+v, want %+v", r, want)
+	}
+	a.net.SetMeter(nil)
+	go out.Send(env)
+	if _, err := in.Recv(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case r := <-got:
+		t.Fatalf("removed meter still called: %+v", r)
+	default:
+	}
+}
