@@ -112,7 +112,7 @@ func TestTabRedirectsAndFavicon(t *testing.T) {
 // TestNoInlineCode: the CSP forbids inline scripts, styles and handlers,
 // so the files must not need them.
 func TestNoInlineCode(t *testing.T) {
-	html := string(files["/"].body)
+	html := string(files()["/"].body)
 	for _, bad := range []*regexp.Regexp{
 		regexp.MustCompile(`<script(?:[^>](?:[^s]|s[^r]|sr[^c]))*>`), // a script without src
 		regexp.MustCompile(`\son[a-z]+=`),
@@ -124,7 +124,7 @@ func TestNoInlineCode(t *testing.T) {
 			t.Errorf("index.html has %q", m)
 		}
 	}
-	for p, f := range files {
+	for p, f := range files() {
 		if strings.HasSuffix(p, ".js") {
 			// The SVG namespace is a name, not a fetch.
 			body := strings.ReplaceAll(string(f.body), "'http://www.w3.org/2000/svg'", "")
@@ -141,13 +141,13 @@ func TestNoInlineCode(t *testing.T) {
 func TestImportsResolve(t *testing.T) {
 	imp := regexp.MustCompile(`(?m)^import .* from '([^']+)';`)
 	n := 0
-	for p, f := range files {
+	for p, f := range files() {
 		if !strings.HasSuffix(p, ".js") {
 			continue
 		}
 		for _, m := range imp.FindAllStringSubmatch(string(f.body), -1) {
 			target := path.Join(path.Dir(p), m[1])
-			if files[target] == nil {
+			if files()[target] == nil {
 				t.Errorf("%s imports %s: not served", p, target)
 			}
 			n++
@@ -175,7 +175,7 @@ func FuzzETagMatch(f *testing.F) {
 func TestEveryHintRefreshesATab(t *testing.T) {
 	hintsRe := regexp.MustCompile(`hints: \[([^\]]*)\]`)
 	named := map[string]bool{}
-	for p, f := range files {
+	for p, f := range files() {
 		if !strings.HasPrefix(p, "/js/tabs/") {
 			continue
 		}
