@@ -9,7 +9,8 @@
 #        endpoint and round), ROUNDS=3, THREADS=2, CONNS=16, WARMUP=15,
 #        ROUNDS=0 skips the wrk rounds (collection cost only).
 # Besides the totals it reports dimensions, CPU per 1,000 dimensions and
-# RSS per dimension for both agents.
+# RSS per dimension for both agents, and the latency of a weights query
+# (ks2 and volume over every dimension, 1-minute highlight) on both.
 # Each round runs every endpoint on Netdata then on peerdns; the table shows
 # the median of the rounds (the machine may be shared: medians of
 # alternating runs keep one agent from getting all the quiet moments).
@@ -236,4 +237,28 @@ nd_sps=$(echo "${RPS[nd_prometheus]} * $nd_series" | bc -l | xargs printf %.0f)
 pd_sps=$(echo "${RPS[pd_prometheus]} * $pd_series" | bc -l | xargs printf %.0f)
 row "prometheus series/s (req/s x series)" "$nd_sps" "$pd_sps" "$(ratio "$nd_sps" "$pd_sps")"
 fi
+# Weights over every dimension for the last minute against the four before
+# it (both agents' defaults), WEIGHTS_N queries each, median wall time seen
+# by curl, Netdata's own statistics.query_time_ms, and how many dimensions
+# each ranked. Both agents have been up WARMUP+SAMPLE(+wrk) seconds: with
+# less than 5 minutes the baseline is what they have.
+WEIGHTS_N=${WEIGHTS_N:-5}
+wlat() { # base method
+	for _ in $(seq 1 "$WEIGHTS_N"); do
+		curl -fsS -o /dev/null -w '%{time_total}\n' "$1/api/v1/weights?method=$2&after=-60&before=0"
+	done | sort -g | awk '{a[NR]=$1} END {printf "%.1f", a[int((NR+1)/2)]*1000}'
+}
+winfo() { # base method -> "dimensions query_time_ms"
+	curl -fsS "$1/api/v1/weights?method=$2&after=-60&before=0" | python3 -c 'import json,sys
+d=json.load(sys.stdin)
+n=sum(len(ch.get("dimensions",{})) for c in d.get("contexts",{}).values() for ch in c.get("charts",{}).values())
+print(n, d.get("statistics",{}).get("query_time_ms","-"))'
+}
+for m in ks2 volume; do
+	read -r nd_wd nd_wq < <(winfo "$ND" "$m")
+	read -r pd_wd pd_wq < <(winfo "$PD" "$m")
+	nd_wl=$(wlat "$ND" "$m"); pd_wl=$(wlat "$PD" "$m")
+	row "weights $m, 1-min highlight: wall ms (median)" "$nd_wl" "$pd_wl" "$(ratio "$nd_wl" "$pd_wl")"
+	row "weights $m: query_time_ms / dimensions ranked" "$nd_wq / $nd_wd" "$pd_wq / $pd_wd" ""
+done
 echo
