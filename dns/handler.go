@@ -103,10 +103,11 @@ func (s *Server) serveTCP(w dns.ResponseWriter, req *dns.Msg) {
 		}
 	}
 	resp := s.answer(s.baseCtx, req, true, recurse)
+	qlog := s.qlog.on.Load() // as the query is answered, not after
 	if err := w.WriteMsg(resp); err != nil && !s.stopped.Load() {
 		s.logError("dns tcp write", err)
 	}
-	if s.qlog.on.Load() {
+	if qlog {
 		var client netip.Addr
 		if a, ok := w.RemoteAddr().(*net.TCPAddr); ok {
 			client = a.AddrPort().Addr()

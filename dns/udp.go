@@ -46,6 +46,9 @@ func (s *Server) readLoop(c *net.UDPConn, sh *shard) {
 		if t := s.fresh(s.table.Load()); t != nil {
 			m := s.fast(t, buf[:n], &q, out, size, from.Addr(), sh)
 			if m > 0 {
+				// The query log's switch as the query is answered (read
+				// before the reply leaves, like the batched reader does).
+				qlog := s.qlog.on.Load()
 				var err error
 				if oc := replyControl(ctl[:cn], octl[:]); oc > 0 {
 					_, _, err = c.WriteMsgUDPAddrPort(out[:m], octl[:oc], from)
@@ -59,7 +62,7 @@ func (s *Server) readLoop(c *net.UDPConn, sh *shard) {
 				if s.debugEnabled() {
 					s.debugQuery(out[:m], from, "fast")
 				}
-				if s.qlog.on.Load() {
+				if qlog {
 					s.note(from.Addr(), out[:m], "fast")
 				}
 				continue
@@ -208,13 +211,14 @@ func (s *Server) slowUDP(c *net.UDPConn, pkt []byte, from netip.AddrPort, ctl []
 			}
 			resp = resp[:n]
 		}
+		qlog := s.qlog.on.Load()
 		if err := writeUDP(c, resp, from, ctl); err != nil && !s.stopped.Load() {
 			s.logError("dns udp write", err)
 		}
 		if s.debugEnabled() {
 			s.debugQuery(resp, from, "slow")
 		}
-		if s.qlog.on.Load() {
+		if qlog {
 			s.note(from.Addr(), resp, "slow")
 		}
 	}()
