@@ -208,6 +208,22 @@ func TestParentTwoChildren(t *testing.T) {
 			t.Errorf("%s data: labels %v rows %d, want %d labels", c.name, d.Labels, len(d.Data), want)
 		}
 	}
+	// Alerts for each child, by the node filter: the parent evaluates the
+	// built-in rules over the child's points (system.cpu has two).
+	for _, c := range []*childEnv{a, b} {
+		testutil.Eventually(t, 10*time.Second, func() error {
+			var al struct {
+				Alarms map[string]struct {
+					Chart string `json:"chart"`
+				} `json:"alarms"`
+			}
+			getJSON(t, p.url+"/api/v1/alarms?all&scope_nodes="+c.name, &al)
+			if _, ok := al.Alarms["system.cpu.10min_cpu_usage"]; !ok {
+				return fmt.Errorf("%s alarms: %v", c.name, al.Alarms)
+			}
+			return nil
+		})
+	}
 	var fl struct {
 		States map[string]int `json:"states"`
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"peerdns/agent/api"
+	"peerdns/agent/health"
 	"peerdns/agent/store"
 	"peerdns/messages"
 	"peerdns/transport"
@@ -43,6 +44,11 @@ type ParentConfig struct {
 // answers the API for each (api.Fleet). Safe for concurrent use.
 type Parent struct {
 	cfg ParentConfig
+
+	// The children's alert engines run until Close.
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
 
 	mu    sync.Mutex // guards nodes
 	nodes map[string]*child
@@ -93,11 +99,14 @@ func NewParent(cfg ParentConfig) *Parent {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Parent{cfg: cfg, nodes: map[string]*child{}}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Parent{cfg: cfg, nodes: map[string]*child{}, ctx: ctx, cancel: cancel}
 }
 
-// Close closes every child's store.
+// Close stops the children's alert engines and closes their stores.
 func (p *Parent) Close() {
+	p.cancel()
+	p.wg.Wait()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, c := range p.nodes {
@@ -125,13 +134,23 @@ func (p *Parent) node(key string, h *messages.StreamHello) (*child, error) {
 	if err != nil {
 		return nil, err
 	}
-	srv, err := api.New(api.Options{DB: db, Log: p.cfg.Log, Remote: &api.RemoteHost{
+	// Each child's alerts are evaluated here over its streamed points,
+	// with the built-in rules, as on the child itself (kept in memory: a
+	// restarted parent starts them again as the children come back).
+	eng, err := health.New(db, "")
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	srv, err := api.New(api.Options{DB: db, Health: eng, Log: p.cfg.Log, Remote: &api.RemoteHost{
 		Hostname: h.Hostname, GUID: h.GUID, NodeID: h.NodeID, PublicKey: key, OS: h.OS, Arch: h.Arch,
 	}})
 	if err != nil {
 		db.Close()
 		return nil, err
 	}
+	p.wg.Add(1)
+	go func() { defer p.wg.Done(); eng.Run(p.ctx) }()
 	c := &child{key: key, db: db, api: srv, dims: map[string]int{}}
 	c.hello.Store(h)
 	p.nodes[key] = c
