@@ -27,6 +27,7 @@ ROUNDS=${ROUNDS:-2}               # runs per server, best kept
 DNSPERF_OPTS=${DNSPERF_OPTS:--T 2 -c 4 -q 500}
 BASE_PORT=${BASE_PORT:-15301}
 FORWARD=${FORWARD:-1}             # also compare caching forwarders (peerdns, Unbound, dnsmasq)
+P99_SECONDS=${P99_SECONDS:-3}     # length of the verbose run that gives each server's p99 latency
 
 cd "$(dirname "$0")/../.."
 need=()
@@ -256,14 +257,25 @@ measure() {
       fi
     done
   done
+  # p99 latency: a verbose dnsperf run per server with the same options
+  # (dnsperf prints no percentiles; -v prints each answer's latency, and
+  # printing costs dnsperf some speed, so this run's load is a little
+  # lower than the qps runs').
+  local -A P99
+  for s in "$@"; do
+    name=${s%%:*} port=${s##*:}
+    # shellcheck disable=SC2086
+    P99[$name]=$(dnsperf -s 127.0.0.1 -p "$port" -d "$W/queries.txt" -l "$P99_SECONDS" -v $DNSPERF_OPTS 2>/dev/null |
+      awk '/^> / {print $NF}' | sort -g | awk '{a[NR] = $1} END {if (NR) printf "%.3f", a[int(NR * 0.99)] * 1000; else print "-"}')
+  done
   local first=${1%%:*}
   echo
   echo "$title: dnsperf $DNSPERF_OPTS -l $DURATION, $NAMES names, best of $ROUNDS, $(nproc) CPUs, $(date -u +%FT%TZ)"
   echo "(load average before: $load; other processes share these CPUs, so also see the server CPU per query)"
-  printf '%-12s %12s %14s %8s %14s %16s\n' server "queries/s" "avg lat (ms)" "lost %" "CPU us/query" "$first/server"
+  printf '%-12s %12s %14s %14s %8s %14s %16s\n' server "queries/s" "avg lat (ms)" "p99 lat (ms)" "lost %" "CPU us/query" "$first/server"
   for s in "$@"; do
     name=${s%%:*}
-    printf '%-12s %12.0f %14.3f %8s %14s %16.2f\n' "$name" "${QPS[$name]}" "$(awk -v l="${LAT[$name]}" 'BEGIN {print l * 1000}')" "${LOST[$name]}" \
+    printf '%-12s %12.0f %14.3f %14s %8s %14s %16.2f\n' "$name" "${QPS[$name]}" "$(awk -v l="${LAT[$name]}" 'BEGIN {print l * 1000}')" "${P99[$name]}" "${LOST[$name]}" \
       "${CPU[$name]}" "$(awk -v a="${QPS[$first]}" -v b="${QPS[$name]}" 'BEGIN {print a / b}')"
   done
 }
