@@ -207,15 +207,7 @@ func (s *Server) appendPrometheus(b []byte, o *promOpts) []byte {
 		}
 		pc := s.promChartFor(c, o)
 		if o.help {
-			b = append(b, "\n# COMMENT homogeneous chart \""...)
-			b = append(b, c.ID...)
-			b = append(b, "\", context \""...)
-			b = append(b, c.Context...)
-			b = append(b, "\", family \""...)
-			b = append(b, c.Family...)
-			b = append(b, "\", units \""...)
-			b = append(b, c.Units...)
-			b = append(b, "\"\n"...)
+			b = appendChartComment(b, c, "homogeneous", "")
 		} else if o.types {
 			b = append(b, '\n')
 		}
@@ -268,4 +260,22 @@ func (s *Server) closeLabels(b []byte, o *promOpts) []byte {
 		b = append(b, '"')
 	}
 	return append(b, "} "...)
+}
+
+// appendChartComment writes Netdata's "# COMMENT <kind> chart ..." line
+// before a chart's series (help lines on), with tail after the units.
+func appendChartComment(b []byte, c *store.ChartDef, kind, tail string) []byte {
+	b = append(b, "\n# COMMENT "...)
+	b = append(b, kind...)
+	b = append(b, " chart \""...)
+	b = append(b, c.ID...)
+	b = append(b, "\", context \""...)
+	b = append(b, c.Context...)
+	b = append(b, "\", family \""...)
+	b = append(b, c.Family...)
+	b = append(b, "\", units \""...)
+	b = append(b, c.Units...)
+	b = append(b, '"')
+	b = append(b, tail...)
+	return append(b, '\n')
 }

@@ -36,21 +36,11 @@ func (s *Server) appendPromCollected(b []byte, o *promOpts) []byte {
 		}
 		homogeneous := isHomogeneous(c)
 		if o.help {
-			b = append(b, "\n# COMMENT "...)
+			kind := "heterogeneous"
 			if homogeneous {
-				b = append(b, "homogeneous"...)
-			} else {
-				b = append(b, "heterogeneous"...)
+				kind = "homogeneous"
 			}
-			b = append(b, " chart \""...)
-			b = append(b, c.ID...)
-			b = append(b, "\", context \""...)
-			b = append(b, c.Context...)
-			b = append(b, "\", family \""...)
-			b = append(b, c.Family...)
-			b = append(b, "\", units \""...)
-			b = append(b, c.Units...)
-			b = append(b, "\", values as collected\n"...)
+			b = appendChartComment(b, c, kind, ", values as collected")
 		}
 		for i, d := range c.Dims {
 			if i >= len(raw) || !finite(raw[i]) {
