@@ -215,10 +215,24 @@ func (b *browser) waitJS(t *testing.T, cond string) {
 	})
 }
 
-// waitText waits until the element sel contains text.
+// waitText waits until the element sel contains text; a failure shows
+// what the element held instead.
 func (b *browser) waitText(t *testing.T, sel, text string) {
 	t.Helper()
-	b.waitJS(t, fmt.Sprintf(`(document.querySelector(%q)?.innerText || '').includes(%q)`, sel, text))
+	testutil.Eventually(t, 15*time.Second, func() error {
+		ctx, cancel := context.WithTimeout(b.ctx, 5*time.Second)
+		defer cancel()
+		got, err := chromedp.Run(ctx, chromedp.Evaluate[string](fmt.Sprintf(`document.querySelector(%q)?.innerText ?? '(no element)'`, sel)))
+		if err != nil {
+			return err
+		}
+		if !strings.Contains(got, text) {
+			b.mu.Lock()
+			defer b.mu.Unlock()
+			return fmt.Errorf("%s holds %q, not %q (page errors: %q)", sel, got, text, b.errors)
+		}
+		return nil
+	})
 }
 
 // fill types into the input sel (a real key sequence).

@@ -90,6 +90,10 @@ func TestPanelDNSConflict(t *testing.T) {
 		}
 		return nil
 	})
+	// The tab shows the preference in the selector cache. Wait for it: the
+	// refresh adds a row above the lookup form, and a click aimed before
+	// that layout shift lands beside the button (seen in CI).
+	b.waitText(t, `#tab-local-dns section[aria-label="Selector cache"] table`, "public")
 	// The DNS lookup in the same tab now answers the public address.
 	lk := `#tab-local-dns section[aria-label="DNS lookup"] `
 	b.fill(t, lk+`input[name=domain]`, "dual.p2p")
