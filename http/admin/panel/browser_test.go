@@ -248,9 +248,23 @@ func (b *browser) choose(t *testing.T, sel, value string) {
 	b.exec(t, fmt.Sprintf(`const s = document.querySelector(%q); s.value = %q; s.dispatchEvent(new Event('change', {bubbles: true}))`, sel, value))
 }
 
+// click clicks sel with the mouse, as a user does, and checks that the
+// click reached it: a tab refresh that shifts the layout between aiming
+// and clicking sends the click beside the element. A miss is tried again
+// (a few times) rather than left to fail a later wait with no clue.
 func (b *browser) click(t *testing.T, sel string) {
 	t.Helper()
-	b.do(t, chromedp.Click(chromedp.CSS(sel)))
+	for attempt := 1; ; attempt++ {
+		b.exec(t, `window.__clicked = null; document.addEventListener('mousedown', (e) => { window.__clicked = e.target; }, { capture: true, once: true })`)
+		b.do(t, chromedp.Click(chromedp.CSS(sel)))
+		hit := eval[bool](t, b, fmt.Sprintf(`(() => { const el = document.querySelector(%q); return !!el && !!window.__clicked && el.contains(window.__clicked); })()`, sel))
+		if hit {
+			return
+		}
+		if attempt == 3 {
+			t.Fatalf("click on %s landed elsewhere %d times", sel, attempt)
+		}
+	}
 }
 
 // clickText clicks the button in scope whose text is text.
