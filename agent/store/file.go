@@ -87,12 +87,12 @@ func appendMinuteRecord(buf []byte, num uint32, minute int64, acc []accum) []byt
 // appendChunkMinute encodes one minute held in a chunk; ok is false when no
 // dimension has data there.
 func appendChunkMinute(buf []byte, num uint32, minute int64, c *chunk, ndims, off int) ([]byte, bool) {
-	if off >= c.stride {
-		return buf, false // the chunk has not reached that minute
+	if _, ok := c.slot(0, off); !ok {
+		return buf, false // the chunk does not hold that minute
 	}
 	has := false
 	for d := 0; d < ndims; d++ {
-		if c.count[d*c.stride+off] > 0 {
+		if j, _ := c.slot(d, off); c.count[j] > 0 {
 			has = true
 			break
 		}
@@ -105,7 +105,7 @@ func appendChunkMinute(buf []byte, num uint32, minute int64, c *chunk, ndims, of
 	p = binary.AppendVarint(p, minute)
 	p = binary.AppendUvarint(p, uint64(ndims))
 	for d := 0; d < ndims; d++ {
-		j := d*c.stride + off
+		j, _ := c.slot(d, off)
 		p = append(p, c.count[j])
 		if c.count[j] == 0 {
 			continue

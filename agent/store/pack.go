@@ -69,7 +69,7 @@ func (c *chunk) view() *chunk {
 		// Only a bug can get here: the bytes never left memory.
 		panic(fmt.Sprintf("unpack tier-1 chunk: %v (%d bytes, want %d)", err, len(raw), rawLen(c.n)))
 	}
-	v := &chunk{min: make([]float32, c.n), max: make([]float32, c.n), sum: make([]float32, c.n), stride: c.stride}
+	v := &chunk{min: make([]float32, c.n), max: make([]float32, c.n), sum: make([]float32, c.n), base: c.base, stride: c.stride}
 	raw = getPlanes(raw, v.min)
 	raw = getPlanes(raw, v.max)
 	raw = getPlanes(raw, v.sum)

@@ -541,7 +541,7 @@ func TestTier1SealedChunks(t *testing.T) {
 }
 
 func TestChunkPackRoundTrip(t *testing.T) {
-	c := newChunk(3, 50)
+	c := newChunk(3, 0, 50)
 	for i := range c.count {
 		if i%7 == 0 {
 			continue // a gap
@@ -549,7 +549,7 @@ func TestChunkPackRoundTrip(t *testing.T) {
 		c.min[i], c.max[i], c.sum[i] = float32(i)-0.25, float32(i*i), float32(-i)*1e6
 		c.count[i], c.anom[i] = uint8(i%61), uint8(i%3)
 	}
-	want := newChunk(3, 50)
+	want := newChunk(3, 0, 50)
 	copy(want.min, c.min)
 	copy(want.max, c.max)
 	copy(want.sum, c.sum)
