@@ -17,15 +17,20 @@ import (
 // a readable Message, and the dimension, score or rate in Fields.
 type Ring struct {
 	mu   sync.RWMutex // guards the fields below
-	buf  []Entry      // circular; buf[(start+i)%cap] is the i-th oldest
+	buf  []Entry      // entry of sequence s at buf[(s-base-1)%len(buf)]; grows up to max
+	max  int          // capacity: the buffer grows to it as entries come
+	base uint64       // sequence before the first entry added
 	n    int
 	next uint64 // sequence of the next entry (first is 1)
 	now  func() time.Time
 }
 
 // NewRing returns a ring holding at most capacity entries (at least 1).
+// The buffer grows as entries come (appended in sequence order until it
+// is full, so the index rule holds throughout): a ring sized for the worst
+// hour costs nothing on a quiet host.
 func NewRing(capacity int) *Ring {
-	return &Ring{buf: make([]Entry, max(capacity, 1)), next: 1, now: time.Now}
+	return &Ring{max: max(capacity, 1), next: 1, now: time.Now}
 }
 
 // Add appends e, numbering it (and stamping it now when e.Time is zero),
@@ -42,7 +47,21 @@ func (r *Ring) addLocked(e Entry) uint64 {
 	}
 	e.Seq = r.next
 	r.next++
-	r.buf[(r.next-2)%uint64(len(r.buf))] = e
+	if r.n == 0 {
+		r.base = e.Seq - 1
+	}
+	i := e.Seq - r.base - 1
+	switch {
+	case len(r.buf) == r.max:
+		r.buf[i%uint64(len(r.buf))] = e
+	case i == uint64(len(r.buf)):
+		r.buf = append(r.buf, e) // in sequence order: nothing has wrapped yet
+	default:
+		// A jump in sequence while growing (a trail loaded after a
+		// trim): take the whole buffer now, as a fixed ring would.
+		r.buf = append(r.buf, make([]Entry, r.max-len(r.buf))...)
+		r.buf[i%uint64(len(r.buf))] = e
+	}
 	if r.n < len(r.buf) {
 		r.n++
 	}
@@ -70,7 +89,7 @@ func (r *Ring) Before(before uint64, limit int, keep func(*Entry) bool) ([]Entry
 	}
 	for ; i < r.n; i++ {
 		seq := newest - uint64(i)
-		e := &r.buf[(seq-1)%uint64(len(r.buf))]
+		e := &r.buf[(seq-r.base-1)%uint64(len(r.buf))]
 		if keep != nil && !keep(e) {
 			continue
 		}
