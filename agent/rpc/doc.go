@@ -19,9 +19,9 @@
 //
 // Decisions where the spec is silent: functions.run is admin-only (process
 // command lines and sockets say more about a host than its metrics);
-// logs' anomaly source answers 501 because no anomaly detector runs on
-// this agent (nothing to list, rather than an empty list that looks like a
-// clean bill); an unknown key gets one 403 answer before its connection is
+// logs is answered by the REST logs command in-process, so its sources
+// (audit, journal, the anomaly detector's events) and their errors are
+// the REST API's, and only anomaly is open to viewers; an unknown key gets one 403 answer before its connection is
 // closed, so an operator sees why instead of a reset.
 //
 // It must never: answer a method before the role allowed it, run a
