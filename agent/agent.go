@@ -61,7 +61,18 @@ type Config struct {
 	// Tier0Retention and Tier1Retention override the store defaults (1h
 	// and 14 days) when non-zero.
 	Tier0Retention, Tier1Retention time.Duration
+	// ReleaseStartupPages gives the executable's start-up pages back to
+	// the kernel once the agent runs (AGENT_RELEASE_STARTUP_PAGES, "0"
+	// keeps them; default on; Linux only). See pages_linux.go. Turn it off
+	// when the binary lives on a slow network filesystem: pages the agent
+	// still runs are read from it again once.
+	ReleaseStartupPages bool
 }
+
+// startupPagesAfter is how long after start the executable's pages are
+// released: past the store's load, the collectors' discovery and first
+// rounds and the servers' start, which are the start-up work.
+const startupPagesAfter = 10 * time.Second
 
 // Addr is the API listen address.
 func (c Config) Addr() string { return net.JoinHostPort(c.Host, strconv.Itoa(c.Port)) }
@@ -87,7 +98,8 @@ func ConfigFromEnv(dataDir string) (Config, error) {
 		CORS:    "*",
 		Journal: true,
 
-		PeerAddr: DefaultPeerAddr,
+		PeerAddr:            DefaultPeerAddr,
+		ReleaseStartupPages: true,
 	}
 	if v := strings.TrimSpace(os.Getenv("AGENT_PEER_ADDR")); v != "" {
 		if _, _, err := net.SplitHostPort(v); err != nil && !strings.EqualFold(v, "off") {
@@ -151,6 +163,13 @@ func ConfigFromEnv(dataDir string) (Config, error) {
 			return c, fmt.Errorf("AGENT_JOURNAL: %w", err)
 		}
 		c.Journal = b
+	}
+	if v, ok := os.LookupEnv("AGENT_RELEASE_STARTUP_PAGES"); ok && v != "" {
+		b, err := envBool(v)
+		if err != nil {
+			return c, fmt.Errorf("AGENT_RELEASE_STARTUP_PAGES: %w", err)
+		}
+		c.ReleaseStartupPages = b
 	}
 	return c, nil
 }
@@ -235,6 +254,10 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (err error) {
 	coll.AfterCollect = det.Tick
 	go func() { defer wg.Done(); coll.Run(runCtx) }()
 	go func() { defer wg.Done(); eng.Run(runCtx) }()
+	if cfg.ReleaseStartupPages {
+		wg.Add(1)
+		go func() { defer wg.Done(); releaseStartupPages(runCtx, log) }()
+	}
 	// Stop the workers before the deferred closes run (LIFO: this runs first).
 	defer wg.Wait()
 	defer stop()
@@ -296,4 +319,22 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (err error) {
 	case err := <-serveErr:
 		return fmt.Errorf("agent API: %w", err)
 	}
+}
+
+// releaseStartupPages waits startupPagesAfter (or ctx), then releases the
+// executable's pages once and logs what it did.
+func releaseStartupPages(ctx context.Context, log *slog.Logger) {
+	t := time.NewTimer(startupPagesAfter)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return
+	case <-t.C:
+	}
+	before, after, err := releaseExecutablePages()
+	if err != nil {
+		log.Info("start-up pages of the executable kept", "err", err)
+		return
+	}
+	log.Info("start-up pages of the executable released", "rssFileBeforeKiB", before>>10, "rssFileAfterKiB", after>>10)
 }
