@@ -21,6 +21,22 @@ func startProcess(t *testing.T, dir string, extra ...string) (*exec.Cmd, string)
 	return startProcessWrapped(t, nil, dir, extra...)
 }
 
+// stopProcess stops a node process as a user would (SIGTERM: a clean
+// stop, which also writes PEERDNS_CPUPROFILE's profile), and kills it
+// when it is still there after 10 s. A process that already exited (the
+// kill -9 tests) is only reaped.
+func stopProcess(cmd *exec.Cmd) {
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		_ = cmd.Process.Kill()
+		<-done
+	}
+}
+
 // startProcessWrapped is startProcess run through wrap (a command and its
 // arguments that end by running the rest, such as setpriv), if any.
 func startProcessWrapped(t *testing.T, wrap []string, dir string, extra ...string) (*exec.Cmd, string) {
@@ -38,7 +54,7 @@ func startProcessWrapped(t *testing.T, wrap []string, dir string, extra ...strin
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	t.Cleanup(func() { stopProcess(cmd) })
 	re := regexp.MustCompile(`^admin listening on (\S+)`)
 	addr := make(chan string, 1)
 	go func() {
