@@ -9,7 +9,8 @@
 // answered in DNS from the moment the reply to the admin API is sent,
 // while the compile itself runs outside this actor. Conflicts are found
 // by asking public DNS (through the DNS server's upstream, never its own
-// data) in the background whenever a p2p domain appears in the view. A
+// data) in the background whenever a p2p domain appears in the view,
+// paced (lookupRate) so a burst of claims does not flood the resolver. A
 // lookup that fails (no upstream answers) is retried for that domain
 // alone after a backoff (retryFirst, doubling up to RecheckEvery), not
 // at every view change: a burst of claims publishes hundreds of views,
@@ -30,6 +31,7 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"golang.org/x/time/rate"
 
 	"peerdns/dns/records"
 	"peerdns/internal/store"
@@ -77,6 +79,17 @@ func Props(d Deps) *actor.Props {
 // query for up to CheckTimeout).
 const maxLookups = 8
 
+// lookupRate and lookupBurst pace the public lookups: a burst of claims
+// (or a node joining a network of thousands of domains) would otherwise
+// send a query per domain to the user's resolver at once. The checks are
+// advisory, so a network's 1,000 new domains are checked over ~10 s, and
+// the node's CPU goes to agreeing on them first (the lookups were 8% of
+// a node's CPU during the five-node burst).
+const (
+	lookupRate  = 100 // per second
+	lookupBurst = 20
+)
+
 // Actor owns the local DNS state. Fields are touched only from Receive;
 // each incarnation has its own (a restart starts from the store).
 type Actor struct {
@@ -99,6 +112,7 @@ type Actor struct {
 	cancel context.CancelFunc //
 	wg     sync.WaitGroup     // the ticker and the lookups
 	slots  chan struct{}      // semaphore of the lookups
+	pace   *rate.Limiter      // lookupRate: shared by this incarnation's lookups
 }
 
 // Receive handles one message.
@@ -156,6 +170,7 @@ func (a *Actor) Receive(c actor.Context) {
 func (a *Actor) start(c actor.Context) {
 	a.ctx, a.cancel = context.WithCancel(context.Background())
 	a.slots = make(chan struct{}, maxLookups)
+	a.pace = rate.NewLimiter(lookupRate, lookupBurst)
 	st, bad, err := load(a.d.Store)
 	if err != nil {
 		panic(err) // the supervisor restarts us with backoff
@@ -328,7 +343,7 @@ func (a *Actor) viewChanged(c actor.Context, m *viewChanged) {
 // check looks name up in public DNS in the background, at most
 // maxLookups at a time; the result comes back as conflictChecked.
 func (a *Actor) check(c actor.Context, name string) {
-	sys, self, d, ctx, slots := c.ActorSystem(), c.Self(), a.d, a.ctx, a.slots
+	sys, self, d, ctx, slots, pace := c.ActorSystem(), c.Self(), a.d, a.ctx, a.slots, a.pace
 	a.wg.Add(1)
 	go func() {
 		defer a.wg.Done()
@@ -342,6 +357,9 @@ func (a *Actor) check(c actor.Context, name string) {
 			// A slot freed by a lookup that ended with the stop: select
 			// picks at random between it and ctx.Done, so check again.
 			return
+		}
+		if pace.Wait(ctx) != nil {
+			return // stopped while waiting for its turn
 		}
 		lctx, cancel := context.WithTimeout(ctx, d.CheckTimeout)
 		ip, err := d.PublicLookup(lctx, name)
