@@ -14,6 +14,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"peerdns/actors/domain"
+	"peerdns/internal/applied"
 	"peerdns/internal/identity"
 	"peerdns/internal/ipam"
 	"peerdns/internal/store"
@@ -42,6 +43,9 @@ type Deps struct {
 	// DomainMiddleware wraps the Receive of every domain actor. Only tests
 	// set it (to crash a real domain actor and watch it restart).
 	DomainMiddleware []actor.ReceiverMiddleware
+	// Applied is advanced past every op this actor applies (nil: not
+	// shared); the peer sessions read it to drop duplicates unverified.
+	Applied *applied.Vector
 }
 
 // Props builds the ledger actor. Its domain children restart with backoff.

@@ -52,6 +52,7 @@ func (a *Actor) appendLocal(ws ...write) ([]*messages.Op, error) {
 			panic(fmt.Sprintf("own op %d (%d writes) does not verify: %v", op.Seq, len(op.Writes()), err))
 		}
 		a.touch(a.st.apply(op, pks)...)
+		a.d.Applied.Advance(op.Writer, op.Seq)
 	}
 	a.afterApply(ops)
 	return ops, nil
@@ -136,6 +137,7 @@ func (a *Actor) applyBatch(ops []*messages.Op, persist bool) (applied []*message
 			switch {
 			case err == nil:
 				a.touch(a.st.apply(op, pks)...)
+				a.d.Applied.Advance(op.Writer, op.Seq)
 				applied = append(applied, op)
 				progress = true
 			case errors.Is(err, errDuplicate):

@@ -7,6 +7,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"peerdns/internal/applied"
 	"peerdns/messages"
 	"peerdns/transport"
 )
@@ -28,6 +29,7 @@ type sessionConfig struct {
 	batch                                                    int // ops per GetOpsSince / frame
 	queueSize                                                int // outbound frames buffered before live ops are dropped
 	mesh                                                     *Mesh
+	applied                                                  *applied.Vector
 }
 
 // session owns one connection. Fields are touched only from Receive,

@@ -218,8 +218,13 @@ func (s *session) onOps(c actor.Context, ops []*messages.Op) {
 	// Signatures are checked here, in this peer's session (sessions run
 	// side by side, one per peer), not in the ledger actor, which every
 	// peer's ops go through one at a time. An op whose signature does not
-	// verify goes on unmarked and the ledger refuses and counts it.
+	// verify goes on unmarked and the ledger refuses and counts it. An op
+	// the ledger has applied already is not checked: the ledger drops it
+	// as a duplicate before looking at its signature.
 	for _, op := range ops {
+		if s.cfg.applied.Has(op.Writer, op.Seq) {
+			continue
+		}
 		if msg, err := op.SigningBytes(); err == nil && identity.Verify(op.Writer, msg, op.Sig) {
 			op.SigChecked = true
 		}

@@ -9,6 +9,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/eventstream"
 
+	"peerdns/internal/applied"
 	"peerdns/internal/identity"
 	"peerdns/internal/store"
 	"peerdns/messages"
@@ -44,6 +45,11 @@ type Deps struct {
 	// layer (which gets the same Mesh). nil: a private one, so streams
 	// peers open are reset.
 	Mesh *Mesh
+	// Applied is the ledger's applied version vector (the same one given
+	// to ledger.Deps): sessions skip the signature check of ops it
+	// already holds, which the ledger drops as duplicates. nil: every op
+	// is checked.
+	Applied *applied.Vector
 
 	TickInterval time.Duration // timer resolution [1s]
 	SyncInterval time.Duration // version-vector exchange per peer [3s]

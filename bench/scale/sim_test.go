@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	"peerdns/actors/ledger"
 	"peerdns/actors/peer"
 	"peerdns/http/httpx"
+	"peerdns/internal/applied"
 	"peerdns/internal/identity"
 	"peerdns/internal/store"
 	"peerdns/internal/testutil"
@@ -37,6 +39,9 @@ type simNode struct {
 	ep     *linkedEndpoint
 	ldb    *store.DB
 	ndb    *store.DB
+	// applied is shared by the ledger and the sessions, as in a node
+	// (SCALE_NO_APPLIED=1 leaves it out, to measure what it saves).
+	applied *applied.Vector
 }
 
 // sim is a network of simNodes on one transport.MemNetwork.
@@ -159,7 +164,7 @@ func startSim(tb testing.TB, cfg simConfig) *sim {
 				boot = append(boot, m.id.ID()+"@"+m.ep.Addr().String())
 			}
 		}
-		deps := peer.Deps{Identity: n.id, Endpoint: n.ep, Ledger: n.ledger, Node: n.ndb, Log: quiet, Bootstrap: boot}
+		deps := peer.Deps{Identity: n.id, Endpoint: n.ep, Ledger: n.ledger, Node: n.ndb, Log: quiet, Bootstrap: boot, Applied: n.applied}
 		if cfg.tune != nil {
 			cfg.tune(&deps)
 		}
@@ -187,14 +192,18 @@ func (s *sim) startLedger(i int, id *identity.Identity) *simNode {
 		tb.Fatal(err)
 	}
 	sys := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet }))
+	var av *applied.Vector
+	if os.Getenv("SCALE_NO_APPLIED") != "1" {
+		av = &applied.Vector{}
+	}
 	lpid, err := sys.Root.SpawnNamed(ledger.Props(ledger.Deps{
-		Identity: id, Ledger: ldb, Node: ndb, Published: &view.Published{}, Join: i > 0, Log: quiet,
+		Identity: id, Ledger: ldb, Node: ndb, Published: &view.Published{}, Join: i > 0, Log: quiet, Applied: av,
 	}), "ledger")
 	if err != nil {
 		tb.Fatal(err)
 	}
 	ep := &linkedEndpoint{MemEndpoint: s.net.Listen(id, quiet), self: i, links: &s.links, index: s.meter.index}
-	return &simNode{i: i, id: id, sys: sys, ledger: lpid, ep: ep, ldb: ldb, ndb: ndb}
+	return &simNode{i: i, id: id, sys: sys, ledger: lpid, ep: ep, ldb: ldb, ndb: ndb, applied: av}
 }
 
 // waitConnected polls until every node has a session with each of its

@@ -32,6 +32,7 @@ import (
 	"peerdns/http/doh"
 	"peerdns/http/pluginweb"
 	"peerdns/http/ws"
+	"peerdns/internal/applied"
 	"peerdns/internal/certs"
 	"peerdns/internal/identity"
 	"peerdns/internal/store"
@@ -62,7 +63,8 @@ type Node struct {
 	localDNS  *actor.PID
 	endpoint  *transport.QUICEndpoint
 	peers     *actor.PID
-	mesh      *peer.Mesh // the peer network as tunnels see it
+	mesh      *peer.Mesh      // the peer network as tunnels see it
+	applied   *applied.Vector // the ledger's applied ops, read by the peer sessions
 	tunnels   *actor.PID
 	settings  *actor.PID
 	plugins   *actor.PID
@@ -181,11 +183,12 @@ func (n *Node) start() (err error) {
 		strings.ToLower(cfg.ProfileDomain): n.edgeAnswer(),
 	}
 
+	n.applied = &applied.Vector{} // one per ledger incarnation (a restore starts a new one)
 	n.ledger, err = n.root.Spawn("ledger", ledger.Props(ledger.Deps{
 		Identity: n.id, Ledger: n.ledgerDB, Node: n.nodeDB, Published: n.pub,
 		Internal: internal, Join: cfg.Join != "",
 		SubnetBase: cfg.SubnetBase, InitialIPIndex: cfg.InitialIPIndex, Log: core,
-		DomainMiddleware: cfg.domainMiddleware,
+		DomainMiddleware: cfg.domainMiddleware, Applied: n.applied,
 	}))
 	if err != nil {
 		return fmt.Errorf("spawn ledger: %w", err)
@@ -334,7 +337,7 @@ func (n *Node) startPeers() error {
 	n.peers, err = n.root.Spawn("peers", peer.Props(peer.Deps{
 		Identity: n.id, Endpoint: ep, Ledger: n.ledger, Node: n.nodeDB, Log: n.logs["core"],
 		Bootstrap: n.cfg.Bootstrap, Join: n.cfg.Join, System: n.root.System,
-		Fatal: n.fail, Mesh: n.mesh,
+		Fatal: n.fail, Mesh: n.mesh, Applied: n.applied,
 	}))
 	if err != nil {
 		return fmt.Errorf("spawn peers: %w", err)

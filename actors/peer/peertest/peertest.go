@@ -17,6 +17,7 @@ import (
 
 	"peerdns/actors/ledger"
 	"peerdns/actors/peer"
+	"peerdns/internal/applied"
 	"peerdns/internal/identity"
 	"peerdns/internal/store"
 	"peerdns/internal/view"
@@ -57,8 +58,9 @@ func Start(tb testing.TB, invite string, tune func(*peer.Deps)) *Node {
 	}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	sys := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet }))
+	av := &applied.Vector{} // as in a node: sessions skip checking ops the ledger holds
 	lpid, err := sys.Root.SpawnNamed(ledger.Props(ledger.Deps{
-		Identity: id, Ledger: ldb, Node: ndb, Published: &view.Published{}, Join: invite != "", Log: quiet,
+		Identity: id, Ledger: ldb, Node: ndb, Published: &view.Published{}, Join: invite != "", Log: quiet, Applied: av,
 	}), "ledger")
 	if err != nil {
 		tb.Fatal(err)
@@ -68,7 +70,7 @@ func Start(tb testing.TB, invite string, tune func(*peer.Deps)) *Node {
 		tb.Fatal(err)
 	}
 	deps := peer.Deps{
-		Identity: id, Endpoint: ep, Ledger: lpid, Node: ndb, Log: quiet, Join: invite, Mesh: peer.NewMesh(),
+		Identity: id, Endpoint: ep, Ledger: lpid, Node: ndb, Log: quiet, Join: invite, Mesh: peer.NewMesh(), Applied: av,
 		TickInterval: 50 * time.Millisecond, SyncInterval: 500 * time.Millisecond,
 		ExchangeInterval: 200 * time.Millisecond,
 		Backoff:          transport.Backoff{Min: 20 * time.Millisecond, Max: 200 * time.Millisecond},
