@@ -73,7 +73,7 @@ else
 fi
 echo "agent command: ${PD_CMD[*]}" >&2
 PD_PORT=$(free_port)
-AGENT_REST_HOST=127.0.0.1 AGENT_REST_PORT=$PD_PORT "${PD_CMD[@]}" >"$TMP/pd.log" 2>&1 &
+AGENT_PEER_ADDR=127.0.0.1:0 AGENT_REST_HOST=127.0.0.1 AGENT_REST_PORT=$PD_PORT "${PD_CMD[@]}" >"$TMP/pd.log" 2>&1 &
 PD_PID=$!
 
 # --- netdata ---------------------------------------------------------------
@@ -115,13 +115,16 @@ tree() { # pid and all descendants
 	echo "$p"
 	for c in $(pgrep -P "$p" 2>/dev/null); do tree "$c"; done
 }
-ticks() { # sum of utime+stime over a process tree
+ticks() { # sum of utime+stime+cutime+cstime over a process tree
+	# cutime/cstime carry the children a process reaped: a Netdata plugin
+	# that exits during the sample moves its time there instead of
+	# dropping out of the sum (which once made Netdata's CPU negative).
 	local sum=0
 	for p in $(tree "$1"); do
 		if [ -r "/proc/$p/stat" ]; then
-			# fields 14 and 15 after the ")" of comm
+			# fields 14-17 after the ")" of comm
 			set -- $(sed 's/^.*) //' "/proc/$p/stat")
-			sum=$((sum + ${12} + ${13}))
+			sum=$((sum + ${12} + ${13} + ${14} + ${15}))
 		fi
 	done
 	echo $sum
