@@ -5,6 +5,7 @@ import (
 	"flag"
 	"io"
 	"log/slog"
+	"runtime/debug"
 
 	"peerdns/agent"
 	"peerdns/internal/node"
@@ -33,5 +34,17 @@ func runAgent(ctx context.Context, args []string, getenv func(string) string, st
 		return err
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	if getenv("GOGC") == "" {
+		debug.SetGCPercent(agentGCPercent)
+	}
 	return agent.Run(ctx, cfg, log)
 }
+
+// agentGCPercent is the agent process's GOGC unless the environment sets
+// one. Its heap is mostly long-lived float arrays (tier 0, tier 1) and it
+// allocates little a second, so collecting at half Go's default growth
+// costs next to nothing: side by side on one machine, an agent at 50 held
+// 17.0 MiB of anonymous memory after 47 minutes and one at 100 21.5 MiB
+// after 38, at 0.75 against 0.78% of a core over their lifetimes
+// (bench/README.md, "Memory").
+const agentGCPercent = 50
