@@ -11,24 +11,29 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"peerdns/agent/collect"
 )
 
 // releaseExecutablePages asks the kernel to reclaim the pages of this
 // process's own executable that are mapped read-only (code and read-only
 // data; never the writable data), with madvise(MADV_PAGEOUT), after
 // marking them MADV_RANDOM. The pages the process still runs come back on
-// their next use, read again from the page cache or the file. It returns the process's file-backed
-// resident memory (RssFile, bytes) before and after.
+// their next use, read again from the page cache or the file. It returns
+// the process's file-backed resident memory (RssFile, bytes) before and
+// after.
 //
 // Why the agent does this: `peerdns agent` runs from the one binary that
 // also carries the whole naming node. Go runs every linked package's
 // initialiser at start, and the kernel maps 64 KiB around each page
-// touched (fault-around), so start-up alone leaves ~12 MiB of the node's
-// code and tables resident in an agent that never runs them (Netdata's
+// touched (fault-around), so start-up alone leaves ~18 MiB of code and
+// tables resident, most of them the node's, in an agent that never runs
+// them (Netdata's
 // plugins are separate, small executables). Measured on the agent: RssFile
 // 18.7 MiB → 2.2 MiB at the release, ~9.3 MiB two minutes later as the
 // agent's own paths (collectors, tier-1 minutes, training, the API) fault
-// in again (bench/README.md, "Agent").
+// in again (bench/README.md, "Memory: what the agent held that it did not
+// need").
 //
 // MADV_PAGEOUT needs Linux 5.4; the kernel applies it to file pages only
 // when the process could open the file for writing (its owner, or root),
@@ -101,11 +106,5 @@ func rssFile() (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "RssFile:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-			return kb << 10, err
-		}
-	}
-	return 0, fmt.Errorf("no RssFile in /proc/self/status")
+	return int64(collect.StatusKiB(b, "RssFile:")) << 10, nil
 }

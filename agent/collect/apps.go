@@ -442,7 +442,7 @@ func (c *appsColl) update(p *proc, pid int, uptime, dt float64, countFDs bool) {
 	v[amUptime] = max(uptime-num(19)/clkTck, 0)
 	if p.status != nil {
 		if sb, err := p.status.read(); err == nil {
-			v[amSwap] = statusKiB(sb, "VmSwap:") / 1024
+			v[amSwap] = StatusKiB(sb, "VmSwap:") / 1024
 		}
 	}
 	if countFDs && !p.kernel {
@@ -549,8 +549,10 @@ func statusIDs(b []byte) (uid, gid uint32) {
 	return uid, gid
 }
 
-// statusKiB returns the "kB" value of a /proc/<pid>/status line.
-func statusKiB(b []byte, key string) float64 {
+// StatusKiB returns the "kB" value of the line key (e.g. "VmSwap:") of a
+// /proc/<pid>/status file (0 when absent); the agent reads its own
+// RssFile with it too.
+func StatusKiB(b []byte, key string) float64 {
 	i := bytes.Index(b, []byte(key))
 	if i < 0 {
 		return 0

@@ -66,7 +66,7 @@ func FuzzProcFiles(f *testing.F) {
 			t.Fatalf("splitStat(%q) = %q, %q", b, comm, rest)
 		}
 		statusIDs(b)
-		statusKiB(b, "VmSwap:")
+		StatusKiB(b, "VmSwap:")
 		ioCounters(b)
 	})
 }

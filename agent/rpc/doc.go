@@ -21,8 +21,9 @@
 // command lines and sockets say more about a host than its metrics);
 // logs is answered by the REST logs command in-process, so its sources
 // (audit, journal, the anomaly detector's events) and their errors are
-// the REST API's, and only anomaly is open to viewers; an unknown key gets one 403 answer before its connection is
-// closed, so an operator sees why instead of a reset.
+// the REST API's, and only anomaly is open to viewers; an unknown key
+// gets one 403 answer before its connection is closed, so an operator
+// sees why instead of a reset.
 //
 // It must never: answer a method before the role allowed it, run a
 // request it could not decode and validate, or hold more than a bounded
