@@ -97,7 +97,11 @@ type Actor struct {
 	st      *state
 	version uint64          // of the last published snapshot
 	checked map[string]bool // p2p domains whose public lookup ran or runs
-	names   map[string]bool // resolved p2p domains of the latest view
+	// round counts rechecks: a lookup's answer that comes back after a
+	// recheck started is dropped (the recheck's own lookup answers), or
+	// an answer read before public DNS changed could land last.
+	round uint64
+	names map[string]bool // resolved p2p domains of the latest view
 	// failed counts the consecutive failed lookups of a domain (its
 	// retry backoff); warnedAt is when a failure was last logged.
 	failed   map[string]int
@@ -153,6 +157,7 @@ func (a *Actor) Receive(c actor.Context) {
 		// again (nothing to do before the first view).
 		a.checked = map[string]bool{}
 		a.failed = map[string]int{}
+		a.round++
 		for name := range a.names {
 			a.checked[name] = true
 			a.check(c, name)
@@ -343,7 +348,7 @@ func (a *Actor) viewChanged(c actor.Context, m *viewChanged) {
 // check looks name up in public DNS in the background, at most
 // maxLookups at a time; the result comes back as conflictChecked.
 func (a *Actor) check(c actor.Context, name string) {
-	sys, self, d, ctx, slots, pace := c.ActorSystem(), c.Self(), a.d, a.ctx, a.slots, a.pace
+	sys, self, d, ctx, slots, pace, round := c.ActorSystem(), c.Self(), a.d, a.ctx, a.slots, a.pace, a.round
 	a.wg.Add(1)
 	go func() {
 		defer a.wg.Done()
@@ -367,13 +372,13 @@ func (a *Actor) check(c actor.Context, name string) {
 		if ctx.Err() != nil {
 			return // stopped: nobody to tell
 		}
-		sys.Root.Send(self, &conflictChecked{domain: name, publicIP: ip, err: err})
+		sys.Root.Send(self, &conflictChecked{domain: name, publicIP: ip, err: err, round: round})
 	}()
 }
 
 func (a *Actor) conflictChecked(c actor.Context, m *conflictChecked) {
-	if !a.checked[m.domain] {
-		return // no longer a p2p domain
+	if !a.checked[m.domain] || m.round != a.round {
+		return // no longer a p2p domain, or a recheck's lookup answers instead
 	}
 	if m.err != nil {
 		a.failed[m.domain]++

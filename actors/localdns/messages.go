@@ -18,6 +18,7 @@ type conflictChecked struct {
 	domain   string
 	publicIP string
 	err      error
+	round    uint64 // the actor's round when the lookup was started
 }
 
 // retryCheck asks for one domain's public lookup again after a failure.

@@ -56,8 +56,13 @@ type Resolver struct {
 	udp     *dns.Client
 	tcp     *dns.Client
 
-	mu       sync.Mutex // guards inflight
+	mu       sync.Mutex // guards inflight and orders stores against Clear
 	inflight map[key]*call
+	// epoch counts Clear and Purge calls (changed under mu). A forward
+	// remembers it when it starts and stores its answer only if no clear
+	// came since: an answer fetched before a clear must not be cached
+	// after it, or clear-dns-cache would silently not clear.
+	epoch uint64
 
 	wmu  sync.RWMutex // guards wire
 	wire map[string]*Template
@@ -177,12 +182,17 @@ func (r *Resolver) Resolve(ctx context.Context, name string, qtype, qclass uint1
 	}
 	c := &call{done: make(chan struct{})}
 	r.inflight[k] = c
+	epoch := r.epoch
 	r.mu.Unlock()
 
 	c.msg, c.err = r.forward(ctx, k)
-	r.store(k, c.msg, c.err)
 	r.mu.Lock()
-	delete(r.inflight, k)
+	if r.epoch == epoch {
+		r.store(k, c.msg, c.err)
+	}
+	if r.inflight[k] == c {
+		delete(r.inflight, k)
+	}
 	r.mu.Unlock()
 	close(c.done)
 	if c.err != nil {
@@ -218,6 +228,7 @@ func (r *Resolver) lookup(k key) (*dns.Msg, error, bool) {
 	return m, nil, true
 }
 
+// store caches an answer; called with mu held.
 func (r *Resolver) store(k key, m *dns.Msg, err error) {
 	now := r.cfg.Now()
 	if err != nil {
@@ -327,9 +338,19 @@ func clean(m *dns.Msg) {
 	m.Extra = extra
 }
 
-// Clear drops every cached answer for name; it returns how many.
+// Clear drops every cached answer for name; it returns how many. A
+// question for name asked after Clear returns is sent upstream again,
+// even if one sent before is still in flight.
 func (r *Resolver) Clear(name string) int {
 	n := strings.ToLower(dns.Fqdn(name))
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.epoch++
+	for k := range r.inflight {
+		if k.name == n {
+			delete(r.inflight, k) // its caller still gets its answer; nobody new joins it
+		}
+	}
 	cleared := 0
 	for _, k := range r.cache.Keys() {
 		if k.name == n {
@@ -341,8 +362,15 @@ func (r *Resolver) Clear(name string) int {
 	return cleared
 }
 
-// Purge empties the cache.
-func (r *Resolver) Purge() { r.cache.Purge() }
+// Purge empties the cache; answers in flight when it is called are not
+// cached.
+func (r *Resolver) Purge() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.epoch++
+	clear(r.inflight)
+	r.cache.Purge()
+}
 
 // SystemServers reads the nameservers of a resolv.conf file as host:port,
 // leaving out any address in self (the node's own DNS listeners, so the

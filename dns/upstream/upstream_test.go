@@ -270,3 +270,74 @@ func contains(list []string, s string) bool {
 	}
 	return false
 }
+
+// waitHits polls f until it has answered n queries.
+func waitHits(t *testing.T, f *fake, n int64) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for f.hits.Load() < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("upstream hits %d, want %d", f.hits.Load(), n)
+		}
+		time.Sleep(time.Millisecond) // polling interval
+	}
+}
+
+// An answer in flight when the name is cleared is not cached, and a
+// question asked after the clear does not join the query sent before it.
+func TestClearDuringFlight(t *testing.T) {
+	resolve := func(r *Resolver) <-chan error {
+		done := make(chan error, 1)
+		go func() {
+			_, err := r.Resolve(context.Background(), "a.example", dns.TypeA, dns.ClassINET)
+			done <- err
+		}()
+		return done
+	}
+	// gated is a fake whose answers wait for release; a failing test
+	// releases it too, so the server can shut down.
+	gated := func(t *testing.T) (*fake, *Resolver, func()) {
+		f := &fake{gate: make(chan struct{})}
+		var once sync.Once
+		release := func() { once.Do(func() { close(f.gate) }) }
+		r := New(Config{Servers: []string{serve(t, f)}, Timeout: 5 * time.Second})
+		t.Cleanup(release) // runs before serve's Shutdown
+		return f, r, release
+	}
+	t.Run("not cached", func(t *testing.T) {
+		f, r, release := gated(t)
+		first := resolve(r)
+		waitHits(t, f, 1)
+		r.Clear("A.example")
+		release()
+		if err := <-first; err != nil {
+			t.Fatal(err)
+		}
+		if err := <-resolve(r); err != nil {
+			t.Fatal(err)
+		}
+		if f.hits.Load() != 2 {
+			t.Fatalf("hits %d, want 2: the answer fetched before the clear was cached", f.hits.Load())
+		}
+	})
+	t.Run("not joined", func(t *testing.T) {
+		f, r, release := gated(t)
+		first := resolve(r)
+		waitHits(t, f, 1)
+		r.Purge()
+		second := resolve(r)
+		waitHits(t, f, 2) // a query of its own
+		release()
+		for _, c := range []<-chan error{first, second} {
+			if err := <-c; err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := <-resolve(r); err != nil { // the second answer is cached
+			t.Fatal(err)
+		}
+		if f.hits.Load() != 2 {
+			t.Fatalf("hits %d, want 2", f.hits.Load())
+		}
+	})
+}
