@@ -158,15 +158,21 @@ func ask[R any](t testing.TB, n *testNode, req any) R {
 // createServer makes a server for target and waits until it runs.
 func (n *testNode) createServer(o messages.TunnelServerOpts) (id, url string) {
 	n.t.Helper()
+	before := len(n.mesh.Announced())
 	r := ask[*messages.CreateTunnelServerReply](n.t, n, &messages.CreateTunnelServer{Opts: o})
 	if r.Err != nil {
 		n.t.Fatalf("create server: %v", r.Err)
 	}
+	// Running, and announced to peers (the supervisor announces when the
+	// server's actor reports it is up, just after it shows as running).
 	var s messages.TunnelServer
 	testutil.Eventually(n.t, 5*time.Second, func() error {
 		s = n.server(r.ID)
 		if s.Info.State != messages.TunnelRunning {
 			return fmt.Errorf("server state %q", s.Info.State)
+		}
+		if got := n.mesh.Announced(); len(got) <= before {
+			return fmt.Errorf("announced %v", got)
 		}
 		return nil
 	})
