@@ -12,11 +12,13 @@
 // data) in the background whenever a p2p domain appears in the view,
 // paced (lookupRate) so a burst of claims does not flood the resolver. A
 // lookup that fails (no upstream answers) is retried for that domain
-// alone after a backoff (retryFirst, doubling up to RecheckEvery), not
+// alone after a backoff (RetryFirst, doubling up to RecheckEvery), not
 // at every view change: a burst of claims publishes hundreds of views,
 // and retrying every failed domain at each one cost the node a fifth of
 // its CPU in the five-node benchmark. Failures are logged as one warning
-// a minute with the count of failing domains.
+// a minute with the count of failing domains. When several lookups in a
+// row fail, whatever their domains, the upstream is taken as down and the
+// checks pause until a probe gets an answer (outage.go).
 // Its requests and replies are in messages/localdns.go.
 //
 // It must never be asked from the DNS answer path: readers use the
@@ -53,7 +55,11 @@ type Deps struct {
 	// RecheckEvery repeats the public lookups of every p2p domain (public
 	// DNS changes too); default 1h, negative disables.
 	RecheckEvery time.Duration
-	Log          *slog.Logger
+	// RetryFirst is the wait before a failed lookup (or, with the
+	// upstream down, the next probe) is tried again; it doubles with
+	// each failure in a row, up to RecheckEvery. Default 5s.
+	RetryFirst time.Duration
+	Log        *slog.Logger
 }
 
 // Props builds the actor. A crash restarts it (the parent's strategy);
@@ -70,6 +76,9 @@ func Props(d Deps) *actor.Props {
 	}
 	if d.RecheckEvery == 0 {
 		d.RecheckEvery = time.Hour
+	}
+	if d.RetryFirst <= 0 {
+		d.RetryFirst = 5 * time.Second
 	}
 	return actor.PropsFromProducer(func() actor.Actor { return &Actor{d: d} },
 		actor.WithSupervisor(supervisor.Backoff()))
@@ -106,6 +115,7 @@ type Actor struct {
 	// retry backoff); warnedAt is when a failure was last logged.
 	failed   map[string]int
 	warnedAt time.Time
+	out      outage // the upstream as a whole (outage.go)
 
 	// The goroutines of this incarnation — the view subscription's
 	// notifier, the recheck ticker and the public lookups (running or
@@ -158,16 +168,31 @@ func (a *Actor) Receive(c actor.Context) {
 		a.checked = map[string]bool{}
 		a.failed = map[string]int{}
 		a.round++
-		for name := range a.names {
-			a.checked[name] = true
-			a.check(c, name)
+		if !a.out.down.Load() {
+			for name := range a.names {
+				a.want(c, name)
+			}
+			return
 		}
+		// The upstream is down; the operator asking may just have fixed
+		// it: every domain waits, and a probe goes now.
+		for name := range a.names {
+			a.out.waiting[name] = true
+		}
+		a.out.probes = 0
+		c.Send(c.Self(), &probeUpstream{})
 	case *conflictChecked:
 		a.conflictChecked(c, m)
 	case *retryCheck:
 		if a.names[m.domain] && a.failed[m.domain] > 0 && !a.checked[m.domain] {
-			a.checked[m.domain] = true
-			a.check(c, m.domain)
+			a.want(c, m.domain)
+		}
+	case *probeUpstream:
+		a.probe(c)
+	case *deferredCheck:
+		if a.checked[m.domain] && m.round == a.round {
+			delete(a.checked, m.domain)
+			a.want(c, m.domain) // waits, or goes now if the upstream is back
 		}
 	}
 }
@@ -186,6 +211,7 @@ func (a *Actor) start(c actor.Context) {
 	a.st = st
 	a.checked = map[string]bool{}
 	a.failed = map[string]int{}
+	a.resetOutage()
 	// Versions keep growing across restarts: go on from what the previous
 	// incarnation published (the publisher outlives us).
 	if prev := a.d.Published.Load(); prev != nil {
@@ -320,9 +346,8 @@ func (a *Actor) viewChanged(c actor.Context, m *viewChanged) {
 	}
 	for _, name := range m.added {
 		a.names[name] = true
-		if !a.checked[name] && a.failed[name] == 0 {
-			a.checked[name] = true
-			a.check(c, name)
+		if !a.checked[name] && a.failed[name] == 0 && !a.out.waiting[name] {
+			a.want(c, name)
 		}
 	}
 	for _, name := range m.removed {
@@ -330,6 +355,7 @@ func (a *Actor) viewChanged(c actor.Context, m *viewChanged) {
 		delete(a.names, name)
 		delete(a.checked, name)
 		delete(a.failed, name)
+		delete(a.out.waiting, name)
 		if _, ok := a.st.conflicts[name]; ok {
 			a.setConflict(c, name, "")
 		}
@@ -346,9 +372,11 @@ func (a *Actor) viewChanged(c actor.Context, m *viewChanged) {
 }
 
 // check looks name up in public DNS in the background, at most
-// maxLookups at a time; the result comes back as conflictChecked.
-func (a *Actor) check(c actor.Context, name string) {
-	sys, self, d, ctx, slots, pace, round := c.ActorSystem(), c.Self(), a.d, a.ctx, a.slots, a.pace, a.round
+// maxLookups at a time; the result comes back as conflictChecked. A
+// lookup whose turn comes while the upstream is down comes back as
+// deferredCheck instead, unless it is the probe.
+func (a *Actor) check(c actor.Context, name string, probe bool) {
+	sys, self, d, ctx, slots, pace, round, down := c.ActorSystem(), c.Self(), a.d, a.ctx, a.slots, a.pace, a.round, a.out.down
 	a.wg.Add(1)
 	go func() {
 		defer a.wg.Done()
@@ -366,24 +394,41 @@ func (a *Actor) check(c actor.Context, name string) {
 		if pace.Wait(ctx) != nil {
 			return // stopped while waiting for its turn
 		}
+		if !probe && down.Load() {
+			sys.Root.Send(self, &deferredCheck{domain: name, round: round})
+			return
+		}
 		lctx, cancel := context.WithTimeout(ctx, d.CheckTimeout)
 		ip, err := d.PublicLookup(lctx, name)
 		cancel()
 		if ctx.Err() != nil {
 			return // stopped: nobody to tell
 		}
-		sys.Root.Send(self, &conflictChecked{domain: name, publicIP: ip, err: err, round: round})
+		sys.Root.Send(self, &conflictChecked{domain: name, publicIP: ip, err: err, round: round, probe: probe})
 	}()
 }
 
 func (a *Actor) conflictChecked(c actor.Context, m *conflictChecked) {
-	if !a.checked[m.domain] || m.round != a.round {
-		return // no longer a p2p domain, or a recheck's lookup answers instead
+	if m.probe {
+		a.out.probing = false
+	}
+	current := a.checked[m.domain] && m.round == a.round // else no longer a p2p domain, or a recheck's lookup answers instead
+	if m.err == nil {
+		a.lookupAnswered(c)
+	} else if a.lookupFailed(c, m.probe, m.err) {
+		if current {
+			delete(a.checked, m.domain)
+			a.out.waiting[m.domain] = true
+		}
+		return
+	}
+	if !current {
+		return
 	}
 	if m.err != nil {
 		a.failed[m.domain]++
 		delete(a.checked, m.domain)
-		delay := retryDelay(a.failed[m.domain], a.d.RecheckEvery)
+		delay := retryDelay(a.failed[m.domain], a.d.RecheckEvery, a.d.RetryFirst)
 		if now := time.Now(); now.Sub(a.warnedAt) >= time.Minute {
 			a.warnedAt = now
 			a.d.Log.Warn("public lookup for conflict check failed; retried with backoff", "domain", m.domain,
@@ -403,12 +448,10 @@ func (a *Actor) conflictChecked(c actor.Context, m *conflictChecked) {
 	a.setConflict(c, m.domain, m.publicIP)
 }
 
-// retryFirst is the wait before a failed public lookup is tried again;
-// it doubles with each failure in a row, up to the recheck interval.
-const retryFirst = 5 * time.Second
-
-func retryDelay(failures int, most time.Duration) time.Duration {
-	d := retryFirst
+// retryDelay is the wait after failures in a row: first, doubling with
+// each failure, up to most (none when most <= 0).
+func retryDelay(failures int, most, first time.Duration) time.Duration {
+	d := first
 	for i := 1; i < failures && d < most; i++ {
 		d *= 2
 	}

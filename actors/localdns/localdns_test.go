@@ -396,12 +396,17 @@ func TestRestart(t *testing.T) {
 // change: a burst of claims publishes many views, and every failed domain
 // used to be looked up again at each one. An explicit recheck still
 // retries at once.
+// A domain whose lookup fails while the others answer (its own SERVFAIL)
+// backs off on its own: views and new domains do not retry it.
 func TestFailedLookupBacksOff(t *testing.T) {
 	sys, db := bare(t)
 	var lookups atomic.Int64
 	failing := func(ctx context.Context, name string) (string, error) {
 		lookups.Add(1)
-		return "", fmt.Errorf("no upstream server answered")
+		if name == "d00.p2p" {
+			return "", fmt.Errorf("SERVFAIL")
+		}
+		return "", nil
 	}
 	v := manyDomains(1)
 	pid := sys.Root.Spawn(Props(Deps{Store: db, View: v, PublicLookup: failing, Log: slog.New(slog.DiscardHandler)}))
@@ -438,6 +443,60 @@ func TestFailedLookupBacksOff(t *testing.T) {
 	}
 }
 
+// An upstream that does not answer at all pauses the checks: a few
+// lookups fail, then one probe at a time goes out, backing off, until one
+// answers; then every waiting domain is checked and its conflict found.
+func TestUpstreamOutagePausesChecks(t *testing.T) {
+	sys, db := bare(t)
+	var up atomic.Bool
+	var lookups, failed atomic.Int64
+	lookup := func(ctx context.Context, name string) (string, error) {
+		lookups.Add(1)
+		if !up.Load() {
+			failed.Add(1)
+			return "", fmt.Errorf("read udp 127.0.0.1:9: connection refused")
+		}
+		if name == "d07.p2p" {
+			return "198.51.100.7", nil
+		}
+		return "", nil
+	}
+	const domains = 200
+	v := manyDomains(domains)
+	pid := sys.Root.Spawn(Props(Deps{Store: db, View: v, PublicLookup: lookup, RetryFirst: 20 * time.Millisecond,
+		RecheckEvery: -1, Log: slog.New(slog.DiscardHandler)}))
+	// Over half a second: the lookups that found the upstream down (at
+	// most the pacer's burst and the ones in flight go out before the
+	// actor has seen outageAfter failures), then probes backing off from
+	// 20 ms (at 20, 60, 140 and 300 ms). Without the pause every domain
+	// would be looked up and retried.
+	most := int64(outageAfter + lookupBurst + maxLookups + 4 + 2)
+	tick := time.NewTicker(5 * time.Millisecond)
+	for end := time.Now().Add(500 * time.Millisecond); time.Now().Before(end); <-tick.C {
+		if n := failed.Load(); n > most {
+			t.Fatalf("%d lookups against a dead upstream, want at most %d (checks paused)", n, most)
+		}
+	}
+	tick.Stop()
+	if n := failed.Load(); n < outageAfter+2 {
+		t.Fatalf("%d failed lookups, want the first ones and the probes", n)
+	}
+	up.Store(true)
+	testutil.Eventually(t, 10*time.Second, func() error {
+		if n := lookups.Load() - failed.Load(); n < domains {
+			return fmt.Errorf("%d answered lookups, want every domain's", n)
+		}
+		got := ask[*messages.GetLocalDNSReply](t, &node{sys: sys, pid: pid}, &messages.GetLocalDNS{}).Conflicts
+		if want := []messages.DNSConflict{{Domain: "d07.p2p", Version: "p2p", PublicIP: "198.51.100.7"}}; !reflect.DeepEqual(got, want) {
+			return fmt.Errorf("conflicts %+v, want %+v", got, want)
+		}
+		return nil
+	})
+	if err := sys.Root.StopFuture(pid).Wait(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestRetryDelay(t *testing.T) {
 	for _, c := range []struct {
 		n    int
@@ -445,7 +504,7 @@ func TestRetryDelay(t *testing.T) {
 		want time.Duration
 	}{{1, time.Hour, 5 * time.Second}, {2, time.Hour, 10 * time.Second}, {4, time.Hour, 40 * time.Second},
 		{30, time.Hour, time.Hour}, {3, 7 * time.Second, 7 * time.Second}} {
-		if got := retryDelay(c.n, c.most); got != c.want {
+		if got := retryDelay(c.n, c.most, 5*time.Second); got != c.want {
 			t.Errorf("retryDelay(%d, %v) = %v, want %v", c.n, c.most, got, c.want)
 		}
 	}

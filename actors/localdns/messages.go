@@ -19,6 +19,7 @@ type conflictChecked struct {
 	publicIP string
 	err      error
 	round    uint64 // the actor's round when the lookup was started
+	probe    bool   // the lookup probed a resolver taken as down (outage.go)
 }
 
 // retryCheck asks for one domain's public lookup again after a failure.
