@@ -197,7 +197,7 @@ func (s *Server) rebuild() *zone.Table {
 	if t := s.table.Load(); t.BuiltFrom(v, l) {
 		return t
 	}
-	t := zone.Build(v, l, zone.Options{TTL: s.cfg.TTL, Touches: s.touches})
+	t := zone.Rebuild(s.table.Load(), v, l, zone.Options{TTL: s.cfg.TTL, Touches: s.touches})
 	s.table.Store(t)
 	return t
 }

@@ -79,10 +79,16 @@ type Table struct {
 	ttl     uint32
 	buf     []byte   // scratch for packing during Build; nil afterwards
 	touches *Touches // nil: answers are not reported
+
+	// byDomain holds the nodes built from the view's domains, by the
+	// view's name, for the next Rebuild to take the unchanged ones from.
+	byDomain map[string]*node
+	fresh    []*node // nodes made by this build, to pack; nil afterwards
 }
 
 type node struct {
 	name     string // lowercased FQDN with trailing dot
+	key      string // its key in the table's maps (Key)
 	kind     Kind
 	ip4, ip6 netip.Addr
 	rrs      map[uint16][]dns.RR // local records of class IN
@@ -152,10 +158,27 @@ func lowerWire(b []byte) {
 
 // Build compiles a table. Either snapshot may be nil.
 func Build(v *view.Snapshot, l *records.Snapshot, o Options) *Table {
+	return Rebuild(nil, v, l, o)
+}
+
+// Rebuild compiles a table like Build, taking from prev (the table in
+// use; nil for none) the nodes of the p2p domains whose view entry is the
+// same *view.Domain as in prev's view, as they are, packed answers and
+// all. The ledger publishes a view by copying the previous map and
+// replacing only the entries that changed, and published entries are
+// never modified, so the same pointer is the same domain. Nothing is
+// reused when the local records (and with them the version preferences)
+// or the options differ. A reused node keeps the SOA serial (the view
+// version) of the table that packed it: a domain's zone serial then moves
+// when that domain changes, as a zone's serial should, not at every vote
+// elsewhere. In a burst of claims this made a compile of 1,000 domains a
+// map walk instead of packing every domain again.
+func Rebuild(prev *Table, v *view.Snapshot, l *records.Snapshot, o Options) *Table {
 	t := &Table{nodes: map[string]*node{}, parents: map[string]*node{}, ttl: o.TTL, view: v, local: l, touches: o.Touches}
 	if t.ttl == 0 {
 		t.ttl = DefaultTTL
 	}
+	reuse := prev != nil && prev.view != nil && prev.local == l && prev.ttl == t.ttl && prev.touches == o.Touches
 	var prefs map[string]string
 	if l != nil {
 		t.LocalVersion = l.Version
@@ -163,15 +186,23 @@ func Build(v *view.Snapshot, l *records.Snapshot, o Options) *Table {
 	}
 	if v != nil {
 		t.ViewVersion = v.Version
+		t.byDomain = make(map[string]*node, len(v.Domains))
 		for name, d := range v.Domains {
 			if d == nil {
 				continue
+			}
+			if reuse && prev.view.Domains[name] == d {
+				if n := prev.byDomain[name]; n != nil {
+					t.parents[n.key] = n
+					t.byDomain[name] = n
+					continue
+				}
 			}
 			k, ok := Key(name)
 			if !ok {
 				continue
 			}
-			n := &node{name: strings.ToLower(dns.Fqdn(name))}
+			n := &node{name: strings.ToLower(dns.Fqdn(name)), key: k}
 			answerable := (d.Status == "resolved" || d.Status == "conflict") && d.IP.IsValid()
 			switch {
 			case !answerable:
@@ -184,6 +215,8 @@ func Build(v *view.Snapshot, l *records.Snapshot, o Options) *Table {
 				setIP(n, d.IP)
 			}
 			t.parents[k] = n
+			t.byDomain[name] = n
+			t.fresh = append(t.fresh, n)
 		}
 		// Internal domains come first in the answer order: they replace
 		// a p2p domain of the same name.
@@ -192,9 +225,10 @@ func Build(v *view.Snapshot, l *records.Snapshot, o Options) *Table {
 			if !ok {
 				continue
 			}
-			n := &node{name: strings.ToLower(dns.Fqdn(name)), kind: KindInternal}
+			n := &node{name: strings.ToLower(dns.Fqdn(name)), key: k, kind: KindInternal}
 			setIP(n, ip)
 			t.parents[k] = n
+			t.fresh = append(t.fresh, n)
 		}
 	}
 	for k, n := range t.parents {
@@ -219,8 +253,9 @@ func Build(v *view.Snapshot, l *records.Snapshot, o Options) *Table {
 				if fb == nil {
 					fb = t.parentOf(k)
 				}
-				n = &node{name: records.FQDN(r.Name), kind: KindLocal, rrs: map[uint16][]dns.RR{}, ch: map[uint16][]dns.RR{}, fallback: fb}
+				n = &node{name: records.FQDN(r.Name), key: k, kind: KindLocal, rrs: map[uint16][]dns.RR{}, ch: map[uint16][]dns.RR{}, fallback: fb}
 				t.nodes[k] = n
+				t.fresh = append(t.fresh, n)
 			}
 			rr, err := r.RR()
 			if err != nil {
@@ -233,17 +268,13 @@ func Build(v *view.Snapshot, l *records.Snapshot, o Options) *Table {
 			}
 		}
 	}
-	seen := map[*node]bool{}
-	for _, m := range []map[string]*node{t.nodes, t.parents, t.wild} {
-		for _, n := range m {
-			if !seen[n] {
-				seen[n] = true
-				t.precompute(n)
-			}
-		}
+	// Records are all in: pack the new nodes (a local node's answers may
+	// follow a CNAME into any other node, so this comes last).
+	for _, n := range t.fresh {
+		t.precompute(n)
 	}
 	t.nx = t.packResult(t.nxP2P(), "")
-	t.buf = nil
+	t.buf, t.fresh = nil, nil
 	return t
 }
 
@@ -278,8 +309,9 @@ func (t *Table) addWildcard(base string, r records.Record) {
 		if fb == nil {
 			fb = t.parentOf(k)
 		}
-		n = &node{name: records.FQDN(r.Name), kind: KindLocal, wild: true, rrs: map[uint16][]dns.RR{}, ch: map[uint16][]dns.RR{}, fallback: fb}
+		n = &node{name: records.FQDN(r.Name), key: k, kind: KindLocal, wild: true, rrs: map[uint16][]dns.RR{}, ch: map[uint16][]dns.RR{}, fallback: fb}
 		t.wild[k] = n
+		t.fresh = append(t.fresh, n)
 	}
 	rr, err := r.RR()
 	if err != nil {
