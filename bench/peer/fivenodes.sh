@@ -3,7 +3,9 @@
 # root; on loopback otherwise): 1,000 claims on one node until all five
 # agree, a 2|3 partition with conflicting claims healed, and a kill -9
 # mid-burst. Prints the figures the test logs. Bounded: the test's own
-# deadlines stop it within a few minutes.
+# deadlines stop it within a few minutes. FIVE_DIAG_STOP=1 ends each round
+# after the burst (with PEERDNS_CPUPROFILE=/tmp/p/%p.prof: profiles of the
+# burst alone).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROUNDS=${ROUNDS:-3}

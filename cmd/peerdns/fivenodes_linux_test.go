@@ -37,6 +37,7 @@ func TestFiveProcesses(t *testing.T) {
 
 	// 1,000 claims on one node; the nodes' CPU time is read around the
 	// burst (a steadier figure than the wall time on a shared machine).
+	ops0 := nodes[0].ledgerOps(t)
 	cpu0 := nodesCPU(t, nodes)
 	start := time.Now()
 	acked := nodes[0].claims(t, "bulk", 1000, 16, hashA)
@@ -46,8 +47,12 @@ func TestFiveProcesses(t *testing.T) {
 		t.Fatalf("%d of 1,000 claims acknowledged", len(acked))
 	}
 	waitAll(t, 60*time.Second, nodes, func(n *fiveNode) error { return n.wantResolved(t, acked) })
-	t.Logf("1,000 claims: acknowledged in %v, resolved on all five after %v (%s); the five nodes' CPU until acknowledged %.2f s (writer %.2f s)",
-		ackedAt.Round(time.Millisecond), time.Since(start).Round(time.Millisecond), net.kind(), sum(cpuAcked)-sum(cpu0), cpuAcked[0]-cpu0[0])
+	resolvedAt := time.Since(start)
+	t.Logf("1,000 claims: acknowledged in %v, resolved on all five after %v (%s); the five nodes' CPU until acknowledged %.2f s (writer %.2f s); %d signed ops",
+		ackedAt.Round(time.Millisecond), resolvedAt.Round(time.Millisecond), net.kind(), sum(cpuAcked)-sum(cpu0), cpuAcked[0]-cpu0[0], nodes[0].ledgerOps(t)-ops0)
+	if os.Getenv("FIVE_DIAG_STOP") != "" {
+		return // a diagnosis run: profiles (PEERDNS_CPUPROFILE) of the burst alone
+	}
 
 	if net.ns != "" {
 		// Partition {0,1} | {2,3,4}; a conflicting claim on each side.
@@ -348,6 +353,19 @@ func (f *fiveNode) consensus(t *testing.T, domain string) consensusView {
 		_ = json.Unmarshal([]byte(body), &v)
 	}
 	return v
+}
+
+// ledgerOps is the number of ops in the node's ledger.
+func (f *fiveNode) ledgerOps(t *testing.T) int {
+	t.Helper()
+	code, body := f.call(t, "GET", "/api/consensus/status", "")
+	var st struct {
+		Length int `json:"length"`
+	}
+	if err := json.Unmarshal([]byte(body), &st); code != 200 || err != nil {
+		t.Fatalf("node %d: consensus status %d %q", f.i, code, body)
+	}
+	return st.Length
 }
 
 func (f *fiveNode) wantActive(t *testing.T, domain string, active int) error {
