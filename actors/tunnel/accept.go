@@ -168,15 +168,18 @@ func (a *acceptor) serve(c transport.Conn, s transport.Stream) {
 // without an answer; the refusal is logged (rate-limited) and counted.
 // An answer is followed by Close (FIN, stop reading), not Abort: a QUIC
 // reset would discard the answer before the client read it.
+//
+// Counted and logged first: closing the stream can take a while, and
+// whoever reads the refusal should find it in the log already.
 func (a *acceptor) refuse(s transport.Stream, reason, id, msg string, attrs ...any) {
 	a.reg.refused.Add(1)
+	a.ev.dataPath(slog.LevelWarn, id, msg, attrs...)
 	if reason != "" {
 		_ = writeFrame(s, &messages.TunnelOpenReply{Err: reason})
 		streamClose(s)
 	} else {
 		streamAbort(s)
 	}
-	a.ev.dataPath(slog.LevelWarn, id, msg, attrs...)
 }
 
 // carry dials the target for an authorised stream, answers the

@@ -110,6 +110,12 @@ func (n *testNode) start() {
 		n.t.Fatal(err)
 	}
 	n.pid = pid
+	// Answered after Started, which installs the stream handlers: a test
+	// that opens a stream at once would otherwise race the start (a
+	// stream arriving before them is reset, and counted nowhere).
+	if _, err := n.sys.Root.RequestFuture(pid, &messages.GetTunnelServers{}, 5*time.Second).Result(); err != nil {
+		n.t.Fatal(err)
+	}
 }
 
 // stop stops the supervisor and waits for it (and its children).
