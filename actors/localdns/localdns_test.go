@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"sync/atomic"
+	"strings"
 	"testing"
 	"time"
 
@@ -463,23 +464,26 @@ func TestUpstreamOutagePausesChecks(t *testing.T) {
 	}
 	const domains = 200
 	v := manyDomains(domains)
+	logs := &testutil.LogBuffer{}
 	pid := sys.Root.Spawn(Props(Deps{Store: db, View: v, PublicLookup: lookup, RetryFirst: 20 * time.Millisecond,
-		RecheckEvery: -1, Log: slog.New(slog.DiscardHandler)}))
-	// Over half a second: the lookups that found the upstream down (at
-	// most the pacer's burst and the ones in flight go out before the
-	// actor has seen outageAfter failures), then probes backing off from
-	// 20 ms (at 20, 60, 140 and 300 ms). Without the pause every domain
-	// would be looked up and retried.
-	most := int64(outageAfter + lookupBurst + maxLookups + 4 + 2)
-	tick := time.NewTicker(5 * time.Millisecond)
-	for end := time.Now().Add(500 * time.Millisecond); time.Now().Before(end); <-tick.C {
+		RecheckEvery: -1, Log: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}))
+	// The lookups that found the upstream down (at most the pacer's burst
+	// and the ones in flight go out before the actor has seen outageAfter
+	// failures), then one probe at a time, backing off from 20 ms: wait
+	// for two failed probes, and never more lookups than that allows.
+	// Without the pause every domain would be looked up and retried.
+	most := int64(outageAfter + lookupBurst + maxLookups + 10)
+	testutil.Eventually(t, 10*time.Second, func() error {
 		if n := failed.Load(); n > most {
 			t.Fatalf("%d lookups against a dead upstream, want at most %d (checks paused)", n, most)
 		}
-	}
-	tick.Stop()
-	if n := failed.Load(); n < outageAfter+2 {
-		t.Fatalf("%d failed lookups, want the first ones and the probes", n)
+		if p := strings.Count(logs.String(), "upstream resolver still down"); p < 2 {
+			return fmt.Errorf("%d failed probes logged, want 2", p)
+		}
+		return nil
+	})
+	if !strings.Contains(logs.String(), "conflict checks paused") {
+		t.Fatalf("no warning that the checks paused:\n%s", logs.String())
 	}
 	up.Store(true)
 	testutil.Eventually(t, 10*time.Second, func() error {
