@@ -143,9 +143,19 @@ func (a *Actor) commitQueuedClaims(c actor.Context) {
 	if len(q) == 0 {
 		return
 	}
-	ws := make([]write, len(q))
-	for i, qc := range q {
-		ws[i] = write{key: messages.ClaimKey(qc.name, a.st.self), value: encodeClaim(qc.rec)}
+	ws := make([]write, 0, 2*len(q))
+	for _, qc := range q {
+		ws = append(ws, write{key: messages.ClaimKey(qc.name, a.st.self), value: encodeClaim(qc.rec)})
+		if a.st.domains[qc.name] == nil {
+			// Nobody has claimed or voted on the domain yet, so our
+			// auto-vote is already known (consensus.AutoVote: the earliest
+			// claim, ours): it goes in the same op instead of a second op
+			// after the evaluation. A burst of claims then makes a fifth
+			// fewer ops in a five-node network (each one signed, fsynced,
+			// sent to every peer and checked there), and the domain
+			// settles here after one commit instead of two.
+			ws = append(ws, write{key: messages.VoteKey(qc.name, a.st.self, a.st.self), value: messages.VoteMarker})
+		}
 	}
 	_, err := a.appendLocal(ws...)
 	for _, qc := range q {
