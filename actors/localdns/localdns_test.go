@@ -9,8 +9,8 @@ import (
 	"net/netip"
 	"path/filepath"
 	"reflect"
-	"sync/atomic"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
