@@ -65,26 +65,30 @@ type Actor struct {
 	d  Deps
 	st *state
 
-	pool        *ipam.Pool
-	hashPref    map[string]string
-	active      map[string]bool // connected writers (not self)
-	children    map[string]*actor.PID
-	results     map[string]*domain.Evaluated
-	inflight    map[string]evalKey // domain → what is being evaluated
-	epoch       uint64             // bumped on every change of the active peer set
-	dirty       map[string]bool
-	recalc      map[string]bool
-	waiters     []waiter
-	publishing  bool
-	changed     bool // something a reader sees changed since the last publish
-	version     uint64
-	listing     []messages.DomainEntry
-	listingOK   bool
-	listingJSON []byte
-	lastApplyAt int64
-	validFail   int
-	bootstrap   bool
-	counts      struct{ resolutions, quorumFailures, ties int }
+	pool       *ipam.Pool
+	hashPref   map[string]string
+	active     map[string]bool // connected writers (not self)
+	children   map[string]*actor.PID
+	results    map[string]*domain.Evaluated
+	inflight   map[string]evalKey // domain → what is being evaluated
+	epoch      uint64             // bumped on every change of the active peer set
+	dirty      map[string]bool
+	recalc     map[string]bool
+	waiters    []waiter
+	publishing bool
+	// publishLater: the pending publish waits for publishGap (nobody
+	// waited for it); publishedAt is when the last one went out.
+	publishLater bool
+	publishedAt  time.Time
+	changed      bool // something a reader sees changed since the last publish
+	version      uint64
+	listing      []messages.DomainEntry
+	listingOK    bool
+	listingJSON  []byte
+	lastApplyAt  int64
+	validFail    int
+	bootstrap    bool
+	counts       struct{ resolutions, quorumFailures, ties int }
 
 	pendingCleanups []*messages.Op
 	voteQueue       []write

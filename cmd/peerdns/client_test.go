@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bufio"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -45,9 +47,17 @@ func testClient(args []string) int {
 		fmt.Printf("%d\n%s", resp.StatusCode, b)
 		return 0
 	}
-	if len(args) == 6 && args[0] == "claims" {
+	if (len(args) == 6 || len(args) == 7 && args[6] == "gated") && args[0] == "claims" {
 		n, _ := strconv.Atoi(args[3])
 		workers, _ := strconv.Atoi(args[4])
+		// One kept-alive connection per worker (the default keeps two).
+		hc.Transport = &http.Transport{MaxIdleConnsPerHost: workers}
+		if len(args) == 7 {
+			// Gated: started ahead, the burst begins at a line on stdin.
+			if _, err := bufio.NewReader(os.Stdin).ReadString('\n'); err != nil {
+				return 2
+			}
+		}
 		jobs := make(chan int)
 		var mu sync.Mutex
 		var wg sync.WaitGroup
@@ -79,6 +89,48 @@ func testClient(args []string) int {
 		wg.Wait()
 		return 0
 	}
-	fmt.Fprintln(os.Stderr, "usage: call METHOD URL [BODY] | claims BASE PREFIX N WORKERS HASH")
+	if len(args) == 4 && args[0] == "watch" {
+		return watchResolved(hc, args[1], args[2], args[3])
+	}
+	fmt.Fprintln(os.Stderr, "usage: call METHOD URL [BODY] | claims BASE PREFIX N WORKERS HASH [gated] | watch BASE PREFIX N")
 	return 2
+}
+
+// watchResolved waits for a line on stdin, then polls BASE's resolved
+// domains every 10 ms until PREFIX0000.p2p … PREFIX<N-1>.p2p all resolve,
+// and prints that moment (Unix nanoseconds). Started before a burst, it
+// times the resolution on its node without a process start in the way.
+func watchResolved(hc *http.Client, base, prefix, count string) int {
+	n, _ := strconv.Atoi(count)
+	if _, err := bufio.NewReader(os.Stdin).ReadString('\n'); err != nil {
+		return 2
+	}
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); <-tick.C {
+		resp, err := hc.Get(base + "/api/resolved-domains")
+		if err != nil {
+			continue
+		}
+		var list []struct {
+			Domain          string `json:"domain"`
+			ConsensusStatus string `json:"consensusStatus"`
+		}
+		err = json.NewDecoder(resp.Body).Decode(&list)
+		resp.Body.Close()
+		if err != nil {
+			continue
+		}
+		resolved := 0
+		for _, d := range list {
+			if d.ConsensusStatus == "resolved" && strings.HasPrefix(d.Domain, prefix) {
+				resolved++
+			}
+		}
+		if resolved >= n {
+			fmt.Println(time.Now().UnixNano())
+			return 0
+		}
+	}
+	return 1
 }
