@@ -254,6 +254,13 @@ func (a *Actor) schedulePublish(c actor.Context) {
 	c.Send(c.Self(), &publishNow{})
 }
 
+// publishPending publishes now what a paced publish would (schedulePublish).
+func (a *Actor) publishPending(c actor.Context) {
+	if a.publishing && a.publishLater {
+		a.publish(c)
+	}
+}
+
 // publish stores a new view snapshot and answers the waiters whose domain
 // settled (and, when nothing is in flight, every waiter).
 //

@@ -17,6 +17,13 @@ import (
 // handle answers the request messages of the admin API and the peer
 // network. Every request gets a reply, errors included.
 func (a *Actor) handle(c actor.Context, msg any) {
+	switch msg.(type) {
+	case *messages.GetDomains, *messages.GetEntries, *messages.GetConsensus, *messages.GetSidecarStatus,
+		*messages.GetConsensusMetrics, *messages.GetP2PConflicts, *messages.GetDomainServices,
+		*messages.GetDomainTargets, *messages.GetInterfaces:
+		// What the admin API reads, DNS and the edge proxy serve already.
+		a.publishPending(c)
+	}
 	switch m := msg.(type) {
 	case *messages.AddDomain:
 		a.addDomain(c, m)
