@@ -14,8 +14,13 @@
 // and asks it to evaluate consensus whenever an op touches the domain or
 // the set of active peers changes; the domain actor answers with the
 // state and the votes the local peer should cast, which this actor signs
-// and appends. When nothing is in flight the resolved view is published as
-// an immutable view.Snapshot for DNS and the edge proxy.
+// and appends. A first claim of a domain (no claims or votes on it yet)
+// carries our own vote in the same op: the auto-vote is known then. When
+// nothing is in flight the resolved view is published as an immutable
+// view.Snapshot for DNS and the edge proxy: at once when a request waits
+// for it, otherwise at most every publishGap (a peer's burst would publish
+// after every op), and before any read of the admin API, so the API never
+// reports what DNS and the proxy do not serve yet.
 //
 // Requests that change a domain (add, remove, recalculate) are answered
 // only once the domain has settled, so a read that follows sees the result.
