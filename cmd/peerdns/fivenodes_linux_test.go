@@ -42,7 +42,7 @@ func TestFiveProcesses(t *testing.T) {
 	// A watcher per node, started now and told to poll once every claim
 	// is acknowledged, times when its node has them all resolved (a
 	// client process started after the burst would add its own start).
-	watchers := make([]*watcher, len(nodes))
+	watchers := make([]*burst, len(nodes))
 	for i, n := range nodes {
 		watchers[i] = n.watch(t, "bulk", 1000)
 	}
@@ -50,9 +50,7 @@ func TestFiveProcesses(t *testing.T) {
 	bulk := nodes[0].claimsAsync(t, "bulk", 1000, 16, hashA, "gated")
 	cpu0 := nodesCPU(t, nodes)
 	start := time.Now()
-	if _, err := io.WriteString(bulk.in, "go\n"); err != nil {
-		t.Fatal(err)
-	}
+	bulk.release(t)
 	acked := bulk.wait()
 	ackedAt := time.Since(start)
 	cpuAcked := nodesCPU(t, nodes)
@@ -61,11 +59,10 @@ func TestFiveProcesses(t *testing.T) {
 	}
 	var resolvedAt time.Duration
 	for _, w := range watchers {
-		w.start(t)
+		w.release(t)
 	}
 	for i, w := range watchers {
-		at := w.wait(t, i)
-		resolvedAt = max(resolvedAt, at.Sub(start))
+		resolvedAt = max(resolvedAt, w.resolvedAt(t, i).Sub(start))
 	}
 	waitAll(t, 60*time.Second, nodes, func(n *fiveNode) error { return n.wantResolved(t, acked) })
 	t.Logf("1,000 claims: acknowledged in %v, resolved on all five after %v (%s); the five nodes' CPU until acknowledged %.2f s (writer %.2f s); %d signed ops",
@@ -151,45 +148,21 @@ func sum(xs []float64) (s float64) {
 	return s
 }
 
-// watcher is a client process that waits on its stdin, then polls its
-// node until a burst's domains all resolve (client mode "watch").
-type watcher struct {
-	cmd *exec.Cmd
-	in  io.WriteCloser
-	out *testutil.LogBuffer
+// watch starts a client that, once released, polls the node until the
+// domains prefix0000 … prefix<n-1> all resolve (client mode "watch").
+func (f *fiveNode) watch(t *testing.T, prefix string, n int) *burst {
+	return f.startClient(t, true, "watch", "http://"+f.admin, prefix, fmt.Sprint(n))
 }
 
-func (f *fiveNode) watch(t *testing.T, prefix string, n int) *watcher {
+// resolvedAt is when a watch client saw every domain resolved.
+func (b *burst) resolvedAt(t *testing.T, node int) time.Time {
 	t.Helper()
-	w := &watcher{cmd: f.client("watch", "http://"+f.admin, prefix, fmt.Sprint(n)), out: &testutil.LogBuffer{}}
-	w.cmd.Stdout = w.out
-	in, err := w.cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.in = in
-	if err := w.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = w.cmd.Process.Kill(); _ = w.cmd.Wait() })
-	return w
-}
-
-func (w *watcher) start(t *testing.T) {
-	if _, err := io.WriteString(w.in, "go\n"); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// wait is when the watcher saw every domain resolved.
-func (w *watcher) wait(t *testing.T, node int) time.Time {
-	t.Helper()
-	if err := w.cmd.Wait(); err != nil {
+	if err := b.cmd.Wait(); err != nil {
 		t.Fatalf("node %d: the burst's domains did not all resolve within 60 s (%v)", node, err)
 	}
-	ns, err := strconv.ParseInt(strings.TrimSpace(w.out.String()), 10, 64)
+	ns, err := strconv.ParseInt(strings.TrimSpace(b.out.String()), 10, 64)
 	if err != nil {
-		t.Fatalf("node %d: watcher printed %q", node, w.out.String())
+		t.Fatalf("node %d: watcher printed %q", node, b.out.String())
 	}
 	return time.Unix(0, ns)
 }
@@ -375,7 +348,7 @@ func (f *fiveNode) claims(t *testing.T, prefix string, n, workers int, hash stri
 	return f.claimsAsync(t, prefix, n, workers, hash).wait()
 }
 
-// burst is a claims client running in the background.
+// burst is a client process running in the background (claims or watch).
 type burst struct {
 	cmd *exec.Cmd
 	in  io.WriteCloser // gated clients only
@@ -383,13 +356,20 @@ type burst struct {
 }
 
 // claimsAsync starts a claims client; with "gated" in extra it waits for
-// a line on b.in before it sends anything.
+// release before it sends anything.
 func (f *fiveNode) claimsAsync(t *testing.T, prefix string, n, workers int, hash string, extra ...string) *burst {
 	t.Helper()
 	args := append([]string{"claims", "http://" + f.admin, prefix, fmt.Sprint(n), fmt.Sprint(workers), hash}, extra...)
+	return f.startClient(t, len(extra) > 0, args...)
+}
+
+// startClient starts a client process in the node's namespace, its
+// output captured; a gated one waits for release (a line on its stdin).
+func (f *fiveNode) startClient(t *testing.T, gated bool, args ...string) *burst {
+	t.Helper()
 	b := &burst{cmd: f.client(args...), out: &testutil.LogBuffer{}}
 	b.cmd.Stdout = b.out
-	if len(extra) > 0 {
+	if gated {
 		in, err := b.cmd.StdinPipe()
 		if err != nil {
 			t.Fatal(err)
@@ -401,6 +381,13 @@ func (f *fiveNode) claimsAsync(t *testing.T, prefix string, n, workers int, hash
 	}
 	t.Cleanup(func() { _ = b.cmd.Process.Kill(); _ = b.cmd.Wait() })
 	return b
+}
+
+// release lets a gated client go.
+func (b *burst) release(t *testing.T) {
+	if _, err := io.WriteString(b.in, "go\n"); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func (b *burst) count() int { return len(b.lines()) }
