@@ -117,7 +117,17 @@ type ParsedKey struct {
 // ParseKey splits a ledger key and says which writer may write it. Domain
 // names contain dots but never colons, and ids are hex, so ':' splits.
 func ParseKey(key string) (ParsedKey, error) {
-	parts := strings.Split(key, ":")
+	// Split on ":" into a fixed array (no allocation: ParseKey runs for
+	// every write applied); a key of more than four parts is no key.
+	var all [5]string
+	n := 0
+	for rest, more := key, true; more; n++ {
+		if n == len(all) {
+			return ParsedKey{}, badKey(key)
+		}
+		all[n], rest, more = strings.Cut(rest, ":")
+	}
+	parts := all[:n]
 	bad := badKey(key)
 	switch parts[0] {
 	case KeyClaim, KeyCleanup:

@@ -51,6 +51,7 @@ func (a *Actor) flush(c actor.Context) {
 	if len(a.pendingCleanups) > 0 {
 		a.runCleanups()
 	}
+	var active map[string]bool // the active writers, built once per flush (read-only once handed out)
 	for name := range a.dirty {
 		delete(a.dirty, name)
 		idx := a.st.domains[name]
@@ -71,9 +72,12 @@ func (a *Actor) flush(c actor.Context) {
 			a.children[name] = pid
 		}
 		a.inflight[name] = key
+		if active == nil {
+			active = a.activeSet()
+		}
 		c.Request(pid, &domain.Evaluate{
 			Domain: name, Version: idx.version, Epoch: a.epoch, Self: a.st.self,
-			Input: a.st.input(name, a.activeSet()), Recalc: a.recalc[name],
+			Input: a.st.input(name, active), Recalc: a.recalc[name],
 		})
 		delete(a.recalc, name)
 	}
