@@ -415,7 +415,7 @@ func (a *Actor) conflictChecked(c actor.Context, m *conflictChecked) {
 	current := a.checked[m.domain] && m.round == a.round // else no longer a p2p domain, or a recheck's lookup answers instead
 	if m.err == nil {
 		a.lookupAnswered(c)
-	} else if a.lookupFailed(c, m.probe, m.err) {
+	} else if a.lookupFailed(c, m.domain, m.probe, m.err) {
 		if current {
 			delete(a.checked, m.domain)
 			a.out.waiting[m.domain] = true

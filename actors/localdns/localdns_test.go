@@ -501,6 +501,48 @@ func TestUpstreamOutagePausesChecks(t *testing.T) {
 	}
 }
 
+// One domain failing again and again while nothing else is looked up is
+// that domain's trouble, not an outage: the checks never pause, and a
+// domain that appears later is checked at once.
+func TestOneFailingDomainIsNoOutage(t *testing.T) {
+	sys, db := bare(t)
+	var bad atomic.Int64
+	lookup := func(ctx context.Context, name string) (string, error) {
+		if name == "d00.p2p" {
+			bad.Add(1)
+			return "", fmt.Errorf("SERVFAIL")
+		}
+		return "198.51.100.77", nil
+	}
+	logs := &testutil.LogBuffer{}
+	v := manyDomains(1)
+	pid := sys.Root.Spawn(Props(Deps{Store: db, View: v, PublicLookup: lookup, RetryFirst: 5 * time.Millisecond,
+		RecheckEvery: 20 * time.Millisecond, Log: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}))
+	testutil.Eventually(t, 10*time.Second, func() error {
+		if n := bad.Load(); n < outageAfter+2 {
+			return fmt.Errorf("d00.p2p looked up %d times", n)
+		}
+		return nil
+	})
+	s := v.Load()
+	ds := maps.Clone(s.Domains)
+	ds["late.p2p"] = &view.Domain{Name: "late.p2p", Status: "resolved", IP: netip.MustParseAddr("10.77.9.9")}
+	v.Store(&view.Snapshot{Version: 2, Domains: ds})
+	testutil.Eventually(t, 5*time.Second, func() error {
+		got := ask[*messages.GetLocalDNSReply](t, &node{sys: sys, pid: pid}, &messages.GetLocalDNS{}).Conflicts
+		if want := []messages.DNSConflict{{Domain: "late.p2p", Version: "p2p", PublicIP: "198.51.100.77"}}; !reflect.DeepEqual(got, want) {
+			return fmt.Errorf("conflicts %+v, want %+v", got, want)
+		}
+		return nil
+	})
+	if strings.Contains(logs.String(), "conflict checks paused") {
+		t.Fatalf("one failing domain paused the checks:\n%s", logs.String())
+	}
+	if err := sys.Root.StopFuture(pid).Wait(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestRetryDelay(t *testing.T) {
 	for _, c := range []struct {
 		n    int

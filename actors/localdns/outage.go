@@ -9,8 +9,8 @@ import (
 
 // An unreachable upstream pauses the conflict checks.
 //
-// When outageAfter lookups in a row fail, whatever their domains, the
-// resolver is taken as down: the checks not yet sent wait (in waiting)
+// When the lookups of outageAfter different domains fail in a row (no
+// lookup answering in between), the resolver is taken as down: the checks not yet sent wait (in waiting)
 // instead of each failing and backing off on its own, and one probe (a
 // waiting domain's lookup) goes out after RetryFirst, doubling up to the
 // recheck interval while it keeps failing. The first lookup that answers
@@ -20,12 +20,14 @@ import (
 // five-node benchmark (upstream on a closed port) those lookups were the
 // largest single cost, 12% of the nodes' CPU during a burst of 1,000
 // claims. A domain that fails while others answer (its own SERVFAIL)
-// keeps its per-domain backoff.
+// keeps its per-domain backoff; one domain failing again and again on its
+// own never counts as an outage (the streak counts domains, not
+// failures).
 const outageAfter = 3
 
 type outage struct {
-	streak  int          // failed lookups in a row, any domain
-	down    *atomic.Bool // read by the lookups waiting for their turn
+	streak  map[string]bool // domains whose lookups failed since the last answer
+	down    *atomic.Bool    // read by the lookups waiting for their turn
 	waiting map[string]bool
 	probes  int  // failed probes in a row
 	probing bool // a probe's lookup is out
@@ -43,7 +45,7 @@ type deferredCheck struct {
 }
 
 func (a *Actor) resetOutage() {
-	a.out = outage{down: &atomic.Bool{}, waiting: map[string]bool{}}
+	a.out = outage{down: &atomic.Bool{}, waiting: map[string]bool{}, streak: map[string]bool{}}
 }
 
 // want looks name up now, or after the outage.
@@ -97,7 +99,7 @@ func (a *Actor) probe(c actor.Context) {
 // lookupAnswered notes that the upstream answered; after an outage every
 // waiting domain is checked.
 func (a *Actor) lookupAnswered(c actor.Context) {
-	a.out.streak = 0
+	clear(a.out.streak)
 	if !a.out.down.Load() {
 		return
 	}
@@ -115,8 +117,8 @@ func (a *Actor) lookupAnswered(c actor.Context) {
 
 // lookupFailed notes a failed lookup; true when the upstream is down
 // (the domain then waits for it instead of backing off on its own).
-func (a *Actor) lookupFailed(c actor.Context, probe bool, err error) bool {
-	a.out.streak++
+func (a *Actor) lookupFailed(c actor.Context, domain string, probe bool, err error) bool {
+	a.out.streak[domain] = true
 	if a.out.down.Load() {
 		if probe {
 			a.out.probes++
@@ -126,13 +128,13 @@ func (a *Actor) lookupFailed(c actor.Context, probe bool, err error) bool {
 		}
 		return true
 	}
-	if a.out.streak < outageAfter {
+	if len(a.out.streak) < outageAfter {
 		return false
 	}
 	a.out.down.Store(true)
 	a.out.probes = 1
 	delay := a.probeDelay()
-	a.d.Log.Warn("upstream resolver not answering: conflict checks paused until it does", "failedInARow", a.out.streak,
+	a.d.Log.Warn("upstream resolver not answering: conflict checks paused until it does", "domainsFailedInARow", len(a.out.streak),
 		"nextProbe", delay.String(), "err", err)
 	a.scheduleProbe(c, delay)
 	return true
