@@ -193,11 +193,11 @@ func (s *Server) fresh(t *zone.Table) *zone.Table {
 func (s *Server) rebuild() *zone.Table {
 	s.buildMu.Lock()
 	defer s.buildMu.Unlock()
-	v, l := s.view.Load(), s.local.Load()
-	if t := s.table.Load(); t.BuiltFrom(v, l) {
-		return t
+	v, l, prev := s.view.Load(), s.local.Load(), s.table.Load()
+	if prev.BuiltFrom(v, l) {
+		return prev
 	}
-	t := zone.Rebuild(s.table.Load(), v, l, zone.Options{TTL: s.cfg.TTL, Touches: s.touches})
+	t := zone.Rebuild(prev, v, l, zone.Options{TTL: s.cfg.TTL, Touches: s.touches})
 	s.table.Store(t)
 	return t
 }

@@ -5,35 +5,22 @@ import (
 )
 
 func TestParseKey(t *testing.T) {
-	for _, c := range []struct {
-		key  string
-		want ParsedKey
-		ok   bool
-	}{
-		{"claim:site.p2p:w1", ParsedKey{Kind: KeyClaim, Domain: "site.p2p", Writer: "w1"}, true},
-		{"cleanup:site.p2p:w1", ParsedKey{Kind: KeyCleanup, Domain: "site.p2p", Writer: "w1"}, true},
-		{"vote:site.p2p:w1:w2", ParsedKey{Kind: KeyVote, Domain: "site.p2p", Writer: "w1", Claimant: "w2"}, true},
-		{"writer:w2:w1", ParsedKey{Kind: KeyWriter, Subject: "w2", Writer: "w1"}, true},
-		{"network:w1", ParsedKey{Kind: KeyNetwork, Writer: "w1"}, true},
-		{"", ParsedKey{}, false},
-		{"claim", ParsedKey{}, false},
-		{"claim:site.p2p", ParsedKey{}, false},
-		{"claim:site.p2p:", ParsedKey{}, false},
-		{"claim::w1", ParsedKey{}, false},
-		{"claim:site.p2p:w1:extra", ParsedKey{}, false},
-		{"vote:site.p2p:w1", ParsedKey{}, false},
-		{"vote:site.p2p:w1:w2:w3", ParsedKey{}, false},
-		{"vote:a:b:c:d:e:f", ParsedKey{}, false},
-		{"network:", ParsedKey{}, false},
-		{"other:x:y", ParsedKey{}, false},
-		{":::", ParsedKey{}, false},
+	for key, want := range map[string]ParsedKey{
+		"claim:site.p2p:w1":   {Kind: KeyClaim, Domain: "site.p2p", Writer: "w1"},
+		"cleanup:site.p2p:w1": {Kind: KeyCleanup, Domain: "site.p2p", Writer: "w1"},
+		"vote:site.p2p:w1:w2": {Kind: KeyVote, Domain: "site.p2p", Writer: "w1", Claimant: "w2"},
+		"writer:w2:w1":        {Kind: KeyWriter, Subject: "w2", Writer: "w1"},
+		"network:w1":          {Kind: KeyNetwork, Writer: "w1"},
 	} {
-		got, err := ParseKey(c.key)
-		if (err == nil) != c.ok || got != c.want {
-			t.Errorf("ParseKey(%q) = %+v, %v; want %+v, ok=%v", c.key, got, err, c.want, c.ok)
+		if got, err := ParseKey(key); err != nil || got != want {
+			t.Errorf("ParseKey(%q) = %+v, %v; want %+v", key, got, err, want)
 		}
-		if err != nil && err.Error() == "" {
-			t.Errorf("ParseKey(%q): empty error text", c.key)
+	}
+	for _, key := range []string{"", "claim", "claim:site.p2p", "claim:site.p2p:", "claim::w1", "claim:site.p2p:w1:extra",
+		"vote:site.p2p:w1", "vote:site.p2p:w1:w2:w3", "vote:a:b:c:d:e:f", "network:", "other:x:y", ":::"} {
+		got, err := ParseKey(key)
+		if err == nil || got != (ParsedKey{}) || err.Error() == "" {
+			t.Errorf("ParseKey(%q) = %+v, %v; want an error naming it", key, got, err)
 		}
 	}
 }

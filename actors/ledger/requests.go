@@ -18,10 +18,12 @@ import (
 // network. Every request gets a reply, errors included.
 func (a *Actor) handle(c actor.Context, msg any) {
 	switch msg.(type) {
-	case *messages.GetDomains, *messages.GetEntries, *messages.GetConsensus, *messages.GetSidecarStatus,
-		*messages.GetConsensusMetrics, *messages.GetP2PConflicts, *messages.GetDomainServices,
-		*messages.GetDomainTargets, *messages.GetInterfaces:
-		// What the admin API reads, DNS and the edge proxy serve already.
+	case *messages.ApplyOps, *messages.GetVersionVector, *messages.GetOpsSince, *messages.IsWriter:
+		// The peer network's traffic: a burst of it is what publishes are
+		// paced for.
+	default:
+		// A request of the admin API (or a plugin): what it reads, DNS
+		// and the edge proxy serve already.
 		a.publishPending(c)
 	}
 	switch m := msg.(type) {

@@ -108,6 +108,23 @@ func (n *node) dig(t *testing.T, name string, qtype uint16) []string {
 	return out
 }
 
+// wantConflicts waits until n's conflict list is exactly want.
+func wantConflicts(t *testing.T, n *node, within time.Duration, want ...messages.DNSConflict) {
+	t.Helper()
+	testutil.Eventually(t, within, func() error {
+		if got := ask[*messages.GetLocalDNSReply](t, n, &messages.GetLocalDNS{}).Conflicts; !reflect.DeepEqual(got, want) {
+			return fmt.Errorf("conflicts %+v, want %+v", got, want)
+		}
+		return nil
+	})
+}
+
+// debugLog is a logger at debug level writing into the returned buffer.
+func debugLog() (*testutil.LogBuffer, *slog.Logger) {
+	b := &testutil.LogBuffer{}
+	return b, slog.New(slog.NewTextHandler(b, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
 func rec(t *testing.T, js string) records.Record {
 	t.Helper()
 	r, err := records.Parse([]byte(js))
@@ -170,13 +187,7 @@ func TestRecordsLiveAndPersisted(t *testing.T) {
 	}
 
 	// Conflict found in the background: clash.p2p resolves publicly.
-	testutil.Eventually(t, 5*time.Second, func() error {
-		got := ask[*messages.GetLocalDNSReply](t, n, &messages.GetLocalDNS{}).Conflicts
-		if want := []messages.DNSConflict{{Domain: "clash.p2p", Version: "p2p", PublicIP: "198.51.100.9"}}; !reflect.DeepEqual(got, want) {
-			return fmt.Errorf("conflicts = %+v, want %+v", got, want)
-		}
-		return nil
-	})
+	wantConflicts(t, n, 5*time.Second, messages.DNSConflict{Domain: "clash.p2p", Version: "p2p", PublicIP: "198.51.100.9"})
 	if got := n.dig(t, "clash.p2p", dns.TypeA); !reflect.DeepEqual(got, []string{"10.77.0.6"}) {
 		t.Fatalf("clash.p2p with p2p preference = %q", got)
 	}
@@ -218,13 +229,7 @@ func TestRecordsLiveAndPersisted(t *testing.T) {
 		}
 	}
 	n2.sys.Root.Send(n2.pid, &messages.RecheckDNSConflicts{})
-	testutil.Eventually(t, 5*time.Second, func() error {
-		got := ask[*messages.GetLocalDNSReply](t, n2, &messages.GetLocalDNS{}).Conflicts
-		if want := []messages.DNSConflict{{Domain: "site.p2p", Version: "p2p", PublicIP: "198.51.100.20"}}; !reflect.DeepEqual(got, want) {
-			return fmt.Errorf("after recheck conflicts = %+v, want %+v", got, want)
-		}
-		return nil
-	})
+	wantConflicts(t, n2, 5*time.Second, messages.DNSConflict{Domain: "site.p2p", Version: "p2p", PublicIP: "198.51.100.20"})
 
 	// The domain leaves the view: its conflict goes.
 	n2.view.Store(&view.Snapshot{Version: 2, Domains: map[string]*view.Domain{}})
@@ -464,9 +469,8 @@ func TestUpstreamOutagePausesChecks(t *testing.T) {
 	}
 	const domains = 200
 	v := manyDomains(domains)
-	logs := &testutil.LogBuffer{}
-	pid := sys.Root.Spawn(Props(Deps{Store: db, View: v, PublicLookup: lookup, RetryFirst: 20 * time.Millisecond,
-		RecheckEvery: -1, Log: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}))
+	logs, log := debugLog()
+	pid := sys.Root.Spawn(Props(Deps{Store: db, View: v, PublicLookup: lookup, RetryFirst: 20 * time.Millisecond, RecheckEvery: -1, Log: log}))
 	// The lookups that found the upstream down (at most the pacer's burst
 	// and the ones in flight go out before the actor has seen outageAfter
 	// failures), then one probe at a time, backing off from 20 ms: wait
@@ -492,12 +496,9 @@ func TestUpstreamOutagePausesChecks(t *testing.T) {
 		if n := lookups.Load() - failed.Load(); n < domains {
 			return fmt.Errorf("%d answered lookups, want every domain's", n)
 		}
-		got := ask[*messages.GetLocalDNSReply](t, &node{sys: sys, pid: pid}, &messages.GetLocalDNS{}).Conflicts
-		if want := []messages.DNSConflict{{Domain: "d07.p2p", Version: "p2p", PublicIP: "198.51.100.7"}}; !reflect.DeepEqual(got, want) {
-			return fmt.Errorf("conflicts %+v, want %+v", got, want)
-		}
 		return nil
 	})
+	wantConflicts(t, &node{sys: sys, pid: pid}, 5*time.Second, messages.DNSConflict{Domain: "d07.p2p", Version: "p2p", PublicIP: "198.51.100.7"})
 	if err := sys.Root.StopFuture(pid).Wait(); err != nil {
 		t.Fatal(err)
 	}
@@ -516,10 +517,9 @@ func TestOneFailingDomainIsNoOutage(t *testing.T) {
 		}
 		return "198.51.100.77", nil
 	}
-	logs := &testutil.LogBuffer{}
+	logs, log := debugLog()
 	v := manyDomains(1)
-	pid := sys.Root.Spawn(Props(Deps{Store: db, View: v, PublicLookup: lookup, RetryFirst: 5 * time.Millisecond,
-		RecheckEvery: 20 * time.Millisecond, Log: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}))
+	pid := sys.Root.Spawn(Props(Deps{Store: db, View: v, PublicLookup: lookup, RetryFirst: 5 * time.Millisecond, RecheckEvery: 20 * time.Millisecond, Log: log}))
 	testutil.Eventually(t, 10*time.Second, func() error {
 		if n := bad.Load(); n < outageAfter+2 {
 			return fmt.Errorf("d00.p2p looked up %d times", n)
@@ -530,13 +530,7 @@ func TestOneFailingDomainIsNoOutage(t *testing.T) {
 	ds := maps.Clone(s.Domains)
 	ds["late.p2p"] = &view.Domain{Name: "late.p2p", Status: "resolved", IP: netip.MustParseAddr("10.77.9.9")}
 	v.Store(&view.Snapshot{Version: 2, Domains: ds})
-	testutil.Eventually(t, 5*time.Second, func() error {
-		got := ask[*messages.GetLocalDNSReply](t, &node{sys: sys, pid: pid}, &messages.GetLocalDNS{}).Conflicts
-		if want := []messages.DNSConflict{{Domain: "late.p2p", Version: "p2p", PublicIP: "198.51.100.77"}}; !reflect.DeepEqual(got, want) {
-			return fmt.Errorf("conflicts %+v, want %+v", got, want)
-		}
-		return nil
-	})
+	wantConflicts(t, &node{sys: sys, pid: pid}, 5*time.Second, messages.DNSConflict{Domain: "late.p2p", Version: "p2p", PublicIP: "198.51.100.77"})
 	if strings.Contains(logs.String(), "conflict checks paused") {
 		t.Fatalf("one failing domain paused the checks:\n%s", logs.String())
 	}

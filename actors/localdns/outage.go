@@ -50,13 +50,12 @@ func (a *Actor) resetOutage() {
 
 // want looks name up now, or after the outage.
 func (a *Actor) want(c actor.Context, name string) {
-	a.checked[name] = true
 	if a.out.down.Load() {
-		delete(a.checked, name)
 		a.out.waiting[name] = true
 		a.scheduleProbe(c, a.probeDelay())
 		return
 	}
+	a.checked[name] = true
 	a.check(c, name, false)
 }
 
@@ -118,7 +117,6 @@ func (a *Actor) lookupAnswered(c actor.Context) {
 // lookupFailed notes a failed lookup; true when the upstream is down
 // (the domain then waits for it instead of backing off on its own).
 func (a *Actor) lookupFailed(c actor.Context, domain string, probe bool, err error) bool {
-	a.out.streak[domain] = true
 	if a.out.down.Load() {
 		if probe {
 			a.out.probes++
@@ -128,6 +126,7 @@ func (a *Actor) lookupFailed(c actor.Context, domain string, probe bool, err err
 		}
 		return true
 	}
+	a.out.streak[domain] = true
 	if len(a.out.streak) < outageAfter {
 		return false
 	}

@@ -186,9 +186,10 @@ func (r *Resolver) Resolve(ctx context.Context, name string, qtype, qclass uint1
 	r.mu.Unlock()
 
 	c.msg, c.err = r.forward(ctx, k)
+	e := r.entryFor(k, c.msg, c.err) // built outside the lock: every miss takes it
 	r.mu.Lock()
-	if r.epoch == epoch {
-		r.store(k, c.msg, c.err)
+	if e != nil && r.epoch == epoch {
+		r.store(k, e)
 	}
 	if r.inflight[k] == c {
 		delete(r.inflight, k)
@@ -228,25 +229,32 @@ func (r *Resolver) lookup(k key) (*dns.Msg, error, bool) {
 	return m, nil, true
 }
 
-// store caches an answer; called with mu held.
-func (r *Resolver) store(k key, m *dns.Msg, err error) {
+// entryFor is the cache entry of the answer (m, err) to k, its wire
+// template built; nil when it is not to be cached.
+func (r *Resolver) entryFor(k key, m *dns.Msg, err error) *entry {
 	now := r.cfg.Now()
 	if err != nil {
-		if !errors.Is(err, context.Canceled) {
-			r.cache.Add(k, &entry{stored: now, expires: now.Add(r.cfg.FailureTTL), failed: true})
+		if errors.Is(err, context.Canceled) {
+			return nil
 		}
-		return
+		return &entry{stored: now, expires: now.Add(r.cfg.FailureTTL), failed: true}
 	}
 	ttl, ok := cacheTTL(m)
 	if !ok {
-		return
+		return nil
 	}
 	d := min(time.Duration(ttl)*time.Second, r.cfg.MaxTTL)
 	if d <= 0 {
-		return
+		return nil
 	}
 	e := &entry{msg: m.Copy(), stored: now, expires: now.Add(d)}
-	r.putTemplate(k, e)
+	r.template(k, e)
+	return e
+}
+
+// store caches e as the answer to k; called with mu held.
+func (r *Resolver) store(k key, e *entry) {
+	r.putTemplate(e)
 	r.cache.Add(k, e)
 }
 

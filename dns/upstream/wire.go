@@ -121,9 +121,9 @@ func skipName(b []byte, off int) (int, error) {
 	}
 }
 
-// putTemplate makes t the fast answer of k (class IN only); the LRU's
-// eviction of e removes it again.
-func (r *Resolver) putTemplate(k key, e *entry) {
+// template builds e's wire answer for the server's fast path (class IN
+// only; none when it does not pack).
+func (r *Resolver) template(k key, e *entry) {
 	if k.qclass != dns.ClassINET || e.msg == nil {
 		return
 	}
@@ -136,11 +136,19 @@ func (r *Resolver) putTemplate(k key, e *entry) {
 		return // the slow path still answers from e
 	}
 	e.wkey, e.tpl = wk, t
+}
+
+// putTemplate makes e's template the fast answer of its key; the LRU's
+// eviction of e removes it again.
+func (r *Resolver) putTemplate(e *entry) {
+	if e.tpl == nil {
+		return
+	}
 	r.wmu.Lock()
 	if len(r.wire) >= 2*r.CacheSize() {
 		clear(r.wire) // a safety valve; the LRU bounds it in practice
 	}
-	r.wire[wk] = t
+	r.wire[e.wkey] = e.tpl
 	r.wmu.Unlock()
 }
 
