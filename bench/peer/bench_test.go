@@ -84,7 +84,10 @@ func BenchmarkWireOps(b *testing.B) {
 // exchange, GetOpsSince batches, QUIC, verification and durable commit
 // on the joiner. Reported: ops/s until the joiner holds all of A's ops.
 func BenchmarkCatchUp(b *testing.B) {
-	const opsCount = 5000
+	opsCount := 5000 // CATCHUP_OPS=100000 for the figure
+	if v, err := strconv.Atoi(os.Getenv("CATCHUP_OPS")); err == nil && v > 0 {
+		opsCount = v
+	}
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
 		a := startNode(b, "")
