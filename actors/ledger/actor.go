@@ -46,6 +46,10 @@ type Deps struct {
 	// Applied is advanced past every op this actor applies (nil: not
 	// shared); the peer sessions read it to drop duplicates unverified.
 	Applied *applied.Vector
+	// ClaimGap and VoteGap are the least time between two commits of our
+	// own claims, and of our own auto-votes (see commitGaps); 0 = the
+	// defaults, negative = no pacing.
+	ClaimGap, VoteGap time.Duration
 }
 
 // Props builds the ledger actor. Its domain children restart with backoff.
@@ -56,6 +60,12 @@ func Props(d Deps) *actor.Props {
 	if d.Log == nil {
 		d.Log = slog.Default()
 	}
+	if d.ClaimGap == 0 {
+		d.ClaimGap = DefaultClaimGap
+	}
+	if d.VoteGap == 0 {
+		d.VoteGap = DefaultVoteGap
+	}
 	return actor.PropsFromProducer(func() actor.Actor { return newActor(d) },
 		actor.WithSupervisor(supervisor.Backoff()))
 }
@@ -65,17 +75,20 @@ type Actor struct {
 	d  Deps
 	st *state
 
-	pool       *ipam.Pool
-	hashPref   map[string]string
-	active     map[string]bool // connected writers (not self)
-	children   map[string]*actor.PID
-	results    map[string]*domain.Evaluated
-	inflight   map[string]evalKey // domain → what is being evaluated
-	epoch      uint64             // bumped on every change of the active peer set
-	dirty      map[string]bool
-	recalc     map[string]bool
-	waiters    []waiter
-	publishing bool
+	pool        *ipam.Pool
+	hashPref    map[string]string
+	active      map[string]bool // connected writers (not self)
+	children    map[string]*actor.PID
+	results     map[string]*domain.Evaluated
+	inflight    map[string]evalKey // domain → what is being evaluated
+	epoch       uint64             // bumped on every change of the active peer set
+	dirty       map[string]bool
+	recalc      map[string]bool
+	waiters     []waiter
+	unsettled   map[uint64]int // waiter group → its waiters not settled yet
+	lastGroup   uint64
+	readyGroups int // groups settled and not answered yet
+	publishing  bool
 	// publishLater: the pending publish waits for publishGap (nobody
 	// waited for it); publishedAt is when the last one went out.
 	publishLater bool
@@ -94,12 +107,14 @@ type Actor struct {
 	voteQueue       []write
 	voteDomains     []string
 	voteScheduled   bool
-	claimQueue      []queuedClaim // add-domain requests waiting for the group commit
-	claimScheduled  bool
-	opsQueue        []queuedOps // peer ops waiting for the group commit
-	opsScheduled    bool
-	freshIPs        []store.KV // assigned this flush, not yet persisted
-	sys             *actor.ActorSystem
+	// When our last claims and votes were committed (commitGaps).
+	claimsAt, votesAt time.Time
+	claimQueue        []queuedClaim // add-domain requests waiting for the group commit
+	claimScheduled    bool
+	opsQueue          []queuedOps // peer ops waiting for the group commit
+	opsScheduled      bool
+	freshIPs          []store.KV // assigned this flush, not yet persisted
+	sys               *actor.ActorSystem
 
 	// internal is Deps.Internal plus the domains other owners added
 	// (messages.SetInternalDomains: plugins), by owner in extraInternal.
@@ -112,13 +127,6 @@ type Actor struct {
 	lastSnap        *view.Snapshot
 	pubChanged      map[string]bool
 	internalChanged bool
-}
-
-// waiter is a request answered once its domain (or, for "", everything)
-// has settled and the view is published.
-type waiter struct {
-	domain  string
-	respond func()
 }
 
 func newActor(d Deps) *Actor {
@@ -165,6 +173,7 @@ func (a *Actor) load() error {
 	a.inflight = map[string]evalKey{}
 	a.dirty = map[string]bool{}
 	a.pubChanged = map[string]bool{}
+	a.unsettled = map[uint64]int{}
 	a.lastSnap = nil
 	a.recalc = map[string]bool{}
 	a.active = map[string]bool{}

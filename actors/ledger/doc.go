@@ -22,6 +22,14 @@
 // after every op), and before any read of the admin API, so the API never
 // reports what DNS and the proxy do not serve yet.
 //
+// Our own claims and auto-votes are group-committed, and a commit that
+// follows the previous one by less than ClaimGap (claims) or VoteGap
+// (votes) waits for the rest of the gap so that what arrives meanwhile
+// joins it (pacing.go); a lone request after a quiet spell is committed
+// at once.
+//
 // Requests that change a domain (add, remove, recalculate) are answered
-// only once the domain has settled, so a read that follows sees the result.
+// only once the domain has settled, so a read that follows sees the result;
+// add-domain requests committed in one op are answered together, once all
+// of them have settled (waiters.go).
 package ledger

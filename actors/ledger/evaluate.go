@@ -29,6 +29,7 @@ type commitVotes struct{}
 func (a *Actor) commitQueuedVotes(c actor.Context) {
 	ws, domains := a.voteQueue, a.voteDomains
 	a.voteQueue, a.voteDomains, a.voteScheduled = nil, nil, false
+	a.votesAt = time.Now()
 	if len(ws) == 0 {
 		return
 	}
@@ -185,7 +186,7 @@ func (a *Actor) onEvaluated(c actor.Context, m *domain.Evaluated) {
 		a.voteDomains = append(a.voteDomains, m.Domain)
 		if !a.voteScheduled {
 			a.voteScheduled = true
-			c.Send(c.Self(), &commitVotes{})
+			a.sendPaced(c, a.votesAt, a.d.VoteGap, &commitVotes{})
 		}
 		return
 	}
@@ -214,19 +215,6 @@ func (a *Actor) votesFor(name string, p consensus.VotePlan) []write {
 // and is one of its writers.
 func (a *Actor) writable() bool { return a.st.network != "" && a.st.writers[a.st.self] }
 
-// settled queues the waiters of a domain for the next publish.
-func (a *Actor) settled(c actor.Context, name string) {
-	for i := range a.waiters {
-		if a.waiters[i].domain == name {
-			a.waiters[i].domain = settledMark
-		}
-	}
-	a.schedulePublish(c)
-}
-
-// settledMark marks a waiter whose domain has settled.
-const settledMark = "\x00settled"
-
 // publishGap is the least time between two publishes that nobody here
 // waits for. A publish copies the domain map and wakes every subscriber
 // (the DNS table, the local-DNS actor, the tunnels, the admin hints), so
@@ -242,14 +230,14 @@ const publishGap = 20 * time.Millisecond
 func (a *Actor) schedulePublish(c actor.Context) {
 	a.changed = true
 	if a.publishing {
-		if a.publishLater && len(a.waiters) > 0 {
-			a.publishLater = false // a request now waits: publish at once
+		if a.publishLater && a.answerable() {
+			a.publishLater = false // a request can be answered: publish at once
 			c.Send(c.Self(), &publishNow{})
 		}
 		return
 	}
 	a.publishing = true
-	if wait := publishGap - time.Since(a.publishedAt); wait > 0 && len(a.waiters) == 0 {
+	if wait := publishGap - time.Since(a.publishedAt); wait > 0 && !a.answerable() {
 		a.publishLater = true
 		sys, self := c.ActorSystem(), c.Self()
 		time.AfterFunc(wait, func() { sys.Root.Send(self, &publishNow{}) })
@@ -309,20 +297,7 @@ func (a *Actor) publish(c actor.Context) {
 	if a.d.Published != nil {
 		a.d.Published.Store(snap)
 	}
-	idle := len(a.inflight) == 0 && len(a.dirty) == 0
-	keep := a.waiters[:0]
-	var ready []waiter
-	for _, w := range a.waiters {
-		if w.domain == settledMark || idle {
-			ready = append(ready, w)
-		} else {
-			keep = append(keep, w)
-		}
-	}
-	a.waiters = keep
-	for _, w := range ready {
-		w.respond()
-	}
+	a.answerWaiters()
 	a.publishHint(messages.HintDatabase)
 }
 
@@ -330,15 +305,6 @@ func (a *Actor) publishHint(t string) {
 	if a.sys != nil {
 		a.sys.EventStream.Publish(&messages.Hint{Type: t})
 	}
-}
-
-// wait answers respond once domain has settled ("" = everything settled).
-func (a *Actor) wait(c actor.Context, name string, respond func()) {
-	a.waiters = append(a.waiters, waiter{domain: name, respond: respond})
-	if _, busy := a.inflight[name]; name != "" && !busy && !a.dirty[name] {
-		a.settled(c, name)
-	}
-	a.schedulePublish(c)
 }
 
 // viewDomain is name's entry in the view: nil when it has no claims.

@@ -30,6 +30,12 @@ type testLedger struct {
 
 func newTestLedger(t *testing.T, dir string) *testLedger {
 	t.Helper()
+	return newTestLedgerWith(t, dir, nil)
+}
+
+// newTestLedgerWith is newTestLedger with the actor's Deps changed by tune.
+func newTestLedgerWith(t *testing.T, dir string, tune func(*Deps)) *testLedger {
+	t.Helper()
 	id, err := identity.LoadOrCreate(filepath.Join(dir, "identity.key"))
 	if err != nil {
 		t.Fatal(err)
@@ -44,7 +50,11 @@ func newTestLedger(t *testing.T, dir string) *testLedger {
 	}
 	sys := actor.NewActorSystem()
 	pub := &view.Published{}
-	pid, err := sys.Root.SpawnNamed(Props(Deps{Identity: id, Ledger: ldb, Node: ndb, Published: pub}), "ledger")
+	d := Deps{Identity: id, Ledger: ldb, Node: ndb, Published: pub}
+	if tune != nil {
+		tune(&d)
+	}
+	pid, err := sys.Root.SpawnNamed(Props(d), "ledger")
 	if err != nil {
 		t.Fatal(err)
 	}

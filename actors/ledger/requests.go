@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/netip"
 	"strings"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -132,7 +133,7 @@ func (a *Actor) addDomain(c actor.Context, m *messages.AddDomain) {
 	a.claimQueue = append(a.claimQueue, queuedClaim{name: name, rec: rec, sender: c.Sender()})
 	if !a.claimScheduled {
 		a.claimScheduled = true
-		c.Send(c.Self(), &commitClaims{})
+		a.sendPaced(c, a.claimsAt, a.d.ClaimGap, &commitClaims{})
 	}
 }
 
@@ -149,6 +150,7 @@ type queuedClaim struct {
 func (a *Actor) commitQueuedClaims(c actor.Context) {
 	q := a.claimQueue
 	a.claimQueue, a.claimScheduled = nil, false
+	a.claimsAt = time.Now()
 	if len(q) == 0 {
 		return
 	}
@@ -167,6 +169,7 @@ func (a *Actor) commitQueuedClaims(c actor.Context) {
 		}
 	}
 	_, err := a.appendLocal(ws...)
+	group := a.newGroup() // the batch is answered together
 	for _, qc := range q {
 		if err != nil {
 			if qc.sender != nil {
@@ -176,7 +179,7 @@ func (a *Actor) commitQueuedClaims(c actor.Context) {
 		}
 		a.d.Log.Info("domain claimed", "domain", qc.name, "hash", qc.rec.Hash, "ssl", qc.rec.SSL)
 		sender := qc.sender
-		a.wait(c, qc.name, func() {
+		a.wait(c, group, qc.name, func() {
 			if sender != nil {
 				c.Send(sender, &messages.AddDomainReply{})
 			}
@@ -216,7 +219,7 @@ func (a *Actor) removeDomain(c actor.Context, m *messages.RemoveDomain) {
 	}
 	a.d.Log.Info("domain removed", "domain", name, "resolvedClaimant", owner)
 	sender := c.Sender()
-	a.wait(c, name, func() {
+	a.wait(c, a.newGroup(), name, func() {
 		c.Send(sender, &messages.RemoveDomainReply{})
 		a.publishHint(messages.HintTunnelClients)
 		a.publishHint(messages.HintLocalDNS)
@@ -232,7 +235,7 @@ func (a *Actor) recalculate(c actor.Context, m *messages.Recalculate) {
 			a.recalc[name] = true
 			n++
 		}
-		a.wait(c, "", func() { c.Send(sender, &messages.RecalculateReply{Domains: n}) })
+		a.wait(c, a.newGroup(), "", func() { c.Send(sender, &messages.RecalculateReply{Domains: n}) })
 		return
 	}
 	name, err := NormalizeDomain(m.Domain)
@@ -246,7 +249,7 @@ func (a *Actor) recalculate(c actor.Context, m *messages.Recalculate) {
 	}
 	a.dirty[name] = true
 	a.recalc[name] = true
-	a.wait(c, name, func() { c.Send(sender, &messages.RecalculateReply{Domains: 1}) })
+	a.wait(c, a.newGroup(), name, func() { c.Send(sender, &messages.RecalculateReply{Domains: 1}) })
 }
 
 func (a *Actor) setHashPreference(m *messages.SetHashPreference) error {

@@ -1,0 +1,134 @@
+package ledger
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"peerdns/internal/identity"
+	"peerdns/internal/testutil"
+	"peerdns/messages"
+)
+
+// ownSeq is the last seq of the ledger's own ops, read with a peer
+// request (which neither waits for nor triggers anything).
+func ownSeq(t *testing.T, l *testLedger) uint64 {
+	return ask[*messages.GetVersionVectorReply](t, l, &messages.GetVersionVector{}).VV[l.id.ID()]
+}
+
+// ownOps are the ledger's own ops after seq.
+func ownOps(t *testing.T, l *testLedger, after uint64) []*messages.Op {
+	var out []*messages.Op
+	for _, op := range ask[*messages.GetOpsSinceReply](t, l, &messages.GetOpsSince{VV: messages.VersionVector{l.id.ID(): after}}).Ops {
+		if op.Writer == l.id.ID() {
+			out = append(out, op)
+		}
+	}
+	return out
+}
+
+// A claim that follows the previous commit by less than ClaimGap waits
+// for the rest of the gap, and the claims that arrive meanwhile join its
+// op: here the second claim is handled (and, unpaced, would be committed)
+// before the third is even sent, and both go out in one op.
+func TestClaimCommitsPaced(t *testing.T) {
+	l := newTestLedgerWith(t, t.TempDir(), func(d *Deps) { d.ClaimGap = time.Second })
+	if r := ask[*messages.AddDomainReply](t, l, &messages.AddDomain{Domain: "first.p2p", Hash: hashA}); r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	before := ownSeq(t, l)
+	second := l.sys.Root.RequestFuture(l.pid, &messages.AddDomain{Domain: "second.p2p", Hash: hashA}, 5*time.Second)
+	// Two round trips: an unpaced commit of "second" (a self-message
+	// queued while it was handled) would have run before the second one.
+	ownSeq(t, l)
+	if got := ownSeq(t, l); got != before {
+		t.Fatalf("the second claim was committed at once (seq %d → %d): not paced", before, got)
+	}
+	third := l.sys.Root.RequestFuture(l.pid, &messages.AddDomain{Domain: "third.p2p", Hash: hashA}, 5*time.Second)
+	for name, f := range map[string]interface{ Result() (any, error) }{"second": second, "third": third} {
+		if r, err := f.Result(); err != nil || r.(*messages.AddDomainReply).Err != nil {
+			t.Fatalf("%s: %v %+v", name, err, r)
+		}
+	}
+	ops := ownOps(t, l, before)
+	if len(ops) != 1 || len(ops[0].Writes()) != 4 { // two claims, each with our vote
+		t.Fatalf("after the paced commit: %d ops, want 1 with both claims and votes: %+v", len(ops), ops)
+	}
+}
+
+// Our auto-votes are paced the same way (VoteGap): votes for claims
+// that a peer's ops bring within the gap are committed as one op, and a
+// vote after a quiet spell is committed at once.
+func TestVoteCommitsPaced(t *testing.T) {
+	l := newTestLedgerWith(t, t.TempDir(), func(d *Deps) { d.VoteGap = time.Second })
+	peer, _ := identity.Generate()
+	if r := ask[*messages.AddWriterReply](t, l, &messages.AddWriter{ID: peer.ID()}); r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	claim := func(seq uint64, name string) {
+		t.Helper()
+		op := sign(t, peer, &messages.Op{Seq: seq, HLC: messages.HLC{Wall: int64(seq)}, Key: messages.ClaimKey(name, peer.ID()), Value: `{"hash":"` + hashA + `"}`})
+		if r := ask[*messages.ApplyOpsReply](t, l, &messages.ApplyOps{From: "test", Ops: []*messages.Op{op}}); r.Applied != 1 {
+			t.Fatalf("claim %s: %+v", name, r)
+		}
+	}
+	start := ownSeq(t, l)
+	claim(1, "a.p2p")
+	// The first vote goes at once (nothing was committed within the gap).
+	testutil.Eventually(t, 5*time.Second, func() error {
+		if got := ownSeq(t, l); got != start+1 {
+			return fmt.Errorf("own seq %d, want the vote for a.p2p at %d", got, start+1)
+		}
+		return nil
+	})
+	claim(2, "b.p2p")
+	claim(3, "c.p2p")
+	testutil.Eventually(t, 5*time.Second, func() error {
+		if ops := ownOps(t, l, start+1); len(ops) == 0 {
+			return fmt.Errorf("no vote for b.p2p and c.p2p yet")
+		}
+		return nil
+	})
+	ops := ownOps(t, l, start+1)
+	if len(ops) != 1 || len(ops[0].Writes()) != 2 {
+		t.Fatalf("votes for b.p2p and c.p2p: %d ops, want one with both: %+v", len(ops), ops)
+	}
+}
+
+// The claims committed together are answered together, once every one of
+// them has settled: when the first answer of a batch arrives, the
+// published view already shows every claim of the batch resolved.
+func TestBatchAnsweredTogether(t *testing.T) {
+	l := newTestLedgerWith(t, t.TempDir(), func(d *Deps) { d.ClaimGap = time.Second })
+	if r := ask[*messages.AddDomainReply](t, l, &messages.AddDomain{Domain: "first.p2p", Hash: hashA}); r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	// Sent within the gap after "first": one batch.
+	const n = 40
+	replies := make(chan error, n)
+	for i := range n {
+		f := l.sys.Root.RequestFuture(l.pid, &messages.AddDomain{Domain: fmt.Sprintf("b%02d.p2p", i), Hash: hashA}, 5*time.Second)
+		go func() {
+			r, err := f.Result()
+			if err == nil {
+				err = r.(*messages.AddDomainReply).Err
+			}
+			replies <- err
+		}()
+	}
+	if err := <-replies; err != nil {
+		t.Fatal(err)
+	}
+	snap := l.pub.Load()
+	for i := range n {
+		name := fmt.Sprintf("b%02d.p2p", i)
+		if d := snap.Domains[name]; d == nil || d.Status != "resolved" {
+			t.Fatalf("first answer of the batch came before %s settled: %+v", name, d)
+		}
+	}
+	for range n - 1 {
+		if err := <-replies; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
