@@ -47,9 +47,10 @@ type Deps struct {
 	// shared); the peer sessions read it to drop duplicates unverified.
 	Applied *applied.Vector
 	// ClaimGap and VoteGap are the least time between two commits of our
-	// own claims, and of our own auto-votes (see commitGaps); 0 = the
-	// defaults, negative = no pacing.
-	ClaimGap, VoteGap time.Duration
+	// own claims, and of our own auto-votes; EvalGap between two rounds
+	// of the evaluations nobody waits for (pacing.go). 0 = the defaults,
+	// negative = no pacing.
+	ClaimGap, VoteGap, EvalGap time.Duration
 }
 
 // Props builds the ledger actor. Its domain children restart with backoff.
@@ -66,6 +67,9 @@ func Props(d Deps) *actor.Props {
 	if d.VoteGap == 0 {
 		d.VoteGap = DefaultVoteGap
 	}
+	if d.EvalGap == 0 {
+		d.EvalGap = DefaultEvalGap
+	}
 	return actor.PropsFromProducer(func() actor.Actor { return newActor(d) },
 		actor.WithSupervisor(supervisor.Backoff()))
 }
@@ -75,20 +79,28 @@ type Actor struct {
 	d  Deps
 	st *state
 
-	pool        *ipam.Pool
-	hashPref    map[string]string
-	active      map[string]bool // connected writers (not self)
-	children    map[string]*actor.PID
-	results     map[string]*domain.Evaluated
-	inflight    map[string]evalKey // domain → what is being evaluated
-	epoch       uint64             // bumped on every change of the active peer set
-	dirty       map[string]bool
-	recalc      map[string]bool
-	waiters     []waiter
-	unsettled   map[uint64]int // waiter group → its waiters not settled yet
-	lastGroup   uint64
-	readyGroups int // groups settled and not answered yet
-	publishing  bool
+	pool     *ipam.Pool
+	hashPref map[string]string
+	active   map[string]bool // connected writers (not self)
+	children map[string]*actor.PID
+	results  map[string]*domain.Evaluated
+	inflight map[string]evalKey // domain → what is being evaluated
+	epoch    uint64             // bumped on every change of the active peer set
+	dirty    map[string]bool
+	// Evaluations nobody waits for, deferred to the next evalNow
+	// (pacing.go); evalDue makes the flush after evalNow send them;
+	// waitedFor is the domains waiters wait for, built once per flush.
+	deferred      map[string]bool
+	evalScheduled bool
+	evalDue       bool
+	evalAt        time.Time // when the last round of deferrable evaluations went
+	waitedFor     map[string]bool
+	recalc        map[string]bool
+	waiters       []waiter
+	unsettled     map[uint64]int // waiter group → its waiters not settled yet
+	lastGroup     uint64
+	readyGroups   int // groups settled and not answered yet
+	publishing    bool
 	// publishLater: the pending publish waits for publishGap (nobody
 	// waited for it); publishedAt is when the last one went out.
 	publishLater bool
@@ -160,6 +172,8 @@ func (a *Actor) Receive(c actor.Context) {
 		a.commitQueuedVotes(c)
 	case *publishNow:
 		a.publish(c)
+	case *evalNow:
+		a.evalDeferred()
 	default:
 		a.handle(c, m)
 	}
@@ -172,6 +186,7 @@ func (a *Actor) load() error {
 	a.results = map[string]*domain.Evaluated{}
 	a.inflight = map[string]evalKey{}
 	a.dirty = map[string]bool{}
+	a.deferred = map[string]bool{}
 	a.pubChanged = map[string]bool{}
 	a.unsettled = map[uint64]int{}
 	a.lastSnap = nil

@@ -67,6 +67,9 @@ func (a *Actor) flush(c actor.Context) {
 		if k, ok := a.inflight[name]; ok && k == key && !a.recalc[name] {
 			continue
 		}
+		if a.deferEval(c, name) {
+			continue
+		}
 		pid := a.children[name]
 		if pid == nil {
 			pid = c.Spawn(domain.Props(name, a.d.Now, a.d.DomainMiddleware...))
@@ -82,8 +85,9 @@ func (a *Actor) flush(c actor.Context) {
 		})
 		delete(a.recalc, name)
 	}
+	a.evalDue, a.waitedFor = false, nil
 	a.persistIPs()
-	if len(a.inflight) == 0 {
+	if len(a.inflight) == 0 && len(a.deferred) == 0 {
 		if !a.bootstrap && (a.st.network != "" || !a.d.Join) {
 			a.bootstrap = true
 		}

@@ -2,9 +2,13 @@ package ledger
 
 import (
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/asynkron/protoactor-go/actor"
+
+	"peerdns/actors/domain"
 	"peerdns/internal/identity"
 	"peerdns/internal/testutil"
 	"peerdns/messages"
@@ -129,6 +133,74 @@ func TestBatchAnsweredTogether(t *testing.T) {
 	for range n - 1 {
 		if err := <-replies; err != nil {
 			t.Fatal(err)
+		}
+	}
+}
+
+// Evaluations nobody waits for are paced (EvalGap): after a quiet spell
+// a peer's claim is evaluated at once; the claims and votes that follow
+// within the gap are evaluated together in one round, however many ops
+// brought them.
+func TestEvaluationsPaced(t *testing.T) {
+	var mu sync.Mutex
+	evals := map[string]int{}
+	count := func(next actor.ReceiverFunc) actor.ReceiverFunc {
+		return func(c actor.ReceiverContext, env *actor.MessageEnvelope) {
+			if ev, ok := env.Message.(*domain.Evaluate); ok {
+				mu.Lock()
+				evals[ev.Domain]++
+				mu.Unlock()
+			}
+			next(c, env)
+		}
+	}
+	l := newTestLedgerWith(t, t.TempDir(), func(d *Deps) {
+		d.EvalGap = time.Second
+		d.DomainMiddleware = []actor.ReceiverMiddleware{count}
+	})
+	peer, _ := identity.Generate()
+	if r := ask[*messages.AddWriterReply](t, l, &messages.AddWriter{ID: peer.ID()}); r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	seq := uint64(0)
+	apply := func(key, value string) {
+		t.Helper()
+		seq++
+		op := sign(t, peer, &messages.Op{Seq: seq, HLC: messages.HLC{Wall: int64(seq)}, Key: key, Value: value})
+		if r := ask[*messages.ApplyOpsReply](t, l, &messages.ApplyOps{From: "test", Ops: []*messages.Op{op}}); r.Applied != 1 {
+			t.Fatalf("apply %s: %+v", key, r)
+		}
+	}
+	claim := `{"hash":"` + hashA + `"}`
+	evaluated := func(name string) int {
+		mu.Lock()
+		defer mu.Unlock()
+		return evals[name]
+	}
+	apply(messages.ClaimKey("a.p2p", peer.ID()), claim)
+	testutil.Eventually(t, 5*time.Second, func() error {
+		if n := evaluated("a.p2p"); n != 1 {
+			return fmt.Errorf("a.p2p evaluated %d times, want once at once", n)
+		}
+		return nil
+	})
+	// Within the gap: two claims and the peer's votes for them, four ops.
+	apply(messages.ClaimKey("b.p2p", peer.ID()), claim)
+	apply(messages.ClaimKey("c.p2p", peer.ID()), claim)
+	apply(messages.VoteKey("b.p2p", peer.ID(), peer.ID()), messages.VoteMarker)
+	apply(messages.VoteKey("c.p2p", peer.ID(), peer.ID()), messages.VoteMarker)
+	testutil.Eventually(t, 10*time.Second, func() error {
+		d := ask[*messages.GetConsensusReply](t, l, &messages.GetConsensus{Domain: "c.p2p"})
+		if d.State.Status != "resolved" {
+			return fmt.Errorf("c.p2p: %+v", d.State)
+		}
+		return nil
+	})
+	// One round for the four ops, one for our own votes they asked for
+	// (unpaced: claim, peer's vote, our vote = three each).
+	for _, name := range []string{"b.p2p", "c.p2p"} {
+		if n := evaluated(name); n != 2 {
+			t.Errorf("%s evaluated %d times, want 2", name, n)
 		}
 	}
 }

@@ -33,7 +33,7 @@ func (a *Actor) newGroup() uint64 {
 func (a *Actor) wait(c actor.Context, group uint64, name string, respond func()) {
 	a.waiters = append(a.waiters, waiter{domain: name, group: group, respond: respond})
 	a.unsettled[group]++
-	if _, busy := a.inflight[name]; name != "" && !busy && !a.dirty[name] {
+	if _, busy := a.inflight[name]; name != "" && !busy && !a.dirty[name] && !a.deferred[name] {
 		a.settled(c, name)
 	}
 	a.schedulePublish(c)
@@ -56,13 +56,18 @@ func (a *Actor) settled(c actor.Context, name string) {
 // answerable says whether the next publish answers a waiter: a group has
 // settled, or nothing is in flight (which answers every waiter).
 func (a *Actor) answerable() bool {
-	return a.readyGroups > 0 || len(a.waiters) > 0 && len(a.inflight) == 0 && len(a.dirty) == 0
+	return a.readyGroups > 0 || len(a.waiters) > 0 && a.idle()
+}
+
+// idle says whether no evaluation is in flight, due or deferred.
+func (a *Actor) idle() bool {
+	return len(a.inflight) == 0 && len(a.dirty) == 0 && len(a.deferred) == 0
 }
 
 // answerWaiters answers, after a publish, the waiters whose group has
 // settled (every waiter when nothing is in flight).
 func (a *Actor) answerWaiters() {
-	idle := len(a.inflight) == 0 && len(a.dirty) == 0
+	idle := a.idle()
 	keep := a.waiters[:0]
 	var ready []waiter
 	for _, w := range a.waiters {
