@@ -108,6 +108,7 @@ type Server struct {
 	counters     struct {
 		data, prom, shell, json, info atomic.Uint64
 	}
+	self selfCounters // what Stats reports (netdata.clients, requests, net, response_time)
 }
 
 type cachedBody struct {
@@ -199,7 +200,7 @@ func (s *Server) Serve(ln net.Listener) error {
 	}
 	s.ln = ln
 	s.lnMu.Unlock()
-	err := s.srv.Serve(ln)
+	err := s.srv.Serve(countingListener{ln, &s.self})
 	s.lnMu.Lock()
 	closed := s.closed
 	s.lnMu.Unlock()
@@ -312,6 +313,7 @@ func init() {
 // looking the command up in one map serves all three versions with one
 // table and no per-request parameter allocations.
 func (s *Server) Handle(ctx *fasthttp.RequestCtx) {
+	defer s.self.request(time.Now())
 	h, err := s.childHandler(ctx)
 	if h != nil {
 		h(ctx)

@@ -37,8 +37,9 @@ type Manager struct {
 	appendErr map[string]bool            // charts whose Append failed (logged once)
 	capLogged map[string]bool            // collectors that hit maxInstances (logged once)
 	ticks     uint64
-	busy      time.Duration // total time spent collecting
-	tk        tick          // the round being collected (Collect is never concurrent)
+	busy      time.Duration   // total time spent collecting
+	tk        tick            // the round being collected (Collect is never concurrent)
+	round     []time.Duration // by collector: how long it took in the current round
 
 	raw collectedPoints // newest collected values per chart (own lock)
 }
@@ -55,6 +56,7 @@ func hostCollectors(root string) []collector {
 		newStat(root), newInterrupts(root), newSoftirqs(root), newSoftnet(root), newLoad(root), newMeminfo(root), newVmstat(root), newPressure(root),
 		newDisk(root), newDiskSpace(root), newNet(root), newNetstat(root), newSockstat(root), newSockstat6(root),
 		newUptime(root), newEntropy(root), newConntrack(root), newIPC(root), newZram(root), newIdleJitter(), newCgroups(root), newApps(root), newTimex(),
+		newSelf(), // last: it charts the round's timings of the others
 	}
 }
 
@@ -142,8 +144,13 @@ func (m *Manager) collect(sec int64, now time.Time, late time.Duration) {
 	// collectors through the interface would allocate it each second.
 	m.tk = tick{m: m, sec: sec, now: now, late: late}
 	tk := &m.tk
-	for _, c := range m.cs {
+	if len(m.round) != len(m.cs) {
+		m.round = make([]time.Duration, len(m.cs))
+	}
+	for i, c := range m.cs {
+		t0 := time.Now()
 		err := c.collect(tk)
+		m.round[i] = time.Since(t0)
 		m.mu.Lock()
 		_, wasFailing := m.failing[c.name()]
 		switch {

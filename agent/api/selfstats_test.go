@@ -1,0 +1,44 @@
+package api
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"peerdns/internal/testutil"
+)
+
+// Stats counts the requests answered over real connections, the bytes
+// read and written on them, the time spent and the longest answer (which
+// restarts at every read), and the connections open.
+func TestSelfStats(t *testing.T) {
+	e := newTestEnv(t)
+	before := e.srv.Stats()
+	for range 5 {
+		if r := e.get(t, "/api/v1/info"); r.status != 200 {
+			t.Fatalf("info: %d", r.status)
+		}
+	}
+	var st SelfStats
+	testutil.Eventually(t, 5*time.Second, func() error { // counted after the answer is written
+		st = e.srv.Stats()
+		if st.Requests-before.Requests != 5 {
+			return fmt.Errorf("%d requests counted, want 5", st.Requests-before.Requests)
+		}
+		return nil
+	})
+	// On the wire (the bodies go gzipped to this client): at least the
+	// request and status lines.
+	if st.Out-before.Out < 5*uint64(len("HTTP/1.1 200 OK\r\n")) || st.In-before.In < 5*uint64(len("GET /api/v1/info HTTP/1.1\r\n")) {
+		t.Errorf("bytes in %d out %d, want at least 5 request and 5 status lines", st.In-before.In, st.Out-before.Out)
+	}
+	if st.ResponseTime <= before.ResponseTime || st.MaxTime <= 0 || st.MaxTime > st.ResponseTime {
+		t.Errorf("response time %v, max %v", st.ResponseTime, st.MaxTime)
+	}
+	if st.Clients < 1 {
+		t.Errorf("%d connections open, want the kept-alive client's", st.Clients)
+	}
+	if again := e.srv.Stats(); again.MaxTime != 0 {
+		t.Errorf("max %v after a read with no request since, want 0", again.MaxTime)
+	}
+}
