@@ -12,7 +12,9 @@
 package consensus
 
 import (
+	"slices"
 	"sort"
+	"strings"
 
 	"peerdns/messages"
 )
@@ -69,6 +71,11 @@ type State struct {
 func MinVotes(activePeers int) int { return activePeers/2 + 1 }
 
 // Compute applies the rules to in.
+//
+// It is called for every evaluation of every domain (thousands a second
+// in a burst), so it works on the input's slices instead of building maps
+// of claims and votes: a domain has a handful of claims and one vote per
+// writer, and a linear scan of those is cheaper than hashing them.
 func Compute(in Input) State {
 	active := len(in.Active)
 	st := State{VoteCounts: make(map[string]int, len(in.Claims)), ActivePeers: active, MinVotes: MinVotes(active)}
@@ -76,22 +83,27 @@ func Compute(in Input) State {
 		st.Status = NoClaims
 		return st
 	}
-	claims := make(map[string]Claim, len(in.Claims))
 	for _, c := range in.Claims {
 		if c.Hash == "" {
 			st.Status = Error
 			st.Error = "claim by " + c.Writer + " has no hash"
 			return st
 		}
-		claims[c.Writer] = c
 		st.VoteCounts[c.Writer] = 0
 	}
-	for voter, claimant := range effectiveVotes(in.Votes, claims) {
-		if !in.Active[voter] {
-			continue
+	votes := byVoter(in.Votes)
+	for i := 0; i < len(votes); {
+		voter := votes[i].Voter
+		best := -1
+		for ; i < len(votes) && votes[i].Voter == voter; i++ {
+			if hasClaim(in.Claims, votes[i].Claimant) && (best < 0 || later(votes[i], votes[best])) {
+				best = i
+			}
 		}
-		st.VoteCounts[claimant]++
-		st.TotalVotes++
+		if best >= 0 && in.Active[voter] {
+			st.VoteCounts[votes[best].Claimant]++
+			st.TotalVotes++
+		}
 	}
 	st.QuorumMet = st.TotalVotes >= st.MinVotes
 	if !st.QuorumMet {
@@ -111,32 +123,52 @@ func Compute(in Input) State {
 		st.Status = Tie
 		return st
 	}
+	c := lastClaim(in.Claims, best)
 	st.Status = Resolved
 	st.ResolvedClaimant = best
-	st.Hash = claims[best].Hash
-	st.SSL = claims[best].SSL
+	st.Hash = c.Hash
+	st.SSL = c.SSL
 	return st
 }
 
-// effectiveVotes gives each voter's one vote: a voter with votes for
-// several live claimants counts for the latest (by hlc, then claimant id),
-// so a vote switch that is half-replicated never counts twice.
-func effectiveVotes(votes []Vote, claims map[string]Claim) map[string]string {
-	latest := make(map[string]Vote, len(votes))
-	for _, v := range votes {
-		if _, ok := claims[v.Claimant]; !ok {
-			continue
-		}
-		cur, ok := latest[v.Voter]
-		if !ok || cur.HLC.Less(v.HLC) || (cur.HLC == v.HLC && cur.Claimant < v.Claimant) {
-			latest[v.Voter] = v
-		}
+// A voter with votes for several live claimants counts for the latest
+// (by hlc, then claimant id), so a vote switch that is half-replicated
+// never counts twice. later says whether a is that rather than b.
+func later(a, b Vote) bool {
+	return b.HLC.Less(a.HLC) || (a.HLC == b.HLC && a.Claimant > b.Claimant)
+}
+
+// byVoter is votes with each voter's votes next to each other: as given
+// when they are (the ledger sorts them), else a sorted copy.
+func byVoter(votes []Vote) []Vote {
+	if slices.IsSortedFunc(votes, cmpVoter) {
+		return votes
 	}
-	out := make(map[string]string, len(latest))
-	for voter, v := range latest {
-		out[voter] = v.Claimant
-	}
+	out := slices.Clone(votes)
+	slices.SortStableFunc(out, cmpVoter)
 	return out
+}
+
+func cmpVoter(a, b Vote) int { return strings.Compare(a.Voter, b.Voter) }
+
+func hasClaim(claims []Claim, writer string) bool {
+	for i := range claims {
+		if claims[i].Writer == writer {
+			return true
+		}
+	}
+	return false
+}
+
+// lastClaim is writer's claim (the last one listed, as a map of the
+// claims by writer would keep).
+func lastClaim(claims []Claim, writer string) Claim {
+	for i := len(claims) - 1; i >= 0; i-- {
+		if claims[i].Writer == writer {
+			return claims[i]
+		}
+	}
+	return Claim{}
 }
 
 // Earliest is the claim auto-voting picks: lowest hlc, then writer id.
@@ -144,14 +176,13 @@ func Earliest(claims []Claim) (Claim, bool) {
 	if len(claims) == 0 {
 		return Claim{}, false
 	}
-	c := append([]Claim(nil), claims...)
-	sort.Slice(c, func(i, j int) bool {
-		if c[i].HLC != c[j].HLC {
-			return c[i].HLC.Less(c[j].HLC)
+	e := claims[0]
+	for _, c := range claims[1:] {
+		if c.HLC.Less(e.HLC) || (c.HLC == e.HLC && c.Writer < e.Writer) {
+			e = c
 		}
-		return c[i].Writer < c[j].Writer
-	})
-	return c[0], true
+	}
+	return e, true
 }
 
 // VotePlan is what self should change to follow the auto-voting rule.
@@ -164,40 +195,24 @@ type VotePlan struct {
 // a claim, otherwise vote for the earliest claim; votes for claimants
 // without a claim (or extra votes) are retracted.
 func AutoVote(self string, in Input) VotePlan {
-	claims := make(map[string]bool, len(in.Claims))
-	for _, c := range in.Claims {
-		claims[c.Writer] = true
-	}
-	var mine []Vote
-	for _, v := range in.Votes {
-		if v.Voter == self {
-			mine = append(mine, v)
+	keep, kept := "", -1
+	for i, v := range in.Votes {
+		if v.Voter == self && hasClaim(in.Claims, v.Claimant) && (kept < 0 || later(v, in.Votes[kept])) {
+			kept = i
 		}
 	}
 	var plan VotePlan
-	keep := ""
-	for _, v := range effectiveVotesOf(mine, claims) {
-		keep = v
+	if kept >= 0 {
+		keep = in.Votes[kept].Claimant
+	} else if e, ok := Earliest(in.Claims); ok {
+		plan.VoteFor = e.Writer
+		keep = e.Writer
 	}
-	if keep == "" {
-		if e, ok := Earliest(in.Claims); ok {
-			plan.VoteFor = e.Writer
-			keep = e.Writer
-		}
-	}
-	for _, v := range mine {
-		if v.Claimant != keep {
+	for _, v := range in.Votes {
+		if v.Voter == self && v.Claimant != keep {
 			plan.Retract = append(plan.Retract, v.Claimant)
 		}
 	}
 	sort.Strings(plan.Retract)
 	return plan
-}
-
-func effectiveVotesOf(mine []Vote, live map[string]bool) map[string]string {
-	claims := make(map[string]Claim, len(live))
-	for w := range live {
-		claims[w] = Claim{Writer: w}
-	}
-	return effectiveVotes(mine, claims)
 }

@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
+	"strings"
 
 	"peerdns/actors/consensus"
 	"peerdns/internal/identity"
@@ -264,6 +266,8 @@ func (s *state) input(domain string, active map[string]bool) consensus.Input {
 	if d == nil {
 		return in
 	}
+	in.Claims = make([]consensus.Claim, 0, len(d.claims))
+	in.Votes = make([]consensus.Vote, 0, len(d.votes))
 	for w, op := range d.claims {
 		rec := d.records[w]
 		in.Claims = append(in.Claims, consensus.Claim{Writer: w, Hash: rec.Hash, SSL: rec.SSL, HLC: op.HLC})
@@ -272,12 +276,12 @@ func (s *state) input(domain string, active map[string]bool) consensus.Input {
 		pk, _ := messages.ParseKey(op.Key)
 		in.Votes = append(in.Votes, consensus.Vote{Voter: pk.Writer, Claimant: pk.Claimant, HLC: op.HLC})
 	}
-	sort.Slice(in.Claims, func(i, j int) bool { return in.Claims[i].Writer < in.Claims[j].Writer })
-	sort.Slice(in.Votes, func(i, j int) bool {
-		if in.Votes[i].Voter != in.Votes[j].Voter {
-			return in.Votes[i].Voter < in.Votes[j].Voter
+	slices.SortFunc(in.Claims, func(a, b consensus.Claim) int { return strings.Compare(a.Writer, b.Writer) })
+	slices.SortFunc(in.Votes, func(a, b consensus.Vote) int {
+		if c := strings.Compare(a.Voter, b.Voter); c != 0 {
+			return c
 		}
-		return in.Votes[i].Claimant < in.Votes[j].Claimant
+		return strings.Compare(a.Claimant, b.Claimant)
 	})
 	return in
 }
