@@ -48,7 +48,9 @@ func (a *Actor) sendPaced(c actor.Context, last time.Time, gap time.Duration, ms
 // recalculate, a wait for everything); otherwise its evaluation waits up
 // to EvalGap after the previous such round (none if the last round is
 // older: the tail of a burst is not delayed), and every change of the
-// domain meanwhile is covered by the one evaluation. A follower in a
+// domain meanwhile is covered by the one evaluation. Except a domain with
+// a claim we have not voted on: our vote is what the others wait for, so
+// it is evaluated at once (and the vote paced by VoteGap). A follower in a
 // burst gets each domain's claim and then the votes of every other writer
 // in separate ops a few milliseconds apart, and evaluated the domain
 // after each (five evaluations per domain
@@ -64,6 +66,12 @@ type evalNow struct{}
 // schedules the deferred evaluations.
 func (a *Actor) deferEval(c actor.Context, name string) bool {
 	if a.evalDue || a.recalc[name] {
+		return false
+	}
+	if _, busy := a.inflight[name]; !busy && a.writable() && a.st.unvoted(name) {
+		// A claim we have not voted on (and no vote of ours queued):
+		// its evaluation gives our vote, which the other nodes wait for
+		// (VoteGap paces it).
 		return false
 	}
 	if len(a.waiters) > 0 {

@@ -138,9 +138,9 @@ func TestBatchAnsweredTogether(t *testing.T) {
 }
 
 // Evaluations nobody waits for are paced (EvalGap): after a quiet spell
-// a peer's claim is evaluated at once; the claims and votes that follow
-// within the gap are evaluated together in one round, however many ops
-// brought them.
+// at once; the changes that follow within the gap are evaluated together
+// in one round, however many ops brought them. A claim we have not voted
+// on yet is evaluated at once (our vote is what the others wait for).
 func TestEvaluationsPaced(t *testing.T) {
 	var mu sync.Mutex
 	evals := map[string]int{}
@@ -177,10 +177,16 @@ func TestEvaluationsPaced(t *testing.T) {
 		defer mu.Unlock()
 		return evals[name]
 	}
+	start := ownSeq(t, l)
 	apply(messages.ClaimKey("a.p2p", peer.ID()), claim)
+	// Evaluated at once (nothing was evaluated lately, and it needs our
+	// vote), voted, and evaluated again with the vote.
 	testutil.Eventually(t, 5*time.Second, func() error {
-		if n := evaluated("a.p2p"); n != 1 {
-			return fmt.Errorf("a.p2p evaluated %d times, want once at once", n)
+		if got := ownSeq(t, l); got != start+1 {
+			return fmt.Errorf("own seq %d, want the vote for a.p2p at %d", got, start+1)
+		}
+		if n := evaluated("a.p2p"); n != 2 {
+			return fmt.Errorf("a.p2p evaluated %d times, want 2", n)
 		}
 		return nil
 	})
@@ -196,8 +202,9 @@ func TestEvaluationsPaced(t *testing.T) {
 		}
 		return nil
 	})
-	// One round for the four ops, one for our own votes they asked for
-	// (unpaced: claim, peer's vote, our vote = three each).
+	// Each claim at once (it needs our vote), then one round for the
+	// peer's votes and ours (unpaced: claim, peer's vote, our vote =
+	// three each).
 	for _, name := range []string{"b.p2p", "c.p2p"} {
 		if n := evaluated(name); n != 2 {
 			t.Errorf("%s evaluated %d times, want 2", name, n)

@@ -299,6 +299,21 @@ func (s *state) claim(domain, writer string) (messages.ClaimRecord, bool) {
 }
 
 // myVotes lists the claimants self has live votes for on domain.
+// unvoted says whether domain has claims and no vote of ours: its
+// evaluation will ask us to vote.
+func (s *state) unvoted(domain string) bool {
+	d := s.domains[domain]
+	if d == nil || len(d.claims) == 0 {
+		return false
+	}
+	for k := range d.votes {
+		if len(k) > len(s.self) && k[len(s.self)] == ':' && k[:len(s.self)] == s.self {
+			return false
+		}
+	}
+	return true
+}
+
 func (s *state) myVotes(domain string) []string {
 	d := s.domains[domain]
 	if d == nil {
