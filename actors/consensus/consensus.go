@@ -105,12 +105,28 @@ func Compute(in Input) State {
 			st.TotalVotes++
 		}
 	}
+	best, ok := st.decide()
+	if !ok {
+		return st
+	}
+	c := lastClaim(in.Claims, best)
+	st.Status = Resolved
+	st.ResolvedClaimant = best
+	st.Hash = c.Hash
+	st.SSL = c.SSL
+	return st
+}
+
+// decide applies the quorum and tie rules to the counted votes: the
+// resolved claimant, or ok false with Status set to insufficient_quorum
+// or tie.
+func (st *State) decide() (best string, ok bool) {
 	st.QuorumMet = st.TotalVotes >= st.MinVotes
 	if !st.QuorumMet {
 		st.Status = InsufficientQuorum
-		return st
+		return "", false
 	}
-	top, best, shared := 0, "", false
+	top, shared := 0, false
 	for claimant, n := range st.VoteCounts {
 		switch {
 		case n > top:
@@ -121,14 +137,9 @@ func Compute(in Input) State {
 	}
 	if shared {
 		st.Status = Tie
-		return st
+		return "", false
 	}
-	c := lastClaim(in.Claims, best)
-	st.Status = Resolved
-	st.ResolvedClaimant = best
-	st.Hash = c.Hash
-	st.SSL = c.SSL
-	return st
+	return best, true
 }
 
 // A voter with votes for several live claimants counts for the latest

@@ -13,7 +13,7 @@ import (
 // The map-based rules as they were before Compute and AutoVote were
 // rewritten over the input's slices: the reference the rewrite must match.
 
-// Compute applies the rules to in.
+// refCompute is Compute as it was (maps of claims and votes).
 func refCompute(in Input) State {
 	active := len(in.Active)
 	st := State{VoteCounts: make(map[string]int, len(in.Claims)), ActivePeers: active, MinVotes: MinVotes(active)}
@@ -38,22 +38,8 @@ func refCompute(in Input) State {
 		st.VoteCounts[claimant]++
 		st.TotalVotes++
 	}
-	st.QuorumMet = st.TotalVotes >= st.MinVotes
-	if !st.QuorumMet {
-		st.Status = InsufficientQuorum
-		return st
-	}
-	top, best, shared := 0, "", false
-	for claimant, n := range st.VoteCounts {
-		switch {
-		case n > top:
-			top, best, shared = n, claimant, false
-		case n == top:
-			shared = true
-		}
-	}
-	if shared {
-		st.Status = Tie
+	best, ok := st.decide()
+	if !ok {
 		return st
 	}
 	st.Status = Resolved

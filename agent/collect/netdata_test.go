@@ -17,22 +17,7 @@ import (
 // api_v1_charts.json): context, family, title, units, chart type,
 // priority, plugin, module and the visible dimensions' ids and names.
 func TestDefsMatchNetdata(t *testing.T) {
-	raw, err := os.ReadFile("testdata/netdata137_charts.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ref struct {
-		Charts map[string]struct {
-			Context, Family, Title, Units string
-			ChartType                     string `json:"chart_type"`
-			Priority                      int
-			Plugin, Module                string
-			Dimensions                    [][2]string
-		}
-	}
-	if err := json.Unmarshal(raw, &ref); err != nil {
-		t.Fatal(err)
-	}
+	ref := refCharts(t, "testdata/netdata137_charts.json")
 	// The loop below checks only the charts the file lists: make sure it
 	// lists them all.
 	if len(ref.Charts) != 20 {
@@ -92,4 +77,29 @@ func TestDefsMatchNetdata(t *testing.T) {
 			}
 		})
 	}
+}
+
+// refFile is a fixture of chart definitions extracted from Netdata's
+// /api/v1/charts (titles without their " (id)" suffix).
+type refFile struct {
+	Charts map[string]struct {
+		Context, Family, Title, Units string
+		ChartType                     string `json:"chart_type"`
+		Priority                      int
+		Plugin, Module                string
+		Dimensions                    [][2]string // id, name
+	}
+}
+
+func refCharts(t *testing.T, path string) refFile {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ref refFile
+	if err := json.Unmarshal(raw, &ref); err != nil {
+		t.Fatal(err)
+	}
+	return ref
 }
