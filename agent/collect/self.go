@@ -13,7 +13,9 @@ import (
 // plugin "netdata", module "stats"): the agent's CPU and uptime, and for
 // each worker group of the collection loop the share of the second it was
 // busy, the jobs it ran by type and the time each took
-// (netdata.workers_{time,jobs_by_type,busy_time_by_type}_<group>).
+// (netdata.workers_{time,jobs_by_type,busy_time_by_type}_<group>); the
+// points the store writes per tier (netdata.db_points_stored: the agent
+// has two tiers, Netdata three).
 //
 // Groups and job types follow Netdata's plugins: the /proc collectors are
 // the "proc" group with Netdata's job names (stat, loadavg, diskstats...),
@@ -34,6 +36,7 @@ type selfColl struct {
 	server  atomic.Pointer[func() ServerStats] // unset until Manager.SetServerStats
 
 	clients, requests, net, resp *chart
+	stored                       *chart
 	prevServer                   ServerStats
 	haveServer                   bool
 
@@ -173,6 +176,11 @@ func (c *selfColl) layout(names []string) {
 		dim("in", "", algIncremental, 8, 1000), dim("out", "", algIncremental, -8, 1000))
 	c.resp = api("response_time", "Netdata API Response Time", "milliseconds/request", "line", 130500,
 		dim("average", "", algAbsolute, 1, 1), dim("max", "", algAbsolute, 1, 1))
+	c.stored = newChart(&store.ChartDef{
+		ID: "netdata.db_points_stored", Context: "netdata.db_points_stored", Family: "queries", Title: "Netdata DB Points Stored",
+		Units: "points/s", ChartType: "stacked", Plugin: "netdata", Module: "stats", Priority: 131003, UpdateEvery: 1,
+		Dims: []store.DimDef{dim("tier0", "", algIncremental, 1, 1), dim("tier1", "", algIncremental, 1, 1)},
+	})
 	c.uptime = newChart(&store.ChartDef{
 		ID: "netdata.uptime", Context: "netdata.uptime", Family: "netdata", Title: "Netdata uptime",
 		Units: "seconds", ChartType: "line", Plugin: "netdata", Module: "stats", Priority: 130100, UpdateEvery: 1,
@@ -222,6 +230,9 @@ func (c *selfColl) collect(tk *tick) error {
 	}
 	c.raw[0] = float64(int64(tk.now.Sub(c.started) / time.Second))
 	c.uptime.emit(tk, c.raw[:1])
+	t0, t1 := m.db.PointsStored()
+	c.raw[0], c.raw[1] = float64(t0), float64(t1)
+	c.stored.emit(tk, c.raw[:2])
 	if f := c.server.Load(); f != nil {
 		c.collectServer(tk, (*f)())
 	}

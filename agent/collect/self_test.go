@@ -55,6 +55,11 @@ func TestSelfCharts(t *testing.T) {
 	// Incremental: no point for the first round, then 1,000 and 250 ms/s.
 	checkPoints(t, db, "netdata.server_cpu", [][]float64{{1000, 250}, {1000, 250}})
 	checkPoints(t, db, "netdata.uptime", [][]float64{{10}, {11}, {12}})
+	// Tier-0 points per second, read after uptime's append: the workers
+	// charts (proc 1 + 2 + 2, diskspace 1 + 1 + 1), uptime 1, and from the
+	// second round server_cpu 2; from the third also the previous round's
+	// db_points_stored 2. No minute closed: tier 1 is 0.
+	checkPoints(t, db, "netdata.db_points_stored", [][]float64{{11, 0}, {13, 0}})
 	for _, c := range db.Charts() {
 		if strings.Contains(c.ID, "unknown") || strings.HasSuffix(c.ID, "_self") {
 			t.Errorf("chart %s: a collector without a Netdata job is not charted", c.ID)

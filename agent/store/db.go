@@ -52,6 +52,7 @@ type DB struct {
 
 	gen    atomic.Uint64 // Prune and SetRetention calls (Generation)
 	closed atomic.Bool
+	stored [2]atomic.Uint64 // points written to tier 0 and tier 1 (PointsStored)
 	stop   chan struct{}
 	done   chan struct{}
 }
@@ -171,6 +172,15 @@ func (db *DB) Append(chartID string, t int64, values []float64) error {
 	if t <= s.last {
 		return fmt.Errorf("append %q at %d (last %d): %w", chartID, t, s.last, ErrOld)
 	}
-	s.append(t, values)
+	n1 := s.append(t, values)
+	db.stored[0].Add(uint64(len(values)))
+	db.stored[1].Add(uint64(n1))
 	return nil
+}
+
+// PointsStored counts the points written to tier 0 (one per dimension per
+// Append) and tier 1 (one per dimension with data per closed minute) since
+// the store opened: what netdata.db_points_stored charts.
+func (db *DB) PointsStored() (tier0, tier1 uint64) {
+	return db.stored[0].Load(), db.stored[1].Load()
 }

@@ -189,7 +189,9 @@ func (s *series) clearAnomalous(d, i int) {
 
 // append stores one point at t (> s.last), closing the tier-1 minute
 // before it when t is in a later minute.
-func (s *series) append(t int64, values []float64) {
+// append stores values at t; it returns how many tier-1 points a minute
+// it closed on the way wrote (0 when t is in the open minute).
+func (s *series) append(t int64, values []float64) (tier1 int) {
 	nan := float32(math.NaN())
 	switch {
 	case s.last == 0 || t-s.last >= int64(s.n):
@@ -218,7 +220,7 @@ func (s *series) append(t int64, values []float64) {
 
 	minute := floorDiv(t, minuteSecs)
 	if minute != s.accMinute {
-		s.closeMinute()
+		tier1 = s.closeMinute()
 		s.accMinute = minute
 	}
 	for d := 0; d < s.ndims; d++ {
@@ -226,22 +228,22 @@ func (s *series) append(t int64, values []float64) {
 			s.acc[d].add(v)
 		}
 	}
+	return tier1
 }
 
 // closeMinute moves the open minute into its chunk, queues it for the file
-// and drops chunks that fell out of retention.
-func (s *series) closeMinute() {
+// and drops chunks that fell out of retention. It returns the number of
+// tier-1 points written (dimensions with data in the minute).
+func (s *series) closeMinute() (points int) {
 	if s.accMinute < 0 {
-		return
+		return 0
 	}
-	has := false
 	for d := range s.acc {
 		if s.acc[d].count > 0 {
-			has = true
-			break
+			points++
 		}
 	}
-	if has {
+	if points > 0 {
 		s.mergeMinute(s.accMinute, s.acc)
 		if s.persist {
 			s.pending = appendMinuteRecord(s.pending, s.num, s.accMinute, s.acc)
@@ -253,6 +255,7 @@ func (s *series) closeMinute() {
 	s.accMinute = -1
 	s.prune()
 	s.sealOld()
+	return points
 }
 
 // sealOld packs every raw chunk before the one holding the newest minute.

@@ -605,3 +605,22 @@ func TestRemove(t *testing.T) {
 	}
 	checkWindow(t, w, 102, [][]Agg{{pt(3)}, {pt(4)}})
 }
+
+// PointsStored counts a tier-0 point per dimension per append and a
+// tier-1 point per dimension with data per closed minute.
+func TestPointsStored(t *testing.T) {
+	db := newTestDB(t, Config{})
+	if err := db.Register(testChart("c", "a", "b")); err != nil {
+		t.Fatal(err)
+	}
+	for ts := int64(60); ts < 120; ts++ { // one minute
+		mustAppend(t, db, "c", ts, 1, math.NaN())
+	}
+	if t0, t1 := db.PointsStored(); t0 != 120 || t1 != 0 {
+		t.Fatalf("within the minute: tier0 %d tier1 %d, want 120 and 0", t0, t1)
+	}
+	mustAppend(t, db, "c", 120, 1, 2) // closes minute 1: only "a" had data
+	if t0, t1 := db.PointsStored(); t0 != 122 || t1 != 1 {
+		t.Fatalf("after the minute: tier0 %d tier1 %d, want 122 and 1", t0, t1)
+	}
+}
