@@ -284,11 +284,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (err error) {
 	if err != nil {
 		return err
 	}
-	coll.SetServerStats(func() collect.ServerStats {
-		st := srv.Stats()
-		return collect.ServerStats{Clients: st.Clients, Requests: st.Requests, BytesIn: st.In, BytesOut: st.Out,
-			ResponseTime: st.ResponseTime, MaxTime: st.MaxTime}
-	})
+	coll.SetServerStats(srv.Stats)
 	pr.serve(srv, log)
 
 	if !cfg.REST {

@@ -77,10 +77,8 @@ func MinVotes(activePeers int) int { return activePeers/2 + 1 }
 // of claims and votes: a domain has a handful of claims and one vote per
 // writer, and a linear scan of those is cheaper than hashing them.
 func Compute(in Input) State {
-	active := len(in.Active)
-	st := State{VoteCounts: make(map[string]int, len(in.Claims)), ActivePeers: active, MinVotes: MinVotes(active)}
-	if len(in.Claims) == 0 {
-		st.Status = NoClaims
+	st, ok := begin(in)
+	if !ok {
 		return st
 	}
 	for _, c := range in.Claims {
@@ -115,6 +113,18 @@ func Compute(in Input) State {
 	st.Hash = c.Hash
 	st.SSL = c.SSL
 	return st
+}
+
+// begin is the state before any vote is counted; ok false when there is
+// nothing to count (no claims).
+func begin(in Input) (st State, ok bool) {
+	active := len(in.Active)
+	st = State{VoteCounts: make(map[string]int, len(in.Claims)), ActivePeers: active, MinVotes: MinVotes(active)}
+	if len(in.Claims) == 0 {
+		st.Status = NoClaims
+		return st, false
+	}
+	return st, true
 }
 
 // decide applies the quorum and tie rules to the counted votes: the

@@ -15,10 +15,8 @@ import (
 
 // refCompute is Compute as it was (maps of claims and votes).
 func refCompute(in Input) State {
-	active := len(in.Active)
-	st := State{VoteCounts: make(map[string]int, len(in.Claims)), ActivePeers: active, MinVotes: MinVotes(active)}
-	if len(in.Claims) == 0 {
-		st.Status = NoClaims
+	st, ok := begin(in)
+	if !ok {
 		return st
 	}
 	claims := make(map[string]Claim, len(in.Claims))

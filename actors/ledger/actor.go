@@ -119,7 +119,7 @@ type Actor struct {
 	voteQueue       []write
 	voteDomains     []string
 	voteScheduled   bool
-	// When our last claims and votes were committed (commitGaps).
+	// When our last claims and votes were committed (commit pacing, pacing.go).
 	claimsAt, votesAt time.Time
 	claimQueue        []queuedClaim // add-domain requests waiting for the group commit
 	claimScheduled    bool

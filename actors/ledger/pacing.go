@@ -53,10 +53,10 @@ func (a *Actor) sendPaced(c actor.Context, last time.Time, gap time.Duration, ms
 // it is evaluated at once (and the vote paced by VoteGap). A follower in a
 // burst gets each domain's claim and then the votes of every other writer
 // in separate ops a few milliseconds apart, and evaluated the domain
-// after each (five evaluations per domain
-// per node with five writers, a domain-actor round trip and a consensus
-// computation each: a fifth of the burst's CPU). What readers see changes
-// only at a publish, which for such changes is paced to publishGap anyway.
+// after each: five evaluations per domain per node with five writers, a
+// domain-actor round trip and a consensus computation each, a fifth of
+// the burst's CPU. What readers see changes only at a publish, which for
+// such changes is paced to publishGap anyway.
 const DefaultEvalGap = 20 * time.Millisecond
 
 // evalNow is a self-message: evaluate the deferred domains.

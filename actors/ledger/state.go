@@ -298,7 +298,6 @@ func (s *state) claim(domain, writer string) (messages.ClaimRecord, bool) {
 	return d.records[writer], true
 }
 
-// myVotes lists the claimants self has live votes for on domain.
 // unvoted says whether domain has claims and no vote of ours: its
 // evaluation will ask us to vote.
 func (s *state) unvoted(domain string) bool {
@@ -306,14 +305,15 @@ func (s *state) unvoted(domain string) bool {
 	if d == nil || len(d.claims) == 0 {
 		return false
 	}
-	for k := range d.votes {
-		if len(k) > len(s.self) && k[len(s.self)] == ':' && k[:len(s.self)] == s.self {
+	for k := range d.votes { // keyed voter:claimant
+		if voter, _, _ := strings.Cut(k, ":"); voter == s.self {
 			return false
 		}
 	}
 	return true
 }
 
+// myVotes lists the claimants self has live votes for on domain.
 func (s *state) myVotes(domain string) []string {
 	d := s.domains[domain]
 	if d == nil {

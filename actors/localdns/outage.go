@@ -10,8 +10,9 @@ import (
 // An unreachable upstream pauses the conflict checks.
 //
 // When the lookups of outageAfter different domains fail in a row (no
-// lookup answering in between), the resolver is taken as down: the checks not yet sent wait (in waiting)
-// instead of each failing and backing off on its own, and one probe (a
+// lookup answering in between), the resolver is taken as down: the checks
+// not yet sent wait (in waiting) instead of each failing and backing off
+// on its own, and one probe (a
 // waiting domain's lookup) goes out after RetryFirst, doubling up to the
 // recheck interval while it keeps failing. The first lookup that answers
 // sends every waiting check, paced as usual. A resolver that is down

@@ -4,6 +4,8 @@ import (
 	"net"
 	"sync/atomic"
 	"time"
+
+	"peerdns/agent/collect"
 )
 
 // selfCounters are the API server's own figures, the ones Netdata charts
@@ -28,22 +30,13 @@ func (c *selfCounters) request(t0 time.Time) {
 	}
 }
 
-// SelfStats is what the server reports about itself: connections open
-// now, requests answered, bytes read and written on its connections
-// (cumulative), the total time spent answering, and the longest answer
-// since the previous call.
-type SelfStats struct {
-	Clients               int
-	Requests, In, Out     uint64
-	ResponseTime, MaxTime time.Duration
-}
-
-// Stats reads the server's own counters; the maximum restarts at every
-// call (the agent calls it once a second).
-func (s *Server) Stats() SelfStats {
+// Stats reads the server's own counters for the agent's netdata.clients,
+// requests, net and response_time charts; the maximum restarts at every
+// call (the collector calls it once a second).
+func (s *Server) Stats() collect.ServerStats {
 	c := &s.self
-	return SelfStats{
-		Clients: int(s.srv.GetOpenConnectionsCount()), Requests: c.requests.Load(), In: c.in.Load(), Out: c.out.Load(),
+	return collect.ServerStats{
+		Clients: int(s.srv.GetOpenConnectionsCount()), Requests: c.requests.Load(), BytesIn: c.in.Load(), BytesOut: c.out.Load(),
 		ResponseTime: time.Duration(c.respNanos.Load()), MaxTime: time.Duration(c.respMax.Swap(0)),
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"peerdns/agent/collect"
 	"peerdns/internal/testutil"
 )
 
@@ -19,7 +20,7 @@ func TestSelfStats(t *testing.T) {
 			t.Fatalf("info: %d", r.status)
 		}
 	}
-	var st SelfStats
+	var st collect.ServerStats
 	testutil.Eventually(t, 5*time.Second, func() error { // counted after the answer is written
 		st = e.srv.Stats()
 		if st.Requests-before.Requests != 5 {
@@ -29,8 +30,8 @@ func TestSelfStats(t *testing.T) {
 	})
 	// On the wire (the bodies go gzipped to this client): at least the
 	// request and status lines.
-	if st.Out-before.Out < 5*uint64(len("HTTP/1.1 200 OK\r\n")) || st.In-before.In < 5*uint64(len("GET /api/v1/info HTTP/1.1\r\n")) {
-		t.Errorf("bytes in %d out %d, want at least 5 request and 5 status lines", st.In-before.In, st.Out-before.Out)
+	if st.BytesOut-before.BytesOut < 5*uint64(len("HTTP/1.1 200 OK\r\n")) || st.BytesIn-before.BytesIn < 5*uint64(len("GET /api/v1/info HTTP/1.1\r\n")) {
+		t.Errorf("bytes in %d out %d, want at least 5 request and 5 status lines", st.BytesIn-before.BytesIn, st.BytesOut-before.BytesOut)
 	}
 	if st.ResponseTime <= before.ResponseTime || st.MaxTime <= 0 || st.MaxTime > st.ResponseTime {
 		t.Errorf("response time %v, max %v", st.ResponseTime, st.MaxTime)

@@ -202,10 +202,10 @@ func (c *selfColl) collect(tk *tick) error {
 		clear(wg.rawCount)
 	}
 	for i, d := range m.round {
-		if i >= len(c.byColl) || c.byColl[i].group < 0 || d < 0 {
-			continue // not a charted collector, or not run this round
+		r := c.byColl[i] // layout was built from m.cs, which never changes
+		if r.group < 0 {
+			continue // not a collector Netdata has a worker job for
 		}
-		r := c.byColl[i]
 		wg := c.groups[r.group]
 		wg.busy[r.job] += d
 		wg.rawCount[r.job]++
