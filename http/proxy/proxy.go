@@ -221,8 +221,12 @@ func (s *Server) Counters() Counters {
 // hostOf is the request's host: lower case, no port, no trailing dot.
 func hostOf(raw string) string {
 	h := raw
-	if host, _, err := net.SplitHostPort(raw); err == nil {
-		h = host
+	// A port only when there is a colon (SplitHostPort builds an error
+	// for every Host without one: an allocation per request).
+	if strings.IndexByte(raw, ':') >= 0 {
+		if host, _, err := net.SplitHostPort(raw); err == nil {
+			h = host
+		}
 	}
 	return strings.TrimSuffix(strings.ToLower(strings.Trim(h, "[]")), ".")
 }

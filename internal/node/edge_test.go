@@ -221,6 +221,22 @@ func TestEdgeProxy(t *testing.T) {
 		t.Fatalf("oversized headers: %d", code)
 	}
 
+	// Every request has its access line on B's httpProxy channel (written
+	// in batches off the request path): the proxied one with its
+	// upstream, the 404 with none.
+	testutil.Eventually(t, 10*time.Second, func() error {
+		var tail struct{ Lines []string }
+		mustJSON(t, "GET", "http://"+b.AdminAddr()+"/api/logs/httpProxy?lines=500", "", 200, &tail)
+		all := strings.Join(tail.Lines, "\n")
+		for _, want := range []string{"method=GET host=site.p2p path=/hello status=200", "upstream=" + url,
+			"host=nobody.p2p path=/ status=404"} {
+			if !strings.Contains(all, want) {
+				return fmt.Errorf("no %q in the access log:\n%s", want, all)
+			}
+		}
+		return nil
+	})
+
 	// 502: the tunnel server is gone.
 	mustJSON(t, "POST", "http://"+a.AdminAddr()+"/api/tunnel-delete", `{"id":"`+sid+`"}`, 200, nil)
 	testutil.Eventually(t, 20*time.Second, func() error {
