@@ -9,6 +9,9 @@
 #   caddy        wrk → caddy reverse_proxy → backend
 #   bare         wrk → bench/proxy/bare (fasthttp HostClient.Do and nothing
 #                else: the floor for a Go proxy built on fasthttp)
+#   eventloop    wrk → bench/proxy/eventloop (gnet epoll loops, a client and
+#                its upstream on one loop, head forwarded and nothing else:
+#                the floor for a Go proxy built like nginx; its own module)
 #   peerdns same wrk → peerdns edge (Host: bench.p2p) → tunnel server on
 #                the same node → backend (the real binary, configured
 #                through its admin API)
@@ -38,7 +41,7 @@ for p in wrk:wrk nginx:nginx-light caddy:caddy; do
 	command -v "${p%%:*}" >/dev/null || { apt-get update -qq && apt-get install -y -qq "${p#*:}" >/dev/null; }
 done
 free_port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
-BACK=$(free_port); NPROXY=$(free_port); CADDY=$(free_port); BARE=$(free_port)
+BACK=$(free_port); NPROXY=$(free_port); CADDY=$(free_port); BARE=$(free_port); EVL=$(free_port)
 mkdir -p "$TMP/www" "$TMP/nginx" "$TMP/nginxp"
 head -c 100 /dev/urandom | base64 | head -c 100 > "$TMP/www/small"
 head -c 65536 /dev/urandom > "$TMP/www/big"
@@ -82,6 +85,9 @@ go build -o "$TMP/peerdns" ./cmd/peerdns
 go build -o "$TMP/bare" ./bench/proxy/bare
 "$TMP/bare" -listen "127.0.0.1:$BARE" -backend "127.0.0.1:$BACK" > "$TMP/bare.log" 2>&1 &
 echo $! > "$TMP/bare.pid"
+(cd bench/proxy/eventloop && go build -o "$TMP/eventloop" .)
+"$TMP/eventloop" -listen "127.0.0.1:$EVL" -backend "127.0.0.1:$BACK" > "$TMP/eventloop.log" 2>&1 &
+echo $! > "$TMP/eventloop.pid"
 node_up() { # dir extra... → prints admin and http addresses
 	"$TMP/peerdns" node --data "$TMP/$1" --admin-addr 127.0.0.1:0 --dns-addr 127.0.0.1:0 --http-addr 127.0.0.1:0 \
 		--https-addr 127.0.0.1:0 --p2p-addr 127.0.0.1:0 --upstream 127.0.0.1:9 "${@:2}" > "$TMP/$1.log" 2>&1 &
@@ -99,7 +105,7 @@ done
 sleep 1
 PID_A=$(pgrep -f "data $TMP/a" | head -1); PID_B=$(pgrep -f "data $TMP/b" | head -1)
 NGINXP=$(for w in $(pgrep -f "nginx: worker"); do grep -q nginxp "/proc/$(awk '{print $4}' "/proc/$w/stat")/cmdline" && echo "$w"; done | tr '\n' ' ')
-CADDY_PID=$(cat "$TMP/caddy.pid"); BARE_PID=$(cat "$TMP/bare.pid")
+CADDY_PID=$(cat "$TMP/caddy.pid"); BARE_PID=$(cat "$TMP/bare.pid"); EVL_PID=$(cat "$TMP/eventloop.pid")
 cpu_ticks() { for p in "$@"; do awk '{print $14+$15}' "/proc/$p/stat"; done | paste -sd+ | bc; }
 run() { # label url host pids...
 	local out c0=0 c1=0 n cpu=-
@@ -118,6 +124,7 @@ for r in $(seq 1 "$ROUNDS"); do
 		run "direct/$f" "http://127.0.0.1:$BACK/$f" "127.0.0.1"
 		run "nginx-proxy/$f" "http://127.0.0.1:$NPROXY/$f" "127.0.0.1" $NGINXP
 		run "bare-fasthttp/$f" "http://127.0.0.1:$BARE/$f" "127.0.0.1" "$BARE_PID"
+		run "eventloop-floor/$f" "http://127.0.0.1:$EVL/$f" "127.0.0.1" "$EVL_PID"
 		run "caddy/$f" "http://127.0.0.1:$CADDY/$f" "127.0.0.1" "$CADDY_PID"
 		run "peerdns-same-node/$f" "http://$HTTP_A/$f" "bench.p2p" "$PID_A"
 		run "peerdns-same-node-https/$f" "https://$HTTPS_A/$f" "bench.p2p" "$PID_A"
