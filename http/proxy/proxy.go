@@ -33,10 +33,11 @@
 // node's hot path.
 //
 // Timeouts: a client must send its request head within ReadTimeout (10 s:
-// slowloris clients are cut off), an idle keep-alive connection is closed
-// after IdleTimeout (60 s), and a response must be written within
-// WriteTimeout (60 s), so a client that never reads never holds a worker
-// beyond that. Request heads over 16 KiB get 431.
+// a slowloris client gets 408 and is cut off), an idle keep-alive
+// connection is closed after IdleTimeout (60 s), and a response must be
+// written within WriteTimeout (60 s), so a client that never reads never
+// holds a worker beyond that (each connection has its own goroutine: a
+// stalled one stalls nobody else). Request heads over 16 KiB get 431.
 //
 // HTTPS: the certificate is the node CA's leaf for the SNI name
 // (internal/certs: issued on first use, then cached). A name that is not
@@ -102,6 +103,9 @@ type Deps struct {
 	// httpProxy channel actor's LogBatch) instead of Access.
 	AccessBatch     func([]*messages.LogLine)
 	UpstreamTimeout time.Duration
+	// ReadTimeout and WriteTimeout replace the defaults above when set
+	// (the node's tests shorten them).
+	ReadTimeout, WriteTimeout time.Duration
 }
 
 // Counters are the proxy's request counters (the stats' requests).
@@ -132,6 +136,12 @@ func New(d Deps) *Server {
 	if d.UpstreamTimeout <= 0 {
 		d.UpstreamTimeout = UpstreamTimeout
 	}
+	if d.ReadTimeout <= 0 {
+		d.ReadTimeout = ReadTimeout
+	}
+	if d.WriteTimeout <= 0 {
+		d.WriteTimeout = WriteTimeout
+	}
 	if d.Log == nil {
 		d.Log = slog.New(slog.DiscardHandler)
 	}
@@ -142,13 +152,20 @@ func New(d Deps) *Server {
 	s := &Server{d: d, access: make(chan accessLine, AccessBuffer), accessDone: make(chan struct{})}
 	mk := func() *fasthttp.Server {
 		return &fasthttp.Server{
-			Handler: s.serve, Name: "peerdns", ReadTimeout: ReadTimeout, WriteTimeout: WriteTimeout,
+			Handler: s.serve, Name: "peerdns", ReadTimeout: d.ReadTimeout, WriteTimeout: d.WriteTimeout,
 			IdleTimeout: IdleTimeout, ReadBufferSize: MaxHeaderBytes, MaxRequestBodySize: MaxBodyBytes,
 			NoDefaultDate: true, KeepHijackedConns: true,
 			ErrorHandler: func(ctx *fasthttp.RequestCtx, err error) {
 				var small *fasthttp.ErrSmallBuffer
 				if errors.As(err, &small) || strings.Contains(err.Error(), "small read buffer") {
 					ctx.Error("Request Header Fields Too Large", fasthttp.StatusRequestHeaderFieldsTooLarge)
+					return
+				}
+				// A request that did not arrive within ReadTimeout (a
+				// slowloris client): 408, and the connection is closed.
+				var ne net.Error
+				if errors.As(err, &ne) && ne.Timeout() {
+					ctx.Error("Request Timeout", fasthttp.StatusRequestTimeout)
 					return
 				}
 				ctx.Error("Bad Request: "+err.Error(), fasthttp.StatusBadRequest)
@@ -210,6 +227,11 @@ func (s *Server) Shutdown() {
 		v.(*fasthttp.HostClient).CloseIdleConnections()
 		return true
 	})
+}
+
+// OpenConns is the number of client connections open on both listeners.
+func (s *Server) OpenConns() int {
+	return int(s.http.GetOpenConnectionsCount() + s.https.GetOpenConnectionsCount())
 }
 
 // Counters reads the request counters.

@@ -82,6 +82,9 @@ type Config struct {
 	// edgeUpstreamTimeout replaces the edge proxy's upstream timeout;
 	// only this package's tests set it (to see a 504 quickly).
 	edgeUpstreamTimeout time.Duration
+	// edgeReadTimeout and edgeWriteTimeout replace the edge proxy's
+	// client timeouts; only this package's tests set them.
+	edgeReadTimeout, edgeWriteTimeout time.Duration
 }
 
 // Validate reports settings that can never work, before anything starts:
