@@ -463,4 +463,19 @@ func TestEdgeMisbehavingPeers(t *testing.T) {
 	if code, body, _ := get(t, c, "GET", "http://site.p2p/hi", "", nil); code != 200 || body != "hi" {
 		t.Fatalf("after the garbage upstream: %d %s", code, body)
 	}
+
+	// The proxy's counters reach /api/stats (sampled every second): the
+	// 200s above as successful, the 502 as failed.
+	testutil.Eventually(t, 10*time.Second, func() error {
+		var st struct {
+			Requests struct {
+				Proxy struct{ Total, Successful, Failed int64 }
+			}
+		}
+		mustJSON(t, "GET", base+"/api/stats", "", 200, &st)
+		if p := st.Requests.Proxy; p.Failed < 1 || p.Successful < 4 || p.Total != p.Successful+p.Failed {
+			return fmt.Errorf("proxy requests in /api/stats: %+v", p)
+		}
+		return nil
+	})
 }
