@@ -319,11 +319,7 @@ func TestCertEndpoints(t *testing.T) {
 func TestEdgeUpstreamTLSAndTimeout(t *testing.T) {
 	cfg := testConfig(t.TempDir())
 	cfg.edgeUpstreamTimeout = 500 * time.Millisecond
-	n, err := Start(cfg, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(n.Stop)
+	n := startConfig(t, cfg)
 	base := "http://" + n.AdminAddr()
 	stop := make(chan struct{})
 	t.Cleanup(func() { close(stop) })
@@ -364,52 +360,29 @@ func TestEdgeMisbehavingPeers(t *testing.T) {
 	cfg := testConfig(t.TempDir())
 	cfg.edgeReadTimeout = 300 * time.Millisecond
 	cfg.edgeWriteTimeout = 500 * time.Millisecond
-	n, err := Start(cfg, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(n.Stop)
+	n := startConfig(t, cfg)
 	base := "http://" + n.AdminAddr()
 
 	big := strings.Repeat("x", 32<<20) // more than the socket buffers hold
-	back := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	back := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/big" {
 			_, _ = io.WriteString(w, big)
 			return
 		}
 		fmt.Fprint(w, "hi")
-	})}
-	bln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = back.Serve(bln) }()
-	t.Cleanup(func() { back.Close() })
-	_, url := tunnelServerURL(t, n, fmt.Sprintf(`{"name":"back","port":%d}`, bln.Addr().(*net.TCPAddr).Port))
+	}))
+	t.Cleanup(back.Close)
+	_, url := tunnelServerURL(t, n, fmt.Sprintf(`{"name":"back","port":%d}`, back.Listener.Addr().(*net.TCPAddr).Port))
 	mustJSON(t, "POST", base+"/api/add-domain", `{"domain":"site.p2p","hash":"`+url+`"}`, 200, nil)
 
 	// A backend that answers every request with bytes that are not HTTP.
-	gln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { gln.Close() })
-	go func() {
-		for {
-			c, err := gln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				buf := make([]byte, 4096)
-				if _, err := c.Read(buf); err == nil {
-					_, _ = c.Write([]byte("\x00\xff garbage \r\n\x13\x37\r\n\r\n"))
-				}
-			}()
+	gport := serveTCP(t, func(c net.Conn) {
+		buf := make([]byte, 4096)
+		if _, err := c.Read(buf); err == nil {
+			_, _ = c.Write([]byte("\x00\xff garbage \r\n\x13\x37\r\n\r\n"))
 		}
-	}()
-	_, gurl := tunnelServerURL(t, n, fmt.Sprintf(`{"name":"garbage","port":%d}`, gln.Addr().(*net.TCPAddr).Port))
+	})
+	_, gurl := tunnelServerURL(t, n, fmt.Sprintf(`{"name":"garbage","port":%d}`, gport))
 	mustJSON(t, "POST", base+"/api/add-domain", `{"domain":"junk.p2p","hash":"`+gurl+`"}`, 200, nil)
 
 	httpAddr, _ := n.EdgeAddrs()

@@ -27,7 +27,13 @@ func testConfig(dir string) Config {
 // newTestNode starts a node in dir and stops it at cleanup.
 func newTestNode(t testing.TB, dir string) *Node {
 	t.Helper()
-	n, err := Start(testConfig(dir), io.Discard)
+	return startConfig(t, testConfig(dir))
+}
+
+// startConfig starts a node with cfg and stops it when the test ends.
+func startConfig(t testing.TB, cfg Config) *Node {
+	t.Helper()
+	n, err := Start(cfg, io.Discard)
 	if err != nil {
 		t.Fatalf("Start: %v", err)
 	}
