@@ -21,12 +21,23 @@ type accessLine struct {
 // when its buffer is full the line is dropped and counted.
 func (s *Server) logRequest(ctx *fasthttp.RequestCtx, status int, at time.Time, dur time.Duration, upstream string) {
 	l := accessLine{method: string(ctx.Method()), host: string(ctx.Host()), path: string(ctx.Path()),
-		upstream: upstream, status: status, bytes: len(ctx.Response.Body()), dur: dur, at: at}
+		upstream: upstream, status: status, bytes: bodyBytes(&ctx.Response), dur: dur, at: at}
 	select {
 	case s.access <- l:
 	default:
 		s.dropped.Add(1)
 	}
+}
+
+// bodyBytes is the response body's length: what is in memory, or for a
+// body streamed from the upstream the length it declared (-1: chunked,
+// its length is not known before it has passed). Body() would read a
+// streamed body into memory, which is what streaming avoids.
+func bodyBytes(resp *fasthttp.Response) int {
+	if resp.IsBodyStream() {
+		return resp.Header.ContentLength()
+	}
+	return len(resp.Body())
 }
 
 // Access-log batching: the writer waits for a line, then sleeps for

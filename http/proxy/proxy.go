@@ -16,7 +16,14 @@
 // port and without a trailing dot; a request without Host gets 400.
 //
 // Upstream: the Host header is kept, X-Forwarded-For/-Proto/-Host are set,
-// hop-by-hop headers dropped. A claim with ssl: true is spoken to in
+// hop-by-hop headers dropped. Response bodies are streamed to the client
+// as they arrive (a download of any size holds a few buffers, not its
+// length, in memory, and its first byte is not held until its last);
+// request bodies are read whole first, up to MaxBodyBytes (64 MiB,
+// larger is 413). UpstreamTimeout (30 s) is the longest the upstream may
+// stay silent, before its response head (504) or between two reads of
+// its body (the body is cut), as nginx's proxy_read_timeout: a download
+// that keeps flowing is never cut, however long it takes. A claim with ssl: true is spoken to in
 // HTTPS/WSS over the tunnel; its certificate is not verified, because the
 // tunnel already authenticates the server (a stream only reaches the
 // holder of the hash's key). A tunnel that cannot be opened is 502, an
@@ -47,7 +54,8 @@
 // domain's certificate.
 //
 // Access log: one line per request on the httpProxy channel (method,
-// host, path, status, bytes, duration, upstream), handed to a goroutine
+// host, path, status, bytes, duration, upstream; for a streamed body,
+// bytes is the length the upstream declared, -1 when chunked), handed to a goroutine
 // through a buffer of AccessBuffer lines and dropped (counted) when it is
 // full, so logging never blocks a request.
 package proxy

@@ -34,7 +34,11 @@ func (s *Server) client(d *view.Domain) *fasthttp.HostClient {
 		Dial: func(string) (net.Conn, error) {
 			ctx, cancel := ctxFor(10 * time.Second)
 			defer cancel()
-			return s.d.Dialer.Dial(ctx, hash)
+			c, err := s.d.Dialer.Dial(ctx, hash)
+			if err != nil {
+				return nil, err
+			}
+			return &betweenReads{Conn: c, timeout: s.d.UpstreamTimeout}, nil
 		},
 		IsTLS: d.SSL,
 		// The tunnel authenticated the server already (see the package doc).
@@ -47,11 +51,32 @@ func (s *Server) client(d *view.Domain) *fasthttp.HostClient {
 		DisableHeaderNamesNormalizing: true,
 		DisablePathNormalizing:        true,
 		NoDefaultUserAgentHeader:      true,
-		MaxResponseBodySize:           0,
-		StreamResponseBody:            false,
+		// Bodies are streamed to the client as they come (a download of
+		// any size costs the node its buffers, not its length in memory),
+		// and the upstream connection is reused once the body has passed.
+		StreamResponseBody: true,
 	}
 	actual, _ := s.clients.LoadOrStore(key, c)
 	return actual.(*fasthttp.HostClient)
+}
+
+// betweenReads makes the upstream timeout one between two reads, as
+// nginx's proxy_read_timeout, not one for the whole response: fasthttp
+// sets a read deadline once per exchange, which would cut a streamed
+// download that takes longer than UpstreamTimeout however steadily it
+// flows. Each Read moves the deadline UpstreamTimeout past now, so an
+// upstream that sends nothing for that long is still a 504 (or a cut
+// body), and one that keeps sending is never cut.
+type betweenReads struct {
+	net.Conn
+	timeout time.Duration
+}
+
+func (c *betweenReads) Read(b []byte) (int, error) {
+	if err := c.Conn.SetReadDeadline(time.Now().Add(c.timeout)); err != nil {
+		return 0, err
+	}
+	return c.Conn.Read(b)
 }
 
 // forward sends the request to the domain's tunnel server. The client's

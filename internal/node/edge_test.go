@@ -324,6 +324,22 @@ func TestEdgeUpstreamTLSAndTimeout(t *testing.T) {
 	stop := make(chan struct{})
 	t.Cleanup(func() { close(stop) })
 	tlsBack := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/trickle" {
+			// 12 parts 100 ms apart: the whole body takes over twice
+			// the upstream timeout, no gap between reads reaches it.
+			tick := time.NewTicker(100 * time.Millisecond)
+			defer tick.Stop()
+			for i := range 12 {
+				fmt.Fprintf(w, "part %d;", i)
+				w.(http.Flusher).Flush()
+				select {
+				case <-tick.C:
+				case <-r.Context().Done():
+					return
+				}
+			}
+			return
+		}
 		if r.URL.Path == "/slow" {
 			select {
 			case <-stop:
@@ -348,6 +364,10 @@ func TestEdgeUpstreamTLSAndTimeout(t *testing.T) {
 	})
 	if code, body, _ := get(t, c, "GET", "http://secure.p2p/slow", "", nil); code != 504 || !strings.Contains(body, "Gateway Timeout") {
 		t.Fatalf("slow upstream: %d %s", code, body)
+	}
+	// A body that keeps flowing is not cut by the upstream timeout.
+	if code, body, _ := get(t, c, "GET", "http://secure.p2p/trickle", "", nil); code != 200 || !strings.HasSuffix(body, "part 11;") {
+		t.Fatalf("a body longer than the upstream timeout: %d %q", code, body)
 	}
 }
 
@@ -451,4 +471,61 @@ func TestEdgeMisbehavingPeers(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// A response body is streamed to the client as it comes: the client has
+// the first part while the upstream is still holding back the rest (a
+// proxy that buffered whole bodies would send nothing until the end, and
+// would hold a download of any size in memory).
+func TestEdgeStreamsBodies(t *testing.T) {
+	n := newTestNode(t, t.TempDir())
+	base := "http://" + n.AdminAddr()
+	first := strings.Repeat("a", 1<<20)
+	release := make(chan struct{})
+	back := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", fmt.Sprint(2*len(first)))
+		_, _ = io.WriteString(w, first)
+		w.(http.Flusher).Flush()
+		select {
+		case <-release:
+		case <-r.Context().Done():
+			return
+		}
+		_, _ = io.WriteString(w, strings.ToUpper(first))
+	}))
+	t.Cleanup(back.Close)
+	t.Cleanup(func() {
+		select {
+		case <-release:
+		default:
+			close(release)
+		}
+	})
+	_, url := tunnelServerURL(t, n, fmt.Sprintf(`{"name":"back","port":%d}`, back.Listener.Addr().(*net.TCPAddr).Port))
+	mustJSON(t, "POST", base+"/api/add-domain", `{"domain":"dl.p2p","hash":"`+url+`"}`, 200, nil)
+	httpAddr, _ := n.EdgeAddrs()
+
+	var resp *http.Response
+	testutil.Eventually(t, 10*time.Second, func() error {
+		r, err := edgeClient(httpAddr, nil).Get("http://dl.p2p/file")
+		if err != nil {
+			return err
+		}
+		if r.StatusCode != 200 {
+			r.Body.Close()
+			return fmt.Errorf("status %d", r.StatusCode)
+		}
+		resp = r
+		return nil
+	})
+	defer resp.Body.Close()
+	got := make([]byte, len(first))
+	if _, err := io.ReadFull(resp.Body, got); err != nil || string(got) != first {
+		t.Fatalf("the first half did not come while the upstream held the rest: %v", err)
+	}
+	close(release)
+	rest, err := io.ReadAll(resp.Body)
+	if err != nil || string(rest) != strings.ToUpper(first) {
+		t.Fatalf("the second half: %d bytes, %v", len(rest), err)
+	}
 }
