@@ -222,13 +222,17 @@ func TestEdgeProxy(t *testing.T) {
 	}
 
 	// Every request has its access line on B's httpProxy channel (written
-	// in batches off the request path): the proxied one with its
-	// upstream, the 404 with none.
+	// in batches off the request path): a proxied one with its upstream,
+	// the 404 above with none. (Made last, so the polls above cannot push
+	// them out of the tail read here.)
+	if code, _, _ := get(t, plain, "GET", "http://site.p2p/logged", "", nil); code != 200 {
+		t.Fatalf("site.p2p/logged: %d", code)
+	}
 	testutil.Eventually(t, 10*time.Second, func() error {
 		var tail struct{ Lines []string }
-		mustJSON(t, "GET", "http://"+b.AdminAddr()+"/api/logs/httpProxy?lines=500", "", 200, &tail)
+		mustJSON(t, "GET", "http://"+b.AdminAddr()+"/api/logs/httpProxy?lines=50", "", 200, &tail)
 		all := strings.Join(tail.Lines, "\n")
-		for _, want := range []string{"method=GET host=site.p2p path=/hello status=200", "upstream=" + url,
+		for _, want := range []string{"method=GET host=site.p2p path=/logged status=200 bytes=", "upstream=" + url,
 			"host=nobody.p2p path=/ status=404"} {
 			if !strings.Contains(all, want) {
 				return fmt.Errorf("no %q in the access log:\n%s", want, all)
@@ -318,18 +322,19 @@ func TestCertEndpoints(t *testing.T) {
 // an upstream that never answers is a 504.
 func TestEdgeUpstreamTLSAndTimeout(t *testing.T) {
 	cfg := testConfig(t.TempDir())
-	cfg.edgeUpstreamTimeout = 500 * time.Millisecond
+	cfg.edgeUpstreamTimeout = time.Second
 	n := startConfig(t, cfg)
 	base := "http://" + n.AdminAddr()
 	stop := make(chan struct{})
 	t.Cleanup(func() { close(stop) })
 	tlsBack := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/trickle" {
-			// 12 parts 100 ms apart: the whole body takes over twice
-			// the upstream timeout, no gap between reads reaches it.
+			// 25 parts 100 ms apart: the whole body takes 2.5 times
+			// the upstream timeout, and no gap between two reads comes
+			// near it (900 ms to spare for a slow race-detector run).
 			tick := time.NewTicker(100 * time.Millisecond)
 			defer tick.Stop()
-			for i := range 12 {
+			for i := range 25 {
 				fmt.Fprintf(w, "part %d;", i)
 				w.(http.Flusher).Flush()
 				select {
@@ -366,7 +371,7 @@ func TestEdgeUpstreamTLSAndTimeout(t *testing.T) {
 		t.Fatalf("slow upstream: %d %s", code, body)
 	}
 	// A body that keeps flowing is not cut by the upstream timeout.
-	if code, body, _ := get(t, c, "GET", "http://secure.p2p/trickle", "", nil); code != 200 || !strings.HasSuffix(body, "part 11;") {
+	if code, body, _ := get(t, c, "GET", "http://secure.p2p/trickle", "", nil); code != 200 || !strings.HasSuffix(body, "part 24;") {
 		t.Fatalf("a body longer than the upstream timeout: %d %q", code, body)
 	}
 }
