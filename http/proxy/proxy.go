@@ -20,10 +20,7 @@
 // as they arrive (a download of any size holds a few buffers, not its
 // length, in memory, and its first byte is not held until its last);
 // request bodies are read whole first, up to MaxBodyBytes (64 MiB,
-// larger is 413). UpstreamTimeout (30 s) is the longest the upstream may
-// stay silent, before its response head (504) or between two reads of
-// its body (the body is cut), as nginx's proxy_read_timeout: a download
-// that keeps flowing is never cut, however long it takes. A claim with ssl: true is spoken to in
+// larger is 413). A claim with ssl: true is spoken to in
 // HTTPS/WSS over the tunnel; its certificate is not verified, because the
 // tunnel already authenticates the server (a stream only reaches the
 // holder of the hash's key). A tunnel that cannot be opened is 502, an
@@ -39,12 +36,16 @@
 // 64 KiB one (bench/README.md, "Edge proxy"), so it stays off: this is the
 // node's hot path.
 //
-// Timeouts: a client must send its request head within ReadTimeout (10 s:
-// a slowloris client gets 408 and is cut off), an idle keep-alive
-// connection is closed after IdleTimeout (60 s), and a response must be
-// written within WriteTimeout (60 s), so a client that never reads never
-// holds a worker beyond that (each connection has its own goroutine: a
-// stalled one stalls nobody else). Request heads over 16 KiB get 431.
+// Timeouts (timeouts.go): a client must send its request head within
+// ReadTimeout (10 s: a slowloris client gets 408 and is cut off), an idle
+// keep-alive connection is closed after IdleTimeout (60 s), a client that
+// reads nothing of its response for WriteTimeout (60 s) is cut off, and
+// an upstream that sends nothing for UpstreamTimeout (30 s) is a 504
+// before its response head and a cut body after it. The last two are
+// between two operations, as nginx's send_timeout and
+// proxy_read_timeout: a download that keeps flowing is never cut,
+// however long it takes. Each connection has its own goroutine, so a
+// stalled one stalls nobody else. Request heads over 16 KiB get 431.
 //
 // HTTPS: the certificate is the node CA's leaf for the SNI name
 // (internal/certs: issued on first use, then cached). A name that is not
@@ -55,9 +56,9 @@
 //
 // Access log: one line per request on the httpProxy channel (method,
 // host, path, status, bytes, duration, upstream; for a streamed body,
-// bytes is the length the upstream declared, -1 when chunked), handed to a goroutine
-// through a buffer of AccessBuffer lines and dropped (counted) when it is
-// full, so logging never blocks a request.
+// bytes is the length the upstream declared, -1 when chunked), handed to
+// a goroutine through a buffer of AccessBuffer lines and dropped
+// (counted) when it is full, so logging never blocks a request.
 package proxy
 
 import (
@@ -187,15 +188,17 @@ func New(d Deps) *Server {
 // Start listens on both addresses and serves.
 func (s *Server) Start() error {
 	var err error
-	if s.ln, err = net.Listen("tcp", s.d.HTTPAddr); err != nil {
+	ln, err := net.Listen("tcp", s.d.HTTPAddr)
+	if err != nil {
 		return fmt.Errorf("edge http: %w", err)
 	}
+	s.ln = betweenWrites{ln, s.d.WriteTimeout}
 	tl, err := net.Listen("tcp", s.d.HTTPSAddr)
 	if err != nil {
 		s.ln.Close()
 		return fmt.Errorf("edge https: %w", err)
 	}
-	s.tln = tls.NewListener(tl, &tls.Config{GetCertificate: s.certificate, MinVersion: tls.VersionTLS12, NextProtos: []string{"http/1.1"}})
+	s.tln = tls.NewListener(betweenWrites{tl, s.d.WriteTimeout}, &tls.Config{GetCertificate: s.certificate, MinVersion: tls.VersionTLS12, NextProtos: []string{"http/1.1"}})
 	go s.logAccess()
 	for _, p := range []struct {
 		srv *fasthttp.Server

@@ -60,25 +60,6 @@ func (s *Server) client(d *view.Domain) *fasthttp.HostClient {
 	return actual.(*fasthttp.HostClient)
 }
 
-// betweenReads makes the upstream timeout one between two reads, as
-// nginx's proxy_read_timeout, not one for the whole response: fasthttp
-// sets a read deadline once per exchange, which would cut a streamed
-// download that takes longer than UpstreamTimeout however steadily it
-// flows. Each Read moves the deadline UpstreamTimeout past now, so an
-// upstream that sends nothing for that long is still a 504 (or a cut
-// body), and one that keeps sending is never cut.
-type betweenReads struct {
-	net.Conn
-	timeout time.Duration
-}
-
-func (c *betweenReads) Read(b []byte) (int, error) {
-	if err := c.Conn.SetReadDeadline(time.Now().Add(c.timeout)); err != nil {
-		return 0, err
-	}
-	return c.Conn.Read(b)
-}
-
 // forward sends the request to the domain's tunnel server. The client's
 // own request and response objects go upstream and come back (no copy of
 // either: fasthttp's DoTimeout is synchronous, and the server reads

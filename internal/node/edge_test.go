@@ -1,6 +1,7 @@
 package node
 
 import (
+	"bufio"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -390,8 +391,12 @@ func TestEdgeMisbehavingPeers(t *testing.T) {
 
 	big := strings.Repeat("x", 32<<20) // more than the socket buffers hold
 	back := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/big" {
+		switch r.URL.Path {
+		case "/big":
 			_, _ = io.WriteString(w, big)
+			return
+		case "/paced":
+			_, _ = io.WriteString(w, big[:16<<20])
 			return
 		}
 		fmt.Fprint(w, "hi")
@@ -453,6 +458,26 @@ func TestEdgeMisbehavingPeers(t *testing.T) {
 		}
 		return nil
 	})
+
+	// A client that reads slowly but steadily (16 MiB at 5 MiB/s, a
+	// read every 50 ms) gets the whole response: the write timeout is
+	// between two writes, not over the whole response.
+	paced, err := net.Dial("tcp", httpAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer paced.Close()
+	fmt.Fprint(paced, "GET /paced HTTP/1.1\r\nHost: site.p2p\r\n\r\n")
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	_ = paced.SetReadDeadline(time.Now().Add(30 * time.Second))
+	pr, err := http.ReadResponse(bufio.NewReader(&pacedReader{r: paced, tick: tick.C}), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := io.Copy(io.Discard, pr.Body); err != nil || n != 16<<20 {
+		t.Fatalf("a slow, steady reader got %d bytes: %v", n, err)
+	}
 
 	// Garbage from the upstream: 502, and the proxy still serves.
 	if code, body, _ := get(t, c, "GET", "http://junk.p2p/", "", nil); code != 502 || !strings.Contains(body, "Bad Gateway") {
@@ -533,4 +558,22 @@ func TestEdgeStreamsBodies(t *testing.T) {
 	if err != nil || string(rest) != strings.ToUpper(first) {
 		t.Fatalf("the second half: %d bytes, %v", len(rest), err)
 	}
+}
+
+// pacedReader reads at most 256 KiB per tick: a client that reads slowly
+// but steadily.
+type pacedReader struct {
+	r      io.Reader
+	tick   <-chan time.Time
+	budget int
+}
+
+func (p *pacedReader) Read(b []byte) (int, error) {
+	if p.budget == 0 {
+		<-p.tick
+		p.budget = 256 << 10
+	}
+	n, err := p.r.Read(b[:min(len(b), p.budget)])
+	p.budget -= n
+	return n, err
 }
