@@ -425,12 +425,7 @@ func TestEdgeMisbehavingPeers(t *testing.T) {
 	})
 
 	// Slowloris: half a request head, then nothing.
-	slow, err := net.Dial("tcp", httpAddr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer slow.Close()
-	fmt.Fprint(slow, "GET /hi HTTP/1.1\r\nHost: site.p2p\r\nX-Slow: ")
+	slow := sendRaw(t, httpAddr, "GET /hi HTTP/1.1\r\nHost: site.p2p\r\nX-Slow: ")
 	_ = slow.SetReadDeadline(time.Now().Add(10 * time.Second))
 	got, err := io.ReadAll(slow)
 	if err != nil || !strings.HasPrefix(string(got), "HTTP/1.1 408 ") {
@@ -438,21 +433,14 @@ func TestEdgeMisbehavingPeers(t *testing.T) {
 	}
 
 	// A client that asks for 32 MiB and never reads them.
-	stuck, err := net.Dial("tcp", httpAddr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stuck.Close()
-	_ = stuck.(*net.TCPConn).SetReadBuffer(4096)
-	fmt.Fprint(stuck, "GET /big HTTP/1.1\r\nHost: site.p2p\r\n\r\n")
+	sendRaw(t, httpAddr, "GET /big HTTP/1.1\r\nHost: site.p2p\r\n\r\n")
 	testutil.Eventually(t, 10*time.Second, func() error {
 		if code, body, _ := get(t, c, "GET", "http://site.p2p/hi", "", nil); code != 200 || body != "hi" {
 			return fmt.Errorf("beside a stuck client: %d %s", code, body)
 		}
 		// The stuck client's connection goes once the write timeout
-		// passes (the other client's keep-alive connection stays). Its
-		// socket is not drained here: what the kernel still holds for
-		// it trickles through a 4 KiB window with zero-window probes.
+		// passes (the other client's keep-alive connection stays): 32
+		// MiB is more than the two sockets' buffers hold.
 		if open := n.edge.Load().OpenConns(); open > 1 {
 			return fmt.Errorf("%d client connections open, want the stuck one gone", open)
 		}
@@ -462,12 +450,7 @@ func TestEdgeMisbehavingPeers(t *testing.T) {
 	// A client that reads slowly but steadily (16 MiB at 5 MiB/s, a
 	// read every 50 ms) gets the whole response: the write timeout is
 	// between two writes, not over the whole response.
-	paced, err := net.Dial("tcp", httpAddr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer paced.Close()
-	fmt.Fprint(paced, "GET /paced HTTP/1.1\r\nHost: site.p2p\r\n\r\n")
+	paced := sendRaw(t, httpAddr, "GET /paced HTTP/1.1\r\nHost: site.p2p\r\n\r\n")
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	_ = paced.SetReadDeadline(time.Now().Add(30 * time.Second))
@@ -576,4 +559,19 @@ func (p *pacedReader) Read(b []byte) (int, error) {
 	n, err := p.r.Read(b[:min(len(b), p.budget)])
 	p.budget -= n
 	return n, err
+}
+
+// sendRaw opens a TCP connection to addr, writes raw on it and returns
+// it (closed when the test ends).
+func sendRaw(t *testing.T, addr, raw string) net.Conn {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	if _, err := io.WriteString(c, raw); err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
