@@ -38,7 +38,7 @@ func (s *Server) client(d *view.Domain) *fasthttp.HostClient {
 			if err != nil {
 				return nil, err
 			}
-			return &betweenReads{Conn: c, timeout: s.d.UpstreamTimeout}, nil
+			return &movingDeadlines{Conn: c, read: s.d.UpstreamTimeout}, nil
 		},
 		IsTLS: d.SSL,
 		// The tunnel authenticated the server already (see the package doc).
