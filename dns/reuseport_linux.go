@@ -7,7 +7,8 @@ import (
 )
 
 // reusePort sets SO_REUSEPORT so several UDP sockets share one address and
-// the kernel spreads queries over them by flow hash.
+// the kernel spreads queries over them (by CPU once steerByCPU is
+// attached, by flow hash otherwise).
 func reusePort(network, address string, c syscall.RawConn) error {
 	var serr error
 	err := c.Control(func(fd uintptr) {

@@ -389,6 +389,11 @@ func (s *Server) listenOnce() ([]*net.UDPConn, net.Listener, string, error) {
 		conns = append(conns, c)
 		addr = c.LocalAddr().String() // the others join the port the first got
 	}
+	if len(conns) > 1 {
+		if err := steerByCPU(conns[0], len(conns)); err != nil {
+			s.log.Warn("dns: UDP queries spread by flow hash, not by CPU", "err", err)
+		}
+	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		closeAll()
