@@ -21,6 +21,14 @@
 # prints each proxy's own CPU per request (utime+stime of its processes
 # around the run / requests): the figure that moves least with the load
 # of a shared machine.
+# Every process stays in the script's session, nginx too (daemon off),
+# as in the DNS comparison: with autogroup scheduling
+# (kernel.sched_autogroup_enabled, on by default) a session is a
+# scheduling group, and a daemonized nginx would get a CPU share of its
+# own while the other proxies share theirs with wrk. (At fc943be, quiet
+# machine: the nginx proxy read 29.5-30.9k req/s this way, as it did
+# daemonized; a peerdns node given its own session read half its DNS
+# rate, see bench/README.md.)
 # Installs wrk, nginx-light and caddy with apt-get when missing (root).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -68,8 +76,8 @@ http {
   server { listen 127.0.0.1:$NPROXY; location / { proxy_pass http://back; proxy_http_version 1.1; proxy_set_header Connection ""; } }
 }
 CONF
-nginx -c "$TMP/nginx.conf"
-nginx -c "$TMP/nginxp.conf"
+nginx -c "$TMP/nginx.conf" -g 'daemon off;' &
+nginx -c "$TMP/nginxp.conf" -g 'daemon off;' &
 cat > "$TMP/Caddyfile" <<CONF
 {
   admin off
