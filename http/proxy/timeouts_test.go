@@ -1,0 +1,119 @@
+package proxy
+
+import (
+	"errors"
+	"net"
+	"os"
+	"testing"
+	"time"
+)
+
+// countingConn counts the deadlines set on a real TCP connection.
+type countingConn struct {
+	net.Conn
+	reads, writes int
+}
+
+func (c *countingConn) SetReadDeadline(t time.Time) error {
+	c.reads++
+	return c.Conn.SetReadDeadline(t)
+}
+
+func (c *countingConn) SetWriteDeadline(t time.Time) error {
+	c.writes++
+	return c.Conn.SetWriteDeadline(t)
+}
+
+func tcpPair(t *testing.T) (client, server net.Conn) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	client, err = net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	server, err = ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { client.Close(); server.Close() })
+	return client, server
+}
+
+// TestMovingDeadlinesSetOncePerEighth: a burst of reads and writes moves
+// each deadline once, and a deadline set from outside (as fasthttp sets
+// one at each request) is not moved again by the next operation.
+func TestMovingDeadlinesSetOncePerEighth(t *testing.T) {
+	a, b := tcpPair(t)
+	cc := &countingConn{Conn: a}
+	c := &movingDeadlines{Conn: cc, read: time.Minute, write: time.Minute}
+	buf := make([]byte, 1)
+	for i := 0; i < 100; i++ {
+		if _, err := c.Write([]byte{byte(i)}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.Write([]byte{byte(i)}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Read(buf); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if cc.reads != 1 || cc.writes != 1 {
+		t.Fatalf("100 reads and writes set %d read and %d write deadlines, want 1 each", cc.reads, cc.writes)
+	}
+	if err := c.SetWriteDeadline(time.Now().Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Write([]byte{1}); err != nil {
+		t.Fatal(err)
+	}
+	if cc.writes != 2 {
+		t.Fatalf("a write after a fresh outside deadline set %d more", cc.writes-2)
+	}
+	// A cleared deadline (zero time) is moved again at the next write.
+	if err := c.SetWriteDeadline(time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Write([]byte{1}); err != nil {
+		t.Fatal(err)
+	}
+	if cc.writes != 4 {
+		t.Fatalf("a write after a cleared deadline: %d write deadlines set, want 4", cc.writes)
+	}
+}
+
+// TestMovingDeadlinesCutSilence: a peer that sends a byte every tenth of
+// the timeout is never cut, one that then goes silent is, after between
+// 7/8 of the timeout and the whole of it.
+func TestMovingDeadlinesCutSilence(t *testing.T) {
+	const timeout = 400 * time.Millisecond
+	a, b := tcpPair(t)
+	c := &movingDeadlines{Conn: a, read: timeout}
+	go func() {
+		for i := 0; i < 30; i++ { // 1.2 s, three timeouts
+			if _, err := b.Write([]byte{1}); err != nil {
+				return
+			}
+			time.Sleep(timeout / 10) // the peer's pace, not a wait for a result
+		}
+	}()
+	buf := make([]byte, 1)
+	for i := 0; i < 30; i++ {
+		if _, err := c.Read(buf); err != nil {
+			t.Fatalf("read %d of a steady peer: %v", i, err)
+		}
+	}
+	start := time.Now()
+	_, err := c.Read(buf)
+	took := time.Since(start)
+	if !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("a silent peer: %v, want a deadline error", err)
+	}
+	if took < timeout*7/8-timeout/10 {
+		t.Fatalf("a silent peer was cut after %v, before 7/8 of %v", took, timeout)
+	}
+}
