@@ -87,10 +87,12 @@ func TestMovingDeadlinesSetOncePerEighth(t *testing.T) {
 }
 
 // TestMovingDeadlinesCutSilence: a peer that sends a byte every tenth of
-// the timeout is never cut over more than two timeouts, one that then goes silent is, after between
-// 7/8 of the timeout and the whole of it.
+// the timeout is never cut over more than two timeouts; one that then
+// goes silent is, after between 7/8 of the timeout and the whole of it.
+// A second, as a loaded CI machine under -race can stall a goroutine for
+// a good part of a shorter one.
 func TestMovingDeadlinesCutSilence(t *testing.T) {
-	const timeout = time.Second // a loaded CI machine under -race may stall a goroutine for a good part of it
+	const timeout = time.Second
 	a, b := tcpPair(t)
 	c := &movingDeadlines{Conn: a, read: timeout}
 	go func() {
