@@ -13,7 +13,25 @@ var appGroups = []struct {
 	patterns []string
 }{
 	{"netdata", []string{"netdata"}},
+	// Netdata's own plugins, each a group of its own as in its
+	// apps_groups.conf (a host running Netdata beside the agent shows
+	// them; comm is the plugin's file name, shell and Python plugins
+	// included, cut at 15 characters).
 	{"apps.plugin", []string{"apps.plugin"}},
+	{"freeipmi.plugin", []string{"freeipmi.plugin"}},
+	{"nfacct.plugin", []string{"nfacct.plugin"}},
+	{"cups.plugin", []string{"cups.plugin"}},
+	{"xenstat.plugin", []string{"xenstat.plugin"}},
+	{"perf.plugin", []string{"perf.plugin"}},
+	{"charts.d.plugin", []string{"charts.d.plugin"}},
+	{"python.d.plugin", []string{"python.d.plugin"}},
+	{"tc-qos-helper", []string{"tc-qos-helper*"}},
+	{"go.d.plugin", []string{"go.d.plugin"}},
+	{"slabinfo.plugin", []string{"slabinfo.plugin"}},
+	{"ebpf.plugin", []string{"ebpf.plugin"}},
+	{"debugfs.plugin", []string{"debugfs.plugin"}},
+	{"fping", []string{"fping"}},
+	{"ioping", []string{"ioping"}},
 	{"peerdns", []string{"peerdns", "peerdns-agent"}},
 	{"system", []string{"systemd", "systemd-*", "init", "udevd", "dbus-daemon", "dbus-broker*", "polkitd", "udisksd",
 		"upowerd", "accounts-daemon", "rsyslogd", "syslog-ng", "auditd", "irqbalance", "thermald", "smartd", "acpid", "agetty",

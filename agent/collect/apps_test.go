@@ -48,6 +48,8 @@ func TestAppGroup(t *testing.T) {
 		{"sshd", false, "ssh"}, {"systemd-journal", false, "system"}, {"kworker/0:1", true, "kernel"},
 		{"collect.test", false, "go"}, {"python3.11", false, "python"}, {"mystery", false, "other"},
 		{"chrome_crashpad", false, "browsers"},
+		{"python.d.plugin", false, "python.d.plugin"}, {"tc-qos-helper.s", false, "tc-qos-helper"},
+		{"cups.plugin", false, "cups.plugin"}, {"python3", false, "python"},
 	}
 	for _, tt := range tests {
 		if got := appGroup(tt.comm, tt.kernel); got != tt.want {
@@ -69,4 +71,23 @@ func FuzzProcFiles(f *testing.F) {
 		StatusKiB(b, "VmSwap:")
 		ioCounters(b)
 	})
+}
+
+// TestAppGroupsCoverReference: every application group Netdata charted on
+// the reference host (the dimensions of its apps.cpu) is one this table
+// can make.
+func TestAppGroupsCoverReference(t *testing.T) {
+	ref, ok := loadRef(t)["apps.cpu"]
+	if !ok {
+		t.Fatal("no apps.cpu in the reference")
+	}
+	ours := map[string]bool{"kernel": true, "other": true}
+	for _, g := range appGroups {
+		ours[g.group] = true
+	}
+	for _, d := range ref.Dimensions {
+		if !ours[d[1]] {
+			t.Errorf("Netdata's group %q is not one of ours", d[1])
+		}
+	}
 }
