@@ -20,7 +20,12 @@
 // as they arrive (a download of any size holds a few buffers, not its
 // length, in memory, and its first byte is not held until its last);
 // request bodies are read whole first, up to MaxBodyBytes (64 MiB,
-// larger is 413). A claim with ssl: true is spoken to in
+// larger is 413), and those of 1 MiB or more share a budget of
+// BodyBudget (256 MiB) taken when their head arrives: past it a request
+// is 503 with Retry-After: 1 before its body is allocated
+// (bodybudget.go). A body must arrive within ReadTimeout plus its length
+// at MinBodyRate (64 KiB/s), counted from its head. Streaming request
+// bodies is the change that would lift both limits. A claim with ssl: true is spoken to in
 // HTTPS/WSS over the tunnel; its certificate is not verified, because the
 // tunnel already authenticates the server (a stream only reaches the
 // holder of the hash's key). A tunnel that cannot be opened is 502, an
@@ -115,6 +120,9 @@ type Deps struct {
 	// ReadTimeout and WriteTimeout replace the defaults above when set
 	// (the node's tests shorten them).
 	ReadTimeout, WriteTimeout time.Duration
+	// BodyBudget replaces the default request-body budget
+	// (bodybudget.go) when set.
+	BodyBudget int64
 }
 
 // Counters are the proxy's request counters (the stats' requests).
@@ -138,6 +146,7 @@ type Server struct {
 	total, ok, failed, millis, dropped atomic.Int64
 	access                             chan accessLine
 	accessDone                         chan struct{}
+	budget                             *bodyBudget
 }
 
 // New builds the proxy; Start listens.
@@ -158,13 +167,26 @@ func New(d Deps) *Server {
 		d.Access = slog.New(slog.DiscardHandler)
 	}
 	d.AdminDomain = strings.ToLower(d.AdminDomain)
-	s := &Server{d: d, access: make(chan accessLine, AccessBuffer), accessDone: make(chan struct{})}
+	if d.BodyBudget <= 0 {
+		d.BodyBudget = BodyBudget
+	}
+	s := &Server{d: d, access: make(chan accessLine, AccessBuffer), accessDone: make(chan struct{}),
+		budget: newBodyBudget(d.BodyBudget, 2*d.ReadTimeout)}
 	mk := func() *fasthttp.Server {
 		return &fasthttp.Server{
 			Handler: s.serve, Name: "peerdns", ReadTimeout: d.ReadTimeout, WriteTimeout: d.WriteTimeout,
 			IdleTimeout: IdleTimeout, ReadBufferSize: MaxHeaderBytes, MaxRequestBodySize: MaxBodyBytes,
-			NoDefaultDate: true, KeepHijackedConns: true,
+			NoDefaultDate: true, KeepHijackedConns: true, HeaderReceived: s.headerReceived,
 			ErrorHandler: func(ctx *fasthttp.RequestCtx, err error) {
+				if s.budget.give(&ctx.Request.Header) {
+					ctx.Error("Service Unavailable: too many large request bodies in flight, retry", fasthttp.StatusServiceUnavailable)
+					ctx.Response.Header.Set("Retry-After", "1")
+					return
+				}
+				if errors.Is(err, fasthttp.ErrBodyTooLarge) {
+					ctx.Error("Content Too Large", fasthttp.StatusRequestEntityTooLarge)
+					return
+				}
 				var small *fasthttp.ErrSmallBuffer
 				if errors.As(err, &small) || strings.Contains(err.Error(), "small read buffer") {
 					ctx.Error("Request Header Fields Too Large", fasthttp.StatusRequestHeaderFieldsTooLarge)
@@ -266,6 +288,9 @@ func hostOf(raw string) string {
 
 // serve routes one request.
 func (s *Server) serve(ctx *fasthttp.RequestCtx) {
+	if ctx.Request.Header.ContentLength() >= BigBody {
+		defer s.budget.give(&ctx.Request.Header)
+	}
 	start := time.Now()
 	upstream := ""
 	defer func() {
