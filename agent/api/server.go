@@ -3,7 +3,6 @@ package api
 import (
 	"bytes"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net"
 	"strings"
@@ -178,15 +177,9 @@ func New(o Options) (*Server, error) {
 		NoDefaultContentType:          true,
 		CloseOnShutdown:               true,
 		DisableHeaderNamesNormalizing: false,
-		Logger:                        fasthttpLogger{o.Log},
+		Logger:                        httpx.Logger{L: o.Log},
 	}
 	return s, nil
-}
-
-type fasthttpLogger struct{ l *slog.Logger }
-
-func (f fasthttpLogger) Printf(format string, args ...any) {
-	f.l.Debug("fasthttp", "msg", fmt.Sprintf(format, args...))
 }
 
 // Serve answers requests on ln until Shutdown. After Shutdown it returns

@@ -115,6 +115,7 @@ func New(d Deps) *Server {
 	s.srv = &fasthttp.Server{
 		Handler:            s.counted(s.guarded(d.Addr, true)),
 		Name:               "peerdns",
+		Logger:             httpx.Logger{L: d.Log},
 		ReadTimeout:        readTimeout,
 		WriteTimeout:       writeTimeout,
 		MaxRequestBodySize: maxBody,

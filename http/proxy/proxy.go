@@ -84,6 +84,7 @@ import (
 
 	"peerdns/actors/plugin"
 	"peerdns/actors/tunnel"
+	"peerdns/http/httpx"
 	"peerdns/http/pluginweb"
 	"peerdns/internal/certs"
 	"peerdns/internal/view"
@@ -176,7 +177,7 @@ func New(d Deps) *Server {
 		return &fasthttp.Server{
 			Handler: s.serve, Name: "peerdns", ReadTimeout: d.ReadTimeout, WriteTimeout: d.WriteTimeout,
 			IdleTimeout: IdleTimeout, ReadBufferSize: MaxHeaderBytes, MaxRequestBodySize: MaxBodyBytes,
-			NoDefaultDate: true, KeepHijackedConns: true, HeaderReceived: s.headerReceived,
+			NoDefaultDate: true, KeepHijackedConns: true, HeaderReceived: s.headerReceived, Logger: httpx.Logger{L: d.Log},
 			ErrorHandler: func(ctx *fasthttp.RequestCtx, err error) {
 				if s.budget.give(&ctx.Request.Header) {
 					ctx.Error("Service Unavailable: too many large request bodies in flight, retry", fasthttp.StatusServiceUnavailable)
