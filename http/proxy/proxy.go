@@ -178,6 +178,9 @@ func New(d Deps) *Server {
 			Handler: s.serve, Name: "peerdns", ReadTimeout: d.ReadTimeout, WriteTimeout: d.WriteTimeout,
 			IdleTimeout: IdleTimeout, ReadBufferSize: MaxHeaderBytes, MaxRequestBodySize: MaxBodyBytes,
 			NoDefaultDate: true, KeepHijackedConns: true, HeaderReceived: s.headerReceived, Logger: httpx.Logger{L: d.Log},
+			// Bodies are forwarded as they came: a pre-parsed multipart form
+			// would be re-encoded (TestEdgePassesMultipartBodies).
+			DisablePreParseMultipartForm: true,
 			ErrorHandler: func(ctx *fasthttp.RequestCtx, err error) {
 				if s.budget.give(&ctx.Request.Header) {
 					ctx.Error("Service Unavailable: too many large request bodies in flight, retry", fasthttp.StatusServiceUnavailable)
