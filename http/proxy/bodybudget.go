@@ -58,24 +58,25 @@ func newBodyBudget(total int64, stale time.Duration) *bodyBudget {
 // headerReceived is fasthttp's HeaderReceived hook: the budget, and the
 // time a body may take.
 func (s *Server) headerReceived(h *fasthttp.RequestHeader) fasthttp.RequestConfig {
-	cfg := s.budget.take(h)
-	if cfg.MaxRequestBodySize > 0 {
-		return cfg // refused: nothing more is read
+	n := h.ContentLength()
+	if !s.budget.take(h, int64(n)) {
+		// fasthttp stops at the declared length, before allocating.
+		return fasthttp.RequestConfig{MaxRequestBodySize: 1}
 	}
-	switch n := h.ContentLength(); {
+	switch {
 	case n > 0 && n <= MaxBodyBytes:
-		cfg.ReadTimeout = s.d.ReadTimeout + time.Duration(n)*time.Second/MinBodyRate
+		return fasthttp.RequestConfig{ReadTimeout: s.d.ReadTimeout + time.Duration(n)*time.Second/MinBodyRate}
 	case n == -1: // chunked
-		cfg.ReadTimeout = s.d.ReadTimeout + MaxBodyBytes*time.Second/MinBodyRate
+		return fasthttp.RequestConfig{ReadTimeout: s.d.ReadTimeout + MaxBodyBytes*time.Second/MinBodyRate}
 	}
-	return cfg
+	return fasthttp.RequestConfig{}
 }
 
-// take reserves a large body's declared length.
-func (b *bodyBudget) take(h *fasthttp.RequestHeader) fasthttp.RequestConfig {
-	n := int64(h.ContentLength())
+// take reserves a large body's declared length n for the request of h;
+// false: it does not fit (the refusal is remembered for give).
+func (b *bodyBudget) take(h *fasthttp.RequestHeader, n int64) bool {
 	if n < BigBody || n > MaxBodyBytes {
-		return fasthttp.RequestConfig{} // small, chunked, or a 413 anyway
+		return true // small, chunked, or a 413 anyway
 	}
 	now := time.Now()
 	b.mu.Lock()
@@ -95,12 +96,11 @@ func (b *bodyBudget) take(h *fasthttp.RequestHeader) fasthttp.RequestConfig {
 	if b.left < n {
 		b.held[h] = hold{at: now}
 		b.refused++
-		// fasthttp stops at the declared length, before allocating.
-		return fasthttp.RequestConfig{MaxRequestBodySize: 1}
+		return false
 	}
 	b.left -= n
 	b.held[h] = hold{n: n, at: now}
-	return fasthttp.RequestConfig{}
+	return true
 }
 
 // give hands back what the request of h holds and reports whether it was

@@ -86,7 +86,7 @@ func TestBodyBudget(t *testing.T) {
 	if st, _ := status(e); st != http.StatusRequestEntityTooLarge {
 		t.Fatalf("over the maximum: %d, want 413", st)
 	}
-	if _, refused := s.budget.stats(); refused != 1 {
+	if refused := s.Counters().BodyRefused; refused != 1 {
 		t.Fatalf("%d refused, want 1", refused)
 	}
 	// Small bodies never touch the budget.

@@ -25,8 +25,8 @@
 // is 503 with Retry-After: 1 before its body is allocated
 // (bodybudget.go). A body must arrive within ReadTimeout plus its length
 // at MinBodyRate (64 KiB/s), counted from its head. Streaming request
-// bodies is the change that would lift both limits. A claim with ssl: true is spoken to in
-// HTTPS/WSS over the tunnel; its certificate is not verified, because the
+// bodies is the change that would lift both limits. A claim with ssl:
+// true is spoken to in HTTPS/WSS over the tunnel; its certificate is not verified, because the
 // tunnel already authenticates the server (a stream only reaches the
 // holder of the hash's key). A tunnel that cannot be opened is 502, an
 // upstream that does not answer within UpstreamTimeout is 504, each with
@@ -131,6 +131,7 @@ type Counters struct {
 	Total, Successful, Failed int64
 	TotalMillis               int64 // summed response time
 	AccessDropped             int64 // access-log lines dropped (buffer full)
+	BodyRefused               int64 // 503s: a large body did not fit the budget
 }
 
 // Server is the edge proxy.
@@ -273,8 +274,9 @@ func (s *Server) OpenConns() int {
 
 // Counters reads the request counters.
 func (s *Server) Counters() Counters {
+	_, refused := s.budget.stats()
 	return Counters{Total: s.total.Load(), Successful: s.ok.Load(), Failed: s.failed.Load(),
-		TotalMillis: s.millis.Load(), AccessDropped: s.dropped.Load()}
+		TotalMillis: s.millis.Load(), AccessDropped: s.dropped.Load(), BodyRefused: refused}
 }
 
 // hostOf is the request's host: lower case, no port, no trailing dot.

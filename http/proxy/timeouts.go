@@ -31,62 +31,66 @@ import (
 // request) is remembered, so the next operation does not move it again.
 type movingDeadlines struct {
 	net.Conn
-	read, write time.Duration // 0: that side keeps fasthttp's deadline
-	// The deadlines in force, Unix nanoseconds (0: none known). Atomic:
-	// a hijacked connection is read and written from two goroutines.
-	readUntil, writeUntil atomic.Int64
+	rd, wr deadline
 }
 
-// due reports whether the deadline in force (Unix ns, 0 for none known)
-// should move to now+d, and now+d.
-func due(until *atomic.Int64, d time.Duration) (time.Time, bool) {
-	t := time.Now().Add(d)
-	u := until.Load()
-	return t, u == 0 || t.UnixNano()-u > int64(d/8)
+// deadline is one side's moving deadline. Atomic: a hijacked connection
+// is read and written from two goroutines.
+type deadline struct {
+	every time.Duration // 0: this side keeps fasthttp's deadline
+	until atomic.Int64  // the deadline in force, Unix ns (0: none known)
 }
 
-func unixNano(t time.Time) int64 {
-	if t.IsZero() {
-		return 0
+// due reports whether the deadline should move, and where to.
+func (d *deadline) due() (time.Time, bool) {
+	if d.every <= 0 {
+		return time.Time{}, false
 	}
-	return t.UnixNano()
+	t := time.Now().Add(d.every)
+	u := d.until.Load()
+	return t, u == 0 || t.UnixNano()-u > int64(d.every/8)
+}
+
+// set records a deadline just set on the connection.
+func (d *deadline) set(t time.Time) {
+	if t.IsZero() {
+		d.until.Store(0)
+		return
+	}
+	d.until.Store(t.UnixNano())
 }
 
 func (c *movingDeadlines) Read(b []byte) (int, error) {
-	if c.read > 0 {
-		if t, ok := due(&c.readUntil, c.read); ok {
-			if err := c.SetReadDeadline(t); err != nil {
-				return 0, err
-			}
+	if t, ok := c.rd.due(); ok {
+		if err := c.SetReadDeadline(t); err != nil {
+			return 0, err
 		}
 	}
 	return c.Conn.Read(b)
 }
 
 func (c *movingDeadlines) Write(b []byte) (int, error) {
-	if c.write > 0 {
-		if t, ok := due(&c.writeUntil, c.write); ok {
-			if err := c.SetWriteDeadline(t); err != nil {
-				return 0, err
-			}
+	if t, ok := c.wr.due(); ok {
+		if err := c.SetWriteDeadline(t); err != nil {
+			return 0, err
 		}
 	}
 	return c.Conn.Write(b)
 }
 
 func (c *movingDeadlines) SetReadDeadline(t time.Time) error {
-	c.readUntil.Store(unixNano(t))
+	c.rd.set(t)
 	return c.Conn.SetReadDeadline(t)
 }
 
 func (c *movingDeadlines) SetWriteDeadline(t time.Time) error {
-	c.writeUntil.Store(unixNano(t))
+	c.wr.set(t)
 	return c.Conn.SetWriteDeadline(t)
 }
 
 func (c *movingDeadlines) SetDeadline(t time.Time) error {
-	c.readUntil.Store(unixNano(t))
-	c.writeUntil.Store(unixNano(t))
+	c.rd.set(t)
+	c.wr.set(t)
 	return c.Conn.SetDeadline(t)
 }
 
@@ -119,5 +123,7 @@ func (l betweenWrites) Accept() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &movingDeadlines{Conn: c, write: l.timeout}, nil
+	mc := &movingDeadlines{Conn: c}
+	mc.wr.every = l.timeout
+	return mc, nil
 }

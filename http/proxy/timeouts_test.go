@@ -49,7 +49,8 @@ func tcpPair(t *testing.T) (client, server net.Conn) {
 func TestMovingDeadlinesSetOncePerEighth(t *testing.T) {
 	a, b := tcpPair(t)
 	cc := &countingConn{Conn: a}
-	c := &movingDeadlines{Conn: cc, read: time.Minute, write: time.Minute}
+	c := &movingDeadlines{Conn: cc}
+	c.rd.every, c.wr.every = time.Minute, time.Minute
 	buf := make([]byte, 1)
 	for i := 0; i < 100; i++ {
 		if _, err := c.Write([]byte{byte(i)}); err != nil {
@@ -94,7 +95,8 @@ func TestMovingDeadlinesSetOncePerEighth(t *testing.T) {
 func TestMovingDeadlinesCutSilence(t *testing.T) {
 	const timeout = time.Second
 	a, b := tcpPair(t)
-	c := &movingDeadlines{Conn: a, read: timeout}
+	c := &movingDeadlines{Conn: a}
+	c.rd.every = timeout
 	go func() {
 		for i := 0; i < 25; i++ { // 2.5 s, more than two timeouts
 			if _, err := b.Write([]byte{1}); err != nil {

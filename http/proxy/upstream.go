@@ -38,7 +38,9 @@ func (s *Server) client(d *view.Domain) *fasthttp.HostClient {
 			if err != nil {
 				return nil, err
 			}
-			return &movingDeadlines{Conn: c, read: s.d.UpstreamTimeout}, nil
+			mc := &movingDeadlines{Conn: c}
+			mc.rd.every = s.d.UpstreamTimeout
+			return mc, nil
 		},
 		IsTLS: d.SSL,
 		// The tunnel authenticated the server already (see the package doc).

@@ -144,7 +144,7 @@ func (s *sampler) build(now time.Time) map[string]any {
 	if p := n.edge.Load(); p != nil {
 		c := p.Counters()
 		total, ok, failed, millis = total+c.Total, ok+c.Successful, failed+c.Failed, millis+c.TotalMillis
-		proxyReq = map[string]int64{"total": c.Total, "successful": c.Successful, "failed": c.Failed, "accessLogDropped": c.AccessDropped}
+		proxyReq = map[string]int64{"total": c.Total, "successful": c.Successful, "failed": c.Failed, "accessLogDropped": c.AccessDropped, "bodyBudgetRefused": c.BodyRefused}
 	}
 	rate, avg := 100.0, 0.0
 	if total > 0 {
