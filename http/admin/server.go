@@ -96,7 +96,7 @@ type Server struct {
 const (
 	readTimeout  = 10 * time.Second
 	writeTimeout = 15 * time.Second
-	maxBody      = 4 << 20
+	MaxBody      = 4 << 20 // the largest request body (also through the edge proxy)
 )
 
 // New builds the server and its routes.
@@ -118,7 +118,7 @@ func New(d Deps) *Server {
 		Logger:             httpx.Logger{L: d.Log},
 		ReadTimeout:        readTimeout,
 		WriteTimeout:       writeTimeout,
-		MaxRequestBodySize: maxBody,
+		MaxRequestBodySize: MaxBody,
 		NoDefaultDate:      true,
 		// The WebSocket hub closes a dropped client's connection itself;
 		// without this fasthttp turns Close on a hijacked conn into a no-op.

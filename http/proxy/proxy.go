@@ -18,15 +18,11 @@
 // Upstream: the Host header is kept, X-Forwarded-For/-Proto/-Host are set,
 // hop-by-hop headers dropped. Response bodies are streamed to the client
 // as they arrive (a download of any size holds a few buffers, not its
-// length, in memory, and its first byte is not held until its last);
-// request bodies are read whole first, up to MaxBodyBytes (64 MiB,
-// larger is 413), and those of 1 MiB or more share a budget of
-// BodyBudget (256 MiB) taken when their head arrives: past it a request
-// is 503 with Retry-After: 1 before its body is allocated
-// (bodybudget.go). A body must arrive within ReadTimeout plus its length
-// at MinBodyRate (64 KiB/s), counted from its head. Streaming request
-// bodies is the change that would lift both limits. A claim with ssl:
-// true is spoken to in HTTPS/WSS over the tunnel; its certificate is not verified, because the
+// length, in memory, and its first byte is not held until its last), and
+// so are request bodies, of any size, with ReadTimeout between two reads
+// (body.go; the admin API and plugins get theirs whole, within their
+// limits and a shared budget). A claim with ssl: true is spoken to in
+// HTTPS/WSS over the tunnel; its certificate is not verified, because the
 // tunnel already authenticates the server (a stream only reaches the
 // holder of the hash's key). A tunnel that cannot be opened is 502, an
 // upstream that does not answer within UpstreamTimeout is 504, each with
@@ -84,6 +80,7 @@ import (
 
 	"peerdns/actors/plugin"
 	"peerdns/actors/tunnel"
+	"peerdns/http/admin"
 	"peerdns/http/httpx"
 	"peerdns/http/pluginweb"
 	"peerdns/internal/certs"
@@ -98,7 +95,6 @@ const (
 	IdleTimeout     = 60 * time.Second
 	UpstreamTimeout = 30 * time.Second
 	MaxHeaderBytes  = 16 << 10
-	MaxBodyBytes    = 64 << 20
 	AccessBuffer    = 4096
 )
 
@@ -173,25 +169,17 @@ func New(d Deps) *Server {
 		d.BodyBudget = BodyBudget
 	}
 	s := &Server{d: d, access: make(chan accessLine, AccessBuffer), accessDone: make(chan struct{}),
-		budget: newBodyBudget(d.BodyBudget, 2*d.ReadTimeout)}
+		budget: newBodyBudget(d.BodyBudget)}
 	mk := func() *fasthttp.Server {
 		return &fasthttp.Server{
 			Handler: s.serve, Name: "peerdns", ReadTimeout: d.ReadTimeout, WriteTimeout: d.WriteTimeout,
-			IdleTimeout: IdleTimeout, ReadBufferSize: MaxHeaderBytes, MaxRequestBodySize: MaxBodyBytes,
-			NoDefaultDate: true, KeepHijackedConns: true, HeaderReceived: s.headerReceived, Logger: httpx.Logger{L: d.Log},
-			// Bodies are forwarded as they came: a pre-parsed multipart form
-			// would be re-encoded (TestEdgePassesMultipartBodies).
-			DisablePreParseMultipartForm: true,
+			IdleTimeout: IdleTimeout, ReadBufferSize: MaxHeaderBytes,
+			NoDefaultDate: true, KeepHijackedConns: true, Logger: httpx.Logger{L: d.Log},
+			// Bodies are streamed (body.go), and forwarded as they came: a
+			// pre-parsed multipart form would be re-encoded
+			// (TestEdgePassesMultipartBodies).
+			StreamRequestBody: true, DisablePreParseMultipartForm: true,
 			ErrorHandler: func(ctx *fasthttp.RequestCtx, err error) {
-				if s.budget.give(&ctx.Request.Header) {
-					ctx.Error("Service Unavailable: too many large request bodies in flight, retry", fasthttp.StatusServiceUnavailable)
-					ctx.Response.Header.Set("Retry-After", "1")
-					return
-				}
-				if errors.Is(err, fasthttp.ErrBodyTooLarge) {
-					ctx.Error("Content Too Large", fasthttp.StatusRequestEntityTooLarge)
-					return
-				}
 				var small *fasthttp.ErrSmallBuffer
 				if errors.As(err, &small) || strings.Contains(err.Error(), "small read buffer") {
 					ctx.Error("Request Header Fields Too Large", fasthttp.StatusRequestHeaderFieldsTooLarge)
@@ -294,9 +282,6 @@ func hostOf(raw string) string {
 
 // serve routes one request.
 func (s *Server) serve(ctx *fasthttp.RequestCtx) {
-	if ctx.Request.Header.ContentLength() >= BigBody {
-		defer s.budget.give(&ctx.Request.Header)
-	}
 	start := time.Now()
 	upstream := ""
 	defer func() {
@@ -311,6 +296,11 @@ func (s *Server) serve(ctx *fasthttp.RequestCtx) {
 			s.ok.Add(1)
 		}
 		s.logRequest(ctx, st, end, el, upstream)
+		if !inMemory(&ctx.Request) {
+			// A body nobody read (no such host, no Host): what is
+			// left of it cannot be told from a next request.
+			ctx.SetConnectionClose()
+		}
 	}()
 	raw := string(ctx.Host())
 	if raw == "" {
@@ -321,12 +311,22 @@ func (s *Server) serve(ctx *fasthttp.RequestCtx) {
 	switch {
 	case host == s.d.AdminDomain && s.d.Admin != nil:
 		upstream = "admin"
+		held, ok := s.wholeBody(ctx, admin.MaxBody)
+		if !ok {
+			return
+		}
+		defer s.budget.give(held)
 		s.d.Admin(ctx)
 		return
 	}
 	if s.d.Plugins != nil {
 		if rt := s.d.Plugins.Lookup(host); rt != nil {
 			upstream = "plugin:" + host
+			held, ok := s.wholeBody(ctx, pluginweb.MaxBody)
+			if !ok {
+				return
+			}
+			defer s.budget.give(held)
 			s.d.PluginWeb.Serve(ctx, rt)
 			return
 		}

@@ -15,13 +15,15 @@ import (
 // past now at each operation, so a peer that makes no progress for the
 // timeout is still cut, and one that keeps going never is.
 //
-// Upstream connections move their read deadline (UpstreamTimeout: an
-// upstream silent that long before its response head is a 504, in the
-// middle of a body the body is cut); client connections move their write
+// Upstream connections move both deadlines (UpstreamTimeout: an upstream
+// silent that long before its response head is a 504, in the middle of a
+// body the body is cut; one that takes nothing of a streamed request body
+// for that long is a 504 too); client connections move their write
 // deadline (WriteTimeout: a client that reads nothing for that long is
-// cut, a slow one that keeps reading is not). A client's read side keeps
-// fasthttp's per-request ReadTimeout: a request head must arrive whole
-// within it, whatever its pace.
+// cut, a slow one that keeps reading is not), and their read deadline
+// only while a request body is read (body.go). Otherwise a client's read
+// side keeps fasthttp's per-request ReadTimeout: a request head must
+// arrive whole within it, whatever its pace.
 //
 // A deadline is moved only once it is an eighth of its timeout behind
 // (so a peer is cut after between 7/8 of the timeout and the whole of
@@ -32,23 +34,28 @@ import (
 type movingDeadlines struct {
 	net.Conn
 	rd, wr deadline
+	// readErr is the last read error while the read deadline moves
+	// (a request body is read: body.go); only the serving goroutine
+	// reads a connection then.
+	readErr error
 }
 
 // deadline is one side's moving deadline. Atomic: a hijacked connection
 // is read and written from two goroutines.
 type deadline struct {
-	every time.Duration // 0: this side keeps fasthttp's deadline
-	until atomic.Int64  // the deadline in force, Unix ns (0: none known)
+	every atomic.Int64 // a time.Duration; 0: this side keeps fasthttp's deadline
+	until atomic.Int64 // the deadline in force, Unix ns (0: none known)
 }
 
 // due reports whether the deadline should move, and where to.
 func (d *deadline) due() (time.Time, bool) {
-	if d.every <= 0 {
+	every := time.Duration(d.every.Load())
+	if every <= 0 {
 		return time.Time{}, false
 	}
-	t := time.Now().Add(d.every)
+	t := time.Now().Add(every)
 	u := d.until.Load()
-	return t, u == 0 || t.UnixNano()-u > int64(d.every/8)
+	return t, u == 0 || t.UnixNano()-u > int64(every/8)
 }
 
 // set records a deadline just set on the connection.
@@ -61,12 +68,20 @@ func (d *deadline) set(t time.Time) {
 }
 
 func (c *movingDeadlines) Read(b []byte) (int, error) {
+	if c.rd.every.Load() <= 0 {
+		return c.Conn.Read(b)
+	}
 	if t, ok := c.rd.due(); ok {
 		if err := c.SetReadDeadline(t); err != nil {
+			c.readErr = err
 			return 0, err
 		}
 	}
-	return c.Conn.Read(b)
+	n, err := c.Conn.Read(b)
+	if err != nil {
+		c.readErr = err
+	}
+	return n, err
 }
 
 func (c *movingDeadlines) Write(b []byte) (int, error) {
@@ -124,6 +139,6 @@ func (l betweenWrites) Accept() (net.Conn, error) {
 		return nil, err
 	}
 	mc := &movingDeadlines{Conn: c}
-	mc.wr.every = l.timeout
+	mc.wr.every.Store(int64(l.timeout))
 	return mc, nil
 }

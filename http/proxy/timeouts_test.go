@@ -50,7 +50,8 @@ func TestMovingDeadlinesSetOncePerEighth(t *testing.T) {
 	a, b := tcpPair(t)
 	cc := &countingConn{Conn: a}
 	c := &movingDeadlines{Conn: cc}
-	c.rd.every, c.wr.every = time.Minute, time.Minute
+	c.rd.every.Store(int64(time.Minute))
+	c.wr.every.Store(int64(time.Minute))
 	buf := make([]byte, 1)
 	for i := 0; i < 100; i++ {
 		if _, err := c.Write([]byte{byte(i)}); err != nil {
@@ -96,7 +97,7 @@ func TestMovingDeadlinesCutSilence(t *testing.T) {
 	const timeout = time.Second
 	a, b := tcpPair(t)
 	c := &movingDeadlines{Conn: a}
-	c.rd.every = timeout
+	c.rd.every.Store(int64(timeout))
 	go func() {
 		for i := 0; i < 25; i++ { // 2.5 s, more than two timeouts
 			if _, err := b.Write([]byte{1}); err != nil {

@@ -39,7 +39,8 @@ func (s *Server) client(d *view.Domain) *fasthttp.HostClient {
 				return nil, err
 			}
 			mc := &movingDeadlines{Conn: c}
-			mc.rd.every = s.d.UpstreamTimeout
+			mc.rd.every.Store(int64(s.d.UpstreamTimeout))
+			mc.wr.every.Store(int64(s.d.UpstreamTimeout))
 			return mc, nil
 		},
 		IsTLS: d.SSL,
@@ -65,13 +66,29 @@ func (s *Server) client(d *view.Domain) *fasthttp.HostClient {
 // forward sends the request to the domain's tunnel server. The client's
 // own request and response objects go upstream and come back (no copy of
 // either: fasthttp's DoTimeout is synchronous, and the server reads
-// whether the client asked to close before the handler runs).
+// whether the client asked to close before the handler runs). A body
+// longer than what came with the head is streamed (body.go).
 func (s *Server) forward(ctx *fasthttp.RequestCtx, d *view.Domain) {
 	if isUpgrade(ctx) {
 		s.websocket(ctx, d)
 		return
 	}
 	req, resp := &ctx.Request, &ctx.Response
+	var mc *movingDeadlines
+	streamed := false
+	if req.IsBodyStream() {
+		if inMemory(req) {
+			// A plain body: fasthttp's client may then retry an
+			// idempotent request on a fresh connection (it never
+			// retries a stream it has begun to send).
+			_ = req.Body()
+		} else {
+			streamed = true
+			mc = s.bodyStart(ctx)
+		}
+		// The edge answered any "Expect: 100-continue" itself.
+		req.Header.Del("Expect")
+	}
 	prepare(ctx, req)
 	// The scheme is the upstream's (the tunnel's), not the client's.
 	if d.SSL {
@@ -80,6 +97,19 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx, d *view.Domain) {
 		req.URI().SetSchemeBytes(strHTTP)
 	}
 	err := s.client(d).DoTimeout(req, resp, s.d.UpstreamTimeout)
+	if streamed {
+		if cerr := mc.bodyEnd(); err != nil {
+			if cerr != nil { // the client's side failed, not the upstream
+				s.clientBodyError(ctx, cerr)
+			} else {
+				s.upstreamError(ctx, d, err)
+			}
+			// Whatever is left of the body cannot be told from a
+			// next request.
+			ctx.SetConnectionClose()
+			return
+		}
+	}
 	if err != nil {
 		s.upstreamError(ctx, d, err)
 		return

@@ -1,0 +1,201 @@
+package proxy
+
+import (
+	"bufio"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"peerdns/http/admin"
+)
+
+// bodyServer is a proxy whose admin domain answers the length of the
+// body its handler got.
+func bodyServer(t *testing.T, d Deps) (*Server, string) {
+	t.Helper()
+	d.HTTPAddr, d.HTTPSAddr, d.AdminDomain = "127.0.0.1:0", "127.0.0.1:0", "admin.p2p"
+	d.Admin = func(ctx *fasthttp.RequestCtx) { ctx.SetBodyString(strconv.Itoa(len(ctx.PostBody()))) }
+	s := New(d)
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Shutdown)
+	addr, _ := s.Addrs()
+	return s, addr.String()
+}
+
+// post opens a connection and sends a head declaring n body bytes (n < 0:
+// chunked) and, for a body longer than that, the part fasthttp reads
+// with the head (the handler runs once it has come).
+func post(t *testing.T, addr, host string, n int) net.Conn {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	te := "Content-Length: " + strconv.Itoa(n)
+	if n < 0 {
+		te = "Transfer-Encoding: chunked"
+	}
+	if _, err := fmt.Fprintf(c, "POST /up HTTP/1.1\r\nHost: %s\r\n%s\r\n\r\n", host, te); err != nil {
+		t.Fatal(err)
+	}
+	if n > prefetched {
+		if _, err := c.Write(make([]byte, prefetched)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return c
+}
+
+// answer reads one response: its status, headers and body.
+func answer(t *testing.T, c net.Conn) (int, http.Header, string) {
+	t.Helper()
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var b strings.Builder
+	_, _ = bufio.NewReader(resp.Body).WriteTo(&b)
+	if resp.Close {
+		resp.Header.Set("Connection", "close")
+	}
+	return resp.StatusCode, resp.Header, b.String()
+}
+
+// TestBodyBudget: the bodies read whole for the in-process routes take
+// their declared size from the budget before they are read; one that
+// does not fit is a 503 with Retry-After at once; a request that
+// completes, and one whose client goes away mid-body, give their share
+// back; a body over the route's limit is 413 without being read.
+func TestBodyBudget(t *testing.T) {
+	s, addr := bodyServer(t, Deps{BodyBudget: 3 * BigBody})
+	waitLeft := func(want int64) {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			left, _ := s.budget.stats()
+			if left == want {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("budget left %d, want %d", left, want)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+
+	a := post(t, addr, "admin.p2p", 2*BigBody) // waits for its body, holding 2 of 3
+	waitLeft(BigBody)
+	b := post(t, addr, "admin.p2p", 2*BigBody) // does not fit
+	if st, h, _ := answer(t, b); st != http.StatusServiceUnavailable || h.Get("Retry-After") != "1" || h.Get("Connection") != "close" {
+		t.Fatalf("over budget: %d Retry-After %q Connection %q, want 503, 1, close", st, h.Get("Retry-After"), h.Get("Connection"))
+	}
+	c := post(t, addr, "admin.p2p", BigBody) // fits beside a
+	waitLeft(0)
+	if _, err := c.Write(make([]byte, BigBody-prefetched)); err != nil {
+		t.Fatal(err)
+	}
+	if st, _, body := answer(t, c); st != http.StatusOK || body != strconv.Itoa(BigBody) {
+		t.Fatalf("a body within budget: %d %q", st, body)
+	}
+	waitLeft(BigBody)
+	a.Close() // gone mid-body: its share comes back
+	waitLeft(3 * BigBody)
+
+	if st, _, _ := answer(t, post(t, addr, "admin.p2p", admin.MaxBody+1)); st != http.StatusRequestEntityTooLarge {
+		t.Fatalf("over the admin limit: %d, want 413", st)
+	}
+	if refused := s.Counters().BodyRefused; refused != 1 {
+		t.Fatalf("%d refused, want 1", refused)
+	}
+	// Small bodies never touch the budget; the connection stays open.
+	f := post(t, addr, "admin.p2p", 5)
+	if _, err := f.Write([]byte("hello")); err != nil {
+		t.Fatal(err)
+	}
+	if st, h, body := answer(t, f); st != http.StatusOK || body != "5" || h.Get("Connection") == "close" {
+		t.Fatalf("a small body: %d %q Connection %q", st, body, h.Get("Connection"))
+	}
+	waitLeft(3 * BigBody)
+}
+
+// TestBodyChunked: a chunked body is read whole for the admin route up
+// to its limit; past it, 413.
+func TestBodyChunked(t *testing.T) {
+	_, addr := bodyServer(t, Deps{})
+	chunked := func(total, piece int) (int, string) {
+		c := post(t, addr, "admin.p2p", -1)
+		w := bufio.NewWriter(c)
+		for sent := 0; sent < total; sent += piece {
+			fmt.Fprintf(w, "%x\r\n%s\r\n", piece, strings.Repeat("x", piece))
+		}
+		fmt.Fprint(w, "0\r\n\r\n")
+		go w.Flush() // the server may answer 413 before it has read all
+		st, _, body := answer(t, c)
+		return st, body
+	}
+	if st, body := chunked(300<<10, 10<<10); st != 200 || body != strconv.Itoa(300<<10) {
+		t.Fatalf("chunked 300 KiB: %d %q", st, body)
+	}
+	if st, _ := chunked(admin.MaxBody+(64<<10), 64<<10); st != http.StatusRequestEntityTooLarge {
+		t.Fatalf("chunked over the limit: %d, want 413", st)
+	}
+}
+
+// TestBodyBetweenReads: a body may take much longer than ReadTimeout as
+// long as it keeps coming; one that stalls for ReadTimeout is cut with
+// 408.
+func TestBodyBetweenReads(t *testing.T) {
+	const readTimeout = 300 * time.Millisecond
+	_, addr := bodyServer(t, Deps{ReadTimeout: readTimeout})
+	const size = 64 << 10
+	send := func(chunks int, pause time.Duration) (int, string) {
+		t.Helper()
+		c := post(t, addr, "admin.p2p", size)
+		for i := 0; i < chunks; i++ {
+			time.Sleep(pause) // the client's pace, not a wait for a result
+			if _, err := c.Write(make([]byte, (size-prefetched)/chunks)); err != nil {
+				break // cut: the answer says why
+			}
+		}
+		st, _, body := answer(t, c)
+		return st, body
+	}
+	// 64 KiB over 1.2 s: four times ReadTimeout, a piece every half of it.
+	if st, body := send(8, readTimeout/2); st != http.StatusOK || body != strconv.Itoa(size) {
+		t.Fatalf("a body slower than ReadTimeout that keeps coming: %d %q", st, body)
+	}
+	// A pause of twice ReadTimeout after the first piece: cut.
+	if st, _ := send(2, 2*readTimeout); st != http.StatusRequestTimeout {
+		t.Fatalf("a body that stalls: %d, want 408", st)
+	}
+}
+
+// TestUnreadBodyCloses: a request answered without reading its body (no
+// such site) closes its connection: what is left of the body cannot be
+// told from a next request.
+func TestUnreadBodyCloses(t *testing.T) {
+	_, addr := bodyServer(t, Deps{})
+	c := post(t, addr, "nowhere.p2p", 1<<20)
+	if st, h, _ := answer(t, c); st != http.StatusNotFound || h.Get("Connection") != "close" {
+		t.Fatalf("unknown host with a body: %d Connection %q, want 404 and close", st, h.Get("Connection"))
+	}
+	// A short body came with the head: the connection stays.
+	d := post(t, addr, "nowhere.p2p", 5)
+	if _, err := d.Write([]byte("hello")); err != nil {
+		t.Fatal(err)
+	}
+	if st, h, _ := answer(t, d); st != http.StatusNotFound || h.Get("Connection") == "close" {
+		t.Fatalf("unknown host, short body: %d Connection %q", st, h.Get("Connection"))
+	}
+}

@@ -1,0 +1,185 @@
+package node
+
+import (
+	"bufio"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"peerdns/internal/testutil"
+)
+
+// TestEdgeStreamsUploads: request bodies pass the edge as they come. The
+// upstream has the first half of an upload while the client still holds
+// the second; an upload larger than any buffer the edge could keep, and
+// a chunked one, arrive byte for byte; a body slower than the read
+// timeout that keeps coming passes, and one that stalls is cut with 408.
+func TestEdgeStreamsUploads(t *testing.T) {
+	cfg := testConfig(t.TempDir())
+	cfg.edgeReadTimeout = 500 * time.Millisecond
+	n := startConfig(t, cfg)
+	base := "http://" + n.AdminAddr()
+
+	var got atomic.Int64 // body bytes the upstream has read, this request
+	back := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got.Store(0)
+		h := sha256.New()
+		buf := make([]byte, 32<<10)
+		for {
+			k, err := r.Body.Read(buf)
+			h.Write(buf[:k])
+			got.Add(int64(k))
+			if err != nil {
+				break
+			}
+		}
+		fmt.Fprintf(w, "%d %x", got.Load(), h.Sum(nil))
+	}))
+	t.Cleanup(back.Close)
+	_, url := tunnelServerURL(t, n, fmt.Sprintf(`{"name":"up","port":%d}`, back.Listener.Addr().(*net.TCPAddr).Port))
+	mustJSON(t, "POST", base+"/api/add-domain", `{"domain":"up.p2p","hash":"`+url+`"}`, 200, nil)
+	httpAddr, httpsAddr := n.EdgeAddrs()
+	c := edgeClient(httpAddr, nil)
+	c.Timeout = 60 * time.Second
+	pool := x509.NewCertPool()
+	rootPEM, err := os.ReadFile(n.CA().RootPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool.AppendCertsFromPEM(rootPEM)
+	secure := edgeClient(httpsAddr, pool)
+	secure.Timeout = 60 * time.Second
+	testutil.Eventually(t, 10*time.Second, func() error {
+		r, err := c.Get("http://up.p2p/")
+		if err != nil {
+			return err
+		}
+		r.Body.Close()
+		if r.StatusCode != 200 {
+			return fmt.Errorf("status %d", r.StatusCode)
+		}
+		return nil
+	})
+
+	// upload sends size bytes of a seeded stream (chunked when chunked
+	// is set) and checks what the upstream says it got.
+	upload := func(c *http.Client, url, name string, size int64, chunked bool) {
+		t.Helper()
+		sum := sha256.New()
+		body := io.TeeReader(io.LimitReader(rand.NewChaCha8([32]byte{byte(size)}), size), sum)
+		var rd io.Reader = body
+		if chunked {
+			rd = struct{ io.Reader }{body} // no length known: chunked
+		}
+		req, _ := http.NewRequest("POST", url, rd)
+		if !chunked {
+			req.ContentLength = size
+		}
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if want := fmt.Sprintf("%d %x", size, sum.Sum(nil)); resp.StatusCode != 200 || string(b) != want {
+			t.Fatalf("%s: %d %q, want 200 %q", name, resp.StatusCode, b, want)
+		}
+	}
+	upload(c, "http://up.p2p/upload", "72 MiB, more than the edge ever buffered", 72<<20, false)
+	upload(c, "http://up.p2p/upload", "9 MiB chunked", 9<<20, true)
+	upload(secure, "https://up.p2p/upload", "9 MiB over HTTPS", 9<<20, false)
+
+	// Half an upload reaches the upstream before the client sends the rest.
+	const half = 4 << 20
+	raw, err := net.Dial("tcp", httpAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	first := make([]byte, half)
+	for i := range first {
+		first[i] = byte(i)
+	}
+	fmt.Fprintf(raw, "POST /half HTTP/1.1\r\nHost: up.p2p\r\nContent-Length: %d\r\n\r\n", 2*half)
+	if _, err := raw.Write(first); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, 10*time.Second, func() error {
+		if g := got.Load(); g < half-64<<10 {
+			return fmt.Errorf("the upstream has %d of the %d bytes sent so far", g, half)
+		}
+		return nil
+	})
+	if _, err := raw.Write(first); err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.New()
+	sum.Write(first)
+	sum.Write(first)
+	if st, body := rawAnswer(t, raw); st != 200 || body != fmt.Sprintf("%d %s", 2*half, hex.EncodeToString(sum.Sum(nil))) {
+		t.Fatalf("the streamed upload: %d %q", st, body)
+	}
+
+	// Slower than the read timeout in all (2 s against 0.5 s), but never
+	// silent for as long as it: passes, over HTTP and HTTPS.
+	tlsDial := func() (net.Conn, error) {
+		return tls.Dial("tcp", httpsAddr, &tls.Config{RootCAs: pool, ServerName: "up.p2p"})
+	}
+	for _, dial := range []func() (net.Conn, error){func() (net.Conn, error) { return net.Dial("tcp", httpAddr) }, tlsDial} {
+		slow, err := dial()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer slow.Close()
+		const pieces, piece = 8, 16 << 10
+		fmt.Fprintf(slow, "POST /slow HTTP/1.1\r\nHost: up.p2p\r\nContent-Length: %d\r\n\r\n", pieces*piece)
+		for i := 0; i < pieces; i++ {
+			if _, err := slow.Write(make([]byte, piece)); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(250 * time.Millisecond) // the client's pace, not a wait for a result
+		}
+		if st, body := rawAnswer(t, slow); st != 200 || !strings.HasPrefix(body, fmt.Sprint(pieces*piece)+" ") {
+			t.Fatalf("a slow upload that keeps coming (%T): %d %q", slow, st, body)
+		}
+	}
+
+	// Silent for longer than the read timeout mid-body: 408.
+	stall, err := net.Dial("tcp", httpAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stall.Close()
+	fmt.Fprintf(stall, "POST /stall HTTP/1.1\r\nHost: up.p2p\r\nContent-Length: %d\r\n\r\n", 1<<20)
+	if _, err := stall.Write(make([]byte, 64<<10)); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := rawAnswer(t, stall); st != http.StatusRequestTimeout {
+		t.Fatalf("a stalled upload: %d, want 408", st)
+	}
+}
+
+// rawAnswer reads one response from c.
+func rawAnswer(t *testing.T, c net.Conn) (int, string) {
+	t.Helper()
+	_ = c.SetReadDeadline(time.Now().Add(20 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
