@@ -38,7 +38,7 @@ func (s *Server) client(d *view.Domain) *fasthttp.HostClient {
 			if err != nil {
 				return nil, err
 			}
-			mc := &movingDeadlines{Conn: c}
+			mc := &movingDeadlines{Conn: c, bufs: &bodyBufs}
 			mc.rd.every.Store(int64(s.d.UpstreamTimeout))
 			mc.wr.every.Store(int64(s.d.UpstreamTimeout))
 			return mc, nil
