@@ -24,7 +24,8 @@ import (
 // TestEdgeStreamsUploads: request bodies pass the edge as they come. The
 // upstream has the first half of an upload while the client still holds
 // the second; an upload larger than any buffer the edge could keep, and
-// a chunked one, arrive byte for byte; a body slower than the read
+// a chunked one, one over HTTPS and one after "Expect: 100-continue"
+// arrive byte for byte; a body slower than the read
 // timeout that keeps coming passes, and one that stalls is cut with 408.
 func TestEdgeStreamsUploads(t *testing.T) {
 	cfg := testConfig(t.TempDir())
@@ -130,6 +131,37 @@ func TestEdgeStreamsUploads(t *testing.T) {
 	sum.Write(first)
 	if st, body := rawAnswer(t, raw); st != 200 || body != fmt.Sprintf("%d %s", 2*half, hex.EncodeToString(sum.Sum(nil))) {
 		t.Fatalf("the streamed upload: %d %q", st, body)
+	}
+
+	// Expect: 100-continue (curl sends it for bodies over 1 MiB): the
+	// edge answers 100 itself, then streams the body.
+	cont, err := net.Dial("tcp", httpAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cont.Close()
+	fmt.Fprintf(cont, "PUT /cont HTTP/1.1\r\nHost: up.p2p\r\nContent-Length: %d\r\nExpect: 100-continue\r\n\r\n", half)
+	_ = cont.SetReadDeadline(time.Now().Add(10 * time.Second))
+	br := bufio.NewReader(cont)
+	if line, err := br.ReadString('\n'); err != nil || !strings.HasPrefix(line, "HTTP/1.1 100 ") {
+		t.Fatalf("before the body: %q %v, want 100 Continue", line, err)
+	}
+	if _, err := br.ReadString('\n'); err != nil { // the blank line after it
+		t.Fatal(err)
+	}
+	if _, err := cont.Write(first); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	sum.Reset()
+	sum.Write(first)
+	if want := fmt.Sprintf("%d %x", half, sum.Sum(nil)); resp.StatusCode != 200 || string(b) != want {
+		t.Fatalf("after 100 Continue: %d %q, want 200 %q", resp.StatusCode, b, want)
 	}
 
 	// Slower than the read timeout in all (2 s against 0.5 s), but never
