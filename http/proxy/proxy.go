@@ -213,7 +213,7 @@ func (s *Server) Start() error {
 		s.ln.Close()
 		return fmt.Errorf("edge https: %w", err)
 	}
-	s.tln = tls.NewListener(betweenWrites{tl, s.d.WriteTimeout}, &tls.Config{GetCertificate: s.certificate, MinVersion: tls.VersionTLS12, NextProtos: []string{"http/1.1"}})
+	s.tln = tlsListener{tls.NewListener(betweenWrites{tl, s.d.WriteTimeout}, &tls.Config{GetCertificate: s.certificate, MinVersion: tls.VersionTLS12, NextProtos: []string{"http/1.1"}})}
 	go s.logAccess()
 	for _, p := range []struct {
 		srv *fasthttp.Server

@@ -117,6 +117,7 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx, d *view.Domain) {
 	for _, h := range hopHeaders {
 		resp.Header.Del(h)
 	}
+	flushHeadEarly(resp)
 }
 
 var (
