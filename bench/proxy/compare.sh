@@ -36,6 +36,7 @@ DUR=${DUR:-5}
 CONNS=${CONNS:-32}
 ROUNDS=${ROUNDS:-2}
 TMP=$(mktemp -d)
+chmod 755 "$TMP" # nginx's workers (nobody) read the backend's files from it
 cleanup() {
 	for f in "$TMP"/*.pid; do [ -f "$f" ] && kill "$(cat "$f")" 2>/dev/null; done
 	kill $(jobs -p) 2>/dev/null
@@ -110,15 +111,24 @@ curl -s -X POST "http://$ADM_A/api/tunnel-create" -H 'Content-Type: application/
 for _ in $(seq 200); do
 	curl -s -o /dev/null -w '%{http_code}' -H 'Host: bench.p2p' "http://$HTTP_B/small" | grep -q 200 && break; sleep 0.1
 done
+for url in "http://127.0.0.1:$BACK/big" "http://$HTTP_B/big"; do # 200 and the whole file, or no figures
+	got=$(curl -s -o /dev/null -w '%{http_code} %{size_download}' -H 'Host: bench.p2p' "$url")
+	[ "$got" = "200 65536" ] || { echo "$url answered $got, want 200 65536" >&2; exit 1; }
+done
 sleep 1
 PID_A=$(pgrep -f "data $TMP/a" | head -1); PID_B=$(pgrep -f "data $TMP/b" | head -1)
-NGINXP=$(for w in $(pgrep -f "nginx: worker"); do grep -q nginxp "/proc/$(awk '{print $4}' "/proc/$w/stat")/cmdline" && echo "$w"; done | tr '\n' ' ')
+NGINXP=$(for w in $(pgrep -f "nginx: worker"); do grep -q nginxp "/proc/$(awk '{print $4}' "/proc/$w/stat")/cmdline" && echo "$w" || true; done | tr '\n' ' ')
 CADDY_PID=$(cat "$TMP/caddy.pid"); BARE_PID=$(cat "$TMP/bare.pid"); EVL_PID=$(cat "$TMP/eventloop.pid")
 cpu_ticks() { for p in "$@"; do awk '{print $14+$15}' "/proc/$p/stat"; done | paste -sd+ | bc; }
 run() { # label url host pids...
 	local out c0=0 c1=0 n cpu=-
 	[ $# -ge 4 ] && c0=$(cpu_ticks "${@:4}")
 	out=$(wrk -t2 -c"$CONNS" -d"${DUR}s" --latency -H "Host: $3" "$2" 2>&1)
+	# A run that got errors measured error pages, not the path: stop.
+	if grep -qE 'Non-2xx|Socket errors' <<<"$out"; then
+		echo "$1: $(grep -E 'Non-2xx|Socket errors' <<<"$out" | tr -s ' ') (of $(awk '/requests in/{print $1}' <<<"$out")): figures void" >&2
+		exit 1
+	fi
 	n=$(echo "$out" | awk '/requests in/{print $1}')
 	if [ $# -ge 4 ]; then
 		c1=$(cpu_ticks "${@:4}")
