@@ -251,6 +251,12 @@ measure() {
       qps=$(awk '/Queries per second/ {print $4}' <<<"$out")
       lat=$(awk '/Average Latency/ {print $4}' <<<"$out")
       lost=$(awk '/Queries lost/ {gsub(/[()%]/, "", $4); print $4}' <<<"$out")
+      # Every name queried exists: any other answer than NOERROR means the
+      # server measured is not serving them (the figure would be void).
+      if ! grep -qE 'Response codes: +NOERROR [0-9]+ \(100\.00%\)$' <<<"$out"; then
+        echo "$name: $(grep 'Response codes' <<<"$out" | tr -s ' '): figures void" >&2
+        exit 1
+      fi
       echo "round $round $name: $qps qps, avg latency ${lat}s, lost ${lost}%, server CPU ${cpu}us/query" >&2
       if [ -z "${QPS[$name]:-}" ] || awk -v a="$qps" -v b="${QPS[$name]}" 'BEGIN {exit !(a > b)}'; then
         QPS[$name]=$qps LAT[$name]=$lat LOST[$name]=$lost CPU[$name]=$cpu
