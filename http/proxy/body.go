@@ -11,14 +11,18 @@ import (
 
 // Request bodies are streamed (fasthttp's StreamRequestBody): the server
 // reads a request's head and at most the first 8 KiB of its body before
-// the handler runs, and the rest is read as it is used.
+// the handler runs (the handler runs once those have come, within
+// ReadTimeout), and the rest is read as it is used.
 //
 //   - To a p2p domain the body goes upstream as it arrives (fasthttp's
 //     HostClient copies the client's stream to the tunnel, with its
 //     Content-Length or chunked as it came): an upload of any size costs
 //     the node a few buffers, and its first bytes reach the upstream
 //     before its last have left the client. There is no size limit: the
-//     upstream decides what it accepts.
+//     upstream decides what it accepts. fasthttp's client reads the
+//     answer only once it has sent the body, so an upstream that refuses
+//     a body before reading it (a 413, then closing) reaches the client
+//     as a 502.
 //   - The routes served in-process (the admin API, plugins) get their
 //     body whole, read here first up to their own limit (admin.MaxBody,
 //     pluginweb.MaxBody; over it: 413). Those of BigBody or more share a

@@ -33,23 +33,8 @@ func TestEdgeStreamsUploads(t *testing.T) {
 	n := startConfig(t, cfg)
 	base := "http://" + n.AdminAddr()
 
-	var got atomic.Int64 // body bytes the upstream has read, this request
-	back := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got.Store(0)
-		h := sha256.New()
-		buf := make([]byte, 32<<10)
-		for {
-			k, err := r.Body.Read(buf)
-			h.Write(buf[:k])
-			got.Add(int64(k))
-			if err != nil {
-				break
-			}
-		}
-		fmt.Fprintf(w, "%d %x", got.Load(), h.Sum(nil))
-	}))
-	t.Cleanup(back.Close)
-	_, url := tunnelServerURL(t, n, fmt.Sprintf(`{"name":"up","port":%d}`, back.Listener.Addr().(*net.TCPAddr).Port))
+	port, got := hashingBackend(t)
+	_, url := tunnelServerURL(t, n, fmt.Sprintf(`{"name":"up","port":%d}`, port))
 	mustJSON(t, "POST", base+"/api/add-domain", `{"domain":"up.p2p","hash":"`+url+`"}`, 200, nil)
 	httpAddr, httpsAddr := n.EdgeAddrs()
 	c := edgeClient(httpAddr, nil)
@@ -74,33 +59,9 @@ func TestEdgeStreamsUploads(t *testing.T) {
 		return nil
 	})
 
-	// upload sends size bytes of a seeded stream (chunked when chunked
-	// is set) and checks what the upstream says it got.
-	upload := func(c *http.Client, url, name string, size int64, chunked bool) {
-		t.Helper()
-		sum := sha256.New()
-		body := io.TeeReader(io.LimitReader(rand.NewChaCha8([32]byte{byte(size)}), size), sum)
-		var rd io.Reader = body
-		if chunked {
-			rd = struct{ io.Reader }{body} // no length known: chunked
-		}
-		req, _ := http.NewRequest("POST", url, rd)
-		if !chunked {
-			req.ContentLength = size
-		}
-		resp, err := c.Do(req)
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if want := fmt.Sprintf("%d %x", size, sum.Sum(nil)); resp.StatusCode != 200 || string(b) != want {
-			t.Fatalf("%s: %d %q, want 200 %q", name, resp.StatusCode, b, want)
-		}
-	}
-	upload(c, "http://up.p2p/upload", "72 MiB, more than the edge ever buffered", 72<<20, false)
-	upload(c, "http://up.p2p/upload", "9 MiB chunked", 9<<20, true)
-	upload(secure, "https://up.p2p/upload", "9 MiB over HTTPS", 9<<20, false)
+	upload(t, c, "http://up.p2p/upload", "72 MiB, more than the edge ever buffered", 72<<20, false)
+	upload(t, c, "http://up.p2p/upload", "9 MiB chunked", 9<<20, true)
+	upload(t, secure, "https://up.p2p/upload", "9 MiB over HTTPS", 9<<20, false)
 
 	// Half an upload reaches the upstream before the client sends the rest.
 	const half = 4 << 20
@@ -214,4 +175,106 @@ func rawAnswer(t *testing.T, c net.Conn) (int, string) {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(b)
+}
+
+// hashingBackend is an upstream that reads each request body to its end
+// and answers its length and SHA-256; got counts the bytes it has read of
+// the current request.
+func hashingBackend(t *testing.T) (int, *atomic.Int64) {
+	got := new(atomic.Int64)
+	back := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got.Store(0)
+		h := sha256.New()
+		buf := make([]byte, 32<<10)
+		for {
+			k, err := r.Body.Read(buf)
+			h.Write(buf[:k])
+			got.Add(int64(k))
+			if err != nil {
+				break
+			}
+		}
+		fmt.Fprintf(w, "%d %x", got.Load(), h.Sum(nil))
+	}))
+	t.Cleanup(back.Close)
+	return back.Listener.Addr().(*net.TCPAddr).Port, got
+}
+
+// upload sends size bytes of a seeded stream (chunked when chunked is
+// set) and checks what the upstream says it got.
+func upload(t *testing.T, c *http.Client, url, name string, size int64, chunked bool) {
+	t.Helper()
+	sum := sha256.New()
+	body := io.TeeReader(io.LimitReader(rand.NewChaCha8([32]byte{byte(size)}), size), sum)
+	var rd io.Reader = body
+	if chunked {
+		rd = struct{ io.Reader }{body} // no length known: chunked
+	}
+	req, _ := http.NewRequest("POST", url, rd)
+	if !chunked {
+		req.ContentLength = size
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if want := fmt.Sprintf("%d %x", size, sum.Sum(nil)); resp.StatusCode != 200 || string(b) != want {
+		t.Fatalf("%s: %d %q, want 200 %q", name, resp.StatusCode, b, want)
+	}
+}
+
+// TestEdgeStreamsUploadsThroughTunnel: the same through a tunnel to
+// another node: B's edge streams an upload over QUIC to A's backend
+// (the first half is there before the client sends the second), and
+// larger and chunked ones arrive whole.
+func TestEdgeStreamsUploadsThroughTunnel(t *testing.T) {
+	nodes := newNetwork(t, 2)
+	a, b := nodes[0], nodes[1]
+	port, got := hashingBackend(t)
+	_, url := tunnelServerURL(t, a, fmt.Sprintf(`{"name":"far","port":%d,"domain":"far.p2p"}`, port))
+	httpAddr, _ := b.EdgeAddrs()
+	c := edgeClient(httpAddr, nil)
+	c.Timeout = 60 * time.Second
+	testutil.Eventually(t, 20*time.Second, func() error {
+		if cs := consensusOn(t, b, "far.p2p"); cs.Status != "resolved" || cs.Hash == nil || *cs.Hash != url {
+			return fmt.Errorf("far.p2p on B: %+v", cs)
+		}
+		r, err := c.Get("http://far.p2p/")
+		if err != nil {
+			return err
+		}
+		r.Body.Close()
+		if r.StatusCode != 200 {
+			return fmt.Errorf("status %d", r.StatusCode)
+		}
+		return nil
+	})
+	upload(t, c, "http://far.p2p/upload", "24 MiB through the tunnel", 24<<20, false)
+	upload(t, c, "http://far.p2p/upload", "5 MiB chunked through the tunnel", 5<<20, true)
+
+	const half = 2 << 20
+	raw, err := net.Dial("tcp", httpAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	piece := make([]byte, half)
+	fmt.Fprintf(raw, "POST /half HTTP/1.1\r\nHost: far.p2p\r\nContent-Length: %d\r\n\r\n", 2*half)
+	if _, err := raw.Write(piece); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, 10*time.Second, func() error {
+		if g := got.Load(); g < half-256<<10 {
+			return fmt.Errorf("A's backend has %d of the %d bytes sent so far", g, half)
+		}
+		return nil
+	})
+	if _, err := raw.Write(piece); err != nil {
+		t.Fatal(err)
+	}
+	if st, body := rawAnswer(t, raw); st != 200 || !strings.HasPrefix(body, fmt.Sprint(2*half)+" ") {
+		t.Fatalf("the streamed upload through the tunnel: %d %q", st, body)
+	}
 }
