@@ -3,13 +3,11 @@ package node
 import (
 	"bufio"
 	"crypto/tls"
-	"crypto/x509"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -42,12 +40,7 @@ func TestEdgePassesPiecesAsTheyCome(t *testing.T) {
 	_, url := tunnelServerURL(t, n, fmt.Sprintf(`{"name":"pieces","port":%d}`, back.Listener.Addr().(*net.TCPAddr).Port))
 	mustJSON(t, "POST", base+"/api/add-domain", `{"domain":"pieces.p2p","hash":"`+url+`"}`, 200, nil)
 	httpAddr, httpsAddr := n.EdgeAddrs()
-	pool := x509.NewCertPool()
-	rootPEM, err := os.ReadFile(n.CA().RootPath())
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool.AppendCertsFromPEM(rootPEM)
+	pool := rootPool(t, n)
 
 	dials := map[string]func() (net.Conn, error){
 		"http": func() (net.Conn, error) { return net.Dial("tcp", httpAddr) },

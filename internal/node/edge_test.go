@@ -35,6 +35,35 @@ func edgeClient(addr string, pool *x509.CertPool) *http.Client {
 	}}
 }
 
+// rootPool is a pool with n's root CA (DATA/ca/root.pem), as a user who
+// trusts the node has.
+func rootPool(t *testing.T, n *Node) *x509.CertPool {
+	t.Helper()
+	pool := x509.NewCertPool()
+	rootPEM, err := os.ReadFile(n.CA().RootPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool.AppendCertsFromPEM(rootPEM)
+	return pool
+}
+
+// waitServed polls url through c until it answers 200.
+func waitServed(t *testing.T, c *http.Client, url string) {
+	t.Helper()
+	testutil.Eventually(t, 20*time.Second, func() error {
+		r, err := c.Get(url)
+		if err != nil {
+			return err
+		}
+		r.Body.Close()
+		if r.StatusCode != 200 {
+			return fmt.Errorf("%s: status %d", url, r.StatusCode)
+		}
+		return nil
+	})
+}
+
 func get(t *testing.T, c *http.Client, method, url, body string, hdr map[string]string) (int, string, http.Header) {
 	t.Helper()
 	req, err := http.NewRequest(method, url, strings.NewReader(body))
@@ -101,12 +130,7 @@ func TestEdgeProxy(t *testing.T) {
 
 	httpAddr, httpsAddr := b.EdgeAddrs()
 	plain := edgeClient(httpAddr, nil)
-	pool := x509.NewCertPool()
-	rootPEM, err := os.ReadFile(b.CA().RootPath())
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool.AppendCertsFromPEM(rootPEM)
+	pool := rootPool(t, b)
 	secure := edgeClient(httpsAddr, pool)
 
 	// HTTP by Host (upper case, port and trailing dot are the same host).
