@@ -14,15 +14,22 @@ import (
 // the handler runs (the handler runs once those have come, within
 // ReadTimeout), and the rest is read as it is used.
 //
-//   - To a p2p domain the body goes upstream as it arrives (fasthttp's
-//     HostClient copies the client's stream to the tunnel, with its
-//     Content-Length or chunked as it came): an upload of any size costs
-//     the node a few buffers, and its first bytes reach the upstream
-//     before its last have left the client. There is no size limit: the
-//     upstream decides what it accepts. fasthttp's client reads the
+//   - To a p2p domain a body of up to SmallBody bytes is read whole
+//     first, as nginx buffers bodies by default: a client that trickles
+//     a form ties up no upstream connection. A longer (or chunked) body
+//     goes upstream as it arrives (fasthttp's HostClient copies the
+//     client's stream to the tunnel, with its Content-Length or chunked
+//     as it came): an upload of any size costs the node a few buffers,
+//     and its first bytes reach the upstream before its last have left
+//     the client. There is no size limit: the upstream decides what it
+//     accepts. fasthttp's client reads the
 //     answer only once it has sent the body, so an upstream that refuses
 //     a body before reading it (a 413, then closing) reaches the client
-//     as a 502.
+//     as a 502. Such uploads hold an upstream connection each for as long
+//     as the client takes, so at most MaxUploads stream to one upstream
+//     at once (a quarter of the connections the edge keeps to it): past
+//     that an upload is 503 with Retry-After: 1, and slow uploaders
+//     cannot take every connection from the requests of a site.
 //   - The routes served in-process (the admin API, plugins) get their
 //     body whole, read here first up to their own limit (admin.MaxBody,
 //     pluginweb.MaxBody; over it: 413). Those of BigBody or more share a
@@ -42,6 +49,8 @@ import (
 const (
 	BodyBudget = 256 << 20
 	BigBody    = 1 << 20
+	SmallBody  = 64 << 10
+	MaxUploads = upstreamConns / 4
 	// prefetched is what fasthttp reads of a body with its head
 	// (readBodyWithStreaming): a body this short is whole in memory
 	// before the handler runs.

@@ -117,9 +117,11 @@ type Deps struct {
 	// ReadTimeout and WriteTimeout replace the defaults above when set
 	// (the node's tests shorten them).
 	ReadTimeout, WriteTimeout time.Duration
-	// BodyBudget replaces the default request-body budget
-	// (bodybudget.go) when set.
+	// BodyBudget replaces the default request-body budget (body.go)
+	// when set.
 	BodyBudget int64
+	// MaxUploads replaces the default MaxUploads (body.go) when set.
+	MaxUploads int64
 }
 
 // Counters are the proxy's request counters (the stats' requests).
@@ -139,7 +141,7 @@ type Server struct {
 	wg      sync.WaitGroup
 	up      atomic.Bool
 
-	clients sync.Map // upstream key → *fasthttp.HostClient
+	clients sync.Map // upstream key → *upstream
 
 	total, ok, failed, millis, dropped atomic.Int64
 	access                             chan accessLine
@@ -167,6 +169,9 @@ func New(d Deps) *Server {
 	d.AdminDomain = strings.ToLower(d.AdminDomain)
 	if d.BodyBudget <= 0 {
 		d.BodyBudget = BodyBudget
+	}
+	if d.MaxUploads <= 0 {
+		d.MaxUploads = MaxUploads
 	}
 	s := &Server{d: d, access: make(chan accessLine, AccessBuffer), accessDone: make(chan struct{}),
 		budget: newBodyBudget(d.BodyBudget)}
@@ -250,7 +255,7 @@ func (s *Server) Shutdown() {
 	close(s.access)
 	<-s.accessDone
 	s.clients.Range(func(_, v any) bool {
-		v.(*fasthttp.HostClient).CloseIdleConnections()
+		v.(*upstream).hc.CloseIdleConnections()
 		return true
 	})
 }

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/netip"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/valyala/bytebufferpool"
@@ -19,14 +20,24 @@ import (
 // hopHeaders are not passed on (RFC 9110 7.6.1).
 var hopHeaders = []string{"Connection", "Keep-Alive", "Proxy-Connection", "Proxy-Authenticate", "Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding"}
 
-// client is the keep-alive client of one upstream (hash, TLS or not).
-func (s *Server) client(d *view.Domain) *fasthttp.HostClient {
+// upstream is one upstream (hash, TLS or not): its keep-alive client and
+// the uploads streaming to it (body.go).
+type upstream struct {
+	hc      *fasthttp.HostClient
+	uploads atomic.Int64
+}
+
+// upstreamConns is the most connections the edge keeps to one upstream.
+const upstreamConns = 1024
+
+// client is the upstream of d.
+func (s *Server) client(d *view.Domain) *upstream {
 	key := d.Hash
 	if d.SSL {
 		key += "+tls"
 	}
-	if c, ok := s.clients.Load(key); ok {
-		return c.(*fasthttp.HostClient)
+	if u, ok := s.clients.Load(key); ok {
+		return u.(*upstream)
 	}
 	hash := d.Hash
 	c := &fasthttp.HostClient{
@@ -49,7 +60,7 @@ func (s *Server) client(d *view.Domain) *fasthttp.HostClient {
 		MaxIdleConnDuration:           IdleTimeout,
 		ReadTimeout:                   s.d.UpstreamTimeout,
 		WriteTimeout:                  s.d.UpstreamTimeout,
-		MaxConns:                      1024,
+		MaxConns:                      upstreamConns,
 		MaxConnWaitTimeout:            5 * time.Second,
 		DisableHeaderNamesNormalizing: true,
 		DisablePathNormalizing:        true,
@@ -59,8 +70,8 @@ func (s *Server) client(d *view.Domain) *fasthttp.HostClient {
 		// and the upstream connection is reused once the body has passed.
 		StreamResponseBody: true,
 	}
-	actual, _ := s.clients.LoadOrStore(key, c)
-	return actual.(*fasthttp.HostClient)
+	actual, _ := s.clients.LoadOrStore(key, &upstream{hc: c})
+	return actual.(*upstream)
 }
 
 // forward sends the request to the domain's tunnel server. The client's
@@ -74,20 +85,30 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx, d *view.Domain) {
 		return
 	}
 	req, resp := &ctx.Request, &ctx.Response
+	up := s.client(d)
 	var mc *movingDeadlines
 	streamed := false
 	if req.IsBodyStream() {
-		if inMemory(req) {
-			// A plain body: fasthttp's client may then retry an
-			// idempotent request on a fresh connection (it never
-			// retries a stream it has begun to send).
-			_ = req.Body()
+		// The edge answered any "Expect: 100-continue" itself.
+		req.Header.Del("Expect")
+		if n := req.Header.ContentLength(); n >= 0 && n <= SmallBody {
+			// Whole first (a plain body, which fasthttp's client may
+			// also retry on a fresh connection; it never retries a
+			// stream it has begun to send).
+			if _, ok := s.wholeBody(ctx, SmallBody); !ok {
+				return
+			}
 		} else {
+			if up.uploads.Add(1) > s.d.MaxUploads {
+				up.uploads.Add(-1)
+				s.refuseBody(ctx, fasthttp.StatusServiceUnavailable, "Service Unavailable: too many uploads in flight to "+d.Name+", retry")
+				ctx.Response.Header.Set("Retry-After", "1")
+				return
+			}
+			defer up.uploads.Add(-1)
 			streamed = true
 			mc = s.bodyStart(ctx)
 		}
-		// The edge answered any "Expect: 100-continue" itself.
-		req.Header.Del("Expect")
 	}
 	prepare(ctx, req)
 	// The scheme is the upstream's (the tunnel's), not the client's.
@@ -96,7 +117,7 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx, d *view.Domain) {
 	} else {
 		req.URI().SetSchemeBytes(strHTTP)
 	}
-	err := s.client(d).DoTimeout(req, resp, s.d.UpstreamTimeout)
+	err := up.hc.DoTimeout(req, resp, s.d.UpstreamTimeout)
 	if streamed {
 		if cerr := mc.bodyEnd(); err != nil {
 			if cerr != nil { // the client's side failed, not the upstream

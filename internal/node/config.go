@@ -85,6 +85,9 @@ type Config struct {
 	// edgeReadTimeout and edgeWriteTimeout replace the edge proxy's
 	// client timeouts; only this package's tests set them.
 	edgeReadTimeout, edgeWriteTimeout time.Duration
+	// edgeMaxUploads replaces the edge proxy's uploads per upstream;
+	// only this package's tests set it.
+	edgeMaxUploads int64
 }
 
 // Validate reports settings that can never work, before anything starts:

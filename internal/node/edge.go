@@ -35,7 +35,7 @@ func (n *Node) startEdge() error {
 		HTTPAddr: n.cfg.HTTPAddr, HTTPSAddr: n.cfg.HTTPSAddr, AdminDomain: n.cfg.AdminDomain, Admin: adm,
 		View: n.pub, Plugins: n.pluginTable, PluginWeb: n.pluginWeb, Dialer: n.dialer, CA: n.ca,
 		Log: n.logs["proxy"], Access: n.files["httpProxy"], UpstreamTimeout: n.orig.edgeUpstreamTimeout,
-		ReadTimeout: n.orig.edgeReadTimeout, WriteTimeout: n.orig.edgeWriteTimeout,
+		ReadTimeout: n.orig.edgeReadTimeout, WriteTimeout: n.orig.edgeWriteTimeout, MaxUploads: n.orig.edgeMaxUploads,
 		AccessBatch: func(ls []*messages.LogLine) {
 			n.root.System.Root.Send(n.channels["httpProxy"], &messages.LogBatch{Lines: ls})
 		},

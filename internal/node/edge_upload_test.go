@@ -134,22 +134,24 @@ func rawAnswer(t *testing.T, c net.Conn) (int, string) {
 
 // hashingBackend is an upstream that reads each request body to its end
 // and answers its length and SHA-256; got counts the bytes it has read of
-// the current request.
+// the request that started last.
 func hashingBackend(t *testing.T) (int, *atomic.Int64) {
 	got := new(atomic.Int64)
 	back := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		got.Store(0)
 		h := sha256.New()
 		buf := make([]byte, 32<<10)
+		n := 0
 		for {
 			k, err := r.Body.Read(buf)
 			h.Write(buf[:k])
-			got.Add(int64(k))
+			n += k
+			got.Store(int64(n))
 			if err != nil {
 				break
 			}
 		}
-		fmt.Fprintf(w, "%d %x", got.Load(), h.Sum(nil))
+		fmt.Fprintf(w, "%d %x", n, h.Sum(nil))
 	}))
 	t.Cleanup(back.Close)
 	return back.Listener.Addr().(*net.TCPAddr).Port, got
@@ -241,4 +243,71 @@ func halfFirst(t *testing.T, addr, host string, half int, got *atomic.Int64, sla
 		t.Fatalf("the streamed upload: %d %q", st, body)
 	}
 	return piece
+}
+
+// TestEdgeUploadsPerUpstream: uploads that stream hold an upstream
+// connection each, so their number per upstream is capped: past it an
+// upload is 503 with Retry-After, while requests whose small body is
+// read whole first (here a 32 KiB form) still pass; once an upload ends
+// its place is free again.
+func TestEdgeUploadsPerUpstream(t *testing.T) {
+	cfg := testConfig(t.TempDir())
+	cfg.edgeMaxUploads = 1
+	n := startConfig(t, cfg)
+	port, got := hashingBackend(t)
+	_, url := tunnelServerURL(t, n, fmt.Sprintf(`{"name":"cap","port":%d}`, port))
+	mustJSON(t, "POST", "http://"+n.AdminAddr()+"/api/add-domain", `{"domain":"cap.p2p","hash":"`+url+`"}`, 200, nil)
+	httpAddr, _ := n.EdgeAddrs()
+	c := edgeClient(httpAddr, nil)
+	waitServed(t, c, "http://cap.p2p/")
+
+	// One upload streaming, holding the one place.
+	const size = 1 << 20
+	held, err := net.Dial("tcp", httpAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	fmt.Fprintf(held, "POST /held HTTP/1.1\r\nHost: cap.p2p\r\nContent-Length: %d\r\n\r\n", size)
+	if _, err := held.Write(make([]byte, size/2)); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, 10*time.Second, func() error {
+		if g := got.Load(); g < size/4 {
+			return fmt.Errorf("the upstream has %d bytes of the held upload", g)
+		}
+		return nil
+	})
+
+	// A second upload: refused at once, its body unread.
+	second, err := net.Dial("tcp", httpAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer second.Close()
+	fmt.Fprintf(second, "POST /second HTTP/1.1\r\nHost: cap.p2p\r\nContent-Length: %d\r\n\r\n", size)
+	if _, err := second.Write(make([]byte, 16<<10)); err != nil {
+		t.Fatal(err)
+	}
+	_ = second.SetReadDeadline(time.Now().Add(10 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(second), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") != "1" || !resp.Close {
+		t.Fatalf("an upload past the cap: %d Retry-After %q close %v, want 503, 1, true", resp.StatusCode, resp.Header.Get("Retry-After"), resp.Close)
+	}
+
+	// A small body is read whole first: it takes no place.
+	upload(t, c, "http://cap.p2p/form", "a 32 KiB form beside the held upload", 32<<10, false)
+
+	// The held upload ends; its place is free.
+	if _, err := held.Write(make([]byte, size/2)); err != nil {
+		t.Fatal(err)
+	}
+	if st, body := rawAnswer(t, held); st != 200 || !strings.HasPrefix(body, fmt.Sprint(size)+" ") {
+		t.Fatalf("the held upload: %d %q", st, body)
+	}
+	upload(t, c, "http://cap.p2p/after", "an upload after the held one", 2<<20, false)
 }
