@@ -255,7 +255,7 @@ func (s *Server) aiChartSummary(ctx *fasthttp.RequestCtx, id string) error {
 		req.After = -600
 	}
 	req.Chart, req.Context, req.Dimensions, req.Options = c.ID, "", "", 0
-	res, _, err := s.runQuery(&req, []*store.ChartDef{c}, s.now().Unix())
+	res, _, err := s.runQuery(store.ReadData, &req, []*store.ChartDef{c}, s.now().Unix())
 	if err != nil {
 		return err
 	}

@@ -291,7 +291,7 @@ func (s *Server) badge(ctx *fasthttp.RequestCtx, _ int) error {
 		label = c.Name
 	}
 	v := math.NaN()
-	res, _, err := s.runQuery(&req, []*store.ChartDef{c}, s.now().Unix())
+	res, _, err := s.runQuery(store.ReadBadge, &req, []*store.ChartDef{c}, s.now().Unix())
 	if err != nil {
 		var he *httpx.Error
 		if !errors.As(err, &he) || he.Status != fasthttp.StatusNotFound {

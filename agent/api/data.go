@@ -17,8 +17,9 @@ func getter(ctx *fasthttp.RequestCtx) query.Getter {
 
 // runQuery reads the windows the request needs from the store and
 // computes the result. defs are the charts (one for a chart query, every
-// chart of the context for a context query).
-func (s *Server) runQuery(req *query.Request, defs []*store.ChartDef, now int64) (*query.Result, int64, error) {
+// chart of the context for a context query); the reads are counted for r
+// (netdata.queries).
+func (s *Server) runQuery(r store.Reader, req *query.Request, defs []*store.ChartDef, now int64) (*query.Result, int64, error) {
 	series := make([]query.Series, len(defs))
 	var last int64
 	for i, d := range defs {
@@ -58,7 +59,7 @@ func (s *Server) runQuery(req *query.Request, defs []*store.ChartDef, now int64)
 		}
 		for i, d := range defs {
 			// Up to the newest point: before is clamped to it in the plan.
-			w, err := s.o.DB.Query(d.ID, req.Tier, plan.After, max(plan.Before, last)+step-1)
+			w, err := s.o.DB.QueryFor(r, d.ID, req.Tier, plan.After, max(plan.Before, last)+step-1)
 			if err != nil {
 				if errors.Is(err, store.ErrNotFound) {
 					continue // removed meanwhile: no data
@@ -140,7 +141,7 @@ func (s *Server) data(ctx *fasthttp.RequestCtx, ver int) error {
 		setBody(ctx, ct, body)
 		return nil
 	}
-	res, last, err := s.runQuery(&req, defs, now)
+	res, last, err := s.runQuery(store.ReadData, &req, defs, now)
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"peerdns/agent/collect"
+	"peerdns/agent/store"
 	"peerdns/internal/testutil"
 )
 
@@ -41,5 +42,30 @@ func TestSelfStats(t *testing.T) {
 	}
 	if again := e.srv.Stats(); again.MaxTime != 0 {
 		t.Errorf("max %v after a read with no request since, want 0", again.MaxTime)
+	}
+}
+
+// TestReadsCountedByAPI: the store reads of each API are counted under
+// Netdata's names for netdata.queries and netdata.db_points_read: a data
+// query, a badge and a weights call each under their own.
+func TestReadsCountedByAPI(t *testing.T) {
+	env := newTestEnv(t)
+	for _, path := range []string{
+		"/api/v1/data?chart=system.cpu&after=-60",
+		"/api/v1/badge.svg?chart=system.cpu&after=-60",
+		"/api/v1/weights?method=volume&after=-60&before=0&context=system.cpu",
+	} {
+		if r := env.get(t, path); r.status != 200 {
+			t.Fatalf("%s: %d", path, r.status)
+		}
+	}
+	q, p := env.db.Reads()
+	for _, r := range []store.Reader{store.ReadData, store.ReadBadge, store.ReadWeights} {
+		if q[r] == 0 || p[r] == 0 {
+			t.Errorf("%s: %d queries, %d points read", store.ReaderNames[r], q[r], p[r])
+		}
+	}
+	if q[store.ReadData] != 1 {
+		t.Errorf("one data query over one chart counted %d", q[store.ReadData])
 	}
 }

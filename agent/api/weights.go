@@ -6,6 +6,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"peerdns/agent/store"
 	"peerdns/agent/weights"
 	"peerdns/http/httpx"
 )
@@ -27,7 +28,7 @@ func (s *Server) weights(ctx *fasthttp.RequestCtx, ver int) error {
 	if st := s.stats(); req.Window && time.Duration(req.Before-req.BaselineAfter)*time.Second > st.Tier0Retention {
 		req.Tier = 1
 	}
-	ans := weights.Compute(s.o.DB, s.o.Health, req, time.Now)
+	ans := weights.Compute(weightsSource{s.o.DB}, s.o.Health, req, time.Now)
 	return writeJSON(ctx, weightsBody(ans, ver))
 }
 
@@ -199,4 +200,12 @@ func finiteInfo(r weights.Result) map[string]any {
 		info["dimension_name"] = r.Name
 	}
 	return info
+}
+
+// weightsSource is the store as weights reads it, its reads counted as
+// weights' (netdata.queries).
+type weightsSource struct{ *store.DB }
+
+func (w weightsSource) Query(chartID string, tier int, after, before int64) (*store.Window, error) {
+	return w.QueryFor(store.ReadWeights, chartID, tier, after, before)
 }

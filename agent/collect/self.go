@@ -15,7 +15,10 @@ import (
 // busy, the jobs it ran by type and the time each took
 // (netdata.workers_{time,jobs_by_type,busy_time_by_type}_<group>); the
 // points the store writes per tier (netdata.db_points_stored: the agent
-// has two tiers, Netdata three).
+// has two tiers, Netdata three); the queries it answers and the points
+// they read, by who asked (netdata.queries, netdata.db_points_read: the
+// data, weights and badge APIs, health, ml, exporters and replication;
+// store.Reader).
 //
 // Groups and job types follow Netdata's plugins: the /proc collectors are
 // the "proc" group with Netdata's job names (stat, loadavg, diskstats...),
@@ -36,7 +39,8 @@ type selfColl struct {
 	server  atomic.Pointer[func() ServerStats] // unset until Manager.SetServerStats
 
 	clients, requests, net, resp *chart
-	stored                       *chart
+	stored, queries, pointsRead  *chart
+	rawReads                     [store.NumReaders]float64
 	prevServer                   ServerStats
 	haveServer                   bool
 
@@ -181,6 +185,18 @@ func (c *selfColl) layout(names []string) {
 		Units: "points/s", ChartType: "stacked", Plugin: "netdata", Module: "stats", Priority: 131003, UpdateEvery: 1,
 		Dims: []store.DimDef{dim("tier0", "", algIncremental, 1, 1), dim("tier1", "", algIncremental, 1, 1)},
 	})
+	readers := func(id, title, units string, prio int) *chart {
+		dims := make([]store.DimDef, store.NumReaders)
+		for r, name := range store.ReaderNames {
+			dims[r] = dim(name, "", algIncremental, 1, 1)
+		}
+		return newChart(&store.ChartDef{
+			ID: "netdata." + id, Context: "netdata." + id, Family: "queries", Title: title,
+			Units: units, ChartType: "stacked", Plugin: "netdata", Module: "stats", Priority: prio, UpdateEvery: 1, Dims: dims,
+		})
+	}
+	c.queries = readers("queries", "Netdata DB Queries", "queries/s", 131000)
+	c.pointsRead = readers("db_points_read", "Netdata DB Points Query Read", "points/s", 131001)
 	c.uptime = newChart(&store.ChartDef{
 		ID: "netdata.uptime", Context: "netdata.uptime", Family: "netdata", Title: "Netdata uptime",
 		Units: "seconds", ChartType: "line", Plugin: "netdata", Module: "stats", Priority: 130100, UpdateEvery: 1,
@@ -233,6 +249,15 @@ func (c *selfColl) collect(tk *tick) error {
 	t0, t1 := m.db.PointsStored()
 	c.raw[0], c.raw[1] = float64(t0), float64(t1)
 	c.stored.emit(tk, c.raw[:2])
+	q, p := m.db.Reads()
+	for r := range q {
+		c.rawReads[r] = float64(q[r])
+	}
+	c.queries.emit(tk, c.rawReads[:])
+	for r := range p {
+		c.rawReads[r] = float64(p[r])
+	}
+	c.pointsRead.emit(tk, c.rawReads[:])
 	if f := c.server.Load(); f != nil {
 		c.collectServer(tk, (*f)())
 	}

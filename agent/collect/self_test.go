@@ -24,8 +24,19 @@ func (c namedColl) collect(*tick) error {
 	return nil
 }
 
+// queryColl reads netdata.uptime's last ten seconds each round, counted
+// as health's reads.
+type queryColl struct{}
+
+func (queryColl) name() string { return "query" }
+func (queryColl) collect(tk *tick) error {
+	_, _ = tk.m.db.QueryFor(store.ReadHealth, "netdata.uptime", 0, tk.now.Unix()-9, tk.now.Unix())
+	return nil
+}
+
 // The self charts: jobs and busy time by Netdata worker group and job
-// type, the busy share, the agent's CPU from getrusage and its uptime.
+// type, the busy share, the agent's CPU from getrusage and its uptime,
+// the store's points written and its queries and points read by reader.
 func TestSelfCharts(t *testing.T) {
 	self := newSelf()
 	self.started = epoch.Add(-10 * time.Second)
@@ -37,7 +48,7 @@ func TestSelfCharts(t *testing.T) {
 		return nil
 	}
 	db := storetest.New(t, store.Config{})
-	run(t, db, 3, namedColl{n: "stat"}, namedColl{n: "load", d: 20 * time.Millisecond}, namedColl{n: "diskspace"}, namedColl{n: "unknown"}, self)
+	run(t, db, 3, namedColl{n: "stat"}, namedColl{n: "load", d: 20 * time.Millisecond}, namedColl{n: "diskspace"}, namedColl{n: "unknown"}, queryColl{}, self)
 
 	checkDef(t, db, "netdata.workers_jobs_by_type_proc", "netdata.workers.proc.jobs_started_by_type", "workers plugin proc", "jobs", "stacked", 1000002, "stat", "loadavg")
 	checkDef(t, db, "netdata.workers_busy_time_by_type_diskspace", "netdata.workers.diskspace.time_by_type", "workers plugin diskspace", "ms", "stacked", 1000003, "mountpoint")
@@ -58,8 +69,17 @@ func TestSelfCharts(t *testing.T) {
 	// Tier-0 points per second, read after uptime's append: the workers
 	// charts (proc 1 + 2 + 2, diskspace 1 + 1 + 1), uptime 1, and from the
 	// second round server_cpu 2; from the third also the previous round's
-	// db_points_stored 2. No minute closed: tier 1 is 0.
-	checkPoints(t, db, "netdata.db_points_stored", [][]float64{{11, 0}, {13, 0}})
+	// db_points_stored 2, queries 7 and db_points_read 7. No minute
+	// closed: tier 1 is 0.
+	checkPoints(t, db, "netdata.db_points_stored", [][]float64{{11, 0}, {27, 0}})
+	// One health query a second from the second round (in the first,
+	// netdata.uptime did not exist yet), reading uptime's points.
+	checkPoints(t, db, "netdata.queries", [][]float64{{0, 0, 0, 1, 0, 0, 0}, {0, 0, 0, 1, 0, 0, 0}})
+	for i, p := range points(t, db, "netdata.db_points_read") {
+		if p[store.ReadHealth] < 1 || p[store.ReadData] != 0 {
+			t.Errorf("round %d: points read %v, want some by health and none by data", i+2, p)
+		}
+	}
 	for _, c := range db.Charts() {
 		if strings.Contains(c.ID, "unknown") || strings.HasSuffix(c.ID, "_self") {
 			t.Errorf("chart %s: a collector without a Netdata job is not charted", c.ID)

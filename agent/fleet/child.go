@@ -211,7 +211,7 @@ func (c *Child) batch(cursor map[string]int64, sentDef map[string]*store.ChartDe
 		if from == 1 {
 			to = last // first time: everything held, clamped by the ring below
 		}
-		w, err := c.cfg.DB.Query(def.ID, 0, from, to)
+		w, err := c.cfg.DB.QueryFor(store.ReadReplication, def.ID, 0, from, to)
 		if err != nil || len(w.Slots) == 0 || len(w.Slots[0]) == 0 {
 			continue
 		}

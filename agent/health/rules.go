@@ -163,7 +163,7 @@ func lookupRows(e *Engine, def *store.ChartDef, now, secs int64, dims []string, 
 			return
 		}
 	}
-	w, err := e.db.Query(def.ID, 0, now-secs+1, now)
+	w, err := e.db.QueryFor(store.ReadHealth, def.ID, 0, now-secs+1, now)
 	if err != nil || len(w.Slots) == 0 {
 		return
 	}

@@ -339,7 +339,7 @@ func (d *Detector) trainChart(cs *chartState, now int64) {
 		next += period
 	}
 	cs.nextTrain = next
-	w, err := d.db.Query(cs.def.ID, 0, now-int64(d.cfg.MaxTrainSeconds)+1, now)
+	w, err := d.db.QueryFor(store.ReadML, cs.def.ID, 0, now-int64(d.cfg.MaxTrainSeconds)+1, now)
 	if err != nil || len(w.Slots) != len(cs.dims) {
 		return
 	}

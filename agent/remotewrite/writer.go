@@ -145,7 +145,7 @@ func (w *Writer) Collect() {
 			if !seen {
 				cur = last - 1
 			}
-			win, err := src.DB.Query(def.ID, 0, cur+1, last)
+			win, err := src.DB.QueryFor(store.ReadExporters, def.ID, 0, cur+1, last)
 			w.cursor[key] = last
 			if err != nil || len(win.Slots) == 0 {
 				continue

@@ -52,7 +52,8 @@ type DB struct {
 
 	gen    atomic.Uint64 // Prune and SetRetention calls (Generation)
 	closed atomic.Bool
-	stored [2]atomic.Uint64 // points written to tier 0 and tier 1 (PointsStored)
+	stored [2]atomic.Uint64                                    // points written to tier 0 and tier 1 (PointsStored)
+	reads  [NumReaders]struct{ queries, points atomic.Uint64 } // QueryFor
 	stop   chan struct{}
 	done   chan struct{}
 }

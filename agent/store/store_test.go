@@ -624,3 +624,31 @@ func TestPointsStored(t *testing.T) {
 		t.Fatalf("after the minute: tier0 %d tier1 %d, want 122 and 1", t0, t1)
 	}
 }
+
+// QueryFor counts a query and the slots it read for its reader; a query
+// that fails counts nothing.
+func TestQueryForCounts(t *testing.T) {
+	db := newTestDB(t, Config{})
+	if err := db.Register(testChart("c", "a", "b")); err != nil {
+		t.Fatal(err)
+	}
+	for ts := int64(100); ts < 110; ts++ {
+		mustAppend(t, db, "c", ts, 1, 2)
+	}
+	w, err := db.QueryFor(ReadHealth, "c", 0, 100, 109)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.QueryFor(ReadHealth, "missing", 0, 100, 109); err == nil {
+		t.Fatal("a missing chart answered")
+	}
+	q, p := db.Reads()
+	if q[ReadHealth] != 1 || p[ReadHealth] != uint64(2*len(w.Slots[0])) || len(w.Slots[0]) != 10 {
+		t.Fatalf("health: %d queries, %d points (window %d slots), want 1 and 20", q[ReadHealth], p[ReadHealth], len(w.Slots[0]))
+	}
+	for r := range q {
+		if Reader(r) != ReadHealth && (q[r] != 0 || p[r] != 0) {
+			t.Errorf("%s counted %d/%d", ReaderNames[r], q[r], p[r])
+		}
+	}
+}
