@@ -166,8 +166,15 @@ func (r *Resolver) Resolve(ctx context.Context, name string, qtype, qclass uint1
 		r.hits.Add(1)
 		return m, err
 	}
-	r.misses.Add(1)
 	r.mu.Lock()
+	// Stored between the lookup above and the lock (the query in flight
+	// then ended): a second query would go upstream for it.
+	if m, err, ok := r.lookup(k); ok {
+		r.mu.Unlock()
+		r.hits.Add(1)
+		return m, err
+	}
+	r.misses.Add(1)
 	if c, ok := r.inflight[k]; ok {
 		r.mu.Unlock()
 		select {
