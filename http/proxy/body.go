@@ -125,8 +125,7 @@ func (s *Server) wholeBody(ctx *fasthttp.RequestCtx, limit int) (held int64, ok 
 	}
 	if want >= BigBody {
 		if !s.budget.take(want) {
-			s.refuseBody(ctx, fasthttp.StatusServiceUnavailable, "Service Unavailable: too many large request bodies in flight, retry")
-			ctx.Response.Header.Set("Retry-After", "1")
+			s.busy(ctx, "too many large request bodies in flight")
 			return 0, false
 		}
 		held = want
@@ -161,6 +160,13 @@ func (s *Server) wholeBody(ctx *fasthttp.RequestCtx, limit int) (held int64, ok 
 func (s *Server) refuseBody(ctx *fasthttp.RequestCtx, status int, msg string) {
 	ctx.Error(msg, status)
 	ctx.SetConnectionClose()
+}
+
+// busy answers 503 with Retry-After: 1 without reading the body (the
+// request itself is fine; the edge has no room for it now).
+func (s *Server) busy(ctx *fasthttp.RequestCtx, why string) {
+	s.refuseBody(ctx, fasthttp.StatusServiceUnavailable, "Service Unavailable: "+why+", retry")
+	ctx.Response.Header.Set("Retry-After", "1")
 }
 
 // clientBodyError answers a body the client stopped sending: 408 when it

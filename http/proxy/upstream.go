@@ -101,8 +101,7 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx, d *view.Domain) {
 		} else {
 			if up.uploads.Add(1) > s.d.MaxUploads {
 				up.uploads.Add(-1)
-				s.refuseBody(ctx, fasthttp.StatusServiceUnavailable, "Service Unavailable: too many uploads in flight to "+d.Name+", retry")
-				ctx.Response.Header.Set("Retry-After", "1")
+				s.busy(ctx, "too many uploads in flight to "+d.Name)
 				return
 			}
 			defer up.uploads.Add(-1)
