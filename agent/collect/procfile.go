@@ -40,11 +40,17 @@ func newProcReader(path string) *procReader {
 
 // read returns the whole file; the slice is valid until the next call.
 //
-// It calls pread(2) directly and stops at the first short read: /proc and
-// /sys files are generated in full by one read that has room for them
-// (seq_file fills the buffer until the end), so a short read is the end.
-// os.File.ReadAt would make a second pread to see EOF, doubling the
-// syscalls of every collector (apps reads two files per process).
+// It calls pread(2) directly. A /proc file made by one show call
+// (meminfo, stat, snmp: seq_file's single_open) comes whole in one read
+// that has room for it, but a file made record by record (interrupts,
+// net/dev, diskstats, mountinfo, slabinfo) comes one seq_file buffer at
+// a time: at least a page, less the record that did not fit. So a read
+// shorter than the room is the end only when it is shorter than
+// seqChunkMin: a read of a page's worth may be followed by more (a host
+// with 40 disks or 64 CPUs has a /proc/diskstats or /proc/interrupts
+// longer than a page). Small files, most of what is read each second
+// (a process's stat and io), still cost one pread; os.File.ReadAt would
+// always make a second one to see EOF.
 func (r *procReader) read() ([]byte, error) {
 	if r.f == nil {
 		f, err := os.Open(r.path)
@@ -74,11 +80,18 @@ func (r *procReader) read() ([]byte, error) {
 			return nil, &os.PathError{Op: "read", Path: r.path, Err: err}
 		}
 		r.buf = r.buf[:len(r.buf)+n]
-		if n < len(room) {
+		if n == 0 || (n < len(room) && n < seqChunkMin) {
 			return r.buf, nil
 		}
 	}
 }
+
+// seqChunkMin is the shortest read that may not be the end of a file:
+// seq_file hands out at least a page (4 KiB) less one record per read,
+// and records of /proc's text files are under 2 KiB (an interrupts line
+// reaches that with ~180 CPUs, where its header line alone is as long,
+// so the header's read is long enough too).
+const seqChunkMin = 2048
 
 // close releases the kept-open file; a later read opens it again.
 func (r *procReader) close() {
