@@ -1,7 +1,8 @@
 // Package collect reads the host every second and appends Netdata's
 // system charts to the agent store: the charts of Netdata 1.37's
 // proc.plugin, diskspace.plugin, cgroups.plugin, apps.plugin,
-// idlejitter.plugin and timex.plugin, with Netdata's ids, contexts, families, titles,
+// idlejitter.plugin, timex.plugin and slabinfo.plugin (which Netdata
+// ships turned off; see slabinfo.go), with Netdata's ids, contexts, families, titles,
 // units, chart types, priorities, plugin/module names and dimension ids,
 // names, algorithms and multipliers/divisors (checked against the
 // reference catalog of the VM the fixtures come from:
@@ -54,8 +55,9 @@
 // huge pages, ECC (mem.hwcorrupt), IRQ pressure, cgroups (the hierarchies
 // are mounted but empty), System V message queues. Not built: nfacct.plugin
 // (netfilter.netlink_*, conntrack over netlink; /proc/net/stat/nf_conntrack
-// gives the same counters as netfilter.conntrack_*) and Netdata's
-// self-monitoring netdata.* charts.
+// gives the same counters as netfilter.conntrack_*) and the netdata.*
+// charts of Netdata's internals the agent has no counterpart of (self.go
+// keeps the ones it has).
 //
 // The package knows nothing about HTTP.
 package collect

@@ -55,7 +55,7 @@ func hostCollectors(root string) []collector {
 	return []collector{
 		newStat(root), newInterrupts(root), newSoftirqs(root), newSoftnet(root), newLoad(root), newMeminfo(root), newVmstat(root), newPressure(root),
 		newDisk(root), newDiskSpace(root), newNet(root), newNetstat(root), newSockstat(root), newSockstat6(root),
-		newUptime(root), newEntropy(root), newConntrack(root), newIPC(root), newZram(root), newIdleJitter(), newCgroups(root), newApps(root), newTimex(),
+		newUptime(root), newEntropy(root), newConntrack(root), newIPC(root), newZram(root), newSlabinfo(root), newIdleJitter(), newCgroups(root), newApps(root), newTimex(),
 		newSelf(), // last: it charts the round's timings of the others
 	}
 }
