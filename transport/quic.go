@@ -180,7 +180,10 @@ func Listen(cfg Config) (*QUICEndpoint, error) {
 		MaxIdleTimeout:       cfg.IdleTimeout,
 		KeepAlivePeriod:      cfg.KeepAlive,
 		EnableDatagrams:      true,
-		MaxIncomingStreams:   cfg.MaxIncomingStreams,
+		// RESET_STREAM_AT: Abort delivers what was written before it
+		// (see quicStream.Abort).
+		EnableStreamResetPartialDelivery: true,
+		MaxIncomingStreams:               cfg.MaxIncomingStreams,
 		// Nothing of ours uses unidirectional streams; 0 would mean
 		// quic-go's default of 100, a negative value means none.
 		MaxIncomingUniStreams:          -1,
@@ -468,8 +471,14 @@ func (s quicStream) Close() error {
 }
 
 // Abort resets both directions (RESET_STREAM and STOP_SENDING with
-// StreamRefused): the peer's reads and writes fail.
+// StreamRefused): the peer's reads and writes fail. What was written
+// before still reaches the peer's reads, then the failure, as bytes a
+// TCP connection sent before its reset do (RESET_STREAM_AT, draft-ietf-
+// quic-reliable-stream-reset, when the peer supports it; every node
+// does): a tunnel whose local side sent an answer and then reset (an
+// upstream refusing an upload it did not read) delivers the answer.
 func (s quicStream) Abort() {
+	s.SetReliableBoundary()
 	s.CancelWrite(StreamRefused)
 	s.CancelRead(StreamRefused)
 }

@@ -82,9 +82,13 @@
 //
 // Each direction is copied with a pooled 64 KiB buffer; the end of data
 // on one side is passed on as a half-close (TCP CloseWrite, QUIC FIN) and
-// the other direction keeps flowing; an error in either direction resets
-// both sides (transport.Stream's CloseWrite and Abort; the in-memory
-// transport half-closes as QUIC does).
+// the other direction keeps flowing; a read error in either direction
+// resets both sides at once (transport.Stream's CloseWrite and Abort; the
+// in-memory transport half-closes as QUIC does), a write error once the
+// other direction has ended too, so an answer a backend sent before it
+// reset (refusing an upload it did not read) still passes. An aborted
+// stream delivers what was written to it before the reset (RESET_STREAM_AT,
+// transport.quicStream.Abort), as TCP delivers what was sent before a RST.
 //
 // # UDP tunnels
 //

@@ -76,8 +76,9 @@ func (s streamSide) closeWrite() error           { return streamCloseWrite(s.s) 
 
 // pipe copies between local and remote until both directions ended, with
 // half-close: the end of data on one side (EOF) becomes a half-close of
-// the other, and the opposite direction keeps flowing. An error in
-// either direction tears both sides down. sts are counted as one more
+// the other, and the opposite direction keeps flowing. A read error in
+// either direction tears both sides down; a write error does once the
+// other direction has ended too. sts are counted as one more
 // open connection for the duration. pipe closes both sides.
 //
 // A side that cannot half-close (a local net.Conn that is not TCP) is
@@ -109,7 +110,10 @@ func pipe(local, remote side, sts ...*stats) {
 		}
 	})
 	<-done
-	if !p.failed.Load() {
+	switch {
+	case p.broken.Load():
+		p.abort()
+	case !p.failed.Load():
 		local.close()
 		remote.close()
 	}
@@ -120,6 +124,7 @@ type piping struct {
 	local, remote side
 	once          sync.Once
 	failed        atomic.Bool // torn down: sides were aborted
+	broken        atomic.Bool // a write failed: tear down once both directions ended
 	closedWhole   atomic.Bool // a side that cannot half-close was closed at EOF
 }
 
@@ -132,8 +137,9 @@ func (p *piping) abort() {
 }
 
 // copy copies src to dst with a pooled buffer until src ends, then
-// half-closes dst. count gets the bytes of each write. On an error it
-// tears both sides down, which unblocks the other direction too.
+// half-closes dst. count gets the bytes of each write. A read error
+// tears both sides down at once, which unblocks the other direction
+// too; a write error ends this direction only (see broken).
 func (p *piping) copy(dst, src side, count func(int64)) {
 	bp := bufPool.Get().(*[]byte)
 	defer bufPool.Put(bp)
@@ -149,7 +155,13 @@ func (p *piping) copy(dst, src side, count func(int64)) {
 				werr = io.ErrShortWrite
 			}
 			if werr != nil {
-				p.abort()
+				// dst takes no more. This direction ends as failed,
+				// but what the other one still reads passes first
+				// (an answer dst's peer sent before it went away:
+				// a backend that answers an upload it will not read
+				// and resets); pipe tears both sides down once that
+				// direction has ended too.
+				p.broken.Store(true)
 				return
 			}
 		}
