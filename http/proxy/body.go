@@ -17,19 +17,18 @@ import (
 //   - To a p2p domain a body of up to SmallBody bytes is read whole
 //     first, as nginx buffers bodies by default: a client that trickles
 //     a form ties up no upstream connection. A longer (or chunked) body
-//     goes upstream as it arrives (fasthttp's HostClient copies the
-//     client's stream to the tunnel, with its Content-Length or chunked
-//     as it came): an upload of any size costs the node a few buffers,
-//     and its first bytes reach the upstream before its last have left
-//     the client. There is no size limit: the upstream decides what it
-//     accepts. fasthttp's client reads the
-//     answer only once it has sent the body, so an upstream that refuses
-//     a body before reading it (a 413, then closing) reaches the client
-//     as a 502. Such uploads hold an upstream connection each for as long
-//     as the client takes, so at most MaxUploads stream to one upstream
-//     at once (a quarter of the connections the edge keeps to it): past
-//     that an upload is 503 with Retry-After: 1, and slow uploaders
-//     cannot take every connection from the requests of a site.
+//     goes upstream as it arrives, on a connection of its own, with its
+//     Content-Length or chunked as it came (upload.go): an upload of any
+//     size costs the node a few buffers, and its first bytes reach the
+//     upstream before its last have left the client. There is no size
+//     limit: the upstream decides what it accepts, and its answer is
+//     read while the body still goes, so one that refuses a body before
+//     reading it (401, 413, then closing) reaches the client as such.
+//     Such uploads hold an upstream connection each for as long as the
+//     client takes, so at most MaxUploads stream to one upstream at once
+//     (a quarter of the connections the edge keeps to it): past that an
+//     upload is 503 with Retry-After: 1, and slow uploaders cannot take
+//     every connection from the requests of a site.
 //   - The routes served in-process (the admin API, plugins) get their
 //     body whole, read here first up to their own limit (admin.MaxBody,
 //     pluginweb.MaxBody; over it: 413). Those of BigBody or more share a
@@ -44,8 +43,11 @@ import (
 //     for ReadTimeout is (408, or the upstream request is abandoned). The
 //     head must still arrive whole within ReadTimeout.
 //   - A request whose body was not read to its end (an unknown host, an
-//     upstream that failed mid-body) closes its connection after the
-//     answer: the rest of the body cannot be told from a next request.
+//     upstream that failed or answered mid-body) closes its connection
+//     after the answer: the rest of the body cannot be told from a next
+//     request. The close lingers (movingDeadlines.Close): the node stops
+//     sending, then reads and drops what the client still sends for up
+//     to lingerTime, so the client reads the answer instead of a reset.
 const (
 	BodyBudget = 256 << 20
 	BigBody    = 1 << 20
@@ -159,7 +161,28 @@ func (s *Server) wholeBody(ctx *fasthttp.RequestCtx, limit int) (held int64, ok 
 // refuseBody answers without reading the body, and closes the connection.
 func (s *Server) refuseBody(ctx *fasthttp.RequestCtx, status int, msg string) {
 	ctx.Error(msg, status)
+	closeAfter(ctx)
+}
+
+// closeAfter closes the connection after the answer, lingering: the
+// client may still be sending a body nobody will read (see
+// movingDeadlines.Close).
+func closeAfter(ctx *fasthttp.RequestCtx) {
 	ctx.SetConnectionClose()
+	if mc := clientConn(ctx); mc != nil {
+		mc.linger.Store(true)
+	}
+}
+
+// clientConn is the listener's wrapper of ctx's connection (under TLS
+// too); nil for a connection the listeners did not wrap.
+func clientConn(ctx *fasthttp.RequestCtx) *movingDeadlines {
+	c := ctx.Conn()
+	if u, ok := c.(interface{ NetConn() net.Conn }); ok { // *tls.Conn
+		c = u.NetConn()
+	}
+	mc, _ := c.(*movingDeadlines)
+	return mc
 }
 
 // busy answers 503 with Retry-After: 1 without reading the body (the
@@ -186,12 +209,8 @@ func (s *Server) clientBodyError(ctx *fasthttp.RequestCtx, err error) {
 // kept, so a failure can be told to be the client's. nil (a no-op for
 // bodyEnd) for a connection the listeners did not wrap.
 func (s *Server) bodyStart(ctx *fasthttp.RequestCtx) *movingDeadlines {
-	c := ctx.Conn()
-	if u, ok := c.(interface{ NetConn() net.Conn }); ok { // *tls.Conn
-		c = u.NetConn()
-	}
-	mc, ok := c.(*movingDeadlines)
-	if !ok {
+	mc := clientConn(ctx)
+	if mc == nil {
 		return nil
 	}
 	mc.readErr = nil

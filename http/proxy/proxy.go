@@ -304,7 +304,7 @@ func (s *Server) serve(ctx *fasthttp.RequestCtx) {
 		if !inMemory(&ctx.Request) {
 			// A body nobody read (no such host, no Host): what is
 			// left of it cannot be told from a next request.
-			ctx.SetConnectionClose()
+			closeAfter(ctx)
 		}
 	}()
 	raw := string(ctx.Host())

@@ -3,6 +3,7 @@ package proxy
 import (
 	"io"
 	"net"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -41,7 +42,36 @@ type movingDeadlines struct {
 	// bufs are ReadFrom's copy buffers: copyBufs (nil) for a client's
 	// connection, bodyBufs for an upstream's.
 	bufs *sync.Pool
+	// rstop, wstop: halted (haltRead, haltWrite); no later operation on
+	// that side moves its deadline out of the past.
+	rstop, wstop atomic.Bool
+	// linger: Close lingers (closeAfter).
+	linger atomic.Bool
 }
+
+// Close closes the connection. One that lingers (its answer went while
+// the client was still sending a body nobody will read) first ends its
+// sending side (FIN after the answer), then reads and drops what still
+// comes, until the client closes too or for lingerTime, and only then
+// closes: a socket closed with bytes unread sends a reset, and a client
+// still sending gets it before it reads the answer, which its kernel may
+// then drop (nginx's lingering_close, for the same reason).
+func (c *movingDeadlines) Close() error {
+	cw, ok := c.Conn.(interface{ CloseWrite() error })
+	if !c.linger.Load() || !ok || cw.CloseWrite() != nil {
+		return c.Conn.Close()
+	}
+	go func() {
+		_ = c.Conn.SetReadDeadline(time.Now().Add(lingerTime))
+		_, _ = io.Copy(io.Discard, c.Conn)
+		_ = c.Conn.Close()
+	}()
+	return nil
+}
+
+// lingerTime bounds a lingering close (nginx: lingering_time 30 s, and
+// 5 s without data).
+const lingerTime = 5 * time.Second
 
 // deadline is one side's moving deadline. Atomic: a hijacked connection
 // is read and written from two goroutines.
@@ -80,6 +110,10 @@ func (c *movingDeadlines) Read(b []byte) (int, error) {
 			return 0, err
 		}
 	}
+	if c.rstop.Load() {
+		c.readErr = os.ErrDeadlineExceeded
+		return 0, c.readErr
+	}
 	n, err := c.Conn.Read(b)
 	if err != nil {
 		c.readErr = err
@@ -92,8 +126,29 @@ func (c *movingDeadlines) Write(b []byte) (int, error) {
 		if err := c.SetWriteDeadline(t); err != nil {
 			return 0, err
 		}
+		if c.wstop.Load() {
+			return 0, os.ErrDeadlineExceeded
+		}
 	}
 	return c.Conn.Write(b)
+}
+
+// haltRead makes the read in progress, if any, and every later one fail
+// at once, from any goroutine: a deadline in the past that the read side
+// will not move again (a read that moves it checks rstop after). nil: a
+// no-op.
+func (c *movingDeadlines) haltRead() {
+	if c == nil {
+		return
+	}
+	c.rstop.Store(true)
+	_ = c.SetReadDeadline(time.Unix(1, 0))
+}
+
+// haltWrite is haltRead for writes.
+func (c *movingDeadlines) haltWrite() {
+	c.wstop.Store(true)
+	_ = c.SetWriteDeadline(time.Unix(1, 0))
 }
 
 func (c *movingDeadlines) SetReadDeadline(t time.Time) error {

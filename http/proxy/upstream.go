@@ -43,9 +43,7 @@ func (s *Server) client(d *view.Domain) *upstream {
 	c := &fasthttp.HostClient{
 		Addr: d.Name, // only names the client; Dial ignores it
 		Dial: func(string) (net.Conn, error) {
-			ctx, cancel := ctxFor(10 * time.Second)
-			defer cancel()
-			c, err := s.d.Dialer.Dial(ctx, hash)
+			c, err := s.dial(hash)
 			if err != nil {
 				return nil, err
 			}
@@ -86,8 +84,6 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx, d *view.Domain) {
 	}
 	req, resp := &ctx.Request, &ctx.Response
 	up := s.client(d)
-	var mc *movingDeadlines
-	streamed := false
 	if req.IsBodyStream() {
 		// The edge answered any "Expect: 100-continue" itself.
 		req.Header.Del("Expect")
@@ -105,8 +101,9 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx, d *view.Domain) {
 				return
 			}
 			defer up.uploads.Add(-1)
-			streamed = true
-			mc = s.bodyStart(ctx)
+			prepare(ctx, req)
+			s.upload(ctx, d, s.bodyStart(ctx))
+			return
 		}
 	}
 	prepare(ctx, req)
@@ -116,24 +113,15 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx, d *view.Domain) {
 	} else {
 		req.URI().SetSchemeBytes(strHTTP)
 	}
-	err := up.hc.DoTimeout(req, resp, s.d.UpstreamTimeout)
-	if streamed {
-		if cerr := mc.bodyEnd(); err != nil {
-			if cerr != nil { // the client's side failed, not the upstream
-				s.clientBodyError(ctx, cerr)
-			} else {
-				s.upstreamError(ctx, d, err)
-			}
-			// Whatever is left of the body cannot be told from a
-			// next request.
-			ctx.SetConnectionClose()
-			return
-		}
-	}
-	if err != nil {
+	if err := up.hc.DoTimeout(req, resp, s.d.UpstreamTimeout); err != nil {
 		s.upstreamError(ctx, d, err)
 		return
 	}
+	finish(resp)
+}
+
+// finish drops the upstream's hop-by-hop headers from its answer.
+func finish(resp *fasthttp.Response) {
 	for _, h := range hopHeaders {
 		resp.Header.Del(h)
 	}
@@ -204,21 +192,13 @@ func isUpgrade(ctx *fasthttp.RequestCtx) bool {
 // on a connection of its own, then bytes flow both ways until either
 // side closes (the upstream's 101 reaches the client as it came).
 func (s *Server) websocket(ctx *fasthttp.RequestCtx, d *view.Domain) {
-	dctx, cancel := ctxFor(10 * time.Second)
-	up, err := s.d.Dialer.Dial(dctx, d.Hash)
-	cancel()
+	up, err := s.dial(d.Hash)
+	if err == nil && d.SSL {
+		up, err = tlsUpstream(up, d)
+	}
 	if err != nil {
 		s.upstreamError(ctx, d, err)
 		return
-	}
-	if d.SSL {
-		tc := tls.Client(up, &tls.Config{InsecureSkipVerify: true, ServerName: d.Name}) //nolint:gosec // the tunnel authenticates
-		if err := tc.Handshake(); err != nil {
-			up.Close()
-			s.upstreamError(ctx, d, err)
-			return
-		}
-		up = tc
 	}
 	req := &ctx.Request
 	ip := ctx.RemoteIP().String()

@@ -1,0 +1,206 @@
+package proxy
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http/httputil"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"peerdns/internal/view"
+)
+
+// upload sends a request whose body is streamed (longer than SmallBody,
+// or chunked) on an upstream connection of its own, and reads the
+// upstream's answer while the body is still going, as nginx does with
+// proxy_request_buffering off: an upstream may answer before it has read
+// the whole body (401 for a missing token, 413 for a body too large) and
+// close. That answer reaches the client, the rest of the body is not
+// read, and the client's connection closes after the answer (what is
+// left of the body cannot be told from a next request). fasthttp's
+// client reads an answer only once the body has gone, so such an
+// upstream would be a 502.
+//
+// The connection is not reused: a tunnel stream or a local TCP dial per
+// upload costs nothing next to the upload. Deadlines: the upstream must
+// take some of the body every UpstreamTimeout (its write deadline moves
+// with each write); its answer is awaited without a deadline while the
+// body goes, then within UpstreamTimeout once it has gone (and between
+// two reads of the answer's body). When sending fails on the upstream's
+// side, an answer already on its way is still read for answerGrace.
+func (s *Server) upload(ctx *fasthttp.RequestCtx, d *view.Domain, cm *movingDeadlines) {
+	conn, mc, err := s.dialUpstream(d)
+	if err != nil {
+		_ = cm.bodyEnd()
+		s.upstreamError(ctx, d, err)
+		closeAfter(ctx)
+		return
+	}
+	req, resp := &ctx.Request, &ctx.Response
+	req.Header.SetConnectionClose() // to the upstream: this connection ends with the exchange
+	mc.wr.every.Store(int64(s.d.UpstreamTimeout))
+	sent := make(chan error, 1)
+	go func() {
+		bw := bufio.NewWriterSize(conn, 4<<10)
+		err := req.Write(bw)
+		if err == nil {
+			err = bw.Flush()
+		}
+		switch {
+		case err == nil:
+			_ = mc.SetReadDeadline(time.Now().Add(s.d.UpstreamTimeout))
+		case cm != nil && cm.readErr != nil: // the client's side: no answer will do
+			_ = mc.SetReadDeadline(time.Now())
+		default:
+			_ = mc.SetReadDeadline(time.Now().Add(answerGrace))
+		}
+		sent <- err
+	}()
+	br := bufio.NewReaderSize(conn, 4<<10)
+	herr := readHead(resp, br)
+	var werr error
+	early := false
+	select {
+	case werr = <-sent:
+	default: // answered (or failed) while the body was still going: stop sending it
+		early = true
+		cm.haltRead()
+		mc.haltWrite()
+		werr = <-sent
+	}
+	cerr := cm.bodyEnd()
+	if herr != nil {
+		conn.Close()
+		resp.Reset()
+		switch {
+		case werr != nil && cerr != nil:
+			s.clientBodyError(ctx, cerr)
+		case werr != nil && !early:
+			s.upstreamError(ctx, d, timedOut(werr))
+		default:
+			s.upstreamError(ctx, d, timedOut(herr))
+		}
+		closeAfter(ctx)
+		return
+	}
+	finish(resp)
+	if early || werr != nil {
+		closeAfter(ctx) // the rest of the body is unread
+	}
+	// The answer's body: between two reads at most UpstreamTimeout.
+	mc.rd.every.Store(int64(s.d.UpstreamTimeout))
+	_ = mc.SetReadDeadline(time.Now().Add(s.d.UpstreamTimeout))
+	code := resp.StatusCode()
+	if req.Header.IsHead() || code == fasthttp.StatusNoContent || code == fasthttp.StatusNotModified {
+		conn.Close()
+		return
+	}
+	n := resp.Header.ContentLength()
+	var body io.Reader
+	switch {
+	case n >= 0:
+		body = io.LimitReader(br, int64(n))
+	case n == -1:
+		body = httputil.NewChunkedReader(br)
+	default: // until the upstream closes: chunked to the client
+		body, n = br, -1
+	}
+	resp.SetBodyStream(&upstreamBody{Reader: body, c: conn}, n)
+	flushHeadEarly(resp)
+}
+
+// timedOut marks a deadline that passed as fasthttp's ErrTimeout, which
+// upstreamError answers 504 (an upstream that stopped taking the body or
+// did not answer in time).
+func timedOut(err error) error {
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return fmt.Errorf("%w: %v", fasthttp.ErrTimeout, err)
+	}
+	return err
+}
+
+// answerGrace is how long an answer is awaited after sending the body
+// failed on the upstream's side (it may have answered, then closed).
+const answerGrace = time.Second
+
+// readHead reads the upstream's answer head, past informational ones
+// (100 Continue and the like).
+func readHead(resp *fasthttp.Response, br *bufio.Reader) error {
+	for range 100 {
+		if err := resp.Header.Read(br); err != nil {
+			return err
+		}
+		switch code := resp.StatusCode(); {
+		case code == fasthttp.StatusSwitchingProtocols:
+			return errors.New("upstream switched protocols on a request that did not ask to")
+		case code >= 200:
+			return nil
+		}
+	}
+	return errors.New("upstream sent more than 100 informational answers")
+}
+
+// upstreamBody is an answer's body read from an upstream connection of its
+// own; the connection closes with it (fasthttp closes a body stream once
+// the response is written, or dropped).
+type upstreamBody struct {
+	io.Reader
+	c net.Conn
+}
+
+// Close closes the upstream connection. Its error is not the answer's:
+// fasthttp would take it for a failed write and drop the answer unsent
+// (a tunnel stream the far side reset after its answer fails to close).
+func (b *upstreamBody) Close() error {
+	_ = b.c.Close()
+	return nil
+}
+
+// dialUpstream opens a connection of its own to d's tunnel server (TLS
+// when d.SSL), with moving deadlines at zero (set by the caller).
+func (s *Server) dialUpstream(d *view.Domain) (net.Conn, *movingDeadlines, error) {
+	c, err := s.dial(d.Hash)
+	if err != nil {
+		return nil, nil, err
+	}
+	mc := &movingDeadlines{Conn: c, bufs: &bodyBufs}
+	if !d.SSL {
+		return mc, mc, nil
+	}
+	tc, err := tlsUpstream(mc, d)
+	if err != nil {
+		return nil, nil, err
+	}
+	return tc, mc, nil
+}
+
+// dial opens a stream (or, on this node, a TCP connection) to the server
+// of hash.
+func (s *Server) dial(hash string) (net.Conn, error) {
+	ctx, cancel := ctxFor(dialTimeout)
+	defer cancel()
+	return s.d.Dialer.Dial(ctx, hash)
+}
+
+const dialTimeout = 10 * time.Second
+
+// tlsUpstream speaks TLS over c to a claim with ssl: true, the handshake
+// within dialTimeout. The certificate is not checked: the tunnel
+// authenticated the server already (see the package doc).
+func tlsUpstream(c net.Conn, d *view.Domain) (net.Conn, error) {
+	tc := tls.Client(c, &tls.Config{InsecureSkipVerify: true, ServerName: d.Name}) //nolint:gosec // see above
+	ctx, cancel := context.WithTimeout(context.Background(), dialTimeout)
+	defer cancel()
+	if err := tc.HandshakeContext(ctx); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("TLS to %s: %w", d.Name, err)
+	}
+	return tc, nil
+}
