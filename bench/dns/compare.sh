@@ -23,7 +23,7 @@ set -euo pipefail
 
 NAMES=${NAMES:-1000}
 DURATION=${DURATION:-10}          # seconds per dnsperf run
-ROUNDS=${ROUNDS:-2}               # runs per server, best kept
+ROUNDS=${ROUNDS:-3}               # runs per server, interleaved; medians reported
 DNSPERF_OPTS=${DNSPERF_OPTS:--T 2 -c 4 -q 500}
 BASE_PORT=${BASE_PORT:-15301}
 FORWARD=${FORWARD:-1}             # also compare caching forwarders (peerdns, Unbound, dnsmasq)
@@ -228,12 +228,21 @@ cpu_ticks() {
 }
 HZ=$(getconf CLK_TCK)
 
-# measure "TITLE" name:port ... : dnsperf against each, best of ROUNDS,
-# then a table with the first server's ratio to each.
+# median of the numbers on stdin (one per line; the mean of the middle
+# two for an even count)
+median() { sort -g | awk '{a[NR] = $1} END {if (NR % 2) print a[(NR + 1) / 2]; else print (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
+
+# measure "TITLE" name:port ... : dnsperf against each, ROUNDS rounds with
+# the servers interleaved, then a table of each server's medians over the
+# rounds (queries/s, average latency, CPU per query, each the median of
+# its own column, as the issue measures), the range of its queries/s,
+# and the first server's ratio to each. The best round alone would favour
+# the server whose figure moves most between rounds (one that gets its
+# clients' flows spread evenly by luck).
 measure() {
   local title=$1
   shift
-  local -A QPS LAT LOST CPU
+  local -A QPS LAT LOST CPU RUNS
   local s name port round before after out done_q cpu qps lat lost
   for s in "$@"; do wait_up "${s%%:*}" "${s##*:}"; done
   local load
@@ -258,10 +267,17 @@ measure() {
         exit 1
       fi
       echo "round $round $name: $qps qps, avg latency ${lat}s, lost ${lost}%, server CPU ${cpu}us/query" >&2
-      if [ -z "${QPS[$name]:-}" ] || awk -v a="$qps" -v b="${QPS[$name]}" 'BEGIN {exit !(a > b)}'; then
-        QPS[$name]=$qps LAT[$name]=$lat LOST[$name]=$lost CPU[$name]=$cpu
-      fi
+      RUNS[$name]+="$qps $lat $lost $cpu"$'\n'
     done
+  done
+  local -A RANGE
+  for s in "$@"; do
+    name=${s%%:*}
+    QPS[$name]=$(awk 'NF {print $1}' <<<"${RUNS[$name]}" | median)
+    LAT[$name]=$(awk 'NF {print $2}' <<<"${RUNS[$name]}" | median)
+    LOST[$name]=$(awk 'NF {print $3}' <<<"${RUNS[$name]}" | median)
+    CPU[$name]=$(awk 'NF {print $4}' <<<"${RUNS[$name]}" | median)
+    RANGE[$name]=$(awk 'NF {print $1}' <<<"${RUNS[$name]}" | sort -g | awk 'NR == 1 {lo = $1} {hi = $1} END {printf "%.1fk-%.1fk", lo / 1000, hi / 1000}')
   done
   # p99 latency: a verbose dnsperf run per server with the same options
   # (dnsperf prints no percentiles; -v prints each answer's latency, and
@@ -276,12 +292,12 @@ measure() {
   done
   local first=${1%%:*}
   echo
-  echo "$title: dnsperf $DNSPERF_OPTS -l $DURATION, $NAMES names, best of $ROUNDS, $(nproc) CPUs, $(date -u +%FT%TZ)"
+  echo "$title: dnsperf $DNSPERF_OPTS -l $DURATION, $NAMES names, medians of $ROUNDS interleaved rounds, $(nproc) CPUs, $(date -u +%FT%TZ)"
   echo "(load average before: $load; other processes share these CPUs, so also see the server CPU per query)"
-  printf '%-12s %12s %14s %14s %8s %14s %16s\n' server "queries/s" "avg lat (ms)" "p99 lat (ms)" "lost %" "CPU us/query" "$first/server"
+  printf '%-12s %12s %16s %14s %14s %8s %14s %16s\n' server "queries/s" "range" "avg lat (ms)" "p99 lat (ms)" "lost %" "CPU us/query" "$first/server"
   for s in "$@"; do
     name=${s%%:*}
-    printf '%-12s %12.0f %14.3f %14s %8s %14s %16.2f\n' "$name" "${QPS[$name]}" "$(awk -v l="${LAT[$name]}" 'BEGIN {print l * 1000}')" "${P99[$name]}" "${LOST[$name]}" \
+    printf '%-12s %12.0f %16s %14.3f %14s %8s %14s %16.2f\n' "$name" "${QPS[$name]}" "${RANGE[$name]}" "$(awk -v l="${LAT[$name]}" 'BEGIN {print l * 1000}')" "${P99[$name]}" "${LOST[$name]}" \
       "${CPU[$name]}" "$(awk -v a="${QPS[$first]}" -v b="${QPS[$name]}" 'BEGIN {print a / b}')"
   done
 }
