@@ -63,7 +63,9 @@ func (c *movingDeadlines) Close() error {
 	}
 	go func() {
 		_ = c.Conn.SetReadDeadline(time.Now().Add(lingerTime))
-		_, _ = io.Copy(io.Discard, c.Conn)
+		bp := bodyBufs.Get().(*[]byte) // drop what comes in large reads
+		_, _ = io.CopyBuffer(writeOnly{io.Discard}, struct{ io.Reader }{c.Conn}, *bp)
+		bodyBufs.Put(bp)
 		_ = c.Conn.Close()
 	}()
 	return nil
