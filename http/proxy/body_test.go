@@ -3,6 +3,7 @@ package proxy
 import (
 	"bufio"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"strconv"
@@ -197,5 +198,44 @@ func TestUnreadBodyCloses(t *testing.T) {
 	}
 	if st, h, _ := answer(t, d); st != http.StatusNotFound || h.Get("Connection") == "close" {
 		t.Fatalf("unknown host, short body: %d Connection %q", st, h.Get("Connection"))
+	}
+}
+
+// TestRefusalLingers: a node that answers without reading a body (an
+// unknown host, a body over the admin route's limit) closes lingering:
+// after the answer it sends FIN and keeps taking what the client still
+// sends, so a client that goes on writing is not reset (clients that
+// stop at a failed write, and kernels that drop unread data on a reset,
+// would lose the answer). Without the linger the writes below fail with
+// a reset once the node has closed.
+func TestRefusalLingers(t *testing.T) {
+	_, addr := bodyServer(t, Deps{})
+	for _, tc := range []struct {
+		host   string
+		status int
+	}{{"nowhere.p2p", http.StatusNotFound}, {"admin.p2p", http.StatusRequestEntityTooLarge}} {
+		c := post(t, addr, tc.host, 256<<20)
+		br := bufio.NewReader(c)
+		_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != tc.status || !resp.Close {
+			t.Fatalf("%s: %d close %v, want %d and close", tc.host, resp.StatusCode, resp.Close, tc.status)
+		}
+		// The node has closed its side by now (FIN after the answer).
+		if _, err := br.ReadByte(); err != io.EOF {
+			t.Fatalf("%s: after the answer: %v, want EOF", tc.host, err)
+		}
+		piece := make([]byte, 64<<10)
+		for sent := 0; sent < 16<<20; sent += len(piece) {
+			if _, err := c.Write(piece); err != nil {
+				t.Fatalf("%s: writing the rest of the body after the answer, at %d bytes: %v", tc.host, sent, err)
+			}
+		}
+		c.Close()
 	}
 }
