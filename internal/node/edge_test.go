@@ -370,6 +370,11 @@ func TestEdgeUpstreamTLSAndTimeout(t *testing.T) {
 			}
 			return
 		}
+		if r.URL.Path == "/count" {
+			n, err := io.Copy(io.Discard, r.Body)
+			fmt.Fprintf(w, "%d %v", n, err)
+			return
+		}
 		if r.URL.Path == "/slow" {
 			select {
 			case <-stop:
@@ -399,6 +404,49 @@ func TestEdgeUpstreamTLSAndTimeout(t *testing.T) {
 	if code, body, _ := get(t, c, "GET", "http://secure.p2p/trickle", "", nil); code != 200 || !strings.HasSuffix(body, "part 24;") {
 		t.Fatalf("a body longer than the upstream timeout: %d %q", code, body)
 	}
+	// Uploads stream to the TLS upstream (a connection of their own, TLS
+	// spoken by the edge), and one that takes longer than the upstream
+	// timeout to send (25 pieces of 64 KiB, 100 ms apart) is not cut
+	// while it keeps coming.
+	for _, up := range []struct {
+		name string
+		body io.Reader
+		n    int
+	}{
+		{"5 MiB", io.LimitReader(zeros{}, 5<<20), 5 << 20},
+		{"2.5 s of upload", &trickle{left: 25, piece: 64 << 10, every: 100 * time.Millisecond}, 25 * 64 << 10},
+	} {
+		resp, err := c.Post("http://secure.p2p/count", "application/octet-stream", up.body)
+		if err != nil {
+			t.Fatalf("%s: %v", up.name, err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if want := fmt.Sprintf("%d <nil>", up.n); resp.StatusCode != 200 || string(b) != want {
+			t.Fatalf("%s to the TLS upstream: %d %q, want 200 %q", up.name, resp.StatusCode, b, want)
+		}
+	}
+}
+
+// trickle is a request body of left pieces, one every every.
+type trickle struct {
+	left, piece int
+	every       time.Duration
+	cur         []byte
+}
+
+func (tr *trickle) Read(b []byte) (int, error) {
+	if len(tr.cur) == 0 {
+		if tr.left == 0 {
+			return 0, io.EOF
+		}
+		time.Sleep(tr.every) // the pace of the body itself, not a wait for an event
+		tr.left--
+		tr.cur = make([]byte, tr.piece)
+	}
+	n := copy(b, tr.cur)
+	tr.cur = tr.cur[n:]
+	return n, nil
 }
 
 // Clients and upstreams that misbehave, at the edge: a slowloris client
