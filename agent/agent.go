@@ -67,6 +67,10 @@ type Config struct {
 	// when the binary lives on a slow network filesystem: pages the agent
 	// still runs are read from it again once.
 	ReleaseStartupPages bool
+	// Slabinfo charts the kernel's slab caches (AGENT_SLABINFO, "0"
+	// leaves them out; default on): Netdata's slabinfo.plugin, about 700
+	// dimensions (see agent/collect/slabinfo.go).
+	Slabinfo bool
 }
 
 // startupPagesAfter is how long after start the executable's pages are
@@ -100,6 +104,7 @@ func ConfigFromEnv(dataDir string) (Config, error) {
 
 		PeerAddr:            DefaultPeerAddr,
 		ReleaseStartupPages: true,
+		Slabinfo:            true,
 	}
 	if v := strings.TrimSpace(os.Getenv("AGENT_PEER_ADDR")); v != "" {
 		if _, _, err := net.SplitHostPort(v); err != nil && !strings.EqualFold(v, "off") {
@@ -163,6 +168,13 @@ func ConfigFromEnv(dataDir string) (Config, error) {
 			return c, fmt.Errorf("AGENT_JOURNAL: %w", err)
 		}
 		c.Journal = b
+	}
+	if v, ok := os.LookupEnv("AGENT_SLABINFO"); ok && v != "" {
+		b, err := envBool(v)
+		if err != nil {
+			return c, fmt.Errorf("AGENT_SLABINFO: %w", err)
+		}
+		c.Slabinfo = b
 	}
 	if v, ok := os.LookupEnv("AGENT_RELEASE_STARTUP_PAGES"); ok && v != "" {
 		b, err := envBool(v)
@@ -250,7 +262,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (err error) {
 	// each second's points are stored: it sees every point while its
 	// tier-1 minute is still open, and never races the next collection.
 	det := ml.New(db, ml.Config{GUID: api.MachineGUID(id), Hostname: api.Hostname(), Log: log})
-	coll := collect.New(db, log)
+	coll := collect.New(db, log, collect.Options{NoSlabinfo: !cfg.Slabinfo})
 	coll.AfterCollect = det.Tick
 	go func() { defer wg.Done(); coll.Run(runCtx) }()
 	go func() { defer wg.Done(); eng.Run(runCtx) }()

@@ -34,7 +34,7 @@ func TestConfigFromEnv(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c.Dir != "/data/agent" || !c.REST || c.Addr() != "127.0.0.1:18888" || c.CORS != "*" || c.Parent ||
-		c.ExportDir != "/data/agent/exports" || !c.Journal || !c.ReleaseStartupPages {
+		c.ExportDir != "/data/agent/exports" || !c.Journal || !c.ReleaseStartupPages || !c.Slabinfo {
 		t.Fatalf("defaults = %+v", c)
 	}
 	t.Setenv("AGENT_REST", "0")
@@ -45,15 +45,16 @@ func TestConfigFromEnv(t *testing.T) {
 	t.Setenv("AGENT_EXPORT_DIR", "/srv/exports")
 	t.Setenv("AGENT_JOURNAL", "0")
 	t.Setenv("AGENT_RELEASE_STARTUP_PAGES", "0")
+	t.Setenv("AGENT_SLABINFO", "0")
 	c, err = ConfigFromEnv("/data")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.REST || c.Addr() != "0.0.0.0:0" || c.CORS != "https://dash.example" || !c.Parent || c.ExportDir != "/srv/exports" || c.Journal || c.ReleaseStartupPages {
+	if c.REST || c.Addr() != "0.0.0.0:0" || c.CORS != "https://dash.example" || !c.Parent || c.ExportDir != "/srv/exports" || c.Journal || c.ReleaseStartupPages || c.Slabinfo {
 		t.Fatalf("from env = %+v", c)
 	}
 	for k, v := range map[string]string{"AGENT_REST_PORT": "70000", "AGENT_REST": "maybe", "AGENT_PARENT": "2", "AGENT_REST_HOST": "a b",
-		"AGENT_PEER_ADDR": "nope", "AGENT_PARENT_DEST": "abc@127.0.0.1:1", "AGENT_REMOTE_WRITE_URL": "ftp://x", "AGENT_RELEASE_STARTUP_PAGES": "sometimes"} {
+		"AGENT_PEER_ADDR": "nope", "AGENT_PARENT_DEST": "abc@127.0.0.1:1", "AGENT_REMOTE_WRITE_URL": "ftp://x", "AGENT_RELEASE_STARTUP_PAGES": "sometimes", "AGENT_SLABINFO": "2"} {
 		t.Run(k, func(t *testing.T) {
 			t.Setenv(k, v)
 			if _, err := ConfigFromEnv("/data"); err == nil || !strings.Contains(err.Error(), k) {

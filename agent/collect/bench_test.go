@@ -25,7 +25,7 @@ func cpuTime(b *testing.B) time.Duration {
 // time, which other load on the machine inflates.
 func BenchmarkTick(b *testing.B) {
 	db := storetest.New(b, store.Config{})
-	m := New(db, nil)
+	m := New(db, nil, Options{})
 	b.Cleanup(m.close)
 	start := time.Now()
 	m.Collect(start.Unix(), start) // first round: registration and first counters
@@ -44,7 +44,7 @@ func BenchmarkTick(b *testing.B) {
 
 // BenchmarkCollector is each collector alone, to see where a tick goes.
 func BenchmarkCollector(b *testing.B) {
-	for _, c := range New(nil, nil).cs {
+	for _, c := range New(nil, nil, Options{}).cs {
 		b.Run(c.name(), func(b *testing.B) {
 			db := storetest.New(b, store.Config{})
 			m := newManager(db, nil, c)

@@ -499,7 +499,7 @@ func TestFailingCollectorLogsOnceAndOthersGoOn(t *testing.T) {
 func TestRealHost(t *testing.T) {
 	db := storetest.New(t, store.Config{})
 	var logs testutil.LogBuffer
-	m := New(db, slog.New(slog.NewTextHandler(&logs, nil)))
+	m := New(db, slog.New(slog.NewTextHandler(&logs, nil)), Options{})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { m.Run(ctx); close(done) }()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"math"
+	"slices"
 	"sync"
 	"time"
 
@@ -44,9 +45,20 @@ type Manager struct {
 	raw collectedPoints // newest collected values per chart (own lock)
 }
 
+// Options turn collectors off.
+type Options struct {
+	// NoSlabinfo leaves out the slab cache charts (slabinfo.go): three
+	// dimensions per kernel slab cache, ~700 on a typical host.
+	NoSlabinfo bool
+}
+
 // New returns a Manager with the host collectors of Netdata's system charts.
-func New(db *store.DB, log *slog.Logger) *Manager {
-	return newManager(db, log, hostCollectors("")...)
+func New(db *store.DB, log *slog.Logger, o Options) *Manager {
+	cs := hostCollectors("")
+	if o.NoSlabinfo {
+		cs = slices.DeleteFunc(cs, func(c collector) bool { _, slab := c.(*slabColl); return slab })
+	}
+	return newManager(db, log, cs...)
 }
 
 // hostCollectors are every collector, reading files under root ("" for

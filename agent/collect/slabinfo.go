@@ -24,7 +24,8 @@ import (
 // bound is the usual face of a kernel memory leak, and the kernel line of
 // mem.kernel only says that slab grew, not which cache. /proc/slabinfo is
 // readable by root only: run unprivileged, the collector fails once in
-// the log and stores nothing, like any missing source.
+// the log and stores nothing, like any missing source. AGENT_SLABINFO=0
+// (Options.NoSlabinfo) leaves it out.
 //
 // The format (2.1) has not changed since Linux 2.6.24: SLUB kernels print
 // zero tunables, SLAB kernels (4.19 and earlier, when chosen) real ones;

@@ -158,3 +158,20 @@ func FuzzParseSlabinfo(f *testing.F) {
 		}
 	})
 }
+
+// Options.NoSlabinfo (AGENT_SLABINFO=0) leaves the collector out, and
+// only it.
+func TestNoSlabinfo(t *testing.T) {
+	db := storetest.New(t, store.Config{})
+	with, without := New(db, nil, Options{}), New(db, nil, Options{NoSlabinfo: true})
+	t.Cleanup(with.close)
+	t.Cleanup(without.close)
+	if len(with.cs) != len(hostCollectors("")) || len(without.cs) != len(with.cs)-1 {
+		t.Fatalf("%d collectors with, %d without", len(with.cs), len(without.cs))
+	}
+	for _, c := range without.cs {
+		if c.name() == "slabinfo" {
+			t.Fatal("slabinfo collector still there")
+		}
+	}
+}
