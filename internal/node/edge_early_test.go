@@ -2,6 +2,7 @@ package node
 
 import (
 	"bufio"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -56,9 +57,16 @@ func TestEdgeUploadAnsweredEarly(t *testing.T) {
 		n    *Node
 	}{{"same node", a}, {"through a tunnel", b}} {
 		t.Run(tc.name, func(t *testing.T) {
-			httpAddr, _ := tc.n.EdgeAddrs()
-			earlyAnswer(t, httpAddr, "/guarded", 401, "token required")
-			earlyAnswer(t, httpAddr, "/small", 413, "at most 1 MiB here")
+			httpAddr, httpsAddr := tc.n.EdgeAddrs()
+			plain := func() (net.Conn, error) { return net.Dial("tcp", httpAddr) }
+			pool := rootPool(t, tc.n)
+			secure := func() (net.Conn, error) {
+				return tls.Dial("tcp", httpsAddr, &tls.Config{RootCAs: pool, ServerName: "early.p2p"})
+			}
+			earlyAnswer(t, plain, "/guarded", false, 401, "token required")
+			earlyAnswer(t, plain, "/small", false, 413, "at most 1 MiB here")
+			earlyAnswer(t, plain, "/guarded", true, 401, "token required")
+			earlyAnswer(t, secure, "/guarded", false, 401, "token required")
 			// The upstream that reads it all still gets it all.
 			resp, err := edgeClient(httpAddr, nil).Post("http://early.p2p/count", "application/octet-stream", io.LimitReader(zeros{}, 3<<20))
 			if err != nil {
@@ -73,21 +81,29 @@ func TestEdgeUploadAnsweredEarly(t *testing.T) {
 	}
 }
 
-// earlyAnswer sends a 64 MiB upload to path for as long as the edge takes
-// it and checks the answer that comes back meanwhile, then that the edge
-// closes the connection after it.
-func earlyAnswer(t *testing.T, addr, path string, status int, body string) {
+// earlyAnswer sends a 64 MiB upload (chunked: pieces of 64 KiB) to path
+// on a connection from dial for as long as the edge takes it and checks
+// the answer that comes back meanwhile, then that the edge closes the
+// connection after it.
+func earlyAnswer(t *testing.T, dial func() (net.Conn, error), path string, chunked bool, status int, body string) {
 	t.Helper()
-	c, err := net.Dial("tcp", addr)
+	c, err := dial()
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
 	const size = 64 << 20
-	fmt.Fprintf(c, "POST %s HTTP/1.1\r\nHost: early.p2p\r\nContent-Length: %d\r\n\r\n", path, size)
+	head := fmt.Sprintf("Content-Length: %d", size)
+	if chunked {
+		head = "Transfer-Encoding: chunked"
+	}
+	fmt.Fprintf(c, "POST %s HTTP/1.1\r\nHost: early.p2p\r\n%s\r\n\r\n", path, head)
 	sending := make(chan int64, 1)
 	go func() {
 		piece := make([]byte, 64<<10)
+		if chunked {
+			piece = append([]byte(fmt.Sprintf("%x\r\n", 64<<10)), append(make([]byte, 64<<10), "\r\n"...)...)
+		}
 		var n int64
 		for n < size {
 			k, err := c.Write(piece)
