@@ -24,11 +24,12 @@ import (
 //     limit: the upstream decides what it accepts, and its answer is
 //     read while the body still goes, so one that refuses a body before
 //     reading it (401, 413, then closing) reaches the client as such.
-//     Such uploads hold an upstream connection each for as long as the
-//     client takes, so at most MaxUploads stream to one upstream at once
-//     (a quarter of the connections the edge keeps to it): past that an
-//     upload is 503 with Retry-After: 1, and slow uploaders cannot take
-//     every connection from the requests of a site.
+//     Such uploads hold a connection (a tunnel stream, or a local TCP
+//     connection) and a goroutine each for as long as the client takes,
+//     outside the keep-alive pool, so at most MaxUploads stream to one
+//     upstream at once (a quarter of the pool's size): past that an
+//     upload is 503 with Retry-After: 1, and slow uploaders cannot open
+//     streams to a peer without bound.
 //   - The routes served in-process (the admin API, plugins) get their
 //     body whole, read here first up to their own limit (admin.MaxBody,
 //     pluginweb.MaxBody; over it: 413). Those of BigBody or more share a

@@ -45,8 +45,8 @@ type movingDeadlines struct {
 	// rstop, wstop: halted (haltRead, haltWrite); no later operation on
 	// that side moves its deadline out of the past.
 	rstop, wstop atomic.Bool
-	// linger: Close lingers (closeAfter).
-	linger atomic.Bool
+	// linger: Close lingers (closeAfter); lingering: it does now.
+	linger, lingering atomic.Bool
 }
 
 // Close closes the connection. One that lingers (its answer went while
@@ -56,7 +56,13 @@ type movingDeadlines struct {
 // closes: a socket closed with bytes unread sends a reset, and a client
 // still sending gets it before it reads the answer, which its kernel may
 // then drop (nginx's lingering_close, for the same reason).
+//
+// A second Close while lingering is a no-op (a TLS connection's Close
+// closes the one under it too): the drain closes the connection.
 func (c *movingDeadlines) Close() error {
+	if c.linger.Load() && c.lingering.Swap(true) {
+		return nil
+	}
 	cw, ok := c.Conn.(interface{ CloseWrite() error })
 	if !c.linger.Load() || !ok || cw.CloseWrite() != nil {
 		return c.Conn.Close()

@@ -2,8 +2,6 @@ package proxy
 
 import (
 	"bufio"
-	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -166,11 +164,10 @@ func (b *upstreamBody) Close() error {
 // dialUpstream opens a connection of its own to d's tunnel server (TLS
 // when d.SSL), with moving deadlines at zero (set by the caller).
 func (s *Server) dialUpstream(d *view.Domain) (net.Conn, *movingDeadlines, error) {
-	c, err := s.dial(d.Hash)
+	mc, err := s.dialMoving(d.Hash)
 	if err != nil {
 		return nil, nil, err
 	}
-	mc := &movingDeadlines{Conn: c, bufs: &bodyBufs}
 	if !d.SSL {
 		return mc, mc, nil
 	}
@@ -179,28 +176,4 @@ func (s *Server) dialUpstream(d *view.Domain) (net.Conn, *movingDeadlines, error
 		return nil, nil, err
 	}
 	return tc, mc, nil
-}
-
-// dial opens a stream (or, on this node, a TCP connection) to the server
-// of hash.
-func (s *Server) dial(hash string) (net.Conn, error) {
-	ctx, cancel := ctxFor(dialTimeout)
-	defer cancel()
-	return s.d.Dialer.Dial(ctx, hash)
-}
-
-const dialTimeout = 10 * time.Second
-
-// tlsUpstream speaks TLS over c to a claim with ssl: true, the handshake
-// within dialTimeout. The certificate is not checked: the tunnel
-// authenticated the server already (see the package doc).
-func tlsUpstream(c net.Conn, d *view.Domain) (net.Conn, error) {
-	tc := tls.Client(c, &tls.Config{InsecureSkipVerify: true, ServerName: d.Name}) //nolint:gosec // see above
-	ctx, cancel := context.WithTimeout(context.Background(), dialTimeout)
-	defer cancel()
-	if err := tc.HandshakeContext(ctx); err != nil {
-		c.Close()
-		return nil, fmt.Errorf("TLS to %s: %w", d.Name, err)
-	}
-	return tc, nil
 }

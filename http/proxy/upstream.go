@@ -2,8 +2,10 @@ package proxy
 
 import (
 	"bufio"
+	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/netip"
@@ -43,18 +45,16 @@ func (s *Server) client(d *view.Domain) *upstream {
 	c := &fasthttp.HostClient{
 		Addr: d.Name, // only names the client; Dial ignores it
 		Dial: func(string) (net.Conn, error) {
-			c, err := s.dial(hash)
+			mc, err := s.dialMoving(hash)
 			if err != nil {
 				return nil, err
 			}
-			mc := &movingDeadlines{Conn: c, bufs: &bodyBufs}
 			mc.rd.every.Store(int64(s.d.UpstreamTimeout))
 			mc.wr.every.Store(int64(s.d.UpstreamTimeout))
 			return mc, nil
 		},
-		IsTLS: d.SSL,
-		// The tunnel authenticated the server already (see the package doc).
-		TLSConfig:                     &tls.Config{InsecureSkipVerify: true, ServerName: d.Name}, //nolint:gosec // see above
+		IsTLS:                         d.SSL,
+		TLSConfig:                     upstreamTLS(d),
 		MaxIdleConnDuration:           IdleTimeout,
 		ReadTimeout:                   s.d.UpstreamTimeout,
 		WriteTimeout:                  s.d.UpstreamTimeout,
@@ -70,6 +70,47 @@ func (s *Server) client(d *view.Domain) *upstream {
 	}
 	actual, _ := s.clients.LoadOrStore(key, &upstream{hc: c})
 	return actual.(*upstream)
+}
+
+// dial opens a stream (or, on this node, a TCP connection) to the server
+// of hash.
+func (s *Server) dial(hash string) (net.Conn, error) {
+	ctx, cancel := ctxFor(dialTimeout)
+	defer cancel()
+	return s.d.Dialer.Dial(ctx, hash)
+}
+
+const dialTimeout = 10 * time.Second
+
+// dialMoving is dial, the connection wrapped so its deadlines move
+// (timeouts.go; both at zero: the caller sets them) and its ReadFrom
+// copies with the request-body buffers.
+func (s *Server) dialMoving(hash string) (*movingDeadlines, error) {
+	c, err := s.dial(hash)
+	if err != nil {
+		return nil, err
+	}
+	return &movingDeadlines{Conn: c, bufs: &bodyBufs}, nil
+}
+
+// upstreamTLS is how the edge speaks TLS to a claim with ssl: true. The
+// certificate is not checked: the tunnel authenticated the server
+// already (see the package doc).
+func upstreamTLS(d *view.Domain) *tls.Config {
+	return &tls.Config{InsecureSkipVerify: true, ServerName: d.Name} //nolint:gosec // see above
+}
+
+// tlsUpstream speaks TLS over c (upstreamTLS), the handshake within
+// dialTimeout.
+func tlsUpstream(c net.Conn, d *view.Domain) (net.Conn, error) {
+	tc := tls.Client(c, upstreamTLS(d))
+	ctx, cancel := context.WithTimeout(context.Background(), dialTimeout)
+	defer cancel()
+	if err := tc.HandshakeContext(ctx); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("TLS to %s: %w", d.Name, err)
+	}
+	return tc, nil
 }
 
 // forward sends the request to the domain's tunnel server. The client's
