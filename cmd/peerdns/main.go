@@ -16,6 +16,7 @@ import (
 	"syscall"
 
 	"peerdns/internal/node"
+	"peerdns/internal/procs"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -154,6 +155,9 @@ func runNode(ctx context.Context, args []string, getenv func(string) string, std
 	if err != nil {
 		return err
 	}
+	procs.Start(ctx, getenv, func(from, to int, cores float64) {
+		n.Core().Info("GOMAXPROCS changed", "from", from, "to", to, "cores_used", fmt.Sprintf("%.2f", cores))
+	})
 	select {
 	case <-ctx.Done():
 		n.Core().Info("shutting down")

@@ -1,0 +1,164 @@
+// Package procs lets a node's GOMAXPROCS follow what it needs: one P
+// while the process uses less than a core, every core (the runtime's own
+// default, which honours a cgroup limit) once it needs more.
+//
+// Why: with more Ps than it keeps busy, the Go runtime wakes an idle P's
+// thread at nearly every hand-off between goroutines (a netpoll wake-up,
+// a channel send: wakep starts a spinning M, which finds nothing and goes
+// back to sleep on a futex), and sysmon polls every 20 µs while any
+// thread sits in a system call. On a node that tunnels or proxies far
+// less than a core's worth of work this is a third of its CPU: measured
+// on 2 vCPUs, a QUIC tunnel moved 1.22 Gbit/s at 10.4 CPU-s per GB with
+// two Ps and 1.76 Gbit/s at 6.2 s/GB with one; the edge proxy spent 48
+// µs of CPU per request with two and 39 with one; DNS answered as many
+// queries with one (the client was the bound). A node that does need
+// more than a core (a DNS flood on a big machine) gets them within two
+// half a second.
+//
+// The rule (Governor.Step): every tick (100 ms) the process's CPU time
+// (user + system, getrusage) over the wall time gives the cores it used.
+// At one P, a mean of Up (0.95) cores or more over UpTicks (5) ticks
+// means the P's thread runs all the time: go to Max. At Max, a mean
+// below Down (0.85) over DownTicks (20) ticks means one P would do: go
+// back to 1. The same work costs at least as much CPU spread over several
+// Ps (the wake-ups above: a third more for a tunnel), so a load that used
+// under 0.85 cores at Max uses under 0.95 at one P and stays there; the
+// half-second window at one P keeps a pipeline's bursts (a tunnel at one
+// P reads 0.73-0.82 cores a second, more over a single tick) from
+// counting as saturation. Should a load bounce anyway (back up within
+// BounceTicks of going down), the next wait before going down doubles,
+// up to MaxDownTicks; holding a P count that long resets it.
+//
+// Under contention from other processes the node's single thread may get
+// less than a core although its P is busy; then it stays at one P, which
+// is what it should do: more threads would only fight the same cores.
+//
+// GOMAXPROCS in the environment turns the governor off (the operator's
+// number is kept), as does a machine with one CPU. Setting GOMAXPROCS
+// from the program stops the runtime's own updates of it (Go 1.25's
+// cgroup-aware default is read once, at start, as Max).
+//
+// No library does this: automaxprocs and the runtime's default set
+// GOMAXPROCS from the CPU quota once, not from the process's demand.
+package procs
+
+import (
+	"context"
+	"runtime"
+	"time"
+)
+
+// Governor holds the rule's settings and state. The zero value is not
+// usable; New fills in the defaults.
+type Governor struct {
+	Max          int     // Ps when busy
+	Up           float64 // cores used at one P that mean it is saturated
+	UpTicks      int     // ticks the mean is taken over, at one P
+	Down         float64 // cores used at Max below which one P would do
+	DownTicks    int     // ticks the mean is taken over, at Max
+	BounceTicks  int     // back up within this many ticks of going down: a bounce
+	MaxDownTicks int     // the longest the wait before going down grows to
+
+	procs int       // current P count
+	wait  int       // current ticks before going down
+	since int       // ticks since the last change
+	down  bool      // the last change was down to one P
+	used  []float64 // the last ticks' cores, newest last
+}
+
+// New returns a governor for a machine whose default GOMAXPROCS is max,
+// starting at one P (a node starts idle).
+func New(max int) *Governor {
+	return &Governor{
+		Max: max, Up: 0.95, UpTicks: 5, Down: 0.85, DownTicks: 20,
+		BounceTicks: 50, MaxDownTicks: 600,
+		procs: 1, wait: 20,
+	}
+}
+
+// Procs is the P count the governor has chosen.
+func (g *Governor) Procs() int { return g.procs }
+
+// Step takes the cores used over the last tick and returns the P count to
+// run with and whether it changed.
+func (g *Governor) Step(cores float64) (procs int, changed bool) {
+	g.since++
+	g.used = append(g.used, cores)
+	if n := max(g.UpTicks, g.wait); len(g.used) > n {
+		g.used = g.used[len(g.used)-n:]
+	}
+	switch {
+	case g.procs == 1 && g.Max > 1 && g.mean(g.UpTicks) >= g.Up:
+		if g.down && g.since <= g.BounceTicks {
+			g.wait = min(2*g.wait, g.MaxDownTicks)
+		}
+		g.set(g.Max)
+		return g.procs, true
+	case g.procs > 1 && g.since >= g.wait && g.mean(g.wait) < g.Down:
+		g.set(1)
+		return g.procs, true
+	case g.since >= g.MaxDownTicks:
+		g.wait = g.DownTicks
+	}
+	return g.procs, false
+}
+
+// mean is the mean of the last n ticks, or 0 until there are n.
+func (g *Governor) mean(n int) float64 {
+	if len(g.used) < n {
+		return 0
+	}
+	s := 0.0
+	for _, u := range g.used[len(g.used)-n:] {
+		s += u
+	}
+	return s / float64(n)
+}
+
+func (g *Governor) set(p int) {
+	g.down = p < g.procs
+	g.procs = p
+	g.since = 0
+	g.used = g.used[:0]
+}
+
+// Start runs the governor for this process until ctx ends, unless
+// GOMAXPROCS is set in the environment, the runtime's default is one P,
+// or the platform gives no process CPU time; it says whether it runs.
+// The tick is 100 ms.
+func Start(ctx context.Context, getenv func(string) string, logf func(from, to int, cores float64)) bool {
+	maxProcs := runtime.GOMAXPROCS(0)
+	if getenv("GOMAXPROCS") != "" || maxProcs < 2 || processCPU == nil {
+		return false
+	}
+	go Run(ctx, New(maxProcs), 100*time.Millisecond, processCPU, logf)
+	return true
+}
+
+// Run sets GOMAXPROCS to 1 and then follows the governor every tick
+// until ctx ends, when it puts back max. cpu returns the process's CPU
+// time so far; logf, if not nil, is told of each change.
+func Run(ctx context.Context, g *Governor, tick time.Duration, cpu func() time.Duration, logf func(from, to int, cores float64)) {
+	runtime.GOMAXPROCS(g.Procs())
+	defer runtime.GOMAXPROCS(g.Max)
+	t := time.NewTicker(tick)
+	defer t.Stop()
+	last, at := cpu(), time.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			c := cpu()
+			cores := float64(c-last) / float64(now.Sub(at))
+			last, at = c, now
+			from := g.Procs()
+			if p, changed := g.Step(cores); changed {
+				runtime.GOMAXPROCS(p)
+				if logf != nil {
+					logf(from, p, cores)
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,171 @@
+package procs
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"peerdns/internal/testutil"
+)
+
+// steps feeds cores to g one tick at a time and returns the P count after
+// each.
+func steps(g *Governor, cores ...float64) []int {
+	out := make([]int, len(cores))
+	for i, c := range cores {
+		out[i], _ = g.Step(c)
+	}
+	return out
+}
+
+func repeat(c float64, n int) []float64 {
+	out := make([]float64, n)
+	for i := range out {
+		out[i] = c
+	}
+	return out
+}
+
+func TestStepUpNeedsAWholeWindow(t *testing.T) {
+	g := New(4)
+	// A pipeline's bursts: single ticks above Up, the window's mean below.
+	for i, p := range steps(g, 1.0, 0.7, 1.0, 0.8, 0.9, 1.0, 0.8, 0.9) {
+		if p != 1 {
+			t.Fatalf("tick %d: %d Ps for bursts that average under %.2f", i, p, g.Up)
+		}
+	}
+	// After a quiet tick, five at a full core: up, to Max at once.
+	steps(g, repeat(0, g.UpTicks)...)
+	got := steps(g, 1.0, 1.0, 1.0, 1.0, 1.0)
+	if got[3] != 1 || got[4] != 4 {
+		t.Fatalf("P counts %v, want 1 until the fifth saturated tick, then 4", got)
+	}
+}
+
+func TestStepDownAfterTheWait(t *testing.T) {
+	g := New(2)
+	steps(g, repeat(1, g.UpTicks)...)
+	if g.Procs() != 2 {
+		t.Fatalf("%d Ps after a saturated window", g.Procs())
+	}
+	// Still busy at Max (a tunnel spread over two Ps reads 0.9): stays.
+	for i, p := range steps(g, repeat(0.9, 100)...) {
+		if p != 2 {
+			t.Fatalf("tick %d: went down at 0.9 cores", i)
+		}
+	}
+	// Below Down for the whole wait after going up: one P, not a tick
+	// earlier.
+	g = New(2)
+	steps(g, repeat(1, g.UpTicks)...)
+	got := steps(g, repeat(0.5, g.DownTicks)...)
+	if got[g.DownTicks-2] != 2 || got[g.DownTicks-1] != 1 {
+		t.Fatalf("went to %v; want 2 until tick %d, then 1", got, g.DownTicks)
+	}
+}
+
+func TestStepBounceDoublesTheWait(t *testing.T) {
+	g := New(2)
+	steps(g, repeat(1, g.UpTicks)...)
+	steps(g, repeat(0, g.DownTicks)...)
+	if g.Procs() != 1 {
+		t.Fatal("did not go down")
+	}
+	// Back up at once: a bounce.
+	steps(g, repeat(1, g.UpTicks)...)
+	if g.Procs() != 2 || g.wait != 2*g.DownTicks {
+		t.Fatalf("after a bounce: %d Ps, wait %d; want 2 and %d", g.Procs(), g.wait, 2*g.DownTicks)
+	}
+	got := steps(g, repeat(0, 2*g.DownTicks)...)
+	if got[2*g.DownTicks-2] != 2 || got[2*g.DownTicks-1] != 1 {
+		t.Fatal("the doubled wait was not kept")
+	}
+	// Bounces grow the wait up to MaxDownTicks and no further.
+	for range 10 {
+		steps(g, repeat(1, g.UpTicks)...)
+		steps(g, repeat(0, g.wait)...)
+	}
+	if g.wait != g.MaxDownTicks {
+		t.Fatalf("wait %d after many bounces, want the cap %d", g.wait, g.MaxDownTicks)
+	}
+	// Holding a P count for MaxDownTicks resets it.
+	steps(g, repeat(0.5, g.MaxDownTicks)...)
+	if g.wait != g.DownTicks {
+		t.Fatalf("wait %d after a long quiet spell, want %d", g.wait, g.DownTicks)
+	}
+}
+
+func TestStepOneCPUNeverChanges(t *testing.T) {
+	g := New(1)
+	for _, c := range repeat(2, 50) {
+		if _, changed := g.Step(c); changed {
+			t.Fatal("changed with Max 1")
+		}
+	}
+}
+
+// TestRunFollowsRealLoad runs the governor on this test process with its
+// real CPU time: a goroutine that spins takes it to Max, and stopping it
+// brings it back to one P; when ctx ends Max is put back. The thresholds
+// are lower than the node's so that a busy CI machine (other packages'
+// tests on the same cores) still gives the spinner enough CPU to count;
+// the rule's own numbers are checked above.
+func TestRunFollowsRealLoad(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	g := New(3)
+	g.Up, g.Down, g.UpTicks, g.DownTicks = 0.4, 0.2, 3, 5
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	var changes atomic.Int32
+	go func() {
+		defer close(done)
+		Run(ctx, g, 20*time.Millisecond, processCPU, func(from, to int, cores float64) {
+			changes.Add(1)
+			t.Logf("GOMAXPROCS %d -> %d at %.2f cores", from, to, cores)
+		})
+	}()
+	procsAre := func(want int) func() error {
+		return func() error {
+			if p := runtime.GOMAXPROCS(0); p != want {
+				return fmt.Errorf("GOMAXPROCS %d, want %d", p, want)
+			}
+			return nil
+		}
+	}
+	testutil.Eventually(t, 5*time.Second, procsAre(1))
+
+	var spin atomic.Bool
+	spin.Store(true)
+	go func() {
+		x := 0
+		for spin.Load() {
+			x++
+		}
+		_ = x
+	}()
+	testutil.Eventually(t, 20*time.Second, procsAre(3))
+	spin.Store(false)
+	testutil.Eventually(t, 20*time.Second, procsAre(1))
+	if changes.Load() < 2 {
+		t.Fatalf("%d changes logged, want at least 2", changes.Load())
+	}
+	cancel()
+	<-done
+	if p := runtime.GOMAXPROCS(0); p != 3 {
+		t.Fatalf("GOMAXPROCS %d after Run ended, want Max (3) back", p)
+	}
+}
+
+func TestStartKeepsTheOperatorsSetting(t *testing.T) {
+	before := runtime.GOMAXPROCS(0)
+	env := map[string]string{"GOMAXPROCS": "2"}
+	if Start(context.Background(), func(k string) string { return env[k] }, nil) {
+		t.Fatal("governor started although GOMAXPROCS is set")
+	}
+	if runtime.GOMAXPROCS(0) != before {
+		t.Fatal("GOMAXPROCS changed")
+	}
+}
