@@ -155,7 +155,8 @@ func runNode(ctx context.Context, args []string, getenv func(string) string, std
 	if err != nil {
 		return err
 	}
-	procs.Start(ctx, getenv, func(from, to int, cores float64) {
+	dnsBusy := procs.Grew(n.DNSQueries, procs.DNSRate/10) // per 100 ms tick
+	procs.Start(ctx, getenv, dnsBusy, func(from, to int, cores float64) {
 		n.Core().Info("GOMAXPROCS changed", "from", from, "to", to, "cores_used", fmt.Sprintf("%.2f", cores))
 	})
 	select {

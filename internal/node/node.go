@@ -420,6 +420,10 @@ func (n *Node) ID() string { return n.id.ID() }
 // Core is the core channel logger.
 func (n *Node) Core() *slog.Logger { return n.logs["core"] }
 
+// DNSQueries is how many DNS queries the node has read so far, over
+// every transport.
+func (n *Node) DNSQueries() int64 { return n.dns.Stats().Queries }
+
 // announce prints the line scripts wait for, "<service> listening on
 // <addr>", once on stderr, and logs it to the core channel's file only
 // (through the stderr tee it would be printed twice).

@@ -10,24 +10,29 @@
 // less than a core's worth of work this is a third of its CPU: measured
 // on 2 vCPUs, a QUIC tunnel moved 1.22 Gbit/s at 10.4 CPU-s per GB with
 // two Ps and 1.76 Gbit/s at 6.2 s/GB with one; the edge proxy spent 48
-// µs of CPU per request with two and 39 with one; DNS answered as many
-// queries with one (the client was the bound). A node that does need
-// more than a core (a DNS flood on a big machine) gets them within two
-// half a second.
+// µs of CPU per request with two and 39 with one. DNS is the exception:
+// its sockets are one per core and independent, and a client waiting on
+// each answer gets them sooner from every core at once (one P: 157k
+// queries/s against Knot's 170k in the same run; every core: above
+// Knot's). So DNS queries arriving at DNSRate or more take the node to
+// every core whatever its CPU reads, as does a single P's thread running
+// all the time (a flood of anything on a big machine).
 //
 // The rule (Governor.Step): every tick (100 ms) the process's CPU time
 // (user + system, getrusage) over the wall time gives the cores it used.
 // At one P, a mean of Up (0.95) cores or more over UpTicks (5) ticks
-// means the P's thread runs all the time: go to Max. At Max, a mean
-// below Down (0.85) over DownTicks (20) ticks means one P would do: go
-// back to 1. The same work costs at least as much CPU spread over several
-// Ps (the wake-ups above: a third more for a tunnel), so a load that used
-// under 0.85 cores at Max uses under 0.95 at one P and stays there; the
-// half-second window at one P keeps a pipeline's bursts (a tunnel at one
-// P reads 0.73-0.82 cores a second, more over a single tick) from
-// counting as saturation. Should a load bounce anyway (back up within
-// BounceTicks of going down), the next wait before going down doubles,
-// up to MaxDownTicks; holding a P count that long resets it.
+// means the P's thread runs all the time, and UpTicks ticks in a row with
+// parallel work (DNS) arriving mean it is wanted: either goes to Max. At
+// Max, DownTicks (20) ticks without parallel work and a mean below Down
+// (0.85) cores over them mean one P would do: go back to 1. The same work
+// costs at least as much CPU spread over several Ps (the wake-ups above:
+// a third more for a tunnel), so a load that used under 0.85 cores at
+// Max uses under 0.95 at one P and stays there; the half-second window at
+// one P keeps a pipeline's bursts (a tunnel at one P reads 0.73-0.82
+// cores a second, more over a single tick) from counting as saturation.
+// Should a load bounce anyway (back up within BounceTicks of going down),
+// the next wait before going down doubles, up to MaxDownTicks; holding a
+// P count that long resets it.
 //
 // Under contention from other processes the node's single thread may get
 // less than a core although its P is busy; then it stays at one P, which
@@ -48,6 +53,13 @@ import (
 	"time"
 )
 
+// DNSRate is the DNS queries a second that take a node to every core.
+// Below it one core answers each query as it comes (about 3 µs of CPU
+// each: 6% of a core at this rate), so queries seldom wait for one
+// another; above it they overlap more and more, and each core's socket
+// is best read by its own thread.
+const DNSRate = 20_000
+
 // Governor holds the rule's settings and state. The zero value is not
 // usable; New fills in the defaults.
 type Governor struct {
@@ -63,6 +75,8 @@ type Governor struct {
 	wait  int       // current ticks before going down
 	since int       // ticks since the last change
 	down  bool      // the last change was down to one P
+	par   int       // ticks in a row with parallel work arriving
+	quiet int       // ticks in a row without
 	used  []float64 // the last ticks' cores, newest last
 }
 
@@ -79,22 +93,28 @@ func New(max int) *Governor {
 // Procs is the P count the governor has chosen.
 func (g *Governor) Procs() int { return g.procs }
 
-// Step takes the cores used over the last tick and returns the P count to
-// run with and whether it changed.
-func (g *Governor) Step(cores float64) (procs int, changed bool) {
+// Step takes the cores used over the last tick, and whether work that is
+// served on every core at once (DNS queries) arrived at a rate that wants
+// them, and returns the P count to run with and whether it changed.
+func (g *Governor) Step(cores float64, parallel bool) (procs int, changed bool) {
 	g.since++
+	if parallel {
+		g.par, g.quiet = g.par+1, 0
+	} else {
+		g.par, g.quiet = 0, g.quiet+1
+	}
 	g.used = append(g.used, cores)
 	if n := max(g.UpTicks, g.wait); len(g.used) > n {
 		g.used = g.used[len(g.used)-n:]
 	}
 	switch {
-	case g.procs == 1 && g.Max > 1 && g.mean(g.UpTicks) >= g.Up:
+	case g.procs == 1 && g.Max > 1 && (g.mean(g.UpTicks) >= g.Up || g.par >= g.UpTicks):
 		if g.down && g.since <= g.BounceTicks {
 			g.wait = min(2*g.wait, g.MaxDownTicks)
 		}
 		g.set(g.Max)
 		return g.procs, true
-	case g.procs > 1 && g.since >= g.wait && g.mean(g.wait) < g.Down:
+	case g.procs > 1 && g.since >= g.wait && g.quiet >= g.wait && g.mean(g.wait) < g.Down:
 		g.set(1)
 		return g.procs, true
 	case g.since >= g.MaxDownTicks:
@@ -115,6 +135,19 @@ func (g *Governor) mean(n int) float64 {
 	return s / float64(n)
 }
 
+// Grew returns a parallel signal for Run: true when count grew by at
+// least min since the previous call (the first, since Grew was called).
+// Not safe for concurrent use; Run calls it from one goroutine.
+func Grew(count func() int64, min int64) func() bool {
+	last := count()
+	return func() bool {
+		c := count()
+		grew := c-last >= min
+		last = c
+		return grew
+	}
+}
+
 func (g *Governor) set(p int) {
 	g.down = p < g.procs
 	g.procs = p
@@ -126,19 +159,20 @@ func (g *Governor) set(p int) {
 // GOMAXPROCS is set in the environment, the runtime's default is one P,
 // or the platform gives no process CPU time; it says whether it runs.
 // The tick is 100 ms.
-func Start(ctx context.Context, getenv func(string) string, logf func(from, to int, cores float64)) bool {
+func Start(ctx context.Context, getenv func(string) string, parallel func() bool, logf func(from, to int, cores float64)) bool {
 	maxProcs := runtime.GOMAXPROCS(0)
 	if getenv("GOMAXPROCS") != "" || maxProcs < 2 || processCPU == nil {
 		return false
 	}
-	go Run(ctx, New(maxProcs), 100*time.Millisecond, processCPU, logf)
+	go Run(ctx, New(maxProcs), 100*time.Millisecond, processCPU, parallel, logf)
 	return true
 }
 
 // Run sets GOMAXPROCS to 1 and then follows the governor every tick
 // until ctx ends, when it puts back max. cpu returns the process's CPU
-// time so far; logf, if not nil, is told of each change.
-func Run(ctx context.Context, g *Governor, tick time.Duration, cpu func() time.Duration, logf func(from, to int, cores float64)) {
+// time so far; parallel, if not nil, says each tick whether work that
+// wants every core arrived; logf, if not nil, is told of each change.
+func Run(ctx context.Context, g *Governor, tick time.Duration, cpu func() time.Duration, parallel func() bool, logf func(from, to int, cores float64)) {
 	runtime.GOMAXPROCS(g.Procs())
 	defer runtime.GOMAXPROCS(g.Max)
 	t := time.NewTicker(tick)
@@ -153,7 +187,7 @@ func Run(ctx context.Context, g *Governor, tick time.Duration, cpu func() time.D
 			cores := float64(c-last) / float64(now.Sub(at))
 			last, at = c, now
 			from := g.Procs()
-			if p, changed := g.Step(cores); changed {
+			if p, changed := g.Step(cores, parallel != nil && parallel()); changed {
 				runtime.GOMAXPROCS(p)
 				if logf != nil {
 					logf(from, p, cores)

@@ -16,7 +16,7 @@ import (
 func steps(g *Governor, cores ...float64) []int {
 	out := make([]int, len(cores))
 	for i, c := range cores {
-		out[i], _ = g.Step(c)
+		out[i], _ = g.Step(c, false)
 	}
 	return out
 }
@@ -101,7 +101,7 @@ func TestStepBounceDoublesTheWait(t *testing.T) {
 func TestStepOneCPUNeverChanges(t *testing.T) {
 	g := New(1)
 	for _, c := range repeat(2, 50) {
-		if _, changed := g.Step(c); changed {
+		if _, changed := g.Step(c, true); changed {
 			t.Fatal("changed with Max 1")
 		}
 	}
@@ -122,7 +122,7 @@ func TestRunFollowsRealLoad(t *testing.T) {
 	var changes atomic.Int32
 	go func() {
 		defer close(done)
-		Run(ctx, g, 20*time.Millisecond, processCPU, func(from, to int, cores float64) {
+		Run(ctx, g, 20*time.Millisecond, processCPU, nil, func(from, to int, cores float64) {
 			changes.Add(1)
 			t.Logf("GOMAXPROCS %d -> %d at %.2f cores", from, to, cores)
 		})
@@ -162,10 +162,58 @@ func TestRunFollowsRealLoad(t *testing.T) {
 func TestStartKeepsTheOperatorsSetting(t *testing.T) {
 	before := runtime.GOMAXPROCS(0)
 	env := map[string]string{"GOMAXPROCS": "2"}
-	if Start(context.Background(), func(k string) string { return env[k] }, nil) {
+	if Start(context.Background(), func(k string) string { return env[k] }, nil, nil) {
 		t.Fatal("governor started although GOMAXPROCS is set")
 	}
 	if runtime.GOMAXPROCS(0) != before {
 		t.Fatal("GOMAXPROCS changed")
+	}
+}
+
+func TestStepParallelWork(t *testing.T) {
+	g := New(2)
+	// DNS arriving for UpTicks ticks in a row: every core, CPU or not.
+	for i := range g.UpTicks {
+		p, _ := g.Step(0.1, true)
+		if want := 1; i < g.UpTicks-1 && p != want {
+			t.Fatalf("tick %d: %d Ps before UpTicks of DNS", i, p)
+		}
+	}
+	if g.Procs() != 2 {
+		t.Fatalf("%d Ps after %d ticks of DNS, want 2", g.Procs(), g.UpTicks)
+	}
+	// Idle CPU but DNS still arriving: stays.
+	for i := range 3 * g.DownTicks {
+		if p, _ := g.Step(0.1, i%5 != 0); p != 2 {
+			t.Fatalf("tick %d: went down while DNS kept arriving", i)
+		}
+	}
+	// DNS stops: down after the whole wait without it.
+	got := make([]int, g.DownTicks)
+	for i := range got {
+		got[i], _ = g.Step(0.1, false)
+	}
+	if got[g.DownTicks-2] != 2 || got[g.DownTicks-1] != 1 {
+		t.Fatalf("P counts %v after DNS stopped; want 2 until tick %d, then 1", got, g.DownTicks)
+	}
+	// Bursts of DNS shorter than UpTicks do not take it up.
+	for i := range 50 {
+		if p, _ := g.Step(0.1, i%g.UpTicks != 0); p != 1 {
+			t.Fatalf("tick %d: up on DNS bursts shorter than UpTicks", i)
+		}
+	}
+}
+
+func TestGrew(t *testing.T) {
+	var n int64 = 500
+	grew := Grew(func() int64 { return n }, 100)
+	for _, c := range []struct {
+		add  int64
+		want bool
+	}{{0, false}, {99, false}, {100, true}, {250, true}, {1, false}} {
+		n += c.add
+		if got := grew(); got != c.want {
+			t.Fatalf("after adding %d: %v, want %v", c.add, got, c.want)
+		}
 	}
 }
