@@ -13,6 +13,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime"
 	"syscall"
 
 	"peerdns/internal/node"
@@ -156,9 +157,12 @@ func runNode(ctx context.Context, args []string, getenv func(string) string, std
 		return err
 	}
 	dnsBusy := procs.Grew(n.DNSQueries, procs.DNSRate/10) // per 100 ms tick
-	procs.Start(ctx, getenv, dnsBusy, func(from, to int, cores float64) {
+	maxProcs := runtime.GOMAXPROCS(0)
+	if procs.Start(ctx, getenv, dnsBusy, func(from, to int, cores float64) {
 		n.Core().Info("GOMAXPROCS changed", "from", from, "to", to, "cores_used", fmt.Sprintf("%.2f", cores))
-	})
+	}) {
+		n.Core().Info("GOMAXPROCS follows demand", "min", 1, "max", maxProcs)
+	}
 	select {
 	case <-ctx.Done():
 		n.Core().Info("shutting down")

@@ -217,3 +217,22 @@ func TestGrew(t *testing.T) {
 		}
 	}
 }
+
+func TestStartRunsUntilCtxEnds(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
+	ctx, cancel := context.WithCancel(context.Background())
+	if !Start(ctx, func(string) string { return "" }, nil, nil) {
+		t.Fatal("governor did not start with GOMAXPROCS unset and 2 Ps")
+	}
+	is := func(want int) func() error {
+		return func() error {
+			if p := runtime.GOMAXPROCS(0); p != want {
+				return fmt.Errorf("GOMAXPROCS %d, want %d", p, want)
+			}
+			return nil
+		}
+	}
+	testutil.Eventually(t, 5*time.Second, is(1))
+	cancel()
+	testutil.Eventually(t, 5*time.Second, is(2))
+}
