@@ -51,6 +51,13 @@ for p in wrk:wrk nginx:nginx-light caddy:caddy; do
 done
 free_port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
 BACK=$(free_port); NPROXY=$(free_port); CADDY=$(free_port); BARE=$(free_port); EVL=$(free_port)
+NPROXYS=$(free_port); CADDYS=$(free_port)
+# nginx's and Caddy's HTTPS listeners: a self-signed ECDSA P-256 leaf for
+# bench.p2p, as the node's CA issues (wrk does not check certificates).
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 \
+	-subj /CN=bench.p2p -addext subjectAltName=DNS:bench.p2p \
+	-keyout "$TMP/tls.key" -out "$TMP/tls.crt" 2>/dev/null
+chmod 644 "$TMP/tls.key" # nginx's workers run as nobody
 mkdir -p "$TMP/www" "$TMP/nginx" "$TMP/nginxp"
 head -c 100 /dev/urandom | base64 | head -c 100 > "$TMP/www/small"
 head -c 65536 /dev/urandom > "$TMP/www/big"
@@ -75,6 +82,16 @@ http {
   client_body_temp_path $TMP/nginxp; proxy_temp_path $TMP/nginxp; fastcgi_temp_path $TMP/nginxp; uwsgi_temp_path $TMP/nginxp; scgi_temp_path $TMP/nginxp;
   upstream back { server 127.0.0.1:$BACK; keepalive 64; }
   server { listen 127.0.0.1:$NPROXY; location / { proxy_pass http://back; proxy_http_version 1.1; proxy_set_header Connection ""; } }
+  # TLS 1.3 with AES-128-GCM first, the suite Go's servers (the node,
+  # Caddy) pick on AES-NI hardware; OpenSSL's own order starts with
+  # AES-256 and wrk would get it.
+  server {
+    listen 127.0.0.1:$NPROXYS ssl;
+    ssl_certificate $TMP/tls.crt; ssl_certificate_key $TMP/tls.key;
+    ssl_protocols TLSv1.3; ssl_prefer_server_ciphers on;
+    ssl_conf_command Ciphersuites TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256;
+    location / { proxy_pass http://back; proxy_http_version 1.1; proxy_set_header Connection ""; }
+  }
 }
 CONF
 nginx -c "$TMP/nginx.conf" -g 'daemon off;' &
@@ -85,6 +102,11 @@ cat > "$TMP/Caddyfile" <<CONF
   auto_https off
 }
 http://127.0.0.1:$CADDY {
+  reverse_proxy 127.0.0.1:$BACK
+}
+https://bench.p2p:$CADDYS {
+  bind 127.0.0.1
+  tls $TMP/tls.crt $TMP/tls.key
   reverse_proxy 127.0.0.1:$BACK
 }
 CONF
@@ -144,6 +166,8 @@ for r in $(seq 1 "$ROUNDS"); do
 		run "bare-fasthttp/$f" "http://127.0.0.1:$BARE/$f" "127.0.0.1" "$BARE_PID"
 		run "eventloop-floor/$f" "http://127.0.0.1:$EVL/$f" "127.0.0.1" "$EVL_PID"
 		run "caddy/$f" "http://127.0.0.1:$CADDY/$f" "127.0.0.1" "$CADDY_PID"
+		run "nginx-proxy-https/$f" "https://127.0.0.1:$NPROXYS/$f" "bench.p2p" $NGINXP
+		run "caddy-https/$f" "https://127.0.0.1:$CADDYS/$f" "bench.p2p" "$CADDY_PID"
 		run "peerdns-same-node/$f" "http://$HTTP_A/$f" "bench.p2p" "$PID_A"
 		run "peerdns-same-node-https/$f" "https://$HTTPS_A/$f" "bench.p2p" "$PID_A"
 		run "peerdns-tunnel/$f" "http://$HTTP_B/$f" "bench.p2p" "$PID_A" "$PID_B"
