@@ -16,8 +16,10 @@
 #                the same node → backend (the real binary, configured
 #                through its admin API)
 #   peerdns tunnel  wrk → node B's edge → QUIC tunnel → node A → backend
-# and the same-node route over HTTPS (wrk keeps its TLS connections; the
-# node CA's certificate; wrk does not check it). Besides req/s and p99 it
+# and over HTTPS (wrk keeps its TLS connections and does not check
+# certificates): the node's same-node route with its CA's leaf, the
+# nginx proxy (TLS 1.3, AES-128-GCM first as Go picks) and Caddy, both
+# with a self-signed ECDSA P-256 leaf. Besides req/s and p99 it
 # prints each proxy's own CPU per request (utime+stime of its processes
 # around the run / requests): the figure that moves least with the load
 # of a shared machine.
@@ -54,6 +56,8 @@ BACK=$(free_port); NPROXY=$(free_port); CADDY=$(free_port); BARE=$(free_port); E
 NPROXYS=$(free_port); CADDYS=$(free_port)
 # nginx's and Caddy's HTTPS listeners: a self-signed ECDSA P-256 leaf for
 # bench.p2p, as the node's CA issues (wrk does not check certificates).
+# Caddy's site has no host (wrk sends the URL's address as SNI, which a
+# bench.p2p site's TLS policy would refuse).
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 \
 	-subj /CN=bench.p2p -addext subjectAltName=DNS:bench.p2p \
 	-keyout "$TMP/tls.key" -out "$TMP/tls.crt" 2>/dev/null
@@ -104,7 +108,7 @@ cat > "$TMP/Caddyfile" <<CONF
 http://127.0.0.1:$CADDY {
   reverse_proxy 127.0.0.1:$BACK
 }
-https://bench.p2p:$CADDYS {
+https://:$CADDYS {
   bind 127.0.0.1
   tls $TMP/tls.crt $TMP/tls.key
   reverse_proxy 127.0.0.1:$BACK
