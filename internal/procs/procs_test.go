@@ -127,14 +127,6 @@ func TestRunFollowsRealLoad(t *testing.T) {
 			t.Logf("GOMAXPROCS %d -> %d at %.2f cores", from, to, cores)
 		})
 	}()
-	procsAre := func(want int) func() error {
-		return func() error {
-			if p := runtime.GOMAXPROCS(0); p != want {
-				return fmt.Errorf("GOMAXPROCS %d, want %d", p, want)
-			}
-			return nil
-		}
-	}
 	testutil.Eventually(t, 5*time.Second, procsAre(1))
 
 	var spin atomic.Bool
@@ -224,15 +216,17 @@ func TestStartRunsUntilCtxEnds(t *testing.T) {
 	if !Start(ctx, func(string) string { return "" }, nil, nil) {
 		t.Fatal("governor did not start with GOMAXPROCS unset and 2 Ps")
 	}
-	is := func(want int) func() error {
-		return func() error {
-			if p := runtime.GOMAXPROCS(0); p != want {
-				return fmt.Errorf("GOMAXPROCS %d, want %d", p, want)
-			}
-			return nil
-		}
-	}
-	testutil.Eventually(t, 5*time.Second, is(1))
+	testutil.Eventually(t, 5*time.Second, procsAre(1))
 	cancel()
-	testutil.Eventually(t, 5*time.Second, is(2))
+	testutil.Eventually(t, 5*time.Second, procsAre(2))
+}
+
+// procsAre is a condition for testutil.Eventually: GOMAXPROCS is want.
+func procsAre(want int) func() error {
+	return func() error {
+		if p := runtime.GOMAXPROCS(0); p != want {
+			return fmt.Errorf("GOMAXPROCS %d, want %d", p, want)
+		}
+		return nil
+	}
 }
