@@ -155,7 +155,10 @@ func TestEvaluationsPaced(t *testing.T) {
 		}
 	}
 	l := newTestLedgerWith(t, t.TempDir(), func(d *Deps) {
-		d.EvalGap = time.Second
+		// Long enough that the four ops below land within one gap on a
+		// slow machine too (under -race on a busy CI runner 1 s was not:
+		// a round ran between them and c.p2p was evaluated three times).
+		d.EvalGap = 3 * time.Second
 		d.DomainMiddleware = []actor.ReceiverMiddleware{count}
 	})
 	peer, _ := identity.Generate()
