@@ -2,7 +2,6 @@ package node
 
 import (
 	"bufio"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -57,12 +56,8 @@ func TestEdgeUploadAnsweredEarly(t *testing.T) {
 		n    *Node
 	}{{"same node", a}, {"through a tunnel", b}} {
 		t.Run(tc.name, func(t *testing.T) {
-			httpAddr, httpsAddr := tc.n.EdgeAddrs()
-			plain := func() (net.Conn, error) { return net.Dial("tcp", httpAddr) }
-			pool := rootPool(t, tc.n)
-			secure := func() (net.Conn, error) {
-				return tls.Dial("tcp", httpsAddr, &tls.Config{RootCAs: pool, ServerName: "early.p2p"})
-			}
+			httpAddr, _ := tc.n.EdgeAddrs()
+			plain, secure := edgeDials(t, tc.n, "early.p2p")
 			earlyAnswer(t, plain, "/guarded", false, 401, "token required")
 			earlyAnswer(t, plain, "/small", false, 413, "at most 1 MiB here")
 			earlyAnswer(t, plain, "/guarded", true, 401, "token required")

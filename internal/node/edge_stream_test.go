@@ -2,7 +2,6 @@ package node
 
 import (
 	"bufio"
-	"crypto/tls"
 	"fmt"
 	"io"
 	"net"
@@ -39,15 +38,8 @@ func TestEdgePassesPiecesAsTheyCome(t *testing.T) {
 	t.Cleanup(back.Close)
 	_, url := tunnelServerURL(t, n, fmt.Sprintf(`{"name":"pieces","port":%d}`, back.Listener.Addr().(*net.TCPAddr).Port))
 	mustJSON(t, "POST", base+"/api/add-domain", `{"domain":"pieces.p2p","hash":"`+url+`"}`, 200, nil)
-	httpAddr, httpsAddr := n.EdgeAddrs()
-	pool := rootPool(t, n)
-
-	dials := map[string]func() (net.Conn, error){
-		"http": func() (net.Conn, error) { return net.Dial("tcp", httpAddr) },
-		"https": func() (net.Conn, error) {
-			return tls.Dial("tcp", httpsAddr, &tls.Config{RootCAs: pool, ServerName: "pieces.p2p"})
-		},
-	}
+	plain, secure := edgeDials(t, n, "pieces.p2p")
+	dials := map[string]func() (net.Conn, error){"http": plain, "https": secure}
 	for scheme, dial := range dials {
 		for _, path := range []string{"/fixed", "/chunked"} {
 			c, err := dial()

@@ -48,6 +48,20 @@ func rootPool(t *testing.T, n *Node) *x509.CertPool {
 	return pool
 }
 
+// edgeDials are raw connections to n's edge proxy: plain TCP to its HTTP
+// listener, and TLS to its HTTPS listener with name as SNI, verified
+// against n's root CA.
+func edgeDials(t *testing.T, n *Node, name string) (plain, secure func() (net.Conn, error)) {
+	t.Helper()
+	httpAddr, httpsAddr := n.EdgeAddrs()
+	pool := rootPool(t, n)
+	plain = func() (net.Conn, error) { return net.Dial("tcp", httpAddr) }
+	secure = func() (net.Conn, error) {
+		return tls.Dial("tcp", httpsAddr, &tls.Config{RootCAs: pool, ServerName: name})
+	}
+	return plain, secure
+}
+
 // waitServed polls url through c until it answers 200.
 func waitServed(t *testing.T, c *http.Client, url string) {
 	t.Helper()

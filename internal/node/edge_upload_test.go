@@ -3,7 +3,6 @@ package node
 import (
 	"bufio"
 	"crypto/sha256"
-	"crypto/tls"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -82,10 +81,8 @@ func TestEdgeStreamsUploads(t *testing.T) {
 
 	// Slower than the read timeout in all (2 s against 0.5 s), but never
 	// silent for as long as it: passes, over HTTP and HTTPS.
-	tlsDial := func() (net.Conn, error) {
-		return tls.Dial("tcp", httpsAddr, &tls.Config{RootCAs: pool, ServerName: "up.p2p"})
-	}
-	for _, dial := range []func() (net.Conn, error){func() (net.Conn, error) { return net.Dial("tcp", httpAddr) }, tlsDial} {
+	plainDial, tlsDial := edgeDials(t, n, "up.p2p")
+	for _, dial := range []func() (net.Conn, error){plainDial, tlsDial} {
 		slow, err := dial()
 		if err != nil {
 			t.Fatal(err)
