@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"bufio"
-	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -104,7 +103,7 @@ func upstreamTLS(d *view.Domain) *tls.Config {
 // dialTimeout.
 func tlsUpstream(c net.Conn, d *view.Domain) (net.Conn, error) {
 	tc := tls.Client(c, upstreamTLS(d))
-	ctx, cancel := context.WithTimeout(context.Background(), dialTimeout)
+	ctx, cancel := ctxFor(dialTimeout)
 	defer cancel()
 	if err := tc.HandshakeContext(ctx); err != nil {
 		c.Close()
@@ -180,6 +179,12 @@ func prepare(ctx *fasthttp.RequestCtx, req *fasthttp.Request) {
 	for _, h := range hopHeaders {
 		req.Header.Del(h)
 	}
+	forwarded(ctx, req)
+}
+
+// forwarded sets X-Forwarded-For (the prior chain, then the client),
+// -Proto and -Host.
+func forwarded(ctx *fasthttp.RequestCtx, req *fasthttp.Request) {
 	// X-Forwarded-For: the prior chain, then the client's address,
 	// built in a pooled buffer (no string per request).
 	b := bytebufferpool.Get()
@@ -242,9 +247,7 @@ func (s *Server) websocket(ctx *fasthttp.RequestCtx, d *view.Domain) {
 		return
 	}
 	req := &ctx.Request
-	ip := ctx.RemoteIP().String()
-	req.Header.Set("X-Forwarded-For", ip)
-	req.Header.Set("X-Forwarded-Host", string(ctx.Host()))
+	forwarded(ctx, req) // Connection and Upgrade stay: they ask for the upgrade
 	w := bufio.NewWriter(up)
 	err = req.Write(w)
 	if err == nil {

@@ -109,7 +109,9 @@ func TestEdgeProxy(t *testing.T) {
 	hs := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/ws":
-			c, err := up.Upgrade(w, r, nil)
+			// The forwarding headers it got, in the 101's headers.
+			seen := http.Header{"X-Seen": {fmt.Sprintf("xff=%s proto=%s host=%s", r.Header.Get("X-Forwarded-For"), r.Header.Get("X-Forwarded-Proto"), r.Header.Get("X-Forwarded-Host"))}}
+			c, err := up.Upgrade(w, r, seen)
 			if err != nil {
 				return
 			}
@@ -192,9 +194,12 @@ func TestEdgeProxy(t *testing.T) {
 	d := websocket.Dialer{NetDialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 		return (&net.Dialer{}).DialContext(ctx, "tcp", httpAddr)
 	}, HandshakeTimeout: 10 * time.Second}
-	ws, _, err := d.Dial("ws://site.p2p/ws", nil)
+	ws, wsResp, err := d.Dial("ws://site.p2p/ws", http.Header{"X-Forwarded-For": {"10.0.0.7"}})
 	if err != nil {
 		t.Fatalf("websocket through the proxy: %v", err)
+	}
+	if got, want := wsResp.Header.Get("X-Seen"), "xff=10.0.0.7, 127.0.0.1 proto=http host=site.p2p"; got != want {
+		t.Fatalf("the upgrade reached the backend with %q, want %q", got, want)
 	}
 	for _, m := range []string{"one", "two"} {
 		if err := ws.WriteMessage(websocket.TextMessage, []byte(m)); err != nil {
