@@ -117,10 +117,10 @@ func (c *movingDeadlines) Read(b []byte) (int, error) {
 			c.readErr = err
 			return 0, err
 		}
-	}
-	if c.rstop.Load() {
-		c.readErr = os.ErrDeadlineExceeded
-		return 0, c.readErr
+		if c.rstop.Load() { // halted: the move must not undo it
+			c.readErr = os.ErrDeadlineExceeded
+			return 0, c.readErr
+		}
 	}
 	n, err := c.Conn.Read(b)
 	if err != nil {
