@@ -126,12 +126,8 @@ func ConfigFromEnv(dataDir string) (Config, error) {
 		c.RemoteWriteURL = v
 	}
 	c.ExportDir = filepath.Join(c.Dir, "exports")
-	if v, ok := os.LookupEnv("AGENT_REST"); ok && strings.TrimSpace(v) != "" {
-		b, err := envBool(v)
-		if err != nil {
-			return c, fmt.Errorf("AGENT_REST: %w", err)
-		}
-		c.REST = b
+	if err := boolEnv("AGENT_REST", &c.REST); err != nil {
+		return c, err
 	}
 	if v := strings.TrimSpace(os.Getenv("AGENT_REST_HOST")); v != "" {
 		if strings.ContainsAny(v, "/ ") {
@@ -152,48 +148,39 @@ func ConfigFromEnv(dataDir string) (Config, error) {
 		}
 		c.CORS = v
 	}
-	if v, ok := os.LookupEnv("AGENT_PARENT"); ok && v != "" {
-		b, err := envBool(v)
-		if err != nil {
-			return c, fmt.Errorf("AGENT_PARENT: %w", err)
-		}
-		c.Parent = b
+	if err := boolEnv("AGENT_PARENT", &c.Parent); err != nil {
+		return c, err
 	}
 	if v := strings.TrimSpace(os.Getenv("AGENT_EXPORT_DIR")); v != "" {
 		c.ExportDir = v
 	}
-	if v, ok := os.LookupEnv("AGENT_JOURNAL"); ok && v != "" {
-		b, err := envBool(v)
-		if err != nil {
-			return c, fmt.Errorf("AGENT_JOURNAL: %w", err)
-		}
-		c.Journal = b
+	if err := boolEnv("AGENT_JOURNAL", &c.Journal); err != nil {
+		return c, err
 	}
-	if v, ok := os.LookupEnv("AGENT_SLABINFO"); ok && v != "" {
-		b, err := envBool(v)
-		if err != nil {
-			return c, fmt.Errorf("AGENT_SLABINFO: %w", err)
-		}
-		c.Slabinfo = b
+	if err := boolEnv("AGENT_SLABINFO", &c.Slabinfo); err != nil {
+		return c, err
 	}
-	if v, ok := os.LookupEnv("AGENT_RELEASE_STARTUP_PAGES"); ok && v != "" {
-		b, err := envBool(v)
-		if err != nil {
-			return c, fmt.Errorf("AGENT_RELEASE_STARTUP_PAGES: %w", err)
-		}
-		c.ReleaseStartupPages = b
+	if err := boolEnv("AGENT_RELEASE_STARTUP_PAGES", &c.ReleaseStartupPages); err != nil {
+		return c, err
 	}
 	return c, nil
 }
 
-func envBool(v string) (bool, error) {
+// boolEnv sets *dst from the environment variable name when it is set
+// and not blank (1/yes/true/on, 0/no/false/off); otherwise *dst keeps its
+// default.
+func boolEnv(name string, dst *bool) error {
+	v, _ := os.LookupEnv(name)
 	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "":
 	case "1", "yes", "true", "on":
-		return true, nil
+		*dst = true
 	case "0", "no", "false", "off":
-		return false, nil
+		*dst = false
+	default:
+		return fmt.Errorf("%s: %q is not 0 or 1", name, v)
 	}
-	return false, fmt.Errorf("%q is not 0 or 1", v)
+	return nil
 }
 
 // Run opens the store, starts the collectors and the alert engine, serves
