@@ -13,7 +13,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"runtime"
 	"syscall"
 
 	"peerdns/internal/node"
@@ -157,10 +156,9 @@ func runNode(ctx context.Context, args []string, getenv func(string) string, std
 		return err
 	}
 	dnsBusy := procs.Grew(n.DNSQueries, procs.DNSRate/10) // per 100 ms tick
-	maxProcs := runtime.GOMAXPROCS(0)
-	if procs.Start(ctx, getenv, dnsBusy, func(from, to int, cores float64) {
+	if maxProcs := procs.Start(ctx, getenv, dnsBusy, func(from, to int, cores float64) {
 		n.Core().Info("GOMAXPROCS changed", "from", from, "to", to, "cores_used", fmt.Sprintf("%.2f", cores))
-	}) {
+	}); maxProcs > 0 {
 		n.Core().Info("GOMAXPROCS follows demand", "min", 1, "max", maxProcs)
 	}
 	select {

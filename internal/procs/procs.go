@@ -157,15 +157,15 @@ func (g *Governor) set(p int) {
 
 // Start runs the governor for this process until ctx ends, unless
 // GOMAXPROCS is set in the environment, the runtime's default is one P,
-// or the platform gives no process CPU time; it says whether it runs.
-// The tick is 100 ms.
-func Start(ctx context.Context, getenv func(string) string, parallel func() bool, logf func(from, to int, cores float64)) bool {
-	maxProcs := runtime.GOMAXPROCS(0)
+// or the platform gives no process CPU time. It returns the most Ps the
+// governor will use, 0 when it does not run. The tick is 100 ms.
+func Start(ctx context.Context, getenv func(string) string, parallel func() bool, logf func(from, to int, cores float64)) (maxProcs int) {
+	maxProcs = runtime.GOMAXPROCS(0)
 	if getenv("GOMAXPROCS") != "" || maxProcs < 2 || processCPU == nil {
-		return false
+		return 0
 	}
 	go Run(ctx, New(maxProcs), 100*time.Millisecond, processCPU, parallel, logf)
-	return true
+	return maxProcs
 }
 
 // Run sets GOMAXPROCS to 1 and then follows the governor every tick

@@ -154,7 +154,7 @@ func TestRunFollowsRealLoad(t *testing.T) {
 func TestStartKeepsTheOperatorsSetting(t *testing.T) {
 	before := runtime.GOMAXPROCS(0)
 	env := map[string]string{"GOMAXPROCS": "2"}
-	if Start(context.Background(), func(k string) string { return env[k] }, nil, nil) {
+	if Start(context.Background(), func(k string) string { return env[k] }, nil, nil) != 0 {
 		t.Fatal("governor started although GOMAXPROCS is set")
 	}
 	if runtime.GOMAXPROCS(0) != before {
@@ -213,7 +213,7 @@ func TestGrew(t *testing.T) {
 func TestStartRunsUntilCtxEnds(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
 	ctx, cancel := context.WithCancel(context.Background())
-	if !Start(ctx, func(string) string { return "" }, nil, nil) {
+	if Start(ctx, func(string) string { return "" }, nil, nil) != 2 {
 		t.Fatal("governor did not start with GOMAXPROCS unset and 2 Ps")
 	}
 	testutil.Eventually(t, 5*time.Second, procsAre(1))
