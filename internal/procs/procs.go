@@ -71,13 +71,13 @@ type Governor struct {
 	BounceTicks  int     // back up within this many ticks of going down: a bounce
 	MaxDownTicks int     // the longest the wait before going down grows to
 
-	procs int       // current P count
-	wait  int       // current ticks before going down
-	since int       // ticks since the last change
-	down  bool      // the last change was down to one P
-	par   int       // ticks in a row with parallel work arriving
-	quiet int       // ticks in a row without
-	used  []float64 // the last ticks' cores, newest last
+	procs   int       // current P count
+	bounces int       // doublings of DownTicks in the wait before going down
+	since   int       // ticks since the last change
+	down    bool      // the last change was down to one P
+	par     int       // ticks in a row with parallel work arriving
+	quiet   int       // ticks in a row without
+	used    []float64 // the last ticks' cores, newest last
 }
 
 // New returns a governor for a machine whose default GOMAXPROCS is max,
@@ -86,8 +86,15 @@ func New(max int) *Governor {
 	return &Governor{
 		Max: max, Up: 0.95, UpTicks: 5, Down: 0.85, DownTicks: 20,
 		BounceTicks: 50, MaxDownTicks: 600,
-		procs: 1, wait: 20,
+		procs: 1,
 	}
+}
+
+// wait is how many ticks at Max, without parallel work and under Down,
+// come before going down: DownTicks, doubled for each bounce, at most
+// MaxDownTicks.
+func (g *Governor) wait() int {
+	return min(g.DownTicks<<g.bounces, g.MaxDownTicks)
 }
 
 // Procs is the P count the governor has chosen.
@@ -104,21 +111,22 @@ func (g *Governor) Step(cores float64, parallel bool) (procs int, changed bool) 
 		g.par, g.quiet = 0, g.quiet+1
 	}
 	g.used = append(g.used, cores)
-	if n := max(g.UpTicks, g.wait); len(g.used) > n {
+	wait := g.wait()
+	if n := max(g.UpTicks, wait); len(g.used) > n {
 		g.used = g.used[len(g.used)-n:]
 	}
 	switch {
 	case g.procs == 1 && g.Max > 1 && (g.mean(g.UpTicks) >= g.Up || g.par >= g.UpTicks):
-		if g.down && g.since <= g.BounceTicks {
-			g.wait = min(2*g.wait, g.MaxDownTicks)
+		if g.down && g.since <= g.BounceTicks && wait < g.MaxDownTicks {
+			g.bounces++
 		}
 		g.set(g.Max)
 		return g.procs, true
-	case g.procs > 1 && g.since >= g.wait && g.quiet >= g.wait && g.mean(g.wait) < g.Down:
+	case g.procs > 1 && g.since >= wait && g.quiet >= wait && g.mean(wait) < g.Down:
 		g.set(1)
 		return g.procs, true
 	case g.since >= g.MaxDownTicks:
-		g.wait = g.DownTicks
+		g.bounces = 0
 	}
 	return g.procs, false
 }

@@ -76,8 +76,8 @@ func TestStepBounceDoublesTheWait(t *testing.T) {
 	}
 	// Back up at once: a bounce.
 	steps(g, repeat(1, g.UpTicks)...)
-	if g.Procs() != 2 || g.wait != 2*g.DownTicks {
-		t.Fatalf("after a bounce: %d Ps, wait %d; want 2 and %d", g.Procs(), g.wait, 2*g.DownTicks)
+	if g.Procs() != 2 || g.wait() != 2*g.DownTicks {
+		t.Fatalf("after a bounce: %d Ps, wait %d; want 2 and %d", g.Procs(), g.wait(), 2*g.DownTicks)
 	}
 	got := steps(g, repeat(0, 2*g.DownTicks)...)
 	if got[2*g.DownTicks-2] != 2 || got[2*g.DownTicks-1] != 1 {
@@ -86,15 +86,15 @@ func TestStepBounceDoublesTheWait(t *testing.T) {
 	// Bounces grow the wait up to MaxDownTicks and no further.
 	for range 10 {
 		steps(g, repeat(1, g.UpTicks)...)
-		steps(g, repeat(0, g.wait)...)
+		steps(g, repeat(0, g.wait())...)
 	}
-	if g.wait != g.MaxDownTicks {
-		t.Fatalf("wait %d after many bounces, want the cap %d", g.wait, g.MaxDownTicks)
+	if g.wait() != g.MaxDownTicks {
+		t.Fatalf("wait %d after many bounces, want the cap %d", g.wait(), g.MaxDownTicks)
 	}
 	// Holding a P count for MaxDownTicks resets it.
 	steps(g, repeat(0.5, g.MaxDownTicks)...)
-	if g.wait != g.DownTicks {
-		t.Fatalf("wait %d after a long quiet spell, want %d", g.wait, g.DownTicks)
+	if g.wait() != g.DownTicks {
+		t.Fatalf("wait %d after a long quiet spell, want %d", g.wait(), g.DownTicks)
 	}
 }
 
