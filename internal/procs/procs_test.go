@@ -3,6 +3,7 @@ package procs
 import (
 	"context"
 	"fmt"
+	"math"
 	"runtime"
 	"sync/atomic"
 	"testing"
@@ -11,12 +12,12 @@ import (
 	"peerdns/internal/testutil"
 )
 
-// steps feeds cores to g one tick at a time and returns the P count after
-// each.
+// steps feeds cores to g one tick at a time, on a machine with a core
+// idle, and returns the P count after each.
 func steps(g *Governor, cores ...float64) []int {
 	out := make([]int, len(cores))
 	for i, c := range cores {
-		out[i], _ = g.Step(c, false)
+		out[i], _ = g.Step(c, 1, false)
 	}
 	return out
 }
@@ -98,10 +99,59 @@ func TestStepBounceDoublesTheWait(t *testing.T) {
 	}
 }
 
+func TestStepUpNeedsASpareCore(t *testing.T) {
+	g := New(2)
+	// Saturated at one P on a machine with no core to spare (the node's
+	// load shares its cores): stays.
+	for i := range 50 {
+		if p, _ := g.Step(1, 0.3, false); p != 1 {
+			t.Fatalf("tick %d: up with 0.3 cores idle on the machine", i)
+		}
+	}
+	// A core frees up: the window's mean of idle cores must reach Spare.
+	got := make([]int, g.UpTicks)
+	for i := range got {
+		got[i], _ = g.Step(1, 1, false)
+	}
+	// Mean idle over the window after k ticks at 1 and 5-k at 0.3:
+	// (k + 0.3(5-k))/5 >= 0.5 from k = 2.
+	if got[0] != 1 || got[1] != 2 {
+		t.Fatalf("P counts %v; want up once the window's idle mean reaches %.1f", got, g.Spare)
+	}
+	// Unknown idle time (+Inf) does not hold it back.
+	g = New(2)
+	for range g.UpTicks {
+		g.Step(1, math.Inf(1), false)
+	}
+	if g.Procs() != 2 {
+		t.Fatal("held at one P with the machine's idle time unknown")
+	}
+}
+
+func TestMachineIdle(t *testing.T) {
+	i0, ok := machineIdle()
+	if !ok {
+		t.Fatal("no idle time on this platform (gopsutil cpu.Times)")
+	}
+	start := time.Now() // the idle time over a wall time long enough to read
+	testutil.Eventually(t, 5*time.Second, func() error {
+		if time.Since(start) < 200*time.Millisecond {
+			return fmt.Errorf("waiting")
+		}
+		return nil
+	})
+	i1, _ := machineIdle()
+	wall := time.Since(start)
+	// /proc/stat counts in 10 ms ticks per CPU: one each way of slack.
+	if i1 < i0 || i1-i0 > time.Duration(runtime.NumCPU())*(wall+20*time.Millisecond) {
+		t.Fatalf("idle %v over %v of wall time on %d CPUs", i1-i0, wall, runtime.NumCPU())
+	}
+}
+
 func TestStepOneCPUNeverChanges(t *testing.T) {
 	g := New(1)
 	for _, c := range repeat(2, 50) {
-		if _, changed := g.Step(c, true); changed {
+		if _, changed := g.Step(c, 1, true); changed {
 			t.Fatal("changed with Max 1")
 		}
 	}
@@ -117,12 +167,13 @@ func TestRunFollowsRealLoad(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
 	g := New(3)
 	g.Up, g.Down, g.UpTicks, g.DownTicks = 0.4, 0.2, 3, 5
+	g.Spare = 0 // the machine's idle time is read, but CI's cores may have none
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	var changes atomic.Int32
 	go func() {
 		defer close(done)
-		Run(ctx, g, 20*time.Millisecond, processCPU, nil, func(from, to int, cores float64) {
+		Run(ctx, g, 20*time.Millisecond, processCPU, machineIdle, nil, func(from, to int, cores float64) {
 			changes.Add(1)
 			t.Logf("GOMAXPROCS %d -> %d at %.2f cores", from, to, cores)
 		})
@@ -166,7 +217,7 @@ func TestStepParallelWork(t *testing.T) {
 	g := New(2)
 	// DNS arriving for UpTicks ticks in a row: every core, CPU or not.
 	for i := range g.UpTicks {
-		p, _ := g.Step(0.1, true)
+		p, _ := g.Step(0.1, 0, true)
 		if want := 1; i < g.UpTicks-1 && p != want {
 			t.Fatalf("tick %d: %d Ps before UpTicks of DNS", i, p)
 		}
@@ -176,21 +227,21 @@ func TestStepParallelWork(t *testing.T) {
 	}
 	// Idle CPU but DNS still arriving: stays.
 	for i := range 3 * g.DownTicks {
-		if p, _ := g.Step(0.1, i%5 != 0); p != 2 {
+		if p, _ := g.Step(0.1, 0, i%5 != 0); p != 2 {
 			t.Fatalf("tick %d: went down while DNS kept arriving", i)
 		}
 	}
 	// DNS stops: down after the whole wait without it.
 	got := make([]int, g.DownTicks)
 	for i := range got {
-		got[i], _ = g.Step(0.1, false)
+		got[i], _ = g.Step(0.1, 0, false)
 	}
 	if got[g.DownTicks-2] != 2 || got[g.DownTicks-1] != 1 {
 		t.Fatalf("P counts %v after DNS stopped; want 2 until tick %d, then 1", got, g.DownTicks)
 	}
 	// Bursts of DNS shorter than UpTicks do not take it up.
 	for i := range 50 {
-		if p, _ := g.Step(0.1, i%g.UpTicks != 0); p != 1 {
+		if p, _ := g.Step(0.1, 0, i%g.UpTicks != 0); p != 1 {
 			t.Fatalf("tick %d: up on DNS bursts shorter than UpTicks", i)
 		}
 	}
