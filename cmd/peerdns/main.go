@@ -23,24 +23,41 @@ import (
 var version = "0.1.0-dev"
 
 func main() {
+	if cmd, _ := command(os.Args[1:]); cmd == "node" {
+		// GODEBUG is read when the runtime starts: the node runs itself
+		// again with the setting (procs.SysmonTrace says why).
+		if err := procs.ExecWithSysmonAwake(); err != nil {
+			fmt.Fprintf(os.Stderr, "peerdns: running with Go's default sysmon: %v\n", err)
+		}
+	}
 	os.Exit(run(os.Args[1:], os.Getenv, os.Stdout, os.Stderr))
+}
+
+// command splits args into the sub-command ("node" when none is named;
+// "help" for -h and friends) and its arguments.
+func command(args []string) (cmd string, rest []string) {
+	if len(args) == 0 {
+		return "node", args
+	}
+	switch args[0] {
+	case "-h", "-help", "--help", "help":
+		return "help", args[1:]
+	case "-version", "--version":
+		return "version", args[1:]
+	}
+	if a := args[0]; a != "" && a[0] != '-' {
+		return a, args[1:]
+	}
+	return "node", args
 }
 
 // run dispatches a sub-command and returns the exit code: 0 on success,
 // 1 when the command failed, 2 for a usage error.
 func run(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
-	cmd := "node"
-	if len(args) > 0 {
-		switch args[0] {
-		case "-h", "-help", "--help", "help":
-			usage(stdout)
-			return 0
-		case "-version", "--version":
-			args[0] = "version"
-		}
-		if a := args[0]; a != "" && a[0] != '-' {
-			cmd, args = a, args[1:]
-		}
+	cmd, args := command(args)
+	if cmd == "help" {
+		usage(stdout)
+		return 0
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -161,6 +178,7 @@ func runNode(ctx context.Context, args []string, getenv func(string) string, std
 	}); maxProcs > 0 {
 		n.Core().Info("GOMAXPROCS follows demand", "min", 1, "max", maxProcs)
 	}
+	n.Core().Info("sysmon", "never_deep_sleeps", procs.SysmonAwake(getenv), "godebug", getenv("GODEBUG"))
 	select {
 	case <-ctx.Done():
 		n.Core().Info("shutting down")

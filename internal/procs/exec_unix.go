@@ -1,0 +1,7 @@
+//go:build unix
+
+package procs
+
+import "syscall"
+
+var execve = syscall.Exec
