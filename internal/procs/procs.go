@@ -22,10 +22,10 @@
 // (user + system, getrusage) over the wall time gives the cores it used.
 // At one P, a mean of Up (0.95) cores or more over UpTicks (5) ticks
 // means the P's thread runs all the time (see Spare below), and UpTicks
-// ticks in a row with
-// parallel work (DNS) arriving mean it is wanted: either goes to Max. At
-// Max, DownTicks (20) ticks without parallel work and a mean below Down
-// (0.85) cores over them mean one P would do: go back to 1. The same work
+// ticks in a row with parallel work (DNS) arriving mean it is wanted:
+// either goes to Max. At Max, DownTicks (20) ticks without parallel work
+// and a mean below Down (0.85) cores over them mean one P would do: go
+// back to 1. The same work
 // costs at least as much CPU spread over several Ps (the wake-ups above:
 // a third more for a tunnel), so a load that used under 0.85 cores at
 // Max uses under 0.95 at one P and stays there; the half-second window at
@@ -39,9 +39,9 @@
 // on CPU also needs a mean of Spare (0.5) cores idle on the machine over
 // the window (the machine's idle and iowait time, gopsutil's cpu.Times).
 // On a machine the node shares with its load (a proxy with its client and
-// backend on the same two cores, 84-88% busy), more Ps only fight the
-// same cores: the edge read 20.3-20.9k req/s at 38-41 µs of CPU a request
-// on one P and 14.8-16.1k at 64-70 µs on two. Under contention the
+// backend on the same two cores, 80-85% busy), more Ps only fight the
+// same cores: the edge read 20.3-22.7k req/s at 34-39 µs of CPU a request
+// on one P and 20.4-22.8k at 42-49 µs on two. Under contention the
 // node's single thread may also get less than a core although its P is
 // busy; then it stays at one P too. DNS is exempt: its rule was measured
 // against Knot on a machine shared with the load generator.
