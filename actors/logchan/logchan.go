@@ -42,7 +42,12 @@ type Actor struct {
 	dir string
 	w   *lumberjack.Logger
 	seq uint64 // lines written in this run
+	buf []byte // a batch's text, kept for the next batch
 }
+
+// keepBuf is the largest batch buffer kept between batches (a burst's
+// bigger one is let go).
+const keepBuf = 256 << 10
 
 // Props builds the actor for channel id writing under dir.
 func Props(id, dir string) *actor.Props {
@@ -90,9 +95,15 @@ func (a *Actor) Receive(c actor.Context) {
 		for _, l := range m.Lines {
 			n += len(l.Message) + 1
 		}
-		buf := make([]byte, 0, n)
+		buf := a.buf[:0]
+		if cap(buf) < n {
+			buf = make([]byte, 0, n)
+		}
 		for _, l := range m.Lines {
 			buf = append(append(buf, l.Message...), '\n')
+		}
+		if cap(buf) <= keepBuf {
+			a.buf = buf
 		}
 		if _, err := a.w.Write(buf); err != nil {
 			fmt.Fprintf(os.Stderr, "log channel %s: %v\n", a.id, err)

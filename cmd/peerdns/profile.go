@@ -10,25 +10,40 @@ import (
 
 // startProfile writes a CPU profile of this process to the file
 // PEERDNS_CPUPROFILE names ("%p" becomes the pid, so several nodes can
-// share the setting) until the returned stop is called. For finding where
-// a node spends its time under a benchmark; off when the variable is
-// unset.
+// share the setting) until the returned stop is called, and at stop the
+// allocations since start to the file PEERDNS_ALLOCPROFILE names (pprof's
+// "allocs"). For finding where a node spends its time or its garbage
+// under a benchmark; off when the variables are unset.
 func startProfile(getenv func(string) string) (stop func(), err error) {
-	path := getenv("PEERDNS_CPUPROFILE")
-	if path == "" {
-		return func() {}, nil
-	}
-	path = strings.ReplaceAll(path, "%p", strconv.Itoa(os.Getpid()))
-	f, err := os.Create(path)
-	if err != nil {
-		return nil, fmt.Errorf("PEERDNS_CPUPROFILE: %w", err)
-	}
-	if err := pprof.StartCPUProfile(f); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("PEERDNS_CPUPROFILE: %w", err)
+	cpuPath, allocPath := profilePath(getenv("PEERDNS_CPUPROFILE")), profilePath(getenv("PEERDNS_ALLOCPROFILE"))
+	stopCPU := func() {}
+	if cpuPath != "" {
+		f, err := os.Create(cpuPath)
+		if err != nil {
+			return nil, fmt.Errorf("PEERDNS_CPUPROFILE: %w", err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("PEERDNS_CPUPROFILE: %w", err)
+		}
+		stopCPU = func() {
+			pprof.StopCPUProfile()
+			f.Close()
+		}
 	}
 	return func() {
-		pprof.StopCPUProfile()
-		f.Close()
+		stopCPU()
+		if allocPath == "" {
+			return
+		}
+		if f, err := os.Create(allocPath); err == nil {
+			_ = pprof.Lookup("allocs").WriteTo(f, 0)
+			f.Close()
+		}
 	}, nil
+}
+
+// profilePath is p with "%p" as this process's pid.
+func profilePath(p string) string {
+	return strings.ReplaceAll(p, "%p", strconv.Itoa(os.Getpid()))
 }
