@@ -220,14 +220,11 @@ func Run(ctx context.Context, g *Governor, tick time.Duration, cpu func() time.D
 	defer runtime.GOMAXPROCS(g.Max)
 	t := time.NewTicker(tick)
 	defer t.Stop()
-	idleNow := func() (time.Duration, bool) {
-		if idle == nil {
-			return 0, false
-		}
-		return idle()
+	if idle == nil {
+		idle = func() (time.Duration, bool) { return 0, false }
 	}
 	last, at := cpu(), time.Now()
-	lastIdle, idleOK := idleNow()
+	lastIdle, idleOK := idle()
 	for {
 		select {
 		case <-ctx.Done():
@@ -236,13 +233,12 @@ func Run(ctx context.Context, g *Governor, tick time.Duration, cpu func() time.D
 			wall := float64(now.Sub(at))
 			c := cpu()
 			cores := float64(c-last) / wall
-			spare := math.Inf(1)
-			if i, ok := idleNow(); ok && idleOK {
+			spare := math.Inf(1) // unknown: does not hold the governor back
+			i, ok := idle()
+			if ok && idleOK {
 				spare = float64(i-lastIdle) / wall
-				lastIdle = i
-			} else {
-				lastIdle, idleOK = i, ok
 			}
+			lastIdle, idleOK = i, ok
 			last, at = c, now
 			from := g.Procs()
 			if p, changed := g.Step(cores, spare, parallel != nil && parallel()); changed {

@@ -2,6 +2,7 @@ package procs
 
 import (
 	"os"
+	"strconv"
 	"strings"
 )
 
@@ -44,10 +45,8 @@ func SysmonEnv(environ []string) ([]string, bool) {
 		}
 		out = append(out, kv)
 	}
-	for _, s := range strings.Split(debug, ",") {
-		if strings.HasPrefix(strings.TrimSpace(s), "schedtrace=") {
-			return environ, false
-		}
+	if _, set := schedtrace(debug); set {
+		return environ, false
 	}
 	if debug != "" {
 		debug += ","
@@ -55,14 +54,22 @@ func SysmonEnv(environ []string) ([]string, bool) {
 	return append(out, "GODEBUG="+debug+SysmonTrace), true
 }
 
-// SysmonAwake reports whether this process runs with SysmonTrace.
+// SysmonAwake reports whether this process runs with a schedtrace period
+// (SysmonTrace's or the operator's): then sysmon never deep-sleeps.
 func SysmonAwake(getenv func(string) string) bool {
-	for _, s := range strings.Split(getenv("GODEBUG"), ",") {
-		if strings.TrimSpace(s) == SysmonTrace {
-			return true
+	v, _ := schedtrace(getenv("GODEBUG"))
+	n, err := strconv.Atoi(v)
+	return err == nil && n > 0
+}
+
+// schedtrace is the schedtrace value in a GODEBUG string, if it sets one.
+func schedtrace(debug string) (value string, set bool) {
+	for _, s := range strings.Split(debug, ",") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(s), "schedtrace="); ok {
+			return v, true
 		}
 	}
-	return false
+	return "", false
 }
 
 // ExecWithSysmonAwake replaces this process (same PID, arguments and

@@ -65,6 +65,7 @@ func TestExecWithSysmonAwake(t *testing.T) {
 		{"", "GODEBUG=" + SysmonTrace + " awake=true"},
 		{"madvdontneed=1", "GODEBUG=madvdontneed=1," + SysmonTrace + " awake=true"},
 		{"schedtrace=0", "GODEBUG=schedtrace=0 awake=false"},
+		{"schedtrace=60000", "GODEBUG=schedtrace=60000 awake=true"},
 	} {
 		cmd := exec.Command(os.Args[0], "-test.run=^$")
 		cmd.Env = append(os.Environ(), "PROCS_TEST_EXEC=1", "GODEBUG="+c.debug)
