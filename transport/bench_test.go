@@ -46,7 +46,7 @@ func BenchmarkQUICStream(b *testing.B) {
 }
 
 // BenchmarkQUICParallelStreams: four streams at once between two
-// endpoints, on one connection or on a connection each (issue 9's
+// endpoints, on one connection or on a connection each (the tunnel benchmark's
 // "several QUIC connections per peer pair" lever). Each connection has
 // its own quic-go run loop; the endpoints' sockets are shared.
 func BenchmarkQUICParallelStreams(b *testing.B) {

@@ -17,8 +17,8 @@ import (
 	"peerdns/internal/testutil"
 )
 
-// refDir holds the Netdata 1.37 responses the tests compare with (copied
-// from shared/reference, see its README).
+// refDir holds the Netdata 1.37 responses the tests compare with (captured
+// from a real Netdata, see its README).
 const refDir = "testdata/netdata-1.37"
 
 // readRef reads a reference response; a missing file fails the test.
