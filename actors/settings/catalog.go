@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 
-	"peerdns/http/httpx"
 	"peerdns/internal/ipam"
 	"peerdns/messages"
 )
@@ -178,15 +177,14 @@ func intRange(lo, hi int) func(string) error {
 }
 
 func hostname(v string) error {
-	if _, err := httpx.NewGuard("", []string{strings.TrimSpace(v)}); err != nil || strings.TrimSpace(v) == "" {
+	if _, err := messages.ParseHost(strings.TrimSpace(v)); err != nil || strings.TrimSpace(v) == "" {
 		return fmt.Errorf("%q is not a domain name", v)
 	}
 	return nil
 }
 
 func hostList(v string) error {
-	_, err := httpx.NewGuard("", Split(v))
-	return err
+	return messages.CheckHosts(Split(v))
 }
 
 func hostPort(v string) error {

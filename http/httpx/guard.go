@@ -5,15 +5,15 @@ import (
 	"fmt"
 	"log/slog"
 	"mime"
-	"net/netip"
-	"strconv"
 	"strings"
 
 	"github.com/valyala/fasthttp"
+
+	"peerdns/messages"
 )
 
 // Guard keeps the web pages a user visits from driving a local API that
-// has no login (ARCHITECTURE.md, "Local APIs and browsers"). The API binds
+// has no login (docs/architecture.md, "Local APIs and browsers"). The API binds
 // loopback, but a browser on the same machine can reach loopback, so it
 // must tell a page's request from its own clients:
 //
@@ -60,137 +60,61 @@ func NewGuard(addr string, hosts []string) (*Guard, error) {
 	g := &Guard{names: map[string]bool{}, pairs: map[string]bool{}}
 	var errs []error
 	if addr != "" {
-		h, err := parseHost(addr)
+		h, err := messages.ParseHost(addr)
 		switch {
 		case err != nil:
 			errs = append(errs, fmt.Errorf("listen address %q: %w", addr, err))
-		case h.port == "":
+		case h.Port == "":
 			errs = append(errs, fmt.Errorf("listen address %q: no port", addr))
-		case h.ip.IsValid() && h.ip.IsUnspecified():
+		case h.IP.IsValid() && h.IP.IsUnspecified():
 			// Clients dial one of the machine's addresses; a rebinding
 			// page can only present a name, never an IP literal.
-			g.anyIPPort = h.port
+			g.anyIPPort = h.Port
 		default:
-			g.pairs[h.host+" "+h.port] = true
+			g.pairs[h.Name+" "+h.Port] = true
 		}
 	}
 	for _, s := range hosts {
-		h, err := parseHost(s)
+		h, err := messages.ParseHost(s)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("allowed host %q: %w", s, err))
 			continue
 		}
-		if h.port == "" {
-			g.names[h.host] = true
+		if h.Port == "" {
+			g.names[h.Name] = true
 		} else {
-			g.pairs[h.host+" "+h.port] = true
+			g.pairs[h.Name+" "+h.Port] = true
 		}
 	}
 	return g, errors.Join(errs...)
 }
 
-// host is a parsed Host header or origin authority.
-type host struct {
-	host string     // lower case, no trailing dot; IPs in netip's form
-	ip   netip.Addr // valid when host is an IP literal
-	port string     // canonical decimal, "" when absent
-}
-
-// parseHost reads "name", "name:port", "1.2.3.4:port", "[::1]:port" as a
-// Host header carries them. It is strict: anything a browser would not
-// send (userinfo, paths, spaces, an unbracketed IPv6 address, a zone, a
-// port out of range) is an error, so odd spellings never match an entry.
-func parseHost(s string) (host, error) {
-	var h host
-	if s == "" {
-		return h, errors.New("empty")
-	}
-	name := s
-	var port string
-	hasPort := false
-	if s[0] == '[' {
-		end := strings.IndexByte(s, ']')
-		if end < 0 {
-			return h, errors.New("missing ]")
-		}
-		name = s[1:end]
-		rest := s[end+1:]
-		if rest != "" {
-			if rest[0] != ':' {
-				return h, errors.New("junk after ]")
-			}
-			port, hasPort = rest[1:], true
-		}
-		ip, err := netip.ParseAddr(name)
-		if err != nil || !ip.Is6() || ip.Zone() != "" {
-			return h, errors.New("bad IPv6 literal")
-		}
-		h.ip = ip.Unmap()
-	} else {
-		if i := strings.LastIndexByte(s, ':'); i >= 0 {
-			name, port, hasPort = s[:i], s[i+1:], true
-		}
-		if strings.IndexByte(name, ':') >= 0 {
-			return h, errors.New("IPv6 address without brackets")
-		}
-		name = strings.ToLower(strings.TrimSuffix(name, "."))
-		if name == "" || len(name) > 253 {
-			return h, errors.New("bad name length")
-		}
-		for i := 0; i < len(name); i++ {
-			c := name[i]
-			if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '.' || c == '_') {
-				return h, fmt.Errorf("character %q in name", c)
-			}
-		}
-		if ip, err := netip.ParseAddr(name); err == nil {
-			h.ip = ip
-		}
-	}
-	if h.ip.IsValid() {
-		h.host = h.ip.String()
-	} else {
-		h.host = name
-	}
-	if hasPort && port != "" {
-		if len(port) > 5 {
-			return h, errors.New("bad port")
-		}
-		n, err := strconv.Atoi(port)
-		if err != nil || n < 1 || n > 65535 || port[0] == '+' || port[0] == '-' {
-			return h, errors.New("bad port")
-		}
-		h.port = strconv.Itoa(n)
-	}
-	return h, nil
-}
-
 // HostAllowed reports whether a request for hostport (a Host header)
 // may be answered.
 func (g *Guard) HostAllowed(hostport string) bool {
-	h, err := parseHost(hostport)
+	h, err := messages.ParseHost(hostport)
 	if err != nil {
 		return false
 	}
 	return g.allowed(h)
 }
 
-func (g *Guard) allowed(h host) bool {
-	if h.ip.IsValid() {
-		if h.ip.IsLoopback() || (g.anyIPPort != "" && h.port == g.anyIPPort) {
+func (g *Guard) allowed(h messages.Host) bool {
+	if h.IP.IsValid() {
+		if h.IP.IsLoopback() || (g.anyIPPort != "" && h.Port == g.anyIPPort) {
 			return true
 		}
-	} else if h.host == "localhost" {
+	} else if h.Name == "localhost" {
 		return true
 	}
-	if g.names[h.host] {
+	if g.names[h.Name] {
 		return true
 	}
-	if h.port == "" {
+	if h.Port == "" {
 		// A browser leaves out the scheme's default port.
-		return g.pairs[h.host+" 80"] || g.pairs[h.host+" 443"]
+		return g.pairs[h.Name+" 80"] || g.pairs[h.Name+" 443"]
 	}
-	return g.pairs[h.host+" "+h.port]
+	return g.pairs[h.Name+" "+h.Port]
 }
 
 // OriginAllowed reports whether origin (an Origin header: scheme, host and
@@ -207,7 +131,7 @@ func (g *Guard) OriginAllowed(origin string) bool {
 	if strings.ContainsAny(rest, "/?#@\\") {
 		return false
 	}
-	h, err := parseHost(rest)
+	h, err := messages.ParseHost(rest)
 	if err != nil {
 		return false
 	}
