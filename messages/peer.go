@@ -245,6 +245,9 @@ type GetPeerStatusReply struct {
 // means the default (24 h).
 type CreateInvite struct{ TTL time.Duration }
 
+// MaxInviteTTL bounds the lifetime a caller may ask of an invite.
+const MaxInviteTTL = 30 * 24 * time.Hour
+
 // CreateInviteReply carries the invite string and its expiry (unix ms).
 type CreateInviteReply struct {
 	Invite    string

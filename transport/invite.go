@@ -19,8 +19,9 @@ import (
 // DefaultInviteTTL is how long a created invite stays valid.
 const DefaultInviteTTL = 24 * time.Hour
 
-// MaxInviteTTL bounds what a caller may ask for.
-const MaxInviteTTL = 30 * 24 * time.Hour
+// MaxInviteTTL bounds what a caller may ask for (messages.MaxInviteTTL,
+// which the admin API checks before asking).
+const MaxInviteTTL = messages.MaxInviteTTL
 
 // maxInviteLen bounds an encoded invite before it is decoded.
 const maxInviteLen = 8 << 10

@@ -5,6 +5,8 @@ import (
 	"net/netip"
 
 	"github.com/asynkron/protoactor-go/actor"
+
+	"peerdns/messages"
 )
 
 // Internal domains: the node's own (Deps.Internal: the admin domain) and
@@ -38,7 +40,7 @@ func (a *Actor) setInternal(c actor.Context, owner string, domains map[string]ne
 	refused := map[string]string{}
 	kept := map[string]netip.Addr{}
 	for raw, ip := range domains {
-		d, err := NormalizeDomain(raw)
+		d, err := messages.NormalizeDomain(raw)
 		switch {
 		case err != nil:
 			refused[raw] = err.Error()

@@ -4,54 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
-	"strings"
 
 	"peerdns/actors/consensus"
 	"peerdns/messages"
 )
-
-// NormalizeDomain lowercases a domain name, drops a trailing dot and checks
-// it is a valid DNS name (letters, digits, hyphens; labels 1-63 bytes, not
-// starting or ending with a hyphen; at most 253 bytes).
-func NormalizeDomain(s string) (string, error) {
-	name := strings.ToLower(strings.TrimSuffix(strings.TrimSpace(s), "."))
-	if name == "" {
-		return "", fmt.Errorf("%w: domain is required", messages.ErrInvalid)
-	}
-	if len(name) > 253 {
-		return "", fmt.Errorf("%w: domain %q is longer than 253 characters", messages.ErrInvalid, s)
-	}
-	for _, label := range strings.Split(name, ".") {
-		if label == "" || len(label) > 63 {
-			return "", fmt.Errorf("%w: domain %q has an empty or over-long label", messages.ErrInvalid, s)
-		}
-		if label[0] == '-' || label[len(label)-1] == '-' {
-			return "", fmt.Errorf("%w: domain %q has a label starting or ending with '-'", messages.ErrInvalid, s)
-		}
-		for i := 0; i < len(label); i++ {
-			ch := label[i]
-			if !(ch >= 'a' && ch <= 'z' || ch >= '0' && ch <= '9' || ch == '-') {
-				return "", fmt.Errorf("%w: domain %q contains %q", messages.ErrInvalid, s, ch)
-			}
-		}
-	}
-	return name, nil
-}
-
-// ValidHash checks a tunnel hash: "hs://" followed by 64 hex digits.
-func ValidHash(h string) error {
-	rest, ok := strings.CutPrefix(h, "hs://")
-	if !ok || len(rest) != 64 {
-		return fmt.Errorf("%w: hash must be hs:// followed by 64 hex digits, got %q", messages.ErrInvalid, h)
-	}
-	for i := 0; i < len(rest); i++ {
-		ch := rest[i]
-		if !(ch >= '0' && ch <= '9' || ch >= 'a' && ch <= 'f' || ch >= 'A' && ch <= 'F') {
-			return fmt.Errorf("%w: hash must be hs:// followed by 64 hex digits, got %q", messages.ErrInvalid, h)
-		}
-	}
-	return nil
-}
 
 // consensusState renders a domain's last evaluation as the spec's object.
 func (a *Actor) consensusState(name string) messages.ConsensusState {
@@ -83,7 +39,7 @@ func toWire(st consensus.State, lastRes int64) messages.ConsensusState {
 }
 
 func (a *Actor) consensusOf(domain string) *messages.GetConsensusReply {
-	name, err := NormalizeDomain(domain)
+	name, err := messages.NormalizeDomain(domain)
 	if err != nil {
 		return &messages.GetConsensusReply{Err: err}
 	}

@@ -108,7 +108,7 @@ func (a *Actor) handle(c actor.Context, msg any) {
 
 func (a *Actor) addDomain(c actor.Context, m *messages.AddDomain) {
 	reply := func(err error) { c.Respond(&messages.AddDomainReply{Err: err}) }
-	name, err := NormalizeDomain(m.Domain)
+	name, err := messages.NormalizeDomain(m.Domain)
 	if err != nil {
 		reply(err)
 		return
@@ -117,7 +117,7 @@ func (a *Actor) addDomain(c actor.Context, m *messages.AddDomain) {
 		reply(fmt.Errorf("%w: %s", messages.ErrInternalDomain, name))
 		return
 	}
-	if err := ValidHash(m.Hash); err != nil {
+	if err := messages.ValidHash(m.Hash); err != nil {
 		reply(err)
 		return
 	}
@@ -189,7 +189,7 @@ func (a *Actor) commitQueuedClaims(c actor.Context) {
 
 func (a *Actor) removeDomain(c actor.Context, m *messages.RemoveDomain) {
 	reply := func(err error) { c.Respond(&messages.RemoveDomainReply{Err: err}) }
-	name, err := NormalizeDomain(m.Domain)
+	name, err := messages.NormalizeDomain(m.Domain)
 	if err != nil {
 		reply(err)
 		return
@@ -238,7 +238,7 @@ func (a *Actor) recalculate(c actor.Context, m *messages.Recalculate) {
 		a.wait(c, a.newGroup(), "", func() { c.Send(sender, &messages.RecalculateReply{Domains: n}) })
 		return
 	}
-	name, err := NormalizeDomain(m.Domain)
+	name, err := messages.NormalizeDomain(m.Domain)
 	if err != nil {
 		c.Respond(&messages.RecalculateReply{Err: err})
 		return
@@ -253,7 +253,7 @@ func (a *Actor) recalculate(c actor.Context, m *messages.Recalculate) {
 }
 
 func (a *Actor) setHashPreference(m *messages.SetHashPreference) error {
-	name, err := NormalizeDomain(m.Domain)
+	name, err := messages.NormalizeDomain(m.Domain)
 	if err != nil {
 		return err
 	}

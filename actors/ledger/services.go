@@ -12,7 +12,7 @@ import (
 // services, keeping its hash and ssl (and clients). Unchanged services
 // write nothing.
 func (a *Actor) setClaimServices(m *messages.SetClaimServices) error {
-	name, err := NormalizeDomain(m.Domain)
+	name, err := messages.NormalizeDomain(m.Domain)
 	if err != nil {
 		return err
 	}
@@ -40,7 +40,7 @@ func (a *Actor) setClaimServices(m *messages.SetClaimServices) error {
 
 // domainServices lists the services of the resolved claim of a domain.
 func (a *Actor) domainServices(domain string) ([]messages.Service, error) {
-	name, err := NormalizeDomain(domain)
+	name, err := messages.NormalizeDomain(domain)
 	if err != nil {
 		return nil, err
 	}
@@ -61,7 +61,7 @@ func (a *Actor) domainServices(domain string) ([]messages.Service, error) {
 func (a *Actor) targets(domains []string) map[string]messages.DomainTarget {
 	out := make(map[string]messages.DomainTarget, len(domains))
 	for _, d := range domains {
-		name, err := NormalizeDomain(d)
+		name, err := messages.NormalizeDomain(d)
 		if err != nil {
 			continue
 		}

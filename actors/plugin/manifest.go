@@ -10,7 +10,6 @@ import (
 	"sort"
 	"strings"
 
-	"peerdns/actors/ledger"
 	"peerdns/messages"
 )
 
@@ -112,7 +111,7 @@ func (m *Manifest) check() error {
 		sort.Strings(missing)
 		return fmt.Errorf("missing %s", strings.Join(missing, ", "))
 	}
-	d, err := ledger.NormalizeDomain(m.Domain)
+	d, err := messages.NormalizeDomain(m.Domain)
 	if err != nil || !strings.Contains(d, ".") {
 		return fmt.Errorf("domain %q is not a domain name", m.Domain)
 	}

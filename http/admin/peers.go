@@ -14,7 +14,6 @@ import (
 
 	"peerdns/http/httpx"
 	"peerdns/messages"
-	"peerdns/transport"
 )
 
 // RegisterPeers adds POST /api/invites and GET /api/diagnostics/invites.
@@ -48,7 +47,7 @@ func createInvite(ctx *fasthttp.RequestCtx, root *actor.RootContext, peers *acto
 			return err
 		}
 		if req.TTLSeconds != nil {
-			max := int64(transport.MaxInviteTTL / time.Second)
+			max := int64(messages.MaxInviteTTL / time.Second)
 			if *req.TTLSeconds <= 0 || *req.TTLSeconds > max {
 				return httpx.BadRequest("ttlSeconds must be between 1 and %d", max)
 			}

@@ -24,7 +24,6 @@ import (
 	"github.com/fasthttp/router"
 	"github.com/valyala/fasthttp"
 
-	"peerdns/actors/ledger"
 	"peerdns/actors/plugin"
 	"peerdns/http/httpx"
 	"peerdns/messages"
@@ -71,7 +70,7 @@ func (p pluginRoutes) rescan(ctx *fasthttp.RequestCtx) error {
 // domainParam reads and checks {domain}.
 func domainParam(ctx *fasthttp.RequestCtx) (string, error) {
 	raw, _ := ctx.UserValue("domain").(string)
-	d, err := ledger.NormalizeDomain(raw)
+	d, err := messages.NormalizeDomain(raw)
 	if err != nil {
 		return "", httpx.BadRequest("invalid plugin domain %q", raw)
 	}

@@ -37,9 +37,7 @@ var mayImport = map[string][]string{
 // (then delete its line), so the list only ever shrinks.
 var debt = map[string]bool{
 	"actors/localdns -> dns/records":   true,
-	"http/admin -> actors/ledger":      true,
 	"http/admin -> actors/plugin":      true,
-	"http/admin -> transport":          true,
 	"http/pluginweb -> actors/plugin":  true,
 	"http/proxy -> actors/plugin":      true,
 	"http/proxy -> actors/tunnel":      true,
