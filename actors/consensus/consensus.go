@@ -2,8 +2,11 @@
 // claimant from the ledger's claims and votes. It does no I/O and keeps no
 // state; the domain actor calls it and caches the result.
 //
-// Rules (ARCHITECTURE.md, "Consensus per domain"):
-//   - active peers = connected writers + self;
+// Rules (docs/architecture.md, "Consensus per domain"):
+//   - active peers = connected writers + self; in a network of more than
+//     R writers (DefaultReplicas, a setting), the active members of the
+//     domain's replica set only (replica.go): then only they vote, and
+//     ActivePeers and MinVotes are the replica set's;
 //   - only votes cast by active peers, for claimants that still have a
 //     claim, are counted: an offline peer cannot vouch for anything now;
 //   - minVotes = floor(activePeers/2)+1;
@@ -50,6 +53,10 @@ type Input struct {
 	Claims []Claim
 	Votes  []Vote
 	Active map[string]bool // active peers including self
+	// Replicas is the domain's replica set when the network has more
+	// than R writers (Restrict sets it, with Active narrowed to it); nil
+	// means every writer is a replica.
+	Replicas map[string]bool
 }
 
 // State is the spec's ConsensusState (without lastResolution, which is
@@ -216,6 +223,11 @@ type VotePlan struct {
 // a claim, otherwise vote for the earliest claim; votes for claimants
 // without a claim (or extra votes) are retracted.
 func AutoVote(self string, in Input) VotePlan {
+	if in.Replicas != nil && !in.Replicas[self] {
+		// Not one of the domain's voters: a vote would not count, and
+		// writing one would cost every node a write for nothing.
+		return VotePlan{}
+	}
 	keep, kept := "", -1
 	for i, v := range in.Votes {
 		if v.Voter == self && hasClaim(in.Claims, v.Claimant) && (kept < 0 || later(v, in.Votes[kept])) {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"peerdns/actors/consensus"
 	"peerdns/actors/domain"
 	"peerdns/internal/applied"
 	"peerdns/internal/identity"
@@ -51,6 +52,10 @@ type Deps struct {
 	// of the evaluations nobody waits for (pacing.go). 0 = the defaults,
 	// negative = no pacing.
 	ClaimGap, VoteGap, EvalGap time.Duration
+	// Replicas is R, the replica-set size (REPLICA_SET_SIZE): beyond R
+	// writers a domain's votes come from the R writers closest to it
+	// (actors/consensus/replica.go). 0 = consensus.DefaultReplicas.
+	Replicas int
 }
 
 // Props builds the ledger actor. Its domain children restart with backoff.
@@ -84,9 +89,12 @@ type Actor struct {
 	active   map[string]bool // connected writers (not self)
 	children map[string]*actor.PID
 	results  map[string]*domain.Evaluated
-	inflight map[string]evalKey // domain → what is being evaluated
-	epoch    uint64             // bumped on every change of the active peer set
-	dirty    map[string]bool
+	// members orders the writers for replica-set picks; rebuilt when the
+	// writer set grows (members()).
+	memberSet *consensus.Membership
+	inflight  map[string]evalKey // domain → what is being evaluated
+	epoch     uint64             // bumped on every change of the active peer set
+	dirty     map[string]bool
 	// Evaluations nobody waits for, deferred to the next evalNow
 	// (pacing.go); evalDue makes the flush after evalNow send them;
 	// waitedFor is the domains waiters wait for, built once per flush.

@@ -53,6 +53,7 @@ func (a *Actor) flush(c actor.Context) {
 		a.runCleanups()
 	}
 	var active map[string]bool // the active writers, built once per flush (read-only once handed out)
+	members := a.members()
 	for name := range a.dirty {
 		delete(a.dirty, name)
 		idx := a.st.domains[name]
@@ -81,7 +82,7 @@ func (a *Actor) flush(c actor.Context) {
 		}
 		c.Request(pid, &domain.Evaluate{
 			Domain: name, Version: idx.version, Epoch: a.epoch, Self: a.st.self,
-			Input: a.st.input(name, active), Recalc: a.recalc[name],
+			Input: consensus.Restrict(a.st.input(name, active), members.Replicas(name)), Recalc: a.recalc[name],
 		})
 		delete(a.recalc, name)
 	}
@@ -95,6 +96,28 @@ func (a *Actor) flush(c actor.Context) {
 			a.schedulePublish(c)
 		}
 	}
+}
+
+// members is the writer set ordered for replica-set picks, rebuilt when
+// writers were added since the last flush. When a network grows past R
+// (or its replica sets move because it grew further), every domain is
+// evaluated again with its new voters, as when the connected set changes.
+func (a *Actor) members() *consensus.Membership {
+	m := a.memberSet
+	if m != nil && m.Size() == len(a.st.writers) {
+		return m
+	}
+	ids := make([]string, 0, len(a.st.writers))
+	for id := range a.st.writers {
+		ids = append(ids, id)
+	}
+	next := consensus.NewMembership(a.st.network, ids, a.d.Replicas)
+	a.memberSet = next
+	if (m != nil && m.Sparse()) || next.Sparse() {
+		a.epoch++
+		a.markAll()
+	}
+	return next
 }
 
 // retire stops the actor of a domain that has no claims and no votes.

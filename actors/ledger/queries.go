@@ -14,7 +14,7 @@ func (a *Actor) consensusState(name string) messages.ConsensusState {
 	r := a.results[name]
 	if r == nil {
 		// Not evaluated yet (or no claims): compute the numbers directly.
-		st := consensus.Compute(a.st.input(name, a.activeSet()))
+		st := consensus.Compute(consensus.Restrict(a.st.input(name, a.activeSet()), a.members().Replicas(name)))
 		return toWire(st, 0)
 	}
 	return toWire(r.State, r.LastResolution)

@@ -58,6 +58,7 @@ const (
 	WSMaxClients      = "WS_MAX_CLIENTS"
 	BackupRetention   = "BACKUP_RETENTION"
 	BackupInterval    = "BACKUP_INTERVAL"
+	ReplicaSetSize    = "REPLICA_SET_SIZE"
 )
 
 // Catalog is the whitelist, in the order the panel lists it.
@@ -119,6 +120,9 @@ var Catalog = []Def{
 		Description: "How many backups DATA/backups keeps; older ones are removed before a new one is written.", Default: "10", check: intRange(1, 1000)},
 	{Name: BackupInterval, Type: "number", Category: "backups", Label: "Backup every (hours)", Live: true,
 		Description: "Hours between automatic backups; 0 turns them off.", Default: "0", check: intRange(0, 24*365)},
+	{Name: ReplicaSetSize, Type: "number", Category: "network", Label: "Replica set size (R)", Env: "PEERDNS_REPLICA_SET_SIZE",
+		Description: "Up to this many writers every active writer votes on every domain; beyond it a domain's votes come from the R writers closest to its name. Every node of a network must use the same value.",
+		Default:     "24", check: intRange(3, 1000)},
 }
 
 // Lookup finds a setting by name.

@@ -46,7 +46,10 @@ type Config struct {
 	AdminAllowedHosts []string
 	SubnetBase        string
 	InitialIPIndex    int
-	LogLevel          string
+	// ReplicaSetSize is R (REPLICA_SET_SIZE): beyond R writers a domain
+	// is voted on by its replica set; 0 = the default (24).
+	ReplicaSetSize int
+	LogLevel       string
 
 	// ProfileDomain is the built-in profile plugin's domain (GET
 	// /api/token); "" means profile.p2p. TokenLifetimeSeconds is how long

@@ -9,6 +9,7 @@ import (
 
 	"github.com/fasthttp/router"
 
+	"peerdns/actors/consensus"
 	"peerdns/actors/settings"
 	nodedns "peerdns/dns"
 	"peerdns/http/admin"
@@ -96,6 +97,8 @@ func setConfig(c *Config, name, v string) error {
 		c.SubnetBase = v
 	case settings.InitialIPIndex:
 		c.InitialIPIndex, _ = strconv.Atoi(v)
+	case settings.ReplicaSetSize:
+		c.ReplicaSetSize, _ = strconv.Atoi(v)
 	case settings.WSMaxClients:
 		c.WSMaxClients, _ = strconv.Atoi(v)
 	case settings.BackupRetention:
@@ -128,6 +131,7 @@ func inForce(c Config) map[string]string {
 		settings.ProfileDomain:  c.ProfileDomain, settings.TokenLifetime: strconv.Itoa(int(c.tokenLifetime() / time.Second)),
 		settings.BackupRetention: strconv.Itoa(max(c.BackupRetention, 1)), settings.BackupInterval: strconv.Itoa(c.BackupIntervalHours),
 		settings.DNSQueryLog: strconv.FormatBool(c.DNSQueryLog), settings.DoTAddr: c.DoTAddr,
+		settings.ReplicaSetSize: strconv.Itoa(replicaSetSize(c.ReplicaSetSize)),
 	}
 	if c.BackupRetention == 0 {
 		m[settings.BackupRetention] = "10"
@@ -203,4 +207,12 @@ func newLevel(l slog.Level) *slog.LevelVar {
 	v := &slog.LevelVar{}
 	v.Set(l)
 	return v
+}
+
+// replicaSetSize is the R in force: the setting, or the default.
+func replicaSetSize(n int) int {
+	if n <= 0 {
+		return consensus.DefaultReplicas
+	}
+	return n
 }
