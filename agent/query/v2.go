@@ -119,11 +119,11 @@ func ParseAggregation(s string) (Aggregation, error) {
 
 // The options only the v2 answer reads (Netdata's names).
 const (
-	OptMinimalStats Options = 1 << (iota + 16) // minimal-stats: no per-object counts, versions, totals, agents, timings
-	OptLongKeys                                // long-json-keys: "selected" instead of "sl", ...
-	OptRaw                                     // raw: sums and counts instead of averages and rates (for merging answers)
-	OptGroupByLabels                           // group-by-labels: view.dimensions.labels
-	OptDebug                                   // debug: the request echoed back
+	OptMinimalStats  Options = 1 << (iota + 16) // minimal-stats: no per-object counts, versions, totals, agents, timings
+	OptLongKeys                                 // long-json-keys: "selected" instead of "sl", ...
+	OptRaw                                      // raw: sums and counts instead of averages and rates (for merging answers)
+	OptGroupByLabels                            // group-by-labels: view.dimensions.labels
+	OptDebug                                    // debug: the request echoed back
 )
 
 func parseV2Options(s string) Options {
@@ -161,7 +161,7 @@ const (
 // V2Request is a parsed /api/v2|v3/data query.
 type V2Request struct {
 	ScopeNodes, ScopeContexts, ScopeInstances, ScopeLabels, ScopeDimensions string
-	Nodes, Contexts, Instances, Dimensions, Labels, Alerts                 string
+	Nodes, Contexts, Instances, Dimensions, Labels, Alerts                  string
 
 	GroupBy       GroupBy
 	GroupByLabels []string
