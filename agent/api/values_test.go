@@ -153,7 +153,7 @@ func TestChartOrder(t *testing.T) {
 // not a zero placeholder, and the alarm log uses the same one.
 func TestConfigHashID(t *testing.T) {
 	env := newTestEnv(t)
-	al := decode(t, "alerts", env.get(t, "/api/v3/alerts").body).(map[string]any)["alarms"].(map[string]any)
+	al := decode(t, "alerts", env.get(t, "/api/v1/alerts").body).(map[string]any)["alarms"].(map[string]any)
 	seen := map[any]string{}
 	for name, a := range al {
 		id := a.(map[string]any)["config_hash_id"]

@@ -782,3 +782,9 @@ func (r *V2Result) AsV1(format Format, callback string, tqx TQX) *Result {
 	}
 	return out
 }
+
+// MatchV2 matches names against a v2 selector (Netdata's simple pattern,
+// '|' separated, '*' wildcards, '!' negation); "" or "*" matches all.
+func MatchV2(pattern string, names ...string) bool {
+	return compileV2Pattern(pattern).match(names...)
+}
