@@ -132,13 +132,14 @@ func (s *Server) dbengineStats(ctx *fasthttp.RequestCtx, ver int) error {
 			"update_every": 1, "retention_seconds": int64(st.Tier0Retention.Seconds()),
 			"first_time_s": st.FirstTime, "last_time_s": st.LastTime,
 			"metrics": st.Dimensions, "bytes_per_metric": st.Tier0BytesPerDim, "disk_bytes": 0,
+			"memory_bytes": int64(st.Dimensions) * int64(st.Tier0BytesPerDim),
 		},
 		"tier1": map[string]any{
 			"update_every": 60, "retention_seconds": int64(st.Tier1Retention.Seconds()),
 			"first_time_s": st.Tier1First, "last_time_s": st.Tier1Last,
 			"metrics": st.Dimensions, "bytes_per_metric": st.Tier1BytesPerDim, "disk_bytes": st.Tier1DiskBytes,
+			"memory_bytes": int64(st.Dimensions) * int64(st.Tier1BytesPerDim),
 		},
-		"memory_bytes": st.MemoryBytes,
 	})
 }
 
