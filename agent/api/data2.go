@@ -50,9 +50,15 @@ func (s *Server) versionHashes() query.Versions {
 	for _, a := range s.alerts() {
 		alertsSoft = max(alertsSoft, a.LastUpdated)
 	}
+	ix := s.index2()
+	ix.hashOnce.Do(func() { ix.hash = chartsHash(ix.charts) })
+	guids := []*v2Node{{MachineGUID: s.host.GUID}}
+	for _, c := range s.children() {
+		guids = append(guids, &v2Node{MachineGUID: c.GUID})
+	}
 	return query.Versions{
-		NodesHard:    nodesHash(s.nodeList()),
-		ContextsHard: chartsHash(s.o.DB.Charts()),
+		NodesHard:    nodesHash(guids),
+		ContextsHard: ix.hash,
 		ContextsSoft: uint64(s.stats().LastTime),
 		AlertsHard:   s.latestUniqueID(),
 		AlertsSoft:   uint64(alertsSoft),
