@@ -152,7 +152,6 @@ func (w *jw) stats(s Stat, total float64, ue int64, raw bool, K *Keys) {
 // summary of one object kind: its metrics' counts and merged statistics.
 type sumEntry struct {
 	id, name string
-	node     int
 	prio     int
 	inst     Counts
 	dims     Counts
@@ -502,12 +501,11 @@ func (r *V2Result) AppendJSON2(dst []byte, meta *V2Meta, body *Result) []byte {
 
 	// db
 	first, last := int64(0), int64(0)
-	for i, ti := range meta.Tiers {
+	for _, ti := range meta.Tiers {
 		if ti.First > 0 && (first == 0 || ti.First < first) {
 			first = ti.First
 		}
 		last = max(last, ti.Last)
-		_ = i
 	}
 	w.obj("db")
 	w.int("tiers", 2)
@@ -668,12 +666,7 @@ func containsStr(s []string, v string) bool {
 }
 
 // viewAfter is the start of the view: the first point's first second.
-func (r *V2Result) viewAfter() int64 {
-	if r.Plan.Points == 0 {
-		return r.Plan.After
-	}
-	return r.Plan.After
-}
+func (r *V2Result) viewAfter() int64 { return r.Plan.After }
 
 // shown lists the instances the view is about: those with a selected
 // metric (every instance in scope when none is selected).

@@ -101,15 +101,6 @@ func (w *jw) num(k string, v float64) {
 	w.b = AppendNumber(w.b, v)
 }
 
-func (w *jw) boolean(k string, v bool) {
-	if k != "" {
-		w.key(k)
-	} else {
-		w.sep()
-	}
-	w.b = strconv.AppendBool(w.b, v)
-}
-
 func (w *jw) null(k string) {
 	if k != "" {
 		w.key(k)
@@ -117,14 +108,4 @@ func (w *jw) null(k string) {
 		w.sep()
 	}
 	w.b = append(w.b, "null"...)
-}
-
-// raw writes an already encoded JSON value.
-func (w *jw) raw(k string, v []byte) {
-	if k != "" {
-		w.key(k)
-	} else {
-		w.sep()
-	}
-	w.b = append(w.b, v...)
 }

@@ -227,9 +227,7 @@ func ParseV2Request(get Getter) (V2Request, error) {
 	if gl == "" {
 		gl = str("group_by_label[0]")
 	}
-	for _, l := range strings.FieldsFunc(gl, func(r rune) bool { return r == ',' || r == '|' || r == ' ' }) {
-		r.GroupByLabels = append(r.GroupByLabels, l)
-	}
+	r.GroupByLabels = append(r.GroupByLabels, strings.FieldsFunc(gl, func(r rune) bool { return r == ',' || r == '|' || r == ' ' })...)
 	if len(r.GroupByLabels) > 0 {
 		r.GroupBy |= GroupByLabel
 	}
