@@ -443,14 +443,20 @@ func RunV2(t *V2Target, plan Plan, deadline time.Time) (*V2Result, error) {
 	if ncol == 0 {
 		return res, nil
 	}
+	// Running sums per group and point; min and max only when the
+	// aggregation reads them (they would double the memory of a wide
+	// query for nothing).
 	sum := make([]float64, ncol*rows)
-	mn := make([]float64, ncol*rows)
-	mx := make([]float64, ncol*rows)
+	var mn, mx []float64
+	if req.Aggregation == AggMin || req.Aggregation == AggMax || req.Aggregation == AggExtremes {
+		mn = make([]float64, ncol*rows)
+		mx = make([]float64, ncol*rows)
+		for i := range mn {
+			mn[i], mx[i] = math.Inf(1), math.Inf(-1)
+		}
+	}
 	anom := make([]float64, ncol*rows)
 	cnt := make([]uint32, ncol*rows)
-	for i := range mn {
-		mn[i], mx[i] = math.Inf(1), math.Inf(-1)
-	}
 	var total []float64 // per row: sum of |v| over all metrics (percentage)
 	if req.Aggregation == AggPercentage {
 		total = make([]float64, rows)
@@ -548,8 +554,10 @@ func RunV2(t *V2Target, plan Plan, deadline time.Time) (*V2Result, error) {
 				m.Stat.add(v, a)
 				i := r*ncol + m.Column
 				sum[i] += v
-				mn[i] = math.Min(mn[i], v)
-				mx[i] = math.Max(mx[i], v)
+				if mn != nil {
+					mn[i] = math.Min(mn[i], v)
+					mx[i] = math.Max(mx[i], v)
+				}
 				anom[i] += a
 				cnt[i]++
 				if total != nil {
@@ -561,8 +569,9 @@ func RunV2(t *V2Target, plan Plan, deadline time.Time) (*V2Result, error) {
 		}
 		k = end
 	}
-	res.Values = make([]float64, ncol*rows)
-	res.Anomaly = make([]float64, ncol*rows)
+	// The values and anomaly rates replace the sums in place.
+	res.Values = sum
+	res.Anomaly = anom
 	res.Flags = make([]uint8, ncol*rows)
 	res.Counts = cnt
 	for r := 0; r < rows; r++ {
