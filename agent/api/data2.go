@@ -93,13 +93,18 @@ func (s *Server) dataV2(ctx *fasthttp.RequestCtx, ver int) error {
 	}
 	st := s.stats()
 	if !req.TierSet && last > 0 && st.FirstTime > 0 && st.Tier1First > 0 {
-		// Netdata picks the tier that holds the window: a window older
-		// than tier 0's retention is read from tier 1.
-		after := req.After
-		if after <= 0 && after >= -query.RelativeMax {
-			after = min(now, last) + after
+		// Netdata picks the tier that holds the window: a window that
+		// tier 0 misses more than a tenth of (it starts that much before
+		// tier 0's oldest point) is read from tier 1, if tier 1 holds
+		// older data than tier 0.
+		after, before := req.After, req.Before
+		if before <= 0 && before >= -query.RelativeMax {
+			before = min(now, last) + before
 		}
-		if after < st.FirstTime {
+		if after <= 0 && after >= -query.RelativeMax {
+			after = before + after
+		}
+		if span := before - after; span > 0 && st.FirstTime-after > span/10 && st.Tier1First < st.FirstTime {
 			req.Tier = 1
 		}
 	}
@@ -126,24 +131,19 @@ func (s *Server) dataV2(ctx *fasthttp.RequestCtx, ver int) error {
 		if cells > maxQueryCells {
 			return httpx.BadRequest("query too large: %d stored points (at most %d); use a shorter window, tier=1 or narrower selectors", cells, maxQueryCells)
 		}
-		for i := range t.Instances {
-			if !need[i] {
-				continue
+		// Read one instance's window at a time, as RunV2 gets to it, into
+		// one window reused from instance to instance: a query over many
+		// charts holds and allocates one chart's stored points.
+		w := &store.Window{}
+		t.Load = func(i int) (*store.Window, error) {
+			err := s.o.DB.QueryIntoFor(store.ReadData, w, t.Instances[i].Chart.ID, req.Tier, plan.After, max(plan.Before, last)+step-1)
+			if errors.Is(err, store.ErrNotFound) {
+				return nil, nil // removed meanwhile: no data
 			}
-			if time.Now().After(deadline) {
-				return v2Timeout(req)
+			if err != nil {
+				return nil, err
 			}
-			id := t.Instances[i].Chart.ID
-			w, err := s.o.DB.QueryFor(store.ReadData, id, req.Tier, plan.After, max(plan.Before, last)+step-1)
-			switch {
-			case errors.Is(err, store.ErrNotFound):
-			case errors.Is(err, store.ErrBadTier):
-				return httpx.BadRequest("%v", err)
-			case err != nil:
-				t.Instances[i].Err = err
-			default:
-				t.Instances[i].Window = w
-			}
+			return w, nil
 		}
 	}
 	prepared := time.Now()

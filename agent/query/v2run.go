@@ -138,6 +138,11 @@ type V2Target struct {
 	Instances []V2Instance
 	Metrics   []V2Metric // instance order, then dimension order
 	instStart []int      // per instance: its first metric; one more entry ends the last
+	// Load, when set, reads instance i's window when RunV2 gets to it
+	// (and RunV2 drops it after), so a query holds one instance's stored
+	// points at a time instead of every instance's. A nil window is
+	// "nothing stored"; an error marks the instance's metrics failed.
+	Load func(i int) (*store.Window, error)
 }
 
 // instRange is the metrics of instance i: Metrics[a:b].
@@ -487,6 +492,9 @@ func RunV2(t *V2Target, plan Plan, deadline time.Time) (*V2Result, error) {
 			return nil, ErrTimeout
 		}
 		in := &t.Instances[inst]
+		if t.Load != nil && t.NeedsWindow(inst) {
+			in.Window, in.Err = t.Load(inst)
+		}
 		nm := end - k
 		vals = slices.Grow(vals[:0], nm*rows)[:nm*rows]
 		anoms = slices.Grow(anoms[:0], nm*rows)[:nm*rows]
@@ -566,6 +574,9 @@ func RunV2(t *V2Target, plan Plan, deadline time.Time) (*V2Result, error) {
 			}
 			res.Columns[m.Column].DB.merge(m.Stat)
 			res.Global.merge(m.Stat)
+		}
+		if t.Load != nil {
+			in.Window = nil
 		}
 		k = end
 	}
