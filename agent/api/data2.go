@@ -23,26 +23,49 @@ func instanceLabels(c *store.ChartDef) []query.Label {
 	return []query.Label{{Key: "_collect_plugin", Value: c.Plugin}, {Key: "_collect_module", Value: mod}}
 }
 
-// v2Nodes is the node list a v2 query selects from: this agent. (A
-// parent hands a query naming one child to that child's server before it
-// gets here; one query over several nodes at once is not served.)
-func (s *Server) v2Nodes() []query.V2Node {
-	return []query.V2Node{{GUID: s.host.GUID, NodeID: s.host.NodeID, Hostname: s.host.Hostname}}
+// v2Nodes is the node list a v2 query selects from, with each node's
+// store: this agent, then (in parent mode, when the fleet lends its
+// stores) every child, so one query can cover and group several nodes.
+func (s *Server) v2Nodes() ([]query.V2Node, []*store.DB) {
+	nodes := []query.V2Node{{GUID: s.host.GUID, NodeID: s.host.NodeID, Hostname: s.host.Hostname}}
+	dbs := []*store.DB{s.o.DB}
+	if fs, ok := s.o.Fleet.(FleetStores); ok {
+		for _, c := range s.children() {
+			if db, ok := fs.ChildDB(c.GUID); ok {
+				nodes = append(nodes, query.V2Node{GUID: c.GUID, NodeID: c.NodeID, Hostname: c.Hostname})
+				dbs = append(dbs, db)
+			}
+		}
+	}
+	return nodes, dbs
 }
 
-// v2Instances lists every chart as a v2 instance with its labels and
-// alerts.
-func (s *Server) v2Instances(alerts []health.Alert) []query.V2Instance {
+// v2Instances lists every chart of every node as a v2 instance with its
+// labels and (this agent's) alerts.
+func (s *Server) v2Instances(alerts []health.Alert, dbs []*store.DB) []query.V2Instance {
 	ix := s.index2()
 	byChart := map[string][]query.InstanceAlert{}
 	for _, a := range alerts {
 		byChart[a.Chart] = append(byChart[a.Chart], query.InstanceAlert{Name: a.Name, Status: string(a.Status)})
 	}
-	out := make([]query.V2Instance, len(ix.charts))
-	for i, c := range ix.charts {
-		out[i] = query.V2Instance{Chart: c, Labels: instanceLabels(c), Alerts: byChart[c.ID]}
+	out := make([]query.V2Instance, 0, len(ix.charts))
+	for _, c := range ix.charts {
+		out = append(out, query.V2Instance{Chart: c, Labels: instanceLabels(c), Alerts: byChart[c.ID]})
+	}
+	for n, db := range dbs[1:] {
+		for _, c := range db.Charts() {
+			out = append(out, query.V2Instance{Node: n + 1, Chart: c, Labels: instanceLabels(c)})
+		}
 	}
 	return out
+}
+
+func chartLastIn(db *store.DB, id string) int64 {
+	t, _, ok := db.Latest(id)
+	if !ok {
+		return 0
+	}
+	return t
 }
 
 func (s *Server) versionHashes() query.Versions {
@@ -83,12 +106,13 @@ func (s *Server) dataV2(ctx *fasthttp.RequestCtx, ver int) error {
 		return nil
 	}
 	alerts := s.alerts()
-	t := query.SelectV2(&req, s.v2Nodes(), s.v2Instances(alerts))
+	nodes, dbs := s.v2Nodes()
+	t := query.SelectV2(&req, nodes, s.v2Instances(alerts, dbs))
 	var last int64
 	need := make([]bool, len(t.Instances))
 	for i := range t.Instances {
 		if need[i] = t.NeedsWindow(i); need[i] {
-			last = max(last, s.chartLast(t.Instances[i].Chart.ID))
+			last = max(last, chartLastIn(dbs[t.Instances[i].Node], t.Instances[i].Chart.ID))
 		}
 	}
 	st := s.stats()
@@ -136,7 +160,8 @@ func (s *Server) dataV2(ctx *fasthttp.RequestCtx, ver int) error {
 		// charts holds and allocates one chart's stored points.
 		w := &store.Window{}
 		t.Load = func(i int) (*store.Window, error) {
-			err := s.o.DB.QueryIntoFor(store.ReadData, w, t.Instances[i].Chart.ID, req.Tier, plan.After, max(plan.Before, last)+step-1)
+			db := dbs[t.Instances[i].Node]
+			err := db.QueryIntoFor(store.ReadData, w, t.Instances[i].Chart.ID, req.Tier, plan.After, max(plan.Before, last)+step-1)
 			if errors.Is(err, store.ErrNotFound) {
 				return nil, nil // removed meanwhile: no data
 			}
@@ -157,7 +182,7 @@ func (s *Server) dataV2(ctx *fasthttp.RequestCtx, ver int) error {
 	executed := time.Now()
 	tiers := [2]query.TierInfo{{UpdateEvery: 1, First: st.FirstTime, Last: st.LastTime}, {UpdateEvery: 60, First: st.Tier1First, Last: st.Tier1Last}}
 	meta := &query.V2Meta{
-		API: ver, Agent: s.v2Nodes()[0], Now: now, Versions: s.versionHashes(), Tiers: tiers,
+		API: ver, Agent: nodes[0], Now: now, Versions: s.versionHashes(), Tiers: tiers,
 		Received: received, Prepared: prepared, Executed: executed,
 	}
 	buf := getBuf()

@@ -63,10 +63,12 @@
 // without one gets 5 s: past it the answer is 504. A query that would copy
 // more than 4M stored points (every dimension of every chart over the
 // whole retention) is a 400 before any copy, as on v1. One pass of
-// group_by is served (group_by[1] and later passes are not). A query
-// selects this agent's node; a parent hands a query that names one child
-// to that child's server, and one query over several nodes at once is not
-// served. Functions are not attached to instances (they run on the
+// group_by is served (group_by[1] and later passes are not). In parent
+// mode a v2/v3 data query covers this agent and every child (the fleet
+// lends the API its children's stores): scope_nodes and nodes are
+// patterns over GUID, node id and hostname, group_by=node groups by node,
+// and instances of several nodes are named "chart@node"; only this
+// agent's own alerts are in the summary. Functions are not attached to instances (they run on the
 // peer-to-peer RPC), so json2's functions list is empty.
 //
 // Other v2/v3 decisions. alerts without options answers summary,
@@ -83,8 +85,8 @@
 // 403. metric_correlations is weights' older name. ml_info reports the
 // detector's last tick; dbengine_stats the two tiers' figures.
 //
-// Parent mode. With Options.Fleet, a request whose scope_nodes, nodes or
-// node argument names one child (GUID, node id, hostname or key) is
+// Parent mode. With Options.Fleet, a request (other than v2/v3 data, see
+// below) whose scope_nodes, nodes or node argument names one child (GUID, node id, hostname or key) is
 // answered by that child's own Server over its store, so every command
 // answers for a child exactly as it does locally; listings (nodes,
 // node_instances, fleet, stream_path, tunnel) are never handed over.
