@@ -530,6 +530,18 @@ func TestV2BadInput(t *testing.T) {
 	if r := env.get(t, "/api/v3/alert_config?config=00000000-0000-0000-0000-000000000000"); r.status != 404 {
 		t.Errorf("alert_config unknown = %d", r.status)
 	}
+	// contexts: a window in the future holds no context; bad after is 400.
+	c := decode(t, "contexts", env.get(t, "/api/v3/contexts?after=4102444800&before=4102444900").body).(map[string]any)
+	if n := len(c["contexts"].(map[string]any)); n != 0 {
+		t.Errorf("contexts in a future window: %d", n)
+	}
+	c = decode(t, "contexts", env.get(t, "/api/v3/contexts?after=-60").body).(map[string]any)
+	if n := len(c["contexts"].(map[string]any)); n != 6 {
+		t.Errorf("contexts of the last minute: %d, want 6", n)
+	}
+	if r := env.get(t, "/api/v3/contexts?after=soon"); r.status != 400 {
+		t.Errorf("contexts after=soon: %d", r.status)
+	}
 	// registry: only hello is served.
 	if r := env.get(t, "/api/v1/registry?action=access"); r.status != 403 {
 		t.Errorf("registry access = %d, want 403", r.status)

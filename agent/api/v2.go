@@ -184,6 +184,28 @@ func (s *Server) contextsV2(ctx *fasthttp.RequestCtx, ver int) error {
 	}
 	ix := s.index2()
 	now := s.now().Unix()
+	// after/before keep the contexts with data in that window (Netdata's
+	// window filter); relative values count back from now.
+	var after, before int64
+	for _, x := range []struct {
+		k string
+		v *int64
+	}{{"after", &after}, {"before", &before}} {
+		if v, ok := arg(ctx, x.k); ok && v != "" {
+			n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			if err != nil {
+				return httpx.BadRequest("%s must be unix seconds or a negative number of seconds, got %q", x.k, trimArg(v))
+			}
+			if n <= 0 && n >= -3*365*86400 {
+				n += now
+			}
+			*x.v = n
+		}
+	}
+	first := s.stats().FirstTime
+	if t1 := s.stats().Tier1First; t1 > 0 && (first == 0 || t1 < first) {
+		first = t1
+	}
 	cs := map[string]any{}
 	nodeList := []any{}
 	if v2Match(nodes, s.host.GUID, s.host.NodeID, s.host.Hostname) {
@@ -191,6 +213,15 @@ func (s *Server) contextsV2(ctx *fasthttp.RequestCtx, ver int) error {
 		for _, name := range ix.contexts {
 			if !v2Match(scope, name) || !v2Match(sel, name) {
 				continue
+			}
+			if after != 0 || before != 0 {
+				var last int64
+				for _, c := range ix.byContext[name] {
+					last = max(last, s.chartLast(c.ID))
+				}
+				if (after != 0 && last < after) || (before != 0 && first > before) {
+					continue
+				}
 			}
 			cs[name] = s.contextV2(ix.byContext[name], opt, now)
 		}
