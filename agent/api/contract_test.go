@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -376,6 +377,12 @@ func TestV2Grouping(t *testing.T) {
 			func(ts int64) []float64 { return []float64{0.5*k(ts) + float64(ts%7)} }},
 		{"contexts=cpu.cpu&group_by=selected&aggregation=sum", []string{"selected"},
 			func(ts int64) []float64 { return []float64{3 * k(ts)} }},
+		{"contexts=cpu.cpu&options=percentage", []string{"user", "system"},
+			func(ts int64) []float64 { return []float64{100.0 / 3, 200.0 / 3} }},
+		// system.cpu's guest dims are t%5: zero at t%5==0 only, so they
+		// stay; idle is hidden; nonzero keeps every non-zero column.
+		{"contexts=system.load&dimensions=load1&options=nonzero", []string{"load1"},
+			func(ts int64) []float64 { return []float64{0.5 * k(ts)} }},
 	}
 	for _, c := range cases {
 		j := getJSON2(t, env, "/api/v3/data?after=-10&points=10&"+c.q)
@@ -428,6 +435,26 @@ func TestV2Grouping(t *testing.T) {
 	j = getJSON2(t, env, "/api/v3/data?contexts=system.cpu&after=-10&points=1&cardinality_limit=3")
 	if ids := j.View.Dimensions.IDs; len(ids) != 3 || ids[2] != "__remaining_dimensions__" || j.View.Cardinality == nil || j.View.Cardinality.Folded != 7 {
 		t.Errorf("cardinality_limit=3: ids %v cardinality %+v", ids, j.View.Cardinality)
+	}
+	// nonzero drops a column that is zero at every point: system.cpu's
+	// user is t%5, zero every fifth second; over 1 point at such a second
+	// it is gone.
+	for ts := env.now.Unix() - 1; ; ts-- {
+		if ts%5 == 0 {
+			q := "/api/v3/data?contexts=system.cpu&dimensions=user|system&after=" + strconv.FormatInt(ts, 10) + "&before=" + strconv.FormatInt(ts, 10) + "&points=1"
+			if ids := getJSON2(t, env, q).View.Dimensions.IDs; len(ids) != 2 {
+				t.Errorf("without nonzero: %v", ids)
+			}
+			j := getJSON2(t, env, q+"&options=nonzero")
+			if len(j.View.Dimensions.IDs) != 2 { // both zero: all kept
+				t.Errorf("nonzero, all zero: %v", j.View.Dimensions.IDs)
+			}
+			j = getJSON2(t, env, "/api/v3/data?contexts=system.cpu&dimensions=user|idle&after="+strconv.FormatInt(ts, 10)+"&before="+strconv.FormatInt(ts, 10)+"&points=1&options=nonzero")
+			if ids := j.View.Dimensions.IDs; len(ids) != 1 || ids[0] != "idle" {
+				t.Errorf("nonzero: %v, want idle only", ids)
+			}
+			break
+		}
 	}
 	// group-by-labels lists each group's label values.
 	j = getJSON2(t, env, "/api/v3/data?contexts=cpu.cpu|system.load&group_by=context&after=-10&points=1&options=group-by-labels")

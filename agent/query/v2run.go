@@ -467,7 +467,9 @@ func RunV2(t *V2Target, plan Plan, deadline time.Time) (*V2Result, error) {
 		total = make([]float64, rows)
 	}
 	abs := req.absolute()
-	pctInst := req.GroupBy&GroupByPercentageOfInstance != 0 && req.GroupBy&GroupBySelected == 0
+	// percentage-of-instance, and v1's options=percentage: every metric
+	// as its share of its instance's total at that point.
+	pctInst := (req.GroupBy&GroupByPercentageOfInstance != 0 || req.Options&OptPercentage != 0) && req.GroupBy&GroupBySelected == 0
 	tier := 0
 	if req.Tier == 1 {
 		tier = 1
@@ -621,7 +623,10 @@ func RunV2(t *V2Target, plan Plan, deadline time.Time) (*V2Result, error) {
 			res.Anomaly[i] = anom[i] * 100 / float64(n)
 		}
 	}
-	if req.Cardinality > 0 && ncol > req.Cardinality {
+	if req.Options&OptNonZero != 0 {
+		res.dropZero()
+	}
+	if req.Cardinality > 0 && len(res.Columns) > req.Cardinality {
 		res.fold(req.Cardinality)
 	}
 	for c := range res.Columns {
@@ -633,6 +638,39 @@ func RunV2(t *V2Target, plan Plan, deadline time.Time) (*V2Result, error) {
 		}
 	}
 	return res, nil
+}
+
+// dropZero removes the columns whose every point is zero or empty
+// (options=nonzero); when every column is like that all are kept, as
+// Netdata does.
+func (r *V2Result) dropZero() {
+	ncol, rows := len(r.Columns), r.Rows()
+	var keep []int
+	for c := 0; c < ncol; c++ {
+		for row := 0; row < rows; row++ {
+			if v := r.Values[row*ncol+c]; v != 0 && !math.IsNaN(v) {
+				keep = append(keep, c)
+				break
+			}
+		}
+	}
+	if len(keep) == 0 || len(keep) == ncol {
+		return
+	}
+	nc := len(keep)
+	cols := make([]V2Column, 0, nc)
+	for _, c := range keep {
+		cols = append(cols, r.Columns[c])
+	}
+	vals, an := make([]float64, rows*nc), make([]float64, rows*nc)
+	fl, cn := make([]uint8, rows*nc), make([]uint32, rows*nc)
+	for row := 0; row < rows; row++ {
+		for i, c := range keep {
+			vals[row*nc+i], an[row*nc+i] = r.Values[row*ncol+c], r.Anomaly[row*ncol+c]
+			fl[row*nc+i], cn[row*nc+i] = r.Flags[row*ncol+c], r.Counts[row*ncol+c]
+		}
+	}
+	r.Columns, r.Values, r.Anomaly, r.Flags, r.Counts = cols, vals, an, fl, cn
 }
 
 // anomalyShare is the share of anomalous stored points in output row r.
