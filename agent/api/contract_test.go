@@ -577,3 +577,31 @@ func TestV2BadInput(t *testing.T) {
 		t.Errorf("registry without action = %d, want 400", r.status)
 	}
 }
+
+// TestV2Combinations runs every format with every group_by and several
+// option sets: each answer is a 200 whose JSON formats parse, and no
+// combination panics or errors.
+func TestV2Combinations(t *testing.T) {
+	env := newTestEnv(t)
+	formats := []string{"json2", "json", "csv", "tsv", "ssv", "ssvcomma", "array", "jsonp", "datatable", "datasource", "csvjsonarray", "html", "markdown"}
+	groups := []string{"dimension", "instance", "node", "context", "units", "label&group_by_label=_collect_module", "percentage-of-instance", "selected", "dimension,instance,node"}
+	opts := []string{"", "raw", "minimal-stats|long-json-keys", "nonzero|group-by-labels|flip|null2zero", "percentage|abs|ms|debug"}
+	for _, f := range formats {
+		for _, g := range groups {
+			for i, o := range opts {
+				p := "/api/v3/data?contexts=cpu.*|system.*|disk.*&after=-20&points=7&cardinality_limit=4&format=" + f + "&group_by=" + g + "&options=" + o
+				if i == 1 {
+					p += "&aggregation=extremes&time_group=median"
+				}
+				r := env.get(t, p)
+				if r.status != 200 {
+					t.Errorf("GET %s = %d %.200s", p, r.status, r.body)
+					continue
+				}
+				if f != "jsonp" && f != "datasource" && !json.Valid(r.body) {
+					t.Errorf("GET %s: invalid JSON %.300s", p, r.body)
+				}
+			}
+		}
+	}
+}
