@@ -147,6 +147,7 @@ func TestV2Contract(t *testing.T) {
 		{"/api/v3/alert_transitions?last=10", "alert_transitions.json", 200},
 		{"/api/v3/alert_config?config=" + cfg, "alert_config.json", 200},
 		{"/api/v3/functions", "functions.json", 200},
+		{"/api/v2/versions", "versions.json", 200},
 		{"/api/v3/me", "me.json", 200},
 		{"/api/v3/settings", "settings.json", 200},
 		{"/api/v3/progress?transaction=8c4e2f0a-0000-4000-8000-000000000001", "progress_404.json", 404},

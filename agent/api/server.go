@@ -314,6 +314,7 @@ func init() {
 		"me":                (*Server).meV3,
 		"settings":          (*Server).settingsV3,
 		"config":            (*Server).settingsV3,
+		"versions":          (*Server).versionsV2,
 	} {
 		commands[name] = byVersion(commands[name], v2)
 	}

@@ -167,3 +167,14 @@ func (s *Server) registry(ctx *fasthttp.RequestCtx, ver int) error {
 	}
 	return httpx.BadRequest("Invalid registry request: unknown action %q.", trimArg(action))
 }
+
+// versionsV2 is /api/v2|v3/versions: Netdata's {api, versions (the six
+// hashes), agents, timings}, with the agent's own versions (agent,
+// protocol, netdata) kept beside them.
+func (s *Server) versionsV2(ctx *fasthttp.RequestCtx, ver int) error {
+	received := time.Now()
+	return writeJSON(ctx, map[string]any{
+		"api": 2, "versions": s.v2Versions(), "agents": []any{s.v2Agent(received)}, "timings": cloudTimings(received),
+		"agent": map[string]any{"name": "peerdns agent", "version": Version}, "protocol": 1, "netdata": CompatVersion,
+	})
+}
