@@ -122,9 +122,10 @@
 // GUIDs, the newest point, the latest alert transition and evaluation);
 // routing_hard_hash is left out of v1 because nothing is routed (v2/v3
 // write Netdata's constant 1). functions lists the jobs the peer-to-peer
-// admin RPC (agent/rpc) runs, and nothing when it is off. ai/snapshot sums up the anomaly detector's events when
-// Options.Anomaly is set and otherwise says {"available": false} instead
-// of counting zero anomalies that no detector looked for.
+// admin RPC (agent/rpc) runs, and nothing when it is off. ai/snapshot
+// sums up the anomaly detector's events when Options.Anomaly is set and
+// otherwise says {"available": false} instead of counting zero anomalies
+// that no detector looked for.
 //
 // Missing log sources. logs answers 503 with a sentence naming the cause
 // when its source is not there (AGENT_JOURNAL=0, no journalctl or journal
