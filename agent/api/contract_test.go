@@ -378,6 +378,14 @@ func TestV2Grouping(t *testing.T) {
 			func(ts int64) []float64 { return []float64{0.5*k(ts) + float64(ts%7)} }},
 		{"contexts=cpu.cpu&group_by=selected&aggregation=sum", []string{"selected"},
 			func(ts int64) []float64 { return []float64{3 * k(ts)} }},
+		// Two passes: instances summed, then their sums averaged or
+		// summed per node; dimension+instance, then averaged by dimension.
+		{"contexts=cpu.cpu&group_by%5B0%5D=instance&aggregation%5B0%5D=sum&group_by%5B1%5D=node&aggregation%5B1%5D=avg", []string{env.srv.host.GUID},
+			func(ts int64) []float64 { return []float64{1.5 * k(ts)} }},
+		{"contexts=cpu.cpu&group_by=instance&aggregation=sum&group_by%5B1%5D=node&aggregation%5B1%5D=sum", []string{env.srv.host.GUID},
+			func(ts int64) []float64 { return []float64{3 * k(ts)} }},
+		{"contexts=cpu.cpu|system.load&group_by=dimension,context&aggregation=sum&group_by%5B1%5D=context&aggregation%5B1%5D=max", []string{"system.load", "cpu.cpu"},
+			func(ts int64) []float64 { return []float64{1.5 * k(ts), 2 * k(ts)} }},
 		{"contexts=cpu.cpu&options=percentage", []string{"user", "system"},
 			func(ts int64) []float64 { return []float64{100.0 / 3, 200.0 / 3} }},
 		// system.cpu's guest dims are t%5: zero at t%5==0 only, so they
@@ -403,6 +411,11 @@ func TestV2Grouping(t *testing.T) {
 				}
 			}
 		}
+	}
+	// The second pass names the grouping view.dimensions.grouped_by shows.
+	j2 := getJSON2(t, env, "/api/v3/data?contexts=cpu.cpu&after=-10&points=1&group_by=instance&group_by%5B1%5D=node")
+	if g := j2.View.Dimensions.GroupedBy; len(g) != 1 || g[0] != "node" || j2.View.Dimensions.Aggregated[0] != 4 {
+		t.Errorf("two passes: grouped_by %v aggregated %v", g, j2.View.Dimensions.Aggregated)
 	}
 	// time_group on one metric: over 5-second points of t%5, max is 4,
 	// min 0, sum 10, average and median 2.
@@ -509,6 +522,8 @@ func TestV2BadInput(t *testing.T) {
 	for _, c := range []struct{ q, want string }{
 		{"group_by=dimensions", "dimensions"},
 		{"group_by=label", "group_by_label"},
+		{"group_by%5B1%5D=dims", "dims"},
+		{"group_by%5B1%5D=node&aggregation%5B1%5D=median", "median"},
 		{"aggregation=mean", "mean"},
 		{"time_group=bogus", "bogus"},
 		{"points=-1", "points"},

@@ -62,8 +62,10 @@
 // (one kept, the rest folded); timeout= is clamped to 60 s, and a query
 // without one gets 5 s: past it the answer is 504. A query that would copy
 // more than 4M stored points (every dimension of every chart over the
-// whole retention) is a 400 before any copy, as on v1. One pass of
-// group_by is served (group_by[1] and later passes are not). In parent
+// whole retention) is a 400 before any copy, as on v1. Two passes of
+// group_by are served (group_by/group_by[0] and group_by[1], each with its
+// group_by_label and aggregation; the second groups the first's groups by
+// the attributes of their metrics); group_by[2] and later are not. In parent
 // mode a v2/v3 data query covers this agent and every child (the fleet
 // lends the API its children's stores): scope_nodes and nodes are
 // patterns over GUID, node id and hostname, group_by=node groups by node,

@@ -559,10 +559,15 @@ func (r *V2Result) AppendJSON2(dst []byte, meta *V2Meta, body *Result) []byte {
 		w.str("chart_type", t.Instances[sh[0]].Chart.ChartType)
 	}
 	w.obj("dimensions")
+	// Netdata names the deepest pass's grouping.
+	gb, gl := req.GroupBy, req.GroupByLabels
+	if req.GroupBy2 != 0 {
+		gb, gl = req.GroupBy2, req.GroupByLabels2
+	}
 	w.arr("grouped_by")
-	for _, g := range req.GroupBy.Names() {
+	for _, g := range gb.Names() {
 		if g == "label" {
-			for _, l := range req.GroupByLabels {
+			for _, l := range gl {
 				w.str("", "label:"+l)
 			}
 			continue
@@ -689,7 +694,8 @@ func (r *V2Result) shown() []int {
 // percentageUnits reports whether the view's values are percentages.
 func (r *V2Result) percentageUnits() bool {
 	req := r.Target.Req
-	return req.Aggregation == AggPercentage || req.GroupBy&GroupByPercentageOfInstance != 0 || req.Options&OptPercentage != 0
+	return req.Aggregation == AggPercentage || req.GroupBy&GroupByPercentageOfInstance != 0 || req.Options&OptPercentage != 0 ||
+		(req.GroupBy2 != 0 && req.Aggregation2 == AggPercentage)
 }
 
 func (r *V2Result) viewUnits(c *V2Column) string {
@@ -954,6 +960,21 @@ func (r *V2Result) appendRequestEcho(w *jw) {
 	w.endArr()
 	w.str("aggregation", req.Aggregation.String())
 	w.endObj()
+	if req.GroupBy2 != 0 {
+		w.obj("")
+		w.arr("group_by")
+		for _, g := range req.GroupBy2.Names() {
+			w.str("", g)
+		}
+		w.endArr()
+		w.arr("group_by_label")
+		for _, l := range req.GroupByLabels2 {
+			w.str("", l)
+		}
+		w.endArr()
+		w.str("aggregation", req.Aggregation2.String())
+		w.endObj()
+	}
 	w.endArr()
 	w.endObj()
 	w.int("timeout", int64(req.TimeoutMS))

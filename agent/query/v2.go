@@ -166,6 +166,12 @@ type V2Request struct {
 	GroupBy       GroupBy
 	GroupByLabels []string
 	Aggregation   Aggregation
+	// Pass2 is Netdata's second group_by pass (group_by[1],
+	// group_by_label[1], aggregation[1]): the groups of the first pass
+	// grouped again. GroupBy2 is 0 without one.
+	GroupBy2       GroupBy
+	GroupByLabels2 []string
+	Aggregation2   Aggregation
 	TimeGroup     Group
 	// TimeGroupOptions is kept for the debug echo; no grouping here reads it.
 	TimeGroupOptions string
@@ -236,6 +242,21 @@ func ParseV2Request(get Getter) (V2Request, error) {
 	}
 	if r.GroupBy&GroupByLabel != 0 && len(r.GroupByLabels) == 0 {
 		return r, fmt.Errorf("group_by=label needs group_by_label (the label key to group by)")
+	}
+	if gb2 := str("group_by[1]"); gb2 != "" {
+		if r.GroupBy2, err = ParseGroupBy(gb2); err != nil {
+			return r, fmt.Errorf("group_by[1]: %w", err)
+		}
+		r.GroupByLabels2 = strings.FieldsFunc(str("group_by_label[1]"), func(r rune) bool { return r == ',' || r == '|' || r == ' ' })
+		if len(r.GroupByLabels2) > 0 {
+			r.GroupBy2 |= GroupByLabel
+		}
+		if r.GroupBy2&GroupByLabel != 0 && len(r.GroupByLabels2) == 0 {
+			return r, fmt.Errorf("group_by[1]=label needs group_by_label[1] (the label key to group by)")
+		}
+		if r.Aggregation2, err = ParseAggregation(str("aggregation[1]")); err != nil {
+			return r, fmt.Errorf("aggregation[1]: %w", err)
+		}
 	}
 	ag := str("aggregation")
 	if ag == "" {

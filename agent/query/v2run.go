@@ -313,6 +313,7 @@ type V2Column struct {
 	Priority   int
 	Aggregated int                 // metrics in the group
 	Labels     map[string][]string // label values of the group's instances (group-by-labels)
+	rep        int                 // a member metric (its attributes key a second pass)
 	DB         Stat                // merged stored-point statistics of the members
 	View       Stat                // statistics of the column's output points
 }
@@ -360,10 +361,13 @@ func labelValue(ls []Label, key string) string {
 
 // groupKey is the id and name of the group metric m falls in.
 func (t *V2Target) groupKey(m *V2Metric) (id, name string) {
+	return t.groupKeyBy(m, t.Req.GroupBy, t.Req.GroupByLabels)
+}
+
+func (t *V2Target) groupKeyBy(m *V2Metric, g GroupBy, labels []string) (id, name string) {
 	in := &t.Instances[m.Inst]
 	c := in.Chart
 	d := &c.Dims[m.Dim]
-	g := t.Req.GroupBy
 	dname := d.Name
 	if dname == "" {
 		dname = d.ID
@@ -390,7 +394,7 @@ func (t *V2Target) groupKey(m *V2Metric) (id, name string) {
 		}
 	}
 	if g&GroupByLabel != 0 {
-		for _, k := range t.Req.GroupByLabels {
+		for _, k := range labels {
 			v := labelValue(in.Labels, k)
 			ids, names = append(ids, v), append(names, v)
 		}
@@ -427,7 +431,7 @@ func RunV2(t *V2Target, plan Plan, deadline time.Time) (*V2Result, error) {
 			ci = len(res.Columns)
 			colOf[id] = ci
 			c := t.Instances[m.Inst].Chart
-			res.Columns = append(res.Columns, V2Column{ID: id, Name: name, Units: c.Units, Priority: c.Priority, DB: newStat(), View: newStat()})
+			res.Columns = append(res.Columns, V2Column{ID: id, Name: name, Units: c.Units, Priority: c.Priority, DB: newStat(), View: newStat(), rep: k})
 		}
 		m.Column = ci
 		col := &res.Columns[ci]
@@ -623,6 +627,9 @@ func RunV2(t *V2Target, plan Plan, deadline time.Time) (*V2Result, error) {
 			res.Anomaly[i] = anom[i] * 100 / float64(n)
 		}
 	}
+	if req.GroupBy2 != 0 {
+		res.secondPass()
+	}
 	if req.Options&OptNonZero != 0 {
 		res.dropZero()
 	}
@@ -638,6 +645,107 @@ func RunV2(t *V2Target, plan Plan, deadline time.Time) (*V2Result, error) {
 		}
 	}
 	return res, nil
+}
+
+// secondPass groups the first pass's groups again (group_by[1]): each
+// group is keyed by the attributes of one of its metrics (the attributes
+// the first pass grouped by are the same for all of them) and its points
+// are combined with aggregation[1].
+func (r *V2Result) secondPass() {
+	t := r.Target
+	req := t.Req
+	ncol, rows := len(r.Columns), r.Rows()
+	colOf := map[string]int{}
+	var cols []V2Column
+	of := make([]int, ncol)
+	for c := range r.Columns {
+		old := &r.Columns[c]
+		id, name := t.groupKeyBy(&t.Metrics[old.rep], req.GroupBy2, req.GroupByLabels2)
+		n, ok := colOf[id]
+		if !ok {
+			n = len(cols)
+			colOf[id] = n
+			cols = append(cols, V2Column{ID: id, Name: name, Units: old.Units, Priority: old.Priority, DB: newStat(), View: newStat(), rep: old.rep})
+		}
+		nc := &cols[n]
+		nc.Aggregated += old.Aggregated
+		nc.Priority = min(nc.Priority, old.Priority)
+		nc.DB.merge(old.DB)
+		for k, vs := range old.Labels {
+			if nc.Labels == nil {
+				nc.Labels = map[string][]string{}
+			}
+			for _, v := range vs {
+				if !slices.Contains(nc.Labels[k], v) {
+					nc.Labels[k] = append(nc.Labels[k], v)
+				}
+			}
+		}
+		of[c] = n
+	}
+	nc := len(cols)
+	vals, an := make([]float64, rows*nc), make([]float64, rows*nc)
+	fl, cn := make([]uint8, rows*nc), make([]uint32, rows*nc)
+	members := make([]int, nc)
+	for c := range r.Columns {
+		members[of[c]]++
+	}
+	sum := make([]float64, nc)
+	mn, mx := make([]float64, nc), make([]float64, nc)
+	n := make([]int, nc)
+	for row := 0; row < rows; row++ {
+		clear(sum)
+		clear(n)
+		for i := range mn {
+			mn[i], mx[i] = math.Inf(1), math.Inf(-1)
+		}
+		total := 0.0
+		for c := 0; c < ncol; c++ {
+			i := row*ncol + c
+			v := r.Values[i]
+			cn[row*nc+of[c]] += r.Counts[i]
+			if math.IsNaN(v) {
+				continue
+			}
+			g := of[c]
+			sum[g] += v
+			mn[g], mx[g] = math.Min(mn[g], v), math.Max(mx[g], v)
+			an[row*nc+g] += r.Anomaly[i]
+			n[g]++
+			total += math.Abs(v)
+		}
+		for g := 0; g < nc; g++ {
+			i := row*nc + g
+			if n[g] == 0 {
+				vals[i], fl[i] = math.NaN(), PointEmpty
+				continue
+			}
+			if n[g] < members[g] {
+				fl[i] = PointPartial
+			}
+			an[i] /= float64(n[g])
+			switch req.Aggregation2 {
+			case AggMin:
+				vals[i] = mn[g]
+			case AggMax:
+				vals[i] = mx[g]
+			case AggSum:
+				vals[i] = sum[g]
+			case AggExtremes:
+				vals[i] = mx[g]
+				if math.Abs(mn[g]) > math.Abs(mx[g]) {
+					vals[i] = mn[g]
+				}
+			case AggPercentage:
+				if total != 0 {
+					vals[i] = sum[g] * 100 / total
+				}
+			default:
+				vals[i] = sum[g] / float64(n[g])
+			}
+		}
+	}
+	r.Columns, r.Values, r.Anomaly, r.Flags, r.Counts = cols, vals, an, fl, cn
 }
 
 // dropZero removes the columns whose every point is zero or empty
