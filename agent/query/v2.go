@@ -172,7 +172,7 @@ type V2Request struct {
 	GroupBy2       GroupBy
 	GroupByLabels2 []string
 	Aggregation2   Aggregation
-	TimeGroup     Group
+	TimeGroup      Group
 	// TimeGroupOptions is kept for the debug echo; no grouping here reads it.
 	TimeGroupOptions string
 	Resampling       int64 // time_resampling seconds (0: none)
