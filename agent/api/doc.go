@@ -33,13 +33,14 @@
 // The shapes follow Netdata's sources (src/web/api/formatters/
 // jsonwrap-v2.c, jsonwrap-summary-*.c, json/json.c, src/database/contexts/
 // api_v2_contexts*.c, src/web/api/v2, v3, src/registry) where its OpenAPI
-// contract (src/web/api/netdata-swagger.yaml) disagrees: the contract
-// lists latest_values and chart_variables in json2 and a versions object
-// with other members, which Netdata's json2 writer never emits (it writes
-// the six hashes of version_hashes_api_v2, no latest_values and no
-// chart_variables); the sources' short keys (sl, ex, qr, ds, is, sts, ...)
-// are the default and options=long-json-keys gives the long ones, as in
-// the sources. testdata/netdata-v2 holds the shapes, written from the
+// contract (src/web/api/netdata-swagger.yaml) disagrees: the contract's
+// data answer carries latest_values, view_latest_values and
+// chart_variables, which the json2 writer (rrdr_json_wrapper_begin2/end2)
+// never emits, so json2 has none of them; the contract's versions object
+// lacks routing_hard_hash, which version_hashes_api_v2 always writes (1),
+// so json2 and v2/v3 versions carry it; the sources' short keys (sl, ex,
+// qr, ds, is, sts, ...) are the default and options=long-json-keys gives
+// the long ones, as in the sources. testdata/netdata-v2 holds the shapes, written from the
 // sources, that contract_test.go holds every v2/v3 answer against.
 //
 // v2/v3 data decisions. Defaults are Netdata's v2 ones, not the spec
