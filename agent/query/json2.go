@@ -157,11 +157,10 @@ type sumEntry struct {
 	dims     Counts
 	al       alertCounts
 	st       Stat
-	instSeen map[int]bool
 }
 
 func newSum(id, name string) *sumEntry {
-	return &sumEntry{id: id, name: name, st: newStat(), instSeen: map[int]bool{}}
+	return &sumEntry{id: id, name: name, st: newStat()}
 }
 
 func (e *sumEntry) addMetric(t *V2Target, m *V2Metric) {
