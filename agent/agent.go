@@ -267,7 +267,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (err error) {
 	}
 	defer pr.close()
 	opts := api.Options{
-		DB: db, Health: eng, Collected: coll, Audit: audit, Anomaly: det.LogSource(), Identity: id, CORS: cfg.CORS, Parent: cfg.Parent,
+		DB: db, Health: eng, Collected: coll, Audit: audit, Anomaly: det.LogSource(), ML: det, Identity: id, CORS: cfg.CORS, Parent: cfg.Parent,
 		ExportDir: cfg.ExportDir, Journal: cfg.Journal, DataDir: cfg.Dir, Log: log,
 	}
 	if pr.rpc != nil {

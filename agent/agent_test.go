@@ -230,7 +230,7 @@ func TestRunServesRealHost(t *testing.T) {
 	var alerts struct {
 		Alarms map[string]struct{ Status string } `json:"alarms"`
 	}
-	_, _, b = get(t, base+"/api/v3/alerts")
+	_, _, b = get(t, base+"/api/v1/alerts")
 	if err := json.Unmarshal(b, &alerts); err != nil || len(alerts.Alarms) == 0 {
 		t.Errorf("no alerts from the engine: %v %s", err, b)
 	}

@@ -3,6 +3,7 @@ package api
 import (
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -18,6 +19,8 @@ type contextIndex struct {
 	charts    []*store.ChartDef
 	byContext map[string][]*store.ChartDef
 	contexts  []string // in chart order (priority, id)
+	hashOnce  sync.Once
+	hash      uint64 // chartsHash(charts), computed on first use
 }
 
 func (s *Server) index2() *contextIndex {

@@ -117,6 +117,9 @@ func (s *Server) resolveDefs(req *query.Request) ([]*store.ChartDef, bool, error
 }
 
 func (s *Server) data(ctx *fasthttp.RequestCtx, ver int) error {
+	if ver >= 2 {
+		return s.dataV2(ctx, ver)
+	}
 	s.counters.data.Add(1)
 	req, err := query.ParseRequest(getter(ctx))
 	if err != nil {

@@ -18,10 +18,78 @@
 // their files), alerts.go, badge.go, ai.go, processes.go, logs.go,
 // weights.go (the weights answer; the scoring is agent/weights),
 // fleet.go (the parent's children in the listings, the node filter that
-// hands a query to a child's server, the RPC's state), promname.go.
+// hands a query to a child's server, the RPC's state), promname.go,
+// data2.go (v2/v3 data), v2.go (v2/v3 contexts, q, alerts,
+// alert_transitions, alert_config), v2more.go (functions, me, settings,
+// progress, stream_info, ml_info, dbengine_stats, registry).
 //
-// Parent mode. With Options.Fleet, a request whose scope_nodes, nodes or
-// node argument names one child (GUID, node id, hostname or key) is
+// # v1 and v2/v3
+//
+// v1 answers keep Netdata 1.37's v1 shapes. v2 and v3 answer as Netdata's
+// v2/v3 do, over the same store, alert engine and detector: data (the v2
+// query model and json2, agent/query), contexts, q, nodes, alerts,
+// alert_transitions, alert_config, functions, me and settings have their
+// v2 shapes there; every other command is the same under every prefix.
+// The shapes follow Netdata's sources (src/web/api/formatters/
+// jsonwrap-v2.c, jsonwrap-summary-*.c, json/json.c, src/database/contexts/
+// api_v2_contexts*.c, src/web/api/v2, v3, src/registry) where its OpenAPI
+// contract (src/web/api/netdata-swagger.yaml) disagrees: the contract's
+// data answer carries latest_values, view_latest_values and
+// chart_variables, which the json2 writer (rrdr_json_wrapper_begin2/end2)
+// never emits, so json2 has none of them; the contract's versions object
+// lacks routing_hard_hash, which version_hashes_api_v2 always writes (1),
+// so json2 and v2/v3 versions carry it; the sources' short keys (sl, ex,
+// qr, ds, is, sts, ...) are the default and options=long-json-keys gives
+// the long ones, as in the sources. testdata/netdata-v2 holds the shapes, written from the
+// sources, that contract_test.go holds every v2/v3 answer against.
+//
+// v2/v3 data decisions. Defaults are Netdata's v2 ones, not the spec
+// table's v1 ones: format json2, the last 600 seconds, every stored point
+// of the window (points=0), group_by=dimension, aggregation=average,
+// time_group=average. Every format is the result member of the v2
+// envelope, as Netdata writes it (jsonp and datasource call their
+// function with the bare format). v1's chart= and context= are read as
+// instances= and contexts= (chart= also as the scope), so a v1 URL asked
+// of v2 selects the same metrics. Selectors are Netdata's simple patterns
+// ('|' between words, '*' wildcards, '!' negation, first match decides);
+// a selector that matches nothing is an empty answer (200), not an error.
+// Instances carry two labels, _collect_plugin and _collect_module (those
+// Netdata puts on every chart); a label selector is key:value words.
+// Bad input: an unknown group_by word, aggregation or time_group is a 400
+// naming it (Netdata silently falls back, which draws a different chart
+// than asked); group_by=label without group_by_label is a 400; points
+// below 0 or above 86,400 and time_resampling outside 0-86,400 are 400;
+// cardinality_limit above 10,000 is clamped to 10,000 and 1 is read as 2
+// (one kept, the rest folded); timeout= is clamped to 60 s, and a query
+// without one gets 5 s: past it the answer is 504. A query that would copy
+// more than 4M stored points (every dimension of every chart over the
+// whole retention) is a 400 before any copy, as on v1. Two passes of
+// group_by are served (group_by/group_by[0] and group_by[1], each with its
+// group_by_label and aggregation; the second groups the first's groups by
+// the attributes of their metrics); group_by[2] and later are not. In parent
+// mode a v2/v3 data query covers this agent and every child (the fleet
+// lends the API its children's stores): scope_nodes and nodes are
+// patterns over GUID, node id and hostname, group_by=node groups by node,
+// and instances of several nodes are named "chart@node"; only this
+// agent's own alerts are in the summary. Functions are not attached to instances (they run on the
+// peer-to-peer RPC), so json2's functions list is empty.
+//
+// Other v2/v3 decisions. alerts without options answers summary,
+// instances and values together (Netdata gives only the nodes without
+// options); with options it answers exactly those. alert_config takes
+// config= (a config_hash_id, as alerts and alarms publish it): none is a
+// 400, an unknown one a 404. settings (v3) is Netdata's dashboard settings
+// file at version 1 (the agent stores none: its API is read-only), beside
+// the agent's own settings. me says auth "none": the local API is
+// anonymous. progress answers 404 for every transaction: no function runs
+// as an HTTP transaction here. registry answers hello as an agent without
+// a registry (registry "", cloud disabled) under every prefix (Netdata's
+// dashboard asks v1) and refuses access, delete, search and switch with
+// 403. metric_correlations is weights' older name. ml_info reports the
+// detector's last tick; dbengine_stats the two tiers' figures.
+//
+// Parent mode. With Options.Fleet, a request (other than v2/v3 data, see
+// below) whose scope_nodes, nodes or node argument names one child (GUID, node id, hostname or key) is
 // answered by that child's own Server over its store, so every command
 // answers for a child exactly as it does locally; listings (nodes,
 // node_instances, fleet, stream_path, tunnel) are never handed over.
@@ -55,11 +123,12 @@
 // is gone); whether it still collects is the instance's collecting.
 // versions' hashes are computed (FNV-1a over chart definitions and node
 // GUIDs, the newest point, the latest alert transition and evaluation);
-// routing_hard_hash is left out because nothing is routed. functions lists
-// the jobs the peer-to-peer admin RPC (agent/rpc) runs, and nothing when
-// it is off. ai/snapshot sums up the anomaly detector's events when
-// Options.Anomaly is set and otherwise says {"available": false} instead
-// of counting zero anomalies that no detector looked for.
+// routing_hard_hash is left out of v1 because nothing is routed (v2/v3
+// write Netdata's constant 1). functions lists the jobs the peer-to-peer
+// admin RPC (agent/rpc) runs, and nothing when it is off. ai/snapshot
+// sums up the anomaly detector's events when Options.Anomaly is set and
+// otherwise says {"available": false} instead of counting zero anomalies
+// that no detector looked for.
 //
 // Missing log sources. logs answers 503 with a sentence naming the cause
 // when its source is not there (AGENT_JOURNAL=0, no journalctl or journal

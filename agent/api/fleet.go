@@ -5,6 +5,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"peerdns/agent/store"
 	"peerdns/http/httpx"
 	"peerdns/internal/identity"
 )
@@ -17,6 +18,13 @@ type Fleet interface {
 	// Handler answers API requests with the data of one child, named by
 	// machine GUID, node id, hostname or peer key.
 	Handler(name string) (fasthttp.RequestHandler, bool)
+}
+
+// FleetStores is a Fleet whose children's stores the API can read
+// directly (agent/fleet.Parent): v2/v3 data then answers over several
+// nodes at once instead of handing the query to one child.
+type FleetStores interface {
+	ChildDB(name string) (*store.DB, bool)
 }
 
 // FleetNode is one child as the listings show it.
@@ -89,6 +97,9 @@ func (s *Server) childHandler(ctx *fasthttp.RequestCtx) (fasthttp.RequestHandler
 	p := string(ctx.Path())
 	if i := strings.LastIndexByte(p, '/'); i >= 0 && listingCommands[p[i+1:]] {
 		return nil, nil
+	}
+	if _, ok := s.o.Fleet.(FleetStores); ok && (p == "/api/v2/data" || p == "/api/v3/data") {
+		return nil, nil // v2 data selects nodes itself (dataV2)
 	}
 	if strings.ContainsAny(name, ",|") {
 		return nil, httpx.Errorf(fasthttp.StatusBadRequest, "node filter %q: this agent answers one node per query", name)

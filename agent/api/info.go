@@ -320,8 +320,14 @@ func (s *Server) me(ctx *fasthttp.RequestCtx, _ int) error {
 }
 
 func (s *Server) settings(ctx *fasthttp.RequestCtx, _ int) error {
+	return s.settingsWith(ctx, nil)
+}
+
+// settingsWith writes the agent's settings with the members of extra
+// added (v3's version).
+func (s *Server) settingsWith(ctx *fasthttp.RequestCtx, extra map[string]any) error {
 	st := s.stats()
-	return writeJSON(ctx, map[string]any{
+	out := map[string]any{
 		"update_every": 1,
 		"retention": map[string]any{
 			"tier0": map[string]any{"resolution_seconds": 1, "seconds": int64(st.Tier0Retention.Seconds()), "first_entry": st.FirstTime, "last_entry": st.LastTime},
@@ -346,7 +352,11 @@ func (s *Server) settings(ctx *fasthttp.RequestCtx, _ int) error {
 			"journal": s.o.Journal, "audit_file": s.o.Audit.Path(), "anomaly_detector": s.o.Anomaly != nil,
 			"limit_default": logs.DefaultLimit, "limit_max": logs.MaxLimit,
 		},
-	})
+	}
+	for k, v := range extra {
+		out[k] = v
+	}
+	return writeJSON(ctx, out)
 }
 
 // health is the aggregate health: 200 while collecting (status ok,

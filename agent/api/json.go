@@ -25,6 +25,16 @@ func writeJSON(ctx *fasthttp.RequestCtx, v any) error {
 	return nil
 }
 
+// writeJSONStatus is writeJSON with a status other than 200 (a JSON
+// error body, as Netdata's progress and stream_info write them).
+func writeJSONStatus(ctx *fasthttp.RequestCtx, status int, v any) error {
+	if err := writeJSON(ctx, v); err != nil {
+		return err
+	}
+	ctx.SetStatusCode(status)
+	return nil
+}
+
 func encodeJSON(v any) ([]byte, error) {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)

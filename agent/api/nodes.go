@@ -2,6 +2,7 @@ package api
 
 import (
 	"os"
+	"time"
 
 	"github.com/valyala/fasthttp"
 )
@@ -24,6 +25,19 @@ type v2Node struct {
 	// Child is the streaming state of a child of this parent (nil for
 	// the agent itself).
 	Child *childState `json:"child,omitempty"`
+	// Netdata's v2 node information (nodes-info): hardware, OS, health
+	// and capabilities; set for the agent itself.
+	HW           map[string]any `json:"hw,omitempty"`
+	OS           map[string]any `json:"os,omitempty"`
+	Health       map[string]any `json:"health,omitempty"`
+	Capabilities []capability   `json:"capabilities,omitempty"`
+}
+
+// capability is one entry of Netdata's capabilities list.
+type capability struct {
+	Name    string `json:"name"`
+	Version int    `json:"version"`
+	Enabled bool   `json:"enabled"`
 }
 
 // v2Instance is one agent instance that holds a node's data.
@@ -54,6 +68,51 @@ func (s *Server) localNode() *v2Node {
 		PublicKey:  s.host.PublicKey,
 		Labels:     map[string]string{"_os_name": s.host.OSName, "_architecture": s.host.Arch},
 		FirstEntry: st.FirstTime, LastEntry: st.LastTime,
+		HW: map[string]any{
+			"architecture": s.host.Arch, "cpu_frequency": s.host.CPUFreq, "cpus": s.host.Cores,
+			"memory": s.host.RAMTotal, "disk_space": s.host.DiskTotal, "virtualization": s.host.Virt, "container": s.host.Container,
+		},
+		OS: map[string]any{
+			"id": s.host.OSID, "nm": s.host.OSName, "v": s.host.OSVersion,
+			"kernel": map[string]any{"nm": s.host.KernelName, "v": s.host.KernelVersion},
+		},
+		Health:       s.nodeHealth(),
+		Capabilities: s.capabilities(),
+	}
+}
+
+// nodeHealth is Netdata's node health: running with the alert counts, or
+// disabled without an alert engine.
+func (s *Server) nodeHealth() map[string]any {
+	if s.o.Health == nil {
+		return map[string]any{"status": "disabled"}
+	}
+	c := map[string]int{"critical": 0, "warning": 0, "clear": 0, "undefined": 0, "uninitialized": 0}
+	for _, a := range s.alerts() {
+		switch a.Status {
+		case "CRITICAL":
+			c["critical"]++
+		case "WARNING":
+			c["warning"]++
+		case "CLEAR":
+			c["clear"]++
+		case "UNINITIALIZED":
+			c["uninitialized"]++
+		default:
+			c["undefined"]++
+		}
+	}
+	return map[string]any{"status": "running", "alerts": c}
+}
+
+// capabilities lists what this agent serves, in Netdata's names.
+func (s *Server) capabilities() []capability {
+	return []capability{
+		{"ml", 1, s.o.ML != nil},
+		{"health", 1, s.o.Health != nil},
+		{"funcs", 1, s.o.Peer != nil},
+		{"ctx", 1, true},
+		{"dataweb", 1, true},
 	}
 }
 
@@ -67,8 +126,14 @@ func (s *Server) nodeList() []*v2Node {
 	return out
 }
 
-func (s *Server) nodes(ctx *fasthttp.RequestCtx, _ int) error {
-	return writeJSON(ctx, map[string]any{"nodes": s.nodeList(), "parent": s.o.Parent})
+func (s *Server) nodes(ctx *fasthttp.RequestCtx, ver int) error {
+	received := time.Now()
+	out := map[string]any{"nodes": s.nodeList(), "parent": s.o.Parent}
+	if ver >= 2 {
+		out["api"] = 2
+		out["timings"] = cloudTimings(received)
+	}
+	return writeJSON(ctx, out)
 }
 
 func (s *Server) nodeInstances(ctx *fasthttp.RequestCtx, _ int) error {

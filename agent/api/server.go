@@ -66,6 +66,8 @@ type Options struct {
 	Fleet Fleet
 	// RemoteWrite is the remote-write sender (nil: none), shown in settings.
 	RemoteWrite StatusReporter
+	// ML is the anomaly detector (ml_info; nil: none runs).
+	ML MLState
 	// Remote, when set, makes this server answer for a child node of a
 	// parent: its identity replaces the local host's (Identity unused).
 	Remote *RemoteHost
@@ -257,43 +259,74 @@ var commands map[string]handler
 
 func init() {
 	commands = map[string]handler{
-		"info":              (*Server).info,
-		"db":                (*Server).dbInfo,
-		"versions":          (*Server).versions,
-		"me":                (*Server).me,
-		"settings":          (*Server).settings,
-		"config":            (*Server).settings,
-		"health":            (*Server).health,
-		"contexts":          (*Server).contexts,
-		"context":           (*Server).context,
-		"charts":            (*Server).charts,
-		"chart":             (*Server).chart,
-		"q":                 (*Server).search,
-		"search":            (*Server).search,
-		"data":              (*Server).data,
-		"allmetrics":        (*Server).allmetrics,
-		"badge.svg":         (*Server).badge,
-		"nodes":             (*Server).nodes,
-		"node_instances":    (*Server).nodeInstances,
-		"fleet":             (*Server).fleet,
-		"stream_path":       (*Server).streamPath,
-		"export":            (*Server).export,
-		"tunnel":            (*Server).tunnel,
-		"alerts":            (*Server).alertsAll,
-		"alarms":            (*Server).alarms,
-		"alarm_log":         (*Server).alarmLog,
-		"alert_transitions": (*Server).alarmLog,
-		"alarms_values":     (*Server).alarmsValues,
-		"alarm_count":       (*Server).alarmCount,
-		"alert_config":      (*Server).alertConfig,
-		"variable":          (*Server).variable,
-		"alarm_variables":   (*Server).variable,
-		"functions":         (*Server).functions,
-		"weights":           (*Server).weights,
-		"ai/snapshot":       (*Server).aiSnapshot,
-		"ai/charts":         (*Server).aiCharts,
-		"processes":         (*Server).processes,
-		"logs":              (*Server).logs,
+		"info":                (*Server).info,
+		"db":                  (*Server).dbInfo,
+		"versions":            (*Server).versions,
+		"me":                  (*Server).me,
+		"settings":            (*Server).settings,
+		"config":              (*Server).settings,
+		"health":              (*Server).health,
+		"contexts":            (*Server).contexts,
+		"context":             (*Server).context,
+		"charts":              (*Server).charts,
+		"chart":               (*Server).chart,
+		"q":                   (*Server).search,
+		"search":              (*Server).search,
+		"data":                (*Server).data,
+		"allmetrics":          (*Server).allmetrics,
+		"badge.svg":           (*Server).badge,
+		"nodes":               (*Server).nodes,
+		"node_instances":      (*Server).nodeInstances,
+		"fleet":               (*Server).fleet,
+		"stream_path":         (*Server).streamPath,
+		"export":              (*Server).export,
+		"tunnel":              (*Server).tunnel,
+		"alerts":              (*Server).alertsAll,
+		"alarms":              (*Server).alarms,
+		"alarm_log":           (*Server).alarmLog,
+		"alert_transitions":   (*Server).alarmLog,
+		"alarms_values":       (*Server).alarmsValues,
+		"alarm_count":         (*Server).alarmCount,
+		"alert_config":        (*Server).alertConfig,
+		"variable":            (*Server).variable,
+		"alarm_variables":     (*Server).variable,
+		"functions":           (*Server).functions,
+		"weights":             (*Server).weights,
+		"ai/snapshot":         (*Server).aiSnapshot,
+		"ai/charts":           (*Server).aiCharts,
+		"processes":           (*Server).processes,
+		"logs":                (*Server).logs,
+		"progress":            (*Server).progress,
+		"stream_info":         (*Server).streamInfo,
+		"ml_info":             (*Server).mlInfo,
+		"dbengine_stats":      (*Server).dbengineStats,
+		"metric_correlations": (*Server).weights,
+		"registry":            (*Server).registry,
+	}
+	// v2 and v3 answer these as Netdata's v2/v3 do; v1 keeps v1's shapes.
+	for name, v2 := range map[string]handler{
+		"contexts":          (*Server).contextsV2,
+		"q":                 (*Server).searchV2,
+		"alerts":            (*Server).alertsV2,
+		"alert_transitions": (*Server).alertTransitionsV2,
+		"alert_config":      (*Server).alertConfigV2,
+		"functions":         (*Server).functionsV2,
+		"me":                (*Server).meV3,
+		"settings":          (*Server).settingsV3,
+		"config":            (*Server).settingsV3,
+		"versions":          (*Server).versionsV2,
+	} {
+		commands[name] = byVersion(commands[name], v2)
+	}
+}
+
+// byVersion serves v1 with one handler and v2/v3 with another.
+func byVersion(v1, v2 handler) handler {
+	return func(s *Server, ctx *fasthttp.RequestCtx, ver int) error {
+		if ver >= 2 {
+			return v2(s, ctx, ver)
+		}
+		return v1(s, ctx, ver)
 	}
 }
 

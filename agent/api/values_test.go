@@ -68,12 +68,17 @@ func TestCollectingFollowsTheClock(t *testing.T) {
 func TestVersionsHashes(t *testing.T) {
 	env := newTestEnv(t)
 	versions := func() map[string]any {
-		v := decode(t, "versions", env.get(t, "/api/v3/versions").body).(map[string]any)
+		v := decode(t, "versions", env.get(t, "/api/v1/versions").body).(map[string]any)
 		return v["versions"].(map[string]any)
 	}
 	v0 := versions()
 	if _, ok := v0["routing_hard_hash"]; ok {
-		t.Errorf("routing_hard_hash listed: the agent routes nothing")
+		t.Errorf("routing_hard_hash listed on v1: the agent routes nothing")
+	}
+	// v3 writes Netdata's six hashes, routing_hard_hash its constant 1.
+	v3 := decode(t, "versions", env.get(t, "/api/v3/versions").body).(map[string]any)["versions"].(map[string]any)
+	if v3["routing_hard_hash"] != float64(1) || v3["contexts_hard_hash"] != v0["contexts_hard_hash"] {
+		t.Errorf("v3 versions = %v", v3)
 	}
 	if v0["alerts_hard_hash"] != float64(2) || v0["alerts_soft_hash"] != float64(env.now.Unix()-1) {
 		t.Errorf("alerts hashes = %v, want the latest transition id 2 and the newest evaluation", v0)
@@ -153,7 +158,7 @@ func TestChartOrder(t *testing.T) {
 // not a zero placeholder, and the alarm log uses the same one.
 func TestConfigHashID(t *testing.T) {
 	env := newTestEnv(t)
-	al := decode(t, "alerts", env.get(t, "/api/v3/alerts").body).(map[string]any)["alarms"].(map[string]any)
+	al := decode(t, "alerts", env.get(t, "/api/v1/alerts").body).(map[string]any)["alarms"].(map[string]any)
 	seen := map[any]string{}
 	for name, a := range al {
 		id := a.(map[string]any)["config_hash_id"]

@@ -208,6 +208,39 @@ func TestParentTwoChildren(t *testing.T) {
 			t.Errorf("%s data: labels %v rows %d, want %d labels", c.name, d.Labels, len(d.Data), want)
 		}
 	}
+	// v3 data over both children at once: grouped by node, one column
+	// per child (each child's dims summed: its value = second*10*dims +
+	// the dims' indexes); nodes= narrows to one, scope_nodes with two
+	// names is served, not refused.
+	var j struct {
+		View struct {
+			Dimensions struct {
+				IDs []string `json:"ids"`
+			} `json:"dimensions"`
+		} `json:"view"`
+		Result struct {
+			Data [][]json.RawMessage `json:"data"`
+		} `json:"result"`
+	}
+	getJSON(t, p.url+"/api/v3/data?contexts=system.cpu&group_by=node&aggregation=sum&after=-20&points=20&scope_nodes=alpha|beta", &j)
+	if ids := j.View.Dimensions.IDs; len(ids) != 2 || ids[0] != "guid-alpha" || ids[1] != "guid-beta" || len(j.Result.Data) == 0 {
+		t.Fatalf("group_by=node over the children: ids %v, %d rows", ids, len(j.Result.Data))
+	}
+	for _, row := range j.Result.Data {
+		var ts int64
+		var pa, pb []float64
+		if json.Unmarshal(row[0], &ts) != nil || json.Unmarshal(row[1], &pa) != nil || json.Unmarshal(row[2], &pb) != nil {
+			t.Fatalf("row %s", row)
+		}
+		want := func(dims int) float64 { return float64(ts%1000*10*int64(dims) + int64(dims*(dims-1)/2)) }
+		if pa[0] != want(len(a.db.Charts()[0].Dims)) || pb[0] != want(len(b.db.Charts()[0].Dims)) {
+			t.Errorf("at %d: alpha %v beta %v, want %v and %v", ts, pa[0], pb[0], want(len(a.db.Charts()[0].Dims)), want(len(b.db.Charts()[0].Dims)))
+		}
+	}
+	getJSON(t, p.url+"/api/v3/data?contexts=system.cpu&group_by=node&after=-20&points=5&nodes=beta", &j)
+	if ids := j.View.Dimensions.IDs; len(ids) != 1 || ids[0] != "guid-beta" {
+		t.Errorf("nodes=beta: ids %v", ids)
+	}
 	// Alerts for each child, by the node filter: the parent evaluates the
 	// built-in rules over the child's points (system.cpu has two).
 	for _, c := range []*childEnv{a, b} {

@@ -212,6 +212,20 @@ func (p *Parent) Handler(name string) (fasthttp.RequestHandler, bool) {
 	return nil, false
 }
 
+// ChildDB returns the store of the child named by GUID, node id, hostname
+// or key: the API's v2 data queries read several nodes' stores at once.
+func (p *Parent) ChildDB(name string) (*store.DB, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range p.nodes {
+		h := c.hello.Load()
+		if name == c.key || name == h.GUID || name == h.NodeID || name == h.Hostname {
+			return c.db, true
+		}
+	}
+	return nil, false
+}
+
 // DB returns the store of the child with key (tests and benchmarks).
 func (p *Parent) DB(key string) (*store.DB, bool) {
 	p.mu.Lock()

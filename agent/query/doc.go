@@ -10,6 +10,16 @@
 // starts before the stored data keeps its after, with null rows, as
 // Netdata pads it.
 //
+// v2.go, v2run.go and json2.go are Netdata's v2 query model: scopes and
+// selectors over nodes, contexts, instances, dimensions and labels
+// (SelectV2), time grouping then group_by with an aggregation across
+// metrics, time_resampling and the cardinality fold (RunV2), and the json2
+// answer with its summary, totals, db, view and result sections
+// (AppendJSON2). RunV2 keeps one instance's rows at a time (the
+// percentage-of-instance total needs them) and the groups' running sums,
+// so its memory is the output size plus one instance, not every metric's
+// rows; it checks the caller's deadline between instances.
+//
 // Everything here is a pure function of its inputs (the caller passes "now"
 // and the windows it read from the store), so it is tested with known
 // series and never touches the store, the clock or HTTP. Rendering appends

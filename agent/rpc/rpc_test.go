@@ -362,11 +362,11 @@ func TestPruneAndRetentionVisible(t *testing.T) {
 		t.Errorf("tier1=1s: %d, want 400", rep.Status)
 	}
 
-	// /api/v3/functions lists the job names; /api/v3/tunnel the listening state.
+	// /api/v1/functions lists the job names; /api/v3/tunnel the listening state.
 	var fns struct {
 		Functions map[string]any `json:"functions"`
 	}
-	getJSON(t, admin, a, "/api/v3/functions", &fns)
+	getJSON(t, admin, a, "/api/v1/functions", &fns)
 	if _, ok := fns.Functions["processes"]; !ok || fns.Functions["network-connections"] == nil {
 		t.Errorf("functions = %v, want processes and network-connections", fns.Functions)
 	}

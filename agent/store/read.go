@@ -3,7 +3,6 @@ package store
 import (
 	"fmt"
 	"math"
-	"slices"
 )
 
 // Query copies the slots of one chart covering unix seconds [after, before]
@@ -26,15 +25,39 @@ func (db *DB) Query(chartID string, tier int, after, before int64) (*Window, err
 	if s == nil {
 		return nil, fmt.Errorf("query %q: %w", chartID, ErrNotFound)
 	}
+	w := &Window{}
+	s.window(w, chartID, tier, after, before)
+	return w, nil
+}
+
+// QueryInto is Query into w, reusing its arrays (a caller reading many
+// charts one after the other allocates one window's worth, not one per
+// chart). w's previous contents are overwritten; on error w is unchanged.
+func (db *DB) QueryInto(w *Window, chartID string, tier int, after, before int64) error {
+	if tier != 0 && tier != 1 {
+		return fmt.Errorf("query %q tier %d: %w", chartID, tier, ErrBadTier)
+	}
+	if after > before {
+		return fmt.Errorf("query %q: %w", chartID, ErrBadRange)
+	}
+	s := db.lookup(chartID)
+	if s == nil {
+		return fmt.Errorf("query %q: %w", chartID, ErrNotFound)
+	}
+	s.window(w, chartID, tier, after, before)
+	return nil
+}
+
+func (s *lockedSeries) window(w *Window, chartID string, tier int, after, before int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	w := &Window{ChartID: chartID, Tier: tier, Dims: slices.Clone(s.dimIDs)}
+	w.ChartID, w.Tier = chartID, tier
+	w.Dims = append(w.Dims[:0], s.dimIDs...)
 	if tier == 0 {
 		s.tier0Window(w, after, before)
 	} else {
 		s.tier1Window(w, after, before)
 	}
-	return w, nil
 }
 
 // Latest returns the newest tier-0 point of a chart (NaN for missing

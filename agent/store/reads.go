@@ -37,6 +37,20 @@ func (db *DB) QueryFor(r Reader, chartID string, tier int, after, before int64) 
 	return w, err
 }
 
+// QueryIntoFor is QueryInto counted for r.
+func (db *DB) QueryIntoFor(r Reader, w *Window, chartID string, tier int, after, before int64) error {
+	err := db.QueryInto(w, chartID, tier, after, before)
+	if err == nil {
+		n := 0
+		for _, s := range w.Slots {
+			n += len(s)
+		}
+		db.reads[r].queries.Add(1)
+		db.reads[r].points.Add(uint64(n))
+	}
+	return err
+}
+
 // Reads are the queries and points read since the store opened, by
 // reader.
 func (db *DB) Reads() (queries, points [NumReaders]uint64) {

@@ -344,13 +344,26 @@ func (s *series) tier0Window(w *Window, after, before int64) {
 	}
 	w.Start = lo
 	cnt := int(hi - lo + 1)
-	w.Slots = make([][]Agg, s.ndims)
-	buf := make([]Agg, s.ndims*cnt)
+	// A window passed again (QueryInto) keeps its arrays when they are
+	// large enough.
+	if cap(w.Slots) >= s.ndims {
+		w.Slots = w.Slots[:s.ndims]
+	} else {
+		w.Slots = make([][]Agg, s.ndims)
+	}
+	buf := w.buf
+	if cap(buf) >= s.ndims*cnt {
+		buf = buf[:s.ndims*cnt]
+	} else {
+		buf = make([]Agg, s.ndims*cnt)
+	}
+	w.buf = buf
 	for d := 0; d < s.ndims; d++ {
 		row := buf[d*cnt : (d+1)*cnt : (d+1)*cnt]
 		for k := 0; k < cnt; k++ {
 			i := s.idx(lo + int64(k))
 			v := s.t0.get(d, i)
+			row[k] = Agg{}
 			if v == v { // not NaN
 				f := float64(v)
 				row[k] = Agg{Min: f, Max: f, Sum: f, Count: 1}

@@ -652,3 +652,54 @@ func TestQueryForCounts(t *testing.T) {
 		}
 	}
 }
+
+// TestQueryIntoReuses: a window passed to QueryInto again holds exactly
+// what Query returns for the new chart, whatever it held before.
+func TestQueryIntoReuses(t *testing.T) {
+	db, err := Open(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	mk := func(id string, dims int) {
+		d := &ChartDef{ID: id, Name: id, Context: id, UpdateEvery: 1}
+		for i := 0; i < dims; i++ {
+			d.Dims = append(d.Dims, DimDef{ID: string(rune('a' + i))})
+		}
+		if err := db.Register(d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mk("big", 3)
+	mk("small", 1)
+	now := time.Now().Unix()
+	for ts := now - 100; ts < now; ts++ {
+		if err := db.Append("big", ts, []float64{1, 2, 3}); err != nil {
+			t.Fatal(err)
+		}
+		if ts%2 == 0 {
+			if err := db.Append("small", ts, []float64{float64(ts)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	var w Window
+	if err := db.QueryInto(&w, "big", 0, now-100, now); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.QueryInto(&w, "small", 0, now-50, now); err != nil {
+		t.Fatal(err)
+	}
+	want, _ := db.Query("small", 0, now-50, now)
+	if w.ChartID != "small" || len(w.Dims) != 1 || len(w.Slots) != 1 || w.Start != want.Start || len(w.Slots[0]) != len(want.Slots[0]) {
+		t.Fatalf("reused window %+v, want %+v", w, want)
+	}
+	for i := range want.Slots[0] {
+		if w.Slots[0][i] != want.Slots[0][i] {
+			t.Fatalf("slot %d = %+v, want %+v", i, w.Slots[0][i], want.Slots[0][i])
+		}
+	}
+	if err := db.QueryInto(&w, "nope", 0, now-50, now); err == nil {
+		t.Fatal("unknown chart: no error")
+	}
+}

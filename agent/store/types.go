@@ -51,6 +51,7 @@ type Window struct {
 	Start   int64    // unix seconds of Slots[d][0]; slot i covers [Start+i*Step, Start+(i+1)*Step)
 	Dims    []string // dimension ids, chart order
 	Slots   [][]Agg  // [dim][slot], every dim has the same number of slots
+	buf     []Agg    // tier-0 slots' backing array, reused by QueryInto
 }
 
 // Stats describes storage for /api/v3/settings, /api/v3/db and info.

@@ -191,11 +191,14 @@ median() { tr ' ' '\n' <<<"$1" | awk 'NF' | sort -g | awk '{a[NR]=$1} END {if (N
 # 60 points, so the bodies have the same shape.
 PATHS=("data:/api/v1/data?chart=system.cpu" "data60:/api/v1/data?chart=system.cpu&after=-60&points=60"
 	"prometheus:/api/v1/allmetrics?format=prometheus" "info:/api/v1/info")
+# PATHS_SPEC="name:path name:path ..." replaces the list; a name starting
+# with "v2" is run on peerdns only (Netdata 1.37 has no /api/v2 or v3).
+if [ -n "${PATHS_SPEC:-}" ]; then read -ra PATHS <<<"$PATHS_SPEC"; fi
 for round in $(seq 1 "$ROUNDS"); do
 	for e in "${PATHS[@]}"; do
 		name=${e%%:*}; path=${e#*:}
 		echo "round $round: wrk ${DUR}s $path (netdata, then peerdns)" >&2
-		run_wrk "nd_$name" "$ND" "$path" "$ND_PID"
+		case $name in v2*) RPS[nd_$name]=0; P99[nd_$name]=0; CPUREQ[nd_$name]=0; SIZE[nd_$name]=0 ;; *) run_wrk "nd_$name" "$ND" "$path" "$ND_PID" ;; esac
 		run_wrk "pd_$name" "$PD" "$path" "$PD_PID"
 	done
 done
@@ -233,12 +236,14 @@ for e in "${PATHS[@]}"; do
 	row "$name server CPU us per request" "${CPUREQ[nd_$name]}" "${CPUREQ[pd_$name]}" "$(ratio "${CPUREQ[nd_$name]}" "${CPUREQ[pd_$name]}")"
 	row "$name body bytes" "${SIZE[nd_$name]}" "${SIZE[pd_$name]}" ""
 done
+if [ -n "${RPS[nd_prometheus]:-}" ]; then
 series() { curl -fsS "$1/api/v1/allmetrics?format=prometheus" | grep -vc '^#'; }
 nd_series=$(series "$ND"); pd_series=$(series "$PD")
 row "prometheus series per scrape" "$nd_series" "$pd_series" ""
 nd_sps=$(echo "${RPS[nd_prometheus]} * $nd_series" | bc -l | xargs printf %.0f)
 pd_sps=$(echo "${RPS[pd_prometheus]} * $pd_series" | bc -l | xargs printf %.0f)
 row "prometheus series/s (req/s x series)" "$nd_sps" "$pd_sps" "$(ratio "$nd_sps" "$pd_sps")"
+fi
 fi
 # Weights over every dimension for the last minute against the four before
 # it (both agents' defaults), WEIGHTS_N queries each, median wall time seen
@@ -257,7 +262,7 @@ d=json.load(sys.stdin)
 n=sum(len(ch.get("dimensions",{})) for c in d.get("contexts",{}).values() for ch in c.get("charts",{}).values())
 print(n, d.get("statistics",{}).get("query_time_ms","-"))'
 }
-for m in ks2 volume; do
+for m in $( [ "$WEIGHTS_N" -gt 0 ] && echo ks2 volume ); do
 	read -r nd_wd nd_wq < <(winfo "$ND" "$m")
 	read -r pd_wd pd_wq < <(winfo "$PD" "$m")
 	nd_wl=$(wlat "$ND" "$m"); pd_wl=$(wlat "$PD" "$m")

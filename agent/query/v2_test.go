@@ -1,0 +1,103 @@
+package query
+
+import (
+	"math"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"peerdns/agent/store"
+)
+
+func v2Get(q string) Getter {
+	v, _ := url.ParseQuery(q)
+	return func(k string) (string, bool) {
+		if !v.Has(k) {
+			return "", false
+		}
+		return v.Get(k), true
+	}
+}
+
+func TestParseV2Request(t *testing.T) {
+	r, err := ParseV2Request(v2Get(""))
+	if err != nil || !r.JSON2 || r.After != V2DefaultAfter || r.GroupBy != GroupByDimension || r.Aggregation != AggAverage || r.Points != 0 {
+		t.Fatalf("defaults: %+v %v", r, err)
+	}
+	r, err = ParseV2Request(v2Get("group_by=node,instance&group_by_label=a|b&aggregation=max&time_group=median&cardinality_limit=5&timeout=250&format=csv&options=minimal-stats|long-json-keys"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.GroupBy != GroupByNode|GroupByInstance|GroupByLabel || len(r.GroupByLabels) != 2 || r.Aggregation != AggMax ||
+		r.TimeGroup != GroupMedian || r.Cardinality != 5 || r.Timeout != 250*time.Millisecond || r.JSON2 || r.Format != FormatCSV ||
+		r.Options&OptMinimalStats == 0 || r.Options&OptLongKeys == 0 {
+		t.Errorf("parsed %+v", r)
+	}
+	if got := strings.Join(r.GroupBy.Names(), ","); got != "instance,label,node" {
+		t.Errorf("names %q", got)
+	}
+	for _, q := range []string{"group_by=bogus", "aggregation=x", "time_group=x", "points=-1", "cardinality_limit=-1", "timeout=x", "tier=9", "format=x", "group_by=label"} {
+		if _, err := ParseV2Request(v2Get(q)); err == nil {
+			t.Errorf("%s: no error", q)
+		}
+	}
+	if r, _ := ParseV2Request(v2Get("cardinality_limit=999999999&timeout=99999999")); r.Cardinality != MaxCardinality || r.Timeout != MaxTimeout {
+		t.Errorf("clamps: %d %v", r.Cardinality, r.Timeout)
+	}
+}
+
+func TestV2Patterns(t *testing.T) {
+	for _, c := range []struct {
+		pat, name string
+		want      bool
+	}{
+		{"", "x", true}, {"*", "x", true}, {"cpu.*", "cpu.cpu0", true}, {"cpu.*", "system.cpu", false},
+		{"!cpu.cpu0|cpu.*", "cpu.cpu0", false}, {"!cpu.cpu0|cpu.*", "cpu.cpu1", true},
+		{"a|b", "b", true}, {"*load*", "system.load", true}, {"a,b", "a", false}, // ',' is not a v2 separator
+	} {
+		if got := MatchV2(c.pat, c.name); got != c.want {
+			t.Errorf("MatchV2(%q, %q) = %v", c.pat, c.name, got)
+		}
+	}
+	p := compileV2Pattern("!_collect_module:/proc/stat|_collect_plugin:*")
+	if p.matchLabels([]Label{{"_collect_plugin", "proc.plugin"}, {"_collect_module", "/proc/stat"}}) {
+		t.Error("negated label matched")
+	}
+	if !p.matchLabels([]Label{{"_collect_plugin", "proc.plugin"}, {"_collect_module", "/proc/net/dev"}}) {
+		t.Error("label not matched")
+	}
+}
+
+// TestRunV2Deadline: a deadline in the past stops the query.
+func TestRunV2Deadline(t *testing.T) {
+	c := &store.ChartDef{ID: "a.b", Name: "a.b", Context: "a.b", Units: "u", Dims: []store.DimDef{{ID: "x", Name: "x"}}}
+	req, _ := ParseV2Request(v2Get(""))
+	tg := SelectV2(&req, []V2Node{{GUID: "g", Hostname: "h"}}, []V2Instance{{Chart: c}})
+	plan := Plan{After: 100, Before: 109, Step: 1, Group: 1, Points: 10}
+	if _, err := RunV2(tg, plan, time.Now().Add(-time.Second)); err != ErrTimeout {
+		t.Fatalf("err %v, want ErrTimeout", err)
+	}
+	res, err := RunV2(tg, plan, time.Time{})
+	if err != nil || res.Rows() != 10 || !math.IsNaN(res.Values[0]) || res.Flags[0] != PointEmpty {
+		t.Fatalf("no data: %v %+v", err, res)
+	}
+}
+
+func FuzzParseV2Request(f *testing.F) {
+	for _, s := range []string{"", "group_by=node,instance&aggregation=sum", "contexts=cpu.*|!x&points=0", "group_by_label=a&time_resampling=60",
+		"cardinality_limit=3&timeout=10", "format=csv&options=raw|long-json-keys", "after=-1e3&before=abc"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, q string) {
+		r, err := ParseV2Request(v2Get(q))
+		if err != nil {
+			return
+		}
+		if r.Points < 0 || r.Points > MaxPoints || r.Cardinality < 0 || r.Cardinality > MaxCardinality || r.Timeout <= 0 || r.Timeout > MaxTimeout {
+			t.Fatalf("out of range after parse: %+v", r)
+		}
+		_ = r.GroupBy.Names()
+		_ = MatchV2(r.Contexts, "cpu.cpu")
+	})
+}
