@@ -183,6 +183,7 @@ func (s *Server) answer(ctx context.Context, req *dns.Msg, tcp, recurse bool) *d
 	resp.Rcode = res.Rcode
 	resp.Answer = res.Answer
 	resp.Ns = res.Ns
+	resp.Extra = res.Extra
 	if res.Upstream {
 		if q.Qclass != dns.ClassINET && q.Qclass != dns.ClassANY {
 			return s.finish(s.fail(resp, req, dns.RcodeRefused), opt, limit)

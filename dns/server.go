@@ -38,6 +38,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -98,6 +99,7 @@ type Server struct {
 	lastLog     atomic.Int64
 	touches     *zone.Touches // nil without Config.OnP2PAnswer
 	qlog        *queryLog     // query log and per-client counters (querylog.go)
+	nsAddrs     []netip.Addr  // the address of zone.NSName: the listen address when specific (authority.go)
 }
 
 // shard is one reader's counters, padded so readers never share a line.
@@ -151,9 +153,10 @@ func New(cfg Config, pub *view.Published, local *records.Published, log *slog.Lo
 			Servers: kept, Timeout: cfg.UpstreamTimeout, CacheSize: cfg.CacheSize,
 			FailureTTL: cfg.FailureTTL, UDPSize: cfg.UDPSize, Now: cfg.Now,
 		}),
-		slow: make(chan struct{}, cfg.MaxSlow),
-		acl:  newACL(cfg.RecursionAllow),
-		qlog: newQueryLog(),
+		slow:    make(chan struct{}, cfg.MaxSlow),
+		acl:     newACL(cfg.RecursionAllow),
+		qlog:    newQueryLog(),
+		nsAddrs: listenAddrs(cfg.Addr),
 	}
 	s.qlog.on.Store(cfg.QueryLog)
 	s.qlog.tokens.Store(QueryLogRate)
@@ -197,7 +200,7 @@ func (s *Server) rebuild() *zone.Table {
 	if prev.BuiltFrom(v, l) {
 		return prev
 	}
-	t := zone.Rebuild(prev, v, l, zone.Options{TTL: s.cfg.TTL, Touches: s.touches})
+	t := zone.Rebuild(prev, v, l, zone.Options{TTL: s.cfg.TTL, Touches: s.touches, NSAddrs: s.nsAddrs})
 	s.table.Store(t)
 	return t
 }

@@ -16,6 +16,7 @@ type Answer struct {
 	Flags uint16 // AA and RCODE bits of the header
 	An    uint16 // ANCOUNT
 	Ns    uint16 // NSCOUNT (the SOA of a negative answer, RFC 2308)
+	Ar    uint16 // ARCOUNT before our OPT (glue of an NS answer)
 	Body  []byte
 }
 
@@ -46,6 +47,8 @@ func (t *Table) precompute(n *node) {
 				n.fast[i] = nodata
 			}
 		}
+		// The domain's own name is its zone's apex (apex.go).
+		n.apexSOA, n.apexNS = t.pack(n, dns.TypeSOA), t.pack(n, dns.TypeNS)
 		return
 	}
 	for i, qt := range slotTypes {
@@ -83,7 +86,7 @@ func (t *Table) packResult(res Result, owner string) *Answer {
 		t.buf = make([]byte, dns.MaxMsgSize)
 	}
 	buf := t.buf
-	for i, sec := range [][]dns.RR{res.Answer, res.Ns} {
+	for i, sec := range [][]dns.RR{res.Answer, res.Ns, res.Extra} {
 		for _, rr := range sec {
 			off := len(a.Body)
 			if i == 0 && strings.EqualFold(rr.Header().Name, owner) {
@@ -105,10 +108,13 @@ func (t *Table) packResult(res Result, owner string) *Answer {
 				return nil
 			}
 			a.Body = append(a.Body, buf[1:m]...)
-			if i == 0 {
+			switch i {
+			case 0:
 				a.An++
-			} else {
+			case 1:
 				a.Ns++
+			default:
+				a.Ar++
 			}
 		}
 	}
@@ -226,13 +232,19 @@ func (t *Table) Fast(req, out []byte, maxSize int, ednsSize uint16) int {
 func (t *Table) Answer(req []byte, q *Query, out []byte, ednsSize uint16) int {
 	key := q.Key[:q.KeyLen]
 	n := t.nodes[string(key)]
+	exact := n != nil
 	if n == nil {
 		if n = t.cover(key); n == nil {
 			// (Common types only: the slow path owns the odd ones, e.g.
 			// FORMERR for OPT, REFUSED for AXFR.)
 			if t.nx != nil && slot(q.Qtype) >= 0 && isP2P(key) {
-				// An unclaimed .p2p name: NXDOMAIN with the SOA (RFC 2308).
-				return Write(req, q, out, t.nx.Flags, 0, t.nx.Ns, 0, t.nx.Body, ednsSize)
+				// An unclaimed .p2p name: NXDOMAIN with the SOA (RFC
+				// 2308), or NODATA for an empty non-terminal (RFC 8020).
+				a := t.nx
+				if t.isENT(key) {
+					a = t.entAns
+				}
+				return Write(req, q, out, a.Flags, a.An, a.Ns, a.Ar, a.Body, ednsSize)
 			}
 			q.Miss = true
 			return 0
@@ -242,13 +254,21 @@ func (t *Table) Answer(req []byte, q *Query, out []byte, ednsSize uint16) int {
 	var a *Answer
 	if s := slot(q.Qtype); s >= 0 {
 		a = n.fast[s]
+		if exact && n.apexSOA != nil {
+			switch q.Qtype {
+			case dns.TypeSOA:
+				a = n.apexSOA
+			case dns.TypeNS:
+				a = n.apexNS
+			}
+		}
 	} else if n.other != nil {
 		a = n.other[q.Qtype]
 	}
 	if a == nil {
 		return 0
 	}
-	return Write(req, q, out, a.Flags, a.An, a.Ns, 0, a.Body, ednsSize)
+	return Write(req, q, out, a.Flags, a.An, a.Ns, a.Ar, a.Body, ednsSize)
 }
 
 // Write builds a response to q in out: the query's ID, RD and CD, QR and
