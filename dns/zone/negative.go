@@ -26,7 +26,7 @@ const P2PZone = "p2p."
 func (t *Table) soa(zone string) dns.RR {
 	return &dns.SOA{
 		Hdr:     dns.RR_Header{Name: zone, Rrtype: dns.TypeSOA, Class: dns.ClassINET, Ttl: t.ttl},
-		Ns:      zone,
+		Ns:      NSName, // the primary server: ours (apex.go)
 		Mbox:    "hostmaster." + zone,
 		Serial:  uint32(t.ViewVersion),
 		Refresh: 3600,
