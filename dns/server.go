@@ -45,6 +45,7 @@ import (
 
 	"github.com/miekg/dns"
 
+	"peerdns/dns/cookie"
 	"peerdns/dns/records"
 	"peerdns/dns/upstream"
 	"peerdns/dns/zone"
@@ -100,6 +101,7 @@ type Server struct {
 	touches     *zone.Touches // nil without Config.OnP2PAnswer
 	qlog        *queryLog     // query log and per-client counters (querylog.go)
 	nsAddrs     []netip.Addr  // the address of zone.NSName: the listen address when specific (authority.go)
+	cookies     *cookie.Jar   // DNS cookies (cookies.go)
 }
 
 // shard is one reader's counters, padded so readers never share a line.
@@ -108,6 +110,7 @@ type shard struct {
 	nxdomain, servfail, formerr, refused, notimp atomic.Int64
 	upstream, batches                            atomic.Int64
 	recursionRefused, rateLimited, slipped       atomic.Int64
+	rcodes                                       rcodeCounts // answers sent, by RCODE (rcodes.go)
 	_                                            [64]byte
 }
 
@@ -158,6 +161,11 @@ func New(cfg Config, pub *view.Published, local *records.Published, log *slog.Lo
 		qlog:    newQueryLog(),
 		nsAddrs: listenAddrs(cfg.Addr),
 	}
+	jar, err := cookie.New(cfg.CookieSecret)
+	if err != nil {
+		return nil, err
+	}
+	s.cookies = jar
 	s.qlog.on.Store(cfg.QueryLog)
 	s.qlog.tokens.Store(QueryLogRate)
 	if cfg.RateLimit > 0 {
