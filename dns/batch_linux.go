@@ -220,6 +220,7 @@ func (s *Server) serveUDP(c *net.UDPConn, sh *shard) {
 		}
 		sh.queries.Add(int64(n))
 		sh.batches.Add(1)
+		sh.nowOK = false // the batch's clock (cookies)
 		t := s.fresh(s.table.Load())
 		debug := s.debugEnabled()
 		qlog := s.qlog.on.Load()

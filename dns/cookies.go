@@ -95,9 +95,12 @@ func addCookie(resp *dns.Msg, st *cookieState) {
 // one, into q. It returns ok false when the slow path must answer (a
 // server cookie that is not ours, from a UDP client outside the ACL:
 // BADCOOKIE), and proven when the server cookie is ours.
-func (s *Server) fastCookie(pkt []byte, q *zone.Query, client netip.Addr) (ok, proven bool) {
+func (s *Server) fastCookie(pkt []byte, q *zone.Query, client netip.Addr, sh *shard) (ok, proven bool) {
 	cl := (*[cookie.ClientLen]byte)(pkt[q.CookieOff:])
-	now := s.cfg.Now()
+	if !sh.nowOK {
+		sh.now, sh.nowOK = s.cfg.Now(), true // once per batch of datagrams
+	}
+	now := sh.now
 	if q.CookieLen > cookie.ClientLen {
 		proven = s.cookies.Valid(pkt[q.CookieOff+cookie.ClientLen:q.CookieOff+q.CookieLen], cl, client, now)
 		if !proven && s.checkClients && !s.acl.contains(client) {

@@ -111,7 +111,13 @@ type shard struct {
 	upstream, batches                            atomic.Int64
 	recursionRefused, rateLimited, slipped       atomic.Int64
 	rcodes                                       rcodeCounts // answers sent, by RCODE (rcodes.go)
-	_                                            [64]byte
+	// now is the reader's clock for the datagrams of one batch (set when
+	// nowOK is false, cleared at each read): cookies need the time in
+	// seconds, and time.Now was a third of a cookie answer's cost.
+	// Only the shard's own reader touches it.
+	now   time.Time
+	nowOK bool
+	_     [64]byte
 }
 
 // New builds a server over the published p2p view and local records;

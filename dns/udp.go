@@ -43,6 +43,7 @@ func (s *Server) readLoop(c *net.UDPConn, sh *shard) {
 		}
 		sh.queries.Add(1)
 		sh.batches.Add(1)
+		sh.nowOK = false
 		if t := s.fresh(s.table.Load()); t != nil {
 			m := s.fast(t, buf[:n], &q, out, size, from.Addr(), sh)
 			if m > 0 {
@@ -92,7 +93,7 @@ func (s *Server) fast(t *zone.Table, pkt []byte, q *zone.Query, out []byte, size
 	proven := false
 	if q.CookieLen > 0 {
 		var ok bool
-		if ok, proven = s.fastCookie(pkt, q, client); !ok {
+		if ok, proven = s.fastCookie(pkt, q, client, sh); !ok {
 			return 0 // BADCOOKIE: the slow path
 		}
 	}
