@@ -79,6 +79,12 @@ func knotSources(t testing.TB) (*view.Published, *records.Published) {
 // startKnot runs knotd in the foreground on a free loopback port serving
 // zones (name → zone file text) and returns its address.
 func startKnot(t *testing.T, zones map[string]string) string {
+	return startKnotConf(t, zones, "", "")
+}
+
+// startKnotConf is startKnot with extra top-level configuration (conf)
+// and extra lines for the default template (tmpl, indented by four).
+func startKnotConf(t *testing.T, zones map[string]string, extra, tmpl string) string {
 	t.Helper()
 	bin, err := exec.LookPath("knotd")
 	if err != nil {
@@ -95,7 +101,8 @@ func startKnot(t *testing.T, zones map[string]string) string {
 		fmt.Fprintf(&conf, "server:\n  rundir: %q\n  listen: %s\n  udp-workers: 1\n  tcp-workers: 1\n  background-workers: 1\n",
 			dir, strings.Replace(addr, ":", "@", 1))
 		fmt.Fprintf(&conf, "database:\n  storage: %q\ncontrol:\n  listen: %q\nlog:\n  - target: stderr\n    any: info\n", dir, filepath.Join(dir, "knot.sock"))
-		fmt.Fprintf(&conf, "template:\n  - id: default\n    storage: %q\n    zonefile-load: whole\n    journal-content: none\nzone:\n", dir)
+		conf.WriteString(extra)
+		fmt.Fprintf(&conf, "template:\n  - id: default\n    storage: %q\n    zonefile-load: whole\n    journal-content: none\n%szone:\n", dir, tmpl)
 		for z, text := range zones {
 			file := filepath.Join(dir, strings.TrimSuffix(z, ".")+".zone")
 			if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
@@ -237,4 +244,38 @@ func TestKnotDifferential(t *testing.T) {
 		t.Fatalf("%d of %d answers differ", diff, asked)
 	}
 	t.Logf("%d questions, node and Knot agree", asked)
+}
+
+// Interoperable server cookies (RFC 9018 §2): with the same secret, a
+// cookie the node made verifies at Knot (its mod-cookies, which answers
+// BADCOOKIE to any cookie it cannot verify) and Knot's verifies at the
+// node (outside the recursion ACL over UDP, where a cookie that does not
+// verify gets BADCOOKIE).
+func TestCookiesInteropKnot(t *testing.T) {
+	const secret = "e5e973e5a6b2a43f48e7dc849e37bfcf"
+	pub, local := knotSources(t)
+	s := newTestServer(t, testConfig{Config: Config{Upstreams: []string{deadUpstream(t)}, RecursionAllow: []netip.Prefix{},
+		RateLimit: -1, CookieSecret: mustHexT(t, secret)}}, pub, local)
+	host, _, _ := net.SplitHostPort(s.Addr())
+	knot := startKnotConf(t, knotZones(host), "mod-cookies:\n  - id: shared\n    secret: 0x"+secret+"\n    badcookie-slip: 1\n",
+		"    global-module: mod-cookies/shared\n")
+
+	// Controls: a server cookie neither made gets BADCOOKIE from both.
+	forged := clientCookie + "01000000" + "00000000" + "0102030405060708"
+	for _, srv := range []string{s.Addr(), knot} {
+		if m, _ := askCookie(t, "udp", srv, "site.p2p.", dns.TypeA, forged); m.Rcode != dns.RcodeBadCookie {
+			t.Fatalf("%s: forged cookie answered %s, want BADCOOKIE", srv, dns.RcodeToString[m.Rcode])
+		}
+	}
+	_, ours := askCookie(t, "udp", s.Addr(), "site.p2p.", dns.TypeA, clientCookie)
+	m, theirs := askCookie(t, "udp", knot, "site.p2p.", dns.TypeA, ours)
+	if m.Rcode != 0 || len(m.Answer) != 1 {
+		t.Fatalf("Knot refused the node's cookie %s: %v", ours, m)
+	}
+	if len(theirs) != 48 {
+		t.Fatalf("Knot's reply cookie %q", theirs)
+	}
+	if m, _ := askCookie(t, "udp", s.Addr(), "site.p2p.", dns.TypeA, theirs); m.Rcode != 0 || len(m.Answer) != 1 {
+		t.Fatalf("the node refused Knot's cookie %s: %v", theirs, m)
+	}
 }
