@@ -220,6 +220,7 @@ func (s *Server) serveUDP(c *net.UDPConn, sh *shard) {
 		}
 		sh.queries.Add(int64(n))
 		sh.batches.Add(1)
+		sh.nowOK = false // the batch's clock (cookies)
 		t := s.fresh(s.table.Load())
 		debug := s.debugEnabled()
 		qlog := s.qlog.on.Load()
@@ -230,9 +231,10 @@ func (s *Server) serveUDP(c *net.UDPConn, sh *shard) {
 				// Longer than any query we accept: FORMERR (RFC 1035 §4.1.1).
 				if len(pkt) >= 12 && pkt[2]&0x80 == 0 {
 					sh.formerr.Add(1)
+					sh.rcodes.add(dns.RcodeFormatError)
 					resp, from := headerOnly(pkt, dns.RcodeFormatError), b.source(i)
 					if !s.recursionFor(from.Addr()) {
-						resp = resp[:s.screen(resp, from.Addr(), sh)]
+						resp = resp[:s.screen(resp, from.Addr(), sh, false)]
 					}
 					if len(resp) > 0 {
 						var ctl []byte
@@ -244,10 +246,9 @@ func (s *Server) serveUDP(c *net.UDPConn, sh *shard) {
 				}
 				continue
 			}
-			var client netip.Addr
-			if s.checkClients {
-				client = b.source(i).Addr()
-			}
+			// The client's address: for the ACL, and for the server
+			// cookie of a query that has a client cookie (cookies.go).
+			client := b.source(i).Addr()
 			if m := s.fast(t, pkt, &q, b.obufs[k], size, client, sh); m != 0 {
 				if m < 0 {
 					continue // rate-limited: no reply

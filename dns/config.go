@@ -52,6 +52,10 @@ type Config struct {
 	// QueryLog starts the server with the query log and per-client
 	// counters on (Server.SetQueryLog changes it live); default off.
 	QueryLog bool
+	// CookieSecret is the 16-byte secret of the server's DNS cookies
+	// (RFC 9018; share it between servers of one anycast address); nil:
+	// a random one made at start (cookies.go).
+	CookieSecret []byte
 }
 
 func (c *Config) defaults() {

@@ -21,7 +21,7 @@ var ErrNoReply = errors.New("not a DNS query")
 // table is current, as every query does.
 func (s *Server) Exchange(ctx context.Context, query []byte, client netip.Addr) ([]byte, uint32, error) {
 	s.slowCnt.queries.Add(1)
-	b, m := s.exchange(ctx, query, true, s.recursionFor(client.Unmap()))
+	b, m, _ := s.exchange(ctx, query, true, s.recursionFor(client.Unmap()), client.Unmap())
 	if b == nil {
 		return nil, 0, ErrNoReply
 	}

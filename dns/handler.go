@@ -46,18 +46,19 @@ func headerOnly(raw []byte, rcode int) []byte {
 // handleRaw is the UDP slow path: checks, unpack, answer, pack. nil means
 // no reply (not a query, or not even a header). recurse says whether the
 // client gets recursion.
-func (s *Server) handleRaw(ctx context.Context, raw []byte, recurse bool) []byte {
-	b, _ := s.exchange(ctx, raw, false, recurse)
-	return b
+func (s *Server) handleRaw(ctx context.Context, raw []byte, recurse bool, client netip.Addr) ([]byte, bool) {
+	b, _, proven := s.exchange(ctx, raw, false, recurse, client)
+	return b, proven
 }
 
 // exchange answers the query in raw: the packed reply, and the reply as
-// a message when it is more than a bare header. stream is true for
-// transports without the UDP size limit (DoH, DoT: 64 KiB).
-func (s *Server) exchange(ctx context.Context, raw []byte, stream, recurse bool) ([]byte, *dns.Msg) {
+// a message when it is more than a bare header, and whether the query
+// carried a valid server cookie. stream is true for transports without
+// the UDP size limit (DoH, DoT: 64 KiB).
+func (s *Server) exchange(ctx context.Context, raw []byte, stream, recurse bool, client netip.Addr) ([]byte, *dns.Msg, bool) {
 	if len(raw) < 12 {
 		s.slowCnt.dropped.Add(1)
-		return nil, nil
+		return nil, nil, false
 	}
 	var dh dns.Header
 	dh.Id = binary.BigEndian.Uint16(raw)
@@ -69,27 +70,32 @@ func (s *Server) exchange(ctx context.Context, raw []byte, stream, recurse bool)
 	switch accept(dh) {
 	case dns.MsgIgnore:
 		s.slowCnt.dropped.Add(1)
-		return nil, nil
+		return nil, nil, false
 	case dns.MsgRejectNotImplemented:
 		s.slowCnt.notimp.Add(1)
-		return headerOnly(raw, dns.RcodeNotImplemented), nil
+		s.slowCnt.rcodes.add(dns.RcodeNotImplemented)
+		return headerOnly(raw, dns.RcodeNotImplemented), nil, false
 	case dns.MsgReject:
 		s.slowCnt.formerr.Add(1)
-		return headerOnly(raw, dns.RcodeFormatError), nil
+		s.slowCnt.rcodes.add(dns.RcodeFormatError)
+		return headerOnly(raw, dns.RcodeFormatError), nil, false
 	}
 	req := new(dns.Msg)
 	if err := req.Unpack(raw); err != nil {
 		s.slowCnt.formerr.Add(1)
-		return headerOnly(raw, dns.RcodeFormatError), nil
+		s.slowCnt.rcodes.add(dns.RcodeFormatError)
+		return headerOnly(raw, dns.RcodeFormatError), nil, false
 	}
-	resp := s.answer(ctx, req, stream, recurse)
+	resp, proven := s.answer(ctx, req, stream, recurse, client)
 	b, err := resp.Pack()
 	if err != nil {
 		s.logError("dns pack reply", err)
 		s.slowCnt.servfail.Add(1)
-		return headerOnly(raw, dns.RcodeServerFailure), nil
+		s.slowCnt.rcodes.add(dns.RcodeServerFailure)
+		return headerOnly(raw, dns.RcodeServerFailure), nil, false
 	}
-	return b, resp
+	s.slowCnt.rcodes.add(resp.Rcode)
+	return b, resp, proven
 }
 
 // serveTCP answers one TCP query through miekg/dns.
@@ -102,16 +108,17 @@ func (s *Server) serveTCP(w dns.ResponseWriter, req *dns.Msg) {
 			recurse = s.acl.contains(a.AddrPort().Addr())
 		}
 	}
-	resp := s.answer(s.baseCtx, req, true, recurse)
+	var client netip.Addr
+	if a, ok := w.RemoteAddr().(*net.TCPAddr); ok {
+		client = a.AddrPort().Addr()
+	}
+	resp, _ := s.answer(s.baseCtx, req, true, recurse, client)
+	s.slowCnt.rcodes.add(resp.Rcode)
 	qlog := s.qlog.on.Load() // as the query is answered, not after
 	if err := w.WriteMsg(resp); err != nil && !s.stopped.Load() {
 		s.logError("dns tcp write", err)
 	}
 	if qlog {
-		var client netip.Addr
-		if a, ok := w.RemoteAddr().(*net.TCPAddr); ok {
-			client = a.AddrPort().Addr()
-		}
 		path := "tcp"
 		if cs, ok := w.(dns.ConnectionStater); ok && cs.ConnectionState() != nil {
 			path = "tls"
@@ -126,21 +133,23 @@ func (s *Server) serveTCP(w dns.ResponseWriter, req *dns.Msg) {
 
 // answer builds the reply to a well-formed query: from the table, else
 // upstream when the client gets recursion (recurse), else REFUSED;
-// truncated to the client's UDP size (UDP) or 64 KiB (TCP).
-func (s *Server) answer(ctx context.Context, req *dns.Msg, tcp, recurse bool) *dns.Msg {
+// truncated to the client's UDP size (UDP) or 64 KiB (TCP). client is
+// the client's address (its server cookie is made for it); proven says
+// the query carried a valid server cookie (cookies.go).
+func (s *Server) answer(ctx context.Context, req *dns.Msg, tcp, recurse bool, client netip.Addr) (_ *dns.Msg, proven bool) {
 	resp := new(dns.Msg)
 	resp.SetReply(req)
 	resp.RecursionAvailable = recurse
 	resp.CheckingDisabled = req.CheckingDisabled
 	if len(req.Question) != 1 || len(req.Answer) != 0 || len(req.Ns) != 0 {
-		return s.fail(resp, req, dns.RcodeFormatError)
+		return s.fail(resp, req, dns.RcodeFormatError), false
 	}
 	// EDNS0 (RFC 6891): one OPT at most, version 0.
 	var opt *dns.OPT
 	for _, rr := range req.Extra {
 		if o, ok := rr.(*dns.OPT); ok {
 			if opt != nil {
-				return s.fail(resp, req, dns.RcodeFormatError)
+				return s.fail(resp, req, dns.RcodeFormatError), false
 			}
 			opt = o
 		}
@@ -151,20 +160,33 @@ func (s *Server) answer(ctx context.Context, req *dns.Msg, tcp, recurse bool) *d
 			resp.SetEdns0(s.cfg.UDPSize, opt.Do())
 			s.slowCnt.formerr.Add(1)
 			resp.Rcode = dns.RcodeBadVers
-			return resp
+			return resp, false
 		}
 		limit = max(min(int(opt.UDPSize()), int(s.cfg.UDPSize)), zone.MinUDPSize)
 	}
 	if tcp {
 		limit = dns.MaxMsgSize
 	}
+	var ck *cookieState
+	if opt != nil {
+		st := s.readCookie(opt, client.Unmap())
+		if st.malformed {
+			return s.finish(s.fail(resp, req, dns.RcodeFormatError), opt, limit, nil), false // RFC 7873 §5.2.2
+		}
+		ck, proven = &st, st.proven
+		if st.bad && !tcp && !recurse {
+			// A server cookie that is not ours from a UDP client outside
+			// the ACL: BADCOOKIE with a fresh one, no data (cookies.go).
+			return s.finish(s.fail(resp, req, dns.RcodeBadCookie), opt, limit, ck), false
+		}
+	}
 	q := req.Question[0]
 	switch q.Qtype {
 	case dns.TypeAXFR, dns.TypeIXFR:
 		// We hold no zone to transfer.
-		return s.finish(s.fail(resp, req, dns.RcodeRefused), opt, limit)
+		return s.finish(s.fail(resp, req, dns.RcodeRefused), opt, limit, ck), proven
 	case dns.TypeOPT, dns.TypeTSIG, dns.TypeTKEY, 0:
-		return s.finish(s.fail(resp, req, dns.RcodeFormatError), opt, limit)
+		return s.finish(s.fail(resp, req, dns.RcodeFormatError), opt, limit, ck), proven
 	}
 	t := s.current()
 	res := t.Resolve(q.Name, q.Qtype, q.Qclass)
@@ -173,7 +195,7 @@ func (s *Server) answer(ctx context.Context, req *dns.Msg, tcp, recurse bool) *d
 			// Only recursion would answer this, and this client gets none
 			// (RFC 5358: no open resolvers).
 			s.slowCnt.recursionRefused.Add(1)
-			return s.finish(s.fail(resp, req, dns.RcodeRefused), opt, limit)
+			return s.finish(s.fail(resp, req, dns.RcodeRefused), opt, limit, ck), proven
 		}
 		// A local CNAME that leaves our data: give what we hold, as an
 		// authoritative server does; the client follows the chain itself.
@@ -183,9 +205,10 @@ func (s *Server) answer(ctx context.Context, req *dns.Msg, tcp, recurse bool) *d
 	resp.Rcode = res.Rcode
 	resp.Answer = res.Answer
 	resp.Ns = res.Ns
+	resp.Extra = res.Extra
 	if res.Upstream {
 		if q.Qclass != dns.ClassINET && q.Qclass != dns.ClassANY {
-			return s.finish(s.fail(resp, req, dns.RcodeRefused), opt, limit)
+			return s.finish(s.fail(resp, req, dns.RcodeRefused), opt, limit, ck), proven
 		}
 		s.slowCnt.upstream.Add(1)
 		m, err := s.up.Resolve(ctx, res.UpstreamName, q.Qtype, dns.ClassINET)
@@ -212,7 +235,7 @@ func (s *Server) answer(ctx context.Context, req *dns.Msg, tcp, recurse bool) *d
 		}
 	}
 	s.count(resp.Rcode)
-	return s.finish(resp, opt, limit)
+	return s.finish(resp, opt, limit, ck), proven
 }
 
 func (s *Server) fail(resp, req *dns.Msg, rcode int) *dns.Msg {
@@ -237,11 +260,13 @@ func (s *Server) count(rcode int) {
 	}
 }
 
-// finish adds our OPT when the query had one and truncates to limit
-// (miekg/dns sets TC when records had to go, RFC 2181 §9).
-func (s *Server) finish(resp *dns.Msg, opt *dns.OPT, limit int) *dns.Msg {
+// finish adds our OPT when the query had one (with the reply's cookie,
+// ck) and truncates to limit (miekg/dns sets TC when records had to go,
+// RFC 2181 §9).
+func (s *Server) finish(resp *dns.Msg, opt *dns.OPT, limit int, ck *cookieState) *dns.Msg {
 	if opt != nil {
 		resp.SetEdns0(s.cfg.UDPSize, opt.Do())
+		addCookie(resp, ck)
 	}
 	resp.Truncate(limit)
 	return resp

@@ -251,3 +251,10 @@ func contextWithTimeout(d time.Duration) (context.Context, context.CancelFunc) {
 
 // listenPair binds UDP and TCP on one free loopback port.
 var listenPair = dnstest.ListenPair
+
+// slowReply is the slow path's reply to pkt from a loopback client that
+// gets recursion.
+func slowReply(s *Server, pkt []byte) []byte {
+	b, _ := s.handleRaw(context.Background(), pkt, true, loopback)
+	return b
+}

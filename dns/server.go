@@ -38,12 +38,14 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/miekg/dns"
 
+	"peerdns/dns/cookie"
 	"peerdns/dns/records"
 	"peerdns/dns/upstream"
 	"peerdns/dns/zone"
@@ -98,6 +100,8 @@ type Server struct {
 	lastLog     atomic.Int64
 	touches     *zone.Touches // nil without Config.OnP2PAnswer
 	qlog        *queryLog     // query log and per-client counters (querylog.go)
+	nsAddrs     []netip.Addr  // the address of zone.NSName: the listen address when specific (authority.go)
+	cookies     *cookie.Jar   // DNS cookies (cookies.go)
 }
 
 // shard is one reader's counters, padded so readers never share a line.
@@ -106,7 +110,14 @@ type shard struct {
 	nxdomain, servfail, formerr, refused, notimp atomic.Int64
 	upstream, batches                            atomic.Int64
 	recursionRefused, rateLimited, slipped       atomic.Int64
-	_                                            [64]byte
+	rcodes                                       rcodeCounts // answers sent, by RCODE (rcodes.go)
+	// now is the reader's clock for the datagrams of one batch (set when
+	// nowOK is false, cleared at each read): cookies need the time in
+	// seconds, and time.Now was a third of a cookie answer's cost.
+	// Only the shard's own reader touches it.
+	now   time.Time
+	nowOK bool
+	_     [64]byte
 }
 
 // New builds a server over the published p2p view and local records;
@@ -151,10 +162,16 @@ func New(cfg Config, pub *view.Published, local *records.Published, log *slog.Lo
 			Servers: kept, Timeout: cfg.UpstreamTimeout, CacheSize: cfg.CacheSize,
 			FailureTTL: cfg.FailureTTL, UDPSize: cfg.UDPSize, Now: cfg.Now,
 		}),
-		slow: make(chan struct{}, cfg.MaxSlow),
-		acl:  newACL(cfg.RecursionAllow),
-		qlog: newQueryLog(),
+		slow:    make(chan struct{}, cfg.MaxSlow),
+		acl:     newACL(cfg.RecursionAllow),
+		qlog:    newQueryLog(),
+		nsAddrs: listenAddrs(cfg.Addr),
 	}
+	jar, err := cookie.New(cfg.CookieSecret)
+	if err != nil {
+		return nil, err
+	}
+	s.cookies = jar
 	s.qlog.on.Store(cfg.QueryLog)
 	s.qlog.tokens.Store(QueryLogRate)
 	if cfg.RateLimit > 0 {
@@ -197,7 +214,7 @@ func (s *Server) rebuild() *zone.Table {
 	if prev.BuiltFrom(v, l) {
 		return prev
 	}
-	t := zone.Rebuild(prev, v, l, zone.Options{TTL: s.cfg.TTL, Touches: s.touches})
+	t := zone.Rebuild(prev, v, l, zone.Options{TTL: s.cfg.TTL, Touches: s.touches, NSAddrs: s.nsAddrs})
 	s.table.Store(t)
 	return t
 }

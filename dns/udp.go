@@ -43,6 +43,7 @@ func (s *Server) readLoop(c *net.UDPConn, sh *shard) {
 		}
 		sh.queries.Add(1)
 		sh.batches.Add(1)
+		sh.nowOK = false
 		if t := s.fresh(s.table.Load()); t != nil {
 			m := s.fast(t, buf[:n], &q, out, size, from.Addr(), sh)
 			if m > 0 {
@@ -89,6 +90,13 @@ func (s *Server) fast(t *zone.Table, pkt []byte, q *zone.Query, out []byte, size
 	if t == nil || !zone.Parse(pkt, size, q) {
 		return 0
 	}
+	proven := false
+	if q.CookieLen > 0 {
+		var ok bool
+		if ok, proven = s.fastCookie(pkt, q, client, sh); !ok {
+			return 0 // BADCOOKIE: the slow path
+		}
+	}
 	m := t.Answer(pkt, q, out, s.cfg.UDPSize)
 	if m == 0 {
 		if !q.Miss {
@@ -100,25 +108,32 @@ func (s *Server) fast(t *zone.Table, pkt []byte, q *zone.Query, out []byte, size
 		if s.checkClients && !s.acl.contains(client) {
 			return 0
 		}
-		return s.cached(pkt, q, out)
+		m = s.cached(pkt, q, out)
+		if m > 0 {
+			sh.rcodes.add(int(out[3] & 0xF))
+		}
+		return m
 	}
 	if s.checkClients && !s.acl.contains(client) {
-		if m = s.screen(out[:m], client, sh); m == 0 {
+		if m = s.screen(out[:m], client, sh, proven); m == 0 {
 			return -1
 		}
 	}
+	sh.rcodes.add(int(out[3] & 0xF))
 	return m
 }
 
 // screen applies to resp (in place) what a UDP client outside the
 // recursion ACL gets: RA cleared, then the response-rate limit. It
-// returns the length to send, 0 for nothing.
-func (s *Server) screen(resp []byte, client netip.Addr, sh *shard) int {
+// returns the length to send, 0 for nothing. A client that proved its
+// address with a valid server cookie (proven) is not rate-limited, as
+// over TCP (cookies.go).
+func (s *Server) screen(resp []byte, client netip.Addr, sh *shard, proven bool) int {
 	if len(resp) < 12 {
 		return 0
 	}
 	resp[3] &^= 0x80 // RA: no recursion for this client (RFC 1035 §4.1.1)
-	if s.rrl == nil {
+	if s.rrl == nil || proven {
 		return len(resp)
 	}
 	switch s.rrl.take(client) {
@@ -200,12 +215,12 @@ func (s *Server) slowUDP(c *net.UDPConn, pkt []byte, from netip.AddrPort, ctl []
 		defer s.wg.Done()
 		defer func() { <-s.slow }()
 		recurse := s.recursionFor(from.Addr())
-		resp := s.handleRaw(s.baseCtx, req, recurse)
+		resp, proven := s.handleRaw(s.baseCtx, req, recurse, from.Addr().Unmap())
 		if resp == nil {
 			return
 		}
 		if !recurse {
-			n := s.screen(resp, from.Addr(), &s.slowCnt)
+			n := s.screen(resp, from.Addr(), &s.slowCnt, proven)
 			if n == 0 {
 				return
 			}

@@ -14,7 +14,7 @@
 # (the harness, to see what the rest of the node costs).
 #
 # Needs root for apt-get (skipped when every tool is installed). Binds
-# only 127.0.0.1 ports BASE_PORT..BASE_PORT+7.
+# only 127.0.0.1 ports BASE_PORT..BASE_PORT+9.
 #
 # A second table (FORWARD=1, the default) puts peerdns, Unbound and
 # dnsmasq as caching forwarders in front of the Knot instance and asks
@@ -28,6 +28,7 @@ DNSPERF_OPTS=${DNSPERF_OPTS:--T 2 -c 4 -q 500}
 BASE_PORT=${BASE_PORT:-15301}
 FORWARD=${FORWARD:-1}             # also compare caching forwarders (peerdns, Unbound, dnsmasq)
 P99_SECONDS=${P99_SECONDS:-3}     # length of the verbose run that gives each server's p99 latency
+BASELINE=${BASELINE:-}            # a git revision: also measure bench/dns/serve built from it ("peerdns-base"), same rounds
 
 cd "$(dirname "$0")/../.."
 need=()
@@ -162,6 +163,17 @@ for i in range(n):
         sys.exit("add-local-dns host%d: %d" % (i, r.status))
 PY
 echo "peerdns node: $NAMES records added through its admin API" >&2
+
+# The harness as it was at BASELINE, for a before/after in one run.
+P_BASE=""
+if [ -n "$BASELINE" ]; then
+  P_BASE=$((BASE_PORT + 9))
+  mkdir -p "$W/base"
+  git archive "$BASELINE" | tar -x -C "$W/base"
+  (cd "$W/base" && go build -o "$W/serve-base" ./bench/dns/serve)
+  "$W/serve-base" -addr "127.0.0.1:$P_BASE" -n "$NAMES" >"$W/peerdns-base.log" 2>&1 & PID_OF[peerdns-base]=$!; PIDS+=($!)
+  echo "peerdns-base: bench/dns/serve at $(git rev-parse --short "$BASELINE")" >&2
+fi
 
 wait_up() {
   local name=$1 port=$2
@@ -303,7 +315,7 @@ measure() {
 }
 
 measure "authoritative (1,000 names served by each)" \
-  "peerdns-node:$P_NODE" "peerdns:$P_PEERDNS" "knot:$P_KNOT" "nsd:$P_NSD" "unbound:$P_UNBOUND" "dnsmasq:$P_DNSMASQ"
+  "peerdns-node:$P_NODE" "peerdns:$P_PEERDNS" ${P_BASE:+"peerdns-base:$P_BASE"} "knot:$P_KNOT" "nsd:$P_NSD" "unbound:$P_UNBOUND" "dnsmasq:$P_DNSMASQ"
 
 if [ "$FORWARD" = 1 ]; then
   for s in "fwd-peerdns:$P_FPEERDNS" "fwd-unbound:$P_FUNBOUND" "fwd-dnsmasq:$P_FDNSMASQ"; do

@@ -5,19 +5,22 @@ import (
 )
 
 // Negative answers (RFC 2308). The node is the authority for the .p2p
-// namespace (the ledger) and for each claimed and internal domain, so
-// its negative answers there carry a SOA in the authority section, which
-// tells resolvers how long to cache them:
+// namespace (the ledger) and for each claimed and internal domain (the
+// zones of apex.go), so its negative answers there carry a SOA in the
+// authority section, which tells resolvers how long to cache them:
 //
 //   - NODATA for a type an internal or p2p domain (or a subdomain it
 //     answers) has no record of: the domain's own SOA;
 //   - a name under .p2p that no one has claimed: NXDOMAIN with the SOA of
-//     "p2p." (these names no longer go upstream: nobody else answers .p2p).
+//     "p2p." (these names no longer go upstream: nobody else answers
+//     .p2p), or NODATA with it for an empty non-terminal (RFC 8020);
+//   - NODATA of a local name inside one of those zones: that zone's SOA.
 //
 // The SOA's TTL and MINIMUM are the table's TTL (30 s by default: a vote
 // can change the answer), so the negative TTL of §5, min(TTL, MINIMUM),
-// is the same as a positive answer's. Local records keep their NODATA
-// without SOA: they are the operator's names, in no zone we hold.
+// is the same as a positive answer's. Local names outside those zones
+// keep their NODATA without SOA, and without AA: they are the
+// operator's names, in no zone we hold.
 
 // P2PZone is the namespace the ledger owns.
 const P2PZone = "p2p."
@@ -26,7 +29,7 @@ const P2PZone = "p2p."
 func (t *Table) soa(zone string) dns.RR {
 	return &dns.SOA{
 		Hdr:     dns.RR_Header{Name: zone, Rrtype: dns.TypeSOA, Class: dns.ClassINET, Ttl: t.ttl},
-		Ns:      zone,
+		Ns:      NSName, // the primary server: ours (apex.go)
 		Mbox:    "hostmaster." + zone,
 		Serial:  uint32(t.ViewVersion),
 		Refresh: 3600,

@@ -26,7 +26,13 @@ func TestNegativeSOA(t *testing.T) {
 		{"site.p2p.", dns.TypeA, dns.RcodeSuccess, "", false},
 		{"host1.bench.test.", dns.TypeMX, dns.RcodeSuccess, "", false}, // local NODATA: no zone of ours
 		{"nobody.example.", dns.TypeA, dns.RcodeSuccess, "", true},
-		{"p2p.", dns.TypeSOA, dns.RcodeSuccess, "", true}, // the TLD itself is not a claimed name
+		{"p2p.", dns.TypeMX, dns.RcodeSuccess, "p2p.", false},          // the apex of the zone: NODATA
+		{"ns.p2p.", dns.TypeMX, dns.RcodeSuccess, "p2p.", false},       // the name server's name
+		{"x.ns.p2p.", dns.TypeA, dns.RcodeNameError, "p2p.", false},    // nothing below it
+		{"b.p2p.", dns.TypeA, dns.RcodeSuccess, "p2p.", false},         // empty non-terminal of a.b.p2p (RFC 8020)
+		{"c.a.b.p2p.", dns.TypeA, dns.RcodeSuccess, "", false},         // under a.b.p2p: its address
+		{"x.b.p2p.", dns.TypeA, dns.RcodeNameError, "p2p.", false},     // beside it: nothing
+		{"a.b.p2p.", dns.TypeTXT, dns.RcodeSuccess, "a.b.p2p.", false}, // its own zone
 	} {
 		t.Run(tt.name+dns.TypeToString[tt.qtype], func(t *testing.T) {
 			res := tb.Resolve(tt.name, tt.qtype, dns.ClassINET)
@@ -55,7 +61,7 @@ func TestNegativeSOA(t *testing.T) {
 			if err := fast.Unpack(out[:m]); err != nil {
 				t.Fatal(err)
 			}
-			if fast.Rcode != tt.rcode || len(fast.Ns) != len(res.Ns) || (len(res.Ns) == 1 && fast.Ns[0].String() != res.Ns[0].String()) || !fast.Authoritative {
+			if fast.Rcode != tt.rcode || len(fast.Ns) != len(res.Ns) || (len(res.Ns) == 1 && fast.Ns[0].String() != res.Ns[0].String()) || fast.Authoritative != res.Authoritative {
 				t.Fatalf("fast %v\nslow %v", &fast, res.Ns)
 			}
 		})

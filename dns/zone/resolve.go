@@ -14,6 +14,7 @@ type Result struct {
 	Authoritative bool
 	Answer        []dns.RR // owner names already set to the question's name
 	Ns            []dns.RR // authority: the SOA of a negative answer (negative.go)
+	Extra         []dns.RR // additional: the name server's address with an NS answer of p2p. (apex.go)
 
 	// Upstream asks the caller to resolve (UpstreamName, qtype) upstream
 	// and append that answer to Answer (Answer may hold a CNAME chain
@@ -63,13 +64,31 @@ func (t *Table) Resolve(qname string, qtype, qclass uint16) Result {
 
 func (t *Table) answer(n *node, qname string, qtype uint16, depth int) Result {
 	if n == nil {
-		if underP2P(qname) {
+		if k, ok := Key(qname); ok && isP2P([]byte(k)) {
+			if t.isENT([]byte(k)) {
+				return t.entP2P()
+			}
 			return t.nxP2P()
 		}
 		return Result{Upstream: true, UpstreamName: qname}
 	}
 	res := Result{Kind: n.kind}
 	switch n.kind {
+	case KindZone:
+		res.Authoritative = true
+		if qtype == dns.TypeANY {
+			for _, typ := range sortedTypes(n.rrs) {
+				res.Answer = appendOwned(res.Answer, n.rrs[typ], qname)
+			}
+		} else {
+			res.Answer = appendOwned(res.Answer, n.rrs[qtype], qname)
+		}
+		if len(res.Answer) == 0 {
+			res.Ns = []dns.RR{t.soa(P2PZone)}
+		} else if qtype == dns.TypeNS || qtype == dns.TypeANY {
+			res.Extra = t.glue(n.name)
+		}
+		return res
 	case KindPublic:
 		res.Upstream, res.UpstreamName = true, qname
 		return res
@@ -86,13 +105,17 @@ func (t *Table) answer(n *node, qname string, qtype uint16, depth int) Result {
 			b := n.ip6.As16()
 			res.Answer = append(res.Answer, &dns.AAAA{Hdr: dns.RR_Header{Name: qname, Rrtype: dns.TypeAAAA, Class: dns.ClassINET, Ttl: t.ttl}, AAAA: net.IP(b[:])})
 		}
+		if isApex(n, qname) {
+			t.apexAnswer(&res, n.name, qname, qtype)
+		}
 		if len(res.Answer) == 0 {
 			res.Ns = []dns.RR{t.soa(n.name)} // NODATA (RFC 2308 §2.2)
 		}
 		return res
 	}
-	// Local records (a wildcard's are owned by the name asked, RFC 4592 §3.4.3).
-	res.Authoritative = true
+	// Local records (a wildcard's are owned by the name asked, RFC 4592
+	// §3.4.3): authoritative only inside a zone of ours (apex.go).
+	res.Authoritative = n.zone != ""
 	own := appendOwned
 	if n.wild {
 		own = appendAs
@@ -128,8 +151,12 @@ func (t *Table) answer(n *node, qname string, qtype uint16, depth int) Result {
 	if n.fallback != nil {
 		fb := t.answer(n.fallback, qname, qtype, depth)
 		if fb.Upstream || len(fb.Answer) > 0 {
+			fb.Authoritative = fb.Authoritative && res.Authoritative
 			return fb
 		}
+	}
+	if n.zone != "" && len(res.Answer) == 0 {
+		res.Ns = []dns.RR{t.soa(n.zone)}
 	}
 	return res // NODATA: the name exists locally
 }

@@ -16,6 +16,7 @@ type Answer struct {
 	Flags uint16 // AA and RCODE bits of the header
 	An    uint16 // ANCOUNT
 	Ns    uint16 // NSCOUNT (the SOA of a negative answer, RFC 2308)
+	Ar    uint16 // ARCOUNT before our OPT (glue of an NS answer)
 	Body  []byte
 }
 
@@ -46,6 +47,8 @@ func (t *Table) precompute(n *node) {
 				n.fast[i] = nodata
 			}
 		}
+		// The domain's own name is its zone's apex (apex.go).
+		n.apexSOA, n.apexNS = t.pack(n, dns.TypeSOA), t.pack(n, dns.TypeNS)
 		return
 	}
 	for i, qt := range slotTypes {
@@ -83,7 +86,7 @@ func (t *Table) packResult(res Result, owner string) *Answer {
 		t.buf = make([]byte, dns.MaxMsgSize)
 	}
 	buf := t.buf
-	for i, sec := range [][]dns.RR{res.Answer, res.Ns} {
+	for i, sec := range [][]dns.RR{res.Answer, res.Ns, res.Extra} {
 		for _, rr := range sec {
 			off := len(a.Body)
 			if i == 0 && strings.EqualFold(rr.Header().Name, owner) {
@@ -105,10 +108,13 @@ func (t *Table) packResult(res Result, owner string) *Answer {
 				return nil
 			}
 			a.Body = append(a.Body, buf[1:m]...)
-			if i == 0 {
+			switch i {
+			case 0:
 				a.An++
-			} else {
+			case 1:
 				a.Ns++
+			default:
+				a.Ar++
 			}
 		}
 	}
@@ -127,14 +133,24 @@ type Query struct {
 	Qtype  uint16 // the question's type (class is IN)
 	Flags  uint16 // the query's header flags
 	Limit  int    // largest answer the client takes
-	EDNS   bool   // the query has a (bare, version 0) OPT record
+	EDNS   bool   // the query has a version 0 OPT record (bare, or with one COOKIE option)
 	DO     bool   // its DO bit
 	Miss   bool   // set by Answer: the name is not in the table at all
+
+	// CookieOff and CookieLen locate the data of the query's COOKIE
+	// option (RFC 7873; 8 or 16–40 bytes) in the packet; CookieLen is 0
+	// without one. A query with a cookie is only answered when the caller
+	// set OutCookie (the client cookie and our server cookie, dns/cookie)
+	// and CookieOut: Write then adds it to the OPT record.
+	CookieOff, CookieLen int
+	OutCookie            [24]byte
+	CookieOut            bool
 }
 
 // Parse checks that req is a plain query — QR=0, OPCODE=QUERY, TC=0,
 // Z=0, one question of class IN with an uncompressed name, no answer or
-// authority records, at most a bare OPT — and reads it into q. maxSize is
+// authority records, at most an OPT that is bare or holds one
+// well-formed COOKIE option — and reads it into q. maxSize is
 // the server's limit for the transport. Parse never allocates.
 func Parse(req []byte, maxSize int, q *Query) bool {
 	if len(req) < 17 {
@@ -186,13 +202,28 @@ func Parse(req []byte, maxSize int, q *Query) bool {
 	}
 	q.KeyLen, q.QEnd, q.Qtype, q.Flags = kn, qend, binary.BigEndian.Uint16(req[off:]), flags
 	q.Limit, q.EDNS, q.DO, q.Miss = maxSize, false, false, false
+	q.CookieOff, q.CookieLen, q.CookieOut = 0, 0, false
 	if ar == 1 {
 		p := qend
-		if len(req) != p+11 || req[p] != 0 || binary.BigEndian.Uint16(req[p+1:]) != dns.TypeOPT {
+		if len(req) < p+11 || req[p] != 0 || binary.BigEndian.Uint16(req[p+1:]) != dns.TypeOPT {
 			return false
 		}
-		if req[p+5] != 0 || req[p+6] != 0 || binary.BigEndian.Uint16(req[p+9:]) != 0 {
-			return false // extended RCODE, EDNS version (BADVERS) or options
+		if req[p+5] != 0 || req[p+6] != 0 {
+			return false // extended RCODE or EDNS version (BADVERS)
+		}
+		if rdlen := int(binary.BigEndian.Uint16(req[p+9:])); len(req) != p+11+rdlen {
+			return false
+		} else if rdlen > 0 {
+			// One option, a COOKIE of a valid length; a malformed one
+			// gets FORMERR on the slow path (RFC 7873 §5.2.2).
+			if rdlen < 4 || binary.BigEndian.Uint16(req[p+11:]) != dns.EDNS0COOKIE {
+				return false
+			}
+			ol := int(binary.BigEndian.Uint16(req[p+13:]))
+			if 4+ol != rdlen || (ol != 8 && (ol < 16 || ol > 40)) {
+				return false
+			}
+			q.CookieOff, q.CookieLen = p+15, ol
 		}
 		q.EDNS, q.DO = true, req[p+7]&0x80 != 0
 		if sz := int(binary.BigEndian.Uint16(req[p+3:])); sz < q.Limit {
@@ -224,15 +255,24 @@ func (t *Table) Fast(req, out []byte, maxSize int, ednsSize uint16) int {
 // Answer writes the pre-packed answer to the parsed query q, or returns
 // 0 (and sets q.Miss when no name of the table covers the question).
 func (t *Table) Answer(req []byte, q *Query, out []byte, ednsSize uint16) int {
+	if q.CookieLen > 0 && !q.CookieOut {
+		return 0 // the table makes no cookies (the server does)
+	}
 	key := q.Key[:q.KeyLen]
 	n := t.nodes[string(key)]
+	exact := n != nil
 	if n == nil {
 		if n = t.cover(key); n == nil {
 			// (Common types only: the slow path owns the odd ones, e.g.
 			// FORMERR for OPT, REFUSED for AXFR.)
 			if t.nx != nil && slot(q.Qtype) >= 0 && isP2P(key) {
-				// An unclaimed .p2p name: NXDOMAIN with the SOA (RFC 2308).
-				return Write(req, q, out, t.nx.Flags, 0, t.nx.Ns, 0, t.nx.Body, ednsSize)
+				// An unclaimed .p2p name: NXDOMAIN with the SOA (RFC
+				// 2308), or NODATA for an empty non-terminal (RFC 8020).
+				a := t.nx
+				if t.isENT(key) {
+					a = t.entAns
+				}
+				return Write(req, q, out, a.Flags, a.An, a.Ns, a.Ar, a.Body, ednsSize)
 			}
 			q.Miss = true
 			return 0
@@ -242,24 +282,35 @@ func (t *Table) Answer(req []byte, q *Query, out []byte, ednsSize uint16) int {
 	var a *Answer
 	if s := slot(q.Qtype); s >= 0 {
 		a = n.fast[s]
+		if exact && n.apexSOA != nil {
+			switch q.Qtype {
+			case dns.TypeSOA:
+				a = n.apexSOA
+			case dns.TypeNS:
+				a = n.apexNS
+			}
+		}
 	} else if n.other != nil {
 		a = n.other[q.Qtype]
 	}
 	if a == nil {
 		return 0
 	}
-	return Write(req, q, out, a.Flags, a.An, a.Ns, 0, a.Body, ednsSize)
+	return Write(req, q, out, a.Flags, a.An, a.Ns, a.Ar, a.Body, ednsSize)
 }
 
 // Write builds a response to q in out: the query's ID, RD and CD, QR and
 // RA set, the given flag bits (AA, RCODE) and section counts, the query's
 // own question bytes, body (every record after the question), and an OPT
-// record when the query had one. It returns 0 when the result would
-// exceed q.Limit or out.
+// record when the query had one (with q.OutCookie when q.CookieOut). It
+// returns 0 when the result would exceed q.Limit or out.
 func Write(req []byte, q *Query, out []byte, flags, an, ns, ar uint16, body []byte, ednsSize uint16) int {
 	total := q.QEnd + len(body)
 	if q.EDNS {
 		total += 11
+		if q.CookieOut {
+			total += 4 + len(q.OutCookie)
+		}
 	}
 	if total > q.Limit || total > len(out) {
 		return 0 // the slow path truncates
@@ -282,6 +333,12 @@ func Write(req []byte, q *Query, out []byte, flags, an, ns, ar uint16, body []by
 		out[w+8] = 0
 		binary.BigEndian.PutUint16(out[w+9:], 0)
 		w += 11
+		if q.CookieOut {
+			binary.BigEndian.PutUint16(out[w-2:], uint16(4+len(q.OutCookie)))
+			binary.BigEndian.PutUint16(out[w:], dns.EDNS0COOKIE)
+			binary.BigEndian.PutUint16(out[w+2:], uint16(len(q.OutCookie)))
+			w += 4 + copy(out[w+4:], q.OutCookie[:])
+		}
 	} else {
 		binary.BigEndian.PutUint16(out[10:], ar)
 	}

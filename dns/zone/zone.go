@@ -11,6 +11,7 @@ package zone
 
 import (
 	"net/netip"
+	"slices"
 	"strings"
 	"sync/atomic"
 
@@ -37,6 +38,7 @@ const (
 	KindP2P                        // resolved p2p domain, preference p2p
 	KindPublic                     // resolved p2p domain whose preference is public: upstream
 	KindUnresolved                 // p2p domain in tie, insufficient_quorum, ...: upstream, SERVFAIL when it has no public data
+	KindZone                       // zone data of p2p. itself: its apex (SOA, NS) and its name server's address (apex.go)
 )
 
 func (k Kind) String() string {
@@ -51,6 +53,8 @@ func (k Kind) String() string {
 		return "public"
 	case KindUnresolved:
 		return "unresolved"
+	case KindZone:
+		return "zone"
 	}
 	return "none"
 }
@@ -59,6 +63,10 @@ func (k Kind) String() string {
 type Options struct {
 	TTL     uint32   // TTL of internal and p2p answers; 0 means DefaultTTL
 	Touches *Touches // reports answered p2p domains; nil: none
+	// NSAddrs are the addresses of NSName (the name server of every zone
+	// the node holds): the DNS server's own listen address when it is a
+	// specific one; none when it listens on every address (apex.go).
+	NSAddrs []netip.Addr
 }
 
 // Table is the compiled data at one version. Never modified after Build.
@@ -74,8 +82,13 @@ type Table struct {
 	// wild holds the local wildcard records: key is the wire name of the
 	// wildcard's parent ("*.dev.lan" → dev.lan); nil when there are none,
 	// so lookups without wildcards pay one nil check (see cover).
-	wild    map[string]*node
-	nx      *Answer // pre-packed NXDOMAIN for unclaimed .p2p names (negative.go)
+	wild map[string]*node
+	nx   *Answer // pre-packed NXDOMAIN for unclaimed .p2p names (negative.go)
+	// ents are the empty non-terminals under p2p. (a.b.p2p claimed, b.p2p
+	// not): NODATA, not NXDOMAIN (RFC 8020), answered with entAns.
+	ents    map[string]struct{}
+	entAns  *Answer
+	nsAddrs []netip.Addr
 	ttl     uint32
 	buf     []byte   // scratch for packing during Build; nil afterwards
 	touches *Touches // nil: answers are not reported
@@ -98,9 +111,17 @@ type node struct {
 	fast  [nslots]*Answer    // pre-packed answers by slot, nil: slow path
 	other map[uint16]*Answer // pre-packed answers of OTHER local types
 
-	wild   bool          // a wildcard (RFC 4592): its records are owned by the name asked
-	domain string        // p2p nodes: the view's name, reported by touch
-	seen   atomic.Uint32 // p2p nodes: the Touches epoch last reported
+	wild bool // a wildcard (RFC 4592): its records are owned by the name asked
+	// zone is the FQDN of the zone the node holds that contains a local
+	// node (an internal or p2p domain, else p2p.), "" for none: then its
+	// answers are not authoritative (apex.go).
+	zone string
+	// apexSOA and apexNS answer SOA and NS for the exact name of an
+	// internal or p2p domain (its zone's apex); its subdomains get the
+	// NODATA of fast[] for those types.
+	apexSOA, apexNS *Answer
+	domain          string        // p2p nodes: the view's name, reported by touch
+	seen            atomic.Uint32 // p2p nodes: the Touches epoch last reported
 }
 
 const nslots = 10
@@ -174,11 +195,11 @@ func Build(v *view.Snapshot, l *records.Snapshot, o Options) *Table {
 // elsewhere. In a burst of claims this made a compile of 1,000 domains a
 // map walk instead of packing every domain again.
 func Rebuild(prev *Table, v *view.Snapshot, l *records.Snapshot, o Options) *Table {
-	t := &Table{nodes: map[string]*node{}, parents: map[string]*node{}, ttl: o.TTL, view: v, local: l, touches: o.Touches}
+	t := &Table{nodes: map[string]*node{}, parents: map[string]*node{}, ttl: o.TTL, view: v, local: l, touches: o.Touches, nsAddrs: o.NSAddrs}
 	if t.ttl == 0 {
 		t.ttl = DefaultTTL
 	}
-	reuse := prev != nil && prev.view != nil && prev.local == l && prev.ttl == t.ttl && prev.touches == o.Touches
+	reuse := prev != nil && prev.view != nil && prev.local == l && prev.ttl == t.ttl && prev.touches == o.Touches && slices.Equal(prev.nsAddrs, o.NSAddrs)
 	var prefs map[string]string
 	if l != nil {
 		t.LocalVersion = l.Version
@@ -234,6 +255,7 @@ func Rebuild(prev *Table, v *view.Snapshot, l *records.Snapshot, o Options) *Tab
 	for k, n := range t.parents {
 		t.nodes[k] = n
 	}
+	t.addZoneNodes()
 	if l != nil {
 		for _, r := range l.Records {
 			if base, ok := records.WildcardBase(r.Name); ok {
@@ -268,12 +290,14 @@ func Rebuild(prev *Table, v *view.Snapshot, l *records.Snapshot, o Options) *Tab
 			}
 		}
 	}
+	t.setZones()
 	// Records are all in: pack the new nodes (a local node's answers may
 	// follow a CNAME into any other node, so this comes last).
 	for _, n := range t.fresh {
 		t.precompute(n)
 	}
 	t.nx = t.packResult(t.nxP2P(), "")
+	t.entAns = t.packResult(t.entP2P(), "")
 	t.buf, t.fresh = nil, nil
 	return t
 }
