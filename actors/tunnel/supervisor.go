@@ -319,7 +319,7 @@ func (a *Actor) load(c actor.Context) {
 		a.spawnClient(c, r, key)
 	}
 	a.loadSubscribeAll()
-	for _, d := range a.serviceDomains() {
+	for _, d := range a.ownedDomains() {
 		a.syncServices(c, d) // a crash may have come between the client and its claim write
 	}
 }
@@ -510,7 +510,7 @@ func (a *Actor) newClient(c actor.Context, o messages.TunnelClientOpts, key clie
 	a.spawnClient(c, r, key)
 	a.ev.emit(slog.LevelInfo, id, "tunnel client created", "domain", o.Domain, "port", o.Port, "follow", follow)
 	a.ev.hint(messages.HintTunnelClients)
-	if r.isService() {
+	if r.isOwned() {
 		a.syncServices(c, o.Domain)
 	}
 	return id, nil
@@ -561,13 +561,13 @@ func (a *Actor) deleteClient(c actor.Context, id string) {
 }
 
 // forgetClient drops a client (already gone from the store) from the
-// table and, for a service, from the domain's claim. A subscription
+// table and, for an owned client, from the domain's claim. A subscription
 // client deleted by id ends its subscription with it.
 func (a *Actor) forgetClient(c actor.Context, e *clientEntry) {
 	delete(a.clients, e.rec.ID)
 	a.ev.emit(slog.LevelInfo, e.rec.ID, "tunnel client deleted")
 	a.ev.hint(messages.HintTunnelClients)
-	if e.rec.isService() {
+	if e.rec.isOwned() {
 		a.syncServices(c, e.rec.Opts.Domain)
 	}
 }
