@@ -61,6 +61,7 @@ type Node struct {
 	pub       *view.Published
 	dns       *nodedns.Server
 	localDNS  *actor.PID
+	records   *records.Published // the local records, for the CA's scope
 	endpoint  *transport.QUICEndpoint
 	peers     *actor.PID
 	mesh      *peer.Mesh      // the peer network as tunnels see it
@@ -291,6 +292,7 @@ func (n *Node) startAdmin(ln net.Listener) {
 func (n *Node) startDNS() error {
 	dnsLog := n.logs["dns"]
 	recs := &records.Published{}
+	n.records = recs
 	srv, err := nodedns.New(nodedns.Config{
 		Addr: n.cfg.DNSAddr, Upstreams: n.cfg.Upstream, RecursionAllow: n.cfg.DNSRecursionAllow,
 		OnP2PAnswer: n.domainAnswered, CacheSize: n.cfg.DNSCacheSize, QueryLog: n.cfg.DNSQueryLog,
