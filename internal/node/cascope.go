@@ -38,6 +38,13 @@ import (
 // caScope is what the node serves now.
 func (n *Node) caScope() certs.Scope {
 	s := certs.Scope{Suffixes: []string{"p2p", n.cfg.AdminDomain, n.cfg.ProfileDomain}}
+	// The admin and profile domains' addresses, known before the ledger
+	// publishes its first view (the first root is made at start).
+	for _, ip := range []netip.Addr{n.edgeAnswer(), n.adminAnswer()} {
+		if ip.IsValid() {
+			s.Ranges = append(s.Ranges, netip.PrefixFrom(ip.Unmap(), ip.Unmap().BitLen()))
+		}
+	}
 	if v := n.pub.Load(); v != nil {
 		for name, ip := range v.Internal {
 			s.Suffixes = append(s.Suffixes, name)
@@ -61,6 +68,15 @@ func (n *Node) caScope() certs.Scope {
 		}
 	}
 	return s.Normalize()
+}
+
+// adminAnswer is the admin domain's address (invalid before the admin
+// socket is open).
+func (n *Node) adminAnswer() netip.Addr {
+	if n.adminLn == nil {
+		return netip.Addr{}
+	}
+	return answerAddr(n.adminLn.Addr())
 }
 
 // subnets asks the ledger for the configured subnets (nil when it does
