@@ -38,6 +38,11 @@ type Deps struct {
 	// Dialer, when set, is attached while the supervisor runs so other
 	// parts of the process (the edge proxy) can open tunnel connections.
 	Dialer *Dialer
+	// LocalAddr, when set, says why a domain's address cannot be bound
+	// (nil when it can): a client whose bind fails with "cannot assign
+	// requested address" adds it to its error (internal/vif: the address
+	// is not on the node's interface, and what would put it there).
+	LocalAddr func(netip.Addr) error
 
 	DialTimeout       time.Duration     // server → target TCP dial [5s]
 	OpenTimeout       time.Duration     // client → opening a stream to a provider [10s]
