@@ -183,7 +183,9 @@ func TestVirtualInterfaceLAN(t *testing.T) {
 	serveBanner(t, lab.node, 9000, "hello-from-the-tunnel")
 
 	proc, admin := startProcessWrapped(t, in(lab.node), t.TempDir())
-	var ifs struct{ Interfaces []struct{ Value, Label string } }
+	var ifs struct {
+		Interfaces []struct{ Value, Label string }
+	}
 	nsJSON(t, lab.node, admin, "GET", "/api/network-interfaces", "", &ifs)
 	found := false
 	for _, i := range ifs.Interfaces {
