@@ -85,7 +85,7 @@ func OpenScoped(dir string, now func() time.Time, scope func() Scope) (*CA, erro
 		if !errors.Is(err, os.ErrNotExist) {
 			return nil, err
 		}
-		if err := ca.newRoot(); err != nil {
+		if err := ca.newRoot(ca.currentScope()); err != nil {
 			return nil, err
 		}
 	}
@@ -120,8 +120,19 @@ func (ca *CA) loadRoot() error {
 	return nil
 }
 
-// newRoot makes a new root and writes it (replacing any).
-func (ca *CA) newRoot() error {
+// currentScope is the scope for a new root (nil: no constraints). It is
+// read before ca.mu is taken: the node's scope function asks an actor.
+func (ca *CA) currentScope() *Scope {
+	if ca.scope == nil {
+		return nil
+	}
+	s := ca.scope()
+	return &s
+}
+
+// newRoot makes a new root, constrained to scope when it is not nil, and
+// writes it (replacing any).
+func (ca *CA) newRoot(scope *Scope) error {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return err
@@ -137,8 +148,8 @@ func (ca *CA) newRoot() error {
 		IsCA:                  true,
 		MaxPathLenZero:        true,
 	}
-	if ca.scope != nil {
-		constrain(tpl, ca.scope())
+	if scope != nil {
+		constrain(tpl, *scope)
 		tpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tpl, tpl, &key.PublicKey, key)

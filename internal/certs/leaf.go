@@ -237,8 +237,9 @@ func (ca *CA) RegenerateRoot() (n int, dropped []string, err error) {
 	if err != nil {
 		return 0, nil, err
 	}
+	scope := ca.currentScope()
 	ca.mu.Lock()
-	err = ca.newRoot()
+	err = ca.newRoot(scope)
 	ca.leaves = map[string]*leaf{}
 	root, key := ca.root, ca.key
 	ca.mu.Unlock()
