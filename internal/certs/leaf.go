@@ -112,7 +112,10 @@ func (ca *CA) loadLeaf(domain string) (*leaf, error) {
 // certificate every client refuses.
 func (ca *CA) newLeaf(root *x509.Certificate, rootKey *ecdsa.PrivateKey, domain string, ip netip.Addr) (*leaf, error) {
 	if !AllowsName(root, domain) {
-		return nil, outside(domain, root, ca.scope)
+		// No advice here: a handshake must not ask the node what it
+		// serves (an actor round trip) for every refused name. Issue adds
+		// it for the API.
+		return nil, outside(domain, root, nil)
 	}
 	if ip.IsValid() && !AllowsIP(root, ip) {
 		ip = netip.Addr{}
@@ -171,6 +174,9 @@ func (ca *CA) Issue(domain string, ip netip.Addr) (Info, error) {
 	root, key := ca.root, ca.key
 	ca.mu.Unlock()
 	l, err := ca.newLeaf(root, key, domain, ip)
+	if errors.Is(err, ErrOutsideScope) && !AllowsName(root, domain) {
+		return Info{}, outside(domain, root, ca.scope)
+	}
 	if err != nil {
 		return Info{}, err
 	}
