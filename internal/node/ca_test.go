@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"peerdns/http/admin"
+	"peerdns/internal/certs"
 	"peerdns/internal/testutil"
 )
 
@@ -142,5 +143,31 @@ func TestInstallCANSS(t *testing.T) {
 	code, body = call(t, "POST", base+"/api/uninstall-ca", "")
 	if code != 200 || !strings.Contains(body, "does not hold it") || !strings.Contains(body, "was not there") {
 		t.Fatalf("second uninstall-ca = %d %q", code, body)
+	}
+}
+
+// A node whose root was made before name constraints keeps it and its
+// behaviour, says so in ca-status, and regenerate-ca constrains it.
+func TestCAUnconstrainedRootKept(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := certs.Open(filepath.Join(dir, "ca"), nil); err != nil {
+		t.Fatal(err)
+	}
+	n := newTestNode(t, dir)
+	base := "http://" + n.AdminAddr()
+	st := caStatusOn(t, n)
+	if st.Constrained || !st.RegenerateAdvised || !strings.Contains(st.Advice, "regenerate-ca") || !strings.Contains(st.Allows, "any name") {
+		t.Fatalf("ca-status with an old root: %+v", st)
+	}
+	mustJSON(t, "POST", base+"/api/generate-cert", `{"domain":"www.example.com"}`, 200, nil)
+	code, body := call(t, "POST", base+"/api/regenerate-ca", "")
+	if code != 200 || !strings.Contains(body, "dropped www.example.com") {
+		t.Fatalf("regenerate-ca = %d %q, want the out-of-scope leaf named as dropped", code, body)
+	}
+	if st = caStatusOn(t, n); !st.Constrained || st.RegenerateAdvised {
+		t.Fatalf("ca-status after regenerate-ca: %+v", st)
+	}
+	if code, _ := call(t, "POST", base+"/api/generate-cert", `{"domain":"www.example.com"}`); code != 400 {
+		t.Fatalf("generate-cert outside after regenerate-ca = %d, want 400", code)
 	}
 }
