@@ -52,6 +52,11 @@ type DomainEntry struct {
 	ConsensusState  *ConsensusState `json:"consensusState,omitempty"`
 	ConsensusStatus string          `json:"consensusStatus"`
 	Services        []Service       `json:"services"`
+	// Clients is the clients array of the claim shown (the same claim as
+	// Services): the ids of the tunnel clients its writer made for the
+	// domain with tunnel-client-create. Not in the spec's table; absent
+	// when empty.
+	Clients []string `json:"clients,omitempty"`
 }
 
 // GetDomains asks for the domain listing (internal domains first).

@@ -17,12 +17,17 @@ var (
 )
 
 // SetClaimServices rewrites the local writer's claim of Domain with the
-// same hash and ssl and these services (a signed ledger op, so every node
-// sees them). Nothing is written when they are unchanged. Err wraps
-// ErrNotOwner when the local writer has no claim for the domain.
+// same hash and ssl and these services and clients (a signed ledger op,
+// so every node sees them). Nothing is written when they are unchanged.
+// Err wraps ErrNotOwner when the local writer has no claim for the
+// domain.
 type SetClaimServices struct {
 	Domain   string
 	Services []Service
+	// Clients are the ids of the tunnel clients the owner made for the
+	// domain with tunnel-client-create (services included), sorted: the
+	// claim record's clients array.
+	Clients []string
 }
 
 // SetClaimServicesReply answers SetClaimServices.

@@ -75,11 +75,11 @@ func (a *Actor) domainListing() []messages.DomainEntry {
 				e.ConsensusStatus = consensus.Conflict
 			}
 			if rec, ok := a.st.claim(name, *cs.ResolvedClaimant); ok {
-				e.Services = rec.Services
+				e.Services, e.Clients = rec.Services, rec.Clients
 			}
 		case isLocal:
 			e.Hash = mine.Hash
-			e.Services = mine.Services
+			e.Services, e.Clients = mine.Services, mine.Clients
 		default:
 			e.Hash = earliestHash(a.st, name)
 		}

@@ -9,8 +9,8 @@ import (
 )
 
 // setClaimServices rewrites the local writer's claim of a domain with new
-// services, keeping its hash and ssl (and clients). Unchanged services
-// write nothing.
+// services and clients, keeping its hash and ssl. Unchanged lists write
+// nothing.
 func (a *Actor) setClaimServices(m *messages.SetClaimServices) error {
 	name, err := messages.NormalizeDomain(m.Domain)
 	if err != nil {
@@ -27,14 +27,18 @@ func (a *Actor) setClaimServices(m *messages.SetClaimServices) error {
 	if svcs == nil {
 		svcs = []messages.Service{}
 	}
-	if slices.Equal(rec.Services, svcs) {
+	clients := slices.Clone(m.Clients)
+	if clients == nil {
+		clients = []string{}
+	}
+	if slices.Equal(rec.Services, svcs) && slices.Equal(rec.Clients, clients) {
 		return nil
 	}
-	rec.Services = svcs
+	rec.Services, rec.Clients = svcs, clients
 	if _, err := a.appendLocal(write{key: messages.ClaimKey(name, a.st.self), value: encodeClaim(rec)}); err != nil {
 		return fmt.Errorf("store claim services: %w", err)
 	}
-	a.d.Log.Info("claim services written", "domain", name, "services", len(svcs))
+	a.d.Log.Info("claim services written", "domain", name, "services", len(svcs), "clients", len(clients))
 	return nil
 }
 

@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"os"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -193,6 +194,11 @@ func (r *clientRun) bindLoop(what string, listen func(addr netip.AddrPort) (bool
 			}
 			if errors.Is(err, os.ErrPermission) && o.Port < 1024 {
 				err = privilegeErr(addr.String(), err)
+			}
+			if errors.Is(err, syscall.EADDRNOTAVAIL) && r.d.LocalAddr != nil {
+				if why := r.d.LocalAddr(ip); why != nil {
+					err = fmt.Errorf("%w: %v", err, why)
+				}
 			}
 			msg := err.Error()
 			r.e.stats.fail(msg)

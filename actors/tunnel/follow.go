@@ -218,7 +218,7 @@ func (a *Actor) retarget(c actor.Context, e *clientEntry, want string) {
 			return // deleted or moved again meanwhile
 		}
 		ne.pid = c.Spawn(clientProps(a.d, a.ev, a.reg, ne))
-		if r.isService() {
+		if r.isOwned() {
 			a.syncServices(c, r.Opts.Domain)
 		}
 	}

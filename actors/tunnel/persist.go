@@ -39,6 +39,11 @@ type clientRecord struct {
 // services of its domain's claim.
 func (r clientRecord) isService() bool { return r.Opts.ServiceName != "" && r.Follow != followService }
 
+// isOwned: a client made by tunnel-client-create (which checks that the
+// local writer owns the domain), listed in the clients of its domain's
+// claim; every client that is not a subscription.
+func (r clientRecord) isOwned() bool { return !r.isSubscription() }
+
 // isSubscription: a client made by service-subscribe or subscribe-all.
 func (r clientRecord) isSubscription() bool { return r.Follow == followService }
 

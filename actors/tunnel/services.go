@@ -22,10 +22,15 @@ import (
 // list changed. So the owner's node is the only writer of the list and
 // every node reads it from the resolved claim (GET /api/domain-services,
 // answered by the ledger). The spec's "claim record clients array" is
-// this array: one Service {serviceName, key, port, protocol} per such
-// client (its id is <domain>_<serviceName>), which is what a subscriber
-// needs to make its own client; the owner's client ids and local ports
-// are not published beyond that.
+// written in two arrays of the record: services holds one Service
+// {serviceName, key, port, protocol} per such client (its id is
+// <domain>_<serviceName>), which is what a subscriber needs to make its
+// own client; clients holds the id of every client the owner made for
+// the domain with tunnel-client-create, services or not (sorted), so
+// every node can tell which clients the owner runs for it. Both are
+// written together, by the same triggers, for every owned client
+// (isOwned); subscription clients are never listed (they belong to
+// another writer's claim).
 
 // receiveServices handles the service and subscription requests and the
 // following messages (the tail of Receive).
@@ -64,11 +69,24 @@ func (a *Actor) serviceList(domain string) []messages.Service {
 	return out
 }
 
-// serviceDomains are the domains with service clients here.
-func (a *Actor) serviceDomains() []string {
+// clientList is the clients array of domain: the ids of its owned
+// clients here, sorted.
+func (a *Actor) clientList(domain string) []string {
+	out := []string{}
+	for _, e := range a.clients {
+		if e.rec.isOwned() && e.rec.Opts.Domain == domain {
+			out = append(out, e.rec.ID)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// ownedDomains are the domains with owned clients here.
+func (a *Actor) ownedDomains() []string {
 	set := map[string]bool{}
 	for _, e := range a.clients {
-		if e.rec.isService() {
+		if e.rec.isOwned() {
 			set[e.rec.Opts.Domain] = true
 		}
 	}
@@ -80,14 +98,14 @@ func (a *Actor) serviceDomains() []string {
 	return out
 }
 
-// syncServices writes the services of domain into the local writer's
-// claim. Not waited for: a failure is logged (the claim may be gone, or
+// syncServices writes the services and clients of domain into the local
+// writer's claim. Not waited for: a failure is logged (the claim may be gone, or
 // this node is not yet a writer) and mended at the next change or start.
 func (a *Actor) syncServices(c actor.Context, domain string) {
 	if a.d.Ledger == nil {
 		return
 	}
-	f := c.RequestFuture(a.d.Ledger, &messages.SetClaimServices{Domain: domain, Services: a.serviceList(domain)}, a.d.ClaimTimeout)
+	f := c.RequestFuture(a.d.Ledger, &messages.SetClaimServices{Domain: domain, Services: a.serviceList(domain), Clients: a.clientList(domain)}, a.d.ClaimTimeout)
 	c.ReenterAfter(f, func(res any, err error) {
 		if err == nil {
 			if rep, ok := res.(*messages.SetClaimServicesReply); ok {

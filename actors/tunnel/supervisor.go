@@ -38,6 +38,11 @@ type Deps struct {
 	// Dialer, when set, is attached while the supervisor runs so other
 	// parts of the process (the edge proxy) can open tunnel connections.
 	Dialer *Dialer
+	// LocalAddr, when set, says why a domain's address cannot be bound
+	// (nil when it can): a client whose bind fails with "cannot assign
+	// requested address" adds it to its error (internal/vif: the address
+	// is not on the node's interface, and what would put it there).
+	LocalAddr func(netip.Addr) error
 
 	DialTimeout       time.Duration     // server → target TCP dial [5s]
 	OpenTimeout       time.Duration     // client → opening a stream to a provider [10s]
@@ -319,7 +324,7 @@ func (a *Actor) load(c actor.Context) {
 		a.spawnClient(c, r, key)
 	}
 	a.loadSubscribeAll()
-	for _, d := range a.serviceDomains() {
+	for _, d := range a.ownedDomains() {
 		a.syncServices(c, d) // a crash may have come between the client and its claim write
 	}
 }
@@ -510,7 +515,7 @@ func (a *Actor) newClient(c actor.Context, o messages.TunnelClientOpts, key clie
 	a.spawnClient(c, r, key)
 	a.ev.emit(slog.LevelInfo, id, "tunnel client created", "domain", o.Domain, "port", o.Port, "follow", follow)
 	a.ev.hint(messages.HintTunnelClients)
-	if r.isService() {
+	if r.isOwned() {
 		a.syncServices(c, o.Domain)
 	}
 	return id, nil
@@ -561,13 +566,13 @@ func (a *Actor) deleteClient(c actor.Context, id string) {
 }
 
 // forgetClient drops a client (already gone from the store) from the
-// table and, for a service, from the domain's claim. A subscription
+// table and, for an owned client, from the domain's claim. A subscription
 // client deleted by id ends its subscription with it.
 func (a *Actor) forgetClient(c actor.Context, e *clientEntry) {
 	delete(a.clients, e.rec.ID)
 	a.ev.emit(slog.LevelInfo, e.rec.ID, "tunnel client deleted")
 	a.ev.hint(messages.HintTunnelClients)
-	if e.rec.isService() {
+	if e.rec.isOwned() {
 		a.syncServices(c, e.rec.Opts.Domain)
 	}
 }

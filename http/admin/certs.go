@@ -9,7 +9,17 @@ package admin
 // the domain's local IP in its names when it has one; delete-cert removes
 // it (a later HTTPS handshake issues a new one); regenerate-ca makes a
 // new root and re-issues every leaf; install-ca puts the root in the
-// system trust store (see installCA).
+// system trust store and the browsers' NSS stores and uninstall-ca takes
+// it out again (catrust.go).
+//
+// Name constraints (internal/certs, scope.go): a root the node made
+// carries them, so generate-cert and regenerate-cert for a name outside
+// them answer 400 with the reason and issue nothing (the spec lists only
+// 200 and 500; 400 is what a client can fix). GET /api/ca-status (not in
+// the spec) says what the root may sign for, what the node serves that
+// the root does not cover, and whether regenerate-ca is advised; the
+// panel shows it. regenerate-ca answers "OK" and, on lines after it, the
+// leaves dropped because the new root may not sign for them.
 
 import (
 	"errors"
@@ -17,9 +27,6 @@ import (
 	"log/slog"
 	"net/netip"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"runtime"
 	"strings"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -82,6 +89,9 @@ func RegisterCerts(r *router.Router, d CertDeps) {
 			return err
 		}
 		if _, err := d.CA.Issue(domain, d.IP(domain)); err != nil {
+			if errors.Is(err, certs.ErrOutsideScope) {
+				return httpx.BadRequest("%v", err)
+			}
 			return httpx.Internal("%v", err)
 		}
 		d.Log.Info("certificate issued", "domain", domain)
@@ -106,21 +116,41 @@ func RegisterCerts(r *router.Router, d CertDeps) {
 		return httpx.OK(ctx)
 	}))
 	r.POST("/api/regenerate-ca", httpx.Wrap(d.Log, func(ctx *fasthttp.RequestCtx) error {
-		n, err := d.CA.RegenerateRoot()
+		n, dropped, err := d.CA.RegenerateRoot()
 		if err != nil {
 			return httpx.Internal("new root: %v", err)
 		}
-		d.Log.Warn("new root CA: clients must trust the new root.pem", "reissued", n)
+		d.Log.Warn("new root CA: clients must trust the new root.pem (install-ca)", "reissued", n,
+			"dropped", strings.Join(dropped, ","), "scope", certs.RootScope(d.CA.Root()).String())
 		hint()
-		return httpx.OK(ctx)
+		lines := []string{}
+		for _, x := range dropped {
+			lines = append(lines, "dropped "+x+": the new root may not sign for it")
+		}
+		return okLines(ctx, lines)
+	}))
+	r.GET("/api/ca-status", httpx.Wrap(d.Log, func(ctx *fasthttp.RequestCtx) error {
+		return httpx.JSON(ctx, 200, caStatus(d.CA))
 	}))
 	r.POST("/api/install-ca", httpx.Wrap(d.Log, func(ctx *fasthttp.RequestCtx) error {
-		msg, err := installCA(d.CA.RootPath())
-		if err != nil {
-			return httpx.Internal("%v", err)
+		lines, err := installCA(d.CA.RootPath())
+		for _, l := range lines {
+			d.Log.Info("root CA installed", "where", l)
 		}
-		d.Log.Info("root CA installed", "how", msg)
-		return httpx.OK(ctx)
+		if err != nil {
+			return httpx.Internal("%v", errLines(err, lines))
+		}
+		return okLines(ctx, lines)
+	}))
+	r.POST("/api/uninstall-ca", httpx.Wrap(d.Log, func(ctx *fasthttp.RequestCtx) error {
+		lines, err := uninstallCA()
+		for _, l := range lines {
+			d.Log.Info("root CA uninstalled", "where", l)
+		}
+		if err != nil {
+			return httpx.Internal("%v", errLines(err, lines))
+		}
+		return okLines(ctx, lines)
 	}))
 }
 
@@ -138,59 +168,83 @@ func domainBody(ctx *fasthttp.RequestCtx) (string, error) {
 	return d, nil
 }
 
-// installCA puts the root certificate in the system trust store:
-//
-//   - PEERDNS_CA_TRUST_DIR set: copied there as peerdns-root.crt and
-//     nothing else is run (tests, or a store managed by hand);
-//   - Linux, Debian family: /usr/local/share/ca-certificates, then
-//     update-ca-certificates; Fedora family: /etc/pki/ca-trust/source/
-//     anchors, then update-ca-trust;
-//   - macOS: security add-trusted-cert into the system keychain.
-//
-// Without the privileges it says which command to run.
-func installCA(root string) (string, error) {
-	b, err := os.ReadFile(root)
-	if err != nil {
-		return "", err
-	}
-	if dir := os.Getenv("PEERDNS_CA_TRUST_DIR"); dir != "" {
-		dst := filepath.Join(dir, "peerdns-root.crt")
-		if err := os.WriteFile(dst, b, 0o644); err != nil {
-			return "", err
-		}
-		return "copied to " + dst, nil
-	}
-	switch runtime.GOOS {
-	case "darwin":
-		cmd := []string{"security", "add-trusted-cert", "-d", "-r", "trustRoot", "-k", "/Library/Keychains/System.keychain", root}
-		if os.Geteuid() != 0 {
-			return "", fmt.Errorf("installing the root CA needs root: run `sudo %s`", strings.Join(cmd, " "))
-		}
-		if out, err := exec.Command(cmd[0], cmd[1:]...).CombinedOutput(); err != nil {
-			return "", fmt.Errorf("%s: %v: %s", cmd[0], err, out)
-		}
-		return "added to the system keychain", nil
-	case "linux":
-		dir, update := "/usr/local/share/ca-certificates", "update-ca-certificates"
-		if _, err := exec.LookPath(update); err != nil {
-			if _, err := exec.LookPath("update-ca-trust"); err == nil {
-				dir, update = "/etc/pki/ca-trust/source/anchors", "update-ca-trust"
-			}
-		}
-		dst := filepath.Join(dir, "peerdns-root.crt")
-		if os.Geteuid() != 0 {
-			return "", fmt.Errorf("installing the root CA needs root: run `sudo cp %s %s && sudo %s`", root, dst, update)
-		}
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return "", err
-		}
-		if err := os.WriteFile(dst, b, 0o644); err != nil {
-			return "", err
-		}
-		if out, err := exec.Command(update).CombinedOutput(); err != nil {
-			return "", fmt.Errorf("%s: %v: %s", update, err, out)
-		}
-		return "copied to " + dst + " and " + update + " run", nil
-	}
-	return "", fmt.Errorf("installing the root CA is not supported on %s: trust %s by hand", runtime.GOOS, root)
+// okLines answers "OK", then each line.
+func okLines(ctx *fasthttp.RequestCtx, lines []string) error {
+	ctx.SetContentType("text/plain; charset=utf-8")
+	ctx.SetStatusCode(fasthttp.StatusOK)
+	ctx.SetBodyString(strings.Join(append([]string{"OK"}, lines...), "\n"))
+	return nil
 }
+
+// errLines is err followed by what was done before it.
+func errLines(err error, done []string) error {
+	if len(done) == 0 {
+		return err
+	}
+	return fmt.Errorf("%v\ndone before that:\n%s", err, strings.Join(done, "\n"))
+}
+
+// CAStatus is GET /api/ca-status.
+type CAStatus struct {
+	// Constrained: the root carries name constraints. A root made before
+	// the node had them signs for any name; regenerate-ca replaces it.
+	Constrained bool `json:"constrained"`
+	// Permitted is what the root may sign for (DNS suffixes, then IP
+	// ranges); empty when not constrained.
+	Permitted certsScope `json:"permitted"`
+	// Serves is what the node serves now.
+	Serves certsScope `json:"serves"`
+	// Missing is what the node serves that the root does not cover.
+	Missing certsScope `json:"missing"`
+	// RegenerateAdvised: the root is unconstrained, or misses a suffix or
+	// range; Advice says why and what to do.
+	RegenerateAdvised bool   `json:"regenerateAdvised"`
+	Advice            string `json:"advice,omitempty"`
+	// Allows says in words what trusting the root allows.
+	Allows string `json:"allows"`
+}
+
+type certsScope struct {
+	DNS []string `json:"dns"`
+	IP  []string `json:"ip"`
+}
+
+func scopeJSON(s certs.Scope) certsScope {
+	out := certsScope{DNS: append([]string{}, s.Suffixes...), IP: []string{}}
+	for _, p := range s.Ranges {
+		out.IP = append(out.IP, p.String())
+	}
+	return out
+}
+
+func caStatus(ca *certs.CA) CAStatus {
+	root := ca.Root()
+	serves := ca.Scope()
+	st := CAStatus{Constrained: certs.Constrained(root), Serves: scopeJSON(serves)}
+	if !st.Constrained {
+		st.Permitted, st.Missing = scopeJSON(certs.Scope{}), scopeJSON(certs.Scope{})
+		st.RegenerateAdvised = true
+		st.Advice = "this root has no name constraints: a browser that trusts it accepts it for any site, so whoever holds " +
+			"DATA/ca/root-key.pem can intercept them all; regenerate-ca makes a root limited to " + serves.String() +
+			" (then install-ca again)"
+		st.Allows = "any name: every HTTPS site"
+		return st
+	}
+	permitted := certs.RootScope(root)
+	missing := certs.Missing(root, serves)
+	st.Permitted, st.Missing = scopeJSON(permitted), scopeJSON(missing)
+	if !missing.Empty() {
+		st.RegenerateAdvised = true
+		st.Advice = "the node now serves " + missing.String() + ", which the root may not sign for: regenerate-ca makes a root " +
+			"that covers it (then install-ca again, so browsers trust the new root)"
+	}
+	st.Allows = "only names under " + strings.Join(permitted.Suffixes, ", ")
+	if len(permitted.Ranges) > 0 {
+		st.Allows += " and addresses in " + scopeJSON(permitted).IPString()
+	}
+	st.Allows += "; browsers refuse a certificate for any other name signed with this root, even one made with its stolen key"
+	return st
+}
+
+// IPString is the IP ranges joined by commas.
+func (s certsScope) IPString() string { return strings.Join(s.IP, ", ") }

@@ -36,6 +36,7 @@ import (
 
 	nodedns "peerdns/dns"
 	"peerdns/http/httpx"
+	"peerdns/internal/vif"
 )
 
 // RegisterDiagnostics adds ping, traceroute, connection-test, bandwidth
@@ -323,6 +324,8 @@ func networkInterfaces(ctx *fasthttp.RequestCtx) error {
 			label += " - loopback"
 		case i.Name == def:
 			label += " - default route"
+		case i.Name == vif.DefaultName:
+			label += " - peerdns virtual interface (domain addresses)"
 		}
 		out = append(out, map[string]string{"value": i.Name, "label": label})
 	}

@@ -6,7 +6,8 @@
 // A leaf's names are the domain, *.domain and, when given, the domain's
 // local IP; it is valid for LeafLifetime (90 days) and issued again when
 // less than RenewBefore (30 days) is left, at its next use. Issuing uses
-// crypto/x509 from the standard library. The TLS handshake asks
+// crypto/x509 from the standard library. A root made through
+// OpenScoped carries name constraints (scope.go). The TLS handshake asks
 // Certificate: a cached leaf costs a map read; the first handshake for a
 // domain waits for that one issue (concurrent handshakes for the same
 // domain share it), later ones read the cache.
@@ -41,8 +42,9 @@ const (
 
 // CA issues and caches leaf certificates. Safe for concurrent use.
 type CA struct {
-	dir string
-	now func() time.Time
+	dir   string
+	now   func() time.Time
+	scope func() Scope // what a new root may sign for; nil: no constraints
 
 	mu     sync.Mutex // guards root and leaves
 	root   *x509.Certificate
@@ -63,20 +65,27 @@ type issuing struct {
 	err  error
 }
 
-// Open loads the CA in dir (DATA/ca), making the root on first use.
-func Open(dir string, now func() time.Time) (*CA, error) {
+// Open loads the CA in dir (DATA/ca), making the root on first use. A
+// root it makes has no name constraints (tools and tests); the node
+// opens its CA with OpenScoped.
+func Open(dir string, now func() time.Time) (*CA, error) { return OpenScoped(dir, now, nil) }
+
+// OpenScoped is Open for a CA whose new roots (the first one, and every
+// RegenerateRoot) are constrained to scope(), read at the moment the root
+// is made. A root already on disk is kept as it is, constrained or not.
+func OpenScoped(dir string, now func() time.Time, scope func() Scope) (*CA, error) {
 	if now == nil {
 		now = time.Now
 	}
 	if err := os.MkdirAll(filepath.Join(dir, "leaves"), 0o700); err != nil {
 		return nil, fmt.Errorf("ca folder: %w", err)
 	}
-	ca := &CA{dir: dir, now: now, leaves: map[string]*leaf{}, issue: map[string]*issuing{}}
+	ca := &CA{dir: dir, now: now, scope: scope, leaves: map[string]*leaf{}, issue: map[string]*issuing{}}
 	if err := ca.loadRoot(); err != nil {
 		if !errors.Is(err, os.ErrNotExist) {
 			return nil, err
 		}
-		if err := ca.newRoot(); err != nil {
+		if err := ca.newRoot(ca.currentScope()); err != nil {
 			return nil, err
 		}
 	}
@@ -111,8 +120,19 @@ func (ca *CA) loadRoot() error {
 	return nil
 }
 
-// newRoot makes a new root and writes it (replacing any).
-func (ca *CA) newRoot() error {
+// currentScope is the scope for a new root (nil: no constraints). It is
+// read before ca.mu is taken: the node's scope function asks an actor.
+func (ca *CA) currentScope() *Scope {
+	if ca.scope == nil {
+		return nil
+	}
+	s := ca.scope()
+	return &s
+}
+
+// newRoot makes a new root, constrained to scope when it is not nil, and
+// writes it (replacing any).
+func (ca *CA) newRoot(scope *Scope) error {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return err
@@ -127,6 +147,10 @@ func (ca *CA) newRoot() error {
 		BasicConstraintsValid: true,
 		IsCA:                  true,
 		MaxPathLenZero:        true,
+	}
+	if scope != nil {
+		constrain(tpl, *scope)
+		tpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tpl, tpl, &key.PublicKey, key)
 	if err != nil {
@@ -153,6 +177,21 @@ func (ca *CA) RootPEM() []byte {
 	ca.mu.Lock()
 	defer ca.mu.Unlock()
 	return append([]byte(nil), ca.rootPE...)
+}
+
+// Root is the root certificate (shared: do not modify).
+func (ca *CA) Root() *x509.Certificate {
+	ca.mu.Lock()
+	defer ca.mu.Unlock()
+	return ca.root
+}
+
+// Scope is what the node serves now (empty without a scope function).
+func (ca *CA) Scope() Scope {
+	if ca.scope == nil {
+		return Scope{}.Normalize()
+	}
+	return ca.scope().Normalize()
 }
 
 // RootPath is DATA/ca/root.pem.

@@ -67,7 +67,7 @@ func TestRootLeafRenewAndRegenerate(t *testing.T) {
 	}
 	// A new root re-signs every leaf.
 	oldPool := ca2.Pool()
-	n, err := ca2.RegenerateRoot()
+	n, _, err := ca2.RegenerateRoot()
 	if err != nil || n != 1 {
 		t.Fatalf("regenerate: %d %v", n, err)
 	}

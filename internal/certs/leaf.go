@@ -105,8 +105,21 @@ func (ca *CA) loadLeaf(domain string) (*leaf, error) {
 	return &leaf{cert: &pair, x509: x}, nil
 }
 
-// newLeaf issues and saves a leaf.
+// newLeaf issues and saves a leaf. A domain outside root's name
+// constraints gets no leaf (ErrOutsideScope); an IP outside them is left
+// out. The leaf is verified against root before it is saved, so a
+// constraint this code misreads shows up as an error, not as a
+// certificate every client refuses.
 func (ca *CA) newLeaf(root *x509.Certificate, rootKey *ecdsa.PrivateKey, domain string, ip netip.Addr) (*leaf, error) {
+	if !AllowsName(root, domain) {
+		// No advice here: a handshake must not ask the node what it
+		// serves (an actor round trip) for every refused name. Issue adds
+		// it for the API.
+		return nil, outside(domain, root, nil)
+	}
+	if ip.IsValid() && !AllowsIP(root, ip) {
+		ip = netip.Addr{}
+	}
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, err
@@ -132,12 +145,22 @@ func (ca *CA) newLeaf(root *x509.Certificate, rootKey *ecdsa.PrivateKey, domain 
 	if err != nil {
 		return nil, err
 	}
+	x, err := x509.ParseCertificate(der)
+	if err != nil {
+		return nil, fmt.Errorf("issue %s: %w", domain, err)
+	}
+	if Constrained(root) {
+		pool := x509.NewCertPool()
+		pool.AddCert(root)
+		if _, err := x.Verify(x509.VerifyOptions{Roots: pool, DNSName: domain, CurrentTime: now}); err != nil {
+			return nil, fmt.Errorf("%w: %s: %v", ErrOutsideScope, domain, err)
+		}
+	}
 	certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
 	keyPEM := pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb})
 	if err := writeFile(ca.leafPath(domain), append(append([]byte{}, certPEM...), keyPEM...), 0o600); err != nil {
 		return nil, fmt.Errorf("save %s: %w", domain, err)
 	}
-	x, _ := x509.ParseCertificate(der)
 	return &leaf{cert: &tls.Certificate{Certificate: [][]byte{der, root.Raw}, PrivateKey: key, Leaf: x}, x509: x}, nil
 }
 
@@ -151,6 +174,9 @@ func (ca *CA) Issue(domain string, ip netip.Addr) (Info, error) {
 	root, key := ca.root, ca.key
 	ca.mu.Unlock()
 	l, err := ca.newLeaf(root, key, domain, ip)
+	if errors.Is(err, ErrOutsideScope) && !AllowsName(root, domain) {
+		return Info{}, outside(domain, root, ca.scope)
+	}
 	if err != nil {
 		return Info{}, err
 	}
@@ -210,36 +236,44 @@ func (ca *CA) PEM(domain string) ([]byte, error) {
 }
 
 // RegenerateRoot makes a new root and issues every saved leaf again
-// from it (keeping each one's names), returning how many.
-func (ca *CA) RegenerateRoot() (int, error) {
+// from it (keeping each one's names), returning how many. A leaf whose
+// domain the new root may not sign for is deleted and named in dropped.
+func (ca *CA) RegenerateRoot() (n int, dropped []string, err error) {
 	list, err := ca.List()
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
+	scope := ca.currentScope()
 	ca.mu.Lock()
-	err = ca.newRoot()
+	err = ca.newRoot(scope)
 	ca.leaves = map[string]*leaf{}
 	root, key := ca.root, ca.key
 	ca.mu.Unlock()
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
-	n := 0
 	for _, i := range list {
 		var ip netip.Addr
 		if len(i.IPs) > 0 {
 			ip, _ = netip.ParseAddr(i.IPs[0])
 		}
 		l, err := ca.newLeaf(root, key, i.Domain, ip)
+		if errors.Is(err, ErrOutsideScope) {
+			if err := os.Remove(ca.leafPath(i.Domain)); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return n, dropped, err
+			}
+			dropped = append(dropped, i.Domain)
+			continue
+		}
 		if err != nil {
-			return n, err
+			return n, dropped, err
 		}
 		ca.mu.Lock()
 		ca.leaves[i.Domain] = l
 		ca.mu.Unlock()
 		n++
 	}
-	return n, nil
+	return n, dropped, nil
 }
 
 func info(domain string, x *x509.Certificate) Info {

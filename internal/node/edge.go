@@ -2,7 +2,6 @@ package node
 
 import (
 	"net/netip"
-	"path/filepath"
 	"sync/atomic"
 
 	"github.com/fasthttp/router"
@@ -16,16 +15,6 @@ import (
 // edgeRef is the running edge proxy, for health (read from the admin
 // server's goroutines).
 type edgeRef = atomic.Pointer[proxy.Server]
-
-// openCA opens the node's certificate authority (DATA/ca).
-func (n *Node) openCA() error {
-	ca, err := certs.Open(filepath.Join(n.orig.Data, "ca"), nil)
-	if err != nil {
-		return err
-	}
-	n.ca = ca
-	return nil
-}
 
 // startEdge starts the edge proxy on the HTTP and
 // HTTPS addresses; it stops before the admin server and the actors.

@@ -343,6 +343,7 @@ func TestCertEndpoints(t *testing.T) {
 	}
 	trust := t.TempDir()
 	t.Setenv("PEERDNS_CA_TRUST_DIR", trust)
+	t.Setenv("HOME", t.TempDir()) // install-ca also fills NSS stores under HOME: none of the machine's
 	mustJSON(t, "POST", base+"/api/install-ca", "", 200, nil)
 	if got, _ := os.ReadFile(filepath.Join(trust, "peerdns-root.crt")); string(got) != string(newRoot) {
 		t.Fatal("install-ca did not put the root in the trust folder")

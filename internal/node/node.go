@@ -37,6 +37,7 @@ import (
 	"peerdns/internal/identity"
 	"peerdns/internal/store"
 	"peerdns/internal/view"
+	"peerdns/internal/vif"
 	"peerdns/messages"
 	"peerdns/supervisor"
 	"peerdns/transport"
@@ -61,6 +62,8 @@ type Node struct {
 	pub       *view.Published
 	dns       *nodedns.Server
 	localDNS  *actor.PID
+	records   *records.Published // the local records, for the CA's scope
+	vif       *vif.Manager       // the virtual interface for domain IPs outside loopback
 	endpoint  *transport.QUICEndpoint
 	peers     *actor.PID
 	mesh      *peer.Mesh      // the peer network as tunnels see it
@@ -215,10 +218,11 @@ func (n *Node) start() (err error) {
 	}
 	// Tunnels stop first (last spawned): their listeners and streams close
 	// while the peer connections they ride on are still up.
+	n.startVIF()
 	n.dialer = &tunnel.Dialer{}
 	if n.tunnels, err = n.root.Spawn("tunnels", tunnel.Props(tunnel.Deps{
 		Self: n.id.ID(), Mesh: n.mux.For(transport.StreamTunnel), Store: n.nodeDB, View: n.pub, Ledger: n.ledger, Log: n.logs["tunnel"],
-		Dialer: n.dialer,
+		Dialer: n.dialer, LocalAddr: n.vif.Explain,
 	})); err != nil {
 		return fmt.Errorf("spawn tunnels: %w", err)
 	}
@@ -291,6 +295,7 @@ func (n *Node) startAdmin(ln net.Listener) {
 func (n *Node) startDNS() error {
 	dnsLog := n.logs["dns"]
 	recs := &records.Published{}
+	n.records = recs
 	srv, err := nodedns.New(nodedns.Config{
 		Addr: n.cfg.DNSAddr, Upstreams: n.cfg.Upstream, RecursionAllow: n.cfg.DNSRecursionAllow,
 		OnP2PAnswer: n.domainAnswered, CacheSize: n.cfg.DNSCacheSize, QueryLog: n.cfg.DNSQueryLog,

@@ -49,4 +49,8 @@
 //   - The certs tab's "download the root" uses GET /api/ca-root (added
 //     in http/admin/certs.go; the spec has no endpoint for it): the root
 //     certificate as a PEM attachment. Its key never leaves DATA/ca.
+//     The tab also says what trusting the root allows and offers a new
+//     root when the node serves names the root may not sign for (GET
+//     /api/ca-status), and has "Uninstall root" (POST /api/uninstall-ca);
+//     both are additions of http/admin/certs.go.
 package panel

@@ -76,6 +76,7 @@ func TestPanelCerts(t *testing.T) {
 	trust := t.TempDir()
 	t.Setenv("PEERDNS_CA_TRUST_DIR", trust)
 	b := newBrowser(t)
+	t.Setenv("HOME", t.TempDir()) // install-ca also fills NSS stores under HOME: none of the machine's
 	n := startNode(t, "")
 	base := "http://" + n.AdminAddr()
 	b.open(t, base, "certs")
@@ -86,6 +87,7 @@ func TestPanelCerts(t *testing.T) {
 	b.waitText(t, tab+`table`, "secure.p2p")
 	b.clickText(t, tab+`table`, "Details")
 	b.waitText(t, tab+`pre`, "BEGIN CERTIFICATE")
+	b.waitText(t, tab, "Trusting this root allows: only names under p2p")
 
 	// The root download link serves the root certificate.
 	href := eval[string](t, b, `document.querySelector('#tab-certs a[download]').href`)
@@ -104,7 +106,7 @@ func TestPanelCerts(t *testing.T) {
 	}
 	// Installing the root: into a folder of the test's (the node honours
 	// PEERDNS_CA_TRUST_DIR), never the machine's own trust store.
-	b.clickText(t, tab, "Install root in the system store")
+	b.clickText(t, tab, "Install root (system store and browsers)")
 	b.waitText(t, tab+`section[aria-label="Root CA"] .out.ok`, "OK")
 	if got, err := os.ReadFile(filepath.Join(trust, "peerdns-root.crt")); err != nil || string(got) != string(n.CA().RootPEM()) {
 		t.Fatalf("installed root: %v", err)

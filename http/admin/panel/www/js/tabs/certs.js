@@ -1,16 +1,20 @@
 // Certificates: leaf certificates of the node's root CA (list, details,
 // generate, regenerate, delete), a new root, installing the root in the
-// system store, and downloading the root.
+// system store and the browsers' NSS stores (and taking it out again),
+// downloading the root, and what trusting it allows (GET /api/ca-status:
+// its name constraints, and a regenerate offer when the node serves names
+// the root does not cover).
 import { get, post } from '../api.js';
 import { h, clear, field, input, form, run, out, table, card } from '../ui.js';
 
 const t = { id: 'certs', title: 'Certificates', hints: ['update-certs'] };
 
-let listEl, detailEl;
+let listEl, detailEl, scopeEl;
 
 t.init = (root) => {
   listEl = h('div');
   detailEl = h('div', { 'aria-live': 'polite' });
+  scopeEl = h('div', { 'aria-live': 'polite' });
   const gen = form([field('Domain', input('domain', { required: true, placeholder: 'example.p2p' }))], 'Generate certificate',
     async (v, f) => { const r = await post('/api/generate-cert', { domain: v.domain }); f.reset(); return `${v.domain}: ${r}`; });
   const o = out();
@@ -18,16 +22,22 @@ t.init = (root) => {
   regen.addEventListener('click', () => {
     if (confirm('Make a new root CA? Every certificate is re-issued and browsers must trust the new root.')) run(regen, o, () => post('/api/regenerate-ca'));
   });
-  const install = h('button', { type: 'button' }, 'Install root in the system store');
+  const install = h('button', { type: 'button' }, 'Install root (system store and browsers)');
   install.addEventListener('click', () => run(install, o, () => post('/api/install-ca')));
+  const uninstall = h('button', { type: 'button' }, 'Uninstall root');
+  uninstall.addEventListener('click', () => run(uninstall, o, () => post('/api/uninstall-ca')));
   const download = h('a', { href: '/api/ca-root', download: 'peerdns-root.pem', class: 'button' }, 'Download root.pem');
   root.append(
-    card('Root CA', h('div', { class: 'row' }, download, install, regen), o),
+    card('Root CA', scopeEl, h('div', { class: 'row' }, download, install, uninstall, regen), o),
     card('Issue a certificate', gen),
     card('Certificates', listEl, detailEl));
 };
 
 t.refresh = async () => {
+  const st = await get('/api/ca-status');
+  clear(scopeEl,
+    h('p', {}, 'Trusting this root allows: ' + st.allows + '.'),
+    st.regenerateAdvised ? h('p', { class: 'notice', role: 'status' }, st.advice + '. Use "Regenerate root CA" below.') : h('span'));
   const names = await get('/api/certs');
   clear(listEl, table(['Domain', ''], names.map((d) => {
     const o = out();

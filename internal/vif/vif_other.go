@@ -1,0 +1,23 @@
+//go:build !linux && !darwin
+
+package vif
+
+import (
+	"fmt"
+	"net/netip"
+	"os"
+	"runtime"
+)
+
+var errPermission = os.ErrPermission
+
+type otherSystem struct{}
+
+func newSystem() system { return otherSystem{} }
+
+func (otherSystem) ensure(string) error {
+	return fmt.Errorf("virtual interfaces are not supported on %s: use a subnet on the loopback range (127.0.0.0/8)", runtime.GOOS)
+}
+func (otherSystem) add(string, netip.Addr) error      { return otherSystem{}.ensure("") }
+func (otherSystem) del(string, netip.Addr) error      { return nil }
+func (otherSystem) remove(string, []netip.Addr) error { return nil }
