@@ -15,6 +15,8 @@ import (
 type newConn struct {
 	conn transport.Conn
 	addr string // dialed address, "" for inbound
+	// punchVia: a punch dial made it, after an introduction by this peer.
+	punchVia string
 }
 
 // endpointClosed: the endpoint's Accept reports it is closed.
