@@ -59,12 +59,12 @@ import (
 
 // Tunables of introductions and punching.
 const (
-	introDelay     = time.Second      // wait this long for a direct dial before asking
-	introMaxGap    = 30 * time.Second // longest wait between two introduction requests
-	introEvery     = time.Second      // an introducer introduces one pair at most this often
-	punchAttempt   = 4 * time.Second  // one punch dial (QUIC retransmits inside it)
-	punchGap       = 2 * time.Second  // pause between punch dials to one address
-	punchTries     = 3                // punch dials per address and introduction
+	introDelay     = 500 * time.Millisecond // wait this long for a direct dial before asking
+	introMaxGap    = 30 * time.Second       // longest wait between two introduction requests
+	introEvery     = time.Second            // an introducer introduces one pair at most this often
+	punchAttempt   = 4 * time.Second        // one punch dial (QUIC retransmits inside it)
+	punchGap       = 2 * time.Second        // pause between punch dials to one address
+	punchTries     = 3                      // punch dials per address and introduction
 	punchWindow    = punchTries * (punchAttempt + punchGap)
 	punchBurst     = 16          // punch dial starts allowed at once
 	punchRate      = 2.0         // punch dial starts per second, refilled
@@ -345,29 +345,40 @@ func (a *Actor) reachLearned(from string, peers []messages.PeerInfo) {
 		a.reach.via[p.ID] = from
 		if a.reach.intros[p.ID] == nil && len(a.reach.intros) < maxDialers {
 			a.reach.intros[p.ID] = &introState{learned: now, next: now.Add(introDelay), gap: introDelay}
+			// The first request goes out after introDelay, not at the
+			// next tick; later ones follow on ticks.
+			root, self, id := a.sys.Root, a.pid, p.ID
+			time.AfterFunc(introDelay, func() { root.Send(self, &introDue{id: id}) })
 		}
 	}
+}
+
+// introDue: the first introduction request for a peer is due.
+type introDue struct{ id string }
+
+// askIntro asks the peer that told us of id to introduce us, when the
+// request is due and we are still not connected.
+func (a *Actor) askIntro(c actor.Context, id string, now time.Time) {
+	r := a.reach
+	in := r.intros[id]
+	if in == nil || a.sessions[id] != nil || now.Before(in.next) {
+		return
+	}
+	e := a.sessions[r.via[id]]
+	if e == nil || !e.up {
+		delete(r.intros, id) // the next exchange names another
+		return
+	}
+	c.Send(e.pid, &sendFrame{env: &messages.Envelope{Kind: messages.KindConnectRequest, ConnectRequest: &messages.ConnectRequest{Peer: id}}})
+	in.gap = min(in.gap*2, introMaxGap)
+	in.next = now.Add(in.gap)
 }
 
 // reachTick asks for introductions that are due and runs the probe.
 func (a *Actor) reachTick(c actor.Context, now time.Time) {
 	r := a.reach
-	for id, in := range r.intros {
-		if a.sessions[id] != nil {
-			continue
-		}
-		if now.Before(in.next) {
-			continue
-		}
-		via := r.via[id]
-		e := a.sessions[via]
-		if e == nil || !e.up {
-			delete(r.intros, id) // the next exchange names another
-			continue
-		}
-		c.Send(e.pid, &sendFrame{env: &messages.Envelope{Kind: messages.KindConnectRequest, ConnectRequest: &messages.ConnectRequest{Peer: id}}})
-		in.gap = min(in.gap*2, introMaxGap)
-		in.next = now.Add(in.gap)
+	for id := range r.intros {
+		a.askIntro(c, id, now)
 	}
 	for id, p := range r.punching {
 		if now.After(p.until) {
@@ -412,7 +423,7 @@ func (a *Actor) introduce(c actor.Context, from, target string) {
 		return // we cannot introduce a peer we are not connected to
 	}
 	now := a.d.Now()
-	key := from + ">" + target
+	key := min(from, target) + "<>" + max(from, target) // both sides may ask at once
 	if last, ok := a.reach.lastIntro[key]; ok && now.Sub(last) < introEvery {
 		return
 	}
@@ -484,6 +495,9 @@ func (a *Actor) onConnect(c actor.Context, from string, m *messages.Connect) {
 	case target == a.self || target == from:
 		a.refuseConnect(from, "connect names this node or its sender")
 		return
+	}
+	if p := a.reach.punching[target]; p != nil && p.via == from && now.Sub(p.until.Add(-punchWindow)) < connectPerPeer {
+		return // the same introduction twice (both sides asked): already punching
 	}
 	key := from + ">" + target
 	if last, ok := a.reach.lastConnect[key]; ok && now.Sub(last) < connectPerPeer {

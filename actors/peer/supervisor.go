@@ -224,6 +224,8 @@ func (a *Actor) Receive(c actor.Context) {
 		a.onRawProbe(m)
 	case *probeAnswered:
 		delete(a.answering, m.peer)
+	case *introDue:
+		a.askIntro(c, m.id, a.d.Now())
 	case *punchEnded:
 		a.onPunchEnded(m)
 	case *announceTunnels:
