@@ -90,9 +90,6 @@ type rawProbe struct {
 	from  netip.AddrPort
 }
 
-// probeDone: the probe's deadline passed.
-type probeDone struct{ nonce uint64 }
-
 // punchEnded: a punch dialer stopped without a connection.
 type punchEnded struct{ peer, addr string }
 
@@ -499,12 +496,6 @@ func (a *Actor) onConnect(c actor.Context, from string, m *messages.Connect) {
 	if p := a.reach.punching[target]; p != nil && p.via == from && now.Sub(p.until.Add(-punchWindow)) < connectPerPeer {
 		return // the same introduction twice (both sides asked): already punching
 	}
-	key := from + ">" + target
-	if last, ok := a.reach.lastConnect[key]; ok && now.Sub(last) < connectPerPeer {
-		a.refuseConnect(from, "connect over the rate limit")
-		return
-	}
-	a.reach.lastConnect[key] = now
 	if e := a.sessions[target]; e != nil && e.up {
 		return // already connected: nothing to punch
 	}
@@ -517,6 +508,12 @@ func (a *Actor) onConnect(c actor.Context, from string, m *messages.Connect) {
 		a.refuseConnect(from, "connect names no address an authenticated peer reported")
 		return
 	}
+	key := from + ">" + target
+	if last, ok := a.reach.lastConnect[key]; ok && now.Sub(last) < connectPerPeer {
+		a.refuseConnect(from, "connect over the rate limit")
+		return
+	}
+	a.reach.lastConnect[key] = now
 	// Both the sender and the target must be writers of the network.
 	fs := c.RequestFuture(a.d.Ledger, &messages.IsWriter{ID: from}, a.d.AskTimeout)
 	ft := c.RequestFuture(a.d.Ledger, &messages.IsWriter{ID: target}, a.d.AskTimeout)
@@ -720,7 +717,10 @@ func (a *Actor) answerProbe(c actor.Context, from string, nonce uint64) {
 	root, self := a.sys.Root, a.pid
 	_ = ps.Send(nonce, to)
 	root.Send(pid, &sendFrame{env: &messages.Envelope{Kind: messages.KindProbeReply, ProbeReply: &messages.ProbeReply{Nonce: nonce, Port: ps.Port()}}})
+	// Closing the socket ends the wait at once when the node stops.
+	stop := context.AfterFunc(a.ctx, func() { _ = ps.Close() })
 	go func() {
+		defer stop()
 		defer ps.Close()
 		seen, ok := ps.Wait(nonce, to.Addr(), time.Now().Add(probeTimeout))
 		rep := &messages.ProbeReply{Nonce: nonce}

@@ -6,7 +6,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -253,5 +252,3 @@ func Poll(within, interval time.Duration, f func() error) error {
 		time.Sleep(interval)
 	}
 }
-
-var errNotYet = errors.New("not yet")

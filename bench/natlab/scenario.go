@@ -127,7 +127,7 @@ func Run(bin, prefix, dir string, sc Scenario, logf func(string, ...any)) (res R
 	}
 	nodes = append(nodes, x)
 	if err := Poll(20*time.Second, 50*time.Millisecond, func() error { _, err := x.PeerTo(a.ID); return err }); err != nil {
-		return res, fmt.Errorf("X never joined A: %w", err)
+		return res, fmt.Errorf("node X never joined A: %w", err)
 	}
 	if inv, err = invite(); err != nil {
 		return res, err
@@ -149,14 +149,14 @@ func Run(bin, prefix, dir string, sc Scenario, logf func(string, ...any)) (res R
 	})
 	res.Punches = punches(x) + punches(y)
 	if perr != nil {
-		res.Err = fmt.Errorf("X and Y not connected within %v of Y's start: %w", sc.Within, perr)
+		res.Err = fmt.Errorf("nodes X and Y not connected within %v of Y's start: %w", sc.Within, perr)
 		return res, nil
 	}
 	res.Connected = true
 	res.JoinToConnected = time.Since(y.Started)
 	res.Path, res.Via = pv.Path, pv.Via
 	if !PathOK(sc.Want, pv.Path) {
-		res.Err = fmt.Errorf("X and Y connected by %q, want %s", pv.Path, sc.Want)
+		res.Err = fmt.Errorf("nodes X and Y connected by %q, want %s", pv.Path, sc.Want)
 		return res, nil
 	}
 	if !sc.Tunnel {
