@@ -11,6 +11,7 @@ import (
 	"peerdns/internal/identity"
 	"peerdns/internal/testutil"
 	"peerdns/messages"
+	"peerdns/transport"
 )
 
 func TestAgreedObservedNeedsTwoPeers(t *testing.T) {
@@ -161,9 +162,8 @@ func TestFalseObservedAddressAlone(t *testing.T) {
 		t.Fatalf("one peer's report made A advertise %s: %v", lie, re.Advertised)
 	}
 	// A fresh invite carries only what A advertises.
-	inv := a.invite(0)
-	if strings.Contains(inv, "192.0.2.66") {
-		t.Fatal("invite carries the lone report")
+	if addrs := inviteAddrs(t, a); slices.Contains(addrs, lie) {
+		t.Fatalf("invite carries the lone report: %v", addrs)
 	}
 	liar(w2)
 	testutil.Eventually(t, 10*time.Second, func() error {
@@ -172,6 +172,45 @@ func TestFalseObservedAddressAlone(t *testing.T) {
 		}
 		return nil
 	})
+	if addrs := inviteAddrs(t, a); len(addrs) == 0 || addrs[0] != lie {
+		t.Fatalf("invite after two agreeing peers: %v", addrs)
+	}
+}
+
+func inviteAddrs(t *testing.T, n *testNode) []string {
+	t.Helper()
+	inv, err := transport.ParseInvite(n.invite(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return inv.Addrs
+}
+
+// TestAdvertiseAddrFirst: addresses named by hand come first in hellos,
+// invites and the reach view, before the interface addresses.
+func TestAdvertiseAddrFirst(t *testing.T) {
+	const manual = "127.0.0.9:7740" // loopback: a dial to it stays on this machine
+	a := newTestNode(t, "A", nodeOpts{advertise: []string{manual}})
+	b := joinNode(t, "B", a)
+	waitMesh(t, 15*time.Second, a, b)
+	if addrs := inviteAddrs(t, a); len(addrs) < 2 || addrs[0] != manual {
+		t.Fatalf("invite addresses %v, want %s first and the interface addresses after", addrs, manual)
+	}
+	re := reachOf(t, a)
+	if !slices.Equal(re.Manual, []string{manual}) || re.Advertised[0] != manual {
+		t.Fatalf("reach %+v", re)
+	}
+	// B heard it in A's hello and keeps it among A's addresses.
+	d := ask[*messages.PeerDiagnosticsReply](t, b.sys, b.peers, &messages.GetPeerDiagnostics{})
+	for _, p := range d.Peers {
+		if p.ID == a.id.ID() {
+			if !slices.Contains(p.Addrs, manual) || p.Path != "direct" {
+				t.Fatalf("B's view of A: %+v", p)
+			}
+			return
+		}
+	}
+	t.Fatal("B does not list A")
 }
 
 // TestConnectRefusals: connect messages that name a non-writer, this

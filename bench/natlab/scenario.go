@@ -57,7 +57,43 @@ type Result struct {
 	// SurvivedIntroducer: still connected and carrying data 6 s after A
 	// stopped (StopIntroducer only).
 	SurvivedIntroducer bool
-	Err                error
+	// NATX, NATY: what X and Y report about themselves (/api/status
+	// reach.nat) once their probe ran.
+	NATX, NATY string
+	Err        error
+}
+
+// WantNAT is the NAT kind a node of kind k should report.
+func WantNAT(k Kind) string {
+	switch k {
+	case Public:
+		return "public"
+	case EIM:
+		return "endpoint-independent"
+	case Sym:
+		return "symmetric"
+	}
+	return ""
+}
+
+// natOf waits (up to 10 s) for the node to report a NAT kind other than
+// "unknown" in /api/status and returns it.
+func natOf(n *Node) string {
+	kind := "unknown"
+	_ = Poll(10*time.Second, 100*time.Millisecond, func() error {
+		var st struct {
+			Reach struct{ NAT string } `json:"reach"`
+		}
+		if err := n.GetJSON("/api/status", &st); err != nil {
+			return err
+		}
+		kind = st.Reach.NAT
+		if kind == "" || kind == "unknown" {
+			return fmt.Errorf("%s: nat %q", n.Name, kind)
+		}
+		return nil
+	})
+	return kind
 }
 
 // PathOK reports whether path satisfies want.
@@ -147,13 +183,15 @@ func Run(bin, prefix, dir string, sc Scenario, logf func(string, ...any)) (res R
 		pv, err = y.PeerTo(x.ID)
 		return err
 	})
+	connectedAt := time.Now()
 	res.Punches = punches(x) + punches(y)
+	res.NATX, res.NATY = natOf(x), natOf(y)
 	if perr != nil {
 		res.Err = fmt.Errorf("nodes X and Y not connected within %v of Y's start: %w", sc.Within, perr)
 		return res, nil
 	}
 	res.Connected = true
-	res.JoinToConnected = time.Since(y.Started)
+	res.JoinToConnected = connectedAt.Sub(y.Started)
 	res.Path, res.Via = pv.Path, pv.Via
 	if !PathOK(sc.Want, pv.Path) {
 		res.Err = fmt.Errorf("nodes X and Y connected by %q, want %s", pv.Path, sc.Want)
