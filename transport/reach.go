@@ -31,7 +31,8 @@ func (e *QUICEndpoint) WriteRaw(b []byte, to netip.AddrPort) error {
 }
 
 // ReadRaw returns the next non-QUIC packet that reached the socket.
-// quic-go queues a few dozen and drops the rest while nobody reads.
+// quic-go keeps such packets only once ReadRaw has been called (a
+// reader must be waiting from the start), and then a few dozen at most.
 func (e *QUICEndpoint) ReadRaw(ctx context.Context, b []byte) (int, netip.AddrPort, error) {
 	n, from, err := e.tr.ReadNonQUICPacket(ctx, b)
 	if err != nil {

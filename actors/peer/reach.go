@@ -319,8 +319,8 @@ func (a *Actor) reachDown(id string) {
 
 // pathOf says how a new connection reaches its peer.
 func (a *Actor) pathOf(m *newConn) (path, via string) {
-	if m.punchVia != "" {
-		return "punched", m.punchVia
+	if m.path != "" {
+		return m.path, m.via
 	}
 	if p := a.reach.punching[m.conn.PeerID()]; p != nil && a.d.Now().Before(p.until) {
 		// The peer's own punch dial got through first.
@@ -574,7 +574,7 @@ func (a *Actor) punch(target, via string, addrs []string) {
 				cancel()
 				if err == nil {
 					gate.mark(target)
-					root.Send(self, &newConn{conn: conn, addr: addr, punchVia: via})
+					root.Send(self, &newConn{conn: conn, addr: addr, path: "punched", via: via})
 					return
 				}
 				// Jitter keeps two punching sides from settling into
