@@ -146,6 +146,7 @@ func (a *Actor) recommendations(up []string, issues []messages.ConnectionIssue) 
 			out = append(out, "No peer is connected although peers are known: check that their UDP ports are reachable and that they are running.")
 		}
 	}
+	out = append(out, a.reachAdvice()...)
 	if n := a.d.Endpoint.RefusedInbound(); n > 0 {
 		out = append(out, fmt.Sprintf("%d inbound connections were refused because too many unauthenticated ones were open at once: someone may be flooding the peer port.", n))
 	}

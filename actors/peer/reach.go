@@ -44,6 +44,7 @@ package peer
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"net/netip"
 	"slices"
@@ -591,6 +592,21 @@ func (a *Actor) onPunchEnded(m *punchEnded) {
 	if p := a.reach.punching[m.peer]; p != nil {
 		delete(p.addrs, m.addr)
 	}
+}
+
+// reachAdvice is what the diagnostics recommend about reachability.
+func (a *Actor) reachAdvice() []string {
+	if a.reach == nil {
+		return nil
+	}
+	var out []string
+	if classifyNAT(a.ifaceAddrs(), a.reach.observed, a.reach.probeMain, a.reach.probeSeen) == messages.NATSymmetric && len(a.d.Advertise) == 0 {
+		out = append(out, "This node is behind a NAT that gives every destination a new port (symmetric): peers behind other NATs cannot punch through to it. Forward the peer UDP port on the router and name the public address with --advertise-addr.")
+	}
+	if a.reach.refused > 0 {
+		out = append(out, fmt.Sprintf("%d connect (introduction) messages were refused: a peer sent introductions naming non-writers or addresses no authenticated peer reported.", a.reach.refused))
+	}
+	return out
 }
 
 // --- NAT-type probe ---

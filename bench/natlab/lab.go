@@ -68,6 +68,15 @@ func Available() string {
 			return fmt.Sprintf("natlab needs %s: apt-get install iproute2 nftables", tool)
 		}
 	}
+	// Root in a container may still be refused namespaces or nftables.
+	ns := fmt.Sprintf("pra-chk%d", os.Getpid()%100000)
+	if err := run("ip", "netns", "add", ns); err != nil {
+		return "natlab: network namespaces refused here (" + err.Error() + "): run as root with CAP_SYS_ADMIN"
+	}
+	defer run("ip", "netns", "del", ns)
+	if err := nft(ns, "table ip natlab { chain lab_post { type nat hook postrouting priority srcnat; masquerade random; } }\n"); err != nil {
+		return "natlab: nftables NAT refused here (" + err.Error() + "): needs the nf_nat modules"
+	}
 	return ""
 }
 
