@@ -60,7 +60,7 @@ import (
 
 // Tunables of introductions and punching.
 const (
-	introDelay     = 500 * time.Millisecond // wait this long for a direct dial before asking
+	introDelay     = 250 * time.Millisecond // wait this long for a direct dial before asking
 	introMaxGap    = 30 * time.Second       // longest wait between two introduction requests
 	introEvery     = time.Second            // an introducer introduces one pair at most this often
 	punchAttempt   = 4 * time.Second        // one punch dial (QUIC retransmits inside it)

@@ -5,8 +5,10 @@ package natlab
 import (
 	"fmt"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -31,7 +33,10 @@ func TestNATLabBench(t *testing.T) {
 	}
 	for i, sc := range Scenarios {
 		sc.StopIntroducer = false
-		var joins, bytes []time.Duration
+		if only := os.Getenv("NATLAB_SCENARIOS"); only != "" && !slices.Contains(strings.Split(only, ","), sc.Name) {
+			continue
+		}
+		var joins, vias, bytes []time.Duration
 		wanted, within3, within5 := 0, 0, 0
 		paths := map[string]int{}
 		for try := 0; try < tries; try++ {
@@ -45,6 +50,9 @@ func TestNATLabBench(t *testing.T) {
 				continue
 			}
 			joins = append(joins, res.JoinToConnected)
+			if res.ViaToConnected > 0 {
+				vias = append(vias, res.ViaToConnected)
+			}
 			if res.FirstByte > 0 {
 				bytes = append(bytes, res.FirstByte)
 			}
@@ -58,8 +66,8 @@ func TestNATLabBench(t *testing.T) {
 				within5++
 			}
 		}
-		t.Logf("| %s | %d/%d | %d/%d | %d/%d | %s | %s | %v |", sc.Name, wanted, tries, within3, tries, within5, tries,
-			stat(joins), stat(bytes), paths)
+		t.Logf("| %s | %d/%d | %d/%d | %d/%d | %s | %s | %s | %v |", sc.Name, wanted, tries, within3, tries, within5, tries,
+			stat(joins), stat(vias), stat(bytes), paths)
 	}
 }
 

@@ -176,6 +176,8 @@ type PeerView struct {
 	Via        string  `json:"via"`
 	RemoteAddr string  `json:"remoteAddr"`
 	RTTMillis  float64 `json:"rttMs"`
+	// ConnectedAt: when the session came up (unix ms, the node's clock).
+	ConnectedAt int64 `json:"connectedAt"`
 }
 
 // Diagnostics is the part of /api/diagnostics/invites the lab reads.

@@ -5,4 +5,5 @@
 # nftables. Prints one table row per scenario.
 set -eu
 cd "$(dirname "$0")/../.."
+# NATLAB_SCENARIOS=eim-eim,public-eim picks scenarios.
 NATLAB_TRIES="${1:-20}" exec go test -count=1 -timeout 60m -run 'TestNATLabBench$' -v ./bench/natlab/ | grep -E '^\s+bench_test.go|^(ok|FAIL|---)'

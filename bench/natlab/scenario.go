@@ -49,6 +49,10 @@ type Result struct {
 	Path, Via string
 	// JoinToConnected: from Y's process start to both sides connected.
 	JoinToConnected time.Duration
+	// ViaToConnected: on Y's clock, from its session with A (the
+	// introducer) coming up to its session with X coming up: learning of
+	// X, the introduction and the punch, without Y's own start.
+	ViaToConnected time.Duration
 	// FirstByte: from creating the tunnel client on Y to the first echoed
 	// byte through it (0: no tunnel run or it never carried data).
 	FirstByte time.Duration
@@ -193,6 +197,9 @@ func Run(bin, prefix, dir string, sc Scenario, logf func(string, ...any)) (res R
 	res.Connected = true
 	res.JoinToConnected = connectedAt.Sub(y.Started)
 	res.Path, res.Via = pv.Path, pv.Via
+	if av, err := y.PeerTo(a.ID); err == nil && av.ConnectedAt > 0 && pv.ConnectedAt >= av.ConnectedAt {
+		res.ViaToConnected = time.Duration(pv.ConnectedAt-av.ConnectedAt) * time.Millisecond
+	}
 	if !PathOK(sc.Want, pv.Path) {
 		res.Err = fmt.Errorf("nodes X and Y connected by %q, want %s", pv.Path, sc.Want)
 		return res, nil
