@@ -74,7 +74,7 @@ func Available() string {
 		return "natlab: network namespaces refused here (" + err.Error() + "): run as root with CAP_SYS_ADMIN"
 	}
 	defer run("ip", "netns", "del", ns)
-	if err := nft(ns, "table ip natlab { chain lab_post { type nat hook postrouting priority srcnat; masquerade random; } }\n"); err != nil {
+	if err := nft(ns, "table ip natlab {\n chain lab_post { type nat hook postrouting priority srcnat; masquerade random; }\n}\n"); err != nil {
 		return "natlab: nftables NAT refused here (" + err.Error() + "): needs the nf_nat modules"
 	}
 	return ""
