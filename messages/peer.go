@@ -38,6 +38,12 @@ type Envelope struct {
 	// Tunnels is a pointer so "no announcement" (nil) and "serves
 	// nothing" (IDs empty) stay apart on the wire.
 	Tunnels *TunnelIDs `cbor:"9,keyasint,omitempty"`
+
+	// Reach bodies (reach.go).
+	ConnectRequest *ConnectRequest `cbor:"20,keyasint,omitempty"`
+	Connect        *Connect        `cbor:"21,keyasint,omitempty"`
+	Probe          *Probe          `cbor:"22,keyasint,omitempty"`
+	ProbeReply     *ProbeReply     `cbor:"23,keyasint,omitempty"`
 }
 
 // Hello opens a session. Network is "" while the sender has not joined a
@@ -48,6 +54,9 @@ type Hello struct {
 	Root    string       `cbor:"3,keyasint,omitempty"`
 	Addrs   []string     `cbor:"4,keyasint,omitempty"`
 	Join    *JoinRequest `cbor:"5,keyasint,omitempty"`
+	// Observed is the address the sender sees this connection come from
+	// (the receiver's address as its router maps it).
+	Observed string `cbor:"6,keyasint,omitempty"`
 }
 
 // JoinRequest redeems an invite. Proof is the joiner's signature over
@@ -160,6 +169,7 @@ func (e *Envelope) Validate() error {
 			bodies++
 		}
 	}
+	bodies += e.reachBodies()
 	bad := func(why string) error { return fmt.Errorf("%w: %s: %s", ErrBadEnvelope, e.Kind, why) }
 	want := 1
 	switch e.Kind {
@@ -207,7 +217,11 @@ func (e *Envelope) Validate() error {
 			return bad("no body")
 		}
 	default:
-		return fmt.Errorf("%w: unknown kind %q", ErrBadEnvelope, e.Kind)
+		if ok, err := e.validateReach(); !ok {
+			return fmt.Errorf("%w: unknown kind %q", ErrBadEnvelope, e.Kind)
+		} else if err != nil {
+			return err
+		}
 	}
 	if bodies != want {
 		return bad(fmt.Sprintf("%d bodies set", bodies))
@@ -239,6 +253,7 @@ type GetPeerStatusReply struct {
 	Joining     bool // waiting for an invite to be accepted
 	Network     string
 	Addr        string // local QUIC address
+	Reach       *Reach // what the node believes about its reachability
 }
 
 // CreateInvite asks the peers supervisor for a one-time invite. TTL 0
@@ -295,6 +310,8 @@ type PeerDiagSummary struct {
 	// RefusedTunnelAnnouncements counts tunnel announcements from peers
 	// that failed TunnelIDs.Validate (bad id, too many ids).
 	RefusedTunnelAnnouncements int64 `json:"refusedTunnelAnnouncements"`
+	// Reach: NAT kind, advertised and observed addresses, punching.
+	Reach *Reach `json:"reach,omitempty"`
 }
 
 // PeerDiag is one known or connected peer.
@@ -312,6 +329,12 @@ type PeerDiag struct {
 	OpsDup      int64    `json:"opsDuplicate"`
 	// AnnouncedTunnels is how many tunnel ids the peer announces now.
 	AnnouncedTunnels int `json:"announcedTunnels"`
+	// Path is how the connection reaches the peer: "direct" (dialed or
+	// accepted at a known address), "punched" (opened by hole punching
+	// after an introduction); other transports add their own ("tcp",
+	// "relayed"). Via names the peer that introduced (punched) or relays.
+	Path string `json:"path,omitempty"`
+	Via  string `json:"via,omitempty"`
 }
 
 // ConnectionIssue is one failed connection attempt or refusal.

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -147,16 +146,4 @@ func (a *Actor) loadKnown() {
 			a.known[id] = &k
 		}
 	}
-}
-
-// advertise lists our addresses for hellos and invites. Expanding a
-// wildcard bind reads the interface list, so it is cached for a while.
-func (a *Actor) advertise() []string {
-	if len(a.d.Advertise) > 0 {
-		return a.d.Advertise
-	}
-	if now := a.d.Now(); a.adv == nil || now.Sub(a.advAt) > 30*time.Second {
-		a.adv, a.advAt = advertised(a.d.Endpoint.Addr()), now
-	}
-	return a.adv
 }

@@ -25,6 +25,9 @@ type sessionEntry struct {
 	dialAddr  string
 	hello     *messages.Hello
 	stats     sessionStats
+	// path: how the connection reaches the peer ("direct", "punched");
+	// via: who introduced it (reach.go).
+	path, via string
 	// silent: connected but not heard from for StaleAfter (not active);
 	// silences are the times it went silent, for damping; holdUntil is
 	// when a flapping peer heard again counts once more.
@@ -77,7 +80,7 @@ func (a *Actor) onConn(c actor.Context, m *newConn) {
 	}
 	cfg := sessionConfig{
 		conn: conn, ledger: a.d.Ledger, log: a.log, now: a.d.Now,
-		hello:        messages.Hello{ID: a.self, Network: a.network, Root: a.root, Addrs: a.advertise()},
+		hello:        messages.Hello{ID: a.self, Network: a.network, Root: a.root, Addrs: a.advertise(), Observed: conn.RemoteAddr().String()},
 		syncInterval: a.d.SyncInterval, pingInterval: a.d.PingInterval, handshakeTimeout: a.d.HandshakeTimeout,
 		askTimeout: a.d.AskTimeout, staleAfter: a.d.StaleAfter, batch: a.d.Batch, queueSize: 256, mesh: a.d.Mesh,
 		applied: a.d.Applied,
@@ -92,7 +95,8 @@ func (a *Actor) onConn(c actor.Context, m *newConn) {
 		_ = conn.Close("internal error")
 		return
 	}
-	a.sessions[id] = &sessionEntry{pid: pid, conn: conn, since: a.d.Now(), dialAddr: m.addr, inherited: inherited}
+	path, via := a.pathOf(m)
+	a.sessions[id] = &sessionEntry{pid: pid, conn: conn, since: a.d.Now(), dialAddr: m.addr, inherited: inherited, path: path, via: via}
 }
 
 func (a *Actor) onUp(c actor.Context, m *sessionUp) {
@@ -101,7 +105,11 @@ func (a *Actor) onUp(c actor.Context, m *sessionUp) {
 		return
 	}
 	e.up, e.upAt, e.hello = true, a.d.Now(), m.hello
-	a.log.Info("peer connected", "peer", short(m.id), "remote", m.remote, "outbound", m.out)
+	a.log.Info("peer connected", "peer", short(m.id), "remote", m.remote, "outbound", m.out, "path", pathLabel(e.path, e.via))
+	a.reachUp(m.id, m.hello)
+	if e.path == "punched" {
+		a.reach.punched++
+	}
 	addrs := []string{}
 	if e.dialAddr != "" {
 		addrs = append(addrs, e.dialAddr)
@@ -122,6 +130,7 @@ func (a *Actor) onTerminated(c actor.Context, who *actor.PID) {
 			delete(a.sessions, id)
 			a.d.Mesh.dropConn(id, e.conn)
 			a.gate.set(a.sessionIDs())
+			a.reachDown(id)
 			if e.up || e.inherited {
 				a.remember(id, nil, true)
 				a.lingering[id] = a.d.Now()

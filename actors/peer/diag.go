@@ -76,6 +76,7 @@ func (a *Actor) diagnostics() *messages.PeerDiagnosticsReply {
 			p.RTTMillis = float64(e.stats.rtt.Microseconds()) / 1000
 			p.OpsSent, p.OpsReceived, p.OpsDup = e.stats.opsSent, e.stats.opsReceived, e.stats.opsDup
 			p.AnnouncedTunnels = a.d.Mesh.announcedBy(id)
+			p.Path, p.Via = e.path, e.via
 			opsSent += e.stats.opsSent
 			opsRecv += e.stats.opsReceived
 			opsDup += e.stats.opsDup
@@ -111,6 +112,7 @@ func (a *Actor) diagnostics() *messages.PeerDiagnosticsReply {
 			OpsDuplicate:               opsDup,
 			GapRepairs:                 wants,
 			RefusedTunnelAnnouncements: a.diag.tunnelsRefused,
+			Reach:                      a.reachView(),
 		},
 		Peers:            peers,
 		Recommendations:  a.recommendations(up, issues),
@@ -144,6 +146,7 @@ func (a *Actor) recommendations(up []string, issues []messages.ConnectionIssue) 
 			out = append(out, "No peer is connected although peers are known: check that their UDP ports are reachable and that they are running.")
 		}
 	}
+	out = append(out, a.reachAdvice()...)
 	if n := a.d.Endpoint.RefusedInbound(); n > 0 {
 		out = append(out, fmt.Sprintf("%d inbound connections were refused because too many unauthenticated ones were open at once: someone may be flooding the peer port.", n))
 	}

@@ -37,6 +37,14 @@
 // up throughout), so a flapping link moves the quorum at most once a
 // second.
 //
+// # Reach
+//
+// Peers behind NATs find each other through the peers they share (see
+// reach.go): hellos say where each side sees the other, an observed
+// address two peers agree on is advertised, a peer introduces two of its
+// peers that cannot dial each other and both punch from their one UDP
+// socket, and a probe through a peer tells what NAT the node is behind.
+//
 // It must never: apply ops itself or decide whether an op is valid (the
 // ledger does), or mutate another actor's state.
 package peer

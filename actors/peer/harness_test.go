@@ -52,6 +52,7 @@ type nodeOpts struct {
 	bootstrap  []string
 	now        func() time.Time
 	maxPending int // transport.Config.MaxPendingInbound (0: the default)
+	advertise  []string
 }
 
 // fatalLog records the supervisor's Deps.Fatal calls.
@@ -146,7 +147,7 @@ func (n *testNode) start() {
 	n.mesh = NewMesh()
 	n.peers, err = n.sys.Root.SpawnNamed(Props(Deps{
 		Identity: n.id, Endpoint: n.ep, Ledger: n.ledger, Node: n.ndb, Log: log,
-		Bootstrap: n.opts.bootstrap, Join: n.opts.join, Now: n.opts.now, Fatal: n.fatals.add, Mesh: n.mesh,
+		Bootstrap: n.opts.bootstrap, Join: n.opts.join, Now: n.opts.now, Fatal: n.fatals.add, Mesh: n.mesh, Advertise: n.opts.advertise,
 		TickInterval: 20 * time.Millisecond, SyncInterval: 200 * time.Millisecond,
 		PingInterval: 300 * time.Millisecond, ExchangeInterval: 100 * time.Millisecond,
 		HandshakeTimeout: 3 * time.Second, Batch: 8, // small batches exercise multi-batch sync

@@ -15,6 +15,11 @@ import (
 type newConn struct {
 	conn transport.Conn
 	addr string // dialed address, "" for inbound
+	// path, via: how the connection reaches the peer when the maker
+	// knows better than "direct" (reach.go): "punched" via the
+	// introducer; other transports set their own ("tcp", "relayed" via
+	// the relay).
+	path, via string
 }
 
 // endpointClosed: the endpoint's Accept reports it is closed.

@@ -57,11 +57,15 @@ func (s *session) established(c actor.Context) {
 			c.Send(c.Parent(), &peersLearned{from: s.peer, peers: m.m.Peers})
 		case messages.KindTunnels:
 			s.onTunnels(c, m.m.Tunnels)
+		case messages.KindConnectRequest, messages.KindConnect, messages.KindProbe, messages.KindProbeReply:
+			c.Send(c.Parent(), &reachFrame{from: s.peer, pid: c.Self(), m: m.m}) // reach.go
 		default:
 			s.protocolError(c, "unexpected "+m.m.Kind+" after handshake")
 		}
 	case *pushOps:
 		s.push(m.ops)
+	case *sendFrame:
+		s.enqueue(m.env)
 	case *sendTunnels:
 		s.announce(m.ids)
 	case *sendPeers:

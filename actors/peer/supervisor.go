@@ -31,8 +31,9 @@ type Deps struct {
 	// System is the actor system whose event stream carries OpsApplied and
 	// hints (nil: the one the actor is spawned in).
 	System *actor.ActorSystem
-	// Advertise overrides the addresses put in hellos and invites
-	// (default: the endpoint address, wildcards expanded).
+	// Advertise names addresses put first in hellos and invites
+	// (--advertise-addr: public or port-forwarded); observed addresses two
+	// peers agree on and the endpoint's interface addresses follow.
 	Advertise []string
 	// Fatal reports a mistake the node cannot heal by retrying: a --join
 	// invite that is malformed or expired, or that the inviter refused for
@@ -156,6 +157,8 @@ type Actor struct {
 	adv          []string
 	advAt        time.Time
 	diag         diagnostics
+	reach        *reachState     // reach.go
+	answering    map[string]bool // peers whose probe we are answering
 }
 
 func newActor(d Deps) *Actor {
@@ -214,6 +217,17 @@ func (a *Actor) Receive(c actor.Context) {
 		a.onSilent(c, m)
 	case *peersLearned:
 		a.learn(m.peers)
+		a.reachLearned(m.from, m.peers)
+	case *reachFrame:
+		a.onReach(c, m)
+	case *rawProbe:
+		a.onRawProbe(m)
+	case *probeAnswered:
+		delete(a.answering, m.peer)
+	case *introDue:
+		a.askIntro(c, m.id, a.d.Now())
+	case *punchEnded:
+		a.onPunchEnded(m)
 	case *announceTunnels:
 		ids := a.d.Mesh.ownIDs()
 		for _, e := range a.sessions {
@@ -257,6 +271,7 @@ func (a *Actor) start(c actor.Context) {
 	a.gate = &dialGate{connected: map[string]bool{}, dialing: map[string]bool{}}
 	a.ctx, a.cancel = context.WithCancel(context.Background())
 	a.diag = diagnostics{started: a.d.Now()}
+	a.reach, a.answering = newReachState(a.d.Now()), map[string]bool{}
 	a.d.Mesh.attach(c.ActorSystem().Root, c.Self(), a.log)
 	a.loadKnown()
 	for _, b := range a.d.Bootstrap {
@@ -305,6 +320,9 @@ func (a *Actor) start(c actor.Context) {
 			root.Send(self, &newConn{conn: conn})
 		}
 	}()
+	if raw, ok := ep.(transport.RawPackets); ok {
+		go readRaw(ctx, raw, func(m *rawProbe) { root.Send(self, m) })
+	}
 	a.askNetwork(c)
 }
 
@@ -390,6 +408,7 @@ func (a *Actor) onTick(c actor.Context, now time.Time) {
 		a.lastExchange = now
 		a.exchange(c)
 	}
+	a.reachTick(c, now)
 }
 
 func (a *Actor) publishHint() {
@@ -407,5 +426,6 @@ func (a *Actor) status() *messages.GetPeerStatusReply {
 		Joining:     a.joinInv != nil,
 		Network:     a.network,
 		Addr:        a.d.Endpoint.Addr().String(),
+		Reach:       a.reachView(),
 	}
 }

@@ -44,6 +44,7 @@ const (
 	HTTPSAddr         = "HTTPS_ADDR"
 	P2PAddr           = "P2P_ADDR"
 	BootstrapPeers    = "BOOTSTRAP_PEERS"
+	AdvertiseAddr     = "ADVERTISE_ADDR"
 	Subnets           = "SUBNETS"
 	SubnetBase        = "SUBNET_BASE"
 	InitialIPIndex    = "INITIAL_IP_INDEX"
@@ -89,6 +90,8 @@ var Catalog = []Def{
 		Description: "host:port of the peer QUIC endpoint, UDP (--p2p-addr).", Default: "0.0.0.0:7740", check: hostPort},
 	{Name: BootstrapPeers, Type: "list", Category: "network", Label: "Bootstrap peers", Env: "PEERDNS_BOOTSTRAP",
 		Description: "Comma-separated peer addresses (host:port) dialled at start (--bootstrap).", check: hostPortList},
+	{Name: AdvertiseAddr, Type: "list", Category: "network", Label: "Advertised peer addresses", Env: "PEERDNS_ADVERTISE_ADDR",
+		Description: "Comma-separated public or port-forwarded host:port addresses peers can dial this node at, put first in hellos and invites (--advertise-addr); observed and interface addresses follow.", check: hostPortList},
 	{Name: Subnets, Type: "json", Category: "network", Label: "Subnets",
 		Description: "JSON array of {base, cidr, startIndex, name} the local IPs of domains are taken from; the same rules as POST /api/subnets. Unset: one subnet from SUBNET_BASE.",
 		check:       subnets},

@@ -17,7 +17,7 @@ func parseNodeFlags(args []string, getenv func(string) string, stderr io.Writer)
 	fs := flag.NewFlagSet("node", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	setUsage(fs)
-	var bootstrap, upstream, recursion string
+	var bootstrap, upstream, recursion, advertise string
 	fs.StringVar(&c.Data, "data", "./peerdns-data", "data directory")
 	fs.StringVar(&c.AdminAddr, "admin-addr", "127.0.0.1:7710", "admin HTTP API address")
 	fs.StringVar(&c.DNSAddr, "dns-addr", "127.0.0.1:7753", "DNS address (UDP and TCP)")
@@ -27,6 +27,7 @@ func parseNodeFlags(args []string, getenv func(string) string, stderr io.Writer)
 	fs.BoolVar(&c.DNSQueryLog, "dns-query-log", false, "log DNS queries (at most 50 lines a second, dns channel) and count them per client")
 	fs.StringVar(&c.P2PAddr, "p2p-addr", "0.0.0.0:7740", "peer QUIC address (UDP)")
 	fs.StringVar(&bootstrap, "bootstrap", "", "comma-separated peer addresses to dial")
+	fs.StringVar(&advertise, "advertise-addr", "", "comma-separated public or port-forwarded peer addresses (host:port) to advertise")
 	fs.StringVar(&c.Join, "join", "", "invite to join an existing network")
 	fs.StringVar(&upstream, "upstream", "", "comma-separated upstream DNS servers (default: /etc/resolv.conf)")
 	fs.BoolVar(&c.System, "system", false, "use system ports: DNS :53, edge :80/:443")
@@ -67,6 +68,7 @@ func parseNodeFlags(args []string, getenv func(string) string, stderr io.Writer)
 	}
 	c.DNSRecursionAllow = acl
 	c.Bootstrap = splitList(bootstrap)
+	c.Advertise = splitList(advertise)
 	c.Upstream = splitList(upstream)
 	c.AdminDomain = envOr(getenv, "ADMIN_DOMAIN", "admin.p2p")
 	c.AdminAllowedHosts = splitList(getenv("ADMIN_ALLOWED_HOSTS"))
@@ -87,6 +89,7 @@ func parseNodeFlags(args []string, getenv func(string) string, stderr io.Writer)
 var flagSettings = map[string]string{
 	"admin-addr": "ADMIN_ADDR", "dns-addr": "DNS_ADDR", "http-addr": "HTTP_ADDR", "https-addr": "HTTPS_ADDR",
 	"p2p-addr": "P2P_ADDR", "bootstrap": "BOOTSTRAP_PEERS", "upstream": "UPSTREAM_DNS",
+	"advertise-addr":      "ADVERTISE_ADDR",
 	"dns-recursion-allow": "DNS_RECURSION_ALLOW", "dot-addr": "DOT_ADDR", "dns-query-log": "DNS_QUERY_LOG",
 }
 

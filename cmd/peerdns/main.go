@@ -118,6 +118,7 @@ usage:
                  [--https-addr A] [--p2p-addr A] [--bootstrap ADDR,...]
                  [--join INVITE] [--upstream ADDR,...] [--system]
                  [--dns-recursion-allow NETS] [--dot-addr A] [--dns-query-log]
+                 [--advertise-addr ADDR,...]
   peerdns agent  [--data DIR]
   peerdns agent  allow <key> <admin|viewer|child> | deny <key> | peers | key
   peerdns agent  call <key@host:port> <method> [args] [--timeout D]

@@ -127,6 +127,15 @@ func (p *peersSource) Status() (bool, int, error) {
 	return r.IsMaster, r.PeersCount, nil
 }
 
+// Reach is the peer network's view of its own reachability.
+func (p *peersSource) Reach() (*messages.Reach, error) {
+	r, err := httpx.Ask[*messages.GetPeerStatusReply](p.root, p.pid, &messages.GetPeerStatus{}, httpx.AskTimeout)
+	if err != nil {
+		return nil, err
+	}
+	return r.Reach, nil
+}
+
 // Healthy: the endpoint listens and the node knows its network (or is
 // joining one). A lone master is healthy: having no peers is not a fault.
 func (p *peersSource) Healthy() bool {

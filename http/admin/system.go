@@ -31,6 +31,13 @@ type PeerSource interface {
 	Healthy() bool
 }
 
+// ReachSource is the optional part of a PeerSource that says what the
+// node believes about its own reachability (NAT kind, advertised and
+// observed addresses): /api/status shows it as "reach".
+type ReachSource interface {
+	Reach() (*messages.Reach, error)
+}
+
 func (s *Server) systemRoutes(r *router.Router) {
 	r.GET("/api/health", s.wrap(s.health))
 	r.GET("/api/status", s.wrap(func(ctx *fasthttp.RequestCtx) error {
@@ -38,7 +45,13 @@ func (s *Server) systemRoutes(r *router.Router) {
 		if err != nil {
 			return httpx.Internal("peer status: %v", err)
 		}
-		return httpx.JSON(ctx, 200, map[string]any{"isMaster": isMaster, "isConnected": n > 0, "peersCount": n})
+		out := map[string]any{"isMaster": isMaster, "isConnected": n > 0, "peersCount": n}
+		if rs, ok := s.d.Peers.(ReachSource); ok {
+			if r, err := rs.Reach(); err == nil && r != nil {
+				out["reach"] = r
+			}
+		}
+		return httpx.JSON(ctx, 200, out)
 	}))
 	r.GET("/api/peers", s.wrap(func(ctx *fasthttp.RequestCtx) error {
 		ids, err := s.d.Peers.Peers()

@@ -23,6 +23,9 @@ type Config struct {
 	HTTPSAddr string
 	P2PAddr   string
 	Bootstrap []string
+	// Advertise: public or port-forwarded peer addresses (--advertise-addr)
+	// put first in hellos and invites.
+	Advertise []string
 	Join      string
 	Upstream  []string
 	System    bool

@@ -341,7 +341,7 @@ func (n *Node) startPeers() error {
 	n.closers = append(n.closers, func() { _ = ep.Close() })
 	n.peers, err = n.root.Spawn("peers", peer.Props(peer.Deps{
 		Identity: n.id, Endpoint: ep, Ledger: n.ledger, Node: n.nodeDB, Log: n.logs["core"],
-		Bootstrap: n.cfg.Bootstrap, Join: n.cfg.Join, System: n.root.System,
+		Bootstrap: n.cfg.Bootstrap, Join: n.cfg.Join, System: n.root.System, Advertise: n.cfg.Advertise,
 		Fatal: n.fail, Mesh: n.mesh, Applied: n.applied,
 	}))
 	if err != nil {

@@ -79,6 +79,8 @@ func setConfig(c *Config, name, v string) error {
 		c.P2PAddr = v
 	case settings.BootstrapPeers:
 		c.Bootstrap = settings.Split(v)
+	case settings.AdvertiseAddr:
+		c.Advertise = settings.Split(v)
 	case settings.UpstreamDNS:
 		c.Upstream = settings.Split(v)
 	case settings.DNSCacheSize:
@@ -126,6 +128,7 @@ func inForce(c Config) map[string]string {
 		settings.AdminAddr:         c.AdminAddr, settings.DNSAddr: c.DNSAddr, settings.HTTPAddr: c.HTTPAddr,
 		settings.HTTPSAddr: c.HTTPSAddr, settings.P2PAddr: c.P2PAddr,
 		settings.BootstrapPeers: strings.Join(c.Bootstrap, ","), settings.UpstreamDNS: strings.Join(c.Upstream, ","),
+		settings.AdvertiseAddr:     strings.Join(c.Advertise, ","),
 		settings.DNSRecursionAllow: strings.Join(acl, ","), settings.SubnetBase: c.SubnetBase,
 		settings.InitialIPIndex: strconv.Itoa(c.InitialIPIndex),
 		settings.ProfileDomain:  c.ProfileDomain, settings.TokenLifetime: strconv.Itoa(int(c.tokenLifetime() / time.Second)),

@@ -35,23 +35,46 @@ function kv(obj) {
     [h('dt', {}, k), h('dd', {}, typeof v === 'object' && v !== null ? JSON.stringify(v) : String(v))]));
 }
 
+// pathText says how a connected peer is reached: direct, punched (and
+// who introduced it), tcp, relayed via whom.
+function pathText(p) {
+  if (!p || !p.path) return '';
+  return p.via ? `${p.path} via ${p.via.slice(0, 16)}` : p.path;
+}
+
 t.refresh = async () => {
   const [st, peers] = await Promise.all([get('/api/status'), get('/api/peers')]);
-  clear(statusEl, kv({ role: st.isMaster ? 'master' : 'joiner', connected: st.isConnected, peers: st.peersCount }));
-  clear(peersEl, table(['Peer id'], peers.map((p) => h('tr', {}, h('td', {}, mono(p)))), 'No peers connected.'));
+  const r = st.reach || {};
+  clear(statusEl, kv({
+    role: st.isMaster ? 'master' : 'joiner', connected: st.isConnected, peers: st.peersCount,
+    nat: r.nat || 'unknown', advertised: (r.advertised || []).join(', '),
+    observed: (r.observed || []).map((o) => `${o.address} (${o.reporters})`).join(', ') || 'none yet',
+  }));
+  let d = null, derr = null;
   try {
-    const d = await get('/api/diagnostics/invites');
-    clear(diagEl,
-      kv(d.summary),
-      h('h3', {}, 'Recommendations'),
-      (d.recommendations || []).length ? h('ul', {}, d.recommendations.map((r) => h('li', {}, r))) : h('p', { class: 'help' }, 'None.'),
-      h('h3', {}, 'Connection issues'),
-      (d.connectionIssues || []).length ? h('ul', {}, d.connectionIssues.map((r) => h('li', {}, typeof r === 'string' ? r : JSON.stringify(r)))) : h('p', { class: 'help' }, 'None.'),
-      h('h3', {}, 'Known peers'),
-      table(['Peer', 'Details'], (d.peers || []).map((p) => h('tr', {}, h('td', {}, mono(p.id || p.peerId || '')), h('td', {}, mono(JSON.stringify(p))))), 'None.'));
+    d = await get('/api/diagnostics/invites');
   } catch (e) {
-    clear(diagEl, h('p', { class: 'out error', role: 'alert' }, e.message));
+    derr = e;
   }
+  const byId = {};
+  for (const p of (d && d.peers) || []) byId[p.id] = p;
+  clear(peersEl, table(['Peer id', 'Path', 'Remote address', 'RTT'], peers.map((id) => {
+    const p = byId[id];
+    return h('tr', {}, h('td', {}, mono(id)), h('td', { class: 'peer-path' }, pathText(p)),
+      h('td', {}, mono((p && p.remoteAddr) || '')), h('td', {}, p && p.rttMs ? `${p.rttMs.toFixed(1)} ms` : ''));
+  }), 'No peers connected.'));
+  if (derr) {
+    clear(diagEl, h('p', { class: 'out error', role: 'alert' }, derr.message));
+    return;
+  }
+  clear(diagEl,
+    kv(d.summary),
+    h('h3', {}, 'Recommendations'),
+    (d.recommendations || []).length ? h('ul', {}, d.recommendations.map((r) => h('li', {}, r))) : h('p', { class: 'help' }, 'None.'),
+    h('h3', {}, 'Connection issues'),
+    (d.connectionIssues || []).length ? h('ul', {}, d.connectionIssues.map((r) => h('li', {}, typeof r === 'string' ? r : JSON.stringify(r)))) : h('p', { class: 'help' }, 'None.'),
+    h('h3', {}, 'Known peers'),
+    table(['Peer', 'Details'], (d.peers || []).map((p) => h('tr', {}, h('td', {}, mono(p.id || p.peerId || '')), h('td', {}, mono(JSON.stringify(p))))), 'None.'));
 };
 
 export default t;

@@ -1,0 +1,789 @@
+package peer
+
+// Reach: the addresses peers see us at, introductions and hole punching,
+// and the NAT-type probe.
+//
+// Observed addresses. Each side's hello says where it sees the
+// connection come from (Hello.Observed). A node advertises an observed
+// address only once two different connected peers report it: one peer
+// alone, lying or not, changes nothing we tell others.
+//
+// Introductions. A node that learns of a peer from a connected peer's
+// exchange and is not connected to it a moment later asks that peer to
+// introduce them (ConnectRequest). The introducer sends each side a
+// Connect naming the other: where it sees the other's connection come
+// from (Observed) and the addresses the other put in its hello. Both
+// then dial at once from their one UDP socket: each side's first packets
+// open its own router's mapping towards the other, so the other's
+// packets get in. The dials retry on a schedule inside a UDP mapping's
+// usual lifetime (30 s on Linux conntrack, about a minute on home
+// routers): the QUIC handshake retransmits its first packet itself
+// (200 ms, doubling) for punchAttempt, three attempts punchGap apart.
+//
+// Refusals. A Connect is refused (and counted) unless its sender is a
+// connected writer, it names a writer other than us and the sender,
+// and every address in it is an IP literal (no names to resolve) that
+// an authenticated peer reported: the introducer's own observation, or
+// an address we already hold for that peer from an authenticated
+// session (its hello or a writer's peer exchange). Addresses that fail
+// are dropped; a Connect left with none is refused. Punch dials are
+// rate-limited (punchBurst dial starts, refilled at punchRate) and never
+// go to an address learned any other way, so the node cannot be made to
+// spray UDP at a victim.
+//
+// NAT type. Once connected, a node asks a peer to probe it: the peer
+// sends a packet from a second, fresh UDP socket to where it sees us (if
+// it arrives, unsolicited traffic reaches us) and tells us that socket's
+// port; we send a packet there from our one socket and the peer reports
+// where it came from. The same address as our main connection's means
+// the router keeps one mapping for every destination
+// (endpoint-independent); another port means a new mapping per
+// destination (symmetric). An observed address equal to one of our own
+// interface addresses means public. Observations from several peers are
+// compared too.
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net/netip"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"peerdns/internal/identity"
+	"peerdns/messages"
+	"peerdns/transport"
+)
+
+// Tunables of introductions and punching.
+const (
+	introDelay     = 250 * time.Millisecond // wait this long for a direct dial before asking
+	introMaxGap    = 30 * time.Second       // longest wait between two introduction requests
+	introEvery     = time.Second            // an introducer introduces one pair at most this often
+	punchAttempt   = 4 * time.Second        // one punch dial (QUIC retransmits inside it)
+	punchGap       = 2 * time.Second        // pause between punch dials to one address
+	punchTries     = 3                      // punch dials per address and introduction
+	punchWindow    = punchTries * (punchAttempt + punchGap)
+	punchBurst     = 16          // punch dial starts allowed at once
+	punchRate      = 2.0         // punch dial starts per second, refilled
+	connectPerPeer = time.Second // one Connect per (sender, target) this often
+	maxPunchAddrs  = 4           // addresses punched per Connect
+	probeTimeout   = 3 * time.Second
+	probeEvery     = 10 * time.Minute
+)
+
+// reachFrame: a session got a reach frame from its established peer.
+type reachFrame struct {
+	from string
+	pid  *actor.PID
+	m    *messages.Envelope
+}
+
+// sendFrame: the supervisor has a frame for the session's peer.
+type sendFrame struct{ env *messages.Envelope }
+
+// rawProbe: a probe packet reached our UDP socket.
+type rawProbe struct {
+	nonce uint64
+	from  netip.AddrPort
+}
+
+// punchEnded: a punch dialer stopped without a connection.
+type punchEnded struct{ peer, addr string }
+
+// reachState is the supervisor's reach bookkeeping (touched only from
+// Receive).
+type reachState struct {
+	observed map[string]string // peer id → where it sees us (connected peers)
+	// via: a peer we are not connected to → the connected peer whose
+	// exchange listed it (the one to ask for an introduction).
+	via    map[string]string
+	intros map[string]*introState
+	// punching: peer id → the introduction being punched.
+	punching map[string]*punchState
+	// lastIntro: "from>target" → when we last introduced that pair.
+	lastIntro map[string]time.Time
+	// lastConnect: "sender>target" → when we last took a Connect.
+	lastConnect map[string]time.Time
+	tokens      float64
+	tokensAt    time.Time
+
+	probe    *probeState
+	probedAt time.Time
+	probedBy map[string]bool
+	dialBack *bool
+	// probeMain / probeSeen: where the probing peer saw our connection
+	// and our packet to its second socket (the last finished probe).
+	probeMain, probeSeen string
+
+	punches, punched, refused, introductions int64
+}
+
+type introState struct {
+	learned time.Time
+	next    time.Time
+	gap     time.Duration
+}
+
+type punchState struct {
+	via   string
+	until time.Time
+	addrs map[string]bool
+}
+
+type probeState struct {
+	peer     string
+	nonce    uint64
+	started  time.Time
+	main     string // where this peer sees our connection
+	seen     string
+	dialBack bool
+	sent     bool
+}
+
+func newReachState(now time.Time) *reachState {
+	return &reachState{
+		observed: map[string]string{}, via: map[string]string{}, intros: map[string]*introState{},
+		punching: map[string]*punchState{}, lastIntro: map[string]time.Time{}, lastConnect: map[string]time.Time{},
+		probedBy: map[string]bool{}, tokens: punchBurst, tokensAt: now,
+	}
+}
+
+// takeToken spends one punch dial start, if the bucket has one.
+func (r *reachState) takeToken(now time.Time) bool {
+	r.tokens = min(punchBurst, r.tokens+now.Sub(r.tokensAt).Seconds()*punchRate)
+	r.tokensAt = now
+	if r.tokens < 1 {
+		return false
+	}
+	r.tokens--
+	return true
+}
+
+// agreedObserved lists the observed addresses at least two connected
+// peers report, most reported first.
+func agreedObserved(observed map[string]string) []string {
+	counts := map[string]int{}
+	for _, a := range observed {
+		counts[a]++
+	}
+	var out []string
+	for a, n := range counts {
+		if n >= 2 {
+			out = append(out, a)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if counts[out[i]] != counts[out[j]] {
+			return counts[out[i]] > counts[out[j]]
+		}
+		return out[i] < out[j]
+	})
+	return out
+}
+
+// observedList is every observed address with its number of reporters.
+func observedList(observed map[string]string) []messages.ObservedAddr {
+	counts := map[string]int{}
+	for _, a := range observed {
+		counts[a]++
+	}
+	out := make([]messages.ObservedAddr, 0, len(counts))
+	for a, n := range counts {
+		out = append(out, messages.ObservedAddr{Addr: a, Reporters: n})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Addr < out[j].Addr })
+	return out
+}
+
+// classifyNAT says what kind of NAT (if any) the node is behind, from the
+// observed addresses of its connected peers, the last probe (main: where
+// the probing peer saw our connection; seen: where it saw our packet to
+// its second socket) and our own interface addresses.
+func classifyNAT(local []string, observed map[string]string, main, seen string) string {
+	own := map[string]bool{}
+	for _, a := range local {
+		own[a] = true
+	}
+	if own[main] {
+		return messages.NATPublic
+	}
+	for _, a := range observed {
+		if own[a] {
+			return messages.NATPublic
+		}
+	}
+	if main != "" && seen != "" {
+		if main == seen {
+			return messages.NATEndpointIndependent
+		}
+		return messages.NATSymmetric
+	}
+	// Several peers: the same public IP with different ports means a new
+	// mapping per destination; two peers seeing the same address, one.
+	byIP := map[netip.Addr]map[uint16]int{}
+	for _, a := range observed {
+		ap, err := netip.ParseAddrPort(a)
+		if err != nil {
+			continue
+		}
+		if byIP[ap.Addr()] == nil {
+			byIP[ap.Addr()] = map[uint16]int{}
+		}
+		byIP[ap.Addr()][ap.Port()]++
+	}
+	kind := messages.NATUnknown
+	for _, ports := range byIP {
+		if len(ports) > 1 {
+			return messages.NATSymmetric
+		}
+		for _, n := range ports {
+			if n >= 2 {
+				kind = messages.NATEndpointIndependent
+			}
+		}
+	}
+	return kind
+}
+
+// reachView is what the node believes about itself.
+func (a *Actor) reachView() *messages.Reach {
+	r := a.reach
+	manual := append([]string{}, a.d.Advertise...)
+	v := &messages.Reach{
+		NAT:        classifyNAT(a.ifaceAddrs(), r.observed, r.probeMain, r.probeSeen),
+		Advertised: append([]string{}, a.advertise()...),
+		Manual:     manual,
+		Observed:   observedList(r.observed),
+		DialBack:   r.dialBack,
+		Punches:    r.punches, PunchedConnections: r.punched, RefusedConnects: r.refused, Introductions: r.introductions,
+	}
+	if !r.probedAt.IsZero() {
+		v.ProbedAt = r.probedAt.UnixMilli()
+	}
+	return v
+}
+
+// ifaceAddrs are our interface addresses with the bound port, cached.
+func (a *Actor) ifaceAddrs() []string {
+	if now := a.d.Now(); a.adv == nil || now.Sub(a.advAt) > 30*time.Second {
+		a.adv, a.advAt = advertised(a.d.Endpoint.Addr()), now
+	}
+	return a.adv
+}
+
+// advertise lists our addresses for hellos and invites: the
+// --advertise-addr ones, observed addresses two peers agree on, then the
+// interface addresses (a wildcard bind expanded).
+func (a *Actor) advertise() []string {
+	var out []string
+	seen := map[string]bool{}
+	add := func(list []string) {
+		for _, s := range list {
+			if !seen[s] && len(out) < maxAddrsPerPeer {
+				seen[s] = true
+				out = append(out, s)
+			}
+		}
+	}
+	add(a.d.Advertise)
+	if a.reach != nil {
+		add(agreedObserved(a.reach.observed))
+	}
+	add(a.ifaceAddrs())
+	return out
+}
+
+// reachUp records where a newly connected peer sees us.
+func (a *Actor) reachUp(id string, hello *messages.Hello) {
+	r := a.reach
+	delete(r.via, id)
+	delete(r.intros, id)
+	if hello == nil {
+		return
+	}
+	if ap, ok := messages.PunchAddr(hello.Observed); ok {
+		r.observed[id] = ap.String()
+	} else {
+		delete(r.observed, id)
+	}
+}
+
+// reachDown forgets what a disconnected peer observed.
+func (a *Actor) reachDown(id string) {
+	delete(a.reach.observed, id)
+	delete(a.reach.probedBy, id)
+}
+
+// pathOf says how a new connection reaches its peer.
+func (a *Actor) pathOf(m *newConn) (path, via string) {
+	if m.path != "" {
+		return m.path, m.via
+	}
+	if p := a.reach.punching[m.conn.PeerID()]; p != nil && a.d.Now().Before(p.until) {
+		// The peer's own punch dial got through first.
+		return "punched", p.via
+	}
+	return "direct", ""
+}
+
+// reachLearned notes which connected peer told us of peers we lack.
+func (a *Actor) reachLearned(from string, peers []messages.PeerInfo) {
+	now := a.d.Now()
+	for _, p := range peers {
+		if p.ID == a.self || !identity.ValidID(p.ID) || a.known[p.ID] == nil {
+			continue
+		}
+		if e := a.sessions[p.ID]; e != nil {
+			continue
+		}
+		a.reach.via[p.ID] = from
+		if a.reach.intros[p.ID] == nil && len(a.reach.intros) < maxDialers {
+			a.reach.intros[p.ID] = &introState{learned: now, next: now.Add(introDelay), gap: introDelay}
+			// The first request goes out after introDelay, not at the
+			// next tick; later ones follow on ticks.
+			root, self, id := a.sys.Root, a.pid, p.ID
+			time.AfterFunc(introDelay, func() { root.Send(self, &introDue{id: id}) })
+		}
+	}
+}
+
+// introDue: the first introduction request for a peer is due.
+type introDue struct{ id string }
+
+// askIntro asks the peer that told us of id to introduce us, when the
+// request is due and we are still not connected.
+func (a *Actor) askIntro(c actor.Context, id string, now time.Time) {
+	r := a.reach
+	in := r.intros[id]
+	if in == nil || a.sessions[id] != nil || now.Before(in.next) {
+		return
+	}
+	e := a.sessions[r.via[id]]
+	if e == nil || !e.up {
+		delete(r.intros, id) // the next exchange names another
+		return
+	}
+	c.Send(e.pid, &sendFrame{env: &messages.Envelope{Kind: messages.KindConnectRequest, ConnectRequest: &messages.ConnectRequest{Peer: id}}})
+	in.gap = min(in.gap*2, introMaxGap)
+	in.next = now.Add(in.gap)
+}
+
+// reachTick asks for introductions that are due and runs the probe.
+func (a *Actor) reachTick(c actor.Context, now time.Time) {
+	r := a.reach
+	for id := range r.intros {
+		a.askIntro(c, id, now)
+	}
+	for id, p := range r.punching {
+		if now.After(p.until) {
+			delete(r.punching, id)
+		}
+	}
+	for k, t := range r.lastIntro {
+		if now.Sub(t) > time.Minute {
+			delete(r.lastIntro, k)
+		}
+	}
+	for k, t := range r.lastConnect {
+		if now.Sub(t) > time.Minute {
+			delete(r.lastConnect, k)
+		}
+	}
+	a.probeTick(c, now)
+}
+
+// onReach handles a reach frame from an established session.
+func (a *Actor) onReach(c actor.Context, m *reachFrame) {
+	e := a.sessions[m.from]
+	if e == nil || !e.pid.Equal(m.pid) || !e.up {
+		return
+	}
+	switch m.m.Kind {
+	case messages.KindConnectRequest:
+		a.introduce(c, m.from, m.m.ConnectRequest.Peer)
+	case messages.KindConnect:
+		a.onConnect(c, m.from, m.m.Connect)
+	case messages.KindProbe:
+		a.answerProbe(c, m.from, m.m.Probe.Nonce)
+	case messages.KindProbeReply:
+		a.onProbeReply(m.from, m.m.ProbeReply)
+	}
+}
+
+// introduce sends each of from and target a Connect naming the other.
+func (a *Actor) introduce(c actor.Context, from, target string) {
+	t := a.sessions[target]
+	if target == from || t == nil || !t.up {
+		return // we cannot introduce a peer we are not connected to
+	}
+	now := a.d.Now()
+	key := min(from, target) + "<>" + max(from, target) // both sides may ask at once
+	if last, ok := a.reach.lastIntro[key]; ok && now.Sub(last) < introEvery {
+		return
+	}
+	a.reach.lastIntro[key] = now
+	f := a.sessions[from]
+	a.reach.introductions++
+	c.Send(t.pid, &sendFrame{env: &messages.Envelope{Kind: messages.KindConnect, Connect: connectFor(from, f)}})
+	c.Send(f.pid, &sendFrame{env: &messages.Envelope{Kind: messages.KindConnect, Connect: connectFor(target, t)}})
+}
+
+// connectFor describes peer id (session e) for the other side.
+func connectFor(id string, e *sessionEntry) *messages.Connect {
+	m := &messages.Connect{Peer: id, Observed: e.conn.RemoteAddr().String()}
+	if e.hello != nil {
+		for _, s := range e.hello.Addrs {
+			if _, ok := messages.PunchAddr(s); ok && len(m.Addrs) < messages.MaxConnectAddrs {
+				m.Addrs = append(m.Addrs, s)
+			}
+		}
+	}
+	return m
+}
+
+// connectAddrs applies the address rules to a Connect: the introducer's
+// observation, and hello addresses we already hold for the peer from an
+// authenticated session. It returns the addresses to punch (at most
+// maxPunchAddrs, the observation first) and how many were dropped.
+func connectAddrs(m *messages.Connect, known []string) (out []string, dropped int) {
+	seen := map[string]bool{}
+	add := func(s string) {
+		if !seen[s] && len(out) < maxPunchAddrs {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	if m.Observed != "" {
+		if ap, ok := messages.PunchAddr(m.Observed); ok {
+			add(ap.String())
+		} else {
+			dropped++
+		}
+	}
+	for _, s := range m.Addrs {
+		ap, ok := messages.PunchAddr(s)
+		if !ok || !slices.Contains(known, ap.String()) {
+			dropped++
+			continue
+		}
+		add(ap.String())
+	}
+	return out, dropped
+}
+
+// refuseConnect counts and records a refused Connect.
+func (a *Actor) refuseConnect(from, why string) {
+	a.reach.refused++
+	a.diag.issue(a.d.Now(), messages.ConnectionIssue{PeerID: from, Kind: "connect", Reason: clip(why, 200)})
+	a.log.Warn("refused a connect message", "from", short(from), "reason", why)
+}
+
+// onConnect checks a Connect and, when it passes, punches.
+func (a *Actor) onConnect(c actor.Context, from string, m *messages.Connect) {
+	now := a.d.Now()
+	target := m.Peer
+	switch {
+	case !identity.ValidID(target):
+		a.refuseConnect(from, "connect names an invalid peer id")
+		return
+	case target == a.self || target == from:
+		a.refuseConnect(from, "connect names this node or its sender")
+		return
+	}
+	if p := a.reach.punching[target]; p != nil && p.via == from && now.Sub(p.until.Add(-punchWindow)) < connectPerPeer {
+		return // the same introduction twice (both sides asked): already punching
+	}
+	if e := a.sessions[target]; e != nil && e.up {
+		return // already connected: nothing to punch
+	}
+	var known []string
+	if k := a.known[target]; k != nil {
+		known = k.Addrs
+	}
+	addrs, _ := connectAddrs(m, known)
+	if len(addrs) == 0 {
+		a.refuseConnect(from, "connect names no address an authenticated peer reported")
+		return
+	}
+	key := from + ">" + target
+	if last, ok := a.reach.lastConnect[key]; ok && now.Sub(last) < connectPerPeer {
+		a.refuseConnect(from, "connect over the rate limit")
+		return
+	}
+	a.reach.lastConnect[key] = now
+	// Both the sender and the target must be writers of the network.
+	fs := c.RequestFuture(a.d.Ledger, &messages.IsWriter{ID: from}, a.d.AskTimeout)
+	ft := c.RequestFuture(a.d.Ledger, &messages.IsWriter{ID: target}, a.d.AskTimeout)
+	c.ReenterAfter(fs, func(res any, err error) {
+		if r, ok := res.(*messages.IsWriterReply); err != nil || !ok || !r.OK {
+			a.refuseConnect(from, "connect from a peer that is not a writer")
+			return
+		}
+		c.ReenterAfter(ft, func(res any, err error) {
+			if r, ok := res.(*messages.IsWriterReply); err != nil || !ok || !r.OK {
+				a.refuseConnect(from, "connect names a peer that is not a writer")
+				return
+			}
+			a.punch(target, from, addrs)
+		})
+	})
+}
+
+// punch dials target at addrs from our one socket, a few times.
+func (a *Actor) punch(target, via string, addrs []string) {
+	if a.closed || a.ctx.Err() != nil {
+		return
+	}
+	if e := a.sessions[target]; e != nil && e.up {
+		return
+	}
+	now := a.d.Now()
+	p := a.reach.punching[target]
+	if p == nil {
+		p = &punchState{addrs: map[string]bool{}}
+		a.reach.punching[target] = p
+	}
+	p.via, p.until = via, now.Add(punchWindow)
+	root, self, gate, ep := a.sys.Root, a.pid, a.gate, a.d.Endpoint
+	ctx := a.ctx
+	for _, addr := range addrs {
+		if p.addrs[addr] {
+			continue // a punch dialer for it is still running
+		}
+		if !a.reach.takeToken(now) {
+			a.refuseConnect(via, "punch rate limit reached")
+			return
+		}
+		p.addrs[addr] = true
+		a.reach.punches++
+		a.diag.attempt()
+		go func() {
+			defer root.Send(self, &punchEnded{peer: target, addr: addr})
+			for i := 0; i < punchTries; i++ {
+				gate.mu.Lock()
+				done := gate.connected[target]
+				gate.mu.Unlock()
+				if done || ctx.Err() != nil {
+					return
+				}
+				dctx, cancel := context.WithTimeout(ctx, punchAttempt)
+				conn, err := ep.Dial(dctx, addr, target)
+				cancel()
+				if err == nil {
+					gate.mark(target)
+					root.Send(self, &newConn{conn: conn, addr: addr, path: "punched", via: via})
+					return
+				}
+				// Jitter keeps two punching sides from settling into
+				// lock-step retries.
+				if !sleepCtx(ctx, punchGap+time.Duration(rand.Int64N(int64(punchGap/4)))) {
+					return
+				}
+			}
+		}()
+	}
+}
+
+func (a *Actor) onPunchEnded(m *punchEnded) {
+	if p := a.reach.punching[m.peer]; p != nil {
+		delete(p.addrs, m.addr)
+	}
+}
+
+// reachAdvice is what the diagnostics recommend about reachability.
+func (a *Actor) reachAdvice() []string {
+	if a.reach == nil {
+		return nil
+	}
+	var out []string
+	if classifyNAT(a.ifaceAddrs(), a.reach.observed, a.reach.probeMain, a.reach.probeSeen) == messages.NATSymmetric && len(a.d.Advertise) == 0 {
+		out = append(out, "This node is behind a NAT that gives every destination a new port (symmetric): peers behind other NATs cannot punch through to it. Forward the peer UDP port on the router and name the public address with --advertise-addr.")
+	}
+	if a.reach.refused > 0 {
+		out = append(out, fmt.Sprintf("%d connect (introduction) messages were refused: a peer sent introductions naming non-writers or addresses no authenticated peer reported.", a.reach.refused))
+	}
+	return out
+}
+
+// --- NAT-type probe ---
+
+// probeTick starts a probe when none ran recently (or the peers that
+// probed us are gone) and ends one past its deadline.
+func (a *Actor) probeTick(c actor.Context, now time.Time) {
+	r := a.reach
+	if r.probe != nil {
+		if now.Sub(r.probe.started) >= probeTimeout {
+			a.finishProbe(now)
+		}
+		return
+	}
+	if _, ok := a.d.Endpoint.(transport.RawPackets); !ok {
+		return
+	}
+	if !r.probedAt.IsZero() && now.Sub(r.probedAt) < probeEvery {
+		return
+	}
+	// The peer connected longest that has not probed us yet and sees us
+	// at a usable address.
+	var best *sessionEntry
+	bestID := ""
+	for id, e := range a.sessions {
+		if !e.up || r.probedBy[id] || r.observed[id] == "" {
+			continue
+		}
+		if best == nil || e.upAt.Before(best.upAt) {
+			best, bestID = e, id
+		}
+	}
+	if best == nil {
+		return
+	}
+	nonce := rand.Uint64()
+	r.probe = &probeState{peer: bestID, nonce: nonce, started: now, main: r.observed[bestID]}
+	r.probedBy[bestID] = true
+	c.Send(best.pid, &sendFrame{env: &messages.Envelope{Kind: messages.KindProbe, Probe: &messages.Probe{Nonce: nonce}}})
+}
+
+func (a *Actor) finishProbe(now time.Time) {
+	r := a.reach
+	p := r.probe
+	r.probe = nil
+	r.probedAt = now
+	db := p.dialBack
+	r.dialBack = &db
+	r.probeMain, r.probeSeen = p.main, p.seen
+	a.log.Info("reach probe finished", "peer", short(p.peer), "observed", p.main, "second", p.seen, "dialBack", p.dialBack,
+		"nat", classifyNAT(a.ifaceAddrs(), r.observed, r.probeMain, r.probeSeen))
+}
+
+// onRawProbe: a probe packet reached our socket (the dial-back).
+func (a *Actor) onRawProbe(m *rawProbe) {
+	p := a.reach.probe
+	if p == nil || m.nonce != p.nonce {
+		return
+	}
+	e := a.sessions[p.peer]
+	if e == nil {
+		return
+	}
+	if ap, ok := messages.PunchAddr(e.conn.RemoteAddr().String()); ok && ap.Addr() == m.from.Addr() {
+		p.dialBack = true
+	}
+}
+
+// onProbeReply: the probing peer told us its probe socket's port (we
+// send our packet there) or where our packet came from.
+func (a *Actor) onProbeReply(from string, m *messages.ProbeReply) {
+	p := a.reach.probe
+	if p == nil || from != p.peer || m.Nonce != p.nonce {
+		return
+	}
+	if m.Seen != "" {
+		if ap, ok := messages.PunchAddr(m.Seen); ok {
+			p.seen = ap.String()
+		}
+		a.finishProbe(a.d.Now())
+		return
+	}
+	if p.sent || m.Port <= 0 || m.Port > 65535 {
+		return
+	}
+	raw, ok := a.d.Endpoint.(transport.RawPackets)
+	e := a.sessions[from]
+	if !ok || e == nil {
+		return
+	}
+	ap, ok := messages.PunchAddr(e.conn.RemoteAddr().String())
+	if !ok {
+		return
+	}
+	p.sent = true
+	// To the probing peer's own IP only: the port is the one thing it
+	// chose.
+	if err := raw.WriteRaw(transport.ProbePacket(p.nonce), netip.AddrPortFrom(ap.Addr(), uint16(m.Port))); err != nil {
+		a.log.Debug("probe packet not sent", "err", err)
+	}
+}
+
+// answerProbe serves a peer's probe: a packet from a fresh socket to
+// where we see the peer, that socket's port, then where the peer's
+// packet to it came from. One probe per peer at a time, each bounded by
+// probeTimeout; the packet goes only to the peer's authenticated
+// connection's address.
+func (a *Actor) answerProbe(c actor.Context, from string, nonce uint64) {
+	e := a.sessions[from]
+	if e == nil || a.answering[from] {
+		return
+	}
+	to, ok := messages.PunchAddr(e.conn.RemoteAddr().String())
+	if !ok {
+		return
+	}
+	ps, err := transport.OpenProbeSocket(a.d.Endpoint.Addr())
+	if err != nil {
+		a.log.Debug("cannot open a probe socket", "err", err)
+		return
+	}
+	a.answering[from] = true
+	pid := e.pid
+	root, self := a.sys.Root, a.pid
+	_ = ps.Send(nonce, to)
+	root.Send(pid, &sendFrame{env: &messages.Envelope{Kind: messages.KindProbeReply, ProbeReply: &messages.ProbeReply{Nonce: nonce, Port: ps.Port()}}})
+	// Closing the socket ends the wait at once when the node stops.
+	stop := context.AfterFunc(a.ctx, func() { _ = ps.Close() })
+	go func() {
+		defer stop()
+		defer ps.Close()
+		seen, ok := ps.Wait(nonce, to.Addr(), time.Now().Add(probeTimeout))
+		rep := &messages.ProbeReply{Nonce: nonce}
+		if ok {
+			rep.Seen = seen.String()
+		}
+		if rep.Seen != "" {
+			root.Send(pid, &sendFrame{env: &messages.Envelope{Kind: messages.KindProbeReply, ProbeReply: rep}})
+		}
+		root.Send(self, &probeAnswered{peer: from})
+	}()
+}
+
+// probeAnswered: our answer to a peer's probe ended.
+type probeAnswered struct{ peer string }
+
+// readRaw hands probe packets that reach the endpoint's socket to the
+// supervisor until ctx ends or the endpoint closes.
+func readRaw(ctx context.Context, raw transport.RawPackets, send func(*rawProbe)) {
+	b := make([]byte, 64)
+	for {
+		n, from, err := raw.ReadRaw(ctx, b)
+		if err != nil {
+			return
+		}
+		if nonce, ok := transport.ParseProbePacket(b[:n]); ok {
+			send(&rawProbe{nonce: nonce, from: from})
+		}
+	}
+}
+
+// pathLabel renders a session's path for logs.
+func pathLabel(path, via string) string {
+	if via == "" {
+		return path
+	}
+	return path + " via " + short(via)
+}
+
+// sleepCtx waits d, or less when ctx ends (false then).
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}

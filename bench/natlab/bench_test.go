@@ -1,0 +1,81 @@
+//go:build linux
+
+package natlab
+
+import (
+	"fmt"
+	"os"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestNATLabBench measures each scenario over NATLAB_TRIES runs (set it,
+// e.g. 20, to run; bench/natlab/run.sh does): the share of runs whose
+// pair connected by the wanted path, join→connected and tunnel first
+// byte (median and worst), and how many connected directly within 3 s
+// and by any path within 5 s. Scenarios run one after another, each try
+// in a fresh lab; the introducer-survival check is left to TestNATLab.
+func TestNATLabBench(t *testing.T) {
+	tries, _ := strconv.Atoi(os.Getenv("NATLAB_TRIES"))
+	if tries <= 0 {
+		t.Skip("set NATLAB_TRIES (e.g. 20) to run the NAT lab benchmark: bench/natlab/run.sh")
+	}
+	if why := Available(); why != "" {
+		t.Skip(why)
+	}
+	bin, err := Build(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, sc := range Scenarios {
+		sc.StopIntroducer = false
+		if only := os.Getenv("NATLAB_SCENARIOS"); only != "" && !slices.Contains(strings.Split(only, ","), sc.Name) {
+			continue
+		}
+		var joins, vias, bytes []time.Duration
+		wanted, within3, within5 := 0, 0, 0
+		paths := map[string]int{}
+		for try := 0; try < tries; try++ {
+			prefix := fmt.Sprintf("pra-b%d%d", i, try%10)
+			res, err := Run(bin, prefix, t.TempDir(), sc, func(string, ...any) {})
+			if err != nil {
+				t.Fatal(err)
+			}
+			paths[res.Path]++
+			if !res.Connected {
+				continue
+			}
+			joins = append(joins, res.JoinToConnected)
+			if res.ViaToConnected > 0 {
+				vias = append(vias, res.ViaToConnected)
+			}
+			if res.FirstByte > 0 {
+				bytes = append(bytes, res.FirstByte)
+			}
+			if res.Err == nil && PathOK(sc.Want, res.Path) {
+				wanted++
+				if res.JoinToConnected <= 3*time.Second && res.Path != "relayed" && res.Path != "tcp" {
+					within3++
+				}
+			}
+			if res.JoinToConnected <= 5*time.Second {
+				within5++
+			}
+		}
+		t.Logf("| %s | %d/%d | %d/%d | %d/%d | %s | %s | %s | %v |", sc.Name, wanted, tries, within3, tries, within5, tries,
+			stat(joins), stat(vias), stat(bytes), paths)
+	}
+}
+
+// stat is "median (max)" of ds, or "-" when empty.
+func stat(ds []time.Duration) string {
+	if len(ds) == 0 {
+		return "-"
+	}
+	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
+	return fmt.Sprintf("%v (%v)", ds[len(ds)/2].Round(time.Millisecond), ds[len(ds)-1].Round(time.Millisecond))
+}
