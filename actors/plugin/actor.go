@@ -208,6 +208,8 @@ func (a *Actor) Receive(c actor.Context) {
 	case *messages.ControlPlugin:
 		msg, err := a.control(c, strings.ToLower(m.Domain), m.Op)
 		c.Respond(&messages.ControlPluginReply{Message: msg, Err: err})
+	case *SnapshotDatabases:
+		c.Respond(a.snapshot(m.Dir))
 	case *messages.RescanPlugins:
 		a.scan(c)
 		c.Respond(a.list())
