@@ -306,7 +306,7 @@ func (a *Actor) load(c actor.Context, e *entry) {
 		rt.Actions[act.Name] = true
 	}
 	if m.Database {
-		db, err := openDB(filepath.Join(a.d.DataDir, m.Domain, "data.db"))
+		db, err := openDB(filepath.Join(a.d.DataDir, m.Domain, "data.db"), a.d.Log.With("domain", m.Domain))
 		if err != nil {
 			e.status, e.err = messages.PluginStopped, "database: "+err.Error()
 			a.d.Log.Error("plugin not loaded", "domain", m.Domain, "err", err, "component", "db")

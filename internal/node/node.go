@@ -129,11 +129,11 @@ func (n *Node) start() (err error) {
 	if n.id, err = identity.LoadOrCreate(filepath.Join(cfg.Data, "identity.key")); err != nil {
 		return err
 	}
-	if n.ledgerDB, err = store.Open(filepath.Join(cfg.Data, "ledger.db"), store.Options{Durable: true}); err != nil {
+	if n.ledgerDB, err = store.Open(filepath.Join(cfg.Data, "ledger.db"), store.Options{Durable: true, Log: n.storeLog()}); err != nil {
 		return err
 	}
 	n.closers = append(n.closers, func() { n.ledgerDB.Close() })
-	if n.nodeDB, err = store.Open(filepath.Join(cfg.Data, "node.db"), store.Options{Durable: true}); err != nil {
+	if n.nodeDB, err = store.Open(filepath.Join(cfg.Data, "node.db"), store.Options{Durable: true, Log: n.storeLog()}); err != nil {
 		return err
 	}
 	n.closers = append(n.closers, func() { n.nodeDB.Close() })
