@@ -51,7 +51,6 @@ type Options struct {
 // torn last write"). Anything else that does not parse is an error: the
 // file is damaged, not torn, and Open says so instead of guessing.
 
-
 // DB is a buntdb file. Safe for concurrent use.
 type DB struct {
 	db      *buntdb.DB
