@@ -188,7 +188,7 @@ func (n *Node) start() (err error) {
 		Identity: n.id, Ledger: n.ledgerDB, Node: n.nodeDB, Published: n.pub,
 		Internal: internal, Join: cfg.Join != "",
 		SubnetBase: cfg.SubnetBase, InitialIPIndex: cfg.InitialIPIndex, Log: core,
-		DomainMiddleware: cfg.domainMiddleware, Applied: n.applied,
+		DomainMiddleware: cfg.domainMiddleware, Applied: n.applied, Now: ledgerClock(),
 	}))
 	if err != nil {
 		return fmt.Errorf("spawn ledger: %w", err)
