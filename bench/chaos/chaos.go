@@ -86,6 +86,15 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return nil, err
 		}
+		// The data folder is a small tmpfs of its own: the nemesis fills it.
+		data := filepath.Join(dir, "data")
+		if err := os.MkdirAll(data, 0o700); err != nil {
+			return nil, err
+		}
+		if err := run("mount", "-t", "tmpfs", "-o", "size=256m,mode=0700", "tmpfs", data); err != nil {
+			return nil, err
+		}
+		defer run("umount", "-l", data)
 		nodes[i] = &node{i: i, lab: lab, bin: cfg.Binary, dir: dir, http: lab.client(i)}
 	}
 	if err := nodes[0].start(""); err != nil {
@@ -304,7 +313,7 @@ func workload(ctx context.Context, n *node, rec *record, seed int64) {
 // nemesis acts at random until ctx ends: one fault at a time, held for
 // a few seconds, then healed, with a quiet gap between faults.
 func nemesis(ctx context.Context, h *history, rng *rand.Rand, lab *lab, nodes []*node, sum *Summary) {
-	faults := []string{"kill", "pause", "partition", "netem", "outdrop", "clock"}
+	faults := []string{"kill", "pause", "partition", "netem", "outdrop", "clock", "diskfull"}
 	hold := func(min, max int) bool {
 		select {
 		case <-time.After(time.Duration(min*1000+rng.Intn((max-min)*1000+1)) * time.Millisecond):
@@ -375,6 +384,15 @@ func nemesis(ctx context.Context, h *history, rng *rand.Rand, lab *lab, nodes []
 			hold(3, 10)
 			_ = lab.nsRun(i, "nft", "flush chain inet chaos drops")
 			h.logf("nemesis: node %d's output drops removed", i)
+		case "diskfull":
+			h.logf("nemesis: node %d's data folder fills up", i)
+			filled, err := n.fill()
+			if err != nil {
+				h.logf("nemesis: fill node %d: %v", i, err)
+			}
+			hold(3, 10)
+			n.free()
+			h.logf("nemesis: node %d's data folder has space again (%d MB were filled)", i, filled>>20)
 		case "clock":
 			// The node's clock: restarted with its wall clock shifted
 			// (PEERDNS_TEST_CLOCK_OFFSET, read by the node at start; see

@@ -26,10 +26,10 @@
 // hook (sendmsg fails with EPERM); and a clock jump of minutes on one
 // node (restarted with PEERDNS_TEST_CLOCK_OFFSET, which shifts the
 // ledger's wall clock: the node reads its time through an injectable
-// clock, and the system clock of a shared machine is not ours to move).
-// A data folder that fills is tested on its own (TestDiskFullNode, a
-// small tmpfs) rather than here: a full disk refuses writes on purpose,
-// which the checker would have to tell from a loss.
+// clock, and the system clock of a shared machine is not ours to move);
+// and a data folder that fills up (each node's is a 256 MB tmpfs; a
+// filler file takes the rest, then goes). Writes a full disk refuses are
+// answered 507, so they are not acknowledged and not expected.
 //
 // The checker, once the nemesis stopped and every fault is healed:
 // every acknowledged claim not removed is resolved with its hash on every
@@ -94,7 +94,7 @@ func (s *Summary) String() string {
 	fmt.Fprintf(&b, "seed %d: %d operations, %d claims acknowledged, %d removals acknowledged, %d outcomes unknown\n", s.Seed, s.Ops, s.Acked, s.Removed, s.Unknown)
 	total := 0
 	var fs []string
-	for _, f := range []string{"kill", "pause", "partition", "netem", "outdrop", "clock"} {
+	for _, f := range []string{"kill", "pause", "partition", "netem", "outdrop", "clock", "diskfull"} {
 		total += s.Faults[f]
 		fs = append(fs, fmt.Sprintf("%s %d", f, s.Faults[f]))
 	}

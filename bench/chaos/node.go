@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -200,3 +201,31 @@ func (n *node) panics() []string {
 	}
 	return out
 }
+
+// fill writes a filler file into the node's data folder (a tmpfs) until
+// it is full and returns its size.
+func (n *node) fill() (int64, error) {
+	f, err := os.OpenFile(filepath.Join(n.dir, "data", "chaos-filler"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	buf := make([]byte, 64<<10)
+	for _, size := range []int{len(buf), 1} {
+		for {
+			if _, err := f.Write(buf[:size]); err != nil {
+				if !errors.Is(err, syscall.ENOSPC) {
+					return 0, err
+				}
+				break
+			}
+		}
+	}
+	st, err := f.Stat()
+	if err != nil {
+		return 0, err
+	}
+	return st.Size(), nil
+}
+
+func (n *node) free() { _ = os.Remove(filepath.Join(n.dir, "data", "chaos-filler")) }

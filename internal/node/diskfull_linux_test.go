@@ -118,3 +118,44 @@ func containsAll(have, want []string) bool {
 	}
 	return true
 }
+
+// A node whose disk is full while its peer writes: the peer's ops cannot
+// be stored, the node keeps answering reads, and once space is back it
+// fetches what it missed and agrees with the writer.
+func TestDiskFullPeerOps(t *testing.T) {
+	disk := testutil.SmallDisk(t, "24m")
+	master := newTestNode(t, t.TempDir())
+	full := joinNode(t, master, func(c *Config) { c.Data = disk.Dir })
+	mb, fb := "http://"+master.AdminAddr(), "http://"+full.AdminAddr()
+	addDomain(t, mb, "first.p2p", hashA)
+	testutil.Eventually(t, 10e9, func() error {
+		if got := resolvedNames(t, fb); !containsAll(got, []string{"first.p2p"}) {
+			return fmt.Errorf("resolved on the joiner: %v", got)
+		}
+		return nil
+	})
+	disk.Fill()
+	var want []string
+	readFailures, reads := 0, 0
+	for i := 0; i < 30; i++ {
+		d := fmt.Sprintf("while-full%02d.p2p", i)
+		addDomain(t, mb, d, hashA)
+		want = append(want, d)
+		for j := 0; j < 3; j++ {
+			reads++
+			if code, _ := call(t, "GET", fb+"/api/resolved-domains", ""); code != 200 {
+				readFailures++
+			}
+		}
+	}
+	if readFailures > 0 {
+		t.Errorf("%d of %d reads on the node with the full disk failed", readFailures, reads)
+	}
+	disk.Free()
+	testutil.Eventually(t, 30e9, func() error {
+		if got := resolvedNames(t, fb); !containsAll(got, want) {
+			return fmt.Errorf("after space is back the joiner has %d of %d", len(got), len(want)+1)
+		}
+		return nil
+	})
+}
