@@ -55,6 +55,11 @@ func start(bin, dir string, args ...string) (*proc, error) {
 	all := append([]string{"node", "--data", dir, "--admin-addr", "127.0.0.1:0", "--dns-addr", "127.0.0.1:0",
 		"--http-addr", "127.0.0.1:0", "--https-addr", "127.0.0.1:0", "--p2p-addr", "127.0.0.1:0", "--upstream", "127.0.0.1:1"}, args...)
 	cmd := exec.Command(bin, all...)
+	// The nodes die with this program, however it ends. (Pdeathsig
+	// follows the thread that started the child: safe here, where no
+	// goroutine locks and ends a thread; bench/chaos does, and so stops
+	// its nodes itself.)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	out, err := cmd.StderrPipe()
 	if err != nil {
 		return nil, err
