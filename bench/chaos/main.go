@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command chaos is the chaos run: five `peerdns node` processes in
 // network namespaces of their own, a steady workload on their admin
 // APIs, and a nemesis acting at random (with a seed) for a set time; then

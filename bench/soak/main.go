@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command soak puts steady load on two `peerdns node` processes on
 // loopback for a set time (default one hour) and samples each minute:
 // each node's RSS, open files and threads, and the p99 latency of the
