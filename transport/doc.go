@@ -6,8 +6,11 @@
 // the expected peer id, ALPN "peerdns/1", keep-alive, datagrams), the
 // control-stream framing (frame.go: 4-byte big-endian length + CBOR
 // envelope, at most 1 MiB), the redialer with capped jittered exponential
-// backoff (dialer.go), invites (invite.go) and the cap on inbound
-// connections not admitted yet (pending.go).
+// backoff (dialer.go), invites (invite.go), the cap on inbound
+// connections not admitted yet (pending.go) and the socket wrapper that
+// turns a send the host refuses (EPERM from a firewall, ENOBUFS, a route
+// gone for a moment) into a lost packet instead of a dead connection
+// (sendloss.go).
 //
 // It must never: know about the ledger or actors, or decide who may join.
 // It authenticates keys; the peers supervisor (actors/peer) authorises them.

@@ -135,6 +135,7 @@ type QUICEndpoint struct {
 	log      *slog.Logger
 	cert     tls.Certificate
 	udp      *net.UDPConn
+	lossy    *lossyConn // udp as quic-go writes through it (sendloss.go)
 	tr       *quic.Transport
 	ln       *quic.Listener
 	qconf    *quic.Config
@@ -171,8 +172,9 @@ func Listen(cfg Config) (*QUICEndpoint, error) {
 	// signatures are deterministic and only this key can make this one.
 	rk := quic.StatelessResetKey(sha256.Sum256(cfg.Identity.Sign([]byte("peerdns stateless reset key v1"))))
 	pending := &pendingGate{max: int64(cfg.MaxPendingInbound), log: cfg.Logger}
+	lossy := newLossyConn(udp, cfg.Logger)
 	tr := &quic.Transport{
-		Conn: udp, StatelessResetKey: &rk,
+		Conn: lossy, StatelessResetKey: &rk,
 		ConnContext: pending.connContext, VerifySourceAddress: pending.verifySource,
 	}
 	qconf := &quic.Config{
@@ -199,7 +201,7 @@ func Listen(cfg Config) (*QUICEndpoint, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	e := &QUICEndpoint{
-		cfg: cfg, log: cfg.Logger, cert: cert, udp: udp, tr: tr, ln: ln, qconf: qconf, pending: pending,
+		cfg: cfg, log: cfg.Logger, cert: cert, udp: udp, lossy: lossy, tr: tr, ln: ln, qconf: qconf, pending: pending,
 		accepted: make(chan *quicConn), ctx: ctx, cancel: cancel,
 	}
 	e.wg.Add(1)

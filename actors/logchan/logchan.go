@@ -38,11 +38,12 @@ const (
 
 // Actor owns one channel file.
 type Actor struct {
-	id  string
-	dir string
-	w   *lumberjack.Logger
-	seq uint64 // lines written in this run
-	buf []byte // a batch's text, kept for the next batch
+	id   string
+	dir  string
+	w    *lumberjack.Logger
+	seq  uint64 // lines written in this run
+	buf  []byte // a batch's text, kept for the next batch
+	lost int    // lines not written since the file started failing
 }
 
 // keepBuf is the largest batch buffer kept between batches (a burst's
@@ -83,9 +84,10 @@ func (a *Actor) Receive(c actor.Context) {
 		}
 	case *messages.LogLine:
 		if _, err := a.w.Write([]byte(m.Message + "\n")); err != nil {
-			fmt.Fprintf(os.Stderr, "log channel %s: %v\n", a.id, err)
+			a.writeFailed(err, 1)
 			return
 		}
+		a.writeOK()
 		a.seq++
 		line := *m // the sender's message is not ours to change
 		line.Seq = a.seq
@@ -106,9 +108,10 @@ func (a *Actor) Receive(c actor.Context) {
 			a.buf = buf
 		}
 		if _, err := a.w.Write(buf); err != nil {
-			fmt.Fprintf(os.Stderr, "log channel %s: %v\n", a.id, err)
+			a.writeFailed(err, len(m.Lines))
 			return
 		}
+		a.writeOK()
 		// A batch's lines are handed over (messages.LogBatch): numbered
 		// in place, not copied.
 		for _, l := range m.Lines {
@@ -166,4 +169,21 @@ func tailFile(path string, n int) ([]string, error) {
 		out[i] = string(l)
 	}
 	return out, nil
+}
+
+// writeFailed reports a log file that cannot be written (a full disk)
+// on stderr once, when it starts failing, not once per line; the lines
+// are counted and writeOK says how many were lost once writes work again.
+func (a *Actor) writeFailed(err error, lines int) {
+	if a.lost == 0 {
+		fmt.Fprintf(os.Stderr, "log channel %s: %v (lines are dropped until the file can be written again)\n", a.id, err)
+	}
+	a.lost += lines
+}
+
+func (a *Actor) writeOK() {
+	if a.lost > 0 {
+		fmt.Fprintf(os.Stderr, "log channel %s: writing again; %d lines were lost\n", a.id, a.lost)
+		a.lost = 0
+	}
 }

@@ -208,6 +208,8 @@ func (a *Actor) Receive(c actor.Context) {
 	case *messages.ControlPlugin:
 		msg, err := a.control(c, strings.ToLower(m.Domain), m.Op)
 		c.Respond(&messages.ControlPluginReply{Message: msg, Err: err})
+	case *SnapshotDatabases:
+		c.Respond(a.snapshot(m.Dir))
 	case *messages.RescanPlugins:
 		a.scan(c)
 		c.Respond(a.list())
@@ -304,7 +306,7 @@ func (a *Actor) load(c actor.Context, e *entry) {
 		rt.Actions[act.Name] = true
 	}
 	if m.Database {
-		db, err := openDB(filepath.Join(a.d.DataDir, m.Domain, "data.db"))
+		db, err := openDB(filepath.Join(a.d.DataDir, m.Domain, "data.db"), a.d.Log.With("domain", m.Domain))
 		if err != nil {
 			e.status, e.err = messages.PluginStopped, "database: "+err.Error()
 			a.d.Log.Error("plugin not loaded", "domain", m.Domain, "err", err, "component", "db")

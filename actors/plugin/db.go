@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 
 	"peerdns/internal/store"
@@ -31,8 +32,8 @@ type pluginDB struct {
 	used int64
 }
 
-func openDB(path string) (*pluginDB, error) {
-	db, err := store.Open(path, store.Options{})
+func openDB(path string, log *slog.Logger) (*pluginDB, error) {
+	db, err := store.Open(path, store.Options{Log: log})
 	if err != nil {
 		return nil, err
 	}

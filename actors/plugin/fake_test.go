@@ -62,6 +62,17 @@ func fakePlugin(mode string) int {
 			if err := json.Unmarshal(params, &req); err != nil {
 				return nil, err
 			}
+			if n, ok := strings.CutPrefix(req.Path, "/seq/"); ok {
+				// Two puts in order: k/<n>, then last=<n>. A consistent
+				// copy holding last=n holds every k/0..k/n.
+				if _, err := sess.Call(ctx, "db.put", map[string]any{"key": "k/" + n, "value": json.RawMessage(n)}); err != nil {
+					return nil, err
+				}
+				if _, err := sess.Call(ctx, "db.put", map[string]any{"key": "last", "value": json.RawMessage(n)}); err != nil {
+					return nil, err
+				}
+				return map[string]any{"status": 200, "headers": map[string]string{"Content-Type": "application/json"}, "body": []byte("{}")}, nil
+			}
 			if _, err := sess.Call(ctx, "db.put", map[string]any{"key": "last", "value": req.Path}); err != nil {
 				return nil, err
 			}

@@ -262,7 +262,7 @@ func (a *Actor) update(c actor.Context, req map[string]string) {
 			if rerr := a.save(old, true); rerr != nil {
 				a.d.Log.Error("cannot put settings back after the subnets failed", "err", rerr)
 			}
-			c.Send(sender, &messages.UpdateSettingsReply{Err: fmt.Errorf("%w: subnets: %v", messages.ErrSettingsStore, err)})
+			c.Send(sender, &messages.UpdateSettingsReply{Err: fmt.Errorf("%w: subnets: %w", messages.ErrSettingsStore, err)})
 			return
 		}
 		c.Send(sender, a.applied(c, vals, true))
@@ -288,7 +288,7 @@ func (a *Actor) save(vals map[string]string, restoring bool) error {
 			return nil
 		})
 		if err != nil {
-			return fmt.Errorf("%w: %v", messages.ErrSettingsStore, err)
+			return fmt.Errorf("%w: %w", messages.ErrSettingsStore, err)
 		}
 	}
 	for n, v := range vals {

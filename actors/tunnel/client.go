@@ -135,7 +135,9 @@ func (r *clientRun) socketErr(err error) (done, retry bool) {
 		return true, false
 	}
 	var ne net.Error
-	return false, errors.As(err, &ne) && ne.Timeout()
+	// A UDP socket may report an ICMP error or a refused send of an
+	// earlier datagram on a read: one datagram lost, not a dead socket.
+	return false, (errors.As(err, &ne) && ne.Timeout()) || transport.IsTransientSendErr(err)
 }
 
 // serve binds and then accepts until the incarnation ends.

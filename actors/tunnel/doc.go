@@ -124,6 +124,10 @@
 // dropped. A payload over the QUIC datagram limit (the path MTU minus
 // overhead, about 1,200-1,450 bytes) cannot be sent: it is dropped and
 // counted in Counters.DroppedDatagrams and the tunnel's lastError. A
+// datagram the host refuses to write to a flow's socket (a firewall's
+// output drop: EPERM; no buffers; no route for a moment; see
+// transport.IsTransientSendErr) is lost as the network would lose it:
+// counted in Counters.DroppedDatagrams, and the flow goes on. A
 // client on the node of its server sends straight to the target.
 // Counters: connections are flows; bytes are datagram payloads.
 //

@@ -61,7 +61,8 @@ type Counters struct {
 	// RefusedStreams counts streams refused: a bad or missing handshake,
 	// an unknown id, a missing or wrong proof, a peer at its stream cap.
 	RefusedStreams atomic.Int64
-	// DroppedDatagrams counts UDP datagrams dropped: over the QUIC
+	// DroppedDatagrams counts UDP datagrams dropped: refused by the
+	// host when written to a socket (transport.IsTransientSendErr), over the QUIC
 	// datagram limit, or from a client socket beyond the flow cap or
 	// queued beyond a handshake's backlog.
 	DroppedDatagrams atomic.Int64

@@ -7,7 +7,6 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"peerdns/messages"
@@ -132,6 +131,16 @@ func (t *flowTable) send(c transport.Conn, pkt []byte, st *stats) bool {
 	return false
 }
 
+// lost counts a datagram a socket write refused (a host firewall's
+// output drop, no buffers, no route for a moment) as dropped: UDP lost
+// it, the flow goes on. Other write errors (a closed socket) end the
+// flow through its reader.
+func (t *flowTable) lost(err error) {
+	if transport.IsTransientSendErr(err) {
+		t.dropped.Add(1)
+	}
+}
+
 // datagram is the Mesh datagram handler: it hands the payload to the
 // flow the datagram names. Datagrams of unknown flows (expired, never
 // registered, or shorter than a flow id) are dropped silently: UDP may
@@ -164,6 +173,8 @@ func (f *serverFlow) deliver(b []byte) {
 	f.touch()
 	if n, err := f.u.Write(b); err == nil {
 		f.h.stats.in.Add(int64(n))
+	} else {
+		f.tab.lost(err)
 	}
 }
 
@@ -196,8 +207,10 @@ func (f *serverFlow) run() {
 					return // idle: expired
 				}
 				continue // a datagram from the peer moved the deadline
-			case errors.Is(err, syscall.ECONNREFUSED):
-				continue // an ICMP port unreachable from the target: UDP goes on
+			case transport.IsTransientSendErr(err):
+				// An ICMP port or host unreachable from the target, a
+				// refused send: one datagram lost, UDP goes on.
+				continue
 			}
 			return
 		}

@@ -3,14 +3,12 @@ package tunnel
 import (
 	"crypto/rand"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/netip"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"peerdns/transport"
@@ -217,6 +215,8 @@ func (f *clientFlow) send(b, scratch []byte) {
 		if n, err := local.Write(b); err == nil {
 			st.out.Add(int64(n))
 			h.stats.in.Add(int64(n))
+		} else {
+			f.u.tab.lost(err)
 		}
 		return
 	}
@@ -233,6 +233,8 @@ func (f *clientFlow) deliver(b []byte) {
 	f.touch()
 	if n, err := f.u.pc.WriteToUDPAddrPort(b, f.src); err == nil {
 		f.u.r.e.stats.in.Add(int64(n))
+	} else {
+		f.u.tab.lost(err)
 	}
 }
 
@@ -414,8 +416,8 @@ func (f *clientFlow) readLocal(uc *net.UDPConn, h *serverHandle) {
 				return
 			default:
 			}
-			if errors.Is(err, syscall.ECONNREFUSED) {
-				continue // an ICMP port unreachable from the target: UDP goes on
+			if transport.IsTransientSendErr(err) {
+				continue // an ICMP unreachable from the target: UDP goes on
 			}
 			return
 		}
@@ -423,6 +425,8 @@ func (f *clientFlow) readLocal(uc *net.UDPConn, h *serverHandle) {
 		h.stats.out.Add(int64(n))
 		if m, err := f.u.pc.WriteToUDPAddrPort(buf[:n], f.src); err == nil {
 			f.u.r.e.stats.in.Add(int64(m))
+		} else {
+			f.u.tab.lost(err)
 		}
 	}
 }

@@ -41,9 +41,16 @@ func (e *Error) Error() string {
 
 func (e *Error) Unwrap() error { return e.Err }
 
-// Errorf is a plain-text error with a status.
+// Errorf is a plain-text error with a status. A 500 caused by a full
+// disk (an error argument IsNoSpace) becomes a 507 (nospace.go).
 func Errorf(status int, format string, a ...any) *Error {
-	return &Error{Status: status, Msg: fmt.Sprintf(format, a...)}
+	e := &Error{Status: status, Msg: fmt.Sprintf(format, a...)}
+	if status == fasthttp.StatusInternalServerError {
+		if cause := noSpaceArg(a); cause != nil {
+			return insufficientStorage(e, cause)
+		}
+	}
+	return e
 }
 
 // BadRequest is a 400 with a message.
@@ -75,6 +82,9 @@ func WriteError(ctx *fasthttp.RequestCtx, log *slog.Logger, err error) {
 	var he *Error
 	if !errors.As(err, &he) {
 		he = &Error{Status: fasthttp.StatusInternalServerError, Msg: err.Error()}
+		if IsNoSpace(err) {
+			he = insufficientStorage(he, err)
+		}
 	}
 	status := he.Status
 	if status == 0 {

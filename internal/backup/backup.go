@@ -6,8 +6,8 @@
 // the node's state: ledger.db and node.db as buntdb snapshots (store's
 // Snapshot, one read transaction each, never a copy of a file being
 // written), identity.key, and the ca/, plugins/ and plugin-data/ folders
-// when present (a plugin's database is copied as a file: plugins write
-// through their handler, which a backup does not pause).
+// when present (the plugin databases as the node's plugins supervisor
+// snapshots them, never copies of files being written).
 // Settings live in node.db. Logs and the agent's data are not included.
 // Backups older than the retention setting are removed before a new one
 // is written. A directory in DATA/backups holding a metadata.json is a

@@ -2,12 +2,15 @@ package node
 
 import (
 	"context"
+	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strconv"
 	"sync/atomic"
 	"time"
 
+	"peerdns/actors/plugin"
 	"peerdns/actors/settings"
 	"peerdns/internal/backup"
 )
@@ -26,21 +29,50 @@ type backupPolicy struct {
 
 func (n *Node) backupDir() string { return filepath.Join(n.orig.Data, "backups") }
 
-// backupSources are what a backup holds.
-func (n *Node) backupSources() []backup.Source {
+// backupSources are what a backup holds; pluginData is the plugins
+// supervisor's consistent copy of DATA/plugin-data (snapshotPlugins).
+func (n *Node) backupSources(pluginData string) []backup.Source {
 	return []backup.Source{
 		{Name: "ledger.db", Write: func(w io.Writer) error { return n.ledgerDB.Snapshot(w) }},
 		{Name: "node.db", Write: func(w io.Writer) error { return n.nodeDB.Snapshot(w) }},
 		{Name: "identity.key", Path: filepath.Join(n.orig.Data, "identity.key")},
 		{Name: "ca", Path: filepath.Join(n.orig.Data, "ca")},
 		{Name: "plugins", Path: filepath.Join(n.orig.Data, "plugins")},
-		{Name: "plugin-data", Path: filepath.Join(n.orig.Data, "plugin-data")},
+		{Name: "plugin-data", Path: pluginData},
 	}
+}
+
+// snapshotPlugins has the plugins supervisor, which owns the plugin
+// databases, write a consistent copy of them into a temporary folder
+// (store snapshots, as the ledger's; see plugin.SnapshotDatabases); the
+// caller removes the folder.
+func (n *Node) snapshotPlugins() (string, error) {
+	dir, err := os.MkdirTemp("", "peerdns-plugin-data-*")
+	if err != nil {
+		return "", err
+	}
+	res, err := n.root.System.Root.RequestFuture(n.plugins, &plugin.SnapshotDatabases{Dir: dir}, 5*time.Minute).Result()
+	if err == nil {
+		if r := res.(*plugin.SnapshotDatabasesReply); r.Err != nil {
+			err = r.Err
+		}
+	}
+	if err != nil {
+		os.RemoveAll(dir)
+		return "", fmt.Errorf("plugin databases: %w", err)
+	}
+	return dir, nil
 }
 
 // CreateBackup writes a backup now and returns its path.
 func (n *Node) CreateBackup() (string, error) {
-	path, err := backup.Create(n.backupDir(), int(n.backups.keep.Load()), n.id.ID(), n.orig.Version, time.Now(), n.backupSources())
+	pluginData, err := n.snapshotPlugins()
+	if err != nil {
+		n.logs["core"].Error("backup failed", "err", err)
+		return "", err
+	}
+	defer os.RemoveAll(pluginData)
+	path, err := backup.Create(n.backupDir(), int(n.backups.keep.Load()), n.id.ID(), n.orig.Version, time.Now(), n.backupSources(pluginData))
 	if err != nil {
 		n.logs["core"].Error("backup failed", "err", err)
 		return "", err

@@ -132,11 +132,11 @@ func (n *Node) start() (err error) {
 	if n.id, err = identity.LoadOrCreate(filepath.Join(cfg.Data, "identity.key")); err != nil {
 		return err
 	}
-	if n.ledgerDB, err = store.Open(filepath.Join(cfg.Data, "ledger.db"), store.Options{Durable: true}); err != nil {
+	if n.ledgerDB, err = store.Open(filepath.Join(cfg.Data, "ledger.db"), store.Options{Durable: true, Log: n.storeLog()}); err != nil {
 		return err
 	}
 	n.closers = append(n.closers, func() { n.ledgerDB.Close() })
-	if n.nodeDB, err = store.Open(filepath.Join(cfg.Data, "node.db"), store.Options{Durable: true}); err != nil {
+	if n.nodeDB, err = store.Open(filepath.Join(cfg.Data, "node.db"), store.Options{Durable: true, Log: n.storeLog()}); err != nil {
 		return err
 	}
 	n.closers = append(n.closers, func() { n.nodeDB.Close() })
@@ -191,7 +191,7 @@ func (n *Node) start() (err error) {
 		Identity: n.id, Ledger: n.ledgerDB, Node: n.nodeDB, Published: n.pub,
 		Internal: internal, Join: cfg.Join != "",
 		SubnetBase: cfg.SubnetBase, InitialIPIndex: cfg.InitialIPIndex, Log: core,
-		DomainMiddleware: cfg.domainMiddleware, Applied: n.applied, Replicas: cfg.ReplicaSetSize,
+		DomainMiddleware: cfg.domainMiddleware, Applied: n.applied, Replicas: cfg.ReplicaSetSize, Now: ledgerClock(),
 	}))
 	if err != nil {
 		return fmt.Errorf("spawn ledger: %w", err)

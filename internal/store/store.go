@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -32,7 +33,23 @@ type Options struct {
 	// Durable fsyncs every commit (buntdb.Always). Otherwise commits are
 	// fsynced once a second.
 	Durable bool
+	// Log gets the line that says a torn last write was cut at open
+	// (slog.Default() when nil).
+	Log *slog.Logger
 }
+
+// A torn last write (the process or the machine stopped in the middle
+// of appending a commit) is repaired at Open by buntdb itself: a file
+// that ends mid-command is truncated to the end of the last whole
+// command, so the store holds every commit that was wholly written and
+// nothing of the torn one (which was never acknowledged: a commit is
+// acknowledged after its write returned). A file whose end was extended
+// but never written (a crash after the size reached the disk and before
+// the data did leaves NUL bytes) is cut back to its last non-NUL byte
+// first, since a buntdb file never ends in NUL; buntdb then repairs what
+// remains. Either repair is logged with the bytes cut ("store repaired a
+// torn last write"). Anything else that does not parse is an error: the
+// file is damaged, not torn, and Open says so instead of guessing.
 
 // DB is a buntdb file. Safe for concurrent use.
 type DB struct {
@@ -52,9 +69,21 @@ func Open(path string, o Options) (*DB, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("store dir: %w", err)
 	}
+	log := o.Log
+	if log == nil {
+		log = slog.Default()
+	}
+	nulCut, err := trimNULTail(path)
+	if err != nil {
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	before := fileSize(path)
 	db, err := buntdb.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	if cut := before - fileSize(path) + nulCut; cut > 0 {
+		log.Warn("store repaired a torn last write", "file", path, "bytes_cut", cut, "size", fileSize(path))
 	}
 	var cfg buntdb.Config
 	if err := db.ReadConfig(&cfg); err != nil {
@@ -212,4 +241,57 @@ func (d *DB) Health() error {
 		return fmt.Errorf("store %s: last commit failed: %w", filepath.Base(d.path), *p)
 	}
 	return nil
+}
+
+func fileSize(path string) int64 {
+	st, err := os.Stat(path)
+	if err != nil {
+		return 0
+	}
+	return st.Size()
+}
+
+// trimNULTail cuts NUL bytes off the end of the file at path (see the
+// repair note at Options) and returns how many it cut. A missing file is
+// nothing to cut.
+func trimNULTail(path string) (int64, error) {
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return 0, err
+	}
+	end := st.Size()
+	buf := make([]byte, 64<<10)
+	for end > 0 {
+		n := int64(len(buf))
+		if end < n {
+			n = end
+		}
+		if _, err := f.ReadAt(buf[:n], end-n); err != nil {
+			return 0, err
+		}
+		i := n
+		for i > 0 && buf[i-1] == 0 {
+			i--
+		}
+		end -= n - i
+		if i > 0 {
+			break
+		}
+	}
+	cut := st.Size() - end
+	if cut == 0 {
+		return 0, nil
+	}
+	if err := f.Truncate(end); err != nil {
+		return 0, err
+	}
+	return cut, f.Sync()
 }

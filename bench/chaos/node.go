@@ -1,0 +1,233 @@
+//go:build linux
+
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// node is one `peerdns node` process in its namespace, started again on
+// the same data folder after a kill.
+type node struct {
+	i      int
+	lab    *lab
+	bin    string
+	dir    string
+	http   *http.Client
+	mu     sync.Mutex // guards cmd, paused
+	cmd    *exec.Cmd
+	exited chan struct{}
+	paused bool
+	// clockOffset, when set, starts the process with its ledger clock
+	// shifted (PEERDNS_TEST_CLOCK_OFFSET).
+	clockOffset time.Duration
+}
+
+const adminAddr = "127.0.0.1:7710"
+
+func (n *node) base() string { return "http://" + adminAddr }
+
+// start starts the process (join: an invite, for the first start of a
+// joining node) and waits until it answers readiness.
+func (n *node) start(join string) error {
+	args := []string{"netns", "exec", n.lab.ns(n.i), n.bin, "node",
+		"--data", filepath.Join(n.dir, "data"), "--admin-addr", adminAddr, "--dns-addr", "127.0.0.1:7753",
+		"--http-addr", "127.0.0.1:7780", "--https-addr", "127.0.0.1:7743",
+		"--p2p-addr", n.lab.ip(n.i) + ":7740", "--upstream", "127.0.0.1:1"}
+	if join != "" {
+		args = append(args, "--join", join)
+	}
+	logf, err := os.OpenFile(filepath.Join(n.dir, "stderr.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command("ip", args...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.Env = os.Environ()
+	if n.clockOffset != 0 {
+		cmd.Env = append(cmd.Env, "PEERDNS_TEST_CLOCK_OFFSET="+n.clockOffset.String())
+	}
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return err
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); logf.Close(); close(exited) }()
+	n.mu.Lock()
+	n.cmd, n.exited, n.paused = cmd, exited, false
+	n.mu.Unlock()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		code, _, err := n.call("GET", "/api/health?probe=readiness", "")
+		if err == nil && code == 200 {
+			return nil
+		}
+		select {
+		case <-exited:
+			return fmt.Errorf("node %d exited while starting (see %s)", n.i, filepath.Join(n.dir, "stderr.log"))
+		case <-time.After(100 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("node %d not ready after 30 s: %v", n.i, err)
+		}
+	}
+}
+
+// kill sends SIGKILL (after SIGCONT, so a paused process dies too) and
+// waits for the exit.
+func (n *node) kill() {
+	n.mu.Lock()
+	cmd, exited := n.cmd, n.exited
+	n.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	_ = cmd.Process.Signal(syscall.SIGCONT)
+	_ = cmd.Process.Kill()
+	<-exited
+}
+
+func (n *node) signal(s syscall.Signal) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.cmd != nil {
+		_ = n.cmd.Process.Signal(s)
+		n.paused = s == syscall.SIGSTOP
+	}
+}
+
+func (n *node) pid() int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.cmd == nil {
+		return 0
+	}
+	return n.cmd.Process.Pid
+}
+
+func (n *node) call(method, path, body string) (int, string, error) {
+	var r io.Reader
+	if body != "" {
+		r = strings.NewReader(body)
+	}
+	req, err := http.NewRequest(method, n.base()+path, r)
+	if err != nil {
+		return 0, "", err
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := n.http.Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b), err
+}
+
+func (n *node) invite() (string, error) {
+	code, body, err := n.call("POST", "/api/invites", "")
+	if err != nil {
+		return "", err
+	}
+	var r struct{ Invite string }
+	if code != 200 || json.Unmarshal([]byte(body), &r) != nil || r.Invite == "" {
+		return "", fmt.Errorf("invite: %d %s", code, body)
+	}
+	return r.Invite, nil
+}
+
+// view is the node's resolved workload domains: domain → hash.
+func (n *node) view() (map[string]string, error) {
+	code, body, err := n.call("GET", "/api/resolved-domains", "")
+	if err != nil {
+		return nil, err
+	}
+	if code != 200 {
+		return nil, fmt.Errorf("resolved-domains: %d", code)
+	}
+	var list []struct {
+		Domain          string `json:"domain"`
+		Hash            string `json:"hash"`
+		ConsensusStatus string `json:"consensusStatus"`
+	}
+	if err := json.Unmarshal([]byte(body), &list); err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for _, d := range list {
+		if strings.HasPrefix(d.Domain, "w") && (d.ConsensusStatus == "resolved" || d.ConsensusStatus == "conflict") {
+			out[d.Domain] = d.Hash
+		}
+	}
+	return out, nil
+}
+
+// rssKB is the process's resident memory (VmRSS), 0 when unknown.
+func (n *node) rssKB() int {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", n.pid()))
+	if err != nil {
+		return 0
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
+			var kb int
+			fmt.Sscan(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), &kb)
+			return kb
+		}
+	}
+	return 0
+}
+
+// panics returns the lines of the node's stderr that report a panic or
+// a fatal runtime error.
+func (n *node) panics() []string {
+	b, _ := os.ReadFile(filepath.Join(n.dir, "stderr.log"))
+	var out []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(l, "panic:") || strings.HasPrefix(l, "fatal error:") {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// fill writes a filler file into the node's data folder (a tmpfs) until
+// it is full and returns its size.
+func (n *node) fill() (int64, error) {
+	f, err := os.OpenFile(filepath.Join(n.dir, "data", "chaos-filler"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	buf := make([]byte, 64<<10)
+	for _, size := range []int{len(buf), 1} {
+		for {
+			if _, err := f.Write(buf[:size]); err != nil {
+				if !errors.Is(err, syscall.ENOSPC) {
+					return 0, err
+				}
+				break
+			}
+		}
+	}
+	st, err := f.Stat()
+	if err != nil {
+		return 0, err
+	}
+	return st.Size(), nil
+}
+
+func (n *node) free() { _ = os.Remove(filepath.Join(n.dir, "data", "chaos-filler")) }

@@ -1,0 +1,35 @@
+#!/bin/sh
+# Runs every native fuzzer of the module in turn, each for a set time.
+#
+#   bench/fuzz/run.sh [minutes per fuzzer, default 10] [package patterns, default ./...]
+#
+# Each fuzzer runs alone (-parallel 1: the machine is shared), with the
+# go test cache of its own corpus under $GOCACHE/fuzz; new inputs that
+# made a fuzzer fail land in the package's testdata/fuzz/<FuzzName>/ and
+# are regular test cases from then on (check them in, with the fix).
+# The script prints one line per fuzzer (ok or FAIL, executions and
+# seconds) and exits non-zero if any failed.
+set -u
+mins=${1:-10}
+[ $# -gt 0 ] && shift
+[ $# -eq 0 ] && set -- ./...
+cd "$(dirname "$0")/../.."
+fail=0
+for pkg in $(go list "$@"); do
+	dir=$(go list -f '{{.Dir}}' "$pkg")
+	for f in $(grep -ho '^func Fuzz[A-Za-z0-9_]*' "$dir"/*_test.go 2>/dev/null | sed 's/^func //' | sort -u); do
+		start=$(date +%s)
+		out=$(go test -run '^$' -fuzz "^${f}\$" -fuzztime "${mins}m" -parallel 1 "$pkg" 2>&1)
+		rc=$?
+		secs=$(( $(date +%s) - start ))
+		execs=$(printf '%s\n' "$out" | grep -o 'execs: [0-9]*' | tail -1 | cut -d' ' -f2)
+		if [ $rc -eq 0 ]; then
+			echo "ok    $pkg $f ${secs}s ${execs:-?} execs"
+		else
+			echo "FAIL  $pkg $f ${secs}s"
+			printf '%s\n' "$out" | tail -20
+			fail=1
+		fi
+	done
+done
+exit $fail
