@@ -292,6 +292,8 @@ type PeerDiagSummary struct {
 	// RefusedTunnelAnnouncements counts tunnel announcements from peers
 	// that failed TunnelIDs.Validate (bad id, too many ids).
 	RefusedTunnelAnnouncements int64 `json:"refusedTunnelAnnouncements"`
+	// Paths counts the TCP and relay paths (nil: the endpoint has none).
+	Paths *PathCounters `json:"paths,omitempty"`
 }
 
 // PeerDiag is one known or connected peer.
@@ -309,6 +311,10 @@ type PeerDiag struct {
 	OpsDup      int64    `json:"opsDuplicate"`
 	// AnnouncedTunnels is how many tunnel ids the peer announces now.
 	AnnouncedTunnels int `json:"announcedTunnels"`
+	// Transport is the connection's path: quic, tcp or relayed; Relay
+	// is the relay's peer id when relayed.
+	Transport string `json:"transport,omitempty"`
+	Relay     string `json:"relay,omitempty"`
 }
 
 // ConnectionIssue is one failed connection attempt or refusal.

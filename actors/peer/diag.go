@@ -76,6 +76,7 @@ func (a *Actor) diagnostics() *messages.PeerDiagnosticsReply {
 			p.RTTMillis = float64(e.stats.rtt.Microseconds()) / 1000
 			p.OpsSent, p.OpsReceived, p.OpsDup = e.stats.opsSent, e.stats.opsReceived, e.stats.opsDup
 			p.AnnouncedTunnels = a.d.Mesh.announcedBy(id)
+			pathDiag(&p, e.conn)
 			opsSent += e.stats.opsSent
 			opsRecv += e.stats.opsReceived
 			opsDup += e.stats.opsDup
@@ -111,6 +112,7 @@ func (a *Actor) diagnostics() *messages.PeerDiagnosticsReply {
 			OpsDuplicate:               opsDup,
 			GapRepairs:                 wants,
 			RefusedTunnelAnnouncements: a.diag.tunnelsRefused,
+			Paths:                      a.pathCounters(),
 		},
 		Peers:            peers,
 		Recommendations:  a.recommendations(up, issues),

@@ -156,6 +156,7 @@ type Actor struct {
 	adv          []string
 	advAt        time.Time
 	diag         diagnostics
+	relays       relayPlan
 }
 
 func newActor(d Deps) *Actor {
@@ -214,6 +215,9 @@ func (a *Actor) Receive(c actor.Context) {
 		a.onSilent(c, m)
 	case *peersLearned:
 		a.learn(m.peers)
+		a.relayLearned(m.from, m.peers)
+	case *relayDone:
+		a.onRelayDone(c, m)
 	case *announceTunnels:
 		ids := a.d.Mesh.ownIDs()
 		for _, e := range a.sessions {
@@ -386,6 +390,7 @@ func (a *Actor) onTick(c actor.Context, now time.Time) {
 	if expired {
 		a.connectedChanged(c)
 	}
+	a.relayTick(now)
 	if now.Sub(a.lastExchange) >= a.d.ExchangeInterval {
 		a.lastExchange = now
 		a.exchange(c)
