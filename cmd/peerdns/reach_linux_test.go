@@ -1,0 +1,363 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"peerdns/internal/testutil"
+)
+
+// Reach tests: real node processes in network namespaces, where UDP is
+// dropped or both sides sit behind random-port ("symmetric") masquerade.
+// Only documentation ranges are used (192.0.2.0/24, 198.51.100.0/24,
+// 203.0.113.0/24), no namespace has a route out, and every namespace is
+// deleted at the end.
+
+// reachLab makes namespaces named prr-<pid>-<name>.
+type reachLab struct {
+	t      *testing.T
+	prefix string
+	made   []string
+}
+
+func newReachLab(t *testing.T) *reachLab {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: reach lab with node processes in network namespaces")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("reach lab needs root for network namespaces (run the tests as root, as CI does)")
+	}
+	for _, tool := range []string{"ip", "nft"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("reach lab needs %s (apt-get install iproute2 nftables)", tool)
+		}
+	}
+	l := &reachLab{t: t, prefix: fmt.Sprintf("prr-%d", os.Getpid()%100000)}
+	probe := l.prefix + "-probe"
+	if err := ipCmd("netns", "add", probe); err != nil {
+		t.Skipf("reach lab: network namespaces refused here (%v)", err)
+	}
+	_ = ipCmd("netns", "del", probe)
+	t.Cleanup(func() {
+		for _, ns := range l.made {
+			_ = ipCmd("netns", "del", ns)
+		}
+	})
+	return l
+}
+
+func (l *reachLab) ns(name string) string { return l.prefix + "-" + name }
+
+func (l *reachLab) must(args ...string) {
+	l.t.Helper()
+	if err := ipCmd(args...); err != nil {
+		l.t.Fatalf("ip %s: %v", strings.Join(args, " "), err)
+	}
+}
+
+func (l *reachLab) add(name string) string {
+	ns := l.ns(name)
+	l.must("netns", "add", ns)
+	l.made = append(l.made, ns)
+	l.must("-n", ns, "link", "set", "lo", "up")
+	return ns
+}
+
+// link joins namespaces a and b with a veth pair, addresses in CIDR form.
+func (l *reachLab) link(a, ifa, addrA, b, ifb, addrB string) {
+	l.must("-n", a, "link", "add", ifa, "type", "veth", "peer", "name", ifb, "netns", b)
+	l.must("-n", a, "addr", "add", addrA, "dev", ifa)
+	l.must("-n", b, "addr", "add", addrB, "dev", ifb)
+	l.must("-n", a, "link", "set", ifa, "up")
+	l.must("-n", b, "link", "set", ifb, "up")
+}
+
+// nft loads an nftables ruleset into namespace ns.
+func (l *reachLab) nft(ns, rules string) {
+	l.t.Helper()
+	cmd := exec.Command("ip", "netns", "exec", ns, "nft", "-f", "-")
+	cmd.Stdin = strings.NewReader(rules)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		l.t.Fatalf("nft in %s: %v: %s", ns, err, out)
+	}
+}
+
+func (l *reachLab) sysctl(ns, kv string) {
+	if out, err := exec.Command("ip", "netns", "exec", ns, "sysctl", "-qw", kv).CombinedOutput(); err != nil {
+		l.t.Fatalf("sysctl %s in %s: %v: %s", kv, ns, err, out)
+	}
+}
+
+// symmetricRouter turns ns into a router that masquerades lan traffic
+// out of wan with a random source port per connection (a "symmetric"
+// NAT: each destination sees another port) and lets nothing in that
+// the lan did not start.
+func (l *reachLab) symmetricRouter(ns, wan string) {
+	l.sysctl(ns, "net.ipv4.ip_forward=1")
+	l.nft(ns, fmt.Sprintf(`table ip nat {
+	chain post { type nat hook postrouting priority 100; oifname %q masquerade random; }
+}
+table ip filter {
+	chain forward_lan { type filter hook forward priority 0; policy drop;
+		ct state established,related accept
+		iifname != %q accept
+	}
+}
+`, wan, wan))
+}
+
+// reachNode is a node process in a namespace.
+type reachNode struct {
+	*fiveNode
+	ns string
+}
+
+func (l *reachLab) start(ns, p2p string, env []string, extra ...string) *reachNode {
+	l.t.Helper()
+	n := &fiveNode{net: &testNet{ns: "x"}, dir: l.t.TempDir()}
+	wrap := []string{"ip", "netns", "exec", ns}
+	if len(env) > 0 {
+		wrap = append(append(wrap, "env"), env...)
+	}
+	n.proc, n.admin = startProcessWrapped(l.t, wrap, n.dir, append([]string{"--p2p-addr", p2p}, extra...)...)
+	return &reachNode{fiveNode: n, ns: ns}
+}
+
+// call runs an HTTP call from inside the node's namespace.
+func (r *reachNode) call(t *testing.T, method, path, body string) (int, string) {
+	t.Helper()
+	return r.callURL(t, method, "http://"+r.admin+path, body)
+}
+
+func (r *reachNode) callURL(t *testing.T, method, url, body string) (int, string) {
+	t.Helper()
+	cmd := exec.Command("ip", "netns", "exec", r.ns, os.Args[0], "call", method, url, body)
+	cmd.Env = append(os.Environ(), "PEERDNS_TEST_CLIENT=1")
+	out, err := cmd.Output()
+	if err != nil {
+		return 0, err.Error()
+	}
+	status, rest, _ := strings.Cut(string(out), "\n")
+	var code int
+	fmt.Sscanf(status, "%d", &code)
+	return code, rest
+}
+
+func (r *reachNode) invite(t *testing.T) string {
+	t.Helper()
+	code, body := r.call(t, "POST", "/api/invites", "")
+	var v struct{ Invite string }
+	if code != 200 || json.Unmarshal([]byte(body), &v) != nil || v.Invite == "" {
+		t.Fatalf("invite: %d %s", code, body)
+	}
+	return v.Invite
+}
+
+type reachDiag struct {
+	Summary struct {
+		PeerID string `json:"peerId"`
+		Paths  struct {
+			TCPAccepted int64 `json:"tcpAccepted"`
+			RelayServed int64 `json:"relayServed"`
+			RelayBytes  int64 `json:"relayBytes"`
+		} `json:"paths"`
+	} `json:"summary"`
+	Peers []struct {
+		ID        string  `json:"id"`
+		State     string  `json:"state"`
+		Transport string  `json:"transport"`
+		Relay     string  `json:"relay"`
+		RTT       float64 `json:"rttMs"`
+	} `json:"peers"`
+}
+
+func (r *reachNode) diag(t *testing.T) reachDiag {
+	t.Helper()
+	var d reachDiag
+	code, body := r.call(t, "GET", "/api/diagnostics/invites", "")
+	if code != 200 || json.Unmarshal([]byte(body), &d) != nil {
+		t.Fatalf("diagnostics: %d %s", code, body)
+	}
+	return d
+}
+
+// connectedBy waits until r is connected to peer by transport (and, when
+// relay is set, through that relay) and its RTT is known.
+func (r *reachNode) connectedBy(t *testing.T, within time.Duration, peer, transport, relay string) {
+	t.Helper()
+	testutil.Eventually(t, within, func() error {
+		d := r.diag(t)
+		for _, p := range d.Peers {
+			if p.ID != peer {
+				continue
+			}
+			if p.State != "connected" || p.Transport != transport || p.Relay != relay || p.RTT <= 0 {
+				return fmt.Errorf("peer %.8s: state %s transport %q relay %.8s rtt %.2f ms", peer, p.State, p.Transport, p.Relay, p.RTT)
+			}
+			return nil
+		}
+		return fmt.Errorf("peer %.8s not known yet", peer)
+	})
+}
+
+func (r *reachNode) id(t *testing.T) string { return r.diag(t).Summary.PeerID }
+
+// tunnelTo serves srv's own admin API as a tunnel and has cli reach it
+// through a tunnel client on cli's port lport; it returns the address
+// the client listens on (inside cli's namespace).
+func tunnelTo(t *testing.T, srv, cli *reachNode, domain string, lport int) string {
+	t.Helper()
+	_, port, _ := strings.Cut(srv.admin, ":")
+	code, body := srv.call(t, "POST", "/api/tunnel-create", fmt.Sprintf(`{"name":%q,"port":%s,"host":"127.0.0.1"}`, domain, port))
+	var created struct{ ID string }
+	if code != 200 || json.Unmarshal([]byte(body), &created) != nil {
+		t.Fatalf("tunnel-create: %d %s", code, body)
+	}
+	var url string
+	testutil.Eventually(t, 30*time.Second, func() error {
+		_, body := srv.call(t, "GET", "/api/tunnel-servers", "")
+		var list []struct {
+			ID   string
+			Info struct{ State, URL string }
+		}
+		_ = json.Unmarshal([]byte(body), &list)
+		for _, s := range list {
+			if s.ID == created.ID && s.Info.State == "running" && s.Info.URL != "" {
+				url = s.Info.URL
+				return nil
+			}
+		}
+		return errors.New("tunnel server not running yet")
+	})
+	if code, body := cli.call(t, "POST", "/api/add-domain", fmt.Sprintf(`{"domain":%q,"hash":%q}`, domain, url)); code != 200 {
+		t.Fatalf("add-domain: %d %s", code, body)
+	}
+	var cid string
+	testutil.Eventually(t, 30*time.Second, func() error {
+		code, body := cli.call(t, "POST", "/api/tunnel-client-create", fmt.Sprintf(`{"domain":%q,"key":%q,"port":%d}`, domain, url, lport))
+		if code != 200 {
+			return fmt.Errorf("tunnel-client-create: %d %s", code, body)
+		}
+		var c struct{ ID string }
+		_ = json.Unmarshal([]byte(body), &c)
+		cid = c.ID
+		return nil
+	})
+	var addr string
+	testutil.Eventually(t, 30*time.Second, func() error {
+		_, body := cli.call(t, "GET", "/api/tunnel-clients", "")
+		var list []struct {
+			ID   string
+			Info struct{ State, Address, Error string }
+		}
+		_ = json.Unmarshal([]byte(body), &list)
+		for _, c := range list {
+			if c.ID == cid && c.Info.State == "running" && c.Info.Address != "" {
+				addr = c.Info.Address
+				return nil
+			}
+			if c.ID == cid {
+				return fmt.Errorf("tunnel client %s: %s %s", cid, c.Info.State, c.Info.Error)
+			}
+		}
+		return errors.New("tunnel client not listed yet")
+	})
+	return addr
+}
+
+// carries checks that the tunnel at addr (in cli's namespace) reaches
+// srv's admin API: its answer names srv's peer id.
+func carries(t *testing.T, cli *reachNode, addr, wantID string) {
+	t.Helper()
+	testutil.Eventually(t, 30*time.Second, func() error {
+		code, body := cli.callURL(t, "GET", "http://"+addr+"/api/diagnostics/invites", "")
+		if code != 200 || !strings.Contains(body, wantID) {
+			return fmt.Errorf("through the tunnel: %d %.200s", code, body)
+		}
+		return nil
+	})
+}
+
+// A node whose network drops UDP joins by invite over TCP, counts as
+// connected on both sides, and carries a tunnel.
+func TestReachUDPBlockedJoinsOverTCP(t *testing.T) {
+	l := newReachLab(t)
+	a, b := l.add("a"), l.add("b")
+	l.link(a, "v0", "198.51.100.1/24", b, "v0", "198.51.100.2/24")
+	l.nft(b, `table inet noudp {
+	chain in { type filter hook input priority 0; iifname "lo" accept; meta l4proto udp drop; }
+	chain out { type filter hook output priority 0; oifname "lo" accept; meta l4proto udp drop; }
+}
+`)
+	na := l.start(a, "198.51.100.1:7740", nil)
+	inv := na.invite(t)
+	nb := l.start(b, "198.51.100.2:7740", nil, "--join", inv)
+	ida, idb := na.id(t), nb.id(t)
+	nb.connectedBy(t, 60*time.Second, ida, "tcp", "")
+	na.connectedBy(t, 30*time.Second, idb, "tcp", "")
+	if d := na.diag(t); d.Summary.Paths.TCPAccepted == 0 {
+		t.Fatalf("A accepted no TCP connection: %+v", d.Summary.Paths)
+	}
+	// A's quorum counts B: /api/peers lists it.
+	if code, body := na.call(t, "GET", "/api/peers", ""); code != 200 || !strings.Contains(body, idb) {
+		t.Fatalf("A's /api/peers: %d %s", code, body)
+	}
+	addr := tunnelTo(t, na, nb, "udpless.p2p", 17001)
+	carries(t, nb, addr, ida)
+}
+
+// Two nodes behind random-port masquerade cannot reach each other; they
+// talk through the public node both joined, which sees only ciphertext,
+// and carry a tunnel through it.
+func TestReachSymmetricNATsRelay(t *testing.T) {
+	l := newReachLab(t)
+	pub, r1, r2, b, c := l.add("pub"), l.add("r1"), l.add("r2"), l.add("b"), l.add("c")
+	// The public segment: a bridge in pub, the relay node's address on it.
+	l.must("-n", pub, "link", "add", "br0", "type", "bridge")
+	l.must("-n", pub, "link", "set", "br0", "up")
+	l.must("-n", pub, "addr", "add", "203.0.113.10/24", "dev", "br0")
+	for i, r := range []string{r1, r2} {
+		port := fmt.Sprintf("p%d", i+1)
+		l.must("-n", r, "link", "add", "wan", "type", "veth", "peer", "name", port, "netns", pub)
+		l.must("-n", r, "addr", "add", fmt.Sprintf("203.0.113.%d/24", 11+i), "dev", "wan")
+		l.must("-n", r, "link", "set", "wan", "up")
+		l.must("-n", pub, "link", "set", port, "master", "br0")
+		l.must("-n", pub, "link", "set", port, "up")
+	}
+	l.link(r1, "lan", "192.0.2.1/24", b, "v0", "192.0.2.2/24")
+	l.link(r2, "lan", "198.51.100.1/24", c, "v0", "198.51.100.2/24")
+	l.must("-n", b, "route", "add", "default", "via", "192.0.2.1")
+	l.must("-n", c, "route", "add", "default", "via", "198.51.100.1")
+	l.symmetricRouter(r1, "wan")
+	l.symmetricRouter(r2, "wan")
+
+	relay := l.start(pub, "203.0.113.10:7740", nil)
+	nb := l.start(b, "192.0.2.2:7740", nil, "--join", relay.invite(t))
+	nc := l.start(c, "198.51.100.2:7740", nil, "--join", relay.invite(t))
+	idr, idb, idc := relay.id(t), nb.id(t), nc.id(t)
+	nb.connectedBy(t, 60*time.Second, idr, "quic", "")
+	nc.connectedBy(t, 60*time.Second, idr, "quic", "")
+	nb.connectedBy(t, 30*time.Second, idc, "relayed", idr)
+	nc.connectedBy(t, 30*time.Second, idb, "relayed", idr)
+	for _, n := range []*reachNode{nb, nc} {
+		want := idc
+		if n == nc {
+			want = idb
+		}
+		if code, body := n.call(t, "GET", "/api/peers", ""); code != 200 || !strings.Contains(body, want) {
+			t.Fatalf("/api/peers: %d %s", code, body)
+		}
+	}
+	addr := tunnelTo(t, nc, nb, "relayed.p2p", 17002)
+	carries(t, nb, addr, idc)
+	if d := relay.diag(t); d.Summary.Paths.RelayServed == 0 || d.Summary.Paths.RelayBytes == 0 {
+		t.Fatalf("relay counters: %+v", d.Summary.Paths)
+	}
+}
