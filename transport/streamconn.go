@@ -175,8 +175,9 @@ func newStreamConn(ctx context.Context, raw net.Conn, outbound bool, cert tls.Ce
 		_ = raw.Close()
 		return nil, err
 	}
+	mc := &frameCoalescer{Conn: tc}
 	if outbound {
-		c.sess, err = yamux.Client(tc, y)
+		c.sess, err = yamux.Client(mc, y)
 		if err != nil {
 			return fail(err)
 		}
@@ -193,7 +194,7 @@ func newStreamConn(ctx context.Context, raw net.Conn, outbound bool, cert tls.Ce
 			return fail(fmt.Errorf("datagram stream: %w", err))
 		}
 	} else {
-		c.sess, err = yamux.Server(tc, y)
+		c.sess, err = yamux.Server(mc, y)
 		if err != nil {
 			return fail(err)
 		}
@@ -488,4 +489,43 @@ func (s *yamuxStream) Abort() {
 	s.rclose.Store(true)
 	s.release()
 	_ = s.Stream.Close()
+}
+
+// frameCoalescer sits between yamux and TLS. yamux writes a data frame
+// as two writes, its 12-byte header and then the body; over TLS each
+// write is a record of its own and, with TCP_NODELAY or on a relayed
+// stream, a packet of its own. The coalescer holds a data frame's header
+// and writes it with (the start of) its body. Only yamux's send loop
+// writes, so it needs no lock.
+type frameCoalescer struct {
+	*tls.Conn
+	hdr  [12]byte
+	held bool
+	buf  []byte
+}
+
+// coalesceMax bounds the body bytes copied behind a held header.
+const coalesceMax = 32 << 10
+
+func (c *frameCoalescer) Write(p []byte) (int, error) {
+	// Header: version, type (0 = data), flags, stream id, length.
+	if !c.held && len(p) == 12 && p[1] == 0 && binary.BigEndian.Uint32(p[8:]) > 0 {
+		copy(c.hdr[:], p)
+		c.held = true
+		return len(p), nil
+	}
+	if !c.held {
+		return c.Conn.Write(p)
+	}
+	c.held = false
+	n := min(len(p), coalesceMax)
+	c.buf = append(append(c.buf[:0], c.hdr[:]...), p[:n]...)
+	if _, err := c.Conn.Write(c.buf); err != nil {
+		return 0, err
+	}
+	if n == len(p) {
+		return n, nil
+	}
+	m, err := c.Conn.Write(p[n:])
+	return n + m, err
 }

@@ -229,7 +229,9 @@ func serveKinds(e *MultiEndpoint, c Conn) {
 	}()
 }
 
-func newRelayLab(t *testing.T, relay RelayConfig) *relayLab {
+func newRelayLab(t *testing.T, relay RelayConfig) *relayLab { return newRelayLabTB(t, relay) }
+
+func newRelayLabTB(t testing.TB, relay RelayConfig) *relayLab {
 	l := &relayLab{notWriters: map[string]bool{}}
 	l.r = newMulti(t, Options{Relay: relay})
 	l.b = newMulti(t, Options{})
@@ -503,4 +505,58 @@ func TestDrainWaitsForOpenStreams(t *testing.T) {
 			return errors.New("drained connection not closed after its streams ended")
 		}
 	})
+}
+
+// benchStream moves b.N MiB from out to in on one stream (b.SetBytes).
+func benchStream(b *testing.B, out, in Conn) {
+	go func() {
+		s, err := in.AcceptStream(context.Background())
+		if err != nil {
+			return
+		}
+		_, _ = io.Copy(io.Discard, s)
+		s.Close()
+	}()
+	s, err := out.OpenStream(context.Background())
+	if err != nil {
+		b.Fatal(err)
+	}
+	buf := make([]byte, 1<<20)
+	b.SetBytes(int64(len(buf)))
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := s.Write(buf); err != nil {
+			b.Fatal(err)
+		}
+	}
+	s.Close()
+}
+
+// Throughput of one stream over the TCP path and through a relay, on
+// loopback: `go test -run x -bench Stream ./transport`.
+func BenchmarkTCPStream(b *testing.B) {
+	a := newMulti(b, Options{})
+	c := newMulti(b, Options{})
+	out, err := c.DialTCP(ctxT(b), a.Addr().String(), a.ID())
+	if err != nil {
+		b.Fatal(err)
+	}
+	in, err := a.Accept(ctxT(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	benchStream(b, out, in)
+}
+
+func BenchmarkRelayedStream(b *testing.B) {
+	l := newRelayLabTB(b, RelayConfig{Rate: -1})
+	out, err := l.b.DialRelay(ctxT(b), l.br, l.c.ID())
+	if err != nil {
+		b.Fatal(err)
+	}
+	in, err := l.c.Accept(ctxT(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	benchStream(b, out, in)
 }

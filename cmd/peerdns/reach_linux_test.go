@@ -164,9 +164,12 @@ type reachDiag struct {
 	Summary struct {
 		PeerID string `json:"peerId"`
 		Paths  struct {
-			TCPAccepted int64 `json:"tcpAccepted"`
-			RelayServed int64 `json:"relayServed"`
-			RelayBytes  int64 `json:"relayBytes"`
+			TCPAccepted     int64 `json:"tcpAccepted"`
+			TCPBadHandshake int64 `json:"tcpBadHandshake"`
+			RelayRefused    int64 `json:"relayRefusedBusy"`
+			RelaySlowed     int64 `json:"relaySlowed"`
+			RelayServed     int64 `json:"relayServed"`
+			RelayBytes      int64 `json:"relayBytes"`
 		} `json:"paths"`
 	} `json:"summary"`
 	Peers []struct {
@@ -215,7 +218,16 @@ func (r *reachNode) id(t *testing.T) string { return r.diag(t).Summary.PeerID }
 func tunnelTo(t *testing.T, srv, cli *reachNode, domain string, lport int) string {
 	t.Helper()
 	_, port, _ := strings.Cut(srv.admin, ":")
-	code, body := srv.call(t, "POST", "/api/tunnel-create", fmt.Sprintf(`{"name":%q,"port":%s,"host":"127.0.0.1"}`, domain, port))
+	var p int
+	fmt.Sscanf(port, "%d", &p)
+	return tunnelToPort(t, srv, cli, domain, p, lport)
+}
+
+// tunnelToPort serves 127.0.0.1:port in srv's namespace as a tunnel that
+// cli reaches on lport; it returns the client's address.
+func tunnelToPort(t *testing.T, srv, cli *reachNode, domain string, port, lport int) string {
+	t.Helper()
+	code, body := srv.call(t, "POST", "/api/tunnel-create", fmt.Sprintf(`{"name":%q,"port":%d,"host":"127.0.0.1"}`, domain, port))
 	var created struct{ ID string }
 	if code != 200 || json.Unmarshal([]byte(body), &created) != nil {
 		t.Fatalf("tunnel-create: %d %s", code, body)
@@ -311,6 +323,20 @@ func TestReachUDPBlockedJoinsOverTCP(t *testing.T) {
 	}
 	addr := tunnelTo(t, na, nb, "udpless.p2p", 17001)
 	carries(t, nb, addr, ida)
+
+	// Garbage on A's TCP listener: closed at once, counted, and B stays.
+	out, err := exec.Command("ip", "netns", "exec", b, "timeout", "10", "bash", "-c",
+		`exec 3<>/dev/tcp/198.51.100.1/7740; printf 'GET / HTTP/1.1\r\nHost: x\r\n\r\n' >&3; cat <&3 >/dev/null`).CombinedOutput()
+	if err != nil {
+		t.Fatalf("garbage connection was not closed by the node: %v %s", err, out)
+	}
+	testutil.Eventually(t, 10*time.Second, func() error {
+		if n := na.diag(t).Summary.Paths.TCPBadHandshake; n < 1 {
+			return fmt.Errorf("tcpBadHandshake = %d", n)
+		}
+		return nil
+	})
+	carries(t, nb, addr, ida)
 }
 
 // Two nodes behind random-port masquerade cannot reach each other; they
@@ -359,5 +385,102 @@ func TestReachSymmetricNATsRelay(t *testing.T) {
 	carries(t, nb, addr, idc)
 	if d := relay.diag(t); d.Summary.Paths.RelayServed == 0 || d.Summary.Paths.RelayBytes == 0 {
 		t.Fatalf("relay counters: %+v", d.Summary.Paths)
+	}
+}
+
+// symmetricLab builds the public segment with the relay's address and
+// one random-port NAT router per private LAN (lans: their /24 prefixes,
+// e.g. "192.0.2"); it returns the relay's namespace and one namespace per
+// LAN holding its hosts (host h of a LAN is <prefix>.<h+2>).
+func (l *reachLab) symmetricLab(lans ...string) (pub string, hosts [][]string, hostsPer int) {
+	pub = l.add("pub")
+	l.must("-n", pub, "link", "add", "br0", "type", "bridge")
+	l.must("-n", pub, "link", "set", "br0", "up")
+	l.must("-n", pub, "addr", "add", "203.0.113.10/24", "dev", "br0")
+	for i, lan := range lans {
+		r := l.add(fmt.Sprintf("r%d", i+1))
+		port := fmt.Sprintf("p%d", i+1)
+		l.must("-n", r, "link", "add", "wan", "type", "veth", "peer", "name", port, "netns", pub)
+		l.must("-n", r, "addr", "add", fmt.Sprintf("203.0.113.%d/24", 11+i), "dev", "wan")
+		l.must("-n", r, "link", "set", "wan", "up")
+		l.must("-n", pub, "link", "set", port, "master", "br0")
+		l.must("-n", pub, "link", "set", port, "up")
+		l.must("-n", r, "link", "add", "br0", "type", "bridge")
+		l.must("-n", r, "link", "set", "br0", "up")
+		l.must("-n", r, "addr", "add", lan+".1/24", "dev", "br0")
+		var hs []string
+		for h := 0; h < 2; h++ {
+			ns := l.add(fmt.Sprintf("l%dh%d", i+1, h))
+			l.must("-n", r, "link", "add", fmt.Sprintf("h%d", h), "type", "veth", "peer", "name", "v0", "netns", ns)
+			l.must("-n", r, "link", "set", fmt.Sprintf("h%d", h), "master", "br0")
+			l.must("-n", r, "link", "set", fmt.Sprintf("h%d", h), "up")
+			l.must("-n", ns, "addr", "add", fmt.Sprintf("%s.%d/24", lan, h+2), "dev", "v0")
+			l.must("-n", ns, "link", "set", "v0", "up")
+			l.must("-n", ns, "route", "add", "default", "via", lan+".1")
+			hs = append(hs, ns)
+		}
+		hosts = append(hosts, hs)
+		l.symmetricRouter(r, "wan")
+	}
+	return pub, hosts, 2
+}
+
+// A relay at its budget: with room for one relayed connection, a second
+// pair that needs one is refused (and counted), and the relayed pair's
+// bulk data over the byte-rate cap is slowed (and counted), not dropped.
+func TestReachRelayAtBudget(t *testing.T) {
+	l := newReachLab(t)
+	if _, err := exec.LookPath("socat"); err != nil {
+		t.Skip("needs socat (apt-get install socat)")
+	}
+	pub, hosts, _ := l.symmetricLab("192.0.2", "198.51.100")
+	relay := l.start(pub, "203.0.113.10:7740", []string{"RELAY_MAX_CONNS=1", "RELAY_MAX_MBPS=2"})
+	nb := l.start(hosts[0][0], "192.0.2.2:7740", nil, "--join", relay.invite(t))
+	nc := l.start(hosts[1][0], "198.51.100.2:7740", nil, "--join", relay.invite(t))
+	nd := l.start(hosts[1][1], "198.51.100.3:7740", nil, "--join", relay.invite(t))
+	idr, idd := relay.id(t), nd.id(t)
+	// C and D share a LAN: direct. B needs the relay for both; it has
+	// room for one.
+	nc.connectedBy(t, 60*time.Second, idd, "quic", "")
+	var relayed *reachNode
+	var relayedID string
+	testutil.Eventually(t, 60*time.Second, func() error {
+		for _, p := range nb.diag(t).Peers {
+			if p.State == "connected" && p.Transport == "relayed" && p.Relay == idr {
+				relayedID = p.ID
+				relayed = nc
+				if p.ID == idd {
+					relayed = nd
+				}
+				return nil
+			}
+		}
+		return errors.New("B has no relayed peer yet")
+	})
+	testutil.Eventually(t, 30*time.Second, func() error {
+		if n := relay.diag(t).Summary.Paths.RelayRefused; n < 1 {
+			return fmt.Errorf("relayRefusedBusy = %d", n)
+		}
+		return nil
+	})
+	for _, p := range nb.diag(t).Peers {
+		if p.ID != relayedID && p.ID != idr && p.State == "connected" {
+			t.Fatalf("B is connected to %.8s over %s although the relay is full", p.ID, p.Transport)
+		}
+	}
+	// 1 MB through a tunnel over the relayed pair at 2 Mbit/s.
+	src := exec.Command("ip", "netns", "exec", relayed.ns, "socat", "TCP-LISTEN:17100,bind=127.0.0.1,reuseaddr,fork", "SYSTEM:head -c 1000000 /dev/zero")
+	if err := src.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = src.Process.Kill(); _ = src.Wait() })
+	addr := tunnelToPort(t, relayed, nb, "bulk.p2p", 17100, 17003)
+	out, err := exec.Command("ip", "netns", "exec", nb.ns, "timeout", "60", "bash", "-c",
+		fmt.Sprintf("exec 3<>/dev/tcp/%s; wc -c <&3", strings.Replace(addr, ":", "/", 1))).CombinedOutput()
+	if err != nil || strings.TrimSpace(string(out)) != "1000000" {
+		t.Fatalf("bulk through the relayed tunnel: %v %q", err, out)
+	}
+	if d := relay.diag(t); d.Summary.Paths.RelaySlowed == 0 {
+		t.Fatalf("1 MB at 2 Mbit/s was not slowed: %+v", d.Summary.Paths)
 	}
 }
