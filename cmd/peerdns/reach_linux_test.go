@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -483,4 +484,82 @@ func TestReachRelayAtBudget(t *testing.T) {
 	if d := relay.diag(t); d.Summary.Paths.RelaySlowed == 0 {
 		t.Fatalf("1 MB at 2 Mbit/s was not slowed: %+v", d.Summary.Paths)
 	}
+}
+
+// A relayed pair keeps dialing directly: once the routers let the two
+// LANs reach each other, the pair moves to a direct QUIC connection, and
+// a tunnel connection that was open on the relayed one keeps working.
+func TestReachRelayedMovesToDirect(t *testing.T) {
+	l := newReachLab(t)
+	if _, err := exec.LookPath("socat"); err != nil {
+		t.Skip("needs socat (apt-get install socat)")
+	}
+	pub, hosts, _ := l.symmetricLab("192.0.2", "198.51.100")
+	relay := l.start(pub, "203.0.113.10:7740", nil)
+	nb := l.start(hosts[0][0], "192.0.2.2:7740", nil, "--join", relay.invite(t))
+	nc := l.start(hosts[1][0], "198.51.100.2:7740", nil, "--join", relay.invite(t))
+	idr, idb, idc := relay.id(t), nb.id(t), nc.id(t)
+	nb.connectedBy(t, 60*time.Second, idc, "relayed", idr)
+	echo := exec.Command("ip", "netns", "exec", nc.ns, "socat", "TCP-LISTEN:17200,bind=127.0.0.1,reuseaddr,fork", "EXEC:cat")
+	if err := echo.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = echo.Process.Kill(); _ = echo.Wait() })
+	addr := tunnelToPort(t, nc, nb, "echo.p2p", 17200, 17004)
+	// One tunnel connection held open across the move: a line before,
+	// a line after.
+	conn := exec.Command("ip", "netns", "exec", nb.ns, "socat", "-", "TCP:"+addr)
+	stdin, _ := conn.StdinPipe()
+	var out strings.Builder
+	conn.Stdout = &syncWriter{b: &out}
+	if err := conn.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Process.Kill(); _ = conn.Wait() })
+	fmt.Fprintln(stdin, "before")
+	testutil.Eventually(t, 20*time.Second, func() error {
+		if !strings.Contains(conn.Stdout.(*syncWriter).String(), "before") {
+			return errors.New("no echo through the relayed tunnel yet")
+		}
+		return nil
+	})
+	// Open a routed path between the LANs (no masquerade between them).
+	l.must("-n", l.ns("r1"), "route", "add", "198.51.100.0/24", "via", "203.0.113.12")
+	l.must("-n", l.ns("r2"), "route", "add", "192.0.2.0/24", "via", "203.0.113.11")
+	for r, other := range map[string]string{"r1": "198.51.100.0/24", "r2": "192.0.2.0/24"} {
+		l.nft(l.ns(r), fmt.Sprintf("insert rule ip nat post ip daddr %s accept\ninsert rule ip filter forward_lan ip saddr %s accept\n", other, other))
+	}
+	nb.connectedBy(t, 90*time.Second, idc, "quic", "")
+	nc.connectedBy(t, 30*time.Second, idb, "quic", "")
+	fmt.Fprintln(stdin, "after")
+	testutil.Eventually(t, 20*time.Second, func() error {
+		if !strings.Contains(conn.Stdout.(*syncWriter).String(), "after") {
+			return fmt.Errorf("the tunnel connection opened before the move does not echo: %q", conn.Stdout.(*syncWriter).String())
+		}
+		return nil
+	})
+	// A new tunnel connection works too (now on the direct path).
+	out2, err := exec.Command("ip", "netns", "exec", nb.ns, "bash", "-c",
+		fmt.Sprintf("echo new | timeout 10 socat -t 2 - TCP:%s", addr)).CombinedOutput()
+	if err != nil || !strings.Contains(string(out2), "new") {
+		t.Fatalf("new tunnel connection after the move: %v %q", err, out2)
+	}
+}
+
+// syncWriter is a strings.Builder safe for a writer and a reader.
+type syncWriter struct {
+	mu sync.Mutex
+	b  *strings.Builder
+}
+
+func (w *syncWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
+}
+
+func (w *syncWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.String()
 }
