@@ -135,6 +135,7 @@ func (a *Actor) onTerminated(c actor.Context, who *actor.PID) {
 			delete(a.sessions, id)
 			a.d.Mesh.dropConn(id, e.conn)
 			a.gate.set(a.directGate())
+			a.relayEnded(id, e.conn)
 			if e.up || e.inherited {
 				a.remember(id, nil, true)
 				a.lingering[id] = a.d.Now()

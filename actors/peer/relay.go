@@ -165,6 +165,18 @@ func (a *Actor) onRelayDone(c actor.Context, m *relayDone) {
 	a.onConn(c, &newConn{conn: m.conn})
 }
 
+// relayEnded notes that a relayed session with target ended (the relay
+// dropped it, or a byte it changed failed the TLS record): the next
+// attempt, after relayRetryMin, goes through the next candidate relay.
+func (a *Actor) relayEnded(target string, c transport.Conn) {
+	if p, _ := transport.PathOf(c); p != transport.PathRelayed {
+		return
+	}
+	a.relays.init()
+	a.relays.tries[target]++
+	a.relays.next[target] = a.d.Now().Add(relayRetryMin)
+}
+
 // pathRank orders paths: a lower rank is better.
 func pathRank(c transport.Conn) int {
 	switch p, _ := transport.PathOf(c); p {
