@@ -312,6 +312,8 @@ type PeerDiagSummary struct {
 	RefusedTunnelAnnouncements int64 `json:"refusedTunnelAnnouncements"`
 	// Reach: NAT kind, advertised and observed addresses, punching.
 	Reach *Reach `json:"reach,omitempty"`
+	// Paths counts the TCP and relay paths (nil: the endpoint has none).
+	Paths *PathCounters `json:"paths,omitempty"`
 }
 
 // PeerDiag is one known or connected peer.
@@ -335,6 +337,10 @@ type PeerDiag struct {
 	// "relayed"). Via names the peer that introduced (punched) or relays.
 	Path string `json:"path,omitempty"`
 	Via  string `json:"via,omitempty"`
+	// Transport is the connection's path: quic, tcp or relayed; Relay
+	// is the relay's peer id when relayed.
+	Transport string `json:"transport,omitempty"`
+	Relay     string `json:"relay,omitempty"`
 }
 
 // ConnectionIssue is one failed connection attempt or refusal.

@@ -7,10 +7,13 @@
 // control-stream framing (frame.go: 4-byte big-endian length + CBOR
 // envelope, at most 1 MiB), the redialer with capped jittered exponential
 // backoff (dialer.go), invites (invite.go), the cap on inbound
-// connections not admitted yet (pending.go) and the socket wrapper that
+// connections not admitted yet (pending.go), the socket wrapper that
 // turns a send the host refuses (EPERM from a firewall, ENOBUFS, a route
 // gone for a moment) into a lost packet instead of a dead connection
-// (sendloss.go).
+// (sendloss.go), and the stream paths: the same Conn over TLS 1.3 + yamux
+// on a TCP connection (tcp.go, on the QUIC port number) or on a stream
+// relayed through a peer (relay.go), both in streamconn.go, gathered with
+// QUIC in MultiEndpoint.
 //
 // It must never: know about the ledger or actors, or decide who may join.
 // It authenticates keys; the peers supervisor (actors/peer) authorises them.

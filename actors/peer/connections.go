@@ -42,7 +42,7 @@ func (a *Actor) onConn(c actor.Context, m *newConn) {
 	id := conn.PeerID()
 	// The dialer marked the id connected before we saw the connection;
 	// whatever happens below, the gate ends up showing our sessions.
-	defer func() { a.gate.set(a.sessionIDs()) }()
+	defer func() { a.gate.set(a.directGate()) }()
 	if conn.Outbound() {
 		a.diag.dialed++
 	} else {
@@ -65,7 +65,15 @@ func (a *Actor) onConn(c actor.Context, m *newConn) {
 			}
 			return id
 		}
-		if dialerOf(conn) != dialerOf(old.conn) && dialerOf(conn) != lower {
+		// A better path wins (both ends see the same paths): a direct
+		// connection replaces a relayed one, whose open streams drain.
+		switch nr, or := pathRank(conn), pathRank(old.conn); {
+		case nr > or:
+			_ = conn.Close("a better path is connected")
+			return
+		case nr < or:
+			transport.Drain(old.conn)
+		case dialerOf(conn) != dialerOf(old.conn) && dialerOf(conn) != lower:
 			_ = conn.Close("duplicate connection")
 			return
 		}
@@ -116,8 +124,13 @@ func (a *Actor) onUp(c actor.Context, m *sessionUp) {
 	}
 	addrs = append(addrs, m.hello.Addrs...)
 	// One socket listens and dials, so the remote address of either
-	// direction is where the peer can be dialed back.
-	addrs = append(addrs, m.remote)
+	// direction is where the peer can be dialed back (on QUIC only: a
+	// TCP dial leaves from an ephemeral port, a relayed one from none).
+	if p, _ := transport.PathOf(e.conn); p == transport.PathQUIC {
+		addrs = append(addrs, m.remote)
+	} else if p == transport.PathRelayed {
+		a.keepDialingDirect(m.id, m.hello)
+	}
 	a.remember(m.id, addrs, true)
 	a.d.Mesh.setConn(m.id, e.conn)
 	a.connectedChanged(c)
@@ -129,8 +142,9 @@ func (a *Actor) onTerminated(c actor.Context, who *actor.PID) {
 		if e.pid.Equal(who) {
 			delete(a.sessions, id)
 			a.d.Mesh.dropConn(id, e.conn)
-			a.gate.set(a.sessionIDs())
+			a.gate.set(a.directGate())
 			a.reachDown(id)
+			a.relayEnded(id, e.conn)
 			if e.up || e.inherited {
 				a.remember(id, nil, true)
 				a.lingering[id] = a.d.Now()
@@ -164,14 +178,6 @@ func (a *Actor) upIDs() []string {
 		ids = append(ids, id)
 	}
 	sort.Strings(ids)
-	return ids
-}
-
-func (a *Actor) sessionIDs() []string {
-	ids := make([]string, 0, len(a.sessions))
-	for id := range a.sessions {
-		ids = append(ids, id)
-	}
 	return ids
 }
 

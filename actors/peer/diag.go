@@ -77,6 +77,7 @@ func (a *Actor) diagnostics() *messages.PeerDiagnosticsReply {
 			p.OpsSent, p.OpsReceived, p.OpsDup = e.stats.opsSent, e.stats.opsReceived, e.stats.opsDup
 			p.AnnouncedTunnels = a.d.Mesh.announcedBy(id)
 			p.Path, p.Via = e.path, e.via
+			pathDiag(&p, e.conn)
 			opsSent += e.stats.opsSent
 			opsRecv += e.stats.opsReceived
 			opsDup += e.stats.opsDup
@@ -113,6 +114,7 @@ func (a *Actor) diagnostics() *messages.PeerDiagnosticsReply {
 			GapRepairs:                 wants,
 			RefusedTunnelAnnouncements: a.diag.tunnelsRefused,
 			Reach:                      a.reachView(),
+			Paths:                      a.pathCounters(),
 		},
 		Peers:            peers,
 		Recommendations:  a.recommendations(up, issues),

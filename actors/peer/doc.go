@@ -24,6 +24,15 @@
 // network; a session that fails is stopped, never restarted: its peer
 // redials.
 //
+// # Paths
+//
+// A connection may run over QUIC, TCP or a relay (transport.PathOf); the
+// session does not care. The supervisor dials a known peer that stays
+// unconnected through a connected peer (relay.go), keeps dialing a
+// relayed peer directly, and lets a better path replace a worse one for
+// the same peer (QUIC over TCP over relayed) before the lower-id rule
+// applies, draining the replaced connection's open streams.
+//
 // # Failure detection
 //
 // Every session pings its peer each PingInterval (1 s) and notes every

@@ -159,6 +159,7 @@ type Actor struct {
 	diag         diagnostics
 	reach        *reachState     // reach.go
 	answering    map[string]bool // peers whose probe we are answering
+	relays       relayPlan
 }
 
 func newActor(d Deps) *Actor {
@@ -218,6 +219,7 @@ func (a *Actor) Receive(c actor.Context) {
 	case *peersLearned:
 		a.learn(m.peers)
 		a.reachLearned(m.from, m.peers)
+		a.relayLearned(m.from, m.peers)
 	case *reachFrame:
 		a.onReach(c, m)
 	case *rawProbe:
@@ -228,6 +230,8 @@ func (a *Actor) Receive(c actor.Context) {
 		a.askIntro(c, m.id, a.d.Now())
 	case *punchEnded:
 		a.onPunchEnded(m)
+	case *relayDone:
+		a.onRelayDone(c, m)
 	case *announceTunnels:
 		ids := a.d.Mesh.ownIDs()
 		for _, e := range a.sessions {
@@ -404,6 +408,7 @@ func (a *Actor) onTick(c actor.Context, now time.Time) {
 	if expired {
 		a.connectedChanged(c)
 	}
+	a.relayTick(now)
 	if now.Sub(a.lastExchange) >= a.d.ExchangeInterval {
 		a.lastExchange = now
 		a.exchange(c)

@@ -60,6 +60,10 @@ const (
 	BackupRetention   = "BACKUP_RETENTION"
 	BackupInterval    = "BACKUP_INTERVAL"
 	ReplicaSetSize    = "REPLICA_SET_SIZE"
+	P2PTCP            = "P2P_TCP"
+	Relay             = "RELAY"
+	RelayMaxConns     = "RELAY_MAX_CONNS"
+	RelayMaxMbps      = "RELAY_MAX_MBPS"
 )
 
 // Catalog is the whitelist, in the order the panel lists it.
@@ -119,6 +123,16 @@ var Catalog = []Def{
 		check:       optional(hostPort)},
 	{Name: WSMaxClients, Type: "number", Category: "general", Label: "WebSocket clients at most",
 		Description: "Open /ws connections the node accepts; more are answered 503.", Default: "256", check: intRange(1, 100000)},
+	{Name: P2PTCP, Type: "enum", Category: "network", Label: "Peer protocol over TCP", Env: "P2P_TCP",
+		Description: "Also listen on TCP at the peer address's port and dial peers over TCP when QUIC (UDP) does not connect, for networks that drop UDP.",
+		Default:     "true", Options: []string{"true", "false"}, check: oneOf("true", "false")},
+	{Name: Relay, Type: "enum", Category: "network", Label: "Relay for other peers", Env: "RELAY",
+		Description: "Relay encrypted connections between two writers of the network that cannot reach each other directly (they see only ciphertext); false turns relaying for others off.",
+		Default:     "true", Options: []string{"true", "false"}, check: oneOf("true", "false")},
+	{Name: RelayMaxConns, Type: "number", Category: "network", Label: "Relayed connections at most", Env: "RELAY_MAX_CONNS",
+		Description: "Connections this node relays at once (and at most 8 per requesting peer); more are refused and counted.", Default: "64", check: intRange(1, 100000)},
+	{Name: RelayMaxMbps, Type: "number", Category: "network", Label: "Relayed Mbit/s at most", Env: "RELAY_MAX_MBPS",
+		Description: "Byte rate of all relayed connections together, both ways, in Mbit/s; over it they are slowed. 0: no cap.", Default: "400", check: intRange(0, 1000000)},
 	{Name: BackupRetention, Type: "number", Category: "backups", Label: "Backups kept", Live: true,
 		Description: "How many backups DATA/backups keeps; older ones are removed before a new one is written.", Default: "10", check: intRange(1, 1000)},
 	{Name: BackupInterval, Type: "number", Category: "backups", Label: "Backup every (hours)", Live: true,

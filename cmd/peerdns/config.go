@@ -25,7 +25,7 @@ func parseNodeFlags(args []string, getenv func(string) string, stderr io.Writer)
 	fs.StringVar(&c.HTTPSAddr, "https-addr", "127.0.0.1:7743", "edge HTTPS address")
 	fs.StringVar(&c.DoTAddr, "dot-addr", "", "DNS-over-TLS address, e.g. 127.0.0.1:853 (default: off)")
 	fs.BoolVar(&c.DNSQueryLog, "dns-query-log", false, "log DNS queries (at most 50 lines a second, dns channel) and count them per client")
-	fs.StringVar(&c.P2PAddr, "p2p-addr", "0.0.0.0:7740", "peer QUIC address (UDP)")
+	fs.StringVar(&c.P2PAddr, "p2p-addr", "0.0.0.0:7740", "peer address: QUIC on UDP, and TCP on the same port")
 	fs.StringVar(&bootstrap, "bootstrap", "", "comma-separated peer addresses to dial")
 	fs.StringVar(&advertise, "advertise-addr", "", "comma-separated public or port-forwarded peer addresses (host:port) to advertise")
 	fs.StringVar(&c.Join, "join", "", "invite to join an existing network")
@@ -51,6 +51,9 @@ func parseNodeFlags(args []string, getenv func(string) string, stderr io.Writer)
 	}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	c.Sources = settingSources(set, getenv)
+	if err := applyReachEnv(&c, getenv); err != nil {
+		return c, err
+	}
 	if c.System {
 		if !set["dns-addr"] && getenv("PEERDNS_DNS_ADDR") == "" {
 			c.DNSAddr = "0.0.0.0:53"

@@ -74,6 +74,17 @@ type Config struct {
 	// ws.DefaultMaxClients.
 	WSMaxClients int
 
+	// P2PNoTCP turns the peer protocol over TCP off (P2P_TCP=false):
+	// no TCP listener on the --p2p-addr port, no TCP dials.
+	P2PNoTCP bool
+	// RelayOff stops this node relaying for other peers (RELAY=false);
+	// it still uses relays. RelayMaxConns caps the connections relayed
+	// at once (RELAY_MAX_CONNS; 0: 64) and RelayMaxMbps the relayed
+	// byte rate in Mbit/s (RELAY_MAX_MBPS; 0: 400, negative: no cap).
+	RelayOff      bool
+	RelayMaxConns int
+	RelayMaxMbps  int
+
 	// Sources says which settings (actors/settings names) the command
 	// line ("flag") or the environment ("env") gave; those win over the
 	// saved settings and cannot be changed through the API.

@@ -64,7 +64,7 @@ type Node struct {
 	localDNS  *actor.PID
 	records   *records.Published // the local records, for the CA's scope
 	vif       *vif.Manager       // the virtual interface for domain IPs outside loopback
-	endpoint  *transport.QUICEndpoint
+	endpoint  *transport.MultiEndpoint
 	peers     *actor.PID
 	mesh      *peer.Mesh      // the peer network as tunnels see it
 	applied   *applied.Vector // the ledger's applied ops, read by the peer sessions
@@ -332,11 +332,12 @@ func (n *Node) domainAnswered(domain string) {
 
 // startPeers opens the QUIC endpoint and spawns the peers supervisor.
 func (n *Node) startPeers() error {
-	ep, err := transport.Listen(transport.Config{Identity: n.id, ListenAddr: n.cfg.P2PAddr, Logger: n.logs["core"]})
+	ep, err := transport.ListenMulti(transport.Config{Identity: n.id, ListenAddr: n.cfg.P2PAddr, Logger: n.logs["core"]}, n.pathOptions())
 	if err != nil {
 		return fmt.Errorf("p2p: %w", listenErr(n.cfg.P2PAddr, err))
 	}
 	n.endpoint = ep
+	n.wireRelay(ep)
 	// Closers run in reverse: the endpoint closes after the actors stop.
 	n.closers = append(n.closers, func() { _ = ep.Close() })
 	n.peers, err = n.root.Spawn("peers", peer.Props(peer.Deps{

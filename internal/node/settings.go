@@ -1,6 +1,7 @@
 package node
 
 import (
+	"cmp"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -14,6 +15,7 @@ import (
 	nodedns "peerdns/dns"
 	"peerdns/http/admin"
 	"peerdns/internal/store"
+	"peerdns/transport"
 )
 
 // applySaved lays the settings saved through the API over cfg, except
@@ -107,6 +109,17 @@ func setConfig(c *Config, name, v string) error {
 		c.BackupRetention, _ = strconv.Atoi(v)
 	case settings.BackupInterval:
 		c.BackupIntervalHours, _ = strconv.Atoi(v)
+	case settings.P2PTCP:
+		c.P2PNoTCP = strings.EqualFold(v, "false")
+	case settings.Relay:
+		c.RelayOff = strings.EqualFold(v, "false")
+	case settings.RelayMaxConns:
+		c.RelayMaxConns, _ = strconv.Atoi(v)
+	case settings.RelayMaxMbps:
+		c.RelayMaxMbps, _ = strconv.Atoi(v)
+		if c.RelayMaxMbps == 0 {
+			c.RelayMaxMbps = -1 // the setting's 0 is "no cap"
+		}
 	}
 	// SUBNETS lives in the ledger; INTERNAL_DOMAINS is informational.
 	return nil
@@ -138,6 +151,17 @@ func inForce(c Config) map[string]string {
 	}
 	if c.BackupRetention == 0 {
 		m[settings.BackupRetention] = "10"
+	}
+	m[settings.P2PTCP] = strconv.FormatBool(!c.P2PNoTCP)
+	m[settings.Relay] = strconv.FormatBool(!c.RelayOff)
+	m[settings.RelayMaxConns] = strconv.Itoa(cmp.Or(c.RelayMaxConns, transport.DefaultRelayMaxConns))
+	switch {
+	case c.RelayMaxMbps < 0:
+		m[settings.RelayMaxMbps] = "0"
+	case c.RelayMaxMbps == 0:
+		m[settings.RelayMaxMbps] = strconv.Itoa(int(transport.DefaultRelayRate * 8 / 1e6))
+	default:
+		m[settings.RelayMaxMbps] = strconv.Itoa(c.RelayMaxMbps)
 	}
 	if c.WSMaxClients == 0 {
 		m[settings.WSMaxClients] = "256"

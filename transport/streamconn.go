@@ -1,0 +1,531 @@
+package transport
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/yamux"
+
+	"peerdns/messages"
+)
+
+// A stream path is the peer protocol over one reliable byte stream: a TCP
+// connection (tcp.go) or a stream relayed through a connected peer
+// (relay.go). The two share this code: TLS 1.3 over the byte stream with
+// the very certificates and checks of the QUIC path (tls.go), so the
+// peer proves the same Ed25519 key and a relay in the middle sees only
+// ciphertext it cannot read or forge, and then a stream multiplexer over
+// the TLS connection gives the control stream, the tunnel and plugin
+// streams and a datagram stream.
+//
+// The multiplexer is hashicorp/yamux, not one of ours: it is small,
+// well kept, used in production for years (Consul, Nomad, libp2p's
+// go-yamux fork), has per-stream flow control, half-close (its Close is
+// a FIN, reads go on) and keep-alive pings that find a dead byte stream.
+// What it lacks against QUIC, and how a stream path makes do:
+//
+//   - no stream reset: Stream.Abort ends both directions like Close, so
+//     the peer reads a clean end of stream instead of an error;
+//   - no cap on the streams a peer opens: AcceptStream counts the open
+//     ones and closes those above Config.MaxIncomingStreams at once;
+//   - no datagrams: they travel length-framed (2 bytes, big-endian) on a
+//     stream of their own, opened by the dialer after the control stream,
+//     and are dropped (as UDP would) when that stream is backed up.
+//
+// A stream path carries the same envelopes in the same frames as QUIC;
+// the layer above cannot tell them apart except by Path.
+
+// Path names of the ways a Conn reaches its peer (Pather).
+const (
+	PathQUIC    = "quic"
+	PathTCP     = "tcp"
+	PathRelayed = "relayed"
+)
+
+// Pather is implemented by every Conn of this package: the path it runs
+// on and, for a relayed one, the relay's peer id.
+type Pather interface {
+	Path() string
+	Via() string
+}
+
+// PathOf returns c's path (PathQUIC for a Conn that does not say).
+func PathOf(c Conn) (path, via string) {
+	if p, ok := c.(Pather); ok {
+		return p.Path(), p.Via()
+	}
+	return PathQUIC, ""
+}
+
+func (c *quicConn) Path() string { return PathQUIC }
+func (c *quicConn) Via() string  { return "" }
+
+// datagramPreface opens the datagram stream of a stream path.
+const datagramPreface = "PDG1"
+
+// maxStreamDatagram is the largest datagram a stream path carries: its
+// 2-byte length frame. There is no path MTU to respect.
+const maxStreamDatagram = 1<<16 - 1
+
+// datagramQueue bounds the datagrams waiting to be written or read; more
+// are dropped.
+const datagramQueue = 512
+
+// streamConn is a Conn over TLS + yamux over one byte stream.
+type streamConn struct {
+	raw      net.Conn
+	tls      *tls.Conn
+	sess     *yamux.Session
+	ctrl     *yamux.Stream
+	dgram    *yamux.Stream
+	peer     string
+	outbound bool
+	path     string
+	via      string
+	log      *slog.Logger
+	cfg      *Config
+	slot     *pendingSlot
+
+	wmu  sync.Mutex
+	rbuf []byte
+
+	dgOut chan []byte
+	dgIn  chan []byte
+
+	openIn atomic.Int64 // accepted streams not closed yet
+	drain  atomic.Bool  // Close waits for the streams to end (Drain)
+
+	errMu  sync.Mutex
+	err    error
+	closed chan struct{}
+	once   sync.Once
+}
+
+var (
+	_ Conn   = (*streamConn)(nil)
+	_ Pather = (*streamConn)(nil)
+)
+
+func yamuxConfig(cfg *Config) *yamux.Config {
+	y := yamux.DefaultConfig()
+	y.LogOutput = io.Discard
+	y.EnableKeepAlive = true
+	y.KeepAliveInterval = cfg.KeepAlive
+	y.ConnectionWriteTimeout = cfg.WriteTimeout
+	w := min(cfg.MaxStreamReceiveWindow, 1<<31)
+	if w < 256<<10 {
+		w = 256 << 10
+	}
+	y.MaxStreamWindowSize = uint32(w)
+	y.AcceptBacklog = 256
+	return y
+}
+
+// newStreamConn runs TLS and the multiplexer over raw and opens (dialer)
+// or accepts (acceptor) the control and datagram streams. want is the key
+// the peer must prove ("" = any; dialer only). raw is closed on failure.
+func newStreamConn(ctx context.Context, raw net.Conn, outbound bool, cert tls.Certificate, self, want string, cfg *Config, path, via string) (*streamConn, error) {
+	ctx, cancel := context.WithTimeout(ctx, cfg.HandshakeTimeout)
+	defer cancel()
+	if dl, ok := ctx.Deadline(); ok {
+		_ = raw.SetDeadline(dl)
+	}
+	var tc *tls.Conn
+	if outbound {
+		tc = tls.Client(raw, clientTLS(cert, want))
+	} else {
+		tc = tls.Server(raw, serverTLS(cert))
+	}
+	if err := tc.HandshakeContext(ctx); err != nil {
+		_ = raw.Close()
+		return nil, fmt.Errorf("tls: %w", err)
+	}
+	certs := tc.ConnectionState().PeerCertificates
+	rawCerts := make([][]byte, len(certs))
+	for i, c := range certs {
+		rawCerts[i] = c.Raw
+	}
+	peer, err := peerIDFromCerts(rawCerts)
+	if err != nil {
+		_ = raw.Close()
+		return nil, err
+	}
+	if peer == self {
+		_ = raw.Close()
+		return nil, ErrSelf
+	}
+	y := yamuxConfig(cfg)
+	c := &streamConn{
+		raw: raw, tls: tc, peer: peer, outbound: outbound, path: path, via: via, log: cfg.Logger, cfg: cfg,
+		dgOut: make(chan []byte, datagramQueue), dgIn: make(chan []byte, datagramQueue), closed: make(chan struct{}),
+	}
+	fail := func(err error) (*streamConn, error) {
+		if c.sess != nil {
+			_ = c.sess.Close()
+		}
+		_ = raw.Close()
+		return nil, err
+	}
+	mc := &frameCoalescer{Conn: tc}
+	if outbound {
+		c.sess, err = yamux.Client(mc, y)
+		if err != nil {
+			return fail(err)
+		}
+		if c.ctrl, err = c.sess.OpenStream(); err != nil {
+			return fail(fmt.Errorf("control stream: %w", err))
+		}
+		if _, err = c.ctrl.Write(preface); err != nil {
+			return fail(fmt.Errorf("control stream: %w", err))
+		}
+		if c.dgram, err = c.sess.OpenStream(); err != nil {
+			return fail(fmt.Errorf("datagram stream: %w", err))
+		}
+		if _, err = c.dgram.Write([]byte(datagramPreface)); err != nil {
+			return fail(fmt.Errorf("datagram stream: %w", err))
+		}
+	} else {
+		c.sess, err = yamux.Server(mc, y)
+		if err != nil {
+			return fail(err)
+		}
+		for c.ctrl == nil || c.dgram == nil {
+			st, err := c.sess.AcceptStreamWithContext(ctx)
+			if err != nil {
+				return fail(fmt.Errorf("peer %.16s: no control stream: %w", peer, err))
+			}
+			got := make([]byte, len(preface))
+			_ = st.SetReadDeadline(time.Now().Add(cfg.HandshakeTimeout))
+			if _, err := io.ReadFull(st, got); err != nil {
+				return fail(fmt.Errorf("peer %.16s: stream preface: %w", peer, err))
+			}
+			_ = st.SetReadDeadline(time.Time{})
+			switch {
+			case string(got) == ControlPreface && c.ctrl == nil:
+				c.ctrl = st
+			case string(got) == datagramPreface && c.dgram == nil:
+				c.dgram = st
+			default:
+				return fail(fmt.Errorf("peer %.16s: bad stream preface", peer))
+			}
+		}
+	}
+	_ = raw.SetDeadline(time.Time{})
+	go c.watch()
+	go c.writeDatagrams()
+	go c.readDatagrams()
+	return c, nil
+}
+
+// watch records the end of the session (keep-alive timeout, byte stream
+// closed, TLS record that does not authenticate) and closes everything.
+func (c *streamConn) watch() {
+	<-c.sess.CloseChan()
+	c.shut(errors.New("peer connection closed"))
+}
+
+func (c *streamConn) shut(err error) {
+	c.once.Do(func() {
+		c.errMu.Lock()
+		c.err = err
+		c.errMu.Unlock()
+		_ = c.sess.Close()
+		_ = c.raw.Close()
+		close(c.closed)
+	})
+}
+
+func (c *streamConn) PeerID() string       { return c.peer }
+func (c *streamConn) Outbound() bool       { return c.outbound }
+func (c *streamConn) Path() string         { return c.path }
+func (c *streamConn) Via() string          { return c.via }
+func (c *streamConn) LocalAddr() net.Addr  { return c.raw.LocalAddr() }
+func (c *streamConn) RemoteAddr() net.Addr { return c.raw.RemoteAddr() }
+func (c *streamConn) Done() <-chan struct{} {
+	return c.closed
+}
+
+func (c *streamConn) Err() error {
+	c.errMu.Lock()
+	defer c.errMu.Unlock()
+	return c.err
+}
+
+func (c *streamConn) Admit() {
+	if c.slot != nil {
+		c.slot.release()
+	}
+}
+
+func (c *streamConn) Close(reason string) error {
+	if c.drain.Load() {
+		go c.closeWhenIdle(reason)
+		return nil
+	}
+	c.shut(fmt.Errorf("closed: %s", reason))
+	return nil
+}
+
+// MaxDrain bounds how long a drained connection stays open for the
+// streams that were open on it.
+const MaxDrain = 30 * time.Minute
+
+// Drain makes c's Close wait until the tunnel and plugin streams open on
+// it have ended (at most MaxDrain) instead of cutting them: the peer
+// moved to a better path and new streams go there, while the open ones
+// finish where they started. It reports false for a Conn that cannot
+// (QUIC: its owner moves to no better path than itself), which then
+// closes as usual.
+func Drain(c Conn) bool {
+	sc, ok := c.(*streamConn)
+	if !ok {
+		return false
+	}
+	sc.drain.Store(true)
+	return true
+}
+
+func (c *streamConn) closeWhenIdle(reason string) {
+	deadline := time.NewTimer(MaxDrain)
+	defer deadline.Stop()
+	tick := time.NewTicker(500 * time.Millisecond)
+	defer tick.Stop()
+	for c.OpenStreams() > 0 {
+		select {
+		case <-tick.C:
+		case <-deadline.C:
+			c.shut(fmt.Errorf("closed after draining for %s: %s", MaxDrain, reason))
+			return
+		case <-c.closed:
+			return
+		}
+	}
+	c.shut(fmt.Errorf("closed once drained: %s", reason))
+}
+
+func (c *streamConn) Send(m *messages.Envelope) error {
+	b, err := EncodeEnvelope(m)
+	if err != nil {
+		return err
+	}
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	_ = c.ctrl.SetWriteDeadline(time.Now().Add(c.cfg.WriteTimeout))
+	if err := WriteFrame(c.ctrl, b); err != nil {
+		if c.Err() == nil {
+			c.log.Warn("closing peer connection: control write failed", "peer", c.peer, "path", c.path, "err", err)
+			c.shut(fmt.Errorf("control stream write failed: %w", err))
+		}
+		return fmt.Errorf("send %s to %.16s: %w", m.Kind, c.peer, err)
+	}
+	return nil
+}
+
+func (c *streamConn) Recv() (*messages.Envelope, error) {
+	b, err := ReadFrame(c.ctrl, c.rbuf)
+	if err != nil {
+		if errors.Is(err, ErrFrameTooLarge) {
+			c.protocolError(err)
+		}
+		return nil, err
+	}
+	if cap(b) <= maxKeptReadBuf {
+		c.rbuf = b[:0]
+	}
+	m, err := DecodeEnvelope(b)
+	if err != nil {
+		c.protocolError(err)
+		return nil, err
+	}
+	return m, nil
+}
+
+func (c *streamConn) protocolError(err error) {
+	c.log.Warn("closing peer connection: bad frame", "peer", c.peer, "path", c.path, "err", err)
+	c.shut(err)
+}
+
+func (c *streamConn) OpenStream(ctx context.Context) (Stream, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	st, err := c.sess.OpenStream()
+	if err != nil {
+		return nil, err
+	}
+	return &yamuxStream{Stream: st}, nil
+}
+
+func (c *streamConn) AcceptStream(ctx context.Context) (Stream, error) {
+	for {
+		st, err := c.sess.AcceptStreamWithContext(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if c.openIn.Add(1) > c.cfg.MaxIncomingStreams {
+			c.openIn.Add(-1)
+			_ = st.Close()
+			continue
+		}
+		return &yamuxStream{Stream: st, open: &c.openIn}, nil
+	}
+}
+
+// OpenStreams is how many streams the peer opened that are still open.
+func (c *streamConn) OpenStreams() int { return c.sess.NumStreams() - 2 }
+
+func (c *streamConn) SendDatagram(b []byte) error {
+	if len(b) > maxStreamDatagram {
+		return fmt.Errorf("%w: %d bytes, limit %d", ErrDatagramTooLarge, len(b), maxStreamDatagram)
+	}
+	select {
+	case <-c.closed:
+		return ErrClosed
+	default:
+	}
+	p := make([]byte, 2+len(b))
+	binary.BigEndian.PutUint16(p, uint16(len(b)))
+	copy(p[2:], b)
+	select {
+	case c.dgOut <- p:
+	default: // backed up: dropped, as a datagram may be
+	}
+	return nil
+}
+
+func (c *streamConn) writeDatagrams() {
+	for {
+		select {
+		case p := <-c.dgOut:
+			_ = c.dgram.SetWriteDeadline(time.Now().Add(c.cfg.WriteTimeout))
+			if _, err := c.dgram.Write(p); err != nil {
+				c.shut(fmt.Errorf("datagram stream: %w", err))
+				return
+			}
+		case <-c.closed:
+			return
+		}
+	}
+}
+
+func (c *streamConn) readDatagrams() {
+	var hdr [2]byte
+	for {
+		if _, err := io.ReadFull(c.dgram, hdr[:]); err != nil {
+			return
+		}
+		b := make([]byte, binary.BigEndian.Uint16(hdr[:]))
+		if _, err := io.ReadFull(c.dgram, b); err != nil {
+			return
+		}
+		select {
+		case c.dgIn <- b:
+		default:
+		}
+	}
+}
+
+func (c *streamConn) ReceiveDatagram(ctx context.Context) ([]byte, error) {
+	select {
+	case b := <-c.dgIn:
+		return b, nil
+	case <-c.closed:
+		return nil, ErrClosed
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (c *streamConn) ExportKeyingMaterial(label string, context []byte, length int) ([]byte, error) {
+	cs := c.tls.ConnectionState()
+	return cs.ExportKeyingMaterial(label, context, length)
+}
+
+// yamuxStream gives a yamux stream the Stream contract (see the notes at
+// the top of this file on Abort).
+type yamuxStream struct {
+	*yamux.Stream
+	open   *atomic.Int64 // the connection's count of accepted streams
+	done   atomic.Bool
+	rclose atomic.Bool
+}
+
+func (s *yamuxStream) release() {
+	if s.open != nil && s.done.CompareAndSwap(false, true) {
+		s.open.Add(-1)
+	}
+}
+
+// CloseWrite sends our FIN; reads go on (yamux's Close is a half-close).
+func (s *yamuxStream) CloseWrite() error { return s.Stream.Close() }
+
+// Read fails once Close or Abort stopped reading.
+func (s *yamuxStream) Read(p []byte) (int, error) {
+	if s.rclose.Load() {
+		return 0, net.ErrClosed
+	}
+	return s.Stream.Read(p)
+}
+
+// Close sends our FIN and stops reading.
+func (s *yamuxStream) Close() error {
+	s.rclose.Store(true)
+	s.release()
+	return s.Stream.Close()
+}
+
+// Abort ends both directions now. yamux cannot reset a stream, so the
+// peer reads a clean end of stream (see the file's notes).
+func (s *yamuxStream) Abort() {
+	s.rclose.Store(true)
+	s.release()
+	_ = s.Stream.Close()
+}
+
+// frameCoalescer sits between yamux and TLS. yamux writes a data frame
+// as two writes, its 12-byte header and then the body; over TLS each
+// write is a record of its own and, with TCP_NODELAY or on a relayed
+// stream, a packet of its own. The coalescer holds a data frame's header
+// and writes it with (the start of) its body. Only yamux's send loop
+// writes, so it needs no lock.
+type frameCoalescer struct {
+	*tls.Conn
+	hdr  [12]byte
+	held bool
+	buf  []byte
+}
+
+// coalesceMax bounds the body bytes copied behind a held header.
+const coalesceMax = 32 << 10
+
+func (c *frameCoalescer) Write(p []byte) (int, error) {
+	// Header: version, type (0 = data), flags, stream id, length.
+	if !c.held && len(p) == 12 && p[1] == 0 && binary.BigEndian.Uint32(p[8:]) > 0 {
+		copy(c.hdr[:], p)
+		c.held = true
+		return len(p), nil
+	}
+	if !c.held {
+		return c.Conn.Write(p)
+	}
+	c.held = false
+	n := min(len(p), coalesceMax)
+	c.buf = append(append(c.buf[:0], c.hdr[:]...), p[:n]...)
+	if _, err := c.Conn.Write(c.buf); err != nil {
+		return 0, err
+	}
+	if n == len(p) {
+		return n, nil
+	}
+	m, err := c.Conn.Write(p[n:])
+	return n + m, err
+}
