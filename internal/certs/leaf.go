@@ -49,12 +49,9 @@ func (ca *CA) Certificate(domain string, ip netip.Addr) (*tls.Certificate, error
 		ca.mu.Unlock()
 		return l.cert, nil
 	}
-	if l, err := ca.loadLeaf(domain); err == nil && ca.fresh(l) {
-		ca.leaves[domain] = l
-		ca.mu.Unlock()
-		return l.cert, nil
-	}
-	// One issue per domain; concurrent handshakes wait for it.
+	// One issue per domain; concurrent handshakes wait for it. Checked
+	// before the file: an issue in flight writes the file before it
+	// caches the leaf, and reading it then would hand out a second copy.
 	if in := ca.issue[domain]; in != nil {
 		ca.mu.Unlock()
 		<-in.done
@@ -62,6 +59,11 @@ func (ca *CA) Certificate(domain string, ip netip.Addr) (*tls.Certificate, error
 			return nil, in.err
 		}
 		return in.l.cert, nil
+	}
+	if l, err := ca.loadLeaf(domain); err == nil && ca.fresh(l) {
+		ca.leaves[domain] = l
+		ca.mu.Unlock()
+		return l.cert, nil
 	}
 	in := &issuing{done: make(chan struct{})}
 	ca.issue[domain] = in
