@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"io"
+	"log"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"net/http/httputil"
 	"net/netip"
 	"net/url"
@@ -15,7 +17,6 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
-	"golang.org/x/net/http2"
 
 	"peerdns/http/admin"
 	"peerdns/http/pluginweb"
@@ -27,16 +28,17 @@ import (
 // The TLS listener offers ALPN h2 and http/1.1. A connection that
 // negotiates http/1.1 stays on fasthttp (the hot path, unchanged); one
 // that negotiates h2 is handed (fasthttp's NextProto, after the handshake
-// on the connection's own goroutine) to golang.org/x/net/http2's Server,
-// whose handler (serveHTTP) routes exactly as the fasthttp one does: by
+// on the connection's own goroutine) to net/http's HTTP/2 server, whose
+// handler (serveHTTP) routes exactly as the fasthttp one does: by
 // :authority, with the same route table snapshot, tunnel dialer and
 // certificates (the certificate was picked by SNI in the handshake). The
 // HTTP/3 server (h3.go) uses the same handler.
 //
-// Why x/net/http2 and not an HTTP/2 layer for fasthttp: it is the Go
-// team's server (the one net/http bundles), kept up with the attacks on
-// the protocol, and this module already depends on it. The version in
-// go.mod (v0.59) carries the mitigations this edge relies on: rapid
+// Why net/http's HTTP/2 and not an HTTP/2 layer for fasthttp: it is the
+// Go team's server (golang.org/x/net/http2, bundled in the standard
+// library; x/net's own Server type is deprecated in its favour), kept up
+// with the attacks on the protocol, and updated with the toolchain. The
+// Go version in go.mod carries the mitigations this edge relies on: rapid
 // reset (CVE-2023-44487: handlers beyond MaxConcurrentStreams wait in a
 // queue, and a client whose queue passes four times that is sent GOAWAY
 // ENHANCE_YOUR_CALM), CONTINUATION floods (CVE-2023-45288: header
@@ -86,37 +88,65 @@ import (
 // browser opens an HTTP/1.1 connection for it.
 const MaxH2Streams = 128
 
-// newH2 builds the HTTP/2 server of s.
+// newH2 builds the HTTP/2 server of s: net/http's, fed the connections
+// that negotiated h2 through a listener of its own (h2Listener).
 func (s *Server) newH2() {
+	s.h2ln = &h2Listener{conns: make(chan net.Conn), done: make(chan struct{})}
+	var p http.Protocols
+	p.SetHTTP2(true)
 	s.h2base = &http.Server{
 		Handler:        http.HandlerFunc(s.serveHTTP),
+		Protocols:      &p,
 		MaxHeaderBytes: MaxHeaderBytes,
 		IdleTimeout:    IdleTimeout,
-		ErrorLog:       nil,
-	}
-	s.h2 = &http2.Server{
-		MaxConcurrentStreams: MaxH2Streams,
-		IdleTimeout:          IdleTimeout,
-		CountError: func(kind string) {
-			s.h2errors.Add(1)
-			s.d.Log.Debug("http2 protocol error", "kind", kind)
+		ErrorLog:       log.New(io.Discard, "", 0),
+		HTTP2: &http.HTTP2Config{
+			MaxConcurrentStreams: MaxH2Streams,
+			CountError: func(kind string) {
+				s.h2errors.Add(1)
+				s.d.Log.Debug("http2 protocol error", "kind", kind)
+			},
+		},
+		// A connection is done once net/http closes it: serveH2Conn,
+		// which holds it for fasthttp, may return.
+		ConnState: func(c net.Conn, st http.ConnState) {
+			if st == http.StateClosed || st == http.StateHijacked {
+				if d, ok := s.h2conns.LoadAndDelete(c); ok {
+					close(d.(chan struct{}))
+				}
+			}
 		},
 	}
-	// Registers the graceful shutdown (GOAWAY) of h2's connections on
-	// h2base.Shutdown.
-	_ = http2.ConfigureServer(s.h2base, s.h2)
-	s.https.NextProto(http2.NextProtoTLS, s.serveH2Conn)
+	s.https.NextProto("h2", s.serveH2Conn)
 }
 
-// serveH2Conn serves one connection that negotiated h2.
-func (s *Server) serveH2Conn(c net.Conn) error {
-	s.h2conns.Store(c, struct{}{})
-	s.h2open.Add(1)
-	defer func() {
-		s.h2open.Add(-1)
-		s.h2conns.Delete(c)
+// startH2 serves HTTP/2 on the connections handed to s.h2ln.
+func (s *Server) startH2() {
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		_ = s.h2base.Serve(s.h2ln)
 	}()
-	s.h2.ServeConn(c, &http2.ServeConnOpts{BaseConfig: s.h2base, Handler: s.h2base.Handler})
+}
+
+// serveH2Conn serves one connection that negotiated h2, until net/http
+// is done with it (fasthttp closes it when this returns).
+func (s *Server) serveH2Conn(c net.Conn) error {
+	tc := c
+	if w, ok := c.(tlsConn); ok {
+		tc = w.Conn // net/http speaks HTTP/2 on a *tls.Conn only
+	}
+	done := make(chan struct{})
+	s.h2conns.Store(tc, done)
+	s.h2open.Add(1)
+	defer s.h2open.Add(-1)
+	select {
+	case s.h2ln.conns <- tc:
+	case <-s.h2ln.done:
+		s.h2conns.Delete(tc)
+		return nil
+	}
+	<-done
 	return nil
 }
 
@@ -125,20 +155,41 @@ func (s *Server) serveH2Conn(c net.Conn) error {
 func (s *Server) shutdownH2() {
 	ctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 	defer cancel()
-	_ = s.h2base.Shutdown(ctx) // no listener of its own: runs the GOAWAY hook
-	for s.h2open.Load() > 0 && ctx.Err() == nil {
-		select {
-		case <-ctx.Done():
-		case <-time.After(10 * time.Millisecond):
-		}
+	if s.h2base.Shutdown(ctx) != nil {
+		_ = s.h2base.Close()
 	}
-	s.h2conns.Range(func(k, _ any) bool {
-		_ = k.(net.Conn).Close()
-		return true
-	})
 }
 
 const shutdownGrace = 5 * time.Second
+
+// h2Listener hands net/http the connections fasthttp negotiated h2 on.
+type h2Listener struct {
+	conns chan net.Conn
+	done  chan struct{}
+	once  sync.Once
+	addr  net.Addr
+}
+
+func (l *h2Listener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.conns:
+		return c, nil
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+}
+
+func (l *h2Listener) Close() error {
+	l.once.Do(func() { close(l.done) })
+	return nil
+}
+
+func (l *h2Listener) Addr() net.Addr {
+	if l.addr == nil {
+		return &net.TCPAddr{}
+	}
+	return l.addr
+}
 
 // h2Writer is a stream's ResponseWriter as the edge sees it: the status
 // and bytes for the access log, and the write deadline moved at each
@@ -381,7 +432,13 @@ func (s *Server) httpUpstream(d *view.Domain) *h2Upstream {
 	}
 	// Multiplexed connections keep no moving read deadline (a gRPC
 	// stream may be quiet for long); HTTP/2 pings find a dead one.
-	dialPlain := func(ctx context.Context, _, _ string) (net.Conn, error) { return s.dial(hash) }
+	dialPlain := func(ctx context.Context, _, _ string) (net.Conn, error) {
+		c, err := s.dial(hash)
+		if err != nil {
+			return nil, err
+		}
+		return &watchedConn{Conn: c}, nil
+	}
 	u := &h2Upstream{}
 	u.plain = &http.Transport{
 		DialContext:           dialMoving,
@@ -429,7 +486,7 @@ func (s *Server) httpUpstream(d *view.Domain) *h2Upstream {
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			s.httpUpstreamError(w, r, name, hash, err)
 		},
-		ErrorLog: nil,
+		ErrorLog: log.New(io.Discard, "", 0), // failures are logged on the proxy channel
 	}
 	actual, _ := s.h2clients.LoadOrStore(key, u)
 	return actual.(*h2Upstream)
@@ -464,6 +521,24 @@ func (bufPool) Put(b []byte) { copyBufs.Put(&b) }
 func (s *Server) forwardHTTP(w *h2Writer, r *http.Request, d *view.Domain) {
 	u := s.httpUpstream(d)
 	if isGRPC(r) {
+		// The call ends as soon as its upstream connection does.
+		ctx, cancel := context.WithCancelCause(r.Context())
+		defer cancel(nil)
+		unwatch := func() {}
+		defer func() { unwatch() }()
+		r = r.WithContext(httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotConn: func(i httptrace.GotConnInfo) {
+			if wc, ok := i.Conn.(*watchedConn); ok {
+				unwatch = wc.watch(cancel)
+			}
+		}}))
+		// The client's request body is read by the upstream stream's
+		// writer (through ReverseProxy, which keeps it from being
+		// closed); a client that keeps its side open would hold that
+		// writer, and with it the end of the call, once the upstream
+		// has gone. Closing it when the call is cancelled lets go.
+		body := r.Body
+		stop := context.AfterFunc(ctx, func() { _ = body.Close() })
+		defer stop()
 		// An upstream that fails after its response head: ReverseProxy
 		// aborts the handler (the stream would be reset); a gRPC client
 		// is told UNAVAILABLE in the trailers instead.
@@ -490,7 +565,9 @@ func (s *Server) httpUpstreamError(w http.ResponseWriter, r *http.Request, name,
 	if errors.As(err, &ne) && ne.Timeout() {
 		timeout = true
 	}
-	if errors.Is(err, context.Canceled) && r.Context().Err() != nil {
+	if cause := context.Cause(r.Context()); errors.Is(cause, errUpstreamClosed) {
+		err = cause
+	} else if errors.Is(err, context.Canceled) && r.Context().Err() != nil {
 		// The client went away: nobody to answer.
 		s.d.Log.Debug("client left before the upstream answered", "domain", name, "err", err)
 		w.WriteHeader(499)
@@ -519,6 +596,60 @@ func (s *Server) httpUpstreamError(w http.ResponseWriter, r *http.Request, name,
 	httpPage(w, http.StatusBadGateway, "Bad Gateway", name+" cannot be reached through its tunnel: "+err.Error())
 }
 
+// watchedConn is a multiplexed upstream connection that cancels the
+// gRPC calls on it when a read fails (the upstream closed or reset it).
+// net/http's HTTP/2 client ends its streams itself when the connection
+// ends, except after a GOAWAY that names them as processed (gRPC
+// servers send one before closing): such a stream would wait for the
+// client to give up.
+type watchedConn struct {
+	net.Conn
+	mu      sync.Mutex
+	err     error
+	next    int
+	cancels map[int]context.CancelCauseFunc
+}
+
+var errUpstreamClosed = errors.New("upstream connection closed")
+
+func (c *watchedConn) Read(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
+	if err != nil {
+		c.mu.Lock()
+		if c.err == nil {
+			c.err = err
+			for _, cancel := range c.cancels {
+				cancel(errUpstreamClosed)
+			}
+			c.cancels = nil
+		}
+		c.mu.Unlock()
+	}
+	return n, err
+}
+
+// watch cancels with errUpstreamClosed once a read fails (at once if
+// one has); the returned func stops watching.
+func (c *watchedConn) watch(cancel context.CancelCauseFunc) func() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err != nil {
+		cancel(errUpstreamClosed)
+		return func() {}
+	}
+	if c.cancels == nil {
+		c.cancels = map[int]context.CancelCauseFunc{}
+	}
+	id := c.next
+	c.next++
+	c.cancels[id] = cancel
+	return func() {
+		c.mu.Lock()
+		delete(c.cancels, id)
+		c.mu.Unlock()
+	}
+}
+
 // h2Counters are HTTP/2 and HTTP/3 figures for Counters.
 func (s *Server) h2Counters(c *Counters) {
 	c.H2Conns = s.h2open.Load()
@@ -529,9 +660,9 @@ func (s *Server) h2Counters(c *Counters) {
 
 // h2State is the Server's HTTP/2 state.
 type h2State struct {
-	h2        *http2.Server
 	h2base    *http.Server
-	h2conns   sync.Map // net.Conn → struct{}
+	h2ln      *h2Listener
+	h2conns   sync.Map // *tls.Conn → chan struct{} closed when net/http is done with it
 	h2open    atomic.Int64
 	h2errors  atomic.Int64
 	h2stalled atomic.Int64

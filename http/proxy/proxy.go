@@ -235,6 +235,8 @@ func (s *Server) Start() error {
 		return err
 	}
 	go s.logAccess()
+	s.h2ln.addr = tl.Addr()
+	s.startH2()
 	for _, p := range []struct {
 		srv *fasthttp.Server
 		ln  net.Listener
@@ -266,6 +268,7 @@ func (s *Server) Shutdown() {
 	s.shutdownH2()
 	_ = s.http.Shutdown()
 	_ = s.https.Shutdown()
+	_ = s.h2ln.Close()
 	s.ln.Close()
 	s.tln.Close()
 	s.wg.Wait()
