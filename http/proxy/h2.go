@@ -102,6 +102,9 @@ func (s *Server) newH2() {
 		ErrorLog:       log.New(io.Discard, "", 0),
 		HTTP2: &http.HTTP2Config{
 			MaxConcurrentStreams: MaxH2Streams,
+			// 16 KiB, the protocol's default (and nginx's): net/http
+			// would take frames of up to 1 MiB.
+			MaxReadFrameSize: 16 << 10,
 			CountError: func(kind string) {
 				s.h2errors.Add(1)
 				s.d.Log.Debug("http2 protocol error", "kind", kind)
@@ -304,6 +307,11 @@ func (s *Server) serveHTTP(rw http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
+	// A short body is read before the answer (up to SmallBody), so the
+	// stream ends as the client sent it and errors in its body (a
+	// content-length that does not match, bad flow control) are seen
+	// as such, not raced by the answer; a longer one is reset.
+	_, _ = io.Copy(io.Discard, io.LimitReader(r.Body, SmallBody))
 	httpPage(w, http.StatusNotFound, "Not Found", "No site is served for "+host+" on this node.")
 }
 
