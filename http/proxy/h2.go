@@ -45,8 +45,8 @@ import (
 // blocks are bounded by the advertised SETTINGS_MAX_HEADER_LIST_SIZE
 // across CONTINUATION frames, and the connection closed past it),
 // bounded queued control frames (PING/SETTINGS floods), and HPACK table
-// limits. The fasthttp HTTP/2 layers (dgrr/http2) are young, do not
-// stream, and have none of those. Every protocol error the server counts
+// limits. The HTTP/2 layers for fasthttp (dgrr/http2) are far younger
+// and less used, and gRPC needs streaming both ways with trailers. Every protocol error the server counts
 // (its CountError hook) adds to Counters.H2Errors.
 //
 // Limits: MaxH2Streams concurrent streams per connection (nginx's
