@@ -122,6 +122,8 @@ type Deps struct {
 	BodyBudget int64
 	// MaxUploads replaces the default MaxUploads (body.go) when set.
 	MaxUploads int64
+	// NoHTTP3 keeps the edge off UDP (no HTTP/3, no Alt-Svc).
+	NoHTTP3 bool
 }
 
 // Counters are the proxy's request counters (the stats' requests).
@@ -130,6 +132,10 @@ type Counters struct {
 	TotalMillis               int64 // summed response time
 	AccessDropped             int64 // access-log lines dropped (buffer full)
 	BodyRefused               int64 // 503s: a large body did not fit the budget
+	H2Conns                   int64 // HTTP/2 connections open
+	H2Errors                  int64 // HTTP/2 protocol errors counted by the server (floods, bad frames)
+	H2Stalled                 int64 // HTTP/2 and HTTP/3 streams reset: the client took nothing for WriteTimeout
+	H3Conns                   int64 // HTTP/3 connections open
 }
 
 // Server is the edge proxy.
@@ -147,6 +153,9 @@ type Server struct {
 	access                             chan accessLine
 	accessDone                         chan struct{}
 	budget                             *bodyBudget
+
+	h2State
+	h3State
 }
 
 // New builds the proxy; Start listens.
@@ -202,6 +211,7 @@ func New(d Deps) *Server {
 		}
 	}
 	s.http, s.https = mk(), mk()
+	s.newH2()
 	return s
 }
 
@@ -218,8 +228,15 @@ func (s *Server) Start() error {
 		s.ln.Close()
 		return fmt.Errorf("edge https: %w", err)
 	}
-	s.tln = tlsListener{tls.NewListener(betweenWrites{tl, s.d.WriteTimeout}, &tls.Config{GetCertificate: s.certificate, MinVersion: tls.VersionTLS12, NextProtos: []string{"http/1.1"}})}
+	s.tln = tlsListener{tls.NewListener(betweenWrites{tl, s.d.WriteTimeout}, &tls.Config{GetCertificate: s.certificate, MinVersion: tls.VersionTLS12, NextProtos: []string{"h2", "http/1.1"}})}
+	if err := s.startH3(tl.Addr()); err != nil {
+		s.ln.Close()
+		s.tln.Close()
+		return err
+	}
 	go s.logAccess()
+	s.h2ln.addr = tl.Addr()
+	s.startH2()
 	for _, p := range []struct {
 		srv *fasthttp.Server
 		ln  net.Listener
@@ -247,8 +264,11 @@ func (s *Server) Healthy() bool { return s.up.Load() }
 // Shutdown stops both servers and waits for them.
 func (s *Server) Shutdown() {
 	s.up.Store(false)
+	s.stopH3()
+	s.shutdownH2()
 	_ = s.http.Shutdown()
 	_ = s.https.Shutdown()
+	_ = s.h2ln.Close()
 	s.ln.Close()
 	s.tln.Close()
 	s.wg.Wait()
@@ -256,6 +276,10 @@ func (s *Server) Shutdown() {
 	<-s.accessDone
 	s.clients.Range(func(_, v any) bool {
 		v.(*upstream).hc.CloseIdleConnections()
+		return true
+	})
+	s.h2clients.Range(func(_, v any) bool {
+		v.(*h2Upstream).closeIdle()
 		return true
 	})
 }
@@ -268,8 +292,10 @@ func (s *Server) OpenConns() int {
 // Counters reads the request counters.
 func (s *Server) Counters() Counters {
 	_, refused := s.budget.stats()
-	return Counters{Total: s.total.Load(), Successful: s.ok.Load(), Failed: s.failed.Load(),
+	c := Counters{Total: s.total.Load(), Successful: s.ok.Load(), Failed: s.failed.Load(),
 		TotalMillis: s.millis.Load(), AccessDropped: s.dropped.Load(), BodyRefused: refused}
+	s.h2Counters(&c)
+	return c
 }
 
 // hostOf is the request's host: lower case, no port, no trailing dot.
@@ -299,6 +325,9 @@ func (s *Server) serve(ctx *fasthttp.RequestCtx) {
 			s.failed.Add(1)
 		} else {
 			s.ok.Add(1)
+		}
+		if s.altSvc != "" && ctx.IsTLS() {
+			ctx.Response.Header.Set("Alt-Svc", s.altSvc)
 		}
 		s.logRequest(ctx, st, end, el, upstream)
 		if !inMemory(&ctx.Request) {

@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# HTTP/2 through the edge beside nginx's HTTP/2 proxy, on loopback,
+# bounded in time: one nginx serves the backend files (100 B, 64 KiB);
+# h2load (-c$CONNS, 10 streams per connection, $DUR s) measures
+#   nginx-h2    h2load → nginx (listen ssl http2, TLS 1.3) → backend
+#   peerdns-h2  h2load → the node's HTTPS edge (ALPN h2, Host bench.p2p)
+#               → tunnel server on the same node → backend
+# in $ROUNDS interleaved rounds (print all; take the median). HTTP/3 is
+# not measured here: Debian's h2load is built without it.
+# Not yet giving figures: on its first run (shared machine) the nginx leg
+# had failed requests (0 req/s at 100 B, 1-5% errored at 64 KiB), which
+# the run() check turns into a stop; the cause (nginx's HTTP/2 listener
+# or h2load's settings) is not found yet.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+DUR=${DUR:-5}; CONNS=${CONNS:-8}; ROUNDS=${ROUNDS:-3}
+TMP=$(mktemp -d); chmod 755 "$TMP"
+cleanup() {
+	for f in "$TMP"/*.pid; do [ -f "$f" ] && kill "$(cat "$f")" 2>/dev/null; done
+	kill $(jobs -p) 2>/dev/null || true
+	sleep 1; rm -rf "$TMP"
+}
+trap cleanup EXIT
+for p in h2load:nghttp2-client nginx:nginx-light; do
+	command -v "${p%%:*}" >/dev/null || { apt-get update -qq && apt-get install -y -qq "${p#*:}" >/dev/null; }
+done
+free_port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
+BACK=$(free_port); NH2=$(free_port)
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 \
+	-subj /CN=bench.p2p -addext subjectAltName=DNS:bench.p2p -keyout "$TMP/tls.key" -out "$TMP/tls.crt" 2>/dev/null
+chmod 644 "$TMP/tls.key"
+mkdir -p "$TMP/www" "$TMP/n"
+head -c 100 /dev/urandom | base64 | head -c 100 > "$TMP/www/small"
+head -c 65536 /dev/urandom > "$TMP/www/big"
+cat > "$TMP/nginx.conf" <<CONF
+worker_processes 2;
+pid $TMP/n/nginx.pid;
+error_log $TMP/n/error.log;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  client_body_temp_path $TMP/n; proxy_temp_path $TMP/n; fastcgi_temp_path $TMP/n; uwsgi_temp_path $TMP/n; scgi_temp_path $TMP/n;
+  server { listen 127.0.0.1:$BACK; root $TMP/www; }
+  upstream back { server 127.0.0.1:$BACK; keepalive 64; }
+  server {
+    listen 127.0.0.1:$NH2 ssl http2;
+    ssl_certificate $TMP/tls.crt; ssl_certificate_key $TMP/tls.key; ssl_protocols TLSv1.3;
+    location / { proxy_pass http://back; proxy_http_version 1.1; proxy_set_header Connection ""; }
+  }
+}
+CONF
+nginx -c "$TMP/nginx.conf" -g 'daemon off;' &
+go build -o "$TMP/peerdns" ./cmd/peerdns
+"$TMP/peerdns" node --data "$TMP/a" --admin-addr 127.0.0.1:0 --dns-addr 127.0.0.1:0 --http-addr 127.0.0.1:0 \
+	--https-addr 127.0.0.1:0 --p2p-addr 127.0.0.1:0 --upstream 127.0.0.1:9 > "$TMP/a.log" 2>&1 &
+echo $! > "$TMP/a.pid"
+for _ in $(seq 100); do grep -q '^https listening' "$TMP/a.log" 2>/dev/null && break; sleep 0.1; done
+ADM=$(sed -n 's/^admin listening on //p' "$TMP/a.log"); HTTPS=$(sed -n 's/^https listening on //p' "$TMP/a.log")
+curl -s -X POST "http://$ADM/api/tunnel-create" -H 'Content-Type: application/json' -d "{\"name\":\"bench\",\"port\":$BACK,\"domain\":\"bench.p2p\"}" >/dev/null
+for _ in $(seq 200); do
+	[ "$(curl -sk --http2 -o /dev/null -w '%{http_code}' --resolve "bench.p2p:${HTTPS##*:}:127.0.0.1" "https://bench.p2p:${HTTPS##*:}/small")" = 200 ] && break; sleep 0.1
+done
+run() { # label url [h2load options]
+	local out
+	out=$(h2load -c"$CONNS" -m10 -D"$DUR" --warm-up-time=1 "${@:2}" 2>&1)
+	# A run with failed requests measured errors, not the path: stop.
+	grep -q ' 0 failed, 0 errored' <<<"$out" || { echo "$1: $(grep -E '^requests:' <<<"$out"): figures void" >&2; exit 1; }
+	printf '| %s | %s req/s | %s |\n' "$1" "$(awk '/^finished in/{print $4}' <<<"$out")" "$(grep -E '^requests:' <<<"$out")"
+}
+echo "load before: $(cut -d' ' -f1-3 /proc/loadavg); peerdns $(git rev-parse --short HEAD)"
+for r in $(seq 1 "$ROUNDS"); do
+	for f in small big; do
+		run "nginx-h2/$f" "https://127.0.0.1:$NH2/$f"
+		# h2load sends the URL's host as :authority and SNI: bench.p2p
+		# through a connect-to address.
+		run "peerdns-h2/$f" "https://bench.p2p:${HTTPS##*:}/$f" --connect-to="127.0.0.1:${HTTPS##*:}"
+	done
+done | sort

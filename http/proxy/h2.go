@@ -1,0 +1,679 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"net/http/httptrace"
+	"net/http/httputil"
+	"net/netip"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"peerdns/http/admin"
+	"peerdns/http/pluginweb"
+	"peerdns/internal/view"
+)
+
+// HTTP/2 and HTTP/3 on the HTTPS edge.
+//
+// The TLS listener offers ALPN h2 and http/1.1. A connection that
+// negotiates http/1.1 stays on fasthttp (the hot path, unchanged); one
+// that negotiates h2 is handed (fasthttp's NextProto, after the handshake
+// on the connection's own goroutine) to net/http's HTTP/2 server, whose
+// handler (serveHTTP) routes exactly as the fasthttp one does: by
+// :authority, with the same route table snapshot, tunnel dialer and
+// certificates (the certificate was picked by SNI in the handshake). The
+// HTTP/3 server (h3.go) uses the same handler.
+//
+// Why net/http's HTTP/2 and not an HTTP/2 layer for fasthttp: it is the
+// Go team's server (golang.org/x/net/http2, bundled in the standard
+// library; x/net's own Server type is deprecated in its favour), kept up
+// with the attacks on the protocol, and updated with the toolchain. The
+// Go version in go.mod carries the mitigations this edge relies on: rapid
+// reset (CVE-2023-44487: handlers beyond MaxConcurrentStreams wait in a
+// queue, and a client whose queue passes four times that is sent GOAWAY
+// ENHANCE_YOUR_CALM), CONTINUATION floods (CVE-2023-45288: header
+// blocks are bounded by the advertised SETTINGS_MAX_HEADER_LIST_SIZE
+// across CONTINUATION frames, and the connection closed past it),
+// bounded queued control frames (PING/SETTINGS floods), and HPACK table
+// limits. The HTTP/2 layers for fasthttp (dgrr/http2) are far younger
+// and less used, and gRPC needs streaming both ways with trailers. Every protocol error the server counts
+// (its CountError hook) adds to Counters.H2Errors.
+//
+// Limits: MaxH2Streams concurrent streams per connection (nginx's
+// default, 128), a header list of at most MaxHeaderBytes (the HTTP/1.1
+// limit; over it the stream gets 431), idle connections closed after
+// IdleTimeout. A stream whose client takes none of its response for
+// WriteTimeout (a peer that holds the flow-control window: it never
+// sends WINDOW_UPDATE, or never reads the socket) is reset, its
+// upstream request abandoned, and counted (Counters.H2Stalled); the
+// connection's other streams go on. A connection whose client reads
+// nothing for WriteTimeout is closed, as for HTTP/1.1.
+//
+// Upstreams over HTTP/2 and HTTP/3 clients: net/http's reverse proxy
+// (httputil.ReverseProxy) over the same tunnel dialer, with its own
+// keep-alive pool per upstream (the fasthttp pool speaks HTTP/1.1 only).
+//
+//   - A gRPC request (Content-Type application/grpc...) to a claim
+//     without ssl goes to the upstream in h2c (HTTP/2 with prior
+//     knowledge, streams multiplexed on one tunnel connection); with
+//     ssl: true, in TLS with ALPN h2. gRPC needs HTTP/2 end to end:
+//     trailers and streaming both ways pass. An upstream that cannot be
+//     reached gives a trailers-only answer with grpc-status 14
+//     (UNAVAILABLE); one that fails in the middle of a response ends it
+//     with grpc-status 14 in the trailers (the client sees a status, not
+//     a reset).
+//   - Any other request to a claim without ssl goes in HTTP/1.1 (an
+//     upstream is not assumed to speak h2c); with ssl: true, TLS with
+//     ALPN h2 and http/1.1, the upstream picks.
+//
+// Request bodies stream both ways with the response (full duplex, as
+// gRPC needs). The HTTP/1.1 path's SmallBody buffering and MaxUploads
+// cap do not apply: a connection's uploads are bounded by its stream
+// limit, and HTTP/2 flow control paces them.
+//
+// The in-process routes (admin API and panel, DoH, plugins) take their
+// body whole within their limits and the shared budget, and are served
+// by their fasthttp handler on a request built from the HTTP/2 one
+// (fastBridge). WebSocket over HTTP/2 (RFC 8441) is not offered: a
+// browser opens an HTTP/1.1 connection for it.
+const MaxH2Streams = 128
+
+// newH2 builds the HTTP/2 server of s: net/http's, fed the connections
+// that negotiated h2 through a listener of its own (h2Listener).
+func (s *Server) newH2() {
+	s.h2ln = &h2Listener{conns: make(chan net.Conn), done: make(chan struct{})}
+	var p http.Protocols
+	p.SetHTTP2(true)
+	s.h2base = &http.Server{
+		Handler:        http.HandlerFunc(s.serveHTTP),
+		Protocols:      &p,
+		MaxHeaderBytes: MaxHeaderBytes,
+		IdleTimeout:    IdleTimeout,
+		ErrorLog:       log.New(io.Discard, "", 0),
+		HTTP2: &http.HTTP2Config{
+			MaxConcurrentStreams: MaxH2Streams,
+			// 16 KiB, the protocol's default (and nginx's): net/http
+			// would take frames of up to 1 MiB.
+			MaxReadFrameSize: 16 << 10,
+			CountError: func(kind string) {
+				s.h2errors.Add(1)
+				s.d.Log.Debug("http2 protocol error", "kind", kind)
+			},
+		},
+		// A connection is done once net/http closes it: serveH2Conn,
+		// which holds it for fasthttp, may return.
+		ConnState: func(c net.Conn, st http.ConnState) {
+			if st == http.StateClosed || st == http.StateHijacked {
+				if d, ok := s.h2conns.LoadAndDelete(c); ok {
+					close(d.(chan struct{}))
+				}
+			}
+		},
+	}
+	s.https.NextProto("h2", s.serveH2Conn)
+}
+
+// startH2 serves HTTP/2 on the connections handed to s.h2ln.
+func (s *Server) startH2() {
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		_ = s.h2base.Serve(s.h2ln)
+	}()
+}
+
+// serveH2Conn serves one connection that negotiated h2, until net/http
+// is done with it (fasthttp closes it when this returns).
+func (s *Server) serveH2Conn(c net.Conn) error {
+	tc := c
+	if w, ok := c.(tlsConn); ok {
+		tc = w.Conn // net/http speaks HTTP/2 on a *tls.Conn only
+	}
+	done := make(chan struct{})
+	s.h2conns.Store(tc, done)
+	s.h2open.Add(1)
+	defer s.h2open.Add(-1)
+	select {
+	case s.h2ln.conns <- tc:
+	case <-s.h2ln.done:
+		s.h2conns.Delete(tc)
+		return nil
+	}
+	<-done
+	return nil
+}
+
+// shutdownH2 sends GOAWAY on every HTTP/2 connection, waits up to
+// shutdownGrace for their streams to end, then closes what is left.
+func (s *Server) shutdownH2() {
+	ctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+	defer cancel()
+	if s.h2base.Shutdown(ctx) != nil {
+		_ = s.h2base.Close()
+	}
+}
+
+const shutdownGrace = 5 * time.Second
+
+// h2Listener hands net/http the connections fasthttp negotiated h2 on.
+type h2Listener struct {
+	conns chan net.Conn
+	done  chan struct{}
+	once  sync.Once
+	addr  net.Addr
+}
+
+func (l *h2Listener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.conns:
+		return c, nil
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+}
+
+func (l *h2Listener) Close() error {
+	l.once.Do(func() { close(l.done) })
+	return nil
+}
+
+func (l *h2Listener) Addr() net.Addr {
+	if l.addr == nil {
+		return &net.TCPAddr{}
+	}
+	return l.addr
+}
+
+// h2Writer is a stream's ResponseWriter as the edge sees it: the status
+// and bytes for the access log, and the write deadline moved at each
+// write (WriteTimeout between two writes: a stream whose client holds
+// the flow-control window is reset, not kept forever).
+type h2Writer struct {
+	http.ResponseWriter
+	rc      *http.ResponseController
+	s       *Server
+	status  int
+	bytes   int
+	until   time.Time
+	stalled bool
+}
+
+func (w *h2Writer) WriteHeader(code int) {
+	if w.status == 0 && code >= 200 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *h2Writer) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	w.move()
+	n, err := w.ResponseWriter.Write(b)
+	w.bytes += n
+	if err != nil && !w.stalled && time.Now().After(w.until) {
+		w.stalled = true
+		w.s.h2stalled.Add(1)
+	}
+	return n, err
+}
+
+// move sets the write deadline WriteTimeout ahead, once it is an eighth
+// of it behind (as movingDeadlines does).
+func (w *h2Writer) move() {
+	now := time.Now()
+	every := w.s.d.WriteTimeout
+	if t := now.Add(every); t.Sub(w.until) > every/8 {
+		w.until = t
+		_ = w.rc.SetWriteDeadline(t)
+	}
+}
+
+func (w *h2Writer) Flush() {
+	w.move()
+	if err := w.rc.Flush(); err != nil && !w.stalled && time.Now().After(w.until) {
+		w.stalled = true
+		w.s.h2stalled.Add(1)
+	}
+}
+
+func (w *h2Writer) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// serveHTTP routes one HTTP/2 or HTTP/3 request, as serve does an
+// HTTP/1.1 one.
+func (s *Server) serveHTTP(rw http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	w := &h2Writer{ResponseWriter: rw, rc: http.NewResponseController(rw), s: s}
+	if s.altSvc != "" && r.ProtoMajor == 2 {
+		rw.Header().Set("Alt-Svc", s.altSvc)
+	}
+	upstream := ""
+	defer func() {
+		st := w.status
+		if st == 0 {
+			st = http.StatusOK
+		}
+		end := time.Now()
+		el := end.Sub(start)
+		s.total.Add(1)
+		s.millis.Add(el.Milliseconds())
+		if st >= 500 {
+			s.failed.Add(1)
+		} else {
+			s.ok.Add(1)
+		}
+		l := accessLine{method: methodString([]byte(r.Method)), host: r.Host, path: r.URL.Path,
+			upstream: upstream, status: st, bytes: w.bytes, dur: el, at: end}
+		select {
+		case s.access <- l:
+		default:
+			s.dropped.Add(1)
+		}
+	}()
+	if r.Host == "" {
+		httpPage(w, http.StatusBadRequest, "Bad Request", "No :authority or Host.")
+		return
+	}
+	host := hostOf(r.Host)
+	if host == s.d.AdminDomain && s.d.Admin != nil {
+		upstream = "admin"
+		s.fastBridge(w, r, s.d.Admin, admin.MaxBody)
+		return
+	}
+	if s.d.Plugins != nil {
+		if rt := s.d.Plugins.Lookup(host); rt != nil {
+			upstream = "plugin:" + host
+			s.fastBridge(w, r, func(ctx *fasthttp.RequestCtx) { s.d.PluginWeb.Serve(ctx, rt) }, pluginweb.MaxBody)
+			return
+		}
+	}
+	if s.d.View != nil {
+		if snap := s.d.View.Load(); snap != nil {
+			if d, ok := snap.Lookup(host); ok && d.Hash != "" {
+				upstream = d.Hash
+				s.forwardHTTP(w, r, d)
+				return
+			}
+		}
+	}
+	// A short body is read before the answer (up to SmallBody), so the
+	// stream ends as the client sent it and errors in its body (a
+	// content-length that does not match, bad flow control) are seen
+	// as such, not raced by the answer; a longer one is reset.
+	_, _ = io.Copy(io.Discard, io.LimitReader(r.Body, SmallBody))
+	httpPage(w, http.StatusNotFound, "Not Found", "No site is served for "+host+" on this node.")
+}
+
+// httpPage answers a small HTML page (page's net/http twin).
+func httpPage(w http.ResponseWriter, status int, title, msg string) {
+	var ctx fasthttp.RequestCtx
+	page(&ctx, status, title, msg)
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	_, _ = w.Write(ctx.Response.Body())
+}
+
+// fastBridge serves r with a fasthttp handler: the body is read whole
+// (up to limit, bodies of BigBody or more within the shared budget), a
+// fasthttp request is built from r, and the handler's response is
+// copied to w.
+func (s *Server) fastBridge(w http.ResponseWriter, r *http.Request, h fasthttp.RequestHandler, limit int) {
+	n := r.ContentLength
+	if n > int64(limit) {
+		httpPage(w, http.StatusRequestEntityTooLarge, "Content Too Large", "The request body is over this route's limit.")
+		return
+	}
+	want := n
+	if n < 0 {
+		want = int64(limit)
+	}
+	if want >= BigBody {
+		if !s.budget.take(want) {
+			w.Header().Set("Retry-After", "1")
+			httpPage(w, http.StatusServiceUnavailable, "Service Unavailable", "Too many large request bodies in flight, retry.")
+			return
+		}
+		defer s.budget.give(want)
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, int64(limit)+1))
+	switch {
+	case err != nil:
+		httpPage(w, http.StatusBadRequest, "Bad Request", "The request body ended early.")
+		return
+	case len(body) > limit:
+		httpPage(w, http.StatusRequestEntityTooLarge, "Content Too Large", "The request body is over this route's limit.")
+		return
+	}
+	var req fasthttp.Request
+	req.Header.DisableNormalizing()
+	req.Header.SetMethod(r.Method)
+	req.SetRequestURI(r.URL.RequestURI())
+	req.Header.SetHost(r.Host)
+	for k, vs := range r.Header {
+		for _, v := range vs {
+			req.Header.Add(k, v)
+		}
+	}
+	req.SetBodyRaw(body)
+	if r.TLS != nil {
+		req.URI().SetScheme("https")
+	}
+	var ctx fasthttp.RequestCtx
+	ctx.Init(&req, remoteTCPAddr(r.RemoteAddr), nil)
+	h(&ctx)
+	resp := &ctx.Response
+	hd := w.Header()
+	for k, v := range resp.Header.All() {
+		key := string(k)
+		if isHop(key) || strings.EqualFold(key, "Content-Length") {
+			continue
+		}
+		hd.Add(key, string(v))
+	}
+	w.WriteHeader(resp.StatusCode())
+	if resp.IsBodyStream() {
+		bp := copyBufs.Get().(*[]byte)
+		_, _ = io.CopyBuffer(w, resp.BodyStream(), *bp)
+		copyBufs.Put(bp)
+		_ = resp.CloseBodyStream()
+		return
+	}
+	if r.Method != http.MethodHead {
+		_, _ = w.Write(resp.Body())
+	}
+}
+
+func isHop(k string) bool {
+	for _, h := range hopHeaders {
+		if strings.EqualFold(k, h) {
+			return true
+		}
+	}
+	return strings.EqualFold(k, "Upgrade")
+}
+
+func remoteTCPAddr(s string) net.Addr {
+	ap, err := netip.ParseAddrPort(s)
+	if err != nil {
+		return &net.TCPAddr{}
+	}
+	return net.TCPAddrFromAddrPort(ap)
+}
+
+// h2Upstream is one upstream's net/http side: its HTTP/1.1 (or TLS with
+// ALPN) transport, and for gRPC to a plain claim its h2c one.
+type h2Upstream struct {
+	proxy *httputil.ReverseProxy
+	plain *http.Transport // HTTP/1.1, or TLS with ALPN h2 and http/1.1
+	h2c   *http.Transport // HTTP/2 with prior knowledge (plain claims)
+}
+
+// httpUpstream is the net/http upstream of d.
+func (s *Server) httpUpstream(d *view.Domain) *h2Upstream {
+	key := d.Hash
+	if d.SSL {
+		key += "+tls"
+	}
+	if u, ok := s.h2clients.Load(key); ok {
+		return u.(*h2Upstream)
+	}
+	hash, ssl, name := d.Hash, d.SSL, d.Name
+	dialMoving := func(ctx context.Context, _, _ string) (net.Conn, error) {
+		mc, err := s.dialMoving(hash)
+		if err != nil {
+			return nil, err
+		}
+		mc.rd.every.Store(int64(s.d.UpstreamTimeout))
+		mc.wr.every.Store(int64(s.d.UpstreamTimeout))
+		return mc, nil
+	}
+	// Multiplexed connections keep no moving read deadline (a gRPC
+	// stream may be quiet for long); HTTP/2 pings find a dead one.
+	dialPlain := func(ctx context.Context, _, _ string) (net.Conn, error) {
+		c, err := s.dial(hash)
+		if err != nil {
+			return nil, err
+		}
+		return &watchedConn{Conn: c}, nil
+	}
+	u := &h2Upstream{}
+	u.plain = &http.Transport{
+		DialContext:           dialMoving,
+		MaxIdleConnsPerHost:   64,
+		MaxConnsPerHost:       upstreamConns,
+		IdleConnTimeout:       IdleTimeout,
+		ResponseHeaderTimeout: s.d.UpstreamTimeout,
+		TLSHandshakeTimeout:   dialTimeout,
+		DisableCompression:    true,
+		WriteBufferSize:       32 << 10,
+		ReadBufferSize:        32 << 10,
+		HTTP2:                 &http.HTTP2Config{SendPingTimeout: s.d.UpstreamTimeout, PingTimeout: 15 * time.Second},
+	}
+	if ssl {
+		u.plain.DialContext = dialPlain
+		u.plain.TLSClientConfig = upstreamTLS(d)
+		u.plain.ForceAttemptHTTP2 = true
+	} else {
+		var p http.Protocols
+		p.SetUnencryptedHTTP2(true)
+		u.h2c = &http.Transport{
+			DialContext:           dialPlain,
+			Protocols:             &p,
+			IdleConnTimeout:       IdleTimeout,
+			ResponseHeaderTimeout: s.d.UpstreamTimeout,
+			DisableCompression:    true,
+			HTTP2:                 &http.HTTP2Config{SendPingTimeout: s.d.UpstreamTimeout, PingTimeout: 15 * time.Second},
+		}
+	}
+	scheme := "http"
+	if ssl {
+		scheme = "https"
+	}
+	u.proxy = &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.Out.URL.Scheme = scheme
+			pr.Out.URL.Host = name // only names the request; the dial ignores it
+			pr.Out.Host = pr.In.Host
+			pr.Out.Header["X-Forwarded-For"] = pr.In.Header["X-Forwarded-For"]
+			pr.SetXForwarded()
+		},
+		Transport:     u,
+		FlushInterval: -1, // each piece as it comes (and gRPC messages at once)
+		BufferPool:    bufPool{},
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			s.httpUpstreamError(w, r, name, hash, err)
+		},
+		ErrorLog: log.New(io.Discard, "", 0), // failures are logged on the proxy channel
+	}
+	actual, _ := s.h2clients.LoadOrStore(key, u)
+	return actual.(*h2Upstream)
+}
+
+// RoundTrip picks the transport: gRPC to a plain claim in h2c.
+func (u *h2Upstream) RoundTrip(r *http.Request) (*http.Response, error) {
+	if u.h2c != nil && isGRPC(r) {
+		return u.h2c.RoundTrip(r)
+	}
+	return u.plain.RoundTrip(r)
+}
+
+func (u *h2Upstream) closeIdle() {
+	u.plain.CloseIdleConnections()
+	if u.h2c != nil {
+		u.h2c.CloseIdleConnections()
+	}
+}
+
+func isGRPC(r *http.Request) bool {
+	return strings.HasPrefix(r.Header.Get("Content-Type"), "application/grpc")
+}
+
+// bufPool lends the response copy buffers to ReverseProxy.
+type bufPool struct{}
+
+func (bufPool) Get() []byte  { return *copyBufs.Get().(*[]byte) }
+func (bufPool) Put(b []byte) { copyBufs.Put(&b) }
+
+// forwardHTTP proxies r to d's tunnel server.
+func (s *Server) forwardHTTP(w *h2Writer, r *http.Request, d *view.Domain) {
+	u := s.httpUpstream(d)
+	if isGRPC(r) {
+		// The call ends as soon as its upstream connection does.
+		ctx, cancel := context.WithCancelCause(r.Context())
+		defer cancel(nil)
+		unwatch := func() {}
+		defer func() { unwatch() }()
+		r = r.WithContext(httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotConn: func(i httptrace.GotConnInfo) {
+			if wc, ok := i.Conn.(*watchedConn); ok {
+				unwatch = wc.watch(cancel)
+			}
+		}}))
+		// The client's request body is read by the upstream stream's
+		// writer (through ReverseProxy, which keeps it from being
+		// closed); a client that keeps its side open would hold that
+		// writer, and with it the end of the call, once the upstream
+		// has gone. Closing it when the call is cancelled lets go.
+		body := r.Body
+		stop := context.AfterFunc(ctx, func() { _ = body.Close() })
+		defer stop()
+		// An upstream that fails after its response head: ReverseProxy
+		// aborts the handler (the stream would be reset); a gRPC client
+		// is told UNAVAILABLE in the trailers instead.
+		defer func() {
+			if v := recover(); v != nil {
+				if v != http.ErrAbortHandler || w.status == 0 { //nolint:errorlint // the sentinel itself
+					panic(v)
+				}
+				s.d.Log.Warn("gRPC upstream ended mid-stream", "domain", d.Name, "hash", short(d.Hash))
+				w.Header().Set(http.TrailerPrefix+"Grpc-Status", "14")
+				w.Header().Set(http.TrailerPrefix+"Grpc-Message", url.PathEscape(d.Name+": upstream closed mid-stream"))
+			}
+		}()
+	}
+	u.proxy.ServeHTTP(w, r)
+}
+
+// httpUpstreamError is upstreamError for net/http: 504 or 502 with a
+// page, or for gRPC a trailers-only UNAVAILABLE (DEADLINE_EXCEEDED on a
+// timeout).
+func (s *Server) httpUpstreamError(w http.ResponseWriter, r *http.Request, name, hash string, err error) {
+	timeout := errors.Is(err, context.DeadlineExceeded)
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		timeout = true
+	}
+	if cause := context.Cause(r.Context()); errors.Is(cause, errUpstreamClosed) {
+		err = cause
+	} else if errors.Is(err, context.Canceled) && r.Context().Err() != nil {
+		// The client went away: nobody to answer.
+		s.d.Log.Debug("client left before the upstream answered", "domain", name, "err", err)
+		w.WriteHeader(499)
+		return
+	}
+	if timeout {
+		s.d.Log.Warn("upstream timed out", "domain", name, "hash", short(hash), "err", err)
+	} else {
+		s.d.Log.Warn("upstream unreachable", "domain", name, "hash", short(hash), "err", err)
+	}
+	if isGRPC(r) {
+		code := "14" // UNAVAILABLE
+		if timeout {
+			code = "4" // DEADLINE_EXCEEDED
+		}
+		w.Header().Set("Content-Type", "application/grpc")
+		w.Header().Set("Grpc-Status", code)
+		w.Header().Set("Grpc-Message", url.PathEscape(name+" cannot be reached through its tunnel: "+err.Error()))
+		w.WriteHeader(http.StatusOK)
+		return
+	}
+	if timeout {
+		httpPage(w, http.StatusGatewayTimeout, "Gateway Timeout", name+" did not answer in time.")
+		return
+	}
+	httpPage(w, http.StatusBadGateway, "Bad Gateway", name+" cannot be reached through its tunnel: "+err.Error())
+}
+
+// watchedConn is a multiplexed upstream connection that cancels the
+// gRPC calls on it when a read fails (the upstream closed or reset it).
+// net/http's HTTP/2 client ends its streams itself when the connection
+// ends, except after a GOAWAY that names them as processed (gRPC
+// servers send one before closing): such a stream would wait for the
+// client to give up.
+type watchedConn struct {
+	net.Conn
+	mu      sync.Mutex
+	err     error
+	next    int
+	cancels map[int]context.CancelCauseFunc
+}
+
+var errUpstreamClosed = errors.New("upstream connection closed")
+
+func (c *watchedConn) Read(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
+	if err != nil {
+		c.mu.Lock()
+		if c.err == nil {
+			c.err = err
+			for _, cancel := range c.cancels {
+				cancel(errUpstreamClosed)
+			}
+			c.cancels = nil
+		}
+		c.mu.Unlock()
+	}
+	return n, err
+}
+
+// watch cancels with errUpstreamClosed once a read fails (at once if
+// one has); the returned func stops watching.
+func (c *watchedConn) watch(cancel context.CancelCauseFunc) func() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err != nil {
+		cancel(errUpstreamClosed)
+		return func() {}
+	}
+	if c.cancels == nil {
+		c.cancels = map[int]context.CancelCauseFunc{}
+	}
+	id := c.next
+	c.next++
+	c.cancels[id] = cancel
+	return func() {
+		c.mu.Lock()
+		delete(c.cancels, id)
+		c.mu.Unlock()
+	}
+}
+
+// h2Counters are HTTP/2 and HTTP/3 figures for Counters.
+func (s *Server) h2Counters(c *Counters) {
+	c.H2Conns = s.h2open.Load()
+	c.H2Errors = s.h2errors.Load()
+	c.H2Stalled = s.h2stalled.Load()
+	c.H3Conns = s.h3open.Load()
+}
+
+// h2State is the Server's HTTP/2 state.
+type h2State struct {
+	h2base    *http.Server
+	h2ln      *h2Listener
+	h2conns   sync.Map // *tls.Conn → chan struct{} closed when net/http is done with it
+	h2open    atomic.Int64
+	h2errors  atomic.Int64
+	h2stalled atomic.Int64
+	h2clients sync.Map // upstream key → *h2Upstream
+	altSvc    string   // the Alt-Svc value advertising HTTP/3, or ""
+}

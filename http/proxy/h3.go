@@ -1,0 +1,104 @@
+package proxy
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"sync/atomic"
+
+	"github.com/quic-go/quic-go"
+	"github.com/quic-go/quic-go/http3"
+)
+
+// HTTP/3 (quic-go's http3) on the HTTPS address's UDP port, with the
+// same certificates (by SNI), routes and handler as HTTP/2 (h2.go), the
+// same stream limit (MaxH2Streams) and header limit (MaxHeaderBytes).
+// HTTP/1.1 and HTTP/2 answers on TLS carry Alt-Svc: h3=":port" so
+// browsers move to it.
+//
+// 0-RTT is off (quic.Config.Allow0RTT false): a client's early data
+// could be replayed by anyone on the path, and a replayed POST would run
+// twice. Refusing 0-RTT for every method is simpler than telling
+// idempotent requests apart inside the HTTP/3 layer, and costs a
+// resuming client one round trip. Amplification before address
+// validation is limited as quic-go sets it (three times what the client
+// sent, RFC 9000 §8).
+//
+// A UDP port that cannot be bound (taken by another program) leaves the
+// edge without HTTP/3, logged, and without Alt-Svc: the TCP edge still
+// starts. Deps.NoHTTP3 turns it off.
+
+// h3State is the Server's HTTP/3 state.
+type h3State struct {
+	h3     *http3.Server
+	h3pc   net.PacketConn
+	h3open atomic.Int64
+	h3done chan struct{}
+}
+
+// startH3 listens on tcpAddr's UDP twin and serves HTTP/3 on it.
+func (s *Server) startH3(tcpAddr net.Addr) error {
+	if s.d.NoHTTP3 {
+		return nil
+	}
+	ta, ok := tcpAddr.(*net.TCPAddr)
+	if !ok {
+		return fmt.Errorf("edge http3: %v is not a TCP address", tcpAddr)
+	}
+	pc, err := net.ListenUDP("udp", &net.UDPAddr{IP: ta.IP, Port: ta.Port, Zone: ta.Zone})
+	if err != nil {
+		s.d.Log.Warn("edge http3 not started: its UDP port is taken", "addr", ta.String(), "err", err)
+		return nil
+	}
+	s.h3pc = pc
+	s.h3 = &http3.Server{
+		Handler:        s.h2base.Handler,
+		TLSConfig:      http3.ConfigureTLSConfig(&tls.Config{GetCertificate: s.certificate, MinVersion: tls.VersionTLS13}),
+		MaxHeaderBytes: MaxHeaderBytes,
+		IdleTimeout:    IdleTimeout,
+		QUICConfig: &quic.Config{
+			Allow0RTT:          false,
+			MaxIncomingStreams: MaxH2Streams,
+			MaxIdleTimeout:     IdleTimeout,
+		},
+		ConnContext: func(ctx context.Context, c *quic.Conn) context.Context {
+			s.h3open.Add(1)
+			go func() {
+				<-c.Context().Done()
+				s.h3open.Add(-1)
+			}()
+			return ctx
+		},
+	}
+	s.altSvc = `h3=":` + strconv.Itoa(ta.Port) + `"; ma=86400`
+	s.h3done = make(chan struct{})
+	go func() {
+		defer close(s.h3done)
+		if err := s.h3.Serve(pc); err != nil && !errors.Is(err, http.ErrServerClosed) && !errors.Is(err, quic.ErrServerClosed) {
+			s.d.Log.Warn("edge http3 stopped", "err", err)
+		}
+	}()
+	return nil
+}
+
+// stopH3 closes the HTTP/3 server and its socket.
+func (s *Server) stopH3() {
+	if s.h3 == nil {
+		return
+	}
+	_ = s.h3.Close()
+	_ = s.h3pc.Close()
+	<-s.h3done
+}
+
+// H3Addr is the HTTP/3 (UDP) address, nil without HTTP/3.
+func (s *Server) H3Addr() net.Addr {
+	if s.h3pc == nil {
+		return nil
+	}
+	return s.h3pc.LocalAddr()
+}

@@ -1,0 +1,283 @@
+package node
+
+import (
+	"bytes"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
+
+	"peerdns/http/proxy"
+	"peerdns/internal/testutil"
+)
+
+// rawH2 is an HTTP/2 connection driven frame by frame, as an attacker
+// would: TLS with ALPN h2 to the edge, the preface and settings sent.
+type rawH2 struct {
+	c   *tls.Conn
+	fr  *http2.Framer
+	enc *hpack.Encoder
+	buf bytes.Buffer
+	// noAck: until leaves settings unacknowledged (another goroutine
+	// writes frames; a Framer takes one writer at a time).
+	noAck bool
+}
+
+func dialRawH2(t *testing.T, n *Node, sni string, settings ...http2.Setting) *rawH2 {
+	t.Helper()
+	_, httpsAddr := n.EdgeAddrs()
+	c, err := tls.Dial("tcp", httpsAddr, &tls.Config{RootCAs: rootPool(t, n), ServerName: sni, NextProtos: []string{"h2"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	if p := c.ConnectionState().NegotiatedProtocol; p != "h2" {
+		t.Fatalf("ALPN: %q, want h2", p)
+	}
+	r := &rawH2{c: c, fr: http2.NewFramer(c, c)}
+	r.enc = hpack.NewEncoder(&r.buf)
+	if _, err := io.WriteString(c, http2.ClientPreface); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.fr.WriteSettings(settings...); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// block encodes a request head for host and path, with extra fields.
+func (r *rawH2) block(host, path string, extra ...string) []byte {
+	r.buf.Reset()
+	for _, f := range [][2]string{{":method", "GET"}, {":scheme", "https"}, {":authority", host}, {":path", path}} {
+		_ = r.enc.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]})
+	}
+	for i := 0; i+1 < len(extra); i += 2 {
+		_ = r.enc.WriteField(hpack.HeaderField{Name: extra[i], Value: extra[i+1]})
+	}
+	return append([]byte(nil), r.buf.Bytes()...)
+}
+
+// until reads frames (acknowledging settings) until match says so, the
+// connection ends, or d passes; it returns the last frame read and the
+// read error.
+func (r *rawH2) until(d time.Duration, match func(http2.Frame) bool) (http2.Frame, error) {
+	_ = r.c.SetReadDeadline(time.Now().Add(d))
+	defer r.c.SetReadDeadline(time.Time{})
+	for {
+		f, err := r.fr.ReadFrame()
+		if err != nil {
+			return nil, err
+		}
+		if s, ok := f.(*http2.SettingsFrame); ok && !s.IsAck() && !r.noAck {
+			_ = r.fr.WriteSettingsAck()
+		}
+		if match(f) {
+			return f, nil
+		}
+	}
+}
+
+// h2Status decodes a response HEADERS frame's :status.
+func h2Status(f http2.Frame) string {
+	h, ok := f.(*http2.HeadersFrame)
+	if !ok {
+		return ""
+	}
+	fs, _ := hpack.NewDecoder(4096, nil).DecodeFull(h.HeaderBlockFragment())
+	for _, f := range fs {
+		if f.Name == ":status" {
+			return f.Value
+		}
+	}
+	return ""
+}
+
+// The HTTP/2 attacks against the edge, each bounded, and the edge
+// serving other clients afterwards: an oversized header list (431), a
+// CONTINUATION flood (the connection is closed), rapid reset (no more
+// than MaxH2Streams requests reach the upstream at once from one
+// connection), and a client that holds the flow-control window shut
+// (its stream is reset after WriteTimeout and counted; the
+// connection's other streams and other clients go on).
+func TestEdgeHTTP2Attacks(t *testing.T) {
+	cfg := testConfig(t.TempDir())
+	cfg.edgeWriteTimeout = time.Second
+	n := startConfig(t, cfg)
+	var now, most atomic.Int64
+	back := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/slow":
+			c := now.Add(1)
+			for {
+				m := most.Load()
+				if c <= m || most.CompareAndSwap(m, c) {
+					break
+				}
+			}
+			<-r.Context().Done()
+			now.Add(-1)
+		case "/big":
+			w.Header().Set("Content-Length", fmt.Sprint(8<<20))
+			_, _ = io.Copy(w, io.LimitReader(zeros{}, 8<<20))
+		default:
+			fmt.Fprint(w, "ok")
+		}
+	})}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = back.Serve(ln) }()
+	t.Cleanup(func() { back.Close() })
+	_, url := tunnelServerURL(t, n, fmt.Sprintf(`{"name":"site","port":%d}`, ln.Addr().(*net.TCPAddr).Port))
+	mustJSON(t, "POST", "http://"+n.AdminAddr()+"/api/add-domain", `{"domain":"site.p2p","hash":"`+url+`"}`, 200, nil)
+	_, httpsAddr := n.EdgeAddrs()
+	good := h2Client(httpsAddr, rootPool(t, n))
+	served := func(what string) {
+		t.Helper()
+		testutil.Eventually(t, 10*time.Second, func() error {
+			resp, err := good.Get("https://site.p2p/")
+			if err != nil {
+				return err
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 200 || string(b) != "ok" || resp.ProtoMajor != 2 {
+				return fmt.Errorf("%s %d %q", resp.Proto, resp.StatusCode, b)
+			}
+			return nil
+		})
+		t.Logf("edge serves after %s", what)
+	}
+	served("setup")
+	edge := n.edge.Load()
+
+	t.Run("oversized header list", func(t *testing.T) {
+		r := dialRawH2(t, n, "site.p2p")
+		// Fields of 1 KiB, 4 KiB more than the limit in all.
+		var fields []string
+		for i := 0; i < proxy.MaxHeaderBytes/1024+4; i++ {
+			fields = append(fields, fmt.Sprintf("x-big-%d", i), strings.Repeat("a", 1024))
+		}
+		// In frames of 8 KiB (under the 16 KiB frame size limit).
+		blk := r.block("site.p2p", "/", fields...)
+		if err := r.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: blk[:8192], EndStream: true}); err != nil {
+			t.Fatal(err)
+		}
+		for blk = blk[8192:]; len(blk) > 0; {
+			k := min(len(blk), 8192)
+			if err := r.fr.WriteContinuation(1, k == len(blk), blk[:k]); err != nil {
+				t.Fatal(err)
+			}
+			blk = blk[k:]
+		}
+		f, err := r.until(5*time.Second, func(f http2.Frame) bool {
+			_, h := f.(*http2.HeadersFrame)
+			_, g := f.(*http2.GoAwayFrame)
+			return h || g
+		})
+		if err != nil || h2Status(f) != "431" {
+			if g, ok := f.(*http2.GoAwayFrame); ok {
+				t.Logf("GOAWAY %v %q", g.ErrCode, g.DebugData())
+			}
+			t.Fatalf("oversized header list: %v %v (status %q), want 431", f, err, h2Status(f))
+		}
+		served("an oversized header list")
+	})
+
+	t.Run("CONTINUATION flood", func(t *testing.T) {
+		r := dialRawH2(t, n, "site.p2p")
+		r.noAck = true
+		if err := r.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: r.block("site.p2p", "/"), EndStream: true}); err != nil {
+			t.Fatal(err)
+		}
+		// Endless CONTINUATION frames, each one more 1 KiB field,
+		// never END_HEADERS: the edge must close the connection
+		// (it would otherwise buffer or decode without end).
+		done := make(chan error, 1)
+		field := r.block("site.p2p", "/", "x-flood", strings.Repeat("b", 1000))
+		go func() {
+			for i := 0; i < 100000; i++ {
+				if err := r.fr.WriteContinuation(1, false, field); err != nil {
+					done <- nil
+					return
+				}
+			}
+			done <- errors.New("100,000 CONTINUATION frames (100 MB of header) were all taken")
+		}()
+		_, rerr := r.until(10*time.Second, func(f http2.Frame) bool { _, g := f.(*http2.GoAwayFrame); return g })
+		r.c.Close()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		if ne, ok := rerr.(net.Error); ok && ne.Timeout() {
+			t.Fatal("the edge neither sent GOAWAY nor closed the connection within 10 s")
+		}
+		served("a CONTINUATION flood")
+	})
+
+	t.Run("rapid reset", func(t *testing.T) {
+		r := dialRawH2(t, n, "site.p2p")
+		blk := r.block("site.p2p", "/slow")
+		var err error
+		for id := uint32(1); id < 2*2000 && err == nil; id += 2 {
+			err = r.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: blk, EndStream: true, EndHeaders: true})
+			if err == nil {
+				err = r.fr.WriteRSTStream(id, http2.ErrCodeCancel)
+			}
+		}
+		// Either all were taken, or the edge called it abuse (GOAWAY
+		// ENHANCE_YOUR_CALM) and closed: both are fine; what matters is
+		// that the upstream never saw more than the stream limit.
+		if m := most.Load(); m > proxy.MaxH2Streams {
+			t.Fatalf("the upstream had %d requests at once from one connection, limit %d", m, proxy.MaxH2Streams)
+		}
+		testutil.Eventually(t, 10*time.Second, func() error {
+			if c := now.Load(); c != 0 {
+				return fmt.Errorf("%d reset requests still at the upstream", c)
+			}
+			return nil
+		})
+		t.Logf("rapid reset: at most %d at the upstream at once, write error %v", most.Load(), err)
+		served("rapid reset")
+	})
+
+	t.Run("flow-control window held", func(t *testing.T) {
+		before := edge.Counters().H2Stalled
+		// A window of zero: the edge may send no DATA at all.
+		r := dialRawH2(t, n, "site.p2p", http2.Setting{ID: http2.SettingInitialWindowSize, Val: 0})
+		if err := r.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: r.block("site.p2p", "/big"), EndStream: true, EndHeaders: true}); err != nil {
+			t.Fatal(err)
+		}
+		// Another stream on the same connection is answered meanwhile
+		// (its head; its body is held by the same window).
+		if err := r.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 3, BlockFragment: r.block("site.p2p", "/"), EndStream: true, EndHeaders: true}); err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		f, err := r.until(15*time.Second, func(f http2.Frame) bool {
+			rs, ok := f.(*http2.RSTStreamFrame)
+			return ok && rs.StreamID == 1
+		})
+		if err != nil {
+			t.Fatalf("held stream not reset: %v", err)
+		}
+		t.Logf("held stream reset after %v: %v", time.Since(start).Round(time.Millisecond), f)
+		testutil.Eventually(t, 5*time.Second, func() error {
+			if s := edge.Counters().H2Stalled; s <= before {
+				return fmt.Errorf("H2Stalled %d, was %d", s, before)
+			}
+			return nil
+		})
+		served("a held window")
+	})
+}
