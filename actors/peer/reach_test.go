@@ -3,6 +3,7 @@ package peer
 import (
 	"errors"
 	"fmt"
+	"net"
 	"slices"
 	"strings"
 	"testing"
@@ -189,13 +190,21 @@ func inviteAddrs(t *testing.T, n *testNode) []string {
 // TestAdvertiseAddrFirst: addresses named by hand come first in hellos,
 // invites and the reach view, before the interface addresses.
 func TestAdvertiseAddrFirst(t *testing.T) {
-	const manual = "127.0.0.9:7740" // loopback: a dial to it stays on this machine
+	// Loopback, so a dial to it stays on this machine, and a port nothing
+	// listens on (a fixed one could be a node of another test package).
+	pc, err := net.ListenPacket("udp", "127.0.0.9:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	manual := pc.LocalAddr().String()
+	pc.Close()
 	a := newTestNode(t, "A", nodeOpts{advertise: []string{manual}})
 	// Nothing answers at the manual address, and one join dial at a time
 	// goes to the inviter (each waits out its handshake timeout): B is
 	// also given A's real address as a bootstrap, dialed beside them.
+	// The bound covers one handshake timeout under a loaded -race run.
 	b := newTestNode(t, "B", nodeOpts{join: a.invite(0), bootstrap: []string{a.addr}})
-	waitMesh(t, 20*time.Second, a, b)
+	waitMesh(t, 45*time.Second, a, b)
 	if addrs := inviteAddrs(t, a); len(addrs) < 2 || addrs[0] != manual {
 		t.Fatalf("invite addresses %v, want %s first and the interface addresses after", addrs, manual)
 	}
