@@ -92,49 +92,27 @@ type Actor struct {
 	// members orders the writers for replica-set picks; rebuilt when the
 	// writer set grows (members()).
 	memberSet *consensus.Membership
-	inflight  map[string]evalKey // domain → what is being evaluated
-	epoch     uint64             // bumped on every change of the active peer set
-	dirty     map[string]bool
-	// Evaluations nobody waits for, deferred to the next evalNow
-	// (pacing.go); evalDue makes the flush after evalNow send them;
-	// waitedFor is the domains waiters wait for, built once per flush.
-	deferred      map[string]bool
-	evalScheduled bool
-	evalDue       bool
-	evalAt        time.Time // when the last round of deferrable evaluations went
-	waitedFor     map[string]bool
-	recalc        map[string]bool
-	waiters       []waiter
-	unsettled     map[uint64]int // waiter group → its waiters not settled yet
-	lastGroup     uint64
-	readyGroups   int // groups settled and not answered yet
-	publishing    bool
-	// publishLater: the pending publish waits for publishGap (nobody
-	// waited for it); publishedAt is when the last one went out.
-	publishLater bool
-	publishedAt  time.Time
-	changed      bool // something a reader sees changed since the last publish
-	version      uint64
-	listing      []messages.DomainEntry
-	listingOK    bool
-	listingJSON  []byte
-	lastApplyAt  int64
-	validFail    int
-	bootstrap    bool
-	counts       struct{ resolutions, quorumFailures, ties int }
+	epoch     uint64 // bumped on every change of the active peer set
+	// m is the scheduling core (machine.go): commit pacing, evaluation
+	// rounds, waiters, the publish schedule.
+	m           *machine
+	version     uint64
+	listing     []messages.DomainEntry
+	listingOK   bool
+	listingJSON []byte
+	lastApplyAt int64
+	validFail   int
+	bootstrap   bool
+	counts      struct{ resolutions, quorumFailures, ties int }
 
 	pendingCleanups []*messages.Op
-	voteQueue       []write
-	voteDomains     []string
-	voteScheduled   bool
-	// When our last claims and votes were committed (commit pacing, pacing.go).
-	claimsAt, votesAt time.Time
-	claimQueue        []queuedClaim // add-domain requests waiting for the group commit
-	claimScheduled    bool
-	opsQueue          []queuedOps // peer ops waiting for the group commit
-	opsScheduled      bool
-	freshIPs          []store.KV // assigned this flush, not yet persisted
-	sys               *actor.ActorSystem
+	// The queues of the group commits; when they are committed is the
+	// machine's to say.
+	voteQueue  []write
+	claimQueue []queuedClaim // add-domain requests waiting for the group commit
+	opsQueue   []queuedOps   // peer ops waiting for the group commit
+	freshIPs   []store.KV    // assigned this flush, not yet persisted
+	sys        *actor.ActorSystem
 
 	// internal is Deps.Internal plus the domains other owners added
 	// (messages.SetInternalDomains: plugins), by owner in extraInternal.
@@ -150,7 +128,8 @@ type Actor struct {
 }
 
 func newActor(d Deps) *Actor {
-	return &Actor{d: d, st: newState(d.Identity.ID())}
+	return &Actor{d: d, st: newState(d.Identity.ID()),
+		m: newMachine(d.ClaimGap, d.VoteGap, d.EvalGap, publishGap)}
 }
 
 // Receive dispatches one message.
@@ -169,8 +148,7 @@ func (a *Actor) Receive(c actor.Context) {
 		a.onEvaluated(c, m)
 	case *domain.Restarted:
 		if pid := a.children[m.Domain]; pid != nil {
-			delete(a.inflight, m.Domain)
-			a.dirty[m.Domain] = true
+			a.step(c, Restarted{Domain: m.Domain})
 		}
 	case *commitClaims:
 		a.commitQueuedClaims(c)
@@ -179,9 +157,9 @@ func (a *Actor) Receive(c actor.Context) {
 	case *commitVotes:
 		a.commitQueuedVotes(c)
 	case *publishNow:
-		a.publish(c)
+		a.step(c, Fired{Kind: timerPublish})
 	case *evalNow:
-		a.evalDeferred()
+		a.step(c, Fired{Kind: timerEval})
 	default:
 		a.handle(c, m)
 	}
@@ -192,13 +170,8 @@ func (a *Actor) Receive(c actor.Context) {
 func (a *Actor) load() error {
 	a.children = map[string]*actor.PID{}
 	a.results = map[string]*domain.Evaluated{}
-	a.inflight = map[string]evalKey{}
-	a.dirty = map[string]bool{}
-	a.deferred = map[string]bool{}
 	a.pubChanged = map[string]bool{}
-	a.unsettled = map[uint64]int{}
 	a.lastSnap = nil
-	a.recalc = map[string]bool{}
 	a.active = map[string]bool{}
 	a.hashPref = map[string]string{}
 
@@ -321,13 +294,16 @@ func opKey(op *messages.Op) string {
 	return opPrefix + op.Writer + ":" + fmt.Sprintf("%020d", op.Seq)
 }
 
+// markAll makes every domain dirty (to the machine; no I/O follows).
 func (a *Actor) markAll() {
+	ds := make([]string, 0, len(a.st.domains)+len(a.results))
 	for d := range a.st.domains {
-		a.dirty[d] = true
+		ds = append(ds, d)
 	}
 	for d := range a.results {
-		a.dirty[d] = true
+		ds = append(ds, d)
 	}
+	a.m.Step(Touch{Domains: ds}, time.Now())
 }
 
 func sortedKeys[V any](m map[string]V) []string {

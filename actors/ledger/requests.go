@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/netip"
 	"strings"
-	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -25,7 +24,7 @@ func (a *Actor) handle(c actor.Context, msg any) {
 	default:
 		// A request of the admin API (or a plugin): what it reads, DNS
 		// and the edge proxy serve already.
-		a.publishPending(c)
+		a.step(c, Read{})
 	}
 	switch m := msg.(type) {
 	case *messages.AddDomain:
@@ -74,10 +73,7 @@ func (a *Actor) handle(c actor.Context, msg any) {
 		// burst are applied and fsynced together (applyQueuedOps), so
 		// replication from many peers costs one commit, not one each.
 		a.opsQueue = append(a.opsQueue, queuedOps{m: m, sender: c.Sender()})
-		if !a.opsScheduled {
-			a.opsScheduled = true
-			c.Send(c.Self(), &applyOpsNow{})
-		}
+		a.step(c, QueueOps{})
 	case *messages.GetVersionVector:
 		vv := make(messages.VersionVector, len(a.st.vv))
 		for k, v := range a.st.vv {
@@ -131,10 +127,7 @@ func (a *Actor) addDomain(c actor.Context, m *messages.AddDomain) {
 	// op in one transaction (commitQueuedClaims, after the mailbox burst);
 	// each is answered once committed and evaluated, as before.
 	a.claimQueue = append(a.claimQueue, queuedClaim{name: name, rec: rec, sender: c.Sender()})
-	if !a.claimScheduled {
-		a.claimScheduled = true
-		a.sendPaced(c, a.claimsAt, a.d.ClaimGap, &commitClaims{})
-	}
+	a.step(c, QueueClaim{})
 }
 
 // commitClaims is a self-message: sign and commit the queued claims.
@@ -148,9 +141,9 @@ type queuedClaim struct {
 }
 
 func (a *Actor) commitQueuedClaims(c actor.Context) {
+	a.step(c, Fired{Kind: timerClaims})
 	q := a.claimQueue
-	a.claimQueue, a.claimScheduled = nil, false
-	a.claimsAt = time.Now()
+	a.claimQueue = nil
 	if len(q) == 0 {
 		return
 	}
@@ -169,7 +162,7 @@ func (a *Actor) commitQueuedClaims(c actor.Context) {
 		}
 	}
 	_, err := a.appendLocal(ws...)
-	group := a.newGroup() // the batch is answered together
+	var wait Wait // the batch is answered together
 	for _, qc := range q {
 		if err != nil {
 			if qc.sender != nil {
@@ -178,12 +171,11 @@ func (a *Actor) commitQueuedClaims(c actor.Context) {
 			continue
 		}
 		a.d.Log.Info("domain claimed", "domain", qc.name, "hash", qc.rec.Hash, "ssl", qc.rec.SSL)
-		sender := qc.sender
-		a.wait(c, group, qc.name, func() {
-			if sender != nil {
-				c.Send(sender, &messages.AddDomainReply{})
-			}
-		})
+		wait.Domains = append(wait.Domains, qc.name)
+		wait.Replies = append(wait.Replies, waitReply{to: qc.sender, msg: &messages.AddDomainReply{}})
+	}
+	if len(wait.Domains) > 0 {
+		a.step(c, wait)
 	}
 }
 
@@ -218,24 +210,21 @@ func (a *Actor) removeDomain(c actor.Context, m *messages.RemoveDomain) {
 		return
 	}
 	a.d.Log.Info("domain removed", "domain", name, "resolvedClaimant", owner)
-	sender := c.Sender()
-	a.wait(c, a.newGroup(), name, func() {
-		c.Send(sender, &messages.RemoveDomainReply{})
-		a.publishHint(messages.HintTunnelClients)
-		a.publishHint(messages.HintLocalDNS)
-	})
+	a.step(c, Wait{Domains: []string{name}, Replies: []any{waitReply{
+		to: c.Sender(), msg: &messages.RemoveDomainReply{},
+		hints: []string{messages.HintTunnelClients, messages.HintLocalDNS},
+	}}})
 }
 
 func (a *Actor) recalculate(c actor.Context, m *messages.Recalculate) {
 	sender := c.Sender()
 	if m.Domain == "" {
-		n := 0
+		names := make([]string, 0, len(a.st.domains))
 		for name := range a.st.domains {
-			a.dirty[name] = true
-			a.recalc[name] = true
-			n++
+			names = append(names, name)
 		}
-		a.wait(c, a.newGroup(), "", func() { c.Send(sender, &messages.RecalculateReply{Domains: n}) })
+		a.step(c, Recalc{Domains: names})
+		a.step(c, Wait{Domains: []string{""}, Replies: []any{waitReply{to: sender, msg: &messages.RecalculateReply{Domains: len(names)}}}})
 		return
 	}
 	name, err := messages.NormalizeDomain(m.Domain)
@@ -247,9 +236,8 @@ func (a *Actor) recalculate(c actor.Context, m *messages.Recalculate) {
 		c.Respond(&messages.RecalculateReply{Err: fmt.Errorf("%w: no claims or votes for %s", messages.ErrNotFound, name)})
 		return
 	}
-	a.dirty[name] = true
-	a.recalc[name] = true
-	a.wait(c, a.newGroup(), name, func() { c.Send(sender, &messages.RecalculateReply{Domains: 1}) })
+	a.step(c, Recalc{Domains: []string{name}})
+	a.step(c, Wait{Domains: []string{name}, Replies: []any{waitReply{to: sender, msg: &messages.RecalculateReply{Domains: 1}}}})
 }
 
 func (a *Actor) setHashPreference(m *messages.SetHashPreference) error {
@@ -388,8 +376,9 @@ type queuedOps struct {
 // applyQueuedOps applies every queued ApplyOps in one batch (one
 // transaction) and answers each with the outcome of its own ops.
 func (a *Actor) applyQueuedOps(c actor.Context) {
+	a.step(c, Fired{Kind: timerOps})
 	q := a.opsQueue
-	a.opsQueue, a.opsScheduled = nil, false
+	a.opsQueue = nil
 	var all []*messages.Op
 	for _, r := range q {
 		all = append(all, r.m.Ops...)
