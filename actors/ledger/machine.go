@@ -259,12 +259,6 @@ func (m *machine) Step(in any, now time.Time) Output {
 	return m.out
 }
 
-// evaluating says whether an evaluation of name at key is in flight.
-func (m *machine) evaluating(name string, key evalKey) bool {
-	k, ok := m.inflight[name]
-	return ok && k == key
-}
-
 func (m *machine) arm(k timerKind, after time.Duration) {
 	m.out.Timers = append(m.out.Timers, Timer{Kind: k, After: after})
 }
