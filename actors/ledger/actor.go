@@ -106,13 +106,8 @@ type Actor struct {
 	counts      struct{ resolutions, quorumFailures, ties int }
 
 	pendingCleanups []*messages.Op
-	// The queues of the group commits; when they are committed is the
-	// machine's to say.
-	voteQueue  []write
-	claimQueue []queuedClaim // add-domain requests waiting for the group commit
-	opsQueue   []queuedOps   // peer ops waiting for the group commit
-	freshIPs   []store.KV    // assigned this flush, not yet persisted
-	sys        *actor.ActorSystem
+	freshIPs        []store.KV // assigned this flush, not yet persisted
+	sys             *actor.ActorSystem
 
 	// internal is Deps.Internal plus the domains other owners added
 	// (messages.SetInternalDomains: plugins), by owner in extraInternal.

@@ -46,9 +46,9 @@
 //     actor answered, a timer fired, the message's round) and the time,
 //     and returns an Output: the domains to retire, to give an address
 //     and to evaluate (with the evalKey), whether to publish, the
-//     waiters' replies to answer, the domains whose queued votes to
-//     commit, and the timers to arm. It owns the commit pacing of claims,
-//     votes and peer ops, the dirty/in-flight/deferred/recalc sets of the
+//     waiters' replies to answer, the queued claims, votes or peer ops
+//     to commit now, and the timers to arm. It owns the group-commit
+//     queues of claims, votes and peer ops and their pacing, the dirty/in-flight/deferred/recalc sets of the
 //     evaluation rounds, the waiters and their groups, and the publish
 //     schedule; it does no I/O and reads no clock. machine_test.go
 //     drives it with scripts (testdata/machine/*.txt: input, expected
@@ -57,8 +57,9 @@
 //     queries.go, services.go, internal.go): Receive turns messages and
 //     timer self-messages into machine inputs (Actor.step) and carries out
 //     the Output (Actor.do): it signs and persists ops (appendLocal,
-//     applyBatch), holds the queued claims, votes and peer ops until the
-//     machine says to commit them, spawns and asks the domain actors,
+//     applyBatch), commits the queued claims, votes and peer ops the
+//     machine hands back when their timer fires (the machine holds the
+//     queues), spawns and asks the domain actors,
 //     assigns and persists addresses, builds and stores the snapshot, and
 //     answers requests.
 //

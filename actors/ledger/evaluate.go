@@ -27,9 +27,8 @@ type commitVotes struct{}
 // domains are re-evaluated with their new votes. If the commit fails the
 // domains settle as they are and the failure is logged.
 func (a *Actor) commitQueuedVotes(c actor.Context) {
-	domains := a.step(c, Fired{Kind: timerVotes}).Commit
-	ws := a.voteQueue
-	a.voteQueue = nil
+	out := a.step(c, Fired{Kind: timerVotes})
+	ws, domains := out.Votes, out.Commit
 	if len(ws) == 0 {
 		return
 	}
@@ -165,8 +164,7 @@ func (a *Actor) onEvaluated(c actor.Context, m *domain.Evaluated) {
 		// Queue the votes; they are signed and committed together once the
 		// burst of evaluations in the mailbox is handled (one fsync for
 		// many domains). The domain stays in flight until then.
-		a.voteQueue = append(a.voteQueue, ws...)
-		a.step(c, QueueVote{Domain: m.Domain, Key: key})
+		a.step(c, QueueVote{Domain: m.Domain, Key: key, Votes: ws})
 		return
 	}
 	if len(idx.claims) == 0 {

@@ -77,9 +77,13 @@ type Output struct {
 	Publish  bool
 	Replies  []any // the waiters' opaque replies, in the order they waited
 	Timers   []Timer
-	// Commit lists, when the vote timer fired, the domains whose queued
-	// votes the actor now signs and commits.
+	// When a commit timer fired, what the actor now signs and commits:
+	// the queued claims, or the queued votes (Votes) and their domains
+	// (Commit), or the queued peer ops (Ops); the queues are emptied.
+	Claims []queuedClaim
+	Votes  []write
 	Commit []string
+	Ops    []queuedOps
 	// Idle: after a Round, nothing is in flight or deferred.
 	Idle bool
 }
@@ -107,15 +111,16 @@ type (
 		Domains []string
 		Replies []any
 	}
-	// QueueClaim: a claim joined the claim queue.
-	QueueClaim struct{}
-	// QueueOps: a peer's ops joined the ops queue.
-	QueueOps struct{}
-	// QueueVote: an evaluation of Domain at Key asked for votes, which
-	// joined the vote queue; the domain stays in flight until committed.
+	// QueueClaim: an add-domain joins the claim queue.
+	QueueClaim struct{ Claim queuedClaim }
+	// QueueOps: a peer's ops join the ops queue.
+	QueueOps struct{ Ops queuedOps }
+	// QueueVote: an evaluation of Domain at Key asked for Votes, which
+	// join the vote queue; the domain stays in flight until committed.
 	QueueVote struct {
 		Domain string
 		Key    evalKey
+		Votes  []write
 	}
 	// VotesCommitted: the votes of Domains were committed (Failed: the
 	// commit failed; the domains settle as they are).
@@ -150,7 +155,11 @@ type machine struct {
 	claimsAt, votesAt             time.Time
 	claimScheduled, voteScheduled bool
 	opsScheduled                  bool
-	voteDomains                   []string // domains whose votes are queued
+	// The queues of the group commits.
+	claimQueue  []queuedClaim // add-domain requests
+	voteQueue   []write       // our auto-votes
+	voteDomains []string      // the domains of voteQueue
+	opsQueue    []queuedOps   // peer ops
 
 	// Evaluation rounds.
 	dirty    map[string]bool
@@ -210,17 +219,20 @@ func (m *machine) Step(in any, now time.Time) Output {
 			m.wait(m.lastGroup, d, in.Replies[i], now)
 		}
 	case QueueClaim:
+		m.claimQueue = append(m.claimQueue, in.Claim)
 		if !m.claimScheduled {
 			m.claimScheduled = true
 			m.paced(timerClaims, now, m.claimsAt, m.claimGap)
 		}
 	case QueueOps:
+		m.opsQueue = append(m.opsQueue, in.Ops)
 		if !m.opsScheduled {
 			m.opsScheduled = true
 			m.arm(timerOps, 0)
 		}
 	case QueueVote:
 		m.inflight[in.Domain] = in.Key
+		m.voteQueue = append(m.voteQueue, in.Votes...)
 		m.voteDomains = append(m.voteDomains, in.Domain)
 		if !m.voteScheduled {
 			m.voteScheduled = true
@@ -277,13 +289,15 @@ func (m *machine) fired(k timerKind, now time.Time) {
 	case timerClaims:
 		m.claimScheduled = false
 		m.claimsAt = now
+		m.out.Claims, m.claimQueue = m.claimQueue, nil
 	case timerVotes:
 		m.voteScheduled = false
 		m.votesAt = now
-		m.out.Commit = m.voteDomains
-		m.voteDomains = nil
+		m.out.Votes, m.out.Commit = m.voteQueue, m.voteDomains
+		m.voteQueue, m.voteDomains = nil, nil
 	case timerOps:
 		m.opsScheduled = false
+		m.out.Ops, m.opsQueue = m.opsQueue, nil
 	case timerEval:
 		// The deferred domains are due: the round that follows
 		// evaluates them.

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"peerdns/messages"
 )
 
 // The scheduling machine driven by scripts (testdata/machine/*.txt), in
@@ -29,8 +31,9 @@ import (
 //	touch NAME...                           Touch
 //	recalc NAME...                          Recalc
 //	wait NAME:REPLY...                      Wait, one group ("*" is everything)
-//	queue-claim | queue-ops                 QueueClaim | QueueOps
-//	queue-vote NAME v=N [e=N]               QueueVote at evalKey{N, e}
+//	queue-claim NAME                        QueueClaim of NAME
+//	queue-ops FROM                          QueueOps of a peer FROM
+//	queue-vote NAME v=N [e=N]               QueueVote at evalKey{N, e}, one vote write
 //	votes-committed NAME... [failed]        VotesCommitted
 //	settled NAME | restarted NAME           Settled | Restarted
 //	fire KIND                               Fired (claims, votes, ops, eval, publish)
@@ -38,8 +41,8 @@ import (
 //	round [e=N]                             Round at epoch N (default 0)
 //
 // Output lines: retire/assign/evaluate (sorted by domain: a round walks a
-// map), publish, reply (in waiter order), timer KIND now|+DELAY, commit
-// NAMES, idle.
+// map), publish, reply (in waiter order), commit claims NAMES, commit
+// votes NAMES (N writes), apply ops FROMS, timer KIND now|+DELAY, idle.
 //
 // go test ./actors/ledger/ -run TestMachineScripts -update rewrites the
 // expected outputs (review the diff: it is the behaviour).
@@ -194,11 +197,12 @@ func runCommand(t *testing.T, m *machine, l scriptLedger, start time.Time, line 
 		}
 		in = w
 	case "queue-claim":
-		in = QueueClaim{}
+		in = QueueClaim{Claim: queuedClaim{name: args[0]}}
 	case "queue-ops":
-		in = QueueOps{}
+		in = QueueOps{Ops: queuedOps{m: &messages.ApplyOps{From: args[0]}}}
 	case "queue-vote":
-		in = QueueVote{Domain: args[0], Key: evalKey{num("v", 0), num("e", 0)}}
+		in = QueueVote{Domain: args[0], Key: evalKey{num("v", 0), num("e", 0)},
+			Votes: []write{{key: messages.VoteKey(args[0], "self", "peer"), value: messages.VoteMarker}}}
 	case "votes-committed":
 		in = VotesCommitted{Domains: names(), Failed: has("failed")}
 	case "settled":
@@ -254,8 +258,22 @@ func formatOutput(out Output) []string {
 	for _, r := range out.Replies {
 		lines = append(lines, fmt.Sprintf("reply %v", r))
 	}
-	if len(out.Commit) > 0 {
-		lines = append(lines, "commit "+strings.Join(out.Commit, " "))
+	if len(out.Claims) > 0 {
+		var names []string
+		for _, c := range out.Claims {
+			names = append(names, c.name)
+		}
+		lines = append(lines, "commit claims "+strings.Join(names, " "))
+	}
+	if len(out.Votes) > 0 || len(out.Commit) > 0 {
+		lines = append(lines, fmt.Sprintf("commit votes %s (%d writes)", strings.Join(out.Commit, " "), len(out.Votes)))
+	}
+	if len(out.Ops) > 0 {
+		var from []string
+		for _, o := range out.Ops {
+			from = append(from, o.m.From)
+		}
+		lines = append(lines, "apply ops "+strings.Join(from, " "))
 	}
 	for _, tm := range out.Timers {
 		when := "now"

@@ -72,8 +72,7 @@ func (a *Actor) handle(c actor.Context, msg any) {
 		// Group commit: the ops of every peer that arrive in one mailbox
 		// burst are applied and fsynced together (applyQueuedOps), so
 		// replication from many peers costs one commit, not one each.
-		a.opsQueue = append(a.opsQueue, queuedOps{m: m, sender: c.Sender()})
-		a.step(c, QueueOps{})
+		a.step(c, QueueOps{Ops: queuedOps{m: m, sender: c.Sender()}})
 	case *messages.GetVersionVector:
 		vv := make(messages.VersionVector, len(a.st.vv))
 		for k, v := range a.st.vv {
@@ -126,8 +125,7 @@ func (a *Actor) addDomain(c actor.Context, m *messages.AddDomain) {
 	// Group commit: claims that arrive together are signed as one batched
 	// op in one transaction (commitQueuedClaims, after the mailbox burst);
 	// each is answered once committed and evaluated, as before.
-	a.claimQueue = append(a.claimQueue, queuedClaim{name: name, rec: rec, sender: c.Sender()})
-	a.step(c, QueueClaim{})
+	a.step(c, QueueClaim{Claim: queuedClaim{name: name, rec: rec, sender: c.Sender()}})
 }
 
 // commitClaims is a self-message: sign and commit the queued claims.
@@ -141,9 +139,7 @@ type queuedClaim struct {
 }
 
 func (a *Actor) commitQueuedClaims(c actor.Context) {
-	a.step(c, Fired{Kind: timerClaims})
-	q := a.claimQueue
-	a.claimQueue = nil
+	q := a.step(c, Fired{Kind: timerClaims}).Claims
 	if len(q) == 0 {
 		return
 	}
@@ -376,9 +372,7 @@ type queuedOps struct {
 // applyQueuedOps applies every queued ApplyOps in one batch (one
 // transaction) and answers each with the outcome of its own ops.
 func (a *Actor) applyQueuedOps(c actor.Context) {
-	a.step(c, Fired{Kind: timerOps})
-	q := a.opsQueue
-	a.opsQueue = nil
+	q := a.step(c, Fired{Kind: timerOps}).Ops
 	var all []*messages.Op
 	for _, r := range q {
 		all = append(all, r.m.Ops...)
