@@ -52,7 +52,9 @@
 //     evaluation rounds, the waiters and their groups, and the publish
 //     schedule; it does no I/O and reads no clock. machine_test.go
 //     drives it with scripts (testdata/machine/*.txt: input, expected
-//     output, time as input).
+//     output, time as input); FuzzMachineAnswersEveryWaiter checks that
+//     any sequence of inputs, brought to rest, answers every waiter
+//     exactly once and only with a publish.
 //   - the actor (actor.go, shell.go, requests.go, evaluate.go, ops.go,
 //     queries.go, services.go, internal.go): Receive turns messages and
 //     timer self-messages into machine inputs (Actor.step) and carries out
