@@ -17,7 +17,6 @@ import (
 	"peerdns/actors/domain"
 	"peerdns/internal/applied"
 	"peerdns/internal/identity"
-	"peerdns/internal/ipam"
 	"peerdns/internal/store"
 	"peerdns/internal/view"
 	"peerdns/messages"
@@ -84,7 +83,7 @@ type Actor struct {
 	d  Deps
 	st *state
 
-	pool     *ipam.Pool
+	addrs    *addresses // the domains' local IPs (addresses.go)
 	hashPref map[string]string
 	active   map[string]bool // connected writers (not self)
 	children map[string]*actor.PID
@@ -106,7 +105,6 @@ type Actor struct {
 	counts      struct{ resolutions, quorumFailures, ties int }
 
 	pendingCleanups []*messages.Op
-	freshIPs        []store.KV // assigned this flush, not yet persisted
 	sys             *actor.ActorSystem
 
 	// internal is Deps.Internal plus the domains other owners added
@@ -194,9 +192,11 @@ func (a *Actor) load() error {
 		a.d.Log.Warn("ledger: ops on disk no longer apply", "count", len(rejected))
 	}
 
-	if err := a.loadIPs(); err != nil {
+	addrs, err := loadAddresses(a.d.Node, a.d.Log, a.d.SubnetBase, a.d.InitialIPIndex)
+	if err != nil {
 		return err
 	}
+	a.addrs = addrs
 	prefs, err := a.d.Node.List(prefHashPrefix)
 	if err != nil {
 		return err
@@ -212,45 +212,6 @@ func (a *Actor) load() error {
 	}
 	a.d.Log.Info("ledger loaded", "ops", a.st.length, "domains", len(a.st.domains), "network", a.st.network != "", "writer", a.st.writers[a.st.self])
 	return nil
-}
-
-func (a *Actor) loadIPs() error {
-	subnets, err := a.subnets()
-	if err != nil {
-		return err
-	}
-	ips, err := a.d.Node.List(ipPrefix)
-	if err != nil {
-		return err
-	}
-	assigned := map[string]netip.Addr{}
-	for _, kv := range ips {
-		ip, err := netip.ParseAddr(kv.Value)
-		if err != nil {
-			a.d.Log.Warn("ledger: ignoring bad stored IP", "key", kv.Key, "value", kv.Value)
-			continue
-		}
-		assigned[strings.TrimPrefix(kv.Key, ipPrefix)] = ip
-	}
-	a.pool = ipam.New(subnets, assigned)
-	return nil
-}
-
-// subnets returns the configured subnets, or the default one.
-func (a *Actor) subnets() ([]ipam.Subnet, error) {
-	raw, err := a.d.Node.Get(subnetsKey)
-	if err == nil {
-		var in []messages.Subnet
-		if err := jsonUnmarshal(raw, &in); err != nil {
-			return nil, fmt.Errorf("stored subnets: %w", err)
-		}
-		subs, errs := ipam.Validate(in)
-		if len(errs) == 0 {
-			return subs, nil
-		}
-		a.d.Log.Warn("ledger: stored subnets invalid, using default", "errors", strings.Join(errs, "; "))
-	}
-	return ipam.DefaultSubnets(a.d.SubnetBase, a.d.InitialIPIndex)
 }
 
 // genesis creates a new network with this node as root writer.

@@ -8,7 +8,6 @@ import (
 
 	"peerdns/actors/consensus"
 	"peerdns/actors/domain"
-	"peerdns/internal/store"
 	"peerdns/internal/view"
 	"peerdns/messages"
 )
@@ -101,42 +100,18 @@ func (a *Actor) activeSet() map[string]bool {
 }
 
 // assignIP gives a domain its address; fresh ones are persisted together
-// by persistIPs at the end of the flush (one fsync for many domains).
+// by persistIPs at the end of the flush (one commit for many domains).
 func (a *Actor) assignIP(name string) {
-	ip, fresh, err := a.pool.Assign(name)
-	if err != nil {
-		a.d.Log.Error("ledger: no IP for domain", "domain", name, "err", err)
-		return
-	}
-	if fresh {
-		a.freshIPs = append(a.freshIPs, store.KV{Key: ipPrefix + name, Value: ip.String()})
+	if a.addrs.assign(name) {
 		a.pubChanged[name] = true
 	}
 }
 
-// persistIPs writes the addresses assigned during one flush in one
-// transaction, without its own fsync (store.UpdateLazy: it reaches the
-// disk with the node store's next fsynced commit). An address is only
-// ever handed out again after a crash if this write was lost, which
-// cleanup-interfaces would also do.
+// persistIPs writes the addresses assigned during the flush.
 func (a *Actor) persistIPs() {
-	if len(a.freshIPs) == 0 {
-		return
+	if a.addrs.persist() {
+		a.publishHint(messages.HintInterfaces)
 	}
-	kvs := a.freshIPs
-	a.freshIPs = nil
-	err := a.d.Node.UpdateLazy(func(tx *store.Tx) error {
-		for _, kv := range kvs {
-			if err := tx.Set(kv.Key, kv.Value); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		a.d.Log.Error("ledger: persist IPs", "count", len(kvs), "err", err)
-	}
-	a.publishHint(messages.HintInterfaces)
 }
 
 // onEvaluated takes a domain actor's answer: record it, cast the votes it
@@ -265,7 +240,7 @@ func (a *Actor) viewDomain(name string) *view.Domain {
 			d.Hash, d.Claimant, d.SSL = r.State.Hash, r.State.ResolvedClaimant, r.State.SSL
 		}
 	}
-	if ip, ok := a.pool.Lookup(name); ok {
+	if ip, ok := a.addrs.lookup(name); ok {
 		d.IP = ip
 	}
 	return d

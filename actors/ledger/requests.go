@@ -1,15 +1,11 @@
 package ledger
 
 import (
-	"encoding/json"
 	"fmt"
-	"net/netip"
-	"strings"
 
 	"github.com/asynkron/protoactor-go/actor"
 
 	"peerdns/actors/consensus"
-	"peerdns/internal/ipam"
 	"peerdns/internal/store"
 	"peerdns/messages"
 )
@@ -56,11 +52,11 @@ func (a *Actor) handle(c actor.Context, msg any) {
 	case *messages.GetDomainTargets:
 		c.Respond(&messages.GetDomainTargetsReply{Targets: a.targets(m.Domains)})
 	case *messages.GetSubnets:
-		c.Respond(&messages.GetSubnetsReply{Subnets: a.describeSubnets()})
+		c.Respond(&messages.GetSubnetsReply{Subnets: a.addrs.describe()})
 	case *messages.SetSubnets:
 		c.Respond(&messages.SetSubnetsReply{Err: a.setSubnets(m.Subnets)})
 	case *messages.GetInterfaces:
-		c.Respond(&messages.GetInterfacesReply{Interfaces: a.pool.Assignments()})
+		c.Respond(&messages.GetInterfacesReply{Interfaces: a.addrs.assignments()})
 	case *messages.SetInternalDomains:
 		c.Respond(&messages.SetInternalDomainsReply{Refused: a.setInternal(c, m.Owner, m.Domains)})
 	case *messages.CleanupInterfaces:
@@ -257,65 +253,21 @@ func (a *Actor) setHashPreference(m *messages.SetHashPreference) error {
 	return nil
 }
 
-func (a *Actor) describeSubnets() []messages.Subnet {
-	subs, err := a.subnets()
-	if err != nil {
-		return a.pool.Describe()
-	}
-	return ipam.New(subs, a.assignedIPs()).Describe()
-}
-
-func (a *Actor) assignedIPs() map[string]netip.Addr {
-	out := map[string]netip.Addr{}
-	for _, it := range a.pool.Assignments() {
-		if ip, err := netip.ParseAddr(it.IP); err == nil {
-			out[it.Domain] = ip
-		}
-	}
-	return out
-}
-
-// setSubnets stores validated subnets. They take effect for new
-// assignments at the next start (the API says restartRequired): existing
-// domains keep their addresses either way.
 func (a *Actor) setSubnets(in []messages.Subnet) error {
-	subs, errs := ipam.Validate(in)
-	if len(errs) > 0 {
-		return fmt.Errorf("%w: %s", messages.ErrInvalid, strings.Join(errs, "; "))
-	}
-	out := make([]messages.Subnet, len(subs))
-	for i, s := range subs {
-		out[i] = messages.Subnet{Base: s.Base.String(), CIDR: s.CIDR, StartIndex: s.StartIndex, Name: s.Name}
-	}
-	b, _ := json.Marshal(out)
-	if err := a.d.Node.Set(subnetsKey, string(b)); err != nil {
-		return fmt.Errorf("store subnets: %w", err)
+	if err := a.addrs.setSubnets(in); err != nil {
+		return err
 	}
 	a.publishHint(messages.HintSettings)
 	return nil
 }
 
 func (a *Actor) cleanupInterfaces() (int, error) {
-	n := 0
-	err := a.d.Node.Update(func(tx *store.Tx) error {
-		for _, it := range a.pool.Assignments() {
-			if idx := a.st.domains[it.Domain]; idx != nil && len(idx.claims) > 0 {
-				continue
-			}
-			if err := tx.Delete(ipPrefix + it.Domain); err != nil {
-				return err
-			}
-			n++
-		}
-		return nil
+	n, err := a.addrs.cleanup(func(name string) bool {
+		idx := a.st.domains[name]
+		return idx != nil && len(idx.claims) > 0
 	})
 	if err != nil {
-		return 0, fmt.Errorf("release interfaces: %w", err)
-	}
-	for _, it := range a.pool.Assignments() {
-		if idx := a.st.domains[it.Domain]; idx == nil || len(idx.claims) == 0 {
-			a.pool.Release(it.Domain)
-		}
+		return 0, err
 	}
 	// The spec's Broadcast column: every cleanup, even one that freed
 	// nothing (a panel that asked still refreshes its list).
