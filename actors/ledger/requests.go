@@ -120,7 +120,7 @@ func (a *Actor) addDomain(c actor.Context, m *messages.AddDomain) {
 	rec.Hash, rec.SSL = m.Hash, m.SSL
 	// Group commit: claims that arrive together are signed as one batched
 	// op in one transaction (commitQueuedClaims, after the mailbox burst);
-	// each is answered once committed and evaluated, as before.
+	// each is answered once committed and evaluated (the machine's waiters).
 	a.step(c, QueueClaim{Claim: queuedClaim{name: name, rec: rec, sender: c.Sender()}})
 }
 
