@@ -17,7 +17,6 @@ import (
 	"peerdns/actors/domain"
 	"peerdns/internal/applied"
 	"peerdns/internal/identity"
-	"peerdns/internal/ipam"
 	"peerdns/internal/store"
 	"peerdns/internal/view"
 	"peerdns/messages"
@@ -84,7 +83,7 @@ type Actor struct {
 	d  Deps
 	st *state
 
-	pool     *ipam.Pool
+	addrs    *addresses // the domains' local IPs (addresses.go)
 	hashPref map[string]string
 	active   map[string]bool // connected writers (not self)
 	children map[string]*actor.PID
@@ -92,49 +91,21 @@ type Actor struct {
 	// members orders the writers for replica-set picks; rebuilt when the
 	// writer set grows (members()).
 	memberSet *consensus.Membership
-	inflight  map[string]evalKey // domain → what is being evaluated
-	epoch     uint64             // bumped on every change of the active peer set
-	dirty     map[string]bool
-	// Evaluations nobody waits for, deferred to the next evalNow
-	// (pacing.go); evalDue makes the flush after evalNow send them;
-	// waitedFor is the domains waiters wait for, built once per flush.
-	deferred      map[string]bool
-	evalScheduled bool
-	evalDue       bool
-	evalAt        time.Time // when the last round of deferrable evaluations went
-	waitedFor     map[string]bool
-	recalc        map[string]bool
-	waiters       []waiter
-	unsettled     map[uint64]int // waiter group → its waiters not settled yet
-	lastGroup     uint64
-	readyGroups   int // groups settled and not answered yet
-	publishing    bool
-	// publishLater: the pending publish waits for publishGap (nobody
-	// waited for it); publishedAt is when the last one went out.
-	publishLater bool
-	publishedAt  time.Time
-	changed      bool // something a reader sees changed since the last publish
-	version      uint64
-	listing      []messages.DomainEntry
-	listingOK    bool
-	listingJSON  []byte
-	lastApplyAt  int64
-	validFail    int
-	bootstrap    bool
-	counts       struct{ resolutions, quorumFailures, ties int }
+	epoch     uint64 // bumped on every change of the active peer set
+	// m is the scheduling core (machine.go): commit pacing, evaluation
+	// rounds, waiters, the publish schedule.
+	m           *machine
+	version     uint64
+	listing     []messages.DomainEntry
+	listingOK   bool
+	listingJSON []byte
+	lastApplyAt int64
+	validFail   int
+	bootstrap   bool
+	counts      struct{ resolutions, quorumFailures, ties int }
 
 	pendingCleanups []*messages.Op
-	voteQueue       []write
-	voteDomains     []string
-	voteScheduled   bool
-	// When our last claims and votes were committed (commit pacing, pacing.go).
-	claimsAt, votesAt time.Time
-	claimQueue        []queuedClaim // add-domain requests waiting for the group commit
-	claimScheduled    bool
-	opsQueue          []queuedOps // peer ops waiting for the group commit
-	opsScheduled      bool
-	freshIPs          []store.KV // assigned this flush, not yet persisted
-	sys               *actor.ActorSystem
+	sys             *actor.ActorSystem
 
 	// internal is Deps.Internal plus the domains other owners added
 	// (messages.SetInternalDomains: plugins), by owner in extraInternal.
@@ -150,7 +121,8 @@ type Actor struct {
 }
 
 func newActor(d Deps) *Actor {
-	return &Actor{d: d, st: newState(d.Identity.ID())}
+	return &Actor{d: d, st: newState(d.Identity.ID()),
+		m: newMachine(d.ClaimGap, d.VoteGap, d.EvalGap, publishGap)}
 }
 
 // Receive dispatches one message.
@@ -169,8 +141,7 @@ func (a *Actor) Receive(c actor.Context) {
 		a.onEvaluated(c, m)
 	case *domain.Restarted:
 		if pid := a.children[m.Domain]; pid != nil {
-			delete(a.inflight, m.Domain)
-			a.dirty[m.Domain] = true
+			a.step(c, Restarted{Domain: m.Domain})
 		}
 	case *commitClaims:
 		a.commitQueuedClaims(c)
@@ -179,9 +150,9 @@ func (a *Actor) Receive(c actor.Context) {
 	case *commitVotes:
 		a.commitQueuedVotes(c)
 	case *publishNow:
-		a.publish(c)
+		a.step(c, Fired{Kind: timerPublish})
 	case *evalNow:
-		a.evalDeferred()
+		a.step(c, Fired{Kind: timerEval})
 	default:
 		a.handle(c, m)
 	}
@@ -192,13 +163,8 @@ func (a *Actor) Receive(c actor.Context) {
 func (a *Actor) load() error {
 	a.children = map[string]*actor.PID{}
 	a.results = map[string]*domain.Evaluated{}
-	a.inflight = map[string]evalKey{}
-	a.dirty = map[string]bool{}
-	a.deferred = map[string]bool{}
 	a.pubChanged = map[string]bool{}
-	a.unsettled = map[uint64]int{}
 	a.lastSnap = nil
-	a.recalc = map[string]bool{}
 	a.active = map[string]bool{}
 	a.hashPref = map[string]string{}
 
@@ -226,9 +192,11 @@ func (a *Actor) load() error {
 		a.d.Log.Warn("ledger: ops on disk no longer apply", "count", len(rejected))
 	}
 
-	if err := a.loadIPs(); err != nil {
+	addrs, err := loadAddresses(a.d.Node, a.d.Log, a.d.SubnetBase, a.d.InitialIPIndex)
+	if err != nil {
 		return err
 	}
+	a.addrs = addrs
 	prefs, err := a.d.Node.List(prefHashPrefix)
 	if err != nil {
 		return err
@@ -244,45 +212,6 @@ func (a *Actor) load() error {
 	}
 	a.d.Log.Info("ledger loaded", "ops", a.st.length, "domains", len(a.st.domains), "network", a.st.network != "", "writer", a.st.writers[a.st.self])
 	return nil
-}
-
-func (a *Actor) loadIPs() error {
-	subnets, err := a.subnets()
-	if err != nil {
-		return err
-	}
-	ips, err := a.d.Node.List(ipPrefix)
-	if err != nil {
-		return err
-	}
-	assigned := map[string]netip.Addr{}
-	for _, kv := range ips {
-		ip, err := netip.ParseAddr(kv.Value)
-		if err != nil {
-			a.d.Log.Warn("ledger: ignoring bad stored IP", "key", kv.Key, "value", kv.Value)
-			continue
-		}
-		assigned[strings.TrimPrefix(kv.Key, ipPrefix)] = ip
-	}
-	a.pool = ipam.New(subnets, assigned)
-	return nil
-}
-
-// subnets returns the configured subnets, or the default one.
-func (a *Actor) subnets() ([]ipam.Subnet, error) {
-	raw, err := a.d.Node.Get(subnetsKey)
-	if err == nil {
-		var in []messages.Subnet
-		if err := jsonUnmarshal(raw, &in); err != nil {
-			return nil, fmt.Errorf("stored subnets: %w", err)
-		}
-		subs, errs := ipam.Validate(in)
-		if len(errs) == 0 {
-			return subs, nil
-		}
-		a.d.Log.Warn("ledger: stored subnets invalid, using default", "errors", strings.Join(errs, "; "))
-	}
-	return ipam.DefaultSubnets(a.d.SubnetBase, a.d.InitialIPIndex)
 }
 
 // genesis creates a new network with this node as root writer.
@@ -321,13 +250,16 @@ func opKey(op *messages.Op) string {
 	return opPrefix + op.Writer + ":" + fmt.Sprintf("%020d", op.Seq)
 }
 
+// markAll makes every domain dirty (to the machine; no I/O follows).
 func (a *Actor) markAll() {
+	ds := make([]string, 0, len(a.st.domains)+len(a.results))
 	for d := range a.st.domains {
-		a.dirty[d] = true
+		ds = append(ds, d)
 	}
 	for d := range a.results {
-		a.dirty[d] = true
+		ds = append(ds, d)
 	}
+	a.m.Step(Touch{Domains: ds}, time.Now())
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -32,4 +32,48 @@
 // only once the domain has settled, so a read that follows sees the result;
 // add-domain requests committed in one op are answered together, once all
 // of them have settled (waiters.go).
+//
+// # Layout: a state machine in an actor shell
+//
+// The code is in layers, so that what decides can be tested without an
+// actor system or a clock:
+//
+//   - state (state.go): the ledger's key view, writers, version vector
+//     and per-domain index; verify and apply ops. Pure.
+//   - machine (machine.go, waiters.go, pacing.go): the scheduling core, in
+//     the manner of etcd raft's Step/Ready. machine.Step(input, now)
+//     takes one input (an op touched domains, a request waits, a domain
+//     actor answered, a timer fired, the message's round) and the time,
+//     and returns an Output: the domains to retire, to give an address
+//     and to evaluate (with the evalKey), whether to publish, the
+//     waiters' replies to answer, the queued claims, votes or peer ops
+//     to commit now, and the timers to arm. It owns the group-commit
+//     queues of claims, votes and peer ops and their pacing, the
+//     dirty/in-flight/deferred/recalc sets of the evaluation rounds, the
+//     waiters and their groups, and the publish schedule; it does no I/O
+//     and reads no clock. machine_test.go drives it with scripts
+//     (testdata/machine/*.txt: input, expected output, time as input);
+//     FuzzMachineAnswersEveryWaiter checks that any sequence of inputs,
+//     brought to rest, answers every waiter exactly once and only with a
+//     publish.
+//   - addresses (addresses.go): the owner of the domains' local IPs: the
+//     pool, its records in node.db and the subnet setting. A plain type
+//     the actor calls when a round names a claimed domain and for the
+//     subnet and interface requests; the hints its changes call for are
+//     the actor's to send.
+//   - the actor (actor.go, shell.go, requests.go, evaluate.go, ops.go,
+//     queries.go, services.go, internal.go): Receive turns messages and
+//     timer self-messages into machine inputs (Actor.step) and carries out
+//     the Output (Actor.do): it signs and persists ops (appendLocal,
+//     applyBatch), commits the queued claims, votes and peer ops the
+//     machine hands back when their timer fires, spawns and asks the
+//     domain actors, has addresses assign and persist the round's
+//     addresses, builds and stores the snapshot, and answers requests.
+//
+// Still in the actor, not the machine: validating requests and building
+// the ops they write, the snapshot and listing caches, the replica-set
+// membership and the active-peer epoch (the machine gets the epoch with
+// each Round), and the internal domains. Each domain keeps its own
+// supervised actor (actors/domain), whose consensus and auto-vote are
+// pure functions in actors/consensus.
 package ledger

@@ -8,7 +8,6 @@ import (
 
 	"peerdns/actors/consensus"
 	"peerdns/actors/domain"
-	"peerdns/internal/store"
 	"peerdns/internal/view"
 	"peerdns/messages"
 )
@@ -27,74 +26,31 @@ type commitVotes struct{}
 // domains are re-evaluated with their new votes. If the commit fails the
 // domains settle as they are and the failure is logged.
 func (a *Actor) commitQueuedVotes(c actor.Context) {
-	ws, domains := a.voteQueue, a.voteDomains
-	a.voteQueue, a.voteDomains, a.voteScheduled = nil, nil, false
-	a.votesAt = time.Now()
+	out := a.step(c, Fired{Kind: timerVotes})
+	ws, domains := out.Votes, out.Commit
 	if len(ws) == 0 {
 		return
 	}
 	_, err := a.appendLocal(ws...)
-	for _, d := range domains {
-		delete(a.inflight, d)
-		if err != nil {
-			a.settled(c, d)
-		}
-	}
+	a.step(c, VotesCommitted{Domains: domains, Failed: err != nil})
 	if err != nil {
 		a.d.Log.Error("ledger: auto-vote failed", "domains", len(domains), "err", err)
 	}
 }
 
-// flush runs after every message: pending cleanups, IP assignment of new
-// domains, and an evaluation request for every dirty domain that is not
-// already being evaluated at its current version.
+// flush runs after every message: pending cleanups, then the machine's
+// round (IP assignment of new domains, and an evaluation request for
+// every dirty domain that is not already being evaluated at its current
+// version), then the addresses it assigned are persisted.
 func (a *Actor) flush(c actor.Context) {
 	if len(a.pendingCleanups) > 0 {
 		a.runCleanups()
 	}
-	var active map[string]bool // the active writers, built once per flush (read-only once handed out)
-	members := a.members()
-	for name := range a.dirty {
-		delete(a.dirty, name)
-		idx := a.st.domains[name]
-		if idx == nil {
-			a.retire(c, name)
-			continue
-		}
-		if len(idx.claims) > 0 {
-			a.assignIP(name)
-		}
-		key := evalKey{idx.version, a.epoch}
-		if k, ok := a.inflight[name]; ok && k == key && !a.recalc[name] {
-			continue
-		}
-		if a.deferEval(c, name) {
-			continue
-		}
-		pid := a.children[name]
-		if pid == nil {
-			pid = c.Spawn(domain.Props(name, a.d.Now, a.d.DomainMiddleware...))
-			a.children[name] = pid
-		}
-		a.inflight[name] = key
-		if active == nil {
-			active = a.activeSet()
-		}
-		c.Request(pid, &domain.Evaluate{
-			Domain: name, Version: idx.version, Epoch: a.epoch, Self: a.st.self,
-			Input: consensus.Restrict(a.st.input(name, active), members.Replicas(name)), Recalc: a.recalc[name],
-		})
-		delete(a.recalc, name)
-	}
-	a.evalDue, a.waitedFor = false, nil
+	a.members()
+	out := a.step(c, Round{Ledger: stateView{a}, Epoch: a.epoch})
 	a.persistIPs()
-	if len(a.inflight) == 0 && len(a.deferred) == 0 {
-		if !a.bootstrap && (a.st.network != "" || !a.d.Join) {
-			a.bootstrap = true
-		}
-		if a.changed {
-			a.schedulePublish(c)
-		}
+	if out.Idle && !a.bootstrap && (a.st.network != "" || !a.d.Join) {
+		a.bootstrap = true
 	}
 }
 
@@ -120,17 +76,16 @@ func (a *Actor) members() *consensus.Membership {
 	return next
 }
 
-// retire stops the actor of a domain that has no claims and no votes.
+// retire stops the actor of a domain that has no claims and no votes
+// (the machine's round settled it).
 func (a *Actor) retire(c actor.Context, name string) {
 	if pid := a.children[name]; pid != nil {
 		c.Stop(pid)
 		delete(a.children, name)
 	}
-	delete(a.inflight, name)
 	delete(a.results, name)
 	a.pubChanged[name] = true
 	a.listingOK = false
-	a.settled(c, name)
 }
 
 func (a *Actor) activeSet() map[string]bool {
@@ -145,52 +100,28 @@ func (a *Actor) activeSet() map[string]bool {
 }
 
 // assignIP gives a domain its address; fresh ones are persisted together
-// by persistIPs at the end of the flush (one fsync for many domains).
+// by persistIPs at the end of the flush (one commit for many domains).
 func (a *Actor) assignIP(name string) {
-	ip, fresh, err := a.pool.Assign(name)
-	if err != nil {
-		a.d.Log.Error("ledger: no IP for domain", "domain", name, "err", err)
-		return
-	}
-	if fresh {
-		a.freshIPs = append(a.freshIPs, store.KV{Key: ipPrefix + name, Value: ip.String()})
+	if a.addrs.assign(name) {
 		a.pubChanged[name] = true
 	}
 }
 
-// persistIPs writes the addresses assigned during one flush in one
-// transaction, without its own fsync (store.UpdateLazy: it reaches the
-// disk with the node store's next fsynced commit). An address is only
-// ever handed out again after a crash if this write was lost, which
-// cleanup-interfaces would also do.
+// persistIPs writes the addresses assigned during the flush.
 func (a *Actor) persistIPs() {
-	if len(a.freshIPs) == 0 {
-		return
+	if a.addrs.persist() {
+		a.publishHint(messages.HintInterfaces)
 	}
-	kvs := a.freshIPs
-	a.freshIPs = nil
-	err := a.d.Node.UpdateLazy(func(tx *store.Tx) error {
-		for _, kv := range kvs {
-			if err := tx.Set(kv.Key, kv.Value); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		a.d.Log.Error("ledger: persist IPs", "count", len(kvs), "err", err)
-	}
-	a.publishHint(messages.HintInterfaces)
 }
 
 // onEvaluated takes a domain actor's answer: record it, cast the votes it
 // asks for, or (when nothing changes any more) treat the domain as settled.
 func (a *Actor) onEvaluated(c actor.Context, m *domain.Evaluated) {
 	idx := a.st.domains[m.Domain]
-	if idx == nil || a.inflight[m.Domain] != (evalKey{m.Version, m.Epoch}) || idx.version != m.Version || a.epoch != m.Epoch {
+	key := evalKey{m.Version, m.Epoch}
+	if idx == nil || a.m.inflight[m.Domain] != key || idx.version != m.Version || a.epoch != m.Epoch {
 		return // stale: a newer evaluation is coming
 	}
-	delete(a.inflight, m.Domain)
 	a.results[m.Domain] = m
 	a.pubChanged[m.Domain] = true
 	a.listingOK = false
@@ -208,13 +139,7 @@ func (a *Actor) onEvaluated(c actor.Context, m *domain.Evaluated) {
 		// Queue the votes; they are signed and committed together once the
 		// burst of evaluations in the mailbox is handled (one fsync for
 		// many domains). The domain stays in flight until then.
-		a.inflight[m.Domain] = evalKey{m.Version, m.Epoch}
-		a.voteQueue = append(a.voteQueue, ws...)
-		a.voteDomains = append(a.voteDomains, m.Domain)
-		if !a.voteScheduled {
-			a.voteScheduled = true
-			a.sendPaced(c, a.votesAt, a.d.VoteGap, &commitVotes{})
-		}
+		a.step(c, QueueVote{Domain: m.Domain, Key: key, Votes: ws})
 		return
 	}
 	if len(idx.claims) == 0 {
@@ -224,7 +149,7 @@ func (a *Actor) onEvaluated(c actor.Context, m *domain.Evaluated) {
 			delete(a.children, m.Domain)
 		}
 	}
-	a.settled(c, m.Domain)
+	a.step(c, Settled{Domain: m.Domain})
 }
 
 func (a *Actor) votesFor(name string, p consensus.VotePlan) []write {
@@ -254,46 +179,16 @@ func (a *Actor) writable() bool { return a.st.network != "" && a.st.writers[a.st
 // and the burst made more ops, not fewer.
 const publishGap = 20 * time.Millisecond
 
-func (a *Actor) schedulePublish(c actor.Context) {
-	a.changed = true
-	if a.publishing {
-		if a.publishLater && a.answerable() {
-			a.publishLater = false // a request can be answered: publish at once
-			c.Send(c.Self(), &publishNow{})
-		}
-		return
-	}
-	a.publishing = true
-	if wait := publishGap - time.Since(a.publishedAt); wait > 0 && !a.answerable() {
-		a.publishLater = true
-		sys, self := c.ActorSystem(), c.Self()
-		time.AfterFunc(wait, func() { sys.Root.Send(self, &publishNow{}) })
-		return
-	}
-	c.Send(c.Self(), &publishNow{})
-}
-
-// publishPending publishes now what a paced publish would (schedulePublish).
-func (a *Actor) publishPending(c actor.Context) {
-	if a.publishing && a.publishLater {
-		a.publish(c)
-	}
-}
-
-// publish stores a new view snapshot and answers the waiters whose domain
-// settled (and, when nothing is in flight, every waiter).
+// publish stores a new view snapshot (the machine then answers the
+// waiters whose domain settled, and when nothing is in flight every
+// waiter).
 //
 // The snapshot is built incrementally: the previous one's domain map is
 // copied and only the domains marked in pubChanged since (claims touched,
 // a new result, a new address, retired) are built again, so a burst of
 // claims costs a map copy per publish instead of building every domain's
 // entry (the five-node burst publishes hundreds of times).
-func (a *Actor) publish(c actor.Context) {
-	if !a.publishing {
-		return // published already: a paced publishNow overtaken by one for a waiter
-	}
-	a.publishing, a.publishLater, a.changed = false, false, false
-	a.publishedAt = time.Now()
+func (a *Actor) publish() {
 	a.version++
 	snap := &view.Snapshot{Version: a.version}
 	if prev := a.lastSnap; prev != nil {
@@ -324,8 +219,6 @@ func (a *Actor) publish(c actor.Context) {
 	if a.d.Published != nil {
 		a.d.Published.Store(snap)
 	}
-	a.answerWaiters()
-	a.publishHint(messages.HintDatabase)
 }
 
 func (a *Actor) publishHint(t string) {
@@ -347,7 +240,7 @@ func (a *Actor) viewDomain(name string) *view.Domain {
 			d.Hash, d.Claimant, d.SSL = r.State.Hash, r.State.ResolvedClaimant, r.State.SSL
 		}
 	}
-	if ip, ok := a.pool.Lookup(name); ok {
+	if ip, ok := a.addrs.lookup(name); ok {
 		d.IP = ip
 	}
 	return d

@@ -65,7 +65,7 @@ func (a *Actor) setInternal(c actor.Context, owner string, domains map[string]ne
 	a.extraInternal[owner] = kept
 	a.mergeInternal()
 	a.listingOK = false
-	a.schedulePublish(c)
+	a.step(c, Changed{Now: true})
 	return refused
 }
 

@@ -18,7 +18,7 @@ func BenchmarkListingRebuild10k(b *testing.B) {
 	a := newActor(Deps{Identity: id})
 	a.results = map[string]*domain.Evaluated{}
 	subs, _ := ipam.DefaultSubnets("", 0)
-	a.pool = ipam.New(subs, nil)
+	a.addrs = &addresses{pool: ipam.New(subs, nil)}
 	a.st.writers[id.ID()] = true
 	for i := 0; i < 10000; i++ {
 		name := fmt.Sprintf("d%05d.p2p", i)

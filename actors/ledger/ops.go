@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"peerdns/internal/store"
 	"peerdns/messages"
@@ -177,7 +178,7 @@ func (a *Actor) applyBatch(ops []*messages.Op, persist bool) (applied []*message
 func (a *Actor) afterApply(ops []*messages.Op) {
 	a.lastApplyAt = a.d.Now().UnixMilli()
 	a.listingOK = false
-	a.changed = true
+	a.m.Step(Changed{}, time.Now()) // a flag only: no output
 	for _, op := range ops {
 		pk, err := messages.ParseKey(op.Key)
 		if err != nil || pk.Kind != messages.KeyCleanup || op.Delete {
@@ -227,10 +228,11 @@ func (a *Actor) runCleanups() {
 func (a *Actor) touch(domains ...string) {
 	for _, d := range domains {
 		if d != "" {
-			a.dirty[d] = true
 			a.pubChanged[d] = true
 		}
 	}
+	a.m.Step(Touch{Domains: domains}, time.Now()) // no output: a round follows
+
 }
 
 func jsonUnmarshal(s string, v any) error { return json.Unmarshal([]byte(s), v) }

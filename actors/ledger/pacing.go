@@ -1,12 +1,8 @@
 package ledger
 
-import (
-	"time"
+import "time"
 
-	"github.com/asynkron/protoactor-go/actor"
-)
-
-// Commit pacing. Our own claims and auto-votes are group-committed: what
+// Commit pacing (decided by the machine, machine.go). Our own claims and auto-votes are group-committed: what
 // is queued when the commit runs goes out as one signed op in one
 // fsynced transaction. A commit that follows the previous one by less
 // than its gap waits for the rest of the gap, so what arrives meanwhile
@@ -32,17 +28,6 @@ const (
 	DefaultVoteGap  = 30 * time.Millisecond
 )
 
-// sendPaced sends msg to ourselves at once if last is gap ago or more,
-// else when it will be.
-func (a *Actor) sendPaced(c actor.Context, last time.Time, gap time.Duration, msg any) {
-	if wait := gap - time.Since(last); wait > 0 {
-		sys, self := c.ActorSystem(), c.Self()
-		time.AfterFunc(wait, func() { sys.Root.Send(self, msg) })
-		return
-	}
-	c.Send(c.Self(), msg)
-}
-
 // Evaluation pacing. A domain whose claims or votes changed is evaluated
 // at once when a request waits for it (an add-domain, a remove, a
 // recalculate, a wait for everything); otherwise its evaluation waits up
@@ -61,51 +46,3 @@ const DefaultEvalGap = 20 * time.Millisecond
 
 // evalNow is a self-message: evaluate the deferred domains.
 type evalNow struct{}
-
-// deferEval defers the evaluation of name if nobody waits for it, and
-// schedules the deferred evaluations.
-func (a *Actor) deferEval(c actor.Context, name string) bool {
-	if a.evalDue || a.recalc[name] {
-		return false
-	}
-	if _, busy := a.inflight[name]; !busy && a.writable() && a.st.unvoted(name) {
-		// A claim we have not voted on (and no vote of ours queued):
-		// its evaluation gives our vote, which the other nodes wait for
-		// (VoteGap paces it).
-		return false
-	}
-	if len(a.waiters) > 0 {
-		if a.waitedFor == nil {
-			a.waitedFor = make(map[string]bool, len(a.waiters))
-			for _, w := range a.waiters {
-				a.waitedFor[w.domain] = true
-			}
-		}
-		if a.waitedFor[name] || a.waitedFor[""] {
-			return false
-		}
-	}
-	if !a.evalScheduled {
-		if time.Since(a.evalAt) >= a.d.EvalGap {
-			// Nothing evaluated lately: evaluate at once (the flush
-			// evaluates every domain of this burst the same way).
-			a.evalAt, a.evalDue = time.Now(), true
-			return false
-		}
-		a.evalScheduled = true
-		a.sendPaced(c, a.evalAt, a.d.EvalGap, &evalNow{})
-	}
-	a.deferred[name] = true
-	return true
-}
-
-// evalDeferred makes the deferred domains due: the flush that follows
-// evaluates them.
-func (a *Actor) evalDeferred() {
-	a.evalScheduled, a.evalDue = false, true
-	a.evalAt = time.Now()
-	for name := range a.deferred {
-		a.dirty[name] = true
-	}
-	clear(a.deferred)
-}

@@ -1,16 +1,11 @@
 package ledger
 
 import (
-	"encoding/json"
 	"fmt"
-	"net/netip"
-	"strings"
-	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
 	"peerdns/actors/consensus"
-	"peerdns/internal/ipam"
 	"peerdns/internal/store"
 	"peerdns/messages"
 )
@@ -25,7 +20,7 @@ func (a *Actor) handle(c actor.Context, msg any) {
 	default:
 		// A request of the admin API (or a plugin): what it reads, DNS
 		// and the edge proxy serve already.
-		a.publishPending(c)
+		a.step(c, Read{})
 	}
 	switch m := msg.(type) {
 	case *messages.AddDomain:
@@ -57,11 +52,11 @@ func (a *Actor) handle(c actor.Context, msg any) {
 	case *messages.GetDomainTargets:
 		c.Respond(&messages.GetDomainTargetsReply{Targets: a.targets(m.Domains)})
 	case *messages.GetSubnets:
-		c.Respond(&messages.GetSubnetsReply{Subnets: a.describeSubnets()})
+		c.Respond(&messages.GetSubnetsReply{Subnets: a.addrs.describe()})
 	case *messages.SetSubnets:
 		c.Respond(&messages.SetSubnetsReply{Err: a.setSubnets(m.Subnets)})
 	case *messages.GetInterfaces:
-		c.Respond(&messages.GetInterfacesReply{Interfaces: a.pool.Assignments()})
+		c.Respond(&messages.GetInterfacesReply{Interfaces: a.addrs.assignments()})
 	case *messages.SetInternalDomains:
 		c.Respond(&messages.SetInternalDomainsReply{Refused: a.setInternal(c, m.Owner, m.Domains)})
 	case *messages.CleanupInterfaces:
@@ -73,11 +68,7 @@ func (a *Actor) handle(c actor.Context, msg any) {
 		// Group commit: the ops of every peer that arrive in one mailbox
 		// burst are applied and fsynced together (applyQueuedOps), so
 		// replication from many peers costs one commit, not one each.
-		a.opsQueue = append(a.opsQueue, queuedOps{m: m, sender: c.Sender()})
-		if !a.opsScheduled {
-			a.opsScheduled = true
-			c.Send(c.Self(), &applyOpsNow{})
-		}
+		a.step(c, QueueOps{Ops: queuedOps{m: m, sender: c.Sender()}})
 	case *messages.GetVersionVector:
 		vv := make(messages.VersionVector, len(a.st.vv))
 		for k, v := range a.st.vv {
@@ -129,12 +120,8 @@ func (a *Actor) addDomain(c actor.Context, m *messages.AddDomain) {
 	rec.Hash, rec.SSL = m.Hash, m.SSL
 	// Group commit: claims that arrive together are signed as one batched
 	// op in one transaction (commitQueuedClaims, after the mailbox burst);
-	// each is answered once committed and evaluated, as before.
-	a.claimQueue = append(a.claimQueue, queuedClaim{name: name, rec: rec, sender: c.Sender()})
-	if !a.claimScheduled {
-		a.claimScheduled = true
-		a.sendPaced(c, a.claimsAt, a.d.ClaimGap, &commitClaims{})
-	}
+	// each is answered once committed and evaluated (the machine's waiters).
+	a.step(c, QueueClaim{Claim: queuedClaim{name: name, rec: rec, sender: c.Sender()}})
 }
 
 // commitClaims is a self-message: sign and commit the queued claims.
@@ -148,9 +135,7 @@ type queuedClaim struct {
 }
 
 func (a *Actor) commitQueuedClaims(c actor.Context) {
-	q := a.claimQueue
-	a.claimQueue, a.claimScheduled = nil, false
-	a.claimsAt = time.Now()
+	q := a.step(c, Fired{Kind: timerClaims}).Claims
 	if len(q) == 0 {
 		return
 	}
@@ -169,7 +154,7 @@ func (a *Actor) commitQueuedClaims(c actor.Context) {
 		}
 	}
 	_, err := a.appendLocal(ws...)
-	group := a.newGroup() // the batch is answered together
+	var wait Wait // the batch is answered together
 	for _, qc := range q {
 		if err != nil {
 			if qc.sender != nil {
@@ -178,12 +163,11 @@ func (a *Actor) commitQueuedClaims(c actor.Context) {
 			continue
 		}
 		a.d.Log.Info("domain claimed", "domain", qc.name, "hash", qc.rec.Hash, "ssl", qc.rec.SSL)
-		sender := qc.sender
-		a.wait(c, group, qc.name, func() {
-			if sender != nil {
-				c.Send(sender, &messages.AddDomainReply{})
-			}
-		})
+		wait.Domains = append(wait.Domains, qc.name)
+		wait.Replies = append(wait.Replies, waitReply{to: qc.sender, msg: &messages.AddDomainReply{}})
+	}
+	if len(wait.Domains) > 0 {
+		a.step(c, wait)
 	}
 }
 
@@ -218,24 +202,21 @@ func (a *Actor) removeDomain(c actor.Context, m *messages.RemoveDomain) {
 		return
 	}
 	a.d.Log.Info("domain removed", "domain", name, "resolvedClaimant", owner)
-	sender := c.Sender()
-	a.wait(c, a.newGroup(), name, func() {
-		c.Send(sender, &messages.RemoveDomainReply{})
-		a.publishHint(messages.HintTunnelClients)
-		a.publishHint(messages.HintLocalDNS)
-	})
+	a.step(c, Wait{Domains: []string{name}, Replies: []any{waitReply{
+		to: c.Sender(), msg: &messages.RemoveDomainReply{},
+		hints: []string{messages.HintTunnelClients, messages.HintLocalDNS},
+	}}})
 }
 
 func (a *Actor) recalculate(c actor.Context, m *messages.Recalculate) {
 	sender := c.Sender()
 	if m.Domain == "" {
-		n := 0
+		names := make([]string, 0, len(a.st.domains))
 		for name := range a.st.domains {
-			a.dirty[name] = true
-			a.recalc[name] = true
-			n++
+			names = append(names, name)
 		}
-		a.wait(c, a.newGroup(), "", func() { c.Send(sender, &messages.RecalculateReply{Domains: n}) })
+		a.step(c, Recalc{Domains: names})
+		a.step(c, Wait{Domains: []string{""}, Replies: []any{waitReply{to: sender, msg: &messages.RecalculateReply{Domains: len(names)}}}})
 		return
 	}
 	name, err := messages.NormalizeDomain(m.Domain)
@@ -247,9 +228,8 @@ func (a *Actor) recalculate(c actor.Context, m *messages.Recalculate) {
 		c.Respond(&messages.RecalculateReply{Err: fmt.Errorf("%w: no claims or votes for %s", messages.ErrNotFound, name)})
 		return
 	}
-	a.dirty[name] = true
-	a.recalc[name] = true
-	a.wait(c, a.newGroup(), name, func() { c.Send(sender, &messages.RecalculateReply{Domains: 1}) })
+	a.step(c, Recalc{Domains: []string{name}})
+	a.step(c, Wait{Domains: []string{name}, Replies: []any{waitReply{to: sender, msg: &messages.RecalculateReply{Domains: 1}}}})
 }
 
 func (a *Actor) setHashPreference(m *messages.SetHashPreference) error {
@@ -273,65 +253,21 @@ func (a *Actor) setHashPreference(m *messages.SetHashPreference) error {
 	return nil
 }
 
-func (a *Actor) describeSubnets() []messages.Subnet {
-	subs, err := a.subnets()
-	if err != nil {
-		return a.pool.Describe()
-	}
-	return ipam.New(subs, a.assignedIPs()).Describe()
-}
-
-func (a *Actor) assignedIPs() map[string]netip.Addr {
-	out := map[string]netip.Addr{}
-	for _, it := range a.pool.Assignments() {
-		if ip, err := netip.ParseAddr(it.IP); err == nil {
-			out[it.Domain] = ip
-		}
-	}
-	return out
-}
-
-// setSubnets stores validated subnets. They take effect for new
-// assignments at the next start (the API says restartRequired): existing
-// domains keep their addresses either way.
 func (a *Actor) setSubnets(in []messages.Subnet) error {
-	subs, errs := ipam.Validate(in)
-	if len(errs) > 0 {
-		return fmt.Errorf("%w: %s", messages.ErrInvalid, strings.Join(errs, "; "))
-	}
-	out := make([]messages.Subnet, len(subs))
-	for i, s := range subs {
-		out[i] = messages.Subnet{Base: s.Base.String(), CIDR: s.CIDR, StartIndex: s.StartIndex, Name: s.Name}
-	}
-	b, _ := json.Marshal(out)
-	if err := a.d.Node.Set(subnetsKey, string(b)); err != nil {
-		return fmt.Errorf("store subnets: %w", err)
+	if err := a.addrs.setSubnets(in); err != nil {
+		return err
 	}
 	a.publishHint(messages.HintSettings)
 	return nil
 }
 
 func (a *Actor) cleanupInterfaces() (int, error) {
-	n := 0
-	err := a.d.Node.Update(func(tx *store.Tx) error {
-		for _, it := range a.pool.Assignments() {
-			if idx := a.st.domains[it.Domain]; idx != nil && len(idx.claims) > 0 {
-				continue
-			}
-			if err := tx.Delete(ipPrefix + it.Domain); err != nil {
-				return err
-			}
-			n++
-		}
-		return nil
+	n, err := a.addrs.cleanup(func(name string) bool {
+		idx := a.st.domains[name]
+		return idx != nil && len(idx.claims) > 0
 	})
 	if err != nil {
-		return 0, fmt.Errorf("release interfaces: %w", err)
-	}
-	for _, it := range a.pool.Assignments() {
-		if idx := a.st.domains[it.Domain]; idx == nil || len(idx.claims) == 0 {
-			a.pool.Release(it.Domain)
-		}
+		return 0, err
 	}
 	// The spec's Broadcast column: every cleanup, even one that freed
 	// nothing (a panel that asked still refreshes its list).
@@ -388,8 +324,7 @@ type queuedOps struct {
 // applyQueuedOps applies every queued ApplyOps in one batch (one
 // transaction) and answers each with the outcome of its own ops.
 func (a *Actor) applyQueuedOps(c actor.Context) {
-	q := a.opsQueue
-	a.opsQueue, a.opsScheduled = nil, false
+	q := a.step(c, Fired{Kind: timerOps}).Ops
 	var all []*messages.Op
 	for _, r := range q {
 		all = append(all, r.m.Ops...)
