@@ -112,3 +112,14 @@ func (p *ProbeSocket) Wait(nonce uint64, fromIP netip.Addr, deadline time.Time) 
 
 // Close closes the socket.
 func (p *ProbeSocket) Close() error { return p.conn.Close() }
+
+// WriteRaw and ReadRaw of a MultiEndpoint are its QUIC socket's: the
+// observed-address probes and punches are about the UDP mapping.
+func (e *MultiEndpoint) WriteRaw(b []byte, to netip.AddrPort) error { return e.q.WriteRaw(b, to) }
+
+// ReadRaw waits for the next non-QUIC packet on the QUIC socket.
+func (e *MultiEndpoint) ReadRaw(ctx context.Context, b []byte) (int, netip.AddrPort, error) {
+	return e.q.ReadRaw(ctx, b)
+}
+
+var _ RawPackets = (*MultiEndpoint)(nil)

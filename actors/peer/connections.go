@@ -88,7 +88,7 @@ func (a *Actor) onConn(c actor.Context, m *newConn) {
 	}
 	cfg := sessionConfig{
 		conn: conn, ledger: a.d.Ledger, log: a.log, now: a.d.Now,
-		hello:        messages.Hello{ID: a.self, Network: a.network, Root: a.root, Addrs: a.advertise(), Observed: conn.RemoteAddr().String()},
+		hello:        messages.Hello{ID: a.self, Network: a.network, Root: a.root, Addrs: a.advertise(), Observed: udpObserved(conn)},
 		syncInterval: a.d.SyncInterval, pingInterval: a.d.PingInterval, handshakeTimeout: a.d.HandshakeTimeout,
 		askTimeout: a.d.AskTimeout, staleAfter: a.d.StaleAfter, batch: a.d.Batch, queueSize: 256, mesh: a.d.Mesh,
 		applied: a.d.Applied,
@@ -114,7 +114,7 @@ func (a *Actor) onUp(c actor.Context, m *sessionUp) {
 	}
 	e.up, e.upAt, e.hello = true, a.d.Now(), m.hello
 	a.log.Info("peer connected", "peer", short(m.id), "remote", m.remote, "outbound", m.out, "path", pathLabel(e.path, e.via))
-	a.reachUp(m.id, m.hello)
+	a.reachUp(m.id, m.hello, e.conn)
 	if e.path == "punched" {
 		a.reach.punched++
 	}

@@ -254,7 +254,7 @@ func (a *Actor) reachView() *messages.Reach {
 	r := a.reach
 	manual := append([]string{}, a.d.Advertise...)
 	v := &messages.Reach{
-		NAT:        classifyNAT(a.ifaceAddrs(), r.observed, r.probeMain, r.probeSeen),
+		NAT:        a.natKind(),
 		Advertised: append([]string{}, a.advertise()...),
 		Manual:     manual,
 		Observed:   observedList(r.observed),
@@ -265,6 +265,34 @@ func (a *Actor) reachView() *messages.Reach {
 		v.ProbedAt = r.probedAt.UnixMilli()
 	}
 	return v
+}
+
+// natKind is what the node believes about its reach: classifyNAT over
+// the UDP observations and the probe; "no-udp" when it has peers but
+// reaches none of them over QUIC while some over TCP (its network drops
+// UDP: QUIC is always dialled first and wins wherever UDP gets through).
+func (a *Actor) natKind() string {
+	r := a.reach
+	kind := classifyNAT(a.ifaceAddrs(), r.observed, r.probeMain, r.probeSeen)
+	if kind != messages.NATUnknown {
+		return kind
+	}
+	tcp := false
+	for _, e := range a.sessions {
+		if !e.up {
+			continue
+		}
+		switch p, _ := transport.PathOf(e.conn); p {
+		case transport.PathQUIC:
+			return kind
+		case transport.PathTCP:
+			tcp = true
+		}
+	}
+	if tcp {
+		return messages.NATNoUDP
+	}
+	return kind
 }
 
 // ifaceAddrs are our interface addresses with the bound port, cached.
@@ -297,15 +325,27 @@ func (a *Actor) advertise() []string {
 	return out
 }
 
-// reachUp records where a newly connected peer sees us.
-func (a *Actor) reachUp(id string, hello *messages.Hello) {
+// udpObserved is the address conn comes from as our UDP socket sees it,
+// for the peer's hello; "" over a TCP or relayed path, whose remote
+// address says nothing of the peer's UDP mapping (a TCP port, or the
+// relay's), so observations, NAT kinds and punches never mix them in.
+func udpObserved(conn transport.Conn) string {
+	if p, _ := transport.PathOf(conn); p != transport.PathQUIC {
+		return ""
+	}
+	return conn.RemoteAddr().String()
+}
+
+// reachUp records where a newly connected peer sees us (only over QUIC:
+// see udpObserved).
+func (a *Actor) reachUp(id string, hello *messages.Hello, conn transport.Conn) {
 	r := a.reach
 	delete(r.via, id)
 	delete(r.intros, id)
 	if hello == nil {
 		return
 	}
-	if ap, ok := messages.PunchAddr(hello.Observed); ok {
+	if ap, ok := messages.PunchAddr(hello.Observed); ok && udpObserved(conn) != "" {
 		r.observed[id] = ap.String()
 	} else {
 		delete(r.observed, id)
@@ -434,7 +474,7 @@ func (a *Actor) introduce(c actor.Context, from, target string) {
 
 // connectFor describes peer id (session e) for the other side.
 func connectFor(id string, e *sessionEntry) *messages.Connect {
-	m := &messages.Connect{Peer: id, Observed: e.conn.RemoteAddr().String()}
+	m := &messages.Connect{Peer: id, Observed: udpObserved(e.conn)}
 	if e.hello != nil {
 		for _, s := range e.hello.Addrs {
 			if _, ok := messages.PunchAddr(s); ok && len(m.Addrs) < messages.MaxConnectAddrs {
@@ -600,7 +640,7 @@ func (a *Actor) reachAdvice() []string {
 		return nil
 	}
 	var out []string
-	if classifyNAT(a.ifaceAddrs(), a.reach.observed, a.reach.probeMain, a.reach.probeSeen) == messages.NATSymmetric && len(a.d.Advertise) == 0 {
+	if a.natKind() == messages.NATSymmetric && len(a.d.Advertise) == 0 {
 		out = append(out, "This node is behind a NAT that gives every destination a new port (symmetric): peers behind other NATs cannot punch through to it. Forward the peer UDP port on the router and name the public address with --advertise-addr.")
 	}
 	if a.reach.refused > 0 {
@@ -657,7 +697,7 @@ func (a *Actor) finishProbe(now time.Time) {
 	r.dialBack = &db
 	r.probeMain, r.probeSeen = p.main, p.seen
 	a.log.Info("reach probe finished", "peer", short(p.peer), "observed", p.main, "second", p.seen, "dialBack", p.dialBack,
-		"nat", classifyNAT(a.ifaceAddrs(), r.observed, r.probeMain, r.probeSeen))
+		"nat", a.natKind())
 }
 
 // onRawProbe: a probe packet reached our socket (the dial-back).

@@ -19,8 +19,7 @@ type Scenario struct {
 	Name string
 	X, Y Kind
 	// Want is the path X and Y must end up on: "direct", "punched",
-	// "direct|punched", or "any" (connected by some path: punched,
-	// "tcp" or "relayed", whichever the build has).
+	// "tcp", "relayed", alternatives joined by "|", or "any".
 	Want string
 	// Within bounds the wait from Y's start to X and Y connected.
 	Within time.Duration
@@ -32,13 +31,18 @@ type Scenario struct {
 	Tunnel bool
 }
 
-// Scenarios is the lab's list. The relayed and TCP paths make "any"
-// pairs connect; a build without them leaves those pairs unconnected,
-// which Result records.
+// Scenarios is the lab's list: every pair of the NAT kinds that
+// differs in how it connects. A random-port NAT cannot be punched from
+// an endpoint-independent one (no port prediction), so those pairs and a
+// node without UDP go through A as a relay; the node without UDP reaches
+// A over TCP. The bounds are the CI test's (a loaded machine); the
+// benchmark reports the times against the 3 s and 5 s goals.
 var Scenarios = []Scenario{
 	{Name: "eim-eim", X: EIM, Y: EIM, Want: "punched", Within: 5 * time.Second, StopIntroducer: true, Tunnel: true},
 	{Name: "public-eim", X: Public, Y: EIM, Want: "direct|punched", Within: 5 * time.Second, Tunnel: true},
-	{Name: "eim-sym", X: EIM, Y: Sym, Want: "any", Within: 10 * time.Second, Tunnel: true},
+	{Name: "eim-sym", X: EIM, Y: Sym, Want: "relayed", Within: 10 * time.Second, Tunnel: true},
+	{Name: "sym-sym", X: Sym, Y: Sym, Want: "relayed", Within: 10 * time.Second, Tunnel: true},
+	{Name: "eim-noudp", X: EIM, Y: NoUDP, Want: "relayed", Within: 15 * time.Second, Tunnel: true},
 }
 
 // Result is what one run of a scenario saw.
@@ -76,6 +80,8 @@ func WantNAT(k Kind) string {
 		return "endpoint-independent"
 	case Sym:
 		return "symmetric"
+	case NoUDP:
+		return "no-udp"
 	}
 	return ""
 }
