@@ -225,6 +225,11 @@ func (r *relayState) serve(req Conn, s Stream, target string) {
 		return
 	}
 	tc, ok := cfg.Conn(target)
+	if p, _ := PathOf(tc); ok && p == PathRelayed {
+		// No chains: a relay only joins peers it reaches itself, so each
+		// relayed pair costs one hop and one relay's budget.
+		ok = false
+	}
 	if !ok {
 		refuse(RelayNoTarget, &r.other)
 		return
