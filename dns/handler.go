@@ -72,14 +72,17 @@ func (s *Server) exchange(ctx context.Context, raw []byte, stream, recurse bool)
 		return nil, nil
 	case dns.MsgRejectNotImplemented:
 		s.slowCnt.notimp.Add(1)
+		s.slowCnt.answers.add(SourceNone, dns.RcodeNotImplemented)
 		return headerOnly(raw, dns.RcodeNotImplemented), nil
 	case dns.MsgReject:
 		s.slowCnt.formerr.Add(1)
+		s.slowCnt.answers.add(SourceNone, dns.RcodeFormatError)
 		return headerOnly(raw, dns.RcodeFormatError), nil
 	}
 	req := new(dns.Msg)
 	if err := req.Unpack(raw); err != nil {
 		s.slowCnt.formerr.Add(1)
+		s.slowCnt.answers.add(SourceNone, dns.RcodeFormatError)
 		return headerOnly(raw, dns.RcodeFormatError), nil
 	}
 	resp := s.answer(ctx, req, stream, recurse)
@@ -150,6 +153,7 @@ func (s *Server) answer(ctx context.Context, req *dns.Msg, tcp, recurse bool) *d
 		if opt.Version() != 0 {
 			resp.SetEdns0(s.cfg.UDPSize, opt.Do())
 			s.slowCnt.formerr.Add(1)
+			s.slowCnt.answers.add(SourceNone, dns.RcodeBadVers)
 			resp.Rcode = dns.RcodeBadVers
 			return resp
 		}
@@ -212,6 +216,7 @@ func (s *Server) answer(ctx context.Context, req *dns.Msg, tcp, recurse bool) *d
 		}
 	}
 	s.count(resp.Rcode)
+	s.slowCnt.answers.add(resultSource(res), resp.Rcode)
 	return s.finish(resp, opt, limit)
 }
 
@@ -219,6 +224,7 @@ func (s *Server) fail(resp, req *dns.Msg, rcode int) *dns.Msg {
 	resp.Rcode = rcode
 	resp.Answer, resp.Ns, resp.Extra = nil, nil, nil
 	s.count(rcode)
+	s.slowCnt.answers.add(SourceNone, rcode)
 	return resp
 }
 

@@ -106,6 +106,7 @@ type shard struct {
 	nxdomain, servfail, formerr, refused, notimp atomic.Int64
 	upstream, batches                            atomic.Int64
 	recursionRefused, rateLimited, slipped       atomic.Int64
+	answers                                      answers // by source and rcode (metrics.go)
 	_                                            [64]byte
 }
 

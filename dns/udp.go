@@ -100,8 +100,13 @@ func (s *Server) fast(t *zone.Table, pkt []byte, q *zone.Query, out []byte, size
 		if s.checkClients && !s.acl.contains(client) {
 			return 0
 		}
-		return s.cached(pkt, q, out)
+		m = s.cached(pkt, q, out)
+		if m > 0 {
+			sh.answers.add(SourceCache, int(out[3]&0xF))
+		}
+		return m
 	}
+	sh.answers.add(kindSource(q.Kind), int(out[3]&0xF))
 	if s.checkClients && !s.acl.contains(client) {
 		if m = s.screen(out[:m], client, sh); m == 0 {
 			return -1

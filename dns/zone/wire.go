@@ -130,6 +130,7 @@ type Query struct {
 	EDNS   bool   // the query has a (bare, version 0) OPT record
 	DO     bool   // its DO bit
 	Miss   bool   // set by Answer: the name is not in the table at all
+	Kind   Kind   // set by Answer when it wrote an answer: the source of the name that answered
 }
 
 // Parse checks that req is a plain query — QR=0, OPCODE=QUERY, TC=0,
@@ -232,6 +233,7 @@ func (t *Table) Answer(req []byte, q *Query, out []byte, ednsSize uint16) int {
 			// FORMERR for OPT, REFUSED for AXFR.)
 			if t.nx != nil && slot(q.Qtype) >= 0 && isP2P(key) {
 				// An unclaimed .p2p name: NXDOMAIN with the SOA (RFC 2308).
+				q.Kind = KindP2P
 				return Write(req, q, out, t.nx.Flags, 0, t.nx.Ns, 0, t.nx.Body, ednsSize)
 			}
 			q.Miss = true
@@ -248,6 +250,7 @@ func (t *Table) Answer(req []byte, q *Query, out []byte, ednsSize uint16) int {
 	if a == nil {
 		return 0
 	}
+	q.Kind = n.kind
 	return Write(req, q, out, a.Flags, a.An, a.Ns, 0, a.Body, ednsSize)
 }
 
