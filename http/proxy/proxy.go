@@ -147,6 +147,7 @@ type Server struct {
 	access                             chan accessLine
 	accessDone                         chan struct{}
 	budget                             *bodyBudget
+	routes                             routeCounters // by route and status (metrics.go)
 }
 
 // New builds the proxy; Start listens.
@@ -218,7 +219,7 @@ func (s *Server) Start() error {
 		s.ln.Close()
 		return fmt.Errorf("edge https: %w", err)
 	}
-	s.tln = tlsListener{tls.NewListener(betweenWrites{tl, s.d.WriteTimeout}, &tls.Config{GetCertificate: s.certificate, MinVersion: tls.VersionTLS12, NextProtos: []string{"http/1.1"}})}
+	s.tln = tlsListener{tls.NewListener(betweenWrites{tl, s.d.WriteTimeout}, &tls.Config{GetCertificate: s.certificate, VerifyConnection: s.verifyConnection, MinVersion: tls.VersionTLS12, NextProtos: []string{"http/1.1"}})}
 	go s.logAccess()
 	for _, p := range []struct {
 		srv *fasthttp.Server
@@ -300,6 +301,7 @@ func (s *Server) serve(ctx *fasthttp.RequestCtx) {
 		} else {
 			s.ok.Add(1)
 		}
+		s.routes.count(ctx, st, upstream)
 		s.logRequest(ctx, st, end, el, upstream)
 		if !inMemory(&ctx.Request) {
 			// A body nobody read (no such host, no Host): what is
@@ -366,6 +368,7 @@ func (s *Server) certificate(hello *tls.ClientHelloInfo) (*tls.Certificate, erro
 		name = s.d.AdminDomain
 	}
 	if !s.serves(name) {
+		s.routes.handshakeNoCert.Add(1)
 		return nil, fmt.Errorf("no site %q on this node", name)
 	}
 	if s.d.CA == nil {

@@ -263,6 +263,7 @@ func (n *Node) startAdmin(ln net.Listener) {
 			n.certRoutes,
 			n.sysDNSRoutes,
 			n.statsRoutes,
+			n.metricsRoutes,
 			func(r *router.Router) { admin.RegisterDiagnostics(r, core, n.dns) },
 			func(r *router.Router) { admin.RegisterDNSClients(r, core, n.dns) },
 			func(r *router.Router) { admin.RegisterBackups(r, core, n) },
