@@ -425,6 +425,9 @@ func (n *Node) Core() *slog.Logger { return n.logs["core"] }
 // every transport.
 func (n *Node) DNSQueries() int64 { return n.dns.Stats().Queries }
 
+// DNSAddr is where the DNS server listens (UDP and TCP).
+func (n *Node) DNSAddr() string { return n.dns.Addr() }
+
 // announce prints the line scripts wait for, "<service> listening on
 // <addr>", once on stderr, and logs it to the core channel's file only
 // (through the stderr tee it would be printed twice).
