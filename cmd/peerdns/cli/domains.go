@@ -160,7 +160,7 @@ func (e *env) showDomain(name string) error {
 		kv("claimant", *cs.ResolvedClaimant)
 	}
 	kv("owned here", entry.IsOwner)
-	kv("quorum", fmt.Sprintf("%d of %d votes needed, %d active peers, met: %v", cs.TotalVotes, cs.MinVotes, cs.ActivePeers, cs.QuorumMet))
+	kv("quorum", fmt.Sprintf("%d votes, %d needed, %d active peers, met: %v", cs.TotalVotes, cs.MinVotes, cs.ActivePeers, cs.QuorumMet))
 	if err := w.Flush(); err != nil {
 		return err
 	}
