@@ -1,6 +1,7 @@
 package node
 
 import (
+	"bytes"
 	"strconv"
 	"sync"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	dto "github.com/prometheus/client_model/go"
+	"github.com/valyala/fasthttp"
 	"github.com/valyala/fasthttp/fasthttpadaptor"
 
 	"github.com/miekg/dns"
@@ -31,7 +33,8 @@ import (
 //
 // What only an actor knows (tunnels, peers, the ledger) is asked for by
 // message, at most once per actorEvery: a reading younger than that is
-// reused. A whole gather is reused for gatherEvery, and at most
+// reused. A gather, and each encoded answer of it, is reused for
+// gatherEvery (scrapeCache), and at most
 // maxScrapes scrapes are served at once (more get a 503), so a client
 // scraping a hundred times a second costs a bounded amount of CPU and
 // never reaches the DNS readers at all.
@@ -41,11 +44,16 @@ const (
 	maxScrapes  = 4
 )
 
-// peerPath is the label `path` of a connected peer: how the session
-// reaches it. Sessions are direct QUIC today; punched, relayed and TCP
-// paths report their own names here when the peer diagnostics carry
-// them.
-func peerPath(messages.PeerDiag) string { return "direct" }
+// peerPath is the label `path` of a peer: how its session reaches it.
+// Sessions are direct QUIC today; punched, relayed and TCP paths report
+// their own names here when the peer diagnostics carry them. A peer
+// without a session (disconnected) has the path "none".
+func peerPath(d messages.PeerDiag) string {
+	if d.State == "disconnected" {
+		return "none"
+	}
+	return "direct"
+}
 
 func desc(name, help string, labels ...string) *prometheus.Desc {
 	return prometheus.NewDesc("peerdns_"+name, help, labels, nil)
@@ -254,12 +262,10 @@ func (c *nodeCollector) collectPeers(ch chan<- prometheus.Metric, r actorReading
 			gauge(ch, peerRTT, d.RTTMillis/1000, d.ID, path)
 		}
 	}
-	// Every (path, state) the node knows of is there, zero or not, so a
-	// graph of connected direct peers exists before the first peer.
-	for _, st := range []string{"connected", "handshaking", "disconnected"} {
-		if _, ok := counts[key{"direct", st}]; !ok {
-			counts[key{"direct", st}] = 0
-		}
+	// Connected direct peers are always there, zero or not, so a graph
+	// or an alert on them exists before the first peer connects.
+	if _, ok := counts[key{"direct", "connected"}]; !ok {
+		counts[key{"direct", "connected"}] = 0
 	}
 	for k, v := range counts {
 		gauge(ch, peersByPath, float64(v), k.path, k.state)
@@ -339,15 +345,83 @@ func (n *Node) newMetricsRegistry() *prometheus.Registry {
 // metricsRoutes registers GET /metrics.
 func (n *Node) metricsRoutes(r *router.Router) {
 	reg := n.newMetricsRegistry()
-	h := promhttp.HandlerFor(&cachedGatherer{g: reg, every: gatherEvery}, promhttp.HandlerOpts{
+	h := fasthttpadaptor.NewFastHTTPHandler(promhttp.HandlerFor(&cachedGatherer{g: reg, every: gatherEvery}, promhttp.HandlerOpts{
 		ErrorLog:            promLogger{n},
 		ErrorHandling:       promhttp.ContinueOnError,
 		MaxRequestsInFlight: maxScrapes,
 		Timeout:             5 * time.Second,
-		// Compression is left to the client's Accept-Encoding (Prometheus
-		// asks for gzip); curl gets plain text.
+		// Compression follows the client's Accept-Encoding (Prometheus
+		// asks for gzip; curl gets plain text).
+	}))
+	c := &scrapeCache{every: gatherEvery}
+	r.GET("/metrics", func(ctx *fasthttp.RequestCtx) {
+		if c.serve(ctx) {
+			return
+		}
+		h(ctx)
+		c.keep(ctx)
 	})
-	r.GET("/metrics", fasthttpadaptor.NewFastHTTPHandler(h))
+}
+
+// scrapeCache keeps the encoded answers of the last gatherEvery, one per
+// (Accept, gzip or not): within that time a scrape is a copy of bytes, so
+// a client scraping a hundred times a second costs the node about ten
+// encodings a second, not a hundred.
+type scrapeCache struct {
+	every   time.Duration
+	mu      sync.Mutex
+	at      time.Time
+	answers map[string]cachedScrape
+}
+
+type cachedScrape struct {
+	ctype, cenc string
+	body        []byte
+}
+
+// maxCachedScrapes bounds the answers kept per period: the key holds the
+// client's Accept header, so what a client sends cannot grow the map.
+const maxCachedScrapes = 4
+
+func scrapeKey(ctx *fasthttp.RequestCtx) string {
+	gz := bytes.Contains(ctx.Request.Header.Peek("Accept-Encoding"), []byte("gzip"))
+	return strconv.FormatBool(gz) + "\x00" + string(ctx.Request.Header.Peek("Accept"))
+}
+
+// serve answers ctx from the cache when it can.
+func (c *scrapeCache) serve(ctx *fasthttp.RequestCtx) bool {
+	key := scrapeKey(ctx)
+	c.mu.Lock()
+	a, ok := c.answers[key]
+	fresh := time.Since(c.at) < c.every
+	c.mu.Unlock()
+	if !ok || !fresh {
+		return false
+	}
+	ctx.SetContentType(a.ctype)
+	if a.cenc != "" {
+		ctx.Response.Header.Set("Content-Encoding", a.cenc)
+	}
+	ctx.SetBody(a.body)
+	return true
+}
+
+// keep stores a 200 answer for the rest of the period.
+func (c *scrapeCache) keep(ctx *fasthttp.RequestCtx) {
+	if ctx.Response.StatusCode() != fasthttp.StatusOK {
+		return
+	}
+	key := scrapeKey(ctx)
+	a := cachedScrape{ctype: string(ctx.Response.Header.ContentType()), cenc: string(ctx.Response.Header.Peek("Content-Encoding")),
+		body: append([]byte(nil), ctx.Response.Body()...)}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if time.Since(c.at) >= c.every {
+		c.answers, c.at = map[string]cachedScrape{}, time.Now()
+	}
+	if len(c.answers) < maxCachedScrapes {
+		c.answers[key] = a
+	}
 }
 
 // promLogger sends the Prometheus handler's errors to the core channel.

@@ -347,3 +347,51 @@ func TestUsageErrors(t *testing.T) {
 		}
 	}
 }
+
+// With a second node joined, `peers` lists it connected on the direct
+// path with a round-trip time, and /metrics counts it.
+func TestPeersWithTwoNodes(t *testing.T) {
+	a := startNode(t)
+	addr := a.AdminAddr()
+	var inv struct {
+		Invite string `json:"invite"`
+	}
+	testutil.Eventually(t, 10*time.Second, func() error {
+		return newClient(addr, 5*time.Second).post("/api/invites", map[string]any{}, &inv)
+	})
+	b, err := node.Start(node.Config{
+		Data: t.TempDir(), AdminAddr: "127.0.0.1:0", DNSAddr: "127.0.0.1:0", HTTPAddr: "127.0.0.1:0",
+		HTTPSAddr: "127.0.0.1:0", P2PAddr: "127.0.0.1:0", AdminDomain: "admin.p2p", LogLevel: "info",
+		Upstream: []string{"127.0.0.1:1"}, Join: inv.Invite,
+	}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.Stop)
+	testutil.Eventually(t, 30*time.Second, func() error {
+		var list []peerRow
+		r := runCLI(context.Background(), addr, "peers", "--json")
+		if err := json.Unmarshal([]byte(r.stdout), &list); err != nil {
+			return fmt.Errorf("peers --json: %v %s %s", err, r.stdout, r.stderr)
+		}
+		for _, p := range list {
+			if p.ID == b.ID() && p.State == "connected" && p.RTTMillis > 0 {
+				return nil
+			}
+		}
+		return fmt.Errorf("no connected peer %s with an RTT: %+v", b.ID()[:8], list)
+	})
+	r := cli(t, addr, 0, "peers")
+	contains(t, "peers", r.stdout, b.ID(), "connected", "direct")
+	testutil.Eventually(t, 10*time.Second, func() error {
+		r := runCLI(context.Background(), addr, "metrics", "peerdns_peer")
+		for _, w := range []string{`peerdns_peers{path="direct",state="connected"} 1`, `peerdns_peer_rtt_seconds{path="direct",peer="` + b.ID() + `"}`} {
+			if !strings.Contains(r.stdout, w) {
+				return fmt.Errorf("metrics lack %q:\n%s", w, r.stdout)
+			}
+		}
+		return nil
+	})
+	r = cli(t, addr, 0, "status")
+	contains(t, "status with a peer", r.stdout, "peers connected  1")
+}
