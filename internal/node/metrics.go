@@ -349,7 +349,10 @@ func (n *Node) metricsRoutes(r *router.Router) {
 		ErrorLog:            promLogger{n},
 		ErrorHandling:       promhttp.ContinueOnError,
 		MaxRequestsInFlight: maxScrapes,
-		Timeout:             5 * time.Second,
+		// No Timeout: promhttp's would wrap the request's context, which
+		// here is fasthttp's RequestCtx, whose Done races with the
+		// server's Shutdown. A gather is bounded anyway: each actor ask
+		// has a one-second deadline, the rest reads atomics.
 		// Compression follows the client's Accept-Encoding (Prometheus
 		// asks for gzip; curl gets plain text).
 	}))
