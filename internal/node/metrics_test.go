@@ -3,6 +3,7 @@ package node
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -335,4 +336,38 @@ func TestScrapeCache(t *testing.T) {
 	if c.serve(req("text/plain", "")) {
 		t.Fatal("a 503 was kept")
 	}
+}
+
+// HTTPS through the edge counts completed handshakes, and a handshake
+// for a name the node serves no site for counts as no_certificate;
+// /metrics answers over HTTPS by the admin domain too.
+func TestMetricsTLSHandshakes(t *testing.T) {
+	n := newTestNode(t, t.TempDir())
+	_, httpsAddr := n.EdgeAddrs()
+	c := edgeClient(httpsAddr, rootPool(t, n))
+	defer c.CloseIdleConnections()
+	resp, err := c.Get("https://admin.p2p/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("https://admin.p2p/metrics: %d", resp.StatusCode)
+	}
+	conn, err := tls.Dial("tcp", httpsAddr, &tls.Config{ServerName: "nothing.example", InsecureSkipVerify: true})
+	if err == nil {
+		conn.Close()
+		t.Fatal("a handshake for a name without a site succeeded")
+	}
+	testutil.Eventually(t, 5*time.Second, func() error {
+		_, _, body := scrape(t, "http://"+n.AdminAddr(), "")
+		for _, want := range []string{`peerdns_edge_tls_handshakes_total{result="ok"} 1`, `peerdns_edge_tls_handshakes_total{result="no_certificate"} 1`,
+			`peerdns_edge_requests_total{code="200",route="admin"} 1`} {
+			if !strings.Contains(body, want) {
+				return fmt.Errorf("no %q", want)
+			}
+		}
+		return nil
+	})
 }
