@@ -111,7 +111,8 @@ var (
 	consTies       = desc("consensus_ties_total", "Consensus runs that ended in a tie.")
 	consVotes      = desc("consensus_votes", "Votes counted over all domains in the latest consensus results.")
 
-	buildInfo = desc("build_info", "Always 1; the version of the running node.", "version")
+	buildInfo   = desc("build_info", "Always 1; the version of the running node.", "version")
+	viewVersion = desc("view_version", "Version of the published view of resolved domains that DNS and the edge answer from.")
 )
 
 // actorReading is what the collector asked the actors; ok says which
@@ -144,7 +145,7 @@ func (c *nodeCollector) Describe(ch chan<- *prometheus.Desc) {
 		tunnelInfo, tunnelConns, tunnelStreams, tunnelBytes,
 		peersByPath, peerRTT, peerAttempts, peerDialFail, peerInbound, peerRefused, peerOps,
 		ledgerOps, ledgerRefused, ledgerDomains, consResolved, consQuorumFail, consTies, consVotes,
-		buildInfo,
+		buildInfo, viewVersion,
 	} {
 		ch <- d
 	}
@@ -161,6 +162,9 @@ func gauge(ch chan<- prometheus.Metric, d *prometheus.Desc, v float64, labels ..
 func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
 	n := c.n
 	gauge(ch, buildInfo, 1, n.cfg.Version)
+	if v := n.pub.Load(); v != nil {
+		gauge(ch, viewVersion, float64(v.Version))
+	}
 	c.collectDNS(ch)
 	c.collectEdge(ch)
 	a := n.admin.Requests()

@@ -138,6 +138,7 @@ func TestMetricsTunnelsAndLedger(t *testing.T) {
 			fmt.Sprintf(`peerdns_tunnel_streams_total{kind="server",tunnel=%q} 0`, created.ID),
 			fmt.Sprintf(`peerdns_tunnel_bytes_total{direction="in",kind="server",tunnel=%q} 0`, created.ID),
 			"peerdns_ledger_domains 1",
+			"peerdns_view_version ",
 		} {
 			if !strings.Contains(body, want) {
 				return fmt.Errorf("no %q", want)
