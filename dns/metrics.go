@@ -36,17 +36,21 @@ func (s Source) String() string {
 	return "none"
 }
 
-// maxRcode is the last rcode counted by itself: BADVERS (16) is the only
-// extended rcode the server answers; anything above is counted with it.
-const maxRcode = dns.RcodeBadVers
+// RcodeOther is the counter slot of every rcode above BADCOOKIE (23),
+// the last one a DNS server sends to a plain query (RFC 7873); the
+// extended ones (BADVERS 16, BADCOOKIE 23) keep their own slots.
+const RcodeOther = dns.RcodeBadCookie + 1
 
 // answers counts answers by source and rcode: one array per reader
 // shard (and one for the slow path), so the fast path adds to a counter
 // only its own goroutine writes and no lock is ever taken.
-type answers [numSources][maxRcode + 1]atomic.Int64
+type answers [numSources][RcodeOther + 1]atomic.Int64
 
 func (a *answers) add(src Source, rcode int) {
-	a[src][min(max(rcode, 0), maxRcode)].Add(1)
+	if rcode < 0 || rcode > RcodeOther {
+		rcode = RcodeOther
+	}
+	a[src][rcode].Add(1)
 }
 
 // kindSource is the source of an answer written from a table node.
@@ -76,7 +80,7 @@ func resultSource(res zone.Result) Source {
 }
 
 // AnswerCount is how many answers of one source and rcode the server
-// built since it started.
+// built since it started (Rcode RcodeOther: any rcode above BADCOOKIE).
 type AnswerCount struct {
 	Source Source
 	Rcode  int
@@ -90,7 +94,7 @@ func (s *Server) AnswerCounts() []AnswerCount {
 	s.mu.Lock()
 	shards := append([]*shard{&s.slowCnt}, s.shards...)
 	s.mu.Unlock()
-	var sum [numSources][maxRcode + 1]int64
+	var sum [numSources][RcodeOther + 1]int64
 	for _, sh := range shards {
 		for src := range sh.answers {
 			for rc := range sh.answers[src] {

@@ -41,6 +41,17 @@ func TestAnswerCountsBySourceAndRcode(t *testing.T) {
 			}
 			want[key{tt.src, tt.rcode}]++
 		}
+		// EDNS version 1: BADVERS (RFC 6891 §6.1.3), an extended rcode with
+		// its own slot.
+		bv := new(dns.Msg)
+		bv.SetQuestion("a.local.", dns.TypeA)
+		bv.SetEdns0(1232, false)
+		bv.IsEdns0().SetVersion(1)
+		m, _, err := new(dns.Client).Exchange(bv, s.Addr())
+		if err != nil || m.Rcode != dns.RcodeBadVers {
+			t.Fatalf("EDNS version 1: %v, rcode %v", err, m)
+		}
+		want[key{SourceNone, dns.RcodeBadVers}]++
 		got := map[key]int64{}
 		for _, c := range s.AnswerCounts() {
 			got[key{c.Source, c.Rcode}] = c.Count

@@ -16,6 +16,7 @@ import (
 
 	"github.com/miekg/dns"
 
+	nodedns "peerdns/dns"
 	"peerdns/http/httpx"
 	"peerdns/messages"
 )
@@ -206,9 +207,16 @@ func (c *nodeCollector) collectDNS(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstHistogram(dnsUpLatency, lat.Count, lat.Sum, lat.Cumulative)
 }
 
-// rcodeName is the rcode's mnemonic (NOERROR, NXDOMAIN, ...), or its
-// number for one without.
+// rcodeName is the rcode's mnemonic (NOERROR, NXDOMAIN, ...). miekg/dns
+// names 16 BADSIG, the TSIG meaning; a server answering a query means
+// BADVERS (RFC 6891).
 func rcodeName(rc int) string {
+	switch rc {
+	case dns.RcodeBadVers:
+		return "BADVERS"
+	case nodedns.RcodeOther:
+		return "other"
+	}
 	if s, ok := dns.RcodeToString[rc]; ok {
 		return s
 	}
