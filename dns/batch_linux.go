@@ -231,7 +231,7 @@ func (s *Server) serveUDP(c *net.UDPConn, sh *shard) {
 				// Longer than any query we accept: FORMERR (RFC 1035 §4.1.1).
 				if len(pkt) >= 12 && pkt[2]&0x80 == 0 {
 					sh.formerr.Add(1)
-					sh.rcodes.add(dns.RcodeFormatError)
+					sh.answers.add(SourceNone, dns.RcodeFormatError)
 					resp, from := headerOnly(pkt, dns.RcodeFormatError), b.source(i)
 					if !s.recursionFor(from.Addr()) {
 						resp = resp[:s.screen(resp, from.Addr(), sh, false)]

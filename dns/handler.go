@@ -73,17 +73,17 @@ func (s *Server) exchange(ctx context.Context, raw []byte, stream, recurse bool,
 		return nil, nil, false
 	case dns.MsgRejectNotImplemented:
 		s.slowCnt.notimp.Add(1)
-		s.slowCnt.rcodes.add(dns.RcodeNotImplemented)
+		s.slowCnt.answers.add(SourceNone, dns.RcodeNotImplemented)
 		return headerOnly(raw, dns.RcodeNotImplemented), nil, false
 	case dns.MsgReject:
 		s.slowCnt.formerr.Add(1)
-		s.slowCnt.rcodes.add(dns.RcodeFormatError)
+		s.slowCnt.answers.add(SourceNone, dns.RcodeFormatError)
 		return headerOnly(raw, dns.RcodeFormatError), nil, false
 	}
 	req := new(dns.Msg)
 	if err := req.Unpack(raw); err != nil {
 		s.slowCnt.formerr.Add(1)
-		s.slowCnt.rcodes.add(dns.RcodeFormatError)
+		s.slowCnt.answers.add(SourceNone, dns.RcodeFormatError)
 		return headerOnly(raw, dns.RcodeFormatError), nil, false
 	}
 	resp, proven := s.answer(ctx, req, stream, recurse, client)
@@ -91,10 +91,8 @@ func (s *Server) exchange(ctx context.Context, raw []byte, stream, recurse bool,
 	if err != nil {
 		s.logError("dns pack reply", err)
 		s.slowCnt.servfail.Add(1)
-		s.slowCnt.rcodes.add(dns.RcodeServerFailure)
 		return headerOnly(raw, dns.RcodeServerFailure), nil, false
 	}
-	s.slowCnt.rcodes.add(resp.Rcode)
 	return b, resp, proven
 }
 
@@ -113,7 +111,6 @@ func (s *Server) serveTCP(w dns.ResponseWriter, req *dns.Msg) {
 		client = a.AddrPort().Addr()
 	}
 	resp, _ := s.answer(s.baseCtx, req, true, recurse, client)
-	s.slowCnt.rcodes.add(resp.Rcode)
 	qlog := s.qlog.on.Load() // as the query is answered, not after
 	if err := w.WriteMsg(resp); err != nil && !s.stopped.Load() {
 		s.logError("dns tcp write", err)
@@ -159,6 +156,7 @@ func (s *Server) answer(ctx context.Context, req *dns.Msg, tcp, recurse bool, cl
 		if opt.Version() != 0 {
 			resp.SetEdns0(s.cfg.UDPSize, opt.Do())
 			s.slowCnt.formerr.Add(1)
+			s.slowCnt.answers.add(SourceNone, dns.RcodeBadVers)
 			resp.Rcode = dns.RcodeBadVers
 			return resp, false
 		}
@@ -235,6 +233,7 @@ func (s *Server) answer(ctx context.Context, req *dns.Msg, tcp, recurse bool, cl
 		}
 	}
 	s.count(resp.Rcode)
+	s.slowCnt.answers.add(resultSource(res), resp.Rcode)
 	return s.finish(resp, opt, limit, ck), proven
 }
 
@@ -242,6 +241,7 @@ func (s *Server) fail(resp, req *dns.Msg, rcode int) *dns.Msg {
 	resp.Rcode = rcode
 	resp.Answer, resp.Ns, resp.Extra = nil, nil, nil
 	s.count(rcode)
+	s.slowCnt.answers.add(SourceNone, rcode)
 	return resp
 }
 

@@ -110,7 +110,7 @@ type shard struct {
 	nxdomain, servfail, formerr, refused, notimp atomic.Int64
 	upstream, batches                            atomic.Int64
 	recursionRefused, rateLimited, slipped       atomic.Int64
-	rcodes                                       rcodeCounts // answers sent, by RCODE (rcodes.go)
+	answers                                      answers // by source and rcode (metrics.go)
 	// now is the reader's clock for the datagrams of one batch (set when
 	// nowOK is false, cleared at each read): cookies need the time in
 	// seconds, and time.Now was a third of a cookie answer's cost.

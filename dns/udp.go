@@ -110,16 +110,16 @@ func (s *Server) fast(t *zone.Table, pkt []byte, q *zone.Query, out []byte, size
 		}
 		m = s.cached(pkt, q, out)
 		if m > 0 {
-			sh.rcodes.add(int(out[3] & 0xF))
+			sh.answers.add(SourceCache, int(out[3]&0xF))
 		}
 		return m
 	}
+	sh.answers.add(kindSource(q.Kind), int(out[3]&0xF))
 	if s.checkClients && !s.acl.contains(client) {
 		if m = s.screen(out[:m], client, sh, proven); m == 0 {
 			return -1
 		}
 	}
-	sh.rcodes.add(int(out[3] & 0xF))
 	return m
 }
 

@@ -1,6 +1,6 @@
 #!/bin/sh
 # NAT lab benchmark: every scenario of bench/natlab (EIM+EIM, public+EIM,
-# EIM+symmetric) TRIES times (default 20), each in a fresh lab of network
+# EIM+symmetric, symmetric+symmetric, EIM+no UDP) TRIES times (default 20), each in a fresh lab of network
 # namespaces with real `peerdns node` processes. Needs root, iproute2 and
 # nftables. Prints one table row per scenario.
 set -eu

@@ -1,8 +1,9 @@
 // Command peerdns runs a peer-to-peer naming node (`peerdns node`, the
 // default) or a host metrics agent (`peerdns agent`); `peerdns invite`
 // asks a running node for a one-time invite and `peerdns version` prints
-// the version. This package only parses flags, wires parts together and
-// handles signals.
+// the version; status, domains, records, peers, tunnels, logs and metrics
+// (package cli) speak to a running node's admin API. This package only
+// parses flags, wires parts together, dispatches and handles signals.
 package main
 
 import (
@@ -15,6 +16,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"peerdns/cmd/peerdns/cli"
 	"peerdns/internal/node"
 	"peerdns/internal/procs"
 )
@@ -61,6 +63,9 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if cli.IsCommand(cmd) {
+		return cli.Run(ctx, cmd, args, getenv, stdout, stderr)
+	}
 	var err error
 	switch cmd {
 	case "node":
@@ -147,7 +152,15 @@ Every node flag also reads PEERDNS_<FLAG> from the environment
 (e.g. PEERDNS_ADMIN_ADDR); a flag on the command line wins.
 `
 
-func usage(w io.Writer) { fmt.Fprint(w, usageText) }
+func usage(w io.Writer) {
+	fmt.Fprint(w, usageText)
+	fmt.Fprintf(w, "\nspeaking to a running node (every one takes --admin-addr A, --json, --timeout D):\n%s%s", cli.Usage, cliExitCodes)
+}
+
+// cliExitCodes are the exit codes of the commands of package cli.
+const cliExitCodes = `exit codes: 0 done; 1 no node answers at the address (down, or not a peerdns
+node); 2 usage error; 3 the node refused the request; 4 no such domain or record
+`
 
 // setUsage makes fs print the whole command line and then its own flags.
 func setUsage(fs *flag.FlagSet) {

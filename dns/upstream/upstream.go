@@ -68,6 +68,7 @@ type Resolver struct {
 	wire map[string]*Template
 
 	hits, misses, failures, forwarded atomic.Int64
+	lat                               latency // every exchange with a server (latency.go)
 }
 
 type key struct {
@@ -305,7 +306,9 @@ func (r *Resolver) forward(ctx context.Context, k key) (*dns.Msg, error) {
 			return nil, ctx.Err()
 		}
 		r.forwarded.Add(1)
+		start := time.Now()
 		m, err := r.exchange(ctx, q, srv)
+		r.lat.observe(time.Since(start))
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", srv, err))
 			continue

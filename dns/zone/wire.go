@@ -145,6 +145,8 @@ type Query struct {
 	CookieOff, CookieLen int
 	OutCookie            [24]byte
 	CookieOut            bool
+
+	Kind Kind // set by Answer when it wrote an answer: the source of the name that answered
 }
 
 // Parse checks that req is a plain query — QR=0, OPCODE=QUERY, TC=0,
@@ -268,6 +270,7 @@ func (t *Table) Answer(req []byte, q *Query, out []byte, ednsSize uint16) int {
 			if t.nx != nil && slot(q.Qtype) >= 0 && isP2P(key) {
 				// An unclaimed .p2p name: NXDOMAIN with the SOA (RFC
 				// 2308), or NODATA for an empty non-terminal (RFC 8020).
+				q.Kind = KindP2P
 				a := t.nx
 				if t.isENT(key) {
 					a = t.entAns
@@ -296,6 +299,7 @@ func (t *Table) Answer(req []byte, q *Query, out []byte, ednsSize uint16) int {
 	if a == nil {
 		return 0
 	}
+	q.Kind = n.kind
 	return Write(req, q, out, a.Flags, a.An, a.Ns, a.Ar, a.Body, ednsSize)
 }
 

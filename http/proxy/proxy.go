@@ -156,6 +156,7 @@ type Server struct {
 
 	h2State
 	h3State
+	routes routeCounters // by route and status (metrics.go)
 }
 
 // New builds the proxy; Start listens.
@@ -228,7 +229,7 @@ func (s *Server) Start() error {
 		s.ln.Close()
 		return fmt.Errorf("edge https: %w", err)
 	}
-	s.tln = tlsListener{tls.NewListener(betweenWrites{tl, s.d.WriteTimeout}, &tls.Config{GetCertificate: s.certificate, MinVersion: tls.VersionTLS12, NextProtos: []string{"h2", "http/1.1"}})}
+	s.tln = tlsListener{tls.NewListener(betweenWrites{tl, s.d.WriteTimeout}, &tls.Config{GetCertificate: s.certificate, VerifyConnection: s.verifyConnection, MinVersion: tls.VersionTLS12, NextProtos: []string{"h2", "http/1.1"}})}
 	if err := s.startH3(tl.Addr()); err != nil {
 		s.ln.Close()
 		s.tln.Close()
@@ -329,6 +330,7 @@ func (s *Server) serve(ctx *fasthttp.RequestCtx) {
 		if s.altSvc != "" && ctx.IsTLS() {
 			ctx.Response.Header.Set("Alt-Svc", s.altSvc)
 		}
+		s.routes.count(ctx, st, upstream)
 		s.logRequest(ctx, st, end, el, upstream)
 		if !inMemory(&ctx.Request) {
 			// A body nobody read (no such host, no Host): what is
@@ -395,6 +397,7 @@ func (s *Server) certificate(hello *tls.ClientHelloInfo) (*tls.Certificate, erro
 		name = s.d.AdminDomain
 	}
 	if !s.serves(name) {
+		s.routes.handshakeNoCert.Add(1)
 		return nil, fmt.Errorf("no site %q on this node", name)
 	}
 	if s.d.CA == nil {

@@ -267,6 +267,7 @@ func (n *Node) startAdmin(ln net.Listener) {
 			n.certRoutes,
 			n.sysDNSRoutes,
 			n.statsRoutes,
+			n.metricsRoutes,
 			func(r *router.Router) { admin.RegisterDiagnostics(r, core, n.dns) },
 			func(r *router.Router) { admin.RegisterDNSClients(r, core, n.dns) },
 			func(r *router.Router) { admin.RegisterBackups(r, core, n) },
@@ -429,6 +430,9 @@ func (n *Node) Core() *slog.Logger { return n.logs["core"] }
 // DNSQueries is how many DNS queries the node has read so far, over
 // every transport.
 func (n *Node) DNSQueries() int64 { return n.dns.Stats().Queries }
+
+// DNSAddr is where the DNS server listens (UDP and TCP).
+func (n *Node) DNSAddr() string { return n.dns.Addr() }
 
 // announce prints the line scripts wait for, "<service> listening on
 // <addr>", once on stderr, and logs it to the core channel's file only

@@ -1,0 +1,448 @@
+package node
+
+import (
+	"bytes"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/fasthttp/router"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/valyala/fasthttp"
+	"github.com/valyala/fasthttp/fasthttpadaptor"
+
+	"github.com/miekg/dns"
+
+	nodedns "peerdns/dns"
+	"peerdns/http/httpx"
+	"peerdns/messages"
+)
+
+// Prometheus metrics (GET /metrics on the admin address, and through the
+// admin domain on the edge like the rest of the admin API).
+//
+// The exposition is the official client's (prometheus/client_golang):
+// its registry, its text and protobuf encoders and content negotiation,
+// its Go runtime and process collectors. What the node adds is one
+// collector (nodeCollector) that reads, at scrape time, the counters the
+// hot paths keep anyway: the DNS readers' atomic arrays, the edge's
+// per-route atomics, the admin API's totals. Nothing on a request path
+// calls into Prometheus, takes a lock or allocates for it.
+//
+// What only an actor knows (tunnels, peers, the ledger) is asked for by
+// message, at most once per actorEvery: a reading younger than that is
+// reused. A gather, and each encoded answer of it, is reused for
+// gatherEvery (scrapeCache), and at most
+// maxScrapes scrapes are served at once (more get a 503), so a client
+// scraping a hundred times a second costs a bounded amount of CPU and
+// never reaches the DNS readers at all.
+const (
+	actorEvery  = time.Second
+	gatherEvery = 100 * time.Millisecond
+	maxScrapes  = 4
+)
+
+// peerPath is the label `path` of a peer: how its session reaches it.
+// Sessions are direct QUIC today; punched, relayed and TCP paths report
+// their own names here when the peer diagnostics carry them. A peer
+// without a session (disconnected) has the path "none".
+func peerPath(d messages.PeerDiag) string {
+	if d.State == "disconnected" {
+		return "none"
+	}
+	if d.Path == "" {
+		return "direct"
+	}
+	return d.Path // direct, punched, tcp or relayed
+}
+
+func desc(name, help string, labels ...string) *prometheus.Desc {
+	return prometheus.NewDesc("peerdns_"+name, help, labels, nil)
+}
+
+var (
+	// DNS.
+	dnsQueries    = desc("dns_queries_total", "DNS queries read, over UDP, TCP, DoT and DoH.")
+	dnsResponses  = desc("dns_responses_total", "DNS responses built, by where the answer came from and response code.", "source", "rcode")
+	dnsFast       = desc("dns_fast_responses_total", "DNS responses written from pre-packed answers without unpacking the query.")
+	dnsDropped    = desc("dns_dropped_total", "DNS packets not answered: responses, runts, overload.")
+	dnsRRLDropped = desc("dns_rrl_dropped_total", "UDP responses to clients outside the recursion ACL dropped by the response-rate limit.")
+	dnsRRLSlipped = desc("dns_rrl_slipped_total", "UDP responses to clients outside the recursion ACL sent truncated by the response-rate limit.")
+	dnsRecRefused = desc("dns_recursion_refused_total", "Queries refused because only recursion would answer them and the client gets none.")
+	dnsUpLatency  = desc("dns_upstream_duration_seconds", "Round-trip time of each exchange with an upstream server, failures and timeouts included.")
+	dnsUpFwd      = desc("dns_upstream_queries_total", "Questions sent to upstream servers (each server tried counts).")
+	dnsUpFail     = desc("dns_upstream_failures_total", "Questions no upstream server answered.")
+	dnsCacheHits  = desc("dns_cache_hits_total", "Upstream cache hits on the resolver path.")
+	dnsCacheMiss  = desc("dns_cache_misses_total", "Upstream cache misses on the resolver path.")
+	dnsCacheSize  = desc("dns_cache_entries", "Answers held in the upstream cache.")
+
+	// Edge proxy.
+	edgeRequests  = desc("edge_requests_total", "Edge proxy requests, by route and HTTP status code.", "route", "code")
+	edgeReqBytes  = desc("edge_request_bytes_total", "Request body bytes the edge proxy received, as declared by Content-Length.", "route")
+	edgeRespBytes = desc("edge_response_bytes_total", "Response body bytes the edge proxy sent (a streamed body as its upstream declared it).", "route")
+	edgeConns     = desc("edge_open_connections", "Client connections open on the edge's HTTP and HTTPS listeners.")
+	edgeTLS       = desc("edge_tls_handshakes_total", "TLS handshakes on the edge's HTTPS listener, by result.", "result")
+	edgeLogDrop   = desc("edge_access_log_dropped_total", "Edge access-log lines dropped because the log buffer was full.")
+	edgeBodyRef   = desc("edge_body_budget_refused_total", "Edge requests refused with 503 because a large body did not fit the memory budget.")
+
+	// Admin API.
+	adminRequests = desc("admin_requests_total", "Admin API requests, by result (failed: a 5xx).", "result")
+
+	// Tunnels.
+	tunnelInfo    = desc("tunnel_info", "One series per tunnel server and client, with its state.", "kind", "tunnel", "state")
+	tunnelConns   = desc("tunnel_connections", "Connections open through a tunnel.", "kind", "tunnel")
+	tunnelStreams = desc("tunnel_streams_total", "Connections carried by a tunnel since it started, each over its own QUIC stream.", "kind", "tunnel")
+	tunnelBytes   = desc("tunnel_bytes_total", "Bytes carried by a tunnel: in from the network to the local side, out from the local side.", "kind", "tunnel", "direction")
+
+	// Peers.
+	peersByPath  = desc("peers", "Known peers, by path and connection state.", "path", "state")
+	peerRTT      = desc("peer_rtt_seconds", "Smoothed round-trip time to a connected peer.", "peer", "path")
+	peerAttempts = desc("peer_dial_attempts_total", "Outbound connection attempts to peers.")
+	peerDialFail = desc("peer_dial_failures_total", "Outbound connection attempts to peers that failed.")
+	peerInbound  = desc("peer_inbound_accepted_total", "Inbound peer connections accepted.")
+	peerRefused  = desc("peer_refused_total", "Peer connections refused (not a writer of the network, bad proof, too many pending).")
+	peerOps      = desc("peer_ops_total", "Ledger ops exchanged with peers, by direction (sent, received, duplicate: received ops the ledger already had).", "direction")
+
+	// Ledger and consensus.
+	ledgerOps      = desc("ledger_ops", "Ops applied to the ledger and held in it.")
+	ledgerRefused  = desc("ledger_ops_refused_total", "Ops refused by the ledger (forged, replayed or unauthorised) since the node started.")
+	ledgerDomains  = desc("ledger_domains", "Domains with at least one claim in the ledger.")
+	consResolved   = desc("consensus_resolutions_total", "Consensus runs that resolved a domain.")
+	consQuorumFail = desc("consensus_quorum_failures_total", "Consensus runs without a quorum of active peers.")
+	consTies       = desc("consensus_ties_total", "Consensus runs that ended in a tie.")
+	consVotes      = desc("consensus_votes", "Votes counted over all domains in the latest consensus results.")
+
+	buildInfo   = desc("build_info", "Always 1; the version of the running node.", "version")
+	viewVersion = desc("view_version", "Version of the published view of resolved domains that DNS and the edge answer from.")
+)
+
+// actorReading is what the collector asked the actors; ok says which
+// parts answered in time.
+type actorReading struct {
+	servers             []messages.TunnelServer
+	clients             []messages.TunnelClient
+	serversOK, clientOK bool
+	peers               *messages.PeerDiagnosticsReply
+	consensus           *messages.ConsensusMetrics
+}
+
+// nodeCollector is the node's prometheus.Collector.
+type nodeCollector struct {
+	n *Node
+
+	mu     sync.Mutex // guards the reading below; never held by a request path
+	at     time.Time
+	actors actorReading
+}
+
+var _ prometheus.Collector = (*nodeCollector)(nil)
+
+func (c *nodeCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{
+		dnsQueries, dnsResponses, dnsFast, dnsDropped, dnsRRLDropped, dnsRRLSlipped, dnsRecRefused, dnsUpLatency, dnsUpFwd, dnsUpFail,
+		dnsCacheHits, dnsCacheMiss, dnsCacheSize,
+		edgeRequests, edgeReqBytes, edgeRespBytes, edgeConns, edgeTLS, edgeLogDrop, edgeBodyRef,
+		adminRequests,
+		tunnelInfo, tunnelConns, tunnelStreams, tunnelBytes,
+		peersByPath, peerRTT, peerAttempts, peerDialFail, peerInbound, peerRefused, peerOps,
+		ledgerOps, ledgerRefused, ledgerDomains, consResolved, consQuorumFail, consTies, consVotes,
+		buildInfo, viewVersion,
+	} {
+		ch <- d
+	}
+}
+
+func counter(ch chan<- prometheus.Metric, d *prometheus.Desc, v int64, labels ...string) {
+	ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), labels...)
+}
+
+func gauge(ch chan<- prometheus.Metric, d *prometheus.Desc, v float64, labels ...string) {
+	ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+}
+
+func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
+	n := c.n
+	gauge(ch, buildInfo, 1, n.cfg.Version)
+	if v := n.pub.Load(); v != nil {
+		gauge(ch, viewVersion, float64(v.Version))
+	}
+	c.collectDNS(ch)
+	c.collectEdge(ch)
+	a := n.admin.Requests()
+	counter(ch, adminRequests, a.Total-a.Failed, "ok")
+	counter(ch, adminRequests, a.Failed, "failed")
+	r := c.reading()
+	c.collectTunnels(ch, r)
+	c.collectPeers(ch, r)
+	if m := r.consensus; m != nil {
+		gauge(ch, ledgerOps, float64(m.Sidecar.Length))
+		counter(ch, ledgerRefused, int64(m.ValidationFailures))
+		gauge(ch, ledgerDomains, float64(m.Sidecar.DomainCount))
+		counter(ch, consResolved, int64(m.Resolutions))
+		counter(ch, consQuorumFail, int64(m.QuorumFailures))
+		counter(ch, consTies, int64(m.Ties))
+		gauge(ch, consVotes, float64(m.TotalVotes))
+	}
+}
+
+func (c *nodeCollector) collectDNS(ch chan<- prometheus.Metric) {
+	d := c.n.dns
+	st := d.Stats()
+	counter(ch, dnsQueries, st.Queries)
+	counter(ch, dnsFast, st.FastAnswers)
+	counter(ch, dnsDropped, st.Dropped)
+	counter(ch, dnsRRLDropped, st.RateLimited)
+	counter(ch, dnsRRLSlipped, st.RateLimitSlipped)
+	counter(ch, dnsRecRefused, st.RecursionRefused)
+	counter(ch, dnsCacheHits, st.CacheHits)
+	counter(ch, dnsCacheMiss, st.CacheMisses)
+	gauge(ch, dnsCacheSize, float64(st.CacheSize))
+	for _, a := range d.AnswerCounts() {
+		counter(ch, dnsResponses, a.Count, a.Source.String(), rcodeName(a.Rcode))
+	}
+	up := d.UpstreamStats()
+	counter(ch, dnsUpFwd, up.Forwarded)
+	counter(ch, dnsUpFail, up.Failures)
+	lat := d.UpstreamLatency()
+	ch <- prometheus.MustNewConstHistogram(dnsUpLatency, lat.Count, lat.Sum, lat.Cumulative)
+}
+
+// rcodeName is the rcode's mnemonic (NOERROR, NXDOMAIN, ...). miekg/dns
+// names 16 BADSIG, the TSIG meaning; a server answering a query means
+// BADVERS (RFC 6891).
+func rcodeName(rc int) string {
+	switch rc {
+	case dns.RcodeBadVers:
+		return "BADVERS"
+	case nodedns.RcodeOther:
+		return "other"
+	}
+	if s, ok := dns.RcodeToString[rc]; ok {
+		return s
+	}
+	return strconv.Itoa(rc)
+}
+
+func (c *nodeCollector) collectEdge(ch chan<- prometheus.Metric) {
+	p := c.n.edge.Load()
+	if p == nil {
+		return
+	}
+	m := p.Metrics()
+	for _, r := range m.Requests {
+		counter(ch, edgeRequests, r.Count, r.Route.String(), strconv.Itoa(r.Status))
+	}
+	for _, b := range m.Bytes {
+		counter(ch, edgeReqBytes, b.In, b.Route.String())
+		counter(ch, edgeRespBytes, b.Out, b.Route.String())
+	}
+	gauge(ch, edgeConns, float64(m.OpenConns))
+	counter(ch, edgeTLS, m.TLSHandshakes, "ok")
+	counter(ch, edgeTLS, m.TLSNoCertificate, "no_certificate")
+	cn := p.Counters()
+	counter(ch, edgeLogDrop, cn.AccessDropped)
+	counter(ch, edgeBodyRef, cn.BodyRefused)
+}
+
+func (c *nodeCollector) collectTunnels(ch chan<- prometheus.Metric, r actorReading) {
+	one := func(kind, id, state string, tc messages.TunnelCounters) {
+		gauge(ch, tunnelInfo, 1, kind, id, state)
+		gauge(ch, tunnelConns, float64(tc.ConnectionsOpen), kind, id)
+		counter(ch, tunnelStreams, tc.ConnectionsTotal, kind, id)
+		counter(ch, tunnelBytes, tc.BytesIn, kind, id, "in")
+		counter(ch, tunnelBytes, tc.BytesOut, kind, id, "out")
+	}
+	for _, s := range r.servers {
+		one("server", s.ID, s.Info.State, s.Info.TunnelCounters)
+	}
+	for _, cl := range r.clients {
+		one("client", cl.ID, cl.Info.State, cl.Info.TunnelCounters)
+	}
+}
+
+func (c *nodeCollector) collectPeers(ch chan<- prometheus.Metric, r actorReading) {
+	p := r.peers
+	if p == nil {
+		return
+	}
+	type key struct{ path, state string }
+	counts := map[key]int{}
+	for _, d := range p.Peers {
+		path := peerPath(d)
+		counts[key{path, d.State}]++
+		if d.State == "connected" && d.RTTMillis > 0 {
+			gauge(ch, peerRTT, d.RTTMillis/1000, d.ID, path)
+		}
+	}
+	// Connected direct peers are always there, zero or not, so a graph
+	// or an alert on them exists before the first peer connects.
+	if _, ok := counts[key{"direct", "connected"}]; !ok {
+		counts[key{"direct", "connected"}] = 0
+	}
+	for k, v := range counts {
+		gauge(ch, peersByPath, float64(v), k.path, k.state)
+	}
+	s := p.Summary
+	counter(ch, peerAttempts, s.ConnectionAttempts)
+	counter(ch, peerDialFail, s.FailedAttempts)
+	counter(ch, peerInbound, s.InboundAccepted)
+	counter(ch, peerRefused, s.Refused+s.RefusedPending)
+	counter(ch, peerOps, s.OpsSent, "sent")
+	counter(ch, peerOps, s.OpsReceived, "received")
+	counter(ch, peerOps, s.OpsDuplicate, "duplicate")
+}
+
+// reading is the actors' latest answers, asked again once the last
+// reading is actorEvery old. Concurrent scrapes wait for one asker.
+func (c *nodeCollector) reading() actorReading {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.at.IsZero() && time.Since(c.at) < actorEvery {
+		return c.actors
+	}
+	n := c.n
+	root := n.root.System.Root
+	var r actorReading
+	if rep, err := httpx.Ask[*messages.GetTunnelServersReply](root, n.tunnels, &messages.GetTunnelServers{}, time.Second); err == nil && rep.Err == nil {
+		r.servers, r.serversOK = rep.Servers, true
+	}
+	if rep, err := httpx.Ask[*messages.GetTunnelClientsReply](root, n.tunnels, &messages.GetTunnelClients{}, time.Second); err == nil && rep.Err == nil {
+		r.clients, r.clientOK = rep.Clients, true
+	}
+	if rep, err := httpx.Ask[*messages.PeerDiagnosticsReply](root, n.peers, &messages.GetPeerDiagnostics{}, time.Second); err == nil {
+		r.peers = rep
+	}
+	if rep, err := httpx.Ask[*messages.GetConsensusMetricsReply](root, n.ledger, &messages.GetConsensusMetrics{}, time.Second); err == nil {
+		m := rep.Metrics
+		r.consensus = &m
+	}
+	c.actors, c.at = r, time.Now()
+	return r
+}
+
+// cachedGatherer reuses one gather for every scrape within gatherEvery.
+// The metric families are only read by the encoders, so scrapes share
+// them.
+type cachedGatherer struct {
+	g     prometheus.Gatherer
+	mu    sync.Mutex
+	at    time.Time
+	fams  []*dto.MetricFamily
+	err   error
+	every time.Duration
+}
+
+func (c *cachedGatherer) Gather() ([]*dto.MetricFamily, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.at.IsZero() || time.Since(c.at) >= c.every {
+		c.fams, c.err = c.g.Gather()
+		c.at = time.Now()
+	}
+	return c.fams, c.err
+}
+
+// newMetricsRegistry is the node's registry: its own collector, Go's
+// runtime and the process.
+func (n *Node) newMetricsRegistry() *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(
+		&nodeCollector{n: n},
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	)
+	return reg
+}
+
+// metricsRoutes registers GET /metrics.
+func (n *Node) metricsRoutes(r *router.Router) {
+	reg := n.newMetricsRegistry()
+	h := fasthttpadaptor.NewFastHTTPHandler(promhttp.HandlerFor(&cachedGatherer{g: reg, every: gatherEvery}, promhttp.HandlerOpts{
+		ErrorLog:            promLogger{n},
+		ErrorHandling:       promhttp.ContinueOnError,
+		MaxRequestsInFlight: maxScrapes,
+		// No Timeout: promhttp's would wrap the request's context, which
+		// here is fasthttp's RequestCtx, whose Done races with the
+		// server's Shutdown. A gather is bounded anyway: each actor ask
+		// has a one-second deadline, the rest reads atomics.
+		// Compression follows the client's Accept-Encoding (Prometheus
+		// asks for gzip; curl gets plain text).
+	}))
+	c := &scrapeCache{every: gatherEvery}
+	r.GET("/metrics", func(ctx *fasthttp.RequestCtx) {
+		if c.serve(ctx) {
+			return
+		}
+		h(ctx)
+		c.keep(ctx)
+	})
+}
+
+// scrapeCache keeps the encoded answers of the last gatherEvery, one per
+// (Accept, gzip or not): within that time a scrape is a copy of bytes, so
+// a client scraping a hundred times a second costs the node about ten
+// encodings a second, not a hundred.
+type scrapeCache struct {
+	every   time.Duration
+	mu      sync.Mutex
+	at      time.Time
+	answers map[string]cachedScrape
+}
+
+type cachedScrape struct {
+	ctype, cenc string
+	body        []byte
+}
+
+// maxCachedScrapes bounds the answers kept per period: the key holds the
+// client's Accept header, so what a client sends cannot grow the map.
+const maxCachedScrapes = 4
+
+func scrapeKey(ctx *fasthttp.RequestCtx) string {
+	gz := bytes.Contains(ctx.Request.Header.Peek("Accept-Encoding"), []byte("gzip"))
+	return strconv.FormatBool(gz) + "\x00" + string(ctx.Request.Header.Peek("Accept"))
+}
+
+// serve answers ctx from the cache when it can.
+func (c *scrapeCache) serve(ctx *fasthttp.RequestCtx) bool {
+	key := scrapeKey(ctx)
+	c.mu.Lock()
+	a, ok := c.answers[key]
+	fresh := time.Since(c.at) < c.every
+	c.mu.Unlock()
+	if !ok || !fresh {
+		return false
+	}
+	ctx.SetContentType(a.ctype)
+	if a.cenc != "" {
+		ctx.Response.Header.Set("Content-Encoding", a.cenc)
+	}
+	ctx.SetBody(a.body)
+	return true
+}
+
+// keep stores a 200 answer for the rest of the period.
+func (c *scrapeCache) keep(ctx *fasthttp.RequestCtx) {
+	if ctx.Response.StatusCode() != fasthttp.StatusOK {
+		return
+	}
+	key := scrapeKey(ctx)
+	a := cachedScrape{ctype: string(ctx.Response.Header.ContentType()), cenc: string(ctx.Response.Header.Peek("Content-Encoding")),
+		body: append([]byte(nil), ctx.Response.Body()...)}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if time.Since(c.at) >= c.every {
+		c.answers, c.at = map[string]cachedScrape{}, time.Now()
+	}
+	if len(c.answers) < maxCachedScrapes {
+		c.answers[key] = a
+	}
+}
+
+// promLogger sends the Prometheus handler's errors to the core channel.
+type promLogger struct{ n *Node }
+
+func (l promLogger) Println(v ...any) { l.n.logs["core"].Warn("metrics", "err", v) }
