@@ -45,9 +45,8 @@ const (
 	maxScrapes  = 4
 )
 
-// peerPath is the label `path` of a peer: how its session reaches it.
-// Sessions are direct QUIC today; punched, relayed and TCP paths report
-// their own names here when the peer diagnostics carry them. A peer
+// peerPath is the label `path` of a peer: how its session reaches it
+// (direct, punched, tcp or relayed, from the peer diagnostics); a peer
 // without a session (disconnected) has the path "none".
 func peerPath(d messages.PeerDiag) string {
 	if d.State == "disconnected" {
