@@ -321,10 +321,16 @@ var ErrSelf = errors.New("address belongs to this node")
 
 // Accept returns the next inbound connection.
 func (e *QUICEndpoint) Accept(ctx context.Context) (Conn, error) {
+	return nextAccepted(ctx, e.ctx, e.accepted)
+}
+
+// nextAccepted waits for the next connection on accepted, until the
+// endpoint's life (ErrClosed) or the caller's ctx ends.
+func nextAccepted[C Conn](ctx, life context.Context, accepted <-chan C) (Conn, error) {
 	select {
-	case c := <-e.accepted:
+	case c := <-accepted:
 		return c, nil
-	case <-e.ctx.Done():
+	case <-life.Done():
 		return nil, ErrClosed
 	case <-ctx.Done():
 		return nil, ctx.Err()

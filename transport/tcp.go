@@ -338,14 +338,7 @@ func (e *MultiEndpoint) track(c *streamConn) {
 
 // Accept returns the next inbound connection of any path.
 func (e *MultiEndpoint) Accept(ctx context.Context) (Conn, error) {
-	select {
-	case c := <-e.accepted:
-		return c, nil
-	case <-e.ctx.Done():
-		return nil, ErrClosed
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
+	return nextAccepted(ctx, e.ctx, e.accepted)
 }
 
 // Close stops every path and closes every connection.
