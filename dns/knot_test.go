@@ -54,22 +54,25 @@ func knotZones(glue string) map[string]string {
 }
 
 func knotSources(t testing.TB) (*view.Published, *records.Published) {
+	return publishSources(t, knotSerial, map[string]string{"site.p2p": "10.77.0.5", "v6.p2p": "fd00::5", "a.deep.p2p": "10.77.0.6"},
+		`{"name":"txt.site.p2p","type":"TXT","ttl":120,"data":"local under site"}`,
+		`{"name":"x.y.p2p","type":"TXT","ttl":120,"data":"local under p2p"}`)
+}
+
+// publishSources publishes resolved p2p domains (name → IP), the admin
+// domain as internal, and local records (JSON as the admin API takes
+// them), as the ledger and the localdns actor would.
+func publishSources(t testing.TB, version uint64, domains map[string]string, recordJSON ...string) (*view.Published, *records.Published) {
+	t.Helper()
+	ds := map[string]*view.Domain{}
+	for name, ip := range domains {
+		ds[name] = &view.Domain{Name: name, Status: "resolved", IP: netip.MustParseAddr(ip)}
+	}
 	pub := &view.Published{}
-	pub.Store(&view.Snapshot{
-		Version: knotSerial,
-		Domains: map[string]*view.Domain{
-			"site.p2p":   {Name: "site.p2p", Status: "resolved", IP: netip.MustParseAddr("10.77.0.5")},
-			"v6.p2p":     {Name: "v6.p2p", Status: "resolved", IP: netip.MustParseAddr("fd00::5")},
-			"a.deep.p2p": {Name: "a.deep.p2p", Status: "resolved", IP: netip.MustParseAddr("10.77.0.6")},
-		},
-		Internal: map[string]netip.Addr{"admin.p2p": netip.MustParseAddr("127.0.0.1")},
-	})
+	pub.Store(&view.Snapshot{Version: version, Domains: ds, Internal: map[string]netip.Addr{"admin.p2p": netip.MustParseAddr("127.0.0.1")}})
 	local := &records.Published{}
 	var recs []records.Record
-	for _, js := range []string{
-		`{"name":"txt.site.p2p","type":"TXT","ttl":120,"data":"local under site"}`,
-		`{"name":"x.y.p2p","type":"TXT","ttl":120,"data":"local under p2p"}`,
-	} {
+	for _, js := range recordJSON {
 		recs = append(recs, mustRecord(t, js))
 	}
 	local.Store(&records.Snapshot{Version: 1, Records: recs})

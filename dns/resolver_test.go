@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -133,25 +132,9 @@ remote-control:
 }
 
 func resolverSources(t testing.TB) (*view.Published, *records.Published) {
-	pub := &view.Published{}
-	pub.Store(&view.Snapshot{
-		Version: 5,
-		Domains: map[string]*view.Domain{
-			"site.p2p":   {Name: "site.p2p", Status: "resolved", IP: netip.MustParseAddr("10.77.0.5")},
-			"a.deep.p2p": {Name: "a.deep.p2p", Status: "resolved", IP: netip.MustParseAddr("10.77.0.6")},
-		},
-		Internal: map[string]netip.Addr{"admin.p2p": netip.MustParseAddr("127.0.0.1")},
-	})
-	local := &records.Published{}
-	var recs []records.Record
-	for _, js := range []string{
+	return publishSources(t, 5, map[string]string{"site.p2p": "10.77.0.5", "a.deep.p2p": "10.77.0.6"},
 		`{"name":"nas.home","type":"A","ttl":120,"data":"192.0.2.20"}`,
-		`{"name":"txt.site.p2p","type":"TXT","ttl":120,"data":"under site.p2p"}`,
-	} {
-		recs = append(recs, mustRecord(t, js))
-	}
-	local.Store(&records.Snapshot{Version: 1, Records: recs})
-	return pub, local
+		`{"name":"txt.site.p2p","type":"TXT","ttl":120,"data":"under site.p2p"}`)
 }
 
 func TestResolverInFront(t *testing.T) {
