@@ -267,12 +267,24 @@ type patWord struct {
 }
 
 func compilePattern(s string) *Pattern {
+	words := patternWords(s, func(r rune) bool { return r == '|' || r == ',' || r == ' ' })
+	if words == nil {
+		return nil
+	}
+	return &Pattern{words: words}
+}
+
+// patternWords splits a simple pattern into its words (at isSep, each
+// trimmed, '!' marking a negative one); nil for a pattern that matches
+// everything ("", "*", or only separators).
+func patternWords(s string, isSep func(rune) bool) []patWord {
 	s = strings.TrimSpace(s)
 	if s == "" || s == "*" {
 		return nil
 	}
-	p := &Pattern{}
-	for _, w := range strings.FieldsFunc(s, func(r rune) bool { return r == '|' || r == ',' || r == ' ' }) {
+	var words []patWord
+	for _, w := range strings.FieldsFunc(s, isSep) {
+		w = strings.TrimSpace(w)
 		pw := patWord{}
 		if strings.HasPrefix(w, "!") {
 			pw.neg, w = true, w[1:]
@@ -281,12 +293,9 @@ func compilePattern(s string) *Pattern {
 			continue
 		}
 		pw.text = w
-		p.words = append(p.words, pw)
+		words = append(words, pw)
 	}
-	if len(p.words) == 0 {
-		return nil
-	}
-	return p
+	return words
 }
 
 func (p *Pattern) match(id, name string) bool {

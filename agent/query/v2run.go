@@ -154,27 +154,11 @@ func (t *V2Target) instRange(i int) (a, b int) { return t.instStart[i], t.instSt
 type v2Pattern struct{ words []patWord }
 
 func compileV2Pattern(s string) *v2Pattern {
-	s = strings.TrimSpace(s)
-	if s == "" || s == "*" {
+	words := patternWords(s, func(r rune) bool { return r == '|' })
+	if words == nil {
 		return nil
 	}
-	p := &v2Pattern{}
-	for _, w := range strings.Split(s, "|") {
-		w = strings.TrimSpace(w)
-		pw := patWord{}
-		if strings.HasPrefix(w, "!") {
-			pw.neg, w = true, w[1:]
-		}
-		if w == "" {
-			continue
-		}
-		pw.text = w
-		p.words = append(p.words, pw)
-	}
-	if len(p.words) == 0 {
-		return nil
-	}
-	return p
+	return &v2Pattern{words: words}
 }
 
 // match reports whether any of the names matches positively; a negative
