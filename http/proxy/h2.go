@@ -266,13 +266,8 @@ func (s *Server) serveHTTP(rw http.ResponseWriter, r *http.Request) {
 		}
 		end := time.Now()
 		el := end.Sub(start)
-		s.total.Add(1)
-		s.millis.Add(el.Milliseconds())
-		if st >= 500 {
-			s.failed.Add(1)
-		} else {
-			s.ok.Add(1)
-		}
+		s.finished(st, el)
+		s.routes.add(upstream, st, r.ContentLength, int64(w.bytes))
 		l := accessLine{method: methodString([]byte(r.Method)), host: r.Host, path: r.URL.Path,
 			upstream: upstream, status: st, bytes: w.bytes, dur: el, at: end}
 		select {

@@ -3,6 +3,7 @@ package proxy
 import (
 	"crypto/tls"
 	"sync/atomic"
+	"time"
 
 	"github.com/valyala/fasthttp"
 )
@@ -63,16 +64,34 @@ func routeOf(upstream string) Route {
 // Content-Length (a chunked upload counts 0) and the response body (in
 // memory, or the length a streamed upstream declared).
 func (c *routeCounters) count(ctx *fasthttp.RequestCtx, status int, upstream string) {
+	c.add(upstream, status, int64(ctx.Request.Header.ContentLength()), int64(bodyBytes(&ctx.Response)))
+}
+
+// add counts one finished request of either server (HTTP/1.1 or
+// HTTP/2 and 3): upstream as serve notes it, body bytes in and out
+// (negative: unknown, not counted).
+func (c *routeCounters) add(upstream string, status int, in, out int64) {
 	r := routeOf(upstream)
 	if status < 100 || status >= maxStatus {
 		status = 0
 	}
 	c.byStatus[r][status].Add(1)
-	if n := ctx.Request.Header.ContentLength(); n > 0 {
-		c.bytesIn[r].Add(int64(n))
+	if in > 0 {
+		c.bytesIn[r].Add(in)
 	}
-	if n := bodyBytes(&ctx.Response); n > 0 {
-		c.bytesOut[r].Add(int64(n))
+	if out > 0 {
+		c.bytesOut[r].Add(out)
+	}
+}
+
+// finished adds one request's totals and time, on either server.
+func (s *Server) finished(status int, el time.Duration) {
+	s.total.Add(1)
+	s.millis.Add(el.Milliseconds())
+	if status >= 500 {
+		s.failed.Add(1)
+	} else {
+		s.ok.Add(1)
 	}
 }
 

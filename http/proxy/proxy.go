@@ -320,13 +320,7 @@ func (s *Server) serve(ctx *fasthttp.RequestCtx) {
 		st := ctx.Response.StatusCode()
 		end := time.Now()
 		el := end.Sub(start)
-		s.total.Add(1)
-		s.millis.Add(el.Milliseconds())
-		if st >= 500 {
-			s.failed.Add(1)
-		} else {
-			s.ok.Add(1)
-		}
+		s.finished(st, el)
 		if s.altSvc != "" && ctx.IsTLS() {
 			ctx.Response.Header.Set("Alt-Svc", s.altSvc)
 		}
