@@ -21,8 +21,11 @@ type accessLine struct {
 // logRequest hands the request's access line to the writer goroutine;
 // when its buffer is full the line is dropped and counted.
 func (s *Server) logRequest(ctx *fasthttp.RequestCtx, status int, at time.Time, dur time.Duration, upstream string) {
-	l := accessLine{method: methodString(ctx.Method()), host: string(ctx.Host()), path: string(ctx.Path()),
-		upstream: upstream, status: status, bytes: bodyBytes(&ctx.Response), dur: dur, at: at}
+	s.sendAccess(accessLine{method: methodString(ctx.Method()), host: string(ctx.Host()), path: string(ctx.Path()),
+		upstream: upstream, status: status, bytes: bodyBytes(&ctx.Response), dur: dur, at: at})
+}
+
+func (s *Server) sendAccess(l accessLine) {
 	select {
 	case s.access <- l:
 	default:
@@ -69,47 +72,71 @@ const (
 )
 
 // logAccess writes the access lines: with Deps.AccessBatch in batches
-// (above), else one slog record each.
+// (above), else one slog record each. The channel is never closed: an
+// HTTP/2 or HTTP/3 handler may still finish after Shutdown gave up
+// waiting for it, and its line then lands in the buffer (or is dropped)
+// instead of sending on a closed channel. Shutdown closes accessStop;
+// what is buffered by then is written and the goroutine ends.
 func (s *Server) logAccess() {
 	defer close(s.accessDone)
-	if s.d.AccessBatch == nil {
-		for l := range s.access {
-			s.d.Access.Info("request", "method", l.method, "host", l.host, "path", l.path, "status", l.status,
-				"bytes", l.bytes, "ms", l.dur.Milliseconds(), "upstream", l.upstream)
-		}
-		return
-	}
 	linger := time.NewTimer(time.Hour)
 	linger.Stop()
-	for l := range s.access {
-		batch := make([]*messages.LogLine, 1, accessBatch)
-		batch[0] = l.format()
-		linger.Reset(accessLinger)
-		<-linger.C // at Shutdown too: the channel closes after the servers stopped
-		open := true
-	drain:
-		for open {
+	for {
+		select {
+		case l := <-s.access:
+			if s.d.AccessBatch == nil {
+				s.writeAccessLine(l)
+				continue
+			}
+			linger.Reset(accessLinger)
 			select {
-			case m, ok := <-s.access:
-				if !ok {
-					open = false
-					break drain
+			case <-linger.C:
+			case <-s.accessStop:
+				linger.Stop()
+			}
+			s.writeAccessBatch(l)
+		case <-s.accessStop:
+			for {
+				select {
+				case l := <-s.access:
+					if s.d.AccessBatch == nil {
+						s.writeAccessLine(l)
+					} else {
+						s.writeAccessBatch(l)
+					}
+				default:
+					return
 				}
-				batch = append(batch, m.format())
-				if len(batch) == accessBatch {
-					s.d.AccessBatch(batch)
-					batch = make([]*messages.LogLine, 0, accessBatch)
-				}
-			default:
-				break drain
 			}
 		}
-		if len(batch) > 0 {
-			s.d.AccessBatch(batch)
+	}
+}
+
+func (s *Server) writeAccessLine(l accessLine) {
+	s.d.Access.Info("request", "method", l.method, "host", l.host, "path", l.path, "status", l.status,
+		"bytes", l.bytes, "ms", l.dur.Milliseconds(), "upstream", l.upstream)
+}
+
+// writeAccessBatch writes first and what else is buffered now, in
+// batches of at most accessBatch lines.
+func (s *Server) writeAccessBatch(first accessLine) {
+	batch := make([]*messages.LogLine, 1, accessBatch)
+	batch[0] = first.format()
+	for {
+		select {
+		case m := <-s.access:
+			batch = append(batch, m.format())
+			if len(batch) == accessBatch {
+				s.d.AccessBatch(batch)
+				batch = make([]*messages.LogLine, 0, accessBatch)
+			}
+			continue
+		default:
 		}
-		if !open {
-			return
-		}
+		break
+	}
+	if len(batch) > 0 {
+		s.d.AccessBatch(batch)
 	}
 }
 

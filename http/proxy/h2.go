@@ -268,13 +268,8 @@ func (s *Server) serveHTTP(rw http.ResponseWriter, r *http.Request) {
 		el := end.Sub(start)
 		s.finished(st, el)
 		s.routes.add(upstream, st, r.ContentLength, int64(w.bytes))
-		l := accessLine{method: methodString([]byte(r.Method)), host: r.Host, path: r.URL.Path,
-			upstream: upstream, status: st, bytes: w.bytes, dur: el, at: end}
-		select {
-		case s.access <- l:
-		default:
-			s.dropped.Add(1)
-		}
+		s.sendAccess(accessLine{method: methodString([]byte(r.Method)), host: r.Host, path: r.URL.Path,
+			upstream: upstream, status: st, bytes: w.bytes, dur: el, at: end})
 	}()
 	if r.Host == "" {
 		httpPage(w, http.StatusBadRequest, "Bad Request", "No :authority or Host.")

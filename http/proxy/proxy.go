@@ -151,7 +151,7 @@ type Server struct {
 
 	total, ok, failed, millis, dropped atomic.Int64
 	access                             chan accessLine
-	accessDone                         chan struct{}
+	accessDone, accessStop             chan struct{}
 	budget                             *bodyBudget
 
 	h2State
@@ -183,7 +183,7 @@ func New(d Deps) *Server {
 	if d.MaxUploads <= 0 {
 		d.MaxUploads = MaxUploads
 	}
-	s := &Server{d: d, access: make(chan accessLine, AccessBuffer), accessDone: make(chan struct{}),
+	s := &Server{d: d, access: make(chan accessLine, AccessBuffer), accessDone: make(chan struct{}), accessStop: make(chan struct{}),
 		budget: newBodyBudget(d.BodyBudget)}
 	mk := func() *fasthttp.Server {
 		return &fasthttp.Server{
@@ -273,7 +273,7 @@ func (s *Server) Shutdown() {
 	s.ln.Close()
 	s.tln.Close()
 	s.wg.Wait()
-	close(s.access)
+	close(s.accessStop)
 	<-s.accessDone
 	s.clients.Range(func(_, v any) bool {
 		v.(*upstream).hc.CloseIdleConnections()
