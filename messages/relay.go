@@ -5,6 +5,7 @@ package messages
 type PathCounters struct {
 	TCPAccepted     int64 `json:"tcpAccepted"`     // inbound TCP connections that completed TLS
 	TCPDialed       int64 `json:"tcpDialed"`       // dials that ended on TCP
+	QUICUpgrades    int64 `json:"quicUpgrades"`    // QUIC connections that came up after TCP won their dial (the peer moves to them)
 	TCPRefused      int64 `json:"tcpRefused"`      // refused at the pending-inbound cap
 	TCPBadHandshake int64 `json:"tcpBadHandshake"` // closed: not TLS 1.3 with a valid peer certificate
 

@@ -33,10 +33,11 @@ type MultiEndpoint struct {
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup
 
-	garbage  atomic.Int64 // TCP connections that failed the TLS handshake
-	refused  atomic.Int64 // TCP connections refused at the pending cap
-	tcpIn    atomic.Int64 // TCP connections accepted (handshake done)
-	tcpDials atomic.Int64 // outbound connections that ended on TCP
+	garbage      atomic.Int64 // TCP connections that failed the TLS handshake
+	refused      atomic.Int64 // TCP connections refused at the pending cap
+	tcpIn        atomic.Int64 // TCP connections accepted (handshake done)
+	tcpDials     atomic.Int64 // outbound connections that ended on TCP
+	quicUpgrades atomic.Int64 // QUIC connections that came up after TCP won their dial
 
 	relay *relayState
 }
@@ -127,6 +128,7 @@ func (e *MultiEndpoint) RefusedInbound() int64 {
 type PathStats struct {
 	TCPAccepted    int64 `json:"tcpAccepted"`
 	TCPDialed      int64 `json:"tcpDialed"`
+	QUICUpgrades   int64 `json:"quicUpgrades"`
 	TCPRefused     int64 `json:"tcpRefused"`      // at the pending cap
 	TCPBadHandsake int64 `json:"tcpBadHandshake"` // closed: not TLS 1.3 with a valid peer certificate (garbage)
 	RelayStats
@@ -135,7 +137,7 @@ type PathStats struct {
 // Stats returns the TCP and relay counters.
 func (e *MultiEndpoint) Stats() PathStats {
 	return PathStats{
-		TCPAccepted: e.tcpIn.Load(), TCPDialed: e.tcpDials.Load(), TCPRefused: e.refused.Load(),
+		TCPAccepted: e.tcpIn.Load(), TCPDialed: e.tcpDials.Load(), QUICUpgrades: e.quicUpgrades.Load(), TCPRefused: e.refused.Load(),
 		TCPBadHandsake: e.garbage.Load(), RelayStats: e.relay.stats(),
 	}
 }
@@ -233,8 +235,12 @@ func (e *MultiEndpoint) inboundStream(raw net.Conn, slot *pendingSlot, path, via
 }
 
 // Dial connects to addr by QUIC, or by TCP when QUIC has not connected
-// within Options.TCPDelay or failed; the first up wins and the other is
-// closed.
+// within Options.TCPDelay or failed; the first up is returned. When TCP
+// wins while QUIC is still trying, QUIC goes on until its handshake
+// timeout: if it then connects, it is handed to Accept, where the peer
+// layer ranks it above the TCP connection and moves to it (a slow first
+// handshake must not leave two peers on TCP for good). A late TCP
+// connection is closed.
 func (e *MultiEndpoint) Dial(ctx context.Context, addr, peerID string) (Conn, error) {
 	if e.ctx.Err() != nil {
 		return nil, ErrClosed
@@ -242,65 +248,105 @@ func (e *MultiEndpoint) Dial(ctx context.Context, addr, peerID string) (Conn, er
 	if e.tln == nil {
 		return e.q.Dial(ctx, addr, peerID)
 	}
-	type result struct {
-		c   Conn
-		err error
-	}
-	dctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	results := make(chan result, 2)
+	// QUIC outlives the caller's context once TCP has won, so its own
+	// context is bounded by the handshake timeout and the endpoint.
+	qctx, qcancel := context.WithTimeout(context.WithoutCancel(ctx), e.cfg.HandshakeTimeout)
+	stopQ := context.AfterFunc(e.ctx, qcancel)
+	quicDone := make(chan dialResult, 1)
 	go func() {
-		c, err := e.q.Dial(dctx, addr, peerID)
-		results <- result{c, err}
+		defer stopQ()
+		defer qcancel()
+		c, err := e.q.Dial(qctx, addr, peerID)
+		quicDone <- dialResult{c, err}
 	}()
+	tctx, tcancel := context.WithCancel(ctx)
+	defer tcancel()
+	tcpDone := make(chan dialResult, 1)
 	tcpStarted := false
 	startTCP := func() {
 		tcpStarted = true
 		go func() {
-			c, err := e.DialTCP(dctx, addr, peerID)
-			results <- result{c, err}
+			c, err := e.DialTCP(tctx, addr, peerID)
+			tcpDone <- dialResult{c, err}
 		}()
 	}
 	head := time.NewTimer(e.opt.TCPDelay)
 	defer head.Stop()
 	var errs []error
-	pending := 1
+	quicPending, tcpPending := true, false
 	for {
 		select {
 		case <-head.C:
 			if !tcpStarted {
 				startTCP()
-				pending++
+				tcpPending = true
 			}
-		case r := <-results:
-			pending--
+		case <-ctx.Done():
+			qcancel()
+			if quicPending {
+				go closeLate(quicDone)
+			}
+			if tcpPending {
+				go closeLate(tcpDone)
+			}
+			return nil, ctx.Err()
+		case r := <-quicDone:
+			quicPending = false
 			if r.err == nil {
-				if pending > 0 {
-					// The other attempt is cancelled; close it if it
-					// got through anyway.
-					go func() {
-						if late := <-results; late.err == nil {
-							_ = late.c.Close("duplicate path")
-						}
-					}()
-				}
-				if p, _ := PathOf(r.c); p == PathTCP {
-					e.tcpDials.Add(1)
+				if tcpPending {
+					tcancel()
+					go closeLate(tcpDone)
 				}
 				return r.c, nil
 			}
 			errs = append(errs, r.err)
 			if errors.Is(r.err, ErrSelf) || errors.Is(r.err, ErrWrongPeer) {
+				if tcpPending {
+					tcancel()
+					go closeLate(tcpDone)
+				}
 				return nil, r.err
 			}
-			if !tcpStarted && ctx.Err() == nil {
+			if !tcpStarted {
 				startTCP()
-				pending++
+				tcpPending = true
 			}
-			if pending == 0 {
-				return nil, errors.Join(errs...)
+		case r := <-tcpDone:
+			tcpPending = false
+			if r.err == nil {
+				e.tcpDials.Add(1)
+				if quicPending {
+					go e.upgradeLate(quicDone)
+				}
+				return r.c, nil
 			}
+			errs = append(errs, r.err)
 		}
+		if !quicPending && !tcpPending && tcpStarted {
+			return nil, errors.Join(errs...)
+		}
+	}
+}
+
+type dialResult struct {
+	c   Conn
+	err error
+}
+
+// closeLate closes a dial's connection that got through after the dial
+// was decided.
+func closeLate(ch <-chan dialResult) {
+	if r := <-ch; r.err == nil {
+		_ = r.c.Close("duplicate path")
+	}
+}
+
+// upgradeLate hands a QUIC connection that got through after TCP won to
+// Accept (see Dial).
+func (e *MultiEndpoint) upgradeLate(ch <-chan dialResult) {
+	if r := <-ch; r.err == nil {
+		e.quicUpgrades.Add(1)
+		e.deliver(r.c)
 	}
 }
 

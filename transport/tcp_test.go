@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -167,6 +168,128 @@ func TestDialPrefersQUIC(t *testing.T) {
 	if p, _ := PathOf(out); p != PathQUIC {
 		t.Fatalf("path %q, want quic", p)
 	}
+}
+
+// When TCP wins a dial because QUIC is slow (here: its first packets
+// are lost), the QUIC attempt goes on, and once it connects it is handed
+// to Accept as an outbound connection for the peer layer to move to.
+func TestDialUpgradesToLateQUIC(t *testing.T) {
+	a := newMulti(t, Options{})
+	b := newMulti(t, Options{TCPDelay: 20 * time.Millisecond})
+	fw := newGatedForwarder(t, a.Addr().String())
+	out, err := b.Dial(ctxT(t), fw.addr, a.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, _ := PathOf(out); p != PathTCP {
+		t.Fatalf("path %q, want tcp while UDP is dropped", p)
+	}
+	fw.open.Store(true)
+	late, err := b.Accept(ctxT(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, _ := PathOf(late); p != PathQUIC || !late.Outbound() || late.PeerID() != a.ID() {
+		t.Fatalf("late connection: path %q outbound %v peer %.8s", p, late.Outbound(), late.PeerID())
+	}
+	if s := b.Stats(); s.QUICUpgrades != 1 || s.TCPDialed != 1 {
+		t.Fatalf("stats %+v", s)
+	}
+	for range 2 { // a sees both: the TCP one, then the QUIC one
+		if _, err := a.Accept(ctxT(t)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// gatedForwarder forwards TCP and UDP on one port to target; UDP packets
+// from the client are dropped until open is set.
+type gatedForwarder struct {
+	addr string
+	open atomic.Bool
+}
+
+func newGatedForwarder(t *testing.T, target string) *gatedForwarder {
+	t.Helper()
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", pc.LocalAddr().String())
+	if err != nil {
+		pc.Close()
+		t.Fatal(err)
+	}
+	ua, _ := net.ResolveUDPAddr("udp", target)
+	up, err := net.DialUDP("udp", nil, ua)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &gatedForwarder{addr: pc.LocalAddr().String()}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var conns []net.Conn
+	t.Cleanup(func() {
+		pc.Close()
+		ln.Close()
+		up.Close()
+		mu.Lock()
+		for _, c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	})
+	var client atomic.Pointer[net.Addr]
+	wg.Add(3)
+	go func() {
+		defer wg.Done()
+		buf := make([]byte, 65536)
+		for {
+			n, from, err := pc.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			client.Store(&from)
+			if f.open.Load() {
+				_, _ = up.Write(buf[:n])
+			}
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		buf := make([]byte, 65536)
+		for {
+			n, err := up.Read(buf)
+			if err != nil {
+				return
+			}
+			if c := client.Load(); c != nil {
+				_, _ = pc.WriteTo(buf[:n], *c)
+			}
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			u, err := net.Dial("tcp", target)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			mu.Lock()
+			conns = append(conns, c, u)
+			mu.Unlock()
+			wg.Add(2)
+			go func() { defer wg.Done(); _, _ = io.Copy(u, c); u.Close() }()
+			go func() { defer wg.Done(); _, _ = io.Copy(c, u); c.Close() }()
+		}
+	}()
+	return f
 }
 
 func TestTCPGarbageClosedAndCounted(t *testing.T) {
