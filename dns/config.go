@@ -56,6 +56,12 @@ type Config struct {
 	// (RFC 9018; share it between servers of one anycast address); nil:
 	// a random one made at start (cookies.go).
 	CookieSecret []byte
+	// CookieRotate is how often a random secret is replaced by a new
+	// random one (the previous one keeps verifying until the next
+	// rotation) [24h]; negative: never. A secret given in CookieSecret is
+	// never rotated here: the servers that share it rotate it together,
+	// by configuration.
+	CookieRotate time.Duration
 }
 
 func (c *Config) defaults() {
@@ -87,7 +93,13 @@ func (c *Config) defaults() {
 	if c.Now == nil {
 		c.Now = time.Now
 	}
+	if c.CookieRotate == 0 {
+		c.CookieRotate = DefaultCookieRotate
+	}
 }
+
+// DefaultCookieRotate is how often a random cookie secret is replaced.
+const DefaultCookieRotate = 24 * time.Hour
 
 // NormalizeUpstreams checks upstream servers (ip or ip:port each; host
 // names cannot be resolved before DNS runs) and completes bare addresses

@@ -3,6 +3,7 @@ package dns
 import (
 	"encoding/hex"
 	"net/netip"
+	"time"
 
 	"github.com/miekg/dns"
 
@@ -27,6 +28,10 @@ import (
 //     exempts a client outside the ACL from the response-rate limit, as
 //     TCP does: only a client that receives our replies at its address
 //     can send it back.
+//
+// The random secret made at start is replaced every Config.CookieRotate
+// (a day by default), the previous one verifying until the next change;
+// a secret given in Config.CookieSecret is left to whoever shares it.
 //
 // Queries without a cookie are answered as before. Cookies ride on the
 // fast path: zone.Parse accepts an OPT holding one COOKIE option, the
@@ -111,6 +116,26 @@ func (s *Server) fastCookie(pkt []byte, q *zone.Query, client netip.Addr, sh *sh
 	s.cookies.Make((*[cookie.ServerLen]byte)(q.OutCookie[cookie.ClientLen:]), cl, client, now)
 	q.CookieOut = true
 	return true, proven
+}
+
+// rotateCookies replaces the random cookie secret every interval, until
+// Shutdown (RFC 7873 §7.1: a server secret changes periodically; the
+// jar keeps the previous one valid, so no client sees BADCOOKIE for a
+// cookie it got just before).
+func (s *Server) rotateCookies(interval time.Duration) {
+	defer s.wg.Done()
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-s.baseCtx.Done():
+			return
+		case <-tick.C:
+			if err := s.cookies.Rotate(nil); err != nil {
+				s.log.Warn("dns cookie secret not rotated", "err", err)
+			}
+		}
+	}
 }
 
 // RotateCookieSecret makes key (16 bytes; nil: a random one) the secret

@@ -2,6 +2,7 @@ package dns
 
 import (
 	"encoding/hex"
+	"fmt"
 	"net/netip"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 
 	"peerdns/dns/cookie"
 	"peerdns/dns/zone"
+	"peerdns/internal/testutil"
 )
 
 // askCookie sends name/A with the COOKIE option data (hex) and returns
@@ -214,5 +216,31 @@ func BenchmarkFastCookie(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// A random secret is rotated on schedule: a server cookie keeps working
+// across one rotation and becomes "not ours" (BADCOOKIE, for a UDP
+// client outside the recursion ACL) after the next.
+func TestCookieSecretRotates(t *testing.T) {
+	pub, local := testSources(t)
+	s := newTestServer(t, testConfig{Config: Config{Upstreams: []string{deadUpstream(t)}, RecursionAllow: []netip.Prefix{},
+		CookieRotate: 50 * time.Millisecond}}, pub, local)
+	m, got := askCookie(t, "udp", s.Addr(), "a.local.", dns.TypeA, clientCookie)
+	if m.Rcode != 0 {
+		t.Fatalf("client cookie only: %v", m)
+	}
+	old := checkOurs(t, s, got)
+	testutil.Eventually(t, 10*time.Second, func() error {
+		m, _ := askCookie(t, "udp", s.Addr(), "a.local.", dns.TypeA, clientCookie+old)
+		if m.Rcode != dns.RcodeBadCookie {
+			return fmt.Errorf("the cookie of two rotations ago still answered: rcode %s", dns.RcodeToString[m.Rcode])
+		}
+		return nil
+	})
+	// A fresh cookie works at once.
+	_, got = askCookie(t, "udp", s.Addr(), "a.local.", dns.TypeA, clientCookie)
+	if m, _ := askCookie(t, "udp", s.Addr(), "a.local.", dns.TypeA, clientCookie+checkOurs(t, s, got)); m.Rcode != 0 {
+		t.Fatalf("fresh cookie: rcode %s", dns.RcodeToString[m.Rcode])
 	}
 }

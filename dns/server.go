@@ -356,6 +356,10 @@ func (s *Server) Start() error {
 	}
 	s.wg.Add(1)
 	go s.runQueryLog()
+	if s.cfg.CookieSecret == nil && s.cfg.CookieRotate > 0 {
+		s.wg.Add(1)
+		go s.rotateCookies(s.cfg.CookieRotate)
+	}
 	s.unsub = append(s.unsub,
 		s.view.Subscribe(func(*view.Snapshot) { s.rebuildPaced() }),
 		s.local.Subscribe(func(*records.Snapshot) { s.rebuildPaced() }))
