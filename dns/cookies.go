@@ -33,7 +33,7 @@ import (
 // (a day by default), the previous one verifying until the next change;
 // a secret given in Config.CookieSecret is left to whoever shares it.
 //
-// Queries without a cookie are answered as before. Cookies ride on the
+// Queries without a cookie are answered without one. Cookies ride on the
 // fast path: zone.Parse accepts an OPT holding one COOKIE option, the
 // server makes the cookie (one SipHash, no allocation) and Write adds
 // it.

@@ -19,7 +19,7 @@ import (
 // control message naming the address it was sent to, and the reply
 // carries it back (ipi_spec_dst / ipi6_addr), so it leaves from there.
 // Only sockets bound to an unspecified address turn it on; the others
-// read and write exactly as before.
+// read and write without control messages.
 //
 // Why not golang.org/x/net/ipv4.PacketConn.SetControlMessage: it parses
 // every control message into a new ControlMessage (allocations on the

@@ -19,7 +19,7 @@ import (
 //     which writes each piece as it is read. Without the early head the
 //     writer fills its buffer (4 KiB) with the body's first reads and
 //     keeps them, head included, until the buffer is full. A body that
-//     fits in the buffer goes out with its head in one write, as before:
+//     fits in the buffer goes out with its head in one write:
 //     the early head would cost a system call per small response (the
 //     edge's hot path), and a body that short is held for at most its own
 //     length.
