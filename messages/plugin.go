@@ -140,3 +140,21 @@ type PluginCallReply struct {
 	Result []byte `cbor:"1,keyasint,omitempty"`
 	Err    string `cbor:"2,keyasint,omitempty"`
 }
+
+// PluginHandleRequest is a plugin's handle call: one HTTP request.
+// Headers hold the first value of each header; Body is base64 on the
+// wire.
+type PluginHandleRequest struct {
+	Method  string            `json:"method"`
+	Path    string            `json:"path"`
+	Query   string            `json:"query"`
+	Headers map[string]string `json:"headers"`
+	Body    []byte            `json:"body"` // base64 in JSON
+}
+
+// PluginHandleResponse is a plugin handler's answer.
+type PluginHandleResponse struct {
+	Status  int               `json:"status"`
+	Headers map[string]string `json:"headers"`
+	Body    []byte            `json:"body"`
+}

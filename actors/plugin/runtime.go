@@ -36,22 +36,20 @@ func NewRuntime(domain, www string, handle func(ctx context.Context, req *Handle
 	return &Runtime{Domain: domain, WWW: www, Handles: handle != nil, static: handle, Actions: map[string]bool{}}
 }
 
-// HandleRequest is the handle call: one HTTP request. Headers hold the
-// first value of each header; Body is base64 on the wire.
-type HandleRequest struct {
-	Method  string            `json:"method"`
-	Path    string            `json:"path"`
-	Query   string            `json:"query"`
-	Headers map[string]string `json:"headers"`
-	Body    []byte            `json:"body"` // base64 in JSON
-}
+// HandleRequest is the handle call: one HTTP request.
+type HandleRequest = messages.PluginHandleRequest
 
 // HandleResponse is the handler's answer.
-type HandleResponse struct {
-	Status  int               `json:"status"`
-	Headers map[string]string `json:"headers"`
-	Body    []byte            `json:"body"`
-}
+type HandleResponse = messages.PluginHandleResponse
+
+// Static is the plugin's www folder (absolute), "" without one.
+func (r *Runtime) Static() string { return r.WWW }
+
+// HasHandler: the plugin answers requests (a process or in-process).
+func (r *Runtime) HasHandler() bool { return r.Handles }
+
+// HasAction: the plugin's manifest declares the action.
+func (r *Runtime) HasAction(name string) bool { return r.Actions[name] }
 
 // rawResponse reads the body as the base64 string the protocol says.
 type rawResponse struct {

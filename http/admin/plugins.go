@@ -24,8 +24,8 @@ import (
 	"github.com/fasthttp/router"
 	"github.com/valyala/fasthttp"
 
-	"peerdns/actors/plugin"
 	"peerdns/http/httpx"
+	"peerdns/http/pluginweb"
 	"peerdns/messages"
 )
 
@@ -33,8 +33,8 @@ import (
 const ActionTimeout = 30 * time.Second
 
 // RegisterPlugins adds the plugin routes.
-func RegisterPlugins(r *router.Router, log *slog.Logger, root *actor.RootContext, plugins *actor.PID, table *plugin.Table) {
-	p := pluginRoutes{root: root, pid: plugins, table: table}
+func RegisterPlugins(r *router.Router, log *slog.Logger, root *actor.RootContext, plugins *actor.PID, sites pluginweb.Sites) {
+	p := pluginRoutes{root: root, pid: plugins, sites: sites}
 	r.GET("/api/plugins", httpx.Wrap(log, p.list))
 	r.POST("/api/plugins/reload", httpx.Wrap(log, p.rescan))
 	r.GET("/api/plugins/{domain}", httpx.Wrap(log, p.get))
@@ -48,7 +48,7 @@ func RegisterPlugins(r *router.Router, log *slog.Logger, root *actor.RootContext
 type pluginRoutes struct {
 	root  *actor.RootContext
 	pid   *actor.PID
-	table *plugin.Table
+	sites pluginweb.Sites
 }
 
 func (p pluginRoutes) list(ctx *fasthttp.RequestCtx) error {
@@ -137,7 +137,7 @@ func (p pluginRoutes) action(ctx *fasthttp.RequestCtx) error {
 		}
 		params = append(json.RawMessage(nil), body...)
 	}
-	rt := p.table.Lookup(d)
+	rt := p.sites.Site(d)
 	if rt == nil {
 		rep, err := httpx.Ask[*messages.GetPluginReply](p.root, p.pid, &messages.GetPlugin{Domain: d}, httpx.AskTimeout)
 		if err == nil && rep.Err != nil {
@@ -145,7 +145,7 @@ func (p pluginRoutes) action(ctx *fasthttp.RequestCtx) error {
 		}
 		return httpx.Internal("plugin %s is not running", d)
 	}
-	if !rt.Actions[name] {
+	if !rt.HasAction(name) {
 		return pluginErr(fmt.Errorf("%w: %s in %s", messages.ErrUnknownAction, name, d))
 	}
 	cctx, cancel := context.WithTimeout(context.Background(), ActionTimeout)

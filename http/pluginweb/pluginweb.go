@@ -32,9 +32,26 @@ import (
 
 	"github.com/valyala/fasthttp"
 
-	"peerdns/actors/plugin"
 	"peerdns/internal/token"
+	"peerdns/messages"
 )
+
+// Site is a loaded plugin as the web handler and the admin API see it
+// (the plugin actor's runtime implements it; the composition root hands
+// it in, so no http package imports an actor package).
+type Site interface {
+	Static() string   // the www folder, absolute; "" without one
+	HasHandler() bool // requests go to a handler (a process or in-process)
+	Handle(ctx context.Context, req *messages.PluginHandleRequest) (*messages.PluginHandleResponse, error)
+	HasAction(name string) bool
+	Action(ctx context.Context, name string, params json.RawMessage) (json.RawMessage, error)
+}
+
+// Sites finds the loaded plugin of a domain (lower case, no trailing
+// dot); nil when none is loaded there.
+type Sites interface {
+	Site(domain string) Site
+}
 
 // PeerHeader carries the verified peer id of a write to the handler.
 const PeerHeader = "X-Peerdns-Peer"
@@ -66,7 +83,7 @@ func isWrite(m string) bool {
 }
 
 // Serve answers ctx for the plugin rt.
-func (s *Server) Serve(ctx *fasthttp.RequestCtx, rt *plugin.Runtime) {
+func (s *Server) Serve(ctx *fasthttp.RequestCtx, rt Site) {
 	ctx.Request.Header.Del(PeerHeader)
 	method := string(ctx.Method())
 	if isWrite(method) {
@@ -86,12 +103,12 @@ func (s *Server) Serve(ctx *fasthttp.RequestCtx, rt *plugin.Runtime) {
 		}
 		ctx.Request.Header.Set(PeerHeader, t.PeerID)
 	}
-	if (method == fasthttp.MethodGet || method == fasthttp.MethodHead) && rt.WWW != "" {
-		if file := staticFile(rt.WWW, string(ctx.Path())); file != "" && sendFile(ctx, file) {
+	if (method == fasthttp.MethodGet || method == fasthttp.MethodHead) && rt.Static() != "" {
+		if file := staticFile(rt.Static(), string(ctx.Path())); file != "" && sendFile(ctx, file) {
 			return
 		}
 	}
-	if !rt.Handles {
+	if !rt.HasHandler() {
 		if method == fasthttp.MethodGet || method == fasthttp.MethodHead {
 			ctx.Error("Not Found", 404)
 		} else {
@@ -102,13 +119,13 @@ func (s *Server) Serve(ctx *fasthttp.RequestCtx, rt *plugin.Runtime) {
 	s.handle(ctx, rt)
 }
 
-func (s *Server) handle(ctx *fasthttp.RequestCtx, rt *plugin.Runtime) {
+func (s *Server) handle(ctx *fasthttp.RequestCtx, rt Site) {
 	body := ctx.Request.Body()
 	if len(body) > MaxBody {
 		ctx.Error("Request Entity Too Large", 413)
 		return
 	}
-	req := &plugin.HandleRequest{
+	req := &messages.PluginHandleRequest{
 		Method: string(ctx.Method()), Path: string(ctx.Path()), Query: string(ctx.QueryArgs().QueryString()),
 		Headers: map[string]string{}, Body: append([]byte(nil), body...),
 	}

@@ -282,7 +282,7 @@ func (s *Server) serveHTTP(rw http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if s.d.Plugins != nil {
-		if rt := s.d.Plugins.Lookup(host); rt != nil {
+		if rt := s.d.Plugins.Site(host); rt != nil {
 			upstream = "plugin:" + host
 			s.fastBridge(w, r, func(ctx *fasthttp.RequestCtx) { s.d.PluginWeb.Serve(ctx, rt) }, pluginweb.MaxBody)
 			return

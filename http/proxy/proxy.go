@@ -4,9 +4,9 @@
 //   - the admin domain: the admin API, panel and /ws, in-process;
 //   - a loaded plugin's domain (or the profile domain): http/pluginweb;
 //   - a resolved p2p domain (or a subdomain of one): over a tunnel to the
-//     tunnel server of the domain's resolved hash (actors/tunnel.Dialer:
-//     a server on this node is dialed directly, a peer's through one
-//     stream on the existing peer connection). Connections to each
+//     tunnel server of the domain's resolved hash (Deps.Dialer, the
+//     tunnel actor's dialer: a server on this node is dialed directly, a
+//     peer's through one stream on the existing peer connection). Connections to each
 //     upstream are kept alive and reused (a fasthttp.HostClient per hash),
 //     so a request costs no new QUIC handshake and usually no new stream;
 //   - anything else: 404 with a small page naming the host.
@@ -78,8 +78,6 @@ import (
 
 	"github.com/valyala/fasthttp"
 
-	"peerdns/actors/plugin"
-	"peerdns/actors/tunnel"
 	"peerdns/http/admin"
 	"peerdns/http/httpx"
 	"peerdns/http/pluginweb"
@@ -98,15 +96,22 @@ const (
 	AccessBuffer    = 4096
 )
 
+// Dialer opens a connection to the tunnel server of a hash ("hs://..."):
+// a stream to the peer that serves it, or a TCP connection when the
+// server runs on this node (the tunnel actor's dialer implements it).
+type Dialer interface {
+	Dial(ctx context.Context, hash string) (net.Conn, error)
+}
+
 // Deps are what the proxy needs from the node.
 type Deps struct {
 	HTTPAddr, HTTPSAddr string
 	AdminDomain         string
 	Admin               fasthttp.RequestHandler // the guarded admin router
 	View                *view.Published
-	Plugins             *plugin.Table
+	Plugins             pluginweb.Sites // the loaded plugins' domains
 	PluginWeb           *pluginweb.Server
-	Dialer              *tunnel.Dialer
+	Dialer              Dialer
 	CA                  *certs.CA
 	Log                 *slog.Logger // the proxy channel
 	Access              *slog.Logger // the httpProxy channel
@@ -350,7 +355,7 @@ func (s *Server) serve(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	if s.d.Plugins != nil {
-		if rt := s.d.Plugins.Lookup(host); rt != nil {
+		if rt := s.d.Plugins.Site(host); rt != nil {
 			upstream = "plugin:" + host
 			held, ok := s.wholeBody(ctx, pluginweb.MaxBody)
 			if !ok {
@@ -416,7 +421,7 @@ func certName(s *Server, name string) string {
 
 // serves reports whether name is routed here.
 func (s *Server) serves(name string) bool {
-	if name == s.d.AdminDomain || (s.d.Plugins != nil && s.d.Plugins.Lookup(name) != nil) {
+	if name == s.d.AdminDomain || (s.d.Plugins != nil && s.d.Plugins.Site(name) != nil) {
 		return true
 	}
 	if s.d.View != nil {

@@ -37,10 +37,6 @@ var mayImport = map[string][]string{
 // (then delete its line), so the list only ever shrinks.
 var debt = map[string]bool{
 	"actors/localdns -> dns/records":    true,
-	"http/admin -> actors/plugin":       true,
-	"http/pluginweb -> actors/plugin":   true,
-	"http/proxy -> actors/plugin":       true,
-	"http/proxy -> actors/tunnel":       true,
 	"internal/node -> actors/consensus": true,
 	"internal/node -> actors/ledger":    true,
 	"internal/node -> actors/localdns":  true,

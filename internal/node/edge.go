@@ -22,7 +22,7 @@ func (n *Node) startEdge() error {
 	adm := n.admin.Handler()
 	p := proxy.New(proxy.Deps{
 		HTTPAddr: n.cfg.HTTPAddr, HTTPSAddr: n.cfg.HTTPSAddr, AdminDomain: n.cfg.AdminDomain, Admin: adm,
-		View: n.pub, Plugins: n.pluginTable, PluginWeb: n.pluginWeb, Dialer: n.dialer, CA: n.ca,
+		View: n.pub, Plugins: pluginSites{n.pluginTable}, PluginWeb: n.pluginWeb, Dialer: n.dialer, CA: n.ca,
 		Log: n.logs["proxy"], Access: n.files["httpProxy"], UpstreamTimeout: n.orig.edgeUpstreamTimeout,
 		ReadTimeout: n.orig.edgeReadTimeout, WriteTimeout: n.orig.edgeWriteTimeout, MaxUploads: n.orig.edgeMaxUploads,
 		AccessBatch: func(ls []*messages.LogLine) {

@@ -71,5 +71,16 @@ func (n *Node) profilePlugin() plugin.Static {
 
 // pluginRoutes registers the plugin routes on the admin router.
 func (n *Node) pluginRoutes(r *router.Router) {
-	admin.RegisterPlugins(r, n.logs["core"], n.root.System.Root, n.plugins, n.pluginTable)
+	admin.RegisterPlugins(r, n.logs["core"], n.root.System.Root, n.plugins, pluginSites{n.pluginTable})
+}
+
+// pluginSites hands the plugin table to the http packages as the
+// pluginweb.Sites they declare.
+type pluginSites struct{ t *plugin.Table }
+
+func (p pluginSites) Site(domain string) pluginweb.Site {
+	if rt := p.t.Lookup(domain); rt != nil {
+		return rt
+	}
+	return nil // a nil *Runtime in the interface would not compare nil
 }
