@@ -1,6 +1,8 @@
 package dns
 
 import (
+	"peerdns/messages"
+
 	"context"
 	"fmt"
 	"log/slog"
@@ -14,7 +16,6 @@ import (
 	"github.com/miekg/dns"
 
 	"peerdns/dns/dnstest"
-	"peerdns/dns/records"
 	"peerdns/internal/view"
 )
 
@@ -102,9 +103,9 @@ func deadUpstream(t *testing.T) string {
 	return pc.LocalAddr().String()
 }
 
-func mustRecord(t testing.TB, js string) records.Record {
+func mustRecord(t testing.TB, js string) messages.LocalRecord {
 	t.Helper()
-	r, err := records.Parse([]byte(js))
+	r, err := messages.ParseLocalRecord([]byte(js))
 	if err != nil {
 		t.Fatalf("Parse(%s): %v", js, err)
 	}
@@ -133,7 +134,7 @@ var testRecordJSON = []string{
 	`{"name":"exact.wild.local","type":"TXT","ttl":90,"data":"exact"}`,
 }
 
-func testSources(t testing.TB) (*view.Published, *records.Published) {
+func testSources(t testing.TB) (*view.Published, *view.LocalPublished) {
 	pub := &view.Published{}
 	pub.Store(&view.Snapshot{
 		Version: 1,
@@ -146,12 +147,12 @@ func testSources(t testing.TB) (*view.Published, *records.Published) {
 		},
 		Internal: map[string]netip.Addr{"admin.p2p": netip.MustParseAddr("127.0.0.1")},
 	})
-	local := &records.Published{}
-	var recs []records.Record
+	local := &view.LocalPublished{}
+	var recs []messages.LocalRecord
 	for _, js := range testRecordJSON {
 		recs = append(recs, mustRecord(t, js))
 	}
-	local.Store(&records.Snapshot{Version: 1, Records: recs, Prefs: map[string]string{"pubpref.p2p": records.VersionPublic}})
+	local.Store(&messages.LocalSnapshot{Version: 1, Records: recs, Prefs: map[string]string{"pubpref.p2p": messages.VersionPublic}})
 	return pub, local
 }
 
@@ -161,7 +162,7 @@ type testConfig struct {
 	singleReads bool
 }
 
-func newTestServer(t *testing.T, tc testConfig, pub *view.Published, local *records.Published) *Server {
+func newTestServer(t *testing.T, tc testConfig, pub *view.Published, local *view.LocalPublished) *Server {
 	cfg := tc.Config
 	t.Helper()
 	if cfg.Addr == "" {

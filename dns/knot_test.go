@@ -1,6 +1,8 @@
 package dns
 
 import (
+	"peerdns/messages"
+
 	"fmt"
 	"math/rand/v2"
 	"net"
@@ -15,7 +17,6 @@ import (
 
 	"github.com/miekg/dns"
 
-	"peerdns/dns/records"
 	"peerdns/internal/view"
 )
 
@@ -53,7 +54,7 @@ func knotZones(glue string) map[string]string {
 	}
 }
 
-func knotSources(t testing.TB) (*view.Published, *records.Published) {
+func knotSources(t testing.TB) (*view.Published, *view.LocalPublished) {
 	return publishSources(t, knotSerial, map[string]string{"site.p2p": "10.77.0.5", "v6.p2p": "fd00::5", "a.deep.p2p": "10.77.0.6"},
 		`{"name":"txt.site.p2p","type":"TXT","ttl":120,"data":"local under site"}`,
 		`{"name":"x.y.p2p","type":"TXT","ttl":120,"data":"local under p2p"}`)
@@ -62,7 +63,7 @@ func knotSources(t testing.TB) (*view.Published, *records.Published) {
 // publishSources publishes resolved p2p domains (name → IP), the admin
 // domain as internal, and local records (JSON as the admin API takes
 // them), as the ledger and the localdns actor would.
-func publishSources(t testing.TB, version uint64, domains map[string]string, recordJSON ...string) (*view.Published, *records.Published) {
+func publishSources(t testing.TB, version uint64, domains map[string]string, recordJSON ...string) (*view.Published, *view.LocalPublished) {
 	t.Helper()
 	ds := map[string]*view.Domain{}
 	for name, ip := range domains {
@@ -70,12 +71,12 @@ func publishSources(t testing.TB, version uint64, domains map[string]string, rec
 	}
 	pub := &view.Published{}
 	pub.Store(&view.Snapshot{Version: version, Domains: ds, Internal: map[string]netip.Addr{"admin.p2p": netip.MustParseAddr("127.0.0.1")}})
-	local := &records.Published{}
-	var recs []records.Record
+	local := &view.LocalPublished{}
+	var recs []messages.LocalRecord
 	for _, js := range recordJSON {
 		recs = append(recs, mustRecord(t, js))
 	}
-	local.Store(&records.Snapshot{Version: 1, Records: recs})
+	local.Store(&messages.LocalSnapshot{Version: 1, Records: recs})
 	return pub, local
 }
 

@@ -33,6 +33,8 @@
 package dns
 
 import (
+	"peerdns/messages"
+
 	"context"
 	"errors"
 	"fmt"
@@ -46,7 +48,6 @@ import (
 	"github.com/miekg/dns"
 
 	"peerdns/dns/cookie"
-	"peerdns/dns/records"
 	"peerdns/dns/upstream"
 	"peerdns/dns/zone"
 	"peerdns/internal/view"
@@ -57,8 +58,8 @@ type Server struct {
 	cfg   Config
 	log   *slog.Logger
 	up    *upstream.Resolver
-	view  *view.Published    // never nil (an empty publisher when New got nil)
-	local *records.Published // never nil, as view
+	view  *view.Published      // never nil (an empty publisher when New got nil)
+	local *view.LocalPublished // never nil, as view
 
 	table   atomic.Pointer[zone.Table]
 	buildMu sync.Mutex // serialises Build so the newest inputs win
@@ -123,7 +124,7 @@ type shard struct {
 // New builds a server over the published p2p view and local records;
 // either may be nil. The answer table follows every change published to
 // either (see the package doc). Start opens the sockets.
-func New(cfg Config, pub *view.Published, local *records.Published, log *slog.Logger) (*Server, error) {
+func New(cfg Config, pub *view.Published, local *view.LocalPublished, log *slog.Logger) (*Server, error) {
 	cfg.defaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -135,7 +136,7 @@ func New(cfg Config, pub *view.Published, local *records.Published, log *slog.Lo
 		pub = &view.Published{}
 	}
 	if local == nil {
-		local = &records.Published{}
+		local = &view.LocalPublished{}
 	}
 	servers := cfg.Upstreams
 	if len(servers) == 0 {
@@ -362,7 +363,7 @@ func (s *Server) Start() error {
 	}
 	s.unsub = append(s.unsub,
 		s.view.Subscribe(func(*view.Snapshot) { s.rebuildPaced() }),
-		s.local.Subscribe(func(*records.Snapshot) { s.rebuildPaced() }))
+		s.local.Subscribe(func(*messages.LocalSnapshot) { s.rebuildPaced() }))
 	s.log.Info("dns server started", "addr", s.addr, "udpSockets", len(s.udp), "upstreams", s.up.Servers())
 	return nil
 }

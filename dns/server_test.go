@@ -1,6 +1,8 @@
 package dns
 
 import (
+	"peerdns/messages"
+
 	"encoding/binary"
 	"fmt"
 	"log/slog"
@@ -13,7 +15,6 @@ import (
 
 	"github.com/miekg/dns"
 
-	"peerdns/dns/records"
 	"peerdns/internal/testutil"
 	"peerdns/internal/view"
 )
@@ -142,8 +143,8 @@ func TestLiveUpdates(t *testing.T) {
 		t.Fatalf("before add: %q", got)
 	}
 	snap := local.Load()
-	recs := append(append([]records.Record(nil), snap.Records...), mustRecord(t, `{"name":"new.local","type":"A","data":"192.0.2.99"}`))
-	local.Store(&records.Snapshot{Version: 2, Records: recs, Prefs: snap.Prefs})
+	recs := append(append([]messages.LocalRecord(nil), snap.Records...), mustRecord(t, `{"name":"new.local","type":"A","data":"192.0.2.99"}`))
+	local.Store(&messages.LocalSnapshot{Version: 2, Records: recs, Prefs: snap.Prefs})
 	// Visible as soon as Store returns: the fast path sees that the table
 	// is older than the published snapshot and the slow path compiles it
 	// if the subscription has not yet.
@@ -169,12 +170,12 @@ func TestLiveUpdates(t *testing.T) {
 
 func TestTruncation(t *testing.T) {
 	pub := &view.Published{}
-	local := &records.Published{}
-	var recs []records.Record
+	local := &view.LocalPublished{}
+	var recs []messages.LocalRecord
 	for i := 0; i < 30; i++ {
 		recs = append(recs, mustRecord(t, fmt.Sprintf(`{"name":"many.local","type":"TXT","data":"%s-%02d"}`, strings.Repeat("t", 60), i)))
 	}
-	local.Store(&records.Snapshot{Records: recs})
+	local.Store(&messages.LocalSnapshot{Records: recs})
 	up := startUpstream(t)
 	s := newTestServer(t, testConfig{Config: Config{Upstreams: []string{up.addr}}}, pub, local)
 	for _, tt := range []struct {
@@ -561,7 +562,7 @@ func TestTableFollowsPublishers(t *testing.T) {
 	pub.Store(&view.Snapshot{Version: 7, Domains: map[string]*view.Domain{
 		"new.p2p": {Name: "new.p2p", Status: "resolved", IP: netip.MustParseAddr("10.77.0.70")},
 	}})
-	local.Store(&records.Snapshot{Version: 9})
+	local.Store(&messages.LocalSnapshot{Version: 9})
 	testutil.Eventually(t, 5*time.Second, func() error {
 		if tab := s.table.Load(); tab.ViewVersion != 7 || tab.LocalVersion != 9 {
 			return fmt.Errorf("table built from view %d, local %d; want 7, 9", tab.ViewVersion, tab.LocalVersion)

@@ -1,6 +1,8 @@
 package dns
 
 import (
+	"peerdns/messages"
+
 	"context"
 	"errors"
 	"fmt"
@@ -8,8 +10,6 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
-
-	"peerdns/dns/records"
 )
 
 // Health is the `dns` entry of GET /api/health services.
@@ -194,7 +194,7 @@ func (s *Server) PublicLookup(ctx context.Context, name string) (string, error) 
 // ClearCache drops the upstream cache entries of domain and returns how
 // many there were.
 func (s *Server) ClearCache(domain string) (int, error) {
-	name, err := records.CleanName("domain", domain, false)
+	name, err := messages.CleanRecordName("domain", domain, false)
 	if err != nil {
 		return 0, err
 	}

@@ -2,14 +2,12 @@ package messages
 
 import (
 	"errors"
-
-	"peerdns/dns/records"
 )
 
 // The local DNS family: requests to the actor that owns the node's local
 // DNS records, the version preferences (selector cache) and the DNS
 // conflicts (actors/localdns), as the admin API sends them. A record is a
-// validated records.Record; its JSON shape is the spec's Local DNS record.
+// validated LocalRecord; its JSON shape is the spec's Local DNS record.
 
 // Sentinel errors of the local DNS writes; the admin API maps them to 400.
 var (
@@ -30,18 +28,18 @@ type GetLocalDNS struct{}
 
 // GetLocalDNSReply answers GetLocalDNS.
 type GetLocalDNSReply struct {
-	Records   []records.Record
+	Records   []LocalRecord
 	Conflicts []DNSConflict
 	Err       error
 }
 
 // AddLocalRecord appends a validated record.
-type AddLocalRecord struct{ Record records.Record }
+type AddLocalRecord struct{ Record LocalRecord }
 
 // UpdateLocalRecord replaces the record at Index.
 type UpdateLocalRecord struct {
 	Index  int
-	Record records.Record
+	Record LocalRecord
 }
 
 // DeleteLocalRecord removes the record at Index; later records move up.

@@ -3,7 +3,7 @@
 // and the list of p2p domains that also resolve in public DNS.
 //
 // It persists everything in the node store (keys under "localdns:") and,
-// after every committed change, publishes an immutable records.Snapshot
+// after every committed change, publishes an immutable messages.LocalSnapshot
 // that the DNS server compiles into its answer table. The server checks
 // its table against the published snapshot on every query, so a write is
 // answered in DNS from the moment the reply to the admin API is sent,
@@ -35,7 +35,6 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"golang.org/x/time/rate"
 
-	"peerdns/dns/records"
 	"peerdns/internal/store"
 	"peerdns/internal/view"
 	"peerdns/messages"
@@ -44,8 +43,8 @@ import (
 
 // Deps are what the actor needs from the node.
 type Deps struct {
-	Store     *store.DB          // node.db
-	Published *records.Published // the snapshot the DNS server reads; shared with dns.New
+	Store     *store.DB            // node.db
+	Published *view.LocalPublished // the snapshot the DNS server reads; shared with dns.New
 	// View and PublicLookup drive conflict detection; with either nil no
 	// conflicts are looked for. PublicLookup is dns.Server.PublicLookup:
 	// the public IPv4 of a name, "" when it has none.
@@ -69,7 +68,7 @@ func Props(d Deps) *actor.Props {
 		d.Log = slog.Default()
 	}
 	if d.Published == nil {
-		d.Published = &records.Published{}
+		d.Published = &view.LocalPublished{}
 	}
 	if d.CheckTimeout <= 0 {
 		d.CheckTimeout = 10 * time.Second

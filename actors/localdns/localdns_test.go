@@ -19,7 +19,6 @@ import (
 
 	nodedns "peerdns/dns"
 	"peerdns/dns/dnstest"
-	"peerdns/dns/records"
 	"peerdns/internal/store"
 	"peerdns/internal/testutil"
 	"peerdns/internal/view"
@@ -30,7 +29,7 @@ type node struct {
 	sys    *actor.ActorSystem
 	pid    *actor.PID
 	db     *store.DB
-	pub    *records.Published
+	pub    *view.LocalPublished
 	view   *view.Published
 	srv    *nodedns.Server
 	hints  atomic.Int64
@@ -58,7 +57,7 @@ func startNode(t *testing.T, path string, up *dnstest.Upstream, v *view.Publishe
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := &node{sys: actor.NewActorSystem(), db: db, pub: &records.Published{}, view: v}
+	n := &node{sys: actor.NewActorSystem(), db: db, pub: &view.LocalPublished{}, view: v}
 	n.srv, err = nodedns.New(nodedns.Config{Addr: "127.0.0.1:0", UDPSockets: 1, Upstreams: []string{up.Addr}}, v, n.pub, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
@@ -125,9 +124,9 @@ func debugLog() (*testutil.LogBuffer, *slog.Logger) {
 	return b, slog.New(slog.NewTextHandler(b, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
 
-func rec(t *testing.T, js string) records.Record {
+func rec(t *testing.T, js string) messages.LocalRecord {
 	t.Helper()
-	r, err := records.Parse([]byte(js))
+	r, err := messages.ParseLocalRecord([]byte(js))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -354,8 +353,8 @@ func crashOn(next actor.ReceiverFunc) actor.ReceiverFunc {
 // keeps the published version growing.
 func TestRestart(t *testing.T) {
 	sys, db := bare(t)
-	pub := &records.Published{}
-	pub.Store(&records.Snapshot{Version: 41}) // what an earlier incarnation published
+	pub := &view.LocalPublished{}
+	pub.Store(&messages.LocalSnapshot{Version: 41}) // what an earlier incarnation published
 	lk := &blockingLookups{}
 	props := Props(Deps{Store: db, Published: pub, View: manyDomains(maxLookups), PublicLookup: lk.lookup,
 		RecheckEvery: -1, Log: slog.New(slog.DiscardHandler)}).Configure(actor.WithReceiverMiddleware(crashOn))

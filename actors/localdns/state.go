@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"strings"
 
-	"peerdns/dns/records"
 	"peerdns/internal/store"
 	"peerdns/messages"
 )
@@ -20,7 +19,7 @@ const (
 
 type stored struct {
 	seq uint64
-	rec records.Record
+	rec messages.LocalRecord
 }
 
 // state is the actor's data; methods are pure (they return the next
@@ -40,8 +39,8 @@ type write struct {
 	del        bool
 }
 
-func (s *state) list() []records.Record {
-	out := make([]records.Record, len(s.recs))
+func (s *state) list() []messages.LocalRecord {
+	out := make([]messages.LocalRecord, len(s.recs))
 	for i, r := range s.recs {
 		out[i] = r.rec
 	}
@@ -60,13 +59,13 @@ func (s *state) clone() *state {
 }
 
 // normalise re-validates a record that may not have come through
-// records.Parse, and returns its stored JSON.
-func normalise(r records.Record) (records.Record, string, error) {
+// messages.ParseLocalRecord, and returns its stored JSON.
+func normalise(r messages.LocalRecord) (messages.LocalRecord, string, error) {
 	js, err := r.MarshalJSON()
 	if err != nil {
 		return r, "", err
 	}
-	r, err = records.Parse(js)
+	r, err = messages.ParseLocalRecord(js)
 	if err != nil {
 		return r, "", err
 	}
@@ -74,7 +73,7 @@ func normalise(r records.Record) (records.Record, string, error) {
 	return r, string(js), err
 }
 
-func (s *state) add(r records.Record) (*state, []write, error) {
+func (s *state) add(r messages.LocalRecord) (*state, []write, error) {
 	r, js, err := normalise(r)
 	if err != nil {
 		return nil, nil, err
@@ -82,13 +81,13 @@ func (s *state) add(r records.Record) (*state, []write, error) {
 	n := s.clone()
 	n.recs = append(n.recs, stored{seq: n.nextSeq, rec: r})
 	n.nextSeq++
-	if err := records.CheckSet(n.list()); err != nil {
+	if err := messages.CheckLocalRecords(n.list()); err != nil {
 		return nil, nil, err
 	}
 	return n, []write{{key: recordKey(n.nextSeq - 1), value: js}}, nil
 }
 
-func (s *state) update(i int, r records.Record) (*state, []write, error) {
+func (s *state) update(i int, r messages.LocalRecord) (*state, []write, error) {
 	if i < 0 || i >= len(s.recs) {
 		return nil, nil, fmt.Errorf("%w %d: %d records", messages.ErrBadRecordIndex, i, len(s.recs))
 	}
@@ -98,7 +97,7 @@ func (s *state) update(i int, r records.Record) (*state, []write, error) {
 	}
 	n := s.clone()
 	n.recs[i].rec = r
-	if err := records.CheckSet(n.list()); err != nil {
+	if err := messages.CheckLocalRecords(n.list()); err != nil {
 		return nil, nil, err
 	}
 	return n, []write{{key: recordKey(n.recs[i].seq), value: js}}, nil
@@ -115,10 +114,10 @@ func (s *state) delete(i int) (*state, []write, error) {
 }
 
 func (s *state) setPref(domain, version string) (*state, []write, error) {
-	if version != records.VersionP2P && version != records.VersionPublic {
+	if version != messages.VersionP2P && version != messages.VersionPublic {
 		return nil, nil, fmt.Errorf("%w, got %q", messages.ErrBadVersionPreference, version)
 	}
-	d, err := records.CleanName("domain", domain, false)
+	d, err := messages.CleanRecordName("domain", domain, false)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -147,7 +146,7 @@ func (s *state) conflictList() []messages.DNSConflict {
 	for d, ip := range s.conflicts {
 		v := s.prefs[d]
 		if v == "" {
-			v = records.VersionP2P
+			v = messages.VersionP2P
 		}
 		out = append(out, messages.DNSConflict{Domain: d, Version: v, PublicIP: ip})
 	}
@@ -155,12 +154,12 @@ func (s *state) conflictList() []messages.DNSConflict {
 	return out
 }
 
-func (s *state) snapshot(version uint64) *records.Snapshot {
+func (s *state) snapshot(version uint64) *messages.LocalSnapshot {
 	prefs := make(map[string]string, len(s.prefs))
 	for k, v := range s.prefs {
 		prefs[k] = v
 	}
-	return &records.Snapshot{Version: version, Records: s.list(), Prefs: prefs}
+	return &messages.LocalSnapshot{Version: version, Records: s.list(), Prefs: prefs}
 }
 
 // load reads the state from the node store. Entries that no longer
@@ -173,7 +172,7 @@ func load(db *store.DB) (st *state, bad []string, err error) {
 	}
 	for _, kv := range kvs {
 		seq, perr := strconv.ParseUint(strings.TrimPrefix(kv.Key, keyRecord), 16, 64)
-		r, rerr := records.Parse([]byte(kv.Value))
+		r, rerr := messages.ParseLocalRecord([]byte(kv.Value))
 		if perr != nil || rerr != nil {
 			bad = append(bad, kv.Key)
 			continue
@@ -186,7 +185,7 @@ func load(db *store.DB) (st *state, bad []string, err error) {
 		return nil, nil, fmt.Errorf("load version preferences: %w", err)
 	}
 	for _, kv := range kvs {
-		if kv.Value == records.VersionP2P || kv.Value == records.VersionPublic {
+		if kv.Value == messages.VersionP2P || kv.Value == messages.VersionPublic {
 			st.prefs[strings.TrimPrefix(kv.Key, keyPref)] = kv.Value
 		}
 	}

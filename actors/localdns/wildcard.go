@@ -1,10 +1,11 @@
 package localdns
 
 import (
+	"peerdns/messages"
+
 	"fmt"
 	"strings"
 
-	"peerdns/dns/records"
 	"peerdns/internal/view"
 )
 
@@ -16,22 +17,22 @@ import (
 // nas.lan claimed) is allowed: exact and p2p names beat wildcards in the
 // answer table (dns/zone, cover). Other names pass. v may be nil.
 func checkWildcard(name string, v *view.Snapshot) error {
-	base, ok := records.WildcardBase(name)
+	base, ok := messages.WildcardBase(name)
 	if !ok {
 		return nil
 	}
 	if base == "p2p" {
-		return fmt.Errorf("%w: wildcard %q would answer every unclaimed .p2p name; .p2p names come from the ledger", records.ErrInvalid, name)
+		return fmt.Errorf("%w: wildcard %q would answer every unclaimed .p2p name; .p2p names come from the ledger", messages.ErrInvalidRecord, name)
 	}
 	if v == nil {
 		return nil
 	}
 	if d, ok := v.Lookup(base); ok {
-		return fmt.Errorf("%w: wildcard %q would shadow the claimed p2p domain %q, whose names the ledger answers; add exact records instead, or use a name outside it", records.ErrInvalid, name, d.Name)
+		return fmt.Errorf("%w: wildcard %q would shadow the claimed p2p domain %q, whose names the ledger answers; add exact records instead, or use a name outside it", messages.ErrInvalidRecord, name, d.Name)
 	}
 	for n := base; n != ""; {
 		if _, ok := v.Internal[n]; ok {
-			return fmt.Errorf("%w: wildcard %q would shadow the internal domain %q", records.ErrInvalid, name, n)
+			return fmt.Errorf("%w: wildcard %q would shadow the internal domain %q", messages.ErrInvalidRecord, name, n)
 		}
 		_, n, _ = strings.Cut(n, ".")
 	}

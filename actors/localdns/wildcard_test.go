@@ -1,12 +1,13 @@
 package localdns
 
 import (
+	"peerdns/messages"
+
 	"errors"
 	"net/netip"
 	"strings"
 	"testing"
 
-	"peerdns/dns/records"
 	"peerdns/internal/view"
 )
 
@@ -35,7 +36,7 @@ func TestCheckWildcard(t *testing.T) {
 				}
 				return
 			}
-			if err == nil || !strings.Contains(err.Error(), tt.want) || !errors.Is(err, records.ErrInvalid) {
+			if err == nil || !strings.Contains(err.Error(), tt.want) || !errors.Is(err, messages.ErrInvalidRecord) {
 				t.Fatalf("checkWildcard(%q) = %v, want an ErrInvalid naming %s", tt.name, err, tt.want)
 			}
 		})

@@ -4,6 +4,9 @@
 package dnsbench
 
 import (
+	"peerdns/internal/view"
+	"peerdns/messages"
+
 	"context"
 	"fmt"
 	"net"
@@ -14,23 +17,22 @@ import (
 
 	nodedns "peerdns/dns"
 	"peerdns/dns/dnstest"
-	"peerdns/dns/records"
 	"peerdns/dns/zone"
 )
 
 const names = 1000
 
-func snapshot(b *testing.B) *records.Snapshot {
+func snapshot(b *testing.B) *messages.LocalSnapshot {
 	b.Helper()
-	recs := make([]records.Record, 0, names)
+	recs := make([]messages.LocalRecord, 0, names)
 	for i := 0; i < names; i++ {
-		r, err := records.Parse(fmt.Appendf(nil, `{"name":"host%d.bench.test","type":"A","ttl":3600,"data":"10.0.%d.%d"}`, i, i>>8&255, i&255))
+		r, err := messages.ParseLocalRecord(fmt.Appendf(nil, `{"name":"host%d.bench.test","type":"A","ttl":3600,"data":"10.0.%d.%d"}`, i, i>>8&255, i&255))
 		if err != nil {
 			b.Fatal(err)
 		}
 		recs = append(recs, r)
 	}
-	return &records.Snapshot{Version: 1, Records: recs}
+	return &messages.LocalSnapshot{Version: 1, Records: recs}
 }
 
 func queries(b *testing.B, edns bool) [][]byte {
@@ -96,7 +98,7 @@ func BenchmarkSlowPath(b *testing.B) {
 // then answered from the cache.
 func BenchmarkUDPRoundTrip(b *testing.B) {
 	b.Run("local", func(b *testing.B) {
-		local := &records.Published{}
+		local := &view.LocalPublished{}
 		local.Store(snapshot(b))
 		roundTrip(b, nodedns.Config{Addr: "127.0.0.1:0", ResolvConf: "/nonexistent"}, local)
 	})
@@ -110,7 +112,7 @@ func BenchmarkUDPRoundTrip(b *testing.B) {
 	})
 }
 
-func roundTrip(b *testing.B, cfg nodedns.Config, local *records.Published) {
+func roundTrip(b *testing.B, cfg nodedns.Config, local *view.LocalPublished) {
 	srv, err := nodedns.New(cfg, nil, local, nil)
 	if err != nil {
 		b.Fatal(err)

@@ -1,24 +1,25 @@
 package zone
 
 import (
+	"peerdns/messages"
+
 	"net/netip"
 	"testing"
 
 	"github.com/miekg/dns"
 
-	"peerdns/dns/records"
 	"peerdns/internal/view"
 )
 
 func apexTable(t testing.TB) *Table {
 	t.Helper()
-	var recs []records.Record
+	var recs []messages.LocalRecord
 	for _, js := range []string{
 		`{"name":"nas.home","type":"A","ttl":300,"data":"192.0.2.10"}`,
 		`{"name":"txt.site.p2p","type":"TXT","ttl":300,"data":"local under a p2p domain"}`,
 		`{"name":"x.y.p2p","type":"TXT","ttl":300,"data":"local under p2p."}`,
 	} {
-		r, err := records.Parse([]byte(js))
+		r, err := messages.ParseLocalRecord([]byte(js))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -27,7 +28,7 @@ func apexTable(t testing.TB) *Table {
 	v := &view.Snapshot{Version: 9, Domains: map[string]*view.Domain{
 		"site.p2p": {Name: "site.p2p", Status: "resolved", IP: netip.MustParseAddr("10.77.0.5")},
 	}, Internal: map[string]netip.Addr{"admin.peerdns": netip.MustParseAddr("127.0.0.1")}}
-	return Build(v, &records.Snapshot{Version: 2, Records: recs}, Options{NSAddrs: []netip.Addr{netip.MustParseAddr("127.0.0.53")}})
+	return Build(v, &messages.LocalSnapshot{Version: 2, Records: recs}, Options{NSAddrs: []netip.Addr{netip.MustParseAddr("127.0.0.53")}})
 }
 
 // The apex of every zone the node holds answers SOA and NS, the same on

@@ -1,6 +1,8 @@
 package zone
 
 import (
+	"peerdns/messages"
+
 	"fmt"
 	"maps"
 	"net/netip"
@@ -8,7 +10,6 @@ import (
 
 	"github.com/miekg/dns"
 
-	"peerdns/dns/records"
 	"peerdns/internal/view"
 )
 
@@ -38,10 +39,10 @@ func fastMsg(t *testing.T, tb *Table, name string, qtype uint16) *dns.Msg {
 // packs the changed and new ones, drops the removed ones, and answers
 // every query as a full build of the same snapshots does.
 func TestRebuildReusesUnchangedDomains(t *testing.T) {
-	local := func(v uint64, js ...string) *records.Snapshot {
-		s := &records.Snapshot{Version: v}
+	local := func(v uint64, js ...string) *messages.LocalSnapshot {
+		s := &messages.LocalSnapshot{Version: v}
 		for _, j := range js {
-			r, err := records.Parse([]byte(j))
+			r, err := messages.ParseLocalRecord([]byte(j))
 			if err != nil {
 				t.Fatal(err)
 			}

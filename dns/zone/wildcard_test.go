@@ -1,19 +1,20 @@
 package zone
 
 import (
+	"peerdns/messages"
+
 	"net/netip"
 	"strings"
 	"testing"
 
 	"github.com/miekg/dns"
 
-	"peerdns/dns/records"
 	"peerdns/internal/view"
 )
 
 func wildTable(t testing.TB) *Table {
 	t.Helper()
-	var recs []records.Record
+	var recs []messages.LocalRecord
 	for _, js := range []string{
 		`{"name":"*.dev.lan","type":"A","ttl":60,"data":"10.0.0.1"}`,
 		`{"name":"*.dev.lan","type":"TXT","ttl":60,"data":"wild"}`,
@@ -23,7 +24,7 @@ func wildTable(t testing.TB) *Table {
 		`{"name":"*.alias.lan","type":"CNAME","ttl":60,"data":"exact.dev.lan"}`,
 		`{"name":"*.site.p2p","type":"A","ttl":60,"data":"10.0.0.9"}`,
 	} {
-		r, err := records.Parse([]byte(js))
+		r, err := messages.ParseLocalRecord([]byte(js))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -32,7 +33,7 @@ func wildTable(t testing.TB) *Table {
 	v := &view.Snapshot{Version: 1, Domains: map[string]*view.Domain{
 		"site.p2p": {Name: "site.p2p", Status: "resolved", IP: netip.MustParseAddr("10.77.0.5")},
 	}}
-	return Build(v, &records.Snapshot{Version: 1, Records: recs}, Options{})
+	return Build(v, &messages.LocalSnapshot{Version: 1, Records: recs}, Options{})
 }
 
 // Wildcards answer names below them that do not exist, with the name

@@ -10,6 +10,8 @@
 package zone
 
 import (
+	"peerdns/messages"
+
 	"net/netip"
 	"slices"
 	"strings"
@@ -17,7 +19,6 @@ import (
 
 	"github.com/miekg/dns"
 
-	"peerdns/dns/records"
 	"peerdns/internal/view"
 )
 
@@ -75,7 +76,7 @@ type Table struct {
 	LocalVersion uint64 // Version of the local records snapshot it was built from (0: none)
 
 	view  *view.Snapshot // the snapshots it was built from (BuiltFrom)
-	local *records.Snapshot
+	local *messages.LocalSnapshot
 
 	nodes   map[string]*node // exact names, key: lowercased wire name
 	parents map[string]*node // internal and p2p nodes, which also answer their subdomains
@@ -178,7 +179,7 @@ func lowerWire(b []byte) {
 }
 
 // Build compiles a table. Either snapshot may be nil.
-func Build(v *view.Snapshot, l *records.Snapshot, o Options) *Table {
+func Build(v *view.Snapshot, l *messages.LocalSnapshot, o Options) *Table {
 	return Rebuild(nil, v, l, o)
 }
 
@@ -194,7 +195,7 @@ func Build(v *view.Snapshot, l *records.Snapshot, o Options) *Table {
 // when that domain changes, as a zone's serial should, not at every vote
 // elsewhere. In a burst of claims this made a compile of 1,000 domains a
 // map walk instead of packing every domain again.
-func Rebuild(prev *Table, v *view.Snapshot, l *records.Snapshot, o Options) *Table {
+func Rebuild(prev *Table, v *view.Snapshot, l *messages.LocalSnapshot, o Options) *Table {
 	t := &Table{nodes: map[string]*node{}, parents: map[string]*node{}, ttl: o.TTL, view: v, local: l, touches: o.Touches, nsAddrs: o.NSAddrs}
 	if t.ttl == 0 {
 		t.ttl = DefaultTTL
@@ -228,7 +229,7 @@ func Rebuild(prev *Table, v *view.Snapshot, l *records.Snapshot, o Options) *Tab
 			switch {
 			case !answerable:
 				n.kind = KindUnresolved
-			case prefs[strings.ToLower(name)] == records.VersionPublic:
+			case prefs[strings.ToLower(name)] == messages.VersionPublic:
 				n.kind = KindPublic
 			default:
 				n.kind = KindP2P
@@ -258,7 +259,7 @@ func Rebuild(prev *Table, v *view.Snapshot, l *records.Snapshot, o Options) *Tab
 	t.addZoneNodes()
 	if l != nil {
 		for _, r := range l.Records {
-			if base, ok := records.WildcardBase(r.Name); ok {
+			if base, ok := messages.WildcardBase(r.Name); ok {
 				t.addWildcard(base, r)
 				continue
 			}
@@ -275,7 +276,7 @@ func Rebuild(prev *Table, v *view.Snapshot, l *records.Snapshot, o Options) *Tab
 				if fb == nil {
 					fb = t.parentOf(k)
 				}
-				n = &node{name: records.FQDN(r.Name), key: k, kind: KindLocal, rrs: map[uint16][]dns.RR{}, ch: map[uint16][]dns.RR{}, fallback: fb}
+				n = &node{name: messages.FQDN(r.Name), key: k, kind: KindLocal, rrs: map[uint16][]dns.RR{}, ch: map[uint16][]dns.RR{}, fallback: fb}
 				t.nodes[k] = n
 				t.fresh = append(t.fresh, n)
 			}
@@ -305,7 +306,7 @@ func Rebuild(prev *Table, v *view.Snapshot, l *records.Snapshot, o Options) *Tab
 // BuiltFrom reports whether t was built from exactly these snapshots
 // (false for a nil t). The DNS server uses it to notice that a publisher
 // stored something newer than its table.
-func (t *Table) BuiltFrom(v *view.Snapshot, l *records.Snapshot) bool {
+func (t *Table) BuiltFrom(v *view.Snapshot, l *messages.LocalSnapshot) bool {
 	return t != nil && t.view == v && t.local == l
 }
 
@@ -319,7 +320,7 @@ func setIP(n *node, ip netip.Addr) {
 }
 
 // addWildcard adds the record r owned by "*.<base>" to its wildcard node.
-func (t *Table) addWildcard(base string, r records.Record) {
+func (t *Table) addWildcard(base string, r messages.LocalRecord) {
 	k, ok := Key(base)
 	if !ok {
 		return
@@ -333,7 +334,7 @@ func (t *Table) addWildcard(base string, r records.Record) {
 		if fb == nil {
 			fb = t.parentOf(k)
 		}
-		n = &node{name: records.FQDN(r.Name), key: k, kind: KindLocal, wild: true, rrs: map[uint16][]dns.RR{}, ch: map[uint16][]dns.RR{}, fallback: fb}
+		n = &node{name: messages.FQDN(r.Name), key: k, kind: KindLocal, wild: true, rrs: map[uint16][]dns.RR{}, ch: map[uint16][]dns.RR{}, fallback: fb}
 		t.wild[k] = n
 		t.fresh = append(t.fresh, n)
 	}

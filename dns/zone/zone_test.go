@@ -1,21 +1,22 @@
 package zone
 
 import (
+	"peerdns/messages"
+
 	"fmt"
 	"net/netip"
 	"testing"
 
 	"github.com/miekg/dns"
 
-	"peerdns/dns/records"
 	"peerdns/internal/view"
 )
 
 func testTable(tb testing.TB, n int) *Table {
 	tb.Helper()
-	var recs []records.Record
+	var recs []messages.LocalRecord
 	for i := 0; i < n; i++ {
-		r, err := records.Parse([]byte(fmt.Sprintf(`{"name":"host%d.bench.test","type":"A","ttl":300,"data":"10.%d.%d.%d"}`, i, i>>16&255, i>>8&255, i&255)))
+		r, err := messages.ParseLocalRecord([]byte(fmt.Sprintf(`{"name":"host%d.bench.test","type":"A","ttl":300,"data":"10.%d.%d.%d"}`, i, i>>16&255, i>>8&255, i&255)))
 		if err != nil {
 			tb.Fatal(err)
 		}
@@ -27,7 +28,7 @@ func testTable(tb testing.TB, n int) *Table {
 		"tie.p2p":  {Name: "tie.p2p", Status: "tie"},
 		"a.b.p2p":  {Name: "a.b.p2p", Status: "resolved", IP: netip.MustParseAddr("10.77.0.9")},
 	}, Internal: map[string]netip.Addr{"admin.p2p": netip.MustParseAddr("127.0.0.1")}}
-	return Build(v, &records.Snapshot{Version: 4, Records: recs}, Options{})
+	return Build(v, &messages.LocalSnapshot{Version: 4, Records: recs}, Options{})
 }
 
 func query(name string, qtype uint16, edns bool) []byte {
@@ -149,18 +150,18 @@ func TestFastAllocs(t *testing.T) {
 }
 
 func TestResolveCNAMELoop(t *testing.T) {
-	var recs []records.Record
+	var recs []messages.LocalRecord
 	for _, js := range []string{
 		`{"name":"x.loop","type":"CNAME","data":"y.loop"}`,
 		`{"name":"y.loop","type":"CNAME","data":"x.loop"}`,
 	} {
-		r, err := records.Parse([]byte(js))
+		r, err := messages.ParseLocalRecord([]byte(js))
 		if err != nil {
 			t.Fatal(err)
 		}
 		recs = append(recs, r)
 	}
-	tb := Build(nil, &records.Snapshot{Records: recs}, Options{})
+	tb := Build(nil, &messages.LocalSnapshot{Records: recs}, Options{})
 	res := tb.Resolve("x.loop.", dns.TypeA, dns.ClassINET)
 	if len(res.Answer) != MaxChase+1 || res.Upstream {
 		t.Fatalf("loop: %d answers, upstream %v", len(res.Answer), res.Upstream)

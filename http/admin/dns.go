@@ -21,7 +21,6 @@ import (
 	"github.com/valyala/fasthttp"
 
 	nodedns "peerdns/dns"
-	"peerdns/dns/records"
 	"peerdns/http/httpx"
 	"peerdns/messages"
 )
@@ -78,7 +77,7 @@ func dnsWriteError(err error) error {
 }
 
 // dnsRecordJSON is a record as GET /api/local-dns shows it.
-func dnsRecordJSON(i int, r records.Record) map[string]any {
+func dnsRecordJSON(i int, r messages.LocalRecord) map[string]any {
 	m := r.Fields()
 	m["index"] = i
 	return m
@@ -131,11 +130,11 @@ func (h *dnsHandlers) write(ctx *fasthttp.RequestCtx, msg any) error {
 
 // dnsParseRecord validates a record body; failures are 500 (the spec
 // lists only 200/500 for add and for the record part of update).
-func dnsParseRecord(b []byte) (records.Record, error) {
+func dnsParseRecord(b []byte) (messages.LocalRecord, error) {
 	if len(b) == 0 || string(b) == "null" {
-		return records.Record{}, httpx.Internal("record is required")
+		return messages.LocalRecord{}, httpx.Internal("record is required")
 	}
-	r, err := records.Parse(b)
+	r, err := messages.ParseLocalRecord(b)
 	if err != nil {
 		return r, httpx.Internal("%v", err)
 	}
@@ -208,7 +207,7 @@ func (h *dnsHandlers) versionPreference(ctx *fasthttp.RequestCtx) error {
 		return err
 	}
 	var version string
-	if err := json.Unmarshal(req.Version, &version); err != nil || (version != records.VersionP2P && version != records.VersionPublic) {
+	if err := json.Unmarshal(req.Version, &version); err != nil || (version != messages.VersionP2P && version != messages.VersionPublic) {
 		return httpx.BadRequest("invalid version %s: must be p2p or public", strings.TrimSpace(string(req.Version)))
 	}
 	if strings.TrimSpace(req.Domain) == "" {

@@ -21,7 +21,6 @@ import (
 	"peerdns/actors/localdns"
 	nodedns "peerdns/dns"
 	"peerdns/dns/dnstest"
-	"peerdns/dns/records"
 	"peerdns/http/admin"
 	"peerdns/internal/store"
 	"peerdns/internal/testutil"
@@ -45,7 +44,7 @@ func startDNSAPI(t *testing.T) *dnsAPI {
 	v.Store(&view.Snapshot{Version: 1, Domains: map[string]*view.Domain{
 		"clash.p2p": {Name: "clash.p2p", Status: "resolved", IP: netip.MustParseAddr("10.77.0.6")},
 	}})
-	pub := &records.Published{}
+	pub := &view.LocalPublished{}
 	log := slog.New(slog.DiscardHandler)
 	srv, err := nodedns.New(nodedns.Config{Addr: "127.0.0.1:0", UDPSockets: 1, Upstreams: []string{up.Addr}}, v, pub, log)
 	if err != nil {

@@ -12,8 +12,6 @@ import (
 	"peerdns/internal/certs"
 	"peerdns/internal/view"
 	"peerdns/messages"
-
-	"peerdns/dns/records"
 )
 
 // The root CA's scope: what the node serves, which a new root is
@@ -159,7 +157,7 @@ func (n *Node) watchScope() {
 	stopView := n.pub.Subscribe(func(*view.Snapshot) { check() })
 	var stopRecs func()
 	if n.records != nil {
-		stopRecs = n.records.Subscribe(func(*records.Snapshot) { check() })
+		stopRecs = n.records.Subscribe(func(*messages.LocalSnapshot) { check() })
 	}
 	n.closers = append(n.closers, func() {
 		stopView()

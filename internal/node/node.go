@@ -43,7 +43,6 @@ import (
 	"peerdns/transport"
 
 	nodedns "peerdns/dns"
-	"peerdns/dns/records"
 )
 
 // Node is one running peerdns node: its stores, actor tree and servers.
@@ -62,8 +61,8 @@ type Node struct {
 	pub       *view.Published
 	dns       *nodedns.Server
 	localDNS  *actor.PID
-	records   *records.Published // the local records, for the CA's scope
-	vif       *vif.Manager       // the virtual interface for domain IPs outside loopback
+	records   *view.LocalPublished // the local records, for the CA's scope
+	vif       *vif.Manager         // the virtual interface for domain IPs outside loopback
 	endpoint  *transport.MultiEndpoint
 	peers     *actor.PID
 	mesh      *peer.Mesh      // the peer network as tunnels see it
@@ -295,7 +294,7 @@ func (n *Node) startAdmin(ln net.Listener) {
 // startDNS starts the DNS server and the actor owning local records.
 func (n *Node) startDNS() error {
 	dnsLog := n.logs["dns"]
-	recs := &records.Published{}
+	recs := &view.LocalPublished{}
 	n.records = recs
 	srv, err := nodedns.New(nodedns.Config{
 		Addr: n.cfg.DNSAddr, Upstreams: n.cfg.Upstream, RecursionAllow: n.cfg.DNSRecursionAllow,

@@ -7,6 +7,8 @@ import (
 	"net/netip"
 	"sync"
 	"sync/atomic"
+
+	"peerdns/messages"
 )
 
 // Domain is one p2p domain as the hot paths need it.
@@ -174,3 +176,7 @@ func (p *Publisher[T]) notify(sub *subscriber, f func(*T)) {
 		f(v)
 	}
 }
+
+// LocalPublished hands the localdns actor's current snapshot of local
+// records to the DNS answer path.
+type LocalPublished = Publisher[messages.LocalSnapshot]

@@ -10,6 +10,9 @@
 package main
 
 import (
+	"peerdns/internal/view"
+	"peerdns/messages"
+
 	"context"
 	"flag"
 	"fmt"
@@ -24,7 +27,6 @@ import (
 	"github.com/miekg/dns"
 
 	nodedns "peerdns/dns"
-	"peerdns/dns/records"
 )
 
 func main() {
@@ -39,16 +41,16 @@ func main() {
 		os.Exit(probeServer(*probe))
 	}
 
-	recs := make([]records.Record, 0, *n)
+	recs := make([]messages.LocalRecord, 0, *n)
 	for i := 0; i < *n; i++ {
-		r, err := records.Parse(fmt.Appendf(nil, `{"name":"host%d.bench.test","type":"A","ttl":3600,"data":"10.%d.%d.%d"}`, i, i>>16&255, i>>8&255, i&255))
+		r, err := messages.ParseLocalRecord(fmt.Appendf(nil, `{"name":"host%d.bench.test","type":"A","ttl":3600,"data":"10.%d.%d.%d"}`, i, i>>16&255, i>>8&255, i&255))
 		if err != nil {
 			log.Fatal(err)
 		}
 		recs = append(recs, r)
 	}
-	local := &records.Published{}
-	local.Store(&records.Snapshot{Version: 1, Records: recs})
+	local := &view.LocalPublished{}
+	local.Store(&messages.LocalSnapshot{Version: 1, Records: recs})
 	lg := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	cfg := nodedns.Config{Addr: *addr, UDPSockets: *sockets, ResolvConf: "/nonexistent"}
 	if *upstream != "" {

@@ -1,7 +1,8 @@
-// Package records is the local DNS record model of the node: the JSON
-// shape the admin API reads and writes, validation, conversion to
-// miekg/dns resource records, and the immutable snapshot the localdns
-// actor publishes for the answer path.
+package messages
+
+// Local DNS records: the JSON shape the admin API reads and writes,
+// validation, conversion to miekg/dns resource records, and the
+// immutable snapshot the localdns actor publishes for the answer path.
 //
 // JSON fields per type (the admin spec shows A, MX and SRV; the others
 // are our choice, documented in dns/README.md):
@@ -17,7 +18,6 @@
 //
 // Every record also has name, type, class (IN or CH, default IN) and ttl
 // (seconds, default 300).
-package records
 
 import (
 	"encoding/hex"
@@ -30,23 +30,23 @@ import (
 	"github.com/miekg/dns"
 )
 
-// DefaultTTL is used when a record is written without a ttl.
-const DefaultTTL = 300
+// DefaultRecordTTL is used when a record is written without a ttl.
+const DefaultRecordTTL = 300
 
-// MaxTTL is the largest TTL allowed (RFC 2181 §8).
-const MaxTTL = 1<<31 - 1
+// MaxRecordTTL is the largest TTL allowed (RFC 2181 §8).
+const MaxRecordTTL = 1<<31 - 1
 
-// Types lists the record types the API accepts, in the spec's order.
-var Types = []string{"A", "AAAA", "CNAME", "MX", "TXT", "SRV", "SOA", "CAA", "NS", "PTR", "OTHER"}
+// RecordTypes lists the record types the API accepts, in the spec's order.
+var RecordTypes = []string{"A", "AAAA", "CNAME", "MX", "TXT", "SRV", "SOA", "CAA", "NS", "PTR", "OTHER"}
 
-// ErrInvalid wraps every validation failure.
-var ErrInvalid = errors.New("invalid record")
+// ErrInvalidRecord wraps every validation failure.
+var ErrInvalidRecord = errors.New("invalid record")
 
-// Record is one local DNS record. Name is stored lowercased without the
+// LocalRecord is one local DNS record. Name is stored lowercased without the
 // trailing dot; names inside the data (targets) are stored the same way.
-type Record struct {
+type LocalRecord struct {
 	Name  string
-	Type  string // one of Types
+	Type  string // one of RecordTypes
 	Class string // IN or CH
 	TTL   uint32
 
@@ -97,26 +97,26 @@ type input struct {
 }
 
 func invalid(format string, a ...any) error {
-	return fmt.Errorf("%w: %s", ErrInvalid, fmt.Sprintf(format, a...))
+	return fmt.Errorf("%w: %s", ErrInvalidRecord, fmt.Sprintf(format, a...))
 }
 
-// Parse decodes one record from JSON and validates it. The error names
+// ParseLocalRecord decodes one record from JSON and validates it. The error names
 // the offending field.
-func Parse(b []byte) (Record, error) {
+func ParseLocalRecord(b []byte) (LocalRecord, error) {
 	var in input
 	if err := json.Unmarshal(b, &in); err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) {
-			return Record{}, invalid("field %q must be %s", te.Field, te.Type.String())
+			return LocalRecord{}, invalid("field %q must be %s", te.Field, te.Type.String())
 		}
-		return Record{}, invalid("bad JSON: %v", err)
+		return LocalRecord{}, invalid("bad JSON: %v", err)
 	}
 	return in.record()
 }
 
 // UnmarshalJSON decodes and validates a record.
-func (r *Record) UnmarshalJSON(b []byte) error {
-	rec, err := Parse(b)
+func (r *LocalRecord) UnmarshalJSON(b []byte) error {
+	rec, err := ParseLocalRecord(b)
 	if err != nil {
 		return err
 	}
@@ -144,8 +144,8 @@ func num(name string, p *int64, lo, hi int64, required bool, def int64) (int64, 
 	return *p, nil
 }
 
-func (in *input) record() (Record, error) {
-	var r Record
+func (in *input) record() (LocalRecord, error) {
+	var r LocalRecord
 	var err error
 	r.Name, err = CleanOwner(str(in.Name))
 	if err != nil {
@@ -156,7 +156,7 @@ func (in *input) record() (Record, error) {
 		return r, invalid("type is required")
 	}
 	if !knownType(r.Type) {
-		return r, invalid("type %q is not one of %s", r.Type, strings.Join(Types, ", "))
+		return r, invalid("type %q is not one of %s", r.Type, strings.Join(RecordTypes, ", "))
 	}
 	r.Class = strings.ToUpper(strings.TrimSpace(str(in.Class)))
 	switch r.Class {
@@ -166,7 +166,7 @@ func (in *input) record() (Record, error) {
 	default:
 		return r, invalid("class %q is not supported (IN or CH)", r.Class)
 	}
-	ttl, err := num("ttl", in.TTL, 0, MaxTTL, false, DefaultTTL)
+	ttl, err := num("ttl", in.TTL, 0, MaxRecordTTL, false, DefaultRecordTTL)
 	if err != nil {
 		return r, err
 	}
@@ -198,7 +198,7 @@ func (in *input) record() (Record, error) {
 		}
 		r.Data = ip.String()
 	case "CNAME", "NS", "PTR":
-		if r.Data, err = CleanName("data", str(in.Data), false); err != nil {
+		if r.Data, err = CleanRecordName("data", str(in.Data), false); err != nil {
 			return r, err
 		}
 	case "TXT":
@@ -213,7 +213,7 @@ func (in *input) record() (Record, error) {
 		if r.Preference, err = u16("preference", in.Preference); err != nil {
 			return r, err
 		}
-		if r.Exchange, err = CleanName("exchange", str(in.Exchange), true); err != nil {
+		if r.Exchange, err = CleanRecordName("exchange", str(in.Exchange), true); err != nil {
 			return r, err
 		}
 	case "SRV":
@@ -226,14 +226,14 @@ func (in *input) record() (Record, error) {
 		if r.Port, err = u16("port", in.Port); err != nil {
 			return r, err
 		}
-		if r.Target, err = CleanName("target", str(in.Target), true); err != nil {
+		if r.Target, err = CleanRecordName("target", str(in.Target), true); err != nil {
 			return r, err
 		}
 	case "SOA":
-		if r.MName, err = CleanName("mname", str(in.MName), true); err != nil {
+		if r.MName, err = CleanRecordName("mname", str(in.MName), true); err != nil {
 			return r, err
 		}
-		if r.RName, err = CleanName("rname", str(in.RName), true); err != nil {
+		if r.RName, err = CleanRecordName("rname", str(in.RName), true); err != nil {
 			return r, err
 		}
 		for _, f := range []struct {
@@ -303,7 +303,7 @@ func (in *input) record() (Record, error) {
 }
 
 func knownType(t string) bool {
-	for _, k := range Types {
+	for _, k := range RecordTypes {
 		if k == t {
 			return true
 		}
@@ -313,7 +313,7 @@ func knownType(t string) bool {
 
 // namedType reports whether t is one of the types with its own JSON shape.
 func namedType(t uint16) (string, bool) {
-	for _, k := range Types[:len(Types)-1] {
+	for _, k := range RecordTypes[:len(RecordTypes)-1] {
 		if dns.StringToType[k] == t {
 			return k, true
 		}
@@ -329,9 +329,9 @@ func isMetaType(t uint16) bool {
 	return t >= 128 && t <= 255 // RFC 6895 §3.1: Q and meta types
 }
 
-// CleanName validates a domain name and returns it lowercased without the
+// CleanRecordName validates a domain name and returns it lowercased without the
 // trailing dot. rootOK allows "." (returned as "").
-func CleanName(field, s string, rootOK bool) (string, error) {
+func CleanRecordName(field, s string, rootOK bool) (string, error) {
 	s = strings.TrimSpace(s)
 	if s == "" {
 		return "", invalid("%s is required", field)
@@ -362,20 +362,20 @@ func CleanName(field, s string, rootOK bool) (string, error) {
 
 // CleanOwner validates a record's name: a domain name, or a wildcard
 // "*.<name>" (RFC 4592: "*" as the leftmost label only, and a name below
-// it); returned as CleanName returns names.
+// it); returned as CleanRecordName returns names.
 func CleanOwner(s string) (string, error) {
 	t := strings.TrimSpace(s)
 	if rest, ok := strings.CutPrefix(t, "*."); ok {
 		if rest == "" || rest == "." {
 			return "", invalid("name %q: a wildcard needs a name below it (e.g. *.dev.lan)", s)
 		}
-		base, err := CleanName("name", rest, false)
+		base, err := CleanRecordName("name", rest, false)
 		if err != nil {
 			return "", err
 		}
 		return "*." + base, nil
 	}
-	return CleanName("name", s, false)
+	return CleanRecordName("name", s, false)
 }
 
 // WildcardBase is the name a wildcard owner covers the children of
@@ -388,7 +388,7 @@ func WildcardBase(name string) (string, bool) {
 func FQDN(name string) string { return name + "." }
 
 // Qtype is the DNS type number of the record.
-func (r Record) Qtype() uint16 {
+func (r LocalRecord) Qtype() uint16 {
 	if r.Type == "OTHER" {
 		return r.RRType
 	}
@@ -396,7 +396,7 @@ func (r Record) Qtype() uint16 {
 }
 
 // Qclass is the DNS class number of the record.
-func (r Record) Qclass() uint16 {
+func (r LocalRecord) Qclass() uint16 {
 	if r.Class == "CH" {
 		return dns.ClassCHAOS
 	}
@@ -404,7 +404,7 @@ func (r Record) Qclass() uint16 {
 }
 
 // RR converts the record to a miekg/dns resource record.
-func (r Record) RR() (dns.RR, error) {
+func (r LocalRecord) RR() (dns.RR, error) {
 	hdr := dns.RR_Header{Name: FQDN(r.Name), Rrtype: r.Qtype(), Class: r.Qclass(), Ttl: r.TTL}
 	var rr dns.RR
 	switch r.Type {
@@ -490,7 +490,7 @@ func escapeTXT(s string) string {
 
 // Fields is the record as the admin API shows it: common fields plus the
 // ones of its type.
-func (r Record) Fields() map[string]any {
+func (r LocalRecord) Fields() map[string]any {
 	m := map[string]any{"name": r.Name, "type": r.Type, "class": r.Class, "ttl": r.TTL}
 	switch r.Type {
 	case "A", "AAAA", "CNAME", "NS", "PTR", "TXT":
@@ -524,11 +524,11 @@ func show(name string) string {
 }
 
 // MarshalJSON writes Fields.
-func (r Record) MarshalJSON() ([]byte, error) { return json.Marshal(r.Fields()) }
+func (r LocalRecord) MarshalJSON() ([]byte, error) { return json.Marshal(r.Fields()) }
 
-// CheckSet validates a whole record list: a name with a CNAME has no other
+// CheckLocalRecords validates a whole record list: a name with a CNAME has no other
 // record of its class (RFC 1034 §3.6.2, RFC 2181 §10.1).
-func CheckSet(list []Record) error {
+func CheckLocalRecords(list []LocalRecord) error {
 	type key struct{ name, class string }
 	cname := map[key]bool{}
 	other := map[key]bool{}
@@ -547,4 +547,18 @@ func CheckSet(list []Record) error {
 		}
 	}
 	return nil
+}
+
+// Version preferences for a p2p domain that also resolves publicly.
+const (
+	VersionP2P    = "p2p"
+	VersionPublic = "public"
+)
+
+// LocalSnapshot is the local DNS state the answer path needs, published
+// by the localdns actor. Never modified after publish.
+type LocalSnapshot struct {
+	Version uint64
+	Records []LocalRecord     // in index order
+	Prefs   map[string]string // domain → VersionP2P or VersionPublic
 }

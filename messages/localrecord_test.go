@@ -1,4 +1,4 @@
-package records
+package messages
 
 import (
 	"encoding/json"
@@ -67,10 +67,10 @@ func TestParse(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r, err := Parse([]byte(tt.js))
+			r, err := ParseLocalRecord([]byte(tt.js))
 			if tt.err == "" {
 				if err != nil {
-					t.Fatalf("Parse(%s) = %v", tt.js, err)
+					t.Fatalf("ParseLocalRecord(%s) = %v", tt.js, err)
 				}
 				if _, err := r.RR(); err != nil {
 					t.Fatalf("RR() = %v", err)
@@ -80,25 +80,25 @@ func TestParse(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				r2, err := Parse(b)
+				r2, err := ParseLocalRecord(b)
 				if err != nil || r2 != r {
 					t.Fatalf("round trip %s: %+v, %v; want %+v", b, r2, err, r)
 				}
 				return
 			}
-			if err == nil || !strings.Contains(err.Error(), tt.err) || !errors.Is(err, ErrInvalid) {
-				t.Fatalf("Parse(%s) = %v, want an ErrInvalid containing %q", tt.js, err, tt.err)
+			if err == nil || !strings.Contains(err.Error(), tt.err) || !errors.Is(err, ErrInvalidRecord) {
+				t.Fatalf("ParseLocalRecord(%s) = %v, want an ErrInvalidRecord containing %q", tt.js, err, tt.err)
 			}
 		})
 	}
 }
 
 func TestNormalised(t *testing.T) {
-	r, err := Parse([]byte(`{"name":"Host.Example.","type":"a","data":"192.0.2.1"}`))
+	r, err := ParseLocalRecord([]byte(`{"name":"Host.Example.","type":"a","data":"192.0.2.1"}`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Name != "host.example" || r.Type != "A" || r.Class != "IN" || r.TTL != DefaultTTL {
+	if r.Name != "host.example" || r.Type != "A" || r.Class != "IN" || r.TTL != DefaultRecordTTL {
 		t.Fatalf("got %+v", r)
 	}
 	f := r.Fields()
@@ -108,8 +108,8 @@ func TestNormalised(t *testing.T) {
 }
 
 func TestCheckSet(t *testing.T) {
-	p := func(js string) Record {
-		r, err := Parse([]byte(js))
+	p := func(js string) LocalRecord {
+		r, err := ParseLocalRecord([]byte(js))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -118,18 +118,18 @@ func TestCheckSet(t *testing.T) {
 	cn := p(`{"name":"w.example","type":"CNAME","data":"h.example"}`)
 	a := p(`{"name":"w.example","type":"A","data":"192.0.2.1"}`)
 	other := p(`{"name":"x.example","type":"A","data":"192.0.2.1"}`)
-	if err := CheckSet([]Record{cn, other}); err != nil {
+	if err := CheckLocalRecords([]LocalRecord{cn, other}); err != nil {
 		t.Fatal(err)
 	}
-	if err := CheckSet([]Record{a, cn}); err == nil {
+	if err := CheckLocalRecords([]LocalRecord{a, cn}); err == nil {
 		t.Fatal("CNAME beside A accepted")
 	}
-	if err := CheckSet([]Record{cn, cn}); err == nil {
+	if err := CheckLocalRecords([]LocalRecord{cn, cn}); err == nil {
 		t.Fatal("two CNAMEs accepted")
 	}
 }
 
-func FuzzParse(f *testing.F) {
+func FuzzParseLocalRecord(f *testing.F) {
 	for _, s := range []string{
 		`{"name":"h.example","type":"A","data":"192.0.2.1"}`,
 		`{"name":"example","type":"MX","preference":10,"exchange":"mx.example"}`,
@@ -141,7 +141,7 @@ func FuzzParse(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		r, err := Parse(b)
+		r, err := ParseLocalRecord(b)
 		if err != nil {
 			return
 		}
@@ -152,7 +152,7 @@ func FuzzParse(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r2, err := Parse(js)
+		r2, err := ParseLocalRecord(js)
 		if err != nil || r2 != r {
 			t.Fatalf("round trip of %+v: %+v, %v", r, r2, err)
 		}
