@@ -9,7 +9,7 @@
 // At start a setting's value is, first found: the command-line flag, the
 // environment variable (Def.Env), the value saved here, the default. The
 // node applies the saved values to its Config before anything starts
-// (ApplySaved in internal/node). A setting given by a flag or the
+// (ApplySaved in cmd/peerdns/node). A setting given by a flag or the
 // environment cannot be changed here (update-settings names it in its
 // errors): the deployment that set it is authoritative, and a saved value
 // would be silently overridden at the next start.

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"peerdns/cmd/peerdns/node"
 	"peerdns/http/httpx"
 	"peerdns/internal/identity"
-	"peerdns/internal/node"
 	"peerdns/internal/testutil"
 	"peerdns/messages"
 )

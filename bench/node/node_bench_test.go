@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"peerdns/internal/node"
+	"peerdns/cmd/peerdns/node"
 	"peerdns/internal/testutil"
 )
 

@@ -20,8 +20,8 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"peerdns/cmd/peerdns/node"
 	"peerdns/http/admin/panel"
-	"peerdns/internal/node"
 	"peerdns/internal/testutil"
 )
 

@@ -8,7 +8,7 @@ import (
 	"runtime/debug"
 
 	"peerdns/agent"
-	"peerdns/internal/node"
+	"peerdns/cmd/peerdns/node"
 )
 
 // runAgent runs the metrics agent: `peerdns agent [--data DIR]`, the rest

@@ -7,8 +7,8 @@ import (
 	"strconv"
 	"strings"
 
+	"peerdns/cmd/peerdns/node"
 	nodedns "peerdns/dns"
-	"peerdns/internal/node"
 )
 
 // parseNodeFlags parses args of `peerdns node` with env fallbacks.

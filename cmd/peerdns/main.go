@@ -17,7 +17,7 @@ import (
 	"syscall"
 
 	"peerdns/cmd/peerdns/cli"
-	"peerdns/internal/node"
+	"peerdns/cmd/peerdns/node"
 	"peerdns/internal/procs"
 )
 

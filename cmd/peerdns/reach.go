@@ -3,7 +3,7 @@ package main
 import (
 	"fmt"
 
-	"peerdns/internal/node"
+	"peerdns/cmd/peerdns/node"
 )
 
 // reachEnv are the settings of the TCP and relay paths read from the

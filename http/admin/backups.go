@@ -1,6 +1,6 @@
 package admin
 
-// Backup routes. The node does the work (internal/node/backups.go over
+// Backup routes. The node does the work (cmd/peerdns/node/backups.go over
 // internal/backup); these handlers map its errors to the spec's statuses:
 // a name that is not a plain backup name is 400 everywhere, an unknown
 // backup is 404 for metadata (the spec's) and 500 with "no such backup"

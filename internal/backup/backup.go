@@ -26,7 +26,7 @@
 // prove they load, and the identity compared with the running node's: a
 // backup of another node (a "foreign" archive) is refused, because
 // restoring it would clone that node's key. The node swaps the staged
-// files in only after all of that passed (internal/node).
+// files in only after all of that passed (cmd/peerdns/node).
 package backup
 
 import (

@@ -14,7 +14,7 @@ import (
 
 	"github.com/miekg/dns"
 
-	"peerdns/internal/node"
+	"peerdns/cmd/peerdns/node"
 	"peerdns/internal/testutil"
 )
 

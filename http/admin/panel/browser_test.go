@@ -17,7 +17,7 @@ import (
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
-	"peerdns/internal/node"
+	"peerdns/cmd/peerdns/node"
 	"peerdns/internal/testutil"
 )
 

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"peerdns/cmd/peerdns/node"
 	"peerdns/dns/dnstest"
-	"peerdns/internal/node"
 	"peerdns/internal/testutil"
 )
 
