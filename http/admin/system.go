@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"fmt"
 	"strconv"
 	"time"
 
@@ -41,15 +42,9 @@ type ReachSource interface {
 func (s *Server) systemRoutes(r *router.Router) {
 	r.GET("/api/health", s.wrap(s.health))
 	r.GET("/api/status", s.wrap(func(ctx *fasthttp.RequestCtx) error {
-		isMaster, n, err := s.d.Peers.Status()
+		out, err := s.Status()
 		if err != nil {
-			return httpx.Internal("peer status: %v", err)
-		}
-		out := map[string]any{"isMaster": isMaster, "isConnected": n > 0, "peersCount": n}
-		if rs, ok := s.d.Peers.(ReachSource); ok {
-			if r, err := rs.Reach(); err == nil && r != nil {
-				out["reach"] = r
-			}
+			return httpx.Internal("%v", err)
 		}
 		return httpx.JSON(ctx, 200, out)
 	}))
@@ -67,6 +62,22 @@ func (s *Server) systemRoutes(r *router.Router) {
 		return httpx.JSON(ctx, 200, map[string]any{"channels": messages.LogChannels})
 	}))
 	r.GET("/api/logs/{channel}", s.wrap(s.logTail))
+}
+
+// Status is the body of GET /api/status: what the node knows of its
+// peers and its own reachability. The stats sampler calls it too.
+func (s *Server) Status() (map[string]any, error) {
+	isMaster, n, err := s.d.Peers.Status()
+	if err != nil {
+		return nil, fmt.Errorf("peer status: %w", err)
+	}
+	out := map[string]any{"isMaster": isMaster, "isConnected": n > 0, "peersCount": n}
+	if rs, ok := s.d.Peers.(ReachSource); ok {
+		if r, err := rs.Reach(); err == nil && r != nil {
+			out["reach"] = r
+		}
+	}
+	return out, nil
 }
 
 // logTail serves the last lines of a channel. The channel must be one of
@@ -114,6 +125,13 @@ func (s *Server) health(ctx *fasthttp.RequestCtx) error {
 	if probe != "liveness" && probe != "readiness" {
 		return httpx.BadRequest("probe must be liveness or readiness, got %q", probe)
 	}
+	code, body := s.Health(probe)
+	return httpx.JSON(ctx, code, body)
+}
+
+// Health is GET /api/health for probe ("liveness" or "readiness"): the
+// HTTP status and the body. The stats sampler calls it too.
+func (s *Server) Health(probe string) (int, map[string]any) {
 	side, err := httpx.Ask[*messages.GetSidecarStatusReply](s.d.Root, s.d.Ledger, &messages.GetSidecarStatus{}, s.healthTimeout)
 	storeOK := err == nil && side.Status.Open
 	bootstrapped := storeOK && side.Status.BootstrapComplete
@@ -152,7 +170,7 @@ func (s *Server) health(ctx *fasthttp.RequestCtx) error {
 	if status != "healthy" {
 		code = fasthttp.StatusServiceUnavailable
 	}
-	return httpx.JSON(ctx, code, map[string]any{
+	return code, map[string]any{
 		"status":    status,
 		"timestamp": time.Now().UTC().Format(time.RFC3339Nano),
 		"uptime":    int64(time.Since(s.d.Started).Seconds()),
@@ -162,5 +180,5 @@ func (s *Server) health(ctx *fasthttp.RequestCtx) error {
 			"dataStore":   map[string]bool{"healthy": storeOK},
 			"peerNetwork": map[string]bool{"healthy": swarm},
 		},
-	})
+	}
 }

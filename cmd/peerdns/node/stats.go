@@ -260,26 +260,13 @@ func driveUsage(dir string) map[string]any {
 
 // checkHealth publishes update-health when the health status changed.
 func (s *sampler) checkHealth() {
-	b := s.n.adminGET("/api/health")
-	var h map[string]any
-	if json.Unmarshal(b, &h) != nil {
-		return
-	}
+	_, h := s.n.admin.Health("liveness")
 	st, _ := h["status"].(string)
 	if st == s.health {
 		return
 	}
 	s.health = st
 	s.n.root.System.EventStream.Publish(&messages.Hint{Type: "update-health", Data: h})
-}
-
-// adminGET answers an admin GET in-process (the same handler as HTTP).
-func (n *Node) adminGET(path string) []byte {
-	var ctx fasthttp.RequestCtx
-	ctx.Request.SetRequestURI(path)
-	ctx.Request.Header.SetHost(n.AdminAddr())
-	n.admin.Handler()(&ctx)
-	return append([]byte(nil), ctx.Response.Body()...)
 }
 
 // statsSnapshot is the stats-snapshot WebSocket message.
@@ -295,8 +282,13 @@ func (n *Node) statsSnapshot(minutes int) ([]byte, error) {
 	if cur == nil {
 		return nil, fmt.Errorf("no sample yet")
 	}
+	_, health := n.admin.Health("liveness")
+	status, err := n.admin.Status()
+	if err != nil {
+		status = map[string]any{"error": err.Error()}
+	}
 	return json.Marshal(map[string]any{"type": "stats-snapshot", "stats": json.RawMessage(*cur), "historical": s.history(minutes),
-		"health": json.RawMessage(n.adminGET("/api/health")), "status": json.RawMessage(n.adminGET("/api/status")), "minutes": minutes})
+		"health": health, "status": status, "minutes": minutes})
 }
 
 // statsRoutes registers GET /api/stats and /api/stats/historical.

@@ -75,6 +75,13 @@ func TestStats(t *testing.T) {
 		if snap["stats"] == nil || snap["health"] == nil || snap["status"] == nil || snap["minutes"] != float64(10) {
 			t.Fatalf("snapshot: %v", snap)
 		}
+		// The same health and status bodies as the routes.
+		if h, _ := snap["health"].(map[string]any); h["status"] != "healthy" || h["services"] == nil {
+			t.Fatalf("snapshot health: %v", snap["health"])
+		}
+		if st, _ := snap["status"].(map[string]any); st["peersCount"] != float64(0) || st["isConnected"] != false {
+			t.Fatalf("snapshot status: %v", snap["status"])
+		}
 		if u := readUntil(t, c, ofType("update-stats")); u["stats"] == nil {
 			t.Fatalf("update: %v", u)
 		}
