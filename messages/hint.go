@@ -32,3 +32,8 @@ const HintPluginLog = "plugin-log"
 // HintTunnelLog is a tunnel event ({id, level, message}); the hub sends
 // it to WebSocket clients as a tunnel-log message.
 const HintTunnelLog = "tunnel-log"
+
+// StatsUpdate is one sample's update-stats WebSocket message, built once
+// by the stats sampler; the WebSocket hub queues the same bytes to every
+// subscriber.
+type StatsUpdate struct{ Payload []byte }

@@ -79,9 +79,10 @@ type subscribeStats struct {
 	snap []byte // queued first when on (the stats-snapshot message)
 }
 
-// StatsUpdate is one second's update-stats message, built once by the
-// stats sampler; the hub queues the same bytes to every subscriber.
-type StatsUpdate struct{ Payload []byte }
+// StatsUpdate is one sample's update-stats message (messages.StatsUpdate,
+// sent by the stats actor); the hub queues the same bytes to every
+// subscriber.
+type StatsUpdate = messages.StatsUpdate
 
 // ClientCount asks the hub how many clients are connected.
 type ClientCount struct{}

@@ -5,6 +5,8 @@
 package node
 
 import (
+	"peerdns/actors/stats"
+
 	"context"
 	"errors"
 	"fmt"
@@ -72,10 +74,10 @@ type Node struct {
 	plugins   *actor.PID
 	mux       *transport.Mux
 	peerCalls *plugin.PeerCalls
-	edge      edgeRef   // the edge proxy once started
-	stats     *sampler  // the stats sampler (stats.go)
-	started   time.Time // when this incarnation started
-	ca        *certs.CA // the node's certificate authority
+	edge      edgeRef                         // the edge proxy once started
+	stats     *view.Publisher[stats.Snapshot] // the stats actor's latest sample
+	started   time.Time                       // when this incarnation started
+	ca        *certs.CA                       // the node's certificate authority
 	// pluginTable and pluginWeb serve plugin domains (the edge proxy).
 	pluginTable   *plugin.Table
 	pluginWeb     *pluginweb.Server
@@ -238,7 +240,9 @@ func (n *Node) start() (err error) {
 	if err := n.startEdge(); err != nil {
 		return err
 	}
-	n.startStats()
+	if err := n.startStats(); err != nil {
+		return fmt.Errorf("spawn stats: %w", err)
+	}
 	return nil
 }
 

@@ -1,0 +1,25 @@
+// Package stats is the node's stats sampler, an actor. On every tick
+// (Deps.Interval, a second) it builds the stats payload of GET /api/stats
+// from the node's counters and the answers of the peer, ledger and tunnel
+// actors, and:
+//
+//   - publishes it (Deps.Published: GET /api/stats and the WebSocket's
+//     stats-snapshot read the latest);
+//   - sends it to the WebSocket hub as one update-stats message, the same
+//     bytes for every subscriber (messages.StatsUpdate);
+//   - publishes update-health on the event stream when the health status
+//     (Deps.Health, the function GET /api/health answers with) changes;
+//   - once a minute keeps a sample in node.db ("stats:h:<unix minute>",
+//     24 h kept, across restarts), which History reads for GET
+//     /api/stats/historical.
+//
+// A sample asks three actors with a second's deadline each; ticks that
+// come while a sample is still running are dropped, not queued, so a
+// slow actor slows the payload's rate, never the sampler's mailbox.
+//
+// CPU and memory: every tunnel server and client runs inside this one
+// process, so there is no per-tunnel CPU or memory to measure. Each
+// tunnel child reports the node process's own figures (pid, CPU % over
+// the last sample, RSS) marked "shared": true, next to its own
+// connections and bytes, which are per tunnel.
+package stats
