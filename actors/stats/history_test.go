@@ -1,0 +1,40 @@
+package stats
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"peerdns/internal/store"
+)
+
+// Samples are kept a minute apart, read back oldest first within the
+// asked window, and dropped after a day.
+func TestHistoryKeepsADay(t *testing.T) {
+	db, err := store.Open(filepath.Join(t.TempDir(), "node.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	now := time.Unix(1_800_000_000, 0)
+	for _, ago := range []time.Duration{25 * time.Hour, 90 * time.Minute, 30 * time.Minute, time.Minute} {
+		b, _ := json.Marshal(map[string]any{"ago": ago.String()})
+		keep(db, now.Add(-ago), b)
+	}
+	keep(db, now, []byte(`{"ago":"0s"}`))
+	got := History(db, now, 60)
+	if len(got) != 3 {
+		t.Fatalf("last hour: %d samples, want 3 (30m, 1m, now): %s", len(got), got)
+	}
+	var first struct {
+		Timestamp int64
+		Data      map[string]string
+	}
+	if err := json.Unmarshal(got[0], &first); err != nil || first.Data["ago"] != "30m0s" || first.Timestamp != now.Add(-30*time.Minute).UnixMilli() {
+		t.Fatalf("oldest of the hour: %s (%v)", got[0], err)
+	}
+	if all := History(db, now, 26*60); len(all) != 4 {
+		t.Fatalf("a day and more: %d samples, want 4 (the 25 h one dropped)", len(all))
+	}
+}
