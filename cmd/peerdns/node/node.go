@@ -5,6 +5,8 @@
 package node
 
 import (
+	"peerdns/http/metrics"
+
 	"peerdns/actors/stats"
 
 	"context"
@@ -270,7 +272,11 @@ func (n *Node) startAdmin(ln net.Listener) {
 			n.certRoutes,
 			n.sysDNSRoutes,
 			n.statsRoutes,
-			n.metricsRoutes,
+			func(r *router.Router) {
+				metrics.Register(r, metrics.Deps{Version: n.cfg.Version, View: n.pub, DNS: n.dns, Edge: n.edge.Load,
+					AdminRequests: func() admin.RequestCounters { return n.admin.Requests() },
+					Root:          rootCtx, Tunnels: n.tunnels, Peers: n.peers, Ledger: n.ledger, Log: core})
+			},
 			func(r *router.Router) { admin.RegisterDiagnostics(r, core, n.dns) },
 			func(r *router.Router) { admin.RegisterDNSClients(r, core, n.dns) },
 			func(r *router.Router) { admin.RegisterBackups(r, core, n) },

@@ -1,7 +1,11 @@
-package node
+// Package metrics is the node's Prometheus endpoint, GET /metrics on the
+// admin address (and through the admin domain on the edge like the rest
+// of the admin API). The composition root registers it with Register.
+package metrics
 
 import (
 	"bytes"
+	"log/slog"
 	"strconv"
 	"sync"
 	"time"
@@ -16,10 +20,27 @@ import (
 
 	"github.com/miekg/dns"
 
+	"github.com/asynkron/protoactor-go/actor"
+
 	nodedns "peerdns/dns"
+	"peerdns/http/admin"
 	"peerdns/http/httpx"
+	"peerdns/http/proxy"
+	"peerdns/internal/view"
 	"peerdns/messages"
 )
+
+// Deps are what a scrape reads.
+type Deps struct {
+	Version                string
+	View                   *view.Published
+	DNS                    *nodedns.Server
+	Edge                   func() *proxy.Server // the running edge; nil: none
+	AdminRequests          func() admin.RequestCounters
+	Root                   *actor.RootContext
+	Tunnels, Peers, Ledger *actor.PID
+	Log                    *slog.Logger
+}
 
 // Prometheus metrics (GET /metrics on the admin address, and through the
 // admin domain on the edge like the rest of the admin API).
@@ -130,7 +151,7 @@ type actorReading struct {
 
 // nodeCollector is the node's prometheus.Collector.
 type nodeCollector struct {
-	n *Node
+	d Deps
 
 	mu     sync.Mutex // guards the reading below; never held by a request path
 	at     time.Time
@@ -163,14 +184,14 @@ func gauge(ch chan<- prometheus.Metric, d *prometheus.Desc, v float64, labels ..
 }
 
 func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
-	n := c.n
-	gauge(ch, buildInfo, 1, n.cfg.Version)
-	if v := n.pub.Load(); v != nil {
+	n := c.d
+	gauge(ch, buildInfo, 1, n.Version)
+	if v := n.View.Load(); v != nil {
 		gauge(ch, viewVersion, float64(v.Version))
 	}
 	c.collectDNS(ch)
 	c.collectEdge(ch)
-	a := n.admin.Requests()
+	a := n.AdminRequests()
 	counter(ch, adminRequests, a.Total-a.Failed, "ok")
 	counter(ch, adminRequests, a.Failed, "failed")
 	r := c.reading()
@@ -188,7 +209,7 @@ func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
 }
 
 func (c *nodeCollector) collectDNS(ch chan<- prometheus.Metric) {
-	d := c.n.dns
+	d := c.d.DNS
 	st := d.Stats()
 	counter(ch, dnsQueries, st.Queries)
 	counter(ch, dnsFast, st.FastAnswers)
@@ -226,7 +247,10 @@ func rcodeName(rc int) string {
 }
 
 func (c *nodeCollector) collectEdge(ch chan<- prometheus.Metric) {
-	p := c.n.edge.Load()
+	if c.d.Edge == nil {
+		return
+	}
+	p := c.d.Edge()
 	if p == nil {
 		return
 	}
@@ -302,19 +326,19 @@ func (c *nodeCollector) reading() actorReading {
 	if !c.at.IsZero() && time.Since(c.at) < actorEvery {
 		return c.actors
 	}
-	n := c.n
-	root := n.root.System.Root
+	n := c.d
+	root := n.Root
 	var r actorReading
-	if rep, err := httpx.Ask[*messages.GetTunnelServersReply](root, n.tunnels, &messages.GetTunnelServers{}, time.Second); err == nil && rep.Err == nil {
+	if rep, err := httpx.Ask[*messages.GetTunnelServersReply](root, n.Tunnels, &messages.GetTunnelServers{}, time.Second); err == nil && rep.Err == nil {
 		r.servers, r.serversOK = rep.Servers, true
 	}
-	if rep, err := httpx.Ask[*messages.GetTunnelClientsReply](root, n.tunnels, &messages.GetTunnelClients{}, time.Second); err == nil && rep.Err == nil {
+	if rep, err := httpx.Ask[*messages.GetTunnelClientsReply](root, n.Tunnels, &messages.GetTunnelClients{}, time.Second); err == nil && rep.Err == nil {
 		r.clients, r.clientOK = rep.Clients, true
 	}
-	if rep, err := httpx.Ask[*messages.PeerDiagnosticsReply](root, n.peers, &messages.GetPeerDiagnostics{}, time.Second); err == nil {
+	if rep, err := httpx.Ask[*messages.PeerDiagnosticsReply](root, n.Peers, &messages.GetPeerDiagnostics{}, time.Second); err == nil {
 		r.peers = rep
 	}
-	if rep, err := httpx.Ask[*messages.GetConsensusMetricsReply](root, n.ledger, &messages.GetConsensusMetrics{}, time.Second); err == nil {
+	if rep, err := httpx.Ask[*messages.GetConsensusMetricsReply](root, n.Ledger, &messages.GetConsensusMetrics{}, time.Second); err == nil {
 		m := rep.Metrics
 		r.consensus = &m
 	}
@@ -344,23 +368,23 @@ func (c *cachedGatherer) Gather() ([]*dto.MetricFamily, error) {
 	return c.fams, c.err
 }
 
-// newMetricsRegistry is the node's registry: its own collector, Go's
-// runtime and the process.
-func (n *Node) newMetricsRegistry() *prometheus.Registry {
+// newRegistry is the node's registry: its own collector, Go's runtime
+// and the process.
+func newRegistry(d Deps) *prometheus.Registry {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(
-		&nodeCollector{n: n},
+		&nodeCollector{d: d},
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
 	return reg
 }
 
-// metricsRoutes registers GET /metrics.
-func (n *Node) metricsRoutes(r *router.Router) {
-	reg := n.newMetricsRegistry()
+// Register registers GET /metrics.
+func Register(r *router.Router, d Deps) {
+	reg := newRegistry(d)
 	h := fasthttpadaptor.NewFastHTTPHandler(promhttp.HandlerFor(&cachedGatherer{g: reg, every: gatherEvery}, promhttp.HandlerOpts{
-		ErrorLog:            promLogger{n},
+		ErrorLog:            promLogger{d.Log},
 		ErrorHandling:       promhttp.ContinueOnError,
 		MaxRequestsInFlight: maxScrapes,
 		// No Timeout: promhttp's would wrap the request's context, which
@@ -441,7 +465,11 @@ func (c *scrapeCache) keep(ctx *fasthttp.RequestCtx) {
 	}
 }
 
-// promLogger sends the Prometheus handler's errors to the core channel.
-type promLogger struct{ n *Node }
+// promLogger sends the Prometheus handler's errors to the log.
+type promLogger struct{ log *slog.Logger }
 
-func (l promLogger) Println(v ...any) { l.n.logs["core"].Warn("metrics", "err", v) }
+func (l promLogger) Println(v ...any) {
+	if l.log != nil {
+		l.log.Warn("metrics", "err", v)
+	}
+}
