@@ -52,7 +52,7 @@ func installNotes(t *testing.T, n *Node) {
 	t.Helper()
 	bin := notesBinary(t)
 	dst := filepath.Join(n.orig.Data, "plugins", "notes")
-	src := filepath.Join("..", "..", "examples", "plugins", "notes")
+	src := filepath.Join("..", "..", "..", "examples", "plugins", "notes")
 	for _, f := range []string{"plugin.json", filepath.Join("www", "index.html")} {
 		b, err := os.ReadFile(filepath.Join(src, f))
 		if err != nil {
