@@ -36,6 +36,8 @@
 package plugin
 
 import (
+	"peerdns/internal/view"
+
 	"context"
 	"encoding/json"
 	"errors"
@@ -47,7 +49,6 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -93,9 +94,10 @@ type Deps struct {
 	CrashWindow time.Duration     // [1m]
 }
 
-// Table is the published map of loaded plugins' runtimes by domain.
+// Table is the published map of loaded plugins' runtimes by domain
+// (the generic publisher: the edge and the admin API Load it lock-free).
 type Table struct {
-	m atomic.Pointer[map[string]*Runtime]
+	m view.Publisher[map[string]*Runtime]
 }
 
 // Lookup finds the runtime of a loaded plugin's domain (lower case, no

@@ -1,5 +1,6 @@
-// Package view is the resolved naming view that the consensus side
-// publishes for hot paths (DNS answers, the edge proxy). A Snapshot is
+// Package view is the generic publisher of immutable snapshots
+// (Publisher) and the resolved naming view that the consensus side
+// publishes for hot paths (DNS answers, the edge proxy). A snapshot is
 // immutable once published; readers Load it once per request.
 package view
 
@@ -56,9 +57,10 @@ func indexDot(s string) int {
 type Published = Publisher[Snapshot]
 
 // Publisher hands the current immutable value of type T to readers and
-// tells subscribers when a new one is stored. Every snapshot the node
-// publishes for a hot path (the naming view, the local DNS records) goes
-// through it.
+// tells subscribers when a new one is stored. Every read-side the node
+// publishes goes through it: the naming view (ledger), the local DNS
+// records (localdns), the loaded plugins (plugin.Table) and the stats
+// sample (actors/stats).
 //
 // Store never waits for a subscriber: each subscriber has its own
 // notifier goroutine that delivers the latest value, coalescing the
