@@ -8,6 +8,7 @@ type PathCounters struct {
 	QUICUpgrades    int64 `json:"quicUpgrades"`    // QUIC connections that came up after TCP won their dial (the peer moves to them)
 	TCPRefused      int64 `json:"tcpRefused"`      // refused at the pending-inbound cap
 	TCPBadHandshake int64 `json:"tcpBadHandshake"` // closed: not TLS 1.3 with a valid peer certificate
+	SendLosses      int64 `json:"sendLosses"`      // UDP datagrams the host refused to send (a firewall's output drop, a full conntrack table), counted as lost; the connections live on
 
 	RelayActive        int64 `json:"relayActive"`        // connections relayed through this node now
 	RelayServed        int64 `json:"relayServed"`        // connections relayed through this node since start

@@ -131,6 +131,7 @@ type PathStats struct {
 	QUICUpgrades   int64 `json:"quicUpgrades"`
 	TCPRefused     int64 `json:"tcpRefused"`      // at the pending cap
 	TCPBadHandsake int64 `json:"tcpBadHandshake"` // closed: not TLS 1.3 with a valid peer certificate (garbage)
+	SendLosses     int64 `json:"sendLosses"`      // UDP datagrams the host refused to send, counted as lost
 	RelayStats
 }
 
@@ -138,7 +139,7 @@ type PathStats struct {
 func (e *MultiEndpoint) Stats() PathStats {
 	return PathStats{
 		TCPAccepted: e.tcpIn.Load(), TCPDialed: e.tcpDials.Load(), QUICUpgrades: e.quicUpgrades.Load(), TCPRefused: e.refused.Load(),
-		TCPBadHandsake: e.garbage.Load(), RelayStats: e.relay.stats(),
+		TCPBadHandsake: e.garbage.Load(), SendLosses: e.q.SendLosses(), RelayStats: e.relay.stats(),
 	}
 }
 

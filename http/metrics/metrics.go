@@ -123,6 +123,7 @@ var (
 	peerAttempts = desc("peer_dial_attempts_total", "Outbound connection attempts to peers.")
 	peerDialFail = desc("peer_dial_failures_total", "Outbound connection attempts to peers that failed.")
 	peerInbound  = desc("peer_inbound_accepted_total", "Inbound peer connections accepted.")
+	peerSendLoss = desc("peer_send_losses_total", "UDP datagrams of the peer transport the host refused to send (a firewall's output drop, a full conntrack table, no buffers), counted as lost; the connections live on.")
 	peerRefused  = desc("peer_refused_total", "Peer connections refused (not a writer of the network, bad proof, too many pending).")
 	peerOps      = desc("peer_ops_total", "Ledger ops exchanged with peers, by direction (sent, received, duplicate: received ops the ledger already had).", "direction")
 
@@ -167,7 +168,7 @@ func (c *nodeCollector) Describe(ch chan<- *prometheus.Desc) {
 		edgeRequests, edgeReqBytes, edgeRespBytes, edgeConns, edgeTLS, edgeLogDrop, edgeBodyRef,
 		adminRequests,
 		tunnelInfo, tunnelConns, tunnelStreams, tunnelBytes,
-		peersByPath, peerRTT, peerAttempts, peerDialFail, peerInbound, peerRefused, peerOps,
+		peersByPath, peerRTT, peerAttempts, peerDialFail, peerInbound, peerRefused, peerSendLoss, peerOps,
 		ledgerOps, ledgerRefused, ledgerDomains, consResolved, consQuorumFail, consTies, consVotes,
 		buildInfo, viewVersion,
 	} {
@@ -313,6 +314,9 @@ func (c *nodeCollector) collectPeers(ch chan<- prometheus.Metric, r actorReading
 	counter(ch, peerDialFail, s.FailedAttempts)
 	counter(ch, peerInbound, s.InboundAccepted)
 	counter(ch, peerRefused, s.Refused+s.RefusedPending)
+	if s.Paths != nil {
+		counter(ch, peerSendLoss, s.Paths.SendLosses)
+	}
 	counter(ch, peerOps, s.OpsSent, "sent")
 	counter(ch, peerOps, s.OpsReceived, "received")
 	counter(ch, peerOps, s.OpsDuplicate, "duplicate")
