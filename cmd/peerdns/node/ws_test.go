@@ -173,7 +173,10 @@ func TestWebSocketSlowClientIsDropped(t *testing.T) {
 	// Publish in batches paced by the readers: each batch is published once
 	// every reader has the previous one, so only the client that never
 	// reads can fall behind.
-	pad := strings.Repeat("x", 2048)
+	// 16 KiB a hint: a few batches overflow whatever the kernel buffers
+	// (up to tcp_wmem's 4 MiB) and the client's queue hold, also when a
+	// loaded machine lets the readers pace only a few batches.
+	pad := strings.Repeat("x", 16<<10)
 	seq := 0
 	testutil.Eventually(t, 45*time.Second, func() error {
 		testutil.Eventually(t, 10*time.Second, func() error {
