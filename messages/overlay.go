@@ -138,3 +138,22 @@ func (e *Envelope) validateOverlay() (ok bool, err error) {
 	}
 	return true, nil
 }
+
+// OverlayDiag counts what the overlay did since start (diagnostics
+// summary "overlay").
+type OverlayDiag struct {
+	ActiveView     int   `json:"activeView"`     // the setting: neighbours kept at most
+	Neighbours     int   `json:"neighbours"`     // sessions in the active view now
+	Pinned         int   `json:"pinned"`         // sessions kept for tunnels, besides the view
+	LeavesSent     int64 `json:"leavesSent"`     // neighbours we dropped to make room
+	LeavesReceived int64 `json:"leavesReceived"` // neighbours that dropped us
+	Shuffles       int64 `json:"shuffles"`       // samples we sent
+	SampleGarbage  int64 `json:"sampleGarbage"`  // sample entries ignored: bad id or address
+	// Heartbeats: writers heard only through heartbeats now, and
+	// heartbeats taken, dropped as duplicates (a lookup, no signature
+	// check) and refused (bad signature, not a writer, stale).
+	HeardByHeartbeat int   `json:"heardByHeartbeat"`
+	HeartbeatsNew    int64 `json:"heartbeatsNew"`
+	HeartbeatsDup    int64 `json:"heartbeatsDuplicate"`
+	HeartbeatsBad    int64 `json:"heartbeatsRefused"`
+}

@@ -325,6 +325,8 @@ type PeerDiagSummary struct {
 	Reach *Reach `json:"reach,omitempty"`
 	// Paths counts the TCP and relay paths (nil: the endpoint has none).
 	Paths *PathCounters `json:"paths,omitempty"`
+	// Overlay: the active view, heartbeats and lazy push (overlay.go).
+	Overlay *OverlayDiag `json:"overlay,omitempty"`
 }
 
 // PeerDiag is one known or connected peer.

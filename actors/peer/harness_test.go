@@ -53,6 +53,7 @@ type nodeOpts struct {
 	now        func() time.Time
 	maxPending int // transport.Config.MaxPendingInbound (0: the default)
 	advertise  []string
+	activeView int // Deps.ActiveView (0: the default)
 }
 
 // fatalLog records the supervisor's Deps.Fatal calls.
@@ -151,7 +152,8 @@ func (n *testNode) start() {
 		TickInterval: 20 * time.Millisecond, SyncInterval: 200 * time.Millisecond,
 		PingInterval: 300 * time.Millisecond, ExchangeInterval: 100 * time.Millisecond,
 		HandshakeTimeout: 3 * time.Second, Batch: 8, // small batches exercise multi-batch sync
-		Backoff: transport.Backoff{Min: 20 * time.Millisecond, Max: 200 * time.Millisecond},
+		Backoff:    transport.Backoff{Min: 20 * time.Millisecond, Max: 200 * time.Millisecond},
+		ActiveView: n.opts.activeView,
 	}), "peers")
 	if err != nil {
 		t.Fatal(err)

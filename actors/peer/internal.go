@@ -127,3 +127,29 @@ type peerSilent struct {
 	id     string
 	silent bool
 }
+
+// sendLeave: the supervisor drops the session's peer from its active
+// view; the session sends the leave and closes.
+type sendLeave struct{ sample []messages.PeerInfo }
+
+// peerLeft: the session's peer dropped us from its active view.
+type peerLeft struct {
+	pid    *actor.PID
+	id     string
+	sample []messages.PeerInfo
+}
+
+// overlayFrame: an overlay frame the supervisor handles (view.go,
+// heartbeat.go).
+type overlayFrame struct {
+	from string
+	pid  *actor.PID
+	m    *messages.Envelope
+}
+
+// frameTo asks the supervisor to send env on peer's session as it is
+// (tests play a neighbour that sends bad overlay frames).
+type frameTo struct {
+	peer string
+	env  *messages.Envelope
+}

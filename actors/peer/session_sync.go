@@ -57,6 +57,13 @@ func (s *session) established(c actor.Context) {
 			c.Send(c.Parent(), &peersLearned{from: s.peer, peers: m.m.Peers})
 		case messages.KindTunnels:
 			s.onTunnels(c, m.m.Tunnels)
+		case messages.KindLeave:
+			c.Send(c.Parent(), &peerLeft{pid: c.Self(), id: s.peer, sample: m.m.Overlay.Sample})
+			s.cfg.log.Info("neighbour dropped us from its active view", "peer", short(s.peer))
+			s.closing = true
+			_ = s.cfg.conn.Close("left")
+		case messages.KindShuffle, messages.KindShuffleReply, messages.KindHeartbeats:
+			c.Send(c.Parent(), &overlayFrame{from: s.peer, pid: c.Self(), m: m.m})
 		case messages.KindConnectRequest, messages.KindConnect, messages.KindProbe, messages.KindProbeReply:
 			c.Send(c.Parent(), &reachFrame{from: s.peer, pid: c.Self(), m: m.m}) // reach.go
 		default:
@@ -66,6 +73,14 @@ func (s *session) established(c actor.Context) {
 		s.push(m.ops)
 	case *sendFrame:
 		s.enqueue(m.env)
+	case *sendLeave:
+		s.closing = true
+		env := &messages.Envelope{Kind: messages.KindLeave, Overlay: &messages.Overlay{Sample: m.sample}}
+		select {
+		case s.out <- outItem{env: env, closeAfter: "left"}:
+		default:
+			_ = s.cfg.conn.Close("left")
+		}
 	case *sendTunnels:
 		s.announce(m.ids)
 	case *sendPeers:

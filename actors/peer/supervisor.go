@@ -69,7 +69,14 @@ type Deps struct {
 	DisconnectGrace time.Duration
 	Backoff         transport.Backoff // redial [500ms .. 30s]
 	Batch           int               // ops per sync request and frame [512]
-	Now             func() time.Time
+	// ActiveView bounds the peers we keep a session with (view.go);
+	// sessions the tunnel layer uses come on top [12; 8-16 recommended:
+	// below 8 a random graph of 1,000 nodes risks splitting, above 16
+	// idle traffic grows with no gain in reach].
+	ActiveView int
+	// ShuffleSize bounds the peers in one shuffle or leave sample [8].
+	ShuffleSize int
+	Now         func() time.Time
 }
 
 func (d *Deps) defaults() {
@@ -94,6 +101,12 @@ func (d *Deps) defaults() {
 	def(&d.DisconnectGrace, time.Second)
 	if d.Batch <= 0 {
 		d.Batch = 512
+	}
+	if d.ActiveView <= 0 {
+		d.ActiveView = 12
+	}
+	if d.ShuffleSize <= 0 {
+		d.ShuffleSize = 8
 	}
 	if d.Mesh == nil {
 		d.Mesh = NewMesh()
@@ -160,6 +173,7 @@ type Actor struct {
 	reach        *reachState     // reach.go
 	answering    map[string]bool // peers whose probe we are answering
 	relays       relayPlan
+	view         viewState // view.go
 }
 
 func newActor(d Deps) *Actor {
@@ -232,6 +246,14 @@ func (a *Actor) Receive(c actor.Context) {
 		a.onPunchEnded(m)
 	case *relayDone:
 		a.onRelayDone(c, m)
+	case *frameTo:
+		if e := a.sessions[m.peer]; e != nil {
+			c.Send(e.pid, &sendFrame{env: m.env})
+		}
+	case *peerLeft:
+		a.onLeft(c, m)
+	case *overlayFrame:
+		a.onOverlay(c, m)
 	case *announceTunnels:
 		ids := a.d.Mesh.ownIDs()
 		for _, e := range a.sessions {
@@ -272,7 +294,7 @@ func (a *Actor) start(c actor.Context) {
 	a.sessions = map[string]*sessionEntry{}
 	a.lingering = map[string]time.Time{}
 	a.dialers = map[string]context.CancelFunc{}
-	a.gate = &dialGate{connected: map[string]bool{}, dialing: map[string]bool{}}
+	a.gate = newDialGate(a.d.ActiveView, a.d.Now)
 	a.ctx, a.cancel = context.WithCancel(context.Background())
 	a.diag = diagnostics{started: a.d.Now()}
 	a.reach, a.answering = newReachState(a.d.Now()), map[string]bool{}
@@ -408,10 +430,13 @@ func (a *Actor) onTick(c actor.Context, now time.Time) {
 	if expired {
 		a.connectedChanged(c)
 	}
+	a.trimView(c, "")
+	a.updateGate()
 	a.relayTick(now)
 	if now.Sub(a.lastExchange) >= a.d.ExchangeInterval {
 		a.lastExchange = now
 		a.exchange(c)
+		a.shuffle(c)
 	}
 	a.reachTick(c, now)
 }
