@@ -92,7 +92,7 @@ func (a *Actor) onConn(c actor.Context, m *newConn) {
 	cfg := sessionConfig{
 		conn: conn, ledger: a.d.Ledger, log: a.log, now: a.d.Now,
 		hello: messages.Hello{ID: a.self, Network: a.network, Root: a.root, Addrs: a.advertise(), Observed: udpObserved(conn),
-			Neighbours: a.upNeighbours()},
+			Neighbours: a.helloNeighbours(conn)},
 		syncInterval: a.d.SyncInterval, pingInterval: a.d.PingInterval, handshakeTimeout: a.d.HandshakeTimeout,
 		askTimeout: a.d.AskTimeout, staleAfter: a.d.StaleAfter, batch: a.d.Batch, queueSize: 256, mesh: a.d.Mesh,
 		applied: a.d.Applied,
@@ -162,9 +162,10 @@ func (a *Actor) onTerminated(c actor.Context, who *actor.PID) {
 }
 
 // connectedChanged tells the ledger and the WebSocket hub when the set of
-// connected peers changed.
+// active writers changed: connected peers, and writers heard only by
+// heartbeat (heartbeat.go).
 func (a *Actor) connectedChanged(c actor.Context) {
-	ids := a.upIDs()
+	ids := a.activeIDs()
 	if strings.Join(ids, ",") == strings.Join(a.connected, ",") {
 		return
 	}

@@ -177,3 +177,10 @@ func (g *dialGate) isHeld(id string) bool {
 	until, ok := g.held[id]
 	return ok && g.now().Before(until)
 }
+
+// unhold lets dialers at id again.
+func (g *dialGate) unhold(id string) {
+	g.mu.Lock()
+	delete(g.held, id)
+	g.mu.Unlock()
+}

@@ -54,6 +54,9 @@ type nodeOpts struct {
 	maxPending int // transport.Config.MaxPendingInbound (0: the default)
 	advertise  []string
 	activeView int // Deps.ActiveView (0: the default)
+	// heartbeat, heartbeatTimeout: Deps.HeartbeatInterval and
+	// HeartbeatTimeout (0: the defaults).
+	heartbeat, heartbeatTimeout time.Duration
 }
 
 // fatalLog records the supervisor's Deps.Fatal calls.
@@ -152,8 +155,9 @@ func (n *testNode) start() {
 		TickInterval: 20 * time.Millisecond, SyncInterval: 200 * time.Millisecond,
 		PingInterval: 300 * time.Millisecond, ExchangeInterval: 100 * time.Millisecond,
 		HandshakeTimeout: 3 * time.Second, Batch: 8, // small batches exercise multi-batch sync
-		Backoff:    transport.Backoff{Min: 20 * time.Millisecond, Max: 200 * time.Millisecond},
-		ActiveView: n.opts.activeView,
+		Backoff:           transport.Backoff{Min: 20 * time.Millisecond, Max: 200 * time.Millisecond},
+		ActiveView:        n.opts.activeView,
+		HeartbeatInterval: n.opts.heartbeat, HeartbeatTimeout: n.opts.heartbeatTimeout,
 	}), "peers")
 	if err != nil {
 		t.Fatal(err)

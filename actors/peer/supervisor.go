@@ -76,7 +76,12 @@ type Deps struct {
 	ActiveView int
 	// ShuffleSize bounds the peers in one shuffle or leave sample [8].
 	ShuffleSize int
-	Now         func() time.Time
+	// HeartbeatInterval: how often this writer signs and sends a
+	// heartbeat (heartbeat.go) [1s]. HeartbeatTimeout: a writer without a
+	// session to us counts as active this long after its last heartbeat
+	// arrived [3s].
+	HeartbeatInterval, HeartbeatTimeout time.Duration
+	Now                                 func() time.Time
 }
 
 func (d *Deps) defaults() {
@@ -99,6 +104,8 @@ func (d *Deps) defaults() {
 	def(&d.HandshakeTimeout, 10*time.Second)
 	def(&d.AskTimeout, 5*time.Second)
 	def(&d.DisconnectGrace, time.Second)
+	def(&d.HeartbeatInterval, time.Second)
+	def(&d.HeartbeatTimeout, 3*time.Second)
 	if d.Batch <= 0 {
 		d.Batch = 512
 	}
@@ -173,7 +180,8 @@ type Actor struct {
 	reach        *reachState     // reach.go
 	answering    map[string]bool // peers whose probe we are answering
 	relays       relayPlan
-	view         viewState // view.go
+	view         viewState      // view.go
+	hb           heartbeatState // heartbeat.go
 }
 
 func newActor(d Deps) *Actor {
@@ -432,6 +440,7 @@ func (a *Actor) onTick(c actor.Context, now time.Time) {
 	}
 	a.trimView(c, "")
 	a.updateGate()
+	a.heartbeatTick(c, now)
 	a.relayTick(now)
 	if now.Sub(a.lastExchange) >= a.d.ExchangeInterval {
 		a.lastExchange = now

@@ -128,7 +128,9 @@ func (a *Actor) sendLeave(c actor.Context, id string) {
 	a.gate.hold(id, a.d.Now().Add(leaveHold))
 	a.gate.set(a.directGate())
 	a.updateGate()
-	// It no longer counts as connected; its heartbeats keep it active.
+	// It no longer counts as connected; it was alive a moment ago, and
+	// its heartbeats keep it active from now on (heartbeat.go).
+	a.heardNow(id)
 	a.connectedChanged(c)
 }
 
@@ -140,6 +142,7 @@ func (a *Actor) onLeft(c actor.Context, m *peerLeft) {
 		return
 	}
 	a.view.left++
+	a.heardNow(m.id)
 	a.gate.hold(m.id, a.d.Now().Add(leaveHold))
 	a.learnSample(m.sample)
 	a.updateGate()
@@ -255,6 +258,26 @@ func (a *Actor) onShuffle(c actor.Context, m *overlayFrame) {
 	a.learnSample(m.m.Overlay.Sample)
 }
 
+// helloNeighbours is the neighbour count our hello on conn carries: the
+// priority of our request to join the peer's active view. It is 0 ("make
+// room for me") when we have no neighbours, as in HyParView, and also
+// when we dialed a writer whose heartbeats do not reach us: it is in
+// another part of the graph (or we just learned of it), and a link to it
+// is worth an eviction. Once heartbeats flow from everyone, requests of
+// nodes with neighbours are low priority and a full peer turns them
+// away, so a leave never starts a chain of evictions.
+func (a *Actor) helloNeighbours(conn interface {
+	Outbound() bool
+	PeerID() string
+}) int {
+	if conn.Outbound() && a.hb.latest != nil {
+		if _, heard := a.hb.heard[conn.PeerID()]; !heard {
+			return 0
+		}
+	}
+	return a.upNeighbours()
+}
+
 // upNeighbours counts established sessions in the active view (the
 // priority a hello carries).
 func (a *Actor) upNeighbours() int {
@@ -276,6 +299,8 @@ func (a *Actor) onOverlay(c actor.Context, m *overlayFrame) {
 	switch m.m.Kind {
 	case messages.KindShuffle, messages.KindShuffleReply:
 		a.onShuffle(c, m)
+	case messages.KindHeartbeats:
+		a.onHeartbeats(c, m.from, m.m.Overlay.Heartbeats)
 	}
 }
 
@@ -285,6 +310,7 @@ func (a *Actor) overlayDiag() *messages.OverlayDiag {
 	o := &messages.OverlayDiag{
 		ActiveView: a.d.ActiveView, LeavesSent: a.view.leaves, LeavesReceived: a.view.left,
 		Shuffles: a.view.shuffles, SampleGarbage: a.view.garbage,
+		HeardByHeartbeat: len(a.hb.heard), HeartbeatsNew: a.hb.taken, HeartbeatsDup: a.hb.dup, HeartbeatsBad: a.hb.refused,
 	}
 	for id, e := range a.sessions {
 		switch {

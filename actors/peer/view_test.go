@@ -17,11 +17,13 @@ import (
 func overlayNet(t *testing.T, n, view int) []*testNode {
 	t.Helper()
 	mem := transport.NewMemNetwork()
-	nodes := []*testNode{newTestNode(t, "N0", nodeOpts{mem: mem, activeView: view})}
+	o := nodeOpts{mem: mem, activeView: view, heartbeat: 100 * time.Millisecond, heartbeatTimeout: 600 * time.Millisecond}
+	nodes := []*testNode{newTestNode(t, "N0", o)}
 	nodes[0].waitReady()
 	for i := 1; i < n; i++ {
 		inv := nodes[0].invite(0)
-		nd := newTestNode(t, fmt.Sprintf("N%d", i), nodeOpts{mem: mem, join: inv, activeView: view})
+		o.join = inv
+		nd := newTestNode(t, fmt.Sprintf("N%d", i), o)
 		testutil.Eventually(t, 15*time.Second, func() error {
 			if !nd.isWriter(nd.id.ID()) {
 				return fmt.Errorf("%s not a writer yet", nd.name)
