@@ -1,6 +1,11 @@
 package messages
 
-import "fmt"
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"fmt"
+	"slices"
+)
 
 // --- overlay: bounded neighbours, heartbeats, lazy push, digests ---
 //
@@ -156,4 +161,31 @@ type OverlayDiag struct {
 	HeartbeatsNew    int64 `json:"heartbeatsNew"`
 	HeartbeatsDup    int64 `json:"heartbeatsDuplicate"`
 	HeartbeatsBad    int64 `json:"heartbeatsRefused"`
+	// Anti-entropy: digests from neighbours that matched our vector, and
+	// that did not (answered with the full vector).
+	DigestsEqual  int64 `json:"digestsEqual"`
+	DigestsDiffer int64 `json:"digestsDiffer"`
+}
+
+// VVDigest is the digest of a version vector that KindDigest carries:
+// SHA-256 over the entries sorted by writer, each the writer, a zero byte
+// and the seq as 8 big-endian bytes. Writers at seq 0 are left out, so a
+// vector and its copy with explicit zeros digest alike.
+func VVDigest(vv VersionVector) []byte {
+	ws := make([]string, 0, len(vv))
+	for w, n := range vv {
+		if n > 0 {
+			ws = append(ws, w)
+		}
+	}
+	slices.Sort(ws)
+	h := sha256.New()
+	var n [8]byte
+	for _, w := range ws {
+		h.Write([]byte(w))
+		h.Write([]byte{0})
+		binary.BigEndian.PutUint64(n[:], vv[w])
+		h.Write(n[:])
+	}
+	return h.Sum(nil)
 }

@@ -124,3 +124,18 @@ func FuzzOverlayEnvelope(f *testing.F) {
 		}
 	})
 }
+
+func TestVVDigest(t *testing.T) {
+	a := VVDigest(VersionVector{"w1": 3, "w2": 9})
+	if len(a) != DigestSize {
+		t.Fatalf("digest of %d bytes, want %d", len(a), DigestSize)
+	}
+	if !bytes.Equal(a, VVDigest(VersionVector{"w2": 9, "w1": 3, "w3": 0})) {
+		t.Fatal("equal vectors digest differently")
+	}
+	for _, other := range []VersionVector{{"w1": 3, "w2": 8}, {"w1": 3}, {"w1": 3, "w2": 9, "w4": 1}, {"w1\x00": 3, "w2": 9}} {
+		if bytes.Equal(a, VVDigest(other)) {
+			t.Fatalf("VVDigest(%v) equals another vector's", other)
+		}
+	}
+}

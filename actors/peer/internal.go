@@ -96,6 +96,9 @@ type sessionStats struct {
 	opsReceived int64
 	opsDup      int64 // received ops the ledger already had
 	wants       int64 // gap repairs we asked for
+	// digests the peer sent that matched our vector, and that did not
+	// (answered with our full vector)
+	digestsEqual, digestsDiffer int64
 }
 
 // statsReport carries a session's stats to the supervisor (on every tick).

@@ -1,6 +1,7 @@
 package peer
 
 import (
+	"bytes"
 	"math"
 	"time"
 
@@ -42,6 +43,8 @@ func (s *session) established(c actor.Context) {
 				}
 			}
 			s.startSync(c, base)
+		case messages.KindDigest:
+			s.onDigest(c, m.m.Overlay.Digest)
 		case messages.KindWant:
 			s.peerVV = copyVV(m.m.VV)
 			s.startSync(c, m.m.VV)
@@ -101,7 +104,7 @@ func (s *session) established(c actor.Context) {
 		}
 		s.flushTunnels()
 		if m.now.Sub(s.lastVV) >= s.cfg.syncInterval {
-			s.sendVV(c, messages.KindVV)
+			s.sendDigest(c)
 		}
 		if m.now.Sub(s.lastPing) >= s.cfg.pingInterval {
 			s.lastPing = m.now
@@ -125,6 +128,48 @@ func (s *session) sendVV(c actor.Context, kind string) {
 		if !s.closing {
 			s.enqueue(&messages.Envelope{Kind: kind, VV: r.VV})
 		}
+	})
+}
+
+// sendDigest is the periodic anti-entropy: a digest of our version
+// vector (32 bytes however many writers there are). A peer whose vector
+// differs answers with its full vector (onDigest), and we send it what it
+// lacks; what we lack comes when its own digest reaches us.
+func (s *session) sendDigest(c actor.Context) {
+	s.lastVV = s.cfg.now()
+	f := c.RequestFuture(s.cfg.ledger, &messages.GetVersionVector{}, s.cfg.askTimeout)
+	c.ReenterAfter(f, func(res any, err error) {
+		r, ok := res.(*messages.GetVersionVectorReply)
+		if err != nil || !ok {
+			s.cfg.log.Warn("version vector unavailable", "err", errText(err))
+			return
+		}
+		if !s.closing {
+			s.enqueue(&messages.Envelope{Kind: messages.KindDigest, Overlay: &messages.Overlay{Digest: messages.VVDigest(r.VV)}})
+		}
+	})
+}
+
+// onDigest answers a peer's digest with our full vector when they
+// differ. When they match the peer holds exactly what we hold.
+func (s *session) onDigest(c actor.Context, d []byte) {
+	f := c.RequestFuture(s.cfg.ledger, &messages.GetVersionVector{}, s.cfg.askTimeout)
+	c.ReenterAfter(f, func(res any, err error) {
+		r, ok := res.(*messages.GetVersionVectorReply)
+		if err != nil || !ok || s.closing {
+			return
+		}
+		if bytes.Equal(messages.VVDigest(r.VV), d) {
+			s.stats.digestsEqual++
+			for w, n := range r.VV {
+				if n > s.peerVV[w] {
+					s.peerVV[w] = n
+				}
+			}
+			return
+		}
+		s.stats.digestsDiffer++
+		s.enqueue(&messages.Envelope{Kind: messages.KindVV, VV: r.VV})
 	})
 }
 

@@ -313,6 +313,8 @@ func (a *Actor) overlayDiag() *messages.OverlayDiag {
 		HeardByHeartbeat: len(a.hb.heard), HeartbeatsNew: a.hb.taken, HeartbeatsDup: a.hb.dup, HeartbeatsBad: a.hb.refused,
 	}
 	for id, e := range a.sessions {
+		o.DigestsEqual += e.stats.digestsEqual
+		o.DigestsDiffer += e.stats.digestsDiffer
 		switch {
 		case a.pinned(id, now):
 			o.Pinned++

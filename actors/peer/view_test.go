@@ -149,3 +149,27 @@ func TestShuffleSampleGarbageIgnoredAndCounted(t *testing.T) {
 func (n *testNode) sendFrameTo(peer string, env *messages.Envelope) {
 	n.sys.Root.Send(n.peers, &frameTo{peer: peer, env: env})
 }
+
+// Idle neighbours that hold the same ops exchange digests, never full
+// vectors.
+func TestIdleNeighboursSendDigestsOnly(t *testing.T) {
+	nodes := overlayNet(t, 3, 4)
+	waitMesh(t, 10*time.Second, nodes...)
+	nodes[1].addDomain("digest.p2p", hash('d'))
+	waitConverged(t, 10*time.Second, nodes...)
+	waitEqual := func(n int64) *messages.OverlayDiag {
+		start := diag(t, nodes[0]).Summary.Overlay.DigestsEqual
+		var o *messages.OverlayDiag
+		testutil.Eventually(t, 10*time.Second, func() error {
+			if o = diag(t, nodes[0]).Summary.Overlay; o.DigestsEqual < start+n {
+				return fmt.Errorf("digests matched %d times, want %d more than %d", o.DigestsEqual, n, start)
+			}
+			return nil
+		})
+		return o
+	}
+	settled := waitEqual(4)
+	if later := waitEqual(8); later.DigestsDiffer != settled.DigestsDiffer {
+		t.Fatalf("idle neighbours sent full vectors: %d digests differed after settling", later.DigestsDiffer-settled.DigestsDiffer)
+	}
+}
