@@ -165,6 +165,13 @@ type OverlayDiag struct {
 	// that did not (answered with the full vector).
 	DigestsEqual  int64 `json:"digestsEqual"`
 	DigestsDiffer int64 `json:"digestsDiffer"`
+	// Plumtree: neighbours we announce op ids to instead of pushing ops,
+	// ids announced, ids grafted (asked for after an announcement), and
+	// links pruned after a duplicate.
+	LazyLinks int   `json:"lazyLinks"`
+	IHaveSent int64 `json:"ihaveSent"`
+	Grafts    int64 `json:"grafts"`
+	Prunes    int64 `json:"prunes"`
 }
 
 // VVDigest is the digest of a version vector that KindDigest carries:

@@ -99,6 +99,10 @@ type sessionStats struct {
 	// digests the peer sent that matched our vector, and that did not
 	// (answered with our full vector)
 	digestsEqual, digestsDiffer int64
+	// Plumtree: op ids announced to the peer, ids grafted from it, and
+	// times we pruned the link (session_lazy.go)
+	ihaveSent, grafts, prunes int64
+	lazy                      bool
 }
 
 // statsReport carries a session's stats to the supervisor (on every tick).

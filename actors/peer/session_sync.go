@@ -43,6 +43,14 @@ func (s *session) established(c actor.Context) {
 				}
 			}
 			s.startSync(c, base)
+		case messages.KindIHave:
+			if s.cfg.applied != nil {
+				s.onIHave(c, m.m.Overlay.IDs)
+			}
+		case messages.KindGraft:
+			s.onGraft(c, m.m.Overlay.IDs)
+		case messages.KindPrune:
+			s.lz.lazy = s.cfg.applied != nil
 		case messages.KindDigest:
 			s.onDigest(c, m.m.Overlay.Digest)
 		case messages.KindWant:
@@ -74,6 +82,8 @@ func (s *session) established(c actor.Context) {
 		}
 	case *pushOps:
 		s.push(m.ops)
+	case *lazyDue:
+		s.onLazyDue(c)
 	case *sendFrame:
 		s.enqueue(m.env)
 	case *sendLeave:
@@ -110,6 +120,7 @@ func (s *session) established(c actor.Context) {
 			s.lastPing = m.now
 			s.enqueue(&messages.Envelope{Kind: messages.KindPing, Ping: &messages.Ping{SentUnixNano: time.Now().UnixNano()}})
 		}
+		s.stats.lazy = s.lz.lazy
 		c.Send(c.Parent(), &statsReport{id: s.peer, st: s.stats})
 	}
 }
@@ -272,8 +283,28 @@ func (s *session) push(ops []*messages.Op) {
 		}
 		out = append(out, op)
 	}
-	if len(out) > 0 {
+	if len(out) == 0 {
+		return
+	}
+	if !s.lz.lazy {
 		s.sendOps(out)
+		return
+	}
+	// A lazy link: our own ops still go out whole (the writer is the
+	// root of every tree of its ops), others as ids (session_lazy.go).
+	var own, relayed []*messages.Op
+	for _, op := range out {
+		if op.Writer == s.cfg.hello.ID {
+			own = append(own, op)
+		} else {
+			relayed = append(relayed, op)
+		}
+	}
+	if len(own) > 0 {
+		s.sendOps(own)
+	}
+	if len(relayed) > 0 {
+		s.announceIDs(relayed)
 	}
 }
 
@@ -307,6 +338,9 @@ func (s *session) onOps(c actor.Context, ops []*messages.Op) {
 			return
 		}
 		s.stats.opsDup += int64(r.Duplicates)
+		if s.cfg.applied != nil && !s.closing {
+			s.onDuplicates(r.Duplicates, len(ops))
+		}
 		if r.Rejected > 0 {
 			s.cfg.log.Warn("peer sent ops that failed validation", "peer", short(s.peer), "rejected", r.Rejected)
 		}

@@ -81,7 +81,14 @@ type Deps struct {
 	// session to us counts as active this long after its last heartbeat
 	// arrived [3s].
 	HeartbeatInterval, HeartbeatTimeout time.Duration
-	Now                                 func() time.Time
+	// LazyTimeout: an op a lazy neighbour announced that has not arrived
+	// this long after is grafted from it (session_lazy.go) [500ms].
+	LazyTimeout time.Duration
+	Now         func() time.Time
+
+	// withhold makes the node relay no op of another writer (tests play
+	// a neighbour that withholds ops with it).
+	withhold bool
 }
 
 func (d *Deps) defaults() {
@@ -106,6 +113,7 @@ func (d *Deps) defaults() {
 	def(&d.DisconnectGrace, time.Second)
 	def(&d.HeartbeatInterval, time.Second)
 	def(&d.HeartbeatTimeout, 3*time.Second)
+	def(&d.LazyTimeout, 500*time.Millisecond)
 	if d.Batch <= 0 {
 		d.Batch = 512
 	}
@@ -182,6 +190,7 @@ type Actor struct {
 	relays       relayPlan
 	view         viewState      // view.go
 	hb           heartbeatState // heartbeat.go
+	grafts       graftBook      // session_lazy.go, shared by the sessions
 }
 
 func newActor(d Deps) *Actor {
@@ -258,6 +267,11 @@ func (a *Actor) Receive(c actor.Context) {
 		if e := a.sessions[m.peer]; e != nil {
 			c.Send(e.pid, &sendFrame{env: m.env})
 		}
+	case *dropNeighbour:
+		if e := a.sessions[m.id]; e != nil && e.pid.Equal(m.pid) {
+			a.diag.issue(a.d.Now(), messages.ConnectionIssue{Addr: e.conn.RemoteAddr().String(), PeerID: m.id, Kind: "overlay", Reason: m.why})
+			a.sendLeave(c, m.id)
+		}
 	case *peerLeft:
 		a.onLeft(c, m)
 	case *overlayFrame:
@@ -276,9 +290,18 @@ func (a *Actor) Receive(c actor.Context) {
 	case *inviteRefused:
 		a.onInviteRefused(m)
 	case *messages.OpsApplied:
+		ops := m.Ops
+		if a.d.withhold {
+			ops = nil
+			for _, op := range m.Ops {
+				if op.Writer == a.self {
+					ops = append(ops, op)
+				}
+			}
+		}
 		for _, e := range a.sessions {
-			if e.up {
-				c.Send(e.pid, &pushOps{ops: m.Ops})
+			if e.up && len(ops) > 0 {
+				c.Send(e.pid, &pushOps{ops: ops})
 			}
 		}
 	case *messages.GetPeers:

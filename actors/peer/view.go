@@ -315,6 +315,12 @@ func (a *Actor) overlayDiag() *messages.OverlayDiag {
 	for id, e := range a.sessions {
 		o.DigestsEqual += e.stats.digestsEqual
 		o.DigestsDiffer += e.stats.digestsDiffer
+		o.IHaveSent += e.stats.ihaveSent
+		o.Grafts += e.stats.grafts
+		o.Prunes += e.stats.prunes
+		if e.up && e.stats.lazy {
+			o.LazyLinks++
+		}
 		switch {
 		case a.pinned(id, now):
 			o.Pinned++

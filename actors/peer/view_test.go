@@ -16,14 +16,28 @@ import (
 // make room again and again).
 func overlayNet(t *testing.T, n, view int) []*testNode {
 	t.Helper()
+	return overlayNetWith(t, n, view, nil)
+}
+
+// overlayNetWith is overlayNet with a hook that adjusts node i's options.
+func overlayNetWith(t *testing.T, n, view int, adjust func(i int, o *nodeOpts)) []*testNode {
+	t.Helper()
 	mem := transport.NewMemNetwork()
 	o := nodeOpts{mem: mem, activeView: view, heartbeat: 100 * time.Millisecond, heartbeatTimeout: 600 * time.Millisecond}
-	nodes := []*testNode{newTestNode(t, "N0", o)}
+	opts := func(i int) nodeOpts {
+		oi := o
+		if adjust != nil {
+			adjust(i, &oi)
+		}
+		return oi
+	}
+	nodes := []*testNode{newTestNode(t, "N0", opts(0))}
 	nodes[0].waitReady()
 	for i := 1; i < n; i++ {
 		inv := nodes[0].invite(0)
-		o.join = inv
-		nd := newTestNode(t, fmt.Sprintf("N%d", i), o)
+		oi := opts(i)
+		oi.join = inv
+		nd := newTestNode(t, fmt.Sprintf("N%d", i), oi)
 		testutil.Eventually(t, 15*time.Second, func() error {
 			if !nd.isWriter(nd.id.ID()) {
 				return fmt.Errorf("%s not a writer yet", nd.name)
