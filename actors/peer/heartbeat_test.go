@@ -119,3 +119,14 @@ func TestForgedHeartbeatsRefused(t *testing.T) {
 		return nil
 	})
 }
+
+// The same over real QUIC on loopback: a view smaller than the network,
+// every writer active on every node through sessions or heartbeats.
+func TestOverlayOverQUIC(t *testing.T) {
+	const n, view = 5, 2
+	nodes := overlayNetWith(t, n, view, func(_ int, o *nodeOpts) { o.mem = nil })
+	waitOverlay(t, 30*time.Second, view, nodes...)
+	nodes[1].addDomain("quic-overlay.p2p", hash('f'))
+	waitActive(t, 20*time.Second, "quic-overlay.p2p", n, nodes...)
+	waitConverged(t, 20*time.Second, nodes...)
+}
