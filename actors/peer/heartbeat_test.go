@@ -50,7 +50,7 @@ func TestHeartbeatsCountWritersBeyondTheView(t *testing.T) {
 	nodes := overlayNet(t, n, view)
 	waitOverlay(t, 30*time.Second, view, nodes...)
 	nodes[2].addDomain("alive.p2p", hash('a'))
-	waitActive(t, 20*time.Second, "alive.p2p", n, nodes...)
+	waitActive(t, 30*time.Second, "alive.p2p", n, nodes...)
 	byHeartbeat := 0
 	for _, nd := range nodes {
 		byHeartbeat += diag(t, nd).Summary.Overlay.HeardByHeartbeat
@@ -66,7 +66,7 @@ func TestHeartbeatsCountWritersBeyondTheView(t *testing.T) {
 
 	gone := nodes[n-1]
 	gone.stop()
-	waitActive(t, 10*time.Second, "alive.p2p", n-1, nodes[:n-1]...)
+	waitActive(t, 20*time.Second, "alive.p2p", n-1, nodes[:n-1]...)
 }
 
 // A heartbeat that another writer did not sign, or whose writer is not a

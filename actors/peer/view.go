@@ -99,7 +99,11 @@ func (a *Actor) trimView(c actor.Context, newID string) {
 		} else {
 			var cands []string
 			for id, e := range a.sessions {
-				if id == newID || !e.up || a.pinned(id, now) || (a.joinInv != nil && id == a.joinInv.Inviter) {
+				// A session younger than SyncInterval is spared: it has
+				// not synced once yet (a joiner may still be joining),
+				// and sparing it keeps a burst of dials from churning.
+				young := now.Sub(e.upAt) < a.d.SyncInterval
+				if id == newID || !e.up || young || a.pinned(id, now) || (a.joinInv != nil && id == a.joinInv.Inviter) {
 					continue
 				}
 				cands = append(cands, id)

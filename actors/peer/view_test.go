@@ -23,7 +23,7 @@ func overlayNet(t *testing.T, n, view int) []*testNode {
 func overlayNetWith(t *testing.T, n, view int, adjust func(i int, o *nodeOpts)) []*testNode {
 	t.Helper()
 	mem := transport.NewMemNetwork()
-	o := nodeOpts{mem: mem, activeView: view, heartbeat: 100 * time.Millisecond, heartbeatTimeout: 600 * time.Millisecond}
+	o := nodeOpts{mem: mem, activeView: view, heartbeat: 100 * time.Millisecond, heartbeatTimeout: 1500 * time.Millisecond}
 	opts := func(i int) nodeOpts {
 		oi := o
 		if adjust != nil {
@@ -38,7 +38,7 @@ func overlayNetWith(t *testing.T, n, view int, adjust func(i int, o *nodeOpts)) 
 		oi := opts(i)
 		oi.join = inv
 		nd := newTestNode(t, fmt.Sprintf("N%d", i), oi)
-		testutil.Eventually(t, 15*time.Second, func() error {
+		testutil.Eventually(t, 30*time.Second, func() error {
 			if !nd.isWriter(nd.id.ID()) {
 				return fmt.Errorf("%s not a writer yet", nd.name)
 			}
