@@ -44,6 +44,9 @@ type Envelope struct {
 	Connect        *Connect        `cbor:"21,keyasint,omitempty"`
 	Probe          *Probe          `cbor:"22,keyasint,omitempty"`
 	ProbeReply     *ProbeReply     `cbor:"23,keyasint,omitempty"`
+
+	// Overlay body (overlay.go).
+	Overlay *Overlay `cbor:"40,keyasint,omitempty"`
 }
 
 // Hello opens a session. Network is "" while the sender has not joined a
@@ -57,6 +60,9 @@ type Hello struct {
 	// Observed is the address the sender sees this connection come from
 	// (the receiver's address as its router maps it).
 	Observed string `cbor:"6,keyasint,omitempty"`
+	// Neighbours is the size of the sender's active view when it sent
+	// this hello (overlay.go): 0 asks a full peer to make room for it.
+	Neighbours int `cbor:"7,keyasint,omitempty"`
 }
 
 // JoinRequest redeems an invite. Proof is the joiner's signature over
@@ -170,6 +176,7 @@ func (e *Envelope) Validate() error {
 		}
 	}
 	bodies += e.reachBodies()
+	bodies += e.overlayBodies()
 	bad := func(why string) error { return fmt.Errorf("%w: %s: %s", ErrBadEnvelope, e.Kind, why) }
 	want := 1
 	switch e.Kind {
@@ -217,7 +224,11 @@ func (e *Envelope) Validate() error {
 			return bad("no body")
 		}
 	default:
-		if ok, err := e.validateReach(); !ok {
+		if ok, err := e.validateReach(); ok {
+			if err != nil {
+				return err
+			}
+		} else if ok, err := e.validateOverlay(); !ok {
 			return fmt.Errorf("%w: unknown kind %q", ErrBadEnvelope, e.Kind)
 		} else if err != nil {
 			return err
@@ -314,6 +325,8 @@ type PeerDiagSummary struct {
 	Reach *Reach `json:"reach,omitempty"`
 	// Paths counts the TCP and relay paths (nil: the endpoint has none).
 	Paths *PathCounters `json:"paths,omitempty"`
+	// Overlay: the active view, heartbeats and lazy push (overlay.go).
+	Overlay *OverlayDiag `json:"overlay,omitempty"`
 }
 
 // PeerDiag is one known or connected peer.

@@ -42,7 +42,10 @@ func (a *Actor) onConn(c actor.Context, m *newConn) {
 	id := conn.PeerID()
 	// The dialer marked the id connected before we saw the connection;
 	// whatever happens below, the gate ends up showing our sessions.
-	defer func() { a.gate.set(a.directGate()) }()
+	defer func() {
+		a.gate.set(a.directGate())
+		a.updateGate()
+	}()
 	if conn.Outbound() {
 		a.diag.dialed++
 	} else {
@@ -88,10 +91,11 @@ func (a *Actor) onConn(c actor.Context, m *newConn) {
 	}
 	cfg := sessionConfig{
 		conn: conn, ledger: a.d.Ledger, log: a.log, now: a.d.Now,
-		hello:        messages.Hello{ID: a.self, Network: a.network, Root: a.root, Addrs: a.advertise(), Observed: udpObserved(conn)},
+		hello: messages.Hello{ID: a.self, Network: a.network, Root: a.root, Addrs: a.advertise(), Observed: udpObserved(conn),
+			Neighbours: a.helloNeighbours(conn)},
 		syncInterval: a.d.SyncInterval, pingInterval: a.d.PingInterval, handshakeTimeout: a.d.HandshakeTimeout,
 		askTimeout: a.d.AskTimeout, staleAfter: a.d.StaleAfter, batch: a.d.Batch, queueSize: 256, mesh: a.d.Mesh,
-		applied: a.d.Applied,
+		applied: a.d.Applied, lazyTimeout: a.d.LazyTimeout, grafts: &a.grafts,
 	}
 	if a.joinInv != nil && id == a.joinInv.Inviter {
 		cfg.hello.Join = a.joinReq
@@ -134,6 +138,8 @@ func (a *Actor) onUp(c actor.Context, m *sessionUp) {
 	a.remember(m.id, addrs, true)
 	a.d.Mesh.setConn(m.id, e.conn)
 	a.connectedChanged(c)
+	a.trimView(c, m.id)
+	a.updateGate()
 	a.exchange(c)
 }
 
@@ -143,6 +149,7 @@ func (a *Actor) onTerminated(c actor.Context, who *actor.PID) {
 			delete(a.sessions, id)
 			a.d.Mesh.dropConn(id, e.conn)
 			a.gate.set(a.directGate())
+			a.updateGate()
 			a.reachDown(id)
 			a.relayEnded(id, e.conn)
 			if e.up || e.inherited {
@@ -155,9 +162,10 @@ func (a *Actor) onTerminated(c actor.Context, who *actor.PID) {
 }
 
 // connectedChanged tells the ledger and the WebSocket hub when the set of
-// connected peers changed.
+// active writers changed: connected peers, and writers heard only by
+// heartbeat (heartbeat.go).
 func (a *Actor) connectedChanged(c actor.Context) {
-	ids := a.upIDs()
+	ids := a.activeIDs()
 	if strings.Join(ids, ",") == strings.Join(a.connected, ",") {
 		return
 	}

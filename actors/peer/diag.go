@@ -115,6 +115,7 @@ func (a *Actor) diagnostics() *messages.PeerDiagnosticsReply {
 			RefusedTunnelAnnouncements: a.diag.tunnelsRefused,
 			Reach:                      a.reachView(),
 			Paths:                      a.pathCounters(),
+			Overlay:                    a.overlayDiag(),
 		},
 		Peers:            peers,
 		Recommendations:  a.recommendations(up, issues),

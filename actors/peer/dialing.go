@@ -81,29 +81,74 @@ func (a *Actor) startDialer(addr, id string, o dialOpts) {
 }
 
 // dialGate lets dialer goroutines skip peers that are connected or being
-// dialed by another dialer. mu guards both maps.
+// dialed by another dialer, peers that left our active view a moment ago,
+// and any dial while the active view has no room (view.go). mu guards
+// the fields below.
 type dialGate struct {
 	mu        sync.Mutex
 	connected map[string]bool
 	dialing   map[string]bool
+	held      map[string]time.Time // peer → no dial before then
+	room      int                  // neighbours the active view still takes
+	inflight  int                  // dials Skip let through and After has not ended
+	now       func() time.Time
+}
+
+func newDialGate(room int, now func() time.Time) *dialGate {
+	return &dialGate{connected: map[string]bool{}, dialing: map[string]bool{}, held: map[string]time.Time{}, room: room, now: now}
 }
 
 func (g *dialGate) skip(id string) bool {
-	if id == "" {
-		return false
-	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.connected[id] || g.dialing[id] {
-		return true
+	if id != "" {
+		if g.connected[id] || g.dialing[id] {
+			return true
+		}
+		if until, ok := g.held[id]; ok {
+			if g.now().Before(until) {
+				return true
+			}
+			delete(g.held, id)
+		}
 	}
-	g.dialing[id] = true
+	if g.inflight >= g.room {
+		return true // the active view is full, or enough dials are under way to fill it
+	}
+	g.inflight++
+	if id != "" {
+		g.dialing[id] = true
+	}
 	return false
 }
 
 func (g *dialGate) done(id string) {
 	g.mu.Lock()
 	delete(g.dialing, id)
+	if g.inflight > 0 {
+		g.inflight--
+	}
+	g.mu.Unlock()
+}
+
+// setRoom sets how many more neighbours the active view takes.
+func (g *dialGate) setRoom(n int) {
+	g.mu.Lock()
+	g.room = n
+	g.mu.Unlock()
+}
+
+// hold keeps dialers off id until then.
+func (g *dialGate) hold(id string, until time.Time) {
+	g.mu.Lock()
+	if len(g.held) >= maxKnownPeers {
+		for k, t := range g.held {
+			if !g.now().Before(t) {
+				delete(g.held, k)
+			}
+		}
+	}
+	g.held[id] = until
 	g.mu.Unlock()
 }
 
@@ -122,5 +167,20 @@ func (g *dialGate) set(ids []string) {
 	}
 	g.mu.Lock()
 	g.connected = m
+	g.mu.Unlock()
+}
+
+// isHeld reports whether dialers are kept off id now.
+func (g *dialGate) isHeld(id string) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	until, ok := g.held[id]
+	return ok && g.now().Before(until)
+}
+
+// unhold lets dialers at id again.
+func (g *dialGate) unhold(id string) {
+	g.mu.Lock()
+	delete(g.held, id)
 	g.mu.Unlock()
 }

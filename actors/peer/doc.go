@@ -46,6 +46,16 @@
 // up throughout), so a flapping link moves the quorum at most once a
 // second.
 //
+// # Overlay
+//
+// Beyond ActiveView writers a node keeps a bounded active view of
+// neighbours (view.go), learns peers by shuffling small random samples,
+// counts writers it has no session with as active while their signed
+// heartbeats arrive over the overlay (heartbeat.go), and spreads ops
+// along an eager spanning tree with lazy id announcements on the other
+// links (session_lazy.go). Up to ActiveView writers every node keeps a
+// session with every other and all of this reduces to the full mesh.
+//
 // # Reach
 //
 // Peers behind NATs find each other through the peers they share (see

@@ -16,6 +16,7 @@ import (
 
 	"peerdns/actors/ledger"
 	"peerdns/http/httpx"
+	"peerdns/internal/applied"
 	"peerdns/internal/identity"
 	"peerdns/internal/store"
 	"peerdns/internal/testutil"
@@ -53,6 +54,11 @@ type nodeOpts struct {
 	now        func() time.Time
 	maxPending int // transport.Config.MaxPendingInbound (0: the default)
 	advertise  []string
+	activeView int // Deps.ActiveView (0: the default)
+	// heartbeat, heartbeatTimeout: Deps.HeartbeatInterval and
+	// HeartbeatTimeout (0: the defaults).
+	heartbeat, heartbeatTimeout time.Duration
+	withhold                    bool // Deps.withhold: relay no op of others
 }
 
 // fatalLog records the supervisor's Deps.Fatal calls.
@@ -126,8 +132,9 @@ func (n *testNode) start() {
 	}
 	log := slog.New(slog.NewTextHandler(n.logs, &slog.HandlerOptions{Level: slog.LevelInfo})).With("node", n.name)
 	n.sys = quietSystem()
+	vec := &applied.Vector{}
 	n.ledger, err = n.sys.Root.SpawnNamed(ledger.Props(ledger.Deps{
-		Identity: n.id, Ledger: n.ldb, Node: n.ndb, Published: &view.Published{},
+		Identity: n.id, Ledger: n.ldb, Node: n.ndb, Published: &view.Published{}, Applied: vec,
 		Join: n.opts.join != "", Log: log,
 	}), "ledger")
 	if err != nil {
@@ -151,7 +158,10 @@ func (n *testNode) start() {
 		TickInterval: 20 * time.Millisecond, SyncInterval: 200 * time.Millisecond,
 		PingInterval: 300 * time.Millisecond, ExchangeInterval: 100 * time.Millisecond,
 		HandshakeTimeout: 3 * time.Second, Batch: 8, // small batches exercise multi-batch sync
-		Backoff: transport.Backoff{Min: 20 * time.Millisecond, Max: 200 * time.Millisecond},
+		Backoff:    transport.Backoff{Min: 20 * time.Millisecond, Max: 200 * time.Millisecond},
+		ActiveView: n.opts.activeView, Applied: vec, LazyTimeout: 100 * time.Millisecond,
+		withhold:          n.opts.withhold,
+		HeartbeatInterval: n.opts.heartbeat, HeartbeatTimeout: n.opts.heartbeatTimeout,
 	}), "peers")
 	if err != nil {
 		t.Fatal(err)

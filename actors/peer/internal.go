@@ -96,6 +96,13 @@ type sessionStats struct {
 	opsReceived int64
 	opsDup      int64 // received ops the ledger already had
 	wants       int64 // gap repairs we asked for
+	// digests the peer sent that matched our vector, and that did not
+	// (answered with our full vector)
+	digestsEqual, digestsDiffer int64
+	// Plumtree: op ids announced to the peer, ids grafted from it, and
+	// times we pruned the link (session_lazy.go)
+	ihaveSent, grafts, prunes int64
+	lazy                      bool
 }
 
 // statsReport carries a session's stats to the supervisor (on every tick).
@@ -126,4 +133,30 @@ type tunnelsAnnounced struct {
 type peerSilent struct {
 	id     string
 	silent bool
+}
+
+// sendLeave: the supervisor drops the session's peer from its active
+// view; the session sends the leave and closes.
+type sendLeave struct{ sample []messages.PeerInfo }
+
+// peerLeft: the session's peer dropped us from its active view.
+type peerLeft struct {
+	pid    *actor.PID
+	id     string
+	sample []messages.PeerInfo
+}
+
+// overlayFrame: an overlay frame the supervisor handles (view.go,
+// heartbeat.go).
+type overlayFrame struct {
+	from string
+	pid  *actor.PID
+	m    *messages.Envelope
+}
+
+// frameTo asks the supervisor to send env on peer's session as it is
+// (tests play a neighbour that sends bad overlay frames).
+type frameTo struct {
+	peer string
+	env  *messages.Envelope
 }

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -41,9 +42,13 @@ var _ transport.Mesh = (*Mesh)(nil)
 // meshState is one version of the peers the tunnel layer can use. Never
 // modified after it is stored: writers copy the maps they change.
 type meshState struct {
-	conns     map[string]transport.Conn // peer id → its established connection
-	announced map[string][]string       // peer id → the ids it announces, sorted
-	providers map[string][]string       // tunnel id → peers announcing it, sorted
+	conns map[string]transport.Conn // peer id → its established connection
+	// used: peer id → when the tunnel layer last asked for its connection
+	// (Unix ns), so the overlay keeps that session (view.go). The counter
+	// is shared by every version for as long as the connection lives.
+	used      map[string]*atomic.Int64
+	announced map[string][]string // peer id → the ids it announces, sorted
+	providers map[string][]string // tunnel id → peers announcing it, sorted
 }
 
 type streamHandler struct {
@@ -72,15 +77,19 @@ func NewMesh() *Mesh {
 }
 
 func emptyMeshState() *meshState {
-	return &meshState{conns: map[string]transport.Conn{}, announced: map[string][]string{}, providers: map[string][]string{}}
+	return &meshState{conns: map[string]transport.Conn{}, used: map[string]*atomic.Int64{}, announced: map[string][]string{}, providers: map[string][]string{}}
 }
 
 // Conn is the established connection to peerID. A connection that closed
 // and that the supervisor has not removed yet is not returned.
 func (m *Mesh) Conn(peerID string) (transport.Conn, bool) {
-	c, ok := m.state.Load().conns[peerID]
+	st := m.state.Load()
+	c, ok := st.conns[peerID]
 	if !ok || closed(c) {
 		return nil, false
+	}
+	if u := st.used[peerID]; u != nil {
+		u.Store(time.Now().UnixNano())
 	}
 	return c, true
 }
@@ -176,6 +185,13 @@ func (m *Mesh) HandleDatagrams(h func(c transport.Conn, b []byte)) {
 // ownIDs is our announced set (sorted, shared: do not modify).
 func (m *Mesh) ownIDs() []string { return *m.own.Load() }
 
+// usedSince reports whether the tunnel layer asked for peer's
+// connection at or after t.
+func (m *Mesh) usedSince(peer string, t time.Time) bool {
+	u := m.state.Load().used[peer]
+	return u != nil && u.Load() >= t.UnixNano()
+}
+
 // announcedBy is how many ids peer announces now.
 func (m *Mesh) announcedBy(peer string) int { return len(m.state.Load().announced[peer]) }
 
@@ -212,6 +228,12 @@ func (m *Mesh) setConn(peer string, c transport.Conn) {
 	st := old.withAnnounced(peer, nil)
 	st.conns = maps.Clone(old.conns)
 	st.conns[peer] = c
+	st.used = maps.Clone(old.used)
+	u := &atomic.Int64{}
+	if prev := old.used[peer]; prev != nil {
+		u.Store(prev.Load()) // a replaced connection keeps its pin
+	}
+	st.used[peer] = u
 	m.state.Store(st)
 }
 
@@ -227,6 +249,8 @@ func (m *Mesh) dropConn(peer string, c transport.Conn) {
 	st := old.withAnnounced(peer, nil)
 	st.conns = maps.Clone(old.conns)
 	delete(st.conns, peer)
+	st.used = maps.Clone(old.used)
+	delete(st.used, peer)
 	m.state.Store(st)
 }
 
@@ -249,7 +273,7 @@ func (m *Mesh) setAnnounced(peer string, ids []string) {
 // providers entry) where peer announces set (sorted, deduplicated).
 func (s *meshState) withAnnounced(peer string, set []string) *meshState {
 	prev := s.announced[peer]
-	st := &meshState{conns: s.conns, announced: s.announced, providers: s.providers}
+	st := &meshState{conns: s.conns, used: s.used, announced: s.announced, providers: s.providers}
 	if slices.Equal(prev, set) {
 		return st
 	}

@@ -402,6 +402,9 @@ func (a *Actor) askIntro(c actor.Context, id string, now time.Time) {
 	if in == nil || a.sessions[id] != nil || now.Before(in.next) {
 		return
 	}
+	if a.viewRoom() == 0 || a.gate.isHeld(id) {
+		return // the active view is full (view.go): ask again later
+	}
 	e := a.sessions[r.via[id]]
 	if e == nil || !e.up {
 		delete(r.intros, id) // the next exchange names another

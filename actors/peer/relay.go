@@ -86,8 +86,17 @@ func (a *Actor) relayTick(now time.Time) {
 			delete(p.missing, id)
 		}
 	}
+	// A relayed session is a neighbour like any other: no more attempts
+	// in flight than the active view has room for (view.go).
+	room := a.viewRoom() - len(p.inFlight)
 	for id := range a.known {
 		if id == a.self || a.sessions[id] != nil {
+			continue
+		}
+		if room <= 0 {
+			break
+		}
+		if a.gate.isHeld(id) {
 			continue
 		}
 		since, seen := p.missing[id]
@@ -103,6 +112,7 @@ func (a *Actor) relayTick(now time.Time) {
 			continue
 		}
 		p.inFlight[id] = true
+		room--
 		target, viaID := id, via.PeerID()
 		root, self, ctx := a.sys.Root, a.pid, a.ctx
 		a.diag.attempt()

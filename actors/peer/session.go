@@ -30,6 +30,9 @@ type sessionConfig struct {
 	queueSize                                                int // outbound frames buffered before live ops are dropped
 	mesh                                                     *Mesh
 	applied                                                  *applied.Vector
+	// lazyTimeout and grafts: Plumtree (session_lazy.go).
+	lazyTimeout time.Duration
+	grafts      *graftBook
 }
 
 // session owns one connection. Fields are touched only from Receive,
@@ -73,6 +76,8 @@ type session struct {
 	// announcement would leave the peer wrong until the next change.
 	ownTunnels   []string
 	tunnelsDirty bool
+	// lz is the link's Plumtree state (session_lazy.go).
+	lz lazyState
 }
 
 // opsCredits is how many ops frames may wait for the ledger per peer.

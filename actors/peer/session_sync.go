@@ -1,6 +1,7 @@
 package peer
 
 import (
+	"bytes"
 	"math"
 	"time"
 
@@ -42,6 +43,16 @@ func (s *session) established(c actor.Context) {
 				}
 			}
 			s.startSync(c, base)
+		case messages.KindIHave:
+			if s.cfg.applied != nil {
+				s.onIHave(c, m.m.Overlay.IDs)
+			}
+		case messages.KindGraft:
+			s.onGraft(c, m.m.Overlay.IDs)
+		case messages.KindPrune:
+			s.lz.lazy = s.cfg.applied != nil
+		case messages.KindDigest:
+			s.onDigest(c, m.m.Overlay.Digest)
 		case messages.KindWant:
 			s.peerVV = copyVV(m.m.VV)
 			s.startSync(c, m.m.VV)
@@ -57,6 +68,13 @@ func (s *session) established(c actor.Context) {
 			c.Send(c.Parent(), &peersLearned{from: s.peer, peers: m.m.Peers})
 		case messages.KindTunnels:
 			s.onTunnels(c, m.m.Tunnels)
+		case messages.KindLeave:
+			c.Send(c.Parent(), &peerLeft{pid: c.Self(), id: s.peer, sample: m.m.Overlay.Sample})
+			s.cfg.log.Info("neighbour dropped us from its active view", "peer", short(s.peer))
+			s.closing = true
+			_ = s.cfg.conn.Close("left")
+		case messages.KindShuffle, messages.KindShuffleReply, messages.KindHeartbeats:
+			c.Send(c.Parent(), &overlayFrame{from: s.peer, pid: c.Self(), m: m.m})
 		case messages.KindConnectRequest, messages.KindConnect, messages.KindProbe, messages.KindProbeReply:
 			c.Send(c.Parent(), &reachFrame{from: s.peer, pid: c.Self(), m: m.m}) // reach.go
 		default:
@@ -64,8 +82,18 @@ func (s *session) established(c actor.Context) {
 		}
 	case *pushOps:
 		s.push(m.ops)
+	case *lazyDue:
+		s.onLazyDue(c)
 	case *sendFrame:
 		s.enqueue(m.env)
+	case *sendLeave:
+		s.closing = true
+		env := &messages.Envelope{Kind: messages.KindLeave, Overlay: &messages.Overlay{Sample: m.sample}}
+		select {
+		case s.out <- outItem{env: env, closeAfter: "left"}:
+		default:
+			_ = s.cfg.conn.Close("left")
+		}
 	case *sendTunnels:
 		s.announce(m.ids)
 	case *sendPeers:
@@ -86,12 +114,13 @@ func (s *session) established(c actor.Context) {
 		}
 		s.flushTunnels()
 		if m.now.Sub(s.lastVV) >= s.cfg.syncInterval {
-			s.sendVV(c, messages.KindVV)
+			s.sendDigest(c)
 		}
 		if m.now.Sub(s.lastPing) >= s.cfg.pingInterval {
 			s.lastPing = m.now
 			s.enqueue(&messages.Envelope{Kind: messages.KindPing, Ping: &messages.Ping{SentUnixNano: time.Now().UnixNano()}})
 		}
+		s.stats.lazy = s.lz.lazy
 		c.Send(c.Parent(), &statsReport{id: s.peer, st: s.stats})
 	}
 }
@@ -110,6 +139,48 @@ func (s *session) sendVV(c actor.Context, kind string) {
 		if !s.closing {
 			s.enqueue(&messages.Envelope{Kind: kind, VV: r.VV})
 		}
+	})
+}
+
+// sendDigest is the periodic anti-entropy: a digest of our version
+// vector (32 bytes however many writers there are). A peer whose vector
+// differs answers with its full vector (onDigest), and we send it what it
+// lacks; what we lack comes when its own digest reaches us.
+func (s *session) sendDigest(c actor.Context) {
+	s.lastVV = s.cfg.now()
+	f := c.RequestFuture(s.cfg.ledger, &messages.GetVersionVector{}, s.cfg.askTimeout)
+	c.ReenterAfter(f, func(res any, err error) {
+		r, ok := res.(*messages.GetVersionVectorReply)
+		if err != nil || !ok {
+			s.cfg.log.Warn("version vector unavailable", "err", errText(err))
+			return
+		}
+		if !s.closing {
+			s.enqueue(&messages.Envelope{Kind: messages.KindDigest, Overlay: &messages.Overlay{Digest: messages.VVDigest(r.VV)}})
+		}
+	})
+}
+
+// onDigest answers a peer's digest with our full vector when they
+// differ. When they match the peer holds exactly what we hold.
+func (s *session) onDigest(c actor.Context, d []byte) {
+	f := c.RequestFuture(s.cfg.ledger, &messages.GetVersionVector{}, s.cfg.askTimeout)
+	c.ReenterAfter(f, func(res any, err error) {
+		r, ok := res.(*messages.GetVersionVectorReply)
+		if err != nil || !ok || s.closing {
+			return
+		}
+		if bytes.Equal(messages.VVDigest(r.VV), d) {
+			s.stats.digestsEqual++
+			for w, n := range r.VV {
+				if n > s.peerVV[w] {
+					s.peerVV[w] = n
+				}
+			}
+			return
+		}
+		s.stats.digestsDiffer++
+		s.enqueue(&messages.Envelope{Kind: messages.KindVV, VV: r.VV})
 	})
 }
 
@@ -212,8 +283,28 @@ func (s *session) push(ops []*messages.Op) {
 		}
 		out = append(out, op)
 	}
-	if len(out) > 0 {
+	if len(out) == 0 {
+		return
+	}
+	if !s.lz.lazy {
 		s.sendOps(out)
+		return
+	}
+	// A lazy link: our own ops still go out whole (the writer is the
+	// root of every tree of its ops), others as ids (session_lazy.go).
+	var own, relayed []*messages.Op
+	for _, op := range out {
+		if op.Writer == s.cfg.hello.ID {
+			own = append(own, op)
+		} else {
+			relayed = append(relayed, op)
+		}
+	}
+	if len(own) > 0 {
+		s.sendOps(own)
+	}
+	if len(relayed) > 0 {
+		s.announceIDs(relayed)
 	}
 }
 
@@ -247,6 +338,9 @@ func (s *session) onOps(c actor.Context, ops []*messages.Op) {
 			return
 		}
 		s.stats.opsDup += int64(r.Duplicates)
+		if s.cfg.applied != nil && !s.closing {
+			s.onDuplicates(r.Duplicates, len(ops))
+		}
 		if r.Rejected > 0 {
 			s.cfg.log.Warn("peer sent ops that failed validation", "peer", short(s.peer), "rejected", r.Rejected)
 		}

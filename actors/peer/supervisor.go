@@ -69,7 +69,26 @@ type Deps struct {
 	DisconnectGrace time.Duration
 	Backoff         transport.Backoff // redial [500ms .. 30s]
 	Batch           int               // ops per sync request and frame [512]
-	Now             func() time.Time
+	// ActiveView bounds the peers we keep a session with (view.go);
+	// sessions the tunnel layer uses come on top [12; 8-16 recommended:
+	// below 8 a random graph of 1,000 nodes risks splitting, above 16
+	// idle traffic grows with no gain in reach].
+	ActiveView int
+	// ShuffleSize bounds the peers in one shuffle or leave sample [8].
+	ShuffleSize int
+	// HeartbeatInterval: how often this writer signs and sends a
+	// heartbeat (heartbeat.go) [1s]. HeartbeatTimeout: a writer without a
+	// session to us counts as active this long after its last heartbeat
+	// arrived [3s].
+	HeartbeatInterval, HeartbeatTimeout time.Duration
+	// LazyTimeout: an op a lazy neighbour announced that has not arrived
+	// this long after is grafted from it (session_lazy.go) [500ms].
+	LazyTimeout time.Duration
+	Now         func() time.Time
+
+	// withhold makes the node relay no op of another writer (tests play
+	// a neighbour that withholds ops with it).
+	withhold bool
 }
 
 func (d *Deps) defaults() {
@@ -92,8 +111,17 @@ func (d *Deps) defaults() {
 	def(&d.HandshakeTimeout, 10*time.Second)
 	def(&d.AskTimeout, 5*time.Second)
 	def(&d.DisconnectGrace, time.Second)
+	def(&d.HeartbeatInterval, time.Second)
+	def(&d.HeartbeatTimeout, 3*time.Second)
+	def(&d.LazyTimeout, 500*time.Millisecond)
 	if d.Batch <= 0 {
 		d.Batch = 512
+	}
+	if d.ActiveView <= 0 {
+		d.ActiveView = 12
+	}
+	if d.ShuffleSize <= 0 {
+		d.ShuffleSize = 8
 	}
 	if d.Mesh == nil {
 		d.Mesh = NewMesh()
@@ -160,6 +188,9 @@ type Actor struct {
 	reach        *reachState     // reach.go
 	answering    map[string]bool // peers whose probe we are answering
 	relays       relayPlan
+	view         viewState      // view.go
+	hb           heartbeatState // heartbeat.go
+	grafts       graftBook      // session_lazy.go, shared by the sessions
 }
 
 func newActor(d Deps) *Actor {
@@ -232,6 +263,19 @@ func (a *Actor) Receive(c actor.Context) {
 		a.onPunchEnded(m)
 	case *relayDone:
 		a.onRelayDone(c, m)
+	case *frameTo:
+		if e := a.sessions[m.peer]; e != nil {
+			c.Send(e.pid, &sendFrame{env: m.env})
+		}
+	case *dropNeighbour:
+		if e := a.sessions[m.id]; e != nil && e.pid.Equal(m.pid) {
+			a.diag.issue(a.d.Now(), messages.ConnectionIssue{Addr: e.conn.RemoteAddr().String(), PeerID: m.id, Kind: "overlay", Reason: m.why})
+			a.sendLeave(c, m.id)
+		}
+	case *peerLeft:
+		a.onLeft(c, m)
+	case *overlayFrame:
+		a.onOverlay(c, m)
 	case *announceTunnels:
 		ids := a.d.Mesh.ownIDs()
 		for _, e := range a.sessions {
@@ -246,9 +290,18 @@ func (a *Actor) Receive(c actor.Context) {
 	case *inviteRefused:
 		a.onInviteRefused(m)
 	case *messages.OpsApplied:
+		ops := m.Ops
+		if a.d.withhold {
+			ops = nil
+			for _, op := range m.Ops {
+				if op.Writer == a.self {
+					ops = append(ops, op)
+				}
+			}
+		}
 		for _, e := range a.sessions {
-			if e.up {
-				c.Send(e.pid, &pushOps{ops: m.Ops})
+			if e.up && len(ops) > 0 {
+				c.Send(e.pid, &pushOps{ops: ops})
 			}
 		}
 	case *messages.GetPeers:
@@ -272,7 +325,7 @@ func (a *Actor) start(c actor.Context) {
 	a.sessions = map[string]*sessionEntry{}
 	a.lingering = map[string]time.Time{}
 	a.dialers = map[string]context.CancelFunc{}
-	a.gate = &dialGate{connected: map[string]bool{}, dialing: map[string]bool{}}
+	a.gate = newDialGate(a.d.ActiveView, a.d.Now)
 	a.ctx, a.cancel = context.WithCancel(context.Background())
 	a.diag = diagnostics{started: a.d.Now()}
 	a.reach, a.answering = newReachState(a.d.Now()), map[string]bool{}
@@ -408,10 +461,14 @@ func (a *Actor) onTick(c actor.Context, now time.Time) {
 	if expired {
 		a.connectedChanged(c)
 	}
+	a.trimView(c, "")
+	a.updateGate()
+	a.heartbeatTick(c, now)
 	a.relayTick(now)
 	if now.Sub(a.lastExchange) >= a.d.ExchangeInterval {
 		a.lastExchange = now
 		a.exchange(c)
+		a.shuffle(c)
 	}
 	a.reachTick(c, now)
 }

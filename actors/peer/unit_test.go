@@ -76,7 +76,7 @@ func TestAdvertised(t *testing.T) {
 }
 
 func TestDialGate(t *testing.T) {
-	g := &dialGate{connected: map[string]bool{}, dialing: map[string]bool{}}
+	g := newDialGate(8, time.Now)
 	if g.skip("") {
 		t.Fatal("an unknown id is never skipped")
 	}

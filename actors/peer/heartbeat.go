@@ -1,0 +1,276 @@
+package peer
+
+import (
+	"sort"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"peerdns/internal/identity"
+	"peerdns/messages"
+)
+
+// Liveness without a full mesh: every writer signs a heartbeat each
+// HeartbeatInterval (default 1 s) and sends it to its neighbours, who
+// forward it to theirs, as ops travel. A heartbeat is
+// {writer, seq = Unix ms at the writer, strictly increasing, signature
+// over network, writer and seq}.
+//
+//   - A duplicate (seq not above the highest we took from that writer)
+//     costs one map lookup and is neither checked nor forwarded; only a
+//     new one has its signature checked, once, and goes on to every
+//     neighbour but the one it came from and its writer.
+//   - Only writers of the network count (the ledger answers IsWriter once
+//     per id; the answer is kept). A heartbeat whose signature does not
+//     verify is refused and counted: no peer can speak for another
+//     writer's liveness. A neighbour that sends maxBadHeartbeats refused
+//     ones is dropped from the active view.
+//   - A heartbeat older than heartbeatMaxAge by our clock is refused, so
+//     a replay after our restart cannot make a dead writer active.
+//
+// The active set the ledger counts (messages.PeerSetChanged) is: writers
+// with a session to us as today (heard directly within StaleAfter), plus
+// writers without a session whose heartbeat arrived within
+// HeartbeatTimeout (default 3 s). Heartbeats of a writer we have a
+// session with are forwarded but do not count: its session decides, so
+// up to ActiveView writers (a full mesh) the set and its timing are
+// exactly today's. Beyond, a frozen writer's last heartbeat reaches every
+// node within a few hops; it leaves their active sets HeartbeatTimeout
+// later, checked on every tick: HeartbeatTimeout + TickInterval + the
+// hop delay, under 5 s with the defaults.
+//
+// Cost: each writer's heartbeat reaches every node (about 110 bytes on
+// the wire), so idle traffic grows with the number of writers; each node
+// receives it once per neighbour that has not seen it from us first.
+
+const (
+	// heartbeatMaxAge: a heartbeat whose seq is older than this by our
+	// clock is refused (clocks of writers may differ this much).
+	heartbeatMaxAge = time.Minute
+	// maxBadHeartbeats refused heartbeats from one neighbour drop it.
+	maxBadHeartbeats = 16
+	// maxWriterAsks bounds IsWriter questions in flight (and the
+	// heartbeats waiting on them).
+	maxWriterAsks = 64
+	// notWriterFor is how long a "not a writer" answer is kept.
+	notWriterFor = 30 * time.Second
+)
+
+// heartbeatState is the supervisor's liveness bookkeeping.
+type heartbeatState struct {
+	seq                 uint64               // our last heartbeat's seq
+	last                time.Time            // when we sent it
+	latest              map[string]uint64    // writer → highest seq taken
+	heard               map[string]time.Time // writer without a session → when its heartbeat came
+	writers             map[string]bool      // ids the ledger says are writers
+	notWriter           map[string]time.Time // ids it says are not, with when it said so
+	asking              map[string][]heldBeat
+	bad                 map[string]int // neighbour → refused heartbeats it sent
+	taken, dup, refused int64
+}
+
+type heldBeat struct {
+	from string
+	hb   *messages.Heartbeat
+}
+
+func (h *heartbeatState) init() {
+	if h.latest == nil {
+		h.latest, h.heard = map[string]uint64{}, map[string]time.Time{}
+		h.writers, h.notWriter = map[string]bool{}, map[string]time.Time{}
+		h.asking, h.bad = map[string][]heldBeat{}, map[string]int{}
+	}
+}
+
+// heartbeatTick sends our heartbeat when due and forgets writers whose
+// heartbeats stopped.
+func (a *Actor) heartbeatTick(c actor.Context, now time.Time) {
+	h := &a.hb
+	h.init()
+	changed := false
+	for w, at := range h.heard {
+		if now.Sub(at) >= a.d.HeartbeatTimeout {
+			delete(h.heard, w)
+			changed = true
+			// Unheard: dead, or in a part of the graph we are cut off
+			// from. A leave no longer keeps us from dialing it; the dial
+			// asks it to make room (helloNeighbours).
+			a.gate.unhold(w)
+		}
+	}
+	for w, at := range h.notWriter {
+		if now.Sub(at) >= notWriterFor {
+			delete(h.notWriter, w)
+		}
+	}
+	if changed {
+		a.connectedChanged(c)
+	}
+	if a.network == "" || now.Sub(h.last) < a.d.HeartbeatInterval {
+		return
+	}
+	h.last = now
+	h.seq = max(h.seq+1, uint64(now.UnixMilli()))
+	hb := &messages.Heartbeat{Writer: a.self, Seq: h.seq}
+	hb.Sig = a.d.Identity.Sign(messages.HeartbeatSigningBytes(a.network, a.self, h.seq))
+	a.forwardBeats(c, "", []*messages.Heartbeat{hb})
+}
+
+// forwardBeats sends heartbeats to every established neighbour except
+// from and each heartbeat's own writer.
+func (a *Actor) forwardBeats(c actor.Context, from string, hbs []*messages.Heartbeat) {
+	if len(hbs) == 0 {
+		return
+	}
+	for id, e := range a.sessions {
+		if !e.up || id == from {
+			continue
+		}
+		out := hbs
+		if len(hbs) > 1 || hbs[0].Writer == id {
+			out = make([]*messages.Heartbeat, 0, len(hbs))
+			for _, hb := range hbs {
+				if hb.Writer != id {
+					out = append(out, hb)
+				}
+			}
+		}
+		if len(out) > 0 {
+			c.Send(e.pid, &sendFrame{env: &messages.Envelope{Kind: messages.KindHeartbeats, Overlay: &messages.Overlay{Heartbeats: out}}})
+		}
+	}
+}
+
+// onHeartbeats takes a neighbour's heartbeats.
+func (a *Actor) onHeartbeats(c actor.Context, from string, hbs []*messages.Heartbeat) {
+	h := &a.hb
+	h.init()
+	var fresh []*messages.Heartbeat
+	for _, hb := range hbs {
+		if hb.Writer == a.self || hb.Seq <= h.latest[hb.Writer] {
+			h.dup++ // a lookup, no signature check
+			continue
+		}
+		switch {
+		case h.writers[hb.Writer]:
+			if a.takeBeat(c, from, hb) {
+				fresh = append(fresh, hb)
+			}
+		case !h.notWriter[hb.Writer].IsZero():
+			a.refuseBeat(c, from, "not a writer")
+		default:
+			a.askWriter(c, from, hb)
+		}
+	}
+	a.forwardBeats(c, from, fresh)
+}
+
+// takeBeat checks a new heartbeat and records it; false if refused.
+func (a *Actor) takeBeat(c actor.Context, from string, hb *messages.Heartbeat) bool {
+	h := &a.hb
+	if hb.Seq <= h.latest[hb.Writer] {
+		h.dup++
+		return false
+	}
+	now := a.d.Now()
+	if int64(hb.Seq) < now.Add(-heartbeatMaxAge).UnixMilli() {
+		a.refuseBeat(c, from, "stale")
+		return false
+	}
+	if !identity.ValidID(hb.Writer) || !identity.Verify(hb.Writer, messages.HeartbeatSigningBytes(a.network, hb.Writer, hb.Seq), hb.Sig) {
+		a.refuseBeat(c, from, "bad signature")
+		return false
+	}
+	h.taken++
+	h.latest[hb.Writer] = hb.Seq
+	if _, direct := a.sessions[hb.Writer]; !direct {
+		_, was := h.heard[hb.Writer]
+		h.heard[hb.Writer] = now
+		if !was {
+			a.connectedChanged(c)
+		}
+	}
+	return true
+}
+
+// refuseBeat counts a refused heartbeat against the neighbour that sent
+// it; one that keeps sending them leaves the active view.
+func (a *Actor) refuseBeat(c actor.Context, from, why string) {
+	h := &a.hb
+	h.refused++
+	h.bad[from]++
+	if h.bad[from] == maxBadHeartbeats {
+		a.log.Warn("dropping neighbour: it forwards heartbeats we refuse", "peer", short(from), "last", why)
+		a.diag.issue(a.d.Now(), messages.ConnectionIssue{PeerID: from, Kind: "heartbeat", Reason: why})
+		delete(h.bad, from)
+		a.sendLeave(c, from)
+	}
+}
+
+// askWriter asks the ledger whether hb's writer is one, holding hb (and
+// later ones of the same writer) until it answers.
+func (a *Actor) askWriter(c actor.Context, from string, hb *messages.Heartbeat) {
+	h := &a.hb
+	w := hb.Writer
+	if held, ok := h.asking[w]; ok {
+		if len(held) < 4 {
+			h.asking[w] = append(held, heldBeat{from: from, hb: hb})
+		}
+		return
+	}
+	if len(h.asking) >= maxWriterAsks || !identity.ValidID(w) {
+		h.refused++
+		return
+	}
+	h.asking[w] = []heldBeat{{from: from, hb: hb}}
+	f := c.RequestFuture(a.d.Ledger, &messages.IsWriter{ID: w}, a.d.AskTimeout)
+	c.ReenterAfter(f, func(res any, err error) {
+		held := h.asking[w]
+		delete(h.asking, w)
+		r, ok := res.(*messages.IsWriterReply)
+		if err != nil || !ok {
+			return // asked again at its next heartbeat
+		}
+		if !r.OK {
+			h.notWriter[w] = a.d.Now()
+			for _, b := range held {
+				a.refuseBeat(c, b.from, "not a writer")
+			}
+			return
+		}
+		h.writers[w] = true
+		for _, b := range held {
+			if a.takeBeat(c, b.from, b.hb) {
+				a.forwardBeats(c, b.from, []*messages.Heartbeat{b.hb})
+			}
+		}
+	})
+}
+
+// activeIDs is the set the ledger counts: connected writers (upIDs) and
+// writers heard by heartbeat that have no session with us.
+func (a *Actor) activeIDs() []string {
+	ids := a.upIDs()
+	if len(a.hb.heard) == 0 {
+		return ids
+	}
+	have := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		have[id] = true
+	}
+	for w := range a.hb.heard {
+		if _, direct := a.sessions[w]; !direct && !have[w] {
+			ids = append(ids, w)
+		}
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+// heardNow marks a writer we stop having a session with as heard now, so
+// dropping it from the active view does not drop it from the quorum
+// before its next heartbeat arrives another way.
+func (a *Actor) heardNow(id string) {
+	a.hb.init()
+	a.hb.heard[id] = a.d.Now()
+}

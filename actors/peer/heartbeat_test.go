@@ -1,0 +1,132 @@
+package peer
+
+import (
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"peerdns/internal/identity"
+	"peerdns/internal/testutil"
+	"peerdns/messages"
+)
+
+// activePeers is what n's consensus counts for domain.
+func (n *testNode) activePeers(domain string) (int, error) {
+	d, ok := n.domains()[domain]
+	if !ok || d.ConsensusState == nil {
+		return 0, fmt.Errorf("%s has no consensus state for %s", n.name, domain)
+	}
+	return d.ConsensusState.ActivePeers, nil
+}
+
+func waitActive(t *testing.T, within time.Duration, domain string, want int, nodes ...*testNode) {
+	t.Helper()
+	testutil.Eventually(t, within, func() error {
+		for _, n := range nodes {
+			got, err := n.activePeers(domain)
+			if err != nil {
+				return err
+			}
+			if got != want {
+				d := diag(t, n)
+				var st []string
+				for _, p := range d.Peers {
+					if p.State != "disconnected" {
+						st = append(st, short(p.ID)[:8]+":"+p.State)
+					}
+				}
+				return fmt.Errorf("%s counts %d active peers for %s, want %d (sessions %v, overlay %+v)", n.name, got, domain, want, st, *d.Summary.Overlay)
+			}
+		}
+		return nil
+	})
+}
+
+// Writers a node has no session with count in its quorum through their
+// heartbeats, and a writer that stops leaves every node's active set.
+func TestHeartbeatsCountWritersBeyondTheView(t *testing.T) {
+	const n, view = 7, 3
+	nodes := overlayNet(t, n, view)
+	waitOverlay(t, 30*time.Second, view, nodes...)
+	nodes[2].addDomain("alive.p2p", hash('a'))
+	waitActive(t, 30*time.Second, "alive.p2p", n, nodes...)
+	byHeartbeat := 0
+	for _, nd := range nodes {
+		byHeartbeat += diag(t, nd).Summary.Overlay.HeardByHeartbeat
+	}
+	if byHeartbeat == 0 {
+		t.Fatal("every node counts all 7 writers, yet none through heartbeats with a view of 3")
+	}
+	for _, nd := range nodes {
+		if d, _ := nd.domains()["alive.p2p"]; d.ConsensusStatus != "resolved" {
+			t.Fatalf("%s: alive.p2p is %s, want resolved", nd.name, d.ConsensusStatus)
+		}
+	}
+
+	gone := nodes[n-1]
+	gone.stop()
+	waitActive(t, 20*time.Second, "alive.p2p", n-1, nodes[:n-1]...)
+}
+
+// A heartbeat that another writer did not sign, or whose writer is not a
+// member, is refused and counted; a neighbour that keeps forwarding such
+// heartbeats leaves the active view.
+func TestForgedHeartbeatsRefused(t *testing.T) {
+	nodes := overlayNet(t, 3, 4)
+	a, b, c := nodes[0], nodes[1], nodes[2]
+	waitMesh(t, 10*time.Second, a, b, c)
+	net := ask[*messages.GetNetworkReply](t, a.sys, a.ledger, &messages.GetNetwork{})
+	seq := uint64(time.Now().UnixMilli()) + 10_000
+	// A speaks for C with its own key: C did not sign it.
+	forged := &messages.Heartbeat{Writer: c.id.ID(), Seq: seq}
+	forged.Sig = a.id.Sign(messages.HeartbeatSigningBytes(net.Key, c.id.ID(), seq))
+	a.sendFrameTo(b.id.ID(), &messages.Envelope{Kind: messages.KindHeartbeats, Overlay: &messages.Overlay{Heartbeats: []*messages.Heartbeat{forged}}})
+	// A stranger's own, well signed heartbeat: not a writer.
+	stranger, err := identity.LoadOrCreate(filepath.Join(t.TempDir(), "k"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	own := &messages.Heartbeat{Writer: stranger.ID(), Seq: seq}
+	own.Sig = stranger.Sign(messages.HeartbeatSigningBytes(net.Key, stranger.ID(), seq))
+	a.sendFrameTo(b.id.ID(), &messages.Envelope{Kind: messages.KindHeartbeats, Overlay: &messages.Overlay{Heartbeats: []*messages.Heartbeat{own}}})
+	testutil.Eventually(t, 5*time.Second, func() error {
+		if o := diag(t, b).Summary.Overlay; o.HeartbeatsBad < 2 {
+			return fmt.Errorf("refused heartbeats = %d, want 2", o.HeartbeatsBad)
+		}
+		return nil
+	})
+	// The forged seq was not taken: C's own later heartbeats still are
+	// (a forger cannot block a writer by racing its seq ahead).
+	before := diag(t, b).Summary.Overlay.HeartbeatsNew
+	testutil.Eventually(t, 5*time.Second, func() error {
+		if got := diag(t, b).Summary.Overlay.HeartbeatsNew; got <= before+2 {
+			return fmt.Errorf("heartbeats taken %d, want more than %d", got, before+2)
+		}
+		return nil
+	})
+
+	// Keep forging: B drops A from its active view.
+	for i := 0; i < maxBadHeartbeats; i++ {
+		f := &messages.Heartbeat{Writer: c.id.ID(), Seq: seq + uint64(i) + 1}
+		f.Sig = a.id.Sign(messages.HeartbeatSigningBytes(net.Key, c.id.ID(), f.Seq))
+		a.sendFrameTo(b.id.ID(), &messages.Envelope{Kind: messages.KindHeartbeats, Overlay: &messages.Overlay{Heartbeats: []*messages.Heartbeat{f}}})
+	}
+	testutil.Eventually(t, 5*time.Second, func() error {
+		if o := diag(t, b).Summary.Overlay; o.LeavesSent == 0 {
+			return fmt.Errorf("B did not drop the forging neighbour: %+v", o)
+		}
+		return nil
+	})
+}
+
+// The same over real QUIC on loopback: a view smaller than the network,
+// every writer active on every node through sessions or heartbeats.
+func TestOverlayOverQUIC(t *testing.T) {
+	const n, view = 5, 2
+	nodes := overlayNetWith(t, n, view, func(_ int, o *nodeOpts) { o.mem = nil })
+	waitOverlay(t, 30*time.Second, view, nodes...)
+	nodes[1].addDomain("quic-overlay.p2p", hash('f'))
+	waitActive(t, 20*time.Second, "quic-overlay.p2p", n, nodes...)
+	waitConverged(t, 20*time.Second, nodes...)
+}

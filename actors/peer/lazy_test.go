@@ -1,0 +1,91 @@
+package peer
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"peerdns/internal/testutil"
+	"peerdns/messages"
+)
+
+func overlaySum(t *testing.T, nodes []*testNode, f func(*messages.OverlayDiag) int64) int64 {
+	var n int64
+	for _, nd := range nodes {
+		n += f(diag(t, nd).Summary.Overlay)
+	}
+	return n
+}
+
+// A burst of claims on a bounded overlay with cycles: links that bring
+// duplicates are pruned to lazy ones, and every node still gets every op.
+func TestPlumtreePrunesDuplicateLinks(t *testing.T) {
+	const n, view = 7, 3
+	nodes := overlayNet(t, n, view)
+	waitOverlay(t, 30*time.Second, view, nodes...)
+	for round := 0; round < 20 && overlaySum(t, nodes, func(o *messages.OverlayDiag) int64 { return o.Prunes }) == 0; round++ {
+		for _, i := range []int{1, n - 2} {
+			nodes[i].addDomain(fmt.Sprintf("burst-%d-%d.p2p", round, i), hash('b'))
+		}
+		waitConverged(t, 20*time.Second, nodes...)
+	}
+	if p := overlaySum(t, nodes, func(o *messages.OverlayDiag) int64 { return o.Prunes }); p == 0 {
+		t.Fatal("no link was ever pruned, though ops reached nodes twice")
+	}
+	// After pruning, ops still reach everyone (eager tree plus lazy
+	// repair).
+	nodes[3].addDomain("after-prune.p2p", hash('c'))
+	waitConverged(t, 20*time.Second, nodes...)
+}
+
+// A node that relays nothing it did not write: its neighbours still get
+// every op (lazy links and digests repair around it).
+func TestWithholdingNeighbourRepaired(t *testing.T) {
+	const n, view = 6, 2
+	nodes := overlayNetWith(t, n, view, func(i int, o *nodeOpts) { o.withhold = i == 0 || i == 3 })
+	waitOverlay(t, 30*time.Second, view, nodes...)
+	for i, nd := range nodes {
+		nd.addDomain(fmt.Sprintf("from-%d.p2p", i), hash('e'))
+	}
+	waitConverged(t, 30*time.Second, nodes...)
+}
+
+// A neighbour that announces ids it never delivers, or far more ids than
+// the rate allows, is dropped from the active view.
+func TestIHaveFloodDropsNeighbour(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		frames int
+		ids    int
+	}{
+		{"undelivered", maxUndelivered/4 + 1, 4},
+		{"over the rate", 2*ihaveBurst/messages.MaxOpIDs + 2, messages.MaxOpIDs},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			nodes := overlayNet(t, 2, 4)
+			a, b := nodes[0], nodes[1]
+			waitMesh(t, 10*time.Second, a, b)
+			seq := uint64(1 << 40)
+			for f := 0; f < tt.frames; f++ {
+				ids := make([]messages.OpID, tt.ids)
+				for i := range ids {
+					seq++
+					ids[i] = messages.OpID{Writer: a.id.ID(), Seq: seq}
+				}
+				a.sendFrameTo(b.id.ID(), &messages.Envelope{Kind: messages.KindIHave, Overlay: &messages.Overlay{IDs: ids}})
+			}
+			testutil.Eventually(t, 10*time.Second, func() error {
+				d := diag(t, b)
+				if d.Summary.Overlay.LeavesSent == 0 {
+					return fmt.Errorf("B kept the flooding neighbour: %+v", *d.Summary.Overlay)
+				}
+				for _, is := range d.ConnectionIssues {
+					if is.Kind == "overlay" && is.PeerID == a.id.ID() {
+						return nil
+					}
+				}
+				return fmt.Errorf("no overlay issue recorded for A: %+v", d.ConnectionIssues)
+			})
+		})
+	}
+}

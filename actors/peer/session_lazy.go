@@ -1,0 +1,229 @@
+package peer
+
+import (
+	"sync"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"peerdns/messages"
+)
+
+// Dissemination in the manner of Plumtree (Leitão, Pereira, Rodrigues,
+// SRDS 2007). Every link starts eager: ops a node applies are pushed to
+// its neighbours (push, session_sync.go). A node that gets an ops frame
+// made only of ops it holds already (the ledger counts them as
+// duplicates; their signatures were never checked, see onOps) tells the
+// sender "prune", and both ends make the link lazy: from then on the
+// sender announces the ids of ops it relays ("ihave") instead of the
+// ops. The eager links left form a spanning tree, so an op arrives about
+// once. A node that hears of an op by ihave and does not get it within
+// LazyTimeout asks the announcer for it ("graft"), which also makes that
+// link eager again: the tree repairs itself around a neighbour that
+// stopped forwarding. A writer always pushes its own ops eagerly, so up
+// to ActiveView writers (a full mesh, where the writer reaches everyone
+// directly) ops travel as they always did.
+//
+// Hostile neighbours: ids a peer announces are rate-limited
+// (ihaveRate ids a second, a burst of ihaveBurst); ids over the limit
+// are ignored and counted, and a peer that goes over by
+// maxIHaveFlood ids is dropped from the active view. Ids we grafted that
+// the peer does not deliver within undeliveredAfter count against it;
+// maxUndelivered of them drop it too. The periodic digest exchange
+// repairs whatever a withholding neighbour kept back.
+
+const (
+	ihaveRate        = messages.MaxOpIDs // ids a second a peer may announce
+	ihaveBurst       = 4 * messages.MaxOpIDs
+	maxIHaveFlood    = 4 * messages.MaxOpIDs
+	maxMissing       = 4 * messages.MaxOpIDs // announced ids we wait for, per peer
+	maxUndelivered   = 64
+	undeliveredAfter = 4 // × LazyTimeout after the graft
+)
+
+// lazyState is a session's Plumtree state. Touched only from Receive.
+type lazyState struct {
+	lazy        bool                        // we announce ids to the peer instead of pushing ops
+	missing     map[messages.OpID]time.Time // announced by the peer, not held yet: when first heard
+	grafted     map[messages.OpID]time.Time // asked of the peer: when
+	due         bool                        // a lazyDue is scheduled
+	tokens      float64
+	tokensAt    time.Time
+	flood       int64 // announced ids over the rate limit
+	undelivered int
+}
+
+// graftBook is shared by a supervisor's sessions so one op announced by
+// several lazy neighbours is grafted from one of them at a time.
+type graftBook struct {
+	mu sync.Mutex
+	at map[messages.OpID]time.Time
+}
+
+// claim reports whether id may be grafted now (nobody did within d).
+func (g *graftBook) claim(id messages.OpID, now time.Time, d time.Duration) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.at == nil {
+		g.at = map[messages.OpID]time.Time{}
+	}
+	if t, ok := g.at[id]; ok && now.Sub(t) < d {
+		return false
+	}
+	if len(g.at) >= 4*maxMissing {
+		for k, t := range g.at {
+			if now.Sub(t) >= d {
+				delete(g.at, k)
+			}
+		}
+	}
+	g.at[id] = now
+	return true
+}
+
+// lazyDue: announced ops may be overdue; graft them.
+type lazyDue struct{}
+
+// dropNeighbour: a session asks the supervisor to drop its peer from the
+// active view (it misbehaves).
+type dropNeighbour struct {
+	pid     *actor.PID
+	id, why string
+}
+
+// announce sends ids instead of ops on a lazy link.
+func (s *session) announceIDs(ops []*messages.Op) {
+	ids := make([]messages.OpID, 0, len(ops))
+	for _, op := range ops {
+		ids = append(ids, messages.OpID{Writer: op.Writer, Seq: op.Seq})
+		if len(ids) == messages.MaxOpIDs {
+			s.enqueue(&messages.Envelope{Kind: messages.KindIHave, Overlay: &messages.Overlay{IDs: ids}})
+			s.stats.ihaveSent += int64(len(ids))
+			ids = make([]messages.OpID, 0, len(ops))
+		}
+	}
+	if len(ids) > 0 {
+		s.enqueue(&messages.Envelope{Kind: messages.KindIHave, Overlay: &messages.Overlay{IDs: ids}})
+		s.stats.ihaveSent += int64(len(ids))
+	}
+}
+
+// onIHave notes announced ops we lack and schedules their graft.
+func (s *session) onIHave(c actor.Context, ids []messages.OpID) {
+	l := &s.lz
+	now := s.cfg.now()
+	if l.tokensAt.IsZero() {
+		l.tokens, l.tokensAt = ihaveBurst, now
+	}
+	l.tokens = min(ihaveBurst, l.tokens+now.Sub(l.tokensAt).Seconds()*ihaveRate)
+	l.tokensAt = now
+	if l.missing == nil {
+		l.missing, l.grafted = map[messages.OpID]time.Time{}, map[messages.OpID]time.Time{}
+	}
+	for _, id := range ids {
+		if l.tokens < 1 || len(l.missing) >= maxMissing {
+			l.flood++
+			continue
+		}
+		l.tokens--
+		if s.cfg.applied.Has(id.Writer, id.Seq) {
+			continue
+		}
+		if _, ok := l.missing[id]; !ok {
+			l.missing[id] = now
+		}
+	}
+	if l.flood >= maxIHaveFlood {
+		s.drop(c, "announces more op ids than allowed")
+		return
+	}
+	s.scheduleLazy(c)
+}
+
+func (s *session) scheduleLazy(c actor.Context) {
+	l := &s.lz
+	if l.due || (len(l.missing) == 0 && len(l.grafted) == 0) {
+		return
+	}
+	l.due = true
+	root, self := c.ActorSystem().Root, c.Self()
+	time.AfterFunc(s.cfg.lazyTimeout, func() { root.Send(self, &lazyDue{}) })
+}
+
+// onLazyDue grafts announced ops that did not arrive in time and counts
+// grafted ones the peer did not deliver.
+func (s *session) onLazyDue(c actor.Context) {
+	l := &s.lz
+	l.due = false
+	now := s.cfg.now()
+	for id, at := range l.grafted {
+		switch {
+		case s.cfg.applied.Has(id.Writer, id.Seq):
+			delete(l.grafted, id)
+		case now.Sub(at) >= undeliveredAfter*s.cfg.lazyTimeout:
+			delete(l.grafted, id)
+			l.undelivered++
+		}
+	}
+	if l.undelivered >= maxUndelivered {
+		s.drop(c, "announced ops it does not deliver")
+		return
+	}
+	var want []messages.OpID
+	for id, at := range l.missing {
+		if s.cfg.applied.Has(id.Writer, id.Seq) {
+			delete(l.missing, id)
+			continue
+		}
+		if now.Sub(at) < s.cfg.lazyTimeout {
+			continue
+		}
+		if s.cfg.grafts.claim(id, now, s.cfg.lazyTimeout) {
+			want = append(want, id)
+			delete(l.missing, id)
+			l.grafted[id] = now
+		} else {
+			l.missing[id] = now // another neighbour was asked: wait for it first
+		}
+		if len(want) == messages.MaxOpIDs {
+			break
+		}
+	}
+	if len(want) > 0 {
+		s.stats.grafts += int64(len(want))
+		s.lz.lazy = false // the peer is our tree link for these now
+		s.enqueue(&messages.Envelope{Kind: messages.KindGraft, Overlay: &messages.Overlay{IDs: want}})
+	}
+	s.scheduleLazy(c)
+}
+
+// onGraft makes the link eager and sends the ops asked for (everything
+// of their writers from the lowest seq asked, as a gap repair does).
+func (s *session) onGraft(c actor.Context, ids []messages.OpID) {
+	s.lz.lazy = false
+	vv := copyVV(s.peerVV)
+	for _, id := range ids {
+		if id.Seq == 0 {
+			continue
+		}
+		if n, ok := vv[id.Writer]; !ok || n >= id.Seq {
+			vv[id.Writer] = id.Seq - 1
+		}
+	}
+	s.startSync(c, vv)
+}
+
+// onDuplicates prunes an eager link that brought only ops we held.
+func (s *session) onDuplicates(n, of int) {
+	if n == 0 || n < of || s.lz.lazy {
+		return
+	}
+	s.lz.lazy = true
+	s.stats.prunes++
+	s.enqueue(&messages.Envelope{Kind: messages.KindPrune, Overlay: &messages.Overlay{}})
+}
+
+func (s *session) drop(c actor.Context, why string) {
+	s.cfg.log.Warn("dropping neighbour", "peer", short(s.peer), "reason", why)
+	c.Send(c.Parent(), &dropNeighbour{pid: c.Self(), id: s.peer, why: why})
+}

@@ -1,0 +1,337 @@
+package peer
+
+import (
+	"math/rand/v2"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"peerdns/internal/identity"
+	"peerdns/messages"
+)
+
+// Bounded neighbours, in the manner of HyParView (Leitão, Pereira,
+// Rodrigues, DSN 2007):
+//
+//   - The active view is the set of peers we keep a session with, at most
+//     Deps.ActiveView (default 12). Dialers run for every address we know,
+//     but the dial gate lets one through only while the view has room
+//     (ActiveView minus sessions minus dials in flight), so the view
+//     fills from random known peers and never grows past the cap by our
+//     own doing.
+//   - The passive view is the address book (known peers, persisted in
+//     node.db, capped at maxKnownPeers): the peers we may dial when a
+//     neighbour goes. HyParView keeps a small passive view in memory; ours
+//     is the address book we already keep and restore after a restart.
+//   - A peer that dials us while our view is full says in its hello how
+//     many neighbours it has. With none (a new node, or one whose
+//     neighbours all left) we make room: a random neighbour gets a
+//     "leave" and goes. With some, the newcomer gets the "leave". A leave
+//     carries a random sample of our views, so the one who leaves learns
+//     where else to go, and it holds off redialing us for leaveHold.
+//   - Every ExchangeInterval we shuffle with one random neighbour: a
+//     sample of at most ShuffleSize peers (us, random neighbours, random
+//     known peers), answered with a sample of the same size. A sample is
+//     bounded and random; never the whole address book. Entries with a
+//     bad id or address are ignored and counted.
+//   - Sessions the tunnel layer used lately (Mesh.Conn within pinFor) are
+//     kept besides the active view and do not count against it, so a
+//     tunnel never loses its carrier to a shuffle.
+//
+// With no more writers than ActiveView every node keeps a session with
+// every other, as a full mesh does: no dial is held back and no leave is
+// ever sent.
+
+const (
+	// leaveHold is how long a peer that left (either way) is not
+	// redialed, so two full nodes do not dial and drop each other in a
+	// loop.
+	leaveHold = 30 * time.Second
+	// pinFor keeps a session the tunnel layer used within this long.
+	pinFor = 5 * time.Minute
+)
+
+// viewState is the supervisor's overlay bookkeeping.
+type viewState struct {
+	garbage  int64 // sample entries ignored: bad id or address
+	leaves   int64 // leaves we sent
+	left     int64 // leaves we got
+	shuffles int64 // shuffles we started
+}
+
+// pinned reports whether the tunnel layer relies on id's session.
+func (a *Actor) pinned(id string, now time.Time) bool {
+	return a.d.Mesh.usedSince(id, now.Add(-pinFor))
+}
+
+// neighbours counts the sessions in the active view (handshaking ones
+// too: they will be in it in a moment), excluding pinned ones.
+func (a *Actor) neighbours(now time.Time) int {
+	n := 0
+	for id := range a.sessions {
+		if !a.pinned(id, now) {
+			n++
+		}
+	}
+	return n
+}
+
+// viewRoom is how many more neighbours the active view takes.
+func (a *Actor) viewRoom() int {
+	return max(0, a.d.ActiveView-a.neighbours(a.d.Now()))
+}
+
+// updateGate tells the dialers how much room the view has.
+func (a *Actor) updateGate() {
+	a.gate.setRoom(a.viewRoom())
+}
+
+// trimView makes the active view fit after a session came up: newID's
+// session, or (newID "") whichever random one. A newcomer that has
+// neighbours of its own is the one that leaves; otherwise a random other
+// neighbour does.
+func (a *Actor) trimView(c actor.Context, newID string) {
+	now := a.d.Now()
+	for a.neighbours(now) > a.d.ActiveView {
+		victim := ""
+		if e := a.sessions[newID]; e != nil && !e.conn.Outbound() && e.hello != nil && e.hello.Neighbours > 0 && !a.pinned(newID, now) {
+			victim = newID
+		} else {
+			var cands []string
+			for id, e := range a.sessions {
+				// A session younger than SyncInterval is spared: it has
+				// not synced once yet (a joiner may still be joining),
+				// and sparing it keeps a burst of dials from churning.
+				young := now.Sub(e.upAt) < a.d.SyncInterval
+				if id == newID || !e.up || young || a.pinned(id, now) || (a.joinInv != nil && id == a.joinInv.Inviter) {
+					continue
+				}
+				cands = append(cands, id)
+			}
+			if len(cands) == 0 {
+				return
+			}
+			victim = cands[rand.IntN(len(cands))]
+		}
+		a.sendLeave(c, victim)
+	}
+}
+
+// sendLeave drops id from the active view: it gets a leave with a sample
+// and the session closes once it went out.
+func (a *Actor) sendLeave(c actor.Context, id string) {
+	e := a.sessions[id]
+	if e == nil {
+		return
+	}
+	a.view.leaves++
+	a.log.Info("dropping neighbour: active view full", "peer", short(id), "view", a.d.ActiveView)
+	c.Send(e.pid, &sendLeave{sample: a.sample(id)})
+	delete(a.sessions, id)
+	a.d.Mesh.dropConn(id, e.conn)
+	a.reachDown(id) // what onTerminated does, which will not find the session
+	a.gate.hold(id, a.d.Now().Add(leaveHold))
+	a.gate.set(a.directGate())
+	a.updateGate()
+	// It no longer counts as connected; it was alive a moment ago, and
+	// its heartbeats keep it active from now on (heartbeat.go).
+	a.heardNow(id)
+	a.connectedChanged(c)
+}
+
+// onLeft handles a neighbour's leave: we hold off redialing it and learn
+// the peers it named.
+func (a *Actor) onLeft(c actor.Context, m *peerLeft) {
+	e := a.sessions[m.id]
+	if e == nil || !e.pid.Equal(m.pid) {
+		return
+	}
+	a.view.left++
+	a.heardNow(m.id)
+	a.gate.hold(m.id, a.d.Now().Add(leaveHold))
+	a.learnSample(m.sample)
+	a.updateGate()
+}
+
+// sample is a bounded random sample of our views for peer to: us with
+// our addresses, then neighbours and known peers in random order, at most
+// ShuffleSize entries, never to itself.
+func (a *Actor) sample(to string) []messages.PeerInfo {
+	size := min(a.d.ShuffleSize, messages.MaxSample)
+	out := make([]messages.PeerInfo, 0, size)
+	out = append(out, messages.PeerInfo{ID: a.self, Addrs: a.advertise()})
+	seen := map[string]bool{a.self: true, to: true}
+	add := func(ids []string) {
+		rand.Shuffle(len(ids), func(i, j int) { ids[i], ids[j] = ids[j], ids[i] })
+		for _, id := range ids {
+			if len(out) >= size {
+				return
+			}
+			if seen[id] {
+				continue
+			}
+			seen[id] = true
+			k := a.known[id]
+			if k == nil || len(k.Addrs) == 0 || k.LastSeen == 0 {
+				// Only peers we were connected to: an address a peer
+				// made up is never passed on, so it cannot circulate.
+				continue
+			}
+			out = append(out, messages.PeerInfo{ID: id, Addrs: append([]string(nil), k.Addrs...)})
+		}
+	}
+	active := make([]string, 0, len(a.sessions))
+	for id, e := range a.sessions {
+		if e.up {
+			active = append(active, id)
+		}
+	}
+	// Half from the active view, the rest from the address book, as
+	// HyParView's shuffle mixes both.
+	half := make([]string, 0, len(active))
+	half = append(half, active...)
+	if len(half) > size/2 {
+		rand.Shuffle(len(half), func(i, j int) { half[i], half[j] = half[j], half[i] })
+		half = half[:size/2]
+	}
+	add(half)
+	// A random window of the address book, not all of it: the sample
+	// costs O(ShuffleSize) however many peers we know.
+	passive := make([]string, 0, size*2)
+	for id, k := range a.known { // map order is random
+		if len(passive) >= size*2 {
+			break
+		}
+		if k.LastSeen != 0 {
+			passive = append(passive, id)
+		}
+	}
+	add(passive)
+	return out
+}
+
+// learnSample takes the entries of a shuffle or leave sample that make
+// sense and counts the rest: an entry with a bad id is ignored whole, a
+// bad address alone.
+func (a *Actor) learnSample(s []messages.PeerInfo) {
+	good := make([]messages.PeerInfo, 0, len(s))
+	for _, p := range s {
+		if !identity.ValidID(p.ID) || len(p.Addrs) > maxAddrsPerPeer*2 {
+			a.view.garbage++
+			continue
+		}
+		addrs := make([]string, 0, len(p.Addrs))
+		for _, ad := range p.Addrs {
+			if validAddr(ad) {
+				addrs = append(addrs, ad)
+			} else {
+				a.view.garbage++
+			}
+		}
+		if p.ID == a.self {
+			continue
+		}
+		good = append(good, messages.PeerInfo{ID: p.ID, Addrs: addrs})
+	}
+	a.learn(good)
+}
+
+// shuffle sends a sample to one random neighbour.
+func (a *Actor) shuffle(c actor.Context) {
+	var up []string
+	for id, e := range a.sessions {
+		if e.up {
+			up = append(up, id)
+		}
+	}
+	if len(up) == 0 {
+		return
+	}
+	to := up[rand.IntN(len(up))]
+	a.view.shuffles++
+	c.Send(a.sessions[to].pid, &sendFrame{env: &messages.Envelope{Kind: messages.KindShuffle, Overlay: &messages.Overlay{Sample: a.sample(to)}}})
+}
+
+// onShuffle answers a neighbour's shuffle with a sample of ours and
+// learns from its sample.
+func (a *Actor) onShuffle(c actor.Context, m *overlayFrame) {
+	if m.m.Kind == messages.KindShuffle {
+		if e := a.sessions[m.from]; e != nil && e.up {
+			c.Send(e.pid, &sendFrame{env: &messages.Envelope{Kind: messages.KindShuffleReply, Overlay: &messages.Overlay{Sample: a.sample(m.from)}}})
+		}
+	}
+	a.learnSample(m.m.Overlay.Sample)
+}
+
+// helloNeighbours is the neighbour count our hello on conn carries: the
+// priority of our request to join the peer's active view. It is 0 ("make
+// room for me") when we have no neighbours, as in HyParView, and also
+// when we dialed a writer whose heartbeats do not reach us: it is in
+// another part of the graph (or we just learned of it), and a link to it
+// is worth an eviction. Once heartbeats flow from everyone, requests of
+// nodes with neighbours are low priority and a full peer turns them
+// away, so a leave never starts a chain of evictions.
+func (a *Actor) helloNeighbours(conn interface {
+	Outbound() bool
+	PeerID() string
+}) int {
+	if conn.Outbound() && a.hb.latest != nil {
+		if _, heard := a.hb.heard[conn.PeerID()]; !heard {
+			return 0
+		}
+	}
+	return a.upNeighbours()
+}
+
+// upNeighbours counts established sessions in the active view (the
+// priority a hello carries).
+func (a *Actor) upNeighbours() int {
+	now, n := a.d.Now(), 0
+	for id, e := range a.sessions {
+		if e.up && !a.pinned(id, now) {
+			n++
+		}
+	}
+	return n
+}
+
+// onOverlay dispatches an overlay frame from an established session.
+func (a *Actor) onOverlay(c actor.Context, m *overlayFrame) {
+	e := a.sessions[m.from]
+	if e == nil || !e.pid.Equal(m.pid) {
+		return
+	}
+	switch m.m.Kind {
+	case messages.KindShuffle, messages.KindShuffleReply:
+		a.onShuffle(c, m)
+	case messages.KindHeartbeats:
+		a.onHeartbeats(c, m.from, m.m.Overlay.Heartbeats)
+	}
+}
+
+// overlayDiag is the diagnostics summary's overlay section.
+func (a *Actor) overlayDiag() *messages.OverlayDiag {
+	now := a.d.Now()
+	o := &messages.OverlayDiag{
+		ActiveView: a.d.ActiveView, LeavesSent: a.view.leaves, LeavesReceived: a.view.left,
+		Shuffles: a.view.shuffles, SampleGarbage: a.view.garbage,
+		HeardByHeartbeat: len(a.hb.heard), HeartbeatsNew: a.hb.taken, HeartbeatsDup: a.hb.dup, HeartbeatsBad: a.hb.refused,
+	}
+	for id, e := range a.sessions {
+		o.DigestsEqual += e.stats.digestsEqual
+		o.DigestsDiffer += e.stats.digestsDiffer
+		o.IHaveSent += e.stats.ihaveSent
+		o.Grafts += e.stats.grafts
+		o.Prunes += e.stats.prunes
+		if e.up && e.stats.lazy {
+			o.LazyLinks++
+		}
+		switch {
+		case a.pinned(id, now):
+			o.Pinned++
+		case e.up:
+			o.Neighbours++
+		}
+	}
+	return o
+}

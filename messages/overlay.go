@@ -1,0 +1,198 @@
+package messages
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"fmt"
+	"slices"
+)
+
+// --- overlay: bounded neighbours, heartbeats, lazy push, digests ---
+//
+// Beyond a handful of writers a node keeps sessions with a bounded active
+// view of neighbours (HyParView-style) and learns others through shuffles
+// of small random samples. Writers prove they are alive with signed
+// heartbeats that travel the overlay like ops. Ops go eagerly along a
+// spanning tree and as ids ("ihave") on the other links (Plumtree-style);
+// a node missing an announced op asks for it ("graft"). Anti-entropy sends
+// a digest of the version vector and the full vector only when they differ.
+// All these kinds carry one body, Overlay, whose fields each kind uses.
+
+// Overlay envelope kinds.
+const (
+	// KindLeave: Overlay.Sample, "I drop you from my active view"; the
+	// sample names other peers to try.
+	KindLeave = "leave"
+	// KindShuffle: Overlay.Sample, a bounded random sample of the
+	// sender's views, answered by KindShuffleReply with one of ours.
+	KindShuffle      = "shuffle"
+	KindShuffleReply = "shuffle-reply"
+	// KindHeartbeats: Overlay.Heartbeats, signed liveness beacons of
+	// writers (the sender's own and those it forwards).
+	KindHeartbeats = "heartbeats"
+	// KindIHave: Overlay.IDs, ops the sender holds and did not push to us
+	// (lazy link).
+	KindIHave = "ihave"
+	// KindGraft: Overlay.IDs, "send me these ops, and push to me eagerly
+	// from now on".
+	KindGraft = "graft"
+	// KindPrune: no content, "I got that op already: announce ids to me
+	// instead of pushing ops".
+	KindPrune = "prune"
+	// KindDigest: Overlay.Digest, a hash of the sender's version vector;
+	// a receiver whose own vector hashes differently answers with its
+	// full vector (KindVV).
+	KindDigest = "digest"
+)
+
+// Bounds on what one overlay frame may carry.
+const (
+	MaxSample     = 32   // peers in a shuffle or leave sample
+	MaxHeartbeats = 4096 // heartbeats in one frame
+	MaxOpIDs      = 4096 // ids in an ihave or graft
+	DigestSize    = 32   // bytes of a version-vector digest (SHA-256)
+)
+
+// Overlay is the body of the overlay kinds; each kind sets the field its
+// comment names and leaves the others empty.
+type Overlay struct {
+	Sample     []PeerInfo   `cbor:"1,keyasint,omitempty"`
+	Heartbeats []*Heartbeat `cbor:"2,keyasint,omitempty"`
+	IDs        []OpID       `cbor:"3,keyasint,omitempty"`
+	Digest     []byte       `cbor:"4,keyasint,omitempty"`
+}
+
+// OpID names one op of the ledger: its writer and sequence number.
+type OpID struct {
+	Writer string `cbor:"1,keyasint"`
+	Seq    uint64 `cbor:"2,keyasint"`
+}
+
+// Heartbeat says Writer was alive at Seq (Unix milliseconds at the writer,
+// strictly increasing per writer). Sig is Writer's Ed25519 signature over
+// HeartbeatSigningBytes, so no peer can speak for another writer's
+// liveness; the network key in the signed bytes keeps a heartbeat from
+// being replayed into another network.
+type Heartbeat struct {
+	Writer string `cbor:"1,keyasint"`
+	Seq    uint64 `cbor:"2,keyasint"`
+	Sig    []byte `cbor:"3,keyasint"`
+}
+
+// HeartbeatSigningBytes is what a writer signs for a heartbeat.
+func HeartbeatSigningBytes(network, writer string, seq uint64) []byte {
+	b := make([]byte, 0, 24+len(network)+len(writer)+20)
+	b = append(b, "peerdns-heartbeat\x00"...)
+	b = append(b, network...)
+	b = append(b, 0)
+	b = append(b, writer...)
+	b = append(b, 0)
+	return fmt.Appendf(b, "%d", seq)
+}
+
+// overlayBodies counts the overlay bodies set on e.
+func (e *Envelope) overlayBodies() int {
+	if e.Overlay != nil {
+		return 1
+	}
+	return 0
+}
+
+// validateOverlay checks the shape of an overlay envelope. ok is false
+// when Kind is not an overlay kind. Content the receiver must judge (ids,
+// addresses, signatures) is checked where it is used, so one bad entry
+// is ignored and counted without dropping the connection.
+func (e *Envelope) validateOverlay() (ok bool, err error) {
+	bad := func(why string) error { return fmt.Errorf("%w: %s: %s", ErrBadEnvelope, e.Kind, why) }
+	o := e.Overlay
+	switch e.Kind {
+	case KindLeave, KindShuffle, KindShuffleReply, KindHeartbeats, KindIHave, KindGraft, KindPrune, KindDigest:
+	default:
+		return false, nil
+	}
+	if o == nil {
+		return true, bad("no body")
+	}
+	if len(o.Sample) > MaxSample {
+		return true, bad(fmt.Sprintf("sample of %d peers, at most %d", len(o.Sample), MaxSample))
+	}
+	if len(o.Heartbeats) > MaxHeartbeats {
+		return true, bad(fmt.Sprintf("%d heartbeats, at most %d", len(o.Heartbeats), MaxHeartbeats))
+	}
+	if len(o.IDs) > MaxOpIDs {
+		return true, bad(fmt.Sprintf("%d ids, at most %d", len(o.IDs), MaxOpIDs))
+	}
+	for _, h := range o.Heartbeats {
+		if h == nil || h.Writer == "" || h.Seq == 0 {
+			return true, bad("heartbeat without writer or seq")
+		}
+	}
+	switch e.Kind {
+	case KindHeartbeats:
+		if len(o.Heartbeats) == 0 {
+			return true, bad("no heartbeats")
+		}
+	case KindIHave, KindGraft:
+		if len(o.IDs) == 0 {
+			return true, bad("no ids")
+		}
+	case KindDigest:
+		if len(o.Digest) != DigestSize {
+			return true, bad(fmt.Sprintf("digest of %d bytes, want %d", len(o.Digest), DigestSize))
+		}
+	}
+	return true, nil
+}
+
+// OverlayDiag counts what the overlay did since start (diagnostics
+// summary "overlay").
+type OverlayDiag struct {
+	ActiveView     int   `json:"activeView"`     // the setting: neighbours kept at most
+	Neighbours     int   `json:"neighbours"`     // sessions in the active view now
+	Pinned         int   `json:"pinned"`         // sessions kept for tunnels, besides the view
+	LeavesSent     int64 `json:"leavesSent"`     // neighbours we dropped to make room
+	LeavesReceived int64 `json:"leavesReceived"` // neighbours that dropped us
+	Shuffles       int64 `json:"shuffles"`       // samples we sent
+	SampleGarbage  int64 `json:"sampleGarbage"`  // sample entries ignored: bad id or address
+	// Heartbeats: writers heard only through heartbeats now, and
+	// heartbeats taken, dropped as duplicates (a lookup, no signature
+	// check) and refused (bad signature, not a writer, stale).
+	HeardByHeartbeat int   `json:"heardByHeartbeat"`
+	HeartbeatsNew    int64 `json:"heartbeatsNew"`
+	HeartbeatsDup    int64 `json:"heartbeatsDuplicate"`
+	HeartbeatsBad    int64 `json:"heartbeatsRefused"`
+	// Anti-entropy: digests from neighbours that matched our vector, and
+	// that did not (answered with the full vector).
+	DigestsEqual  int64 `json:"digestsEqual"`
+	DigestsDiffer int64 `json:"digestsDiffer"`
+	// Plumtree: neighbours we announce op ids to instead of pushing ops,
+	// ids announced, ids grafted (asked for after an announcement), and
+	// links pruned after a duplicate.
+	LazyLinks int   `json:"lazyLinks"`
+	IHaveSent int64 `json:"ihaveSent"`
+	Grafts    int64 `json:"grafts"`
+	Prunes    int64 `json:"prunes"`
+}
+
+// VVDigest is the digest of a version vector that KindDigest carries:
+// SHA-256 over the entries sorted by writer, each the writer, a zero byte
+// and the seq as 8 big-endian bytes. Writers at seq 0 are left out, so a
+// vector and its copy with explicit zeros digest alike.
+func VVDigest(vv VersionVector) []byte {
+	ws := make([]string, 0, len(vv))
+	for w, n := range vv {
+		if n > 0 {
+			ws = append(ws, w)
+		}
+	}
+	slices.Sort(ws)
+	h := sha256.New()
+	var n [8]byte
+	for _, w := range ws {
+		h.Write([]byte(w))
+		h.Write([]byte{0})
+		binary.BigEndian.PutUint64(n[:], vv[w])
+		h.Write(n[:])
+	}
+	return h.Sum(nil)
+}
