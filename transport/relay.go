@@ -358,7 +358,7 @@ func (e *MultiEndpoint) relayedIn(c Conn, s Stream, from string) {
 		return
 	}
 	_ = s.SetWriteDeadline(time.Time{})
-	raw := &streamNetConn{Stream: s, local: relayAddr{via: c.PeerID(), peer: e.ID()}, remote: relayAddr{via: c.PeerID(), peer: from}}
+	raw := newBatchConn(&streamNetConn{Stream: s, local: relayAddr{via: c.PeerID(), peer: e.ID()}, remote: relayAddr{via: c.PeerID(), peer: from}})
 	e.inboundStream(raw, slot, PathRelayed, c.PeerID(), from, &e.relay.inBad, &e.relay.in)
 }
 
@@ -405,7 +405,7 @@ func (e *MultiEndpoint) dialRelay(ctx context.Context, via Conn, target string) 
 		return nil, fmt.Errorf("relay %.16s: %w", via.PeerID(), &RelayError{Code: st[0]})
 	}
 	_ = s.SetDeadline(time.Time{})
-	raw := &streamNetConn{Stream: s, local: relayAddr{via: via.PeerID(), peer: e.ID()}, remote: relayAddr{via: via.PeerID(), peer: target}}
+	raw := newBatchConn(&streamNetConn{Stream: s, local: relayAddr{via: via.PeerID(), peer: e.ID()}, remote: relayAddr{via: via.PeerID(), peer: target}})
 	c, err := newStreamConn(ctx, raw, true, e.cert, e.ID(), target, &e.cfg, PathRelayed, via.PeerID())
 	if err != nil {
 		return nil, fmt.Errorf("relayed through %.16s: %w", via.PeerID(), err)

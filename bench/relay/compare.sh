@@ -54,7 +54,7 @@ for t in ip nft iperf3 jq curl; do
 	command -v $t >/dev/null || { echo "compare.sh needs $t (apt-get install iproute2 nftables iperf3 jq curl)" >&2; exit 1; }
 done
 
-P=prr-bench-$$
+P=rl-bench-$$
 TMP=$(mktemp -d)
 PIDS=()
 NSS=()
@@ -247,3 +247,8 @@ echo "relayed/direct: $(awk -v a="$gr" -v b="$gd" 'BEGIN {printf "%.2f", (b > 0 
 echo "relay CPU: $(awk -v t="$RELAY_TICKS" -v h="$TCK" -v b="$RELAY_BYTES" 'BEGIN {printf "%.2f", (b > 0 ? (t / h) / (b / 1e9) : 0)}') s per GB relayed (user+system of R's process during the relayed iperf3 runs)"
 echo "relay RSS (KiB) every 5 s under ${LOAD_SECONDS}s of relayed load: ${RSS[*]}; 5 s after: $RSS_AFTER"
 echo "relay counters: $STATS"
+# UDP drops in each namespace (a full socket receive buffer shows as
+# RcvbufErrors): loss the kernel adds under QUIC's congestion control.
+for n in pub b c; do
+	echo "udp $n: $(inns $n awk '/^Udp:/ {if (h) {print "InDatagrams=" $2, "InErrors=" $4, "RcvbufErrors=" $6, "SndbufErrors=" $7} else h=1}' /proc/net/snmp)"
+done
