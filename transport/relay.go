@@ -146,6 +146,11 @@ func newRelayState(e *MultiEndpoint, cfg RelayConfig) *relayState {
 // relayChunk is the most one copy moves at once (and the limiter's burst).
 const relayChunk = 64 << 10
 
+// relayCopyBuffered bounds the bytes a relay holds per direction of a
+// relayed connection between reading one leg and writing the other (two
+// slices of at most this size: 512 KiB per link at most, flat).
+const relayCopyBuffered = 128 << 10
+
 func (r *relayState) stats() RelayStats {
 	r.mu.Lock()
 	active := int64(r.active)
@@ -301,7 +306,15 @@ func (r *relayState) serve(req Conn, s Stream, target string) {
 
 // copy moves bytes from src to dst within the byte rate; src's end of
 // data ends dst's direction, an error tears both down.
+//
+// dst's writes go through a batchConn (relaybatch.go): a QUIC stream's
+// Write returns only once the connection loop has packed the bytes, and
+// a copy that waited for it would not read src meanwhile; with the
+// buffer, reading from one leg and packing onto the other overlap. The
+// buffer holds at most relayCopyBuffered bytes per direction.
 func (r *relayState) copy(dst, src Stream) {
+	out := newBatchConnMax(&streamNetConn{Stream: dst}, relayCopyBuffered)
+	defer out.stop()
 	buf := make([]byte, relayChunk)
 	for {
 		n, err := src.Read(buf)
@@ -317,7 +330,7 @@ func (r *relayState) copy(dst, src Stream) {
 					}
 				}
 			}
-			if _, werr := dst.Write(buf[:n]); werr != nil {
+			if _, werr := out.Write(buf[:n]); werr != nil {
 				dst.Abort()
 				src.Abort()
 				return
@@ -325,6 +338,11 @@ func (r *relayState) copy(dst, src Stream) {
 			r.bytes.Add(int64(n))
 		}
 		if err == io.EOF {
+			if out.drain() != nil {
+				dst.Abort()
+				src.Abort()
+				return
+			}
 			_ = dst.CloseWrite()
 			return
 		}

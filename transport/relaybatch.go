@@ -39,6 +39,7 @@ const relayBatchMax = 256 << 10
 
 type batchConn struct {
 	net.Conn
+	max int // relayBatchMax unless set
 
 	mu      sync.Mutex
 	cond    *sync.Cond
@@ -49,8 +50,10 @@ type batchConn struct {
 	closed  bool
 }
 
-func newBatchConn(c net.Conn) *batchConn {
-	b := &batchConn{Conn: c}
+func newBatchConn(c net.Conn) *batchConn { return newBatchConnMax(c, relayBatchMax) }
+
+func newBatchConnMax(c net.Conn, max int) *batchConn {
+	b := &batchConn{Conn: c, max: max}
 	b.cond = sync.NewCond(&b.mu)
 	go b.flush()
 	return b
@@ -61,7 +64,7 @@ func (b *batchConn) Write(p []byte) (int, error) {
 	defer b.mu.Unlock()
 	n := 0
 	for len(p) > 0 {
-		for b.err == nil && !b.closed && len(b.buf) >= relayBatchMax {
+		for b.err == nil && !b.closed && len(b.buf) >= b.max {
 			b.cond.Wait()
 		}
 		if b.err != nil {
@@ -70,7 +73,7 @@ func (b *batchConn) Write(p []byte) (int, error) {
 		if b.closed {
 			return n, net.ErrClosed
 		}
-		k := min(len(p), relayBatchMax-len(b.buf))
+		k := min(len(p), b.max-len(b.buf))
 		b.buf = append(b.buf, p[:k]...)
 		p = p[k:]
 		n += k
@@ -107,14 +110,34 @@ func (b *batchConn) flush() {
 	}
 }
 
+// drain waits until everything written so far is on the stream (or the
+// stream failed, or the conn closed) and returns the sticky error.
+func (b *batchConn) drain() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for b.err == nil && !b.closed && (len(b.buf) > 0 || b.writing) {
+		b.cond.Wait()
+	}
+	if b.err == nil && b.closed {
+		return net.ErrClosed
+	}
+	return b.err
+}
+
 // Close ends the flusher and closes the conn; what was not written yet is
 // dropped (closing a relayed connection aborts its stream anyway).
 func (b *batchConn) Close() error {
+	b.stop()
+	return b.Conn.Close()
+}
+
+// stop ends the flusher (after its current write) and leaves the conn
+// open; what was not written yet is dropped.
+func (b *batchConn) stop() {
 	b.mu.Lock()
 	b.closed = true
 	b.cond.Broadcast()
 	b.mu.Unlock()
-	return b.Conn.Close()
 }
 
 // SetDeadline and SetWriteDeadline reach the stream, so they bound the
