@@ -86,6 +86,12 @@ type RelayConfig struct {
 	// Conn finds the established connection to a peer (the Mesh's; nil:
 	// this node relays for nobody).
 	Conn func(peerID string) (Conn, bool)
+	// TamperAfter, for fault tests only, makes this relay corrupt what it
+	// relays: once a direction of a relayed connection has carried this
+	// many bytes, every later chunk it copies has one byte flipped (0:
+	// never). The pair's TLS then fails the connection, as it would with
+	// a hostile relay.
+	TamperAfter int64
 }
 
 // Defaults of RelayConfig.
@@ -293,8 +299,8 @@ func (r *relayState) serve(req Conn, s Stream, target string) {
 	r.mu.Unlock()
 	var wg sync.WaitGroup
 	wg.Add(2)
-	go func() { defer wg.Done(); r.copy(ts, s) }()
-	go func() { defer wg.Done(); r.copy(s, ts) }()
+	go func() { defer wg.Done(); r.copy(ts, s, cfg.TamperAfter) }()
+	go func() { defer wg.Done(); r.copy(s, ts, cfg.TamperAfter) }()
 	wg.Wait()
 	_ = s.Close()
 	_ = ts.Close()
@@ -312,7 +318,8 @@ func (r *relayState) serve(req Conn, s Stream, target string) {
 // a copy that waited for it would not read src meanwhile; with the
 // buffer, reading from one leg and packing onto the other overlap. The
 // buffer holds at most relayCopyBuffered bytes per direction.
-func (r *relayState) copy(dst, src Stream) {
+func (r *relayState) copy(dst, src Stream, tamperAfter int64) {
+	var copied int64
 	out := newBatchConnMax(&streamNetConn{Stream: dst}, relayCopyBuffered)
 	defer out.stop()
 	buf := make([]byte, relayChunk)
@@ -330,6 +337,10 @@ func (r *relayState) copy(dst, src Stream) {
 					}
 				}
 			}
+			if tamperAfter > 0 && copied+int64(n) > tamperAfter {
+				buf[n-1] ^= 0x55 // a fault test's hostile relay
+			}
+			copied += int64(n)
 			if _, werr := out.Write(buf[:n]); werr != nil {
 				dst.Abort()
 				src.Abort()
