@@ -22,7 +22,7 @@
 #   relayed   B -> R -> C, TLS 1.3 end to end between B and C, through
 #             R's copy loop (crossing r1 and r2)
 #
-# The relay runs with RELAY_MAX_MBPS=-1 (no byte-rate cap; the default is
+# The relay runs with RELAY_MAX_MBPS=0 (the setting: no byte-rate cap; the default is
 # 400 Mbit/s) so the figure is the path's, not the cap's.
 #
 # Figures (median of ROUNDS interleaved rounds, with the range):
@@ -144,7 +144,7 @@ peer_path() { # ns peer-id: prints transport once connected
 }
 is_path() { [ "$(peer_path "$1" "$2")" = "$3" ]; }
 
-JOIN= start_node pub 203.0.113.10:7740 RELAY_MAX_MBPS=-1
+JOIN= start_node pub 203.0.113.10:7740 RELAY_MAX_MBPS=0
 R_PID=$NODE_PID
 wait_for "R ready" ready pub
 JOIN=$(api pub POST /api/invites | jq -r .invite) start_node b 192.0.2.2:7740
