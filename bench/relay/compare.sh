@@ -238,10 +238,10 @@ echo
 echo "| path | Gbit/s | conns/s |"
 echo "|---|---|---|"
 for p in direct relayed; do
-	echo "| $p | $(echo "${GB[$p]}" | median) | $(echo "${CONN[$p]}" | median) |"
+	echo "| $p | $(echo "${GB[$p]:-}" | median) | $(echo "${CONN[$p]:-}" | median) |"
 done
-gd=$(echo "${GB[direct]}" | med) gr=$(echo "${GB[relayed]}" | med)
-cd_=$(echo "${CONN[direct]}" | med) cr_=$(echo "${CONN[relayed]}" | med)
+gd=$(echo "${GB[direct]:-}" | med) gr=$(echo "${GB[relayed]:-}" | med)
+cd_=$(echo "${CONN[direct]:-}" | med) cr_=$(echo "${CONN[relayed]:-}" | med)
 echo
 echo "relayed/direct: $(awk -v a="$gr" -v b="$gd" 'BEGIN {printf "%.2f", (b > 0 ? a / b : 0)}')x Gbit/s, $(awk -v a="$cr_" -v b="$cd_" 'BEGIN {printf "%.2f", (b > 0 ? a / b : 0)}')x conns/s (goal >= 0.5x)"
 echo "relay CPU: $(awk -v t="$RELAY_TICKS" -v h="$TCK" -v b="$RELAY_BYTES" 'BEGIN {printf "%.2f", (b > 0 ? (t / h) / (b / 1e9) : 0)}') s per GB relayed (user+system of R's process during the relayed iperf3 runs)"
