@@ -86,6 +86,12 @@ type RelayConfig struct {
 	// Conn finds the established connection to a peer (the Mesh's; nil:
 	// this node relays for nobody).
 	Conn func(peerID string) (Conn, bool)
+	// TamperAfter, for fault tests only, makes this relay corrupt what it
+	// relays: once a direction of a relayed connection has carried this
+	// many bytes, every later chunk it copies has one byte flipped (0:
+	// never). The pair's TLS then fails the connection, as it would with
+	// a hostile relay.
+	TamperAfter int64
 }
 
 // Defaults of RelayConfig.
@@ -145,6 +151,11 @@ func newRelayState(e *MultiEndpoint, cfg RelayConfig) *relayState {
 
 // relayChunk is the most one copy moves at once (and the limiter's burst).
 const relayChunk = 64 << 10
+
+// relayCopyBuffered bounds the bytes a relay holds per direction of a
+// relayed connection between reading one leg and writing the other (two
+// slices of at most this size: 512 KiB per link at most, flat).
+const relayCopyBuffered = 128 << 10
 
 func (r *relayState) stats() RelayStats {
 	r.mu.Lock()
@@ -288,8 +299,8 @@ func (r *relayState) serve(req Conn, s Stream, target string) {
 	r.mu.Unlock()
 	var wg sync.WaitGroup
 	wg.Add(2)
-	go func() { defer wg.Done(); r.copy(ts, s) }()
-	go func() { defer wg.Done(); r.copy(s, ts) }()
+	go func() { defer wg.Done(); r.copy(ts, s, cfg.TamperAfter) }()
+	go func() { defer wg.Done(); r.copy(s, ts, cfg.TamperAfter) }()
 	wg.Wait()
 	_ = s.Close()
 	_ = ts.Close()
@@ -301,7 +312,16 @@ func (r *relayState) serve(req Conn, s Stream, target string) {
 
 // copy moves bytes from src to dst within the byte rate; src's end of
 // data ends dst's direction, an error tears both down.
-func (r *relayState) copy(dst, src Stream) {
+//
+// dst's writes go through a batchConn (relaybatch.go): a QUIC stream's
+// Write returns only once the connection loop has packed the bytes, and
+// a copy that waited for it would not read src meanwhile; with the
+// buffer, reading from one leg and packing onto the other overlap. The
+// buffer holds at most relayCopyBuffered bytes per direction.
+func (r *relayState) copy(dst, src Stream, tamperAfter int64) {
+	var copied int64
+	out := newBatchConnMax(&streamNetConn{Stream: dst}, relayCopyBuffered)
+	defer out.stop()
 	buf := make([]byte, relayChunk)
 	for {
 		n, err := src.Read(buf)
@@ -317,7 +337,11 @@ func (r *relayState) copy(dst, src Stream) {
 					}
 				}
 			}
-			if _, werr := dst.Write(buf[:n]); werr != nil {
+			if tamperAfter > 0 && copied+int64(n) > tamperAfter {
+				buf[n-1] ^= 0x55 // a fault test's hostile relay
+			}
+			copied += int64(n)
+			if _, werr := out.Write(buf[:n]); werr != nil {
 				dst.Abort()
 				src.Abort()
 				return
@@ -325,6 +349,11 @@ func (r *relayState) copy(dst, src Stream) {
 			r.bytes.Add(int64(n))
 		}
 		if err == io.EOF {
+			if out.drain() != nil {
+				dst.Abort()
+				src.Abort()
+				return
+			}
 			_ = dst.CloseWrite()
 			return
 		}
@@ -358,7 +387,7 @@ func (e *MultiEndpoint) relayedIn(c Conn, s Stream, from string) {
 		return
 	}
 	_ = s.SetWriteDeadline(time.Time{})
-	raw := &streamNetConn{Stream: s, local: relayAddr{via: c.PeerID(), peer: e.ID()}, remote: relayAddr{via: c.PeerID(), peer: from}}
+	raw := newBatchConn(&streamNetConn{Stream: s, local: relayAddr{via: c.PeerID(), peer: e.ID()}, remote: relayAddr{via: c.PeerID(), peer: from}})
 	e.inboundStream(raw, slot, PathRelayed, c.PeerID(), from, &e.relay.inBad, &e.relay.in)
 }
 
@@ -405,7 +434,7 @@ func (e *MultiEndpoint) dialRelay(ctx context.Context, via Conn, target string) 
 		return nil, fmt.Errorf("relay %.16s: %w", via.PeerID(), &RelayError{Code: st[0]})
 	}
 	_ = s.SetDeadline(time.Time{})
-	raw := &streamNetConn{Stream: s, local: relayAddr{via: via.PeerID(), peer: e.ID()}, remote: relayAddr{via: via.PeerID(), peer: target}}
+	raw := newBatchConn(&streamNetConn{Stream: s, local: relayAddr{via: via.PeerID(), peer: e.ID()}, remote: relayAddr{via: via.PeerID(), peer: target}})
 	c, err := newStreamConn(ctx, raw, true, e.cert, e.ID(), target, &e.cfg, PathRelayed, via.PeerID())
 	if err != nil {
 		return nil, fmt.Errorf("relayed through %.16s: %w", via.PeerID(), err)

@@ -48,7 +48,12 @@ var _ Endpoint = (*MultiEndpoint)(nil)
 type Options struct {
 	// NoTCP turns the TCP listener and TCP dials off.
 	NoTCP bool
-	// TCPDelay is QUIC's head start before a dial also tries TCP [1s].
+	// TCPDelay is QUIC's head start before a dial also tries TCP
+	// [500ms]. Short, as in Happy Eyeballs: where UDP is dropped every
+	// join and redial waits this long, and where QUIC works but TCP wins
+	// the race (a slow or lossy first flight) the late QUIC connection is
+	// still taken and the peer moves to it, so losing the race costs
+	// little.
 	TCPDelay time.Duration
 	// Relay configures relaying (relay.go).
 	Relay RelayConfig
@@ -59,7 +64,7 @@ type Options struct {
 // port (":0"), a port free for both protocols is looked for.
 func ListenMulti(cfg Config, opt Options) (*MultiEndpoint, error) {
 	if opt.TCPDelay <= 0 {
-		opt.TCPDelay = time.Second
+		opt.TCPDelay = 500 * time.Millisecond
 	}
 	var (
 		q   *QUICEndpoint

@@ -28,8 +28,17 @@ import (
 // alike), and the relayed connection is drained, not cut: the tunnel and
 // plugin streams open on it finish there while new ones use the direct
 // path (transport.Drain).
+//
+// relayAfter is short on purpose: a relayed session costs the relay one
+// stream and the pair nothing it would not spend anyway (direct dials
+// and punching go on, and a direct path that opens takes the traffic
+// over), while every second spent waiting is a second a pair that cannot
+// punch (symmetric NATs, no UDP) is not connected. Punching between two
+// endpoint-independent NATs usually succeeds within about a second, so
+// most punchable pairs never reach a relay; the supervisor's tick (1 s by
+// default) rounds the wait up to the next tick.
 const (
-	relayAfter    = 2 * time.Second
+	relayAfter    = time.Second
 	relayRetryMin = 2 * time.Second
 	relayRetryMax = 30 * time.Second
 )

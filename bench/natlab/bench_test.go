@@ -40,7 +40,7 @@ func TestNATLabBench(t *testing.T) {
 		wanted, within3, within5 := 0, 0, 0
 		paths := map[string]int{}
 		for try := 0; try < tries; try++ {
-			prefix := fmt.Sprintf("pra-b%d%d", i, try%10)
+			prefix := fmt.Sprintf("%s-b%d%d", benchPrefix(), i, try%10)
 			res, err := Run(bin, prefix, t.TempDir(), sc, func(string, ...any) {})
 			if err != nil {
 				t.Fatal(err)
@@ -78,4 +78,13 @@ func stat(ds []time.Duration) string {
 	}
 	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
 	return fmt.Sprintf("%v (%v)", ds[len(ds)/2].Round(time.Millisecond), ds[len(ds)-1].Round(time.Millisecond))
+}
+
+// benchPrefix starts the benchmark's namespace names: NATLAB_PREFIX
+// (short, so two people benchmarking on one machine keep apart) or "pra".
+func benchPrefix() string {
+	if p := os.Getenv("NATLAB_PREFIX"); p != "" {
+		return p
+	}
+	return "pra"
 }

@@ -22,7 +22,7 @@
 #   relayed   B -> R -> C, TLS 1.3 end to end between B and C, through
 #             R's copy loop (crossing r1 and r2)
 #
-# The relay runs with RELAY_MAX_MBPS=0 (no byte-rate cap; the default is
+# The relay runs with RELAY_MAX_MBPS=0 (the setting: no byte-rate cap; the default is
 # 400 Mbit/s) so the figure is the path's, not the cap's.
 #
 # Figures (median of ROUNDS interleaved rounds, with the range):
@@ -54,7 +54,7 @@ for t in ip nft iperf3 jq curl; do
 	command -v $t >/dev/null || { echo "compare.sh needs $t (apt-get install iproute2 nftables iperf3 jq curl)" >&2; exit 1; }
 done
 
-P=prr-bench-$$
+P=rl-bench-$$
 TMP=$(mktemp -d)
 PIDS=()
 NSS=()
@@ -238,12 +238,17 @@ echo
 echo "| path | Gbit/s | conns/s |"
 echo "|---|---|---|"
 for p in direct relayed; do
-	echo "| $p | $(echo "${GB[$p]}" | median) | $(echo "${CONN[$p]}" | median) |"
+	echo "| $p | $(echo "${GB[$p]:-}" | median) | $(echo "${CONN[$p]:-}" | median) |"
 done
-gd=$(echo "${GB[direct]}" | med) gr=$(echo "${GB[relayed]}" | med)
-cd_=$(echo "${CONN[direct]}" | med) cr_=$(echo "${CONN[relayed]}" | med)
+gd=$(echo "${GB[direct]:-}" | med) gr=$(echo "${GB[relayed]:-}" | med)
+cd_=$(echo "${CONN[direct]:-}" | med) cr_=$(echo "${CONN[relayed]:-}" | med)
 echo
 echo "relayed/direct: $(awk -v a="$gr" -v b="$gd" 'BEGIN {printf "%.2f", (b > 0 ? a / b : 0)}')x Gbit/s, $(awk -v a="$cr_" -v b="$cd_" 'BEGIN {printf "%.2f", (b > 0 ? a / b : 0)}')x conns/s (goal >= 0.5x)"
 echo "relay CPU: $(awk -v t="$RELAY_TICKS" -v h="$TCK" -v b="$RELAY_BYTES" 'BEGIN {printf "%.2f", (b > 0 ? (t / h) / (b / 1e9) : 0)}') s per GB relayed (user+system of R's process during the relayed iperf3 runs)"
 echo "relay RSS (KiB) every 5 s under ${LOAD_SECONDS}s of relayed load: ${RSS[*]}; 5 s after: $RSS_AFTER"
 echo "relay counters: $STATS"
+# UDP drops in each namespace (a full socket receive buffer shows as
+# RcvbufErrors): loss the kernel adds under QUIC's congestion control.
+for n in pub b c; do
+	echo "udp $n: $(inns $n awk '/^Udp:/ {if (h) {print "InDatagrams=" $2, "InErrors=" $4, "RcvbufErrors=" $6, "SndbufErrors=" $7} else h=1}' /proc/net/snmp)"
+done

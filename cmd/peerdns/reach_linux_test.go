@@ -40,7 +40,7 @@ func newReachLab(t *testing.T) *reachLab {
 			t.Skipf("reach lab needs %s (apt-get install iproute2 nftables)", tool)
 		}
 	}
-	l := &reachLab{t: t, prefix: fmt.Sprintf("prr-%d", os.Getpid()%100000)}
+	l := &reachLab{t: t, prefix: fmt.Sprintf("%s-%d", reachPrefix(), os.Getpid()%100000)}
 	probe := l.prefix + "-probe"
 	if err := ipCmd("netns", "add", probe); err != nil {
 		t.Skipf("reach lab: network namespaces refused here (%v)", err)

@@ -17,6 +17,7 @@ func (n *Node) pathOptions() transport.Options {
 	o := transport.Options{NoTCP: n.cfg.P2PNoTCP}
 	o.Relay.Off = n.cfg.RelayOff
 	o.Relay.MaxConns = n.cfg.RelayMaxConns
+	o.Relay.TamperAfter = relayTamperAfter()
 	switch {
 	case n.cfg.RelayMaxMbps < 0:
 		o.Relay.Rate = -1
