@@ -5,8 +5,11 @@
 #   nginx-h2    h2load → nginx (listen ssl http2, TLS 1.3) → backend
 #   peerdns-h2  h2load → the node's HTTPS edge (ALPN h2, Host bench.p2p)
 #               → tunnel server on the same node → backend
-# in $ROUNDS interleaved rounds (print all; take the median). HTTP/3 is
-# not measured here: Debian's h2load is built without it.
+#   peerdns-h3  bench/proxy/h3load (quic-go's http3 client, -c$CONNS,
+#               10 requests in flight per connection, $DUR s) → the
+#               node's HTTP/3 on the HTTPS port's UDP twin → the same
+#               tunnel (Debian's h2load is built without HTTP/3)
+# in $ROUNDS interleaved rounds (print all; take the median).
 # nginx closes an HTTP/2 connection after keepalive_requests (1,000 by
 # default) and h2load's timed mode does not reconnect: its clients then
 # stop, with errors. The config raises it, as a proxy under benchmark load
@@ -52,6 +55,7 @@ http {
 CONF
 nginx -c "$TMP/nginx.conf" -g 'daemon off;' &
 go build -o "$TMP/peerdns" ./cmd/peerdns
+go build -o "$TMP/h3load" ./bench/proxy/h3load
 "$TMP/peerdns" node --data "$TMP/a" --admin-addr 127.0.0.1:0 --dns-addr 127.0.0.1:0 --http-addr 127.0.0.1:0 \
 	--https-addr 127.0.0.1:0 --p2p-addr 127.0.0.1:0 --upstream 127.0.0.1:9 > "$TMP/a.log" 2>&1 &
 echo $! > "$TMP/a.pid"
@@ -68,6 +72,11 @@ run() { # label url [h2load options]
 	grep -q ' 0 failed, 0 errored' <<<"$out" || { echo "$1: $(grep -E '^requests:' <<<"$out"): figures void" >&2; exit 1; }
 	printf '| %s | %s req/s | %s |\n' "$1" "$(awk '/^finished in/{print $4}' <<<"$out")" "$(grep -E '^requests:' <<<"$out")"
 }
+run3() { # label url [h3load options]
+	local out
+	out=$("$TMP/h3load" -c "$CONNS" -m 10 -d "${DUR}s" -warmup 1s -url "${@:2}" 2>&1) || { echo "$1: $out: figures void" >&2; exit 1; }
+	printf '| %s | %s req/s | %s |\n' "$1" "$(awk '{print $6}' <<<"$out")" "$out"
+}
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg); peerdns $(git rev-parse --short HEAD)"
 for r in $(seq 1 "$ROUNDS"); do
 	for f in small big; do
@@ -75,5 +84,6 @@ for r in $(seq 1 "$ROUNDS"); do
 		# h2load sends the URL's host as :authority and SNI: bench.p2p
 		# through a connect-to address.
 		run "peerdns-h2/$f" "https://bench.p2p:${HTTPS##*:}/$f" --connect-to="127.0.0.1:${HTTPS##*:}"
+		run3 "peerdns-h3/$f" "https://bench.p2p:${HTTPS##*:}/$f" -connect-to "127.0.0.1:${HTTPS##*:}"
 	done
 done | sort

@@ -438,9 +438,15 @@ func (s *Server) httpUpstream(d *view.Domain) *h2Upstream {
 		return &watchedConn{Conn: c}, nil
 	}
 	u := &h2Upstream{}
+	// Idle connections are kept up to the most that may be open, as the
+	// HTTP/1.1 path's HostClient keeps them: with a lower bound, every
+	// request beyond it in flight (HTTP/2 clients keep many) closed its
+	// connection on return and the next one dialled a new one, a dial
+	// and a close per request. IdleConnTimeout still closes the unused.
 	u.plain = &http.Transport{
 		DialContext:           dialMoving,
-		MaxIdleConnsPerHost:   64,
+		MaxIdleConns:          upstreamConns,
+		MaxIdleConnsPerHost:   upstreamConns,
 		MaxConnsPerHost:       upstreamConns,
 		IdleConnTimeout:       IdleTimeout,
 		ResponseHeaderTimeout: s.d.UpstreamTimeout,
