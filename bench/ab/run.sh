@@ -47,7 +47,7 @@ suite() { # name dir → runs one round of the suite in dir
 figures() { # suite file → the lines of the file that carry figures
 	case $1 in
 	dns) sed -n '/medians of/,/^$/p' "$2" ;;
-	proxy) grep -P '\t' "$2" || true ;;
+	proxy) grep -E '^\| .* req/s' "$2" || true ;;
 	five) grep -E 'fivenodes_linux_test.go|^(ok|FAIL)' "$2" || true ;;
 	esac
 }
