@@ -345,19 +345,11 @@ func TestReachUDPBlockedJoinsOverTCP(t *testing.T) {
 // and carry a tunnel through it.
 func TestReachSymmetricNATsRelay(t *testing.T) {
 	l := newReachLab(t)
-	pub, r1, r2, b, c := l.add("pub"), l.add("r1"), l.add("r2"), l.add("b"), l.add("c")
 	// The public segment: a bridge in pub, the relay node's address on it.
-	l.must("-n", pub, "link", "add", "br0", "type", "bridge")
-	l.must("-n", pub, "link", "set", "br0", "up")
-	l.must("-n", pub, "addr", "add", "203.0.113.10/24", "dev", "br0")
-	for i, r := range []string{r1, r2} {
-		port := fmt.Sprintf("p%d", i+1)
-		l.must("-n", r, "link", "add", "wan", "type", "veth", "peer", "name", port, "netns", pub)
-		l.must("-n", r, "addr", "add", fmt.Sprintf("203.0.113.%d/24", 11+i), "dev", "wan")
-		l.must("-n", r, "link", "set", "wan", "up")
-		l.must("-n", pub, "link", "set", port, "master", "br0")
-		l.must("-n", pub, "link", "set", port, "up")
-	}
+	pub := l.publicSegment()
+	r1, r2, b, c := l.add("r1"), l.add("r2"), l.add("b"), l.add("c")
+	l.onPublic(pub, r1, "p1", "203.0.113.11")
+	l.onPublic(pub, r2, "p2", "203.0.113.12")
 	l.link(r1, "lan", "192.0.2.1/24", b, "v0", "192.0.2.2/24")
 	l.link(r2, "lan", "198.51.100.1/24", c, "v0", "198.51.100.2/24")
 	l.must("-n", b, "route", "add", "default", "via", "192.0.2.1")
@@ -389,23 +381,35 @@ func TestReachSymmetricNATsRelay(t *testing.T) {
 	}
 }
 
+// publicSegment makes the lab's public segment: a bridge in ns pub with
+// the address 203.0.113.10, where the public node runs.
+func (l *reachLab) publicSegment() string {
+	pub := l.add("pub")
+	l.must("-n", pub, "link", "add", "br0", "type", "bridge")
+	l.must("-n", pub, "link", "set", "br0", "up")
+	l.must("-n", pub, "addr", "add", "203.0.113.10/24", "dev", "br0")
+	return pub
+}
+
+// onPublic plugs ns into pub's bridge: its interface "wan" with addr
+// (a 203.0.113.0/24 address), pub's end named port.
+func (l *reachLab) onPublic(pub, ns, port, addr string) {
+	l.must("-n", ns, "link", "add", "wan", "type", "veth", "peer", "name", port, "netns", pub)
+	l.must("-n", ns, "addr", "add", addr+"/24", "dev", "wan")
+	l.must("-n", ns, "link", "set", "wan", "up")
+	l.must("-n", pub, "link", "set", port, "master", "br0")
+	l.must("-n", pub, "link", "set", port, "up")
+}
+
 // symmetricLab builds the public segment with the relay's address and
 // one random-port NAT router per private LAN (lans: their /24 prefixes,
 // e.g. "192.0.2"); it returns the relay's namespace and one namespace per
 // LAN holding its hosts (host h of a LAN is <prefix>.<h+2>).
 func (l *reachLab) symmetricLab(lans ...string) (pub string, hosts [][]string, hostsPer int) {
-	pub = l.add("pub")
-	l.must("-n", pub, "link", "add", "br0", "type", "bridge")
-	l.must("-n", pub, "link", "set", "br0", "up")
-	l.must("-n", pub, "addr", "add", "203.0.113.10/24", "dev", "br0")
+	pub = l.publicSegment()
 	for i, lan := range lans {
 		r := l.add(fmt.Sprintf("r%d", i+1))
-		port := fmt.Sprintf("p%d", i+1)
-		l.must("-n", r, "link", "add", "wan", "type", "veth", "peer", "name", port, "netns", pub)
-		l.must("-n", r, "addr", "add", fmt.Sprintf("203.0.113.%d/24", 11+i), "dev", "wan")
-		l.must("-n", r, "link", "set", "wan", "up")
-		l.must("-n", pub, "link", "set", port, "master", "br0")
-		l.must("-n", pub, "link", "set", port, "up")
+		l.onPublic(pub, r, fmt.Sprintf("p%d", i+1), fmt.Sprintf("203.0.113.%d", 11+i))
 		l.must("-n", r, "link", "add", "br0", "type", "bridge")
 		l.must("-n", r, "link", "set", "br0", "up")
 		l.must("-n", r, "addr", "add", lan+".1/24", "dev", "br0")

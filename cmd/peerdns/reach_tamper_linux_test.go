@@ -18,24 +18,11 @@ import (
 // connected, with a tunnel carrying data.
 func TestReachTamperingRelayFailsClosed(t *testing.T) {
 	l := newReachLab(t)
-	pub, pub2, r1, r2, b, c := l.add("pub"), l.add("pub2"), l.add("r1"), l.add("r2"), l.add("b"), l.add("c")
-	l.must("-n", pub, "link", "add", "br0", "type", "bridge")
-	l.must("-n", pub, "link", "set", "br0", "up")
-	l.must("-n", pub, "addr", "add", "203.0.113.10/24", "dev", "br0")
-	// R2's host on the public segment.
-	l.must("-n", pub2, "link", "add", "wan", "type", "veth", "peer", "name", "p3", "netns", pub)
-	l.must("-n", pub2, "addr", "add", "203.0.113.20/24", "dev", "wan")
-	l.must("-n", pub2, "link", "set", "wan", "up")
-	l.must("-n", pub, "link", "set", "p3", "master", "br0")
-	l.must("-n", pub, "link", "set", "p3", "up")
-	for i, r := range []string{r1, r2} {
-		port := fmt.Sprintf("p%d", i+1)
-		l.must("-n", r, "link", "add", "wan", "type", "veth", "peer", "name", port, "netns", pub)
-		l.must("-n", r, "addr", "add", fmt.Sprintf("203.0.113.%d/24", 11+i), "dev", "wan")
-		l.must("-n", r, "link", "set", "wan", "up")
-		l.must("-n", pub, "link", "set", port, "master", "br0")
-		l.must("-n", pub, "link", "set", port, "up")
-	}
+	pub := l.publicSegment()
+	pub2, r1, r2, b, c := l.add("pub2"), l.add("r1"), l.add("r2"), l.add("b"), l.add("c")
+	l.onPublic(pub, pub2, "p3", "203.0.113.20") // R2's host on the public segment
+	l.onPublic(pub, r1, "p1", "203.0.113.11")
+	l.onPublic(pub, r2, "p2", "203.0.113.12")
 	l.link(r1, "lan", "192.0.2.1/24", b, "v0", "192.0.2.2/24")
 	l.link(r2, "lan", "198.51.100.1/24", c, "v0", "198.51.100.2/24")
 	l.must("-n", b, "route", "add", "default", "via", "192.0.2.1")
