@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"peerdns/internal/testutil"
 	"peerdns/messages"
 )
 
@@ -171,7 +172,18 @@ func measure(tb testing.TB, cfg simConfig, claims int) result {
 	burst := s.meter.snapshot().since(before)
 	diag := s.diagnostics().since(diag0)
 
-	vv := s.vv(s.nodes[cfg.nodes-1])
+	// Every node voted, so the last node's vector ends up naming every
+	// node; resolution needs only a quorum, so some votes may still be on
+	// their way when it is reached.
+	last := s.nodes[cfg.nodes-1]
+	testutil.Eventually(tb, time.Minute, func() error {
+		if got := len(s.vv(last)); got < cfg.nodes {
+			time.Sleep(20 * time.Millisecond)
+			return fmt.Errorf("node %d's vector names %d of %d writers", last.i, got, cfg.nodes)
+		}
+		return nil
+	})
+	vv := s.vv(last)
 	r.vvEntries, r.vvBytes = len(vv), vvBytes(tb, vv)
 	r.signedOps = seq - seq0
 	// Every node auto-votes for the only claimant of each claim.
