@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -62,6 +63,11 @@ type simConfig struct {
 	degree int
 	// tree: the degree is the fan-out of a k-ary tree instead.
 	tree bool
+	// boot > 0 is the overlay run: every node can reach every other (as
+	// on the internet), node i > 0 starts knowing boot random nodes of
+	// lower index, and the peers supervisors' bounded active view
+	// (peer.Deps.ActiveView) picks the neighbours; degree is ignored.
+	boot int
 	// timings for the peers supervisor; zero takes the production
 	// defaults (1 s tick and ping, 3 s vector exchange, 10 s peer
 	// exchange).
@@ -101,7 +107,9 @@ func startSim(tb testing.TB, cfg simConfig) *sim {
 		s.meter.index[id.ID()] = i
 	}
 	s.meter.resize(cfg.nodes)
-	if cfg.tree {
+	if cfg.boot > 0 {
+		s.links = fullMesh(cfg.nodes)
+	} else if cfg.tree {
 		s.links = tree(cfg.nodes, cfg.degree)
 	} else if cfg.degree > 0 && cfg.degree < cfg.nodes-1 {
 		s.links = sparse(cfg.nodes, cfg.degree, 1)
@@ -156,10 +164,17 @@ func startSim(tb testing.TB, cfg simConfig) *sim {
 	// Peers: each node dials its neighbours of lower index; peer
 	// exchange then does what it does (in a full mesh, nothing new; in a
 	// sparse graph its dials to non-neighbours fail and are given up).
+	pick := rand.New(rand.NewPCG(uint64(cfg.nodes), 11))
 	for _, n := range s.nodes {
 		var boot []string
+		if cfg.boot > 0 {
+			for _, j := range pick.Perm(n.i)[:min(cfg.boot, n.i)] {
+				m := s.nodes[j]
+				boot = append(boot, m.id.ID()+"@"+m.ep.Addr().String())
+			}
+		}
 		for _, j := range s.links.neighbours(n.i) {
-			if j < n.i {
+			if j < n.i && cfg.boot == 0 {
 				m := s.nodes[j]
 				boot = append(boot, m.id.ID()+"@"+m.ep.Addr().String())
 			}
@@ -174,7 +189,13 @@ func startSim(tb testing.TB, cfg simConfig) *sim {
 		}
 		n.peers = pid
 	}
-	s.waitConnected(3 * time.Minute)
+	if cfg.boot > 0 {
+		// In the overlay every node must at least be in the graph; how
+		// fast the views fill is measured by the caller.
+		s.waitPeers(3*time.Minute, func(int) int { return 1 })
+	} else {
+		s.waitPeers(3*time.Minute, func(i int) int { return len(s.links.neighbours(i)) })
+	}
 	return s
 }
 
@@ -206,22 +227,44 @@ func (s *sim) startLedger(i int, id *identity.Identity) *simNode {
 	return &simNode{i: i, id: id, sys: sys, ledger: lpid, ep: ep, ldb: ldb, ndb: ndb, applied: av}
 }
 
-// waitConnected polls until every node has a session with each of its
-// neighbours.
-func (s *sim) waitConnected(within time.Duration) {
+// waitPeers polls until every node i has sessions with at least want(i)
+// peers.
+func (s *sim) waitPeers(within time.Duration, want func(i int) int) {
 	for _, n := range s.nodes {
 		if n.i%25 == 0 {
 			progress("waiting for node %d's peers", n.i)
 		}
-		want := len(s.links.neighbours(n.i))
+		want := want(n.i)
 		testutil.Eventually(s.tb, within, func() error {
-			if got := len(ask[*messages.GetPeersReply](s.tb, n, n.peers, &messages.GetPeers{}).IDs); got < want {
+			if got := len(s.peersOf(n)); got < want {
 				time.Sleep(20 * time.Millisecond) // keep polling cheap on a loaded machine
 				return fmt.Errorf("node %d has %d of %d peers", n.i, got, want)
 			}
 			return nil
 		})
 	}
+}
+
+// peersOf lists the ids node n has a session with.
+func (s *sim) peersOf(n *simNode) []string {
+	return ask[*messages.GetPeersReply](s.tb, n, n.peers, &messages.GetPeers{}).IDs
+}
+
+// sessions is the graph of the sessions the nodes hold now.
+func (s *sim) sessions() topology {
+	t := topology{n: len(s.nodes), adj: make([][]int, len(s.nodes)), set: make([]map[int]bool, len(s.nodes))}
+	for i := range t.set {
+		t.set[i] = map[int]bool{}
+	}
+	for _, n := range s.nodes {
+		for _, id := range s.peersOf(n) {
+			if j, ok := s.meter.index[id]; ok && !t.set[n.i][j] {
+				t.set[n.i][j] = true
+				t.adj[n.i] = append(t.adj[n.i], j)
+			}
+		}
+	}
+	return t
 }
 
 func (s *sim) stop() {
