@@ -20,8 +20,10 @@ package natlab
 
 import (
 	"bufio"
+	"encoding/json"
 	"fmt"
 	"io"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -123,6 +125,9 @@ func (l *Lab) startMiniupnpd(r, lanNet string) error {
 	}
 	// The router's WAN link must carry packets before miniupnpd's one
 	// STUN check (a veth just set up may refuse them for a moment).
+	if err := l.PinNeighbours(); err != nil {
+		return err
+	}
 	if err := poll(15*time.Second, func() error { return run("ip", "netns", "exec", r, "ping", "-c1", "-W1", "-q", stunIP) }); err != nil {
 		return fmt.Errorf("router %s cannot reach the STUN server: %w", r, err)
 	}
@@ -233,4 +238,70 @@ func (l *Lab) stopProcs() {
 		_ = os.RemoveAll(l.dir)
 		l.dir = ""
 	}
+}
+
+// PinNeighbours adds a permanent ARP entry, in every namespace of the
+// lab, for every lab address on a link it shares. Why: on this kernel
+// the neighbour table's limits (gc_thresh3, 1024 entries) count the
+// entries of every namespace on the host together, and a host busy with
+// other labs fills it: new entries then fail ("neighbor table overflow",
+// sendmsg ENOBUFS) and the lab's first packets vanish. Permanent entries
+// are exempt from those limits, so a pinned lab works whatever else the
+// host runs. The host's own tables are never touched.
+func (l *Lab) PinNeighbours() error {
+	type ifc struct {
+		ns, dev, mac string
+		addrs        []netip.Prefix
+	}
+	var all []ifc
+	for _, ns := range l.ns {
+		out, err := exec.Command("ip", "-j", "-n", ns, "addr").Output()
+		if err != nil {
+			return fmt.Errorf("ip -j -n %s addr: %w", ns, err)
+		}
+		var links []struct {
+			Name string `json:"ifname"`
+			MAC  string `json:"address"`
+			Info []struct {
+				Family string `json:"family"`
+				Local  string `json:"local"`
+				Len    int    `json:"prefixlen"`
+			} `json:"addr_info"`
+		}
+		if err := json.Unmarshal(out, &links); err != nil {
+			return fmt.Errorf("ip -j -n %s addr: %w", ns, err)
+		}
+		for _, k := range links {
+			if k.Name == "lo" || k.MAC == "" {
+				continue
+			}
+			f := ifc{ns: ns, dev: k.Name, mac: k.MAC}
+			for _, a := range k.Info {
+				if p, err := netip.ParsePrefix(fmt.Sprintf("%s/%d", a.Local, a.Len)); err == nil && a.Family == "inet" {
+					f.addrs = append(f.addrs, p)
+				}
+			}
+			if len(f.addrs) > 0 {
+				all = append(all, f)
+			}
+		}
+	}
+	for _, a := range all {
+		for _, b := range all {
+			if a.ns == b.ns {
+				continue
+			}
+			for _, pa := range a.addrs {
+				for _, pb := range b.addrs {
+					if !pa.Masked().Contains(pb.Addr()) {
+						continue
+					}
+					if err := run("ip", "-n", a.ns, "neigh", "replace", pb.Addr().String(), "lladdr", b.mac, "dev", a.dev, "nud", "permanent"); err != nil {
+						return err
+					}
+				}
+			}
+		}
+	}
+	return nil
 }

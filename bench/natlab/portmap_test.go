@@ -70,9 +70,12 @@ func TestPortMapLab(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	start := func(name string, p *Place, inv string) *Node {
+	if err := lab.PinNeighbours(); err != nil {
+		t.Fatal(err)
+	}
+	start := func(name string, p *Place, inv string, env ...string) *Node {
 		t.Helper()
-		n, err := Start(bin, name, p, filepath.Join(dir, name), inv)
+		n, err := StartEnv(bin, name, p, filepath.Join(dir, name), inv, env)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -92,7 +95,9 @@ func TestPortMapLab(t *testing.T) {
 		return inv
 	}
 	a := start("A", pa, "")
-	x := start("X", px, invite(a))
+	// A lifetime of seconds, so the renewal happens within the test.
+	const life = 10 * time.Second
+	x := start("X", px, invite(a), fmt.Sprintf("PEERDNS_TEST_PORTMAP_LIFETIME=%d", int(life/time.Second)))
 
 	mapped := px.WAN + ":7740"
 	var st struct {
@@ -151,6 +156,30 @@ func TestPortMapLab(t *testing.T) {
 		t.Fatalf("P's session with X: path %q remote %q, want direct to %s", pv.Path, pv.RemoteAddr, mapped)
 	}
 	t.Logf("P joined X directly at %s (rtt %.2f ms)", pv.RemoteAddr, pv.RTTMillis)
+
+	// X renews before the lifetime ends: the expiry moves on and the
+	// router still forwards the port past the first lifetime.
+	first := pm.ExpiresAt
+	if err := Poll(life+5*time.Second, 200*time.Millisecond, func() error {
+		if err := x.GetJSON("/api/status", &st); err != nil {
+			return err
+		}
+		if pm := st.Reach.PortMapping; pm == nil || pm.State != messages.PortMapMapped || pm.ExpiresAt <= first {
+			return fmt.Errorf("not renewed: %+v (first expiry %d)", pm, first)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for time.Now().UnixMilli() < first+1000 {
+		time.Sleep(100 * time.Millisecond) // past the first lifetime (a fixed instant, not a wait for an event)
+	}
+	if rules, err := NFT(router, "chain inet filter prerouting_miniupnpd"); err != nil || !strings.Contains(rules, "7740") {
+		t.Fatalf("router forwards after the first lifetime: %v\n%s", err, rules)
+	}
+	if _, err := p.PeerTo(x.ID); err != nil {
+		t.Fatalf("after the renewal: %v", err)
+	}
 
 	// Stopping X deletes the mapping on the router.
 	x.Stop()

@@ -69,9 +69,15 @@ func (c *Config) defaults() {
 	}
 }
 
-// minRenew keeps a router that grants tiny lifetimes from making us ask
-// many times a second.
+// minRenew keeps a router that grants short lifetimes from making us ask
+// often: renewals come at half the lifetime, but not sooner than this
+// unless that would come after three quarters of it.
 const minRenew = 15 * time.Second
+
+// renewAfter is when to renew a mapping granted for life.
+func renewAfter(life time.Duration) time.Duration {
+	return max(life/2, min(minRenew, life*3/4))
+}
 
 // defaultGateway is the default route's IPv4 gateway (NAT-PMP is IPv4).
 func defaultGateway() (netip.Addr, error) {
@@ -171,7 +177,7 @@ func (m *Mapper) run(ctx context.Context) {
 			}
 			h, failures, quiet = next, 0, false
 			m.publish(h, "")
-			wait = max(h.granted/2, minRenew)
+			wait = renewAfter(h.granted)
 		case h != nil && now.Before(h.expires):
 			// Renewal failed but the mapping still lives: try again
 			// within what is left, a few times.

@@ -158,3 +158,18 @@ func TestAdvertise(t *testing.T) {
 		}
 	}
 }
+
+func TestRenewAfter(t *testing.T) {
+	tests := []struct{ life, want time.Duration }{
+		{2 * time.Hour, time.Hour},
+		{time.Minute, 30 * time.Second},
+		{20 * time.Second, 15 * time.Second},
+		{10 * time.Second, 7500 * time.Millisecond},
+		{4 * time.Second, 3 * time.Second},
+	}
+	for _, tt := range tests {
+		if got := renewAfter(tt.life); got != tt.want || got >= tt.life {
+			t.Errorf("renewAfter(%v) = %v, want %v (before the lifetime ends)", tt.life, got, tt.want)
+		}
+	}
+}

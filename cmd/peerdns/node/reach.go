@@ -57,5 +57,6 @@ func (n *Node) startPortMap(ep *transport.MultiEndpoint) *portmap.Mapper {
 	local, _ := netip.AddrFromSlice(ua.IP)
 	return portmap.Start(portmap.Config{
 		Port: ua.Port, TCP: ep.TCPAddr() != nil, Local: local.Unmap(), Log: n.logs["core"],
+		Lifetime: portMapLifetime(),
 	})
 }
