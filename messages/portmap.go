@@ -14,9 +14,11 @@ const (
 	PortMapUnavailable = "unavailable"
 )
 
-// PortMapNATPMP is the protocol PortMapping.Protocol names for NAT-PMP
-// (RFC 6886).
-const PortMapNATPMP = "nat-pmp"
+// Port mapping protocols (PortMapping.Protocol).
+const (
+	PortMapNATPMP = "nat-pmp"  // NAT-PMP (RFC 6886)
+	PortMapUPnP   = "upnp-igd" // UPnP Internet Gateway Device (WANIPConnection)
+)
 
 // PortMapping says whether the node's router maps its peer port, in
 // /api/status and the invite diagnostics' summary (reach.portMapping).
@@ -24,7 +26,8 @@ const PortMapNATPMP = "nat-pmp"
 type PortMapping struct {
 	// State is one of the PortMap* states.
 	State string `json:"state"`
-	// Protocol that made the mapping ("nat-pmp"); "" unless mapped.
+	// Protocol that made the mapping ("nat-pmp" or "upnp-igd"); ""
+	// unless mapped.
 	Protocol string `json:"protocol,omitempty"`
 	// Gateway is the router asked (the default route's gateway).
 	Gateway string `json:"gateway,omitempty"`

@@ -18,8 +18,9 @@
 //   - sym: masquerade with random ports: a new mapping per destination
 //     ("symmetric");
 //   - noudp: as eim, but UDP from the LAN is dropped;
-//   - pmp: as eim, plus miniupnpd mapping ports on request (NAT-PMP,
-//     pmp.go), with a STUN server on the public segment.
+//   - pmp, upnp: as eim, plus miniupnpd mapping ports on request
+//     (NAT-PMP or UPnP IGD, pmp.go), with a STUN server on the public
+//     segment.
 //
 // Only documentation ranges are used, no namespace has a route out, and
 // the host's own interfaces, routes and nftables are never touched: every
@@ -175,8 +176,8 @@ func (l *Lab) Add(k Kind) (*Place, error) {
 	if err := nft(r, ruleset(k)); err != nil {
 		return nil, err
 	}
-	if k == PMP {
-		if err := l.startMiniupnpd(r, fmt.Sprintf("198.51.100.%d/28", 16*i)); err != nil {
+	if mapsPorts(k) {
+		if err := l.startMiniupnpd(r, fmt.Sprintf("198.51.100.%d/28", 16*i), k); err != nil {
 			return nil, err
 		}
 	}
@@ -203,7 +204,7 @@ func (l *Lab) plug(ns, dev, port, cidr string) error {
 
 // ruleset is the router's nftables ruleset for kind k.
 func ruleset(k Kind) string {
-	if k == PMP {
+	if mapsPorts(k) {
 		return pmpRuleset()
 	}
 	masq := "masquerade"

@@ -32,9 +32,15 @@ import (
 	"time"
 )
 
-// PMP is a place behind a router that maps ports on request (miniupnpd:
-// NAT-PMP/PCP), otherwise like EIM.
-const PMP Kind = "pmp"
+// Places behind a router that maps ports on request, otherwise like EIM:
+// PMP answers NAT-PMP/PCP, UPnP answers UPnP IGD (SSDP and SOAP) only.
+const (
+	PMP  Kind = "pmp"
+	UPnP Kind = "upnp"
+)
+
+// mapsPorts reports whether routers of kind k run miniupnpd.
+func mapsPorts(k Kind) bool { return k == PMP || k == UPnP }
 
 // STUN addresses on the public segment (stund's primary and alternate).
 const (
@@ -119,7 +125,7 @@ func poll(within time.Duration, f func() error) error {
 // startMiniupnpd runs miniupnpd in router namespace r (LAN lanNet) with
 // its config, pid and lease files in the lab's folder, and returns once
 // it forwards ports (its STUN check passed) and listens for NAT-PMP.
-func (l *Lab) startMiniupnpd(r, lanNet string) error {
+func (l *Lab) startMiniupnpd(r, lanNet string, k Kind) error {
 	if err := l.startSTUN(); err != nil {
 		return err
 	}
@@ -144,8 +150,8 @@ func (l *Lab) startMiniupnpd(r, lanNet string) error {
 	body := strings.Join([]string{
 		"ext_ifname=wan",
 		"listening_ip=lan",
-		"enable_natpmp=yes",
-		"enable_upnp=no",
+		"enable_natpmp=" + yesNo(k == PMP),
+		"enable_upnp=" + yesNo(k == UPnP),
 		"secure_mode=yes",
 		"ext_perform_stun=yes",
 		"ext_stun_host=" + stunIP,
@@ -173,6 +179,10 @@ func (l *Lab) startMiniupnpd(r, lanNet string) error {
 		return err
 	}
 	ready := make(chan struct{})
+	ready4 := "Listening for NAT-PMP/PCP traffic"
+	if k == UPnP {
+		ready4 = "HTTP listening on port"
+	}
 	go func() {
 		defer logf.Close()
 		sc := bufio.NewScanner(out)
@@ -181,7 +191,7 @@ func (l *Lab) startMiniupnpd(r, lanNet string) error {
 			line := sc.Text()
 			fmt.Fprintln(logf, line)
 			forwarding = forwarding || strings.Contains(line, "Port forwarding is now enabled")
-			listening = listening || strings.Contains(line, "Listening for NAT-PMP/PCP traffic")
+			listening = listening || strings.Contains(line, ready4)
 			if forwarding && listening && !closed {
 				close(ready)
 				closed = true
@@ -194,6 +204,13 @@ func (l *Lab) startMiniupnpd(r, lanNet string) error {
 	case <-time.After(15 * time.Second):
 		return fmt.Errorf("miniupnpd in %s did not enable port forwarding within 15s:\n%s", r, l.RouterLog(r))
 	}
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
 }
 
 // RouterLog is what miniupnpd in router namespace r logged so far.

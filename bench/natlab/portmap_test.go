@@ -16,20 +16,23 @@ import (
 	"peerdns/transport"
 )
 
-// TestPortMapLab: a node behind a router running miniupnpd maps its peer
-// port with NAT-PMP, says so in /api/status and the invite diagnostics,
-// and advertises the mapped address first in its invites; a public node
-// that joins with such an invite dials straight in at the mapped address
-// (the router's filter drops every other unsolicited packet, as the eim
-// router's does, so nothing but the mapping lets it in: no punching, no
-// introducer in common); when the node stops, the router's forward is
-// gone.
+// TestPortMapLab: two nodes behind routers running miniupnpd, X behind
+// one that answers NAT-PMP only and Y behind one that answers UPnP IGD
+// only, map their peer port, say so (protocol, gateway, external address)
+// in /api/status and the invite diagnostics, and advertise the mapped
+// address first in their invites. A public node that joins with such an
+// invite dials straight in at the mapped address: the routers' filters
+// drop every other unsolicited packet, as the eim router's does, and the
+// joining node shares no introducer with X or Y, so nothing but the
+// mapping lets it in. With a lifetime of seconds the mappings are
+// renewed before they end, and when a node stops its router's forward
+// is gone.
 func TestPortMapLab(t *testing.T) {
 	if why := PMPAvailable(); why != "" {
 		t.Skip(why)
 	}
 	if testing.Short() {
-		t.Skip("-short: the port-mapping lab starts three node processes and miniupnpd")
+		t.Skip("-short: the port-mapping lab starts five node processes and two miniupnpd")
 	}
 	dir := t.TempDir()
 	bin, err := Build(dir)
@@ -52,24 +55,22 @@ func TestPortMapLab(t *testing.T) {
 			}
 		}
 	}()
-	pa, err := lab.Add(Public)
-	if err != nil {
-		t.Fatal(err)
+	add := func(k Kind) *Place {
+		t.Helper()
+		p, err := lab.Add(k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
 	}
-	px, err := lab.Add(PMP)
-	if err != nil {
-		t.Fatal(err)
-	}
-	router := lab.Router(px)
+	pa, px, py, pp, pq := add(Public), add(PMP), add(UPnP), add(Public), add(Public)
 	defer func() {
 		if t.Failed() {
-			t.Logf("--- miniupnpd in %s:\n%s", router, lab.RouterLog(router))
+			for _, p := range []*Place{px, py} {
+				t.Logf("--- miniupnpd in %s:\n%s", lab.Router(p), lab.RouterLog(lab.Router(p)))
+			}
 		}
 	}()
-	pp, err := lab.Add(Public)
-	if err != nil {
-		t.Fatal(err)
-	}
 	if err := lab.PinNeighbours(); err != nil {
 		t.Fatal(err)
 	}
@@ -97,102 +98,131 @@ func TestPortMapLab(t *testing.T) {
 	a := start("A", pa, "")
 	// A lifetime of seconds, so the renewal happens within the test.
 	const life = 10 * time.Second
-	x := start("X", px, invite(a), fmt.Sprintf("PEERDNS_TEST_PORTMAP_LIFETIME=%d", int(life/time.Second)))
+	lifeEnv := fmt.Sprintf("PEERDNS_TEST_PORTMAP_LIFETIME=%d", int(life/time.Second))
+	x := start("X", px, invite(a), lifeEnv)
+	y := start("Y", py, invite(a), lifeEnv)
 
-	mapped := px.WAN + ":7740"
-	var st struct {
-		Reach messages.Reach `json:"reach"`
-	}
-	if err := Poll(20*time.Second, 100*time.Millisecond, func() error {
-		if err := x.GetJSON("/api/status", &st); err != nil {
-			return err
+	// mapping waits for n's mapping and checks what it reports.
+	mapping := func(n *Node, proto string) *messages.PortMapping {
+		t.Helper()
+		mapped := n.Place.WAN + ":7740"
+		var st struct {
+			Reach messages.Reach `json:"reach"`
 		}
-		if pm := st.Reach.PortMapping; pm == nil || pm.State != messages.PortMapMapped {
-			return fmt.Errorf("reach.portMapping %+v", pm)
+		if err := Poll(20*time.Second, 100*time.Millisecond, func() error {
+			if err := n.GetJSON("/api/status", &st); err != nil {
+				return err
+			}
+			if pm := st.Reach.PortMapping; pm == nil || pm.State != messages.PortMapMapped {
+				return fmt.Errorf("reach.portMapping %+v", pm)
+			}
+			return nil
+		}); err != nil {
+			t.Fatalf("%s never mapped its port: %v", n.Name, err)
 		}
-		return nil
-	}); err != nil {
-		t.Fatalf("X never mapped its port: %v", err)
-	}
-	pm := st.Reach.PortMapping
-	gw := netip.MustParseAddr(px.IP).Prev().String() // the router's LAN address (lab.go)
-	if pm.Protocol != messages.PortMapNATPMP || pm.External != mapped || pm.ExternalTCP != mapped ||
-		pm.Gateway != gw || !pm.Advertised || pm.ExpiresAt <= time.Now().UnixMilli() {
-		t.Fatalf("reach.portMapping %+v, want nat-pmp via %s to %s (UDP and TCP), advertised", pm, gw, mapped)
-	}
-	if !slices.Contains(st.Reach.Advertised, mapped) {
-		t.Fatalf("reach.advertised %v lacks the mapping %s", st.Reach.Advertised, mapped)
-	}
-	d, err := x.Diag()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got, _ := d.Summary.Reach["portMapping"].(map[string]any); got == nil || got["external"] != mapped || got["protocol"] != "nat-pmp" {
-		t.Fatalf("diagnostics summary.reach.portMapping %v", d.Summary.Reach["portMapping"])
-	}
-	// miniupnpd wrote the forward into the router's nftables.
-	if rules, err := NFT(router, "chain inet filter prerouting_miniupnpd"); err != nil || !strings.Contains(rules, "7740") {
-		t.Fatalf("router forwards: %v\n%s", err, rules)
-	}
-
-	invX := invite(x)
-	iv, err := transport.ParseInvite(invX)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(iv.Addrs) == 0 || iv.Addrs[0] != mapped {
-		t.Fatalf("X's invite addresses %v, want the mapping %s first", iv.Addrs, mapped)
-	}
-	p := start("P", pp, invX)
-	var pv *PeerView
-	if err := Poll(20*time.Second, 50*time.Millisecond, func() error {
-		var err error
-		pv, err = p.PeerTo(x.ID)
-		return err
-	}); err != nil {
-		t.Fatalf("P never reached X through the mapping: %v", err)
-	}
-	if pv.Path != "direct" || pv.RemoteAddr != mapped {
-		t.Fatalf("P's session with X: path %q remote %q, want direct to %s", pv.Path, pv.RemoteAddr, mapped)
-	}
-	t.Logf("P joined X directly at %s (rtt %.2f ms)", pv.RemoteAddr, pv.RTTMillis)
-
-	// X renews before the lifetime ends: the expiry moves on and the
-	// router still forwards the port past the first lifetime.
-	first := pm.ExpiresAt
-	if err := Poll(life+5*time.Second, 200*time.Millisecond, func() error {
-		if err := x.GetJSON("/api/status", &st); err != nil {
-			return err
+		pm := st.Reach.PortMapping
+		gw := netip.MustParseAddr(n.Place.IP).Prev().String() // the router's LAN address (lab.go)
+		if pm.Protocol != proto || pm.External != mapped || pm.ExternalTCP != mapped ||
+			pm.Gateway != gw || !pm.Advertised || pm.ExpiresAt <= time.Now().UnixMilli() {
+			t.Fatalf("%s: reach.portMapping %+v, want %s via %s to %s (UDP and TCP), advertised", n.Name, pm, proto, gw, mapped)
 		}
-		if pm := st.Reach.PortMapping; pm == nil || pm.State != messages.PortMapMapped || pm.ExpiresAt <= first {
-			return fmt.Errorf("not renewed: %+v (first expiry %d)", pm, first)
+		if !slices.Contains(st.Reach.Advertised, mapped) {
+			t.Fatalf("%s: reach.advertised %v lacks the mapping %s", n.Name, st.Reach.Advertised, mapped)
 		}
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	for time.Now().UnixMilli() < first+1000 {
-		time.Sleep(100 * time.Millisecond) // past the first lifetime (a fixed instant, not a wait for an event)
-	}
-	if rules, err := NFT(router, "chain inet filter prerouting_miniupnpd"); err != nil || !strings.Contains(rules, "7740") {
-		t.Fatalf("router forwards after the first lifetime: %v\n%s", err, rules)
-	}
-	if _, err := p.PeerTo(x.ID); err != nil {
-		t.Fatalf("after the renewal: %v", err)
-	}
-
-	// Stopping X deletes the mapping on the router.
-	x.Stop()
-	if err := Poll(10*time.Second, 100*time.Millisecond, func() error {
-		rules, err := NFT(router, "chain inet filter prerouting_miniupnpd")
+		d, err := n.Diag()
 		if err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := d.Summary.Reach["portMapping"].(map[string]any); got == nil || got["external"] != mapped || got["protocol"] != proto {
+			t.Fatalf("%s: diagnostics summary.reach.portMapping %v", n.Name, d.Summary.Reach["portMapping"])
+		}
+		// miniupnpd wrote the forward into the router's nftables.
+		if rules, err := NFT(lab.Router(n.Place), "chain inet filter prerouting_miniupnpd"); err != nil || !strings.Contains(rules, "7740") {
+			t.Fatalf("%s's router forwards: %v\n%s", n.Name, err, rules)
+		}
+		return pm
+	}
+	pmX, pmY := mapping(x, messages.PortMapNATPMP), mapping(y, messages.PortMapUPnP)
+
+	// joinIn: a new public node joins with n's invite and reaches n at
+	// its mapped address.
+	joinIn := func(name string, p *Place, n *Node) *Node {
+		t.Helper()
+		mapped := n.Place.WAN + ":7740"
+		inv := invite(n)
+		iv, err := transport.ParseInvite(inv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(iv.Addrs) == 0 || iv.Addrs[0] != mapped {
+			t.Fatalf("%s's invite addresses %v, want the mapping %s first", n.Name, iv.Addrs, mapped)
+		}
+		j := start(name, p, inv)
+		var pv *PeerView
+		if err := Poll(20*time.Second, 50*time.Millisecond, func() error {
+			var err error
+			pv, err = j.PeerTo(n.ID)
 			return err
+		}); err != nil {
+			t.Fatalf("%s never reached %s through the mapping: %v", name, n.Name, err)
 		}
-		if strings.Contains(rules, "7740") {
-			return fmt.Errorf("the router still forwards port 7740:\n%s", rules)
+		if pv.Path != "direct" || pv.RemoteAddr != mapped {
+			t.Fatalf("%s's session with %s: path %q remote %q, want direct to %s", name, n.Name, pv.Path, pv.RemoteAddr, mapped)
 		}
-		return nil
-	}); err != nil {
-		t.Fatalf("X's mapping outlived it: %v", err)
+		t.Logf("%s joined %s directly at %s", name, n.Name, pv.RemoteAddr)
+		return j
+	}
+	p := joinIn("P", pp, x)
+	q := joinIn("Q", pq, y)
+
+	// Both renew before the lifetime ends: the expiry moves on and the
+	// routers still forward the port past the first lifetime.
+	for _, c := range []struct {
+		n     *Node
+		first int64
+	}{{x, pmX.ExpiresAt}, {y, pmY.ExpiresAt}} {
+		if err := Poll(life+5*time.Second, 200*time.Millisecond, func() error {
+			var st struct {
+				Reach messages.Reach `json:"reach"`
+			}
+			if err := c.n.GetJSON("/api/status", &st); err != nil {
+				return err
+			}
+			if pm := st.Reach.PortMapping; pm == nil || pm.State != messages.PortMapMapped || pm.ExpiresAt <= c.first {
+				return fmt.Errorf("%s not renewed: %+v (first expiry %d)", c.n.Name, pm, c.first)
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	last := max(pmX.ExpiresAt, pmY.ExpiresAt)
+	for time.Now().UnixMilli() < last+1000 {
+		time.Sleep(100 * time.Millisecond) // past the first lifetimes (a fixed instant, not a wait for an event)
+	}
+	for _, c := range []struct{ n, j *Node }{{x, p}, {y, q}} {
+		if rules, err := NFT(lab.Router(c.n.Place), "chain inet filter prerouting_miniupnpd"); err != nil || !strings.Contains(rules, "7740") {
+			t.Fatalf("%s's router forwards after the first lifetime: %v\n%s", c.n.Name, err, rules)
+		}
+		if _, err := c.j.PeerTo(c.n.ID); err != nil {
+			t.Fatalf("after the renewal: %v", err)
+		}
+	}
+
+	// Stopping a node deletes its mapping on the router.
+	for _, n := range []*Node{x, y} {
+		n.Stop()
+		if err := Poll(10*time.Second, 100*time.Millisecond, func() error {
+			rules, err := NFT(lab.Router(n.Place), "chain inet filter prerouting_miniupnpd")
+			if err != nil {
+				return err
+			}
+			if strings.Contains(rules, "7740") {
+				return fmt.Errorf("the router still forwards port 7740:\n%s", rules)
+			}
+			return nil
+		}); err != nil {
+			t.Fatalf("%s's mapping outlived it: %v", n.Name, err)
+		}
 	}
 }

@@ -143,6 +143,8 @@ func (m *Mapper) Close() {
 
 // held is one live mapping.
 type held struct {
+	proto   string // messages.PortMapNATPMP or PortMapUPnP
+	igd     igd    // the gateway's IGD service (UPnP only)
 	gw      netip.Addr
 	ext     netip.Addr
 	port    uint16 // external UDP port
@@ -164,13 +166,13 @@ func (m *Mapper) run(ctx context.Context) {
 		}
 	}()
 	for {
-		next, err := m.mapOnce(h)
+		next, err := m.mapOnce(ctx, h)
 		now := m.cfg.Now()
 		var wait time.Duration
 		switch {
 		case err == nil:
 			if h == nil || h.port != next.port || h.ext != next.ext {
-				m.cfg.Log.Info("router maps the peer port", "protocol", messages.PortMapNATPMP, "gateway", next.gw,
+				m.cfg.Log.Info("router maps the peer port", "protocol", next.proto, "gateway", next.gw,
 					"external", netip.AddrPortFrom(next.ext, next.port), "tcp", next.tcpPort, "lifetime", next.granted)
 			} else {
 				m.cfg.Log.Debug("port mapping renewed", "external", netip.AddrPortFrom(next.ext, next.port), "lifetime", next.granted)
@@ -197,7 +199,7 @@ func (m *Mapper) run(ctx context.Context) {
 				break
 			}
 			if !quiet {
-				m.cfg.Log.Info("no router mapped the peer port (NAT-PMP); asking again every "+m.cfg.Retry.String(), "err", err)
+				m.cfg.Log.Info("no router mapped the peer port (NAT-PMP, UPnP IGD); asking again every "+m.cfg.Retry.String(), "err", err)
 				quiet = true
 			} else {
 				m.cfg.Log.Debug("port mapping still unavailable", "err", err)
@@ -223,15 +225,47 @@ func (m *Mapper) client(gw netip.Addr, timeout time.Duration) *natpmp.Client {
 	return natpmp.NewClientWithTimeout(gw.AsSlice(), timeout)
 }
 
-// mapOnce asks the gateway for (or to renew) our mappings.
-func (m *Mapper) mapOnce(prev *held) (*held, error) {
+// mapOnce asks the gateway for (or to renew) our mappings: a renewal by
+// the protocol that made them, a new mapping by NAT-PMP first (one
+// datagram, refused at once where nothing listens) and UPnP IGD after.
+func (m *Mapper) mapOnce(ctx context.Context, prev *held) (*held, error) {
 	gw, err := m.cfg.Gateway()
 	if err != nil {
 		return nil, fmt.Errorf("no default gateway: %w", err)
 	}
 	if !gw.Is4() || gw.IsUnspecified() || gw.IsMulticast() {
-		return nil, fmt.Errorf("gateway %v cannot be asked (NAT-PMP is IPv4 unicast)", gw)
+		return nil, fmt.Errorf("gateway %v cannot be asked (NAT-PMP and UPnP IGD are IPv4 unicast)", gw)
 	}
+	var h *held
+	switch {
+	case prev != nil && prev.gw == gw && prev.proto == messages.PortMapUPnP:
+		h, err = m.mapUPnP(ctx, gw, prev)
+	case prev != nil && prev.gw == gw:
+		h, err = m.mapPMP(gw, prev)
+	default:
+		var perr, uerr error
+		if h, perr = m.mapPMP(gw, nil); perr != nil {
+			if gw.IsLoopback() {
+				// No router sits on loopback, and an SSDP search
+				// would go out on the host's network.
+				return nil, fmt.Errorf("NAT-PMP: %w", perr)
+			}
+			if h, uerr = m.mapUPnP(ctx, gw, nil); uerr != nil {
+				err = fmt.Errorf("NAT-PMP: %v; UPnP IGD: %v", perr, uerr)
+			}
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	if prev != nil && prev.gw != gw {
+		m.unmap(prev) // moved to another network: free the old router's mapping
+	}
+	return h, nil
+}
+
+// mapPMP asks the gateway for (or to renew) our mappings with NAT-PMP.
+func (m *Mapper) mapPMP(gw netip.Addr, prev *held) (*held, error) {
 	c := m.client(gw, m.cfg.Timeout)
 	ea, err := c.GetExternalAddress()
 	if err != nil {
@@ -250,7 +284,7 @@ func (m *Mapper) mapOnce(prev *held) (*held, error) {
 	if err := checkGrant(r, err, m.cfg.Port); err != nil {
 		return nil, fmt.Errorf("gateway %v: map udp %d: %w", gw, m.cfg.Port, err)
 	}
-	h := &held{gw: gw, ext: ext, port: r.MappedExternalPort, granted: time.Duration(r.PortMappingLifetimeInSeconds) * time.Second}
+	h := &held{proto: messages.PortMapNATPMP, gw: gw, ext: ext, port: r.MappedExternalPort, granted: time.Duration(r.PortMappingLifetimeInSeconds) * time.Second}
 	if m.cfg.TCP {
 		// The same external port as UDP, so the one advertised address
 		// serves both paths; the router may give another.
@@ -263,9 +297,6 @@ func (m *Mapper) mapOnce(prev *held) (*held, error) {
 		}
 	}
 	h.expires = m.cfg.Now().Add(h.granted)
-	if prev != nil && prev.gw != gw {
-		m.unmap(prev) // moved to another network: free the old router's mapping
-	}
 	return h, nil
 }
 
@@ -285,10 +316,18 @@ func checkGrant(r *natpmp.AddPortMappingResult, err error, port int) error {
 	return nil
 }
 
-// unmap asks the router to delete our mappings (lifetime 0, RFC 6886
-// §3.4), one short try each: a router that is gone drops them anyway
-// when their lifetime ends.
+// unmap asks the router to delete our mappings (NAT-PMP: lifetime 0,
+// RFC 6886 §3.4; UPnP: DeletePortMapping), one short try each: a router
+// that is gone drops them anyway when their lifetime ends.
 func (m *Mapper) unmap(h *held) {
+	defer func() {
+		m.cfg.Log.Info("port mapping deleted", "protocol", h.proto, "gateway", h.gw, "external", netip.AddrPortFrom(h.ext, h.port))
+		m.publishState(messages.PortMapOff, "stopped")
+	}()
+	if h.proto == messages.PortMapUPnP {
+		m.unmapUPnP(h)
+		return
+	}
 	c := m.client(h.gw, m.cfg.Timeout)
 	if _, err := c.AddPortMapping("udp", m.cfg.Port, 0, 0); err != nil {
 		m.cfg.Log.Debug("deleting the udp port mapping failed", "err", err)
@@ -298,13 +337,11 @@ func (m *Mapper) unmap(h *held) {
 			m.cfg.Log.Debug("deleting the tcp port mapping failed", "err", err)
 		}
 	}
-	m.cfg.Log.Info("port mapping deleted", "gateway", h.gw, "external", netip.AddrPortFrom(h.ext, h.port))
-	m.publishState(messages.PortMapOff, "stopped")
 }
 
 func (m *Mapper) publish(h *held, detail string) {
 	s := &messages.PortMapping{
-		State: messages.PortMapMapped, Protocol: messages.PortMapNATPMP, Gateway: h.gw.String(),
+		State: messages.PortMapMapped, Protocol: h.proto, Gateway: h.gw.String(),
 		External: netip.AddrPortFrom(h.ext, h.port).String(), ExpiresAt: h.expires.UnixMilli(),
 		Advertised: Public(h.ext), Detail: detail,
 	}

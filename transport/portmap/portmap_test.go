@@ -1,6 +1,7 @@
 package portmap
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -95,7 +96,7 @@ func TestUnusableGateway(t *testing.T) {
 	for _, gw := range []string{"0.0.0.0", "224.0.0.1", "2001:db8::1"} {
 		m := &Mapper{cfg: Config{Port: 7740, Gateway: func() (netip.Addr, error) { return netip.MustParseAddr(gw), nil }}}
 		m.cfg.defaults()
-		if _, err := m.mapOnce(nil); err == nil || !strings.Contains(err.Error(), "cannot be asked") {
+		if _, err := m.mapOnce(context.Background(), nil); err == nil || !strings.Contains(err.Error(), "cannot be asked") {
 			t.Errorf("mapOnce with gateway %s: err %v, want refused", gw, err)
 		}
 	}
