@@ -85,7 +85,7 @@ type Config struct {
 	RelayMaxConns int
 	RelayMaxMbps  int
 	// PortMapOff stops asking the router to map the peer port with
-	// NAT-PMP (PORT_MAP=false; transport/portmap).
+	// NAT-PMP or UPnP IGD (PORT_MAP=false; transport/portmap).
 	PortMapOff bool
 
 	// Sources says which settings (actors/settings names) the command
