@@ -86,6 +86,9 @@ func TestRefusingGatewayFailsFast(t *testing.T) {
 	if d := time.Since(start); d > 8*time.Second {
 		t.Fatalf("two refused tries took %v", d)
 	}
+	if s := m.Status(); strings.Contains(s.Detail, "UPnP") {
+		t.Fatalf("a loopback gateway got an SSDP search: %+v", s)
+	}
 	m.Close()
 	if s := m.Status(); s.State != messages.PortMapUnavailable {
 		t.Fatalf("after Close without a mapping: %+v", s)
