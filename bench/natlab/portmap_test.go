@@ -121,6 +121,10 @@ func TestPortMapLab(t *testing.T) {
 			t.Fatalf("%s never mapped its port: %v", n.Name, err)
 		}
 		pm := st.Reach.PortMapping
+		// The mapping was made a lifetime before it expires (same host
+		// clock as the process start).
+		t.Logf("%s: mapped by %s %v after its process started", n.Name, proto,
+			time.UnixMilli(pm.ExpiresAt).Add(-life).Sub(n.Started).Round(time.Millisecond))
 		gw := netip.MustParseAddr(n.Place.IP).Prev().String() // the router's LAN address (lab.go)
 		if pm.Protocol != proto || pm.External != mapped || pm.ExternalTCP != mapped ||
 			pm.Gateway != gw || !pm.Advertised || pm.ExpiresAt <= time.Now().UnixMilli() {

@@ -53,6 +53,11 @@
 //     internal port is refused. The internal client is the node's own
 //     address (the bound one, or the source address towards the
 //     gateway); NAT-PMP routers map to where the request came from.
+//   - What it cannot stop: a host on the LAN that forges the gateway's
+//     source address can make the node believe, and advertise, a wrong
+//     external address, as a wrong --advertise-addr would. Peers then
+//     dial it and fail the handshake (they check the node's key); the
+//     node's other addresses still work.
 //   - Tries are bounded (Config.Tries quick ones, then one per
 //     Config.Retry; renewals while a mapping lives follow its lifetime).
 //   - The external address is advertised only when it is public: a
