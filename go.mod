@@ -12,6 +12,9 @@ require (
 	github.com/fxamacker/cbor/v2 v2.9.6
 	github.com/hashicorp/golang-lru/v2 v2.0.7
 	github.com/hashicorp/yamux v0.1.2
+	github.com/huin/goupnp v1.3.0
+	github.com/jackpal/gateway v1.2.0
+	github.com/jackpal/go-nat-pmp v1.1.0
 	github.com/klauspost/compress v1.20.0
 	github.com/miekg/dns v1.1.73
 	github.com/prometheus/client_model v0.5.0

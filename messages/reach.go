@@ -143,8 +143,8 @@ type Reach struct {
 	// NAT is one of the NAT* kinds.
 	NAT string `json:"nat"`
 	// Advertised are the addresses put in hellos and invites: the
-	// --advertise-addr ones, observed addresses two peers agree on, then
-	// interface addresses.
+	// --advertise-addr ones, the router's port mapping, observed
+	// addresses two peers agree on, then interface addresses.
 	Advertised []string `json:"advertised"`
 	// Manual are the --advertise-addr addresses.
 	Manual []string `json:"manual"`
@@ -164,6 +164,10 @@ type Reach struct {
 	PunchedConnections int64 `json:"punchedConnections"`
 	RefusedConnects    int64 `json:"refusedConnects"`
 	Introductions      int64 `json:"introductions"`
+	// PortMapping says whether the router maps the peer port (NAT-PMP)
+	// and to which external address (null where the node has no port
+	// mapper).
+	PortMapping *PortMapping `json:"portMapping"`
 }
 
 // ObservedAddr is one address peers report seeing us at.

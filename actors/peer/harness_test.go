@@ -58,7 +58,8 @@ type nodeOpts struct {
 	// heartbeat, heartbeatTimeout: Deps.HeartbeatInterval and
 	// HeartbeatTimeout (0: the defaults).
 	heartbeat, heartbeatTimeout time.Duration
-	withhold                    bool // Deps.withhold: relay no op of others
+	withhold                    bool                         // Deps.withhold: relay no op of others
+	portMap                     func() *messages.PortMapping // Deps.PortMap
 }
 
 // fatalLog records the supervisor's Deps.Fatal calls.
@@ -155,6 +156,7 @@ func (n *testNode) start() {
 	n.peers, err = n.sys.Root.SpawnNamed(Props(Deps{
 		Identity: n.id, Endpoint: n.ep, Ledger: n.ledger, Node: n.ndb, Log: log,
 		Bootstrap: n.opts.bootstrap, Join: n.opts.join, Now: n.opts.now, Fatal: n.fatals.add, Mesh: n.mesh, Advertise: n.opts.advertise,
+		PortMap:      n.opts.portMap,
 		TickInterval: 20 * time.Millisecond, SyncInterval: 200 * time.Millisecond,
 		PingInterval: 300 * time.Millisecond, ExchangeInterval: 100 * time.Millisecond,
 		HandshakeTimeout: 3 * time.Second, Batch: 8, // small batches exercise multi-batch sync

@@ -261,6 +261,9 @@ func (a *Actor) reachView() *messages.Reach {
 		DialBack:   r.dialBack,
 		Punches:    r.punches, PunchedConnections: r.punched, RefusedConnects: r.refused, Introductions: r.introductions,
 	}
+	if a.d.PortMap != nil {
+		v.PortMapping = a.d.PortMap()
+	}
 	if !r.probedAt.IsZero() {
 		v.ProbedAt = r.probedAt.UnixMilli()
 	}
@@ -304,8 +307,9 @@ func (a *Actor) ifaceAddrs() []string {
 }
 
 // advertise lists our addresses for hellos and invites: the
-// --advertise-addr ones, observed addresses two peers agree on, then the
-// interface addresses (a wildcard bind expanded).
+// --advertise-addr ones, the router's port mapping (mappedAddr), observed
+// addresses two peers agree on, then the interface addresses (a wildcard
+// bind expanded).
 func (a *Actor) advertise() []string {
 	var out []string
 	seen := map[string]bool{}
@@ -318,6 +322,9 @@ func (a *Actor) advertise() []string {
 		}
 	}
 	add(a.d.Advertise)
+	if m := a.mappedAddr(); m != "" {
+		add([]string{m})
+	}
 	if a.reach != nil {
 		add(agreedObserved(a.reach.observed))
 	}
@@ -643,7 +650,7 @@ func (a *Actor) reachAdvice() []string {
 		return nil
 	}
 	var out []string
-	if a.natKind() == messages.NATSymmetric && len(a.d.Advertise) == 0 {
+	if a.natKind() == messages.NATSymmetric && len(a.d.Advertise) == 0 && a.mappedAddr() == "" {
 		out = append(out, "This node is behind a NAT that gives every destination a new port (symmetric): peers behind other NATs cannot punch through to it. Forward the peer UDP port on the router and name the public address with --advertise-addr.")
 	}
 	if a.reach.refused > 0 {

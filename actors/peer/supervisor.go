@@ -35,6 +35,10 @@ type Deps struct {
 	// (--advertise-addr: public or port-forwarded); observed addresses two
 	// peers agree on and the endpoint's interface addresses follow.
 	Advertise []string
+	// PortMap is what the router's port mapping holds now
+	// (transport/portmap): its external address is advertised after the
+	// Advertise ones and it is shown in the reach view. nil: none.
+	PortMap func() *messages.PortMapping
 	// Fatal reports a mistake the node cannot heal by retrying: a --join
 	// invite that is malformed or expired, or that the inviter refused for
 	// good (expired, already used, invalid). It is called at most once,

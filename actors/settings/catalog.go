@@ -64,6 +64,7 @@ const (
 	Relay             = "RELAY"
 	RelayMaxConns     = "RELAY_MAX_CONNS"
 	RelayMaxMbps      = "RELAY_MAX_MBPS"
+	PortMap           = "PORT_MAP"
 )
 
 // Catalog is the whitelist, in the order the panel lists it.
@@ -128,6 +129,9 @@ var Catalog = []Def{
 		Default:     "true", Options: []string{"true", "false"}, check: oneOf("true", "false")},
 	{Name: Relay, Type: "enum", Category: "network", Label: "Relay for other peers", Env: "RELAY",
 		Description: "Relay encrypted connections between two writers of the network that cannot reach each other directly (they see only ciphertext); false turns relaying for others off.",
+		Default:     "true", Options: []string{"true", "false"}, check: oneOf("true", "false")},
+	{Name: PortMap, Type: "enum", Category: "network", Label: "Map the peer port on the router", Env: "PORT_MAP",
+		Description: "Ask the router (the default route's gateway, by NAT-PMP or UPnP IGD) to forward the peer port, UDP and TCP, and advertise the public address it maps; false: never ask.",
 		Default:     "true", Options: []string{"true", "false"}, check: oneOf("true", "false")},
 	{Name: RelayMaxConns, Type: "number", Category: "network", Label: "Relayed connections at most", Env: "RELAY_MAX_CONNS",
 		Description: "Connections this node relays at once (and at most 8 per requesting peer); more are refused and counted.", Default: "64", check: intRange(1, 100000)},

@@ -17,7 +17,10 @@
 //     usual home router);
 //   - sym: masquerade with random ports: a new mapping per destination
 //     ("symmetric");
-//   - noudp: as eim, but UDP from the LAN is dropped.
+//   - noudp: as eim, but UDP from the LAN is dropped;
+//   - pmp, upnp: as eim, plus miniupnpd mapping ports on request
+//     (NAT-PMP or UPnP IGD, pmp.go), with a STUN server on the public
+//     segment.
 //
 // Only documentation ranges are used, no namespace has a route out, and
 // the host's own interfaces, routes and nftables are never touched: every
@@ -56,6 +59,11 @@ type Lab struct {
 	inet   string
 	ns     []string // every namespace made, deleted at Close
 	next   int      // node index
+	// pmp routers (pmp.go): daemons to stop at Close, the folder of
+	// their files, whether stund runs.
+	procs []*exec.Cmd
+	dir   string
+	stun  bool
 }
 
 // Available says why the lab cannot run here ("" when it can).
@@ -109,6 +117,7 @@ func (l *Lab) addNS(name string) error {
 // Close deletes every namespace of the lab (processes in them must be
 // stopped first).
 func (l *Lab) Close() {
+	l.stopProcs()
 	for i := len(l.ns) - 1; i >= 0; i-- {
 		_ = run("ip", "netns", "del", l.ns[i])
 	}
@@ -167,6 +176,11 @@ func (l *Lab) Add(k Kind) (*Place, error) {
 	if err := nft(r, ruleset(k)); err != nil {
 		return nil, err
 	}
+	if mapsPorts(k) {
+		if err := l.startMiniupnpd(r, fmt.Sprintf("198.51.100.%d/28", 16*i), k); err != nil {
+			return nil, err
+		}
+	}
 	return &Place{Kind: k, NS: ns, IP: ip, WAN: wan}, nil
 }
 
@@ -190,6 +204,9 @@ func (l *Lab) plug(ns, dev, port, cidr string) error {
 
 // ruleset is the router's nftables ruleset for kind k.
 func ruleset(k Kind) string {
+	if mapsPorts(k) {
+		return pmpRuleset()
+	}
 	masq := "masquerade"
 	if k == Sym {
 		masq = "masquerade random"

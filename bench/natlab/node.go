@@ -47,6 +47,11 @@ func Build(dir string) (string, error) {
 // Start runs `peerdns node` in place p with its data under dir, joining
 // with invite when it is not "". It returns once the admin API is ready.
 func Start(bin, name string, p *Place, dir, invite string) (*Node, error) {
+	return StartEnv(bin, name, p, dir, invite, nil)
+}
+
+// StartEnv is Start with extra environment variables ("NAME=value").
+func StartEnv(bin, name string, p *Place, dir, invite string, env []string) (*Node, error) {
 	n := &Node{Name: name, Place: p, dir: dir}
 	n.http = &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
 		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) { return n.Dial(ctx, addr) },
@@ -67,7 +72,7 @@ func Start(bin, name string, p *Place, dir, invite string) (*Node, error) {
 	}
 	n.cmd = exec.Command("ip", args...)
 	n.cmd.Stdout, n.cmd.Stderr = lf, lf
-	n.cmd.Env = append(os.Environ(), "LOG_LEVEL=debug")
+	n.cmd.Env = append(append(os.Environ(), "LOG_LEVEL=debug"), env...)
 	n.Started = time.Now()
 	if err := n.cmd.Start(); err != nil {
 		lf.Close()

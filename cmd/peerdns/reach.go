@@ -7,8 +7,9 @@ import (
 )
 
 // reachEnv are the settings of the TCP and relay paths read from the
-// environment (no flag): P2P_TCP, RELAY, RELAY_MAX_CONNS, RELAY_MAX_MBPS.
-var reachEnv = []string{"P2P_TCP", "RELAY", "RELAY_MAX_CONNS", "RELAY_MAX_MBPS"}
+// environment (no flag): P2P_TCP, RELAY, RELAY_MAX_CONNS, RELAY_MAX_MBPS,
+// PORT_MAP.
+var reachEnv = []string{"P2P_TCP", "RELAY", "RELAY_MAX_CONNS", "RELAY_MAX_MBPS", "PORT_MAP"}
 
 // applyReachEnv sets the reach settings the environment gives and marks
 // them as coming from it.

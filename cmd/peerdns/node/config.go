@@ -84,6 +84,9 @@ type Config struct {
 	RelayOff      bool
 	RelayMaxConns int
 	RelayMaxMbps  int
+	// PortMapOff stops asking the router to map the peer port with
+	// NAT-PMP or UPnP IGD (PORT_MAP=false; transport/portmap).
+	PortMapOff bool
 
 	// Sources says which settings (actors/settings names) the command
 	// line ("flag") or the environment ("env") gave; those win over the

@@ -350,10 +350,12 @@ func (n *Node) startPeers() error {
 	n.wireRelay(ep)
 	// Closers run in reverse: the endpoint closes after the actors stop.
 	n.closers = append(n.closers, func() { _ = ep.Close() })
+	pm := n.startPortMap(ep)
+	n.closers = append(n.closers, pm.Close)
 	n.peers, err = n.root.Spawn("peers", peer.Props(peer.Deps{
 		Identity: n.id, Endpoint: ep, Ledger: n.ledger, Node: n.nodeDB, Log: n.logs["core"],
 		Bootstrap: n.cfg.Bootstrap, Join: n.cfg.Join, System: n.root.System, Advertise: n.cfg.Advertise,
-		Fatal: n.fail, Mesh: n.mesh, Applied: n.applied,
+		Fatal: n.fail, Mesh: n.mesh, Applied: n.applied, PortMap: pm.Status,
 	}))
 	if err != nil {
 		return fmt.Errorf("spawn peers: %w", err)

@@ -1,10 +1,13 @@
 package node
 
 import (
+	"net"
+	"net/netip"
 	"time"
 
 	"peerdns/messages"
 	"peerdns/transport"
+	"peerdns/transport/portmap"
 )
 
 // SetSetting sets one setting's Config field from its text value, as a
@@ -38,4 +41,22 @@ func (n *Node) wireRelay(ep *transport.MultiEndpoint) {
 		return err == nil && ok && r.OK
 	}, n.mesh.Conn)
 	n.mux.For(transport.StreamRelay).HandleStreams(ep.ServeRelayStream)
+}
+
+// startPortMap asks the router to map the peer port (transport/portmap)
+// unless PORT_MAP=false; a loopback peer address gives a mapper that is
+// off.
+func (n *Node) startPortMap(ep *transport.MultiEndpoint) *portmap.Mapper {
+	if n.cfg.PortMapOff {
+		return portmap.Off("PORT_MAP=false")
+	}
+	ua, _ := ep.Addr().(*net.UDPAddr)
+	if ua == nil {
+		return portmap.Off("the peer endpoint has no UDP address")
+	}
+	local, _ := netip.AddrFromSlice(ua.IP)
+	return portmap.Start(portmap.Config{
+		Port: ua.Port, TCP: ep.TCPAddr() != nil, Local: local.Unmap(), Log: n.logs["core"],
+		Lifetime: portMapLifetime(),
+	})
 }

@@ -113,6 +113,8 @@ func setConfig(c *Config, name, v string) error {
 		c.P2PNoTCP = strings.EqualFold(v, "false")
 	case settings.Relay:
 		c.RelayOff = strings.EqualFold(v, "false")
+	case settings.PortMap:
+		c.PortMapOff = strings.EqualFold(v, "false")
 	case settings.RelayMaxConns:
 		c.RelayMaxConns, _ = strconv.Atoi(v)
 	case settings.RelayMaxMbps:
@@ -154,6 +156,7 @@ func inForce(c Config) map[string]string {
 	}
 	m[settings.P2PTCP] = strconv.FormatBool(!c.P2PNoTCP)
 	m[settings.Relay] = strconv.FormatBool(!c.RelayOff)
+	m[settings.PortMap] = strconv.FormatBool(!c.PortMapOff)
 	m[settings.RelayMaxConns] = strconv.Itoa(cmp.Or(c.RelayMaxConns, transport.DefaultRelayMaxConns))
 	switch {
 	case c.RelayMaxMbps < 0:
