@@ -87,8 +87,8 @@ func progress(format string, args ...any) {
 type result struct {
 	cfg       simConfig
 	claims    int
-	connsNode float64 // connections per node
-	maxConns  int     // the most connections one node has
+	connsNode float64       // connections per node
+	maxConns  int           // the most connections one node has
 	viewFill  time.Duration // overlay: until every node's active view was full
 	viewsFull int           // overlay: nodes whose view was full by then
 	diameter  int
@@ -130,24 +130,13 @@ func measure(tb testing.TB, cfg simConfig, claims int) result {
 	s := startSim(tb, cfg)
 	r.setup = time.Since(start)
 	progress("n=%d connected after %v", cfg.nodes, r.setup)
-	graph := s.links
 	if cfg.boot > 0 {
 		r.viewFill, r.viewsFull = s.waitViews(viewTarget(cfg.nodes), time.Minute)
 		progress("n=%d: %d views full after %v", cfg.nodes, r.viewsFull, r.viewFill)
-		graph = s.sessions()
-	}
-	conns := 0
-	for _, n := range s.nodes {
-		k := len(graph.neighbours(n.i))
-		conns += k
-		r.maxConns = max(r.maxConns, k)
 	}
 	nodes := float64(cfg.nodes)
-	r.connsNode = float64(conns) / nodes
-	r.diameter = graph.diameter()
 	heap1, g1 := heapInUse(), runtime.NumGoroutine()
 	r.heapNode = float64(heap1-heap0) / nodes
-	r.gorConn = float64(g1-g0) / float64(conns)
 
 	// Idle traffic over a fixed window: a rate is measured, no condition
 	// is waited for.
@@ -157,6 +146,24 @@ func measure(tb testing.TB, cfg simConfig, claims int) result {
 	idleB := s.meter.snapshot().since(m0)
 	r.idleBps = float64(idleB.total()) / nodes / idle.Seconds()
 	r.idleKinds = kindsPerNode(idleB, nodes, idle.Seconds())
+
+	// The graph: the topology's, or in the overlay the sessions held at
+	// the end of the idle window (sessions younger than a sync interval
+	// are spared when a view is trimmed, so right after the views filled
+	// a node may hold a few more).
+	graph := s.links
+	if cfg.boot > 0 {
+		graph = s.sessions()
+	}
+	conns := 0
+	for _, n := range s.nodes {
+		k := len(graph.neighbours(n.i))
+		conns += k
+		r.maxConns = max(r.maxConns, k)
+	}
+	r.connsNode = float64(conns) / nodes
+	r.diameter = graph.diameter()
+	r.gorConn = float64(g1-g0) / float64(conns)
 
 	w := s.nodes[0]
 	seq0 := s.vv(w)[w.id.ID()]

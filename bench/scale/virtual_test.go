@@ -1,0 +1,100 @@
+package scale
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// Virtual time: the overlay runs below execute inside a synctest bubble,
+// so every timer of every node (ticks, pings, shuffles, heartbeats, ask
+// timeouts) runs on the bubble's clock, which moves only when every
+// goroutine of the run is blocked. Wall-clock figures then measure the
+// protocol (how many rounds of which intervals it takes), not how much of
+// this shared machine the run got; CPU and bytes are counted as in the
+// other runs.
+
+// virtual runs f in a bubble. buntdb's background goroutine checks for
+// its database's closing on a one-second ticker, so the bubble's clock
+// is moved on past that once f's cleanups have closed every store.
+func virtual(t *testing.T, f func(t *testing.T)) {
+	synctest.Test(t, func(t *testing.T) {
+		t.Cleanup(func() { time.Sleep(2 * time.Second) })
+		f(t)
+	})
+}
+
+// viewTarget is the active view an overlay node fills: the peers
+// supervisor's default (12), or every other node in a smaller network.
+func viewTarget(nodes int) int { return min(12, nodes-1) }
+
+// waitViews polls the nodes' session counts until every node has at
+// least target sessions or within has passed; it returns how long that
+// took and how many nodes had them at the end. (A node may hold a few
+// more for a moment: sessions younger than a sync interval are spared
+// when the view is trimmed.)
+func (s *sim) waitViews(target int, within time.Duration) (time.Duration, int) {
+	start := time.Now()
+	for {
+		full := 0
+		for _, n := range s.nodes {
+			if len(s.peersOf(n)) >= target {
+				full++
+			}
+		}
+		if full == len(s.nodes) || time.Since(start) >= within {
+			return time.Since(start), full
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+// TestVirtualOverlay: 20 writers (beyond the default view of 12), in
+// virtual time: every node fills its view within a minute and holds at
+// most maxConnsPerNode sessions, and a burst of claims resolves alike on
+// all of them.
+func TestVirtualOverlay(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts 20 nodes")
+	}
+	virtual(t, func(t *testing.T) {
+		const n = 20
+		r := measure(t, simConfig{nodes: n, boot: 3}, 5)
+		t.Log(describe(r))
+		if r.viewsFull != n {
+			t.Errorf("%d of %d views full after %v", r.viewsFull, n, r.viewFill)
+		}
+		if r.maxConns > maxConnsPerNode {
+			t.Errorf("a node has %d sessions, at most %d wanted", r.maxConns, maxConnsPerNode)
+		}
+	})
+}
+
+// maxConnsPerNode is the bound on one node's sessions the overlay is
+// held to (the view of 12 plus young sessions not yet trimmed).
+const maxConnsPerNode = 16
+
+// TestVirtualOverlayAt runs the overlay in virtual time at
+// $SCALE_VIRTUAL writers (100 and 1000 are the sizes bench/README.md
+// reports) and logs what it measured. synctest needs a test, not a
+// benchmark, so the large sizes are this test, run on request.
+func TestVirtualOverlayAt(t *testing.T) {
+	n, err := strconv.Atoi(os.Getenv("SCALE_VIRTUAL"))
+	if err != nil || n < 2 {
+		t.Skip("set SCALE_VIRTUAL=100 (or 1000) to run the large virtual-time overlay; see bench/README.md")
+	}
+	virtual(t, func(t *testing.T) {
+		r := measure(t, simConfig{nodes: n, boot: 3}, burstClaims())
+		t.Log(describe(r))
+	})
+}
+
+// describe is a result in the words of the bench/scale figures.
+func describe(r result) string {
+	return fmt.Sprintf("n=%d: views full (%d of %d target %d) after %v virtual; conns/node %.1f (max %d), diameter %d; heap %.1f MB/node, %.1f goroutines/conn; idle %.0f B/s/node %v; burst of %d claims: acked %v, applied on all %v, resolved on all %v (virtual); %.1f CPU-s (%.3f per node); per node %.0f B of ops per claim until applied, %.0f B in all per write until resolved; by kind per node %v; ops received %d (%d duplicates)",
+		r.cfg.nodes, r.viewsFull, r.cfg.nodes, viewTarget(r.cfg.nodes), r.viewFill, r.connsNode, r.maxConns, r.diameter, r.heapNode/1e6, r.gorConn,
+		r.idleBps, r.idleKinds, r.claims, r.acked, r.applied, r.resolved, r.cpu.Seconds(), r.cpu.Seconds()/float64(r.cfg.nodes), r.claimB, r.allB, r.kinds, r.received, r.dups)
+}
