@@ -38,14 +38,12 @@ type sessionConfig struct {
 // session owns one connection. Fields are touched only from Receive,
 // except out/done which the writer goroutine reads.
 type session struct {
-	cfg  sessionConfig
-	peer string
-	// sentPeers is the last peer list sent (peersKey), not sent again.
-	sentPeers string
-	behavior  actor.Behavior
-	out       chan outItem
-	done      chan struct{}
-	started   time.Time
+	cfg      sessionConfig
+	peer     string
+	behavior actor.Behavior
+	out      chan outItem
+	done     chan struct{}
+	started  time.Time
 
 	sentAccept, gotAccept, joinPending, closing bool
 	silent                                      bool // told the supervisor the peer is silent

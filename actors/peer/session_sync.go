@@ -3,7 +3,6 @@ package peer
 import (
 	"bytes"
 	"math"
-	"strings"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -104,11 +103,7 @@ func (s *session) established(c actor.Context) {
 				ps = append(ps, p)
 			}
 		}
-		// Sent again only when it changed: the peer keeps the last one
-		// (peerLinks and its address book), so an unchanged set costs
-		// nothing on the periodic exchange.
-		if key := peersKey(ps); len(ps) > 0 && key != s.sentPeers {
-			s.sentPeers = key
+		if len(ps) > 0 {
 			s.enqueue(&messages.Envelope{Kind: messages.KindPeers, Peers: ps})
 		}
 	case *tick:
@@ -355,18 +350,4 @@ func (s *session) onOps(c actor.Context, ops []*messages.Op) {
 			s.sendVV(c, messages.KindWant)
 		}
 	})
-}
-
-// peersKey is a peer list's identity: its ids and addresses in order.
-func peersKey(ps []messages.PeerInfo) string {
-	var b strings.Builder
-	for _, p := range ps {
-		b.WriteString(p.ID)
-		for _, a := range p.Addrs {
-			b.WriteByte(' ')
-			b.WriteString(a)
-		}
-		b.WriteByte('\n')
-	}
-	return b.String()
 }
