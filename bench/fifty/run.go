@@ -355,8 +355,14 @@ func (r *runner) partition(ctx context.Context) {
 	var wg sync.WaitGroup
 	errs := make([]error, 4)
 	wg.Add(4)
-	go func() { defer wg.Done(); _, errs[0] = r.claimOn(a[0], "pa", r.cfg.SideClaims, r.cfg.Clients, sideA, nil) }()
-	go func() { defer wg.Done(); _, errs[1] = r.claimOn(b[0], "pb", r.cfg.SideClaims, r.cfg.Clients, sideB, nil) }()
+	go func() {
+		defer wg.Done()
+		_, errs[0] = r.claimOn(a[0], "pa", r.cfg.SideClaims, r.cfg.Clients, sideA, nil)
+	}()
+	go func() {
+		defer wg.Done()
+		_, errs[1] = r.claimOn(b[0], "pb", r.cfg.SideClaims, r.cfg.Clients, sideB, nil)
+	}()
 	go func() { defer wg.Done(); _, errs[2] = r.claimOn(a[len(a)-1], "x", 0, 1, sideA, conflicts) }()
 	go func() { defer wg.Done(); _, errs[3] = r.claimOn(b[len(b)-1], "x", 0, 1, sideB, conflicts) }()
 	wg.Wait()
