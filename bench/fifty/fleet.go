@@ -195,15 +195,20 @@ func (f *fleet) peers(i int) ([]string, error) {
 }
 
 // meshed waits until each running node in set is connected to at least
-// want of the others in set (want < 0: all of them).
-func (f *fleet) meshed(ctx context.Context, set []int, want int, within time.Duration) error {
+// want of the others in set (want < 0 or more than the others: all of
+// them) and hears every other node of set: connected, or heard through
+// the signed heartbeats that travel the overlay (the diagnostics'
+// overlay.heardByHeartbeat), which is what counts a writer active for
+// quorum beyond the active view. It returns the connected counts.
+func (f *fleet) meshed(ctx context.Context, set []int, want int, within time.Duration) ([]int, error) {
 	ids := map[string]int{}
 	for _, i := range set {
 		if n := f.nodes[i].get(); n != nil {
 			ids[n.ID] = i
 		}
 	}
-	return poll(ctx, within, func() error {
+	conns := make([]int, len(set))
+	err := poll(ctx, within, func() error {
 		return forAll(set, 8, func(i int) error {
 			got, err := f.peers(i)
 			if err != nil {
@@ -215,6 +220,11 @@ func (f *fleet) meshed(ctx context.Context, set []int, want int, within time.Dur
 					in++
 				}
 			}
+			for k, j := range set {
+				if j == i {
+					conns[k] = in
+				}
+			}
 			w := want
 			if w < 0 || w > len(set)-1 {
 				w = len(set) - 1
@@ -222,9 +232,30 @@ func (f *fleet) meshed(ctx context.Context, set []int, want int, within time.Dur
 			if in < w {
 				return fmt.Errorf("node %d is connected to %d of the other %d, want %d", i, in, len(set)-1, w)
 			}
+			if in == len(set)-1 {
+				return nil
+			}
+			var d struct {
+				Summary struct {
+					Overlay *struct {
+						HeardByHeartbeat int `json:"heardByHeartbeat"`
+					} `json:"overlay"`
+				} `json:"summary"`
+			}
+			if err := f.nodes[i].get().GetJSON("/api/diagnostics/invites", &d); err != nil {
+				return fmt.Errorf("node %d: %w", i, err)
+			}
+			heard := 0
+			if d.Summary.Overlay != nil {
+				heard = d.Summary.Overlay.HeardByHeartbeat
+			}
+			if in+heard < len(set)-1 {
+				return fmt.Errorf("node %d hears %d of the other %d (%d connected, %d by heartbeat)", i, in+heard, len(set)-1, in, heard)
+			}
 			return nil
 		})
 	})
+	return conns, err
 }
 
 // partition splits the segment in two: the bridge in the internet

@@ -102,7 +102,7 @@ func main() {
 	flag.StringVar(&cfg.Binary, "bin", "", "the peerdns binary (go build -o /tmp/peerdns ./cmd/peerdns)")
 	flag.IntVar(&cfg.Nodes, "nodes", 0, "node processes (default 50; five mode 5)")
 	flag.IntVar(&cfg.Wave, "wave", 8, "nodes started side by side while joining")
-	flag.IntVar(&cfg.MinPeers, "min-peers", -1, "connected peers every node needs before the claims (-1: all others)")
+	flag.IntVar(&cfg.MinPeers, "min-peers", 3, "connected peers every node needs before the claims (-1: all others; beyond the active view, 12 by default, a node keeps no more)")
 	flag.IntVar(&cfg.Claimers, "claimers", 0, "nodes claiming in each burst (default 5; five mode 1)")
 	flag.IntVar(&cfg.ClaimsEach, "claims", 0, "claims per claimer per burst (default 20; five mode 1000)")
 	flag.IntVar(&cfg.Clients, "clients", 0, "concurrent requests per claimer (default 4; five mode 16)")
