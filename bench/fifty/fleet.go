@@ -65,6 +65,16 @@ func newFleet(prefix, bin, work string, n int, logf func(string, ...any)) (*flee
 		}
 		f.nodes = append(f.nodes, &member{i: i, place: p, dir: filepath.Join(work, fmt.Sprintf("node%02d", i))})
 	}
+	// Without permanent neighbour entries, 50 nodes overflow the kernel's
+	// one ARP table for all namespaces (natlab.StaticNeighbours).
+	var places []*natlab.Place
+	for _, m := range f.nodes {
+		places = append(places, m.place)
+	}
+	if err := natlab.StaticNeighbours(places); err != nil {
+		lab.Close()
+		return nil, err
+	}
 	return f, nil
 }
 
@@ -142,7 +152,14 @@ func (f *fleet) join(ctx context.Context, rng *rand.Rand, wave int, within time.
 		for i := next; i < end; i++ {
 			by := joined[rng.Intn(len(joined))]
 			f.joinedBy[i] = by
-			inv, err := f.nodes[by].get().Invite()
+			// An overloaded node may not answer within the client's 5 s:
+			// asked again, within the join bound.
+			var inv string
+			err := poll(ctx, within, func() error {
+				var err error
+				inv, err = f.nodes[by].get().Invite()
+				return err
+			})
 			if err != nil {
 				return fmt.Errorf("invite from node %d: %w", by, err)
 			}

@@ -35,6 +35,7 @@ type Config struct {
 	Conflicts  int           // domains claimed on both sides during the partition
 	Settle     time.Duration // bound on each wait for agreement (after a burst, a restart, the heal)
 	JoinWithin time.Duration // bound on joining and meshing
+	IdleWindow time.Duration // the fleet's idle CPU is measured over this (0: not)
 }
 
 // Result is what a run measured; Failures is set when a check failed.
@@ -115,6 +116,19 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		peersWanted(cfg), cfg.Nodes-1, time.Since(t).Seconds(), conns[0], conns[len(conns)-1], conns[len(conns)/2])
 	r.row("memory", "RSS per node after meshing: %s", r.rssSummary())
 	cpu0 := r.cpu()
+	r.row("cpu", "all nodes' CPU from their starts to meshed: %.1f s", cpu0)
+	// The fleet's idle cost: its CPU over a 5 s window with no request.
+	if cfg.IdleWindow > 0 {
+		t := time.Now()
+		select {
+		case <-time.After(cfg.IdleWindow):
+		case <-ctx.Done():
+			return r.res, ctx.Err()
+		}
+		c := r.cpu()
+		r.row("idle", "all nodes' CPU while idle: %.2f cores (%.1f s over %.1f s; %.3f cores per node)", (c-cpu0)/time.Since(t).Seconds(), c-cpu0, time.Since(t).Seconds(), (c-cpu0)/time.Since(t).Seconds()/float64(cfg.Nodes))
+		cpu0 = c
+	}
 
 	// Bursts: every claimer claims at once; agreement is polled once
 	// every claim is acknowledged.
