@@ -29,10 +29,6 @@ func (s seen) String() string {
 // (this node holds a losing claim) is the same outcome as "resolved"
 // seen from a node without a claim: both carry the winner's hash.
 func (f *fleet) view(i int, prefix string) (map[string]seen, error) {
-	n := f.nodes[i].get()
-	if n == nil {
-		return nil, fmt.Errorf("node %d is down", i)
-	}
 	var list []struct {
 		Domain          string `json:"domain"`
 		Hash            string `json:"hash"`
@@ -41,7 +37,7 @@ func (f *fleet) view(i int, prefix string) (map[string]seen, error) {
 			ResolvedClaimant *string `json:"resolvedClaimant"`
 		} `json:"consensusState"`
 	}
-	if err := n.GetJSON("/api/resolved-domains", &list); err != nil {
+	if err := f.getJSON(i, "/api/resolved-domains", &list); err != nil {
 		return nil, err
 	}
 	out := make(map[string]seen, len(list))

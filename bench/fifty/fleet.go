@@ -3,9 +3,14 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"math/rand"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -37,6 +42,51 @@ type member struct {
 	mu    sync.Mutex
 	node  *natlab.Node // nil while down
 	runs  int
+	http  *http.Client // through the node's namespace, callTimeout
+}
+
+// callTimeout bounds one admin API request of the run. natlab's own
+// client gives up after 5 s; on a loaded machine a durable add-domain
+// among fifty busy processes can take longer, and a request given up is
+// a claim whose outcome is unknown.
+const callTimeout = 30 * time.Second
+
+// call sends one admin API request to node i.
+func (f *fleet) call(i int, method, path, body string) (int, []byte, error) {
+	m := f.nodes[i]
+	m.mu.Lock()
+	c := m.http
+	running := m.node != nil
+	m.mu.Unlock()
+	if !running {
+		return 0, nil, fmt.Errorf("node %d is down", i)
+	}
+	req, err := http.NewRequest(method, "http://"+natlab.AdminAddr+path, strings.NewReader(body))
+	if err != nil {
+		return 0, nil, err
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, b, err
+}
+
+// getJSON decodes node i's 200 answer to GET path into v.
+func (f *fleet) getJSON(i int, path string, v any) error {
+	code, b, err := f.call(i, "GET", path, "")
+	if err != nil {
+		return err
+	}
+	if code != 200 {
+		return fmt.Errorf("GET %s: %d %s", path, code, bytes.TrimSpace(b))
+	}
+	return json.Unmarshal(b, v)
 }
 
 func (m *member) get() *natlab.Node {
@@ -116,6 +166,9 @@ func (f *fleet) start(i int, invite string) error {
 	}
 	m.node = n
 	m.runs++
+	m.http = &http.Client{Timeout: callTimeout, Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, addr string) (net.Conn, error) { return n.Dial(ctx, addr) },
+	}}
 	return nil
 }
 
@@ -157,7 +210,16 @@ func (f *fleet) join(ctx context.Context, rng *rand.Rand, wave int, within time.
 			var inv string
 			err := poll(ctx, within, func() error {
 				var err error
-				inv, err = f.nodes[by].get().Invite()
+				var r struct {
+					Invite string `json:"invite"`
+				}
+				code, b, err := f.call(by, "POST", "/api/invites", "")
+				if err == nil && code == 200 {
+					err = json.Unmarshal(b, &r)
+				} else if err == nil {
+					err = fmt.Errorf("POST /api/invites: %d %s", code, bytes.TrimSpace(b))
+				}
+				inv = r.Invite
 				return err
 			})
 			if err != nil {
@@ -202,12 +264,8 @@ func (f *fleet) join(ctx context.Context, rng *rand.Rand, wave int, within time.
 
 // peers is node i's connected peers (GET /api/peers).
 func (f *fleet) peers(i int) ([]string, error) {
-	n := f.nodes[i].get()
-	if n == nil {
-		return nil, fmt.Errorf("node %d is down", i)
-	}
 	var ids []string
-	err := n.GetJSON("/api/peers", &ids)
+	err := f.getJSON(i, "/api/peers", &ids)
 	return ids, err
 }
 
@@ -259,7 +317,7 @@ func (f *fleet) meshed(ctx context.Context, set []int, want int, within time.Dur
 					} `json:"overlay"`
 				} `json:"summary"`
 			}
-			if err := f.nodes[i].get().GetJSON("/api/diagnostics/invites", &d); err != nil {
+			if err := f.getJSON(i, "/api/diagnostics/invites", &d); err != nil {
 				return fmt.Errorf("node %d: %w", i, err)
 			}
 			heard := 0

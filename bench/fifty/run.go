@@ -162,7 +162,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	r.row("memory", "RSS per node at the end: %s", r.rssSummary())
 	if r.unknown > 0 {
-		r.row("timeouts", "%d add-domain requests unanswered within 5 s (outcome unknown, left out of the checks)", r.unknown)
+		r.row("timeouts", "%d add-domain requests unanswered within %v (outcome unknown, left out of the checks)", r.unknown, callTimeout)
 	}
 	if p := f.panics(); len(p) > 0 {
 		r.fail("%d panics: %s", len(p), strings.Join(p, "; "))
@@ -212,13 +212,13 @@ func (r *runner) claimOn(i int, tag string, n, clients int, cs *claims, domains 
 			defer wg.Done()
 			for d := range work {
 				hash := fmt.Sprintf("hs://%016x%016x%016x%016x", randv2.Uint64(), randv2.Uint64(), randv2.Uint64(), randv2.Uint64())
-				code, body, err := node.Call("POST", "/api/add-domain", `{"domain":"`+d+`","hash":"`+hash+`"}`)
+				code, body, err := r.f.call(i, "POST", "/api/add-domain", `{"domain":"`+d+`","hash":"`+hash+`"}`)
 				mu.Lock()
 				switch {
 				case err != nil:
-					// No answer within the client's 5 s: the claim may or
-					// may not have been written; it is left out of the
-					// checks and counted.
+					// No answer within callTimeout: the claim may or may
+					// not have been written; it is left out of the checks
+					// and counted.
 					r.unknown++
 					r.logf("node %d: add-domain %s: %v (outcome unknown, left out)", i, d, err)
 				case code != 200:
