@@ -162,7 +162,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	r.row("memory", "RSS per node at the end: %s", r.rssSummary())
 	if r.unknown > 0 {
-		r.row("timeouts", "%d add-domain requests unanswered within %v (outcome unknown, left out of the checks)", r.unknown, callTimeout)
+		r.row("timeouts", "%d add-domain requests unanswered within %v or answered 5xx (outcome unknown, left out of the checks)", r.unknown, callTimeout)
 	}
 	if p := f.panics(); len(p) > 0 {
 		r.fail("%d panics: %s", len(p), strings.Join(p, "; "))
@@ -215,10 +215,14 @@ func (r *runner) claimOn(i int, tag string, n, clients int, cs *claims, domains 
 				code, body, err := r.f.call(i, "POST", "/api/add-domain", `{"domain":"`+d+`","hash":"`+hash+`"}`)
 				mu.Lock()
 				switch {
-				case err != nil:
-					// No answer within callTimeout: the claim may or may
+				case err != nil || code >= 500:
+					// No answer within callTimeout, or the node's own
+					// "did not answer in time" (500): the claim may or may
 					// not have been written; it is left out of the checks
 					// and counted.
+					if err == nil {
+						err = fmt.Errorf("%d %s", code, strings.TrimSpace(string(body)))
+					}
 					r.unknown++
 					r.logf("node %d: add-domain %s: %v (outcome unknown, left out)", i, d, err)
 				case code != 200:
