@@ -166,8 +166,12 @@ func (f *fleet) start(i int, invite string) error {
 	}
 	m.node = n
 	m.runs++
+	// Connections are kept for the burst's concurrent clients: a new one
+	// costs a thread that enters the namespace and then exits.
 	m.http = &http.Client{Timeout: callTimeout, Transport: &http.Transport{
-		DialContext: func(ctx context.Context, _, addr string) (net.Conn, error) { return n.Dial(ctx, addr) },
+		DialContext:         func(ctx context.Context, _, addr string) (net.Conn, error) { return n.Dial(ctx, addr) },
+		MaxIdleConnsPerHost: 32,
+		IdleConnTimeout:     time.Minute,
 	}}
 	return nil
 }
