@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -62,7 +63,7 @@ type runner struct {
 	start time.Time
 	all   *claims // every acknowledged claim of the run
 	// unknown counts add-domain requests that got no answer in time.
-	unknown int
+	unknown atomic.Int64
 }
 
 func (r *runner) logf(format string, a ...any) {
@@ -161,8 +162,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		r.partition(ctx)
 	}
 	r.row("memory", "RSS per node at the end: %s", r.rssSummary())
-	if r.unknown > 0 {
-		r.row("timeouts", "%d add-domain requests unanswered within %v or answered 5xx (outcome unknown, left out of the checks)", r.unknown, callTimeout)
+	if u := r.unknown.Load(); u > 0 {
+		r.row("timeouts", "%d add-domain requests unanswered within %v or answered 5xx (outcome unknown, left out of the checks)", u, callTimeout)
 	}
 	if p := f.panics(); len(p) > 0 {
 		r.fail("%d panics: %s", len(p), strings.Join(p, "; "))
@@ -223,7 +224,7 @@ func (r *runner) claimOn(i int, tag string, n, clients int, cs *claims, domains 
 					if err == nil {
 						err = fmt.Errorf("%d %s", code, strings.TrimSpace(string(body)))
 					}
-					r.unknown++
+					r.unknown.Add(1)
 					r.logf("node %d: add-domain %s: %v (outcome unknown, left out)", i, d, err)
 				case code != 200:
 					if firstErr == nil {
