@@ -15,12 +15,17 @@
 //
 // # The fleet mode (default: 50 nodes)
 //
-//  1. Node 0 starts alone; then waves of -wave nodes start side by side,
-//     each joining with an invite from a node picked at random among
-//     those already joined (so the introducers are spread, not node 0
-//     alone); a wave is done when each of its nodes lists a connected
-//     peer. Then every node must be connected to -min-peers others (-1:
-//     all of them, the full mesh today's node makes).
+//  1. Node 0 starts alone; then waves of up to -wave nodes (never more
+//     than have joined: 1, 2, 4, ...) start side by side, each joining
+//     with an invite from a node picked at random among those already
+//     joined (so the introducers are spread, not node 0 alone); a wave is
+//     done when each of its nodes lists a connected peer. Then every node
+//     must have sessions with at least -min-peers others (-1: all of
+//     them; beyond the node's active view, 12, it keeps no more) and hear
+//     every other node, by a session or by the signed heartbeats that
+//     travel the overlay (the diagnostics' overlay.heardByHeartbeat):
+//     what makes a writer count as active for quorum. The fleet's idle
+//     CPU is then read over -idle.
 //  2. Bursts (-rounds of them): -claimers nodes, picked at random, each
 //     send -claims add-domain requests (-clients at a time) at once:
 //     5 × 20 = 100 claims. Timed: from the first request sent to the last
