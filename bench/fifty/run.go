@@ -427,6 +427,33 @@ func (r *runner) partition(ctx context.Context) {
 	done, err := r.f.converge(ctx, r.f.everyone(), r.all, "f50", t, r.cfg.Settle)
 	if err != nil {
 		r.fail("after the heal: %v", err)
+		// Each node's consensus on the conflicting domains, to tell a
+		// split view from a slow one.
+		for _, c := range conflicts {
+			for i := range r.f.nodes {
+				var cs struct {
+					Status           string         `json:"status"`
+					ResolvedClaimant *string        `json:"resolvedClaimant"`
+					VoteCounts       map[string]int `json:"voteCounts"`
+					ActivePeers      int            `json:"activePeers"`
+					MinVotes         int            `json:"minVotes"`
+					TotalVotes       int            `json:"totalVotes"`
+				}
+				if err := r.f.getJSON(i, "/api/consensus/"+c, &cs); err != nil {
+					r.logf("%s on node %d: %v", c, i, err)
+					continue
+				}
+				who := ""
+				if cs.ResolvedClaimant != nil {
+					who = (*cs.ResolvedClaimant)[:8]
+				}
+				votes := map[string]int{}
+				for k, v := range cs.VoteCounts {
+					votes[k[:min(8, len(k))]] = v
+				}
+				r.logf("%s on node %d: %s %s votes %v active %d minVotes %d total %d", c, i, cs.Status, who, votes, cs.ActivePeers, cs.MinVotes, cs.TotalVotes)
+			}
+		}
 		return
 	}
 	who, d := slowest(done)
