@@ -116,12 +116,8 @@ func newFleet(prefix, bin, work string, n int, logf func(string, ...any)) (*flee
 		f.nodes = append(f.nodes, &member{i: i, place: p, dir: filepath.Join(work, fmt.Sprintf("node%02d", i))})
 	}
 	// Without permanent neighbour entries, 50 nodes overflow the kernel's
-	// one ARP table for all namespaces (natlab.StaticNeighbours).
-	var places []*natlab.Place
-	for _, m := range f.nodes {
-		places = append(places, m.place)
-	}
-	if err := natlab.StaticNeighbours(places); err != nil {
+	// one ARP table for all namespaces (natlab's PinNeighbours).
+	if err := lab.PinNeighbours(); err != nil {
 		lab.Close()
 		return nil, err
 	}

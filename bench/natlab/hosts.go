@@ -4,8 +4,6 @@ package natlab
 
 import (
 	"fmt"
-	"os/exec"
-	"strings"
 	"syscall"
 )
 
@@ -62,45 +60,3 @@ func (n *Node) Pid() int {
 
 // Dir is the folder Start was given (node.log, data/).
 func (n *Node) Dir() string { return n.dir }
-
-// StaticNeighbours gives every place in places a permanent neighbour
-// (ARP) entry for each of the others' addresses on the public segment.
-// The kernel's IPv4 neighbour table is one for all network namespaces,
-// capped by the host's net.ipv4.neigh.default.gc_thresh3 (1,024 by
-// default): a lab of fifty nodes that talk to each other fills it ("arp_cache:
-// neighbor table overflow!" in the kernel log, then "no route to host"
-// and lost packets, in this lab and in every other namespace on the
-// machine). Permanent entries do not count against that cap (Linux 5.0
-// and later), and the host's own settings stay as they are.
-func StaticNeighbours(places []*Place) error {
-	macs := make([]string, len(places))
-	for i, p := range places {
-		out, err := exec.Command("ip", "-n", p.NS, "-o", "link", "show", "eth0").Output()
-		if err != nil {
-			return fmt.Errorf("eth0 of %s: %w", p.NS, err)
-		}
-		f := strings.Fields(string(out))
-		for k := 0; k+1 < len(f); k++ {
-			if f[k] == "link/ether" {
-				macs[i] = f[k+1]
-			}
-		}
-		if macs[i] == "" {
-			return fmt.Errorf("no MAC address on eth0 of %s: %s", p.NS, out)
-		}
-	}
-	for i, p := range places {
-		var b strings.Builder
-		for j, q := range places {
-			if j != i {
-				fmt.Fprintf(&b, "neigh replace %s lladdr %s dev eth0 nud permanent\n", q.IP, macs[j])
-			}
-		}
-		cmd := exec.Command("ip", "-n", p.NS, "-batch", "-")
-		cmd.Stdin = strings.NewReader(b.String())
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("neighbours of %s: %v: %s", p.NS, err, strings.TrimSpace(string(out)))
-		}
-	}
-	return nil
-}
