@@ -63,7 +63,7 @@ func main() {
 	flag.DurationVar(&cfg.Duration, "duration", 10*time.Minute, "how long the nemesis acts")
 	flag.Int64Var(&cfg.Seed, "seed", time.Now().UnixNano()%1_000_000, "random seed (printed; reruns the same faults in the same order)")
 	flag.DurationVar(&cfg.Converge, "converge", 30*time.Second, "bound on the time to agree after the last fault")
-	flag.StringVar(&cfg.Prefix, "prefix", fmt.Sprintf("pft-c%d-", os.Getpid()%100000), "network namespace prefix")
+	flag.StringVar(&cfg.Prefix, "prefix", fmt.Sprintf("ch-%d-", os.Getpid()%100000), "network namespace prefix")
 	flag.Parse()
 	if cfg.Binary == "" {
 		fmt.Fprintln(os.Stderr, "chaos: -bin is required")
@@ -93,21 +93,28 @@ func main() {
 // String is the summary as printed.
 func (s *Summary) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "seed %d: %d operations, %d claims acknowledged, %d removals acknowledged, %d outcomes unknown\n", s.Seed, s.Ops, s.Acked, s.Removed, s.Unknown)
+	fmt.Fprintf(&b, "seed %d, nemesis %v: %d claim and removal operations (%d claims acknowledged, %d removals acknowledged, %d outcomes unknown), %d local record writes\n",
+		s.Seed, s.Duration, s.Ops, s.Acked, s.Removed, s.Unknown, s.LocalOps)
 	total := 0
 	var fs []string
-	for _, f := range []string{"kill", "pause", "partition", "netem", "outdrop", "clock", "diskfull"} {
+	for _, f := range faultKinds {
 		total += s.Faults[f]
 		fs = append(fs, fmt.Sprintf("%s %d", f, s.Faults[f]))
 	}
 	fmt.Fprintf(&b, "faults injected: %d (%s)\n", total, strings.Join(fs, ", "))
+	fmt.Fprintf(&b, "tunnels: %d round trips intact (%.1f MB), %d failed under faults; WebSocket: %d messages on %d connections; DNS: %d queries, %d answered\n",
+		s.TunnelOK, float64(s.TunnelBytes)/1e6, s.TunnelFail, s.WSMsgs, s.WSConnects, s.DNSQueries, s.DNSAnswered)
 	fmt.Fprintf(&b, "lost: %d, acknowledged removals undone: %d, panics: %d\n", len(s.Lost), len(s.Resurrected), len(s.Panics))
 	if s.ConvergedAfter > 0 {
-		fmt.Fprintf(&b, "converged %.1f s after the last fault\n", s.ConvergedAfter.Seconds())
+		fmt.Fprintf(&b, "converged %.1f s after the last fault; tunnels carried again after %.1f s, WebSocket hints after %.1f s\n",
+			s.ConvergedAfter.Seconds(), s.TunnelsAfter.Seconds(), s.WSAfter.Seconds())
 	}
-	fmt.Fprintf(&b, "RSS (KiB) at the start %v, at the end %v\n", s.RSSStartKB, s.RSSEndKB)
+	fmt.Fprintf(&b, "levels (goroutines/RSS/heap in use) before the nemesis %v, after %v\n", s.Before, s.After)
 	for _, f := range s.Failures {
 		fmt.Fprintf(&b, "FAILURE: %s\n", f)
+	}
+	if len(s.Failures) > 0 {
+		fmt.Fprintf(&b, "reproduce: go run ./bench/chaos -bin <peerdns> -seed %d -duration %v\n", s.Seed, s.Duration)
 	}
 	return b.String()
 }

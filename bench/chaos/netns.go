@@ -127,3 +127,33 @@ func dialIn(ctx context.Context, path, network, addr string) (net.Conn, error) {
 	r := <-ch
 	return r.c, r.err
 }
+
+// listenIn makes a TCP listener inside the namespace at path, the same
+// way dialIn makes a connection.
+func listenIn(path, addr string) (net.Listener, error) {
+	type res struct {
+		l   net.Listener
+		err error
+	}
+	ch := make(chan res, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread exits with the goroutine
+		f, err := os.Open(path)
+		if err != nil {
+			ch <- res{nil, err}
+			return
+		}
+		defer f.Close()
+		if err := unix.Setns(int(f.Fd()), unix.CLONE_NEWNET); err != nil {
+			ch <- res{nil, fmt.Errorf("setns %s: %w", path, err)}
+			return
+		}
+		l, err := net.Listen("tcp", addr)
+		ch <- res{l, err}
+	}()
+	r := <-ch
+	return r.l, r.err
+}
+
+// nsPath is the namespace file of node i.
+func (l *lab) nsPath(i int) string { return "/var/run/netns/" + l.ns(i) }

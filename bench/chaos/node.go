@@ -34,7 +34,10 @@ type node struct {
 	clockOffset time.Duration
 }
 
-const adminAddr = "127.0.0.1:7710"
+const (
+	adminAddr = "127.0.0.1:7710"
+	dnsAddr   = "127.0.0.1:7753"
+)
 
 func (n *node) base() string { return "http://" + adminAddr }
 
@@ -170,6 +173,31 @@ func (n *node) view() (map[string]string, error) {
 	for _, d := range list {
 		if strings.HasPrefix(d.Domain, "w") && (d.ConsensusStatus == "resolved" || d.ConsensusStatus == "conflict") {
 			out[d.Domain] = d.Hash
+		}
+	}
+	return out, nil
+}
+
+// resolved is the set of domains the node resolves (any name).
+func (n *node) resolved() (map[string]bool, error) {
+	code, body, err := n.call("GET", "/api/resolved-domains", "")
+	if err != nil {
+		return nil, err
+	}
+	if code != 200 {
+		return nil, fmt.Errorf("resolved-domains: %d", code)
+	}
+	var list []struct {
+		Domain          string `json:"domain"`
+		ConsensusStatus string `json:"consensusStatus"`
+	}
+	if err := json.Unmarshal([]byte(body), &list); err != nil {
+		return nil, err
+	}
+	out := map[string]bool{}
+	for _, d := range list {
+		if d.ConsensusStatus == "resolved" || d.ConsensusStatus == "conflict" {
+			out[d.Domain] = true
 		}
 	}
 	return out, nil
