@@ -70,7 +70,7 @@ func (n *node) start(join string) error {
 	n.mu.Lock()
 	n.cmd, n.exited, n.paused = cmd, exited, false
 	n.mu.Unlock()
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for {
 		code, _, err := n.call("GET", "/api/health?probe=readiness", "")
 		if err == nil && code == 200 {
@@ -82,7 +82,7 @@ func (n *node) start(join string) error {
 		case <-time.After(100 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("node %d not ready after 30 s: %v", n.i, err)
+			return fmt.Errorf("node %d not ready after 60 s: %v", n.i, err)
 		}
 	}
 }
