@@ -348,10 +348,20 @@ func trafficFlowing(rec *record, n int, since time.Time) string {
 
 // check compares every node's view with what was acknowledged; it
 // returns what is wrong, nil when every node agrees with it.
+// The nodes' views are read at once (one request each, in parallel), so
+// a poll ends soon after the moment it looks at.
 func check(nodes []*node, want map[string]string, removed map[string]bool) []string {
 	var bad []string
-	for _, n := range nodes {
-		v, err := n.view()
+	views := make([]map[string]string, len(nodes))
+	errs := make([]error, len(nodes))
+	var wg sync.WaitGroup
+	for k, n := range nodes {
+		wg.Add(1)
+		go func() { defer wg.Done(); views[k], errs[k] = n.view() }()
+	}
+	wg.Wait()
+	for k, n := range nodes {
+		v, err := views[k], errs[k]
 		if err != nil {
 			bad = append(bad, fmt.Sprintf("node %d: %v", n.i, err))
 			continue

@@ -72,17 +72,17 @@ func (n *node) start(join string) error {
 	n.mu.Unlock()
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		code, _, err := n.call("GET", "/api/health?probe=readiness", "")
+		code, body, err := n.call("GET", "/api/health?probe=readiness", "")
 		if err == nil && code == 200 {
 			return nil
 		}
 		select {
 		case <-exited:
-			return fmt.Errorf("node %d exited while starting (see %s)", n.i, filepath.Join(n.dir, "stderr.log"))
+			return fmt.Errorf("node %d exited while starting; its log ends: %s", n.i, n.logTail(5))
 		case <-time.After(100 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("node %d not ready after 60 s: %v", n.i, err)
+			return fmt.Errorf("node %d not ready after 60 s: %d %s %v; its log ends: %s", n.i, code, body, err, n.logTail(5))
 		}
 	}
 }
@@ -217,6 +217,16 @@ func (n *node) rssKB() int {
 		}
 	}
 	return 0
+}
+
+// logTail is the last k lines of the node's stderr.
+func (n *node) logTail(k int) string {
+	b, _ := os.ReadFile(filepath.Join(n.dir, "stderr.log"))
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(lines) > k {
+		lines = lines[len(lines)-k:]
+	}
+	return strings.Join(lines, " | ")
 }
 
 // panics returns the lines of the node's stderr that report a panic or
