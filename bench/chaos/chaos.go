@@ -131,6 +131,13 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	nemesis(nctx, h, rng, lab, nodes, sum)
 	stopNemesis()
 	lastFault := time.Now()
+	if ctx.Err() != nil {
+		// Ctrl-C (or the caller's deadline): nothing is checked, the
+		// deferred calls stop and remove everything.
+		h.logf("interrupted; stopping and removing everything")
+		sum.Failures = append(sum.Failures, "interrupted before the checks: "+ctx.Err().Error())
+		return sum, nil
+	}
 	h.logf("nemesis stopped; every fault healed, every node running")
 	// The writes go on for a moment on the healed network, then stop.
 	pause(ctx, 2*time.Second)

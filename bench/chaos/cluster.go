@@ -44,7 +44,7 @@ func startCluster(ctx context.Context, prefix, work, bin string, n int) (*cluste
 			return nil, err
 		}
 		c.undo = append(c.undo, func() { _ = run("umount", "-l", data) })
-		nd := &node{i: i, lab: lab, bin: bin, dir: dir, http: lab.client(i)}
+		nd := &node{i: i, lab: lab, bin: bin, dir: dir, http: lab.client(i), ctx: ctx}
 		c.nodes[i] = nd
 		c.undo = append(c.undo, nd.kill)
 	}

@@ -157,3 +157,32 @@ func listenIn(path, addr string) (net.Listener, error) {
 
 // nsPath is the namespace file of node i.
 func (l *lab) nsPath(i int) string { return "/var/run/netns/" + l.ns(i) }
+
+// diagnose says whether node i's namespace still reaches the others
+// (one ping each) and whether the lab's namespaces all still exist: a
+// node that cannot join says whether its network or the node is at fault.
+func (l *lab) diagnose(i int) string {
+	var out []string
+	for j := 0; j < l.n; j++ {
+		if j == i {
+			continue
+		}
+		if err := l.nsRun(i, "ping", "-c1", "-W1", l.ip(j)); err != nil {
+			out = append(out, fmt.Sprintf("%s does not answer ping", l.ip(j)))
+		}
+	}
+	names, _ := exec.Command("ip", "netns", "list").Output()
+	for j := -1; j < l.n; j++ {
+		name := l.hub()
+		if j >= 0 {
+			name = l.ns(j)
+		}
+		if !strings.Contains(string(names), name+" ") && !strings.Contains(string(names), name+"\n") {
+			out = append(out, "namespace "+name+" is gone")
+		}
+	}
+	if len(out) == 0 {
+		return "every other node answers ping"
+	}
+	return strings.Join(out, ", ")
+}

@@ -3,6 +3,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -32,6 +33,8 @@ type node struct {
 	// clockOffset, when set, starts the process with its ledger clock
 	// shifted (PEERDNS_TEST_CLOCK_OFFSET).
 	clockOffset time.Duration
+	// ctx ends the wait for readiness early (Ctrl-C); nil: never.
+	ctx context.Context
 }
 
 const (
@@ -76,13 +79,19 @@ func (n *node) start(join string) error {
 		if err == nil && code == 200 {
 			return nil
 		}
+		var done <-chan struct{}
+		if n.ctx != nil {
+			done = n.ctx.Done()
+		}
 		select {
 		case <-exited:
 			return fmt.Errorf("node %d exited while starting; its log ends: %s", n.i, n.logTail(5))
+		case <-done:
+			return fmt.Errorf("node %d: %w while starting", n.i, n.ctx.Err())
 		case <-time.After(100 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("node %d not ready after 60 s: %d %s %v; its log ends: %s", n.i, code, body, err, n.logTail(5))
+			return fmt.Errorf("node %d not ready after 60 s: %d %s %v; the lab: %s; its log ends: %s", n.i, code, body, err, n.lab.diagnose(n.i), n.logTail(5))
 		}
 	}
 }
