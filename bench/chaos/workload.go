@@ -11,7 +11,6 @@ import (
 	"math/rand"
 	"net"
 	"net/netip"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -33,14 +32,15 @@ type localRec struct {
 // acknowledged or answered; the checker reads only this and the nodes.
 type record struct {
 	mu      sync.Mutex
-	claims  map[string]string    // acknowledged claims: domain → hash
-	tried   map[string]time.Time // every claim sent, with when it was first sent
-	removed map[string]bool      // acknowledged removals
-	unknown map[string]bool      // claims or removals whose outcome is unknown
+	claims  map[string]string // acknowledged claims: domain → hash
+	tried   []string          // every claim sent, in order
+	removed map[string]bool   // acknowledged removals
+	unknown map[string]bool   // claims or removals whose outcome is unknown
 	ops     int
 
-	local    []map[string]*localRec // node → local record name → its history
-	localOps int
+	local      []map[string]*localRec // node → local record name → its history
+	localNames [][]string             // node → the names of local, in order
+	localOps   int
 
 	// Tunnel traffic through the clients on nodes 1..n-1 to the echo
 	// service behind node 0: round trips that came back intact, failed
@@ -62,10 +62,11 @@ type record struct {
 }
 
 func newRecord(n int) *record {
-	r := &record{claims: map[string]string{}, tried: map[string]time.Time{}, removed: map[string]bool{}, unknown: map[string]bool{},
+	r := &record{claims: map[string]string{}, removed: map[string]bool{}, unknown: map[string]bool{},
 		tunLastOK: make([]time.Time, n), wsConnects: make([]int, n), wsMsgs: make([]int, n), wsLastHint: make([]time.Time, n)}
 	for i := 0; i < n; i++ {
 		r.local = append(r.local, map[string]*localRec{})
+		r.localNames = append(r.localNames, nil)
 		r.ifaces = append(r.ifaces, map[string]map[string]bool{})
 	}
 	return r
@@ -124,7 +125,7 @@ func workload(ctx context.Context, n *node, rec *record, seed int64) {
 		d := fmt.Sprintf("w%d-%05d.p2p", n.i, seq)
 		hash := "hs://" + fmt.Sprintf("%064x", rng.Uint64())
 		rec.mu.Lock()
-		rec.tried[d] = time.Now()
+		rec.tried = append(rec.tried, d)
 		rec.mu.Unlock()
 		code, _, err := n.call("POST", "/api/add-domain", `{"domain":"`+d+`","hash":"`+hash+`"}`)
 		rec.mu.Lock()
@@ -178,6 +179,7 @@ func localWorkload(ctx context.Context, n *node, rec *record, seed int64) {
 		if lr == nil {
 			lr = &localRec{values: map[string]bool{}}
 			rec.local[n.i][name] = lr
+			rec.localNames[n.i] = append(rec.localNames[n.i], name)
 		}
 		if value != "" {
 			lr.values[value] = true // before the write: a query may see it at once
@@ -475,7 +477,7 @@ func dnsQuerier(ctx context.Context, n *node, rec *record, seed int64) {
 		case 0:
 			name, kind = pick(rng, rec.tried), "p2p"
 		case 1:
-			name, kind = pickLocal(rng, rec.local[n.i]), "local"
+			name, kind = pick(rng, rec.localNames[n.i]), "local"
 		}
 		rec.mu.Unlock()
 		if name == "" {
@@ -492,36 +494,8 @@ func dnsQuerier(ctx context.Context, n *node, rec *record, seed int64) {
 		if len(ips) > 0 {
 			rec.dnsAnswered++
 		}
-		var wrong []string
-		for _, ip := range ips {
-			switch kind {
-			case "never":
-				wrong = append(wrong, ip)
-			case "local":
-				if !rec.local[n.i][name].values[ip] {
-					wrong = append(wrong, ip)
-				}
-			case "p2p":
-				if !rec.ifaces[n.i][name][ip] {
-					wrong = append(wrong, ip) // checked again below, against a fresh listing
-				}
-			}
-		}
 		rec.mu.Unlock()
-		if kind == "p2p" && len(wrong) > 0 {
-			// The address may be newer than the last listing seen: read it.
-			n.sampleInterfaces(rec)
-			rec.mu.Lock()
-			var still []string
-			for _, ip := range wrong {
-				if !rec.ifaces[n.i][name][ip] {
-					still = append(still, ip)
-				}
-			}
-			rec.mu.Unlock()
-			wrong = still
-		}
-		if len(wrong) > 0 {
+		if wrong := judgeDNS(n, rec, name, kind, ips); len(wrong) > 0 {
 			rec.mu.Lock()
 			bad(&rec.dnsBad, fmt.Sprintf("node %d answered %s (%s) with %v, never its value there", n.i, name, kind, wrong))
 			rec.mu.Unlock()
@@ -529,28 +503,49 @@ func dnsQuerier(ctx context.Context, n *node, rec *record, seed int64) {
 	}
 }
 
-func pick(rng *rand.Rand, m map[string]time.Time) string {
-	if len(m) == 0 {
-		return ""
+// judgeDNS returns the addresses of a DNS answer from node n for name
+// that the record cannot explain: for a name nobody claimed ("never")
+// any; for a local record one never written to it; for a p2p name one
+// n's /api/interfaces never gave that domain (read again at once before
+// saying so: the address may be newer than the last listing seen).
+func judgeDNS(n *node, rec *record, name, kind string, ips []string) []string {
+	var wrong []string
+	rec.mu.Lock()
+	for _, ip := range ips {
+		switch kind {
+		case "never":
+			wrong = append(wrong, ip)
+		case "local":
+			if lr := rec.local[n.i][name]; lr == nil || !lr.values[ip] {
+				wrong = append(wrong, ip)
+			}
+		case "p2p":
+			if !rec.ifaces[n.i][name][ip] {
+				wrong = append(wrong, ip)
+			}
+		}
 	}
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
+	rec.mu.Unlock()
+	if kind != "p2p" || len(wrong) == 0 {
+		return wrong
 	}
-	sort.Strings(keys) // map order is random; the seed picks
-	return keys[rng.Intn(len(keys))]
+	n.sampleInterfaces(rec)
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	var still []string
+	for _, ip := range wrong {
+		if !rec.ifaces[n.i][name][ip] {
+			still = append(still, ip)
+		}
+	}
+	return still
 }
 
-func pickLocal(rng *rand.Rand, m map[string]*localRec) string {
-	if len(m) == 0 {
+func pick(rng *rand.Rand, names []string) string {
+	if len(names) == 0 {
 		return ""
 	}
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys[rng.Intn(len(keys))]
+	return names[rng.Intn(len(names))]
 }
 
 // queryA asks node n's DNS for name's A records over UDP (TCP when
