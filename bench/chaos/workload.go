@@ -401,18 +401,21 @@ func roundTrip(ctx context.Context, n *node, addr string, msg []byte) ([]byte, e
 		errc <- err
 	}()
 	got, rerr := io.ReadAll(c)
-	if werr := <-errc; werr != nil {
+	werr := <-errc
+	if !bytes.HasPrefix(msg, got) {
+		// Bytes that are not what was sent are corruption, whatever
+		// happened to the connection after them.
+		return got, nil
+	}
+	switch {
+	case werr != nil:
 		return got, werr
-	}
-	if rerr != nil {
+	case rerr != nil:
 		return got, rerr
-	}
-	if len(got) != len(msg) {
-		// A short answer is a connection that ended early (its peer
-		// vanished), not corruption: a prefix of what was sent.
-		if bytes.HasPrefix(msg, got) {
-			return got, fmt.Errorf("%d of %d bytes came back", len(got), len(msg))
-		}
+	case len(got) != len(msg):
+		// A connection that ended early (its peer vanished): a prefix of
+		// what was sent, not corruption.
+		return got, fmt.Errorf("%d of %d bytes came back", len(got), len(msg))
 	}
 	return got, nil
 }
