@@ -92,10 +92,11 @@
 //     collection kept). A node holds more data at the end than at the
 //     start, so the level it must come back to is that of the same node
 //     started afresh on the same data: the node with the largest live
-//     heap is restarted (kill -9) once all were measured, and after it
-//     holds the converged view and ran the workload 5 s, every node's
-//     live heap after the nemesis must be within 1.5x + 16 MiB of the
-//     fresh process's. RSS is printed beside them, not bounded (the Go
+//     heap is restarted (kill -9) once all were measured, and once it
+//     holds the converged view it runs the workload 5 s, read every half
+//     second (the largest live heap of those readings counts); every
+//     node's live heap after the nemesis must be within 1.5x + 16 MiB of
+//     that fresh process's. RSS is printed beside them, not bounded (the Go
 //     runtime returns freed memory to the system lazily).
 //
 // The history (one line per fault, heal and finding, with the time since
