@@ -26,6 +26,7 @@ type Config struct {
 	Prefix   string        // namespace name prefix
 	Work     string        // data folders and logs
 	Out      io.Writer     // the history
+	Faults   []string      // the fault kinds the nemesis picks from (nil: all of faultKinds)
 }
 
 // Summary is what a run did and found.
@@ -128,7 +129,7 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	h.logf("workload running; levels before the nemesis: %v", sum.Before)
 
 	nctx, stopNemesis := context.WithTimeout(ctx, cfg.Duration)
-	nemesis(nctx, h, rng, lab, nodes, sum)
+	nemesis(nctx, h, rng, lab, nodes, sum, cfg.Faults)
 	stopNemesis()
 	lastFault := time.Now()
 	if ctx.Err() != nil {
@@ -416,8 +417,10 @@ var faultKinds = []string{"kill", "pause", "partition", "netem", "outdrop", "clo
 
 // nemesis acts at random until ctx ends: one fault at a time, held for
 // a few seconds, then healed, with a quiet gap between faults.
-func nemesis(ctx context.Context, h *history, rng *rand.Rand, lab *lab, nodes []*node, sum *Summary) {
-	faults := faultKinds
+func nemesis(ctx context.Context, h *history, rng *rand.Rand, lab *lab, nodes []*node, sum *Summary, faults []string) {
+	if len(faults) == 0 {
+		faults = faultKinds
+	}
 	hold := func(min, max int) bool {
 		select {
 		case <-time.After(time.Duration(min*1000+rng.Intn((max-min)*1000+1)) * time.Millisecond):

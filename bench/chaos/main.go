@@ -9,6 +9,10 @@
 //	go build -o /tmp/peerdns ./cmd/peerdns
 //	sudo go run ./bench/chaos -bin /tmp/peerdns -duration 10m -seed 42
 //
+// -faults picks the fault kinds (e.g. -faults diskfull to reproduce a
+// finding of one kind), -keep keeps the node logs and the history of a
+// run that passed (a failed run always keeps them).
+//
 // The lab: namespaces <prefix>0..4 (default ch-<pid>-) on a bridge in
 // <prefix>h, addresses 192.0.2.10-14/24, no route out. Each node's admin
 // API and DNS listen on its namespace's loopback; the run reaches them
@@ -113,6 +117,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -125,7 +130,16 @@ func main() {
 	flag.Int64Var(&cfg.Seed, "seed", time.Now().UnixNano()%1_000_000, "random seed (printed; reruns the same faults in the same order)")
 	flag.DurationVar(&cfg.Converge, "converge", 30*time.Second, "bound on the time to agree after the last fault")
 	flag.StringVar(&cfg.Prefix, "prefix", fmt.Sprintf("ch-%d-", os.Getpid()%100000), "network namespace prefix")
+	faults := flag.String("faults", strings.Join(faultKinds, ","), "the fault kinds the nemesis picks from (a subset reproduces one kind of failure)")
+	keep := flag.Bool("keep", false, "keep the node logs and the history also when the run passes")
 	flag.Parse()
+	for _, f := range strings.Split(*faults, ",") {
+		if !slices.Contains(faultKinds, f) {
+			fmt.Fprintf(os.Stderr, "chaos: unknown fault %q (known: %s)\n", f, strings.Join(faultKinds, ","))
+			os.Exit(2)
+		}
+		cfg.Faults = append(cfg.Faults, f)
+	}
 	if cfg.Binary == "" {
 		fmt.Fprintln(os.Stderr, "chaos: -bin is required")
 		os.Exit(2)
@@ -147,6 +161,10 @@ func main() {
 	if len(sum.Failures) > 0 {
 		fmt.Printf("FAILED (seed %d; node logs in %s)\n", sum.Seed, work)
 		os.Exit(1)
+	}
+	if *keep {
+		fmt.Printf("node logs and history in %s\n", work)
+		return
 	}
 	os.RemoveAll(work)
 }
