@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -206,7 +207,8 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 			for _, n := range nodes {
 				ps = append(ps, n.peers())
 			}
-			h.logf("not converged yet (the poll took %.1fs; peers per node %v): %s", took.Seconds(), ps, strings.Join(last, "; "))
+			slow, _ := lastSlow.Load().(string)
+			h.logf("not converged yet (the poll took %.1fs %s; peers per node %v): %s", took.Seconds(), slow, ps, strings.Join(last, "; "))
 			nextNote = time.Now().Add(time.Second)
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
@@ -365,18 +367,39 @@ func trafficFlowing(rec *record, n int, since time.Time) string {
 
 // check compares every node's view with what was acknowledged; it
 // returns what is wrong, nil when every node agrees with it.
+// lastSlow says which node's listing took longest in the last check,
+// when that was over a second (for the history).
+var lastSlow atomic.Value
+
 // The nodes' views are read at once (one request each, in parallel), so
 // a poll ends soon after the moment it looks at.
 func check(nodes []*node, want map[string]string, removed map[string]bool) []string {
 	var bad []string
 	views := make([]map[string]string, len(nodes))
 	errs := make([]error, len(nodes))
+	tk := make([]time.Duration, len(nodes))
 	var wg sync.WaitGroup
 	for k, n := range nodes {
 		wg.Add(1)
-		go func() { defer wg.Done(); views[k], errs[k] = n.view() }()
+		go func() {
+			defer wg.Done()
+			s := time.Now()
+			views[k], errs[k] = n.view()
+			tk[k] = time.Since(s)
+		}()
 	}
 	wg.Wait()
+	slowest, took := 0, time.Duration(0)
+	for k := range nodes {
+		if tk[k] > took {
+			slowest, took = k, tk[k]
+		}
+	}
+	if took > time.Second {
+		lastSlow.Store(fmt.Sprintf("node %d's listing took %.1fs", slowest, took.Seconds()))
+	} else {
+		lastSlow.Store("")
+	}
 	for k, n := range nodes {
 		v, err := views[k], errs[k]
 		if err != nil {

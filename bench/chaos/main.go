@@ -71,8 +71,10 @@
 //     with an acknowledged delete). The time printed is from the last
 //     fault's healing to the end of the first poll that found all of
 //     this on every node: it includes the 2 s of writes after the
-//     nemesis and the poll itself (five full listings; each poll's time
-//     is in the history when it runs long), so it is an upper bound.
+//     nemesis and the poll itself (the five full listings, read in
+//     parallel, each allowed 20 s: thousands of domains are 1-2 MB of
+//     JSON, slow on a loaded machine; the history names the slowest node
+//     of a poll over a second), so it is an upper bound.
 //   - tunnels and hints: within the same bound, every tunnel client
 //     carried an intact round trip and every node's subscriber heard an
 //     update-database hint after the last fault. Bytes that come back

@@ -129,6 +129,15 @@ func (n *node) pid() int {
 }
 
 func (n *node) call(method, path, body string) (int, string, error) {
+	return n.callWith(n.http, method, path, body)
+}
+
+// viewTimeout bounds one read of a node's full listing: thousands of
+// domains with their consensus state (1-2 MB of JSON) on a loaded
+// machine take longer than the workload's 5 s.
+const viewTimeout = 20 * time.Second
+
+func (n *node) callWith(cl *http.Client, method, path, body string) (int, string, error) {
 	var r io.Reader
 	if body != "" {
 		r = strings.NewReader(body)
@@ -140,7 +149,7 @@ func (n *node) call(method, path, body string) (int, string, error) {
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	resp, err := n.http.Do(req)
+	resp, err := cl.Do(req)
 	if err != nil {
 		return 0, "", err
 	}
@@ -163,7 +172,8 @@ func (n *node) invite() (string, error) {
 
 // view is the node's resolved workload domains: domain → hash.
 func (n *node) view() (map[string]string, error) {
-	code, body, err := n.call("GET", "/api/resolved-domains", "")
+	cl := &http.Client{Transport: n.http.Transport, Timeout: viewTimeout}
+	code, body, err := n.callWith(cl, "GET", "/api/resolved-domains", "")
 	if err != nil {
 		return nil, err
 	}
