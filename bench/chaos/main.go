@@ -90,6 +90,8 @@
 //     removed: none; local: the last acknowledged value).
 //   - no process panics: no line of any node's stderr (across all its
 //     restarts) starts with "panic:" or "fatal error:".
+//     The DNS sample and the memory level below are judged only once the
+//     views converged.
 //   - levels: goroutines (go_goroutines on /metrics) of each node, taken
 //     once the workload runs and before the nemesis, and again after
 //     convergence with the same workload running, polled for up to 30 s:
@@ -185,7 +187,7 @@ func (s *Summary) String() string {
 	fmt.Fprintf(&b, "faults injected: %d (%s)\n", total, strings.Join(fs, ", "))
 	fmt.Fprintf(&b, "tunnels: %d round trips intact (%.1f MB), %d failed under faults; WebSocket: %d messages on %d connections; DNS: %d queries, %d answered\n",
 		s.TunnelOK, float64(s.TunnelBytes)/1e6, s.TunnelFail, s.WSMsgs, s.WSConnects, s.DNSQueries, s.DNSAnswered)
-	fmt.Fprintf(&b, "lost: %d, acknowledged removals undone: %d, panics: %d\n", len(s.Lost), len(s.Resurrected), len(s.Panics))
+	fmt.Fprintf(&b, "lost (missing on some node at the deadline): %d, acknowledged removals undone: %d, panics: %d\n", len(s.Lost), len(s.Resurrected), len(s.Panics))
 	if s.ConvergedAfter > 0 {
 		fmt.Fprintf(&b, "converged %.1f s after the last fault; tunnels carried again after %.1f s, WebSocket hints after %.1f s\n",
 			s.ConvergedAfter.Seconds(), s.TunnelsAfter.Seconds(), s.WSAfter.Seconds())
