@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -26,19 +27,30 @@ type Config struct {
 	Prefix   string        // namespace name prefix
 	Work     string        // data folders and logs
 	Out      io.Writer     // the history
+	Faults   []string      // the fault kinds the nemesis picks from (nil: all of faultKinds)
 }
 
 // Summary is what a run did and found.
 type Summary struct {
-	Seed                 int64
-	Ops, Acked, Removed  int
-	Unknown              int // requests whose outcome is not known (timeouts): not counted either way
-	Faults               map[string]int
-	Lost, Resurrected    []string
-	ConvergedAfter       time.Duration
-	Panics               []string
-	RSSStartKB, RSSEndKB []int
-	Failures             []string
+	Seed                int64
+	Duration            time.Duration
+	Ops, Acked, Removed int
+	Unknown             int // requests whose outcome is not known (timeouts): not counted either way
+	LocalOps            int // local record writes
+	Faults              map[string]int
+	Lost, Resurrected   []string
+	ConvergedAfter      time.Duration // every node holds every acknowledged claim and no removed one
+	TunnelsAfter        time.Duration // every tunnel client carried a round trip again
+	WSAfter             time.Duration // every node's WebSocket subscriber got a hint again
+	// Tunnel round trips intact / failed (under faults) and bytes echoed.
+	TunnelOK, TunnelFail, TunnelBytes int
+	WSMsgs, WSConnects                int
+	DNSQueries, DNSAnswered           int
+	Panics                            []string
+	Before, After                     []levels // per node, before the nemesis and once it stopped
+	FreshNode                         int      // the node restarted at the end as the memory reference
+	Fresh                             levels   // its levels, fresh on the same data
+	Failures                          []string
 }
 
 // history prints one line per event, with the time since the start.
@@ -54,98 +66,88 @@ func (h *history) logf(format string, a ...any) {
 	fmt.Fprintf(h.out, "%7.1fs  %s\n", time.Since(h.start).Seconds(), fmt.Sprintf(format, a...))
 }
 
-// record is the workload's own record of what each node acknowledged.
-type record struct {
-	mu      sync.Mutex
-	claims  map[string]string // acknowledged claims: domain → hash
-	removed map[string]bool   // acknowledged removals
-	unknown map[string]bool   // claims or removals whose outcome is unknown
-	ops     int
-}
-
 // Run runs the chaos run and returns its summary; the error is set when
 // the run could not be made (not when it found a failure: Summary.Failures).
 func Run(ctx context.Context, cfg Config) (*Summary, error) {
-	h := &history{out: cfg.Out, start: time.Now()}
+	out := cfg.Out
+	if f, err := os.Create(filepath.Join(cfg.Work, "history.log")); err == nil {
+		defer f.Close()
+		out = io.MultiWriter(cfg.Out, f)
+	}
+	h := &history{out: out, start: time.Now()}
 	rng := rand.New(rand.NewSource(cfg.Seed))
-	sum := &Summary{Seed: cfg.Seed, Faults: map[string]int{}}
+	sum := &Summary{Seed: cfg.Seed, Duration: cfg.Duration, Faults: map[string]int{}}
 	h.logf("seed %d, %d nodes, nemesis for %v", cfg.Seed, cfg.Nodes, cfg.Duration)
-	lab, err := newLab(cfg.Prefix, cfg.Nodes)
+	c, err := startCluster(ctx, cfg.Prefix, cfg.Work, cfg.Binary, cfg.Nodes)
 	if err != nil {
 		return nil, err
 	}
-	defer lab.close()
-	nodes := make([]*node, cfg.Nodes)
-	defer func() {
-		for _, n := range nodes {
-			if n != nil {
-				n.kill()
-			}
-		}
-	}()
-	for i := range nodes {
-		dir := filepath.Join(cfg.Work, fmt.Sprintf("node%d", i))
-		if err := os.MkdirAll(dir, 0o700); err != nil {
-			return nil, err
-		}
-		// The data folder is a small tmpfs of its own: the nemesis fills it.
-		data := filepath.Join(dir, "data")
-		if err := os.MkdirAll(data, 0o700); err != nil {
-			return nil, err
-		}
-		if err := run("mount", "-t", "tmpfs", "-o", "size=256m,mode=0700", "tmpfs", data); err != nil {
-			return nil, err
-		}
-		defer run("umount", "-l", data)
-		nodes[i] = &node{i: i, lab: lab, bin: cfg.Binary, dir: dir, http: lab.client(i)}
-	}
-	if err := nodes[0].start(""); err != nil {
-		return nil, err
-	}
-	for i := 1; i < len(nodes); i++ {
-		inv, err := nodes[0].invite()
-		if err != nil {
-			return nil, err
-		}
-		if err := nodes[i].start(inv); err != nil {
-			return nil, err
-		}
-	}
-	h.logf("%d nodes up", len(nodes))
-	// Every node sees every other before the nemesis starts.
-	if err := waitPeers(ctx, nodes, 60*time.Second); err != nil {
-		return nil, err
-	}
-	for _, n := range nodes {
-		sum.RSSStartKB = append(sum.RSSStartKB, n.rssKB())
-	}
+	defer c.close()
+	lab, nodes := c.lab, c.nodes
+	h.logf("%d nodes up, each with a session to every other", len(nodes))
 
-	rec := &record{claims: map[string]string{}, removed: map[string]bool{}, unknown: map[string]bool{}}
-	wctx, stopWork := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	for i := range nodes {
-		wg.Add(1)
-		go func(i int) {
-			defer wg.Done()
-			workload(wctx, nodes[i], rec, cfg.Seed+int64(i))
-		}(i)
+	// The echo service behind node 0's tunnel server.
+	el, err := listenIn(lab.nsPath(0), echoAddr)
+	if err != nil {
+		return nil, err
 	}
+	defer el.Close()
+	go echo(el)
+	addrs, err := setupTunnels(ctx, nodes, 60*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	h.logf("tunnel server on node 0 (echo on %s), clients on the others at %v", echoAddr, addrs[1:])
+
+	rec := newRecord(len(nodes))
+	// Writes (claims, local records) stop shortly after the nemesis, so
+	// the checker has a fixed set to look for; the traffic (tunnels,
+	// WebSocket subscribers, DNS queries) goes on until the checks end.
+	wctx, stopWrites := context.WithCancel(ctx)
+	tctx, stopTraffic := context.WithCancel(ctx)
+	var writes, traffic sync.WaitGroup
+	defer func() { stopWrites(); stopTraffic(); writes.Wait(); traffic.Wait() }()
+	for i, n := range nodes {
+		seed := cfg.Seed*100 + int64(i)*10
+		writes.Add(2)
+		go func() { defer writes.Done(); workload(wctx, n, rec, seed+1) }()
+		go func() { defer writes.Done(); localWorkload(wctx, n, rec, seed+2) }()
+		traffic.Add(3)
+		go func() { defer traffic.Done(); wsSubscriber(tctx, n, rec) }()
+		go func() { defer traffic.Done(); dnsQuerier(tctx, n, rec, seed+3) }()
+		go func() { defer traffic.Done(); interfaceSampler(tctx, n, rec) }()
+		if i > 0 {
+			traffic.Add(1)
+			go func() { defer traffic.Done(); tunnelTraffic(tctx, n, addrs[i], rec, seed+4) }()
+		}
+	}
+	// The levels to come back to: every subscriber connected, every
+	// tunnel carrying, the workload running.
+	if err := waitFor(ctx, 60*time.Second, func() string { return trafficFlowing(rec, len(nodes), time.Time{}) }); err != nil {
+		return nil, fmt.Errorf("the workload did not start: %v", err)
+	}
+	sum.Before = c.levels()
+	h.logf("workload running; levels before the nemesis: %v", sum.Before)
 
 	nctx, stopNemesis := context.WithTimeout(ctx, cfg.Duration)
-	nemesis(nctx, h, rng, lab, nodes, sum)
+	nemesis(nctx, h, rng, lab, nodes, sum, cfg.Faults)
 	stopNemesis()
 	lastFault := time.Now()
-	h.logf("nemesis stopped; every fault healed, every node running")
-	// The workload goes on for a moment on the healed network, then stops.
-	select {
-	case <-time.After(2 * time.Second):
-	case <-ctx.Done():
+	if ctx.Err() != nil {
+		// Ctrl-C (or the caller's deadline): nothing is checked, the
+		// deferred calls stop and remove everything.
+		h.logf("interrupted; stopping and removing everything")
+		sum.Failures = append(sum.Failures, "interrupted before the checks: "+ctx.Err().Error())
+		return sum, nil
 	}
-	stopWork()
-	wg.Wait()
+	h.logf("nemesis stopped; every fault healed, every node running")
+	// The writes go on for a moment on the healed network, then stop.
+	pause(ctx, 2*time.Second)
+	stopWrites()
+	writes.Wait()
 
 	rec.mu.Lock()
-	sum.Ops, sum.Unknown = rec.ops, len(rec.unknown)
+	sum.Ops, sum.Unknown, sum.LocalOps = rec.ops, len(rec.unknown), rec.localOps
 	want := map[string]string{}
 	for d, hash := range rec.claims {
 		if rec.unknown[d] {
@@ -165,18 +167,49 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 		}
 	}
 	rec.mu.Unlock()
-	h.logf("workload stopped: %d operations, %d claims acknowledged, %d removals acknowledged, %d outcomes unknown", sum.Ops, sum.Acked, sum.Removed, sum.Unknown)
+	h.logf("writes stopped: %d claims and removals (%d claims acknowledged, %d removals acknowledged, %d outcomes unknown), %d local record writes",
+		sum.Ops, sum.Acked, sum.Removed, sum.Unknown, sum.LocalOps)
 
 	// Convergence: every node holds every acknowledged claim that was not
-	// removed, none of the removed ones, and all agree.
+	// removed, none of the removed ones, and all agree; every acknowledged
+	// local record is there with its last value; every tunnel carries and
+	// every subscriber hears again.
 	deadline := lastFault.Add(cfg.Converge)
 	var last []string
+	nextNote := time.Now()
 	for {
+		polled := time.Now()
 		last = check(nodes, want, removed)
-		if len(last) == 0 {
+		last = append(last, checkLocal(nodes, rec)...)
+		took := time.Since(polled)
+		if len(last) == 0 && sum.ConvergedAfter == 0 {
 			sum.ConvergedAfter = time.Since(lastFault)
-			h.logf("converged %.1fs after the last fault: %d domains on every node", sum.ConvergedAfter.Seconds(), len(want))
+			h.logf("converged %.1fs after the last fault (this poll took %.1fs): %d domains on every node, every acknowledged local record in place",
+				sum.ConvergedAfter.Seconds(), took.Seconds(), len(want))
+		}
+		if tr := trafficFlowing(rec, len(nodes), lastFault); tr != "" {
+			last = append(last, tr)
+		}
+		rec.mu.Lock()
+		lastTun, lastWS := latest(rec.tunLastOK[1:]), latest(rec.wsLastHint)
+		rec.mu.Unlock()
+		if sum.TunnelsAfter == 0 && lastTun.After(lastFault) && trafficFlowing(rec, len(nodes), lastFault) == "" {
+			sum.TunnelsAfter, sum.WSAfter = lastTun.Sub(lastFault), lastWS.Sub(lastFault)
+		}
+		if len(last) == 0 {
+			h.logf("tunnels carried again %.1fs and every WebSocket subscriber heard a hint %.1fs after the last fault", sum.TunnelsAfter.Seconds(), sum.WSAfter.Seconds())
 			break
+		}
+		if time.Now().After(nextNote) {
+			// What is still missing, and each node's sessions: the history
+			// says why a convergence took long.
+			var ps []int
+			for _, n := range nodes {
+				ps = append(ps, n.peers())
+			}
+			slow, _ := lastSlow.Load().(string)
+			h.logf("not converged yet (the poll took %.1fs %s; peers per node %v): %s", took.Seconds(), slow, ps, strings.Join(last, "; "))
+			nextNote = time.Now().Add(time.Second)
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
 			sum.Failures = append(sum.Failures, fmt.Sprintf("not converged %v after the last fault: %s", cfg.Converge, strings.Join(last, "; ")))
@@ -190,10 +223,55 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 			}
 			break
 		}
-		time.Sleep(250 * time.Millisecond)
+		pause(ctx, 250*time.Millisecond)
 	}
+	// After a few seconds of the workload's traffic on the healed
+	// network, DNS answers what the view holds.
+	// Only a converged network has one answer to agree with: without
+	// convergence the failure above says it all.
+	converged := sum.ConvergedAfter > 0
+	if converged {
+		dnsAgree(ctx, nodes, want, removed, rec)
+	}
+
+	// Goroutines and memory come back to their level (see the bounds
+	// beside goroutinesExceed).
+	var excess []string
+	_ = waitFor(ctx, levelSettle, func() string {
+		sum.After = c.levels()
+		excess = goroutinesExceed(sum.Before, sum.After)
+		return strings.Join(excess, "; ")
+	})
+	h.logf("levels after (goroutines/RSS/live heap): %v", sum.After)
+	if len(excess) > 0 {
+		sum.Failures = append(sum.Failures, "goroutines not back to their level of before the nemesis: "+strings.Join(excess, "; "))
+	}
+	if !converged {
+		h.logf("memory not judged: a node that has not converged still holds work in flight")
+	} else if ref, fresh, err := freshLevel(ctx, nodes, sum.After, want, removed); err != nil {
+		sum.Failures = append(sum.Failures, fmt.Sprintf("node %d restarted for the memory reference: %v", ref, err))
+	} else {
+		sum.FreshNode, sum.Fresh = ref, fresh
+		h.logf("node %d restarted on its data as the memory reference: %v", ref, fresh)
+		if ex := heapExceeds(sum.After, fresh); len(ex) > 0 {
+			sum.Failures = append(sum.Failures, "memory not back to its level: "+strings.Join(ex, "; "))
+		}
+	}
+
+	stopTraffic()
+	traffic.Wait()
+	rec.mu.Lock()
+	sum.TunnelOK, sum.TunnelFail, sum.TunnelBytes = rec.tunOK, rec.tunFail, rec.tunBytes
+	for i := range nodes {
+		sum.WSMsgs += rec.wsMsgs[i]
+		sum.WSConnects += rec.wsConnects[i]
+	}
+	sum.DNSQueries, sum.DNSAnswered = rec.dnsQueries, rec.dnsAnswered
+	for _, l := range [][]string{rec.tunCorrupt, rec.dnsBad, rec.wsBad} {
+		sum.Failures = append(sum.Failures, l...)
+	}
+	rec.mu.Unlock()
 	for _, n := range nodes {
-		sum.RSSEndKB = append(sum.RSSEndKB, n.rssKB())
 		for _, p := range n.panics() {
 			sum.Panics = append(sum.Panics, fmt.Sprintf("node %d: %s", n.i, p))
 		}
@@ -201,36 +279,136 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	if len(sum.Panics) > 0 {
 		sum.Failures = append(sum.Failures, fmt.Sprintf("%d panics: %s", len(sum.Panics), strings.Join(sum.Panics, "; ")))
 	}
+	if len(sum.Failures) > 0 {
+		h.logf("FAILED: %d findings; rerun with -seed %d -duration %v", len(sum.Failures), cfg.Seed, cfg.Duration)
+	}
 	return sum, nil
 }
 
-func waitPeers(ctx context.Context, nodes []*node, within time.Duration) error {
+// freshLevel restarts the node with the largest live heap on its own
+// data, waits until it holds the converged view again and its tunnel
+// client and subscriber work, lets the workload run on it for a few
+// seconds and returns its levels.
+func freshLevel(ctx context.Context, nodes []*node, after []levels, want map[string]string, removed map[string]bool) (int, levels, error) {
+	ref := 0
+	for i, l := range after {
+		if l.LiveKB > after[ref].LiveKB {
+			ref = i
+		}
+	}
+	n := nodes[ref]
+	n.kill()
+	if err := n.start(""); err != nil {
+		return ref, levels{}, err
+	}
+	err := waitFor(ctx, 60*time.Second, func() string {
+		return strings.Join(check([]*node{n}, want, removed), "; ")
+	})
+	if err != nil {
+		return ref, levels{}, err
+	}
+	// Five seconds of the workload's traffic, read every half second:
+	// the largest live heap any collection in that time left (one taken
+	// early, while the node was still loading, says less than it holds).
+	var fresh levels
+	for end := time.Now().Add(5 * time.Second); time.Now().Before(end) && pause(ctx, 500*time.Millisecond); {
+		l := n.levels()
+		if l.LiveKB < fresh.LiveKB {
+			l.LiveKB = fresh.LiveKB
+		}
+		fresh = l
+	}
+	return ref, fresh, nil
+}
+
+func latest(ts []time.Time) time.Time {
+	var m time.Time
+	for _, t := range ts {
+		if t.After(m) {
+			m = t
+		}
+	}
+	return m
+}
+
+// waitFor polls cond (which returns what is still wrong, "" when
+// nothing) until it holds or within passes.
+func waitFor(ctx context.Context, within time.Duration, cond func() string) error {
 	deadline := time.Now().Add(within)
 	for {
-		ok := true
-		for _, n := range nodes {
-			code, body, err := n.call("GET", "/api/peers", "")
-			if err != nil || code != 200 || strings.Count(body, "\"") < 2*(len(nodes)-1) {
-				ok = false
-				break
-			}
-		}
-		if ok {
+		what := cond()
+		if what == "" {
 			return nil
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
-			return fmt.Errorf("the nodes did not all connect within %v", within)
+			return fmt.Errorf("not within %v: %s", within, what)
 		}
-		time.Sleep(200 * time.Millisecond)
+		pause(ctx, 200*time.Millisecond)
 	}
+}
+
+// trafficFlowing says what of the traffic has not worked since since:
+// a tunnel client without an intact round trip, a node whose WebSocket
+// subscriber heard no update-database hint ("" when all did).
+func trafficFlowing(rec *record, n int, since time.Time) string {
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	var tun, ws []string
+	for i := 0; i < n; i++ {
+		if i > 0 && !rec.tunLastOK[i].After(since) {
+			tun = append(tun, fmt.Sprint(i))
+		}
+		if !rec.wsLastHint[i].After(since) {
+			ws = append(ws, fmt.Sprint(i))
+		}
+	}
+	var out []string
+	if len(tun) > 0 {
+		out = append(out, "no tunnel round trip yet through node "+strings.Join(tun, ", "))
+	}
+	if len(ws) > 0 {
+		out = append(out, "no WebSocket hint yet on node "+strings.Join(ws, ", "))
+	}
+	return strings.Join(out, "; ")
 }
 
 // check compares every node's view with what was acknowledged; it
 // returns what is wrong, nil when every node agrees with it.
+// lastSlow says which node's listing took longest in the last check,
+// when that was over a second (for the history).
+var lastSlow atomic.Value
+
+// The nodes' views are read at once (one request each, in parallel), so
+// a poll ends soon after the moment it looks at.
 func check(nodes []*node, want map[string]string, removed map[string]bool) []string {
 	var bad []string
-	for _, n := range nodes {
-		v, err := n.view()
+	views := make([]map[string]string, len(nodes))
+	errs := make([]error, len(nodes))
+	tk := make([]time.Duration, len(nodes))
+	var wg sync.WaitGroup
+	for k, n := range nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s := time.Now()
+			views[k], errs[k] = n.view()
+			tk[k] = time.Since(s)
+		}()
+	}
+	wg.Wait()
+	slowest, took := 0, time.Duration(0)
+	for k := range nodes {
+		if tk[k] > took {
+			slowest, took = k, tk[k]
+		}
+	}
+	if took > time.Second {
+		lastSlow.Store(fmt.Sprintf("node %d's listing took %.1fs", slowest, took.Seconds()))
+	} else {
+		lastSlow.Store("")
+	}
+	for k, n := range nodes {
+		v, err := views[k], errs[k]
 		if err != nil {
 			bad = append(bad, fmt.Sprintf("node %d: %v", n.i, err))
 			continue
@@ -264,58 +442,15 @@ func check(nodes []*node, want map[string]string, removed map[string]bool) []str
 	return bad
 }
 
-// workload claims new domains on its node and removes some of its own
-// acknowledged ones, as a user of that node's admin API would, and
-// records every outcome.
-func workload(ctx context.Context, n *node, rec *record, seed int64) {
-	rng := rand.New(rand.NewSource(seed))
-	var mine []string
-	for seq := 0; ctx.Err() == nil; seq++ {
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(time.Duration(100+rng.Intn(200)) * time.Millisecond):
-		}
-		if len(mine) > 0 && rng.Intn(5) == 0 {
-			k := rng.Intn(len(mine))
-			d := mine[k]
-			mine = append(mine[:k], mine[k+1:]...)
-			code, _, err := n.call("POST", "/api/remove-domain", `{"domain":"`+d+`"}`)
-			rec.mu.Lock()
-			rec.ops++
-			switch {
-			case code == 200:
-				rec.removed[d] = true
-			case err != nil || code >= 500:
-				// A timeout or a failure half way: the removal may have
-				// been signed.
-				rec.unknown[d] = true
-			}
-			// 403 and other refusals: nothing was written, the claim stays.
-			rec.mu.Unlock()
-			continue
-		}
-		d := fmt.Sprintf("w%d-%05d.p2p", n.i, seq)
-		hash := "hs://" + fmt.Sprintf("%064x", rng.Uint64())
-		code, _, err := n.call("POST", "/api/add-domain", `{"domain":"`+d+`","hash":"`+hash+`"}`)
-		rec.mu.Lock()
-		rec.ops++
-		switch {
-		case err != nil:
-			rec.claims[d] = hash
-			rec.unknown[d] = true // a timeout: it may have been written
-		case code == 200:
-			rec.claims[d] = hash
-			mine = append(mine, d)
-		}
-		rec.mu.Unlock()
-	}
-}
+// faultKinds are the nemesis's faults, in the order the summary lists them.
+var faultKinds = []string{"kill", "pause", "partition", "netem", "outdrop", "clock", "diskfull"}
 
 // nemesis acts at random until ctx ends: one fault at a time, held for
 // a few seconds, then healed, with a quiet gap between faults.
-func nemesis(ctx context.Context, h *history, rng *rand.Rand, lab *lab, nodes []*node, sum *Summary) {
-	faults := []string{"kill", "pause", "partition", "netem", "outdrop", "clock", "diskfull"}
+func nemesis(ctx context.Context, h *history, rng *rand.Rand, lab *lab, nodes []*node, sum *Summary, faults []string) {
+	if len(faults) == 0 {
+		faults = faultKinds
+	}
 	hold := func(min, max int) bool {
 		select {
 		case <-time.After(time.Duration(min*1000+rng.Intn((max-min)*1000+1)) * time.Millisecond):

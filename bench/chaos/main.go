@@ -9,16 +9,41 @@
 //	go build -o /tmp/peerdns ./cmd/peerdns
 //	sudo go run ./bench/chaos -bin /tmp/peerdns -duration 10m -seed 42
 //
-// The lab: namespaces <prefix>0..4 (default pft-c<pid>-) on a bridge in
-// <prefix>h, addresses 192.0.2.10-14/24, no route out. Each node's admin
-// API listens on its namespace's loopback; the run reaches it through
-// sockets made inside the namespace (setns on a thread of their own).
+// -faults picks the fault kinds (e.g. -faults diskfull to reproduce a
+// finding of one kind), -keep keeps the node logs and the history of a
+// run that passed (a failed run always keeps them).
 //
-// The workload: on every node, one client claims a new domain every
-// 100-300 ms (w<node>-<seq>.p2p, a random hash) and now and then removes
-// one of its own acknowledged claims. It records each outcome: 200 is
-// acknowledged; a timeout or a refused connection is unknown (the write
-// may or may not have happened) and is left out of the checks.
+// The lab: namespaces <prefix>0..4 (default ch-<pid>-) on a bridge in
+// <prefix>h, addresses 192.0.2.10-14/24, no route out. Each node's admin
+// API and DNS listen on its namespace's loopback; the run reaches them
+// through sockets made inside the namespace (setns on a thread of their
+// own). Every node's data folder is a 256 MB tmpfs of its own.
+//
+// The workload, on every node, recorded outcome by outcome:
+//
+//   - claims and removals: one client claims a new domain every 100-300
+//     ms (w<node>-<seq>.p2p, a random hash) and now and then removes one
+//     of its own acknowledged claims. 200 is acknowledged; a timeout, a
+//     refused connection or a 5xx other than 507 is unknown (the write
+//     may or may not have happened) and left out of the checks; 403 and
+//     507 (disk full) wrote nothing.
+//   - local records: another client adds, changes and deletes A records
+//     of the node's local DNS (l<node>-<seq>.chaos.lan, 198.51.100.0/24)
+//     every 200-600 ms, with the same outcome rules; every value it ever
+//     wrote or tried to write is kept per name.
+//   - tunnel traffic: an echo service in node 0's namespace behind a
+//     tunnel server on node 0; every other node claims t<node>.p2p with
+//     the server's URL and runs a tunnel client for it; through each
+//     client, every 200-400 ms, a new connection carries 1 B-32 KiB of
+//     seeded random bytes, and what comes back must be those bytes.
+//   - WebSocket subscribers: one per node on /ws (subscribe-stats),
+//     connecting again whenever the connection ends; every message must
+//     be JSON with a type; the update-database hints are timed.
+//   - DNS queries: every 100-300 ms, each node's DNS is asked for the A
+//     record of a p2p name the workload claimed (on any node), a local
+//     record written on that node, or a name nobody claimed; the node's
+//     /api/interfaces (its domain → address listing) is read every
+//     second for the check.
 //
 // The nemesis, one fault at a time, each held 2-10 s then healed, 1-3 s
 // apart: kill -9 and restart on the same data; SIGSTOP then SIGCONT;
@@ -29,21 +54,65 @@
 // node (restarted with PEERDNS_TEST_CLOCK_OFFSET, which shifts the
 // ledger's wall clock: the node reads its time through an injectable
 // clock, and the system clock of a shared machine is not ours to move);
-// and a data folder that fills up (each node's is a 256 MB tmpfs; a
-// filler file takes the rest, then goes). Writes a full disk refuses are
-// answered 507, so they are not acknowledged and not expected.
+// and a data folder that fills up (a filler file takes the rest of the
+// tmpfs, then goes). Writes a full disk refuses are answered 507, so they
+// are not acknowledged and not expected. The claims and local record
+// writes go on for 2 s after the nemesis stopped (then wait for their
+// last request, at most the client's 5 s timeout); the traffic goes on
+// until the checks end.
 //
-// The checker, once the nemesis stopped and every fault is healed:
-// every acknowledged claim not removed is resolved with its hash on every
-// node and no acknowledged removal is undone, within -converge (30 s) of
-// the last fault (the time it took is printed); no node process panicked
-// (its stderr); RSS at the start and the end is printed. Not checked
-// here: DNS answers, tunnel traffic and WebSocket subscribers under the
-// nemesis, and goroutine counts (the node exposes them only on its
-// WebSocket stats).
+// The checker:
 //
-// Everything it made (processes, namespaces) is removed on exit, also on
-// Ctrl-C. A failure prints the seed that reproduces the run.
+//   - no acknowledged write lost, and convergence: within -converge
+//     (default 30 s; the goal is 10 s) of the last fault's healing, every
+//     node resolves every acknowledged claim not removed with its hash,
+//     none of the acknowledged removals, and holds every local record
+//     whose last write was acknowledged with that value (none deleted
+//     with an acknowledged delete). The time printed is from the last
+//     fault's healing to the end of the first poll that found all of
+//     this on every node: it includes the 2 s of writes after the
+//     nemesis and the poll itself (the five full listings, read in
+//     parallel, each allowed 20 s: thousands of domains are 1-2 MB of
+//     JSON, slow on a loaded machine; the history names the slowest node
+//     of a poll over a second), so it is an upper bound.
+//   - tunnels and hints: within the same bound, every tunnel client
+//     carried an intact round trip and every node's subscriber heard an
+//     update-database hint after the last fault. Bytes that come back
+//     different from those sent fail the run at any time; a connection
+//     that fails under a fault does not (it is counted).
+//   - DNS never answers a value that was not resolved at some moment:
+//     during the whole run, a local name answers only values written to
+//     it, a p2p name only an address that node's /api/interfaces gave
+//     that domain at some moment (read again at once when an answer is
+//     not in the record yet), a name nobody claimed nothing. Once the
+//     views agree, a sample of 20 resolved, 20 removed and 20 local names
+//     per node must answer the view's value (resolved: an address;
+//     removed: none; local: the last acknowledged value).
+//   - no process panics: no line of any node's stderr (across all its
+//     restarts) starts with "panic:" or "fatal error:".
+//     The DNS sample and the memory level below are judged only once the
+//     views converged.
+//   - levels: goroutines (go_goroutines on /metrics) of each node, taken
+//     once the workload runs and before the nemesis, and again after
+//     convergence with the same workload running, polled for up to 30 s:
+//     at most 1.25x before + 30. Memory: the live Go heap
+//     (go_memstats_next_gc_bytes / (1+GOGC/100): what the last
+//     collection kept). A node holds more data at the end than at the
+//     start, so the level it must come back to is that of the same node
+//     started afresh on the same data: the node with the largest live
+//     heap is restarted (kill -9) once all were measured, and once it
+//     holds the converged view it runs the workload 5 s, read every half
+//     second (the largest live heap of those readings counts); every
+//     node's live heap after the nemesis must be within 1.5x + 16 MiB of
+//     that fresh process's. RSS is printed beside them, not bounded (the Go
+//     runtime returns freed memory to the system lazily).
+//
+// The history (one line per fault, heal and finding, with the time since
+// the start) is printed as the run goes; a failure ends with the seed and
+// the command that reproduces it, and keeps the node logs.
+//
+// Everything it made (processes, mounts, namespaces) is removed on exit,
+// also on Ctrl-C.
 package main
 
 import (
@@ -52,6 +121,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -63,8 +133,17 @@ func main() {
 	flag.DurationVar(&cfg.Duration, "duration", 10*time.Minute, "how long the nemesis acts")
 	flag.Int64Var(&cfg.Seed, "seed", time.Now().UnixNano()%1_000_000, "random seed (printed; reruns the same faults in the same order)")
 	flag.DurationVar(&cfg.Converge, "converge", 30*time.Second, "bound on the time to agree after the last fault")
-	flag.StringVar(&cfg.Prefix, "prefix", fmt.Sprintf("pft-c%d-", os.Getpid()%100000), "network namespace prefix")
+	flag.StringVar(&cfg.Prefix, "prefix", fmt.Sprintf("ch-%d-", os.Getpid()%100000), "network namespace prefix")
+	faults := flag.String("faults", strings.Join(faultKinds, ","), "the fault kinds the nemesis picks from (a subset reproduces one kind of failure)")
+	keep := flag.Bool("keep", false, "keep the node logs and the history also when the run passes")
 	flag.Parse()
+	for _, f := range strings.Split(*faults, ",") {
+		if !slices.Contains(faultKinds, f) {
+			fmt.Fprintf(os.Stderr, "chaos: unknown fault %q (known: %s)\n", f, strings.Join(faultKinds, ","))
+			os.Exit(2)
+		}
+		cfg.Faults = append(cfg.Faults, f)
+	}
 	if cfg.Binary == "" {
 		fmt.Fprintln(os.Stderr, "chaos: -bin is required")
 		os.Exit(2)
@@ -87,27 +166,38 @@ func main() {
 		fmt.Printf("FAILED (seed %d; node logs in %s)\n", sum.Seed, work)
 		os.Exit(1)
 	}
+	if *keep {
+		fmt.Printf("node logs and history in %s\n", work)
+		return
+	}
 	os.RemoveAll(work)
 }
 
 // String is the summary as printed.
 func (s *Summary) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "seed %d: %d operations, %d claims acknowledged, %d removals acknowledged, %d outcomes unknown\n", s.Seed, s.Ops, s.Acked, s.Removed, s.Unknown)
+	fmt.Fprintf(&b, "seed %d, nemesis %v: %d claim and removal operations (%d claims acknowledged, %d removals acknowledged, %d outcomes unknown), %d local record writes\n",
+		s.Seed, s.Duration, s.Ops, s.Acked, s.Removed, s.Unknown, s.LocalOps)
 	total := 0
 	var fs []string
-	for _, f := range []string{"kill", "pause", "partition", "netem", "outdrop", "clock", "diskfull"} {
+	for _, f := range faultKinds {
 		total += s.Faults[f]
 		fs = append(fs, fmt.Sprintf("%s %d", f, s.Faults[f]))
 	}
 	fmt.Fprintf(&b, "faults injected: %d (%s)\n", total, strings.Join(fs, ", "))
-	fmt.Fprintf(&b, "lost: %d, acknowledged removals undone: %d, panics: %d\n", len(s.Lost), len(s.Resurrected), len(s.Panics))
+	fmt.Fprintf(&b, "tunnels: %d round trips intact (%.1f MB), %d failed under faults; WebSocket: %d messages on %d connections; DNS: %d queries, %d answered\n",
+		s.TunnelOK, float64(s.TunnelBytes)/1e6, s.TunnelFail, s.WSMsgs, s.WSConnects, s.DNSQueries, s.DNSAnswered)
+	fmt.Fprintf(&b, "lost (missing on some node at the deadline): %d, acknowledged removals undone: %d, panics: %d\n", len(s.Lost), len(s.Resurrected), len(s.Panics))
 	if s.ConvergedAfter > 0 {
-		fmt.Fprintf(&b, "converged %.1f s after the last fault\n", s.ConvergedAfter.Seconds())
+		fmt.Fprintf(&b, "converged %.1f s after the last fault; tunnels carried again after %.1f s, WebSocket hints after %.1f s\n",
+			s.ConvergedAfter.Seconds(), s.TunnelsAfter.Seconds(), s.WSAfter.Seconds())
 	}
-	fmt.Fprintf(&b, "RSS (KiB) at the start %v, at the end %v\n", s.RSSStartKB, s.RSSEndKB)
+	fmt.Fprintf(&b, "levels (goroutines/RSS/live heap) before the nemesis %v, after %v; node %d restarted on the same data %v\n", s.Before, s.After, s.FreshNode, s.Fresh)
 	for _, f := range s.Failures {
 		fmt.Fprintf(&b, "FAILURE: %s\n", f)
+	}
+	if len(s.Failures) > 0 {
+		fmt.Fprintf(&b, "reproduce: go run ./bench/chaos -bin <peerdns> -seed %d -duration %v\n", s.Seed, s.Duration)
 	}
 	return b.String()
 }

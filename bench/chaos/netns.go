@@ -127,3 +127,62 @@ func dialIn(ctx context.Context, path, network, addr string) (net.Conn, error) {
 	r := <-ch
 	return r.c, r.err
 }
+
+// listenIn makes a TCP listener inside the namespace at path, the same
+// way dialIn makes a connection.
+func listenIn(path, addr string) (net.Listener, error) {
+	type res struct {
+		l   net.Listener
+		err error
+	}
+	ch := make(chan res, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread exits with the goroutine
+		f, err := os.Open(path)
+		if err != nil {
+			ch <- res{nil, err}
+			return
+		}
+		defer f.Close()
+		if err := unix.Setns(int(f.Fd()), unix.CLONE_NEWNET); err != nil {
+			ch <- res{nil, fmt.Errorf("setns %s: %w", path, err)}
+			return
+		}
+		l, err := net.Listen("tcp", addr)
+		ch <- res{l, err}
+	}()
+	r := <-ch
+	return r.l, r.err
+}
+
+// nsPath is the namespace file of node i.
+func (l *lab) nsPath(i int) string { return "/var/run/netns/" + l.ns(i) }
+
+// diagnose says whether node i's namespace still reaches the others
+// (one ping each) and whether the lab's namespaces all still exist: a
+// node that cannot join says whether its network or the node is at fault.
+func (l *lab) diagnose(i int) string {
+	var out []string
+	for j := 0; j < l.n; j++ {
+		if j == i {
+			continue
+		}
+		if err := l.nsRun(i, "ping", "-c1", "-W1", l.ip(j)); err != nil {
+			out = append(out, fmt.Sprintf("%s does not answer ping", l.ip(j)))
+		}
+	}
+	names, _ := exec.Command("ip", "netns", "list").Output()
+	for j := -1; j < l.n; j++ {
+		name := l.hub()
+		if j >= 0 {
+			name = l.ns(j)
+		}
+		if !strings.Contains(string(names), name+" ") && !strings.Contains(string(names), name+"\n") {
+			out = append(out, "namespace "+name+" is gone")
+		}
+	}
+	if len(out) == 0 {
+		return "every other node answers ping"
+	}
+	return strings.Join(out, ", ")
+}

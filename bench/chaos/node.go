@@ -3,6 +3,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -32,9 +33,20 @@ type node struct {
 	// clockOffset, when set, starts the process with its ledger clock
 	// shifted (PEERDNS_TEST_CLOCK_OFFSET).
 	clockOffset time.Duration
+	// ctx ends the wait for readiness early (Ctrl-C); nil: never.
+	ctx context.Context
 }
 
-const adminAddr = "127.0.0.1:7710"
+// startTimeout bounds a node's start until readiness. A restart loads
+// and verifies every op of the ledger again (about a second for 10,000
+// ops on an idle core); on this shared 2-core machine at load 100 that
+// took 30 s, and the readiness after it longer.
+const startTimeout = 120 * time.Second
+
+const (
+	adminAddr = "127.0.0.1:7710"
+	dnsAddr   = "127.0.0.1:7753"
+)
 
 func (n *node) base() string { return "http://" + adminAddr }
 
@@ -67,19 +79,25 @@ func (n *node) start(join string) error {
 	n.mu.Lock()
 	n.cmd, n.exited, n.paused = cmd, exited, false
 	n.mu.Unlock()
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(startTimeout)
 	for {
-		code, _, err := n.call("GET", "/api/health?probe=readiness", "")
+		code, body, err := n.call("GET", "/api/health?probe=readiness", "")
 		if err == nil && code == 200 {
 			return nil
 		}
+		var done <-chan struct{}
+		if n.ctx != nil {
+			done = n.ctx.Done()
+		}
 		select {
 		case <-exited:
-			return fmt.Errorf("node %d exited while starting (see %s)", n.i, filepath.Join(n.dir, "stderr.log"))
+			return fmt.Errorf("node %d exited while starting; its log ends: %s", n.i, n.logTail(5))
+		case <-done:
+			return fmt.Errorf("node %d: %w while starting", n.i, n.ctx.Err())
 		case <-time.After(100 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("node %d not ready after 30 s: %v", n.i, err)
+			return fmt.Errorf("node %d not ready after %v: %d %s %v; the lab: %s; its log ends: %s", n.i, startTimeout, code, body, err, n.lab.diagnose(n.i), n.logTail(5))
 		}
 	}
 }
@@ -117,6 +135,15 @@ func (n *node) pid() int {
 }
 
 func (n *node) call(method, path, body string) (int, string, error) {
+	return n.callWith(n.http, method, path, body)
+}
+
+// viewTimeout bounds one read of a node's full listing: thousands of
+// domains with their consensus state (1-2 MB of JSON) on a loaded
+// machine take longer than the workload's 5 s.
+const viewTimeout = 20 * time.Second
+
+func (n *node) callWith(cl *http.Client, method, path, body string) (int, string, error) {
 	var r io.Reader
 	if body != "" {
 		r = strings.NewReader(body)
@@ -128,7 +155,7 @@ func (n *node) call(method, path, body string) (int, string, error) {
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	resp, err := n.http.Do(req)
+	resp, err := cl.Do(req)
 	if err != nil {
 		return 0, "", err
 	}
@@ -151,7 +178,8 @@ func (n *node) invite() (string, error) {
 
 // view is the node's resolved workload domains: domain → hash.
 func (n *node) view() (map[string]string, error) {
-	code, body, err := n.call("GET", "/api/resolved-domains", "")
+	cl := &http.Client{Transport: n.http.Transport, Timeout: viewTimeout}
+	code, body, err := n.callWith(cl, "GET", "/api/resolved-domains", "")
 	if err != nil {
 		return nil, err
 	}
@@ -175,6 +203,31 @@ func (n *node) view() (map[string]string, error) {
 	return out, nil
 }
 
+// resolved is the set of domains the node resolves (any name).
+func (n *node) resolved() (map[string]bool, error) {
+	code, body, err := n.call("GET", "/api/resolved-domains", "")
+	if err != nil {
+		return nil, err
+	}
+	if code != 200 {
+		return nil, fmt.Errorf("resolved-domains: %d", code)
+	}
+	var list []struct {
+		Domain          string `json:"domain"`
+		ConsensusStatus string `json:"consensusStatus"`
+	}
+	if err := json.Unmarshal([]byte(body), &list); err != nil {
+		return nil, err
+	}
+	out := map[string]bool{}
+	for _, d := range list {
+		if d.ConsensusStatus == "resolved" || d.ConsensusStatus == "conflict" {
+			out[d.Domain] = true
+		}
+	}
+	return out, nil
+}
+
 // rssKB is the process's resident memory (VmRSS), 0 when unknown.
 func (n *node) rssKB() int {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", n.pid()))
@@ -189,6 +242,16 @@ func (n *node) rssKB() int {
 		}
 	}
 	return 0
+}
+
+// logTail is the last k lines of the node's stderr.
+func (n *node) logTail(k int) string {
+	b, _ := os.ReadFile(filepath.Join(n.dir, "stderr.log"))
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(lines) > k {
+		lines = lines[len(lines)-k:]
+	}
+	return strings.Join(lines, " | ")
 }
 
 // panics returns the lines of the node's stderr that report a panic or
