@@ -99,60 +99,46 @@ func (l *lab) client(i int) *http.Client {
 	return &http.Client{Transport: tr, Timeout: 5 * time.Second}
 }
 
-// dialIn dials from inside the namespace at path: a thread of its own
-// enters the namespace, makes the socket (a socket stays in the
-// namespace it was made in) and ends with the goroutine, still locked,
-// so no other goroutine ever runs in that namespace.
-func dialIn(ctx context.Context, path, network, addr string) (net.Conn, error) {
-	type res struct {
-		c   net.Conn
-		err error
-	}
-	ch := make(chan res, 1)
+// inNS runs f on a thread of its own that entered the namespace at path:
+// sockets f makes stay in that namespace, and the thread ends with the
+// goroutine, still locked, so no other goroutine ever runs there.
+func inNS(path string, f func() error) error {
+	ch := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread() // never unlocked: the thread exits with the goroutine
-		f, err := os.Open(path)
+		fd, err := os.Open(path)
 		if err != nil {
-			ch <- res{nil, err}
+			ch <- err
 			return
 		}
-		defer f.Close()
-		if err := unix.Setns(int(f.Fd()), unix.CLONE_NEWNET); err != nil {
-			ch <- res{nil, fmt.Errorf("setns %s: %w", path, err)}
+		defer fd.Close()
+		if err := unix.Setns(int(fd.Fd()), unix.CLONE_NEWNET); err != nil {
+			ch <- fmt.Errorf("setns %s: %w", path, err)
 			return
 		}
-		c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
-		ch <- res{c, err}
+		ch <- f()
 	}()
-	r := <-ch
-	return r.c, r.err
+	return <-ch
 }
 
-// listenIn makes a TCP listener inside the namespace at path, the same
-// way dialIn makes a connection.
+// dialIn dials from inside the namespace at path.
+func dialIn(ctx context.Context, path, network, addr string) (net.Conn, error) {
+	var c net.Conn
+	err := inNS(path, func() (err error) {
+		c, err = (&net.Dialer{}).DialContext(ctx, network, addr)
+		return err
+	})
+	return c, err
+}
+
+// listenIn makes a TCP listener inside the namespace at path.
 func listenIn(path, addr string) (net.Listener, error) {
-	type res struct {
-		l   net.Listener
-		err error
-	}
-	ch := make(chan res, 1)
-	go func() {
-		runtime.LockOSThread() // never unlocked: the thread exits with the goroutine
-		f, err := os.Open(path)
-		if err != nil {
-			ch <- res{nil, err}
-			return
-		}
-		defer f.Close()
-		if err := unix.Setns(int(f.Fd()), unix.CLONE_NEWNET); err != nil {
-			ch <- res{nil, fmt.Errorf("setns %s: %w", path, err)}
-			return
-		}
-		l, err := net.Listen("tcp", addr)
-		ch <- res{l, err}
-	}()
-	r := <-ch
-	return r.l, r.err
+	var l net.Listener
+	err := inNS(path, func() (err error) {
+		l, err = net.Listen("tcp", addr)
+		return err
+	})
+	return l, err
 }
 
 // nsPath is the namespace file of node i.

@@ -16,6 +16,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"peerdns/bench/procstat"
 )
 
 // node is one `peerdns node` process in its namespace, started again on
@@ -229,20 +231,7 @@ func (n *node) resolved() (map[string]bool, error) {
 }
 
 // rssKB is the process's resident memory (VmRSS), 0 when unknown.
-func (n *node) rssKB() int {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", n.pid()))
-	if err != nil {
-		return 0
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
-			var kb int
-			fmt.Sscan(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), &kb)
-			return kb
-		}
-	}
-	return 0
-}
+func (n *node) rssKB() int { return procstat.RSSKB(n.pid()) }
 
 // logTail is the last k lines of the node's stderr.
 func (n *node) logTail(k int) string {

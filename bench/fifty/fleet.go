@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"peerdns/bench/natlab"
+	"peerdns/bench/procstat"
 )
 
 // fleet is the lab and its node processes: node i sits on the public
@@ -376,18 +377,7 @@ func (f *fleet) rssKB(i int) int {
 	if n == nil {
 		return 0
 	}
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", n.Pid()))
-	if err != nil {
-		return 0
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
-			var kb int
-			fmt.Sscan(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), &kb)
-			return kb
-		}
-	}
-	return 0
+	return procstat.RSSKB(n.Pid())
 }
 
 // cpuSeconds is node i's user+system CPU time so far.
@@ -396,28 +386,9 @@ func (f *fleet) cpuSeconds(i int) float64 {
 	if n == nil {
 		return 0
 	}
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", n.Pid()))
-	if err != nil {
-		return 0
-	}
-	s := string(b)
-	// Fields after the command (which may hold spaces) in parentheses.
-	k := strings.LastIndexByte(s, ')')
-	if k < 0 {
-		return 0
-	}
-	fs := strings.Fields(s[k+1:])
-	if len(fs) < 13 {
-		return 0
-	}
-	var ut, st float64
-	fmt.Sscan(fs[11], &ut)
-	fmt.Sscan(fs[12], &st)
-	return (ut + st) / clockTicks
+	v, _ := procstat.CPUSeconds(n.Pid())
+	return v
 }
-
-// clockTicks is USER_HZ, 100 on every Linux this runs on.
-const clockTicks = 100
 
 // panics is the log lines of every node (every run) that report a panic
 // or a fatal runtime error.
