@@ -77,6 +77,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -208,6 +209,35 @@ func poll(ctx context.Context, what string, d time.Duration, f func() error) err
 	}
 }
 
+// cpuTicks is the user+system CPU time of pid in clock ticks (USER_HZ,
+// 100 a second on Linux), from /proc/PID/stat.
+func cpuTicks(pid int) int64 {
+	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 13 {
+		return 0
+	}
+	var u, k int64
+	fmt.Sscan(f[11], &u)
+	fmt.Sscan(f[12], &k)
+	return u + k
+}
+
+// loadavg is the machine's 1-minute load average, as text.
+func loadavg() string {
+	b, _ := os.ReadFile("/proc/loadavg")
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return "?"
+	}
+	return f[0]
+}
+
 func procFigures(pid int) (rssKB, fds, threads int) {
 	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	for _, l := range strings.Split(string(b), "\n") {
@@ -273,6 +303,7 @@ func logf(format string, a ...any) {
 // row is one minute of one process.
 type row struct {
 	rssKB, gor, fds, thr int
+	cpu                  float64 // CPU seconds used in the minute
 	dns, edge            minute
 	hasDNS, hasEdge      bool
 }
@@ -491,13 +522,17 @@ func soak(c config) (bool, error) {
 
 	fmt.Printf("soak: %v, sampled every %v; DNS %d q/s per node, edge %d+%d req/s through the tunnel, bulk %.1f Mbit/s, ws %d+%d per node, a claim every %v\n",
 		c.dur, c.period, c.dnsRate, c.edgeRate, c.edgeFresh, float64(c.bulkBits)/1e6, c.wsStay, c.wsChurn, c.claimEvery)
-	fmt.Println("minute  proc   rss_MB  goroutines  open_files  threads   dns_p50  dns_p99  dns_n  dns_err  edge_p50  edge_p99  edge_n  edge_err")
+	fmt.Println("minute  proc   rss_MB  goroutines  open_files  threads  cpu_s   dns_p50  dns_p99  dns_n  dns_err  edge_p50  edge_p99  edge_n  edge_err")
 	var rows [][3]row
 	t := time.NewTicker(c.period)
 	defer t.Stop()
 	start := time.Now()
 	lastBytes := int64(0)
 	var why string
+	var ticks [3]int64
+	for i, p := range procs {
+		ticks[i] = cpuTicks(p.cmd.Process.Pid)
+	}
 	for m := 1; ; m++ {
 		select {
 		case <-ctx.Done():
@@ -513,6 +548,8 @@ func soak(c config) (bool, error) {
 		var r [3]row
 		for i, p := range procs {
 			r[i].rssKB, r[i].fds, r[i].thr = procFigures(p.cmd.Process.Pid)
+			tk := cpuTicks(p.cmd.Process.Pid)
+			r[i].cpu, ticks[i] = float64(tk-ticks[i])/100, tk
 			r[i].gor = -1
 			if i < 2 {
 				r[i].gor = goroutines(client, p.addrs["admin"])
@@ -525,8 +562,8 @@ func soak(c config) (bool, error) {
 		}
 		got := be.received.Load()
 		ad, agm := admLat.take(), agentLat.take()
-		fmt.Printf("%6d  load: tunnel %.2f Mbit/s (%d errors), ws %d msgs (%d errors), admin reads %d p99 %.1f ms (%d errors), agent %d reqs p99 %.1f ms (%d errors), claims %d (%d errors)\n",
-			m, float64(got-lastBytes)*8/c.period.Seconds()/1e6, bulkErrs.Swap(0), wsMsgs.Swap(0), wsErrs.Swap(0),
+		fmt.Printf("%6d  load: machine loadavg %s; tunnel %.2f Mbit/s (%d errors), ws %d msgs (%d errors), admin reads %d p99 %.1f ms (%d errors), agent %d reqs p99 %.1f ms (%d errors), claims %d (%d errors)\n",
+			m, loadavg(), float64(got-lastBytes)*8/c.period.Seconds()/1e6, bulkErrs.Swap(0), wsMsgs.Swap(0), wsErrs.Swap(0),
 			ad.n, ms(ad.p99), ad.errs, agm.n, ms(agm.p99), agm.errs, claims.Load(), claimErrs.Load())
 		for _, e := range []struct {
 			what string
@@ -556,7 +593,7 @@ func printRow(m int, name string, r row) {
 	if r.gor >= 0 {
 		gor = fmt.Sprint(r.gor)
 	}
-	fmt.Printf("%6d  %-5s  %6.1f  %10s  %10d  %7d", m, name, float64(r.rssKB)/1024, gor, r.fds, r.thr)
+	fmt.Printf("%6d  %-5s  %6.1f  %10s  %10d  %7d  %5.1f", m, name, float64(r.rssKB)/1024, gor, r.fds, r.thr, r.cpu)
 	if r.hasDNS {
 		fmt.Printf("  %8.2f  %7.2f  %5d  %7d", ms(r.dns.p50), ms(r.dns.p99), r.dns.n, r.dns.errs)
 	} else {
@@ -598,6 +635,33 @@ func verdict(rows [][3]row) bool {
 	check("edge p99 (B -> A)", f[1].edge.n > 0 && l[1].edge.n > 0 && x <= 1.5, "%.2f -> %.2f ms (x%.2f)", ms(f[1].edge.p99), ms(l[1].edge.p99), x)
 	fmt.Printf("  info agent RSS %.1f -> %.1f MB (%+.1f%%); open files A %d -> %d, B %d -> %d, agent %d -> %d\n",
 		float64(f[2].rssKB)/1024, float64(l[2].rssKB)/1024, pct(f[2].rssKB, l[2].rssKB), f[0].fds, l[0].fds, f[1].fds, l[1].fds, f[2].fds, l[2].fds)
+	// One minute's p99 on a shared machine moves with whatever else runs;
+	// the median of five minutes around minute 5 against the median of the
+	// last five says whether a change is a trend or one busy minute.
+	if len(rows) >= 12 {
+		med := func(from, to int, f func(r [3]row) float64) float64 {
+			var v []float64
+			for _, r := range rows[from:to] {
+				v = append(v, f(r))
+			}
+			sort.Float64s(v)
+			return v[len(v)/2]
+		}
+		n := len(rows)
+		for _, e := range []struct {
+			what string
+			f    func(r [3]row) float64
+		}{
+			{"DNS p99 A", func(r [3]row) float64 { return ms(r[0].dns.p99) }},
+			{"DNS p99 B", func(r [3]row) float64 { return ms(r[1].dns.p99) }},
+			{"edge p99", func(r [3]row) float64 { return ms(r[1].edge.p99) }},
+			{"CPU s/min A", func(r [3]row) float64 { return r[0].cpu }},
+			{"CPU s/min B", func(r [3]row) float64 { return r[1].cpu }},
+		} {
+			a, b := med(2, 7, e.f), med(n-5, n, e.f)
+			fmt.Printf("  info %-12s median of minutes 3-7 %.2f, of minutes %d-%d %.2f (x%.2f)\n", e.what, a, n-4, n, b, b/a)
+		}
+	}
 	if ok {
 		fmt.Println("verdict: every bound held")
 	} else {
