@@ -19,7 +19,9 @@
 // slow answer delays the next request instead of piling up):
 //
 //   - DNS: 100 queries/s to each node (UDP, miekg/dns), alternating
-//     soak.p2p and site.p2p: names claimed on A and resolved on both.
+//     soak.p2p and site.p2p: names claimed on A and resolved on both
+//     (each ticker waits for its answer, so a busy machine sends fewer:
+//     dns_n in the table is what was answered).
 //   - Edge through the tunnel: 20 HTTPS requests/s for https://site.p2p/
 //     to B's edge on kept-alive connections, and 4/s each on a new TLS
 //     connection; B's edge reaches A's tunnel server over QUIC and A
@@ -43,13 +45,19 @@
 // shared with other builds and tests, and the whole load costs a few
 // tenths of a core. The rates are flags, for a bigger machine.
 //
-// Each minute, per process (A, B, the agent): RSS (VmRSS), goroutines
-// (the node's own count, GET /api/stats process.goroutines; the agent
-// does not expose it), open files (/proc/PID/fd) and threads; and for
-// that minute the p50 and p99 latency of the DNS answers of each node
-// and of the edge requests (on B's row: they enter at B), with counts
-// and errors. A "load" line after each minute says what the tunnel, the
-// subscribers, the admin reads and the agent saw.
+// Each minute, per process (A, B, the agent): RSS (VmRSS), the Go heap
+// in use (nodes: go_memstats_heap_inuse_bytes of GET /metrics), the
+// goroutines (the node's own count, GET /api/stats process.goroutines;
+// the agent does not expose it), open files (/proc/PID/fd), threads and
+// the CPU seconds used in the minute (/proc/PID/stat); and for that
+// minute the p50 and p99 latency of the DNS answers of each node and of
+// the edge requests (on B's row: they enter at B), with counts and
+// errors. A "load" line after each minute gives the machine's load
+// average and what the tunnel, the subscribers, the admin reads, the
+// agent and the claims saw, and the ledger's length on each node. The
+// agent's open files follow the host's process count, not time: its
+// apps collector keeps /proc/PID/stat and /proc/PID/io open for every
+// process of the host and closes them when the process ends.
 //
 // At the end: minute 5 against the last minute, with the bounds: RSS
 // and goroutines of each node within 10%, the p99 of DNS (each node)
@@ -304,6 +312,8 @@ func logf(format string, a ...any) {
 type row struct {
 	rssKB, gor, fds, thr int
 	cpu                  float64 // CPU seconds used in the minute
+	heapMB               float64 // Go heap in use (nodes: /metrics), -1 unknown
+	ledgerOps            int
 	dns, edge            minute
 	hasDNS, hasEdge      bool
 }
@@ -522,7 +532,7 @@ func soak(c config) (bool, error) {
 
 	fmt.Printf("soak: %v, sampled every %v; DNS %d q/s per node, edge %d+%d req/s through the tunnel, bulk %.1f Mbit/s, ws %d+%d per node, a claim every %v\n",
 		c.dur, c.period, c.dnsRate, c.edgeRate, c.edgeFresh, float64(c.bulkBits)/1e6, c.wsStay, c.wsChurn, c.claimEvery)
-	fmt.Println("minute  proc   rss_MB  goroutines  open_files  threads  cpu_s   dns_p50  dns_p99  dns_n  dns_err  edge_p50  edge_p99  edge_n  edge_err")
+	fmt.Println("minute  proc   rss_MB  heap_MB  goroutines  open_files  threads  cpu_s   dns_p50  dns_p99  dns_n  dns_err  edge_p50  edge_p99  edge_n  edge_err")
 	var rows [][3]row
 	t := time.NewTicker(c.period)
 	defer t.Stop()
@@ -550,9 +560,14 @@ func soak(c config) (bool, error) {
 			r[i].rssKB, r[i].fds, r[i].thr = procFigures(p.cmd.Process.Pid)
 			tk := cpuTicks(p.cmd.Process.Pid)
 			r[i].cpu, ticks[i] = float64(tk-ticks[i])/100, tk
-			r[i].gor = -1
+			r[i].gor, r[i].heapMB = -1, -1
 			if i < 2 {
 				r[i].gor = goroutines(client, p.addrs["admin"])
+				pv := promValues(client, p.addrs["admin"], "go_memstats_heap_inuse_bytes", "peerdns_ledger_ops")
+				if v, ok := pv["go_memstats_heap_inuse_bytes"]; ok {
+					r[i].heapMB = v / (1 << 20)
+				}
+				r[i].ledgerOps = int(pv["peerdns_ledger_ops"])
 				r[i].dns, r[i].hasDNS = dnsLat[i].take(), true
 			}
 		}
@@ -562,9 +577,9 @@ func soak(c config) (bool, error) {
 		}
 		got := be.received.Load()
 		ad, agm := admLat.take(), agentLat.take()
-		fmt.Printf("%6d  load: machine loadavg %s; tunnel %.2f Mbit/s (%d errors), ws %d msgs (%d errors), admin reads %d p99 %.1f ms (%d errors), agent %d reqs p99 %.1f ms (%d errors), claims %d (%d errors)\n",
+		fmt.Printf("%6d  load: machine loadavg %s; tunnel %.2f Mbit/s (%d errors), ws %d msgs (%d errors), admin reads %d p99 %.1f ms (%d errors), agent %d reqs p99 %.1f ms (%d errors), claims %d (%d errors), ledger ops A %d B %d\n",
 			m, loadavg(), float64(got-lastBytes)*8/c.period.Seconds()/1e6, bulkErrs.Swap(0), wsMsgs.Swap(0), wsErrs.Swap(0),
-			ad.n, ms(ad.p99), ad.errs, agm.n, ms(agm.p99), agm.errs, claims.Load(), claimErrs.Load())
+			ad.n, ms(ad.p99), ad.errs, agm.n, ms(agm.p99), agm.errs, claims.Load(), claimErrs.Load(), r[0].ledgerOps, r[1].ledgerOps)
 		for _, e := range []struct {
 			what string
 			m    minute
@@ -593,7 +608,11 @@ func printRow(m int, name string, r row) {
 	if r.gor >= 0 {
 		gor = fmt.Sprint(r.gor)
 	}
-	fmt.Printf("%6d  %-5s  %6.1f  %10s  %10d  %7d  %5.1f", m, name, float64(r.rssKB)/1024, gor, r.fds, r.thr, r.cpu)
+	heap := "-"
+	if r.heapMB >= 0 {
+		heap = fmt.Sprintf("%.1f", r.heapMB)
+	}
+	fmt.Printf("%6d  %-5s  %6.1f  %7s  %10s  %10d  %7d  %5.1f", m, name, float64(r.rssKB)/1024, heap, gor, r.fds, r.thr, r.cpu)
 	if r.hasDNS {
 		fmt.Printf("  %8.2f  %7.2f  %5d  %7d", ms(r.dns.p50), ms(r.dns.p99), r.dns.n, r.dns.errs)
 	} else {
@@ -633,6 +652,8 @@ func verdict(rows [][3]row) bool {
 	}
 	x := ratio(f[1].edge.p99, l[1].edge.p99)
 	check("edge p99 (B -> A)", f[1].edge.n > 0 && l[1].edge.n > 0 && x <= 1.5, "%.2f -> %.2f ms (x%.2f)", ms(f[1].edge.p99), ms(l[1].edge.p99), x)
+	fmt.Printf("  info heap in use A %.1f -> %.1f MB, B %.1f -> %.1f MB; ledger ops A %d -> %d\n",
+		f[0].heapMB, l[0].heapMB, f[1].heapMB, l[1].heapMB, f[0].ledgerOps, l[0].ledgerOps)
 	fmt.Printf("  info agent RSS %.1f -> %.1f MB (%+.1f%%); open files A %d -> %d, B %d -> %d, agent %d -> %d\n",
 		float64(f[2].rssKB)/1024, float64(l[2].rssKB)/1024, pct(f[2].rssKB, l[2].rssKB), f[0].fds, l[0].fds, f[1].fds, l[1].fds, f[2].fds, l[2].fds)
 	// One minute's p99 on a shared machine moves with whatever else runs;
