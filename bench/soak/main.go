@@ -170,7 +170,15 @@ func launch(name, logPath string, env []string, want []string, bin string, args 
 	return p, nil
 }
 
+// stop asks the process to end (SIGTERM: a node shuts down in order and
+// writes PEERDNS_ALLOCPROFILE if that is set) and kills it after 10 s.
 func (p *proc) stop() {
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.exit:
+		return
+	case <-time.After(10 * time.Second):
+	}
 	_ = p.cmd.Process.Kill()
 	select {
 	case <-p.exit:
