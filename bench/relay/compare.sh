@@ -61,6 +61,9 @@ NSS=()
 cleanup() {
 	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
 	for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
+	# Background jobs started through inns are subshells: what they ran
+	# (iperf3, the echo server) is found by namespace instead.
+	for n in "${NSS[@]}"; do ip netns pids "$n" 2>/dev/null | xargs -r kill 2>/dev/null || true; done
 	for n in "${NSS[@]}"; do ip netns del "$n" 2>/dev/null || true; done
 	if [ "$KEEP" = 1 ]; then log "kept $TMP"; else rm -rf "$TMP"; fi
 }
