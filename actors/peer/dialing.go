@@ -90,6 +90,7 @@ type dialGate struct {
 	dialing   map[string]bool
 	held      map[string]time.Time // peer → no dial before then
 	room      int                  // neighbours the active view still takes
+	beyond    map[string]bool      // peers one dial may go to even when room is 0
 	inflight  int                  // dials Skip let through and After has not ended
 	now       func() time.Time
 }
@@ -112,7 +113,7 @@ func (g *dialGate) skip(id string) bool {
 			delete(g.held, id)
 		}
 	}
-	if g.inflight >= g.room {
+	if g.inflight >= g.room && !(g.beyond[id] && g.inflight < g.room+1) {
 		return true // the active view is full, or enough dials are under way to fill it
 	}
 	g.inflight++
@@ -182,5 +183,12 @@ func (g *dialGate) isHeld(id string) bool {
 func (g *dialGate) unhold(id string) {
 	g.mu.Lock()
 	delete(g.held, id)
+	g.mu.Unlock()
+}
+
+// setBeyond sets the peers one dial may go to beyond the view's room.
+func (g *dialGate) setBeyond(ids map[string]bool) {
+	g.mu.Lock()
+	g.beyond = ids
 	g.mu.Unlock()
 }

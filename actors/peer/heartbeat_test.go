@@ -48,7 +48,7 @@ func waitActive(t *testing.T, within time.Duration, domain string, want int, nod
 func TestHeartbeatsCountWritersBeyondTheView(t *testing.T) {
 	const n, view = 7, 3
 	nodes := overlayNet(t, n, view)
-	waitOverlay(t, 30*time.Second, view, nodes...)
+	waitOverlay(t, overlayHeal, view, nodes...)
 	nodes[2].addDomain("alive.p2p", hash('a'))
 	waitActive(t, 30*time.Second, "alive.p2p", n, nodes...)
 	byHeartbeat := 0
@@ -58,11 +58,15 @@ func TestHeartbeatsCountWritersBeyondTheView(t *testing.T) {
 	if byHeartbeat == 0 {
 		t.Fatal("every node counts all 7 writers, yet none through heartbeats with a view of 3")
 	}
-	for _, nd := range nodes {
-		if d, _ := nd.domains()["alive.p2p"]; d.ConsensusStatus != "resolved" {
-			t.Fatalf("%s: alive.p2p is %s, want resolved", nd.name, d.ConsensusStatus)
+	// Counted active first, then the votes arrive.
+	testutil.Eventually(t, 20*time.Second, func() error {
+		for _, nd := range nodes {
+			if d := nd.domains()["alive.p2p"]; d.ConsensusStatus != "resolved" {
+				return fmt.Errorf("%s: alive.p2p is %s, want resolved", nd.name, d.ConsensusStatus)
+			}
 		}
-	}
+		return nil
+	})
 
 	gone := nodes[n-1]
 	gone.stop()
@@ -128,8 +132,8 @@ func TestForgedHeartbeatsRefused(t *testing.T) {
 func TestOverlayOverQUIC(t *testing.T) {
 	const n, view = 5, 3
 	nodes := overlayNetWith(t, n, view, func(_ int, o *nodeOpts) { o.mem = nil })
-	waitOverlay(t, 30*time.Second, view, nodes...)
+	waitOverlay(t, overlayHeal, view, nodes...)
 	nodes[1].addDomain("quic-overlay.p2p", hash('f'))
 	waitActive(t, 20*time.Second, "quic-overlay.p2p", n, nodes...)
-	waitConverged(t, 20*time.Second, nodes...)
+	waitConverged(t, overlayHeal, nodes...)
 }

@@ -82,8 +82,34 @@ func (a *Actor) viewRoom() int {
 }
 
 // updateGate tells the dialers how much room the view has.
+//
+// A full view still lets one dial through to a writer whose heartbeats
+// stopped reaching us (cutOff): the graph has split into parts whose
+// views are all full, and no node of either part would dial otherwise.
+// The dial asks the peer to make room (helloNeighbours), and our own view
+// sheds a random neighbour when the session comes up (trimView).
 func (a *Actor) updateGate() {
 	a.gate.setRoom(a.viewRoom())
+	a.gate.setBeyond(a.cutOff())
+}
+
+// cutOff lists the writers we heard a heartbeat from once that have no
+// session with us and whose heartbeats no longer arrive.
+func (a *Actor) cutOff() map[string]bool {
+	var out map[string]bool
+	for w := range a.hb.latest {
+		if _, direct := a.sessions[w]; direct {
+			continue
+		}
+		if _, heard := a.hb.heard[w]; heard {
+			continue
+		}
+		if out == nil {
+			out = map[string]bool{}
+		}
+		out[w] = true
+	}
+	return out
 }
 
 // trimView makes the active view fit after a session came up: newID's
