@@ -164,6 +164,11 @@ type Reach struct {
 	PunchedConnections int64 `json:"punchedConnections"`
 	RefusedConnects    int64 `json:"refusedConnects"`
 	Introductions      int64 `json:"introductions"`
+	// QUICRetries counts QUIC dials to peers connected over TCP (a
+	// QUIC connection that comes up replaces the TCP one);
+	// QUICRetriesFailed those that did not connect.
+	QUICRetries       int64 `json:"quicRetries"`
+	QUICRetriesFailed int64 `json:"quicRetriesFailed"`
 	// PortMapping says whether the router maps the peer port (NAT-PMP)
 	// and to which external address (null where the node has no port
 	// mapper).

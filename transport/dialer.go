@@ -64,6 +64,12 @@ type Dialer struct {
 	OnFail func(err error)
 	// OnAttempt is called before each dial.
 	OnAttempt func()
+	// Attempt, when set, derives each dial's context from Run's, for the
+	// peer id Skip saw; release is called once the dial has returned. A
+	// dial cancelled this way while Run's context is live (another path
+	// reached the peer first) is neither a failure nor a success: Run
+	// goes back to Skip.
+	Attempt func(ctx context.Context, peerID string) (actx context.Context, release func())
 	// After is called once each attempt that Skip let through has ended
 	// (after OnConn or OnFail), with the id Skip was asked about. Skip and
 	// After together let a caller keep one dial per peer in flight.
@@ -108,13 +114,22 @@ func (d *Dialer) Run(ctx context.Context) {
 			d.OnAttempt()
 		}
 		gated := peer // the id Skip saw, released by After
-		c, err := d.Endpoint.Dial(ctx, d.Addr, d.PeerID)
+		actx, release := ctx, func() {}
+		if d.Attempt != nil {
+			actx, release = d.Attempt(ctx, gated)
+		}
+		c, err := d.Endpoint.Dial(actx, d.Addr, d.PeerID)
+		cancelled := actx.Err() != nil
+		release()
 		if err != nil {
 			if d.After != nil {
 				d.After(gated)
 			}
 			if ctx.Err() != nil {
 				return
+			}
+			if cancelled {
+				continue // another dial reached the peer first
 			}
 			if d.OnFail != nil {
 				d.OnFail(err)

@@ -3,6 +3,8 @@ package transport
 import (
 	"context"
 	"errors"
+	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -153,5 +155,63 @@ func TestDialerGivesUpOnAddressThatNeverWorked(t *testing.T) {
 	}
 	if fails.Load() != 3 {
 		t.Fatalf("failures before giving up = %d, want 3", fails.Load())
+	}
+}
+
+// stallEndpoint's dials wait until their context ends.
+type stallEndpoint struct{ Endpoint }
+
+func (stallEndpoint) Dial(ctx context.Context, addr, peerID string) (Conn, error) {
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+// A dial cancelled through Attempt (another path reached the peer) is not
+// a failure: the dialer goes back to Skip, and neither OnFail nor the
+// backoff sees it.
+func TestDialerAttemptCancelledIsNoFailure(t *testing.T) {
+	a, _ := newTestEndpoint(t)
+	var (
+		mu       sync.Mutex
+		cancels  []context.CancelFunc
+		skips    atomic.Int32
+		released atomic.Int32
+	)
+	ctx, cancel := context.WithCancel(context.Background())
+	d := &Dialer{Endpoint: stallEndpoint{a}, Addr: "127.0.0.1:1", PeerID: "p", IdleCheck: time.Millisecond,
+		Skip:   func(string) bool { skips.Add(1); return false },
+		OnFail: func(err error) { t.Errorf("a cancelled attempt reported as failed: %v", err) },
+		Attempt: func(ctx context.Context, id string) (context.Context, func()) {
+			actx, c := context.WithCancel(ctx)
+			mu.Lock()
+			cancels = append(cancels, c)
+			mu.Unlock()
+			return actx, func() { released.Add(1); c() }
+		}}
+	done := make(chan struct{})
+	go func() { d.Run(ctx); close(done) }()
+	for i := 1; i <= 3; i++ {
+		testutil.Eventually(t, 5*time.Second, func() error {
+			mu.Lock()
+			defer mu.Unlock()
+			if len(cancels) < i {
+				return errors.New("no attempt in flight")
+			}
+			return nil
+		})
+		mu.Lock()
+		cancels[i-1]()
+		mu.Unlock()
+	}
+	testutil.Eventually(t, 5*time.Second, func() error {
+		if released.Load() < 3 || skips.Load() < 4 {
+			return fmt.Errorf("released %d, Skip asked %d times", released.Load(), skips.Load())
+		}
+		return nil
+	})
+	cancel()
+	<-done
+	if d.Backoff.attempt != 0 {
+		t.Fatalf("backoff advanced %d times by cancelled attempts", d.Backoff.attempt)
 	}
 }

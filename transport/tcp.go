@@ -356,6 +356,12 @@ func (e *MultiEndpoint) upgradeLate(ch <-chan dialResult) {
 	}
 }
 
+// DialQUIC connects to addr over QUIC only (a peer on TCP re-tried over
+// QUIC).
+func (e *MultiEndpoint) DialQUIC(ctx context.Context, addr, peerID string) (Conn, error) {
+	return e.q.Dial(ctx, addr, peerID)
+}
+
 // DialTCP connects to addr over TCP only.
 func (e *MultiEndpoint) DialTCP(ctx context.Context, addr, peerID string) (Conn, error) {
 	ctx, cancel := context.WithTimeout(ctx, e.cfg.HandshakeTimeout)

@@ -46,6 +46,9 @@ func (a *Actor) onConn(c actor.Context, m *newConn) {
 		a.gate.set(a.directGate())
 		a.updateGate()
 	}()
+	if p, _ := transport.PathOf(conn); p != transport.PathRelayed {
+		a.gate.settle(id) // a relayed peer keeps being dialed directly
+	}
 	if conn.Outbound() {
 		a.diag.dialed++
 	} else {
@@ -69,17 +72,19 @@ func (a *Actor) onConn(c actor.Context, m *newConn) {
 			return id
 		}
 		// A better path wins (both ends see the same paths): a direct
-		// connection replaces a relayed one, whose open streams drain.
+		// connection replaces a relayed one.
 		switch nr, or := pathRank(conn), pathRank(old.conn); {
 		case nr > or:
 			_ = conn.Close("a better path is connected")
 			return
 		case nr < or:
-			transport.Drain(old.conn)
 		case dialerOf(conn) != dialerOf(old.conn) && dialerOf(conn) != lower:
 			_ = conn.Close("duplicate connection")
 			return
 		}
+		// The replaced connection drains where its path can (TCP,
+		// relayed): the tunnel and plugin streams open on it finish there.
+		transport.Drain(old.conn)
 		c.Stop(old.pid)
 		delete(a.sessions, id)
 		a.d.Mesh.dropConn(id, old.conn)

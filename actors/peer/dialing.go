@@ -67,6 +67,7 @@ func (a *Actor) startDialer(addr, id string, o dialOpts) {
 		Skip:         gate.skip,
 		After:        gate.done,
 		OnAttempt:    a.diag.attempt,
+		Attempt:      gate.attempt,
 		OnConn: func(conn transport.Conn) {
 			gate.mark(conn.PeerID())
 			root.Send(self, &newConn{conn: conn, addr: addr})
@@ -92,11 +93,16 @@ type dialGate struct {
 	room      int                  // neighbours the active view still takes
 	beyond    map[string]bool      // peers one dial may go to even when room is 0
 	inflight  int                  // dials Skip let through and After has not ended
-	now       func() time.Time
+	// attempts: dials in flight per peer id, cancelled once another dial
+	// to that peer succeeds (track, mark).
+	attempts map[string]map[int]context.CancelFunc
+	seq      int
+	now      func() time.Time
 }
 
 func newDialGate(room int, now func() time.Time) *dialGate {
-	return &dialGate{connected: map[string]bool{}, dialing: map[string]bool{}, held: map[string]time.Time{}, room: room, now: now}
+	return &dialGate{connected: map[string]bool{}, dialing: map[string]bool{}, held: map[string]time.Time{},
+		attempts: map[string]map[int]context.CancelFunc{}, room: room, now: now}
 }
 
 func (g *dialGate) skip(id string) bool {
@@ -153,11 +159,65 @@ func (g *dialGate) hold(id string, until time.Time) {
 	g.mu.Unlock()
 }
 
-// mark records a fresh connection before the supervisor has seen it.
+// mark records a fresh connection from one of our dials before the
+// supervisor has seen it, and settles the peer (below).
 func (g *dialGate) mark(id string) {
 	g.mu.Lock()
 	g.connected[id] = true
+	g.cancelLocked(id)
 	g.mu.Unlock()
+}
+
+// settle cancels our dials to id still in flight: a connection to id
+// (ours or the peer's) was admitted. Each would otherwise complete a
+// second connection a moment later (a punch dial whose retransmission
+// gets through once the peer's dial opened the mapping, say), and a
+// second connection replaces the first when its dialer has the lower id
+// or dialed both (the peer cannot tell it from a redial after a silent
+// death): a needless handshake, the peer briefly not connected, and the
+// tunnel streams open on a QUIC connection cut. Cancelling cannot break
+// a connection the peer has already taken: the peer admits a connection
+// only once our side's handshake is over and our Dial has returned.
+func (g *dialGate) settle(id string) {
+	g.mu.Lock()
+	g.cancelLocked(id)
+	g.mu.Unlock()
+}
+
+func (g *dialGate) cancelLocked(id string) {
+	for _, cancel := range g.attempts[id] {
+		cancel()
+	}
+	delete(g.attempts, id)
+}
+
+// attempt derives the context of one dial to id, cancelled when another
+// dial to id succeeds first (mark); release drops it once the dial has
+// returned.
+func (g *dialGate) attempt(ctx context.Context, id string) (context.Context, func()) {
+	if id == "" {
+		return ctx, func() {}
+	}
+	actx, cancel := context.WithCancel(ctx)
+	g.mu.Lock()
+	g.seq++
+	k := g.seq
+	if g.attempts[id] == nil {
+		g.attempts[id] = map[int]context.CancelFunc{}
+	}
+	g.attempts[id][k] = cancel
+	g.mu.Unlock()
+	return actx, func() {
+		g.mu.Lock()
+		if m := g.attempts[id]; m != nil {
+			delete(m, k)
+			if len(m) == 0 {
+				delete(g.attempts, id)
+			}
+		}
+		g.mu.Unlock()
+		cancel()
+	}
 }
 
 // set replaces the connected set with the supervisor's sessions.

@@ -260,6 +260,7 @@ func (a *Actor) reachView() *messages.Reach {
 		Observed:   observedList(r.observed),
 		DialBack:   r.dialBack,
 		Punches:    r.punches, PunchedConnections: r.punched, RefusedConnects: r.refused, Introductions: r.introductions,
+		QUICRetries: a.quicRetried, QUICRetriesFailed: a.quicRetryFailed,
 	}
 	if a.d.PortMap != nil {
 		v.PortMapping = a.d.PortMap()
@@ -620,12 +621,18 @@ func (a *Actor) punch(target, via string, addrs []string) {
 				if done || ctx.Err() != nil {
 					return
 				}
-				dctx, cancel := context.WithTimeout(ctx, punchAttempt)
+				actx, release := gate.attempt(ctx, target)
+				dctx, cancel := context.WithTimeout(actx, punchAttempt)
 				conn, err := ep.Dial(dctx, addr, target)
+				beaten := actx.Err() != nil // another dial reached the peer
 				cancel()
+				release()
 				if err == nil {
 					gate.mark(target)
 					root.Send(self, &newConn{conn: conn, addr: addr, path: "punched", via: via})
+					return
+				}
+				if beaten {
 					return
 				}
 				// Jitter keeps two punching sides from settling into

@@ -179,7 +179,6 @@ func (a *Actor) onRelayDone(c actor.Context, m *relayDone) {
 	}
 	delete(p.tries, m.target)
 	delete(p.next, m.target)
-	a.gate.mark(m.target)
 	a.log.Info("peer reached through a relay", "peer", short(m.target), "relay", short(m.via))
 	a.onConn(c, &newConn{conn: m.conn})
 }

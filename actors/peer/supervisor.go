@@ -192,9 +192,12 @@ type Actor struct {
 	reach        *reachState     // reach.go
 	answering    map[string]bool // peers whose probe we are answering
 	relays       relayPlan
-	view         viewState      // view.go
-	hb           heartbeatState // heartbeat.go
-	grafts       graftBook      // session_lazy.go, shared by the sessions
+	quicRetries  map[string]*quicRetry // quicretry.go
+	// quicRetried / quicRetryFailed count QUIC retries started and failed.
+	quicRetried, quicRetryFailed int64
+	view                         viewState      // view.go
+	hb                           heartbeatState // heartbeat.go
+	grafts                       graftBook      // session_lazy.go, shared by the sessions
 }
 
 func newActor(d Deps) *Actor {
@@ -267,6 +270,8 @@ func (a *Actor) Receive(c actor.Context) {
 		a.onPunchEnded(m)
 	case *relayDone:
 		a.onRelayDone(c, m)
+	case *quicRetryDone:
+		a.onQuicRetryDone(m)
 	case *frameTo:
 		if e := a.sessions[m.peer]; e != nil {
 			c.Send(e.pid, &sendFrame{env: m.env})
@@ -328,6 +333,7 @@ func (a *Actor) start(c actor.Context) {
 	a.book = transport.NewInviteBook(a.d.Node)
 	a.sessions = map[string]*sessionEntry{}
 	a.lingering = map[string]time.Time{}
+	a.quicRetries = map[string]*quicRetry{}
 	a.dialers = map[string]context.CancelFunc{}
 	a.gate = newDialGate(a.d.ActiveView, a.d.Now)
 	a.ctx, a.cancel = context.WithCancel(context.Background())
@@ -469,6 +475,7 @@ func (a *Actor) onTick(c actor.Context, now time.Time) {
 	a.updateGate()
 	a.heartbeatTick(c, now)
 	a.relayTick(now)
+	a.quicRetryTick(now)
 	if now.Sub(a.lastExchange) >= a.d.ExchangeInterval {
 		a.lastExchange = now
 		a.exchange(c)

@@ -97,6 +97,41 @@ func TestDialGate(t *testing.T) {
 	}
 }
 
+// A dial in flight to a peer is cancelled once a connection to it is
+// admitted (settle) or another of our dials to it got through (mark);
+// dials to other peers go on.
+func TestDialGateCancelsDialsInFlight(t *testing.T) {
+	g := newDialGate(8, time.Now)
+	a1, rel1 := g.attempt(context.Background(), "a")
+	a2, rel2 := g.attempt(context.Background(), "a")
+	b, relB := g.attempt(context.Background(), "b")
+	defer relB()
+	rel1() // this one returned (its dial got through)
+	if a1.Err() == nil {
+		t.Fatal("a released attempt's context is not done")
+	}
+	g.mark("a")
+	if a2.Err() == nil {
+		t.Fatal("the other dial to a was not cancelled when one got through")
+	}
+	rel2()
+	if b.Err() != nil {
+		t.Fatal("a dial to b was cancelled by a connection to a")
+	}
+	g.settle("b")
+	if b.Err() == nil {
+		t.Fatal("the dial to b was not cancelled when a connection to b was admitted")
+	}
+	if n := len(g.attempts); n != 0 {
+		t.Fatalf("%d peers still tracked after every attempt ended", n)
+	}
+	if ctx, rel := g.attempt(context.Background(), ""); ctx.Err() != nil {
+		t.Fatal("a dial to an unknown id is not tracked, and not cancelled")
+	} else {
+		rel()
+	}
+}
+
 func TestPropsWithMissingDepsStops(t *testing.T) {
 	testutil.NoLeaks(t)
 	sys := quietSystem()

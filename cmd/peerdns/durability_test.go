@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -54,12 +55,20 @@ func startProcessWrapped(t *testing.T, wrap []string, dir string, extra ...strin
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	// A failing test shows the last lines each node logged.
+	tail := &logTail{}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("--- node %s, last lines logged:\n%s", dir, tail.String())
+		}
+	})
 	t.Cleanup(func() { stopProcess(cmd) })
 	re := regexp.MustCompile(`^admin listening on (\S+)`)
 	addr := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
+			tail.add(sc.Text())
 			if m := re.FindStringSubmatch(sc.Text()); m != nil {
 				addr <- m[1]
 			}
@@ -72,6 +81,29 @@ func startProcessWrapped(t *testing.T, wrap []string, dir string, extra ...strin
 		t.Fatal("node process did not announce its admin address")
 	}
 	return nil, ""
+}
+
+// logTail keeps a process's last lines.
+type logTail struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+const logTailLines = 80
+
+func (l *logTail) add(line string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.lines) == logTailLines {
+		l.lines = append(l.lines[:0], l.lines[1:]...)
+	}
+	l.lines = append(l.lines, line)
+}
+
+func (l *logTail) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Join(l.lines, "\n")
 }
 
 func TestKill9KeepsAcknowledgedWrites(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strings"
@@ -172,6 +173,9 @@ type reachDiag struct {
 			RelayServed     int64 `json:"relayServed"`
 			RelayBytes      int64 `json:"relayBytes"`
 		} `json:"paths"`
+		Reach struct {
+			QUICRetriesFailed int64 `json:"quicRetriesFailed"`
+		} `json:"reach"`
 	} `json:"summary"`
 	Peers []struct {
 		ID        string  `json:"id"`
@@ -340,6 +344,43 @@ func TestReachUDPBlockedJoinsOverTCP(t *testing.T) {
 	carries(t, nb, addr, ida)
 }
 
+// Two nodes joined over TCP while UDP was dropped move to QUIC once UDP
+// gets through again (the QUIC retry of a peer on TCP), and a tunnel
+// connection open on the TCP session keeps working: the TCP connection
+// drains.
+func TestReachTCPPeerMovesToQUIC(t *testing.T) {
+	l := newReachLab(t)
+	a, b := l.add("a"), l.add("b")
+	l.link(a, "v0", "198.51.100.1/24", b, "v0", "198.51.100.2/24")
+	l.nft(b, `table inet noudp {
+	chain in { type filter hook input priority 0; iifname "lo" accept; meta l4proto udp drop; }
+	chain out { type filter hook output priority 0; oifname "lo" accept; meta l4proto udp drop; }
+}
+`)
+	na := l.start(a, "198.51.100.1:7740", nil)
+	nb := l.start(b, "198.51.100.2:7740", nil, "--join", na.invite(t))
+	ida, idb := na.id(t), nb.id(t)
+	nb.connectedBy(t, 60*time.Second, ida, "tcp", "")
+	held := holdEcho(t, na, nb, "moves.p2p", 17300, 17005)
+	// UDP stays dropped until one of B's QUIC retries has failed (the
+	// first is 45 s after the TCP session came up, 60 s from the higher
+	// id of the two), so the move below is the retries' doing, not the
+	// first dial's QUIC attempt going on after TCP won.
+	testutil.Eventually(t, 100*time.Second, func() error {
+		if n := nb.diag(t).Summary.Reach.QUICRetriesFailed; n < 1 {
+			return fmt.Errorf("quicRetriesFailed = %d", n)
+		}
+		return nil
+	})
+	nb.connectedBy(t, time.Second, ida, "tcp", "")
+	l.nft(b, "delete table inet noudp\n")
+	// The next retry, from either side, is at most a minute later.
+	nb.connectedBy(t, 90*time.Second, ida, "quic", "")
+	na.connectedBy(t, 10*time.Second, idb, "quic", "")
+	held.line(t, "after")
+	held.fresh(t, "new")
+}
+
 // Two nodes behind random-port masquerade cannot reach each other; they
 // talk through the public node both joined, which sees only ciphertext,
 // and carry a tunnel through it.
@@ -495,58 +536,85 @@ func TestReachRelayAtBudget(t *testing.T) {
 // a tunnel connection that was open on the relayed one keeps working.
 func TestReachRelayedMovesToDirect(t *testing.T) {
 	l := newReachLab(t)
-	if _, err := exec.LookPath("socat"); err != nil {
-		t.Skip("needs socat (apt-get install socat)")
-	}
 	pub, hosts, _ := l.symmetricLab("192.0.2", "198.51.100")
 	relay := l.start(pub, "203.0.113.10:7740", nil)
 	nb := l.start(hosts[0][0], "192.0.2.2:7740", nil, "--join", relay.invite(t))
 	nc := l.start(hosts[1][0], "198.51.100.2:7740", nil, "--join", relay.invite(t))
 	idr, idb, idc := relay.id(t), nb.id(t), nc.id(t)
 	nb.connectedBy(t, 60*time.Second, idc, "relayed", idr)
-	echo := exec.Command("ip", "netns", "exec", nc.ns, "socat", "TCP-LISTEN:17200,bind=127.0.0.1,reuseaddr,fork", "EXEC:cat")
-	if err := echo.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = echo.Process.Kill(); _ = echo.Wait() })
-	addr := tunnelToPort(t, nc, nb, "echo.p2p", 17200, 17004)
-	// One tunnel connection held open across the move: a line before,
-	// a line after.
-	conn := exec.Command("ip", "netns", "exec", nb.ns, "socat", "-", "TCP:"+addr)
-	stdin, _ := conn.StdinPipe()
-	var out strings.Builder
-	conn.Stdout = &syncWriter{b: &out}
-	if err := conn.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = conn.Process.Kill(); _ = conn.Wait() })
-	fmt.Fprintln(stdin, "before")
-	testutil.Eventually(t, 20*time.Second, func() error {
-		if !strings.Contains(conn.Stdout.(*syncWriter).String(), "before") {
-			return errors.New("no echo through the relayed tunnel yet")
-		}
-		return nil
-	})
+	held := holdEcho(t, nc, nb, "echo.p2p", 17200, 17004)
 	// Open a routed path between the LANs (no masquerade between them).
 	l.must("-n", l.ns("r1"), "route", "add", "198.51.100.0/24", "via", "203.0.113.12")
 	l.must("-n", l.ns("r2"), "route", "add", "192.0.2.0/24", "via", "203.0.113.11")
 	for r, other := range map[string]string{"r1": "198.51.100.0/24", "r2": "192.0.2.0/24"} {
 		l.nft(l.ns(r), fmt.Sprintf("insert rule ip nat post ip daddr %s accept\ninsert rule ip filter forward_lan ip saddr %s accept\n", other, other))
 	}
-	nb.connectedBy(t, 90*time.Second, idc, "quic", "")
+	// The move can go through TCP first: the routers' UDP mappings from
+	// the direct QUIC dials made while the LANs could not reach each
+	// other still rewrite QUIC packets until they expire (30 s after
+	// their last packet), while TCP dials leave from fresh ports. The
+	// pair then retries QUIC 45 s after its TCP session came up.
+	nb.connectedBy(t, 150*time.Second, idc, "quic", "")
 	nc.connectedBy(t, 30*time.Second, idb, "quic", "")
-	fmt.Fprintln(stdin, "after")
+	held.line(t, "after")
+	held.fresh(t, "new")
+}
+
+// heldEcho is one tunnel connection to an echo server, held open.
+type heldEcho struct {
+	cli   *reachNode
+	addr  string
+	stdin io.Writer
+	out   *syncWriter
+}
+
+// holdEcho starts an echo server (socat) in srv's namespace, a tunnel to
+// it from cli, and opens one connection through the tunnel that stays
+// open, checked with a first line.
+func holdEcho(t *testing.T, srv, cli *reachNode, domain string, port, lport int) *heldEcho {
+	t.Helper()
+	if _, err := exec.LookPath("socat"); err != nil {
+		t.Fatal("needs socat (apt-get install socat)")
+	}
+	echo := exec.Command("ip", "netns", "exec", srv.ns, "socat", fmt.Sprintf("TCP-LISTEN:%d,bind=127.0.0.1,reuseaddr,fork", port), "EXEC:cat")
+	if err := echo.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = echo.Process.Kill(); _ = echo.Wait() })
+	h := &heldEcho{cli: cli, addr: tunnelToPort(t, srv, cli, domain, port, lport), out: &syncWriter{b: &strings.Builder{}}}
+	conn := exec.Command("ip", "netns", "exec", cli.ns, "socat", "-", "TCP:"+h.addr)
+	stdin, err := conn.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.stdin, conn.Stdout = stdin, h.out
+	if err := conn.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Process.Kill(); _ = conn.Wait() })
+	h.line(t, "before")
+	return h
+}
+
+// line sends s on the held connection and waits for its echo.
+func (h *heldEcho) line(t *testing.T, s string) {
+	t.Helper()
+	fmt.Fprintln(h.stdin, s)
 	testutil.Eventually(t, 20*time.Second, func() error {
-		if !strings.Contains(conn.Stdout.(*syncWriter).String(), "after") {
-			return fmt.Errorf("the tunnel connection opened before the move does not echo: %q", conn.Stdout.(*syncWriter).String())
+		if !strings.Contains(h.out.String(), s) {
+			return fmt.Errorf("the held tunnel connection does not echo %q: %q", s, h.out.String())
 		}
 		return nil
 	})
-	// A new tunnel connection works too (now on the direct path).
-	out2, err := exec.Command("ip", "netns", "exec", nb.ns, "bash", "-c",
-		fmt.Sprintf("echo new | timeout 10 socat -t 2 - TCP:%s", addr)).CombinedOutput()
-	if err != nil || !strings.Contains(string(out2), "new") {
-		t.Fatalf("new tunnel connection after the move: %v %q", err, out2)
+}
+
+// fresh checks that a new connection through the tunnel echoes s.
+func (h *heldEcho) fresh(t *testing.T, s string) {
+	t.Helper()
+	out, err := exec.Command("ip", "netns", "exec", h.cli.ns, "bash", "-c",
+		fmt.Sprintf("echo %s | timeout 10 socat -t 2 - TCP:%s", s, h.addr)).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), s) {
+		t.Fatalf("new tunnel connection: %v %q", err, out)
 	}
 }
 
