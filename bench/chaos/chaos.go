@@ -9,7 +9,6 @@ import (
 	"math/rand"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -428,16 +427,10 @@ func check(nodes []*node, want map[string]string, removed map[string]bool) []str
 				back = append(back, d)
 			}
 		}
-		sort.Strings(missing)
-		if len(missing) > 0 {
-			bad = append(bad, fmt.Sprintf("node %d: %d acknowledged claims lost or not there yet (e.g. %s)", n.i, len(missing), missing[0]))
-		}
-		if len(wrong) > 0 {
-			bad = append(bad, fmt.Sprintf("node %d: %d claims with another hash (e.g. %s)", n.i, len(wrong), wrong[0]))
-		}
-		if len(back) > 0 {
-			bad = append(bad, fmt.Sprintf("node %d: %d acknowledged removals undone (e.g. %s)", n.i, len(back), back[0]))
-		}
+		bad = append(bad, nodeFindings(n.i,
+			finding{missing, "acknowledged claims lost or not there yet"},
+			finding{wrong, "claims with another hash"},
+			finding{back, "acknowledged removals undone"})...)
 	}
 	return bad
 }

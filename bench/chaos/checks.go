@@ -49,16 +49,10 @@ func checkLocal(nodes []*node, rec *record) []string {
 			}
 		}
 		rec.mu.Unlock()
-		sort.Strings(lost)
-		if len(lost) > 0 {
-			bad = append(bad, fmt.Sprintf("node %d: %d acknowledged local records lost (e.g. %s)", n.i, len(lost), lost[0]))
-		}
-		if len(wrong) > 0 {
-			bad = append(bad, fmt.Sprintf("node %d: %d local records with an older value (e.g. %s)", n.i, len(wrong), wrong[0]))
-		}
-		if len(back) > 0 {
-			bad = append(bad, fmt.Sprintf("node %d: %d acknowledged local record deletes undone (e.g. %s)", n.i, len(back), back[0]))
-		}
+		bad = append(bad, nodeFindings(n.i,
+			finding{lost, "acknowledged local records lost"},
+			finding{wrong, "local records with an older value"},
+			finding{back, "acknowledged local record deletes undone"})...)
 	}
 	return bad
 }
@@ -241,6 +235,27 @@ func heapExceeds(after []levels, fresh levels) []string {
 		} else if a.LiveKB > lim {
 			out = append(out, fmt.Sprintf("node %d: live heap %d MiB, a fresh node on the same data %d MiB (bound %d MiB)", i, a.LiveKB>>10, fresh.LiveKB>>10, lim>>10))
 		}
+	}
+	return out
+}
+
+// finding is one kind of disagreement a check found on a node: the items
+// and what they are.
+type finding struct {
+	items []string
+	what  string
+}
+
+// nodeFindings words a node's findings, one line per kind found, each
+// with its count and the first item in order as an example.
+func nodeFindings(node int, fs ...finding) []string {
+	var out []string
+	for _, f := range fs {
+		if len(f.items) == 0 {
+			continue
+		}
+		sort.Strings(f.items)
+		out = append(out, fmt.Sprintf("node %d: %d %s (e.g. %s)", node, len(f.items), f.what, f.items[0]))
 	}
 	return out
 }

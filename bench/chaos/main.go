@@ -120,11 +120,11 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/signal"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
+
+	"peerdns/bench/runwork"
 )
 
 func main() {
@@ -148,29 +148,20 @@ func main() {
 		fmt.Fprintln(os.Stderr, "chaos: -bin is required")
 		os.Exit(2)
 	}
-	work, err := os.MkdirTemp("", "peerdns-chaos-*")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	cfg.Work = work
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	sum, err := Run(ctx, cfg)
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "chaos: %v (seed %d; logs in %s)\n", err, cfg.Seed, work)
-		os.Exit(1)
-	}
-	fmt.Print(sum.String())
-	if len(sum.Failures) > 0 {
-		fmt.Printf("FAILED (seed %d; node logs in %s)\n", sum.Seed, work)
-		os.Exit(1)
-	}
-	if *keep {
-		fmt.Printf("node logs and history in %s\n", work)
-		return
-	}
-	os.RemoveAll(work)
+	os.Exit(runwork.Run("peerdns-chaos-*", "node logs and history", 0, *keep, func(ctx context.Context, work string) int {
+		cfg.Work = work
+		sum, err := Run(ctx, cfg)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "chaos: %v (seed %d)\n", err, cfg.Seed)
+			return 1
+		}
+		fmt.Print(sum.String())
+		if len(sum.Failures) > 0 {
+			fmt.Printf("FAILED (seed %d)\n", sum.Seed)
+			return 1
+		}
+		return 0
+	}))
 }
 
 // String is the summary as printed.

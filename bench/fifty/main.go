@@ -96,9 +96,9 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/signal"
-	"syscall"
 	"time"
+
+	"peerdns/bench/runwork"
 )
 
 func main() {
@@ -143,32 +143,21 @@ func main() {
 		fmt.Fprintln(os.Stderr, "fifty:", why)
 		os.Exit(2)
 	}
-	work, err := os.MkdirTemp("", "peerdns-fifty-*")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	cfg.Work = work
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	ctx, cancel := context.WithTimeout(ctx, *timeout)
-	defer cancel()
-	res, err := Run(ctx, cfg)
-	if res != nil {
-		fmt.Print(res.Table(cfg))
-	}
-	if err != nil || len(res.Failures) > 0 {
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "fifty: %v\n", err)
+	os.Exit(runwork.Run("peerdns-fifty-*", "node logs", *timeout, *keep, func(ctx context.Context, work string) int {
+		cfg.Work = work
+		res, err := Run(ctx, cfg)
+		if res != nil {
+			fmt.Print(res.Table(cfg))
 		}
-		fmt.Fprintf(os.Stderr, "fifty: FAILED (seed %d; node logs in %s)\n", cfg.Seed, work)
-		os.Exit(1)
-	}
-	if *keep {
-		fmt.Printf("node logs in %s\n", work)
-		return
-	}
-	os.RemoveAll(work)
+		if err != nil || len(res.Failures) > 0 {
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "fifty: %v\n", err)
+			}
+			fmt.Fprintf(os.Stderr, "fifty: FAILED (seed %d)\n", cfg.Seed)
+			return 1
+		}
+		return 0
+	}))
 }
 
 func defaults(cfg *Config, nodes, claimers, claims, clients, kills int) {

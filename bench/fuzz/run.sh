@@ -2,6 +2,7 @@
 # Runs every native fuzzer of the module in turn, each for a set time.
 #
 #   bench/fuzz/run.sh [minutes per fuzzer, default 10] [package patterns, default ./...]
+#   FUZZ='^(FuzzA|FuzzB)$' bench/fuzz/run.sh 10 ./pkg/...   # only fuzzers matching FUZZ
 #
 # Each fuzzer runs alone (-parallel 1: the machine is shared), with the
 # go test cache of its own corpus under $GOCACHE/fuzz; new inputs that
@@ -17,7 +18,7 @@ cd "$(dirname "$0")/../.."
 fail=0
 for pkg in $(go list "$@"); do
 	dir=$(go list -f '{{.Dir}}' "$pkg")
-	for f in $(grep -ho '^func Fuzz[A-Za-z0-9_]*' "$dir"/*_test.go 2>/dev/null | sed 's/^func //' | sort -u); do
+	for f in $(grep -ho '^func Fuzz[A-Za-z0-9_]*' "$dir"/*_test.go 2>/dev/null | sed 's/^func //' | sort -u | grep -E "${FUZZ:-.}"); do
 		start=$(date +%s)
 		before=$(ls "$dir/testdata/fuzz/$f" 2>/dev/null | wc -l)
 		# -timeout above -fuzztime: go test's default (10m) would end a

@@ -82,7 +82,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -93,6 +92,8 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+
+	"peerdns/bench/runwork"
 )
 
 type proc struct {
@@ -302,14 +303,17 @@ func main() {
 		fmt.Fprintln(os.Stderr, "soak: -bin is required")
 		os.Exit(2)
 	}
-	ok, err := soak(c)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "soak:", err)
-		os.Exit(1)
-	}
-	if !ok {
-		os.Exit(3)
-	}
+	os.Exit(runwork.Run("peerdns-soak-*", "the processes' logs", 0, c.keep, func(ctx context.Context, work string) int {
+		ok, err := soak(ctx, c, work)
+		switch {
+		case err != nil:
+			fmt.Fprintln(os.Stderr, "soak:", err)
+			return 1
+		case !ok:
+			return 3
+		}
+		return 0
+	}))
 }
 
 func logf(format string, a ...any) {
@@ -326,21 +330,7 @@ type row struct {
 	hasDNS, hasEdge      bool
 }
 
-func soak(c config) (bool, error) {
-	work, err := os.MkdirTemp("", "peerdns-soak-*")
-	if err != nil {
-		return false, err
-	}
-	defer func() {
-		if c.keep {
-			logf("kept %s", work)
-		} else {
-			os.RemoveAll(work)
-		}
-	}()
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-
+func soak(ctx context.Context, c config, work string) (bool, error) {
 	nodeArgs := func(dir string, extra ...string) []string {
 		return append([]string{"node", "--data", dir, "--admin-addr", "127.0.0.1:0", "--dns-addr", "127.0.0.1:0",
 			"--http-addr", "127.0.0.1:0", "--https-addr", "127.0.0.1:0", "--p2p-addr", "127.0.0.1:0", "--upstream", "127.0.0.1:1"}, extra...)
