@@ -283,6 +283,14 @@ func (a *Actor) Receive(c actor.Context) {
 		}
 	case *peerLeft:
 		a.onLeft(c, m)
+	case *admitNeighbour:
+		r := &admitResult{ok: a.admit(m.peer, m.neighbours)}
+		if !r.ok {
+			r.sample = a.sample(m.peer)
+		}
+		c.Respond(r)
+	case *viewFull:
+		a.onViewFull(m)
 	case *overlayFrame:
 		a.onOverlay(c, m)
 	case *announceTunnels:
