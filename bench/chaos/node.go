@@ -118,6 +118,24 @@ func (n *node) kill() {
 	<-exited
 }
 
+// quitDump has the process write every goroutine's stack to its
+// stderr.log (SIGQUIT; the process then exits) and waits for it to end.
+func (n *node) quitDump() {
+	n.mu.Lock()
+	cmd, exited := n.cmd, n.exited
+	n.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	_ = cmd.Process.Signal(syscall.SIGCONT)
+	_ = cmd.Process.Signal(syscall.SIGQUIT)
+	select {
+	case <-exited:
+	case <-time.After(10 * time.Second):
+		n.kill()
+	}
+}
+
 func (n *node) signal(s syscall.Signal) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
