@@ -83,8 +83,8 @@ type Node struct {
 	// pluginTable and pluginWeb serve plugin domains (the edge proxy).
 	pluginTable   *plugin.Table
 	pluginWeb     *pluginweb.Server
-	tokenLifetime atomic.Int64   // time.Duration of new write tokens (TOKEN_LIFETIME)
-	backups       *actor.PID     // the backups actor (DATA/backups)
+	tokenLifetime atomic.Int64 // time.Duration of new write tokens (TOKEN_LIFETIME)
+	backups       *actor.PID
 	level         *slog.LevelVar // LOG_LEVEL, changed live by the settings actor
 	dialer        *tunnel.Dialer // tunnel connections for in-process users (the edge proxy)
 	// answered is the tunnels supervisor once spawned: the DNS server's
