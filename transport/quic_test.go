@@ -131,6 +131,11 @@ func TestDialAnyKeyAndSelf(t *testing.T) {
 	if _, err := a.Dial(ctxT(t), a.Addr().String(), ""); !errors.Is(err, ErrSelf) {
 		t.Fatalf("self dial = %v, want ErrSelf", err)
 	}
+	// Our own address passed on as another peer's: the dial says self,
+	// not wrong peer, so the caller stops dialing it.
+	if _, err := a.Dial(ctxT(t), a.Addr().String(), b.ID()); !errors.Is(err, ErrSelf) {
+		t.Fatalf("self dial expecting another key = %v, want ErrSelf", err)
+	}
 }
 
 // rawClient dials e with quic-go directly, so a test can send bytes the

@@ -135,6 +135,9 @@ func TestTCPWrongKeyRefused(t *testing.T) {
 	if _, err := a.DialTCP(ctxT(t), a.Addr().String(), ""); !errors.Is(err, ErrSelf) {
 		t.Fatalf("dial self: %v, want ErrSelf", err)
 	}
+	if _, err := a.DialTCP(ctxT(t), a.Addr().String(), other.ID()); !errors.Is(err, ErrSelf) {
+		t.Fatalf("dial self expecting another key: %v, want ErrSelf", err)
+	}
 }
 
 // A peer whose QUIC socket does not answer is reached over TCP.

@@ -81,6 +81,10 @@ func serverTLS(cert tls.Certificate) *tls.Config {
 // standard chain verification is replaced (InsecureSkipVerify) by this
 // check: there is no CA, the key is the identity.
 func clientTLS(cert tls.Certificate, want string) *tls.Config {
+	self := ""
+	if len(cert.Certificate) > 0 {
+		self, _ = peerIDFromCerts(cert.Certificate[:1])
+	}
 	return &tls.Config{
 		MinVersion:         tls.VersionTLS13,
 		Certificates:       []tls.Certificate{cert},
@@ -91,6 +95,11 @@ func clientTLS(cert tls.Certificate, want string) *tls.Config {
 			got, err := peerIDFromCerts(raw)
 			if err != nil {
 				return err
+			}
+			if got == self {
+				// The address is ours (a loopback or wildcard address a
+				// peer passed on, on a host where we use its port).
+				return ErrSelf
 			}
 			if want != "" && got != want {
 				return fmt.Errorf("%w: got %.16s…, want %.16s…", ErrWrongPeer, got, want)

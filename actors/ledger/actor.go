@@ -186,6 +186,7 @@ func (a *Actor) load() error {
 		}
 		ops = append(ops, &op)
 	}
+	checkSigs(ops)
 	// Keys sort by writer then zero-padded seq, so this is log order; the
 	// fixpoint still handles writers authorised by later writers' ops.
 	if _, _, rejected := a.applyBatch(ops, false); len(rejected) > 0 {

@@ -116,15 +116,18 @@ type Actor struct {
 	warnedAt time.Time
 	out      outage // the upstream as a whole (outage.go)
 
+	// queue holds the public lookups waiting for one of the maxLookups
+	// workers; running counts those under way (check, pump).
+	queue   []pendingCheck
+	running int
+
 	// The goroutines of this incarnation — the view subscription's
-	// notifier, the recheck ticker and the public lookups (running or
-	// waiting for one of the maxLookups slots) — end in halt, which
-	// Stopping and Restarting call.
+	// notifier, the recheck ticker and the running public lookups — end
+	// in halt, which Stopping and Restarting call.
 	unsub  func()             // cancels the view subscription
 	ctx    context.Context    // cancelled by halt
 	cancel context.CancelFunc //
 	wg     sync.WaitGroup     // the ticker and the lookups
-	slots  chan struct{}      // semaphore of the lookups
 	pace   *rate.Limiter      // lookupRate: shared by this incarnation's lookups
 }
 
@@ -181,7 +184,9 @@ func (a *Actor) Receive(c actor.Context) {
 		a.out.probes = 0
 		c.Send(c.Self(), &probeUpstream{})
 	case *conflictChecked:
+		a.running--
 		a.conflictChecked(c, m)
+		a.pump(c)
 	case *retryCheck:
 		if a.names[m.domain] && a.failed[m.domain] > 0 && !a.checked[m.domain] {
 			a.want(c, m.domain)
@@ -189,17 +194,19 @@ func (a *Actor) Receive(c actor.Context) {
 	case *probeUpstream:
 		a.probe(c)
 	case *deferredCheck:
+		a.running--
 		if a.checked[m.domain] && m.round == a.round {
 			delete(a.checked, m.domain)
 			a.want(c, m.domain) // waits, or goes now if the upstream is back
 		}
+		a.pump(c)
 	}
 }
 
 func (a *Actor) start(c actor.Context) {
 	a.ctx, a.cancel = context.WithCancel(context.Background())
-	a.slots = make(chan struct{}, maxLookups)
 	a.pace = rate.NewLimiter(lookupRate, lookupBurst)
+	a.queue, a.running = nil, 0
 	st, bad, err := load(a.d.Store)
 	if err != nil {
 		panic(err) // the supervisor restarts us with backoff
@@ -370,40 +377,76 @@ func (a *Actor) viewChanged(c actor.Context, m *viewChanged) {
 	}
 }
 
-// check looks name up in public DNS in the background, at most
-// maxLookups at a time; the result comes back as conflictChecked. A
-// lookup whose turn comes while the upstream is down comes back as
-// deferredCheck instead, unless it is the probe.
+// check queues a public lookup of name; the probe goes first. The
+// lookups run on at most maxLookups goroutines, taken from the queue in
+// order (pump): a node that learns thousands of domains at once (a
+// restart, a join) queues thousands of names, not thousands of
+// goroutines each waiting for its turn.
 func (a *Actor) check(c actor.Context, name string, probe bool) {
-	sys, self, d, ctx, slots, pace, round, down := c.ActorSystem(), c.Self(), a.d, a.ctx, a.slots, a.pace, a.round, a.out.down
+	p := pendingCheck{name: name, probe: probe, round: a.round}
+	if probe {
+		a.queue = append([]pendingCheck{p}, a.queue...)
+	} else {
+		a.queue = append(a.queue, p)
+	}
+	a.pump(c)
+}
+
+// pendingCheck is a queued public lookup.
+type pendingCheck struct {
+	name  string
+	probe bool
+	round uint64
+}
+
+// pump starts queued lookups while fewer than maxLookups run. A queued
+// name that is no longer wanted (removed from the view, or a recheck
+// started since) is dropped; while the upstream is down every name but
+// the probe's waits for it (outage.go) instead of taking a worker.
+func (a *Actor) pump(c actor.Context) {
+	for a.running < maxLookups && len(a.queue) > 0 {
+		p := a.queue[0]
+		a.queue[0] = pendingCheck{}
+		a.queue = a.queue[1:]
+		if !p.probe && (p.round != a.round || !a.checked[p.name]) {
+			continue
+		}
+		if !p.probe && a.out.down.Load() {
+			delete(a.checked, p.name)
+			a.want(c, p.name)
+			continue
+		}
+		a.running++
+		a.lookup(c, p)
+	}
+	if len(a.queue) == 0 {
+		a.queue = nil // let a drained backlog's array go
+	}
+}
+
+// lookup runs one queued lookup in the background, paced (lookupRate);
+// the result comes back as conflictChecked, or as deferredCheck when the
+// upstream went down before its turn (unless it is the probe). Each of
+// the two ends one running lookup.
+func (a *Actor) lookup(c actor.Context, p pendingCheck) {
+	sys, self, d, ctx, pace, down := c.ActorSystem(), c.Self(), a.d, a.ctx, a.pace, a.out.down
 	a.wg.Add(1)
 	go func() {
 		defer a.wg.Done()
-		select {
-		case slots <- struct{}{}:
-		case <-ctx.Done():
-			return
-		}
-		defer func() { <-slots }()
-		if ctx.Err() != nil {
-			// A slot freed by a lookup that ended with the stop: select
-			// picks at random between it and ctx.Done, so check again.
-			return
-		}
 		if pace.Wait(ctx) != nil {
 			return // stopped while waiting for its turn
 		}
-		if !probe && down.Load() {
-			sys.Root.Send(self, &deferredCheck{domain: name, round: round})
+		if !p.probe && down.Load() {
+			sys.Root.Send(self, &deferredCheck{domain: p.name, round: p.round})
 			return
 		}
 		lctx, cancel := context.WithTimeout(ctx, d.CheckTimeout)
-		ip, err := d.PublicLookup(lctx, name)
+		ip, err := d.PublicLookup(lctx, p.name)
 		cancel()
 		if ctx.Err() != nil {
 			return // stopped: nobody to tell
 		}
-		sys.Root.Send(self, &conflictChecked{domain: name, publicIP: ip, err: err, round: round, probe: probe})
+		sys.Root.Send(self, &conflictChecked{domain: p.name, publicIP: ip, err: err, round: p.round, probe: p.probe})
 	}()
 }
 

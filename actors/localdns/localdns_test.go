@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -334,6 +335,34 @@ func TestStopEndsEverything(t *testing.T) {
 	}
 	if s := lk.started.Load(); s != maxLookups {
 		t.Fatalf("%d lookups started, want %d: the waiting ones must end without starting", s, maxLookups)
+	}
+}
+
+// A node that learns thousands of domains at once (a restart, a join)
+// queues their lookups: maxLookups goroutines run them, however long the
+// backlog.
+func TestBacklogHoldsNoGoroutines(t *testing.T) {
+	sys, db := bare(t)
+	lk := &blockingLookups{}
+	before := runtime.NumGoroutine()
+	pid := sys.Root.Spawn(Props(Deps{Store: db, View: manyDomains(2000), PublicLookup: lk.lookup,
+		RecheckEvery: -1, Log: slog.New(slog.DiscardHandler)}))
+	testutil.Eventually(t, 5*time.Second, func() error {
+		if r := lk.running.Load(); r != maxLookups {
+			return fmt.Errorf("%d lookups running, want %d", r, maxLookups)
+		}
+		return nil
+	})
+	// The view's 2,000 names reached the actor once the lookups run; a
+	// round trip through its mailbox makes sure it queued them all.
+	if _, err := sys.Root.RequestFuture(pid, &messages.GetLocalDNS{}, 5*time.Second).Result(); err != nil {
+		t.Fatal(err)
+	}
+	if n := runtime.NumGoroutine() - before; n > maxLookups+20 {
+		t.Fatalf("%d goroutines more than before for 2,000 queued lookups (%d run at once)", n, maxLookups)
+	}
+	if err := sys.Root.StopFuture(pid).Wait(); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -37,13 +37,8 @@ const giveUpAfter = 8
 
 // startDialer keeps addr connected (one dialer per address).
 func (a *Actor) startDialer(addr, id string, o dialOpts) {
-	if _, ok := a.dialers[addr]; ok || !validAddr(addr) || len(a.dialers) >= maxDialers {
+	if _, ok := a.dialers[addr]; ok || !validAddr(addr) || len(a.dialers) >= maxDialers || a.isOwn(addr) {
 		return
-	}
-	for _, own := range a.advertise() {
-		if own == addr {
-			return
-		}
 	}
 	ctx, cancel := context.WithCancel(a.ctx)
 	a.dialers[addr] = cancel
@@ -79,6 +74,32 @@ func (a *Actor) startDialer(addr, id string, o dialOpts) {
 		d.OnGiveUp = func() { root.Send(self, &dialGaveUp{addr: addr, peer: id}) }
 	}
 	go d.Run(ctx)
+}
+
+// maxSelfAddrs bounds the addresses remembered as our own.
+const maxSelfAddrs = 64
+
+// isOwn reports whether addr is ours: one we advertise, or one a dial
+// found to reach this very node (transport.ErrSelf). A peer's loopback
+// or wildcard address is ours on another host where we use the same
+// port; dialing it is a TLS handshake with ourselves.
+func (a *Actor) isOwn(addr string) bool {
+	if a.selfAddrs[addr] {
+		return true
+	}
+	for _, own := range a.advertise() {
+		if own == addr {
+			return true
+		}
+	}
+	return false
+}
+
+// reachedSelf remembers an address a dial found to be ours.
+func (a *Actor) reachedSelf(addr string) {
+	if len(a.selfAddrs) < maxSelfAddrs {
+		a.selfAddrs[addr] = true
+	}
 }
 
 // dialGate lets dialer goroutines skip peers that are connected or being

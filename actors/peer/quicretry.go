@@ -2,6 +2,7 @@ package peer
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"peerdns/transport"
@@ -101,6 +102,9 @@ func (a *Actor) quicRetryTick(now time.Time) {
 					root.Send(self, &newConn{conn: conn, addr: addr})
 					return
 				}
+				if errors.Is(err, transport.ErrSelf) {
+					root.Send(self, &dialFailed{addr: addr, peer: target, err: err})
+				}
 				if ctx.Err() != nil {
 					return
 				}
@@ -116,7 +120,7 @@ func (a *Actor) quicRetryAddrs(id string, e *sessionEntry) []string {
 	var out []string
 	seen := map[string]bool{}
 	add := func(s string) {
-		if s != "" && !seen[s] && validAddr(s) && len(out) < maxPunchAddrs {
+		if s != "" && !seen[s] && validAddr(s) && !a.isOwn(s) && len(out) < maxPunchAddrs {
 			seen[s] = true
 			out = append(out, s)
 		}

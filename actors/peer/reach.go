@@ -44,6 +44,7 @@ package peer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net/netip"
@@ -602,8 +603,8 @@ func (a *Actor) punch(target, via string, addrs []string) {
 	root, self, gate, ep := a.sys.Root, a.pid, a.gate, a.d.Endpoint
 	ctx := a.ctx
 	for _, addr := range addrs {
-		if p.addrs[addr] {
-			continue // a punch dialer for it is still running
+		if p.addrs[addr] || a.isOwn(addr) {
+			continue // a punch dialer for it is still running, or it is ours
 		}
 		if !a.reach.takeToken(now) {
 			a.refuseConnect(via, "punch rate limit reached")
@@ -633,6 +634,10 @@ func (a *Actor) punch(target, via string, addrs []string) {
 					return
 				}
 				if beaten {
+					return
+				}
+				if errors.Is(err, transport.ErrSelf) {
+					root.Send(self, &dialFailed{addr: addr, peer: target, err: err})
 					return
 				}
 				// Jitter keeps two punching sides from settling into

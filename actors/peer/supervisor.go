@@ -193,6 +193,7 @@ type Actor struct {
 	answering    map[string]bool // peers whose probe we are answering
 	relays       relayPlan
 	quicRetries  map[string]*quicRetry // quicretry.go
+	selfAddrs    map[string]bool       // addresses a dial found to be ours (dialing.go)
 	// quicRetried / quicRetryFailed count QUIC retries started and failed.
 	quicRetried, quicRetryFailed int64
 	view                         viewState      // view.go
@@ -233,6 +234,9 @@ func (a *Actor) Receive(c actor.Context) {
 	case *dialGaveUp:
 		a.forgetAddr(m.peer, m.addr)
 	case *dialFailed:
+		if errors.Is(m.err, transport.ErrSelf) {
+			a.reachedSelf(m.addr)
+		}
 		a.diag.failed++
 		a.diag.issue(a.d.Now(), messages.ConnectionIssue{Addr: m.addr, PeerID: m.peer, Kind: "dial", Reason: m.err.Error()})
 		a.log.Debug("peer dial failed", "addr", m.addr, "err", m.err)
@@ -342,6 +346,7 @@ func (a *Actor) start(c actor.Context) {
 	a.sessions = map[string]*sessionEntry{}
 	a.lingering = map[string]time.Time{}
 	a.quicRetries = map[string]*quicRetry{}
+	a.selfAddrs = map[string]bool{}
 	a.dialers = map[string]context.CancelFunc{}
 	a.gate = newDialGate(a.d.ActiveView, a.d.Now)
 	a.ctx, a.cancel = context.WithCancel(context.Background())

@@ -3,6 +3,7 @@ package peer
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"strings"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"peerdns/internal/identity"
 	"peerdns/internal/testutil"
 	"peerdns/messages"
 	"peerdns/transport"
@@ -219,5 +221,40 @@ func TestFailJoinReportsOnce(t *testing.T) {
 	}
 	if cancelled != 2 || len(a.dialers) != 0 || a.joinInv != nil || a.netKnown {
 		t.Fatalf("after failing: %d dialers cancelled, %d left, joining %v, ready %v", cancelled, len(a.dialers), a.joinInv != nil, a.netKnown)
+	}
+}
+
+// An address a dial found to be ours (transport.ErrSelf) is never dialed
+// again, as the addresses we advertise are not; other addresses are not
+// taken for ours.
+func TestSelfAddressesAreNotDialed(t *testing.T) {
+	id, _ := identity.Generate()
+	ep := transport.NewMemNetwork().Listen(id, nil)
+	defer ep.Close()
+	a := newActor(Deps{Log: slog.New(slog.NewTextHandler(&testutil.LogBuffer{}, nil)), Now: time.Now, Endpoint: ep, Identity: id})
+	a.dialers = map[string]context.CancelFunc{}
+	a.selfAddrs = map[string]bool{}
+	own := a.advertise()
+	if len(own) == 0 || !a.isOwn(own[0]) {
+		t.Fatalf("an advertised address %v is not taken for ours", own)
+	}
+	if a.isOwn("192.0.2.7:7740") {
+		t.Fatal("a stranger's address is taken for ours")
+	}
+	a.reachedSelf("192.0.2.7:7740")
+	if !a.isOwn("192.0.2.7:7740") {
+		t.Fatal("an address that reached us is not remembered as ours")
+	}
+	for _, addr := range []string{own[0], "192.0.2.7:7740"} {
+		a.startDialer(addr, strings.Repeat("ab", 32), dialOpts{})
+		if len(a.dialers) != 0 {
+			t.Fatalf("a dialer started for our own address %s", addr)
+		}
+	}
+	for i := range 2 * maxSelfAddrs {
+		a.reachedSelf(fmt.Sprintf("192.0.2.8:%d", i+1))
+	}
+	if len(a.selfAddrs) > maxSelfAddrs {
+		t.Fatalf("%d self addresses remembered, bound %d", len(a.selfAddrs), maxSelfAddrs)
 	}
 }

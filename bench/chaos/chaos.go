@@ -9,6 +9,7 @@ import (
 	"math/rand"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -236,6 +237,7 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	// Goroutines and memory come back to their level (see the bounds
 	// beside goroutinesExceed).
 	var excess []string
+	var tooMany []int // nodes whose goroutines stayed above the bound
 	_ = waitFor(ctx, levelSettle, func() string {
 		sum.After = c.levels()
 		excess = goroutinesExceed(sum.Before, sum.After)
@@ -244,6 +246,11 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	h.logf("levels after (goroutines/RSS/live heap): %v", sum.After)
 	if len(excess) > 0 {
 		sum.Failures = append(sum.Failures, "goroutines not back to their level of before the nemesis: "+strings.Join(excess, "; "))
+		for i := range nodes {
+			if slices.ContainsFunc(excess, func(e string) bool { return strings.HasPrefix(e, fmt.Sprintf("node %d:", i)) }) {
+				tooMany = append(tooMany, i)
+			}
+		}
 	}
 	if !converged {
 		h.logf("memory not judged: a node that has not converged still holds work in flight")
@@ -277,6 +284,13 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	}
 	if len(sum.Panics) > 0 {
 		sum.Failures = append(sum.Failures, fmt.Sprintf("%d panics: %s", len(sum.Panics), strings.Join(sum.Panics, "; ")))
+	}
+	// What the extra goroutines do: a Go process writes every
+	// goroutine's stack to its stderr on SIGQUIT (and exits), after every
+	// other check.
+	for _, i := range tooMany {
+		nodes[i].quitDump()
+		h.logf("node %d's goroutines written to %s (SIGQUIT)", i, filepath.Join(nodes[i].dir, "stderr.log"))
 	}
 	if len(sum.Failures) > 0 {
 		h.logf("FAILED: %d findings; rerun with -seed %d -duration %v", len(sum.Failures), cfg.Seed, cfg.Duration)

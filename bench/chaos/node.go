@@ -104,9 +104,16 @@ func (n *node) start(join string) error {
 	}
 }
 
-// kill sends SIGKILL (after SIGCONT, so a paused process dies too) and
-// waits for the exit.
-func (n *node) kill() {
+// kill sends SIGKILL and waits for the exit.
+func (n *node) kill() { n.end(syscall.SIGKILL, 0) }
+
+// quitDump has the process write every goroutine's stack to its
+// stderr.log (SIGQUIT; the process then exits) and waits for it to end.
+func (n *node) quitDump() { n.end(syscall.SIGQUIT, 10*time.Second) }
+
+// end sends sig (after SIGCONT, so a paused process gets it too) and
+// waits for the exit; past grace (0: no limit) it kills the process.
+func (n *node) end(sig syscall.Signal, grace time.Duration) {
 	n.mu.Lock()
 	cmd, exited := n.cmd, n.exited
 	n.mu.Unlock()
@@ -114,8 +121,16 @@ func (n *node) kill() {
 		return
 	}
 	_ = cmd.Process.Signal(syscall.SIGCONT)
-	_ = cmd.Process.Kill()
-	<-exited
+	_ = cmd.Process.Signal(sig)
+	if grace <= 0 {
+		<-exited
+		return
+	}
+	select {
+	case <-exited:
+	case <-time.After(grace):
+		n.end(syscall.SIGKILL, 0)
+	}
 }
 
 func (n *node) signal(s syscall.Signal) {

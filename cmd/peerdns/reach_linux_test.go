@@ -302,9 +302,9 @@ func carries(t *testing.T, cli *reachNode, addr, wantID string) {
 	})
 }
 
-// A node whose network drops UDP joins by invite over TCP, counts as
-// connected on both sides, and carries a tunnel.
-func TestReachUDPBlockedJoinsOverTCP(t *testing.T) {
+// udplessPair starts node A and, in a namespace whose UDP is dropped
+// (nftables table "noudp"), node B joining A.
+func udplessPair(t *testing.T) (*reachLab, *reachNode, *reachNode) {
 	l := newReachLab(t)
 	a, b := l.add("a"), l.add("b")
 	l.link(a, "v0", "198.51.100.1/24", b, "v0", "198.51.100.2/24")
@@ -314,8 +314,13 @@ func TestReachUDPBlockedJoinsOverTCP(t *testing.T) {
 }
 `)
 	na := l.start(a, "198.51.100.1:7740", nil)
-	inv := na.invite(t)
-	nb := l.start(b, "198.51.100.2:7740", nil, "--join", inv)
+	return l, na, l.start(b, "198.51.100.2:7740", nil, "--join", na.invite(t))
+}
+
+// A node whose network drops UDP joins by invite over TCP, counts as
+// connected on both sides, and carries a tunnel.
+func TestReachUDPBlockedJoinsOverTCP(t *testing.T) {
+	_, na, nb := udplessPair(t)
 	ida, idb := na.id(t), nb.id(t)
 	nb.connectedBy(t, 60*time.Second, ida, "tcp", "")
 	na.connectedBy(t, 30*time.Second, idb, "tcp", "")
@@ -330,7 +335,7 @@ func TestReachUDPBlockedJoinsOverTCP(t *testing.T) {
 	carries(t, nb, addr, ida)
 
 	// Garbage on A's TCP listener: closed at once, counted, and B stays.
-	out, err := exec.Command("ip", "netns", "exec", b, "timeout", "10", "bash", "-c",
+	out, err := exec.Command("ip", "netns", "exec", nb.ns, "timeout", "10", "bash", "-c",
 		`exec 3<>/dev/tcp/198.51.100.1/7740; printf 'GET / HTTP/1.1\r\nHost: x\r\n\r\n' >&3; cat <&3 >/dev/null`).CombinedOutput()
 	if err != nil {
 		t.Fatalf("garbage connection was not closed by the node: %v %s", err, out)
@@ -349,16 +354,7 @@ func TestReachUDPBlockedJoinsOverTCP(t *testing.T) {
 // connection open on the TCP session keeps working: the TCP connection
 // drains.
 func TestReachTCPPeerMovesToQUIC(t *testing.T) {
-	l := newReachLab(t)
-	a, b := l.add("a"), l.add("b")
-	l.link(a, "v0", "198.51.100.1/24", b, "v0", "198.51.100.2/24")
-	l.nft(b, `table inet noudp {
-	chain in { type filter hook input priority 0; iifname "lo" accept; meta l4proto udp drop; }
-	chain out { type filter hook output priority 0; oifname "lo" accept; meta l4proto udp drop; }
-}
-`)
-	na := l.start(a, "198.51.100.1:7740", nil)
-	nb := l.start(b, "198.51.100.2:7740", nil, "--join", na.invite(t))
+	l, na, nb := udplessPair(t)
 	ida, idb := na.id(t), nb.id(t)
 	nb.connectedBy(t, 60*time.Second, ida, "tcp", "")
 	held := holdEcho(t, na, nb, "moves.p2p", 17300, 17005)
@@ -373,7 +369,7 @@ func TestReachTCPPeerMovesToQUIC(t *testing.T) {
 		return nil
 	})
 	nb.connectedBy(t, time.Second, ida, "tcp", "")
-	l.nft(b, "delete table inet noudp\n")
+	l.nft(nb.ns, "delete table inet noudp\n")
 	// The next retry, from either side, is at most a minute later.
 	nb.connectedBy(t, 90*time.Second, ida, "quic", "")
 	na.connectedBy(t, 10*time.Second, idb, "quic", "")

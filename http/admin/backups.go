@@ -1,7 +1,8 @@
 package admin
 
-// Backup routes. The node does the work (cmd/peerdns/node/backups.go over
-// internal/backup); these handlers map its errors to the spec's statuses:
+// Backup routes. The backups actor does the work (actors/backups over
+// internal/backup; the composition root hands these routes its client
+// as Backups); these handlers map its errors to the spec's statuses:
 // a name that is not a plain backup name is 400 everywhere, an unknown
 // backup is 404 for metadata (the spec's) and 500 with "no such backup"
 // for delete and restore (the spec gives those no 404), a damaged or
@@ -18,7 +19,7 @@ import (
 	"peerdns/internal/backup"
 )
 
-// Backups is what the routes need from the node.
+// Backups is what the routes need from the backups actor.
 type Backups interface {
 	CreateBackup() (string, error)
 	ListBackups() ([]backup.Info, error)

@@ -26,15 +26,17 @@ func TestAccessLineFormat(t *testing.T) {
 	}
 }
 
-// FuzzHostOf: any Host header maps to a lower-case host without port or
-// trailing dot, without panicking.
+// FuzzHostOf: any Host header maps to a lower-case host without port,
+// without panicking, and its one root dot is gone: a result that still
+// ends in a dot comes from a host that ended in an empty label ("0.."),
+// which names no site.
 func FuzzHostOf(f *testing.F) {
 	for _, s := range []string{"a.p2p:1", "[::1]:2", "A.B.", ":", "[", "x:y:z"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		h := hostOf(s)
-		if h != strings.ToLower(h) || strings.HasSuffix(h, ".") && h != "." && !strings.HasSuffix(h, "..") {
+		if h != strings.ToLower(h) || strings.HasSuffix(h, ".") && !strings.Contains(strings.ToLower(s), h+".") {
 			t.Fatalf("hostOf(%q) = %q", s, h)
 		}
 	})

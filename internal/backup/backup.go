@@ -26,7 +26,8 @@
 // prove they load, and the identity compared with the running node's: a
 // backup of another node (a "foreign" archive) is refused, because
 // restoring it would clone that node's key. The node swaps the staged
-// files in only after all of that passed (cmd/peerdns/node).
+// files in only after all of that passed (actors/backups stages and
+// checks, cmd/peerdns/node swaps and restarts).
 package backup
 
 import (

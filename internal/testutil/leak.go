@@ -18,8 +18,8 @@ const leakWait = 5 * time.Second
 // make it flaky. Call it first in a test, so its cleanup runs after every
 // cleanup that stops what the test started.
 //
-// Two library goroutines are ignored everywhere because they are not ours
-// to stop:
+// Three library goroutines are ignored everywhere because they are not
+// ours to stop:
 //   - fasthttp's worker-pool cleaner sleeps MaxIdleWorkerDuration (10 s)
 //     between rounds and only then sees that its server stopped; it ends by
 //     itself.
@@ -27,12 +27,17 @@ const leakWait = 5 * time.Second
 //     never stops (natefinch/lumberjack#56, #205; unfixed upstream).
 //     actors/logchan keeps one Logger per file for the whole process so
 //     their number stays bounded by the number of log files.
+//   - protoactor's dead-letter throttle starts a goroutine per throttle
+//     period (1 s) once a message reaches dead letters (a send to an
+//     actor that just stopped, normal at shutdown); it ends by itself
+//     after the period.
 func NoLeaks(t testing.TB, opts ...goleak.Option) {
 	t.Helper()
 	opts = append([]goleak.Option{
 		goleak.IgnoreCurrent(),
 		goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.(*workerPool).Start.func2"),
 		goleak.IgnoreTopFunction("gopkg.in/natefinch/lumberjack%2ev2.(*Logger).millRun"),
+		goleak.IgnoreAnyFunction("github.com/asynkron/protoactor-go/actor.NewDeadLetter.NewThrottle.func4.1"),
 	}, opts...)
 	t.Cleanup(func() {
 		deadline := time.Now().Add(leakWait)

@@ -1,150 +1,106 @@
 package node
 
 import (
-	"context"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strconv"
-	"sync/atomic"
 	"time"
 
-	"peerdns/actors/plugin"
+	"peerdns/actors/backups"
 	"peerdns/actors/settings"
-	"peerdns/internal/backup"
+	"peerdns/messages"
 )
 
-// Backups (internal/backup) of this node's state, in DATA/backups:
-// created on request and, with BACKUP_INTERVAL > 0, every that many hours
-// (checked each minute against the newest backup); BACKUP_RETENTION of
-// them are kept. Restoring is restore.go.
+// Backups are the backups actor's (actors/backups: DATA/backups, the
+// interval, retention, staging a restore). The root spawns it with the
+// owners of the data it copies and keeps one part of a restore: the
+// in-place restart, because that stops every actor of the node (the
+// backups actor too) and starts them again, which only the owner of the
+// process can do.
+//
+// restoreInPlace gets a staged, checked backup after the request was
+// answered and the current state backed up. It publishes system-reset
+// to the WebSocket clients, stops every part but the data folder lock
+// and the admin socket (requests meanwhile get 503 with Retry-After,
+// handoff.go), moves the current state files aside, moves the staged
+// ones in and starts again. If that start fails, the previous files go
+// back and the node starts on them; if even that fails, the node reports
+// a fatal error (Fatal). The state that failed to start is kept in
+// DATA/.failed-restore-<time> for a look.
 
-// backupPolicy is the live retention and interval (the settings actor
-// changes them).
-type backupPolicy struct {
-	keep  atomic.Int64 // backups kept
-	every atomic.Int64 // time.Duration between automatic backups; 0: none
-}
-
-func (n *Node) backupDir() string { return filepath.Join(n.orig.Data, "backups") }
-
-// backupSources are what a backup holds; pluginData is the plugins
-// supervisor's consistent copy of DATA/plugin-data (snapshotPlugins).
-func (n *Node) backupSources(pluginData string) []backup.Source {
-	return []backup.Source{
-		{Name: "ledger.db", Write: func(w io.Writer) error { return n.ledgerDB.Snapshot(w) }},
-		{Name: "node.db", Write: func(w io.Writer) error { return n.nodeDB.Snapshot(w) }},
-		{Name: "identity.key", Path: filepath.Join(n.orig.Data, "identity.key")},
-		{Name: "ca", Path: filepath.Join(n.orig.Data, "ca")},
-		{Name: "plugins", Path: filepath.Join(n.orig.Data, "plugins")},
-		{Name: "plugin-data", Path: pluginData},
-	}
-}
-
-// snapshotPlugins has the plugins supervisor, which owns the plugin
-// databases, write a consistent copy of them into a temporary folder
-// (store snapshots, as the ledger's; see plugin.SnapshotDatabases); the
-// caller removes the folder.
-func (n *Node) snapshotPlugins() (string, error) {
-	dir, err := os.MkdirTemp("", "peerdns-plugin-data-*")
+// startBackups spawns the backups actor after the plugins supervisor (it
+// asks it for the plugin databases); it stops before it.
+func (n *Node) startBackups(inForce map[string]string) error {
+	keep, _ := strconv.Atoi(inForce[settings.BackupRetention]) // below 1: the default
+	hours, _ := strconv.Atoi(inForce[settings.BackupInterval])
+	pid, err := n.root.Spawn("backups", backups.Props(backups.Deps{
+		Data: n.orig.Data, NodeID: n.id.ID(), Version: n.orig.Version,
+		Ledger: n.ledgerDB, Node: n.nodeDB, Plugins: n.plugins,
+		Keep: keep, Every: time.Duration(hours) * time.Hour,
+		Restore: func(s backups.Staged) { go n.restoreInPlace(s) }, Log: n.logs["core"],
+	}))
 	if err != nil {
-		return "", err
+		return fmt.Errorf("spawn backups: %w", err)
 	}
-	res, err := n.root.System.Root.RequestFuture(n.plugins, &plugin.SnapshotDatabases{Dir: dir}, 5*time.Minute).Result()
-	if err == nil {
-		if r := res.(*plugin.SnapshotDatabasesReply); r.Err != nil {
-			err = r.Err
-		}
-	}
-	if err != nil {
-		os.RemoveAll(dir)
-		return "", fmt.Errorf("plugin databases: %w", err)
-	}
-	return dir, nil
-}
-
-// CreateBackup writes a backup now and returns its path.
-func (n *Node) CreateBackup() (string, error) {
-	pluginData, err := n.snapshotPlugins()
-	if err != nil {
-		n.logs["core"].Error("backup failed", "err", err)
-		return "", err
-	}
-	defer os.RemoveAll(pluginData)
-	path, err := backup.Create(n.backupDir(), int(n.backups.keep.Load()), n.id.ID(), n.orig.Version, time.Now(), n.backupSources(pluginData))
-	if err != nil {
-		n.logs["core"].Error("backup failed", "err", err)
-		return "", err
-	}
-	n.logs["core"].Info("backup written", "path", path)
-	return path, nil
-}
-
-// ListBackups lists DATA/backups, newest first.
-func (n *Node) ListBackups() ([]backup.Info, error) { return backup.List(n.backupDir()) }
-
-// BackupMetadata reads one backup's metadata.
-func (n *Node) BackupMetadata(name string) (backup.Meta, error) {
-	return backup.Metadata(n.backupDir(), name)
-}
-
-// DeleteBackup removes one backup.
-func (n *Node) DeleteBackup(name string) error {
-	if err := backup.Delete(n.backupDir(), name); err != nil {
-		return err
-	}
-	n.logs["core"].Info("backup deleted", "name", name)
+	n.backups = pid
+	n.closers = append(n.closers, func() { _ = n.root.System.Root.StopFuture(pid).Wait() })
 	return nil
 }
 
-// setBackupPolicy reads the two settings' values in force.
-func (n *Node) setBackupPolicy(inForce map[string]string) {
-	keep, err := strconv.Atoi(inForce[settings.BackupRetention])
-	if err != nil || keep < 1 {
-		keep = 10
-	}
-	n.backups.keep.Store(int64(keep))
-	hours, _ := strconv.Atoi(inForce[settings.BackupInterval])
-	n.backups.every.Store(int64(time.Duration(hours) * time.Hour))
+// setBackupRetention and setBackupInterval are the live appliers of
+// BACKUP_RETENTION and BACKUP_INTERVAL: the actor owns the policy.
+func (n *Node) setBackupRetention(keep int) {
+	n.root.System.Root.Send(n.backups, &backups.SetRetention{Keep: keep})
 }
 
-// startBackupTimer writes automatic backups while the node runs.
-func (n *Node) startBackupTimer() {
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		t := time.NewTicker(time.Minute)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case now := <-t.C:
-				if n.backupDue(now) {
-					_, _ = n.CreateBackup() // logged
-				}
-			}
-		}
-	}()
-	n.closers = append(n.closers, func() { cancel(); <-done })
+func (n *Node) setBackupInterval(hours int) {
+	n.root.System.Root.Send(n.backups, &backups.SetInterval{Every: time.Duration(hours) * time.Hour})
 }
 
-// backupDue: automatic backups are on and the newest backup is at least
-// the interval old (or there is none).
-func (n *Node) backupDue(now time.Time) bool {
-	every := time.Duration(n.backups.every.Load())
-	if every <= 0 {
-		return false
+// backupClient is the actor's side of the admin backup routes.
+func (n *Node) backupClient() backups.Client {
+	return backups.Client{Root: n.root.System.Root, PID: n.backups}
+}
+
+// restoreInPlace swaps a staged backup in and restarts (see above).
+func (n *Node) restoreInPlace(s backups.Staged) {
+	defer os.RemoveAll(s.Dir)
+	n.lifeMu.Lock()
+	defer n.lifeMu.Unlock()
+	if n.stopped {
+		return
 	}
-	list, err := n.ListBackups()
+	n.root.System.EventStream.Publish(&messages.Hint{Type: messages.HintSystemReset})
+	n.stopParts()
+	aside := filepath.Join(n.orig.Data, ".pre-restore-"+time.Now().UTC().Format("20060102T150405"))
+	err := backups.Swap(n.orig.Data, s.Dir, aside)
 	if err != nil {
-		return false
+		// Nothing moved (Swap undid its moves): start on the current
+		// state.
+		os.RemoveAll(aside)
+		if serr := n.start(); serr != nil {
+			n.fail(fmt.Errorf("restore of %s failed (%v) and the node cannot start again: %v", s.Name, err, serr))
+			return
+		}
+		n.logs["core"].Error("backup restore failed; nothing changed", "backup", s.Name, "err", err)
+		return
 	}
-	if len(list) == 0 {
-		return true
+	if err = n.start(); err == nil {
+		os.RemoveAll(aside)
+		n.logs["core"].Info("backup restored", "backup", s.Name)
+		return
 	}
-	last, err := time.Parse(time.RFC3339Nano, list[0].Timestamp)
-	return err != nil || now.Sub(last) >= every
+	n.stopParts()
+	// Put the previous state back and start on it.
+	if rerr := backups.Swap(n.orig.Data, aside, filepath.Join(n.orig.Data, ".failed-restore-"+time.Now().UTC().Format("20060102T150405"))); rerr != nil {
+		n.fail(fmt.Errorf("restore of %s failed (%v) and the previous state could not be put back: %v; it is in %s", s.Name, err, rerr, aside))
+		return
+	}
+	if serr := n.start(); serr != nil {
+		n.fail(fmt.Errorf("restore of %s failed (%v) and the node cannot start on its previous state: %v", s.Name, err, serr))
+		return
+	}
+	os.RemoveAll(aside)
+	n.logs["core"].Error("backup restore failed; the previous state is back", "backup", s.Name, "err", err)
 }

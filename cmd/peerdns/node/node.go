@@ -84,7 +84,7 @@ type Node struct {
 	pluginTable   *plugin.Table
 	pluginWeb     *pluginweb.Server
 	tokenLifetime atomic.Int64 // time.Duration of new write tokens (TOKEN_LIFETIME)
-	backups       backupPolicy
+	backups       *actor.PID
 	level         *slog.LevelVar // LOG_LEVEL, changed live by the settings actor
 	dialer        *tunnel.Dialer // tunnel connections for in-process users (the edge proxy)
 	// answered is the tunnels supervisor once spawned: the DNS server's
@@ -96,7 +96,7 @@ type Node struct {
 	closers  []func() // run in reverse order on stop
 	fatal    chan error
 
-	// What outlives an in-place restart (a backup restore, restore.go):
+	// What outlives an in-place restart (a backup restore, backups.go):
 	// the configuration as given, the data folder lock and the admin
 	// socket, closed by Stop after the closers above.
 	orig       Config
@@ -152,7 +152,6 @@ func (n *Node) start() (err error) {
 		return fmt.Errorf("with the saved settings: %w", err)
 	}
 	n.cfg = cfg
-	n.setBackupPolicy(inForce)
 	n.tokenLifetime.Store(int64(cfg.tokenLifetime()))
 
 	level, _ := ParseLevel(cfg.LogLevel) // checked by Validate
@@ -215,7 +214,9 @@ func (n *Node) start() (err error) {
 	if err := n.startPlugins(); err != nil {
 		return fmt.Errorf("spawn plugins: %w", err)
 	}
-	n.startBackupTimer()
+	if err := n.startBackups(inForce); err != nil {
+		return err
+	}
 	if err := n.startPeers(); err != nil {
 		return err
 	}
@@ -279,7 +280,7 @@ func (n *Node) startAdmin(ln net.Listener) {
 			},
 			func(r *router.Router) { admin.RegisterDiagnostics(r, core, n.dns) },
 			func(r *router.Router) { admin.RegisterDNSClients(r, core, n.dns) },
-			func(r *router.Router) { admin.RegisterBackups(r, core, n) },
+			func(r *router.Router) { admin.RegisterBackups(r, core, n.backupClient()) },
 		},
 		DoH: doh.Handler(n.dns),
 		WS:  ws.Handler(ws.Deps{Root: rootCtx, Hub: n.hub, Ledger: n.ledger, Channels: n.channels, Log: core, Stats: n.statsSnapshot, MaxClients: n.cfg.WSMaxClients}),

@@ -1,0 +1,46 @@
+// Package backups is the actor that owns DATA/backups: it writes a
+// backup on request and, with BACKUP_INTERVAL > 0, whenever the newest
+// one is at least that old (checked on a tick, once a minute); it keeps
+// BACKUP_RETENTION of them (older ones are removed before a new one is
+// written); it lists them, reads their metadata, deletes them, and
+// stages a restore. The archive format is internal/backup's.
+//
+// A backup is a consistent copy of the node's state taken from the
+// state's owners, never a copy of a file being written: ledger.db and
+// node.db through their stores' Snapshot (one buntdb read transaction
+// each; the Snapshotter interface declared here), the plugin databases
+// through the plugins supervisor that owns them (plugin.SnapshotDatabases,
+// answered between two of its messages, so no plugin loads or stops
+// meanwhile), and identity.key, ca/ and plugins/ as files.
+//
+// Writing a backup and staging a restore can take a while (up to
+// internal/backup's size limits), so they run as jobs beside the actor:
+// the actor starts a job and goes on answering, the job answers the
+// requester itself. Listing, metadata and delete are quick folder
+// operations the actor does at once. Jobs may overlap, as HTTP requests
+// may (two creates write two archives). An automatic backup is not
+// started while the previous automatic one still runs. When the actor
+// stops it waits for the jobs in flight, so the stores they read close
+// only after them (the composition root stops this actor before the
+// plugins supervisor and the stores).
+//
+// Restoring. Restore{Name} stages the backup beside the data
+// (internal/backup.Stage into DATA/.restore-<random>: every entry
+// checked, both stores open, the identity is this node's); any problem
+// is the request's error and nothing changes. Once it is sound the
+// request is answered, a backup of the current state is written (so the
+// restore can be undone; if that fails the restore is cancelled and
+// logged), and the staged folder is handed to Deps.Restore. Swapping the
+// state files and starting the node's parts again is the composition
+// root's work (cmd/peerdns/node), because it stops every actor of the
+// node, this one included, and only the process owner can: it calls
+// Swap to move the current entries aside and the staged ones in, and
+// back on failure.
+//
+// The admin routes reach the actor through Client, which implements the
+// small interface http/admin declares (admin.Backups); http/ never
+// imports this package. Timeouts: quick requests wait up to
+// Client.Timeout (30 s), creates and restores up to Client.JobTimeout
+// (1 h: an archive may hold gigabytes); a timeout is an error the route
+// answers with 500, and a create that times out still finishes.
+package backups
