@@ -182,6 +182,9 @@ type OverlayDiag struct {
 	IHaveSent int64 `json:"ihaveSent"`
 	Grafts    int64 `json:"grafts"`
 	Prunes    int64 `json:"prunes"`
+	// Withholding: neighbours dropped because they held ops we lacked
+	// (their vector said so) and did not send them (session_owed.go).
+	Withholding int64 `json:"withholding"`
 }
 
 // VVDigest is the digest of a version vector that KindDigest carries:

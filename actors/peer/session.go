@@ -78,6 +78,8 @@ type session struct {
 	tunnelsDirty bool
 	// lz is the link's Plumtree state (session_lazy.go).
 	lz lazyState
+	// owed: ops the peer's vector holds and we lack (session_owed.go).
+	owed owedState
 }
 
 // opsCredits is how many ops frames may wait for the ledger per peer.

@@ -285,6 +285,8 @@ func (a *Actor) Receive(c actor.Context) {
 			a.diag.issue(a.d.Now(), messages.ConnectionIssue{Addr: e.conn.RemoteAddr().String(), PeerID: m.id, Kind: "overlay", Reason: m.why})
 			a.sendLeave(c, m.id)
 		}
+	case *neighbourOwes:
+		a.onNeighbourOwes(c, m)
 	case *peerLeft:
 		a.onLeft(c, m)
 	case *admitNeighbour:

@@ -71,6 +71,8 @@ type viewState struct {
 	refused  int64 // our requests full peers refused
 	ups      int64 // sessions established
 	ends     int64 // established sessions that ended
+	// withholding: neighbours dropped for holding ops back (session_owed.go)
+	withholding int64
 }
 
 // pinned reports whether the tunnel layer relies on id's session.
@@ -408,7 +410,7 @@ func (a *Actor) overlayDiag() *messages.OverlayDiag {
 	now := a.d.Now()
 	o := &messages.OverlayDiag{
 		ActiveView: a.d.ActiveView, LeavesSent: a.view.leaves, LeavesReceived: a.view.left,
-		Shuffles: a.view.shuffles, ViewRefusals: a.view.refusals, ViewRefused: a.view.refused, SessionsUp: a.view.ups, SessionsEnded: a.view.ends, SampleGarbage: a.view.garbage,
+		Shuffles: a.view.shuffles, ViewRefusals: a.view.refusals, ViewRefused: a.view.refused, SessionsUp: a.view.ups, SessionsEnded: a.view.ends, SampleGarbage: a.view.garbage, Withholding: a.view.withholding,
 		HeardByHeartbeat: len(a.hb.heard), HeartbeatsNew: a.hb.taken, HeartbeatsDup: a.hb.dup, HeartbeatsBad: a.hb.refused,
 	}
 	for id, e := range a.sessions {
