@@ -154,6 +154,16 @@ type OverlayDiag struct {
 	LeavesReceived int64 `json:"leavesReceived"` // neighbours that dropped us
 	Shuffles       int64 `json:"shuffles"`       // samples we sent
 	SampleGarbage  int64 `json:"sampleGarbage"`  // sample entries ignored: bad id or address
+	// SessionsUp and SessionsEnded count sessions that completed their
+	// handshake and established sessions that ended (either side, any
+	// reason): a settled view keeps both still.
+	SessionsUp    int64 `json:"sessionsUp"`
+	SessionsEnded int64 `json:"sessionsEnded"`
+	// ViewRefusals: neighbour requests we turned away at the hello
+	// because our view was full; ViewRefused: ours that full peers
+	// turned away.
+	ViewRefusals int64 `json:"viewRefusals"`
+	ViewRefused  int64 `json:"viewRefused"`
 	// Heartbeats: writers heard only through heartbeats now, and
 	// heartbeats taken, dropped as duplicates (a lookup, no signature
 	// check) and refused (bad signature, not a writer, stale).
@@ -172,6 +182,9 @@ type OverlayDiag struct {
 	IHaveSent int64 `json:"ihaveSent"`
 	Grafts    int64 `json:"grafts"`
 	Prunes    int64 `json:"prunes"`
+	// Withholding: neighbours dropped because they held ops we lacked
+	// (their vector said so) and did not send them (session_owed.go).
+	Withholding int64 `json:"withholding"`
 }
 
 // VVDigest is the digest of a version vector that KindDigest carries:

@@ -95,12 +95,20 @@ const (
 	RefuseNoNetwork      = "no_network"
 	RefuseDuplicate      = "duplicate"
 	RefuseInternal       = "internal"
+	// RefuseViewFull: the peer's active view is full and the dialer
+	// already has neighbours; it should try elsewhere and not redial this
+	// peer for a while.
+	RefuseViewFull = "view_full"
 )
 
 // Refuse tells the peer why the sender closes the connection.
 type Refuse struct {
 	Code   string `cbor:"1,keyasint"`
 	Reason string `cbor:"2,keyasint,omitempty"`
+	// Sample: with RefuseViewFull, a bounded random sample of the
+	// refuser's views (at most MaxSample), so the dialer learns where
+	// else to ask, as a leave's sample does.
+	Sample []PeerInfo `cbor:"3,keyasint,omitempty"`
 }
 
 // PeerInfo is one peer in a peer exchange: an id and where to reach it.
@@ -194,6 +202,9 @@ func (e *Envelope) Validate() error {
 	case KindRefuse:
 		if e.Refuse == nil || e.Refuse.Code == "" {
 			return bad("refuse without code")
+		}
+		if len(e.Refuse.Sample) > MaxSample {
+			return bad(fmt.Sprintf("refuse with a sample of %d peers, at most %d", len(e.Refuse.Sample), MaxSample))
 		}
 	case KindVV, KindWant:
 		// An empty version vector decodes as nil: a node with no ops.

@@ -86,6 +86,9 @@ func (a *Actor) onConn(c actor.Context, m *newConn) {
 		// relayed): the tunnel and plugin streams open on it finish there.
 		transport.Drain(old.conn)
 		c.Stop(old.pid)
+		if old.up {
+			a.view.ends++
+		}
 		delete(a.sessions, id)
 		a.d.Mesh.dropConn(id, old.conn)
 		inherited = old.up || old.inherited
@@ -122,6 +125,7 @@ func (a *Actor) onUp(c actor.Context, m *sessionUp) {
 		return
 	}
 	e.up, e.upAt, e.hello = true, a.d.Now(), m.hello
+	a.view.ups++
 	a.log.Info("peer connected", "peer", short(m.id), "remote", m.remote, "outbound", m.out, "path", pathLabel(e.path, e.via))
 	a.reachUp(m.id, m.hello, e.conn)
 	if e.path == "punched" {
@@ -151,6 +155,9 @@ func (a *Actor) onUp(c actor.Context, m *sessionUp) {
 func (a *Actor) onTerminated(c actor.Context, who *actor.PID) {
 	for id, e := range a.sessions {
 		if e.pid.Equal(who) {
+			if e.up {
+				a.view.ends++
+			}
 			delete(a.sessions, id)
 			a.d.Mesh.dropConn(id, e.conn)
 			a.gate.set(a.directGate())

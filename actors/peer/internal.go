@@ -75,6 +75,27 @@ type redeemResult struct {
 	refuse *messages.Refuse
 }
 
+// admitNeighbour asks the supervisor whether a peer that dialed us may
+// join the active view (answered with admitResult).
+type admitNeighbour struct {
+	peer       string
+	neighbours int // the priority its hello carried
+}
+
+// admitResult answers admitNeighbour: when not ok, sample goes with the
+// refusal.
+type admitResult struct {
+	ok     bool
+	sample []messages.PeerInfo
+}
+
+// viewFull: a peer we dialed refused us because its view is full, and
+// named other peers in sample.
+type viewFull struct {
+	id     string
+	sample []messages.PeerInfo
+}
+
 // inviteRefused: the inviter refused the join request this session
 // carried, with the code and reason it sent (clipped).
 type inviteRefused struct{ peer, code, reason string }

@@ -271,16 +271,24 @@ func TestConnectRefusals(t *testing.T) {
 	send(&messages.Connect{Peer: c.id.ID(), Addrs: []string{"192.0.2.99:53", "victim.example:53"}})
 	wantRefused(4, "no address an authenticated peer reported")
 
-	// A valid introduction of C: A punches its observed address once; the
-	// same introduction again within a second is over the rate limit.
+	// A valid introduction of C: A punches its observed address once. The
+	// same introduction again within a second never punches twice: it is
+	// over the rate limit when it comes before the first one's punch has
+	// begun (A still asks its ledger whether both are writers), and taken
+	// as the same introduction (both sides asked) once the punch runs.
 	valid := &messages.Connect{Peer: c.id.ID(), Observed: "127.0.0.1:9"}
 	send(valid)
 	send(valid)
+	var refused int64
 	testutil.Eventually(t, 10*time.Second, func() error {
-		if re := reachOf(t, a); re.Punches != 1 || re.RefusedConnects != 5 {
-			return fmt.Errorf("punches %d, refused %d; want 1 and 5", re.Punches, re.RefusedConnects)
+		re := reachOf(t, a)
+		if re.Punches != 1 || (re.RefusedConnects != 4 && re.RefusedConnects != 5) {
+			return fmt.Errorf("punches %d, refused %d; want 1 and 4 or 5", re.Punches, re.RefusedConnects)
 		}
+		refused = re.RefusedConnects
 		return nil
 	})
-	waitLog(t, a, "refused a connect message", "rate limit")
+	if refused == 5 {
+		waitLog(t, a, "refused a connect message", "rate limit")
+	}
 }

@@ -78,6 +78,8 @@ type session struct {
 	tunnelsDirty bool
 	// lz is the link's Plumtree state (session_lazy.go).
 	lz lazyState
+	// owed: ops the peer's vector holds and we lack (session_owed.go).
+	owed owedState
 }
 
 // opsCredits is how many ops frames may wait for the ledger per peer.
@@ -133,6 +135,14 @@ func (s *session) Receive(c actor.Context) {
 		case messages.KindRefuse:
 			r := m.m.Refuse
 			code, reason := clip(r.Code, 64), clip(r.Reason, 256) // the peer chose these
+			if code == messages.RefuseViewFull && s.cfg.hello.Join == nil {
+				// Not a fault: the peer's view is full; we try elsewhere.
+				s.cfg.log.Debug("peer's active view is full", "peer", short(s.peer))
+				c.Send(c.Parent(), &viewFull{id: s.peer, sample: r.Sample})
+				s.closing = true
+				_ = s.cfg.conn.Close("refused")
+				return
+			}
 			s.cfg.log.Warn("peer refused the connection", "peer", short(s.peer), "code", code, "reason", reason)
 			c.Send(c.Parent(), &sessionIssue{id: s.peer, kind: "refused-by-peer", reason: code + ": " + reason})
 			if s.cfg.hello.Join != nil {
@@ -156,6 +166,19 @@ func (s *session) refuse(c actor.Context, code, reason string) {
 	s.closing = true
 	select {
 	case s.out <- outItem{env: &messages.Envelope{Kind: messages.KindRefuse, Refuse: &messages.Refuse{Code: code, Reason: reason}}, closeAfter: code}:
+	default:
+		_ = s.cfg.conn.Close(code)
+	}
+}
+
+// refuseQuiet refuses as refuse does, for a reason that is no fault of
+// the peer's (our view is full): nothing is logged above debug or
+// reported as a connection issue.
+func (s *session) refuseQuiet(code, reason string, sample []messages.PeerInfo) {
+	s.cfg.log.Debug("refusing peer", "peer", short(s.peer), "code", code, "reason", reason)
+	s.closing = true
+	select {
+	case s.out <- outItem{env: &messages.Envelope{Kind: messages.KindRefuse, Refuse: &messages.Refuse{Code: code, Reason: reason, Sample: sample}}, closeAfter: code}:
 	default:
 		_ = s.cfg.conn.Close(code)
 	}

@@ -30,6 +30,12 @@ func (s *session) handshaking(c actor.Context) {
 				s.releaseCredit()
 			}
 		}
+	case *admitResult:
+		if !m.ok {
+			s.refuseQuiet(messages.RefuseViewFull, "active view full", m.sample)
+			return
+		}
+		s.sendAccept(c, &messages.Accept{})
 	case *redeemResult:
 		if m.refuse != nil {
 			s.refuse(c, m.refuse.Code, m.refuse.Reason)
@@ -86,6 +92,10 @@ func (s *session) onHello(c actor.Context, h *messages.Hello) {
 				s.refuse(c, messages.RefuseInternal, fmt.Sprintf("cannot check writers: %v", errText(err)))
 			case !r.OK:
 				s.refuse(c, messages.RefuseNotWriter, "peer is not a writer of this network")
+			case !s.cfg.conn.Outbound():
+				// The peer asks to join our active view: the supervisor
+				// says whether it has room (view.go).
+				c.Request(c.Parent(), &admitNeighbour{peer: s.peer, neighbours: h.Neighbours})
 			default:
 				s.sendAccept(c, &messages.Accept{})
 			}

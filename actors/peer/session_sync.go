@@ -37,6 +37,7 @@ func (s *session) established(c actor.Context) {
 				}
 			}
 			s.lastPeerVV = copyVV(m.m.VV)
+			s.noteOwed(c, m.m.VV)
 			for w := range s.peerLinks {
 				if w != s.cfg.hello.ID {
 					base[w] = math.MaxUint64

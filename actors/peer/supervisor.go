@@ -285,8 +285,18 @@ func (a *Actor) Receive(c actor.Context) {
 			a.diag.issue(a.d.Now(), messages.ConnectionIssue{Addr: e.conn.RemoteAddr().String(), PeerID: m.id, Kind: "overlay", Reason: m.why})
 			a.sendLeave(c, m.id)
 		}
+	case *neighbourOwes:
+		a.onNeighbourOwes(c, m)
 	case *peerLeft:
 		a.onLeft(c, m)
+	case *admitNeighbour:
+		r := &admitResult{ok: a.admit(m.peer, m.neighbours)}
+		if !r.ok {
+			r.sample = a.sample(m.peer)
+		}
+		c.Respond(r)
+	case *viewFull:
+		a.onViewFull(m)
 	case *overlayFrame:
 		a.onOverlay(c, m)
 	case *announceTunnels:

@@ -23,12 +23,22 @@ import (
 //     node.db, capped at maxKnownPeers): the peers we may dial when a
 //     neighbour goes. HyParView keeps a small passive view in memory; ours
 //     is the address book we already keep and restore after a restart.
-//   - A peer that dials us while our view is full says in its hello how
-//     many neighbours it has. With none (a new node, or one whose
-//     neighbours all left) we make room: a random neighbour gets a
-//     "leave" and goes. With some, the newcomer gets the "leave". A leave
-//     carries a random sample of our views, so the one who leaves learns
-//     where else to go, and it holds off redialing us for leaveHold.
+//   - A peer that dials us says in its hello how many neighbours it has:
+//     the priority of its request. With none (a new node, or one whose
+//     neighbours all left) it is always taken, and if that puts the view
+//     past its cap a random neighbour gets a "leave" and goes. With some,
+//     it is taken while the view is below its cap (ActiveView plus
+//     viewSlack) and otherwise refused at the hello (RefuseViewFull),
+//     before a session comes up; the dialer holds off redialing us for
+//     leaveHold and dials another. A leave carries a random sample of our
+//     views, so the one who leaves learns where else to go, and it also
+//     holds off redialing us for leaveHold.
+//   - Hysteresis: our own dials fill the view to ActiveView, peers that
+//     ask are taken up to ActiveView + viewSlack, and only past that is
+//     the view trimmed. A node a neighbour short then finds a peer that
+//     takes it instead of being taken and sent a leave by each full peer
+//     in turn, so the view settles: once every node has ActiveView
+//     neighbours nobody dials and nothing is dropped.
 //   - Every ExchangeInterval we shuffle with one random neighbour: a
 //     sample of at most ShuffleSize peers (us, random neighbours, random
 //     known peers), answered with a sample of the same size. A sample is
@@ -57,6 +67,12 @@ type viewState struct {
 	leaves   int64 // leaves we sent
 	left     int64 // leaves we got
 	shuffles int64 // shuffles we started
+	refusals int64 // neighbour requests refused at the hello: view full
+	refused  int64 // our requests full peers refused
+	ups      int64 // sessions established
+	ends     int64 // established sessions that ended
+	// withholding: neighbours dropped for holding ops back (session_owed.go)
+	withholding int64
 }
 
 // pinned reports whether the tunnel layer relies on id's session.
@@ -118,7 +134,7 @@ func (a *Actor) cutOff() map[string]bool {
 // neighbour does.
 func (a *Actor) trimView(c actor.Context, newID string) {
 	now := a.d.Now()
-	for a.neighbours(now) > a.d.ActiveView {
+	for a.neighbours(now) > a.viewCap() {
 		victim := ""
 		if e := a.sessions[newID]; e != nil && !e.conn.Outbound() && e.hello != nil && e.hello.Neighbours > 0 && !a.pinned(newID, now) {
 			victim = newID
@@ -151,6 +167,9 @@ func (a *Actor) sendLeave(c actor.Context, id string) {
 		return
 	}
 	a.view.leaves++
+	if e.up {
+		a.view.ends++
+	}
 	a.log.Info("dropping neighbour: active view full", "peer", short(id), "view", a.d.ActiveView)
 	c.Send(e.pid, &sendLeave{sample: a.sample(id)})
 	delete(a.sessions, id)
@@ -163,6 +182,57 @@ func (a *Actor) sendLeave(c actor.Context, id string) {
 	// its heartbeats keep it active from now on (heartbeat.go).
 	a.heardNow(id)
 	a.connectedChanged(c)
+}
+
+// viewSlack is how far past ActiveView the view takes neighbours that ask
+// (ActiveView/6: 2 for the default 12, none below 6). The view fills by
+// our own dials up to ActiveView and is trimmed only past ActiveView +
+// viewSlack, so a node one neighbour short that dials a node just filled
+// is taken instead of being taken and dropped: without the margin, the
+// nodes a few neighbours short of a full view in a network larger than
+// the view dial full nodes again and again, and every such session comes
+// up, exchanges vectors and peer lists, and is sent a leave.
+func (a *Actor) viewSlack() int { return a.d.ActiveView / 6 }
+
+// viewCap is the most neighbours the view keeps.
+func (a *Actor) viewCap() int { return a.d.ActiveView + a.viewSlack() }
+
+// admit decides at its hello whether a peer that dialed us joins the
+// active view, as HyParView answers a neighbour request: one with no
+// neighbours (priority high: neighbours 0, which a dialer also sends to
+// a writer it no longer hears, see helloNeighbours) is always taken and
+// trimView makes room; one with neighbours is taken only while the view
+// is below its cap, and otherwise refused before any session comes up
+// (RefuseViewFull: the dialer holds off redialing us, onViewFull).
+// Pinned peers are always taken.
+func (a *Actor) admit(id string, neighbours int) bool {
+	now := a.d.Now()
+	if neighbours == 0 || a.pinned(id, now) {
+		return true
+	}
+	others := 0
+	for sid := range a.sessions {
+		if sid != id && !a.pinned(sid, now) {
+			others++
+		}
+	}
+	if others < a.viewCap() {
+		return true
+	}
+	a.view.refusals++
+	return false
+}
+
+// onViewFull: a peer we dialed refused us because its view is full. We
+// do not redial it for leaveHold (unless its heartbeats stop reaching
+// us, as after a leave), learn the peers its refusal named (bad entries
+// are ignored and counted, as in a shuffle) and the dial gate lets
+// another dial through.
+func (a *Actor) onViewFull(m *viewFull) {
+	a.view.refused++
+	a.gate.hold(m.id, a.d.Now().Add(leaveHold))
+	a.learnSample(m.sample)
+	a.updateGate()
 }
 
 // onLeft handles a neighbour's leave: we hold off redialing it and learn
@@ -340,7 +410,7 @@ func (a *Actor) overlayDiag() *messages.OverlayDiag {
 	now := a.d.Now()
 	o := &messages.OverlayDiag{
 		ActiveView: a.d.ActiveView, LeavesSent: a.view.leaves, LeavesReceived: a.view.left,
-		Shuffles: a.view.shuffles, SampleGarbage: a.view.garbage,
+		Shuffles: a.view.shuffles, ViewRefusals: a.view.refusals, ViewRefused: a.view.refused, SessionsUp: a.view.ups, SessionsEnded: a.view.ends, SampleGarbage: a.view.garbage, Withholding: a.view.withholding,
 		HeardByHeartbeat: len(a.hb.heard), HeartbeatsNew: a.hb.taken, HeartbeatsDup: a.hb.dup, HeartbeatsBad: a.hb.refused,
 	}
 	for id, e := range a.sessions {

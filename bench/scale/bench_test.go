@@ -24,6 +24,16 @@ func burstClaims() int {
 	return 10
 }
 
+// idleWindow is how long idle traffic and session churn are measured
+// ($SCALE_IDLE, a duration, default 6s; in the virtual-time runs a
+// longer window costs real time in proportion).
+func idleWindow() time.Duration {
+	if d, err := time.ParseDuration(os.Getenv("SCALE_IDLE")); err == nil && d > 0 {
+		return d
+	}
+	return 6 * time.Second
+}
+
 // fullMeshSizes are the full-mesh sizes run: 25 and 50, plus 100 with
 // SCALE_BIG=1 (it did not finish within 290 s on the shared machine).
 func fullMeshSizes() []int {
@@ -99,22 +109,26 @@ type result struct {
 	vvBytes   int
 	idleBps   float64 // bytes per second per node, idle
 	idleKinds map[string]int64
-	signedOps uint64 // signed ops the burst's claims took on the writer
-	acked     time.Duration
-	applied   time.Duration // until every node applied every claim
-	resolved  time.Duration // until every node lists every claim resolved
-	cpu       time.Duration // CPU the whole process spent from the burst to resolved
-	load      float64       // 1-minute load average at the end of the burst
-	writes    float64       // key writes the burst caused (claims + votes)
-	claimB    float64       // ops bytes received per node per claim, until applied
-	opsB      float64       // ops bytes received per node per write, until resolved
-	allB      float64       // bytes of every kind per node per write, until resolved
-	maxSentB  float64       // the busiest sender's ops bytes per write
-	kinds     map[string]int64
-	received  int64 // ops received by all sessions
-	dups      int64 // of which the ledger had already
-	gaps      int64 // "want" repairs after an op arrived before its predecessor
-	offLink   int64 // frames between nodes the topology does not link (must be 0)
+	// churn in the idle window, per minute across the network: sessions
+	// opened and ended (each counted once, not at both ends) and leaves
+	// sent.
+	opensMin, endsMin, leavesMin float64
+	signedOps                    uint64 // signed ops the burst's claims took on the writer
+	acked                        time.Duration
+	applied                      time.Duration // until every node applied every claim
+	resolved                     time.Duration // until every node lists every claim resolved
+	cpu                          time.Duration // CPU the whole process spent from the burst to resolved
+	load                         float64       // 1-minute load average at the end of the burst
+	writes                       float64       // key writes the burst caused (claims + votes)
+	claimB                       float64       // ops bytes received per node per claim, until applied
+	opsB                         float64       // ops bytes received per node per write, until resolved
+	allB                         float64       // bytes of every kind per node per write, until resolved
+	maxSentB                     float64       // the busiest sender's ops bytes per write
+	kinds                        map[string]int64
+	received                     int64 // ops received by all sessions
+	dups                         int64 // of which the ledger had already
+	gaps                         int64 // "want" repairs after an op arrived before its predecessor
+	offLink                      int64 // frames between nodes the topology does not link (must be 0)
 }
 
 // measure starts the network, measures its idle traffic, then one burst
@@ -140,10 +154,15 @@ func measure(tb testing.TB, cfg simConfig, claims int) result {
 
 	// Idle traffic over a fixed window: a rate is measured, no condition
 	// is waited for.
-	const idle = 6 * time.Second
-	m0 := s.meter.snapshot()
+	idle := idleWindow()
+	m0, d0 := s.meter.snapshot(), s.diagnostics()
 	<-time.After(idle)
 	idleB := s.meter.snapshot().since(m0)
+	churn := s.diagnostics().since(d0)
+	perMin := time.Minute.Seconds() / idle.Seconds()
+	r.opensMin = float64(churn.ups) / 2 * perMin
+	r.endsMin = float64(churn.ends) / 2 * perMin
+	r.leavesMin = float64(churn.leaves) * perMin
 	r.idleBps = float64(idleB.total()) / nodes / idle.Seconds()
 	r.idleKinds = kindsPerNode(idleB, nodes, idle.Seconds())
 
@@ -261,11 +280,18 @@ func kindsPerNode(s snapshot, nodes, secs float64) map[string]int64 {
 	return out
 }
 
-// opCounts sums the sessions' replication counters over every node.
-type opCounts struct{ received, duplicates, gaps int64 }
+// opCounts sums the sessions' replication counters and the overlay's
+// session counters over every node.
+type opCounts struct {
+	received, duplicates, gaps int64
+	// ups, ends: sessions established and ended, counted at both ends
+	// (one session is two); leaves: neighbours dropped to make room.
+	ups, ends, leaves int64
+}
 
 func (c opCounts) since(o opCounts) opCounts {
-	return opCounts{c.received - o.received, c.duplicates - o.duplicates, c.gaps - o.gaps}
+	return opCounts{c.received - o.received, c.duplicates - o.duplicates, c.gaps - o.gaps,
+		c.ups - o.ups, c.ends - o.ends, c.leaves - o.leaves}
 }
 
 func (s *sim) diagnostics() opCounts {
@@ -275,6 +301,11 @@ func (s *sim) diagnostics() opCounts {
 		c.received += sum.OpsReceived
 		c.duplicates += sum.OpsDuplicate
 		c.gaps += sum.GapRepairs
+		if o := sum.Overlay; o != nil {
+			c.ups += o.SessionsUp
+			c.ends += o.SessionsEnded
+			c.leaves += o.LeavesSent
+		}
 	}
 	return c
 }

@@ -46,6 +46,18 @@ func (v *Vector) Advance(writer string, seq uint64) {
 	}
 }
 
+// Seq is the highest seq of writer the ledger has applied (0: none).
+func (v *Vector) Seq(writer string) uint64 {
+	if v == nil {
+		return 0
+	}
+	p, ok := v.m.Load(writer)
+	if !ok {
+		return 0
+	}
+	return p.(*atomic.Uint64).Load()
+}
+
 // Has reports whether the ledger has applied writer's op seq.
 func (v *Vector) Has(writer string, seq uint64) bool {
 	if v == nil {
