@@ -2,6 +2,7 @@ package peer
 
 import (
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -24,7 +25,10 @@ import (
 //     per id; the answer is kept). A heartbeat whose signature does not
 //     verify is refused and counted: no peer can speak for another
 //     writer's liveness. A neighbour that sends maxBadHeartbeats refused
-//     ones is dropped from the active view.
+//     ones (bad signature, stale) is dropped from the active view. One
+//     of an id that is not a writer is refused and goes no further, but
+//     is not held against the neighbour: a new writer heartbeats before
+//     the op that added it reaches every ledger (askWriter).
 //   - A heartbeat older than heartbeatMaxAge by our clock is refused, so
 //     a replay after our restart cannot make a dead writer active.
 //
@@ -52,8 +56,10 @@ const (
 	// maxWriterAsks bounds IsWriter questions in flight (and the
 	// heartbeats waiting on them).
 	maxWriterAsks = 64
-	// notWriterFor is how long a "not a writer" answer is kept.
-	notWriterFor = 30 * time.Second
+	// notWriterFor is how long a "not a writer" answer is kept, for at
+	// most maxNotWriters ids.
+	notWriterFor  = 30 * time.Second
+	maxNotWriters = 1024
 )
 
 // heartbeatState is the supervisor's liveness bookkeeping.
@@ -157,7 +163,7 @@ func (a *Actor) onHeartbeats(c actor.Context, from string, hbs []*messages.Heart
 				fresh = append(fresh, hb)
 			}
 		case !h.notWriter[hb.Writer].IsZero():
-			a.refuseBeat(c, from, "not a writer")
+			h.refused++ // not counted against the neighbour (refuseBeat)
 		default:
 			a.askWriter(c, from, hb)
 		}
@@ -232,10 +238,18 @@ func (a *Actor) askWriter(c actor.Context, from string, hb *messages.Heartbeat) 
 			return // asked again at its next heartbeat
 		}
 		if !r.OK {
-			h.notWriter[w] = a.d.Now()
-			for _, b := range held {
-				a.refuseBeat(c, b.from, "not a writer")
+			// Not a writer of ours, or one whose addition has not
+			// reached our ledger yet: a new writer heartbeats at once,
+			// and its heartbeats travel faster than the op that added
+			// it. So the neighbour that forwarded it is not at fault and
+			// it is not counted against it; the heartbeat is refused
+			// and goes no further. The answer is kept a while (bounded,
+			// so heartbeats of made-up ids cannot grow it) to spare the
+			// ledger a question per heartbeat.
+			if len(h.notWriter) < maxNotWriters {
+				h.notWriter[w] = a.d.Now()
 			}
+			h.refused += int64(len(held))
 			return
 		}
 		h.writers[w] = true
@@ -273,4 +287,26 @@ func (a *Actor) activeIDs() []string {
 func (a *Actor) heardNow(id string) {
 	a.hb.init()
 	a.hb.heard[id] = a.d.Now()
+}
+
+// writersAdded forgets the "not a writer" answers once an applied op adds
+// a writer: the id asked about may be the new writer's, whose heartbeats
+// count from now on.
+func (a *Actor) writersAdded(ops []*messages.Op) {
+	if len(a.hb.notWriter) == 0 {
+		return
+	}
+	p := messages.KeyWriter + ":"
+	for _, op := range ops {
+		if strings.HasPrefix(op.Key, p) {
+			clear(a.hb.notWriter)
+			return
+		}
+		for _, w := range op.Batch {
+			if strings.HasPrefix(w.Key, p) {
+				clear(a.hb.notWriter)
+				return
+			}
+		}
+	}
 }

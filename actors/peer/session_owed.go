@@ -95,13 +95,31 @@ func (s *session) noteOwed(c actor.Context, peerVV messages.VersionVector) {
 }
 
 // onNeighbourOwes drops a neighbour that holds ops we lack and does not
-// send them, unless the writer is our neighbour or the session is pinned.
+// send them, unless the writer is our neighbour, the session is pinned or
+// we are still joining.
 func (a *Actor) onNeighbourOwes(c actor.Context, m *neighbourOwes) {
 	e := a.sessions[m.id]
 	if e == nil || !e.pid.Equal(m.pid) {
 		return
 	}
 	if _, direct := a.sessions[m.writer]; direct || a.pinned(m.id, a.d.Now()) {
+		return
+	}
+	// A node whose own addition has not reached its ledger yet is still
+	// joining: it lags by definition, and no peer but its inviter takes
+	// it as a neighbour yet.
+	f := c.RequestFuture(a.d.Ledger, &messages.IsWriter{ID: a.self}, a.d.AskTimeout)
+	c.ReenterAfter(f, func(res any, err error) {
+		if r, ok := res.(*messages.IsWriterReply); err == nil && ok && r.OK {
+			a.dropWithholder(c, m)
+		}
+	})
+}
+
+// dropWithholder drops m's neighbour once we are a writer.
+func (a *Actor) dropWithholder(c actor.Context, m *neighbourOwes) {
+	e := a.sessions[m.id]
+	if e == nil || !e.pid.Equal(m.pid) {
 		return
 	}
 	a.view.withholding++

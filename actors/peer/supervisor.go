@@ -313,6 +313,7 @@ func (a *Actor) Receive(c actor.Context) {
 	case *inviteRefused:
 		a.onInviteRefused(m)
 	case *messages.OpsApplied:
+		a.writersAdded(m.Ops)
 		ops := m.Ops
 		if a.d.withhold {
 			ops = nil
