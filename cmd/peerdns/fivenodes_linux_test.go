@@ -16,7 +16,7 @@ import (
 )
 
 // Five real `peerdns node` processes, each in a network namespace of its
-// own on a bridge the test makes (10.231.7.0/24 inside those namespaces
+// own on a bridge the test makes (192.0.2.0/24 inside those namespaces
 // only): 1,000 claims on one node agreed by all five; a partition of 2
 // from 3 with a conflicting claim on each side, healed, after which all
 // five agree and no acknowledged write is lost; and a node killed with
@@ -249,7 +249,7 @@ func (n *testNet) ip(i int) string {
 	if n.ns == "" {
 		return "127.0.0.1"
 	}
-	return fmt.Sprintf("10.231.7.%d", i+1)
+	return fmt.Sprintf("192.0.2.%d", i+1)
 }
 
 // wrap is the command prefix that runs a program in node i's namespace.
