@@ -131,7 +131,7 @@ func TestPanelInterfaces(t *testing.T) {
 
 	// A bad subnet: the error is shown next to that subnet.
 	b.clickText(t, tab, "Add subnet")
-	b.fill(t, tab+`fieldset.subnet:nth-child(2) input[name=base]`, "10.9.0.0")
+	b.fill(t, tab+`fieldset.subnet:nth-child(2) input[name=base]`, "198.51.100.0")
 	b.fill(t, tab+`fieldset.subnet:nth-child(2) input[name=cidr]`, "40")
 	b.click(t, `#subnets-form button[type=submit]`)
 	b.waitText(t, tab+`fieldset.subnet:nth-child(2) .field-error`, "subnets[1].cidr 40 must be between 1 and 32")
@@ -145,7 +145,7 @@ func TestPanelInterfaces(t *testing.T) {
 	b.waitText(t, tab+`.notice`, "restart the node")
 	var sn struct{ Subnets []struct{ Base string } }
 	testutil.MustJSON(t, "GET", base+"/api/subnets", "", 200, &sn)
-	if len(sn.Subnets) != 2 || sn.Subnets[1].Base != "10.9.0.0" {
+	if len(sn.Subnets) != 2 || sn.Subnets[1].Base != "198.51.100.0" {
 		t.Fatalf("subnets = %+v", sn)
 	}
 	b.screenshot(t, "interfaces")
