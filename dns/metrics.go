@@ -60,7 +60,9 @@ func kindSource(k zone.Kind) Source {
 		return SourceInternal
 	case zone.KindLocal:
 		return SourceLocal
-	case zone.KindP2P, zone.KindPublic, zone.KindUnresolved:
+	case zone.KindP2P, zone.KindPublic, zone.KindUnresolved, zone.KindZone:
+		// KindZone is the p2p zone's own data: its apex SOA and NS and
+		// its name server's address.
 		return SourceP2P
 	}
 	return SourceNone

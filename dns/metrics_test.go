@@ -26,6 +26,13 @@ func TestAnswerCountsBySourceAndRcode(t *testing.T) {
 		}{
 			{"udp", "site.p2p.", dns.TypeA, SourceP2P, dns.RcodeSuccess},
 			{"udp", "unclaimed.p2p.", dns.TypeA, SourceP2P, dns.RcodeNameError},
+			// The p2p zone's own apex (SOA, NS) and a NODATA at it: the p2p
+			// zone's data, not "none" (answered before any data was read).
+			{"udp", "p2p.", dns.TypeSOA, SourceP2P, dns.RcodeSuccess},
+			{"tcp", "p2p.", dns.TypeNS, SourceP2P, dns.RcodeSuccess},
+			{"udp", "p2p.", dns.TypeMX, SourceP2P, dns.RcodeSuccess},
+			{"udp", "site.p2p.", dns.TypeSOA, SourceP2P, dns.RcodeSuccess},
+			{"udp", "admin.p2p.", dns.TypeNS, SourceInternal, dns.RcodeSuccess},
 			{"tcp", "unclaimed.p2p.", dns.TypeA, SourceP2P, dns.RcodeNameError},
 			{"udp", "a.local.", dns.TypeA, SourceLocal, dns.RcodeSuccess},
 			{"tcp", "txt.local.", dns.TypeTXT, SourceLocal, dns.RcodeSuccess},
