@@ -31,6 +31,7 @@ import (
 	"peerdns/actors/logchan"
 	"peerdns/actors/peer"
 	"peerdns/actors/plugin"
+	"peerdns/actors/settings"
 	"peerdns/actors/tunnel"
 	"peerdns/http/admin"
 	"peerdns/http/doh"
@@ -145,7 +146,7 @@ func (n *Node) start() (err error) {
 	}
 	n.closers = append(n.closers, func() { n.nodeDB.Close() })
 	var warnings [][]any
-	cfg, inForce, sources, err := applySaved(cfg, n.nodeDB, func(msg string, args ...any) { warnings = append(warnings, append([]any{msg}, args...)) })
+	inForce, sources, err := settings.ApplySaved(cfg.settingFields(), cfg.Sources, n.nodeDB, func(msg string, args ...any) { warnings = append(warnings, append([]any{msg}, args...)) })
 	if err != nil {
 		return err
 	}
