@@ -173,9 +173,7 @@ func (f Fields) InForce() map[string]string {
 	default:
 		m[RelayMaxMbps] = strconv.Itoa(*f.RelayMaxMbps)
 	}
-	if *f.WSMaxClients == 0 {
-		m[WSMaxClients] = strconv.Itoa(defaultWSClients)
-	}
+	m[WSMaxClients] = strconv.Itoa(cmp.Or(*f.WSMaxClients, defaultWSClients))
 	if *f.DNSCacheSize > 0 {
 		m[DNSCacheSize] = strconv.Itoa(*f.DNSCacheSize)
 	}
