@@ -2,11 +2,11 @@ package backups
 
 import (
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"peerdns/internal/ask"
 	"peerdns/internal/backup"
 )
 
@@ -25,7 +25,7 @@ type Client struct {
 
 // CreateBackup writes a backup now and returns its path.
 func (c Client) CreateBackup() (string, error) {
-	r, err := ask[*CreateReply](c, &Create{}, c.jobTimeout())
+	r, err := askActor[*CreateReply](c, &Create{}, c.jobTimeout())
 	if err != nil {
 		return "", err
 	}
@@ -34,7 +34,7 @@ func (c Client) CreateBackup() (string, error) {
 
 // ListBackups lists DATA/backups, newest first.
 func (c Client) ListBackups() ([]backup.Info, error) {
-	r, err := ask[*ListReply](c, &List{}, c.timeout())
+	r, err := askActor[*ListReply](c, &List{}, c.timeout())
 	if err != nil {
 		return nil, err
 	}
@@ -43,7 +43,7 @@ func (c Client) ListBackups() ([]backup.Info, error) {
 
 // BackupMetadata reads one backup's metadata.
 func (c Client) BackupMetadata(name string) (backup.Meta, error) {
-	r, err := ask[*MetadataReply](c, &Metadata{Name: name}, c.timeout())
+	r, err := askActor[*MetadataReply](c, &Metadata{Name: name}, c.timeout())
 	if err != nil {
 		return backup.Meta{}, err
 	}
@@ -52,7 +52,7 @@ func (c Client) BackupMetadata(name string) (backup.Meta, error) {
 
 // DeleteBackup removes one backup.
 func (c Client) DeleteBackup(name string) error {
-	r, err := ask[*DeleteReply](c, &Delete{Name: name}, c.timeout())
+	r, err := askActor[*DeleteReply](c, &Delete{Name: name}, c.timeout())
 	if err != nil {
 		return err
 	}
@@ -62,7 +62,7 @@ func (c Client) DeleteBackup(name string) error {
 // RestoreBackup checks and stages the backup; when it is sound the node
 // restores it after this returns.
 func (c Client) RestoreBackup(name string) error {
-	r, err := ask[*RestoreReply](c, &Restore{Name: name}, c.jobTimeout())
+	r, err := askActor[*RestoreReply](c, &Restore{Name: name}, c.jobTimeout())
 	if err != nil {
 		return err
 	}
@@ -83,18 +83,12 @@ func (c Client) jobTimeout() time.Duration {
 	return time.Hour
 }
 
-func ask[R any](c Client, req any, d time.Duration) (R, error) {
-	var zero R
-	res, err := c.Root.RequestFuture(c.PID, req, d).Result()
-	if errors.Is(err, actor.ErrTimeout) {
-		return zero, ErrBusy
+// askActor is internal/ask's Reply (the helper http/ uses too) with this
+// actor's own busy error, whose text the admin routes show.
+func askActor[R any](c Client, req any, d time.Duration) (R, error) {
+	r, err := ask.Reply[R](c.Root, c.PID, req, d)
+	if errors.Is(err, ask.ErrBusy) {
+		return r, ErrBusy
 	}
-	if err != nil {
-		return zero, err
-	}
-	r, ok := res.(R)
-	if !ok {
-		return zero, fmt.Errorf("ask %T: unexpected reply %T", req, res)
-	}
-	return r, nil
+	return r, err
 }

@@ -242,9 +242,7 @@ const (
 	opPrefix       = "op:"
 	metaNetwork    = "meta:network"
 	metaRoot       = "meta:root"
-	ipPrefix       = "ip:"
 	prefHashPrefix = "hashpref:"
-	subnetsKey     = "settings:SUBNETS"
 )
 
 func opKey(op *messages.Op) string {

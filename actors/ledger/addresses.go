@@ -29,6 +29,13 @@ type addresses struct {
 	fresh   []store.KV // assigned since the last persist
 }
 
+// The node.db keys addresses owns; nothing else in the ledger reads or
+// writes them.
+const (
+	ipPrefix   = "ip:"              // ip:<domain> → the domain's address
+	subnetsKey = "settings:SUBNETS" // the configured subnets (JSON)
+)
+
 // loadAddresses reads the subnets and the stored assignments.
 func loadAddresses(node *store.DB, log *slog.Logger, base string, initial int) (*addresses, error) {
 	ad := &addresses{node: node, log: log, base: base, initial: initial}

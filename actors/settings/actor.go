@@ -9,10 +9,11 @@
 // At start a setting's value is, first found: the command-line flag, the
 // environment variable (Def.Env), the value saved here, the default. The
 // node applies the saved values to its Config before anything starts
-// (ApplySaved in cmd/peerdns/node). A setting given by a flag or the
-// environment cannot be changed here (update-settings names it in its
-// errors): the deployment that set it is authoritative, and a saved value
-// would be silently overridden at the next start.
+// (ApplySaved, through the Fields the node hands over: fields.go). A
+// setting given by a flag or the environment cannot be changed here
+// (update-settings names it in its errors): the deployment that set it
+// is authoritative, and a saved value would be silently overridden at the
+// next start.
 //
 // # Updates
 //

@@ -23,7 +23,7 @@ import (
 // answered and the current state backed up. It publishes system-reset
 // to the WebSocket clients, stops every part but the data folder lock
 // and the admin socket (requests meanwhile get 503 with Retry-After,
-// handoff.go), moves the current state files aside, moves the staged
+// http/httpx.Handoff), moves the current state files aside, moves the staged
 // ones in and starts again. If that start fails, the previous files go
 // back and the node starts on them; if even that fails, the node reports
 // a fatal error (Fatal). The state that failed to start is kept in

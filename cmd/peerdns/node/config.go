@@ -9,6 +9,8 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"peerdns/actors/settings"
+	nodedns "peerdns/dns"
 	"peerdns/http/httpx"
 	"peerdns/internal/ipam"
 )
@@ -129,6 +131,23 @@ func (c Config) Validate() error {
 		return fmt.Errorf("INITIAL_IP_INDEX %d must not be negative", c.InitialIPIndex)
 	}
 	return nil
+}
+
+// settingFields are c's fields of the settings (actors/settings reads
+// and writes them by name).
+func (c *Config) settingFields() settings.Fields {
+	return settings.Fields{
+		LogLevel: &c.LogLevel, AdminDomain: &c.AdminDomain, ProfileDomain: &c.ProfileDomain,
+		AdminAddr: &c.AdminAddr, DNSAddr: &c.DNSAddr, HTTPAddr: &c.HTTPAddr, HTTPSAddr: &c.HTTPSAddr,
+		P2PAddr: &c.P2PAddr, DoTAddr: &c.DoTAddr, SubnetBase: &c.SubnetBase,
+		AdminAllowedHosts: &c.AdminAllowedHosts, Bootstrap: &c.Bootstrap, Advertise: &c.Advertise, Upstream: &c.Upstream,
+		TokenLifetimeSeconds: &c.TokenLifetimeSeconds, DNSCacheSize: &c.DNSCacheSize, InitialIPIndex: &c.InitialIPIndex,
+		ReplicaSetSize: &c.ReplicaSetSize, WSMaxClients: &c.WSMaxClients,
+		BackupRetention: &c.BackupRetention, BackupIntervalHours: &c.BackupIntervalHours,
+		RelayMaxConns: &c.RelayMaxConns, RelayMaxMbps: &c.RelayMaxMbps,
+		DNSQueryLog: &c.DNSQueryLog, P2PNoTCP: &c.P2PNoTCP, RelayOff: &c.RelayOff, PortMapOff: &c.PortMapOff,
+		DNSRecursionAllow: &c.DNSRecursionAllow, ParsePrefixes: nodedns.ParsePrefixes,
+	}
 }
 
 func (c Config) tokenLifetime() time.Duration {

@@ -31,9 +31,11 @@ import (
 	"peerdns/actors/logchan"
 	"peerdns/actors/peer"
 	"peerdns/actors/plugin"
+	"peerdns/actors/settings"
 	"peerdns/actors/tunnel"
 	"peerdns/http/admin"
 	"peerdns/http/doh"
+	"peerdns/http/httpx"
 	"peerdns/http/pluginweb"
 	"peerdns/http/ws"
 	"peerdns/internal/applied"
@@ -102,7 +104,7 @@ type Node struct {
 	orig       Config
 	lifeMu     sync.Mutex // serialises Stop and restores
 	stopped    bool
-	shared     *sharedListener
+	shared     *httpx.Handoff
 	keepClosed []func()
 }
 
@@ -144,7 +146,7 @@ func (n *Node) start() (err error) {
 	}
 	n.closers = append(n.closers, func() { n.nodeDB.Close() })
 	var warnings [][]any
-	cfg, inForce, sources, err := applySaved(cfg, n.nodeDB, func(msg string, args ...any) { warnings = append(warnings, append([]any{msg}, args...)) })
+	inForce, sources, err := settings.ApplySaved(cfg.settingFields(), cfg.Sources, n.nodeDB, func(msg string, args ...any) { warnings = append(warnings, append([]any{msg}, args...)) })
 	if err != nil {
 		return err
 	}
@@ -175,10 +177,10 @@ func (n *Node) start() (err error) {
 		if err != nil {
 			return err
 		}
-		n.shared = shareListener(ln)
-		n.keepClosed = append(n.keepClosed, n.shared.close)
+		n.shared = httpx.NewHandoff(ln)
+		n.keepClosed = append(n.keepClosed, n.shared.Close)
 	}
-	adminLn := n.shared.view()
+	adminLn := n.shared.Next()
 	n.adminLn = adminLn
 	n.closers = append(n.closers, func() { adminLn.Close() })
 	// The admin and profile domains are the node's own internal domains;
@@ -431,7 +433,7 @@ func (n *Node) fail(err error) {
 }
 
 // AdminAddr is where the admin API listens.
-func (n *Node) AdminAddr() string { return n.shared.ln.Addr().String() }
+func (n *Node) AdminAddr() string { return n.shared.Addr().String() }
 
 // ID is the node's peer id.
 func (n *Node) ID() string { return n.id.ID() }

@@ -13,7 +13,7 @@ import (
 // SetSetting sets one setting's Config field from its text value, as a
 // saved value would (cmd/peerdns uses it for settings read from the
 // environment).
-func SetSetting(c *Config, name, v string) error { return setConfig(c, name, v) }
+func SetSetting(c *Config, name, v string) error { return c.settingFields().Set(name, v) }
 
 // pathOptions are the endpoint's TCP and relay options from the config.
 func (n *Node) pathOptions() transport.Options {

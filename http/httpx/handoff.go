@@ -1,4 +1,4 @@
-package node
+package httpx
 
 import (
 	"bytes"
@@ -10,25 +10,28 @@ import (
 	"time"
 )
 
-// sharedListener keeps the admin socket open across an in-place restart
-// (a backup restore): one goroutine accepts, and hands each connection to
-// the current view, which the admin server of one incarnation serves and
-// closes without closing the socket. Between incarnations a connection
-// gets a 503 with Retry-After instead of being refused.
-type sharedListener struct {
+// Handoff keeps a listening socket open across an in-place restart of
+// the server behind it (the node's admin socket across a backup restore):
+// one goroutine accepts, and hands each connection to the current view
+// (Next), which the server of one incarnation serves and closes without
+// closing the socket. Between incarnations a connection gets an HTTP 503
+// with Retry-After instead of being refused, so a client that retries
+// sees the restart as a moment of unavailability.
+type Handoff struct {
 	ln   net.Listener
 	mu   sync.Mutex // guards cur
-	cur  *listenerView
+	cur  *handoffView
 	done chan struct{} // closed when the accept loop ended
 }
 
-func shareListener(ln net.Listener) *sharedListener {
-	s := &sharedListener{ln: ln, done: make(chan struct{})}
+// NewHandoff starts accepting on ln; Close stops.
+func NewHandoff(ln net.Listener) *Handoff {
+	s := &Handoff{ln: ln, done: make(chan struct{})}
 	go s.accept()
 	return s
 }
 
-func (s *sharedListener) accept() {
+func (s *Handoff) accept() {
 	defer close(s.done)
 	for {
 		c, err := s.ln.Accept()
@@ -50,30 +53,31 @@ func (s *sharedListener) accept() {
 	}
 }
 
-// view is a listener for the next incarnation.
-func (s *sharedListener) view() net.Listener {
-	v := &listenerView{s: s, conns: make(chan net.Conn), closed: make(chan struct{})}
+// Next is the listener of the next incarnation: it gets every connection
+// accepted from now until it is closed (closing it leaves the socket open).
+func (s *Handoff) Next() net.Listener {
+	v := &handoffView{s: s, conns: make(chan net.Conn), closed: make(chan struct{})}
 	s.mu.Lock()
 	s.cur = v
 	s.mu.Unlock()
 	return v
 }
 
-// close closes the socket and waits for the accept loop.
-func (s *sharedListener) close() {
+// Close closes the socket and waits for the accept loop.
+func (s *Handoff) Close() {
 	s.ln.Close()
 	<-s.done
 }
 
-type listenerView struct {
-	s      *sharedListener
+type handoffView struct {
+	s      *Handoff
 	conns  chan net.Conn
 	closed chan struct{}
 	once   sync.Once
 }
 
 // offer hands c to a goroutine in Accept; false once the view closed.
-func (v *listenerView) offer(c net.Conn) bool {
+func (v *handoffView) offer(c net.Conn) bool {
 	select {
 	case v.conns <- c:
 		return true
@@ -82,7 +86,7 @@ func (v *listenerView) offer(c net.Conn) bool {
 	}
 }
 
-func (v *listenerView) Accept() (net.Conn, error) {
+func (v *handoffView) Accept() (net.Conn, error) {
 	select {
 	case c := <-v.conns:
 		return c, nil
@@ -91,7 +95,7 @@ func (v *listenerView) Accept() (net.Conn, error) {
 	}
 }
 
-func (v *listenerView) Close() error {
+func (v *handoffView) Close() error {
 	v.once.Do(func() {
 		close(v.closed)
 		v.s.mu.Lock()
@@ -103,7 +107,10 @@ func (v *listenerView) Close() error {
 	return nil
 }
 
-func (v *listenerView) Addr() net.Addr { return v.s.ln.Addr() }
+func (v *handoffView) Addr() net.Addr { return v.s.ln.Addr() }
+
+// Addr is the socket's address.
+func (s *Handoff) Addr() net.Addr { return s.ln.Addr() }
 
 // unavailable answers a connection that arrived between incarnations:
 // it reads what the client sent (so closing does not reset the
