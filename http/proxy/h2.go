@@ -11,6 +11,7 @@ import (
 	"net/http/httputil"
 	"net/netip"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -195,15 +196,31 @@ func (l *h2Listener) Addr() net.Addr {
 }
 
 // h2Writer is a stream's ResponseWriter as the edge sees it: the status
-// and bytes for the access log, and the write deadline moved at each
-// write (WriteTimeout between two writes: a stream whose client holds
-// the flow-control window is reset, not kept forever).
+// and bytes for the access log, the write deadline moved at each write
+// (WriteTimeout between two writes: a stream whose client holds the
+// flow-control window is reset, not kept forever), and when what was
+// written goes to the client.
+//
+// Flushing follows the HTTP/1.1 path (flush.go): a response whose
+// declared length is over writeBuffer gets its head at once and each
+// piece of its body as it is written; one of writeBuffer or less is
+// held until the handler returns (for at most its own length), so its
+// HEADERS and its one DATA frame with END_STREAM go out together. A
+// response of unknown length is flushed by ReverseProxy after each
+// piece (FlushInterval: 0 leaves only those to it). Flushing every
+// response at once, as FlushInterval -1 did, cost per request a timer
+// goroutine (ReverseProxy's first flush runs in one), a HEADERS frame
+// of its own and an empty DATA frame to end the stream, each a round
+// trip to the connection's serving goroutine, and with it a TLS record
+// and a write system call: the largest part of what the edge's HTTP/2
+// spent beyond nginx's on small responses (bench/README.md).
 type h2Writer struct {
 	http.ResponseWriter
 	rc      *http.ResponseController
 	s       *Server
 	status  int
 	bytes   int
+	length  int64 // the declared Content-Length, -1 when none (set with the status)
 	until   time.Time
 	stalled bool
 }
@@ -211,13 +228,18 @@ type h2Writer struct {
 func (w *h2Writer) WriteHeader(code int) {
 	if w.status == 0 && code >= 200 {
 		w.status = code
+		w.length = declaredLength(w.Header())
 	}
 	w.ResponseWriter.WriteHeader(code)
+	if code >= 200 && w.length > writeBuffer {
+		w.Flush()
+	}
 }
 
 func (w *h2Writer) Write(b []byte) (int, error) {
 	if w.status == 0 {
 		w.status = http.StatusOK
+		w.length = declaredLength(w.Header())
 	}
 	w.move()
 	n, err := w.ResponseWriter.Write(b)
@@ -226,7 +248,23 @@ func (w *h2Writer) Write(b []byte) (int, error) {
 		w.stalled = true
 		w.s.h2stalled.Add(1)
 	}
+	if err == nil && w.length > writeBuffer && int64(w.bytes) < w.length {
+		w.Flush()
+	}
 	return n, err
+}
+
+// declaredLength is h's Content-Length, or -1.
+func declaredLength(h http.Header) int64 {
+	v := h["Content-Length"]
+	if len(v) == 0 {
+		return -1
+	}
+	n, err := strconv.ParseInt(v[0], 10, 64)
+	if err != nil || n < 0 {
+		return -1
+	}
+	return n
 }
 
 // move sets the write deadline WriteTimeout ahead, once it is an eighth
@@ -484,8 +522,11 @@ func (s *Server) httpUpstream(d *view.Domain) *h2Upstream {
 			pr.Out.Header["X-Forwarded-For"] = pr.In.Header["X-Forwarded-For"]
 			pr.SetXForwarded()
 		},
-		Transport:     u,
-		FlushInterval: -1, // each piece as it comes (and gRPC messages at once)
+		Transport: u,
+		// Unknown lengths (gRPC, event streams, chunked bodies) are
+		// flushed piece by piece by ReverseProxy itself; known ones by
+		// h2Writer (see there).
+		FlushInterval: 0,
 		BufferPool:    bufPool{},
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			s.httpUpstreamError(w, r, name, hash, err)
