@@ -181,11 +181,39 @@ func TestV2Contract(t *testing.T) {
 	if len(errs) < 5 {
 		t.Errorf("a bare {api} passed the json2 shape: %v", errs)
 	}
-	// long-json-keys names the same members in full.
-	w := decode(t, "long", env.get(t, "/api/v3/data?contexts=cpu.cpu&after=-10&options=long-json-keys").body).(map[string]any)
-	sum := w["summary"].(map[string]any)
-	if sum["instances"] == nil || sum["contexts"] == nil || w["result"].(map[string]any)["point_schema"] == nil {
-		t.Errorf("long keys: summary has %v", keysOf(sum))
+	// minimal-stats drops totals and the counts, never the sections a
+	// client routes by.
+	m := decode(t, "minimal", env.get(t, "/api/v3/data?contexts=cpu.cpu&after=-10&options=minimal-stats").body).(map[string]any)
+	if _, ok := m["totals"]; ok {
+		t.Errorf("minimal-stats: totals present")
+	}
+	for _, k := range []string{"versions", "summary", "functions", "result", "db", "view", "agents", "timings"} {
+		if _, ok := m[k]; !ok {
+			t.Errorf("minimal-stats: no %s (has %v)", k, keysOf(m))
+		}
+	}
+	if inst := m["summary"].(map[string]any)["instances"].([]any)[0].(map[string]any); inst["ds"] != nil {
+		t.Errorf("minimal-stats: summary.instances[0] has counts %v", inst["ds"])
+	}
+	// The summary's six lists are named in full under both key sets
+	// (Netdata passes them as literals); long-json-keys names the
+	// members inside them in full.
+	for _, c := range []struct {
+		opts, dims, stats, schema string
+	}{
+		{"", "ds", "sts", "point"},
+		{"&options=long-json-keys", "dimensions", "statistics", "point_schema"},
+	} {
+		w := decode(t, "keys", env.get(t, "/api/v3/data?contexts=cpu.cpu&after=-10"+c.opts).body).(map[string]any)
+		sum := w["summary"].(map[string]any)
+		if got := strings.Join(keysOf(sum), ","); got != "alerts,contexts,dimensions,instances,labels,nodes" {
+			t.Errorf("%q: summary has %s", c.opts, got)
+			continue
+		}
+		inst := sum["instances"].([]any)[0].(map[string]any)
+		if inst[c.dims] == nil || inst[c.stats] == nil || w["result"].(map[string]any)[c.schema] == nil {
+			t.Errorf("%q: summary.instances[0] has %v", c.opts, keysOf(inst))
+		}
 	}
 }
 
@@ -228,11 +256,11 @@ type json2 struct {
 		Instances []struct {
 			ID string         `json:"id"`
 			DS map[string]int `json:"ds"`
-		} `json:"is"`
+		} `json:"instances"`
 		Dimensions []struct {
 			ID string         `json:"id"`
 			DS map[string]int `json:"ds"`
-		} `json:"ds"`
+		} `json:"dimensions"`
 	} `json:"summary"`
 	Totals map[string]map[string]int `json:"totals"`
 }

@@ -47,8 +47,14 @@
 // table's v1 ones: format json2, the last 600 seconds, every stored point
 // of the window (points=0), group_by=dimension, aggregation=average,
 // time_group=average. Every format is the result member of the v2
-// envelope, as Netdata writes it (jsonp and datasource call their
-// function with the bare format). v1's chart= and context= are read as
+// envelope, as Netdata writes it (its v2 data always sets jsonwrap):
+// json adds anomaly_rates (the result's layout with each point's anomaly
+// rate, Netdata's default return-jwar), csv and the other text formats
+// are a string, and jsonp and datasource call their function with the
+// whole envelope. The summary's six lists (nodes, contexts, instances,
+// dimensions, labels, alerts) keep their long names under both key sets,
+// as jsonwrap-v2.c passes them; minimal-stats leaves out totals and the
+// counts, not versions, functions, agents or timings. v1's chart= and context= are read as
 // instances= and contexts= (chart= also as the scope), so a v1 URL asked
 // of v2 selects the same metrics. Selectors are Netdata's simple patterns
 // ('|' between words, '*' wildcards, '!' negation, first match decides);
