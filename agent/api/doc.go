@@ -80,9 +80,14 @@
 // agent's own alerts are in the summary. Functions are not attached to instances (they run on the
 // peer-to-peer RPC), so json2's functions list is empty.
 //
-// Other v2/v3 decisions. alerts without options answers summary,
-// instances and values together (Netdata gives only the nodes without
-// options); with options it answers exactly those. alert_config takes
+// Other v2/v3 decisions. alerts answers what options names (summary:
+// the per-name alerts list; instances and values: alert_instances) and,
+// like Netdata, the summary alone when options names none of them. q
+// lists each matching context as contexts does plus match (what matched
+// first, in Netdata's order); its words are case-insensitive substrings
+// ('|' between alternatives, '*' around a word changes nothing), a
+// little wider than Netdata's simple pattern, which needs *word* to
+// match inside a name. alert_config takes
 // config= (a config_hash_id, as alerts and alarms publish it): none is a
 // 400, an unknown one a 404. settings (v3) is Netdata's dashboard settings
 // file at version 1 (the agent stores none: its API is read-only), beside

@@ -1,0 +1,109 @@
+package api
+
+import (
+	"net/url"
+	"testing"
+)
+
+// TestV2Search: q lists each matching context as contexts lists it, with
+// what matched first in Netdata's order (context id or family, title,
+// units, instance, dimension, label, alert name, alert info), the node
+// itself matching every context, and no q listing them all.
+func TestV2Search(t *testing.T) {
+	env := newTestEnv(t)
+	all := decode(t, "contexts", env.get(t, "/api/v3/contexts").body).(map[string]any)["contexts"].(map[string]any)
+	cases := []struct {
+		q    string
+		want map[string]string // context -> match; nil: every context with the one match in any
+		any  string
+	}{
+		{"q=cpu", map[string]string{"system.cpu": "CONTEXT", "cpu.cpu": "CONTEXT"}, ""},
+		{"q=*VDA*", map[string]string{"disk.io": "CONTEXT"}, ""}, // family vda
+		{"q=load+average", map[string]string{"system.load": "TITLE"}, ""},
+		{"q=kib/s", map[string]string{"disk.io": "UNITS"}, ""},
+		{"q=cpu1", map[string]string{"cpu.cpu": "INSTANCE"}, ""},
+		{"q=load15|reserved", map[string]string{"system.load": "DIMENSION", "disk.space": "DIMENSION"}, ""},
+		{"q=diskspace.plugin", map[string]string{"disk.space": "LABEL"}, ""},
+		{"q=nothing-matches-this", map[string]string{}, ""},
+		{"q=" + url.QueryEscape(env.srv.host.Hostname), nil, "HOST"},
+		{"", nil, "NONE"},
+	}
+	for _, c := range cases {
+		got := decode(t, c.q, env.get(t, "/api/v3/q?"+c.q).body).(map[string]any)["contexts"].(map[string]any)
+		if c.want == nil {
+			if len(got) != len(all) {
+				t.Errorf("%s: %d contexts, want all %d", c.q, len(got), len(all))
+			}
+			for name, e := range got {
+				if m := e.(map[string]any)["match"]; m != c.any {
+					t.Errorf("%s: %s match %v, want %s", c.q, name, m, c.any)
+				}
+			}
+			continue
+		}
+		if len(got) != len(c.want) {
+			t.Errorf("%s: contexts %v, want %v", c.q, keysOf(got), c.want)
+		}
+		for name, m := range c.want {
+			e, ok := got[name].(map[string]any)
+			if !ok || e["match"] != m {
+				t.Errorf("%s: %s = %v, want match %s", c.q, name, got[name], m)
+				continue
+			}
+			// The rest of the entry is the contexts entry.
+			for k, v := range all[name].(map[string]any) {
+				if k != "last_entry" && e[k] != v {
+					t.Errorf("%s: %s.%s = %v, contexts says %v", c.q, name, k, e[k], v)
+				}
+			}
+		}
+	}
+	// An alert's name and info are searched after everything else.
+	if len(env.srv.alerts()) == 0 {
+		t.Fatal("the test agent has no alerts to search")
+	}
+	for _, a := range env.srv.alerts() {
+		got := decode(t, "alert", env.get(t, "/api/v3/q?q="+url.QueryEscape(a.Name)).body).(map[string]any)["contexts"].(map[string]any)
+		found := false
+		for _, e := range got {
+			if e.(map[string]any)["match"] == "ALERT" {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("q=%s: no context matched by the alert's name: %v", a.Name, got)
+		}
+		break
+	}
+}
+
+// TestV2AlertsOptions: alerts answers the sections options names, and the
+// per-name summary alone when it names none of them (Netdata's default).
+func TestV2AlertsOptions(t *testing.T) {
+	env := newTestEnv(t)
+	for _, c := range []struct {
+		q                 string
+		summary, instance bool
+		values            bool
+	}{
+		{"", true, false, false},
+		{"?options=minify", true, false, false},
+		{"?options=instances", false, true, false},
+		{"?options=values", false, true, true},
+		{"?options=summary,instances,values", true, true, true},
+	} {
+		a := decode(t, c.q, env.get(t, "/api/v2/alerts"+c.q).body).(map[string]any)
+		sum, hasSum := a["alerts"].([]any)
+		inst, hasInst := a["alert_instances"].([]any)
+		if hasSum != c.summary || hasInst != c.instance || (c.summary && len(sum) == 0) || (c.instance && len(inst) == 0) {
+			t.Errorf("alerts%s: alerts %v (%d), alert_instances %v (%d)", c.q, hasSum, len(sum), hasInst, len(inst))
+			continue
+		}
+		if c.instance {
+			_, v := inst[0].(map[string]any)["v"]
+			if v != c.values {
+				t.Errorf("alerts%s: values %v, want %v", c.q, v, c.values)
+			}
+		}
+	}
+}
