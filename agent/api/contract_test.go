@@ -475,8 +475,29 @@ func TestV2Grouping(t *testing.T) {
 	// cardinality_limit=3 over system.cpu's 9 visible dims: two kept, the
 	// other seven folded into one, which sums them.
 	j = getJSON2(t, env, "/api/v3/data?contexts=system.cpu&after=-10&points=1&cardinality_limit=3")
-	if ids := j.View.Dimensions.IDs; len(ids) != 3 || ids[2] != "__remaining_dimensions__" || j.View.Cardinality == nil || j.View.Cardinality.Folded != 7 {
+	if ids := j.View.Dimensions.IDs; len(ids) != 3 || ids[2] != "remaining 7 dimensions" || j.View.Dimensions.Names[2] != ids[2] || j.View.Cardinality == nil || j.View.Cardinality.Folded != 7 {
 		t.Errorf("cardinality_limit=3: ids %v cardinality %+v", ids, j.View.Cardinality)
+	}
+	// The kept columns come largest first (by |sum| over the view), and
+	// the folded one holds the sum of the rest.
+	all := getJSON2(t, env, "/api/v3/data?contexts=system.cpu&after=-10&points=1")
+	_, av, _ := all.points(t)
+	_, fv, _ := j.points(t)
+	type col struct {
+		id string
+		v  float64
+	}
+	var cols []col
+	for i, id := range all.View.Dimensions.IDs {
+		cols = append(cols, col{id, av[0][i]})
+	}
+	sort.SliceStable(cols, func(a, b int) bool { return math.Abs(cols[a].v) > math.Abs(cols[b].v) })
+	rest := 0.0
+	for _, c := range cols[2:] {
+		rest += c.v
+	}
+	if ids := j.View.Dimensions.IDs; len(ids) == 3 && (ids[0] != cols[0].id || ids[1] != cols[1].id || math.Abs(fv[0][2]-rest) > 1e-6) {
+		t.Errorf("cardinality_limit=3: kept %v = %v, want %s, %s and the rest %v (all: %v)", ids, fv[0], cols[0].id, cols[1].id, rest, cols)
 	}
 	// nonzero drops a column that is zero at every point: system.cpu's
 	// user is t%5, zero every fifth second; over 1 point at such a second

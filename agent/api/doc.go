@@ -66,7 +66,12 @@
 // than asked); group_by=label without group_by_label is a 400; points
 // below 0 or above 86,400 and time_resampling outside 0-86,400 are 400;
 // cardinality_limit above 10,000 is clamped to 10,000 and 1 is read as 2
-// (one kept, the rest folded); timeout= is clamped to 60 s, and a query
+// (one kept, the rest folded). cardinality_limit folds the result's
+// columns as Netdata does (the largest kept, largest first, the rest
+// summed into "remaining N dimensions"); the summary lists are not cut
+// (Netdata's newest cuts them only with its cardinality-limit-all
+// option), and view.cardinality {folded, cut} is the agent's own
+// addition saying how many columns were folded. timeout= is clamped to 60 s, and a query
 // without one gets 5 s: past it the answer is 504. A query that would copy
 // more than 4M stored points (every dimension of every chart over the
 // whole retention) is a 400 before any copy, as on v1. Two passes of

@@ -788,9 +788,11 @@ func anomalyShare(p Plan, w *store.Window, slots []store.Agg, r int) float64 {
 	return float64(a) / float64(n)
 }
 
-// fold keeps the keep-1 columns with the largest |sum| over the view and
-// sums the others, point by point, into one "remaining" column, as
-// Netdata's cardinality_limit does.
+// fold keeps the keep-1 columns with the largest |sum| over the view,
+// largest first, and sums the others, point by point, into one column
+// whose id and name are "remaining N dimensions", as Netdata's
+// rrd2rrdr_cardinality_limit does. Its anomaly rate is the folded
+// columns' mean (Netdata adds their rates up, which can pass 100 %).
 func (r *V2Result) fold(keep int) {
 	ncol, rows := len(r.Columns), r.Rows()
 	type ranked struct {
@@ -820,13 +822,13 @@ func (r *V2Result) fold(keep int) {
 	for _, x := range rk[:keep-1] {
 		kept = append(kept, x.c)
 	}
-	slices.Sort(kept) // the kept columns stay in their order
 	folded := rk[keep-1:]
 	r.Folded = len(folded)
 	for _, f := range folded {
 		r.Cut = math.Max(r.Cut, f.vol)
 	}
-	rest := V2Column{ID: "__remaining_dimensions__", Name: "remaining " + itoa(len(folded)) + " dimensions", DB: newStat()}
+	restName := "remaining " + itoa(len(folded)) + " dimensions"
+	rest := V2Column{ID: restName, Name: restName, DB: newStat()}
 	cols := make([]V2Column, 0, keep)
 	for _, c := range kept {
 		cols = append(cols, r.Columns[c])
