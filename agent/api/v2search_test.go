@@ -107,3 +107,20 @@ func TestV2AlertsOptions(t *testing.T) {
 		}
 	}
 }
+
+// TestV2DbengineStats: each tier's figures are the store's own.
+func TestV2DbengineStats(t *testing.T) {
+	env := newTestEnv(t)
+	st := env.db.Stats()
+	d := decode(t, "dbengine_stats", env.get(t, "/api/v3/dbengine_stats").body).(map[string]any)
+	for tier, per := range map[string]int{"tier0": st.Tier0BytesPerDim, "tier1": st.Tier1BytesPerDim} {
+		x := d[tier].(map[string]any)
+		if x["metrics"] != float64(st.Dimensions) || x["bytes_per_metric"] != float64(per) ||
+			x["memory_bytes_full_retention"] != float64(st.Dimensions*per) {
+			t.Errorf("%s = %v, store: %d metrics × %d bytes", tier, x, st.Dimensions, per)
+		}
+	}
+	if d["tier1"].(map[string]any)["disk_bytes"] != float64(st.Tier1DiskBytes) {
+		t.Errorf("tier1 disk_bytes %v, store %d", d["tier1"].(map[string]any)["disk_bytes"], st.Tier1DiskBytes)
+	}
+}
