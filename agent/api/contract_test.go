@@ -137,6 +137,7 @@ func TestV2Contract(t *testing.T) {
 		{"/api/v3/data?contexts=cpu.cpu&group_by=label&group_by_label=_collect_module&options=group-by-labels&after=-30&points=3", "data_json2.json", 200},
 		{"/api/v3/data?contexts=system.cpu&cardinality_limit=3&after=-30", "data_json2.json", 200},
 		{"/api/v3/data?contexts=no.such&after=-30", "data_json2.json", 200},
+		{"/api/v3/data?contexts=cpu.*&after=-30&points=5&options=raw", "data_json2.json", 200},
 		{"/api/v2/contexts", "contexts.json", 200},
 		{"/api/v3/contexts?contexts=cpu.*", "contexts.json", 200},
 		{"/api/v3/q?q=cpu", "q.json", 200},
