@@ -1,7 +1,10 @@
 package api
 
 import (
+	"encoding/json"
 	"net/url"
+	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -124,5 +127,57 @@ func TestV2DbengineStats(t *testing.T) {
 	}
 	if d["tier1"].(map[string]any)["disk_bytes"] != float64(st.Tier1DiskBytes) {
 		t.Errorf("tier1 disk_bytes %v, store %d", d["tier1"].(map[string]any)["disk_bytes"], st.Tier1DiskBytes)
+	}
+}
+
+// TestCountIfOverHTTP: countif on system.cpu's user (t%5 each second, so
+// every 5-second point holds 0..4) on v3 with time_group_options and v1
+// with group_options.
+func TestCountIfOverHTTP(t *testing.T) {
+	env := newTestEnv(t)
+	for _, c := range []struct {
+		path string
+		want float64
+	}{
+		{"/api/v3/data?contexts=system.cpu&dimensions=user&after=-100&points=20&time_group=countif&time_group_options=%3E0", 80},
+		{"/api/v3/data?contexts=system.cpu&dimensions=user&after=-100&points=20&time_group=countif", 20},
+		{"/api/v1/data?chart=system.cpu&dimensions=user&after=-100&points=20&group=countif&group_options=%3C2", 40},
+	} {
+		r := env.get(t, c.path)
+		var rows [][]json.RawMessage
+		if strings.Contains(c.path, "/v3/") {
+			var j json2
+			if err := json.Unmarshal(r.body, &j); err != nil || r.status != 200 {
+				t.Fatalf("%s: %d %v %.200s", c.path, r.status, err, r.body)
+			}
+			_, vals, _ := j.points(t)
+			for i := range vals {
+				if vals[i][0] != c.want {
+					t.Errorf("%s: row %d = %v, want %v", c.path, i, vals[i][0], c.want)
+				}
+			}
+			if len(vals) != 20 {
+				t.Errorf("%s: %d rows", c.path, len(vals))
+			}
+			continue
+		}
+		var v1 struct {
+			Data [][]json.RawMessage `json:"data"`
+		}
+		if err := json.Unmarshal(r.body, &v1); err != nil || r.status != 200 {
+			t.Fatalf("%s: %d %v %.200s", c.path, r.status, err, r.body)
+		}
+		rows = v1.Data
+		if len(rows) != 20 {
+			t.Errorf("%s: %d rows", c.path, len(rows))
+		}
+		for i, row := range rows {
+			if string(row[1]) != strconv.FormatFloat(c.want, 'f', -1, 64) {
+				t.Errorf("%s: row %d = %s, want %v", c.path, i, row[1], c.want)
+			}
+		}
+	}
+	if r := env.get(t, "/api/v3/data?contexts=system.cpu&time_group=countif&time_group_options="+strings.Repeat("9", 100)); r.status != 400 {
+		t.Errorf("a 100-byte time_group_options: %d", r.status)
 	}
 }

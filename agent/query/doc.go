@@ -3,7 +3,7 @@
 // seconds, or negative values relative to now and to before), downsamples
 // to the requested number of points with Netdata 1.37's groupings (average,
 // min, max, sum, median, incremental-sum, stddev, cv, ses, des, extremes,
-// trimmed-mean, percentile), filters dimensions, applies Netdata's options
+// trimmed-mean, percentile, countif with its condition), filters dimensions, applies Netdata's options
 // (nonzero, null2zero, abs, percentage, flip, seconds, ms, ...) and renders
 // json, csv, tsv, ssv, ssvcomma, array, jsonp, datatable, datasource,
 // csvjsonarray, html, markdown and the jsonwrap envelope. A window that

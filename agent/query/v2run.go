@@ -467,6 +467,7 @@ func RunV2(t *V2Target, plan Plan, deadline time.Time) (*V2Result, error) {
 		scale = float64(req.Resampling) / float64(plan.Step)
 	}
 	var scratch []float64
+	cond := parseCountIf(req.TimeGroupOptions)
 	// One instance at a time: its metrics' values are kept until its
 	// total is known (percentage-of-instance), then folded into the
 	// groups, so memory is one instance's worth of rows, not the query's.
@@ -504,7 +505,7 @@ func RunV2(t *V2Target, plan Plan, deadline time.Time) (*V2Result, error) {
 			}
 			d := &in.Chart.Dims[m.Dim]
 			slots := dimSlots(in.Window, d.ID, m.Dim)
-			var sm smoothing
+			sm := smoothing{cond: cond}
 			off := (j - k) * rows
 			for r := 0; r < rows; r++ {
 				v, n := groupValue(plan, in.Window, slots, r, req.TimeGroup, &scratch, &sm)
