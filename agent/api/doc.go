@@ -89,10 +89,11 @@
 // the per-name alerts list; instances and values: alert_instances) and,
 // like Netdata, the summary alone when options names none of them. q
 // lists each matching context as contexts does plus match (what matched
-// first, in Netdata's order); its words are case-insensitive substrings
-// ('|' between alternatives, '*' around a word changes nothing), a
-// little wider than Netdata's simple pattern, which needs *word* to
-// match inside a name. alert_config takes
+// first, in Netdata's order); q is Netdata's search pattern, a
+// case-insensitive simple pattern in substring mode (',' or '|' between
+// words, a space inside a word; a plain word matches inside a string,
+// "cpu*" or "a*b" glob the whole string, "!word" excludes the strings it
+// matches; the first matching word decides). alert_config takes
 // config= (a config_hash_id, as alerts and alarms publish it): none is a
 // 400, an unknown one a 404. settings (v3) is Netdata's dashboard settings
 // file at version 1 (the agent stores none: its API is read-only), beside

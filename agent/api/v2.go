@@ -238,10 +238,11 @@ func (s *Server) contextsV2(ctx *fasthttp.RequestCtx, ver int) error {
 // Netdata's order: HOST (this node's hostname, machine GUID or node id:
 // every context), CONTEXT (id or family), TITLE, UNITS, then per
 // instance INSTANCE (id or name), DIMENSION (id or name), LABEL (key or
-// value), ALERT (name), ALERT_INFO. q is '|'-separated alternatives,
-// each a case-insensitive substring ('*' around a word changes nothing,
-// so Netdata's *word* patterns match the same); no q lists every context
-// with match NONE, as Netdata's does.
+// value or key:value), ALERT (name), ALERT_INFO. q is Netdata's search
+// pattern (query.CompileSearch: case-insensitive, ',' or '|' between
+// words, a plain word matches inside a string, '*' globs, '!' excludes,
+// the first matching word decides for each string searched); no q (or
+// "*") lists every context with match NONE, as Netdata's does.
 func (s *Server) searchV2(ctx *fasthttp.RequestCtx, ver int) error {
 	received := time.Now()
 	q, _ := arg(ctx, "q")
@@ -259,24 +260,28 @@ func (s *Server) searchV2(ctx *fasthttp.RequestCtx, ver int) error {
 			limit = n
 		}
 	}
-	var words []string
-	for _, w := range strings.Split(strings.ToLower(q), "|") {
-		if w = strings.TrimSpace(strings.Trim(w, "*")); w != "" {
-			words = append(words, w)
-		}
-	}
+	pat := query.CompileSearch(q)
 	strs, chars := 0, 0
-	has := func(v string) bool {
-		strs++
-		lv := strings.ToLower(v)
-		for _, w := range words {
-			if strings.Contains(lv, w) {
-				return true
+	has := func(v string) bool { strs++; return pat.Match(v) }
+	hasChar := func(v string) bool { chars++; return pat.Match(v) }
+	// label is Netdata's label search: each label's key, value and
+	// key:value; a negative word matching any of them rules every label
+	// out, a positive one (with no negative) is a LABEL match.
+	label := func(ls []query.Label) bool {
+		pos := false
+		for _, l := range ls {
+			for _, v := range [...]string{l.Key, l.Value, l.Key + ":" + l.Value} {
+				chars++
+				switch pat.Test(v) {
+				case query.SearchNegative:
+					return false
+				case query.SearchPositive:
+					pos = true
+				}
 			}
 		}
-		return false
+		return pos
 	}
-	hasChar := func(v string) bool { strs--; chars++; return has(v) }
 	ix := s.index2()
 	now := s.now().Unix()
 	opt := contextOptions(ctx, "priorities", "retention", "liveness", "family", "units")
@@ -285,7 +290,7 @@ func (s *Server) searchV2(ctx *fasthttp.RequestCtx, ver int) error {
 		alertsOf[a.Chart] = append(alertsOf[a.Chart], a)
 	}
 	host := ""
-	if len(words) == 0 {
+	if pat == nil {
 		host = "NONE"
 	} else if has(s.host.Hostname) || hasChar(s.host.GUID) || (s.host.NodeID != "" && hasChar(s.host.NodeID)) {
 		host = "HOST"
@@ -310,10 +315,8 @@ func (s *Server) searchV2(ctx *fasthttp.RequestCtx, ver int) error {
 					return "DIMENSION"
 				}
 			}
-			for _, l := range instanceLabels(c) {
-				if hasChar(l.Key) || hasChar(l.Value) {
-					return "LABEL"
-				}
+			if label(instanceLabels(c)) {
+				return "LABEL"
 			}
 			for _, a := range alertsOf[c.ID] {
 				if has(a.Name) {

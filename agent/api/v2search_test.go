@@ -28,6 +28,15 @@ func TestV2Search(t *testing.T) {
 		{"q=load15|reserved", map[string]string{"system.load": "DIMENSION", "disk.space": "DIMENSION"}, ""},
 		{"q=diskspace.plugin", map[string]string{"disk.space": "LABEL"}, ""},
 		{"q=nothing-matches-this", map[string]string{}, ""},
+		// Netdata's simple pattern: '*' globs the whole string, '!'
+		// excludes the strings it matches (system.cpu's id is excluded,
+		// its title "Total CPU utilization" still matches; every cpu
+		// string of cpu.cpu is excluded and its title has none), '|'
+		// and ',' separate.
+		{"q=" + url.QueryEscape("system.c*"), map[string]string{"system.cpu": "CONTEXT"}, ""},
+		{"q=" + url.QueryEscape("*.cpu"), map[string]string{"system.cpu": "CONTEXT", "cpu.cpu": "CONTEXT"}, ""},
+		{"q=" + url.QueryEscape("!system.*|!cpu*|cpu"), map[string]string{"system.cpu": "TITLE"}, ""},
+		{"q=" + url.QueryEscape("load15,reserved"), map[string]string{"system.load": "DIMENSION", "disk.space": "DIMENSION"}, ""},
 		{"q=" + url.QueryEscape(env.srv.host.Hostname), nil, "HOST"},
 		{"", nil, "NONE"},
 	}
