@@ -397,8 +397,13 @@ func TestV2Grouping(t *testing.T) {
 			func(ts int64) []float64 { return []float64{3 * k(ts)} }},
 		{"contexts=cpu.cpu|system.load&group_by=label,context&group_by_label=_collect_module&aggregation=sum", []string{"/proc/loadavg,system.load", "/proc/stat,cpu.cpu"},
 			func(ts int64) []float64 { return []float64{3 * k(ts), 3 * k(ts)} }},
+		// percentage: a group's selected part over its selected and
+		// hidden (not in dimensions) parts, as Netdata computes it; with
+		// nothing hidden every group is 100.
 		{"contexts=cpu.cpu&group_by=instance&aggregation=percentage", []string{"cpu.cpu0", "cpu.cpu1"},
-			func(ts int64) []float64 { return []float64{50, 50} }},
+			func(ts int64) []float64 { return []float64{100, 100} }},
+		{"contexts=cpu.cpu&dimensions=user&group_by=instance&aggregation=percentage", []string{"cpu.cpu0", "cpu.cpu1"},
+			func(ts int64) []float64 { return []float64{100.0 / 3, 100.0 / 3} }},
 		{"contexts=cpu.cpu&group_by=percentage-of-instance", []string{"user", "system"},
 			func(ts int64) []float64 { return []float64{100.0 / 3, 200.0 / 3} }},
 		{"contexts=disk.io&group_by=dimension&aggregation=extremes", []string{"reads", "writes"},

@@ -868,8 +868,14 @@ func (r *V2Result) appendResult(w *jw, K *Keys) {
 	w.int("value", 0)
 	w.int(K.AnomalyRate, 1)
 	w.int(K.PointAnnotations, 2)
+	// Netdata's point schema: count with raw, and hidden (the values
+	// hidden from a percentage) with raw and aggregation=percentage.
+	hidden := raw && r.Hidden != nil
 	if raw {
 		w.int("count", 3)
+	}
+	if hidden {
+		w.int("hidden", 4)
 	}
 	w.endObj()
 	w.arr("data")
@@ -894,6 +900,9 @@ func (r *V2Result) appendResult(w *jw, K *Keys) {
 			w.int("", int64(r.Flags[k]))
 			if raw {
 				w.int("", int64(r.Counts[k]))
+			}
+			if hidden {
+				w.num("", r.Hidden[k])
 			}
 			w.endArr()
 		}

@@ -111,7 +111,12 @@ func (c *Counts) add(o Counts) {
 type V2Metric struct {
 	Inst, Dim int
 	Selected  bool
-	Queried   bool // selected and had stored points
+	// Hidden: its instance is selected but the dimension is not (the
+	// dimensions selector, or hidden by its collector). With
+	// aggregation=percentage it is still read, as Netdata does, and its
+	// values are its group's hidden part.
+	Hidden  bool
+	Queried bool // selected and had stored points
 	Failed    bool
 	Stat      Stat // over the view points
 	Column    int  // output column, -1 when not selected
@@ -260,7 +265,7 @@ func SelectV2(req *V2Request, nodes []V2Node, all []V2Instance) *V2Target {
 				t.NodeInUse[in.Node] = true
 				added = true
 			}
-			t.Metrics = append(t.Metrics, V2Metric{Inst: ii, Dim: di, Selected: sel, Column: -1})
+			t.Metrics = append(t.Metrics, V2Metric{Inst: ii, Dim: di, Selected: sel, Hidden: instSel && !sel, Column: -1})
 		}
 	}
 	t.instStart = append(t.instStart, len(t.Metrics))
@@ -271,8 +276,9 @@ func SelectV2(req *V2Request, nodes []V2Node, all []V2Instance) *V2Target {
 // those are read from the store).
 func (t *V2Target) NeedsWindow(i int) bool {
 	a, b := t.instRange(i)
+	pct := t.Req.Aggregation == AggPercentage
 	for k := a; k < b; k++ {
-		if t.Metrics[k].Selected {
+		if t.Metrics[k].Selected || (pct && t.Metrics[k].Hidden) {
 			return true
 		}
 	}
@@ -313,6 +319,10 @@ type V2Result struct {
 	Anomaly []float64
 	Flags   []uint8
 	Counts  []uint32
+	// Hidden is, with aggregation=percentage, each point's hidden part:
+	// the sum of the group's hidden metrics (NaN: none had a value); nil
+	// otherwise.
+	Hidden []float64
 	// DBPoints and Queries are per tier: stored points read and
 	// instances queried.
 	DBPoints [2]int
@@ -450,9 +460,26 @@ func RunV2(t *V2Target, plan Plan, deadline time.Time) (*V2Result, error) {
 	}
 	anom := make([]float64, ncol*rows)
 	cnt := make([]uint32, ncol*rows)
-	var total []float64 // per row: sum of |v| over all metrics (percentage)
-	if req.Aggregation == AggPercentage {
-		total = make([]float64, rows)
+	// aggregation=percentage: each hidden metric falls in the column of
+	// its group (a group with no selected metric is not shown, so its
+	// hidden part goes nowhere), and hid sums their values per point.
+	var hid []float64
+	hidCol := map[int]int{}
+	if req.Aggregation == AggPercentage && req.GroupBy&GroupByPercentageOfInstance == 0 {
+		for k := range t.Metrics {
+			m := &t.Metrics[k]
+			if !m.Hidden {
+				continue
+			}
+			id, _ := t.groupKey(m)
+			if ci, ok := colOf[id]; ok {
+				hidCol[k] = ci
+			}
+		}
+		hid = make([]float64, ncol*rows)
+		for i := range hid {
+			hid[i] = math.NaN()
+		}
 	}
 	abs := req.absolute()
 	// percentage-of-instance, and v1's options=percentage: every metric
@@ -496,7 +523,36 @@ func RunV2(t *V2Target, plan Plan, deadline time.Time) (*V2Result, error) {
 		queried := false
 		for j := k; j < end; j++ {
 			m := &t.Metrics[j]
-			if !m.Selected {
+			hc, isHid := hidCol[j]
+			if !m.Selected && !isHid {
+				continue
+			}
+			if isHid {
+				// A hidden metric's values only go to its group's
+				// hidden part: no stats, counts or flags of its own.
+				if in.Err != nil {
+					continue
+				}
+				d := &in.Chart.Dims[m.Dim]
+				slots := dimSlots(in.Window, d.ID, m.Dim)
+				sm := smoothing{cond: cond}
+				for r := 0; r < rows; r++ {
+					v, n := groupValue(plan, in.Window, slots, r, req.TimeGroup, &scratch, &sm)
+					if n == 0 || math.IsNaN(v) {
+						continue
+					}
+					if scale != 1 {
+						v *= scale
+					}
+					if abs {
+						v = math.Abs(v)
+					}
+					i := r*ncol + hc
+					if math.IsNaN(hid[i]) {
+						hid[i] = 0
+					}
+					hid[i] += v
+				}
 				continue
 			}
 			if in.Err != nil {
@@ -559,9 +615,6 @@ func RunV2(t *V2Target, plan Plan, deadline time.Time) (*V2Result, error) {
 				}
 				anom[i] += a
 				cnt[i]++
-				if total != nil {
-					total[r] += math.Abs(v)
-				}
 			}
 			res.Columns[m.Column].DB.merge(m.Stat)
 			res.Global.merge(m.Stat)
@@ -576,6 +629,8 @@ func RunV2(t *V2Target, plan Plan, deadline time.Time) (*V2Result, error) {
 	res.Anomaly = anom
 	res.Flags = make([]uint8, ncol*rows)
 	res.Counts = cnt
+	res.Hidden = hid
+	raw := req.Options&OptRaw != 0
 	for r := 0; r < rows; r++ {
 		for c := 0; c < ncol; c++ {
 			i := r*ncol + c
@@ -602,8 +657,20 @@ func RunV2(t *V2Target, plan Plan, deadline time.Time) (*V2Result, error) {
 					v = mn[i]
 				}
 			case AggPercentage:
-				if total[r] != 0 {
-					v = sum[i] * 100 / total[r]
+				// Netdata's percentage of the group: the selected part
+				// over selected plus hidden; raw keeps the selected sum
+				// (the hidden part is the point's hidden member).
+				h := math.NaN()
+				if hid != nil {
+					h = hid[i]
+				}
+				switch {
+				case raw:
+					v = sum[i]
+				case math.IsNaN(h):
+					v = 100
+				case sum[i]+h != 0:
+					v = sum[i] * 100 / (sum[i] + h)
 				}
 			default:
 				v = sum[i] / float64(n)
@@ -731,6 +798,9 @@ func (r *V2Result) secondPass() {
 		}
 	}
 	r.Columns, r.Values, r.Anomaly, r.Flags, r.Counts = cols, vals, an, fl, cn
+	// The hidden parts belong to the first pass's groups; the second
+	// pass's own percentage is a share of the row, so none carry over.
+	r.Hidden = nil
 }
 
 // dropZero removes the columns whose every point is zero or empty
@@ -757,13 +827,20 @@ func (r *V2Result) dropZero() {
 	}
 	vals, an := make([]float64, rows*nc), make([]float64, rows*nc)
 	fl, cn := make([]uint8, rows*nc), make([]uint32, rows*nc)
+	var hid []float64
+	if r.Hidden != nil {
+		hid = make([]float64, rows*nc)
+	}
 	for row := 0; row < rows; row++ {
 		for i, c := range keep {
 			vals[row*nc+i], an[row*nc+i] = r.Values[row*ncol+c], r.Anomaly[row*ncol+c]
 			fl[row*nc+i], cn[row*nc+i] = r.Flags[row*ncol+c], r.Counts[row*ncol+c]
+			if hid != nil {
+				hid[row*nc+i] = r.Hidden[row*ncol+c]
+			}
 		}
 	}
-	r.Columns, r.Values, r.Anomaly, r.Flags, r.Counts = cols, vals, an, fl, cn
+	r.Columns, r.Values, r.Anomaly, r.Flags, r.Counts, r.Hidden = cols, vals, an, fl, cn, hid
 }
 
 // anomalyShare is the share of anomalous stored points in output row r.
@@ -848,12 +925,31 @@ func (r *V2Result) fold(keep int) {
 	an := make([]float64, rows*nc)
 	fl := make([]uint8, rows*nc)
 	cn := make([]uint32, rows*nc)
+	var hid []float64
+	if r.Hidden != nil {
+		hid = make([]float64, rows*nc)
+	}
 	for row := 0; row < rows; row++ {
 		for i, c := range kept {
 			vals[row*nc+i] = r.Values[row*ncol+c]
 			an[row*nc+i] = r.Anomaly[row*ncol+c]
 			fl[row*nc+i] = r.Flags[row*ncol+c]
 			cn[row*nc+i] = r.Counts[row*ncol+c]
+			if hid != nil {
+				hid[row*nc+i] = r.Hidden[row*ncol+c]
+			}
+		}
+		if hid != nil {
+			h := math.NaN()
+			for _, f := range folded {
+				if x := r.Hidden[row*ncol+f.c]; !math.IsNaN(x) {
+					if math.IsNaN(h) {
+						h = 0
+					}
+					h += x
+				}
+			}
+			hid[row*nc+nc-1] = h
 		}
 		s, a, n, any := 0.0, 0.0, 0, false
 		for _, f := range folded {
@@ -877,7 +973,7 @@ func (r *V2Result) fold(keep int) {
 			fl[row*nc+nc-1] = PointEmpty
 		}
 	}
-	r.Columns, r.Values, r.Anomaly, r.Flags, r.Counts = cols, vals, an, fl, cn
+	r.Columns, r.Values, r.Anomaly, r.Flags, r.Counts, r.Hidden = cols, vals, an, fl, cn, hid
 }
 
 func itoa(n int) string {
