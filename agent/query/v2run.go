@@ -117,9 +117,9 @@ type V2Metric struct {
 	// values are its group's hidden part.
 	Hidden  bool
 	Queried bool // selected and had stored points
-	Failed    bool
-	Stat      Stat // over the view points
-	Column    int  // output column, -1 when not selected
+	Failed  bool
+	Stat    Stat // over the view points
+	Column  int  // output column, -1 when not selected
 }
 
 func (m *V2Metric) counts() Counts {
