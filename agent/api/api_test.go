@@ -202,7 +202,7 @@ func TestNetdataErrors(t *testing.T) {
 		{"/api/v3/context?context=no.such", 404, "", "Context is not found: no.such"},
 		{"/api/v3/variable", 400, "", "No chart id is given at the request."},
 		{"/api/v3/variable?chart=nope", 404, "", "Chart is not found: nope"},
-		{"/api/v3/q", 400, "", "No search text is given at the request: use q="},
+		{"/api/v1/q", 400, "", "No search text is given at the request: use q="},
 		{"/api/v1/data?chart=system.cpu&dimensions=nosuch", 404, "", "No metrics where matched to query."},
 		{"/api/v1/data?context=no.such.context", 404, "", "No metrics where matched to query."},
 		{"/nosuchfile", 404, "", "Not found: /nosuchfile"},

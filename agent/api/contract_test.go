@@ -137,6 +137,7 @@ func TestV2Contract(t *testing.T) {
 		{"/api/v3/data?contexts=cpu.cpu&group_by=label&group_by_label=_collect_module&options=group-by-labels&after=-30&points=3", "data_json2.json", 200},
 		{"/api/v3/data?contexts=system.cpu&cardinality_limit=3&after=-30", "data_json2.json", 200},
 		{"/api/v3/data?contexts=no.such&after=-30", "data_json2.json", 200},
+		{"/api/v3/data?contexts=cpu.*&after=-30&points=5&options=raw", "data_json2.json", 200},
 		{"/api/v2/contexts", "contexts.json", 200},
 		{"/api/v3/contexts?contexts=cpu.*", "contexts.json", 200},
 		{"/api/v3/q?q=cpu", "q.json", 200},
@@ -181,11 +182,39 @@ func TestV2Contract(t *testing.T) {
 	if len(errs) < 5 {
 		t.Errorf("a bare {api} passed the json2 shape: %v", errs)
 	}
-	// long-json-keys names the same members in full.
-	w := decode(t, "long", env.get(t, "/api/v3/data?contexts=cpu.cpu&after=-10&options=long-json-keys").body).(map[string]any)
-	sum := w["summary"].(map[string]any)
-	if sum["instances"] == nil || sum["contexts"] == nil || w["result"].(map[string]any)["point_schema"] == nil {
-		t.Errorf("long keys: summary has %v", keysOf(sum))
+	// minimal-stats drops totals and the counts, never the sections a
+	// client routes by.
+	m := decode(t, "minimal", env.get(t, "/api/v3/data?contexts=cpu.cpu&after=-10&options=minimal-stats").body).(map[string]any)
+	if _, ok := m["totals"]; ok {
+		t.Errorf("minimal-stats: totals present")
+	}
+	for _, k := range []string{"versions", "summary", "functions", "result", "db", "view", "agents", "timings"} {
+		if _, ok := m[k]; !ok {
+			t.Errorf("minimal-stats: no %s (has %v)", k, keysOf(m))
+		}
+	}
+	if inst := m["summary"].(map[string]any)["instances"].([]any)[0].(map[string]any); inst["ds"] != nil {
+		t.Errorf("minimal-stats: summary.instances[0] has counts %v", inst["ds"])
+	}
+	// The summary's six lists are named in full under both key sets
+	// (Netdata passes them as literals); long-json-keys names the
+	// members inside them in full.
+	for _, c := range []struct {
+		opts, dims, stats, schema string
+	}{
+		{"", "ds", "sts", "point"},
+		{"&options=long-json-keys", "dimensions", "statistics", "point_schema"},
+	} {
+		w := decode(t, "keys", env.get(t, "/api/v3/data?contexts=cpu.cpu&after=-10"+c.opts).body).(map[string]any)
+		sum := w["summary"].(map[string]any)
+		if got := strings.Join(keysOf(sum), ","); got != "alerts,contexts,dimensions,instances,labels,nodes" {
+			t.Errorf("%q: summary has %s", c.opts, got)
+			continue
+		}
+		inst := sum["instances"].([]any)[0].(map[string]any)
+		if inst[c.dims] == nil || inst[c.stats] == nil || w["result"].(map[string]any)[c.schema] == nil {
+			t.Errorf("%q: summary.instances[0] has %v", c.opts, keysOf(inst))
+		}
 	}
 }
 
@@ -228,11 +257,11 @@ type json2 struct {
 		Instances []struct {
 			ID string         `json:"id"`
 			DS map[string]int `json:"ds"`
-		} `json:"is"`
+		} `json:"instances"`
 		Dimensions []struct {
 			ID string         `json:"id"`
 			DS map[string]int `json:"ds"`
-		} `json:"ds"`
+		} `json:"dimensions"`
 	} `json:"summary"`
 	Totals map[string]map[string]int `json:"totals"`
 }
@@ -368,8 +397,13 @@ func TestV2Grouping(t *testing.T) {
 			func(ts int64) []float64 { return []float64{3 * k(ts)} }},
 		{"contexts=cpu.cpu|system.load&group_by=label,context&group_by_label=_collect_module&aggregation=sum", []string{"/proc/loadavg,system.load", "/proc/stat,cpu.cpu"},
 			func(ts int64) []float64 { return []float64{3 * k(ts), 3 * k(ts)} }},
+		// percentage: a group's selected part over its selected and
+		// hidden (not in dimensions) parts, as Netdata computes it; with
+		// nothing hidden every group is 100.
 		{"contexts=cpu.cpu&group_by=instance&aggregation=percentage", []string{"cpu.cpu0", "cpu.cpu1"},
-			func(ts int64) []float64 { return []float64{50, 50} }},
+			func(ts int64) []float64 { return []float64{100, 100} }},
+		{"contexts=cpu.cpu&dimensions=user&group_by=instance&aggregation=percentage", []string{"cpu.cpu0", "cpu.cpu1"},
+			func(ts int64) []float64 { return []float64{100.0 / 3, 100.0 / 3} }},
 		{"contexts=cpu.cpu&group_by=percentage-of-instance", []string{"user", "system"},
 			func(ts int64) []float64 { return []float64{100.0 / 3, 200.0 / 3} }},
 		{"contexts=disk.io&group_by=dimension&aggregation=extremes", []string{"reads", "writes"},
@@ -447,8 +481,29 @@ func TestV2Grouping(t *testing.T) {
 	// cardinality_limit=3 over system.cpu's 9 visible dims: two kept, the
 	// other seven folded into one, which sums them.
 	j = getJSON2(t, env, "/api/v3/data?contexts=system.cpu&after=-10&points=1&cardinality_limit=3")
-	if ids := j.View.Dimensions.IDs; len(ids) != 3 || ids[2] != "__remaining_dimensions__" || j.View.Cardinality == nil || j.View.Cardinality.Folded != 7 {
+	if ids := j.View.Dimensions.IDs; len(ids) != 3 || ids[2] != "remaining 7 dimensions" || j.View.Dimensions.Names[2] != ids[2] || j.View.Cardinality == nil || j.View.Cardinality.Folded != 7 {
 		t.Errorf("cardinality_limit=3: ids %v cardinality %+v", ids, j.View.Cardinality)
+	}
+	// The kept columns come largest first (by |sum| over the view), and
+	// the folded one holds the sum of the rest.
+	all := getJSON2(t, env, "/api/v3/data?contexts=system.cpu&after=-10&points=1")
+	_, av, _ := all.points(t)
+	_, fv, _ := j.points(t)
+	type col struct {
+		id string
+		v  float64
+	}
+	var cols []col
+	for i, id := range all.View.Dimensions.IDs {
+		cols = append(cols, col{id, av[0][i]})
+	}
+	sort.SliceStable(cols, func(a, b int) bool { return math.Abs(cols[a].v) > math.Abs(cols[b].v) })
+	rest := 0.0
+	for _, c := range cols[2:] {
+		rest += c.v
+	}
+	if ids := j.View.Dimensions.IDs; len(ids) == 3 && (ids[0] != cols[0].id || ids[1] != cols[1].id || math.Abs(fv[0][2]-rest) > 1e-6) {
+		t.Errorf("cardinality_limit=3: kept %v = %v, want %s, %s and the rest %v (all: %v)", ids, fv[0], cols[0].id, cols[1].id, rest, cols)
 	}
 	// nonzero drops a column that is zero at every point: system.cpu's
 	// user is t%5, zero every fifth second; over 1 point at such a second

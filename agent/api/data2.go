@@ -192,14 +192,13 @@ func (s *Server) dataV2(ctx *fasthttp.RequestCtx, ver int) error {
 		*buf = res.AppendJSON2(*buf, meta, nil)
 	default:
 		v1 := res.AsV1(req.Format, req.Callback, req.TQX)
-		// jsonp and datasource call a function with the answer; the other
-		// formats are the result member of the v2 wrapper, as Netdata
-		// writes every format of a v2 query.
+		// Every format is the result member of the v2 wrapper, as Netdata
+		// writes every format of a v2 query (its v2 data always sets
+		// jsonwrap); jsonp and datasource call a function with that.
 		switch req.Format {
 		case query.FormatJSONP, query.FormatDatasource:
-			v1.Request.Options &^= query.OptJSONWrap
-			*buf = v1.Append(*buf, nil)
-			ct = v1.ContentType()
+			*buf = res.AppendCall(*buf, meta, v1)
+			ct = v1.Request.Format.ContentType()
 		default:
 			*buf = res.AppendJSON2(*buf, meta, v1)
 		}

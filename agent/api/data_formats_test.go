@@ -78,7 +78,7 @@ func TestDataGroupingsOverHTTP(t *testing.T) {
 			t.Errorf("cv row %v, want %v", row, 100*math.Sqrt(0.2))
 		}
 	}
-	for _, q := range []string{"group=countif", "format=jsonp&callback=alert(1)", "format=datasource&tqx=reqId:<x>", "group=" + strings.Repeat("x", 10<<10)} {
+	for _, q := range []string{"group=countif&group_options=" + strings.Repeat("9", 100), "format=jsonp&callback=alert(1)", "format=datasource&tqx=reqId:<x>", "group=" + strings.Repeat("x", 10<<10)} {
 		r := env.get(t, "/api/v1/data?chart=system.load&"+q)
 		if r.status != 400 || len(r.body) > 600 {
 			t.Errorf("%.60s = %d %.200s, want a short 400", q, r.status, r.body)

@@ -47,8 +47,14 @@
 // table's v1 ones: format json2, the last 600 seconds, every stored point
 // of the window (points=0), group_by=dimension, aggregation=average,
 // time_group=average. Every format is the result member of the v2
-// envelope, as Netdata writes it (jsonp and datasource call their
-// function with the bare format). v1's chart= and context= are read as
+// envelope, as Netdata writes it (its v2 data always sets jsonwrap):
+// json adds anomaly_rates (the result's layout with each point's anomaly
+// rate, Netdata's default return-jwar), csv and the other text formats
+// are a string, and jsonp and datasource call their function with the
+// whole envelope. The summary's six lists (nodes, contexts, instances,
+// dimensions, labels, alerts) keep their long names under both key sets,
+// as jsonwrap-v2.c passes them; minimal-stats leaves out totals and the
+// counts, not versions, functions, agents or timings. v1's chart= and context= are read as
 // instances= and contexts= (chart= also as the scope), so a v1 URL asked
 // of v2 selects the same metrics. Selectors are Netdata's simple patterns
 // ('|' between words, '*' wildcards, '!' negation, first match decides);
@@ -60,7 +66,12 @@
 // than asked); group_by=label without group_by_label is a 400; points
 // below 0 or above 86,400 and time_resampling outside 0-86,400 are 400;
 // cardinality_limit above 10,000 is clamped to 10,000 and 1 is read as 2
-// (one kept, the rest folded); timeout= is clamped to 60 s, and a query
+// (one kept, the rest folded). cardinality_limit folds the result's
+// columns as Netdata does (the largest kept, largest first, the rest
+// summed into "remaining N dimensions"); the summary lists are not cut
+// (Netdata's newest cuts them only with its cardinality-limit-all
+// option), and view.cardinality {folded, cut} is the agent's own
+// addition saying how many columns were folded. timeout= is clamped to 60 s, and a query
 // without one gets 5 s: past it the answer is 504. A query that would copy
 // more than 4M stored points (every dimension of every chart over the
 // whole retention) is a 400 before any copy, as on v1. Two passes of
@@ -74,9 +85,15 @@
 // agent's own alerts are in the summary. Functions are not attached to instances (they run on the
 // peer-to-peer RPC), so json2's functions list is empty.
 //
-// Other v2/v3 decisions. alerts without options answers summary,
-// instances and values together (Netdata gives only the nodes without
-// options); with options it answers exactly those. alert_config takes
+// Other v2/v3 decisions. alerts answers what options names (summary:
+// the per-name alerts list; instances and values: alert_instances) and,
+// like Netdata, the summary alone when options names none of them. q
+// lists each matching context as contexts does plus match (what matched
+// first, in Netdata's order); q is Netdata's search pattern, a
+// case-insensitive simple pattern in substring mode (',' or '|' between
+// words, a space inside a word; a plain word matches inside a string,
+// "cpu*" or "a*b" glob the whole string, "!word" excludes the strings it
+// matches; the first matching word decides). alert_config takes
 // config= (a config_hash_id, as alerts and alarms publish it): none is a
 // 400, an unknown one a 404. settings (v3) is Netdata's dashboard settings
 // file at version 1 (the agent stores none: its API is read-only), beside

@@ -232,16 +232,21 @@ func (s *Server) contextsV2(ctx *fasthttp.RequestCtx, ver int) error {
 	})
 }
 
-// searchV2 is /api/v2|v3/q: Netdata's full-text search over contexts (id,
-// title, units, family), their instances, dimensions and labels. q is
-// '|'-separated alternatives, each a case-insensitive substring.
+// searchV2 is /api/v2|v3/q: Netdata's full-text search. Each matching
+// context is listed as contexts lists it (family, units, priority,
+// first_entry, last_entry, live) plus match, what matched first in
+// Netdata's order: HOST (this node's hostname, machine GUID or node id:
+// every context), CONTEXT (id or family), TITLE, UNITS, then per
+// instance INSTANCE (id or name), DIMENSION (id or name), LABEL (key or
+// value or key:value), ALERT (name), ALERT_INFO. q is Netdata's search
+// pattern (query.CompileSearch: case-insensitive, ',' or '|' between
+// words, a plain word matches inside a string, '*' globs, '!' excludes,
+// the first matching word decides for each string searched); no q (or
+// "*") lists every context with match NONE, as Netdata's does.
 func (s *Server) searchV2(ctx *fasthttp.RequestCtx, ver int) error {
 	received := time.Now()
 	q, _ := arg(ctx, "q")
 	q = strings.TrimSpace(q)
-	if q == "" {
-		return httpx.BadRequest("No search text is given at the request: use q=")
-	}
 	if len(q) > maxAIQuery {
 		return httpx.BadRequest("q is longer than %d bytes", maxAIQuery)
 	}
@@ -255,91 +260,94 @@ func (s *Server) searchV2(ctx *fasthttp.RequestCtx, ver int) error {
 			limit = n
 		}
 	}
-	var words []string
-	for _, w := range strings.Split(strings.ToLower(q), "|") {
-		if w = strings.TrimSpace(strings.Trim(w, "*")); w != "" {
-			words = append(words, w)
-		}
-	}
-	has := func(s string) bool {
-		ls := strings.ToLower(s)
-		for _, w := range words {
-			if strings.Contains(ls, w) {
-				return true
+	pat := query.CompileSearch(q)
+	strs, chars := 0, 0
+	has := func(v string) bool { strs++; return pat.Match(v) }
+	hasChar := func(v string) bool { chars++; return pat.Match(v) }
+	// label is Netdata's label search: each label's key, value and
+	// key:value; a negative word matching any of them rules every label
+	// out, a positive one (with no negative) is a LABEL match.
+	label := func(ls []query.Label) bool {
+		pos := false
+		for _, l := range ls {
+			for _, v := range [...]string{l.Key, l.Value, l.Key + ":" + l.Value} {
+				chars++
+				switch pat.Test(v) {
+				case query.SearchNegative:
+					return false
+				case query.SearchPositive:
+					pos = true
+				}
 			}
 		}
-		return false
+		return pos
 	}
 	ix := s.index2()
+	now := s.now().Unix()
+	opt := contextOptions(ctx, "priorities", "retention", "liveness", "family", "units")
+	alertsOf := map[string][]health.Alert{}
+	for _, a := range s.alerts() {
+		alertsOf[a.Chart] = append(alertsOf[a.Chart], a)
+	}
+	host := ""
+	if pat == nil {
+		host = "NONE"
+	} else if has(s.host.Hostname) || hasChar(s.host.GUID) || (s.host.NodeID != "" && hasChar(s.host.NodeID)) {
+		host = "HOST"
+	}
+	// match is what matched first in one context, "" for nothing.
+	match := func(name string, charts []*store.ChartDef) string {
+		c0 := charts[0]
+		switch {
+		case has(name) || has(c0.Family):
+			return "CONTEXT"
+		case has(c0.Title):
+			return "TITLE"
+		case has(c0.Units):
+			return "UNITS"
+		}
+		for _, c := range charts {
+			if has(c.ID) || (c.Name != c.ID && has(c.Name)) {
+				return "INSTANCE"
+			}
+			for _, d := range c.Dims {
+				if has(d.ID) || (d.Name != "" && d.Name != d.ID && has(d.Name)) {
+					return "DIMENSION"
+				}
+			}
+			if label(instanceLabels(c)) {
+				return "LABEL"
+			}
+			for _, a := range alertsOf[c.ID] {
+				if has(a.Name) {
+					return "ALERT"
+				}
+				if has(a.Info) {
+					return "ALERT_INFO"
+				}
+			}
+		}
+		return ""
+	}
 	cs := map[string]any{}
-	strs, total := 0, 0
 	for _, name := range ix.contexts {
 		if limit > 0 && len(cs) >= limit {
 			cs["__truncated__"] = map[string]any{"total_contexts": len(ix.contexts), "returned": len(cs), "remaining": len(ix.contexts) - len(cs)}
 			break
 		}
-		charts := ix.byContext[name]
-		c0 := charts[0]
-		var matched []string
-		o := map[string]any{}
-		total += 4
-		if has(name) {
-			matched = append(matched, "id")
-		}
-		if has(c0.Title) {
-			matched = append(matched, "title")
-			o["title"] = c0.Title
-		}
-		if has(c0.Units) {
-			matched = append(matched, "units")
-			o["units"] = c0.Units
-		}
-		if has(c0.Family) {
-			matched = append(matched, "families")
-			o["family"] = c0.Family
-		}
-		var inst, dims []string
-		labels := map[string][]string{}
-		for _, c := range charts {
-			total++
-			if has(c.ID) || has(c.Name) {
-				inst = append(inst, c.Name)
-			}
-			for _, d := range c.Dims {
-				total++
-				if n := dimLabel(d); (has(d.ID) || has(n)) && !containsString(dims, n) {
-					dims = append(dims, n)
-				}
-			}
-			for _, l := range instanceLabels(c) {
-				total++
-				if (has(l.Key) || has(l.Value)) && !containsString(labels[l.Key], l.Value) {
-					labels[l.Key] = append(labels[l.Key], l.Value)
-				}
+		m := host
+		if m == "" {
+			if m = match(name, ix.byContext[name]); m == "" {
+				continue
 			}
 		}
-		if len(inst) > 0 {
-			matched = append(matched, "instances")
-			o["instances"] = inst
-		}
-		if len(dims) > 0 {
-			matched = append(matched, "dimensions")
-			o["dimensions"] = dims
-		}
-		if len(labels) > 0 {
-			matched = append(matched, "labels")
-			o["labels"] = labels
-		}
-		if len(matched) == 0 {
-			continue
-		}
-		strs += len(matched)
-		o["matched"] = matched
+		o := s.contextV2(ix.byContext[name], opt, now)
+		o["match"] = m
 		cs[name] = o
 	}
 	return writeJSON(ctx, map[string]any{
 		"api": 2, "nodes": []any{s.v2NodeEntry(received)}, "contexts": cs,
-		"searches": map[string]any{"strings": total, "char": 0, "total": total},
+		"searches": map[string]any{"strings": strs, "char": chars, "total": strs + chars},
 		"versions": s.v2Versions(), "agents": []any{s.v2Agent(received)}, "timings": cloudTimings(received),
 	})
 }
@@ -370,10 +378,10 @@ var (
 // request that names options gets exactly those, as from Netdata.
 func (s *Server) alertsV2(ctx *fasthttp.RequestCtx, ver int) error {
 	received := time.Now()
-	o, given := arg(ctx, "options")
 	opt := contextOptions(ctx)
-	if !given || strings.TrimSpace(o) == "" {
-		opt["summary"], opt["instances"], opt["values"] = true, true, true
+	if !opt["summary"] && !opt["instances"] && !opt["values"] {
+		// Netdata's default: the per-name summary only.
+		opt["summary"] = true
 	}
 	K := &alertShort
 	if opt["long-json-keys"] || opt["long-keys"] {

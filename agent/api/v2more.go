@@ -125,6 +125,9 @@ func (s *Server) mlInfo(ctx *fasthttp.RequestCtx, ver int) error {
 // dbengineStats is /api/vN/dbengine_stats: Netdata's per-tier storage
 // figures, here those of the agent's two tiers (1-second rings in
 // memory, 60-second aggregates in memory and one append-only file).
+// memory_bytes_full_retention is what each tier will hold once its
+// retention is full (metrics × bytes per metric), not what it holds now:
+// settings' storage.memory_rings.bytes is that measure.
 func (s *Server) dbengineStats(ctx *fasthttp.RequestCtx, ver int) error {
 	st := s.stats()
 	return writeJSON(ctx, map[string]any{
@@ -132,13 +135,13 @@ func (s *Server) dbengineStats(ctx *fasthttp.RequestCtx, ver int) error {
 			"update_every": 1, "retention_seconds": int64(st.Tier0Retention.Seconds()),
 			"first_time_s": st.FirstTime, "last_time_s": st.LastTime,
 			"metrics": st.Dimensions, "bytes_per_metric": st.Tier0BytesPerDim, "disk_bytes": 0,
-			"memory_bytes": int64(st.Dimensions) * int64(st.Tier0BytesPerDim),
+			"memory_bytes_full_retention": int64(st.Dimensions) * int64(st.Tier0BytesPerDim),
 		},
 		"tier1": map[string]any{
 			"update_every": 60, "retention_seconds": int64(st.Tier1Retention.Seconds()),
 			"first_time_s": st.Tier1First, "last_time_s": st.Tier1Last,
 			"metrics": st.Dimensions, "bytes_per_metric": st.Tier1BytesPerDim, "disk_bytes": st.Tier1DiskBytes,
-			"memory_bytes": int64(st.Dimensions) * int64(st.Tier1BytesPerDim),
+			"memory_bytes_full_retention": int64(st.Dimensions) * int64(st.Tier1BytesPerDim),
 		},
 	})
 }

@@ -3,7 +3,7 @@
 // seconds, or negative values relative to now and to before), downsamples
 // to the requested number of points with Netdata 1.37's groupings (average,
 // min, max, sum, median, incremental-sum, stddev, cv, ses, des, extremes,
-// trimmed-mean, percentile), filters dimensions, applies Netdata's options
+// trimmed-mean, percentile, countif with its condition), filters dimensions, applies Netdata's options
 // (nonzero, null2zero, abs, percentage, flip, seconds, ms, ...) and renders
 // json, csv, tsv, ssv, ssvcomma, array, jsonp, datatable, datasource,
 // csvjsonarray, html, markdown and the jsonwrap envelope. A window that
@@ -19,6 +19,14 @@
 // percentage-of-instance total needs them) and the groups' running sums,
 // so its memory is the output size plus one instance, not every metric's
 // rows; it checks the caller's deadline between instances.
+// aggregation=percentage is Netdata's percentage of the group: the
+// metrics a dimensions selector leaves out of a selected instance are
+// still read (V2Metric.Hidden) into their group's hidden part, and a
+// point is selected*100/(selected+hidden); with options=raw the point
+// keeps the selected sum and json2 writes the hidden sum beside it. A
+// second pass's percentage stays a share of its row (the hidden parts
+// belong to the first pass's groups). v2/v3 q's pattern is
+// CompileSearch, Netdata's case-insensitive pattern in substring mode.
 //
 // Everything here is a pure function of its inputs (the caller passes "now"
 // and the windows it read from the store), so it is tested with known

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -45,6 +46,7 @@ const (
 	kindExtremes
 	kindTrimmed
 	kindPercentile
+	kindCountIf
 )
 
 // groupDef is one grouping: its Netdata name, how it is computed, its
@@ -58,9 +60,8 @@ type groupDef struct {
 }
 
 // groupTable is indexed by Group. Netdata 1.37's names and aliases
-// (web/api/queries/query.c api_v1_data_groups); countif is left out
-// because it needs a condition argument (group_options) this API does
-// not take.
+// (web/api/queries/query.c api_v1_data_groups); countif, last, takes its
+// condition from group_options (v1) or time_group_options (v2).
 var groupTable = []groupDef{
 	{"average", kindAverage, 0, []string{"avg", "mean"}},
 	{"min", kindMin, 0, nil},
@@ -90,6 +91,7 @@ var groupTable = []groupDef{
 	{"percentile97", kindPercentile, 0.97, nil},
 	{"percentile98", kindPercentile, 0.98, nil},
 	{"percentile99", kindPercentile, 0.99, nil},
+	{"countif", kindCountIf, 0, nil},
 }
 
 func (g Group) def() groupDef {
@@ -117,7 +119,7 @@ func ParseGroup(s string) (Group, error) {
 	if len(s) > 64 {
 		s = s[:64] + "..."
 	}
-	return 0, fmt.Errorf("unknown group %q: use average, min, max, sum, median, incremental-sum, stddev, cv, ses, des, extremes, trimmed-mean[1-25] or percentile[25-99]", s)
+	return 0, fmt.Errorf("unknown group %q: use average, min, max, sum, median, incremental-sum, stddev, cv, ses, des, extremes, trimmed-mean[1-25], percentile[25-99] or countif", s)
 }
 
 // smoothing is the state of ses and des for one column: like Netdata's,
@@ -126,6 +128,50 @@ func ParseGroup(s string) (Group, error) {
 type smoothing struct {
 	n            int
 	level, trend float64
+	cond         countIf // countif's condition
+}
+
+// countIf is countif's condition: the comparison and its target.
+type countIf struct {
+	op     string // "==", "!=", ">", ">=", "<", "<="
+	target float64
+}
+
+// parseCountIf reads countif's options as Netdata does: an optional
+// comparison ("=", "==", "!=", "<>", ">", ">=", "<", "<="; none is
+// "==") then a number (none or unreadable is 0), spaces allowed around.
+func parseCountIf(s string) countIf {
+	s = strings.TrimSpace(s)
+	c := countIf{op: "=="}
+	for _, p := range []struct{ in, op string }{
+		{"!=", "!="}, {"<>", "!="}, {"==", "=="}, {">=", ">="}, {"<=", "<="},
+		{"!", "!="}, {"=", "=="}, {">", ">"}, {"<", "<"},
+	} {
+		if rest, ok := strings.CutPrefix(s, p.in); ok {
+			c.op, s = p.op, rest
+			break
+		}
+	}
+	if v, err := strconv.ParseFloat(strings.TrimSpace(s), 64); err == nil && !math.IsNaN(v) {
+		c.target = v
+	}
+	return c
+}
+
+func (c countIf) match(v float64) bool {
+	switch c.op {
+	case "!=":
+		return v != c.target
+	case ">":
+		return v > c.target
+	case ">=":
+		return v >= c.target
+	case "<":
+		return v < c.target
+	case "<=":
+		return v <= c.target
+	}
+	return v == c.target
 }
 
 // smoothWindow is Netdata's max_window_size for ses/des: the smoothing
@@ -212,6 +258,18 @@ func combine(g Group, p Plan, vals []float64, mn, mx, sum float64, cnt uint64, s
 			sm.n++
 		}
 		return sm.level
+	case kindCountIf:
+		// The percentage of the group's points that meet the condition.
+		if len(vals) == 0 {
+			return 0
+		}
+		m := 0
+		for _, v := range vals {
+			if sm.cond.match(v) {
+				m++
+			}
+		}
+		return float64(m) * 100 / float64(len(vals))
 	case kindMedian, kindTrimmed, kindPercentile:
 		slices.Sort(vals)
 		n := len(vals)

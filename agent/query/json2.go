@@ -207,7 +207,7 @@ func (c *Counts) total(dims Counts) {
 // functions, result, db, view, agents and timings (Netdata's order and
 // names; see the API package doc for where they differ from the contract).
 // With another format (a non-nil body), result is that format's body,
-// as Netdata writes it inside the v2 wrapper.
+// as Netdata writes it inside the v2 wrapper (json adds anomaly_rates).
 func (r *V2Result) AppendJSON2(dst []byte, meta *V2Meta, body *Result) []byte {
 	t := r.Target
 	req := t.Req
@@ -224,20 +224,23 @@ func (r *V2Result) AppendJSON2(dst []byte, meta *V2Meta, body *Result) []byte {
 	if req.Options&OptDebug != 0 {
 		r.appendRequestEcho(w)
 	}
-	if !minimal {
-		w.obj("versions")
-		w.uint("routing_hard_hash", 1)
-		w.uint("nodes_hard_hash", meta.Versions.NodesHard)
-		w.uint("contexts_hard_hash", meta.Versions.ContextsHard)
-		w.uint("contexts_soft_hash", meta.Versions.ContextsSoft)
-		w.uint("alerts_hard_hash", meta.Versions.AlertsHard)
-		w.uint("alerts_soft_hash", meta.Versions.AlertsSoft)
-		w.endObj()
-	}
+	// minimal-stats leaves out totals and the counts inside the summary,
+	// as Netdata's does; versions, the summary's alerts, functions,
+	// agents and timings stay.
+	w.obj("versions")
+	w.uint("routing_hard_hash", 1)
+	w.uint("nodes_hard_hash", meta.Versions.NodesHard)
+	w.uint("contexts_hard_hash", meta.Versions.ContextsHard)
+	w.uint("contexts_soft_hash", meta.Versions.ContextsSoft)
+	w.uint("alerts_hard_hash", meta.Versions.AlertsHard)
+	w.uint("alerts_soft_hash", meta.Versions.AlertsSoft)
+	w.endObj()
 	total := r.Global.Sum
 	var tNodes, tCtx, tInst, tDims, tKeys, tVals Counts
 
-	// summary
+	// summary: its six lists keep their long names under either key set
+	// (Netdata's jsonwrap-v2.c passes them as literals); only the members
+	// inside them are shortened.
 	w.obj("summary")
 	// nodes
 	w.arr("nodes")
@@ -303,7 +306,7 @@ func (r *V2Result) AppendJSON2(dst []byte, meta *V2Meta, body *Result) []byte {
 		m := &t.Metrics[k]
 		ctxs[t.Instances[m.Inst].Chart.Context].addMetric(t, m)
 	}
-	w.arr(K.Contexts)
+	w.arr("contexts")
 	for _, c := range ctxOrder {
 		e := ctxs[c]
 		w.obj("")
@@ -319,7 +322,7 @@ func (r *V2Result) AppendJSON2(dst []byte, meta *V2Meta, body *Result) []byte {
 	}
 	w.endArr()
 	// instances
-	w.arr(K.Instances)
+	w.arr("instances")
 	for ii := range t.Instances {
 		in := &t.Instances[ii]
 		e := newSum(in.Chart.ID, in.Chart.Name)
@@ -378,7 +381,7 @@ func (r *V2Result) AppendJSON2(dst []byte, meta *V2Meta, body *Result) []byte {
 		}
 		return a.id < b.id
 	})
-	w.arr(K.Dimensions)
+	w.arr("dimensions")
 	for _, n := range dimOrder {
 		e := dims[n]
 		w.obj("")
@@ -447,27 +450,25 @@ func (r *V2Result) AppendJSON2(dst []byte, meta *V2Meta, body *Result) []byte {
 		w.endObj()
 	}
 	w.endArr()
-	if !minimal {
-		byName := map[string]*alertCounts{}
-		names := []string{}
-		for ii := range t.Instances {
-			for _, a := range t.Instances[ii].Alerts {
-				c, ok := byName[a.Name]
-				if !ok {
-					c = &alertCounts{}
-					byName[a.Name] = c
-					names = append(names, a.Name)
-				}
-				c.add(a.Status)
+	byName := map[string]*alertCounts{}
+	names := []string{}
+	for ii := range t.Instances {
+		for _, a := range t.Instances[ii].Alerts {
+			c, ok := byName[a.Name]
+			if !ok {
+				c = &alertCounts{}
+				byName[a.Name] = c
+				names = append(names, a.Name)
 			}
+			c.add(a.Status)
 		}
-		sort.Strings(names)
-		w.arr(K.Alerts)
-		for _, n := range names {
-			w.alerts(n, *byName[n], K, true)
-		}
-		w.endArr()
 	}
+	sort.Strings(names)
+	w.arr("alerts")
+	for _, n := range names {
+		w.alerts(n, *byName[n], K, true)
+	}
+	w.endArr()
 	if raw {
 		w.obj("globals")
 		w.stats(r.Global, total, ue, raw, K)
@@ -484,11 +485,11 @@ func (r *V2Result) AppendJSON2(dst []byte, meta *V2Meta, body *Result) []byte {
 			w.counts(x.k, x.c, K)
 		}
 		w.endObj()
-		// Instances here have no functions of their own: the agent's
-		// functions run on the peer-to-peer RPC, not per chart.
-		w.arr("functions")
-		w.endArr()
 	}
+	// Instances here have no functions of their own: the agent's
+	// functions run on the peer-to-peer RPC, not per chart.
+	w.arr("functions")
+	w.endArr()
 
 	// result
 	if body == nil {
@@ -496,6 +497,15 @@ func (r *V2Result) AppendJSON2(dst []byte, meta *V2Meta, body *Result) []byte {
 	} else {
 		w.key("result")
 		w.b = body.AppendResultValue(w.b)
+		if body.Request.Format == FormatJSON && len(body.Columns) > 0 {
+			// v2 queries ask for the anomaly rates beside a json result
+			// (Netdata's RETURN_JWAR, on by default there): the same
+			// layout with each point's anomaly rate as its value.
+			ar := *body
+			ar.Values = r.Anomaly
+			w.key("anomaly_rates")
+			w.b = ar.AppendResultValue(w.b)
+		}
 	}
 
 	// db
@@ -631,31 +641,29 @@ func (r *V2Result) AppendJSON2(dst []byte, meta *V2Meta, body *Result) []byte {
 	w.num("max", mx)
 	w.endObj() // view
 
-	if !minimal {
-		done := time.Now()
-		w.arr("agents")
-		w.obj("")
-		w.str("mg", meta.Agent.GUID)
-		w.str("nd", meta.Agent.NodeID)
-		w.str("nm", meta.Agent.Hostname)
-		w.int("now", meta.Now)
-		w.int("ai", 0)
-		w.obj("timings")
-		ms := func(a, b time.Time) float64 { return float64(b.Sub(a).Microseconds()) / 1000 }
-		w.num("prep_ms", ms(meta.Received, meta.Prepared))
-		w.num("query_ms", ms(meta.Prepared, meta.Executed))
-		w.num("output_ms", ms(meta.Executed, done))
-		w.num("total_ms", ms(meta.Received, done))
-		w.num("cloud_ms", ms(meta.Received, done))
-		w.endObj()
-		w.endObj()
-		w.endArr()
-		w.obj("timings")
-		w.num("routing_ms", 0)
-		w.num("node_max_ms", 0)
-		w.num("total_ms", ms(meta.Received, done))
-		w.endObj()
-	}
+	done := time.Now()
+	w.arr("agents")
+	w.obj("")
+	w.str("mg", meta.Agent.GUID)
+	w.str("nd", meta.Agent.NodeID)
+	w.str("nm", meta.Agent.Hostname)
+	w.int("now", meta.Now)
+	w.int("ai", 0)
+	w.obj("timings")
+	ms := func(a, b time.Time) float64 { return float64(b.Sub(a).Microseconds()) / 1000 }
+	w.num("prep_ms", ms(meta.Received, meta.Prepared))
+	w.num("query_ms", ms(meta.Prepared, meta.Executed))
+	w.num("output_ms", ms(meta.Executed, done))
+	w.num("total_ms", ms(meta.Received, done))
+	w.num("cloud_ms", ms(meta.Received, done))
+	w.endObj()
+	w.endObj()
+	w.endArr()
+	w.obj("timings")
+	w.num("routing_ms", 0)
+	w.num("node_max_ms", 0)
+	w.num("total_ms", ms(meta.Received, done))
+	w.endObj()
 	w.close('}')
 	return w.b
 }
@@ -860,8 +868,14 @@ func (r *V2Result) appendResult(w *jw, K *Keys) {
 	w.int("value", 0)
 	w.int(K.AnomalyRate, 1)
 	w.int(K.PointAnnotations, 2)
+	// Netdata's point schema: count with raw, and hidden (the values
+	// hidden from a percentage) with raw and aggregation=percentage.
+	hidden := raw && r.Hidden != nil
 	if raw {
 		w.int("count", 3)
+	}
+	if hidden {
+		w.int("hidden", 4)
 	}
 	w.endObj()
 	w.arr("data")
@@ -886,6 +900,9 @@ func (r *V2Result) appendResult(w *jw, K *Keys) {
 			w.int("", int64(r.Flags[k]))
 			if raw {
 				w.int("", int64(r.Counts[k]))
+			}
+			if hidden {
+				w.num("", r.Hidden[k])
 			}
 			w.endArr()
 		}
@@ -990,4 +1007,26 @@ func (r *Result) AppendResultValue(dst []byte) []byte {
 		return AppendJSONString(dst, string(body))
 	}
 	return r.appendBody(dst, true)
+}
+
+// AppendCall renders a jsonp or datasource answer of a v2 query: the
+// function call around the json2 envelope whose result is body (json for
+// jsonp, a DataTable for datasource), as Netdata's v2 data writes every
+// format inside its wrapper. A datasource request whose tqx sig is the
+// newest row's time gets Google's not_modified reply instead.
+func (r *V2Result) AppendCall(dst []byte, meta *V2Meta, body *Result) []byte {
+	switch body.Request.Format {
+	case FormatJSONP:
+		dst = body.appendJSONPOpen(dst)
+		dst = r.AppendJSON2(dst, meta, body)
+		return append(dst, ");"...)
+	case FormatDatasource:
+		var done bool
+		if dst, done = body.appendDatasourceOpen(dst, &Wrap{LastEntry: r.Plan.Before}); done {
+			return dst
+		}
+		dst = r.AppendJSON2(dst, meta, body)
+		return append(dst, "});"...)
+	}
+	return r.AppendJSON2(dst, meta, body)
 }

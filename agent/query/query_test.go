@@ -215,8 +215,10 @@ func TestNetdataGroupings(t *testing.T) {
 		}
 		prev = v
 	}
-	if _, err := ParseGroup("countif"); err == nil {
-		t.Error("countif accepted without its condition")
+	// countif without a condition counts the points equal to 0, as
+	// Netdata's does (TestCountIf has the conditions).
+	if g, err := ParseGroup("countif"); err != nil || g.String() != "countif" || parseCountIf("") != (countIf{"==", 0}) {
+		t.Errorf("ParseGroup(countif) = %v, %v", g, err)
 	}
 	if g, _ := ParseGroup("EMA"); g != GroupSES {
 		t.Errorf("ParseGroup(EMA) = %v, want ses", g)

@@ -192,6 +192,7 @@ type Request struct {
 	After, Before  int64  // as given: absolute unix seconds or relative
 	Points         int
 	Group          Group
+	GroupOptions   string // countif's condition (group_options, v2 time_group_options)
 	Tier           int
 	Format         Format
 	Options        Options
@@ -263,6 +264,15 @@ func ParseRequest(get Getter) (Request, error) {
 	} else if s, ok := get("time_group"); ok { // the v2 name
 		if r.Group, err = ParseGroup(s); err != nil {
 			return r, err
+		}
+	}
+	for _, k := range []string{"group_options", "time_group_options"} {
+		if s, ok := get(k); ok {
+			if len(s) > 64 {
+				return r, fmt.Errorf("%s is longer than 64 bytes", k)
+			}
+			r.GroupOptions = s
+			break
 		}
 	}
 	if s, ok := get("tier"); ok && s != "" {

@@ -113,7 +113,7 @@ func Run(req *Request, plan Plan, series []Series) (*Result, error) {
 	for c, col := range res.Columns {
 		s := series[col.Series]
 		slots := dimSlots(s.Window, col.ID, col.Dim)
-		var sm smoothing
+		sm := smoothing{cond: parseCountIf(req.GroupOptions)}
 		for r := 0; r < plan.Points; r++ {
 			v, n := groupValue(plan, s.Window, slots, r, req.Group, &scratch, &sm)
 			res.DBPoints[tier] += n

@@ -275,6 +275,12 @@ func ParseV2Request(get Getter) (V2Request, error) {
 		}
 	}
 	r.TimeGroupOptions = str("time_group_options")
+	if r.TimeGroupOptions == "" {
+		r.TimeGroupOptions = str("group_options") // v1's name
+	}
+	if len(r.TimeGroupOptions) > 64 {
+		return r, fmt.Errorf("time_group_options is longer than 64 bytes")
+	}
 	if s := str("time_resampling"); s != "" {
 		n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
 		if err != nil || n < 0 || n > 86400 {
@@ -376,7 +382,7 @@ func ParseV2Request(get Getter) (V2Request, error) {
 func parseTimeGroup(s string) (Group, error) {
 	g, err := ParseGroup(s)
 	if err != nil {
-		return 0, fmt.Errorf("unknown time_group %q: use average, min, max, sum, median, incremental-sum, stddev, cv, ses, des, extremes, trimmed-mean[1-25] or percentile[25-99]", trimArg(s))
+		return 0, fmt.Errorf("unknown time_group %q: use average, min, max, sum, median, incremental-sum, stddev, cv, ses, des, extremes, trimmed-mean[1-25], percentile[25-99] or countif (with time_group_options)", trimArg(s))
 	}
 	return g, nil
 }

@@ -101,3 +101,31 @@ func FuzzParseV2Request(f *testing.F) {
 		_ = MatchV2(r.Contexts, "cpu.cpu")
 	})
 }
+
+// TestCountIf: countif's condition parses as Netdata's does and gives the
+// percentage of a group's points that meet it.
+func TestCountIf(t *testing.T) {
+	for _, c := range []struct {
+		opt  string
+		want countIf
+	}{
+		{"", countIf{"==", 0}}, {">0", countIf{">", 0}}, {" >= 2.5 ", countIf{">=", 2.5}}, {"<3", countIf{"<", 3}},
+		{"<=3", countIf{"<=", 3}}, {"!=1", countIf{"!=", 1}}, {"<>1", countIf{"!=", 1}}, {"!1", countIf{"!=", 1}},
+		{"=4", countIf{"==", 4}}, {"==4", countIf{"==", 4}}, {"7", countIf{"==", 7}}, {">x", countIf{">", 0}},
+	} {
+		if got := parseCountIf(c.opt); got != c.want {
+			t.Errorf("parseCountIf(%q) = %+v, want %+v", c.opt, got, c.want)
+		}
+	}
+	g, err := ParseGroup("countif")
+	if err != nil || g.String() != "countif" || !g.needsValues() {
+		t.Fatalf("ParseGroup(countif) = %v, %v", g, err)
+	}
+	vals := []float64{0, 1, 2, 3, 4}
+	for opt, want := range map[string]float64{"": 20, ">0": 80, "<2": 40, ">=2": 60, "!=4": 80, "=9": 0} {
+		sm := smoothing{cond: parseCountIf(opt)}
+		if got := combine(g, Plan{}, append([]float64(nil), vals...), 0, 4, 10, 5, &sm); got != want {
+			t.Errorf("countif %q over %v = %v, want %v", opt, vals, got, want)
+		}
+	}
+}

@@ -111,10 +111,15 @@ func (c *Counts) add(o Counts) {
 type V2Metric struct {
 	Inst, Dim int
 	Selected  bool
-	Queried   bool // selected and had stored points
-	Failed    bool
-	Stat      Stat // over the view points
-	Column    int  // output column, -1 when not selected
+	// Hidden: its instance is selected but the dimension is not (the
+	// dimensions selector, or hidden by its collector). With
+	// aggregation=percentage it is still read, as Netdata does, and its
+	// values are its group's hidden part.
+	Hidden  bool
+	Queried bool // selected and had stored points
+	Failed  bool
+	Stat    Stat // over the view points
+	Column  int  // output column, -1 when not selected
 }
 
 func (m *V2Metric) counts() Counts {
@@ -260,7 +265,7 @@ func SelectV2(req *V2Request, nodes []V2Node, all []V2Instance) *V2Target {
 				t.NodeInUse[in.Node] = true
 				added = true
 			}
-			t.Metrics = append(t.Metrics, V2Metric{Inst: ii, Dim: di, Selected: sel, Column: -1})
+			t.Metrics = append(t.Metrics, V2Metric{Inst: ii, Dim: di, Selected: sel, Hidden: instSel && !sel, Column: -1})
 		}
 	}
 	t.instStart = append(t.instStart, len(t.Metrics))
@@ -271,8 +276,9 @@ func SelectV2(req *V2Request, nodes []V2Node, all []V2Instance) *V2Target {
 // those are read from the store).
 func (t *V2Target) NeedsWindow(i int) bool {
 	a, b := t.instRange(i)
+	pct := t.Req.Aggregation == AggPercentage
 	for k := a; k < b; k++ {
-		if t.Metrics[k].Selected {
+		if t.Metrics[k].Selected || (pct && t.Metrics[k].Hidden) {
 			return true
 		}
 	}
@@ -313,6 +319,10 @@ type V2Result struct {
 	Anomaly []float64
 	Flags   []uint8
 	Counts  []uint32
+	// Hidden is, with aggregation=percentage, each point's hidden part:
+	// the sum of the group's hidden metrics (NaN: none had a value); nil
+	// otherwise.
+	Hidden []float64
 	// DBPoints and Queries are per tier: stored points read and
 	// instances queried.
 	DBPoints [2]int
@@ -450,9 +460,26 @@ func RunV2(t *V2Target, plan Plan, deadline time.Time) (*V2Result, error) {
 	}
 	anom := make([]float64, ncol*rows)
 	cnt := make([]uint32, ncol*rows)
-	var total []float64 // per row: sum of |v| over all metrics (percentage)
-	if req.Aggregation == AggPercentage {
-		total = make([]float64, rows)
+	// aggregation=percentage: each hidden metric falls in the column of
+	// its group (a group with no selected metric is not shown, so its
+	// hidden part goes nowhere), and hid sums their values per point.
+	var hid []float64
+	hidCol := map[int]int{}
+	if req.Aggregation == AggPercentage && req.GroupBy&GroupByPercentageOfInstance == 0 {
+		for k := range t.Metrics {
+			m := &t.Metrics[k]
+			if !m.Hidden {
+				continue
+			}
+			id, _ := t.groupKey(m)
+			if ci, ok := colOf[id]; ok {
+				hidCol[k] = ci
+			}
+		}
+		hid = make([]float64, ncol*rows)
+		for i := range hid {
+			hid[i] = math.NaN()
+		}
 	}
 	abs := req.absolute()
 	// percentage-of-instance, and v1's options=percentage: every metric
@@ -467,6 +494,7 @@ func RunV2(t *V2Target, plan Plan, deadline time.Time) (*V2Result, error) {
 		scale = float64(req.Resampling) / float64(plan.Step)
 	}
 	var scratch []float64
+	cond := parseCountIf(req.TimeGroupOptions)
 	// One instance at a time: its metrics' values are kept until its
 	// total is known (percentage-of-instance), then folded into the
 	// groups, so memory is one instance's worth of rows, not the query's.
@@ -495,7 +523,36 @@ func RunV2(t *V2Target, plan Plan, deadline time.Time) (*V2Result, error) {
 		queried := false
 		for j := k; j < end; j++ {
 			m := &t.Metrics[j]
-			if !m.Selected {
+			hc, isHid := hidCol[j]
+			if !m.Selected && !isHid {
+				continue
+			}
+			if isHid {
+				// A hidden metric's values only go to its group's
+				// hidden part: no stats, counts or flags of its own.
+				if in.Err != nil {
+					continue
+				}
+				d := &in.Chart.Dims[m.Dim]
+				slots := dimSlots(in.Window, d.ID, m.Dim)
+				sm := smoothing{cond: cond}
+				for r := 0; r < rows; r++ {
+					v, n := groupValue(plan, in.Window, slots, r, req.TimeGroup, &scratch, &sm)
+					if n == 0 || math.IsNaN(v) {
+						continue
+					}
+					if scale != 1 {
+						v *= scale
+					}
+					if abs {
+						v = math.Abs(v)
+					}
+					i := r*ncol + hc
+					if math.IsNaN(hid[i]) {
+						hid[i] = 0
+					}
+					hid[i] += v
+				}
 				continue
 			}
 			if in.Err != nil {
@@ -504,7 +561,7 @@ func RunV2(t *V2Target, plan Plan, deadline time.Time) (*V2Result, error) {
 			}
 			d := &in.Chart.Dims[m.Dim]
 			slots := dimSlots(in.Window, d.ID, m.Dim)
-			var sm smoothing
+			sm := smoothing{cond: cond}
 			off := (j - k) * rows
 			for r := 0; r < rows; r++ {
 				v, n := groupValue(plan, in.Window, slots, r, req.TimeGroup, &scratch, &sm)
@@ -558,9 +615,6 @@ func RunV2(t *V2Target, plan Plan, deadline time.Time) (*V2Result, error) {
 				}
 				anom[i] += a
 				cnt[i]++
-				if total != nil {
-					total[r] += math.Abs(v)
-				}
 			}
 			res.Columns[m.Column].DB.merge(m.Stat)
 			res.Global.merge(m.Stat)
@@ -575,6 +629,8 @@ func RunV2(t *V2Target, plan Plan, deadline time.Time) (*V2Result, error) {
 	res.Anomaly = anom
 	res.Flags = make([]uint8, ncol*rows)
 	res.Counts = cnt
+	res.Hidden = hid
+	raw := req.Options&OptRaw != 0
 	for r := 0; r < rows; r++ {
 		for c := 0; c < ncol; c++ {
 			i := r*ncol + c
@@ -601,8 +657,20 @@ func RunV2(t *V2Target, plan Plan, deadline time.Time) (*V2Result, error) {
 					v = mn[i]
 				}
 			case AggPercentage:
-				if total[r] != 0 {
-					v = sum[i] * 100 / total[r]
+				// Netdata's percentage of the group: the selected part
+				// over selected plus hidden; raw keeps the selected sum
+				// (the hidden part is the point's hidden member).
+				h := math.NaN()
+				if hid != nil {
+					h = hid[i]
+				}
+				switch {
+				case raw:
+					v = sum[i]
+				case math.IsNaN(h):
+					v = 100
+				case sum[i]+h != 0:
+					v = sum[i] * 100 / (sum[i] + h)
 				}
 			default:
 				v = sum[i] / float64(n)
@@ -730,6 +798,9 @@ func (r *V2Result) secondPass() {
 		}
 	}
 	r.Columns, r.Values, r.Anomaly, r.Flags, r.Counts = cols, vals, an, fl, cn
+	// The hidden parts belong to the first pass's groups; the second
+	// pass's own percentage is a share of the row, so none carry over.
+	r.Hidden = nil
 }
 
 // dropZero removes the columns whose every point is zero or empty
@@ -756,13 +827,20 @@ func (r *V2Result) dropZero() {
 	}
 	vals, an := make([]float64, rows*nc), make([]float64, rows*nc)
 	fl, cn := make([]uint8, rows*nc), make([]uint32, rows*nc)
+	var hid []float64
+	if r.Hidden != nil {
+		hid = make([]float64, rows*nc)
+	}
 	for row := 0; row < rows; row++ {
 		for i, c := range keep {
 			vals[row*nc+i], an[row*nc+i] = r.Values[row*ncol+c], r.Anomaly[row*ncol+c]
 			fl[row*nc+i], cn[row*nc+i] = r.Flags[row*ncol+c], r.Counts[row*ncol+c]
+			if hid != nil {
+				hid[row*nc+i] = r.Hidden[row*ncol+c]
+			}
 		}
 	}
-	r.Columns, r.Values, r.Anomaly, r.Flags, r.Counts = cols, vals, an, fl, cn
+	r.Columns, r.Values, r.Anomaly, r.Flags, r.Counts, r.Hidden = cols, vals, an, fl, cn, hid
 }
 
 // anomalyShare is the share of anomalous stored points in output row r.
@@ -788,9 +866,11 @@ func anomalyShare(p Plan, w *store.Window, slots []store.Agg, r int) float64 {
 	return float64(a) / float64(n)
 }
 
-// fold keeps the keep-1 columns with the largest |sum| over the view and
-// sums the others, point by point, into one "remaining" column, as
-// Netdata's cardinality_limit does.
+// fold keeps the keep-1 columns with the largest |sum| over the view,
+// largest first, and sums the others, point by point, into one column
+// whose id and name are "remaining N dimensions", as Netdata's
+// rrd2rrdr_cardinality_limit does. Its anomaly rate is the folded
+// columns' mean (Netdata adds their rates up, which can pass 100 %).
 func (r *V2Result) fold(keep int) {
 	ncol, rows := len(r.Columns), r.Rows()
 	type ranked struct {
@@ -820,13 +900,13 @@ func (r *V2Result) fold(keep int) {
 	for _, x := range rk[:keep-1] {
 		kept = append(kept, x.c)
 	}
-	slices.Sort(kept) // the kept columns stay in their order
 	folded := rk[keep-1:]
 	r.Folded = len(folded)
 	for _, f := range folded {
 		r.Cut = math.Max(r.Cut, f.vol)
 	}
-	rest := V2Column{ID: "__remaining_dimensions__", Name: "remaining " + itoa(len(folded)) + " dimensions", DB: newStat()}
+	restName := "remaining " + itoa(len(folded)) + " dimensions"
+	rest := V2Column{ID: restName, Name: restName, DB: newStat()}
 	cols := make([]V2Column, 0, keep)
 	for _, c := range kept {
 		cols = append(cols, r.Columns[c])
@@ -845,12 +925,31 @@ func (r *V2Result) fold(keep int) {
 	an := make([]float64, rows*nc)
 	fl := make([]uint8, rows*nc)
 	cn := make([]uint32, rows*nc)
+	var hid []float64
+	if r.Hidden != nil {
+		hid = make([]float64, rows*nc)
+	}
 	for row := 0; row < rows; row++ {
 		for i, c := range kept {
 			vals[row*nc+i] = r.Values[row*ncol+c]
 			an[row*nc+i] = r.Anomaly[row*ncol+c]
 			fl[row*nc+i] = r.Flags[row*ncol+c]
 			cn[row*nc+i] = r.Counts[row*ncol+c]
+			if hid != nil {
+				hid[row*nc+i] = r.Hidden[row*ncol+c]
+			}
+		}
+		if hid != nil {
+			h := math.NaN()
+			for _, f := range folded {
+				if x := r.Hidden[row*ncol+f.c]; !math.IsNaN(x) {
+					if math.IsNaN(h) {
+						h = 0
+					}
+					h += x
+				}
+			}
+			hid[row*nc+nc-1] = h
 		}
 		s, a, n, any := 0.0, 0.0, 0, false
 		for _, f := range folded {
@@ -874,7 +973,7 @@ func (r *V2Result) fold(keep int) {
 			fl[row*nc+nc-1] = PointEmpty
 		}
 	}
-	r.Columns, r.Values, r.Anomaly, r.Flags, r.Counts = cols, vals, an, fl, cn
+	r.Columns, r.Values, r.Anomaly, r.Flags, r.Counts, r.Hidden = cols, vals, an, fl, cn, hid
 }
 
 func itoa(n int) string {
