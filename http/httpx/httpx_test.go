@@ -156,15 +156,10 @@ func TestAsk(t *testing.T) {
 	if got, err := Ask[string](sys.Root, pid, &ping{}, time.Second); err != nil || got != "pong" {
 		t.Fatalf("Ask(ping) = %q, %v", got, err)
 	}
-	if _, err := Ask[int](sys.Root, pid, &ping{}, time.Second); err == nil || !strings.Contains(err.Error(), "unexpected reply string") {
-		t.Fatalf("Ask with the wrong reply type = %v, want an error naming it", err)
-	}
-	start := time.Now()
+	// Wrong reply types and deadlines are internal/ask's, tested there;
+	// here only that a silent actor reads as this package's ErrBusy.
 	if _, err := Ask[string](sys.Root, pid, &silent{}, 50*time.Millisecond); !errors.Is(err, ErrBusy) {
 		t.Fatalf("Ask(silent) = %v, want ErrBusy", err)
-	}
-	if d := time.Since(start); d > 5*time.Second {
-		t.Fatalf("Ask(silent) took %v with a 50ms deadline", d)
 	}
 }
 
