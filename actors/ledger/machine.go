@@ -156,10 +156,11 @@ type machine struct {
 	claimScheduled, voteScheduled bool
 	opsScheduled                  bool
 	// The queues of the group commits.
-	claimQueue  []queuedClaim // add-domain requests
-	voteQueue   []write       // our auto-votes
-	voteDomains []string      // the domains of voteQueue
-	opsQueue    []queuedOps   // peer ops
+	claimQueue  []queuedClaim   // add-domain requests
+	voteQueue   []write         // our auto-votes
+	voteDomains []string        // the domains of voteQueue
+	voting      map[string]bool // domains with a vote of ours queued or being committed
+	opsQueue    []queuedOps     // peer ops
 
 	// Evaluation rounds.
 	dirty    map[string]bool
@@ -194,7 +195,7 @@ func newMachine(claimGap, voteGap, evalGap, publishGap time.Duration) *machine {
 	return &machine{
 		claimGap: claimGap, voteGap: voteGap, evalGap: evalGap, publishGap: publishGap,
 		dirty: map[string]bool{}, inflight: map[string]evalKey{}, recalc: map[string]bool{},
-		deferred: map[string]bool{}, unsettled: map[uint64]int{},
+		deferred: map[string]bool{}, unsettled: map[uint64]int{}, voting: map[string]bool{},
 	}
 }
 
@@ -232,6 +233,7 @@ func (m *machine) Step(in any, now time.Time) Output {
 		}
 	case QueueVote:
 		m.inflight[in.Domain] = in.Key
+		m.voting[in.Domain] = true
 		m.voteQueue = append(m.voteQueue, in.Votes...)
 		m.voteDomains = append(m.voteDomains, in.Domain)
 		if !m.voteScheduled {
@@ -241,6 +243,7 @@ func (m *machine) Step(in any, now time.Time) Output {
 	case VotesCommitted:
 		for _, d := range in.Domains {
 			delete(m.inflight, d)
+			delete(m.voting, d)
 			if in.Failed {
 				m.settled(d, now)
 			}
@@ -356,10 +359,12 @@ func (m *machine) deferEval(l ledgerView, name string, now time.Time) bool {
 	if m.evalDue || m.recalc[name] {
 		return false
 	}
-	if _, busy := m.inflight[name]; !busy && l.needsVote(name) {
+	if !m.voting[name] && l.needsVote(name) {
 		// A claim we have not voted on (and no vote of ours queued):
 		// its evaluation gives our vote, which the other nodes wait for
-		// (VoteGap paces it).
+		// (VoteGap paces it). Also when an evaluation of an older
+		// version is in flight: its answer will be stale and dropped, so
+		// waiting for the gap would hold our vote back by that much.
 		return false
 	}
 	if len(m.waiters) > 0 {

@@ -156,8 +156,7 @@ func TestEvaluationsPaced(t *testing.T) {
 	}
 	l := newTestLedgerWith(t, t.TempDir(), func(d *Deps) {
 		// Long enough that the four ops below land within one gap on a
-		// slow machine too (under -race on a busy CI runner 1 s was not:
-		// a round ran between them and c.p2p was evaluated three times).
+		// slow machine too.
 		d.EvalGap = 3 * time.Second
 		d.DomainMiddleware = []actor.ReceiverMiddleware{count}
 	})
