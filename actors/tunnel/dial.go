@@ -6,6 +6,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"peerdns/transport"
 )
@@ -129,9 +130,94 @@ func (c *localConn) Close() error {
 
 // streamConn is a tunnel stream as a net.Conn. Close ends both
 // directions normally (transport.Stream.Close).
+//
+// Reads gather: a QUIC stream's Read returns what has arrived, which
+// while a body flows is the one batch of packets the connection read
+// from its socket last (about 8 KiB), so an edge copying a 64 KiB
+// response to its client made one client write (a TCP segment, the
+// client's wakeup) per batch. A Read into a large buffer (a body copy:
+// at least gatherMin) that comes back short and mid-flow (at least
+// gatherFlow bytes: several packets came at once, so more are on the
+// way) reads on for what arrives within gatherWait, until the buffer is
+// full. A body whose length is known asks for exactly what is left, so
+// its end never waits; a small answer, a header read or a trickle (a
+// WebSocket message, a server-sent event: short reads) never waits.
 type streamConn struct {
 	transport.Stream
 	remote tunnelAddr
+	// rd is the read deadline the user set (Unix ns, 0: none), put back
+	// after gathering. Atomic: a reader may be halted from another
+	// goroutine by a deadline in the past.
+	rd atomic.Int64
+}
+
+// Gathering reads (see streamConn). gatherWait is a few packet batches at
+// a tunnel's bulk rate, well under a round trip between two nodes.
+const (
+	gatherMin  = 16 << 10
+	gatherFlow = 4 << 10
+	gatherWait = 250 * time.Microsecond
+)
+
+func (c *streamConn) Read(p []byte) (int, error) {
+	n, err := c.Stream.Read(p)
+	if err != nil || len(p) < gatherMin || n < gatherFlow || n == len(p) {
+		return n, err
+	}
+	until := time.Now().Add(gatherWait)
+	if rd := c.rd.Load(); rd != 0 && rd < until.UnixNano() {
+		return n, nil
+	}
+	if c.Stream.SetReadDeadline(until) != nil {
+		return n, nil
+	}
+	for n < len(p) && err == nil {
+		var m int
+		m, err = c.Stream.Read(p[n:])
+		n += m
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		err = nil // nothing more within gatherWait: what we have
+	}
+	c.restoreReadDeadline()
+	return n, err
+}
+
+// restoreReadDeadline puts the user's read deadline back on the stream,
+// again if it changed meanwhile (a halt from another goroutine).
+func (c *streamConn) restoreReadDeadline() {
+	for {
+		rd := c.rd.Load()
+		_ = c.Stream.SetReadDeadline(unixTime(rd))
+		if c.rd.Load() == rd {
+			return
+		}
+	}
+}
+
+func unixTime(ns int64) time.Time {
+	if ns == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, ns)
+}
+
+func unixNano(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+func (c *streamConn) SetReadDeadline(t time.Time) error {
+	c.rd.Store(unixNano(t))
+	return c.Stream.SetReadDeadline(t)
+}
+
+func (c *streamConn) SetDeadline(t time.Time) error {
+	c.rd.Store(unixNano(t))
+	return c.Stream.SetDeadline(t)
 }
 
 func (c *streamConn) LocalAddr() net.Addr  { return tunnelAddr("") }
