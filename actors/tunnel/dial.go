@@ -131,6 +131,14 @@ func (c *localConn) Close() error {
 // streamConn is a tunnel stream as a net.Conn. Close ends both
 // directions normally (transport.Stream.Close).
 //
+// Read deadlines are kept here, not on the stream: a QUIC stream with a
+// read deadline makes a new timer at every Read that waits, and the
+// edge keeps a moving deadline on every upstream connection (several
+// waiting reads per response). The stream is given a read deadline only
+// once it is due (by one timer per connection, reset as the deadline
+// moves), which fails the read in progress and every later one, as the
+// stream's own deadline would.
+//
 // Reads gather: a QUIC stream's Read returns what has arrived, which
 // while a body flows is the one batch of packets the connection read
 // from its socket last (about 8 KiB), so an edge copying a 64 KiB
@@ -145,10 +153,15 @@ func (c *localConn) Close() error {
 type streamConn struct {
 	transport.Stream
 	remote tunnelAddr
-	// rd is the read deadline the user set (Unix ns, 0: none), put back
-	// after gathering. Atomic: a reader may be halted from another
-	// goroutine by a deadline in the past.
+
+	// mu orders the changes of the stream's read deadline: the user's
+	// (SetReadDeadline), the timer's, gathering's.
+	mu sync.Mutex
+	// rd is the read deadline the user set (Unix ns, 0: none).
 	rd atomic.Int64
+	// due: the stream carries rd (it fell due, or was set in the past).
+	due   bool
+	timer *time.Timer // puts rd on the stream when it falls due
 }
 
 // Gathering reads (see streamConn). gatherWait is a few packet batches at
@@ -165,10 +178,14 @@ func (c *streamConn) Read(p []byte) (int, error) {
 		return n, err
 	}
 	until := time.Now().Add(gatherWait)
-	if rd := c.rd.Load(); rd != 0 && rd < until.UnixNano() {
+	c.mu.Lock()
+	if rd := c.rd.Load(); c.due || rd != 0 && rd < until.UnixNano() {
+		c.mu.Unlock()
 		return n, nil
 	}
-	if c.Stream.SetReadDeadline(until) != nil {
+	err = c.Stream.SetReadDeadline(until)
+	c.mu.Unlock()
+	if err != nil {
 		return n, nil
 	}
 	for n < len(p) && err == nil {
@@ -178,46 +195,75 @@ func (c *streamConn) Read(p []byte) (int, error) {
 	}
 	var ne net.Error
 	if errors.As(err, &ne) && ne.Timeout() {
-		err = nil // nothing more within gatherWait: what we have
+		err = nil // nothing more within gatherWait (or rd fell due: the next Read says so)
 	}
-	c.restoreReadDeadline()
+	c.mu.Lock()
+	c.putDeadline()
+	c.mu.Unlock()
 	return n, err
 }
 
-// restoreReadDeadline puts the user's read deadline back on the stream,
-// again if it changed meanwhile (a halt from another goroutine).
-func (c *streamConn) restoreReadDeadline() {
-	for {
-		rd := c.rd.Load()
-		_ = c.Stream.SetReadDeadline(unixTime(rd))
-		if c.rd.Load() == rd {
-			return
-		}
+// putDeadline gives the stream the read deadline it should carry: rd
+// once due, none before. c.mu held.
+func (c *streamConn) putDeadline() {
+	if c.due {
+		_ = c.Stream.SetReadDeadline(time.Unix(0, c.rd.Load()))
+		return
 	}
+	_ = c.Stream.SetReadDeadline(time.Time{})
 }
 
-func unixTime(ns int64) time.Time {
-	if ns == 0 {
-		return time.Time{}
+// fall puts rd on the stream if it is due (the timer fires late or
+// early after a move: it checks).
+func (c *streamConn) fall() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if rd := c.rd.Load(); rd != 0 && !c.due && time.Now().UnixNano() >= rd {
+		c.due = true
+		c.putDeadline()
 	}
-	return time.Unix(0, ns)
-}
-
-func unixNano(t time.Time) int64 {
-	if t.IsZero() {
-		return 0
-	}
-	return t.UnixNano()
 }
 
 func (c *streamConn) SetReadDeadline(t time.Time) error {
-	c.rd.Store(unixNano(t))
-	return c.Stream.SetReadDeadline(t)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if t.IsZero() {
+		c.rd.Store(0)
+	} else {
+		c.rd.Store(t.UnixNano())
+	}
+	wasDue := c.due
+	d := time.Until(t)
+	c.due = !t.IsZero() && d <= 0
+	switch {
+	case t.IsZero():
+		if c.timer != nil {
+			c.timer.Stop()
+		}
+	case d > 0 && c.timer == nil:
+		c.timer = time.AfterFunc(d, c.fall)
+	case d > 0:
+		c.timer.Reset(d)
+	}
+	if c.due || wasDue {
+		c.putDeadline()
+	}
+	return nil
 }
 
 func (c *streamConn) SetDeadline(t time.Time) error {
-	c.rd.Store(unixNano(t))
-	return c.Stream.SetDeadline(t)
+	_ = c.SetReadDeadline(t)
+	return c.Stream.SetWriteDeadline(t)
+}
+
+// Close also stops the deadline's timer.
+func (c *streamConn) Close() error {
+	c.mu.Lock()
+	if c.timer != nil {
+		c.timer.Stop()
+	}
+	c.mu.Unlock()
+	return c.Stream.Close()
 }
 
 func (c *streamConn) LocalAddr() net.Addr  { return tunnelAddr("") }

@@ -71,8 +71,9 @@ func TestDialer(t *testing.T) {
 // gathers what arrives close together, and gathering changes nothing a
 // reader can see: every byte in order, io.EOF at the end, a body that
 // pauses longer than the gathering wait still comes piece by piece, and
-// the read deadline the user set (a moving one, or one in the past set
-// from another goroutine to halt the reader) is the one in force after.
+// the read deadline the user set (one that falls due while a read
+// waits, a moving one, one in the past set from another goroutine to
+// halt the reader) is the one in force after.
 func TestDialerGathersReads(t *testing.T) {
 	testutil.NoLeaks(t)
 	tn := newTestNet(t, true)
@@ -149,6 +150,17 @@ func TestDialerGathersReads(t *testing.T) {
 	n, err := io.ReadAtLeast(c, buf, 8<<10)
 	if err != nil || string(buf[:n]) != string(body[:8<<10]) {
 		t.Fatalf("before the pause: %d bytes, %v", n, err)
+	}
+	// A deadline that falls due while the reader waits fails the read;
+	// one moved away again lets reads wait anew.
+	if err := c.SetReadDeadline(time.Now().Add(30 * time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Read(buf); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("read past its deadline: %v, want a deadline error", err)
+	}
+	if err := c.SetReadDeadline(time.Now().Add(10 * time.Second)); err != nil {
+		t.Fatal(err)
 	}
 	done := make(chan error, 1)
 	go func() {
