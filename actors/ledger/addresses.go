@@ -17,10 +17,8 @@ import (
 // pool (internal/ipam), its records in node.db ("ip:<domain>"), and the
 // subnet setting it is built from. The actor asks it for a domain's
 // address when a round names the domain, and sends the hints its changes
-// call for (it sends nothing itself). It stays a plain type inside the
-// ledger actor rather than an actor of its own: every assignment follows
-// a round of the ledger's own state, and a round trip to another actor
-// per claimed domain would put a mailbox between a claim and its address.
+// call for (it sends nothing itself). Why it is a type the ledger actor
+// holds rather than an actor of its own is in the package doc.
 type addresses struct {
 	node    *store.DB
 	log     *slog.Logger

@@ -9,9 +9,9 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"peerdns/actors/domain"
-	"peerdns/internal/identity"
 	"peerdns/internal/testutil"
 	"peerdns/messages"
+	"peerdns/transport/identity"
 )
 
 // ownSeq is the last seq of the ledger's own ops, read with a peer

@@ -17,7 +17,7 @@ import (
 	"peerdns/agent/procs"
 	"peerdns/agent/store"
 	"peerdns/http/httpx"
-	"peerdns/internal/identity"
+	"peerdns/transport/identity"
 )
 
 // Version is the agent version shown by info, versions and allmetrics.
