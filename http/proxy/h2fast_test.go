@@ -162,18 +162,6 @@ func http1Upstream(t *testing.T) (addr string, big []byte) {
 	return ln.Addr().String(), big
 }
 
-// downAddr is an address nothing listens on.
-func downAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
-}
-
 // TestEdgeHTTP2ThroughHTTP1Pool: HTTP/2 requests to an HTTP/1.1
 // upstream go through the HTTP/1.1 keep-alive pool (no net/http
 // transport is made for them) and arrive as the HTTP/1.1 edge sends
@@ -182,7 +170,7 @@ func downAddr(t *testing.T) string {
 // request is counted and logged once.
 func TestEdgeHTTP2ThroughHTTP1Pool(t *testing.T) {
 	up, big := http1Upstream(t)
-	e := newTestH2Edge(t, map[string]string{"h1.p2p": up, "down.p2p": downAddr(t)}, Deps{UpstreamTimeout: 500 * time.Millisecond})
+	e := newTestH2Edge(t, map[string]string{"h1.p2p": up, "down.p2p": testutil.FreeTCPAddr(t)}, Deps{UpstreamTimeout: 500 * time.Millisecond})
 	requests := 0
 
 	t.Run("forwarding headers", func(t *testing.T) {
