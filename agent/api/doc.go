@@ -34,9 +34,9 @@
 // The shapes follow Netdata's sources (src/web/api/formatters/
 // jsonwrap-v2.c, jsonwrap-summary-*.c, json/json.c, src/database/contexts/
 // api_v2_contexts*.c and query_target.c, src/web/api/v2, v3,
-// src/registry; netdata/netdata at 015969c9, the commit its contract was
-// read at, and at 04b1cf54 of 2026-08 where that one changed an answer:
-// view.cardinality and the summary lists left whole, see below) where its
+// src/registry; as they stood with the contract read here, and as of
+// 2026-08 where the newer sources changed an answer: view.cardinality
+// and the summary lists left whole, see below) where its
 // OpenAPI contract (src/web/api/netdata-swagger.yaml) disagrees: the contract's
 // data answer carries latest_values, view_latest_values and
 // chart_variables, which the json2 writer (rrdr_json_wrapper_begin2/end2)
@@ -90,7 +90,7 @@
 // (Netdata's newest cuts them only with its cardinality-limit-all
 // option), and view.cardinality {folded, cut} says how many columns
 // were folded and the largest folded |sum|, as Netdata's newer sources
-// write it (015969c9 has no such member and cuts the summary lists too). timeout= is clamped to 60 s, and a query
+// write it (the sources of the contract's time have no such member and cut the summary lists too). timeout= is clamped to 60 s, and a query
 // without one gets 5 s: past it the answer is 504. A query that would copy
 // more than 4M stored points (every dimension of every chart over the
 // whole retention) is a 400 before any copy, as on v1. Two passes of
