@@ -109,6 +109,19 @@ func TestMetricsEndpoint(t *testing.T) {
 		}
 		return nil
 	})
+	// A client asking for gzip, as Prometheus does, gets plain text: a
+	// gzip writer's state costs more than the exposition it would save.
+	req, _ := http.NewRequest("GET", base+"/metrics", nil)
+	req.Header.Set("Accept-Encoding", "gzip")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if enc := resp.Header.Get("Content-Encoding"); enc != "" || !bytes.Contains(plain, []byte("peerdns_build_info")) {
+		t.Fatalf("a scrape asking for gzip: Content-Encoding %q, body %.100q", enc, plain)
+	}
 	promtool, err := exec.LookPath("promtool")
 	if err != nil {
 		t.Skip("promtool not installed (apt-get install prometheus): the exposition was not linted")
