@@ -37,7 +37,8 @@
 //
 // A second P helps only if a core is free to run its thread, so going up
 // on CPU also needs a mean of Spare (0.5) cores idle on the machine over
-// the window (the machine's idle and iowait time, gopsutil's cpu.Times).
+// the window (the machine's idle and iowait time: /proc/stat on Linux,
+// gopsutil's cpu.Times elsewhere).
 // On a machine the node shares with its load (a proxy with its client and
 // backend on the same two cores, 80-85% busy), more Ps only fight the
 // same cores: the edge read 20.3-22.7k req/s at 34-39 µs of CPU a request
@@ -60,8 +61,6 @@ import (
 	"math"
 	"runtime"
 	"time"
-
-	"github.com/shirou/gopsutil/v3/cpu"
 )
 
 // DNSRate is the DNS queries a second that take a node to every core.
@@ -197,16 +196,6 @@ func Start(ctx context.Context, getenv func(string) string, parallel func() bool
 	}
 	go Run(ctx, New(maxProcs), 100*time.Millisecond, processCPU, machineIdle, parallel, logf)
 	return maxProcs
-}
-
-// machineIdle is the idle (and iowait) time of all the machine's CPUs so
-// far; ok false where the platform does not give it.
-func machineIdle() (idle time.Duration, ok bool) {
-	ts, err := cpu.Times(false)
-	if err != nil || len(ts) == 0 {
-		return 0, false
-	}
-	return time.Duration((ts[0].Idle + ts[0].Iowait) * float64(time.Second)), true
 }
 
 // Run sets GOMAXPROCS to 1 and then follows the governor every tick

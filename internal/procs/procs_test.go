@@ -131,7 +131,7 @@ func TestStepUpNeedsASpareCore(t *testing.T) {
 func TestMachineIdle(t *testing.T) {
 	i0, ok := machineIdle()
 	if !ok {
-		t.Fatal("no idle time on this platform (gopsutil cpu.Times)")
+		t.Fatal("no idle time on this platform")
 	}
 	start := time.Now() // the idle time over a wall time long enough to read
 	testutil.Eventually(t, 5*time.Second, func() error {
