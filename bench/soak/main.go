@@ -45,8 +45,11 @@
 // shared with other builds and tests, and the whole load costs a few
 // tenths of a core. The rates are flags, for a bigger machine.
 //
-// Each minute, per process (A, B, the agent): RSS (VmRSS), the Go heap
-// in use (nodes: go_memstats_heap_inuse_bytes of GET /metrics), the
+// Each minute, per process (A, B, the agent): RSS (VmRSS) and its
+// anonymous part (RssAnon: the heap, stacks and runtime; the rest is the
+// binary's pages), the Go heap in use (nodes: go_memstats_heap_inuse_bytes
+// of GET /metrics) and the heap the runtime keeps idle without returning
+// it to the kernel (heap idle minus released), the
 // goroutines (the node's own count, GET /api/stats process.goroutines;
 // the agent does not expose it), open files (/proc/PID/fd), threads and
 // the CPU seconds used in the minute (/proc/PID/stat); and for that
@@ -255,7 +258,7 @@ func loadavg() string {
 	return f[0]
 }
 
-func procFigures(pid int) (rssKB, fds, threads int) {
+func procFigures(pid int) (rssKB, anonKB, fds, threads int) {
 	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	for _, l := range strings.Split(string(b), "\n") {
 		f := strings.Fields(l)
@@ -265,12 +268,14 @@ func procFigures(pid int) (rssKB, fds, threads int) {
 		switch f[0] {
 		case "VmRSS:":
 			fmt.Sscan(f[1], &rssKB)
+		case "RssAnon:":
+			fmt.Sscan(f[1], &anonKB)
 		case "Threads:":
 			fmt.Sscan(f[1], &threads)
 		}
 	}
 	ents, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
-	return rssKB, len(ents), threads
+	return rssKB, anonKB, len(ents), threads
 }
 
 type config struct {
@@ -322,12 +327,13 @@ func logf(format string, a ...any) {
 
 // row is one minute of one process.
 type row struct {
-	rssKB, gor, fds, thr int
-	cpu                  float64 // CPU seconds used in the minute
-	heapMB               float64 // Go heap in use (nodes: /metrics), -1 unknown
-	ledgerOps            int
-	dns, edge            minute
-	hasDNS, hasEdge      bool
+	rssKB, anonKB, gor, fds, thr int
+	cpu                          float64 // CPU seconds used in the minute
+	heapMB                       float64 // Go heap in use (nodes: /metrics), -1 unknown
+	idleMB                       float64 // heap the runtime holds but neither uses nor has returned, -1 unknown
+	ledgerOps                    int
+	dns, edge                    minute
+	hasDNS, hasEdge              bool
 }
 
 func soak(ctx context.Context, c config, work string) (bool, error) {
@@ -530,7 +536,7 @@ func soak(ctx context.Context, c config, work string) (bool, error) {
 
 	fmt.Printf("soak: %v, sampled every %v; DNS %d q/s per node, edge %d+%d req/s through the tunnel, bulk %.1f Mbit/s, ws %d+%d per node, a claim every %v\n",
 		c.dur, c.period, c.dnsRate, c.edgeRate, c.edgeFresh, float64(c.bulkBits)/1e6, c.wsStay, c.wsChurn, c.claimEvery)
-	fmt.Println("minute  proc   rss_MB  heap_MB  goroutines  open_files  threads  cpu_s   dns_p50  dns_p99  dns_n  dns_err  edge_p50  edge_p99  edge_n  edge_err")
+	fmt.Println("minute  proc   rss_MB  anon_MB  heap_MB  idle_MB  goroutines  open_files  threads  cpu_s   dns_p50  dns_p99  dns_n  dns_err  edge_p50  edge_p99  edge_n  edge_err")
 	var rows [][3]row
 	t := time.NewTicker(c.period)
 	defer t.Stop()
@@ -555,15 +561,18 @@ func soak(ctx context.Context, c config, work string) (bool, error) {
 		}
 		var r [3]row
 		for i, p := range procs {
-			r[i].rssKB, r[i].fds, r[i].thr = procFigures(p.cmd.Process.Pid)
+			r[i].rssKB, r[i].anonKB, r[i].fds, r[i].thr = procFigures(p.cmd.Process.Pid)
 			tk := cpuTicks(p.cmd.Process.Pid)
 			r[i].cpu, ticks[i] = float64(tk-ticks[i])/100, tk
-			r[i].gor, r[i].heapMB = -1, -1
+			r[i].gor, r[i].heapMB, r[i].idleMB = -1, -1, -1
 			if i < 2 {
 				r[i].gor = goroutines(client, p.addrs["admin"])
-				pv := promValues(client, p.addrs["admin"], "go_memstats_heap_inuse_bytes", "peerdns_ledger_ops")
+				pv := promValues(client, p.addrs["admin"], "go_memstats_heap_inuse_bytes", "go_memstats_heap_idle_bytes", "go_memstats_heap_released_bytes", "peerdns_ledger_ops")
 				if v, ok := pv["go_memstats_heap_inuse_bytes"]; ok {
 					r[i].heapMB = v / (1 << 20)
+				}
+				if v, ok := pv["go_memstats_heap_idle_bytes"]; ok {
+					r[i].idleMB = (v - pv["go_memstats_heap_released_bytes"]) / (1 << 20)
 				}
 				r[i].ledgerOps = int(pv["peerdns_ledger_ops"])
 				r[i].dns, r[i].hasDNS = dnsLat[i].take(), true
@@ -610,7 +619,11 @@ func printRow(m int, name string, r row) {
 	if r.heapMB >= 0 {
 		heap = fmt.Sprintf("%.1f", r.heapMB)
 	}
-	fmt.Printf("%6d  %-5s  %6.1f  %7s  %10s  %10d  %7d  %5.1f", m, name, float64(r.rssKB)/1024, heap, gor, r.fds, r.thr, r.cpu)
+	idle := "-"
+	if r.idleMB >= 0 {
+		idle = fmt.Sprintf("%.1f", r.idleMB)
+	}
+	fmt.Printf("%6d  %-5s  %6.1f  %7.1f  %7s  %7s  %10s  %10d  %7d  %5.1f", m, name, float64(r.rssKB)/1024, float64(r.anonKB)/1024, heap, idle, gor, r.fds, r.thr, r.cpu)
 	if r.hasDNS {
 		fmt.Printf("  %8.2f  %7.2f  %5d  %7d", ms(r.dns.p50), ms(r.dns.p99), r.dns.n, r.dns.errs)
 	} else {
