@@ -52,6 +52,8 @@ type sim struct {
 	nodes []*simNode
 	links topology
 	meter *meter
+	// part splits the network in two on request (partition_test.go).
+	part *partition
 }
 
 // simConfig says how big the network is and which links exist.
@@ -72,6 +74,8 @@ type simConfig struct {
 	// defaults (1 s tick and ping, 3 s vector exchange, 10 s peer
 	// exchange).
 	tune func(*peer.Deps)
+	// replicas is the ledgers' R (0: the default, 24).
+	replicas int
 }
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -94,7 +98,7 @@ func ask[R any](tb testing.TB, n *simNode, pid *actor.PID, req any) R {
 // its neighbours.
 func startSim(tb testing.TB, cfg simConfig) *sim {
 	tb.Helper()
-	s := &sim{tb: tb, net: transport.NewMemNetwork()}
+	s := &sim{tb: tb, net: transport.NewMemNetwork(), part: &partition{}}
 	s.meter = newMeter()
 	s.net.SetMeter(s.meter.record)
 	ids := make([]*identity.Identity, cfg.nodes)
@@ -118,7 +122,7 @@ func startSim(tb testing.TB, cfg simConfig) *sim {
 	}
 	s.meter.links = &s.links
 	for i, id := range ids {
-		s.nodes = append(s.nodes, s.startLedger(i, id))
+		s.nodes = append(s.nodes, s.startLedger(i, id, cfg.replicas))
 	}
 	tb.Cleanup(s.stop)
 
@@ -180,6 +184,12 @@ func startSim(tb testing.TB, cfg simConfig) *sim {
 			}
 		}
 		deps := peer.Deps{Identity: n.id, Endpoint: n.ep, Ledger: n.ledger, Node: n.ndb, Log: quiet, Bootstrap: boot, Applied: n.applied}
+		// SCALE_LOG_NODES=0,1 logs those nodes' peers actors to stderr
+		// (debug level), to follow one node through a run that failed.
+		if strings.Contains(","+os.Getenv("SCALE_LOG_NODES")+",", ","+fmt.Sprint(n.i)+",") {
+			deps.Log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug})).With("node", n.i)
+			fmt.Fprintf(os.Stderr, "node %d is %s; boot %v\n", n.i, n.id.ID(), boot)
+		}
 		if cfg.tune != nil {
 			cfg.tune(&deps)
 		}
@@ -199,7 +209,7 @@ func startSim(tb testing.TB, cfg simConfig) *sim {
 	return s
 }
 
-func (s *sim) startLedger(i int, id *identity.Identity) *simNode {
+func (s *sim) startLedger(i int, id *identity.Identity, replicas int) *simNode {
 	tb := s.tb
 	dir := tb.TempDir()
 	// Not durable: commits are fsynced once a second. 200 nodes sharing
@@ -218,12 +228,12 @@ func (s *sim) startLedger(i int, id *identity.Identity) *simNode {
 		av = &applied.Vector{}
 	}
 	lpid, err := sys.Root.SpawnNamed(ledger.Props(ledger.Deps{
-		Identity: id, Ledger: ldb, Node: ndb, Published: &view.Published{}, Join: i > 0, Log: quiet, Applied: av,
+		Identity: id, Ledger: ldb, Node: ndb, Published: &view.Published{}, Join: i > 0, Log: quiet, Applied: av, Replicas: replicas,
 	}), "ledger")
 	if err != nil {
 		tb.Fatal(err)
 	}
-	ep := &linkedEndpoint{MemEndpoint: s.net.Listen(id, quiet), self: i, links: &s.links, index: s.meter.index}
+	ep := &linkedEndpoint{MemEndpoint: s.net.Listen(id, quiet), self: i, links: &s.links, index: s.meter.index, part: s.part}
 	return &simNode{i: i, id: id, sys: sys, ledger: lpid, ep: ep, ldb: ldb, ndb: ndb, applied: av}
 }
 
@@ -374,11 +384,12 @@ type linkedEndpoint struct {
 	self  int
 	links *topology
 	index map[string]int // peer id → node index (read-only once built)
+	part  *partition
 }
 
 func (e *linkedEndpoint) allowed(id string) bool {
 	j, ok := e.index[id]
-	return ok && e.links.linked(e.self, j)
+	return ok && e.links.linked(e.self, j) && e.part.joined(e.self, j)
 }
 
 func (e *linkedEndpoint) Dial(ctx context.Context, addr, peerID string) (transport.Conn, error) {
@@ -390,14 +401,21 @@ func (e *linkedEndpoint) Dial(ctx context.Context, addr, peerID string) (transpo
 		c.Close("no route")
 		return nil, fmt.Errorf("dial %s: no route to this peer in the simulated topology", addr)
 	}
+	if err == nil {
+		e.part.track(e.self, e.index[c.PeerID()], c)
+	}
 	return c, err
 }
 
 func (e *linkedEndpoint) Accept(ctx context.Context) (transport.Conn, error) {
 	for {
 		c, err := e.MemEndpoint.Accept(ctx)
-		if err != nil || e.allowed(c.PeerID()) {
+		if err != nil {
 			return c, err
+		}
+		if e.allowed(c.PeerID()) {
+			e.part.track(e.self, e.index[c.PeerID()], c)
+			return c, nil
 		}
 		c.Close("no route")
 	}

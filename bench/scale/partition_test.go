@@ -1,0 +1,213 @@
+package scale
+
+import (
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"peerdns/internal/testutil"
+	"peerdns/messages"
+	"peerdns/transport"
+)
+
+// partition splits the simulated network in two: while split, no
+// connection crosses from one side to the other (dials fail, inbound
+// connections are closed) and the connections that crossed are closed
+// at the split, as sessions end when their pings go unanswered (here at
+// once rather than after the ping timeout). heal lets them dial again.
+// The zero value is whole; a nil *partition is always whole.
+type partition struct {
+	mu    sync.Mutex
+	side  func(i int) int // nil: whole
+	conns []trackedConn
+}
+
+type trackedConn struct {
+	a, b int
+	c    transport.Conn
+}
+
+// joined reports whether nodes i and j can reach each other now.
+func (p *partition) joined(i, j int) bool {
+	if p == nil {
+		return true
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.side == nil || p.side(i) == p.side(j)
+}
+
+// track remembers a connection between nodes i and j so that a split can
+// close it; one that crosses a split made since it was allowed is closed.
+func (p *partition) track(i, j int, c transport.Conn) {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.side != nil && p.side(i) != p.side(j) {
+		c.Close("partitioned")
+		return
+	}
+	live := p.conns[:0]
+	for _, t := range p.conns {
+		select {
+		case <-t.c.Done():
+		default:
+			live = append(live, t)
+		}
+	}
+	p.conns = append(live, trackedConn{i, j, c})
+}
+
+// split puts node i on side(i) and closes every connection across.
+func (p *partition) split(side func(i int) int) {
+	p.mu.Lock()
+	p.side = side
+	var cut []transport.Conn
+	for _, t := range p.conns {
+		if side(t.a) != side(t.b) {
+			cut = append(cut, t.c)
+		}
+	}
+	p.mu.Unlock()
+	for _, c := range cut {
+		c.Close("partitioned")
+	}
+}
+
+// heal makes the network whole again.
+func (p *partition) heal() {
+	p.mu.Lock()
+	p.side = nil
+	p.mu.Unlock()
+}
+
+// verdict is one node's answer for one domain.
+type verdict struct {
+	status, claimant string
+	active, votes    int
+}
+
+func (v verdict) String() string {
+	return fmt.Sprintf("%s %.8s (%d votes of %d active)", v.status, v.claimant, v.votes, v.active)
+}
+
+// verdicts is node n's consensus on each of domains.
+func (s *sim) verdicts(n *simNode, domains []string) []verdict {
+	out := make([]verdict, len(domains))
+	for k, d := range domains {
+		r := ask[*messages.GetConsensusReply](s.tb, n, n.ledger, &messages.GetConsensus{Domain: d})
+		if r.Err != nil {
+			s.tb.Fatalf("node %d: consensus of %s: %v", n.i, d, r.Err)
+		}
+		v := verdict{status: r.State.Status, active: r.State.ActivePeers, votes: r.State.TotalVotes}
+		if r.State.ResolvedClaimant != nil {
+			v.claimant = *r.State.ResolvedClaimant
+		}
+		out[k] = v
+	}
+	return out
+}
+
+// TestVirtualPartitionHeals: 20 writers beyond R (R = 8 here, so each
+// domain has its own replica set of 8 among the 20, and the overlay's
+// views of 12 are not a full mesh), in virtual time. The network splits
+// 9 | 11; while split, each side claims domains of its own and both
+// sides claim the same domains (conflicts), each side's replicas voting
+// for the claimant they see. Once healed, every node must hold every op
+// and give every domain the same verdict (status and claimant), counted
+// with the whole replica set active: every node computes alike from the
+// same membership, so where a domain ends up may not depend on which
+// node is asked. SCALE_PART_NODES and SCALE_PART_R change the sizes
+// (30 and the default R of 24 is the fifty-process bench's 30-node case).
+func TestVirtualPartitionHeals(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts 20 nodes")
+	}
+	virtual(t, func(t *testing.T) {
+		n, r, claims := envInt("SCALE_PART_NODES", 20), envInt("SCALE_PART_R", 8), 6
+		s := startSim(t, simConfig{nodes: n, boot: 3, replicas: r})
+		if took, full := s.waitViews(viewTarget(n), time.Minute); full != n {
+			t.Fatalf("%d of %d views full after %v", full, n, took)
+		}
+		side := func(i int) int { // 9 | 11 at 20 nodes
+			if i < n*9/20 {
+				return 0
+			}
+			return 1
+		}
+		s.part.split(side)
+		// Long enough for each side to count the other out
+		// (heartbeats time out after 3 s).
+		time.Sleep(10 * time.Second)
+		left, right := s.nodes[0], s.nodes[n-1]
+		s.claim(left, claims, "left")
+		s.claim(right, claims, "right")
+		s.claim(left, claims, "both")
+		s.claim(right, claims, "both")
+		time.Sleep(10 * time.Second)
+		for _, nd := range s.nodes {
+			for _, id := range s.peersOf(nd) {
+				if side(s.meter.index[id]) != side(nd.i) {
+					t.Fatalf("node %d has a session across the partition", nd.i)
+				}
+			}
+		}
+
+		s.part.heal()
+		healed := time.Now()
+		var domains []string
+		for _, p := range []string{"left", "right", "both"} {
+			for k := range claims {
+				domains = append(domains, fmt.Sprintf("%s%05d.p2p", p, k))
+			}
+		}
+		s.waitApplied(left.id.ID(), s.vv(left)[left.id.ID()], time.Minute)
+		s.waitApplied(right.id.ID(), s.vv(right)[right.id.ID()], time.Minute)
+		applied := time.Since(healed)
+
+		testutil.Eventually(t, 2*time.Minute, func() error {
+			first := s.verdicts(s.nodes[0], domains)
+			var diff []string
+			for _, nd := range s.nodes {
+				got := first
+				if nd.i > 0 {
+					got = s.verdicts(nd, domains)
+				}
+				for k, v := range got {
+					if v.active != r {
+						diff = append(diff, fmt.Sprintf("node %d counts %d of %d replicas of %s active", nd.i, v.active, r, domains[k]))
+					} else if v.status != first[k].status || v.claimant != first[k].claimant {
+						diff = append(diff, fmt.Sprintf("%s: node 0 %v, node %d %v", domains[k], first[k], nd.i, v))
+					}
+				}
+			}
+			if len(diff) > 0 {
+				sort.Strings(diff)
+				time.Sleep(500 * time.Millisecond)
+				return fmt.Errorf("after the heal the nodes disagree in %d places, e.g. %s", len(diff), strings.Join(diff[:min(len(diff), 8)], "; "))
+			}
+			return nil
+		})
+		tally := map[string]int{}
+		for k, v := range s.verdicts(s.nodes[0], domains) {
+			tally[domains[k][:4]+" "+v.status]++
+		}
+		t.Logf("verdicts by prefix: %v", tally)
+		t.Logf("healed: every op on every node %v, every verdict alike on all %d nodes %v after the heal (virtual)", applied, n, time.Since(healed))
+	})
+}
+
+// envInt is $name as a positive integer, else def.
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
+		return v
+	}
+	return def
+}
