@@ -101,6 +101,7 @@ type result struct {
 	maxConns  int           // the most connections one node has
 	viewFill  time.Duration // overlay: until every node's active view was full
 	viewsFull int           // overlay: nodes whose view was full by then
+	short     string        // overlay: the nodes whose view was not, described (shortViews)
 	diameter  int
 	setup     time.Duration
 	heapNode  float64 // live heap per node after setup (ledger, actors, sessions)
@@ -147,6 +148,9 @@ func measure(tb testing.TB, cfg simConfig, claims int) result {
 	if cfg.boot > 0 {
 		r.viewFill, r.viewsFull = s.waitViews(viewTarget(cfg.nodes), time.Minute)
 		progress("n=%d: %d views full after %v", cfg.nodes, r.viewsFull, r.viewFill)
+		if r.viewsFull < cfg.nodes && cfg.nodes <= keptLogNodes {
+			r.short = s.shortViews(viewTarget(cfg.nodes))
+		}
 	}
 	nodes := float64(cfg.nodes)
 	heap1, g1 := heapInUse(), runtime.NumGoroutine()

@@ -134,7 +134,7 @@ func TestVirtualPartitionHeals(t *testing.T) {
 		n, r, claims := envInt("SCALE_PART_NODES", 20), envInt("SCALE_PART_R", 8), 6
 		s := startSim(t, simConfig{nodes: n, boot: 3, replicas: r})
 		if took, full := s.waitViews(viewTarget(n), time.Minute); full != n {
-			t.Fatalf("%d of %d views full after %v", full, n, took)
+			t.Fatalf("%d of %d views full after %v:%s", full, n, took, s.shortViews(viewTarget(n)))
 		}
 		side := func(i int) int { // 9 | 11 at 20 nodes
 			if i < n*9/20 {

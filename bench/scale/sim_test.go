@@ -40,6 +40,9 @@ type simNode struct {
 	ep     *linkedEndpoint
 	ldb    *store.DB
 	ndb    *store.DB
+	// log holds what the peers actor logged (runs of up to
+	// keptLogNodes nodes), for a failure to show.
+	log *testutil.LogBuffer
 	// applied is shared by the ledger and the sessions, as in a node
 	// (SCALE_NO_APPLIED=1 leaves it out, to measure what it saves).
 	applied *applied.Vector
@@ -79,6 +82,10 @@ type simConfig struct {
 }
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// keptLogNodes: networks up to this size keep each node's peers log in
+// memory, so a failed wait can show what the nodes it names went through.
+const keptLogNodes = 50
 
 // ask sends req to pid and waits for a reply of type R.
 func ask[R any](tb testing.TB, n *simNode, pid *actor.PID, req any) R {
@@ -184,6 +191,10 @@ func startSim(tb testing.TB, cfg simConfig) *sim {
 			}
 		}
 		deps := peer.Deps{Identity: n.id, Endpoint: n.ep, Ledger: n.ledger, Node: n.ndb, Log: quiet, Bootstrap: boot, Applied: n.applied}
+		if cfg.nodes <= keptLogNodes {
+			n.log = &testutil.LogBuffer{}
+			deps.Log = slog.New(slog.NewTextHandler(n.log, nil))
+		}
 		// SCALE_LOG_NODES=0,1 logs those nodes' peers actors to stderr
 		// (debug level), to follow one node through a run that failed.
 		if strings.Contains(","+os.Getenv("SCALE_LOG_NODES")+",", ","+fmt.Sprint(n.i)+",") {
