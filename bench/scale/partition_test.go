@@ -115,27 +115,118 @@ func (s *sim) verdicts(n *simNode, domains []string) []verdict {
 	return out
 }
 
-// TestVirtualPartitionHeals: 20 writers beyond R (R = 8 here, so each
+// waitAlike polls until every node gives every domain the same verdict
+// (status and claimant) with all r replicas of each counted active, and
+// returns how long that took; what still differed fails the test after
+// within.
+func (s *sim) waitAlike(domains []string, r int, within time.Duration) time.Duration {
+	start := time.Now()
+	testutil.Eventually(s.tb, within, func() error {
+		first := s.verdicts(s.nodes[0], domains)
+		var diff []string
+		for _, nd := range s.nodes {
+			got := first
+			if nd.i > 0 {
+				got = s.verdicts(nd, domains)
+			}
+			for k, v := range got {
+				if v.active != r {
+					diff = append(diff, fmt.Sprintf("node %d counts %d of %d replicas of %s active", nd.i, v.active, r, domains[k]))
+				} else if v.status != first[k].status || v.claimant != first[k].claimant {
+					diff = append(diff, fmt.Sprintf("%s: node 0 %v, node %d %v", domains[k], first[k], nd.i, v))
+				}
+			}
+		}
+		if len(diff) > 0 {
+			sort.Strings(diff)
+			time.Sleep(500 * time.Millisecond)
+			return fmt.Errorf("the nodes disagree in %d places, e.g. %s", len(diff), strings.Join(diff[:min(len(diff), 8)], "; "))
+		}
+		return nil
+	})
+	return time.Since(start)
+}
+
+// kill stops node n at once: its endpoint first, so its peers see every
+// connection close with no goodbye, then its actors and stores. (The
+// ledger commits before it acknowledges, so, as with kill -9 of a
+// process, no acknowledged write is lost.)
+func (s *sim) kill(n *simNode) {
+	_ = n.ep.Close()
+	_ = n.sys.Root.StopFuture(n.peers).Wait()
+	_ = n.sys.Root.StopFuture(n.ledger).Wait()
+	n.sys.Shutdown()
+	n.ldb.Close()
+	n.ndb.Close()
+}
+
+// restart brings a killed node back over its stores, on a new address:
+// it has no bootstrap and finds its peers in its address book, as a
+// restarted process does.
+func (s *sim) restart(n *simNode, cfg simConfig) *simNode {
+	m := s.openNode(n.i, n.id, n.dir, n.replicas)
+	m.log = n.log
+	s.nodes[n.i] = m
+	s.startPeers(m, cfg, nil)
+	return m
+}
+
+// names is the domains claim(_, count, prefix) made.
+func names(prefix string, count int) []string {
+	out := make([]string, count)
+	for k := range out {
+		out[k] = fmt.Sprintf("%s%05d.p2p", prefix, k)
+	}
+	return out
+}
+
+// TestVirtualKillsAndPartition: 20 writers beyond R (R = 8 here, so each
 // domain has its own replica set of 8 among the 20, and the overlay's
-// views of 12 are not a full mesh), in virtual time. The network splits
-// 9 | 11; while split, each side claims domains of its own and both
-// sides claim the same domains (conflicts), each side's replicas voting
-// for the claimant they see. Once healed, every node must hold every op
-// and give every domain the same verdict (status and claimant), counted
-// with the whole replica set active: every node computes alike from the
-// same membership, so where a domain ends up may not depend on which
-// node is asked. SCALE_PART_NODES and SCALE_PART_R change the sizes
-// (30 and the default R of 24 is the fifty-process bench's 30-node case).
-func TestVirtualPartitionHeals(t *testing.T) {
+// views of 12 are not a full mesh), in virtual time, through what the
+// fifty-process run does to real processes:
+//
+//   - three nodes are killed, node 0 claims domains while they are down,
+//     and they come back on new addresses, finding their peers in their
+//     address books;
+//   - the network splits 9 | 11; each side claims domains of its own and
+//     both sides claim the same domains (conflicts), each side's replicas
+//     voting for the claimant they see; then it heals.
+//
+// After each, every node must hold every op and give every domain the
+// same verdict (status and claimant), counted with the whole replica set
+// active: every node computes alike from the same membership, so where a
+// domain ends up may not depend on which node is asked.
+// SCALE_PART_NODES and SCALE_PART_R change the sizes (30 and the default
+// R of 24 is the fifty-process bench's 30-node case).
+func TestVirtualKillsAndPartition(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts 20 nodes")
 	}
 	virtual(t, func(t *testing.T) {
 		n, r, claims := envInt("SCALE_PART_NODES", 20), envInt("SCALE_PART_R", 8), 6
-		s := startSim(t, simConfig{nodes: n, boot: 3, replicas: r})
+		cfg := simConfig{nodes: n, boot: 3, replicas: r}
+		s := startSim(t, cfg)
 		if took, full := s.waitViews(viewTarget(n), time.Minute); full != n {
 			t.Fatalf("%d of %d views full after %v:%s", full, n, took, s.shortViews(viewTarget(n)))
 		}
+
+		// Kills.
+		victims := []int{3, n / 2, n - 2}
+		for _, i := range victims {
+			s.kill(s.nodes[i])
+		}
+		w := s.nodes[0]
+		seq := s.claim(w, claims, "gone")
+		time.Sleep(5 * time.Second)
+		back := time.Now()
+		for _, i := range victims {
+			s.restart(s.nodes[i], cfg)
+		}
+		s.waitApplied(w.id.ID(), seq, time.Minute)
+		caught := time.Since(back)
+		alikeKill := s.waitAlike(names("gone", claims), r, 2*time.Minute) + caught
+
+		// A partition.
 		side := func(i int) int { // 9 | 11 at 20 nodes
 			if i < n*9/20 {
 				return 0
@@ -162,45 +253,18 @@ func TestVirtualPartitionHeals(t *testing.T) {
 
 		s.part.heal()
 		healed := time.Now()
-		var domains []string
-		for _, p := range []string{"left", "right", "both"} {
-			for k := range claims {
-				domains = append(domains, fmt.Sprintf("%s%05d.p2p", p, k))
-			}
-		}
+		domains := append(append(names("left", claims), names("right", claims)...), names("both", claims)...)
 		s.waitApplied(left.id.ID(), s.vv(left)[left.id.ID()], time.Minute)
 		s.waitApplied(right.id.ID(), s.vv(right)[right.id.ID()], time.Minute)
 		applied := time.Since(healed)
+		alike := s.waitAlike(domains, r, 2*time.Minute) + applied
 
-		testutil.Eventually(t, 2*time.Minute, func() error {
-			first := s.verdicts(s.nodes[0], domains)
-			var diff []string
-			for _, nd := range s.nodes {
-				got := first
-				if nd.i > 0 {
-					got = s.verdicts(nd, domains)
-				}
-				for k, v := range got {
-					if v.active != r {
-						diff = append(diff, fmt.Sprintf("node %d counts %d of %d replicas of %s active", nd.i, v.active, r, domains[k]))
-					} else if v.status != first[k].status || v.claimant != first[k].claimant {
-						diff = append(diff, fmt.Sprintf("%s: node 0 %v, node %d %v", domains[k], first[k], nd.i, v))
-					}
-				}
-			}
-			if len(diff) > 0 {
-				sort.Strings(diff)
-				time.Sleep(500 * time.Millisecond)
-				return fmt.Errorf("after the heal the nodes disagree in %d places, e.g. %s", len(diff), strings.Join(diff[:min(len(diff), 8)], "; "))
-			}
-			return nil
-		})
 		tally := map[string]int{}
 		for k, v := range s.verdicts(s.nodes[0], domains) {
 			tally[domains[k][:4]+" "+v.status]++
 		}
-		t.Logf("verdicts by prefix: %v", tally)
-		t.Logf("healed: every op on every node %v, every verdict alike on all %d nodes %v after the heal (virtual)", applied, n, time.Since(healed))
+		t.Logf("%d writers, R = %d, virtual time: 3 killed and restarted: every op on every node %v, every verdict alike %v after the restarts; a partition healed: every op on every node %v, every verdict alike %v after the heal (verdicts by prefix %v)",
+			n, r, caught, alikeKill, applied, alike, tally)
 	})
 }
 

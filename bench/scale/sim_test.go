@@ -32,14 +32,16 @@ import (
 // ledger actor over its own ledger.db and node.db, and the real peers
 // supervisor over an endpoint of the shared in-memory network.
 type simNode struct {
-	i      int
-	id     *identity.Identity
-	sys    *actor.ActorSystem
-	ledger *actor.PID
-	peers  *actor.PID
-	ep     *linkedEndpoint
-	ldb    *store.DB
-	ndb    *store.DB
+	i        int
+	id       *identity.Identity
+	sys      *actor.ActorSystem
+	ledger   *actor.PID
+	peers    *actor.PID
+	ep       *linkedEndpoint
+	ldb      *store.DB
+	ndb      *store.DB
+	dir      string // where its stores are
+	replicas int
 	// log holds what the peers actor logged (runs of up to
 	// keptLogNodes nodes), for a failure to show.
 	log *testutil.LogBuffer
@@ -190,25 +192,7 @@ func startSim(tb testing.TB, cfg simConfig) *sim {
 				boot = append(boot, m.id.ID()+"@"+m.ep.Addr().String())
 			}
 		}
-		deps := peer.Deps{Identity: n.id, Endpoint: n.ep, Ledger: n.ledger, Node: n.ndb, Log: quiet, Bootstrap: boot, Applied: n.applied}
-		if cfg.nodes <= keptLogNodes {
-			n.log = &testutil.LogBuffer{}
-			deps.Log = slog.New(slog.NewTextHandler(n.log, nil))
-		}
-		// SCALE_LOG_NODES=0,1 logs those nodes' peers actors to stderr
-		// (debug level), to follow one node through a run that failed.
-		if strings.Contains(","+os.Getenv("SCALE_LOG_NODES")+",", ","+fmt.Sprint(n.i)+",") {
-			deps.Log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug})).With("node", n.i)
-			fmt.Fprintf(os.Stderr, "node %d is %s; boot %v\n", n.i, n.id.ID(), boot)
-		}
-		if cfg.tune != nil {
-			cfg.tune(&deps)
-		}
-		pid, err := n.sys.Root.SpawnNamed(peer.Props(deps), "peers")
-		if err != nil {
-			tb.Fatal(err)
-		}
-		n.peers = pid
+		s.startPeers(n, cfg, boot)
 	}
 	if cfg.boot > 0 {
 		// In the overlay every node must at least be in the graph; how
@@ -220,9 +204,39 @@ func startSim(tb testing.TB, cfg simConfig) *sim {
 	return s
 }
 
+// startPeers spawns node n's peers supervisor, bootstrapping from boot.
+func (s *sim) startPeers(n *simNode, cfg simConfig, boot []string) {
+	deps := peer.Deps{Identity: n.id, Endpoint: n.ep, Ledger: n.ledger, Node: n.ndb, Log: quiet, Bootstrap: boot, Applied: n.applied}
+	if cfg.nodes <= keptLogNodes {
+		if n.log == nil {
+			n.log = &testutil.LogBuffer{}
+		}
+		deps.Log = slog.New(slog.NewTextHandler(n.log, nil))
+	}
+	// SCALE_LOG_NODES=0,1 logs those nodes' peers actors to stderr
+	// (debug level), to follow one node through a run that failed.
+	if strings.Contains(","+os.Getenv("SCALE_LOG_NODES")+",", ","+fmt.Sprint(n.i)+",") {
+		deps.Log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug})).With("node", n.i)
+		fmt.Fprintf(os.Stderr, "node %d is %s; boot %v\n", n.i, n.id.ID(), boot)
+	}
+	if cfg.tune != nil {
+		cfg.tune(&deps)
+	}
+	pid, err := n.sys.Root.SpawnNamed(peer.Props(deps), "peers")
+	if err != nil {
+		s.tb.Fatal(err)
+	}
+	n.peers = pid
+}
+
 func (s *sim) startLedger(i int, id *identity.Identity, replicas int) *simNode {
+	return s.openNode(i, id, s.tb.TempDir(), replicas)
+}
+
+// openNode starts node i's actor system, ledger and endpoint over the
+// stores in dir (a restart finds them as it left them).
+func (s *sim) openNode(i int, id *identity.Identity, dir string, replicas int) *simNode {
 	tb := s.tb
-	dir := tb.TempDir()
 	// Not durable: commits are fsynced once a second. 200 nodes sharing
 	// one disk would measure the disk; each real node has its own.
 	ldb, err := store.Open(filepath.Join(dir, "ledger.db"), store.Options{})
@@ -245,7 +259,7 @@ func (s *sim) startLedger(i int, id *identity.Identity, replicas int) *simNode {
 		tb.Fatal(err)
 	}
 	ep := &linkedEndpoint{MemEndpoint: s.net.Listen(id, quiet), self: i, links: &s.links, index: s.meter.index, part: s.part}
-	return &simNode{i: i, id: id, sys: sys, ledger: lpid, ep: ep, ldb: ldb, ndb: ndb, applied: av}
+	return &simNode{i: i, id: id, sys: sys, ledger: lpid, ep: ep, ldb: ldb, ndb: ndb, applied: av, dir: dir, replicas: replicas}
 }
 
 // waitPeers polls until every node i has sessions with at least want(i)
