@@ -101,7 +101,6 @@ type result struct {
 	maxConns  int           // the most connections one node has
 	viewFill  time.Duration // overlay: until every node's active view was full
 	viewsFull int           // overlay: nodes whose view was full by then
-	short     string        // overlay: the nodes whose view was not, described (shortViews)
 	diameter  int
 	setup     time.Duration
 	heapNode  float64 // live heap per node after setup (ledger, actors, sessions)
@@ -130,6 +129,10 @@ type result struct {
 	dups                         int64 // of which the ledger had already
 	gaps                         int64 // "want" repairs after an op arrived before its predecessor
 	offLink                      int64 // frames between nodes the topology does not link (must be 0)
+
+	// short: the overlay's nodes whose view was not full, described
+	// (shortViews).
+	short string
 }
 
 // measure starts the network, measures its idle traffic, then one burst

@@ -12,24 +12,18 @@ import (
 
 	"peerdns/internal/testutil"
 	"peerdns/messages"
-	"peerdns/transport"
 )
 
 // partition splits the simulated network in two: while split, no
 // connection crosses from one side to the other (dials fail, inbound
-// connections are closed) and the connections that crossed are closed
-// at the split, as sessions end when their pings go unanswered (here at
-// once rather than after the ping timeout). heal lets them dial again.
-// The zero value is whole; a nil *partition is always whole.
+// connections are closed: linkedEndpoint asks joined) and the
+// connections that crossed are closed at the split (sim.split), as
+// sessions end when their pings go unanswered (here at once rather than
+// after the ping timeout). heal lets them dial again. The zero value is
+// whole; a nil *partition is always whole.
 type partition struct {
-	mu    sync.Mutex
-	side  func(i int) int // nil: whole
-	conns []trackedConn
-}
-
-type trackedConn struct {
-	a, b int
-	c    transport.Conn
+	mu   sync.Mutex
+	side func(i int) int // nil: whole
 }
 
 // joined reports whether nodes i and j can reach each other now.
@@ -42,42 +36,19 @@ func (p *partition) joined(i, j int) bool {
 	return p.side == nil || p.side(i) == p.side(j)
 }
 
-// track remembers a connection between nodes i and j so that a split can
-// close it; one that crosses a split made since it was allowed is closed.
-func (p *partition) track(i, j int, c transport.Conn) {
-	if p == nil {
-		return
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.side != nil && p.side(i) != p.side(j) {
-		c.Close("partitioned")
-		return
-	}
-	live := p.conns[:0]
-	for _, t := range p.conns {
-		select {
-		case <-t.c.Done():
-		default:
-			live = append(live, t)
+// split puts node i on side(i) and closes every connection across. A
+// connection made while this runs is closed by the check its dialer and
+// acceptor make once it is up (linkedEndpoint.allowed).
+func (s *sim) split(side func(i int) int) {
+	s.part.mu.Lock()
+	s.part.side = side
+	s.part.mu.Unlock()
+	for _, a := range s.nodes {
+		for _, b := range s.nodes {
+			if side(a.i) != side(b.i) {
+				a.ep.CloseTo(b.id.ID(), "partitioned")
+			}
 		}
-	}
-	p.conns = append(live, trackedConn{i, j, c})
-}
-
-// split puts node i on side(i) and closes every connection across.
-func (p *partition) split(side func(i int) int) {
-	p.mu.Lock()
-	p.side = side
-	var cut []transport.Conn
-	for _, t := range p.conns {
-		if side(t.a) != side(t.b) {
-			cut = append(cut, t.c)
-		}
-	}
-	p.mu.Unlock()
-	for _, c := range cut {
-		c.Close("partitioned")
 	}
 }
 
@@ -233,7 +204,7 @@ func TestVirtualKillsAndPartition(t *testing.T) {
 			}
 			return 1
 		}
-		s.part.split(side)
+		s.split(side)
 		// Long enough for each side to count the other out
 		// (heartbeats time out after 3 s).
 		time.Sleep(10 * time.Second)

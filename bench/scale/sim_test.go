@@ -406,10 +406,10 @@ func heapInUse() uint64 {
 // few others; the peer code above it is unchanged.
 type linkedEndpoint struct {
 	*transport.MemEndpoint
+	part  *partition // nil: never split
 	self  int
 	links *topology
 	index map[string]int // peer id → node index (read-only once built)
-	part  *partition
 }
 
 func (e *linkedEndpoint) allowed(id string) bool {
@@ -426,21 +426,14 @@ func (e *linkedEndpoint) Dial(ctx context.Context, addr, peerID string) (transpo
 		c.Close("no route")
 		return nil, fmt.Errorf("dial %s: no route to this peer in the simulated topology", addr)
 	}
-	if err == nil {
-		e.part.track(e.self, e.index[c.PeerID()], c)
-	}
 	return c, err
 }
 
 func (e *linkedEndpoint) Accept(ctx context.Context) (transport.Conn, error) {
 	for {
 		c, err := e.MemEndpoint.Accept(ctx)
-		if err != nil {
+		if err != nil || e.allowed(c.PeerID()) {
 			return c, err
-		}
-		if e.allowed(c.PeerID()) {
-			e.part.track(e.self, e.index[c.PeerID()], c)
-			return c, nil
 		}
 		c.Close("no route")
 	}
