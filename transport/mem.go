@@ -159,6 +159,28 @@ func (e *MemEndpoint) Close() error {
 	return nil
 }
 
+// CloseTo closes every connection of this endpoint with peer (both ends
+// of a link close together) and returns how many were open. Simulations
+// use it to cut the links a partition crosses.
+func (e *MemEndpoint) CloseTo(peer, reason string) int {
+	e.mu.Lock()
+	var cut []*memConn
+	for _, c := range e.conns {
+		if c.peer == peer {
+			cut = append(cut, c)
+		}
+	}
+	e.mu.Unlock()
+	n := 0
+	for _, c := range cut {
+		if c.Err() == nil {
+			n++
+		}
+		c.Close(reason)
+	}
+	return n
+}
+
 // memLink is the state both ends of a connection share.
 type memLink struct {
 	once   sync.Once

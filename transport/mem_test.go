@@ -132,3 +132,45 @@ func TestMemMeterCountsFrames(t *testing.T) {
 	default:
 	}
 }
+
+// CloseTo closes both ends of every link with the peer named and leaves
+// the others open.
+func TestMemCloseTo(t *testing.T) {
+	a, b, _ := newMemPair(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	ic, _ := identity.Generate()
+	c := a.net.Listen(ic, nil)
+	defer c.Close()
+	ab, err := a.Dial(ctx, b.Addr().String(), b.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ba, err := b.Accept(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ac, err := a.Dial(ctx, c.Addr().String(), c.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := a.CloseTo(b.ID(), "cut"); n != 1 {
+		t.Fatalf("CloseTo closed %d links, want 1", n)
+	}
+	for _, conn := range []Conn{ab, ba} {
+		select {
+		case <-conn.Done():
+		case <-ctx.Done():
+			t.Fatal("an end of the cut link is still open")
+		}
+	}
+	if !strings.Contains(ba.Err().Error(), "cut") {
+		t.Fatalf("far end closed with %v, want the reason", ba.Err())
+	}
+	if ac.Err() != nil {
+		t.Fatalf("a link to another peer closed: %v", ac.Err())
+	}
+	if n := a.CloseTo(b.ID(), "cut"); n != 0 {
+		t.Fatalf("CloseTo again closed %d", n)
+	}
+}

@@ -258,3 +258,47 @@ func TestSelfAddressesAreNotDialed(t *testing.T) {
 		t.Fatalf("%d self addresses remembered, bound %d", len(a.selfAddrs), maxSelfAddrs)
 	}
 }
+
+// A bootstrap peer we never met and do not hear gets one dial past a
+// full view (unmet); one we have a session with, hear by heartbeat or
+// met before does not.
+func TestUnmetBootstrapPassesAFullView(t *testing.T) {
+	id, _ := identity.Generate()
+	a := newActor(Deps{Log: slog.New(slog.NewTextHandler(&testutil.LogBuffer{}, nil)), Now: time.Now, Identity: id, ActiveView: 2, Mesh: NewMesh()})
+	a.sessions = map[string]*sessionEntry{}
+	a.known = map[string]*knownPeer{}
+	a.hb.heard = map[string]time.Time{}
+	a.gate = newDialGate(2, time.Now)
+	p1, p2, p3 := strings.Repeat("a1", 32), strings.Repeat("b2", 32), strings.Repeat("c3", 32)
+	a.bootstrap = []dialTarget{{id: p1, addr: "192.0.2.1:7740"}, {id: p2, addr: "192.0.2.2:7740"}, {addr: "192.0.2.3:7740"}, {id: a.self, addr: "192.0.2.4:7740"}}
+	if got := a.unmet(); len(got) != 2 || got[0] != p1 || got[1] != p2 {
+		t.Fatalf("unmet %v, want the two bootstrap peers with an id", shortAll(got))
+	}
+	// A full view: two sessions with others.
+	a.sessions[p3] = &sessionEntry{up: true}
+	a.sessions[strings.Repeat("d4", 32)] = &sessionEntry{up: true}
+	a.updateGate()
+	if a.gate.skip(p1) {
+		t.Fatal("a full view holds back the dial to a bootstrap peer never met")
+	}
+	if !a.gate.skip(p2) {
+		t.Fatal("two dials went past a full view at once")
+	}
+	a.gate.done(p1)
+	a.sessions[p1] = &sessionEntry{}
+	a.hb.heard[p2] = time.Now()
+	if got := a.unmet(); len(got) != 0 {
+		t.Fatalf("unmet %v with one in session and one heard", shortAll(got))
+	}
+	delete(a.sessions, p1)
+	delete(a.hb.heard, p2)
+	a.known[p1] = &knownPeer{LastSeen: 1}
+	a.known[p2] = &knownPeer{Addrs: []string{"192.0.2.2:7740"}}
+	if got := a.unmet(); len(got) != 1 || got[0] != p2 {
+		t.Fatalf("unmet %v, want only the one never seen", shortAll(got))
+	}
+	a.updateGate()
+	if !a.gate.skip(p1) {
+		t.Fatal("a full view lets a dial through to a peer met before")
+	}
+}

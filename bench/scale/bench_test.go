@@ -129,6 +129,10 @@ type result struct {
 	dups                         int64 // of which the ledger had already
 	gaps                         int64 // "want" repairs after an op arrived before its predecessor
 	offLink                      int64 // frames between nodes the topology does not link (must be 0)
+
+	// short: the overlay's nodes whose view was not full, described
+	// (shortViews).
+	short string
 }
 
 // measure starts the network, measures its idle traffic, then one burst
@@ -147,6 +151,9 @@ func measure(tb testing.TB, cfg simConfig, claims int) result {
 	if cfg.boot > 0 {
 		r.viewFill, r.viewsFull = s.waitViews(viewTarget(cfg.nodes), time.Minute)
 		progress("n=%d: %d views full after %v", cfg.nodes, r.viewsFull, r.viewFill)
+		if r.viewsFull < cfg.nodes && cfg.nodes <= keptLogNodes {
+			r.short = s.shortViews(viewTarget(cfg.nodes))
+		}
 	}
 	nodes := float64(cfg.nodes)
 	heap1, g1 := heapInUse(), runtime.NumGoroutine()

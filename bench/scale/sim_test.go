@@ -32,14 +32,19 @@ import (
 // ledger actor over its own ledger.db and node.db, and the real peers
 // supervisor over an endpoint of the shared in-memory network.
 type simNode struct {
-	i      int
-	id     *identity.Identity
-	sys    *actor.ActorSystem
-	ledger *actor.PID
-	peers  *actor.PID
-	ep     *linkedEndpoint
-	ldb    *store.DB
-	ndb    *store.DB
+	i        int
+	id       *identity.Identity
+	sys      *actor.ActorSystem
+	ledger   *actor.PID
+	peers    *actor.PID
+	ep       *linkedEndpoint
+	ldb      *store.DB
+	ndb      *store.DB
+	dir      string // where its stores are
+	replicas int
+	// log holds what the peers actor logged (runs of up to
+	// keptLogNodes nodes), for a failure to show.
+	log *testutil.LogBuffer
 	// applied is shared by the ledger and the sessions, as in a node
 	// (SCALE_NO_APPLIED=1 leaves it out, to measure what it saves).
 	applied *applied.Vector
@@ -52,6 +57,8 @@ type sim struct {
 	nodes []*simNode
 	links topology
 	meter *meter
+	// part splits the network in two on request (partition_test.go).
+	part *partition
 }
 
 // simConfig says how big the network is and which links exist.
@@ -72,9 +79,15 @@ type simConfig struct {
 	// defaults (1 s tick and ping, 3 s vector exchange, 10 s peer
 	// exchange).
 	tune func(*peer.Deps)
+	// replicas is the ledgers' R (0: the default, 24).
+	replicas int
 }
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// keptLogNodes: networks up to this size keep each node's peers log in
+// memory, so a failed wait can show what the nodes it names went through.
+const keptLogNodes = 50
 
 // ask sends req to pid and waits for a reply of type R.
 func ask[R any](tb testing.TB, n *simNode, pid *actor.PID, req any) R {
@@ -94,7 +107,7 @@ func ask[R any](tb testing.TB, n *simNode, pid *actor.PID, req any) R {
 // its neighbours.
 func startSim(tb testing.TB, cfg simConfig) *sim {
 	tb.Helper()
-	s := &sim{tb: tb, net: transport.NewMemNetwork()}
+	s := &sim{tb: tb, net: transport.NewMemNetwork(), part: &partition{}}
 	s.meter = newMeter()
 	s.net.SetMeter(s.meter.record)
 	ids := make([]*identity.Identity, cfg.nodes)
@@ -118,7 +131,7 @@ func startSim(tb testing.TB, cfg simConfig) *sim {
 	}
 	s.meter.links = &s.links
 	for i, id := range ids {
-		s.nodes = append(s.nodes, s.startLedger(i, id))
+		s.nodes = append(s.nodes, s.startLedger(i, id, cfg.replicas))
 	}
 	tb.Cleanup(s.stop)
 
@@ -179,15 +192,7 @@ func startSim(tb testing.TB, cfg simConfig) *sim {
 				boot = append(boot, m.id.ID()+"@"+m.ep.Addr().String())
 			}
 		}
-		deps := peer.Deps{Identity: n.id, Endpoint: n.ep, Ledger: n.ledger, Node: n.ndb, Log: quiet, Bootstrap: boot, Applied: n.applied}
-		if cfg.tune != nil {
-			cfg.tune(&deps)
-		}
-		pid, err := n.sys.Root.SpawnNamed(peer.Props(deps), "peers")
-		if err != nil {
-			tb.Fatal(err)
-		}
-		n.peers = pid
+		s.startPeers(n, cfg, boot)
 	}
 	if cfg.boot > 0 {
 		// In the overlay every node must at least be in the graph; how
@@ -199,9 +204,39 @@ func startSim(tb testing.TB, cfg simConfig) *sim {
 	return s
 }
 
-func (s *sim) startLedger(i int, id *identity.Identity) *simNode {
+// startPeers spawns node n's peers supervisor, bootstrapping from boot.
+func (s *sim) startPeers(n *simNode, cfg simConfig, boot []string) {
+	deps := peer.Deps{Identity: n.id, Endpoint: n.ep, Ledger: n.ledger, Node: n.ndb, Log: quiet, Bootstrap: boot, Applied: n.applied}
+	if cfg.nodes <= keptLogNodes {
+		if n.log == nil {
+			n.log = &testutil.LogBuffer{}
+		}
+		deps.Log = slog.New(slog.NewTextHandler(n.log, nil))
+	}
+	// SCALE_LOG_NODES=0,1 logs those nodes' peers actors to stderr
+	// (debug level), to follow one node through a run that failed.
+	if strings.Contains(","+os.Getenv("SCALE_LOG_NODES")+",", ","+fmt.Sprint(n.i)+",") {
+		deps.Log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug})).With("node", n.i)
+		fmt.Fprintf(os.Stderr, "node %d is %s; boot %v\n", n.i, n.id.ID(), boot)
+	}
+	if cfg.tune != nil {
+		cfg.tune(&deps)
+	}
+	pid, err := n.sys.Root.SpawnNamed(peer.Props(deps), "peers")
+	if err != nil {
+		s.tb.Fatal(err)
+	}
+	n.peers = pid
+}
+
+func (s *sim) startLedger(i int, id *identity.Identity, replicas int) *simNode {
+	return s.openNode(i, id, s.tb.TempDir(), replicas)
+}
+
+// openNode starts node i's actor system, ledger and endpoint over the
+// stores in dir (a restart finds them as it left them).
+func (s *sim) openNode(i int, id *identity.Identity, dir string, replicas int) *simNode {
 	tb := s.tb
-	dir := tb.TempDir()
 	// Not durable: commits are fsynced once a second. 200 nodes sharing
 	// one disk would measure the disk; each real node has its own.
 	ldb, err := store.Open(filepath.Join(dir, "ledger.db"), store.Options{})
@@ -218,13 +253,13 @@ func (s *sim) startLedger(i int, id *identity.Identity) *simNode {
 		av = &applied.Vector{}
 	}
 	lpid, err := sys.Root.SpawnNamed(ledger.Props(ledger.Deps{
-		Identity: id, Ledger: ldb, Node: ndb, Published: &view.Published{}, Join: i > 0, Log: quiet, Applied: av,
+		Identity: id, Ledger: ldb, Node: ndb, Published: &view.Published{}, Join: i > 0, Log: quiet, Applied: av, Replicas: replicas,
 	}), "ledger")
 	if err != nil {
 		tb.Fatal(err)
 	}
-	ep := &linkedEndpoint{MemEndpoint: s.net.Listen(id, quiet), self: i, links: &s.links, index: s.meter.index}
-	return &simNode{i: i, id: id, sys: sys, ledger: lpid, ep: ep, ldb: ldb, ndb: ndb, applied: av}
+	ep := &linkedEndpoint{MemEndpoint: s.net.Listen(id, quiet), self: i, links: &s.links, index: s.meter.index, part: s.part}
+	return &simNode{i: i, id: id, sys: sys, ledger: lpid, ep: ep, ldb: ldb, ndb: ndb, applied: av, dir: dir, replicas: replicas}
 }
 
 // waitPeers polls until every node i has sessions with at least want(i)
@@ -371,6 +406,7 @@ func heapInUse() uint64 {
 // few others; the peer code above it is unchanged.
 type linkedEndpoint struct {
 	*transport.MemEndpoint
+	part  *partition // nil: never split
 	self  int
 	links *topology
 	index map[string]int // peer id → node index (read-only once built)
@@ -378,7 +414,7 @@ type linkedEndpoint struct {
 
 func (e *linkedEndpoint) allowed(id string) bool {
 	j, ok := e.index[id]
-	return ok && e.links.linked(e.self, j)
+	return ok && e.links.linked(e.self, j) && e.part.joined(e.self, j)
 }
 
 func (e *linkedEndpoint) Dial(ctx context.Context, addr, peerID string) (transport.Conn, error) {

@@ -4,9 +4,12 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"peerdns/messages"
 )
 
 // Virtual time: the overlay runs below execute inside a synctest bubble,
@@ -52,6 +55,25 @@ func (s *sim) waitViews(target int, within time.Duration) (time.Duration, int) {
 	}
 }
 
+// shortViews describes the nodes with fewer than target sessions: their
+// sessions, overlay counters and (when kept) the last lines they logged.
+func (s *sim) shortViews(target int) string {
+	var b strings.Builder
+	for _, n := range s.nodes {
+		peers := s.peersOf(n)
+		if len(peers) >= target {
+			continue
+		}
+		o := ask[*messages.PeerDiagnosticsReply](s.tb, n, n.peers, &messages.GetPeerDiagnostics{}).Summary.Overlay
+		fmt.Fprintf(&b, "\nnode %d (%.16s): %d sessions; overlay %+v", n.i, n.id.ID(), len(peers), o)
+		if n.log != nil {
+			lines := strings.Split(strings.TrimSpace(n.log.String()), "\n")
+			fmt.Fprintf(&b, "; its last lines:\n  %s", strings.Join(lines[max(0, len(lines)-30):], "\n  "))
+		}
+	}
+	return b.String()
+}
+
 // TestVirtualOverlay: 20 writers (beyond the default view of 12), in
 // virtual time: every node fills its view within a minute and holds at
 // most maxConnsPerNode sessions, and a burst of claims resolves alike on
@@ -65,7 +87,7 @@ func TestVirtualOverlay(t *testing.T) {
 		r := measure(t, simConfig{nodes: n, boot: 3}, 5)
 		t.Log(describe(r))
 		if r.viewsFull != n {
-			t.Errorf("%d of %d views full after %v", r.viewsFull, n, r.viewFill)
+			t.Errorf("%d of %d views full after %v:%s", r.viewsFull, n, r.viewFill, r.short)
 		}
 		if r.maxConns > maxConnsPerNode {
 			t.Errorf("a node has %d sessions, at most %d wanted", r.maxConns, maxConnsPerNode)
