@@ -339,20 +339,15 @@ func (d *Detector) trainChart(cs *chartState, now int64) {
 		next += period
 	}
 	cs.nextTrain = next
-	w, err := d.db.QueryFor(store.ReadML, cs.def.ID, 0, now-int64(d.cfg.MaxTrainSeconds)+1, now)
-	if err != nil || len(w.Slots) != len(cs.dims) {
-		return
-	}
+	// One dimension at a time into the detector's own buffer: a window of
+	// the whole chart would hold every dimension's hour at once.
 	short := false
 	for i := range cs.dims {
-		slots := w.Slots[i]
-		d.series = d.series[:0]
-		for _, g := range slots {
-			if g.Count == 0 {
-				d.series = append(d.series, float32(math.NaN()))
-			} else {
-				d.series = append(d.series, float32(g.Sum/float64(g.Count)))
-			}
+		var ndims int
+		var err error
+		d.series, _, ndims, err = d.db.Tier0ValuesFor(store.ReadML, cs.def.ID, i, now-int64(d.cfg.MaxTrainSeconds)+1, now, d.series[:0])
+		if err != nil || ndims != len(cs.dims) {
+			return
 		}
 		var n int
 		d.rows, n = features(d.rows[:0], d.series)
