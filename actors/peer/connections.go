@@ -34,6 +34,8 @@ type sessionEntry struct {
 	silent    bool
 	silences  []time.Time
 	holdUntil time.Time
+	// left: the peer sent a leave (its session's end is no failure).
+	left bool
 }
 
 // onConn admits a new connection into a session, resolving duplicates.
@@ -146,6 +148,7 @@ func (a *Actor) onUp(c actor.Context, m *sessionUp) {
 	}
 	a.remember(m.id, addrs, true)
 	a.d.Mesh.setConn(m.id, e.conn)
+	a.greetLiveness(c, m.id)
 	a.connectedChanged(c)
 	a.trimView(c, m.id)
 	a.updateGate()
@@ -167,6 +170,12 @@ func (a *Actor) onTerminated(c actor.Context, who *actor.PID) {
 			if e.up || e.inherited {
 				a.remember(id, nil, true)
 				a.lingering[id] = a.d.Now()
+			}
+			if e.up && !e.left && !e.silent && !a.stopping() {
+				// Ended without a leave: the peer failed, or the
+				// link did (suspicion.go; a live peer refutes it).
+				a.heardNow(id)
+				a.suspect(c, id)
 			}
 			return
 		}
@@ -238,6 +247,9 @@ func (a *Actor) onSilent(c actor.Context, m *peerSilent) {
 	}
 	now := a.d.Now()
 	if m.silent {
+		if !e.silent {
+			a.suspect(c, m.id)
+		}
 		e.silent = true
 		e.silences = append(e.silences, now)
 		for len(e.silences) > 0 && now.Sub(e.silences[0]) > flapWindow {

@@ -64,12 +64,16 @@ const (
 
 // heartbeatState is the supervisor's liveness bookkeeping.
 type heartbeatState struct {
-	seq                 uint64               // our last heartbeat's seq
-	last                time.Time            // when we sent it
-	latest              map[string]uint64    // writer → highest seq taken
-	heard               map[string]time.Time // writer without a session → when its heartbeat came
-	writers             map[string]bool      // ids the ledger says are writers
-	notWriter           map[string]time.Time // ids it says are not, with when it said so
+	seq                 uint64                         // our last heartbeat's seq
+	last                time.Time                      // when we sent it
+	own                 *messages.Heartbeat            // and the heartbeat itself
+	refute              bool                           // a suspicion of us arrived: heartbeat at once
+	latest              map[string]uint64              // writer → highest seq taken
+	beats               map[string]*messages.Heartbeat // writer → that heartbeat, for new neighbours
+	beatAt              map[string]time.Time           // writer → when it arrived
+	heard               map[string]time.Time           // writer without a session → when its heartbeat came
+	writers             map[string]bool                // ids the ledger says are writers
+	notWriter           map[string]time.Time           // ids it says are not, with when it said so
 	asking              map[string][]heldBeat
 	bad                 map[string]int // neighbour → refused heartbeats it sent
 	taken, dup, refused int64
@@ -83,6 +87,7 @@ type heldBeat struct {
 func (h *heartbeatState) init() {
 	if h.latest == nil {
 		h.latest, h.heard = map[string]uint64{}, map[string]time.Time{}
+		h.beats, h.beatAt = map[string]*messages.Heartbeat{}, map[string]time.Time{}
 		h.writers, h.notWriter = map[string]bool{}, map[string]time.Time{}
 		h.asking, h.bad = map[string][]heldBeat{}, map[string]int{}
 	}
@@ -93,9 +98,16 @@ func (h *heartbeatState) init() {
 func (a *Actor) heartbeatTick(c actor.Context, now time.Time) {
 	h := &a.hb
 	h.init()
-	changed := false
+	changed := a.suspicionTick(now)
+	timeout := a.hbTimeout()
+	for w, at := range h.beatAt {
+		if now.Sub(at) >= timeout {
+			delete(h.beatAt, w)
+			delete(h.beats, w)
+		}
+	}
 	for w, at := range h.heard {
-		if now.Sub(at) >= a.d.HeartbeatTimeout {
+		if now.Sub(at) >= timeout {
 			delete(h.heard, w)
 			changed = true
 			// Unheard: dead, or in a part of the graph we are cut off
@@ -112,14 +124,46 @@ func (a *Actor) heartbeatTick(c actor.Context, now time.Time) {
 	if changed {
 		a.connectedChanged(c)
 	}
-	if a.network == "" || now.Sub(h.last) < a.d.HeartbeatInterval {
+	if a.network == "" {
 		return
 	}
-	h.last = now
+	if now.Sub(h.last) < a.hbInterval() && !(h.refute && now.Sub(h.last) >= refuteGap) {
+		return
+	}
+	a.beat(c, now)
+}
+
+// beat signs and sends our heartbeat now.
+func (a *Actor) beat(c actor.Context, now time.Time) {
+	h := &a.hb
+	if h.refute {
+		a.sus.refutations++
+	}
+	h.last, h.refute = now, false
 	h.seq = max(h.seq+1, uint64(now.UnixMilli()))
 	hb := &messages.Heartbeat{Writer: a.self, Seq: h.seq}
 	hb.Sig = a.d.Identity.Sign(messages.HeartbeatSigningBytes(a.network, a.self, h.seq))
+	h.own = hb
 	a.forwardBeats(c, "", []*messages.Heartbeat{hb})
+}
+
+// hbInterval is how often we sign a heartbeat: Deps.HeartbeatInterval, or
+// HeartbeatPerWriter for every writer we know of, at least
+// heartbeatFloor.
+func (a *Actor) hbInterval() time.Duration {
+	if a.d.HeartbeatInterval > 0 {
+		return a.d.HeartbeatInterval
+	}
+	return max(heartbeatFloor, time.Duration(len(a.hb.latest)+1)*a.d.HeartbeatPerWriter)
+}
+
+// hbTimeout is how long a writer without a session counts as active
+// after its last heartbeat arrived (unless suspected).
+func (a *Actor) hbTimeout() time.Duration {
+	if a.d.HeartbeatTimeout > 0 {
+		return a.d.HeartbeatTimeout
+	}
+	return 3 * a.hbInterval()
 }
 
 // forwardBeats sends heartbeats to every established neighbour except
@@ -147,8 +191,9 @@ func (a *Actor) forwardBeats(c actor.Context, from string, hbs []*messages.Heart
 	}
 }
 
-// onHeartbeats takes a neighbour's heartbeats.
-func (a *Actor) onHeartbeats(c actor.Context, from string, hbs []*messages.Heartbeat) {
+// onHeartbeats takes a neighbour's heartbeats and forwards the new ones
+// (unless they came in a new neighbour's greeting: forward false).
+func (a *Actor) onHeartbeats(c actor.Context, from string, hbs []*messages.Heartbeat, forward bool) {
 	h := &a.hb
 	h.init()
 	var fresh []*messages.Heartbeat
@@ -165,10 +210,12 @@ func (a *Actor) onHeartbeats(c actor.Context, from string, hbs []*messages.Heart
 		case !h.notWriter[hb.Writer].IsZero():
 			h.refused++ // not counted against the neighbour (refuseBeat)
 		default:
-			a.askWriter(c, from, hb)
+			a.askWriter(c, from, hb, forward)
 		}
 	}
-	a.forwardBeats(c, from, fresh)
+	if forward {
+		a.forwardBeats(c, from, fresh)
+	}
 }
 
 // takeBeat checks a new heartbeat and records it; false if refused.
@@ -189,10 +236,12 @@ func (a *Actor) takeBeat(c actor.Context, from string, hb *messages.Heartbeat) b
 	}
 	h.taken++
 	h.latest[hb.Writer] = hb.Seq
+	h.beats[hb.Writer], h.beatAt[hb.Writer] = hb, now
+	refuted := a.refuted(hb.Writer, hb.Seq)
 	if _, direct := a.sessions[hb.Writer]; !direct {
 		_, was := h.heard[hb.Writer]
 		h.heard[hb.Writer] = now
-		if !was {
+		if !was || refuted {
 			a.connectedChanged(c)
 		}
 	}
@@ -215,7 +264,7 @@ func (a *Actor) refuseBeat(c actor.Context, from, why string) {
 
 // askWriter asks the ledger whether hb's writer is one, holding hb (and
 // later ones of the same writer) until it answers.
-func (a *Actor) askWriter(c actor.Context, from string, hb *messages.Heartbeat) {
+func (a *Actor) askWriter(c actor.Context, from string, hb *messages.Heartbeat, forward bool) {
 	h := &a.hb
 	w := hb.Writer
 	if held, ok := h.asking[w]; ok {
@@ -254,7 +303,7 @@ func (a *Actor) askWriter(c actor.Context, from string, hb *messages.Heartbeat) 
 		}
 		h.writers[w] = true
 		for _, b := range held {
-			if a.takeBeat(c, b.from, b.hb) {
+			if a.takeBeat(c, b.from, b.hb) && forward {
 				a.forwardBeats(c, b.from, []*messages.Heartbeat{b.hb})
 			}
 		}
@@ -273,7 +322,7 @@ func (a *Actor) activeIDs() []string {
 		have[id] = true
 	}
 	for w := range a.hb.heard {
-		if _, direct := a.sessions[w]; !direct && !have[w] {
+		if _, direct := a.sessions[w]; !direct && !have[w] && !a.suspected(w) {
 			ids = append(ids, w)
 		}
 	}

@@ -74,7 +74,7 @@ func (s *session) established(c actor.Context) {
 			s.cfg.log.Info("neighbour dropped us from its active view", "peer", short(s.peer))
 			s.closing = true
 			_ = s.cfg.conn.Close("left")
-		case messages.KindShuffle, messages.KindShuffleReply, messages.KindHeartbeats:
+		case messages.KindShuffle, messages.KindShuffleReply, messages.KindHeartbeats, messages.KindSuspicions, messages.KindLiveness:
 			c.Send(c.Parent(), &overlayFrame{from: s.peer, pid: c.Self(), m: m.m})
 		case messages.KindConnectRequest, messages.KindConnect, messages.KindProbe, messages.KindProbeReply:
 			c.Send(c.Parent(), &reachFrame{from: s.peer, pid: c.Self(), m: m.m}) // reach.go

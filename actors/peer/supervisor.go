@@ -81,10 +81,16 @@ type Deps struct {
 	// ShuffleSize bounds the peers in one shuffle or leave sample [8].
 	ShuffleSize int
 	// HeartbeatInterval: how often this writer signs and sends a
-	// heartbeat (heartbeat.go) [1s]. HeartbeatTimeout: a writer without a
-	// session to us counts as active this long after its last heartbeat
-	// arrived [3s].
+	// heartbeat (heartbeat.go) [0: scaled to the writers we know,
+	// HeartbeatPerWriter each, at least heartbeatFloor (30 s)].
+	// HeartbeatTimeout: a writer without a session to us counts as active
+	// this long after its last heartbeat arrived, unless suspected
+	// (suspicion.go) [0: three intervals].
 	HeartbeatInterval, HeartbeatTimeout time.Duration
+	// HeartbeatPerWriter: the scaled heartbeat interval per known writer
+	// [5s: each node then receives one writer's heartbeat every 5 s on
+	// average, whatever the network's size].
+	HeartbeatPerWriter time.Duration
 	// LazyTimeout: an op a lazy neighbour announced that has not arrived
 	// this long after is grafted from it (session_lazy.go) [500ms].
 	LazyTimeout time.Duration
@@ -115,8 +121,7 @@ func (d *Deps) defaults() {
 	def(&d.HandshakeTimeout, 10*time.Second)
 	def(&d.AskTimeout, 5*time.Second)
 	def(&d.DisconnectGrace, time.Second)
-	def(&d.HeartbeatInterval, time.Second)
-	def(&d.HeartbeatTimeout, 3*time.Second)
+	def(&d.HeartbeatPerWriter, 5*time.Second)
 	def(&d.LazyTimeout, 500*time.Millisecond)
 	if d.Batch <= 0 {
 		d.Batch = 512
@@ -198,6 +203,7 @@ type Actor struct {
 	quicRetried, quicRetryFailed int64
 	view                         viewState      // view.go
 	hb                           heartbeatState // heartbeat.go
+	sus                          suspicionState // suspicion.go
 	grafts                       graftBook      // session_lazy.go, shared by the sessions
 }
 

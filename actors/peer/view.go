@@ -117,7 +117,7 @@ func (a *Actor) cutOff() map[string]bool {
 		if _, direct := a.sessions[w]; direct {
 			continue
 		}
-		if _, heard := a.hb.heard[w]; heard {
+		if _, heard := a.hb.heard[w]; heard && !a.suspected(w) {
 			continue
 		}
 		if out == nil {
@@ -243,6 +243,7 @@ func (a *Actor) onLeft(c actor.Context, m *peerLeft) {
 		return
 	}
 	a.view.left++
+	e.left = true
 	a.heardNow(m.id)
 	a.gate.hold(m.id, a.d.Now().Add(leaveHold))
 	a.learnSample(m.sample)
@@ -372,7 +373,7 @@ func (a *Actor) helloNeighbours(conn interface {
 	PeerID() string
 }) int {
 	if conn.Outbound() && a.hb.latest != nil {
-		if _, heard := a.hb.heard[conn.PeerID()]; !heard {
+		if _, heard := a.hb.heard[conn.PeerID()]; !heard || a.suspected(conn.PeerID()) {
 			return 0
 		}
 	}
@@ -401,7 +402,18 @@ func (a *Actor) onOverlay(c actor.Context, m *overlayFrame) {
 	case messages.KindShuffle, messages.KindShuffleReply:
 		a.onShuffle(c, m)
 	case messages.KindHeartbeats:
-		a.onHeartbeats(c, m.from, m.m.Overlay.Heartbeats)
+		a.onHeartbeats(c, m.from, m.m.Overlay.Heartbeats, true)
+	case messages.KindSuspicions:
+		a.onSuspicions(c, m.from, m.m.Overlay.Suspicions, true)
+	case messages.KindLiveness:
+		// A new neighbour's greeting: heartbeats first, so a suspicion
+		// they refute is recognised as refuted.
+		if len(m.m.Overlay.Heartbeats) > 0 {
+			a.onHeartbeats(c, m.from, m.m.Overlay.Heartbeats, false)
+		}
+		if len(m.m.Overlay.Suspicions) > 0 {
+			a.onSuspicions(c, m.from, m.m.Overlay.Suspicions, false)
+		}
 	}
 }
 
@@ -412,6 +424,13 @@ func (a *Actor) overlayDiag() *messages.OverlayDiag {
 		ActiveView: a.d.ActiveView, LeavesSent: a.view.leaves, LeavesReceived: a.view.left,
 		Shuffles: a.view.shuffles, ViewRefusals: a.view.refusals, ViewRefused: a.view.refused, SessionsUp: a.view.ups, SessionsEnded: a.view.ends, SampleGarbage: a.view.garbage, Withholding: a.view.withholding,
 		HeardByHeartbeat: len(a.hb.heard), HeartbeatsNew: a.hb.taken, HeartbeatsDup: a.hb.dup, HeartbeatsBad: a.hb.refused,
+		SuspicionsSent: a.sus.sent, SuspicionsNew: a.sus.taken, SuspicionsDup: a.sus.dup, SuspicionsBad: a.sus.refused,
+		Refutations: a.sus.refutations,
+	}
+	for w := range a.sus.held {
+		if a.suspected(w) {
+			o.Suspected++
+		}
 	}
 	for id, e := range a.sessions {
 		o.DigestsEqual += e.stats.digestsEqual
