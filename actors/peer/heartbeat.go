@@ -68,6 +68,7 @@ type heartbeatState struct {
 	last                time.Time                      // when we sent it
 	own                 *messages.Heartbeat            // and the heartbeat itself
 	refute              bool                           // a suspicion of us arrived: heartbeat at once
+	sent                int                            // heartbeats we signed
 	latest              map[string]uint64              // writer → highest seq taken
 	beats               map[string]*messages.Heartbeat // writer → that heartbeat, for new neighbours
 	beatAt              map[string]time.Time           // writer → when it arrived
@@ -127,7 +128,11 @@ func (a *Actor) heartbeatTick(c actor.Context, now time.Time) {
 	if a.network == "" {
 		return
 	}
-	if now.Sub(h.last) < a.hbInterval() && !(h.refute && now.Sub(h.last) >= refuteGap) {
+	// The first heartbeats come 1, 2, 4 ... s apart up to the interval:
+	// at start our neighbours (and theirs) come up one by one, and a
+	// heartbeat sent before a node had any neighbour reaches nobody.
+	every := min(a.hbInterval(), time.Second<<min(h.sent, 16))
+	if now.Sub(h.last) < every && !(h.refute && now.Sub(h.last) >= refuteGap) {
 		return
 	}
 	a.beat(c, now)
@@ -140,6 +145,7 @@ func (a *Actor) beat(c actor.Context, now time.Time) {
 		a.sus.refutations++
 	}
 	h.last, h.refute = now, false
+	h.sent++
 	h.seq = max(h.seq+1, uint64(now.UnixMilli()))
 	hb := &messages.Heartbeat{Writer: a.self, Seq: h.seq}
 	hb.Sig = a.d.Identity.Sign(messages.HeartbeatSigningBytes(a.network, a.self, h.seq))
@@ -314,6 +320,19 @@ func (a *Actor) askWriter(c actor.Context, from string, hb *messages.Heartbeat, 
 // writers heard by heartbeat that have no session with us.
 func (a *Actor) activeIDs() []string {
 	ids := a.upIDs()
+	if len(a.sus.held) > 0 {
+		// A session still in handshake (or one that just ended) counts
+		// as connected to spare the quorum a flap; not once its peer is
+		// suspected (suspicion.go).
+		kept := ids[:0]
+		for _, id := range ids {
+			if e := a.sessions[id]; (e == nil || !e.up) && a.suspected(id) {
+				continue
+			}
+			kept = append(kept, id)
+		}
+		ids = kept
+	}
 	if len(a.hb.heard) == 0 {
 		return ids
 	}

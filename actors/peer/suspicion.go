@@ -71,6 +71,7 @@ const (
 type suspicionState struct {
 	held                      map[string]map[string]*heldSuspicion // writer → author → latest
 	last                      uint64                               // At of the last suspicion we signed
+	asking                    map[string][]heldSus                 // author → suspicions waiting on IsWriter
 	sent, taken, dup, refused int64
 	refutations               int64
 }
@@ -202,7 +203,7 @@ func (a *Actor) onSuspicions(c actor.Context, from string, ss []*messages.Suspic
 			a.refuseBeat(c, from, "malformed suspicion")
 			continue
 		case !a.knownWriter(s.By):
-			a.sus.refused++ // not held against the neighbour (as for heartbeats)
+			a.askAuthor(c, from, s, forward)
 			continue
 		}
 		ttl := a.suspicionTTL()
@@ -238,6 +239,47 @@ func (a *Actor) onSuspicions(c actor.Context, from string, ss []*messages.Suspic
 		a.updateGate()
 		a.connectedChanged(c)
 	}
+}
+
+// askAuthor asks the ledger whether a suspicion's author is a writer,
+// holding it (and at most 15 more of the same author) until it answers;
+// then they are taken as if they arrived now. Not a writer: refused, not
+// held against the neighbour (as for heartbeats).
+func (a *Actor) askAuthor(c actor.Context, from string, s *messages.Suspicion, forward bool) {
+	by := s.By
+	if a.sus.asking == nil {
+		a.sus.asking = map[string][]heldSus{}
+	}
+	if held, ok := a.sus.asking[by]; ok {
+		if len(held) < 16 {
+			a.sus.asking[by] = append(held, heldSus{from, s, forward})
+		}
+		return
+	}
+	if len(a.sus.asking) >= maxWriterAsks || !identity.ValidID(by) || !a.hb.notWriter[by].IsZero() {
+		a.sus.refused++
+		return
+	}
+	a.sus.asking[by] = []heldSus{{from, s, forward}}
+	f := c.RequestFuture(a.d.Ledger, &messages.IsWriter{ID: by}, a.d.AskTimeout)
+	c.ReenterAfter(f, func(res any, err error) {
+		held := a.sus.asking[by]
+		delete(a.sus.asking, by)
+		if r, ok := res.(*messages.IsWriterReply); err != nil || !ok || !r.OK {
+			a.sus.refused += int64(len(held))
+			return
+		}
+		a.hb.writers[by] = true
+		for _, h := range held {
+			a.onSuspicions(c, h.from, []*messages.Suspicion{h.s}, h.forward)
+		}
+	})
+}
+
+type heldSus struct {
+	from    string
+	s       *messages.Suspicion
+	forward bool
 }
 
 // knownWriter reports whether id is a writer of the network as far as we
