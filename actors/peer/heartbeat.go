@@ -244,7 +244,7 @@ func (a *Actor) takeBeat(c actor.Context, from string, hb *messages.Heartbeat) b
 	h.latest[hb.Writer] = hb.Seq
 	h.beats[hb.Writer], h.beatAt[hb.Writer] = hb, now
 	refuted := a.refuted(hb.Writer, hb.Seq)
-	if _, direct := a.sessions[hb.Writer]; !direct {
+	if e := a.sessions[hb.Writer]; e == nil || !e.up {
 		_, was := h.heard[hb.Writer]
 		h.heard[hb.Writer] = now
 		if !was || refuted {
@@ -341,7 +341,7 @@ func (a *Actor) activeIDs() []string {
 		have[id] = true
 	}
 	for w := range a.hb.heard {
-		if _, direct := a.sessions[w]; !direct && !have[w] && !a.suspected(w) {
+		if e := a.sessions[w]; (e == nil || !e.up) && !have[w] && !a.suspected(w) {
 			ids = append(ids, w)
 		}
 	}

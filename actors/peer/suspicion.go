@@ -187,14 +187,17 @@ func (a *Actor) onSuspicions(c actor.Context, from string, ss []*messages.Suspic
 	a.sus.init()
 	now := a.d.Now()
 	var fresh []*messages.Suspicion
+	var answer []*messages.Heartbeat
 	changed := false
 	for _, s := range ss {
+		if hb := a.hb.beats[s.Writer]; hb != nil && s.Writer != a.self && s.By != a.self && hb.Seq > s.Seq && from != "" {
+			// Already refuted here: the sender (and the author, if it
+			// is the sender) may never have had the refuting heartbeat;
+			// it goes back with the answer, signed by its writer.
+			answer = append(answer, hb)
+		}
 		if prev := a.sus.held[s.Writer][s.By]; (prev != nil && prev.s.At >= s.At) || (s.Writer != a.self && s.Seq < a.hb.latest[s.Writer]) || s.By == a.self {
 			a.sus.dup++ // a lookup, no signature check
-			continue
-		}
-		if s.Writer == a.self && a.hb.own != nil && s.Seq < a.hb.own.Seq {
-			a.sus.dup++ // refuted by a heartbeat we sent since
 			continue
 		}
 		switch {
@@ -234,6 +237,9 @@ func (a *Actor) onSuspicions(c actor.Context, from string, ss []*messages.Suspic
 	}
 	if forward {
 		a.forwardSuspicions(c, from, fresh)
+	}
+	if e := a.sessions[from]; e != nil && e.up && len(answer) > 0 {
+		c.Send(e.pid, &sendFrame{env: &messages.Envelope{Kind: messages.KindHeartbeats, Overlay: &messages.Overlay{Heartbeats: answer}}})
 	}
 	if changed {
 		a.updateGate()
