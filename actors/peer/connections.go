@@ -206,6 +206,19 @@ func (a *Actor) upIDs() []string {
 	for id := range a.lingering {
 		ids = append(ids, id)
 	}
+	if len(a.sus.held) > 0 {
+		// A session still in handshake (or one that just ended) counts
+		// as connected to spare the quorum a flap; not once its peer is
+		// suspected (suspicion.go).
+		kept := ids[:0]
+		for _, id := range ids {
+			if e := a.sessions[id]; (e == nil || !e.up) && a.suspected(id) {
+				continue
+			}
+			kept = append(kept, id)
+		}
+		ids = kept
+	}
 	sort.Strings(ids)
 	return ids
 }

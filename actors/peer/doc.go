@@ -50,8 +50,11 @@
 //
 // Beyond ActiveView writers a node keeps a bounded active view of
 // neighbours (view.go), learns peers by shuffling small random samples,
-// counts writers it has no session with as active while their signed
-// heartbeats arrive over the overlay (heartbeat.go), and spreads ops
+// counts writers it has no session with as active while their rare
+// signed heartbeats keep arriving over the overlay (heartbeat.go) and no
+// unrefuted signed suspicion of them is held (suspicion.go: the
+// neighbours of a writer that goes silent or fails sign one and flood
+// it; a live writer refutes it with a fresh heartbeat), and spreads ops
 // along an eager spanning tree with lazy id announcements on the other
 // links (session_lazy.go). Up to ActiveView writers every node keeps a
 // session with every other and all of this reduces to the full mesh.

@@ -12,8 +12,13 @@ import (
 )
 
 // Liveness without a full mesh: every writer signs a heartbeat each
-// HeartbeatInterval (default 1 s) and sends it to its neighbours, who
-// forward it to theirs, as ops travel. A heartbeat is
+// HeartbeatInterval and sends it to its neighbours, who forward it to
+// theirs, as ops travel. By default the interval scales with the writers
+// we know (HeartbeatPerWriter, 5 s, each; at least 30 s; the first ones
+// 1, 2, 4 ... s apart), so a node receives about one writer's heartbeat
+// every 5 s whatever the size: heartbeats say a writer exists and was
+// alive lately, and suspicions (suspicion.go) take a failed one out
+// within seconds. A heartbeat is
 // {writer, seq = Unix ms at the writer, strictly increasing, signature
 // over network, writer and seq}.
 //
@@ -34,18 +39,19 @@ import (
 //
 // The active set the ledger counts (messages.PeerSetChanged) is: writers
 // with a session to us as today (heard directly within StaleAfter), plus
-// writers without a session whose heartbeat arrived within
-// HeartbeatTimeout (default 3 s). Heartbeats of a writer we have a
-// session with are forwarded but do not count: its session decides, so
-// up to ActiveView writers (a full mesh) the set and its timing are
-// exactly today's. Beyond, a frozen writer's last heartbeat reaches every
-// node within a few hops; it leaves their active sets HeartbeatTimeout
-// later, checked on every tick: HeartbeatTimeout + TickInterval + the
-// hop delay, under 5 s with the defaults.
+// writers without an established session whose heartbeat arrived within
+// HeartbeatTimeout (default three intervals) and that are not suspected.
+// Heartbeats of a writer we have a session with are forwarded but do not
+// count: its session decides, so up to ActiveView writers (a full mesh)
+// the set and its timing are exactly those of a full mesh. Beyond, a
+// frozen writer leaves the active sets when its neighbours' suspicion
+// arrives (StaleAfter on the tick, plus the hops).
 //
-// Cost: each writer's heartbeat reaches every node (about 110 bytes on
-// the wire), so idle traffic grows with the number of writers; each node
-// receives it once per neighbour that has not seen it from us first.
+// Cost: each heartbeat reaches every node once per neighbour that has
+// not seen it from us first (~13 copies of ~150 B with a view of 12), so
+// a node receives ~2 KB per writer per interval, ~400 B/s with the
+// scaled interval at any size; a new neighbour gets the heartbeats we
+// hold once (suspicion.go).
 
 const (
 	// heartbeatMaxAge: a heartbeat whose seq is older than this by our
@@ -320,19 +326,6 @@ func (a *Actor) askWriter(c actor.Context, from string, hb *messages.Heartbeat, 
 // writers heard by heartbeat that have no session with us.
 func (a *Actor) activeIDs() []string {
 	ids := a.upIDs()
-	if len(a.sus.held) > 0 {
-		// A session still in handshake (or one that just ended) counts
-		// as connected to spare the quorum a flap; not once its peer is
-		// suspected (suspicion.go).
-		kept := ids[:0]
-		for _, id := range ids {
-			if e := a.sessions[id]; (e == nil || !e.up) && a.suspected(id) {
-				continue
-			}
-			kept = append(kept, id)
-		}
-		ids = kept
-	}
 	if len(a.hb.heard) == 0 {
 		return ids
 	}
