@@ -117,7 +117,7 @@ func (a *Actor) cutOff() map[string]bool {
 		if _, direct := a.sessions[w]; direct {
 			continue
 		}
-		if _, heard := a.hb.heard[w]; heard && !a.suspected(w) {
+		if _, heard := a.hb.heard[w]; heard {
 			continue
 		}
 		if out == nil {
@@ -373,7 +373,9 @@ func (a *Actor) helloNeighbours(conn interface {
 	PeerID() string
 }) int {
 	if conn.Outbound() && a.hb.latest != nil {
-		if _, heard := a.hb.heard[conn.PeerID()]; !heard || a.suspected(conn.PeerID()) {
+		// Not on a suspicion: at 100 writers, room asked of suspected
+		// writers fed a loop of evictions and suspicions.
+		if _, heard := a.hb.heard[conn.PeerID()]; !heard {
 			return 0
 		}
 	}
