@@ -21,7 +21,7 @@ import (
 	"peerdns/agent/ml"
 	"peerdns/agent/rpc"
 	"peerdns/agent/store"
-	"peerdns/internal/identity"
+	"peerdns/transport/identity"
 )
 
 // Config is the agent's configuration: the data dir from the command line

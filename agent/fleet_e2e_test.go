@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"peerdns/agent/rpc"
-	"peerdns/internal/identity"
 	"peerdns/internal/testutil"
+	"peerdns/transport/identity"
 )
 
 var peerRE = regexp.MustCompile(`agent peer RPC listening on (127\.0\.0\.1:\d+)`)

@@ -21,8 +21,8 @@ import (
 	"peerdns/agent/remotewrite"
 	"peerdns/agent/rpc"
 	"peerdns/agent/store"
-	"peerdns/internal/identity"
 	"peerdns/messages"
+	"peerdns/transport/identity"
 )
 
 // RetentionFile keeps the retention set over the admin RPC across restarts.

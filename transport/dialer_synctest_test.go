@@ -6,7 +6,7 @@ import (
 	"testing/synctest"
 	"time"
 
-	"peerdns/internal/identity"
+	"peerdns/transport/identity"
 )
 
 // TestDialerBackoffTiming runs the dialer against an address nobody

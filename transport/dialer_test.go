@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"peerdns/internal/identity"
 	"peerdns/internal/testutil"
+	"peerdns/transport/identity"
 )
 
 func TestBackoffCappedAndJittered(t *testing.T) {

@@ -11,9 +11,9 @@ import (
 	"sync"
 	"time"
 
-	"peerdns/internal/identity"
 	"peerdns/internal/store"
 	"peerdns/messages"
+	"peerdns/transport/identity"
 )
 
 // DefaultInviteTTL is how long a created invite stays valid.
@@ -179,14 +179,14 @@ func ParseInvite(s string) (*Invite, error) {
 		return nil, fmt.Errorf("%w: two network keys", ErrInviteInvalid)
 	}
 	inv := w.invite()
-	if inv.Network == "" || !identity.ValidID(inv.Root) || !identity.ValidID(inv.Inviter) || len(w.Nonce) != 16 {
+	if inv.Network == "" || !messages.ValidPeerID(inv.Root) || !messages.ValidPeerID(inv.Inviter) || len(w.Nonce) != 16 {
 		return nil, fmt.Errorf("%w: missing network, root, inviter or nonce", ErrInviteInvalid)
 	}
 	sb, err := inv.signingBytes()
 	if err != nil {
 		return nil, err
 	}
-	if !identity.Verify(inv.Inviter, sb, inv.Sig) {
+	if !messages.VerifyPeer(inv.Inviter, sb, inv.Sig) {
 		return nil, fmt.Errorf("%w: bad inviter signature", ErrInviteInvalid)
 	}
 	return inv, nil
@@ -198,7 +198,7 @@ func (i *Invite) Verify(now time.Time) error {
 	if err != nil {
 		return err
 	}
-	if !identity.Verify(i.Inviter, sb, i.Sig) {
+	if !messages.VerifyPeer(i.Inviter, sb, i.Sig) {
 		return fmt.Errorf("%w: bad inviter signature", ErrInviteInvalid)
 	}
 	if now.UnixMilli() >= i.ExpiresAt {
@@ -219,7 +219,7 @@ func (i *Invite) JoinRequest(joiner *identity.Identity) (*messages.JoinRequest, 
 
 // CheckProof reports whether proof was made by joinerID for this invite.
 func (i *Invite) CheckProof(joinerID string, proof []byte) bool {
-	return identity.Verify(joinerID, messages.JoinProofBytes(i.Nonce, joinerID), proof)
+	return messages.VerifyPeer(joinerID, messages.JoinProofBytes(i.Nonce, joinerID), proof)
 }
 
 // Store keys of the inviter's one-time record (node store).

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"peerdns/internal/identity"
 	"peerdns/internal/store"
+	"peerdns/transport/identity"
 )
 
 func newTestBook(t *testing.T) *InviteBook {

@@ -12,8 +12,8 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"peerdns/internal/identity"
 	"peerdns/messages"
+	"peerdns/transport/identity"
 )
 
 // MemNetwork is an in-memory twin of the QUIC network for tests: its

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"peerdns/internal/identity"
 	"peerdns/internal/testutil"
 	"peerdns/messages"
+	"peerdns/transport/identity"
 )
 
 func newMemPair(t *testing.T) (*MemEndpoint, *MemEndpoint, *testutil.LogBuffer) {

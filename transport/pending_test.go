@@ -12,9 +12,9 @@ import (
 
 	"github.com/quic-go/quic-go"
 
-	"peerdns/internal/identity"
 	"peerdns/internal/testutil"
 	"peerdns/messages"
+	"peerdns/transport/identity"
 )
 
 // isRefused reports whether err is quic-go's CONNECTION_REFUSED.

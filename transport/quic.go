@@ -14,8 +14,8 @@ import (
 
 	"github.com/quic-go/quic-go"
 
-	"peerdns/internal/identity"
 	"peerdns/messages"
+	"peerdns/transport/identity"
 )
 
 // Application error codes sent when we close a connection.

@@ -13,9 +13,9 @@ import (
 
 	"github.com/quic-go/quic-go"
 
-	"peerdns/internal/identity"
 	"peerdns/internal/testutil"
 	"peerdns/messages"
+	"peerdns/transport/identity"
 )
 
 // leakChecked holds the tests that already registered testutil.NoLeaks.

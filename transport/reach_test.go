@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"peerdns/internal/identity"
 	"peerdns/messages"
+	"peerdns/transport/identity"
 )
 
 // reachEnvelopes are well-formed reach frames (also the fuzz seeds).

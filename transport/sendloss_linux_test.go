@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"peerdns/internal/identity"
+	"peerdns/transport/identity"
 )
 
 // The wrapper keeps quic-go's Linux optimisations: on loopback a bulk

@@ -10,8 +10,8 @@ import (
 
 	"github.com/quic-go/quic-go"
 
-	"peerdns/internal/identity"
 	"peerdns/internal/testutil"
+	"peerdns/transport/identity"
 )
 
 // newTunedEndpoint is newTestEndpoint with a Config the test adjusts.

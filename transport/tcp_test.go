@@ -13,9 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"peerdns/internal/identity"
 	"peerdns/internal/testutil"
 	"peerdns/messages"
+	"peerdns/transport/identity"
 )
 
 func newMulti(t testing.TB, opt Options) *MultiEndpoint {

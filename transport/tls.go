@@ -12,7 +12,7 @@ import (
 	"math/big"
 	"time"
 
-	"peerdns/internal/identity"
+	"peerdns/transport/identity"
 )
 
 // selfSigned makes a certificate for the identity's key, signed by itself.

@@ -37,20 +37,13 @@ type Deps struct {
 	// Check is how often the actor looks whether an automatic backup is
 	// due [1m]; negative: never (tests send Tick themselves).
 	Check time.Duration
-	// Restore takes a staged, checked backup and swaps it in; it must
-	// return at once (the swap stops this actor). Nil: restores are
-	// refused.
-	Restore func(Staged)
+	// Restart is the process owner's side of a restore (stopping every
+	// part of the node and starting them again; see Restarter). Nil:
+	// restores are refused.
+	Restart Restarter
 	Log     *slog.Logger // the core channel
 	// PluginTimeout bounds the plugins supervisor's snapshot [5m].
 	PluginTimeout time.Duration
-}
-
-// Staged is a backup unpacked and checked beside the data, ready to
-// replace the node's state (Swap); whoever gets it removes Dir.
-type Staged struct {
-	Name string // the backup's name as requested
-	Dir  string // DATA/.restore-<random>
 }
 
 // Props makes the actor.
@@ -146,7 +139,8 @@ func (a *Actor) dir() string { return filepath.Join(a.d.Data, "backups") }
 // job runs work beside the actor with the retention in force now and
 // sends its reply to the requester, if there is one.
 func (a *Actor) job(c actor.Context, work func(keep int) any) {
-	root, sender, keep := c.ActorSystem().Root, c.Sender(), a.p.keep
+	sys, sender, keep := c.ActorSystem(), c.Sender(), a.p.keep
+	root := sys.Root
 	a.jobs.Add(1)
 	go func() {
 		defer a.jobs.Done()
@@ -253,16 +247,17 @@ func (a *Actor) root() *actor.RootContext { return a.sys.Root }
 
 // restore stages the backup called name in a job; once it is sound the
 // requester gets its answer, the current state is backed up and the
-// staged folder goes to Deps.Restore.
+// staged folder is swapped in (restoreInPlace).
 func (a *Actor) restore(c actor.Context, name string) {
-	if a.d.Restore == nil {
+	if a.d.Restart == nil {
 		c.Respond(&RestoreReply{Err: fmt.Errorf("this node cannot restore backups")})
 		return
 	}
 	var rnd [6]byte
 	_, _ = rand.Read(rnd[:])
 	staged := filepath.Join(a.d.Data, ".restore-"+hex.EncodeToString(rnd[:]))
-	root, sender, keep := c.ActorSystem().Root, c.Sender(), a.p.keep
+	sys, sender, keep := c.ActorSystem(), c.Sender(), a.p.keep
+	root := sys.Root
 	a.jobs.Add(1)
 	go func() {
 		defer a.jobs.Done()
@@ -283,6 +278,8 @@ func (a *Actor) restore(c actor.Context, name string) {
 			a.d.Log.Error("restore cancelled: cannot back up the current state first", "backup", name, "err", err)
 			return
 		}
-		a.d.Restore(Staged{Name: name, Dir: staged})
+		// Not inside the job: the restart stops this actor, which
+		// waits for its jobs.
+		go restoreInPlace(a.d.Restart, sys, a.d.Data, name, staged, a.d.Log)
 	}()
 }

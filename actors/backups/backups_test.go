@@ -16,25 +16,26 @@ import (
 	"peerdns/internal/backup"
 	"peerdns/internal/store"
 	"peerdns/internal/testutil"
+	"peerdns/messages"
 )
 
 // harness is one node's data folder with its two stores, a real plugins
 // supervisor over it and the backups actor.
 type harness struct {
-	t        *testing.T
-	data     string
-	sys      *actor.ActorSystem
-	ledger   *store.DB
-	node     *store.DB
-	pid      *actor.PID
-	c        Client
-	restores chan Staged
-	log      *testutil.LogBuffer
+	t       *testing.T
+	data    string
+	sys     *actor.ActorSystem
+	ledger  *store.DB
+	node    *store.DB
+	pid     *actor.PID
+	c       Client
+	restart *restarter
+	log     *testutil.LogBuffer
 }
 
 func newHarness(t *testing.T, nodeID string, tune func(*Deps)) *harness {
 	t.Helper()
-	h := &harness{t: t, data: t.TempDir(), restores: make(chan Staged, 4), log: &testutil.LogBuffer{}}
+	h := &harness{t: t, data: t.TempDir(), log: &testutil.LogBuffer{}}
 	h.sys = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return slog.New(slog.DiscardHandler) }))
 	t.Cleanup(h.sys.Shutdown)
 	h.ledger = h.open("ledger.db")
@@ -51,16 +52,91 @@ func newHarness(t *testing.T, nodeID string, tune func(*Deps)) *harness {
 	}), "plugins")
 	must(t, err)
 	d := Deps{Data: h.data, NodeID: nodeID, Version: "test", Ledger: h.ledger, Node: h.node, Plugins: plugins,
-		Check: -1, Restore: func(s Staged) { h.restores <- s }, Log: log}
+		Check: -1, Log: log}
+	h.restart = &restarter{h: h, held: make(chan struct{}, 4)}
+	d.Restart = h.restart
 	if tune != nil {
 		tune(&d)
 	}
+	h.restart.d = d
 	h.pid, err = h.sys.Root.SpawnNamed(Props(d), "backups")
 	must(t, err)
 	// The actor stops (waiting for its jobs) before the stores close.
 	t.Cleanup(func() { _ = h.sys.Root.StopFuture(h.pid).Wait() })
 	h.c = Client{Root: h.sys.Root, PID: h.pid, Timeout: 10 * time.Second, JobTimeout: 30 * time.Second}
 	return h
+}
+
+// restarter is the process owner's side of a restore here: StopParts
+// stops the backups actor and StartParts spawns it again, as the
+// composition root does with every part of the node. It answers the
+// errors in fail first, records the claim DATA/ledger.db holds at each
+// start, and gets a value on held after each Hold.
+type restarter struct {
+	h      *harness
+	d      Deps
+	fail   []error
+	stops  int
+	starts []string
+	fatal  error
+	held   chan struct{}
+}
+
+func (r *restarter) Hold(f func()) bool {
+	f()
+	r.held <- struct{}{}
+	return true
+}
+
+func (r *restarter) StopParts() {
+	r.stops++
+	_ = r.h.sys.Root.StopFuture(r.h.pid).Wait()
+}
+
+func (r *restarter) StartParts() error {
+	db, err := store.Open(filepath.Join(r.h.data, "ledger.db"), store.Options{})
+	if err != nil {
+		return err
+	}
+	claim, _ := db.Get("claim")
+	if err := db.Close(); err != nil {
+		return err
+	}
+	r.starts = append(r.starts, claim)
+	if len(r.fail) > 0 {
+		err, r.fail = r.fail[0], r.fail[1:]
+		return err
+	}
+	pid, err := r.h.sys.Root.SpawnNamed(Props(r.d), "backups")
+	if err != nil {
+		return err
+	}
+	r.h.pid, r.h.c.PID = pid, pid
+	return nil
+}
+
+func (r *restarter) Fatal(err error) { r.fatal = err }
+
+// restored waits for a restore to end.
+func (h *harness) restored() {
+	h.t.Helper()
+	select {
+	case <-h.restart.held:
+	case <-time.After(30 * time.Second):
+		h.t.Fatal("the staged backup was not swapped in")
+	}
+}
+
+// resets subscribes to the system-reset hints a restore publishes.
+func (h *harness) resets() chan struct{} {
+	ch := make(chan struct{}, 4)
+	sub := h.sys.EventStream.Subscribe(func(ev any) {
+		if m, ok := ev.(*messages.Hint); ok && m.Type == messages.HintSystemReset {
+			ch <- struct{}{}
+		}
+	})
+	h.t.Cleanup(func() { h.sys.EventStream.Unsubscribe(sub) })
+	return ch
 }
 
 func (h *harness) open(name string) *store.DB {
@@ -267,33 +343,65 @@ func TestRestore(t *testing.T) {
 		t.Fatalf("refused restores wrote backups: %+v", l)
 	}
 
+	resets := h.resets()
 	name := filepath.Base(path)
 	must(t, h.c.RestoreBackup(name))
-	var s Staged
-	select {
-	case s = <-h.restores:
-	case <-time.After(30 * time.Second):
-		t.Fatal("the staged backup was not handed on")
+	h.restored()
+	if len(h.restart.held) != 0 {
+		t.Fatalf("refused restores were swapped in: %d", len(h.restart.held))
 	}
-	if len(h.restores) != 0 {
-		t.Fatalf("refused restores were handed on: %d", len(h.restores))
+	// One reset hint, one stop, one start on the backup's ledger.db,
+	// which is now the data folder's; the staging folder and the state
+	// moved aside are gone.
+	if len(resets) != 1 || h.restart.stops != 1 || len(h.restart.starts) != 1 || h.restart.starts[0] != "before" || h.restart.fatal != nil {
+		t.Fatalf("restore: %d resets, %d stops, starts %q, fatal %v", len(resets), h.restart.stops, h.restart.starts, h.restart.fatal)
 	}
-	t.Cleanup(func() { os.RemoveAll(s.Dir) })
-	if s.Name != name || filepath.Dir(s.Dir) != h.data || !strings.HasPrefix(filepath.Base(s.Dir), ".restore-") {
-		t.Fatalf("staged: %+v", s)
+	if left, _ := filepath.Glob(filepath.Join(h.data, ".*-*")); len(left) != 0 {
+		t.Fatalf("left in the data folder: %v", left)
 	}
 	if l := h.list(); len(l) != 4 {
 		t.Fatalf("want the current state backed up before the restore: %+v", l)
 	}
-	db, err := store.Open(filepath.Join(s.Dir, "ledger.db"), store.Options{})
-	must(t, err)
-	defer db.Close()
-	if v, err := db.Get("claim"); err != nil || v != "before" {
-		t.Fatalf("staged ledger.db: claim = %q, %v; want the backup's", v, err)
+	if b, err := os.ReadFile(filepath.Join(h.data, "identity.key")); err != nil || string(b) != "key of node-a\n" {
+		t.Fatalf("identity.key after the restore: %q, %v", b, err)
 	}
 }
 
-// Swap moves the current entries aside and the staged ones in; when a
+// A restored state that does not start is moved to
+// DATA/.failed-restore-<time> and the previous state goes back; the node
+// starts on it and keeps running.
+func TestRestoreRollsBack(t *testing.T) {
+	h := newHarness(t, "node-a", nil)
+	must(t, h.ledger.Set("claim", "before"))
+	path, err := h.c.CreateBackup()
+	must(t, err)
+	must(t, h.ledger.Set("claim", "after"))
+	h.restart.fail = []error{errors.New("the restored state does not start")}
+	must(t, h.c.RestoreBackup(filepath.Base(path)))
+	h.restored()
+	r := h.restart
+	if r.stops != 2 || len(r.starts) != 2 || r.starts[0] != "before" || r.starts[1] != "after" || r.fatal != nil {
+		t.Fatalf("rollback: %d stops, starts %q, fatal %v", r.stops, r.starts, r.fatal)
+	}
+	failed, _ := filepath.Glob(filepath.Join(h.data, ".failed-restore-*"))
+	if len(failed) != 1 {
+		t.Fatalf("want the state that failed kept: %v", failed)
+	}
+	db, err := store.Open(filepath.Join(failed[0], "ledger.db"), store.Options{})
+	must(t, err)
+	defer db.Close()
+	if v, err := db.Get("claim"); err != nil || v != "before" {
+		t.Fatalf("kept ledger.db: claim = %q, %v; want the backup's", v, err)
+	}
+	if left, _ := filepath.Glob(filepath.Join(h.data, ".pre-restore-*")); len(left) != 0 {
+		t.Fatalf("the previous state was not put back: %v", left)
+	}
+	if !strings.Contains(h.log.String(), "the previous state is back") {
+		t.Fatalf("log: %s", h.log.String())
+	}
+}
+
+// swap moves the current entries aside and the staged ones in; when a
 // move fails it undoes the ones it made.
 func TestSwap(t *testing.T) {
 	root := t.TempDir()
@@ -321,15 +429,15 @@ func TestSwap(t *testing.T) {
 	// nothing.
 	blocked := filepath.Join(root, "blocked")
 	write(filepath.Join(blocked, "node.db", "x"), "x")
-	if err := Swap(data, from, blocked); err == nil {
-		t.Fatal("Swap onto a blocked aside folder succeeded")
+	if err := swap(data, from, blocked); err == nil {
+		t.Fatal("swap onto a blocked aside folder succeeded")
 	}
 	if got := read(filepath.Join(data, "ledger.db")) + "|" + read(filepath.Join(data, "ca", "root.pem")); got != "old ledger|old ca" {
 		t.Fatalf("after a failed swap: %s", got)
 	}
 
 	aside := filepath.Join(root, "aside")
-	must(t, Swap(data, from, aside))
+	must(t, swap(data, from, aside))
 	for path, want := range map[string]string{
 		filepath.Join(data, "ledger.db"):                   "new ledger",
 		filepath.Join(data, "node.db"):                     "new node",

@@ -30,12 +30,15 @@
 // is the request's error and nothing changes. Once it is sound the
 // request is answered, a backup of the current state is written (so the
 // restore can be undone; if that fails the restore is cancelled and
-// logged), and the staged folder is handed to Deps.Restore. Swapping the
-// state files and starting the node's parts again is the composition
-// root's work (cmd/peerdns/node), because it stops every actor of the
-// node, this one included, and only the process owner can: it calls
-// Swap to move the current entries aside and the staged ones in, and
-// back on failure.
+// logged), and the staged state is swapped in (restore.go): the
+// WebSocket clients are told system-reset, every part of the node stops
+// (this actor and the stores too), the current entries move aside and
+// the staged ones in, and the node starts again; if it does not start,
+// the previous entries go back and it starts on them. Stopping and
+// starting the node's parts is the one step only the owner of the
+// process can do: the composition root (cmd/peerdns/node) hands it in
+// as Deps.Restart (the Restarter interface declared here) and keeps
+// nothing else of a restore.
 //
 // The admin routes reach the actor through Client, which implements the
 // small interface http/admin declares (admin.Backups); http/ never

@@ -5,12 +5,89 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
 
 	"peerdns/internal/backup"
 	"peerdns/internal/store"
+	"peerdns/messages"
 )
+
+// Restarter is what a restore needs from the owner of the process (the
+// composition root implements it): the state files can only be swapped
+// with every part of the node stopped, this actor and the stores
+// included, and only the process owner can stop them and start them
+// again. What to swap, in which order and how to undo it is this
+// package's (restoreInPlace).
+type Restarter interface {
+	// Hold runs f with the node's lifecycle held (Stop waits for f) and
+	// reports true; when the node is stopping for good it runs nothing
+	// and reports false.
+	Hold(f func()) bool
+	// StopParts stops every part of the node but the data folder lock
+	// and the admin socket (requests meanwhile get 503 with Retry-After).
+	StopParts()
+	// StartParts starts them again on the files in the data folder. On
+	// an error what it started runs until the next StopParts.
+	StartParts() error
+	// Fatal reports an error the node cannot heal from; the process
+	// stops.
+	Fatal(err error)
+}
+
+// restoreInPlace swaps a staged, checked backup (DATA/.restore-<random>,
+// removed at the end) in and restarts the node on it. It publishes
+// system-reset to the WebSocket clients, stops every part of the node,
+// moves the current Restored entries aside and the staged ones in and
+// starts again. If that start fails, the previous entries go back and
+// the node starts on them; if even that fails, the node gets a fatal
+// error. The state that failed to start is kept in
+// DATA/.failed-restore-<time> for a look.
+func restoreInPlace(r Restarter, sys *actor.ActorSystem, data, name, staged string, log *slog.Logger) {
+	held := r.Hold(func() {
+		defer os.RemoveAll(staged)
+		sys.EventStream.Publish(&messages.Hint{Type: messages.HintSystemReset})
+		r.StopParts()
+		aside := filepath.Join(data, ".pre-restore-"+time.Now().UTC().Format("20060102T150405"))
+		err := swap(data, staged, aside)
+		if err != nil {
+			// Nothing moved (swap undid its moves): start on the
+			// current state.
+			os.RemoveAll(aside)
+			if serr := r.StartParts(); serr != nil {
+				r.Fatal(fmt.Errorf("restore of %s failed (%v) and the node cannot start again: %v", name, err, serr))
+				return
+			}
+			log.Error("backup restore failed; nothing changed", "backup", name, "err", err)
+			return
+		}
+		if err = r.StartParts(); err == nil {
+			os.RemoveAll(aside)
+			log.Info("backup restored", "backup", name)
+			return
+		}
+		r.StopParts()
+		// Put the previous state back and start on it.
+		failed := filepath.Join(data, ".failed-restore-"+time.Now().UTC().Format("20060102T150405"))
+		if rerr := swap(data, aside, failed); rerr != nil {
+			r.Fatal(fmt.Errorf("restore of %s failed (%v) and the previous state could not be put back: %v; it is in %s", name, err, rerr, aside))
+			return
+		}
+		if serr := r.StartParts(); serr != nil {
+			r.Fatal(fmt.Errorf("restore of %s failed (%v) and the node cannot start on its previous state: %v", name, err, serr))
+			return
+		}
+		os.RemoveAll(aside)
+		log.Error("backup restore failed; the previous state is back", "backup", name, "err", err)
+	})
+	if !held { // the node is stopping for good
+		os.RemoveAll(staged)
+	}
+}
 
 // Restored are the entries a restore replaces in the data folder
 // (identity.key stays: a backup of another node is refused).
@@ -42,12 +119,13 @@ func (a *Actor) verify(dir string) error {
 	return nil
 }
 
-// Swap moves the Restored entries of data into aside (created), then
+// swap moves the Restored entries of data into aside (created), then
 // those of from into data; entries that are absent are skipped. On an
-// error it moves back what it moved, so data is as it was. The node
-// calls it with every part stopped: to swap a staged backup in, and to
-// put the previous state back when the restored one does not start.
-func Swap(data, from, aside string) error {
+// error it moves back what it moved, so data is as it was.
+// restoreInPlace calls it with every part of the node stopped: to swap a
+// staged backup in, and to put the previous state back when the
+// restored one does not start.
+func swap(data, from, aside string) error {
 	if err := os.MkdirAll(aside, 0o700); err != nil {
 		return err
 	}

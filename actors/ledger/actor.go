@@ -16,11 +16,11 @@ import (
 	"peerdns/actors/consensus"
 	"peerdns/actors/domain"
 	"peerdns/internal/applied"
-	"peerdns/internal/identity"
 	"peerdns/internal/store"
 	"peerdns/internal/view"
 	"peerdns/messages"
 	"peerdns/supervisor"
+	"peerdns/transport/identity"
 )
 
 // Deps are what the ledger actor needs from the node.

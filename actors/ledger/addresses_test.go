@@ -2,10 +2,15 @@ package ledger
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
+	"net/netip"
 	"path/filepath"
+	"reflect"
+	"strings"
 	"testing"
 
+	"peerdns/internal/ipam"
 	"peerdns/internal/store"
 	"peerdns/messages"
 )
@@ -78,4 +83,65 @@ func TestAddresses(t *testing.T) {
 	if len(desc) != 1 || desc[0].Name != "lab" {
 		t.Fatalf("describe after setSubnets: %+v", desc)
 	}
+}
+
+// describe keeps its usage counts as assignments come and go, and
+// answers what a pool built from every current assignment on the
+// configured subnets describes: after fresh assignments, after the
+// configured subnets change (to ones holding some of the addresses, and
+// to two), after a cleanup, and after assignments that follow it.
+func TestAddressesDescribeCounts(t *testing.T) {
+	db := openNodeDB(t, t.TempDir())
+	defer db.Close()
+	ad, err := loadAddresses(db, slog.Default(), "", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(step string) {
+		t.Helper()
+		subs, err := ad.subnets()
+		if err != nil {
+			t.Fatal(err)
+		}
+		assigned := map[string]netip.Addr{}
+		for _, it := range ad.assignments() {
+			assigned[it.Domain] = netip.MustParseAddr(it.IP)
+		}
+		want := ipam.New(subs, assigned).Describe()
+		if got := ad.describe(); !reflect.DeepEqual(got, want) {
+			t.Fatalf("%s: describe %+v, want %+v", step, got, want)
+		}
+	}
+	assign := func(from, to int) {
+		for i := from; i < to; i++ {
+			ad.assign(fmt.Sprintf("d%d.p2p", i))
+		}
+	}
+	check("empty")
+	assign(0, 300)
+	check("300 assigned")
+	assign(300, 310)
+	ad.assign("d5.p2p") // not fresh
+	check("310 assigned")
+	first, _ := ad.lookup("d0.p2p")
+	base := netip.PrefixFrom(first, 24).Masked().Addr().String()
+	if err := ad.setSubnets([]messages.Subnet{{Base: base, CIDR: 24, StartIndex: 1, Name: "holds some"}}); err != nil {
+		t.Fatal(err)
+	}
+	check("subnets changed")
+	assign(310, 320)
+	check("assigned after the change")
+	if err := ad.setSubnets([]messages.Subnet{
+		{Base: base, CIDR: 24, StartIndex: 1, Name: "one"},
+		{Base: "10.77.0.0", CIDR: 24, StartIndex: 1, Name: "two"},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	check("two subnets")
+	if _, err := ad.cleanup(func(name string) bool { return !strings.HasSuffix(name, "3.p2p") }); err != nil {
+		t.Fatal(err)
+	}
+	check("after a cleanup")
+	assign(320, 340)
+	check("assigned after the cleanup")
 }

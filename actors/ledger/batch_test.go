@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"peerdns/internal/identity"
 	"peerdns/messages"
+	"peerdns/transport/identity"
 )
 
 // sign signs op in place.

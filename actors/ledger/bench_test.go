@@ -3,8 +3,8 @@ package ledger
 import (
 	"testing"
 
-	"peerdns/internal/identity"
 	"peerdns/messages"
+	"peerdns/transport/identity"
 )
 
 // BenchmarkSignApply: sign an op, then verify and apply it to the ledger

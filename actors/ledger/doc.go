@@ -56,11 +56,24 @@
 //     FuzzMachineAnswersEveryWaiter checks that any sequence of inputs,
 //     brought to rest, answers every waiter exactly once and only with a
 //     publish.
-//   - addresses (addresses.go): the owner of the domains' local IPs: the
-//     pool, its records in node.db and the subnet setting. A plain type
-//     the actor calls when a round names a claimed domain and for the
-//     subnet and interface requests; the hints its changes call for are
-//     the actor's to send.
+//   - addresses (addresses.go): IP assignment's owner. It alone holds the
+//     pool (internal/ipam), the "ip:<domain>" records and the SUBNETS
+//     setting in node.db (no other code reads or writes those keys) and
+//     decides every address; the actor calls it when a round names a
+//     claimed domain and for the subnet, interface and cleanup requests,
+//     and sends the hints its changes call for. It is a type the ledger
+//     actor holds, not an actor of its own, on purpose:
+//     (1) an address follows from a round of the ledger (a domain became
+//     claimed), and the naming snapshot the ledger publishes carries each
+//     resolved domain with its address in one swap; an actor in between
+//     would let DNS and the edge see a resolved domain without its IP, or
+//     need a second publisher and a join on their read path.
+//     (2) it has no input of its own: assignment, cleanup and the subnet
+//     and interface requests all follow the ledger's set of claimed
+//     domains, and none is slow (a pool lookup, one node.db batch per
+//     round), so a mailbox of its own would isolate nothing.
+//     Were addresses ever given for something the ledger does not know
+//     (relays, peers), that is when it becomes an actor.
 //   - the actor (actor.go, shell.go, requests.go, evaluate.go, ops.go,
 //     queries.go, services.go, internal.go): Receive turns messages and
 //     timer self-messages into machine inputs (Actor.step) and carries out

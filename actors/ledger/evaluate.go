@@ -119,8 +119,14 @@ func (a *Actor) persistIPs() {
 func (a *Actor) onEvaluated(c actor.Context, m *domain.Evaluated) {
 	idx := a.st.domains[m.Domain]
 	key := evalKey{m.Version, m.Epoch}
-	if idx == nil || a.m.inflight[m.Domain] != key || idx.version != m.Version || a.epoch != m.Epoch {
+	if a.m.inflight[m.Domain] != key {
 		return // stale: a newer evaluation is coming
+	}
+	if idx == nil || idx.version != m.Version || a.epoch != m.Epoch {
+		// Stale, and no newer evaluation was sent: the domain changed
+		// while this one was out (its change was deferred).
+		a.step(c, Stale{Domain: m.Domain})
+		return
 	}
 	a.results[m.Domain] = m
 	a.pubChanged[m.Domain] = true

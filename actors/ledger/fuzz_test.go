@@ -3,8 +3,8 @@ package ledger
 import (
 	"testing"
 
-	"peerdns/internal/identity"
 	"peerdns/messages"
+	"peerdns/transport/identity"
 )
 
 // signedOp is a valid op by id, encoded.
@@ -59,7 +59,7 @@ func FuzzOpDecodeVerify(f *testing.F) {
 		}
 		// Accepted: it must really be signed by its writer, for its own keys.
 		msg, _ := op.SigningBytes()
-		if !identity.Verify(op.Writer, msg, op.Sig) || len(pks) != len(op.Writes()) || op.Seq != 1 {
+		if !messages.VerifyPeer(op.Writer, msg, op.Sig) || len(pks) != len(op.Writes()) || op.Seq != 1 {
 			t.Fatalf("accepted an invalid op: %+v", op)
 		}
 		for _, pk := range pks {

@@ -10,11 +10,11 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"peerdns/http/httpx"
-	"peerdns/internal/identity"
 	"peerdns/internal/store"
 	"peerdns/internal/testutil"
 	"peerdns/internal/view"
 	"peerdns/messages"
+	"peerdns/transport/identity"
 )
 
 const hashA = "hs://aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"

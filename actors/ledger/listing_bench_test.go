@@ -6,9 +6,9 @@ import (
 
 	"peerdns/actors/consensus"
 	"peerdns/actors/domain"
-	"peerdns/internal/identity"
 	"peerdns/internal/ipam"
 	"peerdns/messages"
+	"peerdns/transport/identity"
 )
 
 // BenchmarkListingRebuild10k: what the first GET /api/resolved-domains

@@ -132,6 +132,9 @@ type (
 	Settled struct{ Domain string }
 	// Restarted: the domain actor of Domain restarted; its evaluation is lost.
 	Restarted struct{ Domain string }
+	// Stale: the evaluation of Domain in flight answered for a version
+	// (or epoch) the domain has left; the answer is dropped.
+	Stale struct{ Domain string }
 	// Fired: a timer's self-message arrived.
 	Fired struct{ Kind timerKind }
 	// Changed: something a reader sees changed (Now: publish it, paced).
@@ -156,11 +159,10 @@ type machine struct {
 	claimScheduled, voteScheduled bool
 	opsScheduled                  bool
 	// The queues of the group commits.
-	claimQueue  []queuedClaim   // add-domain requests
-	voteQueue   []write         // our auto-votes
-	voteDomains []string        // the domains of voteQueue
-	voting      map[string]bool // domains with a vote of ours queued or being committed
-	opsQueue    []queuedOps     // peer ops
+	claimQueue  []queuedClaim // add-domain requests
+	voteQueue   []write       // our auto-votes
+	voteDomains []string      // the domains of voteQueue
+	opsQueue    []queuedOps   // peer ops
 
 	// Evaluation rounds.
 	dirty    map[string]bool
@@ -195,7 +197,7 @@ func newMachine(claimGap, voteGap, evalGap, publishGap time.Duration) *machine {
 	return &machine{
 		claimGap: claimGap, voteGap: voteGap, evalGap: evalGap, publishGap: publishGap,
 		dirty: map[string]bool{}, inflight: map[string]evalKey{}, recalc: map[string]bool{},
-		deferred: map[string]bool{}, unsettled: map[uint64]int{}, voting: map[string]bool{},
+		deferred: map[string]bool{}, unsettled: map[uint64]int{},
 	}
 }
 
@@ -233,7 +235,6 @@ func (m *machine) Step(in any, now time.Time) Output {
 		}
 	case QueueVote:
 		m.inflight[in.Domain] = in.Key
-		m.voting[in.Domain] = true
 		m.voteQueue = append(m.voteQueue, in.Votes...)
 		m.voteDomains = append(m.voteDomains, in.Domain)
 		if !m.voteScheduled {
@@ -243,7 +244,6 @@ func (m *machine) Step(in any, now time.Time) Output {
 	case VotesCommitted:
 		for _, d := range in.Domains {
 			delete(m.inflight, d)
-			delete(m.voting, d)
 			if in.Failed {
 				m.settled(d, now)
 			}
@@ -252,6 +252,12 @@ func (m *machine) Step(in any, now time.Time) Output {
 		delete(m.inflight, in.Domain)
 		m.settled(in.Domain, now)
 	case Restarted:
+		delete(m.inflight, in.Domain)
+		m.dirty[in.Domain] = true
+	case Stale:
+		// The changes that made it stale were deferred while it was in
+		// flight (pacing.go); the domain is evaluated again by the next
+		// round, at once if it still owes our vote.
 		delete(m.inflight, in.Domain)
 		m.dirty[in.Domain] = true
 	case Fired:
@@ -341,6 +347,7 @@ func (m *machine) round(l ledgerView, epoch uint64, now time.Time) {
 			continue
 		}
 		m.inflight[name] = key
+		delete(m.deferred, name) // this evaluation covers the deferred change
 		m.out.Evaluate = append(m.out.Evaluate, EvalRequest{Domain: name, Key: key, Recalc: m.recalc[name]})
 		delete(m.recalc, name)
 	}
@@ -359,12 +366,11 @@ func (m *machine) deferEval(l ledgerView, name string, now time.Time) bool {
 	if m.evalDue || m.recalc[name] {
 		return false
 	}
-	if !m.voting[name] && l.needsVote(name) {
+	if _, busy := m.inflight[name]; !busy && l.needsVote(name) {
 		// A claim we have not voted on (and no vote of ours queued):
 		// its evaluation gives our vote, which the other nodes wait for
-		// (VoteGap paces it). Also when an evaluation of an older
-		// version is in flight: its answer will be stale and dropped, so
-		// waiting for the gap would hold our vote back by that much.
+		// (VoteGap paces it). One evaluation in flight at a time: a
+		// change meanwhile waits for its answer (Stale), not the gap.
 		return false
 	}
 	if len(m.waiters) > 0 {

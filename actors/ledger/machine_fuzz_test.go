@@ -79,7 +79,9 @@ func FuzzMachineAnswersEveryWaiter(f *testing.F) {
 				}
 			case 6:
 				for name, key := range m.inflight {
-					if script[i+1]&1 == 0 {
+					if script[i+1]&2 != 0 {
+						step(Stale{Domain: name})
+					} else if script[i+1]&1 == 0 {
 						step(Settled{Domain: name})
 					} else {
 						step(QueueVote{Domain: name, Key: key, Votes: []write{{key: name}}})

@@ -36,6 +36,7 @@ import (
 //	queue-vote NAME v=N [e=N]               QueueVote at evalKey{N, e}, one vote write
 //	votes-committed NAME... [failed]        VotesCommitted
 //	settled NAME | restarted NAME           Settled | Restarted
+//	stale NAME                              Stale
 //	fire KIND                               Fired (claims, votes, ops, eval, publish)
 //	changed | changed-now | read            Changed{} | Changed{Now: true} | Read
 //	round [e=N]                             Round at epoch N (default 0)
@@ -209,6 +210,8 @@ func runCommand(t *testing.T, m *machine, l scriptLedger, start time.Time, line 
 		in = Settled{Domain: args[0]}
 	case "restarted":
 		in = Restarted{Domain: args[0]}
+	case "stale":
+		in = Stale{Domain: args[0]}
 	case "fire":
 		kinds := map[string]timerKind{"claims": timerClaims, "votes": timerVotes, "ops": timerOps, "eval": timerEval, "publish": timerPublish}
 		k, ok := kinds[args[0]]

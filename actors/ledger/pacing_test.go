@@ -9,9 +9,9 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"peerdns/actors/domain"
-	"peerdns/internal/identity"
 	"peerdns/internal/testutil"
 	"peerdns/messages"
+	"peerdns/transport/identity"
 )
 
 // ownSeq is the last seq of the ledger's own ops, read with a peer
@@ -192,9 +192,27 @@ func TestEvaluationsPaced(t *testing.T) {
 		}
 		return nil
 	})
-	// Within the gap: two claims and the peer's votes for them, four ops.
+	// Within the gap: two claims, our votes for them, and the peer's
+	// votes for them. The peer's votes follow ours, as they would from a
+	// peer that waits for nothing: a vote arriving while the claim's
+	// first evaluation is still out makes that answer stale, and the
+	// claim is evaluated again at once (our vote is still owed).
 	apply(messages.ClaimKey("b.p2p", peer.ID()), claim)
 	apply(messages.ClaimKey("c.p2p", peer.ID()), claim)
+	testutil.Eventually(t, 5*time.Second, func() error {
+		voted := map[string]bool{}
+		for _, op := range ownOps(t, l, start+1) {
+			for _, w := range append([]messages.Write{{Key: op.Key}}, op.Batch...) {
+				voted[w.Key] = true
+			}
+		}
+		for _, name := range []string{"b.p2p", "c.p2p"} {
+			if !voted[messages.VoteKey(name, l.id.ID(), peer.ID())] {
+				return fmt.Errorf("our vote for %s not committed yet", name)
+			}
+		}
+		return nil
+	})
 	apply(messages.VoteKey("b.p2p", peer.ID(), peer.ID()), messages.VoteMarker)
 	apply(messages.VoteKey("c.p2p", peer.ID(), peer.ID()), messages.VoteMarker)
 	testutil.Eventually(t, 10*time.Second, func() error {

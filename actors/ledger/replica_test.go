@@ -6,9 +6,9 @@ import (
 	"time"
 
 	"peerdns/actors/consensus"
-	"peerdns/internal/identity"
 	"peerdns/internal/testutil"
 	"peerdns/messages"
+	"peerdns/transport/identity"
 )
 
 // Beyond R writers a domain is voted on by its replica set only: the

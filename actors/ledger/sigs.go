@@ -4,7 +4,6 @@ import (
 	"runtime"
 	"sync"
 
-	"peerdns/internal/identity"
 	"peerdns/messages"
 )
 
@@ -43,7 +42,7 @@ func checkSig(op *messages.Op) {
 	if op.SigChecked {
 		return
 	}
-	if msg, err := op.SigningBytes(); err == nil && identity.Verify(op.Writer, msg, op.Sig) {
+	if msg, err := op.SigningBytes(); err == nil && messages.VerifyPeer(op.Writer, msg, op.Sig) {
 		op.SigChecked = true
 	}
 }

@@ -3,8 +3,8 @@ package ledger
 import (
 	"testing"
 
-	"peerdns/internal/identity"
 	"peerdns/messages"
+	"peerdns/transport/identity"
 )
 
 // checkSigs marks exactly the ops whose signatures verify, whether it

@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"peerdns/actors/consensus"
-	"peerdns/internal/identity"
 	"peerdns/messages"
 )
 
@@ -96,7 +95,7 @@ func (s *state) verify(op *messages.Op) ([]messages.ParsedKey, error) {
 		if err != nil {
 			return nil, err
 		}
-		if !identity.Verify(op.Writer, msg, op.Sig) {
+		if !messages.VerifyPeer(op.Writer, msg, op.Sig) {
 			return nil, errBadSig
 		}
 	}

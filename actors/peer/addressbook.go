@@ -7,7 +7,6 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
-	"peerdns/internal/identity"
 	"peerdns/messages"
 )
 
@@ -54,7 +53,7 @@ func (a *Actor) exchange(c actor.Context) {
 // learn takes peers from a peer exchange and dials those we lack.
 func (a *Actor) learn(peers []messages.PeerInfo) {
 	for _, p := range peers {
-		if p.ID == a.self || !identity.ValidID(p.ID) {
+		if p.ID == a.self || !messages.ValidPeerID(p.ID) {
 			continue
 		}
 		if a.known[p.ID] == nil && len(a.dialers) >= maxDialers {
@@ -138,7 +137,7 @@ func (a *Actor) loadKnown() {
 	for _, kv := range kvs {
 		id := strings.TrimPrefix(kv.Key, knownPrefix)
 		var k knownPeer
-		if !identity.ValidID(id) || json.Unmarshal([]byte(kv.Value), &k) != nil {
+		if !messages.ValidPeerID(id) || json.Unmarshal([]byte(kv.Value), &k) != nil {
 			a.log.Warn("ignoring bad known peer record", "key", kv.Key)
 			continue
 		}

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"peerdns/internal/identity"
+	"peerdns/messages"
 	"peerdns/transport"
 )
 
@@ -18,7 +18,7 @@ func parseTarget(s string) (dialTarget, error) {
 	id, addr, found := strings.Cut(s, "@")
 	if !found {
 		id, addr = "", s
-	} else if !identity.ValidID(id) {
+	} else if !messages.ValidPeerID(id) {
 		return dialTarget{}, fmt.Errorf("peer id %q is not 64 hex characters", id)
 	}
 	if !validAddr(addr) {

@@ -17,12 +17,12 @@ import (
 	"peerdns/actors/ledger"
 	"peerdns/http/httpx"
 	"peerdns/internal/applied"
-	"peerdns/internal/identity"
 	"peerdns/internal/store"
 	"peerdns/internal/testutil"
 	"peerdns/internal/view"
 	"peerdns/messages"
 	"peerdns/transport"
+	"peerdns/transport/identity"
 )
 
 // testNode is one in-process node: real ledger actor, real QUIC

@@ -7,7 +7,6 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
-	"peerdns/internal/identity"
 	"peerdns/messages"
 )
 
@@ -242,7 +241,7 @@ func (a *Actor) takeBeat(c actor.Context, from string, hb *messages.Heartbeat) b
 		a.refuseBeat(c, from, "stale")
 		return false
 	}
-	if !identity.ValidID(hb.Writer) || !identity.Verify(hb.Writer, messages.HeartbeatSigningBytes(a.network, hb.Writer, hb.Seq), hb.Sig) {
+	if !messages.ValidPeerID(hb.Writer) || !messages.VerifyPeer(hb.Writer, messages.HeartbeatSigningBytes(a.network, hb.Writer, hb.Seq), hb.Sig) {
 		a.refuseBeat(c, from, "bad signature")
 		return false
 	}
@@ -285,7 +284,7 @@ func (a *Actor) askWriter(c actor.Context, from string, hb *messages.Heartbeat, 
 		}
 		return
 	}
-	if len(h.asking) >= maxWriterAsks || !identity.ValidID(w) {
+	if len(h.asking) >= maxWriterAsks || !messages.ValidPeerID(w) {
 		h.refused++
 		return
 	}

@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"peerdns/internal/identity"
 	"peerdns/internal/testutil"
 	"peerdns/messages"
+	"peerdns/transport/identity"
 )
 
 // activePeers is what n's consensus counts for domain.

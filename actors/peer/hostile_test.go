@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"peerdns/internal/identity"
 	"peerdns/internal/testutil"
 	"peerdns/messages"
 	"peerdns/transport"
+	"peerdns/transport/identity"
 )
 
 // TestHostileWriterCannotBreakNode: a writer (valid key, invited) sends a

@@ -9,9 +9,9 @@ import (
 
 	"github.com/quic-go/quic-go"
 
-	"peerdns/internal/identity"
 	"peerdns/internal/testutil"
 	"peerdns/transport"
+	"peerdns/transport/identity"
 )
 
 func TestRestartCatchesUpWithoutFlags(t *testing.T) {

@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"peerdns/internal/identity"
 	"peerdns/internal/testutil"
 	"peerdns/transport"
+	"peerdns/transport/identity"
 )
 
 // TestSessionsAdmitTheirConnections: with room for a single connection

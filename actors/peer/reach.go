@@ -54,7 +54,6 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
-	"peerdns/internal/identity"
 	"peerdns/messages"
 	"peerdns/transport"
 )
@@ -383,7 +382,7 @@ func (a *Actor) pathOf(m *newConn) (path, via string) {
 func (a *Actor) reachLearned(from string, peers []messages.PeerInfo) {
 	now := a.d.Now()
 	for _, p := range peers {
-		if p.ID == a.self || !identity.ValidID(p.ID) || a.known[p.ID] == nil {
+		if p.ID == a.self || !messages.ValidPeerID(p.ID) || a.known[p.ID] == nil {
 			continue
 		}
 		if e := a.sessions[p.ID]; e != nil {
@@ -539,7 +538,7 @@ func (a *Actor) onConnect(c actor.Context, from string, m *messages.Connect) {
 	now := a.d.Now()
 	target := m.Peer
 	switch {
-	case !identity.ValidID(target):
+	case !messages.ValidPeerID(target):
 		a.refuseConnect(from, "connect names an invalid peer id")
 		return
 	case target == a.self || target == from:

@@ -8,10 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"peerdns/internal/identity"
 	"peerdns/internal/testutil"
 	"peerdns/messages"
 	"peerdns/transport"
+	"peerdns/transport/identity"
 )
 
 // waitLog waits until n logged a line containing every part.

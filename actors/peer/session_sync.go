@@ -7,7 +7,6 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
-	"peerdns/internal/identity"
 	"peerdns/messages"
 )
 
@@ -321,7 +320,7 @@ func (s *session) onOps(c actor.Context, ops []*messages.Op) {
 		if s.cfg.applied.Has(op.Writer, op.Seq) {
 			continue
 		}
-		if msg, err := op.SigningBytes(); err == nil && identity.Verify(op.Writer, msg, op.Sig) {
+		if msg, err := op.SigningBytes(); err == nil && messages.VerifyPeer(op.Writer, msg, op.Sig) {
 			op.SigChecked = true
 		}
 	}

@@ -10,10 +10,10 @@ import (
 	"github.com/asynkron/protoactor-go/eventstream"
 
 	"peerdns/internal/applied"
-	"peerdns/internal/identity"
 	"peerdns/internal/store"
 	"peerdns/messages"
 	"peerdns/transport"
+	"peerdns/transport/identity"
 )
 
 // Deps are what the peers supervisor needs from the node. Zero tunables

@@ -5,7 +5,6 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
-	"peerdns/internal/identity"
 	"peerdns/messages"
 )
 
@@ -201,7 +200,7 @@ func (a *Actor) onSuspicions(c actor.Context, from string, ss []*messages.Suspic
 			continue
 		}
 		switch {
-		case s.By == s.Writer || !identity.ValidID(s.Writer):
+		case s.By == s.Writer || !messages.ValidPeerID(s.Writer):
 			a.sus.refused++
 			a.refuseBeat(c, from, "malformed suspicion")
 			continue
@@ -215,7 +214,7 @@ func (a *Actor) onSuspicions(c actor.Context, from string, ss []*messages.Suspic
 			a.refuseBeat(c, from, "stale suspicion")
 			continue
 		}
-		if !identity.ValidID(s.By) || !identity.Verify(s.By, messages.SuspicionSigningBytes(a.network, s), s.Sig) {
+		if !messages.ValidPeerID(s.By) || !messages.VerifyPeer(s.By, messages.SuspicionSigningBytes(a.network, s), s.Sig) {
 			a.sus.refused++
 			a.refuseBeat(c, from, "bad suspicion signature")
 			continue
@@ -262,7 +261,7 @@ func (a *Actor) askAuthor(c actor.Context, from string, s *messages.Suspicion, f
 		}
 		return
 	}
-	if len(a.sus.asking) >= maxWriterAsks || !identity.ValidID(by) || !a.hb.notWriter[by].IsZero() {
+	if len(a.sus.asking) >= maxWriterAsks || !messages.ValidPeerID(by) || !a.hb.notWriter[by].IsZero() {
 		a.sus.refused++
 		return
 	}

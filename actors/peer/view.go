@@ -6,7 +6,6 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
-	"peerdns/internal/identity"
 	"peerdns/messages"
 )
 
@@ -313,7 +312,7 @@ func (a *Actor) sample(to string) []messages.PeerInfo {
 func (a *Actor) learnSample(s []messages.PeerInfo) {
 	good := make([]messages.PeerInfo, 0, len(s))
 	for _, p := range s {
-		if !identity.ValidID(p.ID) || len(p.Addrs) > maxAddrsPerPeer*2 {
+		if !messages.ValidPeerID(p.ID) || len(p.Addrs) > maxAddrsPerPeer*2 {
 			a.view.garbage++
 			continue
 		}

@@ -6,6 +6,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"peerdns/transport"
 )
@@ -129,9 +130,140 @@ func (c *localConn) Close() error {
 
 // streamConn is a tunnel stream as a net.Conn. Close ends both
 // directions normally (transport.Stream.Close).
+//
+// Read deadlines are kept here, not on the stream: a QUIC stream with a
+// read deadline makes a new timer at every Read that waits, and the
+// edge keeps a moving deadline on every upstream connection (several
+// waiting reads per response). The stream is given a read deadline only
+// once it is due (by one timer per connection, reset as the deadline
+// moves), which fails the read in progress and every later one, as the
+// stream's own deadline would.
+//
+// Reads gather: a QUIC stream's Read returns what has arrived, which
+// while a body flows is the one batch of packets the connection read
+// from its socket last (about 8 KiB), so an edge copying a 64 KiB
+// response to its client made one client write (a TCP segment, the
+// client's wakeup) per batch. A Read into a large buffer (a body copy:
+// at least gatherMin) that comes back short and mid-flow (at least
+// gatherFlow bytes: several packets came at once, so more are on the
+// way) reads on for what arrives within gatherWait, until the buffer is
+// full. A body whose length is known asks for exactly what is left, so
+// its end never waits; a small answer, a header read or a trickle (a
+// WebSocket message, a server-sent event: short reads) never waits.
 type streamConn struct {
 	transport.Stream
 	remote tunnelAddr
+
+	// mu orders the changes of the stream's read deadline: the user's
+	// (SetReadDeadline), the timer's, gathering's.
+	mu sync.Mutex
+	// rd is the read deadline the user set (Unix ns, 0: none).
+	rd atomic.Int64
+	// due: the stream carries rd (it fell due, or was set in the past).
+	due   bool
+	timer *time.Timer // puts rd on the stream when it falls due
+}
+
+// Gathering reads (see streamConn). gatherWait is a few packet batches at
+// a tunnel's bulk rate, well under a round trip between two nodes.
+const (
+	gatherMin  = 16 << 10
+	gatherFlow = 4 << 10
+	gatherWait = 250 * time.Microsecond
+)
+
+func (c *streamConn) Read(p []byte) (int, error) {
+	n, err := c.Stream.Read(p)
+	if err != nil || len(p) < gatherMin || n < gatherFlow || n == len(p) {
+		return n, err
+	}
+	until := time.Now().Add(gatherWait)
+	c.mu.Lock()
+	if rd := c.rd.Load(); c.due || rd != 0 && rd < until.UnixNano() {
+		c.mu.Unlock()
+		return n, nil
+	}
+	err = c.Stream.SetReadDeadline(until)
+	c.mu.Unlock()
+	if err != nil {
+		return n, nil
+	}
+	for n < len(p) && err == nil {
+		var m int
+		m, err = c.Stream.Read(p[n:])
+		n += m
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		err = nil // nothing more within gatherWait (or rd fell due: the next Read says so)
+	}
+	c.mu.Lock()
+	c.putDeadline()
+	c.mu.Unlock()
+	return n, err
+}
+
+// putDeadline gives the stream the read deadline it should carry: rd
+// once due, none before. c.mu held.
+func (c *streamConn) putDeadline() {
+	if c.due {
+		_ = c.Stream.SetReadDeadline(time.Unix(0, c.rd.Load()))
+		return
+	}
+	_ = c.Stream.SetReadDeadline(time.Time{})
+}
+
+// fall puts rd on the stream if it is due (the timer fires late or
+// early after a move: it checks).
+func (c *streamConn) fall() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if rd := c.rd.Load(); rd != 0 && !c.due && time.Now().UnixNano() >= rd {
+		c.due = true
+		c.putDeadline()
+	}
+}
+
+func (c *streamConn) SetReadDeadline(t time.Time) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if t.IsZero() {
+		c.rd.Store(0)
+	} else {
+		c.rd.Store(t.UnixNano())
+	}
+	wasDue := c.due
+	d := time.Until(t)
+	c.due = !t.IsZero() && d <= 0
+	switch {
+	case t.IsZero():
+		if c.timer != nil {
+			c.timer.Stop()
+		}
+	case d > 0 && c.timer == nil:
+		c.timer = time.AfterFunc(d, c.fall)
+	case d > 0:
+		c.timer.Reset(d)
+	}
+	if c.due || wasDue {
+		c.putDeadline()
+	}
+	return nil
+}
+
+func (c *streamConn) SetDeadline(t time.Time) error {
+	_ = c.SetReadDeadline(t)
+	return c.Stream.SetWriteDeadline(t)
+}
+
+// Close also stops the deadline's timer.
+func (c *streamConn) Close() error {
+	c.mu.Lock()
+	if c.timer != nil {
+		c.timer.Stop()
+	}
+	c.mu.Unlock()
+	return c.Stream.Close()
 }
 
 func (c *streamConn) LocalAddr() net.Addr  { return tunnelAddr("") }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"testing"
 	"time"
 
@@ -64,4 +65,126 @@ func TestDialer(t *testing.T) {
 	if _, err := db.Dial(ctx, url); !errors.Is(err, ErrTunnelsStopped) {
 		t.Fatalf("stopped: %v", err)
 	}
+}
+
+// A peer stream read into large buffers (the edge copying a body)
+// gathers what arrives close together, and gathering changes nothing a
+// reader can see: every byte in order, io.EOF at the end, a body that
+// pauses longer than the gathering wait still comes piece by piece, and
+// the read deadline the user set (one that falls due while a read
+// waits, a moving one, one in the past set from another goroutine to
+// halt the reader) is the one in force after.
+func TestDialerGathersReads(t *testing.T) {
+	testutil.NoLeaks(t)
+	tn := newTestNet(t, true)
+	a := tn.node(nil)
+	db := &Dialer{}
+	b := tn.node(func(d *Deps) { d.Dialer = db })
+	connect(t, a, b)
+	body := make([]byte, 1<<20)
+	for i := range body {
+		body[i] = byte(i * 7)
+	}
+	hold := make(chan struct{})
+	_, url := a.createServer(targetOpts(tcpServer(t, func(c net.Conn) {
+		var cmd [1]byte
+		if _, err := io.ReadFull(c, cmd[:]); err != nil {
+			return
+		}
+		switch cmd[0] {
+		case 'b': // bulk, in 1 KiB writes
+			for i := 0; i < len(body); i += 1 << 10 {
+				if _, err := c.Write(body[i : i+1<<10]); err != nil {
+					return
+				}
+			}
+		case 'p': // 8 KiB, then nothing until released, then 8 KiB
+			_, _ = c.Write(body[:8<<10])
+			<-hold
+			_, _ = c.Write(body[8<<10 : 16<<10])
+		}
+		_ = c.(*net.TCPConn).CloseWrite()
+	})))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	dial := func(cmd string) net.Conn {
+		var c net.Conn
+		testutil.Eventually(t, 5*time.Second, func() (err error) {
+			c, err = db.Dial(ctx, url)
+			return err
+		})
+		if _, err := io.WriteString(c, cmd); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+
+	c := dial("b")
+	if err := c.SetReadDeadline(time.Now().Add(10 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]byte, 0, len(body))
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := c.Read(buf)
+		got = append(got, buf[:n]...)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("after %d bytes: %v", len(got), err)
+		}
+	}
+	if string(got) != string(body) {
+		t.Fatalf("bulk body: %d bytes, differs from the %d sent", len(got), len(body))
+	}
+	c.Close()
+
+	// A pause longer than the gathering wait: the first part comes
+	// alone; a halt (a deadline in the past) while the reader waits ends
+	// the read, and gathering does not undo it.
+	c = dial("p")
+	if err := c.SetReadDeadline(time.Now().Add(10 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	n, err := io.ReadAtLeast(c, buf, 8<<10)
+	if err != nil || string(buf[:n]) != string(body[:8<<10]) {
+		t.Fatalf("before the pause: %d bytes, %v", n, err)
+	}
+	// A deadline that falls due while the reader waits fails the read;
+	// one moved away again lets reads wait anew.
+	if err := c.SetReadDeadline(time.Now().Add(30 * time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Read(buf); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("read past its deadline: %v, want a deadline error", err)
+	}
+	if err := c.SetReadDeadline(time.Now().Add(10 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Read(buf)
+		done <- err
+	}()
+	time.AfterFunc(20*time.Millisecond, func() { _ = c.SetReadDeadline(time.Unix(1, 0)) })
+	if err := <-done; !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("halted read: %v, want a deadline error", err)
+	}
+	close(hold)
+	testutil.Eventually(t, 5*time.Second, func() error {
+		// The server wrote the rest; the halt still holds.
+		if _, err := c.Read(buf); !errors.Is(err, os.ErrDeadlineExceeded) {
+			return fmt.Errorf("read after halt: %v", err)
+		}
+		return nil
+	})
+	if err := c.SetReadDeadline(time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	rest, err := io.ReadAll(c)
+	if err != nil || string(rest) != string(body[8<<10:16<<10]) {
+		t.Fatalf("after the pause: %d bytes, %v", len(rest), err)
+	}
+	c.Close()
 }

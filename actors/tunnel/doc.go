@@ -90,6 +90,13 @@
 // stream delivers what was written to it before the reset (RESET_STREAM_AT,
 // transport.quicStream.Abort), as TCP delivers what was sent before a RST.
 //
+// The Dialer (dial.go) gives in-process users (the edge proxy) a peer's
+// stream as a net.Conn whose reads into a large buffer gather what
+// arrives within 250 µs (a body goes to the edge's client in a few writes,
+// not one per packet batch) and whose read deadline is kept in the conn,
+// put on the stream only when due (no timer per waiting read); why and
+// the bounds are at streamConn.
+//
 // # UDP tunnels
 //
 // A UDP server (udp: true) dials nothing until a flow is registered; a

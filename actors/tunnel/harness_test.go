@@ -16,12 +16,12 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"peerdns/actors/tunnel/tunneltest"
-	"peerdns/internal/identity"
 	"peerdns/internal/store"
 	"peerdns/internal/testutil"
 	"peerdns/internal/view"
 	"peerdns/messages"
 	"peerdns/transport"
+	"peerdns/transport/identity"
 )
 
 // testNet is a set of test nodes over one transport kind.

@@ -182,19 +182,27 @@ func TestV2Contract(t *testing.T) {
 	if len(errs) < 5 {
 		t.Errorf("a bare {api} passed the json2 shape: %v", errs)
 	}
-	// minimal-stats drops totals and the counts, never the sections a
-	// client routes by.
+	// minimal-stats leaves out what Netdata's jsonwrap-v2.c leaves out
+	// with it (versions, totals, functions, agents, timings, the
+	// summary's alerts, the nodes' status and the counts) and keeps the
+	// summary's lists with their statistics, result, db and view.
 	m := decode(t, "minimal", env.get(t, "/api/v3/data?contexts=cpu.cpu&after=-10&options=minimal-stats").body).(map[string]any)
-	if _, ok := m["totals"]; ok {
-		t.Errorf("minimal-stats: totals present")
+	if got := strings.Join(keysOf(m), ","); got != "api,db,result,summary,view" {
+		t.Errorf("minimal-stats: sections %s, want api,db,result,summary,view", got)
 	}
-	for _, k := range []string{"versions", "summary", "functions", "result", "db", "view", "agents", "timings"} {
-		if _, ok := m[k]; !ok {
-			t.Errorf("minimal-stats: no %s (has %v)", k, keysOf(m))
+	if sum, ok := m["summary"].(map[string]any); !ok {
+		t.Errorf("minimal-stats: no summary")
+	} else {
+		if got := strings.Join(keysOf(sum), ","); got != "contexts,dimensions,instances,labels,nodes" {
+			t.Errorf("minimal-stats: summary has %s, want every list but alerts", got)
 		}
-	}
-	if inst := m["summary"].(map[string]any)["instances"].([]any)[0].(map[string]any); inst["ds"] != nil {
-		t.Errorf("minimal-stats: summary.instances[0] has counts %v", inst["ds"])
+		inst := sum["instances"].([]any)[0].(map[string]any)
+		if inst["ds"] != nil || inst["sts"] == nil {
+			t.Errorf("minimal-stats: summary.instances[0] = %v, want statistics and no counts", inst)
+		}
+		if node := sum["nodes"].([]any)[0].(map[string]any); node["st"] != nil || node["mg"] == nil {
+			t.Errorf("minimal-stats: summary.nodes[0] = %v, want the node without its status", node)
+		}
 	}
 	// The summary's six lists are named in full under both key sets
 	// (Netdata passes them as literals); long-json-keys names the
@@ -336,6 +344,11 @@ func TestV2Selectors(t *testing.T) {
 	for _, c := range cases {
 		j := getJSON2(t, env, base+c.q)
 		ids := j.View.Dimensions.IDs
+		// Each column is dimension,instance; Netdata names the instance
+		// id@machine_guid.
+		for i := range c.want {
+			c.want[i] += "@" + env.srv.host.GUID
+		}
 		if len(c.want) == 0 && len(ids) == 0 {
 			if len(j.Result.Labels) != 1 {
 				t.Errorf("%s: labels %v for an empty result", c.q, j.Result.Labels)
@@ -370,6 +383,8 @@ func TestV2Selectors(t *testing.T) {
 // 0.5, 1.0, 1.5 times (1+t%3).
 func TestV2Grouping(t *testing.T) {
 	env := newTestEnv(t)
+	// Netdata names an instance group id@machine_guid.
+	g := "@" + env.srv.host.GUID
 	k := func(ts int64) float64 { return float64(1 + ts%3) }
 	type colFn func(ts int64) []float64
 	cases := []struct {
@@ -381,11 +396,11 @@ func TestV2Grouping(t *testing.T) {
 			func(ts int64) []float64 { return []float64{0.5 * k(ts), k(ts)} }},
 		{"contexts=cpu.cpu&group_by=dimension&aggregation=sum", []string{"user", "system"},
 			func(ts int64) []float64 { return []float64{k(ts), 2 * k(ts)} }},
-		{"contexts=cpu.cpu&group_by=instance&aggregation=sum", []string{"cpu.cpu0", "cpu.cpu1"},
+		{"contexts=cpu.cpu&group_by=instance&aggregation=sum", []string{"cpu.cpu0" + g, "cpu.cpu1" + g},
 			func(ts int64) []float64 { return []float64{1.5 * k(ts), 1.5 * k(ts)} }},
-		{"contexts=cpu.cpu&group_by=instance&aggregation=max", []string{"cpu.cpu0", "cpu.cpu1"},
+		{"contexts=cpu.cpu&group_by=instance&aggregation=max", []string{"cpu.cpu0" + g, "cpu.cpu1" + g},
 			func(ts int64) []float64 { return []float64{k(ts), k(ts)} }},
-		{"contexts=cpu.cpu&group_by=instance&aggregation=min", []string{"cpu.cpu0", "cpu.cpu1"},
+		{"contexts=cpu.cpu&group_by=instance&aggregation=min", []string{"cpu.cpu0" + g, "cpu.cpu1" + g},
 			func(ts int64) []float64 { return []float64{0.5 * k(ts), 0.5 * k(ts)} }},
 		{"contexts=cpu.cpu&group_by=node&aggregation=avg", []string{env.srv.host.GUID},
 			func(ts int64) []float64 { return []float64{0.75 * k(ts)} }},
@@ -400,15 +415,24 @@ func TestV2Grouping(t *testing.T) {
 		// percentage: a group's selected part over its selected and
 		// hidden (not in dimensions) parts, as Netdata computes it; with
 		// nothing hidden every group is 100.
-		{"contexts=cpu.cpu&group_by=instance&aggregation=percentage", []string{"cpu.cpu0", "cpu.cpu1"},
+		{"contexts=cpu.cpu&group_by=instance&aggregation=percentage", []string{"cpu.cpu0" + g, "cpu.cpu1" + g},
 			func(ts int64) []float64 { return []float64{100, 100} }},
-		{"contexts=cpu.cpu&dimensions=user&group_by=instance&aggregation=percentage", []string{"cpu.cpu0", "cpu.cpu1"},
+		{"contexts=cpu.cpu&dimensions=user&group_by=instance&aggregation=percentage", []string{"cpu.cpu0" + g, "cpu.cpu1" + g},
 			func(ts int64) []float64 { return []float64{100.0 / 3, 100.0 / 3} }},
-		{"contexts=cpu.cpu&group_by=percentage-of-instance", []string{"user", "system"},
-			func(ts int64) []float64 { return []float64{100.0 / 3, 200.0 / 3} }},
+		// percentage-of-instance: one group per instance, its selected
+		// metrics over those plus its hidden ones (not in dimensions, or
+		// hidden by the collector: system.cpu's idle), as Netdata's.
+		{"contexts=cpu.cpu&group_by=percentage-of-instance", []string{"cpu.cpu0" + g, "cpu.cpu1" + g},
+			func(ts int64) []float64 { return []float64{100, 100} }},
+		{"contexts=cpu.cpu&dimensions=system&group_by=percentage-of-instance", []string{"cpu.cpu0" + g, "cpu.cpu1" + g},
+			func(ts int64) []float64 { return []float64{200.0 / 3, 200.0 / 3} }},
+		{"contexts=cpu.cpu&dimensions=user&group_by=percentage-of-instance,dimension&aggregation=max", []string{"cpu.cpu0" + g, "cpu.cpu1" + g},
+			func(ts int64) []float64 { return []float64{100.0 / 3, 100.0 / 3} }},
+		{"contexts=system.cpu&group_by=percentage-of-instance", []string{"system.cpu" + g},
+			func(ts int64) []float64 { return []float64{9 * float64(ts%5)} }},
 		{"contexts=disk.io&group_by=dimension&aggregation=extremes", []string{"reads", "writes"},
 			func(ts int64) []float64 { return []float64{0.5 * k(ts), -float64(ts % 7)} }},
-		{"contexts=disk.io&group_by=instance&aggregation=sum", []string{"disk.vda"}, // mixed dims: absolute
+		{"contexts=disk.io&group_by=instance&aggregation=sum", []string{"disk.vda" + g}, // mixed dims: absolute
 			func(ts int64) []float64 { return []float64{0.5*k(ts) + float64(ts%7)} }},
 		{"contexts=cpu.cpu&group_by=selected&aggregation=sum", []string{"selected"},
 			func(ts int64) []float64 { return []float64{3 * k(ts)} }},

@@ -17,6 +17,7 @@
 // prometheus_collected.go (source=as-collected), export.go (snapshots and
 // their files), alerts.go, badge.go, ai.go, processes.go, logs.go,
 // weights.go (the weights answer; the scoring is agent/weights),
+// correlations.go (metric_correlations, weights in Netdata's older layout),
 // fleet.go (the parent's children in the listings, the node filter that
 // hands a query to a child's server, the RPC's state), promname.go,
 // data2.go (v2/v3 data), v2.go (v2/v3 contexts, q, alerts,
@@ -32,8 +33,11 @@
 // v2 shapes there; every other command is the same under every prefix.
 // The shapes follow Netdata's sources (src/web/api/formatters/
 // jsonwrap-v2.c, jsonwrap-summary-*.c, json/json.c, src/database/contexts/
-// api_v2_contexts*.c, src/web/api/v2, v3, src/registry) where its OpenAPI
-// contract (src/web/api/netdata-swagger.yaml) disagrees: the contract's
+// api_v2_contexts*.c and query_target.c, src/web/api/v2, v3,
+// src/registry; as they stood with the contract read here, and as of
+// 2026-08 where the newer sources changed an answer: view.cardinality
+// and the summary lists left whole, see below) where its
+// OpenAPI contract (src/web/api/netdata-swagger.yaml) disagrees: the contract's
 // data answer carries latest_values, view_latest_values and
 // chart_variables, which the json2 writer (rrdr_json_wrapper_begin2/end2)
 // never emits, so json2 has none of them; the contract's versions object
@@ -53,14 +57,28 @@
 // are a string, and jsonp and datasource call their function with the
 // whole envelope. The summary's six lists (nodes, contexts, instances,
 // dimensions, labels, alerts) keep their long names under both key sets,
-// as jsonwrap-v2.c passes them; minimal-stats leaves out totals and the
-// counts, not versions, functions, agents or timings. v1's chart= and context= are read as
+// as jsonwrap-v2.c passes them; minimal-stats leaves out what
+// jsonwrap-v2.c leaves out with it: versions, the nodes' status, the
+// counts, the summary's alerts, totals, functions, agents and timings
+// (api, summary with its statistics, result, db and view stay). v1's chart= and context= are read as
 // instances= and contexts= (chart= also as the scope), so a v1 URL asked
 // of v2 selects the same metrics. Selectors are Netdata's simple patterns
-// ('|' between words, '*' wildcards, '!' negation, first match decides);
-// a selector that matches nothing is an empty answer (200), not an error.
-// Instances carry two labels, _collect_plugin and _collect_module (those
-// Netdata puts on every chart); a label selector is key:value words.
+// (',' or '|' between words, as its web separators; a space is part of a
+// word; '*' wildcards, '!' negation, first match decides); a selector
+// that matches nothing is an empty answer (200), not an error. An
+// instances selector is matched, as in Netdata's query target, against
+// the chart's id, its name, id@machine_guid and name@hostname (how its v2
+// dashboards name an instance), and id@node_id. Instances carry two
+// labels, _collect_plugin and _collect_module (those Netdata puts on every
+// chart); a label selector is key:value words grouped by key, as
+// Netdata's pattern array groups them: one key's words are tried in
+// order (the first matching word decides, '!' excludes) and every key
+// must match, so labels=a:1|a:2|b:x is (a:1 or a:2) and b:x. Netdata
+// rebuilds each word from its parsed text, which loses the word's '*'
+// and '!'; here they keep their meaning, as the contract documents simple
+// patterns. A word without ':' matches an instance with such a label key.
+// alerts= queries only the instances with an alert matching by name or
+// name:STATUS (this agent's alerts), as Netdata's query target does.
 // Bad input: an unknown group_by word, aggregation or time_group is a 400
 // naming it (Netdata silently falls back, which draws a different chart
 // than asked); group_by=label without group_by_label is a 400; points
@@ -70,8 +88,9 @@
 // columns as Netdata does (the largest kept, largest first, the rest
 // summed into "remaining N dimensions"); the summary lists are not cut
 // (Netdata's newest cuts them only with its cardinality-limit-all
-// option), and view.cardinality {folded, cut} is the agent's own
-// addition saying how many columns were folded. timeout= is clamped to 60 s, and a query
+// option), and view.cardinality {folded, cut} says how many columns
+// were folded and the largest folded |sum|, as Netdata's newer sources
+// write it (the sources of the contract's time have no such member and cut the summary lists too). timeout= is clamped to 60 s, and a query
 // without one gets 5 s: past it the answer is 504. A query that would copy
 // more than 4M stored points (every dimension of every chart over the
 // whole retention) is a 400 before any copy, as on v1. Two passes of
@@ -81,11 +100,17 @@
 // mode a v2/v3 data query covers this agent and every child (the fleet
 // lends the API its children's stores): scope_nodes and nodes are
 // patterns over GUID, node id and hostname, group_by=node groups by node,
-// and instances of several nodes are named "chart@node"; only this
+// and an instance group is named id@machine_guid (name@hostname) on one
+// node or many, as Netdata names it, the plain id only when node is a
+// grouping too; only this
 // agent's own alerts are in the summary. Functions are not attached to instances (they run on the
 // peer-to-peer RPC), so json2's functions list is empty.
 //
-// Other v2/v3 decisions. alerts answers what options names (summary:
+// Other v2/v3 decisions. A context's first_entry (contexts, q) is the
+// oldest point the store holds, tier 1's when older, the same for every
+// context: the store keeps no first time per chart (Netdata keeps one per
+// context); last_entry is now for a collected context and its newest
+// point otherwise, as Netdata writes them. alerts answers what options names (summary:
 // the per-name alerts list; instances and values: alert_instances) and,
 // like Netdata, the summary alone when options names none of them. q
 // lists each matching context as contexts does plus match (what matched
@@ -102,7 +127,9 @@
 // as an HTTP transaction here. registry answers hello as an agent without
 // a registry (registry "", cloud disabled) under every prefix (Netdata's
 // dashboard asks v1) and refuses access, delete, search and switch with
-// 403. metric_correlations is weights' older name. ml_info reports the
+// 403. metric_correlations is weights' older name,
+// answered as Netdata answers it: ks2 by default and its charts layout
+// (correlated_charts, correlated_dimensions) beside the v1 header. ml_info reports the
 // detector's last tick; dbengine_stats the two tiers' figures.
 //
 // Parent mode. With Options.Fleet, a request (other than v2/v3 data, see

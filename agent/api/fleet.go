@@ -7,7 +7,7 @@ import (
 
 	"peerdns/agent/store"
 	"peerdns/http/httpx"
-	"peerdns/internal/identity"
+	"peerdns/transport/identity"
 )
 
 // Fleet is what a parent agent knows of its children (agent/fleet.Parent).

@@ -13,8 +13,8 @@ import (
 
 	"peerdns/agent/health"
 	"peerdns/agent/store"
-	"peerdns/internal/identity"
 	"peerdns/internal/testutil"
+	"peerdns/transport/identity"
 )
 
 // refDir holds the Netdata 1.37 responses the tests compare with (captured

@@ -13,7 +13,7 @@ import (
 	"github.com/shirou/gopsutil/v3/host"
 	"github.com/shirou/gopsutil/v3/mem"
 
-	"peerdns/internal/identity"
+	"peerdns/transport/identity"
 )
 
 // hostInfo is read once at start: it describes the machine, not the moment.

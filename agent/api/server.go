@@ -17,7 +17,7 @@ import (
 	"peerdns/agent/procs"
 	"peerdns/agent/store"
 	"peerdns/http/httpx"
-	"peerdns/internal/identity"
+	"peerdns/transport/identity"
 )
 
 // Version is the agent version shown by info, versions and allmetrics.
@@ -300,7 +300,7 @@ func init() {
 		"stream_info":         (*Server).streamInfo,
 		"ml_info":             (*Server).mlInfo,
 		"dbengine_stats":      (*Server).dbengineStats,
-		"metric_correlations": (*Server).weights,
+		"metric_correlations": (*Server).metricCorrelations,
 		"registry":            (*Server).registry,
 	}
 	// v2 and v3 answer these as Netdata's v2/v3 do; v1 keeps v1's shapes.

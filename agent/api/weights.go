@@ -77,6 +77,8 @@ type weightsAnswer struct {
 	Method           weights.Method              `json:"method"`
 	Options          string                      `json:"options,omitempty"`
 	Contexts         map[string]*weightsCtxEntry `json:"contexts,omitempty"`
+	Correlated       map[string]*correlatedChart `json:"correlated_charts,omitempty"`
+	CorrelatedDims   *int                        `json:"correlated_dimensions,omitempty"`
 	Weighted         *int                        `json:"weighted_dimensions,omitempty"`
 	TotalDims        *int                        `json:"total_dimensions_count,omitempty"`
 	View             weightsView                 `json:"view"`

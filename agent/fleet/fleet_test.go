@@ -16,9 +16,9 @@ import (
 	"peerdns/agent/fleet"
 	"peerdns/agent/rpc"
 	"peerdns/agent/store"
-	"peerdns/internal/identity"
 	"peerdns/internal/testutil"
 	"peerdns/messages"
+	"peerdns/transport/identity"
 )
 
 type parentEnv struct {

@@ -16,7 +16,7 @@
 // metrics, time_resampling and the cardinality fold (RunV2), and the json2
 // answer with its summary, totals, db, view and result sections
 // (AppendJSON2). RunV2 keeps one instance's rows at a time (the
-// percentage-of-instance total needs them) and the groups' running sums,
+// instance total of options=percentage needs them) and the groups' running sums,
 // so its memory is the output size plus one instance, not every metric's
 // rows; it checks the caller's deadline between instances.
 // aggregation=percentage is Netdata's percentage of the group: the
@@ -25,7 +25,13 @@
 // point is selected*100/(selected+hidden); with options=raw the point
 // keeps the selected sum and json2 writes the hidden sum beside it. A
 // second pass's percentage stays a share of its row (the hidden parts
-// belong to the first pass's groups). v2/v3 q's pattern is
+// belong to the first pass's groups). group_by=percentage-of-instance is
+// the same percentage over one group per instance (Netdata drops the
+// other groupings and the aggregation; with aggregation=average it also
+// divides the share by the number of selected metrics, which with the one
+// dimension its dashboards select changes nothing, and here never
+// happens; it answers the plain aggregation when nothing in the whole
+// query is hidden, here 100, as for aggregation=percentage). v2/v3 q's pattern is
 // CompileSearch, Netdata's case-insensitive pattern in substring mode.
 //
 // Everything here is a pure function of its inputs (the caller passes "now"

@@ -224,17 +224,21 @@ func (r *V2Result) AppendJSON2(dst []byte, meta *V2Meta, body *Result) []byte {
 	if req.Options&OptDebug != 0 {
 		r.appendRequestEcho(w)
 	}
-	// minimal-stats leaves out totals and the counts inside the summary,
-	// as Netdata's does; versions, the summary's alerts, functions,
-	// agents and timings stay.
-	w.obj("versions")
-	w.uint("routing_hard_hash", 1)
-	w.uint("nodes_hard_hash", meta.Versions.NodesHard)
-	w.uint("contexts_hard_hash", meta.Versions.ContextsHard)
-	w.uint("contexts_soft_hash", meta.Versions.ContextsSoft)
-	w.uint("alerts_hard_hash", meta.Versions.AlertsHard)
-	w.uint("alerts_soft_hash", meta.Versions.AlertsSoft)
-	w.endObj()
+	// minimal-stats leaves out what Netdata's jsonwrap-v2.c leaves out
+	// with it: versions, the nodes' status, the counts inside the
+	// summary, the summary's alerts, totals, functions, agents and
+	// timings. The summary's lists with their statistics, result, db and
+	// view stay.
+	if !minimal {
+		w.obj("versions")
+		w.uint("routing_hard_hash", 1)
+		w.uint("nodes_hard_hash", meta.Versions.NodesHard)
+		w.uint("contexts_hard_hash", meta.Versions.ContextsHard)
+		w.uint("contexts_soft_hash", meta.Versions.ContextsSoft)
+		w.uint("alerts_hard_hash", meta.Versions.AlertsHard)
+		w.uint("alerts_soft_hash", meta.Versions.AlertsSoft)
+		w.endObj()
+	}
 	total := r.Global.Sum
 	var tNodes, tCtx, tInst, tDims, tKeys, tVals Counts
 
@@ -464,11 +468,13 @@ func (r *V2Result) AppendJSON2(dst []byte, meta *V2Meta, body *Result) []byte {
 		}
 	}
 	sort.Strings(names)
-	w.arr("alerts")
-	for _, n := range names {
-		w.alerts(n, *byName[n], K, true)
+	if !minimal {
+		w.arr("alerts")
+		for _, n := range names {
+			w.alerts(n, *byName[n], K, true)
+		}
+		w.endArr()
 	}
-	w.endArr()
 	if raw {
 		w.obj("globals")
 		w.stats(r.Global, total, ue, raw, K)
@@ -488,8 +494,10 @@ func (r *V2Result) AppendJSON2(dst []byte, meta *V2Meta, body *Result) []byte {
 	}
 	// Instances here have no functions of their own: the agent's
 	// functions run on the peer-to-peer RPC, not per chart.
-	w.arr("functions")
-	w.endArr()
+	if !minimal {
+		w.arr("functions")
+		w.endArr()
+	}
 
 	// result
 	if body == nil {
@@ -641,6 +649,10 @@ func (r *V2Result) AppendJSON2(dst []byte, meta *V2Meta, body *Result) []byte {
 	w.num("max", mx)
 	w.endObj() // view
 
+	if minimal {
+		w.close('}')
+		return w.b
+	}
 	done := time.Now()
 	w.arr("agents")
 	w.obj("")

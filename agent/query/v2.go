@@ -79,6 +79,17 @@ func (g GroupBy) Names() []string {
 	return out
 }
 
+// groupAggregation is the first pass's aggregation as RunV2 applies it:
+// group_by=percentage-of-instance is Netdata's percentage of the group
+// over one group per instance (the selected metrics over those plus the
+// instance's hidden ones), whatever aggregation says.
+func (r *V2Request) groupAggregation() Aggregation {
+	if r.GroupBy&GroupByPercentageOfInstance != 0 && r.GroupBy&GroupBySelected == 0 {
+		return AggPercentage
+	}
+	return r.Aggregation
+}
+
 // Aggregation combines the metrics of one group at one point (Netdata's
 // aggregation).
 type Aggregation uint8

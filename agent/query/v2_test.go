@@ -54,18 +54,65 @@ func TestV2Patterns(t *testing.T) {
 	}{
 		{"", "x", true}, {"*", "x", true}, {"cpu.*", "cpu.cpu0", true}, {"cpu.*", "system.cpu", false},
 		{"!cpu.cpu0|cpu.*", "cpu.cpu0", false}, {"!cpu.cpu0|cpu.*", "cpu.cpu1", true},
-		{"a|b", "b", true}, {"*load*", "system.load", true}, {"a,b", "a", false}, // ',' is not a v2 separator
+		{"a|b", "b", true}, {"*load*", "system.load", true},
+		// Netdata's web separators: ',' and '|' (and tabs, line breaks);
+		// a space is part of the word.
+		{"a,b", "a", true}, {"a,b", "b", true}, {"x,!a|*", "a", false}, {"reserved for root", "reserved for root", true},
+		{"a b", "a", false}, {"a\tb", "b", true},
 	} {
 		if got := MatchV2(c.pat, c.name); got != c.want {
 			t.Errorf("MatchV2(%q, %q) = %v", c.pat, c.name, got)
 		}
 	}
-	p := compileV2Pattern("!_collect_module:/proc/stat|_collect_plugin:*")
-	if p.matchLabels([]Label{{"_collect_plugin", "proc.plugin"}, {"_collect_module", "/proc/stat"}}) {
-		t.Error("negated label matched")
+	// Label words are grouped by key: one key's words are tried in order
+	// (the first that matches a label decides), and every key must match.
+	stat := []Label{{"_collect_plugin", "proc.plugin"}, {"_collect_module", "/proc/stat"}}
+	dev := []Label{{"_collect_plugin", "proc.plugin"}, {"_collect_module", "/proc/net/dev"}}
+	disk := []Label{{"_collect_plugin", "diskspace.plugin"}, {"_collect_module", "[none]"}}
+	for _, c := range []struct {
+		pat             string
+		stat, dev, disk bool
+	}{
+		{"!_collect_module:/proc/stat|_collect_module:*", false, true, true},
+		{"!_collect_module:/proc/stat|_collect_plugin:*", false, false, false}, // the module key has no positive word
+		{"_collect_plugin:proc.plugin|_collect_module:/proc/stat", true, false, false},
+		{"_collect_plugin:proc.plugin,_collect_module:/proc/stat|_collect_module:/proc/net/dev", true, true, false},
+		{"_collect_plugin:*.plugin", true, true, true},
+		{"_collect_plugin:diskspace*|_collect_module:*", false, false, true},
+		{"_collect_plugin", true, true, true},
+		{"no_such_key", false, false, false},
+		{"", true, true, true},
+	} {
+		p := compileV2Pattern(c.pat)
+		for _, x := range []struct {
+			name string
+			ls   []Label
+			want bool
+		}{{"stat", stat, c.stat}, {"dev", dev, c.dev}, {"disk", disk, c.disk}} {
+			if got := p.matchLabels(x.ls); got != x.want {
+				t.Errorf("labels=%q on %s = %v, want %v", c.pat, x.name, got, x.want)
+			}
+		}
 	}
-	if !p.matchLabels([]Label{{"_collect_plugin", "proc.plugin"}, {"_collect_module", "/proc/net/dev"}}) {
-		t.Error("label not matched")
+}
+
+// TestV2AlertsPattern: the alerts selector matches an instance's alerts
+// by name or name:STATUS; the first alert a word decides on decides.
+func TestV2AlertsPattern(t *testing.T) {
+	as := []InstanceAlert{{"cpu_high", "WARNING"}, {"ram_low", "CLEAR"}}
+	for _, c := range []struct {
+		pat  string
+		want bool
+	}{
+		{"", true}, {"cpu_high", true}, {"ram_*", true}, {"cpu_high:WARNING", true}, {"cpu_high:CLEAR", false},
+		{"*:CLEAR", true}, {"!cpu_high,*", false}, {"!ram_low,*", true}, {"disk_full", false},
+	} {
+		if got := compileV2Pattern(c.pat).matchAlerts(as); got != c.want {
+			t.Errorf("alerts=%q = %v, want %v", c.pat, got, c.want)
+		}
+	}
+	if compileV2Pattern("*").matchAlerts(nil) != true || compileV2Pattern("x").matchAlerts(nil) {
+		t.Error("an instance without alerts")
 	}
 }
 
@@ -86,7 +133,8 @@ func TestRunV2Deadline(t *testing.T) {
 
 func FuzzParseV2Request(f *testing.F) {
 	for _, s := range []string{"", "group_by=node,instance&aggregation=sum", "contexts=cpu.*|!x&points=0", "group_by_label=a&time_resampling=60",
-		"cardinality_limit=3&timeout=10", "format=csv&options=raw|long-json-keys", "after=-1e3&before=abc"} {
+		"cardinality_limit=3&timeout=10", "format=csv&options=raw|long-json-keys", "after=-1e3&before=abc",
+		"labels=a:1|a:2,!b:x|b:*|c&alerts=!x:CLEAR,*&instances=cpu.cpu0@g,n@h"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, q string) {
@@ -99,6 +147,8 @@ func FuzzParseV2Request(f *testing.F) {
 		}
 		_ = r.GroupBy.Names()
 		_ = MatchV2(r.Contexts, "cpu.cpu")
+		_ = compileV2Pattern(r.Labels).matchLabels([]Label{{"a", "1"}, {"b", "x"}})
+		_ = compileV2Pattern(r.Alerts).matchAlerts([]InstanceAlert{{"x", "CLEAR"}})
 	})
 }
 

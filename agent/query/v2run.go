@@ -154,12 +154,22 @@ type V2Target struct {
 func (t *V2Target) instRange(i int) (a, b int) { return t.instStart[i], t.instStart[i+1] }
 
 // v2Pattern is a Netdata simple pattern of a v2 selector: words separated
-// by '|', '*' wildcards, '!' negation, first match decides. A nil pattern
-// matches everything.
+// by ',' or '|' (or a tab or line break, Netdata's web separators; a
+// space belongs to the word), '*' wildcards, '!' negation, first match
+// decides. A nil pattern matches everything.
 type v2Pattern struct{ words []patWord }
 
+// isV2Sep is Netdata's SIMPLE_PATTERN_DEFAULT_WEB_SEPARATORS.
+func isV2Sep(r rune) bool {
+	switch r {
+	case ',', '|', '\t', '\r', '\n', '\f', '\v':
+		return true
+	}
+	return false
+}
+
 func compileV2Pattern(s string) *v2Pattern {
-	words := patternWords(s, func(r rune) bool { return r == '|' })
+	words := patternWords(s, isV2Sep)
 	if words == nil {
 		return nil
 	}
@@ -182,27 +192,85 @@ func (p *v2Pattern) match(names ...string) bool {
 	return false
 }
 
-// matchLabels is Netdata's label selector: "key:value" words; a negative
-// word matching any label excludes the instance, otherwise one positive
-// match selects it.
+// matchLabels is Netdata's label selector (its pattern array): the
+// words are grouped by their key, the text before ':'; an instance is
+// selected when every key's group matches, and a group matches when the
+// first of its words that matches one of the instance's "key:value"
+// labels is positive ('!' excludes). So labels=a:1|a:2|b:x is
+// (a:1 or a:2) and b:x. Netdata rebuilds each word from its parsed text,
+// which drops a word's '*' and '!'; here they keep their meaning, as the
+// contract documents simple patterns. A word without ':' is grouped on
+// its own and matches an instance having a label key it matches.
 func (p *v2Pattern) matchLabels(ls []Label) bool {
 	if p == nil {
 		return true
 	}
-	pos := false
-	for _, l := range ls {
-		kv := l.Key + ":" + l.Value
-		for _, w := range p.words {
-			if globMatch(w.text, kv) {
-				if w.neg {
-					return false
+	for i, w := range p.words {
+		key := labelWordKey(w.text)
+		if p.firstOfKey(i, key) && !p.matchLabelKey(key, ls) {
+			return false
+		}
+	}
+	return true
+}
+
+// matchAlerts is Netdata's alerts selector of a data query: an instance
+// is queried when one of its alerts matches by name or as name:STATUS
+// (CLEAR, WARNING, CRITICAL, ...); a negative word matching an alert
+// ends the search, as in query_target_match_alert_pattern.
+func (p *v2Pattern) matchAlerts(as []InstanceAlert) bool {
+	if p == nil {
+		return true
+	}
+	for _, a := range as {
+		for _, s := range [...]string{a.Name, a.Name + ":" + a.Status} {
+			for _, w := range p.words {
+				if globMatch(w.text, s) {
+					return !w.neg
 				}
-				pos = true
-				break
 			}
 		}
 	}
-	return pos
+	return false
+}
+
+// labelWordKey is the key a label selector word is grouped by.
+func labelWordKey(w string) string {
+	if k, _, ok := strings.Cut(w, ":"); ok {
+		return k
+	}
+	return w
+}
+
+// firstOfKey reports whether word i is the first word of its key group.
+func (p *v2Pattern) firstOfKey(i int, key string) bool {
+	for _, w := range p.words[:i] {
+		if labelWordKey(w.text) == key {
+			return false
+		}
+	}
+	return true
+}
+
+// matchLabelKey evaluates one key's group of words in order.
+func (p *v2Pattern) matchLabelKey(key string, ls []Label) bool {
+	for _, w := range p.words {
+		if labelWordKey(w.text) != key {
+			continue
+		}
+		for _, l := range ls {
+			var hit bool
+			if strings.Contains(w.text, ":") {
+				hit = globMatch(w.text, l.Key+":"+l.Value)
+			} else {
+				hit = globMatch(w.text, l.Key)
+			}
+			if hit {
+				return !w.neg
+			}
+		}
+	}
+	return false
 }
 
 // SelectV2 resolves the scopes and selectors of req over all instances.
@@ -229,6 +297,7 @@ func SelectV2(req *V2Request, nodes []V2Node, all []V2Instance) *V2Target {
 	selInst := compileV2Pattern(req.Instances)
 	selLabels := compileV2Pattern(req.Labels)
 	selDims := compileV2Pattern(req.Dimensions)
+	selAlerts := compileV2Pattern(req.Alerts)
 	nodeIn := make([]bool, len(nodes))
 	nodeSel := make([]bool, len(nodes))
 	for i, n := range nodes {
@@ -240,10 +309,10 @@ func SelectV2(req *V2Request, nodes []V2Node, all []V2Instance) *V2Target {
 		if in.Node < 0 || in.Node >= len(nodes) || !nodeIn[in.Node] {
 			continue
 		}
-		if !scopeCtx.match(c.Context) || !scopeInst.match(c.ID, c.Name) || !scopeLabels.matchLabels(in.Labels) {
+		if !scopeCtx.match(c.Context) || !(scopeInst == nil || scopeInst.match(instanceNames(c, nodes[in.Node])...)) || !scopeLabels.matchLabels(in.Labels) {
 			continue
 		}
-		instSel := nodeSel[in.Node] && selCtx.match(c.Context) && selInst.match(c.ID, c.Name, c.ID+"@"+nodes[in.Node].Hostname) && selLabels.matchLabels(in.Labels)
+		instSel := nodeSel[in.Node] && selCtx.match(c.Context) && (selInst == nil || selInst.match(instanceNames(c, nodes[in.Node])...)) && selLabels.matchLabels(in.Labels) && selAlerts.matchAlerts(in.Alerts)
 		ii := len(t.Instances)
 		added := false
 		for di := range c.Dims {
@@ -272,11 +341,27 @@ func SelectV2(req *V2Request, nodes []V2Node, all []V2Instance) *V2Target {
 	return t
 }
 
+// instanceNames are the strings an instances selector is matched
+// against, in Netdata's order: the chart's id and name, then
+// id@machine_guid and name@hostname (how Netdata's v2 dashboards name an
+// instance of one node), then id@node_id and id@hostname.
+func instanceNames(c *store.ChartDef, n V2Node) []string {
+	name := c.Name
+	if name == "" {
+		name = c.ID
+	}
+	names := []string{c.ID, name, c.ID + "@" + n.GUID, name + "@" + n.Hostname, c.ID + "@" + n.Hostname}
+	if n.NodeID != "" {
+		names = append(names, c.ID+"@"+n.NodeID)
+	}
+	return names
+}
+
 // NeedsWindow reports whether instance i has a selected dimension (only
 // those are read from the store).
 func (t *V2Target) NeedsWindow(i int) bool {
 	a, b := t.instRange(i)
-	pct := t.Req.Aggregation == AggPercentage
+	pct := t.Req.groupAggregation() == AggPercentage
 	for k := a; k < b; k++ {
 		if t.Metrics[k].Selected || (pct && t.Metrics[k].Hidden) {
 			return true
@@ -370,21 +455,26 @@ func (t *V2Target) groupKeyBy(m *V2Metric, g GroupBy, labels []string) (id, name
 		return "selected", "selected"
 	}
 	if g&GroupByPercentageOfInstance != 0 {
-		return dname, dname
+		// One group per instance, as Netdata's group-by key (its other
+		// groupings are dropped).
+		g = GroupByPercentageOfInstance
 	}
 	var ids, names []string
 	if g&GroupByDimension != 0 {
 		ids, names = append(ids, dname), append(names, dname)
 	}
-	if g&GroupByInstance != 0 {
+	if g&(GroupByInstance|GroupByPercentageOfInstance) != 0 {
 		n := c.Name
 		if n == "" {
 			n = c.ID
 		}
-		if len(t.Nodes) > 1 {
-			ids, names = append(ids, c.ID+"@"+t.Nodes[in.Node].GUID), append(names, n+"@"+t.Nodes[in.Node].Hostname)
-		} else {
+		// Netdata names an instance group id@machine_guid and
+		// name@hostname (its v2 instance names), and by the plain id and
+		// name when the node is a grouping of its own.
+		if g&GroupByNode != 0 {
 			ids, names = append(ids, c.ID), append(names, n)
+		} else {
+			ids, names = append(ids, c.ID+"@"+t.Nodes[in.Node].GUID), append(names, n+"@"+t.Nodes[in.Node].Hostname)
 		}
 	}
 	if g&GroupByLabel != 0 {
@@ -451,7 +541,8 @@ func RunV2(t *V2Target, plan Plan, deadline time.Time) (*V2Result, error) {
 	// query for nothing).
 	sum := make([]float64, ncol*rows)
 	var mn, mx []float64
-	if req.Aggregation == AggMin || req.Aggregation == AggMax || req.Aggregation == AggExtremes {
+	agg := req.groupAggregation()
+	if agg == AggMin || agg == AggMax || agg == AggExtremes {
 		mn = make([]float64, ncol*rows)
 		mx = make([]float64, ncol*rows)
 		for i := range mn {
@@ -465,7 +556,7 @@ func RunV2(t *V2Target, plan Plan, deadline time.Time) (*V2Result, error) {
 	// hidden part goes nowhere), and hid sums their values per point.
 	var hid []float64
 	hidCol := map[int]int{}
-	if req.Aggregation == AggPercentage && req.GroupBy&GroupByPercentageOfInstance == 0 {
+	if agg == AggPercentage {
 		for k := range t.Metrics {
 			m := &t.Metrics[k]
 			if !m.Hidden {
@@ -482,9 +573,11 @@ func RunV2(t *V2Target, plan Plan, deadline time.Time) (*V2Result, error) {
 		}
 	}
 	abs := req.absolute()
-	// percentage-of-instance, and v1's options=percentage: every metric
-	// as its share of its instance's total at that point.
-	pctInst := (req.GroupBy&GroupByPercentageOfInstance != 0 || req.Options&OptPercentage != 0) && req.GroupBy&GroupBySelected == 0
+	// v1's options=percentage: every metric as its share of its
+	// instance's total at that point. Netdata drops the option when the
+	// query has a percentage of the group (aggregation=percentage or
+	// group_by=percentage-of-instance).
+	pctInst := req.Options&OptPercentage != 0 && agg != AggPercentage && req.GroupBy&GroupBySelected == 0
 	tier := 0
 	if req.Tier == 1 {
 		tier = 1
@@ -644,7 +737,7 @@ func RunV2(t *V2Target, plan Plan, deadline time.Time) (*V2Result, error) {
 				res.Flags[i] = PointPartial
 			}
 			var v float64
-			switch req.Aggregation {
+			switch agg {
 			case AggMin:
 				v = mn[i]
 			case AggMax:

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -18,17 +17,6 @@ import (
 	"peerdns/agent/store"
 	"peerdns/internal/testutil"
 )
-
-func freePort(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
-}
 
 // startPrometheus runs a real Prometheus with its remote-write receiver
 // on addr and waits until it is ready.
@@ -107,7 +95,7 @@ func query(addr, q string) (float64, error) {
 }
 
 func TestRemoteWriteIntoPrometheus(t *testing.T) {
-	addr := freePort(t)
+	addr := testutil.FreeTCPAddr(t)
 	db := newStore(t)
 	w, err := remotewrite.New(remotewrite.Config{
 		URL:          "http://" + addr + "/api/v1/write",

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"sync"
 
-	"peerdns/internal/identity"
 	"peerdns/messages"
 )
 
@@ -105,7 +104,7 @@ func readAllow(path string) (allowDoc, error) {
 		return doc, fmt.Errorf("%s: %w", path, err)
 	}
 	for k, r := range doc.Peers {
-		if !identity.ValidID(k) || !ValidRole(r) {
+		if !messages.ValidPeerID(k) || !ValidRole(r) {
 			return doc, fmt.Errorf("%s: entry %q: %q (want a 64-hex key and admin, viewer or child)", path, k, r)
 		}
 	}
@@ -119,7 +118,7 @@ func readAllow(path string) (allowDoc, error) {
 // atomically, mode 0600).
 func Allow(dir, key, role string) error {
 	key = strings.ToLower(strings.TrimSpace(key))
-	if !identity.ValidID(key) {
+	if !messages.ValidPeerID(key) {
 		return fmt.Errorf("%q is not a peer key (64 hex digits)", key)
 	}
 	if !ValidRole(role) {

@@ -8,9 +8,9 @@ import (
 	"strings"
 	"time"
 
-	"peerdns/internal/identity"
 	"peerdns/messages"
 	"peerdns/transport"
+	"peerdns/transport/identity"
 )
 
 // Client calls agents over the peer transport with its own identity.
@@ -43,7 +43,7 @@ func (c *Client) Close() error { return c.ep.Close() }
 func ParseTarget(s string) (key, addr string, err error) {
 	key, addr, ok := strings.Cut(s, "@")
 	key = strings.ToLower(key)
-	if !ok || !identity.ValidID(key) || addr == "" {
+	if !ok || !messages.ValidPeerID(key) || addr == "" {
 		return "", "", fmt.Errorf("%q: want <peer-key>@<host:port> (the key is 64 hex digits, shown as peer_public_key by the agent's /)", s)
 	}
 	return key, addr, nil

@@ -17,9 +17,9 @@ import (
 	"peerdns/agent/logs"
 	"peerdns/agent/rpc"
 	"peerdns/agent/store"
-	"peerdns/internal/identity"
 	"peerdns/internal/testutil"
 	"peerdns/messages"
+	"peerdns/transport/identity"
 )
 
 // testAgent is a store with one chart of known points, the REST API and

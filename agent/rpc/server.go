@@ -18,9 +18,9 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"peerdns/agent/store"
-	"peerdns/internal/identity"
 	"peerdns/messages"
 	"peerdns/transport"
+	"peerdns/transport/identity"
 )
 
 // StreamHandler takes over a child's stream once the call is authorised:

@@ -10,9 +10,9 @@ import (
 
 	"peerdns/cmd/peerdns/node"
 	"peerdns/http/httpx"
-	"peerdns/internal/identity"
 	"peerdns/internal/testutil"
 	"peerdns/messages"
+	"peerdns/transport/identity"
 )
 
 // Start starts a node on 127.0.0.1 ports picked by the system, with no

@@ -24,9 +24,9 @@ import (
 	"peerdns/agent/remotewrite"
 	"peerdns/agent/rpc"
 	"peerdns/agent/store"
-	"peerdns/internal/identity"
 	"peerdns/messages"
 	"peerdns/transport"
+	"peerdns/transport/identity"
 )
 
 const (

@@ -15,9 +15,9 @@ import (
 	"time"
 
 	"peerdns/bench/procstat"
-	"peerdns/internal/identity"
 	"peerdns/messages"
 	"peerdns/transport"
+	"peerdns/transport/identity"
 )
 
 // BenchmarkWireOps measures the transport alone: signed claim ops in

@@ -9,10 +9,10 @@ import (
 
 	"peerdns/actors/peer/peertest"
 	"peerdns/http/httpx"
-	"peerdns/internal/identity"
 	"peerdns/internal/testutil"
 	"peerdns/messages"
 	"peerdns/transport"
+	"peerdns/transport/identity"
 )
 
 // node is an in-process node's peer side (see actors/peer/peertest).

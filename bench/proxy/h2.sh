@@ -10,6 +10,12 @@
 #               node's HTTP/3 on the HTTPS port's UDP twin → the same
 #               tunnel (Debian's h2load is built without HTTP/3)
 # in $ROUNDS interleaved rounds (print all; take the median).
+# PEERDNS_BIN runs that binary instead of building the tree's;
+# PEERDNS_BIN_B starts a second node from another binary (another
+# revision) with the same tunnel to the same backend and adds its arms
+# (peerdns-h2-b, peerdns-h3-b) to each round, so two revisions are
+# compared in one interleaved run. Each node arm also prints the node's
+# CPU time per request (utime+stime from /proc over the run).
 # nginx closes an HTTP/2 connection after keepalive_requests (1,000 by
 # default) and h2load's timed mode does not reconnect: its clients then
 # stop, with errors. The config raises it, as a proxy under benchmark load
@@ -54,36 +60,61 @@ http {
 }
 CONF
 nginx -c "$TMP/nginx.conf" -g 'daemon off;' &
-go build -o "$TMP/peerdns" ./cmd/peerdns
+if [ -n "${PEERDNS_BIN:-}" ]; then cp "$PEERDNS_BIN" "$TMP/peerdns"; else go build -o "$TMP/peerdns" ./cmd/peerdns; fi
 go build -o "$TMP/h3load" ./bench/proxy/h3load
-"$TMP/peerdns" node --data "$TMP/a" --admin-addr 127.0.0.1:0 --dns-addr 127.0.0.1:0 --http-addr 127.0.0.1:0 \
-	--https-addr 127.0.0.1:0 --p2p-addr 127.0.0.1:0 --upstream 127.0.0.1:9 > "$TMP/a.log" 2>&1 &
-echo $! > "$TMP/a.pid"
-for _ in $(seq 100); do grep -q '^https listening' "$TMP/a.log" 2>/dev/null && break; sleep 0.1; done
-ADM=$(sed -n 's/^admin listening on //p' "$TMP/a.log"); HTTPS=$(sed -n 's/^https listening on //p' "$TMP/a.log")
-curl -s -X POST "http://$ADM/api/tunnel-create" -H 'Content-Type: application/json' -d "{\"name\":\"bench\",\"port\":$BACK,\"domain\":\"bench.p2p\"}" >/dev/null
-for _ in $(seq 200); do
-	[ "$(curl -sk --http2 -o /dev/null -w '%{http_code}' --resolve "bench.p2p:${HTTPS##*:}:127.0.0.1" "https://bench.p2p:${HTTPS##*:}/small")" = 200 ] && break; sleep 0.1
-done
-run() { # label url [h2load options]
-	local out
-	out=$(h2load -c"$CONNS" -m10 -D"$DUR" --warm-up-time=1 "${@:2}" 2>&1)
+node() { # name binary: start a node with a tunnel to the backend; sets HTTPS_<name>, PID_<name>
+	"$2" node --data "$TMP/$1" --admin-addr 127.0.0.1:0 --dns-addr 127.0.0.1:0 --http-addr 127.0.0.1:0 \
+		--https-addr 127.0.0.1:0 --p2p-addr 127.0.0.1:0 --upstream 127.0.0.1:9 > "$TMP/$1.log" 2>&1 &
+	echo $! > "$TMP/$1.pid"
+	printf -v "PID_$1" '%s' $!
+	for _ in $(seq 100); do grep -q '^https listening' "$TMP/$1.log" 2>/dev/null && break; sleep 0.1; done
+	local adm https
+	adm=$(sed -n 's/^admin listening on //p' "$TMP/$1.log"); https=$(sed -n 's/^https listening on //p' "$TMP/$1.log")
+	curl -s -X POST "http://$adm/api/tunnel-create" -H 'Content-Type: application/json' -d "{\"name\":\"bench\",\"port\":$BACK,\"domain\":\"bench.p2p\"}" >/dev/null
+	for _ in $(seq 200); do
+		[ "$(curl -sk --http2 -o /dev/null -w '%{http_code}' --resolve "bench.p2p:${https##*:}:127.0.0.1" "https://bench.p2p:${https##*:}/small")" = 200 ] && break; sleep 0.1
+	done
+	printf -v "HTTPS_$1" '%s' "$https"
+}
+node a "$TMP/peerdns"
+HTTPS=$HTTPS_a
+if [ -n "${PEERDNS_BIN_B:-}" ]; then cp "$PEERDNS_BIN_B" "$TMP/peerdns-b"; node b "$TMP/peerdns-b"; fi
+cpu() { awk '{print $14+$15}' "/proc/$1/stat"; } # clock ticks
+# perreq pid ticks0 requests: the node's CPU µs per request since ticks0.
+perreq() { awk -v t="$(( $(cpu "$1") - $2 ))" -v n="$3" -v hz="$(getconf CLK_TCK)" 'BEGIN{if(n>0)printf "%.0f µs CPU/req", t*1e6/hz/n}'; }
+run() { # label pid|- url [h2load options]
+	local out t0=0 n
+	[ "$2" != - ] && t0=$(cpu "$2")
+	out=$(h2load -c"$CONNS" -m10 -D"$DUR" --warm-up-time=1 "${@:3}" 2>&1)
 	# A run with failed requests measured errors, not the path: stop.
 	grep -q ' 0 failed, 0 errored' <<<"$out" || { echo "$1: $(grep -E '^requests:' <<<"$out"): figures void" >&2; exit 1; }
-	printf '| %s | %s req/s | %s |\n' "$1" "$(awk '/^finished in/{print $4}' <<<"$out")" "$(grep -E '^requests:' <<<"$out")"
+	# CPU is counted over the warm-up too: requests at the measured rate
+	# over the warm-up and the timed window
+	n=$(awk -v d="$DUR" '/^finished in/{print int($4 * (d + 1))}' <<<"$out")
+	printf '| %s | %s req/s | %s | %s |\n' "$1" "$(awk '/^finished in/{print $4}' <<<"$out")" "$(grep -E '^requests:' <<<"$out")" \
+		"$([ "$2" != - ] && perreq "$2" "$t0" "$n")"
 }
-run3() { # label url [h3load options]
-	local out
-	out=$("$TMP/h3load" -c "$CONNS" -m 10 -d "${DUR}s" -warmup 1s -url "${@:2}" 2>&1) || { echo "$1: $out: figures void" >&2; exit 1; }
-	printf '| %s | %s req/s | %s |\n' "$1" "$(awk '{print $6}' <<<"$out")" "$out"
+run3() { # label pid url [h3load options]
+	local out t0
+	t0=$(cpu "$2")
+	out=$("$TMP/h3load" -c "$CONNS" -m 10 -d "${DUR}s" -warmup 1s -url "${@:3}" 2>&1) || { echo "$1: $out: figures void" >&2; exit 1; }
+	printf '| %s | %s req/s | %s | %s |\n' "$1" "$(awk '{print $6}' <<<"$out")" "$out" \
+		"$(perreq "$2" "$t0" "$(awk -v d="$DUR" '{print int($6 * (d + 1))}' <<<"$out")")"
 }
-echo "load before: $(cut -d' ' -f1-3 /proc/loadavg); peerdns $(git rev-parse --short HEAD)"
+echo "load before: $(cut -d' ' -f1-3 /proc/loadavg); peerdns $(git rev-parse --short HEAD)${PEERDNS_BIN:+ (a: $PEERDNS_BIN)}${PEERDNS_BIN_B:+ (b: $PEERDNS_BIN_B)}"
 for r in $(seq 1 "$ROUNDS"); do
 	for f in small big; do
-		run "nginx-h2/$f" "https://127.0.0.1:$NH2/$f"
+		run "nginx-h2/$f" - "https://127.0.0.1:$NH2/$f"
 		# h2load sends the URL's host as :authority and SNI: bench.p2p
 		# through a connect-to address.
-		run "peerdns-h2/$f" "https://bench.p2p:${HTTPS##*:}/$f" --connect-to="127.0.0.1:${HTTPS##*:}"
-		run3 "peerdns-h3/$f" "https://bench.p2p:${HTTPS##*:}/$f" -connect-to "127.0.0.1:${HTTPS##*:}"
+		run "peerdns-h2/$f" "$PID_a" "https://bench.p2p:${HTTPS##*:}/$f" --connect-to="127.0.0.1:${HTTPS##*:}"
+		if [ -n "${PEERDNS_BIN_B:-}" ]; then
+			run "peerdns-h2-b/$f" "$PID_b" "https://bench.p2p:${HTTPS_b##*:}/$f" --connect-to="127.0.0.1:${HTTPS_b##*:}"
+		fi
+		run3 "peerdns-h3/$f" "$PID_a" "https://bench.p2p:${HTTPS##*:}/$f" -connect-to "127.0.0.1:${HTTPS##*:}"
+		if [ -n "${PEERDNS_BIN_B:-}" ]; then
+			run3 "peerdns-h3-b/$f" "$PID_b" "https://bench.p2p:${HTTPS_b##*:}/$f" -connect-to "127.0.0.1:${HTTPS_b##*:}"
+		fi
 	done
 done | sort
+echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"

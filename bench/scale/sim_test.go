@@ -21,12 +21,12 @@ import (
 	"peerdns/actors/peer"
 	"peerdns/http/httpx"
 	"peerdns/internal/applied"
-	"peerdns/internal/identity"
 	"peerdns/internal/store"
 	"peerdns/internal/testutil"
 	"peerdns/internal/view"
 	"peerdns/messages"
 	"peerdns/transport"
+	"peerdns/transport/identity"
 )
 
 // simNode is one node's replication side: its own actor system, the real

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"peerdns/agent/rpc"
-	"peerdns/internal/identity"
+	"peerdns/transport/identity"
 )
 
 // agentAdminCommands are the sub-commands of `peerdns agent` that manage

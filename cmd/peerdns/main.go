@@ -196,6 +196,7 @@ func runNode(ctx context.Context, args []string, getenv func(string) string, std
 	select {
 	case <-ctx.Done():
 		n.Core().Info("shutting down")
+		stopProfile()
 		n.Stop()
 		return nil
 	case err := <-n.Fatal():

@@ -3,17 +3,21 @@ package main
 import (
 	"fmt"
 	"os"
+	"runtime"
 	"runtime/pprof"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // startProfile writes a CPU profile of this process to the file
 // PEERDNS_CPUPROFILE names ("%p" becomes the pid, so several nodes can
 // share the setting) until the returned stop is called, and at stop the
 // allocations since start to the file PEERDNS_ALLOCPROFILE names (pprof's
-// "allocs"). For finding where a node spends its time or its garbage
-// under a benchmark; off when the variables are unset.
+// "allocs"; written before the node stops, so its in-use figures are the
+// running node's live heap). For finding where a node spends its time,
+// its garbage or its memory under a benchmark; off when the variables
+// are unset.
 func startProfile(getenv func(string) string) (stop func(), err error) {
 	cpuPath, allocPath := profilePath(getenv("PEERDNS_CPUPROFILE")), profilePath(getenv("PEERDNS_ALLOCPROFILE"))
 	stopCPU := func() {}
@@ -31,15 +35,22 @@ func startProfile(getenv func(string) string) (stop func(), err error) {
 			f.Close()
 		}
 	}
+	var once sync.Once
 	return func() {
-		stopCPU()
-		if allocPath == "" {
-			return
-		}
-		if f, err := os.Create(allocPath); err == nil {
-			_ = pprof.Lookup("allocs").WriteTo(f, 0)
-			f.Close()
-		}
+		once.Do(func() {
+			stopCPU()
+			if allocPath == "" {
+				return
+			}
+			// A collection first, so the profile's in-use figures are
+			// the live heap of this moment (they are as of the last
+			// collection), as go test -memprofile does.
+			runtime.GC()
+			if f, err := os.Create(allocPath); err == nil {
+				_ = pprof.Lookup("allocs").WriteTo(f, 0)
+				f.Close()
+			}
+		})
 	}, nil
 }
 

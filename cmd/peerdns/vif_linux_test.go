@@ -13,9 +13,10 @@ import (
 	"peerdns/messages"
 )
 
-// vifLab is three network namespaces made by the test (prefix pcv-): a
-// bridge, the node's host and another host of the same LAN
-// (198.51.100.0/24, a documentation range, with no route out).
+// vifLab is three network namespaces made by the test (prefix pcv-, or
+// PEERDNS_TEST_NETNS_PREFIX): a bridge, the node's host and another host
+// of the same LAN (198.51.100.0/24, a documentation range, with no route
+// out).
 type vifLab struct{ br, node, lan string }
 
 const (
@@ -33,7 +34,13 @@ func newVIFLab(t *testing.T) *vifLab {
 			t.Skipf("%s not found: apt-get install %s", tool, map[string]string{"ip": "iproute2", "socat": "socat"}[tool])
 		}
 	}
-	p := fmt.Sprintf("pcv-%d", os.Getpid()%100000)
+	// PEERDNS_TEST_NETNS_PREFIX replaces the prefix, so that people
+	// testing on one machine at once can tell their namespaces apart.
+	prefix := os.Getenv("PEERDNS_TEST_NETNS_PREFIX")
+	if prefix == "" {
+		prefix = "pcv"
+	}
+	p := fmt.Sprintf("%s-%d", prefix, os.Getpid()%100000)
 	l := &vifLab{br: p + "-br", node: p + "-node", lan: p + "-lan"}
 	if err := ipCmd("netns", "add", l.br); err != nil {
 		t.Skipf("cannot make network namespaces here (%v): run as root on a kernel with netns", err)
@@ -170,19 +177,27 @@ func clientInfo(t *testing.T, ns, admin, id string) messages.TunnelClientInfo {
 	return messages.TunnelClientInfo{}
 }
 
-// A node whose subnet is a LAN range (198.51.100.0/24) owns peerdns0,
-// puts a domain's address on it, and another host of the LAN reaches a
-// tunnel client on that address; freeing the domain takes the address
-// off, stopping the node removes the interface, and a node without
-// CAP_NET_ADMIN says so in its tunnel client's error with the command
-// that fixes it.
+// A node whose subnet is a LAN range (198.51.100.0/24, saved through
+// POST /api/subnets and the node restarted, as an operator does it) owns
+// peerdns0, puts a domain's address on it, and another host of the LAN
+// reaches a tunnel client on that address; freeing the domain takes the
+// address off, stopping the node removes the interface, and a node
+// without CAP_NET_ADMIN (its subnet from SUBNET_BASE) says so in its
+// tunnel client's error with the command that fixes it.
 func TestVirtualInterfaceLAN(t *testing.T) {
 	lab := newVIFLab(t)
-	t.Setenv("SUBNET_BASE", "198.51.100.0/24")
-	t.Setenv("INITIAL_IP_INDEX", "10")
 	serveBanner(t, lab.node, 9000, "hello-from-the-tunnel")
 
-	proc, admin := startProcessWrapped(t, in(lab.node), t.TempDir())
+	data := t.TempDir()
+	proc, admin := startProcessWrapped(t, in(lab.node), data)
+	nsJSON(t, lab.node, admin, "POST", "/api/subnets", `{"subnets":[{"base":"198.51.100.0","cidr":24,"startIndex":10}]}`, nil)
+	// Loopback subnets need no interface, and a saved subnet takes
+	// effect at the restart.
+	if out, err := exec.Command("ip", "-n", lab.node, "link", "show", "peerdns0").CombinedOutput(); err == nil {
+		t.Fatalf("peerdns0 made before the restart: %s", out)
+	}
+	stopProcess(proc)
+	proc, admin = startProcessWrapped(t, in(lab.node), data)
 	var ifs struct {
 		Interfaces []struct{ Value, Label string }
 	}
@@ -235,6 +250,8 @@ func TestVirtualInterfaceLAN(t *testing.T) {
 	if _, err := exec.LookPath("setpriv"); err != nil {
 		t.Skip("setpriv not found (apt-get install util-linux): the unprivileged case was not run")
 	}
+	t.Setenv("SUBNET_BASE", "198.51.100.0/24")
+	t.Setenv("INITIAL_IP_INDEX", "10")
 	wrap := append(in(lab.node), "setpriv", "--bounding-set", "-net_admin", "--inh-caps", "-net_admin", "--")
 	_, admin = startProcessWrapped(t, wrap, t.TempDir())
 	id = lanTunnel(t, lab.node, admin, "nocap.p2p", 9000, 8081)
@@ -245,7 +262,7 @@ func TestVirtualInterfaceLAN(t *testing.T) {
 		}
 		return nil
 	})
-	if a := addrsOn(lab.node, "peerdns0"); a != "" {
-		t.Fatalf("an unprivileged node made peerdns0: %q", a)
+	if out, err := exec.Command("ip", "-n", lab.node, "link", "show", "peerdns0").CombinedOutput(); err == nil {
+		t.Fatalf("an unprivileged node made peerdns0: %s", out)
 	}
 }

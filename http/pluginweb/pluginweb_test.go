@@ -16,8 +16,8 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"peerdns/actors/plugin"
-	"peerdns/internal/identity"
 	"peerdns/internal/token"
+	"peerdns/transport/identity"
 )
 
 // serve runs s for rt on a real listener and returns its base URL.

@@ -20,8 +20,9 @@ type accessLine struct {
 
 // logRequest hands the request's access line to the writer goroutine;
 // when its buffer is full the line is dropped and counted.
-func (s *Server) logRequest(ctx *fasthttp.RequestCtx, status int, at time.Time, dur time.Duration, upstream string) {
-	s.sendAccess(accessLine{method: methodString(ctx.Method()), host: string(ctx.Host()), path: string(ctx.Path()),
+// host is the request's Host as a string (serve has made it already).
+func (s *Server) logRequest(ctx *fasthttp.RequestCtx, host string, status int, at time.Time, dur time.Duration, upstream string) {
+	s.sendAccess(accessLine{method: methodString(ctx.Method()), host: host, path: string(ctx.Path()),
 		upstream: upstream, status: status, bytes: bodyBytes(&ctx.Response), dur: dur, at: at})
 }
 

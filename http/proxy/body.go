@@ -79,6 +79,18 @@ func (b *bodyBudget) take(n int64) bool {
 	return true
 }
 
+// tryTake is take without counting a refusal (the caller has another
+// way to serve the request).
+func (b *bodyBudget) tryTake(n int64) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.left < n {
+		return false
+	}
+	b.left -= n
+	return true
+}
+
 func (b *bodyBudget) give(n int64) {
 	if n == 0 {
 		return

@@ -60,9 +60,41 @@ import (
 // connection's other streams go on. A connection whose client reads
 // nothing for WriteTimeout is closed, as for HTTP/1.1.
 //
-// Upstreams over HTTP/2 and HTTP/3 clients: net/http's reverse proxy
-// (httputil.ReverseProxy) over the same tunnel dialer, with its own
-// keep-alive pool per upstream (the fasthttp pool speaks HTTP/1.1 only).
+// Upstreams of HTTP/2 and HTTP/3 clients. Most requests (no gRPC, no
+// CONNECT or upgrade, a body known to be small: none, or a declared
+// length of at most SmallBody, or a GET or HEAD whose body, read ahead,
+// turns out to be empty or short) go the way HTTP/1.1 requests go: a pooled
+// fasthttp request built from the stream's, a connection of the
+// upstream's HostClient pool (the same keep-alive connections, in TLS
+// for a claim with ssl: true), and the answer copied to the stream
+// (h2fast.go; the exchange is written out over the pool's connections,
+// so that a stream the client resets ends its exchange at once). Why: net/http's Transport
+// under ReverseProxy cost per request a clone of the request, a hand-off
+// to the connection's write goroutine and back from its read goroutine,
+// and the allocations of both; profiled under h2load (bench/README.md,
+// "edge HTTP/2") it and ReverseProxy were the largest part of what the
+// edge spent per request beyond nginx's HTTP/2 proxy, while the pooled
+// exchange runs on the stream's own goroutine with pooled objects. Nothing is lost for such a request: an HTTP/1.1 upstream is
+// spoken to in HTTP/1.1 either way (an ssl claim that would have picked
+// h2 in ALPN now gets HTTP/1.1, as from the HTTP/1.1 edge), a small
+// body is read whole first, within ReadTimeout, as the HTTP/1.1 edge
+// does (408 when it stops coming, 400 when it ends early), the
+// forwarding headers are the same (X-Forwarded-Proto https), and the
+// answer keeps its Content-Length, so h2Writer's flushing rules below
+// hold. An answer passes piece by piece as it comes (flushed at each
+// piece when its length is unknown); one cut by its upstream resets the
+// stream. Not passed this way: trailers of a chunked HTTP/1.1 answer
+// (read and dropped).
+// Memory: a body of up to prefetched bytes is held as an HTTP/1.1
+// connection holds the part it reads with a head; a longer one takes
+// its length from the shared body budget (body.go) while it is held,
+// and past the budget streams through ReverseProxy instead, so a
+// connection's MaxH2Streams streams cannot each hold SmallBody.
+//
+// The rest (gRPC, large or streamed uploads, upgrades) goes through
+// net/http's reverse proxy (httputil.ReverseProxy) over the same tunnel
+// dialer, with its own keep-alive pool per upstream (the fasthttp pool
+// speaks HTTP/1.1 only):
 //
 //   - A gRPC request (Content-Type application/grpc...) to a claim
 //     without ssl goes to the upstream in h2c (HTTP/2 with prior
@@ -77,9 +109,9 @@ import (
 //     upstream is not assumed to speak h2c); with ssl: true, TLS with
 //     ALPN h2 and http/1.1, the upstream picks.
 //
-// Request bodies stream both ways with the response (full duplex, as
-// gRPC needs). The HTTP/1.1 path's SmallBody buffering and MaxUploads
-// cap do not apply: a connection's uploads are bounded by its stream
+// Through ReverseProxy, request bodies stream both ways with the
+// response (full duplex, as gRPC needs). The HTTP/1.1 path's MaxUploads
+// cap does not apply: a connection's uploads are bounded by its stream
 // limit, and HTTP/2 flow control paces them.
 //
 // The in-process routes (admin API and panel, DoH, plugins) take their
@@ -330,6 +362,9 @@ func (s *Server) serveHTTP(rw http.ResponseWriter, r *http.Request) {
 		if snap := s.d.View.Load(); snap != nil {
 			if d, ok := snap.Lookup(host); ok && d.Hash != "" {
 				upstream = d.Hash
+				if viaPool(r) && s.forwardPool(w, r, d) {
+					return
+				}
 				s.forwardHTTP(w, r, d)
 				return
 			}

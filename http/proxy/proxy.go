@@ -319,8 +319,11 @@ func hostOf(raw string) string {
 
 // serve routes one request.
 func (s *Server) serve(ctx *fasthttp.RequestCtx) {
-	start := time.Now()
+	// The request's start is the time fasthttp took when the head had
+	// been read (one clock read fewer per request).
+	start := ctx.Time()
 	upstream := ""
+	raw := string(ctx.Host()) // also the access line's host
 	defer func() {
 		st := ctx.Response.StatusCode()
 		end := time.Now()
@@ -330,14 +333,13 @@ func (s *Server) serve(ctx *fasthttp.RequestCtx) {
 			ctx.Response.Header.Set("Alt-Svc", s.altSvc)
 		}
 		s.routes.count(ctx, st, upstream)
-		s.logRequest(ctx, st, end, el, upstream)
+		s.logRequest(ctx, raw, st, end, el, upstream)
 		if !inMemory(&ctx.Request) {
 			// A body nobody read (no such host, no Host): what is
 			// left of it cannot be told from a next request.
 			closeAfter(ctx)
 		}
 	}()
-	raw := string(ctx.Host())
 	if raw == "" {
 		ctx.Error("Bad Request: no Host header", fasthttp.StatusBadRequest)
 		return

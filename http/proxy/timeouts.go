@@ -88,16 +88,26 @@ type deadline struct {
 	until atomic.Int64 // the deadline in force, Unix ns (0: none known)
 }
 
-// due reports whether the deadline should move, and where to.
+// due reports whether the deadline should move, and where to. It reads
+// the monotonic clock only (time.Since a fixed instant): time.Now reads
+// the wall clock too, and this runs at every read and write of every
+// proxied connection, while the wall time is needed only on the rare
+// move.
 func (d *deadline) due() (time.Time, bool) {
 	every := time.Duration(d.every.Load())
 	if every <= 0 {
 		return time.Time{}, false
 	}
-	t := time.Now().Add(every)
+	t := time.Since(monoBase) + every
 	u := d.until.Load()
-	return t, u == 0 || t.UnixNano()-u > int64(every/8)
+	if u != 0 && int64(t)-u <= int64(every/8) {
+		return time.Time{}, false
+	}
+	return monoBase.Add(t), true
 }
+
+// monoBase is the instant deadlines are counted from (deadline.until).
+var monoBase = time.Now()
 
 // set records a deadline just set on the connection.
 func (d *deadline) set(t time.Time) {
@@ -105,7 +115,10 @@ func (d *deadline) set(t time.Time) {
 		d.until.Store(0)
 		return
 	}
-	d.until.Store(t.UnixNano())
+	// Monotonic when t has a monotonic reading (time.Now().Add, as
+	// fasthttp and due build them), wall-clock otherwise (a halt's
+	// deadline in 1970): either way its distance from monoBase.
+	d.until.Store(int64(t.Sub(monoBase)))
 }
 
 func (c *movingDeadlines) Read(b []byte) (int, error) {

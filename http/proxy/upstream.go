@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/valyala/bytebufferpool"
 	"github.com/valyala/fasthttp"
@@ -185,40 +186,50 @@ func prepare(ctx *fasthttp.RequestCtx, req *fasthttp.Request) {
 // forwarded sets X-Forwarded-For (the prior chain, then the client),
 // -Proto and -Host.
 func forwarded(ctx *fasthttp.RequestCtx, req *fasthttp.Request) {
+	client, _ := netip.AddrFromSlice(ctx.RemoteIP())
+	setForwarded(req, client, ctx.IsTLS(), b2s(ctx.Host()))
+}
+
+// setForwarded sets X-Forwarded-For (the prior chain, then client),
+// X-Forwarded-Proto (https when tls) and X-Forwarded-Host (host) on req.
+func setForwarded(req *fasthttp.Request, client netip.Addr, tls bool, host string) {
 	// X-Forwarded-For: the prior chain, then the client's address,
 	// built in a pooled buffer (no string per request).
 	b := bytebufferpool.Get()
 	if prior := req.Header.PeekBytes(strXFF); len(prior) > 0 {
 		b.B = append(append(b.B, prior...), ", "...)
 	}
-	b.B = appendIP(b.B, ctx.RemoteIP())
+	if client.IsValid() {
+		b.B = client.Unmap().AppendTo(b.B)
+	}
 	req.Header.SetBytesKV(strXFF, b.B)
 	bytebufferpool.Put(b)
 	proto := "http"
-	if ctx.IsTLS() {
+	if tls {
 		proto = "https"
 	}
 	req.Header.Set("X-Forwarded-Proto", proto)
-	req.Header.SetBytesV("X-Forwarded-Host", ctx.Host())
+	req.Header.Set("X-Forwarded-Host", host)
 }
 
-// appendIP appends ip's text form without allocating (net.IP.String
-// allocates).
-func appendIP(b []byte, ip net.IP) []byte {
-	if a, ok := netip.AddrFromSlice(ip); ok {
-		return a.Unmap().AppendTo(b)
-	}
-	return append(b, ip.String()...)
-}
+// b2s is b as a string without a copy, for a call that copies it (the
+// bytes must not change while the string is in use).
+func b2s(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
 
 func (s *Server) upstreamError(ctx *fasthttp.RequestCtx, d *view.Domain, err error) {
+	status, title, msg := s.upstreamFailed(d, err)
+	page(ctx, status, title, msg)
+}
+
+// upstreamFailed logs a failed exchange with d's upstream and says what
+// the client is answered: 504 when it timed out, 502 otherwise.
+func (s *Server) upstreamFailed(d *view.Domain, err error) (status int, title, msg string) {
 	if errors.Is(err, fasthttp.ErrTimeout) || errors.Is(err, fasthttp.ErrDialTimeout) {
 		s.d.Log.Warn("upstream timed out", "domain", d.Name, "hash", short(d.Hash), "err", err)
-		page(ctx, fasthttp.StatusGatewayTimeout, "Gateway Timeout", d.Name+" did not answer in time.")
-		return
+		return fasthttp.StatusGatewayTimeout, "Gateway Timeout", d.Name + " did not answer in time."
 	}
 	s.d.Log.Warn("upstream unreachable", "domain", d.Name, "hash", short(d.Hash), "err", err)
-	page(ctx, fasthttp.StatusBadGateway, "Bad Gateway", d.Name+" cannot be reached through its tunnel: "+err.Error())
+	return fasthttp.StatusBadGateway, "Bad Gateway", d.Name + " cannot be reached through its tunnel: " + err.Error()
 }
 
 func short(h string) string {

@@ -24,7 +24,7 @@ import (
 	"strings"
 	"time"
 
-	"peerdns/internal/identity"
+	"peerdns/messages"
 )
 
 // DefaultLifetime is how long a token is valid unless the TOKEN_LIFETIME
@@ -52,9 +52,16 @@ func payload(peerID string, ts, exp int64) []byte {
 	return []byte("peerdns token v1\n" + peerID + "\n" + strconv.FormatInt(ts, 10) + "\n" + strconv.FormatInt(exp, 10))
 }
 
+// Signer is the key a token is issued with: the node's identity
+// (transport/identity.Identity) in the node, any Ed25519 key pair in tests.
+type Signer interface {
+	ID() string // the peer id (hex public key)
+	Sign(msg []byte) []byte
+}
+
 // Issue makes a token of id valid from now for lifetime; it returns the
 // encoded token and its expiry.
-func Issue(id *identity.Identity, now time.Time, lifetime time.Duration) (string, Token) {
+func Issue(id Signer, now time.Time, lifetime time.Duration) (string, Token) {
 	if lifetime <= 0 {
 		lifetime = DefaultLifetime
 	}
@@ -86,7 +93,7 @@ func Check(s string, now time.Time) (Token, error) {
 	if err := dec.Decode(&t); err != nil {
 		return Token{}, fmt.Errorf("%w: not a token object", ErrInvalid)
 	}
-	if !identity.ValidID(t.PeerID) || t.Timestamp <= 0 || t.ExpiresAt <= t.Timestamp {
+	if !messages.ValidPeerID(t.PeerID) || t.Timestamp <= 0 || t.ExpiresAt <= t.Timestamp {
 		return Token{}, fmt.Errorf("%w: missing or inconsistent fields", ErrInvalid)
 	}
 	ms := now.UnixMilli()
@@ -97,7 +104,7 @@ func Check(s string, now time.Time) (Token, error) {
 		return Token{}, fmt.Errorf("%w: issued in the future", ErrInvalid)
 	}
 	sig, err := hex.DecodeString(t.Signature)
-	if err != nil || !identity.Verify(t.PeerID, payload(t.PeerID, t.Timestamp, t.ExpiresAt), sig) {
+	if err != nil || !messages.VerifyPeer(t.PeerID, payload(t.PeerID, t.Timestamp, t.ExpiresAt), sig) {
 		return Token{}, fmt.Errorf("%w: bad signature", ErrInvalid)
 	}
 	return t, nil

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"peerdns/internal/identity"
+	"peerdns/transport/identity"
 )
 
 func TestIssueCheck(t *testing.T) {

@@ -21,11 +21,12 @@
 // configured subnet lies outside loopback), so a node with only loopback
 // subnets never touches the host's interfaces.
 //
-// Making the link and adding addresses needs CAP_NET_ADMIN (or root).
-// Without it Sync records the error, logs it once with the command that
-// fixes it, and Explain hands the same advice to a tunnel client whose
-// bind failed, so the client's error names the cure instead of "cannot
-// assign requested address".
+// Making the link and adding addresses needs CAP_NET_ADMIN (or root) on
+// Linux, root on macOS. Without it Sync records the error, logs it once
+// with the command that fixes it on this system (FixCommand), and
+// Explain hands the same advice to a tunnel client whose bind failed, so
+// the client's error names the cure instead of "cannot assign requested
+// address".
 //
 // One node per machine owns a given name: a link of that name left by a
 // node that crashed is adopted (and removed at Close).
@@ -182,18 +183,15 @@ func (m *Manager) fail(err error) {
 	}
 }
 
-// advise adds how to grant the privilege to a permission error.
+// advise adds how to grant the privilege to a permission error: the
+// privilege and the command that grants it on this system
+// (privilegeAdvice, FixCommand: vif_linux.go, vif_darwin.go).
 func advise(err error) error {
 	if !errors.Is(err, errPermission) {
 		return err
 	}
-	return fmt.Errorf("%w: putting a domain's address on an interface needs CAP_NET_ADMIN: run the node as root, "+
-		"or allow its binary once with `%s`", err, FixCommand)
+	return fmt.Errorf("%w: %s", err, privilegeAdvice)
 }
-
-// FixCommand is the command that lets the node's binary manage its
-// interface (and bind ports below 1024) without running as root.
-const FixCommand = "sudo setcap cap_net_admin,cap_net_bind_service=+ep $(command -v peerdns)"
 
 // Explain says why addr may not be listened on yet: nil when it needs no
 // interface or is on it, the manager's failure when there is one, or a

@@ -14,6 +14,14 @@ import (
 
 var errPermission = os.ErrPermission
 
+// FixCommand is how the node gets the privilege here: macOS has no
+// capability to grant a binary, and only root may alias lo0.
+const FixCommand = "sudo peerdns node"
+
+// privilegeAdvice follows a permission error.
+const privilegeAdvice = "putting a domain's address on lo0 needs root (ifconfig lo0 alias): run the node as root, " +
+	"`" + FixCommand + "` with its usual flags"
+
 type darwinSystem struct{}
 
 func newSystem() system { return darwinSystem{} }

@@ -13,6 +13,14 @@ import (
 // errPermission matches the kernel's refusal without CAP_NET_ADMIN.
 var errPermission = os.ErrPermission
 
+// FixCommand is the command that lets the node's binary manage its
+// interface (and bind ports below 1024) without running as root.
+const FixCommand = "sudo setcap cap_net_admin,cap_net_bind_service=+ep $(command -v peerdns)"
+
+// privilegeAdvice follows a permission error.
+const privilegeAdvice = "putting a domain's address on an interface needs CAP_NET_ADMIN: run the node as root, " +
+	"or allow its binary once with `" + FixCommand + "`"
+
 type linuxSystem struct{}
 
 func newSystem() system { return linuxSystem{} }

@@ -11,6 +11,12 @@ import (
 
 var errPermission = os.ErrPermission
 
+// FixCommand is empty: no privilege makes virtual interfaces work here.
+const FixCommand = ""
+
+// privilegeAdvice follows a permission error (none is expected here).
+const privilegeAdvice = "virtual interfaces are not supported on this system: use a subnet on the loopback range (127.0.0.0/8)"
+
 type otherSystem struct{}
 
 func newSystem() system { return otherSystem{} }

@@ -102,13 +102,13 @@ func TestSyncAddsAndRemoves(t *testing.T) {
 	}
 }
 
-// Without CAP_NET_ADMIN the failure is kept and explained with the
-// command that grants it.
+// Without the privilege (CAP_NET_ADMIN on Linux, root on macOS) the
+// failure is kept and explained with the command that grants it.
 func TestSyncWithoutPrivilege(t *testing.T) {
 	m, f := newFake()
 	f.fail = &os.SyscallError{Syscall: "netlink", Err: os.ErrPermission}
 	err := m.Sync(addrs("198.51.100.10"))
-	if !errors.Is(err, os.ErrPermission) || !strings.Contains(err.Error(), "CAP_NET_ADMIN") || !strings.Contains(err.Error(), FixCommand) {
+	if !errors.Is(err, os.ErrPermission) || !strings.Contains(err.Error(), privilegeAdvice) || !strings.Contains(err.Error(), FixCommand) {
 		t.Fatalf("Sync without privilege: %v", err)
 	}
 	why := m.Explain(netip.MustParseAddr("198.51.100.10"))

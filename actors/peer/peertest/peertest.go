@@ -18,10 +18,10 @@ import (
 	"peerdns/actors/ledger"
 	"peerdns/actors/peer"
 	"peerdns/internal/applied"
-	"peerdns/internal/identity"
 	"peerdns/internal/store"
 	"peerdns/internal/view"
 	"peerdns/transport"
+	"peerdns/transport/identity"
 )
 
 // Node is one started peer side. Stop is registered with tb.Cleanup and

@@ -13,6 +13,7 @@ import (
 	"peerdns/http/admin"
 	"peerdns/internal/certs"
 	"peerdns/internal/testutil"
+	"peerdns/messages"
 )
 
 func caStatusOn(t *testing.T, n *Node) admin.CAStatus {
@@ -169,5 +170,42 @@ func TestCAUnconstrainedRootKept(t *testing.T) {
 	}
 	if code, _ := call(t, "POST", base+"/api/generate-cert", `{"domain":"www.example.com"}`); code != 400 {
 		t.Fatalf("generate-cert outside after regenerate-ca = %d, want 400", code)
+	}
+}
+
+// A subnet saved through POST /api/subnets is an IP range the root does
+// not cover: ca-status names it at once, and the node offers
+// regenerate-ca in its core log without waiting for a domain or a
+// record to change; regenerate-ca then covers it. (No domain is claimed:
+// a new subnet allocates only after a restart, and nothing here may put
+// an address on the host's interfaces.)
+func TestCASubnetAdvised(t *testing.T) {
+	n := newTestNode(t, t.TempDir())
+	base := "http://" + n.AdminAddr()
+	var subs struct{ Subnets []messages.Subnet }
+	mustJSON(t, "GET", base+"/api/subnets", "", 200, &subs)
+	if len(subs.Subnets) != 1 {
+		t.Fatalf("default subnets %+v", subs.Subnets)
+	}
+	def := subs.Subnets[0]
+	body := fmt.Sprintf(`{"subnets":[{"base":%q,"cidr":%d,"startIndex":%d},{"base":"198.51.100.0","cidr":24,"startIndex":10,"name":"lan"}]}`,
+		def.Base, def.CIDR, def.StartIndex)
+	mustJSON(t, "POST", base+"/api/subnets", body, 200, nil)
+	if st := caStatusOn(t, n); !st.RegenerateAdvised || !slices.Equal(st.Missing.IP, []string{"198.51.100.0/24"}) {
+		t.Fatalf("ca-status after a new subnet: %+v", st)
+	}
+	testutil.Eventually(t, 10*time.Second, func() error {
+		var logs struct{ Lines []string }
+		mustJSON(t, "GET", base+"/api/logs/core?lines=500", "", 200, &logs)
+		for _, l := range logs.Lines {
+			if strings.Contains(l, "regenerate-ca") && strings.Contains(l, "198.51.100.0/24") {
+				return nil
+			}
+		}
+		return fmt.Errorf("no regenerate-ca advice naming 198.51.100.0/24 in the core log:\n%s", strings.Join(logs.Lines, "\n"))
+	})
+	mustJSON(t, "POST", base+"/api/regenerate-ca", "", 200, nil)
+	if st := caStatusOn(t, n); st.RegenerateAdvised || !slices.Contains(st.Permitted.IP, "198.51.100.0/24") {
+		t.Fatalf("ca-status after regenerate-ca: %+v", st)
 	}
 }

@@ -67,8 +67,10 @@ func (n *Node) openCA() error {
 	return nil
 }
 
-// watchScope has certs.Advice check the root whenever the view or the
-// local records change; it stops with the node.
+// watchScope has certs.Advice check the root whenever the view, the
+// local records or the settings change (a subnet saved through POST
+// /api/subnets is a new IP range of the scope, and the ledger announces
+// it with update-settings, not with a new view); it stops with the node.
 func (n *Node) watchScope() {
 	adv := certs.NewAdvice(n.ca, n.caScope, n.logs["core"], func() {
 		n.root.System.EventStream.Publish(&messages.Hint{Type: messages.HintCerts})
@@ -78,10 +80,47 @@ func (n *Node) watchScope() {
 	if n.records != nil {
 		stopRecs = n.records.Subscribe(func(*messages.LocalSnapshot) { adv.Check() })
 	}
+	stopSettings := n.onSettingsHint(adv.Check)
 	n.closers = append(n.closers, func() {
 		stopView()
 		if stopRecs != nil {
 			stopRecs()
 		}
+		stopSettings()
 	})
+}
+
+// onSettingsHint calls f after each update-settings hint, from a
+// goroutine of its own, one call at a time; hints that come while f runs
+// are coalesced into one more call. The event stream calls its
+// subscribers in the publisher's goroutine (the ledger's Receive for a
+// subnet change), and f may ask that actor, so f never runs there. The
+// returned func stops it; once it returns f is not running.
+func (n *Node) onSettingsHint(f func()) (stop func()) {
+	wake, quit, done := make(chan struct{}, 1), make(chan struct{}), make(chan struct{})
+	es := n.root.System.EventStream
+	sub := es.Subscribe(func(evt any) {
+		if h, ok := evt.(*messages.Hint); ok && h.Type == messages.HintSettings {
+			select {
+			case wake <- struct{}{}:
+			default:
+			}
+		}
+	})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-quit:
+				return
+			case <-wake:
+				f()
+			}
+		}
+	}()
+	return func() {
+		es.Unsubscribe(sub)
+		close(quit)
+		<-done
+	}
 }

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -196,18 +195,6 @@ func TestMetricsScrapeFlood(t *testing.T) {
 	t.Logf("100 concurrent scrapes: %d answered 200 in %v", ok, time.Since(start))
 }
 
-// freeTCPAddr is a loopback TCP port nothing listens on right now.
-func freeTCPAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
-}
-
 // A real Prometheus (Debian's prometheus) scrapes the node, and its
 // query API returns the node's series.
 func TestPrometheusScrapesNode(t *testing.T) {
@@ -227,7 +214,7 @@ func TestPrometheusScrapesNode(t *testing.T) {
 	// The port is free when picked; another process could take it before
 	// Prometheus binds it, so a failed start picks another (three tries).
 	for try := 0; try < 3; try++ {
-		promAddr = freeTCPAddr(t)
+		promAddr = testutil.FreeTCPAddr(t)
 		ctx, cancel := context.WithCancel(context.Background())
 		cmd = exec.CommandContext(ctx, bin, "--config.file="+filepath.Join(dir, "prometheus.yml"),
 			"--storage.tsdb.path="+filepath.Join(dir, fmt.Sprint("data", try)), "--web.listen-address="+promAddr)

@@ -40,13 +40,13 @@ import (
 	"peerdns/http/ws"
 	"peerdns/internal/applied"
 	"peerdns/internal/certs"
-	"peerdns/internal/identity"
 	"peerdns/internal/store"
 	"peerdns/internal/view"
 	"peerdns/internal/vif"
 	"peerdns/messages"
 	"peerdns/supervisor"
 	"peerdns/transport"
+	"peerdns/transport/identity"
 
 	nodedns "peerdns/dns"
 )

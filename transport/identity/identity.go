@@ -4,6 +4,14 @@
 //
 // The file holds the 32-byte seed in hex followed by a newline. A seed is
 // enough to rebuild the key pair and keeps the file human-inspectable.
+//
+// It lives under transport/ because the key is what a peer proves on
+// every connection (the TLS certificates are self-signed with it). What
+// a peer id looks like and whether a signature was made by one are
+// messages' (ValidPeerID, VerifyPeer): the ledger, the access-token check
+// (internal/token, which http/ uses) and the agent's allow-list check
+// signatures without holding a key, and internal/ and http/ may not
+// import transport/.
 package identity
 
 import (
@@ -121,28 +129,4 @@ func (i *Identity) Sign(msg []byte) []byte { return ed25519.Sign(i.priv, msg) }
 func (i *Identity) DiscoveryKey() string {
 	h := sha256.Sum256(i.pub)
 	return hex.EncodeToString(h[:])
-}
-
-// Verify checks sig over msg against a hex peer id. A malformed id is
-// simply not valid.
-func Verify(peerID string, msg, sig []byte) bool {
-	pub, err := hex.DecodeString(peerID)
-	if err != nil || len(pub) != ed25519.PublicKeySize || len(sig) != ed25519.SignatureSize {
-		return false
-	}
-	return ed25519.Verify(pub, msg, sig)
-}
-
-// ValidID reports whether s is a well-formed peer id (64 lowercase hex).
-func ValidID(s string) bool {
-	if len(s) != 2*ed25519.PublicKeySize {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
-			return false
-		}
-	}
-	return true
 }

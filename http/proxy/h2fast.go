@@ -1,0 +1,417 @@
+package proxy
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/tls"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/netip"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/valyala/bytebufferpool"
+	"github.com/valyala/fasthttp"
+
+	"peerdns/internal/view"
+)
+
+// The HTTP/1.1 pool for HTTP/2 and HTTP/3 requests (see the "Upstreams"
+// paragraph of h2.go's comment for when and why): the request is built
+// as a pooled fasthttp.Request from the http.Request, sent with the
+// upstream's HostClient (the one the HTTP/1.1 edge uses), and its
+// answer copied to the stream.
+
+// viaPool reports whether r may go upstream through the HTTP/1.1 pool:
+// not gRPC (it needs HTTP/2 end to end), not CONNECT or an upgrade, and
+// a body known to be small: none, or a Content-Length of at most
+// SmallBody. A GET or HEAD without a declared length (every HTTP/3
+// request without a body, an HTTP/2 one whose HEADERS did not end the
+// stream) is read ahead (readSmall): almost always it has no body, and
+// one that has more than prefetched bytes goes to forwardHTTP.
+func viaPool(r *http.Request) bool {
+	if r.Method == http.MethodConnect || isGRPC(r) || r.Header["Upgrade"] != nil {
+		return false
+	}
+	switch n := r.ContentLength; {
+	case n >= 0:
+		return n <= SmallBody
+	default:
+		return r.Method == http.MethodGet || r.Method == http.MethodHead
+	}
+}
+
+// errBodyTooLong: a body without a declared length was longer than
+// prefetched (what was read is handed on with the rest).
+var errBodyTooLong = errors.New("request body of unknown length over the read-ahead")
+
+// readSmall reads r's body whole into b.B, within ReadTimeout (the whole
+// body: it is small). A declared length is read as declared (viaPool
+// bounded it); a body of unknown length is read up to prefetched bytes,
+// and one that turns out longer gives errBodyTooLong, with what was
+// read of it in b.B.
+func (s *Server) readSmall(w *h2Writer, r *http.Request, b *bytebufferpool.ByteBuffer) error {
+	n := r.ContentLength
+	if n == 0 {
+		return nil
+	}
+	// A stream whose client stops sending its body is not held for
+	// longer than an HTTP/1.1 connection would be (HTTP/3 may not
+	// support read deadlines: its idle timeout bounds it then).
+	if w.rc.SetReadDeadline(time.Now().Add(s.d.ReadTimeout)) == nil {
+		defer func() { _ = w.rc.SetReadDeadline(time.Time{}) }()
+	}
+	if n > 0 {
+		b.B = growTo(b.B, int(n))
+		_, err := io.ReadFull(r.Body, b.B)
+		return err
+	}
+	b.B = growTo(b.B, prefetched+1)[:0]
+	for {
+		m, err := r.Body.Read(b.B[len(b.B):cap(b.B)])
+		b.B = b.B[:len(b.B)+m]
+		switch {
+		case len(b.B) > prefetched:
+			return errBodyTooLong
+		case err == io.EOF:
+			return nil
+		case err != nil:
+			return err
+		}
+	}
+}
+
+func growTo(b []byte, n int) []byte {
+	if cap(b) < n {
+		return make([]byte, n)
+	}
+	return b[:n]
+}
+
+// prefixedBody is a request body whose first bytes were read ahead.
+type prefixedBody struct {
+	io.Reader
+	io.Closer
+}
+
+// forwardPool proxies r to d's tunnel server through the HTTP/1.1 pool
+// (viaPool said it may). false: it did not, and r (its body as it came)
+// goes to forwardHTTP instead: a body of unknown length that was not
+// small.
+func (s *Server) forwardPool(w *h2Writer, r *http.Request, d *view.Domain) bool {
+	// Bodies longer than what HTTP/1.1 reads with a head take their
+	// length from the shared budget while they are held (body.go): a
+	// connection's streams could otherwise hold MaxH2Streams of them.
+	// Past the budget the body streams (forwardHTTP).
+	if n := r.ContentLength; n > prefetched {
+		if !s.budget.tryTake(n) {
+			return false
+		}
+		defer s.budget.give(n)
+	}
+	bb := bytebufferpool.Get()
+	defer func() {
+		if bb != nil {
+			bytebufferpool.Put(bb)
+		}
+	}()
+	if err := s.readSmall(w, r, bb); err != nil {
+		if errors.Is(err, errBodyTooLong) {
+			// Handed on with the buffer: ReverseProxy reads it after
+			// this returns.
+			r.Body = prefixedBody{io.MultiReader(bytes.NewReader(bb.B), r.Body), r.Body}
+			bb = nil
+			return false
+		}
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			httpPage(w, http.StatusRequestTimeout, "Request Timeout", "The request body stopped coming.")
+			return true
+		}
+		httpPage(w, http.StatusBadRequest, "Bad Request", "The request body ended early.")
+		return true
+	}
+
+	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+	defer func() {
+		fasthttp.ReleaseResponse(resp)
+		fasthttp.ReleaseRequest(req)
+	}()
+	poolRequest(req, r)
+	if len(bb.B) > 0 {
+		req.SetBodyRaw(bb.B) // sent before exchange returns; bb outlives it
+	}
+	// The answer's Content-Type is the upstream's, or none (fasthttp
+	// would read one it did not send as text/plain).
+	resp.Header.SetNoDefaultContentType(true)
+	resp.Header.DisableNormalizing()
+	s.exchange(w, r, d, req, resp)
+	return true
+}
+
+// poolRequest builds req from r: method, the URI as the client sent it
+// (written as it is: the URI is never parsed, so never normalized),
+// Host, its headers but the hop-by-hop ones, and the forwarding ones.
+func poolRequest(req *fasthttp.Request, r *http.Request) {
+	// r's header names are canonical already (both servers make them
+	// so): fasthttp need not normalize them again.
+	req.Header.DisableNormalizing()
+	req.Header.SetMethod(r.Method)
+	uri := r.RequestURI
+	if uri == "" {
+		uri = r.URL.RequestURI()
+	}
+	req.Header.SetRequestURI(uri)
+	req.Header.SetHost(r.Host)
+	for k, vs := range r.Header {
+		switch k {
+		case "Connection", "Keep-Alive", "Proxy-Connection", "Proxy-Authenticate", "Proxy-Authorization",
+			"Te", "Trailer", "Transfer-Encoding", "Upgrade", "Content-Length", "Host",
+			// The body is read whole: no 100 Continue to wait for.
+			"Expect":
+			continue
+		}
+		for _, v := range vs {
+			req.Header.Add(k, v)
+		}
+	}
+	ap, _ := netip.ParseAddrPort(r.RemoteAddr)
+	// HTTP/2 and HTTP/3 reach the edge on TLS only: https.
+	setForwarded(req, ap.Addr(), true, r.Host)
+}
+
+// maxAttempts bounds the tries of an idempotent request whose pooled
+// connection fails before its answer's head (fasthttp's
+// MaxIdemponentCallAttempts: a keep-alive connection the upstream
+// closed while it was idle).
+const maxAttempts = 5
+
+// exchange sends req to d's upstream on a connection of its keep-alive
+// pool (the HostClient's) and copies the answer to w.
+//
+// It is fasthttp's client exchange written out (AcquireConn, write,
+// read), not HostClient.Do, for one reason: a stream the client resets
+// or abandons ends its upstream exchange at once (the connection is
+// halted and closed), as ReverseProxy ends it through the request's
+// context. HostClient.Do takes no context, and an HTTP/2 client may
+// open and reset streams far faster than an HTTP/1.1 client can open
+// connections (rapid reset): each abandoned exchange would hold its
+// handler and its upstream connection until UpstreamTimeout.
+//
+// Deadlines are the upstream connection's moving ones (UpstreamTimeout
+// between two reads or writes: 504 before the answer's head, a reset
+// stream in its body). The answer's head and its status pass as they
+// came, its Content-Length where the body is declared (so h2Writer
+// flushes by it, and a small answer leaves as one HEADERS and one DATA
+// frame), and its body piece by piece as it comes (flushed at each piece
+// when its length is unknown, as ReverseProxy does). An upstream that
+// fails in the middle of a body resets the stream (the client must not
+// take a cut body for a whole one), as ReverseProxy does. The
+// connection goes back to the pool only when the body was read to its
+// end and neither side asked to close.
+func (s *Server) exchange(w *h2Writer, r *http.Request, d *view.Domain, req *fasthttp.Request, resp *fasthttp.Response) {
+	hc := s.client(d).hc
+	ctx := r.Context()
+	idempotent := r.Method == http.MethodGet || r.Method == http.MethodHead || r.Method == http.MethodPut ||
+		r.Method == http.MethodDelete || r.Method == http.MethodOptions
+	var err error
+	for attempt := 1; ; attempt++ {
+		cc, aerr := hc.AcquireConn(s.d.UpstreamTimeout, false)
+		if aerr != nil {
+			err = aerr
+			break
+		}
+		conn := cc.Conn()
+		mc := movingOf(conn)
+		stop := context.AfterFunc(ctx, func() {
+			if mc != nil {
+				mc.haltRead()
+				mc.haltWrite()
+			} else {
+				_ = conn.Close()
+			}
+		})
+		bw := hc.AcquireWriter(conn)
+		herr := req.Write(bw)
+		if herr == nil {
+			herr = bw.Flush()
+		}
+		hc.ReleaseWriter(bw)
+		br := hc.AcquireReader(conn)
+		if herr == nil {
+			herr = readHead(resp, br)
+		}
+		if herr != nil {
+			stop()
+			hc.ReleaseReader(br)
+			hc.CloseConn(cc)
+			if ctx.Err() != nil {
+				// The client reset the stream or left: nobody to answer
+				// (the access log says 499, as ReverseProxy's path).
+				w.WriteHeader(499)
+				return
+			}
+			if idempotent && attempt < maxAttempts && staleConn(herr) {
+				continue
+			}
+			err = timedOut(herr)
+			break
+		}
+
+		reuse := !resp.ConnectionClose()
+		code := resp.StatusCode()
+		n := resp.Header.ContentLength()
+		var body io.Reader
+		var lr io.LimitedReader
+		var chunked bool
+		switch {
+		case r.Method == http.MethodHead || code == fasthttp.StatusNoContent || code == fasthttp.StatusNotModified:
+		case n >= 0:
+			lr = io.LimitedReader{R: br, N: int64(n)}
+			body = &lr
+		case n == -1:
+			body, chunked = httputil.NewChunkedReader(br), true
+		default: // until the upstream closes
+			body, reuse, n = br, false, -1
+		}
+		copyHead(w, resp, r.Method == http.MethodHead || body != nil, n)
+		sent := body == nil || s.copyBody(w, r, d, body, n < 0)
+		clean := sent && (!chunked || skipTrailer(br))
+		hc.ReleaseReader(br)
+		if stop() && clean && reuse {
+			hc.ReleaseConn(cc)
+		} else {
+			hc.CloseConn(cc)
+		}
+		if !sent && ctx.Err() == nil {
+			// The body was cut (by the upstream, or a client that took
+			// nothing for WriteTimeout): the stream is reset, not ended
+			// as if whole, as ReverseProxy does.
+			panic(http.ErrAbortHandler)
+		}
+		return
+	}
+	status, title, msg := s.upstreamFailed(d, err)
+	httpPage(w, status, title, msg)
+}
+
+// movingOf is the moving-deadline connection under c (under TLS for a
+// claim with ssl: true).
+func movingOf(c net.Conn) *movingDeadlines {
+	if tc, ok := c.(*tls.Conn); ok {
+		c = tc.NetConn()
+	}
+	mc, _ := c.(*movingDeadlines)
+	return mc
+}
+
+// copyHead writes the answer's status and headers but the hop-by-hop
+// ones, with Content-Length n when the answer has a body (or is to a
+// HEAD) and n is known.
+func copyHead(w *h2Writer, resp *fasthttp.Response, withLength bool, n int) {
+	hd := w.Header()
+	for k, v := range resp.Header.All() {
+		name := headerName(k)
+		switch name {
+		case "Connection", "Keep-Alive", "Proxy-Connection", "Proxy-Authenticate", "Proxy-Authorization",
+			"Te", "Trailer", "Transfer-Encoding", "Upgrade", "Content-Length":
+			continue
+		}
+		hd.Add(name, string(v))
+	}
+	if withLength && n >= 0 {
+		hd["Content-Length"] = []string{strconv.Itoa(n)}
+	}
+	w.WriteHeader(resp.StatusCode())
+}
+
+// copyBody copies an answer's body to w as it comes, flushing each
+// piece when flush (a body of unknown length); true: the body was read
+// to its end and written. An upstream that fails in its middle is
+// logged; a client that took nothing for WriteTimeout is counted by
+// h2Writer.
+func (s *Server) copyBody(w *h2Writer, r *http.Request, d *view.Domain, body io.Reader, flush bool) bool {
+	bp := copyBufs.Get().(*[]byte)
+	defer copyBufs.Put(bp)
+	buf := *bp
+	for {
+		n, rerr := body.Read(buf)
+		if n > 0 {
+			if _, err := w.Write(buf[:n]); err != nil {
+				return false
+			}
+			if flush {
+				w.Flush()
+			}
+		}
+		switch {
+		case rerr == io.EOF:
+			return true
+		case rerr != nil:
+			if r.Context().Err() == nil { // else the client left, and the exchange was halted
+				s.d.Log.Warn("upstream answer cut", "domain", d.Name, "hash", short(d.Hash), "err", rerr)
+			}
+			return false
+		}
+	}
+}
+
+// staleConn reports whether err, before any of the answer came, is a
+// pooled connection the upstream had closed (nothing read, or the write
+// refused): an idempotent request is tried again.
+func staleConn(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
+}
+
+// skipTrailer reads a chunked body's trailer section up to its blank
+// line (the chunked reader stops at the last chunk), so the connection
+// is left at the next answer; false: it could not be.
+func skipTrailer(br *bufio.Reader) bool {
+	for range 100 {
+		line, err := br.ReadSlice('\n')
+		if err != nil {
+			return false
+		}
+		if len(line) <= 2 && (len(line) == 1 || line[0] == '\r') {
+			return true
+		}
+	}
+	return false
+}
+
+// headerName is k as a canonical header name, without allocating for
+// the names most answers carry.
+func headerName(k []byte) string {
+	switch string(k) {
+	case "Content-Length":
+		return "Content-Length"
+	case "Content-Type":
+		return "Content-Type"
+	case "Date":
+		return "Date"
+	case "Server":
+		return "Server"
+	case "Last-Modified":
+		return "Last-Modified"
+	case "ETag", "Etag":
+		return "Etag"
+	case "Accept-Ranges":
+		return "Accept-Ranges"
+	case "Cache-Control":
+		return "Cache-Control"
+	case "Content-Encoding":
+		return "Content-Encoding"
+	case "Vary":
+		return "Vary"
+	case "Set-Cookie":
+		return "Set-Cookie"
+	case "Location":
+		return "Location"
+	}
+	return http.CanonicalHeaderKey(string(k))
+}
