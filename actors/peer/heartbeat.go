@@ -246,9 +246,13 @@ func (a *Actor) takeBeat(c actor.Context, from string, hb *messages.Heartbeat) b
 		return false
 	}
 	h.taken++
+	// Before latest moves: whether the writer was suspected is judged
+	// against the seq we held until now (with the new one every
+	// suspicion it refutes already looks refuted, the active set would
+	// not be sent again, and the ledger would keep it counted out).
+	refuted := a.refuted(hb.Writer, hb.Seq)
 	h.latest[hb.Writer] = hb.Seq
 	h.beats[hb.Writer], h.beatAt[hb.Writer] = hb, now
-	refuted := a.refuted(hb.Writer, hb.Seq)
 	if e := a.sessions[hb.Writer]; e == nil || !e.up {
 		_, was := h.heard[hb.Writer]
 		h.heard[hb.Writer] = now

@@ -65,9 +65,9 @@ func (s *sim) freezeOut(domain string, within time.Duration) (time.Duration, int
 	// Every node counts every voter first (the whole network up to R,
 	// the replica set beyond).
 	full := min(len(s.nodes), consensus.DefaultReplicas)
-	// A node may keep a live writer counted out after the first seconds
-	// (a suspicion whose refutation did not reach it; docs/scale.md):
-	// then the freeze is not measured and the caller reports why.
+	// A node that still counts a live writer out a minute after the
+	// burst (its quorum smaller than its neighbours') is a defect: the
+	// freeze is then not measured, and the caller reports why.
 	before := make([]int, len(s.nodes))
 	deadline := time.Now().Add(within)
 	for i := 0; i < len(s.nodes); {

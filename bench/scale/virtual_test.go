@@ -70,8 +70,18 @@ func TestVirtualOverlay(t *testing.T) {
 		if r.maxConns > maxConnsPerNode {
 			t.Errorf("a node has %d sessions, at most %d wanted", r.maxConns, maxConnsPerNode)
 		}
+		// Every node counted every live writer before the freeze (a
+		// node that kept one counted out makes the freeze unmeasured),
+		// and the frozen one left every quorum within the bound up to R.
+		if r.frozenOut < 0 || r.frozenLeft != n-1 || r.frozenOut > frozenBoundUpToR {
+			t.Errorf("frozen voter out of %d of %d quorums after %v, want all within %v", r.frozenLeft, n-1, r.frozenOut, frozenBoundUpToR)
+		}
 	})
 }
+
+// frozenBoundUpToR is how soon a frozen voter must leave every other
+// node's quorum in a network of at most R writers.
+const frozenBoundUpToR = 3 * time.Second
 
 // maxConnsPerNode is the bound on one node's sessions the overlay is
 // held to (the view of 12 plus young sessions not yet trimmed).

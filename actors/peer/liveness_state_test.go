@@ -1,0 +1,133 @@
+package peer
+
+import (
+	"io"
+	"log/slog"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"peerdns/messages"
+	"peerdns/transport/identity"
+)
+
+// livenessRig runs a peers supervisor's liveness bookkeeping inside a
+// real actor (so it has a context to send from) without sessions or
+// endpoint: run hands a function the actor's context, and sets returns
+// every PeerSetChanged the supervisor sent its ledger, in order.
+type livenessRig struct {
+	t    *testing.T
+	sys  *actor.ActorSystem
+	a    *Actor
+	pid  *actor.PID
+	sets chan []string
+}
+
+func newLivenessRig(t *testing.T, self *identity.Identity, network string) *livenessRig {
+	t.Helper()
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	sys := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet }))
+	r := &livenessRig{t: t, sys: sys, sets: make(chan []string, 64)}
+	t.Cleanup(r.sys.Shutdown)
+	ledger := r.sys.Root.Spawn(actor.PropsFromFunc(func(c actor.Context) {
+		if m, ok := c.Message().(*messages.PeerSetChanged); ok {
+			r.sets <- m.Connected
+		}
+	}))
+	d := Deps{Identity: self, Ledger: ledger, Log: quiet}
+	d.defaults()
+	r.a = newActor(d)
+	r.a.network, r.a.sys = network, r.sys
+	r.a.sessions = map[string]*sessionEntry{}
+	r.a.lingering = map[string]time.Time{}
+	r.a.gate = newDialGate(d.ActiveView, d.Now)
+	r.a.hb.init()
+	r.a.sus.init()
+	r.pid = r.sys.Root.Spawn(actor.PropsFromFunc(func(c actor.Context) {
+		if f, ok := c.Message().(func(actor.Context)); ok {
+			defer func() {
+				// A panic here would restart this actor and leave run
+				// waiting; it goes back to the test instead.
+				c.Respond(recover())
+			}()
+			f(c)
+		}
+	}))
+	return r
+}
+
+// run calls f inside the actor and waits for it to return.
+func (r *livenessRig) run(f func(c actor.Context)) {
+	r.t.Helper()
+	res, err := r.sys.Root.RequestFuture(r.pid, f, 5*time.Second).Result()
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	if res != nil {
+		r.t.Fatalf("panic: %v", res)
+	}
+}
+
+// waitSet waits until the latest set the supervisor sent its ledger
+// satisfies ok, and returns it.
+func (r *livenessRig) waitSet(what string, ok func([]string) bool) []string {
+	r.t.Helper()
+	var last []string
+	deadline := time.After(5 * time.Second)
+	for {
+		select {
+		case last = <-r.sets:
+			if ok(last) {
+				return last
+			}
+		case <-deadline:
+			r.t.Fatalf("%s: the ledger was last told %v (the supervisor counts %v)", what, shortAll(last), shortAll(r.a.activeIDs()))
+			return nil
+		}
+	}
+}
+
+// A writer heard only by heartbeat that a suspicion counted out comes
+// back into the set the ledger counts as soon as a heartbeat that
+// refutes the suspicion arrives: the refutation must reach the quorum,
+// not only the bookkeeping (a node once kept a live writer out of its
+// quorum for minutes that way).
+func TestRefutingHeartbeatReachesTheLedger(t *testing.T) {
+	ids := make([]*identity.Identity, 3)
+	for i := range ids {
+		id, err := identity.Generate()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[i] = id
+	}
+	self, w, by := ids[0], ids[1], ids[2]
+	const network = "net"
+	r := newLivenessRig(t, self, network)
+	beat := func(seq uint64) *messages.Heartbeat {
+		hb := &messages.Heartbeat{Writer: w.ID(), Seq: seq}
+		hb.Sig = w.Sign(messages.HeartbeatSigningBytes(network, w.ID(), seq))
+		return hb
+	}
+	now := uint64(time.Now().UnixMilli())
+	r.run(func(c actor.Context) {
+		r.a.hb.writers[w.ID()], r.a.hb.writers[by.ID()] = true, true
+		if !r.a.takeBeat(c, by.ID(), beat(now-2000)) {
+			t.Error("first heartbeat refused")
+		}
+	})
+	in := func(s []string) bool { return slices.Contains(s, w.ID()) }
+	r.waitSet("a heartbeat counts its writer", in)
+	s := &messages.Suspicion{Writer: w.ID(), By: by.ID(), At: now - 1000, Seq: now - 2000}
+	s.Sig = by.Sign(messages.SuspicionSigningBytes(network, s))
+	r.run(func(c actor.Context) { r.a.onSuspicions(c, "", []*messages.Suspicion{s}, false) })
+	r.waitSet("a suspicion counts its writer out", func(s []string) bool { return !in(s) })
+	r.run(func(c actor.Context) {
+		if !r.a.takeBeat(c, by.ID(), beat(now)) {
+			t.Error("refuting heartbeat refused")
+		}
+	})
+	r.waitSet("a refuting heartbeat counts its writer again", in)
+}
