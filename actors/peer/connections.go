@@ -36,6 +36,11 @@ type sessionEntry struct {
 	holdUntil time.Time
 	// left: the peer sent a leave (its session's end is no failure).
 	left bool
+	// peersSent is the peer list we last sent on this session, and
+	// peersAt when (addressbook.go: lists go out on change, and again
+	// only every peerListRepeat exchanges).
+	peersSent string
+	peersAt   time.Time
 }
 
 // onConn admits a new connection into a session, resolving duplicates.
@@ -148,7 +153,9 @@ func (a *Actor) onUp(c actor.Context, m *sessionUp) {
 	}
 	a.remember(m.id, addrs, true)
 	a.d.Mesh.setConn(m.id, e.conn)
-	a.greetLiveness(c, m.id)
+	if m.hello.Neighbours == 0 {
+		a.greetLiveness(c, m.id) // suspicion.go: only a peer new to the overlay needs it
+	}
 	a.connectedChanged(c)
 	a.trimView(c, m.id)
 	a.updateGate()

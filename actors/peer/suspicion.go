@@ -52,10 +52,15 @@ import (
 // counted (suspicionsNew per author is in the logs) and a writer doing
 // this is a matter for the membership, not the overlay.
 //
-// New neighbours: a session that comes up gets our held heartbeats and
-// unrefuted suspicions in one liveness frame, so a restarted node counts
-// the writers beyond its view at once instead of after a heartbeat round
-// (minutes at 100 writers). The receiver takes what is new and does not
+// New neighbours: a session that comes up with a peer whose hello says it
+// has no neighbours (a node that just started or restarted, or one cut
+// off from the overlay) gets our held heartbeats and unrefuted
+// suspicions in one liveness frame, so it counts the writers beyond its
+// view at once instead of after a heartbeat round (minutes at 100
+// writers). A peer that has neighbours is in the flood already and gets
+// none: the frame holds a heartbeat per writer (~150 KB at 1,000), and
+// sent on every new session it made view changes the costliest idle
+// traffic at 100 writers. The receiver takes what is new and does not
 // forward it (its sender's other neighbours have it).
 
 const (
@@ -298,8 +303,8 @@ func (a *Actor) knownWriter(id string) bool {
 	return e != nil && e.up
 }
 
-// greetLiveness sends a new neighbour the heartbeats and unrefuted
-// suspicions we hold.
+// greetLiveness sends a new neighbour that had no neighbours the
+// heartbeats and unrefuted suspicions we hold.
 func (a *Actor) greetLiveness(c actor.Context, id string) {
 	e := a.sessions[id]
 	if e == nil || a.network == "" {
