@@ -36,7 +36,8 @@
 // # Failure detection
 //
 // Every session pings its peer each PingInterval (1 s) and notes every
-// frame it hears. A peer not heard from for StaleAfter (2 s) is silent:
+// frame it hears; both ends ping, so only the first ping and every tenth
+// after it ask for a pong (the round trip the diagnostics show). A peer not heard from for StaleAfter (2 s) is silent:
 // it stops counting in the connected set the ledger's quorum uses (the
 // connection itself stays up; QUIC's own idle timeout, 20 s, closes it
 // if the silence lasts), so a frozen or unplugged peer leaves activePeers

@@ -60,6 +60,7 @@ type session struct {
 	havePending bool
 	lastVV      time.Time
 	lastPing    time.Time
+	pings       int // pings sent; every pongEvery-th asks for a pong
 	stats       sessionStats
 	dropped     int
 	// credits bound the ops frames handed to the ledger and not answered
@@ -127,7 +128,9 @@ func (s *session) Receive(c actor.Context) {
 		}
 		switch m.m.Kind {
 		case messages.KindPing:
-			s.enqueue(&messages.Envelope{Kind: messages.KindPong, Ping: m.m.Ping})
+			if !m.m.Ping.NoPong {
+				s.enqueue(&messages.Envelope{Kind: messages.KindPong, Ping: m.m.Ping})
+			}
 			return
 		case messages.KindPong:
 			s.stats.rtt = time.Duration(time.Now().UnixNano() - m.m.Ping.SentUnixNano)
