@@ -3,6 +3,7 @@ package peer
 import (
 	"io"
 	"log/slog"
+	"maps"
 	"slices"
 	"testing"
 	"time"
@@ -130,4 +131,70 @@ func TestRefutingHeartbeatReachesTheLedger(t *testing.T) {
 		}
 	})
 	r.waitSet("a refuting heartbeat counts its writer again", in)
+}
+
+// dialedConn is what helloNeighbours reads of a connection.
+type dialedConn struct {
+	out bool
+	id  string
+}
+
+func (f dialedConn) Outbound() bool { return f.out }
+func (f dialedConn) PeerID() string { return f.id }
+
+// A dial asks its peer to make room (hello neighbours 0, which a full
+// view must take and evict for) only when the peer's heartbeats stopped
+// reaching us, not when the peer is merely suspected (a live writer
+// refutes a suspicion within a round trip). At 100 writers, dials that
+// asked for room on suspicion fed a loop: evictions ended sessions,
+// ended sessions raised suspicions, suspicions made dials that evicted,
+// and the view churned (168 sessions opened a minute in a settled
+// network, none without the loop).
+func TestRoomAskedOnlyOfWritersNoLongerHeard(t *testing.T) {
+	ids := make([]*identity.Identity, 4)
+	for i := range ids {
+		id, err := identity.Generate()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[i] = id
+	}
+	self, suspect, gone, by := ids[0], ids[1], ids[2], ids[3]
+	const network = "net"
+	r := newLivenessRig(t, self, network)
+	now := uint64(time.Now().UnixMilli())
+	r.run(func(c actor.Context) {
+		a := r.a
+		// One neighbour, so our own priority is 1.
+		a.sessions[by.ID()] = &sessionEntry{up: true}
+		a.hb.writers[by.ID()] = true
+		for _, w := range []*identity.Identity{suspect, gone} {
+			hb := &messages.Heartbeat{Writer: w.ID(), Seq: now - 2000}
+			hb.Sig = w.Sign(messages.HeartbeatSigningBytes(network, w.ID(), hb.Seq))
+			a.hb.writers[w.ID()] = true
+			if !a.takeBeat(c, by.ID(), hb) {
+				t.Errorf("heartbeat of %s refused", short(w.ID()))
+			}
+		}
+		s := &messages.Suspicion{Writer: suspect.ID(), By: by.ID(), At: now - 1000, Seq: now - 2000}
+		s.Sig = by.Sign(messages.SuspicionSigningBytes(network, s))
+		a.onSuspicions(c, by.ID(), []*messages.Suspicion{s}, false)
+		if !a.suspected(suspect.ID()) {
+			t.Error("the suspicion was not taken")
+		}
+		delete(a.hb.heard, gone.ID()) // its heartbeats timed out
+	})
+	r.run(func(c actor.Context) {
+		a := r.a
+		if got := a.helloNeighbours(dialedConn{out: true, id: suspect.ID()}); got != 1 {
+			t.Errorf("hello to a suspected writer still heard carries %d neighbours, want 1 (no eviction)", got)
+		}
+		if got := a.helloNeighbours(dialedConn{out: true, id: gone.ID()}); got != 0 {
+			t.Errorf("hello to a writer no longer heard carries %d neighbours, want 0 (make room)", got)
+		}
+		cut := a.cutOff()
+		if cut[suspect.ID()] || !cut[gone.ID()] {
+			t.Errorf("dials past a full view go to %v; want %s only", shortAll(slices.Collect(maps.Keys(cut))), short(gone.ID()))
+		}
+	})
 }
