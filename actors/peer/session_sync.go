@@ -125,9 +125,12 @@ func (s *session) established(c actor.Context) {
 		}
 		if m.now.Sub(s.lastPing) >= s.cfg.pingInterval {
 			s.lastPing = m.now
-			noPong := s.pings%pongEvery != 0
+			p := &messages.Ping{NoPong: true} // no pong, so no time to carry
+			if s.pings%pongEvery == 0 {
+				p = &messages.Ping{SentUnixNano: time.Now().UnixNano()}
+			}
 			s.pings++
-			s.enqueue(&messages.Envelope{Kind: messages.KindPing, Ping: &messages.Ping{SentUnixNano: time.Now().UnixNano(), NoPong: noPong}})
+			s.enqueue(&messages.Envelope{Kind: messages.KindPing, Ping: p})
 		}
 		s.stats.lazy = s.lz.lazy
 		c.Send(c.Parent(), &statsReport{id: s.peer, st: s.stats})
