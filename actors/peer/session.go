@@ -59,10 +59,14 @@ type session struct {
 	pendingVV   messages.VersionVector
 	havePending bool
 	lastVV      time.Time
-	lastPing    time.Time
-	pings       int // pings sent; every pongEvery-th asks for a pong
-	stats       sessionStats
-	dropped     int
+	// peerDigest is the peer's last digest, digestAt when we last sent
+	// ours (session_sync.go: an idle link skips digests that would match).
+	peerDigest []byte
+	digestAt   time.Time
+	lastPing   time.Time
+	pings      int // pings sent; every pongEvery-th asks for a pong
+	stats      sessionStats
+	dropped    int
 	// credits bound the ops frames handed to the ledger and not answered
 	// yet: the reader takes one per ops frame and ApplyOps' reply gives it
 	// back, so a peer sending faster than our ledger commits is slowed by

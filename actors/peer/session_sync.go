@@ -154,6 +154,18 @@ func (s *session) sendVV(c actor.Context, kind string) {
 	})
 }
 
+// digestRefresh: a digest equal to the peer's last one is sent only
+// every digestRefresh sync intervals.
+//
+// A digest tells the peer whether our vectors differ. When ours equals
+// the last one the peer sent us, the peer holds what we hold as of its
+// digest, and if it has gained ops since, its own next digest differs
+// from ours and it sends it: so on an idle link both ends skip, and a
+// change on either end still goes out at the next sync interval. The
+// refresh bounds how long a lost or stale comparison can last. Digests
+// every interval were a sixth of a settled node's idle traffic.
+const digestRefresh = 4
+
 // sendDigest is the periodic anti-entropy: a digest of our version
 // vector (32 bytes however many writers there are). A peer whose vector
 // differs answers with its full vector (onDigest), and we send it what it
@@ -167,15 +179,22 @@ func (s *session) sendDigest(c actor.Context) {
 			s.cfg.log.Warn("version vector unavailable", "err", errText(err))
 			return
 		}
-		if !s.closing {
-			s.enqueue(&messages.Envelope{Kind: messages.KindDigest, Overlay: &messages.Overlay{Digest: messages.VVDigest(r.VV)}})
+		if s.closing {
+			return
 		}
+		d, now := messages.VVDigest(r.VV), s.cfg.now()
+		if bytes.Equal(d, s.peerDigest) && now.Sub(s.digestAt) < digestRefresh*s.cfg.syncInterval {
+			return
+		}
+		s.digestAt = now
+		s.enqueue(&messages.Envelope{Kind: messages.KindDigest, Overlay: &messages.Overlay{Digest: d}})
 	})
 }
 
 // onDigest answers a peer's digest with our full vector when they
 // differ. When they match the peer holds exactly what we hold.
 func (s *session) onDigest(c actor.Context, d []byte) {
+	s.peerDigest = bytes.Clone(d)
 	f := c.RequestFuture(s.cfg.ledger, &messages.GetVersionVector{}, s.cfg.askTimeout)
 	c.ReenterAfter(f, func(res any, err error) {
 		r, ok := res.(*messages.GetVersionVectorReply)

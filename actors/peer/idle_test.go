@@ -3,6 +3,7 @@ package peer
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -83,4 +84,35 @@ func TestPongsOnlyWhenAsked(t *testing.T) {
 	if pings[0].NoPong || !pings[1].NoPong {
 		t.Fatalf("A's first two pings ask for no pong: %v, %v; want false, true", pings[0].NoPong, pings[1].NoPong)
 	}
+}
+
+// Idle neighbours whose vectors match send digests only every
+// digestRefresh sync intervals, not every interval; a change still goes
+// out at the next interval (the claim below reaches the other node).
+func TestIdleDigestsThinOut(t *testing.T) {
+	nodes := overlayNet(t, 2, 4)
+	a, b := nodes[0], nodes[1]
+	waitMesh(t, 10*time.Second, a, b)
+	a.addDomain("thin.p2p", hash('c'))
+	waitConverged(t, 10*time.Second, a, b)
+	// Settled: the first equal digest each way has been seen.
+	testutil.Eventually(t, 10*time.Second, func() error {
+		if o := diag(t, a).Summary.Overlay; o.DigestsEqual < 2 {
+			return fmt.Errorf("digests matched %d times", o.DigestsEqual)
+		}
+		return nil
+	})
+	start, t0 := diag(t, a).Summary.Overlay.DigestsEqual, time.Now()
+	window := 4 * time.Second
+	// Not a wait for a condition: digests are counted over a window.
+	<-time.After(window)
+	got := diag(t, a).Summary.Overlay.DigestsEqual - start
+	// The harness's sync interval is 200 ms: one digest per interval
+	// would be ~20 in the window; thinned, ~5. A loaded machine runs
+	// fewer ticks, never more.
+	if limit := int64(time.Since(t0) / (2 * 200 * time.Millisecond)); got > limit {
+		t.Fatalf("A got %d equal digests from its idle neighbour in %v, want at most %d", got, time.Since(t0).Round(time.Millisecond), limit)
+	}
+	b.addDomain("after.p2p", hash('e'))
+	waitConverged(t, 10*time.Second, a, b)
 }
