@@ -198,3 +198,70 @@ func TestRoomAskedOnlyOfWritersNoLongerHeard(t *testing.T) {
 		}
 	})
 }
+
+// One failure is suspected by each of the writer's neighbours: a node
+// forwards the first suspicion of a writer and then only one that names
+// a higher seq (which the refutation of the first would not clear), not
+// every author's.
+func TestSuspicionsOfOneFailureForwardedOnce(t *testing.T) {
+	ids := make([]*identity.Identity, 5)
+	for i := range ids {
+		id, err := identity.Generate()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[i] = id
+	}
+	self, w, by1, by2, by3 := ids[0], ids[1], ids[2], ids[3], ids[4]
+	const network = "net"
+	r := newLivenessRig(t, self, network)
+	sent := make(chan *messages.Suspicion, 64)
+	neighbour := r.sys.Root.Spawn(actor.PropsFromFunc(func(c actor.Context) {
+		switch m := c.Message().(type) {
+		case *sendFrame:
+			if m.env.Kind == messages.KindSuspicions {
+				for _, s := range m.env.Overlay.Suspicions {
+					sent <- s
+				}
+			}
+		case string: // a barrier: one mailbox, so what was sent before is handled
+			c.Respond(m)
+		}
+	}))
+	now := uint64(time.Now().UnixMilli())
+	suspicion := func(by *identity.Identity, at, seq uint64) *messages.Suspicion {
+		s := &messages.Suspicion{Writer: w.ID(), By: by.ID(), At: at, Seq: seq}
+		s.Sig = by.Sign(messages.SuspicionSigningBytes(network, s))
+		return s
+	}
+	r.run(func(c actor.Context) {
+		r.a.sessions["n"] = &sessionEntry{up: true, pid: neighbour}
+		for _, id := range ids[1:] {
+			r.a.hb.writers[id.ID()] = true
+		}
+		r.a.onSuspicions(c, by1.ID(), []*messages.Suspicion{suspicion(by1, now-300, now-5000)}, true)
+		r.a.onSuspicions(c, by2.ID(), []*messages.Suspicion{suspicion(by2, now-200, now-5000)}, true)
+		r.a.onSuspicions(c, by3.ID(), []*messages.Suspicion{suspicion(by3, now-100, now-4000)}, true)
+	})
+	var got []string
+	deadline := time.After(5 * time.Second)
+	for len(got) < 2 {
+		select {
+		case s := <-sent:
+			got = append(got, short(s.By))
+		case <-deadline:
+			t.Fatalf("forwarded %v, want %s and %s", got, short(by1.ID()), short(by3.ID()))
+		}
+	}
+	if _, err := r.sys.Root.RequestFuture(neighbour, "sync", 5*time.Second).Result(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case s := <-sent:
+		got = append(got, short(s.By))
+	default:
+	}
+	if want := []string{short(by1.ID()), short(by3.ID())}; !slices.Equal(got, want) {
+		t.Fatalf("forwarded suspicions by %v, want %v (by %s adds nothing)", got, want, short(by2.ID()))
+	}
+}

@@ -23,7 +23,10 @@ import (
 // holds) and floods it like a heartbeat. The suspected writer, when a
 // suspicion of it reaches it, refutes it with a fresh heartbeat at once
 // (at most one per refuteGap): its seq is above every seq it signed
-// before, so above the suspicion's.
+// before, so above the suspicion's. A node forwards a suspicion only
+// when it holds no unrefuted one of that writer with as high a seq: the
+// writer's other neighbours suspect it too, and their suspicions add
+// nothing a refutation would not clear with the first.
 //
 // A writer without a session to us counts as active while its latest
 // heartbeat arrived within HeartbeatTimeout and no suspicion we hold of
@@ -99,6 +102,19 @@ func (a *Actor) suspected(w string) bool {
 		}
 	}
 	return false
+}
+
+// topSuspicion is the highest seq among the unrefuted suspicions of w
+// we hold, and whether we hold one.
+func (a *Actor) topSuspicion(w string) (uint64, bool) {
+	var top uint64
+	held := false
+	for _, hs := range a.sus.held[w] {
+		if hs.s.Seq >= a.hb.latest[w] && (!held || hs.s.Seq > top) {
+			top, held = hs.s.Seq, true
+		}
+	}
+	return top, held
 }
 
 // refuted drops the suspicions of w that a heartbeat of seq refutes and
@@ -225,11 +241,19 @@ func (a *Actor) onSuspicions(c actor.Context, from string, ss []*messages.Suspic
 			continue
 		}
 		a.sus.taken++
+		top, held := a.topSuspicion(s.Writer)
 		a.hold(s, now)
-		fresh = append(fresh, s)
 		if s.Writer == a.self {
+			fresh = append(fresh, s)
 			a.hb.refute = true
 			continue
+		}
+		if !held || s.Seq > top {
+			// Only a suspicion that changes what a refutation must
+			// beat goes on: one failure is suspected by each of the
+			// writer's ~13 neighbours, and flooding every one of them
+			// cost each node ~37 KB per failure at 20 writers.
+			fresh = append(fresh, s)
 		}
 		if _, direct := a.sessions[s.Writer]; !direct {
 			a.gate.unhold(s.Writer)

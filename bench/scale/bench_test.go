@@ -98,6 +98,7 @@ type result struct {
 	cfg        simConfig
 	frozenOut  time.Duration // overlay: a frozen voter out of every other node's quorum after
 	frozenLeft int           // on that many nodes
+	frozenSusB float64       // suspicion bytes each other node received for that failure
 	claims     int
 	connsNode  float64       // connections per node
 	maxConns   int           // the most connections one node has
@@ -244,7 +245,7 @@ func measure(tb testing.TB, cfg simConfig, claims int) result {
 	if cfg.boot > 0 {
 		// The overlay: how long a frozen voter of the first claim takes
 		// to leave every other node's quorum.
-		r.frozenOut, r.frozenLeft = s.freezeOut(fmt.Sprintf("burst%05d.p2p", 0), time.Minute)
+		r.frozenOut, r.frozenLeft, r.frozenSusB = s.freezeOut(fmt.Sprintf("burst%05d.p2p", 0), time.Minute)
 		progress("frozen writer out of every quorum after %v", r.frozenOut)
 	}
 	return r

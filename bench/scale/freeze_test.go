@@ -37,8 +37,10 @@ func (e *linkedEndpoint) wrap(c transport.Conn) transport.Conn {
 // freezeOut freezes a writer that votes on domain (one of its replica
 // set beyond R writers, any writer but node 0 up to R) and returns how
 // long until every other node's consensus on domain counts one active
-// peer fewer than before, polled every 100 ms (virtual time).
-func (s *sim) freezeOut(domain string, within time.Duration) (time.Duration, int) {
+// peer fewer than before, polled every 100 ms (virtual time), on how
+// many nodes, and the suspicion bytes each node received for the
+// failure (counted until 5 s after the last node counted it out).
+func (s *sim) freezeOut(domain string, within time.Duration) (time.Duration, int, float64) {
 	root := s.nodes[0]
 	netw := ask[*messages.GetNetworkReply](s.tb, root, root.ledger, &messages.GetNetwork{})
 	ids := make([]string, len(s.nodes))
@@ -82,11 +84,11 @@ func (s *sim) freezeOut(domain string, within time.Duration) (time.Duration, int
 		}
 		if time.Now().After(deadline) {
 			s.tb.Logf("freeze not measured: node %d counts %d of %d voters of %s active %v after the burst", i, a, full, domain, within)
-			return -1, 0
+			return -1, 0, 0
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	t0 := time.Now()
+	t0, m0 := time.Now(), s.meter.snapshot()
 	victim.ep.frozen.Store(true)
 	left := 0
 	testutil.Eventually(s.tb, within, func() error {
@@ -122,5 +124,8 @@ func (s *sim) freezeOut(domain string, within time.Duration) (time.Duration, int
 		}
 		return nil
 	})
-	return time.Since(t0), left
+	out := time.Since(t0)
+	<-time.After(5 * time.Second) // the flood's tail: a rate, not a condition
+	sus := s.meter.snapshot().since(m0).bytes["suspicions"]
+	return out, left, float64(sus) / float64(len(s.nodes)-1)
 }
