@@ -265,3 +265,37 @@ func TestSuspicionsOfOneFailureForwardedOnce(t *testing.T) {
 		t.Fatalf("forwarded suspicions by %v, want %v (by %s adds nothing)", got, want, short(by2.ID()))
 	}
 }
+
+// A bootstrap peer never heard isolatedAfter after we started may be
+// dialed past a full view: a node that knows nobody (the network's
+// first) is otherwise alone for good once every peer that meant to dial
+// it filled its view first. Before isolatedAfter, and for a bootstrap
+// peer we hear, no such dial.
+func TestUnheardBootstrapPeerDialedPastFullView(t *testing.T) {
+	self, err := identity.Generate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	lone, err := identity.Generate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newLivenessRig(t, self, "net")
+	r.run(func(c actor.Context) {
+		a := r.a
+		a.bootstrap = []dialTarget{{id: lone.ID(), addr: "127.0.0.1:1"}}
+		a.startedAt = a.d.Now()
+		if a.cutOff()[lone.ID()] {
+			t.Error("a bootstrap peer is dialed past a full view right after start")
+		}
+		a.startedAt = a.d.Now().Add(-isolatedAfter)
+		if !a.cutOff()[lone.ID()] {
+			t.Errorf("a bootstrap peer never heard in %v is not dialed past a full view", isolatedAfter)
+		}
+		a.hb.latest[lone.ID()] = 1
+		a.hb.heard[lone.ID()] = a.d.Now()
+		if a.cutOff()[lone.ID()] {
+			t.Error("a bootstrap peer we hear is dialed past a full view")
+		}
+	})
+}

@@ -204,6 +204,7 @@ type Actor struct {
 	view                         viewState      // view.go
 	hb                           heartbeatState // heartbeat.go
 	sus                          suspicionState // suspicion.go
+	startedAt                    time.Time      // when Receive got Started
 	grafts                       graftBook      // session_lazy.go, shared by the sessions
 }
 
@@ -346,6 +347,7 @@ func (a *Actor) Receive(c actor.Context) {
 }
 
 func (a *Actor) start(c actor.Context) {
+	a.startedAt = a.d.Now()
 	a.pid = c.Self()
 	a.sys = a.d.System
 	if a.sys == nil {
