@@ -381,14 +381,19 @@ func (a *Actor) start(c actor.Context) {
 			root.Send(self, m)
 		}
 	})
-	ctx := a.ctx
+	ctx, now := a.ctx, a.d.Now
 	go func() {
 		t := time.NewTicker(a.d.TickInterval)
 		defer t.Stop()
 		for {
 			select {
-			case now := <-t.C:
-				root.Send(self, &tick{now: now})
+			case <-t.C:
+				// Deps.Now, not the ticker's time: sessions compare a
+				// tick with times they took from Deps.Now (a handshake's
+				// start), and a node whose clock is set apart (a test's
+				// skewed joiner) timed out every handshake at its first
+				// tick.
+				root.Send(self, &tick{now: now()})
 			case <-ctx.Done():
 				return
 			}
