@@ -30,6 +30,15 @@ const (
 	// KindHeartbeats: Overlay.Heartbeats, signed liveness beacons of
 	// writers (the sender's own and those it forwards).
 	KindHeartbeats = "heartbeats"
+	// KindSuspicions: Overlay.Suspicions, signed reports that a writer
+	// went silent on a neighbour (the sender's own and those it
+	// forwards).
+	KindSuspicions = "suspicions"
+	// KindLiveness: Overlay.Heartbeats and Overlay.Suspicions, the latest
+	// heartbeats and the suspicions the sender holds, sent once to a new
+	// neighbour so it need not wait for the next round; the receiver
+	// takes what is new to it and does not forward it.
+	KindLiveness = "liveness"
 	// KindIHave: Overlay.IDs, ops the sender holds and did not push to us
 	// (lazy link).
 	KindIHave = "ihave"
@@ -49,6 +58,7 @@ const (
 const (
 	MaxSample     = 32   // peers in a shuffle or leave sample
 	MaxHeartbeats = 4096 // heartbeats in one frame
+	MaxSuspicions = 4096 // suspicions in one frame
 	MaxOpIDs      = 4096 // ids in an ihave or graft
 	DigestSize    = 32   // bytes of a version-vector digest (SHA-256)
 )
@@ -60,6 +70,7 @@ type Overlay struct {
 	Heartbeats []*Heartbeat `cbor:"2,keyasint,omitempty"`
 	IDs        []OpID       `cbor:"3,keyasint,omitempty"`
 	Digest     []byte       `cbor:"4,keyasint,omitempty"`
+	Suspicions []*Suspicion `cbor:"5,keyasint,omitempty"`
 }
 
 // OpID names one op of the ledger: its writer and sequence number.
@@ -90,6 +101,32 @@ func HeartbeatSigningBytes(network, writer string, seq uint64) []byte {
 	return fmt.Appendf(b, "%d", seq)
 }
 
+// Suspicion says that Writer went silent on By, a writer with a session
+// to it, at At (Unix milliseconds at By, strictly increasing per By and
+// Writer). Seq is the highest heartbeat seq of Writer that By held then
+// (0: none). Sig is By's signature over SuspicionSigningBytes. Writer
+// refutes it with a heartbeat whose seq is above both At and Seq.
+type Suspicion struct {
+	Writer string `cbor:"1,keyasint"`
+	By     string `cbor:"2,keyasint"`
+	At     uint64 `cbor:"3,keyasint"`
+	Seq    uint64 `cbor:"4,keyasint,omitempty"`
+	Sig    []byte `cbor:"5,keyasint"`
+}
+
+// SuspicionSigningBytes is what a writer signs for a suspicion.
+func SuspicionSigningBytes(network string, s *Suspicion) []byte {
+	b := make([]byte, 0, 24+len(network)+len(s.Writer)+len(s.By)+40)
+	b = append(b, "peerdns-suspicion\x00"...)
+	b = append(b, network...)
+	b = append(b, 0)
+	b = append(b, s.Writer...)
+	b = append(b, 0)
+	b = append(b, s.By...)
+	b = append(b, 0)
+	return fmt.Appendf(b, "%d %d", s.At, s.Seq)
+}
+
 // overlayBodies counts the overlay bodies set on e.
 func (e *Envelope) overlayBodies() int {
 	if e.Overlay != nil {
@@ -106,7 +143,7 @@ func (e *Envelope) validateOverlay() (ok bool, err error) {
 	bad := func(why string) error { return fmt.Errorf("%w: %s: %s", ErrBadEnvelope, e.Kind, why) }
 	o := e.Overlay
 	switch e.Kind {
-	case KindLeave, KindShuffle, KindShuffleReply, KindHeartbeats, KindIHave, KindGraft, KindPrune, KindDigest:
+	case KindLeave, KindShuffle, KindShuffleReply, KindHeartbeats, KindSuspicions, KindLiveness, KindIHave, KindGraft, KindPrune, KindDigest:
 	default:
 		return false, nil
 	}
@@ -122,15 +159,31 @@ func (e *Envelope) validateOverlay() (ok bool, err error) {
 	if len(o.IDs) > MaxOpIDs {
 		return true, bad(fmt.Sprintf("%d ids, at most %d", len(o.IDs), MaxOpIDs))
 	}
+	if len(o.Suspicions) > MaxSuspicions {
+		return true, bad(fmt.Sprintf("%d suspicions, at most %d", len(o.Suspicions), MaxSuspicions))
+	}
 	for _, h := range o.Heartbeats {
 		if h == nil || h.Writer == "" || h.Seq == 0 {
 			return true, bad("heartbeat without writer or seq")
+		}
+	}
+	for _, s := range o.Suspicions {
+		if s == nil || s.Writer == "" || s.By == "" || s.At == 0 {
+			return true, bad("suspicion without writer, author or time")
 		}
 	}
 	switch e.Kind {
 	case KindHeartbeats:
 		if len(o.Heartbeats) == 0 {
 			return true, bad("no heartbeats")
+		}
+	case KindSuspicions:
+		if len(o.Suspicions) == 0 {
+			return true, bad("no suspicions")
+		}
+	case KindLiveness:
+		if len(o.Heartbeats)+len(o.Suspicions) == 0 {
+			return true, bad("no heartbeats or suspicions")
 		}
 	case KindIHave, KindGraft:
 		if len(o.IDs) == 0 {
@@ -171,6 +224,15 @@ type OverlayDiag struct {
 	HeartbeatsNew    int64 `json:"heartbeatsNew"`
 	HeartbeatsDup    int64 `json:"heartbeatsDuplicate"`
 	HeartbeatsBad    int64 `json:"heartbeatsRefused"`
+	// Suspicions: writers counted out now (suspected by two others, or a
+	// silent neighbour), suspicions we signed, took, dropped as
+	// duplicates and refused, and suspicions of us we refuted.
+	Suspected      int   `json:"suspected"`
+	SuspicionsSent int64 `json:"suspicionsSent"`
+	SuspicionsNew  int64 `json:"suspicionsNew"`
+	SuspicionsDup  int64 `json:"suspicionsDuplicate"`
+	SuspicionsBad  int64 `json:"suspicionsRefused"`
+	Refutations    int64 `json:"refutations"`
 	// Anti-entropy: digests from neighbours that matched our vector, and
 	// that did not (answered with the full vector).
 	DigestsEqual  int64 `json:"digestsEqual"`

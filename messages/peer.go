@@ -120,6 +120,10 @@ type PeerInfo struct {
 // Ping carries the sender's clock so the pong gives a round-trip time.
 type Ping struct {
 	SentUnixNano int64 `cbor:"1,keyasint"`
+	// NoPong: the sender wants no pong. Both ends of a session ping each
+	// other, so each end's pings already tell the other it is alive; a
+	// pong only measures the round trip, which a sampled one does.
+	NoPong bool `cbor:"2,keyasint,omitempty"`
 }
 
 // TunnelIDs announces the tunnel ids a node serves: every id it has, each

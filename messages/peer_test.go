@@ -76,6 +76,7 @@ func TestEnvelopeRoundTrip(t *testing.T) {
 		{"want", &Envelope{Kind: KindWant, VV: VersionVector{"w": 7}}},
 		{"peers", &Envelope{Kind: KindPeers, Peers: []PeerInfo{{ID: "p", Addrs: []string{"10.0.0.1:7740"}}}}},
 		{"ping", &Envelope{Kind: KindPing, Ping: &Ping{SentUnixNano: 42}}},
+		{"ping without pong", &Envelope{Kind: KindPing, Ping: &Ping{SentUnixNano: 42, NoPong: true}}},
 		{"tunnels", &Envelope{Kind: KindTunnels, Tunnels: &TunnelIDs{IDs: []string{tunnelB, tunnelA}}}},
 		{"tunnels nil set", &Envelope{Kind: KindTunnels, Tunnels: &TunnelIDs{}}},
 		{"tunnels empty set", &Envelope{Kind: KindTunnels, Tunnels: &TunnelIDs{IDs: []string{}}}},

@@ -34,6 +34,13 @@ type sessionEntry struct {
 	silent    bool
 	silences  []time.Time
 	holdUntil time.Time
+	// left: the peer sent a leave (its session's end is no failure).
+	left bool
+	// peersSent is the peer list we last sent on this session, and
+	// peersAt when (addressbook.go: lists go out on change, and again
+	// only every peerListRepeat exchanges).
+	peersSent string
+	peersAt   time.Time
 }
 
 // onConn admits a new connection into a session, resolving duplicates.
@@ -146,6 +153,9 @@ func (a *Actor) onUp(c actor.Context, m *sessionUp) {
 	}
 	a.remember(m.id, addrs, true)
 	a.d.Mesh.setConn(m.id, e.conn)
+	if m.hello.Neighbours == 0 {
+		a.greetLiveness(c, m.id) // suspicion.go: only a peer new to the overlay needs it
+	}
 	a.connectedChanged(c)
 	a.trimView(c, m.id)
 	a.updateGate()
@@ -167,6 +177,12 @@ func (a *Actor) onTerminated(c actor.Context, who *actor.PID) {
 			if e.up || e.inherited {
 				a.remember(id, nil, true)
 				a.lingering[id] = a.d.Now()
+			}
+			if e.up && !e.left && !e.silent && !a.stopping() {
+				// Ended without a leave: the peer failed, or the
+				// link did (suspicion.go; a live peer refutes it).
+				a.heardNow(id)
+				a.suspect(c, id)
 			}
 			return
 		}
@@ -196,6 +212,19 @@ func (a *Actor) upIDs() []string {
 	}
 	for id := range a.lingering {
 		ids = append(ids, id)
+	}
+	if len(a.sus.held) > 0 {
+		// A session still in handshake (or one that just ended) counts
+		// as connected to spare the quorum a flap; not once its peer is
+		// suspected (suspicion.go).
+		kept := ids[:0]
+		for _, id := range ids {
+			if e := a.sessions[id]; (e == nil || !e.up) && a.suspected(id) {
+				continue
+			}
+			kept = append(kept, id)
+		}
+		ids = kept
 	}
 	sort.Strings(ids)
 	return ids
@@ -238,6 +267,9 @@ func (a *Actor) onSilent(c actor.Context, m *peerSilent) {
 	}
 	now := a.d.Now()
 	if m.silent {
+		if !e.silent {
+			a.suspect(c, m.id)
+		}
 		e.silent = true
 		e.silences = append(e.silences, now)
 		for len(e.silences) > 0 && now.Sub(e.silences[0]) > flapWindow {

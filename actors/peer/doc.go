@@ -36,7 +36,8 @@
 // # Failure detection
 //
 // Every session pings its peer each PingInterval (1 s) and notes every
-// frame it hears. A peer not heard from for StaleAfter (2 s) is silent:
+// frame it hears; both ends ping, so only the first ping and every tenth
+// after it ask for a pong (the round trip the diagnostics show). A peer not heard from for StaleAfter (2 s) is silent:
 // it stops counting in the connected set the ledger's quorum uses (the
 // connection itself stays up; QUIC's own idle timeout, 20 s, closes it
 // if the silence lasts), so a frozen or unplugged peer leaves activePeers
@@ -50,8 +51,11 @@
 //
 // Beyond ActiveView writers a node keeps a bounded active view of
 // neighbours (view.go), learns peers by shuffling small random samples,
-// counts writers it has no session with as active while their signed
-// heartbeats arrive over the overlay (heartbeat.go), and spreads ops
+// counts writers it has no session with as active while their rare
+// signed heartbeats keep arriving over the overlay (heartbeat.go) and no
+// unrefuted signed suspicion of them is held (suspicion.go: the
+// neighbours of a writer that goes silent or fails sign one and flood
+// it; a live writer refutes it with a fresh heartbeat), and spreads ops
 // along an eager spanning tree with lazy id announcements on the other
 // links (session_lazy.go). Up to ActiveView writers every node keeps a
 // session with every other and all of this reduces to the full mesh.

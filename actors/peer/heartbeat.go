@@ -11,8 +11,13 @@ import (
 )
 
 // Liveness without a full mesh: every writer signs a heartbeat each
-// HeartbeatInterval (default 1 s) and sends it to its neighbours, who
-// forward it to theirs, as ops travel. A heartbeat is
+// HeartbeatInterval and sends it to its neighbours, who forward it to
+// theirs, as ops travel. By default the interval scales with the writers
+// we know (HeartbeatPerWriter, 5 s, each; at least 30 s; the first ones
+// 1, 2, 4 ... s apart), so a node receives about one writer's heartbeat
+// every 5 s whatever the size: heartbeats say a writer exists and was
+// alive lately, and suspicions (suspicion.go) take a failed one out
+// within seconds. A heartbeat is
 // {writer, seq = Unix ms at the writer, strictly increasing, signature
 // over network, writer and seq}.
 //
@@ -33,18 +38,19 @@ import (
 //
 // The active set the ledger counts (messages.PeerSetChanged) is: writers
 // with a session to us as today (heard directly within StaleAfter), plus
-// writers without a session whose heartbeat arrived within
-// HeartbeatTimeout (default 3 s). Heartbeats of a writer we have a
-// session with are forwarded but do not count: its session decides, so
-// up to ActiveView writers (a full mesh) the set and its timing are
-// exactly today's. Beyond, a frozen writer's last heartbeat reaches every
-// node within a few hops; it leaves their active sets HeartbeatTimeout
-// later, checked on every tick: HeartbeatTimeout + TickInterval + the
-// hop delay, under 5 s with the defaults.
+// writers without an established session whose heartbeat arrived within
+// HeartbeatTimeout (default three intervals) and that are not suspected.
+// Heartbeats of a writer we have a session with are forwarded but do not
+// count: its session decides, so up to ActiveView writers (a full mesh)
+// the set and its timing are exactly those of a full mesh. Beyond, a
+// frozen writer leaves the active sets when its neighbours' suspicion
+// arrives (StaleAfter on the tick, plus the hops).
 //
-// Cost: each writer's heartbeat reaches every node (about 110 bytes on
-// the wire), so idle traffic grows with the number of writers; each node
-// receives it once per neighbour that has not seen it from us first.
+// Cost: each heartbeat reaches every node once per neighbour that has
+// not seen it from us first (~13 copies of ~150 B with a view of 12), so
+// a node receives ~2 KB per writer per interval, ~400 B/s with the
+// scaled interval at any size; a new neighbour gets the heartbeats we
+// hold once (suspicion.go).
 
 const (
 	// heartbeatMaxAge: a heartbeat whose seq is older than this by our
@@ -63,12 +69,17 @@ const (
 
 // heartbeatState is the supervisor's liveness bookkeeping.
 type heartbeatState struct {
-	seq                 uint64               // our last heartbeat's seq
-	last                time.Time            // when we sent it
-	latest              map[string]uint64    // writer → highest seq taken
-	heard               map[string]time.Time // writer without a session → when its heartbeat came
-	writers             map[string]bool      // ids the ledger says are writers
-	notWriter           map[string]time.Time // ids it says are not, with when it said so
+	seq                 uint64                         // our last heartbeat's seq
+	last                time.Time                      // when we sent it
+	own                 *messages.Heartbeat            // and the heartbeat itself
+	refute              bool                           // a suspicion of us arrived: heartbeat at once
+	sent                int                            // heartbeats we signed
+	latest              map[string]uint64              // writer → highest seq taken
+	beats               map[string]*messages.Heartbeat // writer → that heartbeat, for new neighbours
+	beatAt              map[string]time.Time           // writer → when it arrived
+	heard               map[string]time.Time           // writer without a session → when its heartbeat came
+	writers             map[string]bool                // ids the ledger says are writers
+	notWriter           map[string]time.Time           // ids it says are not, with when it said so
 	asking              map[string][]heldBeat
 	bad                 map[string]int // neighbour → refused heartbeats it sent
 	taken, dup, refused int64
@@ -82,6 +93,7 @@ type heldBeat struct {
 func (h *heartbeatState) init() {
 	if h.latest == nil {
 		h.latest, h.heard = map[string]uint64{}, map[string]time.Time{}
+		h.beats, h.beatAt = map[string]*messages.Heartbeat{}, map[string]time.Time{}
 		h.writers, h.notWriter = map[string]bool{}, map[string]time.Time{}
 		h.asking, h.bad = map[string][]heldBeat{}, map[string]int{}
 	}
@@ -92,9 +104,16 @@ func (h *heartbeatState) init() {
 func (a *Actor) heartbeatTick(c actor.Context, now time.Time) {
 	h := &a.hb
 	h.init()
-	changed := false
+	changed := a.suspicionTick(now)
+	timeout := a.hbTimeout()
+	for w, at := range h.beatAt {
+		if now.Sub(at) >= timeout {
+			delete(h.beatAt, w)
+			delete(h.beats, w)
+		}
+	}
 	for w, at := range h.heard {
-		if now.Sub(at) >= a.d.HeartbeatTimeout {
+		if now.Sub(at) >= timeout {
 			delete(h.heard, w)
 			changed = true
 			// Unheard: dead, or in a part of the graph we are cut off
@@ -111,14 +130,51 @@ func (a *Actor) heartbeatTick(c actor.Context, now time.Time) {
 	if changed {
 		a.connectedChanged(c)
 	}
-	if a.network == "" || now.Sub(h.last) < a.d.HeartbeatInterval {
+	if a.network == "" {
 		return
 	}
-	h.last = now
+	// The first heartbeats come 1, 2, 4 ... s apart up to the interval:
+	// at start our neighbours (and theirs) come up one by one, and a
+	// heartbeat sent before a node had any neighbour reaches nobody.
+	every := min(a.hbInterval(), time.Second<<min(h.sent, 16))
+	if now.Sub(h.last) < every && !(h.refute && now.Sub(h.last) >= refuteGap) {
+		return
+	}
+	a.beat(c, now)
+}
+
+// beat signs and sends our heartbeat now.
+func (a *Actor) beat(c actor.Context, now time.Time) {
+	h := &a.hb
+	if h.refute {
+		a.sus.refutations++
+	}
+	h.last, h.refute = now, false
+	h.sent++
 	h.seq = max(h.seq+1, uint64(now.UnixMilli()))
 	hb := &messages.Heartbeat{Writer: a.self, Seq: h.seq}
 	hb.Sig = a.d.Identity.Sign(messages.HeartbeatSigningBytes(a.network, a.self, h.seq))
+	h.own = hb
 	a.forwardBeats(c, "", []*messages.Heartbeat{hb})
+}
+
+// hbInterval is how often we sign a heartbeat: Deps.HeartbeatInterval, or
+// HeartbeatPerWriter for every writer we know of, at least
+// heartbeatFloor.
+func (a *Actor) hbInterval() time.Duration {
+	if a.d.HeartbeatInterval > 0 {
+		return a.d.HeartbeatInterval
+	}
+	return max(heartbeatFloor, time.Duration(len(a.hb.latest)+1)*a.d.HeartbeatPerWriter)
+}
+
+// hbTimeout is how long a writer without a session counts as active
+// after its last heartbeat arrived (unless suspected).
+func (a *Actor) hbTimeout() time.Duration {
+	if a.d.HeartbeatTimeout > 0 {
+		return a.d.HeartbeatTimeout
+	}
+	return 3 * a.hbInterval()
 }
 
 // forwardBeats sends heartbeats to every established neighbour except
@@ -146,8 +202,9 @@ func (a *Actor) forwardBeats(c actor.Context, from string, hbs []*messages.Heart
 	}
 }
 
-// onHeartbeats takes a neighbour's heartbeats.
-func (a *Actor) onHeartbeats(c actor.Context, from string, hbs []*messages.Heartbeat) {
+// onHeartbeats takes a neighbour's heartbeats and forwards the new ones
+// (unless they came in a new neighbour's greeting: forward false).
+func (a *Actor) onHeartbeats(c actor.Context, from string, hbs []*messages.Heartbeat, forward bool) {
 	h := &a.hb
 	h.init()
 	var fresh []*messages.Heartbeat
@@ -164,10 +221,12 @@ func (a *Actor) onHeartbeats(c actor.Context, from string, hbs []*messages.Heart
 		case !h.notWriter[hb.Writer].IsZero():
 			h.refused++ // not counted against the neighbour (refuseBeat)
 		default:
-			a.askWriter(c, from, hb)
+			a.askWriter(c, from, hb, forward)
 		}
 	}
-	a.forwardBeats(c, from, fresh)
+	if forward {
+		a.forwardBeats(c, from, fresh)
+	}
 }
 
 // takeBeat checks a new heartbeat and records it; false if refused.
@@ -187,11 +246,17 @@ func (a *Actor) takeBeat(c actor.Context, from string, hb *messages.Heartbeat) b
 		return false
 	}
 	h.taken++
+	// Before latest moves: whether the writer was suspected is judged
+	// against the seq we held until now (with the new one every
+	// suspicion it refutes already looks refuted, the active set would
+	// not be sent again, and the ledger would keep it counted out).
+	refuted := a.refuted(hb.Writer, hb.Seq)
 	h.latest[hb.Writer] = hb.Seq
-	if _, direct := a.sessions[hb.Writer]; !direct {
+	h.beats[hb.Writer], h.beatAt[hb.Writer] = hb, now
+	if e := a.sessions[hb.Writer]; e == nil || !e.up {
 		_, was := h.heard[hb.Writer]
 		h.heard[hb.Writer] = now
-		if !was {
+		if !was || refuted {
 			a.connectedChanged(c)
 		}
 	}
@@ -214,7 +279,7 @@ func (a *Actor) refuseBeat(c actor.Context, from, why string) {
 
 // askWriter asks the ledger whether hb's writer is one, holding hb (and
 // later ones of the same writer) until it answers.
-func (a *Actor) askWriter(c actor.Context, from string, hb *messages.Heartbeat) {
+func (a *Actor) askWriter(c actor.Context, from string, hb *messages.Heartbeat, forward bool) {
 	h := &a.hb
 	w := hb.Writer
 	if held, ok := h.asking[w]; ok {
@@ -253,7 +318,7 @@ func (a *Actor) askWriter(c actor.Context, from string, hb *messages.Heartbeat) 
 		}
 		h.writers[w] = true
 		for _, b := range held {
-			if a.takeBeat(c, b.from, b.hb) {
+			if a.takeBeat(c, b.from, b.hb) && forward {
 				a.forwardBeats(c, b.from, []*messages.Heartbeat{b.hb})
 			}
 		}
@@ -272,7 +337,7 @@ func (a *Actor) activeIDs() []string {
 		have[id] = true
 	}
 	for w := range a.hb.heard {
-		if _, direct := a.sessions[w]; !direct && !have[w] {
+		if e := a.sessions[w]; (e == nil || !e.up) && !have[w] && !a.suspected(w) {
 			ids = append(ids, w)
 		}
 	}

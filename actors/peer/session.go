@@ -59,9 +59,14 @@ type session struct {
 	pendingVV   messages.VersionVector
 	havePending bool
 	lastVV      time.Time
-	lastPing    time.Time
-	stats       sessionStats
-	dropped     int
+	// peerDigest is the peer's last digest, digestAt when we last sent
+	// ours (session_sync.go: an idle link skips digests that would match).
+	peerDigest []byte
+	digestAt   time.Time
+	lastPing   time.Time
+	pings      int // pings sent; every pongEvery-th asks for a pong
+	stats      sessionStats
+	dropped    int
 	// credits bound the ops frames handed to the ledger and not answered
 	// yet: the reader takes one per ops frame and ApplyOps' reply gives it
 	// back, so a peer sending faster than our ledger commits is slowed by
@@ -127,7 +132,9 @@ func (s *session) Receive(c actor.Context) {
 		}
 		switch m.m.Kind {
 		case messages.KindPing:
-			s.enqueue(&messages.Envelope{Kind: messages.KindPong, Ping: m.m.Ping})
+			if !m.m.Ping.NoPong {
+				s.enqueue(&messages.Envelope{Kind: messages.KindPong, Ping: m.m.Ping})
+			}
 			return
 		case messages.KindPong:
 			s.stats.rtt = time.Duration(time.Now().UnixNano() - m.m.Ping.SentUnixNano)

@@ -81,10 +81,16 @@ type Deps struct {
 	// ShuffleSize bounds the peers in one shuffle or leave sample [8].
 	ShuffleSize int
 	// HeartbeatInterval: how often this writer signs and sends a
-	// heartbeat (heartbeat.go) [1s]. HeartbeatTimeout: a writer without a
-	// session to us counts as active this long after its last heartbeat
-	// arrived [3s].
+	// heartbeat (heartbeat.go) [0: scaled to the writers we know,
+	// HeartbeatPerWriter each, at least heartbeatFloor (30 s)].
+	// HeartbeatTimeout: a writer without a session to us counts as active
+	// this long after its last heartbeat arrived, unless suspected
+	// (suspicion.go) [0: three intervals].
 	HeartbeatInterval, HeartbeatTimeout time.Duration
+	// HeartbeatPerWriter: the scaled heartbeat interval per known writer
+	// [5s: each node then receives one writer's heartbeat every 5 s on
+	// average, whatever the network's size].
+	HeartbeatPerWriter time.Duration
 	// LazyTimeout: an op a lazy neighbour announced that has not arrived
 	// this long after is grafted from it (session_lazy.go) [500ms].
 	LazyTimeout time.Duration
@@ -115,8 +121,7 @@ func (d *Deps) defaults() {
 	def(&d.HandshakeTimeout, 10*time.Second)
 	def(&d.AskTimeout, 5*time.Second)
 	def(&d.DisconnectGrace, time.Second)
-	def(&d.HeartbeatInterval, time.Second)
-	def(&d.HeartbeatTimeout, 3*time.Second)
+	def(&d.HeartbeatPerWriter, 5*time.Second)
 	def(&d.LazyTimeout, 500*time.Millisecond)
 	if d.Batch <= 0 {
 		d.Batch = 512
@@ -198,6 +203,8 @@ type Actor struct {
 	quicRetried, quicRetryFailed int64
 	view                         viewState      // view.go
 	hb                           heartbeatState // heartbeat.go
+	sus                          suspicionState // suspicion.go
+	startedAt                    time.Time      // when Receive got Started
 	grafts                       graftBook      // session_lazy.go, shared by the sessions
 }
 
@@ -340,6 +347,7 @@ func (a *Actor) Receive(c actor.Context) {
 }
 
 func (a *Actor) start(c actor.Context) {
+	a.startedAt = a.d.Now()
 	a.pid = c.Self()
 	a.sys = a.d.System
 	if a.sys == nil {
@@ -373,14 +381,19 @@ func (a *Actor) start(c actor.Context) {
 			root.Send(self, m)
 		}
 	})
-	ctx := a.ctx
+	ctx, now := a.ctx, a.d.Now
 	go func() {
 		t := time.NewTicker(a.d.TickInterval)
 		defer t.Stop()
 		for {
 			select {
-			case now := <-t.C:
-				root.Send(self, &tick{now: now})
+			case <-t.C:
+				// Deps.Now, not the ticker's time: sessions compare a
+				// tick with times they took from Deps.Now (a handshake's
+				// start), and a node whose clock is set apart (a test's
+				// skewed joiner) timed out every handshake at its first
+				// tick.
+				root.Send(self, &tick{now: now()})
 			case <-ctx.Done():
 				return
 			}

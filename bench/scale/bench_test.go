@@ -95,20 +95,23 @@ func progress(format string, args ...any) {
 
 // result is what one run measured.
 type result struct {
-	cfg       simConfig
-	claims    int
-	connsNode float64       // connections per node
-	maxConns  int           // the most connections one node has
-	viewFill  time.Duration // overlay: until every node's active view was full
-	viewsFull int           // overlay: nodes whose view was full by then
-	diameter  int
-	setup     time.Duration
-	heapNode  float64 // live heap per node after setup (ledger, actors, sessions)
-	gorConn   float64 // goroutines per connection end
-	vvEntries int
-	vvBytes   int
-	idleBps   float64 // bytes per second per node, idle
-	idleKinds map[string]int64
+	cfg        simConfig
+	frozenOut  time.Duration // overlay: a frozen voter out of every other node's quorum after
+	frozenLeft int           // on that many nodes
+	frozenSusB float64       // suspicion bytes each other node received for that failure
+	claims     int
+	connsNode  float64       // connections per node
+	maxConns   int           // the most connections one node has
+	viewFill   time.Duration // overlay: until every node's active view was full
+	viewsFull  int           // overlay: nodes whose view was full by then
+	diameter   int
+	setup      time.Duration
+	heapNode   float64 // live heap per node after setup (ledger, actors, sessions)
+	gorConn    float64 // goroutines per connection end
+	vvEntries  int
+	vvBytes    int
+	idleBps    float64 // bytes per second per node, idle
+	idleKinds  map[string]int64
 	// churn in the idle window, per minute across the network: sessions
 	// opened and ended (each counted once, not at both ends) and leaves
 	// sent.
@@ -162,6 +165,9 @@ func measure(tb testing.TB, cfg simConfig, claims int) result {
 	// Idle traffic over a fixed window: a rate is measured, no condition
 	// is waited for.
 	idle := idleWindow()
+	if d, err := time.ParseDuration(os.Getenv("SCALE_SETTLE")); err == nil && d > 0 {
+		<-time.After(d) // past the first seconds' view trimming and heartbeats
+	}
 	m0, d0 := s.meter.snapshot(), s.diagnostics()
 	<-time.After(idle)
 	idleB := s.meter.snapshot().since(m0)
@@ -243,6 +249,12 @@ func measure(tb testing.TB, cfg simConfig, claims int) result {
 	r.kinds = kindsPerNode(burst, nodes, 1)
 	r.received, r.dups, r.gaps = diag.received, diag.duplicates, diag.gaps
 	r.offLink = s.meter.offLink.Load()
+	if cfg.boot > 0 {
+		// The overlay: how long a frozen voter of the first claim takes
+		// to leave every other node's quorum.
+		r.frozenOut, r.frozenLeft, r.frozenSusB = s.freezeOut(fmt.Sprintf("burst%05d.p2p", 0), time.Minute)
+		progress("frozen writer out of every quorum after %v", r.frozenOut)
+	}
 	return r
 }
 

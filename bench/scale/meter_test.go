@@ -26,7 +26,7 @@ type kindCount struct {
 
 // meteredKinds are the envelope kinds counted apart; the rest go to "other".
 var meteredKinds = []string{"hello", "accept", "refuse", "vv", "want", "ops", "peers", "ping", "pong", "tunnels",
-	"heartbeats", "shuffle", "shuffle-reply", "leave", "digest", "ihave", "graft", "prune", "other"}
+	"heartbeats", "suspicions", "liveness", "shuffle", "shuffle-reply", "leave", "digest", "ihave", "graft", "prune", "other"}
 
 func newMeter() *meter {
 	m := &meter{index: map[string]int{}, kinds: map[string]*kindCount{}}

@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -410,6 +411,8 @@ type linkedEndpoint struct {
 	self  int
 	links *topology
 	index map[string]int // peer id → node index (read-only once built)
+	// frozen: the node hangs; its connections send nothing (freeze_test.go).
+	frozen atomic.Bool
 }
 
 func (e *linkedEndpoint) allowed(id string) bool {
@@ -422,18 +425,24 @@ func (e *linkedEndpoint) Dial(ctx context.Context, addr, peerID string) (transpo
 		return nil, fmt.Errorf("dial %s: no route to this peer in the simulated topology", addr)
 	}
 	c, err := e.MemEndpoint.Dial(ctx, addr, peerID)
-	if err == nil && !e.allowed(c.PeerID()) {
+	if err != nil {
+		return nil, err
+	}
+	if !e.allowed(c.PeerID()) {
 		c.Close("no route")
 		return nil, fmt.Errorf("dial %s: no route to this peer in the simulated topology", addr)
 	}
-	return c, err
+	return e.wrap(c), nil
 }
 
 func (e *linkedEndpoint) Accept(ctx context.Context) (transport.Conn, error) {
 	for {
 		c, err := e.MemEndpoint.Accept(ctx)
-		if err != nil || e.allowed(c.PeerID()) {
-			return c, err
+		if err != nil {
+			return nil, err
+		}
+		if e.allowed(c.PeerID()) {
+			return e.wrap(c), nil
 		}
 		c.Close("no route")
 	}

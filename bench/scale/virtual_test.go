@@ -92,8 +92,18 @@ func TestVirtualOverlay(t *testing.T) {
 		if r.maxConns > maxConnsPerNode {
 			t.Errorf("a node has %d sessions, at most %d wanted", r.maxConns, maxConnsPerNode)
 		}
+		// Every node counted every live writer before the freeze (a
+		// node that kept one counted out makes the freeze unmeasured),
+		// and the frozen one left every quorum within the bound up to R.
+		if r.frozenOut < 0 || r.frozenLeft != n-1 || r.frozenOut > frozenBoundUpToR {
+			t.Errorf("frozen voter out of %d of %d quorums after %v, want all within %v", r.frozenLeft, n-1, r.frozenOut, frozenBoundUpToR)
+		}
 	})
 }
+
+// frozenBoundUpToR is how soon a frozen voter must leave every other
+// node's quorum in a network of at most R writers.
+const frozenBoundUpToR = 3 * time.Second
 
 // maxConnsPerNode is the bound on one node's sessions the overlay is
 // held to (the view of 12 plus young sessions not yet trimmed).
@@ -116,7 +126,7 @@ func TestVirtualOverlayAt(t *testing.T) {
 
 // describe is a result in the words of the bench/scale figures.
 func describe(r result) string {
-	return fmt.Sprintf("n=%d: views full (%d of %d target %d) after %v virtual; conns/node %.1f (max %d), diameter %d; heap %.1f MB/node, %.1f goroutines/conn; idle %.0f B/s/node %v; sessions per minute in the idle window: %.0f opened, %.0f ended, %.0f leaves; burst of %d claims: acked %v, applied on all %v, resolved on all %v (virtual); %.1f CPU-s (%.3f per node); per node %.0f B of ops per claim until applied, %.0f B in all per write until resolved; by kind per node %v; ops received %d (%d duplicates)",
+	return fmt.Sprintf("n=%d: views full (%d of %d target %d) after %v virtual; conns/node %.1f (max %d), diameter %d; heap %.1f MB/node, %.1f goroutines/conn; idle %.0f B/s/node %v; sessions per minute in the idle window: %.0f opened, %.0f ended, %.0f leaves; burst of %d claims: acked %v, applied on all %v, resolved on all %v (virtual); %.1f CPU-s (%.3f per node); per node %.0f B of ops per claim until applied, %.0f B in all per write until resolved; by kind per node %v; ops received %d (%d duplicates); a frozen voter left the quorum of all %d others in %v (virtual), %.0f B of suspicions per node for it",
 		r.cfg.nodes, r.viewsFull, r.cfg.nodes, viewTarget(r.cfg.nodes), r.viewFill, r.connsNode, r.maxConns, r.diameter, r.heapNode/1e6, r.gorConn,
-		r.idleBps, r.idleKinds, r.opensMin, r.endsMin, r.leavesMin, r.claims, r.acked, r.applied, r.resolved, r.cpu.Seconds(), r.cpu.Seconds()/float64(r.cfg.nodes), r.claimB, r.allB, r.kinds, r.received, r.dups)
+		r.idleBps, r.idleKinds, r.opensMin, r.endsMin, r.leavesMin, r.claims, r.acked, r.applied, r.resolved, r.cpu.Seconds(), r.cpu.Seconds()/float64(r.cfg.nodes), r.claimB, r.allB, r.kinds, r.received, r.dups, r.frozenLeft, r.frozenOut, r.frozenSusB)
 }

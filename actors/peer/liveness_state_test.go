@@ -1,0 +1,301 @@
+package peer
+
+import (
+	"io"
+	"log/slog"
+	"maps"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"peerdns/messages"
+	"peerdns/transport/identity"
+)
+
+// livenessRig runs a peers supervisor's liveness bookkeeping inside a
+// real actor (so it has a context to send from) without sessions or
+// endpoint: run hands a function the actor's context, and sets returns
+// every PeerSetChanged the supervisor sent its ledger, in order.
+type livenessRig struct {
+	t    *testing.T
+	sys  *actor.ActorSystem
+	a    *Actor
+	pid  *actor.PID
+	sets chan []string
+}
+
+func newLivenessRig(t *testing.T, self *identity.Identity, network string) *livenessRig {
+	t.Helper()
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	sys := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet }))
+	r := &livenessRig{t: t, sys: sys, sets: make(chan []string, 64)}
+	t.Cleanup(r.sys.Shutdown)
+	ledger := r.sys.Root.Spawn(actor.PropsFromFunc(func(c actor.Context) {
+		if m, ok := c.Message().(*messages.PeerSetChanged); ok {
+			r.sets <- m.Connected
+		}
+	}))
+	d := Deps{Identity: self, Ledger: ledger, Log: quiet}
+	d.defaults()
+	r.a = newActor(d)
+	r.a.network, r.a.sys = network, r.sys
+	r.a.sessions = map[string]*sessionEntry{}
+	r.a.lingering = map[string]time.Time{}
+	r.a.gate = newDialGate(d.ActiveView, d.Now)
+	r.a.hb.init()
+	r.a.sus.init()
+	r.pid = r.sys.Root.Spawn(actor.PropsFromFunc(func(c actor.Context) {
+		if f, ok := c.Message().(func(actor.Context)); ok {
+			defer func() {
+				// A panic here would restart this actor and leave run
+				// waiting; it goes back to the test instead.
+				c.Respond(recover())
+			}()
+			f(c)
+		}
+	}))
+	return r
+}
+
+// run calls f inside the actor and waits for it to return.
+func (r *livenessRig) run(f func(c actor.Context)) {
+	r.t.Helper()
+	res, err := r.sys.Root.RequestFuture(r.pid, f, 5*time.Second).Result()
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	if res != nil {
+		r.t.Fatalf("panic: %v", res)
+	}
+}
+
+// waitSet waits until the latest set the supervisor sent its ledger
+// satisfies ok, and returns it.
+func (r *livenessRig) waitSet(what string, ok func([]string) bool) []string {
+	r.t.Helper()
+	var last []string
+	deadline := time.After(5 * time.Second)
+	for {
+		select {
+		case last = <-r.sets:
+			if ok(last) {
+				return last
+			}
+		case <-deadline:
+			r.t.Fatalf("%s: the ledger was last told %v (the supervisor counts %v)", what, shortAll(last), shortAll(r.a.activeIDs()))
+			return nil
+		}
+	}
+}
+
+// A writer heard only by heartbeat that a suspicion counted out comes
+// back into the set the ledger counts as soon as a heartbeat that
+// refutes the suspicion arrives: the refutation must reach the quorum,
+// not only the bookkeeping (a node once kept a live writer out of its
+// quorum for minutes that way).
+func TestRefutingHeartbeatReachesTheLedger(t *testing.T) {
+	ids := make([]*identity.Identity, 3)
+	for i := range ids {
+		id, err := identity.Generate()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[i] = id
+	}
+	self, w, by := ids[0], ids[1], ids[2]
+	const network = "net"
+	r := newLivenessRig(t, self, network)
+	beat := func(seq uint64) *messages.Heartbeat {
+		hb := &messages.Heartbeat{Writer: w.ID(), Seq: seq}
+		hb.Sig = w.Sign(messages.HeartbeatSigningBytes(network, w.ID(), seq))
+		return hb
+	}
+	now := uint64(time.Now().UnixMilli())
+	r.run(func(c actor.Context) {
+		r.a.hb.writers[w.ID()], r.a.hb.writers[by.ID()] = true, true
+		if !r.a.takeBeat(c, by.ID(), beat(now-2000)) {
+			t.Error("first heartbeat refused")
+		}
+	})
+	in := func(s []string) bool { return slices.Contains(s, w.ID()) }
+	r.waitSet("a heartbeat counts its writer", in)
+	s := &messages.Suspicion{Writer: w.ID(), By: by.ID(), At: now - 1000, Seq: now - 2000}
+	s.Sig = by.Sign(messages.SuspicionSigningBytes(network, s))
+	r.run(func(c actor.Context) { r.a.onSuspicions(c, "", []*messages.Suspicion{s}, false) })
+	r.waitSet("a suspicion counts its writer out", func(s []string) bool { return !in(s) })
+	r.run(func(c actor.Context) {
+		if !r.a.takeBeat(c, by.ID(), beat(now)) {
+			t.Error("refuting heartbeat refused")
+		}
+	})
+	r.waitSet("a refuting heartbeat counts its writer again", in)
+}
+
+// dialedConn is what helloNeighbours reads of a connection.
+type dialedConn struct {
+	out bool
+	id  string
+}
+
+func (f dialedConn) Outbound() bool { return f.out }
+func (f dialedConn) PeerID() string { return f.id }
+
+// A dial asks its peer to make room (hello neighbours 0, which a full
+// view must take and evict for) only when the peer's heartbeats stopped
+// reaching us, not when the peer is merely suspected (a live writer
+// refutes a suspicion within a round trip). At 100 writers, dials that
+// asked for room on suspicion fed a loop: evictions ended sessions,
+// ended sessions raised suspicions, suspicions made dials that evicted,
+// and the view churned (168 sessions opened a minute in a settled
+// network, none without the loop).
+func TestRoomAskedOnlyOfWritersNoLongerHeard(t *testing.T) {
+	ids := make([]*identity.Identity, 4)
+	for i := range ids {
+		id, err := identity.Generate()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[i] = id
+	}
+	self, suspect, gone, by := ids[0], ids[1], ids[2], ids[3]
+	const network = "net"
+	r := newLivenessRig(t, self, network)
+	now := uint64(time.Now().UnixMilli())
+	r.run(func(c actor.Context) {
+		a := r.a
+		// One neighbour, so our own priority is 1.
+		a.sessions[by.ID()] = &sessionEntry{up: true}
+		a.hb.writers[by.ID()] = true
+		for _, w := range []*identity.Identity{suspect, gone} {
+			hb := &messages.Heartbeat{Writer: w.ID(), Seq: now - 2000}
+			hb.Sig = w.Sign(messages.HeartbeatSigningBytes(network, w.ID(), hb.Seq))
+			a.hb.writers[w.ID()] = true
+			if !a.takeBeat(c, by.ID(), hb) {
+				t.Errorf("heartbeat of %s refused", short(w.ID()))
+			}
+		}
+		s := &messages.Suspicion{Writer: suspect.ID(), By: by.ID(), At: now - 1000, Seq: now - 2000}
+		s.Sig = by.Sign(messages.SuspicionSigningBytes(network, s))
+		a.onSuspicions(c, by.ID(), []*messages.Suspicion{s}, false)
+		if !a.suspected(suspect.ID()) {
+			t.Error("the suspicion was not taken")
+		}
+		delete(a.hb.heard, gone.ID()) // its heartbeats timed out
+	})
+	r.run(func(c actor.Context) {
+		a := r.a
+		if got := a.helloNeighbours(dialedConn{out: true, id: suspect.ID()}); got != 1 {
+			t.Errorf("hello to a suspected writer still heard carries %d neighbours, want 1 (no eviction)", got)
+		}
+		if got := a.helloNeighbours(dialedConn{out: true, id: gone.ID()}); got != 0 {
+			t.Errorf("hello to a writer no longer heard carries %d neighbours, want 0 (make room)", got)
+		}
+		cut := a.cutOff()
+		if cut[suspect.ID()] || !cut[gone.ID()] {
+			t.Errorf("dials past a full view go to %v; want %s only", shortAll(slices.Collect(maps.Keys(cut))), short(gone.ID()))
+		}
+	})
+}
+
+// One failure is suspected by each of the writer's neighbours: a node
+// forwards the first suspicion of a writer and then only one that names
+// a higher seq (which the refutation of the first would not clear), not
+// every author's.
+func TestSuspicionsOfOneFailureForwardedOnce(t *testing.T) {
+	ids := make([]*identity.Identity, 5)
+	for i := range ids {
+		id, err := identity.Generate()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[i] = id
+	}
+	self, w, by1, by2, by3 := ids[0], ids[1], ids[2], ids[3], ids[4]
+	const network = "net"
+	r := newLivenessRig(t, self, network)
+	sent := make(chan *messages.Suspicion, 64)
+	neighbour := r.sys.Root.Spawn(actor.PropsFromFunc(func(c actor.Context) {
+		switch m := c.Message().(type) {
+		case *sendFrame:
+			if m.env.Kind == messages.KindSuspicions {
+				for _, s := range m.env.Overlay.Suspicions {
+					sent <- s
+				}
+			}
+		case string: // a barrier: one mailbox, so what was sent before is handled
+			c.Respond(m)
+		}
+	}))
+	now := uint64(time.Now().UnixMilli())
+	suspicion := func(by *identity.Identity, at, seq uint64) *messages.Suspicion {
+		s := &messages.Suspicion{Writer: w.ID(), By: by.ID(), At: at, Seq: seq}
+		s.Sig = by.Sign(messages.SuspicionSigningBytes(network, s))
+		return s
+	}
+	r.run(func(c actor.Context) {
+		r.a.sessions["n"] = &sessionEntry{up: true, pid: neighbour}
+		for _, id := range ids[1:] {
+			r.a.hb.writers[id.ID()] = true
+		}
+		r.a.onSuspicions(c, by1.ID(), []*messages.Suspicion{suspicion(by1, now-300, now-5000)}, true)
+		r.a.onSuspicions(c, by2.ID(), []*messages.Suspicion{suspicion(by2, now-200, now-5000)}, true)
+		r.a.onSuspicions(c, by3.ID(), []*messages.Suspicion{suspicion(by3, now-100, now-4000)}, true)
+	})
+	var got []string
+	deadline := time.After(5 * time.Second)
+	for len(got) < 2 {
+		select {
+		case s := <-sent:
+			got = append(got, short(s.By))
+		case <-deadline:
+			t.Fatalf("forwarded %v, want %s and %s", got, short(by1.ID()), short(by3.ID()))
+		}
+	}
+	if _, err := r.sys.Root.RequestFuture(neighbour, "sync", 5*time.Second).Result(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case s := <-sent:
+		got = append(got, short(s.By))
+	default:
+	}
+	if want := []string{short(by1.ID()), short(by3.ID())}; !slices.Equal(got, want) {
+		t.Fatalf("forwarded suspicions by %v, want %v (by %s adds nothing)", got, want, short(by2.ID()))
+	}
+}
+
+// A bootstrap peer never heard isolatedAfter after we started may be
+// dialed past a full view: a node that knows nobody (the network's
+// first) is otherwise alone for good once every peer that meant to dial
+// it filled its view first. Before isolatedAfter, and for a bootstrap
+// peer we hear, no such dial.
+func TestUnheardBootstrapPeerDialedPastFullView(t *testing.T) {
+	self, err := identity.Generate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	lone, err := identity.Generate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newLivenessRig(t, self, "net")
+	r.run(func(c actor.Context) {
+		a := r.a
+		a.bootstrap = []dialTarget{{id: lone.ID(), addr: "127.0.0.1:1"}}
+		a.startedAt = a.d.Now()
+		if a.cutOff()[lone.ID()] {
+			t.Error("a bootstrap peer is dialed past a full view right after start")
+		}
+		a.startedAt = a.d.Now().Add(-isolatedAfter)
+		if !a.cutOff()[lone.ID()] {
+			t.Errorf("a bootstrap peer never heard in %v is not dialed past a full view", isolatedAfter)
+		}
+		a.hb.latest[lone.ID()] = 1
+		a.hb.heard[lone.ID()] = a.d.Now()
+		if a.cutOff()[lone.ID()] {
+			t.Error("a bootstrap peer we hear is dialed past a full view")
+		}
+	})
+}

@@ -1,0 +1,367 @@
+package peer
+
+import (
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"peerdns/messages"
+)
+
+// Suspicions: fast liveness with rare heartbeats.
+//
+// Heartbeats that every writer floods each second cost every node
+// (writers × copies × ~150 B) per second: 40 KB/s at 20 writers, 200 KB/s
+// at 100, 2 MB/s at 1,000. So heartbeats are rare (heartbeat.go: one per
+// HeartbeatPerWriter per known writer, so each node receives about one
+// writer's heartbeat every 5 s whatever the size) and say only "this
+// writer exists and was alive lately". Who is alive right now is told by
+// the writers that see it: every writer has sessions with its
+// neighbours, which ping each second. When a neighbour goes silent
+// (StaleAfter) or its session fails without a leave, the node signs a
+// suspicion {writer, by, at, seq} (seq: the writer's latest heartbeat it
+// holds) and floods it like a heartbeat. The suspected writer, when a
+// suspicion of it reaches it, refutes it with a fresh heartbeat at once
+// (at most one per refuteGap): its seq is above every seq it signed
+// before, so above the suspicion's. A node forwards a suspicion only
+// when it holds no unrefuted one of that writer with as high a seq: the
+// writer's other neighbours suspect it too, and their suspicions add
+// nothing a refutation would not clear with the first.
+//
+// A writer without a session to us counts as active while its latest
+// heartbeat arrived within HeartbeatTimeout and no suspicion we hold of
+// it names a seq at or above that heartbeat's (unrefuted). One suspicion
+// is enough: a frozen writer leaves the quorum of every node once its
+// neighbours' StaleAfter (2 s, on the 1 s tick) runs out and the
+// suspicion crosses the overlay (log(n) hops), under 5 s at 1,000 nodes;
+// a live writer wrongly suspected is back one refutation round trip
+// later. This is SWIM's suspicion with refutation, with the overlay's
+// neighbour pings as the failure detector instead of random probes: the
+// neighbours already ping each other every second, so detection costs no
+// new traffic, and the overlay is connected, so a suspicion reaches
+// everyone.
+//
+// Trust: a suspicion counts only when signed by a writer (ledger
+// IsWriter, as for heartbeats) other than the one it names, and fresh
+// (At within the heartbeat timeout, and at most a minute ahead of our
+// clock). One we hold from the same author with an At as late or later,
+// or one already refuted (its seq below the writer's latest heartbeat we
+// took), is a duplicate: a map lookup, no signature check, not
+// forwarded. So a replayed suspicion changes nothing once the writer
+// has refuted it, and a forged one is refused (and counted against the
+// neighbour that sent it, as a forged heartbeat). A writer can still
+// sign false suspicions of others: each costs the victim one refutation
+// and keeps it out of quorums for one round trip; suspicions are
+// counted (suspicionsNew per author is in the logs) and a writer doing
+// this is a matter for the membership, not the overlay.
+//
+// New neighbours: a session that comes up with a peer whose hello says it
+// has no neighbours (a node that just started or restarted, or one cut
+// off from the overlay) gets our held heartbeats and unrefuted
+// suspicions in one liveness frame, so it counts the writers beyond its
+// view at once instead of after a heartbeat round (minutes at 100
+// writers). A peer that has neighbours is in the flood already and gets
+// none: the frame holds a heartbeat per writer (~150 KB at 1,000), and
+// sent on every new session it made view changes the costliest idle
+// traffic at 100 writers. The receiver takes what is new and does not
+// forward it (its sender's other neighbours have it).
+
+const (
+	// heartbeatFloor is the least scaled heartbeat interval.
+	heartbeatFloor = 30 * time.Second
+	// refuteGap is the least time between two heartbeats we sign to
+	// refute suspicions.
+	refuteGap = time.Second
+)
+
+// suspicionState is the supervisor's suspicion bookkeeping.
+type suspicionState struct {
+	held                      map[string]map[string]*heldSuspicion // writer → author → latest
+	last                      uint64                               // At of the last suspicion we signed
+	asking                    map[string][]heldSus                 // author → suspicions waiting on IsWriter
+	sent, taken, dup, refused int64
+	refutations               int64
+}
+
+type heldSuspicion struct {
+	s  *messages.Suspicion
+	at time.Time // when it arrived (or we signed it)
+}
+
+func (s *suspicionState) init() {
+	if s.held == nil {
+		s.held = map[string]map[string]*heldSuspicion{}
+	}
+}
+
+// suspected reports whether we hold an unrefuted suspicion of w.
+func (a *Actor) suspected(w string) bool {
+	for _, hs := range a.sus.held[w] {
+		if hs.s.Seq >= a.hb.latest[w] {
+			return true
+		}
+	}
+	return false
+}
+
+// topSuspicion is the highest seq among the unrefuted suspicions of w
+// we hold, and whether we hold one.
+func (a *Actor) topSuspicion(w string) (uint64, bool) {
+	var top uint64
+	held := false
+	for _, hs := range a.sus.held[w] {
+		if hs.s.Seq >= a.hb.latest[w] && (!held || hs.s.Seq > top) {
+			top, held = hs.s.Seq, true
+		}
+	}
+	return top, held
+}
+
+// refuted drops the suspicions of w that a heartbeat of seq refutes and
+// reports whether w was suspected before.
+func (a *Actor) refuted(w string, seq uint64) bool {
+	was := a.suspected(w)
+	for by, hs := range a.sus.held[w] {
+		if hs.s.Seq < seq {
+			delete(a.sus.held[w], by)
+		}
+	}
+	if len(a.sus.held[w]) == 0 {
+		delete(a.sus.held, w)
+	}
+	return was
+}
+
+// suspicionTick forgets suspicions older than the heartbeat timeout (the
+// writer is no longer heard by then anyway) and reports a change.
+func (a *Actor) suspicionTick(now time.Time) bool {
+	changed := false
+	timeout := a.hbTimeout()
+	for w, m := range a.sus.held {
+		for by, hs := range m {
+			if now.Sub(hs.at) >= timeout {
+				delete(m, by)
+				changed = true
+			}
+		}
+		if len(m) == 0 {
+			delete(a.sus.held, w)
+		}
+	}
+	return changed
+}
+
+// suspicionTTL is how old a suspicion may be (by its author's clock) and
+// still be taken.
+func (a *Actor) suspicionTTL() time.Duration { return max(a.hbTimeout(), heartbeatMaxAge) }
+
+// suspect signs and floods a suspicion of w, a neighbour that went
+// silent or whose session failed.
+func (a *Actor) suspect(c actor.Context, w string) {
+	if a.network == "" || w == a.self {
+		return
+	}
+	a.hb.init()
+	a.sus.init()
+	now := a.d.Now()
+	at := max(a.sus.last+1, uint64(now.UnixMilli()))
+	a.sus.last = at
+	s := &messages.Suspicion{Writer: w, By: a.self, At: at, Seq: a.hb.latest[w]}
+	s.Sig = a.d.Identity.Sign(messages.SuspicionSigningBytes(a.network, s))
+	a.hold(s, now)
+	a.sus.sent++
+	a.log.Info("suspecting writer", "peer", short(w))
+	a.forwardSuspicions(c, "", []*messages.Suspicion{s})
+	a.gate.unhold(w)
+	a.updateGate()
+	a.connectedChanged(c)
+}
+
+func (a *Actor) hold(s *messages.Suspicion, now time.Time) {
+	m := a.sus.held[s.Writer]
+	if m == nil {
+		m = map[string]*heldSuspicion{}
+		a.sus.held[s.Writer] = m
+	}
+	m[s.By] = &heldSuspicion{s: s, at: now}
+}
+
+// forwardSuspicions sends suspicions to every established neighbour but
+// from (the suspected writer too: it is the one to refute them).
+func (a *Actor) forwardSuspicions(c actor.Context, from string, ss []*messages.Suspicion) {
+	if len(ss) == 0 {
+		return
+	}
+	for id, e := range a.sessions {
+		if !e.up || id == from {
+			continue
+		}
+		c.Send(e.pid, &sendFrame{env: &messages.Envelope{Kind: messages.KindSuspicions, Overlay: &messages.Overlay{Suspicions: ss}}})
+	}
+}
+
+// onSuspicions takes a neighbour's suspicions and forwards the new ones
+// (unless they came in a new neighbour's greeting).
+func (a *Actor) onSuspicions(c actor.Context, from string, ss []*messages.Suspicion, forward bool) {
+	a.hb.init()
+	a.sus.init()
+	now := a.d.Now()
+	var fresh []*messages.Suspicion
+	var answer []*messages.Heartbeat
+	changed := false
+	for _, s := range ss {
+		if hb := a.hb.beats[s.Writer]; hb != nil && s.Writer != a.self && s.By != a.self && hb.Seq > s.Seq && from != "" {
+			// Already refuted here: the sender (and the author, if it
+			// is the sender) may never have had the refuting heartbeat;
+			// it goes back with the answer, signed by its writer.
+			answer = append(answer, hb)
+		}
+		if prev := a.sus.held[s.Writer][s.By]; (prev != nil && prev.s.At >= s.At) || (s.Writer != a.self && s.Seq < a.hb.latest[s.Writer]) || s.By == a.self {
+			a.sus.dup++ // a lookup, no signature check
+			continue
+		}
+		switch {
+		case s.By == s.Writer || !messages.ValidPeerID(s.Writer):
+			a.sus.refused++
+			a.refuseBeat(c, from, "malformed suspicion")
+			continue
+		case !a.knownWriter(s.By):
+			a.askAuthor(c, from, s, forward)
+			continue
+		}
+		ttl := a.suspicionTTL()
+		if int64(s.At) < now.Add(-ttl).UnixMilli() || int64(s.At) > now.Add(heartbeatMaxAge).UnixMilli() {
+			a.sus.refused++
+			a.refuseBeat(c, from, "stale suspicion")
+			continue
+		}
+		if !messages.ValidPeerID(s.By) || !messages.VerifyPeer(s.By, messages.SuspicionSigningBytes(a.network, s), s.Sig) {
+			a.sus.refused++
+			a.refuseBeat(c, from, "bad suspicion signature")
+			continue
+		}
+		a.sus.taken++
+		top, held := a.topSuspicion(s.Writer)
+		a.hold(s, now)
+		if s.Writer == a.self {
+			fresh = append(fresh, s)
+			a.hb.refute = true
+			continue
+		}
+		if !held || s.Seq > top {
+			// Only a suspicion that changes what a refutation must
+			// beat goes on: one failure is suspected by each of the
+			// writer's ~13 neighbours, and flooding every one of them
+			// cost each node ~37 KB per failure at 20 writers.
+			fresh = append(fresh, s)
+		}
+		if _, direct := a.sessions[s.Writer]; !direct {
+			a.gate.unhold(s.Writer)
+			changed = true
+		}
+	}
+	if a.hb.refute && a.network != "" && now.Sub(a.hb.last) >= refuteGap {
+		a.beat(c, now)
+	}
+	if forward {
+		a.forwardSuspicions(c, from, fresh)
+	}
+	if e := a.sessions[from]; e != nil && e.up && len(answer) > 0 {
+		c.Send(e.pid, &sendFrame{env: &messages.Envelope{Kind: messages.KindHeartbeats, Overlay: &messages.Overlay{Heartbeats: answer}}})
+	}
+	if changed {
+		a.updateGate()
+		a.connectedChanged(c)
+	}
+}
+
+// askAuthor asks the ledger whether a suspicion's author is a writer,
+// holding it (and at most 15 more of the same author) until it answers;
+// then they are taken as if they arrived now. Not a writer: refused, not
+// held against the neighbour (as for heartbeats).
+func (a *Actor) askAuthor(c actor.Context, from string, s *messages.Suspicion, forward bool) {
+	by := s.By
+	if a.sus.asking == nil {
+		a.sus.asking = map[string][]heldSus{}
+	}
+	if held, ok := a.sus.asking[by]; ok {
+		if len(held) < 16 {
+			a.sus.asking[by] = append(held, heldSus{from, s, forward})
+		}
+		return
+	}
+	if len(a.sus.asking) >= maxWriterAsks || !messages.ValidPeerID(by) || !a.hb.notWriter[by].IsZero() {
+		a.sus.refused++
+		return
+	}
+	a.sus.asking[by] = []heldSus{{from, s, forward}}
+	f := c.RequestFuture(a.d.Ledger, &messages.IsWriter{ID: by}, a.d.AskTimeout)
+	c.ReenterAfter(f, func(res any, err error) {
+		held := a.sus.asking[by]
+		delete(a.sus.asking, by)
+		if r, ok := res.(*messages.IsWriterReply); err != nil || !ok || !r.OK {
+			a.sus.refused += int64(len(held))
+			return
+		}
+		a.hb.writers[by] = true
+		for _, h := range held {
+			a.onSuspicions(c, h.from, []*messages.Suspicion{h.s}, h.forward)
+		}
+	})
+}
+
+type heldSus struct {
+	from    string
+	s       *messages.Suspicion
+	forward bool
+}
+
+// knownWriter reports whether id is a writer of the network as far as we
+// know: the ledger said so for its heartbeats, or it has a session with
+// us (sessions are admitted for writers only).
+func (a *Actor) knownWriter(id string) bool {
+	if a.hb.writers[id] {
+		return true
+	}
+	e := a.sessions[id]
+	return e != nil && e.up
+}
+
+// greetLiveness sends a new neighbour that had no neighbours the
+// heartbeats and unrefuted suspicions we hold.
+func (a *Actor) greetLiveness(c actor.Context, id string) {
+	e := a.sessions[id]
+	if e == nil || a.network == "" {
+		return
+	}
+	a.hb.init()
+	var hbs []*messages.Heartbeat
+	if a.hb.own != nil {
+		hbs = append(hbs, a.hb.own)
+	}
+	for w, hb := range a.hb.beats {
+		if w != id {
+			hbs = append(hbs, hb)
+		}
+	}
+	var ss []*messages.Suspicion
+	for w, m := range a.sus.held {
+		for _, hs := range m {
+			if w == id || hs.s.Seq >= a.hb.latest[w] {
+				ss = append(ss, hs.s)
+			}
+		}
+	}
+	for len(hbs) > 0 || len(ss) > 0 {
+		o := &messages.Overlay{}
+		n := min(len(hbs), messages.MaxHeartbeats/2)
+		o.Heartbeats, hbs = hbs[:n], hbs[n:]
+		k := min(len(ss), messages.MaxSuspicions/2)
+		o.Suspicions, ss = ss[:k], ss[k:]
+		c.Send(e.pid, &sendFrame{env: &messages.Envelope{Kind: messages.KindLiveness, Overlay: o}})
+	}
+}
+
+// stopping reports whether the supervisor is shutting down (its sessions
+// end then because we end them).
+func (a *Actor) stopping() bool { return a.ctx != nil && a.ctx.Err() != nil }

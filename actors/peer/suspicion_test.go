@@ -1,0 +1,77 @@
+package peer
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"peerdns/internal/testutil"
+	"peerdns/messages"
+)
+
+// A suspicion counts only when its author signed it, and a replayed one
+// that its writer already refuted changes nothing; a real one makes the
+// suspect refute it with a fresh heartbeat.
+func TestSuspicionsForgedReplayedRefuted(t *testing.T) {
+	nodes := overlayNet(t, 3, 4)
+	a, b, c := nodes[0], nodes[1], nodes[2]
+	waitMesh(t, 10*time.Second, a, b, c)
+	net := ask[*messages.GetNetworkReply](t, a.sys, a.ledger, &messages.GetNetwork{})
+	send := func(s *messages.Suspicion) {
+		a.sendFrameTo(b.id.ID(), &messages.Envelope{Kind: messages.KindSuspicions, Overlay: &messages.Overlay{Suspicions: []*messages.Suspicion{s}}})
+	}
+	// A suspicion of A said to be C's, signed with A's key: forged.
+	at := uint64(time.Now().UnixMilli())
+	forged := &messages.Suspicion{Writer: a.id.ID(), By: c.id.ID(), At: at, Seq: 1 << 62}
+	forged.Sig = a.id.Sign(messages.SuspicionSigningBytes(net.Key, forged))
+	send(forged)
+	testutil.Eventually(t, 5*time.Second, func() error {
+		if o := diag(t, b).Summary.Overlay; o.SuspicionsBad < 1 || o.SuspicionsNew != 0 {
+			return fmt.Errorf("suspicions refused %d taken %d, want 1 and 0", o.SuspicionsBad, o.SuspicionsNew)
+		}
+		return nil
+	})
+	// A real suspicion of C by A, naming a seq above C's heartbeats so
+	// far: taken and forwarded to C, which refutes it.
+	real := &messages.Suspicion{Writer: c.id.ID(), By: a.id.ID(), At: at + 1, Seq: uint64(time.Now().UnixMilli())}
+	real.Sig = a.id.Sign(messages.SuspicionSigningBytes(net.Key, real))
+	send(real)
+	testutil.Eventually(t, 5*time.Second, func() error {
+		if o := diag(t, c).Summary.Overlay; o.Refutations < 1 {
+			return fmt.Errorf("C refuted %d suspicions, want 1", o.Refutations)
+		}
+		if o := diag(t, b).Summary.Overlay; o.Suspected != 0 {
+			return fmt.Errorf("B still suspects %d writers", o.Suspected)
+		}
+		return nil
+	})
+	// The same suspicion replayed, and an older one of A's: duplicates,
+	// no signature check, nobody suspected.
+	dup := diag(t, b).Summary.Overlay.SuspicionsDup
+	send(real)
+	old := &messages.Suspicion{Writer: c.id.ID(), By: a.id.ID(), At: at}
+	old.Sig = a.id.Sign(messages.SuspicionSigningBytes(net.Key, old))
+	send(old)
+	testutil.Eventually(t, 5*time.Second, func() error {
+		o := diag(t, b).Summary.Overlay
+		if o.SuspicionsDup < dup+2 {
+			return fmt.Errorf("duplicates %d, want %d", o.SuspicionsDup, dup+2)
+		}
+		if o.Suspected != 0 {
+			return fmt.Errorf("B suspects %d writers after a replay", o.Suspected)
+		}
+		return nil
+	})
+	// A stale suspicion (two hours old by its author's clock) with a
+	// seq no heartbeat refuted: refused.
+	bad := diag(t, b).Summary.Overlay.SuspicionsBad
+	stale := &messages.Suspicion{Writer: a.id.ID(), By: c.id.ID(), At: uint64(time.Now().Add(-2 * time.Hour).UnixMilli()), Seq: 1 << 62}
+	stale.Sig = c.id.Sign(messages.SuspicionSigningBytes(net.Key, stale))
+	send(stale)
+	testutil.Eventually(t, 5*time.Second, func() error {
+		if o := diag(t, b).Summary.Overlay; o.SuspicionsBad <= bad || o.Suspected != 0 {
+			return fmt.Errorf("refused %d (was %d), suspected %d", o.SuspicionsBad, bad, o.Suspected)
+		}
+		return nil
+	})
+}
