@@ -102,51 +102,11 @@ func (a *Actor) viewRoom() int {
 // stopped reaching us (cutOff): the graph has split into parts whose
 // views are all full, and no node of either part would dial otherwise.
 // The dial asks the peer to make room (helloNeighbours), and our own view
-// sheds a random neighbour when the session comes up (trimView).
-//
-// A full view also lets one dial through to a bootstrap peer we never had
-// a session with and do not hear (unmet): HyParView's join, where a node
-// always reaches its contact. Without it a node that knows nobody (a
-// network's first node, started with no bootstrap of its own) stays
-// alone for good when the nodes that bootstrap from it fill their views
-// with each other before their dials to it go out: nobody it met can
-// pass its address on (samples name only peers met), and nobody misses
-// its heartbeats.
+// sheds a random neighbour when the session comes up (trimView). So
+// does a bootstrap peer never heard (cutOff says when).
 func (a *Actor) updateGate() {
 	a.gate.setRoom(a.viewRoom())
-	beyond := a.cutOff()
-	for _, id := range a.unmet() {
-		if beyond == nil {
-			beyond = map[string]bool{}
-		}
-		beyond[id] = true
-	}
-	a.gate.setBeyond(beyond)
-}
-
-// unmet lists the bootstrap peers we never had a session with (none in
-// the address book's record either) that have none now and whose
-// heartbeats do not reach us. Once met, a peer is in the address book
-// with a LastSeen and drops out for good, so each costs at most one
-// dial past a full view.
-func (a *Actor) unmet() []string {
-	var out []string
-	for _, t := range a.bootstrap {
-		if t.id == "" || t.id == a.self {
-			continue
-		}
-		if _, s := a.sessions[t.id]; s {
-			continue
-		}
-		if _, heard := a.hb.heard[t.id]; heard {
-			continue
-		}
-		if k := a.known[t.id]; k != nil && k.LastSeen != 0 {
-			continue
-		}
-		out = append(out, t.id)
-	}
-	return out
+	a.gate.setBeyond(a.cutOff())
 }
 
 // cutOff lists the writers we heard a heartbeat from once that have no
