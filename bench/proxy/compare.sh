@@ -39,7 +39,8 @@
 # GOMAXPROCS=2), measured in the same rounds as arms peerdns-b-*. ONLY
 # keeps the arms whose label starts with one of its words (e.g.
 # ONLY="nginx-proxy/ bare-fasthttp peerdns-same-node/ peerdns-b-same-node/"),
-# SIZES the sizes (default "small big").
+# SIZES the sizes (default "small big"); RAW names a file that gets the
+# rows in the order they ran (round by round).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 DUR=${DUR:-5}
@@ -211,5 +212,5 @@ for r in $(seq 1 "$ROUNDS"); do
 			run "peerdns-b-tunnel/$f" "http://$HTTP_B2/$f" "bench.p2p" "$PID_A2" "$PID_B2"
 		fi
 	done
-done | sort | awk -F'\t' '{print "| " $1 " | " $2 " req/s | p99 " $3 " | " $4 " µs CPU/req |"}'
+done | tee "${RAW:-/dev/null}" | sort | awk -F'\t' '{print "| " $1 " | " $2 " req/s | p99 " $3 " | " $4 " µs CPU/req |"}'
 echo "RSS: node A $(awk '/VmRSS/{print $2}' "/proc/$PID_A/status") kB, node B $(awk '/VmRSS/{print $2}' "/proc/$PID_B/status") kB"
