@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"sync"
 	"time"
 
 	"github.com/quic-go/quic-go"
@@ -18,15 +19,36 @@ import (
 // the first answer is as late as the last.
 //
 // So a stream starts each burst of writes non-incremental: quic-go
-// sends non-incremental streams one after another (by stream id), so an
-// answer goes out whole, packet after packet, and the next one after it.
-// A stream that keeps writing past burstBytes without pausing for
-// burstGap (a download, a bulk copy) goes back to round-robin for the
-// rest of the burst, so it cannot hold the connection: quic-go alternates
-// packets between the non-incremental queue and the round-robin one, so
-// bulk streams still get half of the connection while short answers
-// pass. A stream that pauses for burstGap or longer starts its next
-// burst non-incremental again (a kept-alive connection's next answer).
+// sends non-incremental streams one after another, so an answer goes out
+// whole, packet after packet, and the next one after it. But quic-go
+// picks among the non-incremental streams of one urgency by stream id,
+// lowest first, not in the order they became ready: on a connection
+// whose lower streams keep getting answers (kept-alive connections reuse
+// their streams) a higher stream's answer waits for as long as they keep
+// coming. Measured through a tunnel at 32 connections: 23% more 64 KiB
+// answers a second at 16% less CPU each, but a p99 of 0.5-0.6 s and
+// requests waiting over 2 s. Turning a stream that waited round-robin
+// again (an earlier form of this) gave the gain back. So waiting moves a
+// stream up instead, which is first come, first served in steps:
+//
+//   - A burst starts at startUrgency (below quic-go's default 3, which
+//     the connection's control stream keeps: control messages are few
+//     and small and go first).
+//   - A write of timedWrite or more that still waits after waitLimit
+//     moves its stream one urgency up (quic-go serves a lower urgency
+//     strictly first), up to topUrgency; one that waits there as long
+//     turns round-robin for the rest of its burst, so no stream waits
+//     behind lower ones for more than about four waitLimits and then a
+//     share of the connection.
+//   - A stream that keeps writing past burstBytes without pausing for
+//     burstGap (a download, a bulk copy) goes round-robin for the rest of
+//     its burst at its urgency: quic-go alternates packets between the
+//     non-incremental stream it picked and the round-robin ones of one
+//     urgency, so bulk and answers share it; a bulk write that waits
+//     moves up like any other, so answers moving up cannot hold it back
+//     for good either.
+//   - A pause of burstGap or longer starts the next burst afresh (a
+//     kept-alive connection's next answer).
 //
 // Nothing is sent for it: priorities are the sender's own scheduling
 // (quic-go does not send RFC 9218's PRIORITY_UPDATE), so peers of any
@@ -34,36 +56,100 @@ import (
 const (
 	burstBytes = 256 << 10
 	burstGap   = 2 * time.Millisecond
+	waitLimit  = 5 * time.Millisecond
+	// timedWrite: writes this long or longer are watched for waitLimit
+	// (a shorter one is a packet or three, gone at the next turn).
+	timedWrite = 4 << 10
+
+	defaultUrgency = 3 // quic-go's (RFC 9218's): the control stream's
+	startUrgency   = 6
+	topUrgency     = 4
 )
 
-// sendOrder is a stream's burst state (used by its one writer).
+// sendOrder is a stream's burst state. One writer at a time uses it;
+// the wait timer's function runs beside it, hence mu.
 type sendOrder struct {
+	st  *quic.Stream
+	now func() time.Duration // since monoStart (tests stop it)
+
+	mu          sync.Mutex
 	last        time.Duration // end of the last write, since monoStart
 	burst       int64         // bytes written in this burst
-	incremental bool          // the priority the stream has now
+	timer       *time.Timer   // fires when a watched write waited waitLimit
+	urgency     int8          // the stream's urgency now
+	incremental bool          // and whether it is round-robin
+	waitedTop   bool          // a write waited at topUrgency: round-robin for this burst
+	watched     bool          // a write the timer watches is under way
 }
 
 // monoStart is the instant sendOrder counts from (monotonic readings).
 var monoStart = time.Now()
 
-// before is called before a write of n bytes to st: it ends the burst
-// after a pause, counts n and sets the stream's priority when it
-// changes.
-func (o *sendOrder) before(st *quic.Stream, n int) {
-	now := time.Since(monoStart)
-	if now-o.last >= burstGap {
-		o.burst = 0
+func sinceStart() time.Duration { return time.Since(monoStart) }
+
+func newSendOrder(st *quic.Stream) *sendOrder {
+	return &sendOrder{st: st, now: sinceStart, urgency: defaultUrgency, incremental: true} // quic-go's defaults
+}
+
+// before is called before a write of n bytes: it starts a new burst
+// after a pause, counts n, sets the stream's priority when it changes
+// and starts the wait timer for a long write.
+func (o *sendOrder) before(n int) {
+	now := o.now()
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	u := o.urgency
+	if now-o.last >= burstGap || o.last == 0 {
+		o.burst, o.waitedTop, u = 0, false, startUrgency
 	}
 	o.burst += int64(n)
-	if inc := o.burst > burstBytes; inc != o.incremental {
-		o.incremental = inc
-		st.SetPriority(defaultUrgency, inc)
+	o.setLocked(u, o.waitedTop || o.burst > burstBytes)
+	o.watched = n >= timedWrite
+	switch {
+	case !o.watched:
+	case o.timer == nil:
+		o.timer = time.AfterFunc(waitLimit, o.waited)
+	default:
+		o.timer.Reset(waitLimit)
 	}
 }
 
 // after records the end of a write.
-func (o *sendOrder) after() { o.last = time.Since(monoStart) }
+func (o *sendOrder) after() {
+	last := o.now()
+	o.mu.Lock()
+	if o.watched {
+		o.timer.Stop()
+		o.watched = false // a late timer finds no write to move
+	}
+	o.last = last
+	o.mu.Unlock()
+}
 
-// defaultUrgency is quic-go's default urgency (RFC 9218's 3): only the
-// incremental flag changes.
-const defaultUrgency = 3
+// waited moves the stream up: its write waited waitLimit. The write
+// still waits, so the timer watches it again.
+func (o *sendOrder) waited() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if !o.watched {
+		return
+	}
+	if o.urgency > topUrgency {
+		o.setLocked(o.urgency-1, o.incremental)
+	} else {
+		o.waitedTop = true
+		o.setLocked(o.urgency, true)
+	}
+	if o.timer != nil {
+		o.timer.Reset(waitLimit)
+	}
+}
+
+// setLocked gives the stream urgency u and the incremental flag inc.
+// o.mu held.
+func (o *sendOrder) setLocked(u int8, inc bool) {
+	if u != o.urgency || inc != o.incremental {
+		o.urgency, o.incremental = u, inc
+		o.st.SetPriority(u, inc)
+	}
+}

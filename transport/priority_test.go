@@ -2,14 +2,19 @@ package transport
 
 import (
 	"bytes"
+	"context"
 	"io"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 )
 
-// TestStreamSendOrder: a stream's writes are non-incremental (sent whole,
-// one stream after another) for the first burstBytes of a burst, then
-// round-robin for the rest of it; a pause of burstGap starts a new burst.
-// Every byte arrives in order whatever the priority.
+// TestStreamSendOrder: a stream's bursts start non-incremental (sent
+// whole, one stream after another) at startUrgency; a write that waited
+// moves it up to topUrgency, then makes it round-robin; a burst past
+// burstBytes is round-robin; a pause of burstGap starts afresh. Every
+// byte arrives in order whatever the priority.
 func TestStreamSendOrder(t *testing.T) {
 	a, _ := newTestEndpoint(t)
 	b, _ := newTestEndpoint(t)
@@ -19,6 +24,11 @@ func TestStreamSendOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	qs := st.(quicStream)
+	o := qs.order
+	// The test's own clock: it moves only when the test says (a loaded
+	// machine's pauses between writes must not end a burst).
+	var clock time.Duration = time.Second
+	o.now = func() time.Duration { return clock }
 	var sent bytes.Buffer
 	got := make(chan []byte, 1)
 	go func() {
@@ -38,25 +48,51 @@ func TestStreamSendOrder(t *testing.T) {
 		}
 		sent.Write(p)
 	}
-	if !qs.order.incremental {
-		t.Fatal("a new stream is not quic-go's default (incremental)")
+	state := func() (int8, bool) {
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		return o.urgency, o.incremental
+	}
+	if u, inc := state(); u != defaultUrgency || !inc {
+		t.Fatalf("a new stream: urgency %d incremental %v, want quic-go's default", u, inc)
 	}
 	write(1 << 10)
-	if qs.order.incremental {
-		t.Fatal("an answer's first write is round-robin, want non-incremental")
+	if u, inc := state(); u != startUrgency || inc {
+		t.Fatalf("an answer's first write: urgency %d incremental %v, want %d, non-incremental", u, inc, startUrgency)
 	}
 	for sent.Len() <= burstBytes+32<<10 {
 		write(32 << 10)
 	}
-	// The bulk writes may have paused (a loaded machine): the rule is by
-	// the burst's bytes, so only a whole burst past burstBytes counts.
-	if qs.order.burst > burstBytes && !qs.order.incremental {
-		t.Fatalf("a burst of %d bytes is still non-incremental", qs.order.burst)
+	if u, inc := state(); !inc || u < topUrgency || u > startUrgency {
+		t.Fatalf("a burst of %d bytes: urgency %d incremental %v, want round-robin", o.burst, u, inc)
 	}
-	qs.order.last -= burstGap // as if the stream had paused
+
+	clock += burstGap // a pause
 	write(1 << 10)
-	if qs.order.incremental || qs.order.burst != 1<<10 {
-		t.Fatalf("after a pause: incremental %v, burst %d; want a new non-incremental burst", qs.order.incremental, qs.order.burst)
+	if u, inc := state(); u != startUrgency || inc {
+		t.Fatalf("after a pause: urgency %d incremental %v; want a new burst", u, inc)
+	}
+	// Waits of a long write move the stream up, then make it round-robin.
+	for _, want := range []struct {
+		u   int8
+		inc bool
+	}{{startUrgency - 1, false}, {topUrgency, false}, {topUrgency, true}} {
+		o.mu.Lock()
+		o.watched = true // as during a long write
+		o.mu.Unlock()
+		o.waited()
+		if u, inc := state(); u != want.u || inc != want.inc {
+			t.Fatalf("after a wait: urgency %d incremental %v, want %d %v", u, inc, want.u, want.inc)
+		}
+	}
+	write(1 << 10)
+	if u, inc := state(); u != topUrgency || !inc {
+		t.Fatalf("the rest of a burst that waited at the top: urgency %d incremental %v", u, inc)
+	}
+	clock += burstGap
+	write(1 << 10)
+	if u, inc := state(); u != startUrgency || inc {
+		t.Fatalf("after a pause a stream that had waited: urgency %d incremental %v", u, inc)
 	}
 	if err := st.Close(); err != nil {
 		t.Fatal(err)
@@ -64,4 +100,102 @@ func TestStreamSendOrder(t *testing.T) {
 	if d := <-got; !bytes.Equal(d, sent.Bytes()) {
 		t.Fatalf("received %d bytes, want the %d sent, in order", len(d), sent.Len())
 	}
+}
+
+// TestStreamSendOrderServesEveryStream: streams that each write 200 KiB
+// answers back to back, every one a new burst (quic-go would send the
+// lowest stream's answers first, as long as it has one), all get
+// through at about the same pace: waiting moves a stream up.
+func TestStreamSendOrderServesEveryStream(t *testing.T) {
+	a, _ := newTestEndpoint(t)
+	b, _ := newTestEndpoint(t)
+	in, out := connect(t, a, b)
+	const streams, answer = 6, 200 << 10
+	ctx, cancel := context.WithCancel(ctxT(t))
+	defer cancel()
+	var got [streams]atomic.Int64
+	var wg sync.WaitGroup
+	for i := range streams {
+		st, err := out.OpenStream(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Each write is a burst of its own: the stream's clock jumps a
+		// pause ahead at each reading.
+		var clock atomic.Int64
+		st.(quicStream).order.now = func() time.Duration { return time.Duration(clock.Add(int64(burstGap))) }
+		if _, err := st.Write([]byte{byte(i)}); err != nil { // opens it at the peer
+			t.Fatal(err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer st.Abort()
+			p := make([]byte, answer)
+			for ctx.Err() == nil {
+				if _, err := st.Write(p); err != nil {
+					return
+				}
+			}
+		}()
+	}
+	for range streams {
+		rs, err := in.AcceptStream(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer rs.Abort()
+			var id [1]byte
+			if _, err := io.ReadFull(rs, id[:]); err != nil || int(id[0]) >= streams {
+				return
+			}
+			p := make([]byte, 32<<10)
+			for {
+				n, err := rs.Read(p)
+				got[id[0]].Add(int64(n))
+				if err != nil {
+					return
+				}
+			}
+		}()
+	}
+	// Until every stream has had two answers through, or a minute.
+	deadline := time.Now().Add(time.Minute)
+	for {
+		least := int64(-1)
+		for i := range got {
+			if n := got[i].Load(); least < 0 || n < least {
+				least = n
+			}
+		}
+		if least >= 2*answer {
+			break
+		}
+		if time.Now().After(deadline) {
+			var counts []int64
+			for i := range got {
+				counts = append(counts, got[i].Load())
+			}
+			t.Fatalf("bytes received per stream after a minute: %v; a stream was held back", counts)
+		}
+		time.Sleep(10 * time.Millisecond) // polling the counters
+	}
+	// Without moving up, the lowest stream had 2,805 answers through by
+	// the time the highest had 2 (its writes waited behind it); with it,
+	// 5 or 6.
+	var counts []int64
+	most := int64(0)
+	for i := range got {
+		counts = append(counts, got[i].Load()/answer)
+		most = max(most, counts[i])
+	}
+	if most > 100 {
+		t.Fatalf("answers per stream when the last had two: %v; the lower streams went first", counts)
+	}
+	t.Logf("answers per stream: %v", counts)
+	cancel()
+	wg.Wait()
 }

@@ -472,12 +472,12 @@ type quicStream struct {
 var _ Stream = quicStream{}
 
 func newQUICStream(st *quic.Stream) quicStream {
-	return quicStream{Stream: st, order: &sendOrder{incremental: true}} // quic-go's default
+	return quicStream{Stream: st, order: newSendOrder(st)}
 }
 
 // Write writes b, the stream's priority set for the burst it is part of.
 func (s quicStream) Write(b []byte) (int, error) {
-	s.order.before(s.Stream, len(b))
+	s.order.before(len(b))
 	n, err := s.Stream.Write(b)
 	s.order.after()
 	return n, err
