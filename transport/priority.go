@@ -40,6 +40,13 @@ import (
 //     turns round-robin for the rest of its burst, so no stream waits
 //     behind lower ones for more than about four waitLimits and then a
 //     share of the connection.
+//   - What no write waits for goes round-robin at topUrgency: a short
+//     write (quic-go keeps up to a packet of it and returns at once),
+//     and what a long write leaves queued when it returns (quic-go
+//     returns once all but the last packet's worth has gone). Nobody
+//     would move those up, and behind lower streams that keep sending
+//     they would wait for as long as those do (answers whose last bytes
+//     came after 2 s, measured before this rule).
 //   - A stream that keeps writing past burstBytes without pausing for
 //     burstGap (a download, a bulk copy) goes round-robin for the rest of
 //     its burst at its urgency: quic-go alternates packets between the
@@ -69,17 +76,19 @@ const (
 // sendOrder is a stream's burst state. One writer at a time uses it;
 // the wait timer's function runs beside it, hence mu.
 type sendOrder struct {
-	st  *quic.Stream
-	now func() time.Duration // since monoStart (tests stop it)
+	st    *quic.Stream
+	now   func() time.Duration // since monoStart (tests stop it)
+	limit time.Duration        // waitLimit (tests lengthen it)
 
 	mu          sync.Mutex
 	last        time.Duration // end of the last write, since monoStart
 	burst       int64         // bytes written in this burst
+	level       int8          // the burst's urgency (startUrgency, moved up by waits)
+	waitedTop   bool          // a write waited at topUrgency: round-robin for this burst
 	timer       *time.Timer   // fires when a watched write waited waitLimit
+	watched     bool          // a write the timer watches is under way
 	urgency     int8          // the stream's urgency now
 	incremental bool          // and whether it is round-robin
-	waitedTop   bool          // a write waited at topUrgency: round-robin for this burst
-	watched     bool          // a write the timer watches is under way
 }
 
 // monoStart is the instant sendOrder counts from (monotonic readings).
@@ -88,39 +97,42 @@ var monoStart = time.Now()
 func sinceStart() time.Duration { return time.Since(monoStart) }
 
 func newSendOrder(st *quic.Stream) *sendOrder {
-	return &sendOrder{st: st, now: sinceStart, urgency: defaultUrgency, incremental: true} // quic-go's defaults
+	return &sendOrder{st: st, now: sinceStart, limit: waitLimit, urgency: defaultUrgency, incremental: true} // quic-go's defaults
 }
 
 // before is called before a write of n bytes: it starts a new burst
-// after a pause, counts n, sets the stream's priority when it changes
-// and starts the wait timer for a long write.
+// after a pause, counts n, gives the stream the priority the write goes
+// at and starts the wait timer for a long write.
 func (o *sendOrder) before(n int) {
 	now := o.now()
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	u := o.urgency
 	if now-o.last >= burstGap || o.last == 0 {
-		o.burst, o.waitedTop, u = 0, false, startUrgency
+		o.burst, o.level, o.waitedTop = 0, startUrgency, false
 	}
 	o.burst += int64(n)
-	o.setLocked(u, o.waitedTop || o.burst > burstBytes)
 	o.watched = n >= timedWrite
-	switch {
-	case !o.watched:
-	case o.timer == nil:
-		o.timer = time.AfterFunc(waitLimit, o.waited)
-	default:
-		o.timer.Reset(waitLimit)
+	if !o.watched {
+		o.setLocked(topUrgency, true)
+		return
+	}
+	o.setLocked(o.level, o.waitedTop || o.burst > burstBytes)
+	if o.timer == nil {
+		o.timer = time.AfterFunc(o.limit, o.waited)
+	} else {
+		o.timer.Reset(o.limit)
 	}
 }
 
-// after records the end of a write.
+// after records the end of a write; what it left queued goes
+// round-robin at topUrgency.
 func (o *sendOrder) after() {
 	last := o.now()
 	o.mu.Lock()
 	if o.watched {
 		o.timer.Stop()
 		o.watched = false // a late timer finds no write to move
+		o.setLocked(topUrgency, true)
 	}
 	o.last = last
 	o.mu.Unlock()
@@ -134,15 +146,13 @@ func (o *sendOrder) waited() {
 	if !o.watched {
 		return
 	}
-	if o.urgency > topUrgency {
-		o.setLocked(o.urgency-1, o.incremental)
+	if o.level > topUrgency {
+		o.level--
 	} else {
 		o.waitedTop = true
-		o.setLocked(o.urgency, true)
 	}
-	if o.timer != nil {
-		o.timer.Reset(waitLimit)
-	}
+	o.setLocked(o.level, o.waitedTop || o.incremental)
+	o.timer.Reset(o.limit)
 }
 
 // setLocked gives the stream urgency u and the incremental flag inc.

@@ -10,11 +10,13 @@ import (
 	"time"
 )
 
-// TestStreamSendOrder: a stream's bursts start non-incremental (sent
-// whole, one stream after another) at startUrgency; a write that waited
-// moves it up to topUrgency, then makes it round-robin; a burst past
-// burstBytes is round-robin; a pause of burstGap starts afresh. Every
-// byte arrives in order whatever the priority.
+// TestStreamSendOrder: a long write goes non-incremental (sent whole,
+// one stream after another) at its burst's urgency, startUrgency at
+// first; a write that waited moves the burst up to topUrgency, then
+// makes it round-robin; a burst past burstBytes is round-robin; short
+// writes and what a write leaves queued go round-robin at topUrgency; a
+// pause of burstGap starts afresh. Every byte arrives in order whatever
+// the priority.
 func TestStreamSendOrder(t *testing.T) {
 	a, _ := newTestEndpoint(t)
 	b, _ := newTestEndpoint(t)
@@ -23,12 +25,12 @@ func TestStreamSendOrder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	qs := st.(quicStream)
-	o := qs.order
+	o := st.(quicStream).order
 	// The test's own clock: it moves only when the test says (a loaded
 	// machine's pauses between writes must not end a burst).
 	var clock time.Duration = time.Second
 	o.now = func() time.Duration { return clock }
+	o.limit = time.Hour // the test moves the stream up itself
 	var sent bytes.Buffer
 	got := make(chan []byte, 1)
 	go func() {
@@ -48,52 +50,55 @@ func TestStreamSendOrder(t *testing.T) {
 		}
 		sent.Write(p)
 	}
-	state := func() (int8, bool) {
+	type prio struct {
+		u   int8
+		inc bool
+	}
+	state := func() prio {
 		o.mu.Lock()
 		defer o.mu.Unlock()
-		return o.urgency, o.incremental
+		return prio{o.urgency, o.incremental}
 	}
-	if u, inc := state(); u != defaultUrgency || !inc {
-		t.Fatalf("a new stream: urgency %d incremental %v, want quic-go's default", u, inc)
+	// during is the priority a write of n bytes goes at (the state
+	// machine's steps around a write, without the write).
+	during := func(n int) prio {
+		o.before(n)
+		p := state()
+		o.after()
+		return p
 	}
+	check := func(what string, got, want prio) {
+		t.Helper()
+		if got != want {
+			t.Fatalf("%s: urgency %d incremental %v, want %d %v", what, got.u, got.inc, want.u, want.inc)
+		}
+	}
+	check("a new stream", state(), prio{defaultUrgency, true})
+	check("a long write", during(64<<10), prio{startUrgency, false})
+	check("what it left queued", state(), prio{topUrgency, true})
+	check("a short write", during(1<<10), prio{topUrgency, true})
 	write(1 << 10)
-	if u, inc := state(); u != startUrgency || inc {
-		t.Fatalf("an answer's first write: urgency %d incremental %v, want %d, non-incremental", u, inc, startUrgency)
-	}
-	for sent.Len() <= burstBytes+32<<10 {
+	write(64 << 10)
+	for sent.Len() <= burstBytes {
 		write(32 << 10)
 	}
-	if u, inc := state(); !inc || u < topUrgency || u > startUrgency {
-		t.Fatalf("a burst of %d bytes: urgency %d incremental %v, want round-robin", o.burst, u, inc)
+	if p := during(32 << 10); !p.inc {
+		t.Fatalf("a long write in a burst of %d bytes: urgency %d, non-incremental; want round-robin", o.burst, p.u)
 	}
 
 	clock += burstGap // a pause
-	write(1 << 10)
-	if u, inc := state(); u != startUrgency || inc {
-		t.Fatalf("after a pause: urgency %d incremental %v; want a new burst", u, inc)
-	}
-	// Waits of a long write move the stream up, then make it round-robin.
-	for _, want := range []struct {
-		u   int8
-		inc bool
-	}{{startUrgency - 1, false}, {topUrgency, false}, {topUrgency, true}} {
-		o.mu.Lock()
-		o.watched = true // as during a long write
-		o.mu.Unlock()
+	check("after a pause", during(64<<10), prio{startUrgency, false})
+	// Waits of a long write move its burst up, then make it round-robin.
+	o.before(64 << 10)
+	for _, want := range []prio{{startUrgency - 1, false}, {topUrgency, false}, {topUrgency, true}} {
 		o.waited()
-		if u, inc := state(); u != want.u || inc != want.inc {
-			t.Fatalf("after a wait: urgency %d incremental %v, want %d %v", u, inc, want.u, want.inc)
-		}
+		check("after a wait", state(), want)
 	}
-	write(1 << 10)
-	if u, inc := state(); u != topUrgency || !inc {
-		t.Fatalf("the rest of a burst that waited at the top: urgency %d incremental %v", u, inc)
-	}
+	o.after()
+	check("the rest of a burst that waited at the top", during(64<<10), prio{topUrgency, true})
 	clock += burstGap
-	write(1 << 10)
-	if u, inc := state(); u != startUrgency || inc {
-		t.Fatalf("after a pause a stream that had waited: urgency %d incremental %v", u, inc)
-	}
+	check("after a pause a stream that had waited", during(64<<10), prio{startUrgency, false})
+	write(100 << 10)
 	if err := st.Close(); err != nil {
 		t.Fatal(err)
 	}
