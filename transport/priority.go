@@ -31,14 +31,14 @@ import (
 // again (an earlier form of this) gave the gain back. So waiting moves a
 // stream up instead, which is first come, first served in steps:
 //
-//   - A burst starts at startUrgency (below quic-go's default 3, which
-//     the connection's control stream keeps: control messages are few
-//     and small and go first).
+//   - A burst starts at startUrgency, two below quic-go's default 3.
 //   - A write of timedWrite or more that still waits after waitLimit
 //     moves its stream one urgency up (quic-go serves a lower urgency
-//     strictly first), up to topUrgency; one that waits there as long
+//     strictly first), up to topUrgency, which is quic-go's default (the
+//     connection's control stream keeps it: control and data share the
+//     top, neither holds the other back); one that waits there as long
 //     turns round-robin for the rest of its burst, so no stream waits
-//     behind lower ones for more than about four waitLimits and then a
+//     behind lower ones for more than about three waitLimits and then a
 //     share of the connection.
 //   - What no write waits for goes round-robin at topUrgency: a short
 //     write (quic-go keeps up to a packet of it and returns at once),
@@ -69,8 +69,8 @@ const (
 	timedWrite = 4 << 10
 
 	defaultUrgency = 3 // quic-go's (RFC 9218's): the control stream's
-	startUrgency   = 6
-	topUrgency     = 4
+	startUrgency   = defaultUrgency + 2
+	topUrgency     = defaultUrgency
 )
 
 // sendOrder is a stream's burst state. One writer at a time uses it;
