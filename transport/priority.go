@@ -27,9 +27,9 @@ import (
 // their streams) a higher stream's answer waits for as long as they keep
 // coming. Measured through a tunnel at 32 connections: 23% more 64 KiB
 // answers a second at 16% less CPU each, but a p99 of 0.5-0.6 s and
-// requests waiting over 2 s. Turning a stream that waited round-robin
-// again (an earlier form of this) gave the gain back. So waiting moves a
-// stream up instead, which is first come, first served in steps:
+// requests waiting over 2 s; turning a stream that waited round-robin
+// again gave the gain back (measured). So waiting moves a stream up
+// instead, which is first come, first served in steps:
 //
 //   - A burst starts at startUrgency, two below quic-go's default 3.
 //   - A write of timedWrite or more that still waits after waitLimit
@@ -46,7 +46,7 @@ import (
 //     returns once all but the last packet's worth has gone). Nobody
 //     would move those up, and behind lower streams that keep sending
 //     they would wait for as long as those do (answers whose last bytes
-//     came after 2 s, measured before this rule).
+//     came after over 2 s, measured without this rule).
 //   - A stream that keeps writing past burstBytes without pausing for
 //     burstGap (a download, a bulk copy) goes round-robin for the rest of
 //     its burst at its urgency: quic-go alternates packets between the
