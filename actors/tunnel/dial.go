@@ -149,8 +149,8 @@ func (c *localConn) Close() error {
 // way) reads on while the next piece arrives within gatherWait of the
 // last, for at most gatherMax in all, until the buffer is full: an
 // answer the peer sends whole (transport's send order) reaches the
-// client in one write, where a single gatherWait from the first piece
-// gave three or four. A body whose length is known asks for exactly
+// client in one write (a single gatherWait counted from the first piece
+// would cut it in three or four). A body whose length is known asks for exactly
 // what is left, so its end never waits; a small answer, a header read or
 // a trickle (a WebSocket message, a server-sent event: short reads)
 // never waits.
