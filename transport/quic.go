@@ -447,7 +447,7 @@ func (c *quicConn) OpenStream(ctx context.Context) (Stream, error) {
 	if err != nil {
 		return nil, err
 	}
-	return quicStream{st}, nil
+	return newQUICStream(st), nil
 }
 
 func (c *quicConn) AcceptStream(ctx context.Context) (Stream, error) {
@@ -455,16 +455,33 @@ func (c *quicConn) AcceptStream(ctx context.Context) (Stream, error) {
 	if err != nil {
 		return nil, err
 	}
-	return quicStream{st}, nil
+	return newQUICStream(st), nil
 }
 
 // quicStream gives a quic-go stream the Stream contract. quic-go's own
 // Close ends the send direction only: a stream closed that way while the
 // peer keeps writing would go on filling our receive window and counting
 // against MaxIncomingStreams. So Close here also stops reading.
-type quicStream struct{ *quic.Stream }
+//
+// Writes set the stream's send order (sendOrder, priority.go).
+type quicStream struct {
+	*quic.Stream
+	order *sendOrder
+}
 
 var _ Stream = quicStream{}
+
+func newQUICStream(st *quic.Stream) quicStream {
+	return quicStream{Stream: st, order: newSendOrder(st)}
+}
+
+// Write writes b, the stream's priority set for the burst it is part of.
+func (s quicStream) Write(b []byte) (int, error) {
+	s.order.before(len(b))
+	n, err := s.Stream.Write(b)
+	s.order.after()
+	return n, err
+}
 
 // CloseWrite sends our FIN; reads go on.
 func (s quicStream) CloseWrite() error { return s.Stream.Close() }

@@ -146,10 +146,14 @@ func (c *localConn) Close() error {
 // client's wakeup) per batch. A Read into a large buffer (a body copy:
 // at least gatherMin) that comes back short and mid-flow (at least
 // gatherFlow bytes: several packets came at once, so more are on the
-// way) reads on for what arrives within gatherWait, until the buffer is
-// full. A body whose length is known asks for exactly what is left, so
-// its end never waits; a small answer, a header read or a trickle (a
-// WebSocket message, a server-sent event: short reads) never waits.
+// way) reads on while the next piece arrives within gatherWait of the
+// last, for at most gatherMax in all, until the buffer is full: an
+// answer the peer sends whole (transport's send order) reaches the
+// client in one write (a single gatherWait counted from the first piece
+// would cut it in three or four). A body whose length is known asks for exactly
+// what is left, so its end never waits; a small answer, a header read or
+// a trickle (a WebSocket message, a server-sent event: short reads)
+// never waits.
 type streamConn struct {
 	transport.Stream
 	remote tunnelAddr
@@ -165,11 +169,13 @@ type streamConn struct {
 }
 
 // Gathering reads (see streamConn). gatherWait is a few packet batches at
-// a tunnel's bulk rate, well under a round trip between two nodes.
+// a tunnel's bulk rate, gatherMax a 64 KiB buffer's worth at 256 Mbit/s:
+// both well under a round trip between two nodes.
 const (
 	gatherMin  = 16 << 10
 	gatherFlow = 4 << 10
 	gatherWait = 250 * time.Microsecond
+	gatherMax  = 2 * time.Millisecond
 )
 
 func (c *streamConn) Read(p []byte) (int, error) {
@@ -177,21 +183,29 @@ func (c *streamConn) Read(p []byte) (int, error) {
 	if err != nil || len(p) < gatherMin || n < gatherFlow || n == len(p) {
 		return n, err
 	}
-	until := time.Now().Add(gatherWait)
-	c.mu.Lock()
-	if rd := c.rd.Load(); c.due || rd != 0 && rd < until.UnixNano() {
-		c.mu.Unlock()
-		return n, nil
-	}
-	err = c.Stream.SetReadDeadline(until)
-	c.mu.Unlock()
-	if err != nil {
-		return n, nil
-	}
+	now := time.Now()
+	end := now.Add(gatherMax)
 	for n < len(p) && err == nil {
+		until := now.Add(gatherWait)
+		if until.After(end) {
+			until = end
+		}
+		c.mu.Lock()
+		if rd := c.rd.Load(); c.due || rd != 0 && rd < until.UnixNano() {
+			c.mu.Unlock()
+			break
+		}
+		if c.Stream.SetReadDeadline(until) != nil {
+			c.mu.Unlock()
+			break
+		}
+		c.mu.Unlock()
 		var m int
 		m, err = c.Stream.Read(p[n:])
 		n += m
+		if now = time.Now(); !now.Before(end) {
+			break
+		}
 	}
 	var ne net.Error
 	if errors.As(err, &ne) && ne.Timeout() {

@@ -32,11 +32,24 @@
 # daemonized; a peerdns node given its own session read half its DNS
 # rate, see bench/README.md.)
 # Installs wrk, nginx-light and caddy with apt-get when missing (root).
+#
+# Two binaries side by side: PEERDNS_BIN runs that binary instead of
+# building the tree's; PEERDNS_BIN_B starts a second pair of nodes from
+# another binary (PEERDNS_ENV_B: extra environment for them, e.g.
+# GOMAXPROCS=2), measured in the same rounds as arms peerdns-b-*. ONLY
+# keeps the arms whose label starts with one of its words (e.g.
+# ONLY="nginx-proxy/ bare-fasthttp peerdns-same-node/ peerdns-b-same-node/"),
+# SIZES the sizes (default "small big"); RAW names a file that gets the
+# rows in the order they ran (round by round); GO_ON=1 goes on past a
+# run with errors (its row is left out, the error is printed) instead of
+# stopping.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 DUR=${DUR:-5}
 CONNS=${CONNS:-32}
 ROUNDS=${ROUNDS:-2}
+SIZES=${SIZES:-small big}
+ONLY=${ONLY:-}
 TMP=$(mktemp -d)
 chmod 755 "$TMP" # nginx's workers (nobody) read the backend's files from it
 cleanup() {
@@ -116,15 +129,18 @@ https://:$CADDYS {
 CONF
 caddy run --config "$TMP/Caddyfile" --adapter caddyfile > "$TMP/caddy.log" 2>&1 &
 echo $! > "$TMP/caddy.pid"
-go build -o "$TMP/peerdns" ./cmd/peerdns
-go build -o "$TMP/bare" ./bench/proxy/bare
+if [ -n "${PEERDNS_BIN:-}" ]; then cp "$PEERDNS_BIN" "$TMP/peerdns"; else nice -n 19 go build -o "$TMP/peerdns" ./cmd/peerdns; fi
+[ -z "${PEERDNS_BIN_B:-}" ] || cp "$PEERDNS_BIN_B" "$TMP/peerdns-b"
+nice -n 19 go build -o "$TMP/bare" ./bench/proxy/bare
 "$TMP/bare" -listen "127.0.0.1:$BARE" -backend "127.0.0.1:$BACK" > "$TMP/bare.log" 2>&1 &
 echo $! > "$TMP/bare.pid"
-(cd bench/proxy/eventloop && go build -o "$TMP/eventloop" .)
+(cd bench/proxy/eventloop && nice -n 19 go build -o "$TMP/eventloop" .)
 "$TMP/eventloop" -listen "127.0.0.1:$EVL" -backend "127.0.0.1:$BACK" > "$TMP/eventloop.log" 2>&1 &
 echo $! > "$TMP/eventloop.pid"
 node_up() { # dir extra... → prints admin and http addresses
-	"$TMP/peerdns" node --data "$TMP/$1" --admin-addr 127.0.0.1:0 --dns-addr 127.0.0.1:0 --http-addr 127.0.0.1:0 \
+	local bin=$TMP/peerdns envs=()
+	case $1 in *2) bin=$TMP/peerdns-b; read -ra envs <<<"${PEERDNS_ENV_B:-}" ;; esac
+	env "${envs[@]}" "$bin" node --data "$TMP/$1" --admin-addr 127.0.0.1:0 --dns-addr 127.0.0.1:0 --http-addr 127.0.0.1:0 \
 		--https-addr 127.0.0.1:0 --p2p-addr 127.0.0.1:0 --upstream 127.0.0.1:9 "${@:2}" > "$TMP/$1.log" 2>&1 &
 	echo $! > "$TMP/$1.pid"
 	for _ in $(seq 100); do grep -q '^https listening' "$TMP/$1.log" 2>/dev/null && break; sleep 0.1; done
@@ -134,25 +150,43 @@ read -r ADM_A HTTP_A HTTPS_A < <(node_up a)
 INV=$(curl -s -X POST "http://$ADM_A/api/invites" | sed -n 's/.*"invite":"\([^"]*\)".*/\1/p')
 read -r ADM_B HTTP_B _ < <(node_up b --join "$INV")
 curl -s -X POST "http://$ADM_A/api/tunnel-create" -H 'Content-Type: application/json' -d "{\"name\":\"bench\",\"port\":$BACK,\"domain\":\"bench.p2p\"}" >/dev/null
-for _ in $(seq 200); do
-	curl -s -o /dev/null -w '%{http_code}' -H 'Host: bench.p2p' "http://$HTTP_B/small" | grep -q 200 && break; sleep 0.1
+HTTP_A2= HTTPS_A2= HTTP_B2=
+if [ -n "${PEERDNS_BIN_B:-}" ]; then
+	read -r ADM_A2 HTTP_A2 HTTPS_A2 < <(node_up a2)
+	INV2=$(curl -s -X POST "http://$ADM_A2/api/invites" | sed -n 's/.*"invite":"\([^"]*\)".*/\1/p')
+	read -r _ HTTP_B2 _ < <(node_up b2 --join "$INV2")
+	curl -s -X POST "http://$ADM_A2/api/tunnel-create" -H 'Content-Type: application/json' -d "{\"name\":\"bench\",\"port\":$BACK,\"domain\":\"bench.p2p\"}" >/dev/null
+fi
+for h in $HTTP_B $HTTP_B2; do
+	for _ in $(seq 200); do
+		curl -s -o /dev/null -w '%{http_code}' -H 'Host: bench.p2p' "http://$h/small" | grep -q 200 && break; sleep 0.1
+	done
 done
-for url in "http://127.0.0.1:$BACK/big" "http://$HTTP_B/big"; do # 200 and the whole file, or no figures
+for url in "http://127.0.0.1:$BACK/big" "http://$HTTP_B/big" ${HTTP_B2:+"http://$HTTP_B2/big"}; do # 200 and the whole file, or no figures
 	got=$(curl -s -o /dev/null -w '%{http_code} %{size_download}' -H 'Host: bench.p2p' "$url")
 	[ "$got" = "200 65536" ] || { echo "$url answered $got, want 200 65536" >&2; exit 1; }
 done
 sleep 1
-PID_A=$(pgrep -f "data $TMP/a" | head -1); PID_B=$(pgrep -f "data $TMP/b" | head -1)
+PID_A=$(cat "$TMP/a.pid"); PID_B=$(cat "$TMP/b.pid")
+[ -z "${PEERDNS_BIN_B:-}" ] || { PID_A2=$(cat "$TMP/a2.pid"); PID_B2=$(cat "$TMP/b2.pid"); }
 NGINXP=$(for w in $(pgrep -f "nginx: worker"); do grep -q nginxp "/proc/$(awk '{print $4}' "/proc/$w/stat")/cmdline" && echo "$w" || true; done | tr '\n' ' ')
 CADDY_PID=$(cat "$TMP/caddy.pid"); BARE_PID=$(cat "$TMP/bare.pid"); EVL_PID=$(cat "$TMP/eventloop.pid")
 cpu_ticks() { for p in "$@"; do awk '{print $14+$15}' "/proc/$p/stat"; done | paste -sd+ | bc; }
+want() { # label → whether ONLY keeps it
+	[ -z "$ONLY" ] && return 0
+	local w
+	for w in $ONLY; do [[ $1 == "$w"* ]] && return 0; done
+	return 1
+}
 run() { # label url host pids...
 	local out c0=0 c1=0 n cpu=-
+	want "$1" || return 0
 	[ $# -ge 4 ] && c0=$(cpu_ticks "${@:4}")
 	out=$(wrk -t2 -c"$CONNS" -d"${DUR}s" --latency -H "Host: $3" "$2" 2>&1)
 	# A run that got errors measured error pages, not the path: stop.
 	if grep -qE 'Non-2xx|Socket errors' <<<"$out"; then
 		echo "$1: $(grep -E 'Non-2xx|Socket errors' <<<"$out" | tr -s ' ') (of $(awk '/requests in/{print $1}' <<<"$out")): figures void" >&2
+		[ -n "${GO_ON:-}" ] && return 0
 		exit 1
 	fi
 	n=$(echo "$out" | awk '/requests in/{print $1}')
@@ -162,9 +196,9 @@ run() { # label url host pids...
 	fi
 	printf '%s\t%s\t%s\t%s\n' "$1" "$(echo "$out" | awk '/Requests\/sec/{print $2}')" "$(echo "$out" | awk '$1=="99%"{print $2}')" "$cpu"
 }
-echo "load before: $(cut -d' ' -f1-3 /proc/loadavg); peerdns $(git rev-parse --short HEAD)"
+echo "load before: $(cut -d' ' -f1-3 /proc/loadavg); peerdns $(git rev-parse --short HEAD)${PEERDNS_BIN:+ (a: $PEERDNS_BIN)}${PEERDNS_BIN_B:+ (b: $PEERDNS_BIN_B ${PEERDNS_ENV_B:-})}"
 for r in $(seq 1 "$ROUNDS"); do
-	for f in small big; do
+	for f in $SIZES; do
 		run "direct/$f" "http://127.0.0.1:$BACK/$f" "127.0.0.1"
 		run "nginx-proxy/$f" "http://127.0.0.1:$NPROXY/$f" "127.0.0.1" $NGINXP
 		run "bare-fasthttp/$f" "http://127.0.0.1:$BARE/$f" "127.0.0.1" "$BARE_PID"
@@ -175,6 +209,11 @@ for r in $(seq 1 "$ROUNDS"); do
 		run "peerdns-same-node/$f" "http://$HTTP_A/$f" "bench.p2p" "$PID_A"
 		run "peerdns-same-node-https/$f" "https://$HTTPS_A/$f" "bench.p2p" "$PID_A"
 		run "peerdns-tunnel/$f" "http://$HTTP_B/$f" "bench.p2p" "$PID_A" "$PID_B"
+		if [ -n "${PEERDNS_BIN_B:-}" ]; then
+			run "peerdns-b-same-node/$f" "http://$HTTP_A2/$f" "bench.p2p" "$PID_A2"
+			run "peerdns-b-same-node-https/$f" "https://$HTTPS_A2/$f" "bench.p2p" "$PID_A2"
+			run "peerdns-b-tunnel/$f" "http://$HTTP_B2/$f" "bench.p2p" "$PID_A2" "$PID_B2"
+		fi
 	done
-done | sort | awk -F'\t' '{print "| " $1 " | " $2 " req/s | p99 " $3 " | " $4 " µs CPU/req |"}'
+done | tee "${RAW:-/dev/null}" | sort | awk -F'\t' '{print "| " $1 " | " $2 " req/s | p99 " $3 " | " $4 " µs CPU/req |"}'
 echo "RSS: node A $(awk '/VmRSS/{print $2}' "/proc/$PID_A/status") kB, node B $(awk '/VmRSS/{print $2}' "/proc/$PID_B/status") kB"

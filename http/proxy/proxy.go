@@ -228,13 +228,13 @@ func (s *Server) Start() error {
 	if err != nil {
 		return fmt.Errorf("edge http: %w", err)
 	}
-	s.ln = betweenWrites{ln, s.d.WriteTimeout}
+	s.ln = betweenWrites{ln, s.d.WriteTimeout, true}
 	tl, err := net.Listen("tcp", s.d.HTTPSAddr)
 	if err != nil {
 		s.ln.Close()
 		return fmt.Errorf("edge https: %w", err)
 	}
-	s.tln = tlsListener{tls.NewListener(betweenWrites{tl, s.d.WriteTimeout}, &tls.Config{GetCertificate: s.certificate, VerifyConnection: s.verifyConnection, MinVersion: tls.VersionTLS12, NextProtos: []string{"h2", "http/1.1"}})}
+	s.tln = tlsListener{tls.NewListener(betweenWrites{tl, s.d.WriteTimeout, false}, &tls.Config{GetCertificate: s.certificate, VerifyConnection: s.verifyConnection, MinVersion: tls.VersionTLS12, NextProtos: []string{"h2", "http/1.1"}})}
 	if err := s.startH3(tl.Addr()); err != nil {
 		s.ln.Close()
 		s.tln.Close()

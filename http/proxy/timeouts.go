@@ -32,8 +32,26 @@ import (
 // doing it at every read and write was 3.5% of the proxy's CPU. A
 // deadline fasthttp sets itself (SetReadDeadline and friends, at each
 // request) is remembered, so the next operation does not move it again.
+//
+// Lazy connections (the plain HTTP listener's, the upstream pool's: each
+// is set and read or written by one goroutine at a time) also keep a
+// deadline set for the future until the next operation on that side,
+// and then put it on the connection only if it differs from the one in
+// force by more than an eighth of the time left (a deadline already
+// within that much before it stays, as a moving one does). fasthttp sets
+// five deadlines per proxied request (the client's idle and head read
+// timeouts and its write timeout, the upstream's write and read
+// timeouts), each a runtime timer change under a lock, nearly always
+// for no operation that could reach it: the head-read timeout is set
+// after the head's first bytes came and is usually never waited on
+// (the head came whole), the idle one again a moment later. A deadline
+// in the past or cleared is put on at once (a halt from another
+// goroutine must stop a read in progress), so is every deadline on a
+// connection that is not lazy (HTTPS: net/http's HTTP/2 server sets
+// deadlines from one goroutine while another reads).
 type movingDeadlines struct {
 	net.Conn
+	lazy   bool
 	rd, wr deadline
 	// readErr is the last read error while the read deadline moves
 	// (a request body is read: body.go); only the serving goroutine
@@ -85,7 +103,8 @@ const lingerTime = 5 * time.Second
 // is read and written from two goroutines.
 type deadline struct {
 	every atomic.Int64 // a time.Duration; 0: this side keeps fasthttp's deadline
-	until atomic.Int64 // the deadline in force, Unix ns (0: none known)
+	until atomic.Int64 // the deadline in force, ns since monoBase (0: none known)
+	want  atomic.Int64 // lazy: set, not yet on the connection, ns since monoBase (0: none)
 }
 
 // due reports whether the deadline should move, and where to. It reads
@@ -109,6 +128,40 @@ func (d *deadline) due() (time.Time, bool) {
 // monoBase is the instant deadlines are counted from (deadline.until).
 var monoBase = time.Now()
 
+// hold keeps t for the next operation (lazy connections) and reports
+// true, or reports false when t must go on the connection now: zero, or
+// not in the future.
+func (d *deadline) hold(t time.Time) bool {
+	if t.IsZero() {
+		d.want.Store(0)
+		return false
+	}
+	w := int64(t.Sub(monoBase))
+	if w <= int64(time.Since(monoBase)) {
+		d.want.Store(0)
+		return false
+	}
+	d.want.Store(w)
+	return true
+}
+
+// held is the deadline hold kept, to put on the connection before an
+// operation; false when none is held or the one in force is near enough
+// (at most an eighth of the time left before it).
+func (d *deadline) held() (time.Time, bool) {
+	if d.want.Load() == 0 {
+		return time.Time{}, false
+	}
+	w := d.want.Swap(0)
+	if w == 0 {
+		return time.Time{}, false
+	}
+	if u := d.until.Load(); u != 0 && u <= w && 8*(w-u) <= w-int64(time.Since(monoBase)) {
+		return time.Time{}, false
+	}
+	return monoBase.Add(time.Duration(w)), true
+}
+
 // set records a deadline just set on the connection.
 func (d *deadline) set(t time.Time) {
 	if t.IsZero() {
@@ -122,17 +175,21 @@ func (d *deadline) set(t time.Time) {
 }
 
 func (c *movingDeadlines) Read(b []byte) (int, error) {
+	if c.lazy {
+		if t, ok := c.rd.held(); ok {
+			if err := c.putRead(t); err != nil {
+				c.readErr = err
+				return 0, err
+			}
+		}
+	}
 	if c.rd.every.Load() <= 0 {
 		return c.Conn.Read(b)
 	}
 	if t, ok := c.rd.due(); ok {
-		if err := c.SetReadDeadline(t); err != nil {
+		if err := c.putRead(t); err != nil {
 			c.readErr = err
 			return 0, err
-		}
-		if c.rstop.Load() { // halted: the move must not undo it
-			c.readErr = os.ErrDeadlineExceeded
-			return 0, c.readErr
 		}
 	}
 	n, err := c.Conn.Read(b)
@@ -142,16 +199,45 @@ func (c *movingDeadlines) Read(b []byte) (int, error) {
 	return n, err
 }
 
+// putRead puts t on the connection as its read deadline, unless it was
+// halted (a move must not undo a halt).
+func (c *movingDeadlines) putRead(t time.Time) error {
+	c.rd.set(t)
+	if err := c.Conn.SetReadDeadline(t); err != nil {
+		return err
+	}
+	if c.rstop.Load() {
+		return os.ErrDeadlineExceeded
+	}
+	return nil
+}
+
 func (c *movingDeadlines) Write(b []byte) (int, error) {
-	if t, ok := c.wr.due(); ok {
-		if err := c.SetWriteDeadline(t); err != nil {
-			return 0, err
+	if c.lazy {
+		if t, ok := c.wr.held(); ok {
+			if err := c.putWrite(t); err != nil {
+				return 0, err
+			}
 		}
-		if c.wstop.Load() {
-			return 0, os.ErrDeadlineExceeded
+	}
+	if t, ok := c.wr.due(); ok {
+		if err := c.putWrite(t); err != nil {
+			return 0, err
 		}
 	}
 	return c.Conn.Write(b)
+}
+
+// putWrite is putRead for writes.
+func (c *movingDeadlines) putWrite(t time.Time) error {
+	c.wr.set(t)
+	if err := c.Conn.SetWriteDeadline(t); err != nil {
+		return err
+	}
+	if c.wstop.Load() {
+		return os.ErrDeadlineExceeded
+	}
+	return nil
 }
 
 // haltRead makes the read in progress, if any, and every later one fail
@@ -173,16 +259,29 @@ func (c *movingDeadlines) haltWrite() {
 }
 
 func (c *movingDeadlines) SetReadDeadline(t time.Time) error {
+	if c.lazy && c.rd.hold(t) {
+		return nil
+	}
 	c.rd.set(t)
 	return c.Conn.SetReadDeadline(t)
 }
 
 func (c *movingDeadlines) SetWriteDeadline(t time.Time) error {
+	if c.lazy && c.wr.hold(t) {
+		return nil
+	}
 	c.wr.set(t)
 	return c.Conn.SetWriteDeadline(t)
 }
 
 func (c *movingDeadlines) SetDeadline(t time.Time) error {
+	if c.lazy {
+		if c.rd.hold(t) {
+			c.wr.hold(t)
+			return nil
+		}
+		c.wr.want.Store(0)
+	}
 	c.rd.set(t)
 	c.wr.set(t)
 	return c.Conn.SetDeadline(t)
@@ -224,9 +323,12 @@ var (
 
 // betweenWrites is a listener whose connections move their write
 // deadline (above).
+// lazy: its connections keep deadlines set for the future until they are
+// needed (see movingDeadlines).
 type betweenWrites struct {
 	net.Listener
 	timeout time.Duration
+	lazy    bool
 }
 
 func (l betweenWrites) Accept() (net.Conn, error) {
@@ -234,7 +336,7 @@ func (l betweenWrites) Accept() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	mc := &movingDeadlines{Conn: c}
+	mc := &movingDeadlines{Conn: c, lazy: l.lazy}
 	mc.wr.every.Store(int64(l.timeout))
 	return mc, nil
 }

@@ -122,3 +122,81 @@ func TestMovingDeadlinesCutSilence(t *testing.T) {
 		t.Fatalf("a silent peer was cut after %v, before 7/8 of %v", took, timeout)
 	}
 }
+
+// TestLazyDeadlinesWaitForTheOperation: on a lazy connection the
+// deadlines fasthttp sets at every request (a later one, then an earlier
+// one, then the later one again) put nothing on the connection until an
+// operation needs one, and then only one that is more than an eighth of
+// the time left off the one in force. A deadline held that way still
+// cuts the read it was set for; a deadline in the past is put on at
+// once, so it stops a read in progress in another goroutine.
+func TestLazyDeadlinesWaitForTheOperation(t *testing.T) {
+	a, b := tcpPair(t)
+	cc := &countingConn{Conn: a}
+	c := &movingDeadlines{Conn: cc, lazy: true}
+	buf := make([]byte, 1)
+	for i := 0; i < 100; i++ {
+		// The server's pattern: the idle timeout before the head, the
+		// head's read timeout once its first byte came, the write
+		// timeout before the answer.
+		if err := c.SetReadDeadline(time.Now().Add(time.Minute)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.Write([]byte{byte(i)}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Read(buf); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.SetReadDeadline(time.Now().Add(10 * time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.SetWriteDeadline(time.Now().Add(time.Minute)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Write([]byte{byte(i)}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.Read(buf); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if cc.reads != 1 || cc.writes != 1 {
+		t.Fatalf("100 requests put %d read and %d write deadlines on the connection, want 1 each", cc.reads, cc.writes)
+	}
+
+	// A held earlier deadline is put on by the read it is for, and cuts it.
+	if err := c.SetReadDeadline(time.Now().Add(50 * time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if _, err := c.Read(buf); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("a read past its deadline: %v, want a deadline error", err)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Fatalf("the read was cut after %v, its deadline was 50 ms", took)
+	}
+	if cc.reads != 2 {
+		t.Fatalf("%d read deadlines put on, want 2", cc.reads)
+	}
+
+	// A deadline in the past stops a read already waiting.
+	if err := c.SetReadDeadline(time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Read(buf)
+		done <- err
+	}()
+	// Whether the read is waiting yet or not, the halt must end it.
+	c.haltRead()
+	select {
+	case err := <-done:
+		if !errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Fatalf("a halted read: %v, want a deadline error", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a halted read went on waiting")
+	}
+}

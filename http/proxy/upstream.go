@@ -51,6 +51,9 @@ func (s *Server) client(d *view.Domain) *upstream {
 			}
 			mc.rd.every.Store(int64(s.d.UpstreamTimeout))
 			mc.wr.every.Store(int64(s.d.UpstreamTimeout))
+			// A pooled connection is used by one exchange at a time:
+			// its deadlines can wait for its reads and writes.
+			mc.lazy = true
 			return mc, nil
 		},
 		IsTLS:                         d.SSL,
