@@ -44,7 +44,7 @@ func FuzzParseStatIdle(f *testing.F) {
 }
 
 // The hand-read idle time is gopsutil's within a few ticks, and reading
-// it allocates nothing.
+// it allocates nothing (outside race builds).
 func TestMachineIdleAgreesWithGopsutil(t *testing.T) {
 	machineIdle() // the file is open and read once: the next read must be fresh
 	before, _ := cpu.Times(false)
@@ -67,7 +67,7 @@ func TestMachineIdleAgreesWithGopsutil(t *testing.T) {
 	if d := idle - ref; d < 0 || d > 500*time.Millisecond {
 		t.Fatalf("idle %v, gopsutil %v", idle, ref)
 	}
-	if n := testing.AllocsPerRun(100, func() { machineIdle() }); n != 0 {
+	if n := testing.AllocsPerRun(100, func() { machineIdle() }); n != 0 && !raceBuild {
 		t.Fatalf("%v allocations per read", n)
 	}
 }

@@ -1,0 +1,5 @@
+//go:build !race
+
+package procs
+
+const raceBuild = false
