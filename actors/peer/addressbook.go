@@ -28,17 +28,20 @@ const (
 
 // peerListRepeat: a neighbour gets our peer list when it changed since
 // we last sent it one, and otherwise again only every peerListRepeat
-// exchange intervals (a minute by default).
+// exchange intervals (two minutes by default).
 //
 // The list is state (whom we are connected to: it tells the neighbour
 // which writers' ops it need not relay to us, whom we can introduce or
 // relay to, and peers to dial), and in a settled view it does not
 // change: sent every interval to every neighbour it was the largest
-// part of idle traffic (~1.4 KB/s of 2.7 at 20 writers). It is still
-// repeated now and then, not sent on change alone: a receiver whose
-// dialers were all busy skips peers it learns, and an introduction that
-// lost its introducer waits for the next list to name another.
-const peerListRepeat = 6
+// part of idle traffic (~1.4 KB/s of 2.7 at 20 writers; a minute apart
+// still ~230 B/s of an idle ~1.1 KB/s). It is still repeated now and
+// then, not sent on change alone: a receiver whose dialers were all busy
+// skips peers it learns, and an introduction that lost its introducer
+// waits for the next list to name another. Both are rare (a settled view
+// dials nobody) and both are also served by the shuffles and the leaves'
+// samples, so two minutes is enough.
+const peerListRepeat = 12
 
 // exchange tells every connected peer whom we are connected to, when
 // that changed since we last told it or the last time is

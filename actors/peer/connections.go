@@ -162,6 +162,19 @@ func (a *Actor) onUp(c actor.Context, m *sessionUp) {
 	a.exchange(c)
 }
 
+// onEnded suspects the peer of a session that ended without a leave,
+// unless its leave arrived after the session's Terminated (onLeft).
+func (a *Actor) onEnded(c actor.Context, m *sessionEnded) {
+	id, ok := a.ended[m.pid.Id]
+	if !ok {
+		return
+	}
+	delete(a.ended, m.pid.Id)
+	if !a.stopping() {
+		a.suspect(c, id)
+	}
+}
+
 func (a *Actor) onTerminated(c actor.Context, who *actor.PID) {
 	for id, e := range a.sessions {
 		if e.pid.Equal(who) {
@@ -179,10 +192,19 @@ func (a *Actor) onTerminated(c actor.Context, who *actor.PID) {
 				a.lingering[id] = a.d.Now()
 			}
 			if e.up && !e.left && !e.silent && !a.stopping() {
-				// Ended without a leave: the peer failed, or the
-				// link did (suspicion.go; a live peer refutes it).
+				// Ended without a leave so far: the peer failed, or
+				// the link did (suspicion.go; a live peer refutes it).
+				// A leave the session passed on just before it stopped
+				// may still be queued: Terminated is a system message,
+				// which the mailbox hands over before user messages,
+				// so the leave is looked for once what is queued now
+				// has been handled (onEnded), not here.
 				a.heardNow(id)
-				a.suspect(c, id)
+				if a.ended == nil {
+					a.ended = map[string]string{}
+				}
+				a.ended[who.Id] = id
+				c.Send(c.Self(), &sessionEnded{pid: who})
 			}
 			return
 		}

@@ -160,6 +160,10 @@ type peerSilent struct {
 // view; the session sends the leave and closes.
 type sendLeave struct{ sample []messages.PeerInfo }
 
+// sessionEnded: a session that ended without a leave; sent to ourselves
+// so that the messages it sent before stopping are handled first.
+type sessionEnded struct{ pid *actor.PID }
+
 // peerLeft: the session's peer dropped us from its active view.
 type peerLeft struct {
 	pid    *actor.PID

@@ -19,6 +19,9 @@ package peer
 // usual lifetime (30 s on Linux conntrack, about a minute on home
 // routers): the QUIC handshake retransmits its first packet itself
 // (200 ms, doubling) for punchAttempt, three attempts punchGap apart.
+// Only a node with room in its active view asks, and a side whose view
+// is at its cap punches for one introduction per leaveHold (any number
+// towards a writer its heartbeats say it is cut off from).
 //
 // Refusals. A Connect is refused (and counted) unless its sender is a
 // connected writer, it names a writer other than us and the sender,
@@ -110,6 +113,8 @@ type reachState struct {
 	lastConnect map[string]time.Time
 	tokens      float64
 	tokensAt    time.Time
+	// pastCap: when we last punched with the active view at its cap.
+	pastCap time.Time
 
 	probe    *probeState
 	probedAt time.Time
@@ -550,6 +555,20 @@ func (a *Actor) onConnect(c actor.Context, from string, m *messages.Connect) {
 	}
 	if e := a.sessions[target]; e != nil && e.up {
 		return // already connected: nothing to punch
+	}
+	if a.neighbours(now) >= a.viewCap() && !a.cutOff()[target] {
+		// Our active view is at its cap (view.go): the session would
+		// come up as our own dial past it, and trimView would send a
+		// random neighbour a leave, which then has room and asks for
+		// introductions in turn. Unbounded, that kept thousands of
+		// sessions a minute coming up and going in a fleet of 50. It
+		// is also how a node left short among full ones gets in (as
+		// HyParView's forced join), so a view at its cap punches for
+		// one introduction per leaveHold.
+		if now.Sub(a.reach.pastCap) < leaveHold {
+			return
+		}
+		a.reach.pastCap = now
 	}
 	var known []string
 	if k := a.known[target]; k != nil {

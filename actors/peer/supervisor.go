@@ -190,15 +190,19 @@ type Actor struct {
 	cancel       context.CancelFunc
 	sub          *eventstream.Subscription
 	lastExchange time.Time
-	closed       bool // the endpoint stopped accepting
-	adv          []string
-	advAt        time.Time
-	diag         diagnostics
-	reach        *reachState     // reach.go
-	answering    map[string]bool // peers whose probe we are answering
-	relays       relayPlan
-	quicRetries  map[string]*quicRetry // quicretry.go
-	selfAddrs    map[string]bool       // addresses a dial found to be ours (dialing.go)
+	exchanges    int // exchange intervals passed (shuffleEvery counts them)
+	// ended: sessions (by PID id) that ended without a leave, to peer
+	// id, until onEnded or a late leave (onLeft) settles which it was.
+	ended       map[string]string
+	closed      bool // the endpoint stopped accepting
+	adv         []string
+	advAt       time.Time
+	diag        diagnostics
+	reach       *reachState     // reach.go
+	answering   map[string]bool // peers whose probe we are answering
+	relays      relayPlan
+	quicRetries map[string]*quicRetry // quicretry.go
+	selfAddrs   map[string]bool       // addresses a dial found to be ours (dialing.go)
 	// quicRetried / quicRetryFailed count QUIC retries started and failed.
 	quicRetried, quicRetryFailed int64
 	view                         viewState      // view.go
@@ -294,6 +298,8 @@ func (a *Actor) Receive(c actor.Context) {
 		}
 	case *neighbourOwes:
 		a.onNeighbourOwes(c, m)
+	case *sessionEnded:
+		a.onEnded(c, m)
 	case *peerLeft:
 		a.onLeft(c, m)
 	case *admitNeighbour:
@@ -507,8 +513,11 @@ func (a *Actor) onTick(c actor.Context, now time.Time) {
 	a.quicRetryTick(now)
 	if now.Sub(a.lastExchange) >= a.d.ExchangeInterval {
 		a.lastExchange = now
+		a.exchanges++
 		a.exchange(c)
-		a.shuffle(c)
+		if a.viewRoom() > 0 || a.exchanges%shuffleEvery == 0 {
+			a.shuffle(c)
+		}
 	}
 	a.reachTick(c, now)
 }

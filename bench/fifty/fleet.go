@@ -32,6 +32,11 @@ type fleet struct {
 	// joinedBy[i] is the node whose invite node i used (-1 for node 0).
 	joinedBy []int
 	cut      bool // a partition table is loaded in the internet namespace
+	// env is every node's extra environment; profile says they write CPU
+	// profiles, so the run's end stops them with SIGTERM (the profile is
+	// written as the node shuts down) instead of SIGKILL.
+	env     []string
+	profile bool
 }
 
 // member is one node: its place stays, its process may be killed and
@@ -99,7 +104,7 @@ func (m *member) get() *natlab.Node {
 // maxNodes: addresses .10 to .249 of the public segment.
 const maxNodes = 240
 
-func newFleet(prefix, bin, work string, n int, logf func(string, ...any)) (*fleet, error) {
+func newFleet(prefix, bin, work string, n int, profile string, logf func(string, ...any)) (*fleet, error) {
 	if n < 2 || n > maxNodes {
 		return nil, fmt.Errorf("nodes: %d, want 2 to %d", n, maxNodes)
 	}
@@ -108,6 +113,9 @@ func newFleet(prefix, bin, work string, n int, logf func(string, ...any)) (*flee
 		return nil, err
 	}
 	f := &fleet{lab: lab, bin: bin, work: work, logf: logf, joinedBy: make([]int, n)}
+	if profile != "" {
+		f.env, f.profile = []string{"PEERDNS_CPUPROFILE=" + filepath.Join(profile, "cpu-%p.prof")}, true
+	}
 	for i := 0; i < n; i++ {
 		p, err := lab.AddPublicHost(fmt.Sprintf("203.0.113.%d", 10+i))
 		if err != nil {
@@ -136,7 +144,11 @@ func (f *fleet) close() {
 			m.mu.Lock()
 			defer m.mu.Unlock()
 			if m.node != nil {
-				m.node.Kill()
+				if f.profile {
+					m.node.Stop()
+				} else {
+					m.node.Kill()
+				}
 				m.node = nil
 			}
 		}(m)
@@ -157,7 +169,7 @@ func (f *fleet) start(i int, invite string) error {
 	if m.runs > 0 {
 		_ = os.Rename(filepath.Join(m.dir, "node.log"), filepath.Join(m.dir, fmt.Sprintf("node.log.%d", m.runs)))
 	}
-	n, err := natlab.Start(f.bin, fmt.Sprintf("node%d", i), m.place, m.dir, invite)
+	n, err := natlab.StartEnv(f.bin, fmt.Sprintf("node%d", i), m.place, m.dir, invite, f.env)
 	if err != nil {
 		return err
 	}

@@ -37,6 +37,7 @@ type Config struct {
 	Settle     time.Duration // bound on each wait for agreement (after a burst, a restart, the heal)
 	JoinWithin time.Duration // bound on joining and meshing
 	IdleWindow time.Duration // the fleet's idle CPU is measured over this (0: not)
+	Profile    string        // folder for the nodes' CPU profiles ("": none)
 }
 
 // Result is what a run measured; Failures is set when a check failed.
@@ -88,7 +89,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	r := &runner{cfg: cfg, rng: rand.New(rand.NewSource(cfg.Seed)), res: &Result{}, start: time.Now(), all: &claims{}}
 	r.logf("seed %d: %d nodes, %d claimers × %d claims × %d rounds, kills %d, partition %v", cfg.Seed, cfg.Nodes, cfg.Claimers, cfg.ClaimsEach, cfg.Rounds, cfg.Kills, cfg.Partition)
 	t := time.Now()
-	f, err := newFleet(cfg.Prefix, cfg.Binary, cfg.Work, cfg.Nodes, r.logf)
+	f, err := newFleet(cfg.Prefix, cfg.Binary, cfg.Work, cfg.Nodes, cfg.Profile, r.logf)
 	if err != nil {
 		return nil, err
 	}
