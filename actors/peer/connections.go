@@ -41,6 +41,9 @@ type sessionEntry struct {
 	// only every peerListRepeat exchanges).
 	peersSent string
 	peersAt   time.Time
+	// theirs: how many peers the neighbour's last peer list named (its
+	// sessions, us among them); 0 before the first.
+	theirs int
 }
 
 // onConn admits a new connection into a session, resolving duplicates.

@@ -20,8 +20,10 @@ package peer
 // routers): the QUIC handshake retransmits its first packet itself
 // (200 ms, doubling) for punchAttempt, three attempts punchGap apart.
 // Only a node with room in its active view asks, and a side whose view
-// is at its cap punches for one introduction per leaveHold (any number
-// towards a writer its heartbeats say it is cut off from).
+// is at its cap punches only when a neighbour it would drop for the
+// newcomer has a view to spare, and otherwise for one introduction per
+// leaveHold (any number towards a writer its heartbeats say it is cut
+// off from).
 //
 // Refusals. A Connect is refused (and counted) unless its sender is a
 // connected writer, it names a writer other than us and the sender,
@@ -556,15 +558,16 @@ func (a *Actor) onConnect(c actor.Context, from string, m *messages.Connect) {
 	if e := a.sessions[target]; e != nil && e.up {
 		return // already connected: nothing to punch
 	}
-	if a.neighbours(now) >= a.viewCap() && !a.cutOff()[target] {
+	if a.neighbours(now) >= a.viewCap() && !a.cutOff()[target] && len(a.spareNeighbours(a.upIDs())) == 0 {
 		// Our active view is at its cap (view.go): the session would
 		// come up as our own dial past it, and trimView would send a
-		// random neighbour a leave, which then has room and asks for
-		// introductions in turn. Unbounded, that kept thousands of
-		// sessions a minute coming up and going in a fleet of 50. It
-		// is also how a node left short among full ones gets in (as
-		// HyParView's forced join), so a view at its cap punches for
-		// one introduction per leaveHold.
+		// random neighbour a leave. Where no neighbour has a view to
+		// spare, that one is left short and asks for introductions in
+		// turn: unbounded, that kept thousands of sessions a minute
+		// coming up and going in a fleet of 50. It is also how a node
+		// left short among full ones gets in (as HyParView's forced
+		// join), so without a spare neighbour a view at its cap punches
+		// for one introduction per leaveHold.
 		if now.Sub(a.reach.pastCap) < leaveHold {
 			return
 		}

@@ -270,6 +270,9 @@ func (a *Actor) Receive(c actor.Context) {
 	case *peerSilent:
 		a.onSilent(c, m)
 	case *peersLearned:
+		if e := a.sessions[m.from]; e != nil {
+			e.theirs = len(m.peers)
+		}
 		a.learn(m.peers)
 		a.reachLearned(m.from, m.peers)
 		a.relayLearned(m.from, m.peers)

@@ -178,7 +178,8 @@ const isolatedAfter = 3 * time.Second
 // trimView makes the active view fit after a session came up: newID's
 // session, or (newID "") whichever random one. A newcomer that has
 // neighbours of its own is the one that leaves; otherwise a random other
-// neighbour does.
+// neighbour does, one with more than ActiveView neighbours of its own
+// where there is one (spareNeighbours), so that it is not left short.
 func (a *Actor) trimView(c actor.Context, newID string) {
 	now := a.d.Now()
 	for a.neighbours(now) > a.viewCap() {
@@ -200,10 +201,26 @@ func (a *Actor) trimView(c actor.Context, newID string) {
 			if len(cands) == 0 {
 				return
 			}
+			if spare := a.spareNeighbours(cands); len(spare) > 0 {
+				cands = spare
+			}
 			victim = cands[rand.IntN(len(cands))]
 		}
 		a.sendLeave(c, victim)
 	}
+}
+
+// spareNeighbours keeps the ids whose last peer list named more than
+// ActiveView peers: dropped by us they still have a full view, so they
+// dial nobody and the eviction goes no further.
+func (a *Actor) spareNeighbours(ids []string) []string {
+	var out []string
+	for _, id := range ids {
+		if e := a.sessions[id]; e != nil && e.theirs > a.d.ActiveView {
+			out = append(out, id)
+		}
+	}
+	return out
 }
 
 // sendLeave drops id from the active view: it gets a leave with a sample
