@@ -4,12 +4,15 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"peerdns/internal/store"
 	"peerdns/messages"
 	"peerdns/transport/identity"
 )
@@ -298,4 +301,79 @@ func TestUnheardBootstrapPeerDialedPastFullView(t *testing.T) {
 			t.Error("a bootstrap peer we hear is dialed past a full view")
 		}
 	})
+}
+
+// A session's Terminated (a system message) is handled before the user
+// messages already in the supervisor's mailbox, so the leave the session
+// passed on just before it stopped may come after it. Such a session
+// left; it did not fail, and its peer is not suspected. One that ended
+// with no leave behind it is.
+func TestLeaveAfterTerminatedIsNoFailure(t *testing.T) {
+	self, err := identity.Generate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newLivenessRig(t, self, "net")
+	node, err := store.Open(filepath.Join(t.TempDir(), "node.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { node.Close() })
+	r.a.d.Node, r.a.known, r.a.reach = node, map[string]*knownPeer{}, newReachState(time.Now())
+	var sessions []*actor.PID
+	for range 2 {
+		sessions = append(sessions, r.sys.Root.Spawn(actor.PropsFromFunc(func(actor.Context) {})))
+	}
+	left, failed := strings.Repeat("1", 64), strings.Repeat("2", 64)
+	r.run(func(c actor.Context) {
+		r.a.sessions[left] = &sessionEntry{up: true, pid: sessions[0]}
+		r.a.sessions[failed] = &sessionEntry{up: true, pid: sessions[1]}
+		r.a.onTerminated(c, sessions[0])
+		r.a.onLeft(c, &peerLeft{pid: sessions[0], id: left})
+		r.a.onEnded(c, &sessionEnded{pid: sessions[0]})
+	})
+	if r.a.sus.sent != 0 || r.a.view.left != 1 {
+		t.Fatalf("a leave after its session's Terminated: %d suspicions sent, %d leaves counted; want 0 and 1", r.a.sus.sent, r.a.view.left)
+	}
+	if !r.a.gate.isHeld(left) {
+		t.Fatal("the peer that left is not held off from redialing")
+	}
+	r.run(func(c actor.Context) {
+		r.a.onTerminated(c, sessions[1])
+		r.a.onEnded(c, &sessionEnded{pid: sessions[1]})
+	})
+	if r.a.sus.sent != 1 || len(r.a.ended) != 0 {
+		t.Fatalf("a session that ended without a leave: %d suspicions sent (want 1), %d ends pending", r.a.sus.sent, len(r.a.ended))
+	}
+}
+
+// A view pushed past its cap by our own dial drops a neighbour whose
+// last peer list named more than ActiveView peers (it stays full and
+// dials nobody), not one that would be left short.
+func TestTrimDropsANeighbourWithAViewToSpare(t *testing.T) {
+	self, err := identity.Generate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newLivenessRig(t, self, "net")
+	r.a.known, r.a.reach = map[string]*knownPeer{}, newReachState(time.Now())
+	r.a.adv, r.a.advAt = []string{}, time.Now() // no endpoint: no addresses of ours in the leave's sample
+	r.a.d.ActiveView = 6 // cap 7
+	spare := strings.Repeat("5", 64)
+	long := time.Now().Add(-time.Minute)
+	r.run(func(c actor.Context) {
+		for i := range 8 {
+			id := strings.Repeat(string(rune('a'+i)), 64)
+			theirs := 6 // our leave would leave it one short
+			if i == 5 {
+				id, theirs = spare, 7
+			}
+			pid := r.sys.Root.Spawn(actor.PropsFromFunc(func(actor.Context) {}))
+			r.a.sessions[id] = &sessionEntry{up: true, pid: pid, upAt: long, theirs: theirs}
+		}
+		r.a.trimView(c, "")
+	})
+	if _, kept := r.a.sessions[spare]; kept || len(r.a.sessions) != 7 {
+		t.Fatalf("after the trim: %d sessions, the one with a view to spare kept: %v", len(r.a.sessions), kept)
+	}
 }
