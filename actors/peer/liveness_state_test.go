@@ -358,7 +358,7 @@ func TestTrimDropsANeighbourWithAViewToSpare(t *testing.T) {
 	r := newLivenessRig(t, self, "net")
 	r.a.known, r.a.reach = map[string]*knownPeer{}, newReachState(time.Now())
 	r.a.adv, r.a.advAt = []string{}, time.Now() // no endpoint: no addresses of ours in the leave's sample
-	r.a.d.ActiveView = 6 // cap 7
+	r.a.d.ActiveView = 6                        // cap 7
 	spare := strings.Repeat("5", 64)
 	long := time.Now().Add(-time.Minute)
 	r.run(func(c actor.Context) {
