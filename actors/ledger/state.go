@@ -271,9 +271,9 @@ func (s *state) input(domain string, active map[string]bool) consensus.Input {
 		rec := d.records[w]
 		in.Claims = append(in.Claims, consensus.Claim{Writer: w, Hash: rec.Hash, SSL: rec.SSL, HLC: op.HLC})
 	}
-	for _, op := range d.votes {
-		pk, _ := messages.ParseKey(op.Key)
-		in.Votes = append(in.Votes, consensus.Vote{Voter: pk.Writer, Claimant: pk.Claimant, HLC: op.HLC})
+	for k, op := range d.votes { // keyed voter:claimant (index): no key to parse again
+		voter, claimant, _ := strings.Cut(k, ":")
+		in.Votes = append(in.Votes, consensus.Vote{Voter: voter, Claimant: claimant, HLC: op.HLC})
 	}
 	slices.SortFunc(in.Claims, func(a, b consensus.Claim) int { return strings.Compare(a.Writer, b.Writer) })
 	slices.SortFunc(in.Votes, func(a, b consensus.Vote) int {
@@ -319,10 +319,9 @@ func (s *state) myVotes(domain string) []string {
 		return nil
 	}
 	var out []string
-	for _, op := range d.votes {
-		pk, _ := messages.ParseKey(op.Key)
-		if pk.Writer == s.self {
-			out = append(out, pk.Claimant)
+	for k := range d.votes { // keyed voter:claimant
+		if voter, claimant, _ := strings.Cut(k, ":"); voter == s.self {
+			out = append(out, claimant)
 		}
 	}
 	sort.Strings(out)
