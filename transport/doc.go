@@ -10,10 +10,7 @@
 // connections not admitted yet (pending.go), the socket wrapper that
 // turns a send the host refuses (EPERM from a firewall, ENOBUFS, a route
 // gone for a moment) into a lost packet instead of a dead connection
-// (sendloss.go), the socket reader that yields to the connections so a
-// burst waits in the socket's buffer, not in a connection's queue of 256
-// packets that drops the rest (readbatch.go), the send order of a
-// connection's streams (priority.go:
+// (sendloss.go), the send order of a connection's streams (priority.go:
 // an answer goes out whole, streams that wait move up), and the stream
 // paths: the same Conn over TLS 1.3 + yamux
 // on a TCP connection (tcp.go, on the QUIC port number) or on a stream
