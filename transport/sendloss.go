@@ -8,8 +8,6 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
-
-	"golang.org/x/net/ipv4"
 )
 
 // Send errors are packet loss.
@@ -31,8 +29,7 @@ import (
 // anything else that says the socket or the call is wrong rather than
 // that one packet did not go.
 //
-// lossyConn embeds *net.UDPConn, overrides only the write methods and
-// adds ReadBatch (readbatch.go: reading yields to the connections), so
+// lossyConn embeds *net.UDPConn and overrides only the write methods, so
 // it keeps every method quic-go's feature detection looks for
 // (SyscallConn, SetReadBuffer, ReadMsgUDP, WriteMsgUDP, net.Conn): quic-go
 // still reads in batches (recvmmsg), sets DF, and uses GSO and ECN on
@@ -68,8 +65,6 @@ const sendLossLogEvery = 30 * time.Second
 // lossyConn is the UDP socket quic-go writes through (see above).
 type lossyConn struct {
 	*net.UDPConn
-	batch   *ipv4.PacketConn // UDPConn's batch reads (readbatch.go)
-	batches int              // read since the last yield (readbatch.go)
 	log     *slog.Logger
 	lost    atomic.Int64
 	lastLog atomic.Int64 // unix ns of the last log line
@@ -80,7 +75,7 @@ type lossyConn struct {
 }
 
 func newLossyConn(c *net.UDPConn, log *slog.Logger) *lossyConn {
-	return &lossyConn{UDPConn: c, batch: ipv4.NewPacketConn(c), log: log}
+	return &lossyConn{UDPConn: c, log: log}
 }
 
 // lose counts a refused send and logs it, rate-limited.
