@@ -36,17 +36,12 @@ const upstreamConns = 1024
 // (pooled: only a response being read holds one; idle kept-alive
 // connections hold none). The response head is read with it, and with a
 // tunnel stream's gathering reads (actors/tunnel, streamConn) that first
-// read brings what the tunnel has of the body too, up to the buffer:
-// fasthttp's default of 4 KiB leaves the head and the first 3.8 KiB of
-// body in the buffer, a client write of their own, and the rest in
-// further gathered reads. A 64 KiB answer through a tunnel reached its
-// client in 3.3-3.5 writes instead of 4.0-4.6 (the head flushed early,
-// flush.go, then a write per pause of the tunnel's packet batches; a
-// shared 2-vCPU machine, untimed), at 3% less CPU on that node.
-// The price: an answer of 4-64 KiB that arrives in one piece waits one
-// gathering pause (250 µs) before its head is read, where a body read
-// asks for exactly what is left and never waits at its end. It also
-// bounds the response head an upstream may send.
+// read brings what the tunnel has of the body too, up to the buffer, so
+// a 64 KiB answer reaches its client in two writes (the head flushed
+// early, then the body; flush.go) instead of three or more: fasthttp's
+// default of 4 KiB leaves the head and the first 3.8 KiB of body in the
+// buffer, a write of their own, and the rest in further gathered reads.
+// It also bounds the response head an upstream may send.
 const upstreamReadBuffer = 64 << 10
 
 // client is the upstream of d.
