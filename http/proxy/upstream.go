@@ -32,18 +32,6 @@ type upstream struct {
 // upstreamConns is the most connections the edge keeps to one upstream.
 const upstreamConns = 1024
 
-// upstreamReadBuffer is the read buffer of a response from an upstream
-// (pooled: only a response being read holds one; idle kept-alive
-// connections hold none). The response head is read with it, and with a
-// tunnel stream's gathering reads (actors/tunnel, streamConn) that first
-// read brings what the tunnel has of the body too, up to the buffer, so
-// a 64 KiB answer reaches its client in two writes (the head flushed
-// early, then the body; flush.go) instead of three or more: fasthttp's
-// default of 4 KiB leaves the head and the first 3.8 KiB of body in the
-// buffer, a write of their own, and the rest in further gathered reads.
-// It also bounds the response head an upstream may send.
-const upstreamReadBuffer = 64 << 10
-
 // client is the upstream of d.
 func (s *Server) client(d *view.Domain) *upstream {
 	key := d.Hash
@@ -74,7 +62,6 @@ func (s *Server) client(d *view.Domain) *upstream {
 		ReadTimeout:                   s.d.UpstreamTimeout,
 		WriteTimeout:                  s.d.UpstreamTimeout,
 		MaxConns:                      upstreamConns,
-		ReadBufferSize:                upstreamReadBuffer,
 		MaxConnWaitTimeout:            5 * time.Second,
 		DisableHeaderNamesNormalizing: true,
 		DisablePathNormalizing:        true,
