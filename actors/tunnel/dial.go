@@ -140,20 +140,27 @@ func (c *localConn) Close() error {
 // stream's own deadline would.
 //
 // Reads gather: a QUIC stream's Read returns what has arrived, which
-// while a body flows is the one batch of packets the connection read
-// from its socket last (about 8 KiB), so an edge copying a 64 KiB
-// response to its client made one client write (a TCP segment, the
-// client's wakeup) per batch. A Read into a large buffer (a body copy:
-// at least gatherMin) that comes back short and mid-flow (at least
-// gatherFlow bytes: several packets came at once, so more are on the
-// way) reads on while the next piece arrives within gatherWait of the
-// last, for at most gatherMax in all, until the buffer is full: an
-// answer the peer sends whole (transport's send order) reaches the
-// client in one write (a single gatherWait counted from the first piece
-// would cut it in three or four). A body whose length is known asks for exactly
-// what is left, so its end never waits; a small answer, a header read or
-// a trickle (a WebSocket message, a server-sent event: short reads)
-// never waits.
+// while a body flows is the one batch of packets the connection read from
+// its socket last (about 8 KiB), so an edge copying a 64 KiB response to
+// its client made one client write (a TCP segment, the client's wakeup)
+// per batch. A Read into a large buffer (a body copy: at least gatherMin)
+// that comes back short and mid-flow (at least gatherFlow bytes: several
+// packets came at once, so more are on the way) reads on while the next
+// piece arrives within gatherWait of the last, for at most gatherMax in
+// all, until the buffer is full: an answer the peer sends whole
+// (transport's send order) reaches the client in one write (a single
+// gatherWait counted from the first piece would cut it in three or four).
+// A body whose length is known asks for exactly what is left, so its end
+// never waits; a small answer, a header read or a trickle (a WebSocket
+// message, a server-sent event: short reads) never waits. On a busy
+// machine gathering ends early: quic-go's Read checks the deadline before
+// the data that came, so a read woken after its deadline (its thread
+// waited for a CPU) ends the gathering even when the next piece came in
+// time; and the pieces themselves come a packet batch at a time (up to 14
+// packets per send), with pauses between them while the sender serves its
+// other streams. Measured through two nodes on a shared 2-vCPU machine
+// (untimed, 64 KiB answers): 15-33 KB per gathered read, 4.0-4.6 client
+// writes per answer.
 type streamConn struct {
 	transport.Stream
 	remote tunnelAddr

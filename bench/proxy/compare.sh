@@ -22,7 +22,9 @@
 # with a self-signed ECDSA P-256 leaf. Besides req/s and p99 it
 # prints each proxy's own CPU per request (utime+stime of its processes
 # around the run / requests): the figure that moves least with the load
-# of a shared machine.
+# of a shared machine; and the machine's idle share during the run
+# (idle+iowait over all of /proc/stat's cpu line): a path that leaves
+# the cores idle is held back by waits (latency), not by CPU.
 # Every process stays in the script's session, nginx too (daemon off),
 # as in the DNS comparison: with autogroup scheduling
 # (kernel.sched_autogroup_enabled, on by default) a session is a
@@ -39,7 +41,9 @@
 # GOMAXPROCS=2), measured in the same rounds as arms peerdns-b-*. ONLY
 # keeps the arms whose label starts with one of its words (e.g.
 # ONLY="nginx-proxy/ bare-fasthttp peerdns-same-node/ peerdns-b-same-node/"),
-# SIZES the sizes (default "small big"); RAW names a file that gets the
+# SIZES the sizes (default "small big"; "bulk" is a 64 MiB file over one
+# connection, -t1 -c1, whose CPU column is per GB moved, not per
+# request: what the path carries in bulk); RAW names a file that gets the
 # rows in the order they ran (round by round); GO_ON=1 goes on past a
 # run with errors (its row is left out, the error is printed) instead of
 # stopping.
@@ -78,6 +82,7 @@ chmod 644 "$TMP/tls.key" # nginx's workers run as nobody
 mkdir -p "$TMP/www" "$TMP/nginx" "$TMP/nginxp"
 head -c 100 /dev/urandom | base64 | head -c 100 > "$TMP/www/small"
 head -c 65536 /dev/urandom > "$TMP/www/big"
+case " $SIZES " in *" bulk "*) head -c 67108864 /dev/urandom > "$TMP/www/bulk" ;; esac
 cat > "$TMP/nginx.conf" <<CONF
 worker_processes 2;
 pid $TMP/nginx/nginx.pid;
@@ -172,6 +177,8 @@ PID_A=$(cat "$TMP/a.pid"); PID_B=$(cat "$TMP/b.pid")
 NGINXP=$(for w in $(pgrep -f "nginx: worker"); do grep -q nginxp "/proc/$(awk '{print $4}' "/proc/$w/stat")/cmdline" && echo "$w" || true; done | tr '\n' ' ')
 CADDY_PID=$(cat "$TMP/caddy.pid"); BARE_PID=$(cat "$TMP/bare.pid"); EVL_PID=$(cat "$TMP/eventloop.pid")
 cpu_ticks() { for p in "$@"; do awk '{print $14+$15}' "/proc/$p/stat"; done | paste -sd+ | bc; }
+bytes_read() { awk '/requests in/{v=$(NF-1); u=v; sub(/[0-9.]+/, "", u); sub(/[A-Za-z]+/, "", v); m=(u=="KB")?1024:(u=="MB")?1048576:(u=="GB")?1073741824:1; printf "%.0f", v*m}'; }
+idle_total() { awk '/^cpu /{t=0; for (i=2; i<=NF; i++) t+=$i; print $5+$6, t; exit}' /proc/stat; }
 want() { # label → whether ONLY keeps it
 	[ -z "$ONLY" ] && return 0
 	local w
@@ -179,10 +186,13 @@ want() { # label → whether ONLY keeps it
 	return 1
 }
 run() { # label url host pids...
-	local out c0=0 c1=0 n cpu=-
+	local out c0=0 c1=0 n cpu=- i0 i1 idle
 	want "$1" || return 0
 	[ $# -ge 4 ] && c0=$(cpu_ticks "${@:4}")
-	out=$(wrk -t2 -c"$CONNS" -d"${DUR}s" --latency -H "Host: $3" "$2" 2>&1)
+	i0=$(idle_total)
+	local conns=$CONNS threads=2
+	case $1 in */bulk) conns=1 threads=1 ;; esac
+	out=$(wrk -t$threads -c$conns -d"${DUR}s" --latency -H "Host: $3" "$2" 2>&1)
 	# A run that got errors measured error pages, not the path: stop.
 	if grep -qE 'Non-2xx|Socket errors' <<<"$out"; then
 		echo "$1: $(grep -E 'Non-2xx|Socket errors' <<<"$out" | tr -s ' ') (of $(awk '/requests in/{print $1}' <<<"$out")): figures void" >&2
@@ -190,11 +200,18 @@ run() { # label url host pids...
 		exit 1
 	fi
 	n=$(echo "$out" | awk '/requests in/{print $1}')
+	i1=$(idle_total)
+	idle=$(echo "$i0 $i1" | awk '{printf "%.0f", ($4 > $2) ? 100*($3-$1)/($4-$2) : 0}')
 	if [ $# -ge 4 ]; then
 		c1=$(cpu_ticks "${@:4}")
 		cpu=$(echo "scale=1; ($c1-$c0)*1000000/$(getconf CLK_TCK)/$n" | bc)
+		# bulk: CPU-s per GB (10^9 bytes) that wrk read
+		if [[ $1 == */bulk ]]; then cpu=$(echo "scale=2; ($c1-$c0)*1000000000/$(getconf CLK_TCK)/$(bytes_read <<<"$out")" | bc); fi
 	fi
-	printf '%s\t%s\t%s\t%s\n' "$1" "$(echo "$out" | awk '/Requests\/sec/{print $2}')" "$(echo "$out" | awk '$1=="99%"{print $2}')" "$cpu"
+	local rate
+	rate=$(echo "$out" | awk '/Requests\/sec/{print $2}')
+	if [[ $1 == */bulk ]]; then rate=$(echo "$out" | awk '/Transfer\/sec/{print $2}'); fi
+	printf '%s\t%s\t%s\t%s\t%s\n' "$1" "$rate" "$(echo "$out" | awk '$1=="99%"{print $2}')" "$cpu" "$idle"
 }
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg); peerdns $(git rev-parse --short HEAD)${PEERDNS_BIN:+ (a: $PEERDNS_BIN)}${PEERDNS_BIN_B:+ (b: $PEERDNS_BIN_B ${PEERDNS_ENV_B:-})}"
 for r in $(seq 1 "$ROUNDS"); do
@@ -215,5 +232,6 @@ for r in $(seq 1 "$ROUNDS"); do
 			run "peerdns-b-tunnel/$f" "http://$HTTP_B2/$f" "bench.p2p" "$PID_A2" "$PID_B2"
 		fi
 	done
-done | tee "${RAW:-/dev/null}" | sort | awk -F'\t' '{print "| " $1 " | " $2 " req/s | p99 " $3 " | " $4 " µs CPU/req |"}'
+done | tee "${RAW:-/dev/null}" | sort | awk -F'\t' '$1 ~ /\/bulk$/ {print "| " $1 " | " $2 "/s | p99 " $3 " | " $4 " CPU-s/GB | idle " $5 "% |"; next} {print "| " $1 " | " $2 " req/s | p99 " $3 " | " $4 " µs CPU/req | idle " $5 "% |"}'
+echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "RSS: node A $(awk '/VmRSS/{print $2}' "/proc/$PID_A/status") kB, node B $(awk '/VmRSS/{print $2}' "/proc/$PID_B/status") kB"
