@@ -171,6 +171,9 @@ func (s *Server) serveH2Conn(c net.Conn) error {
 	tc := c
 	if w, ok := c.(tlsConn); ok {
 		tc = w.Conn // net/http speaks HTTP/2 on a *tls.Conn only
+		if mc, ok := w.NetConn().(*movingDeadlines); ok {
+			mc.gather() // gather.go
+		}
 	}
 	done := make(chan struct{})
 	s.h2conns.Store(tc, done)
