@@ -334,7 +334,10 @@ func (s *Server) route(rw http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	w := &h2Writer{ResponseWriter: rw, rc: http.NewResponseController(rw), s: s}
 	if s.altSvc != "" && r.ProtoMajor == 2 {
-		rw.Header().Set("Alt-Svc", s.altSvc)
+		// Shared, never changed: net/http copies the values it sends,
+		// and an Add to it (ReverseProxy's copy of an upstream's
+		// Alt-Svc) gets an array of its own (capacity = length).
+		rw.Header()["Alt-Svc"] = s.altSvcs
 	}
 	upstream := ""
 	defer func() {
@@ -779,4 +782,5 @@ type h2State struct {
 	h2stalled atomic.Int64
 	h2clients sync.Map // upstream key → *h2Upstream
 	altSvc    string   // the Alt-Svc value advertising HTTP/3, or ""
+	altSvcs   []string // altSvc as a header value, capacity 1
 }
