@@ -396,9 +396,9 @@ func (s *Server) route(rw http.ResponseWriter, r *http.Request) {
 // handled on a goroutine of its own, started on a small stack; grown as
 // the handling goes deeper (fasthttp's head writer and reader under the
 // upstream exchange are the deepest), the stack was copied several times
-// per request, each copy walking every frame on it: 9-14% of the node's
-// CPU under h2load. One growth here, with a few frames on the stack,
-// is about half of that (5%). HTTP/3 requests are left as they are:
+// per request, each copy walking every frame on it: 6-8% of the node's
+// CPU under h2load (profiles). One growth here, with a few frames on
+// the stack, is 4-5%. HTTP/3 requests are left as they are:
 // measured under h3load, neither way read better than the noise.
 //
 //go:noinline
