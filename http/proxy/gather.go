@@ -49,9 +49,11 @@ type gatherer struct {
 	closed  bool      // Close was called; the flush goroutine closes the connection
 }
 
-// gatherMax bounds the bytes a connection holds pending: four 16 KiB
-// frames of each of a few streams.
-const gatherMax = 256 << 10
+// gatherMax bounds the bytes a connection holds pending (a client that
+// reads nothing holds that much of the node's memory until the write
+// deadline, beside what the kernel's socket buffer holds): eight 16 KiB
+// frames, two 64 KiB answers in one system call.
+const gatherMax = 128 << 10
 
 var gatherBufs = sync.Pool{New: func() any { b := make([]byte, 0, 16<<10); return &b }}
 
