@@ -393,12 +393,12 @@ func (s *Server) route(rw http.ResponseWriter, r *http.Request) {
 
 // growStack grows the calling goroutine's stack, while it is still
 // shallow, to what a request's handling takes. Each HTTP/2 request is
-// handled on a goroutine of its own, started on a small stack; grown as
-// the handling goes deeper (fasthttp's head writer and reader under the
-// upstream exchange are the deepest), the stack was copied several times
-// per request, each copy walking every frame on it: 6-8% of the node's
-// CPU under h2load (profiles). One growth here, with a few frames on
-// the stack, is 4-5%. HTTP/3 requests are left as they are:
+// handled on a goroutine of its own, started on a small stack; left to
+// grow as the handling goes deeper (fasthttp's head writer and reader
+// under the upstream exchange are the deepest), the stack is copied
+// several times per request, each copy walking every frame on it: 6-8%
+// of the node's CPU under h2load (profiles). One growth here, with a few
+// frames on the stack, costs 4-5%. HTTP/3 requests are left to grow:
 // measured under h3load, neither way read better than the noise.
 //
 //go:noinline
