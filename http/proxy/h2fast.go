@@ -12,6 +12,7 @@ import (
 	"net/http/httputil"
 	"net/netip"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -313,19 +314,68 @@ func movingOf(c net.Conn) *movingDeadlines {
 // copyHead writes the answer's status and headers but the hop-by-hop
 // ones, with Content-Length n when the answer has a body (or is to a
 // HEAD) and n is known.
+//
+// The values are made in two allocations, not two per header: one
+// string holding them all (each value a substring of it) and one array
+// of one-value slices (each header's slice a part of it, capacity 1, so
+// an Add to a header gets an array of its own). The headers are walked
+// twice (fasthttp hands a Set-Cookie value in a buffer it reuses for
+// the next: each value is copied when it is visited).
 func copyHead(w *h2Writer, resp *fasthttp.Response, withLength bool, n int) {
-	hd := w.Header()
+	type field struct {
+		name string
+		size int
+	}
+	var stack [24]field
+	fields := stack[:0]
+	size := 0
 	for k, v := range resp.Header.All() {
 		name := headerName(k)
 		switch name {
 		case "Connection", "Keep-Alive", "Proxy-Connection", "Proxy-Authenticate", "Proxy-Authorization",
 			"Te", "Trailer", "Transfer-Encoding", "Upgrade", "Content-Length":
+			name = ""
+		}
+		fields = append(fields, field{name, len(v)})
+		if name != "" {
+			size += len(v)
+		}
+	}
+	var arena strings.Builder
+	arena.Grow(size)
+	i := 0
+	for _, v := range resp.Header.All() {
+		if i < len(fields) && fields[i].name != "" && len(v) == fields[i].size {
+			arena.Write(v)
+		}
+		i++
+	}
+	all := arena.String()
+	if len(all) != size {
+		all = "" // not the same walk twice (cannot happen): values empty rather than wrong
+	}
+	vals := make([]string, len(fields)+1) // and Content-Length
+	hd := w.Header()
+	at := 0
+	for i, f := range fields {
+		if f.name == "" {
 			continue
 		}
-		hd.Add(name, string(v))
+		var val string
+		if all != "" {
+			val = all[at : at+f.size]
+		}
+		at += f.size
+		if vs, ok := hd[f.name]; ok {
+			hd[f.name] = append(vs, val)
+			continue
+		}
+		vals[i] = val
+		hd[f.name] = vals[i : i+1 : i+1]
 	}
 	if withLength && n >= 0 {
-		hd["Content-Length"] = []string{strconv.Itoa(n)}
+		vals[len(fields)] = strconv.Itoa(n)
+		hd["Content-Length"] = vals[len(fields):]
 	}
 	w.WriteHeader(resp.StatusCode())
 }

@@ -136,6 +136,15 @@ func http1Upstream(t *testing.T) (addr string, big []byte) {
 		case "/small":
 			w.Header().Set("Content-Type", "text/plain")
 			_, _ = w.Write(big[:100])
+		case "/headers":
+			h := w.Header()
+			h["Set-Cookie"] = []string{"a=1; Path=/", "b=2; Path=/x"}
+			h["X-Custom-Thing"] = []string{"one", "two"}
+			h["Connection"] = []string{"X-Custom-Thing"} // hop-by-hop: not passed
+			h["Vary"] = []string{"Accept"}
+			h["Alt-Svc"] = []string{"h2=\":8443\""}
+			h["Content-Type"] = []string{"text/plain"}
+			_, _ = io.WriteString(w, "headers")
 		case "/chunked":
 			for i := range 3 {
 				fmt.Fprintf(w, "piece%d;", i)
@@ -189,6 +198,25 @@ func TestEdgeHTTP2ThroughHTTP1Pool(t *testing.T) {
 		resp, body := e.do(t, "GET", "https://h1.p2p/small", nil, 0)
 		if resp.StatusCode != 200 || body != string(big[:100]) || resp.ContentLength != 100 || resp.Header.Get("Content-Type") != "text/plain" {
 			t.Fatalf("GET /small: %d, %d bytes, Content-Length %d, Content-Type %q", resp.StatusCode, len(body), resp.ContentLength, resp.Header.Get("Content-Type"))
+		}
+	})
+	t.Run("answer headers", func(t *testing.T) {
+		requests++
+		resp, body := e.do(t, "GET", "https://h1.p2p/headers", nil, 0)
+		h := resp.Header
+		if resp.StatusCode != 200 || body != "headers" || resp.ContentLength != 7 {
+			t.Fatalf("GET /headers: %d %q, Content-Length %d", resp.StatusCode, body, resp.ContentLength)
+		}
+		for k, want := range map[string][]string{
+			"Set-Cookie":     {"a=1; Path=/", "b=2; Path=/x"},
+			"X-Custom-Thing": {"one", "two"},
+			"Vary":           {"Accept"},
+			"Content-Type":   {"text/plain"},
+			"Connection":     nil,
+		} {
+			if got := h[k]; strings.Join(got, "|") != strings.Join(want, "|") {
+				t.Errorf("%s: %q, want %q", k, got, want)
+			}
 		}
 	})
 	t.Run("64 KiB", func(t *testing.T) {

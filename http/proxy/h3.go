@@ -75,6 +75,7 @@ func (s *Server) startH3(tcpAddr net.Addr) error {
 		},
 	}
 	s.altSvc = `h3=":` + strconv.Itoa(ta.Port) + `"; ma=86400`
+	s.altSvcs = []string{s.altSvc}[:1:1]
 	s.h3done = make(chan struct{})
 	go func() {
 		defer close(s.h3done)

@@ -65,6 +65,9 @@ type movingDeadlines struct {
 	rstop, wstop atomic.Bool
 	// linger: Close lingers (closeAfter); lingering: it does now.
 	linger, lingering atomic.Bool
+	// gathered: the connection gathers its writes (gather.go); nil: it
+	// writes each at once.
+	gathered atomic.Pointer[gatherer]
 }
 
 // Close closes the connection. One that lingers (its answer went while
@@ -77,7 +80,18 @@ type movingDeadlines struct {
 //
 // A second Close while lingering is a no-op (a TLS connection's Close
 // closes the one under it too): the drain closes the connection.
+//
+// A connection that gathers its writes and has some pending is closed
+// once they are written (gatherer); its reads fail at once.
 func (c *movingDeadlines) Close() error {
+	if g := c.gathered.Load(); g != nil && g.close() {
+		c.haltRead()
+		return nil
+	}
+	return c.closeNow()
+}
+
+func (c *movingDeadlines) closeNow() error {
 	if c.linger.Load() && c.lingering.Swap(true) {
 		return nil
 	}
@@ -213,6 +227,14 @@ func (c *movingDeadlines) putRead(t time.Time) error {
 }
 
 func (c *movingDeadlines) Write(b []byte) (int, error) {
+	if g := c.gathered.Load(); g != nil {
+		return g.write(c, b)
+	}
+	return c.writeNow(b)
+}
+
+// writeNow writes b to the connection, moving the write deadline.
+func (c *movingDeadlines) writeNow(b []byte) (int, error) {
 	if c.lazy {
 		if t, ok := c.wr.held(); ok {
 			if err := c.putWrite(t); err != nil {

@@ -1,0 +1,108 @@
+package proxy
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"net"
+	"testing"
+	"time"
+)
+
+// gatherPair is a connected TCP pair on loopback: the server side wrapped
+// as the HTTPS listener wraps it, gathering its writes, and the client.
+func gatherPair(t *testing.T, writeTimeout time.Duration) (*movingDeadlines, net.Conn) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	acc := make(chan net.Conn, 1)
+	go func() {
+		c, _ := ln.Accept()
+		acc <- c
+	}()
+	cl, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := <-acc
+	if sc == nil {
+		t.Fatal("accept failed")
+	}
+	mc := &movingDeadlines{Conn: sc}
+	mc.wr.every.Store(int64(writeTimeout))
+	mc.gather()
+	t.Cleanup(func() {
+		cl.Close()
+		sc.Close()
+	})
+	return mc, cl
+}
+
+// What is written reaches the client whole and in order, and what is
+// pending at Close is written before the connection closes.
+func TestGatherWritesInOrderAndBeforeClose(t *testing.T) {
+	mc, cl := gatherPair(t, 5*time.Second)
+	var want bytes.Buffer
+	for i := range 2000 {
+		b := bytes.Repeat([]byte{byte(i)}, 1+i%700)
+		want.Write(b)
+		if _, err := mc.Write(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := make(chan []byte, 1)
+	go func() {
+		b, _ := io.ReadAll(cl)
+		got <- b
+	}()
+	if err := mc.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := mc.Write([]byte("late")); !errors.Is(err, net.ErrClosed) {
+		t.Fatalf("write after Close: %v, want net.ErrClosed", err)
+	}
+	select {
+	case b := <-got:
+		if !bytes.Equal(b, want.Bytes()) {
+			t.Fatalf("client read %d bytes, want %d in order", len(b), want.Len())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the connection was not closed after its pending writes")
+	}
+}
+
+// A client that reads nothing: the writer is held at gatherMax pending
+// bytes, the write deadline fails the system call, and the error comes
+// back to the writer, which would otherwise wait forever.
+func TestGatherStalledReaderFails(t *testing.T) {
+	mc, _ := gatherPair(t, 300*time.Millisecond)
+	errc := make(chan error, 1)
+	go func() {
+		b := make([]byte, 16<<10)
+		for {
+			if _, err := mc.Write(b); err != nil {
+				errc <- err
+				return
+			}
+		}
+	}()
+	select {
+	case err := <-errc:
+		var ne net.Error
+		if !errors.As(err, &ne) || !ne.Timeout() {
+			t.Fatalf("write error %v, want the write deadline's", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("writes to a client that reads nothing did not fail")
+	}
+	// The connection is closed: a read on it fails too.
+	if _, err := mc.Read(make([]byte, 1)); err == nil {
+		t.Fatal("read on a connection whose write failed succeeded")
+	}
+	if _, err := mc.Write([]byte("x")); err == nil {
+		t.Fatal("write after a failed write succeeded")
+	}
+}
