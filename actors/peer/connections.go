@@ -96,9 +96,7 @@ func (a *Actor) onConn(c actor.Context, m *newConn) {
 		// relayed): the tunnel and plugin streams open on it finish there.
 		transport.Drain(old.conn)
 		c.Stop(old.pid)
-		if old.up {
-			a.view.ends++
-		}
+		a.view.retire(old)
 		delete(a.sessions, id)
 		a.d.Mesh.dropConn(id, old.conn)
 		inherited = old.up || old.inherited
@@ -181,9 +179,7 @@ func (a *Actor) onEnded(c actor.Context, m *sessionEnded) {
 func (a *Actor) onTerminated(c actor.Context, who *actor.PID) {
 	for id, e := range a.sessions {
 		if e.pid.Equal(who) {
-			if e.up {
-				a.view.ends++
-			}
+			a.view.retire(e)
 			delete(a.sessions, id)
 			a.d.Mesh.dropConn(id, e.conn)
 			a.gate.set(a.directGate())

@@ -81,6 +81,22 @@ type viewState struct {
 	ends     int64 // established sessions that ended
 	// withholding: neighbours dropped for holding ops back (session_owed.go)
 	withholding int64
+	// past: the overlay counters of sessions that ended, so the totals
+	// diagnostics show only grow
+	past sessionStats
+}
+
+// retire counts a session leaving the supervisor's table: an end if it
+// was established, and its overlay counters into the totals.
+func (v *viewState) retire(e *sessionEntry) {
+	if e.up {
+		v.ends++
+	}
+	v.past.digestsEqual += e.stats.digestsEqual
+	v.past.digestsDiffer += e.stats.digestsDiffer
+	v.past.ihaveSent += e.stats.ihaveSent
+	v.past.grafts += e.stats.grafts
+	v.past.prunes += e.stats.prunes
 }
 
 // pinned reports whether the tunnel layer relies on id's session.
@@ -231,9 +247,7 @@ func (a *Actor) sendLeave(c actor.Context, id string) {
 		return
 	}
 	a.view.leaves++
-	if e.up {
-		a.view.ends++
-	}
+	a.view.retire(e)
 	a.log.Info("dropping neighbour: active view full", "peer", short(id), "view", a.d.ActiveView)
 	c.Send(e.pid, &sendLeave{sample: a.sample(id)})
 	delete(a.sessions, id)
@@ -498,6 +512,8 @@ func (a *Actor) overlayDiag() *messages.OverlayDiag {
 		HeardByHeartbeat: len(a.hb.heard), HeartbeatsNew: a.hb.taken, HeartbeatsDup: a.hb.dup, HeartbeatsBad: a.hb.refused,
 		SuspicionsSent: a.sus.sent, SuspicionsNew: a.sus.taken, SuspicionsDup: a.sus.dup, SuspicionsBad: a.sus.refused,
 		Refutations: a.sus.refutations,
+		DigestsEqual: a.view.past.digestsEqual, DigestsDiffer: a.view.past.digestsDiffer,
+		IHaveSent: a.view.past.ihaveSent, Grafts: a.view.past.grafts, Prunes: a.view.past.prunes,
 	}
 	for w := range a.sus.held {
 		if a.suspected(w) {
