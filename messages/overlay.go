@@ -244,6 +244,11 @@ type OverlayDiag struct {
 	IHaveSent int64 `json:"ihaveSent"`
 	Grafts    int64 `json:"grafts"`
 	Prunes    int64 `json:"prunes"`
+	// Op signatures the sessions checked, and those taken on another
+	// session's check of the same op moments before (ops the ledger has
+	// applied are not counted: a lookup drops them before either).
+	OpSigChecks int64 `json:"opSignatureChecks"`
+	OpSigReused int64 `json:"opSignatureReused"`
 	// Withholding: neighbours dropped because they held ops we lacked
 	// (their vector said so) and did not send them (session_owed.go).
 	Withholding int64 `json:"withholding"`

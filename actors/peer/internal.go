@@ -116,7 +116,10 @@ type sessionStats struct {
 	opsSent     int64
 	opsReceived int64
 	opsDup      int64 // received ops the ledger already had
-	wants       int64 // gap repairs we asked for
+	// signatures of received ops checked here, and taken on another
+	// session's check (applied.Checked)
+	sigChecks, sigReused int64
+	wants                int64 // gap repairs we asked for
 	// digests the peer sent that matched our vector, and that did not
 	// (answered with our full vector)
 	digestsEqual, digestsDiffer int64

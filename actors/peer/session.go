@@ -30,6 +30,7 @@ type sessionConfig struct {
 	queueSize                                                int // outbound frames buffered before live ops are dropped
 	mesh                                                     *Mesh
 	applied                                                  *applied.Vector
+	checked                                                  *applied.Checked // ops checked, not yet applied: shared by the sessions
 	// lazyTimeout and grafts: Plumtree (session_lazy.go).
 	lazyTimeout time.Duration
 	grafts      *graftBook
@@ -72,6 +73,7 @@ type session struct {
 	// back, so a peer sending faster than our ledger commits is slowed by
 	// QUIC flow control instead of filling our mailbox.
 	credits chan struct{}
+	stall   readStall // the reader waiting for credits (session_io.go)
 
 	// stopStreams ends serveStreams (set once established).
 	stopStreams context.CancelFunc

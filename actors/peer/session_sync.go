@@ -7,6 +7,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"peerdns/internal/applied"
 	"peerdns/messages"
 )
 
@@ -114,9 +115,9 @@ func (s *session) established(c actor.Context) {
 			s.enqueue(&messages.Envelope{Kind: messages.KindPeers, Peers: ps})
 		}
 	case *tick:
-		if !s.silent && s.cfg.staleAfter > 0 && m.now.Sub(s.stats.lastSeen) >= s.cfg.staleAfter {
+		if heard := s.heardAt(m.now); !s.silent && s.cfg.staleAfter > 0 && m.now.Sub(heard) >= s.cfg.staleAfter {
 			s.silent = true
-			s.cfg.log.Info("peer silent", "peer", short(s.peer), "for", m.now.Sub(s.stats.lastSeen).Round(time.Millisecond).String())
+			s.cfg.log.Info("peer silent", "peer", short(s.peer), "for", m.now.Sub(heard).Round(time.Millisecond).String())
 			c.Send(c.Parent(), &peerSilent{id: s.peer, silent: true})
 		}
 		s.flushTunnels()
@@ -347,12 +348,28 @@ func (s *session) onOps(c actor.Context, ops []*messages.Op) {
 	// verify goes on unmarked and the ledger refuses and counts it. An op
 	// the ledger has applied already is not checked: the ledger drops it
 	// as a duplicate before looking at its signature.
+	// An op another session checked a moment ago (the same op over
+	// another link, not applied yet) is taken on that check
+	// (applied.Checked).
 	for _, op := range ops {
 		if s.cfg.applied.Has(op.Writer, op.Seq) {
 			continue
 		}
-		if msg, err := op.SigningBytes(); err == nil && messages.VerifyPeer(op.Writer, msg, op.Sig) {
+		msg, err := op.SigningBytes()
+		if err != nil {
+			continue
+		}
+		sum := applied.Sum(msg, op.Sig)
+		switch {
+		case s.cfg.checked.Has(op.Writer, op.Seq, sum):
+			s.stats.sigReused++
 			op.SigChecked = true
+		case messages.VerifyPeer(op.Writer, msg, op.Sig):
+			s.stats.sigChecks++
+			s.cfg.checked.Add(op.Writer, op.Seq, sum)
+			op.SigChecked = true
+		default:
+			s.stats.sigChecks++
 		}
 	}
 	for _, op := range ops {

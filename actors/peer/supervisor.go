@@ -205,11 +205,12 @@ type Actor struct {
 	selfAddrs   map[string]bool       // addresses a dial found to be ours (dialing.go)
 	// quicRetried / quicRetryFailed count QUIC retries started and failed.
 	quicRetried, quicRetryFailed int64
-	view                         viewState      // view.go
-	hb                           heartbeatState // heartbeat.go
-	sus                          suspicionState // suspicion.go
-	startedAt                    time.Time      // when Receive got Started
-	grafts                       graftBook      // session_lazy.go, shared by the sessions
+	view                         viewState       // view.go
+	hb                           heartbeatState  // heartbeat.go
+	sus                          suspicionState  // suspicion.go
+	startedAt                    time.Time       // when Receive got Started
+	grafts                       graftBook       // session_lazy.go, shared by the sessions
+	checked                      applied.Checked // signatures sessions verified, shared by them
 }
 
 func newActor(d Deps) *Actor {

@@ -97,6 +97,8 @@ func (v *viewState) retire(e *sessionEntry) {
 	v.past.ihaveSent += e.stats.ihaveSent
 	v.past.grafts += e.stats.grafts
 	v.past.prunes += e.stats.prunes
+	v.past.sigChecks += e.stats.sigChecks
+	v.past.sigReused += e.stats.sigReused
 }
 
 // pinned reports whether the tunnel layer relies on id's session.
@@ -511,9 +513,10 @@ func (a *Actor) overlayDiag() *messages.OverlayDiag {
 		Shuffles: a.view.shuffles, ViewRefusals: a.view.refusals, ViewRefused: a.view.refused, SessionsUp: a.view.ups, SessionsEnded: a.view.ends, SampleGarbage: a.view.garbage, Withholding: a.view.withholding,
 		HeardByHeartbeat: len(a.hb.heard), HeartbeatsNew: a.hb.taken, HeartbeatsDup: a.hb.dup, HeartbeatsBad: a.hb.refused,
 		SuspicionsSent: a.sus.sent, SuspicionsNew: a.sus.taken, SuspicionsDup: a.sus.dup, SuspicionsBad: a.sus.refused,
-		Refutations: a.sus.refutations,
+		Refutations:  a.sus.refutations,
 		DigestsEqual: a.view.past.digestsEqual, DigestsDiffer: a.view.past.digestsDiffer,
 		IHaveSent: a.view.past.ihaveSent, Grafts: a.view.past.grafts, Prunes: a.view.past.prunes,
+		OpSigChecks: a.view.past.sigChecks, OpSigReused: a.view.past.sigReused,
 	}
 	for w := range a.sus.held {
 		if a.suspected(w) {
@@ -526,6 +529,8 @@ func (a *Actor) overlayDiag() *messages.OverlayDiag {
 		o.IHaveSent += e.stats.ihaveSent
 		o.Grafts += e.stats.grafts
 		o.Prunes += e.stats.prunes
+		o.OpSigChecks += e.stats.sigChecks
+		o.OpSigReused += e.stats.sigReused
 		if e.up && e.stats.lazy {
 			o.LazyLinks++
 		}

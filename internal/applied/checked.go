@@ -1,0 +1,84 @@
+package applied
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"sync"
+)
+
+// Checked remembers ops whose signatures a session verified, so the same
+// op arriving from another neighbour before the ledger applied it (the
+// vector does not have it yet) costs a hash and a lookup, not a second
+// ed25519 check. In a burst an op reaches a node over several links
+// within milliseconds, before the ledger has taken the first copy.
+//
+// An entry is the SHA-256 of the op's signing bytes and signature,
+// under its writer and seq. A check is skipped only for an op whose
+// signed content and signature hash alike to one that verified under
+// the same writer, and ed25519 verification is a function of (key,
+// message, signature): so a hit says exactly what a check would say.
+// An op with the same writer and seq but other content or signature
+// misses and is checked.
+//
+// Memory is bounded: entries live in two generations of at most
+// CheckedGeneration each; when the current one fills, the older one is
+// dropped. A dropped entry costs a check, never a wrong answer. By the
+// time an entry ages out its op is long applied (the vector answers).
+//
+// Safe for concurrent use; a nil *Checked remembers nothing.
+type Checked struct {
+	mu       sync.Mutex
+	cur, old map[checkedKey][sha256.Size]byte
+}
+
+// CheckedGeneration bounds each of the two generations (two full ones
+// hold ~100 KiB per 1,000 entries with Go's map overhead).
+const CheckedGeneration = 4096
+
+type checkedKey struct {
+	writer string
+	seq    uint64
+}
+
+// Sum is what Checked keys content by: SHA-256 of the signing bytes'
+// length, the signing bytes and the signature (the length keeps one
+// split of the same bytes from hashing like another).
+func Sum(msg, sig []byte) [sha256.Size]byte {
+	h := sha256.New()
+	var n [8]byte
+	binary.BigEndian.PutUint64(n[:], uint64(len(msg)))
+	h.Write(n[:])
+	h.Write(msg)
+	h.Write(sig)
+	var out [sha256.Size]byte
+	h.Sum(out[:0])
+	return out
+}
+
+// Has reports whether an op of writer at seq with content sum verified.
+func (c *Checked) Has(writer string, seq uint64, sum [sha256.Size]byte) bool {
+	if c == nil {
+		return false
+	}
+	k := checkedKey{writer, seq}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if s, ok := c.cur[k]; ok {
+		return s == sum
+	}
+	s, ok := c.old[k]
+	return ok && s == sum
+}
+
+// Add records that the op of writer at seq with content sum verified.
+func (c *Checked) Add(writer string, seq uint64, sum [sha256.Size]byte) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cur == nil || len(c.cur) >= CheckedGeneration {
+		c.old, c.cur = c.cur, make(map[checkedKey][sha256.Size]byte, CheckedGeneration/4)
+	}
+	c.cur[checkedKey{writer, seq}] = sum
+}
