@@ -250,6 +250,62 @@ func opKey(op *messages.Op) string {
 }
 
 // markAll makes every domain dirty (to the machine; no I/O follows).
+// activeChanges lists the writers that joined or left the active set
+// with next (ids that are not writers count for nothing).
+func (a *Actor) activeChanges(next map[string]bool) []string {
+	var out []string
+	for id := range next {
+		if !a.active[id] && a.st.writers[id] {
+			out = append(out, id)
+		}
+	}
+	for id := range a.active {
+		if !next[id] && a.st.writers[id] {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// markVotersChanged marks the domains whose quorum the active writers in
+// changed decide. Up to R writers every writer votes on every domain:
+// all of them. Beyond R a writer counts only in the replica sets it is
+// part of (about R of every n), so only those domains are evaluated
+// again: at 50 writers half of them, at 1,000 one in forty. A session
+// that comes and goes under load thus costs the domains it votes on,
+// not every domain of the ledger.
+func (a *Actor) markVotersChanged(changed []string) {
+	members := a.members()
+	if !members.Sparse() {
+		a.markAll()
+		return
+	}
+	var ds []string
+	seen := map[string]bool{}
+	mark := func(d string) {
+		if seen[d] {
+			return
+		}
+		seen[d] = true
+		reps := members.Replicas(d)
+		for _, id := range changed {
+			if reps[id] {
+				ds = append(ds, d)
+				return
+			}
+		}
+	}
+	for d := range a.st.domains {
+		mark(d)
+	}
+	for d := range a.results {
+		mark(d)
+	}
+	if len(ds) > 0 {
+		a.m.Step(Touch{Domains: ds}, time.Now())
+	}
+}
+
 func (a *Actor) markAll() {
 	ds := make([]string, 0, len(a.st.domains)+len(a.results))
 	for d := range a.st.domains {

@@ -2,10 +2,14 @@ package ledger
 
 import (
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/asynkron/protoactor-go/actor"
+
 	"peerdns/actors/consensus"
+	"peerdns/actors/domain"
 	"peerdns/internal/testutil"
 	"peerdns/messages"
 	"peerdns/transport/identity"
@@ -81,6 +85,102 @@ func TestReplicaSetBeyondR(t *testing.T) {
 		}
 		if !members.Replicas(pk.Domain)[l.id.ID()] {
 			t.Fatalf("the node voted on %s, whose replica set %v does not hold it", pk.Domain, members.Replicas(pk.Domain))
+		}
+	}
+}
+
+// Beyond R a writer that joins or leaves the connected set is a voter of
+// the domains whose replica set holds it, and only those are evaluated
+// again: the others keep their result (and their evaluation count).
+func TestPeerSetChangeReevaluatesOnlyItsReplicaSets(t *testing.T) {
+	const r = 3
+	var mu sync.Mutex
+	evals := map[string]int{}
+	count := func(next actor.ReceiverFunc) actor.ReceiverFunc {
+		return func(c actor.ReceiverContext, env *actor.MessageEnvelope) {
+			if ev, ok := env.Message.(*domain.Evaluate); ok {
+				mu.Lock()
+				evals[ev.Domain]++
+				mu.Unlock()
+			}
+			next(c, env)
+		}
+	}
+	evaluated := func(name string) int {
+		mu.Lock()
+		defer mu.Unlock()
+		return evals[name]
+	}
+	l := newTestLedgerWith(t, t.TempDir(), func(d *Deps) {
+		d.Replicas = r
+		d.VoteGap, d.EvalGap = -1, -1
+		d.DomainMiddleware = []actor.ReceiverMiddleware{count}
+	})
+	var peers []*identity.Identity
+	var connected []string
+	for range 5 {
+		p, _ := identity.Generate()
+		if rep := ask[*messages.AddWriterReply](t, l, &messages.AddWriter{ID: p.ID()}); rep.Err != nil {
+			t.Fatal(rep.Err)
+		}
+		peers = append(peers, p)
+		connected = append(connected, p.ID())
+	}
+	l.sys.Root.Send(l.pid, &messages.PeerSetChanged{Connected: connected})
+	network := *ask[*messages.GetSidecarStatusReply](t, l, &messages.GetSidecarStatus{}).Status.Key
+	members := consensus.NewMembership(network, append([]string{l.id.ID()}, connected...), r)
+
+	// Claims by peers[0] on names of both kinds for peers[4], the writer
+	// that will leave: in its replica set and not.
+	leaver := peers[4].ID()
+	var in, out []string
+	for i := 0; len(in) < 3 || len(out) < 3; i++ {
+		if i > 200 {
+			t.Fatalf("200 names: %d with the leaver as a replica, %d without", len(in), len(out))
+		}
+		name := fmt.Sprintf("d%d.p2p", i)
+		op := sign(t, peers[0], &messages.Op{Seq: uint64(i + 1), HLC: messages.HLC{Wall: int64(i + 1)}, Key: messages.ClaimKey(name, peers[0].ID()), Value: `{"hash":"` + hashA + `"}`})
+		if rep := ask[*messages.ApplyOpsReply](t, l, &messages.ApplyOps{From: "test", Ops: []*messages.Op{op}}); rep.Applied != 1 {
+			t.Fatalf("claim %s: %+v", name, rep)
+		}
+		if members.Replicas(name)[leaver] {
+			in = append(in, name)
+		} else {
+			out = append(out, name)
+		}
+	}
+	// Settled: every name evaluated with all five connected.
+	active := func(name string) int {
+		return ask[*messages.GetConsensusReply](t, l, &messages.GetConsensus{Domain: name}).State.ActivePeers
+	}
+	testutil.Eventually(t, 5*time.Second, func() error {
+		for _, name := range append(append([]string{}, in...), out...) {
+			if got := active(name); got != r {
+				return fmt.Errorf("%s: activePeers %d, want %d", name, got, r)
+			}
+		}
+		return nil
+	})
+	before := map[string]int{}
+	for _, name := range append(append([]string{}, in...), out...) {
+		before[name] = evaluated(name)
+	}
+
+	l.sys.Root.Send(l.pid, &messages.PeerSetChanged{Connected: connected[:4]})
+	testutil.Eventually(t, 5*time.Second, func() error {
+		for _, name := range in {
+			if evaluated(name) == before[name] || active(name) != r-1 {
+				return fmt.Errorf("%s (replica set holds the leaver): evaluations %d → %d, activePeers %d, want a new evaluation at %d", name, before[name], evaluated(name), active(name), r-1)
+			}
+		}
+		return nil
+	})
+	for _, name := range out {
+		if got := evaluated(name); got != before[name] {
+			t.Errorf("%s (replica set without the leaver) evaluated again: %d → %d", name, before[name], got)
+		}
+		if got := active(name); got != r {
+			t.Errorf("%s: activePeers %d, want %d", name, got, r)
 		}
 	}
 }

@@ -86,14 +86,19 @@ func (a *Actor) handle(c actor.Context, msg any) {
 	case *messages.JoinNetwork:
 		c.Respond(&messages.JoinNetworkReply{Err: a.joinNetwork(m)})
 	case *messages.PeerSetChanged:
-		a.active = map[string]bool{}
+		next := make(map[string]bool, len(m.Connected))
 		for _, id := range m.Connected {
-			a.active[id] = true
+			next[id] = true
 		}
-		// Quorum depends on who is connected: every domain is re-evaluated
-		// with the new set (the epoch keys the domain actors' caches).
-		a.epoch++
-		a.markAll()
+		changed := a.activeChanges(next)
+		a.active = next
+		// Quorum depends on which writers are connected: the domains
+		// whose voters changed are re-evaluated with the new set (the
+		// epoch keys the domain actors' caches).
+		if len(changed) > 0 {
+			a.epoch++
+			a.markVotersChanged(changed)
+		}
 	}
 }
 
