@@ -1,6 +1,7 @@
 package peer
 
 import (
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -23,7 +24,7 @@ func (s *session) start(c actor.Context) {
 	s.done = make(chan struct{})
 	s.credits = make(chan struct{}, opsCredits)
 	root, self, done, credits := c.ActorSystem().Root, c.Self(), s.done, s.credits
-	conn := s.cfg.conn
+	conn, now, stall := s.cfg.conn, s.cfg.now, &s.stall
 	go func() {
 		for {
 			m, err := conn.Recv()
@@ -39,8 +40,15 @@ func (s *session) start(c actor.Context) {
 			if m.Kind == messages.KindOps {
 				select {
 				case credits <- struct{}{}:
-				case <-done:
-					return
+				default:
+					stall.waiting.Store(true)
+					select {
+					case credits <- struct{}{}:
+					case <-done:
+						return
+					}
+					stall.until.Store(now().UnixNano())
+					stall.waiting.Store(false)
 				}
 			}
 			root.Send(self, &frame{m: m})
@@ -92,6 +100,27 @@ func (s *session) enqueue(m *messages.Envelope) bool {
 		s.dropped++
 		return false
 	}
+}
+
+// readStall is the reader's report of waiting for ops credits: while
+// it waits, frames the peer sent (its pings among them) sit unread
+// because our ledger is behind, not because the peer is silent.
+type readStall struct {
+	waiting atomic.Bool
+	until   atomic.Int64 // when the last wait ended (Unix ns)
+}
+
+// heardAt is when the peer was last heard, counting the time our reader
+// spent waiting on our ledger as heard: a peer is silent only when
+// nothing came while we were reading.
+func (s *session) heardAt(now time.Time) time.Time {
+	if s.stall.waiting.Load() {
+		return now
+	}
+	if t := time.Unix(0, s.stall.until.Load()); t.After(s.stats.lastSeen) {
+		return t
+	}
+	return s.stats.lastSeen
 }
 
 // releaseCredit returns an ops credit to the reader. Stashed frames and

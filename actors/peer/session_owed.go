@@ -88,7 +88,9 @@ func (s *session) noteOwed(c actor.Context, peerVV messages.VersionVector) {
 			delete(o.writers, w)
 		}
 	}
-	if late != "" && now.Sub(o.reported) >= wait {
+	// While our reader waits for our ledger, what the peer sent is
+	// unread here: the lag is ours.
+	if late != "" && now.Sub(o.reported) >= wait && now.Sub(s.heardAt(now)) < s.cfg.syncInterval {
 		o.reported = now
 		c.Send(c.Parent(), &neighbourOwes{pid: c.Self(), id: s.peer, writer: late})
 	}

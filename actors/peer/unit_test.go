@@ -258,3 +258,30 @@ func TestSelfAddressesAreNotDialed(t *testing.T) {
 		t.Fatalf("%d self addresses remembered, bound %d", len(a.selfAddrs), maxSelfAddrs)
 	}
 }
+
+// A peer whose frames sit unread because our reader waits for our ledger
+// (ops credits) is heard: while the reader waits, and for a full
+// StaleAfter after the wait ends, counted from then.
+func TestHeardAtCountsTheReaderWaitingOnUs(t *testing.T) {
+	t0 := time.Unix(1_000_000, 0)
+	s := &session{}
+	s.stats.lastSeen = t0
+	if got := s.heardAt(t0.Add(5 * time.Second)); !got.Equal(t0) {
+		t.Fatalf("not waiting: heard at %v, want the last frame %v", got, t0)
+	}
+	s.stall.waiting.Store(true)
+	now := t0.Add(5 * time.Second)
+	if got := s.heardAt(now); !got.Equal(now) {
+		t.Fatalf("waiting: heard at %v, want now %v", got, now)
+	}
+	end := t0.Add(6 * time.Second)
+	s.stall.until.Store(end.UnixNano())
+	s.stall.waiting.Store(false)
+	if got := s.heardAt(t0.Add(7 * time.Second)); !got.Equal(end) {
+		t.Fatalf("after the wait: heard at %v, want its end %v", got, end)
+	}
+	s.stats.lastSeen = t0.Add(8 * time.Second)
+	if got := s.heardAt(t0.Add(9 * time.Second)); !got.Equal(s.stats.lastSeen) {
+		t.Fatalf("a frame after the wait: heard at %v, want %v", got, s.stats.lastSeen)
+	}
+}
