@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"peerdns/bench/natlab"
@@ -104,7 +105,7 @@ func (m *member) get() *natlab.Node {
 // maxNodes: addresses .10 to .249 of the public segment.
 const maxNodes = 240
 
-func newFleet(prefix, bin, work string, n int, profile string, logf func(string, ...any)) (*fleet, error) {
+func newFleet(prefix, bin, work string, n int, profile, profileStep string, logf func(string, ...any)) (*fleet, error) {
 	if n < 2 || n > maxNodes {
 		return nil, fmt.Errorf("nodes: %d, want 2 to %d", n, maxNodes)
 	}
@@ -115,6 +116,9 @@ func newFleet(prefix, bin, work string, n int, profile string, logf func(string,
 	f := &fleet{lab: lab, bin: bin, work: work, logf: logf, joinedBy: make([]int, n)}
 	if profile != "" {
 		f.env, f.profile = []string{"PEERDNS_CPUPROFILE=" + filepath.Join(profile, "cpu-%p.prof")}, true
+		if profileStep != "" {
+			f.env = append(f.env, "PEERDNS_CPUPROFILE_WINDOW=signals")
+		}
 	}
 	for i := 0; i < n; i++ {
 		p, err := lab.AddPublicHost(fmt.Sprintf("203.0.113.%d", 10+i))
@@ -390,6 +394,15 @@ func (f *fleet) rssKB(i int) int {
 		return 0
 	}
 	return procstat.RSSKB(n.Pid())
+}
+
+// signal sends sig to every running node (the profile window's marks).
+func (f *fleet) signal(sig syscall.Signal) {
+	for _, m := range f.nodes {
+		if n := m.get(); n != nil && n.Pid() > 0 {
+			_ = syscall.Kill(n.Pid(), sig)
+		}
+	}
 }
 
 // cpuSeconds is node i's user+system CPU time so far.

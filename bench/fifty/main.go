@@ -123,6 +123,7 @@ func main() {
 	flag.Int64Var(&cfg.Seed, "seed", time.Now().UnixNano()%1_000_000, "random seed (claimers, victims, partition sides)")
 	flag.StringVar(&cfg.Prefix, "prefix", fmt.Sprintf("f50-%d", os.Getpid()%100000), "network namespace name prefix")
 	flag.StringVar(&cfg.Profile, "profile", "", "folder where every node writes a CPU profile (cpu-<pid>.prof, written when the run stops the node)")
+	flag.StringVar(&cfg.ProfileStep, "profile-step", "", "with -profile: profile only this step, idle or bursts (\"\": the whole run)")
 	keep := flag.Bool("keep", false, "keep the work folder (node logs) after a successful run")
 	flag.Parse()
 	if cfg.Binary == "" {

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -38,6 +39,9 @@ type Config struct {
 	JoinWithin time.Duration // bound on joining and meshing
 	IdleWindow time.Duration // the fleet's idle CPU is measured over this (0: not)
 	Profile    string        // folder for the nodes' CPU profiles ("": none)
+	// ProfileStep limits the profiles to one step: "idle" or "bursts"
+	// ("": the whole run)
+	ProfileStep string
 }
 
 // Result is what a run measured; Failures is set when a check failed.
@@ -76,6 +80,14 @@ func (r *runner) row(step, format string, a ...any) {
 	r.logf("%s: %s", step, fmt.Sprintf(format, a...))
 }
 
+// profileStep marks the nodes' profile window (sig: SIGUSR1 opens it,
+// SIGUSR2 writes it) when the run profiles step alone.
+func (r *runner) profileStep(step string, sig syscall.Signal) {
+	if r.cfg.Profile != "" && r.cfg.ProfileStep == step {
+		r.f.signal(sig)
+	}
+}
+
 func (r *runner) fail(format string, a ...any) {
 	r.res.Failures = append(r.res.Failures, fmt.Sprintf(format, a...))
 	r.logf("FAILURE: %s", fmt.Sprintf(format, a...))
@@ -89,7 +101,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	r := &runner{cfg: cfg, rng: rand.New(rand.NewSource(cfg.Seed)), res: &Result{}, start: time.Now(), all: &claims{}}
 	r.logf("seed %d: %d nodes, %d claimers × %d claims × %d rounds, kills %d, partition %v", cfg.Seed, cfg.Nodes, cfg.Claimers, cfg.ClaimsEach, cfg.Rounds, cfg.Kills, cfg.Partition)
 	t := time.Now()
-	f, err := newFleet(cfg.Prefix, cfg.Binary, cfg.Work, cfg.Nodes, cfg.Profile, r.logf)
+	f, err := newFleet(cfg.Prefix, cfg.Binary, cfg.Work, cfg.Nodes, cfg.Profile, cfg.ProfileStep, r.logf)
 	if err != nil {
 		return nil, err
 	}
@@ -122,11 +134,13 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	// The fleet's idle cost: its CPU over a 5 s window with no request.
 	if cfg.IdleWindow > 0 {
 		t := time.Now()
+		r.profileStep("idle", syscall.SIGUSR1)
 		select {
 		case <-time.After(cfg.IdleWindow):
 		case <-ctx.Done():
 			return r.res, ctx.Err()
 		}
+		r.profileStep("idle", syscall.SIGUSR2)
 		c := r.cpu()
 		r.row("idle", "all nodes' CPU while idle: %.2f cores (%.1f s over %.1f s; %.3f cores per node)", (c-cpu0)/time.Since(t).Seconds(), c-cpu0, time.Since(t).Seconds(), (c-cpu0)/time.Since(t).Seconds()/float64(cfg.Nodes))
 		cpu0 = c
@@ -136,6 +150,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	// every claim is acknowledged.
 	claimers := r.rng.Perm(cfg.Nodes)[:cfg.Claimers]
 	sort.Ints(claimers)
+	r.profileStep("bursts", syscall.SIGUSR1)
+	w0 := r.f.counters()
 	for round := 0; round < cfg.Rounds && ctx.Err() == nil; round++ {
 		b, err := r.burst(ctx, fmt.Sprintf("b%d", round), claimers, cfg.ClaimsEach)
 		if err != nil {
@@ -153,8 +169,10 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 		r.row("bursts", "median of %d: %s from the first claim, %s from the last acknowledgement", len(ff), medianRange(ff), medianRange(fa))
 	}
+	r.profileStep("bursts", syscall.SIGUSR2)
 	cpu1 := r.cpu()
 	r.row("cpu", "all nodes' CPU from meshed to the end of the bursts: %.1f s", cpu1-cpu0)
+	r.row("work", "the bursts, all nodes: %s", r.f.counters().minus(w0))
 
 	if cfg.Kills > 0 && ctx.Err() == nil && len(r.res.Failures) == 0 {
 		r.kills(ctx, claimers)

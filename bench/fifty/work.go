@@ -1,0 +1,75 @@
+//go:build linux
+
+package main
+
+import (
+	"fmt"
+	"sync"
+)
+
+// work is what the fleet's nodes did, summed over the running nodes from
+// their counters (admin API): the step between two readings is the work
+// a step cost, to set beside its CPU.
+type work struct {
+	evaluations int64 // settled consensus evaluations (resolved, no quorum, tied)
+	sigChecks   int64 // op signatures the peer sessions checked
+	sigReused   int64 // taken on another session's check of the same op
+	suspicions  int64 // suspicions the nodes signed
+	sessionsUp  int64 // peer sessions established
+}
+
+func (w work) minus(o work) work {
+	return work{w.evaluations - o.evaluations, w.sigChecks - o.sigChecks, w.sigReused - o.sigReused, w.suspicions - o.suspicions, w.sessionsUp - o.sessionsUp}
+}
+
+func (w work) String() string {
+	return fmt.Sprintf("%d evaluations, %d op signature checks (%d more taken on another session's check), %d suspicions signed, %d sessions established",
+		w.evaluations, w.sigChecks, w.sigReused, w.suspicions, w.sessionsUp)
+}
+
+// counters reads every running node's counters (a node that does not answer
+// adds nothing).
+func (f *fleet) counters() work {
+	var (
+		mu  sync.Mutex
+		sum work
+		wg  sync.WaitGroup
+	)
+	for i := range f.nodes {
+		if f.nodes[i].get() == nil {
+			continue
+		}
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			var m struct {
+				Resolutions    int64 `json:"resolutions"`
+				QuorumFailures int64 `json:"quorumFailures"`
+				Ties           int64 `json:"ties"`
+			}
+			var d struct {
+				Summary struct {
+					Overlay struct {
+						OpSigChecks    int64 `json:"opSignatureChecks"`
+						OpSigReused    int64 `json:"opSignatureReused"`
+						SuspicionsSent int64 `json:"suspicionsSent"`
+						SessionsUp     int64 `json:"sessionsUp"`
+					} `json:"overlay"`
+				} `json:"summary"`
+			}
+			if f.getJSON(i, "/api/consensus/metrics", &m) != nil || f.getJSON(i, "/api/diagnostics/invites", &d) != nil {
+				return
+			}
+			o := d.Summary.Overlay
+			mu.Lock()
+			sum.evaluations += m.Resolutions + m.QuorumFailures + m.Ties
+			sum.sigChecks += o.OpSigChecks
+			sum.sigReused += o.OpSigReused
+			sum.suspicions += o.SuspicionsSent
+			sum.sessionsUp += o.SessionsUp
+			mu.Unlock()
+		}(i)
+	}
+	wg.Wait()
+	return sum
+}
