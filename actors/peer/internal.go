@@ -35,7 +35,12 @@ type dialFailed struct {
 }
 
 // tick drives every timer of the family (tests send their own).
-type tick struct{ now time.Time }
+type tick struct {
+	now time.Time
+	// staleAfter is the silence that makes a peer silent now (0: the
+	// session's configured StaleAfter)
+	staleAfter time.Duration
+}
 
 // frame: the reader goroutine decoded a frame.
 type frame struct{ m *messages.Envelope }

@@ -115,7 +115,11 @@ func (s *session) established(c actor.Context) {
 			s.enqueue(&messages.Envelope{Kind: messages.KindPeers, Peers: ps})
 		}
 	case *tick:
-		if heard := s.heardAt(m.now); !s.silent && s.cfg.staleAfter > 0 && m.now.Sub(heard) >= s.cfg.staleAfter {
+		stale := s.cfg.staleAfter
+		if m.staleAfter > 0 && stale > 0 {
+			stale = m.staleAfter
+		}
+		if heard := s.heardAt(m.now); !s.silent && stale > 0 && m.now.Sub(heard) >= stale {
 			s.silent = true
 			s.cfg.log.Info("peer silent", "peer", short(s.peer), "for", m.now.Sub(heard).Round(time.Millisecond).String())
 			c.Send(c.Parent(), &peerSilent{id: s.peer, silent: true})

@@ -9,6 +9,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/eventstream"
 
+	"peerdns/actors/consensus"
 	"peerdns/internal/applied"
 	"peerdns/internal/store"
 	"peerdns/messages"
@@ -62,7 +63,20 @@ type Deps struct {
 	// StaleAfter: a connected peer not heard from (any frame: pings come
 	// every PingInterval) for this long stops counting as active for
 	// quorum until it is heard again; the connection stays up [2s].
-	StaleAfter       time.Duration
+	StaleAfter time.Duration
+	// StaleAfterSparse is StaleAfter once we know more than Replicas
+	// writers [3s]. Up to R writers a frozen voter must leave every
+	// quorum within 3 s (StaleAfter on the tick); beyond, within 5 s
+	// (StaleAfterSparse on the tick, then the suspicion's flood, a few
+	// hops), and a silence taken for a failure costs more there: a
+	// signed suspicion and its refutation reach every node, and each
+	// re-evaluates the domains whose replica sets hold the suspect. A
+	// process that misses two pings under load (a burst on a busy
+	// machine) is not suspected; one that misses three is.
+	StaleAfterSparse time.Duration
+	// Replicas is R, the ledger's replica-set size [24]; here it only
+	// says when the network is beyond it (StaleAfterSparse).
+	Replicas         int
 	ExchangeInterval time.Duration // peer exchange [10s]
 	HandshakeTimeout time.Duration // [10s]
 	AskTimeout       time.Duration // ledger requests [5s]
@@ -117,6 +131,7 @@ func (d *Deps) defaults() {
 	def(&d.SyncInterval, 3*time.Second)
 	def(&d.PingInterval, time.Second)
 	def(&d.StaleAfter, 2*time.Second)
+	def(&d.StaleAfterSparse, 3*time.Second)
 	def(&d.ExchangeInterval, 10*time.Second)
 	def(&d.HandshakeTimeout, 10*time.Second)
 	def(&d.AskTimeout, 5*time.Second)
@@ -125,6 +140,9 @@ func (d *Deps) defaults() {
 	def(&d.LazyTimeout, 500*time.Millisecond)
 	if d.Batch <= 0 {
 		d.Batch = 512
+	}
+	if d.Replicas <= 0 {
+		d.Replicas = consensus.DefaultReplicas
 	}
 	if d.ActiveView <= 0 {
 		d.ActiveView = 12
@@ -489,13 +507,23 @@ func (a *Actor) onNetwork(c actor.Context, key, root string) {
 	a.publishHint()
 }
 
+// staleAfter is the silence after which a neighbour counts out: longer
+// once the writers we know outnumber R (Deps.StaleAfterSparse).
+func (a *Actor) staleAfter() time.Duration {
+	if len(a.hb.latest)+1 > a.d.Replicas {
+		return a.d.StaleAfterSparse
+	}
+	return a.d.StaleAfter
+}
+
 func (a *Actor) onTick(c actor.Context, now time.Time) {
 	if !a.netKnown && a.joinErr == "" {
 		a.askNetwork(c)
 	}
 	expired := false
+	stale := a.staleAfter()
 	for _, e := range a.sessions {
-		c.Send(e.pid, &tick{now: now})
+		c.Send(e.pid, &tick{now: now, staleAfter: stale})
 		if !e.holdUntil.IsZero() && !now.Before(e.holdUntil) {
 			e.holdUntil = time.Time{} // a damped peer's hold-down ended
 			expired = true

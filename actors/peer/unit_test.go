@@ -285,3 +285,22 @@ func TestHeardAtCountsTheReaderWaitingOnUs(t *testing.T) {
 		t.Fatalf("a frame after the wait: heard at %v, want %v", got, s.stats.lastSeen)
 	}
 }
+
+// A neighbour counts out after StaleAfter while we know at most R
+// writers, and after StaleAfterSparse beyond.
+func TestStaleAfterBeyondR(t *testing.T) {
+	d := Deps{Replicas: 3}
+	d.defaults()
+	a := &Actor{d: d}
+	a.hb.latest = map[string]uint64{}
+	for i := 0; i < 2; i++ {
+		a.hb.latest[fmt.Sprint("w", i)] = 1
+	}
+	if got := a.staleAfter(); got != 2*time.Second {
+		t.Fatalf("3 writers, R 3: stale after %v, want 2s", got)
+	}
+	a.hb.latest["w2"] = 1
+	if got := a.staleAfter(); got != 3*time.Second {
+		t.Fatalf("4 writers, R 3: stale after %v, want 3s", got)
+	}
+}

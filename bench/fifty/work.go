@@ -16,15 +16,17 @@ type work struct {
 	sigReused   int64 // taken on another session's check of the same op
 	suspicions  int64 // suspicions the nodes signed
 	sessionsUp  int64 // peer sessions established
+	grafts      int64 // ops asked of a lazy neighbour after its announcement
+	prunes      int64 // links made lazy after a duplicate
 }
 
 func (w work) minus(o work) work {
-	return work{w.evaluations - o.evaluations, w.sigChecks - o.sigChecks, w.sigReused - o.sigReused, w.suspicions - o.suspicions, w.sessionsUp - o.sessionsUp}
+	return work{w.evaluations - o.evaluations, w.sigChecks - o.sigChecks, w.sigReused - o.sigReused, w.suspicions - o.suspicions, w.sessionsUp - o.sessionsUp, w.grafts - o.grafts, w.prunes - o.prunes}
 }
 
 func (w work) String() string {
-	return fmt.Sprintf("%d evaluations, %d op signature checks (%d more taken on another session's check), %d suspicions signed, %d sessions established",
-		w.evaluations, w.sigChecks, w.sigReused, w.suspicions, w.sessionsUp)
+	return fmt.Sprintf("%d evaluations, %d op signature checks (%d more taken on another session's check), %d suspicions signed, %d sessions established, %d grafts, %d prunes",
+		w.evaluations, w.sigChecks, w.sigReused, w.suspicions, w.sessionsUp, w.grafts, w.prunes)
 }
 
 // counters reads every running node's counters (a node that does not answer
@@ -54,6 +56,8 @@ func (f *fleet) counters() work {
 						OpSigReused    int64 `json:"opSignatureReused"`
 						SuspicionsSent int64 `json:"suspicionsSent"`
 						SessionsUp     int64 `json:"sessionsUp"`
+						Grafts         int64 `json:"grafts"`
+						Prunes         int64 `json:"prunes"`
 					} `json:"overlay"`
 				} `json:"summary"`
 			}
@@ -67,6 +71,8 @@ func (f *fleet) counters() work {
 			sum.sigReused += o.OpSigReused
 			sum.suspicions += o.SuspicionsSent
 			sum.sessionsUp += o.SessionsUp
+			sum.grafts += o.Grafts
+			sum.prunes += o.Prunes
 			mu.Unlock()
 		}(i)
 	}

@@ -207,7 +207,7 @@ func startSim(tb testing.TB, cfg simConfig) *sim {
 
 // startPeers spawns node n's peers supervisor, bootstrapping from boot.
 func (s *sim) startPeers(n *simNode, cfg simConfig, boot []string) {
-	deps := peer.Deps{Identity: n.id, Endpoint: n.ep, Ledger: n.ledger, Node: n.ndb, Log: quiet, Bootstrap: boot, Applied: n.applied}
+	deps := peer.Deps{Identity: n.id, Endpoint: n.ep, Ledger: n.ledger, Node: n.ndb, Log: quiet, Bootstrap: boot, Applied: n.applied, Replicas: n.replicas}
 	if cfg.nodes <= keptLogNodes {
 		if n.log == nil {
 			n.log = &testutil.LogBuffer{}

@@ -358,7 +358,7 @@ func (n *Node) startPeers() error {
 	n.peers, err = n.root.Spawn("peers", peer.Props(peer.Deps{
 		Identity: n.id, Endpoint: ep, Ledger: n.ledger, Node: n.nodeDB, Log: n.logs["core"],
 		Bootstrap: n.cfg.Bootstrap, Join: n.cfg.Join, System: n.root.System, Advertise: n.cfg.Advertise,
-		Fatal: n.fail, Mesh: n.mesh, Applied: n.applied, PortMap: pm.Status,
+		Fatal: n.fail, Mesh: n.mesh, Applied: n.applied, PortMap: pm.Status, Replicas: n.cfg.ReplicaSetSize,
 	}))
 	if err != nil {
 		return fmt.Errorf("spawn peers: %w", err)
