@@ -121,8 +121,9 @@ type Actor struct {
 }
 
 func newActor(d Deps) *Actor {
-	return &Actor{d: d, st: newState(d.Identity.ID()),
-		m: newMachine(d.ClaimGap, d.VoteGap, d.EvalGap, publishGap)}
+	m := newMachine(d.ClaimGap, d.VoteGap, d.EvalGap, publishGap)
+	m.waitLimit = waitLimit
+	return &Actor{d: d, st: newState(d.Identity.ID()), m: m}
 }
 
 // Receive dispatches one message.

@@ -182,6 +182,9 @@ type machine struct {
 	unsettled   map[uint64]int // waiter group → its waiters not settled yet
 	lastGroup   uint64
 	readyGroups int // groups settled and not answered yet
+	// waitLimit: a waiter this old is answered at the next publish,
+	// settled or not (0: no limit; waiters.go)
+	waitLimit time.Duration
 
 	// Publish schedule. publishLater: the pending publish waits for
 	// publishGap (nobody waited for it); publishedAt is when the last
@@ -424,5 +427,5 @@ func (m *machine) publish(now time.Time) {
 	m.publishing, m.publishLater, m.changed = false, false, false
 	m.publishedAt = now
 	m.out.Publish = true
-	m.answerWaiters()
+	m.answerWaiters(now)
 }

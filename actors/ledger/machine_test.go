@@ -180,6 +180,13 @@ func runCommand(t *testing.T, m *machine, l scriptLedger, start time.Time, line 
 	case "drop":
 		delete(l, args[0])
 		return nil
+	case "wait-limit":
+		d, err := time.ParseDuration(args[0])
+		if err != nil {
+			t.Fatalf("bad wait limit in %q", line)
+		}
+		m.waitLimit = d
+		return nil
 	case "touch":
 		in = Touch{Domains: names()}
 	case "recalc":

@@ -11,6 +11,15 @@ import "time"
 // clients, 1.7 claims per op instead of ~16, and a publish, with its copy
 // of the domain map, for nearly every settled domain).
 //
+// A change is committed (signed, fsynced) before its request waits, so
+// waiting only makes a following read see the settled result. Under load
+// (a burst of claims on a busy machine, votes arriving for every domain
+// all the while) a domain can stay unsettled for seconds, and the admin
+// API stops waiting after httpx.AskTimeout (5 s): the client got a 500
+// for a claim that was made. So a waiter is answered at the first
+// publish once waitLimit has passed, settled or not; a read that follows
+// may then show the domain still being decided.
+//
 // The waiters live in the machine (machine.go): a waiter's reply is
 // opaque to it (the actor's reply; a test's string) and comes back in
 // Output.Replies when it is to be answered.
@@ -21,7 +30,12 @@ type waiter struct {
 	domain string
 	group  uint64 // waiters of one group are answered together
 	reply  any
+	since  time.Time
 }
+
+// waitLimit is how long a request waits for its domain to settle before
+// it is answered anyway (below the admin API's 5 s).
+const waitLimit = 3 * time.Second
 
 // settledMark marks a waiter whose domain has settled.
 const settledMark = "\x00settled"
@@ -29,7 +43,7 @@ const settledMark = "\x00settled"
 // wait answers reply once domain has settled ("" = everything settled),
 // together with the other waiters of group.
 func (m *machine) wait(group uint64, name string, reply any, now time.Time) {
-	m.waiters = append(m.waiters, waiter{domain: name, group: group, reply: reply})
+	m.waiters = append(m.waiters, waiter{domain: name, group: group, reply: reply, since: now})
 	m.unsettled[group]++
 	if _, busy := m.inflight[name]; name != "" && !busy && !m.dirty[name] && !m.deferred[name] {
 		m.settled(name, now)
@@ -64,13 +78,15 @@ func (m *machine) idle() bool {
 
 // answerWaiters adds to the output, at a publish, the replies of the
 // waiters whose group has settled (every waiter when nothing is in
-// flight).
-func (m *machine) answerWaiters() {
+// flight), and of those older than waitLimit (a group's waiters share
+// their start, so a group goes together).
+func (m *machine) answerWaiters(now time.Time) {
 	idle := m.idle()
 	keep := m.waiters[:0]
 	var ready []waiter
 	for _, w := range m.waiters {
-		if idle || w.domain == settledMark && m.unsettled[w.group] == 0 {
+		old := m.waitLimit > 0 && now.Sub(w.since) >= m.waitLimit
+		if idle || old || w.domain == settledMark && m.unsettled[w.group] == 0 {
 			ready = append(ready, w)
 		} else {
 			keep = append(keep, w)
