@@ -29,9 +29,10 @@
 // at once.
 //
 // Requests that change a domain (add, remove, recalculate) are answered
-// only once the domain has settled, so a read that follows sees the result;
+// once the domain has settled, so a read that follows sees the result;
 // add-domain requests committed in one op are answered together, once all
-// of them have settled (waiters.go).
+// of them have settled, or after 3 s (waitLimit) whether settled or not:
+// the change is committed before the wait (waiters.go).
 //
 // # Layout: a state machine in an actor shell
 //
