@@ -31,9 +31,12 @@ type Checked struct {
 	cur, old map[checkedKey][sha256.Size]byte
 }
 
-// CheckedGeneration bounds each of the two generations (two full ones
-// hold ~100 KiB per 1,000 entries with Go's map overhead).
-const CheckedGeneration = 4096
+// CheckedGeneration bounds each of the two generations: an entry (key,
+// sum and map overhead) is ~100 B, so a node keeps at most ~400 KB. An op
+// needs its entry only between its first copy and its application (the
+// vector answers after that): a burst's few hundred ops in flight fit
+// with room; a miss costs one check.
+const CheckedGeneration = 2048
 
 type checkedKey struct {
 	writer string
