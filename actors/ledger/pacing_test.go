@@ -142,18 +142,7 @@ func TestBatchAnsweredTogether(t *testing.T) {
 // in one round, however many ops brought them. A claim we have not voted
 // on yet is evaluated at once (our vote is what the others wait for).
 func TestEvaluationsPaced(t *testing.T) {
-	var mu sync.Mutex
-	evals := map[string]int{}
-	count := func(next actor.ReceiverFunc) actor.ReceiverFunc {
-		return func(c actor.ReceiverContext, env *actor.MessageEnvelope) {
-			if ev, ok := env.Message.(*domain.Evaluate); ok {
-				mu.Lock()
-				evals[ev.Domain]++
-				mu.Unlock()
-			}
-			next(c, env)
-		}
-	}
+	count, evaluated := countEvaluations()
 	l := newTestLedgerWith(t, t.TempDir(), func(d *Deps) {
 		// Long enough that the four ops below land within one gap on a
 		// slow machine too.
@@ -174,11 +163,6 @@ func TestEvaluationsPaced(t *testing.T) {
 		}
 	}
 	claim := `{"hash":"` + hashA + `"}`
-	evaluated := func(name string) int {
-		mu.Lock()
-		defer mu.Unlock()
-		return evals[name]
-	}
 	start := ownSeq(t, l)
 	apply(messages.ClaimKey("a.p2p", peer.ID()), claim)
 	// Evaluated at once (nothing was evaluated lately, and it needs our
@@ -229,5 +213,27 @@ func TestEvaluationsPaced(t *testing.T) {
 		if n := evaluated(name); n != 2 {
 			t.Errorf("%s evaluated %d times, want 2", name, n)
 		}
+	}
+}
+
+// countEvaluations is a domain-actor middleware counting the Evaluate
+// requests each domain got, and their count so far.
+func countEvaluations() (actor.ReceiverMiddleware, func(string) int) {
+	var mu sync.Mutex
+	evals := map[string]int{}
+	count := func(next actor.ReceiverFunc) actor.ReceiverFunc {
+		return func(c actor.ReceiverContext, env *actor.MessageEnvelope) {
+			if ev, ok := env.Message.(*domain.Evaluate); ok {
+				mu.Lock()
+				evals[ev.Domain]++
+				mu.Unlock()
+			}
+			next(c, env)
+		}
+	}
+	return count, func(name string) int {
+		mu.Lock()
+		defer mu.Unlock()
+		return evals[name]
 	}
 }

@@ -2,14 +2,12 @@ package ledger
 
 import (
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
 	"peerdns/actors/consensus"
-	"peerdns/actors/domain"
 	"peerdns/internal/testutil"
 	"peerdns/messages"
 	"peerdns/transport/identity"
@@ -21,17 +19,7 @@ import (
 func TestReplicaSetBeyondR(t *testing.T) {
 	const r = 3
 	l := newTestLedgerWith(t, t.TempDir(), func(d *Deps) { d.Replicas = r; d.VoteGap = -1; d.EvalGap = -1 })
-	var peers []*identity.Identity
-	var connected []string
-	for range 4 {
-		p, _ := identity.Generate()
-		if rep := ask[*messages.AddWriterReply](t, l, &messages.AddWriter{ID: p.ID()}); rep.Err != nil {
-			t.Fatal(rep.Err)
-		}
-		peers = append(peers, p)
-		connected = append(connected, p.ID())
-	}
-	l.sys.Root.Send(l.pid, &messages.PeerSetChanged{Connected: connected})
+	peers, connected := addConnectedWriters(t, l, 4)
 
 	sc := ask[*messages.GetSidecarStatusReply](t, l, &messages.GetSidecarStatus{}).Status
 	if sc.Key == nil {
@@ -94,39 +82,13 @@ func TestReplicaSetBeyondR(t *testing.T) {
 // again: the others keep their result (and their evaluation count).
 func TestPeerSetChangeReevaluatesOnlyItsReplicaSets(t *testing.T) {
 	const r = 3
-	var mu sync.Mutex
-	evals := map[string]int{}
-	count := func(next actor.ReceiverFunc) actor.ReceiverFunc {
-		return func(c actor.ReceiverContext, env *actor.MessageEnvelope) {
-			if ev, ok := env.Message.(*domain.Evaluate); ok {
-				mu.Lock()
-				evals[ev.Domain]++
-				mu.Unlock()
-			}
-			next(c, env)
-		}
-	}
-	evaluated := func(name string) int {
-		mu.Lock()
-		defer mu.Unlock()
-		return evals[name]
-	}
+	count, evaluated := countEvaluations()
 	l := newTestLedgerWith(t, t.TempDir(), func(d *Deps) {
 		d.Replicas = r
 		d.VoteGap, d.EvalGap = -1, -1
 		d.DomainMiddleware = []actor.ReceiverMiddleware{count}
 	})
-	var peers []*identity.Identity
-	var connected []string
-	for range 8 {
-		p, _ := identity.Generate()
-		if rep := ask[*messages.AddWriterReply](t, l, &messages.AddWriter{ID: p.ID()}); rep.Err != nil {
-			t.Fatal(rep.Err)
-		}
-		peers = append(peers, p)
-		connected = append(connected, p.ID())
-	}
-	l.sys.Root.Send(l.pid, &messages.PeerSetChanged{Connected: connected})
+	peers, connected := addConnectedWriters(t, l, 8)
 	network := *ask[*messages.GetSidecarStatusReply](t, l, &messages.GetSidecarStatus{}).Status.Key
 	members := consensus.NewMembership(network, append([]string{l.id.ID()}, connected...), r)
 
@@ -190,4 +152,20 @@ func TestPeerSetChangeReevaluatesOnlyItsReplicaSets(t *testing.T) {
 			t.Errorf("%s: activePeers %d, want %d", name, got, r)
 		}
 	}
+}
+
+// addConnectedWriters adds n new writers to l's network and reports them
+// all connected.
+func addConnectedWriters(t *testing.T, l *testLedger, n int) (peers []*identity.Identity, connected []string) {
+	t.Helper()
+	for range n {
+		p, _ := identity.Generate()
+		if rep := ask[*messages.AddWriterReply](t, l, &messages.AddWriter{ID: p.ID()}); rep.Err != nil {
+			t.Fatal(rep.Err)
+		}
+		peers = append(peers, p)
+		connected = append(connected, p.ID())
+	}
+	l.sys.Root.Send(l.pid, &messages.PeerSetChanged{Connected: connected})
+	return peers, connected
 }
