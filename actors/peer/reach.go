@@ -558,7 +558,7 @@ func (a *Actor) onConnect(c actor.Context, from string, m *messages.Connect) {
 	if e := a.sessions[target]; e != nil && e.up {
 		return // already connected: nothing to punch
 	}
-	if a.neighbours(now)+a.punchesInFlight() >= a.viewCap() && !a.cutOff()[target] && len(a.spareNeighbours(a.upIDs())) == 0 {
+	if a.neighbours(now) >= a.viewCap() && !a.cutOff()[target] && len(a.spareNeighbours(a.upIDs())) == 0 {
 		// Our active view is at its cap (view.go): the session would
 		// come up as our own dial past it, and trimView would send a
 		// random neighbour a leave. Where no neighbour has a view to
@@ -669,27 +669,6 @@ func (a *Actor) punch(target, via string, addrs []string) {
 			}
 		}()
 	}
-}
-
-// punchesInFlight counts the peers we are punching (a dialer still
-// running) that have no session yet: each may come up as a neighbour.
-// Counted against the view's room, so that introductions arriving
-// together do not bring the view far past its cap, which trimView then
-// sheds by sending leaves to established neighbours (a node that had
-// dropped two neighbours took eleven punched ones within two seconds
-// and left eleven old ones, under load, in a fleet of 50).
-func (a *Actor) punchesInFlight() int {
-	n := 0
-	for id, p := range a.reach.punching {
-		if len(p.addrs) == 0 {
-			continue
-		}
-		if e := a.sessions[id]; e != nil && e.up {
-			continue
-		}
-		n++
-	}
-	return n
 }
 
 func (a *Actor) onPunchEnded(m *punchEnded) {
