@@ -157,11 +157,14 @@ func TestVoteCommitsPaced(t *testing.T) {
 		})
 		claim(2, "b.p2p")
 		claim(3, "c.p2p")
-		// Our vote for c.p2p is queued once the ledger has the answer
-		// of its evaluation: the round trip after it is answered later.
+		// Our votes for b.p2p and c.p2p are queued once the ledger has
+		// the answers of their evaluations (two domain actors: in either
+		// order): the round trip after both is answered later.
 		testutil.Eventually(t, gap+5*time.Second, func() error {
-			if evals.of("c.p2p") == 0 {
-				return fmt.Errorf("c.p2p not evaluated yet")
+			for _, name := range []string{"b.p2p", "c.p2p"} {
+				if evals.of(name) == 0 {
+					return fmt.Errorf("%s not evaluated yet", name)
+				}
 			}
 			return nil
 		})
