@@ -82,11 +82,12 @@ func TestReplicaSetBeyondR(t *testing.T) {
 // again: the others keep their result (and their evaluation count).
 func TestPeerSetChangeReevaluatesOnlyItsReplicaSets(t *testing.T) {
 	const r = 3
-	count, evaluated := countEvaluations()
+	var evals evaluations
+	evaluated := evals.of
 	l := newTestLedgerWith(t, t.TempDir(), func(d *Deps) {
 		d.Replicas = r
 		d.VoteGap, d.EvalGap = -1, -1
-		d.DomainMiddleware = []actor.ReceiverMiddleware{count}
+		d.DomainMiddleware = []actor.ReceiverMiddleware{evals.middleware}
 	})
 	peers, connected := addConnectedWriters(t, l, 8)
 	network := *ask[*messages.GetSidecarStatusReply](t, l, &messages.GetSidecarStatus{}).Status.Key

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -169,6 +170,27 @@ func (n *testNode) ask(o messages.TunnelServerOpts) string {
 	return url
 }
 
+// whileProgressing polls cond until it holds, and fails t once the count
+// cond reports has not changed for stall: a bound on a stall, not on the
+// whole, so a loaded machine that moves 1,000 connections slowly is not
+// failed, one that stops moving them is.
+func whileProgressing(t *testing.T, stall time.Duration, cond func() (int64, error)) {
+	t.Helper()
+	last, lastAt := int64(-1), time.Now()
+	testutil.Eventually(t, time.Hour, func() error {
+		n, err := cond()
+		if err == nil {
+			return nil
+		}
+		if n != last {
+			last, lastAt = n, time.Now()
+		} else if time.Since(lastAt) > stall {
+			t.Fatalf("no progress for %v: %v", stall, err)
+		}
+		return err
+	})
+}
+
 // 1,000 connections open at once through one tunnel.
 func TestThousandConcurrentConnections(t *testing.T) {
 	testutil.NoLeaks(t)
@@ -190,20 +212,22 @@ func TestThousandConcurrentConnections(t *testing.T) {
 		defer c.Close()
 	}
 	// Every connection is open at the same time before any is used.
-	testutil.Eventually(t, 20*time.Second, func() error {
+	whileProgressing(t, 20*time.Second, func() (int64, error) {
 		if o := a.server(sid).Info.ConnectionsOpen; o != n {
-			return fmt.Errorf("server has %d open, want %d", o, n)
+			return o, fmt.Errorf("server has %d open, want %d", o, n)
 		}
-		return nil
+		return n, nil
 	})
+	// Each connection echoes; the connections' deadlines are put in the
+	// past only when no echo has completed for 20 s.
 	var wg sync.WaitGroup
+	var echoed atomic.Int64
 	errs := make(chan error, n)
 	for i, c := range conns {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			msg := []byte(fmt.Sprintf("connection %d says hello", i))
-			_ = c.SetDeadline(time.Now().Add(20 * time.Second))
 			if _, err := c.Write(msg); err != nil {
 				errs <- err
 				return
@@ -211,10 +235,34 @@ func TestThousandConcurrentConnections(t *testing.T) {
 			got := make([]byte, len(msg))
 			if _, err := io.ReadFull(c, got); err != nil || !bytes.Equal(got, msg) {
 				errs <- fmt.Errorf("conn %d: %q %v", i, got, err)
+				return
 			}
+			echoed.Add(1)
 		}()
 	}
-	wg.Wait()
+	all := make(chan struct{})
+	go func() { wg.Wait(); close(all) }()
+	watchdog := time.NewTicker(100 * time.Millisecond)
+	defer watchdog.Stop()
+	for last, lastAt := int64(-1), time.Now(); ; {
+		select {
+		case <-all:
+		case <-watchdog.C:
+			if e := echoed.Load(); e != last {
+				last, lastAt = e, time.Now()
+				continue
+			}
+			if time.Since(lastAt) <= 20*time.Second {
+				continue
+			}
+			t.Errorf("no echo for 20 s, %d of %d echoed", last, n)
+			for _, c := range conns {
+				_ = c.SetDeadline(time.Now())
+			}
+			<-all
+		}
+		break
+	}
 	close(errs)
 	for err := range errs {
 		t.Fatal(err)
@@ -222,12 +270,12 @@ func TestThousandConcurrentConnections(t *testing.T) {
 	for _, c := range conns {
 		c.Close()
 	}
-	testutil.Eventually(t, 10*time.Second, func() error {
+	whileProgressing(t, 10*time.Second, func() (int64, error) {
 		s, c := a.server(sid).Info, b.client(cid).Info
 		if s.ConnectionsOpen != 0 || c.ConnectionsOpen != 0 || c.ConnectionsTotal != n {
-			return fmt.Errorf("server %+v client %+v", s.TunnelCounters, c.TunnelCounters)
+			return s.ConnectionsOpen + c.ConnectionsOpen, fmt.Errorf("server %+v client %+v", s.TunnelCounters, c.TunnelCounters)
 		}
-		return nil
+		return 0, nil
 	})
 }
 
