@@ -2,6 +2,7 @@ package peer
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -69,9 +70,13 @@ func TestIHaveFloodDropsNeighbour(t *testing.T) {
 		name   string
 		frames int
 		ids    int
+		// held: every id announced is of an op B holds (A's first), so
+		// B grafts nothing and only the rate can drop A
+		held bool
+		why  string
 	}{
-		{"undelivered", maxUndelivered/4 + 1, 4},
-		{"over the rate", 2*ihaveBurst/messages.MaxOpIDs + 2, messages.MaxOpIDs},
+		{"undelivered", maxUndelivered/4 + 1, 4, false, "announced ops it does not deliver"},
+		{"over the rate", 2*ihaveBurst/messages.MaxOpIDs + 2, messages.MaxOpIDs, true, "announces more op ids than allowed"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			nodes := overlayNet(t, 2, 4)
@@ -83,6 +88,9 @@ func TestIHaveFloodDropsNeighbour(t *testing.T) {
 				for i := range ids {
 					seq++
 					ids[i] = messages.OpID{Writer: a.id.ID(), Seq: seq}
+					if tt.held {
+						ids[i].Seq = 1 // the network's first op, which B joined on
+					}
 				}
 				a.sendFrameTo(b.id.ID(), &messages.Envelope{Kind: messages.KindIHave, Overlay: &messages.Overlay{IDs: ids}})
 			}
@@ -93,6 +101,9 @@ func TestIHaveFloodDropsNeighbour(t *testing.T) {
 				}
 				for _, is := range d.ConnectionIssues {
 					if is.Kind == "overlay" && is.PeerID == a.id.ID() {
+						if !strings.Contains(is.Reason, tt.why) {
+							t.Fatalf("A was dropped for %q, want %q", is.Reason, tt.why)
+						}
 						return nil
 					}
 				}
