@@ -462,6 +462,14 @@ func headerName(k []byte) string {
 		return "Set-Cookie"
 	case "Location":
 		return "Location"
+	case "Connection":
+		return "Connection"
+	case "Keep-Alive":
+		return "Keep-Alive"
+	case "Transfer-Encoding":
+		return "Transfer-Encoding"
+	case "Expires":
+		return "Expires"
 	}
 	return http.CanonicalHeaderKey(string(k))
 }
