@@ -7,6 +7,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -228,15 +229,13 @@ func (s *Server) exchange(w *h2Writer, r *http.Request, d *view.Domain, req *fas
 			break
 		}
 		conn := cc.Conn()
-		mc := movingOf(conn)
-		stop := context.AfterFunc(ctx, func() {
-			if mc != nil {
-				mc.haltRead()
-				mc.haltWrite()
-			} else {
-				_ = conn.Close()
-			}
-		})
+		var halt func()
+		if mc := movingOf(conn); mc != nil {
+			halt = mc.halter()
+		} else {
+			halt = func() { _ = conn.Close() }
+		}
+		stop := context.AfterFunc(ctx, halt)
 		bw := hc.AcquireWriter(conn)
 		herr := req.Write(bw)
 		if herr == nil {
@@ -267,21 +266,21 @@ func (s *Server) exchange(w *h2Writer, r *http.Request, d *view.Domain, req *fas
 		reuse := !resp.ConnectionClose()
 		code := resp.StatusCode()
 		n := resp.Header.ContentLength()
-		var body io.Reader
-		var lr io.LimitedReader
+		// The body, N bytes of R (none when R is nil): a concrete type,
+		// so it stays on the stack.
+		var body io.LimitedReader
 		var chunked bool
 		switch {
 		case r.Method == http.MethodHead || code == fasthttp.StatusNoContent || code == fasthttp.StatusNotModified:
 		case n >= 0:
-			lr = io.LimitedReader{R: br, N: int64(n)}
-			body = &lr
+			body = io.LimitedReader{R: br, N: int64(n)}
 		case n == -1:
-			body, chunked = httputil.NewChunkedReader(br), true
+			body, chunked = io.LimitedReader{R: httputil.NewChunkedReader(br), N: math.MaxInt64}, true
 		default: // until the upstream closes
-			body, reuse, n = br, false, -1
+			body, reuse, n = io.LimitedReader{R: br, N: math.MaxInt64}, false, -1
 		}
-		copyHead(w, resp, r.Method == http.MethodHead || body != nil, n)
-		sent := body == nil || s.copyBody(w, r, d, body, n < 0)
+		copyHead(w, resp, r.Method == http.MethodHead || body.R != nil, n)
+		sent := body.R == nil || s.copyBody(w, r, d, &body, n < 0)
 		clean := sent && (!chunked || skipTrailer(br))
 		hc.ReleaseReader(br)
 		if stop() && clean && reuse {
@@ -385,7 +384,7 @@ func copyHead(w *h2Writer, resp *fasthttp.Response, withLength bool, n int) {
 // to its end and written. An upstream that fails in its middle is
 // logged; a client that took nothing for WriteTimeout is counted by
 // h2Writer.
-func (s *Server) copyBody(w *h2Writer, r *http.Request, d *view.Domain, body io.Reader, flush bool) bool {
+func (s *Server) copyBody(w *h2Writer, r *http.Request, d *view.Domain, body *io.LimitedReader, flush bool) bool {
 	bp := copyBufs.Get().(*[]byte)
 	defer copyBufs.Put(bp)
 	buf := *bp
@@ -462,6 +461,14 @@ func headerName(k []byte) string {
 		return "Set-Cookie"
 	case "Location":
 		return "Location"
+	case "Connection":
+		return "Connection"
+	case "Keep-Alive":
+		return "Keep-Alive"
+	case "Transfer-Encoding":
+		return "Transfer-Encoding"
+	case "Expires":
+		return "Expires"
 	}
 	return http.CanonicalHeaderKey(string(k))
 }

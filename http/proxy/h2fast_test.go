@@ -41,7 +41,7 @@ type h2Edge struct {
 	access []string
 }
 
-func newTestH2Edge(t *testing.T, upstreams map[string]string, d Deps) *h2Edge {
+func newTestH2Edge(t testing.TB, upstreams map[string]string, d Deps) *h2Edge {
 	t.Helper()
 	ca, err := certs.Open(t.TempDir(), nil)
 	if err != nil {

@@ -68,6 +68,22 @@ type movingDeadlines struct {
 	// gathered: the connection gathers its writes (gather.go); nil: it
 	// writes each at once.
 	gathered atomic.Pointer[gatherer]
+	// halt: halter's func, made once per connection.
+	halt func()
+}
+
+// halter is a func that halts both sides (haltRead, haltWrite), made
+// once for the connection: an upstream exchange hands it to
+// context.AfterFunc at each request. It is called by the one goroutine
+// that holds the connection.
+func (c *movingDeadlines) halter() func() {
+	if c.halt == nil {
+		c.halt = func() {
+			c.haltRead()
+			c.haltWrite()
+		}
+	}
+	return c.halt
 }
 
 // Close closes the connection. One that lingers (its answer went while
