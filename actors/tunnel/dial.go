@@ -152,15 +152,15 @@ func (c *localConn) Close() error {
 // gatherWait counted from the first piece would cut it in three or four).
 // A body whose length is known asks for exactly what is left, so its end
 // never waits; a small answer, a header read or a trickle (a WebSocket
-// message, a server-sent event: short reads) never waits. On a busy
-// machine gathering ends early: quic-go's Read checks the deadline before
-// the data that came, so a read woken after its deadline (its thread
-// waited for a CPU) ends the gathering even when the next piece came in
-// time; and the pieces themselves come a packet batch at a time (up to 14
-// packets per send), with pauses between them while the sender serves its
-// other streams. Measured through two nodes on a shared 2-vCPU machine
-// (untimed, 64 KiB answers): 15-33 KB per gathered read, 4.0-4.6 client
-// writes per answer.
+// message, a server-sent event: short reads) never waits. quic-go's Read
+// checks the deadline before the data that came, so a wait woken well
+// after its deadline (its thread waited for a CPU on a busy machine)
+// fails even when the next piece came in time: such a read is tried once
+// more, with a fresh gathering wait. The pieces themselves come a packet
+// batch at a time (up to 14 packets per send), with pauses between them
+// while the sender serves its other streams. Measured through two nodes
+// on a shared 2-vCPU machine (untimed, 64 KiB answers): 15-33 KB per
+// gathered read, 4.0-4.6 client writes per answer.
 type streamConn struct {
 	transport.Stream
 	remote tunnelAddr
@@ -192,9 +192,10 @@ func (c *streamConn) Read(p []byte) (int, error) {
 	}
 	now := time.Now()
 	end := now.Add(gatherMax)
+	late := false // the last wait ended well past its deadline
 	for n < len(p) && err == nil {
 		until := now.Add(gatherWait)
-		if until.After(end) {
+		if until.After(end) && !late {
 			until = end
 		}
 		c.mu.Lock()
@@ -210,18 +211,32 @@ func (c *streamConn) Read(p []byte) (int, error) {
 		var m int
 		m, err = c.Stream.Read(p[n:])
 		n += m
-		if now = time.Now(); !now.Before(end) {
+		now = time.Now()
+		if m == 0 && !late && isTimeout(err) && now.Sub(until) >= gatherWait {
+			// Woken a gathering wait or more after the deadline (the
+			// thread waited for a CPU): quic-go's Read fails a wait
+			// past its deadline before it looks at what came, so look
+			// once more.
+			late, err = true, nil
+			continue
+		}
+		late = false
+		if !now.Before(end) {
 			break
 		}
 	}
-	var ne net.Error
-	if errors.As(err, &ne) && ne.Timeout() {
+	if isTimeout(err) {
 		err = nil // nothing more within gatherWait (or rd fell due: the next Read says so)
 	}
 	c.mu.Lock()
 	c.putDeadline()
 	c.mu.Unlock()
 	return n, err
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }
 
 // putDeadline gives the stream the read deadline it should carry: rd

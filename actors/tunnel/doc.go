@@ -80,15 +80,16 @@
 //
 // # Data path
 //
-// Each direction is copied with a pooled 64 KiB buffer; the end of data
-// on one side is passed on as a half-close (TCP CloseWrite, QUIC FIN) and
-// the other direction keeps flowing; a read error in either direction
-// resets both sides at once (transport.Stream's CloseWrite and Abort; the
-// in-memory transport half-closes as QUIC does), a write error once the
-// other direction has ended too, so an answer a backend sent before it
-// reset (refusing an upload it did not read) still passes. An aborted
-// stream delivers what was written to it before the reset (RESET_STREAM_AT,
-// transport.quicStream.Abort), as TCP delivers what was sent before a RST.
+// Each direction is copied with a pooled 68 KiB buffer (copyBufSize);
+// the end of data on one side is passed on as a half-close (TCP
+// CloseWrite, QUIC FIN) and the other direction keeps flowing; a read
+// error in either direction resets both sides at once (transport.Stream's
+// CloseWrite and Abort; the in-memory transport half-closes as QUIC
+// does), a write error once the other direction has ended too, so an
+// answer a backend sent before it reset (refusing an upload it did not
+// read) still passes. An aborted stream delivers what was written to it
+// before the reset (RESET_STREAM_AT, transport.quicStream.Abort), as TCP
+// delivers what was sent before a RST.
 //
 // The Dialer (dial.go) gives in-process users (the edge proxy) a peer's
 // stream as a net.Conn whose reads into a large buffer gather what

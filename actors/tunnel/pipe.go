@@ -12,8 +12,12 @@ import (
 )
 
 // copyBufSize is the size of a pooled copy buffer: large enough that a
-// bulk transfer moves a full TCP window or a run of QUIC frames per call.
-const copyBufSize = 64 << 10
+// bulk transfer moves a full TCP window or a run of QUIC frames per call,
+// and that an HTTP answer of 64 KiB goes from the target into the stream
+// in one read and one write with its head (4 KiB of room for it): with
+// 64 KiB exactly, the last few hundred bytes of such an answer took a
+// read, a stream write and often a packet of their own.
+const copyBufSize = 68 << 10
 
 // bufPool holds copy buffers. A buffer has one owner (the copying
 // goroutine) between Get and Put.

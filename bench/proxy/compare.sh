@@ -16,6 +16,10 @@
 #                the same node → backend (the real binary, configured
 #                through its admin API)
 #   peerdns tunnel  wrk → node B's edge → QUIC tunnel → node A → backend
+#   peerdns tunnel client  wrk → a tunnel client on node B (plain TCP, no
+#                edge) → the same QUIC connection → node A → backend: what
+#                the tunnel alone carries of the same answers, so the edge's
+#                share of the tunnel route shows in the same run
 # and over HTTPS (wrk keeps its TLS connections and does not check
 # certificates): the node's same-node route with its CA's leaf, the
 # nginx proxy (TLS 1.3, AES-128-GCM first as Go picks) and Caddy, both
@@ -65,9 +69,15 @@ cleanup() {
 	rm -rf "$TMP"
 }
 trap cleanup EXIT
-for p in wrk:wrk nginx:nginx-light caddy:caddy; do
+for p in wrk:wrk nginx:nginx-light caddy:caddy jq:jq; do
 	command -v "${p%%:*}" >/dev/null || { apt-get update -qq && apt-get install -y -qq "${p#*:}" >/dev/null; }
 done
+want() { # label → whether ONLY keeps it
+	[ -z "$ONLY" ] && return 0
+	local w
+	for w in $ONLY; do [[ $1 == "$w"* ]] && return 0; done
+	return 1
+}
 free_port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
 BACK=$(free_port); NPROXY=$(free_port); CADDY=$(free_port); BARE=$(free_port); EVL=$(free_port)
 NPROXYS=$(free_port); CADDYS=$(free_port)
@@ -155,19 +165,48 @@ read -r ADM_A HTTP_A HTTPS_A < <(node_up a)
 INV=$(curl -s -X POST "http://$ADM_A/api/invites" | sed -n 's/.*"invite":"\([^"]*\)".*/\1/p')
 read -r ADM_B HTTP_B _ < <(node_up b --join "$INV")
 curl -s -X POST "http://$ADM_A/api/tunnel-create" -H 'Content-Type: application/json' -d "{\"name\":\"bench\",\"port\":$BACK,\"domain\":\"bench.p2p\"}" >/dev/null
-HTTP_A2= HTTPS_A2= HTTP_B2=
+tunnel_client() { # adm_a adm_b → prints the address of a tunnel client on B to a second server on A (the backend)
+	local sid url cid addr code
+	sid=$(curl -s -X POST "http://$1/api/tunnel-create" -H 'Content-Type: application/json' -d "{\"name\":\"raw\",\"port\":$BACK,\"host\":\"127.0.0.1\"}" | sed -n 's/.*"id":"\([^"]*\)".*/\1/p')
+	for _ in $(seq 100); do
+		url=$(curl -s "http://$1/api/tunnel-servers" | jq -r --arg id "$sid" '.[] | select(.id == $id) | .info.url // ""')
+		[ -n "$url" ] && break; sleep 0.2
+	done
+	curl -s -X POST "http://$2/api/add-domain" -H 'Content-Type: application/json' -d "{\"domain\":\"raw.p2p\",\"hash\":\"$url\"}" >/dev/null
+	for _ in $(seq 100); do # the client needs B to own the domain: 400 until it does
+		code=$(curl -s -o "$TMP/client.json" -w '%{http_code}' -X POST "http://$2/api/tunnel-client-create" -H 'Content-Type: application/json' \
+			-d "{\"domain\":\"raw.p2p\",\"key\":\"$url\",\"port\":$(free_port)}")
+		[ "$code" = 200 ] && break; sleep 0.2
+	done
+	cid=$(jq -r .id "$TMP/client.json")
+	for _ in $(seq 100); do
+		addr=$(curl -s "http://$2/api/tunnel-clients" | jq -r --arg id "$cid" '.[] | select(.id == $id and .info.state == "running") | .info.address // ""')
+		[ -n "$addr" ] && break; sleep 0.2
+	done
+	echo "$addr"
+}
+RAW_B=
+if want peerdns-tunnel-client/; then
+	RAW_B=$(tunnel_client "$ADM_A" "$ADM_B")
+	[ -n "$RAW_B" ] || { echo "no tunnel client on node B" >&2; exit 1; }
+fi
+HTTP_A2= HTTPS_A2= HTTP_B2= RAW_B2=
 if [ -n "${PEERDNS_BIN_B:-}" ]; then
 	read -r ADM_A2 HTTP_A2 HTTPS_A2 < <(node_up a2)
 	INV2=$(curl -s -X POST "http://$ADM_A2/api/invites" | sed -n 's/.*"invite":"\([^"]*\)".*/\1/p')
-	read -r _ HTTP_B2 _ < <(node_up b2 --join "$INV2")
+	read -r ADM_B2 HTTP_B2 _ < <(node_up b2 --join "$INV2")
 	curl -s -X POST "http://$ADM_A2/api/tunnel-create" -H 'Content-Type: application/json' -d "{\"name\":\"bench\",\"port\":$BACK,\"domain\":\"bench.p2p\"}" >/dev/null
+	if want peerdns-b-tunnel-client/; then
+		RAW_B2=$(tunnel_client "$ADM_A2" "$ADM_B2")
+		[ -n "$RAW_B2" ] || { echo "no tunnel client on node B2" >&2; exit 1; }
+	fi
 fi
 for h in $HTTP_B $HTTP_B2; do
 	for _ in $(seq 200); do
 		curl -s -o /dev/null -w '%{http_code}' -H 'Host: bench.p2p' "http://$h/small" | grep -q 200 && break; sleep 0.1
 	done
 done
-for url in "http://127.0.0.1:$BACK/big" "http://$HTTP_B/big" ${HTTP_B2:+"http://$HTTP_B2/big"}; do # 200 and the whole file, or no figures
+for url in "http://127.0.0.1:$BACK/big" "http://$HTTP_B/big" ${HTTP_B2:+"http://$HTTP_B2/big"} ${RAW_B:+"http://$RAW_B/big"} ${RAW_B2:+"http://$RAW_B2/big"}; do # 200 and the whole file, or no figures
 	got=$(curl -s -o /dev/null -w '%{http_code} %{size_download}' -H 'Host: bench.p2p' "$url")
 	[ "$got" = "200 65536" ] || { echo "$url answered $got, want 200 65536" >&2; exit 1; }
 done
@@ -179,12 +218,6 @@ CADDY_PID=$(cat "$TMP/caddy.pid"); BARE_PID=$(cat "$TMP/bare.pid"); EVL_PID=$(ca
 cpu_ticks() { for p in "$@"; do awk '{print $14+$15}' "/proc/$p/stat"; done | paste -sd+ | bc; }
 bytes_read() { awk '/requests in/{v=$(NF-1); u=v; sub(/[0-9.]+/, "", u); sub(/[A-Za-z]+/, "", v); m=(u=="KB")?1024:(u=="MB")?1048576:(u=="GB")?1073741824:1; printf "%.0f", v*m}'; }
 idle_total() { awk '/^cpu /{t=0; for (i=2; i<=NF; i++) t+=$i; print $5+$6, t; exit}' /proc/stat; }
-want() { # label → whether ONLY keeps it
-	[ -z "$ONLY" ] && return 0
-	local w
-	for w in $ONLY; do [[ $1 == "$w"* ]] && return 0; done
-	return 1
-}
 run() { # label url host pids...
 	local out c0=0 c1=0 n cpu=- i0 i1 idle
 	want "$1" || return 0
@@ -226,10 +259,12 @@ for r in $(seq 1 "$ROUNDS"); do
 		run "peerdns-same-node/$f" "http://$HTTP_A/$f" "bench.p2p" "$PID_A"
 		run "peerdns-same-node-https/$f" "https://$HTTPS_A/$f" "bench.p2p" "$PID_A"
 		run "peerdns-tunnel/$f" "http://$HTTP_B/$f" "bench.p2p" "$PID_A" "$PID_B"
+		run "peerdns-tunnel-client/$f" "http://$RAW_B/$f" "127.0.0.1" "$PID_A" "$PID_B"
 		if [ -n "${PEERDNS_BIN_B:-}" ]; then
 			run "peerdns-b-same-node/$f" "http://$HTTP_A2/$f" "bench.p2p" "$PID_A2"
 			run "peerdns-b-same-node-https/$f" "https://$HTTPS_A2/$f" "bench.p2p" "$PID_A2"
 			run "peerdns-b-tunnel/$f" "http://$HTTP_B2/$f" "bench.p2p" "$PID_A2" "$PID_B2"
+			run "peerdns-b-tunnel-client/$f" "http://$RAW_B2/$f" "127.0.0.1" "$PID_A2" "$PID_B2"
 		fi
 	done
 done | tee "${RAW:-/dev/null}" | sort | awk -F'\t' '$1 ~ /\/bulk$/ {print "| " $1 " | " $2 "/s | p99 " $3 " | " $4 " CPU-s/GB | idle " $5 "% |"; next} {print "| " $1 " | " $2 " req/s | p99 " $3 " | " $4 " µs CPU/req | idle " $5 "% |"}'

@@ -68,6 +68,9 @@ ONLY=${ONLY:-direct ssh socat peerdns holesail}
 HOLESAIL_DIR=${HOLESAIL_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/peerdns-bench/holesail}
 HOLESAIL_PACE=${HOLESAIL_PACE-1G}   # iperf3 -b for Holesail's paced run; empty to skip
 KEEP=${KEEP:-0}                     # 1: keep the temp dir (logs) after the run
+# IPERF_ARGS: extra iperf3 client arguments for every throughput run, e.g.
+# "-R" for the other direction (the server behind node A sends to the
+# client at node B, as a download through the edge goes)
 # PEERDNS_BIN: a prebuilt peerdns binary to use instead of building ./cmd/peerdns
 # (PEERDNS_REV: what to call it in the output, e.g. the commit it was built from)
 
@@ -459,7 +462,7 @@ iperf_run() {
 	settle
 	t0=$(cpu_ticks ${TPIDS[$p]})
 	if ! timeout $((DURATION + 30)) iperf3 -c "$(host_of "$a")" -p "$(port_of "$a")" -t "$DURATION" \
-		--connect-timeout 5000 -J "$@" >"$out" 2>&1; then
+		--connect-timeout 5000 -J ${IPERF_ARGS:-} "$@" >"$out" 2>&1; then
 		log "$p: iperf3 failed: $(jq -r '.error // empty' "$out" 2>/dev/null | head -1)"
 		echo err >>"$TMP/res/$p.$tag"
 		return 0
