@@ -123,12 +123,6 @@ func (s *session) heardAt(now time.Time) time.Time {
 	return s.stats.lastSeen
 }
 
-// stalledSince reports whether our reader waited for credits at any
-// time since t (or waits now).
-func (s *session) stalledSince(t time.Time) bool {
-	return s.stall.waiting.Load() || time.Unix(0, s.stall.until.Load()).After(t)
-}
-
 // releaseCredit returns an ops credit to the reader. Stashed frames and
 // frames dropped while closing hold none, so never block.
 func (s *session) releaseCredit() {

@@ -28,9 +28,8 @@ import (
 // (ihaveRate ids a second, a burst of ihaveBurst); ids over the limit
 // are ignored and counted, and a peer that goes over by
 // maxIHaveFlood ids is dropped from the active view. Ids we grafted that
-// the peer does not deliver within undeliveredAfter count against it
-// (unless our reader waited on our own ledger meanwhile: the op may be
-// among the frames not read yet); maxUndelivered of them drop it too. The periodic digest exchange
+// the peer does not deliver within undeliveredAfter count against it;
+// maxUndelivered of them drop it too. The periodic digest exchange
 // repairs whatever a withholding neighbour kept back.
 
 const (
@@ -171,10 +170,6 @@ func (s *session) onLazyDue(c actor.Context) {
 		switch {
 		case s.held(id):
 			delete(l.grafted, id)
-		case now.Sub(at) >= undeliveredAfter*s.cfg.lazyTimeout && s.stalledSince(at):
-			// Our reader waited on our ledger meanwhile: the op may be
-			// in what we have not read yet. Give it another period.
-			l.grafted[id] = now
 		case now.Sub(at) >= undeliveredAfter*s.cfg.lazyTimeout:
 			delete(l.grafted, id)
 			l.undelivered++
