@@ -182,8 +182,17 @@ func TestCommandsAgainstNode(t *testing.T) {
 		if err := newClient(addr, 5*time.Second).post("/api/tunnel-create", map[string]any{"name": "web", "port": 8080}, &created); err != nil {
 			t.Fatal(err)
 		}
-		r := cli(t, addr, 0, "tunnels")
-		contains(t, "tunnels", r.stdout, "KIND", "server", created.ID, "running", "web", "8080", "hs://")
+		// A new server starts in the background ("starting", no key yet):
+		// poll until it runs.
+		testutil.Eventually(t, 10*time.Second, func() error {
+			r := runCLI(context.Background(), addr, "tunnels")
+			for _, w := range []string{"KIND", "server", created.ID, "running", "web", "8080", "hs://"} {
+				if !strings.Contains(r.stdout, w) {
+					return fmt.Errorf("tunnels lacks %q:\n%s", w, r.stdout)
+				}
+			}
+			return nil
+		})
 		var out struct {
 			Servers []map[string]any `json:"servers"`
 			Clients []map[string]any `json:"clients"`
