@@ -420,7 +420,7 @@ func (a *Actor) askIntro(c actor.Context, id string, now time.Time) {
 	if in == nil || a.sessions[id] != nil || now.Before(in.next) {
 		return
 	}
-	if a.viewRoom() <= a.pendingNeighbours(now, id) || a.gate.isHeld(id) {
+	if !a.introRoom(id, now) {
 		return // the active view is full, or will be (view.go): ask again later
 	}
 	e := a.sessions[r.via[id]]
@@ -432,6 +432,13 @@ func (a *Actor) askIntro(c actor.Context, id string, now time.Time) {
 	in.asked = now
 	in.gap = min(in.gap*2, introMaxGap)
 	in.next = now.Add(in.gap)
+}
+
+// introRoom reports whether an introduction to id may be asked for now:
+// the view has room for it beside the sessions already on their way,
+// and id did not leave us a moment ago.
+func (a *Actor) introRoom(id string, now time.Time) bool {
+	return a.viewRoom() > a.pendingNeighbours(now, id) && !a.gate.isHeld(id)
 }
 
 // introAnswer is how long an introduction request counts as on its way

@@ -292,3 +292,58 @@ func TestConnectRefusals(t *testing.T) {
 		waitLog(t, a, "refused a connect message", "rate limit")
 	}
 }
+
+// TestIntroductionsSpendTheViewsRoom: a node asks for no more
+// introductions at once than its view has room for, counting dials,
+// requests within introAnswer and running punches, each until its peer
+// has a session; the peer asked about is not counted against itself.
+func TestIntroductionsSpendTheViewsRoom(t *testing.T) {
+	now := time.Unix(1000, 0)
+	d := Deps{ActiveView: 3, Mesh: NewMesh(), Now: func() time.Time { return now }}
+	d.defaults()
+	a := &Actor{d: d, sessions: map[string]*sessionEntry{"n1": {up: true}}, reach: newReachState(now), gate: newDialGate(2, d.Now)}
+	ask := func(id string) {
+		a.reach.intros[id] = &introState{asked: now}
+	}
+	if !a.introRoom("x", now) {
+		t.Fatal("room 2, nothing on its way: an introduction to x refused")
+	}
+	ask("x")
+	if !a.introRoom("x", now) || !a.introRoom("y", now) {
+		t.Fatal("room 2, one request on its way: x again or y refused")
+	}
+	ask("y")
+	if a.introRoom("z", now) {
+		t.Fatal("room 2, two requests on their way: a third allowed")
+	}
+	// A request unanswered for introAnswer no longer counts; a running
+	// punch to it does.
+	now = now.Add(introAnswer)
+	if !a.introRoom("z", now) {
+		t.Fatal("both requests past introAnswer: z refused")
+	}
+	a.reach.punching["x"] = &punchState{addrs: map[string]bool{"192.0.2.1:7740": true}}
+	if a.gate.skip("w") {
+		t.Fatal("the gate refused a dial with room 2")
+	}
+	if a.introRoom("z", now) {
+		t.Fatal("a punch and a dial on their way with room 2: z allowed")
+	}
+	// x's session is up: it is a neighbour now, no longer on its way,
+	// and the view's room is 1 with w's dial still in flight.
+	a.sessions["x"] = &sessionEntry{up: true}
+	if a.introRoom("z", now) {
+		t.Fatal("room 1 and a dial in flight: z allowed")
+	}
+	if !a.introRoom("w", now) {
+		t.Fatal("the dial in flight is to w itself: an introduction to w refused")
+	}
+	a.gate.done("w")
+	if !a.introRoom("z", now) {
+		t.Fatal("room 1, nothing on its way: z refused")
+	}
+	a.gate.hold("z", now.Add(leaveHold))
+	if a.introRoom("z", now) {
+		t.Fatal("z left a moment ago: an introduction allowed")
+	}
+}
