@@ -108,6 +108,16 @@ func (s *session) announceIDs(ops []*messages.Op) {
 	}
 }
 
+// held reports whether we have the op: applied, or received and
+// verified by a session and on its way through our ledger. Under load
+// an op can wait in our own ledger's queue longer than LazyTimeout;
+// grafting it then costs the peer a resend and turns its link eager for
+// nothing: counting only applied ops, a burst of 100 claims (about 600
+// ops) on 50 processes sharing two cores made 27,309 grafts.
+func (s *session) held(id messages.OpID) bool {
+	return s.cfg.applied.Has(id.Writer, id.Seq) || s.cfg.checked.Seen(id.Writer, id.Seq)
+}
+
 // onIHave notes announced ops we lack and schedules their graft.
 func (s *session) onIHave(c actor.Context, ids []messages.OpID) {
 	l := &s.lz
@@ -126,7 +136,7 @@ func (s *session) onIHave(c actor.Context, ids []messages.OpID) {
 			continue
 		}
 		l.tokens--
-		if s.cfg.applied.Has(id.Writer, id.Seq) {
+		if s.held(id) {
 			continue
 		}
 		if _, ok := l.missing[id]; !ok {
@@ -158,7 +168,7 @@ func (s *session) onLazyDue(c actor.Context) {
 	now := s.cfg.now()
 	for id, at := range l.grafted {
 		switch {
-		case s.cfg.applied.Has(id.Writer, id.Seq):
+		case s.held(id):
 			delete(l.grafted, id)
 		case now.Sub(at) >= undeliveredAfter*s.cfg.lazyTimeout:
 			delete(l.grafted, id)
@@ -171,7 +181,7 @@ func (s *session) onLazyDue(c actor.Context) {
 	}
 	var want []messages.OpID
 	for id, at := range l.missing {
-		if s.cfg.applied.Has(id.Writer, id.Seq) {
+		if s.held(id) {
 			delete(l.missing, id)
 			continue
 		}

@@ -73,6 +73,23 @@ func (c *Checked) Has(writer string, seq uint64, sum [sha256.Size]byte) bool {
 	return ok && s == sum
 }
 
+// Seen reports whether an op of writer at seq verified here lately,
+// whatever its content: it is on its way to the ledger (or there), so
+// an announcement of it needs no graft.
+func (c *Checked) Seen(writer string, seq uint64) bool {
+	if c == nil {
+		return false
+	}
+	k := checkedKey{writer, seq}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.cur[k]; ok {
+		return true
+	}
+	_, ok := c.old[k]
+	return ok
+}
+
 // Add records that the op of writer at seq with content sum verified.
 func (c *Checked) Add(writer string, seq uint64, sum [sha256.Size]byte) {
 	if c == nil {

@@ -30,9 +30,12 @@ func TestCheckedMatchesWholeOps(t *testing.T) {
 	if Sum([]byte("op bodys"), []byte("ig")) == Sum([]byte("op body"), []byte("sig")) {
 		t.Error("the same bytes split otherwise hash alike")
 	}
+	if !c.Seen("w", 1) || c.Seen("w", 2) || c.Seen("v", 1) {
+		t.Error("Seen answers for other ops than the one added")
+	}
 	var nilC *Checked
 	nilC.Add("w", 1, sum)
-	if nilC.Has("w", 1, sum) {
+	if nilC.Has("w", 1, sum) || nilC.Seen("w", 1) {
 		t.Fatal("a nil cache remembered")
 	}
 }
