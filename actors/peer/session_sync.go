@@ -355,8 +355,10 @@ func (s *session) onOps(c actor.Context, ops []*messages.Op) {
 	// An op another session checked a moment ago (the same op over
 	// another link, not applied yet) is taken on that check
 	// (applied.Checked).
+	held := 0 // ops applied already, or brought by another link a moment ago
 	for _, op := range ops {
 		if s.cfg.applied.Has(op.Writer, op.Seq) {
+			held++
 			continue
 		}
 		msg, err := op.SigningBytes()
@@ -367,6 +369,7 @@ func (s *session) onOps(c actor.Context, ops []*messages.Op) {
 		switch {
 		case s.cfg.checked.Has(op.Writer, op.Seq, sum):
 			s.stats.sigReused++
+			held++
 			op.SigChecked = true
 		case messages.VerifyPeer(op.Writer, msg, op.Sig):
 			s.stats.sigChecks++
@@ -380,6 +383,13 @@ func (s *session) onOps(c actor.Context, ops []*messages.Op) {
 		if op.Seq > s.peerVV[op.Writer] {
 			s.peerVV[op.Writer] = op.Seq
 		}
+	}
+	if s.cfg.applied != nil && !s.closing {
+		// A frame that brought nothing new prunes the link now, as
+		// Plumtree prunes on the first duplicate, not once our ledger has
+		// worked through it: in a burst that took seconds, and every
+		// eager link kept bringing each op meanwhile.
+		s.onDuplicates(held, len(ops))
 	}
 	f := c.RequestFuture(s.cfg.ledger, &messages.ApplyOps{From: s.peer, Ops: ops}, s.cfg.askTimeout)
 	c.ReenterAfter(f, func(res any, err error) {
