@@ -31,8 +31,9 @@
 // Requests that change a domain (add, remove, recalculate) are answered
 // once the domain has settled, so a read that follows sees the result;
 // add-domain requests committed in one op are answered together, once all
-// of them have settled, or after 3 s (waitLimit) whether settled or not:
-// the change is committed before the wait (waiters.go).
+// of them have settled, or 3 s (waitLimit) after the oldest request
+// arrived whether settled or not: the change is committed before the
+// wait (waiters.go).
 //
 // # Layout: a state machine in an actor shell
 //

@@ -106,10 +106,14 @@ type (
 	// Recalc: evaluate these domains again from scratch.
 	Recalc struct{ Domains []string }
 	// Wait: answer Replies[i] once Domains[i] has settled ("" =
-	// everything), all of them together (one group).
+	// everything), all of them together (one group). Since is when the
+	// oldest of the requests arrived (zero: now): waitLimit counts from
+	// it, so the time a claim spent in the commit queue is part of the
+	// wait.
 	Wait struct {
 		Domains []string
 		Replies []any
+		Since   time.Time
 	}
 	// QueueClaim: an add-domain joins the claim queue.
 	QueueClaim struct{ Claim queuedClaim }
@@ -221,8 +225,12 @@ func (m *machine) Step(in any, now time.Time) Output {
 		}
 	case Wait:
 		m.lastGroup++
+		since := now
+		if !in.Since.IsZero() && in.Since.Before(now) {
+			since = in.Since
+		}
 		for i, d := range in.Domains {
-			m.wait(m.lastGroup, d, in.Replies[i], now)
+			m.wait(m.lastGroup, d, in.Replies[i], now, since)
 		}
 	case QueueClaim:
 		m.claimQueue = append(m.claimQueue, in.Claim)

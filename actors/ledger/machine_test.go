@@ -194,6 +194,14 @@ func runCommand(t *testing.T, m *machine, l scriptLedger, start time.Time, line 
 	case "wait":
 		var w Wait
 		for _, a := range args {
+			if v, ok := strings.CutPrefix(a, "since="); ok {
+				d, err := time.ParseDuration(v)
+				if err != nil {
+					t.Fatalf("bad since in %q: %v", line, err)
+				}
+				w.Since = start.Add(d)
+				continue
+			}
 			d, r, ok := strings.Cut(a, ":")
 			if !ok {
 				t.Fatalf("bad waiter %q in %q: want NAME:REPLY", a, line)

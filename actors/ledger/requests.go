@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -126,7 +127,7 @@ func (a *Actor) addDomain(c actor.Context, m *messages.AddDomain) {
 	// Group commit: claims that arrive together are signed as one batched
 	// op in one transaction (commitQueuedClaims, after the mailbox burst);
 	// each is answered once committed and evaluated (the machine's waiters).
-	a.step(c, QueueClaim{Claim: queuedClaim{name: name, rec: rec, sender: c.Sender()}})
+	a.step(c, QueueClaim{Claim: queuedClaim{name: name, rec: rec, sender: c.Sender(), at: a.d.Now()}})
 }
 
 // commitClaims is a self-message: sign and commit the queued claims.
@@ -137,6 +138,7 @@ type queuedClaim struct {
 	name   string
 	rec    messages.ClaimRecord
 	sender *actor.PID
+	at     time.Time // when the request arrived
 }
 
 func (a *Actor) commitQueuedClaims(c actor.Context) {
@@ -168,6 +170,9 @@ func (a *Actor) commitQueuedClaims(c actor.Context) {
 			continue
 		}
 		a.d.Log.Info("domain claimed", "domain", qc.name, "hash", qc.rec.Hash, "ssl", qc.rec.SSL)
+		if wait.Since.IsZero() || qc.at.Before(wait.Since) {
+			wait.Since = qc.at
+		}
 		wait.Domains = append(wait.Domains, qc.name)
 		wait.Replies = append(wait.Replies, waitReply{to: qc.sender, msg: &messages.AddDomainReply{}})
 	}

@@ -17,8 +17,10 @@ import "time"
 // all the while) a domain can stay unsettled for seconds, and the admin
 // API stops waiting after httpx.AskTimeout (5 s): the client got a 500
 // for a claim that was made. So a waiter is answered at the first
-// publish once waitLimit has passed, settled or not; a read that follows
-// may then show the domain still being decided.
+// publish once waitLimit has passed since the request arrived (the time
+// its claim waited for the group commit counts: under that load the
+// commit itself came up to 2 s after the request), settled or not; a
+// read that follows may then show the domain still being decided.
 //
 // The waiters live in the machine (machine.go): a waiter's reply is
 // opaque to it (the actor's reply; a test's string) and comes back in
@@ -41,9 +43,10 @@ const waitLimit = 3 * time.Second
 const settledMark = "\x00settled"
 
 // wait answers reply once domain has settled ("" = everything settled),
-// together with the other waiters of group.
-func (m *machine) wait(group uint64, name string, reply any, now time.Time) {
-	m.waiters = append(m.waiters, waiter{domain: name, group: group, reply: reply, since: now})
+// together with the other waiters of group; since is when its request
+// arrived.
+func (m *machine) wait(group uint64, name string, reply any, now, since time.Time) {
+	m.waiters = append(m.waiters, waiter{domain: name, group: group, reply: reply, since: since})
 	m.unsettled[group]++
 	if _, busy := m.inflight[name]; name != "" && !busy && !m.dirty[name] && !m.deferred[name] {
 		m.settled(name, now)
