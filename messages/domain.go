@@ -1,6 +1,9 @@
 package messages
 
-import "errors"
+import (
+	"errors"
+	"time"
+)
 
 // Sentinel errors that actors return and http/ maps to statuses.
 var (
@@ -17,6 +20,11 @@ type AddDomain struct {
 	Domain string
 	Hash   string
 	SSL    bool
+	// Asked is when the asker sent the request (zero: when the ledger
+	// takes it): the ledger answers within its wait limit of it, so an
+	// asker that stops waiting after a few seconds gets an answer even
+	// when the request sat in the ledger's mailbox meanwhile.
+	Asked time.Time
 }
 
 // AddDomainReply answers AddDomain.

@@ -127,7 +127,15 @@ func (a *Actor) addDomain(c actor.Context, m *messages.AddDomain) {
 	// Group commit: claims that arrive together are signed as one batched
 	// op in one transaction (commitQueuedClaims, after the mailbox burst);
 	// each is answered once committed and evaluated (the machine's waiters).
-	a.step(c, QueueClaim{Claim: queuedClaim{name: name, rec: rec, sender: c.Sender(), at: a.d.Now()}})
+	at := a.d.Now()
+	if !m.Asked.IsZero() {
+		// How long the request waited to get here, on the wall clock
+		// (Deps.Now may be a test's), taken off the ledger's now.
+		if waited := time.Since(m.Asked); waited > 0 {
+			at = at.Add(-waited)
+		}
+	}
+	a.step(c, QueueClaim{Claim: queuedClaim{name: name, rec: rec, sender: c.Sender(), at: at}})
 }
 
 // commitClaims is a self-message: sign and commit the queued claims.
@@ -138,7 +146,7 @@ type queuedClaim struct {
 	name   string
 	rec    messages.ClaimRecord
 	sender *actor.PID
-	at     time.Time // when the request arrived
+	at     time.Time // when the request was asked (or arrived)
 }
 
 func (a *Actor) commitQueuedClaims(c actor.Context) {

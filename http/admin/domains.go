@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"time"
 
 	"github.com/fasthttp/router"
 	"github.com/valyala/fasthttp"
@@ -66,7 +67,7 @@ func (s *Server) domainRoutes(r *router.Router) {
 		if req.Domain == nil || req.Hash == nil {
 			return httpx.Internal("domain and hash are required")
 		}
-		rep, err := ask[*messages.AddDomainReply](s, &messages.AddDomain{Domain: *req.Domain, Hash: *req.Hash, SSL: req.SSL})
+		rep, err := ask[*messages.AddDomainReply](s, &messages.AddDomain{Domain: *req.Domain, Hash: *req.Hash, SSL: req.SSL, Asked: time.Now()})
 		if err != nil {
 			return err
 		}
