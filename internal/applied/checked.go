@@ -60,16 +60,7 @@ func Sum(msg, sig []byte) [sha256.Size]byte {
 
 // Has reports whether an op of writer at seq with content sum verified.
 func (c *Checked) Has(writer string, seq uint64, sum [sha256.Size]byte) bool {
-	if c == nil {
-		return false
-	}
-	k := checkedKey{writer, seq}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if s, ok := c.cur[k]; ok {
-		return s == sum
-	}
-	s, ok := c.old[k]
+	s, ok := c.lookup(writer, seq)
 	return ok && s == sum
 }
 
@@ -77,17 +68,24 @@ func (c *Checked) Has(writer string, seq uint64, sum [sha256.Size]byte) bool {
 // whatever its content: it is on its way to the ledger (or there), so
 // an announcement of it needs no graft.
 func (c *Checked) Seen(writer string, seq uint64) bool {
+	_, ok := c.lookup(writer, seq)
+	return ok
+}
+
+// lookup is the content sum recorded for writer at seq, newest
+// generation first.
+func (c *Checked) lookup(writer string, seq uint64) ([sha256.Size]byte, bool) {
 	if c == nil {
-		return false
+		return [sha256.Size]byte{}, false
 	}
 	k := checkedKey{writer, seq}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, ok := c.cur[k]; ok {
-		return true
+	if s, ok := c.cur[k]; ok {
+		return s, true
 	}
-	_, ok := c.old[k]
-	return ok
+	s, ok := c.old[k]
+	return s, ok
 }
 
 // Add records that the op of writer at seq with content sum verified.
