@@ -65,9 +65,6 @@ type movingDeadlines struct {
 	rstop, wstop atomic.Bool
 	// linger: Close lingers (closeAfter); lingering: it does now.
 	linger, lingering atomic.Bool
-	// gathered: the connection gathers its writes (gather.go); nil: it
-	// writes each at once.
-	gathered atomic.Pointer[gatherer]
 	// halt: halter's func, made once per connection.
 	halt func()
 }
@@ -96,18 +93,7 @@ func (c *movingDeadlines) halter() func() {
 //
 // A second Close while lingering is a no-op (a TLS connection's Close
 // closes the one under it too): the drain closes the connection.
-//
-// A connection that gathers its writes and has some pending is closed
-// once they are written (gatherer); its reads fail at once.
 func (c *movingDeadlines) Close() error {
-	if g := c.gathered.Load(); g != nil && g.close() {
-		c.haltRead()
-		return nil
-	}
-	return c.closeNow()
-}
-
-func (c *movingDeadlines) closeNow() error {
 	if c.linger.Load() && c.lingering.Swap(true) {
 		return nil
 	}
@@ -242,15 +228,8 @@ func (c *movingDeadlines) putRead(t time.Time) error {
 	return nil
 }
 
+// Write writes b to the connection, moving the write deadline.
 func (c *movingDeadlines) Write(b []byte) (int, error) {
-	if g := c.gathered.Load(); g != nil {
-		return g.write(c, b)
-	}
-	return c.writeNow(b)
-}
-
-// writeNow writes b to the connection, moving the write deadline.
-func (c *movingDeadlines) writeNow(b []byte) (int, error) {
 	if c.lazy {
 		if t, ok := c.wr.held(); ok {
 			if err := c.putWrite(t); err != nil {
