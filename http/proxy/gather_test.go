@@ -41,7 +41,7 @@ func gatherPair(t *testing.T, writeTimeout time.Duration) (*gatheredConn, net.Co
 		cl.Close()
 		sc.Close()
 	})
-	return gather(mc), cl
+	return gather(mc, mc), cl
 }
 
 // What is written reaches the client whole and in order, and what is

@@ -220,7 +220,8 @@ func (s *Server) serveH2Conn(c net.Conn) error {
 	if w, ok := c.(tlsConn); ok {
 		conn = w.Conn
 		if st := w.ConnectionState(); st.Version >= tls.VersionTLS13 || h2Cipher(st.CipherSuite) {
-			g = gather(w.Conn)
+			mc, _ := w.NetConn().(*movingDeadlines)
+			g = gather(w.Conn, mc)
 			conn = g
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"io"
 	"net"
+	"os"
 	"runtime/metrics"
 	"strconv"
 	"strings"
@@ -19,16 +20,23 @@ import (
 	"golang.org/x/net/http2/hpack"
 )
 
-// BenchmarkH2Load: 100 B answers through the edge's HTTP/2 as
+// BenchmarkH2Load: 100 B and 64 KiB answers through the edge's HTTP/2 as
 // bench/proxy/h2.sh asks for them (h2load -c8 -m10): eight connections,
 // ten streams in flight on each, a new request sent as soon as an answer
 // ends, the requests' frames written in one piece per batch of answers
 // read. The client speaks HTTP/2 frames itself from precomputed header
 // blocks and the upstream answers with a canned nginx-like head, so
 // most of the process's time is the edge's own (profiles: -cpuprofile).
-// Reported beside ns/op: goroutines started per request.
+// Reported beside ns/op: the process's CPU time and write system calls
+// per request (client and upstream included), goroutines started per
+// request.
 func BenchmarkH2Load(b *testing.B) {
-	up := cannedUpstream(b)
+	b.Run("100B", func(b *testing.B) { benchH2Load(b, 100) })
+	b.Run("64KiB", func(b *testing.B) { benchH2Load(b, 64<<10) })
+}
+
+func benchH2Load(b *testing.B, size int) {
+	up := cannedUpstream(b, size)
 	e := newTestH2Edge(b, map[string]string{"bench.p2p": up}, Deps{})
 	_, httpsAddr := e.s.Addrs()
 	// One request first, so the pool and the certificates are warm.
@@ -52,7 +60,7 @@ func BenchmarkH2Load(b *testing.B) {
 	created := []metrics.Sample{{Name: "/sched/goroutines-created:goroutines"}}
 	metrics.Read(created)
 	g0 := created[0].Value.Uint64()
-	cpu0 := processCPU()
+	cpu0, w0 := processCPU(), writeCalls()
 	b.ReportAllocs()
 	b.ResetTimer()
 	var wg sync.WaitGroup
@@ -66,6 +74,7 @@ func BenchmarkH2Load(b *testing.B) {
 	wg.Wait()
 	b.StopTimer()
 	b.ReportMetric(float64((processCPU()-cpu0).Microseconds())/float64(b.N), "cpu-µs/op")
+	b.ReportMetric(float64(writeCalls()-w0)/float64(b.N), "writes/op")
 	metrics.Read(created)
 	b.ReportMetric(float64(created[0].Value.Uint64()-g0)/float64(b.N), "goroutines/op")
 	for _, c := range cs {
@@ -78,6 +87,19 @@ func processCPU() time.Duration {
 	var ru syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// writeCalls is the write system calls this process has made so far
+// (syscw of /proc/self/io: the edge's, the client's and the upstream's).
+func writeCalls() int64 {
+	b, _ := os.ReadFile("/proc/self/io")
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "syscw: "); ok {
+			n, _ := strconv.ParseInt(v, 10, 64)
+			return n
+		}
+	}
+	return 0
 }
 
 // rootTLS is a client TLS config that trusts the edge's CA, for bench.p2p
@@ -198,17 +220,17 @@ func (c *rawH2) run(left *atomic.Int64, streams int) error {
 	return c.bw.Flush()
 }
 
-// cannedUpstream answers every HTTP/1.1 request it reads with 100 bytes
+// cannedUpstream answers every HTTP/1.1 request it reads with size bytes
 // under a head like nginx's, on keep-alive connections.
-func cannedUpstream(t testing.TB) string {
+func cannedUpstream(t testing.TB, size int) string {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ln.Close() })
 	answer := []byte("HTTP/1.1 200 OK\r\nServer: nginx/1.22.1\r\nDate: Sun, 29 Nov 2026 10:00:00 GMT\r\n" +
-		"Content-Type: application/octet-stream\r\nContent-Length: 100\r\nLast-Modified: Sun, 29 Nov 2026 09:00:00 GMT\r\n" +
-		"Connection: keep-alive\r\nETag: \"692ab9e0-64\"\r\nAccept-Ranges: bytes\r\n\r\n" + strings.Repeat("x", 100))
+		"Content-Type: application/octet-stream\r\nContent-Length: " + strconv.Itoa(size) + "\r\nLast-Modified: Sun, 29 Nov 2026 09:00:00 GMT\r\n" +
+		"Connection: keep-alive\r\nETag: \"692ab9e0-64\"\r\nAccept-Ranges: bytes\r\n\r\n" + strings.Repeat("x", size))
 	go func() {
 		for {
 			c, err := ln.Accept()

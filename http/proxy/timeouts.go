@@ -67,6 +67,12 @@ type movingDeadlines struct {
 	linger, lingering atomic.Bool
 	// halt: halter's func, made once per connection.
 	halt func()
+	// batching, batch: the writes made while batchWrites runs its func
+	// (the TLS records of one gathered write, gather.go) are appended to
+	// batch, under bmu, and leave in one system call after it.
+	batching atomic.Bool
+	bmu      sync.Mutex
+	batch    *[]byte
 }
 
 // halter is a func that halts both sides (haltRead, haltWrite), made
@@ -228,8 +234,49 @@ func (c *movingDeadlines) putRead(t time.Time) error {
 	return nil
 }
 
-// Write writes b to the connection, moving the write deadline.
+// Write writes b to the connection, moving the write deadline (or
+// appends it to the batch: batchWrites).
 func (c *movingDeadlines) Write(b []byte) (int, error) {
+	if c.batching.Load() {
+		c.bmu.Lock()
+		if c.batch != nil {
+			*c.batch = append(*c.batch, b...)
+			c.bmu.Unlock()
+			return len(b), nil
+		}
+		c.bmu.Unlock()
+	}
+	return c.writeNow(b)
+}
+
+// batchWrites runs f, and writes what was written to c while it ran in
+// one system call after it. Writes from other goroutines keep their
+// order: one made while f runs joins the batch, one that comes while the
+// batch is written waits for it. The error is f's, else the write's.
+func (c *movingDeadlines) batchWrites(f func() error) error {
+	buf := gatherBufs.Get().(*[]byte)
+	c.bmu.Lock()
+	c.batch = buf
+	c.batching.Store(true)
+	c.bmu.Unlock()
+	ferr := f()
+	c.bmu.Lock()
+	var err error
+	if len(*buf) > 0 {
+		_, err = c.writeNow(*buf)
+	}
+	c.batch = nil
+	c.batching.Store(false)
+	c.bmu.Unlock()
+	recycleGather(buf)
+	if ferr != nil {
+		return ferr
+	}
+	return err
+}
+
+// writeNow writes b to the connection, moving the write deadline.
+func (c *movingDeadlines) writeNow(b []byte) (int, error) {
 	if c.lazy {
 		if t, ok := c.wr.held(); ok {
 			if err := c.putWrite(t); err != nil {
