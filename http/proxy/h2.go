@@ -34,7 +34,10 @@ import (
 // handler (serveHTTP) routes exactly as the fasthttp one does: by
 // :authority, with the same route table snapshot, tunnel dialer and
 // certificates (the certificate was picked by SNI in the handshake). The
-// HTTP/3 server (h3.go) uses the same handler.
+// HTTP/3 server (h3.go) uses the same handler. The server is handed the
+// connection's *tls.Conn with its writes gathered (gather.go), which it
+// serves as HTTP/2 with prior knowledge; what it does with a TLS
+// connection's state is done in newH2 (see there).
 //
 // Why net/http's HTTP/2 and not an HTTP/2 layer for fasthttp: it is the
 // Go team's server (golang.org/x/net/http2, bundled in the standard
