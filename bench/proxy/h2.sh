@@ -89,7 +89,7 @@ perreq() { awk -v t="$(( $(cpu "$1") - $2 ))" -v n="$3" -v hz="$(getconf CLK_TCK
 # HTTP/2 proxy and the backend in the nginx arms, the backend alone in
 # the node arms) and the load generator (h2load or h3load, a child of
 # this shell: bash's times).
-WORKERS=$(pgrep -P "$NGINX" | tr '\n' ' ')
+WORKERS=$(pgrep -P "$NGINX" | tr '\n' ' ' || true)
 # kids FILE: the children's CPU seconds in the output of times (run in
 # the shell that waits for the load generator, not in a subshell of it).
 kids() { awk 'NR==2{split($1,a,/[ms]/); split($2,b,/[ms]/); printf "%.4f", a[1]*60+a[2]+b[1]*60+b[2]}' "$1"; }
