@@ -13,9 +13,8 @@ import (
 )
 
 // gatherPair is a connected TCP pair on loopback: the server side wrapped
-// as the HTTPS listener wraps it (a moving write deadline), its writes
-// gathered (as those of the *tls.Conn over it are), and the client.
-func gatherPair(t *testing.T, writeTimeout time.Duration) (*gatheredConn, net.Conn) {
+// as the HTTPS listener wraps it, gathering its writes, and the client.
+func gatherPair(t *testing.T, writeTimeout time.Duration) (*movingDeadlines, net.Conn) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -37,11 +36,12 @@ func gatherPair(t *testing.T, writeTimeout time.Duration) (*gatheredConn, net.Co
 	}
 	mc := &movingDeadlines{Conn: sc}
 	mc.wr.every.Store(int64(writeTimeout))
+	mc.gather()
 	t.Cleanup(func() {
 		cl.Close()
 		sc.Close()
 	})
-	return gather(mc, mc), cl
+	return mc, cl
 }
 
 // What is written reaches the client whole and in order, and what is
@@ -111,8 +111,9 @@ func TestGatherStalledReaderFails(t *testing.T) {
 }
 
 // HTTP/2 over TLS 1.2: a connection with an AEAD cipher suite is served
-// (gathered, as TLS 1.3 ones are), one with a suite RFC 9113 Appendix A
-// forbids is refused with INADEQUATE_SECURITY, as net/http refuses it.
+// (its writes gathered, as TLS 1.3 ones are), one with a suite RFC 9113
+// Appendix A forbids is refused with INADEQUATE_SECURITY (net/http's
+// check).
 func TestH2TLS12Ciphers(t *testing.T) {
 	up, _ := http1Upstream(t)
 	e := newTestH2Edge(t, map[string]string{"h1.p2p": up}, Deps{})

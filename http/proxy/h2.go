@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"io"
 	"log"
@@ -34,10 +33,7 @@ import (
 // handler (serveHTTP) routes exactly as the fasthttp one does: by
 // :authority, with the same route table snapshot, tunnel dialer and
 // certificates (the certificate was picked by SNI in the handshake). The
-// HTTP/3 server (h3.go) uses the same handler. The server is handed the
-// connection's *tls.Conn with its writes gathered (gather.go), which it
-// serves as HTTP/2 with prior knowledge; what it does with a TLS
-// connection's state is done in newH2 (see there).
+// HTTP/3 server (h3.go) uses the same handler.
 //
 // Why net/http's HTTP/2 and not an HTTP/2 layer for fasthttp: it is the
 // Go team's server (golang.org/x/net/http2, bundled in the standard
@@ -127,33 +123,16 @@ const MaxH2Streams = 128
 
 // newH2 builds the HTTP/2 server of s: net/http's, fed the connections
 // that negotiated h2 through a listener of its own (h2Listener).
-//
-// The server is handed each such connection's *tls.Conn wrapped so its
-// writes are gathered above TLS (gatheredConn, gather.go). net/http
-// serves HTTP/2 with TLS's semantics on a *tls.Conn only; the wrapper,
-// which is not one and does not show its ConnectionState, is served as
-// HTTP/2 with prior knowledge (Protocols' UnencryptedHTTP2), which is
-// the same server (the same frames, limits and protections) with what
-// it would do with the TLS state done here instead: the TLS checks of
-// RFC 9113 9.2 (TLS 1.2 or later, the edge's MinVersion; no TLS 1.2
-// cipher suite of its Appendix A: h2Cipher, and a connection that
-// negotiated one is handed over as its *tls.Conn, for net/http to refuse
-// as it does), Request.TLS (set in serveHTTP from the connection's
-// state, which ConnContext puts in the connection's context), and a
-// deadline on the client's preface (ReadHeaderTimeout, net/http's own
-// ten seconds for it).
 func (s *Server) newH2() {
 	s.h2ln = &h2Listener{conns: make(chan net.Conn), done: make(chan struct{})}
 	var p http.Protocols
 	p.SetHTTP2(true)
-	p.SetUnencryptedHTTP2(true)
 	s.h2base = &http.Server{
-		Handler:           http.HandlerFunc(s.serveHTTP),
-		Protocols:         &p,
-		MaxHeaderBytes:    MaxHeaderBytes,
-		IdleTimeout:       IdleTimeout,
-		ReadHeaderTimeout: prefaceTimeout,
-		ErrorLog:          log.New(io.Discard, "", 0),
+		Handler:        http.HandlerFunc(s.serveHTTP),
+		Protocols:      &p,
+		MaxHeaderBytes: MaxHeaderBytes,
+		IdleTimeout:    IdleTimeout,
+		ErrorLog:       log.New(io.Discard, "", 0),
 		HTTP2: &http.HTTP2Config{
 			MaxConcurrentStreams: MaxH2Streams,
 			// 16 KiB, the protocol's default (and nginx's): net/http
@@ -163,15 +142,6 @@ func (s *Server) newH2() {
 				s.h2errors.Add(1)
 				s.d.Log.Debug("http2 protocol error", "kind", kind)
 			},
-		},
-		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
-			if g, ok := c.(*gatheredConn); ok {
-				if tc, ok := g.Conn.(*tls.Conn); ok {
-					st := tc.ConnectionState()
-					return context.WithValue(ctx, tlsStateKey{}, &st)
-				}
-			}
-			return ctx
 		},
 		// A connection is done once net/http closes it: serveH2Conn,
 		// which holds it for fasthttp, may return.
@@ -186,26 +156,6 @@ func (s *Server) newH2() {
 	s.https.NextProto("h2", s.serveH2Conn)
 }
 
-// prefaceTimeout bounds the wait for a client's HTTP/2 preface, as
-// net/http's server bounds it on a *tls.Conn.
-const prefaceTimeout = 10 * time.Second
-
-// tlsStateKey keys a connection's *tls.ConnectionState in its context.
-type tlsStateKey struct{}
-
-// h2Cipher reports whether a TLS 1.2 connection's cipher suite may carry
-// HTTP/2 (RFC 9113 Appendix A lists those that may not: everything but
-// ephemeral key exchange with an AEAD, of the suites Go offers).
-func h2Cipher(id uint16) bool {
-	switch id {
-	case tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256, tls.TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384,
-		tls.TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256, tls.TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384,
-		tls.TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256, tls.TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256:
-		return true
-	}
-	return false
-}
-
 // startH2 serves HTTP/2 on the connections handed to s.h2ln.
 func (s *Server) startH2() {
 	s.wg.Add(1)
@@ -218,32 +168,24 @@ func (s *Server) startH2() {
 // serveH2Conn serves one connection that negotiated h2, until net/http
 // is done with it (fasthttp closes it when this returns).
 func (s *Server) serveH2Conn(c net.Conn) error {
-	var conn net.Conn = c
-	var g *gatheredConn
+	tc := c
 	if w, ok := c.(tlsConn); ok {
-		conn = w.Conn
-		if st := w.ConnectionState(); st.Version >= tls.VersionTLS13 || h2Cipher(st.CipherSuite) {
-			mc, _ := w.NetConn().(*movingDeadlines)
-			g = gather(w.Conn, mc)
-			conn = g
+		tc = w.Conn // net/http speaks HTTP/2 on a *tls.Conn only
+		if mc, ok := w.NetConn().(*movingDeadlines); ok {
+			mc.gather() // gather.go
 		}
 	}
 	done := make(chan struct{})
-	s.h2conns.Store(conn, done)
+	s.h2conns.Store(tc, done)
 	s.h2open.Add(1)
 	defer s.h2open.Add(-1)
 	select {
-	case s.h2ln.conns <- conn:
+	case s.h2ln.conns <- tc:
 	case <-s.h2ln.done:
-		s.h2conns.Delete(conn)
+		s.h2conns.Delete(tc)
 		return nil
 	}
 	<-done
-	if g != nil {
-		// What net/http wrote last (a GOAWAY) goes before fasthttp
-		// closes the connection.
-		g.waitIdle()
-	}
 	return nil
 }
 
@@ -388,9 +330,6 @@ func (w *h2Writer) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 func (s *Server) serveHTTP(rw http.ResponseWriter, r *http.Request) {
 	if r.ProtoMajor == 2 {
 		growStack()
-		if r.TLS == nil {
-			r.TLS, _ = r.Context().Value(tlsStateKey{}).(*tls.ConnectionState)
-		}
 	}
 	s.route(rw, r)
 }

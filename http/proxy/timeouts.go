@@ -65,14 +65,11 @@ type movingDeadlines struct {
 	rstop, wstop atomic.Bool
 	// linger: Close lingers (closeAfter); lingering: it does now.
 	linger, lingering atomic.Bool
+	// gathered: the connection gathers its writes (gather.go); nil: it
+	// writes each at once.
+	gathered atomic.Pointer[gatherer]
 	// halt: halter's func, made once per connection.
 	halt func()
-	// batching, batch: the writes made while batchWrites runs its func
-	// (the TLS records of one gathered write, gather.go) are appended to
-	// batch, under bmu, and leave in one system call after it.
-	batching atomic.Bool
-	bmu      sync.Mutex
-	batch    *[]byte
 }
 
 // halter is a func that halts both sides (haltRead, haltWrite), made
@@ -99,7 +96,18 @@ func (c *movingDeadlines) halter() func() {
 //
 // A second Close while lingering is a no-op (a TLS connection's Close
 // closes the one under it too): the drain closes the connection.
+//
+// A connection that gathers its writes and has some pending is closed
+// once they are written (gatherer); its reads fail at once.
 func (c *movingDeadlines) Close() error {
+	if g := c.gathered.Load(); g != nil && g.close() {
+		c.haltRead()
+		return nil
+	}
+	return c.closeNow()
+}
+
+func (c *movingDeadlines) closeNow() error {
 	if c.linger.Load() && c.lingering.Swap(true) {
 		return nil
 	}
@@ -234,45 +242,11 @@ func (c *movingDeadlines) putRead(t time.Time) error {
 	return nil
 }
 
-// Write writes b to the connection, moving the write deadline (or
-// appends it to the batch: batchWrites).
 func (c *movingDeadlines) Write(b []byte) (int, error) {
-	if c.batching.Load() {
-		c.bmu.Lock()
-		if c.batch != nil {
-			*c.batch = append(*c.batch, b...)
-			c.bmu.Unlock()
-			return len(b), nil
-		}
-		c.bmu.Unlock()
+	if g := c.gathered.Load(); g != nil {
+		return g.write(c, b)
 	}
 	return c.writeNow(b)
-}
-
-// batchWrites runs f, and writes what was written to c while it ran in
-// one system call after it. Writes from other goroutines keep their
-// order: one made while f runs joins the batch, one that comes while the
-// batch is written waits for it. The error is f's, else the write's.
-func (c *movingDeadlines) batchWrites(f func() error) error {
-	buf := gatherBufs.Get().(*[]byte)
-	c.bmu.Lock()
-	c.batch = buf
-	c.batching.Store(true)
-	c.bmu.Unlock()
-	ferr := f()
-	c.bmu.Lock()
-	var err error
-	if len(*buf) > 0 {
-		_, err = c.writeNow(*buf)
-	}
-	c.batch = nil
-	c.batching.Store(false)
-	c.bmu.Unlock()
-	recycleGather(buf)
-	if ferr != nil {
-		return ferr
-	}
-	return err
 }
 
 // writeNow writes b to the connection, moving the write deadline.
