@@ -15,7 +15,8 @@
 # revision) with the same tunnel to the same backend and adds its arms
 # (peerdns-h2-b, peerdns-h3-b) to each round, so two revisions are
 # compared in one interleaved run. Each node arm also prints the node's
-# CPU time per request (utime+stime from /proc over the run).
+# CPU time per request (utime+stime from /proc over the run), and every
+# arm nginx's workers' and the load generator's.
 # nginx closes an HTTP/2 connection after keepalive_requests (1,000 by
 # default) and h2load's timed mode does not reconnect: its clients then
 # stop, with errors. The config raises it, as a proxy under benchmark load
@@ -60,6 +61,7 @@ http {
 }
 CONF
 nginx -c "$TMP/nginx.conf" -g 'daemon off;' &
+NGINX=$!
 if [ -n "${PEERDNS_BIN:-}" ]; then cp "$PEERDNS_BIN" "$TMP/peerdns"; else go build -o "$TMP/peerdns" ./cmd/peerdns; fi
 go build -o "$TMP/h3load" ./bench/proxy/h3load
 node() { # name binary: start a node with a tunnel to the backend; sets HTTPS_<name>, PID_<name>
@@ -79,27 +81,45 @@ node() { # name binary: start a node with a tunnel to the backend; sets HTTPS_<n
 node a "$TMP/peerdns"
 HTTPS=$HTTPS_a
 if [ -n "${PEERDNS_BIN_B:-}" ]; then cp "$PEERDNS_BIN_B" "$TMP/peerdns-b"; node b "$TMP/peerdns-b"; fi
-cpu() { awk '{print $14+$15}' "/proc/$1/stat"; } # clock ticks
+cpu() { local s=0 p; for p in "$@"; do s=$((s + $(awk '{print $14+$15}' "/proc/$p/stat"))); done; echo $s; } # clock ticks
 # perreq pid ticks0 requests: the node's CPU µs per request since ticks0.
 perreq() { awk -v t="$(( $(cpu "$1") - $2 ))" -v n="$3" -v hz="$(getconf CLK_TCK)" 'BEGIN{if(n>0)printf "%.0f µs CPU/req", t*1e6/hz/n}'; }
+# The other processes' CPU per request over the same window, as extra
+# columns (they do not change the figures above): nginx's workers (the
+# HTTP/2 proxy and the backend in the nginx arms, the backend alone in
+# the node arms) and the load generator (h2load or h3load, a child of
+# this shell: bash's times).
+WORKERS=$(pgrep -P "$NGINX" | tr '\n' ' ' || true)
+# kids FILE: the children's CPU seconds in the output of times (run in
+# the shell that waits for the load generator, not in a subshell of it).
+kids() { awk 'NR==2{split($1,a,/[ms]/); split($2,b,/[ms]/); printf "%.4f", a[1]*60+a[2]+b[1]*60+b[2]}' "$1"; }
+others() { # workers-ticks0 requests; times before and after in $TMP/k0, $TMP/k1
+	awk -v w="$(( $(cpu $WORKERS) - $1 ))" -v k0="$(kids "$TMP/k0")" -v k1="$(kids "$TMP/k1")" -v n="$2" -v hz="$(getconf CLK_TCK)" \
+		'BEGIN{if(n>0)printf "nginx workers %.0f µs/req, load generator %.0f µs/req", w*1e6/hz/n, (k1-k0)*1e6/n}'
+}
 run() { # label pid|- url [h2load options]
-	local out t0=0 n
+	local out t0=0 n w0
 	[ "$2" != - ] && t0=$(cpu "$2")
+	w0=$(cpu $WORKERS); times > "$TMP/k0"
 	out=$(h2load -c"$CONNS" -m10 -D"$DUR" --warm-up-time=1 "${@:3}" 2>&1)
+	times > "$TMP/k1"
 	# A run with failed requests measured errors, not the path: stop.
 	grep -q ' 0 failed, 0 errored' <<<"$out" || { echo "$1: $(grep -E '^requests:' <<<"$out"): figures void" >&2; exit 1; }
 	# CPU is counted over the warm-up too: requests at the measured rate
 	# over the warm-up and the timed window
 	n=$(awk -v d="$DUR" '/^finished in/{print int($4 * (d + 1))}' <<<"$out")
-	printf '| %s | %s req/s | %s | %s |\n' "$1" "$(awk '/^finished in/{print $4}' <<<"$out")" "$(grep -E '^requests:' <<<"$out")" \
-		"$([ "$2" != - ] && perreq "$2" "$t0" "$n")"
+	printf '| %s | %s req/s | %s | %s | %s |\n' "$1" "$(awk '/^finished in/{print $4}' <<<"$out")" "$(grep -E '^requests:' <<<"$out")" \
+		"$([ "$2" != - ] && perreq "$2" "$t0" "$n")" "$(others "$w0" "$n")"
 }
 run3() { # label pid url [h3load options]
-	local out t0
+	local out t0 w0 n
 	t0=$(cpu "$2")
+	w0=$(cpu $WORKERS); times > "$TMP/k0"
 	out=$("$TMP/h3load" -c "$CONNS" -m 10 -d "${DUR}s" -warmup 1s -url "${@:3}" 2>&1) || { echo "$1: $out: figures void" >&2; exit 1; }
-	printf '| %s | %s req/s | %s | %s |\n' "$1" "$(awk '{print $6}' <<<"$out")" "$out" \
-		"$(perreq "$2" "$t0" "$(awk -v d="$DUR" '{print int($6 * (d + 1))}' <<<"$out")")"
+	times > "$TMP/k1"
+	n=$(awk -v d="$DUR" '{print int($6 * (d + 1))}' <<<"$out")
+	printf '| %s | %s req/s | %s | %s | %s |\n' "$1" "$(awk '{print $6}' <<<"$out")" "$out" \
+		"$(perreq "$2" "$t0" "$n")" "$(others "$w0" "$n")"
 }
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg); peerdns $(git rev-parse --short HEAD)${PEERDNS_BIN:+ (a: $PEERDNS_BIN)}${PEERDNS_BIN_B:+ (b: $PEERDNS_BIN_B)}"
 for r in $(seq 1 "$ROUNDS"); do

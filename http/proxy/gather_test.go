@@ -2,11 +2,14 @@ package proxy
 
 import (
 	"bytes"
+	"crypto/tls"
 	"errors"
 	"io"
 	"net"
 	"testing"
 	"time"
+
+	"golang.org/x/net/http2"
 )
 
 // gatherPair is a connected TCP pair on loopback: the server side wrapped
@@ -104,5 +107,65 @@ func TestGatherStalledReaderFails(t *testing.T) {
 	}
 	if _, err := mc.Write([]byte("x")); err == nil {
 		t.Fatal("write after a failed write succeeded")
+	}
+}
+
+// HTTP/2 over TLS 1.2: a connection with an AEAD cipher suite is served
+// (its writes gathered, as TLS 1.3 ones are), one with a suite RFC 9113
+// Appendix A forbids is refused with INADEQUATE_SECURITY (net/http's
+// check).
+func TestH2TLS12Ciphers(t *testing.T) {
+	up, _ := http1Upstream(t)
+	e := newTestH2Edge(t, map[string]string{"h1.p2p": up}, Deps{})
+	_, httpsAddr := e.s.Addrs()
+	for _, tc := range []struct {
+		suite uint16
+		ok    bool
+	}{
+		{tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256, true},
+		{tls.TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256, true},
+		{tls.TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA, false},
+	} {
+		t.Run(tls.CipherSuiteName(tc.suite), func(t *testing.T) {
+			conf := e.rootTLS()
+			conf.ServerName = "h1.p2p"
+			conf.MaxVersion = tls.VersionTLS12
+			conf.CipherSuites = []uint16{tc.suite}
+			c, err := dialRawH2(httpsAddr.String(), conf)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.conn.Close()
+			if st := c.conn.ConnectionState(); st.CipherSuite != tc.suite || st.NegotiatedProtocol != "h2" {
+				t.Fatalf("negotiated %s, %q", tls.CipherSuiteName(st.CipherSuite), st.NegotiatedProtocol)
+			}
+			_ = c.conn.SetDeadline(time.Now().Add(5 * time.Second))
+			if tc.ok { // else the server refuses the connection at once: nothing to ask
+				if err := c.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: c.block, EndStream: true, EndHeaders: true}); err != nil {
+					t.Fatal(err)
+				}
+				if err := c.bw.Flush(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for {
+				f, err := c.fr.ReadFrame()
+				if err != nil {
+					t.Fatalf("read: %v", err)
+				}
+				switch f := f.(type) {
+				case *http2.GoAwayFrame:
+					if tc.ok || f.ErrCode != http2.ErrCodeInadequateSecurity {
+						t.Fatalf("GOAWAY %v", f.ErrCode)
+					}
+					return
+				case *http2.HeadersFrame:
+					if !tc.ok {
+						t.Fatal("a response on a connection with a forbidden cipher suite")
+					}
+					return
+				}
+			}
+		})
 	}
 }

@@ -288,6 +288,15 @@ func TestEdgeHTTP2ThroughHTTP1Pool(t *testing.T) {
 		}
 	})
 
+	t.Run("large upload keeps the forwarding headers", func(t *testing.T) {
+		requests++
+		n := int64(SmallBody + 1)
+		resp, body := e.do(t, "POST", "https://h1.p2p/echo", bytes.NewReader(bytes.Repeat([]byte("a"), int(n))), n)
+		if want := "HTTP/1.1 POST /echo host=h1.p2p xff=127.0.0.1 proto=https fhost=h1.p2p cl=" + strconv.Itoa(int(n)); resp.StatusCode != 200 || !strings.HasPrefix(body, want) {
+			t.Fatalf("POST of %d bytes through ReverseProxy: %d %.120q, want %q...", n, resp.StatusCode, body, want)
+		}
+	})
+
 	testutil.Eventually(t, 5*time.Second, func() error {
 		e.mu.Lock()
 		defer e.mu.Unlock()
