@@ -18,6 +18,8 @@ import (
 
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
+
+	"peerdns/internal/testutil"
 )
 
 // BenchmarkH2Load: 100 B and 64 KiB answers through the edge's HTTP/2 as
@@ -227,48 +229,33 @@ func (c *rawH2) run(left *atomic.Int64, streams int) error {
 // cannedUpstream answers every HTTP/1.1 request it reads with size bytes
 // under a head like nginx's, on keep-alive connections.
 func cannedUpstream(t testing.TB, size int) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
 	answer := []byte("HTTP/1.1 200 OK\r\nServer: nginx/1.22.1\r\nDate: Sun, 29 Nov 2026 10:00:00 GMT\r\n" +
 		"Content-Type: application/octet-stream\r\nContent-Length: " + strconv.Itoa(size) + "\r\nLast-Modified: Sun, 29 Nov 2026 09:00:00 GMT\r\n" +
 		"Connection: keep-alive\r\nETag: \"692ab9e0-64\"\r\nAccept-Ranges: bytes\r\n\r\n" + strings.Repeat("x", size))
-	go func() {
+	return testutil.ServeTCP(t, func(c net.Conn) {
+		buf := make([]byte, 16<<10)
+		have := 0
+		out := make([]byte, 0, 4<<10)
 		for {
-			c, err := ln.Accept()
+			n, err := c.Read(buf[have:])
 			if err != nil {
 				return
 			}
-			go func() {
-				defer c.Close()
-				buf := make([]byte, 16<<10)
-				have := 0
-				out := make([]byte, 0, 4<<10)
-				for {
-					n, err := c.Read(buf[have:])
-					if err != nil {
-						return
-					}
-					have += n
-					out = out[:0]
-					for {
-						i := bytes.Index(buf[:have], []byte("\r\n\r\n"))
-						if i < 0 {
-							break
-						}
-						out = append(out, answer...)
-						have = copy(buf, buf[i+4:have])
-					}
-					if len(out) > 0 {
-						if _, err := c.Write(out); err != nil {
-							return
-						}
-					}
+			have += n
+			out = out[:0]
+			for {
+				i := bytes.Index(buf[:have], []byte("\r\n\r\n"))
+				if i < 0 {
+					break
 				}
-			}()
+				out = append(out, answer...)
+				have = copy(buf, buf[i+4:have])
+			}
+			if len(out) > 0 {
+				if _, err := c.Write(out); err != nil {
+					return
+				}
+			}
 		}
-	}()
-	return ln.Addr().String()
+	}).String()
 }

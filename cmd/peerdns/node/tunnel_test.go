@@ -19,25 +19,7 @@ import (
 // serveTCP accepts TCP connections on 127.0.0.1 until the test ends and
 // hands each to handle in its own goroutine; it returns the port.
 func serveTCP(t *testing.T, handle func(net.Conn)) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				handle(c)
-			}()
-		}
-	}()
-	return ln.Addr().(*net.TCPAddr).Port
+	return testutil.ServeTCP(t, handle).Port
 }
 
 // echoServer echoes every byte until the client half-closes, then
