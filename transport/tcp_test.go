@@ -497,47 +497,34 @@ func TestRelayBudget(t *testing.T) {
 // tamperProxy forwards TCP connections to target and flips one byte in
 // the client → server direction once flipAfter bytes went through.
 func tamperProxy(t *testing.T, target string, flipAfter int) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			u, err := net.Dial("tcp", target)
-			if err != nil {
-				c.Close()
-				continue
-			}
-			t.Cleanup(func() { c.Close(); u.Close() })
-			go func() { _, _ = io.Copy(c, u); c.Close() }()
-			go func() {
-				buf := make([]byte, 32<<10)
-				seen := 0
-				for {
-					n, err := c.Read(buf)
-					if n > 0 {
-						if seen <= flipAfter && seen+n > flipAfter {
-							buf[flipAfter-seen] ^= 0x40
-						}
-						seen += n
-						if _, err := u.Write(buf[:n]); err != nil {
-							break
-						}
-					}
-					if err != nil {
-						break
-					}
-				}
-				u.Close()
-			}()
+	return testutil.ServeTCP(t, func(c net.Conn) {
+		u, err := net.Dial("tcp", target)
+		if err != nil {
+			return
 		}
-	}()
-	return ln.Addr().String()
+		t.Cleanup(func() { c.Close(); u.Close() })
+		back := make(chan struct{})
+		go func() { _, _ = io.Copy(c, u); c.Close(); close(back) }()
+		buf := make([]byte, 32<<10)
+		seen := 0
+		for {
+			n, err := c.Read(buf)
+			if n > 0 {
+				if seen <= flipAfter && seen+n > flipAfter {
+					buf[flipAfter-seen] ^= 0x40
+				}
+				seen += n
+				if _, err := u.Write(buf[:n]); err != nil {
+					break
+				}
+			}
+			if err != nil {
+				break
+			}
+		}
+		u.Close()
+		<-back // c stays open while u's answer is still on its way
+	}).String()
 }
 
 // A man in the middle that changes one byte after the handshake makes
