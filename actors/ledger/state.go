@@ -119,14 +119,22 @@ func parseWrites(op *messages.Op) ([]messages.ParsedKey, error) {
 	if len(op.Batch) > messages.MaxBatch || op.WritesBytes() > messages.MaxBatchBytes {
 		return nil, fmt.Errorf("%w: %d writes, %d bytes (at most %d, %d)", errBadBatch, len(op.Batch), op.WritesBytes(), messages.MaxBatch, messages.MaxBatchBytes)
 	}
-	ws := op.Writes()
-	pks := make([]messages.ParsedKey, len(ws))
-	var seen map[string]bool
-	if len(ws) > 1 {
-		seen = make(map[string]bool, len(ws))
+	// The keys are read from the op itself, not from op.Writes(): that
+	// makes an op per write, which apply makes again for the ones it keeps.
+	keys := []string{op.Key}
+	if len(op.Batch) > 0 {
+		keys = make([]string, len(op.Batch))
+		for i := range op.Batch {
+			keys[i] = op.Batch[i].Key
+		}
 	}
-	for i, w := range ws {
-		pk, err := messages.ParseKey(w.Key)
+	pks := make([]messages.ParsedKey, len(keys))
+	var seen map[string]bool
+	if len(keys) > 1 {
+		seen = make(map[string]bool, len(keys))
+	}
+	for i, key := range keys {
+		pk, err := messages.ParseKey(key)
 		if err != nil {
 			return nil, err
 		}
@@ -134,10 +142,10 @@ func parseWrites(op *messages.Op) ([]messages.ParsedKey, error) {
 			return nil, errKeyOwner
 		}
 		if seen != nil {
-			if seen[w.Key] {
-				return nil, fmt.Errorf("%w: key %s written twice", errBadBatch, w.Key)
+			if seen[key] {
+				return nil, fmt.Errorf("%w: key %s written twice", errBadBatch, key)
 			}
-			seen[w.Key] = true
+			seen[key] = true
 		}
 		pks[i] = pk
 	}
