@@ -329,6 +329,8 @@ type PeerDiagSummary struct {
 	OpsSent            int64  `json:"opsSent"`
 	OpsReceived        int64  `json:"opsReceived"`
 	OpsDuplicate       int64  `json:"opsDuplicate"` // received ops the ledger already had
+	OpsRepaired        int64  `json:"opsRepaired"`  // of opsSent: sent to fill what a peer's vector, want or graft showed it lacked
+	OpsGrafted         int64  `json:"opsGrafted"`   // of opsRepaired: asked for by a graft
 	GapRepairs         int64  `json:"gapRepairs"`   // "want" requests after a gap
 	// RefusedPending counts inbound connections the endpoint refused at
 	// their first packet because too many were not admitted yet.

@@ -39,7 +39,9 @@ func (d *diagnostics) issue(now time.Time, i messages.ConnectionIssue) {
 // supervisor actually saw.
 func (a *Actor) diagnostics() *messages.PeerDiagnosticsReply {
 	up := a.upIDs()
-	var opsSent, opsRecv, opsDup, wants int64
+	// The op counters only grow: sessions that ended count too.
+	past := a.view.past
+	opsSent, opsRecv, opsDup, opsRepaired, opsGrafted, wants := past.opsSent, past.opsReceived, past.opsDup, past.opsRepaired, past.opsGrafted, past.wants
 	var peers []messages.PeerDiag
 	ids := map[string]bool{}
 	for id := range a.known {
@@ -81,6 +83,8 @@ func (a *Actor) diagnostics() *messages.PeerDiagnosticsReply {
 			opsSent += e.stats.opsSent
 			opsRecv += e.stats.opsReceived
 			opsDup += e.stats.opsDup
+			opsRepaired += e.stats.opsRepaired
+			opsGrafted += e.stats.opsGrafted
 			wants += e.stats.wants
 		}
 		peers = append(peers, p)
@@ -111,6 +115,8 @@ func (a *Actor) diagnostics() *messages.PeerDiagnosticsReply {
 			OpsSent:                    opsSent,
 			OpsReceived:                opsRecv,
 			OpsDuplicate:               opsDup,
+			OpsRepaired:                opsRepaired,
+			OpsGrafted:                 opsGrafted,
 			GapRepairs:                 wants,
 			RefusedTunnelAnnouncements: a.diag.tunnelsRefused,
 			Reach:                      a.reachView(),

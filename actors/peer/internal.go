@@ -121,6 +121,11 @@ type sessionStats struct {
 	opsSent     int64
 	opsReceived int64
 	opsDup      int64 // received ops the ledger already had
+	// ops of opsSent sent because the peer's vector, a want or a graft
+	// showed it lacked them (the rest were pushed as our ledger applied
+	// them)
+	opsRepaired int64
+	opsGrafted  int64 // of opsRepaired: asked for by a graft
 	// signatures of received ops checked here, and taken on another
 	// session's check (applied.Checked)
 	sigChecks, sigReused int64

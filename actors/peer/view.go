@@ -99,6 +99,12 @@ func (v *viewState) retire(e *sessionEntry) {
 	v.past.prunes += e.stats.prunes
 	v.past.sigChecks += e.stats.sigChecks
 	v.past.sigReused += e.stats.sigReused
+	v.past.opsSent += e.stats.opsSent
+	v.past.opsReceived += e.stats.opsReceived
+	v.past.opsDup += e.stats.opsDup
+	v.past.opsRepaired += e.stats.opsRepaired
+	v.past.opsGrafted += e.stats.opsGrafted
+	v.past.wants += e.stats.wants
 }
 
 // pinned reports whether the tunnel layer relies on id's session.

@@ -18,15 +18,21 @@ type work struct {
 	sessionsUp  int64 // peer sessions established
 	grafts      int64 // ops asked of a lazy neighbour after its announcement
 	prunes      int64 // links made lazy after a duplicate
+	opsSent     int64 // ops sent to neighbours
+	opsRepaired int64 // of those, sent because a neighbour's vector, want or graft showed it lacked them
+	opsGrafted  int64 // of those, asked for by a graft
+	opsReceived int64 // ops received from neighbours
+	opsDup      int64 // of those, ops the ledger had applied already
 }
 
 func (w work) minus(o work) work {
-	return work{w.evaluations - o.evaluations, w.sigChecks - o.sigChecks, w.sigReused - o.sigReused, w.suspicions - o.suspicions, w.sessionsUp - o.sessionsUp, w.grafts - o.grafts, w.prunes - o.prunes}
+	return work{w.evaluations - o.evaluations, w.sigChecks - o.sigChecks, w.sigReused - o.sigReused, w.suspicions - o.suspicions, w.sessionsUp - o.sessionsUp, w.grafts - o.grafts, w.prunes - o.prunes,
+		w.opsSent - o.opsSent, w.opsRepaired - o.opsRepaired, w.opsGrafted - o.opsGrafted, w.opsReceived - o.opsReceived, w.opsDup - o.opsDup}
 }
 
 func (w work) String() string {
-	return fmt.Sprintf("%d evaluations, %d op signature checks (%d more taken on another session's check), %d suspicions signed, %d sessions established, %d grafts, %d prunes",
-		w.evaluations, w.sigChecks, w.sigReused, w.suspicions, w.sessionsUp, w.grafts, w.prunes)
+	return fmt.Sprintf("%d evaluations, %d op signature checks (%d more taken on another session's check), %d suspicions signed, %d sessions established, %d grafts, %d prunes; ops sent %d (%d of them repairs, %d of those grafted), received %d (%d already applied)",
+		w.evaluations, w.sigChecks, w.sigReused, w.suspicions, w.sessionsUp, w.grafts, w.prunes, w.opsSent, w.opsRepaired, w.opsGrafted, w.opsReceived, w.opsDup)
 }
 
 // counters reads every running node's counters (a node that does not answer
@@ -51,7 +57,12 @@ func (f *fleet) counters() work {
 			}
 			var d struct {
 				Summary struct {
-					Overlay struct {
+					OpsSent      int64 `json:"opsSent"`
+					OpsRepaired  int64 `json:"opsRepaired"`
+					OpsGrafted   int64 `json:"opsGrafted"`
+					OpsReceived  int64 `json:"opsReceived"`
+					OpsDuplicate int64 `json:"opsDuplicate"`
+					Overlay      struct {
 						OpSigChecks    int64 `json:"opSignatureChecks"`
 						OpSigReused    int64 `json:"opSignatureReused"`
 						SuspicionsSent int64 `json:"suspicionsSent"`
@@ -73,6 +84,11 @@ func (f *fleet) counters() work {
 			sum.sessionsUp += o.SessionsUp
 			sum.grafts += o.Grafts
 			sum.prunes += o.Prunes
+			sum.opsSent += d.Summary.OpsSent
+			sum.opsRepaired += d.Summary.OpsRepaired
+			sum.opsGrafted += d.Summary.OpsGrafted
+			sum.opsReceived += d.Summary.OpsReceived
+			sum.opsDup += d.Summary.OpsDuplicate
 			mu.Unlock()
 		}(i)
 	}
