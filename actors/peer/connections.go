@@ -111,7 +111,7 @@ func (a *Actor) onConn(c actor.Context, m *newConn) {
 			Neighbours: a.helloNeighbours(conn)},
 		syncInterval: a.d.SyncInterval, pingInterval: a.d.PingInterval, handshakeTimeout: a.d.HandshakeTimeout,
 		askTimeout: a.d.AskTimeout, staleAfter: a.d.StaleAfter, batch: a.d.Batch, queueSize: 256, mesh: a.d.Mesh,
-		applied: a.d.Applied, checked: &a.checked, lazyTimeout: a.d.LazyTimeout, grafts: &a.grafts,
+		applied: a.d.Applied, checked: &a.checked, lazyTimeout: a.d.LazyTimeout, grafts: &a.grafts, lag: &a.lag,
 	}
 	if a.joinInv != nil && id == a.joinInv.Inviter {
 		cfg.hello.Join = a.joinReq

@@ -34,6 +34,7 @@ type sessionConfig struct {
 	// lazyTimeout and grafts: Plumtree (session_lazy.go).
 	lazyTimeout time.Duration
 	grafts      *graftBook
+	lag         *ledgerLag // shared by the sessions: sizes repairs' freshness window
 }
 
 // session owns one connection. Fields are touched only from Receive,
@@ -51,15 +52,19 @@ type session struct {
 	peerHello                                   *messages.Hello
 	stash                                       []*messages.Envelope
 
-	peerVV      messages.VersionVector // what the peer is known to hold
-	peerLinks   map[string]bool        // whom the peer said it is connected to
-	sentVV      messages.VersionVector // highest seq sent per writer
-	sentAt      map[string]time.Time   // when sentVV[writer] was last raised
-	lastPeerVV  messages.VersionVector // the peer's previous periodic vector
-	syncing     bool
-	pendingVV   messages.VersionVector
-	havePending bool
-	lastVV      time.Time
+	peerVV     messages.VersionVector // what the peer is known to hold
+	peerLinks  map[string]bool        // whom the peer said it is connected to
+	sentVV     messages.VersionVector // highest seq sent per writer
+	sentAt     map[string]time.Time   // when sentVV[writer] was last raised
+	lastPeerVV messages.VersionVector // the peer's previous periodic vector
+	syncing    bool
+	pendingVV  messages.VersionVector
+	// what asked for the running sync and the pending one, and the
+	// writers whose fresh ops they send all the same (startSync)
+	syncKind, pendingKind     syncKind
+	syncExempt, pendingExempt map[string]bool
+	havePending               bool
+	lastVV                    time.Time
 	// peerDigest is the peer's last digest, digestAt when we last sent
 	// ours (session_sync.go: an idle link skips digests that would match).
 	peerDigest []byte

@@ -136,6 +136,14 @@ func (s *session) onIHave(c actor.Context, ids []messages.OpID) {
 			continue
 		}
 		l.tokens--
+		// The peer announces what its ledger applied, and a ledger
+		// applies a writer's ops in order: it holds everything of the
+		// writer up to id. Without this, what a lazy neighbour got from
+		// others stayed unknown to us until its next vector, and a graft
+		// or a push sent it again.
+		if id.Seq > s.peerVV[id.Writer] {
+			s.peerVV[id.Writer] = id.Seq
+		}
 		if s.held(id) {
 			continue
 		}
@@ -208,19 +216,24 @@ func (s *session) onLazyDue(c actor.Context) {
 }
 
 // onGraft makes the link eager and sends the ops asked for (everything
-// of their writers from the lowest seq asked, as a gap repair does).
+// of their writers from the lowest seq asked, as a gap repair does),
+// with whatever else the peer lacks as far as we know (peerVV: what it
+// sent us, its vectors, and the ids it announced to us) but for fresh
+// ops (notFresh) of writers not asked for.
 func (s *session) onGraft(c actor.Context, ids []messages.OpID) {
 	s.lz.lazy = false
 	vv := copyVV(s.peerVV)
+	grafted := map[string]bool{}
 	for _, id := range ids {
 		if id.Seq == 0 {
 			continue
 		}
+		grafted[id.Writer] = true
 		if n, ok := vv[id.Writer]; !ok || n >= id.Seq {
 			vv[id.Writer] = id.Seq - 1
 		}
 	}
-	s.startSync(c, vv)
+	s.startSync(c, vv, syncGraft, grafted)
 }
 
 // onDuplicates prunes an eager link that brought only ops we held.

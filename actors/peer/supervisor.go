@@ -229,6 +229,7 @@ type Actor struct {
 	startedAt                    time.Time       // when Receive got Started
 	grafts                       graftBook       // session_lazy.go, shared by the sessions
 	checked                      applied.Checked // signatures sessions verified, shared by them
+	lag                          ledgerLag       // ledgerlag.go, shared by the sessions
 }
 
 func newActor(d Deps) *Actor {

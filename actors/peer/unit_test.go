@@ -12,6 +12,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"peerdns/internal/applied"
 	"peerdns/internal/testutil"
 	"peerdns/messages"
 	"peerdns/transport"
@@ -302,5 +303,80 @@ func TestStaleAfterBeyondR(t *testing.T) {
 	a.hb.latest["w2"] = 1
 	if got := a.staleAfter(); got != 3*time.Second {
 		t.Fatalf("4 writers, R 3: stale after %v, want 3s", got)
+	}
+}
+
+// A repair leaves out the ops that reached this node within the
+// freshness window (twice the ledger's lag, at most a sync interval),
+// and the later ops of their writers (sent alone they would make a
+// gap); older ops, ops never checked here and an exempt writer's ops go
+// out. With a ledger that keeps up nothing is held back.
+func TestRepairLeavesFreshOpsOut(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	var checked applied.Checked
+	var lag ledgerLag
+	s := &session{cfg: sessionConfig{checked: &checked, lag: &lag, syncInterval: 3 * time.Second, now: func() time.Time { return now }}}
+	op := func(w string, seq uint64) *messages.Op { return &messages.Op{Writer: w, Seq: seq} }
+	checked.Add("old", 1, [32]byte{}, now.Add(-4*time.Second))
+	checked.Add("fresh", 2, [32]byte{}, now.Add(-time.Second))
+	checked.Add("asked", 1, [32]byte{}, now.Add(-time.Second))
+	in := []*messages.Op{op("fresh", 1), op("fresh", 2), op("fresh", 3), op("old", 1), op("old", 2), op("never", 7), op("asked", 1)}
+	names := func(ops []*messages.Op) string {
+		var got []string
+		for _, o := range ops {
+			got = append(got, fmt.Sprintf("%s/%d", o.Writer, o.Seq))
+		}
+		return strings.Join(got, " ")
+	}
+	if got := names(s.notFresh(in, nil)); got != names(in) {
+		t.Fatalf("with no lag measured the repair sends %s, want everything", got)
+	}
+	for range 200 {
+		lag.observe(10 * time.Second) // smoothed towards 10 s: the window stops at the sync interval
+	}
+	if got, want := names(s.notFresh(in, nil)), "fresh/1 old/1 old/2 never/7"; got != want {
+		t.Fatalf("repair sends %s, want %s", got, want)
+	}
+	if got, want := names(s.notFresh(in, map[string]bool{"asked": true})), "fresh/1 old/1 old/2 never/7 asked/1"; got != want {
+		t.Fatalf("repair with a grafted writer sends %s, want %s", got, want)
+	}
+	if out := s.notFresh(in[3:6], nil); len(out) != 3 || &out[0] != &in[3] {
+		t.Error("a repair with nothing fresh is not the ops as given")
+	}
+	for range 200 {
+		lag.observe(100 * time.Millisecond) // a window of 200 ms: the op of a second ago is no longer fresh
+	}
+	if got := names(s.notFresh(in, nil)); got != names(in) {
+		t.Fatalf("with a 100 ms lag the repair sends %s, want everything", got)
+	}
+}
+
+// The vector a node tells counts, after what its ledger applied, the
+// contiguous ops its sessions verified lately (on their way to the
+// ledger): not past a gap, not entries older than the bound, not
+// forgotten ones; the ledger's vector itself is left as it was.
+func TestHeldVectorCountsOpsOnTheirWay(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	var checked applied.Checked
+	for _, e := range []struct {
+		w   string
+		seq uint64
+		at  time.Time
+	}{
+		{"a", 3, now}, {"a", 4, now}, {"a", 6, now}, // 5 missing: a gap
+		{"b", 2, now.Add(-time.Minute)}, // too old to count
+		{"c", 1, now}, {"c", 2, now},
+	} {
+		checked.Add(e.w, e.seq, [32]byte{}, e.at)
+	}
+	checked.Forget("c", 2)
+	vv := messages.VersionVector{"a": 2, "b": 1, "c": 0}
+	got := raiseHeld(vv, &checked, now.Add(-10*time.Second))
+	want := messages.VersionVector{"a": 4, "b": 1, "c": 1}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("held vector %v, want %v", got, want)
+	}
+	if vv["a"] != 2 || vv["c"] != 0 {
+		t.Fatalf("the ledger's vector was changed: %v", vv)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"sync"
+	"time"
 )
 
 // Checked remembers ops whose signatures a session verified, so the same
@@ -28,7 +29,13 @@ import (
 // Safe for concurrent use; a nil *Checked remembers nothing.
 type Checked struct {
 	mu       sync.Mutex
-	cur, old map[checkedKey][sha256.Size]byte
+	cur, old map[checkedKey]checkedEntry
+}
+
+// checkedEntry is an op's content sum and when its check was recorded.
+type checkedEntry struct {
+	sum [sha256.Size]byte
+	at  time.Time
 }
 
 // CheckedGeneration bounds each of the two generations: an entry (key,
@@ -60,8 +67,8 @@ func Sum(msg, sig []byte) [sha256.Size]byte {
 
 // Has reports whether an op of writer at seq with content sum verified.
 func (c *Checked) Has(writer string, seq uint64, sum [sha256.Size]byte) bool {
-	s, ok := c.lookup(writer, seq)
-	return ok && s == sum
+	e, ok := c.lookup(writer, seq)
+	return ok && e.sum == sum
 }
 
 // Seen reports whether an op of writer at seq verified here lately,
@@ -72,31 +79,53 @@ func (c *Checked) Seen(writer string, seq uint64) bool {
 	return ok
 }
 
-// lookup is the content sum recorded for writer at seq, newest
-// generation first.
-func (c *Checked) lookup(writer string, seq uint64) ([sha256.Size]byte, bool) {
+// SeenSince reports whether an op of writer at seq verified here at or
+// after since (and was not forgotten since).
+func (c *Checked) SeenSince(writer string, seq uint64, since time.Time) bool {
+	e, ok := c.lookup(writer, seq)
+	return ok && !e.at.Before(since)
+}
+
+// lookup is the entry recorded for writer at seq, newest generation
+// first.
+func (c *Checked) lookup(writer string, seq uint64) (checkedEntry, bool) {
 	if c == nil {
-		return [sha256.Size]byte{}, false
+		return checkedEntry{}, false
 	}
 	k := checkedKey{writer, seq}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if s, ok := c.cur[k]; ok {
-		return s, true
+	if e, ok := c.cur[k]; ok {
+		return e, true
 	}
-	s, ok := c.old[k]
-	return s, ok
+	e, ok := c.old[k]
+	return e, ok
 }
 
-// Add records that the op of writer at seq with content sum verified.
-func (c *Checked) Add(writer string, seq uint64, sum [sha256.Size]byte) {
+// Add records that the op of writer at seq with content sum verified at
+// now.
+func (c *Checked) Add(writer string, seq uint64, sum [sha256.Size]byte, now time.Time) {
 	if c == nil {
 		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.cur == nil || len(c.cur) >= CheckedGeneration {
-		c.old, c.cur = c.cur, make(map[checkedKey][sha256.Size]byte, CheckedGeneration/4)
+		c.old, c.cur = c.cur, make(map[checkedKey]checkedEntry, CheckedGeneration/4)
 	}
-	c.cur[checkedKey{writer, seq}] = sum
+	c.cur[checkedKey{writer, seq}] = checkedEntry{sum, now}
+}
+
+// Forget drops what is recorded of writer's op at seq: it verified, but
+// the ledger did not apply it (it was refused, or came after a gap), so
+// it is not on its way there any more.
+func (c *Checked) Forget(writer string, seq uint64) {
+	if c == nil {
+		return
+	}
+	k := checkedKey{writer, seq}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.cur, k)
+	delete(c.old, k)
 }

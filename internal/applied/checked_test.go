@@ -3,6 +3,7 @@ package applied
 import (
 	"fmt"
 	"testing"
+	"time"
 )
 
 // A check is taken only for the same writer, seq, signed content and
@@ -13,7 +14,7 @@ func TestCheckedMatchesWholeOps(t *testing.T) {
 	if c.Has("w", 1, sum) {
 		t.Fatal("empty cache has an entry")
 	}
-	c.Add("w", 1, sum)
+	c.Add("w", 1, sum, time.Time{})
 	if !c.Has("w", 1, sum) {
 		t.Fatal("the op just added is not there")
 	}
@@ -34,7 +35,8 @@ func TestCheckedMatchesWholeOps(t *testing.T) {
 		t.Error("Seen answers for other ops than the one added")
 	}
 	var nilC *Checked
-	nilC.Add("w", 1, sum)
+	nilC.Add("w", 1, sum, time.Time{})
+	nilC.Forget("w", 1)
 	if nilC.Has("w", 1, sum) || nilC.Seen("w", 1) {
 		t.Fatal("a nil cache remembered")
 	}
@@ -47,7 +49,7 @@ func TestCheckedIsBounded(t *testing.T) {
 	sum := func(i int) [32]byte { return Sum([]byte(fmt.Sprint(i)), nil) }
 	n := 3 * CheckedGeneration
 	for i := range n {
-		c.Add("w", uint64(i), sum(i))
+		c.Add("w", uint64(i), sum(i), time.Time{})
 	}
 	if got := len(c.cur) + len(c.old); got > 2*CheckedGeneration {
 		t.Fatalf("%d entries kept, bound %d", got, 2*CheckedGeneration)
@@ -57,5 +59,35 @@ func TestCheckedIsBounded(t *testing.T) {
 	}
 	if !c.Has("w", uint64(n-1), sum(n-1)) {
 		t.Error("the last entry is gone")
+	}
+}
+
+// SeenSince counts only entries recorded at or after its bound, and a
+// forgotten op is not seen at all.
+func TestCheckedSeenSinceAndForget(t *testing.T) {
+	var c Checked
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	c.Add("w", 1, Sum([]byte("a"), nil), t0)
+	c.Add("w", 2, Sum([]byte("b"), nil), t0.Add(time.Second))
+	if !c.SeenSince("w", 1, t0) || c.SeenSince("w", 1, t0.Add(time.Millisecond)) {
+		t.Error("SeenSince does not follow the time an entry was added")
+	}
+	if !c.SeenSince("w", 2, t0.Add(time.Second)) || c.SeenSince("w", 3, t0) {
+		t.Error("SeenSince answers for the wrong op")
+	}
+	c.Forget("w", 2)
+	if c.Seen("w", 2) || c.SeenSince("w", 2, t0) || !c.Seen("w", 1) {
+		t.Error("Forget did not drop exactly the op named")
+	}
+	// An entry in the older generation is forgotten too.
+	for i := range CheckedGeneration {
+		c.Add("x", uint64(i), Sum(nil, nil), t0)
+	}
+	if !c.Seen("w", 1) {
+		t.Fatal("the entry left before the roll is gone")
+	}
+	c.Forget("w", 1)
+	if c.Seen("w", 1) {
+		t.Error("Forget left an entry of the older generation")
 	}
 }
