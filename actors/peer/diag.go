@@ -39,9 +39,7 @@ func (d *diagnostics) issue(now time.Time, i messages.ConnectionIssue) {
 // supervisor actually saw.
 func (a *Actor) diagnostics() *messages.PeerDiagnosticsReply {
 	up := a.upIDs()
-	// The op counters only grow: sessions that ended count too.
-	past := a.view.past
-	opsSent, opsRecv, opsDup, opsRepaired, opsGrafted, wants := past.opsSent, past.opsReceived, past.opsDup, past.opsRepaired, past.opsGrafted, past.wants
+	tot := a.counts() // sessions that ended count too
 	var peers []messages.PeerDiag
 	ids := map[string]bool{}
 	for id := range a.known {
@@ -80,12 +78,6 @@ func (a *Actor) diagnostics() *messages.PeerDiagnosticsReply {
 			p.AnnouncedTunnels = a.d.Mesh.announcedBy(id)
 			p.Path, p.Via = e.path, e.via
 			pathDiag(&p, e.conn)
-			opsSent += e.stats.opsSent
-			opsRecv += e.stats.opsReceived
-			opsDup += e.stats.opsDup
-			opsRepaired += e.stats.opsRepaired
-			opsGrafted += e.stats.opsGrafted
-			wants += e.stats.wants
 		}
 		peers = append(peers, p)
 	}
@@ -112,12 +104,12 @@ func (a *Actor) diagnostics() *messages.PeerDiagnosticsReply {
 			InvitesCreated:             a.diag.invitesCreated,
 			InvitesRedeemed:            a.diag.invitesRedeemed,
 			InvitesRefused:             a.diag.invitesRefused,
-			OpsSent:                    opsSent,
-			OpsReceived:                opsRecv,
-			OpsDuplicate:               opsDup,
-			OpsRepaired:                opsRepaired,
-			OpsGrafted:                 opsGrafted,
-			GapRepairs:                 wants,
+			OpsSent:                    tot.opsSent,
+			OpsReceived:                tot.opsReceived,
+			OpsDuplicate:               tot.opsDup,
+			OpsRepaired:                tot.opsRepaired,
+			OpsGrafted:                 tot.opsGrafted,
+			GapRepairs:                 tot.wants,
 			RefusedTunnelAnnouncements: a.diag.tunnelsRefused,
 			Reach:                      a.reachView(),
 			Paths:                      a.pathCounters(),

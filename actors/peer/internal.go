@@ -116,8 +116,15 @@ type sendPeers struct{ peers []messages.PeerInfo }
 
 // sessionStats is the per-peer state the supervisor shows in diagnostics.
 type sessionStats struct {
-	lastSeen    time.Time
-	rtt         time.Duration
+	lastSeen time.Time
+	rtt      time.Duration
+	lazy     bool
+	sessionCounts
+}
+
+// sessionCounts are a session's counters, which only grow: the
+// diagnostics show them summed over every session since start.
+type sessionCounts struct {
 	opsSent     int64
 	opsReceived int64
 	opsDup      int64 // received ops the ledger already had
@@ -136,7 +143,23 @@ type sessionStats struct {
 	// Plumtree: op ids announced to the peer, ids grafted from it, and
 	// times we pruned the link (session_lazy.go)
 	ihaveSent, grafts, prunes int64
-	lazy                      bool
+}
+
+// add adds o to c.
+func (c *sessionCounts) add(o sessionCounts) {
+	c.opsSent += o.opsSent
+	c.opsReceived += o.opsReceived
+	c.opsDup += o.opsDup
+	c.opsRepaired += o.opsRepaired
+	c.opsGrafted += o.opsGrafted
+	c.sigChecks += o.sigChecks
+	c.sigReused += o.sigReused
+	c.wants += o.wants
+	c.digestsEqual += o.digestsEqual
+	c.digestsDiffer += o.digestsDiffer
+	c.ihaveSent += o.ihaveSent
+	c.grafts += o.grafts
+	c.prunes += o.prunes
 }
 
 // statsReport carries a session's stats to the supervisor (on every tick).

@@ -380,3 +380,21 @@ func TestHeldVectorCountsOpsOnTheirWay(t *testing.T) {
 		t.Fatalf("the ledger's vector was changed: %v", vv)
 	}
 }
+
+// The summary's counters only grow: a session that ended still counts.
+func TestCountersKeepEndedSessions(t *testing.T) {
+	a := &Actor{sessions: map[string]*sessionEntry{}}
+	gone := &sessionEntry{up: true}
+	gone.stats.opsSent, gone.stats.opsRepaired, gone.stats.grafts = 5, 2, 1
+	live := &sessionEntry{up: true}
+	live.stats.opsSent, live.stats.opsReceived, live.stats.wants = 3, 7, 1
+	a.sessions["live"] = live
+	a.view.retire(gone)
+	c := a.counts()
+	if c.opsSent != 8 || c.opsRepaired != 2 || c.grafts != 1 || c.opsReceived != 7 || c.wants != 1 {
+		t.Fatalf("counts %+v, want the ended session's and the live one's summed", c)
+	}
+	if a.view.ends != 1 {
+		t.Fatalf("ends %d, want 1", a.view.ends)
+	}
+}

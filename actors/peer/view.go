@@ -83,7 +83,7 @@ type viewState struct {
 	withholding int64
 	// past: the overlay counters of sessions that ended, so the totals
 	// diagnostics show only grow
-	past sessionStats
+	past sessionCounts
 }
 
 // retire counts a session leaving the supervisor's table: an end if it
@@ -92,19 +92,17 @@ func (v *viewState) retire(e *sessionEntry) {
 	if e.up {
 		v.ends++
 	}
-	v.past.digestsEqual += e.stats.digestsEqual
-	v.past.digestsDiffer += e.stats.digestsDiffer
-	v.past.ihaveSent += e.stats.ihaveSent
-	v.past.grafts += e.stats.grafts
-	v.past.prunes += e.stats.prunes
-	v.past.sigChecks += e.stats.sigChecks
-	v.past.sigReused += e.stats.sigReused
-	v.past.opsSent += e.stats.opsSent
-	v.past.opsReceived += e.stats.opsReceived
-	v.past.opsDup += e.stats.opsDup
-	v.past.opsRepaired += e.stats.opsRepaired
-	v.past.opsGrafted += e.stats.opsGrafted
-	v.past.wants += e.stats.wants
+	v.past.add(e.stats.sessionCounts)
+}
+
+// counts is the sessions' counters summed over every session since
+// start: those that ended and those in the table.
+func (a *Actor) counts() sessionCounts {
+	c := a.view.past
+	for _, e := range a.sessions {
+		c.add(e.stats.sessionCounts)
+	}
+	return c
 }
 
 // pinned reports whether the tunnel layer relies on id's session.
@@ -519,24 +517,18 @@ func (a *Actor) overlayDiag() *messages.OverlayDiag {
 		Shuffles: a.view.shuffles, ViewRefusals: a.view.refusals, ViewRefused: a.view.refused, SessionsUp: a.view.ups, SessionsEnded: a.view.ends, SampleGarbage: a.view.garbage, Withholding: a.view.withholding,
 		HeardByHeartbeat: len(a.hb.heard), HeartbeatsNew: a.hb.taken, HeartbeatsDup: a.hb.dup, HeartbeatsBad: a.hb.refused,
 		SuspicionsSent: a.sus.sent, SuspicionsNew: a.sus.taken, SuspicionsDup: a.sus.dup, SuspicionsBad: a.sus.refused,
-		Refutations:  a.sus.refutations,
-		DigestsEqual: a.view.past.digestsEqual, DigestsDiffer: a.view.past.digestsDiffer,
-		IHaveSent: a.view.past.ihaveSent, Grafts: a.view.past.grafts, Prunes: a.view.past.prunes,
-		OpSigChecks: a.view.past.sigChecks, OpSigReused: a.view.past.sigReused,
+		Refutations: a.sus.refutations,
 	}
+	c := a.counts()
+	o.DigestsEqual, o.DigestsDiffer = c.digestsEqual, c.digestsDiffer
+	o.IHaveSent, o.Grafts, o.Prunes = c.ihaveSent, c.grafts, c.prunes
+	o.OpSigChecks, o.OpSigReused = c.sigChecks, c.sigReused
 	for w := range a.sus.held {
 		if a.suspected(w) {
 			o.Suspected++
 		}
 	}
 	for id, e := range a.sessions {
-		o.DigestsEqual += e.stats.digestsEqual
-		o.DigestsDiffer += e.stats.digestsDiffer
-		o.IHaveSent += e.stats.ihaveSent
-		o.Grafts += e.stats.grafts
-		o.Prunes += e.stats.prunes
-		o.OpSigChecks += e.stats.sigChecks
-		o.OpSigReused += e.stats.sigReused
 		if e.up && e.stats.lazy {
 			o.LazyLinks++
 		}
