@@ -15,6 +15,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"peerdns/internal/testutil"
 )
 
 // Config is one chaos run.
@@ -92,7 +94,7 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 		return nil, err
 	}
 	defer el.Close()
-	go echo(el)
+	go testutil.Accept(el, testutil.Echo) // the echo service, until el is closed
 	addrs, err := setupTunnels(ctx, nodes, 60*time.Second)
 	if err != nil {
 		return nil, err

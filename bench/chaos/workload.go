@@ -244,20 +244,6 @@ const (
 	tunnelPort = 7792
 )
 
-// echo serves the echo service until l is closed.
-func echo(l net.Listener) {
-	for {
-		c, err := l.Accept()
-		if err != nil {
-			return
-		}
-		go func() {
-			defer c.Close()
-			_, _ = io.Copy(c, c)
-		}()
-	}
-}
-
 // setupTunnels makes the tunnel server on node 0 and the clients on the
 // others, and returns each client's address (index = node).
 func setupTunnels(ctx context.Context, nodes []*node, within time.Duration) ([]string, error) {

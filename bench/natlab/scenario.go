@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"peerdns/internal/testutil"
 )
 
 // Scenario is one pair of nodes, X and Y, behind the given kinds. A
@@ -218,7 +220,7 @@ func Run(bin, prefix, dir string, sc Scenario, logf func(string, ...any)) (res R
 		return res, err
 	}
 	defer echo.Close()
-	go serveEcho(echo)
+	go testutil.Accept(echo, testutil.Echo)
 	clientAddr, fb, err := tunnel(x, y, echo.Addr().(*net.TCPAddr).Port)
 	if err != nil {
 		res.Err = err
@@ -370,17 +372,4 @@ func echoOnce(n *Node, addr string) error {
 		return fmt.Errorf("echo %q", got)
 	}
 	return nil
-}
-
-func serveEcho(ln net.Listener) {
-	for {
-		c, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		go func() {
-			defer c.Close()
-			_, _ = io.Copy(c, c)
-		}()
-	}
 }

@@ -1,13 +1,14 @@
 package testutil
 
 import (
+	"io"
 	"net"
 	"testing"
 )
 
 // ServeTCP listens on 127.0.0.1:0 until the test ends and hands each
-// accepted connection to handle in its own goroutine, closing it when
-// handle returns; it returns the listening address.
+// accepted connection to handle (Accept); it returns the listening
+// address.
 func ServeTCP(t testing.TB, handle func(net.Conn)) *net.TCPAddr {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -15,17 +16,25 @@ func ServeTCP(t testing.TB, handle func(net.Conn)) *net.TCPAddr {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				handle(c)
-			}()
-		}
-	}()
+	go Accept(ln, handle)
 	return ln.Addr().(*net.TCPAddr)
 }
+
+// Accept hands each connection ln accepts to handle in its own
+// goroutine, closing it when handle returns, until ln is closed.
+func Accept(ln net.Listener, handle func(net.Conn)) {
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		go func() {
+			defer c.Close()
+			handle(c)
+		}()
+	}
+}
+
+// Echo writes back every byte c reads until the peer half-closes (a
+// handler for Accept and ServeTCP).
+func Echo(c net.Conn) { _, _ = io.Copy(c, c) }

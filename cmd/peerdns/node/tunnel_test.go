@@ -25,7 +25,7 @@ func serveTCP(t *testing.T, handle func(net.Conn)) int {
 // echoServer echoes every byte until the client half-closes, then
 // closes its side.
 func echoServer(t *testing.T) int {
-	return serveTCP(t, func(c net.Conn) { _, _ = io.Copy(c, c) })
+	return serveTCP(t, testutil.Echo)
 }
 
 // freePort is a TCP port free on 127.0.0.1 right now.
