@@ -298,8 +298,9 @@ func (s *session) startSync(c actor.Context, vv messages.VersionVector, kind syn
 	s.syncFrom(c, copyVV(vv))
 }
 
-// syncKind is what asked for a sync; a later kind sends more (a
-// pending sync that merges several is of the latest kind among them).
+// syncKind is what asked for a sync, in the order of how much it sends
+// (a pending sync that merges several takes the one that sends most,
+// and the exempt writers of all).
 type syncKind int
 
 const (
@@ -325,7 +326,7 @@ func (s *session) syncFrom(c actor.Context, vv messages.VersionVector) {
 			ops = s.notFresh(ops, s.syncExempt)
 		}
 		sent := s.sendOps(ops, true)
-		if sent && s.syncKind == syncGraft { // counted whole even when merged with another kind
+		if sent && s.syncKind == syncGraft { // a graft merged with a vector or want counts whole
 			s.stats.opsGrafted += int64(len(ops))
 		}
 		for _, op := range r.Ops {

@@ -39,7 +39,7 @@ type checkedEntry struct {
 }
 
 // CheckedGeneration bounds each of the two generations: an entry (key,
-// sum and map overhead) is ~100 B, so a node keeps at most ~400 KB. An op
+// sum, time and map overhead) is ~125 B, so a node keeps at most ~500 KB. An op
 // needs its entry only between its first copy and its application (the
 // vector answers after that): a burst's few hundred ops in flight fit
 // with room; a miss costs one check.
