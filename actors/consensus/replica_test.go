@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"sort"
+	"sync"
 	"testing"
 )
 
@@ -67,6 +68,41 @@ func TestReplicasMatchReference(t *testing.T) {
 				t.Fatalf("case %d: %d replicas, want R=%d", i, len(got), rr)
 			}
 		}
+	}
+}
+
+// A pick served from the cache is the pick computed afresh, also after
+// the cache filled and started over, and from several goroutines at once.
+func TestReplicasCachedMatchReference(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	ids := writerIDs(60, r)
+	m := NewMembership("net", ids, 24)
+	domains := maxPicks + 100
+	var wg sync.WaitGroup
+	errs := make(chan string, 4)
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := range domains {
+				d := fmt.Sprintf("name%d.p2p", (k*7+g)%domains)
+				if got := m.Replicas(d); !reflect.DeepEqual(got, refReplicas("net", d, ids, 24)) {
+					errs <- fmt.Sprintf("Replicas(%q) = %v, not the reference", d, got)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Fatal(e)
+	}
+	m.mu.Lock()
+	n := len(m.picks)
+	m.mu.Unlock()
+	if n == 0 || n > maxPicks {
+		t.Fatalf("cache holds %d picks, want 1..%d", n, maxPicks)
 	}
 }
 
