@@ -15,6 +15,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"peerdns/actors/consensus"
+	"peerdns/internal/stack"
 )
 
 // Evaluate asks the domain actor for its consensus at ledger version
@@ -64,7 +65,7 @@ func Props(name string, now func() time.Time, middleware ...actor.ReceiverMiddle
 		now = time.Now
 	}
 	return actor.PropsFromProducer(func() actor.Actor { return &Actor{name: name, now: now} },
-		actor.WithReceiverMiddleware(middleware...))
+		actor.WithReceiverMiddleware(middleware...), actor.WithDispatcher(stack.Actors))
 }
 
 // Receive handles one message.

@@ -16,6 +16,7 @@ import (
 	"peerdns/actors/consensus"
 	"peerdns/actors/domain"
 	"peerdns/internal/applied"
+	"peerdns/internal/stack"
 	"peerdns/internal/store"
 	"peerdns/internal/view"
 	"peerdns/messages"
@@ -75,7 +76,7 @@ func Props(d Deps) *actor.Props {
 		d.EvalGap = DefaultEvalGap
 	}
 	return actor.PropsFromProducer(func() actor.Actor { return newActor(d) },
-		actor.WithSupervisor(supervisor.Backoff()))
+		actor.WithSupervisor(supervisor.Backoff()), actor.WithDispatcher(stack.Actors))
 }
 
 // Actor owns the ledger state. All fields are touched only from Receive.

@@ -8,6 +8,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"peerdns/internal/applied"
+	"peerdns/internal/stack"
 	"peerdns/messages"
 	"peerdns/transport"
 )
@@ -103,7 +104,7 @@ func sessionProps(cfg sessionConfig) *actor.Props {
 		s.behavior = actor.NewBehavior()
 		s.behavior.Become(s.handshaking)
 		return s
-	})
+	}, actor.WithDispatcher(stack.Actors))
 }
 
 // Receive dispatches to the current behaviour (handshaking → established).

@@ -11,6 +11,7 @@ import (
 
 	"peerdns/actors/consensus"
 	"peerdns/internal/applied"
+	"peerdns/internal/stack"
 	"peerdns/internal/store"
 	"peerdns/messages"
 	"peerdns/transport"
@@ -174,7 +175,7 @@ func (d *Deps) check() error {
 // restarted: the connection state they owned is gone and the peer redials.
 func Props(d Deps) *actor.Props {
 	d.defaults()
-	return actor.PropsFromProducer(func() actor.Actor { return newActor(d) })
+	return actor.PropsFromProducer(func() actor.Actor { return newActor(d) }, actor.WithDispatcher(stack.Actors))
 }
 
 var stopSessions = actor.NewOneForOneStrategy(0, 0, func(any) actor.Directive { return actor.StopDirective })

@@ -21,6 +21,7 @@ import (
 
 	"peerdns/http/admin"
 	"peerdns/http/pluginweb"
+	"peerdns/internal/stack"
 	"peerdns/internal/view"
 )
 
@@ -326,10 +327,15 @@ func (w *h2Writer) Flush() {
 func (w *h2Writer) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // serveHTTP routes one HTTP/2 or HTTP/3 request, as serve does an
-// HTTP/1.1 one (route, on a stack grown first: growStack).
+// HTTP/1.1 one. Each HTTP/2 request is handled on a goroutine of its
+// own, so its stack is grown first (internal/stack): left to grow as the
+// handling goes deeper it was copied several times per request, 6-8% of
+// the node's CPU under h2load, against 4-5% for one early growth.
+// HTTP/3 requests are left to grow: measured under h3load, neither way
+// read better than the noise.
 func (s *Server) serveHTTP(rw http.ResponseWriter, r *http.Request) {
 	if r.ProtoMajor == 2 {
-		growStack()
+		stack.Grow()
 	}
 	s.route(rw, r)
 }
@@ -392,38 +398,6 @@ func (s *Server) route(rw http.ResponseWriter, r *http.Request) {
 	_, _ = io.Copy(io.Discard, io.LimitReader(r.Body, SmallBody))
 	httpPage(w, http.StatusNotFound, "Not Found", "No site is served for "+host+" on this node.")
 }
-
-// growStack grows the calling goroutine's stack, while it is still
-// shallow, to what a request's handling takes. Each HTTP/2 request is
-// handled on a goroutine of its own, started on a small stack; left to
-// grow as the handling goes deeper (fasthttp's head writer and reader
-// under the upstream exchange are the deepest), the stack is copied
-// several times per request, each copy walking every frame on it: 6-8%
-// of the node's CPU under h2load (profiles). One growth here, with a few
-// frames on the stack, costs 4-5%. HTTP/3 requests are left to grow:
-// measured under h3load, neither way read better than the noise.
-//
-//go:noinline
-func growStack() byte {
-	if stackTouch { // never: the frame is asked for, not written
-		var b [handlerStack]byte
-		return stackByte(b[:])
-	}
-	return 0
-}
-
-// stackTouch is false: growStack's frame is reserved, and the stack
-// grown to hold it, without its 10 KiB being zeroed (the compiler zeroes
-// the array where it is declared, inside the branch never taken).
-var stackTouch = false
-
-// handlerStack is the frame growStack asks for: with what is below it,
-// the stack comes out at 16 KiB, the largest size the runtime hands out
-// from its per-P caches.
-const handlerStack = 10 << 10
-
-//go:noinline
-func stackByte(b []byte) byte { return b[len(b)-1] }
 
 // httpPage answers a small HTML page (page's net/http twin).
 func httpPage(w http.ResponseWriter, status int, title, msg string) {

@@ -1,0 +1,68 @@
+package stack
+
+import (
+	"sync"
+	"testing"
+)
+
+// deep recurses n frames of about 100 bytes each, like a message's way
+// down a decoder and a signature check.
+//
+//go:noinline
+func deep(n int) byte {
+	var pad [96]byte
+	pad[n%96] = byte(n)
+	if n == 0 {
+		return pad[0]
+	}
+	return deep(n-1) + pad[n%96]
+}
+
+func TestDispatcherRunsEachFnOnItsOwnGoroutine(t *testing.T) {
+	d := Actors
+	if d.Throughput() != 300 {
+		t.Fatalf("throughput %d, want protoactor's default 300", d.Throughput())
+	}
+	var wg sync.WaitGroup
+	got := make(chan int, 100)
+	for i := range 100 {
+		wg.Add(1)
+		d.Schedule(func() {
+			defer wg.Done()
+			deep(100) // ~10 KiB below Grow's frame: no further growth needed
+			got <- i
+		})
+	}
+	wg.Wait()
+	close(got)
+	seen := map[int]bool{}
+	for i := range got {
+		seen[i] = true
+	}
+	if len(seen) != 100 {
+		t.Fatalf("%d of 100 scheduled functions ran", len(seen))
+	}
+}
+
+// BenchmarkGoroutineDeep compares a short-lived goroutine that goes
+// ~10 KiB deep on the runtime's growth with one that grows first.
+func BenchmarkGoroutineDeep(b *testing.B) {
+	for _, c := range []struct {
+		name string
+		grow bool
+	}{{"runtime", false}, {"grown", true}} {
+		b.Run(c.name, func(b *testing.B) {
+			done := make(chan struct{})
+			for b.Loop() {
+				go func() {
+					if c.grow {
+						Grow()
+					}
+					deep(100)
+					done <- struct{}{}
+				}()
+				<-done
+			}
+		})
+	}
+}
