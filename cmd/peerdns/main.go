@@ -27,10 +27,9 @@ var version = "0.1.0-dev"
 func main() {
 	if cmd, _ := command(os.Args[1:]); cmd == "node" {
 		// GODEBUG is read when the runtime starts: the node runs itself
-		// again with its settings (procs.SysmonTrace and procs.PreemptOff
-		// say why).
-		if err := procs.ExecWithRuntimeSettings(); err != nil {
-			fmt.Fprintf(os.Stderr, "peerdns: running with Go's default sysmon and preemption: %v\n", err)
+		// again with the setting (procs.SysmonTrace says why).
+		if err := procs.ExecWithSysmonAwake(); err != nil {
+			fmt.Fprintf(os.Stderr, "peerdns: running with Go's default sysmon: %v\n", err)
 		}
 	}
 	os.Exit(run(os.Args[1:], os.Getenv, os.Stdout, os.Stderr))

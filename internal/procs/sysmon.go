@@ -1,6 +1,10 @@
 package procs
 
-import "strconv"
+import (
+	"os"
+	"strconv"
+	"strings"
+)
 
 // SysmonTrace is the GODEBUG setting the node runs with: a schedtrace
 // period of 2^31-1 ms (24.8 days), the largest the runtime takes.
@@ -28,10 +32,59 @@ import "strconv"
 // to stderr at start and then one every 24.8 days.
 const SysmonTrace = "schedtrace=2147483647"
 
+// SysmonEnv returns environ with SysmonTrace added to GODEBUG, and true;
+// or environ and false when GODEBUG already sets schedtrace (the
+// operator's value is kept: GODEBUG=schedtrace=0 turns this off).
+func SysmonEnv(environ []string) ([]string, bool) {
+	out := make([]string, 0, len(environ)+1)
+	debug := ""
+	for _, kv := range environ {
+		if v, ok := strings.CutPrefix(kv, "GODEBUG="); ok {
+			debug = v
+			continue
+		}
+		out = append(out, kv)
+	}
+	if _, set := schedtrace(debug); set {
+		return environ, false
+	}
+	if debug != "" {
+		debug += ","
+	}
+	return append(out, "GODEBUG="+debug+SysmonTrace), true
+}
+
 // SysmonAwake reports whether this process runs with a schedtrace period
 // (SysmonTrace's or the operator's): then sysmon never deep-sleeps.
 func SysmonAwake(getenv func(string) string) bool {
-	v, _ := setting(getenv("GODEBUG"), "schedtrace")
+	v, _ := schedtrace(getenv("GODEBUG"))
 	n, err := strconv.Atoi(v)
 	return err == nil && n > 0
+}
+
+// schedtrace is the schedtrace value in a GODEBUG string, if it sets one.
+func schedtrace(debug string) (value string, set bool) {
+	for _, s := range strings.Split(debug, ",") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(s), "schedtrace="); ok {
+			return v, true
+		}
+	}
+	return "", false
+}
+
+// ExecWithSysmonAwake replaces this process (same PID, arguments and
+// environment) with itself run with SysmonTrace, since GODEBUG is read
+// once, when the runtime starts. It returns only when it did not: the
+// setting is there already, GODEBUG sets schedtrace, the platform has no
+// exec (nil), or the executable could not be run again (the error).
+func ExecWithSysmonAwake() error {
+	env, add := SysmonEnv(os.Environ())
+	if !add || execve == nil {
+		return nil
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	return execve(exe, os.Args, env)
 }

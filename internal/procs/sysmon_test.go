@@ -10,11 +10,11 @@ import (
 )
 
 // TestMain lets the test binary stand in for the node's start: with
-// PROCS_TEST_EXEC set it calls ExecWithRuntimeSettings and prints the GODEBUG
+// PROCS_TEST_EXEC set it calls ExecWithSysmonAwake and prints the GODEBUG
 // it then runs with (a process's environment changes only by exec).
 func TestMain(m *testing.M) {
 	if os.Getenv("PROCS_TEST_EXEC") == "1" {
-		if err := ExecWithRuntimeSettings(); err != nil {
+		if err := ExecWithSysmonAwake(); err != nil {
 			fmt.Println("error:", err)
 			os.Exit(1)
 		}
@@ -24,27 +24,24 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-func TestRuntimeEnv(t *testing.T) {
+func TestSysmonEnv(t *testing.T) {
 	base := []string{"PATH=/bin", "HOME=/h"}
-	both := SysmonTrace + "," + PreemptOff
 	for _, c := range []struct {
 		debug string // "-": no GODEBUG at all
 		want  string // GODEBUG after; "" for environ unchanged
 	}{
-		{"-", both},
-		{"", both},
-		{"madvdontneed=1", "madvdontneed=1," + both},
-		{"schedtrace=0", "schedtrace=0," + PreemptOff},
-		{"gctrace=1, schedtrace=1000", "gctrace=1, schedtrace=1000," + PreemptOff},
-		{"asyncpreemptoff=0", "asyncpreemptoff=0," + SysmonTrace},
-		{"asyncpreemptoff=0,schedtrace=0", ""},
-		{both, ""},
+		{"-", SysmonTrace},
+		{"", SysmonTrace},
+		{"madvdontneed=1", "madvdontneed=1," + SysmonTrace},
+		{"schedtrace=0", ""},
+		{"gctrace=1, schedtrace=1000", ""},
+		{SysmonTrace, ""},
 	} {
 		env := slices.Clone(base)
 		if c.debug != "-" {
 			env = append(env, "GODEBUG="+c.debug)
 		}
-		got, added := RuntimeEnv(env)
+		got, added := SysmonEnv(env)
 		if c.want == "" {
 			if added || !slices.Equal(got, env) {
 				t.Errorf("GODEBUG %q: changed to %v; want it kept", c.debug, got)
@@ -57,21 +54,18 @@ func TestRuntimeEnv(t *testing.T) {
 	}
 }
 
-// TestExecWithRuntimeSettings runs the test binary as a node would
-// start: it replaces itself once with the settings added, keeps other
-// GODEBUG values, and leaves an operator's schedtrace or
-// asyncpreemptoff alone.
-func TestExecWithRuntimeSettings(t *testing.T) {
+// TestExecWithSysmonAwake runs the test binary as a node would start:
+// it replaces itself once with the setting added, keeps other GODEBUG
+// values, and leaves an operator's schedtrace alone.
+func TestExecWithSysmonAwake(t *testing.T) {
 	if execve == nil {
-		t.Skip("no exec on this platform: the node keeps Go's default sysmon and preemption")
+		t.Skip("no exec on this platform: the node keeps Go's default sysmon")
 	}
-	both := SysmonTrace + "," + PreemptOff
 	for _, c := range []struct{ debug, want string }{
-		{"", "GODEBUG=" + both + " awake=true"},
-		{"madvdontneed=1", "GODEBUG=madvdontneed=1," + both + " awake=true"},
-		{"schedtrace=0", "GODEBUG=schedtrace=0," + PreemptOff + " awake=false"},
-		{"schedtrace=60000", "GODEBUG=schedtrace=60000," + PreemptOff + " awake=true"},
-		{"asyncpreemptoff=0,schedtrace=0", "GODEBUG=asyncpreemptoff=0,schedtrace=0 awake=false"},
+		{"", "GODEBUG=" + SysmonTrace + " awake=true"},
+		{"madvdontneed=1", "GODEBUG=madvdontneed=1," + SysmonTrace + " awake=true"},
+		{"schedtrace=0", "GODEBUG=schedtrace=0 awake=false"},
+		{"schedtrace=60000", "GODEBUG=schedtrace=60000 awake=true"},
 	} {
 		cmd := exec.Command(os.Args[0], "-test.run=^$")
 		cmd.Env = append(os.Environ(), "PROCS_TEST_EXEC=1", "GODEBUG="+c.debug)
