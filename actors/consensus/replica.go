@@ -155,8 +155,8 @@ func Restrict(in Input, replicas map[string]bool) Input {
 		return in
 	}
 	active := make(map[string]bool, len(replicas))
-	for id := range in.Active {
-		if replicas[id] {
+	for id := range replicas { // R of them, fewer than the active writers
+		if in.Active[id] {
 			active[id] = true
 		}
 	}
