@@ -221,7 +221,18 @@ func measure(tb testing.TB, cfg simConfig, claims int) result {
 	r.cpu = cpuTime() - cpu0
 	r.load = loadAvg()
 	burst := s.meter.snapshot().since(before)
-	diag := s.diagnostics().since(diag0)
+	// Sessions report their counters to the overlay on their tick, so
+	// right after the burst resolved some are not counted yet: read them
+	// once every other node counts at least the claimer's ops.
+	var diag opCounts
+	testutil.Eventually(tb, time.Minute, func() error {
+		diag = s.diagnostics().since(diag0)
+		if want := int64(cfg.nodes-1) * int64(seq-seq0); diag.received < want {
+			time.Sleep(100 * time.Millisecond)
+			return fmt.Errorf("the sessions count %d ops received in the burst, at least %d were", diag.received, want)
+		}
+		return nil
+	})
 
 	// Up to R writers every node votes, so the last node's vector ends up
 	// naming every node; resolution needs only a quorum, so some votes may
