@@ -202,6 +202,45 @@ func TestRunFollowsRealLoad(t *testing.T) {
 	}
 }
 
+// TestRunReadsMachineIdleOnlyNearSaturation: a process far below a
+// core does not read the machine's idle time each tick; one near it
+// does, at every tick.
+func TestRunReadsMachineIdleOnlyNearSaturation(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	g := New(2)
+	g.UpTicks = 1 << 20 // never goes up: the test counts reads only
+	var busy atomic.Bool
+	var used atomic.Int64 // fake CPU time, ns
+	start := time.Now()
+	cpu := func() time.Duration {
+		if busy.Load() {
+			return time.Since(start) // one core's worth
+		}
+		return time.Duration(used.Add(int64(time.Microsecond))) // nearly nothing
+	}
+	var reads atomic.Int32
+	idle := func() (time.Duration, bool) { reads.Add(1); return time.Since(start), true }
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ticks := make(chan struct{}, 1024)
+	go Run(ctx, g, 5*time.Millisecond, cpu, idle, func() bool { ticks <- struct{}{}; return false }, nil)
+	for range 20 {
+		<-ticks
+	}
+	if n := reads.Load(); n > 1 { // the one before the first tick
+		t.Fatalf("%d reads of the machine's idle time in 20 quiet ticks, want none after the first", n)
+	}
+	start = time.Now().Add(-time.Hour) // cpu() now far ahead: saturated
+	busy.Store(true)
+	before := reads.Load()
+	for range 20 {
+		<-ticks
+	}
+	if n := reads.Load() - before; n < 18 {
+		t.Fatalf("%d reads in 20 busy ticks, want one a tick", n)
+	}
+}
+
 func TestStartKeepsTheOperatorsSetting(t *testing.T) {
 	before := runtime.GOMAXPROCS(0)
 	env := map[string]string{"GOMAXPROCS": "2"}
