@@ -13,6 +13,10 @@
 //     24 h kept, across restarts), which History reads for GET
 //     /api/stats/historical.
 //
+// The drive figures (the data folder's size, a walk of every file in
+// it, and its file system's space) are taken again every 10 s
+// (driveEvery), not every sample: they move slowly.
+//
 // A sample asks three actors with a second's deadline each; ticks that
 // come while a sample is still running are dropped, not queued, so a
 // slow actor slows the payload's rate, never the sampler's mailbox.
