@@ -44,13 +44,15 @@ func TestDispatcherRunsEachFnOnItsOwnGoroutine(t *testing.T) {
 	}
 }
 
-// BenchmarkGoroutineDeep compares a short-lived goroutine that goes
-// ~10 KiB deep on the runtime's growth with one that grows first.
-func BenchmarkGoroutineDeep(b *testing.B) {
+// BenchmarkGoroutine compares a short-lived goroutine on the runtime's
+// growth with one that grows first, going ~10 KiB deep (deep) or not at
+// all (shallow: what Grow costs a goroutine that did not need it).
+func BenchmarkGoroutine(b *testing.B) {
 	for _, c := range []struct {
-		name string
-		grow bool
-	}{{"runtime", false}, {"grown", true}} {
+		name   string
+		frames int
+		grow   bool
+	}{{"deep/runtime", 100, false}, {"deep/grown", 100, true}, {"shallow/runtime", 0, false}, {"shallow/grown", 0, true}} {
 		b.Run(c.name, func(b *testing.B) {
 			done := make(chan struct{})
 			for b.Loop() {
@@ -58,7 +60,7 @@ func BenchmarkGoroutineDeep(b *testing.B) {
 					if c.grow {
 						Grow()
 					}
-					deep(100)
+					deep(c.frames)
 					done <- struct{}{}
 				}()
 				<-done
