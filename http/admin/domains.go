@@ -17,7 +17,18 @@ func (s *Server) wrap(h httpx.Handler) fasthttp.RequestHandler { return httpx.Wr
 
 // ask asks the ledger; a timeout or transport error becomes a 500.
 func ask[R any](s *Server, req any) (R, error) {
-	r, err := httpx.Ask[R](s.d.Root, s.d.Ledger, req, httpx.AskTimeout)
+	return askWithin[R](s, req, s.askTimeout)
+}
+
+// askWrite asks the ledger for a change of a domain (add, remove,
+// recalculate), which it may answer later than a read (WriteAskTimeout
+// says why).
+func askWrite[R any](s *Server, req any) (R, error) {
+	return askWithin[R](s, req, s.writeAskTimeout)
+}
+
+func askWithin[R any](s *Server, req any, d time.Duration) (R, error) {
+	r, err := httpx.Ask[R](s.d.Root, s.d.Ledger, req, d)
 	if err != nil {
 		var zero R
 		return zero, httpx.Internal("ledger: %v", err)
@@ -67,7 +78,7 @@ func (s *Server) domainRoutes(r *router.Router) {
 		if req.Domain == nil || req.Hash == nil {
 			return httpx.Internal("domain and hash are required")
 		}
-		rep, err := ask[*messages.AddDomainReply](s, &messages.AddDomain{Domain: *req.Domain, Hash: *req.Hash, SSL: req.SSL, Asked: time.Now()})
+		rep, err := askWrite[*messages.AddDomainReply](s, &messages.AddDomain{Domain: *req.Domain, Hash: *req.Hash, SSL: req.SSL, Asked: time.Now()})
 		if err != nil {
 			return err
 		}
@@ -86,7 +97,7 @@ func (s *Server) domainRoutes(r *router.Router) {
 		if req.Domain == nil {
 			return httpx.Internal("domain is required")
 		}
-		rep, err := ask[*messages.RemoveDomainReply](s, &messages.RemoveDomain{Domain: *req.Domain})
+		rep, err := askWrite[*messages.RemoveDomainReply](s, &messages.RemoveDomain{Domain: *req.Domain})
 		if err != nil {
 			return err
 		}
@@ -169,7 +180,7 @@ func (s *Server) consensusRoutes(r *router.Router) {
 }
 
 func (s *Server) recalculate(ctx *fasthttp.RequestCtx, domain string) error {
-	rep, err := ask[*messages.RecalculateReply](s, &messages.Recalculate{Domain: domain})
+	rep, err := askWrite[*messages.RecalculateReply](s, &messages.Recalculate{Domain: domain})
 	if err != nil {
 		return err
 	}

@@ -87,16 +87,31 @@ type Server struct {
 	ln     net.Listener
 	// healthTimeout bounds the ledger question of GET /api/health.
 	healthTimeout time.Duration
+	// askTimeout bounds a question to the ledger (httpx.AskTimeout);
+	// writeAskTimeout a change of a domain (WriteAskTimeout).
+	askTimeout, writeAskTimeout time.Duration
 
 	reqTotal, reqOK, reqFailed, reqMillis atomic.Int64
 }
 
-// Timeouts: the write timeout is longer than httpx.AskTimeout, so a slow
-// actor produces an error body rather than a dropped connection.
+// Timeouts: the write timeout is longer than httpx.AskTimeout and
+// WriteAskTimeout, so a slow actor produces an error body rather than a
+// dropped connection.
+//
+// WriteAskTimeout bounds the ledger's answer to an add-domain,
+// remove-domain or recalculation. The ledger answers a change once the domain settled,
+// or 3 s after the request was asked (actors/ledger, waitLimit), and the
+// change is committed before that wait; what can hold the answer longer
+// is the ledger's mailbox, behind its peers' ops on a node that is far
+// behind (fifty nodes on two cores: 0-5 claims a burst took more than the
+// 5 s reads get). A 500 "did not answer in time" then reports a claim
+// that is made a moment later as failed; waiting longer gives the caller
+// the answer instead.
 const (
-	readTimeout  = 10 * time.Second
-	writeTimeout = 15 * time.Second
-	MaxBody      = 4 << 20 // the largest request body (also through the edge proxy)
+	WriteAskTimeout = 12 * time.Second
+	readTimeout     = 10 * time.Second
+	writeTimeout    = 15 * time.Second
+	MaxBody         = 4 << 20 // the largest request body (also through the edge proxy)
 )
 
 // New builds the server and its routes.
@@ -106,7 +121,8 @@ func New(d Deps) *Server {
 	}
 	r := router.New()
 	r.RedirectTrailingSlash = false
-	s := &Server{d: d, router: r.Handler, healthTimeout: 2 * time.Second}
+	s := &Server{d: d, router: r.Handler, healthTimeout: 2 * time.Second,
+		askTimeout: httpx.AskTimeout, writeAskTimeout: WriteAskTimeout}
 	s.routes(r)
 	for _, reg := range d.Register {
 		reg(r)
