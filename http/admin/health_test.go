@@ -2,7 +2,6 @@ package admin
 
 import (
 	"encoding/json"
-	"log/slog"
 	"testing"
 	"time"
 
@@ -22,13 +21,12 @@ func (f fakePeers) Healthy() bool              { return f.healthy }
 // sidecarLedger answers GetSidecarStatus with st, or never when st is nil.
 func sidecarLedger(t *testing.T, sys *actor.ActorSystem, st *messages.SidecarStatus) *actor.PID {
 	t.Helper()
-	pid := sys.Root.Spawn(actor.PropsFromFunc(func(c actor.Context) {
-		if _, ok := c.Message().(*messages.GetSidecarStatus); ok && st != nil {
-			c.Respond(&messages.GetSidecarStatusReply{Status: *st})
+	return stubLedger(t, sys, 0, func(msg any) any {
+		if _, ok := msg.(*messages.GetSidecarStatus); ok && st != nil {
+			return &messages.GetSidecarStatusReply{Status: *st}
 		}
-	}))
-	t.Cleanup(func() { _ = sys.Root.StopFuture(pid).Wait() })
-	return pid
+		return nil
+	})
 }
 
 type healthBody struct {
@@ -40,9 +38,7 @@ type healthBody struct {
 // The dataStore dependency is what the ledger says of its store, and a
 // ledger that does not answer counts as a failed store.
 func TestHealthDataStore(t *testing.T) {
-	quiet := slog.New(slog.DiscardHandler)
-	sys := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet }))
-	t.Cleanup(sys.Shutdown)
+	sys, quiet := quietSystem(t)
 	tests := []struct {
 		name       string
 		status     *messages.SidecarStatus

@@ -3,6 +3,7 @@ package stack
 import (
 	"sync"
 	"testing"
+	"time"
 )
 
 // deep recurses n frames of about 100 bytes each, like a message's way
@@ -18,18 +19,33 @@ func deep(n int) byte {
 	return deep(n-1) + pad[n%96]
 }
 
+// Schedule returns before fn has run (fn runs on a goroutine of its
+// own, as protoactor's default dispatcher's does), and every fn runs.
 func TestDispatcherRunsEachFnOnItsOwnGoroutine(t *testing.T) {
 	d := Actors
 	if d.Throughput() != 300 {
 		t.Fatalf("throughput %d, want protoactor's default 300", d.Throughput())
 	}
-	var wg sync.WaitGroup
+	release, ran := make(chan struct{}), make(chan bool, 1)
+	d.Schedule(func() {
+		select {
+		case <-release: // Schedule returned first: it did not wait for fn
+			ran <- true
+		case <-time.After(10 * time.Second):
+			ran <- false
+		}
+	})
+	close(release)
+	if !<-ran {
+		t.Fatal("fn ran inside Schedule, not on a goroutine of its own")
+	}
 	got := make(chan int, 100)
+	var wg sync.WaitGroup
 	for i := range 100 {
 		wg.Add(1)
 		d.Schedule(func() {
 			defer wg.Done()
-			deep(100) // ~10 KiB below Grow's frame: no further growth needed
+			deep(100) // ~10 KiB below Grow's frame
 			got <- i
 		})
 	}

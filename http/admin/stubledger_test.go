@@ -11,22 +11,30 @@ import (
 	"peerdns/messages"
 )
 
-// slowLedger answers add-domain and the domain listing after delay, as
-// a ledger far behind its peers' ops does.
-func slowLedger(t *testing.T, sys *actor.ActorSystem, delay time.Duration) *actor.PID {
+// quietSystem is an actor system that logs nothing, shut down when the
+// test ends, and the quiet logger for the server.
+func quietSystem(t *testing.T) (*actor.ActorSystem, *slog.Logger) {
+	quiet := slog.New(slog.DiscardHandler)
+	sys := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet }))
+	t.Cleanup(sys.Shutdown)
+	return sys, quiet
+}
+
+// stubLedger stands in for the ledger: it answers a message with
+// reply(message), delay later (at once when 0), and never when reply
+// gives nil.
+func stubLedger(t *testing.T, sys *actor.ActorSystem, delay time.Duration, reply func(msg any) any) *actor.PID {
 	t.Helper()
 	pid := sys.Root.Spawn(actor.PropsFromFunc(func(c actor.Context) {
-		var reply any
-		switch c.Message().(type) {
-		case *messages.AddDomain:
-			reply = &messages.AddDomainReply{}
-		case *messages.GetDomains:
-			reply = &messages.GetDomainsReply{JSON: []byte("[]")}
+		r := reply(c.Message())
+		switch {
+		case r == nil:
+		case delay == 0:
+			c.Respond(r)
 		default:
-			return
+			to := c.Sender()
+			time.AfterFunc(delay, func() { sys.Root.Send(to, r) })
 		}
-		to := c.Sender()
-		time.AfterFunc(delay, func() { sys.Root.Send(to, reply) })
 	}))
 	t.Cleanup(func() { _ = sys.Root.StopFuture(pid).Wait() })
 	return pid
@@ -36,10 +44,18 @@ func slowLedger(t *testing.T, sys *actor.ActorSystem, delay time.Duration) *acto
 // ledger slower than the read bound still gets its add-domain answered
 // with 200, where a read gets 500.
 func TestWriteWaitsForASlowLedger(t *testing.T) {
-	quiet := slog.New(slog.DiscardHandler)
-	sys := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet }))
-	t.Cleanup(sys.Shutdown)
-	s := New(Deps{Root: sys.Root, Ledger: slowLedger(t, sys, 300*time.Millisecond), Peers: fakePeers{healthy: true}, Started: time.Now(), Log: quiet})
+	sys, quiet := quietSystem(t)
+	// A ledger 300 ms behind, as one far behind its peers' ops is.
+	ledger := stubLedger(t, sys, 300*time.Millisecond, func(msg any) any {
+		switch msg.(type) {
+		case *messages.AddDomain:
+			return &messages.AddDomainReply{}
+		case *messages.GetDomains:
+			return &messages.GetDomainsReply{JSON: []byte("[]")}
+		}
+		return nil
+	})
+	s := New(Deps{Root: sys.Root, Ledger: ledger, Peers: fakePeers{healthy: true}, Started: time.Now(), Log: quiet})
 	s.askTimeout, s.writeAskTimeout = 100*time.Millisecond, 5*time.Second
 	addr := serveServer(t, s)
 
