@@ -86,6 +86,13 @@ type Dialer struct {
 	OnGiveUp    func()
 	// IdleCheck is how often a skipped dial checks again (1s).
 	IdleCheck time.Duration
+	// RetireAfter, when > 0, ends Run once Skip has said no for that
+	// long without a break: for an address the caller dials only while
+	// it wants more connections, and starts a dialer for again when it
+	// does. A dialer that keeps failing is not retired (its backoff
+	// grows as it would). OnRetire is then called.
+	RetireAfter time.Duration
+	OnRetire    func()
 }
 
 // Run dials until ctx is done or the address turns out to be our own.
@@ -103,13 +110,23 @@ func (d *Dialer) Run(ctx context.Context) {
 		return
 	}
 	connected, failures := false, 0
+	var skipping time.Time // since when Skip has said no; zero while it has not
 	for ctx.Err() == nil {
 		if d.Skip != nil && d.Skip(peer) {
+			if skipping.IsZero() {
+				skipping = time.Now()
+			} else if d.RetireAfter > 0 && time.Since(skipping) >= d.RetireAfter {
+				if d.OnRetire != nil {
+					d.OnRetire()
+				}
+				return
+			}
 			if !Wait(ctx, idle) {
 				return
 			}
 			continue
 		}
+		skipping = time.Time{}
 		if d.OnAttempt != nil {
 			d.OnAttempt()
 		}

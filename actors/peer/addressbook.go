@@ -93,7 +93,7 @@ func (a *Actor) learn(peers []messages.PeerInfo) {
 		a.remember(p.ID, p.Addrs, false)
 		if k := a.known[p.ID]; k != nil && a.sessions[p.ID] == nil {
 			for _, addr := range k.Addrs {
-				a.startDialer(addr, p.ID, dialOpts{mutual: true, giveUp: k.LastSeen == 0})
+				a.startDialer(addr, p.ID, dialOpts{mutual: true, giveUp: k.LastSeen == 0, retire: true})
 			}
 		}
 	}
@@ -134,10 +134,7 @@ func (a *Actor) remember(id string, addrs []string, seen bool) {
 // saw that lists it (dialers are per address), and such a peer itself once
 // it has no address left.
 func (a *Actor) forgetAddr(id, addr string) {
-	if cancel := a.dialers[addr]; cancel != nil {
-		cancel()
-		delete(a.dialers, addr)
-	}
+	a.dropDialer(addr)
 	for pid, k := range a.known {
 		if k.LastSeen != 0 || !slices.Contains(k.Addrs, addr) {
 			continue

@@ -3,6 +3,7 @@ package peer
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"sync"
 	"time"
@@ -30,18 +31,52 @@ func parseTarget(s string) (dialTarget, error) {
 // dialOpts: mutual says the peer probably dials us too (it knows us), so
 // the higher id of the pair waits a little before its first attempt;
 // giveUp drops an address learned second hand that never worked after
-// giveUpAfter attempts instead of retrying it forever.
-type dialOpts struct{ mutual, giveUp bool }
+// giveUpAfter attempts instead of retrying it forever; retire ends the
+// dialer once the dial gate has held it back for retireAfter (a peer
+// learned from others: the view dials it while it has room, see
+// refillDialers), and bounds such dialers to learnedDialerCap.
+type dialOpts struct{ mutual, giveUp, retire bool }
 
 const giveUpAfter = 8
+
+// retireAfter is how long the dial gate holds back a learned peer's
+// dialer before it ends. A full view holds back every dialer; without
+// retiring, each known peer's dialer would wake every second for good
+// (256 goroutines a node at 1,000 peers, 256,000 in a simulation of
+// them).
+const retireAfter = 30 * time.Second
+
+// dialerEntry is one running dialer.
+type dialerEntry struct {
+	cancel context.CancelFunc
+	retire bool // dialOpts.retire: counted in learnedDialers
+}
+
+// dialRetired: a retiring dialer ended (dialOpts.retire).
+type dialRetired struct {
+	addr string
+	e    *dialerEntry
+}
+
+// learnedDialerCap bounds the dialers of learned peers: twice the active
+// view, so a view with no session yet has a dial for every slot and as
+// many again for peers that turn out dead or full.
+func (a *Actor) learnedDialerCap() int { return 2 * a.d.ActiveView }
 
 // startDialer keeps addr connected (one dialer per address).
 func (a *Actor) startDialer(addr, id string, o dialOpts) {
 	if _, ok := a.dialers[addr]; ok || !validAddr(addr) || len(a.dialers) >= maxDialers || a.isOwn(addr) {
 		return
 	}
+	if o.retire && a.learnedDialers >= a.learnedDialerCap() {
+		return
+	}
 	ctx, cancel := context.WithCancel(a.ctx)
-	a.dialers[addr] = cancel
+	e := &dialerEntry{cancel: cancel, retire: o.retire}
+	a.dialers[addr] = e
+	if o.retire {
+		a.learnedDialers++
+	}
 	// When both ends know each other they dial at once after a restart;
 	// the higher id waits a little so the lower one's dial usually wins
 	// and no duplicate has to be resolved.
@@ -73,7 +108,70 @@ func (a *Actor) startDialer(addr, id string, o dialOpts) {
 		d.GiveUpAfter = giveUpAfter
 		d.OnGiveUp = func() { root.Send(self, &dialGaveUp{addr: addr, peer: id}) }
 	}
+	if o.retire {
+		d.RetireAfter = retireAfter
+		d.OnRetire = func() { root.Send(self, &dialRetired{addr: addr, e: e}) }
+	}
 	go d.Run(ctx)
+}
+
+// dropDialer stops addr's dialer, if any, and forgets it.
+func (a *Actor) dropDialer(addr string) {
+	e := a.dialers[addr]
+	if e == nil {
+		return
+	}
+	e.cancel()
+	delete(a.dialers, addr)
+	if e.retire {
+		a.learnedDialers--
+	}
+}
+
+// refillDialers starts dialers for known peers we have neither a session
+// nor a dialer with while the view has room, or while a writer cut off
+// from us (beyond) may have one dial past a full view: those first, then
+// known peers in random order, at most as many as the view takes (plus
+// the cut-off ones) and within learnedDialerCap. This is how the view
+// draws on the passive view (the address book) once the dialers of a
+// full view have retired.
+func (a *Actor) refillDialers(beyond map[string]bool) {
+	want := a.viewRoom() + len(beyond)
+	if want == 0 || a.learnedDialers >= a.learnedDialerCap() {
+		return
+	}
+	var first, rest []string
+	for id, k := range a.known {
+		if a.sessions[id] != nil || a.dialingAny(k.Addrs) {
+			continue
+		}
+		if beyond[id] {
+			first = append(first, id)
+		} else {
+			rest = append(rest, id)
+		}
+	}
+	rand.Shuffle(len(rest), func(i, j int) { rest[i], rest[j] = rest[j], rest[i] })
+	for _, id := range append(first, rest...) {
+		if want == 0 || a.learnedDialers >= a.learnedDialerCap() {
+			return
+		}
+		k := a.known[id]
+		for _, addr := range k.Addrs {
+			a.startDialer(addr, id, dialOpts{mutual: true, giveUp: k.LastSeen == 0, retire: true})
+		}
+		want--
+	}
+}
+
+// dialingAny reports whether a dialer runs for one of addrs.
+func (a *Actor) dialingAny(addrs []string) bool {
+	for _, addr := range addrs {
+		if a.dialers[addr] != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // maxSelfAddrs bounds the addresses remembered as our own.

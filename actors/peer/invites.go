@@ -177,10 +177,7 @@ func (a *Actor) failJoin(err error) {
 	a.diag.issue(a.d.Now(), messages.ConnectionIssue{Kind: "invite", Reason: err.Error()})
 	if inv := a.joinInv; inv != nil {
 		for _, addr := range inv.Addrs {
-			if cancel := a.dialers[addr]; cancel != nil {
-				cancel()
-				delete(a.dialers, addr)
-			}
+			a.dropDialer(addr)
 		}
 		a.joinInv, a.joinReq, a.netKnown = nil, nil, false
 		a.publishHint()

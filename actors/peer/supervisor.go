@@ -200,10 +200,13 @@ type Actor struct {
 	sessions  map[string]*sessionEntry // by peer id
 	lingering map[string]time.Time     // peers whose session ended, within DisconnectGrace
 	known     map[string]*knownPeer
-	dialers   map[string]context.CancelFunc // by address
-	bootstrap []dialTarget
-	gate      *dialGate
-	connected []string // last set sent as PeerSetChanged
+	dialers   map[string]*dialerEntry // by address (dialing.go)
+	// learnedDialers counts the dialers in dialers that retire
+	// (dialOpts.retire), bounded by learnedDialerCap.
+	learnedDialers int
+	bootstrap      []dialTarget
+	gate           *dialGate
+	connected      []string // last set sent as PeerSetChanged
 
 	ctx          context.Context
 	cancel       context.CancelFunc
@@ -265,6 +268,10 @@ func (a *Actor) Receive(c actor.Context) {
 		a.onConn(c, m)
 	case *dialGaveUp:
 		a.forgetAddr(m.peer, m.addr)
+	case *dialRetired:
+		if a.dialers[m.addr] == m.e {
+			a.dropDialer(m.addr)
+		}
 	case *dialFailed:
 		if errors.Is(m.err, transport.ErrSelf) {
 			a.reachedSelf(m.addr)
@@ -388,7 +395,7 @@ func (a *Actor) start(c actor.Context) {
 	a.lingering = map[string]time.Time{}
 	a.quicRetries = map[string]*quicRetry{}
 	a.selfAddrs = map[string]bool{}
-	a.dialers = map[string]context.CancelFunc{}
+	a.dialers = map[string]*dialerEntry{}
 	a.gate = newDialGate(a.d.ActiveView, a.d.Now)
 	a.ctx, a.cancel = context.WithCancel(context.Background())
 	a.diag = diagnostics{started: a.d.Now()}
@@ -503,7 +510,7 @@ func (a *Actor) onNetwork(c actor.Context, key, root string) {
 	}
 	for id, k := range a.known {
 		for _, addr := range k.Addrs {
-			a.startDialer(addr, id, dialOpts{mutual: true, giveUp: k.LastSeen == 0})
+			a.startDialer(addr, id, dialOpts{mutual: true, giveUp: k.LastSeen == 0, retire: true})
 		}
 	}
 	a.publishHint()
@@ -541,7 +548,7 @@ func (a *Actor) onTick(c actor.Context, now time.Time) {
 		a.connectedChanged(c)
 	}
 	a.trimView(c, "")
-	a.updateGate()
+	a.refillDialers(a.updateGate())
 	a.heartbeatTick(c, now)
 	a.relayTick(now)
 	a.quicRetryTick(now)

@@ -192,10 +192,10 @@ func TestJoinRefusal(t *testing.T) {
 func TestFailJoinReportsOnce(t *testing.T) {
 	var got []error
 	a := newActor(Deps{Log: slog.New(slog.NewTextHandler(&testutil.LogBuffer{}, nil)), Now: time.Now, Fatal: func(err error) { got = append(got, err) }})
-	a.dialers = map[string]context.CancelFunc{}
+	a.dialers = map[string]*dialerEntry{}
 	cancelled := 0
 	for _, addr := range []string{"127.0.0.1:1", "127.0.0.1:2"} {
-		a.dialers[addr] = func() { cancelled++ }
+		a.dialers[addr] = &dialerEntry{cancel: func() { cancelled++ }}
 	}
 	inviter := strings.Repeat("ab", 32)
 	a.joinInv = &transport.Invite{Inviter: inviter, Addrs: []string{"127.0.0.1:1", "127.0.0.1:2"}}
@@ -233,7 +233,7 @@ func TestSelfAddressesAreNotDialed(t *testing.T) {
 	ep := transport.NewMemNetwork().Listen(id, nil)
 	defer ep.Close()
 	a := newActor(Deps{Log: slog.New(slog.NewTextHandler(&testutil.LogBuffer{}, nil)), Now: time.Now, Endpoint: ep, Identity: id})
-	a.dialers = map[string]context.CancelFunc{}
+	a.dialers = map[string]*dialerEntry{}
 	a.selfAddrs = map[string]bool{}
 	own := a.advertise()
 	if len(own) == 0 || !a.isOwn(own[0]) {

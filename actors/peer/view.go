@@ -13,11 +13,17 @@ import (
 // Rodrigues, DSN 2007):
 //
 //   - The active view is the set of peers we keep a session with, at most
-//     Deps.ActiveView (default 12). Dialers run for every address we know,
-//     but the dial gate lets one through only while the view has room
-//     (ActiveView minus sessions minus dials in flight), so the view
-//     fills from random known peers and never grows past the cap by our
-//     own doing.
+//     Deps.ActiveView (default 12). Peers we learn of get dialers, at most
+//     twice ActiveView of them (learnedDialerCap), and the dial gate lets
+//     one through only while the view has room (ActiveView minus sessions
+//     minus dials in flight), so the view fills from random known peers
+//     and never grows past the cap by our own doing. A dialer the gate
+//     has held back for retireAfter (30 s: the view is full, or its peer
+//     is connected another way) ends; while the view has room, every
+//     tick starts dialers for random known peers that have neither a
+//     session nor a dialer (refillDialers). So a settled node runs no
+//     dialer for peers it does not need, whatever the size of the
+//     network.
 //   - The passive view is the address book (known peers, persisted in
 //     node.db, capped at maxKnownPeers): the peers we may dial when a
 //     neighbour goes. HyParView keeps a small passive view in memory; ours
@@ -135,9 +141,11 @@ func (a *Actor) viewRoom() int {
 // The dial asks the peer to make room (helloNeighbours), and our own view
 // sheds a random neighbour when the session comes up (trimView). So
 // does a bootstrap peer never heard (cutOff says when).
-func (a *Actor) updateGate() {
+func (a *Actor) updateGate() (beyond map[string]bool) {
+	beyond = a.cutOff()
 	a.gate.setRoom(a.viewRoom())
-	a.gate.setBeyond(a.cutOff())
+	a.gate.setBeyond(beyond)
+	return beyond
 }
 
 // cutOff lists the writers we heard a heartbeat from once that have no
