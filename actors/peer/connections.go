@@ -2,8 +2,8 @@ package peer
 
 import (
 	"fmt"
+	"slices"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -215,7 +215,7 @@ func (a *Actor) onTerminated(c actor.Context, who *actor.PID) {
 // heartbeat (heartbeat.go).
 func (a *Actor) connectedChanged(c actor.Context) {
 	ids := a.activeIDs()
-	if strings.Join(ids, ",") == strings.Join(a.connected, ",") {
+	if slices.Equal(ids, a.connected) {
 		return
 	}
 	a.connected = ids

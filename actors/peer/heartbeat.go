@@ -73,6 +73,7 @@ type heartbeatState struct {
 	last                time.Time                      // when we sent it
 	own                 *messages.Heartbeat            // and the heartbeat itself
 	refute              bool                           // a suspicion of us arrived: heartbeat at once
+	changed             bool                           // a writer was first heard, or heard again after a suspicion: tell the ledger (heardChanged)
 	sent                int                            // heartbeats we signed
 	latest              map[string]uint64              // writer → highest seq taken
 	beats               map[string]*messages.Heartbeat // writer → that heartbeat, for new neighbours
@@ -224,6 +225,7 @@ func (a *Actor) onHeartbeats(c actor.Context, from string, hbs []*messages.Heart
 			a.askWriter(c, from, hb, forward)
 		}
 	}
+	a.heardChanged(c)
 	if forward {
 		a.forwardBeats(c, from, fresh)
 	}
@@ -257,10 +259,21 @@ func (a *Actor) takeBeat(c actor.Context, from string, hb *messages.Heartbeat) b
 		_, was := h.heard[hb.Writer]
 		h.heard[hb.Writer] = now
 		if !was || refuted {
-			a.connectedChanged(c)
+			h.changed = true // told once the frame is taken (heardChanged)
 		}
 	}
 	return true
+}
+
+// heardChanged tells the ledger the active set once after the
+// heartbeats of one frame (or one ledger answer) were taken, not once
+// per writer first heard: a node that starts among 1,000 writers hears
+// them in a few frames, and each PeerSetChanged carries the whole set.
+func (a *Actor) heardChanged(c actor.Context) {
+	if a.hb.changed {
+		a.hb.changed = false
+		a.connectedChanged(c)
+	}
 }
 
 // refuseBeat counts a refused heartbeat against the neighbour that sent
@@ -322,6 +335,7 @@ func (a *Actor) askWriter(c actor.Context, from string, hb *messages.Heartbeat, 
 				a.forwardBeats(c, b.from, []*messages.Heartbeat{b.hb})
 			}
 		}
+		a.heardChanged(c)
 	})
 }
 

@@ -118,7 +118,8 @@ func TestRefutingHeartbeatReachesTheLedger(t *testing.T) {
 	now := uint64(time.Now().UnixMilli())
 	r.run(func(c actor.Context) {
 		r.a.hb.writers[w.ID()], r.a.hb.writers[by.ID()] = true, true
-		if !r.a.takeBeat(c, by.ID(), beat(now-2000)) {
+		r.a.onHeartbeats(c, by.ID(), []*messages.Heartbeat{beat(now - 2000)}, false)
+		if r.a.hb.taken != 1 {
 			t.Error("first heartbeat refused")
 		}
 	})
@@ -129,7 +130,8 @@ func TestRefutingHeartbeatReachesTheLedger(t *testing.T) {
 	r.run(func(c actor.Context) { r.a.onSuspicions(c, "", []*messages.Suspicion{s}, false) })
 	r.waitSet("a suspicion counts its writer out", func(s []string) bool { return !in(s) })
 	r.run(func(c actor.Context) {
-		if !r.a.takeBeat(c, by.ID(), beat(now)) {
+		r.a.onHeartbeats(c, by.ID(), []*messages.Heartbeat{beat(now)}, false)
+		if r.a.hb.taken != 2 {
 			t.Error("refuting heartbeat refused")
 		}
 	})
