@@ -398,3 +398,56 @@ func TestCountersKeepEndedSessions(t *testing.T) {
 		t.Fatalf("ends %d, want 1", a.view.ends)
 	}
 }
+
+// Dialers of learned peers stay within learnedDialerCap however many
+// peers the address book holds; a view with room gets new ones from it
+// (refillDialers), a full one none; a dropped dialer frees its place.
+func TestLearnedDialersBoundedAndRefilled(t *testing.T) {
+	id, _ := identity.Generate()
+	ep := transport.NewMemNetwork().Listen(id, nil)
+	defer ep.Close()
+	const view = 4
+	a := newActor(Deps{Log: slog.New(slog.NewTextHandler(&testutil.LogBuffer{}, nil)), Now: time.Now, Endpoint: ep, Identity: id,
+		ActiveView: view, Backoff: transport.Backoff{Min: time.Hour, Max: time.Hour}, Mesh: NewMesh()})
+	a.self = id.ID()
+	a.sys = actor.NewActorSystem()
+	defer a.sys.Shutdown()
+	a.pid = a.sys.Root.Spawn(actor.PropsFromFunc(func(actor.Context) {}))
+	a.ctx, a.cancel = context.WithCancel(context.Background())
+	defer a.cancel()
+	a.gate = newDialGate(view, time.Now)
+	a.dialers, a.selfAddrs, a.sessions = map[string]*dialerEntry{}, map[string]bool{}, map[string]*sessionEntry{}
+	a.known = map[string]*knownPeer{}
+	for i := range 40 {
+		a.known[fmt.Sprintf("%064x", i+1)] = &knownPeer{Addrs: []string{fmt.Sprintf("192.0.2.%d:7740", i+1)}, LastSeen: 1}
+	}
+	a.refillDialers(nil)
+	if a.learnedDialers != view || len(a.dialers) != view {
+		t.Fatalf("an empty view of %d started %d dialers (%d counted)", view, len(a.dialers), a.learnedDialers)
+	}
+	for range 5 {
+		a.refillDialers(nil)
+	}
+	if a.learnedDialers != a.learnedDialerCap() || len(a.dialers) != a.learnedDialerCap() {
+		t.Fatalf("%d dialers (%d counted) for 40 known peers, bound %d", len(a.dialers), a.learnedDialers, a.learnedDialerCap())
+	}
+	var gone string
+	for addr := range a.dialers {
+		gone = addr
+		break
+	}
+	a.dropDialer(gone)
+	if a.learnedDialers != a.learnedDialerCap()-1 || a.dialers[gone] != nil {
+		t.Fatalf("after a drop: %d dialers counted, %s still listed: %v", a.learnedDialers, gone, a.dialers[gone] != nil)
+	}
+	for peer := range a.known {
+		if len(a.sessions) == view {
+			break
+		}
+		a.sessions[peer] = &sessionEntry{up: true}
+	}
+	a.refillDialers(nil)
+	if a.learnedDialers != a.learnedDialerCap()-1 {
+		t.Fatalf("a full view started dialers: %d counted", a.learnedDialers)
+	}
+}
