@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"testing"
 	"time"
@@ -161,6 +162,9 @@ func measure(tb testing.TB, cfg simConfig, claims int) result {
 	nodes := float64(cfg.nodes)
 	heap1, g1 := heapInUse(), runtime.NumGoroutine()
 	r.heapNode = float64(heap1-heap0) / nodes
+	if err := writeHeapProfile(os.Getenv("SCALE_HEAPPROFILE")); err != nil {
+		tb.Fatal(err)
+	}
 
 	// Idle traffic over a fixed window: a rate is measured, no condition
 	// is waited for.
@@ -338,4 +342,22 @@ func (s *sim) diagnostics() opCounts {
 		}
 	}
 	return c
+}
+
+// writeHeapProfile writes the live heap's profile to path when it is not
+// empty ($SCALE_HEAPPROFILE: where a node's memory goes, read with
+// go tool pprof -sample_index=inuse_space).
+func writeHeapProfile(path string) error {
+	if path == "" {
+		return nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := pprof.WriteHeapProfile(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }

@@ -82,6 +82,13 @@ type simConfig struct {
 	tune func(*peer.Deps)
 	// replicas is the ledgers' R (0: the default, 24).
 	replicas int
+	// wave > 0 starts the overlay's peers supervisors wave at a time,
+	// a second of the run's clock apart, as nodes of a growing network
+	// arrive; 0 starts them all at once. (At 1,000 writers all at once
+	// is a storm no network meets: every node's first heartbeats and
+	// greetings at the same instant, which in virtual time is one
+	// instant however long it takes this machine.)
+	wave int
 }
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -180,6 +187,10 @@ func startSim(tb testing.TB, cfg simConfig) *sim {
 	// sparse graph its dials to non-neighbours fail and are given up).
 	pick := rand.New(rand.NewPCG(uint64(cfg.nodes), 11))
 	for _, n := range s.nodes {
+		if cfg.boot > 0 && cfg.wave > 0 && n.i > 0 && n.i%cfg.wave == 0 {
+			progress("n=%d: %d started", cfg.nodes, n.i)
+			<-time.After(time.Second) // the next wave arrives (virtual time in the large runs)
+		}
 		var boot []string
 		if cfg.boot > 0 {
 			for _, j := range pick.Perm(n.i)[:min(cfg.boot, n.i)] {

@@ -110,18 +110,51 @@ const frozenBoundUpToR = 3 * time.Second
 const maxConnsPerNode = 16
 
 // TestVirtualOverlayAt runs the overlay in virtual time at
-// $SCALE_VIRTUAL writers (100 and 1000 are the sizes bench/README.md
+// $SCALE_VIRTUAL writers (100, 300 and 1000 are the sizes bench/README.md
 // reports) and logs what it measured. synctest needs a test, not a
 // benchmark, so the large sizes are this test, run on request.
+// $SCALE_WAVE starts the nodes that many a second (100 at 1,000: see
+// simConfig.wave); $SCALE_HEAPPROFILE writes the live heap's profile
+// when the views are full, and with $SCALE_HEAPEVERY also every that
+// much wall time (files .1, .2, ...) while the run goes on.
 func TestVirtualOverlayAt(t *testing.T) {
 	n, err := strconv.Atoi(os.Getenv("SCALE_VIRTUAL"))
 	if err != nil || n < 2 {
 		t.Skip("set SCALE_VIRTUAL=100 (or 1000) to run the large virtual-time overlay; see bench/README.md")
 	}
+	if d, err := time.ParseDuration(os.Getenv("SCALE_HEAPEVERY")); err == nil && d > 0 {
+		profileEvery(t, d, os.Getenv("SCALE_HEAPPROFILE"))
+	}
 	virtual(t, func(t *testing.T) {
-		r := measure(t, simConfig{nodes: n, boot: 3}, burstClaims())
+		r := measure(t, simConfig{nodes: n, boot: 3, wave: envInt("SCALE_WAVE", 0)}, burstClaims())
 		t.Log(describe(r))
 	})
+}
+
+// profileEvery writes the live heap's profile to path.1, path.2, ...
+// every d of wall time until the test ends ($SCALE_HEAPEVERY: where the
+// memory of a run that does not finish goes). It runs outside the
+// bubble, so its clock is the machine's.
+func profileEvery(t *testing.T, d time.Duration, path string) {
+	if path == "" {
+		t.Fatal("SCALE_HEAPEVERY needs SCALE_HEAPPROFILE, the files' stem")
+	}
+	stop := make(chan struct{})
+	t.Cleanup(func() { close(stop) })
+	go func() {
+		tick := time.NewTicker(d)
+		defer tick.Stop()
+		for k := 1; ; k++ {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+				if err := writeHeapProfile(fmt.Sprintf("%s.%d", path, k)); err != nil {
+					fmt.Fprintln(os.Stderr, "heap profile:", err) // not t: this goroutine may outlive the test
+				}
+			}
+		}
+	}()
 }
 
 // describe is a result in the words of the bench/scale figures.
