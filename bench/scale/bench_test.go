@@ -1,6 +1,7 @@
 package scale
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"runtime"
@@ -255,8 +256,13 @@ func measure(tb testing.TB, cfg simConfig, claims int) result {
 	vv := s.vv(last)
 	r.vvEntries, r.vvBytes = len(vv), vvBytes(tb, vv)
 	r.signedOps = seq - seq0
-	// Every node auto-votes for the only claimant of each claim.
-	r.writes = float64(claims) * (nodes + 1)
+	// Every voter auto-votes for the only claimant of each claim: up to
+	// R writers every node, beyond R the claim's replica set.
+	voters := nodes
+	if r := cmp.Or(cfg.replicas, consensus.DefaultReplicas); cfg.nodes > r {
+		voters = float64(r)
+	}
+	r.writes = float64(claims) * (voters + 1)
 	r.claimB = float64(atApplied.bytes["ops"]) / nodes / float64(claims)
 	r.opsB = float64(burst.bytes["ops"]) / nodes / r.writes
 	r.allB = float64(burst.total()) / nodes / r.writes
