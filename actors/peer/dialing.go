@@ -164,6 +164,21 @@ func (a *Actor) refillDialers(beyond map[string]bool) {
 	}
 }
 
+// retireDialersOf ends the learned dialers of a peer held off for
+// leaveHold (it refused us, or left): they would only be held back until
+// then, keeping the place of a dial to someone else (learnedDialerCap).
+func (a *Actor) retireDialersOf(id string) {
+	k := a.known[id]
+	if k == nil {
+		return
+	}
+	for _, addr := range k.Addrs {
+		if e := a.dialers[addr]; e != nil && e.retire {
+			a.dropDialer(addr)
+		}
+	}
+}
+
 // dialingAny reports whether a dialer runs for one of addrs.
 func (a *Actor) dialingAny(addrs []string) bool {
 	for _, addr := range addrs {

@@ -323,8 +323,9 @@ func (a *Actor) admit(id string, neighbours int) bool {
 func (a *Actor) onViewFull(m *viewFull) {
 	a.view.refused++
 	a.gate.hold(m.id, a.d.Now().Add(leaveHold))
+	a.retireDialersOf(m.id)
 	a.learnSample(m.sample)
-	a.updateGate()
+	a.refillDialers(a.updateGate())
 }
 
 // onLeft handles a neighbour's leave: we hold off redialing it and learn
@@ -344,8 +345,9 @@ func (a *Actor) onLeft(c actor.Context, m *peerLeft) {
 	a.view.left++
 	a.heardNow(m.id)
 	a.gate.hold(m.id, a.d.Now().Add(leaveHold))
+	a.retireDialersOf(m.id)
 	a.learnSample(m.sample)
-	a.updateGate()
+	a.refillDialers(a.updateGate())
 }
 
 // sample is a bounded random sample of our views for peer to: us with
