@@ -130,10 +130,11 @@ type result struct {
 	allB                         float64       // bytes of every kind per node per write, until resolved
 	maxSentB                     float64       // the busiest sender's ops bytes per write
 	kinds                        map[string]int64
-	received                     int64 // ops received by all sessions
-	dups                         int64 // of which the ledger had already
-	gaps                         int64 // "want" repairs after an op arrived before its predecessor
-	offLink                      int64 // frames between nodes the topology does not link (must be 0)
+	received                     int64    // ops received by all sessions
+	sent                         opCounts // the burst's ops sent, repaired and grafted (sent, repaired, grafted)
+	dups                         int64    // of which the ledger had already
+	gaps                         int64    // "want" repairs after an op arrived before its predecessor
+	offLink                      int64    // frames between nodes the topology does not link (must be 0)
 
 	// short: the overlay's nodes whose view was not full, described
 	// (shortViews).
@@ -269,6 +270,7 @@ func measure(tb testing.TB, cfg simConfig, claims int) result {
 	r.maxSentB = float64(burst.maxSent("ops")) / r.writes
 	r.kinds = kindsPerNode(burst, nodes, 1)
 	r.received, r.dups, r.gaps = diag.received, diag.duplicates, diag.gaps
+	r.sent = diag
 	r.offLink = s.meter.offLink.Load()
 	if cfg.boot > 0 {
 		// The overlay: how long a frozen voter of the first claim takes
@@ -324,6 +326,10 @@ func kindsPerNode(s snapshot, nodes, secs float64) map[string]int64 {
 // session counters over every node.
 type opCounts struct {
 	received, duplicates, gaps int64
+	// sent: ops sessions sent, repaired of them to fill what a peer's
+	// vector, want or graft showed it lacked, grafted of those asked
+	// for by a graft.
+	sent, repaired, grafted int64
 	// ups, ends: sessions established and ended, counted at both ends
 	// (one session is two); leaves: neighbours dropped to make room.
 	ups, ends, leaves int64
@@ -331,6 +337,7 @@ type opCounts struct {
 
 func (c opCounts) since(o opCounts) opCounts {
 	return opCounts{c.received - o.received, c.duplicates - o.duplicates, c.gaps - o.gaps,
+		c.sent - o.sent, c.repaired - o.repaired, c.grafted - o.grafted,
 		c.ups - o.ups, c.ends - o.ends, c.leaves - o.leaves}
 }
 
@@ -341,6 +348,9 @@ func (s *sim) diagnostics() opCounts {
 		c.received += sum.OpsReceived
 		c.duplicates += sum.OpsDuplicate
 		c.gaps += sum.GapRepairs
+		c.sent += sum.OpsSent
+		c.repaired += sum.OpsRepaired
+		c.grafted += sum.OpsGrafted
 		if o := sum.Overlay; o != nil {
 			c.ups += o.SessionsUp
 			c.ends += o.SessionsEnded
