@@ -401,7 +401,8 @@ func TestCountersKeepEndedSessions(t *testing.T) {
 
 // Dialers of learned peers stay within learnedDialerCap however many
 // peers the address book holds; a view with room gets new ones from it
-// (refillDialers), a full one none; a dropped dialer frees its place.
+// (refillDialers), a full one none; a dropped dialer, or one of a peer
+// held off after a refusal or a leave, frees its place.
 func TestLearnedDialersBoundedAndRefilled(t *testing.T) {
 	id, _ := identity.Generate()
 	ep := transport.NewMemNetwork().Listen(id, nil)
@@ -440,6 +441,17 @@ func TestLearnedDialersBoundedAndRefilled(t *testing.T) {
 	if a.learnedDialers != a.learnedDialerCap()-1 || a.dialers[gone] != nil {
 		t.Fatalf("after a drop: %d dialers counted, %s still listed: %v", a.learnedDialers, gone, a.dialers[gone] != nil)
 	}
+	var held string // a peer that refused us or left: its dialer goes at once
+	for peer, k := range a.known {
+		if a.dialers[k.Addrs[0]] != nil {
+			held = peer
+			break
+		}
+	}
+	a.retireDialersOf(held)
+	if a.learnedDialers != a.learnedDialerCap()-2 || a.dialers[a.known[held].Addrs[0]] != nil {
+		t.Fatalf("the dialer of a held-off peer kept its place: %d counted", a.learnedDialers)
+	}
 	for peer := range a.known {
 		if len(a.sessions) == view {
 			break
@@ -447,7 +459,7 @@ func TestLearnedDialersBoundedAndRefilled(t *testing.T) {
 		a.sessions[peer] = &sessionEntry{up: true}
 	}
 	a.refillDialers(nil)
-	if a.learnedDialers != a.learnedDialerCap()-1 {
+	if a.learnedDialers != a.learnedDialerCap()-2 {
 		t.Fatalf("a full view started dialers: %d counted", a.learnedDialers)
 	}
 }
