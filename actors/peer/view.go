@@ -19,9 +19,11 @@ import (
 //     minus dials in flight), so the view fills from random known peers
 //     and never grows past the cap by our own doing. A dialer the gate
 //     has held back for retireAfter (30 s: the view is full, or its peer
-//     is connected another way) ends; while the view has room, every
-//     tick starts dialers for random known peers that have neither a
-//     session nor a dialer (refillDialers). So a settled node runs no
+//     is connected another way) ends, and so at once do those of a peer
+//     that refused us or left (held off for leaveHold); while the view
+//     has room, every tick (and every refusal or leave) starts dialers
+//     for random known peers that have neither a session nor a dialer
+//     (refillDialers). So a settled node runs no
 //     dialer for peers it does not need, whatever the size of the
 //     network.
 //   - The passive view is the address book (known peers, persisted in
