@@ -23,9 +23,8 @@ import (
 //     that refused us or left (held off for leaveHold); while the view
 //     has room, every tick (and every refusal or leave) starts dialers
 //     for random known peers that have neither a session nor a dialer
-//     (refillDialers). So a settled node runs no
-//     dialer for peers it does not need, whatever the size of the
-//     network.
+//     (refillDialers). So a settled node runs no dialer for peers it
+//     does not need, whatever the size of the network.
 //   - The passive view is the address book (known peers, persisted in
 //     node.db, capped at maxKnownPeers): the peers we may dial when a
 //     neighbour goes. HyParView keeps a small passive view in memory; ours

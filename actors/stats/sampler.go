@@ -15,6 +15,7 @@ import (
 	"github.com/shirou/gopsutil/v3/process"
 
 	"peerdns/actors/plugin"
+	"peerdns/internal/procs"
 	"peerdns/internal/store"
 	"peerdns/internal/view"
 	"peerdns/messages"
@@ -222,7 +223,7 @@ func (s *sampler) processFigures(now time.Time) (cpu float64, rss uint64) {
 	if s.proc == nil {
 		return 0, 0
 	}
-	if used, ok := cpuSeconds(); ok {
+	if used, ok := cpuSeconds(s.proc); ok {
 		if !s.lastAt.IsZero() {
 			if el := now.Sub(s.lastAt).Seconds(); el > 0 {
 				cpu = (used - s.lastCPU) * 100 / el
@@ -276,15 +277,18 @@ func fileSize(p string) int64 {
 // folder (a stat per file), and the figures it gives move slowly.
 const driveEvery = 10 * time.Second
 
-// cpuSeconds is the process's user and system CPU time so far, every
-// thread's (getrusage: one system call, where reading /proc took two
-// files and a parse each second).
-func cpuSeconds() (float64, bool) {
-	var ru syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+// cpuSeconds is the process's user and system CPU time so far:
+// procs.ProcessCPU's one system call where there is getrusage (reading
+// /proc took two files and a parse each second), p's times elsewhere.
+func cpuSeconds(p *process.Process) (float64, bool) {
+	if d, ok := procs.ProcessCPU(); ok {
+		return d.Seconds(), true
+	}
+	t, err := p.Times()
+	if err != nil {
 		return 0, false
 	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds(), true
+	return t.User + t.System, true
 }
 
 // driveUsage is the data folder's size and its file system's space.

@@ -130,11 +130,11 @@ type result struct {
 	allB                         float64       // bytes of every kind per node per write, until resolved
 	maxSentB                     float64       // the busiest sender's ops bytes per write
 	kinds                        map[string]int64
-	received                     int64    // ops received by all sessions
-	sent                         opCounts // the burst's ops sent, repaired and grafted (sent, repaired, grafted)
-	dups                         int64    // of which the ledger had already
-	gaps                         int64    // "want" repairs after an op arrived before its predecessor
-	offLink                      int64    // frames between nodes the topology does not link (must be 0)
+	// ops: the burst's op counters of all sessions (received, of them
+	// duplicates the ledger had already, gap repairs; sent, repaired,
+	// grafted).
+	ops     opCounts
+	offLink int64 // frames between nodes the topology does not link (must be 0)
 
 	// short: the overlay's nodes whose view was not full, described
 	// (shortViews).
@@ -260,8 +260,8 @@ func measure(tb testing.TB, cfg simConfig, claims int) result {
 	// Every voter auto-votes for the only claimant of each claim: up to
 	// R writers every node, beyond R the claim's replica set.
 	voters := nodes
-	if r := cmp.Or(cfg.replicas, consensus.DefaultReplicas); cfg.nodes > r {
-		voters = float64(r)
+	if replicas := cmp.Or(cfg.replicas, consensus.DefaultReplicas); cfg.nodes > replicas {
+		voters = float64(replicas)
 	}
 	r.writes = float64(claims) * (voters + 1)
 	r.claimB = float64(atApplied.bytes["ops"]) / nodes / float64(claims)
@@ -269,8 +269,7 @@ func measure(tb testing.TB, cfg simConfig, claims int) result {
 	r.allB = float64(burst.total()) / nodes / r.writes
 	r.maxSentB = float64(burst.maxSent("ops")) / r.writes
 	r.kinds = kindsPerNode(burst, nodes, 1)
-	r.received, r.dups, r.gaps = diag.received, diag.duplicates, diag.gaps
-	r.sent = diag
+	r.ops = diag
 	r.offLink = s.meter.offLink.Load()
 	if cfg.boot > 0 {
 		// The overlay: how long a frozen voter of the first claim takes
@@ -299,16 +298,16 @@ func report(b *testing.B, r result) {
 	b.ReportMetric(r.opsB, "opsB/write/node")
 	b.ReportMetric(r.allB, "allB/write/node")
 	b.ReportMetric(r.maxSentB, "maxSentB/write")
-	if r.received > 0 {
-		b.ReportMetric(float64(r.dups)/float64(r.received), "dup-fraction")
+	if r.ops.received > 0 {
+		b.ReportMetric(float64(r.ops.duplicates)/float64(r.ops.received), "dup-fraction")
 	}
-	b.ReportMetric(float64(r.gaps), "gapRepairs")
+	b.ReportMetric(float64(r.ops.gaps), "gapRepairs")
 	b.ReportMetric(r.load, "loadavg")
 	b.Logf("n=%d, %.1f connections per node, diameter %d: setup %v, %.1f MB heap per node, %.1f goroutines per connection end; idle %.0f B/s per node %v; vv %d entries, %d B",
 		r.cfg.nodes, r.connsNode, r.diameter, r.setup.Round(time.Millisecond), r.heapNode/1e6, r.gorConn, r.idleBps, r.idleKinds, r.vvEntries, r.vvBytes)
 	b.Logf("burst of %d claims in %d signed ops (%.0f key writes with the votes): acked %v, applied everywhere %v, resolved everywhere %v; %.1f CPU-s in all (%.3f per node), load %.1f; per node %.0f B of ops per claim until applied, %.1f B of ops and %.1f B in all per write until resolved, busiest sender %.0f B per write; bytes per node by kind %v; ops received %d (%d duplicates, %d gap repairs)",
 		r.claims, r.signedOps, r.writes, r.acked.Round(time.Millisecond), r.applied.Round(time.Millisecond), r.resolved.Round(time.Millisecond),
-		r.cpu.Seconds(), r.cpu.Seconds()/float64(r.cfg.nodes), r.load, r.claimB, r.opsB, r.allB, r.maxSentB, r.kinds, r.received, r.dups, r.gaps)
+		r.cpu.Seconds(), r.cpu.Seconds()/float64(r.cfg.nodes), r.load, r.claimB, r.opsB, r.allB, r.maxSentB, r.kinds, r.ops.received, r.ops.duplicates, r.ops.gaps)
 }
 
 // kindsPerNode is bytes per node (divided by secs) of each kind seen.

@@ -255,3 +255,13 @@ func Run(ctx context.Context, g *Governor, tick time.Duration, cpu func() time.D
 		}
 	}
 }
+
+// ProcessCPU is the user and system CPU time this process has used, every
+// thread's (getrusage: one system call), and false where the platform
+// has no getrusage.
+func ProcessCPU() (time.Duration, bool) {
+	if processCPU == nil {
+		return 0, false
+	}
+	return processCPU(), true
+}

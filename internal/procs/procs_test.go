@@ -221,9 +221,15 @@ func TestRunReadsMachineIdleOnlyNearSaturation(t *testing.T) {
 	var reads atomic.Int32
 	idle := func() (time.Duration, bool) { reads.Add(1); return time.Since(start), true }
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	ticks := make(chan struct{}, 1024)
-	go Run(ctx, g, 5*time.Millisecond, cpu, idle, func() bool { ticks <- struct{}{}; return false }, nil)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		Run(ctx, g, 5*time.Millisecond, cpu, idle, func() bool { ticks <- struct{}{}; return false }, nil)
+	}()
+	// Run puts GOMAXPROCS back as it returns: wait for it, or it may do
+	// so in the middle of the next test.
+	defer func() { cancel(); <-done }()
 	for range 20 {
 		<-ticks
 	}
