@@ -45,8 +45,8 @@ const (
 	// KindGraft: Overlay.IDs, "send me these ops, and push to me eagerly
 	// from now on".
 	KindGraft = "graft"
-	// KindPrune: no content, "I got that op already: announce ids to me
-	// instead of pushing ops".
+	// KindPrune: no content, "I got that op already (or have neighbours
+	// enough pushing to me): announce ids to me instead of pushing ops".
 	KindPrune = "prune"
 	// KindDigest: Overlay.Digest, a hash of the sender's version vector;
 	// a receiver whose own vector hashes differently answers with its

@@ -361,6 +361,9 @@ type PeerDiag struct {
 	OpsDup      int64    `json:"opsDuplicate"`
 	// AnnouncedTunnels is how many tunnel ids the peer announces now.
 	AnnouncedTunnels int `json:"announcedTunnels"`
+	// Feeds: we did not ask the peer to announce op ids instead of
+	// pushing ops (a link of the dissemination tree toward us).
+	Feeds bool `json:"feeds,omitempty"`
 	// Path is how the connection reaches the peer: "direct" (dialed or
 	// accepted at a known address), "punched" (opened by hole punching
 	// after an introduction); other transports add their own ("tcp",

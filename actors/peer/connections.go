@@ -112,6 +112,7 @@ func (a *Actor) onConn(c actor.Context, m *newConn) {
 		syncInterval: a.d.SyncInterval, pingInterval: a.d.PingInterval, handshakeTimeout: a.d.HandshakeTimeout,
 		askTimeout: a.d.AskTimeout, staleAfter: a.d.StaleAfter, batch: a.d.Batch, queueSize: 256, mesh: a.d.Mesh,
 		applied: a.d.Applied, checked: &a.checked, lazyTimeout: a.d.LazyTimeout, grafts: &a.grafts, lag: &a.lag,
+		prune: a.feeds() >= a.d.EagerLinks,
 	}
 	if a.joinInv != nil && id == a.joinInv.Inviter {
 		cfg.hello.Join = a.joinReq
@@ -125,6 +126,7 @@ func (a *Actor) onConn(c actor.Context, m *newConn) {
 	}
 	path, via := a.pathOf(m)
 	a.sessions[id] = &sessionEntry{pid: pid, conn: conn, since: a.d.Now(), dialAddr: m.addr, inherited: inherited, path: path, via: via}
+	a.sessions[id].stats.pruned = cfg.prune
 }
 
 func (a *Actor) onUp(c actor.Context, m *sessionUp) {

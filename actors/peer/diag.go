@@ -76,6 +76,7 @@ func (a *Actor) diagnostics() *messages.PeerDiagnosticsReply {
 			p.RTTMillis = float64(e.stats.rtt.Microseconds()) / 1000
 			p.OpsSent, p.OpsReceived, p.OpsDup = e.stats.opsSent, e.stats.opsReceived, e.stats.opsDup
 			p.AnnouncedTunnels = a.d.Mesh.announcedBy(id)
+			p.Feeds = e.up && !e.stats.pruned
 			p.Path, p.Via = e.path, e.via
 			pathDiag(&p, e.conn)
 		}

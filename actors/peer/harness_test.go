@@ -55,6 +55,7 @@ type nodeOpts struct {
 	maxPending int // transport.Config.MaxPendingInbound (0: the default)
 	advertise  []string
 	activeView int // Deps.ActiveView (0: the default)
+	eagerLinks int // Deps.EagerLinks (0: the default)
 	// heartbeat, heartbeatTimeout: Deps.HeartbeatInterval and
 	// HeartbeatTimeout (0: the defaults).
 	heartbeat, heartbeatTimeout time.Duration
@@ -161,7 +162,7 @@ func (n *testNode) start() {
 		PingInterval: 300 * time.Millisecond, ExchangeInterval: 100 * time.Millisecond,
 		HandshakeTimeout: 3 * time.Second, Batch: 8, // small batches exercise multi-batch sync
 		Backoff:    transport.Backoff{Min: 20 * time.Millisecond, Max: 200 * time.Millisecond},
-		ActiveView: n.opts.activeView, Applied: vec, LazyTimeout: 100 * time.Millisecond,
+		ActiveView: n.opts.activeView, EagerLinks: n.opts.eagerLinks, Applied: vec, LazyTimeout: 100 * time.Millisecond,
 		withhold:          n.opts.withhold,
 		HeartbeatInterval: n.opts.heartbeat, HeartbeatTimeout: n.opts.heartbeatTimeout,
 	}), "peers")

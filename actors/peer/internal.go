@@ -118,7 +118,8 @@ type sendPeers struct{ peers []messages.PeerInfo }
 type sessionStats struct {
 	lastSeen time.Time
 	rtt      time.Duration
-	lazy     bool
+	lazy     bool // we announce to the peer
+	pruned   bool // the peer announces to us
 	sessionCounts
 }
 

@@ -112,3 +112,69 @@ func TestIHaveFloodDropsNeighbour(t *testing.T) {
 		})
 	}
 }
+
+// A node takes pushes from at most EagerLinks neighbours from the start
+// (the others announce ids to it), claims still reach every node, and a
+// node whose feeds end asks another neighbour to push: without that it
+// would hear of every op by announcement only, a LazyTimeout late.
+func TestFeedsBoundedAndRefilled(t *testing.T) {
+	const n, view, eager = 6, 5, 2
+	nodes := overlayNetWith(t, n, view, func(i int, o *nodeOpts) { o.eagerLinks = eager })
+	waitOverlay(t, overlayHeal, view, nodes...)
+	feedsOf := func(nd *testNode) []string {
+		var ids []string
+		for _, p := range diag(t, nd).Peers {
+			if p.Feeds {
+				ids = append(ids, p.ID)
+			}
+		}
+		return ids
+	}
+	for _, nd := range nodes {
+		if e := feedsOf(nd); len(e) > eager {
+			t.Fatalf("%s takes pushes from %d neighbours, at most %d allowed", nd.name, len(e), eager)
+		}
+	}
+	if lazy := overlaySum(t, nodes, func(o *messages.OverlayDiag) int64 { return int64(o.LazyLinks) }); lazy == 0 {
+		t.Fatal("every link pushes: none was asked to announce")
+	}
+	nodes[1].addDomain("fed-1.p2p", hash('d'))
+	nodes[4].addDomain("fed-4.p2p", hash('d'))
+	waitConverged(t, overlayHeal, nodes...)
+
+	// Stop every node that feeds node 0: its sessions to them end, and it
+	// asks a neighbour left to push instead.
+	stopped := map[string]bool{}
+	for _, id := range feedsOf(nodes[0]) {
+		stopped[id] = true
+	}
+	if len(stopped) == 0 {
+		t.Fatal("node 0 has no feed to stop")
+	}
+	var left []*testNode
+	for _, nd := range nodes {
+		if stopped[nd.id.ID()] {
+			nd.stop()
+		} else {
+			left = append(left, nd)
+		}
+	}
+	testutil.Eventually(t, overlayHeal, func() error {
+		e := feedsOf(nodes[0])
+		for _, id := range e {
+			if stopped[id] {
+				return fmt.Errorf("node 0 still counts stopped %s as a feed", short(id))
+			}
+		}
+		if len(e) == 0 {
+			var st []string
+			for _, p := range diag(t, nodes[0]).Peers {
+				st = append(st, short(p.ID)+":"+p.State)
+			}
+			return fmt.Errorf("node 0 has no feed after its feeds stopped (peers %v)", st)
+		}
+		return nil
+	})
+	left[len(left)-1].addDomain("after-refill.p2p", hash('e'))
+	waitConverged(t, overlayHeal, left...)
+}

@@ -35,6 +35,7 @@ type sessionConfig struct {
 	// lazyTimeout and grafts: Plumtree (session_lazy.go).
 	lazyTimeout time.Duration
 	grafts      *graftBook
+	prune       bool       // ask the peer to announce, not push, from the start (eagerLinks)
 	lag         *ledgerLag // shared by the sessions: sizes repairs' freshness window
 }
 

@@ -97,6 +97,8 @@ func (s *session) established(c actor.Context) {
 		s.push(m.ops)
 	case *lazyDue:
 		s.onLazyDue(c)
+	case *feedMe:
+		s.onFeedMe()
 	case *sendFrame:
 		s.enqueue(m.env)
 	case *sendLeave:
@@ -142,7 +144,7 @@ func (s *session) established(c actor.Context) {
 			s.pings++
 			s.enqueue(&messages.Envelope{Kind: messages.KindPing, Ping: p})
 		}
-		s.stats.lazy = s.lz.lazy
+		s.stats.lazy, s.stats.pruned = s.lz.lazy, s.lz.pruned
 		c.Send(c.Parent(), &statsReport{id: s.peer, st: s.stats})
 	}
 }

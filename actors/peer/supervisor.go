@@ -109,7 +109,11 @@ type Deps struct {
 	// LazyTimeout: an op a lazy neighbour announced that has not arrived
 	// this long after is grafted from it (session_lazy.go) [500ms].
 	LazyTimeout time.Duration
-	Now         func() time.Time
+	// EagerLinks: neighbours that push ops to us from the start (our
+	// feeds); those established beyond it announce ids instead
+	// (session_lazy.go) [4].
+	EagerLinks int
+	Now        func() time.Time
 
 	// withhold makes the node relay no op of another writer (tests play
 	// a neighbour that withholds ops with it).
@@ -147,6 +151,9 @@ func (d *Deps) defaults() {
 	}
 	if d.ActiveView <= 0 {
 		d.ActiveView = 12
+	}
+	if d.EagerLinks <= 0 {
+		d.EagerLinks = 4
 	}
 	if d.ShuffleSize <= 0 {
 		d.ShuffleSize = 8
@@ -234,10 +241,13 @@ type Actor struct {
 	grafts                       graftBook       // session_lazy.go, shared by the sessions
 	checked                      applied.Checked // signatures sessions verified, shared by them
 	lag                          ledgerLag       // ledgerlag.go, shared by the sessions
+
+	// fed: sessions whose peer we had not pruned at the last tick (refeed).
+	fed map[string]*actor.PID
 }
 
 func newActor(d Deps) *Actor {
-	a := &Actor{d: d, log: d.Log}
+	a := &Actor{d: d, log: d.Log, fed: map[string]*actor.PID{}}
 	if d.Identity != nil {
 		a.self = d.Identity.ID()
 	}
@@ -548,6 +558,7 @@ func (a *Actor) onTick(c actor.Context, now time.Time) {
 		a.connectedChanged(c)
 	}
 	a.trimView(c, "")
+	a.refeed(c)
 	a.refillDialers(a.updateGate())
 	a.heartbeatTick(c, now)
 	a.relayTick(now)

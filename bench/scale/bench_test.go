@@ -133,8 +133,11 @@ type result struct {
 	// ops: the burst's op counters of all sessions (received, of them
 	// duplicates the ledger had already, gap repairs; sent, repaired,
 	// grafted).
-	ops     opCounts
-	offLink int64 // frames between nodes the topology does not link (must be 0)
+	ops opCounts
+	// lazyLinks, links: session ends announcing ids instead of pushing
+	// ops when the burst began, of all session ends.
+	lazyLinks, links int64
+	offLink          int64 // frames between nodes the topology does not link (must be 0)
 
 	// short: the overlay's nodes whose view was not full, described
 	// (shortViews).
@@ -207,6 +210,7 @@ func measure(tb testing.TB, cfg simConfig, claims int) result {
 	seq0 := s.vv(w)[w.id.ID()]
 	before := s.meter.snapshot()
 	diag0 := s.diagnostics()
+	r.lazyLinks, r.links = diag0.lazy, int64(conns)
 	cpu0 := cpuTime()
 	if b != nil {
 		b.StartTimer()
@@ -332,12 +336,17 @@ type opCounts struct {
 	// ups, ends: sessions established and ended, counted at both ends
 	// (one session is two); leaves: neighbours dropped to make room.
 	ups, ends, leaves int64
+	// Plumtree: ids grafted, links pruned; lazy: links each end announces
+	// ids on instead of pushing ops (a level at the time of reading, not
+	// a count).
+	grafts, prunes, lazy int64
 }
 
 func (c opCounts) since(o opCounts) opCounts {
 	return opCounts{c.received - o.received, c.duplicates - o.duplicates, c.gaps - o.gaps,
 		c.sent - o.sent, c.repaired - o.repaired, c.grafted - o.grafted,
-		c.ups - o.ups, c.ends - o.ends, c.leaves - o.leaves}
+		c.ups - o.ups, c.ends - o.ends, c.leaves - o.leaves,
+		c.grafts - o.grafts, c.prunes - o.prunes, c.lazy}
 }
 
 func (s *sim) diagnostics() opCounts {
@@ -354,6 +363,9 @@ func (s *sim) diagnostics() opCounts {
 			c.ups += o.SessionsUp
 			c.ends += o.SessionsEnded
 			c.leaves += o.LeavesSent
+			c.grafts += o.Grafts
+			c.prunes += o.Prunes
+			c.lazy += int64(o.LazyLinks)
 		}
 	}
 	return c
