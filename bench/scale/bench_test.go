@@ -126,6 +126,7 @@ type result struct {
 	load                         float64       // 1-minute load average at the end of the burst
 	writes                       float64       // key writes the burst caused (claims + votes)
 	claimB                       float64       // ops bytes received per node per claim, until applied
+	claimOpsB, claimAllB         float64       // ops bytes and bytes of every kind received per node per claim, until resolved
 	opsB                         float64       // ops bytes received per node per write, until resolved
 	allB                         float64       // bytes of every kind per node per write, until resolved
 	maxSentB                     float64       // the busiest sender's ops bytes per write
@@ -271,6 +272,8 @@ func measure(tb testing.TB, cfg simConfig, claims int) result {
 	r.claimB = float64(atApplied.bytes["ops"]) / nodes / float64(claims)
 	r.opsB = float64(burst.bytes["ops"]) / nodes / r.writes
 	r.allB = float64(burst.total()) / nodes / r.writes
+	r.claimOpsB = float64(burst.bytes["ops"]) / nodes / float64(claims)
+	r.claimAllB = float64(burst.total()) / nodes / float64(claims)
 	r.maxSentB = float64(burst.maxSent("ops")) / r.writes
 	r.kinds = kindsPerNode(burst, nodes, 1)
 	r.ops = diag
