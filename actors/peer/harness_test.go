@@ -1,6 +1,7 @@
 package peer
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"log/slog"
@@ -56,6 +57,8 @@ type nodeOpts struct {
 	advertise  []string
 	activeView int // Deps.ActiveView (0: the default)
 	eagerLinks int // Deps.EagerLinks (0: the default)
+	// lazyTimeout: Deps.LazyTimeout (0: 100 ms)
+	lazyTimeout time.Duration
 	// heartbeat, heartbeatTimeout: Deps.HeartbeatInterval and
 	// HeartbeatTimeout (0: the defaults).
 	heartbeat, heartbeatTimeout time.Duration
@@ -162,7 +165,7 @@ func (n *testNode) start() {
 		PingInterval: 300 * time.Millisecond, ExchangeInterval: 100 * time.Millisecond,
 		HandshakeTimeout: 3 * time.Second, Batch: 8, // small batches exercise multi-batch sync
 		Backoff:    transport.Backoff{Min: 20 * time.Millisecond, Max: 200 * time.Millisecond},
-		ActiveView: n.opts.activeView, EagerLinks: n.opts.eagerLinks, Applied: vec, LazyTimeout: 100 * time.Millisecond,
+		ActiveView: n.opts.activeView, EagerLinks: n.opts.eagerLinks, Applied: vec, LazyTimeout: cmp.Or(n.opts.lazyTimeout, 100*time.Millisecond),
 		withhold:          n.opts.withhold,
 		HeartbeatInterval: n.opts.heartbeat, HeartbeatTimeout: n.opts.heartbeatTimeout,
 	}), "peers")

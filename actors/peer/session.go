@@ -102,6 +102,7 @@ const opsCredits = 8
 func sessionProps(cfg sessionConfig) *actor.Props {
 	return actor.PropsFromProducer(func() actor.Actor {
 		s := &session{cfg: cfg, peer: cfg.conn.PeerID()}
+		s.lz.pruned = cfg.prune && cfg.applied != nil // told the peer once established; reported as such from the start
 		s.behavior = actor.NewBehavior()
 		s.behavior.Become(s.handshaking)
 		return s

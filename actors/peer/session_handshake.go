@@ -164,8 +164,7 @@ func (s *session) maybeEstablish(c actor.Context) {
 	s.peerVV = messages.VersionVector{}
 	s.sentVV, s.sentAt, s.lastPeerVV = messages.VersionVector{}, map[string]time.Time{}, messages.VersionVector{}
 	s.sendVV(c, messages.KindVV)
-	if s.cfg.prune && s.cfg.applied != nil {
-		s.lz.pruned = true // our pushes to the peer go on (session_lazy.go)
+	if s.lz.pruned { // we have feeds enough: our pushes to the peer go on (session_lazy.go)
 		s.enqueue(&messages.Envelope{Kind: messages.KindPrune, Overlay: &messages.Overlay{}})
 	}
 	// Read our set now, not when the supervisor hears sessionUp: an

@@ -39,18 +39,14 @@ import (
 // feeds it chose, and a graph in which every node picks 4 feeds is
 // connected with high probability; where it is not, grafts mend it. A
 // node whose feeds end (trims, leaves, failures) asks as many other
-// neighbours to push on its next tick (refeed) with a graft of no op.
+// neighbours to push on its next tick (refeed) with a graft of no op,
+// which unlike a graft of ops does not make the asker push in turn.
 // Up to ActiveView writers nothing changes: a writer's own ops go to
 // every neighbour whole.
 //
-// In the 100-writer simulation (six runs of each, a burst of 10 claims
-// right after the views filled): ops received per node per claim 15.3
-// KB → 11.2 KB (medians), all bytes 21.9 → 18.4 KB, ops sent to answer
-// grafts 10.8k → 6.3k. Tried and left: a budget on both ends of a link
-// (eager only if both had room: too few eager links, a claim reached
-// some node only by graft); prunes for duplicates one-way, or counted
-// against the pruned end's feeds, or a node with no feed refilling one
-// (13.4-14.2 KB: more links cut in the burst, more grafts).
+// In the 100-writer simulation a burst right after the views filled
+// received a quarter fewer ops per claim this way; the figures, and the
+// variants tried and left, are in docs/scale.md ("Feeds").
 //
 // Hostile neighbours: ids a peer announces are rate-limited
 // (ihaveRate ids a second, a burst of ihaveBurst); ids over the limit
@@ -260,10 +256,11 @@ func (s *session) onLazyDue(c actor.Context) {
 // brought ops the asker held, and that frame of duplicates pruned the
 // link again.
 func (s *session) onGraft(c actor.Context, ids []messages.OpID) {
-	s.lz.lazy, s.lz.pruned = false, false
+	s.lz.lazy = false
 	if !slices.ContainsFunc(ids, func(id messages.OpID) bool { return id.Seq > 0 }) {
-		return
+		return // the asker does not push to us for it (onFeedMe)
 	}
+	s.lz.pruned = false // the asker pushes to us again too (onLazyDue)
 	vv := copyVV(s.peerVV)
 	grafted := map[string]bool{}
 	for _, id := range ids {
@@ -311,8 +308,10 @@ func (a *Actor) feeds() int {
 // are not replaced: that is the tree forming.
 func (a *Actor) refeed(c actor.Context) {
 	owed := 0
-	for id, pid := range a.fed {
-		if e := a.sessions[id]; e == nil || !e.pid.Equal(pid) {
+	for id := range a.fed {
+		// A session replaced by a new one to the same peer is not owed:
+		// the new one took a feed's place as it started, if there was one.
+		if a.sessions[id] == nil {
 			owed++
 		}
 	}
@@ -324,17 +323,17 @@ func (a *Actor) refeed(c actor.Context) {
 			c.Send(e.pid, &feedMe{})
 		}
 		if !e.stats.pruned {
-			a.fed[id] = e.pid
+			a.fed[id] = true
 		}
 	}
 }
 
-// onFeedMe grafts no op of the peer: it pushes to us again, and we to
-// it (onGraft).
+// onFeedMe grafts no op of the peer: it pushes to us again. Our pushes
+// to it stay as they are (onGraft): it did not ask for them.
 func (s *session) onFeedMe() {
 	if !s.lz.pruned {
 		return
 	}
-	s.lz.lazy, s.lz.pruned = false, false
+	s.lz.pruned = false
 	s.enqueue(&messages.Envelope{Kind: messages.KindGraft, Overlay: &messages.Overlay{IDs: []messages.OpID{{Writer: s.cfg.hello.ID}}}})
 }

@@ -243,11 +243,11 @@ type Actor struct {
 	lag                          ledgerLag       // ledgerlag.go, shared by the sessions
 
 	// fed: sessions whose peer we had not pruned at the last tick (refeed).
-	fed map[string]*actor.PID
+	fed map[string]bool
 }
 
 func newActor(d Deps) *Actor {
-	a := &Actor{d: d, log: d.Log, fed: map[string]*actor.PID{}}
+	a := &Actor{d: d, log: d.Log, fed: map[string]bool{}}
 	if d.Identity != nil {
 		a.self = d.Identity.ID()
 	}
