@@ -43,7 +43,7 @@ const (
 	// (lazy link).
 	KindIHave = "ihave"
 	// KindGraft: Overlay.IDs, "send me these ops, and push to me eagerly
-	// from now on".
+	// from now on"; ids of seq 0 only ask for the pushes alone.
 	KindGraft = "graft"
 	// KindPrune: no content, "I got that op already (or have neighbours
 	// enough pushing to me): announce ids to me instead of pushing ops".

@@ -35,7 +35,7 @@ type sessionConfig struct {
 	// lazyTimeout and grafts: Plumtree (session_lazy.go).
 	lazyTimeout time.Duration
 	grafts      *graftBook
-	prune       bool       // ask the peer to announce, not push, from the start (eagerLinks)
+	prune       bool       // ask the peer to announce, not push, from the start: we have EagerLinks feeds (feeds)
 	lag         *ledgerLag // shared by the sessions: sizes repairs' freshness window
 }
 
