@@ -302,28 +302,23 @@ func (a *Actor) feeds() int {
 	return n
 }
 
-// refeed asks another neighbour to push to us for every feed that ended
-// since the last tick (trimmed, left, failed): ops would otherwise reach
-// us only by graft, a LazyTimeout late. Feeds pruned for a duplicate
-// are not replaced: that is the tree forming.
+// refeed asks another neighbour to push to us for every feed whose
+// session ended since the last tick (trimmed, left, failed, replaced),
+// up to EagerLinks feeds (a replacing session took a free place as it
+// started): ops would otherwise reach us only by graft, a LazyTimeout
+// late. Feeds pruned for a duplicate are not replaced: that is the tree
+// forming.
 func (a *Actor) refeed(c actor.Context) {
-	owed := 0
-	for id := range a.fed {
-		// A session replaced by a new one to the same peer is not owed:
-		// the new one took a feed's place as it started, if there was one.
-		if a.sessions[id] == nil {
-			owed++
+	need := min(a.view.feedsLost, a.d.EagerLinks-a.feeds())
+	a.view.feedsLost = 0
+	for _, e := range a.sessions {
+		if need <= 0 {
+			return
 		}
-	}
-	clear(a.fed)
-	for id, e := range a.sessions {
-		if owed > 0 && e.up && e.stats.pruned {
+		if e.up && e.stats.pruned {
 			e.stats.pruned = false
-			owed--
+			need--
 			c.Send(e.pid, &feedMe{})
-		}
-		if !e.stats.pruned {
-			a.fed[id] = true
 		}
 	}
 }

@@ -241,13 +241,10 @@ type Actor struct {
 	grafts                       graftBook       // session_lazy.go, shared by the sessions
 	checked                      applied.Checked // signatures sessions verified, shared by them
 	lag                          ledgerLag       // ledgerlag.go, shared by the sessions
-
-	// fed: sessions whose peer we had not pruned at the last tick (refeed).
-	fed map[string]bool
 }
 
 func newActor(d Deps) *Actor {
-	a := &Actor{d: d, log: d.Log, fed: map[string]bool{}}
+	a := &Actor{d: d, log: d.Log}
 	if d.Identity != nil {
 		a.self = d.Identity.ID()
 	}
@@ -539,6 +536,9 @@ func (a *Actor) onTick(c actor.Context, now time.Time) {
 	if !a.netKnown && a.joinErr == "" {
 		a.askNetwork(c)
 	}
+	// Before the ticks: a session then takes our feedMe before it reports
+	// its state, and the feed count does not read the state before it.
+	a.refeed(c)
 	expired := false
 	stale := a.staleAfter()
 	for _, e := range a.sessions {
@@ -558,7 +558,6 @@ func (a *Actor) onTick(c actor.Context, now time.Time) {
 		a.connectedChanged(c)
 	}
 	a.trimView(c, "")
-	a.refeed(c)
 	a.refillDialers(a.updateGate())
 	a.heartbeatTick(c, now)
 	a.relayTick(now)

@@ -88,6 +88,9 @@ type viewState struct {
 	ends     int64 // established sessions that ended
 	// withholding: neighbours dropped for holding ops back (session_owed.go)
 	withholding int64
+	// feedsLost: sessions of peers that pushed to us that ended since
+	// the last tick (refeed, session_lazy.go)
+	feedsLost int
 	// past: the overlay counters of sessions that ended, so the totals
 	// diagnostics show only grow
 	past sessionCounts
@@ -98,6 +101,9 @@ type viewState struct {
 func (v *viewState) retire(e *sessionEntry) {
 	if e.up {
 		v.ends++
+	}
+	if !e.stats.pruned {
+		v.feedsLost++ // refeed replaces it
 	}
 	v.past.add(e.stats.sessionCounts)
 }
