@@ -88,7 +88,7 @@ func (o *Op) Writes() []*Op {
 
 // SigningBytes is what the writer signs: the op without its signature.
 func (o *Op) SigningBytes() ([]byte, error) {
-	c := *o
+	c := opSigned(*o)
 	c.Sig = nil
 	return Marshal(&c)
 }

@@ -1,0 +1,657 @@
+package messages
+
+import (
+	"bytes"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"sync"
+	"unicode/utf8"
+)
+
+// Packed ids on the wire.
+//
+// A writer id is 64 lowercase hex characters (an Ed25519 public key), and
+// ids are most of what the peer protocol carries: an op names its writer
+// and, in a vote's key, the voter and the claimant (about a third of its
+// ~310 bytes); an announced op id is an id and a seq; a version vector,
+// a heartbeat or a suspicion is ids and numbers. At 1,000 writers the
+// announcements alone were ten of the ~23 KB a node received per claim
+// (docs/scale.md). So the frames carry an id as a CBOR byte string of its
+// 32 bytes, not as 64 characters of text: an announced id is 40 bytes
+// instead of 72, a vote op about 215 instead of 310.
+//
+// Only the wire form changes. Inside the process ids stay hex strings;
+// what a writer signs is the op's CBOR with ids as text, exactly as
+// before (Op.SigningBytes), so signatures made by any build verify, and a
+// decoder takes an id as text too (a frame from a build before packing, a
+// ledger file written by one). A string that is not a canonical id (upper
+// case, another length, not hex) travels as text, unchanged. A key is
+// packed by its ':'-separated parts: a part that is a canonical id goes
+// as 32 bytes, any other as text, and a key with no id in it stays a
+// text string; decoding joins the parts with ':' again, so every key
+// comes back as it was (a key that decodes to something its writer did
+// not sign fails the signature check, as any altered op does).
+//
+// A build before packing cannot read the packed frames, nor a ledger file
+// this build wrote (its decoder wants text): the nodes of one network run
+// builds from the same side of this change, and a node is not moved back
+// to such a build on its data folder. Measured: docs/scale.md, "Packed
+// ids".
+
+// idBytes is the size of a packed id.
+const idBytes = 32
+
+// maxKeyParts bounds the parts of a packed key (a ledger key has at
+// most four: ParseKey).
+const maxKeyParts = 8
+
+// packHex returns the 32 bytes of s when s is a canonical id.
+func packHex(s string) (raw [idBytes]byte, ok bool) {
+	if len(s) != 2*idBytes {
+		return raw, false
+	}
+	for i := range raw {
+		hi, lo := nibble[s[2*i]], nibble[s[2*i+1]]
+		if hi|lo > 15 {
+			return raw, false
+		}
+		raw[i] = hi<<4 | lo
+	}
+	return raw, true
+}
+
+// isID reports whether s is a canonical id, as packHex would, without
+// decoding it.
+func isID(s string) bool {
+	if len(s) != 2*idBytes {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if nibble[s[i]] > 15 {
+			return false
+		}
+	}
+	return true
+}
+
+// nibble maps a lowercase hex digit to its value and anything else to
+// 0xff.
+var nibble = func() (t [256]byte) {
+	for i := range t {
+		t[i] = 0xff
+	}
+	for c := '0'; c <= '9'; c++ {
+		t[c] = byte(c - '0')
+	}
+	for c := 'a'; c <= 'f'; c++ {
+		t[c] = byte(c-'a') + 10
+	}
+	return t
+}()
+
+// appendID appends s in CBOR: a byte string of 32 when it is a canonical
+// id, else a text string.
+func appendID(b []byte, s string) []byte {
+	if raw, ok := packHex(s); ok {
+		b = append(b, 0x58, idBytes) // byte string, one-byte length
+		return append(b, raw[:]...)
+	}
+	return appendText(b, s)
+}
+
+// appendText appends s as a CBOR text string.
+func appendText(b []byte, s string) []byte {
+	b = appendHead(b, 3, uint64(len(s)))
+	return append(b, s...)
+}
+
+// appendHead appends a CBOR head of major type major and argument n in
+// its shortest form (deterministic encoding).
+func appendHead(b []byte, major byte, n uint64) []byte {
+	m := major << 5
+	switch {
+	case n < 24:
+		return append(b, m|byte(n))
+	case n <= 0xff:
+		return append(b, m|24, byte(n))
+	case n <= 0xffff:
+		return append(b, m|25, byte(n>>8), byte(n))
+	case n <= 0xffffffff:
+		return append(b, m|26, byte(n>>24), byte(n>>16), byte(n>>8), byte(n))
+	}
+	return append(b, m|27, byte(n>>56), byte(n>>48), byte(n>>40), byte(n>>32), byte(n>>24), byte(n>>16), byte(n>>8), byte(n))
+}
+
+// packedID is an id field in a frame (see above).
+type packedID string
+
+func (p packedID) MarshalCBOR() ([]byte, error) { return appendID(nil, string(p)), nil }
+
+var errPackedID = errors.New("cbor: an id is a text string or a byte string of 32")
+
+func (p *packedID) UnmarshalCBOR(b []byte) error {
+	s, err := decodeID(b)
+	*p = packedID(s)
+	return err
+}
+
+// decodeID reads one id: a text string as it is, a byte string of 32 as
+// hex. b is one CBOR item (the decoder checked it is well formed).
+func decodeID(b []byte) (string, error) {
+	major, n, hl, ok := head(b)
+	if !ok || uint64(len(b)-hl) < n {
+		return "", errPackedID
+	}
+	body := b[hl : hl+int(n)]
+	switch {
+	case major == 3 && utf8.Valid(body):
+		return string(body), nil
+	case major == 2 && n == idBytes:
+		return internID(body), nil
+	}
+	return "", errPackedID
+}
+
+// Decoded ids are interned: a network has a bounded set of writers, and
+// every op, announced id and vote names some of them again, so a packed
+// id costs a lookup instead of a 64-byte string each time it is read.
+// Past maxInterned distinct ids (a flood of made-up ones) new ids are
+// decoded without being kept.
+var interned struct {
+	sync.RWMutex
+	m map[[idBytes]byte]string
+}
+
+const maxInterned = 1 << 16
+
+func internID(raw []byte) string {
+	k := [idBytes]byte(raw)
+	interned.RLock()
+	s, ok := interned.m[k]
+	interned.RUnlock()
+	if ok {
+		return s
+	}
+	s = hex.EncodeToString(raw)
+	interned.Lock()
+	if interned.m == nil {
+		interned.m = make(map[[idBytes]byte]string)
+	}
+	if len(interned.m) < maxInterned {
+		interned.m[k] = s
+	}
+	interned.Unlock()
+	return s
+}
+
+// head reads the head of the CBOR item at the start of b: its major type,
+// its argument and the head's length. Indefinite lengths are refused (a
+// deterministic encoder never writes them).
+func head(b []byte) (major byte, arg uint64, n int, ok bool) {
+	if len(b) == 0 {
+		return 0, 0, 0, false
+	}
+	major, info := b[0]>>5, b[0]&31
+	switch {
+	case info < 24:
+		return major, uint64(info), 1, true
+	case info <= 27:
+		size := 1 << (info - 24)
+		if len(b) < 1+size {
+			return 0, 0, 0, false
+		}
+		for _, c := range b[1 : 1+size] {
+			arg = arg<<8 | uint64(c)
+		}
+		return major, arg, 1 + size, true
+	}
+	return 0, 0, 0, false
+}
+
+// packedKey is a ledger key in a frame: a text string, or an array of its
+// ':'-separated parts when one of them is an id (see above).
+type packedKey string
+
+func (k packedKey) MarshalCBOR() ([]byte, error) { return appendKey(nil, string(k)), nil }
+
+// appendKey appends key as packedKey encodes it.
+func appendKey(b []byte, key string) []byte {
+	n, ids := 1, 0
+	for rest, more := key, true; more; {
+		var part string
+		part, rest, more = strings.Cut(rest, ":")
+		if isID(part) {
+			ids++
+		}
+		if more {
+			n++
+		}
+	}
+	if ids == 0 || n > maxKeyParts {
+		return appendText(b, key)
+	}
+	b = appendHead(b, 4, uint64(n))
+	for rest, more := key, true; more; {
+		var part string
+		part, rest, more = strings.Cut(rest, ":")
+		b = appendID(b, part)
+	}
+	return b
+}
+
+var errPackedKey = fmt.Errorf("cbor: a key is a text string or an array of at most %d parts", maxKeyParts)
+
+func (k *packedKey) UnmarshalCBOR(b []byte) error {
+	major, parts, hl, ok := head(b)
+	if !ok {
+		return errPackedKey
+	}
+	if major != 4 {
+		s, err := decodeID(b) // a text string (or a lone packed id)
+		*k = packedKey(s)
+		return err
+	}
+	if parts == 0 || parts > maxKeyParts {
+		return errPackedKey
+	}
+	var sb strings.Builder
+	sb.Grow(len(b) * 2)
+	rest := b[hl:]
+	for i := range int(parts) {
+		_, n, phl, ok := head(rest)
+		if !ok || uint64(len(rest)-phl) < n {
+			return errPackedKey
+		}
+		s, err := decodeID(rest[:phl+int(n)])
+		if err != nil {
+			return err
+		}
+		if i > 0 {
+			sb.WriteByte(':')
+		}
+		sb.WriteString(s)
+		rest = rest[phl+int(n):]
+	}
+	if len(rest) != 0 {
+		return errPackedKey
+	}
+	*k = packedKey(sb.String())
+	return nil
+}
+
+// opSigned is Op as its writer signs it: no methods, so the codec
+// encodes it field by field with ids as text, as every build signs and
+// verifies.
+type opSigned Op
+
+// MarshalCBOR encodes o with its ids packed: opWire's encoding, written
+// by hand (through the codec's reflection and a marshaler per id it cost
+// five times as much as the text form).
+func (o *Op) MarshalCBOR() ([]byte, error) {
+	fields := uint64(3)
+	for _, set := range [...]bool{o.Key != "", o.Value != "", o.Delete, len(o.Sig) > 0, len(o.Batch) > 0} {
+		if set {
+			fields++
+		}
+	}
+	b := make([]byte, 0, 64+len(o.Key)+len(o.Value)+len(o.Sig)+len(o.Batch)*96)
+	b = appendHead(b, 5, fields)
+	b = appendID(append(b, 1), o.Writer)
+	b = appendHead(append(b, 2), 0, o.Seq)
+	b = append(b, 3, 0xa2, 1)
+	if o.HLC.Wall < 0 {
+		b = appendHead(b, 1, uint64(-(o.HLC.Wall + 1)))
+	} else {
+		b = appendHead(b, 0, uint64(o.HLC.Wall))
+	}
+	b = appendHead(append(b, 2), 0, uint64(o.HLC.Logical))
+	if o.Key != "" {
+		b = appendKey(append(b, 4), o.Key)
+	}
+	if o.Value != "" {
+		b = appendText(append(b, 5), o.Value)
+	}
+	if o.Delete {
+		b = append(b, 6, 0xf5)
+	}
+	if len(o.Sig) > 0 {
+		b = append(appendHead(append(b, 7), 2, uint64(len(o.Sig))), o.Sig...)
+	}
+	if len(o.Batch) > 0 {
+		b = appendHead(append(b, 8), 4, uint64(len(o.Batch)))
+		for _, w := range o.Batch {
+			n := uint64(1)
+			if w.Value != "" {
+				n++
+			}
+			if w.Delete {
+				n++
+			}
+			b = appendKey(append(appendHead(b, 5, n), 1), w.Key)
+			if w.Value != "" {
+				b = appendText(append(b, 2), w.Value)
+			}
+			if w.Delete {
+				b = append(b, 3, 0xf5)
+			}
+		}
+	}
+	return b, nil
+}
+
+// UnmarshalCBOR decodes an op with ids packed or as text, by hand (the
+// codec's reflection, run again for each op, cost twice as much as the
+// text form did), as strictly as the codec's decoder: known fields only,
+// each at most once, definite lengths, valid UTF-8.
+func (o *Op) UnmarshalCBOR(b []byte) error {
+	d := opDecoder{b: b}
+	*o = d.op()
+	if d.err == nil && len(d.b) != 0 {
+		d.fail("trailing bytes")
+	}
+	return d.err
+}
+
+// opDecoder reads an op from b, consuming it; the first error stops it.
+type opDecoder struct {
+	b   []byte
+	err error
+}
+
+func (d *opDecoder) fail(what string) {
+	if d.err == nil {
+		d.err = fmt.Errorf("cbor: op: %s", what)
+	}
+	d.b = nil
+}
+
+// head consumes a head of major type want and returns its argument.
+func (d *opDecoder) head(want byte, what string) uint64 {
+	major, n, hl, ok := head(d.b)
+	if !ok || major != want {
+		d.fail(what)
+		return 0
+	}
+	d.b = d.b[hl:]
+	return n
+}
+
+// item consumes one string item (text or bytes) and returns it whole.
+func (d *opDecoder) item(what string) []byte {
+	major, n, hl, ok := head(d.b)
+	if !ok || uint64(len(d.b)-hl) < n {
+		d.fail(what)
+		return nil
+	}
+	switch major {
+	case 2, 3:
+		it := d.b[:hl+int(n)]
+		d.b = d.b[hl+int(n):]
+		return it
+	case 4: // a packed key: n strings
+		if n > maxKeyParts {
+			d.fail(what)
+			return nil
+		}
+		size := hl
+		for range int(n) {
+			_, m, phl, ok := head(d.b[size:])
+			if !ok || uint64(len(d.b)-size-phl) < m {
+				d.fail(what)
+				return nil
+			}
+			size += phl + int(m)
+		}
+		it := d.b[:size]
+		d.b = d.b[size:]
+		return it
+	}
+	d.fail(what)
+	return nil
+}
+
+func (d *opDecoder) text(what string) string {
+	it := d.item(what)
+	if d.err != nil {
+		return ""
+	}
+	if it[0]>>5 != 3 {
+		d.fail(what)
+		return ""
+	}
+	_, _, hl, _ := head(it)
+	if !utf8.Valid(it[hl:]) {
+		d.fail(what)
+		return ""
+	}
+	return string(it[hl:])
+}
+
+func (d *opDecoder) id(what string) string {
+	s, err := decodeID(d.item(what))
+	if err != nil {
+		d.fail(what)
+	}
+	return s
+}
+
+func (d *opDecoder) key(what string) string {
+	var k packedKey
+	if err := k.UnmarshalCBOR(d.item(what)); err != nil {
+		d.fail(what)
+	}
+	return string(k)
+}
+
+func (d *opDecoder) bool(what string) bool {
+	if len(d.b) == 0 || (d.b[0] != 0xf4 && d.b[0] != 0xf5) {
+		d.fail(what)
+		return false
+	}
+	v := d.b[0] == 0xf5
+	d.b = d.b[1:]
+	return v
+}
+
+// fields reads a map head and returns its size; seen tracks the keys of
+// the map (1 to max), each allowed once.
+func (d *opDecoder) field(seen *uint16, max uint64) uint64 {
+	k := d.head(0, "field key")
+	if d.err == nil && (k == 0 || k > max || *seen&(1<<k) != 0) {
+		d.fail(fmt.Sprintf("field %d unknown or repeated", k))
+		return 0
+	}
+	*seen |= 1 << k
+	return k
+}
+
+func (d *opDecoder) op() (o Op) {
+	var seen uint16
+	for n := d.head(5, "not a map"); n > 0 && d.err == nil; n-- {
+		switch d.field(&seen, 8) {
+		case 1:
+			o.Writer = d.id("writer")
+		case 2:
+			o.Seq = d.head(0, "seq")
+		case 3:
+			o.HLC = d.hlc()
+		case 4:
+			o.Key = d.key("key")
+		case 5:
+			o.Value = d.text("value")
+		case 6:
+			o.Delete = d.bool("delete")
+		case 7:
+			if it := d.item("sig"); d.err == nil && it[0]>>5 == 2 {
+				_, _, hl, _ := head(it)
+				if len(it) > hl { // an empty one is none, as omitempty writes it
+					o.Sig = append([]byte{}, it[hl:]...)
+				}
+			} else {
+				d.fail("sig")
+			}
+		case 8:
+			n := d.head(4, "batch")
+			if n > MaxBatch || n > uint64(len(d.b)) {
+				d.fail("batch too long")
+			}
+			if d.err == nil && n > 0 {
+				o.Batch = make([]Write, 0, n)
+			}
+			for ; n > 0 && d.err == nil; n-- {
+				o.Batch = append(o.Batch, d.write())
+			}
+		}
+	}
+	return o
+}
+
+func (d *opDecoder) hlc() (h HLC) {
+	var seen uint16
+	for n := d.head(5, "hlc"); n > 0 && d.err == nil; n-- {
+		switch d.field(&seen, 2) {
+		case 1:
+			major, v, hl, ok := head(d.b)
+			if !ok || major > 1 || v > math.MaxInt64 {
+				d.fail("hlc wall")
+				return h
+			}
+			d.b = d.b[hl:]
+			h.Wall = int64(v)
+			if major == 1 {
+				h.Wall = -1 - int64(v)
+			}
+		case 2:
+			v := d.head(0, "hlc logical")
+			if v > math.MaxUint32 {
+				d.fail("hlc logical")
+			}
+			h.Logical = uint32(v)
+		}
+	}
+	return h
+}
+
+func (d *opDecoder) write() (w Write) {
+	var seen uint16
+	for n := d.head(5, "batch write"); n > 0 && d.err == nil; n-- {
+		switch d.field(&seen, 3) {
+		case 1:
+			w.Key = d.key("batch key")
+		case 2:
+			w.Value = d.text("batch value")
+		case 3:
+			w.Delete = d.bool("batch delete")
+		}
+	}
+	return w
+}
+
+func (id OpID) MarshalCBOR() ([]byte, error) {
+	b := appendID(append(make([]byte, 0, 48), 0xa2, 1), id.Writer)
+	return appendHead(append(b, 2), 0, id.Seq), nil
+}
+
+// UnmarshalCBOR decodes an announced id, its writer packed or as text
+// (by hand, as Op's: an ihave carries up to MaxOpIDs of them).
+func (id *OpID) UnmarshalCBOR(b []byte) error {
+	d := opDecoder{b: b}
+	var seen uint16
+	*id = OpID{}
+	for n := d.head(5, "op id: not a map"); n > 0 && d.err == nil; n-- {
+		switch d.field(&seen, 2) {
+		case 1:
+			id.Writer = d.id("op id writer")
+		case 2:
+			id.Seq = d.head(0, "op id seq")
+		}
+	}
+	if d.err == nil && len(d.b) != 0 {
+		d.fail("trailing bytes")
+	}
+	return d.err
+}
+
+type heartbeatWire struct {
+	Writer packedID `cbor:"1,keyasint"`
+	Seq    uint64   `cbor:"2,keyasint"`
+	Sig    []byte   `cbor:"3,keyasint"`
+}
+
+func (h *Heartbeat) MarshalCBOR() ([]byte, error) {
+	return encMode.Marshal(heartbeatWire{packedID(h.Writer), h.Seq, h.Sig})
+}
+
+func (h *Heartbeat) UnmarshalCBOR(b []byte) error {
+	var w heartbeatWire
+	err := decMode.Unmarshal(b, &w)
+	*h = Heartbeat{Writer: string(w.Writer), Seq: w.Seq, Sig: w.Sig}
+	return err
+}
+
+type suspicionWire struct {
+	Writer packedID `cbor:"1,keyasint"`
+	By     packedID `cbor:"2,keyasint"`
+	At     uint64   `cbor:"3,keyasint"`
+	Seq    uint64   `cbor:"4,keyasint,omitempty"`
+	Sig    []byte   `cbor:"5,keyasint"`
+}
+
+func (s *Suspicion) MarshalCBOR() ([]byte, error) {
+	return encMode.Marshal(suspicionWire{packedID(s.Writer), packedID(s.By), s.At, s.Seq, s.Sig})
+}
+
+func (s *Suspicion) UnmarshalCBOR(b []byte) error {
+	var w suspicionWire
+	err := decMode.Unmarshal(b, &w)
+	*s = Suspicion{Writer: string(w.Writer), By: string(w.By), At: w.At, Seq: w.Seq, Sig: w.Sig}
+	return err
+}
+
+// MarshalCBOR encodes vv as a map from packed ids to seqs, its keys in
+// bytewise order of their encodings (deterministic CBOR).
+func (vv VersionVector) MarshalCBOR() ([]byte, error) {
+	if vv == nil {
+		return []byte{0xf6}, nil // null, as for any nil map
+	}
+	type entry struct {
+		key []byte
+		seq uint64
+	}
+	es := make([]entry, 0, len(vv))
+	for w, n := range vv {
+		es = append(es, entry{appendID(nil, w), n})
+	}
+	slices.SortFunc(es, func(a, b entry) int { return bytes.Compare(a.key, b.key) })
+	b := appendHead(make([]byte, 0, len(vv)*(idBytes+8)+9), 5, uint64(len(vv)))
+	for _, e := range es {
+		b = appendHead(append(b, e.key...), 0, e.seq)
+	}
+	return b, nil
+}
+
+// UnmarshalCBOR decodes a vector whose ids are packed or text.
+func (vv *VersionVector) UnmarshalCBOR(b []byte) error {
+	if len(b) == 1 && b[0] == 0xf6 {
+		*vv = nil
+		return nil
+	}
+	var m map[packedID]uint64
+	if err := decMode.Unmarshal(b, &m); err != nil {
+		return err
+	}
+	out := make(VersionVector, len(m))
+	for w, n := range m {
+		if _, dup := out[string(w)]; dup {
+			// The same id packed and as text: one writer named twice.
+			return errors.New("cbor: a version vector names a writer twice")
+		}
+		out[string(w)] = n
+	}
+	*vv = out
+	return nil
+}

@@ -1,0 +1,305 @@
+package messages
+
+import (
+	"bytes"
+	"crypto/ed25519"
+	"encoding/hex"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// The forms of the structs before packing: ids as text. Frames and
+// ledger files written by a build before packing look like these.
+type (
+	textOp struct {
+		Writer string      `cbor:"1,keyasint"`
+		Seq    uint64      `cbor:"2,keyasint"`
+		HLC    HLC         `cbor:"3,keyasint"`
+		Key    string      `cbor:"4,keyasint,omitempty"`
+		Value  string      `cbor:"5,keyasint,omitempty"`
+		Delete bool        `cbor:"6,keyasint,omitempty"`
+		Sig    []byte      `cbor:"7,keyasint,omitempty"`
+		Batch  []textWrite `cbor:"8,keyasint,omitempty"`
+	}
+	textWrite struct {
+		Key    string `cbor:"1,keyasint"`
+		Value  string `cbor:"2,keyasint,omitempty"`
+		Delete bool   `cbor:"3,keyasint,omitempty"`
+	}
+	textOpID struct {
+		Writer string `cbor:"1,keyasint"`
+		Seq    uint64 `cbor:"2,keyasint"`
+	}
+	textHeartbeat struct {
+		Writer string `cbor:"1,keyasint"`
+		Seq    uint64 `cbor:"2,keyasint"`
+		Sig    []byte `cbor:"3,keyasint"`
+	}
+	textSuspicion struct {
+		Writer string `cbor:"1,keyasint"`
+		By     string `cbor:"2,keyasint"`
+		At     uint64 `cbor:"3,keyasint"`
+		Seq    uint64 `cbor:"4,keyasint,omitempty"`
+		Sig    []byte `cbor:"5,keyasint"`
+	}
+)
+
+func textOf(o *Op) textOp {
+	t := textOp{Writer: o.Writer, Seq: o.Seq, HLC: o.HLC, Key: o.Key, Value: o.Value, Delete: o.Delete, Sig: o.Sig}
+	for _, w := range o.Batch {
+		t.Batch = append(t.Batch, textWrite(w))
+	}
+	return t
+}
+
+func idOf(b byte) string { return strings.Repeat(hex.EncodeToString([]byte{b}), 32) }
+
+func sampleOps() []*Op {
+	a, b := idOf(0xab), idOf(0x01)
+	return []*Op{
+		{Writer: a, Seq: 7, HLC: HLC{Wall: 1764316800123, Logical: 2}, Key: VoteKey("example.p2p", a, b), Value: VoteMarker, Sig: bytes.Repeat([]byte{5}, 64)},
+		{Writer: a, Seq: 8, HLC: HLC{Wall: 1764316800124}, Key: ClaimKey("example.p2p", a), Value: `{"hash":"hs://x","ssl":false,"clients":[],"services":[]}`},
+		{Writer: a, Seq: 9, Key: CleanupKey("example.p2p", a), Delete: true},
+		{Writer: b, Seq: 1, Batch: []Write{{Key: VoteKey("a.p2p", b, a), Value: "1"}, {Key: "vote:b.p2p:" + b + ":" + b, Delete: true}, {Key: NetworkKey(b)}}},
+		{Writer: b, Seq: 2, Key: WriterKey(a, b), Value: "1"},
+		// Not canonical ids: upper case, short, not hex, empty parts.
+		{Writer: strings.ToUpper(a), Seq: 3, Key: "vote:x.p2p:" + strings.ToUpper(b) + ":" + a},
+		{Writer: "w1", Seq: 4, Key: "claim:x.p2p:w1"},
+		{Writer: a[:63] + "g", Seq: 5, Key: ":" + a + "::"},
+		{Writer: a, Seq: 6, Key: "a:b:c:d:e:f:g:h:i:" + a}, // more parts than are packed
+	}
+}
+
+// What a writer signs has not changed: the op's CBOR with its ids as
+// text, as every build before packing signed it.
+func TestSigningBytesKeepIDsAsText(t *testing.T) {
+	for _, op := range sampleOps() {
+		got, err := op.SigningBytes()
+		if err != nil {
+			t.Fatal(err)
+		}
+		legacy := textOf(op)
+		legacy.Sig = nil
+		want, err := Marshal(&legacy)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("op %d: signing bytes\n%x\nwant\n%x", op.Seq, got, want)
+		}
+	}
+	// And one pinned, as the build before packing signed it: a change to
+	// the encoding of Op must not reach this.
+	got, _ := sampleOps()[0].SigningBytes()
+	const pinned = "a501784061626162616261626162616261626162616261626162616261626162616261626162616261626162616261626162616261626162616261626162616261626162020703a2011b0000019ac979e47b0202047892766f74653a6578616d706c652e7032703a616261626162616261626162616261626162616261626162616261626162616261626162616261626162616261626162616261626162616261626162616261623a30313031303130313031303130313031303130313031303130313031303130313031303130313031303130313031303130313031303130313031303130313031056131"
+	if hex.EncodeToString(got) != pinned {
+		t.Fatalf("signing bytes %x, want the pinned %s", got, pinned)
+	}
+}
+
+func TestPackedOpRoundTripAndOldForm(t *testing.T) {
+	for _, op := range sampleOps() {
+		b, err := Marshal(op)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back Op
+		if err := Unmarshal(b, &back); err != nil {
+			t.Fatalf("op %d: %v", op.Seq, err)
+		}
+		if !reflect.DeepEqual(&back, op) {
+			t.Fatalf("op %d: round trip gave %+v, want %+v", op.Seq, back, *op)
+		}
+		old, err := Marshal(textOf(op))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var fromOld Op
+		if err := Unmarshal(old, &fromOld); err != nil {
+			t.Fatalf("op %d in the text form: %v", op.Seq, err)
+		}
+		if !reflect.DeepEqual(&fromOld, op) {
+			t.Fatalf("op %d from the text form: %+v, want %+v", op.Seq, fromOld, *op)
+		}
+	}
+}
+
+func TestPackedIsSmaller(t *testing.T) {
+	vote := sampleOps()[0]
+	packed, _ := Marshal(vote)
+	text, _ := Marshal(textOf(vote))
+	// Three ids (writer, voter, claimant) of 64 characters become 32
+	// bytes each: 96 bytes fewer, less a few bytes of array heads.
+	if len(text)-len(packed) < 90 {
+		t.Fatalf("vote op %d bytes packed, %d as text", len(packed), len(text))
+	}
+	id := OpID{Writer: idOf(0xab), Seq: 300}
+	b, _ := Marshal(id)
+	if len(b) > 40 {
+		t.Fatalf("an announced id is %d bytes", len(b))
+	}
+}
+
+// A signed op goes through a frame and its signature still verifies.
+func TestPackedOpVerifies(t *testing.T) {
+	pub, priv, _ := ed25519.GenerateKey(nil)
+	w := hex.EncodeToString(pub)
+	op := &Op{Writer: w, Seq: 1, HLC: HLC{Wall: 1}, Key: VoteKey("d.p2p", w, idOf(3)), Value: VoteMarker}
+	msg, _ := op.SigningBytes()
+	op.Sig = ed25519.Sign(priv, msg)
+	b, _ := Marshal(&Envelope{Kind: KindOps, Ops: []*Op{op}})
+	var env Envelope
+	if err := Unmarshal(b, &env); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := env.Ops[0].SigningBytes()
+	if !ed25519.Verify(pub, got, env.Ops[0].Sig) {
+		t.Fatal("the signature does not verify after a frame")
+	}
+	// A key altered on the wire (another claimant) is another message.
+	env.Ops[0].Key = VoteKey("d.p2p", w, idOf(4))
+	got, _ = env.Ops[0].SigningBytes()
+	if ed25519.Verify(pub, got, env.Ops[0].Sig) {
+		t.Fatal("an altered key verified")
+	}
+}
+
+func TestPackedOverlayAndVectorOldForm(t *testing.T) {
+	a, b := idOf(0xab), idOf(0x02)
+	old, _ := Marshal(map[int]any{1: KindIHave, 40: map[int]any{
+		2: []textHeartbeat{{Writer: a, Seq: 9, Sig: []byte{1}}},
+		3: []textOpID{{Writer: a, Seq: 3}, {Writer: "W", Seq: 4}},
+		5: []textSuspicion{{Writer: a, By: b, At: 5, Sig: []byte{2}}},
+	}, 5: map[string]uint64{a: 3, b: 4, "x": 1}})
+	var env Envelope
+	if err := Unmarshal(old, &env); err != nil {
+		t.Fatal(err)
+	}
+	want := &Envelope{Kind: KindIHave, VV: VersionVector{a: 3, b: 4, "x": 1}, Overlay: &Overlay{
+		Heartbeats: []*Heartbeat{{Writer: a, Seq: 9, Sig: []byte{1}}},
+		IDs:        []OpID{{Writer: a, Seq: 3}, {Writer: "W", Seq: 4}},
+		Suspicions: []*Suspicion{{Writer: a, By: b, At: 5, Sig: []byte{2}}},
+	}}
+	if !reflect.DeepEqual(&env, want) {
+		t.Fatalf("text form decoded to %+v", env)
+	}
+	packed, _ := Marshal(&env)
+	if len(packed) >= len(old) {
+		t.Fatalf("packed %d bytes, text %d", len(packed), len(old))
+	}
+	var back Envelope
+	if err := Unmarshal(packed, &back); err != nil || !reflect.DeepEqual(&back, want) {
+		t.Fatalf("packed round trip: %+v, %v", back, err)
+	}
+	// A vector is deterministic: the same map, the same bytes.
+	again, _ := Marshal(&Envelope{Kind: KindIHave, VV: VersionVector{"x": 1, b: 4, a: 3}, Overlay: want.Overlay})
+	if !bytes.Equal(again, packed) {
+		t.Fatal("a vector encodes two ways")
+	}
+}
+
+func TestPackedRefusesBadIDs(t *testing.T) {
+	a := idOf(0xab)
+	raw, _ := hex.DecodeString(a)
+	for name, b := range map[string][]byte{
+		"short byte id":    mustMarshal(t, map[int]any{1: raw[:31], 2: 1}),
+		"number as id":     mustMarshal(t, map[int]any{1: 5, 2: 1}),
+		"key of no parts":  mustMarshal(t, map[int]any{1: raw, 2: 1, 4: []any{}}),
+		"key of 9 parts":   mustMarshal(t, map[int]any{1: raw, 2: 1, 4: []any{"a", "b", "c", "d", "e", "f", "g", "h", raw}}),
+		"key part number":  mustMarshal(t, map[int]any{1: raw, 2: 1, 4: []any{"vote", 7}}),
+		"key part nesting": mustMarshal(t, map[int]any{1: raw, 2: 1, 4: []any{"vote", []any{raw}}}),
+	} {
+		var op Op
+		if err := Unmarshal(b, &op); err == nil {
+			t.Errorf("%s: decoded to %+v", name, op)
+		}
+	}
+	// One writer both packed and as text in one vector.
+	hand := append([]byte{0xa2}, appendID(nil, a)...)
+	hand = append(hand, 0x01)
+	hand = appendText(hand, a)
+	hand = append(hand, 0x02)
+	var vv VersionVector
+	if err := Unmarshal(hand, &vv); err == nil {
+		t.Fatalf("a writer named twice decoded to %v", vv)
+	}
+}
+
+func mustMarshal(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// FuzzPackedOp decodes arbitrary bytes as an op: it must never panic, and
+// whatever decodes must encode again and decode to the same op with the
+// same signing bytes.
+func FuzzPackedOp(f *testing.F) {
+	for _, op := range sampleOps() {
+		b, _ := Marshal(op)
+		f.Add(b)
+		old, _ := Marshal(textOf(op))
+		f.Add(old)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var op Op
+		if Unmarshal(b, &op) != nil {
+			return
+		}
+		again, err := Marshal(&op)
+		if err != nil {
+			t.Fatalf("Marshal of a decoded op: %v", err)
+		}
+		var back Op
+		if err := Unmarshal(again, &back); err != nil {
+			t.Fatalf("re-decode: %v", err)
+		}
+		if !reflect.DeepEqual(&back, &op) {
+			t.Fatalf("round trip changed %+v into %+v", op, back)
+		}
+		s1, e1 := op.SigningBytes()
+		s2, e2 := back.SigningBytes()
+		if e1 != nil || e2 != nil || !bytes.Equal(s1, s2) {
+			t.Fatalf("signing bytes differ after a round trip: %v %v", e1, e2)
+		}
+	})
+}
+
+// BenchmarkOpsFrame encodes and decodes a frame of 16 vote ops, packed
+// (the wire form) and, for comparison, with ids as text.
+func BenchmarkOpsFrame(b *testing.B) {
+	ops := make([]*Op, 16)
+	texts := make([]textOp, 16)
+	for i := range ops {
+		w := idOf(byte(i))
+		ops[i] = &Op{Writer: w, Seq: uint64(100 + i), HLC: HLC{Wall: 1764316800123}, Key: VoteKey("example.p2p", w, idOf(0xee)), Value: VoteMarker, Sig: bytes.Repeat([]byte{5}, 64)}
+		texts[i] = textOf(ops[i])
+	}
+	b.Run("packed", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			buf, _ := Marshal(&Envelope{Kind: KindOps, Ops: ops})
+			var env Envelope
+			if err := Unmarshal(buf, &env); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("text", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			buf, _ := Marshal(map[int]any{1: KindOps, 6: texts})
+			var env struct {
+				Kind string   `cbor:"1,keyasint"`
+				Ops  []textOp `cbor:"6,keyasint"`
+			}
+			if err := Unmarshal(buf, &env); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
