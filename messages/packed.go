@@ -634,6 +634,11 @@ func (vv VersionVector) MarshalCBOR() ([]byte, error) {
 	return b, nil
 }
 
+// IsZero reports an empty vector: a field tagged omitzero leaves it out,
+// as omitempty did before the vector had an encoder of its own (the
+// codec never takes a type with one for empty).
+func (vv VersionVector) IsZero() bool { return len(vv) == 0 }
+
 // UnmarshalCBOR decodes a vector whose ids are packed or text.
 func (vv *VersionVector) UnmarshalCBOR(b []byte) error {
 	if len(b) == 1 && b[0] == 0xf6 {

@@ -303,3 +303,14 @@ func BenchmarkOpsFrame(b *testing.B) {
 		}
 	})
 }
+
+// An empty vector is left out of a frame, as before the vector had an
+// encoder of its own: no field at all, not a null or an empty map.
+func TestEmptyVectorLeftOut(t *testing.T) {
+	for _, vv := range []VersionVector{nil, {}} {
+		b := mustMarshal(t, &Envelope{Kind: KindVV, VV: vv})
+		if want := mustMarshal(t, map[int]string{1: KindVV}); !bytes.Equal(b, want) {
+			t.Fatalf("vector %#v: frame %x, want %x", vv, b, want)
+		}
+	}
+}

@@ -31,7 +31,7 @@ type Envelope struct {
 	Hello  *Hello        `cbor:"2,keyasint,omitempty"`
 	Accept *Accept       `cbor:"3,keyasint,omitempty"`
 	Refuse *Refuse       `cbor:"4,keyasint,omitempty"`
-	VV     VersionVector `cbor:"5,keyasint,omitempty"`
+	VV     VersionVector `cbor:"5,keyasint,omitzero"` // omitted when empty (VersionVector.IsZero)
 	Ops    []*Op         `cbor:"6,keyasint,omitempty"`
 	Peers  []PeerInfo    `cbor:"7,keyasint,omitempty"`
 	Ping   *Ping         `cbor:"8,keyasint,omitempty"`
