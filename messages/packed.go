@@ -159,14 +159,16 @@ func decodeID(b []byte) (string, error) {
 // Decoded ids are interned: a network has a bounded set of writers, and
 // every op, announced id and vote names some of them again, so a packed
 // id costs a lookup instead of a 64-byte string each time it is read.
-// Past maxInterned distinct ids (a flood of made-up ones) new ids are
-// decoded without being kept.
+// The table holds at most maxInterned ids (~2 MB); full, it is emptied
+// and fills again with the ids that come next, so made-up ids sent to
+// fill it cost a peer that much memory at most and the writers of the
+// network are interned again as their ops arrive.
 var interned struct {
 	sync.RWMutex
 	m map[[idBytes]byte]string
 }
 
-const maxInterned = 1 << 16
+const maxInterned = 1 << 14
 
 func internID(raw []byte) string {
 	k := [idBytes]byte(raw)
@@ -181,9 +183,10 @@ func internID(raw []byte) string {
 	if interned.m == nil {
 		interned.m = make(map[[idBytes]byte]string)
 	}
-	if len(interned.m) < maxInterned {
-		interned.m[k] = s
+	if len(interned.m) >= maxInterned {
+		clear(interned.m)
 	}
+	interned.m[k] = s
 	interned.Unlock()
 	return s
 }

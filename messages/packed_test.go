@@ -314,3 +314,21 @@ func TestEmptyVectorLeftOut(t *testing.T) {
 		}
 	}
 }
+
+// The intern table stays bounded however many distinct ids arrive, and
+// an id decoded after it was emptied is still the right string.
+func TestInternBounded(t *testing.T) {
+	var raw [idBytes]byte
+	for i := range maxInterned + 10 {
+		raw[0], raw[1], raw[2] = byte(i), byte(i>>8), byte(i>>16)
+		if got, want := internID(raw[:]), hex.EncodeToString(raw[:]); got != want {
+			t.Fatalf("id %d decoded to %s, want %s", i, got, want)
+		}
+	}
+	interned.RLock()
+	n := len(interned.m)
+	interned.RUnlock()
+	if n > maxInterned {
+		t.Fatalf("%d ids interned, at most %d", n, maxInterned)
+	}
+}
