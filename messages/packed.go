@@ -365,16 +365,21 @@ func (o *Op) MarshalCBOR() ([]byte, error) {
 func (o *Op) UnmarshalCBOR(b []byte) error {
 	d := opDecoder{b: b}
 	*o = d.op()
-	if d.err == nil && len(d.b) != 0 {
-		d.fail("trailing bytes")
-	}
-	return d.err
+	return d.end()
 }
 
 // opDecoder reads an op from b, consuming it; the first error stops it.
 type opDecoder struct {
 	b   []byte
 	err error
+}
+
+// end is the decoder's error, or one for bytes left after the item.
+func (d *opDecoder) end() error {
+	if d.err == nil && len(d.b) != 0 {
+		d.fail("trailing bytes")
+	}
+	return d.err
 }
 
 func (d *opDecoder) fail(what string) {
@@ -608,10 +613,7 @@ func (id *OpID) UnmarshalCBOR(b []byte) error {
 			id.Seq = d.head(0, "op id seq")
 		}
 	}
-	if d.err == nil && len(d.b) != 0 {
-		d.fail("trailing bytes")
-	}
-	return d.err
+	return d.end()
 }
 
 type heartbeatWire struct {
