@@ -26,10 +26,9 @@ import (
 // a vote op about 180 instead of 310.
 //
 // Only the wire form changes. Inside the process ids stay hex strings;
-// what a writer signs is the op's CBOR with ids as text, exactly as
-// before (Op.SigningBytes), so signatures made by any build verify, and a
-// decoder takes an id as text too (a frame from a build before packing, a
-// ledger file written by one). A string that is not a canonical id (upper
+// what a writer signs is the op's CBOR with ids as text (Op.SigningBytes),
+// so a signature does not depend on the wire form, and a decoder takes an
+// id as text too (frames and ledger files written with ids as text). A string that is not a canonical id (upper
 // case, another length, not hex) travels as text, unchanged. A key is
 // packed by its ':'-separated parts: a part that is a canonical id goes
 // as 32 bytes, any other as text, and a key with no id in it stays a
@@ -37,10 +36,10 @@ import (
 // comes back as it was (a key that decodes to something its writer did
 // not sign fails the signature check, as any altered op does).
 //
-// A build before packing cannot read the packed frames, nor a ledger file
-// this build wrote (its decoder wants text): the nodes of one network run
-// builds from the same side of this change, and a node is not moved back
-// to such a build on its data folder. Measured: docs/scale.md, "Packed
+// A decoder that takes ids only as text cannot read these frames, nor a
+// ledger file written with them: the nodes of one network all run builds
+// that pack ids, and a data folder is not handed to a build that does
+// not. Measured: docs/scale.md, "Packed
 // ids".
 
 // idBytes is the size of a packed id.
@@ -303,9 +302,9 @@ func decodeKey(b []byte, writer string) (string, error) {
 // verifies.
 type opSigned Op
 
-// MarshalCBOR encodes o with its ids packed: opWire's encoding, written
-// by hand (through the codec's reflection and a marshaler per id it cost
-// five times as much as the text form).
+// MarshalCBOR encodes o with its ids packed: the map of its fields, written
+// by hand (through the codec's reflection with a marshaler per id, a frame
+// of ops costs five times the text form's encoding and decoding).
 func (o *Op) MarshalCBOR() ([]byte, error) {
 	fields := uint64(3)
 	for _, set := range [...]bool{o.Key != "", o.Value != "", o.Delete, len(o.Sig) > 0, len(o.Batch) > 0} {
@@ -359,9 +358,9 @@ func (o *Op) MarshalCBOR() ([]byte, error) {
 }
 
 // UnmarshalCBOR decodes an op with ids packed or as text, by hand (the
-// codec's reflection, run again for each op, cost twice as much as the
-// text form did), as strictly as the codec's decoder: known fields only,
-// each at most once, definite lengths, valid UTF-8.
+// codec's reflection, run again for each op, costs twice the text form's
+// decoding), as strictly as the codec's decoder: known fields only, each
+// at most once, definite lengths, valid UTF-8.
 func (o *Op) UnmarshalCBOR(b []byte) error {
 	d := opDecoder{b: b}
 	*o = d.op()
@@ -674,9 +673,9 @@ func (vv VersionVector) MarshalCBOR() ([]byte, error) {
 	return b, nil
 }
 
-// IsZero reports an empty vector: a field tagged omitzero leaves it out,
-// as omitempty did before the vector had an encoder of its own (the
-// codec never takes a type with one for empty).
+// IsZero reports an empty vector, which a field tagged omitzero leaves
+// out (the codec's omitempty never counts a type with its own encoder as
+// empty).
 func (vv VersionVector) IsZero() bool { return len(vv) == 0 }
 
 // UnmarshalCBOR decodes a vector whose ids are packed or text.

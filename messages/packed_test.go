@@ -9,8 +9,8 @@ import (
 	"testing"
 )
 
-// The forms of the structs before packing: ids as text. Frames and
-// ledger files written by a build before packing look like these.
+// The structs with ids as text: the form of frames and ledger files
+// written without packing.
 type (
 	textOp struct {
 		Writer string      `cbor:"1,keyasint"`
@@ -71,8 +71,8 @@ func sampleOps() []*Op {
 	}
 }
 
-// What a writer signs has not changed: the op's CBOR with its ids as
-// text, as every build before packing signed it.
+// What a writer signs is the op's CBOR with its ids as text, whatever
+// the wire form.
 func TestSigningBytesKeepIDsAsText(t *testing.T) {
 	for _, op := range sampleOps() {
 		got, err := op.SigningBytes()
@@ -89,8 +89,8 @@ func TestSigningBytesKeepIDsAsText(t *testing.T) {
 			t.Fatalf("op %d: signing bytes\n%x\nwant\n%x", op.Seq, got, want)
 		}
 	}
-	// And one pinned, as the build before packing signed it: a change to
-	// the encoding of Op must not reach this.
+	// And one pinned: a change to the wire encoding of Op must not reach
+	// what its writer signs.
 	got, _ := sampleOps()[0].SigningBytes()
 	const pinned = "a501784061626162616261626162616261626162616261626162616261626162616261626162616261626162616261626162616261626162616261626162616261626162020703a2011b0000019ac979e47b0202047892766f74653a6578616d706c652e7032703a616261626162616261626162616261626162616261626162616261626162616261626162616261626162616261626162616261626162616261626162616261623a30313031303130313031303130313031303130313031303130313031303130313031303130313031303130313031303130313031303130313031303130313031056131"
 	if hex.EncodeToString(got) != pinned {
@@ -307,8 +307,8 @@ func BenchmarkOpsFrame(b *testing.B) {
 	})
 }
 
-// An empty vector is left out of a frame, as before the vector had an
-// encoder of its own: no field at all, not a null or an empty map.
+// An empty vector is left out of a frame: no field at all, not a null
+// or an empty map.
 func TestEmptyVectorLeftOut(t *testing.T) {
 	for _, vv := range []VersionVector{nil, {}} {
 		b := mustMarshal(t, &Envelope{Kind: KindVV, VV: vv})
