@@ -73,7 +73,9 @@ type Overlay struct {
 	Suspicions []*Suspicion `cbor:"5,keyasint,omitempty"`
 }
 
-// OpID names one op of the ledger: its writer and sequence number.
+// OpID names one op of the ledger: its writer and sequence number. On the
+// wire a canonical writer goes as its first 8 bytes (packed.go, Short
+// ids); a receiver that cannot resolve them decodes Writer as "".
 type OpID struct {
 	Writer string `cbor:"1,keyasint"`
 	Seq    uint64 `cbor:"2,keyasint"`
@@ -244,6 +246,9 @@ type OverlayDiag struct {
 	IHaveSent int64 `json:"ihaveSent"`
 	Grafts    int64 `json:"grafts"`
 	Prunes    int64 `json:"prunes"`
+	// IDsUnknown: announced or grafted ids whose writer, named by its
+	// short form, this node could not resolve (ignored; OpID).
+	IDsUnknown int64 `json:"idsUnknown"`
 	// Op signatures the sessions checked, and those taken on another
 	// session's check of the same op moments before (ops the ledger has
 	// applied are not counted: a lookup drops them before either).

@@ -163,9 +163,14 @@ func decodeID(b []byte) (string, error) {
 // and fills again with the ids that come next, so made-up ids sent to
 // fill it cost a peer that much memory at most and the writers of the
 // network are interned again as their ops arrive.
+//
+// The table also answers short ids (shortID below): byShort maps the
+// first shortIDBytes bytes of every id interned to the id, or to ""
+// when two ids share them.
 var interned struct {
 	sync.RWMutex
-	m map[[idBytes]byte]string
+	m       map[[idBytes]byte]string
+	byShort map[[shortIDBytes]byte]string
 }
 
 const maxInterned = 1 << 14
@@ -180,14 +185,68 @@ func internID(raw []byte) string {
 	}
 	s = hex.EncodeToString(raw)
 	interned.Lock()
+	addInterned(k, s)
+	interned.Unlock()
+	return s
+}
+
+// addInterned adds id s, of bytes k, to the table; the caller holds its
+// lock.
+func addInterned(k [idBytes]byte, s string) {
 	if interned.m == nil {
 		interned.m = make(map[[idBytes]byte]string)
+		interned.byShort = make(map[[shortIDBytes]byte]string)
 	}
 	if len(interned.m) >= maxInterned {
 		clear(interned.m)
+		clear(interned.byShort)
 	}
 	interned.m[k] = s
-	interned.Unlock()
+	p := [shortIDBytes]byte(k[:shortIDBytes])
+	if t, ok := interned.byShort[p]; ok && t != s {
+		s = "" // two ids share the short form: it names neither
+	}
+	interned.byShort[p] = s
+}
+
+// Short ids. An announced op id (ihave, graft) names its writer by the
+// first 8 bytes of its key instead of all 32: announced ids were two
+// fifths of what a node received per claim at 1,000 writers, and every
+// op is announced to it by several neighbours. A node knows the writers
+// it hears of (their heartbeats, ops and membership reach every node,
+// and decoding them interns them), so it resolves a short id against
+// the intern table; an id it sends short is added to its own table
+// first, so a graft naming it comes back resolvable. A short id the
+// table cannot resolve (a writer not heard of yet, the table just
+// emptied, or two known writers sharing 8 bytes, which takes about 2^64
+// key generations to bring about on purpose) decodes with an empty
+// Writer, which the receiver ignores and counts: an announcement is a
+// hint, and the periodic digest exchange repairs what it would have.
+// An op itself always names its writer in full: its signature is
+// checked against it.
+const shortIDBytes = 8
+
+// appendShortID appends the short form of id raw (hex s) and makes sure
+// this process can resolve it.
+func appendShortID(b []byte, raw [idBytes]byte, s string) []byte {
+	interned.RLock()
+	_, ok := interned.m[raw]
+	interned.RUnlock()
+	if !ok {
+		interned.Lock()
+		addInterned(raw, s)
+		interned.Unlock()
+	}
+	b = append(b, 0x40|shortIDBytes)
+	return append(b, raw[:shortIDBytes]...)
+}
+
+// resolveShort returns the id whose short form is p, or "" when none or
+// more than one is known.
+func resolveShort(p []byte) string {
+	interned.RLock()
+	s := interned.byShort[[shortIDBytes]byte(p)]
+	interned.RUnlock()
 	return s
 }
 
@@ -593,17 +652,39 @@ func (d *opDecoder) write() (w Write, key []byte) {
 	return w, key
 }
 
+// MarshalCBOR writes an id whose writer is a canonical id as an array of
+// the writer's short form and the seq (Short ids, above), any other as a
+// map of the writer as text and the seq.
 func (id OpID) MarshalCBOR() ([]byte, error) {
-	b := appendID(append(make([]byte, 0, 48), 0xa2, 1), id.Writer)
+	if raw, ok := packHex(id.Writer); ok {
+		b := appendShortID(append(make([]byte, 0, 20), 0x82), raw, id.Writer)
+		return appendHead(b, 0, id.Seq), nil
+	}
+	b := appendText(append(make([]byte, 0, 48), 0xa2, 1), id.Writer)
 	return appendHead(append(b, 2), 0, id.Seq), nil
 }
 
-// UnmarshalCBOR decodes an announced id, its writer packed or as text
-// (by hand, as Op's: an ihave carries up to MaxOpIDs of them).
+// UnmarshalCBOR decodes an announced id: the short form, whose writer is
+// "" when this process cannot resolve it, or a map of the writer, packed
+// or as text (by hand, as Op's: an ihave carries up to MaxOpIDs of them).
 func (id *OpID) UnmarshalCBOR(b []byte) error {
 	d := opDecoder{b: b}
 	var seen uint16
 	*id = OpID{}
+	if len(b) > 0 && b[0]>>5 == 4 {
+		if d.head(4, "op id: not an array") != 2 {
+			d.fail("op id: an array of 2")
+		}
+		p := d.item("op id short writer")
+		if d.err == nil && (len(p) != 1+shortIDBytes || p[0] != 0x40|shortIDBytes) {
+			d.fail("op id short writer: a byte string of 8")
+		}
+		id.Seq = d.head(0, "op id seq")
+		if d.err == nil {
+			id.Writer = resolveShort(p[1:])
+		}
+		return d.end()
+	}
 	for n := d.head(5, "op id: not a map"); n > 0 && d.err == nil; n-- {
 		switch d.field(&seen, 2) {
 		case 1:

@@ -3,6 +3,7 @@ package messages
 import (
 	"bytes"
 	"crypto/ed25519"
+	"crypto/rand"
 	"encoding/hex"
 	"reflect"
 	"strings"
@@ -137,8 +138,75 @@ func TestPackedIsSmaller(t *testing.T) {
 	}
 	id := OpID{Writer: idOf(0xab), Seq: 300}
 	b, _ := Marshal(id)
-	if len(b) > 40 {
+	if len(b) > 13 { // array head, 1+8 of short writer, 3 of seq
 		t.Fatalf("an announced id is %d bytes", len(b))
+	}
+}
+
+// randomID is an id no other test of the process uses.
+func randomID(t *testing.T) (string, []byte) {
+	raw := make([]byte, idBytes)
+	if _, err := rand.Read(raw); err != nil {
+		t.Fatal(err)
+	}
+	return hex.EncodeToString(raw), raw
+}
+
+// shortOpID is the short form of an announced id of writer raw, made by
+// hand so that the id is not added to this process's table.
+func shortOpID(raw []byte, seq uint64) []byte {
+	b := append([]byte{0x82, 0x48}, raw[:shortIDBytes]...)
+	return appendHead(b, 0, seq)
+}
+
+// An announced id names its writer by 8 bytes: resolved when the writer
+// is known here, "" (ignored by the receiver) when it is not, or when two
+// known writers share the 8 bytes.
+func TestShortIDs(t *testing.T) {
+	w, raw := randomID(t)
+	var id OpID
+	if err := Unmarshal(shortOpID(raw, 9), &id); err != nil || id != (OpID{Seq: 9}) {
+		t.Fatalf("an unknown writer decoded to %+v, %v", id, err)
+	}
+	// Hearing of the writer (any packed id decoded) makes it known.
+	var hb Heartbeat
+	hbBytes, _ := Marshal(&Heartbeat{Writer: w, Seq: 1, Sig: []byte{1}})
+	if err := Unmarshal(hbBytes, &hb); err != nil {
+		t.Fatal(err)
+	}
+	if err := Unmarshal(shortOpID(raw, 9), &id); err != nil || id != (OpID{Writer: w, Seq: 9}) {
+		t.Fatalf("a known writer decoded to %+v, %v", id, err)
+	}
+	// Sending an id short makes it known to the sender, so a graft
+	// naming it comes back resolvable.
+	w2, raw2 := randomID(t)
+	b, _ := Marshal(OpID{Writer: w2, Seq: 1})
+	if !bytes.Equal(b, shortOpID(raw2, 1)) {
+		t.Fatalf("short form % x", b)
+	}
+	if err := Unmarshal(b, &id); err != nil || id.Writer != w2 {
+		t.Fatalf("our own short id decoded to %+v, %v", id, err)
+	}
+	// A second writer with the same first 8 bytes: neither resolves.
+	twin := bytes.Clone(raw)
+	twin[31] ^= 1
+	internID(twin)
+	if err := Unmarshal(shortOpID(raw, 9), &id); err != nil || id.Writer != "" {
+		t.Fatalf("a shared short form resolved to %+v, %v", id, err)
+	}
+	// Bad shapes are refused.
+	for name, bad := range map[string][]byte{
+		"7 bytes":    append(append([]byte{0x82, 0x47}, raw[:7]...), 1),
+		"text":       append(append([]byte{0x82, 0x68}, "abcdefgh"...), 1),
+		"3 items":    append(append([]byte{0x83}, shortOpID(raw, 1)[1:]...), 1),
+		"no seq":     append([]byte{0x81, 0x48}, raw[:8]...),
+		"neg seq":    append(append([]byte{0x82, 0x48}, raw[:8]...), 0x20),
+		"trailing":   append(shortOpID(raw, 1), 0),
+		"cut writer": {0x82, 0x48, 1, 2},
+	} {
+		if err := Unmarshal(bad, &id); err == nil {
+			t.Errorf("%s: decoded to %+v", name, id)
+		}
 	}
 }
 

@@ -144,6 +144,8 @@ type sessionCounts struct {
 	// Plumtree: op ids announced to the peer, ids grafted from it, and
 	// times we pruned the link (session_lazy.go)
 	ihaveSent, grafts, prunes int64
+	// announced or grafted ids whose short writer we could not resolve
+	idsUnknown int64
 }
 
 // add adds o to c.
@@ -161,6 +163,7 @@ func (c *sessionCounts) add(o sessionCounts) {
 	c.ihaveSent += o.ihaveSent
 	c.grafts += o.grafts
 	c.prunes += o.prunes
+	c.idsUnknown += o.idsUnknown
 }
 
 // statsReport carries a session's stats to the supervisor (on every tick).

@@ -168,6 +168,10 @@ func (s *session) onIHave(c actor.Context, ids []messages.OpID) {
 			continue
 		}
 		l.tokens--
+		if id.Writer == "" {
+			s.stats.idsUnknown++ // a short id we cannot resolve (messages, Short ids)
+			continue
+		}
 		// The peer announces what its ledger applied, and a ledger
 		// applies a writer's ops in order: it holds everything of the
 		// writer up to id. Without this, what a lazy neighbour got from
@@ -257,6 +261,13 @@ func (s *session) onLazyDue(c actor.Context) {
 // link again.
 func (s *session) onGraft(c actor.Context, ids []messages.OpID) {
 	s.lz.lazy = false
+	ids = slices.DeleteFunc(ids, func(id messages.OpID) bool {
+		if id.Writer == "" && id.Seq > 0 {
+			s.stats.idsUnknown++
+			return true
+		}
+		return false
+	})
 	if !slices.ContainsFunc(ids, func(id messages.OpID) bool { return id.Seq > 0 }) {
 		return // the asker does not push to us for it (onFeedMe)
 	}

@@ -539,6 +539,7 @@ func (a *Actor) overlayDiag() *messages.OverlayDiag {
 	c := a.counts()
 	o.DigestsEqual, o.DigestsDiffer = c.digestsEqual, c.digestsDiffer
 	o.IHaveSent, o.Grafts, o.Prunes = c.ihaveSent, c.grafts, c.prunes
+	o.IDsUnknown = c.idsUnknown
 	o.OpSigChecks, o.OpSigReused = c.sigChecks, c.sigReused
 	for w := range a.sus.held {
 		if a.suspected(w) {
