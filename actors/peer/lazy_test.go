@@ -181,3 +181,28 @@ func TestFeedsBoundedAndRefilled(t *testing.T) {
 	left[len(left)-1].addDomain("after-refill.p2p", hash('e'))
 	waitConverged(t, overlayHeal, left...)
 }
+
+// Announced and grafted ids whose writer the receiver cannot resolve
+// (messages.OpID decodes an unknown short writer as "") are ignored and
+// counted: no graft for them, no repair, and the link stays up.
+func TestUnknownAnnouncedIDsCounted(t *testing.T) {
+	nodes := overlayNet(t, 2, 4)
+	a, b := nodes[0], nodes[1]
+	waitMesh(t, 10*time.Second, a, b)
+	ids := []messages.OpID{{Seq: 7}, {Seq: 8}}
+	a.sendFrameTo(b.id.ID(), &messages.Envelope{Kind: messages.KindIHave, Overlay: &messages.Overlay{IDs: ids}})
+	a.sendFrameTo(b.id.ID(), &messages.Envelope{Kind: messages.KindGraft, Overlay: &messages.Overlay{IDs: ids[:1]}})
+	testutil.Eventually(t, 10*time.Second, func() error {
+		o := diag(t, b).Summary.Overlay
+		if o.IDsUnknown != 3 {
+			return fmt.Errorf("B counted %d unknown ids, want 3", o.IDsUnknown)
+		}
+		if o.Grafts != 0 {
+			return fmt.Errorf("B grafted %d ids", o.Grafts)
+		}
+		return nil
+	})
+	// The link still carries ops both ways.
+	a.addDomain("after-unknown.p2p", hash('d'))
+	waitConverged(t, overlayHeal, a, b)
+}
