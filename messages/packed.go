@@ -22,8 +22,9 @@ import (
 // announcements alone were ten of the ~23 KB a node received per claim
 // (docs/scale.md). So the frames carry an id as a CBOR byte string of its
 // 32 bytes, not as 64 characters of text, and a key part that is the
-// op's own writer as one byte: an announced id is 40 bytes instead of 72,
-// a vote op about 180 instead of 310.
+// op's own writer as one byte: a vote op is about 180 bytes instead of
+// 310. An announced id names its writer by 8 of those bytes (Short ids,
+// below): 12 bytes instead of 72.
 //
 // Only the wire form changes. Inside the process ids stay hex strings;
 // what a writer signs is the op's CBOR with ids as text (Op.SigningBytes),
