@@ -246,8 +246,9 @@ type OverlayDiag struct {
 	IHaveSent int64 `json:"ihaveSent"`
 	Grafts    int64 `json:"grafts"`
 	Prunes    int64 `json:"prunes"`
-	// IDsUnknown: announced or grafted ids whose writer, named by its
-	// short form, this node could not resolve (ignored; OpID).
+	// IDsUnknown: announced or grafted ids, and ops whose key, that name
+	// a writer by its short form this node could not resolve (ignored;
+	// the op is repaired whole: OpID, Op.Unresolved).
 	IDsUnknown int64 `json:"idsUnknown"`
 	// Op signatures the sessions checked, and those taken on another
 	// session's check of the same op moments before (ops the ledger has

@@ -23,8 +23,9 @@ import (
 // (docs/scale.md). So the frames carry an id as a CBOR byte string of its
 // 32 bytes, not as 64 characters of text, and a key part that is the
 // op's own writer as one byte: a vote op is about 180 bytes instead of
-// 310. An announced id names its writer by 8 of those bytes (Short ids,
-// below): 12 bytes instead of 72.
+// 310. An announced id names its writer by 8 of those bytes, and a vote
+// pushed live its claimant (Short ids, below): an announced id is 12
+// bytes instead of 72, such a vote ~150.
 //
 // Only the wire form changes. Inside the process ids stay hex strings;
 // what a writer signs is the op's CBOR with ids as text (Op.SigningBytes),
@@ -223,8 +224,15 @@ func addInterned(k [idBytes]byte, s string) {
 // key generations to bring about on purpose) decodes with an empty
 // Writer, which the receiver ignores and counts: an announcement is a
 // hint, and the periodic digest exchange repairs what it would have.
-// An op itself always names its writer in full: its signature is
-// checked against it.
+//
+// An op pushed live (Op.ShortIDs, set by the sending session) names a
+// vote's claimant the same way: the claimant's claim came before the
+// votes, so its receivers have heard of it. A vote whose claimant does
+// not resolve decodes marked Op.Unresolved, not as an error (the frame's
+// other ops are good), and its receiver drops it; repairs send ops whole
+// and bring it. An op's own writer, and the ids of every other key (a
+// membership op names a writer new to most nodes), stay whole: the
+// signature is checked against the writer.
 const shortIDBytes = 8
 
 // appendShortID appends the short form of id raw (hex s) and makes sure
@@ -280,8 +288,11 @@ func head(b []byte) (major byte, arg uint64, n int, ok bool) {
 // own writer (the voter of a vote, the claimant of a claim) is an empty
 // byte string, since the op names its writer already.
 
-// appendKey appends key, an op's key, writer the op's writer.
-func appendKey(b []byte, key, writer string) []byte {
+// appendKey appends key, an op's key, writer the op's writer; short
+// writes the other ids of a vote key (its claimant) in their short form
+// (Op.ShortIDs).
+func appendKey(b []byte, key, writer string, short bool) []byte {
+	short = short && strings.HasPrefix(key, KeyVote+":")
 	self := isID(writer)
 	n, ids := 1, 0
 	for rest, more := key, true; more; {
@@ -305,12 +316,20 @@ func appendKey(b []byte, key, writer string) []byte {
 			b = append(b, 0x40)
 			continue
 		}
+		if raw, ok := packHex(part); ok && short {
+			b = appendShortID(b, raw, part)
+			continue
+		}
 		b = appendID(b, part)
 	}
 	return b
 }
 
 var errPackedKey = fmt.Errorf("cbor: a key is a text string or an array of at most %d parts", maxKeyParts)
+
+// errUnresolved: a key part in short form names no id this process
+// knows (Op.Unresolved).
+var errUnresolved = errors.New("cbor: a short id in a key names no known writer")
 
 // decodeKey reads a key appendKey wrote (or a text key), writer the op's
 // writer.
@@ -334,12 +353,17 @@ func decodeKey(b []byte, writer string) (string, error) {
 			return "", errPackedKey
 		}
 		var s string
-		if rest[0] == 0x40 {
+		switch {
+		case rest[0] == 0x40:
 			if writer == "" {
 				return "", errPackedKey
 			}
 			s = writer
-		} else {
+		case rest[0] == 0x40|shortIDBytes:
+			if s = resolveShort(rest[1 : 1+shortIDBytes]); s == "" {
+				return "", errUnresolved
+			}
+		default:
 			var err error
 			if s, err = decodeID(rest[:phl+int(n)]); err != nil {
 				return "", err
@@ -384,7 +408,7 @@ func (o *Op) MarshalCBOR() ([]byte, error) {
 	}
 	b = appendHead(append(b, 2), 0, uint64(o.HLC.Logical))
 	if o.Key != "" {
-		b = appendKey(append(b, 4), o.Key, o.Writer)
+		b = appendKey(append(b, 4), o.Key, o.Writer, o.ShortIDs)
 	}
 	if o.Value != "" {
 		b = appendText(append(b, 5), o.Value)
@@ -405,7 +429,7 @@ func (o *Op) MarshalCBOR() ([]byte, error) {
 			if w.Delete {
 				n++
 			}
-			b = appendKey(append(appendHead(b, 5, n), 1), w.Key, o.Writer)
+			b = appendKey(append(appendHead(b, 5, n), 1), w.Key, o.Writer, o.ShortIDs)
 			if w.Value != "" {
 				b = appendText(append(b, 2), w.Value)
 			}
@@ -596,12 +620,16 @@ func (d *opDecoder) op() (o Op) {
 	}
 	var err error
 	if key != nil {
-		if o.Key, err = decodeKey(key, o.Writer); err != nil {
+		if o.Key, err = decodeKey(key, o.Writer); err == errUnresolved {
+			o.Unresolved = true
+		} else if err != nil {
 			d.fail("key")
 		}
 	}
 	for i, k := range keys {
-		if o.Batch[i].Key, err = decodeKey(k, o.Writer); err != nil {
+		if o.Batch[i].Key, err = decodeKey(k, o.Writer); err == errUnresolved {
+			o.Unresolved = true
+		} else if err != nil {
 			d.fail("batch key")
 		}
 	}

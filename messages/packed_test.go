@@ -313,13 +313,17 @@ func FuzzPackedOp(f *testing.F) {
 	for _, op := range sampleOps() {
 		b, _ := Marshal(op)
 		f.Add(b)
+		short := *op
+		short.ShortIDs = true
+		b, _ = Marshal(&short)
+		f.Add(b)
 		old, _ := Marshal(textOf(op))
 		f.Add(old)
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var op Op
-		if Unmarshal(b, &op) != nil {
-			return
+		if Unmarshal(b, &op) != nil || op.Unresolved {
+			return // an unresolved op is dropped by its receiver, never encoded
 		}
 		again, err := Marshal(&op)
 		if err != nil {
@@ -402,4 +406,64 @@ func TestInternBounded(t *testing.T) {
 	if n > maxInterned {
 		t.Fatalf("%d ids interned, at most %d", n, maxInterned)
 	}
+}
+
+// A live push names a vote's claimant by 8 bytes: the op decodes whole
+// where the claimant is known, and marked Unresolved (with no error: the
+// frame's other ops are good) where it is not. Other keys keep their ids
+// whole, and the op's signature does not depend on the form.
+func TestShortClaimant(t *testing.T) {
+	pub, priv, _ := ed25519.GenerateKey(nil)
+	w := hex.EncodeToString(pub)
+	claimant, _ := randomID(t)
+	op := &Op{Writer: w, Seq: 3, HLC: HLC{Wall: 1}, Key: VoteKey("d.p2p", w, claimant), Value: VoteMarker}
+	msg, _ := op.SigningBytes()
+	op.Sig = ed25519.Sign(priv, msg)
+	whole, _ := Marshal(op)
+	live := *op
+	live.ShortIDs = true
+	b, _ := Marshal(&live)
+	if len(whole)-len(b) != (2+idBytes)-(1+shortIDBytes) {
+		t.Fatalf("vote op %d bytes live, %d whole", len(b), len(whole))
+	}
+	var got Op
+	if err := Unmarshal(b, &got); err != nil || got.Unresolved || got.Key != op.Key {
+		t.Fatalf("decoded %+v, %v", got, err)
+	}
+	if m, _ := got.SigningBytes(); !ed25519.Verify(pub, m, got.Sig) {
+		t.Fatal("the signature does not verify after a short claimant")
+	}
+	// Another claimant's 8 bytes, of no writer this process knows.
+	i := bytes.Index(b, append([]byte{0x48}, mustHex(t, claimant)[:8]...))
+	if i < 0 {
+		t.Fatalf("no short claimant in % x", b)
+	}
+	other := bytes.Clone(b)
+	_, raw := randomID(t)
+	copy(other[i+1:i+9], raw)
+	if err := Unmarshal(other, &got); err != nil || !got.Unresolved {
+		t.Fatalf("an unknown claimant decoded to %+v, %v", got, err)
+	}
+	// A frame of it and a good op decodes, the bad one marked.
+	env, _ := Marshal(&Envelope{Kind: KindOps, Ops: []*Op{&live, op}})
+	j := bytes.Index(env, b)
+	copy(env[j+i+1:j+i+9], raw)
+	var e Envelope
+	if err := Unmarshal(env, &e); err != nil || !e.Ops[0].Unresolved || e.Ops[1].Unresolved {
+		t.Fatalf("frame decoded to %+v, %v", e.Ops, err)
+	}
+	// Only vote keys go short.
+	claim := &Op{Writer: w, Seq: 4, Key: "member:" + claimant, Value: "1", ShortIDs: true}
+	b, _ = Marshal(claim)
+	if !bytes.Contains(b, mustHex(t, claimant)) {
+		t.Fatalf("a member key went short: % x", b)
+	}
+}
+
+func mustHex(t *testing.T, s string) []byte {
+	b, err := hex.DecodeString(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

@@ -144,7 +144,8 @@ type sessionCounts struct {
 	// Plumtree: op ids announced to the peer, ids grafted from it, and
 	// times we pruned the link (session_lazy.go)
 	ihaveSent, grafts, prunes int64
-	// announced or grafted ids whose short writer we could not resolve
+	// announced or grafted ids, and received ops' keys, naming a writer
+	// by a short id we could not resolve
 	idsUnknown int64
 }
 

@@ -1,6 +1,7 @@
 package peer
 
 import (
+	"encoding/hex"
 	"fmt"
 	"strings"
 	"testing"
@@ -205,4 +206,37 @@ func TestUnknownAnnouncedIDsCounted(t *testing.T) {
 	// The link still carries ops both ways.
 	a.addDomain("after-unknown.p2p", hash('d'))
 	waitConverged(t, overlayHeal, a, b)
+}
+
+// A vote pushed live names its claimant by 8 bytes; a receiver that
+// cannot resolve them (here: two known writers share them, which
+// this process is made to believe of the claimant) drops the vote and
+// counts it, and a repair, which sends ops whole, brings it: every node
+// still ends with every vote.
+func TestUnresolvedClaimantRepaired(t *testing.T) {
+	nodes := overlayNet(t, 3, 4)
+	waitMesh(t, 10*time.Second, nodes...)
+	claimant := nodes[0]
+	raw, err := hex.DecodeString(claimant.id.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw[31] ^= 1 // a twin: the claimant's first 8 bytes, another key
+	b, _ := messages.Marshal(&messages.Heartbeat{Writer: hex.EncodeToString(raw), Seq: 1, Sig: []byte{1}})
+	if err := messages.Unmarshal(b, &messages.Heartbeat{}); err != nil {
+		t.Fatal(err)
+	}
+	claimant.addDomain("twin-claimant.p2p", hash('d'))
+	waitConverged(t, overlayHeal, nodes...)
+	testutil.Eventually(t, 10*time.Second, func() error {
+		if n := overlaySum(t, nodes, func(o *messages.OverlayDiag) int64 { return o.IDsUnknown }); n == 0 {
+			return fmt.Errorf("no vote was dropped for its claimant")
+		}
+		return nil
+	})
+	for _, nd := range nodes {
+		if _, ok := nd.domains()["twin-claimant.p2p"]; !ok {
+			t.Fatalf("%s does not have the domain", nd.name)
+		}
+	}
 }

@@ -3,6 +3,7 @@ package peer
 import (
 	"bytes"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -409,7 +410,20 @@ func (s *session) sendOps(ops []*messages.Op, repair bool) bool {
 		batch, size = nil, 0
 		return ok
 	}
-	for _, op := range ops {
+	// A live push names a vote's claimant by 8 bytes (messages.Op.ShortIDs):
+	// its receiver heard of the claimant, whose claim came first. A repair
+	// sends ops whole: it is also what brings an op whose short claimant
+	// its receiver could not resolve (onOps).
+	var live []messages.Op
+	if !repair {
+		live = make([]messages.Op, len(ops))
+	}
+	for i, op := range ops {
+		if live != nil {
+			live[i] = *op
+			live[i].ShortIDs = true
+			op = &live[i]
+		}
 		n := opSize(op)
 		if len(batch) > 0 && (size+n > maxOpsFrameBytes || len(batch) >= s.cfg.batch) {
 			if !flush() {
@@ -469,6 +483,19 @@ func (s *session) push(ops []*messages.Op) {
 
 func (s *session) onOps(c actor.Context, ops []*messages.Op) {
 	s.stats.opsReceived += int64(len(ops))
+	// An op whose key names a writer by a short id we cannot resolve
+	// (messages.Op.Unresolved) is dropped: the ledger sees the gap and a
+	// repair, which sends ops whole, brings it.
+	ops = slices.DeleteFunc(ops, func(op *messages.Op) bool {
+		if op.Unresolved {
+			s.stats.idsUnknown++
+		}
+		return op.Unresolved
+	})
+	if len(ops) == 0 {
+		s.releaseCredit()
+		return
+	}
 	// Signatures are checked here, in this peer's session (sessions run
 	// side by side, one per peer), not in the ledger actor, which every
 	// peer's ops go through one at a time. An op whose signature does not
