@@ -23,16 +23,17 @@ type work struct {
 	opsGrafted  int64 // of those, asked for by a graft
 	opsReceived int64 // ops received from neighbours
 	opsDup      int64 // of those, ops the ledger had applied already
+	idsUnknown  int64 // announced ids and ops naming a writer by a short id a node could not resolve
 }
 
 func (w work) minus(o work) work {
 	return work{w.evaluations - o.evaluations, w.sigChecks - o.sigChecks, w.sigReused - o.sigReused, w.suspicions - o.suspicions, w.sessionsUp - o.sessionsUp, w.grafts - o.grafts, w.prunes - o.prunes,
-		w.opsSent - o.opsSent, w.opsRepaired - o.opsRepaired, w.opsGrafted - o.opsGrafted, w.opsReceived - o.opsReceived, w.opsDup - o.opsDup}
+		w.opsSent - o.opsSent, w.opsRepaired - o.opsRepaired, w.opsGrafted - o.opsGrafted, w.opsReceived - o.opsReceived, w.opsDup - o.opsDup, w.idsUnknown - o.idsUnknown}
 }
 
 func (w work) String() string {
-	return fmt.Sprintf("%d evaluations, %d op signature checks (%d more taken on another session's check), %d suspicions signed, %d sessions established, %d grafts, %d prunes; ops sent %d (%d of them repairs, %d of those grafted), received %d (%d already applied)",
-		w.evaluations, w.sigChecks, w.sigReused, w.suspicions, w.sessionsUp, w.grafts, w.prunes, w.opsSent, w.opsRepaired, w.opsGrafted, w.opsReceived, w.opsDup)
+	return fmt.Sprintf("%d evaluations, %d op signature checks (%d more taken on another session's check), %d suspicions signed, %d sessions established, %d grafts, %d prunes; ops sent %d (%d of them repairs, %d of those grafted), received %d (%d already applied); %d short ids unresolved",
+		w.evaluations, w.sigChecks, w.sigReused, w.suspicions, w.sessionsUp, w.grafts, w.prunes, w.opsSent, w.opsRepaired, w.opsGrafted, w.opsReceived, w.opsDup, w.idsUnknown)
 }
 
 // counters reads every running node's counters (a node that does not answer
@@ -69,6 +70,7 @@ func (f *fleet) counters() work {
 						SessionsUp     int64 `json:"sessionsUp"`
 						Grafts         int64 `json:"grafts"`
 						Prunes         int64 `json:"prunes"`
+						IDsUnknown     int64 `json:"idsUnknown"`
 					} `json:"overlay"`
 				} `json:"summary"`
 			}
@@ -89,6 +91,7 @@ func (f *fleet) counters() work {
 			sum.opsGrafted += d.Summary.OpsGrafted
 			sum.opsReceived += d.Summary.OpsReceived
 			sum.opsDup += d.Summary.OpsDuplicate
+			sum.idsUnknown += o.IDsUnknown
 			mu.Unlock()
 		}(i)
 	}
