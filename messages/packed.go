@@ -166,7 +166,7 @@ func decodeID(b []byte) (string, error) {
 // fill it cost a peer that much memory at most and the writers of the
 // network are interned again as their ops arrive.
 //
-// The table also answers short ids (shortID below): byShort maps the
+// The table also answers short ids (Short ids, below): byShort maps the
 // first shortIDBytes bytes of every id interned to the id, or to ""
 // when two ids share them.
 var interned struct {

@@ -484,8 +484,9 @@ func (s *session) push(ops []*messages.Op) {
 func (s *session) onOps(c actor.Context, ops []*messages.Op) {
 	s.stats.opsReceived += int64(len(ops))
 	// An op whose key names a writer by a short id we cannot resolve
-	// (messages.Op.Unresolved) is dropped: the ledger sees the gap and a
-	// repair, which sends ops whole, brings it.
+	// (messages.Op.Unresolved) is dropped: a repair, which sends ops
+	// whole, brings it (asked for by the gap our ledger sees when the
+	// writer's next op comes, or by the next vector exchange).
 	ops = slices.DeleteFunc(ops, func(op *messages.Op) bool {
 		if op.Unresolved {
 			s.stats.idsUnknown++
