@@ -30,8 +30,9 @@ import (
 // Only the wire form changes. Inside the process ids stay hex strings;
 // what a writer signs is the op's CBOR with ids as text (Op.SigningBytes),
 // so a signature does not depend on the wire form, and a decoder takes an
-// id as text too (frames and ledger files written with ids as text). A string that is not a canonical id (upper
-// case, another length, not hex) travels as text, unchanged. A key is
+// id as text too (frames and ledger files written with ids as text). A
+// string that is not a canonical id (upper case, another length, not
+// hex) travels as text, unchanged. A key is
 // packed by its ':'-separated parts: a part that is a canonical id goes
 // as 32 bytes, any other as text, and a key with no id in it stays a
 // text string; decoding joins the parts with ':' again, so every key
@@ -41,8 +42,7 @@ import (
 // A decoder that takes ids only as text cannot read these frames, nor a
 // ledger file written with them: the nodes of one network all run builds
 // that pack ids, and a data folder is not handed to a build that does
-// not. Measured: docs/scale.md, "Packed
-// ids".
+// not. Measured: docs/scale.md, "Packed ids".
 
 // idBytes is the size of a packed id.
 const idBytes = 32
@@ -161,10 +161,11 @@ func decodeID(b []byte) (string, error) {
 // Decoded ids are interned: a network has a bounded set of writers, and
 // every op, announced id and vote names some of them again, so a packed
 // id costs a lookup instead of a 64-byte string each time it is read.
-// The table holds at most maxInterned ids (~2 MB); full, it is emptied
-// and fills again with the ids that come next, so made-up ids sent to
-// fill it cost a peer that much memory at most and the writers of the
-// network are interned again as their ops arrive.
+// The table holds at most maxInterned ids (~2.5 MB with the map of
+// short forms below); full, it is emptied and fills again with the ids
+// that come next, so made-up ids sent to fill it cost a peer that much
+// memory at most and the writers of the network are interned again as
+// their ops arrive.
 //
 // The table also answers short ids (Short ids, below): byShort maps the
 // first shortIDBytes bytes of every id interned to the id, or to ""
@@ -542,8 +543,8 @@ func (d *opDecoder) id(what string) string {
 	return s
 }
 
-// key consumes a key item; it is read once the op's writer is known
-// (resolveKeys), since a part may stand for the writer.
+// key consumes a key item; op decodes it at its end, once the op's
+// writer is known, since a part may stand for the writer.
 func (d *opDecoder) key(what string) []byte {
 	return d.item(what)
 }
