@@ -174,6 +174,7 @@ var interned struct {
 	sync.RWMutex
 	m       map[[idBytes]byte]string
 	byShort map[[shortIDBytes]byte]string
+	pinned  map[[idBytes]byte]string // Pin's ids: added again when the table is emptied
 }
 
 const maxInterned = 1 << 14
@@ -203,7 +204,35 @@ func addInterned(k [idBytes]byte, s string) {
 	if len(interned.m) >= maxInterned {
 		clear(interned.m)
 		clear(interned.byShort)
+		for pk, ps := range interned.pinned {
+			putInterned(pk, ps)
+		}
 	}
+	putInterned(k, s)
+}
+
+// Pin interns id (64 hex characters; anything else is ignored) for the
+// life of the process, through every emptying of the table. A node pins
+// its own id: it never decodes its own ops from a peer before the first
+// vote on its own claim names it, in short form, as the claimant, and
+// in a network of two nodes its ops never come back to it at all.
+func Pin(id string) {
+	k, ok := packHex(id)
+	if !ok {
+		return
+	}
+	interned.Lock()
+	defer interned.Unlock()
+	if interned.pinned == nil {
+		interned.pinned = make(map[[idBytes]byte]string)
+	}
+	interned.pinned[k] = id
+	addInterned(k, id)
+}
+
+// putInterned stores id s, of bytes k, and its short form; the caller
+// holds the lock and has made room.
+func putInterned(k [idBytes]byte, s string) {
 	interned.m[k] = s
 	p := [shortIDBytes]byte(k[:shortIDBytes])
 	if t, ok := interned.byShort[p]; ok && t != s {
@@ -228,7 +257,8 @@ func addInterned(k [idBytes]byte, s string) {
 //
 // An op pushed live (Op.ShortIDs, set by the sending session) names a
 // vote's claimant the same way: the claimant's claim came before the
-// votes, so its receivers have heard of it. A vote whose claimant does
+// votes, so its receivers have heard of it, and the claimant itself, which
+// never decodes its own claim, pins its own id (Pin). A vote whose claimant does
 // not resolve decodes marked Op.Unresolved, not as an error (the frame's
 // other ops are good), and its receiver drops it; repairs send ops whole
 // and bring it. An op's own writer, and the ids of every other key (a

@@ -408,6 +408,40 @@ func TestInternBounded(t *testing.T) {
 	}
 }
 
+// A pinned id (a node's own) resolves from its short form in a process
+// that never decoded it, and after the table was emptied; an id that was
+// only interned by the sender does not.
+func TestPinnedClaimant(t *testing.T) {
+	self, _ := randomID(t)
+	other, _ := randomID(t)
+	Pin(self)
+	Pin("not an id") // ignored
+	voter, _ := randomID(t)
+	votes := make([][]byte, 2)
+	for i, claimant := range []string{self, other} {
+		b, err := Marshal(&Op{Writer: voter, Seq: 1, HLC: HLC{Wall: 1}, Key: VoteKey("d.p2p", voter, claimant), Value: VoteMarker, ShortIDs: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		votes[i] = b
+	}
+	// Fill the table past its bound: it is emptied, as a receiver's
+	// table is that never saw these ids.
+	var raw [idBytes]byte
+	raw[31] = 0xff
+	for i := range maxInterned + 1 {
+		raw[0], raw[1], raw[2] = byte(i), byte(i>>8), byte(i>>16)
+		internID(raw[:])
+	}
+	var got Op
+	if err := Unmarshal(votes[0], &got); err != nil || got.Unresolved || got.Key != VoteKey("d.p2p", voter, self) {
+		t.Fatalf("a vote for the pinned claimant decoded to %+v, %v", got, err)
+	}
+	if err := Unmarshal(votes[1], &got); err != nil || !got.Unresolved {
+		t.Fatalf("a vote for a claimant the table lost decoded to %+v, %v", got, err)
+	}
+}
+
 // A live push names a vote's claimant by 8 bytes: the op decodes whole
 // where the claimant is known, and marked Unresolved (with no error: the
 // frame's other ops are good) where it is not. Other keys keep their ids

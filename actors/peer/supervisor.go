@@ -247,6 +247,9 @@ func newActor(d Deps) *Actor {
 	a := &Actor{d: d, log: d.Log}
 	if d.Identity != nil {
 		a.self = d.Identity.ID()
+		// Votes on our own claims name us by a short id (messages, Short
+		// ids): we must resolve it before any op of ours comes back.
+		messages.Pin(a.self)
 	}
 	return a
 }

@@ -201,7 +201,7 @@ if [ -n "${PEERDNS_BIN_B:-}" ]; then
 		[ -n "$RAW_B2" ] || { echo "no tunnel client on node B2" >&2; exit 1; }
 	fi
 fi
-for h in $HTTP_B $HTTP_B2; do
+for h in $HTTP_A $HTTP_B $HTTP_A2 $HTTP_B2; do # every edge serves the domain before any arm runs
 	for _ in $(seq 200); do
 		curl -s -o /dev/null -w '%{http_code}' -H 'Host: bench.p2p' "http://$h/small" | grep -q 200 && break; sleep 0.1
 	done

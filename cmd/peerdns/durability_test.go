@@ -209,15 +209,31 @@ func TestInviteCommandJoinsANode(t *testing.T) {
 	_, addrB := startProcess(t, t.TempDir(), "--join", invite)
 	testutil.AddDomain(t, "http://"+addrA, "joined.p2p", testutil.Hash('e'))
 	testutil.Eventually(t, 30*time.Second, func() error {
-		var cs struct {
-			Status string `json:"status"`
-		}
-		testutil.MustJSON(t, "GET", "http://"+addrB+"/api/consensus/joined.p2p", "", 200, &cs)
-		if cs.Status != "resolved" {
-			return fmt.Errorf("joined.p2p on B = %s", cs.Status)
+		for _, n := range []struct{ name, addr string }{{"A", addrA}, {"B", addrB}} {
+			var cs struct {
+				Status string `json:"status"`
+			}
+			testutil.MustJSON(t, "GET", "http://"+n.addr+"/api/consensus/joined.p2p", "", 200, &cs)
+			if cs.Status != "resolved" {
+				return fmt.Errorf("joined.p2p on %s = %s", n.name, cs.Status)
+			}
 		}
 		return nil
 	})
+	// B's vote names A, the claimant, by a short id that A, in a process
+	// of its own, must resolve: a vote it cannot is dropped and counted,
+	// and comes back seconds later by repair.
+	var d struct {
+		Summary struct {
+			Overlay struct {
+				IDsUnknown int64 `json:"idsUnknown"`
+			} `json:"overlay"`
+		} `json:"summary"`
+	}
+	testutil.MustJSON(t, "GET", "http://"+addrA+"/api/diagnostics/invites", "", 200, &d)
+	if n := d.Summary.Overlay.IDsUnknown; n != 0 {
+		t.Fatalf("the claimant could not resolve %d short ids", n)
+	}
 	if code := run([]string{"invite", "--admin-addr", "127.0.0.1:1"}, func(string) string { return "" }, &out, &errOut); code != 1 {
 		t.Fatalf("invite against no node exit = %d", code)
 	}
