@@ -32,8 +32,8 @@ func TestNATLab(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			t.Logf("%s: connected=%v path=%q via=%.12s join→connected=%v first byte=%v punches=%d survived introducer=%v nat X=%s Y=%s",
-				sc.Name, res.Connected, res.Path, res.Via, res.JoinToConnected, res.FirstByte, res.Punches, res.SurvivedIntroducer, res.NATX, res.NATY)
+			t.Logf("%s: connected=%v path=%q (first %q) via=%.12s join→connected=%v first byte=%v punches=%d survived introducer=%v nat X=%s Y=%s",
+				sc.Name, res.Connected, res.Path, res.FirstPath, res.Via, res.JoinToConnected, res.FirstByte, res.Punches, res.SurvivedIntroducer, res.NATX, res.NATY)
 			if res.NATX != WantNAT(sc.X) || res.NATY != WantNAT(sc.Y) {
 				t.Errorf("NAT kinds reported: X (%s) %q, Y (%s) %q; want %q and %q", sc.X, res.NATX, sc.Y, res.NATY, WantNAT(sc.X), WantNAT(sc.Y))
 			}
