@@ -14,7 +14,9 @@ import (
 //
 //   - A chunked body already goes chunk by chunk (fasthttp flushes each).
 //   - A fixed-length body longer than the server's write buffer gets its
-//     head written at once (ImmediateHeaderFlush); fasthttp's writer,
+//     head written at once (ImmediateHeaderFlush; on plain HTTP in one
+//     system call with the body's first piece when that is already here,
+//     headhold.go); fasthttp's writer,
 //     empty then, hands the body to the client connection's ReadFrom,
 //     which writes each piece as it is read. Without the early head the
 //     writer fills its buffer (4 KiB) with the body's first reads and
@@ -32,9 +34,16 @@ import (
 const writeBuffer = 4096 // fasthttp.Server's WriteBufferSize default
 
 // flushHeadEarly sets ImmediateHeaderFlush for a streamed response whose
-// declared body is longer than the write buffer.
-func flushHeadEarly(resp *fasthttp.Response) {
+// declared body is longer than the write buffer; on a plain HTTP
+// connection the head then waits for the body's first piece if that
+// comes at once (headhold.go).
+func flushHeadEarly(ctx *fasthttp.RequestCtx, resp *fasthttp.Response) {
 	resp.ImmediateHeaderFlush = resp.IsBodyStream() && resp.Header.ContentLength() > writeBuffer
+	if resp.ImmediateHeaderFlush {
+		if mc, ok := ctx.Conn().(*movingDeadlines); ok {
+			mc.holdHead()
+		}
+	}
 }
 
 // tlsConn is a client's TLS connection with ReadFrom (above).

@@ -70,6 +70,9 @@ type movingDeadlines struct {
 	gathered atomic.Pointer[gatherer]
 	// halt: halter's func, made once per connection.
 	halt func()
+	// head: a streamed answer's head held for its body's first piece
+	// (headhold.go); nil until the first is.
+	head atomic.Pointer[headHold]
 }
 
 // halter is a func that halts both sides (haltRead, haltWrite), made
@@ -100,6 +103,7 @@ func (c *movingDeadlines) halter() func() {
 // A connection that gathers its writes and has some pending is closed
 // once they are written (gatherer); its reads fail at once.
 func (c *movingDeadlines) Close() error {
+	c.head.Load().release(c)
 	if g := c.gathered.Load(); g != nil && g.close() {
 		c.haltRead()
 		return nil
@@ -245,6 +249,11 @@ func (c *movingDeadlines) putRead(t time.Time) error {
 func (c *movingDeadlines) Write(b []byte) (int, error) {
 	if g := c.gathered.Load(); g != nil {
 		return g.write(c, b)
+	}
+	if h := c.head.Load(); h != nil && h.active.Load() {
+		if n, err, done := h.write(c, b); done {
+			return n, err
+		}
 	}
 	return c.writeNow(b)
 }

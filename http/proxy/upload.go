@@ -87,7 +87,7 @@ func (s *Server) upload(ctx *fasthttp.RequestCtx, d *view.Domain, cm *movingDead
 		closeAfter(ctx)
 		return
 	}
-	finish(resp)
+	finish(ctx, resp)
 	if early || werr != nil {
 		closeAfter(ctx) // the rest of the body is unread
 	}
@@ -110,7 +110,7 @@ func (s *Server) upload(ctx *fasthttp.RequestCtx, d *view.Domain, cm *movingDead
 		body, n = br, -1
 	}
 	resp.SetBodyStream(&upstreamBody{Reader: body, c: conn}, n)
-	flushHeadEarly(resp)
+	flushHeadEarly(ctx, resp)
 }
 
 // timedOut marks a deadline that passed as fasthttp's ErrTimeout, which

@@ -161,15 +161,15 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx, d *view.Domain) {
 		s.upstreamError(ctx, d, err)
 		return
 	}
-	finish(resp)
+	finish(ctx, resp)
 }
 
 // finish drops the upstream's hop-by-hop headers from its answer.
-func finish(resp *fasthttp.Response) {
+func finish(ctx *fasthttp.RequestCtx, resp *fasthttp.Response) {
 	for _, h := range hopHeaders {
 		resp.Header.Del(h)
 	}
-	flushHeadEarly(resp)
+	flushHeadEarly(ctx, resp)
 }
 
 var (

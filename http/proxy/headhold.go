@@ -1,0 +1,148 @@
+package proxy
+
+import (
+	"net"
+	"runtime"
+	"sync"
+	"sync/atomic"
+)
+
+// A streamed answer's head, held for its body's first piece.
+//
+// The head of a streamed answer longer than the write buffer is flushed
+// before its body (flush.go), so that a client sees it while a slow
+// upstream has sent nothing more. On a plain HTTP connection that head
+// was a write system call of its own, a few hundred bytes, with the
+// body's first piece (the bytes that came with the upstream's head)
+// written right after it: on loopback each write also delivers to the
+// reader and wakes it, and of the four write system calls a 64 KiB
+// answer cost the node on the same-node route, the head's was one.
+//
+// So the connection holds the head (holdHead, armed by the serving
+// goroutine for one answer) and writes it with the next write, in one
+// system call (writev), or, when the serving goroutine blocks first (an
+// upstream with nothing more to send yet), a goroutine started with the
+// hold writes it alone once the goroutines ready to run have run: a
+// slow upstream's head goes out when its body does not come at once,
+// as it did. Close writes a head still held before closing.
+//
+// The two goroutines take turns under headHold.mu; the deadlines they
+// move are atomic (deadline). A write error of the goroutine is given to
+// the next Write.
+
+type headHold struct {
+	active  atomic.Bool // armed, held or err: Write takes the slow path
+	mu      sync.Mutex
+	armed   bool   // the next Write is the head to hold
+	held    []byte // the head held (len 0: none); its array is kept for the next
+	pending bool   // held is to be written
+	err     error  // the goroutine's write error, for the next Write
+}
+
+// holdHead makes c hold its next write, the head of a streamed answer.
+// Only the goroutine that serves the connection calls it.
+func (c *movingDeadlines) holdHead() {
+	h := c.head.Load()
+	if h == nil {
+		h = &headHold{}
+		c.head.Store(h)
+	}
+	h.mu.Lock()
+	h.armed = true
+	h.active.Store(true)
+	h.mu.Unlock()
+}
+
+// maxHeldHead bounds a head that is held: a larger one is written at
+// once (it is not the small write this saves).
+const maxHeldHead = 8 << 10
+
+// write is Write while a head is armed, held or failed; done false: the
+// caller writes b as usual.
+func (h *headHold) write(c *movingDeadlines, b []byte) (n int, err error, done bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	switch {
+	case h.err != nil:
+		err, h.err = h.err, nil
+		h.settle()
+		return 0, err, true
+	case h.pending:
+		h.pending = false
+		h.settle()
+		bufs := net.Buffers{h.held, b}
+		m, err := c.writeBuffers(&bufs)
+		head := int64(len(h.held))
+		h.held = h.held[:0]
+		if m < head {
+			return 0, err, true
+		}
+		return int(m - head), err, true
+	case h.armed && len(b) <= maxHeldHead:
+		h.armed = false
+		h.held = append(h.held[:0], b...)
+		h.pending = true
+		go h.flush(c)
+		return len(b), nil, true
+	}
+	h.armed = false
+	h.settle()
+	return 0, nil, false
+}
+
+// settle clears active when nothing is left to do; the caller holds mu.
+func (h *headHold) settle() {
+	if !h.armed && !h.pending && h.err == nil {
+		h.active.Store(false)
+	}
+}
+
+// flush writes a head still held once the goroutines ready to run have
+// run (the serving one among them: it writes the head with its body's
+// first piece if that came at once).
+func (h *headHold) flush(c *movingDeadlines) {
+	runtime.Gosched()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.writeHeld(c)
+}
+
+// writeHeld writes the held head, if any; the caller holds mu.
+func (h *headHold) writeHeld(c *movingDeadlines) {
+	if !h.pending {
+		return
+	}
+	h.pending = false
+	if _, err := c.writeNow(h.held); err != nil && h.err == nil {
+		h.err = err
+	}
+	h.held = h.held[:0]
+	h.settle()
+}
+
+// release writes a head still held (Close).
+func (h *headHold) release(c *movingDeadlines) {
+	if h == nil || !h.active.Load() {
+		return
+	}
+	h.mu.Lock()
+	h.writeHeld(c)
+	h.mu.Unlock()
+}
+
+// writeBuffers is writeNow for several pieces in one system call.
+func (c *movingDeadlines) writeBuffers(bufs *net.Buffers) (int64, error) {
+	if c.lazy {
+		if t, ok := c.wr.held(); ok {
+			if err := c.putWrite(t); err != nil {
+				return 0, err
+			}
+		}
+	}
+	if t, ok := c.wr.due(); ok {
+		if err := c.putWrite(t); err != nil {
+			return 0, err
+		}
+	}
+	return bufs.WriteTo(c.Conn)
+}
