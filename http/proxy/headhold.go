@@ -22,9 +22,11 @@ import (
 // goroutine for one answer) and writes it with the next write, in one
 // system call (writev), or, when the serving goroutine blocks first (an
 // upstream with nothing more to send yet), a goroutine started with the
-// hold writes it alone once the goroutines ready to run have run: a
-// slow upstream's head goes out when its body does not come at once,
-// as it did. Close writes a head still held before closing.
+// hold (unless the one started for an earlier head has not run yet: it
+// takes this one too) writes it alone once the goroutines ready to run
+// have run: a slow upstream's head goes out when its body does not come
+// at once, as it did. Close writes a head still held before closing. A
+// held answer allocates nothing.
 //
 // The two goroutines take turns under headHold.mu; the deadlines they
 // move are atomic (deadline). A write error of the goroutine is given to
@@ -41,11 +43,17 @@ import (
 
 type headHold struct {
 	active  atomic.Bool // armed, held or err: Write takes the slow path
+	flusher func()      // flush for this connection, made once: a go statement with arguments allocates each time
 	mu      sync.Mutex
 	armed   bool   // the next Write is the head to hold
 	held    []byte // the head held (len 0: none); its array is kept for the next
 	pending bool   // held is to be written
+	running bool   // a flush goroutine is started and has not looked yet
 	err     error  // the goroutine's write error, for the next Write
+	// vec and bufs: the head and the next write as one writev, kept here
+	// so that a held answer allocates nothing.
+	vec  [2][]byte
+	bufs net.Buffers
 }
 
 // holdHead makes c hold its next write, the head of a streamed answer.
@@ -54,6 +62,7 @@ func (c *movingDeadlines) holdHead() {
 	h := c.head.Load()
 	if h == nil {
 		h = &headHold{}
+		h.flusher = func() { h.flush(c) }
 		c.head.Store(h)
 	}
 	h.mu.Lock()
@@ -79,8 +88,10 @@ func (h *headHold) write(c *movingDeadlines, b []byte) (n int, err error, done b
 	case h.pending:
 		h.pending = false
 		h.settle()
-		bufs := net.Buffers{h.held, b}
-		m, err := c.writeBuffers(&bufs)
+		h.vec[0], h.vec[1] = h.held, b
+		h.bufs = h.vec[:]
+		m, err := c.writeBuffers(&h.bufs)
+		h.vec[1], h.bufs = nil, nil // b is the caller's
 		head := int64(len(h.held))
 		h.held = h.held[:0]
 		if m < head {
@@ -91,7 +102,10 @@ func (h *headHold) write(c *movingDeadlines, b []byte) (n int, err error, done b
 		h.armed = false
 		h.held = append(h.held[:0], b...)
 		h.pending = true
-		go h.flush(c)
+		if !h.running { // one started for an earlier head will see this one
+			h.running = true
+			go h.flusher()
+		}
 		return len(b), nil, true
 	}
 	h.armed = false
@@ -113,6 +127,7 @@ func (h *headHold) flush(c *movingDeadlines) {
 	runtime.Gosched()
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	h.running = false
 	h.writeHeld(c)
 }
 

@@ -145,3 +145,23 @@ func TestHeldHeadWriteError(t *testing.T) {
 		t.Fatal("the hold is still active once its error was reported")
 	}
 }
+
+// Holding a head and writing it with the next write allocates nothing
+// (outside race builds, where buffers handed to system calls escape).
+func TestHeldHeadAllocates(t *testing.T) {
+	mc, cl := heldPair(t)
+	go func() { _, _ = io.Copy(io.Discard, cl) }()
+	head, body := []byte("HEAD"), []byte("body")
+	n := testing.AllocsPerRun(200, func() {
+		mc.holdHead()
+		if _, err := mc.Write(head); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := mc.Write(body); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if n != 0 && !raceBuild {
+		t.Fatalf("%v allocations per held answer", n)
+	}
+}
