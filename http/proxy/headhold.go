@@ -156,17 +156,8 @@ func (h *headHold) release(c *movingDeadlines) {
 
 // writeBuffers is writeNow for several pieces in one system call.
 func (c *movingDeadlines) writeBuffers(bufs *net.Buffers) (int64, error) {
-	if c.lazy {
-		if t, ok := c.wr.held(); ok {
-			if err := c.putWrite(t); err != nil {
-				return 0, err
-			}
-		}
-	}
-	if t, ok := c.wr.due(); ok {
-		if err := c.putWrite(t); err != nil {
-			return 0, err
-		}
+	if err := c.moveWrite(); err != nil {
+		return 0, err
 	}
 	return bufs.WriteTo(c.Conn)
 }

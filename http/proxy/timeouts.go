@@ -260,19 +260,26 @@ func (c *movingDeadlines) Write(b []byte) (int, error) {
 
 // writeNow writes b to the connection, moving the write deadline.
 func (c *movingDeadlines) writeNow(b []byte) (int, error) {
+	if err := c.moveWrite(); err != nil {
+		return 0, err
+	}
+	return c.Conn.Write(b)
+}
+
+// moveWrite puts on the connection the write deadline held for the next
+// write (lazy connections) and moves it when due.
+func (c *movingDeadlines) moveWrite() error {
 	if c.lazy {
 		if t, ok := c.wr.held(); ok {
 			if err := c.putWrite(t); err != nil {
-				return 0, err
+				return err
 			}
 		}
 	}
 	if t, ok := c.wr.due(); ok {
-		if err := c.putWrite(t); err != nil {
-			return 0, err
-		}
+		return c.putWrite(t)
 	}
-	return c.Conn.Write(b)
+	return nil
 }
 
 // putWrite is putRead for writes.
