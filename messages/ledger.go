@@ -245,7 +245,11 @@ type GetOpsSinceReply struct{ Ops []*Op }
 // peer) were committed and applied, so peer actors can push them on.
 type OpsApplied struct{ Ops []*Op }
 
-// IsWriter asks whether id is an authorised writer of the network.
+// IsWriter asks whether id may hold a peer session as a writer of the
+// network: an authorised writer, or, while this node's ledger has not
+// yet learned that it is a writer itself (a joiner before its first
+// sync), the root or the inviter that let it in (see the ledger's
+// state.mayConnect).
 type IsWriter struct{ ID string }
 
 // IsWriterReply answers IsWriter.
@@ -265,8 +269,9 @@ type GetNetwork struct{}
 type GetNetworkReply struct{ Key, Root string }
 
 // JoinNetwork tells a fresh joiner's ledger which network it joined (from
-// an accepted invite) before replication starts.
-type JoinNetwork struct{ Key, Root string }
+// an accepted invite) before replication starts, and which peer let it
+// in (Inviter).
+type JoinNetwork struct{ Key, Root, Inviter string }
 
 // JoinNetworkReply answers JoinNetwork.
 type JoinNetworkReply struct{ Err error }

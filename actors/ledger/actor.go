@@ -176,6 +176,9 @@ func (a *Actor) load() error {
 	if v, err := a.d.Ledger.Get(metaRoot); err == nil {
 		a.st.root = v
 	}
+	if v, err := a.d.Ledger.Get(metaInviter); err == nil {
+		a.st.inviter = v
+	}
 	kvs, err := a.d.Ledger.List(opPrefix)
 	if err != nil {
 		return err
@@ -244,6 +247,7 @@ const (
 	opPrefix       = "op:"
 	metaNetwork    = "meta:network"
 	metaRoot       = "meta:root"
+	metaInviter    = "meta:inviter"
 	prefHashPrefix = "hashpref:"
 )
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -161,4 +162,28 @@ func TestRejectsForgedOps(t *testing.T) {
 	if m.ValidationFailures != 2 {
 		t.Fatalf("validationFailures = %d", m.ValidationFailures)
 	}
+}
+
+// A joiner that has its network's key but no op yet takes its root and
+// its inviter as writers (and no one else), across a restart too: it
+// would refuse every peer otherwise.
+func TestJoinerTakesRootAndInviterUntilSynced(t *testing.T) {
+	dir := t.TempDir()
+	join := func(d *Deps) { d.Join = true }
+	l := newTestLedgerWith(t, dir, join)
+	root, inviter, stranger := strings.Repeat("a", 64), strings.Repeat("b", 64), strings.Repeat("c", 64)
+	if r := ask[*messages.JoinNetworkReply](t, l, &messages.JoinNetwork{Key: strings.Repeat("0", 64), Root: root, Inviter: inviter}); r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	check := func(l *testLedger) {
+		t.Helper()
+		for id, want := range map[string]bool{root: true, inviter: true, stranger: false, "": false} {
+			if got := ask[*messages.IsWriterReply](t, l, &messages.IsWriter{ID: id}).OK; got != want {
+				t.Errorf("IsWriter(%.8q) = %v, want %v", id, got, want)
+			}
+		}
+	}
+	check(l)
+	l.stop()
+	check(newTestLedgerWith(t, dir, join))
 }

@@ -79,7 +79,7 @@ func (a *Actor) handle(c actor.Context, msg any) {
 	case *messages.GetOpsSince:
 		c.Respond(&messages.GetOpsSinceReply{Ops: a.st.opsSince(m.VV, m.Max)})
 	case *messages.IsWriter:
-		c.Respond(&messages.IsWriterReply{OK: a.st.writers[m.ID]})
+		c.Respond(&messages.IsWriterReply{OK: a.st.mayConnect(m.ID)})
 	case *messages.AddWriter:
 		c.Respond(&messages.AddWriterReply{Err: a.addWriter(m.ID)})
 	case *messages.GetNetwork:
@@ -321,11 +321,14 @@ func (a *Actor) joinNetwork(m *messages.JoinNetwork) error {
 		if err := tx.Set(metaRoot, m.Root); err != nil {
 			return err
 		}
+		if err := tx.Set(metaInviter, m.Inviter); err != nil {
+			return err
+		}
 		return tx.Set(metaNetwork, m.Key)
 	}); err != nil {
 		return fmt.Errorf("store network: %w", err)
 	}
-	a.st.network, a.st.root = m.Key, m.Root
+	a.st.network, a.st.root, a.st.inviter = m.Key, m.Root, m.Inviter
 	a.d.Log.Info("joined network", "root", m.Root)
 	return nil
 }

@@ -30,6 +30,7 @@ type state struct {
 	self    string
 	network string // network key hex, "" until created or joined
 	root    string // root writer id
+	inviter string // the peer that let us in, "" if we created the network
 
 	vv      messages.VersionVector
 	log     map[string][]*messages.Op // writer → ops in seq order (log[w][i].Seq == i+1)
@@ -150,6 +151,23 @@ func parseWrites(op *messages.Op) ([]messages.ParsedKey, error) {
 		pks[i] = pk
 	}
 	return pks, nil
+}
+
+// mayConnect says whether id may hold a peer session as a writer. Until
+// our own ledger holds the op that made us a writer, it cannot show that
+// anyone is one: the joiner has the network's key and root from the
+// inviter's accept and nothing else. Refusing every peer then would
+// leave it so for good once the join session drops before the first
+// sync (a peer dialing in at that moment replaces it), so until then the
+// root and the inviter count: the inviter proved its key in the TLS
+// handshake of the session that accepted our invite, the invite came
+// from the operator, and every op either sends is still checked against
+// the chain of writers from the root.
+func (s *state) mayConnect(id string) bool {
+	if s.writers[id] {
+		return true
+	}
+	return !s.writers[s.self] && id != "" && (id == s.root || id == s.inviter)
 }
 
 func (s *state) authorised(op *messages.Op, pk messages.ParsedKey) bool {

@@ -49,8 +49,12 @@ type testNode struct {
 }
 
 type nodeOpts struct {
-	mem        *transport.MemNetwork // nil: real QUIC on loopback
-	join       string
+	mem  *transport.MemNetwork // nil: real QUIC on loopback
+	join string
+	// joined: the ledger is told it joined this network before the peers
+	// supervisor starts (a joiner whose join session ended before its
+	// first sync).
+	joined     *messages.JoinNetwork
 	bootstrap  []string
 	now        func() time.Time
 	maxPending int // transport.Config.MaxPendingInbound (0: the default)
@@ -140,10 +144,15 @@ func (n *testNode) start() {
 	vec := &applied.Vector{}
 	n.ledger, err = n.sys.Root.SpawnNamed(ledger.Props(ledger.Deps{
 		Identity: n.id, Ledger: n.ldb, Node: n.ndb, Published: &view.Published{}, Applied: vec,
-		Join: n.opts.join != "", Log: log,
+		Join: n.opts.join != "" || n.opts.joined != nil, Log: log,
 	}), "ledger")
 	if err != nil {
 		t.Fatal(err)
+	}
+	if n.opts.joined != nil {
+		if r := ask[*messages.JoinNetworkReply](t, n.sys, n.ledger, n.opts.joined); r.Err != nil {
+			t.Fatal(r.Err)
+		}
 	}
 	if n.opts.mem != nil {
 		n.ep = n.opts.mem.Listen(n.id, log)

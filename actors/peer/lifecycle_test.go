@@ -10,6 +10,7 @@ import (
 	"github.com/quic-go/quic-go"
 
 	"peerdns/internal/testutil"
+	"peerdns/messages"
 	"peerdns/transport"
 	"peerdns/transport/identity"
 )
@@ -38,6 +39,49 @@ func TestRestartCatchesUpWithoutFlags(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// A joiner whose join session ends right after the inviter accepted it
+// (a peer dialing in at that moment replaces it) holds the network's key
+// and root but no op yet, so no writer at all: it must still take its
+// inviter's sessions, or it refuses everyone for good.
+func TestJoinerWithoutOpsAcceptsItsInviter(t *testing.T) {
+	a := newTestNode(t, "A", nodeOpts{})
+	b := joinNode(t, "B", a)
+	netw := ask[*messages.GetNetworkReply](t, a.sys, a.ledger, &messages.GetNetwork{})
+	c := newTestNode(t, "C", nodeOpts{
+		joined:    &messages.JoinNetwork{Key: netw.Key, Root: netw.Root, Inviter: b.id.ID()},
+		bootstrap: []string{b.addr},
+	})
+	stranger, err := identity.Generate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.isWriter(a.id.ID()) || !c.isWriter(b.id.ID()) {
+		t.Fatal("a joiner without ops refuses its root or its inviter")
+	}
+	if c.isWriter(stranger.ID()) {
+		t.Fatal("a joiner without ops takes any peer as a writer")
+	}
+	if r := ask[*messages.AddWriterReply](t, b.sys, b.ledger, &messages.AddWriter{ID: c.id.ID()}); r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	b.addDomain("bee.p2p", hash('b'))
+	testutil.Eventually(t, 15*time.Second, func() error {
+		if !c.isWriter(c.id.ID()) {
+			return fmt.Errorf("C has not synced the op that made it a writer")
+		}
+		if _, ok := c.domains()["bee.p2p"]; !ok {
+			return fmt.Errorf("C lacks bee.p2p")
+		}
+		return nil
+	})
+	waitConverged(t, 15*time.Second, a, b, c)
+	// Once it is a writer its ledger decides alone: an id it never
+	// learned is no writer.
+	if c.isWriter(stranger.ID()) {
+		t.Fatal("a synced node takes an unknown peer as a writer")
+	}
 }
 
 func TestFiveNodesConverge(t *testing.T) {

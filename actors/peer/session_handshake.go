@@ -128,7 +128,7 @@ func (s *session) onAccept(c actor.Context, a *messages.Accept) {
 		return
 	}
 	s.joinPending = true
-	f := c.RequestFuture(s.cfg.ledger, &messages.JoinNetwork{Key: a.Network, Root: a.Root}, s.cfg.askTimeout)
+	f := c.RequestFuture(s.cfg.ledger, &messages.JoinNetwork{Key: a.Network, Root: a.Root, Inviter: s.peer}, s.cfg.askTimeout)
 	c.ReenterAfter(f, func(res any, err error) {
 		s.joinPending = false
 		r, ok := res.(*messages.JoinNetworkReply)
