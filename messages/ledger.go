@@ -46,13 +46,11 @@ type Op struct {
 	// wire) by the peer session that received the op once it verified
 	// the signature, so the ledger actor does not check it again.
 	SigChecked bool `cbor:"-"`
-	// ShortIDs (set on a copy by the session that pushes the op live)
-	// sends the claimant of a vote key by its first 8 bytes (packed.go,
-	// Short ids); Unresolved is set by the decoder when such a part names
-	// no writer this process knows: the op's key is then incomplete, and
-	// the receiver drops it for a repair to bring whole. Neither crosses
-	// the wire or is signed.
-	ShortIDs   bool `cbor:"-"`
+	// Unresolved is set by the decoder when a vote key's claimant came
+	// by its first 8 bytes (an op pushed live: Envelope.ShortIDs,
+	// packed.go, Short ids) and names no writer this process knows: the
+	// op's key is then incomplete, and the receiver drops it for a repair
+	// to bring whole. It never crosses the wire and is not signed.
 	Unresolved bool `cbor:"-"`
 }
 

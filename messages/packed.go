@@ -255,7 +255,7 @@ func putInterned(k [idBytes]byte, s string) {
 // Writer, which the receiver ignores and counts: an announcement is a
 // hint, and the periodic digest exchange repairs what it would have.
 //
-// An op pushed live (Op.ShortIDs, set by the sending session) names a
+// An op pushed live (Envelope.ShortIDs, set by the sending session) names a
 // vote's claimant the same way: the claimant's claim came before the
 // votes, so its receivers have heard of it, and the claimant itself, which
 // never decodes its own claim, pins its own id (Pin). A vote whose claimant does
@@ -321,7 +321,7 @@ func head(b []byte) (major byte, arg uint64, n int, ok bool) {
 
 // appendKey appends key, an op's key, writer the op's writer; short
 // writes the other ids of a vote key (its claimant) in their short form
-// (Op.ShortIDs).
+// (Envelope.ShortIDs).
 func appendKey(b []byte, key, writer string, short bool) []byte {
 	short = short && strings.HasPrefix(key, KeyVote+":")
 	self := isID(writer)
@@ -421,13 +421,23 @@ type opSigned Op
 // by hand (through the codec's reflection with a marshaler per id, a frame
 // of ops costs five times the text form's encoding and decoding).
 func (o *Op) MarshalCBOR() ([]byte, error) {
+	return o.appendCBOR(make([]byte, 0, o.sizeHint()), false), nil
+}
+
+// sizeHint is about the length of o's encoding.
+func (o *Op) sizeHint() int {
+	return 64 + len(o.Key) + len(o.Value) + len(o.Sig) + len(o.Batch)*96
+}
+
+// appendCBOR appends o's encoding to b; short names a vote key's claimant
+// by its short id (Short ids, above).
+func (o *Op) appendCBOR(b []byte, short bool) []byte {
 	fields := uint64(3)
 	for _, set := range [...]bool{o.Key != "", o.Value != "", o.Delete, len(o.Sig) > 0, len(o.Batch) > 0} {
 		if set {
 			fields++
 		}
 	}
-	b := make([]byte, 0, 64+len(o.Key)+len(o.Value)+len(o.Sig)+len(o.Batch)*96)
 	b = appendHead(b, 5, fields)
 	b = appendID(append(b, 1), o.Writer)
 	b = appendHead(append(b, 2), 0, o.Seq)
@@ -439,7 +449,7 @@ func (o *Op) MarshalCBOR() ([]byte, error) {
 	}
 	b = appendHead(append(b, 2), 0, uint64(o.HLC.Logical))
 	if o.Key != "" {
-		b = appendKey(append(b, 4), o.Key, o.Writer, o.ShortIDs)
+		b = appendKey(append(b, 4), o.Key, o.Writer, short)
 	}
 	if o.Value != "" {
 		b = appendText(append(b, 5), o.Value)
@@ -460,7 +470,7 @@ func (o *Op) MarshalCBOR() ([]byte, error) {
 			if w.Delete {
 				n++
 			}
-			b = appendKey(append(appendHead(b, 5, n), 1), w.Key, o.Writer, o.ShortIDs)
+			b = appendKey(append(appendHead(b, 5, n), 1), w.Key, o.Writer, short)
 			if w.Value != "" {
 				b = appendText(append(b, 2), w.Value)
 			}
@@ -469,7 +479,7 @@ func (o *Op) MarshalCBOR() ([]byte, error) {
 			}
 		}
 	}
-	return b, nil
+	return b
 }
 
 // UnmarshalCBOR decodes an op with ids packed or as text, by hand (the

@@ -313,10 +313,7 @@ func FuzzPackedOp(f *testing.F) {
 	for _, op := range sampleOps() {
 		b, _ := Marshal(op)
 		f.Add(b)
-		short := *op
-		short.ShortIDs = true
-		b, _ = Marshal(&short)
-		f.Add(b)
+		f.Add(op.appendCBOR(nil, true))
 		old, _ := Marshal(textOf(op))
 		f.Add(old)
 	}
@@ -419,11 +416,7 @@ func TestPinnedClaimant(t *testing.T) {
 	voter, _ := randomID(t)
 	votes := make([][]byte, 2)
 	for i, claimant := range []string{self, other} {
-		b, err := Marshal(&Op{Writer: voter, Seq: 1, HLC: HLC{Wall: 1}, Key: VoteKey("d.p2p", voter, claimant), Value: VoteMarker, ShortIDs: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		votes[i] = b
+		votes[i] = (&Op{Writer: voter, Seq: 1, HLC: HLC{Wall: 1}, Key: VoteKey("d.p2p", voter, claimant), Value: VoteMarker}).appendCBOR(nil, true)
 	}
 	// Fill the table past its bound: it is emptied, as a receiver's
 	// table is that never saw these ids.
@@ -454,9 +447,7 @@ func TestShortClaimant(t *testing.T) {
 	msg, _ := op.SigningBytes()
 	op.Sig = ed25519.Sign(priv, msg)
 	whole, _ := Marshal(op)
-	live := *op
-	live.ShortIDs = true
-	b, _ := Marshal(&live)
+	b := op.appendCBOR(nil, true)
 	if len(whole)-len(b) != (2+idBytes)-(1+shortIDBytes) {
 		t.Fatalf("vote op %d bytes live, %d whole", len(b), len(whole))
 	}
@@ -479,7 +470,7 @@ func TestShortClaimant(t *testing.T) {
 		t.Fatalf("an unknown claimant decoded to %+v, %v", got, err)
 	}
 	// A frame of it and a good op decodes, the bad one marked.
-	env, _ := Marshal(&Envelope{Kind: KindOps, Ops: []*Op{&live, op}})
+	env, _ := MarshalEnvelope(&Envelope{Kind: KindOps, Ops: []*Op{op, op}, ShortIDs: true})
 	j := bytes.Index(env, b)
 	copy(env[j+i+1:j+i+9], raw)
 	var e Envelope
@@ -487,8 +478,8 @@ func TestShortClaimant(t *testing.T) {
 		t.Fatalf("frame decoded to %+v, %v", e.Ops, err)
 	}
 	// Only vote keys go short.
-	claim := &Op{Writer: w, Seq: 4, Key: "member:" + claimant, Value: "1", ShortIDs: true}
-	b, _ = Marshal(claim)
+	claim := &Op{Writer: w, Seq: 4, Key: "member:" + claimant, Value: "1"}
+	b = claim.appendCBOR(nil, true)
 	if !bytes.Contains(b, mustHex(t, claimant)) {
 		t.Fatalf("a member key went short: % x", b)
 	}

@@ -47,6 +47,11 @@ type Envelope struct {
 
 	// Overlay body (overlay.go).
 	Overlay *Overlay `cbor:"40,keyasint,omitempty"`
+
+	// ShortIDs (set by the session that pushes ops live; never on the
+	// wire) has MarshalEnvelope name each vote's claimant by its short
+	// id (packed.go, Short ids).
+	ShortIDs bool `cbor:"-"`
 }
 
 // Hello opens a session. Network is "" while the sender has not joined a

@@ -57,7 +57,7 @@ func EncodeEnvelope(m *messages.Envelope) ([]byte, error) {
 	if err := m.Validate(); err != nil {
 		return nil, err
 	}
-	b, err := messages.Marshal(m)
+	b, err := messages.MarshalEnvelope(m)
 	if err != nil {
 		return nil, fmt.Errorf("encode %s: %w", m.Kind, err)
 	}

@@ -390,7 +390,12 @@ func (s *session) sendOps(ops []*messages.Op, repair bool) bool {
 		if len(batch) == 0 {
 			return true
 		}
-		ok := s.enqueue(&messages.Envelope{Kind: messages.KindOps, Ops: batch})
+		// A live push names a vote's claimant by 8 bytes
+		// (messages.Envelope.ShortIDs): its receiver heard of the
+		// claimant, whose claim came first. A repair sends ops whole: it
+		// is also what brings an op whose short claimant its receiver
+		// could not resolve (onOps).
+		ok := s.enqueue(&messages.Envelope{Kind: messages.KindOps, Ops: batch, ShortIDs: !repair})
 		if ok {
 			s.stats.opsSent += int64(len(batch))
 			if repair {
@@ -410,20 +415,7 @@ func (s *session) sendOps(ops []*messages.Op, repair bool) bool {
 		batch, size = nil, 0
 		return ok
 	}
-	// A live push names a vote's claimant by 8 bytes (messages.Op.ShortIDs):
-	// its receiver heard of the claimant, whose claim came first. A repair
-	// sends ops whole: it is also what brings an op whose short claimant
-	// its receiver could not resolve (onOps).
-	var live []messages.Op
-	if !repair {
-		live = make([]messages.Op, len(ops))
-	}
-	for i, op := range ops {
-		if live != nil {
-			live[i] = *op
-			live[i].ShortIDs = true
-			op = &live[i]
-		}
+	for _, op := range ops {
 		n := opSize(op)
 		if len(batch) > 0 && (size+n > maxOpsFrameBytes || len(batch) >= s.cfg.batch) {
 			if !flush() {
