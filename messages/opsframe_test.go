@@ -80,7 +80,7 @@ func BenchmarkMarshalOpsFrame(b *testing.B) {
 	for len(ops) < 16 {
 		ops = append(ops, sampleOps()...)
 	}
-	e := &Envelope{Kind: KindOps, Ops: ops[:16], ShortIDs: true}
+	e := &Envelope{Kind: KindOps, Ops: ops[:16]} // whole ids: the same bytes both ways
 	for _, by := range []struct {
 		name string
 		f    func(*Envelope) ([]byte, error)
