@@ -28,6 +28,13 @@ import (
 // at once, as it did. Close writes a head still held before closing. A
 // held answer allocates nothing.
 //
+// This is the gatherer's way (gather.go: a flush goroutine that lets the
+// ready goroutines run first, an error kept for the next Write) for one
+// small write. The gatherer itself is not used here: it copies every
+// write into its pending buffer and writes from its own goroutine, which
+// for a 64 KiB body is a copy and a hand-off per answer; the hold copies
+// only the head and writes the body from the caller's buffer.
+//
 // The two goroutines take turns under headHold.mu; the deadlines they
 // move are atomic (deadline). A write error of the goroutine is given to
 // the next Write.
