@@ -48,7 +48,9 @@
 # SIZES the sizes (default "small big"; "bulk" is a 64 MiB file over one
 # connection, -t1 -c1, whose CPU column is per GB moved, not per
 # request: what the path carries in bulk); RAW names a file that gets the
-# rows in the order they ran (round by round); GO_ON=1 goes on past a
+# rows in the order they ran (round by round); LOGS names a folder that
+# gets every process's log at the end (the nodes' tell when their
+# GOMAXPROCS changed); GO_ON=1 goes on past a
 # run with errors (its row is left out, the error is printed) instead of
 # stopping.
 set -euo pipefail
@@ -66,6 +68,7 @@ cleanup() {
 	nginx -c "$TMP/nginx.conf" -s stop 2>/dev/null || true
 	nginx -c "$TMP/nginxp.conf" -s stop 2>/dev/null || true
 	sleep 1
+	if [ -n "${LOGS:-}" ]; then mkdir -p "$LOGS" && cp "$TMP"/*.log "$LOGS"/ 2>/dev/null || true; fi
 	rm -rf "$TMP"
 }
 trap cleanup EXIT
