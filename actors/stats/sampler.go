@@ -53,7 +53,12 @@ type Deps struct {
 	Started                time.Time
 	Interval               time.Duration // [1s]
 	Published              *view.Publisher[Snapshot]
+	Demand                 *Demand // nil: sample every tick
 }
+
+// SampleNow asks the sampler for a sample at once; it answers with the
+// *Snapshot it published (nil if the payload could not be encoded).
+type SampleNow struct{}
 
 // Props is the sampler actor.
 func Props(d Deps) *actor.Props {
@@ -86,8 +91,16 @@ func (s *sampler) Receive(c actor.Context) {
 		s.stop = make(chan struct{})
 		go s.ticks(c.ActorSystem().Root, c.Self(), s.stop)
 	case tick:
-		s.sample(c, m.now)
+		// Every tick while someone reads the samples; otherwise only the
+		// minute's sample for the history, and the health check.
+		if s.d.Demand == nil || s.d.Demand.Wanted(m.now) || s.minuteDue(m.now) {
+			s.sample(c, m.now)
+		} else {
+			s.checkHealth(c)
+		}
 		s.busy.Store(false)
+	case SampleNow:
+		c.Respond(s.sample(c, time.Now()))
 	case *actor.Stopping:
 		if s.stop != nil {
 			close(s.stop)
@@ -112,15 +125,23 @@ func (s *sampler) ticks(root *actor.RootContext, self *actor.PID, stop chan stru
 	}
 }
 
+// minuteDue reports whether a sample at now would be the first of its
+// minute, the one the history keeps.
+func (s *sampler) minuteDue(now time.Time) bool {
+	return s.d.DB != nil && now.Unix()/60 != s.lastMinute
+}
+
 // sample builds one payload, publishes it, sends it to the WebSocket
-// subscribers, keeps one a minute and checks health.
-func (s *sampler) sample(c actor.Context, now time.Time) {
+// subscribers, keeps one a minute and checks health. It returns what it
+// published (nil if nothing).
+func (s *sampler) sample(c actor.Context, now time.Time) *Snapshot {
 	b, err := json.Marshal(s.build(c, now))
 	if err != nil {
-		return
+		return nil
 	}
+	snap := &Snapshot{At: now, JSON: b}
 	if s.d.Published != nil {
-		s.d.Published.Store(&Snapshot{At: now, JSON: b})
+		s.d.Published.Store(snap)
 	}
 	if s.d.Hub != nil {
 		msg := append(append([]byte(`{"type":"update-stats","timestamp":`+strconv.FormatInt(now.UnixMilli(), 10)+`,"stats":`), b...), '}')
@@ -128,11 +149,12 @@ func (s *sampler) sample(c actor.Context, now time.Time) {
 	}
 	// One sample a minute: the first of each minute (so a node started
 	// mid-minute still records that minute).
-	if m := now.Unix() / 60; m != s.lastMinute && s.d.DB != nil {
-		s.lastMinute = m
+	if s.minuteDue(now) {
+		s.lastMinute = now.Unix() / 60
 		keep(s.d.DB, now, b)
 	}
 	s.checkHealth(c)
+	return snap
 }
 
 // checkHealth publishes update-health when the health status changed.
@@ -218,7 +240,9 @@ func (s *sampler) build(c actor.Context, now time.Time) map[string]any {
 	return st
 }
 
-// processFigures is the process's CPU % since the last sample and RSS.
+// processFigures is the process's CPU % since the last sample (a tick
+// ago while someone reads the samples, up to a minute when nobody does)
+// and RSS.
 func (s *sampler) processFigures(now time.Time) (cpu float64, rss uint64) {
 	if s.proc == nil {
 		return 0, 0

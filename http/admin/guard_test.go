@@ -49,7 +49,7 @@ func newGuardedNode(t *testing.T) (addr string) {
 	t.Helper()
 	p := peertest.Start(t, "", nil)
 	quiet := slog.New(slog.DiscardHandler)
-	hub := p.Sys.Root.Spawn(ws.Props(quiet))
+	hub := p.Sys.Root.Spawn(ws.Props(quiet, nil))
 	t.Cleanup(func() { _ = p.Sys.Root.StopFuture(hub).Wait() })
 	addr = serveAdmin(t, Deps{
 		Root: p.Sys.Root, Ledger: p.Ledger, Self: p.ID.ID(), Started: time.Now(),

@@ -92,14 +92,34 @@ type ClientCountReply struct{ N int }
 
 // Hub is the actor owning the client set.
 type Hub struct {
-	log     *slog.Logger
-	clients map[uint64]*client
-	sub     *eventstream.Subscription
+	log      *slog.Logger
+	clients  map[uint64]*client
+	sub      *eventstream.Subscription
+	watching func(int) // told the update-stats subscribers' count
 }
 
-// Props builds the hub actor.
-func Props(log *slog.Logger) *actor.Props {
-	return actor.PropsFromProducer(func() actor.Actor { return &Hub{log: log} })
+// Props builds the hub actor. watching, if not nil, is told the number
+// of update-stats subscribers whenever it may have changed (the stats
+// sampler samples every second only while someone reads it).
+func Props(log *slog.Logger, watching func(int)) *actor.Props {
+	return actor.PropsFromProducer(func() actor.Actor { return &Hub{log: log, watching: watching} })
+}
+
+// countWatchers tells watching how many clients take update-stats. It
+// runs after the changes that set or clear a subscription and after
+// each update (which drops clients too slow to take it); a client
+// dropped by a log line is counted at the next update.
+func (h *Hub) countWatchers() {
+	if h.watching == nil {
+		return
+	}
+	n := 0
+	for _, cl := range h.clients {
+		if cl.stats {
+			n++
+		}
+	}
+	h.watching(n)
 }
 
 // Receive handles one message.
@@ -123,10 +143,12 @@ func (h *Hub) Receive(c actor.Context) {
 			cl.drop()
 		}
 		h.clients = map[uint64]*client{}
+		h.countWatchers()
 	case *register:
 		h.clients[m.c.id] = m.c
 	case *unregister:
 		delete(h.clients, m.id)
+		h.countWatchers()
 	case *subscribeLog:
 		if cl := h.clients[m.id]; cl != nil {
 			cl.logCh, cl.waiting, cl.pending, cl.legacy = m.channel, true, nil, m.legacy
@@ -156,15 +178,18 @@ func (h *Hub) Receive(c actor.Context) {
 			return
 		}
 		if m.snap != nil && !h.deliver(m.id, cl, m.snap) {
+			h.countWatchers()
 			return
 		}
 		cl.stats = m.on
+		h.countWatchers()
 	case *StatsUpdate:
 		for id, cl := range h.clients {
 			if cl.stats {
 				h.deliver(id, cl, m.Payload)
 			}
 		}
+		h.countWatchers()
 	case *ClientCount:
 		c.Respond(&ClientCountReply{N: len(h.clients)})
 	case *messages.Hint:

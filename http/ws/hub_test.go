@@ -18,7 +18,7 @@ import (
 func TestHubDropsSlowClientWithoutBlocking(t *testing.T) {
 	noLeaks(t)
 	sys := quietSystem(t)
-	hub := sys.Root.Spawn(Props(slog.New(slog.DiscardHandler)))
+	hub := sys.Root.Spawn(Props(slog.New(slog.DiscardHandler), nil))
 	t.Cleanup(func() { _ = sys.Root.StopFuture(hub).Wait() })
 
 	// The slow client's queue is never drained.
@@ -75,4 +75,41 @@ func TestHintJSON(t *testing.T) {
 	if m["type"] != messages.HintDatabase || m["domain"] != "a.p2p" || fmt.Sprint(m["timestamp"]) == "" {
 		t.Fatalf("hintJSON = %s", b)
 	}
+}
+
+// The hub tells how many clients take update-stats as they subscribe,
+// unsubscribe, leave, and are dropped for not keeping up with updates.
+func TestHubCountsStatsWatchers(t *testing.T) {
+	noLeaks(t)
+	sys := quietSystem(t)
+	var watching atomic.Int64
+	watching.Store(-1)
+	hub := sys.Root.Spawn(Props(slog.New(slog.DiscardHandler), func(n int) { watching.Store(int64(n)) }))
+	t.Cleanup(func() { _ = sys.Root.StopFuture(hub).Wait() })
+	barrier := func(want int64) {
+		t.Helper()
+		if _, err := httpx.Ask[*ClientCountReply](sys.Root, hub, &ClientCount{}, 5*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		if n := watching.Load(); n != want {
+			t.Fatalf("watching %d, want %d", n, want)
+		}
+	}
+	a := &client{id: 1, send: make(chan []byte, QueueSize), drop: func() {}}
+	b := &client{id: 2, send: make(chan []byte, 1), drop: func() {}} // takes one message
+	sys.Root.Send(hub, &register{c: a})
+	sys.Root.Send(hub, &register{c: b})
+	sys.Root.Send(hub, &subscribeStats{id: 1, on: true})
+	sys.Root.Send(hub, &subscribeStats{id: 2, on: true})
+	barrier(2)
+	sys.Root.Send(hub, &subscribeStats{id: 1, on: false})
+	barrier(1)
+	sys.Root.Send(hub, &subscribeStats{id: 1, on: true})
+	barrier(2)
+	// b's queue fills with the first update and the second drops it.
+	sys.Root.Send(hub, &StatsUpdate{Payload: []byte(`{}`)})
+	sys.Root.Send(hub, &StatsUpdate{Payload: []byte(`{}`)})
+	barrier(1)
+	sys.Root.Send(hub, &unregister{id: 1})
+	barrier(0)
 }

@@ -47,7 +47,7 @@ func quietSystem(t *testing.T) *actor.ActorSystem {
 func newTestWS(t *testing.T, guarded bool, tune func(*Deps)) *testWS {
 	t.Helper()
 	sys := quietSystem(t)
-	hub := sys.Root.Spawn(Props(slog.New(slog.DiscardHandler)))
+	hub := sys.Root.Spawn(Props(slog.New(slog.DiscardHandler), nil))
 	ledger := sys.Root.Spawn(actor.PropsFromFunc(func(c actor.Context) {
 		if _, ok := c.Message().(*messages.GetDomains); ok {
 			c.Respond(&messages.GetDomainsReply{Domains: []messages.DomainEntry{{Domain: "a.p2p", Hash: "internal"}}})

@@ -562,7 +562,7 @@ func TestEdgeMisbehavingPeers(t *testing.T) {
 		t.Fatalf("after the garbage upstream: %d %s", code, body)
 	}
 
-	// The proxy's counters reach /api/stats (sampled every second): the
+	// The proxy's counters reach /api/stats (a read takes a fresh sample): the
 	// 200s above as successful, the 502 as failed.
 	testutil.Eventually(t, 10*time.Second, func() error {
 		var st struct {

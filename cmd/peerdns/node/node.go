@@ -80,6 +80,8 @@ type Node struct {
 	peerCalls *plugin.PeerCalls
 	edge      edgeRef                         // the edge proxy once started
 	stats     *view.Publisher[stats.Snapshot] // the stats actor's latest sample
+	statsWant *stats.Demand                   // who reads the samples
+	statsPID  atomic.Pointer[actor.PID]       // the stats actor once it runs, asked for a sample when the latest is stale
 	started   time.Time                       // when this incarnation started
 	ca        *certs.CA                       // the node's certificate authority
 	// pluginTable and pluginWeb serve plugin domains (the edge proxy).
@@ -200,7 +202,8 @@ func (n *Node) start() (err error) {
 	if err != nil {
 		return fmt.Errorf("spawn ledger: %w", err)
 	}
-	if n.hub, err = n.root.Spawn("ws-hub", ws.Props(core)); err != nil {
+	n.statsWant = &stats.Demand{} // the hub tells it of update-stats subscribers
+	if n.hub, err = n.root.Spawn("ws-hub", ws.Props(core, n.statsWant.Watching)); err != nil {
 		return fmt.Errorf("spawn ws hub: %w", err)
 	}
 	if err := n.startDNS(); err != nil {

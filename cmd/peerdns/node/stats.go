@@ -8,6 +8,7 @@ import (
 
 	"peerdns/actors/stats"
 	"peerdns/http/admin"
+	"peerdns/internal/ask"
 	"peerdns/internal/view"
 )
 
@@ -46,11 +47,12 @@ func (n *Node) startStats() error {
 			_, h := n.admin.Health("liveness")
 			return h
 		},
-		Started: n.started, Published: n.stats,
+		Started: n.started, Published: n.stats, Demand: n.statsWant,
 	}))
 	if err != nil {
 		return err
 	}
+	n.statsPID.Store(pid)
 	n.closers = append(n.closers, func() { _ = n.root.System.Root.StopFuture(pid).Wait() })
 	return nil
 }
@@ -59,11 +61,24 @@ func (n *Node) startStats() error {
 // admin routes read them.
 type statsSource struct{ n *Node }
 
+// Latest is the latest sample, taken anew when it is older than two
+// ticks (nobody has read the samples for a while, so the sampler has
+// been sampling once a minute); the read keeps the sampler sampling
+// every tick for stats.Warm.
 func (s statsSource) Latest() ([]byte, bool) {
-	if cur := s.n.stats.Load(); cur != nil {
-		return cur.JSON, true
+	now := time.Now()
+	s.n.statsWant.Asked(now)
+	cur := s.n.stats.Load()
+	if pid := s.n.statsPID.Load(); pid != nil && (cur == nil || now.Sub(cur.At) > 2*time.Second) {
+		// A sample asks three actors with a second's deadline each.
+		if fresh, err := ask.Reply[*stats.Snapshot](s.n.root.System.Root, pid, stats.SampleNow{}, 4*time.Second); err == nil && fresh != nil {
+			cur = fresh
+		}
 	}
-	return nil, false
+	if cur == nil {
+		return nil, false
+	}
+	return cur.JSON, true
 }
 
 func (s statsSource) History(minutes int) []json.RawMessage {
