@@ -95,3 +95,121 @@ func BenchmarkMarshalOpsFrame(b *testing.B) {
 		})
 	}
 }
+
+// codecEnvelope decodes b with the codec alone.
+func codecEnvelope(b []byte) (*Envelope, error) {
+	var e Envelope
+	if err := Unmarshal(b, &e); err != nil {
+		return nil, err
+	}
+	return &e, nil
+}
+
+// Ops frames read by hand decode to what the codec decodes, short ids
+// and all; other frames and ops frames of another shape go to the codec.
+func TestUnmarshalEnvelopeMatchesCodec(t *testing.T) {
+	ops := sampleOps()
+	frames := [][]byte{}
+	for n := 1; n <= len(ops); n++ {
+		for _, short := range []bool{false, true} {
+			b, err := MarshalEnvelope(&Envelope{Kind: KindOps, Ops: ops[:n], ShortIDs: short})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if unmarshalOpsFrame(b) == nil {
+				t.Fatalf("%d ops (short %v): not read by hand", n, short)
+			}
+			frames = append(frames, b)
+		}
+	}
+	ping, _ := Marshal(&Envelope{Kind: KindPing, Ping: &Ping{SentUnixNano: 1}})
+	withVV, _ := Marshal(&Envelope{Kind: KindOps, Ops: ops[:2], VV: VersionVector{idOf(1): 3}})
+	frames = append(frames, ping, withVV)
+	for i, b := range frames {
+		got, gerr := UnmarshalEnvelope(b)
+		want, werr := codecEnvelope(b)
+		if gerr != nil || werr != nil || !reflect.DeepEqual(got, want) {
+			t.Fatalf("frame %d: by hand %+v (%v), codec %+v (%v)", i, got, gerr, want, werr)
+		}
+	}
+	for _, i := range []int{len(frames) - 2, len(frames) - 1} {
+		if unmarshalOpsFrame(frames[i]) != nil {
+			t.Fatalf("frame %d read by hand, want the codec", i)
+		}
+	}
+	// Broken ops frames: the codec's error, never a partial frame.
+	good := frames[5]
+	for name, b := range map[string][]byte{
+		"cut":        good[:len(good)-1],
+		"trailing":   append(append([]byte{}, good...), 0),
+		"count lies": append(append(append([]byte{}, opsFramePrefix...), 0x19, 0xff, 0xff), good[len(opsFramePrefix)+1:]...),
+		"no ops":     append(append([]byte{}, opsFramePrefix...), 0x80),
+	} {
+		got, gerr := UnmarshalEnvelope(b)
+		_, werr := codecEnvelope(b)
+		if (gerr == nil) != (werr == nil) || (gerr != nil && got != nil) {
+			t.Fatalf("%s: by hand %+v (%v), codec error %v", name, got, gerr, werr)
+		}
+	}
+}
+
+// emptyInterned empties the table of decoded ids, as filling it does: a
+// short id resolves against the ids decoded before it, so two decodings
+// of one frame agree only from the same table.
+func emptyInterned() {
+	interned.Lock()
+	defer interned.Unlock()
+	clear(interned.m)
+	clear(interned.byShort)
+	for pk, ps := range interned.pinned {
+		putInterned(pk, ps)
+	}
+}
+
+// Whatever the bytes, UnmarshalEnvelope agrees with the codec: both
+// refuse, or both decode to the same frame.
+func FuzzUnmarshalEnvelope(f *testing.F) {
+	ops := sampleOps()
+	for n := 1; n <= len(ops); n += 3 {
+		b, _ := MarshalEnvelope(&Envelope{Kind: KindOps, Ops: ops[:n], ShortIDs: n%2 == 0})
+		f.Add(b)
+	}
+	ping, _ := Marshal(&Envelope{Kind: KindPing, Ping: &Ping{SentUnixNano: 1}})
+	f.Add(ping)
+	f.Fuzz(func(t *testing.T, b []byte) {
+		emptyInterned()
+		got, gerr := UnmarshalEnvelope(b)
+		emptyInterned()
+		want, werr := codecEnvelope(b)
+		if (gerr == nil) != (werr == nil) {
+			t.Fatalf("by hand error %v, codec error %v", gerr, werr)
+		}
+		if gerr == nil && !reflect.DeepEqual(got, want) {
+			t.Fatalf("by hand %+v, codec %+v", got, want)
+		}
+	})
+}
+
+func BenchmarkUnmarshalOpsFrame(b *testing.B) {
+	ops := make([]*Op, 0, 16)
+	for len(ops) < 16 {
+		ops = append(ops, sampleOps()[:5]...) // canonical ids, as nodes write them
+	}
+	frame, err := MarshalEnvelope(&Envelope{Kind: KindOps, Ops: ops[:16], ShortIDs: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, by := range []struct {
+		name string
+		f    func([]byte) (*Envelope, error)
+	}{{"codec", codecEnvelope}, {"hand", UnmarshalEnvelope}} {
+		b.Run(by.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := by.f(frame); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

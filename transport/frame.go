@@ -69,14 +69,14 @@ func EncodeEnvelope(m *messages.Envelope) ([]byte, error) {
 
 // DecodeEnvelope decodes and validates a frame payload (strict CBOR).
 func DecodeEnvelope(b []byte) (*messages.Envelope, error) {
-	var m messages.Envelope
-	if err := messages.Unmarshal(b, &m); err != nil {
+	m, err := messages.UnmarshalEnvelope(b)
+	if err != nil {
 		return nil, fmt.Errorf("decode frame: %w", err)
 	}
 	if err := m.Validate(); err != nil {
 		return nil, err
 	}
-	return &m, nil
+	return m, nil
 }
 
 // ReadEnvelope reads and decodes one frame.
