@@ -26,8 +26,12 @@ func MarshalEnvelope(e *Envelope) ([]byte, error) {
 	b = append(b, 0xa2, 1) // {1: kind, 6: ops}, keys in the codec's order
 	b = appendText(b, e.Kind)
 	b = appendHead(append(b, 6), 4, uint64(len(e.Ops)))
+	form := formPacked
+	if e.ShortIDs {
+		form = formShort
+	}
 	for _, o := range e.Ops {
-		b = o.appendCBOR(b, e.ShortIDs)
+		b = o.appendCBOR(b, form)
 	}
 	return b, nil
 }

@@ -412,34 +412,45 @@ func decodeKey(b []byte, writer string) (string, error) {
 	return sb.String(), nil
 }
 
-// opSigned is Op as its writer signs it: no methods, so the codec
-// encodes it field by field with ids as text, as every build signs and
-// verifies.
-type opSigned Op
-
 // MarshalCBOR encodes o with its ids packed: the map of its fields, written
 // by hand (through the codec's reflection with a marshaler per id, a frame
 // of ops costs five times the text form's encoding and decoding).
 func (o *Op) MarshalCBOR() ([]byte, error) {
-	return o.appendCBOR(make([]byte, 0, o.sizeHint()), false), nil
+	return o.appendCBOR(make([]byte, 0, o.sizeHint()), formPacked), nil
 }
+
+// opForm is how appendCBOR writes an op's ids.
+type opForm uint8
+
+const (
+	formPacked opForm = iota // ids packed: frames, the ledger file
+	formShort                // packed, a vote's claimant short (Envelope.ShortIDs)
+	formSigned               // ids as text and no signature: what a writer signs (SigningBytes)
+)
 
 // sizeHint is about the length of o's encoding.
 func (o *Op) sizeHint() int {
 	return 64 + len(o.Key) + len(o.Value) + len(o.Sig) + len(o.Batch)*96
 }
 
-// appendCBOR appends o's encoding to b; short names a vote key's claimant
-// by its short id (Short ids, above).
-func (o *Op) appendCBOR(b []byte, short bool) []byte {
+// appendCBOR appends o's encoding in form to b: with ids packed (the
+// vote claimants short in formShort, Short ids above), or with them as
+// text and without the signature, as the codec writes the op's plain
+// struct (formSigned).
+func (o *Op) appendCBOR(b []byte, form opForm) []byte {
+	signed, short := form == formSigned, form == formShort
 	fields := uint64(3)
-	for _, set := range [...]bool{o.Key != "", o.Value != "", o.Delete, len(o.Sig) > 0, len(o.Batch) > 0} {
+	for _, set := range [...]bool{o.Key != "", o.Value != "", o.Delete, len(o.Sig) > 0 && !signed, len(o.Batch) > 0} {
 		if set {
 			fields++
 		}
 	}
 	b = appendHead(b, 5, fields)
-	b = appendID(append(b, 1), o.Writer)
+	if signed {
+		b = appendText(append(b, 1), o.Writer)
+	} else {
+		b = appendID(append(b, 1), o.Writer)
+	}
 	b = appendHead(append(b, 2), 0, o.Seq)
 	b = append(b, 3, 0xa2, 1)
 	if o.HLC.Wall < 0 {
@@ -449,7 +460,7 @@ func (o *Op) appendCBOR(b []byte, short bool) []byte {
 	}
 	b = appendHead(append(b, 2), 0, uint64(o.HLC.Logical))
 	if o.Key != "" {
-		b = appendKey(append(b, 4), o.Key, o.Writer, short)
+		b = o.appendKeyIn(append(b, 4), o.Key, signed, short)
 	}
 	if o.Value != "" {
 		b = appendText(append(b, 5), o.Value)
@@ -457,7 +468,7 @@ func (o *Op) appendCBOR(b []byte, short bool) []byte {
 	if o.Delete {
 		b = append(b, 6, 0xf5)
 	}
-	if len(o.Sig) > 0 {
+	if len(o.Sig) > 0 && !signed {
 		b = append(appendHead(append(b, 7), 2, uint64(len(o.Sig))), o.Sig...)
 	}
 	if len(o.Batch) > 0 {
@@ -470,7 +481,7 @@ func (o *Op) appendCBOR(b []byte, short bool) []byte {
 			if w.Delete {
 				n++
 			}
-			b = appendKey(append(appendHead(b, 5, n), 1), w.Key, o.Writer, short)
+			b = o.appendKeyIn(append(appendHead(b, 5, n), 1), w.Key, signed, short)
 			if w.Value != "" {
 				b = appendText(append(b, 2), w.Value)
 			}
@@ -480,6 +491,14 @@ func (o *Op) appendCBOR(b []byte, short bool) []byte {
 		}
 	}
 	return b
+}
+
+// appendKeyIn appends key, a key of o, as text when signed, else packed.
+func (o *Op) appendKeyIn(b []byte, key string, signed, short bool) []byte {
+	if signed {
+		return appendText(b, key)
+	}
+	return appendKey(b, key, o.Writer, short)
 }
 
 // UnmarshalCBOR decodes an op with ids packed or as text, by hand (the

@@ -117,7 +117,7 @@ func (a *Actor) persist(ops []*messages.Op, own bool) error {
 	}
 	return update(func(tx *store.Tx) error {
 		for _, op := range ops {
-			b, err := messages.Marshal(op)
+			b, err := op.MarshalCBOR() // as the codec writes it, without its reflection
 			if err != nil {
 				return err
 			}
