@@ -68,3 +68,25 @@ func TestSamplerSamplesOnlyWhenWanted(t *testing.T) {
 	want.Asked(time.Now())
 	atLeast(&builds, 5, "samples built after a read")
 }
+
+// SampleNow within a tick of the last sample (readers that found it
+// stale together) answers with that sample instead of building another.
+func TestSampleNowServesAFreshSample(t *testing.T) {
+	sys := actor.NewActorSystem()
+	pub := &view.Publisher[Snapshot]{}
+	var builds atomic.Int64
+	pid := sys.Root.Spawn(Props(Deps{
+		Interval: time.Hour, Published: pub, Demand: &Demand{}, Started: time.Now(),
+		Admin: func() Counters { builds.Add(1); return Counters{} },
+	}))
+	t.Cleanup(func() { _ = sys.Root.StopFuture(pid).Wait() })
+	for range 3 {
+		res, err := sys.Root.RequestFuture(pid, SampleNow{}, 5*time.Second).Result()
+		if got, _ := res.(*Snapshot); err != nil || got == nil || got != pub.Load() {
+			t.Fatalf("SampleNow: %v, %v; want the published sample", res, err)
+		}
+	}
+	if n := builds.Load(); n != 1 {
+		t.Fatalf("%d samples built, want the first only", n)
+	}
+}

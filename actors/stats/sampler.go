@@ -100,7 +100,15 @@ func (s *sampler) Receive(c actor.Context) {
 		}
 		s.busy.Store(false)
 	case SampleNow:
-		c.Respond(s.sample(c, time.Now()))
+		// Readers that found the sample stale together get one sample.
+		now := time.Now()
+		if s.d.Published != nil {
+			if cur := s.d.Published.Load(); cur != nil && now.Sub(cur.At) < s.d.Interval {
+				c.Respond(cur)
+				return
+			}
+		}
+		c.Respond(s.sample(c, now))
 	case *actor.Stopping:
 		if s.stop != nil {
 			close(s.stop)
