@@ -57,6 +57,9 @@ func UnmarshalEnvelope(b []byte) (*Envelope, error) {
 	if e := unmarshalOpsFrame(b); e != nil {
 		return e, nil
 	}
+	if e := unmarshalOverlayFrame(b); e != nil {
+		return e, nil
+	}
 	var e Envelope
 	if err := Unmarshal(b, &e); err != nil {
 		return nil, err

@@ -122,9 +122,20 @@ func TestUnmarshalEnvelopeMatchesCodec(t *testing.T) {
 			frames = append(frames, b)
 		}
 	}
+	for _, e := range overlayFrames() {
+		b, err := Marshal(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if unmarshalOverlayFrame(b) == nil {
+			t.Fatalf("%s frame %+v: not read by hand", e.Kind, e.Overlay)
+		}
+		frames = append(frames, b)
+	}
 	ping, _ := Marshal(&Envelope{Kind: KindPing, Ping: &Ping{SentUnixNano: 1}})
 	withVV, _ := Marshal(&Envelope{Kind: KindOps, Ops: ops[:2], VV: VersionVector{idOf(1): 3}})
-	frames = append(frames, ping, withVV)
+	leave, _ := Marshal(&Envelope{Kind: KindLeave, Overlay: &Overlay{Sample: []PeerInfo{{ID: idOf(2)}}}})
+	frames = append(frames, ping, withVV, leave)
 	for i, b := range frames {
 		got, gerr := UnmarshalEnvelope(b)
 		want, werr := codecEnvelope(b)
@@ -132,8 +143,8 @@ func TestUnmarshalEnvelopeMatchesCodec(t *testing.T) {
 			t.Fatalf("frame %d: by hand %+v (%v), codec %+v (%v)", i, got, gerr, want, werr)
 		}
 	}
-	for _, i := range []int{len(frames) - 2, len(frames) - 1} {
-		if unmarshalOpsFrame(frames[i]) != nil {
+	for _, i := range []int{len(frames) - 3, len(frames) - 2, len(frames) - 1} {
+		if unmarshalOpsFrame(frames[i]) != nil || unmarshalOverlayFrame(frames[i]) != nil {
 			t.Fatalf("frame %d read by hand, want the codec", i)
 		}
 	}
@@ -176,6 +187,10 @@ func FuzzUnmarshalEnvelope(f *testing.F) {
 	}
 	ping, _ := Marshal(&Envelope{Kind: KindPing, Ping: &Ping{SentUnixNano: 1}})
 	f.Add(ping)
+	for _, e := range overlayFrames() {
+		b, _ := Marshal(e)
+		f.Add(b)
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		emptyInterned()
 		got, gerr := UnmarshalEnvelope(b)
@@ -211,5 +226,55 @@ func BenchmarkUnmarshalOpsFrame(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// overlayFrames are overlay frames of the shapes read by hand: heartbeats,
+// ids short and whole, a digest, empty lists.
+func overlayFrames() []*Envelope {
+	a, b := idOf(0xab), idOf(0x01)
+	sig := bytes.Repeat([]byte{7}, 64)
+	return []*Envelope{
+		{Kind: KindHeartbeats, Overlay: &Overlay{Heartbeats: []*Heartbeat{{Writer: a, Seq: 1764316800123, Sig: sig}, {Writer: b, Seq: 2, Sig: sig}}}},
+		{Kind: KindIHave, Overlay: &Overlay{IDs: []OpID{{Writer: a, Seq: 7}, {Writer: "w1", Seq: 8}, {Writer: b, Seq: 1 << 40}}}},
+		{Kind: KindGraft, Overlay: &Overlay{IDs: []OpID{{Writer: b, Seq: 3}}}},
+		{Kind: KindDigest, Overlay: &Overlay{Digest: []byte{1, 2, 3}}},
+		{Kind: KindLiveness, Overlay: &Overlay{Heartbeats: []*Heartbeat{{Writer: a, Seq: 9, Sig: sig}}, IDs: []OpID{{Writer: a, Seq: 9}}, Digest: []byte{}}},
+		{Kind: KindPrune, Overlay: &Overlay{}},
+		{Kind: KindHeartbeats, Overlay: &Overlay{Heartbeats: []*Heartbeat{}}},
+	}
+}
+
+// BenchmarkUnmarshalOverlayFrame: a frame of 12 heartbeats (a node's
+// neighbours' in a second) and an ihave of 32 ids, by hand and through
+// the codec.
+func BenchmarkUnmarshalOverlayFrame(b *testing.B) {
+	sig := bytes.Repeat([]byte{7}, 64)
+	hb := &Envelope{Kind: KindHeartbeats, Overlay: &Overlay{}}
+	ih := &Envelope{Kind: KindIHave, Overlay: &Overlay{}}
+	for i := range 32 {
+		if i < 12 {
+			hb.Overlay.Heartbeats = append(hb.Overlay.Heartbeats, &Heartbeat{Writer: idOf(byte(i)), Seq: 1764316800123, Sig: sig})
+		}
+		ih.Overlay.IDs = append(ih.Overlay.IDs, OpID{Writer: idOf(byte(i)), Seq: uint64(100 + i)})
+	}
+	for _, e := range []*Envelope{hb, ih} {
+		frame, err := Marshal(e)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, by := range []struct {
+			name string
+			f    func([]byte) (*Envelope, error)
+		}{{"codec", codecEnvelope}, {"hand", UnmarshalEnvelope}} {
+			b.Run(e.Kind+"/"+by.name, func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					if _, err := by.f(frame); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
 	}
 }
