@@ -8,10 +8,16 @@ package messages
 // third of the frame's encoding in the fifty-process burst's profiles;
 // and a live push had to copy every op to mark it short.
 //
-// Any other frame, or one whose fields the codec would write otherwise
-// (a body beside the ops, a nil op), goes through Marshal; ShortIDs is
-// then not honoured, which only costs bytes: whole ids always decode.
+// An overlay frame of heartbeats and ids is written by hand too
+// (overlayframe.go). Any other frame, or one whose fields the codec
+// would write otherwise (a body beside the ops, a nil op), goes through
+// Marshal; ShortIDs is then not honoured, which only costs bytes: whole
+// ids always decode.
 func MarshalEnvelope(e *Envelope) ([]byte, error) {
+	if e.overlayOnly() {
+		o := e.Overlay
+		return appendOverlayFrame(make([]byte, 0, 32+len(o.Heartbeats)*112+len(o.IDs)*20+len(o.Digest)), e), nil
+	}
 	if !e.opsOnly() {
 		return Marshal(e)
 	}
