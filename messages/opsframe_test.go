@@ -89,19 +89,7 @@ func BenchmarkMarshalOpsFrame(b *testing.B) {
 		ops = append(ops, sampleOps()...)
 	}
 	e := &Envelope{Kind: KindOps, Ops: ops[:16]} // whole ids: the same bytes both ways
-	for _, by := range []struct {
-		name string
-		f    func(*Envelope) ([]byte, error)
-	}{{"codec", func(e *Envelope) ([]byte, error) { return Marshal(e) }}, {"hand", MarshalEnvelope}} {
-		b.Run(by.name, func(b *testing.B) {
-			b.ReportAllocs()
-			for b.Loop() {
-				if _, err := by.f(e); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-	}
+	benchEncoders(b, e)
 }
 
 // codecEnvelope decodes b with the codec alone.
@@ -230,19 +218,7 @@ func BenchmarkUnmarshalOpsFrame(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	for _, by := range []struct {
-		name string
-		f    func([]byte) (*Envelope, error)
-	}{{"codec", codecEnvelope}, {"hand", UnmarshalEnvelope}} {
-		b.Run(by.name, func(b *testing.B) {
-			b.ReportAllocs()
-			for b.Loop() {
-				if _, err := by.f(frame); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-	}
+	benchDecoders(b, "", frame)
 }
 
 // overlayFrames are overlay frames of the shapes read by hand: heartbeats,
@@ -279,19 +255,7 @@ func BenchmarkUnmarshalOverlayFrame(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		for _, by := range []struct {
-			name string
-			f    func([]byte) (*Envelope, error)
-		}{{"codec", codecEnvelope}, {"hand", UnmarshalEnvelope}} {
-			b.Run(e.Kind+"/"+by.name, func(b *testing.B) {
-				b.ReportAllocs()
-				for b.Loop() {
-					if _, err := by.f(frame); err != nil {
-						b.Fatal(err)
-					}
-				}
-			})
-		}
+		benchDecoders(b, e.Kind+"/", frame)
 	}
 }
 
@@ -303,6 +267,11 @@ func BenchmarkMarshalOverlayFrame(b *testing.B) {
 	for i := range 12 {
 		e.Overlay.Heartbeats = append(e.Overlay.Heartbeats, &Heartbeat{Writer: idOf(byte(i)), Seq: 1764316800123, Sig: sig})
 	}
+	benchEncoders(b, e)
+}
+
+// benchEncoders times e's encoding through the codec and by hand.
+func benchEncoders(b *testing.B, e *Envelope) {
 	for _, by := range []struct {
 		name string
 		f    func(*Envelope) ([]byte, error)
@@ -311,6 +280,24 @@ func BenchmarkMarshalOverlayFrame(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				if _, err := by.f(e); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// benchDecoders times frame's decoding through the codec and by hand,
+// the sub-benchmarks' names after prefix.
+func benchDecoders(b *testing.B, prefix string, frame []byte) {
+	for _, by := range []struct {
+		name string
+		f    func([]byte) (*Envelope, error)
+	}{{"codec", codecEnvelope}, {"hand", UnmarshalEnvelope}} {
+		b.Run(prefix+by.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := by.f(frame); err != nil {
 					b.Fatal(err)
 				}
 			}
