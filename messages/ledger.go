@@ -96,7 +96,8 @@ func (o *Op) Writes() []*Op {
 // its ids as text, in the deterministic CBOR the codec writes for the
 // plain struct (written by hand, Op.appendCBOR: through the codec's
 // reflection it was a tenth of a burst's encoding;
-// TestSigningBytesKeepIDsAsText and FuzzPackedOp hold the two alike). The error is always nil; it stays for the callers' sake.
+// TestSigningBytesKeepIDsAsText and FuzzPackedOp hold the two alike).
+// The error is always nil; it stays for the callers' sake.
 func (o *Op) SigningBytes() ([]byte, error) {
 	return o.appendCBOR(make([]byte, 0, o.sizeHint()+64), formSigned), nil
 }

@@ -227,7 +227,7 @@ func overlayFrames() []*Envelope {
 	a, b := idOf(0xab), idOf(0x01)
 	sig := bytes.Repeat([]byte{7}, 64)
 	return []*Envelope{
-		{Kind: KindHeartbeats, Overlay: &Overlay{Heartbeats: []*Heartbeat{{Writer: a, Seq: 1764316800123, Sig: sig}, {Writer: b, Seq: 2, Sig: sig}}}},
+		{Kind: KindHeartbeats, Overlay: &Overlay{Heartbeats: []*Heartbeat{{Writer: a, Seq: 1764316800123, Sig: sig}, {Writer: b, Seq: 2, Sig: sig}, {Writer: "w1", Seq: 3}}}},
 		{Kind: KindIHave, Overlay: &Overlay{IDs: []OpID{{Writer: a, Seq: 7}, {Writer: "w1", Seq: 8}, {Writer: b, Seq: 1 << 40}}}},
 		{Kind: KindGraft, Overlay: &Overlay{IDs: []OpID{{Writer: b, Seq: 3}}}},
 		{Kind: KindDigest, Overlay: &Overlay{Digest: []byte{1, 2, 3}}},

@@ -129,6 +129,15 @@ func SuspicionSigningBytes(network string, s *Suspicion) []byte {
 	return fmt.Appendf(b, "%d %d", s.At, s.Seq)
 }
 
+// overlayKinds are the kinds whose body is an Overlay, each mapped to
+// itself: the frame reader takes the kind's string from here rather than
+// allocating one from the frame's bytes.
+var overlayKinds = map[string]string{
+	KindLeave: KindLeave, KindShuffle: KindShuffle, KindShuffleReply: KindShuffleReply,
+	KindHeartbeats: KindHeartbeats, KindSuspicions: KindSuspicions, KindLiveness: KindLiveness,
+	KindIHave: KindIHave, KindGraft: KindGraft, KindPrune: KindPrune, KindDigest: KindDigest,
+}
+
 // overlayBodies counts the overlay bodies set on e.
 func (e *Envelope) overlayBodies() int {
 	if e.Overlay != nil {
@@ -144,9 +153,7 @@ func (e *Envelope) overlayBodies() int {
 func (e *Envelope) validateOverlay() (ok bool, err error) {
 	bad := func(why string) error { return fmt.Errorf("%w: %s: %s", ErrBadEnvelope, e.Kind, why) }
 	o := e.Overlay
-	switch e.Kind {
-	case KindLeave, KindShuffle, KindShuffleReply, KindHeartbeats, KindSuspicions, KindLiveness, KindIHave, KindGraft, KindPrune, KindDigest:
-	default:
+	if _, ok := overlayKinds[e.Kind]; !ok {
 		return false, nil
 	}
 	if o == nil {

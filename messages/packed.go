@@ -763,9 +763,13 @@ func (id OpID) appendCBOR(b []byte) []byte {
 // or as text (by hand, as Op's: an ihave carries up to MaxOpIDs of them).
 func (id *OpID) UnmarshalCBOR(b []byte) error {
 	d := opDecoder{b: b}
-	var seen uint16
-	*id = OpID{}
-	if len(b) > 0 && b[0]>>5 == 4 {
+	*id = d.opID()
+	return d.end()
+}
+
+// opID consumes one announced id (OpID.UnmarshalCBOR).
+func (d *opDecoder) opID() (id OpID) {
+	if len(d.b) > 0 && d.b[0]>>5 == 4 {
 		if d.head(4, "op id: not an array") != 2 {
 			d.fail("op id: an array of 2")
 		}
@@ -777,8 +781,9 @@ func (id *OpID) UnmarshalCBOR(b []byte) error {
 		if d.err == nil {
 			id.Writer = resolveShort(p[1:])
 		}
-		return d.end()
+		return id
 	}
+	var seen uint16
 	for n := d.head(5, "op id: not a map"); n > 0 && d.err == nil; n-- {
 		switch d.field(&seen, 2) {
 		case 1:
@@ -787,21 +792,17 @@ func (id *OpID) UnmarshalCBOR(b []byte) error {
 			id.Seq = d.head(0, "op id seq")
 		}
 	}
-	return d.end()
+	return id
 }
 
-type heartbeatWire struct {
-	Writer packedID `cbor:"1,keyasint"`
-	Seq    uint64   `cbor:"2,keyasint"`
-	Sig    []byte   `cbor:"3,keyasint"`
-}
-
+// MarshalCBOR writes a heartbeat as the map of its writer (packed), seq
+// and signature (a nil one as null), by hand: every node writes and reads
+// its neighbours' heartbeats every second (overlayframe.go).
 func (h *Heartbeat) MarshalCBOR() ([]byte, error) {
-	return encMode.Marshal(heartbeatWire{packedID(h.Writer), h.Seq, h.Sig})
+	return h.appendCBOR(make([]byte, 0, 48+len(h.Sig))), nil
 }
 
-// appendCBOR appends what MarshalCBOR writes, by hand (overlayframe.go):
-// the map of the wire struct's three fields, a nil signature as null.
+// appendCBOR appends what MarshalCBOR writes to b.
 func (h *Heartbeat) appendCBOR(b []byte) []byte {
 	b = appendID(append(b, 0xa3, 1), h.Writer)
 	b = appendHead(append(b, 2), 0, h.Seq)
@@ -813,10 +814,30 @@ func (h *Heartbeat) appendCBOR(b []byte) []byte {
 }
 
 func (h *Heartbeat) UnmarshalCBOR(b []byte) error {
-	var w heartbeatWire
-	err := decMode.Unmarshal(b, &w)
-	*h = Heartbeat{Writer: string(w.Writer), Seq: w.Seq, Sig: w.Sig}
-	return err
+	d := opDecoder{b: b}
+	*h = d.heartbeat()
+	return d.end()
+}
+
+// heartbeat consumes one heartbeat (Heartbeat.MarshalCBOR's map; each
+// field at most once, a null signature none).
+func (d *opDecoder) heartbeat() (h Heartbeat) {
+	var seen uint16
+	for n := d.head(5, "heartbeat: not a map"); n > 0 && d.err == nil; n-- {
+		switch d.field(&seen, 3) {
+		case 1:
+			h.Writer = d.id("heartbeat writer")
+		case 2:
+			h.Seq = d.head(0, "heartbeat seq")
+		case 3:
+			if len(d.b) > 0 && d.b[0] == 0xf6 {
+				d.b = d.b[1:]
+			} else {
+				h.Sig = d.bytes("heartbeat sig")
+			}
+		}
+	}
+	return h
 }
 
 type suspicionWire struct {

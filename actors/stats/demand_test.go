@@ -41,7 +41,7 @@ func TestSamplerSamplesOnlyWhenWanted(t *testing.T) {
 	want := &Demand{}
 	var builds, checks atomic.Int64
 	pid := sys.Root.Spawn(Props(Deps{
-		Interval: 10 * time.Millisecond, Published: pub, Demand: want, Started: time.Now(),
+		Interval: 10 * time.Millisecond, FreshFor: time.Nanosecond, Published: pub, Demand: want, Started: time.Now(),
 		Admin:  func() Counters { builds.Add(1); return Counters{} },
 		Health: func() map[string]any { checks.Add(1); return map[string]any{"status": "healthy"} },
 	}))
@@ -69,14 +69,14 @@ func TestSamplerSamplesOnlyWhenWanted(t *testing.T) {
 	atLeast(&builds, 5, "samples built after a read")
 }
 
-// SampleNow within a tick of the last sample (readers that found it
-// stale together) answers with that sample instead of building another.
+// SampleNow while the last sample is fresh (readers that found it stale
+// together) answers with that sample instead of building another.
 func TestSampleNowServesAFreshSample(t *testing.T) {
 	sys := actor.NewActorSystem()
 	pub := &view.Publisher[Snapshot]{}
 	var builds atomic.Int64
 	pid := sys.Root.Spawn(Props(Deps{
-		Interval: time.Hour, Published: pub, Demand: &Demand{}, Started: time.Now(),
+		Interval: time.Hour, FreshFor: time.Hour, Published: pub, Demand: &Demand{}, Started: time.Now(),
 		Admin: func() Counters { builds.Add(1); return Counters{} },
 	}))
 	t.Cleanup(func() { _ = sys.Root.StopFuture(pid).Wait() })

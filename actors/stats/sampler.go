@@ -53,17 +53,27 @@ type Deps struct {
 	Started                time.Time
 	Interval               time.Duration // [1s]
 	Published              *view.Publisher[Snapshot]
-	Demand                 *Demand // nil: sample every tick
+	Demand                 *Demand       // nil: sample every tick
+	FreshFor               time.Duration // [FreshFor] how long a sample is served to readers as it is
 }
 
+// FreshFor is how long a sample is served to a reader as it is: two
+// ticks. A reader that finds the latest one older asks for SampleNow.
+const FreshFor = 2 * time.Second
+
 // SampleNow asks the sampler for a sample at once; it answers with the
-// *Snapshot it published (nil if the payload could not be encoded).
+// *Snapshot it published (nil if the payload could not be encoded), or
+// with the latest one while that is fresh (Deps.FreshFor: readers that
+// found it stale together get one sample).
 type SampleNow struct{}
 
 // Props is the sampler actor.
 func Props(d Deps) *actor.Props {
 	if d.Interval <= 0 {
 		d.Interval = time.Second
+	}
+	if d.FreshFor <= 0 {
+		d.FreshFor = FreshFor
 	}
 	return actor.PropsFromProducer(func() actor.Actor { return &sampler{d: d} })
 }
@@ -100,10 +110,9 @@ func (s *sampler) Receive(c actor.Context) {
 		}
 		s.busy.Store(false)
 	case SampleNow:
-		// Readers that found the sample stale together get one sample.
 		now := time.Now()
 		if s.d.Published != nil {
-			if cur := s.d.Published.Load(); cur != nil && now.Sub(cur.At) < s.d.Interval {
+			if cur := s.d.Published.Load(); cur != nil && now.Sub(cur.At) < s.d.FreshFor {
 				c.Respond(cur)
 				return
 			}

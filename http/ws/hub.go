@@ -106,9 +106,8 @@ func Props(log *slog.Logger, watching func(int)) *actor.Props {
 }
 
 // countWatchers tells watching how many clients take update-stats. It
-// runs after the changes that set or clear a subscription and after
-// each update (which drops clients too slow to take it); a client
-// dropped by a log line is counted at the next update.
+// runs whenever that set may change: a subscription set or cleared, a
+// client gone (unregister, slowDrop), the hub stopping.
 func (h *Hub) countWatchers() {
 	if h.watching == nil {
 		return
@@ -147,8 +146,12 @@ func (h *Hub) Receive(c actor.Context) {
 	case *register:
 		h.clients[m.c.id] = m.c
 	case *unregister:
-		delete(h.clients, m.id)
-		h.countWatchers()
+		if cl := h.clients[m.id]; cl != nil {
+			delete(h.clients, m.id)
+			if cl.stats {
+				h.countWatchers()
+			}
+		}
 	case *subscribeLog:
 		if cl := h.clients[m.id]; cl != nil {
 			cl.logCh, cl.waiting, cl.pending, cl.legacy = m.channel, true, nil, m.legacy
@@ -178,18 +181,18 @@ func (h *Hub) Receive(c actor.Context) {
 			return
 		}
 		if m.snap != nil && !h.deliver(m.id, cl, m.snap) {
-			h.countWatchers()
 			return
 		}
-		cl.stats = m.on
-		h.countWatchers()
+		if cl.stats != m.on {
+			cl.stats = m.on
+			h.countWatchers()
+		}
 	case *StatsUpdate:
 		for id, cl := range h.clients {
 			if cl.stats {
 				h.deliver(id, cl, m.Payload)
 			}
 		}
-		h.countWatchers()
 	case *ClientCount:
 		c.Respond(&ClientCountReply{N: len(h.clients)})
 	case *messages.Hint:
@@ -219,9 +222,7 @@ func (h *Hub) broadcastLine(m *messages.LogLine) {
 		}
 		if cl.waiting {
 			if len(cl.pending) >= QueueSize {
-				h.log.Warn("websocket client too slow, dropped", "client", id)
-				delete(h.clients, id)
-				cl.drop()
+				h.slowDrop(id, cl)
 				continue
 			}
 			cl.pending = append(cl.pending, m)
@@ -259,10 +260,18 @@ func (h *Hub) deliver(id uint64, cl *client, b []byte) bool {
 	case cl.send <- b:
 		return true
 	default:
-		h.log.Warn("websocket client too slow, dropped", "client", id)
-		delete(h.clients, id)
-		cl.drop()
+		h.slowDrop(id, cl)
 		return false
+	}
+}
+
+// slowDrop drops cl, a client too slow to take what the hub queues.
+func (h *Hub) slowDrop(id uint64, cl *client) {
+	h.log.Warn("websocket client too slow, dropped", "client", id)
+	delete(h.clients, id)
+	cl.drop()
+	if cl.stats {
+		h.countWatchers()
 	}
 }
 

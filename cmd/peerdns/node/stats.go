@@ -61,15 +61,15 @@ func (n *Node) startStats() error {
 // admin routes read them.
 type statsSource struct{ n *Node }
 
-// Latest is the latest sample, taken anew when it is older than two
-// ticks (nobody has read the samples for a while, so the sampler has
-// been sampling once a minute); the read keeps the sampler sampling
-// every tick for stats.Warm.
+// Latest is the latest sample, taken anew when it is no longer fresh
+// (stats.FreshFor: nobody has read the samples for a while, so the
+// sampler has been sampling once a minute); the read keeps the sampler
+// sampling every tick for stats.Warm.
 func (s statsSource) Latest() ([]byte, bool) {
 	now := time.Now()
 	s.n.statsWant.Asked(now)
 	cur := s.n.stats.Load()
-	if pid := s.n.statsPID.Load(); pid != nil && (cur == nil || now.Sub(cur.At) > 2*time.Second) {
+	if pid := s.n.statsPID.Load(); pid != nil && (cur == nil || now.Sub(cur.At) >= stats.FreshFor) {
 		// A sample asks three actors with a second's deadline each.
 		if fresh, err := ask.Reply[*stats.Snapshot](s.n.root.System.Root, pid, stats.SampleNow{}, 4*time.Second); err == nil && fresh != nil {
 			cur = fresh
