@@ -29,13 +29,13 @@ type testLedger struct {
 	stop func()
 }
 
-func newTestLedger(t *testing.T, dir string) *testLedger {
+func newTestLedger(t testing.TB, dir string) *testLedger {
 	t.Helper()
 	return newTestLedgerWith(t, dir, nil)
 }
 
 // newTestLedgerWith is newTestLedger with the actor's Deps changed by tune.
-func newTestLedgerWith(t *testing.T, dir string, tune func(*Deps)) *testLedger {
+func newTestLedgerWith(t testing.TB, dir string, tune func(*Deps)) *testLedger {
 	t.Helper()
 	id, err := identity.LoadOrCreate(filepath.Join(dir, "identity.key"))
 	if err != nil {
@@ -75,7 +75,7 @@ func newTestLedgerWith(t *testing.T, dir string, tune func(*Deps)) *testLedger {
 	return tl
 }
 
-func ask[R any](t *testing.T, l *testLedger, req any) R {
+func ask[R any](t testing.TB, l *testLedger, req any) R {
 	t.Helper()
 	r, err := httpx.Ask[R](l.sys.Root, l.pid, req, 5*time.Second)
 	if err != nil {

@@ -3,6 +3,8 @@ package ledger
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 
 	"peerdns/actors/consensus"
@@ -107,7 +109,8 @@ func (a *Actor) entries() []messages.LedgerEntry {
 		for _, w := range sortedKeys(idx.claims) {
 			out = append(out, messages.LedgerEntry{Key: idx.claims[w].Key, Value: idx.records[w].Hash})
 		}
-		for _, k := range sortedKeys(idx.votes) {
+		votes := slices.SortedFunc(maps.Keys(idx.votes), voteOf.compare)
+		for _, k := range votes {
 			out = append(out, messages.LedgerEntry{Key: idx.votes[k].Key, Value: idx.votes[k].Value})
 		}
 	}

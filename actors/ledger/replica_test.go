@@ -157,7 +157,7 @@ func TestPeerSetChangeReevaluatesOnlyItsReplicaSets(t *testing.T) {
 
 // addConnectedWriters adds n new writers to l's network and reports them
 // all connected.
-func addConnectedWriters(t *testing.T, l *testLedger, n int) (peers []*identity.Identity, connected []string) {
+func addConnectedWriters(t testing.TB, l *testLedger, n int) (peers []*identity.Identity, connected []string) {
 	t.Helper()
 	for range n {
 		p, _ := identity.Generate()
