@@ -105,7 +105,7 @@ type Actor struct {
 	bootstrap   bool
 	counts      struct{ resolutions, quorumFailures, ties int }
 
-	pendingCleanups []*messages.Op
+	pendingCleanups []cleanupRequest
 	sys             *actor.ActorSystem
 
 	// internal is Deps.Internal plus the domains other owners added

@@ -187,3 +187,34 @@ func TestJoinerTakesRootAndInviterUntilSynced(t *testing.T) {
 	l.stop()
 	check(newTestLedgerWith(t, dir, join))
 }
+
+// The resolved claimant's remove-domain asks every peer to clean up: its
+// op writes the cleanup request, then deletes its claim and votes, in
+// one batch. A peer applying it drops its own claim and votes on the
+// domain that are older than the request.
+func TestCleanupRequestInABatchDropsOurEntries(t *testing.T) {
+	l := newTestLedger(t, t.TempDir())
+	peers, _ := addConnectedWriters(t, l, 1)
+	owner := peers[0]
+	const name = "gone.p2p"
+	if r := ask[*messages.AddDomainReply](t, l, &messages.AddDomain{Domain: name, Hash: hashA}); r.Err != nil {
+		t.Fatalf("AddDomain: %v", r.Err)
+	}
+	later := time.Now().Add(time.Hour).UnixMilli()
+	claim := sign(t, owner, &messages.Op{Seq: 1, HLC: messages.HLC{Wall: later}, Key: messages.ClaimKey(name, owner.ID()), Value: `{"hash":"` + hashA + `"}`})
+	remove := sign(t, owner, &messages.Op{Seq: 2, HLC: messages.HLC{Wall: later + 1}, Batch: []messages.Write{
+		{Key: messages.CleanupKey(name, owner.ID()), Value: "1"},
+		{Key: messages.ClaimKey(name, owner.ID()), Delete: true},
+	}})
+	if rep := ask[*messages.ApplyOpsReply](t, l, &messages.ApplyOps{From: "test", Ops: []*messages.Op{claim, remove}}); rep.Applied != 2 {
+		t.Fatalf("apply: %+v", rep)
+	}
+	testutil.Eventually(t, 5*time.Second, func() error {
+		for _, e := range ask[*messages.GetEntriesReply](t, l, &messages.GetEntries{}).Entries {
+			if pk, err := messages.ParseKey(e.Key); err == nil && pk.Writer == l.id.ID() && pk.Domain == name {
+				return fmt.Errorf("our entry %s is still there after the owner's cleanup request", e.Key)
+			}
+		}
+		return nil
+	})
+}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"peerdns/internal/store"
@@ -180,14 +181,36 @@ func (a *Actor) afterApply(ops []*messages.Op) {
 	a.listingOK = false
 	a.m.Step(Changed{}, time.Now()) // a flag only: no output
 	for _, op := range ops {
-		pk, err := messages.ParseKey(op.Key)
-		if err != nil || pk.Kind != messages.KeyCleanup || op.Delete {
+		if len(op.Batch) == 0 {
+			a.queueCleanup(op, op.Key, op.Delete)
 			continue
 		}
-		a.pendingCleanups = append(a.pendingCleanups, op)
+		// A remove-domain by the resolved claimant writes its cleanup
+		// request in a batch, with the deletion of its claim and votes.
+		for _, w := range op.Batch {
+			a.queueCleanup(op, w.Key, w.Delete)
+		}
 	}
 	if a.sys != nil {
 		a.sys.EventStream.Publish(&messages.OpsApplied{Ops: ops})
+	}
+}
+
+// cleanupRequest is a claimant's request that every peer drop its
+// entries on a domain (messages.KeyCleanup) older than the request.
+type cleanupRequest struct {
+	domain, writer string
+	hlc            messages.HLC
+}
+
+// queueCleanup queues the write key of op for runCleanups when it is a
+// cleanup request.
+func (a *Actor) queueCleanup(op *messages.Op, key string, del bool) {
+	if del || !strings.HasPrefix(key, messages.KeyCleanup+":") {
+		return
+	}
+	if pk, err := messages.ParseKey(key); err == nil && pk.Kind == messages.KeyCleanup {
+		a.pendingCleanups = append(a.pendingCleanups, cleanupRequest{domain: pk.Domain, writer: op.Writer, hlc: op.HLC})
 	}
 }
 
@@ -197,19 +220,18 @@ func (a *Actor) afterApply(ops []*messages.Op) {
 func (a *Actor) runCleanups() {
 	reqs := a.pendingCleanups
 	a.pendingCleanups = nil
-	for _, op := range reqs {
-		pk, _ := messages.ParseKey(op.Key)
-		if _, claimed := a.st.kv[messages.ClaimKey(pk.Domain, op.Writer)]; !claimed {
-			a.d.Log.Warn("ledger: ignoring cleanup from a writer that never claimed the domain", "domain", pk.Domain, "writer", op.Writer)
+	for _, r := range reqs {
+		if _, claimed := a.st.kv[messages.ClaimKey(r.domain, r.writer)]; !claimed {
+			a.d.Log.Warn("ledger: ignoring cleanup from a writer that never claimed the domain", "domain", r.domain, "writer", r.writer)
 			continue
 		}
 		var ws []write
-		if c, ok := a.st.kv[messages.ClaimKey(pk.Domain, a.st.self)]; ok && !c.Delete && c.HLC.Less(op.HLC) {
+		if c, ok := a.st.kv[messages.ClaimKey(r.domain, a.st.self)]; ok && !c.Delete && c.HLC.Less(r.hlc) {
 			ws = append(ws, write{key: c.Key, del: true})
 		}
-		for _, claimant := range a.st.myVotes(pk.Domain) {
-			k := messages.VoteKey(pk.Domain, a.st.self, claimant)
-			if v := a.st.kv[k]; v != nil && v.HLC.Less(op.HLC) {
+		for _, claimant := range a.st.myVotes(r.domain) {
+			k := messages.VoteKey(r.domain, a.st.self, claimant)
+			if v := a.st.kv[k]; v != nil && v.HLC.Less(r.hlc) {
 				ws = append(ws, write{key: k, del: true})
 			}
 		}
@@ -217,9 +239,9 @@ func (a *Actor) runCleanups() {
 			continue
 		}
 		if _, err := a.appendLocal(ws...); err != nil {
-			a.d.Log.Error("ledger: cleanup failed", "domain", pk.Domain, "err", err)
+			a.d.Log.Error("ledger: cleanup failed", "domain", r.domain, "err", err)
 		} else {
-			a.d.Log.Info("ledger: cleaned up own entries on request", "domain", pk.Domain, "by", op.Writer)
+			a.d.Log.Info("ledger: cleaned up own entries on request", "domain", r.domain, "by", r.writer)
 		}
 	}
 }

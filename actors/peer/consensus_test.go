@@ -86,3 +86,36 @@ func TestConflictAndBothRemoveCases(t *testing.T) {
 		return nil
 	})
 }
+
+// The resolved claimant's remove reaches peers as one batch (its
+// cleanup request with the deletion of its own entries): every peer
+// then drops its own claim and votes, so a losing claim that was still
+// live goes too and nobody takes the domain over.
+func TestResolvedClaimantRemoveCleansUpLiveConflicts(t *testing.T) {
+	a := newTestNode(t, "A", nodeOpts{})
+	b := joinNode(t, "B", a)
+	c := joinNode(t, "C", a)
+	nodes := []*testNode{a, b, c}
+	waitMesh(t, 15*time.Second, nodes...)
+
+	a.addDomain("y.p2p", hash('a'))
+	waitConverged(t, 15*time.Second, nodes...)
+	b.addDomain("y.p2p", hash('b'))
+	testutil.Eventually(t, 15*time.Second, func() error {
+		if s := b.domains()["y.p2p"].ConsensusStatus; s != "conflict" {
+			return fmt.Errorf("B consensusStatus %q, want conflict", s)
+		}
+		return nil
+	})
+	if r := ask[*messages.RemoveDomainReply](t, a.sys, a.ledger, &messages.RemoveDomain{Domain: "y.p2p"}); r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	testutil.Eventually(t, 20*time.Second, func() error {
+		for _, n := range nodes {
+			if es := entriesFor(n, "y.p2p"); len(es) != 0 {
+				return fmt.Errorf("%s still has %v", n.name, es)
+			}
+		}
+		return nil
+	})
+}
