@@ -78,19 +78,8 @@ func (o *Op) WritesBytes() int {
 	return n
 }
 
-// Writes lists the key writes of o as single-key ops sharing its writer,
-// seq and clock: o itself when it writes one key, else one view per batch
-// write (without signature: the batch's covers them).
-func (o *Op) Writes() []*Op {
-	if len(o.Batch) == 0 {
-		return []*Op{o}
-	}
-	out := make([]*Op, len(o.Batch))
-	for i, w := range o.Batch {
-		out[i] = &Op{Writer: o.Writer, Seq: o.Seq, HLC: o.HLC, Key: w.Key, Value: w.Value, Delete: w.Delete}
-	}
-	return out
-}
+// NumWrites is how many keys o writes: one, or its batch's writes.
+func (o *Op) NumWrites() int { return max(len(o.Batch), 1) }
 
 // SigningBytes is what the writer signs: the op without its signature,
 // its ids as text, in the deterministic CBOR the codec writes for the

@@ -53,7 +53,7 @@ func TestBatchAppliesPerKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.apply(single, pks)
-	if !s.kv[messages.ClaimKey("b.p2p", w)].Delete || s.kv[messages.ClaimKey("a.p2p", w)].Delete {
+	if !s.kv[messages.ClaimKey("b.p2p", w)].Delete() || s.kv[messages.ClaimKey("a.p2p", w)].Delete() {
 		t.Fatal("last writer did not win per key")
 	}
 	// The log keeps the ops as signed, for replication.

@@ -59,7 +59,7 @@ func FuzzOpDecodeVerify(f *testing.F) {
 		}
 		// Accepted: it must really be signed by its writer, for its own keys.
 		msg, _ := op.SigningBytes()
-		if !messages.VerifyPeer(op.Writer, msg, op.Sig) || len(pks) != len(op.Writes()) || op.Seq != 1 {
+		if !messages.VerifyPeer(op.Writer, msg, op.Sig) || len(pks) != op.NumWrites() || op.Seq != 1 {
 			t.Fatalf("accepted an invalid op: %+v", op)
 		}
 		for _, pk := range pks {

@@ -55,7 +55,7 @@ func (a *Actor) appendLocal(ws ...write) ([]*messages.Op, error) {
 		pks, err := a.st.verify(op)
 		if err != nil {
 			// Our own op must verify; anything else is a broken invariant.
-			panic(fmt.Sprintf("own op %d (%d writes) does not verify: %v", op.Seq, len(op.Writes()), err))
+			panic(fmt.Sprintf("own op %d (%d writes) does not verify: %v", op.Seq, op.NumWrites(), err))
 		}
 		a.touch(a.st.apply(op, pks)...)
 		a.d.Applied.Advance(op.Writer, op.Seq)
@@ -226,12 +226,12 @@ func (a *Actor) runCleanups() {
 			continue
 		}
 		var ws []write
-		if c, ok := a.st.kv[messages.ClaimKey(r.domain, a.st.self)]; ok && !c.Delete && c.HLC.Less(r.hlc) {
-			ws = append(ws, write{key: c.Key, del: true})
+		if c, ok := a.st.kv[messages.ClaimKey(r.domain, a.st.self)]; ok && !c.Delete() && c.op.HLC.Less(r.hlc) {
+			ws = append(ws, write{key: c.Key(), del: true})
 		}
 		for _, claimant := range a.st.myVotes(r.domain) {
 			k := messages.VoteKey(r.domain, a.st.self, claimant)
-			if v := a.st.kv[k]; v != nil && v.HLC.Less(r.hlc) {
+			if v, ok := a.st.kv[k]; ok && v.op.HLC.Less(r.hlc) {
 				ws = append(ws, write{key: k, del: true})
 			}
 		}

@@ -85,7 +85,7 @@ func TestClaimCommitsPaced(t *testing.T) {
 			}
 		}
 		ops := ownOps(t, l, before)
-		if len(ops) != 1 || len(ops[0].Writes()) != 4 { // two claims, each with our vote
+		if len(ops) != 1 || ops[0].NumWrites() != 4 { // two claims, each with our vote
 			t.Fatalf("after the paced commit: %d ops, want 1 with both claims and votes: %+v", len(ops), ops)
 		}
 		return true
@@ -179,7 +179,7 @@ func TestVoteCommitsPaced(t *testing.T) {
 			return nil
 		})
 		ops := ownOps(t, l, first+1)
-		if len(ops) != 1 || len(ops[0].Writes()) != 2 {
+		if len(ops) != 1 || ops[0].NumWrites() != 2 {
 			t.Fatalf("votes for b.p2p and c.p2p: %d ops, want one with both: %+v", len(ops), ops)
 		}
 		return true

@@ -107,11 +107,11 @@ func (a *Actor) entries() []messages.LedgerEntry {
 	for _, name := range sortedKeys(a.st.domains) {
 		idx := a.st.domains[name]
 		for _, w := range sortedKeys(idx.claims) {
-			out = append(out, messages.LedgerEntry{Key: idx.claims[w].Key, Value: idx.records[w].Hash})
+			out = append(out, messages.LedgerEntry{Key: idx.claims[w].Key(), Value: idx.records[w].Hash})
 		}
 		votes := slices.SortedFunc(maps.Keys(idx.votes), voteOf.compare)
 		for _, k := range votes {
-			out = append(out, messages.LedgerEntry{Key: idx.votes[k].Key, Value: idx.votes[k].Value})
+			out = append(out, messages.LedgerEntry{Key: idx.votes[k].Key(), Value: idx.votes[k].Value()})
 		}
 	}
 	if out == nil {

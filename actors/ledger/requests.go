@@ -372,7 +372,7 @@ func (a *Actor) applyQueuedOps(c actor.Context) {
 			case 3:
 				rep.Rejected++
 				_, err := a.st.verify(op)
-				a.d.Log.Warn("ledger: rejected op", "from", r.m.From, "writer", op.Writer, "seq", op.Seq, "key", op.Key, "writes", len(op.Writes()), "reason", err)
+				a.d.Log.Warn("ledger: rejected op", "from", r.m.From, "writer", op.Writer, "seq", op.Seq, "key", op.Key, "writes", op.NumWrites(), "reason", err)
 			default:
 				rep.Gaps++
 			}
