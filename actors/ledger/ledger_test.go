@@ -191,29 +191,65 @@ func TestJoinerTakesRootAndInviterUntilSynced(t *testing.T) {
 // The resolved claimant's remove-domain asks every peer to clean up: its
 // op writes the cleanup request, then deletes its claim and votes, in
 // one batch. A peer applying it drops its own claim and votes on the
-// domain that are older than the request.
-func TestCleanupRequestInABatchDropsOurEntries(t *testing.T) {
+// domain that are older than the request. The same request from a
+// writer that is not the resolved claimant changes nothing.
+func TestCleanupRequestInABatch(t *testing.T) {
 	l := newTestLedger(t, t.TempDir())
-	peers, _ := addConnectedWriters(t, l, 1)
-	owner := peers[0]
+	peers, _ := addConnectedWriters(t, l, 2)
+	owner, other := peers[0], peers[1]
 	const name = "gone.p2p"
-	if r := ask[*messages.AddDomainReply](t, l, &messages.AddDomain{Domain: name, Hash: hashA}); r.Err != nil {
-		t.Fatalf("AddDomain: %v", r.Err)
+	apply := func(ops ...*messages.Op) {
+		t.Helper()
+		if rep := ask[*messages.ApplyOpsReply](t, l, &messages.ApplyOps{From: "test", Ops: ops}); rep.Applied != len(ops) {
+			t.Fatalf("apply: %+v", rep)
+		}
 	}
-	later := time.Now().Add(time.Hour).UnixMilli()
-	claim := sign(t, owner, &messages.Op{Seq: 1, HLC: messages.HLC{Wall: later}, Key: messages.ClaimKey(name, owner.ID()), Value: `{"hash":"` + hashA + `"}`})
-	remove := sign(t, owner, &messages.Op{Seq: 2, HLC: messages.HLC{Wall: later + 1}, Batch: []messages.Write{
-		{Key: messages.CleanupKey(name, owner.ID()), Value: "1"},
-		{Key: messages.ClaimKey(name, owner.ID()), Delete: true},
-	}})
-	if rep := ask[*messages.ApplyOpsReply](t, l, &messages.ApplyOps{From: "test", Ops: []*messages.Op{claim, remove}}); rep.Applied != 2 {
-		t.Fatalf("apply: %+v", rep)
-	}
-	testutil.Eventually(t, 5*time.Second, func() error {
+	ours := func() []string {
+		var out []string
 		for _, e := range ask[*messages.GetEntriesReply](t, l, &messages.GetEntries{}).Entries {
 			if pk, err := messages.ParseKey(e.Key); err == nil && pk.Writer == l.id.ID() && pk.Domain == name {
-				return fmt.Errorf("our entry %s is still there after the owner's cleanup request", e.Key)
+				out = append(out, e.Key)
 			}
+		}
+		return out
+	}
+	now := time.Now().UnixMilli()
+	// The owner claims first and votes for itself; we vote for it too,
+	// then claim the name ourselves and lose (a conflict).
+	apply(sign(t, owner, &messages.Op{Seq: 1, HLC: messages.HLC{Wall: now - 1000}, Batch: []messages.Write{
+		{Key: messages.ClaimKey(name, owner.ID()), Value: `{"hash":"` + hashA + `"}`},
+		{Key: messages.VoteKey(name, owner.ID(), owner.ID()), Value: messages.VoteMarker},
+	}}))
+	ask[*messages.AddDomainReply](t, l, &messages.AddDomain{Domain: name, Hash: hashA})
+	testutil.Eventually(t, 5*time.Second, func() error {
+		st := ask[*messages.GetConsensusReply](t, l, &messages.GetConsensus{Domain: name}).State
+		if st.ResolvedClaimant == nil || *st.ResolvedClaimant != owner.ID() || len(ours()) < 2 {
+			return fmt.Errorf("want the owner resolved and our claim and vote: %+v, ours %v", st, ours())
+		}
+		return nil
+	})
+
+	// Another writer's request: refused, our entries stay.
+	later := time.Now().Add(time.Hour).UnixMilli()
+	apply(sign(t, other, &messages.Op{Seq: 1, HLC: messages.HLC{Wall: later}, Batch: []messages.Write{
+		{Key: messages.CleanupKey(name, other.ID()), Value: "1"},
+		{Key: messages.ClaimKey(name, other.ID()), Delete: true},
+	}}))
+	// A request of ours goes through the mailbox after it: by its answer
+	// the refused request would have run.
+	ask[*messages.AddDomainReply](t, l, &messages.AddDomain{Domain: "barrier.p2p", Hash: hashA})
+	if es := ours(); len(es) < 2 {
+		t.Fatalf("a writer that is not the resolved claimant cleaned up our entries: left %v", es)
+	}
+	// The owner's remove, as remove-domain writes it.
+	apply(sign(t, owner, &messages.Op{Seq: 2, HLC: messages.HLC{Wall: later + 1}, Batch: []messages.Write{
+		{Key: messages.CleanupKey(name, owner.ID()), Value: "1"},
+		{Key: messages.ClaimKey(name, owner.ID()), Delete: true},
+		{Key: messages.VoteKey(name, owner.ID(), owner.ID()), Delete: true},
+	}}))
+	testutil.Eventually(t, 5*time.Second, func() error {
+		if es := ours(); len(es) > 0 {
+			return fmt.Errorf("our entries %v are still there after the owner's cleanup request", es)
 		}
 		return nil
 	})

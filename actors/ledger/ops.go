@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"peerdns/actors/consensus"
 	"peerdns/internal/store"
 	"peerdns/messages"
 )
@@ -204,27 +205,32 @@ type cleanupRequest struct {
 }
 
 // queueCleanup queues the write key of op for runCleanups when it is a
-// cleanup request.
+// cleanup request by the domain's resolved claimant as we last evaluated
+// it (before op): the spec has only the resolved claimant's remove tell
+// the others to clean up, and any other writer's request would let it
+// wipe every peer's claims on a domain it does not hold.
 func (a *Actor) queueCleanup(op *messages.Op, key string, del bool) {
 	if del || !strings.HasPrefix(key, messages.KeyCleanup+":") {
 		return
 	}
-	if pk, err := messages.ParseKey(key); err == nil && pk.Kind == messages.KeyCleanup {
-		a.pendingCleanups = append(a.pendingCleanups, cleanupRequest{domain: pk.Domain, writer: op.Writer, hlc: op.HLC})
+	pk, err := messages.ParseKey(key)
+	if err != nil || pk.Kind != messages.KeyCleanup || op.Writer == a.st.self {
+		return
 	}
+	if r := a.results[pk.Domain]; r == nil || r.State.Status != consensus.Resolved || r.State.ResolvedClaimant != op.Writer {
+		a.d.Log.Warn("ledger: ignoring cleanup from a writer that is not the domain's resolved claimant here", "domain", pk.Domain, "writer", op.Writer)
+		return
+	}
+	a.pendingCleanups = append(a.pendingCleanups, cleanupRequest{domain: pk.Domain, writer: op.Writer, hlc: op.HLC})
 }
 
 // runCleanups drops the local writer's claim and votes for each domain a
-// claimant asked to clean up, when they are older than the request. Only a
-// writer that has claimed the domain may ask.
+// claimant asked to clean up, when they are older than the request. Only
+// the domain's resolved claimant may ask (queueCleanup).
 func (a *Actor) runCleanups() {
 	reqs := a.pendingCleanups
 	a.pendingCleanups = nil
 	for _, r := range reqs {
-		if _, claimed := a.st.kv[messages.ClaimKey(r.domain, r.writer)]; !claimed {
-			a.d.Log.Warn("ledger: ignoring cleanup from a writer that never claimed the domain", "domain", r.domain, "writer", r.writer)
-			continue
-		}
 		var ws []write
 		if c, ok := a.st.kv[messages.ClaimKey(r.domain, a.st.self)]; ok && !c.Delete() && c.op.HLC.Less(r.hlc) {
 			ws = append(ws, write{key: c.Key(), del: true})
