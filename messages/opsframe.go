@@ -1,5 +1,7 @@
 package messages
 
+import "slices"
+
 // MarshalEnvelope encodes e as Marshal does, but for a frame of ops,
 // which it writes by hand: the envelope's two fields, then each op's
 // encoding appended in place (Op.appendCBOR), with the vote claimants
@@ -13,22 +15,27 @@ package messages
 // would write otherwise (a body beside the ops, a nil op), goes through
 // Marshal; ShortIDs is then not honoured, which only costs bytes: whole
 // ids always decode.
-func MarshalEnvelope(e *Envelope) ([]byte, error) {
+func MarshalEnvelope(e *Envelope) ([]byte, error) { return AppendEnvelope(nil, e) }
+
+// AppendEnvelope appends MarshalEnvelope's encoding of e to dst, so a
+// frame's header and payload can share one buffer.
+func AppendEnvelope(dst []byte, e *Envelope) ([]byte, error) {
 	if e.overlayOnly() {
 		o := e.Overlay
-		return appendOverlayFrame(make([]byte, 0, 32+len(o.Heartbeats)*112+len(o.IDs)*20+len(o.Digest)), e), nil
+		return appendOverlayFrame(slices.Grow(dst, 32+len(o.Heartbeats)*112+len(o.IDs)*20+len(o.Digest)), e), nil
 	}
-	if !e.opsOnly() {
-		return Marshal(e)
+	if !e.opsOnly() || slices.Contains(e.Ops, nil) {
+		b, err := Marshal(e)
+		if err != nil {
+			return dst, err
+		}
+		return append(dst, b...), nil
 	}
 	size := 16
 	for _, o := range e.Ops {
-		if o == nil {
-			return Marshal(e)
-		}
 		size += o.sizeHint()
 	}
-	b := make([]byte, 0, size)
+	b := slices.Grow(dst, size)
 	b = append(b, 0xa2, 1) // {1: kind, 6: ops}, keys in the codec's order
 	b = appendText(b, e.Kind)
 	b = appendHead(append(b, 6), 4, uint64(len(e.Ops)))

@@ -14,19 +14,6 @@ const MaxFrameSize = messages.MaxDecodeBytes
 // frameHeader is the length prefix: 4 bytes, big-endian.
 const frameHeader = 4
 
-// WriteFrame writes payload with its length prefix in one Write, so
-// concurrent writers serialised by a lock never interleave.
-func WriteFrame(w io.Writer, payload []byte) error {
-	if len(payload) > MaxFrameSize {
-		return fmt.Errorf("%w: %d bytes", ErrFrameTooLarge, len(payload))
-	}
-	b := make([]byte, frameHeader+len(payload))
-	binary.BigEndian.PutUint32(b, uint32(len(payload)))
-	copy(b[frameHeader:], payload)
-	_, err := w.Write(b)
-	return err
-}
-
 // ReadFrame reads one frame. buf is reused when it is large enough; the
 // returned slice aliases it. A declared length over MaxFrameSize fails
 // with ErrFrameTooLarge before anything is allocated.
@@ -52,19 +39,34 @@ func ReadFrame(r io.Reader, buf []byte) ([]byte, error) {
 	return buf, nil
 }
 
-// EncodeEnvelope validates and encodes m as a frame payload.
-func EncodeEnvelope(m *messages.Envelope) ([]byte, error) {
+// EncodeFrame validates and encodes m as a whole frame, its length
+// prefix and payload in one buffer, to go out in one Write (so
+// concurrent writers serialised by a lock never interleave). The
+// payload is encoded in place after the prefix: encoding it apart and
+// copying it behind a prefix cost every frame sent a second buffer.
+func EncodeFrame(m *messages.Envelope) ([]byte, error) {
 	if err := m.Validate(); err != nil {
 		return nil, err
 	}
-	b, err := messages.MarshalEnvelope(m)
+	b, err := messages.AppendEnvelope(make([]byte, frameHeader), m)
 	if err != nil {
 		return nil, fmt.Errorf("encode %s: %w", m.Kind, err)
 	}
-	if len(b) > MaxFrameSize {
-		return nil, fmt.Errorf("%w: %s message is %d bytes", ErrFrameTooLarge, m.Kind, len(b))
+	n := len(b) - frameHeader
+	if n > MaxFrameSize {
+		return nil, fmt.Errorf("%w: %s message is %d bytes", ErrFrameTooLarge, m.Kind, n)
 	}
+	binary.BigEndian.PutUint32(b, uint32(n))
 	return b, nil
+}
+
+// EncodeEnvelope validates and encodes m as a frame payload.
+func EncodeEnvelope(m *messages.Envelope) ([]byte, error) {
+	b, err := EncodeFrame(m)
+	if err != nil {
+		return nil, err
+	}
+	return b[frameHeader:], nil
 }
 
 // DecodeEnvelope decodes and validates a frame payload (strict CBOR).

@@ -99,9 +99,11 @@ func TestFrameRoundTripReusesBuffer(t *testing.T) {
 	a := &messages.Envelope{Kind: messages.KindOps, Ops: []*messages.Op{{Writer: "w", Seq: 7, Key: "claim:x.p2p:w", Value: "v", Sig: bytes.Repeat([]byte{0xaa}, 64)}}}
 	b := &messages.Envelope{Kind: messages.KindOps, Ops: []*messages.Op{{Writer: "w", Seq: 8, Key: "claim:y.p2p:w", Value: "v", Sig: bytes.Repeat([]byte{0xbb}, 64)}}}
 	for _, m := range []*messages.Envelope{a, b} {
-		if err := WriteFrame(&buf, mustEncode(t, m)); err != nil {
+		b, err := EncodeFrame(m)
+		if err != nil {
 			t.Fatal(err)
 		}
+		buf.Write(b)
 	}
 	rbuf := make([]byte, 0, 4096)
 	first, err := ReadEnvelope(&buf, rbuf)
@@ -119,13 +121,30 @@ func TestFrameRoundTripReusesBuffer(t *testing.T) {
 	}
 }
 
-func TestWriteFrameTooLarge(t *testing.T) {
-	if err := WriteFrame(io.Discard, make([]byte, MaxFrameSize+1)); !errors.Is(err, ErrFrameTooLarge) {
-		t.Fatalf("WriteFrame(1MiB+1) = %v, want ErrFrameTooLarge", err)
-	}
+func TestEncodeFrameTooLarge(t *testing.T) {
 	big := &messages.Envelope{Kind: messages.KindOps, Ops: []*messages.Op{{Writer: "w", Seq: 1, Value: string(make([]byte, MaxFrameSize))}}}
-	if _, err := EncodeEnvelope(big); !errors.Is(err, ErrFrameTooLarge) {
-		t.Fatalf("EncodeEnvelope(huge) = %v, want ErrFrameTooLarge", err)
+	if _, err := EncodeFrame(big); !errors.Is(err, ErrFrameTooLarge) {
+		t.Fatalf("EncodeFrame(huge) = %v, want ErrFrameTooLarge", err)
+	}
+}
+
+// A frame is its payload behind its length, as ReadFrame reads it.
+func TestEncodeFrameIsPrefixedPayload(t *testing.T) {
+	for _, m := range []*messages.Envelope{
+		{Kind: messages.KindOps, Ops: []*messages.Op{{Writer: "w", Seq: 7, Key: "claim:x.p2p:w", Value: "v", Sig: bytes.Repeat([]byte{0xaa}, 64)}}},
+		{Kind: messages.KindPing, Ping: &messages.Ping{NoPong: true}},
+	} {
+		b, err := EncodeFrame(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		payload, err := messages.MarshalEnvelope(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(b, frame(payload)) {
+			t.Fatalf("%s: frame %x, want %x", m.Kind, b, frame(payload))
+		}
 	}
 }
 
@@ -146,4 +165,20 @@ func FuzzReadFrame(f *testing.F) {
 			t.Fatalf("decoded envelope does not re-encode: %v", err)
 		}
 	})
+}
+
+// BenchmarkEncodeFrame: a frame of 16 vote ops as a session sends it.
+func BenchmarkEncodeFrame(b *testing.B) {
+	w := strings.Repeat("ab", 32)
+	var ops []*messages.Op
+	for i := range 16 {
+		ops = append(ops, &messages.Op{Writer: w, Seq: uint64(i + 1), HLC: messages.HLC{Wall: 1700000000000}, Key: messages.VoteKey("x.p2p", w, w), Value: messages.VoteMarker, Sig: bytes.Repeat([]byte{1}, 64)})
+	}
+	m := &messages.Envelope{Kind: messages.KindOps, Ops: ops}
+	b.ReportAllocs()
+	for range b.N {
+		if _, err := EncodeFrame(m); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

@@ -235,18 +235,18 @@ func (c *memConn) Err() error {
 }
 
 func (c *memConn) Send(m *messages.Envelope) error {
-	b, err := EncodeEnvelope(m)
+	b, err := EncodeFrame(m)
 	if err != nil {
 		return err
 	}
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
-	if err := WriteFrame(c.ctrl, b); err != nil {
+	if _, err := c.ctrl.Write(b); err != nil {
 		c.Close("control stream write failed")
 		return fmt.Errorf("send %s to %.16s: %w", m.Kind, c.peer, err)
 	}
 	if mt := c.ep.net.meter.Load(); mt != nil {
-		(*mt)(c.ep.ID(), c.peer, m.Kind, frameHeader+len(b))
+		(*mt)(c.ep.ID(), c.peer, m.Kind, len(b))
 	}
 	return nil
 }

@@ -389,14 +389,14 @@ func (c *quicConn) Err() error {
 }
 
 func (c *quicConn) Send(m *messages.Envelope) error {
-	b, err := EncodeEnvelope(m)
+	b, err := EncodeFrame(m)
 	if err != nil {
 		return err
 	}
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	_ = c.ctrl.SetWriteDeadline(time.Now().Add(c.writeTimeout))
-	if err := WriteFrame(c.ctrl, b); err != nil {
+	if _, err := c.ctrl.Write(b); err != nil {
 		if c.qc.Context().Err() == nil {
 			c.log.Warn("closing peer connection: control write failed", "peer", c.peer, "err", err)
 			_ = c.qc.CloseWithError(CodeWrite, "control stream write failed")

@@ -313,14 +313,14 @@ func (c *streamConn) closeWhenIdle(reason string) {
 }
 
 func (c *streamConn) Send(m *messages.Envelope) error {
-	b, err := EncodeEnvelope(m)
+	b, err := EncodeFrame(m)
 	if err != nil {
 		return err
 	}
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	_ = c.ctrl.SetWriteDeadline(time.Now().Add(c.cfg.WriteTimeout))
-	if err := WriteFrame(c.ctrl, b); err != nil {
+	if _, err := c.ctrl.Write(b); err != nil {
 		if c.Err() == nil {
 			c.log.Warn("closing peer connection: control write failed", "peer", c.peer, "path", c.path, "err", err)
 			c.shut(fmt.Errorf("control stream write failed: %w", err))
