@@ -21,30 +21,38 @@ func entriesFor(n *testNode, domain string) []string {
 	return out
 }
 
-func TestConflictAndBothRemoveCases(t *testing.T) {
-	a := newTestNode(t, "A", nodeOpts{})
-	b := joinNode(t, "B", a)
+// conflictOn starts three nodes A, B and C on which A claims name and
+// then B claims it too: A's earlier claim keeps winning everywhere and B
+// sees a conflict.
+func conflictOn(t *testing.T, name string) (a, b *testNode, nodes []*testNode) {
+	t.Helper()
+	a = newTestNode(t, "A", nodeOpts{})
+	b = joinNode(t, "B", a)
 	c := joinNode(t, "C", a)
-	nodes := []*testNode{a, b, c}
+	nodes = []*testNode{a, b, c}
 	waitMesh(t, 15*time.Second, nodes...)
 
-	a.addDomain("x.p2p", hash('a'))
+	a.addDomain(name, hash('a'))
 	waitConverged(t, 15*time.Second, nodes...)
-	// B claims the same domain later: A's earlier claim keeps winning.
-	b.addDomain("x.p2p", hash('b'))
+	b.addDomain(name, hash('b'))
 	waitConverged(t, 15*time.Second, nodes...)
 	testutil.Eventually(t, 15*time.Second, func() error {
 		for _, n := range nodes {
-			d := n.domains()["x.p2p"]
+			d := n.domains()[name]
 			if d.ConsensusState == nil || d.ConsensusState.Status != "resolved" || d.Hash != hash('a') {
 				return fmt.Errorf("%s: %+v hash %s", n.name, d.ConsensusState, d.Hash)
 			}
 		}
-		if s := b.domains()["x.p2p"].ConsensusStatus; s != "conflict" {
+		if s := b.domains()[name].ConsensusStatus; s != "conflict" {
 			return fmt.Errorf("B consensusStatus %q, want conflict", s)
 		}
 		return nil
 	})
+	return a, b, nodes
+}
+
+func TestConflictAndBothRemoveCases(t *testing.T) {
+	a, b, nodes := conflictOn(t, "x.p2p")
 	conf := ask[*messages.GetP2PConflictsReply](t, b.sys, b.ledger, &messages.GetP2PConflicts{}).Conflicts
 	if len(conf) != 1 || conf[0].Domain != "x.p2p" || conf[0].LocalHash != hash('b') || conf[0].ResolvedClaimant != a.id.ID() {
 		t.Fatalf("B conflicts = %+v", conf)
@@ -92,21 +100,7 @@ func TestConflictAndBothRemoveCases(t *testing.T) {
 // then drops its own claim and votes, so a losing claim that was still
 // live goes too and nobody takes the domain over.
 func TestResolvedClaimantRemoveCleansUpLiveConflicts(t *testing.T) {
-	a := newTestNode(t, "A", nodeOpts{})
-	b := joinNode(t, "B", a)
-	c := joinNode(t, "C", a)
-	nodes := []*testNode{a, b, c}
-	waitMesh(t, 15*time.Second, nodes...)
-
-	a.addDomain("y.p2p", hash('a'))
-	waitConverged(t, 15*time.Second, nodes...)
-	b.addDomain("y.p2p", hash('b'))
-	testutil.Eventually(t, 15*time.Second, func() error {
-		if s := b.domains()["y.p2p"].ConsensusStatus; s != "conflict" {
-			return fmt.Errorf("B consensusStatus %q, want conflict", s)
-		}
-		return nil
-	})
+	a, _, nodes := conflictOn(t, "y.p2p")
 	if r := ask[*messages.RemoveDomainReply](t, a.sys, a.ledger, &messages.RemoveDomain{Domain: "y.p2p"}); r.Err != nil {
 		t.Fatal(r.Err)
 	}
