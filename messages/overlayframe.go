@@ -48,29 +48,6 @@ func unmarshalOverlayFrame(b []byte) *Envelope {
 	return &Envelope{Kind: kind, Overlay: o}
 }
 
-// count reads an array head whose every element takes a byte at least:
-// a count past what is left fails before anything is allocated for it.
-func (d *opDecoder) count(what string) int {
-	n := d.head(4, what)
-	if d.err != nil || n > uint64(len(d.b)) {
-		d.fail(what)
-		return 0
-	}
-	return int(n)
-}
-
-// bytes reads a byte string as the codec reads one into a []byte: a copy,
-// empty but not nil when the string is.
-func (d *opDecoder) bytes(what string) []byte {
-	it := d.item(what)
-	if d.err != nil || it[0]>>5 != 2 {
-		d.fail(what)
-		return nil
-	}
-	_, _, hl, _ := head(it)
-	return append([]byte{}, it[hl:]...)
-}
-
 func (d *opDecoder) heartbeats() []*Heartbeat {
 	hs := make([]*Heartbeat, d.count("heartbeats"))
 	for i := range hs {

@@ -618,6 +618,29 @@ func (d *opDecoder) bool(what string) bool {
 	return v
 }
 
+// count reads an array head whose every element takes a byte at least:
+// a count past what is left fails before anything is allocated for it.
+func (d *opDecoder) count(what string) int {
+	n := d.head(4, what)
+	if d.err != nil || n > uint64(len(d.b)) {
+		d.fail(what)
+		return 0
+	}
+	return int(n)
+}
+
+// bytes reads a byte string as the codec reads one into a []byte: a copy,
+// empty but not nil when the string is.
+func (d *opDecoder) bytes(what string) []byte {
+	it := d.item(what)
+	if d.err != nil || it[0]>>5 != 2 {
+		d.fail(what)
+		return nil
+	}
+	_, _, hl, _ := head(it)
+	return append([]byte{}, it[hl:]...)
+}
+
 // fields reads a map head and returns its size; seen tracks the keys of
 // the map (1 to max), each allowed once.
 func (d *opDecoder) field(seen *uint16, max uint64) uint64 {
@@ -649,24 +672,16 @@ func (d *opDecoder) op() (o Op) {
 		case 6:
 			o.Delete = d.bool("delete")
 		case 7:
-			if it := d.item("sig"); d.err == nil && it[0]>>5 == 2 {
-				_, _, hl, _ := head(it)
-				if len(it) > hl { // an empty one is none, as omitempty writes it
-					o.Sig = append([]byte{}, it[hl:]...)
-				}
-			} else {
-				d.fail("sig")
+			if sig := d.bytes("sig"); len(sig) > 0 { // an empty one is none, as omitempty writes it
+				o.Sig = sig
 			}
 		case 8:
-			n := d.head(4, "batch")
-			if n > MaxBatch || n > uint64(len(d.b)) {
+			n := d.count("batch")
+			if n > MaxBatch {
 				d.fail("batch too long")
 			}
 			if d.err == nil && n > 0 {
-				o.Batch = make([]Write, 0, n)
-			}
-			if d.err == nil && n > 0 {
-				keys = make([][]byte, 0, n)
+				o.Batch, keys = make([]Write, 0, n), make([][]byte, 0, n)
 			}
 			for ; n > 0 && d.err == nil; n-- {
 				w, k := d.write()

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"peerdns/actors/consensus"
@@ -144,6 +143,7 @@ func (a *Actor) applyBatch(ops []*messages.Op, persist bool) (applied []*message
 			switch {
 			case err == nil:
 				a.touch(a.st.apply(op, pks)...)
+				a.queueCleanups(op, pks)
 				a.d.Applied.Advance(op.Writer, op.Seq)
 				applied = append(applied, op)
 				progress = true
@@ -175,23 +175,12 @@ func (a *Actor) applyBatch(ops []*messages.Op, persist bool) (applied []*message
 	return applied, dups, rejected
 }
 
-// afterApply runs the consequences of newly applied ops: cleanup requests,
-// and the event other actors (peers, WebSocket) listen to.
+// afterApply runs the consequences of newly applied ops: the event other
+// actors (peers, WebSocket) listen to.
 func (a *Actor) afterApply(ops []*messages.Op) {
 	a.lastApplyAt = a.d.Now().UnixMilli()
 	a.listingOK = false
 	a.m.Step(Changed{}, time.Now()) // a flag only: no output
-	for _, op := range ops {
-		if len(op.Batch) == 0 {
-			a.queueCleanup(op, op.Key, op.Delete)
-			continue
-		}
-		// A remove-domain by the resolved claimant writes its cleanup
-		// request in a batch, with the deletion of its claim and votes.
-		for _, w := range op.Batch {
-			a.queueCleanup(op, w.Key, w.Delete)
-		}
-	}
 	if a.sys != nil {
 		a.sys.EventStream.Publish(&messages.OpsApplied{Ops: ops})
 	}
@@ -204,24 +193,28 @@ type cleanupRequest struct {
 	hlc            messages.HLC
 }
 
-// queueCleanup queues the write key of op for runCleanups when it is a
-// cleanup request by the domain's resolved claimant as we last evaluated
-// it (before op): the spec has only the resolved claimant's remove tell
-// the others to clean up, and any other writer's request would let it
-// wipe every peer's claims on a domain it does not hold.
-func (a *Actor) queueCleanup(op *messages.Op, key string, del bool) {
-	if del || !strings.HasPrefix(key, messages.KeyCleanup+":") {
+// queueCleanups queues for runCleanups the cleanup requests among the
+// writes of a peer's op just applied (pks: their parsed keys; a
+// remove-domain by the resolved claimant writes its request in a batch,
+// with the deletion of its claim and votes), each from the domain's
+// resolved claimant as we last evaluated it (before op): the spec has
+// only the resolved claimant's remove tell the others to clean up, and
+// any other writer's request would let it wipe every peer's claims on a
+// domain it does not hold.
+func (a *Actor) queueCleanups(op *messages.Op, pks []messages.ParsedKey) {
+	if op.Writer == a.st.self {
 		return
 	}
-	pk, err := messages.ParseKey(key)
-	if err != nil || pk.Kind != messages.KeyCleanup || op.Writer == a.st.self {
-		return
+	for i, pk := range pks {
+		if pk.Kind != messages.KeyCleanup || writeAt(op, i).Delete() {
+			continue
+		}
+		if r := a.results[pk.Domain]; r == nil || r.State.Status != consensus.Resolved || r.State.ResolvedClaimant != op.Writer {
+			a.d.Log.Warn("ledger: ignoring cleanup from a writer that is not the domain's resolved claimant here", "domain", pk.Domain, "writer", op.Writer)
+			continue
+		}
+		a.pendingCleanups = append(a.pendingCleanups, cleanupRequest{domain: pk.Domain, writer: op.Writer, hlc: op.HLC})
 	}
-	if r := a.results[pk.Domain]; r == nil || r.State.Status != consensus.Resolved || r.State.ResolvedClaimant != op.Writer {
-		a.d.Log.Warn("ledger: ignoring cleanup from a writer that is not the domain's resolved claimant here", "domain", pk.Domain, "writer", op.Writer)
-		return
-	}
-	a.pendingCleanups = append(a.pendingCleanups, cleanupRequest{domain: pk.Domain, writer: op.Writer, hlc: op.HLC})
 }
 
 // runCleanups drops the local writer's claim and votes for each domain a
