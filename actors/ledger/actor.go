@@ -52,6 +52,9 @@ type Deps struct {
 	// of the evaluations nobody waits for (pacing.go). 0 = the defaults,
 	// negative = no pacing.
 	ClaimGap, VoteGap, EvalGap time.Duration
+	// VoteHold is how long our votes wait from the first queued beyond
+	// R writers (pacing.go). 0 = DefaultVoteHold, negative = no hold.
+	VoteHold time.Duration
 	// Replicas is R, the replica-set size (REPLICA_SET_SIZE): beyond R
 	// writers a domain's votes come from the R writers closest to it
 	// (actors/consensus/replica.go). 0 = consensus.DefaultReplicas.
@@ -74,6 +77,9 @@ func Props(d Deps) *actor.Props {
 	}
 	if d.EvalGap == 0 {
 		d.EvalGap = DefaultEvalGap
+	}
+	if d.VoteHold == 0 {
+		d.VoteHold = DefaultVoteHold
 	}
 	return actor.PropsFromProducer(func() actor.Actor { return newActor(d) },
 		actor.WithSupervisor(supervisor.Backoff()), actor.WithDispatcher(stack.Actors))

@@ -26,7 +26,8 @@
 // follows the previous one by less than ClaimGap (claims) or VoteGap
 // (votes) waits for the rest of the gap so that what arrives meanwhile
 // joins it (pacing.go); a lone request after a quiet spell is committed
-// at once.
+// at once. Beyond R writers our votes also wait VoteHold (250 ms) from
+// the first one queued, so a burst's votes go out in few ops.
 //
 // Requests that change a domain (add, remove, recalculate) are answered
 // once the domain has settled, so a read that follows sees the result;

@@ -145,7 +145,7 @@ func (a *Actor) onEvaluated(c actor.Context, m *domain.Evaluated) {
 		// Queue the votes; they are signed and committed together once the
 		// burst of evaluations in the mailbox is handled (one fsync for
 		// many domains). The domain stays in flight until then.
-		a.step(c, QueueVote{Domain: m.Domain, Key: key, Votes: ws})
+		a.step(c, QueueVote{Domain: m.Domain, Key: key, Votes: ws, Hold: a.voteHold()})
 		return
 	}
 	if len(idx.claims) == 0 {

@@ -121,10 +121,14 @@ type (
 	QueueOps struct{ Ops queuedOps }
 	// QueueVote: an evaluation of Domain at Key asked for Votes, which
 	// join the vote queue; the domain stays in flight until committed.
+	// Hold > 0: a vote queue this opens is committed Hold after it
+	// opened (or at the vote gap, if that is later) rather than at once
+	// after a quiet spell (pacing.go, VoteHold).
 	QueueVote struct {
 		Domain string
 		Key    evalKey
 		Votes  []write
+		Hold   time.Duration
 	}
 	// VotesCommitted: the votes of Domains were committed (Failed: the
 	// commit failed; the domains settle as they are).
@@ -236,7 +240,7 @@ func (m *machine) Step(in any, now time.Time) Output {
 		m.claimQueue = append(m.claimQueue, in.Claim)
 		if !m.claimScheduled {
 			m.claimScheduled = true
-			m.paced(timerClaims, now, m.claimsAt, m.claimGap)
+			m.paced(timerClaims, now, m.claimsAt, m.claimGap, 0)
 		}
 	case QueueOps:
 		m.opsQueue = append(m.opsQueue, in.Ops)
@@ -250,7 +254,7 @@ func (m *machine) Step(in any, now time.Time) Output {
 		m.voteDomains = append(m.voteDomains, in.Domain)
 		if !m.voteScheduled {
 			m.voteScheduled = true
-			m.paced(timerVotes, now, m.votesAt, m.voteGap)
+			m.paced(timerVotes, now, m.votesAt, m.voteGap, in.Hold)
 		}
 	case VotesCommitted:
 		for _, d := range in.Domains {
@@ -295,13 +299,10 @@ func (m *machine) arm(k timerKind, after time.Duration) {
 	m.out.Timers = append(m.out.Timers, Timer{Kind: k, After: after})
 }
 
-// paced arms k at once if last is gap ago or more, else when it will be.
-func (m *machine) paced(k timerKind, now, last time.Time, gap time.Duration) {
-	if wait := gap - now.Sub(last); wait > 0 {
-		m.arm(k, wait)
-		return
-	}
-	m.arm(k, 0)
+// paced arms k when last is gap ago, and at least hold from now: at
+// once if both have passed.
+func (m *machine) paced(k timerKind, now, last time.Time, gap, hold time.Duration) {
+	m.arm(k, max(gap-now.Sub(last), hold, 0))
 }
 
 func (m *machine) fired(k timerKind, now time.Time) {
@@ -403,7 +404,7 @@ func (m *machine) deferEval(l ledgerView, name string, now time.Time) bool {
 			return false
 		}
 		m.evalScheduled = true
-		m.paced(timerEval, now, m.evalAt, m.evalGap)
+		m.paced(timerEval, now, m.evalAt, m.evalGap, 0)
 	}
 	m.deferred[name] = true
 	return true

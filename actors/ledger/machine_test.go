@@ -33,7 +33,7 @@ import (
 //	wait NAME:REPLY...                      Wait, one group ("*" is everything)
 //	queue-claim NAME                        QueueClaim of NAME
 //	queue-ops FROM                          QueueOps of a peer FROM
-//	queue-vote NAME v=N [e=N]               QueueVote at evalKey{N, e}, one vote write
+//	queue-vote NAME v=N [e=N] [hold=DUR]    QueueVote at evalKey{N, e}, one vote write, held DUR
 //	votes-committed NAME... [failed]        VotesCommitted
 //	settled NAME | restarted NAME           Settled | Restarted
 //	stale NAME                              Stale
@@ -217,8 +217,16 @@ func runCommand(t *testing.T, m *machine, l scriptLedger, start time.Time, line 
 	case "queue-ops":
 		in = QueueOps{Ops: queuedOps{m: &messages.ApplyOps{From: args[0]}}}
 	case "queue-vote":
-		in = QueueVote{Domain: args[0], Key: evalKey{num("v", 0), num("e", 0)},
+		qv := QueueVote{Domain: args[0], Key: evalKey{num("v", 0), num("e", 0)},
 			Votes: []write{{key: messages.VoteKey(args[0], "self", "peer"), value: messages.VoteMarker}}}
+		for _, a := range args {
+			if v, ok := strings.CutPrefix(a, "hold="); ok {
+				if qv.Hold, err = time.ParseDuration(v); err != nil {
+					t.Fatalf("bad hold in %q: %v", line, err)
+				}
+			}
+		}
+		in = qv
 	case "votes-committed":
 		in = VotesCommitted{Domains: names(), Failed: has("failed")}
 	case "settled":

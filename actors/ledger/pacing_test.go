@@ -8,6 +8,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"peerdns/actors/consensus"
 	"peerdns/actors/domain"
 	"peerdns/internal/testutil"
 	"peerdns/messages"
@@ -327,6 +328,65 @@ func TestEvaluationsPaced(t *testing.T) {
 			}
 			return nil
 		})
+		return true
+	})
+}
+
+// Beyond R writers our votes wait VoteHold from the first queued, after
+// a quiet spell too: the votes for two claims that reach us one after
+// the other go out in one op, where up to R the first would go at once
+// (TestVoteCommitsPaced).
+func TestVotesHeldBeyondR(t *testing.T) {
+	withGap(t, time.Second, func(hold time.Duration) bool {
+		var evals evaluations
+		l := newTestLedgerWith(t, t.TempDir(), func(d *Deps) {
+			d.Replicas, d.VoteHold = 2, hold
+			d.DomainMiddleware = []actor.ReceiverMiddleware{evals.middleware}
+		})
+		defer l.stop()
+		peers, connected := addConnectedWriters(t, l, 4)
+		sc := ask[*messages.GetSidecarStatusReply](t, l, &messages.GetSidecarStatus{}).Status
+		if sc.Key == nil {
+			t.Fatal("the ledger has no network id")
+		}
+		members := consensus.NewMembership(*sc.Key, append([]string{l.id.ID()}, connected...), 2)
+		var names []string
+		for i := 0; len(names) < 2; i++ {
+			if i > 200 {
+				t.Fatalf("the node is in %d replica sets of 200 names", len(names))
+			}
+			if name := fmt.Sprintf("h%d.p2p", i); members.Replicas(name)[l.id.ID()] {
+				names = append(names, name)
+			}
+		}
+		claimant := peers[0]
+		first := ownSeq(t, l)
+		start := time.Now()
+		for i, name := range names {
+			op := sign(t, claimant, &messages.Op{Seq: uint64(i + 1), HLC: messages.HLC{Wall: int64(i + 1)}, Key: messages.ClaimKey(name, claimant.ID()), Value: `{"hash":"` + hashA + `"}`})
+			if r := ask[*messages.ApplyOpsReply](t, l, &messages.ApplyOps{From: "test", Ops: []*messages.Op{op}}); r.Applied != 1 {
+				t.Fatalf("claim %s: %+v", name, r)
+			}
+			testutil.Eventually(t, hold+5*time.Second, func() error {
+				if evals.of(name) == 0 {
+					return fmt.Errorf("%s not evaluated yet", name)
+				}
+				return nil
+			})
+		}
+		ownSeq(t, l) // the votes of both evaluations are queued by now
+		if time.Since(start) >= hold {
+			return false // the first vote may have gone alone
+		}
+		testutil.Eventually(t, hold+5*time.Second, func() error {
+			if ops := ownOps(t, l, first); len(ops) == 0 {
+				return fmt.Errorf("no vote yet")
+			}
+			return nil
+		})
+		if ops := ownOps(t, l, first); len(ops) != 1 || ops[0].NumWrites() != 2 {
+			t.Fatalf("votes for %v: %d ops, want one with both: %+v", names, len(ops), ops)
+		}
 		return true
 	})
 }
