@@ -52,6 +52,12 @@ type Op struct {
 	// op's key is then incomplete, and the receiver drops it for a repair
 	// to bring whole. It never crosses the wire and is not signed.
 	Unresolved bool `cbor:"-"`
+	// Held is set by the decoder when the receiver said it holds the op
+	// already (UnmarshalEnvelopeHeld): only Writer, Seq and HLC are
+	// decoded, the rest was read for its shape alone. A held op is a
+	// duplicate to count, never one to apply or forward. It never
+	// crosses the wire and is not signed.
+	Held bool `cbor:"-"`
 }
 
 // Write is one key write of a batched op.

@@ -66,8 +66,16 @@ func (e *Envelope) opsOnly() bool {
 // calls (Op.UnmarshalCBOR), so what this accepts decodes exactly as the
 // codec decodes it; anything else, and an ops frame it cannot read
 // whole, goes to the codec, which decodes it or says why not.
-func UnmarshalEnvelope(b []byte) (*Envelope, error) {
-	if e := unmarshalOpsFrame(b); e != nil {
+func UnmarshalEnvelope(b []byte) (*Envelope, error) { return UnmarshalEnvelopeHeld(b, nil) }
+
+// UnmarshalEnvelopeHeld is UnmarshalEnvelope for a receiver that holds
+// some ops already: an op of an ops frame for which held says so comes
+// back with its writer, seq and clock only, marked Op.Held (opDecoder.op),
+// and the rest of the op is checked for its shape but not its contents.
+// A frame whose held ops the codec would refuse for their contents is
+// taken: a duplicate is dropped unread either way.
+func UnmarshalEnvelopeHeld(b []byte, held func(writer string, seq uint64) bool) (*Envelope, error) {
+	if e := unmarshalOpsFrame(b, held); e != nil {
 		return e, nil
 	}
 	if e := unmarshalOverlayFrame(b); e != nil {
@@ -87,7 +95,7 @@ var opsFramePrefix = []byte{0xa2, 1, 0x63, 'o', 'p', 's', 6}
 // unmarshalOpsFrame is the frame b if it is an ops frame of the
 // canonical shape with at least one op, every op readable, and nothing
 // after them; nil otherwise.
-func unmarshalOpsFrame(b []byte) *Envelope {
+func unmarshalOpsFrame(b []byte, held func(writer string, seq uint64) bool) *Envelope {
 	if len(b) > MaxDecodeBytes || len(b) <= len(opsFramePrefix) || string(b[:len(opsFramePrefix)]) != string(opsFramePrefix) {
 		return nil
 	}
@@ -98,7 +106,7 @@ func unmarshalOpsFrame(b []byte) *Envelope {
 	if !ok || major != 4 || n == 0 || n > 1<<16 || n > uint64(len(b)-hl) {
 		return nil
 	}
-	d := opDecoder{b: b[hl:]}
+	d := opDecoder{b: b[hl:], held: held}
 	ops := make([]*Op, n)
 	for i := range ops {
 		// One allocation an op, not one for all: an op the ledger keeps

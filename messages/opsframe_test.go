@@ -3,6 +3,7 @@ package messages
 import (
 	"bytes"
 	"reflect"
+	"slices"
 	"testing"
 )
 
@@ -112,7 +113,7 @@ func TestUnmarshalEnvelopeMatchesCodec(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if unmarshalOpsFrame(b) == nil {
+			if unmarshalOpsFrame(b, nil) == nil {
 				t.Fatalf("%d ops (short %v): not read by hand", n, short)
 			}
 			frames = append(frames, b)
@@ -140,7 +141,7 @@ func TestUnmarshalEnvelopeMatchesCodec(t *testing.T) {
 		}
 	}
 	for _, i := range []int{len(frames) - 3, len(frames) - 2, len(frames) - 1} {
-		if unmarshalOpsFrame(frames[i]) != nil || unmarshalOverlayFrame(frames[i]) != nil {
+		if unmarshalOpsFrame(frames[i], nil) != nil || unmarshalOverlayFrame(frames[i]) != nil {
 			t.Fatalf("frame %d read by hand, want the codec", i)
 		}
 	}
@@ -206,7 +207,96 @@ func FuzzUnmarshalEnvelope(f *testing.F) {
 				t.Fatalf("encoded by hand % x (%v), by the codec % x (%v)", hand, herr, codec, cerr)
 			}
 		}
+		// Holding the ops of odd seq: what the codec decodes decodes with
+		// those skimmed; what it refuses is taken only for a held op.
+		emptyInterned()
+		skim, serr := UnmarshalEnvelopeHeld(b, oddHeld)
+		if werr == nil {
+			if serr != nil {
+				t.Fatalf("the codec decodes it, with held ops: %v", serr)
+			}
+			checkHeld(t, skim, want)
+		} else if serr == nil && !slices.ContainsFunc(skim.Ops, func(o *Op) bool { return o != nil && o.Held }) {
+			t.Fatalf("the codec refuses it (%v), taken with no op held: %+v", werr, skim)
+		}
 	})
+}
+
+// oddHeld holds the ops of odd seq.
+func oddHeld(_ string, seq uint64) bool { return seq%2 == 1 }
+
+// checkHeld compares a frame decoded with oddHeld to the codec's: a held
+// op is one oddHeld holds and keeps its writer, seq and clock and
+// nothing else; any other op is the codec's (a frame or an op of
+// another shape than the encoder's is read whole).
+func checkHeld(t *testing.T, got, want *Envelope) {
+	t.Helper()
+	if got.Kind != want.Kind || len(got.Ops) != len(want.Ops) {
+		t.Fatalf("with held ops %+v, codec %+v", got, want)
+	}
+	for i, w := range want.Ops {
+		g := got.Ops[i]
+		if w == nil || g == nil { // a null op: the codec's frame
+			if g != w {
+				t.Fatalf("op %d: with held ops %+v, codec %+v", i, g, w)
+			}
+			continue
+		}
+		if g.Held && !oddHeld(w.Writer, w.Seq) {
+			t.Fatalf("op %d %q/%d held, not asked to be", i, w.Writer, w.Seq)
+		}
+		if g.Held {
+			w = &Op{Writer: w.Writer, Seq: w.Seq, HLC: w.HLC, Held: true}
+		}
+		if !reflect.DeepEqual(g, w) {
+			t.Fatalf("op %d: with held ops %+v, codec %+v", i, g, w)
+		}
+	}
+	if len(want.Ops) == 0 && !reflect.DeepEqual(got, want) {
+		t.Fatalf("with held ops %+v, codec %+v", got, want)
+	}
+}
+
+// Ops a receiver holds come back with their writer, seq and clock only,
+// marked Held; the others as the codec decodes them; a held op whose
+// value is not UTF-8, which the codec refuses, is taken.
+func TestUnmarshalEnvelopeHeld(t *testing.T) {
+	ops := sampleOps()
+	for _, short := range []bool{false, true} {
+		b, err := MarshalEnvelope(&Envelope{Kind: KindOps, Ops: ops, ShortIDs: short})
+		if err != nil {
+			t.Fatal(err)
+		}
+		emptyInterned()
+		got, err := UnmarshalEnvelopeHeld(b, oddHeld)
+		if err != nil {
+			t.Fatal(err)
+		}
+		emptyInterned()
+		want, err := codecEnvelope(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkHeld(t, got, want)
+		if !slices.ContainsFunc(got.Ops, func(o *Op) bool { return o.Held }) {
+			t.Fatal("no op held")
+		}
+	}
+	bad := &Op{Writer: idOf(0xab), Seq: 11, Key: ClaimKey("bad.p2p", idOf(0xab)), Value: "aaa\xff"}
+	b, err := MarshalEnvelope(&Envelope{Kind: KindOps, Ops: []*Op{bad}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := codecEnvelope(b); err == nil {
+		t.Fatal("the codec took a value that is not UTF-8")
+	}
+	got, err := UnmarshalEnvelopeHeld(b, oddHeld)
+	if err != nil || len(got.Ops) != 1 || !got.Ops[0].Held || got.Ops[0].Seq != 11 {
+		t.Fatalf("held op with a bad value: %+v, %v", got, err)
+	}
+	if _, err := UnmarshalEnvelopeHeld(b, nil); err == nil {
+		t.Fatal("not held, a value that is not UTF-8 was taken")
+	}
 }
 
 func BenchmarkUnmarshalOpsFrame(b *testing.B) {
@@ -219,6 +309,15 @@ func BenchmarkUnmarshalOpsFrame(b *testing.B) {
 		b.Fatal(err)
 	}
 	benchDecoders(b, "", frame)
+	b.Run("held", func(b *testing.B) { // every op held by the receiver: skimmed
+		b.ReportAllocs()
+		all := func(string, uint64) bool { return true }
+		for b.Loop() {
+			if _, err := UnmarshalEnvelopeHeld(frame, all); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
 
 // overlayFrames are overlay frames of the shapes read by hand: heartbeats,

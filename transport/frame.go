@@ -70,8 +70,12 @@ func EncodeEnvelope(m *messages.Envelope) ([]byte, error) {
 }
 
 // DecodeEnvelope decodes and validates a frame payload (strict CBOR).
-func DecodeEnvelope(b []byte) (*messages.Envelope, error) {
-	m, err := messages.UnmarshalEnvelope(b)
+func DecodeEnvelope(b []byte) (*messages.Envelope, error) { return decodeEnvelope(b, nil) }
+
+// decodeEnvelope is DecodeEnvelope with the ops held skimmed
+// (Conn.SkipHeld).
+func decodeEnvelope(b []byte, held func(writer string, seq uint64) bool) (*messages.Envelope, error) {
+	m, err := messages.UnmarshalEnvelopeHeld(b, held)
 	if err != nil {
 		return nil, fmt.Errorf("decode frame: %w", err)
 	}

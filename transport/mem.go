@@ -209,6 +209,7 @@ type memConn struct {
 	grams    chan []byte
 	wmu      sync.Mutex
 	rbuf     []byte
+	held     func(writer string, seq uint64) bool // SkipHeld, set before the first Recv
 }
 
 var _ Conn = (*memConn)(nil)
@@ -265,7 +266,7 @@ func (c *memConn) Recv() (*messages.Envelope, error) {
 	if cap(b) <= maxKeptReadBuf {
 		c.rbuf = b[:0]
 	}
-	m, err := DecodeEnvelope(b)
+	m, err := decodeEnvelope(b, c.held)
 	if err != nil {
 		c.ep.log.Warn("closing peer connection: bad frame", "peer", c.peer, "err", err)
 		c.Close("bad frame")
@@ -356,3 +357,5 @@ func (c *memConn) Close(reason string) error {
 	}
 	return nil
 }
+
+func (c *memConn) SkipHeld(held func(writer string, seq uint64) bool) { c.held = held }

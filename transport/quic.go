@@ -367,8 +367,9 @@ type quicConn struct {
 	// MaxPendingInbound until Admit (nil when dialed).
 	slot *pendingSlot
 
-	wmu  sync.Mutex // serialises frame writes
-	rbuf []byte     // owned by the single Recv caller
+	wmu  sync.Mutex                           // serialises frame writes
+	rbuf []byte                               // owned by the single Recv caller
+	held func(writer string, seq uint64) bool // SkipHeld, set before the first Recv
 }
 
 var _ Conn = (*quicConn)(nil)
@@ -422,7 +423,7 @@ func (c *quicConn) Recv() (*messages.Envelope, error) {
 		c.rbuf = b[:0]
 	}
 	// The decoder copies byte strings out of b, so reusing b is safe.
-	m, err := DecodeEnvelope(b)
+	m, err := decodeEnvelope(b, c.held)
 	if err != nil {
 		c.protocolError(CodeBadFrame, err)
 		return nil, err
@@ -543,3 +544,5 @@ func (c *quicConn) Admit() {
 func (c *quicConn) Close(reason string) error {
 	return c.qc.CloseWithError(CodeNormal, reason)
 }
+
+func (c *quicConn) SkipHeld(held func(writer string, seq uint64) bool) { c.held = held }

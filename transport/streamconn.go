@@ -97,6 +97,7 @@ type streamConn struct {
 
 	wmu  sync.Mutex
 	rbuf []byte
+	held func(writer string, seq uint64) bool // SkipHeld, set before the first Recv
 
 	dgOut chan []byte
 	dgIn  chan []byte
@@ -341,7 +342,7 @@ func (c *streamConn) Recv() (*messages.Envelope, error) {
 	if cap(b) <= maxKeptReadBuf {
 		c.rbuf = b[:0]
 	}
-	m, err := DecodeEnvelope(b)
+	m, err := decodeEnvelope(b, c.held)
 	if err != nil {
 		c.protocolError(err)
 		return nil, err
@@ -529,3 +530,5 @@ func (c *frameCoalescer) Write(p []byte) (int, error) {
 	m, err := c.Conn.Write(p[n:])
 	return n + m, err
 }
+
+func (c *streamConn) SkipHeld(held func(writer string, seq uint64) bool) { c.held = held }

@@ -65,6 +65,11 @@ type Conn interface {
 	// over MaxFrameSize or one that does not decode closes the connection,
 	// is logged and returns the error.
 	Recv() (*messages.Envelope, error)
+	// SkipHeld makes Recv skim the ops held says the receiver holds
+	// already (messages.UnmarshalEnvelopeHeld): they come back with their
+	// writer, seq and clock only, marked Op.Held. Call it before the
+	// first Recv; nil (the default) reads every op whole.
+	SkipHeld(held func(writer string, seq uint64) bool)
 	// OpenStream opens a new bidirectional stream (tunnels).
 	OpenStream(ctx context.Context) (Stream, error)
 	// AcceptStream waits for a stream the peer opened (tunnels).

@@ -135,3 +135,29 @@ func TestBatchesSplit(t *testing.T) {
 		t.Fatalf("byte bound: %d ops", len(got))
 	}
 }
+
+// An op a session skimmed as held (messages.Op.Held: its writer, seq and
+// clock decoded, nothing else) is a duplicate when the ledger has it and
+// otherwise a gap: never applied, never refused.
+func TestHeldOpsNeverApplied(t *testing.T) {
+	l := newTestLedger(t, t.TempDir())
+	peer, _ := identity.Generate()
+	if r := ask[*messages.AddWriterReply](t, l, &messages.AddWriter{ID: peer.ID()}); r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	held := &messages.Op{Writer: peer.ID(), Seq: 1, HLC: messages.HLC{Wall: 1}, Held: true}
+	apply := func(op *messages.Op) *messages.ApplyOpsReply {
+		t.Helper()
+		return ask[*messages.ApplyOpsReply](t, l, &messages.ApplyOps{From: "test", Ops: []*messages.Op{op}})
+	}
+	if r := apply(held); r.Applied != 0 || r.Rejected != 0 || r.Gaps != 1 {
+		t.Fatalf("a held op the ledger lacks: %+v, want a gap", r)
+	}
+	whole := sign(t, peer, &messages.Op{Seq: 1, HLC: messages.HLC{Wall: 1}, Key: messages.ClaimKey("held.p2p", peer.ID()), Value: `{"hash":"` + hashA + `"}`})
+	if r := apply(whole); r.Applied != 1 {
+		t.Fatalf("the op whole: %+v", r)
+	}
+	if r := apply(held); r.Duplicates != 1 {
+		t.Fatalf("a held op the ledger has: %+v, want a duplicate", r)
+	}
+}

@@ -133,22 +133,34 @@ func (a *Actor) persist(ops []*messages.Op, own bool) error {
 // applyBatch verifies and applies ops (from a peer, or from disk at start
 // when persist is false). Ops may come in any order: it loops until no
 // more apply, so writers added by ops later in the batch are honoured.
+//
+// The shared applied vector advances once the ops are on disk: a vector
+// ahead of what a restarted ledger holds would have sessions drop copies
+// of ops it lacks as held (messages.Op.Held), and tell peers it holds
+// them. A held op (its content never decoded) is a duplicate or, should
+// we lack it after all, neither applied nor refused: a gap, which the
+// peer's next repair fills.
 func (a *Actor) applyBatch(ops []*messages.Op, persist bool) (applied []*messages.Op, dups, rejected []*messages.Op) {
 	left := ops
 	for len(left) > 0 {
 		var next []*messages.Op
 		progress := false
 		for _, op := range left {
+			if op.Held { // no keys to parse: its seq alone tells
+				if op.Seq <= a.st.vv[op.Writer] {
+					dups = append(dups, op)
+				}
+				continue
+			}
 			pks, err := a.st.verify(op)
 			switch {
+			case errors.Is(err, errDuplicate):
+				dups = append(dups, op)
 			case err == nil:
 				a.touch(a.st.apply(op, pks)...)
 				a.queueCleanups(op, pks)
-				a.d.Applied.Advance(op.Writer, op.Seq)
 				applied = append(applied, op)
 				progress = true
-			case errors.Is(err, errDuplicate):
-				dups = append(dups, op)
 			default:
 				next = append(next, op)
 			}
@@ -168,6 +180,9 @@ func (a *Actor) applyBatch(ops []*messages.Op, persist bool) (applied []*message
 			// The view now holds ops the disk does not: restart from disk.
 			panic(fmt.Sprintf("persist peer ops: %v", err))
 		}
+	}
+	for _, op := range applied {
+		a.d.Applied.Advance(op.Writer, op.Seq)
 	}
 	if len(applied) > 0 {
 		a.afterApply(applied)

@@ -500,7 +500,7 @@ func (s *session) onOps(c actor.Context, ops []*messages.Op) {
 	// (applied.Checked).
 	held := 0 // ops applied already, or brought by another link a moment ago
 	for _, op := range ops {
-		if s.cfg.applied.Has(op.Writer, op.Seq) {
+		if op.Held || s.cfg.applied.Has(op.Writer, op.Seq) {
 			held++
 			continue
 		}
@@ -534,6 +534,16 @@ func (s *session) onOps(c actor.Context, ops []*messages.Op) {
 		// eager link kept bringing each op meanwhile.
 		s.onDuplicates(held, len(ops))
 	}
+	// Ops the decoder skimmed as applied (transport.Conn.SkipHeld) are
+	// duplicates the ledger would only count: counted here.
+	all := len(ops)
+	ops = slices.DeleteFunc(ops, func(op *messages.Op) bool { return op.Held })
+	skimmed := all - len(ops)
+	s.stats.opsDup += int64(skimmed)
+	if len(ops) == 0 {
+		s.releaseCredit()
+		return
+	}
 	asked := s.cfg.now()
 	f := c.RequestFuture(s.cfg.ledger, &messages.ApplyOps{From: s.peer, Ops: ops}, s.cfg.askTimeout)
 	c.ReenterAfter(f, func(res any, err error) {
@@ -555,7 +565,7 @@ func (s *session) onOps(c actor.Context, ops []*messages.Op) {
 		}
 		s.stats.opsDup += int64(r.Duplicates)
 		if s.cfg.applied != nil && !s.closing {
-			s.onDuplicates(r.Duplicates, len(ops))
+			s.onDuplicates(skimmed+r.Duplicates, all)
 		}
 		if r.Rejected > 0 {
 			s.cfg.log.Warn("peer sent ops that failed validation", "peer", short(s.peer), "rejected", r.Rejected)
