@@ -2,6 +2,7 @@ package transport
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 
@@ -71,6 +72,43 @@ func EncodeEnvelope(m *messages.Envelope) ([]byte, error) {
 
 // DecodeEnvelope decodes and validates a frame payload (strict CBOR).
 func DecodeEnvelope(b []byte) (*messages.Envelope, error) { return decodeEnvelope(b, nil) }
+
+// maxKeptReadBuf bounds the read buffer a connection keeps between frames,
+// so one large frame does not pin 1 MiB per peer.
+const maxKeptReadBuf = 64 << 10
+
+// frameReader is the receiving half every Conn shares: the read buffer
+// kept between frames and the ops to skim (SkipHeld). Only the single
+// Recv caller touches it.
+type frameReader struct {
+	buf  []byte
+	held func(writer string, seq uint64) bool
+}
+
+// SkipHeld implements Conn.SkipHeld.
+func (f *frameReader) SkipHeld(held func(writer string, seq uint64) bool) { f.held = held }
+
+// next reads and decodes one frame from r. A frame the peer must not
+// send (over MaxFrameSize, or one that does not decode) comes back as
+// bad, and its Conn closes; err is any other failure to read (the
+// stream ended).
+func (f *frameReader) next(r io.Reader) (m *messages.Envelope, bad, err error) {
+	b, err := ReadFrame(r, f.buf)
+	if errors.Is(err, ErrFrameTooLarge) {
+		return nil, err, nil
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	if cap(b) <= maxKeptReadBuf {
+		f.buf = b[:0]
+	}
+	// The decoder copies byte strings out of b, so reusing b is safe.
+	if m, err = decodeEnvelope(b, f.held); err != nil {
+		return nil, err, nil
+	}
+	return m, nil, nil
+}
 
 // decodeEnvelope is DecodeEnvelope with the ops held skimmed
 // (Conn.SkipHeld).

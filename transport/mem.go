@@ -208,8 +208,7 @@ type memConn struct {
 	streams  chan *memStream
 	grams    chan []byte
 	wmu      sync.Mutex
-	rbuf     []byte
-	held     func(writer string, seq uint64) bool // SkipHeld, set before the first Recv
+	frameReader
 }
 
 var _ Conn = (*memConn)(nil)
@@ -255,24 +254,17 @@ func (c *memConn) Send(m *messages.Envelope) error {
 // Recv behaves as the QUIC Conn's: a bad or oversize frame closes the
 // connection and is logged.
 func (c *memConn) Recv() (*messages.Envelope, error) {
-	b, err := ReadFrame(c.ctrl, c.rbuf)
-	if err != nil {
-		if errors.Is(err, ErrFrameTooLarge) {
-			c.ep.log.Warn("closing peer connection: bad frame", "peer", c.peer, "err", err)
-			c.Close("frame too large")
+	m, bad, err := c.next(c.ctrl)
+	if bad != nil {
+		c.ep.log.Warn("closing peer connection: bad frame", "peer", c.peer, "err", bad)
+		reason := "bad frame"
+		if errors.Is(bad, ErrFrameTooLarge) {
+			reason = "frame too large"
 		}
-		return nil, err
+		c.Close(reason)
+		return nil, bad
 	}
-	if cap(b) <= maxKeptReadBuf {
-		c.rbuf = b[:0]
-	}
-	m, err := decodeEnvelope(b, c.held)
-	if err != nil {
-		c.ep.log.Warn("closing peer connection: bad frame", "peer", c.peer, "err", err)
-		c.Close("bad frame")
-		return nil, err
-	}
-	return m, nil
+	return m, err
 }
 
 // WriteRaw writes bytes to the control stream as they are, so tests can
@@ -357,5 +349,3 @@ func (c *memConn) Close(reason string) error {
 	}
 	return nil
 }
-
-func (c *memConn) SkipHeld(held func(writer string, seq uint64) bool) { c.held = held }

@@ -367,9 +367,8 @@ type quicConn struct {
 	// MaxPendingInbound until Admit (nil when dialed).
 	slot *pendingSlot
 
-	wmu  sync.Mutex                           // serialises frame writes
-	rbuf []byte                               // owned by the single Recv caller
-	held func(writer string, seq uint64) bool // SkipHeld, set before the first Recv
+	wmu sync.Mutex // serialises frame writes
+	frameReader
 }
 
 var _ Conn = (*quicConn)(nil)
@@ -407,28 +406,17 @@ func (c *quicConn) Send(m *messages.Envelope) error {
 	return nil
 }
 
-// maxKeptReadBuf bounds the read buffer a connection keeps between frames,
-// so one large frame does not pin 1 MiB per peer.
-const maxKeptReadBuf = 64 << 10
-
 func (c *quicConn) Recv() (*messages.Envelope, error) {
-	b, err := ReadFrame(c.ctrl, c.rbuf)
-	if err != nil {
-		if errors.Is(err, ErrFrameTooLarge) {
-			c.protocolError(CodeTooLarge, err)
+	m, bad, err := c.next(c.ctrl)
+	if bad != nil {
+		code := CodeBadFrame
+		if errors.Is(bad, ErrFrameTooLarge) {
+			code = CodeTooLarge
 		}
-		return nil, err
+		c.protocolError(code, bad)
+		return nil, bad
 	}
-	if cap(b) <= maxKeptReadBuf {
-		c.rbuf = b[:0]
-	}
-	// The decoder copies byte strings out of b, so reusing b is safe.
-	m, err := decodeEnvelope(b, c.held)
-	if err != nil {
-		c.protocolError(CodeBadFrame, err)
-		return nil, err
-	}
-	return m, nil
+	return m, err
 }
 
 func (c *quicConn) protocolError(code quic.ApplicationErrorCode, err error) {
@@ -544,5 +532,3 @@ func (c *quicConn) Admit() {
 func (c *quicConn) Close(reason string) error {
 	return c.qc.CloseWithError(CodeNormal, reason)
 }
-
-func (c *quicConn) SkipHeld(held func(writer string, seq uint64) bool) { c.held = held }

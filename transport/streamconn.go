@@ -95,9 +95,8 @@ type streamConn struct {
 	cfg      *Config
 	slot     *pendingSlot
 
-	wmu  sync.Mutex
-	rbuf []byte
-	held func(writer string, seq uint64) bool // SkipHeld, set before the first Recv
+	wmu sync.Mutex
+	frameReader
 
 	dgOut chan []byte
 	dgIn  chan []byte
@@ -332,22 +331,12 @@ func (c *streamConn) Send(m *messages.Envelope) error {
 }
 
 func (c *streamConn) Recv() (*messages.Envelope, error) {
-	b, err := ReadFrame(c.ctrl, c.rbuf)
-	if err != nil {
-		if errors.Is(err, ErrFrameTooLarge) {
-			c.protocolError(err)
-		}
-		return nil, err
+	m, bad, err := c.next(c.ctrl)
+	if bad != nil {
+		c.protocolError(bad)
+		return nil, bad
 	}
-	if cap(b) <= maxKeptReadBuf {
-		c.rbuf = b[:0]
-	}
-	m, err := decodeEnvelope(b, c.held)
-	if err != nil {
-		c.protocolError(err)
-		return nil, err
-	}
-	return m, nil
+	return m, err
 }
 
 func (c *streamConn) protocolError(err error) {
@@ -530,5 +519,3 @@ func (c *frameCoalescer) Write(p []byte) (int, error) {
 	m, err := c.Conn.Write(p[n:])
 	return n + m, err
 }
-
-func (c *streamConn) SkipHeld(held func(writer string, seq uint64) bool) { c.held = held }
