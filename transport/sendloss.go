@@ -8,6 +8,10 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"golang.org/x/net/ipv4"
+
+	"peerdns/internal/udpgro"
 )
 
 // Send errors are packet loss.
@@ -29,11 +33,11 @@ import (
 // anything else that says the socket or the call is wrong rather than
 // that one packet did not go.
 //
-// lossyConn embeds *net.UDPConn and overrides only the write methods, so
-// it keeps every method quic-go's feature detection looks for
-// (SyscallConn, SetReadBuffer, ReadMsgUDP, WriteMsgUDP, net.Conn): quic-go
-// still reads in batches (recvmmsg), sets DF, and uses GSO and ECN on
-// Linux, because both are decided from the socket's file descriptor and
+// lossyConn embeds *net.UDPConn and overrides only the write methods
+// (and ReadBatch: reads go through internal/udpgro), so it keeps every
+// method quic-go's feature detection looks for (SyscallConn,
+// SetReadBuffer, ReadMsgUDP, WriteMsgUDP, net.Conn): quic-go still reads
+// in batches, sets DF, and uses GSO and ECN on Linux, because both are decided from the socket's file descriptor and
 // the out-of-band data we pass through untouched (TestLossyConnKeepsGSOAndECN
 // sees UDP_SEGMENT and IP_TOS control messages go through the wrapper).
 
@@ -65,6 +69,7 @@ const sendLossLogEvery = 30 * time.Second
 // lossyConn is the UDP socket quic-go writes through (see above).
 type lossyConn struct {
 	*net.UDPConn
+	gro     *udpgro.Reader // quic-go reads through it (ReadBatch)
 	log     *slog.Logger
 	lost    atomic.Int64
 	lastLog atomic.Int64 // unix ns of the last log line
@@ -75,7 +80,14 @@ type lossyConn struct {
 }
 
 func newLossyConn(c *net.UDPConn, log *slog.Logger) *lossyConn {
-	return &lossyConn{UDPConn: c, log: log}
+	return &lossyConn{UDPConn: c, gro: udpgro.New(c), log: log}
+}
+
+// ReadBatch is quic-go's hook for reading the socket: through
+// internal/udpgro, which reads datagrams the kernel merged (UDP_GRO)
+// and hands them on packet by packet.
+func (c *lossyConn) ReadBatch(ms []ipv4.Message, flags int) (int, error) {
+	return c.gro.ReadBatch(ms, flags)
 }
 
 // lose counts a refused send and logs it, rate-limited.

@@ -12,6 +12,8 @@ import (
 
 	"github.com/quic-go/quic-go"
 	"github.com/quic-go/quic-go/http3"
+
+	"peerdns/internal/udpgro"
 )
 
 // HTTP/3 (quic-go's http3) on the HTTPS address's UDP port, with the
@@ -19,6 +21,9 @@ import (
 // same stream limit (MaxH2Streams) and header limit (MaxHeaderBytes).
 // HTTP/1.1 and HTTP/2 answers on TLS carry Alt-Svc: h3=":port" so
 // browsers move to it.
+//
+// The socket is read through internal/udpgro: datagrams the kernel
+// merged (UDP_GRO) are handed to quic-go packet by packet.
 //
 // 0-RTT is off (quic.Config.Allow0RTT false): a client's early data
 // could be replayed by anyone on the path, and a replayed POST would run
@@ -79,7 +84,7 @@ func (s *Server) startH3(tcpAddr net.Addr) error {
 	s.h3done = make(chan struct{})
 	go func() {
 		defer close(s.h3done)
-		if err := s.h3.Serve(pc); err != nil && !errors.Is(err, http.ErrServerClosed) && !errors.Is(err, quic.ErrServerClosed) {
+		if err := s.h3.Serve(udpgro.Wrap(pc)); err != nil && !errors.Is(err, http.ErrServerClosed) && !errors.Is(err, quic.ErrServerClosed) {
 			s.d.Log.Warn("edge http3 stopped", "err", err)
 		}
 	}()

@@ -1,0 +1,187 @@
+// Package udpgro lets quic-go read UDP datagrams the kernel coalesced
+// (UDP generic receive offload, Linux 5.0 and later) and hands them on
+// one QUIC packet per message, as quic-go expects them.
+//
+// Why: quic-go sends with GSO (one sendmsg carries up to 14 packets of
+// 1,452 bytes as one buffer the kernel or the NIC cuts up) but reads one
+// packet per message (recvmmsg, 8 at a time), and it has no receive
+// offload (quic-go/quic-go#3838, open). Without it the receiving kernel
+// runs every packet through its UDP path and queues it on the socket on
+// its own; on loopback and veth pairs, where a GSO send reaches the
+// receiving socket as one buffer, the kernel even cuts that buffer into
+// packets for a socket that cannot take it whole (udp_rcv_segment, on
+// the sender's CPU). With UDP_GRO set on the socket a GSO send arrives
+// as the one buffer it was, and packets of one flow that arrive from a
+// NIC back to back are merged by the kernel's GRO into one, up to 64
+// KiB: a bulk transfer takes a few system calls and a few socket queue
+// entries where it took one per packet. Tailscale, quinn, msquic and
+// Envoy's QUIC read this way.
+//
+// How quic-go is given it: quic-go reads through a connection's own
+// ReadBatch when the net.PacketConn handed to its Transport has one
+// (its documented hook; otherwise it wraps the socket in x/net's
+// ipv4.PacketConn). Reader.ReadBatch reads whole coalesced datagrams
+// into 64 KiB buffers of its own (a smaller buffer would truncate a
+// merged datagram and lose its packets), cuts each at its segment size
+// (the UDP_GRO control message: every segment that size, the last one
+// possibly shorter) and copies each segment into one of quic-go's
+// messages, with the datagram's address and its control messages (ECN,
+// packet info) less the UDP_GRO one, so quic-go sees exactly what it
+// would have read packet by packet. Segments beyond the messages quic-go
+// passed wait for its next call. The copy (1.4 KB per packet) costs far
+// less than the kernel's per-packet work it replaces.
+//
+// Where UDP_GRO cannot be set (another OS, an old kernel) or
+// PEERDNS_DISABLE_GRO is true, ReadBatch is x/net's ReadBatch on the
+// socket: what quic-go does on its own.
+//
+// Memory: GroBatch buffers of 64 KiB per socket, 256 KiB; the kernel
+// writes only what arrives, so an idle node's pages of them stay
+// untouched.
+//
+// It does not depend on the machine's size: one socket, read by one
+// goroutine (quic-go's), whatever the cores.
+package udpgro
+
+import (
+	"net"
+	"os"
+	"strconv"
+	"sync/atomic"
+
+	"golang.org/x/net/ipv4"
+)
+
+// GroBatch is the number of coalesced datagrams read per system call.
+// Each holds up to 64 KiB (about 45 QUIC packets), so four hold more
+// than quic-go's batch of eight packets did many times over.
+const GroBatch = 4
+
+// maxDatagram is the largest UDP payload, what a merged datagram can
+// reach.
+const maxDatagram = 1<<16 - 1
+
+// oobSize holds the control messages of one datagram: ECN (IP_TOS or
+// IPV6_TCLASS), packet info for either family, and UDP_GRO.
+const oobSize = 256
+
+// Reader reads a UDP socket for quic-go (see the package doc). One
+// goroutine calls ReadBatch at a time, as quic-go does.
+type Reader struct {
+	batch *ipv4.PacketConn
+	gro   bool
+
+	msgs []ipv4.Message // ours: whole datagrams
+	n    int            // datagrams in msgs from the last read
+	i    int            // the datagram being cut
+	off  int            // where its next segment starts
+	data []byte         // msgs[i]'s payload, whole segments
+	seg  int            // msgs[i]'s segment size
+	oob  []byte         // msgs[i]'s control messages less UDP_GRO
+
+	// Merged counts datagrams that carried more than one packet.
+	Merged atomic.Int64
+	// Truncated counts datagrams the kernel cut short (larger than the
+	// buffer: never for a merged datagram, whose payload fits 64 KiB);
+	// their last, partial segment is dropped as the network would.
+	Truncated atomic.Int64
+}
+
+// New returns a Reader for c, with UDP_GRO on where the kernel allows
+// and PEERDNS_DISABLE_GRO does not forbid it.
+func New(c *net.UDPConn) *Reader {
+	r := &Reader{batch: ipv4.NewPacketConn(c)}
+	if off, err := strconv.ParseBool(os.Getenv("PEERDNS_DISABLE_GRO")); err == nil && off {
+		return r
+	}
+	if !enable(c) {
+		return r
+	}
+	r.gro = true
+	r.msgs = make([]ipv4.Message, GroBatch)
+	for i := range r.msgs {
+		r.msgs[i].Buffers = [][]byte{make([]byte, maxDatagram)}
+		r.msgs[i].OOB = make([]byte, oobSize)
+	}
+	r.oob = make([]byte, 0, oobSize)
+	return r
+}
+
+// GRO reports whether the socket delivers coalesced datagrams.
+func (r *Reader) GRO() bool { return r.gro }
+
+// ReadBatch fills ms with packets, at least one, waiting for the socket
+// when none is left over from the last read.
+func (r *Reader) ReadBatch(ms []ipv4.Message, flags int) (int, error) {
+	if !r.gro {
+		return r.batch.ReadBatch(ms, flags)
+	}
+	k := 0
+	for k == 0 {
+		if r.i >= r.n {
+			n, err := r.batch.ReadBatch(r.msgs, flags)
+			if err != nil || n == 0 {
+				return 0, err
+			}
+			r.n, r.i = n, 0
+			r.start()
+		}
+		for k < len(ms) && r.i < r.n {
+			if r.off < len(r.data) {
+				end := min(r.off+r.seg, len(r.data))
+				out := &ms[k]
+				out.N = copy(out.Buffers[0], r.data[r.off:end])
+				out.NN = appendWhole(out.OOB[:0:cap(out.OOB)], r.oob)
+				out.Addr = r.msgs[r.i].Addr
+				out.Flags = 0
+				k++
+				r.off = end
+			}
+			if r.off >= len(r.data) {
+				r.i++
+				r.start()
+			}
+		}
+	}
+	return k, nil
+}
+
+// start prepares datagram r.i to be cut: its segment size, its payload
+// in whole segments and its control messages without UDP_GRO. An empty
+// datagram gives no packet (QUIC has nothing in it to read).
+func (r *Reader) start() {
+	r.off = 0
+	if r.i >= r.n {
+		return
+	}
+	m := &r.msgs[r.i]
+	var seg int
+	seg, r.oob = splitOOB(m.OOB[:m.NN], r.oob[:0])
+	r.data = m.Buffers[0][:m.N]
+	if m.Flags&msgTrunc != 0 {
+		r.Truncated.Add(1)
+		if seg > 0 {
+			r.data = r.data[:len(r.data)-len(r.data)%seg]
+		}
+	}
+	if seg <= 0 || seg >= len(r.data) {
+		seg = len(r.data)
+	} else {
+		r.Merged.Add(1)
+	}
+	r.seg = seg
+}
+
+// Conn is a UDP socket whose reads by quic-go go through a Reader: pass
+// it where quic-go takes a net.PacketConn (a quic.Transport's Conn, an
+// http3.Server's Serve).
+type Conn struct {
+	*net.UDPConn
+	r *Reader
+}
+
+// Wrap returns c read through a Reader.
+func Wrap(c *net.UDPConn) *Conn { return &Conn{UDPConn: c, r: New(c)} }
+
+// ReadBatch is quic-go's hook for reading the socket.
+func (c *Conn) ReadBatch(ms []ipv4.Message, flags int) (int, error) { return c.r.ReadBatch(ms, flags) }

@@ -1,0 +1,15 @@
+//go:build !linux
+
+package udpgro
+
+import "net"
+
+const msgTrunc = 0
+
+// enable: UDP_GRO is Linux's; elsewhere the socket is read as quic-go
+// reads it.
+func enable(*net.UDPConn) bool { return false }
+
+func splitOOB(oob, rest []byte) (int, []byte) { return 0, append(rest, oob...) }
+
+func appendWhole(dst, oob []byte) int { return len(append(dst, oob...)) }
