@@ -3,25 +3,42 @@ package udpgro
 import (
 	"encoding/binary"
 	"net"
+	"runtime"
 
 	"golang.org/x/sys/unix"
 )
 
 const msgTrunc = unix.MSG_TRUNC
 
-// enable sets UDP_GRO on c's socket.
-func enable(c *net.UDPConn) bool {
+// setGRO sets UDP_GRO on c's socket, or clears it.
+func setGRO(c *net.UDPConn, on bool) bool {
 	rc, err := c.SyscallConn()
 	if err != nil {
 		return false
 	}
 	var serr error
 	if err := rc.Control(func(fd uintptr) {
-		serr = unix.SetsockoptInt(int(fd), unix.IPPROTO_UDP, unix.UDP_GRO, 1)
+		v := 0
+		if on {
+			v = 1
+		}
+		serr = unix.SetsockoptInt(int(fd), unix.IPPROTO_UDP, unix.UDP_GRO, v)
 	}); err != nil {
 		return false
 	}
 	return serr == nil
+}
+
+// buffers maps n bytes of anonymous memory for r's datagrams (see
+// "Memory" in the package doc), unmapped once r is unreachable; nil if
+// the kernel refuses.
+func buffers(r *Reader, n int) []byte {
+	b, err := unix.Mmap(-1, 0, n, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	if err != nil {
+		return nil
+	}
+	runtime.AddCleanup(r, func(b []byte) { _ = unix.Munmap(b) }, b)
+	return b
 }
 
 // nextCmsg reads the control message at the start of b: its level,

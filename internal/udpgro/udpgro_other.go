@@ -6,9 +6,11 @@ import "net"
 
 const msgTrunc = 0
 
-// enable: UDP_GRO is Linux's; elsewhere the socket is read as quic-go
+// setGRO: UDP_GRO is Linux's; elsewhere the socket is read as quic-go
 // reads it.
-func enable(*net.UDPConn) bool { return false }
+func setGRO(*net.UDPConn, bool) bool { return false }
+
+func buffers(*Reader, int) []byte { return nil }
 
 func splitOOB(oob, rest []byte) (int, []byte) { return 0, append(rest, oob...) }
 
