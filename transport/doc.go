@@ -10,7 +10,8 @@
 // connections not admitted yet (pending.go), the socket wrapper that
 // turns a send the host refuses (EPERM from a firewall, ENOBUFS, a route
 // gone for a moment) into a lost packet instead of a dead connection
-// (sendloss.go), the send order of a connection's streams (priority.go:
+// (sendloss.go; its reads go through internal/udpgro, which hands quic-go
+// the datagrams the kernel merged, UDP_GRO, packet by packet), the send order of a connection's streams (priority.go:
 // an answer goes out whole, streams that wait move up), and the stream
 // paths: the same Conn over TLS 1.3 + yamux
 // on a TCP connection (tcp.go, on the QUIC port number) or on a stream
