@@ -3,7 +3,6 @@ package transport
 import (
 	"bytes"
 	"crypto/sha256"
-	"io"
 	"testing"
 )
 
@@ -22,24 +21,8 @@ func TestBulkStreamOverMergedDatagrams(t *testing.T) {
 	for i := range payload {
 		payload[i] = byte(i*7 + i>>12)
 	}
-	got := make(chan []byte, 1)
-	go func() {
-		s, err := in.AcceptStream(ctxT(t))
-		if err != nil {
-			got <- nil
-			return
-		}
-		b, _ := io.ReadAll(s)
-		got <- b
-	}()
-	s, err := out.OpenStream(ctxT(t))
+	got, err := streamOnce(t, in, out, payload)
 	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.Write(payload); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.CloseWrite(); err != nil {
 		t.Fatal(err)
 	}
 	b := <-got

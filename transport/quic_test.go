@@ -54,6 +54,32 @@ func ctxT(t testing.TB) context.Context {
 	return ctx
 }
 
+// streamOnce sends payload over one stream from out to in: the returned
+// channel gets what in read of it to its end (nil if no stream came), and
+// the error is the write's or the close's, for the caller to judge (a
+// tampered path may fail either).
+func streamOnce(t testing.TB, in, out Conn, payload []byte) (<-chan []byte, error) {
+	t.Helper()
+	got := make(chan []byte, 1)
+	go func() {
+		s, err := in.AcceptStream(ctxT(t))
+		if err != nil {
+			got <- nil
+			return
+		}
+		b, _ := io.ReadAll(s)
+		got <- b
+	}()
+	s, err := out.OpenStream(ctxT(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Write(payload); err != nil {
+		return got, err
+	}
+	return got, s.CloseWrite()
+}
+
 // connect dials b → a and returns both ends.
 func connect(t testing.TB, a, b *QUICEndpoint) (inbound, outbound Conn) {
 	t.Helper()
