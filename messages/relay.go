@@ -9,6 +9,8 @@ type PathCounters struct {
 	TCPRefused      int64 `json:"tcpRefused"`      // refused at the pending-inbound cap
 	TCPBadHandshake int64 `json:"tcpBadHandshake"` // closed: not TLS 1.3 with a valid peer certificate
 	SendLosses      int64 `json:"sendLosses"`      // UDP datagrams the host refused to send (a firewall's output drop, a full conntrack table), counted as lost; the connections live on
+	UDPGRO          bool  `json:"udpGro"`          // the QUIC socket reads datagrams the kernel merged (UDP_GRO; off on other systems or with PEERDNS_DISABLE_GRO)
+	GROMerged       int64 `json:"groMerged"`       // merged datagrams read, each several QUIC packets
 
 	RelayActive        int64 `json:"relayActive"`        // connections relayed through this node now
 	RelayServed        int64 `json:"relayServed"`        // connections relayed through this node since start

@@ -172,6 +172,15 @@ func (c *lossyConn) Write(b []byte) (int, error) {
 	return c.filter(n, len(b), err)
 }
 
+// GRO reports whether the socket delivers datagrams the kernel merged
+// (internal/udpgro), and GROMerged how many such datagrams were read.
+func (e *QUICEndpoint) GRO() (on bool, merged int64) {
+	if e.lossy == nil {
+		return false, 0
+	}
+	return e.lossy.gro.GRO(), e.lossy.gro.Merged.Load()
+}
+
 // SendLosses counts datagrams the host refused to send (a firewall's
 // output drop, a full conntrack table, no buffers, no route for a
 // moment), each counted as lost instead of closing the connections on

@@ -137,12 +137,16 @@ type PathStats struct {
 	TCPRefused     int64 `json:"tcpRefused"`      // at the pending cap
 	TCPBadHandsake int64 `json:"tcpBadHandshake"` // closed: not TLS 1.3 with a valid peer certificate (garbage)
 	SendLosses     int64 `json:"sendLosses"`      // UDP datagrams the host refused to send, counted as lost
+	UDPGRO         bool  `json:"udpGro"`          // the QUIC socket reads datagrams the kernel merged
+	GROMerged      int64 `json:"groMerged"`       // merged datagrams read (each several QUIC packets)
 	RelayStats
 }
 
 // Stats returns the TCP and relay counters.
 func (e *MultiEndpoint) Stats() PathStats {
+	gro, merged := e.q.GRO()
 	return PathStats{
+		UDPGRO: gro, GROMerged: merged,
 		TCPAccepted: e.tcpIn.Load(), TCPDialed: e.tcpDials.Load(), QUICUpgrades: e.quicUpgrades.Load(), TCPRefused: e.refused.Load(),
 		TCPBadHandsake: e.garbage.Load(), SendLosses: e.q.SendLosses(), RelayStats: e.relay.stats(),
 	}

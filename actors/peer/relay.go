@@ -248,6 +248,7 @@ func (a *Actor) pathCounters() *messages.PathCounters {
 	s := ps.Stats()
 	return &messages.PathCounters{
 		TCPAccepted: s.TCPAccepted, TCPDialed: s.TCPDialed, QUICUpgrades: s.QUICUpgrades, TCPRefused: s.TCPRefused, TCPBadHandshake: s.TCPBadHandsake, SendLosses: s.SendLosses,
+		UDPGRO: s.UDPGRO, GROMerged: s.GROMerged,
 		RelayActive: s.RelayActive, RelayServed: s.RelayServed, RelayBytes: s.RelayBytes, RelaySlowed: s.RelaySlowed,
 		RelayRefusedBusy: s.RelayRefusedBusy, RelayRefusedWriter: s.RelayRefusedWriter, RelayRefusedOther: s.RelayRefusedOther,
 		RelayedIn: s.RelayedIn, RelayedInBad: s.RelayedInBad, RelayedOut: s.RelayedOut, RelayedOutFailed: s.RelayedOutFailed,

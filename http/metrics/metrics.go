@@ -118,14 +118,16 @@ var (
 	tunnelBytes   = desc("tunnel_bytes_total", "Bytes carried by a tunnel: in from the network to the local side, out from the local side.", "kind", "tunnel", "direction")
 
 	// Peers.
-	peersByPath  = desc("peers", "Known peers, by path and connection state.", "path", "state")
-	peerRTT      = desc("peer_rtt_seconds", "Smoothed round-trip time to a connected peer.", "peer", "path")
-	peerAttempts = desc("peer_dial_attempts_total", "Outbound connection attempts to peers.")
-	peerDialFail = desc("peer_dial_failures_total", "Outbound connection attempts to peers that failed.")
-	peerInbound  = desc("peer_inbound_accepted_total", "Inbound peer connections accepted.")
-	peerSendLoss = desc("peer_send_losses_total", "UDP datagrams of the peer transport the host refused to send (a firewall's output drop, a full conntrack table, no buffers), counted as lost; the connections live on.")
-	peerRefused  = desc("peer_refused_total", "Peer connections refused (not a writer of the network, bad proof, too many pending).")
-	peerOps      = desc("peer_ops_total", "Ledger ops exchanged with peers, by direction (sent, received, duplicate: received ops the ledger already had).", "direction")
+	peersByPath   = desc("peers", "Known peers, by path and connection state.", "path", "state")
+	peerRTT       = desc("peer_rtt_seconds", "Smoothed round-trip time to a connected peer.", "peer", "path")
+	peerAttempts  = desc("peer_dial_attempts_total", "Outbound connection attempts to peers.")
+	peerDialFail  = desc("peer_dial_failures_total", "Outbound connection attempts to peers that failed.")
+	peerInbound   = desc("peer_inbound_accepted_total", "Inbound peer connections accepted.")
+	peerGRO       = desc("peer_udp_gro", "1 when the peer transport's UDP socket reads datagrams the kernel merged (UDP receive offload), 0 when it reads packet by packet (another system, an old kernel, PEERDNS_DISABLE_GRO).")
+	peerGROMerged = desc("peer_udp_gro_merged_total", "Merged datagrams the peer transport read, each carrying several QUIC packets.")
+	peerSendLoss  = desc("peer_send_losses_total", "UDP datagrams of the peer transport the host refused to send (a firewall's output drop, a full conntrack table, no buffers), counted as lost; the connections live on.")
+	peerRefused   = desc("peer_refused_total", "Peer connections refused (not a writer of the network, bad proof, too many pending).")
+	peerOps       = desc("peer_ops_total", "Ledger ops exchanged with peers, by direction (sent, received, duplicate: received ops the ledger already had).", "direction")
 
 	// Ledger and consensus.
 	ledgerOps      = desc("ledger_ops", "Ops applied to the ledger and held in it.")
@@ -168,7 +170,7 @@ func (c *nodeCollector) Describe(ch chan<- *prometheus.Desc) {
 		edgeRequests, edgeReqBytes, edgeRespBytes, edgeConns, edgeTLS, edgeLogDrop, edgeBodyRef,
 		adminRequests,
 		tunnelInfo, tunnelConns, tunnelStreams, tunnelBytes,
-		peersByPath, peerRTT, peerAttempts, peerDialFail, peerInbound, peerRefused, peerSendLoss, peerOps,
+		peersByPath, peerRTT, peerAttempts, peerDialFail, peerInbound, peerRefused, peerSendLoss, peerGRO, peerGROMerged, peerOps,
 		ledgerOps, ledgerRefused, ledgerDomains, consResolved, consQuorumFail, consTies, consVotes,
 		buildInfo, viewVersion,
 	} {
@@ -316,6 +318,12 @@ func (c *nodeCollector) collectPeers(ch chan<- prometheus.Metric, r actorReading
 	counter(ch, peerRefused, s.Refused+s.RefusedPending)
 	if s.Paths != nil {
 		counter(ch, peerSendLoss, s.Paths.SendLosses)
+		gro := 0.0
+		if s.Paths.UDPGRO {
+			gro = 1
+		}
+		gauge(ch, peerGRO, gro)
+		counter(ch, peerGROMerged, s.Paths.GROMerged)
 	}
 	counter(ch, peerOps, s.OpsSent, "sent")
 	counter(ch, peerOps, s.OpsReceived, "received")

@@ -96,6 +96,7 @@ func TestMetricsEndpoint(t *testing.T) {
 			`peerdns_admin_requests_total{result="ok"}`,
 			`peerdns_peers{path="direct",state="connected"} 0`,
 			`peerdns_peer_send_losses_total 0`,
+			`peerdns_peer_udp_gro_merged_total `,
 			`peerdns_ledger_ops `,
 			`peerdns_ledger_ops_refused_total 0`,
 			`peerdns_consensus_resolutions_total`,
