@@ -122,11 +122,15 @@ func New(c *net.UDPConn) *Reader {
 // GRO reports whether the socket delivers coalesced datagrams.
 func (r *Reader) GRO() bool { return r.gro }
 
-// ReadBatch fills ms with packets, at least one, waiting for the socket
-// when none is left over from the last read.
+// ReadBatch fills ms with packets, at least one (none when ms is
+// empty), waiting for the socket when none is left over from the last
+// read.
 func (r *Reader) ReadBatch(ms []ipv4.Message, flags int) (int, error) {
 	if !r.gro {
 		return r.batch.ReadBatch(ms, flags)
+	}
+	if len(ms) == 0 {
+		return 0, nil // no room: nothing read, nothing lost
 	}
 	k := 0
 	for k == 0 {

@@ -117,6 +117,23 @@ func TestReadBatchCutsAMergedDatagram(t *testing.T) {
 	}
 }
 
+// A batch with no room reads nothing and leaves the datagram for the
+// next call, without waiting.
+func TestReadBatchNoRoom(t *testing.T) {
+	rc, r, sc := pair(t)
+	requireGRO(t, r)
+	if _, err := sc.WriteTo([]byte("kept"), rc.LocalAddr()); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := r.ReadBatch(nil, 0); n != 0 || err != nil {
+		t.Fatalf("ReadBatch(nil) = %d, %v", n, err)
+	}
+	pkts, _, _, _ := readPackets(t, rc, r, 1)
+	if string(pkts[0]) != "kept" {
+		t.Fatalf("read %q", pkts[0])
+	}
+}
+
 // Datagrams sent one by one (no GSO) of different sizes come one packet
 // each, in order, several per batch.
 func TestReadBatchSingleDatagrams(t *testing.T) {
