@@ -689,15 +689,12 @@ func (d *opDecoder) op() (o Op) {
 				o.Sig = sig
 			}
 		case 8:
-			n := d.count("batch")
-			if n > MaxBatch {
-				d.fail("batch too long")
-			}
+			n := d.batchLen()
 			if d.err == nil && n > 0 {
 				o.Batch, keys = make([]Write, 0, n), make([][]byte, 0, n)
 			}
 			for ; n > 0 && d.err == nil; n-- {
-				w, k := d.write()
+				w, k := d.write(false)
 				o.Batch = append(o.Batch, w)
 				keys = append(keys, k)
 			}
@@ -744,29 +741,21 @@ func (d *opDecoder) skimRest(seen *uint16, n uint64) (h HLC) {
 				d.fail("sig")
 			}
 		case 8:
-			c := d.count("batch")
-			if c > MaxBatch {
-				d.fail("batch too long")
-			}
-			for ; c > 0 && d.err == nil; c-- {
-				var ws uint16
-				for m := d.head(5, "batch write"); m > 0 && d.err == nil; m-- {
-					switch d.field(&ws, 3) {
-					case 1:
-						d.item("batch key")
-					case 2:
-						d.skimText("batch value")
-					case 3:
-						d.bool("batch delete")
-					}
-				}
-				if d.err == nil && ws&(1<<1) == 0 {
-					d.fail("batch write without a key")
-				}
+			for c := d.batchLen(); c > 0 && d.err == nil; c-- {
+				d.write(true)
 			}
 		}
 	}
 	return h
+}
+
+// batchLen reads the head of an op's batch: at most MaxBatch writes.
+func (d *opDecoder) batchLen() int {
+	n := d.count("batch")
+	if n > MaxBatch {
+		d.fail("batch too long")
+	}
+	return n
 }
 
 // skimText consumes a text item without checking its UTF-8.
@@ -802,15 +791,20 @@ func (d *opDecoder) hlc() (h HLC) {
 	return h
 }
 
-// write reads a batch write; its key comes back raw (see key).
-func (d *opDecoder) write() (w Write, key []byte) {
+// write reads a batch write; its key comes back raw (see key). With
+// skim its value is read for its kind only (a held op's, skimRest).
+func (d *opDecoder) write(skim bool) (w Write, key []byte) {
 	var seen uint16
 	for n := d.head(5, "batch write"); n > 0 && d.err == nil; n-- {
 		switch d.field(&seen, 3) {
 		case 1:
 			key = d.key("batch key")
 		case 2:
-			w.Value = d.text("batch value")
+			if skim {
+				d.skimText("batch value")
+			} else {
+				w.Value = d.text("batch value")
+			}
 		case 3:
 			w.Delete = d.bool("batch delete")
 		}
