@@ -88,10 +88,6 @@ type Reader struct {
 
 	// Merged counts datagrams that carried more than one packet.
 	Merged atomic.Int64
-	// Truncated counts datagrams the kernel cut short (larger than the
-	// buffer: never for a merged datagram, whose payload fits 64 KiB);
-	// their last, partial segment is dropped as the network would.
-	Truncated atomic.Int64
 }
 
 // New returns a Reader for c, with UDP_GRO on where the kernel allows
@@ -147,7 +143,11 @@ func (r *Reader) ReadBatch(ms []ipv4.Message, flags int) (int, error) {
 				end := min(r.off+r.seg, len(r.data))
 				out := &ms[k]
 				out.N = copy(out.Buffers[0], r.data[r.off:end])
-				out.NN = appendWhole(out.OOB[:0:cap(out.OOB)], r.oob)
+				if len(r.oob) <= cap(out.OOB) {
+					out.NN = copy(out.OOB[:cap(out.OOB)], r.oob)
+				} else {
+					out.NN = appendWhole(out.OOB[:0:cap(out.OOB)], r.oob)
+				}
 				out.Addr = r.msgs[r.i].Addr
 				out.Flags = 0
 				k++
@@ -174,11 +174,11 @@ func (r *Reader) start() {
 	var seg int
 	seg, r.oob = splitOOB(m.OOB[:m.NN], r.oob[:0])
 	r.data = m.Buffers[0][:m.N]
-	if m.Flags&msgTrunc != 0 {
-		r.Truncated.Add(1)
-		if seg > 0 {
-			r.data = r.data[:len(r.data)-len(r.data)%seg]
-		}
+	if m.Flags&msgTrunc != 0 && seg > 0 {
+		// Cut short (larger than the buffer: never a merged datagram,
+		// whose payload fits 64 KiB): its partial last segment is
+		// dropped, as the network would.
+		r.data = r.data[:len(r.data)-len(r.data)%seg]
 	}
 	if seg <= 0 || seg >= len(r.data) {
 		seg = len(r.data)
