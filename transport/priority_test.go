@@ -32,16 +32,7 @@ func TestStreamSendOrder(t *testing.T) {
 	o.now = func() time.Duration { return clock }
 	o.limit = time.Hour // the test moves the stream up itself
 	var sent bytes.Buffer
-	got := make(chan []byte, 1)
-	go func() {
-		rs, err := in.AcceptStream(ctxT(t))
-		if err != nil {
-			got <- nil
-			return
-		}
-		d, _ := io.ReadAll(rs)
-		got <- d
-	}()
+	got := readOneStream(t, in)
 	write := func(n int) {
 		t.Helper()
 		p := bytes.Repeat([]byte{byte(sent.Len())}, n)

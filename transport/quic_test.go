@@ -54,12 +54,9 @@ func ctxT(t testing.TB) context.Context {
 	return ctx
 }
 
-// streamOnce sends payload over one stream from out to in: the returned
-// channel gets what in read of it to its end (nil if no stream came), and
-// the error is the write's or the close's, for the caller to judge (a
-// tampered path may fail either).
-func streamOnce(t testing.TB, in, out Conn, payload []byte) (<-chan []byte, error) {
-	t.Helper()
+// readOneStream accepts one stream on in and reads it to its end: the
+// channel gets what came (nil if no stream did).
+func readOneStream(t testing.TB, in Conn) <-chan []byte {
 	got := make(chan []byte, 1)
 	go func() {
 		s, err := in.AcceptStream(ctxT(t))
@@ -70,6 +67,16 @@ func streamOnce(t testing.TB, in, out Conn, payload []byte) (<-chan []byte, erro
 		b, _ := io.ReadAll(s)
 		got <- b
 	}()
+	return got
+}
+
+// streamOnce sends payload over one stream from out to in: the returned
+// channel gets what in read of it to its end (nil if no stream came), and
+// the error is the write's or the close's, for the caller to judge (a
+// tampered path may fail either).
+func streamOnce(t testing.TB, in, out Conn, payload []byte) (<-chan []byte, error) {
+	t.Helper()
+	got := readOneStream(t, in)
 	s, err := out.OpenStream(ctxT(t))
 	if err != nil {
 		t.Fatal(err)
