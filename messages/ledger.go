@@ -232,6 +232,8 @@ type GetVersionVectorReply struct{ VV VersionVector }
 type GetOpsSince struct {
 	VV  VersionVector
 	Max int
+	// Only, when not nil, limits the answer to these writers' ops.
+	Only map[string]bool
 }
 
 // GetOpsSinceReply carries the ops (shared, immutable: do not modify).

@@ -57,7 +57,7 @@ func TestBatchAppliesPerKey(t *testing.T) {
 		t.Fatal("last writer did not win per key")
 	}
 	// The log keeps the ops as signed, for replication.
-	if got := s.opsSince(messages.VersionVector{}, 0); len(got) != 2 || len(got[0].Batch) != 3 || got[1].Key == "" {
+	if got := s.opsSince(messages.VersionVector{}, 0, nil); len(got) != 2 || len(got[0].Batch) != 3 || got[1].Key == "" {
 		t.Fatalf("opsSince: %+v", got)
 	}
 }

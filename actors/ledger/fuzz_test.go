@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"fmt"
 	"testing"
 
 	"peerdns/messages"
@@ -97,10 +98,43 @@ func TestStateOrdering(t *testing.T) {
 	if _, err := s.verify(op1); err != errDuplicate {
 		t.Fatalf("verify again = %v, want duplicate", err)
 	}
-	if got := s.opsSince(messages.VersionVector{}, 0); len(got) != 1 {
+	if got := s.opsSince(messages.VersionVector{}, 0, nil); len(got) != 1 {
 		t.Fatalf("opsSince(empty) = %d ops", len(got))
 	}
-	if got := s.opsSince(messages.VersionVector{a.ID(): 1}, 0); len(got) != 0 {
+	if got := s.opsSince(messages.VersionVector{a.ID(): 1}, 0, nil); len(got) != 0 {
 		t.Fatalf("opsSince(have all) = %d ops", len(got))
+	}
+}
+
+// opsSince with Only answers those writers' ops alone (a graft's
+// answer), from the vector's seq on, and every writer's without it.
+func TestOpsSinceOnly(t *testing.T) {
+	a, _ := identity.Generate()
+	b, _ := identity.Generate()
+	s := newState(a.ID())
+	s.writers[a.ID()], s.writers[b.ID()] = true, true
+	for _, id := range []*identity.Identity{a, b} {
+		for seq := uint64(1); seq <= 3; seq++ {
+			var op messages.Op
+			if err := messages.Unmarshal(signedOp(t, id, seq, messages.ClaimKey(fmt.Sprintf("d%d.p2p", seq), id.ID()), `{"hash":"`+hashA+`"}`), &op); err != nil {
+				t.Fatal(err)
+			}
+			pk, err := s.verify(&op)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s.apply(&op, pk)
+		}
+	}
+	vv := messages.VersionVector{a.ID(): 1}
+	if got := s.opsSince(vv, 0, nil); len(got) != 5 {
+		t.Fatalf("every writer from the vector: %d ops, want 5", len(got))
+	}
+	got := s.opsSince(vv, 0, map[string]bool{a.ID(): true})
+	if len(got) != 2 || got[0].Writer != a.ID() || got[0].Seq != 2 || got[1].Seq != 3 {
+		t.Fatalf("only the grafted writer: %+v", got)
+	}
+	if got := s.opsSince(vv, 0, map[string]bool{}); len(got) != 0 {
+		t.Fatalf("an empty Only: %d ops, want none", len(got))
 	}
 }

@@ -77,7 +77,7 @@ func (a *Actor) handle(c actor.Context, msg any) {
 		}
 		c.Respond(&messages.GetVersionVectorReply{VV: vv})
 	case *messages.GetOpsSince:
-		c.Respond(&messages.GetOpsSinceReply{Ops: a.st.opsSince(m.VV, m.Max)})
+		c.Respond(&messages.GetOpsSinceReply{Ops: a.st.opsSince(m.VV, m.Max, m.Only)})
 	case *messages.IsWriter:
 		c.Respond(&messages.IsWriterReply{OK: a.st.mayConnect(m.ID)})
 	case *messages.AddWriter:

@@ -408,10 +408,12 @@ func (s *state) myVotes(domain string) []string {
 }
 
 // opsSince returns the ops a holder of vv lacks, in (writer, seq) order.
-func (s *state) opsSince(vv messages.VersionVector, max int) []*messages.Op {
+func (s *state) opsSince(vv messages.VersionVector, max int, only map[string]bool) []*messages.Op {
 	writers := make([]string, 0, len(s.log))
 	for w := range s.log {
-		writers = append(writers, w)
+		if only == nil || only[w] {
+			writers = append(writers, w)
+		}
 	}
 	sort.Strings(writers)
 	var out []*messages.Op

@@ -65,6 +65,7 @@ type session struct {
 	// writers whose fresh ops they send all the same (startSync)
 	syncKind, pendingKind     syncKind
 	syncExempt, pendingExempt map[string]bool
+	syncOnly, pendingOnly     bool // the sync sends its exempt writers' ops alone (a graft's)
 	havePending               bool
 	lastVV                    time.Time
 	// peerDigest is the peer's last digest, digestAt when we last sent

@@ -251,11 +251,15 @@ func (s *session) onLazyDue(c actor.Context) {
 	s.scheduleLazy(c)
 }
 
-// onGraft makes the link eager and sends the ops asked for (everything
-// of their writers from the lowest seq asked, as a gap repair does),
-// with whatever else the peer lacks as far as we know (peerVV: what it
-// sent us, its vectors, and the ids it announced to us) but for fresh
-// ops (notFresh) of writers not asked for. A graft of no op (seq 0
+// onGraft makes the link eager and sends the ops asked for: everything
+// of their writers from the lowest seq asked, as a gap repair does, and
+// nothing of other writers. (Answers also carried whatever else the
+// peer lacked as far as we knew, peerVV, but for fresh ops: in the
+// fifty-process burst that was 14 ops per grafted id, a third of all
+// ops sent, and most of them reached the asker as duplicates, since
+// what we know of a peer under load is seconds old. The periodic vector
+// exchange repairs the rest; docs/bench-history.md, "Grafts answered
+// with the grafted writers' ops alone".) A graft of no op (seq 0
 // only: onFeedMe) asks for pushes alone: answering it with repairs
 // brought ops the asker held, and that frame of duplicates pruned the
 // link again.

@@ -283,8 +283,9 @@ func (s *session) onDigest(c actor.Context, d []byte) {
 func (s *session) startSync(c actor.Context, vv messages.VersionVector, kind syncKind, exempt map[string]bool) {
 	if s.syncing {
 		if !s.havePending {
-			s.pendingKind, s.pendingExempt = kind, nil
+			s.pendingKind, s.pendingExempt, s.pendingOnly = kind, nil, true
 		}
+		s.pendingOnly = s.pendingOnly && kind == syncGraft
 		if kind > s.pendingKind {
 			s.pendingKind = kind
 		}
@@ -297,7 +298,7 @@ func (s *session) startSync(c actor.Context, vv messages.VersionVector, kind syn
 		s.pendingVV, s.havePending = copyVV(vv), true
 		return
 	}
-	s.syncing, s.syncKind, s.syncExempt = true, kind, exempt
+	s.syncing, s.syncKind, s.syncExempt, s.syncOnly = true, kind, exempt, kind == syncGraft
 	s.syncFrom(c, copyVV(vv))
 }
 
@@ -309,12 +310,16 @@ type syncKind int
 const (
 	syncVV    syncKind = iota // a periodic vector: fresh ops left out
 	syncWant                  // a want after a gap: fresh ops left out
-	syncGraft                 // a graft: fresh ops left out but the grafted writers'; counted as grafted
+	syncGraft                 // a graft: the grafted writers' ops alone (syncOnly, unless merged with another kind); counted as grafted
 	syncFirst                 // a session's first vector: everything
 )
 
 func (s *session) syncFrom(c actor.Context, vv messages.VersionVector) {
-	f := c.RequestFuture(s.cfg.ledger, &messages.GetOpsSince{VV: vv, Max: s.cfg.batch}, s.cfg.askTimeout)
+	var only map[string]bool
+	if s.syncOnly {
+		only = s.syncExempt
+	}
+	f := c.RequestFuture(s.cfg.ledger, &messages.GetOpsSince{VV: vv, Max: s.cfg.batch, Only: only}, s.cfg.askTimeout)
 	c.ReenterAfter(f, func(res any, err error) {
 		r, ok := res.(*messages.GetOpsSinceReply)
 		if err != nil || !ok || s.closing {
@@ -344,7 +349,8 @@ func (s *session) syncFrom(c actor.Context, vv messages.VersionVector) {
 		s.syncing = false
 		if s.havePending {
 			s.havePending = false
-			s.startSync(c, s.pendingVV, s.pendingKind, s.pendingExempt)
+			s.syncing, s.syncKind, s.syncExempt, s.syncOnly = true, s.pendingKind, s.pendingExempt, s.pendingOnly
+			s.syncFrom(c, s.pendingVV)
 		}
 	})
 }

@@ -463,3 +463,26 @@ func TestLearnedDialersBoundedAndRefilled(t *testing.T) {
 		t.Fatalf("a full view started dialers: %d counted", a.learnedDialers)
 	}
 }
+
+// A graft's sync sends the grafted writers' ops alone; one that waits
+// behind a running sync keeps that only while everything merged into it
+// is a graft too: a vector or a want merged in sends every writer's.
+func TestGraftSyncMergedKeepsOnlyWhilePure(t *testing.T) {
+	vv := messages.VersionVector{}
+	s := &session{syncing: true}
+	s.startSync(nil, vv, syncGraft, map[string]bool{"a": true})
+	s.startSync(nil, vv, syncGraft, map[string]bool{"b": true})
+	if !s.pendingOnly || s.pendingKind != syncGraft || !s.pendingExempt["a"] || !s.pendingExempt["b"] {
+		t.Fatalf("two grafts: only %v, kind %v, exempt %v", s.pendingOnly, s.pendingKind, s.pendingExempt)
+	}
+	s.startSync(nil, vv, syncVV, nil)
+	if s.pendingOnly || s.pendingKind != syncGraft {
+		t.Fatalf("a graft and a vector: only %v, kind %v", s.pendingOnly, s.pendingKind)
+	}
+	s = &session{syncing: true}
+	s.startSync(nil, vv, syncWant, nil)
+	s.startSync(nil, vv, syncGraft, map[string]bool{"a": true})
+	if s.pendingOnly {
+		t.Fatal("a want, then a graft: only the grafted writers")
+	}
+}
