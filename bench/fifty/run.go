@@ -172,7 +172,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	r.profileStep("bursts", syscall.SIGUSR2)
 	cpu1 := r.cpu()
 	r.row("cpu", "all nodes' CPU from meshed to the end of the bursts: %.1f s", cpu1-cpu0)
-	r.row("work", "the bursts, all nodes: %s", r.f.counters().minus(w0))
+	r.row("work", "the bursts, all nodes: %s", r.f.settledCounters().minus(w0))
 
 	if cfg.Kills > 0 && ctx.Err() == nil && len(r.res.Failures) == 0 {
 		r.kills(ctx, claimers)

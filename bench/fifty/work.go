@@ -5,6 +5,7 @@ package main
 import (
 	"fmt"
 	"sync"
+	"time"
 )
 
 // work is what the fleet's nodes did, summed over the running nodes from
@@ -35,6 +36,30 @@ func (w work) String() string {
 	return fmt.Sprintf("%d evaluations, %d op signature checks (%d more taken on another session's check), %d suspicions signed, %d sessions established, %d grafts, %d prunes; ops sent %d (%d of them repairs, %d of those grafted), received %d (%d already applied); %d short ids unresolved",
 		w.evaluations, w.sigChecks, w.sigReused, w.suspicions, w.sessionsUp, w.grafts, w.prunes, w.opsSent, w.opsRepaired, w.opsGrafted, w.opsReceived, w.opsDup, w.idsUnknown)
 }
+
+// settledCounters reads the counters until two readings a session
+// report apart (sessions hand their counts to the node on each tick, 1
+// s) agree, at most settleReads times: read at once, a short burst's
+// last second of work (at 8 nodes, all of it) was not counted yet.
+func (f *fleet) settledCounters() work {
+	w := f.counters()
+	tick := time.NewTicker(reportEvery)
+	defer tick.Stop()
+	for range settleReads {
+		<-tick.C
+		next := f.counters()
+		if next == w {
+			break
+		}
+		w = next
+	}
+	return w
+}
+
+const (
+	reportEvery = 1100 * time.Millisecond // the nodes' tick (peer.Deps.TickInterval) and a margin
+	settleReads = 8
+)
 
 // counters reads every running node's counters (a node that does not answer
 // adds nothing).
