@@ -243,6 +243,14 @@ type GetOpsSinceReply struct{ Ops []*Op }
 // peer) were committed and applied, so peer actors can push them on.
 type OpsApplied struct{ Ops []*Op }
 
+// LedgerLoaded is published on the event stream each time the ledger
+// actor has loaded its ledger from disk: at start, and after a restart
+// (a write that failed, such as on a full disk, restarts it). Ops it
+// was handed and had not committed are gone with the instance that
+// held them, so the peer sessions stop counting them as on their way
+// and ask their peers for what the ledger lacks.
+type LedgerLoaded struct{}
+
 // IsWriter asks whether id may hold a peer session as a writer of the
 // network: an authorised writer, or, while this node's ledger has not
 // yet learned that it is a writer itself (a joiner before its first

@@ -145,6 +145,7 @@ func (a *Actor) Receive(c actor.Context) {
 			panic(fmt.Sprintf("ledger load: %v", err))
 		}
 		a.markAll()
+		a.sys.EventStream.Publish(&messages.LedgerLoaded{})
 	case *domain.Evaluated:
 		a.onEvaluated(c, m)
 	case *domain.Restarted:

@@ -111,6 +111,10 @@ type joined struct{ network, root string }
 // pushOps: live ops for the session's peer.
 type pushOps struct{ ops []*messages.Op }
 
+// askAgain: our ledger restarted; ask the peer for what it lacks (a
+// want), as after a gap.
+type askAgain struct{}
+
 // sendPeers: the supervisor's current peer list, to share with the peer.
 type sendPeers struct{ peers []messages.PeerInfo }
 

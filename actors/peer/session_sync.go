@@ -96,6 +96,11 @@ func (s *session) established(c actor.Context) {
 		}
 	case *pushOps:
 		s.push(m.ops)
+	case *askAgain:
+		if !s.closing {
+			s.stats.wants++
+			s.sendVV(c, messages.KindWant)
+		}
 	case *lazyDue:
 		s.onLazyDue(c)
 	case *feedMe:
@@ -557,17 +562,15 @@ func (s *session) onOps(c actor.Context, ops []*messages.Op) {
 		s.cfg.lag.observe(s.cfg.now().Sub(asked))
 		r, ok := res.(*messages.ApplyOpsReply)
 		if err != nil || !ok {
+			// No answer: the ledger may have restarted without them
+			// (LedgerLoaded asks the peers again), or may still apply
+			// them; either way they stop counting as on their way.
 			s.cfg.log.Warn("ledger did not take peer ops", "peer", short(s.peer), "ops", len(ops), "err", errText(err))
+			s.forgetUnapplied(ops)
 			return
 		}
 		if r.Rejected > 0 || r.Gaps > 0 {
-			// What the ledger did not apply is not on its way there
-			// any more: the vectors we tell (heldVV) stop counting it.
-			for _, op := range ops {
-				if !s.cfg.applied.Has(op.Writer, op.Seq) {
-					s.cfg.checked.Forget(op.Writer, op.Seq)
-				}
-			}
+			s.forgetUnapplied(ops)
 		}
 		s.stats.opsDup += int64(r.Duplicates)
 		if s.cfg.applied != nil && !s.closing {
@@ -582,4 +585,15 @@ func (s *session) onOps(c actor.Context, ops []*messages.Op) {
 			s.sendVV(c, messages.KindWant)
 		}
 	})
+}
+
+// forgetUnapplied drops the checks of ops our ledger did not apply: they
+// are not on their way there any more, and the vectors we tell (heldVV)
+// stop counting them, so our peers send them again.
+func (s *session) forgetUnapplied(ops []*messages.Op) {
+	for _, op := range ops {
+		if !s.cfg.applied.Has(op.Writer, op.Seq) {
+			s.cfg.checked.Forget(op.Writer, op.Seq)
+		}
+	}
 }

@@ -382,6 +382,16 @@ func (a *Actor) Receive(c actor.Context) {
 				c.Send(e.pid, &pushOps{ops: ops})
 			}
 		}
+	case *messages.LedgerLoaded:
+		// The ledger restarted: what sessions handed it and it did not
+		// commit is lost. The vectors we tell must not count it, and
+		// every peer is asked for what the ledger lacks now.
+		a.checked.ForgetAbove(a.d.Applied)
+		for _, e := range a.sessions {
+			if e.up {
+				c.Send(e.pid, &askAgain{})
+			}
+		}
 	case *messages.GetPeers:
 		c.Respond(&messages.GetPeersReply{IDs: a.upIDs()})
 	case *messages.GetPeerStatus:
@@ -424,7 +434,8 @@ func (a *Actor) start(c actor.Context) {
 
 	root, self := c.ActorSystem().Root, c.Self()
 	a.sub = a.sys.EventStream.Subscribe(func(evt any) {
-		if m, ok := evt.(*messages.OpsApplied); ok {
+		switch m := evt.(type) {
+		case *messages.OpsApplied, *messages.LedgerLoaded:
 			root.Send(self, m)
 		}
 	})

@@ -116,6 +116,24 @@ func (c *Checked) Add(writer string, seq uint64, sum [sha256.Size]byte, now time
 	c.cur[checkedKey{writer, seq}] = checkedEntry{sum, now}
 }
 
+// ForgetAbove drops what is recorded of ops the vector has not applied:
+// the ledger restarted, and what it was handed and had not committed is
+// gone.
+func (c *Checked) ForgetAbove(v *Vector) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, gen := range []map[checkedKey]checkedEntry{c.cur, c.old} {
+		for k := range gen {
+			if !v.Has(k.writer, k.seq) {
+				delete(gen, k)
+			}
+		}
+	}
+}
+
 // Forget drops what is recorded of writer's op at seq: it verified, but
 // the ledger did not apply it (it was refused, or came after a gap), so
 // it is not on its way there any more.

@@ -91,3 +91,32 @@ func TestCheckedSeenSinceAndForget(t *testing.T) {
 		t.Error("Forget left an entry of the older generation")
 	}
 }
+
+// After a ledger restart, checks of ops the vector has not applied are
+// dropped, in both generations; applied ones stay; a nil cache ignores
+// it.
+func TestCheckedForgetAbove(t *testing.T) {
+	var c Checked
+	var v Vector
+	now := time.Now()
+	v.Advance("a", 2)
+	for seq := uint64(1); seq <= 4; seq++ {
+		c.Add("a", seq, [32]byte{}, now)
+	}
+	for i := range CheckedGeneration {
+		c.Add("b", uint64(i+1), [32]byte{}, now) // pushes a's entries into the older generation
+	}
+	c.Add("c", 1, [32]byte{}, now)
+	c.ForgetAbove(&v)
+	for _, k := range []struct {
+		w    string
+		seq  uint64
+		want bool
+	}{{"a", 1, true}, {"a", 2, true}, {"a", 3, false}, {"a", 4, false}, {"b", 1, false}, {"c", 1, false}} {
+		if got := c.Seen(k.w, k.seq); got != k.want {
+			t.Errorf("%s/%d seen %v after ForgetAbove, want %v", k.w, k.seq, got, k.want)
+		}
+	}
+	var none *Checked
+	none.ForgetAbove(&v)
+}
