@@ -356,3 +356,23 @@ func TestGapMakesNodeAskWant(t *testing.T) {
 		return nil
 	})
 }
+
+// A ledger that restarted (a failed write restarts it; it publishes
+// LedgerLoaded once it has loaded from disk) lost the ops it had not
+// committed: every session asks its peer again with a want. An idle
+// mesh sends none otherwise.
+func TestLedgerLoadedAsksPeersAgain(t *testing.T) {
+	mem := transport.NewMemNetwork()
+	a := newTestNode(t, "A", nodeOpts{mem: mem})
+	b := newTestNode(t, "B", nodeOpts{mem: mem, join: a.invite(0)})
+	c := newTestNode(t, "C", nodeOpts{mem: mem, join: a.invite(0)})
+	waitMesh(t, 15*time.Second, a, b, c)
+	before := diag(t, b).Summary.GapRepairs
+	b.sys.EventStream.Publish(&messages.LedgerLoaded{})
+	testutil.Eventually(t, 10*time.Second, func() error {
+		if got := diag(t, b).Summary.GapRepairs - before; got < 2 {
+			return fmt.Errorf("B sent %d wants since its ledger loaded, want one to each of its 2 peers", got)
+		}
+		return nil
+	})
+}
