@@ -317,3 +317,18 @@ func joinNode(t *testing.T, name string, inviter *testNode) *testNode {
 	})
 	return n
 }
+
+// memMesh starts nodes on one in-memory network, the first the network's
+// root and the others joined by its invites, and waits until they form
+// a full mesh.
+func memMesh(t *testing.T, names ...string) []*testNode {
+	t.Helper()
+	mem := transport.NewMemNetwork()
+	root := newTestNode(t, names[0], nodeOpts{mem: mem})
+	nodes := []*testNode{root}
+	for _, name := range names[1:] {
+		nodes = append(nodes, newTestNode(t, name, nodeOpts{mem: mem, join: root.invite(0)}))
+	}
+	waitMesh(t, 15*time.Second, nodes...)
+	return nodes
+}

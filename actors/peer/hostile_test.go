@@ -11,7 +11,6 @@ import (
 
 	"peerdns/internal/testutil"
 	"peerdns/messages"
-	"peerdns/transport"
 	"peerdns/transport/identity"
 )
 
@@ -22,11 +21,9 @@ import (
 // keep serving: honest peers stay connected and keep replicating, no op
 // of the hostile stream reaches the view, and state stays bounded.
 func TestHostileWriterCannotBreakNode(t *testing.T) {
-	mem := transport.NewMemNetwork()
-	a := newTestNode(t, "A", nodeOpts{mem: mem})
-	b := newTestNode(t, "B", nodeOpts{mem: mem, join: a.invite(0)})
-	evil := newTestNode(t, "E", nodeOpts{mem: mem, join: a.invite(0)})
-	waitMesh(t, 15*time.Second, a, b, evil)
+	nodes := memMesh(t, "A", "B", "E")
+	a, b, evil := nodes[0], nodes[1], nodes[2]
+	mem := a.opts.mem
 	evilID := evil.id
 	net := ask[*messages.GetNetworkReply](t, a.sys, a.ledger, &messages.GetNetwork{})
 	evil.stop()

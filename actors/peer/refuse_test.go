@@ -362,11 +362,7 @@ func TestGapMakesNodeAskWant(t *testing.T) {
 // committed: every session asks its peer again with a want. An idle
 // mesh sends none otherwise.
 func TestLedgerLoadedAsksPeersAgain(t *testing.T) {
-	mem := transport.NewMemNetwork()
-	a := newTestNode(t, "A", nodeOpts{mem: mem})
-	b := newTestNode(t, "B", nodeOpts{mem: mem, join: a.invite(0)})
-	c := newTestNode(t, "C", nodeOpts{mem: mem, join: a.invite(0)})
-	waitMesh(t, 15*time.Second, a, b, c)
+	b := memMesh(t, "A", "B", "C")[1]
 	before := diag(t, b).Summary.GapRepairs
 	b.sys.EventStream.Publish(&messages.LedgerLoaded{})
 	testutil.Eventually(t, 10*time.Second, func() error {
