@@ -258,3 +258,42 @@ func TestRefusalLingers(t *testing.T) {
 		c.Close()
 	}
 }
+
+// TestOversizedHeadLingers: a head over MaxHeaderBytes is answered 431
+// and the connection closed lingering, so a client still sending the
+// rest of its head reads the 431, then EOF, and its writes are not reset
+// (without the linger, the socket closed with the head's tail unread
+// resets, and the client's kernel may drop the 431 it had not read yet).
+func TestOversizedHeadLingers(t *testing.T) {
+	_, addr := bodyServer(t, Deps{})
+	for i := 0; i < 20; i++ {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+		if _, err := fmt.Fprintf(c, "GET / HTTP/1.1\r\nHost: admin.p2p\r\nX-Big: %s", strings.Repeat("a", MaxHeaderBytes+4096)); err != nil {
+			t.Fatal(err)
+		}
+		br := bufio.NewReader(c)
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("request %d: %v", i, err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusRequestHeaderFieldsTooLarge {
+			t.Fatalf("request %d: %d, want 431", i, resp.StatusCode)
+		}
+		if _, err := br.ReadByte(); err != io.EOF {
+			t.Fatalf("request %d: after the answer: %v, want EOF", i, err)
+		}
+		more := []byte(strings.Repeat("a", 16<<10))
+		for sent := 0; sent < 1<<20; sent += len(more) {
+			if _, err := c.Write(more); err != nil {
+				t.Fatalf("request %d: writing the rest of the head after the answer, at %d bytes: %v", i, sent, err)
+			}
+		}
+		c.Close()
+	}
+}

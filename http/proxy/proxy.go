@@ -199,7 +199,12 @@ func New(d Deps) *Server {
 			// pre-parsed multipart form would be re-encoded
 			// (TestEdgePassesMultipartBodies).
 			StreamRequestBody: true, DisablePreParseMultipartForm: true,
+			// A request fasthttp could not read is answered and its
+			// connection closed with bytes still coming (the rest of an
+			// oversized head, a body): the close lingers, so the client
+			// reads the answer instead of a reset (closeAfter).
 			ErrorHandler: func(ctx *fasthttp.RequestCtx, err error) {
+				closeAfter(ctx)
 				var small *fasthttp.ErrSmallBuffer
 				if errors.As(err, &small) || strings.Contains(err.Error(), "small read buffer") {
 					ctx.Error("Request Header Fields Too Large", fasthttp.StatusRequestHeaderFieldsTooLarge)
