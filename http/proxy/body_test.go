@@ -14,6 +14,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"peerdns/http/admin"
+	"peerdns/internal/testutil"
 )
 
 // bodyServer is a proxy whose admin domain answers the length of the
@@ -295,5 +296,70 @@ func TestOversizedHeadLingers(t *testing.T) {
 			}
 		}
 		c.Close()
+	}
+}
+
+// TestLingeringBounded: past maxLingering connections lingering at once,
+// a refused one is closed at once (a reset for a client still sending),
+// and the lingering ones keep draining; once they end, refusals linger
+// again.
+func TestLingeringBounded(t *testing.T) {
+	n := maxLingering
+	t.Cleanup(func() { maxLingering = n }) // after the server's shutdown: cleanups run last first
+	maxLingering = 2
+	idle := func() error {
+		if n := lingerCount.Load(); n != 0 {
+			return fmt.Errorf("%d still lingering after their clients closed", n)
+		}
+		return nil
+	}
+	testutil.Eventually(t, 10*time.Second, idle) // other tests' drains
+	_, addr := bodyServer(t, Deps{})
+	refused := func() (net.Conn, *bufio.Reader) {
+		c := post(t, addr, "nowhere.p2p", 256<<20)
+		_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+		br := bufio.NewReader(c)
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusNotFound {
+			t.Fatalf("%d, want 404", resp.StatusCode)
+		}
+		return c, br
+	}
+	lingers := func(c net.Conn, br *bufio.Reader) error {
+		if _, err := br.ReadByte(); err != io.EOF {
+			return fmt.Errorf("after the answer: %v, want EOF", err)
+		}
+		piece := make([]byte, 64<<10)
+		for sent := 0; sent < 4<<20; sent += len(piece) {
+			if _, err := c.Write(piece); err != nil {
+				return fmt.Errorf("writing after the answer, at %d bytes: %v", sent, err)
+			}
+		}
+		return nil
+	}
+	var held []net.Conn
+	for i := 0; i < 2; i++ {
+		c, br := refused()
+		if err := lingers(c, br); err != nil {
+			t.Fatalf("connection %d of the limit: %v", i, err)
+		}
+		held = append(held, c)
+	}
+	c, br := refused()
+	if err := lingers(c, br); err == nil {
+		t.Fatal("a third connection lingered past a limit of two")
+	}
+	c.Close()
+	for _, h := range held {
+		h.Close()
+	}
+	testutil.Eventually(t, 10*time.Second, idle)
+	if err := lingers(refused()); err != nil {
+		t.Fatalf("once the others ended: %v", err)
 	}
 }

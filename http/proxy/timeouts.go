@@ -95,7 +95,8 @@ func (c *movingDeadlines) halter() func() {
 // comes, until the client closes too or for lingerTime, and only then
 // closes: a socket closed with bytes unread sends a reset, and a client
 // still sending gets it before it reads the answer, which its kernel may
-// then drop (nginx's lingering_close, for the same reason).
+// then drop (nginx's lingering_close, for the same reason). At most
+// maxLingering connections linger at once (linger.go).
 //
 // A second Close while lingering is a no-op (a TLS connection's Close
 // closes the one under it too): the drain closes the connection.
@@ -115,23 +116,11 @@ func (c *movingDeadlines) closeNow() error {
 	if c.linger.Load() && c.lingering.Swap(true) {
 		return nil
 	}
-	cw, ok := c.Conn.(interface{ CloseWrite() error })
-	if !c.linger.Load() || !ok || cw.CloseWrite() != nil {
+	if !c.linger.Load() || !lingerClose(c.Conn) {
 		return c.Conn.Close()
 	}
-	go func() {
-		_ = c.Conn.SetReadDeadline(time.Now().Add(lingerTime))
-		bp := bodyBufs.Get().(*[]byte) // drop what comes in large reads
-		_, _ = io.CopyBuffer(writeOnly{io.Discard}, struct{ io.Reader }{c.Conn}, *bp)
-		bodyBufs.Put(bp)
-		_ = c.Conn.Close()
-	}()
 	return nil
 }
-
-// lingerTime bounds a lingering close (nginx: lingering_time 30 s, and
-// 5 s without data).
-const lingerTime = 5 * time.Second
 
 // deadline is one side's moving deadline. Atomic: a hijacked connection
 // is read and written from two goroutines.
