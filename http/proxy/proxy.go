@@ -47,6 +47,8 @@
 // proxy_read_timeout: a download that keeps flowing is never cut,
 // however long it takes. Each connection has its own goroutine, so a
 // stalled one stalls nobody else. Request heads over 16 KiB get 431.
+// A request refused before it was read whole (431, 400, 408, a body
+// refused: body.go) closes its connection lingering (linger.go).
 //
 // HTTPS: the certificate is the node CA's leaf for the SNI name
 // (internal/certs: issued on first use, then cached). A name that is not
