@@ -21,8 +21,8 @@ import (
 // maxLingering × (lingerBufSize + a goroutine's 8 KiB) = 24 MiB.
 //
 // nginx bounds a lingering close by time only (lingering_time 30 s,
-// lingering_timeout 5 s) and drains into a shared buffer, which a Go
-// reader cannot do: the reads would race on it.
+// lingering_timeout 5 s); here each drain blocks in its own read, so
+// each needs a buffer of its own, and their number is what is bounded.
 
 // lingerTime bounds a lingering close (nginx: lingering_time 30 s, and
 // 5 s without data).
