@@ -66,7 +66,10 @@ func StartEnv(bin, name string, p *Place, dir, invite string, env []string) (*No
 	n.log = lf
 	args := []string{"netns", "exec", p.NS, bin, "node", "--data", filepath.Join(dir, "data"),
 		"--admin-addr", AdminAddr, "--p2p-addr", "0.0.0.0:7740",
-		"--dns-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0", "--https-addr", "127.0.0.1:0"}
+		"--dns-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0", "--https-addr", "127.0.0.1:0",
+		// Names outside the node's data go nowhere: not to the host's
+		// resolv.conf, whose address is no lab's.
+		"--upstream", "127.0.0.1:1"}
 	if invite != "" {
 		args = append(args, "--join", invite)
 	}
