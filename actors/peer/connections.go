@@ -192,6 +192,9 @@ func (a *Actor) onTerminated(c actor.Context, who *actor.PID) {
 				a.remember(id, nil, true)
 				a.lingering[id] = a.d.Now()
 			}
+			if e.up {
+				a.exchange(c) // addressbook.go: neighbours relay id's ops to us again
+			}
 			if e.up && !e.left && !e.silent && !a.stopping() {
 				// Ended without a leave so far: the peer failed, or
 				// the link did (suspicion.go; a live peer refutes it).

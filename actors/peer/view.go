@@ -281,6 +281,7 @@ func (a *Actor) sendLeave(c actor.Context, id string) {
 	// its heartbeats keep it active from now on (heartbeat.go).
 	a.heardNow(id)
 	a.connectedChanged(c)
+	a.exchange(c) // addressbook.go: neighbours relay id's ops to us again
 }
 
 // viewSlack is how far past ActiveView the view takes neighbours that ask

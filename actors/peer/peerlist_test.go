@@ -1,0 +1,105 @@
+package peer
+
+import (
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"peerdns/internal/store"
+	"peerdns/transport"
+	"peerdns/transport/identity"
+)
+
+// A neighbour does not relay to us the ops of writers our last peer list
+// named, so the list goes out again as soon as a session ends (its peer
+// failed, left, or we dropped it), not at the next exchange tick: until
+// then nobody would relay that writer's new ops to us.
+func TestPeerListSentWhenASessionEnds(t *testing.T) {
+	self, err := identity.Generate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newLivenessRig(t, self, "net")
+	node, err := store.Open(filepath.Join(t.TempDir(), "node.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { node.Close() })
+	r.a.d.Node, r.a.known, r.a.reach = node, map[string]*knownPeer{}, newReachState(time.Now())
+	r.a.d.ExchangeInterval = time.Hour                      // only the change can send a list in this test
+	ep := transport.NewMemNetwork().Listen(self, r.a.d.Log) // a leave's sample names our addresses
+	t.Cleanup(func() { ep.Close() })
+	r.a.d.Endpoint = ep
+
+	// Each neighbour's session records the peer lists it is asked to send.
+	var mu sync.Mutex
+	lists := map[string][][]string{}
+	ids := []string{strings.Repeat("1", 64), strings.Repeat("2", 64), strings.Repeat("3", 64), strings.Repeat("4", 64)}
+	pids := map[string]*actor.PID{}
+	for _, id := range ids {
+		pids[id] = r.sys.Root.Spawn(actor.PropsFromFunc(func(c actor.Context) {
+			if m, ok := c.Message().(*sendPeers); ok {
+				var names []string
+				for _, p := range m.peers {
+					names = append(names, p.ID)
+				}
+				mu.Lock()
+				lists[id] = append(lists[id], names)
+				mu.Unlock()
+			}
+		}))
+	}
+	// latest is the last list id's session was asked to send, once it
+	// has been asked n times.
+	latest := func(id string, n int) []string {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			mu.Lock()
+			got := lists[id]
+			mu.Unlock()
+			if len(got) >= n {
+				return got[len(got)-1]
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%.8s was asked to send %d peer lists, want %d", id, len(got), n)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	names := slices.Contains[[]string]
+
+	failed, dropped, kept := ids[0], ids[1], ids[2:]
+	r.run(func(c actor.Context) {
+		for _, id := range ids {
+			r.a.sessions[id] = &sessionEntry{up: true, pid: pids[id]}
+		}
+		r.a.exchange(c)
+	})
+	for _, id := range kept {
+		if l := latest(id, 1); !names(l, failed) || !names(l, dropped) {
+			t.Fatalf("first list to %.8s: %v, want both other neighbours named", id, l)
+		}
+	}
+
+	// A session that ends: the others hear at once that we lost it.
+	r.run(func(c actor.Context) { r.a.onTerminated(c, pids[failed]) })
+	for _, id := range kept {
+		if l := latest(id, 2); names(l, failed) {
+			t.Fatalf("after its session ended, the list to %.8s still names %.8s: %v", id, failed, l)
+		}
+	}
+
+	// A neighbour we drop from the view: the same.
+	r.run(func(c actor.Context) { r.a.sendLeave(c, dropped) })
+	for _, id := range kept {
+		if l := latest(id, 3); names(l, dropped) {
+			t.Fatalf("after we dropped it, the list to %.8s: %v, want %.8s gone", id, l, dropped)
+		}
+	}
+}
