@@ -46,7 +46,8 @@ const peerListRepeat = 12
 // exchange tells every connected peer whom we are connected to, when
 // that changed since we last told it or the last time is
 // peerListRepeat exchange intervals ago. It runs on the exchange tick and
-// at once when a session starts or ends: a neighbour does not relay to
+// at once when a session starts, ends, goes silent or is heard again
+// (a silent one is left out of the list): a neighbour does not relay to
 // us the ops of a writer our last list named (session.push), so a list
 // that still named a writer whose session with us had ended kept that
 // writer's new ops from us until the next tick (a claim absent on one

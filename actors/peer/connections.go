@@ -308,4 +308,7 @@ func (a *Actor) onSilent(c actor.Context, m *peerSilent) {
 		}
 	}
 	a.connectedChanged(c)
+	// A silent link carries nothing, so the neighbours hear that we do
+	// not count on it (addressbook.go) and relay its writer's ops to us.
+	a.exchange(c)
 }

@@ -17,9 +17,10 @@ import (
 
 // A neighbour does not relay to us the ops of writers our last peer list
 // named, so the list goes out again as soon as a session ends (its peer
-// failed, left, or we dropped it), not at the next exchange tick: until
-// then nobody would relay that writer's new ops to us.
-func TestPeerListSentWhenASessionEnds(t *testing.T) {
+// failed, left, or we dropped it) or goes silent, not at the next
+// exchange tick: until then nobody would relay that writer's new ops to
+// us.
+func TestPeerListSentWhenALinkEndsOrGoesSilent(t *testing.T) {
 	self, err := identity.Generate()
 	if err != nil {
 		t.Fatal(err)
@@ -39,7 +40,7 @@ func TestPeerListSentWhenASessionEnds(t *testing.T) {
 	// Each neighbour's session records the peer lists it is asked to send.
 	var mu sync.Mutex
 	lists := map[string][][]string{}
-	ids := []string{strings.Repeat("1", 64), strings.Repeat("2", 64), strings.Repeat("3", 64), strings.Repeat("4", 64)}
+	ids := []string{strings.Repeat("1", 64), strings.Repeat("2", 64), strings.Repeat("5", 64), strings.Repeat("3", 64), strings.Repeat("4", 64)}
 	pids := map[string]*actor.PID{}
 	for _, id := range ids {
 		pids[id] = r.sys.Root.Spawn(actor.PropsFromFunc(func(c actor.Context) {
@@ -74,7 +75,7 @@ func TestPeerListSentWhenASessionEnds(t *testing.T) {
 	}
 	names := slices.Contains[[]string]
 
-	failed, dropped, kept := ids[0], ids[1], ids[2:]
+	failed, dropped, quiet, kept := ids[0], ids[1], ids[2], ids[3:]
 	r.run(func(c actor.Context) {
 		for _, id := range ids {
 			r.a.sessions[id] = &sessionEntry{up: true, pid: pids[id]}
@@ -100,6 +101,21 @@ func TestPeerListSentWhenASessionEnds(t *testing.T) {
 	for _, id := range kept {
 		if l := latest(id, 3); names(l, dropped) {
 			t.Fatalf("after we dropped it, the list to %.8s: %v, want %.8s gone", id, l, dropped)
+		}
+	}
+
+	// A silent neighbour is left out while silent, and named again once
+	// heard.
+	r.run(func(c actor.Context) { r.a.onSilent(c, &peerSilent{id: quiet, silent: true}) })
+	for _, id := range kept {
+		if l := latest(id, 4); names(l, quiet) {
+			t.Fatalf("while %.8s is silent, the list to %.8s names it: %v", quiet, id, l)
+		}
+	}
+	r.run(func(c actor.Context) { r.a.onSilent(c, &peerSilent{id: quiet, silent: false}) })
+	for _, id := range kept {
+		if l := latest(id, 5); !names(l, quiet) {
+			t.Fatalf("once %.8s is heard again, the list to %.8s does not name it: %v", quiet, id, l)
 		}
 	}
 }
