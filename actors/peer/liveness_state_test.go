@@ -14,6 +14,7 @@ import (
 
 	"peerdns/internal/store"
 	"peerdns/messages"
+	"peerdns/transport"
 	"peerdns/transport/identity"
 )
 
@@ -59,6 +60,29 @@ func newLivenessRig(t *testing.T, self *identity.Identity, network string) *live
 			f(c)
 		}
 	}))
+	return r
+}
+
+// newSessionsRig is a livenessRig whose supervisor can also start and
+// end sessions: a node store and address book for the peers it
+// remembers, reach state, and an endpoint whose addresses a leave's
+// sample names.
+func newSessionsRig(t *testing.T) *livenessRig {
+	t.Helper()
+	self, err := identity.Generate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newLivenessRig(t, self, "net")
+	node, err := store.Open(filepath.Join(t.TempDir(), "node.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { node.Close() })
+	ep := transport.NewMemNetwork().Listen(self, r.a.d.Log)
+	t.Cleanup(func() { ep.Close() })
+	r.a.d.Node, r.a.d.Endpoint = node, ep
+	r.a.known, r.a.reach = map[string]*knownPeer{}, newReachState(time.Now())
 	return r
 }
 
@@ -311,17 +335,7 @@ func TestUnheardBootstrapPeerDialedPastFullView(t *testing.T) {
 // left; it did not fail, and its peer is not suspected. One that ended
 // with no leave behind it is.
 func TestLeaveAfterTerminatedIsNoFailure(t *testing.T) {
-	self, err := identity.Generate()
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := newLivenessRig(t, self, "net")
-	node, err := store.Open(filepath.Join(t.TempDir(), "node.db"), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { node.Close() })
-	r.a.d.Node, r.a.known, r.a.reach = node, map[string]*knownPeer{}, newReachState(time.Now())
+	r := newSessionsRig(t)
 	var sessions []*actor.PID
 	for range 2 {
 		sessions = append(sessions, r.sys.Root.Spawn(actor.PropsFromFunc(func(actor.Context) {})))

@@ -1,7 +1,6 @@
 package peer
 
 import (
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -9,10 +8,6 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
-
-	"peerdns/internal/store"
-	"peerdns/transport"
-	"peerdns/transport/identity"
 )
 
 // A neighbour does not relay to us the ops of writers our last peer list
@@ -21,21 +16,8 @@ import (
 // exchange tick: until then nobody would relay that writer's new ops to
 // us.
 func TestPeerListSentWhenALinkEndsOrGoesSilent(t *testing.T) {
-	self, err := identity.Generate()
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := newLivenessRig(t, self, "net")
-	node, err := store.Open(filepath.Join(t.TempDir(), "node.db"), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { node.Close() })
-	r.a.d.Node, r.a.known, r.a.reach = node, map[string]*knownPeer{}, newReachState(time.Now())
-	r.a.d.ExchangeInterval = time.Hour                      // only the change can send a list in this test
-	ep := transport.NewMemNetwork().Listen(self, r.a.d.Log) // a leave's sample names our addresses
-	t.Cleanup(func() { ep.Close() })
-	r.a.d.Endpoint = ep
+	r := newSessionsRig(t)
+	r.a.d.ExchangeInterval = time.Hour // only the change can send a list in this test
 
 	// Each neighbour's session records the peer lists it is asked to send.
 	var mu sync.Mutex
