@@ -47,12 +47,13 @@ const peerListRepeat = 12
 // that changed since we last told it or the last time is
 // peerListRepeat exchange intervals ago. It runs on the exchange tick and
 // at once when a session starts, ends, goes silent or is heard again
-// (a silent one is left out of the list): a neighbour does not relay to
-// us the ops of a writer our last list named (session.push), so a list
-// that still named a writer whose session with us had ended kept that
-// writer's new ops from us until the next tick (a claim absent on one
-// of 50 processes for 4-9 s while every other node had resolved it),
-// and even the neighbours' vector exchanges left them out.
+// (a silent one is left out of the list): a neighbour relays to us
+// neither the ops nor the ids of a writer our last list named
+// (session.push) and answers our vectors without them, so a list that
+// still named a writer whose session with us ended would keep that
+// writer's new ops from us until the next tick (in the fifty-process
+// lab, a claim absent on one node for 4-9 s after all others resolved
+// it).
 func (a *Actor) exchange(c actor.Context) {
 	var list []messages.PeerInfo
 	var to []*sessionEntry

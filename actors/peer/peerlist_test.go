@@ -1,6 +1,7 @@
 package peer
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -8,6 +9,8 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+
+	"peerdns/internal/testutil"
 )
 
 // A neighbour does not relay to us the ops of writers our last peer list
@@ -41,19 +44,17 @@ func TestPeerListSentWhenALinkEndsOrGoesSilent(t *testing.T) {
 	// has been asked n times.
 	latest := func(id string, n int) []string {
 		t.Helper()
-		deadline := time.Now().Add(5 * time.Second)
-		for {
+		var last []string
+		testutil.Eventually(t, 5*time.Second, func() error {
 			mu.Lock()
-			got := lists[id]
-			mu.Unlock()
-			if len(got) >= n {
-				return got[len(got)-1]
+			defer mu.Unlock()
+			if got := lists[id]; len(got) < n {
+				return fmt.Errorf("%.8s was asked to send %d peer lists, want %d", id, len(got), n)
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%.8s was asked to send %d peer lists, want %d", id, len(got), n)
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
+			last = lists[id][len(lists[id])-1]
+			return nil
+		})
+		return last
 	}
 	names := slices.Contains[[]string]
 
