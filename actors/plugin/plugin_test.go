@@ -86,7 +86,11 @@ func (h *harness) waitRunning(domain string) *Runtime {
 	h.t.Helper()
 	var rt *Runtime
 	testutil.Eventually(h.t, 10*time.Second, func() error {
-		if rt = h.table.Lookup(domain); rt == nil || rt.sess.Load() == nil || rt.sess.Load().Err() != nil {
+		if rt = h.table.Lookup(domain); rt == nil {
+			return errors.New("handler not running yet")
+		}
+		// One load: the session can end and be cleared between two.
+		if s := rt.sess.Load(); s == nil || s.Err() != nil {
 			return errors.New("handler not running yet")
 		}
 		return nil
