@@ -304,9 +304,9 @@ func TestOversizedHeadLingers(t *testing.T) {
 // and the lingering ones keep draining; once they end, refusals linger
 // again.
 func TestLingeringBounded(t *testing.T) {
-	n := maxLingering
-	t.Cleanup(func() { maxLingering = n }) // after the server's shutdown: cleanups run last first
-	maxLingering = 2
+	n := maxLingering.Load()
+	t.Cleanup(func() { maxLingering.Store(n) }) // after the server's shutdown: cleanups run last first
+	maxLingering.Store(2)
 	idle := func() error {
 		if n := lingerCount.Load(); n != 0 {
 			return fmt.Errorf("%d still lingering after their clients closed", n)

@@ -28,8 +28,11 @@ import (
 // 5 s without data).
 const lingerTime = 5 * time.Second
 
-// maxLingering: connections lingering at once, at most.
-var maxLingering int64 = 1024
+// maxLingering: connections lingering at once, at most (1,024; an
+// atomic so a test can lower it while other servers' drains read it).
+var maxLingering atomic.Int64
+
+func init() { maxLingering.Store(1024) }
 
 // lingerBufSize: a drain's reads. Small: a drain reads what a client
 // sends after the answer, a few KiB usually, and a trickle at worst.
@@ -48,7 +51,7 @@ func lingerClose(c net.Conn) bool {
 	if !ok {
 		return false
 	}
-	if lingerCount.Add(1) > maxLingering {
+	if lingerCount.Add(1) > maxLingering.Load() {
 		lingerCount.Add(-1)
 		return false
 	}
