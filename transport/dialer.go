@@ -192,7 +192,8 @@ func (d *Dialer) Run(ctx context.Context) {
 func isSelf(err error) bool { return errors.Is(err, ErrSelf) }
 
 // Wait blocks for d or until ctx is done; it reports whether to go on.
-// This is a retry delay (with Backoff), not synchronisation.
+// It paces (a retry's delay with Backoff, a punch's gap, a workload's
+// rhythm); it never stands in for waiting on an event.
 func Wait(ctx context.Context, d time.Duration) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()

@@ -719,7 +719,7 @@ func (a *Actor) punch(target, via string, addrs []string) {
 				}
 				// Jitter keeps two punching sides from settling into
 				// lock-step retries.
-				if !sleepCtx(ctx, punchGap+time.Duration(rand.Int64N(int64(punchGap/4)))) {
+				if !transport.Wait(ctx, punchGap+time.Duration(rand.Int64N(int64(punchGap/4)))) {
 					return
 				}
 			}
@@ -913,16 +913,4 @@ func pathLabel(path, via string) string {
 		return path
 	}
 	return path + " via " + short(via)
-}
-
-// sleepCtx waits d, or less when ctx ends (false then).
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }

@@ -95,19 +95,8 @@ func Install(o Options) (Result, error) {
 		}
 		res.Written = append(res.Written, path)
 	}
-	for _, name := range remove {
-		path := filepath.Join(p.dir, name)
-		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return res, err
-		}
-		res.Removed = append(res.Removed, path)
-	}
-	if reload {
-		if err := o.reload(&res); err != nil {
-			return res, err
-		}
-	}
-	return res, nil
+	err = o.removeAndReload(&res, p.dir, remove, reload)
+	return res, err
 }
 
 // Uninstall removes every file Install wrote in the layout's folder (and
@@ -155,19 +144,25 @@ func Uninstall(o Options) (Result, error) {
 		}
 		return res, &NeedsRootError{Action: "uninstall-dns", Commands: cmds}
 	}
-	for _, name := range mine {
-		path := filepath.Join(p.dir, name)
+	err = o.removeAndReload(&res, p.dir, mine, reload)
+	return res, err
+}
+
+// removeAndReload removes the named files of dir (one already gone is
+// fine) and then, when asked, has systemd-resolved read its
+// configuration again; res lists what it removed.
+func (o *Options) removeAndReload(res *Result, dir string, names []string, reload bool) error {
+	for _, name := range names {
+		path := filepath.Join(dir, name)
 		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return res, err
+			return err
 		}
 		res.Removed = append(res.Removed, path)
 	}
 	if reload {
-		if err := o.reload(&res); err != nil {
-			return res, err
-		}
+		return o.reload(res)
 	}
-	return res, nil
+	return nil
 }
 
 func (o *Options) reload(res *Result) error {

@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strings"
 	"text/tabwriter"
+
+	"peerdns/messages"
 )
 
 // domainEntry is one item of GET /api/resolved-domains (the fields the
@@ -119,17 +121,7 @@ func (e *env) showDomain(name string) error {
 			out.Entry, entry = r, d
 		}
 	}
-	var cs struct {
-		Status           string         `json:"status"`
-		Hash             *string        `json:"hash"`
-		ResolvedClaimant *string        `json:"resolvedClaimant"`
-		VoteCounts       map[string]int `json:"voteCounts"`
-		ActivePeers      int            `json:"activePeers"`
-		QuorumMet        bool           `json:"quorumMet"`
-		MinVotes         int            `json:"minVotes"`
-		TotalVotes       int            `json:"totalVotes"`
-		Error            string         `json:"error"`
-	}
+	var cs messages.ConsensusState
 	if err := e.c.getJSON("/api/consensus/"+url.PathEscape(name), &out.Consensus); err != nil {
 		return err
 	}
