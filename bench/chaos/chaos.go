@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"peerdns/internal/testutil"
+	"peerdns/transport"
 )
 
 // Config is one chaos run.
@@ -144,7 +145,7 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	}
 	h.logf("nemesis stopped; every fault healed, every node running")
 	// The writes go on for a moment on the healed network, then stop.
-	pause(ctx, 2*time.Second)
+	transport.Wait(ctx, 2*time.Second)
 	stopWrites()
 	writes.Wait()
 
@@ -225,7 +226,7 @@ func Run(ctx context.Context, cfg Config) (*Summary, error) {
 			}
 			break
 		}
-		pause(ctx, 250*time.Millisecond)
+		transport.Wait(ctx, 250*time.Millisecond)
 	}
 	// After a few seconds of the workload's traffic on the healed
 	// network, DNS answers what the view holds.
@@ -326,7 +327,7 @@ func freshLevel(ctx context.Context, nodes []*node, after []levels, want map[str
 	// the largest live heap any collection in that time left (one taken
 	// early, while the node was still loading, says less than it holds).
 	var fresh levels
-	for end := time.Now().Add(5 * time.Second); time.Now().Before(end) && pause(ctx, 500*time.Millisecond); {
+	for end := time.Now().Add(5 * time.Second); time.Now().Before(end) && transport.Wait(ctx, 500*time.Millisecond); {
 		l := n.levels()
 		if l.LiveKB < fresh.LiveKB {
 			l.LiveKB = fresh.LiveKB
@@ -358,7 +359,7 @@ func waitFor(ctx context.Context, within time.Duration, cond func() string) erro
 		if time.Now().After(deadline) || ctx.Err() != nil {
 			return fmt.Errorf("not within %v: %s", within, what)
 		}
-		pause(ctx, 200*time.Millisecond)
+		transport.Wait(ctx, 200*time.Millisecond)
 	}
 }
 

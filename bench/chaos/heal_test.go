@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"peerdns/transport"
 )
 
 // needLab skips a test that needs root, ip, nft and tc, naming them.
@@ -90,7 +92,7 @@ func TestPartitionHealReconnects(t *testing.T) {
 	}
 	// Long enough for several failed dials on both sides (the QUIC
 	// handshake gives up after its timeout, then the backoff grows).
-	pause(ctx, 10*time.Second)
+	transport.Wait(ctx, 10*time.Second)
 	c.heal()
 	healed := time.Now()
 	err = waitFor(ctx, 10*time.Second, func() string {

@@ -193,9 +193,8 @@ func (n *node) invite() (string, error) {
 	return r.Invite, nil
 }
 
-// view is the node's resolved workload domains: domain → hash.
-func (n *node) view() (map[string]string, error) {
-	cl := &http.Client{Transport: n.http.Transport, Timeout: viewTimeout}
+// listing is the node's /api/resolved-domains, read with cl.
+func (n *node) listing(cl *http.Client) ([]listed, error) {
 	code, body, err := n.callWith(cl, "GET", "/api/resolved-domains", "")
 	if err != nil {
 		return nil, err
@@ -203,17 +202,34 @@ func (n *node) view() (map[string]string, error) {
 	if code != 200 {
 		return nil, fmt.Errorf("resolved-domains: %d", code)
 	}
-	var list []struct {
-		Domain          string `json:"domain"`
-		Hash            string `json:"hash"`
-		ConsensusStatus string `json:"consensusStatus"`
-	}
+	var list []listed
 	if err := json.Unmarshal([]byte(body), &list); err != nil {
+		return nil, err
+	}
+	return list, nil
+}
+
+// listed is one domain of the listing, the fields the checker reads.
+type listed struct {
+	Domain          string `json:"domain"`
+	Hash            string `json:"hash"`
+	ConsensusStatus string `json:"consensusStatus"`
+}
+
+// decided is whether consensus picked a hash (a conflict has one too).
+func (d listed) decided() bool {
+	return d.ConsensusStatus == "resolved" || d.ConsensusStatus == "conflict"
+}
+
+// view is the node's resolved workload domains: domain → hash.
+func (n *node) view() (map[string]string, error) {
+	list, err := n.listing(&http.Client{Transport: n.http.Transport, Timeout: viewTimeout})
+	if err != nil {
 		return nil, err
 	}
 	out := map[string]string{}
 	for _, d := range list {
-		if strings.HasPrefix(d.Domain, "w") && (d.ConsensusStatus == "resolved" || d.ConsensusStatus == "conflict") {
+		if strings.HasPrefix(d.Domain, "w") && d.decided() {
 			out[d.Domain] = d.Hash
 		}
 	}
@@ -222,23 +238,13 @@ func (n *node) view() (map[string]string, error) {
 
 // resolved is the set of domains the node resolves (any name).
 func (n *node) resolved() (map[string]bool, error) {
-	code, body, err := n.call("GET", "/api/resolved-domains", "")
+	list, err := n.listing(n.http)
 	if err != nil {
-		return nil, err
-	}
-	if code != 200 {
-		return nil, fmt.Errorf("resolved-domains: %d", code)
-	}
-	var list []struct {
-		Domain          string `json:"domain"`
-		ConsensusStatus string `json:"consensusStatus"`
-	}
-	if err := json.Unmarshal([]byte(body), &list); err != nil {
 		return nil, err
 	}
 	out := map[string]bool{}
 	for _, d := range list {
-		if d.ConsensusStatus == "resolved" || d.ConsensusStatus == "conflict" {
+		if d.decided() {
 			out[d.Domain] = true
 		}
 	}

@@ -17,6 +17,8 @@ import (
 
 	"github.com/fasthttp/websocket"
 	"github.com/miekg/dns"
+
+	"peerdns/transport"
 )
 
 // localRec is what the workload did to one local record name on one
@@ -83,26 +85,13 @@ func bad(list *[]string, s string) {
 	}
 }
 
-// pause waits d or until ctx ends; it reports whether to go on. It paces
-// the workload (an operation every so often), it waits for nothing.
-func pause(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}
-
 // workload claims new domains on its node and removes some of its own
 // acknowledged ones, as a user of that node's admin API would, and
 // records every outcome.
 func workload(ctx context.Context, n *node, rec *record, seed int64) {
 	rng := rand.New(rand.NewSource(seed))
 	var mine []string
-	for seq := 0; pause(ctx, time.Duration(100+rng.Intn(200))*time.Millisecond); seq++ {
+	for seq := 0; transport.Wait(ctx, time.Duration(100+rng.Intn(200))*time.Millisecond); seq++ {
 		if len(mine) > 0 && rng.Intn(5) == 0 {
 			k := rng.Intn(len(mine))
 			d := mine[k]
@@ -148,7 +137,7 @@ func workload(ctx context.Context, n *node, rec *record, seed int64) {
 func localWorkload(ctx context.Context, n *node, rec *record, seed int64) {
 	rng := rand.New(rand.NewSource(seed))
 	var names []string
-	for seq := 0; pause(ctx, time.Duration(200+rng.Intn(400))*time.Millisecond); seq++ {
+	for seq := 0; transport.Wait(ctx, time.Duration(200+rng.Intn(400))*time.Millisecond); seq++ {
 		value := fmt.Sprintf("198.51.100.%d", 1+rng.Intn(254))
 		var name, path, body string
 		op := rng.Intn(4)
@@ -257,7 +246,7 @@ func setupTunnels(ctx context.Context, nodes []*node, within time.Duration) ([]s
 			if time.Now().After(deadline) || ctx.Err() != nil {
 				return "", fmt.Errorf("%s: not within %v: %v", what, within, err)
 			}
-			if !pause(ctx, 200*time.Millisecond) {
+			if !transport.Wait(ctx, 200*time.Millisecond) {
 				return "", ctx.Err()
 			}
 		}
@@ -350,7 +339,7 @@ func (n *node) tunnelClientAddr(id string) (string, error) {
 // every 200-400 ms and checks that the same bytes come back.
 func tunnelTraffic(ctx context.Context, n *node, addr string, rec *record, seed int64) {
 	rng := rand.New(rand.NewSource(seed))
-	for pause(ctx, time.Duration(200+rng.Intn(200))*time.Millisecond) {
+	for transport.Wait(ctx, time.Duration(200+rng.Intn(200))*time.Millisecond) {
 		msg := make([]byte, 1+rng.Intn(32<<10))
 		rng.Read(msg)
 		got, err := roundTrip(ctx, n, addr, msg)
@@ -419,7 +408,7 @@ func wsSubscriber(ctx context.Context, n *node, rec *record) {
 	for ctx.Err() == nil {
 		c, _, err := d.DialContext(ctx, "ws://"+adminAddr+"/ws", nil)
 		if err != nil {
-			pause(ctx, 250*time.Millisecond)
+			transport.Wait(ctx, 250*time.Millisecond)
 			continue
 		}
 		rec.mu.Lock()
@@ -459,7 +448,7 @@ func wsSubscriber(ctx context.Context, n *node, rec *record) {
 func dnsQuerier(ctx context.Context, n *node, rec *record, seed int64) {
 	rng := rand.New(rand.NewSource(seed))
 	cl := &dns.Client{Timeout: 2 * time.Second}
-	for seq := 0; pause(ctx, time.Duration(100+rng.Intn(200))*time.Millisecond); seq++ {
+	for seq := 0; transport.Wait(ctx, time.Duration(100+rng.Intn(200))*time.Millisecond); seq++ {
 		var name, kind string
 		rec.mu.Lock()
 		switch rng.Intn(3) {
@@ -589,7 +578,7 @@ func (n *node) sampleInterfaces(rec *record) {
 // interfaceSampler reads node n's /api/interfaces every second, so the
 // record holds every address the node gave a domain.
 func interfaceSampler(ctx context.Context, n *node, rec *record) {
-	for pause(ctx, time.Second) {
+	for transport.Wait(ctx, time.Second) {
 		n.sampleInterfaces(rec)
 	}
 }
