@@ -363,6 +363,59 @@ func TestLeaveAfterTerminatedIsNoFailure(t *testing.T) {
 	}
 }
 
+// inboundConn is a connection the peer dialed (all trimView reads of it).
+type inboundConn struct{ transport.Conn }
+
+func (inboundConn) Outbound() bool { return false }
+
+// At the cap, a dialer short of a full view is taken when one of our
+// neighbours has a view to spare, and that neighbour gets the leave, not
+// the dialer: otherwise a node a neighbour short whose non-neighbours
+// all sit at the cap stays short. A dialer with a full view, or any
+// dialer when no neighbour has a view to spare, is refused.
+func TestShortDialerTakenAtTheCapForASpareNeighbour(t *testing.T) {
+	self, err := identity.Generate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newLivenessRig(t, self, "net")
+	r.a.known, r.a.reach = map[string]*knownPeer{}, newReachState(time.Now())
+	r.a.adv, r.a.advAt = []string{}, time.Now() // no endpoint: no addresses of ours in the leave's sample
+	r.a.d.ActiveView = 6                        // cap 7
+	spare, dialer := strings.Repeat("5", 64), strings.Repeat("9", 64)
+	long := time.Now().Add(-time.Minute)
+	fill := func(withSpare bool) {
+		clear(r.a.sessions)
+		for i := range 7 {
+			id, theirs := strings.Repeat(string(rune('a'+i)), 64), 6
+			if i == 5 && withSpare {
+				id, theirs = spare, 7
+			}
+			pid := r.sys.Root.Spawn(actor.PropsFromFunc(func(actor.Context) {}))
+			r.a.sessions[id] = &sessionEntry{up: true, pid: pid, upAt: long, theirs: theirs}
+		}
+	}
+	var noSpare, full, short bool
+	r.run(func(c actor.Context) {
+		fill(false)
+		noSpare = r.a.admit(dialer, 5)
+		fill(true)
+		full = r.a.admit(dialer, 6)
+		short = r.a.admit(dialer, 5)
+		pid := r.sys.Root.Spawn(actor.PropsFromFunc(func(actor.Context) {}))
+		r.a.sessions[dialer] = &sessionEntry{up: true, pid: pid, upAt: time.Now(), conn: inboundConn{}, hello: &messages.Hello{Neighbours: 5}}
+		r.a.trimView(c, dialer)
+	})
+	if noSpare || full || !short {
+		t.Fatalf("admitted at the cap: short dialer, no neighbour to spare %v (want false); full dialer %v (want false); short dialer, a neighbour to spare %v (want true)", noSpare, full, short)
+	}
+	_, spareKept := r.a.sessions[spare]
+	_, dialerKept := r.a.sessions[dialer]
+	if spareKept || !dialerKept || len(r.a.sessions) != 7 {
+		t.Fatalf("after the trim: %d sessions, the spare neighbour kept %v (want false), the dialer kept %v (want true)", len(r.a.sessions), spareKept, dialerKept)
+	}
+}
+
 // A view pushed past its cap by our own dial drops a neighbour whose
 // last peer list named more than ActiveView peers (it stays full and
 // dials nobody), not one that would be left short.

@@ -34,9 +34,11 @@ import (
 //     neighbours all left) it is always taken, and if that puts the view
 //     past its cap a random neighbour gets a "leave" and goes. With some,
 //     it is taken while the view is below its cap (ActiveView plus
-//     viewSlack) and otherwise refused at the hello (RefuseViewFull),
-//     before a session comes up; the dialer holds off redialing us for
-//     leaveHold and dials another. A leave carries a random sample of our
+//     viewSlack), or at the cap when it is short of ActiveView and one
+//     of our neighbours has more than ActiveView of its own (that one
+//     gets the leave and keeps a full view), and otherwise refused at
+//     the hello (RefuseViewFull), before a session comes up; the dialer
+//     holds off redialing us for leaveHold and dials another. A leave carries a random sample of our
 //     views, so the one who leaves learns where else to go, and it also
 //     holds off redialing us for leaveHold.
 //   - Hysteresis: our own dials fill the view to ActiveView, peers that
@@ -214,27 +216,26 @@ const isolatedAfter = 3 * time.Second
 
 // trimView makes the active view fit after a session came up: newID's
 // session, or (newID "") whichever random one. A newcomer that has
-// neighbours of its own is the one that leaves; otherwise a random other
-// neighbour does, one with more than ActiveView neighbours of its own
-// where there is one (spareNeighbours), so that it is not left short.
+// neighbours of its own is the one that leaves, unless it is short of a
+// full view and a spare neighbour can go in its place (admit took it for
+// that); otherwise a random other neighbour leaves, one with more than
+// ActiveView neighbours of its own where there is one (spareNeighbours),
+// so that it is not left short.
 func (a *Actor) trimView(c actor.Context, newID string) {
 	now := a.d.Now()
 	for a.neighbours(now) > a.viewCap() {
 		victim := ""
 		if e := a.sessions[newID]; e != nil && !e.conn.Outbound() && e.hello != nil && e.hello.Neighbours > 0 && !a.pinned(newID, now) {
-			victim = newID
-		} else {
-			var cands []string
-			for id, e := range a.sessions {
-				// A session younger than SyncInterval is spared: it has
-				// not synced once yet (a joiner may still be joining),
-				// and sparing it keeps a burst of dials from churning.
-				young := now.Sub(e.upAt) < a.d.SyncInterval
-				if id == newID || !e.up || young || a.pinned(id, now) || (a.joinInv != nil && id == a.joinInv.Inviter) {
-					continue
-				}
-				cands = append(cands, id)
+			// A newcomer short of a full view was taken for a spare
+			// neighbour (admit); any other newcomer with neighbours is
+			// the one that goes.
+			if spare := a.spareNeighbours(a.trimmable(newID, now)); e.hello.Neighbours < a.d.ActiveView && len(spare) > 0 {
+				victim = spare[rand.IntN(len(spare))]
+			} else {
+				victim = newID
 			}
+		} else {
+			cands := a.trimmable(newID, now)
 			if len(cands) == 0 {
 				return
 			}
@@ -245,6 +246,22 @@ func (a *Actor) trimView(c actor.Context, newID string) {
 		}
 		a.sendLeave(c, victim)
 	}
+}
+
+// trimmable is the neighbours trimView may drop to make room for newID:
+// up, not pinned, not our inviter, and not younger than SyncInterval (a
+// session that has not synced once yet, a joiner may still be joining,
+// and sparing it keeps a burst of dials from churning).
+func (a *Actor) trimmable(newID string, now time.Time) []string {
+	var out []string
+	for id, e := range a.sessions {
+		young := now.Sub(e.upAt) < a.d.SyncInterval
+		if id == newID || !e.up || young || a.pinned(id, now) || (a.joinInv != nil && id == a.joinInv.Inviter) {
+			continue
+		}
+		out = append(out, id)
+	}
+	return out
 }
 
 // spareNeighbours keeps the ids whose last peer list named more than
@@ -317,6 +334,14 @@ func (a *Actor) admit(id string, neighbours int) bool {
 		}
 	}
 	if others < a.viewCap() {
+		return true
+	}
+	// At the cap, a dialer short of a full view is still taken when a
+	// neighbour of ours has more than a full view of its own: trimView
+	// drops that one, which keeps a full view and dials nobody. Without
+	// it, a node a neighbour short whose every non-neighbour sits at
+	// the cap stays short for good (each refusal holds it off 30 s).
+	if neighbours < a.d.ActiveView && len(a.spareNeighbours(a.trimmable(id, now))) > 0 {
 		return true
 	}
 	a.view.refusals++
