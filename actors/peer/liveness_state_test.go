@@ -363,6 +363,20 @@ func TestLeaveAfterTerminatedIsNoFailure(t *testing.T) {
 	}
 }
 
+// newTrimRig is a supervisor whose view trims: ActiveView 6 (cap 7), no
+// endpoint (no addresses of ours in a leave's sample).
+func newTrimRig(t *testing.T) *livenessRig {
+	self, err := identity.Generate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newLivenessRig(t, self, "net")
+	r.a.known, r.a.reach = map[string]*knownPeer{}, newReachState(time.Now())
+	r.a.adv, r.a.advAt = []string{}, time.Now()
+	r.a.d.ActiveView = 6
+	return r
+}
+
 // inboundConn is a connection the peer dialed (all trimView reads of it).
 type inboundConn struct{ transport.Conn }
 
@@ -374,14 +388,7 @@ func (inboundConn) Outbound() bool { return false }
 // all sit at the cap stays short. A dialer with a full view, or any
 // dialer when no neighbour has a view to spare, is refused.
 func TestShortDialerTakenAtTheCapForASpareNeighbour(t *testing.T) {
-	self, err := identity.Generate()
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := newLivenessRig(t, self, "net")
-	r.a.known, r.a.reach = map[string]*knownPeer{}, newReachState(time.Now())
-	r.a.adv, r.a.advAt = []string{}, time.Now() // no endpoint: no addresses of ours in the leave's sample
-	r.a.d.ActiveView = 6                        // cap 7
+	r := newTrimRig(t)
 	spare, dialer := strings.Repeat("5", 64), strings.Repeat("9", 64)
 	long := time.Now().Add(-time.Minute)
 	fill := func(withSpare bool) {
@@ -420,14 +427,7 @@ func TestShortDialerTakenAtTheCapForASpareNeighbour(t *testing.T) {
 // last peer list named more than ActiveView peers (it stays full and
 // dials nobody), not one that would be left short.
 func TestTrimDropsANeighbourWithAViewToSpare(t *testing.T) {
-	self, err := identity.Generate()
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := newLivenessRig(t, self, "net")
-	r.a.known, r.a.reach = map[string]*knownPeer{}, newReachState(time.Now())
-	r.a.adv, r.a.advAt = []string{}, time.Now() // no endpoint: no addresses of ours in the leave's sample
-	r.a.d.ActiveView = 6                        // cap 7
+	r := newTrimRig(t)
 	spare := strings.Repeat("5", 64)
 	long := time.Now().Add(-time.Minute)
 	// A random pick would keep the spare neighbour 7 times in 8; twenty
