@@ -38,9 +38,10 @@ import (
 //     of our neighbours has more than ActiveView of its own (that one
 //     gets the leave and keeps a full view), and otherwise refused at
 //     the hello (RefuseViewFull), before a session comes up; the dialer
-//     holds off redialing us for leaveHold and dials another. A leave carries a random sample of our
-//     views, so the one who leaves learns where else to go, and it also
-//     holds off redialing us for leaveHold.
+//     holds off redialing us for leaveHold and dials another. A leave
+//     carries a random sample of our views, so the one who leaves learns
+//     where else to go, and it also holds off redialing us for
+//     leaveHold.
 //   - Hysteresis: our own dials fill the view to ActiveView, peers that
 //     ask are taken up to ActiveView + viewSlack, and only past that is
 //     the view trimmed. A node a neighbour short then finds a peer that
