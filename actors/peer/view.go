@@ -230,10 +230,9 @@ func (a *Actor) trimView(c actor.Context, newID string) {
 			// A newcomer short of a full view was taken for a spare
 			// neighbour (admit); any other newcomer with neighbours is
 			// the one that goes.
-			if spare := a.spareNeighbours(a.trimmable(newID, now)); e.hello.Neighbours < a.d.ActiveView && len(spare) > 0 {
+			victim = newID
+			if spare := a.roomFor(newID, e.hello.Neighbours, now); len(spare) > 0 {
 				victim = spare[rand.IntN(len(spare))]
-			} else {
-				victim = newID
 			}
 		} else {
 			cands := a.trimmable(newID, now)
@@ -263,6 +262,17 @@ func (a *Actor) trimmable(newID string, now time.Time) []string {
 		out = append(out, id)
 	}
 	return out
+}
+
+// roomFor is the neighbours that may leave to make room for a dialer id
+// with neighbours of its own, short of ActiveView: those trimView may
+// drop (trimmable) that have a view to spare (spareNeighbours). None
+// when the dialer's view is full.
+func (a *Actor) roomFor(id string, neighbours int, now time.Time) []string {
+	if neighbours >= a.d.ActiveView {
+		return nil
+	}
+	return a.spareNeighbours(a.trimmable(id, now))
 }
 
 // spareNeighbours keeps the ids whose last peer list named more than
@@ -342,7 +352,7 @@ func (a *Actor) admit(id string, neighbours int) bool {
 	// drops that one, which keeps a full view and dials nobody. Without
 	// it, a node a neighbour short whose every non-neighbour sits at
 	// the cap stays short for good (each refusal holds it off 30 s).
-	if neighbours < a.d.ActiveView && len(a.spareNeighbours(a.trimmable(id, now))) > 0 {
+	if len(a.roomFor(id, neighbours, now)) > 0 {
 		return true
 	}
 	a.view.refusals++
