@@ -44,6 +44,9 @@ type sessionEntry struct {
 	// theirs: how many peers the neighbour's last peer list named (its
 	// sessions, us among them); 0 before the first.
 	theirs int
+	// beatsOut: heartbeats to forward to the neighbour at the next tick,
+	// with its ping, by writer (heartbeat.go, "Forwarding").
+	beatsOut map[string]*messages.Heartbeat
 }
 
 // onConn admits a new connection into a session, resolving duplicates.

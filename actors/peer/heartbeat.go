@@ -1,6 +1,8 @@
 package peer
 
 import (
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -51,6 +53,21 @@ import (
 // a node receives ~2 KB per writer per interval, ~400 B/s with the
 // scaled interval at any size; a new neighbour gets the heartbeats we
 // hold once (suspicion.go).
+//
+// Forwarding: a heartbeat to pass on waits for the next tick (1 s) and
+// goes out with the ping every session sends on that tick, in the same
+// QUIC packet, so a hop costs bytes but no packet (and no
+// acknowledgement) of its own; our own heartbeats are signed on the tick
+// and go with it. A neighbour that sends us a heartbeat we hold queued
+// for it is spared it. On a fleet that has just formed, the first
+// heartbeats (above) are most of what travels, and forwarded one by one
+// each was a packet on every link: an idle node of fifty sent ~100
+// packets a second, 25 with the heartbeats on the tick. A hop now takes
+// up to a tick, so a heartbeat crosses the graph (diameter 4-5 at 1,000)
+// in a few seconds, well inside HeartbeatTimeout (at least 90 s). What
+// refutes a suspicion goes at once: our heartbeat signed to refute one,
+// and a fresh heartbeat of a writer we hold suspected, since until it
+// arrives that writer counts out of every quorum.
 
 const (
 	// heartbeatMaxAge: a heartbeat whose seq is older than this by our
@@ -147,7 +164,8 @@ func (a *Actor) heartbeatTick(c actor.Context, now time.Time) {
 // beat signs and sends our heartbeat now.
 func (a *Actor) beat(c actor.Context, now time.Time) {
 	h := &a.hb
-	if h.refute {
+	refuting := h.refute
+	if refuting {
 		a.sus.refutations++
 	}
 	h.last, h.refute = now, false
@@ -156,7 +174,7 @@ func (a *Actor) beat(c actor.Context, now time.Time) {
 	hb := &messages.Heartbeat{Writer: a.self, Seq: h.seq}
 	hb.Sig = a.d.Identity.Sign(messages.HeartbeatSigningBytes(a.network, a.self, h.seq))
 	h.own = hb
-	a.forwardBeats(c, "", []*messages.Heartbeat{hb})
+	a.forwardBeats(c, "", []*messages.Heartbeat{hb}, refuting)
 }
 
 // hbInterval is how often we sign a heartbeat: Deps.HeartbeatInterval, or
@@ -178,9 +196,10 @@ func (a *Actor) hbTimeout() time.Duration {
 	return 3 * a.hbInterval()
 }
 
-// forwardBeats sends heartbeats to every established neighbour except
-// from and each heartbeat's own writer.
-func (a *Actor) forwardBeats(c actor.Context, from string, hbs []*messages.Heartbeat) {
+// forwardBeats queues heartbeats for every established neighbour except
+// from and each heartbeat's own writer; they go out at the next tick
+// (flushBeats), or at once when urgent.
+func (a *Actor) forwardBeats(c actor.Context, from string, hbs []*messages.Heartbeat, urgent bool) {
 	if len(hbs) == 0 {
 		return
 	}
@@ -188,19 +207,51 @@ func (a *Actor) forwardBeats(c actor.Context, from string, hbs []*messages.Heart
 		if !e.up || id == from {
 			continue
 		}
-		out := hbs
-		if len(hbs) > 1 || hbs[0].Writer == id {
-			out = make([]*messages.Heartbeat, 0, len(hbs))
-			for _, hb := range hbs {
-				if hb.Writer != id {
-					out = append(out, hb)
-				}
+		for _, hb := range hbs {
+			if hb.Writer == id {
+				continue
+			}
+			if e.beatsOut == nil {
+				e.beatsOut = map[string]*messages.Heartbeat{}
+			}
+			if q := e.beatsOut[hb.Writer]; q == nil || q.Seq < hb.Seq {
+				e.beatsOut[hb.Writer] = hb
 			}
 		}
-		if len(out) > 0 {
-			c.Send(e.pid, &sendFrame{env: &messages.Envelope{Kind: messages.KindHeartbeats, Overlay: &messages.Overlay{Heartbeats: out}}})
+		if urgent || len(e.beatsOut) >= messages.MaxHeartbeats {
+			a.flushBeatsTo(c, e)
 		}
 	}
+}
+
+// heldBy notes that the neighbour e sent us hb: it need not get it (or
+// an older one of its writer) from us at the next tick.
+func heldBy(e *sessionEntry, hb *messages.Heartbeat) {
+	if q := e.beatsOut[hb.Writer]; q != nil && q.Seq <= hb.Seq {
+		delete(e.beatsOut, hb.Writer)
+	}
+}
+
+// flushBeats sends every neighbour the heartbeats queued for it.
+func (a *Actor) flushBeats(c actor.Context) {
+	for _, e := range a.sessions {
+		a.flushBeatsTo(c, e)
+	}
+}
+
+func (a *Actor) flushBeatsTo(c actor.Context, e *sessionEntry) {
+	if len(e.beatsOut) == 0 {
+		return
+	}
+	if e.up {
+		out := slices.SortedFunc(maps.Values(e.beatsOut), func(x, y *messages.Heartbeat) int { return strings.Compare(x.Writer, y.Writer) })
+		for len(out) > 0 {
+			n := min(len(out), messages.MaxHeartbeats)
+			c.Send(e.pid, &sendFrame{env: &messages.Envelope{Kind: messages.KindHeartbeats, Overlay: &messages.Overlay{Heartbeats: out[:n:n]}}})
+			out = out[n:]
+		}
+	}
+	e.beatsOut = nil
 }
 
 // onHeartbeats takes a neighbour's heartbeats and forwards the new ones
@@ -209,15 +260,22 @@ func (a *Actor) onHeartbeats(c actor.Context, from string, hbs []*messages.Heart
 	h := &a.hb
 	h.init()
 	var fresh []*messages.Heartbeat
+	refutes := false // a fresh one refutes a suspicion we hold: it goes on at once
+	sender := a.sessions[from]
 	for _, hb := range hbs {
 		if hb.Writer == a.self || hb.Seq <= h.latest[hb.Writer] {
 			h.dup++ // a lookup, no signature check
+			if sender != nil {
+				heldBy(sender, hb)
+			}
 			continue
 		}
 		switch {
 		case h.writers[hb.Writer]:
+			suspected := a.suspected(hb.Writer)
 			if a.takeBeat(c, from, hb) {
 				fresh = append(fresh, hb)
+				refutes = refutes || suspected
 			}
 		case !h.notWriter[hb.Writer].IsZero():
 			h.refused++ // not counted against the neighbour (refuseBeat)
@@ -227,7 +285,7 @@ func (a *Actor) onHeartbeats(c actor.Context, from string, hbs []*messages.Heart
 	}
 	a.heardChanged(c)
 	if forward {
-		a.forwardBeats(c, from, fresh)
+		a.forwardBeats(c, from, fresh, refutes)
 	}
 }
 
@@ -332,7 +390,7 @@ func (a *Actor) askWriter(c actor.Context, from string, hb *messages.Heartbeat, 
 		h.writers[w] = true
 		for _, b := range held {
 			if a.takeBeat(c, b.from, b.hb) && forward {
-				a.forwardBeats(c, b.from, []*messages.Heartbeat{b.hb})
+				a.forwardBeats(c, b.from, []*messages.Heartbeat{b.hb}, false)
 			}
 		}
 		a.heardChanged(c)

@@ -585,6 +585,7 @@ func (a *Actor) onTick(c actor.Context, now time.Time) {
 		}
 	}
 	a.reachTick(c, now)
+	a.flushBeats(c)
 }
 
 func (a *Actor) publishHint() {

@@ -3,6 +3,7 @@ package scale
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"os"
 	"runtime"
 	"runtime/pprof"
@@ -114,6 +115,8 @@ type result struct {
 	vvBytes    int
 	idleBps    float64 // bytes per second per node, idle
 	idleKinds  map[string]int64
+	// idleFrames: frames per node per second in the idle window, by kind
+	idleFrames map[string]float64
 	// churn in the idle window, per minute across the network: sessions
 	// opened and ended (each counted once, not at both ends) and leaves
 	// sent.
@@ -188,6 +191,7 @@ func measure(tb testing.TB, cfg simConfig, claims int) result {
 	r.leavesMin = float64(churn.leaves) * perMin
 	r.idleBps = float64(idleB.total()) / nodes / idle.Seconds()
 	r.idleKinds = kindsPerNode(idleB, nodes, idle.Seconds())
+	r.idleFrames = framesPerNode(idleB, nodes, idle.Seconds())
 
 	// The graph: the topology's, or in the overlay the sessions held at
 	// the end of the idle window (sessions younger than a sync interval
@@ -323,6 +327,17 @@ func kindsPerNode(s snapshot, nodes, secs float64) map[string]int64 {
 	for k, v := range s.bytes {
 		if v > 0 {
 			out[k] = int64(float64(v) / nodes / secs)
+		}
+	}
+	return out
+}
+
+// framesPerNode is frames per node per second of each kind seen.
+func framesPerNode(s snapshot, nodes, secs float64) map[string]float64 {
+	out := map[string]float64{}
+	for k, v := range s.frames {
+		if v > 0 {
+			out[k] = math.Round(float64(v)/nodes/secs*10) / 10
 		}
 	}
 	return out

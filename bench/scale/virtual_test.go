@@ -92,6 +92,12 @@ func TestVirtualOverlay(t *testing.T) {
 		if r.maxConns > maxConnsPerNode {
 			t.Errorf("a node has %d sessions, at most %d wanted", r.maxConns, maxConnsPerNode)
 		}
+		// Forwarded heartbeats go with each tick's ping (actors/peer,
+		// heartbeat.go): at most one frame a link a tick, so no more
+		// heartbeat frames than pings, however many writers beat.
+		if hb, ping := r.idleFrames["heartbeats"], r.idleFrames["ping"]; ping == 0 || hb > ping {
+			t.Errorf("idle: %.1f heartbeat frames a second per node against %.1f pings: want at most one a link a tick", hb, ping)
+		}
 		// Every node counted every live writer before the freeze (a
 		// node that kept one counted out makes the freeze unmeasured),
 		// and the frozen one left every quorum within the bound up to R.
@@ -159,7 +165,7 @@ func profileEvery(t *testing.T, d time.Duration, path string) {
 
 // describe is a result in the words of the bench/scale figures.
 func describe(r result) string {
-	return fmt.Sprintf("n=%d: views full (%d of %d target %d) after %v virtual; conns/node %.1f (max %d), diameter %d; heap %.1f MB/node, %.1f goroutines/conn; idle %.0f B/s/node %v; sessions per minute in the idle window: %.0f opened, %.0f ended, %.0f leaves; burst of %d claims: acked %v, applied on all %v, resolved on all %v (virtual); %.1f CPU-s (%.3f per node); per node %.0f B of ops per claim until applied, until resolved %.0f B of ops and %.0f B in all per claim (%.0f B in all per write); by kind per node %v; ops received %d (%d duplicates), sent %d (%d repairs, %d of them grafted); links lazy at the start %d of %d, in the burst %d prunes and %d ids grafted; a frozen voter left the quorum of all %d others in %v (virtual), %.0f B of suspicions per node for it",
+	return fmt.Sprintf("n=%d: views full (%d of %d target %d) after %v virtual; conns/node %.1f (max %d), diameter %d; heap %.1f MB/node, %.1f goroutines/conn; idle %.0f B/s/node %v, frames/s/node %v; sessions per minute in the idle window: %.0f opened, %.0f ended, %.0f leaves; burst of %d claims: acked %v, applied on all %v, resolved on all %v (virtual); %.1f CPU-s (%.3f per node); per node %.0f B of ops per claim until applied, until resolved %.0f B of ops and %.0f B in all per claim (%.0f B in all per write); by kind per node %v; ops received %d (%d duplicates), sent %d (%d repairs, %d of them grafted); links lazy at the start %d of %d, in the burst %d prunes and %d ids grafted; a frozen voter left the quorum of all %d others in %v (virtual), %.0f B of suspicions per node for it",
 		r.cfg.nodes, r.viewsFull, r.cfg.nodes, viewTarget(r.cfg.nodes), r.viewFill, r.connsNode, r.maxConns, r.diameter, r.heapNode/1e6, r.gorConn,
-		r.idleBps, r.idleKinds, r.opensMin, r.endsMin, r.leavesMin, r.claims, r.acked, r.applied, r.resolved, r.cpu.Seconds(), r.cpu.Seconds()/float64(r.cfg.nodes), r.claimB, r.claimOpsB, r.claimAllB, r.allB, r.kinds, r.ops.received, r.ops.duplicates, r.ops.sent, r.ops.repaired, r.ops.grafted, r.lazyLinks, r.links, r.ops.prunes, r.ops.grafts, r.frozenLeft, r.frozenOut, r.frozenSusB)
+		r.idleBps, r.idleKinds, r.idleFrames, r.opensMin, r.endsMin, r.leavesMin, r.claims, r.acked, r.applied, r.resolved, r.cpu.Seconds(), r.cpu.Seconds()/float64(r.cfg.nodes), r.claimB, r.claimOpsB, r.claimAllB, r.allB, r.kinds, r.ops.received, r.ops.duplicates, r.ops.sent, r.ops.repaired, r.ops.grafted, r.lazyLinks, r.links, r.ops.prunes, r.ops.grafts, r.frozenLeft, r.frozenOut, r.frozenSusB)
 }
