@@ -134,6 +134,7 @@ type result struct {
 	allB                         float64       // bytes of every kind per node per write, until resolved
 	maxSentB                     float64       // the busiest sender's ops bytes per write
 	kinds                        map[string]int64
+	burstFrames                  map[string]float64 // frames per node in the burst, by kind
 	// ops: the burst's op counters of all sessions (received, of them
 	// duplicates the ledger had already, gap repairs; sent, repaired,
 	// grafted).
@@ -280,6 +281,7 @@ func measure(tb testing.TB, cfg simConfig, claims int) result {
 	r.claimAllB = float64(burst.total()) / nodes / float64(claims)
 	r.maxSentB = float64(burst.maxSent("ops")) / r.writes
 	r.kinds = kindsPerNode(burst, nodes, 1)
+	r.burstFrames = framesPerNode(burst, nodes, 1)
 	r.ops = diag
 	r.offLink = s.meter.offLink.Load()
 	if cfg.boot > 0 {
