@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // HLC is a hybrid logical clock reading: wall milliseconds plus a logical
@@ -214,6 +215,9 @@ type VersionVector map[string]uint64
 type ApplyOps struct {
 	From string // peer id the ops came from, for logs
 	Ops  []*Op
+	// Sent is when the session asked (zero: unknown); the ledger reads
+	// how long its mailbox held the ops from it (its lag).
+	Sent time.Time
 }
 
 // ApplyOpsReply says what happened to each op of an ApplyOps.

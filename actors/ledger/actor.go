@@ -111,6 +111,7 @@ type Actor struct {
 	bootstrap   bool
 	counts      struct{ resolutions, quorumFailures, ties int }
 
+	lag             lagWindow // how long peers' ops wait in our mailbox (pacing.go)
 	pendingCleanups []cleanupRequest
 	sys             *actor.ActorSystem
 

@@ -27,7 +27,9 @@
 // (votes) waits for the rest of the gap so that what arrives meanwhile
 // joins it (pacing.go); a lone request after a quiet spell is committed
 // at once. Beyond R writers our votes also wait VoteHold (250 ms) from
-// the first one queued, so a burst's votes go out in few ops.
+// the first one queued, so a burst's votes go out in few ops; while
+// peers' ops wait in our mailbox more than half of it (we are behind),
+// twice their wait, at most 1 s.
 //
 // Requests that change a domain (add, remove, recalculate) are answered
 // once the domain has settled, so a read that follows sees the result;

@@ -51,12 +51,59 @@ const (
 const DefaultVoteHold = 250 * time.Millisecond
 
 // voteHold is the Hold of a vote queue opened now: VoteHold beyond R
-// writers, none up to R.
+// writers, none up to R; while peers' ops wait longer than half of it
+// in our mailbox, twice that wait, at most maxVoteHold.
 func (a *Actor) voteHold() time.Duration {
 	if a.d.VoteHold <= 0 || !a.members().Sparse() {
 		return 0
 	}
-	return a.d.VoteHold
+	return holdFor(a.d.VoteHold, a.lag.get(a.d.Now()))
+}
+
+// holdFor is the vote hold at a mailbox wait of lag.
+func holdFor(hold, lag time.Duration) time.Duration {
+	return min(max(hold, 2*lag), max(hold, maxVoteHold))
+}
+
+// The hold under load. A ledger whose mailbox holds peers' ops for a
+// while is behind the network: the claims of a burst reach it one op
+// after another over that time, and every vote op it signs then costs
+// every other node (itself behind too) a signature check, an apply and
+// copies from its neighbours, the work that keeps them behind. So while
+// the ops it receives wait longer than half the hold, its votes wait
+// twice that wait (at most maxVoteHold) and go out in fewer ops: beside
+// a wait of that size in every ledger on the way, the longer hold
+// delays a vote by a fraction of what the network already takes. A
+// ledger that keeps up (a quiet network, or any network on a machine
+// with cores to spare) reads a wait near zero and holds VoteHold.
+const maxVoteHold = time.Second
+
+// lagWindow is the longest wait of a peer's ops in the ledger's mailbox
+// (from the session's ask to the ledger taking it) seen in the current
+// second and the one before: a burst's waits count while it lasts, and a
+// lone op after a quiet spell reads its own.
+type lagWindow struct {
+	at        time.Time // start of the current second
+	cur, prev time.Duration
+}
+
+func (w *lagWindow) roll(now time.Time) {
+	switch since := now.Sub(w.at); {
+	case since >= 2*time.Second:
+		w.at, w.cur, w.prev = now, 0, 0
+	case since >= time.Second:
+		w.at, w.cur, w.prev = now, 0, w.cur
+	}
+}
+
+func (w *lagWindow) observe(now time.Time, d time.Duration) {
+	w.roll(now)
+	w.cur = max(w.cur, d)
+}
+
+func (w *lagWindow) get(now time.Time) time.Duration {
+	w.roll(now)
+	return max(w.cur, w.prev)
 }
 
 // Evaluation pacing. A domain whose claims or votes changed is evaluated

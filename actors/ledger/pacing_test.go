@@ -390,3 +390,88 @@ func TestVotesHeldBeyondR(t *testing.T) {
 		return true
 	})
 }
+
+// A ledger whose mailbox held a peer's ops a while holds its votes twice
+// that wait (at most maxVoteHold) instead of VoteHold: the vote for a
+// claim that waited 400 ms on its way in is still held three VoteHolds
+// after its evaluation, and goes out after that.
+func TestVotesHeldLongerWhileBehind(t *testing.T) {
+	const hold, waited = 100 * time.Millisecond, 400 * time.Millisecond
+	var evals evaluations
+	l := newTestLedgerWith(t, t.TempDir(), func(d *Deps) {
+		d.Replicas, d.VoteHold = 2, hold
+		d.DomainMiddleware = []actor.ReceiverMiddleware{evals.middleware}
+	})
+	defer l.stop()
+	peers, connected := addConnectedWriters(t, l, 4)
+	sc := ask[*messages.GetSidecarStatusReply](t, l, &messages.GetSidecarStatus{}).Status
+	if sc.Key == nil {
+		t.Fatal("the ledger has no network id")
+	}
+	members := consensus.NewMembership(*sc.Key, append([]string{l.id.ID()}, connected...), 2)
+	name := ""
+	for i := 0; name == ""; i++ {
+		if i > 200 {
+			t.Fatal("the node is in no replica set of 200 names")
+		}
+		if n := fmt.Sprintf("h%d.p2p", i); members.Replicas(n)[l.id.ID()] {
+			name = n
+		}
+	}
+	claimant := peers[0]
+	first := ownSeq(t, l)
+	op := sign(t, claimant, &messages.Op{Seq: 1, HLC: messages.HLC{Wall: 1}, Key: messages.ClaimKey(name, claimant.ID()), Value: `{"hash":"` + hashA + `"}`})
+	if r := ask[*messages.ApplyOpsReply](t, l, &messages.ApplyOps{From: "test", Ops: []*messages.Op{op}, Sent: time.Now().Add(-waited)}); r.Applied != 1 {
+		t.Fatalf("claim %s: %+v", name, r)
+	}
+	testutil.Eventually(t, 5*time.Second, func() error {
+		if evals.of(name) == 0 {
+			return fmt.Errorf("%s not evaluated yet", name)
+		}
+		return nil
+	})
+	ownSeq(t, l) // the vote is queued by now
+	queued := time.Now()
+	time.Sleep(3 * hold) // the span under test: VoteHold alone would have sent the vote
+	if ops := ownOps(t, l, first); len(ops) != 0 {
+		t.Fatalf("voted within %v of the evaluation, after a %v wait in the mailbox: want it held %v", time.Since(queued).Round(time.Millisecond), waited, 2*waited)
+	}
+	testutil.Eventually(t, 5*time.Second, func() error {
+		if ops := ownOps(t, l, first); len(ops) != 1 || ops[0].NumWrites() != 1 {
+			return fmt.Errorf("own ops after the claim: %+v, want one vote", ops)
+		}
+		return nil
+	})
+}
+
+func TestHoldForAndLagWindow(t *testing.T) {
+	const hold = 250 * time.Millisecond
+	for _, c := range []struct{ lag, want time.Duration }{
+		{0, hold}, {100 * time.Millisecond, hold}, {300 * time.Millisecond, 600 * time.Millisecond},
+		{2 * time.Second, maxVoteHold},
+	} {
+		if got := holdFor(hold, c.lag); got != c.want {
+			t.Errorf("holdFor(%v, %v) = %v, want %v", hold, c.lag, got, c.want)
+		}
+	}
+	if got := holdFor(2*time.Second, time.Second); got != 2*time.Second {
+		t.Errorf("a VoteHold past maxVoteHold: holdFor = %v, want it kept (2s)", got)
+	}
+	var w lagWindow
+	t0 := time.Unix(1000, 0)
+	w.observe(t0, 400*time.Millisecond)
+	w.observe(t0.Add(100*time.Millisecond), 50*time.Millisecond)
+	for _, c := range []struct {
+		at   time.Duration
+		want time.Duration
+	}{
+		{500 * time.Millisecond, 400 * time.Millisecond},  // this second
+		{1500 * time.Millisecond, 400 * time.Millisecond}, // the second before
+		{2000 * time.Millisecond, 400 * time.Millisecond},
+		{3600 * time.Millisecond, 0}, // quiet for two seconds
+	} {
+		if got := w.get(t0.Add(c.at)); got != c.want {
+			t.Errorf("at +%v: %v, want %v", c.at, got, c.want)
+		}
+	}
+}

@@ -69,6 +69,9 @@ func (a *Actor) handle(c actor.Context, msg any) {
 		// Group commit: the ops of every peer that arrive in one mailbox
 		// burst are applied and fsynced together (applyQueuedOps), so
 		// replication from many peers costs one commit, not one each.
+		if !m.Sent.IsZero() {
+			a.lag.observe(a.d.Now(), a.d.Now().Sub(m.Sent))
+		}
 		a.step(c, QueueOps{Ops: queuedOps{m: m, sender: c.Sender()}})
 	case *messages.GetVersionVector:
 		vv := make(messages.VersionVector, len(a.st.vv))
