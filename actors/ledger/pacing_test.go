@@ -332,6 +332,34 @@ func TestEvaluationsPaced(t *testing.T) {
 	})
 }
 
+// beyondR starts a ledger with R = 2 and four more connected writers,
+// votes held hold and evaluations counted in evals, and picks n names
+// whose replica sets hold it; claimant is one of the other writers.
+func beyondR(t *testing.T, hold time.Duration, evals *evaluations, n int) (l *testLedger, claimant *identity.Identity, names []string) {
+	t.Helper()
+	l = newTestLedgerWith(t, t.TempDir(), func(d *Deps) {
+		d.Replicas, d.VoteHold = 2, hold
+		d.DomainMiddleware = []actor.ReceiverMiddleware{evals.middleware}
+	})
+	peers, connected := addConnectedWriters(t, l, 4)
+	sc := ask[*messages.GetSidecarStatusReply](t, l, &messages.GetSidecarStatus{}).Status
+	if sc.Key == nil {
+		l.stop()
+		t.Fatal("the ledger has no network id")
+	}
+	members := consensus.NewMembership(*sc.Key, append([]string{l.id.ID()}, connected...), 2)
+	for i := 0; len(names) < n; i++ {
+		if i > 200 {
+			l.stop()
+			t.Fatalf("the node is in %d replica sets of 200 names", len(names))
+		}
+		if name := fmt.Sprintf("h%d.p2p", i); members.Replicas(name)[l.id.ID()] {
+			names = append(names, name)
+		}
+	}
+	return l, peers[0], names
+}
+
 // Beyond R writers our votes wait VoteHold from the first queued, after
 // a quiet spell too: the votes for two claims that reach us one after
 // the other go out in one op, where up to R the first would go at once
@@ -339,27 +367,8 @@ func TestEvaluationsPaced(t *testing.T) {
 func TestVotesHeldBeyondR(t *testing.T) {
 	withGap(t, time.Second, func(hold time.Duration) bool {
 		var evals evaluations
-		l := newTestLedgerWith(t, t.TempDir(), func(d *Deps) {
-			d.Replicas, d.VoteHold = 2, hold
-			d.DomainMiddleware = []actor.ReceiverMiddleware{evals.middleware}
-		})
+		l, claimant, names := beyondR(t, hold, &evals, 2)
 		defer l.stop()
-		peers, connected := addConnectedWriters(t, l, 4)
-		sc := ask[*messages.GetSidecarStatusReply](t, l, &messages.GetSidecarStatus{}).Status
-		if sc.Key == nil {
-			t.Fatal("the ledger has no network id")
-		}
-		members := consensus.NewMembership(*sc.Key, append([]string{l.id.ID()}, connected...), 2)
-		var names []string
-		for i := 0; len(names) < 2; i++ {
-			if i > 200 {
-				t.Fatalf("the node is in %d replica sets of 200 names", len(names))
-			}
-			if name := fmt.Sprintf("h%d.p2p", i); members.Replicas(name)[l.id.ID()] {
-				names = append(names, name)
-			}
-		}
-		claimant := peers[0]
 		first := ownSeq(t, l)
 		start := time.Now()
 		for i, name := range names {
@@ -398,27 +407,9 @@ func TestVotesHeldBeyondR(t *testing.T) {
 func TestVotesHeldLongerWhileBehind(t *testing.T) {
 	const hold, waited = 100 * time.Millisecond, 400 * time.Millisecond
 	var evals evaluations
-	l := newTestLedgerWith(t, t.TempDir(), func(d *Deps) {
-		d.Replicas, d.VoteHold = 2, hold
-		d.DomainMiddleware = []actor.ReceiverMiddleware{evals.middleware}
-	})
+	l, claimant, names := beyondR(t, hold, &evals, 1)
 	defer l.stop()
-	peers, connected := addConnectedWriters(t, l, 4)
-	sc := ask[*messages.GetSidecarStatusReply](t, l, &messages.GetSidecarStatus{}).Status
-	if sc.Key == nil {
-		t.Fatal("the ledger has no network id")
-	}
-	members := consensus.NewMembership(*sc.Key, append([]string{l.id.ID()}, connected...), 2)
-	name := ""
-	for i := 0; name == ""; i++ {
-		if i > 200 {
-			t.Fatal("the node is in no replica set of 200 names")
-		}
-		if n := fmt.Sprintf("h%d.p2p", i); members.Replicas(n)[l.id.ID()] {
-			name = n
-		}
-	}
-	claimant := peers[0]
+	name := names[0]
 	first := ownSeq(t, l)
 	op := sign(t, claimant, &messages.Op{Seq: 1, HLC: messages.HLC{Wall: 1}, Key: messages.ClaimKey(name, claimant.ID()), Value: `{"hash":"` + hashA + `"}`})
 	if r := ask[*messages.ApplyOpsReply](t, l, &messages.ApplyOps{From: "test", Ops: []*messages.Op{op}, Sent: time.Now().Add(-waited)}); r.Applied != 1 {
