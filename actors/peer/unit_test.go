@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand"
 	"net"
 	"strings"
 	"testing"
@@ -484,5 +485,34 @@ func TestGraftSyncMergedKeepsOnlyWhilePure(t *testing.T) {
 	s.startSync(nil, vv, syncGraft, map[string]bool{"a": true})
 	if s.pendingOnly {
 		t.Fatal("a want, then a graft: only the grafted writers")
+	}
+}
+
+// A ping (every tick at the default intervals) and a digest (every third
+// tick) go out on the ticks they are due, though the ticks come a tick
+// interval apart only give or take a few milliseconds of the ticker's
+// wake-up.
+func TestTickedWorkDueDespiteJitter(t *testing.T) {
+	rng := rand.New(rand.NewSource(1))
+	start := time.Unix(1000, 0)
+	var lastPing, lastVV time.Time
+	pings, digests := 0, 0
+	const ticks = 300
+	for k := 1; k <= ticks; k++ {
+		now := start.Add(time.Duration(k)*time.Second + time.Duration(rng.Int63n(int64(5*time.Millisecond))))
+		if due(now, lastPing, time.Second) {
+			lastPing = now
+			pings++
+		}
+		if due(now, lastVV, 3*time.Second) {
+			lastVV = now
+			digests++
+		}
+	}
+	if pings != ticks {
+		t.Errorf("%d pings in %d ticks, want one each tick", pings, ticks)
+	}
+	if digests != ticks/3 {
+		t.Errorf("%d digests in %d ticks, want one every third (%d)", digests, ticks, ticks/3)
 	}
 }
