@@ -62,12 +62,12 @@ import (
 // for it is spared it. On a fleet that has just formed, the first
 // heartbeats (above) are most of what travels, and forwarded one by one
 // each was a packet on every link: an idle node of fifty sent ~100
-// packets a second, about 30 with the heartbeats on the tick. A hop now takes
-// up to a tick, so a heartbeat crosses the graph (diameter 4-5 at 1,000)
-// in a few seconds, well inside HeartbeatTimeout (at least 90 s). What
-// refutes a suspicion goes at once: our heartbeat signed to refute one,
-// and a fresh heartbeat of a writer we hold suspected, since until it
-// arrives that writer counts out of every quorum.
+// packets a second, about 30 with the heartbeats on the tick. A hop now
+// takes up to a tick, so a heartbeat crosses the graph (diameter 4-5 at
+// 1,000) in a few seconds, well inside HeartbeatTimeout (at least 90 s).
+// What refutes a suspicion goes at once: our heartbeat signed to refute
+// one, and a fresh heartbeat of a writer we hold suspected, since until
+// it arrives that writer counts out of every quorum.
 
 const (
 	// heartbeatMaxAge: a heartbeat whose seq is older than this by our
