@@ -155,7 +155,7 @@ func (a *Actor) heartbeatTick(c actor.Context, now time.Time) {
 	// at start our neighbours (and theirs) come up one by one, and a
 	// heartbeat sent before a node had any neighbour reaches nobody.
 	every := min(a.hbInterval(), time.Second<<min(h.sent, 16))
-	if now.Sub(h.last) < every && !(h.refute && now.Sub(h.last) >= refuteGap) {
+	if !due(now, h.last, every, a.d.TickInterval) && !(h.refute && now.Sub(h.last) >= refuteGap) {
 		return
 	}
 	a.beat(c, now)

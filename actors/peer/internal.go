@@ -40,6 +40,20 @@ type tick struct {
 	// staleAfter is the silence that makes a peer silent now (0: the
 	// session's configured StaleAfter)
 	staleAfter time.Duration
+	// interval is the ticker's period (0: work is due at its full
+	// interval, see due)
+	interval time.Duration
+}
+
+// due reports whether what is done every `every` on ticks of period
+// tick is due at now, last done at last. A tick's time is the ticker's
+// plus its goroutine's wake-up, so ticks come a period apart only give
+// or take that: compared with every itself, about every other tick read
+// a few microseconds short, and a 1 s ping went out every 1-2 s, which
+// left a peer under load one late ping from silent. Half a tick of slack
+// makes the work due on the tick it is meant for, whatever its interval.
+func due(now, last time.Time, every, tick time.Duration) bool {
+	return now.Sub(last) >= every-tick/2
 }
 
 // frame: the reader goroutine decoded a frame.

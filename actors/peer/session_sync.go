@@ -138,10 +138,10 @@ func (s *session) established(c actor.Context) {
 			c.Send(c.Parent(), &peerSilent{id: s.peer, silent: true})
 		}
 		s.flushTunnels()
-		if due(m.now, s.lastVV, s.cfg.syncInterval) {
+		if due(m.now, s.lastVV, s.cfg.syncInterval, m.interval) {
 			s.sendDigest(c)
 		}
-		if due(m.now, s.lastPing, s.cfg.pingInterval) {
+		if due(m.now, s.lastPing, s.cfg.pingInterval, m.interval) {
 			s.lastPing = m.now
 			p := &messages.Ping{NoPong: true} // no pong, so no time to carry
 			if s.pings%pongEvery == 0 {
@@ -153,16 +153,6 @@ func (s *session) established(c actor.Context) {
 		s.stats.lazy, s.stats.pruned = s.lz.lazy, s.lz.pruned
 		c.Send(c.Parent(), &statsReport{id: s.peer, st: s.stats})
 	}
-}
-
-// due reports whether what a session does every `every` on its ticks is
-// due at now, last done at last. Ticks come a tick interval apart give
-// or take the wake-up of the ticker's goroutine, so a tick a hair early
-// must count: compared with every itself, about every other tick fell
-// short by microseconds and a 1 s ping went out every 1-2 s, which left
-// a peer under load one late ping from silent.
-func due(now, last time.Time, every time.Duration) bool {
-	return now.Sub(last) >= every-every/4
 }
 
 // sendVV sends our version vector as kind (vv: periodic, want: after a

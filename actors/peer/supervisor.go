@@ -556,7 +556,7 @@ func (a *Actor) onTick(c actor.Context, now time.Time) {
 	expired := false
 	stale := a.staleAfter()
 	for _, e := range a.sessions {
-		c.Send(e.pid, &tick{now: now, staleAfter: stale})
+		c.Send(e.pid, &tick{now: now, staleAfter: stale, interval: a.d.TickInterval})
 		if !e.holdUntil.IsZero() && !now.Before(e.holdUntil) {
 			e.holdUntil = time.Time{} // a damped peer's hold-down ended
 			expired = true
@@ -576,7 +576,7 @@ func (a *Actor) onTick(c actor.Context, now time.Time) {
 	a.heartbeatTick(c, now)
 	a.relayTick(now)
 	a.quicRetryTick(now)
-	if now.Sub(a.lastExchange) >= a.d.ExchangeInterval {
+	if due(now, a.lastExchange, a.d.ExchangeInterval, a.d.TickInterval) {
 		a.lastExchange = now
 		a.exchanges++
 		a.exchange(c)

@@ -488,25 +488,29 @@ func TestGraftSyncMergedKeepsOnlyWhilePure(t *testing.T) {
 	}
 }
 
-// A ping (every tick at the default intervals) and a digest (every third
-// tick) go out on the ticks they are due, though the ticks come a tick
-// interval apart only give or take a few milliseconds of the ticker's
-// wake-up.
+// A ping (every tick at the default intervals), a digest (every third
+// tick) and a heartbeat every 30 s go out on the ticks they are due,
+// though the ticks come a tick interval apart only give or take a few
+// milliseconds of the ticker's wake-up.
 func TestTickedWorkDueDespiteJitter(t *testing.T) {
 	rng := rand.New(rand.NewSource(1))
 	start := time.Unix(1000, 0)
-	var lastPing, lastVV time.Time
-	pings, digests := 0, 0
+	var lastPing, lastVV, lastBeat time.Time
+	pings, digests, beats := 0, 0, 0
 	const ticks = 300
 	for k := 1; k <= ticks; k++ {
 		now := start.Add(time.Duration(k)*time.Second + time.Duration(rng.Int63n(int64(5*time.Millisecond))))
-		if due(now, lastPing, time.Second) {
+		if due(now, lastPing, time.Second, time.Second) {
 			lastPing = now
 			pings++
 		}
-		if due(now, lastVV, 3*time.Second) {
+		if due(now, lastVV, 3*time.Second, time.Second) {
 			lastVV = now
 			digests++
+		}
+		if due(now, lastBeat, 30*time.Second, time.Second) {
+			lastBeat = now
+			beats++
 		}
 	}
 	if pings != ticks {
@@ -514,5 +518,8 @@ func TestTickedWorkDueDespiteJitter(t *testing.T) {
 	}
 	if digests != ticks/3 {
 		t.Errorf("%d digests in %d ticks, want one every third (%d)", digests, ticks, ticks/3)
+	}
+	if beats != ticks/30 {
+		t.Errorf("%d heartbeats in %d ticks, want one every 30th (%d)", beats, ticks, ticks/30)
 	}
 }
