@@ -406,13 +406,28 @@ func TestVotesHeldBeyondR(t *testing.T) {
 // after its evaluation, and goes out after that.
 func TestVotesHeldLongerWhileBehind(t *testing.T) {
 	const hold, waited = 100 * time.Millisecond, 400 * time.Millisecond
+	for try := 1; ; try++ {
+		if heldLongerWhileBehind(t, hold, waited) {
+			return
+		}
+		if try == 3 {
+			t.Fatalf("the machine was too slow for the scenario three times: more than %v from the claim's apply to the check", 2*waited)
+		}
+		t.Logf("the machine was too slow for the scenario (more than %v from the claim's apply to the check); again", 2*waited)
+	}
+}
+
+// heldLongerWhileBehind runs the scenario; false when the check came so
+// long after the claim's apply that the longer hold may have ended too.
+func heldLongerWhileBehind(t *testing.T, hold, waited time.Duration) bool {
 	var evals evaluations
 	l, claimant, names := beyondR(t, hold, &evals, 1)
 	defer l.stop()
 	name := names[0]
 	first := ownSeq(t, l)
 	op := sign(t, claimant, &messages.Op{Seq: 1, HLC: messages.HLC{Wall: 1}, Key: messages.ClaimKey(name, claimant.ID()), Value: `{"hash":"` + hashA + `"}`})
-	if r := ask[*messages.ApplyOpsReply](t, l, &messages.ApplyOps{From: "test", Ops: []*messages.Op{op}, Sent: time.Now().Add(-waited)}); r.Applied != 1 {
+	applied := time.Now()
+	if r := ask[*messages.ApplyOpsReply](t, l, &messages.ApplyOps{From: "test", Ops: []*messages.Op{op}, Sent: applied.Add(-waited)}); r.Applied != 1 {
 		t.Fatalf("claim %s: %+v", name, r)
 	}
 	testutil.Eventually(t, 5*time.Second, func() error {
@@ -421,11 +436,14 @@ func TestVotesHeldLongerWhileBehind(t *testing.T) {
 		}
 		return nil
 	})
-	ownSeq(t, l) // the vote is queued by now
-	queued := time.Now()
+	ownSeq(t, l)         // the vote is queued by now
 	time.Sleep(3 * hold) // the span under test: VoteHold alone would have sent the vote
-	if ops := ownOps(t, l, first); len(ops) != 0 {
-		t.Fatalf("voted within %v of the evaluation, after a %v wait in the mailbox: want it held %v", time.Since(queued).Round(time.Millisecond), waited, 2*waited)
+	ops := ownOps(t, l, first)
+	if time.Since(applied) >= 2*waited {
+		return false
+	}
+	if len(ops) != 0 {
+		t.Fatalf("voted within %v of the claim's apply, after a %v wait in the mailbox: want it held %v", time.Since(applied).Round(time.Millisecond), waited, 2*waited)
 	}
 	testutil.Eventually(t, 5*time.Second, func() error {
 		if ops := ownOps(t, l, first); len(ops) != 1 || ops[0].NumWrites() != 1 {
@@ -433,6 +451,7 @@ func TestVotesHeldLongerWhileBehind(t *testing.T) {
 		}
 		return nil
 	})
+	return true
 }
 
 func TestHoldForAndLagWindow(t *testing.T) {
