@@ -151,7 +151,8 @@ func (c *claims) alike(views map[int]map[string]seen) error {
 // all of them alike. It returns when each node first held every claim
 // (offsets from since; the slowest is the figure) and, on failure, what
 // was still wrong.
-func (f *fleet) converge(ctx context.Context, set []int, c *claims, prefix string, since time.Time, within time.Duration) (map[int]time.Duration, error) {
+// Each listing read's time goes to reads (nil: not kept).
+func (f *fleet) converge(ctx context.Context, set []int, c *claims, prefix string, since time.Time, within time.Duration, reads *readTimes) (map[int]time.Duration, error) {
 	var mu sync.Mutex
 	doneAt := map[int]time.Duration{}
 	views := map[int]map[string]seen{}
@@ -168,8 +169,11 @@ func (f *fleet) converge(ctx context.Context, set []int, c *claims, prefix strin
 		// (their reads would only load the machine): a claim, once
 		// resolved alike, stays so without a new write. The final pass
 		// below reads them all again.
+		reads.pass()
 		err := forAll(todo, 8, func(i int) error {
+			t0 := time.Now()
 			v, err := f.view(i, prefix)
+			reads.add(time.Since(t0))
 			if err != nil {
 				return fmt.Errorf("node %d: %w", i, err)
 			}
@@ -221,4 +225,45 @@ func slowest(m map[int]time.Duration) (int, time.Duration) {
 		}
 	}
 	return who, d
+}
+
+// readTimes keeps how long the listing reads of a wait took: each read
+// is a node's answer under the load being measured, and a node counts as
+// done only when the read that showed it done came back, so they bound
+// how fine the wait's figure is.
+type readTimes struct {
+	mu     sync.Mutex
+	took   []time.Duration
+	passes int
+}
+
+func (r *readTimes) pass() {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	r.passes++
+	r.mu.Unlock()
+}
+
+func (r *readTimes) add(d time.Duration) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	r.took = append(r.took, d)
+	r.mu.Unlock()
+}
+
+// String is "N reads in P passes: median, p90 and max".
+func (r *readTimes) String() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.took) == 0 {
+		return "no reads"
+	}
+	s := append([]time.Duration(nil), r.took...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	return fmt.Sprintf("%d reads in %d passes: median %.0f ms, p90 %.0f, max %.0f", len(s), r.passes, ms(s[len(s)/2]), ms(s[len(s)*9/10]), ms(s[len(s)-1]))
 }

@@ -58,6 +58,7 @@ type Burst struct {
 	FromFirst time.Duration // first request sent → resolved alike on every node
 	FromAck   time.Duration // last acknowledged → resolved alike on every node
 	Slowest   int           // the node that held them all last
+	Reads     *readTimes    // the listing reads of the wait
 }
 
 type runner struct {
@@ -159,8 +160,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			break
 		}
 		r.res.Bursts = append(r.res.Bursts, b)
-		r.row(fmt.Sprintf("burst %d", round+1), "%d claims from nodes %v: acknowledged in %.2f s; resolved alike on all %d %.2f s after the first claim, %.2f s after the last acknowledgement (slowest node %d)",
-			b.Claims, claimers, b.Acked.Seconds(), cfg.Nodes, b.FromFirst.Seconds(), b.FromAck.Seconds(), b.Slowest)
+		r.row(fmt.Sprintf("burst %d", round+1), "%d claims from nodes %v: acknowledged in %.2f s; resolved alike on all %d %.2f s after the first claim, %.2f s after the last acknowledgement (slowest node %d); listings read while waiting: %v",
+			b.Claims, claimers, b.Acked.Seconds(), cfg.Nodes, b.FromFirst.Seconds(), b.FromAck.Seconds(), b.Slowest, b.Reads)
 	}
 	if len(r.res.Bursts) > 1 {
 		var ff, fa []time.Duration
@@ -295,8 +296,8 @@ func (r *runner) burst(ctx context.Context, tag string, claimers []int, n int) (
 			return Burst{}, err
 		}
 	}
-	b := Burst{Claims: len(cs.list), Acked: lastAck.Sub(first)}
-	done, err := r.f.converge(ctx, r.f.everyone(), cs, "f50"+tag+"-", first, r.cfg.Settle)
+	b := Burst{Claims: len(cs.list), Acked: lastAck.Sub(first), Reads: &readTimes{}}
+	done, err := r.f.converge(ctx, r.f.everyone(), cs, "f50"+tag+"-", first, r.cfg.Settle, b.Reads)
 	if err != nil {
 		return b, err
 	}
@@ -343,7 +344,7 @@ func (r *runner) kills(ctx context.Context, claimers []int) {
 		}
 	}
 	up := time.Since(t)
-	done, err := r.f.converge(ctx, r.f.everyone(), r.all, "f50", t, r.cfg.Settle)
+	done, err := r.f.converge(ctx, r.f.everyone(), r.all, "f50", t, r.cfg.Settle, nil)
 	if err != nil {
 		r.fail("after restarting %v: %v", victims, err)
 		return
@@ -432,7 +433,7 @@ func (r *runner) partition(ctx context.Context) {
 		cs   *claims
 	}{{"A", a, sideA}, {"B", b, sideB}} {
 		t := time.Now()
-		if _, err := r.f.converge(ctx, s.set, s.cs, "f50", t, 10*time.Second); err != nil {
+		if _, err := r.f.converge(ctx, s.set, s.cs, "f50", t, 10*time.Second, nil); err != nil {
 			r.row("side "+s.name, "its %d claims not resolved alike on its %d nodes within 10 s: %v", len(s.cs.list), len(s.set), err)
 		} else {
 			r.row("side "+s.name, "its %d claims (%d conflicting with the other side) resolved alike on its %d nodes within %.2f s", len(s.cs.list), len(conflicts), len(s.set), time.Since(t).Seconds())
@@ -443,7 +444,7 @@ func (r *runner) partition(ctx context.Context) {
 		return
 	}
 	t = time.Now()
-	done, err := r.f.converge(ctx, r.f.everyone(), r.all, "f50", t, r.cfg.Settle)
+	done, err := r.f.converge(ctx, r.f.everyone(), r.all, "f50", t, r.cfg.Settle, nil)
 	if err != nil {
 		r.fail("after the heal: %v", err)
 		// Each node's consensus on the conflicting domains, to tell a
