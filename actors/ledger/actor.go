@@ -16,6 +16,7 @@ import (
 	"peerdns/actors/consensus"
 	"peerdns/actors/domain"
 	"peerdns/internal/applied"
+	"peerdns/internal/mailbox"
 	"peerdns/internal/stack"
 	"peerdns/internal/store"
 	"peerdns/internal/view"
@@ -82,7 +83,23 @@ func Props(d Deps) *actor.Props {
 		d.VoteHold = DefaultVoteHold
 	}
 	return actor.PropsFromProducer(func() actor.Actor { return newActor(d) },
-		actor.WithSupervisor(supervisor.Backoff()), actor.WithDispatcher(stack.Actors))
+		actor.WithSupervisor(supervisor.Backoff()), actor.WithDispatcher(stack.Actors),
+		actor.WithMailbox(mailbox.Producer(answersFirst)))
+}
+
+// answersFirst picks the questions the ledger answers before the peers'
+// ops and its own work queued ahead of them (internal/mailbox): the
+// admin API's and the WebSocket's reads, the health probe's and the
+// metrics scrape's. None changes the ledger's state. The peer network's
+// questions (vectors, ops since) keep their place: a session asks them
+// in order with the ops it sent.
+func answersFirst(msg any) bool {
+	switch msg.(type) {
+	case *messages.GetDomains, *messages.GetEntries, *messages.GetConsensus, *messages.GetSidecarStatus,
+		*messages.GetConsensusMetrics, *messages.GetP2PConflicts:
+		return true
+	}
+	return false
 }
 
 // Actor owns the ledger state. All fields are touched only from Receive.

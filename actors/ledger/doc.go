@@ -31,6 +31,16 @@
 // peers' ops wait in our mailbox more than half of it (we are behind),
 // twice their wait, at most 1 s.
 //
+// Questions that change nothing (the listing, entries, one domain's
+// consensus, the store's status for /api/health, the metrics scrape's
+// counts, the conflicts) are answered before the peers' ops and the
+// actor's own work queued ahead of them (internal/mailbox, answersFirst):
+// a ledger that is behind on peers' ops still answers its health probe
+// and its operator at once. A question overtakes only what is still
+// queued, never a request its own sender was answered for, so a client
+// reads its writes. The peer network's questions (vectors, ops since)
+// keep their place among the ops they go with.
+//
 // Requests that change a domain (add, remove, recalculate) are answered
 // once the domain has settled, so a read that follows sees the result;
 // add-domain requests committed in one op are answered together, once all
