@@ -34,9 +34,10 @@
 // Questions that change nothing (the listing, entries, one domain's
 // consensus, the store's status for /api/health, the metrics scrape's
 // counts, the conflicts) are answered before the peers' ops and the
-// actor's own work queued ahead of them (internal/mailbox, answersFirst):
-// a ledger that is behind on peers' ops still answers its health probe
-// and its operator at once. A question overtakes only what is still
+// actor's own work queued ahead of them (internal/mailbox, answersFirst;
+// at most four in a row while other messages wait, so a client polling
+// in a loop cannot stop the ops): a ledger that is behind on peers' ops
+// still answers its health probe and its operator at once. A question overtakes only what is still
 // queued, never a request its own sender was answered for, so a client
 // reads its writes. The peer network's questions (vectors, ops since)
 // keep their place among the ops they go with.

@@ -22,6 +22,11 @@
 // before the question was sent, so a client still reads its writes.
 // Pick only questions that do not change the actor's state.
 //
+// The lane is ahead, not alone: while other user messages wait, at most
+// Streak front messages are handled in a row before one of them, so a
+// flood of questions (a script polling the admin API in a loop) slows
+// the actor's other work by at most that ratio and never stops it.
+//
 // System messages (stop, restart, watch) come first, and a suspended
 // mailbox holds user messages, as in protoactor's default mailbox. Each
 // run handles at most the dispatcher's Throughput of messages before it
@@ -48,6 +53,10 @@ import (
 func Producer(first func(msg any) bool) actor.MailboxProducer {
 	return func() actor.Mailbox { return &box{first: first} }
 }
+
+// Streak is how many front messages are handled in a row while other
+// user messages wait.
+const Streak = 4
 
 const (
 	idle int32 = iota
@@ -132,7 +141,7 @@ func (b *box) run() {
 			b.invoker.EscalateFailure(r, msg)
 		}
 	}()
-	n, limit := 0, b.dispatcher.Throughput()
+	n, limit, streak := 0, b.dispatcher.Throughput(), 0
 	for {
 		if n > limit {
 			n = 0
@@ -158,9 +167,14 @@ func (b *box) run() {
 			return
 		}
 		b.mu.Lock()
-		msg = b.front.pop()
-		if msg == nil {
-			msg = b.user.pop()
+		msg = nil
+		if streak < Streak || b.user.empty() {
+			msg = b.front.pop()
+		}
+		if msg != nil {
+			streak++
+		} else {
+			msg, streak = b.user.pop(), 0
 		}
 		b.mu.Unlock()
 		if msg == nil {
@@ -187,6 +201,8 @@ func (q *fifo) push(v any) {
 	}
 	q.items = append(q.items, v)
 }
+
+func (q *fifo) empty() bool { return q.head == len(q.items) }
 
 func (q *fifo) pop() any {
 	if q.head == len(q.items) {

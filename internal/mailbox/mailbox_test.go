@@ -106,6 +106,41 @@ func TestQuestionsOvertakeQueuedWork(t *testing.T) {
 	})
 }
 
+// A flood of questions does not stop the other work: while work waits,
+// at most Streak questions go in a row before one piece of it.
+func TestQuestionsDoNotStarveWork(t *testing.T) {
+	sys, pid, rec := spawn(t)
+	sys.Root.Send(pid, &work{0})
+	<-rec.started
+	const questions, works = 40, 5
+	for i := 1; i <= questions; i++ {
+		sys.Root.Send(pid, &question{i})
+	}
+	for i := 1; i <= works; i++ {
+		sys.Root.Send(pid, &work{i})
+	}
+	close(rec.release)
+	var want []string
+	q := 1
+	for w := 1; w <= works; w++ {
+		for range Streak {
+			want = append(want, fmt.Sprintf("q%d", q))
+			q++
+		}
+		want = append(want, fmt.Sprintf("w%d", w))
+	}
+	for ; q <= questions; q++ {
+		want = append(want, fmt.Sprintf("q%d", q))
+	}
+	want = append([]string{"w0"}, want...)
+	testutil.Eventually(t, 10*time.Second, func() error {
+		if got := rec.seen(); !slices.Equal(got, want) {
+			return fmt.Errorf("handled %v, want %v", got, want)
+		}
+		return nil
+	})
+}
+
 // Many posters at once: every message is handled exactly once, and the
 // mailbox goes idle and wakes again without losing one (the race between
 // going idle and a new post).
