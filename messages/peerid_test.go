@@ -36,3 +36,28 @@ func TestPeerID(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkVerifyPeer is the check every op, heartbeat and suspicion a
+// node takes in costs, beside crypto/ed25519's Verify on the same input.
+func BenchmarkVerifyPeer(b *testing.B) {
+	pub, priv, err := ed25519.GenerateKey(nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	id, msg := hex.EncodeToString(pub), make([]byte, 200)
+	sig := ed25519.Sign(priv, msg)
+	b.Run("VerifyPeer", func(b *testing.B) {
+		for b.Loop() {
+			if !VerifyPeer(id, msg, sig) {
+				b.Fatal("refused")
+			}
+		}
+	})
+	b.Run("crypto-ed25519", func(b *testing.B) {
+		for b.Loop() {
+			if !ed25519.Verify(pub, msg, sig) {
+				b.Fatal("refused")
+			}
+		}
+	})
+}
