@@ -1,6 +1,8 @@
 package identity
 
 import (
+	"bytes"
+	"crypto/ed25519"
 	"os"
 	"path/filepath"
 	"testing"
@@ -48,4 +50,44 @@ func TestLoadRejectsGarbage(t *testing.T) {
 	if _, err := LoadOrCreate(path); err == nil {
 		t.Fatal("LoadOrCreate accepted a garbage key file")
 	}
+}
+
+// Sign makes exactly the signature crypto/ed25519 makes with the same
+// key over the same message.
+func TestSignIsCryptoEd25519s(t *testing.T) {
+	for k := range 50 {
+		seed := make([]byte, ed25519.SeedSize)
+		for j := range seed {
+			seed[j] = byte(k*31 + j*7)
+		}
+		id, err := FromSeed(seed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range []int{0, 1, 63, 64, 200, 4096} {
+			msg := bytes.Repeat([]byte{byte(k + n)}, n)
+			got, want := id.Sign(msg), ed25519.Sign(ed25519.NewKeyFromSeed(seed), msg)
+			if !bytes.Equal(got, want) {
+				t.Fatalf("key %d, %d-byte message: %x, crypto/ed25519 %x", k, n, got, want)
+			}
+		}
+	}
+}
+
+func BenchmarkSign(b *testing.B) {
+	id, err := FromSeed(make([]byte, ed25519.SeedSize))
+	if err != nil {
+		b.Fatal(err)
+	}
+	msg := make([]byte, 200)
+	b.Run("Identity", func(b *testing.B) {
+		for b.Loop() {
+			id.Sign(msg)
+		}
+	})
+	b.Run("crypto-ed25519", func(b *testing.B) {
+		for b.Loop() {
+			ed25519.Sign(id.Private(), msg)
+		}
+	})
 }
