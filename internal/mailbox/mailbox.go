@@ -91,16 +91,16 @@ func (b *box) PostUserMessage(msg any) {
 	}
 	b.mu.Lock()
 	lane.push(msg)
-	b.mu.Unlock()
 	b.pending.Add(1)
+	b.mu.Unlock()
 	b.schedule()
 }
 
 func (b *box) PostSystemMessage(msg any) {
 	b.mu.Lock()
 	b.system.push(msg)
-	b.mu.Unlock()
 	b.sysQueued.Add(1)
+	b.mu.Unlock()
 	b.schedule()
 }
 
@@ -120,7 +120,8 @@ func (b *box) schedule() {
 
 // process runs the queue until it is empty, then goes idle; a message
 // posted between the last pop and going idle schedules it again (here or
-// by its poster, whichever wins the swap).
+// by its poster, whichever wins the swap). The counts change with the
+// queues, under the lock, so they never read below what is queued.
 func (b *box) process() {
 	for {
 		b.run()
@@ -150,9 +151,11 @@ func (b *box) run() {
 		n++
 		b.mu.Lock()
 		msg = b.system.pop()
-		b.mu.Unlock()
 		if msg != nil {
 			b.sysQueued.Add(-1)
+		}
+		b.mu.Unlock()
+		if msg != nil {
 			switch msg.(type) {
 			case *actor.SuspendMailbox:
 				b.suspended.Store(true)
@@ -176,11 +179,13 @@ func (b *box) run() {
 		} else {
 			msg, streak = b.user.pop(), 0
 		}
+		if msg != nil {
+			b.pending.Add(-1)
+		}
 		b.mu.Unlock()
 		if msg == nil {
 			return
 		}
-		b.pending.Add(-1)
 		b.invoker.InvokeUserMessage(msg)
 	}
 }
