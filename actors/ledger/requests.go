@@ -70,7 +70,8 @@ func (a *Actor) handle(c actor.Context, msg any) {
 		// burst are applied and fsynced together (applyQueuedOps), so
 		// replication from many peers costs one commit, not one each.
 		if !m.Sent.IsZero() {
-			a.lag.observe(a.d.Now(), a.d.Now().Sub(m.Sent))
+			now := a.d.Now()
+			a.lag.observe(now, now.Sub(m.Sent))
 		}
 		a.step(c, QueueOps{Ops: queuedOps{m: m, sender: c.Sender()}})
 	case *messages.GetVersionVector:

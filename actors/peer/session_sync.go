@@ -556,7 +556,7 @@ func (s *session) onOps(c actor.Context, ops []*messages.Op) {
 		return
 	}
 	asked := s.cfg.now()
-	f := c.RequestFuture(s.cfg.ledger, &messages.ApplyOps{From: s.peer, Ops: ops, Sent: s.cfg.now()}, s.cfg.askTimeout)
+	f := c.RequestFuture(s.cfg.ledger, &messages.ApplyOps{From: s.peer, Ops: ops, Sent: asked}, s.cfg.askTimeout)
 	c.ReenterAfter(f, func(res any, err error) {
 		s.releaseCredit()
 		s.cfg.lag.observe(s.cfg.now().Sub(asked))
