@@ -191,7 +191,7 @@ func measure(tb testing.TB, cfg simConfig, claims int) result {
 	r.endsMin = float64(churn.ends) / 2 * perMin
 	r.leavesMin = float64(churn.leaves) * perMin
 	r.idleBps = float64(idleB.total()) / nodes / idle.Seconds()
-	r.idleKinds = kindsPerNode(idleB, nodes, idle.Seconds())
+	r.idleKinds = bytesPerNode(idleB, nodes, idle.Seconds())
 	r.idleFrames = framesPerNode(idleB, nodes, idle.Seconds())
 
 	// The graph: the topology's, or in the overlay the sessions held at
@@ -280,7 +280,7 @@ func measure(tb testing.TB, cfg simConfig, claims int) result {
 	r.claimOpsB = float64(burst.bytes["ops"]) / nodes / float64(claims)
 	r.claimAllB = float64(burst.total()) / nodes / float64(claims)
 	r.maxSentB = float64(burst.maxSent("ops")) / r.writes
-	r.kinds = kindsPerNode(burst, nodes, 1)
+	r.kinds = bytesPerNode(burst, nodes, 1)
 	r.burstFrames = framesPerNode(burst, nodes, 1)
 	r.ops = diag
 	r.offLink = s.meter.offLink.Load()
@@ -323,26 +323,27 @@ func report(b *testing.B, r result) {
 		r.cpu.Seconds(), r.cpu.Seconds()/float64(r.cfg.nodes), r.load, r.claimB, r.opsB, r.allB, r.maxSentB, r.kinds, r.ops.received, r.ops.duplicates, r.ops.gaps)
 }
 
-// kindsPerNode is bytes per node (divided by secs) of each kind seen.
-func kindsPerNode(s snapshot, nodes, secs float64) map[string]int64 {
-	out := map[string]int64{}
-	for k, v := range s.bytes {
+// perNode is each kind's count per node and per second of secs (1: per
+// node alone), as conv rounds it; kinds never seen are left out.
+func perNode[V int64 | float64](counts map[string]int64, nodes, secs float64, conv func(float64) V) map[string]V {
+	out := map[string]V{}
+	for k, v := range counts {
 		if v > 0 {
-			out[k] = int64(float64(v) / nodes / secs)
+			out[k] = conv(float64(v) / nodes / secs)
 		}
 	}
 	return out
 }
 
-// framesPerNode is frames per node per second of each kind seen.
+// bytesPerNode is bytes of each kind per node (and second), whole.
+func bytesPerNode(s snapshot, nodes, secs float64) map[string]int64 {
+	return perNode(s.bytes, nodes, secs, func(x float64) int64 { return int64(x) })
+}
+
+// framesPerNode is frames of each kind per node (and second), to a
+// tenth.
 func framesPerNode(s snapshot, nodes, secs float64) map[string]float64 {
-	out := map[string]float64{}
-	for k, v := range s.frames {
-		if v > 0 {
-			out[k] = math.Round(float64(v)/nodes/secs*10) / 10
-		}
-	}
-	return out
+	return perNode(s.frames, nodes, secs, func(x float64) float64 { return math.Round(x*10) / 10 })
 }
 
 // opCounts sums the sessions' replication counters and the overlay's

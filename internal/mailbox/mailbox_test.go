@@ -69,6 +69,18 @@ func (r *recorder) seen() []string {
 	return slices.Clone(r.order)
 }
 
+// handledInOrder waits until the recorder has handled exactly want, in
+// that order.
+func (r *recorder) handledInOrder(t *testing.T, want []string) {
+	t.Helper()
+	testutil.Eventually(t, 10*time.Second, func() error {
+		if got := r.seen(); !slices.Equal(got, want) {
+			return fmt.Errorf("handled %v, want %v", got, want)
+		}
+		return nil
+	})
+}
+
 func spawn(t *testing.T) (*actor.ActorSystem, *actor.PID, *recorder) {
 	t.Helper()
 	sys := actor.NewActorSystem()
@@ -98,12 +110,7 @@ func TestQuestionsOvertakeQueuedWork(t *testing.T) {
 		t.Fatalf("reply %v, %v; want 2", got, err)
 	}
 	want := []string{"w0", "q1", "q2", "w1", "w2", "w3", "w4"}
-	testutil.Eventually(t, 10*time.Second, func() error {
-		if got := rec.seen(); !slices.Equal(got, want) {
-			return fmt.Errorf("handled %v, want %v", got, want)
-		}
-		return nil
-	})
+	rec.handledInOrder(t, want)
 }
 
 // A flood of questions does not stop the other work: while work waits,
@@ -133,12 +140,7 @@ func TestQuestionsDoNotStarveWork(t *testing.T) {
 		want = append(want, fmt.Sprintf("q%d", q))
 	}
 	want = append([]string{"w0"}, want...)
-	testutil.Eventually(t, 10*time.Second, func() error {
-		if got := rec.seen(); !slices.Equal(got, want) {
-			return fmt.Errorf("handled %v, want %v", got, want)
-		}
-		return nil
-	})
+	rec.handledInOrder(t, want)
 }
 
 // Many posters at once: every message is handled exactly once, and the
