@@ -84,19 +84,40 @@ func Props(d Deps) *actor.Props {
 	}
 	return actor.PropsFromProducer(func() actor.Actor { return newActor(d) },
 		actor.WithSupervisor(supervisor.Backoff()), actor.WithDispatcher(stack.Actors),
-		actor.WithMailbox(mailbox.Producer(answersFirst)))
+		actor.WithMailbox(mailbox.Producer(operatorFirst)))
 }
 
-// answersFirst picks the questions the ledger answers before the peers'
-// ops and its own work queued ahead of them (internal/mailbox): the
-// admin API's and the WebSocket's reads, the health probe's and the
-// metrics scrape's. None changes the ledger's state. The peer network's
-// questions (vectors, ops since) keep their place: a session asks them
-// in order with the ops it sent.
-func answersFirst(msg any) bool {
+// operatorFirst picks what the ledger handles before the peers' ops and
+// its own work queued ahead of it (internal/mailbox): the admin API's
+// and the WebSocket's reads, the health probe's and the metrics scrape's
+// questions, none of which changes the ledger's state; the operator's
+// add-domain and remove-domain requests; and the group commit of our
+// queued claims (commitClaims, the claims' pacing timer). The peer
+// network's questions (vectors, ops since) keep their place: a session
+// asks them in order with the ops it sent.
+//
+// Why the claims: a claim is our writer's next op, and the peers' ops
+// it overtakes are other writers' (each writer's ops apply in their own
+// order whatever comes between), so it commits as it would have had it
+// come a moment earlier; a conflict with a claim still queued is the
+// same conflict either way, settled by consensus. Committed at once, it
+// reaches the peers while they are still taking the burst's other
+// claims. TestOperatorClaimOvertakesPeerOps shows the backlog case: the
+// claim committed after 7 clock readings with 93 of 100 ops messages
+// still queued, and not before the backlog in arrival order. Fifty
+// processes (100 claims from five nodes, interleaved runs) read 8.89 s
+// (median of 11 runs) → 7.52 s (9 runs) from the first claim to resolved
+// alike on all 50, and the claims acknowledged in 4.95 → 5.02 s: in a
+// spread of 6-10.5 s either way, no gain the runs can show. Our votes'
+// commits keep their place: put first too (with the claims), the burst
+// took 8.10-8.86 s against 6.87-8.68 with the requests alone first
+// (three pairs): a vote committed before the ops queued behind it are
+// evaluated leaves their votes to another op.
+func operatorFirst(msg any) bool {
 	switch msg.(type) {
 	case *messages.GetDomains, *messages.GetEntries, *messages.GetConsensus, *messages.GetSidecarStatus,
-		*messages.GetConsensusMetrics, *messages.GetP2PConflicts:
+		*messages.GetConsensusMetrics, *messages.GetP2PConflicts,
+		*messages.AddDomain, *messages.RemoveDomain, *commitClaims:
 		return true
 	}
 	return false

@@ -33,14 +33,18 @@
 //
 // Questions that change nothing (the listing, entries, one domain's
 // consensus, the store's status for /api/health, the metrics scrape's
-// counts, the conflicts) are answered before the peers' ops and the
-// actor's own work queued ahead of them (internal/mailbox, answersFirst;
-// at most four in a row while other messages wait, so a client polling
-// in a loop cannot stop the ops): a ledger that is behind on peers' ops
-// still answers its health probe and its operator at once. A question overtakes only what is still
-// queued, never a request its own sender was answered for, so a client
-// reads its writes. The peer network's questions (vectors, ops since)
-// keep their place among the ops they go with.
+// counts, the conflicts), the operator's add-domain and remove-domain
+// requests and the group commit of our claims are handled before the
+// peers' ops and the actor's own work queued ahead of them
+// (internal/mailbox, operatorFirst; at most four in a row while other
+// messages wait, so a client polling in a loop cannot stop the ops): a
+// ledger that is behind on peers' ops still answers its health probe
+// and its operator at once, and an operator's claim is committed (and
+// reaches the peers) without waiting for the backlog. A request
+// overtakes only what is still queued, never a request its own sender
+// was answered for, so a client reads its writes; front requests keep
+// their order among themselves. The peer network's questions (vectors,
+// ops since) keep their place among the ops they go with.
 //
 // Requests that change a domain (add, remove, recalculate) are answered
 // once the domain has settled, so a read that follows sees the result;

@@ -20,7 +20,9 @@
 // state before them, which is what it would have seen had it come a
 // moment earlier; anything its own sender was answered for was handled
 // before the question was sent, so a client still reads its writes.
-// Pick only questions that do not change the actor's state.
+// Pick questions that do not change the actor's state, and requests
+// whose effect does not depend on their order against the messages they
+// may overtake (the ledger's own claims against other writers' ops).
 //
 // The lane is ahead, not alone: while other user messages wait, at most
 // Streak front messages are handled in a row before one of them, so a

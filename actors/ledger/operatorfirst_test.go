@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -91,5 +92,74 @@ func TestHealthQuestionOvertakesPeerOps(t *testing.T) {
 		t.Logf("answered within %d clock readings, with at least %d ops messages still queued", readings, backlog-readings)
 	case <-time.After(10 * time.Second):
 		t.Fatalf("no answer within %d clock readings: the question waits behind the %d ops messages queued before it", readings, backlog)
+	}
+}
+
+// An operator's claim sent while the ledger is behind on peers' ops is
+// taken and committed (signed, stored, ready for the peers) before the
+// backlog queued ahead of it: the entries, polled by questions that go
+// first too, show it while the ledger has had half as many clock
+// readings as the backlog has messages.
+func TestOperatorClaimOvertakesPeerOps(t *testing.T) {
+	g := newClockGate()
+	l := newTestLedgerWith(t, t.TempDir(), func(d *Deps) { d.Now = g.now })
+	defer g.release()
+	ask[*messages.GetSidecarStatusReply](t, l, &messages.GetSidecarStatus{}) // loaded
+
+	g.held.Store(true)
+	l.sys.Root.Send(l.pid, &messages.ApplyOps{From: "peer", Sent: time.Now()})
+	<-g.waiting // the ledger is inside a message: the rest queue
+	const backlog = 100
+	for range backlog {
+		l.sys.Root.Send(l.pid, &messages.ApplyOps{From: "peer", Sent: time.Now()})
+	}
+	const name = "operator.p2p"
+	l.sys.Root.RequestFuture(l.pid, &messages.AddDomain{Domain: name, Hash: hashA}, time.Minute)
+
+	// One question at a time, each sent when the last is answered.
+	claimed := make(chan bool, 1)
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		for {
+			res, err := l.sys.Root.RequestFuture(l.pid, &messages.GetEntries{}, time.Minute).Result()
+			r, ok := res.(*messages.GetEntriesReply)
+			if err != nil || !ok {
+				return
+			}
+			has := slices.ContainsFunc(r.Entries, func(e messages.LedgerEntry) bool {
+				return e.Key == messages.ClaimKey(name, l.id.ID())
+			})
+			select {
+			case claimed <- has:
+			case <-done:
+				return
+			}
+		}
+	}()
+	readings := 1
+	g.tokens <- struct{}{}
+	for readings < backlog/2 {
+		select {
+		case has := <-claimed:
+			if has {
+				t.Logf("claim committed after %d clock readings, with at least %d ops messages still queued", readings, backlog-readings)
+				return
+			}
+		case <-g.waiting:
+			readings++
+			g.tokens <- struct{}{}
+		}
+	}
+	for {
+		select {
+		case has := <-claimed:
+			if has {
+				t.Logf("claim committed within %d clock readings", readings)
+				return
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("claim not committed within %d clock readings: it waits behind the %d ops messages queued before it", readings, backlog)
+		}
 	}
 }
