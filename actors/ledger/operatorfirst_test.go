@@ -42,6 +42,29 @@ func (g *clockGate) release() {
 	}
 }
 
+// backlog is how many peers' ops messages wait in the ledger's mailbox
+// in the tests below.
+const backlog = 100
+
+// behindOnPeerOps starts a ledger whose clock is held inside one peers'
+// ops message while n more queue behind it: the ledger's next clock
+// reading waits on g.waiting for a token.
+func behindOnPeerOps(t *testing.T, n int) (*testLedger, *clockGate) {
+	t.Helper()
+	g := newClockGate()
+	l := newTestLedgerWith(t, t.TempDir(), func(d *Deps) { d.Now = g.now })
+	t.Cleanup(g.release)
+	ask[*messages.GetSidecarStatusReply](t, l, &messages.GetSidecarStatus{}) // loaded
+
+	g.held.Store(true)
+	l.sys.Root.Send(l.pid, &messages.ApplyOps{From: "peer", Sent: time.Now()})
+	<-g.waiting // the ledger is inside a message: the rest queue
+	for range n {
+		l.sys.Root.Send(l.pid, &messages.ApplyOps{From: "peer", Sent: time.Now()})
+	}
+	return l, g
+}
+
 // A ledger behind on peers' ops answers the health probe's question
 // after the message in hand, not after the backlog queued before the
 // question (internal/mailbox). The ledger gets half as many clock
@@ -49,18 +72,8 @@ func (g *clockGate) release() {
 // at least once, so the question is answered only if it went first;
 // handed out one at a time, and then no more until the answer comes.
 func TestHealthQuestionOvertakesPeerOps(t *testing.T) {
-	g := newClockGate()
-	l := newTestLedgerWith(t, t.TempDir(), func(d *Deps) { d.Now = g.now })
+	l, g := behindOnPeerOps(t, backlog)
 	defer g.release()
-	ask[*messages.GetSidecarStatusReply](t, l, &messages.GetSidecarStatus{}) // loaded
-
-	g.held.Store(true)
-	l.sys.Root.Send(l.pid, &messages.ApplyOps{From: "peer", Sent: time.Now()})
-	<-g.waiting // the ledger is inside a message: the rest queue
-	const backlog = 100
-	for range backlog {
-		l.sys.Root.Send(l.pid, &messages.ApplyOps{From: "peer", Sent: time.Now()})
-	}
 	fut := l.sys.Root.RequestFuture(l.pid, &messages.GetSidecarStatus{}, time.Minute) // posted on return
 	answered := make(chan error, 1)
 	go func() {
@@ -101,18 +114,8 @@ func TestHealthQuestionOvertakesPeerOps(t *testing.T) {
 // first too, show it while the ledger has had half as many clock
 // readings as the backlog has messages.
 func TestOperatorClaimOvertakesPeerOps(t *testing.T) {
-	g := newClockGate()
-	l := newTestLedgerWith(t, t.TempDir(), func(d *Deps) { d.Now = g.now })
+	l, g := behindOnPeerOps(t, backlog)
 	defer g.release()
-	ask[*messages.GetSidecarStatusReply](t, l, &messages.GetSidecarStatus{}) // loaded
-
-	g.held.Store(true)
-	l.sys.Root.Send(l.pid, &messages.ApplyOps{From: "peer", Sent: time.Now()})
-	<-g.waiting // the ledger is inside a message: the rest queue
-	const backlog = 100
-	for range backlog {
-		l.sys.Root.Send(l.pid, &messages.ApplyOps{From: "peer", Sent: time.Now()})
-	}
 	const name = "operator.p2p"
 	l.sys.Root.RequestFuture(l.pid, &messages.AddDomain{Domain: name, Hash: hashA}, time.Minute)
 
