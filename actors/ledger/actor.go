@@ -100,9 +100,10 @@ func Props(d Deps) *actor.Props {
 // it overtakes are other writers' (each writer's ops apply in their own
 // order whatever comes between), so it commits as it would have had it
 // come a moment earlier; a conflict with a claim still queued is the
-// same conflict either way, settled by consensus. Committed at once, it
-// reaches the peers while they are still taking the burst's other
-// claims. TestOperatorClaimOvertakesPeerOps shows the backlog case: the
+// same conflict either way, settled by consensus (and a joiner whose
+// own writer op is still queued refuses the claim as not initialised, as
+// it would have a moment earlier). Committed at once, it reaches the
+// peers while they are still taking the burst's other claims. TestOperatorClaimOvertakesPeerOps shows the backlog case: the
 // claim committed after 7 clock readings with 93 of 100 ops messages
 // still queued, and not before the backlog in arrival order. Fifty
 // processes (100 claims from five nodes, interleaved runs) read 8.89 s

@@ -48,7 +48,8 @@ const backlog = 100
 
 // behindOnPeerOps starts a ledger whose clock is held inside one peers'
 // ops message while n more queue behind it: the ledger's next clock
-// reading waits on g.waiting for a token.
+// reading waits on g.waiting for a token. The clock is let go at the
+// test's end, before the ledger stops.
 func behindOnPeerOps(t *testing.T, n int) (*testLedger, *clockGate) {
 	t.Helper()
 	g := newClockGate()
@@ -73,7 +74,6 @@ func behindOnPeerOps(t *testing.T, n int) (*testLedger, *clockGate) {
 // handed out one at a time, and then no more until the answer comes.
 func TestHealthQuestionOvertakesPeerOps(t *testing.T) {
 	l, g := behindOnPeerOps(t, backlog)
-	defer g.release()
 	fut := l.sys.Root.RequestFuture(l.pid, &messages.GetSidecarStatus{}, time.Minute) // posted on return
 	answered := make(chan error, 1)
 	go func() {
@@ -115,7 +115,6 @@ func TestHealthQuestionOvertakesPeerOps(t *testing.T) {
 // readings as the backlog has messages.
 func TestOperatorClaimOvertakesPeerOps(t *testing.T) {
 	l, g := behindOnPeerOps(t, backlog)
-	defer g.release()
 	const name = "operator.p2p"
 	l.sys.Root.RequestFuture(l.pid, &messages.AddDomain{Domain: name, Hash: hashA}, time.Minute)
 
