@@ -66,6 +66,38 @@ func behindOnPeerOps(t *testing.T, n int) (*testLedger, *clockGate) {
 	return l, g
 }
 
+// handOut gives the held ledger its clock readings one at a time, at
+// most limit in all, until seen is true of a value received on ch; with
+// every reading handed out (the ledger stuck in its backlog) it waits up
+// to 10 s more. It returns the readings handed out and whether seen
+// became true.
+func handOut[T any](g *clockGate, limit int, ch <-chan T, seen func(T) bool) (int, bool) {
+	readings := 1
+	g.tokens <- struct{}{}
+	for readings < limit {
+		select {
+		case v := <-ch:
+			if seen(v) {
+				return readings, true
+			}
+		case <-g.waiting:
+			readings++
+			g.tokens <- struct{}{}
+		}
+	}
+	deadline := time.After(10 * time.Second)
+	for {
+		select {
+		case v := <-ch:
+			if seen(v) {
+				return readings, true
+			}
+		case <-deadline:
+			return readings, false
+		}
+	}
+}
+
 // A ledger behind on peers' ops answers the health probe's question
 // after the message in hand, not after the backlog queued before the
 // question (internal/mailbox). The ledger gets half as many clock
@@ -80,32 +112,16 @@ func TestHealthQuestionOvertakesPeerOps(t *testing.T) {
 		_, err := fut.Result()
 		answered <- err
 	}()
-	readings := 1
-	g.tokens <- struct{}{}
-	for readings < backlog/2 {
-		select {
-		case err := <-answered:
-			if err != nil {
-				t.Fatalf("health question: %v", err)
-			}
-			t.Logf("answered after %d clock readings, with at least %d ops messages still queued", readings, backlog-readings)
-			return
-		case <-g.waiting:
-			readings++
-			g.tokens <- struct{}{}
-		}
-	}
-	// Every reading handed out: the ledger is stuck in the backlog, and
-	// the answer is on its way only if the question went before it.
-	select {
-	case err := <-answered:
+	readings, ok := handOut(g, backlog/2, answered, func(err error) bool {
 		if err != nil {
 			t.Fatalf("health question: %v", err)
 		}
-		t.Logf("answered within %d clock readings, with at least %d ops messages still queued", readings, backlog-readings)
-	case <-time.After(10 * time.Second):
+		return true
+	})
+	if !ok {
 		t.Fatalf("no answer within %d clock readings: the question waits behind the %d ops messages queued before it", readings, backlog)
 	}
+	t.Logf("answered within %d clock readings, with at least %d ops messages still queued", readings, backlog-readings)
 }
 
 // An operator's claim sent while the ledger is behind on peers' ops is
@@ -139,29 +155,9 @@ func TestOperatorClaimOvertakesPeerOps(t *testing.T) {
 			}
 		}
 	}()
-	readings := 1
-	g.tokens <- struct{}{}
-	for readings < backlog/2 {
-		select {
-		case has := <-claimed:
-			if has {
-				t.Logf("claim committed after %d clock readings, with at least %d ops messages still queued", readings, backlog-readings)
-				return
-			}
-		case <-g.waiting:
-			readings++
-			g.tokens <- struct{}{}
-		}
+	readings, ok := handOut(g, backlog/2, claimed, func(has bool) bool { return has })
+	if !ok {
+		t.Fatalf("claim not committed within %d clock readings: it waits behind the %d ops messages queued before it", readings, backlog)
 	}
-	for {
-		select {
-		case has := <-claimed:
-			if has {
-				t.Logf("claim committed within %d clock readings", readings)
-				return
-			}
-		case <-time.After(10 * time.Second):
-			t.Fatalf("claim not committed within %d clock readings: it waits behind the %d ops messages queued before it", readings, backlog)
-		}
-	}
+	t.Logf("claim committed within %d clock readings, with at least %d ops messages still queued", readings, backlog-readings)
 }
