@@ -17,6 +17,7 @@ require (
 	github.com/jackpal/go-nat-pmp v1.1.0
 	github.com/klauspost/compress v1.20.0
 	github.com/miekg/dns v1.1.73
+	github.com/oasisprotocol/curve25519-voi v0.0.0-20230904125328-1f23a7beb09a
 	github.com/prometheus/client_model v0.5.0
 	github.com/prometheus/common v0.44.0
 	github.com/quic-go/quic-go v0.65.0
@@ -34,8 +35,6 @@ require (
 	google.golang.org/protobuf v1.33.0
 	gopkg.in/natefinch/lumberjack.v2 v2.2.1
 )
-
-require github.com/oasisprotocol/curve25519-voi v0.0.0-20230904125328-1f23a7beb09a // indirect
 
 require (
 	github.com/BurntSushi/toml v1.4.1-0.20240526193622-a339e1f7089c // indirect

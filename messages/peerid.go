@@ -42,9 +42,9 @@ func ValidPeerID(s string) bool {
 // the rest. It takes about two thirds of the time (43-48 µs against
 // 69-78 on a 2-vCPU EPYC, BenchmarkVerifyPeer): every op, heartbeat and
 // suspicion a node takes in is checked once, and checks were 15% of a
-// fifty-node fleet's CPU in a burst of claims. On amd64 with AVX2 voi uses its vector
-// backend, elsewhere its portable 64-bit code; the check is the same
-// work per signature on any number of cores.
+// fifty-node fleet's CPU in a burst of claims. On amd64 with AVX2 voi
+// uses its vector backend, elsewhere its portable 64-bit code; the check
+// is the same work per signature on any number of cores.
 func VerifyPeer(peerID string, msg, sig []byte) bool {
 	pub, err := hex.DecodeString(peerID)
 	if err != nil || len(pub) != ed25519.PublicKeySize || len(sig) != ed25519.SignatureSize {
