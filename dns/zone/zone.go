@@ -196,7 +196,16 @@ func Build(v *view.Snapshot, l *messages.LocalSnapshot, o Options) *Table {
 // elsewhere. In a burst of claims this made a compile of 1,000 domains a
 // map walk instead of packing every domain again.
 func Rebuild(prev *Table, v *view.Snapshot, l *messages.LocalSnapshot, o Options) *Table {
-	t := &Table{nodes: map[string]*node{}, parents: map[string]*node{}, ttl: o.TTL, view: v, local: l, touches: o.Touches, nsAddrs: o.NSAddrs}
+	// Sized up front: grown entry by entry, the two maps' rehashing was a
+	// third of a compile of thousands of domains.
+	size := 16
+	if v != nil {
+		size += len(v.Domains) + len(v.Internal)
+	}
+	if l != nil {
+		size += len(l.Records)
+	}
+	t := &Table{nodes: make(map[string]*node, size), parents: make(map[string]*node, size), ttl: o.TTL, view: v, local: l, touches: o.Touches, nsAddrs: o.NSAddrs}
 	if t.ttl == 0 {
 		t.ttl = DefaultTTL
 	}
