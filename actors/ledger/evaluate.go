@@ -193,19 +193,26 @@ const publishGap = 20 * time.Millisecond
 // copied and only the domains marked in pubChanged since (claims touched,
 // a new result, a new address, retired) are built again, so a burst of
 // claims costs a map copy per publish instead of building every domain's
-// entry (the five-node burst publishes hundreds of times).
+// entry (the five-node burst publishes hundreds of times). The snapshot
+// names the domains it changed (view.Derive), so subscribers
+// look at those alone.
 func (a *Actor) publish() {
 	a.version++
 	snap := &view.Snapshot{Version: a.version}
 	if prev := a.lastSnap; prev != nil {
 		snap.Domains = maps.Clone(prev.Domains)
+		changed := make([]string, 0, len(a.pubChanged))
 		for name := range a.pubChanged {
 			if d := a.viewDomain(name); d != nil {
 				snap.Domains[name] = d
-			} else {
+			} else if _, ok := snap.Domains[name]; ok {
 				delete(snap.Domains, name)
+			} else {
+				continue
 			}
+			changed = append(changed, name)
 		}
+		view.Derive(prev, snap, changed)
 	} else {
 		snap.Domains = make(map[string]*view.Domain, len(a.st.domains))
 		for name := range a.st.domains {
@@ -213,6 +220,7 @@ func (a *Actor) publish() {
 				snap.Domains[name] = d
 			}
 		}
+		view.Derive(nil, snap, nil) // a lineage of its own
 	}
 	clear(a.pubChanged)
 	if a.lastSnap == nil || a.internalChanged {

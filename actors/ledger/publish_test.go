@@ -3,6 +3,7 @@ package ledger
 import (
 	"fmt"
 	"maps"
+	"sync"
 	"testing"
 	"time"
 
@@ -15,10 +16,18 @@ const hashB = "hs://bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb
 
 // The incrementally published view (only changed domains rebuilt) equals
 // the view a restarted ledger builds from scratch, after claims sent in
-// bursts, removals and hash changes.
+// bursts, removals and hash changes; and every view a subscriber gets
+// names the domains that changed since the one it got before.
 func TestIncrementalPublishMatchesFullBuild(t *testing.T) {
 	dir := t.TempDir()
 	l := newTestLedger(t, dir)
+	var mu sync.Mutex
+	var got []*view.Snapshot
+	unsub := l.pub.Subscribe(func(s *view.Snapshot) {
+		mu.Lock()
+		got = append(got, s)
+		mu.Unlock()
+	})
 	var futures []func()
 	for i := range 60 {
 		f := l.sys.Root.RequestFuture(l.pid, &messages.AddDomain{Domain: fmt.Sprintf("d%02d.p2p", i), Hash: hashA}, 5*time.Second)
@@ -45,6 +54,16 @@ func TestIncrementalPublishMatchesFullBuild(t *testing.T) {
 	if len(incremental) != 50 || incremental["d12.p2p"].Hash != hashB || !incremental["d12.p2p"].SSL {
 		t.Fatalf("incremental view: %d domains, d12 = %+v", len(incremental), incremental["d12.p2p"])
 	}
+	testutil.Eventually(t, 5*time.Second, func() error {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(got) == 0 || got[len(got)-1] != l.pub.Load() {
+			return fmt.Errorf("the subscriber has not had the last view yet")
+		}
+		return nil
+	})
+	unsub()
+	checkNamedChanges(t, got)
 	l.stop()
 
 	l2 := newTestLedger(t, dir)
@@ -55,6 +74,39 @@ func TestIncrementalPublishMatchesFullBuild(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// checkNamedChanges checks that each view names every domain whose entry
+// differs from the view before it, and the last every one since the first.
+func checkNamedChanges(t *testing.T, views []*view.Snapshot) {
+	t.Helper()
+	if len(views) < 3 {
+		t.Fatalf("%d views delivered: too few to check", len(views))
+	}
+	check := func(a, b *view.Snapshot) {
+		names, ok := b.ChangedSince(a)
+		if !ok {
+			t.Fatalf("v%d does not name its changes since v%d", b.Version, a.Version)
+		}
+		named := map[string]bool{}
+		for _, n := range names {
+			named[n] = true
+		}
+		for name, d := range b.Domains {
+			if a.Domains[name] != d && !named[name] {
+				t.Fatalf("v%d since v%d: %s changed, not named", b.Version, a.Version, name)
+			}
+		}
+		for name := range a.Domains {
+			if _, ok := b.Domains[name]; !ok && !named[name] {
+				t.Fatalf("v%d since v%d: %s removed, not named", b.Version, a.Version, name)
+			}
+		}
+	}
+	for i := 1; i < len(views); i++ {
+		check(views[i-1], views[i])
+	}
+	check(views[0], views[len(views)-1])
 }
 
 func domainsOf(s *view.Snapshot) map[string]view.Domain {

@@ -1,6 +1,9 @@
 package localdns
 
 import (
+	"fmt"
+	"maps"
+	"math/rand/v2"
 	"net/netip"
 	"slices"
 	"testing"
@@ -34,5 +37,56 @@ func TestP2PChanges(t *testing.T) {
 				t.Fatalf("p2pChanges = +%v -%v, want +%v -%v", added, removed, tt.added, tt.removed)
 			}
 		})
+	}
+}
+
+// TestP2PChangesFromTheNamedChanges: for views derived one from another
+// (view.Derive, as the ledger publishes them), looking only at the names
+// they changed finds what a walk of every domain finds.
+func TestP2PChangesFromTheNamedChanges(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	statuses := []string{"resolved", "conflict", "tie", "insufficient_quorum"}
+	var views []*view.Snapshot
+	var last *view.Snapshot
+	for v := uint64(1); v <= 200; v++ {
+		next := &view.Snapshot{Version: v, Domains: map[string]*view.Domain{}}
+		if last != nil {
+			next.Domains = maps.Clone(last.Domains)
+		}
+		var changed []string
+		for range r.IntN(5) {
+			name := fmt.Sprintf("d%d.p2p", r.IntN(30))
+			if r.IntN(4) == 0 {
+				delete(next.Domains, name)
+			} else {
+				d := &view.Domain{Name: name, Status: statuses[r.IntN(len(statuses))]}
+				if r.IntN(5) > 0 {
+					d.IP = netip.AddrFrom4([4]byte{127, 77, 0, byte(r.IntN(200) + 2)})
+				}
+				next.Domains[name] = d
+			}
+			changed = append(changed, name)
+		}
+		view.Derive(last, next, changed)
+		views, last = append(views, next), next
+	}
+	whole := func(s *view.Snapshot) *view.Snapshot { // the same view, without its named changes
+		return &view.Snapshot{Version: s.Version, Domains: s.Domains}
+	}
+	for range 2000 {
+		i := r.IntN(len(views))
+		j := i + r.IntN(len(views)-i)
+		prev, next := views[i], views[j]
+		if _, ok := next.ChangedSince(prev); !ok {
+			t.Fatalf("v%d since v%d not told", next.Version, prev.Version)
+		}
+		added, removed := p2pChanges(prev, next)
+		wantAdded, wantRemoved := p2pChanges(whole(prev), whole(next))
+		for _, l := range [][]string{added, removed, wantAdded, wantRemoved} {
+			slices.Sort(l)
+		}
+		if !slices.Equal(added, wantAdded) || !slices.Equal(removed, wantRemoved) {
+			t.Fatalf("v%d since v%d: +%v -%v, whole +%v -%v", next.Version, prev.Version, added, removed, wantAdded, wantRemoved)
+		}
 	}
 }

@@ -27,6 +27,8 @@ type Snapshot struct {
 	Version  uint64
 	Domains  map[string]*Domain    // p2p domains, key: lowercased name
 	Internal map[string]netip.Addr // internal domains (admin, plugins) → address to answer
+
+	log *changeLog // the names each version changed in Domains (changes.go); nil unless derived
 }
 
 // Lookup finds name or the nearest claimed parent (subdomains of a claimed

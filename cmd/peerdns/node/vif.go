@@ -1,7 +1,9 @@
 package node
 
 import (
+	"maps"
 	"net/netip"
+	"slices"
 
 	"peerdns/internal/view"
 	"peerdns/internal/vif"
@@ -22,14 +24,13 @@ func (n *Node) startVIF() {
 			break
 		}
 	}
+	var w vifWant
 	stop := n.pub.Subscribe(func(s *view.Snapshot) {
-		var want []netip.Addr
-		for _, d := range s.Domains {
-			if vif.Needs(d.IP) {
-				want = append(want, d.IP)
-			}
+		if w.update(s) {
+			// The manager logs and keeps its failure (Explain, Status);
+			// a failed sync is tried again with the next view.
+			w.failed = m.Sync(slices.Collect(maps.Values(w.addrs))) != nil
 		}
-		_ = m.Sync(want) // the manager logs and keeps its failure (Explain, Status)
 	})
 	n.closers = append(n.closers, func() {
 		stop()
@@ -37,4 +38,44 @@ func (n *Node) startVIF() {
 			n.logs["core"].Error("virtual interface", "err", err)
 		}
 	})
+}
+
+// vifWant is the subscriber's set of the view's addresses that need the
+// interface, kept from view to view by the domains each view changed
+// (view.Snapshot.ChangedSince) rather than by a walk of every domain.
+type vifWant struct {
+	seen   *view.Snapshot
+	addrs  map[string]netip.Addr // domain → its address, for those that need the interface
+	failed bool                  // the last sync failed: sync again
+}
+
+// update takes s in and reports whether the manager should sync: the set
+// changed, or the last sync failed.
+func (w *vifWant) update(s *view.Snapshot) bool {
+	changed := w.failed
+	names, ok := s.ChangedSince(w.seen)
+	if !ok {
+		next := map[string]netip.Addr{}
+		for name, d := range s.Domains {
+			if vif.Needs(d.IP) {
+				next[name] = d.IP
+			}
+		}
+		changed = changed || w.seen == nil || !maps.Equal(next, w.addrs)
+		w.addrs = next
+	}
+	for _, name := range names {
+		d, had := s.Domains[name], w.addrs[name]
+		switch {
+		case d != nil && vif.Needs(d.IP):
+			if d.IP != had {
+				w.addrs[name], changed = d.IP, true
+			}
+		case had.IsValid():
+			delete(w.addrs, name)
+			changed = true
+		}
+	}
+	w.seen = s
+	return changed
 }
