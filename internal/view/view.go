@@ -1,7 +1,9 @@
 // Package view is the generic publisher of immutable snapshots
 // (Publisher) and the resolved naming view that the consensus side
 // publishes for hot paths (DNS answers, the edge proxy). A snapshot is
-// immutable once published; readers Load it once per request.
+// immutable once published; readers Load it once per request. A snapshot
+// derived from the previous one names the domains it changed, so a
+// subscriber need not walk them all (changes.go).
 package view
 
 import (
