@@ -34,8 +34,10 @@ type changeLog struct {
 
 // lineage tells the snapshots derived from one another from all others.
 // last is the newest log of the lineage, touched only by its publisher
-// (Derive): a log derived from an older one must not append into the
-// array the newer one already wrote.
+// (Derive): a snapshot derived from an older one than that starts a
+// lineage of its own, so a lineage never branches (two snapshots of one
+// version would then tell each other "nothing changed", and the second
+// would append into the array the first wrote).
 type lineage struct{ last *changeLog }
 
 type change struct {
@@ -45,10 +47,10 @@ type change struct {
 
 // Derive makes next (not yet published) the successor of prev: changed
 // names every domain whose entry differs between them (added, replaced or
-// removed). A nil prev (or one not derived, or not older than next)
-// starts a new lineage with next.
+// removed). A nil prev (or one not derived, not older than next, or not
+// the newest of its lineage) starts a new lineage with next.
 func Derive(prev, next *Snapshot, changed []string) {
-	if prev == nil || prev.log == nil || next.Version <= prev.Version {
+	if prev == nil || prev.log == nil || next.Version <= prev.Version || prev.log != prev.log.lineage.last {
 		l := &lineage{}
 		next.log = &changeLog{lineage: l, from: next.Version + 1}
 		l.last = next.log
@@ -56,9 +58,6 @@ func Derive(prev, next *Snapshot, changed []string) {
 	}
 	old := prev.log
 	log := &changeLog{lineage: old.lineage, from: old.from, entries: old.entries}
-	if old != old.lineage.last {
-		log.entries = append(make([]change, 0, len(old.entries)+len(changed)), old.entries...)
-	}
 	if len(log.entries)+len(changed) > 2*logKeep {
 		// Start a fresh array with the newest entries, whole versions
 		// only: what is dropped is older than from.

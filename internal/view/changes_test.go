@@ -162,8 +162,9 @@ func TestChangedSinceAfterTheLogStartsAgain(t *testing.T) {
 	}
 }
 
-// TestDeriveFromAnOlderSnapshot: two snapshots derived from one parent
-// keep their own names (the second does not write over the first's).
+// TestDeriveFromAnOlderSnapshot: of two snapshots derived from one
+// parent, the second starts a lineage of its own: it does not write over
+// the first's names, and neither tells the other "nothing changed".
 func TestDeriveFromAnOlderSnapshot(t *testing.T) {
 	var p publisher
 	p.publish(map[string]bool{"a.p2p": true}, nil)
@@ -180,7 +181,13 @@ func TestDeriveFromAnOlderSnapshot(t *testing.T) {
 	if names, _ := x.ChangedSince(base); !slices.Equal(names, []string{"x.p2p"}) {
 		t.Fatalf("x: %v", names)
 	}
-	if names, _ := y.ChangedSince(base); !slices.Equal(names, []string{"y.p2p"}) {
-		t.Fatalf("y: %v", names)
+	if names, ok := y.ChangedSince(base); ok {
+		t.Fatalf("y, a branch, told %v since its parent", names)
+	}
+	if names, ok := y.ChangedSince(x); ok {
+		t.Fatalf("y told %v since x, of the same version", names)
+	}
+	if names, _ := x.ChangedSince(base); !slices.Equal(names, []string{"x.p2p"}) {
+		t.Fatalf("x after y: %v", names)
 	}
 }
