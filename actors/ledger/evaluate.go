@@ -194,27 +194,19 @@ const publishGap = 20 * time.Millisecond
 // a new result, a new address, retired) are built again, so a burst of
 // claims costs a map copy per publish instead of building every domain's
 // entry (the five-node burst publishes hundreds of times). The snapshot
-// names the domains it changed (view.Derive), so subscribers
-// look at those alone.
+// names the domains it changed (view.Next), so subscribers look at those
+// alone.
 func (a *Actor) publish() {
 	a.version++
-	snap := &view.Snapshot{Version: a.version}
+	var snap *view.Snapshot
 	if prev := a.lastSnap; prev != nil {
-		snap.Domains = maps.Clone(prev.Domains)
-		changed := make([]string, 0, len(a.pubChanged))
+		changes := make(map[string]*view.Domain, len(a.pubChanged))
 		for name := range a.pubChanged {
-			if d := a.viewDomain(name); d != nil {
-				snap.Domains[name] = d
-			} else if _, ok := snap.Domains[name]; ok {
-				delete(snap.Domains, name)
-			} else {
-				continue
-			}
-			changed = append(changed, name)
+			changes[name] = a.viewDomain(name) // nil: the domain leaves the view
 		}
-		view.Derive(prev, snap, changed)
+		snap = view.Next(prev, a.version, changes)
 	} else {
-		snap.Domains = make(map[string]*view.Domain, len(a.st.domains))
+		snap = &view.Snapshot{Version: a.version, Domains: make(map[string]*view.Domain, len(a.st.domains))}
 		for name := range a.st.domains {
 			if d := a.viewDomain(name); d != nil {
 				snap.Domains[name] = d

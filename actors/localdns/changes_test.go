@@ -2,7 +2,6 @@ package localdns
 
 import (
 	"fmt"
-	"maps"
 	"math/rand/v2"
 	"net/netip"
 	"slices"
@@ -49,26 +48,20 @@ func TestP2PChangesFromTheNamedChanges(t *testing.T) {
 	var views []*view.Snapshot
 	var last *view.Snapshot
 	for v := uint64(1); v <= 200; v++ {
-		next := &view.Snapshot{Version: v, Domains: map[string]*view.Domain{}}
-		if last != nil {
-			next.Domains = maps.Clone(last.Domains)
-		}
-		var changed []string
+		changes := map[string]*view.Domain{}
 		for range r.IntN(5) {
 			name := fmt.Sprintf("d%d.p2p", r.IntN(30))
-			if r.IntN(4) == 0 {
-				delete(next.Domains, name)
-			} else {
+			changes[name] = nil // removed, unless:
+			if r.IntN(4) > 0 {
 				d := &view.Domain{Name: name, Status: statuses[r.IntN(len(statuses))]}
 				if r.IntN(5) > 0 {
 					d.IP = netip.AddrFrom4([4]byte{127, 77, 0, byte(r.IntN(200) + 2)})
 				}
-				next.Domains[name] = d
+				changes[name] = d
 			}
-			changed = append(changed, name)
 		}
-		view.Derive(last, next, changed)
-		views, last = append(views, next), next
+		last = view.Next(last, v, changes)
+		views = append(views, last)
 	}
 	whole := func(s *view.Snapshot) *view.Snapshot { // the same view, without its named changes
 		return &view.Snapshot{Version: s.Version, Domains: s.Domains}

@@ -1,5 +1,10 @@
 package view
 
+import (
+	"maps"
+	"slices"
+)
+
 // Which domains a snapshot changed.
 //
 // The ledger publishes hundreds of snapshots in a burst of claims, each a
@@ -9,8 +14,8 @@ package view
 // the DNS table) were a third of the five-node burst's CPU, and a burst
 // slowed down with every thousand domains the ledger held. A snapshot
 // derived from the previous one (Derive) now carries the names each
-// version changed, and a subscriber asks ChangedSince for the names that
-// may differ from the snapshot it handled last.
+// version changed, and a subscriber asks Changed for the names that may
+// differ from the snapshot it handled last.
 //
 // The names sit in a log shared by the snapshots of one lineage: a
 // derived snapshot appends its names to its parent's log and sees the
@@ -102,4 +107,62 @@ func (s *Snapshot) ChangedSince(prev *Snapshot) ([]string, bool) {
 		names = append(names, c.name)
 	}
 	return names, true
+}
+
+// Changed returns the names of the domains whose entries may differ
+// between prev (nil: an empty view) and s, each once: the names s's log
+// gives (ChangedSince) or, when it cannot tell, those a walk of both
+// snapshots finds.
+func (s *Snapshot) Changed(prev *Snapshot) []string {
+	names, ok := s.ChangedSince(prev)
+	if ok {
+		seen := make(map[string]bool, len(names))
+		return slices.DeleteFunc(names, func(n string) bool {
+			dup := seen[n]
+			seen[n] = true
+			return dup
+		})
+	}
+	var old map[string]*Domain
+	if prev != nil {
+		old = prev.Domains
+	}
+	for name, d := range s.Domains {
+		if o, had := old[name]; !had || o != d {
+			names = append(names, name)
+		}
+	}
+	for name := range old {
+		if _, ok := s.Domains[name]; !ok {
+			names = append(names, name)
+		}
+	}
+	return names
+}
+
+// Next returns the snapshot of the given version that is prev with the
+// entries of changes put in (a nil entry removes its domain), derived
+// from prev (Derive) so that it names them; prev nil is an empty view.
+// Internal is the caller's to set.
+func Next(prev *Snapshot, version uint64, changes map[string]*Domain) *Snapshot {
+	next := &Snapshot{Version: version}
+	if prev != nil {
+		next.Domains = maps.Clone(prev.Domains)
+	}
+	if next.Domains == nil {
+		next.Domains = make(map[string]*Domain, len(changes))
+	}
+	changed := make([]string, 0, len(changes))
+	for name, d := range changes {
+		if d != nil {
+			next.Domains[name] = d
+		} else if _, ok := next.Domains[name]; ok {
+			delete(next.Domains, name)
+		} else {
+			continue
+		}
+		changed = append(changed, name)
+	}
+	Derive(prev, next, changed)
+	return next
 }

@@ -16,24 +16,20 @@ type publisher struct {
 }
 
 func (p *publisher) publish(set map[string]bool, del []string) *Snapshot {
-	next := &Snapshot{Version: 1, Domains: map[string]*Domain{}}
+	version := uint64(1)
 	if p.last != nil {
-		next.Version = p.last.Version + 1
-		next.Domains = maps.Clone(p.last.Domains)
+		version = p.last.Version + 1
 	}
-	var changed []string
-	for name := range set {
-		next.Domains[name] = &Domain{Name: name}
-		changed = append(changed, name)
-	}
+	changes := map[string]*Domain{}
 	for _, name := range del {
-		delete(next.Domains, name)
-		changed = append(changed, name)
+		changes[name] = nil
 	}
-	Derive(p.last, next, changed)
-	p.last = next
-	p.all = append(p.all, next)
-	return next
+	for name := range set {
+		changes[name] = &Domain{Name: name}
+	}
+	p.last = Next(p.last, version, changes)
+	p.all = append(p.all, p.last)
+	return p.last
 }
 
 // differ is the whole comparison ChangedSince stands in for.
@@ -94,6 +90,49 @@ func TestChangedSinceCoversEveryDifference(t *testing.T) {
 				t.Fatalf("v%d since itself: %v", a.Version, names)
 			}
 		}
+	}
+}
+
+// TestChangedNamesEachDifferenceOnce: from the log or by a walk (views
+// without their names), Changed names every domain that differs, each
+// once; the walk names nothing else.
+func TestChangedNamesEachDifferenceOnce(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	var p publisher
+	for range 100 {
+		set := map[string]bool{}
+		for range r.IntN(6) {
+			set[fmt.Sprintf("d%d.p2p", r.IntN(20))] = true
+		}
+		var del []string
+		if r.IntN(3) == 0 {
+			del = []string{fmt.Sprintf("d%d.p2p", r.IntN(20))}
+		}
+		p.publish(set, del)
+	}
+	bare := func(s *Snapshot) *Snapshot { return &Snapshot{Version: s.Version, Domains: s.Domains} }
+	for range 500 {
+		i := r.IntN(len(p.all))
+		a, b := p.all[i], p.all[i+r.IntN(len(p.all)-i)]
+		want := differ(a, b)
+		fromLog, walked := b.Changed(a), bare(b).Changed(bare(a))
+		if len(walked) != len(want) {
+			t.Fatalf("v%d since v%d: walked %v, want %v", b.Version, a.Version, walked, want)
+		}
+		for _, names := range [][]string{fromLog, walked} {
+			sorted := slices.Sorted(slices.Values(names))
+			if len(slices.Compact(sorted)) != len(names) {
+				t.Fatalf("v%d since v%d: a name twice in %v", b.Version, a.Version, names)
+			}
+			for name := range want {
+				if !slices.Contains(names, name) {
+					t.Fatalf("v%d since v%d: %s differs, not in %v", b.Version, a.Version, name, names)
+				}
+			}
+		}
+	}
+	if got := p.last.Changed(nil); len(got) != len(p.last.Domains) {
+		t.Fatalf("since nothing: %d names for %d domains", len(got), len(p.last.Domains))
 	}
 }
 

@@ -42,7 +42,7 @@ func (n *Node) startVIF() {
 
 // vifWant is the subscriber's set of the view's addresses that need the
 // interface, kept from view to view by the domains each view changed
-// (view.Snapshot.ChangedSince) rather than by a walk of every domain.
+// (view.Snapshot.Changed) rather than by a walk of every domain.
 type vifWant struct {
 	seen   *view.Snapshot
 	addrs  map[string]netip.Addr // domain → its address, for those that need the interface
@@ -50,21 +50,13 @@ type vifWant struct {
 }
 
 // update takes s in and reports whether the manager should sync: the set
-// changed, or the last sync failed.
+// changed, or the last sync failed (or s is the first view).
 func (w *vifWant) update(s *view.Snapshot) bool {
-	changed := w.failed
-	names, ok := s.ChangedSince(w.seen)
-	if !ok {
-		next := map[string]netip.Addr{}
-		for name, d := range s.Domains {
-			if vif.Needs(d.IP) {
-				next[name] = d.IP
-			}
-		}
-		changed = changed || w.seen == nil || !maps.Equal(next, w.addrs)
-		w.addrs = next
+	changed := w.failed || w.seen == nil
+	if w.addrs == nil {
+		w.addrs = map[string]netip.Addr{}
 	}
-	for _, name := range names {
+	for _, name := range s.Changed(w.seen) {
 		d, had := s.Domains[name], w.addrs[name]
 		switch {
 		case d != nil && vif.Needs(d.IP):

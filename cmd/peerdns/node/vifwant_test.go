@@ -36,22 +36,17 @@ func TestVIFWantFollowsTheView(t *testing.T) {
 	var last *view.Snapshot
 	prevSet := map[string]netip.Addr(nil)
 	for v := uint64(1); v <= 500; v++ {
-		next := &view.Snapshot{Version: v, Domains: map[string]*view.Domain{}}
-		if last != nil {
-			next.Domains = maps.Clone(last.Domains)
-		}
-		var changed []string
+		changes := map[string]*view.Domain{}
 		for range r.IntN(4) {
 			name := fmt.Sprintf("d%d.p2p", r.IntN(12))
-			if r.IntN(4) == 0 {
-				delete(next.Domains, name)
-			} else {
-				next.Domains[name] = &view.Domain{Name: name, Status: "resolved", IP: addr()}
+			changes[name] = nil // removed, unless:
+			if r.IntN(4) > 0 {
+				changes[name] = &view.Domain{Name: name, Status: "resolved", IP: addr()}
 			}
-			changed = append(changed, name)
 		}
-		if r.IntN(10) > 0 { // now and then a view that is not derived: compared whole
-			view.Derive(last, next, changed)
+		next := view.Next(last, v, changes)
+		if r.IntN(10) == 0 { // now and then a view that is not derived: compared whole
+			next = &view.Snapshot{Version: v, Domains: next.Domains}
 		}
 		last = next
 		w.failed = r.IntN(8) == 0
