@@ -21,9 +21,10 @@ import (
 // derived snapshot appends its names to its parent's log and sees the
 // log up to its own length, so a published snapshot never changes (an
 // append writes past the end the older snapshots see). The log keeps
-// the changes of at least the last logKeep entries' versions; a
-// subscriber further behind than that, or one whose last snapshot is of
-// another lineage (a restarted ledger), gets false and compares whole.
+// the changes of at least the last logKeep entries' versions (a few
+// hundred KB at most); for a subscriber further behind than that, or one
+// whose last snapshot is of another lineage (a restarted ledger),
+// ChangedSince says it cannot tell and Changed walks both snapshots.
 
 // logKeep is how many changed names a lineage's log keeps at least
 // before it starts again from a copy of its newest half: a burst's
