@@ -29,6 +29,15 @@ func TestIncrementalPublishMatchesFullBuild(t *testing.T) {
 		got = append(got, s)
 		mu.Unlock()
 	})
+	// The views at each step, as a reader loads them (the subscriber's
+	// may be fewer: it gets the newest when it runs).
+	var steps []*view.Snapshot
+	step := func() {
+		if s := l.pub.Load(); s != nil {
+			steps = append(steps, s)
+		}
+	}
+	step()
 	var futures []func()
 	for i := range 60 {
 		f := l.sys.Root.RequestFuture(l.pid, &messages.AddDomain{Domain: fmt.Sprintf("d%02d.p2p", i), Hash: hashA}, 5*time.Second)
@@ -41,11 +50,13 @@ func TestIncrementalPublishMatchesFullBuild(t *testing.T) {
 	for _, wait := range futures {
 		wait()
 	}
+	step()
 	for i := range 10 {
 		if r := ask[*messages.RemoveDomainReply](t, l, &messages.RemoveDomain{Domain: fmt.Sprintf("d%02d.p2p", i)}); r.Err != nil {
 			t.Fatal(r.Err)
 		}
 	}
+	step()
 	for i := 10; i < 15; i++ {
 		if r := ask[*messages.AddDomainReply](t, l, &messages.AddDomain{Domain: fmt.Sprintf("d%02d.p2p", i), Hash: hashB, SSL: true}); r.Err != nil {
 			t.Fatal(r.Err)
@@ -64,7 +75,11 @@ func TestIncrementalPublishMatchesFullBuild(t *testing.T) {
 		return nil
 	})
 	unsub()
-	checkNamedChanges(t, got)
+	step()
+	checkNamedChanges(t, steps)
+	if len(got) > 1 { // one when the subscriber first ran after the last publish
+		checkNamedChanges(t, got)
+	}
 	l.stop()
 
 	l2 := newTestLedger(t, dir)
@@ -82,8 +97,8 @@ func TestIncrementalPublishMatchesFullBuild(t *testing.T) {
 // what a walk of both finds (the views' copies without their names).
 func checkNamedChanges(t *testing.T, views []*view.Snapshot) {
 	t.Helper()
-	if len(views) < 3 {
-		t.Fatalf("%d views delivered: too few to check", len(views))
+	if len(views) < 2 {
+		t.Fatalf("%d views: too few to check", len(views))
 	}
 	check := func(a, b *view.Snapshot) {
 		names, ok := b.ChangedSince(a)
