@@ -1,7 +1,6 @@
 package ledger
 
 import (
-	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -88,7 +87,7 @@ func (a *Actor) domainListing() []messages.DomainEntry {
 		out = append(out, e)
 	}
 	a.listing, a.listingOK = out, true
-	a.listingJSON, _ = json.Marshal(out) // plain structs: cannot fail
+	a.listingJSON = appendListing(make([]byte, 0, len(a.listingJSON)), out)
 	return out
 }
 
