@@ -1,13 +1,13 @@
 package localdns
 
 import (
-	"fmt"
 	"math/rand/v2"
 	"net/netip"
 	"slices"
 	"testing"
 
 	"peerdns/internal/view"
+	"peerdns/internal/view/viewtest"
 )
 
 func TestP2PChanges(t *testing.T) {
@@ -48,18 +48,13 @@ func TestP2PChangesFromTheNamedChanges(t *testing.T) {
 	var views []*view.Snapshot
 	var last *view.Snapshot
 	for v := uint64(1); v <= 200; v++ {
-		changes := map[string]*view.Domain{}
-		for range r.IntN(5) {
-			name := fmt.Sprintf("d%d.p2p", r.IntN(30))
-			changes[name] = nil // removed, unless:
-			if r.IntN(4) > 0 {
-				d := &view.Domain{Name: name, Status: statuses[r.IntN(len(statuses))]}
-				if r.IntN(5) > 0 {
-					d.IP = netip.AddrFrom4([4]byte{127, 77, 0, byte(r.IntN(200) + 2)})
-				}
-				changes[name] = d
+		changes := viewtest.Changes(r, r.IntN(5), 30, func(name string) *view.Domain {
+			d := &view.Domain{Name: name, Status: statuses[r.IntN(len(statuses))]}
+			if r.IntN(5) > 0 {
+				d.IP = netip.AddrFrom4([4]byte{127, 77, 0, byte(r.IntN(200) + 2)})
 			}
-		}
+			return d
+		})
 		last = view.Next(last, v, changes)
 		views = append(views, last)
 	}

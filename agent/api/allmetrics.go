@@ -10,6 +10,7 @@ import (
 	"peerdns/agent/health"
 	"peerdns/agent/query"
 	"peerdns/http/httpx"
+	"peerdns/messages"
 )
 
 // allmetrics serves Netdata's allmetrics in its three formats: shell
@@ -134,15 +135,15 @@ func (s *Server) appendAllJSON(b []byte, filter *query.Pattern) []byte {
 		}
 		n++
 		b = append(b, "\n\t"...)
-		b = query.AppendJSONString(b, c.ID)
+		b = messages.AppendJSONString(b, c.ID)
 		b = append(b, ": {\n\t\t\"name\":"...)
-		b = query.AppendJSONString(b, c.Name)
+		b = messages.AppendJSONString(b, c.Name)
 		b = append(b, ",\n\t\t\"family\":"...)
-		b = query.AppendJSONString(b, c.Family)
+		b = messages.AppendJSONString(b, c.Family)
 		b = append(b, ",\n\t\t\"context\":"...)
-		b = query.AppendJSONString(b, c.Context)
+		b = messages.AppendJSONString(b, c.Context)
 		b = append(b, ",\n\t\t\"units\":"...)
-		b = query.AppendJSONString(b, c.Units)
+		b = messages.AppendJSONString(b, c.Units)
 		b = append(b, ",\n\t\t\"last_updated\": "...)
 		b = strconv.AppendInt(b, t, 10)
 		b = append(b, ",\n\t\t\"dimensions\": {"...)
@@ -151,9 +152,9 @@ func (s *Server) appendAllJSON(b []byte, filter *query.Pattern) []byte {
 				b = append(b, ',')
 			}
 			b = append(b, "\n\t\t\t"...)
-			b = query.AppendJSONString(b, d.ID)
+			b = messages.AppendJSONString(b, d.ID)
 			b = append(b, ": {\n\t\t\t\t\"name\": "...)
-			b = query.AppendJSONString(b, d.Name)
+			b = messages.AppendJSONString(b, d.Name)
 			b = append(b, ",\n\t\t\t\t\"value\": "...)
 			if i < len(vals) && finite(vals[i]) {
 				b = appendFixed7(b, vals[i])

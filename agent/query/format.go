@@ -117,7 +117,7 @@ func (r *Result) appendJSON(dst []byte) []byte {
 	dst = append(dst, "{\n \"labels\": [\"time\""...)
 	for _, c := range r.Columns {
 		dst = append(dst, ',')
-		dst = AppendJSONString(dst, c.Name)
+		dst = messages.AppendJSONString(dst, c.Name)
 	}
 	dst = append(dst, "],\n    \"data\":\n ["...)
 	ncol := len(r.Columns)
@@ -139,7 +139,7 @@ func (r *Result) appendJSON(dst []byte) []byte {
 		for c := 0; c < ncol; c++ {
 			dst = append(dst, ',')
 			if objectRows {
-				dst = AppendJSONString(dst, r.Columns[c].Name)
+				dst = messages.AppendJSONString(dst, r.Columns[c].Name)
 				dst = append(dst, ": "...)
 			}
 			dst = r.appendValue(dst, r.Values[row*ncol+c])
@@ -263,9 +263,9 @@ func (r *Result) appendWrap(dst []byte, w *Wrap) []byte {
 	dst = strconv.AppendInt(dst, int64(api), 10)
 	id := r.queryID(w)
 	dst = append(dst, ",\n   \"id\": "...)
-	dst = AppendJSONString(dst, id)
+	dst = messages.AppendJSONString(dst, id)
 	dst = append(dst, ",\n   \"name\": "...)
-	dst = AppendJSONString(dst, id)
+	dst = messages.AppendJSONString(dst, id)
 	dst = append(dst, ",\n   \"view_update_every\": "...)
 	dst = strconv.AppendInt(dst, r.Plan.ViewUpdateEvery(), 10)
 	dst = append(dst, ",\n   \"update_every\": "...)
@@ -279,22 +279,22 @@ func (r *Result) appendWrap(dst []byte, w *Wrap) []byte {
 	dst = append(dst, ",\n   \"after\": "...)
 	dst = strconv.AppendInt(dst, r.Plan.After, 10)
 	dst = append(dst, ",\n   \"group\": "...)
-	dst = AppendJSONString(dst, req.Group.String())
+	dst = messages.AppendJSONString(dst, req.Group.String())
 	dst = append(dst, ",\n   \"options\": "...)
-	dst = AppendJSONString(dst, req.Options.String())
+	dst = messages.AppendJSONString(dst, req.Options.String())
 	dst = append(dst, ",\n   \"dimension_names\": ["...)
 	for i, c := range r.Columns {
 		if i > 0 {
 			dst = append(dst, ", "...)
 		}
-		dst = AppendJSONString(dst, c.Name)
+		dst = messages.AppendJSONString(dst, c.Name)
 	}
 	dst = append(dst, "],\n   \"dimension_ids\": ["...)
 	for i, c := range r.Columns {
 		if i > 0 {
 			dst = append(dst, ", "...)
 		}
-		dst = AppendJSONString(dst, c.ID)
+		dst = messages.AppendJSONString(dst, c.ID)
 	}
 	dst = append(dst, "],\n   \"functions\": [],"...)
 	if w.Context {
@@ -303,7 +303,7 @@ func (r *Result) appendWrap(dst []byte, w *Wrap) []byte {
 			if i > 0 {
 				dst = append(dst, ", "...)
 			}
-			dst = AppendJSONString(dst, c.ChartID)
+			dst = messages.AppendJSONString(dst, c.ChartID)
 		}
 		dst = append(dst, "],"...)
 	}
@@ -334,7 +334,7 @@ func (r *Result) appendWrap(dst []byte, w *Wrap) []byte {
 	dst = append(dst, ",\n   \"points\": "...)
 	dst = strconv.AppendInt(dst, int64(rows), 10)
 	dst = append(dst, ",\n   \"format\": "...)
-	dst = AppendJSONString(dst, req.Format.String())
+	dst = messages.AppendJSONString(dst, req.Format.String())
 	dst = append(dst, ",\n   \"db_points_per_tier\": [ "...)
 	dst = strconv.AppendInt(dst, int64(r.DBPoints[0]), 10)
 	dst = append(dst, ", "...)
@@ -344,7 +344,7 @@ func (r *Result) appendWrap(dst []byte, w *Wrap) []byte {
 	case FormatCSV, FormatTSV, FormatSSV, FormatSSVComma, FormatHTML, FormatMarkdown:
 		// Text formats are a JSON string inside jsonwrap.
 		body := r.appendBody(nil, true)
-		dst = AppendJSONString(dst, string(body))
+		dst = messages.AppendJSONString(dst, string(body))
 	default:
 		dst = r.appendBody(dst, true)
 	}
@@ -451,6 +451,3 @@ func AppendNumber(dst []byte, v float64) []byte {
 	}
 	return dst[:i]
 }
-
-// AppendJSONString appends s as a JSON string literal (messages.AppendJSONString).
-func AppendJSONString(dst []byte, s string) []byte { return messages.AppendJSONString(dst, s) }

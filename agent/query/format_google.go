@@ -3,6 +3,8 @@ package query
 import (
 	"strconv"
 	"time"
+
+	"peerdns/messages"
 )
 
 // The Google Visualization formats: datatable (a DataTable literal),
@@ -66,7 +68,7 @@ func (r *Result) appendDatatable(dst []byte) []byte {
 	dst = append(dst, "        {\"id\":\"\",\"label\":\"\",\"pattern\":\"\",\"type\":\"string\",\"p\":{\"role\":\"annotationText\"}}"...)
 	for _, c := range r.Columns {
 		dst = append(dst, ",\n     {\"id\":\"\",\"label\":"...)
-		dst = AppendJSONString(dst, c.Name)
+		dst = messages.AppendJSONString(dst, c.Name)
 		dst = append(dst, ",\"pattern\":\"\",\"type\":\"number\"}"...)
 	}
 	dst = append(dst, "\n  ],\n    \"rows\":\n ["...)

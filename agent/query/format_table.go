@@ -3,6 +3,8 @@ package query
 import (
 	"html"
 	"time"
+
+	"peerdns/messages"
 )
 
 // The table formats Netdata 1.37 renders with its csv writer and other
@@ -82,7 +84,7 @@ func (r *Result) appendCSVJSONArray(dst []byte) []byte {
 	dst = append(dst, "[\n[\"time\""...)
 	for _, c := range r.Columns {
 		dst = append(dst, ',')
-		dst = AppendJSONString(dst, c.Name)
+		dst = messages.AppendJSONString(dst, c.Name)
 	}
 	dst = append(dst, ']')
 	ncol := len(r.Columns)

@@ -4,6 +4,8 @@ import (
 	"math"
 	"sort"
 	"time"
+
+	"peerdns/messages"
 )
 
 // Keys are the member names of Netdata's v2 answers that have a short
@@ -1016,7 +1018,7 @@ func (r *Result) AppendResultValue(dst []byte) []byte {
 	switch r.Request.Format {
 	case FormatCSV, FormatTSV, FormatSSV, FormatSSVComma, FormatHTML, FormatMarkdown:
 		body := r.appendBody(nil, true)
-		return AppendJSONString(dst, string(body))
+		return messages.AppendJSONString(dst, string(body))
 	}
 	return r.appendBody(dst, true)
 }

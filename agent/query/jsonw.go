@@ -3,6 +3,8 @@ package query
 import (
 	"math"
 	"strconv"
+
+	"peerdns/messages"
 )
 
 // jw appends compact JSON, keeping track of commas. It is the v2 answers'
@@ -24,7 +26,7 @@ func (w *jw) sep() {
 
 func (w *jw) key(k string) {
 	w.sep()
-	w.b = AppendJSONString(w.b, k)
+	w.b = messages.AppendJSONString(w.b, k)
 	w.b = append(w.b, ':')
 }
 
@@ -66,7 +68,7 @@ func (w *jw) str(k, v string) {
 	} else {
 		w.sep()
 	}
-	w.b = AppendJSONString(w.b, v)
+	w.b = messages.AppendJSONString(w.b, v)
 }
 
 func (w *jw) int(k string, v int64) {

@@ -1,13 +1,13 @@
 package node
 
 import (
-	"fmt"
 	"maps"
 	"math/rand/v2"
 	"net/netip"
 	"testing"
 
 	"peerdns/internal/view"
+	"peerdns/internal/view/viewtest"
 	"peerdns/internal/vif"
 )
 
@@ -36,14 +36,9 @@ func TestVIFWantFollowsTheView(t *testing.T) {
 	var last *view.Snapshot
 	prevSet := map[string]netip.Addr(nil)
 	for v := uint64(1); v <= 500; v++ {
-		changes := map[string]*view.Domain{}
-		for range r.IntN(4) {
-			name := fmt.Sprintf("d%d.p2p", r.IntN(12))
-			changes[name] = nil // removed, unless:
-			if r.IntN(4) > 0 {
-				changes[name] = &view.Domain{Name: name, Status: "resolved", IP: addr()}
-			}
-		}
+		changes := viewtest.Changes(r, r.IntN(4), 12, func(name string) *view.Domain {
+			return &view.Domain{Name: name, Status: "resolved", IP: addr()}
+		})
 		next := view.Next(last, v, changes)
 		if r.IntN(10) == 0 { // now and then a view that is not derived: compared whole
 			next = &view.Snapshot{Version: v, Domains: next.Domains}
