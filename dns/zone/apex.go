@@ -92,18 +92,29 @@ func (t *Table) glue(zone string) []dns.RR {
 }
 
 // setZones gives each local node the zone of ours it is in, and collects
-// the empty non-terminals under p2p.
+// the empty non-terminals under p2p. (and whether any name is deep enough
+// to make one). It writes only the table's own fresh local nodes: those
+// a Rebuild takes from the table before are never local.
 func (t *Table) setZones() {
 	for _, n := range t.nodes {
 		if n.kind == KindLocal {
 			n.zone = t.zoneOf(n.key)
 		}
+		t.deep = t.deep || isDeep(n.key)
 		t.addENTs(n.key, false)
 	}
 	for k, n := range t.wild {
 		n.zone = t.zoneOf(k)
+		t.deep = true      // "*.<k>" is at least three labels deep
 		t.addENTs(k, true) // "*.<k>" exists, so k does
 	}
+}
+
+// isDeep reports whether key is under p2p. with at least two labels
+// before it (a.b.p2p): only such a name has an ancestor under p2p. that
+// may be an empty non-terminal.
+func isDeep(key string) bool {
+	return isP2P([]byte(key)) && key[1+int(key[0]):] != p2pKey
 }
 
 // zoneOf is the zone of ours that holds key: the nearest internal or p2p

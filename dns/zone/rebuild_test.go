@@ -5,7 +5,10 @@ import (
 
 	"fmt"
 	"maps"
+	"math/rand/v2"
 	"net/netip"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/miekg/dns"
@@ -14,7 +17,7 @@ import (
 )
 
 // fastMsg is t's fast answer to (name, qtype), unpacked, with the SOA
-// serials zeroed (a reused node keeps the serial it was packed with);
+// serials zeroed (answer and authority) (a reused node keeps the serial it was packed with);
 // nil when the query takes the slow path.
 func fastMsg(t *testing.T, tb *Table, name string, qtype uint16) *dns.Msg {
 	t.Helper()
@@ -27,7 +30,7 @@ func fastMsg(t *testing.T, tb *Table, name string, qtype uint16) *dns.Msg {
 	if err := m.Unpack(out[:n]); err != nil {
 		t.Fatal(err)
 	}
-	for _, rr := range m.Ns {
+	for _, rr := range append(m.Answer, m.Ns...) {
 		if soa, ok := rr.(*dns.SOA); ok {
 			soa.Serial = 0
 		}
@@ -101,23 +104,109 @@ func TestRebuildReusesUnchangedDomains(t *testing.T) {
 	}
 }
 
-// BenchmarkRebuildP2P compiles 1,000 resolved p2p domains of which ten
-// changed since the table in use (a view publish in a burst of claims).
+// BenchmarkRebuildP2P compiles 1,000 and 10,000 resolved p2p domains of
+// which ten changed since the table in use (a view publish in a burst of
+// claims), the views made as the ledger makes them (view.Next).
 func BenchmarkRebuildP2P(b *testing.B) {
-	v := &view.Snapshot{Version: 9, Domains: map[string]*view.Domain{}}
-	for i := 0; i < 1000; i++ {
-		name := fmt.Sprintf("bulk%d.p2p", i)
-		v.Domains[name] = &view.Domain{Name: name, Status: "resolved", IP: netip.AddrFrom4([4]byte{127, 77, byte(i >> 8), byte(i)})}
+	for _, n := range []int{1000, 10000} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			changes := map[string]*view.Domain{}
+			for i := range n {
+				name := fmt.Sprintf("bulk%d.p2p", i)
+				changes[name] = &view.Domain{Name: name, Status: "resolved", IP: netip.AddrFrom4([4]byte{127, 77, byte(i >> 8), byte(i)})}
+			}
+			v := view.Next(nil, 1, changes)
+			prev := Build(v, nil, Options{})
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				clear(changes)
+				for j := 0; j < 10; j++ {
+					name := fmt.Sprintf("bulk%d.p2p", (i*10+j)%n)
+					changes[name] = &view.Domain{Name: name, Status: "resolved", IP: v.Domains[name].IP}
+				}
+				v = view.Next(v, v.Version+1, changes)
+				b.StartTimer()
+				prev = Rebuild(prev, v, nil, Options{})
+			}
+		})
 	}
-	prev := Build(v, nil, Options{})
-	b.ReportAllocs()
-	for i := 0; i < b.N; i++ {
-		next := &view.Snapshot{Version: v.Version + 1, Domains: maps.Clone(v.Domains)}
-		for j := 0; j < 10; j++ {
-			name := fmt.Sprintf("bulk%d.p2p", (i*10+j)%1000)
-			next.Domains[name] = &view.Domain{Name: name, Status: "resolved", IP: v.Domains[name].IP}
+}
+
+// A table patched from the one before answers, name for name, what a
+// full build of the same snapshots answers, through random sequences of
+// changes: names one to three labels deep (empty non-terminals come and
+// go), ns.p2p (over the zone's own name server), an internal domain's
+// name claimed, domains unresolved and preferred public, with and without
+// local records, views made as the ledger makes them (with the names
+// they changed) and copies that name nothing (the table walks them).
+func TestRebuildPatchesAsAFullBuildAnswers(t *testing.T) {
+	names := []string{"a.p2p", "b.p2p", "c.p2p", "x.a.p2p", "y.x.a.p2p", "q.r.p2p", "ns.p2p", "admin.p2p", "pub.p2p"}
+	probe := append(slices.Clone(names), "r.p2p", "x.r.p2p", "z.a.p2p", "gone.p2p", "p2p", "www.c.p2p", "go.lan")
+	internal := map[string]netip.Addr{"admin.p2p": netip.MustParseAddr("127.0.0.1")}
+	prefs := &messages.LocalSnapshot{Version: 1, Prefs: map[string]string{"pub.p2p": messages.VersionPublic}}
+	cname, err := messages.ParseLocalRecord([]byte(`{"name":"go.lan","type":"CNAME","data":"b.p2p"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	withRecords := &messages.LocalSnapshot{Version: 2, Prefs: prefs.Prefs, Records: []messages.LocalRecord{cname}}
+	o := Options{TTL: 30, NSAddrs: []netip.Addr{netip.MustParseAddr("192.0.2.53")}}
+	answers := func(tb *Table) string {
+		var b strings.Builder
+		for _, name := range probe {
+			for _, qt := range []uint16{dns.TypeA, dns.TypeAAAA, dns.TypeSOA, dns.TypeNS, dns.TypeTXT} {
+				r := tb.Resolve(name, qt, dns.ClassINET)
+				fmt.Fprintf(&b, "%s %d: %d %d %v %v %v %v | %v\n", name, qt, r.Kind, r.Rcode, r.Authoritative, r.Answer, r.Extra, r.Upstream, fastMsg(t, tb, dns.Fqdn(name), qt))
+			}
 		}
-		prev = Rebuild(prev, next, nil, Options{})
-		v = next
+		return b.String()
+	}
+	r := rand.New(rand.NewPCG(7, 7))
+	for _, l := range []*messages.LocalSnapshot{prefs, withRecords} {
+		var v *view.Snapshot
+		var tb *Table
+		for step := range 300 {
+			changes := map[string]*view.Domain{}
+			for range 1 + r.IntN(3) {
+				name := names[r.IntN(len(names))]
+				changes[name] = nil
+				if r.IntN(4) > 0 {
+					d := &view.Domain{Name: name, Status: "resolved", IP: netip.AddrFrom4([4]byte{10, 77, 0, byte(r.IntN(250))})}
+					if r.IntN(5) == 0 {
+						d.Status = "insufficient_quorum"
+					}
+					changes[name] = d
+				}
+			}
+			var next *view.Snapshot
+			if r.IntN(5) == 0 && v != nil {
+				// A copy that names nothing: the table compares the two.
+				next = &view.Snapshot{Version: v.Version + 1, Domains: maps.Clone(v.Domains)}
+				for name, d := range changes {
+					if d == nil {
+						delete(next.Domains, name)
+					} else {
+						next.Domains[name] = d
+					}
+				}
+			} else {
+				var ver uint64 = 1
+				if v != nil {
+					ver = v.Version + 1
+				}
+				next = view.Next(v, ver, changes)
+			}
+			next.Internal = internal
+			patched := Rebuild(tb, next, l, o)
+			full := Build(next, l, o)
+			if got, want := answers(patched), answers(full); got != want {
+				t.Fatalf("records %d, step %d (%v): patched table answers\n%s\nfull build\n%s", len(l.Records), step, slices.Sorted(maps.Keys(changes)), got, want)
+			}
+			if !maps.Equal(patched.ents, full.ents) && len(patched.ents)+len(full.ents) > 0 {
+				t.Fatalf("step %d: empty non-terminals %v, full build %v", step, patched.ents, full.ents)
+			}
+			v, tb = next, patched
+		}
 	}
 }

@@ -12,6 +12,7 @@ package zone
 import (
 	"peerdns/messages"
 
+	"maps"
 	"net/netip"
 	"slices"
 	"strings"
@@ -97,7 +98,10 @@ type Table struct {
 	// byDomain holds the nodes built from the view's domains, by the
 	// view's name, for the next Rebuild to take the unchanged ones from.
 	byDomain map[string]*node
-	fresh    []*node // nodes made by this build, to pack; nil afterwards
+	// deep: a name three labels deep or more under p2p. (isDeep) is in
+	// nodes or wild, so there may be empty non-terminals.
+	deep  bool
+	fresh []*node // nodes made by this build, to pack; nil afterwards
 }
 
 type node struct {
@@ -189,65 +193,106 @@ func Build(v *view.Snapshot, l *messages.LocalSnapshot, o Options) *Table {
 // all. The ledger publishes a view by copying the previous map and
 // replacing only the entries that changed, and published entries are
 // never modified, so the same pointer is the same domain. Nothing is
-// reused when the local records (and with them the version preferences)
-// or the options differ. A reused node keeps the SOA serial (the view
-// version) of the table that packed it: a domain's zone serial then moves
-// when that domain changes, as a zone's serial should, not at every vote
-// elsewhere. In a burst of claims this made a compile of 1,000 domains a
-// map walk instead of packing every domain again.
+// reused when the local records (and with them the version preferences),
+// the internal domains or the options differ. A reused node keeps the SOA
+// serial (the view version) of the table that packed it: a domain's zone
+// serial then moves when that domain changes, as a zone's serial should,
+// not at every vote elsewhere.
+//
+// When it reuses, it also does not visit the unchanged domains: it copies
+// prev's maps whole (maps.Clone copies a map's groups as they are, with
+// no hashing or probing) and patches the names the view says changed
+// (view.Snapshot.Changed). Local records are compiled anew every time, as
+// a full build does (their answers may follow a CNAME into any changed
+// domain); the empty non-terminals under p2p. are found again only when a
+// name three labels deep (a.b.p2p) is in the table or changed. A burst of
+// claims publishes views a few names apart: a compile of thousands of
+// domains is then a few map copies and the changed names, not a node and
+// three map entries per domain (BenchmarkRebuildP2P).
 func Rebuild(prev *Table, v *view.Snapshot, l *messages.LocalSnapshot, o Options) *Table {
-	// Sized up front: grown entry by entry, the two maps' rehashing was a
-	// third of a compile of thousands of domains.
-	size := 16
-	if v != nil {
-		size += len(v.Domains) + len(v.Internal)
-	}
-	if l != nil {
-		size += len(l.Records)
-	}
-	t := &Table{nodes: make(map[string]*node, size), parents: make(map[string]*node, size), ttl: o.TTL, view: v, local: l, touches: o.Touches, nsAddrs: o.NSAddrs}
+	t := &Table{ttl: o.TTL, view: v, local: l, touches: o.Touches, nsAddrs: o.NSAddrs}
 	if t.ttl == 0 {
 		t.ttl = DefaultTTL
 	}
-	reuse := prev != nil && prev.view != nil && prev.local == l && prev.ttl == t.ttl && prev.touches == o.Touches && slices.Equal(prev.nsAddrs, o.NSAddrs)
+	reuse := prev != nil && prev.view != nil && v != nil && prev.local == l && prev.ttl == t.ttl && prev.touches == o.Touches &&
+		slices.Equal(prev.nsAddrs, o.NSAddrs) && maps.Equal(prev.view.Internal, v.Internal)
 	var prefs map[string]string
+	local := l != nil && len(l.Records) > 0
 	if l != nil {
 		t.LocalVersion = l.Version
 		prefs = l.Prefs
 	}
 	if v != nil {
 		t.ViewVersion = v.Version
+	}
+	ents := true // find the empty non-terminals and local zones again
+	switch {
+	case reuse:
+		keys := t.patchDomains(prev, v, prefs)
+		if local {
+			t.nodes = maps.Clone(t.parents)
+			break
+		}
+		// Without local records the exact names are the domains and the
+		// zone nodes: patch prev's the same way, the zone nodes anew.
+		t.nodes = maps.Clone(prev.nodes)
+		for _, k := range []string{p2pKey, nsKey} {
+			if n := t.nodes[k]; n != nil && n.kind == KindZone {
+				delete(t.nodes, k)
+			}
+		}
+		deep := prev.deep
+		for _, k := range keys {
+			if n := t.parents[k]; n != nil {
+				t.nodes[k] = n
+			} else {
+				delete(t.nodes, k)
+			}
+			deep = deep || isDeep(k)
+		}
+		ents = deep
+	default:
+		t.addDomains(v, prefs)
+	}
+	t.addZoneNodes()
+	if local {
+		t.addLocal(l)
+	}
+	if ents {
+		t.setZones()
+	}
+	// Records are all in: pack the new nodes (a local node's answers may
+	// follow a CNAME into any other node, so this comes last).
+	for _, n := range t.fresh {
+		t.precompute(n)
+	}
+	t.nx = t.packResult(t.nxP2P(), "")
+	t.entAns = t.packResult(t.entP2P(), "")
+	t.buf, t.fresh = nil, nil
+	return t
+}
+
+// addDomains fills parents, byDomain and nodes from every domain of v:
+// the p2p domains and, replacing any of the same name, the internal ones.
+func (t *Table) addDomains(v *view.Snapshot, prefs map[string]string) {
+	// Sized up front: grown entry by entry, the two maps' rehashing was a
+	// third of a compile of thousands of domains.
+	size := 16
+	if v != nil {
+		size += len(v.Domains) + len(v.Internal)
+	}
+	if t.local != nil {
+		size += len(t.local.Records)
+	}
+	t.nodes, t.parents = make(map[string]*node, size), make(map[string]*node, size)
+	if v != nil {
 		t.byDomain = make(map[string]*node, len(v.Domains))
 		for name, d := range v.Domains {
-			if d == nil {
-				continue
+			if n, ok := p2pNode(name, d, prefs); ok {
+				t.parents[n.key] = n
+				t.byDomain[name] = n
+				t.fresh = append(t.fresh, n)
 			}
-			if reuse && prev.view.Domains[name] == d {
-				if n := prev.byDomain[name]; n != nil {
-					t.parents[n.key] = n
-					t.byDomain[name] = n
-					continue
-				}
-			}
-			k, ok := Key(name)
-			if !ok {
-				continue
-			}
-			n := &node{name: strings.ToLower(dns.Fqdn(name)), key: k}
-			answerable := (d.Status == "resolved" || d.Status == "conflict") && d.IP.IsValid()
-			switch {
-			case !answerable:
-				n.kind = KindUnresolved
-			case prefs[strings.ToLower(name)] == messages.VersionPublic:
-				n.kind = KindPublic
-			default:
-				n.kind = KindP2P
-				n.domain = name
-				setIP(n, d.IP)
-			}
-			t.parents[k] = n
-			t.byDomain[name] = n
-			t.fresh = append(t.fresh, n)
 		}
 		// Internal domains come first in the answer order: they replace
 		// a p2p domain of the same name.
@@ -265,51 +310,98 @@ func Rebuild(prev *Table, v *view.Snapshot, l *messages.LocalSnapshot, o Options
 	for k, n := range t.parents {
 		t.nodes[k] = n
 	}
-	t.addZoneNodes()
-	if l != nil {
-		for _, r := range l.Records {
-			if base, ok := messages.WildcardBase(r.Name); ok {
-				t.addWildcard(base, r)
-				continue
+}
+
+// patchDomains makes parents and byDomain prev's with the domains v
+// changed since prev's view taken out and put in again (internal domains
+// are the same in both: Rebuild checks). It returns the keys it touched.
+func (t *Table) patchDomains(prev *Table, v *view.Snapshot, prefs map[string]string) []string {
+	changed := v.Changed(prev.view)
+	t.parents, t.byDomain = maps.Clone(prev.parents), maps.Clone(prev.byDomain)
+	keys := make([]string, 0, 2*len(changed))
+	for _, name := range changed {
+		if old := t.byDomain[name]; old != nil {
+			delete(t.byDomain, name)
+			if t.parents[old.key] == old {
+				delete(t.parents, old.key)
 			}
-			k, ok := Key(r.Name)
-			if !ok {
-				continue
+			keys = append(keys, old.key)
+		}
+		n, ok := p2pNode(name, v.Domains[name], prefs)
+		if !ok {
+			continue
+		}
+		if p := t.parents[n.key]; p == nil || p.kind != KindInternal {
+			t.parents[n.key] = n
+		}
+		t.byDomain[name] = n
+		t.fresh = append(t.fresh, n)
+		keys = append(keys, n.key)
+	}
+	return keys
+}
+
+// p2pNode is the node of the view's domain d (nil: none) named name;
+// false when there is none or the name does not pack.
+func p2pNode(name string, d *view.Domain, prefs map[string]string) (*node, bool) {
+	if d == nil {
+		return nil, false
+	}
+	k, ok := Key(name)
+	if !ok {
+		return nil, false
+	}
+	n := &node{name: strings.ToLower(dns.Fqdn(name)), key: k}
+	answerable := (d.Status == "resolved" || d.Status == "conflict") && d.IP.IsValid()
+	switch {
+	case !answerable:
+		n.kind = KindUnresolved
+	case prefs[strings.ToLower(name)] == messages.VersionPublic:
+		n.kind = KindPublic
+	default:
+		n.kind = KindP2P
+		n.domain = name
+		setIP(n, d.IP)
+	}
+	return n, true
+}
+
+// addLocal adds the nodes of the local records: a name of its own, or
+// records on top of a p2p domain's name (which answers the types they
+// lack); wildcards apart. Internal domains answer before local records.
+func (t *Table) addLocal(l *messages.LocalSnapshot) {
+	for _, r := range l.Records {
+		if base, ok := messages.WildcardBase(r.Name); ok {
+			t.addWildcard(base, r)
+			continue
+		}
+		k, ok := Key(r.Name)
+		if !ok {
+			continue
+		}
+		n := t.nodes[k]
+		if n != nil && n.kind == KindInternal {
+			continue
+		}
+		if n == nil || n.kind != KindLocal {
+			fb := n
+			if fb == nil {
+				fb = t.parentOf(k)
 			}
-			n := t.nodes[k]
-			if n != nil && n.kind == KindInternal {
-				continue // internal domains answer before local records
-			}
-			if n == nil || n.kind != KindLocal {
-				fb := n
-				if fb == nil {
-					fb = t.parentOf(k)
-				}
-				n = &node{name: messages.FQDN(r.Name), key: k, kind: KindLocal, rrs: map[uint16][]dns.RR{}, ch: map[uint16][]dns.RR{}, fallback: fb}
-				t.nodes[k] = n
-				t.fresh = append(t.fresh, n)
-			}
-			rr, err := r.RR()
-			if err != nil {
-				continue // validated on write; a record that no longer packs is skipped
-			}
-			if r.Qclass() == dns.ClassCHAOS {
-				n.ch[rr.Header().Rrtype] = append(n.ch[rr.Header().Rrtype], rr)
-			} else {
-				n.rrs[rr.Header().Rrtype] = append(n.rrs[rr.Header().Rrtype], rr)
-			}
+			n = &node{name: messages.FQDN(r.Name), key: k, kind: KindLocal, rrs: map[uint16][]dns.RR{}, ch: map[uint16][]dns.RR{}, fallback: fb}
+			t.nodes[k] = n
+			t.fresh = append(t.fresh, n)
+		}
+		rr, err := r.RR()
+		if err != nil {
+			continue // validated on write; a record that no longer packs is skipped
+		}
+		if r.Qclass() == dns.ClassCHAOS {
+			n.ch[rr.Header().Rrtype] = append(n.ch[rr.Header().Rrtype], rr)
+		} else {
+			n.rrs[rr.Header().Rrtype] = append(n.rrs[rr.Header().Rrtype], rr)
 		}
 	}
-	t.setZones()
-	// Records are all in: pack the new nodes (a local node's answers may
-	// follow a CNAME into any other node, so this comes last).
-	for _, n := range t.fresh {
-		t.precompute(n)
-	}
-	t.nx = t.packResult(t.nxP2P(), "")
-	t.entAns = t.packResult(t.entP2P(), "")
-	t.buf, t.fresh = nil, nil
-	return t
 }
 
 // BuiltFrom reports whether t was built from exactly these snapshots
