@@ -142,9 +142,7 @@ type Actor struct {
 	// rounds, waiters, the publish schedule.
 	m           *machine
 	version     uint64
-	listing     []messages.DomainEntry
-	listingOK   bool
-	listingJSON []byte
+	list        listing // GET /api/resolved-domains as last built (listing.go)
 	lastApplyAt int64
 	validFail   int
 	bootstrap   bool
@@ -214,6 +212,7 @@ func (a *Actor) load() error {
 	a.results = map[string]*domain.Evaluated{}
 	a.pubChanged = map[string]bool{}
 	a.lastSnap = nil
+	a.list = listing{}
 	a.active = map[string]bool{}
 	a.hashPref = map[string]string{}
 

@@ -85,7 +85,7 @@ func (a *Actor) retire(c actor.Context, name string) {
 	}
 	delete(a.results, name)
 	a.pubChanged[name] = true
-	a.listingOK = false
+	a.list.changed(name)
 }
 
 func (a *Actor) activeSet() map[string]bool {
@@ -130,7 +130,7 @@ func (a *Actor) onEvaluated(c actor.Context, m *domain.Evaluated) {
 	}
 	a.results[m.Domain] = m
 	a.pubChanged[m.Domain] = true
-	a.listingOK = false
+	a.list.changed(m.Domain)
 	if settled := m.Plan.VoteFor == "" && len(m.Plan.Retract) == 0; !m.Cached && settled && len(idx.claims) > 0 {
 		switch m.State.Status {
 		case consensus.Resolved:

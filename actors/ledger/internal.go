@@ -64,7 +64,7 @@ func (a *Actor) setInternal(c actor.Context, owner string, domains map[string]ne
 	}
 	a.extraInternal[owner] = kept
 	a.mergeInternal()
-	a.listingOK = false
+	a.list.ok = false // the internal entries lead the listing: build it whole
 	a.step(c, Changed{Now: true})
 	return refused
 }

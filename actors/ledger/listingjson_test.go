@@ -64,7 +64,7 @@ func TestListingJSONAsTheCodec(t *testing.T) {
 			}
 			entries = append(entries, e)
 		}
-		ours := appendListing(nil, entries)
+		ours, _ := appendListing(nil, entries, nil)
 		std, err := json.Marshal(entries)
 		if err != nil {
 			t.Fatal(err)

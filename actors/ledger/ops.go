@@ -194,7 +194,6 @@ func (a *Actor) applyBatch(ops []*messages.Op, persist bool) (applied []*message
 // actors (peers, WebSocket) listen to.
 func (a *Actor) afterApply(ops []*messages.Op) {
 	a.lastApplyAt = a.d.Now().UnixMilli()
-	a.listingOK = false
 	a.m.Step(Changed{}, time.Now()) // a flag only: no output
 	if a.sys != nil {
 		a.sys.EventStream.Publish(&messages.OpsApplied{Ops: ops})
@@ -265,6 +264,7 @@ func (a *Actor) touch(domains ...string) {
 	for _, d := range domains {
 		if d != "" {
 			a.pubChanged[d] = true
+			a.list.changed(d)
 		}
 	}
 	a.m.Step(Touch{Domains: domains}, time.Now()) // no output: a round follows

@@ -50,47 +50,6 @@ func (a *Actor) consensusOf(domain string) *messages.GetConsensusReply {
 	return &messages.GetConsensusReply{State: a.consensusState(name)}
 }
 
-// domainListing is the resolved-domains listing, rebuilt only after a
-// change; the slice is shared read-only with every reader.
-func (a *Actor) domainListing() []messages.DomainEntry {
-	if a.listingOK {
-		return a.listing
-	}
-	out := make([]messages.DomainEntry, 0, len(a.internal)+len(a.st.domains))
-	for _, name := range sortedKeys(a.internal) {
-		out = append(out, messages.DomainEntry{Domain: name, Hash: consensus.Internal, ConsensusStatus: consensus.Internal, Services: []messages.Service{}})
-	}
-	for _, name := range sortedKeys(a.st.domains) {
-		idx := a.st.domains[name]
-		if len(idx.claims) == 0 {
-			continue
-		}
-		cs := a.consensusState(name)
-		mine, isLocal := a.st.claim(name, a.st.self)
-		e := messages.DomainEntry{Domain: name, IsLocal: isLocal, ConsensusState: &cs, ConsensusStatus: cs.Status, Services: []messages.Service{}}
-		switch {
-		case cs.Status == consensus.Resolved:
-			e.Hash = *cs.Hash
-			e.IsOwner = *cs.ResolvedClaimant == a.st.self
-			if isLocal && !e.IsOwner {
-				e.ConsensusStatus = consensus.Conflict
-			}
-			if rec, ok := a.st.claim(name, *cs.ResolvedClaimant); ok {
-				e.Services, e.Clients = rec.Services, rec.Clients
-			}
-		case isLocal:
-			e.Hash = mine.Hash
-			e.Services, e.Clients = mine.Services, mine.Clients
-		default:
-			e.Hash = earliestHash(a.st, name)
-		}
-		out = append(out, e)
-	}
-	a.listing, a.listingOK = out, true
-	a.listingJSON = appendListing(make([]byte, 0, len(a.listingJSON)), out)
-	return out
-}
-
 // earliestHash is the hash shown for an unresolved domain we don't claim:
 // the claim auto-voting would pick.
 func earliestHash(s *state, name string) string {

@@ -30,7 +30,7 @@ func (a *Actor) handle(c actor.Context, msg any) {
 		a.removeDomain(c, m)
 	case *messages.GetDomains:
 		list := a.domainListing()
-		c.Respond(&messages.GetDomainsReply{Domains: list, JSON: a.listingJSON})
+		c.Respond(&messages.GetDomainsReply{Domains: list, JSON: a.list.json})
 	case *messages.GetEntries:
 		c.Respond(&messages.GetEntriesReply{Entries: a.entries()})
 	case *messages.GetConsensus:
