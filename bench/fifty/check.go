@@ -5,6 +5,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -64,7 +65,27 @@ func (f *fleet) view(i int, prefix string) (map[string]seen, error) {
 type claims struct {
 	mu   sync.Mutex
 	by   map[string][]claim
-	list []string // domains in the order first claimed
+	list []string        // domains in the order first claimed
+	acks []time.Duration // each acknowledged request's round trip
+}
+
+// acked records an acknowledged request's round trip.
+func (c *claims) acked(d time.Duration) {
+	c.mu.Lock()
+	c.acks = append(c.acks, d)
+	c.mu.Unlock()
+}
+
+// ackTimes is the median and 90th percentile of the round trips
+// recorded (zero without any).
+func (c *claims) ackTimes() (p50, p90 time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.acks) == 0 {
+		return 0, 0
+	}
+	a := slices.Sorted(slices.Values(c.acks))
+	return a[len(a)/2], a[len(a)*9/10]
 }
 
 type claim struct {
@@ -267,3 +288,6 @@ func (r *readTimes) String() string {
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 	return fmt.Sprintf("%d reads in %d passes: median %.0f ms, p90 %.0f, max %.0f", len(s), r.passes, ms(s[len(s)/2]), ms(s[len(s)*9/10]), ms(s[len(s)-1]))
 }
+
+// ms is d in milliseconds.
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

@@ -59,6 +59,9 @@ type Burst struct {
 	FromAck   time.Duration // last acknowledged → resolved alike on every node
 	Slowest   int           // the node that held them all last
 	Reads     *readTimes    // the listing reads of the wait
+	// AckP50, AckP90: a claim's request → its 200 answer (the claim
+	// settled on its node), over the burst's claims.
+	AckP50, AckP90 time.Duration
 }
 
 type runner struct {
@@ -160,8 +163,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			break
 		}
 		r.res.Bursts = append(r.res.Bursts, b)
-		r.row(fmt.Sprintf("burst %d", round+1), "%d claims from nodes %v: acknowledged in %.2f s; resolved alike on all %d %.2f s after the first claim, %.2f s after the last acknowledgement (slowest node %d); listings read while waiting: %v",
-			b.Claims, claimers, b.Acked.Seconds(), cfg.Nodes, b.FromFirst.Seconds(), b.FromAck.Seconds(), b.Slowest, b.Reads)
+		r.row(fmt.Sprintf("burst %d", round+1), "%d claims from nodes %v: acknowledged in %.2f s (each in %.1f ms, p90 %.1f); resolved alike on all %d %.2f s after the first claim, %.2f s after the last acknowledgement (slowest node %d); listings read while waiting: %v",
+			b.Claims, claimers, b.Acked.Seconds(), ms(b.AckP50), ms(b.AckP90), cfg.Nodes, b.FromFirst.Seconds(), b.FromAck.Seconds(), b.Slowest, b.Reads)
 	}
 	if len(r.res.Bursts) > 1 {
 		var ff, fa []time.Duration
@@ -233,7 +236,9 @@ func (r *runner) claimOn(i int, tag string, n, clients int, cs *claims, domains 
 			defer wg.Done()
 			for d := range work {
 				hash := fmt.Sprintf("hs://%016x%016x%016x%016x", randv2.Uint64(), randv2.Uint64(), randv2.Uint64(), randv2.Uint64())
+				sent := time.Now()
 				code, body, err := r.f.call(i, "POST", "/api/add-domain", `{"domain":"`+d+`","hash":"`+hash+`"}`)
+				took := time.Since(sent)
 				mu.Lock()
 				switch {
 				case err != nil || code >= 500:
@@ -253,6 +258,7 @@ func (r *runner) claimOn(i int, tag string, n, clients int, cs *claims, domains 
 				default:
 					cl := claim{node: i, id: node.ID, hash: hash}
 					cs.add(d, cl)
+					cs.acked(took)
 					r.all.add(d, cl)
 					last = time.Now()
 				}
@@ -297,6 +303,7 @@ func (r *runner) burst(ctx context.Context, tag string, claimers []int, n int) (
 		}
 	}
 	b := Burst{Claims: len(cs.list), Acked: lastAck.Sub(first), Reads: &readTimes{}}
+	b.AckP50, b.AckP90 = cs.ackTimes()
 	done, err := r.f.converge(ctx, r.f.everyone(), cs, "f50"+tag+"-", first, r.cfg.Settle, b.Reads)
 	if err != nil {
 		return b, err
