@@ -95,9 +95,6 @@ type Table struct {
 	buf     []byte   // scratch for packing during Build; nil afterwards
 	touches *Touches // nil: answers are not reported
 
-	// byDomain holds the nodes built from the view's domains, by the
-	// view's name, for the next Rebuild to take the unchanged ones from.
-	byDomain map[string]*node
 	// deep: a name three labels deep or more under p2p. (isDeep) is in
 	// nodes or wild, so there may be empty non-terminals.
 	deep  bool
@@ -272,7 +269,7 @@ func Rebuild(prev *Table, v *view.Snapshot, l *messages.LocalSnapshot, o Options
 	return t
 }
 
-// addDomains fills parents, byDomain and nodes from every domain of v:
+// addDomains fills parents and nodes from every domain of v:
 // the p2p domains and, replacing any of the same name, the internal ones.
 func (t *Table) addDomains(v *view.Snapshot, prefs map[string]string) {
 	// Sized up front: grown entry by entry, the two maps' rehashing was a
@@ -286,11 +283,13 @@ func (t *Table) addDomains(v *view.Snapshot, prefs map[string]string) {
 	}
 	t.nodes, t.parents = make(map[string]*node, size), make(map[string]*node, size)
 	if v != nil {
-		t.byDomain = make(map[string]*node, len(v.Domains))
 		for name, d := range v.Domains {
-			if n, ok := p2pNode(name, d, prefs); ok {
+			k, ok := Key(name)
+			if !ok {
+				continue
+			}
+			if n, ok := p2pNode(name, k, d, prefs); ok {
 				t.parents[n.key] = n
-				t.byDomain[name] = n
 				t.fresh = append(t.fresh, n)
 			}
 		}
@@ -312,43 +311,37 @@ func (t *Table) addDomains(v *view.Snapshot, prefs map[string]string) {
 	}
 }
 
-// patchDomains makes parents and byDomain prev's with the domains v
-// changed since prev's view taken out and put in again (internal domains
-// are the same in both: Rebuild checks). It returns the keys it touched.
+// patchDomains makes parents prev's with the domains v changed since
+// prev's view taken out and put in again (internal domains are the same
+// in both: Rebuild checks). A domain's node is found by its key: the
+// view's names are the ledger's normalized ones, one per key. It returns
+// the keys it touched.
 func (t *Table) patchDomains(prev *Table, v *view.Snapshot, prefs map[string]string) []string {
 	changed := v.Changed(prev.view)
-	t.parents, t.byDomain = maps.Clone(prev.parents), maps.Clone(prev.byDomain)
-	keys := make([]string, 0, 2*len(changed))
+	t.parents = maps.Clone(prev.parents)
+	keys := make([]string, 0, len(changed))
 	for _, name := range changed {
-		if old := t.byDomain[name]; old != nil {
-			delete(t.byDomain, name)
-			if t.parents[old.key] == old {
-				delete(t.parents, old.key)
-			}
-			keys = append(keys, old.key)
-		}
-		n, ok := p2pNode(name, v.Domains[name], prefs)
+		k, ok := Key(name)
 		if !ok {
 			continue
 		}
-		if p := t.parents[n.key]; p == nil || p.kind != KindInternal {
-			t.parents[n.key] = n
+		keys = append(keys, k)
+		if old := t.parents[k]; old != nil && old.kind == KindInternal {
+			continue // internal domains answer for the name
 		}
-		t.byDomain[name] = n
-		t.fresh = append(t.fresh, n)
-		keys = append(keys, n.key)
+		delete(t.parents, k)
+		if n, ok := p2pNode(name, k, v.Domains[name], prefs); ok {
+			t.parents[k] = n
+			t.fresh = append(t.fresh, n)
+		}
 	}
 	return keys
 }
 
-// p2pNode is the node of the view's domain d (nil: none) named name;
-// false when there is none or the name does not pack.
-func p2pNode(name string, d *view.Domain, prefs map[string]string) (*node, bool) {
+// p2pNode is the node of the view's domain d (nil: none) named name,
+// of key k (Key(name)); false when there is none.
+func p2pNode(name, k string, d *view.Domain, prefs map[string]string) (*node, bool) {
 	if d == nil {
-		return nil, false
-	}
-	k, ok := Key(name)
-	if !ok {
 		return nil, false
 	}
 	n := &node{name: strings.ToLower(dns.Fqdn(name)), key: k}
