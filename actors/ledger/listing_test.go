@@ -11,7 +11,6 @@ import (
 
 	"peerdns/actors/consensus"
 	"peerdns/actors/domain"
-	"peerdns/internal/ipam"
 	"peerdns/messages"
 	"peerdns/transport/identity"
 )
@@ -22,13 +21,8 @@ import (
 // read after a few changes at a time (patches upon patches), and after
 // a change of the internal domains.
 func TestListingPatchedAsBuiltWhole(t *testing.T) {
-	self, _ := identity.Generate()
-	a := newActor(Deps{Identity: self})
-	a.results = map[string]*domain.Evaluated{}
-	a.pubChanged = map[string]bool{}
-	subs, _ := ipam.DefaultSubnets("", 0)
-	a.addrs = &addresses{pool: ipam.New(subs, nil)}
-	writers := []string{self.ID()}
+	a := listingActor(0)
+	writers := []string{a.st.self}
 	for range 2 {
 		id, _ := identity.Generate()
 		writers = append(writers, id.ID())
