@@ -2,6 +2,7 @@ package node
 
 import (
 	"fmt"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -208,4 +209,35 @@ func TestCASubnetAdvised(t *testing.T) {
 	if st := caStatusOn(t, n); st.RegenerateAdvised || !slices.Contains(st.Permitted.IP, "198.51.100.0/24") {
 		t.Fatalf("ca-status after regenerate-ca: %+v", st)
 	}
+}
+
+// An internal domain outside the root (a plugin's, under a suffix the
+// node did not serve) makes the node advise regenerate-ca, although the
+// scope is checked only on views whose internal domains changed: the
+// views of claims before and after it change p2p domains alone.
+func TestCAInternalDomainAdvised(t *testing.T) {
+	n := newTestNode(t, t.TempDir())
+	base := "http://" + n.AdminAddr()
+	mustJSON(t, "POST", base+"/api/add-domain", `{"domain":"before.p2p","hash":"hs://`+strings.Repeat("ab", 32)+`"}`, 200, nil)
+	res, err := n.root.System.Root.RequestFuture(n.ledger, &messages.SetInternalDomains{Owner: "plugins", Domains: map[string]netip.Addr{"tools.lan": netip.MustParseAddr("127.0.0.1")}}, 5*time.Second).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := res.(*messages.SetInternalDomainsReply); len(r.Refused) > 0 {
+		t.Fatalf("internal domain refused: %v", r.Refused)
+	}
+	mustJSON(t, "POST", base+"/api/add-domain", `{"domain":"after.p2p","hash":"hs://`+strings.Repeat("ab", 32)+`"}`, 200, nil)
+	if st := caStatusOn(t, n); !st.RegenerateAdvised || !slices.Contains(st.Missing.DNS, "tools.lan") {
+		t.Fatalf("ca-status after a new internal domain: %+v", st)
+	}
+	testutil.Eventually(t, 10*time.Second, func() error {
+		var logs struct{ Lines []string }
+		mustJSON(t, "GET", base+"/api/logs/core?lines=500", "", 200, &logs)
+		for _, l := range logs.Lines {
+			if strings.Contains(l, "regenerate-ca") && strings.Contains(l, "tools.lan") {
+				return nil
+			}
+		}
+		return fmt.Errorf("no regenerate-ca advice naming tools.lan in the core log:\n%s", strings.Join(logs.Lines, "\n"))
+	})
 }

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"maps"
 	"net/netip"
 	"path/filepath"
 	"time"
@@ -67,15 +68,28 @@ func (n *Node) openCA() error {
 	return nil
 }
 
-// watchScope has certs.Advice check the root whenever the view, the
-// local records or the settings change (a subnet saved through POST
-// /api/subnets is a new IP range of the scope, and the ledger announces
-// it with update-settings, not with a new view); it stops with the node.
+// watchScope has certs.Advice check the root whenever the view's
+// internal domains, the local records or the settings change (a subnet
+// saved through POST /api/subnets is a new IP range of the scope, and
+// the ledger announces it with update-settings, not with a new view); it
+// stops with the node. Of the view the scope reads the internal domains
+// alone, so a view that changed only p2p domains (hundreds a second in a
+// burst of claims) is not checked: each check asks the ledger for the
+// subnets.
 func (n *Node) watchScope() {
 	adv := certs.NewAdvice(n.ca, n.caScope, n.logs["core"], func() {
 		n.root.System.EventStream.Publish(&messages.Hint{Type: messages.HintCerts})
 	})
-	stopView := n.pub.Subscribe(func(*view.Snapshot) { adv.Check() })
+	var internal map[string]netip.Addr // of the last view checked
+	checked := false
+	stopView := n.pub.Subscribe(func(v *view.Snapshot) {
+		// Called from one goroutine, one view at a time (view.Publisher).
+		if checked && maps.Equal(v.Internal, internal) {
+			return
+		}
+		checked, internal = true, v.Internal
+		adv.Check()
+	})
 	var stopRecs func()
 	if n.records != nil {
 		stopRecs = n.records.Subscribe(func(*messages.LocalSnapshot) { adv.Check() })
