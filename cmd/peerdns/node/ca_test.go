@@ -17,6 +17,21 @@ import (
 	"peerdns/messages"
 )
 
+// awaitAdvice waits for the core log's regenerate-ca advice naming gap.
+func awaitAdvice(t *testing.T, base, gap string) {
+	t.Helper()
+	testutil.Eventually(t, 10*time.Second, func() error {
+		var logs struct{ Lines []string }
+		mustJSON(t, "GET", base+"/api/logs/core?lines=500", "", 200, &logs)
+		for _, l := range logs.Lines {
+			if strings.Contains(l, "regenerate-ca") && strings.Contains(l, gap) {
+				return nil
+			}
+		}
+		return fmt.Errorf("no regenerate-ca advice naming %s in the core log:\n%s", gap, strings.Join(logs.Lines, "\n"))
+	})
+}
+
 func caStatusOn(t *testing.T, n *Node) admin.CAStatus {
 	var st admin.CAStatus
 	mustJSON(t, "GET", "http://"+n.AdminAddr()+"/api/ca-status", "", 200, &st)
@@ -195,16 +210,7 @@ func TestCASubnetAdvised(t *testing.T) {
 	if st := caStatusOn(t, n); !st.RegenerateAdvised || !slices.Equal(st.Missing.IP, []string{"198.51.100.0/24"}) {
 		t.Fatalf("ca-status after a new subnet: %+v", st)
 	}
-	testutil.Eventually(t, 10*time.Second, func() error {
-		var logs struct{ Lines []string }
-		mustJSON(t, "GET", base+"/api/logs/core?lines=500", "", 200, &logs)
-		for _, l := range logs.Lines {
-			if strings.Contains(l, "regenerate-ca") && strings.Contains(l, "198.51.100.0/24") {
-				return nil
-			}
-		}
-		return fmt.Errorf("no regenerate-ca advice naming 198.51.100.0/24 in the core log:\n%s", strings.Join(logs.Lines, "\n"))
-	})
+	awaitAdvice(t, base, "198.51.100.0/24")
 	mustJSON(t, "POST", base+"/api/regenerate-ca", "", 200, nil)
 	if st := caStatusOn(t, n); st.RegenerateAdvised || !slices.Contains(st.Permitted.IP, "198.51.100.0/24") {
 		t.Fatalf("ca-status after regenerate-ca: %+v", st)
@@ -230,14 +236,5 @@ func TestCAInternalDomainAdvised(t *testing.T) {
 	if st := caStatusOn(t, n); !st.RegenerateAdvised || !slices.Contains(st.Missing.DNS, "tools.lan") {
 		t.Fatalf("ca-status after a new internal domain: %+v", st)
 	}
-	testutil.Eventually(t, 10*time.Second, func() error {
-		var logs struct{ Lines []string }
-		mustJSON(t, "GET", base+"/api/logs/core?lines=500", "", 200, &logs)
-		for _, l := range logs.Lines {
-			if strings.Contains(l, "regenerate-ca") && strings.Contains(l, "tools.lan") {
-				return nil
-			}
-		}
-		return fmt.Errorf("no regenerate-ca advice naming tools.lan in the core log:\n%s", strings.Join(logs.Lines, "\n"))
-	})
+	awaitAdvice(t, base, "tools.lan")
 }
