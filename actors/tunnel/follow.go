@@ -2,6 +2,7 @@ package tunnel
 
 import (
 	"log/slog"
+	"slices"
 	"sort"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -27,9 +28,11 @@ import (
 //     own): its key never changes.
 //
 // The supervisor asks the ledger for the targets of the domains it
-// follows whenever a new view is published (resolutions, claim rewrites)
-// or a hash preference changed (messages.HashPreferenceChanged on the
-// event stream). A client whose key must change is stopped (its
+// follows whenever a new view changed one of them (resolutions, claim
+// rewrites: the view names the domains it changed, view.Snapshot.Changed;
+// a burst of claims publishes hundreds of views that change none of
+// them) or a hash preference changed (messages.HashPreferenceChanged on
+// the event stream). A client whose key must change is stopped (its
 // connections closed, its port freed) and started again on the new key;
 // an owner's service that moved is written to its claim again.
 //
@@ -41,8 +44,12 @@ const (
 )
 
 // refreshTargets is a self-message: ask the ledger for the claims in
-// force and follow them.
-type refreshTargets struct{}
+// force and follow them; when not all, only if one of names (the domains
+// a new view changed) is followed.
+type refreshTargets struct {
+	all   bool
+	names []string
+}
 
 // follower is the supervisor's following state; touched only from Receive.
 type follower struct {
@@ -75,9 +82,19 @@ func (a *Actor) startFollow(c actor.Context) {
 		return
 	}
 	self, root := c.Self(), c.ActorSystem().Root
-	poke := func() { root.Send(self, &refreshTargets{}) }
+	poke := func() { root.Send(self, &refreshTargets{all: true}) }
 	if a.d.View != nil {
-		a.fol.cancel = append(a.fol.cancel, a.d.View.Subscribe(func(*view.Snapshot) { poke() }))
+		var last *view.Snapshot // called from one goroutine (view.Publisher)
+		a.fol.cancel = append(a.fol.cancel, a.d.View.Subscribe(func(v *view.Snapshot) {
+			m := &refreshTargets{all: last == nil}
+			if last != nil {
+				m.names = v.Changed(last)
+			}
+			last = v
+			if m.all || len(m.names) > 0 {
+				root.Send(self, m)
+			}
+		}))
 	}
 	es := c.ActorSystem().EventStream
 	sub := es.Subscribe(func(ev any) {
@@ -93,6 +110,20 @@ func (a *Actor) stopFollow() {
 		f()
 	}
 	a.fol.cancel = nil
+}
+
+// followsAny reports whether one of names is followed here.
+func (a *Actor) followsAny(names []string) bool {
+	followed := a.followedDomains()
+	if len(followed) == 0 {
+		return false
+	}
+	for _, n := range names {
+		if _, ok := slices.BinarySearch(followed, n); ok {
+			return true
+		}
+	}
+	return false
 }
 
 // followedDomains are the domains whose claim in force matters here.

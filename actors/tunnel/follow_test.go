@@ -49,3 +49,33 @@ func TestWantKey(t *testing.T) {
 		t.Error("an owner's named client is a service")
 	}
 }
+
+// A view's changed names ask for a refresh only when one is followed: by
+// a client that follows its domain or service, or a subscribe-all.
+func TestFollowsAny(t *testing.T) {
+	entry := func(domain, follow string) *clientEntry {
+		return &clientEntry{rec: clientRecord{Opts: messages.TunnelClientOpts{Domain: domain}, Follow: follow}}
+	}
+	a := &Actor{clients: map[string]*clientEntry{
+		"c1": entry("d.p2p", followDomain),
+		"c2": entry("s.p2p", followService),
+		"c3": entry("fixed.p2p", ""),
+	}, subAll: map[string]bool{"all.p2p": true}}
+	for _, tt := range []struct {
+		names []string
+		want  bool
+	}{
+		{nil, false},
+		{[]string{"other.p2p", "fixed.p2p"}, false},
+		{[]string{"other.p2p", "d.p2p"}, true},
+		{[]string{"s.p2p"}, true},
+		{[]string{"all.p2p"}, true},
+	} {
+		if got := a.followsAny(tt.names); got != tt.want {
+			t.Errorf("followsAny(%v) = %v, want %v", tt.names, got, tt.want)
+		}
+	}
+	if (&Actor{clients: map[string]*clientEntry{"c3": entry("fixed.p2p", "")}}).followsAny([]string{"fixed.p2p"}) {
+		t.Error("a fixed-key client follows nothing")
+	}
+}

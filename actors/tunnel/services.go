@@ -37,7 +37,9 @@ import (
 func (a *Actor) receiveServices(c actor.Context) {
 	switch m := c.Message().(type) {
 	case *refreshTargets:
-		a.refresh(c)
+		if m.all || a.followsAny(m.names) {
+			a.refresh(c)
+		}
 	case *messages.RestartDomainClients:
 		a.restartDomain(c, m.Domain)
 	case *messages.DomainAnswered:
