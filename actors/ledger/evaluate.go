@@ -84,8 +84,7 @@ func (a *Actor) retire(c actor.Context, name string) {
 		delete(a.children, name)
 	}
 	delete(a.results, name)
-	a.pubChanged[name] = true
-	a.list.changed(name)
+	a.domainChanged(name)
 }
 
 func (a *Actor) activeSet() map[string]bool {
@@ -103,7 +102,7 @@ func (a *Actor) activeSet() map[string]bool {
 // by persistIPs at the end of the flush (one commit for many domains).
 func (a *Actor) assignIP(name string) {
 	if a.addrs.assign(name) {
-		a.pubChanged[name] = true
+		a.pubChanged[name] = true // the view's entry only: the listing shows no address
 	}
 }
 
@@ -129,8 +128,7 @@ func (a *Actor) onEvaluated(c actor.Context, m *domain.Evaluated) {
 		return
 	}
 	a.results[m.Domain] = m
-	a.pubChanged[m.Domain] = true
-	a.list.changed(m.Domain)
+	a.domainChanged(m.Domain)
 	if settled := m.Plan.VoteFor == "" && len(m.Plan.Retract) == 0; !m.Cached && settled && len(idx.claims) > 0 {
 		switch m.State.Status {
 		case consensus.Resolved:

@@ -62,8 +62,7 @@ func TestListingPatchedAsBuiltWhole(t *testing.T) {
 		case k < 9:
 			// What onEvaluated records.
 			a.results[name] = &domain.Evaluated{Domain: name, State: consensus.Compute(a.st.input(name, active)), LastResolution: wall}
-			a.pubChanged[name] = true
-			a.list.changed(name)
+			a.domainChanged(name)
 		default:
 			if idx := a.st.domains[name]; idx == nil || len(idx.claims) == 0 {
 				a.retire(nil, name)

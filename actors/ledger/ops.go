@@ -259,12 +259,19 @@ func (a *Actor) runCleanups() {
 	}
 }
 
+// domainChanged marks a domain whose claims, votes or evaluation changed:
+// its view entry is built again at the next publish and its listing
+// entry at the next read.
+func (a *Actor) domainChanged(name string) {
+	a.pubChanged[name] = true
+	a.list.changed(name)
+}
+
 // touch marks a domain for re-evaluation.
 func (a *Actor) touch(domains ...string) {
 	for _, d := range domains {
 		if d != "" {
-			a.pubChanged[d] = true
-			a.list.changed(d)
+			a.domainChanged(d)
 		}
 	}
 	a.m.Step(Touch{Domains: domains}, time.Now()) // no output: a round follows
