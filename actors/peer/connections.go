@@ -162,6 +162,9 @@ func (a *Actor) onUp(c actor.Context, m *sessionUp) {
 	if m.hello.Neighbours == 0 {
 		a.greetLiveness(c, m.id) // suspicion.go: only a peer new to the overlay needs it
 	}
+	if a.suspectedLong(m.id, a.d.Now()) {
+		a.tellSuspicions(c, m.id) // a bridge across a partition (suspicion.go)
+	}
 	a.connectedChanged(c)
 	a.trimView(c, m.id)
 	a.updateGate()

@@ -259,7 +259,7 @@ func (a *Actor) flushBeatsTo(c actor.Context, e *sessionEntry) {
 func (a *Actor) onHeartbeats(c actor.Context, from string, hbs []*messages.Heartbeat, forward bool) {
 	h := &a.hb
 	h.init()
-	var fresh []*messages.Heartbeat
+	var fresh, refuting []*messages.Heartbeat
 	refutes := false // a fresh one refutes a suspicion we hold: it goes on at once
 	sender := a.sessions[from]
 	for _, hb := range hbs {
@@ -276,6 +276,9 @@ func (a *Actor) onHeartbeats(c actor.Context, from string, hbs []*messages.Heart
 			if a.takeBeat(c, from, hb) {
 				fresh = append(fresh, hb)
 				refutes = refutes || suspected
+				if suspected {
+					refuting = append(refuting, hb)
+				}
 			}
 		case !h.notWriter[hb.Writer].IsZero():
 			h.refused++ // not counted against the neighbour (refuseBeat)
@@ -284,8 +287,17 @@ func (a *Actor) onHeartbeats(c actor.Context, from string, hbs []*messages.Heart
 		}
 	}
 	a.heardChanged(c)
-	if forward {
+	switch {
+	case forward:
 		a.forwardBeats(c, from, fresh, refutes)
+	case len(refuting) > 0:
+		// A greeting's heartbeats are not passed on (the greeter's
+		// other neighbours hold them), except those that refute a
+		// suspicion we held: our neighbours hold it too. A greeting
+		// comes with every session that asks for room, and so with
+		// each one that bridges a healed partition, whose two sides
+		// hold each other's suspicions from its start.
+		a.forwardBeats(c, from, refuting, true)
 	}
 }
 

@@ -1,6 +1,7 @@
 package peer
 
 import (
+	"hash/maphash"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -82,6 +83,7 @@ type suspicionState struct {
 	asking                    map[string][]heldSus                 // author → suspicions waiting on IsWriter
 	sent, taken, dup, refused int64
 	refutations               int64
+	seed                      maphash.Seed // bridgeTo's draw
 }
 
 type heldSuspicion struct {
@@ -105,6 +107,54 @@ func (a *Actor) suspected(w string) bool {
 	return false
 }
 
+// suspectedLong reports whether we have held an unrefuted suspicion of w
+// for cutOffSuspected or more: a live writer wrongly suspected refutes
+// within a round trip of the overlay, so w is dead or in a part of the
+// graph we are cut off from.
+func (a *Actor) suspectedLong(w string, now time.Time) bool {
+	for _, hs := range a.sus.held[w] {
+		if hs.s.Seq >= a.hb.latest[w] && now.Sub(hs.at) >= cutOffSuspected {
+			return true
+		}
+	}
+	return false
+}
+
+// bridgeTo reports whether we are one of the about ActiveView writers
+// that dial w past a full view while it is suspected long (cutOff): a
+// pseudo-random draw per pair (a hash with this process's seed), of
+// probability ActiveView over the writers we know. Every node suspects
+// a writer that froze, died or sits across a partition; were every one
+// to dial it, a writer back after a pause would take a session from each
+// (a dial that asks for room is always taken) and each dialer would send
+// one of its own neighbours away: a storm of leaves and redials across
+// the network. Drawn, about ActiveView nodes dial it, as many as its
+// view holds, and a partition still gets about ActiveView × |A| × |B| / n
+// dials across it, at least ActiveView whatever the sides' sizes.
+func (a *Actor) bridgeTo(w string) bool {
+	n := uint64(len(a.hb.latest) + 1)
+	k := uint64(max(a.d.ActiveView, 1))
+	if n <= k {
+		return true
+	}
+	if a.sus.seed == (maphash.Seed{}) {
+		a.sus.seed = maphash.MakeSeed()
+	}
+	return maphash.String(a.sus.seed, w)%n < k
+}
+
+// cutOffSuspected: how long a writer stays suspected before we take it
+// for cut off (cutOff) and may dial it past a full view. Long against a
+// refutation (a round trip of the overlay: under a second in the
+// simulation, a few on a loaded machine), so a passing suspicion never
+// asks anyone for room (at 100 writers, room asked of every suspected
+// writer at once fed a loop of evictions and suspicions); short against
+// a partition, whose two sides suspect each other from its first
+// seconds and, their views full again, would otherwise not meet after
+// the heal until the heartbeat timeout (3 × 5 s × writers: hours at
+// 1,000).
+const cutOffSuspected = 15 * time.Second
+
 // topSuspicion is the highest seq among the unrefuted suspicions of w
 // we hold, and whether we hold one.
 func (a *Actor) topSuspicion(w string) (uint64, bool) {
@@ -118,19 +168,15 @@ func (a *Actor) topSuspicion(w string) (uint64, bool) {
 	return top, held
 }
 
-// refuted drops the suspicions of w that a heartbeat of seq refutes and
-// reports whether w was suspected before.
+// refuted reports whether w was suspected before a heartbeat of seq,
+// about to be taken, refutes what it can. The suspicions it refutes are
+// kept (until suspicionTick forgets them, as unrefuted ones): a held
+// suspicion whose seq is below w's latest heartbeat counts for nothing
+// but the duplicate check, so the same suspicion sent again later (a
+// neighbour replaying it) is a lookup, not a check and a flood that
+// makes w refute once more.
 func (a *Actor) refuted(w string, seq uint64) bool {
-	was := a.suspected(w)
-	for by, hs := range a.sus.held[w] {
-		if hs.s.Seq < seq {
-			delete(a.sus.held[w], by)
-		}
-	}
-	if len(a.sus.held[w]) == 0 {
-		delete(a.sus.held, w)
-	}
-	return was
+	return a.suspected(w)
 }
 
 // suspicionTick forgets suspicions older than the heartbeat timeout (the
@@ -211,13 +257,25 @@ func (a *Actor) onSuspicions(c actor.Context, from string, ss []*messages.Suspic
 	var answer []*messages.Heartbeat
 	changed := false
 	for _, s := range ss {
-		if hb := a.hb.beats[s.Writer]; hb != nil && s.Writer != a.self && s.By != a.self && hb.Seq > s.Seq && from != "" {
+		refuted := s.Writer != a.self && s.Seq < a.hb.latest[s.Writer]
+		carry := false
+		if refuted && s.By != a.self && from != "" {
 			// Already refuted here: the sender (and the author, if it
 			// is the sender) may never have had the refuting heartbeat;
-			// it goes back with the answer, signed by its writer.
-			answer = append(answer, hb)
+			// it goes back with the answer, signed by its writer. A
+			// heartbeat too old for the sender to take (heartbeatMaxAge
+			// by its clock) would not refute it there: then the
+			// suspicion goes on toward its writer, who refutes it with
+			// a fresh one (a partition's two sides meeting again hold
+			// each other's suspicions from its start, and each side
+			// the other's heartbeats from during it).
+			if hb := a.hb.beats[s.Writer]; hb != nil && int64(hb.Seq) >= now.Add(-heartbeatMaxAge/2).UnixMilli() {
+				answer = append(answer, hb)
+			} else {
+				carry = true
+			}
 		}
-		if prev := a.sus.held[s.Writer][s.By]; (prev != nil && prev.s.At >= s.At) || (s.Writer != a.self && s.Seq < a.hb.latest[s.Writer]) || s.By == a.self {
+		if prev := a.sus.held[s.Writer][s.By]; (prev != nil && prev.s.At >= s.At) || (refuted && !carry) || s.By == a.self {
 			a.sus.dup++ // a lookup, no signature check
 			continue
 		}
@@ -360,6 +418,33 @@ func (a *Actor) greetLiveness(c actor.Context, id string) {
 		k := min(len(ss), messages.MaxSuspicions/2)
 		o.Suspicions, ss = ss[:k], ss[k:]
 		c.Send(e.pid, &sendFrame{env: &messages.Envelope{Kind: messages.KindLiveness, Overlay: o}})
+	}
+}
+
+// tellSuspicions sends a neighbour every unrefuted suspicion we hold,
+// to be taken and forwarded as a flood. For a session that bridges a
+// partition (we dialed a writer cut off by suspicion, or it dialed us):
+// the suspected writers of its side learn of their suspicions through
+// it and refute them, and the refutations come back across it, so the
+// two sides count each other in again within a few round trips instead
+// of when the suspicions expire. Duplicates cost the receiver a lookup.
+func (a *Actor) tellSuspicions(c actor.Context, id string) {
+	e := a.sessions[id]
+	if e == nil || a.network == "" {
+		return
+	}
+	var ss []*messages.Suspicion
+	for w, m := range a.sus.held {
+		for _, hs := range m {
+			if hs.s.Seq >= a.hb.latest[w] {
+				ss = append(ss, hs.s)
+			}
+		}
+	}
+	for len(ss) > 0 {
+		k := min(len(ss), messages.MaxSuspicions/2)
+		c.Send(e.pid, &sendFrame{env: &messages.Envelope{Kind: messages.KindSuspicions, Overlay: &messages.Overlay{Suspicions: ss[:k]}}})
+		ss = ss[k:]
 	}
 }
 

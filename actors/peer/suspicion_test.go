@@ -75,3 +75,30 @@ func TestSuspicionsForgedReplayedRefuted(t *testing.T) {
 		return nil
 	})
 }
+
+// bridgeTo draws about ActiveView writers of those we know to dial past
+// a full view while they stay suspected, and every one of them while we
+// know no more writers than a view holds.
+func TestBridgeToDrawsAboutAView(t *testing.T) {
+	for _, tc := range []struct{ writers, lo, hi int }{
+		{writers: 11, lo: 11, hi: 11},
+		{writers: 1000, lo: 3, hi: 30},
+		{writers: 100, lo: 3, hi: 30},
+	} {
+		a := &Actor{}
+		a.d.ActiveView = 12
+		a.hb.init()
+		for i := range tc.writers {
+			a.hb.latest[fmt.Sprintf("%064x", i)] = 1
+		}
+		n := 0
+		for w := range a.hb.latest {
+			if a.bridgeTo(w) {
+				n++
+			}
+		}
+		if n < tc.lo || n > tc.hi {
+			t.Errorf("%d writers known: %d drawn, want %d to %d", tc.writers, n, tc.lo, tc.hi)
+		}
+	}
+}

@@ -159,8 +159,10 @@ func (a *Actor) updateGate() (beyond map[string]bool) {
 }
 
 // cutOff lists the writers we heard a heartbeat from once that have no
-// session with us and whose heartbeats no longer arrive, and, once we
-// have been up isolatedAfter, the bootstrap peers we never heard at all.
+// session with us and whose heartbeats no longer arrive or that we have
+// suspected for cutOffSuspected and drew as ours to bridge to
+// (suspicion.go, bridgeTo), and, once we have been up isolatedAfter, the
+// bootstrap peers we never heard at all.
 //
 // The second kind: a node that knows nobody (the network's first, with
 // no bootstrap of its own) is reached only by peers that dial it, and
@@ -178,16 +180,17 @@ func (a *Actor) cutOff() map[string]bool {
 		}
 		out[w] = true
 	}
+	now := a.d.Now()
 	for w := range a.hb.latest {
 		if _, direct := a.sessions[w]; direct {
 			continue
 		}
-		if _, heard := a.hb.heard[w]; heard {
+		if _, heard := a.hb.heard[w]; heard && !(a.suspectedLong(w, now) && a.bridgeTo(w)) {
 			continue
 		}
 		add(w)
 	}
-	if a.network == "" || a.startedAt.IsZero() || a.d.Now().Sub(a.startedAt) < isolatedAfter {
+	if a.network == "" || a.startedAt.IsZero() || now.Sub(a.startedAt) < isolatedAfter {
 		return out
 	}
 	for _, t := range a.bootstrap {
@@ -517,9 +520,9 @@ func (a *Actor) helloNeighbours(conn interface {
 	PeerID() string
 }) int {
 	if conn.Outbound() && a.hb.latest != nil {
-		// Not on a suspicion: at 100 writers, room asked of suspected
-		// writers fed a loop of evictions and suspicions.
-		if _, heard := a.hb.heard[conn.PeerID()]; !heard {
+		// Not on a passing suspicion: at 100 writers, room asked of
+		// suspected writers fed a loop of evictions and suspicions.
+		if _, heard := a.hb.heard[conn.PeerID()]; !heard || a.suspectedLong(conn.PeerID(), a.d.Now()) {
 			return 0
 		}
 	}

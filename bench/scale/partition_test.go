@@ -197,46 +197,93 @@ func TestVirtualKillsAndPartition(t *testing.T) {
 		caught := time.Since(back)
 		alikeKill := s.waitAlike(names("gone", claims), r, 2*time.Minute) + caught
 
-		// A partition.
-		side := func(i int) int { // 9 | 11 at 20 nodes
+		// A partition, 9 | 11 at 20 nodes.
+		side := func(i int) int {
 			if i < n*9/20 {
 				return 0
 			}
 			return 1
 		}
-		s.split(side)
-		// Long enough for each side to count the other out
-		// (heartbeats time out after 3 s).
-		time.Sleep(10 * time.Second)
-		left, right := s.nodes[0], s.nodes[n-1]
-		s.claim(left, claims, "left")
-		s.claim(right, claims, "right")
-		s.claim(left, claims, "both")
-		s.claim(right, claims, "both")
-		time.Sleep(10 * time.Second)
-		for _, nd := range s.nodes {
-			for _, id := range s.peersOf(nd) {
-				if side(s.meter.index[id]) != side(nd.i) {
-					t.Fatalf("node %d has a session across the partition", nd.i)
-				}
-			}
-		}
-
-		s.part.heal()
-		healed := time.Now()
-		domains := append(append(names("left", claims), names("right", claims)...), names("both", claims)...)
-		s.waitApplied(left.id.ID(), s.vv(left)[left.id.ID()], time.Minute)
-		s.waitApplied(right.id.ID(), s.vv(right)[right.id.ID()], time.Minute)
-		applied := time.Since(healed)
-		alike := s.waitAlike(domains, r, 2*time.Minute) + applied
-
-		tally := map[string]int{}
-		for k, v := range s.verdicts(s.nodes[0], domains) {
-			tally[domains[k][:4]+" "+v.status]++
-		}
+		// Long enough for each side to count the other out (heartbeats
+		// time out after 3 s).
+		applied, alike, tally := partitionAndHeal(t, s, r, claims, side, 10*time.Second)
 		t.Logf("%d writers, R = %d, virtual time: 3 killed and restarted: every op on every node %v, every verdict alike %v after the restarts; a partition healed: every op on every node %v, every verdict alike %v after the heal (verdicts by prefix %v)",
 			n, r, caught, alikeKill, applied, alike, tally)
 	})
+}
+
+// TestVirtualLongPartitionHeals: 40 writers beyond R split 20 | 20 for
+// two minutes. Each side is larger than a view, so both refill their
+// views from their own side within seconds, and every dialer of a peer
+// across the cut retires (held back 30 s by a full view): after the heal
+// nothing dials across unless a writer suspected that long counts as cut
+// off. Every op must reach every node and every verdict agree soon after
+// the heal, not when the suspicions expire (3 × 5 s × 41 ≈ 10 min here,
+// hours at 1,000 writers). SCALE_PART_HOLD sets the minutes.
+func TestVirtualLongPartitionHeals(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts 40 nodes")
+	}
+	virtual(t, func(t *testing.T) {
+		n, r, claims := 40, 8, 6
+		s := startSim(t, simConfig{nodes: n, boot: 3, replicas: r})
+		if took, full := s.waitViews(viewTarget(n), time.Minute); full != n {
+			t.Fatalf("%d of %d views full after %v:%s", full, n, took, s.shortViews(viewTarget(n)))
+		}
+		side := func(i int) int { return i % 2 }
+		hold := time.Duration(envInt("SCALE_PART_HOLD", 2)) * time.Minute
+		applied, alike, tally := partitionAndHeal(t, s, r, claims, side, hold)
+		t.Logf("%d writers, R = %d, virtual time, a 20 | 20 partition for %v healed: every op on every node %v, every verdict alike %v after the heal (verdicts by prefix %v)",
+			n, r, hold, applied, alike, tally)
+	})
+}
+
+// partitionAndHeal splits the network by side, lets each side count the
+// other out, has the first node of side 0 and the last of side 1 claim
+// domains of their own and the same domains, waits hold, checks no
+// session crosses the cut, heals, and waits until every node holds both
+// claimants' ops (how long: applied) and every domain's verdict is alike
+// on every node (alike, counted from the heal). tally counts node 0's
+// verdicts by name prefix and status.
+func partitionAndHeal(t *testing.T, s *sim, r, claims int, side func(int) int, hold time.Duration) (applied, alike time.Duration, tally map[string]int) {
+	t.Helper()
+	s.split(side)
+	time.Sleep(10 * time.Second)
+	var left, right *simNode
+	for _, nd := range s.nodes {
+		if side(nd.i) == 0 && left == nil {
+			left = nd
+		}
+		if side(nd.i) == 1 {
+			right = nd
+		}
+	}
+	s.claim(left, claims, "left")
+	s.claim(right, claims, "right")
+	s.claim(left, claims, "both")
+	s.claim(right, claims, "both")
+	time.Sleep(hold)
+	for _, nd := range s.nodes {
+		for _, id := range s.peersOf(nd) {
+			if side(s.meter.index[id]) != side(nd.i) {
+				t.Fatalf("node %d has a session across the partition", nd.i)
+			}
+		}
+	}
+
+	s.part.heal()
+	healed := time.Now()
+	domains := append(append(names("left", claims), names("right", claims)...), names("both", claims)...)
+	s.waitApplied(left.id.ID(), s.vv(left)[left.id.ID()], time.Minute)
+	s.waitApplied(right.id.ID(), s.vv(right)[right.id.ID()], time.Minute)
+	applied = time.Since(healed)
+	alike = s.waitAlike(domains, r, 2*time.Minute) + applied
+
+	tally = map[string]int{}
+	for k, v := range s.verdicts(s.nodes[0], domains) {
+		tally[domains[k][:4]+" "+v.status]++
+	}
+	return applied, alike, tally
 }
 
 // envInt is $name as a positive integer, else def.
