@@ -322,7 +322,7 @@ func (a *Actor) takeBeat(c actor.Context, from string, hb *messages.Heartbeat) b
 	// against the seq we held until now (with the new one every
 	// suspicion it refutes already looks refuted, the active set would
 	// not be sent again, and the ledger would keep it counted out).
-	refuted := a.refuted(hb.Writer, hb.Seq)
+	refuted := a.suspected(hb.Writer)
 	h.latest[hb.Writer] = hb.Seq
 	h.beats[hb.Writer], h.beatAt[hb.Writer] = hb, now
 	if e := a.sessions[hb.Writer]; e == nil || !e.up {

@@ -143,6 +143,13 @@ func (a *Actor) bridgeTo(w string) bool {
 	return maphash.String(a.sus.seed, w)%n < k
 }
 
+// bridging reports whether w, suspected long and drawn as ours
+// (bridgeTo), may be dialed past a full view with a hello that asks for
+// room.
+func (a *Actor) bridging(w string, now time.Time) bool {
+	return a.suspectedLong(w, now) && a.bridgeTo(w)
+}
+
 // cutOffSuspected: how long a writer stays suspected before we take it
 // for cut off (cutOff) and may dial it past a full view. Long against a
 // refutation (a round trip of the overlay: under a second in the
@@ -168,19 +175,14 @@ func (a *Actor) topSuspicion(w string) (uint64, bool) {
 	return top, held
 }
 
-// refuted reports whether w was suspected before a heartbeat of seq,
-// about to be taken, refutes what it can. The suspicions it refutes are
-// kept (until suspicionTick forgets them, as unrefuted ones): a held
-// suspicion whose seq is below w's latest heartbeat counts for nothing
-// but the duplicate check, so the same suspicion sent again later (a
-// neighbour replaying it) is a lookup, not a check and a flood that
-// makes w refute once more.
-func (a *Actor) refuted(w string, seq uint64) bool {
-	return a.suspected(w)
-}
-
 // suspicionTick forgets suspicions older than the heartbeat timeout (the
-// writer is no longer heard by then anyway) and reports a change.
+// writer is no longer heard by then anyway) and reports a change. Those
+// a heartbeat refuted are kept until then too: a held suspicion whose
+// seq is below its writer's latest heartbeat counts for nothing but the
+// duplicate check, so the same suspicion sent again later (a neighbour
+// replaying it) is a lookup, not a check and a flood that has its writer
+// refute it once more (onSuspicions passes on a suspicion refuted here
+// by a heartbeat too old for its sender to take).
 func (a *Actor) suspicionTick(now time.Time) bool {
 	changed := false
 	timeout := a.hbTimeout()
@@ -406,7 +408,7 @@ func (a *Actor) greetLiveness(c actor.Context, id string) {
 	var ss []*messages.Suspicion
 	for w, m := range a.sus.held {
 		for _, hs := range m {
-			if w == id || hs.s.Seq >= a.hb.latest[w] {
+			if hs.s.Seq >= a.hb.latest[w] {
 				ss = append(ss, hs.s)
 			}
 		}

@@ -185,7 +185,7 @@ func (a *Actor) cutOff() map[string]bool {
 		if _, direct := a.sessions[w]; direct {
 			continue
 		}
-		if _, heard := a.hb.heard[w]; heard && !(a.suspectedLong(w, now) && a.bridgeTo(w)) {
+		if _, heard := a.hb.heard[w]; heard && !a.bridging(w, now) {
 			continue
 		}
 		add(w)
@@ -522,7 +522,7 @@ func (a *Actor) helloNeighbours(conn interface {
 	if conn.Outbound() && a.hb.latest != nil {
 		// Not on a passing suspicion: at 100 writers, room asked of
 		// suspected writers fed a loop of evictions and suspicions.
-		if _, heard := a.hb.heard[conn.PeerID()]; !heard || a.suspectedLong(conn.PeerID(), a.d.Now()) {
+		if _, heard := a.hb.heard[conn.PeerID()]; !heard || a.bridging(conn.PeerID(), a.d.Now()) {
 			return 0
 		}
 	}
