@@ -219,13 +219,14 @@ func TestVirtualKillsAndPartition(t *testing.T) {
 // nothing dials across unless a writer suspected that long counts as cut
 // off. Every op must reach every node and every verdict agree soon after
 // the heal, not when the suspicions expire (3 × 5 s × 41 ≈ 10 min here,
-// hours at 1,000 writers). SCALE_PART_HOLD sets the minutes.
+// hours at 1,000 writers). SCALE_PART_HOLD sets the minutes,
+// SCALE_LONGPART_NODES the writers.
 func TestVirtualLongPartitionHeals(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts 40 nodes")
 	}
 	virtual(t, func(t *testing.T) {
-		n, r, claims := 40, 8, 6
+		n, r, claims := envInt("SCALE_LONGPART_NODES", 40), 8, 6
 		s := startSim(t, simConfig{nodes: n, boot: 3, replicas: r})
 		if took, full := s.waitViews(viewTarget(n), time.Minute); full != n {
 			t.Fatalf("%d of %d views full after %v:%s", full, n, took, s.shortViews(viewTarget(n)))
@@ -233,7 +234,7 @@ func TestVirtualLongPartitionHeals(t *testing.T) {
 		side := func(i int) int { return i % 2 }
 		hold := time.Duration(envInt("SCALE_PART_HOLD", 2)) * time.Minute
 		applied, alike, tally := partitionAndHeal(t, s, r, claims, side, hold)
-		t.Logf("%d writers, R = %d, virtual time, a 20 | 20 partition for %v healed: every op on every node %v, every verdict alike %v after the heal (verdicts by prefix %v)",
+		t.Logf("%d writers, R = %d, virtual time, a partition into halves for %v healed: every op on every node %v, every verdict alike %v after the heal (verdicts by prefix %v)",
 			n, r, hold, applied, alike, tally)
 	})
 }
