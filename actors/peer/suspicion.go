@@ -405,14 +405,7 @@ func (a *Actor) greetLiveness(c actor.Context, id string) {
 			hbs = append(hbs, hb)
 		}
 	}
-	var ss []*messages.Suspicion
-	for w, m := range a.sus.held {
-		for _, hs := range m {
-			if hs.s.Seq >= a.hb.latest[w] {
-				ss = append(ss, hs.s)
-			}
-		}
-	}
+	ss := a.unrefuted()
 	for len(hbs) > 0 || len(ss) > 0 {
 		o := &messages.Overlay{}
 		n := min(len(hbs), messages.MaxHeartbeats/2)
@@ -421,6 +414,19 @@ func (a *Actor) greetLiveness(c actor.Context, id string) {
 		o.Suspicions, ss = ss[:k], ss[k:]
 		c.Send(e.pid, &sendFrame{env: &messages.Envelope{Kind: messages.KindLiveness, Overlay: o}})
 	}
+}
+
+// unrefuted is every suspicion we hold that no heartbeat refuted.
+func (a *Actor) unrefuted() []*messages.Suspicion {
+	var ss []*messages.Suspicion
+	for w, m := range a.sus.held {
+		for _, hs := range m {
+			if hs.s.Seq >= a.hb.latest[w] {
+				ss = append(ss, hs.s)
+			}
+		}
+	}
+	return ss
 }
 
 // tellSuspicions sends a neighbour every unrefuted suspicion we hold,
@@ -435,14 +441,7 @@ func (a *Actor) tellSuspicions(c actor.Context, id string) {
 	if e == nil || a.network == "" {
 		return
 	}
-	var ss []*messages.Suspicion
-	for w, m := range a.sus.held {
-		for _, hs := range m {
-			if hs.s.Seq >= a.hb.latest[w] {
-				ss = append(ss, hs.s)
-			}
-		}
-	}
+	ss := a.unrefuted()
 	for len(ss) > 0 {
 		k := min(len(ss), messages.MaxSuspicions/2)
 		c.Send(e.pid, &sendFrame{env: &messages.Envelope{Kind: messages.KindSuspicions, Overlay: &messages.Overlay{Suspicions: ss[:k]}}})
