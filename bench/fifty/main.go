@@ -44,8 +44,10 @@
 //     claims on a node of each side, and -conflicts domains claimed on
 //     both sides (one node each). What each side makes of its own claims
 //     while cut off is reported, not required (a side may lack a
-//     quorum). Then the heal, timed until every node holds every claim of
-//     the run alike.
+//     quorum). Then the heal (no sooner than -partition-hold after the
+//     cut: past half a minute, both sides' views are full of their own
+//     side and their dialers across have retired), timed until every
+//     node holds every claim of the run alike.
 //
 // # The five mode
 //
@@ -115,6 +117,7 @@ func main() {
 	flag.IntVar(&cfg.Kills, "kills", -1, "nodes killed with SIGKILL and restarted (default 3; five mode 0)")
 	partition := flag.Bool("partition", true, "partition the fleet in two, claim on both sides, heal (five mode: off)")
 	flag.IntVar(&cfg.SideClaims, "side-claims", 10, "claims on each side of the partition")
+	flag.DurationVar(&cfg.PartHold, "partition-hold", 0, "the least time from the cut to the heal (0: heal once both sides have settled)")
 	flag.IntVar(&cfg.Conflicts, "conflicts", 3, "domains claimed on both sides of the partition")
 	flag.DurationVar(&cfg.Settle, "settle", 60*time.Second, "bound on each wait for agreement")
 	flag.DurationVar(&cfg.JoinWithin, "join-within", 3*time.Minute, "bound on joining and on forming the mesh")

@@ -35,6 +35,7 @@ type Config struct {
 	Partition  bool          // split the fleet in two, claim on both sides, heal
 	SideClaims int           // claims on each side during the partition
 	Conflicts  int           // domains claimed on both sides during the partition
+	PartHold   time.Duration // the least time from the cut to the heal
 	Settle     time.Duration // bound on each wait for agreement (after a burst, a restart, the heal)
 	JoinWithin time.Duration // bound on joining and meshing
 	IdleWindow time.Duration // the fleet's idle CPU is measured over this (0: not)
@@ -379,6 +380,7 @@ func (r *runner) partition(ctx context.Context) {
 		return
 	}
 	t := time.Now()
+	cut := t
 	r.logf("partition: %v | %v", a, b)
 	// Each node notices: it lists no peer of the other side.
 	err := poll(ctx, r.cfg.Settle, func() error {
@@ -444,6 +446,16 @@ func (r *runner) partition(ctx context.Context) {
 			r.row("side "+s.name, "its %d claims not resolved alike on its %d nodes within 10 s: %v", len(s.cs.list), len(s.set), err)
 		} else {
 			r.row("side "+s.name, "its %d claims (%d conflicting with the other side) resolved alike on its %d nodes within %.2f s", len(s.cs.list), len(conflicts), len(s.set), time.Since(t).Seconds())
+		}
+	}
+	if wait := r.cfg.PartHold - time.Since(cut); wait > 0 {
+		// A partition longer than the half minute a held-back dialer
+		// lives: both sides' views full of their own side.
+		r.logf("partition: held %v more before the heal", wait.Round(time.Second))
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
 		}
 	}
 	if err := r.f.heal(); err != nil {
