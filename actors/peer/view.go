@@ -146,7 +146,8 @@ func (a *Actor) viewRoom() int {
 // updateGate tells the dialers how much room the view has.
 //
 // A full view still lets one dial through to a writer whose heartbeats
-// stopped reaching us (cutOff): the graph has split into parts whose
+// stopped reaching us, or that we have suspected for 15 s and drew as
+// ours to bridge to (cutOff): the graph may have split into parts whose
 // views are all full, and no node of either part would dial otherwise.
 // The dial asks the peer to make room (helloNeighbours), and our own view
 // sheds a random neighbour when the session comes up (trimView). So
