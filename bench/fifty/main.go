@@ -45,9 +45,9 @@
 //     both sides (one node each). What each side makes of its own claims
 //     while cut off is reported, not required (a side may lack a
 //     quorum). Then the heal (no sooner than -partition-hold after the
-//     cut: past half a minute, both sides' views are full of their own
-//     side and their dialers across have retired), timed until every
-//     node holds every claim of the run alike.
+//     cut: a partition longer than the half minute a dialer held back by
+//     a full view lives), timed until every node holds every claim of
+//     the run alike.
 //
 // # The five mode
 //

@@ -449,8 +449,8 @@ func (r *runner) partition(ctx context.Context) {
 		}
 	}
 	if wait := r.cfg.PartHold - time.Since(cut); wait > 0 {
-		// A partition longer than the half minute a held-back dialer
-		// lives: both sides' views full of their own side.
+		// A partition longer than the half minute a dialer held back
+		// by a full view lives.
 		r.logf("partition: held %v more before the heal", wait.Round(time.Second))
 		select {
 		case <-ctx.Done():
