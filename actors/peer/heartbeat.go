@@ -145,6 +145,9 @@ func (a *Actor) heartbeatTick(c actor.Context, now time.Time) {
 			delete(h.notWriter, w)
 		}
 	}
+	if a.suspectUnheard(c, now) {
+		changed = true
+	}
 	if changed {
 		a.connectedChanged(c)
 	}

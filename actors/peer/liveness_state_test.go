@@ -451,3 +451,66 @@ func TestTrimDropsANeighbourWithAViewToSpare(t *testing.T) {
 		}
 	}
 }
+
+// A writer whose heartbeats stopped reaching us (HeartbeatTimeout), with
+// no session to us and no suspicion we hold of it, is suspected by us
+// once: the suspicion goes to our neighbours, so a writer beyond a long
+// partition learns at the heal that it is not heard and refutes. A
+// second tick signs nothing more while the suspicion stands, and a
+// writer still heard is not suspected.
+func TestWritersNoLongerHeardSuspectedOnce(t *testing.T) {
+	ids := make([]*identity.Identity, 4)
+	for i := range ids {
+		id, err := identity.Generate()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[i] = id
+	}
+	self, gone, live, by := ids[0], ids[1], ids[2], ids[3]
+	const network = "net"
+	r := newLivenessRig(t, self, network)
+	sent := make(chan *messages.Suspicion, 64)
+	neighbour := r.sys.Root.Spawn(actor.PropsFromFunc(func(c actor.Context) {
+		if m, ok := c.Message().(*sendFrame); ok && m.env.Kind == messages.KindSuspicions {
+			for _, s := range m.env.Overlay.Suspicions {
+				sent <- s
+			}
+		}
+	}))
+	r.run(func(c actor.Context) {
+		a := r.a
+		a.sessions[by.ID()] = &sessionEntry{up: true, pid: neighbour}
+		a.hb.writers[by.ID()] = true
+		now := a.d.Now()
+		for _, w := range []*identity.Identity{gone, live} {
+			hb := &messages.Heartbeat{Writer: w.ID(), Seq: uint64(now.UnixMilli())}
+			hb.Sig = w.Sign(messages.HeartbeatSigningBytes(network, w.ID(), hb.Seq))
+			a.hb.writers[w.ID()] = true
+			if !a.takeBeat(c, by.ID(), hb) {
+				t.Fatalf("heartbeat of %s refused", short(w.ID()))
+			}
+		}
+		a.hb.heard[gone.ID()] = now.Add(-a.hbTimeout()) // timed out
+		a.heartbeatTick(c, now)
+		if !a.suspected(gone.ID()) {
+			t.Error("a writer no longer heard is not suspected")
+		}
+		if a.suspected(live.ID()) {
+			t.Error("a writer still heard is suspected")
+		}
+		signed := a.sus.sent
+		a.heartbeatTick(c, now.Add(time.Second))
+		if a.sus.sent != signed {
+			t.Errorf("a second tick signed %d more suspicions", a.sus.sent-signed)
+		}
+	})
+	select {
+	case s := <-sent:
+		if s.Writer != gone.ID() || s.By != self.ID() {
+			t.Fatalf("sent a suspicion of %s by %s, want of %s by us", short(s.Writer), short(s.By), short(gone.ID()))
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the suspicion of a writer no longer heard was not sent to our neighbour")
+	}
+}

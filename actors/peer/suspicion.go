@@ -57,6 +57,15 @@ import (
 // counted (suspicionsNew per author is in the logs) and a writer doing
 // this is a matter for the membership, not the overlay.
 //
+// Writers no longer heard: a writer we heard once whose heartbeats
+// stopped arriving (HeartbeatTimeout) and that has no session with us is
+// suspected by us too, unless a suspicion we hold already names it
+// (suspectUnheard). It is dead, or beyond a partition that outlasted the
+// timeout; the suspicions of the partition's start have expired by then,
+// and at the heal its held heartbeats are too old to cross
+// (heartbeatMaxAge), so without a suspicion it would count out on the
+// other side until its next heartbeat, a whole interval later.
+//
 // New neighbours: a session that comes up with a peer whose hello says it
 // has no neighbours (a node that just started or restarted, or one cut
 // off from the overlay) gets our held heartbeats and unrefuted
@@ -212,18 +221,63 @@ func (a *Actor) suspect(c actor.Context, w string) {
 	}
 	a.hb.init()
 	a.sus.init()
-	now := a.d.Now()
+	s := a.signSuspicion(w, a.d.Now())
+	a.log.Info("suspecting writer", "peer", short(w))
+	a.forwardSuspicions(c, "", []*messages.Suspicion{s})
+	a.updateGate()
+	a.connectedChanged(c)
+}
+
+// signSuspicion signs a suspicion of w and holds it as ours.
+func (a *Actor) signSuspicion(w string, now time.Time) *messages.Suspicion {
 	at := max(a.sus.last+1, uint64(now.UnixMilli()))
 	a.sus.last = at
 	s := &messages.Suspicion{Writer: w, By: a.self, At: at, Seq: a.hb.latest[w]}
 	s.Sig = a.d.Identity.Sign(messages.SuspicionSigningBytes(a.network, s))
 	a.hold(s, now)
 	a.sus.sent++
-	a.log.Info("suspecting writer", "peer", short(w))
-	a.forwardSuspicions(c, "", []*messages.Suspicion{s})
 	a.gate.unhold(w)
-	a.updateGate()
-	a.connectedChanged(c)
+	return s
+}
+
+// suspectUnheard signs and floods a suspicion of every writer we heard
+// once that has no session with us, whose heartbeats stopped reaching
+// us (HeartbeatTimeout) and that no suspicion we hold names, and reports
+// whether it signed any. Such a writer is dead, or beyond a partition
+// that outlasted the timeout; without a suspicion, nothing would tell it
+// that we no longer hear it. Once the parts meet again, the suspicions
+// cross with the first session that bridges them (tellSuspicions), and
+// each live writer refutes with a fresh heartbeat that floods back: it
+// counts again everywhere within a round trip instead of after its next
+// heartbeat (an interval: 5 s × writers, minutes at 40, 80 at 1,000; its
+// held heartbeats are too old to cross, heartbeatMaxAge). A writer gone
+// for good costs one flood per HeartbeatTimeout, when the last one
+// expires (suspicionTick).
+func (a *Actor) suspectUnheard(c actor.Context, now time.Time) bool {
+	if a.network == "" {
+		return false
+	}
+	a.sus.init()
+	var ss []*messages.Suspicion
+	for w := range a.hb.latest {
+		if _, direct := a.sessions[w]; direct {
+			continue
+		}
+		if _, heard := a.hb.heard[w]; heard || a.suspected(w) {
+			continue
+		}
+		ss = append(ss, a.signSuspicion(w, now))
+	}
+	if len(ss) == 0 {
+		return false
+	}
+	a.log.Info("suspecting writers no longer heard", "writers", len(ss))
+	for len(ss) > 0 {
+		n := min(len(ss), messages.MaxSuspicions)
+		a.forwardSuspicions(c, "", ss[:n:n])
+		ss = ss[n:]
+	}
+	return true
 }
 
 func (a *Actor) hold(s *messages.Suspicion, now time.Time) {

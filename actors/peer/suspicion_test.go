@@ -76,6 +76,30 @@ func TestSuspicionsForgedReplayedRefuted(t *testing.T) {
 	})
 }
 
+// Writers no longer heard (dead for good, or across a partition longer
+// than the heartbeat timeout) are dialed past a full view by about
+// ActiveView nodes, the drawn ones, not by every node that knows them:
+// at 1,000 writers each node's cut-off list holds about ActiveView of
+// the 1,000 gone silent, and with no more writers than a view holds it
+// holds them all.
+func TestCutOffDrawsWritersNoLongerHeard(t *testing.T) {
+	for _, tc := range []struct{ writers, lo, hi int }{
+		{writers: 11, lo: 11, hi: 11},
+		{writers: 1000, lo: 3, hi: 30},
+	} {
+		a := &Actor{}
+		a.d.ActiveView = 12
+		a.d.Now = time.Now
+		a.hb.init()
+		for i := range tc.writers {
+			a.hb.latest[fmt.Sprintf("%064x", i)] = 1 // heard once, not since
+		}
+		if n := len(a.cutOff()); n < tc.lo || n > tc.hi {
+			t.Errorf("%d writers no longer heard: %d dialed past a full view, want %d to %d", tc.writers, n, tc.lo, tc.hi)
+		}
+	}
+}
+
 // bridgeTo draws about ActiveView writers of those we know to dial past
 // a full view while they stay suspected, and every one of them while we
 // know no more writers than a view holds.

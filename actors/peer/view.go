@@ -146,8 +146,8 @@ func (a *Actor) viewRoom() int {
 // updateGate tells the dialers how much room the view has.
 //
 // A full view still lets one dial through to a writer whose heartbeats
-// stopped reaching us, or that we have suspected for 15 s and drew as
-// ours to bridge to (cutOff): the graph may have split into parts whose
+// stopped reaching us, or that we have suspected for 15 s, when we drew
+// it as ours to bridge to (cutOff): the graph may have split into parts whose
 // views are all full, and no node of either part would dial otherwise.
 // The dial asks the peer to make room (helloNeighbours), and our own view
 // sheds a random neighbour when the session comes up (trimView). So
@@ -160,10 +160,19 @@ func (a *Actor) updateGate() (beyond map[string]bool) {
 }
 
 // cutOff lists the writers we heard a heartbeat from once that have no
-// session with us and whose heartbeats no longer arrive or that we have
-// suspected for cutOffSuspected and drew as ours to bridge to
+// session with us, whose heartbeats no longer arrive or that we have
+// suspected for cutOffSuspected, and that we drew as ours to bridge to
 // (suspicion.go, bridgeTo), and, once we have been up isolatedAfter, the
 // bootstrap peers we never heard at all.
+//
+// The draw holds for writers no longer heard as for suspected ones: a
+// writer that died for good stays in the membership until it is removed,
+// and its address in every address book. Were every node to dial it past
+// a full view, a network of 1,000 would send a dead address about 33
+// dials a second (one per node per 30 s, the dialers' longest backoff)
+// for as long as the membership names it, whoever holds that address
+// next; drawn, about ActiveView nodes do, which is what joining two
+// parts needs (bridgeTo).
 //
 // The second kind: a node that knows nobody (the network's first, with
 // no bootstrap of its own) is reached only by peers that dial it, and
@@ -186,7 +195,7 @@ func (a *Actor) cutOff() map[string]bool {
 		if _, direct := a.sessions[w]; direct {
 			continue
 		}
-		if _, heard := a.hb.heard[w]; heard && !a.bridging(w, now) {
+		if _, heard := a.hb.heard[w]; (heard && !a.suspectedLong(w, now)) || !a.bridgeTo(w) {
 			continue
 		}
 		add(w)

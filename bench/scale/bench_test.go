@@ -96,6 +96,20 @@ func progress(format string, args ...any) {
 	}
 }
 
+// settle waits d, in tenths, each told as progress: a settle of hours
+// of virtual time takes long enough of this machine's that its pace is
+// worth seeing.
+func settle(d time.Duration) {
+	start := time.Now()
+	for k := 1; k <= 10; k++ {
+		<-time.After(d / 10)
+		progress("settling: %v of %v", time.Duration(k)*(d/10), d)
+	}
+	if rest := d - time.Since(start); rest > 0 {
+		<-time.After(rest)
+	}
+}
+
 // result is what one run measured.
 type result struct {
 	cfg        simConfig
@@ -180,7 +194,7 @@ func measure(tb testing.TB, cfg simConfig, claims int) result {
 	// is waited for.
 	idle := idleWindow()
 	if d, err := time.ParseDuration(os.Getenv("SCALE_SETTLE")); err == nil && d > 0 {
-		<-time.After(d) // past the first seconds' view trimming and heartbeats
+		settle(d) // past the first seconds' view trimming and heartbeats
 	}
 	m0, d0 := s.meter.snapshot(), s.diagnostics()
 	<-time.After(idle)
