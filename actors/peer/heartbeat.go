@@ -145,10 +145,9 @@ func (a *Actor) heartbeatTick(c actor.Context, now time.Time) {
 			delete(h.notWriter, w)
 		}
 	}
-	if a.suspectUnheard(c, now) {
-		changed = true
-	}
 	if changed {
+		// A writer's heartbeats timed out or a suspicion expired.
+		a.suspectUnheard(c, now)
 		a.connectedChanged(c)
 	}
 	if a.network == "" {

@@ -242,20 +242,21 @@ func (a *Actor) signSuspicion(w string, now time.Time) *messages.Suspicion {
 
 // suspectUnheard signs and floods a suspicion of every writer we heard
 // once that has no session with us, whose heartbeats stopped reaching
-// us (HeartbeatTimeout) and that no suspicion we hold names, and reports
-// whether it signed any. Such a writer is dead, or beyond a partition
-// that outlasted the timeout; without a suspicion, nothing would tell it
-// that we no longer hear it. Once the parts meet again, the suspicions
-// cross with the first session that bridges them (tellSuspicions), and
-// each live writer refutes with a fresh heartbeat that floods back: it
-// counts again everywhere within a round trip instead of after its next
-// heartbeat (an interval: 5 s × writers, minutes at 40, 80 at 1,000; its
-// held heartbeats are too old to cross, heartbeatMaxAge). A writer gone
-// for good costs one flood per HeartbeatTimeout, when the last one
-// expires (suspicionTick).
-func (a *Actor) suspectUnheard(c actor.Context, now time.Time) bool {
+// us (HeartbeatTimeout) and that no suspicion we hold names; the tick
+// calls it when a writer's heartbeats timed out or a suspicion expired.
+// Such a writer is dead, or beyond a partition that outlasted the
+// timeout; without a suspicion, nothing would tell it that we no longer
+// hear it. Once the parts meet again, the suspicions cross with the
+// first session that bridges them (tellSuspicions), and each live writer
+// refutes with a fresh heartbeat that floods back: it counts again
+// everywhere within a round trip instead of after its next heartbeat (an
+// interval, 5 s × writers: 205 s at 40, 83 min at 1,000; the heartbeats
+// held of it are too old to cross, heartbeatMaxAge). A writer gone for
+// good costs one flood per HeartbeatTimeout, when the last suspicion of
+// it expires (suspicionTick).
+func (a *Actor) suspectUnheard(c actor.Context, now time.Time) {
 	if a.network == "" {
-		return false
+		return
 	}
 	a.sus.init()
 	var ss []*messages.Suspicion
@@ -269,7 +270,7 @@ func (a *Actor) suspectUnheard(c actor.Context, now time.Time) bool {
 		ss = append(ss, a.signSuspicion(w, now))
 	}
 	if len(ss) == 0 {
-		return false
+		return
 	}
 	a.log.Info("suspecting writers no longer heard", "writers", len(ss))
 	for len(ss) > 0 {
@@ -277,7 +278,6 @@ func (a *Actor) suspectUnheard(c actor.Context, now time.Time) bool {
 		a.forwardSuspicions(c, "", ss[:n:n])
 		ss = ss[n:]
 	}
-	return true
 }
 
 func (a *Actor) hold(s *messages.Suspicion, now time.Time) {
