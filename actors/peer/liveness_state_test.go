@@ -123,14 +123,7 @@ func (r *livenessRig) waitSet(what string, ok func([]string) bool) []string {
 // not only the bookkeeping (a node once kept a live writer out of its
 // quorum for minutes that way).
 func TestRefutingHeartbeatReachesTheLedger(t *testing.T) {
-	ids := make([]*identity.Identity, 3)
-	for i := range ids {
-		id, err := identity.Generate()
-		if err != nil {
-			t.Fatal(err)
-		}
-		ids[i] = id
-	}
+	ids := newIdentities(t, 3)
 	self, w, by := ids[0], ids[1], ids[2]
 	const network = "net"
 	r := newLivenessRig(t, self, network)
@@ -180,14 +173,7 @@ func (f dialedConn) PeerID() string { return f.id }
 // and the view churned (168 sessions opened a minute in a settled
 // network, none without the loop).
 func TestRoomAskedOnlyOfWritersNoLongerHeard(t *testing.T) {
-	ids := make([]*identity.Identity, 4)
-	for i := range ids {
-		id, err := identity.Generate()
-		if err != nil {
-			t.Fatal(err)
-		}
-		ids[i] = id
-	}
+	ids := newIdentities(t, 4)
 	self, suspect, gone, by := ids[0], ids[1], ids[2], ids[3]
 	const network = "net"
 	r := newLivenessRig(t, self, network)
@@ -233,14 +219,7 @@ func TestRoomAskedOnlyOfWritersNoLongerHeard(t *testing.T) {
 // a higher seq (which the refutation of the first would not clear), not
 // every author's.
 func TestSuspicionsOfOneFailureForwardedOnce(t *testing.T) {
-	ids := make([]*identity.Identity, 5)
-	for i := range ids {
-		id, err := identity.Generate()
-		if err != nil {
-			t.Fatal(err)
-		}
-		ids[i] = id
-	}
+	ids := newIdentities(t, 5)
 	self, w, by1, by2, by3 := ids[0], ids[1], ids[2], ids[3], ids[4]
 	const network = "net"
 	r := newLivenessRig(t, self, network)
@@ -459,14 +438,7 @@ func TestTrimDropsANeighbourWithAViewToSpare(t *testing.T) {
 // second tick signs nothing more while the suspicion stands, and a
 // writer still heard is not suspected.
 func TestWritersNoLongerHeardSuspectedOnce(t *testing.T) {
-	ids := make([]*identity.Identity, 4)
-	for i := range ids {
-		id, err := identity.Generate()
-		if err != nil {
-			t.Fatal(err)
-		}
-		ids[i] = id
-	}
+	ids := newIdentities(t, 4)
 	self, gone, live, by := ids[0], ids[1], ids[2], ids[3]
 	const network = "net"
 	r := newLivenessRig(t, self, network)
@@ -513,4 +485,18 @@ func TestWritersNoLongerHeardSuspectedOnce(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the suspicion of a writer no longer heard was not sent to our neighbour")
 	}
+}
+
+// newIdentities makes n fresh identities.
+func newIdentities(t *testing.T, n int) []*identity.Identity {
+	t.Helper()
+	ids := make([]*identity.Identity, n)
+	for i := range ids {
+		id, err := identity.Generate()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[i] = id
+	}
+	return ids
 }
