@@ -117,8 +117,8 @@ func (h *heartbeatState) init() {
 	}
 }
 
-// heartbeatTick sends our heartbeat when due and forgets writers whose
-// heartbeats stopped.
+// heartbeatTick sends our heartbeat when due, forgets writers whose
+// heartbeats stopped and suspects them (suspectUnheard).
 func (a *Actor) heartbeatTick(c actor.Context, now time.Time) {
 	h := &a.hb
 	h.init()
