@@ -152,11 +152,14 @@ func (a *Actor) bridgeTo(w string) bool {
 	return maphash.String(a.sus.seed, w)%n < k
 }
 
-// bridging reports whether w, suspected long and drawn as ours
-// (bridgeTo), may be dialed past a full view with a hello that asks for
-// room.
+// bridging reports whether w, no longer heard or suspected long, and
+// drawn as ours (bridgeTo), may be dialed past a full view (cutOff) with
+// a hello that asks for room (helloNeighbours).
 func (a *Actor) bridging(w string, now time.Time) bool {
-	return a.suspectedLong(w, now) && a.bridgeTo(w)
+	if _, heard := a.hb.heard[w]; heard && !a.suspectedLong(w, now) {
+		return false
+	}
+	return a.bridgeTo(w)
 }
 
 // cutOffSuspected: how long a writer stays suspected before we take it
@@ -273,11 +276,7 @@ func (a *Actor) suspectUnheard(c actor.Context, now time.Time) {
 		return
 	}
 	a.log.Info("suspecting writers no longer heard", "writers", len(ss))
-	for len(ss) > 0 {
-		n := min(len(ss), messages.MaxSuspicions)
-		a.forwardSuspicions(c, "", ss[:n:n])
-		ss = ss[n:]
-	}
+	a.forwardSuspicions(c, "", ss)
 }
 
 func (a *Actor) hold(s *messages.Suspicion, now time.Time) {
@@ -299,7 +298,17 @@ func (a *Actor) forwardSuspicions(c actor.Context, from string, ss []*messages.S
 		if !e.up || id == from {
 			continue
 		}
-		c.Send(e.pid, &sendFrame{env: &messages.Envelope{Kind: messages.KindSuspicions, Overlay: &messages.Overlay{Suspicions: ss}}})
+		sendSuspicions(c, e, ss)
+	}
+}
+
+// sendSuspicions sends ss to a neighbour in frames of at most half
+// MaxSuspicions (a full one of ids as text is close to MaxFrameSize).
+func sendSuspicions(c actor.Context, e *sessionEntry, ss []*messages.Suspicion) {
+	for len(ss) > 0 {
+		k := min(len(ss), messages.MaxSuspicions/2)
+		c.Send(e.pid, &sendFrame{env: &messages.Envelope{Kind: messages.KindSuspicions, Overlay: &messages.Overlay{Suspicions: ss[:k:k]}}})
+		ss = ss[k:]
 	}
 }
 
@@ -495,12 +504,7 @@ func (a *Actor) tellSuspicions(c actor.Context, id string) {
 	if e == nil || a.network == "" {
 		return
 	}
-	ss := a.unrefuted()
-	for len(ss) > 0 {
-		k := min(len(ss), messages.MaxSuspicions/2)
-		c.Send(e.pid, &sendFrame{env: &messages.Envelope{Kind: messages.KindSuspicions, Overlay: &messages.Overlay{Suspicions: ss[:k]}}})
-		ss = ss[k:]
-	}
+	sendSuspicions(c, e, a.unrefuted())
 }
 
 // stopping reports whether the supervisor is shutting down (its sessions

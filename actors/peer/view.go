@@ -195,10 +195,9 @@ func (a *Actor) cutOff() map[string]bool {
 		if _, direct := a.sessions[w]; direct {
 			continue
 		}
-		if _, heard := a.hb.heard[w]; (heard && !a.suspectedLong(w, now)) || !a.bridgeTo(w) {
-			continue
+		if a.bridging(w, now) {
+			add(w)
 		}
-		add(w)
 	}
 	if a.network == "" || a.startedAt.IsZero() || now.Sub(a.startedAt) < isolatedAfter {
 		return out
@@ -520,9 +519,10 @@ func (a *Actor) onShuffle(c actor.Context, m *overlayFrame) {
 // helloNeighbours is the neighbour count our hello on conn carries: the
 // priority of our request to join the peer's active view. It is 0 ("make
 // room for me") when we have no neighbours, as in HyParView, and also
-// when we dialed a writer whose heartbeats do not reach us: it is in
-// another part of the graph (or we just learned of it), and a link to it
-// is worth an eviction. Once heartbeats flow from everyone, requests of
+// when we dialed a writer whose heartbeats do not reach us, or that we
+// have suspected long, and drew as ours to bridge to (bridging): it is
+// in another part of the graph (or we just learned of it), and a link to
+// it is worth an eviction; about ActiveView nodes ask it, not all. Once heartbeats flow from everyone, requests of
 // nodes with neighbours are low priority and a full peer turns them
 // away, so a leave never starts a chain of evictions.
 func (a *Actor) helloNeighbours(conn interface {
@@ -532,7 +532,7 @@ func (a *Actor) helloNeighbours(conn interface {
 	if conn.Outbound() && a.hb.latest != nil {
 		// Not on a passing suspicion: at 100 writers, room asked of
 		// suspected writers fed a loop of evictions and suspicions.
-		if _, heard := a.hb.heard[conn.PeerID()]; !heard || a.bridging(conn.PeerID(), a.d.Now()) {
+		if a.bridging(conn.PeerID(), a.d.Now()) {
 			return 0
 		}
 	}
