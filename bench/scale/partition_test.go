@@ -87,9 +87,11 @@ func (s *sim) verdicts(n *simNode, domains []string) []verdict {
 }
 
 // waitAlike polls until every node gives every domain the same verdict
-// (status and claimant) with all r replicas of each counted active, and
-// returns how long that took; what still differed fails the test after
-// within.
+// (status and claimant) with all r replicas of each counted active and
+// every one's vote counted, and returns how long that took; what still
+// differed fails the test after within. The votes make the agreement
+// final: without them every node could agree on insufficient_quorum
+// for a moment, before the replicas across a healed cut have voted.
 func (s *sim) waitAlike(domains []string, r int, within time.Duration) time.Duration {
 	start := time.Now()
 	testutil.Eventually(s.tb, within, func() error {
@@ -103,6 +105,8 @@ func (s *sim) waitAlike(domains []string, r int, within time.Duration) time.Dura
 			for k, v := range got {
 				if v.active != r {
 					diff = append(diff, fmt.Sprintf("node %d counts %d of %d replicas of %s active", nd.i, v.active, r, domains[k]))
+				} else if v.votes != r {
+					diff = append(diff, fmt.Sprintf("node %d counts %d of %d votes for %s", nd.i, v.votes, r, domains[k]))
 				} else if v.status != first[k].status || v.claimant != first[k].claimant {
 					diff = append(diff, fmt.Sprintf("%s: node 0 %v, node %d %v", domains[k], first[k], nd.i, v))
 				}
