@@ -191,7 +191,7 @@ func (a *Actor) Receive(c actor.Context) {
 			a.step(c, Restarted{Domain: m.Domain})
 		}
 	case *commitClaims:
-		a.commitQueuedClaims(c)
+		a.commitQueuedClaims(c, m.gen)
 	case *applyOpsNow:
 		a.applyQueuedOps(c)
 	case *commitVotes:

@@ -26,7 +26,8 @@
 // follows the previous one by less than ClaimGap (claims) or VoteGap
 // (votes) waits for the rest of the gap so that what arrives meanwhile
 // joins it (pacing.go); a lone request after a quiet spell is committed
-// at once. Beyond R writers our votes also wait VoteHold (250 ms) from
+// at once, and a scheduled commit of claims is brought forward once as
+// many are queued as the last commit took (its clients are back). Beyond R writers our votes also wait VoteHold (250 ms) from
 // the first one queued, so a burst's votes go out in few ops; while
 // peers' ops wait in our mailbox more than half of it (we are behind),
 // twice their wait, at most 1 s.

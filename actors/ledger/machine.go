@@ -57,6 +57,11 @@ func (k timerKind) String() string {
 type Timer struct {
 	Kind  timerKind
 	After time.Duration
+	// Gen tells a claims timer from the ones it replaced: it comes back
+	// in Fired, and a claims timer whose Gen is not the latest armed
+	// does nothing (a commit brought forward leaves its paced timer
+	// running).
+	Gen uint64
 }
 
 // EvalRequest asks the domain actor of Domain to evaluate it at Key.
@@ -144,7 +149,10 @@ type (
 	// (or epoch) the domain has left; the answer is dropped.
 	Stale struct{ Domain string }
 	// Fired: a timer's self-message arrived.
-	Fired struct{ Kind timerKind }
+	Fired struct {
+		Kind timerKind
+		Gen  uint64 // the Timer's
+	}
 	// Changed: something a reader sees changed (Now: publish it, paced).
 	Changed struct{ Now bool }
 	// Read: a request of the admin API is about to read; a paced publish
@@ -166,6 +174,13 @@ type machine struct {
 	claimsAt, votesAt             time.Time
 	claimScheduled, voteScheduled bool
 	opsScheduled                  bool
+	// claimGen is the Gen of the live claims timer; claimMark is the
+	// largest commit of claims within claimMarkLife (taken at
+	// claimMarkAt), the size at which a scheduled commit is brought
+	// forward (pacing.go).
+	claimGen    uint64
+	claimMark   int
+	claimMarkAt time.Time
 	// The queues of the group commits.
 	claimQueue  []queuedClaim // add-domain requests
 	voteQueue   []write       // our auto-votes
@@ -238,9 +253,21 @@ func (m *machine) Step(in any, now time.Time) Output {
 		}
 	case QueueClaim:
 		m.claimQueue = append(m.claimQueue, in.Claim)
-		if !m.claimScheduled {
+		burst := m.claimMark > 1 && now.Sub(m.claimMarkAt) <= claimMarkLife
+		switch {
+		case !m.claimScheduled:
 			m.claimScheduled = true
-			m.paced(timerClaims, now, m.claimsAt, m.claimGap, 0)
+			hold := time.Duration(0)
+			if burst {
+				// The first of a burst's clients back: wait a little
+				// for the others even if the gap has passed.
+				hold = m.claimGap / 2
+			}
+			m.paced(timerClaims, now, m.claimsAt, m.claimGap, hold)
+		case burst && len(m.claimQueue) == m.claimMark:
+			// As many claims as the largest commit lately: its clients
+			// are back, and the rest of the gap would gather no more.
+			m.arm(timerClaims, 0)
 		}
 	case QueueOps:
 		m.opsQueue = append(m.opsQueue, in.Ops)
@@ -276,7 +303,7 @@ func (m *machine) Step(in any, now time.Time) Output {
 		delete(m.inflight, in.Domain)
 		m.dirty[in.Domain] = true
 	case Fired:
-		m.fired(in.Kind, now)
+		m.fired(in.Kind, in.Gen, now)
 	case Changed:
 		if in.Now {
 			m.schedulePublish(now)
@@ -296,7 +323,12 @@ func (m *machine) Step(in any, now time.Time) Output {
 }
 
 func (m *machine) arm(k timerKind, after time.Duration) {
-	m.out.Timers = append(m.out.Timers, Timer{Kind: k, After: after})
+	t := Timer{Kind: k, After: after}
+	if k == timerClaims {
+		m.claimGen++
+		t.Gen = m.claimGen
+	}
+	m.out.Timers = append(m.out.Timers, t)
 }
 
 // paced arms k when last is gap ago, and at least hold from now: at
@@ -305,11 +337,17 @@ func (m *machine) paced(k timerKind, now, last time.Time, gap, hold time.Duratio
 	m.arm(k, max(gap-now.Sub(last), hold, 0))
 }
 
-func (m *machine) fired(k timerKind, now time.Time) {
+func (m *machine) fired(k timerKind, gen uint64, now time.Time) {
 	switch k {
 	case timerClaims:
+		if gen != m.claimGen || !m.claimScheduled {
+			return // replaced by a commit brought forward
+		}
 		m.claimScheduled = false
 		m.claimsAt = now
+		if n := len(m.claimQueue); n >= m.claimMark || now.Sub(m.claimMarkAt) > claimMarkLife {
+			m.claimMark, m.claimMarkAt = n, now
+		}
 		m.out.Claims, m.claimQueue = m.claimQueue, nil
 	case timerVotes:
 		m.voteScheduled = false

@@ -38,8 +38,8 @@ func FuzzMachineAnswersEveryWaiter(f *testing.F) {
 			}
 			return out
 		}
-		fire := func(k timerKind) {
-			out := step(Fired{Kind: k})
+		fire := func(k timerKind, gen uint64) {
+			out := step(Fired{Kind: k, Gen: gen})
 			if k == timerVotes && len(out.Commit) > 0 {
 				// The actor signs the votes; applying them touches
 				// their domains (a new version, our vote in).
@@ -73,9 +73,9 @@ func FuzzMachineAnswersEveryWaiter(f *testing.F) {
 				step(Round{Ledger: l, Epoch: epoch})
 			case 5:
 				if len(timers) > 0 {
-					k := timers[0].Kind
+					tm := timers[0]
 					timers = timers[1:]
-					fire(k)
+					fire(tm.Kind, tm.Gen)
 				}
 			case 6:
 				for name, key := range m.inflight {
@@ -89,7 +89,7 @@ func FuzzMachineAnswersEveryWaiter(f *testing.F) {
 					break
 				}
 			case 7:
-				fire(timerVotes)
+				fire(timerVotes, 0)
 			case 8:
 				step(Recalc{Domains: []string{d}})
 			case 9:
@@ -110,7 +110,7 @@ func FuzzMachineAnswersEveryWaiter(f *testing.F) {
 			pending := timers
 			timers = nil
 			for _, tm := range pending {
-				fire(tm.Kind)
+				fire(tm.Kind, tm.Gen)
 			}
 			if len(m.waiters) == 0 && len(timers) == 0 && len(m.inflight) == 0 {
 				break

@@ -37,7 +37,8 @@ import (
 //	votes-committed NAME... [failed]        VotesCommitted
 //	settled NAME | restarted NAME           Settled | Restarted
 //	stale NAME                              Stale
-//	fire KIND                               Fired (claims, votes, ops, eval, publish)
+//	fire KIND [stale]                       Fired (claims, votes, ops, eval, publish); a claims
+//	                                        timer is the live one, or with stale the one before
 //	changed | changed-now | read            Changed{} | Changed{Now: true} | Read
 //	round [e=N]                             Round at epoch N (default 0)
 //
@@ -241,7 +242,10 @@ func runCommand(t *testing.T, m *machine, l scriptLedger, start time.Time, line 
 		if !ok {
 			t.Fatalf("bad timer in %q", line)
 		}
-		in = Fired{Kind: k}
+		in = Fired{Kind: k, Gen: m.claimGen}
+		if has("stale") {
+			in = Fired{Kind: k, Gen: m.claimGen - 1}
+		}
 	case "changed":
 		in = Changed{}
 	case "changed-now":

@@ -142,8 +142,9 @@ func (a *Actor) addDomain(c actor.Context, m *messages.AddDomain) {
 	a.step(c, QueueClaim{Claim: queuedClaim{name: name, rec: rec, sender: c.Sender(), at: at}})
 }
 
-// commitClaims is a self-message: sign and commit the queued claims.
-type commitClaims struct{}
+// commitClaims is a self-message: sign and commit the queued claims
+// (gen: its timer's, Timer.Gen).
+type commitClaims struct{ gen uint64 }
 
 // queuedClaim is an add-domain waiting for the group commit.
 type queuedClaim struct {
@@ -153,8 +154,8 @@ type queuedClaim struct {
 	at     time.Time // when the request was asked (or arrived)
 }
 
-func (a *Actor) commitQueuedClaims(c actor.Context) {
-	q := a.step(c, Fired{Kind: timerClaims}).Claims
+func (a *Actor) commitQueuedClaims(c actor.Context, gen uint64) {
+	q := a.step(c, Fired{Kind: timerClaims, Gen: gen}).Claims
 	if len(q) == 0 {
 		return
 	}

@@ -63,7 +63,7 @@ func (a *Actor) arm(c actor.Context, t Timer) {
 	var msg any
 	switch t.Kind {
 	case timerClaims:
-		msg = &commitClaims{}
+		msg = &commitClaims{gen: t.Gen}
 	case timerVotes:
 		msg = &commitVotes{}
 	case timerOps:
