@@ -11,12 +11,15 @@ import (
 // domain; time moves on by a few milliseconds), then lets it come to
 // rest as the actor would (rounds, every armed timer fired, every
 // evaluation in flight answered). Every waiter must have been answered
-// exactly once, and none before the publish that shows its domain.
+// exactly once, and none before the publish that shows its domain; every
+// queued claim committed exactly once, whatever order its timers fired
+// in (a commit brought forward leaves a stale timer behind).
 func FuzzMachineAnswersEveryWaiter(f *testing.F) {
 	f.Add([]byte{2, 0, 4, 0, 6, 0, 5, 0})
 	f.Add([]byte{0, 1, 2, 1, 3, 0, 4, 0, 1, 1, 4, 0, 5, 0, 5, 1})
 	f.Add([]byte{8, 2, 3, 0, 4, 0, 9, 2, 4, 0, 6, 1, 7, 0, 10, 0})
 	f.Add([]byte{0, 0, 0, 1, 0, 2, 4, 0, 6, 0, 6, 1, 6, 2, 7, 0, 2, 0, 2, 1, 4, 0, 5, 3})
+	f.Add([]byte{11, 0, 5, 0, 11, 2, 11, 1, 11, 3, 5, 9, 11, 1, 11, 1, 11, 2, 5, 0, 5, 0, 11, 15, 5, 0})
 	f.Fuzz(func(t *testing.T, script []byte) {
 		if len(script) > 400 {
 			return
@@ -26,10 +29,14 @@ func FuzzMachineAnswersEveryWaiter(f *testing.F) {
 		now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 		var timers []Timer
 		asked, answered := 0, map[int]int{}
+		claims, committed := 0, map[string]int{}
 		epoch := uint64(0)
 		step := func(in any) Output {
 			out := m.Step(in, now)
 			timers = append(timers, out.Timers...)
+			for _, c := range out.Claims {
+				committed[c.name]++
+			}
 			if len(out.Replies) > 0 && !out.Publish {
 				t.Fatalf("replies without a publish: %+v", out)
 			}
@@ -54,7 +61,7 @@ func FuzzMachineAnswersEveryWaiter(f *testing.F) {
 		}
 		name := func(b byte) string { return fmt.Sprintf("d%d.p2p", b%4) }
 		for i := 0; i+1 < len(script); i += 2 {
-			op, d := script[i]%11, name(script[i+1])
+			op, d := script[i]%12, name(script[i+1])
 			now = now.Add(time.Duration(script[i+1]%16) * time.Millisecond)
 			switch op {
 			case 0:
@@ -97,6 +104,9 @@ func FuzzMachineAnswersEveryWaiter(f *testing.F) {
 			case 10:
 				epoch++
 				step(Changed{Now: script[i+1]&1 == 0})
+			case 11:
+				claims++
+				step(QueueClaim{Claim: queuedClaim{name: fmt.Sprint(claims)}})
 			}
 		}
 		// Come to rest as the actor does: a round after every message,
@@ -112,7 +122,7 @@ func FuzzMachineAnswersEveryWaiter(f *testing.F) {
 			for _, tm := range pending {
 				fire(tm.Kind, tm.Gen)
 			}
-			if len(m.waiters) == 0 && len(timers) == 0 && len(m.inflight) == 0 {
+			if len(m.waiters) == 0 && len(timers) == 0 && len(m.inflight) == 0 && len(m.claimQueue) == 0 {
 				break
 			}
 		}
@@ -122,6 +132,11 @@ func FuzzMachineAnswersEveryWaiter(f *testing.F) {
 		for id := 1; id <= asked; id++ {
 			if answered[id] != 1 {
 				t.Fatalf("waiter %d answered %d times", id, answered[id])
+			}
+		}
+		for id := 1; id <= claims; id++ {
+			if n := committed[fmt.Sprint(id)]; n != 1 {
+				t.Fatalf("claim %d committed %d times (%d still queued)", id, n, len(m.claimQueue))
 			}
 		}
 	})
