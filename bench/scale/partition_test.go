@@ -97,6 +97,7 @@ func (s *sim) waitAlike(domains []string, r int, within time.Duration) time.Dura
 	testutil.Eventually(s.tb, within, func() error {
 		first := s.verdicts(s.nodes[0], domains)
 		var diff []string
+		var short []*simNode // nodes counting a replica out
 		for _, nd := range s.nodes {
 			got := first
 			if nd.i > 0 {
@@ -105,6 +106,9 @@ func (s *sim) waitAlike(domains []string, r int, within time.Duration) time.Dura
 			for k, v := range got {
 				if v.active != r {
 					diff = append(diff, fmt.Sprintf("node %d counts %d of %d replicas of %s active", nd.i, v.active, r, domains[k]))
+					if len(short) == 0 || short[len(short)-1] != nd {
+						short = append(short, nd)
+					}
 				} else if v.votes != r {
 					diff = append(diff, fmt.Sprintf("node %d counts %d of %d votes for %s", nd.i, v.votes, r, domains[k]))
 				} else if v.status != first[k].status || v.claimant != first[k].claimant {
@@ -115,11 +119,25 @@ func (s *sim) waitAlike(domains []string, r int, within time.Duration) time.Dura
 		if len(diff) > 0 {
 			sort.Strings(diff)
 			time.Sleep(500 * time.Millisecond)
-			return fmt.Errorf("the nodes disagree in %d places, e.g. %s", len(diff), strings.Join(diff[:min(len(diff), 8)], "; "))
+			return fmt.Errorf("the nodes disagree in %d places, e.g. %s%s", len(diff), strings.Join(diff[:min(len(diff), 8)], "; "), s.lastLines(short[:min(len(short), 2)], 40))
 		}
 		return nil
 	})
 	return time.Since(start)
+}
+
+// lastLines is the last n lines each of nodes logged (when kept), for a
+// failure to show what they went through.
+func (s *sim) lastLines(nodes []*simNode, n int) string {
+	var b strings.Builder
+	for _, nd := range nodes {
+		if nd.log == nil {
+			continue
+		}
+		lines := strings.Split(strings.TrimSpace(nd.log.String()), "\n")
+		fmt.Fprintf(&b, "\nnode %d (%.16s), its last lines:\n  %s", nd.i, nd.id.ID(), strings.Join(lines[max(0, len(lines)-n):], "\n  "))
+	}
+	return b.String()
 }
 
 // kill stops node n at once: its endpoint first, so its peers see every

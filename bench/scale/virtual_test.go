@@ -66,10 +66,7 @@ func (s *sim) shortViews(target int) string {
 		}
 		o := ask[*messages.PeerDiagnosticsReply](s.tb, n, n.peers, &messages.GetPeerDiagnostics{}).Summary.Overlay
 		fmt.Fprintf(&b, "\nnode %d (%.16s): %d sessions; overlay %+v", n.i, n.id.ID(), len(peers), o)
-		if n.log != nil {
-			lines := strings.Split(strings.TrimSpace(n.log.String()), "\n")
-			fmt.Fprintf(&b, "; its last lines:\n  %s", strings.Join(lines[max(0, len(lines)-30):], "\n  "))
-		}
+		b.WriteString(s.lastLines([]*simNode{n}, 30))
 	}
 	return b.String()
 }
