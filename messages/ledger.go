@@ -265,6 +265,14 @@ type IsWriter struct{ ID string }
 // IsWriterReply answers IsWriter.
 type IsWriterReply struct{ OK bool }
 
+// GetWriters asks the ledger for the network's writers, sorted: the
+// membership the peer network's liveness answers for. Reply:
+// GetWritersReply.
+type GetWriters struct{}
+
+// GetWritersReply answers GetWriters.
+type GetWritersReply struct{ IDs []string }
+
 // AddWriter asks the local ledger to sign and append writer:<ID>:<self>
 // (used when an invite is redeemed). Reply: AddWriterReply.
 type AddWriter struct{ ID string }

@@ -15,7 +15,7 @@ import (
 // network. Every request gets a reply, errors included.
 func (a *Actor) handle(c actor.Context, msg any) {
 	switch msg.(type) {
-	case *messages.ApplyOps, *messages.GetVersionVector, *messages.GetOpsSince, *messages.IsWriter:
+	case *messages.ApplyOps, *messages.GetVersionVector, *messages.GetOpsSince, *messages.IsWriter, *messages.GetWriters:
 		// The peer network's traffic: a burst of it is what publishes are
 		// paced for.
 	default:
@@ -84,6 +84,8 @@ func (a *Actor) handle(c actor.Context, msg any) {
 		c.Respond(&messages.GetOpsSinceReply{Ops: a.st.opsSince(m.VV, m.Max, m.Only)})
 	case *messages.IsWriter:
 		c.Respond(&messages.IsWriterReply{OK: a.st.mayConnect(m.ID)})
+	case *messages.GetWriters:
+		c.Respond(&messages.GetWritersReply{IDs: a.st.writerIDs()})
 	case *messages.AddWriter:
 		c.Respond(&messages.AddWriterReply{Err: a.addWriter(m.ID)})
 	case *messages.GetNetwork:

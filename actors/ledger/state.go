@@ -216,6 +216,18 @@ func parseWrites(op *messages.Op) ([]messages.ParsedKey, error) {
 // handshake of the session that accepted our invite, the invite came
 // from the operator, and every op either sends is still checked against
 // the chain of writers from the root.
+// writerIDs is the network's writers, sorted.
+func (s *state) writerIDs() []string {
+	out := make([]string, 0, len(s.writers))
+	for w, ok := range s.writers {
+		if ok {
+			out = append(out, w)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
 func (s *state) mayConnect(id string) bool {
 	if s.writers[id] {
 		return true

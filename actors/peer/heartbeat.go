@@ -145,9 +145,16 @@ func (a *Actor) heartbeatTick(c actor.Context, now time.Time) {
 			delete(h.notWriter, w)
 		}
 	}
+	if !a.sus.neverHeardDue && a.network != "" && now.Sub(a.netSince) >= timeout {
+		// A whole timeout in the network: writers never heard are
+		// suspected as those no longer heard are.
+		a.sus.neverHeardDue = true
+		a.suspectNeverHeard(c, now)
+	}
 	if changed {
 		// A writer's heartbeats timed out or a suspicion expired.
 		a.suspectUnheard(c, now)
+		a.suspectNeverHeard(c, now)
 		a.connectedChanged(c)
 	}
 	if a.network == "" {

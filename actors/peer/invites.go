@@ -94,6 +94,7 @@ func (a *Actor) onJoined(c actor.Context, m *joined) {
 		return
 	}
 	a.network, a.root = m.network, m.root
+	a.netSince = a.d.Now()
 	a.joinInv, a.joinReq = nil, nil
 	a.publishHint()
 }

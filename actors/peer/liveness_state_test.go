@@ -28,6 +28,9 @@ type livenessRig struct {
 	a    *Actor
 	pid  *actor.PID
 	sets chan []string
+	// writers is what the fake ledger answers GetWriters with; set it
+	// before anything asks.
+	writers []string
 }
 
 func newLivenessRig(t *testing.T, self *identity.Identity, network string) *livenessRig {
@@ -37,8 +40,11 @@ func newLivenessRig(t *testing.T, self *identity.Identity, network string) *live
 	r := &livenessRig{t: t, sys: sys, sets: make(chan []string, 64)}
 	t.Cleanup(r.sys.Shutdown)
 	ledger := r.sys.Root.Spawn(actor.PropsFromFunc(func(c actor.Context) {
-		if m, ok := c.Message().(*messages.PeerSetChanged); ok {
+		switch m := c.Message().(type) {
+		case *messages.PeerSetChanged:
 			r.sets <- m.Connected
+		case *messages.GetWriters:
+			c.Respond(&messages.GetWritersReply{IDs: r.writers})
 		}
 	}))
 	d := Deps{Identity: self, Ledger: ledger, Log: quiet}
@@ -485,6 +491,69 @@ func TestWritersNoLongerHeardSuspectedOnce(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the suspicion of a writer no longer heard was not sent to our neighbour")
 	}
+}
+
+// TestWritersNeverHeardSuspected: a writer of the membership none of
+// whose heartbeats reached us, with no session, is suspected once we
+// have been in the network a whole heartbeat timeout (a partition from
+// before its first heartbeat, outlasting the timeout, would otherwise
+// leave it counted out after the heal until its next heartbeat), and
+// not before; writers heard once and neighbours are not.
+func TestWritersNeverHeardSuspected(t *testing.T) {
+	ids := newIdentities(t, 4)
+	self, never, heard, by := ids[0], ids[1], ids[2], ids[3]
+	const network = "net"
+	r := newLivenessRig(t, self, network)
+	r.writers = []string{self.ID(), never.ID(), heard.ID(), by.ID()}
+	sent := make(chan *messages.Suspicion, 64)
+	neighbour := r.sys.Root.Spawn(actor.PropsFromFunc(func(c actor.Context) {
+		if m, ok := c.Message().(*sendFrame); ok && m.env.Kind == messages.KindSuspicions {
+			for _, s := range m.env.Overlay.Suspicions {
+				sent <- s
+			}
+		}
+	}))
+	r.run(func(c actor.Context) {
+		a := r.a
+		a.sessions[by.ID()] = &sessionEntry{up: true, pid: neighbour}
+		a.hb.writers[by.ID()] = true
+		now := a.d.Now()
+		hb := &messages.Heartbeat{Writer: heard.ID(), Seq: uint64(now.UnixMilli())}
+		hb.Sig = heard.Sign(messages.HeartbeatSigningBytes(network, heard.ID(), hb.Seq))
+		a.hb.writers[heard.ID()] = true
+		if !a.takeBeat(c, by.ID(), hb) {
+			t.Fatal("heartbeat refused")
+		}
+		a.netSince = now.Add(-time.Second)
+		a.heartbeatTick(c, now)
+		if a.sus.askingWriters || a.sus.sent != 0 {
+			t.Fatal("writers asked for (or suspected) before a timeout in the network")
+		}
+		a.netSince = now.Add(-a.hbTimeout())
+		a.heartbeatTick(c, now)
+		if !a.sus.askingWriters {
+			t.Fatal("the membership was not asked for a timeout into the network")
+		}
+	})
+	select {
+	case s := <-sent:
+		if s.Writer != never.ID() || s.By != self.ID() || s.Seq != 0 {
+			t.Fatalf("sent a suspicion of %s by %s at seq %d, want of %s by us at 0", short(s.Writer), short(s.By), s.Seq, short(never.ID()))
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the writer never heard was not suspected")
+	}
+	r.run(func(c actor.Context) {
+		a := r.a
+		if a.suspected(heard.ID()) || a.suspected(by.ID()) {
+			t.Error("a writer heard or a neighbour is suspected")
+		}
+		signed := a.sus.sent
+		a.heartbeatTick(c, a.d.Now())
+		if a.sus.sent != signed || a.sus.askingWriters {
+			t.Error("a tick with nothing changed asked again")
+		}
+	})
 }
 
 // newIdentities makes n fresh identities.

@@ -198,8 +198,9 @@ type Actor struct {
 	sys  *actor.ActorSystem
 
 	network, root string
-	netKnown      bool // the ledger answered with a network, or we are joining
-	asking        bool // a GetNetwork is in flight
+	netKnown      bool      // the ledger answered with a network, or we are joining
+	netSince      time.Time // when network was set
+	asking        bool      // a GetNetwork is in flight
 	joinInv       *transport.Invite
 	joinReq       *messages.JoinRequest
 	joinErr       string // why joining failed for good ("" while it may work)
@@ -515,6 +516,7 @@ func (a *Actor) onNetwork(c actor.Context, key, root string) {
 	switch {
 	case key != "":
 		a.network, a.root, a.netKnown = key, root, true
+		a.netSince = a.d.Now()
 		if a.d.Join != "" {
 			a.log.Info("already a member of a network; ignoring the join invite")
 		}

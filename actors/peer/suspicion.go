@@ -64,7 +64,9 @@ import (
 // timeout; the suspicions of the partition's start have expired by then,
 // and at the heal its held heartbeats are too old to cross
 // (heartbeatMaxAge), so without a suspicion it would count out on the
-// other side until its next heartbeat, a whole interval later.
+// other side until its next heartbeat, a whole interval later. Writers
+// of the membership we never heard at all are suspected the same way
+// once we have been a timeout in the network (suspectNeverHeard).
 //
 // New neighbours: a session that comes up with a peer whose hello says it
 // has no neighbours (a node that just started or restarted, or one cut
@@ -93,6 +95,9 @@ type suspicionState struct {
 	sent, taken, dup, refused int64
 	refutations               int64
 	seed                      maphash.Seed // bridgeTo's draw
+	// askingWriters: suspectNeverHeard's GetWriters is in flight;
+	// neverHeardDue: its first run, a timeout after netSince, is done.
+	askingWriters, neverHeardDue bool
 }
 
 type heldSuspicion struct {
@@ -277,6 +282,50 @@ func (a *Actor) suspectUnheard(c actor.Context, now time.Time) {
 	}
 	a.log.Info("suspecting writers no longer heard", "writers", len(ss))
 	a.forwardSuspicions(c, "", ss)
+}
+
+// suspectNeverHeard does for the writers of the membership we never
+// heard (none of their heartbeats reached us, and no session) what
+// suspectUnheard does for those we heard once, once we have run a whole
+// HeartbeatTimeout: a live writer's heartbeat reaches every node within
+// an interval, so such a writer is dead, or was beyond a partition from
+// before its first heartbeat reached us. Without it, a network split
+// soon after its nodes met and healed past the timeout kept each side's
+// writers counted out on the other until their next heartbeat, an
+// interval after the heal: nobody there held a suspicion of them to
+// cross and be refuted. The membership is the ledger's (GetWriters),
+// asked only when the tick finds something changed (suspectUnheard's
+// moments), and first a timeout after we joined the network (or started
+// in it).
+func (a *Actor) suspectNeverHeard(c actor.Context, now time.Time) {
+	if a.network == "" || a.sus.askingWriters || now.Sub(a.netSince) < a.hbTimeout() {
+		return
+	}
+	a.sus.askingWriters = true
+	f := c.RequestFuture(a.d.Ledger, &messages.GetWriters{}, a.d.AskTimeout)
+	c.ReenterAfter(f, func(res any, err error) {
+		a.sus.askingWriters = false
+		r, ok := res.(*messages.GetWritersReply)
+		if err != nil || !ok {
+			return // asked again at the next change
+		}
+		now := a.d.Now()
+		var ss []*messages.Suspicion
+		for _, w := range r.IDs {
+			if _, heard := a.hb.latest[w]; heard || w == a.self {
+				continue // suspectUnheard's, or us
+			}
+			if _, direct := a.sessions[w]; direct || a.suspected(w) {
+				continue
+			}
+			ss = append(ss, a.signSuspicion(w, now))
+		}
+		if len(ss) == 0 {
+			return
+		}
+		a.log.Info("suspecting writers never heard", "writers", len(ss))
+		a.forwardSuspicions(c, "", ss)
+	})
 }
 
 func (a *Actor) hold(s *messages.Suspicion, now time.Time) {
