@@ -448,14 +448,7 @@ func TestWritersNoLongerHeardSuspectedOnce(t *testing.T) {
 	self, gone, live, by := ids[0], ids[1], ids[2], ids[3]
 	const network = "net"
 	r := newLivenessRig(t, self, network)
-	sent := make(chan *messages.Suspicion, 64)
-	neighbour := r.sys.Root.Spawn(actor.PropsFromFunc(func(c actor.Context) {
-		if m, ok := c.Message().(*sendFrame); ok && m.env.Kind == messages.KindSuspicions {
-			for _, s := range m.env.Overlay.Suspicions {
-				sent <- s
-			}
-		}
-	}))
+	neighbour, sent := r.suspicionSink()
 	r.run(func(c actor.Context) {
 		a := r.a
 		a.sessions[by.ID()] = &sessionEntry{up: true, pid: neighbour}
@@ -505,14 +498,7 @@ func TestWritersNeverHeardSuspected(t *testing.T) {
 	const network = "net"
 	r := newLivenessRig(t, self, network)
 	r.writers = []string{self.ID(), never.ID(), heard.ID(), by.ID()}
-	sent := make(chan *messages.Suspicion, 64)
-	neighbour := r.sys.Root.Spawn(actor.PropsFromFunc(func(c actor.Context) {
-		if m, ok := c.Message().(*sendFrame); ok && m.env.Kind == messages.KindSuspicions {
-			for _, s := range m.env.Overlay.Suspicions {
-				sent <- s
-			}
-		}
-	}))
+	neighbour, sent := r.suspicionSink()
 	r.run(func(c actor.Context) {
 		a := r.a
 		a.sessions[by.ID()] = &sessionEntry{up: true, pid: neighbour}
@@ -554,6 +540,20 @@ func TestWritersNeverHeardSuspected(t *testing.T) {
 			t.Error("a tick with nothing changed asked again")
 		}
 	})
+}
+
+// suspicionSink is a neighbour's session that hands on every suspicion
+// sent to it.
+func (r *livenessRig) suspicionSink() (*actor.PID, <-chan *messages.Suspicion) {
+	sent := make(chan *messages.Suspicion, 64)
+	pid := r.sys.Root.Spawn(actor.PropsFromFunc(func(c actor.Context) {
+		if m, ok := c.Message().(*sendFrame); ok && m.env.Kind == messages.KindSuspicions {
+			for _, s := range m.env.Overlay.Suspicions {
+				sent <- s
+			}
+		}
+	}))
+	return pid, sent
 }
 
 // newIdentities makes n fresh identities.

@@ -2,6 +2,8 @@ package peer
 
 import (
 	"hash/maphash"
+	"iter"
+	"maps"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -267,8 +269,14 @@ func (a *Actor) suspectUnheard(c actor.Context, now time.Time) {
 		return
 	}
 	a.sus.init()
+	a.suspectSilent(c, now, maps.Keys(a.hb.latest), "no longer heard")
+}
+
+// suspectSilent signs and floods a suspicion of each of ws that has no
+// session with us, is not heard, and that no suspicion we hold names.
+func (a *Actor) suspectSilent(c actor.Context, now time.Time, ws iter.Seq[string], what string) {
 	var ss []*messages.Suspicion
-	for w := range a.hb.latest {
+	for w := range ws {
 		if _, direct := a.sessions[w]; direct {
 			continue
 		}
@@ -280,7 +288,7 @@ func (a *Actor) suspectUnheard(c actor.Context, now time.Time) {
 	if len(ss) == 0 {
 		return
 	}
-	a.log.Info("suspecting writers no longer heard", "writers", len(ss))
+	a.log.Info("suspecting writers "+what, "writers", len(ss))
 	a.forwardSuspicions(c, "", ss)
 }
 
@@ -309,22 +317,17 @@ func (a *Actor) suspectNeverHeard(c actor.Context, now time.Time) {
 		if err != nil || !ok {
 			return // asked again at the next change
 		}
-		now := a.d.Now()
-		var ss []*messages.Suspicion
-		for _, w := range r.IDs {
-			if _, heard := a.hb.latest[w]; heard || w == a.self {
-				continue // suspectUnheard's, or us
+		never := func(yield func(string) bool) {
+			for _, w := range r.IDs {
+				if _, once := a.hb.latest[w]; once || w == a.self {
+					continue // suspectUnheard's, or us
+				}
+				if !yield(w) {
+					return
+				}
 			}
-			if _, direct := a.sessions[w]; direct || a.suspected(w) {
-				continue
-			}
-			ss = append(ss, a.signSuspicion(w, now))
 		}
-		if len(ss) == 0 {
-			return
-		}
-		a.log.Info("suspecting writers never heard", "writers", len(ss))
-		a.forwardSuspicions(c, "", ss)
+		a.suspectSilent(c, a.d.Now(), never, "never heard")
 	})
 }
 
