@@ -27,10 +27,11 @@
 // (votes) waits for the rest of the gap so that what arrives meanwhile
 // joins it (pacing.go); a lone request after a quiet spell is committed
 // at once, and a scheduled commit of claims is brought forward once as
-// many are queued as the last commit took (its clients are back). Beyond R writers our votes also wait VoteHold (250 ms) from
-// the first one queued, so a burst's votes go out in few ops; while
-// peers' ops wait in our mailbox more than half of it (we are behind),
-// twice their wait, at most 1 s.
+// many are queued as the largest commit of the last second took (its
+// clients are back). Beyond R writers our votes also wait VoteHold
+// (250 ms) from the first one queued, so a burst's votes go out in few
+// ops; while peers' ops wait in our mailbox more than half of it (we are
+// behind), twice their wait, at most 1 s.
 //
 // Questions that change nothing (the listing, entries, one domain's
 // consensus, the store's status for /api/health, the metrics scrape's

@@ -42,7 +42,7 @@ import "time"
 // on one node, six runs of three bursts interleaved with the tree
 // before: resolved on all five 1.21 → 0.975 s after the first claim
 // (median of the runs' medians; lower in all six), a claim answered in
-// 6.7-13.6 ms instead of 11.6-20.3, a fifth fewer signature checks
+// 6.7-13.6 ms instead of 12.5-20.3, a fifth fewer signature checks
 // (docs/bench-history.md, "Claims committed when their clients are
 // back").
 //

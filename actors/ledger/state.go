@@ -206,16 +206,6 @@ func parseWrites(op *messages.Op) ([]messages.ParsedKey, error) {
 	return pks, nil
 }
 
-// mayConnect says whether id may hold a peer session as a writer. Until
-// our own ledger holds the op that made us a writer, it cannot show that
-// anyone is one: the joiner has the network's key and root from the
-// inviter's accept and nothing else. Refusing every peer then would
-// leave it so for good once the join session drops before the first
-// sync (a peer dialing in at that moment replaces it), so until then the
-// root and the inviter count: the inviter proved its key in the TLS
-// handshake of the session that accepted our invite, the invite came
-// from the operator, and every op either sends is still checked against
-// the chain of writers from the root.
 // writerIDs is the network's writers, sorted.
 func (s *state) writerIDs() []string {
 	out := make([]string, 0, len(s.writers))
@@ -228,6 +218,16 @@ func (s *state) writerIDs() []string {
 	return out
 }
 
+// mayConnect says whether id may hold a peer session as a writer. Until
+// our own ledger holds the op that made us a writer, it cannot show that
+// anyone is one: the joiner has the network's key and root from the
+// inviter's accept and nothing else. Refusing every peer then would
+// leave it so for good once the join session drops before the first
+// sync (a peer dialing in at that moment replaces it), so until then the
+// root and the inviter count: the inviter proved its key in the TLS
+// handshake of the session that accepted our invite, the invite came
+// from the operator, and every op either sends is still checked against
+// the chain of writers from the root.
 func (s *state) mayConnect(id string) bool {
 	if s.writers[id] {
 		return true

@@ -145,16 +145,18 @@ func (a *Actor) heartbeatTick(c actor.Context, now time.Time) {
 			delete(h.notWriter, w)
 		}
 	}
-	if !a.sus.neverHeardDue && a.network != "" && now.Sub(a.netSince) >= timeout {
-		// A whole timeout in the network: writers never heard are
-		// suspected as those no longer heard are.
+	// A whole timeout in the network: writers never heard are suspected
+	// as those no longer heard are, then again at each change.
+	firstDue := !a.sus.neverHeardDue && a.network != "" && now.Sub(a.netSince) >= timeout
+	if firstDue {
 		a.sus.neverHeardDue = true
+	}
+	if changed || firstDue {
 		a.suspectNeverHeard(c, now)
 	}
 	if changed {
 		// A writer's heartbeats timed out or a suspicion expired.
 		a.suspectUnheard(c, now)
-		a.suspectNeverHeard(c, now)
 		a.connectedChanged(c)
 	}
 	if a.network == "" {

@@ -448,11 +448,9 @@ func TestWritersNoLongerHeardSuspectedOnce(t *testing.T) {
 	self, gone, live, by := ids[0], ids[1], ids[2], ids[3]
 	const network = "net"
 	r := newLivenessRig(t, self, network)
-	neighbour, sent := r.suspicionSink()
+	sent := r.suspicionSink(by)
 	r.run(func(c actor.Context) {
 		a := r.a
-		a.sessions[by.ID()] = &sessionEntry{up: true, pid: neighbour}
-		a.hb.writers[by.ID()] = true
 		now := a.d.Now()
 		for _, w := range []*identity.Identity{gone, live} {
 			hb := &messages.Heartbeat{Writer: w.ID(), Seq: uint64(now.UnixMilli())}
@@ -498,11 +496,10 @@ func TestWritersNeverHeardSuspected(t *testing.T) {
 	const network = "net"
 	r := newLivenessRig(t, self, network)
 	r.writers = []string{self.ID(), never.ID(), heard.ID(), by.ID()}
-	neighbour, sent := r.suspicionSink()
+	r.a.sus = suspicionState{} // a node that never held a suspicion
+	sent := r.suspicionSink(by)
 	r.run(func(c actor.Context) {
 		a := r.a
-		a.sessions[by.ID()] = &sessionEntry{up: true, pid: neighbour}
-		a.hb.writers[by.ID()] = true
 		now := a.d.Now()
 		hb := &messages.Heartbeat{Writer: heard.ID(), Seq: uint64(now.UnixMilli())}
 		hb.Sig = heard.Sign(messages.HeartbeatSigningBytes(network, heard.ID(), hb.Seq))
@@ -542,9 +539,9 @@ func TestWritersNeverHeardSuspected(t *testing.T) {
 	})
 }
 
-// suspicionSink is a neighbour's session that hands on every suspicion
-// sent to it.
-func (r *livenessRig) suspicionSink() (*actor.PID, <-chan *messages.Suspicion) {
+// suspicionSink makes writer by a neighbour with an established session
+// whose end hands on every suspicion sent to it.
+func (r *livenessRig) suspicionSink(by *identity.Identity) <-chan *messages.Suspicion {
 	sent := make(chan *messages.Suspicion, 64)
 	pid := r.sys.Root.Spawn(actor.PropsFromFunc(func(c actor.Context) {
 		if m, ok := c.Message().(*sendFrame); ok && m.env.Kind == messages.KindSuspicions {
@@ -553,7 +550,11 @@ func (r *livenessRig) suspicionSink() (*actor.PID, <-chan *messages.Suspicion) {
 			}
 		}
 	}))
-	return pid, sent
+	r.run(func(actor.Context) {
+		r.a.sessions[by.ID()] = &sessionEntry{up: true, pid: pid}
+		r.a.hb.writers[by.ID()] = true
+	})
+	return sent
 }
 
 // newIdentities makes n fresh identities.

@@ -230,7 +230,6 @@ func (a *Actor) suspect(c actor.Context, w string) {
 		return
 	}
 	a.hb.init()
-	a.sus.init()
 	s := a.signSuspicion(w, a.d.Now())
 	a.log.Info("suspecting writer", "peer", short(w))
 	a.forwardSuspicions(c, "", []*messages.Suspicion{s})
@@ -268,7 +267,6 @@ func (a *Actor) suspectUnheard(c actor.Context, now time.Time) {
 	if a.network == "" {
 		return
 	}
-	a.sus.init()
 	a.suspectSilent(c, now, maps.Keys(a.hb.latest), "no longer heard")
 }
 
@@ -331,7 +329,9 @@ func (a *Actor) suspectNeverHeard(c actor.Context, now time.Time) {
 	})
 }
 
+// hold keeps s as the latest suspicion its author signed of its writer.
 func (a *Actor) hold(s *messages.Suspicion, now time.Time) {
+	a.sus.init()
 	m := a.sus.held[s.Writer]
 	if m == nil {
 		m = map[string]*heldSuspicion{}

@@ -522,9 +522,10 @@ func (a *Actor) onShuffle(c actor.Context, m *overlayFrame) {
 // when we dialed a writer whose heartbeats do not reach us, or that we
 // have suspected long, and drew as ours to bridge to (bridging): it is
 // in another part of the graph (or we just learned of it), and a link to
-// it is worth an eviction; about ActiveView nodes ask it, not all. Once heartbeats flow from everyone, requests of
-// nodes with neighbours are low priority and a full peer turns them
-// away, so a leave never starts a chain of evictions.
+// it is worth an eviction; about ActiveView nodes ask it, not all. Once
+// heartbeats flow from everyone, requests of nodes with neighbours are
+// low priority and a full peer turns them away, so a leave never starts
+// a chain of evictions.
 func (a *Actor) helloNeighbours(conn interface {
 	Outbound() bool
 	PeerID() string

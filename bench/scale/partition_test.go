@@ -261,9 +261,9 @@ func TestVirtualLongPartitionHeals(t *testing.T) {
 		hold := time.Duration(m) * time.Minute
 		t.Run(fmt.Sprint(hold), func(t *testing.T) {
 			if m > 10 && chosen == 0 {
-				// Past the heartbeat timeout, about one run in fifteen to twenty
-				// still ends with a writer counted out on the other
-				// side two minutes after the heal (docs/scale.md,
+				// Past the heartbeat timeout, about one run in
+				// fifteen to twenty still ends with a writer counted
+				// out two minutes after the heal (docs/scale.md,
 				// "A third gap"): kept out of the default run until
 				// that is traced.
 				t.Skip("a split past the heartbeat timeout fails about one run in fifteen to twenty (docs/scale.md, A third gap); run it with SCALE_PART_HOLD=11")
