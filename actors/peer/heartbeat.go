@@ -104,8 +104,9 @@ type heartbeatState struct {
 }
 
 type heldBeat struct {
-	from string
-	hb   *messages.Heartbeat
+	from    string
+	hb      *messages.Heartbeat
+	forward bool // false: it came in a greeting (onHeartbeats)
 }
 
 func (h *heartbeatState) init() {
@@ -378,7 +379,7 @@ func (a *Actor) askWriter(c actor.Context, from string, hb *messages.Heartbeat, 
 	w := hb.Writer
 	if held, ok := h.asking[w]; ok {
 		if len(held) < 4 {
-			h.asking[w] = append(held, heldBeat{from: from, hb: hb})
+			h.asking[w] = append(held, heldBeat{from: from, hb: hb, forward: forward})
 		}
 		return
 	}
@@ -386,7 +387,7 @@ func (a *Actor) askWriter(c actor.Context, from string, hb *messages.Heartbeat, 
 		h.refused++
 		return
 	}
-	h.asking[w] = []heldBeat{{from: from, hb: hb}}
+	h.asking[w] = []heldBeat{{from: from, hb: hb, forward: forward}}
 	f := c.RequestFuture(a.d.Ledger, &messages.IsWriter{ID: w}, a.d.AskTimeout)
 	c.ReenterAfter(f, func(res any, err error) {
 		held := h.asking[w]
@@ -412,8 +413,16 @@ func (a *Actor) askWriter(c actor.Context, from string, hb *messages.Heartbeat, 
 		}
 		h.writers[w] = true
 		for _, b := range held {
-			if a.takeBeat(c, b.from, b.hb) && forward {
-				a.forwardBeats(c, b.from, []*messages.Heartbeat{b.hb}, false)
+			// As onHeartbeats: a heartbeat that refutes a suspicion we
+			// held goes on at once, from a greeting too. A bridge
+			// across a healed partition greets with the heartbeats of
+			// its side, whose writers the other side may never have
+			// heard: taken here and not passed on, it would leave the
+			// rest of our side counting its writer out until its next
+			// heartbeat, minutes later.
+			suspected := a.suspected(w)
+			if a.takeBeat(c, b.from, b.hb) && (b.forward || suspected) {
+				a.forwardBeats(c, b.from, []*messages.Heartbeat{b.hb}, suspected)
 			}
 		}
 		a.heardChanged(c)

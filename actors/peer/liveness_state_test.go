@@ -45,6 +45,8 @@ func newLivenessRig(t *testing.T, self *identity.Identity, network string) *live
 			r.sets <- m.Connected
 		case *messages.GetWriters:
 			c.Respond(&messages.GetWritersReply{IDs: r.writers})
+		case *messages.IsWriter:
+			c.Respond(&messages.IsWriterReply{OK: slices.Contains(r.writers, m.ID)})
 		}
 	}))
 	d := Deps{Identity: self, Ledger: ledger, Log: quiet}
@@ -535,6 +537,55 @@ func TestWritersNeverHeardSuspected(t *testing.T) {
 		a.heartbeatTick(c, a.d.Now())
 		if a.sus.sent != signed || a.sus.askingWriters {
 			t.Error("a tick with nothing changed asked again")
+		}
+	})
+}
+
+// TestGreetedHeartbeatRefutesOnward: a heartbeat that comes in a new
+// neighbour's greeting, of a writer we never heard (so the ledger is
+// asked whether it is one) and hold suspected, goes on at once to our
+// other neighbours. A bridge across a healed partition greets with its
+// side's heartbeats; the writers of that side were suspected on ours
+// since before their first heartbeat reached us, and taken by the
+// bridge's end alone, one of them stayed counted out by the rest of our
+// side until its next heartbeat, minutes later.
+func TestGreetedHeartbeatRefutesOnward(t *testing.T) {
+	ids := newIdentities(t, 4)
+	self, w, greeter, other := ids[0], ids[1], ids[2], ids[3]
+	const network = "net"
+	r := newLivenessRig(t, self, network)
+	r.writers = []string{self.ID(), w.ID(), greeter.ID(), other.ID()}
+	beats := make(chan *messages.Heartbeat, 64)
+	sink := r.sys.Root.Spawn(actor.PropsFromFunc(func(c actor.Context) {
+		if m, ok := c.Message().(*sendFrame); ok && m.env.Kind == messages.KindHeartbeats {
+			for _, hb := range m.env.Overlay.Heartbeats {
+				beats <- hb
+			}
+		}
+	}))
+	quiet := r.sys.Root.Spawn(actor.PropsFromFunc(func(actor.Context) {}))
+	r.run(func(c actor.Context) {
+		a := r.a
+		a.sessions[other.ID()] = &sessionEntry{up: true, pid: sink}
+		a.sessions[greeter.ID()] = &sessionEntry{up: true, pid: quiet}
+		a.hb.writers[other.ID()], a.hb.writers[greeter.ID()] = true, true
+		now := a.d.Now()
+		a.signSuspicion(w.ID(), now) // never heard: seq 0
+		hb := &messages.Heartbeat{Writer: w.ID(), Seq: uint64(now.UnixMilli())}
+		hb.Sig = w.Sign(messages.HeartbeatSigningBytes(network, w.ID(), hb.Seq))
+		a.onHeartbeats(c, greeter.ID(), []*messages.Heartbeat{hb}, false)
+	})
+	select {
+	case hb := <-beats:
+		if hb.Writer != w.ID() {
+			t.Fatalf("forwarded a heartbeat of %s, want %s's", short(hb.Writer), short(w.ID()))
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the greeting's heartbeat that refutes a held suspicion did not go on to the other neighbour")
+	}
+	r.run(func(actor.Context) {
+		if r.a.suspected(w.ID()) {
+			t.Error("the writer is still suspected after its heartbeat was taken")
 		}
 	})
 }
