@@ -590,6 +590,57 @@ func TestGreetedHeartbeatRefutesOnward(t *testing.T) {
 	})
 }
 
+// TestSuspicionsOfAnUnknownAuthorAllTaken: an author we never heard, at
+// a heal, sends a suspicion of each writer of our side it does not hear;
+// they wait on the ledger's answer about the author, and every one of
+// them is taken once it comes, not the first few: each may be the only
+// suspicion that reaches its writer, which then counts out of the other
+// side's quorums until it refutes one.
+func TestSuspicionsOfAnUnknownAuthorAllTaken(t *testing.T) {
+	const n = 40
+	ids := newIdentities(t, n+2)
+	self, by, suspects := ids[0], ids[1], ids[2:]
+	const network = "net"
+	r := newLivenessRig(t, self, network)
+	for _, id := range ids {
+		r.writers = append(r.writers, id.ID())
+	}
+	r.run(func(c actor.Context) {
+		a := r.a
+		at := uint64(a.d.Now().UnixMilli())
+		var ss []*messages.Suspicion
+		for _, w := range suspects {
+			s := &messages.Suspicion{Writer: w.ID(), By: by.ID(), At: at}
+			s.Sig = by.Sign(messages.SuspicionSigningBytes(network, s))
+			ss = append(ss, s)
+		}
+		a.onSuspicions(c, "", ss, true)
+	})
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		var held int
+		r.run(func(actor.Context) {
+			for _, w := range suspects {
+				if r.a.suspected(w.ID()) {
+					held++
+				}
+			}
+		})
+		if held == n {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d suspicions by an author first asked about were taken", held, n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	r.run(func(actor.Context) {
+		if r.a.sus.askingHeld != 0 || len(r.a.sus.asking) != 0 {
+			t.Errorf("%d suspicions of %d authors still held after the answer", r.a.sus.askingHeld, len(r.a.sus.asking))
+		}
+	})
+}
+
 // suspicionSink makes writer by a neighbour with an established session
 // whose end hands on every suspicion sent to it.
 func (r *livenessRig) suspicionSink(by *identity.Identity) <-chan *messages.Suspicion {

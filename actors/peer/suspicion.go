@@ -94,6 +94,7 @@ type suspicionState struct {
 	held                      map[string]map[string]*heldSuspicion // writer → author → latest
 	last                      uint64                               // At of the last suspicion we signed
 	asking                    map[string][]heldSus                 // author → suspicions waiting on IsWriter
+	askingHeld                int                                  // suspicions in asking, all authors
 	sent, taken, dup, refused int64
 	refutations               int64
 	seed                      maphash.Seed // bridgeTo's draw
@@ -452,18 +453,27 @@ func (a *Actor) onSuspicions(c actor.Context, from string, ss []*messages.Suspic
 }
 
 // askAuthor asks the ledger whether a suspicion's author is a writer,
-// holding it (and at most 15 more of the same author) until it answers;
-// then they are taken as if they arrived now. Not a writer: refused, not
-// held against the neighbour (as for heartbeats).
+// holding it (and the author's others that come meanwhile) until it
+// answers; then they are taken as if they arrived now. Not a writer:
+// refused, not held against the neighbour (as for heartbeats). An author
+// we never heard sends one suspicion per writer it does not hear: at a
+// heal, one per writer of the other side (500 at 1,000 writers split in
+// halves), and each may be the only one to reach its writer, so the
+// bound is on what all authors hold together (maxHeldSuspicions, a
+// frame's worth, about 1 MB at most for one round trip to the ledger), not
+// a few per author; past it a suspicion is refused and counted.
 func (a *Actor) askAuthor(c actor.Context, from string, s *messages.Suspicion, forward bool) {
 	by := s.By
 	if a.sus.asking == nil {
 		a.sus.asking = map[string][]heldSus{}
 	}
+	if a.sus.askingHeld >= maxHeldSuspicions {
+		a.sus.refused++
+		return
+	}
 	if held, ok := a.sus.asking[by]; ok {
-		if len(held) < 16 {
-			a.sus.asking[by] = append(held, heldSus{from, s, forward})
-		}
+		a.sus.asking[by] = append(held, heldSus{from, s, forward})
+		a.sus.askingHeld++
 		return
 	}
 	if len(a.sus.asking) >= maxWriterAsks || !messages.ValidPeerID(by) || !a.hb.notWriter[by].IsZero() {
@@ -471,10 +481,12 @@ func (a *Actor) askAuthor(c actor.Context, from string, s *messages.Suspicion, f
 		return
 	}
 	a.sus.asking[by] = []heldSus{{from, s, forward}}
+	a.sus.askingHeld++
 	f := c.RequestFuture(a.d.Ledger, &messages.IsWriter{ID: by}, a.d.AskTimeout)
 	c.ReenterAfter(f, func(res any, err error) {
 		held := a.sus.asking[by]
 		delete(a.sus.asking, by)
+		a.sus.askingHeld -= len(held)
 		if r, ok := res.(*messages.IsWriterReply); err != nil || !ok || !r.OK {
 			a.sus.refused += int64(len(held))
 			return
@@ -485,6 +497,10 @@ func (a *Actor) askAuthor(c actor.Context, from string, s *messages.Suspicion, f
 		}
 	})
 }
+
+// maxHeldSuspicions bounds the suspicions askAuthor holds, all authors
+// together: one full frame's worth.
+const maxHeldSuspicions = messages.MaxSuspicions
 
 type heldSus struct {
 	from    string
