@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -186,6 +187,19 @@ func TestJoinerTakesRootAndInviterUntilSynced(t *testing.T) {
 	check(l)
 	l.stop()
 	check(newTestLedgerWith(t, dir, join))
+}
+
+// GetWriters answers the membership the peer network's liveness
+// suspects from: every writer the ledger holds (us and those added),
+// sorted, and no one else.
+func TestGetWritersListsTheMembership(t *testing.T) {
+	l := newTestLedger(t, t.TempDir())
+	_, added := addConnectedWriters(t, l, 3)
+	want := append([]string{l.id.ID()}, added...)
+	slices.Sort(want)
+	if got := ask[*messages.GetWritersReply](t, l, &messages.GetWriters{}).IDs; !slices.Equal(got, want) {
+		t.Fatalf("GetWriters = %.8q, want %.8q", got, want)
+	}
 }
 
 // The resolved claimant's remove-domain asks every peer to clean up: its

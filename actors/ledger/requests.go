@@ -85,7 +85,7 @@ func (a *Actor) handle(c actor.Context, msg any) {
 	case *messages.IsWriter:
 		c.Respond(&messages.IsWriterReply{OK: a.st.mayConnect(m.ID)})
 	case *messages.GetWriters:
-		c.Respond(&messages.GetWritersReply{IDs: a.st.writerIDs()})
+		c.Respond(&messages.GetWritersReply{IDs: sortedKeys(a.st.writers)})
 	case *messages.AddWriter:
 		c.Respond(&messages.AddWriterReply{Err: a.addWriter(m.ID)})
 	case *messages.GetNetwork:

@@ -206,18 +206,6 @@ func parseWrites(op *messages.Op) ([]messages.ParsedKey, error) {
 	return pks, nil
 }
 
-// writerIDs is the network's writers, sorted.
-func (s *state) writerIDs() []string {
-	out := make([]string, 0, len(s.writers))
-	for w, ok := range s.writers {
-		if ok {
-			out = append(out, w)
-		}
-	}
-	sort.Strings(out)
-	return out
-}
-
 // mayConnect says whether id may hold a peer session as a writer. Until
 // our own ledger holds the op that made us a writer, it cannot show that
 // anyone is one: the joiner has the network's key and root from the

@@ -94,7 +94,6 @@ type suspicionState struct {
 	held                      map[string]map[string]*heldSuspicion // writer → author → latest
 	last                      uint64                               // At of the last suspicion we signed
 	asking                    map[string][]heldSus                 // author → suspicions waiting on IsWriter
-	askingHeld                int                                  // suspicions in asking, all authors
 	sent, taken, dup, refused int64
 	refutations               int64
 	seed                      maphash.Seed // bridgeTo's draw
@@ -467,13 +466,12 @@ func (a *Actor) askAuthor(c actor.Context, from string, s *messages.Suspicion, f
 	if a.sus.asking == nil {
 		a.sus.asking = map[string][]heldSus{}
 	}
-	if a.sus.askingHeld >= maxHeldSuspicions {
+	if a.sus.heldForAuthors() >= maxHeldSuspicions {
 		a.sus.refused++
 		return
 	}
 	if held, ok := a.sus.asking[by]; ok {
 		a.sus.asking[by] = append(held, heldSus{from, s, forward})
-		a.sus.askingHeld++
 		return
 	}
 	if len(a.sus.asking) >= maxWriterAsks || !messages.ValidPeerID(by) || !a.hb.notWriter[by].IsZero() {
@@ -481,12 +479,10 @@ func (a *Actor) askAuthor(c actor.Context, from string, s *messages.Suspicion, f
 		return
 	}
 	a.sus.asking[by] = []heldSus{{from, s, forward}}
-	a.sus.askingHeld++
 	f := c.RequestFuture(a.d.Ledger, &messages.IsWriter{ID: by}, a.d.AskTimeout)
 	c.ReenterAfter(f, func(res any, err error) {
 		held := a.sus.asking[by]
 		delete(a.sus.asking, by)
-		a.sus.askingHeld -= len(held)
 		if r, ok := res.(*messages.IsWriterReply); err != nil || !ok || !r.OK {
 			a.sus.refused += int64(len(held))
 			return
@@ -501,6 +497,16 @@ func (a *Actor) askAuthor(c actor.Context, from string, s *messages.Suspicion, f
 // maxHeldSuspicions bounds the suspicions askAuthor holds, all authors
 // together: one full frame's worth.
 const maxHeldSuspicions = messages.MaxSuspicions
+
+// heldForAuthors is how many suspicions wait on askAuthor's questions
+// (at most maxWriterAsks authors to add up).
+func (s *suspicionState) heldForAuthors() int {
+	n := 0
+	for _, held := range s.asking {
+		n += len(held)
+	}
+	return n
+}
 
 type heldSus struct {
 	from    string

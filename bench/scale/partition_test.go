@@ -254,9 +254,8 @@ func TestVirtualLongPartitionHeals(t *testing.T) {
 		t.Skip("starts 40 nodes")
 	}
 	holds := []int{2, 11}
-	chosen := envInt("SCALE_PART_HOLD", 0)
-	if chosen > 0 {
-		holds = []int{chosen}
+	if m := envInt("SCALE_PART_HOLD", 0); m > 0 {
+		holds = []int{m}
 	}
 	for _, m := range holds {
 		hold := time.Duration(m) * time.Minute
