@@ -22,6 +22,70 @@ import (
 // hopHeaders are not passed on (RFC 9110 7.6.1).
 var hopHeaders = []string{"Connection", "Keep-Alive", "Proxy-Connection", "Proxy-Authenticate", "Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding"}
 
+// isHopName reports whether a header name is one of hopHeaders, in any
+// case.
+func isHopName(k []byte) bool {
+	switch len(k) {
+	case 2, 7, 10, 16, 17, 18, 19: // the lengths of hopHeaders' names
+		for _, h := range hopHeaders {
+			if len(h) == len(k) && strings.EqualFold(b2s(k), h) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Hop-by-hop headers are dropped by one walk over a head's headers,
+// which in nearly every exchange finds none; a name found is deleted
+// as it came, and the walk starts again. Why not Del for each name:
+// fasthttp's Del copies and normalizes its key and then looks through
+// every header, eight times on each request and again on each answer,
+// and an upstream's names are kept as they came (the pool does not
+// normalize them), so Del("Keep-Alive") left a "keep-alive" in place.
+// Connection and Trailer are among the names the walk yields when set
+// (fasthttp keeps them apart from the other headers), and deleting them
+// clears them as Del did. Each walk that finds a name deletes every
+// header of that name: a request's names are normalized (so at most
+// one walk per name), an answer's head fits the pool's 4 KiB read
+// buffer (fasthttp refuses a longer one), so it holds fewer than 300
+// headers: maxHopWalks always ends with none left.
+const maxHopWalks = 512
+
+func dropHopRequest(h *fasthttp.RequestHeader) {
+	for range maxHopWalks {
+		var name [32]byte
+		n := 0
+		for k := range h.All() {
+			if isHopName(k) {
+				n = copy(name[:], k)
+				break
+			}
+		}
+		if n == 0 {
+			return
+		}
+		h.DelBytes(name[:n])
+	}
+}
+
+func dropHopResponse(h *fasthttp.ResponseHeader) {
+	for range maxHopWalks {
+		var name [32]byte
+		n := 0
+		for k := range h.All() {
+			if isHopName(k) {
+				n = copy(name[:], k)
+				break
+			}
+		}
+		if n == 0 {
+			return
+		}
+		h.DelBytes(name[:n])
+	}
+}
+
 // upstream is one upstream (hash, TLS or not): its keep-alive client and
 // the uploads streaming to it (body.go).
 type upstream struct {
@@ -166,9 +230,7 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx, d *view.Domain) {
 
 // finish drops the upstream's hop-by-hop headers from its answer.
 func finish(ctx *fasthttp.RequestCtx, resp *fasthttp.Response) {
-	for _, h := range hopHeaders {
-		resp.Header.Del(h)
-	}
+	dropHopResponse(&resp.Header)
 	flushHeadEarly(ctx, resp)
 }
 
@@ -180,9 +242,7 @@ var (
 
 // prepare sets the forwarding headers and drops hop-by-hop ones.
 func prepare(ctx *fasthttp.RequestCtx, req *fasthttp.Request) {
-	for _, h := range hopHeaders {
-		req.Header.Del(h)
-	}
+	dropHopRequest(&req.Header)
 	forwarded(ctx, req)
 }
 

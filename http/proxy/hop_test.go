@@ -1,0 +1,88 @@
+package proxy
+
+import (
+	"bufio"
+	"strings"
+	"testing"
+
+	"github.com/valyala/fasthttp"
+)
+
+// Every hop-by-hop header goes, in whatever case it came; the others stay.
+func TestDropHopRequest(t *testing.T) {
+	var req fasthttp.Request
+	raw := "GET / HTTP/1.1\r\nHost: a.p2p\r\nConnection: close\r\nKeep-Alive: timeout=5\r\nkeep-alive: x\r\nTE: trailers\r\n" +
+		"Proxy-Authorization: Basic eA==\r\nProxy-Connection: keep-alive\r\nTrailer: X-T\r\nX-Keep: 1\r\nX-Te: 2\r\n\r\n"
+	if err := req.Read(bufio.NewReader(strings.NewReader(raw))); err != nil {
+		t.Fatal(err)
+	}
+	dropHopRequest(&req.Header)
+	var got []string
+	for k := range req.Header.All() {
+		got = append(got, string(k))
+	}
+	if strings.Join(got, ",") != "Host,X-Keep,X-Te" && strings.Join(got, ",") != "Host,X-Te,X-Keep" {
+		t.Fatalf("headers left %v, want Host, X-Keep and X-Te", got)
+	}
+	if req.Header.ConnectionClose() {
+		t.Fatal("the client's Connection: close would reach the upstream")
+	}
+}
+
+// An upstream's names are kept as they came (the pool does not
+// normalize them): a lower-case hop-by-hop name goes too, and so do
+// several spellings of one.
+func TestDropHopResponse(t *testing.T) {
+	var resp fasthttp.Response
+	resp.Header.DisableNormalizing()
+	resp.Header.SetNoDefaultContentType(true)
+	raw := "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nkeep-alive: timeout=5\r\nKeep-Alive: timeout=6\r\nKEEP-ALIVE: 7\r\n" +
+		"proxy-authenticate: Basic\r\nConnection: close\r\ntrailer: X-T\r\nx-keep: 1\r\n\r\nok"
+	if err := resp.Read(bufio.NewReader(strings.NewReader(raw))); err != nil {
+		t.Fatal(err)
+	}
+	dropHopResponse(&resp.Header)
+	var got []string
+	for k := range resp.Header.All() {
+		got = append(got, string(k))
+	}
+	if strings.Join(got, ",") != "Content-Length,x-keep" {
+		t.Fatalf("headers left %v, want Content-Length and x-keep", got)
+	}
+	if resp.Header.ConnectionClose() {
+		t.Fatal("the upstream's Connection: close would reach the client")
+	}
+}
+
+// A head without hop-by-hop headers, the common case, is walked once
+// and nothing is allocated.
+func TestDropHopAllocatesNothing(t *testing.T) {
+	var req fasthttp.Request
+	req.Header.SetHost("a.p2p")
+	req.Header.Set("X-Forwarded-For", "192.0.2.1")
+	req.Header.Set("Accept", "*/*")
+	var resp fasthttp.Response
+	resp.Header.Set("Server", "nginx")
+	resp.Header.Set("Last-Modified", "Mon, 30 Nov 2026 10:00:00 GMT")
+	if n := testing.AllocsPerRun(100, func() {
+		dropHopRequest(&req.Header)
+		dropHopResponse(&resp.Header)
+	}); n != 0 {
+		t.Fatalf("%v allocations", n)
+	}
+}
+
+func TestIsHopName(t *testing.T) {
+	for _, h := range hopHeaders {
+		for _, k := range []string{h, strings.ToLower(h), strings.ToUpper(h)} {
+			if !isHopName([]byte(k)) {
+				t.Errorf("%q not taken for a hop-by-hop header", k)
+			}
+		}
+	}
+	for _, k := range []string{"", "T", "Tf", "Keep-Alivf", "Upgrade", "Content-Length", "Transfer-Encodings", "X-Connection"} {
+		if isHopName([]byte(k)) {
+			t.Errorf("%q taken for a hop-by-hop header", k)
+		}
+	}
+}
