@@ -86,3 +86,43 @@ func TestIsHopName(t *testing.T) {
 		}
 	}
 }
+
+// Whatever head an upstream sends, no hop-by-hop header is left after
+// the walk and every other header stays.
+func FuzzDropHopResponse(f *testing.F) {
+	f.Add("keep-alive: timeout=5\r\nX-A: 1")
+	f.Add("Connection: close\r\nTrailer: X-T\r\nTE: trailers\r\nproxy-AUTHENTICATE: x")
+	f.Add("Transfer-Encoding: chunked\r\nkeep-alive: 1\r\nKeep-Alive: 2\r\nKEEP-ALIVE: 3\r\nSet-Cookie: a=b")
+	f.Fuzz(func(t *testing.T, head string) {
+		var resp fasthttp.Response
+		resp.Header.DisableNormalizing()
+		resp.Header.SetNoDefaultContentType(true)
+		raw := "HTTP/1.1 200 OK\r\n" + head + "\r\nContent-Length: 0\r\n\r\n"
+		if err := resp.Header.Read(bufio.NewReader(strings.NewReader(raw))); err != nil {
+			return
+		}
+		others := func() (n int, hop string) {
+			for k := range resp.Header.All() {
+				named := false
+				for _, h := range hopHeaders {
+					if strings.EqualFold(string(k), h) {
+						named, hop = true, string(k)
+					}
+				}
+				if !named {
+					n++
+				}
+			}
+			return n, hop
+		}
+		before, _ := others()
+		dropHopResponse(&resp.Header)
+		after, hop := others()
+		if hop != "" {
+			t.Fatalf("%q left in %q", hop, head)
+		}
+		if after != before {
+			t.Fatalf("%d other headers before, %d after, in %q", before, after, head)
+		}
+	})
+}
