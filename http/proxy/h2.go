@@ -479,12 +479,7 @@ func (s *Server) fastBridge(w http.ResponseWriter, r *http.Request, h fasthttp.R
 }
 
 func isHop(k string) bool {
-	for _, h := range hopHeaders {
-		if strings.EqualFold(k, h) {
-			return true
-		}
-	}
-	return strings.EqualFold(k, "Upgrade")
+	return isHopName(k) || strings.EqualFold(k, "Upgrade")
 }
 
 func remoteTCPAddr(s string) net.Addr {

@@ -8,21 +8,20 @@ import (
 	"github.com/valyala/fasthttp"
 )
 
-// Every hop-by-hop header goes, in whatever case it came; the others stay.
+// Every hop-by-hop header of a request goes, in whatever case it came;
+// the others stay, the Cookie header byte for byte as the client sent it.
 func TestDropHopRequest(t *testing.T) {
 	var req fasthttp.Request
 	raw := "GET / HTTP/1.1\r\nHost: a.p2p\r\nConnection: close\r\nKeep-Alive: timeout=5\r\nkeep-alive: x\r\nTE: trailers\r\n" +
-		"Proxy-Authorization: Basic eA==\r\nProxy-Connection: keep-alive\r\nTrailer: X-T\r\nX-Keep: 1\r\nX-Te: 2\r\n\r\n"
+		"Proxy-Authorization: Basic eA==\r\nProxy-Connection: keep-alive\r\nTrailer: X-T\r\nX-Keep: 1\r\nCookie: b=2;a=1;junk\r\n\r\n"
 	if err := req.Read(bufio.NewReader(strings.NewReader(raw))); err != nil {
 		t.Fatal(err)
 	}
 	dropHopRequest(&req.Header)
-	var got []string
-	for k := range req.Header.All() {
-		got = append(got, string(k))
-	}
-	if strings.Join(got, ",") != "Host,X-Keep,X-Te" && strings.Join(got, ",") != "Host,X-Te,X-Keep" {
-		t.Fatalf("headers left %v, want Host, X-Keep and X-Te", got)
+	head := req.Header.String()
+	want := "GET / HTTP/1.1\r\nHost: a.p2p\r\nX-Keep: 1\r\nCookie: b=2;a=1;junk\r\n\r\n"
+	if head != want && head != "GET / HTTP/1.1\r\nHost: a.p2p\r\nCookie: b=2;a=1;junk\r\nX-Keep: 1\r\n\r\n" {
+		t.Fatalf("head %q, want %q (headers in either order)", head, want)
 	}
 	if req.Header.ConnectionClose() {
 		t.Fatal("the client's Connection: close would reach the upstream")
@@ -54,20 +53,13 @@ func TestDropHopResponse(t *testing.T) {
 	}
 }
 
-// A head without hop-by-hop headers, the common case, is walked once
+// An answer without hop-by-hop headers, the common case, is walked once
 // and nothing is allocated.
 func TestDropHopAllocatesNothing(t *testing.T) {
-	var req fasthttp.Request
-	req.Header.SetHost("a.p2p")
-	req.Header.Set("X-Forwarded-For", "192.0.2.1")
-	req.Header.Set("Accept", "*/*")
 	var resp fasthttp.Response
 	resp.Header.Set("Server", "nginx")
 	resp.Header.Set("Last-Modified", "Mon, 30 Nov 2026 10:00:00 GMT")
-	if n := testing.AllocsPerRun(100, func() {
-		dropHopRequest(&req.Header)
-		dropHopResponse(&resp.Header)
-	}); n != 0 {
+	if n := testing.AllocsPerRun(100, func() { dropHopResponse(&resp.Header) }); n != 0 {
 		t.Fatalf("%v allocations", n)
 	}
 }
@@ -75,13 +67,13 @@ func TestDropHopAllocatesNothing(t *testing.T) {
 func TestIsHopName(t *testing.T) {
 	for _, h := range hopHeaders {
 		for _, k := range []string{h, strings.ToLower(h), strings.ToUpper(h)} {
-			if !isHopName([]byte(k)) {
+			if !isHopName(k) {
 				t.Errorf("%q not taken for a hop-by-hop header", k)
 			}
 		}
 	}
 	for _, k := range []string{"", "T", "Tf", "Keep-Alivf", "Upgrade", "Content-Length", "Transfer-Encodings", "X-Connection"} {
-		if isHopName([]byte(k)) {
+		if isHopName(k) {
 			t.Errorf("%q taken for a hop-by-hop header", k)
 		}
 	}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"iter"
 	"net"
 	"net/netip"
 	"strings"
@@ -25,11 +24,11 @@ var hopHeaders = []string{"Connection", "Keep-Alive", "Proxy-Connection", "Proxy
 
 // isHopName reports whether a header name is one of hopHeaders, in any
 // case.
-func isHopName(k []byte) bool {
+func isHopName(k string) bool {
 	switch len(k) {
 	case 2, 7, 10, 16, 17, 18, 19: // the lengths of hopHeaders' names
 		for _, h := range hopHeaders {
-			if len(h) == len(k) && strings.EqualFold(b2s(k), h) {
+			if len(h) == len(k) && strings.EqualFold(k, h) {
 				return true
 			}
 		}
@@ -37,43 +36,40 @@ func isHopName(k []byte) bool {
 	return false
 }
 
-// Hop-by-hop headers are dropped by one walk over a head's headers,
-// which in nearly every exchange finds none; a name found is deleted
-// as it came, and the walk starts again. Why not Del for each name:
-// fasthttp's Del copies and normalizes its key and then looks through
-// every header, eight times on each request and again on each answer,
-// and an upstream's names are kept as they came (the pool does not
-// normalize them), so Del("Keep-Alive") left a "keep-alive" in place.
-// Connection and Trailer are among the names the walk yields when set
-// (fasthttp keeps them apart from the other headers), and deleting them
-// clears them as Del did. Each walk that finds a name deletes every
-// header of that name: a request's names are normalized (so at most
-// one walk per name), an answer's head fits the pool's 4 KiB read
-// buffer (fasthttp refuses a longer one), so it holds fewer than 300
-// headers: maxHopWalks always ends with none left.
-const maxHopWalks = 512
-
-// dropHopRequest and dropHopResponse are the one walk for each kind of
-// head. Not one generic function: both instances would share one shape
-// and call All through a dictionary, which allocates the iterator's
-// closure on every walk (8 allocations for a request and its answer,
-// TestDropHopAllocatesNothing); here All
-// is inlined and its closure stays on the stack.
+// dropHopRequest drops the hop-by-hop headers of a client's request. Its
+// names were normalized when the server read it, so Del finds each name
+// whatever case it came in. Not the walk dropHopResponse makes:
+// RequestHeader.All parses the Cookie headers as it goes, and they would
+// then go upstream written anew instead of as the client sent them.
 func dropHopRequest(h *fasthttp.RequestHeader) {
-	for range maxHopWalks {
-		var name [32]byte
-		n := firstHop(h.All(), &name)
-		if n == 0 {
-			return
-		}
-		h.DelBytes(name[:n])
+	for _, k := range hopHeaders {
+		h.Del(k)
 	}
 }
 
+// dropHopResponse drops the hop-by-hop headers of an upstream's answer
+// by one walk over its headers, which in nearly every exchange finds
+// none; a name found is deleted as it came, and the walk starts again.
+// Why not Del for each name: the pool keeps an upstream's names as they
+// came (it does not normalize them), so Del("Keep-Alive") left a
+// "keep-alive" in place; and each Del copies its key and looks through
+// every header, eight times an answer. Connection and Trailer are among
+// the names the walk yields when set (fasthttp keeps them apart from the
+// other headers), and deleting them clears them as Del did. Each walk
+// that finds a name deletes every header of that name, and an answer's
+// head fits the pool's 4 KiB read buffer (fasthttp refuses a longer
+// one), so it holds fewer than 300 headers: maxHopWalks always ends with
+// none left.
 func dropHopResponse(h *fasthttp.ResponseHeader) {
 	for range maxHopWalks {
 		var name [32]byte
-		n := firstHop(h.All(), &name)
+		n := 0
+		for k := range h.All() {
+			if isHopName(b2s(k)) {
+				n = copy(name[:], k)
+				break
+			}
+		}
 		if n == 0 {
 			return
 		}
@@ -81,16 +77,7 @@ func dropHopResponse(h *fasthttp.ResponseHeader) {
 	}
 }
 
-// firstHop copies the first hop-by-hop name of a head's headers into
-// name and returns its length; 0 when there is none.
-func firstHop(all iter.Seq2[[]byte, []byte], name *[32]byte) int {
-	for k := range all {
-		if isHopName(k) {
-			return copy(name[:], k)
-		}
-	}
-	return 0
-}
+const maxHopWalks = 512
 
 // upstream is one upstream (hash, TLS or not): its keep-alive client and
 // the uploads streaming to it (body.go).
