@@ -54,8 +54,8 @@ type LogLine struct {
 
 // LogBatch is many lines for one channel actor, written in one go (a
 // busy writer such as the edge proxy's access log). The lines are handed
-// over: the channel actor numbers them in place and publishes them, so the
-// sender must not keep or reuse them.
+// over: the channel actor numbers them in place and publishes the batch
+// itself on the event stream, so the sender must not keep or reuse them.
 type LogBatch struct{ Lines []*LogLine }
 
 // GetLogTail asks a channel actor for the last Lines lines of its file.

@@ -1,7 +1,8 @@
 // Package logchan is the node's log channels: one actor per channel
 // (core, proxy, httpProxy, dns, plugins, tunnel) owning
 // DATA/logs/<channel>.log, with size rotation, tail reads for the admin API
-// and live lines on the event stream for WebSocket subscribers. The
+// and live lines on the event stream for WebSocket subscribers (a
+// messages.LogLine, or a messages.LogBatch for lines that came in one). The
 // messages it takes and publishes (messages.LogLine, messages.GetLogTail)
 // and the channel list live in messages/logchan.go, so the admin API and
 // the WebSocket never import this package.
@@ -113,12 +114,14 @@ func (a *Actor) Receive(c actor.Context) {
 		}
 		a.writeOK()
 		// A batch's lines are handed over (messages.LogBatch): numbered
-		// in place, not copied.
+		// in place, not copied, and published as the one batch (an event
+		// per line cost every subscriber a call, and the WebSocket hub a
+		// mailbox message, for each line of a busy writer).
 		for _, l := range m.Lines {
 			a.seq++
 			l.Seq = a.seq
-			c.ActorSystem().EventStream.Publish(l)
 		}
+		c.ActorSystem().EventStream.Publish(m)
 	case *messages.GetLogTail:
 		// Lines up to Seq are in the file: live subscribers drop those.
 		lines, err := tailFile(Path(a.dir, a.id), m.Lines)

@@ -129,7 +129,7 @@ func (h *Hub) Receive(c actor.Context) {
 		self, root := c.Self(), c.ActorSystem().Root
 		h.sub = c.ActorSystem().EventStream.Subscribe(func(evt any) {
 			switch evt.(type) {
-			case *messages.Hint, *messages.LogLine:
+			case *messages.Hint, *messages.LogLine, *messages.LogBatch:
 				root.Send(self, evt)
 			}
 		})
@@ -199,6 +199,13 @@ func (h *Hub) Receive(c actor.Context) {
 		h.broadcast(hintJSON(m), "")
 	case *messages.LogLine:
 		h.broadcastLine(m)
+	case *messages.LogBatch:
+		if len(m.Lines) == 0 || !h.tailing(m.Lines[0].Channel) {
+			return
+		}
+		for _, l := range m.Lines {
+			h.broadcastLine(l)
+		}
 	}
 }
 
@@ -210,6 +217,17 @@ func lineJSON(m *messages.LogLine, legacy bool) []byte {
 		typ = "log"
 	}
 	return mustJSON(fileLog{Type: typ, Channel: m.Channel, Level: m.Level, Message: m.Message, Timestamp: m.Time.UnixMilli()})
+}
+
+// tailing reports whether a client takes channel's lines (a batch's
+// lines are all of one channel).
+func (h *Hub) tailing(channel string) bool {
+	for _, cl := range h.clients {
+		if cl.logCh == channel {
+			return true
+		}
+	}
+	return false
 }
 
 // broadcastLine sends a live line to its channel's subscribers, or holds

@@ -15,8 +15,15 @@ import (
 )
 
 // A subscribe-log while the channel is busy loses no line and repeats
-// none: the snapshot's lines and then the live ones are one unbroken run.
+// none: the snapshot's lines and then the live ones are one unbroken run,
+// whether the lines come one by one or in batches (the access log's
+// messages.LogBatch, published as one event).
 func TestLogSubscriptionUnderLoad(t *testing.T) {
+	t.Run("lines", func(t *testing.T) { testLogSubscriptionUnderLoad(t, 1) })
+	t.Run("batches", func(t *testing.T) { testLogSubscriptionUnderLoad(t, 7) })
+}
+
+func testLogSubscriptionUnderLoad(t *testing.T, batch int) {
 	noLeaks(t)
 	dir := t.TempDir()
 	var core *actor.PID
@@ -38,6 +45,7 @@ func TestLogSubscriptionUnderLoad(t *testing.T) {
 	stop := make(chan struct{})
 	defer close(stop)
 	go func() {
+		var lines []*messages.LogLine
 		for i := 1; i <= total; i++ {
 			for int64(i) > read.Load()+ahead && i > 300 {
 				select {
@@ -51,14 +59,22 @@ func TestLogSubscriptionUnderLoad(t *testing.T) {
 				return
 			default:
 			}
-			w.sys.Root.Send(core, &messages.LogLine{Channel: "core", Level: "INFO", Time: time.Now(), Message: fmt.Sprintf("line-%06d", i)})
+			l := &messages.LogLine{Channel: "core", Level: "INFO", Time: time.Now(), Message: fmt.Sprintf("line-%06d", i)}
+			if batch == 1 {
+				w.sys.Root.Send(core, l)
+				continue
+			}
+			if lines = append(lines, l); len(lines) == batch || i == total {
+				w.sys.Root.Send(core, &messages.LogBatch{Lines: lines})
+				lines = nil
+			}
 		}
 	}()
 	// Subscribe once the channel is well under way.
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		r, err := w.sys.Root.RequestFuture(core, &messages.GetLogTail{Lines: 1}, time.Second).Result()
-		if err == nil && r.(*messages.GetLogTailReply).Seq >= 300 {
+		if err == nil && r.(*messages.GetLogTailReply).Seq >= 290 { // 300 less a batch
 			break
 		}
 		if time.Now().After(deadline) {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"strconv"
 	"strings"
@@ -91,6 +92,26 @@ func TestWebSocketRequestsAndHints(t *testing.T) {
 	})
 	if line["channel"] != "core" || line["level"] != "INFO" {
 		t.Fatalf("file-log = %v", line)
+	}
+	// The edge's access lines reach the channel's subscribers live
+	// (they come in batches).
+	if err := c.WriteJSON(map[string]any{"type": "subscribe-log", "channel": "httpProxy", "lines": 1}); err != nil {
+		t.Fatal(err)
+	}
+	readUntil(t, c, ofType("log-snapshot"))
+	edge, _ := n.EdgeAddrs()
+	req, _ := http.NewRequest("GET", "http://"+edge+"/seen-live", nil)
+	req.Host = "nobody.p2p"
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	access := readUntil(t, c, func(m wsMsg) bool {
+		return m["type"] == "file-log" && strings.Contains(fmt.Sprint(m["message"]), "path=/seen-live")
+	})
+	if access["channel"] != "httpProxy" || !strings.Contains(fmt.Sprint(access["message"]), "status=404") {
+		t.Fatalf("access line = %v", access)
 	}
 	if err := c.WriteJSON(map[string]any{"type": "subscribe-log", "channel": "../etc"}); err != nil {
 		t.Fatal(err)
