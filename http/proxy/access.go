@@ -20,9 +20,9 @@ type accessLine struct {
 
 // logRequest hands the request's access line to the writer goroutine;
 // when its buffer is full the line is dropped and counted.
-// host is the request's Host as a string (serve has made it already).
-func (s *Server) logRequest(ctx *fasthttp.RequestCtx, host string, status int, at time.Time, dur time.Duration, upstream string) {
-	s.sendAccess(accessLine{method: methodString(ctx.Method()), host: host, path: string(ctx.Path()),
+// host and path are the request's as strings (serve has made them).
+func (s *Server) logRequest(ctx *fasthttp.RequestCtx, host, path string, status int, at time.Time, dur time.Duration, upstream string) {
+	s.sendAccess(accessLine{method: methodString(ctx.Method()), host: host, path: path,
 		upstream: upstream, status: status, bytes: bodyBytes(&ctx.Response), dur: dur, at: at})
 }
 
@@ -121,15 +121,13 @@ func (s *Server) writeAccessLine(l accessLine) {
 // writeAccessBatch writes first and what else is buffered now, in
 // batches of at most accessBatch lines.
 func (s *Server) writeAccessBatch(first accessLine) {
-	batch := make([]*messages.LogLine, 1, accessBatch)
-	batch[0] = first.format()
+	batch := append(s.pending[:0], first)
 	for {
 		select {
 		case m := <-s.access:
-			batch = append(batch, m.format())
-			if len(batch) == accessBatch {
-				s.d.AccessBatch(batch)
-				batch = make([]*messages.LogLine, 0, accessBatch)
+			if batch = append(batch, m); len(batch) == accessBatch {
+				s.d.AccessBatch(formatBatch(batch))
+				batch = batch[:0]
 			}
 			continue
 		default:
@@ -137,15 +135,43 @@ func (s *Server) writeAccessBatch(first accessLine) {
 		break
 	}
 	if len(batch) > 0 {
-		s.d.AccessBatch(batch)
+		s.d.AccessBatch(formatBatch(batch))
 	}
+	clear(batch) // the strings are let go with the requests'
+	s.pending = batch[:0]
 }
 
-// format renders the line as the log channels do (slog's text form).
-// One allocation for the text, sized for a line with a tunnel upstream
-// (hs:// and 64 hex digits: ~220 bytes), and one for the LogLine.
-func (l accessLine) format() *messages.LogLine {
-	b := make([]byte, 0, 256)
+// formatBatch renders ls as the log channels do (slog's text form), in
+// three allocations for the batch: the lines' text in one buffer (each
+// line's Message a part of it), the LogLines in one array, and the
+// pointers to them. One per line each was two allocations per request.
+func formatBatch(ls []accessLine) []*messages.LogLine {
+	ends := make([]int, len(ls)) // where each line's text ends
+	b := make([]byte, 0, len(ls)*accessLineSize)
+	for i, l := range ls {
+		b = l.appendText(b)
+		ends[i] = len(b)
+	}
+	// b is not touched again: the strings share its bytes (as
+	// strings.Builder does) instead of copying them.
+	text := unsafe.String(unsafe.SliceData(b), len(b))
+	lines := make([]messages.LogLine, len(ls))
+	out := make([]*messages.LogLine, len(ls))
+	from := 0
+	for i, l := range ls {
+		lines[i] = messages.LogLine{Channel: "httpProxy", Level: "INFO", Time: l.at, Message: text[from:ends[i]]}
+		out[i] = &lines[i]
+		from = ends[i]
+	}
+	return out
+}
+
+// accessLineSize is room for a line with a tunnel upstream (hs:// and 64
+// hex digits: ~220 bytes).
+const accessLineSize = 256
+
+// appendText appends the line's text to b.
+func (l accessLine) appendText(b []byte) []byte {
 	b = append(b, "time="...)
 	b = l.at.AppendFormat(b, time.RFC3339Nano)
 	b = append(b, " level=INFO msg=request method="...)
@@ -161,10 +187,7 @@ func (l accessLine) format() *messages.LogLine {
 	b = append(b, " ms="...)
 	b = strconv.AppendInt(b, l.dur.Milliseconds(), 10)
 	b = append(b, " upstream="...)
-	b = appendValue(b, l.upstream)
-	// b is not touched again: the string shares its bytes (as
-	// strings.Builder does) instead of copying them.
-	return &messages.LogLine{Channel: "httpProxy", Level: "INFO", Time: l.at, Message: unsafe.String(unsafe.SliceData(b), len(b))}
+	return appendValue(b, l.upstream)
 }
 
 // appendValue quotes a value the way slog's text handler does when it

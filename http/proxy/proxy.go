@@ -158,6 +158,7 @@ type Server struct {
 
 	total, ok, failed, millis, dropped atomic.Int64
 	access                             chan accessLine
+	pending                            []accessLine // logAccess's batch, kept for the next
 	accessDone, accessStop             chan struct{}
 	budget                             *bodyBudget
 
@@ -194,7 +195,11 @@ func New(d Deps) *Server {
 		budget: newBodyBudget(d.BodyBudget)}
 	mk := func() *fasthttp.Server {
 		return &fasthttp.Server{
-			Handler: s.serve, Name: "peerdns", ReadTimeout: d.ReadTimeout, WriteTimeout: d.WriteTimeout,
+			// No WriteTimeout: the listeners' connections move their
+			// write deadline themselves (WriteTimeout between two
+			// writes, timeouts.go); fasthttp's, set before each answer,
+			// cost a clock read per request for the same bound.
+			Handler: s.serve, Name: "peerdns", ReadTimeout: d.ReadTimeout,
 			IdleTimeout: IdleTimeout, ReadBufferSize: MaxHeaderBytes,
 			NoDefaultDate: true, KeepHijackedConns: true, Logger: httpx.Logger{L: d.Log},
 			// Bodies are streamed (body.go), and forwarded as they came: a
@@ -330,7 +335,7 @@ func (s *Server) serve(ctx *fasthttp.RequestCtx) {
 	// been read (one clock read fewer per request).
 	start := ctx.Time()
 	upstream := ""
-	raw := string(ctx.Host()) // also the access line's host
+	raw, path := hostAndPath(ctx) // also the access line's
 	defer func() {
 		st := ctx.Response.StatusCode()
 		end := time.Now()
@@ -340,7 +345,7 @@ func (s *Server) serve(ctx *fasthttp.RequestCtx) {
 			ctx.Response.Header.Set("Alt-Svc", s.altSvc)
 		}
 		s.routes.count(ctx, st, upstream)
-		s.logRequest(ctx, raw, st, end, el, upstream)
+		s.logRequest(ctx, raw, path, st, end, el, upstream)
 		if !inMemory(&ctx.Request) {
 			// A body nobody read (no such host, no Host): what is
 			// left of it cannot be told from a next request.
@@ -385,6 +390,15 @@ func (s *Server) serve(ctx *fasthttp.RequestCtx) {
 		}
 	}
 	page(ctx, fasthttp.StatusNotFound, "Not Found", "No site is served for "+host+" on this node.")
+}
+
+// hostAndPath is the request's Host and path as strings, made in one
+// allocation (as the request came: the path before any handler's change).
+func hostAndPath(ctx *fasthttp.RequestCtx) (host, path string) {
+	h, p := ctx.Host(), ctx.Path()
+	var stack [256]byte
+	both := string(append(append(stack[:0], h...), p...))
+	return both[:len(h)], both[len(h):]
 }
 
 // page answers a small HTML page.

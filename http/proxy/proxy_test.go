@@ -18,11 +18,27 @@ func TestHostOf(t *testing.T) {
 }
 
 func TestAccessLineFormat(t *testing.T) {
-	l := accessLine{method: "GET", host: "a.p2p", path: "/x y", upstream: "", status: 200, bytes: 12, dur: 3 * time.Millisecond, at: time.Now()}.format()
-	for _, want := range []string{"level=INFO msg=request method=GET host=a.p2p", `path="/x y"`, "status=200 bytes=12 ms=3", `upstream=""`} {
-		if !strings.Contains(l.Message, want) {
-			t.Fatalf("%q lacks %q", l.Message, want)
+	at := time.Date(2026, 12, 2, 14, 0, 0, 5, time.UTC)
+	ls := formatBatch([]accessLine{
+		{method: "GET", host: "a.p2p", path: "/x y", upstream: "", status: 200, bytes: 12, dur: 3 * time.Millisecond, at: at},
+		{method: "POST", host: "b.p2p", path: "/" + strings.Repeat("p", 600), upstream: "hs://" + strings.Repeat("ab", 32), status: 502, bytes: -1, at: at.Add(time.Second)},
+		{method: "HEAD", host: "c.p2p", path: "/", status: 404},
+	})
+	want := []string{
+		`time=2026-12-02T14:00:00.000000005Z level=INFO msg=request method=GET host=a.p2p path="/x y" status=200 bytes=12 ms=3 upstream=""`,
+		"time=2026-12-02T14:00:01.000000005Z level=INFO msg=request method=POST host=b.p2p path=/" + strings.Repeat("p", 600) + " status=502 bytes=-1 ms=0 upstream=hs://" + strings.Repeat("ab", 32),
+		"time=0001-01-01T00:00:00Z level=INFO msg=request method=HEAD host=c.p2p path=/ status=404 bytes=0 ms=0 upstream=\"\"",
+	}
+	if len(ls) != len(want) {
+		t.Fatalf("%d lines for 3", len(ls))
+	}
+	for i, l := range ls {
+		if l.Message != want[i] || l.Channel != "httpProxy" || l.Level != "INFO" {
+			t.Errorf("line %d = %+v, want message %q", i, l, want[i])
 		}
+	}
+	if !ls[1].Time.Equal(at.Add(time.Second)) {
+		t.Errorf("line 1 time %v", ls[1].Time)
 	}
 }
 

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"errors"
 	"io"
 	"net"
 	"os"
@@ -301,7 +302,15 @@ func (c *movingDeadlines) haltWrite() {
 	_ = c.SetWriteDeadline(time.Unix(1, 0))
 }
 
+// A side whose deadline moves (every > 0) is not cleared: SetXDeadline
+// with the zero time (fasthttp's, at each exchange, from a client or
+// server without timeouts of its own) leaves the moving deadline in
+// force.
+
 func (c *movingDeadlines) SetReadDeadline(t time.Time) error {
+	if t.IsZero() && c.rd.every.Load() > 0 {
+		return nil
+	}
 	if c.lazy && c.rd.hold(t) {
 		return nil
 	}
@@ -310,6 +319,9 @@ func (c *movingDeadlines) SetReadDeadline(t time.Time) error {
 }
 
 func (c *movingDeadlines) SetWriteDeadline(t time.Time) error {
+	if t.IsZero() && c.wr.every.Load() > 0 {
+		return nil
+	}
 	if c.lazy && c.wr.hold(t) {
 		return nil
 	}
@@ -318,6 +330,9 @@ func (c *movingDeadlines) SetWriteDeadline(t time.Time) error {
 }
 
 func (c *movingDeadlines) SetDeadline(t time.Time) error {
+	if t.IsZero() && (c.rd.every.Load() > 0 || c.wr.every.Load() > 0) {
+		return errors.Join(c.SetReadDeadline(t), c.SetWriteDeadline(t))
+	}
 	if c.lazy {
 		if c.rd.hold(t) {
 			c.wr.hold(t)

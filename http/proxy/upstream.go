@@ -113,11 +113,14 @@ func (s *Server) client(d *view.Domain) *upstream {
 			mc.lazy = true
 			return mc, nil
 		},
-		IsTLS:                         d.SSL,
-		TLSConfig:                     upstreamTLS(d),
-		MaxIdleConnDuration:           IdleTimeout,
-		ReadTimeout:                   s.d.UpstreamTimeout,
-		WriteTimeout:                  s.d.UpstreamTimeout,
+		IsTLS:               d.SSL,
+		TLSConfig:           upstreamTLS(d),
+		MaxIdleConnDuration: IdleTimeout,
+		// No ReadTimeout or WriteTimeout: the connection's own moving
+		// deadlines (UpstreamTimeout between two operations, set at
+		// Dial above) are the upstream's timeouts. fasthttp's would be a
+		// deadline over the whole exchange, built from two clock reads
+		// per request, that the moving ones make redundant.
 		MaxConns:                      upstreamConns,
 		MaxConnWaitTimeout:            5 * time.Second,
 		DisableHeaderNamesNormalizing: true,
@@ -175,7 +178,7 @@ func tlsUpstream(c net.Conn, d *view.Domain) (net.Conn, error) {
 
 // forward sends the request to the domain's tunnel server. The client's
 // own request and response objects go upstream and come back (no copy of
-// either: fasthttp's DoTimeout is synchronous, and the server reads
+// either: fasthttp's Do is synchronous, and the server reads
 // whether the client asked to close before the handler runs). A body
 // longer than what came with the head is streamed (body.go).
 func (s *Server) forward(ctx *fasthttp.RequestCtx, d *view.Domain) {
@@ -214,7 +217,7 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx, d *view.Domain) {
 	} else {
 		req.URI().SetSchemeBytes(strHTTP)
 	}
-	if err := up.hc.DoTimeout(req, resp, s.d.UpstreamTimeout); err != nil {
+	if err := up.hc.Do(req, resp); err != nil {
 		s.upstreamError(ctx, d, err)
 		return
 	}
