@@ -126,10 +126,12 @@ func (s *Server) client(d *view.Domain) *upstream {
 		DisableHeaderNamesNormalizing: true,
 		DisablePathNormalizing:        true,
 		NoDefaultUserAgentHeader:      true,
-		// Bodies are streamed to the client as they come (a download of
-		// any size costs the node its buffers, not its length in memory),
-		// and the upstream connection is reused once the body has passed.
-		StreamResponseBody: true,
+		// Bodies longer than wholeBody, or of unknown length, are
+		// streamed to the client as they come (a download of any size
+		// costs the node its buffers, not its length in memory), and the
+		// upstream connection is reused once the body has passed; shorter
+		// ones are read whole (pool.go).
+		Transport: poolTransport{},
 	}
 	actual, _ := s.clients.LoadOrStore(key, &upstream{hc: c})
 	return actual.(*upstream)

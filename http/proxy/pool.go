@@ -1,0 +1,162 @@
+package proxy
+
+import (
+	"bufio"
+	"io"
+	"net/http/httputil"
+	"sync"
+
+	"github.com/valyala/fasthttp"
+)
+
+// poolTransport is the HTTP/1.1 edge's exchange with an upstream of the
+// keep-alive pool (the HostClient's Transport): fasthttp's own exchange
+// (AcquireConn, write, read the head) written out so that an answer
+// whose body is declared and at most wholeBody long is read whole into
+// the response, and only a longer one, or one of unknown length, is
+// streamed (poolBody). fasthttp's client streams every answer once
+// StreamResponseBody is set, at four allocations per answer (its stream
+// and the stream's three closures) and a copy through the stream when
+// the answer is written; most answers through a proxy are small. A body
+// of up to wholeBody streamed would wait in the client connection's
+// write buffer for its end anyway, so reading it whole holds nothing
+// back. fasthttp's Do still runs the exchange: its retries of an
+// idempotent request whose pooled connection failed before the answer,
+// the pool, its limits.
+//
+// Timeouts are the upstream connection's moving deadlines
+// (UpstreamTimeout between two reads or writes; the HostClient has none
+// of its own). Retry and error values are those of fasthttp's exchange:
+// a failure before the answer's head may be retried on a fresh
+// connection; a timeout is fasthttp's ErrTimeout (504).
+type poolTransport struct{}
+
+// wholeBody is the longest declared body read whole: the client
+// connection's write buffer (flush.go).
+const wholeBody = writeBuffer
+
+func (poolTransport) RoundTrip(hc *fasthttp.HostClient, req *fasthttp.Request, resp *fasthttp.Response) (retry bool, err error) {
+	cc, err := hc.AcquireConn(0, req.ConnectionClose())
+	if err != nil {
+		return false, err
+	}
+	conn := cc.Conn()
+	bw := hc.AcquireWriter(conn)
+	err = req.Write(bw)
+	if err == nil {
+		err = bw.Flush()
+	}
+	hc.ReleaseWriter(bw)
+	if err != nil {
+		hc.CloseConn(cc)
+		return true, timedOut(err)
+	}
+	br := hc.AcquireReader(conn)
+	if err = readHead(resp, br); err != nil {
+		hc.ReleaseReader(br)
+		hc.CloseConn(cc)
+		return true, timedOut(err)
+	}
+	reuse := !req.ConnectionClose() && !resp.ConnectionClose()
+	n := resp.Header.ContentLength()
+	switch code := resp.StatusCode(); {
+	case req.Header.IsHead() || code == fasthttp.StatusNoContent || code == fasthttp.StatusNotModified:
+		// No body (a HEAD's Content-Length is the GET's, and passes).
+	case n >= 0 && n <= wholeBody:
+		resp.StreamBody = false
+		if err = resp.ReadBody(br, 0); err != nil {
+			hc.ReleaseReader(br)
+			hc.CloseConn(cc)
+			return true, timedOut(err)
+		}
+	default:
+		b := poolBodies.Get().(*poolBody)
+		b.hc, b.cc, b.br, b.reuse = hc, cc, br, reuse
+		switch {
+		case n >= 0:
+			b.lr = io.LimitedReader{R: br, N: int64(n)}
+			b.r, b.known = &b.lr, true
+		case n == -1:
+			b.r, b.chunked = httputil.NewChunkedReader(br), true
+		default: // until the upstream closes: chunked to the client
+			b.r, b.reuse, n = br, false, -1
+		}
+		resp.SetBodyStream(b, n)
+		return false, nil
+	}
+	hc.ReleaseReader(br)
+	connDone(hc, cc, reuse)
+	return false, nil
+}
+
+// poolBody is a streamed answer's body on a pooled upstream connection:
+// the connection goes back to the pool when the body was read to its
+// end (and neither side asked to close), and is closed otherwise (fasthttp
+// closes a body stream once the answer is written, or dropped).
+type poolBody struct {
+	r     io.Reader // lr, a chunked reader, or br itself (until the upstream closes)
+	lr    io.LimitedReader
+	br    *bufio.Reader
+	hc    *fasthttp.HostClient
+	cc    any  // the pool's connection (fasthttp's type is unexported)
+	reuse bool // the connection may serve another exchange once the body has passed
+	known bool // the length was declared (lr)
+	// chunked: the trailer section follows the body; it is read past
+	// and not passed on (as neither fasthttp's stream nor nginx's
+	// HTTP/1.1 proxy passes it).
+	chunked bool
+	end     bool // the body was read to its end
+	failed  bool // a read failed: the connection is not at a next answer
+}
+
+var poolBodies = sync.Pool{New: func() any { return new(poolBody) }}
+
+func (b *poolBody) Read(p []byte) (int, error) {
+	if b.end {
+		return 0, io.EOF
+	}
+	n, err := b.r.Read(p)
+	switch {
+	case err == io.EOF && b.known && b.lr.N > 0:
+		b.failed = true // cut short of its declared length
+		return n, io.ErrUnexpectedEOF
+	case err == io.EOF && b.chunked:
+		if !skipTrailer(b.br) {
+			b.failed = true
+			return n, io.ErrUnexpectedEOF
+		}
+		b.end = true
+	case err == io.EOF:
+		b.end = true
+	case err != nil:
+		b.failed = true
+	case b.known && b.lr.N == 0:
+		b.end = true // the writer stops at the declared length without asking again
+	}
+	return n, err
+}
+
+// Close hands the connection back to the pool or closes it. Its error is
+// not the answer's (as upstreamBody's).
+func (b *poolBody) Close() error {
+	b.hc.ReleaseReader(b.br)
+	connDone(b.hc, b.cc, b.end && !b.failed && b.reuse)
+	*b = poolBody{}
+	poolBodies.Put(b)
+	return nil
+}
+
+// connDone hands a pooled connection back (reuse) or closes it. The
+// connection is held as an any: fasthttp's type for it is unexported,
+// so it is asserted back in a function generic in that type.
+var connDone = doneWith((*fasthttp.HostClient).ReleaseConn, (*fasthttp.HostClient).CloseConn)
+
+func doneWith[C any](release, closeConn func(*fasthttp.HostClient, C)) func(*fasthttp.HostClient, any, bool) {
+	return func(hc *fasthttp.HostClient, cc any, reuse bool) {
+		if reuse {
+			release(hc, cc.(C))
+		} else {
+			closeConn(hc, cc.(C))
+		}
+	}
+}

@@ -1,0 +1,207 @@
+package proxy
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"peerdns/internal/view"
+)
+
+// scriptedUpstream answers each request with the raw bytes answers
+// gives for its path (nil: the connection closes); "/cut" sends part of
+// its declared body and closes. conns counts the connections it
+// accepted.
+func scriptedUpstream(t *testing.T, answers map[string]string) (addr string, conns *atomic.Int64) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	conns = new(atomic.Int64)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			conns.Add(1)
+			go func() {
+				defer c.Close()
+				br := bufio.NewReader(c)
+				for {
+					req, err := http.ReadRequest(br)
+					if err != nil {
+						return
+					}
+					_, _ = io.Copy(io.Discard, req.Body)
+					a, ok := answers[req.URL.Path]
+					if !ok {
+						return
+					}
+					if _, err := io.WriteString(c, a); err != nil {
+						return
+					}
+					if strings.Contains(a, "Connection: close") || req.URL.Path == "/cut" {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	return ln.Addr().String(), conns
+}
+
+// TestPoolAnswers: answers of every shape pass through the HTTP/1.1
+// pool as they came (small ones read whole, long ones and those of
+// unknown length streamed, a chunked one's trailer read past), and the
+// upstream connection serves the next request after each answer that
+// ended cleanly; one cut short of its length reaches the client cut, and
+// its connection is not used again.
+func TestPoolAnswers(t *testing.T) {
+	long := strings.Repeat("0123456789", 1000) // over wholeBody
+	addr, conns := scriptedUpstream(t, map[string]string{
+		"/small":   "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nX-Up: small\r\n\r\nhello",
+		"/long":    fmt.Sprintf("HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s", len(long), long),
+		"/empty":   "HTTP/1.1 204 No Content\r\n\r\n",
+		"/chunked": "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTrailer: X-Sum\r\n\r\n5\r\nhello\r\n6\r\n world\r\n0\r\nX-Sum: 11\r\n\r\n",
+		"/head":    fmt.Sprintf("HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n", len(long)),
+		"/cut":     fmt.Sprintf("HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s", len(long), long[:6000]),
+		"/close":   "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nuntil the end",
+	})
+	s := New(Deps{HTTPAddr: "127.0.0.1:0", HTTPSAddr: "127.0.0.1:0", AdminDomain: "admin.p2p",
+		View: publishedView(map[string]string{"pool.p2p": "hs://pool"}), Dialer: tcpDialer{"hs://pool": addr}})
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Shutdown)
+	edge, _ := s.Addrs()
+	tr := &http.Transport{MaxIdleConnsPerHost: 1}
+	t.Cleanup(tr.CloseIdleConnections)
+	c := &http.Client{Transport: tr, Timeout: 10 * time.Second}
+	get := func(method, path string) (*http.Response, string, error) {
+		t.Helper()
+		req, _ := http.NewRequest(method, "http://"+edge.String()+path, nil)
+		req.Host = "pool.p2p"
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatalf("%s %s: %v", method, path, err)
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		return resp, string(b), err
+	}
+	mustGet := func(method, path string) (*http.Response, string) {
+		t.Helper()
+		resp, body, err := get(method, path)
+		if err != nil {
+			t.Fatalf("%s %s: body: %v", method, path, err)
+		}
+		return resp, body
+	}
+	wantConns := func(n int64, after string) {
+		t.Helper()
+		if got := conns.Load(); got != n {
+			t.Fatalf("after %s: %d upstream connections, want %d", after, got, n)
+		}
+	}
+
+	for range 3 {
+		resp, body := mustGet("GET", "/small")
+		if body != "hello" || resp.Header.Get("X-Up") != "small" || resp.ContentLength != 5 {
+			t.Fatalf("/small: %q, X-Up %q, length %d", body, resp.Header.Get("X-Up"), resp.ContentLength)
+		}
+	}
+	wantConns(1, "three small answers")
+	for range 2 {
+		if resp, body := mustGet("GET", "/long"); body != long || resp.ContentLength != int64(len(long)) {
+			t.Fatalf("/long: %d bytes (length %d), want %d", len(body), resp.ContentLength, len(long))
+		}
+	}
+	if resp, body := mustGet("GET", "/empty"); resp.StatusCode != 204 || body != "" {
+		t.Fatalf("/empty: %d %q", resp.StatusCode, body)
+	}
+	resp, body := mustGet("GET", "/chunked")
+	if body != "hello world" || len(resp.Trailer) != 0 {
+		t.Fatalf("/chunked: %q, trailer %v (read past, not passed)", body, resp.Trailer)
+	}
+	if resp, body := mustGet("HEAD", "/head"); body != "" || resp.ContentLength != int64(len(long)) {
+		t.Fatalf("HEAD /head: %q, length %d", body, resp.ContentLength)
+	}
+	wantConns(1, "long, empty, chunked and HEAD answers")
+
+	if _, body, err := get("GET", "/cut"); err == nil {
+		t.Fatalf("/cut read whole (%d bytes), want an error", len(body))
+	}
+	if _, body := mustGet("GET", "/small"); body != "hello" {
+		t.Fatalf("/small after /cut: %q", body)
+	}
+	wantConns(2, "a cut answer")
+	if _, body := mustGet("GET", "/close"); body != "until the end" {
+		t.Fatalf("/close: %q", body)
+	}
+	if _, body := mustGet("GET", "/small"); body != "hello" {
+		t.Fatalf("/small after /close: %q", body)
+	}
+	wantConns(3, "an answer that ends with its connection")
+}
+
+// publishedView is a naming view with the given domains resolved to
+// their hashes.
+func publishedView(domains map[string]string) *view.Published {
+	snap := &view.Snapshot{Version: 1, Domains: map[string]*view.Domain{}}
+	for name, hash := range domains {
+		snap.Domains[name] = &view.Domain{Name: name, Status: "resolved", Hash: hash}
+	}
+	var pub view.Published
+	pub.Store(snap)
+	return &pub
+}
+
+// TestPoolAbandonedBody: a streamed answer whose reader stops before its
+// end (a client gone mid-download) closes its upstream connection, which
+// still holds the rest of the body: the next exchange, one that is not
+// retried (POST), gets a connection of its own and its own answer.
+func TestPoolAbandonedBody(t *testing.T) {
+	long := strings.Repeat("0123456789", 1000)
+	addr, conns := scriptedUpstream(t, map[string]string{
+		"/long":  fmt.Sprintf("HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s", len(long), long),
+		"/small": "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello",
+	})
+	hc := &fasthttp.HostClient{Addr: addr, Transport: poolTransport{}}
+	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+	defer fasthttp.ReleaseRequest(req)
+	defer fasthttp.ReleaseResponse(resp)
+	req.SetRequestURI("http://" + addr + "/long")
+	if err := hc.Do(req, resp); err != nil {
+		t.Fatal(err)
+	}
+	if !resp.IsBodyStream() {
+		t.Fatalf("an answer of %d bytes was not streamed", len(long))
+	}
+	if _, err := io.ReadFull(resp.BodyStream(), make([]byte, 100)); err != nil {
+		t.Fatal(err)
+	}
+	if err := resp.CloseBodyStream(); err != nil {
+		t.Fatal(err)
+	}
+	req.Reset()
+	req.SetRequestURI("http://" + addr + "/small")
+	req.Header.SetMethod("POST")
+	req.SetBodyString("x")
+	if err := hc.Do(req, resp); err != nil {
+		t.Fatalf("POST after an abandoned body: %v", err)
+	}
+	if string(resp.Body()) != "hello" || conns.Load() != 2 {
+		t.Fatalf("POST after an abandoned body: %q over %d upstream connections, want hello over 2", resp.Body(), conns.Load())
+	}
+}
