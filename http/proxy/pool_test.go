@@ -205,3 +205,57 @@ func TestPoolAbandonedBody(t *testing.T) {
 		t.Fatalf("POST after an abandoned body: %q over %d upstream connections, want hello over 2", resp.Body(), conns.Load())
 	}
 }
+
+// hsConn is a connection that names its far end as a tunnel stream does
+// (network "hs").
+type hsConn struct{ net.Conn }
+
+func (hsConn) RemoteAddr() net.Addr { return hsAddr{} }
+
+type hsAddr struct{}
+
+func (hsAddr) Network() string { return "hs" }
+func (hsAddr) String() string  { return "test" }
+
+// TestPoolReadsWhole: a declared body longer than wholeBody streams from
+// a TCP upstream and is read whole from a tunnel stream (up to
+// wholeStream); either way it arrives whole, and one over wholeStream
+// streams from both.
+func TestPoolReadsWhole(t *testing.T) {
+	mid, huge := strings.Repeat("m", wholeBody+1), strings.Repeat("h", wholeStream+1)
+	addr, _ := scriptedUpstream(t, map[string]string{
+		"/mid":  fmt.Sprintf("HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s", len(mid), mid),
+		"/huge": fmt.Sprintf("HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s", len(huge), huge),
+	})
+	for _, stream := range []bool{false, true} {
+		hc := &fasthttp.HostClient{Addr: addr, Transport: poolTransport{}, Dial: func(a string) (net.Conn, error) {
+			c, err := net.Dial("tcp", a)
+			if err != nil || !stream {
+				return c, err
+			}
+			return hsConn{c}, nil
+		}}
+		for path, body := range map[string]string{"/mid": mid, "/huge": huge} {
+			req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+			req.SetRequestURI("http://" + addr + path)
+			if err := hc.Do(req, resp); err != nil {
+				t.Fatal(err)
+			}
+			wantStream := path == "/huge" || !stream
+			if resp.IsBodyStream() != wantStream {
+				t.Errorf("stream upstream %v, %s: streamed %v, want %v", stream, path, resp.IsBodyStream(), wantStream)
+			}
+			var got []byte
+			if resp.IsBodyStream() {
+				got, _ = io.ReadAll(resp.BodyStream())
+			} else {
+				got = resp.Body()
+			}
+			if string(got) != body {
+				t.Errorf("stream upstream %v, %s: %d bytes, want %d", stream, path, len(got), len(body))
+			}
+			fasthttp.ReleaseResponse(resp)
+			fasthttp.ReleaseRequest(req)
+		}
+	}
+}
