@@ -118,3 +118,50 @@ func FuzzDropHopResponse(f *testing.F) {
 		}
 	})
 }
+
+// A request not read from the wire (no raw head to look in) has every
+// hop-by-hop header dropped as well.
+func TestDropHopRequestBuilt(t *testing.T) {
+	var req fasthttp.Request
+	req.Header.Set("Keep-Alive", "timeout=5")
+	req.Header.Set("Proxy-Authorization", "Basic eA==")
+	req.Header.Set("X-Keep", "1")
+	dropHopRequest(&req.Header)
+	if req.Header.Peek("Keep-Alive") != nil || req.Header.Peek("Proxy-Authorization") != nil || string(req.Header.Peek("X-Keep")) != "1" {
+		t.Fatalf("head %q", req.Header.String())
+	}
+}
+
+// Whatever head a client sends that the server reads, no hop-by-hop
+// header is left after the drop and every other header stays.
+func FuzzDropHopRequest(f *testing.F) {
+	f.Add("keep-alive: timeout=5\r\nX-A: 1")
+	f.Add("Connection: close\r\nTrailer: X-T\r\nTE: trailers\r\nproxy-AUTHORIZATION: x\r\nCookie: a=b; c")
+	f.Add("X-A: 1\r\n folded\r\nTE : trailers\r\nTransfer-Encoding: chunked")
+	f.Fuzz(func(t *testing.T, head string) {
+		var req fasthttp.Request
+		raw := "GET / HTTP/1.1\r\nHost: a.p2p\r\n" + head + "\r\nContent-Length: 0\r\n\r\n"
+		if err := req.Header.Read(bufio.NewReader(strings.NewReader(raw))); err != nil {
+			return
+		}
+		others := func() (n int, hop string) {
+			for k := range req.Header.All() {
+				if isHopName(string(k)) {
+					hop = string(k)
+				} else {
+					n++
+				}
+			}
+			return n, hop
+		}
+		before, _ := others()
+		dropHopRequest(&req.Header)
+		after, hop := others()
+		if hop != "" {
+			t.Fatalf("%q left in %q", hop, head)
+		}
+		if after != before {
+			t.Fatalf("%d other headers before, %d after, in %q", before, after, head)
+		}
+	})
+}
