@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"strconv"
-	"strings"
 	"time"
 	"unsafe"
 
@@ -192,8 +191,15 @@ func (l accessLine) appendText(b []byte) []byte {
 
 // appendValue quotes a value the way slog's text handler does when it
 // has to (empty, spaces, quotes, '=' or control characters).
+// One pass over the bytes: those are ASCII, so a byte that calls for
+// quotes is never part of a longer UTF-8 sequence.
 func appendValue(b []byte, v string) []byte {
-	if v == "" || strings.ContainsAny(v, " \"=\\") || strings.IndexFunc(v, func(r rune) bool { return r < 0x20 || r == 0x7f }) >= 0 {
+	quote := v == ""
+	for i := 0; i < len(v) && !quote; i++ {
+		c := v[i]
+		quote = c < 0x20 || c == 0x7f || c == ' ' || c == '"' || c == '=' || c == '\\'
+	}
+	if quote {
 		return strconv.AppendQuote(b, v)
 	}
 	return append(b, v...)

@@ -57,3 +57,17 @@ func FuzzHostOf(f *testing.F) {
 		}
 	})
 }
+
+// appendValue quotes a value exactly when slog's text handler would
+// for the characters it checks: empty, a space, a quote, '=', a
+// backslash or a control character; other bytes (UTF-8 too) pass bare.
+func TestAppendValue(t *testing.T) {
+	for v, want := range map[string]string{
+		"": `""`, "a.p2p": "a.p2p", "/x y": `"/x y"`, `a"b`: `"a\"b"`, "k=v": `"k=v"`, `a\b`: `"a\\b"`,
+		"a\tb": `"a\tb"`, "a\x7fb": `"a\x7fb"`, "/é": "/é", "hs://ab": "hs://ab",
+	} {
+		if got := string(appendValue(nil, v)); got != want {
+			t.Errorf("appendValue(%q) = %s, want %s", v, got, want)
+		}
+	}
+}
