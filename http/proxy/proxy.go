@@ -18,8 +18,10 @@
 // Upstream: the Host header is kept, X-Forwarded-For/-Proto/-Host are set,
 // hop-by-hop headers dropped. Response bodies are streamed to the client
 // as they arrive (a download of any size holds a few buffers, not its
-// length, in memory, and its first byte is not held until its last), and
-// so are request bodies, of any size, with ReadTimeout between two reads
+// length, in memory, and its first byte is not held until its last),
+// except short ones of declared length, read whole (up to 4 KiB, or 64
+// KiB from a peer's tunnel stream: pool.go). Request bodies of any size
+// are streamed too, with ReadTimeout between two reads
 // (body.go; the admin API and plugins get theirs whole, within their
 // limits and a shared budget). A claim with ssl: true is spoken to in
 // HTTPS/WSS over the tunnel; its certificate is not verified, because the
