@@ -261,6 +261,9 @@ type h2Writer struct {
 	length  int64 // the declared Content-Length, -1 when none (set with the status)
 	until   time.Time
 	stalled bool
+	// whole: the answer's body is written in one Write (exchange read
+	// it whole), so its head waits for it instead of being flushed alone.
+	whole bool
 }
 
 func (w *h2Writer) WriteHeader(code int) {
@@ -269,7 +272,7 @@ func (w *h2Writer) WriteHeader(code int) {
 		w.length = declaredLength(w.Header())
 	}
 	w.ResponseWriter.WriteHeader(code)
-	if code >= 200 && w.length > writeBuffer {
+	if code >= 200 && w.length > writeBuffer && !w.whole {
 		w.Flush()
 	}
 }

@@ -211,7 +211,9 @@ const maxAttempts = 5
 // came, its Content-Length where the body is declared (so h2Writer
 // flushes by it, and a small answer leaves as one HEADERS and one DATA
 // frame), and its body piece by piece as it comes (flushed at each piece
-// when its length is unknown, as ReverseProxy does). An upstream that
+// when its length is unknown, as ReverseProxy does), but for a body of
+// declared length up to wholeStream: read whole and written with its
+// head in one hand-off (copyBody). An upstream that
 // fails in the middle of a body resets the stream (the client must not
 // take a cut body for a whole one), as ReverseProxy does. The
 // connection goes back to the pool only when the body was read to its
@@ -274,6 +276,7 @@ func (s *Server) exchange(w *h2Writer, r *http.Request, d *view.Domain, req *fas
 		case r.Method == http.MethodHead || code == fasthttp.StatusNoContent || code == fasthttp.StatusNotModified:
 		case n >= 0:
 			body = io.LimitedReader{R: br, N: int64(n)}
+			w.whole = n <= wholeStream
 		case n == -1:
 			body, chunked = io.LimitedReader{R: httputil.NewChunkedReader(br), N: math.MaxInt64}, true
 		default: // until the upstream closes
@@ -380,7 +383,8 @@ func copyHead(w *h2Writer, resp *fasthttp.Response, withLength bool, n int) {
 }
 
 // copyBody copies an answer's body to w as it comes, flushing each
-// piece when flush (a body of unknown length); true: the body was read
+// piece when flush (a body of unknown length), or whole when w.whole;
+// true: the body was read
 // to its end and written. An upstream that fails in its middle is
 // logged; a client that took nothing for WriteTimeout is counted by
 // h2Writer.
@@ -388,6 +392,21 @@ func (s *Server) copyBody(w *h2Writer, r *http.Request, d *view.Domain, body *io
 	bp := copyBufs.Get().(*[]byte)
 	defer copyBufs.Put(bp)
 	buf := *bp
+	if w.whole {
+		// Read whole, then handed to the stream in one Write: the
+		// server's writer hands each Write (and Flush) to the
+		// connection's goroutine and waits, so a body in pieces costs a
+		// hand-off each.
+		n, err := io.ReadFull(body, buf[:body.N])
+		if err == nil {
+			_, err = w.Write(buf[:n])
+			return err == nil
+		}
+		if r.Context().Err() == nil {
+			s.d.Log.Warn("upstream answer cut", "domain", d.Name, "hash", short(d.Hash), "err", err)
+		}
+		return false
+	}
 	for {
 		n, rerr := body.Read(buf)
 		if n > 0 {

@@ -412,3 +412,36 @@ func TestEdgeHTTP2ResetEndsUpstreamExchange(t *testing.T) {
 		t.Fatal("the request went through ReverseProxy, not the HTTP/1.1 pool")
 	}
 }
+
+// TestEdgeHTTP2WholeAndCut: over HTTP/2, a declared body up to
+// wholeStream (read whole, written with its head) and one over it
+// (streamed) arrive whole; one the upstream cuts short of its declared
+// length resets the stream (the client must not take it for whole),
+// and the next request is answered.
+func TestEdgeHTTP2WholeAndCut(t *testing.T) {
+	mid, huge := strings.Repeat("m", 10000), strings.Repeat("h", wholeStream+1)
+	addr, _ := scriptedUpstream(t, map[string]string{
+		"/mid":   fmt.Sprintf("HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s", len(mid), mid),
+		"/huge":  fmt.Sprintf("HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s", len(huge), huge),
+		"/cut":   fmt.Sprintf("HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s", len(mid), mid[:6000]),
+		"/small": "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello",
+	})
+	e := newTestH2Edge(t, map[string]string{"cut.p2p": addr}, Deps{})
+	for path, want := range map[string]string{"/mid": mid, "/huge": huge} {
+		if _, body := e.do(t, "GET", "https://cut.p2p"+path, nil, 0); body != want {
+			t.Fatalf("%s: %d bytes, want %d", path, len(body), len(want))
+		}
+	}
+	req, _ := http.NewRequest("GET", "https://cut.p2p/cut", nil)
+	resp, err := e.c.Do(req)
+	if err == nil {
+		b, rerr := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if rerr == nil {
+			t.Fatalf("/cut read as whole: %d bytes of %d declared", len(b), len(mid))
+		}
+	}
+	if _, body := e.do(t, "GET", "https://cut.p2p/small", nil, 0); body != "hello" {
+		t.Fatalf("/small after /cut: %q", body)
+	}
+}
