@@ -144,6 +144,9 @@ func (s *Server) writeAccessBatch(first accessLine) {
 // three allocations for the batch: the lines' text in one buffer (each
 // line's Message a part of it), the LogLines in one array, and the
 // pointers to them. One per line each was two allocations per request.
+// A line kept (a WebSocket tail waiting for its snapshot holds up to 256)
+// keeps its batch's text, at most accessBatch lines of about
+// accessLineSize.
 func formatBatch(ls []accessLine) []*messages.LogLine {
 	ends := make([]int, len(ls)) // where each line's text ends
 	b := make([]byte, 0, len(ls)*accessLineSize)
