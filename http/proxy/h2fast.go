@@ -238,16 +238,7 @@ func (s *Server) exchange(w *h2Writer, r *http.Request, d *view.Domain, req *fas
 			halt = func() { _ = conn.Close() }
 		}
 		stop := context.AfterFunc(ctx, halt)
-		bw := hc.AcquireWriter(conn)
-		herr := req.Write(bw)
-		if herr == nil {
-			herr = bw.Flush()
-		}
-		hc.ReleaseWriter(bw)
-		br := hc.AcquireReader(conn)
-		if herr == nil {
-			herr = readHead(resp, br)
-		}
+		br, herr := sendForHead(hc, conn, req, resp)
 		if herr != nil {
 			stop()
 			hc.ReleaseReader(br)
@@ -266,25 +257,23 @@ func (s *Server) exchange(w *h2Writer, r *http.Request, d *view.Domain, req *fas
 		}
 
 		reuse := !resp.ConnectionClose()
-		code := resp.StatusCode()
 		n := resp.Header.ContentLength()
 		// The body, N bytes of R (none when R is nil): a concrete type,
 		// so it stays on the stack.
 		var body io.LimitedReader
-		var chunked bool
-		switch {
-		case r.Method == http.MethodHead || code == fasthttp.StatusNoContent || code == fasthttp.StatusNotModified:
-		case n >= 0:
+		kind := framingOf(resp, r.Method == http.MethodHead)
+		switch kind {
+		case bodySized:
 			body = io.LimitedReader{R: br, N: int64(n)}
 			w.whole = n <= wholeStream
-		case n == -1:
-			body, chunked = io.LimitedReader{R: httputil.NewChunkedReader(br), N: math.MaxInt64}, true
-		default: // until the upstream closes
+		case bodyChunked:
+			body = io.LimitedReader{R: httputil.NewChunkedReader(br), N: math.MaxInt64}
+		case bodyUntilClose:
 			body, reuse, n = io.LimitedReader{R: br, N: math.MaxInt64}, false, -1
 		}
 		copyHead(w, resp, r.Method == http.MethodHead || body.R != nil, n)
 		sent := body.R == nil || s.copyBody(w, r, d, &body, n < 0)
-		clean := sent && (!chunked || skipTrailer(br))
+		clean := sent && (kind != bodyChunked || skipTrailer(br))
 		hc.ReleaseReader(br)
 		if stop() && clean && reuse {
 			hc.ReleaseConn(cc)

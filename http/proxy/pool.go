@@ -3,6 +3,7 @@ package proxy
 import (
 	"bufio"
 	"io"
+	"net"
 	"net/http/httputil"
 	"sync"
 
@@ -57,18 +58,8 @@ func (poolTransport) RoundTrip(hc *fasthttp.HostClient, req *fasthttp.Request, r
 		return false, err
 	}
 	conn := cc.Conn()
-	bw := hc.AcquireWriter(conn)
-	err = req.Write(bw)
-	if err == nil {
-		err = bw.Flush()
-	}
-	hc.ReleaseWriter(bw)
+	br, err := sendForHead(hc, conn, req, resp)
 	if err != nil {
-		hc.CloseConn(cc)
-		return true, timedOut(err)
-	}
-	br := hc.AcquireReader(conn)
-	if err = readHead(resp, br); err != nil {
 		hc.ReleaseReader(br)
 		hc.CloseConn(cc)
 		return true, timedOut(err)
@@ -79,10 +70,10 @@ func (poolTransport) RoundTrip(hc *fasthttp.HostClient, req *fasthttp.Request, r
 	if conn.RemoteAddr().Network() == "hs" {
 		whole = wholeStream
 	}
-	switch code := resp.StatusCode(); {
-	case req.Header.IsHead() || code == fasthttp.StatusNoContent || code == fasthttp.StatusNotModified:
-		// No body (a HEAD's Content-Length is the GET's, and passes).
-	case n >= 0 && n <= whole:
+	kind := framingOf(resp, req.Header.IsHead())
+	switch {
+	case kind == bodyNone:
+	case kind == bodySized && n <= whole:
 		resp.StreamBody = false
 		if err = resp.ReadBody(br, 0); err != nil {
 			hc.ReleaseReader(br)
@@ -91,14 +82,14 @@ func (poolTransport) RoundTrip(hc *fasthttp.HostClient, req *fasthttp.Request, r
 		}
 	default:
 		b := poolBodies.Get().(*poolBody)
-		b.hc, b.cc, b.br, b.reuse = hc, cc, br, reuse
-		switch {
-		case n >= 0:
+		b.hc, b.cc, b.br, b.reuse, b.kind = hc, cc, br, reuse, kind
+		switch kind {
+		case bodySized:
 			b.lr = io.LimitedReader{R: br, N: int64(n)}
-			b.r, b.known = &b.lr, true
-		case n == -1:
-			b.r, b.chunked = httputil.NewChunkedReader(br), true
-		default: // until the upstream closes: chunked to the client
+			b.r = &b.lr
+		case bodyChunked:
+			b.r = httputil.NewChunkedReader(br)
+		case bodyUntilClose: // chunked to the client
 			b.r, b.reuse, n = br, false, -1
 		}
 		resp.SetBodyStream(b, n)
@@ -107,6 +98,23 @@ func (poolTransport) RoundTrip(hc *fasthttp.HostClient, req *fasthttp.Request, r
 	hc.ReleaseReader(br)
 	connDone(hc, cc, reuse)
 	return false, nil
+}
+
+// sendForHead writes req on conn, a connection of hc's pool, and reads
+// the answer's head, with the pool's buffers. The reader the body
+// follows on is returned also on an error: the caller releases it.
+func sendForHead(hc *fasthttp.HostClient, conn net.Conn, req *fasthttp.Request, resp *fasthttp.Response) (*bufio.Reader, error) {
+	bw := hc.AcquireWriter(conn)
+	err := req.Write(bw)
+	if err == nil {
+		err = bw.Flush()
+	}
+	hc.ReleaseWriter(bw)
+	br := hc.AcquireReader(conn)
+	if err == nil {
+		err = readHead(resp, br)
+	}
+	return br, err
 }
 
 // poolBody is a streamed answer's body on a pooled upstream connection:
@@ -120,13 +128,12 @@ type poolBody struct {
 	hc    *fasthttp.HostClient
 	cc    any  // the pool's connection (fasthttp's type is unexported)
 	reuse bool // the connection may serve another exchange once the body has passed
-	known bool // the length was declared (lr)
-	// chunked: the trailer section follows the body; it is read past
-	// and not passed on (as neither fasthttp's stream nor nginx's
-	// HTTP/1.1 proxy passes it).
-	chunked bool
-	end     bool // the body was read to its end
-	failed  bool // a read failed: the connection is not at a next answer
+	// kind: bodySized (lr), bodyChunked (its trailer section is read
+	// past and not passed on, as neither fasthttp's stream nor nginx's
+	// HTTP/1.1 proxy passes it) or bodyUntilClose.
+	kind   framing
+	end    bool // the body was read to its end
+	failed bool // a read failed: the connection is not at a next answer
 }
 
 var poolBodies = sync.Pool{New: func() any { return new(poolBody) }}
@@ -137,10 +144,10 @@ func (b *poolBody) Read(p []byte) (int, error) {
 	}
 	n, err := b.r.Read(p)
 	switch {
-	case err == io.EOF && b.known && b.lr.N > 0:
+	case err == io.EOF && b.kind == bodySized && b.lr.N > 0:
 		b.failed = true // cut short of its declared length
 		return n, io.ErrUnexpectedEOF
-	case err == io.EOF && b.chunked:
+	case err == io.EOF && b.kind == bodyChunked:
 		if !skipTrailer(b.br) {
 			b.failed = true
 			return n, io.ErrUnexpectedEOF
@@ -150,7 +157,7 @@ func (b *poolBody) Read(p []byte) (int, error) {
 		b.end = true
 	case err != nil:
 		b.failed = true
-	case b.known && b.lr.N == 0:
+	case b.kind == bodySized && b.lr.N == 0:
 		b.end = true // the writer stops at the declared length without asking again
 	}
 	return n, err

@@ -94,19 +94,17 @@ func (s *Server) upload(ctx *fasthttp.RequestCtx, d *view.Domain, cm *movingDead
 	// The answer's body: between two reads at most UpstreamTimeout.
 	mc.rd.every.Store(int64(s.d.UpstreamTimeout))
 	_ = mc.SetReadDeadline(time.Now().Add(s.d.UpstreamTimeout))
-	code := resp.StatusCode()
-	if req.Header.IsHead() || code == fasthttp.StatusNoContent || code == fasthttp.StatusNotModified {
-		conn.Close()
-		return
-	}
 	n := resp.Header.ContentLength()
 	var body io.Reader
-	switch {
-	case n >= 0:
+	switch framingOf(resp, req.Header.IsHead()) {
+	case bodyNone:
+		conn.Close()
+		return
+	case bodySized:
 		body = io.LimitReader(br, int64(n))
-	case n == -1:
+	case bodyChunked:
 		body = httputil.NewChunkedReader(br)
-	default: // until the upstream closes: chunked to the client
+	case bodyUntilClose: // chunked to the client
 		body, n = br, -1
 	}
 	resp.SetBodyStream(&upstreamBody{Reader: body, c: conn}, n)
@@ -143,6 +141,31 @@ func readHead(resp *fasthttp.Response, br *bufio.Reader) error {
 		}
 	}
 	return errors.New("upstream sent more than 100 informational answers")
+}
+
+// framing is how an answer's body follows its head.
+type framing int
+
+const (
+	bodyNone       framing = iota // none: the answer to a HEAD, 204, 304
+	bodySized                     // its Content-Length bytes
+	bodyChunked                   // chunked, a trailer section after it
+	bodyUntilClose                // until the upstream closes (the connection ends with it)
+)
+
+// framingOf is resp's framing; head: the request was a HEAD (its
+// answer's Content-Length is the GET's, with no body).
+func framingOf(resp *fasthttp.Response, head bool) framing {
+	switch code, n := resp.StatusCode(), resp.Header.ContentLength(); {
+	case head || code == fasthttp.StatusNoContent || code == fasthttp.StatusNotModified:
+		return bodyNone
+	case n >= 0:
+		return bodySized
+	case n == -1:
+		return bodyChunked
+	default:
+		return bodyUntilClose
+	}
 }
 
 // upstreamBody is an answer's body read from an upstream connection of its
