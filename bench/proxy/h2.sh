@@ -3,13 +3,18 @@
 # bounded in time: one nginx serves the backend files (100 B, 64 KiB);
 # h2load (-c$CONNS, 10 streams per connection, $DUR s) measures
 #   nginx-h2    h2load → nginx (listen ssl http2, TLS 1.3) → backend
+#   bare-h2     h2load → bench/proxy/bareh2 (net/http's HTTP/2 server and
+#               a fasthttp HostClient, nothing else: the floor of the
+#               libraries the edge's HTTP/2 is built from) → backend
 #   peerdns-h2  h2load → the node's HTTPS edge (ALPN h2, Host bench.p2p)
 #               → tunnel server on the same node → backend
 #   peerdns-h3  bench/proxy/h3load (quic-go's http3 client, -c$CONNS,
 #               10 requests in flight per connection, $DUR s) → the
 #               node's HTTP/3 on the HTTPS port's UDP twin → the same
 #               tunnel (Debian's h2load is built without HTTP/3)
-# in $ROUNDS interleaved rounds (print all; take the median).
+# in $ROUNDS interleaved rounds (print all; take the median). ONLY keeps
+# the arms whose labels start with one of its words (ONLY="nginx-h2/
+# bare-h2/ peerdns-h2/").
 # PEERDNS_BIN runs that binary instead of building the tree's;
 # PEERDNS_BIN_B starts a second node from another binary (another
 # revision) with the same tunnel to the same backend and adds its arms
@@ -23,7 +28,13 @@
 # would (the edge has no such limit).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-DUR=${DUR:-5}; CONNS=${CONNS:-8}; ROUNDS=${ROUNDS:-3}
+DUR=${DUR:-5}; CONNS=${CONNS:-8}; ROUNDS=${ROUNDS:-3}; ONLY=${ONLY:-}
+want() { # label → whether ONLY keeps it
+	[ -z "$ONLY" ] && return 0
+	local w
+	for w in $ONLY; do [[ $1 == "$w"* ]] && return 0; done
+	return 1
+}
 TMP=$(mktemp -d); chmod 755 "$TMP"
 cleanup() {
 	for f in "$TMP"/*.pid; do [ -f "$f" ] && kill "$(cat "$f")" 2>/dev/null; done
@@ -35,7 +46,7 @@ for p in h2load:nghttp2-client nginx:nginx-light; do
 	command -v "${p%%:*}" >/dev/null || { apt-get update -qq && apt-get install -y -qq "${p#*:}" >/dev/null; }
 done
 free_port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
-BACK=$(free_port); NH2=$(free_port)
+BACK=$(free_port); NH2=$(free_port); BH2=$(free_port)
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 \
 	-subj /CN=bench.p2p -addext subjectAltName=DNS:bench.p2p -keyout "$TMP/tls.key" -out "$TMP/tls.crt" 2>/dev/null
 chmod 644 "$TMP/tls.key"
@@ -64,6 +75,11 @@ nginx -c "$TMP/nginx.conf" -g 'daemon off;' &
 NGINX=$!
 if [ -n "${PEERDNS_BIN:-}" ]; then cp "$PEERDNS_BIN" "$TMP/peerdns"; else go build -o "$TMP/peerdns" ./cmd/peerdns; fi
 go build -o "$TMP/h3load" ./bench/proxy/h3load
+go build -o "$TMP/bareh2" ./bench/proxy/bareh2
+"$TMP/bareh2" -listen "127.0.0.1:$BH2" -backend "127.0.0.1:$BACK" -cert "$TMP/tls.crt" -key "$TMP/tls.key" > "$TMP/bareh2.log" 2>&1 &
+echo $! > "$TMP/bareh2.pid"
+PID_bare=$!
+for _ in $(seq 100); do curl -sk --http2 -o /dev/null "https://127.0.0.1:$BH2/small" && break; sleep 0.1; done
 node() { # name binary: start a node with a tunnel to the backend; sets HTTPS_<name>, PID_<name>
 	"$2" node --data "$TMP/$1" --admin-addr 127.0.0.1:0 --dns-addr 127.0.0.1:0 --http-addr 127.0.0.1:0 \
 		--https-addr 127.0.0.1:0 --p2p-addr 127.0.0.1:0 --upstream 127.0.0.1:9 > "$TMP/$1.log" 2>&1 &
@@ -99,6 +115,7 @@ others() { # workers-ticks0 requests; times before and after in $TMP/k0, $TMP/k1
 }
 run() { # label pid|- url [h2load options]
 	local out t0=0 n w0
+	want "$1" || return 0
 	[ "$2" != - ] && t0=$(cpu "$2")
 	w0=$(cpu $WORKERS); times > "$TMP/k0"
 	out=$(h2load -c"$CONNS" -m10 -D"$DUR" --warm-up-time=1 "${@:3}" 2>&1)
@@ -113,6 +130,7 @@ run() { # label pid|- url [h2load options]
 }
 run3() { # label pid url [h3load options]
 	local out t0 w0 n
+	want "$1" || return 0
 	t0=$(cpu "$2")
 	w0=$(cpu $WORKERS); times > "$TMP/k0"
 	out=$("$TMP/h3load" -c "$CONNS" -m 10 -d "${DUR}s" -warmup 1s -url "${@:3}" 2>&1) || { echo "$1: $out: figures void" >&2; exit 1; }
@@ -125,6 +143,7 @@ echo "load before: $(cut -d' ' -f1-3 /proc/loadavg); peerdns $(git rev-parse --s
 for r in $(seq 1 "$ROUNDS"); do
 	for f in small big; do
 		run "nginx-h2/$f" - "https://127.0.0.1:$NH2/$f"
+		run "bare-h2/$f" "$PID_bare" "https://bench.p2p:$BH2/$f" --connect-to="127.0.0.1:$BH2"
 		# h2load sends the URL's host as :authority and SNI: bench.p2p
 		# through a connect-to address.
 		run "peerdns-h2/$f" "$PID_a" "https://bench.p2p:${HTTPS##*:}/$f" --connect-to="127.0.0.1:${HTTPS##*:}"
