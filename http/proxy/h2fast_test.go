@@ -43,6 +43,13 @@ type h2Edge struct {
 
 func newTestH2Edge(t testing.TB, upstreams map[string]string, d Deps) *h2Edge {
 	t.Helper()
+	d.NoHTTP3 = true
+	return startTestEdge(t, upstreams, d)
+}
+
+// startTestEdge is newTestH2Edge with HTTP/3 as d asks (on by default).
+func startTestEdge(t testing.TB, upstreams map[string]string, d Deps) *h2Edge {
+	t.Helper()
 	ca, err := certs.Open(t.TempDir(), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -58,7 +65,7 @@ func newTestH2Edge(t testing.TB, upstreams map[string]string, d Deps) *h2Edge {
 	pub.Store(snap)
 	e := &h2Edge{}
 	d.HTTPAddr, d.HTTPSAddr, d.AdminDomain = "127.0.0.1:0", "127.0.0.1:0", "admin.p2p"
-	d.View, d.Dialer, d.CA, d.NoHTTP3 = &pub, dial, ca, true
+	d.View, d.Dialer, d.CA = &pub, dial, ca
 	d.AccessBatch = func(ls []*messages.LogLine) {
 		e.mu.Lock()
 		defer e.mu.Unlock()
