@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"io"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -13,19 +12,11 @@ import (
 // allocations per request (-benchmem) count the client's too.
 func BenchmarkH2Small(b *testing.B) {
 	body := strings.Repeat("x", 100)
-	var h1 http.Protocols
-	h1.SetHTTP1(true)
-	hs := &http.Server{Protocols: &h1, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	up := serveUpstream(b, false, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain")
 		_, _ = io.WriteString(w, body)
-	})}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	go func() { _ = hs.Serve(ln) }()
-	b.Cleanup(func() { _ = hs.Close() })
-	e := newTestH2Edge(b, map[string]string{"bench.p2p": ln.Addr().String()}, Deps{})
+	})
+	e := newTestH2Edge(b, map[string]string{"bench.p2p": up}, Deps{})
 	_, httpsAddr := e.s.Addrs()
 	url := "https://bench.p2p:" + strings.Split(httpsAddr.String(), ":")[1] + "/small"
 	get := func() error {

@@ -129,9 +129,7 @@ func http1Upstream(t *testing.T) (addr string, big []byte) {
 	for i := range big {
 		big[i] = byte(i * 7)
 	}
-	var h1 http.Protocols
-	h1.SetHTTP1(true)
-	hs := &http.Server{Protocols: &h1, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	addr = serveUpstream(t, false, func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/echo":
 			b, err := io.ReadAll(r.Body)
@@ -168,14 +166,25 @@ func http1Upstream(t *testing.T) (addr string, big []byte) {
 		default:
 			http.NotFound(w, r)
 		}
-	})}
+	})
+	return addr, big
+}
+
+// serveUpstream serves h on a loopback port, in HTTP/1.1 (and h2c when
+// h2c is set), until the test ends, and returns its address.
+func serveUpstream(t testing.TB, h2c bool, h http.HandlerFunc) string {
+	t.Helper()
+	var p http.Protocols
+	p.SetHTTP1(true)
+	p.SetUnencryptedHTTP2(h2c)
+	hs := &http.Server{Protocols: &p, Handler: h}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	go func() { _ = hs.Serve(ln) }()
-	t.Cleanup(func() { hs.Close() })
-	return ln.Addr().String(), big
+	t.Cleanup(func() { _ = hs.Close() })
+	return ln.Addr().String()
 }
 
 // TestEdgeHTTP2ThroughHTTP1Pool: HTTP/2 requests to an HTTP/1.1
@@ -337,21 +346,12 @@ func TestEdgeHTTP2ThroughHTTP1Pool(t *testing.T) {
 // to its upstream in h2c through ReverseProxy, while any other request
 // to the same upstream goes through the HTTP/1.1 pool.
 func TestEdgeHTTP2GRPCStaysH2C(t *testing.T) {
-	var p http.Protocols
-	p.SetHTTP1(true)
-	p.SetUnencryptedHTTP2(true)
-	hs := &http.Server{Protocols: &p, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	up := serveUpstream(t, true, func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
 		w.Header().Set("Content-Type", r.Header.Get("Content-Type"))
 		fmt.Fprintf(w, "%s", r.Proto)
-	})}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = hs.Serve(ln) }()
-	t.Cleanup(func() { hs.Close() })
-	e := newTestH2Edge(t, map[string]string{"g.p2p": ln.Addr().String()}, Deps{})
+	})
+	e := newTestH2Edge(t, map[string]string{"g.p2p": up}, Deps{})
 
 	if resp, body := e.do(t, "GET", "https://g.p2p/plain", nil, 0); resp.StatusCode != 200 || body != "HTTP/1.1" {
 		t.Fatalf("plain request: %d %q, want HTTP/1.1 upstream", resp.StatusCode, body)
@@ -372,23 +372,15 @@ func TestEdgeHTTP2GRPCStaysH2C(t *testing.T) {
 // not when UpstreamTimeout runs out.
 func TestEdgeHTTP2ResetEndsUpstreamExchange(t *testing.T) {
 	started, ended := make(chan struct{}, 1), make(chan struct{}, 1)
-	var h1 http.Protocols
-	h1.SetHTTP1(true)
-	hs := &http.Server{Protocols: &h1, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	up := serveUpstream(t, false, func(w http.ResponseWriter, r *http.Request) {
 		started <- struct{}{}
 		select {
 		case <-r.Context().Done():
 			ended <- struct{}{}
 		case <-time.After(20 * time.Second):
 		}
-	})}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = hs.Serve(ln) }()
-	t.Cleanup(func() { hs.Close() })
-	e := newTestH2Edge(t, map[string]string{"hold.p2p": ln.Addr().String()}, Deps{})
+	})
+	e := newTestH2Edge(t, map[string]string{"hold.p2p": up}, Deps{})
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

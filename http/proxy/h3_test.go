@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"io"
-	"net"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -38,19 +37,11 @@ func (c *ticketCache) Put(key string, cs *tls.ClientSessionState) {
 // the request again.
 func TestEdgeHTTP3RefusesEarlyData(t *testing.T) {
 	var seen atomic.Int64
-	var h1 http.Protocols
-	h1.SetHTTP1(true)
-	up := &http.Server{Protocols: &h1, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	up := serveUpstream(t, false, func(w http.ResponseWriter, r *http.Request) {
 		seen.Add(1)
 		_, _ = io.WriteString(w, r.Method+" "+r.URL.Path)
-	})}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = up.Serve(ln) }()
-	t.Cleanup(func() { up.Close() })
-	e := startTestEdge(t, map[string]string{"zr.p2p": ln.Addr().String()}, Deps{})
+	})
+	e := startTestEdge(t, map[string]string{"zr.p2p": up}, Deps{})
 	_, httpsAddr := e.s.Addrs()
 
 	cache := &ticketCache{ClientSessionCache: tls.NewLRUClientSessionCache(4)}
