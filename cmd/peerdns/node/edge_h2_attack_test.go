@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/quic-go/quic-go"
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
 
@@ -107,7 +108,9 @@ func h2Status(f http2.Frame) string {
 // than MaxH2Streams requests reach the upstream at once from one
 // connection), and a client that holds the flow-control window shut
 // (its stream is reset after WriteTimeout and counted; the
-// connection's other streams and other clients go on).
+// connection's other streams and other clients go on), over HTTP/2 and
+// over HTTP/3 (a stream window too small for the answer, never read:
+// reset, counted, and the client's read ends in an error).
 func TestEdgeHTTP2Attacks(t *testing.T) {
 	cfg := testConfig(t.TempDir())
 	cfg.edgeWriteTimeout = time.Second
@@ -279,5 +282,44 @@ func TestEdgeHTTP2Attacks(t *testing.T) {
 			return nil
 		})
 		served("a held window")
+	})
+
+	t.Run("HTTP/3 flow-control window held", func(t *testing.T) {
+		before := edge.Counters().H2Stalled
+		// 16 KiB of stream window, never read: the rest of the 8 MiB
+		// answer cannot be sent.
+		c := h3Client(t, httpsAddr, rootPool(t, n), &quic.Config{InitialStreamReceiveWindow: 16 << 10, MaxStreamReceiveWindow: 16 << 10})
+		resp, err := c.Get("https://site.p2p/big")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != 200 || resp.ProtoMajor != 3 {
+			t.Fatalf("%s %d", resp.Proto, resp.StatusCode)
+		}
+		testutil.Eventually(t, 15*time.Second, func() error {
+			if s := edge.Counters().H2Stalled; s <= before {
+				return fmt.Errorf("H2Stalled %d, was %d", s, before)
+			}
+			return nil
+		})
+		// The stream was reset: what the client reads now ends in an
+		// error, not in a short body taken for a whole one.
+		got, err := io.Copy(io.Discard, resp.Body)
+		if err == nil {
+			t.Fatalf("read %d bytes of a held answer and a clean end, want a reset", got)
+		}
+		t.Logf("held HTTP/3 stream: %d bytes, then %v", got, err)
+		h3 := h3Client(t, httpsAddr, rootPool(t, n), nil)
+		resp, err = h3.Get("https://site.p2p/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || string(b) != "ok" || resp.ProtoMajor != 3 {
+			t.Fatalf("after a held HTTP/3 stream: %s %d %q", resp.Proto, resp.StatusCode, b)
+		}
+		served("a held HTTP/3 window")
 	})
 }

@@ -39,11 +39,12 @@ func h2Client(addr string, pool *x509.CertPool) *http.Client {
 	}}
 }
 
-// h3Client speaks HTTP/3 (quic-go's client) to the edge's UDP port at
-// addr, whatever the URL's host.
-func h3Client(t *testing.T, addr string, pool *x509.CertPool) *http.Client {
+// h3Client speaks HTTP/3 (quic-go's client, with qc: nil for its
+// defaults) to the edge's UDP port at addr, whatever the URL's host.
+func h3Client(t *testing.T, addr string, pool *x509.CertPool, qc *quic.Config) *http.Client {
 	tr := &http3.Transport{
 		TLSClientConfig: &tls.Config{RootCAs: pool},
+		QUICConfig:      qc,
 		Dial: func(ctx context.Context, _ string, tc *tls.Config, qc *quic.Config) (*quic.Conn, error) {
 			return quic.DialAddrEarly(ctx, addr, tc, qc)
 		},
@@ -270,7 +271,7 @@ func TestEdgeHTTP2HTTP3AndGRPC(t *testing.T) {
 	}
 
 	// HTTP/3 on the same port (UDP): routes and DoH.
-	c3 := h3Client(t, httpsAddr, pool)
+	c3 := h3Client(t, httpsAddr, pool, nil)
 	resp, err = c3.Get("https://h1.p2p/three")
 	if err != nil {
 		t.Fatal(err)
