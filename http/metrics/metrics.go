@@ -107,6 +107,9 @@ var (
 	edgeTLS       = desc("edge_tls_handshakes_total", "TLS handshakes on the edge's HTTPS listener, by result.", "result")
 	edgeLogDrop   = desc("edge_access_log_dropped_total", "Edge access-log lines dropped because the log buffer was full.")
 	edgeBodyRef   = desc("edge_body_budget_refused_total", "Edge requests refused with 503 because a large body did not fit the memory budget.")
+	edgeMuxConns  = desc("edge_multiplexed_connections", "Client connections open on the edge in HTTP/2 (on TLS) and HTTP/3 (on QUIC), by protocol.", "protocol")
+	edgeH2Errors  = desc("edge_http2_protocol_errors_total", "HTTP/2 stream and connection errors net/http's server counted on the edge (frames the protocol forbids; a CONTINUATION flood closes its connection uncounted, a header list over the limit is a 431 in edge_requests_total).")
+	edgeStalled   = desc("edge_streams_stalled_total", "HTTP/2 and HTTP/3 streams reset because their client took nothing of the answer for the write timeout.")
 
 	// Admin API.
 	adminRequests = desc("admin_requests_total", "Admin API requests, by result (failed: a 5xx).", "result")
@@ -167,7 +170,7 @@ func (c *nodeCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{
 		dnsQueries, dnsResponses, dnsFast, dnsDropped, dnsRRLDropped, dnsRRLSlipped, dnsRecRefused, dnsUpLatency, dnsUpFwd, dnsUpFail,
 		dnsCacheHits, dnsCacheMiss, dnsCacheSize,
-		edgeRequests, edgeReqBytes, edgeRespBytes, edgeConns, edgeTLS, edgeLogDrop, edgeBodyRef,
+		edgeRequests, edgeReqBytes, edgeRespBytes, edgeConns, edgeTLS, edgeLogDrop, edgeBodyRef, edgeMuxConns, edgeH2Errors, edgeStalled,
 		adminRequests,
 		tunnelInfo, tunnelConns, tunnelStreams, tunnelBytes,
 		peersByPath, peerRTT, peerAttempts, peerDialFail, peerInbound, peerRefused, peerSendLoss, peerGRO, peerGROMerged, peerOps,
@@ -271,6 +274,10 @@ func (c *nodeCollector) collectEdge(ch chan<- prometheus.Metric) {
 	cn := p.Counters()
 	counter(ch, edgeLogDrop, cn.AccessDropped)
 	counter(ch, edgeBodyRef, cn.BodyRefused)
+	gauge(ch, edgeMuxConns, float64(cn.H2Conns), "h2")
+	gauge(ch, edgeMuxConns, float64(cn.H3Conns), "h3")
+	counter(ch, edgeH2Errors, cn.H2Errors)
+	counter(ch, edgeStalled, cn.H2Stalled)
 }
 
 func (c *nodeCollector) collectTunnels(ch chan<- prometheus.Metric, r actorReading) {

@@ -59,7 +59,10 @@ import (
 // sends WINDOW_UPDATE, or never reads the socket) is reset, its
 // upstream request abandoned, and counted (Counters.H2Stalled); the
 // connection's other streams go on. A connection whose client reads
-// nothing for WriteTimeout is closed, as for HTTP/1.1.
+// nothing for WriteTimeout is closed, as for HTTP/1.1. The node's
+// /metrics shows these counts (peerdns_edge_http2_protocol_errors_total,
+// peerdns_edge_streams_stalled_total) and the HTTP/2 and HTTP/3
+// connections open (peerdns_edge_multiplexed_connections).
 //
 // Upstreams of HTTP/2 and HTTP/3 clients. Most requests (no gRPC, no
 // CONNECT or upgrade, a body known to be small: none, or a declared

@@ -142,7 +142,7 @@ type Counters struct {
 	AccessDropped             int64 // access-log lines dropped (buffer full)
 	BodyRefused               int64 // 503s: a large body did not fit the budget
 	H2Conns                   int64 // HTTP/2 connections open
-	H2Errors                  int64 // HTTP/2 protocol errors counted by the server (floods, bad frames)
+	H2Errors                  int64 // HTTP/2 stream and connection errors net/http's server counts (its CountError: frames the protocol forbids)
 	H2Stalled                 int64 // HTTP/2 and HTTP/3 streams reset: the client took nothing for WriteTimeout
 	H3Conns                   int64 // HTTP/3 connections open
 }

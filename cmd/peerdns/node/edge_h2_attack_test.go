@@ -103,14 +103,16 @@ func h2Status(f http2.Frame) string {
 }
 
 // The HTTP/2 attacks against the edge, each bounded, and the edge
-// serving other clients afterwards: an oversized header list (431), a
+// serving other clients afterwards: a frame the protocol forbids (GOAWAY
+// PROTOCOL_ERROR, counted), an oversized header list (431), a
 // CONTINUATION flood (the connection is closed), rapid reset (no more
 // than MaxH2Streams requests reach the upstream at once from one
 // connection), and a client that holds the flow-control window shut
 // (its stream is reset after WriteTimeout and counted; the
 // connection's other streams and other clients go on), over HTTP/2 and
 // over HTTP/3 (a stream window too small for the answer, never read:
-// reset, counted, and the client's read ends in an error).
+// reset, counted, and the client's read ends in an error); the counts
+// are in /metrics.
 func TestEdgeHTTP2Attacks(t *testing.T) {
 	cfg := testConfig(t.TempDir())
 	cfg.edgeWriteTimeout = time.Second
@@ -163,6 +165,25 @@ func TestEdgeHTTP2Attacks(t *testing.T) {
 	}
 	served("setup")
 	edge := n.edge.Load()
+
+	t.Run("a forbidden frame", func(t *testing.T) {
+		before := edge.Counters().H2Errors
+		r := dialRawH2(t, n, "site.p2p")
+		// A WINDOW_UPDATE of zero on the connection: a connection
+		// error (RFC 9113 §6.9), GOAWAY PROTOCOL_ERROR.
+		r.fr.AllowIllegalWrites = true
+		if err := r.fr.WriteWindowUpdate(0, 0); err != nil {
+			t.Fatal(err)
+		}
+		f, err := r.until(5*time.Second, func(f http2.Frame) bool { _, g := f.(*http2.GoAwayFrame); return g })
+		if g, ok := f.(*http2.GoAwayFrame); err != nil || !ok || g.ErrCode != http2.ErrCodeProtocol {
+			t.Fatalf("WINDOW_UPDATE of zero: %v %v, want GOAWAY PROTOCOL_ERROR", f, err)
+		}
+		if e := edge.Counters().H2Errors; e <= before {
+			t.Fatalf("H2Errors %d, was %d", e, before)
+		}
+		served("a forbidden frame")
+	})
 
 	t.Run("oversized header list", func(t *testing.T) {
 		r := dialRawH2(t, n, "site.p2p")
@@ -322,4 +343,21 @@ func TestEdgeHTTP2Attacks(t *testing.T) {
 		}
 		served("a held HTTP/3 window")
 	})
+
+	// What the edge counted, an operator reads in /metrics.
+	cn := edge.Counters()
+	if cn.H2Stalled < 2 || cn.H2Errors < 1 {
+		t.Fatalf("counted %d stalled streams and %d HTTP/2 protocol errors, want at least 2 and 1", cn.H2Stalled, cn.H2Errors)
+	}
+	_, _, body := scrape(t, "http://"+n.AdminAddr(), "")
+	for _, want := range []string{
+		fmt.Sprintf("peerdns_edge_streams_stalled_total %d\n", cn.H2Stalled),
+		fmt.Sprintf("peerdns_edge_http2_protocol_errors_total %d\n", cn.H2Errors),
+		`peerdns_edge_multiplexed_connections{protocol="h2"} `,
+		`peerdns_edge_multiplexed_connections{protocol="h3"} `,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
 }
