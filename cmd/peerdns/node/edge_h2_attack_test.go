@@ -2,6 +2,7 @@ package node
 
 import (
 	"bytes"
+	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/quic-go/quic-go"
+	"github.com/quic-go/quic-go/http3"
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
 
@@ -107,7 +109,8 @@ func h2Status(f http2.Frame) string {
 // PROTOCOL_ERROR, counted), an oversized header list (431), a
 // CONTINUATION flood (the connection is closed), rapid reset (no more
 // than MaxH2Streams requests reach the upstream at once from one
-// connection), and a client that holds the flow-control window shut
+// connection; over HTTP/3 too, where a reset stream's credit comes
+// back at once), and a client that holds the flow-control window shut
 // (its stream is reset after WriteTimeout and counted; the
 // connection's other streams and other clients go on), over HTTP/2 and
 // over HTTP/3 (a stream window too small for the answer, never read:
@@ -273,6 +276,47 @@ func TestEdgeHTTP2Attacks(t *testing.T) {
 		})
 		t.Logf("rapid reset: at most %d at the upstream at once, write error %v", most.Load(), err)
 		served("rapid reset")
+	})
+
+	t.Run("HTTP/3 rapid reset", func(t *testing.T) {
+		most.Store(0)
+		tr := &http3.Transport{TLSClientConfig: &tls.Config{RootCAs: rootPool(t, n), ServerName: "site.p2p", NextProtos: []string{http3.NextProtoH3}}}
+		t.Cleanup(func() { tr.Close() })
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		qc, err := quic.DialAddr(ctx, httpsAddr, tr.TLSClientConfig, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cc := tr.NewClientConn(qc)
+		req, _ := http.NewRequest("GET", "https://site.p2p/slow", nil)
+		// Each stream: a request, then reset both ways at once. QUIC
+		// gives the stream's credit back as soon as it is closed, so
+		// the client may open streams far faster than the upstream
+		// could answer them.
+		opened := 0
+		for ; opened < 2000; opened++ {
+			rs, err := cc.OpenRequestStream(ctx)
+			if err != nil {
+				break
+			}
+			if err := rs.SendRequestHeader(req); err != nil {
+				break
+			}
+			rs.CancelWrite(quic.StreamErrorCode(http3.ErrCodeRequestCanceled))
+			rs.CancelRead(quic.StreamErrorCode(http3.ErrCodeRequestCanceled))
+		}
+		if m := most.Load(); m > proxy.MaxH2Streams {
+			t.Fatalf("the upstream had %d requests at once from one HTTP/3 connection, limit %d", m, proxy.MaxH2Streams)
+		}
+		testutil.Eventually(t, 10*time.Second, func() error {
+			if c := now.Load(); c != 0 {
+				return fmt.Errorf("%d reset requests still at the upstream", c)
+			}
+			return nil
+		})
+		t.Logf("HTTP/3 rapid reset: %d streams opened and reset, at most %d at the upstream at once", opened, most.Load())
+		served("HTTP/3 rapid reset")
 	})
 
 	t.Run("flow-control window held", func(t *testing.T) {
