@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"sync"
@@ -156,6 +157,8 @@ func (s *Server) wholeBody(ctx *fasthttp.RequestCtx, limit int) (held int64, ok 
 	}
 	if cerr := mc.bodyEnd(); err != nil && cerr != nil {
 		err = cerr
+	} else if err != nil && n < 0 {
+		err = fmt.Errorf("%w: %w", errChunks, err)
 	}
 	switch {
 	case err != nil:
@@ -205,17 +208,28 @@ func (s *Server) busy(ctx *fasthttp.RequestCtx, why string) {
 	ctx.Response.Header.Set("Retry-After", "1")
 }
 
-// clientBodyError answers a body the client stopped sending: 408 when it
-// stalled for ReadTimeout, 400 when it broke off.
+// clientBodyError answers a body the client stopped sending or sent
+// wrong: 408 when it stalled for ReadTimeout, 400 when it broke off or
+// its chunks could not be read.
 func (s *Server) clientBodyError(ctx *fasthttp.RequestCtx, err error) {
 	s.d.Log.Debug("request body not received", "remote", ctx.RemoteAddr().String(), "host", string(ctx.Host()), "err", err)
 	var ne net.Error
-	if errors.As(err, &ne) && ne.Timeout() {
+	switch {
+	case errors.As(err, &ne) && ne.Timeout():
 		s.refuseBody(ctx, fasthttp.StatusRequestTimeout, "Request Timeout: the request body stopped coming")
-		return
+	case errors.Is(err, errChunks):
+		s.refuseBody(ctx, fasthttp.StatusBadRequest, "Bad Request: "+errChunks.Error())
+	default:
+		s.refuseBody(ctx, fasthttp.StatusBadRequest, "Bad Request: the request body ended early")
 	}
-	s.refuseBody(ctx, fasthttp.StatusBadRequest, "Bad Request: the request body ended early")
 }
+
+// errChunks marks a chunked request body fasthttp could not read (a
+// chunk size that is not hex or overflows, a chunk not ended by CRLF):
+// the client's fault, not the upstream's. fasthttp's errors for it are
+// not all of one type, so the edge tells them by where they came from:
+// reading the body, not the connection.
+var errChunks = errors.New("the request body's chunked encoding is malformed")
 
 // bodyStart puts the client connection in body mode: its read deadline
 // moves with each read (ReadTimeout between reads) and a read error is

@@ -358,6 +358,11 @@ func (s *Server) serve(ctx *fasthttp.RequestCtx) {
 		ctx.Error("Bad Request: no Host header", fasthttp.StatusBadRequest)
 		return
 	}
+	if bothFramings(&ctx.Request.Header) {
+		page(ctx, fasthttp.StatusBadRequest, "Bad Request", "The request declares its body's length twice: Content-Length and Transfer-Encoding.")
+		ctx.SetConnectionClose()
+		return
+	}
 	host := hostOf(raw)
 	switch {
 	case host == s.d.AdminDomain && s.d.Admin != nil:

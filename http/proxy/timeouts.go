@@ -58,6 +58,10 @@ type movingDeadlines struct {
 	// (a request body is read: body.go); only the serving goroutine
 	// reads a connection then.
 	readErr error
+	// wfail: a write to the connection failed (an upload tells by it
+	// whether its sending broke on the upstream's side or on reading the
+	// client's body: upload.go).
+	wfail atomic.Bool
 	// bufs are ReadFrom's copy buffers: copyBufs (nil) for a client's
 	// connection, bodyBufs for an upstream's.
 	bufs *sync.Pool
@@ -251,9 +255,14 @@ func (c *movingDeadlines) Write(b []byte) (int, error) {
 // writeNow writes b to the connection, moving the write deadline.
 func (c *movingDeadlines) writeNow(b []byte) (int, error) {
 	if err := c.moveWrite(); err != nil {
+		c.wfail.Store(true)
 		return 0, err
 	}
-	return c.Conn.Write(b)
+	n, err := c.Conn.Write(b)
+	if err != nil {
+		c.wfail.Store(true)
+	}
+	return n, err
 }
 
 // moveWrite puts on the connection the write deadline held for the next

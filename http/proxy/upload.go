@@ -53,7 +53,7 @@ func (s *Server) upload(ctx *fasthttp.RequestCtx, d *view.Domain, cm *movingDead
 		switch {
 		case err == nil:
 			_ = mc.SetReadDeadline(time.Now().Add(s.d.UpstreamTimeout))
-		case cm != nil && cm.readErr != nil: // the client's side: no answer will do
+		case cm != nil && cm.readErr != nil, err != nil && !mc.wfail.Load(): // the client's side: no answer will do
 			_ = mc.SetReadDeadline(time.Now())
 		default:
 			_ = mc.SetReadDeadline(time.Now().Add(answerGrace))
@@ -79,6 +79,11 @@ func (s *Server) upload(ctx *fasthttp.RequestCtx, d *view.Domain, cm *movingDead
 		switch {
 		case werr != nil && cerr != nil:
 			s.clientBodyError(ctx, cerr)
+		case werr != nil && !mc.wfail.Load():
+			// Sending broke, yet no write to the upstream failed: the
+			// client's body could not be read (chunks fasthttp could
+			// not parse).
+			s.clientBodyError(ctx, fmt.Errorf("%w: %w", errChunks, werr))
 		case werr != nil && !early:
 			s.upstreamError(ctx, d, timedOut(werr))
 		default:

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"net"
 	"net/netip"
 	"strings"
@@ -55,21 +56,60 @@ func dropHopRequest(h *fasthttp.RequestHeader) {
 		}
 		return
 	}
-	for len(raw) > 0 {
-		line := raw
-		if i := bytes.IndexByte(raw, '\n'); i >= 0 {
-			line, raw = raw[:i], raw[i+1:]
-		} else {
-			raw = nil
-		}
-		colon := bytes.IndexByte(line, ':')
-		if colon <= 0 || line[0] == ' ' || line[0] == '\t' { // not a field, or a folded line's rest
-			continue
-		}
-		if name := bytes.TrimRight(line[:colon], " \t"); isHopName(b2s(name)) {
+	for name := range rawNames(raw) {
+		if isHopName(b2s(name)) {
 			h.DelBytes(name)
 		}
 	}
+}
+
+// rawNames yields the field names of a head as it came (RawHeaders: the
+// lines after the request line), as written, the spaces before a colon
+// cut; a folded line's rest is not a field.
+func rawNames(raw []byte) iter.Seq[[]byte] {
+	return func(yield func([]byte) bool) {
+		for len(raw) > 0 {
+			line := raw
+			if i := bytes.IndexByte(raw, '\n'); i >= 0 {
+				line, raw = raw[:i], raw[i+1:]
+			} else {
+				raw = nil
+			}
+			colon := bytes.IndexByte(line, ':')
+			if colon <= 0 || line[0] == ' ' || line[0] == '\t' { // not a field, or a folded line's rest
+				continue
+			}
+			if !yield(bytes.TrimRight(line[:colon], " \t")) {
+				return
+			}
+		}
+	}
+}
+
+// bothFramings reports whether a request read from the wire carries
+// both a Transfer-Encoding and a Content-Length field. RFC 9112 §6.3 lets
+// chunked win (fasthttp then reads the chunks and forgets the
+// Content-Length; it ignores a Transfer-Encoding of identity and goes by
+// the Content-Length), but a proxy in front of the edge that went the
+// other way would split the stream elsewhere: the rest of a body taken
+// for a next request (request smuggling). The RFC says such a message
+// ought to be handled as an error, and nginx refuses it; so does the
+// edge. Only the head of a request that declares a body (fasthttp's
+// Content-Length not 0) is looked through.
+func bothFramings(h *fasthttp.RequestHeader) bool {
+	if h.ContentLength() == 0 {
+		return false
+	}
+	var cl, te bool
+	for name := range rawNames(h.RawHeaders()) {
+		switch {
+		case len(name) == len("Content-Length") && strings.EqualFold(b2s(name), "Content-Length"):
+			cl = true
+		case len(name) == len("Transfer-Encoding") && strings.EqualFold(b2s(name), "Transfer-Encoding"):
+			te = true
+		}
+	}
+	return cl && te
 }
 
 // dropHopResponse drops the hop-by-hop headers of an upstream's answer

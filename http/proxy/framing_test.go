@@ -1,0 +1,93 @@
+package proxy
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// A request that declares its body's length both ways (Content-Length
+// and Transfer-Encoding, in either order, in any case) is
+// refused with 400 and its connection closed before anything reaches
+// the upstream: a proxy in front of the edge that went by the
+// Content-Length would take the rest of the body for a next request.
+// A chunked request alone goes through.
+func TestEdgeRefusesBothFramings(t *testing.T) {
+	var seen atomic.Int64
+	up := serveUpstream(t, false, func(w http.ResponseWriter, r *http.Request) {
+		seen.Add(1)
+		b, _ := io.ReadAll(r.Body)
+		fmt.Fprintf(w, "%s %q", r.URL.Path, b)
+	})
+	e := newTestH2Edge(t, map[string]string{"f.p2p": up}, Deps{})
+	httpAddr, _ := e.s.Addrs()
+	send := func(head, body string) net.Conn {
+		t.Helper()
+		c, err := net.Dial("tcp", httpAddr.String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		if _, err := io.WriteString(c, "POST /a HTTP/1.1\r\nHost: f.p2p\r\n"+head+"\r\n"+body); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	smuggled := "0\r\n\r\nGET /smuggled HTTP/1.1\r\nHost: f.p2p\r\n\r\n"
+	for _, head := range []string{
+		"Content-Length: 4\r\nTransfer-Encoding: chunked\r\n",
+		"Transfer-Encoding: chunked\r\nContent-Length: 4\r\n",
+		"transfer-encoding: chunked\r\ncontent-length: 4\r\n",
+		"Transfer-Encoding: chunked\r\nContent-Length: 0\r\n",
+		"Content-Length: 4\r\nTransfer-Encoding: identity\r\n",
+	} {
+		c := send(head, smuggled)
+		code, hdr, _ := answer(t, c)
+		if code != 400 || hdr.Get("Connection") != "close" {
+			t.Fatalf("%q: %d, Connection %q; want 400 and the connection closed", head, code, hdr.Get("Connection"))
+		}
+		// Nothing more comes: not the answer to the smuggled request.
+		_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		if rest, _ := io.ReadAll(c); len(rest) > 0 {
+			t.Fatalf("%q: after the 400: %q", head, rest)
+		}
+	}
+	if n := seen.Load(); n != 0 {
+		t.Fatalf("the upstream saw %d requests, want none", n)
+	}
+	c := send("Transfer-Encoding: chunked\r\n", "5\r\nhello\r\n0\r\n\r\n")
+	if code, _, body := answer(t, c); code != 200 || body != `/a "hello"` {
+		t.Fatalf("a chunked request: %d %q", code, body)
+	}
+	if n := seen.Load(); n != 1 {
+		t.Fatalf("the upstream saw %d requests, want 1", n)
+	}
+}
+
+// A chunked request body fasthttp cannot read (a chunk size that is not
+// hex, or overflows; a chunk not ended by CRLF) is the client's fault:
+// 400, not the 502 of an upstream that failed.
+func TestEdgeBrokenChunksAreBadRequests(t *testing.T) {
+	up := serveUpstream(t, false, func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+	})
+	e := newTestH2Edge(t, map[string]string{"f.p2p": up}, Deps{})
+	httpAddr, _ := e.s.Addrs()
+	for _, body := range []string{"zz\r\nhello\r\n0\r\n\r\n", "ffffffffffffffffff\r\nhello\r\n0\r\n\r\n", "5\r\nhelloXX0\r\n\r\n"} {
+		c, err := net.Dial("tcp", httpAddr.String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if _, err := io.WriteString(c, "POST /a HTTP/1.1\r\nHost: f.p2p\r\nTransfer-Encoding: chunked\r\n\r\n"+body); err != nil {
+			t.Fatal(err)
+		}
+		if code, _, msg := answer(t, c); code != 400 {
+			t.Fatalf("%q: %d %q, want 400", body, code, msg)
+		}
+	}
+}
