@@ -91,3 +91,26 @@ func TestEdgeBrokenChunksAreBadRequests(t *testing.T) {
 		}
 	}
 }
+
+// An HTTP/1.1 request asking to upgrade to h2c reaches the upstream
+// without its Upgrade header (the edge would go on speaking HTTP/1.1 on
+// the connection after an upstream's 101), and is answered as a plain
+// request.
+func TestEdgeDropsH2CUpgrade(t *testing.T) {
+	up := serveUpstream(t, false, func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "upgrade=%q connection=%q", r.Header.Get("Upgrade"), r.Header.Get("Connection"))
+	})
+	e := newTestH2Edge(t, map[string]string{"f.p2p": up}, Deps{})
+	httpAddr, _ := e.s.Addrs()
+	c, err := net.Dial("tcp", httpAddr.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := io.WriteString(c, "GET / HTTP/1.1\r\nHost: f.p2p\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA\r\nConnection: Upgrade, HTTP2-Settings\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, body := answer(t, c); code != 200 || body != `upgrade="" connection=""` {
+		t.Fatalf("h2c upgrade: %d %q", code, body)
+	}
+}

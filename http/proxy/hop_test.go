@@ -73,7 +73,7 @@ func TestIsHopName(t *testing.T) {
 			}
 		}
 	}
-	for _, k := range []string{"", "T", "Tf", "Keep-Alivf", "Upgrade", "Content-Length", "Transfer-Encodings", "X-Connection"} {
+	for _, k := range []string{"", "T", "Tf", "Keep-Alivf", "Upgradf", "Content-Length", "Transfer-Encodings", "X-Connection"} {
 		if isHopName(k) {
 			t.Errorf("%q taken for a hop-by-hop header", k)
 		}

@@ -21,8 +21,12 @@ import (
 	"peerdns/internal/view"
 )
 
-// hopHeaders are not passed on (RFC 9110 7.6.1).
-var hopHeaders = []string{"Connection", "Keep-Alive", "Proxy-Connection", "Proxy-Authenticate", "Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding"}
+// hopHeaders are not passed on (RFC 9110 7.6.1). Upgrade among them: a
+// WebSocket upgrade goes its own way (websocket, below) with its headers
+// as they came; any other (h2c) is the edge's to take or not, and the
+// edge does not, so the upstream must not answer it with 101 on a
+// connection the edge keeps speaking HTTP/1.1 on (nginx drops it too).
+var hopHeaders = []string{"Connection", "Keep-Alive", "Proxy-Connection", "Proxy-Authenticate", "Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade"}
 
 // isHopName reports whether a header name is one of hopHeaders, in any
 // case.
