@@ -252,6 +252,21 @@ func TestEdgeHTTP2Attacks(t *testing.T) {
 		served("a CONTINUATION flood")
 	})
 
+	// bounded: the upstream never had more than the stream limit of reset
+	// requests at once from one connection, and has none left.
+	bounded := func(t *testing.T) {
+		t.Helper()
+		if m := most.Load(); m > proxy.MaxH2Streams {
+			t.Fatalf("the upstream had %d requests at once from one connection, limit %d", m, proxy.MaxH2Streams)
+		}
+		testutil.Eventually(t, 10*time.Second, func() error {
+			if c := now.Load(); c != 0 {
+				return fmt.Errorf("%d reset requests still at the upstream", c)
+			}
+			return nil
+		})
+	}
+
 	t.Run("rapid reset", func(t *testing.T) {
 		r := dialRawH2(t, n, "site.p2p")
 		blk := r.block("site.p2p", "/slow")
@@ -265,15 +280,7 @@ func TestEdgeHTTP2Attacks(t *testing.T) {
 		// Either all were taken, or the edge called it abuse (GOAWAY
 		// ENHANCE_YOUR_CALM) and closed: both are fine; what matters is
 		// that the upstream never saw more than the stream limit.
-		if m := most.Load(); m > proxy.MaxH2Streams {
-			t.Fatalf("the upstream had %d requests at once from one connection, limit %d", m, proxy.MaxH2Streams)
-		}
-		testutil.Eventually(t, 10*time.Second, func() error {
-			if c := now.Load(); c != 0 {
-				return fmt.Errorf("%d reset requests still at the upstream", c)
-			}
-			return nil
-		})
+		bounded(t)
 		t.Logf("rapid reset: at most %d at the upstream at once, write error %v", most.Load(), err)
 		served("rapid reset")
 	})
@@ -306,15 +313,7 @@ func TestEdgeHTTP2Attacks(t *testing.T) {
 			rs.CancelWrite(quic.StreamErrorCode(http3.ErrCodeRequestCanceled))
 			rs.CancelRead(quic.StreamErrorCode(http3.ErrCodeRequestCanceled))
 		}
-		if m := most.Load(); m > proxy.MaxH2Streams {
-			t.Fatalf("the upstream had %d requests at once from one HTTP/3 connection, limit %d", m, proxy.MaxH2Streams)
-		}
-		testutil.Eventually(t, 10*time.Second, func() error {
-			if c := now.Load(); c != 0 {
-				return fmt.Errorf("%d reset requests still at the upstream", c)
-			}
-			return nil
-		})
+		bounded(t)
 		t.Logf("HTTP/3 rapid reset: %d streams opened and reset, at most %d at the upstream at once", opened, most.Load())
 		served("HTTP/3 rapid reset")
 	})
