@@ -52,6 +52,17 @@
 // A request refused before it was read whole (431, 400, 408, a body
 // refused: body.go) closes its connection lingering (linger.go).
 //
+// Request framing, for a proxy that may stand behind another: a request
+// carrying both Content-Length and Transfer-Encoding is refused with 400
+// and its connection closed (bothFramings: the two proxies could split
+// the stream differently); fasthttp itself refuses two Content-Lengths,
+// a Transfer-Encoding other than chunked, obs-fold and bare CR or LF. A
+// chunked body whose chunks cannot be read is the client's 400, not the
+// upstream's 502. Hop-by-hop headers (Upgrade among them, but on the
+// WebSocket path) are not passed on; headers a client names in
+// Connection are, as nginx passes them: removing them on a client's word
+// would let it strip what a proxy in front of the edge added.
+//
 // HTTPS: the certificate is the node CA's leaf for the SNI name
 // (internal/certs: issued on first use, then cached). A name that is not
 // served here (not admin, plugin or resolved p2p) gets no certificate:
