@@ -56,7 +56,8 @@
 // carrying both Content-Length and Transfer-Encoding is refused with 400
 // and its connection closed (bothFramings: the two proxies could split
 // the stream differently); fasthttp itself refuses two Content-Lengths,
-// a Transfer-Encoding other than chunked, obs-fold and bare CR or LF. A
+// a Transfer-Encoding other than chunked (identity it ignores), obs-fold
+// and bare CR or LF. A
 // chunked body whose chunks cannot be read is the client's 400, not the
 // upstream's 502. Hop-by-hop headers (Upgrade among them, but on the
 // WebSocket path) are not passed on; headers a client names in
