@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"os/exec"
 	"strings"
 	"testing"
@@ -63,17 +64,22 @@ func (rawCodec) Unmarshal(b []byte, v any) error {
 }
 func (rawCodec) Name() string { return "raw" }
 
-// grpcEcho serves edge.Echo: Unary answers "echo:"+message, Bidi
-// answers each message as it comes, Die sends one message and then
-// stops the whole server once the client's second
-// message says the first came (its connections close mid-stream).
-func grpcEcho(t *testing.T) int {
+// grpcEcho serves edge.Echo, in h2c or, with cert, in TLS: Unary
+// answers "echo:"+message, Bidi answers each message as it comes, Die
+// sends one message and then stops the whole server once the client's
+// second message says the first came (its connections close
+// mid-stream).
+func grpcEcho(t *testing.T, cert *tls.Certificate) int {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := grpc.NewServer(grpc.ForceServerCodec(rawCodec{}))
+	opts := []grpc.ServerOption{grpc.ForceServerCodec(rawCodec{})}
+	if cert != nil {
+		opts = append(opts, grpc.Creds(credentials.NewServerTLSFromCert(cert)))
+	}
+	srv := grpc.NewServer(opts...)
 	srv.RegisterService(&grpc.ServiceDesc{
 		ServiceName: "edge.Echo", HandlerType: (*any)(nil),
 		Methods: []grpc.MethodDesc{{MethodName: "Unary", Handler: func(_ any, _ context.Context, dec func(any) error, _ grpc.UnaryServerInterceptor) (any, error) {
@@ -140,8 +146,40 @@ func grpcConn(t *testing.T, httpsAddr, authority string, pool *x509.CertPool) *g
 	return cc
 }
 
-// Two nodes: A holds an HTTP/1.1-only backend and gRPC servers (h2c)
-// behind tunnel servers; B's edge serves them to HTTP/2 clients (Go's
+// grpcEchoes calls edge.Echo through cc: a unary call, then a
+// bidirectional stream of five messages, each answered while the
+// stream is open, ended with status OK.
+func grpcEchoes(ctx context.Context, t *testing.T, cc *grpc.ClientConn) {
+	t.Helper()
+	in, out := []byte("ping"), []byte(nil)
+	if err := cc.Invoke(ctx, "/edge.Echo/Unary", &in, &out); err != nil || string(out) != "echo:ping" {
+		t.Fatalf("%s unary: %v %q", cc.Target(), err, out)
+	}
+	st, err := cc.NewStream(ctx, &grpc.StreamDesc{ServerStreams: true, ClientStreams: true}, "/edge.Echo/Bidi")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		m := []byte(fmt.Sprintf("m%d", i))
+		if err := st.SendMsg(&m); err != nil {
+			t.Fatal(err)
+		}
+		var got []byte
+		if err := st.RecvMsg(&got); err != nil || string(got) != "echo:"+string(m) {
+			t.Fatalf("%s stream message %d: %v %q", cc.Target(), i, err, got)
+		}
+	}
+	if err := st.CloseSend(); err != nil {
+		t.Fatal(err)
+	}
+	var none []byte
+	if err := st.RecvMsg(&none); err != io.EOF {
+		t.Fatalf("%s stream end: %v, want io.EOF (status OK)", cc.Target(), err)
+	}
+}
+
+// Two nodes: A holds an HTTP/1.1-only backend and gRPC servers (h2c, and
+// one in TLS claimed with ssl: true) behind tunnel servers; B's edge serves them to HTTP/2 clients (Go's
 // and curl), to HTTP/3 (quic-go's client), and gRPC unary and
 // bidirectional streaming through the tunnel; an upstream that dies
 // mid-stream ends the call with a status; DoH answers over HTTP/2 (Go
@@ -168,11 +206,19 @@ func TestEdgeHTTP2HTTP3AndGRPC(t *testing.T) {
 	t.Cleanup(func() { hs.Close() })
 	mustJSON(t, "POST", "http://"+b.AdminAddr()+"/api/add-local-dns", `{"name":"nas.lan","type":"A","ttl":120,"data":"192.168.1.20"}`, 200, nil)
 
-	domains := map[string]int{"h1.p2p": hln.Addr().(*net.TCPAddr).Port, "grpc.p2p": grpcEcho(t), "die.p2p": grpcEcho(t)}
+	domains := map[string]int{"h1.p2p": hln.Addr().(*net.TCPAddr).Port, "grpc.p2p": grpcEcho(t, nil), "die.p2p": grpcEcho(t, nil)}
 	urls := map[string]string{}
 	for d, port := range domains {
 		_, urls[d] = tunnelServerURL(t, a, fmt.Sprintf(`{"name":%q,"port":%d,"domain":%q}`, strings.TrimSuffix(d, ".p2p"), port, d))
 	}
+	// A gRPC server in TLS (a leaf of A's CA; the edge does not verify
+	// an upstream's certificate), claimed with ssl: true.
+	leaf, err := a.CA().Certificate("grpcs.p2p", netip.Addr{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, urls["grpcs.p2p"] = tunnelServerURL(t, a, fmt.Sprintf(`{"name":"grpcs","port":%d}`, grpcEcho(t, leaf)))
+	mustJSON(t, "POST", "http://"+a.AdminAddr()+"/api/add-domain", `{"domain":"grpcs.p2p","hash":"`+urls["grpcs.p2p"]+`","ssl":true}`, 200, nil)
 	for d, url := range urls {
 		testutil.Eventually(t, 20*time.Second, func() error {
 			cs := consensusOn(t, b, d)
@@ -283,36 +329,14 @@ func TestEdgeHTTP2HTTP3AndGRPC(t *testing.T) {
 	}
 	doh(c3, 3)
 
-	// gRPC through the tunnel: unary, then a bidirectional stream whose
-	// answers come while it is open.
-	cc := grpcConn(t, httpsAddr, "grpc.p2p", pool)
+	// gRPC through the tunnel, to an h2c upstream and to one in TLS
+	// (ALPN h2): unary, then a bidirectional stream whose answers come
+	// while it is open.
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	in, out := []byte("ping"), []byte(nil)
-	if err := cc.Invoke(ctx, "/edge.Echo/Unary", &in, &out); err != nil || string(out) != "echo:ping" {
-		t.Fatalf("unary: %v %q", err, out)
-	}
-	st, err := cc.NewStream(ctx, &grpc.StreamDesc{ServerStreams: true, ClientStreams: true}, "/edge.Echo/Bidi")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range 5 {
-		m := []byte(fmt.Sprintf("m%d", i))
-		if err := st.SendMsg(&m); err != nil {
-			t.Fatal(err)
-		}
-		var got []byte
-		if err := st.RecvMsg(&got); err != nil || string(got) != "echo:"+string(m) {
-			t.Fatalf("stream message %d: %v %q", i, err, got)
-		}
-	}
-	if err := st.CloseSend(); err != nil {
-		t.Fatal(err)
-	}
-	var none []byte
-	if err := st.RecvMsg(&none); err != io.EOF {
-		t.Fatalf("stream end: %v, want io.EOF (status OK)", err)
-	}
+	grpcEchoes(ctx, t, grpcConn(t, httpsAddr, "grpc.p2p", pool))
+	grpcEchoes(ctx, t, grpcConn(t, httpsAddr, "grpcs.p2p", pool))
 
 	// An upstream that closes mid-stream: the call ends with a status.
 	dc := grpcConn(t, httpsAddr, "die.p2p", pool)
