@@ -20,7 +20,11 @@ import (
 // same certificates (by SNI), routes and handler as HTTP/2 (h2.go), the
 // same stream limit (MaxH2Streams) and header limit (MaxHeaderBytes).
 // HTTP/1.1 and HTTP/2 answers on TLS carry Alt-Svc: h3=":port" so
-// browsers move to it.
+// clients move to it. Browsers do not, for the node's own root: Chromium
+// speaks QUIC only to certificates under a publicly trusted root
+// (ERR_QUIC_CERT_ROOT_NOT_KNOWN) unless an origin is forced onto it, and
+// Firefox turns HTTP/3 off when a user added roots; they stay on HTTP/2
+// (http/admin/panel's browser test loads the panel both ways).
 //
 // The socket is read through internal/udpgro: datagrams the kernel
 // merged (UDP_GRO) are handed to quic-go packet by packet.
