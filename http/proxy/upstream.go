@@ -376,8 +376,14 @@ func isUpgrade(ctx *fasthttp.RequestCtx) bool {
 }
 
 // websocket passes an upgrade through: the request goes to the upstream
-// on a connection of its own, then bytes flow both ways until either
-// side closes (the upstream's 101 reaches the client as it came).
+// on a connection of its own; once the upstream answers 101 (the head
+// reaches the client as it came), bytes flow both ways until either side
+// closes. Any other answer (a 403, a 404, a 426) goes back as an answer
+// and the client's connection stays HTTP: piping it anyway would let the
+// client speak to the upstream past the edge (requests not logged,
+// not forwarded, not checked: WebSocket smuggling). The head must come
+// within UpstreamTimeout; a refusal's body is read up to
+// maxRefusalBody.
 func (s *Server) websocket(ctx *fasthttp.RequestCtx, d *view.Domain) {
 	up, err := s.dial(d.Hash)
 	if err == nil && d.SSL {
@@ -399,17 +405,77 @@ func (s *Server) websocket(ctx *fasthttp.RequestCtx, d *view.Domain) {
 		s.upstreamError(ctx, d, err)
 		return
 	}
+	_ = up.SetReadDeadline(time.Now().Add(s.d.UpstreamTimeout))
+	br := bufio.NewReaderSize(up, 4<<10)
+	head, err := rawHead(br)
+	if err != nil {
+		up.Close()
+		s.upstreamError(ctx, d, timedOut(err))
+		return
+	}
+	if !switched(head) {
+		err := ctx.Response.ReadLimitBody(bufio.NewReader(io.MultiReader(bytes.NewReader(head), br)), maxRefusalBody)
+		up.Close()
+		if err != nil {
+			ctx.Response.Reset()
+			s.upstreamError(ctx, d, timedOut(err))
+			return
+		}
+		finish(ctx, &ctx.Response)
+		return
+	}
+	_ = up.SetReadDeadline(time.Time{})
 	ctx.HijackSetNoResponse(true)
 	ctx.SetStatusCode(fasthttp.StatusSwitchingProtocols) // for the access log
 	ctx.Hijack(func(c net.Conn) {
+		if _, err := c.Write(head); err != nil {
+			up.Close()
+			c.Close()
+			return
+		}
 		done := make(chan struct{}, 2)
 		go func() { _, _ = io.Copy(up, c); closeWrite(up); done <- struct{}{} }()
-		go func() { _, _ = io.Copy(c, up); closeWrite(c); done <- struct{}{} }()
+		go func() { _, _ = io.Copy(c, br); closeWrite(c); done <- struct{}{} }()
 		<-done
 		<-done
 		up.Close()
 		c.Close()
 	})
+}
+
+// maxRefusalBody bounds the body of an upstream's answer to an upgrade
+// that it refused (an error page).
+const maxRefusalBody = 1 << 20
+
+// rawHead reads an answer's head, up to and with its blank line, as it
+// came: at most 16 KiB (the edge's own limit for heads).
+func rawHead(br *bufio.Reader) ([]byte, error) {
+	var head []byte
+	for {
+		line, err := br.ReadSlice('\n')
+		head = append(head, line...)
+		if err != nil {
+			if err == bufio.ErrBufferFull {
+				err = errors.New("the upstream's answer head has a line over 4 KiB")
+			}
+			return nil, err
+		}
+		if len(head) > 16<<10 {
+			return nil, errors.New("the upstream's answer head is over 16 KiB")
+		}
+		if len(line) <= 2 && (len(line) == 1 || line[0] == '\r') {
+			return head, nil
+		}
+	}
+}
+
+// switched reports whether an answer head is a 101 (Switching
+// Protocols): "HTTP/1.x 101", its reason phrase optional.
+func switched(head []byte) bool {
+	if len(head) < 12 || !bytes.HasPrefix(head, []byte("HTTP/1.")) {
+		return false
+	}
+	return string(head[8:12]) == " 101" && (len(head) == 12 || head[12] == ' ' || head[12] == '\r' || head[12] == '\n')
 }
 
 func closeWrite(c net.Conn) {

@@ -1,0 +1,105 @@
+package proxy
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// An upgrade the upstream refuses (403) is answered as the upstream
+// answered it, and the client's connection stays HTTP: its next request
+// is the edge's to read and forward (X-Forwarded-For set), not piped to
+// the upstream past it. One the upstream accepts gets the 101 head as it
+// came, and bytes flow both ways.
+func TestEdgeUpgradeOnlyOn101(t *testing.T) {
+	up := serveUpstream(t, false, func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.URL.Path == "/ws" && r.Header.Get("X-Allow") != "":
+			c, brw, err := w.(http.Hijacker).Hijack()
+			if err != nil {
+				return
+			}
+			defer c.Close()
+			_, _ = brw.WriteString("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nX-Up: kept as it came\r\n\r\n")
+			_ = brw.Flush()
+			_, _ = io.Copy(c, brw) // echo
+		case r.URL.Path == "/ws":
+			http.Error(w, "no upgrade for you", http.StatusForbidden)
+		default:
+			fmt.Fprintf(w, "%s xff=%s", r.URL.Path, r.Header.Get("X-Forwarded-For"))
+		}
+	})
+	e := newTestH2Edge(t, map[string]string{"f.p2p": up}, Deps{})
+	httpAddr, _ := e.s.Addrs()
+	dial := func() net.Conn {
+		t.Helper()
+		c, err := net.Dial("tcp", httpAddr.String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	ask := "GET /ws HTTP/1.1\r\nHost: f.p2p\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+
+	c := dial()
+	if _, err := io.WriteString(c, ask+"\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReader(c)
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 403 || strings.TrimSpace(string(b)) != "no upgrade for you" {
+		t.Fatalf("refused upgrade: %d %q", resp.StatusCode, b)
+	}
+	if _, err := io.WriteString(c, "GET /second HTTP/1.1\r\nHost: f.p2p\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	resp, err = http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || string(b) != "/second xff=127.0.0.1" {
+		t.Fatalf("the request after a refused upgrade: %d %q, want it forwarded by the edge", resp.StatusCode, b)
+	}
+
+	c = dial()
+	if _, err := io.WriteString(c, ask+"X-Allow: 1\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	br = bufio.NewReader(c)
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	var head strings.Builder
+	for {
+		l, err := br.ReadString('\n')
+		if err != nil {
+			t.Fatalf("101 head: %v (%q)", err, head.String())
+		}
+		head.WriteString(l)
+		if l == "\r\n" {
+			break
+		}
+	}
+	if want := "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nX-Up: kept as it came\r\n\r\n"; head.String() != want {
+		t.Fatalf("101 head %q, want %q", head.String(), want)
+	}
+	if _, err := io.WriteString(c, "ping"); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]byte, 4)
+	if _, err := io.ReadFull(br, got); err != nil || string(got) != "ping" {
+		t.Fatalf("after the upgrade: %q %v", got, err)
+	}
+}
