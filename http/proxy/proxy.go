@@ -29,7 +29,9 @@
 // holder of the hash's key). A tunnel that cannot be opened is 502, an
 // upstream that does not answer within UpstreamTimeout is 504, each with
 // a small page and a line on the proxy channel. WebSocket upgrades are
-// passed through as raw bytes both ways until either side closes.
+// passed through as raw bytes both ways until either side closes, once
+// the upstream has answered 101 (any other answer goes back as an
+// answer, and the connection stays HTTP).
 //
 // Memory: a keep-alive connection keeps its read and write buffers while
 // idle (about 25 KB per idle connection, 250 MB for 10,000). fasthttp's
