@@ -53,7 +53,7 @@ func (s *Server) upload(ctx *fasthttp.RequestCtx, d *view.Domain, cm *movingDead
 		switch {
 		case err == nil:
 			_ = mc.SetReadDeadline(time.Now().Add(s.d.UpstreamTimeout))
-		case cm != nil && cm.readErr != nil, err != nil && !mc.wfail.Load(): // the client's side: no answer will do
+		case cm != nil && cm.readErr != nil, !mc.wfail.Load(): // the client's side (its connection or its body): no answer will do
 			_ = mc.SetReadDeadline(time.Now())
 		default:
 			_ = mc.SetReadDeadline(time.Now().Add(answerGrace))

@@ -381,8 +381,8 @@ func isUpgrade(ctx *fasthttp.RequestCtx) bool {
 // closes. Any other answer (a 403, a 404, a 426) goes back as an answer
 // and the client's connection stays HTTP: piping it anyway would let the
 // client speak to the upstream past the edge (requests not logged,
-// not forwarded, not checked: WebSocket smuggling). The head must come
-// within UpstreamTimeout; a refusal's body is read up to
+// not forwarded, not checked: WebSocket smuggling). The status line
+// must come within UpstreamTimeout; a refusal's body is read up to
 // maxRefusalBody.
 func (s *Server) websocket(ctx *fasthttp.RequestCtx, d *view.Domain) {
 	up, err := s.dial(d.Hash)
@@ -407,14 +407,14 @@ func (s *Server) websocket(ctx *fasthttp.RequestCtx, d *view.Domain) {
 	}
 	_ = up.SetReadDeadline(time.Now().Add(s.d.UpstreamTimeout))
 	br := bufio.NewReaderSize(up, 4<<10)
-	head, err := rawHead(br)
+	ok, err := switched(br)
 	if err != nil {
 		up.Close()
 		s.upstreamError(ctx, d, timedOut(err))
 		return
 	}
-	if !switched(head) {
-		err := ctx.Response.ReadLimitBody(bufio.NewReader(io.MultiReader(bytes.NewReader(head), br)), maxRefusalBody)
+	if !ok {
+		err := ctx.Response.ReadLimitBody(br, maxRefusalBody)
 		up.Close()
 		if err != nil {
 			ctx.Response.Reset()
@@ -428,13 +428,9 @@ func (s *Server) websocket(ctx *fasthttp.RequestCtx, d *view.Domain) {
 	ctx.HijackSetNoResponse(true)
 	ctx.SetStatusCode(fasthttp.StatusSwitchingProtocols) // for the access log
 	ctx.Hijack(func(c net.Conn) {
-		if _, err := c.Write(head); err != nil {
-			up.Close()
-			c.Close()
-			return
-		}
 		done := make(chan struct{}, 2)
 		go func() { _, _ = io.Copy(up, c); closeWrite(up); done <- struct{}{} }()
+		// br still holds the 101's head, unread: it goes first.
 		go func() { _, _ = io.Copy(c, br); closeWrite(c); done <- struct{}{} }()
 		<-done
 		<-done
@@ -447,35 +443,15 @@ func (s *Server) websocket(ctx *fasthttp.RequestCtx, d *view.Domain) {
 // that it refused (an error page).
 const maxRefusalBody = 1 << 20
 
-// rawHead reads an answer's head, up to and with its blank line, as it
-// came: at most 16 KiB (the edge's own limit for heads).
-func rawHead(br *bufio.Reader) ([]byte, error) {
-	var head []byte
-	for {
-		line, err := br.ReadSlice('\n')
-		head = append(head, line...)
-		if err != nil {
-			if err == bufio.ErrBufferFull {
-				err = errors.New("the upstream's answer head has a line over 4 KiB")
-			}
-			return nil, err
-		}
-		if len(head) > 16<<10 {
-			return nil, errors.New("the upstream's answer head is over 16 KiB")
-		}
-		if len(line) <= 2 && (len(line) == 1 || line[0] == '\r') {
-			return head, nil
-		}
+// switched looks at the status line of the answer coming on br, without
+// taking it: whether it is a 101 (Switching Protocols), "HTTP/1.x 101"
+// and a space or the line's end.
+func switched(br *bufio.Reader) (bool, error) {
+	p, err := br.Peek(len("HTTP/1.1 101 "))
+	if err != nil {
+		return false, err
 	}
-}
-
-// switched reports whether an answer head is a 101 (Switching
-// Protocols): "HTTP/1.x 101", its reason phrase optional.
-func switched(head []byte) bool {
-	if len(head) < 12 || !bytes.HasPrefix(head, []byte("HTTP/1.")) {
-		return false
-	}
-	return string(head[8:12]) == " 101" && (len(head) == 12 || head[12] == ' ' || head[12] == '\r' || head[12] == '\n')
+	return bytes.HasPrefix(p, []byte("HTTP/1.")) && string(p[8:12]) == " 101" && (p[12] == ' ' || p[12] == '\r' || p[12] == '\n'), nil
 }
 
 func closeWrite(c net.Conn) {
