@@ -108,7 +108,8 @@ var (
 	edgeLogDrop   = desc("edge_access_log_dropped_total", "Edge access-log lines dropped because the log buffer was full.")
 	edgeBodyRef   = desc("edge_body_budget_refused_total", "Edge requests refused with 503 because a large body did not fit the memory budget.")
 	edgeMuxConns  = desc("edge_multiplexed_connections", "Client connections open on the edge in HTTP/2 (on TLS) and HTTP/3 (on QUIC), by protocol.", "protocol")
-	edgeH2Errors  = desc("edge_http2_protocol_errors_total", "HTTP/2 stream and connection errors net/http's server counted on the edge (frames the protocol forbids; a CONTINUATION flood closes its connection uncounted, a header list over the limit is a 431 in edge_requests_total).")
+	edgeH2Errors  = desc("edge_http2_protocol_errors_total", "HTTP/2 stream and connection errors net/http's server counted on the edge, by kind unnamed (frames the protocol forbids, a rapid reset past the handler queue).")
+	edgeH2Conn    = desc("edge_http2_connection_errors_total", "HTTP/2 connections the edge closed with an error code (GOAWAY): CONTINUATION floods, header blocks that do not decode, and the protocol errors above that end a connection.")
 	edgeStalled   = desc("edge_streams_stalled_total", "HTTP/2 and HTTP/3 streams reset because their client took nothing of the answer for the write timeout.")
 
 	// Admin API.
@@ -170,7 +171,7 @@ func (c *nodeCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{
 		dnsQueries, dnsResponses, dnsFast, dnsDropped, dnsRRLDropped, dnsRRLSlipped, dnsRecRefused, dnsUpLatency, dnsUpFwd, dnsUpFail,
 		dnsCacheHits, dnsCacheMiss, dnsCacheSize,
-		edgeRequests, edgeReqBytes, edgeRespBytes, edgeConns, edgeTLS, edgeLogDrop, edgeBodyRef, edgeMuxConns, edgeH2Errors, edgeStalled,
+		edgeRequests, edgeReqBytes, edgeRespBytes, edgeConns, edgeTLS, edgeLogDrop, edgeBodyRef, edgeMuxConns, edgeH2Errors, edgeH2Conn, edgeStalled,
 		adminRequests,
 		tunnelInfo, tunnelConns, tunnelStreams, tunnelBytes,
 		peersByPath, peerRTT, peerAttempts, peerDialFail, peerInbound, peerRefused, peerSendLoss, peerGRO, peerGROMerged, peerOps,
@@ -277,6 +278,7 @@ func (c *nodeCollector) collectEdge(ch chan<- prometheus.Metric) {
 	gauge(ch, edgeMuxConns, float64(cn.H2Conns), "h2")
 	gauge(ch, edgeMuxConns, float64(cn.H3Conns), "h3")
 	counter(ch, edgeH2Errors, cn.H2Errors)
+	counter(ch, edgeH2Conn, cn.H2ConnErrors)
 	counter(ch, edgeStalled, cn.H2Stalled)
 }
 

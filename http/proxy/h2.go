@@ -48,19 +48,23 @@ import (
 // across CONTINUATION frames, and the connection closed past it),
 // bounded queued control frames (PING/SETTINGS floods), and HPACK table
 // limits. The HTTP/2 layers for fasthttp (dgrr/http2) are far younger
-// and less used, and gRPC needs streaming both ways with trailers. Every protocol error the server counts
-// (its CountError hook) adds to Counters.H2Errors.
+// and less used, and gRPC needs streaming both ways with trailers. Every
+// protocol error the server counts (its CountError hook) adds to
+// Counters.H2Errors; a connection it closes with an error (a
+// CONTINUATION flood among them) to Counters.H2ConnErrors (h2count.go).
 //
 // Limits: MaxH2Streams concurrent streams per connection (nginx's
 // default, 128), a header list of at most MaxHeaderBytes (the HTTP/1.1
-// limit; over it the stream gets 431), idle connections closed after
-// IdleTimeout. A stream whose client takes none of its response for
-// WriteTimeout (a peer that holds the flow-control window: it never
-// sends WINDOW_UPDATE, or never reads the socket) is reset, its
-// upstream request abandoned, and counted (Counters.H2Stalled); the
-// connection's other streams go on. A connection whose client reads
-// nothing for WriteTimeout is closed, as for HTTP/1.1. The node's
-// /metrics shows these counts (peerdns_edge_http2_protocol_errors_total,
+// limit; over it the stream gets 431, counted: h2count.go), idle
+// connections closed after IdleTimeout. A stream whose client takes none
+// of its response for WriteTimeout (a peer that holds the flow-control
+// window: it never sends WINDOW_UPDATE, or never reads the socket) is
+// reset, its upstream request abandoned, and counted
+// (Counters.H2Stalled); the connection's other streams go on. A
+// connection whose client reads nothing for WriteTimeout is closed, as
+// for HTTP/1.1. The node's /metrics shows these counts
+// (peerdns_edge_http2_protocol_errors_total,
+// peerdns_edge_http2_connection_errors_total,
 // peerdns_edge_streams_stalled_total) and the HTTP/2 and HTTP/3
 // connections open (peerdns_edge_multiplexed_connections).
 //
@@ -132,11 +136,15 @@ func (s *Server) newH2() {
 	var p http.Protocols
 	p.SetHTTP2(true)
 	s.h2base = &http.Server{
-		Handler:        http.HandlerFunc(s.serveHTTP),
-		Protocols:      &p,
-		MaxHeaderBytes: MaxHeaderBytes,
+		Handler:   http.HandlerFunc(s.serveHTTP),
+		Protocols: &p,
+		// Twice the edge's limit: route answers lists over
+		// MaxHeaderBytes itself (and counts them); past this, net/http
+		// answers 431 on its own (uncounted) or, for a block sent far
+		// past it, closes the connection (counted: h2ErrorLog).
+		MaxHeaderBytes: 2 * MaxHeaderBytes,
 		IdleTimeout:    IdleTimeout,
-		ErrorLog:       log.New(io.Discard, "", 0),
+		ErrorLog:       log.New(h2ErrorLog{s}, "", 0),
 		HTTP2: &http.HTTP2Config{
 			MaxConcurrentStreams: MaxH2Streams,
 			// 16 KiB, the protocol's default (and nginx's): net/http
@@ -368,6 +376,10 @@ func (s *Server) route(rw http.ResponseWriter, r *http.Request) {
 		s.sendAccess(accessLine{method: methodString([]byte(r.Method)), host: r.Host, path: r.URL.Path,
 			upstream: upstream, status: st, bytes: w.bytes, dur: el, at: end})
 	}()
+	if headerListSize(r) > MaxHeaderBytes { // h2count.go
+		httpPage(w, http.StatusRequestHeaderFieldsTooLarge, "Request Header Fields Too Large", "The request's header list is larger than this server takes.")
+		return
+	}
 	if r.Host == "" {
 		httpPage(w, http.StatusBadRequest, "Bad Request", "No :authority or Host.")
 		return
@@ -756,19 +768,21 @@ func (c *watchedConn) watch(cancel context.CancelCauseFunc) func() {
 func (s *Server) h2Counters(c *Counters) {
 	c.H2Conns = s.h2open.Load()
 	c.H2Errors = s.h2errors.Load()
+	c.H2ConnErrors = s.h2connErrors.Load()
 	c.H2Stalled = s.h2stalled.Load()
 	c.H3Conns = s.h3open.Load()
 }
 
 // h2State is the Server's HTTP/2 state.
 type h2State struct {
-	h2base    *http.Server
-	h2ln      *h2Listener
-	h2conns   sync.Map // *tls.Conn → chan struct{} closed when net/http is done with it
-	h2open    atomic.Int64
-	h2errors  atomic.Int64
-	h2stalled atomic.Int64
-	h2clients sync.Map // upstream key → *h2Upstream
-	altSvc    string   // the Alt-Svc value advertising HTTP/3, or ""
-	altSvcs   []string // altSvc as a header value, capacity 1
+	h2base       *http.Server
+	h2ln         *h2Listener
+	h2conns      sync.Map // *tls.Conn → chan struct{} closed when net/http is done with it
+	h2open       atomic.Int64
+	h2errors     atomic.Int64
+	h2connErrors atomic.Int64
+	h2stalled    atomic.Int64
+	h2clients    sync.Map // upstream key → *h2Upstream
+	altSvc       string   // the Alt-Svc value advertising HTTP/3, or ""
+	altSvcs      []string // altSvc as a header value, capacity 1
 }

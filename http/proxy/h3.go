@@ -67,7 +67,7 @@ func (s *Server) startH3(tcpAddr net.Addr) error {
 	s.h3 = &http3.Server{
 		Handler:        s.h2base.Handler,
 		TLSConfig:      http3.ConfigureTLSConfig(&tls.Config{GetCertificate: s.certificate, MinVersion: tls.VersionTLS13}),
-		MaxHeaderBytes: MaxHeaderBytes,
+		MaxHeaderBytes: 2 * MaxHeaderBytes, // route's own limit is MaxHeaderBytes (h2count.go)
 		IdleTimeout:    IdleTimeout,
 		QUICConfig: &quic.Config{
 			Allow0RTT:          false,

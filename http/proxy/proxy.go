@@ -157,6 +157,7 @@ type Counters struct {
 	BodyRefused               int64 // 503s: a large body did not fit the budget
 	H2Conns                   int64 // HTTP/2 connections open
 	H2Errors                  int64 // HTTP/2 stream and connection errors net/http's server counts (its CountError: frames the protocol forbids)
+	H2ConnErrors              int64 // HTTP/2 connections closed with an error (GOAWAY with an error code; h2count.go)
 	H2Stalled                 int64 // HTTP/2 and HTTP/3 streams reset: the client took nothing for WriteTimeout
 	H3Conns                   int64 // HTTP/3 connections open
 }
@@ -226,8 +227,15 @@ func New(d Deps) *Server {
 			// connection closed with bytes still coming (the rest of an
 			// oversized head, a body): the close lingers, so the client
 			// reads the answer instead of a reset (closeAfter).
+			// Counted as any answer, under route "none" (nothing was
+			// routed).
 			ErrorHandler: func(ctx *fasthttp.RequestCtx, err error) {
 				closeAfter(ctx)
+				defer func() {
+					st := ctx.Response.StatusCode()
+					s.finished(st, 0)
+					s.routes.add("", st, -1, int64(len(ctx.Response.Body())))
+				}()
 				var small *fasthttp.ErrSmallBuffer
 				if errors.As(err, &small) || strings.Contains(err.Error(), "small read buffer") {
 					ctx.Error("Request Header Fields Too Large", fasthttp.StatusRequestHeaderFieldsTooLarge)

@@ -106,8 +106,9 @@ func h2Status(f http2.Frame) string {
 
 // The HTTP/2 attacks against the edge, each bounded, and the edge
 // serving other clients afterwards: a frame the protocol forbids (GOAWAY
-// PROTOCOL_ERROR, counted), an oversized header list (431), a
-// CONTINUATION flood (the connection is closed), rapid reset (no more
+// PROTOCOL_ERROR, counted), an oversized header list (431, counted as
+// an answer), a CONTINUATION flood (the connection is closed, counted),
+// rapid reset (no more
 // than MaxH2Streams requests reach the upstream at once from one
 // connection; over HTTP/3 too, where a reset stream's credit comes
 // back at once), and a client that holds the flow-control window shut
@@ -189,6 +190,7 @@ func TestEdgeHTTP2Attacks(t *testing.T) {
 	})
 
 	t.Run("oversized header list", func(t *testing.T) {
+		refused := routeCount(edge, proxy.RouteNone, 431)
 		r := dialRawH2(t, n, "site.p2p")
 		// Fields of 1 KiB, 4 KiB more than the limit in all.
 		var fields []string
@@ -218,10 +220,39 @@ func TestEdgeHTTP2Attacks(t *testing.T) {
 			}
 			t.Fatalf("oversized header list: %v %v (status %q), want 431", f, err, h2Status(f))
 		}
+		testutil.Eventually(t, 5*time.Second, func() error {
+			if c := routeCount(edge, proxy.RouteNone, 431); c != refused+1 {
+				return fmt.Errorf("431s counted under route none: %d, was %d", c, refused)
+			}
+			return nil
+		})
 		served("an oversized header list")
 	})
 
+	t.Run("HTTP/3 oversized header list", func(t *testing.T) {
+		refused := routeCount(edge, proxy.RouteNone, 431)
+		tr := &http3.Transport{TLSClientConfig: &tls.Config{RootCAs: rootPool(t, n), ServerName: "site.p2p", NextProtos: []string{http3.NextProtoH3}}}
+		t.Cleanup(func() { tr.Close() })
+		req, _ := http.NewRequest("GET", "https://"+httpsAddr+"/", nil)
+		req.Host = "site.p2p"
+		for i := 0; i < proxy.MaxHeaderBytes/1024+4; i++ {
+			req.Header.Set(fmt.Sprintf("x-big-%d", i), strings.Repeat("a", 1024))
+		}
+		resp, err := tr.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 431 {
+			t.Fatalf("oversized header list over HTTP/3: %d, want 431", resp.StatusCode)
+		}
+		if c := routeCount(edge, proxy.RouteNone, 431); c != refused+1 {
+			t.Fatalf("431s counted under route none: %d, was %d", c, refused)
+		}
+	})
+
 	t.Run("CONTINUATION flood", func(t *testing.T) {
+		before := edge.Counters().H2ConnErrors
 		r := dialRawH2(t, n, "site.p2p")
 		r.noAck = true
 		if err := r.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: r.block("site.p2p", "/"), EndStream: true}); err != nil {
@@ -249,6 +280,12 @@ func TestEdgeHTTP2Attacks(t *testing.T) {
 		if ne, ok := rerr.(net.Error); ok && ne.Timeout() {
 			t.Fatal("the edge neither sent GOAWAY nor closed the connection within 10 s")
 		}
+		testutil.Eventually(t, 5*time.Second, func() error {
+			if c := edge.Counters().H2ConnErrors; c <= before {
+				return fmt.Errorf("HTTP/2 connection errors %d, was %d", c, before)
+			}
+			return nil
+		})
 		served("a CONTINUATION flood")
 	})
 
@@ -389,13 +426,14 @@ func TestEdgeHTTP2Attacks(t *testing.T) {
 
 	// What the edge counted, an operator reads in /metrics.
 	cn := edge.Counters()
-	if cn.H2Stalled < 2 || cn.H2Errors < 1 {
-		t.Fatalf("counted %d stalled streams and %d HTTP/2 protocol errors, want at least 2 and 1", cn.H2Stalled, cn.H2Errors)
+	if cn.H2Stalled < 2 || cn.H2Errors < 1 || cn.H2ConnErrors < 1 {
+		t.Fatalf("counted %d stalled streams, %d HTTP/2 protocol errors and %d connection errors, want at least 2, 1 and 1", cn.H2Stalled, cn.H2Errors, cn.H2ConnErrors)
 	}
 	_, _, body := scrape(t, "http://"+n.AdminAddr(), "")
 	for _, want := range []string{
 		fmt.Sprintf("peerdns_edge_streams_stalled_total %d\n", cn.H2Stalled),
 		fmt.Sprintf("peerdns_edge_http2_protocol_errors_total %d\n", cn.H2Errors),
+		fmt.Sprintf("peerdns_edge_http2_connection_errors_total %d\n", cn.H2ConnErrors),
 		`peerdns_edge_multiplexed_connections{protocol="h2"} `,
 		`peerdns_edge_multiplexed_connections{protocol="h3"} `,
 	} {
@@ -403,4 +441,14 @@ func TestEdgeHTTP2Attacks(t *testing.T) {
 			t.Errorf("/metrics lacks %q", want)
 		}
 	}
+}
+
+// routeCount is what edge counted of answers with status on route r.
+func routeCount(edge *proxy.Server, r proxy.Route, status int) int64 {
+	for _, rs := range edge.Metrics().Requests {
+		if rs.Route == r && rs.Status == status {
+			return rs.Count
+		}
+	}
+	return 0
 }

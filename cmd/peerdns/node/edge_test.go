@@ -21,6 +21,7 @@ import (
 
 	"github.com/fasthttp/websocket"
 
+	"peerdns/http/proxy"
 	"peerdns/internal/testutil"
 )
 
@@ -260,9 +261,13 @@ func TestEdgeProxy(t *testing.T) {
 	if !strings.Contains(string(first), " 400 ") {
 		t.Fatalf("no Host: %q", first)
 	}
-	// Oversized headers: 431.
+	// Oversized headers: 431, counted under route "none".
+	refused := routeCount(b.edge.Load(), proxy.RouteNone, 431)
 	if code, _, _ := get(t, plain, "GET", "http://site.p2p/", "", map[string]string{"X-Big": strings.Repeat("a", 20<<10)}); code != 431 {
 		t.Fatalf("oversized headers: %d", code)
+	}
+	if n := routeCount(b.edge.Load(), proxy.RouteNone, 431); n != refused+1 {
+		t.Fatalf("431s counted under route none: %d, was %d", n, refused)
 	}
 
 	// Every request has its access line on B's httpProxy channel (written
