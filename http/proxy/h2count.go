@@ -35,6 +35,14 @@ import (
 // list of up to 32 KiB until route refuses it, at most MaxH2Streams of
 // them per connection for the moment each takes.
 
+// A rapid reset. A stream whose client resets it once the edge has taken
+// it is answered 499 (client closed request, as nginx logs it) and
+// counted so in edge_requests_total; over HTTP/3 too. Streams reset
+// while still in net/http's handler queue never reach the edge (a
+// rapid reset's share of them is the part net/http drops unseen), and a
+// queue past four times the stream limit ends the connection with
+// GOAWAY ENHANCE_YOUR_CALM, in both counts above.
+
 // h2ErrorLog is net/http's HTTP/2 server's ErrorLog writer.
 type h2ErrorLog struct{ s *Server }
 

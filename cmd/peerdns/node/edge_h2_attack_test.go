@@ -108,8 +108,8 @@ func h2Status(f http2.Frame) string {
 // serving other clients afterwards: a frame the protocol forbids (GOAWAY
 // PROTOCOL_ERROR, counted), an oversized header list (431, counted as
 // an answer), a CONTINUATION flood (the connection is closed, counted),
-// rapid reset (no more
-// than MaxH2Streams requests reach the upstream at once from one
+// rapid reset (the streams taken are counted 499; no more than
+// MaxH2Streams requests reach the upstream at once from one
 // connection; over HTTP/3 too, where a reset stream's credit comes
 // back at once), and a client that holds the flow-control window shut
 // (its stream is reset after WriteTimeout and counted; the
@@ -305,6 +305,7 @@ func TestEdgeHTTP2Attacks(t *testing.T) {
 	}
 
 	t.Run("rapid reset", func(t *testing.T) {
+		cancelled := routeCount(edge, proxy.RouteTunnel, 499)
 		r := dialRawH2(t, n, "site.p2p")
 		blk := r.block("site.p2p", "/slow")
 		var err error
@@ -318,12 +319,21 @@ func TestEdgeHTTP2Attacks(t *testing.T) {
 		// ENHANCE_YOUR_CALM) and closed: both are fine; what matters is
 		// that the upstream never saw more than the stream limit.
 		bounded(t)
-		t.Logf("rapid reset: at most %d at the upstream at once, write error %v", most.Load(), err)
+		// The streams the edge took and their client reset are counted
+		// as nginx logs them: 499, client closed request.
+		testutil.Eventually(t, 10*time.Second, func() error {
+			if c := routeCount(edge, proxy.RouteTunnel, 499); c <= cancelled {
+				return fmt.Errorf("499s counted: %d, was %d", c, cancelled)
+			}
+			return nil
+		})
+		t.Logf("rapid reset: at most %d at the upstream at once, write error %v, %d counted 499", most.Load(), err, routeCount(edge, proxy.RouteTunnel, 499)-cancelled)
 		served("rapid reset")
 	})
 
 	t.Run("HTTP/3 rapid reset", func(t *testing.T) {
 		most.Store(0)
+		cancelled := routeCount(edge, proxy.RouteTunnel, 499)
 		tr := &http3.Transport{TLSClientConfig: &tls.Config{RootCAs: rootPool(t, n), ServerName: "site.p2p", NextProtos: []string{http3.NextProtoH3}}}
 		t.Cleanup(func() { tr.Close() })
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -351,7 +361,13 @@ func TestEdgeHTTP2Attacks(t *testing.T) {
 			rs.CancelRead(quic.StreamErrorCode(http3.ErrCodeRequestCanceled))
 		}
 		bounded(t)
-		t.Logf("HTTP/3 rapid reset: %d streams opened and reset, at most %d at the upstream at once", opened, most.Load())
+		testutil.Eventually(t, 10*time.Second, func() error {
+			if c := routeCount(edge, proxy.RouteTunnel, 499); c <= cancelled {
+				return fmt.Errorf("499s counted: %d, was %d", c, cancelled)
+			}
+			return nil
+		})
+		t.Logf("HTTP/3 rapid reset: %d streams opened and reset, at most %d at the upstream at once, %d counted 499", opened, most.Load(), routeCount(edge, proxy.RouteTunnel, 499)-cancelled)
 		served("HTTP/3 rapid reset")
 	})
 
