@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -112,5 +113,65 @@ func TestEdgeDropsH2CUpgrade(t *testing.T) {
 	}
 	if code, _, body := answer(t, c); code != 200 || body != `upgrade="" connection=""` {
 		t.Fatalf("h2c upgrade: %d %q", code, body)
+	}
+}
+
+// Heads fasthttp reads but the edge must not pass on: a version other
+// than HTTP/1.x (505), a field name that is not a token, and user
+// information in the Host or an absolute-form target (fasthttp would
+// turn it into an Authorization header): 400, the connection closed,
+// nothing upstream. HTTP/1.2 goes upstream as HTTP/1.1, HTTP/1.0 as
+// itself, an obs-fold as one space.
+func TestEdgeRefusesUnfitHeads(t *testing.T) {
+	var seen atomic.Int64
+	up := serveUpstream(t, false, func(w http.ResponseWriter, r *http.Request) {
+		seen.Add(1)
+		fmt.Fprintf(w, "%s %s auth=%q x=%q", r.Proto, r.Host, r.Header.Get("Authorization"), r.Header.Get("X-A"))
+	})
+	e := newTestH2Edge(t, map[string]string{"f.p2p": up}, Deps{})
+	httpAddr, _ := e.s.Addrs()
+	send := func(head string) net.Conn {
+		t.Helper()
+		c, err := net.Dial("tcp", httpAddr.String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		if _, err := io.WriteString(c, head+"\r\n"); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	for _, tc := range []struct {
+		head string
+		code int
+	}{
+		{"GET / HTTP/2.0\r\nHost: f.p2p\r\n", 505},
+		{"GET / HTTP/0.9\r\nHost: f.p2p\r\n", 505},
+		{"GET / HTTP/1.1\r\nHost: f.p2p\r\nX A: b\r\n", 400},
+		{"GET / HTTP/1.1\r\nHost: f.p2p\r\nTransfer Encoding: chunked\r\n", 400},
+		{"GET / HTTP/1.1\r\nHost: evil@f.p2p\r\n", 400},
+		{"GET http://evil:pw@f.p2p/ HTTP/1.1\r\nHost: f.p2p\r\n", 400},
+		{"GET http://evil@f.p2p HTTP/1.0\r\n", 400},
+	} {
+		c := send(tc.head)
+		code, hdr, body := answer(t, c)
+		if code != tc.code || hdr.Get("Connection") != "close" || !strings.Contains(body, "<title>"+http.StatusText(tc.code)+"</title>") {
+			t.Fatalf("%q: %d, Connection %q, %q; want the edge's %d and the connection closed", tc.head, code, hdr.Get("Connection"), body, tc.code)
+		}
+	}
+	if n := seen.Load(); n != 0 {
+		t.Fatalf("the upstream saw %d requests, want none", n)
+	}
+	for _, tc := range []struct{ head, want string }{
+		{"GET / HTTP/1.2\r\nHost: f.p2p\r\n", `HTTP/1.1 f.p2p auth="" x=""`},
+		{"GET / HTTP/1.0\r\nHost: f.p2p\r\n", `HTTP/1.0 f.p2p auth="" x=""`},
+		{"GET / HTTP/1.1\r\nHost: f.p2p\r\nX-A: a\r\n b\r\n", `HTTP/1.1 f.p2p auth="" x="a b"`},
+		{"GET /?u=a@b HTTP/1.1\r\nHost: f.p2p\r\n", `HTTP/1.1 f.p2p auth="" x=""`},
+		{"GET http://f.p2p/?u=a@b HTTP/1.1\r\nHost: f.p2p\r\n", `HTTP/1.1 f.p2p auth="" x=""`},
+	} {
+		if code, _, body := answer(t, send(tc.head)); code != 200 || body != tc.want {
+			t.Fatalf("%q: %d %q, want 200 %q", tc.head, code, body, tc.want)
+		}
 	}
 }

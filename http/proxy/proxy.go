@@ -57,14 +57,19 @@
 // Request framing, for a proxy that may stand behind another: a request
 // carrying both Content-Length and Transfer-Encoding is refused with 400
 // and its connection closed (bothFramings: the two proxies could split
-// the stream differently); fasthttp itself refuses two Content-Lengths,
-// a Transfer-Encoding other than chunked (identity it ignores), obs-fold
-// and bare CR or LF. A
-// chunked body whose chunks cannot be read is the client's 400, not the
-// upstream's 502. Hop-by-hop headers (Upgrade among them, but on the
-// WebSocket path) are not passed on; headers a client names in
-// Connection are, as nginx passes them: removing them on a client's word
-// would let it strip what a proxy in front of the edge added.
+// the stream differently); fasthttp itself refuses two Content-Lengths
+// or Transfer-Encodings or Hosts, a Transfer-Encoding other than chunked
+// (identity it ignores), a space before a field's colon, control bytes
+// and bare CR or LF, and passes an obs-fold on as one space (RFC 9112
+// §5.2 lets a proxy do either). What fasthttp takes and a proxy should
+// not pass on (a version other than HTTP/1.x, a field name that is not a
+// token, user information in the Host or the request target) is refused
+// too (headcheck.go). A chunked body whose chunks cannot be read is the
+// client's 400, not the upstream's 502. Hop-by-hop headers (Upgrade
+// among them, but on the WebSocket path) are not passed on; headers a
+// client names in Connection are, as nginx passes them: removing them on
+// a client's word would let it strip what a proxy in front of the edge
+// added.
 //
 // HTTPS: the certificate is the node CA's leaf for the SNI name
 // (internal/certs: issued on first use, then cached). A name that is not
@@ -382,6 +387,11 @@ func (s *Server) serve(ctx *fasthttp.RequestCtx) {
 	}
 	if bothFramings(&ctx.Request.Header) {
 		page(ctx, fasthttp.StatusBadRequest, "Bad Request", "The request declares its body's length twice: Content-Length and Transfer-Encoding.")
+		ctx.SetConnectionClose()
+		return
+	}
+	if st, why := unfitHead(&ctx.Request.Header); st != 0 { // headcheck.go
+		page(ctx, st, fasthttp.StatusMessage(st), why)
 		ctx.SetConnectionClose()
 		return
 	}

@@ -1,0 +1,84 @@
+package proxy
+
+import (
+	"bytes"
+
+	"github.com/valyala/fasthttp"
+)
+
+// A request head fasthttp reads but a proxy should not pass on. fasthttp
+// is a lenient server (it is written for the handler behind it, not for
+// a server behind that): it takes any "HTTP/d.d" version, a field name
+// with a space inside it (the other bytes no token has it refuses; the
+// check below holds names to the token rule whole), and a Host with
+// user information, which it turns into an Authorization header of its
+// own making. Passed on as they came, each is read by the upstream in a
+// way of its own, or says what the client did not (a Basic credential a
+// proxy in front of the edge, stripping Authorization, never saw). The
+// edge answers them as nginx, Go's net/http and HAProxy do (RFC 9110 §2.5,
+// §5.1, §7.2; RFC 9112 §2.3):
+//
+//   - a major version other than 1: 505 HTTP Version Not Supported;
+//     HTTP/1.2 and up are read as HTTP/1.1 and go upstream as that;
+//   - a field name that is not a token (RFC 9110 §5.6.2): 400;
+//   - a Host, or the authority of a request target in absolute form,
+//     with user information ("user@host"): 400.
+//
+// The connection is closed after each of these answers. The check reads
+// the head as it came (RawHeaders) once per request: a walk over its
+// field names, as dropHopRequest makes for the forwarded ones.
+
+// tokenByte marks the bytes a token may hold (RFC 9110 §5.6.2: tchar).
+var tokenByte = func() (t [256]bool) {
+	for c := '0'; c <= '9'; c++ {
+		t[c] = true
+	}
+	for c := 'a'; c <= 'z'; c++ {
+		t[c], t[c-'a'+'A'] = true, true
+	}
+	for _, c := range []byte("!#$%&'*+-.^_`|~") {
+		t[c] = true
+	}
+	return t
+}()
+
+// unfitHead returns the status and reason to refuse a request head with,
+// or 0 when it may go on.
+func unfitHead(h *fasthttp.RequestHeader) (int, string) {
+	if p := h.Protocol(); !bytes.Equal(p, strHTTP11) {
+		// fasthttp took it as "HTTP/" digit "." digit.
+		if p[5] != '1' {
+			return fasthttp.StatusHTTPVersionNotSupported, "Only HTTP/1.x is spoken on this connection."
+		}
+		if p[7] > '1' {
+			h.SetProtocolBytes(strHTTP11)
+		}
+	}
+	if bytes.IndexByte(h.Host(), '@') >= 0 {
+		return fasthttp.StatusBadRequest, "The Host header carries user information."
+	}
+	if u := h.RequestURI(); len(u) > 0 && u[0] != '/' { // absolute-form
+		if i := bytes.Index(u, strSchemeEnd); i >= 0 {
+			auth := u[i+len(strSchemeEnd):]
+			if j := bytes.IndexAny(auth, "/?#"); j >= 0 {
+				auth = auth[:j]
+			}
+			if bytes.IndexByte(auth, '@') >= 0 {
+				return fasthttp.StatusBadRequest, "The request's URI carries user information."
+			}
+		}
+	}
+	for name := range rawNames(h.RawHeaders()) {
+		for _, c := range name {
+			if !tokenByte[c] {
+				return fasthttp.StatusBadRequest, "A header field's name is not a token."
+			}
+		}
+	}
+	return 0, ""
+}
+
+var (
+	strHTTP11    = []byte("HTTP/1.1")
+	strSchemeEnd = []byte("://")
+)

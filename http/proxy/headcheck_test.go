@@ -1,0 +1,45 @@
+package proxy
+
+import (
+	"bufio"
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/valyala/fasthttp"
+)
+
+// FuzzUnfitHead: any head fasthttp reads is checked without a panic; one
+// let through is HTTP/1.0 or HTTP/1.1, every field name of it as it came
+// is a token, and its Host carries no user information.
+func FuzzUnfitHead(f *testing.F) {
+	f.Add("GET / HTTP/1.1\r\nHost: a.p2p\r\nX-A: 1\r\n\r\n")
+	f.Add("GET / HTTP/2.0\r\nHost: a.p2p\r\n\r\n")
+	f.Add("GET / HTTP/1.7\r\nHost: a.p2p\r\n\r\n")
+	f.Add("GET /\r\nHost: a.p2p\r\n\r\n")
+	f.Add("GET / HTTP/1.1\r\nHost: a.p2p\r\nX A: b\r\nX-B: c\r\n d\r\n\r\n")
+	f.Add("GET http://u:p@a.p2p/x?y=@ HTTP/1.1\r\nHost: a.p2p\r\n\r\n")
+	f.Add("GET / HTTP/1.0\r\nHost: u@a.p2p\r\n\r\n")
+	f.Fuzz(func(t *testing.T, raw string) {
+		var h fasthttp.RequestHeader
+		if err := h.Read(bufio.NewReader(strings.NewReader(raw))); err != nil {
+			return
+		}
+		if st, _ := unfitHead(&h); st != 0 {
+			return
+		}
+		if p := string(h.Protocol()); p != "HTTP/1.1" && p != "HTTP/1.0" {
+			t.Fatalf("%q let through as %s", raw, p)
+		}
+		if bytes.IndexByte(h.Host(), '@') >= 0 {
+			t.Fatalf("%q let through with Host %q", raw, h.Host())
+		}
+		for name := range rawNames(h.RawHeaders()) {
+			for _, c := range name {
+				if !strings.ContainsRune("!#$%&'*+-.^_`|~", rune(c)) && !('0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z') {
+					t.Fatalf("%q let through with the field name %q", raw, name)
+				}
+			}
+		}
+	})
+}
