@@ -108,7 +108,7 @@ var (
 	edgeLogDrop   = desc("edge_access_log_dropped_total", "Edge access-log lines dropped because the log buffer was full.")
 	edgeBodyRef   = desc("edge_body_budget_refused_total", "Edge requests refused with 503 because a large body did not fit the memory budget.")
 	edgeMuxConns  = desc("edge_multiplexed_connections", "Client connections open on the edge in HTTP/2 (on TLS) and HTTP/3 (on QUIC), by protocol.", "protocol")
-	edgeH2Errors  = desc("edge_http2_protocol_errors_total", "HTTP/2 stream and connection errors net/http's server counted on the edge, by kind unnamed (frames the protocol forbids, a rapid reset past the handler queue).")
+	edgeH2Errors  = desc("edge_http2_protocol_errors_total", "HTTP/2 stream and connection errors net/http's server counted on the edge: frames the protocol forbids, a rapid reset past the handler queue.")
 	edgeH2Conn    = desc("edge_http2_connection_errors_total", "HTTP/2 connections the edge closed with an error code (GOAWAY): CONTINUATION floods, header blocks that do not decode, and the protocol errors above that end a connection.")
 	edgeStalled   = desc("edge_streams_stalled_total", "HTTP/2 and HTTP/3 streams reset because their client took nothing of the answer for the write timeout.")
 
