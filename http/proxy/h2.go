@@ -380,6 +380,10 @@ func (s *Server) route(rw http.ResponseWriter, r *http.Request) {
 		httpPage(w, http.StatusRequestHeaderFieldsTooLarge, "Request Header Fields Too Large", "The request's header list is larger than this server takes.")
 		return
 	}
+	if st, why := unfitTarget(r); st != 0 { // headcheck.go
+		httpPage(w, st, http.StatusText(st), why)
+		return
+	}
 	if r.Host == "" {
 		httpPage(w, http.StatusBadRequest, "Bad Request", "No :authority or Host.")
 		return

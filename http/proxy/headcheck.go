@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bytes"
+	"net/http"
 
 	"github.com/valyala/fasthttp"
 )
@@ -82,3 +83,46 @@ var (
 	strHTTP11    = []byte("HTTP/1.1")
 	strSchemeEnd = []byte("://")
 )
+
+// An HTTP/2 or HTTP/3 request goes upstream in HTTP/1.1, its :method and
+// :path written into a request line. net/http's server and quic-go's
+// http3 take a :path with spaces in it ("/a?x= HTTP/1.1" became the line
+// "GET /a?x= HTTP/1.1 HTTP/1.1"), in absolute form ("http://other/x":
+// an upstream that serves several names would go by its authority, not
+// the Host the edge routed by), or "*" with any method, and a :method
+// that is not a token. RFC 9113 §8.3.1 and RFC 9114 §4.3.1 make all of
+// these malformed; nginx refuses them. So does the edge, with 400
+// (unfitTarget): a :method must be a token, a :path origin-form (a "/"
+// and no byte at or below a space, DEL or "#"), or "*" for OPTIONS
+// (over HTTP/2 net/http answers OPTIONS * itself). CONNECT has no :path
+// (net/http checks its :authority).
+func unfitTarget(r *http.Request) (int, string) {
+	m := r.Method
+	if m == "" {
+		return http.StatusBadRequest, "The request has no method."
+	}
+	for i := 0; i < len(m); i++ {
+		if !tokenByte[m[i]] {
+			return http.StatusBadRequest, "The request's method is not a token."
+		}
+	}
+	if m == http.MethodConnect {
+		return 0, ""
+	}
+	p := r.RequestURI
+	if p == "*" {
+		if m != http.MethodOptions {
+			return http.StatusBadRequest, "A :path of * is for OPTIONS only."
+		}
+		return 0, ""
+	}
+	if p == "" || p[0] != '/' {
+		return http.StatusBadRequest, "The request's :path is not a path."
+	}
+	for i := 0; i < len(p); i++ {
+		if c := p[i]; c <= ' ' || c == 0x7f || c == '#' {
+			return http.StatusBadRequest, "The request's :path holds a byte a request line cannot carry."
+		}
+	}
+	return 0, ""
+}

@@ -3,6 +3,7 @@ package proxy
 import (
 	"bufio"
 	"bytes"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -40,6 +41,34 @@ func FuzzUnfitHead(f *testing.F) {
 					t.Fatalf("%q let through with the field name %q", raw, name)
 				}
 			}
+		}
+	})
+}
+
+// FuzzUnfitTarget: an HTTP/2 or HTTP/3 :method and :path the edge lets
+// through, written into an HTTP/1.1 request line, read back (by
+// fasthttp, as an upstream's server would) as the same method and
+// target.
+func FuzzUnfitTarget(f *testing.F) {
+	f.Add("GET", "/a?b=c")
+	f.Add("GET", "/a b")
+	f.Add("GET", "/a?x= HTTP/1.1")
+	f.Add("OPTIONS", "*")
+	f.Add("GET x", "/")
+	f.Add("POST", "http://other/x")
+	f.Add("GET", "/caf\xc3\xa9#f")
+	f.Fuzz(func(t *testing.T, method, path string) {
+		r := &http.Request{Method: method, RequestURI: path}
+		if st, _ := unfitTarget(r); st != 0 || method == http.MethodConnect {
+			return
+		}
+		var h fasthttp.RequestHeader
+		line := method + " " + path + " HTTP/1.1\r\nHost: a.p2p\r\n\r\n"
+		if err := h.Read(bufio.NewReaderSize(strings.NewReader(line), len(line))); err != nil {
+			t.Fatalf("%q %q let through; the line does not read: %.200v", method, path, err)
+		}
+		if string(h.Method()) != method || string(h.RequestURI()) != path {
+			t.Fatalf("%.100q %.100q let through; the line reads back as %.100q %.100q", method, path, h.Method(), h.RequestURI())
 		}
 	})
 }

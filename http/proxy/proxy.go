@@ -64,12 +64,13 @@
 // §5.2 lets a proxy do either). What fasthttp takes and a proxy should
 // not pass on (a version other than HTTP/1.x, a field name that is not a
 // token, user information in the Host or the request target) is refused
-// too (headcheck.go). A chunked body whose chunks cannot be read is the
-// client's 400, not the upstream's 502. Hop-by-hop headers (Upgrade
-// among them, but on the WebSocket path) are not passed on; headers a
-// client names in Connection are, as nginx passes them: removing them on
-// a client's word would let it strip what a proxy in front of the edge
-// added.
+// too, as is an HTTP/2 or HTTP/3 :method or :path that an HTTP/1.1
+// request line cannot carry as it came (headcheck.go). A chunked body
+// whose chunks cannot be read is the client's 400, not the upstream's
+// 502. Hop-by-hop headers (Upgrade among them, but on the WebSocket
+// path) are not passed on; headers a client names in Connection are, as
+// nginx passes them: removing them on a client's word would let it strip
+// what a proxy in front of the edge added.
 //
 // HTTPS: the certificate is the node CA's leaf for the SNI name
 // (internal/certs: issued on first use, then cached). A name that is not

@@ -1,0 +1,157 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"testing"
+	"time"
+
+	"github.com/quic-go/quic-go"
+	"github.com/quic-go/quic-go/http3"
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
+)
+
+// rawUpstream answers every request 200 "ok" and hands on the bytes of
+// each request head it got.
+func rawUpstream(t *testing.T) (addr string, heads <-chan string) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	got := make(chan string, 16)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				b := make([]byte, 4096)
+				_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+				n, _ := c.Read(b)
+				got <- string(b[:n])
+				_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok")
+			}()
+		}
+	}()
+	return ln.Addr().String(), got
+}
+
+// h2Status sends one request of the given header fields on a connection
+// of its own and returns the answer's :status ("" for a reset stream or
+// connection).
+func h2Status(t *testing.T, addr string, conf *tls.Config, fields ...[2]string) string {
+	t.Helper()
+	conn, err := tls.Dial("tcp", addr, conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fr := http2.NewFramer(conn, conn)
+	fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
+	var hb bytes.Buffer
+	enc := hpack.NewEncoder(&hb)
+	for _, f := range fields {
+		_ = enc.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]})
+	}
+	if _, err := io.WriteString(conn, http2.ClientPreface); err != nil {
+		t.Fatal(err)
+	}
+	if err := fr.WriteSettings(); err != nil {
+		t.Fatal(err)
+	}
+	if err := fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: hb.Bytes(), EndStream: true, EndHeaders: true}); err != nil {
+		t.Fatal(err)
+	}
+	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	for {
+		f, err := fr.ReadFrame()
+		if err != nil {
+			t.Fatalf("%v: %v", fields, err)
+		}
+		switch f := f.(type) {
+		case *http2.MetaHeadersFrame:
+			return f.PseudoValue("status")
+		case *http2.RSTStreamFrame, *http2.GoAwayFrame:
+			return ""
+		}
+	}
+}
+
+// An HTTP/2 or HTTP/3 request whose :method or :path could not be
+// written into an HTTP/1.1 request line as it came (spaces, an absolute
+// URI, a fragment, "*" with GET, a method that is not a token) is 400
+// and never reaches the upstream; a :path with its spaces
+// percent-encoded, or with UTF-8 and quotes in it, goes through as it
+// came. (OPTIONS * net/http answers itself.)
+func TestEdgeRefusesUnfitTargets(t *testing.T) {
+	up, heads := rawUpstream(t)
+	e := startTestEdge(t, map[string]string{"f.p2p": up}, Deps{})
+	_, httpsAddr := e.s.Addrs()
+	conf := &tls.Config{RootCAs: e.s.d.CA.Pool(), ServerName: "f.p2p", NextProtos: []string{"h2"}}
+	req := func(method, path string) [][2]string {
+		return [][2]string{{":method", method}, {":scheme", "https"}, {":authority", "f.p2p"}, {":path", path}}
+	}
+	for _, f := range [][][2]string{
+		req("GET", "/a b"),
+		req("GET", "/a?x= HTTP/1.1"),
+		req("GET", "http://other.p2p/x"),
+		req("GET", "/a#frag"),
+		req("GET", "*"),
+		req("GET x", "/"),
+		req("GE(T", "/"),
+	} {
+		if st := h2Status(t, httpsAddr.String(), conf, f...); st != "400" {
+			t.Fatalf("%v: status %q, want 400", f, st)
+		}
+	}
+	select {
+	case h := <-heads:
+		t.Fatalf("the upstream got %q", h)
+	default:
+	}
+	for _, tc := range []struct {
+		method, path, line string
+	}{
+		{"GET", "/a%20b?x=%20y", "GET /a%20b?x=%20y HTTP/1.1\r\n"},
+		{"GET", "/caf\xc3\xa9?q=\"x\"", "GET /caf\xc3\xa9?q=\"x\" HTTP/1.1\r\n"},
+	} {
+		if st := h2Status(t, httpsAddr.String(), conf, req(tc.method, tc.path)...); st != "200" {
+			t.Fatalf("%s %s: status %q, want 200", tc.method, tc.path, st)
+		}
+		if h := <-heads; len(h) < len(tc.line) || h[:len(tc.line)] != tc.line {
+			t.Fatalf("%s %s: the upstream got %q", tc.method, tc.path, h)
+		}
+	}
+
+	// HTTP/3: the same check (quic-go's client writes an opaque URL's
+	// path as it is).
+	tr := &http3.Transport{TLSClientConfig: &tls.Config{RootCAs: e.s.d.CA.Pool(), ServerName: "f.p2p"},
+		Dial: func(ctx context.Context, _ string, tc *tls.Config, qc *quic.Config) (*quic.Conn, error) {
+			return quic.DialAddr(ctx, httpsAddr.String(), tc, qc)
+		}}
+	t.Cleanup(func() { tr.Close() })
+	r3, _ := http.NewRequest("GET", "https://f.p2p/", nil)
+	r3.URL = &url.URL{Scheme: "https", Host: "f.p2p", Opaque: "/a?x= HTTP/1.1"}
+	resp, err := tr.RoundTrip(r3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 400 {
+		t.Fatalf("HTTP/3 :path with a space: %d, want 400", resp.StatusCode)
+	}
+	select {
+	case h := <-heads:
+		t.Fatalf("the upstream got %q", h)
+	default:
+	}
+}
