@@ -31,9 +31,9 @@ import (
 // (headerListSize) with a 431 of its own, counted as any answer (route
 // "none" in edge_requests_total). Only a list past twice the limit gets
 // its library's own, uncounted 431 (or, over HTTP/2 sent in large
-// fragments, the connection error above). The cost: a stream may hold a decoded header
-// list of up to 32 KiB until route refuses it, at most MaxH2Streams of
-// them per connection for the moment each takes.
+// fragments, the connection error above). The cost: a stream may hold a
+// decoded header list of up to 32 KiB until route refuses it, at most
+// MaxH2Streams of them per connection for the moment each takes.
 
 // A rapid reset. A stream whose client resets it once the edge has taken
 // it is answered 499 (client closed request, as nginx logs it) and

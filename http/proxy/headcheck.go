@@ -16,8 +16,9 @@ import (
 // own making. Passed on as they came, each is read by the upstream in a
 // way of its own, or says what the client did not (a Basic credential a
 // proxy in front of the edge, stripping Authorization, never saw). The
-// edge answers them as nginx, Go's net/http and HAProxy do (RFC 9110 §2.5,
-// §5.1, §7.2; RFC 9112 §2.3):
+// edge refuses them, as RFC 9110 §2.5, §5.1 and §7.2 and RFC 9112 §2.3
+// let a server (nginx refuses the version too, Go's net/http and HAProxy
+// the field name):
 //
 //   - a major version other than 1: 505 HTTP Version Not Supported;
 //     HTTP/1.2 and up are read as HTTP/1.1 and go upstream as that;
@@ -48,7 +49,7 @@ var tokenByte = func() (t [256]bool) {
 func unfitHead(h *fasthttp.RequestHeader) (int, string) {
 	if p := h.Protocol(); !bytes.Equal(p, strHTTP11) {
 		// fasthttp took it as "HTTP/" digit "." digit.
-		if p[5] != '1' {
+		if len(p) != len(strHTTP11) || p[5] != '1' {
 			return fasthttp.StatusHTTPVersionNotSupported, "Only HTTP/1.x is spoken on this connection."
 		}
 		if p[7] > '1' {
