@@ -15,34 +15,22 @@ import (
 	"github.com/quic-go/quic-go/http3"
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
+
+	"peerdns/internal/testutil"
 )
 
 // rawUpstream answers every request 200 "ok" and hands on the bytes of
 // each request head it got.
 func rawUpstream(t *testing.T) (addr string, heads <-chan string) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
 	got := make(chan string, 16)
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				b := make([]byte, 4096)
-				_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
-				n, _ := c.Read(b)
-				got <- string(b[:n])
-				_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok")
-			}()
-		}
-	}()
-	return ln.Addr().String(), got
+	a := testutil.ServeTCP(t, func(c net.Conn) {
+		b := make([]byte, 4096)
+		_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		n, _ := c.Read(b)
+		got <- string(b[:n])
+		_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok")
+	})
+	return a.String(), got
 }
 
 // h2Status sends one request of the given header fields on a connection
