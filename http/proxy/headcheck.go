@@ -3,6 +3,7 @@ package proxy
 import (
 	"bytes"
 	"net/http"
+	"strings"
 
 	"github.com/valyala/fasthttp"
 )
@@ -26,9 +27,47 @@ import (
 //   - a Host, or the authority of a request target in absolute form,
 //     with user information ("user@host"): 400.
 //
-// The connection is closed after each of these answers. The check reads
-// the head as it came (RawHeaders) once per request: a walk over its
-// field names, as dropHopRequest makes for the forwarded ones.
+// The connection is closed after each of these answers.
+//
+// serve walks a head's field names as they came (RawHeaders) once per
+// request (headNames): the walk tells this check whether a name is not a
+// token, bothFramings whether the head declares its length both ways,
+// and dropHopRequest whether it has hop-by-hop names to delete.
+
+// headNames is what one walk over a request head's field names found.
+type headNames struct {
+	cl, te   bool // a Content-Length, a Transfer-Encoding field
+	hop      bool // a hop-by-hop field (hopHeaders)
+	notToken bool // a name that is not a token
+}
+
+func namesOf(h *fasthttp.RequestHeader) (n headNames) {
+	for name := range rawNames(h.RawHeaders()) {
+		k := b2s(name)
+		switch {
+		case isHopName(k):
+			n.hop = true
+			n.te = n.te || len(k) == len("Transfer-Encoding") && strings.EqualFold(k, "Transfer-Encoding")
+		case len(k) == len("Content-Length") && strings.EqualFold(k, "Content-Length"):
+			n.cl = true
+		}
+		for i := 0; i < len(name) && !n.notToken; i++ {
+			n.notToken = !tokenByte[name[i]]
+		}
+	}
+	return n
+}
+
+// bothFramings reports whether a request read from the wire carries both
+// a Transfer-Encoding and a Content-Length field. RFC 9112 §6.3 lets
+// chunked win (fasthttp then reads the chunks and forgets the
+// Content-Length; it ignores a Transfer-Encoding of identity and goes by
+// the Content-Length), but a proxy in front of the edge that went the
+// other way would split the stream elsewhere: the rest of a body taken
+// for a next request (request smuggling). The RFC says such a message
+// ought to be handled as an error, and nginx refuses it; so does the
+// edge.
+func (n headNames) bothFramings() bool { return n.cl && n.te }
 
 // tokenByte marks the bytes a token may hold (RFC 9110 §5.6.2: tchar).
 var tokenByte = func() (t [256]bool) {
@@ -44,9 +83,9 @@ var tokenByte = func() (t [256]bool) {
 	return t
 }()
 
-// unfitHead returns the status and reason to refuse a request head with,
-// or 0 when it may go on.
-func unfitHead(h *fasthttp.RequestHeader) (int, string) {
+// unfitHead returns the status and reason to refuse a request head with
+// (n: its names, namesOf), or 0 when it may go on.
+func unfitHead(h *fasthttp.RequestHeader, n headNames) (int, string) {
 	if p := h.Protocol(); !bytes.Equal(p, strHTTP11) {
 		// fasthttp took it as "HTTP/" digit "." digit.
 		if len(p) != len(strHTTP11) || p[5] != '1' {
@@ -70,12 +109,8 @@ func unfitHead(h *fasthttp.RequestHeader) (int, string) {
 			}
 		}
 	}
-	for name := range rawNames(h.RawHeaders()) {
-		for _, c := range name {
-			if !tokenByte[c] {
-				return fasthttp.StatusBadRequest, "A header field's name is not a token."
-			}
-		}
+	if n.notToken {
+		return fasthttp.StatusBadRequest, "A header field's name is not a token."
 	}
 	return 0, ""
 }

@@ -26,7 +26,7 @@ func FuzzUnfitHead(f *testing.F) {
 		if err := h.Read(bufio.NewReader(strings.NewReader(raw))); err != nil {
 			return
 		}
-		if st, _ := unfitHead(&h); st != 0 {
+		if st, _ := unfitHead(&h, namesOf(&h)); st != 0 {
 			return
 		}
 		if p := string(h.Protocol()); p != "HTTP/1.1" && p != "HTTP/1.0" {

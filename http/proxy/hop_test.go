@@ -18,7 +18,7 @@ func TestDropHopRequest(t *testing.T) {
 	if err := req.Read(bufio.NewReader(strings.NewReader(raw))); err != nil {
 		t.Fatal(err)
 	}
-	dropHopRequest(&req.Header)
+	dropHopRequest(&req.Header, namesOf(&req.Header).hop)
 	head := req.Header.String()
 	want := "GET / HTTP/1.1\r\nHost: a.p2p\r\nX-Keep: 1\r\nCookie: b=2;a=1;junk\r\n\r\n"
 	if head != want && head != "GET / HTTP/1.1\r\nHost: a.p2p\r\nCookie: b=2;a=1;junk\r\nX-Keep: 1\r\n\r\n" {
@@ -68,7 +68,11 @@ func TestDropHopAllocatesNothing(t *testing.T) {
 	if err := req.Read(bufio.NewReader(strings.NewReader("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\nUser-Agent: x\r\n\r\nx"))); err != nil {
 		t.Fatal(err)
 	}
-	if n := testing.AllocsPerRun(100, func() { dropHopRequest(&req.Header); _ = bothFramings(&req.Header) }); n != 0 {
+	if n := testing.AllocsPerRun(100, func() {
+		names := namesOf(&req.Header)
+		dropHopRequest(&req.Header, names.hop)
+		_ = names.bothFramings()
+	}); n != 0 {
 		t.Fatalf("request: %v allocations", n)
 	}
 }
@@ -113,7 +117,7 @@ func TestDropHopRequestBuilt(t *testing.T) {
 	req.Header.Set("Keep-Alive", "timeout=5")
 	req.Header.Set("Proxy-Authorization", "Basic eA==")
 	req.Header.Set("X-Keep", "1")
-	dropHopRequest(&req.Header)
+	dropHopRequest(&req.Header, false)
 	if req.Header.Peek("Keep-Alive") != nil || req.Header.Peek("Proxy-Authorization") != nil || string(req.Header.Peek("X-Keep")) != "1" {
 		t.Fatalf("head %q", req.Header.String())
 	}
@@ -131,7 +135,7 @@ func FuzzDropHopRequest(f *testing.F) {
 		if err := req.Header.Read(bufio.NewReader(strings.NewReader(raw))); err != nil {
 			return
 		}
-		checkHopDrop(t, head, req.Header.All, func() { dropHopRequest(&req.Header) })
+		checkHopDrop(t, head, req.Header.All, func() { dropHopRequest(&req.Header, namesOf(&req.Header).hop) })
 	})
 }
 

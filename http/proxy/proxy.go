@@ -386,12 +386,13 @@ func (s *Server) serve(ctx *fasthttp.RequestCtx) {
 		ctx.Error("Bad Request: no Host header", fasthttp.StatusBadRequest)
 		return
 	}
-	if bothFramings(&ctx.Request.Header) {
+	names := namesOf(&ctx.Request.Header) // headcheck.go
+	if names.bothFramings() {
 		page(ctx, fasthttp.StatusBadRequest, "Bad Request", "The request declares its body's length twice: Content-Length and Transfer-Encoding.")
 		ctx.SetConnectionClose()
 		return
 	}
-	if st, why := unfitHead(&ctx.Request.Header); st != 0 { // headcheck.go
+	if st, why := unfitHead(&ctx.Request.Header, names); st != 0 {
 		page(ctx, st, fasthttp.StatusMessage(st), why)
 		ctx.SetConnectionClose()
 		return
@@ -424,7 +425,7 @@ func (s *Server) serve(ctx *fasthttp.RequestCtx) {
 		if snap := s.d.View.Load(); snap != nil {
 			if d, ok := snap.Lookup(host); ok && d.Hash != "" {
 				upstream = d.Hash
-				s.forward(ctx, d)
+				s.forward(ctx, d, names.hop)
 				return
 			}
 		}

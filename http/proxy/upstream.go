@@ -48,16 +48,21 @@ func isHopName(k string) bool {
 // as it came (RawHeaders), so a request deletes only those it carries
 // (most carry none, a browser's a Connection): each Del copies its key
 // and looks through every header, and eight of them were 1.5% of the
-// edge's CPU. A request not read from the wire (no raw head) has every
-// name deleted. Not the walk dropHopResponse makes: RequestHeader.All
-// parses the Cookie headers as it goes, and they would then go upstream
-// written anew instead of as the client sent them.
-func dropHopRequest(h *fasthttp.RequestHeader) {
+// edge's CPU. serve has walked the names once already (headNames); hop
+// is what it found, and a head without hop-by-hop names is not walked
+// again. A request not read from the wire (no raw head) has every name
+// deleted. Not the walk dropHopResponse makes: RequestHeader.All parses
+// the Cookie headers as it goes, and they would then go upstream written
+// anew instead of as the client sent them.
+func dropHopRequest(h *fasthttp.RequestHeader, hop bool) {
 	raw := h.RawHeaders()
 	if len(raw) == 0 {
 		for _, k := range hopHeaders {
 			h.Del(k)
 		}
+		return
+	}
+	if !hop {
 		return
 	}
 	for name := range rawNames(raw) {
@@ -88,32 +93,6 @@ func rawNames(raw []byte) iter.Seq[[]byte] {
 			}
 		}
 	}
-}
-
-// bothFramings reports whether a request read from the wire carries
-// both a Transfer-Encoding and a Content-Length field. RFC 9112 §6.3 lets
-// chunked win (fasthttp then reads the chunks and forgets the
-// Content-Length; it ignores a Transfer-Encoding of identity and goes by
-// the Content-Length), but a proxy in front of the edge that went the
-// other way would split the stream elsewhere: the rest of a body taken
-// for a next request (request smuggling). The RFC says such a message
-// ought to be handled as an error, and nginx refuses it; so does the
-// edge. Only the head of a request that declares a body (fasthttp's
-// Content-Length not 0) is looked through.
-func bothFramings(h *fasthttp.RequestHeader) bool {
-	if h.ContentLength() == 0 {
-		return false
-	}
-	var cl, te bool
-	for name := range rawNames(h.RawHeaders()) {
-		switch {
-		case len(name) == len("Content-Length") && strings.EqualFold(b2s(name), "Content-Length"):
-			cl = true
-		case len(name) == len("Transfer-Encoding") && strings.EqualFold(b2s(name), "Transfer-Encoding"):
-			te = true
-		}
-	}
-	return cl && te
 }
 
 // dropHopResponse drops the hop-by-hop headers of an upstream's answer
@@ -252,7 +231,7 @@ func tlsUpstream(c net.Conn, d *view.Domain) (net.Conn, error) {
 // either: fasthttp's Do is synchronous, and the server reads
 // whether the client asked to close before the handler runs). A body
 // longer than what came with the head is streamed (body.go).
-func (s *Server) forward(ctx *fasthttp.RequestCtx, d *view.Domain) {
+func (s *Server) forward(ctx *fasthttp.RequestCtx, d *view.Domain, hop bool) {
 	if isUpgrade(ctx) {
 		s.websocket(ctx, d)
 		return
@@ -276,12 +255,12 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx, d *view.Domain) {
 				return
 			}
 			defer up.uploads.Add(-1)
-			prepare(ctx, req)
+			prepare(ctx, req, hop)
 			s.upload(ctx, d, s.bodyStart(ctx))
 			return
 		}
 	}
-	prepare(ctx, req)
+	prepare(ctx, req, hop)
 	// The scheme is the upstream's (the tunnel's), not the client's.
 	if d.SSL {
 		req.URI().SetSchemeBytes(strHTTPS)
@@ -307,9 +286,10 @@ var (
 	strXFF   = []byte("X-Forwarded-For")
 )
 
-// prepare sets the forwarding headers and drops hop-by-hop ones.
-func prepare(ctx *fasthttp.RequestCtx, req *fasthttp.Request) {
-	dropHopRequest(&req.Header)
+// prepare sets the forwarding headers and drops hop-by-hop ones (hop:
+// the head carries some, headNames).
+func prepare(ctx *fasthttp.RequestCtx, req *fasthttp.Request, hop bool) {
+	dropHopRequest(&req.Header, hop)
 	forwarded(ctx, req)
 }
 
