@@ -84,7 +84,8 @@ var tokenByte = func() (t [256]bool) {
 }()
 
 // unfitHead returns the status and reason to refuse a request head with
-// (n: its names, namesOf), or 0 when it may go on.
+// (n: its names, namesOf), or 0 when it may go on; a head of HTTP/1.2 or
+// above it sets to HTTP/1.1, as it goes upstream.
 func unfitHead(h *fasthttp.RequestHeader, n headNames) (int, string) {
 	if p := h.Protocol(); !bytes.Equal(p, strHTTP11) {
 		// fasthttp took it as "HTTP/" digit "." digit.
