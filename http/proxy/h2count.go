@@ -39,7 +39,8 @@ import (
 // it is answered 499 (client closed request, as nginx logs it) and
 // counted so in edge_requests_total; over HTTP/3 too. Streams reset
 // while still in net/http's handler queue never reach the edge (a
-// rapid reset's share of them is the part net/http drops unseen), and a
+// rapid reset's share of them is the part net/http drops unseen), nor
+// do HTTP/3 streams reset before quic-go has read their request; and a
 // queue past four times the stream limit ends the connection with
 // GOAWAY ENHANCE_YOUR_CALM, in both counts above.
 
