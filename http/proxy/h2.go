@@ -405,6 +405,11 @@ func (s *Server) route(rw http.ResponseWriter, r *http.Request) {
 		if snap := s.d.View.Load(); snap != nil {
 			if d, ok := snap.Lookup(host); ok && d.Hash != "" {
 				upstream = d.Hash
+				slot, ok := h3Slot(w, r) // h3.go
+				if !ok {
+					return
+				}
+				defer slot.release()
 				if viaPool(r) && s.forwardPool(w, r, d) {
 					return
 				}

@@ -37,6 +37,17 @@ import (
 // validation is limited as quic-go sets it (three times what the client
 // sent, RFC 9000 §8).
 //
+// Streams at once: QUIC gives a stream's credit back (MaxIncomingStreams)
+// as soon as it is closed both ways, which a client that resets its
+// streams does before the edge's handler has seen the reset and let go
+// of its upstream request. So each connection also holds MaxH2Streams
+// upstream slots (h3Slots): a stream to a tunnel upstream takes one
+// before it goes on, and waits for it while its client has not left (a
+// stream reset while it waits is answered 499 and counted, never going
+// upstream). An HTTP/3 connection, like an HTTP/2 one, has at most
+// MaxH2Streams requests at its upstreams at once, however fast it
+// resets streams.
+//
 // A UDP port that cannot be bound (taken by another program) leaves the
 // edge without HTTP/3, logged, and without Alt-Svc: the TCP edge still
 // starts. Deps.NoHTTP3 turns it off.
@@ -80,7 +91,7 @@ func (s *Server) startH3(tcpAddr net.Addr) error {
 				<-c.Context().Done()
 				s.h3open.Add(-1)
 			}()
-			return ctx
+			return context.WithValue(ctx, h3SlotsKey{}, make(h3Slots, MaxH2Streams))
 		},
 	}
 	s.altSvc = `h3=":` + strconv.Itoa(ta.Port) + `"; ma=86400`
@@ -93,6 +104,45 @@ func (s *Server) startH3(tcpAddr net.Addr) error {
 		}
 	}()
 	return nil
+}
+
+// h3Slots are an HTTP/3 connection's upstream slots; h3SlotsKey finds
+// them in a request's context.
+type h3Slots chan struct{}
+
+type h3SlotsKey struct{}
+
+// h3Slot takes one of r's connection's upstream slots, waiting while
+// r's client is still there. It gives the slots to give it back to (nil
+// when r is not HTTP/3), and false when the client left first: w has
+// been answered 499 then.
+func h3Slot(w http.ResponseWriter, r *http.Request) (h3Slots, bool) {
+	if r.ProtoMajor != 3 {
+		return nil, true
+	}
+	slots, _ := r.Context().Value(h3SlotsKey{}).(h3Slots)
+	if slots == nil {
+		return nil, true
+	}
+	select {
+	case slots <- struct{}{}:
+		return slots, true
+	default:
+	}
+	select {
+	case slots <- struct{}{}:
+		return slots, true
+	case <-r.Context().Done():
+		w.WriteHeader(499)
+		return nil, false
+	}
+}
+
+// release gives a slot back (nothing for nil).
+func (sl h3Slots) release() {
+	if sl != nil {
+		<-sl
+	}
 }
 
 // stopH3 closes the HTTP/3 server and its socket.

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -104,5 +105,66 @@ func TestEdgeHTTP3RefusesEarlyData(t *testing.T) {
 	}
 	if n := seen.Load(); n != 2 {
 		t.Fatalf("the upstream saw %d requests, want 2", n)
+	}
+}
+
+// An HTTP/3 connection's upstream slots: a request takes one while one
+// is free, waits while none is, goes on when one is given back, and is
+// answered 499 (not sent upstream) when its client leaves while it
+// waits. Requests of other protocols take none.
+func TestH3SlotsBoundAConnection(t *testing.T) {
+	slots := make(h3Slots, 2)
+	req := func(ctx context.Context, major int) *http.Request {
+		r := httptest.NewRequestWithContext(context.WithValue(ctx, h3SlotsKey{}, slots), "GET", "https://site.p2p/", nil)
+		r.ProtoMajor = major
+		return r
+	}
+	var held []h3Slots
+	for range cap(slots) {
+		sl, ok := h3Slot(httptest.NewRecorder(), req(context.Background(), 3))
+		if !ok || sl == nil {
+			t.Fatalf("a free slot not taken: %v %v", sl, ok)
+		}
+		held = append(held, sl)
+	}
+	if sl, ok := h3Slot(httptest.NewRecorder(), req(context.Background(), 2)); !ok || sl != nil {
+		t.Fatalf("an HTTP/2 request took an HTTP/3 slot: %v %v", sl, ok)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	w := httptest.NewRecorder()
+	left := make(chan bool)
+	go func() {
+		_, ok := h3Slot(w, req(ctx, 3))
+		left <- ok
+	}()
+	waiting := make(chan bool)
+	go func() {
+		sl, ok := h3Slot(httptest.NewRecorder(), req(context.Background(), 3))
+		sl.release()
+		waiting <- ok
+	}()
+	select {
+	case <-left:
+		t.Fatal("a request went on with every slot taken")
+	case <-waiting:
+		t.Fatal("a request went on with every slot taken")
+	case <-time.After(50 * time.Millisecond): // a wait that must not end: nothing to poll for
+	}
+	cancel()
+	if ok := <-left; ok || w.Code != 499 {
+		t.Fatalf("a request whose client left while it waited: ok %v, status %d; want false, 499", ok, w.Code)
+	}
+	held[0].release()
+	select {
+	case ok := <-waiting:
+		if !ok {
+			t.Fatal("the waiting request was refused a slot given back")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the waiting request did not take the slot given back")
+	}
+	if len(slots) != 1 {
+		t.Fatalf("%d slots taken, want 1", len(slots))
 	}
 }
