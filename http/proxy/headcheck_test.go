@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/valyala/fasthttp"
+	"golang.org/x/net/http/httpguts"
 )
 
 // FuzzUnfitHead: any head fasthttp reads is checked without a panic; one
@@ -69,6 +70,32 @@ func FuzzUnfitTarget(f *testing.F) {
 		}
 		if string(h.Method()) != method || string(h.RequestURI()) != path {
 			t.Fatalf("%.100q %.100q let through; the line reads back as %.100q %.100q", method, path, h.Method(), h.RequestURI())
+		}
+	})
+}
+
+// A field value paddedValue lets through (and the HTTP/2 and HTTP/3
+// libraries take: no control bytes) reads back from the HTTP/1.1 head
+// the edge writes upstream as the same value.
+func FuzzPaddedValue(f *testing.F) {
+	f.Add("v")
+	f.Add(" v")
+	f.Add("v\t")
+	f.Add("a \t b")
+	f.Add("caf\xc3\xa9")
+	f.Add("")
+	f.Fuzz(func(t *testing.T, v string) {
+		r := &http.Request{Header: http.Header{"X-V": {v}}}
+		if st, _ := paddedValue(r); st != 0 || !httpguts.ValidHeaderFieldValue(v) {
+			return
+		}
+		var h fasthttp.RequestHeader
+		head := "GET / HTTP/1.1\r\nHost: a.p2p\r\nX-V: " + v + "\r\n\r\n"
+		if err := h.Read(bufio.NewReaderSize(strings.NewReader(head), len(head))); err != nil {
+			t.Fatalf("%.100q let through; the head does not read: %.200v", v, err)
+		}
+		if got := string(h.Peek("X-V")); got != v {
+			t.Fatalf("%.100q let through; it reads back as %.100q", v, got)
 		}
 	})
 }

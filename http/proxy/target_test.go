@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -79,7 +80,9 @@ func h2Status(t *testing.T, addr string, conf *tls.Config, fields ...[2]string) 
 // URI, a fragment, "*" with GET, a method that is not a token) is 400
 // and never reaches the upstream; a :path with its spaces
 // percent-encoded, or with UTF-8 and quotes in it, goes through as it
-// came. (OPTIONS * net/http answers itself.)
+// came. So for a field value that starts or ends with a space or tab
+// (400), and one with spaces inside it (passed). (OPTIONS * net/http
+// answers itself.)
 func TestEdgeRefusesUnfitTargets(t *testing.T) {
 	up, heads := rawUpstream(t)
 	e := startTestEdge(t, map[string]string{"f.p2p": up}, Deps{})
@@ -96,6 +99,8 @@ func TestEdgeRefusesUnfitTargets(t *testing.T) {
 		req("GET", "*"),
 		req("GET x", "/"),
 		req("GE(T", "/"),
+		append(req("GET", "/"), [2]string{"x-pad", " v"}),
+		append(req("GET", "/"), [2]string{"x-pad", "v\t"}),
 	} {
 		if st := h2Status(t, httpsAddr.String(), conf, f...); st != "400" {
 			t.Fatalf("%v: status %q, want 400", f, st)
@@ -120,6 +125,14 @@ func TestEdgeRefusesUnfitTargets(t *testing.T) {
 		}
 	}
 
+	// A value with spaces inside it goes through as it came.
+	if st := h2Status(t, httpsAddr.String(), conf, append(req("GET", "/"), [2]string{"x-pad", "a \tb"})...); st != "200" {
+		t.Fatalf("a value with inner spaces: status %q, want 200", st)
+	}
+	if h := <-heads; !strings.Contains(h, "\r\nX-Pad: a \tb\r\n") {
+		t.Fatalf("a value with inner spaces: the upstream got %q", h)
+	}
+
 	// HTTP/3: the same check (quic-go's client writes an opaque URL's
 	// path as it is).
 	tr := &http3.Transport{TLSClientConfig: &tls.Config{RootCAs: e.s.d.CA.Pool(), ServerName: "f.p2p"},
@@ -136,6 +149,15 @@ func TestEdgeRefusesUnfitTargets(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != 400 {
 		t.Fatalf("HTTP/3 :path with a space: %d, want 400", resp.StatusCode)
+	}
+	r3, _ = http.NewRequest("GET", "https://f.p2p/", nil)
+	r3.Header.Set("X-Pad", "v ")
+	if resp, err = tr.RoundTrip(r3); err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 400 {
+		t.Fatalf("HTTP/3 padded field value: %d, want 400", resp.StatusCode)
 	}
 	select {
 	case h := <-heads:
