@@ -780,6 +780,7 @@ func (s *Server) h2Counters(c *Counters) {
 	c.H2ConnErrors = s.h2connErrors.Load()
 	c.H2Stalled = s.h2stalled.Load()
 	c.H3Conns = s.h3open.Load()
+	c.H3Retries = s.h3retries.Load()
 }
 
 // h2State is the Server's HTTP/2 state.

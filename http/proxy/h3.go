@@ -12,6 +12,7 @@ import (
 
 	"github.com/quic-go/quic-go"
 	"github.com/quic-go/quic-go/http3"
+	"golang.org/x/time/rate"
 
 	"peerdns/internal/udpgro"
 )
@@ -48,16 +49,52 @@ import (
 // MaxH2Streams requests at its upstreams at once, however fast it
 // resets streams.
 //
+// Handshakes: a QUIC server keeps state and signs a handshake for every
+// Initial packet, whose source address may be forged; quic-go asks for
+// nothing more by default. The edge lets new connections from addresses
+// not yet validated come at H3HandshakeRate a second (bursts of
+// H3HandshakeBurst); past that each is sent a Retry (RFC 9000 §8.1.2),
+// which costs the edge no state and a real client one round trip, and
+// which a forged address never answers. A second's worth at the default
+// rate is a few per cent of a core of handshakes; a flood beyond it
+// costs a Retry packet each, counted (Counters.H3Retries, /metrics
+// peerdns_edge_http3_retries_total). The rate is the edge's, not a
+// source's: a source address is what cannot be trusted before it is
+// validated.
+//
 // A UDP port that cannot be bound (taken by another program) leaves the
 // edge without HTTP/3, logged, and without Alt-Svc: the TCP edge still
 // starts. Deps.NoHTTP3 turns it off.
 
 // h3State is the Server's HTTP/3 state.
 type h3State struct {
-	h3     *http3.Server
-	h3pc   net.PacketConn
-	h3open atomic.Int64
-	h3done chan struct{}
+	h3        *http3.Server
+	h3pc      net.PacketConn
+	h3tr      *quic.Transport
+	h3ln      *quic.EarlyListener
+	h3open    atomic.Int64
+	h3retries atomic.Int64
+	h3done    chan struct{}
+}
+
+// Defaults of the HTTP/3 handshake rate (Deps.H3HandshakeRate and
+// H3HandshakeBurst): new connections a second from unvalidated addresses
+// before Retry is asked, and the burst over it.
+const (
+	H3HandshakeRate  = 128
+	H3HandshakeBurst = 256
+)
+
+// needsRetry is the transport's VerifySourceAddress: a Retry (true) once
+// lim is spent, counted.
+func (s *Server) needsRetry(lim *rate.Limiter) func(net.Addr) bool {
+	return func(net.Addr) bool {
+		if lim.Allow() {
+			return false
+		}
+		s.h3retries.Add(1)
+		return true
+	}
 }
 
 // startH3 listens on tcpAddr's UDP twin and serves HTTP/3 on it.
@@ -96,10 +133,23 @@ func (s *Server) startH3(tcpAddr net.Addr) error {
 	}
 	s.altSvc = `h3=":` + strconv.Itoa(ta.Port) + `"; ma=86400`
 	s.altSvcs = []string{s.altSvc}[:1:1]
+	s.h3tr = &quic.Transport{
+		Conn:                udpgro.Wrap(pc),
+		VerifySourceAddress: s.needsRetry(rate.NewLimiter(rate.Limit(s.d.H3HandshakeRate), s.d.H3HandshakeBurst)),
+	}
+	ln, err := s.h3tr.ListenEarly(s.h3.TLSConfig, s.h3.QUICConfig)
+	if err != nil {
+		_ = s.h3tr.Close()
+		_ = pc.Close()
+		s.h3, s.h3pc, s.h3tr = nil, nil, nil
+		s.d.Log.Warn("edge http3 not started", "addr", ta.String(), "err", err)
+		return nil
+	}
+	s.h3ln = ln
 	s.h3done = make(chan struct{})
 	go func() {
 		defer close(s.h3done)
-		if err := s.h3.Serve(udpgro.Wrap(pc)); err != nil && !errors.Is(err, http.ErrServerClosed) && !errors.Is(err, quic.ErrServerClosed) {
+		if err := s.h3.ServeListener(ln); err != nil && !errors.Is(err, http.ErrServerClosed) && !errors.Is(err, quic.ErrServerClosed) {
 			s.d.Log.Warn("edge http3 stopped", "err", err)
 		}
 	}()
@@ -151,6 +201,8 @@ func (s *Server) stopH3() {
 		return
 	}
 	_ = s.h3.Close()
+	_ = s.h3ln.Close()
+	_ = s.h3tr.Close()
 	_ = s.h3pc.Close()
 	<-s.h3done
 }

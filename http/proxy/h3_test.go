@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -166,5 +167,69 @@ func TestH3SlotsBoundAConnection(t *testing.T) {
 	}
 	if len(slots) != 1 {
 		t.Fatalf("%d slots taken, want 1", len(slots))
+	}
+}
+
+// retryCounter is a client's UDP socket that counts the QUIC Retry
+// packets it reads (a long header of type Retry, QUIC version 1).
+type retryCounter struct {
+	net.PacketConn
+	retries atomic.Int64
+}
+
+func (c *retryCounter) ReadFrom(b []byte) (int, net.Addr, error) {
+	n, addr, err := c.PacketConn.ReadFrom(b)
+	if n >= 5 && b[0]&0xf0 == 0xf0 && b[1] == 0 && b[2] == 0 && b[3] == 0 && b[4] == 1 {
+		c.retries.Add(1)
+	}
+	return n, addr, err
+}
+
+// New HTTP/3 connections within the handshake burst are served at once;
+// past it (the rate spent), each is sent a Retry, counted, and served
+// once the client has answered it from its address.
+func TestEdgeHTTP3RetriesPastTheHandshakeRate(t *testing.T) {
+	up := serveUpstream(t, false, func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, "ok")
+	})
+	const burst, conns = 2, 5
+	e := startTestEdge(t, map[string]string{"rt.p2p": up}, Deps{H3HandshakeRate: 1e-3, H3HandshakeBurst: burst})
+	_, httpsAddr := e.s.Addrs()
+	for i := range conns {
+		pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		rc := &retryCounter{PacketConn: pc}
+		qt := &quic.Transport{Conn: rc}
+		tr := &http3.Transport{
+			TLSClientConfig: &tls.Config{RootCAs: e.s.d.CA.Pool(), ServerName: "rt.p2p"},
+			Dial: func(ctx context.Context, _ string, tc *tls.Config, qc *quic.Config) (*quic.Conn, error) {
+				ua, err := net.ResolveUDPAddr("udp", httpsAddr.String())
+				if err != nil {
+					return nil, err
+				}
+				return qt.DialEarly(ctx, ua, tc, qc)
+			},
+		}
+		c := &http.Client{Timeout: 10 * time.Second, Transport: tr}
+		resp, err := c.Get("https://rt.p2p/")
+		if err != nil {
+			t.Fatalf("connection %d: %v", i, err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		tr.Close()
+		qt.Close()
+		pc.Close()
+		if resp.StatusCode != 200 || resp.ProtoMajor != 3 || string(b) != "ok" {
+			t.Fatalf("connection %d: %s %d %q", i, resp.Proto, resp.StatusCode, b)
+		}
+		if got, retried := rc.retries.Load(), i >= burst; (got > 0) != retried {
+			t.Fatalf("connection %d read %d Retry packets; want a Retry: %v", i, got, retried)
+		}
+	}
+	if got := e.s.Counters().H3Retries; got < conns-burst {
+		t.Fatalf("counted %d Retries, want at least %d", got, conns-burst)
 	}
 }

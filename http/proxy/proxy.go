@@ -153,6 +153,10 @@ type Deps struct {
 	MaxUploads int64
 	// NoHTTP3 keeps the edge off UDP (no HTTP/3, no Alt-Svc).
 	NoHTTP3 bool
+	// H3HandshakeRate and H3HandshakeBurst replace the defaults of the
+	// HTTP/3 handshake rate (h3.go) when set.
+	H3HandshakeRate  float64
+	H3HandshakeBurst int
 }
 
 // Counters are the proxy's request counters (the stats' requests).
@@ -166,6 +170,7 @@ type Counters struct {
 	H2ConnErrors              int64 // HTTP/2 connections closed with an error (GOAWAY with an error code; h2count.go)
 	H2Stalled                 int64 // HTTP/2 and HTTP/3 streams reset: the client took nothing for WriteTimeout
 	H3Conns                   int64 // HTTP/3 connections open
+	H3Retries                 int64 // HTTP/3 connection attempts sent a Retry: over the handshake rate (h3.go)
 }
 
 // Server is the edge proxy.
@@ -213,6 +218,12 @@ func New(d Deps) *Server {
 	}
 	if d.MaxUploads <= 0 {
 		d.MaxUploads = MaxUploads
+	}
+	if d.H3HandshakeRate <= 0 {
+		d.H3HandshakeRate = H3HandshakeRate
+	}
+	if d.H3HandshakeBurst <= 0 {
+		d.H3HandshakeBurst = H3HandshakeBurst
 	}
 	s := &Server{d: d, access: make(chan accessLine, AccessBuffer), accessDone: make(chan struct{}), accessStop: make(chan struct{}),
 		budget: newBodyBudget(d.BodyBudget)}
