@@ -110,7 +110,7 @@ var (
 	edgeMuxConns  = desc("edge_multiplexed_connections", "Client connections open on the edge in HTTP/2 (on TLS) and HTTP/3 (on QUIC), by protocol.", "protocol")
 	edgeH2Errors  = desc("edge_http2_protocol_errors_total", "HTTP/2 stream and connection errors net/http's server counted on the edge: frames the protocol forbids, a rapid reset past the handler queue.")
 	edgeH2Conn    = desc("edge_http2_connection_errors_total", "HTTP/2 connections the edge closed with an error code (GOAWAY): CONTINUATION floods, header blocks that do not decode, and the protocol errors above that end a connection.")
-	edgeH3Retries = desc("edge_http3_retries_total", "HTTP/3 connection attempts the edge sent a Retry (address validation) because new connections came faster than its handshake rate.")
+	edgeH3Retries = desc("edge_http3_retries_total", "QUIC Retry packets (address validation) the edge sent to new HTTP/3 connections because they came faster than its handshake rate.")
 	edgeStalled   = desc("edge_streams_stalled_total", "HTTP/2 and HTTP/3 streams reset because their client took nothing of the answer for the write timeout.")
 
 	// Admin API.

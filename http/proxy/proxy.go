@@ -170,7 +170,7 @@ type Counters struct {
 	H2ConnErrors              int64 // HTTP/2 connections closed with an error (GOAWAY with an error code; h2count.go)
 	H2Stalled                 int64 // HTTP/2 and HTTP/3 streams reset: the client took nothing for WriteTimeout
 	H3Conns                   int64 // HTTP/3 connections open
-	H3Retries                 int64 // HTTP/3 connection attempts sent a Retry: over the handshake rate (h3.go)
+	H3Retries                 int64 // QUIC Retry packets sent to new HTTP/3 connections over the handshake rate (h3.go)
 }
 
 // Server is the edge proxy.
