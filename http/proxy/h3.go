@@ -135,8 +135,6 @@ func (s *Server) startH3(tcpAddr net.Addr) error {
 			return context.WithValue(ctx, h3SlotsKey{}, make(h3Slots, MaxH2Streams))
 		},
 	}
-	s.altSvc = `h3=":` + strconv.Itoa(ta.Port) + `"; ma=86400`
-	s.altSvcs = []string{s.altSvc}[:1:1]
 	s.h3tr = &quic.Transport{
 		Conn:                udpgro.Wrap(pc),
 		VerifySourceAddress: s.needsRetry(rate.NewLimiter(rate.Limit(s.d.H3HandshakeRate), s.d.H3HandshakeBurst)),
@@ -150,6 +148,8 @@ func (s *Server) startH3(tcpAddr net.Addr) error {
 		return nil
 	}
 	s.h3ln = ln
+	s.altSvc = `h3=":` + strconv.Itoa(ta.Port) + `"; ma=86400`
+	s.altSvcs = []string{s.altSvc}[:1:1]
 	s.h3done = make(chan struct{})
 	go func() {
 		defer close(s.h3done)
