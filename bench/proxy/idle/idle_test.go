@@ -1,11 +1,16 @@
 // Package idle measures the edge proxy of the real binary: memory per
-// idle keep-alive connection and TLS handshakes per second.
+// idle keep-alive connection, TLS handshakes per second, and QUIC
+// (HTTP/3) handshakes per second with their CPU and Retries.
 package idle
 
 import (
 	"bufio"
+	"context"
 	"crypto/tls"
+	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,6 +22,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/quic-go/quic-go"
+	"github.com/quic-go/quic-go/http3"
 
 	"peerdns/bench/procstat"
 )
@@ -125,4 +133,75 @@ func BenchmarkTLSHandshakes(b *testing.B) {
 	}
 	wg.Wait()
 	b.ReportMetric(float64(done.Load())/5, "handshakes/s")
+}
+
+// BenchmarkQUICHandshakes: new QUIC connections (ALPN h3) to the edge's
+// HTTPS port from 8 goroutines for 5 s, each closed once its handshake
+// is done; the node's CPU per handshake, and the Retry packets it sent
+// (its handshake rate: http/proxy/h3.go) per handshake. The rate of
+// handshakes is the edge's default one plus the connections that
+// answered a Retry, so the CPU figure is of handshakes, Retries among
+// them.
+func BenchmarkQUICHandshakes(b *testing.B) {
+	cmd, addrs := startNode(b)
+	cfg := &tls.Config{ServerName: "admin.p2p", InsecureSkipVerify: true, NextProtos: []string{http3.NextProtoH3}} //nolint:gosec // counts handshakes only
+	dial := func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		c, err := quic.DialAddr(ctx, addrs["https"], cfg, nil)
+		if err != nil {
+			return err
+		}
+		return c.CloseWithError(0, "")
+	}
+	if err := dial(); err != nil { // the first issues the leaf
+		b.Fatal(err)
+	}
+	retries0 := edgeRetries(b, addrs["admin"])
+	cpu0, _ := procstat.CPUSeconds(cmd.Process.Pid)
+	var done, failed atomic.Int64
+	stop := time.Now().Add(5 * time.Second)
+	var wg sync.WaitGroup
+	b.ResetTimer()
+	for range 8 {
+		wg.Go(func() {
+			for time.Now().Before(stop) {
+				if dial() != nil {
+					failed.Add(1)
+					continue
+				}
+				done.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	cpu1, _ := procstat.CPUSeconds(cmd.Process.Pid)
+	n := float64(done.Load())
+	b.ReportMetric(n/5, "handshakes/s")
+	b.ReportMetric((cpu1-cpu0)*1e6/n, "node-cpu-µs/handshake")
+	b.ReportMetric(float64(edgeRetries(b, addrs["admin"])-retries0)/n, "retries/handshake")
+	b.ReportMetric(float64(failed.Load()), "failed")
+}
+
+// edgeRetries reads peerdns_edge_http3_retries_total from the node's
+// /metrics.
+func edgeRetries(b *testing.B, admin string) int64 {
+	b.Helper()
+	resp, err := http.Get("http://" + admin + "/metrics")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	for _, l := range strings.Split(string(body), "\n") {
+		if v, ok := strings.CutPrefix(l, "peerdns_edge_http3_retries_total "); ok {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				b.Fatal(err)
+			}
+			return n
+		}
+	}
+	b.Fatal(fmt.Sprintf("/metrics has no peerdns_edge_http3_retries_total: %.200s", body))
+	return 0
 }
