@@ -57,6 +57,11 @@ type CA struct {
 type leaf struct {
 	cert *tls.Certificate
 	x509 *x509.Certificate
+	// root is the root the leaf was last found signed by (fresh; under
+	// CA.mu), nil before it was checked: a root is replaced, never
+	// changed in place, so the check is made once per leaf and root,
+	// not once per handshake.
+	root *x509.Certificate
 }
 
 type issuing struct {

@@ -90,3 +90,22 @@ func TestRootLeafRenewAndRegenerate(t *testing.T) {
 		t.Fatalf("after delete: %v", list)
 	}
 }
+
+// BenchmarkCachedCertificate: what a TLS handshake asks of the CA for a
+// name whose leaf is cached (the GetCertificate of every handshake but
+// the first).
+func BenchmarkCachedCertificate(b *testing.B) {
+	ca, err := Open(b.TempDir(), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := ca.Certificate("site.p2p", netip.Addr{}); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := ca.Certificate("site.p2p", netip.Addr{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

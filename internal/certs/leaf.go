@@ -85,9 +85,17 @@ func (ca *CA) Certificate(domain string, ip netip.Addr) (*tls.Certificate, error
 }
 
 // fresh: the leaf is from the current root and not due for renewal.
+// Called with ca.mu held, on every handshake for a cached leaf: the
+// signature (an ECDSA verification, and two names rendered) is checked
+// only when the root is not the one the leaf was last found signed by.
 func (ca *CA) fresh(l *leaf) bool {
-	return l.x509.Issuer.String() == ca.root.Subject.String() &&
-		l.x509.CheckSignatureFrom(ca.root) == nil && ca.now().Add(RenewBefore).Before(l.x509.NotAfter)
+	if l.root != ca.root {
+		if l.x509.Issuer.String() != ca.root.Subject.String() || l.x509.CheckSignatureFrom(ca.root) != nil {
+			return false
+		}
+		l.root = ca.root
+	}
+	return ca.now().Add(RenewBefore).Before(l.x509.NotAfter)
 }
 
 func (ca *CA) loadLeaf(domain string) (*leaf, error) {
@@ -163,7 +171,7 @@ func (ca *CA) newLeaf(root *x509.Certificate, rootKey *ecdsa.PrivateKey, domain 
 	if err := writeFile(ca.leafPath(domain), append(append([]byte{}, certPEM...), keyPEM...), 0o600); err != nil {
 		return nil, fmt.Errorf("save %s: %w", domain, err)
 	}
-	return &leaf{cert: &tls.Certificate{Certificate: [][]byte{der, root.Raw}, PrivateKey: key, Leaf: x}, x509: x}, nil
+	return &leaf{cert: &tls.Certificate{Certificate: [][]byte{der, root.Raw}, PrivateKey: key, Leaf: x}, x509: x, root: root}, nil
 }
 
 // Issue issues a new leaf for domain now (generate-cert, regenerate-cert:
