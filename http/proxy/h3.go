@@ -56,8 +56,9 @@ import (
 // H3HandshakeBurst); past that each is sent a Retry (RFC 9000 §8.1.2),
 // which costs the edge no state and a real client one round trip, and
 // which a forged address never answers. A handshake cost the edge about
-// 0.7 ms of CPU (2 vCPU, quic-go's client dialing in a loop), so the
-// default rate is about a tenth of a core; past it, a forged Initial
+// 0.65 ms of CPU (2 vCPU, quic-go's client dialing in a loop:
+// bench/README.md), so the default rate is about a twelfth of a core;
+// past it, a forged Initial
 // costs a Retry packet and nothing else. Clients at real addresses that
 // answer their Retry still get their handshakes (as SYN cookies do for
 // TCP). Counted: the Retry packets sent (Counters.H3Retries, /metrics
