@@ -7,7 +7,6 @@ import (
 	"bufio"
 	"context"
 	"crypto/tls"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -202,6 +201,6 @@ func edgeRetries(b *testing.B, admin string) int64 {
 			return n
 		}
 	}
-	b.Fatal(fmt.Sprintf("/metrics has no peerdns_edge_http3_retries_total: %.200s", body))
+	b.Fatalf("/metrics has no peerdns_edge_http3_retries_total: %.200s", body)
 	return 0
 }
