@@ -376,12 +376,17 @@ func (s *Server) route(rw http.ResponseWriter, r *http.Request) {
 		s.sendAccess(accessLine{method: methodString([]byte(r.Method)), host: r.Host, path: r.URL.Path,
 			upstream: upstream, status: st, bytes: w.bytes, dur: el, at: end})
 	}()
-	if headerListSize(r) > MaxHeaderBytes { // h2count.go
+	size, padded := headerList(r) // h2count.go
+	if size > MaxHeaderBytes {
 		httpPage(w, http.StatusRequestHeaderFieldsTooLarge, "Request Header Fields Too Large", "The request's header list is larger than this server takes.")
 		return
 	}
 	if st, why := unfitTarget(r); st != 0 { // headcheck.go
 		httpPage(w, st, http.StatusText(st), why)
+		return
+	}
+	if padded {
+		httpPage(w, http.StatusBadRequest, "Bad Request", "A header field's value starts or ends with whitespace.")
 		return
 	}
 	if r.Host == "" {

@@ -28,7 +28,7 @@ import (
 // sees, and quic-go's http3 does the same for a HEADERS frame past its
 // own: such a request would be in no count. So both limits are set to
 // twice MaxHeaderBytes, and route answers a list over MaxHeaderBytes
-// (headerListSize) with a 431 of its own, counted as any answer (route
+// (headerList) with a 431 of its own, counted as any answer (route
 // "none" in edge_requests_total). Only a list past twice the limit gets
 // its library's own, uncounted 431 (or, over HTTP/2 sent in large
 // fragments, the connection error above). The cost: a stream may hold a
@@ -57,20 +57,31 @@ func (l h2ErrorLog) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// headerListSize is the size of r's header list as RFC 9113 §6.5.2 and
+// headerList is the size of r's header list as RFC 9113 §6.5.2 and
 // RFC 9114 §4.2.2 count it (each field's name and value and 32), the
 // pseudo-header fields included, over the fields as net/http and
-// quic-go's http3 hand them on (several Cookie fields joined in one).
-func headerListSize(r *http.Request) int {
+// quic-go's http3 hand them on (several Cookie fields joined in one);
+// and, from the same walk, whether a field value starts or ends with a
+// space or tab. RFC 9113 §8.2.1 and RFC 9114 §4.2 make such a request
+// malformed (the libraries refuse control bytes in a value, not its
+// padding): in HTTP/1.1 the padding is no part of the value, so an
+// upstream would read a value other than the one the edge passed on
+// and logged.
+func headerList(r *http.Request) (size int, padded bool) {
 	const per = 32
-	n := len(":method") + len(r.Method) + per +
+	size = len(":method") + len(r.Method) + per +
 		len(":scheme") + len("https") + per +
 		len(":authority") + len(r.Host) + per +
 		len(":path") + len(r.RequestURI) + per
 	for k, vs := range r.Header {
 		for _, v := range vs {
-			n += len(k) + len(v) + per
+			size += len(k) + len(v) + per
+			if v != "" && (isPad(v[0]) || isPad(v[len(v)-1])) {
+				padded = true
+			}
 		}
 	}
-	return n
+	return size, padded
 }
+
+func isPad(c byte) bool { return c == ' ' || c == '\t' }

@@ -58,10 +58,9 @@ import (
 // which a forged address never answers. A handshake cost the edge about
 // 0.65 ms of CPU (2 vCPU, quic-go's client dialing in a loop:
 // bench/README.md), so the default rate is about a twelfth of a core;
-// past it, a forged Initial
-// costs a Retry packet and nothing else. Clients at real addresses that
-// answer their Retry still get their handshakes (as SYN cookies do for
-// TCP). Counted: the Retry packets sent (Counters.H3Retries, /metrics
+// past it, a forged Initial costs a Retry packet and nothing else.
+// Clients at real addresses that answer their Retry still get their
+// handshakes (as SYN cookies do for TCP). Counted: the Retry packets sent (Counters.H3Retries, /metrics
 // peerdns_edge_http3_retries_total; a client whose first flight spans
 // two Initial packets, as a post-quantum key share does, gets one for
 // each). The rate is the edge's, not a source's: a source address is
@@ -179,6 +178,8 @@ func h3Slot(w http.ResponseWriter, r *http.Request) (h3Slots, bool) {
 	if slots == nil {
 		return nil, true
 	}
+	// A free slot is taken first: in one select with both ready, a
+	// client gone by then could be answered 499 with a slot free.
 	select {
 	case slots <- struct{}{}:
 		return slots, true

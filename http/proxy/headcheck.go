@@ -132,11 +132,8 @@ var (
 // (unfitTarget): a :method must be a token, a :path origin-form (a "/"
 // and no byte at or below a space, DEL or "#"), or "*" for OPTIONS
 // (over HTTP/2 net/http answers OPTIONS * itself). CONNECT has no :path
-// (net/http checks its :authority). A field value may not start or end
-// with a space or tab (RFC 9113 §8.2.1, RFC 9114 §4.2: malformed; the
-// libraries refuse its control bytes, not its padding): in HTTP/1.1
-// that padding is no part of the value, so an upstream would read a
-// value other than the one the edge passed on and logged.
+// (net/http checks its :authority). Field values are checked in the
+// walk that sizes the header list (headerList).
 func unfitTarget(r *http.Request) (int, string) {
 	m := r.Method
 	if m == "" {
@@ -165,20 +162,5 @@ func unfitTarget(r *http.Request) (int, string) {
 			return http.StatusBadRequest, "The request's :path holds a byte a request line cannot carry."
 		}
 	}
-	return paddedValue(r)
-}
-
-// paddedValue refuses a field value that starts or ends with a space or
-// tab (unfitTarget).
-func paddedValue(r *http.Request) (int, string) {
-	for _, vs := range r.Header {
-		for _, v := range vs {
-			if v != "" && (isPad(v[0]) || isPad(v[len(v)-1])) {
-				return http.StatusBadRequest, "A header field's value starts or ends with whitespace."
-			}
-		}
-	}
 	return 0, ""
 }
-
-func isPad(c byte) bool { return c == ' ' || c == '\t' }
