@@ -178,13 +178,6 @@ func h3Slot(w http.ResponseWriter, r *http.Request) (h3Slots, bool) {
 	if slots == nil {
 		return nil, true
 	}
-	// A free slot is taken first: in one select with both ready, a
-	// client gone by then could be answered 499 with a slot free.
-	select {
-	case slots <- struct{}{}:
-		return slots, true
-	default:
-	}
 	select {
 	case slots <- struct{}{}:
 		return slots, true
