@@ -109,3 +109,44 @@ func BenchmarkCachedCertificate(b *testing.B) {
 		}
 	}
 }
+
+// A leaf on disk that another root signed (a data folder restored from
+// elsewhere, a root replaced by hand) is not handed out: a new one is
+// issued under this CA's root, and checked once, not at each handshake.
+func TestLeafOfAnotherRootIsReissued(t *testing.T) {
+	dirA, dirB := t.TempDir(), t.TempDir()
+	a, err := Open(dirA, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Open(dirB, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	foreign, err := b.Certificate("site.p2p", netip.Addr{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pem, err := os.ReadFile(b.leafPath("site.p2p"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Dir(a.leafPath("site.p2p")), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(a.leafPath("site.p2p"), pem, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 { // issued, then from the cache
+		got, err := a.Certificate("site.p2p", netip.Addr{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Leaf.SerialNumber.Cmp(foreign.Leaf.SerialNumber) == 0 {
+			t.Fatal("the other root's leaf was handed out")
+		}
+		if _, err := got.Leaf.Verify(x509.VerifyOptions{Roots: a.Pool(), DNSName: "site.p2p"}); err != nil {
+			t.Fatalf("the leaf handed out does not verify against this root: %v", err)
+		}
+	}
+}
