@@ -201,16 +201,15 @@ func (s *Server) serveH2Conn(c net.Conn) error {
 	return nil
 }
 
-// shutdownH2 sends GOAWAY on every HTTP/2 connection, waits up to
-// shutdownGrace for their streams to end, then closes what is left.
-func (s *Server) shutdownH2() {
-	ctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
-	defer cancel()
+// shutdownH2 sends GOAWAY on every HTTP/2 connection, waits until ctx
+// ends for their streams to end, then closes what is left.
+func (s *Server) shutdownH2(ctx context.Context) {
 	if s.h2base.Shutdown(ctx) != nil {
 		_ = s.h2base.Close()
 	}
 }
 
+// shutdownGrace is how long Shutdown waits for requests in flight.
 const shutdownGrace = 5 * time.Second
 
 // h2Listener hands net/http the connections fasthttp negotiated h2 on.

@@ -194,16 +194,20 @@ func (sl h3Slots) release() {
 	}
 }
 
-// stopH3 closes the HTTP/3 server and its socket.
-func (s *Server) stopH3() {
+// stopH3 stops taking HTTP/3 connections, sends GOAWAY on those open,
+// waits until ctx ends for their requests to end (http3.Server.Shutdown
+// then closes what is left), and closes the socket.
+func (s *Server) stopH3(ctx context.Context) {
 	if s.h3 == nil {
 		return
 	}
-	_ = s.h3.Close()
+	// Handshakes from now on are refused; connections already
+	// established are not touched (quic-go's Listener.Close).
 	_ = s.h3ln.Close()
+	_ = s.h3.Shutdown(ctx)
+	<-s.h3done
 	_ = s.h3tr.Close()
 	_ = s.h3pc.Close()
-	<-s.h3done
 }
 
 // H3Addr is the HTTP/3 (UDP) address, nil without HTTP/3.

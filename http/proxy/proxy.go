@@ -181,6 +181,8 @@ type Server struct {
 	ln, tln net.Listener
 	wg      sync.WaitGroup
 	up      atomic.Bool
+	// stopOnce: Shutdown's work is done once.
+	stopOnce sync.Once
 
 	clients sync.Map // upstream key → *upstream
 
@@ -320,13 +322,30 @@ func (s *Server) Addrs() (httpAddr, httpsAddr net.Addr) { return s.ln.Addr(), s.
 // Healthy: both listeners are serving.
 func (s *Server) Healthy() bool { return s.up.Load() }
 
-// Shutdown stops both servers and waits for them.
-func (s *Server) Shutdown() {
+// Shutdown stops taking connections on every listener at once and lets
+// the requests in flight on each protocol finish, all within one grace
+// of shutdownGrace: an HTTP/1.1 connection is closed once its answer is
+// out, HTTP/2 and HTTP/3 clients are sent GOAWAY and their connections
+// closed once their streams end. What is left after the grace is closed
+// (HTTP/2, HTTP/3) or left to the process's exit (an HTTP/1.1 answer
+// still going: fasthttp gives no way to cut it). A rolling restart so
+// loses no request that takes less than the grace, whatever its
+// protocol. Calling Shutdown again does nothing.
+func (s *Server) Shutdown() { s.stopOnce.Do(s.shutdown) }
+
+func (s *Server) shutdown() {
 	s.up.Store(false)
-	s.stopH3()
-	s.shutdownH2()
-	_ = s.http.Shutdown()
-	_ = s.https.Shutdown()
+	ctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+	defer cancel()
+	var wg sync.WaitGroup
+	wg.Go(func() { s.stopH3(ctx) })
+	wg.Go(func() { s.shutdownH2(ctx) })
+	for _, srv := range []*fasthttp.Server{s.http, s.https} {
+		// Closes the listener first, then waits for its connections
+		// (those handed to HTTP/2 among them) until ctx ends.
+		wg.Go(func() { _ = srv.ShutdownWithContext(ctx) })
+	}
+	wg.Wait()
 	_ = s.h2ln.Close()
 	s.ln.Close()
 	s.tln.Close()
