@@ -303,7 +303,8 @@ func movingOf(c net.Conn) *movingDeadlines {
 }
 
 // copyHead writes the answer's status and headers but the hop-by-hop
-// ones, with Content-Length n when the answer has a body (or is to a
+// ones and those its Connection headers name (as dropHopResponse), with
+// Content-Length n when the answer has a body (or is to a
 // HEAD) and n is known.
 //
 // The values are made in two allocations, not two per header: one
@@ -320,16 +321,27 @@ func copyHead(w *h2Writer, resp *fasthttp.Response, withLength bool, n int) {
 	var stack [24]field
 	fields := stack[:0]
 	size := 0
+	var kept [64]byte
+	nominated := kept[:0] // the Connection headers' values (dropHopResponse)
 	for k, v := range resp.Header.All() {
 		name := headerName(k)
 		switch name {
-		case "Connection", "Keep-Alive", "Proxy-Connection", "Proxy-Authenticate", "Proxy-Authorization",
+		case "Connection":
+			nominated = append(append(nominated, v...), ',')
+			name = ""
+		case "Keep-Alive", "Proxy-Connection", "Proxy-Authenticate", "Proxy-Authorization",
 			"Te", "Trailer", "Transfer-Encoding", "Upgrade", "Content-Length":
 			name = ""
 		}
 		fields = append(fields, field{name, len(v)})
 		if name != "" {
 			size += len(v)
+		}
+	}
+	for i, f := range fields {
+		if len(nominated) > 0 && f.name != "" && nominatedIn(nominated, []byte(f.name)) {
+			fields[i].name = ""
+			size -= f.size
 		}
 	}
 	var arena strings.Builder

@@ -42,7 +42,7 @@ type headNames struct {
 }
 
 func namesOf(h *fasthttp.RequestHeader) (n headNames) {
-	for name := range rawNames(h.RawHeaders()) {
+	for name := range rawFields(h.RawHeaders()) {
 		k := b2s(name)
 		switch {
 		case isHopName(k):

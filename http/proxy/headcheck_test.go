@@ -36,7 +36,7 @@ func FuzzUnfitHead(f *testing.F) {
 		if bytes.IndexByte(h.Host(), '@') >= 0 {
 			t.Fatalf("%q let through with Host %q", raw, h.Host())
 		}
-		for name := range rawNames(h.RawHeaders()) {
+		for name := range rawFields(h.RawHeaders()) {
 			for _, c := range name {
 				if !strings.ContainsRune("!#$%&'*+-.^_`|~", rune(c)) && !('0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z') {
 					t.Fatalf("%q let through with the field name %q", raw, name)

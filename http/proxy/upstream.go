@@ -21,7 +21,8 @@ import (
 	"peerdns/internal/view"
 )
 
-// hopHeaders are not passed on (RFC 9110 7.6.1). Upgrade among them: a
+// hopHeaders are not passed on (RFC 9110 7.6.1), nor are the fields a
+// message's Connection headers name (nextNominee). Upgrade among them: a
 // WebSocket upgrade goes its own way (websocket, below) with its headers
 // as they came; any other (h2c) is the edge's to take or not, and the
 // edge does not, so the upstream must not answer it with 101 on a
@@ -65,18 +66,51 @@ func dropHopRequest(h *fasthttp.RequestHeader, hop bool) {
 	if !hop {
 		return
 	}
-	for name := range rawNames(raw) {
+	for name, value := range rawFields(raw) {
 		if isHopName(b2s(name)) {
 			h.DelBytes(name)
+			for v := value; isConnection(name) && len(v) > 0; {
+				var k []byte
+				if k, v = nextNominee(v); len(k) > 0 {
+					h.DelBytes(k)
+				}
+			}
 		}
 	}
 }
 
-// rawNames yields the field names of a head as it came (RawHeaders: the
-// lines after the request line), as written, the spaces before a colon
-// cut; a folded line's rest is not a field.
-func rawNames(raw []byte) iter.Seq[[]byte] {
-	return func(yield func([]byte) bool) {
+// nextNominee splits the next field name off a Connection header's
+// value (RFC 9110 7.6.1: the fields it names are for this hop alone,
+// and a proxy removes them before it forwards the message): tok is
+// empty for a name to leave (empty, hop-by-hop and so dropped anyway,
+// or one keptNominee keeps), rest what is left of the value.
+func nextNominee(value []byte) (tok, rest []byte) {
+	tok = value
+	if i := bytes.IndexByte(value, ','); i >= 0 {
+		tok, rest = value[:i], value[i+1:]
+	}
+	tok = bytes.Trim(tok, " \t")
+	if isHopName(b2s(tok)) || keptNominee(b2s(tok)) {
+		tok = nil
+	}
+	return tok, rest
+}
+
+// keptNominee reports whether a name a Connection header gives is kept
+// whatever it says: those that route and frame the message (Host,
+// Content-Length; Transfer-Encoding is hop-by-hop itself), which a
+// client or an upstream could otherwise strip from under the edge's own
+// routing and framing, and the option close (not a field).
+func keptNominee(k string) bool {
+	return strings.EqualFold(k, "Host") || strings.EqualFold(k, "Content-Length") || strings.EqualFold(k, "Close")
+}
+
+// rawFields yields the fields of a head as it came (RawHeaders: the
+// lines after the request line): each name as written, the spaces
+// before its colon cut, and its value, spaces around it cut; a folded
+// line's rest is not a field.
+func rawFields(raw []byte) iter.Seq2[[]byte, []byte] {
+	return func(yield func([]byte, []byte) bool) {
 		for len(raw) > 0 {
 			line := raw
 			if i := bytes.IndexByte(raw, '\n'); i >= 0 {
@@ -88,16 +122,19 @@ func rawNames(raw []byte) iter.Seq[[]byte] {
 			if colon <= 0 || line[0] == ' ' || line[0] == '\t' { // not a field, or a folded line's rest
 				continue
 			}
-			if !yield(bytes.TrimRight(line[:colon], " \t")) {
+			if !yield(bytes.TrimRight(line[:colon], " \t"), bytes.Trim(line[colon+1:], " \t\r")) {
 				return
 			}
 		}
 	}
 }
 
-// dropHopResponse drops the hop-by-hop headers of an upstream's answer
-// by one walk over its headers, which in nearly every exchange finds
-// none; a name found is deleted as it came, and the walk starts again.
+// dropHopResponse drops the hop-by-hop headers of an upstream's answer,
+// and those its Connection headers name (nextNominee), by one walk over its
+// headers, which in nearly every exchange finds none (or only a
+// Connection: keep-alive, which names nothing more); it gathers the
+// Connection headers' values as it goes. Then each walk that finds a
+// name to drop deletes it as it came, and the walk starts again.
 // Why not Del for each name: the pool keeps an upstream's names as they
 // came (it does not normalize them), so Del("Keep-Alive") left a
 // "keep-alive" in place; and each Del copies its key and looks through
@@ -109,20 +146,50 @@ func rawNames(raw []byte) iter.Seq[[]byte] {
 // one), so it holds fewer than 300 headers: maxHopWalks always ends with
 // none left.
 func dropHopResponse(h *fasthttp.ResponseHeader) {
+	var kept [64]byte
+	nominated := kept[:0] // the Connection headers' values, comma-separated
+	found := false
+	for k, v := range h.All() {
+		if isHopName(b2s(k)) {
+			found = true
+			if isConnection(k) {
+				nominated = append(append(nominated, v...), ',')
+			}
+		}
+	}
+	if !found {
+		return
+	}
 	for range maxHopWalks {
-		var name [32]byte
-		n := 0
+		var buf [64]byte
+		name := buf[:0]
 		for k := range h.All() {
-			if isHopName(b2s(k)) {
-				n = copy(name[:], k)
+			if isHopName(b2s(k)) || nominatedIn(nominated, k) {
+				name = append(name, k...)
 				break
 			}
 		}
-		if n == 0 {
+		if len(name) == 0 {
 			return
 		}
-		h.DelBytes(name[:n])
+		h.DelBytes(name)
 	}
+}
+
+// isConnection reports whether a header name is Connection, in any case.
+func isConnection(k []byte) bool {
+	return len(k) == len("Connection") && strings.EqualFold(b2s(k), "Connection")
+}
+
+// nominatedIn reports whether the Connection values in list name k.
+func nominatedIn(list, k []byte) bool {
+	for len(list) > 0 {
+		var n []byte
+		if n, list = nextNominee(list); len(n) > 0 && bytes.EqualFold(n, k) {
+			return true
+		}
+	}
+	return false
 }
 
 const maxHopWalks = 512
