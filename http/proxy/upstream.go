@@ -148,18 +148,22 @@ func rawFields(raw []byte) iter.Seq2[[]byte, []byte] {
 func dropHopResponse(h *fasthttp.ResponseHeader) {
 	var kept [64]byte
 	nominated := kept[:0] // the Connection headers' values, comma-separated
-	found := false
+	var first [32]byte    // the first hop-by-hop name (at most 19 bytes)
+	n := 0
 	for k, v := range h.All() {
 		if isHopName(b2s(k)) {
-			found = true
+			if n == 0 {
+				n = copy(first[:], k)
+			}
 			if isConnection(k) {
 				nominated = append(append(nominated, v...), ',')
 			}
 		}
 	}
-	if !found {
+	if n == 0 {
 		return
 	}
+	h.DelBytes(first[:n])
 	for range maxHopWalks {
 		var buf [64]byte
 		name := buf[:0]
