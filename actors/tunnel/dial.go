@@ -99,6 +99,21 @@ func newLocalConn(c net.Conn, sts []*stats, done func()) *localConn {
 	return &localConn{Conn: c, sts: sts, done: done}
 }
 
+// TCPConn is the socket under c, for a proxy that moves what it would
+// read with splice(2) (nil when it is not TCP); it reports what it
+// moved with CountRead, so the server's stats count it.
+func (c *localConn) TCPConn() *net.TCPConn {
+	tc, _ := c.Conn.(*net.TCPConn)
+	return tc
+}
+
+// CountRead counts n bytes read from c past Read.
+func (c *localConn) CountRead(n int64) {
+	for _, s := range c.sts {
+		s.out.Add(n)
+	}
+}
+
 func (c *localConn) Read(b []byte) (int, error) {
 	n, err := c.Conn.Read(b)
 	for _, s := range c.sts {

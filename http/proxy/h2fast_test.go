@@ -47,7 +47,8 @@ func newTestH2Edge(t testing.TB, upstreams map[string]string, d Deps) *h2Edge {
 	return startTestEdge(t, upstreams, d)
 }
 
-// startTestEdge is newTestH2Edge with HTTP/3 as d asks (on by default).
+// startTestEdge is newTestH2Edge with HTTP/3 as d asks (on by default);
+// d.Dialer, when set, is used instead of a tcpDialer of upstreams.
 func startTestEdge(t testing.TB, upstreams map[string]string, d Deps) *h2Edge {
 	t.Helper()
 	ca, err := certs.Open(t.TempDir(), nil)
@@ -65,7 +66,10 @@ func startTestEdge(t testing.TB, upstreams map[string]string, d Deps) *h2Edge {
 	pub.Store(snap)
 	e := &h2Edge{}
 	d.HTTPAddr, d.HTTPSAddr, d.AdminDomain = "127.0.0.1:0", "127.0.0.1:0", "admin.p2p"
-	d.View, d.Dialer, d.CA = &pub, dial, ca
+	d.View, d.CA = &pub, ca
+	if d.Dialer == nil {
+		d.Dialer = dial
+	}
 	d.AccessBatch = func(ls []*messages.LogLine) {
 		e.mu.Lock()
 		defer e.mu.Unlock()
@@ -145,7 +149,8 @@ func http1Upstream(t *testing.T) (addr string, big []byte) {
 			h := w.Header()
 			h["Set-Cookie"] = []string{"a=1; Path=/", "b=2; Path=/x"}
 			h["X-Custom-Thing"] = []string{"one", "two"}
-			h["Connection"] = []string{"X-Custom-Thing"} // hop-by-hop: not passed
+			h["X-Hop-Only"] = []string{"1"}
+			h["Connection"] = []string{"X-Hop-Only"} // hop-by-hop, and so is what it names: not passed
 			h["Vary"] = []string{"Accept"}
 			h["Alt-Svc"] = []string{"h2=\":8443\""}
 			h["Content-Type"] = []string{"text/plain"}
@@ -229,6 +234,7 @@ func TestEdgeHTTP2ThroughHTTP1Pool(t *testing.T) {
 			"Vary":           {"Accept"},
 			"Content-Type":   {"text/plain"},
 			"Connection":     nil,
+			"X-Hop-Only":     nil,
 		} {
 			if got := h[k]; strings.Join(got, "|") != strings.Join(want, "|") {
 				t.Errorf("%s: %q, want %q", k, got, want)

@@ -161,6 +161,23 @@ func (h *headHold) release(c *movingDeadlines) {
 	h.mu.Unlock()
 }
 
+// flushHeld writes the head c holds, if any, and returns the error of
+// that write or of an earlier one of the flush goroutine's: a body that
+// goes to the socket past Write (splice.go) must not overtake its head.
+func (c *movingDeadlines) flushHeld() error {
+	h := c.head.Load()
+	if h == nil || !h.active.Load() {
+		return nil
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.writeHeld(c)
+	err := h.err
+	h.err = nil
+	h.settle()
+	return err
+}
+
 // writeBuffers is writeNow for several pieces in one system call.
 func (c *movingDeadlines) writeBuffers(bufs *net.Buffers) (int64, error) {
 	if err := c.moveWrite(); err != nil {

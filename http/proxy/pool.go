@@ -82,7 +82,7 @@ func (poolTransport) RoundTrip(hc *fasthttp.HostClient, req *fasthttp.Request, r
 		}
 	default:
 		b := poolBodies.Get().(*poolBody)
-		b.hc, b.cc, b.br, b.reuse, b.kind = hc, cc, br, reuse, kind
+		b.hc, b.cc, b.br, b.reuse, b.kind, b.conn = hc, cc, br, reuse, kind, conn
 		switch kind {
 		case bodySized:
 			b.lr = io.LimitedReader{R: br, N: int64(n)}
@@ -125,6 +125,8 @@ type poolBody struct {
 	r     io.Reader // lr, a chunked reader, or br itself (until the upstream closes)
 	lr    io.LimitedReader
 	br    *bufio.Reader
+	conn  net.Conn         // the connection br reads (splice.go)
+	chunk io.LimitedReader // a piece spliced from conn's socket (splice.go)
 	hc    *fasthttp.HostClient
 	cc    any  // the pool's connection (fasthttp's type is unexported)
 	reuse bool // the connection may serve another exchange once the body has passed

@@ -203,28 +203,34 @@ func (d *deadline) set(t time.Time) {
 }
 
 func (c *movingDeadlines) Read(b []byte) (int, error) {
+	if err := c.moveRead(); err != nil {
+		c.readErr = err
+		return 0, err
+	}
+	n, err := c.Conn.Read(b)
+	if err != nil && c.rd.every.Load() > 0 {
+		c.readErr = err
+	}
+	return n, err
+}
+
+// moveRead puts on the connection the read deadline held for the next
+// read (lazy connections) and moves it when due.
+func (c *movingDeadlines) moveRead() error {
 	if c.lazy {
 		if t, ok := c.rd.held(); ok {
 			if err := c.putRead(t); err != nil {
-				c.readErr = err
-				return 0, err
+				return err
 			}
 		}
 	}
 	if c.rd.every.Load() <= 0 {
-		return c.Conn.Read(b)
+		return nil
 	}
 	if t, ok := c.rd.due(); ok {
-		if err := c.putRead(t); err != nil {
-			c.readErr = err
-			return 0, err
-		}
+		return c.putRead(t)
 	}
-	n, err := c.Conn.Read(b)
-	if err != nil {
-		c.readErr = err
-	}
-	return n, err
+	return nil
 }
 
 // putRead puts t on the connection as its read deadline, unless it was
@@ -361,6 +367,11 @@ func (c *movingDeadlines) SetDeadline(t time.Time) error {
 // (the tail of a body whose upstream pauses would wait for the pause to
 // end). Each piece goes through Write, so the deadline moves with it.
 func (c *movingDeadlines) ReadFrom(r io.Reader) (int64, error) {
+	if pb, ok := r.(*poolBody); ok {
+		if n, err, done := c.splice(pb); done {
+			return n, err
+		}
+	}
 	pool := c.bufs
 	if pool == nil {
 		pool = &copyBufs

@@ -1,0 +1,221 @@
+package proxy
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"peerdns/internal/testutil"
+)
+
+// splicingDialer dials as tcpDialer and hands out connections that let
+// the edge splice from their socket (tcpSource), counting what it moved.
+type splicingDialer struct {
+	tcpDialer
+	moved *atomic.Int64
+}
+
+type splicedConn struct {
+	net.Conn
+	moved *atomic.Int64
+}
+
+func (c splicedConn) TCPConn() *net.TCPConn { return c.Conn.(*net.TCPConn) }
+func (c splicedConn) CountRead(n int64)     { c.moved.Add(n) }
+
+func (d splicingDialer) Dial(ctx context.Context, hash string) (net.Conn, error) {
+	c, err := d.tcpDialer.Dial(ctx, hash)
+	if err != nil {
+		return nil, err
+	}
+	return splicedConn{c, d.moved}, nil
+}
+
+// sizedUpstream answers each request on a connection by its path:
+// /n/SIZE a body of SIZE bytes (pattern), keep-alive; /short/SIZE
+// declares SIZE and closes after a third of it; /stall/SIZE declares
+// SIZE, sends a third and then nothing until the test ends; /late/SIZE
+// sends its head, and its body once told on late. It counts the
+// connections it accepted.
+func sizedUpstream(t *testing.T, conns *atomic.Int64, late <-chan struct{}) string {
+	t.Helper()
+	stop := make(chan struct{})
+	t.Cleanup(func() { close(stop) })
+	addr := testutil.ServeTCP(t, func(c net.Conn) {
+		conns.Add(1)
+		br := bufio.NewReader(c)
+		for {
+			req, err := http.ReadRequest(br)
+			if err != nil {
+				return
+			}
+			kind, size, _ := strings.Cut(strings.TrimPrefix(req.URL.Path, "/"), "/")
+			n, _ := strconv.Atoi(size)
+			if _, err := fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n", n); err != nil {
+				return
+			}
+			switch kind {
+			case "n":
+				if _, err := c.Write(pattern(n)); err != nil {
+					return
+				}
+			case "late":
+				<-late
+				if _, err := c.Write(pattern(n)); err != nil {
+					return
+				}
+			case "short":
+				_, _ = c.Write(pattern(n)[:n/3])
+				return
+			case "stall":
+				_, _ = c.Write(pattern(n)[:n/3])
+				<-stop
+				return
+			}
+		}
+	})
+	return addr.String()
+}
+
+// pattern is n bytes that tell a shifted or missing piece.
+func pattern(n int) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(i*7 + i>>10)
+	}
+	return b
+}
+
+// Bodies from a TCP upstream on this machine to a plain HTTP/1.1 client
+// go socket to socket (counted as read by the upstream's connection),
+// whole and in order, at any size above what is read whole, over one
+// kept-alive upstream connection; HTTPS clients get the same bodies,
+// copied. An upstream that closes short of its declared length, or goes
+// silent past UpstreamTimeout, and a client that reads nothing past
+// WriteTimeout, are cut as when the body is copied.
+func TestEdgeSplicesBodiesFromThisMachine(t *testing.T) {
+	var moved, conns atomic.Int64
+	late := make(chan struct{})
+	up := sizedUpstream(t, &conns, late)
+	e := startTestEdge(t, map[string]string{"sp.p2p": up}, Deps{
+		NoHTTP3:         true,
+		Dialer:          splicingDialer{tcpDialer{"hs://sp": up}, &moved},
+		UpstreamTimeout: 500 * time.Millisecond,
+		WriteTimeout:    500 * time.Millisecond,
+	})
+	httpAddr, _ := e.s.Addrs()
+	c, err := net.Dial("tcp", httpAddr.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for _, n := range []int{wholeBody + 1, 64 << 10, 1<<20 + 7, 8 << 20} {
+		before := moved.Load()
+		if _, err := fmt.Fprintf(c, "GET /n/%d HTTP/1.1\r\nHost: sp.p2p\r\n\r\n", n); err != nil {
+			t.Fatal(err)
+		}
+		code, _, body := answer(t, c)
+		if code != 200 || !bytes.Equal([]byte(body), pattern(n)) {
+			t.Fatalf("%d bytes: %d, %d bytes, equal %v", n, code, len(body), bytes.Equal([]byte(body), pattern(n)))
+		}
+		// What came with the head (at most the pool's read buffer) is
+		// copied; the rest is spliced.
+		if m := moved.Load() - before; m < int64(n-4096) || m > int64(n) {
+			t.Fatalf("%d bytes: %d spliced", n, m)
+		}
+	}
+	// A body that comes after its head: the head reaches the client
+	// first, on its own, then the body.
+	before := moved.Load()
+	fmt.Fprintf(c, "GET /late/%d HTTP/1.1\r\nHost: sp.p2p\r\n\r\n", 1<<20)
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	br := bufio.NewReader(c)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatalf("the head of a body that comes later: %v", err)
+	}
+	close(late)
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || !bytes.Equal(b, pattern(1<<20)) || moved.Load()-before != 1<<20 {
+		t.Fatalf("a body after its head: %d bytes, %v, %d spliced", len(b), err, moved.Load()-before)
+	}
+	if br.Buffered() != 0 {
+		t.Fatalf("%d bytes after the answer", br.Buffered())
+	}
+	if k := conns.Load(); k != 1 {
+		t.Fatalf("%d upstream connections for five answers on one client connection, want 1", k)
+	}
+
+	// HTTPS: copied, the same bytes.
+	before = moved.Load()
+	tr := &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			_, httpsAddr := e.s.Addrs()
+			return (&net.Dialer{}).DialContext(ctx, "tcp", httpsAddr.String())
+		},
+		TLSClientConfig: &tls.Config{RootCAs: e.s.d.CA.Pool()},
+	}
+	defer tr.CloseIdleConnections()
+	resp, err = (&http.Client{Transport: tr, Timeout: 10 * time.Second}).Get("https://sp.p2p/n/300000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil || !bytes.Equal(b, pattern(300000)) || moved.Load() != before {
+		t.Fatalf("HTTPS: %d bytes, %v, %d spliced", len(b), err, moved.Load()-before)
+	}
+
+	// Cut short, or silent: the client's connection ends short of the
+	// declared length (not a clean end), within the timeouts.
+	for _, path := range []string{"/short/1000000", "/stall/1000000"} {
+		c, err := net.Dial("tcp", httpAddr.String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: sp.p2p\r\n\r\n", path)
+		_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		got, err := io.ReadAll(resp.Body)
+		if !errors.Is(err, io.ErrUnexpectedEOF) || len(got) != 1000000/3 || !bytes.Equal(got, pattern(1000000)[:len(got)]) {
+			t.Fatalf("%s: %d bytes, %v; want the third sent, then a cut", path, len(got), err)
+		}
+		c.Close()
+	}
+
+	// A client that reads nothing: its connection is closed, not held.
+	base := e.s.OpenConns()
+	slow, err := net.DialTCP("tcp", nil, httpAddr.(*net.TCPAddr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer slow.Close()
+	_ = slow.SetReadBuffer(4096)
+	fmt.Fprintf(slow, "GET /n/%d HTTP/1.1\r\nHost: sp.p2p\r\n\r\n", 64<<20)
+	testutil.Eventually(t, 10*time.Second, func() error {
+		if e.s.OpenConns() == base {
+			return errors.New("the client that reads nothing is not connected yet")
+		}
+		return nil
+	})
+	testutil.Eventually(t, 10*time.Second, func() error {
+		if n := e.s.OpenConns(); n > base {
+			return fmt.Errorf("%d client connections open, %d before the one that reads nothing", n, base)
+		}
+		return nil
+	})
+}
