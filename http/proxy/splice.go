@@ -27,11 +27,28 @@ import (
 // each as Write and Read move them (timeouts.go), so a slow client or
 // upstream is held to the same timeouts as when the body is copied
 // (ReadFrom's 64 KiB buffer: one write of it blocks just as long).
+//
+// At most spliceSlots pieces move at once; a piece that finds none free
+// is copied, with the rest of its body, as before. Why: Go's splice takes
+// a pipe from a pool of its own for each piece and asks the kernel for a
+// 1 MiB buffer on it, and Linux counts pipe buffers per user: past
+// /proc/sys/fs/pipe-user-pages-soft (16,384 pages, 64 pipes of 1 MiB)
+// an unprivileged user's new pipes get two pages, and a 64 KiB piece
+// would take eight splices each way instead of one read and one write.
+// 32 pipes keep the node at half that limit, leaving the rest to the
+// user's other processes; on a machine with many cores, pieces are short
+// (a 64 KiB piece is a few microseconds in the kernel), so 32 at once
+// are not what bounds the edge, and a slow client holds one only while
+// its piece waits for it.
+//
 // Not spliced: HTTPS clients (TLS is written in the process), HTTP/2 and
 // HTTP/3 clients, upstreams in TLS or through a peer's tunnel (QUIC),
 // bodies chunked or read until close (their framing is the edge's to
 // read).
 const spliceChunk = 64 << 10
+
+// spliceSlots holds a token for each piece being spliced (above).
+var spliceSlots = make(chan struct{}, 32)
 
 // tcpSource is an upstream connection over a TCP socket of this machine
 // that lets the edge move what it would read with splice: TCPConn is the
@@ -41,8 +58,9 @@ type tcpSource interface {
 	CountRead(n int64)
 }
 
-// splice moves the rest of pb to c as above; done false: it cannot (the
-// caller copies as usual, nothing was taken from pb).
+// splice moves the rest of pb to c as above; done false: it cannot, or
+// no slot was free (the caller copies the rest as usual, after the n
+// bytes moved).
 func (c *movingDeadlines) splice(pb *poolBody) (n int64, err error, done bool) {
 	dst, ok := c.Conn.(*net.TCPConn)
 	if !ok || pb.kind != bodySized || c.gathered.Load() != nil {
@@ -82,14 +100,22 @@ func (c *movingDeadlines) splice(pb *poolBody) (n int64, err error, done bool) {
 		return 0, err, true
 	}
 	for pb.lr.N > 0 {
+		select {
+		case spliceSlots <- struct{}{}:
+		default:
+			return n, nil, false
+		}
 		if err := c.moveWrite(); err != nil {
+			<-spliceSlots
 			return n, err, true
 		}
 		if err := up.moveRead(); err != nil {
+			<-spliceSlots
 			return n, err, true
 		}
 		pb.chunk = io.LimitedReader{R: src, N: min(pb.lr.N, spliceChunk)}
 		m, err := dst.ReadFrom(&pb.chunk)
+		<-spliceSlots
 		pb.chunk.R = nil
 		if ts != nil && m > 0 {
 			ts.CountRead(m)

@@ -101,7 +101,8 @@ func pattern(n int) []byte {
 // go socket to socket (counted as read by the upstream's connection),
 // whole and in order, at any size above what is read whole, over one
 // kept-alive upstream connection; HTTPS clients get the same bodies,
-// copied. An upstream that closes short of its declared length, or goes
+// copied, and so are plain HTTP clients' while every splice slot is
+// taken. An upstream that closes short of its declared length, or goes
 // silent past UpstreamTimeout, and a client that reads nothing past
 // WriteTimeout, are cut as when the body is copied.
 func TestEdgeSplicesBodiesFromThisMachine(t *testing.T) {
@@ -153,8 +154,22 @@ func TestEdgeSplicesBodiesFromThisMachine(t *testing.T) {
 	if br.Buffered() != 0 {
 		t.Fatalf("%d bytes after the answer", br.Buffered())
 	}
+	// Every splice slot taken: the body is copied, after what came with
+	// its head, whole all the same.
+	for range cap(spliceSlots) {
+		spliceSlots <- struct{}{}
+	}
+	before = moved.Load()
+	fmt.Fprintf(c, "GET /n/%d HTTP/1.1\r\nHost: sp.p2p\r\n\r\n", 1<<20)
+	code, _, body := answer(t, c)
+	for range cap(spliceSlots) {
+		<-spliceSlots
+	}
+	if code != 200 || !bytes.Equal([]byte(body), pattern(1<<20)) || moved.Load() != before {
+		t.Fatalf("no slot free: %d, %d bytes, equal %v, %d spliced", code, len(body), bytes.Equal([]byte(body), pattern(1<<20)), moved.Load()-before)
+	}
 	if k := conns.Load(); k != 1 {
-		t.Fatalf("%d upstream connections for five answers on one client connection, want 1", k)
+		t.Fatalf("%d upstream connections for six answers on one client connection, want 1", k)
 	}
 
 	// HTTPS: copied, the same bytes.

@@ -367,10 +367,13 @@ func (c *movingDeadlines) SetDeadline(t time.Time) error {
 // (the tail of a body whose upstream pauses would wait for the pause to
 // end). Each piece goes through Write, so the deadline moves with it.
 func (c *movingDeadlines) ReadFrom(r io.Reader) (int64, error) {
+	var spliced int64
 	if pb, ok := r.(*poolBody); ok {
-		if n, err, done := c.splice(pb); done {
+		n, err, done := c.splice(pb)
+		if done {
 			return n, err
 		}
+		spliced = n
 	}
 	pool := c.bufs
 	if pool == nil {
@@ -378,7 +381,8 @@ func (c *movingDeadlines) ReadFrom(r io.Reader) (int64, error) {
 	}
 	bp := pool.Get().(*[]byte)
 	defer pool.Put(bp)
-	return io.CopyBuffer(writeOnly{c}, r, *bp)
+	n, err := io.CopyBuffer(writeOnly{c}, r, *bp)
+	return spliced + n, err
 }
 
 // writeOnly hides ReadFrom from io.CopyBuffer (which would call it back).
