@@ -62,6 +62,28 @@ func TestDropHopResponse(t *testing.T) {
 	}
 }
 
+// On the edge's own answers (fasthttp's default type on): the headers
+// named in Connection go, every one of them, each deleted once although
+// fasthttp yields a Content-Type of its own after a Del; Content-Type
+// itself stays whatever Connection says.
+func TestDropHopResponseNamesEach(t *testing.T) {
+	var resp fasthttp.Response
+	resp.Header.DisableNormalizing()
+	raw := "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: content-type, server, date, set-cookie, x-a\r\n" +
+		"Server: x\r\nDate: y\r\nContent-Type: text/html\r\nSet-Cookie: a=b\r\nx-a: 1\r\nX-B: 2\r\n\r\nok"
+	if err := resp.Read(bufio.NewReader(strings.NewReader(raw))); err != nil {
+		t.Fatal(err)
+	}
+	dropHopResponse(&resp.Header)
+	var got []string
+	for k, v := range resp.Header.All() {
+		got = append(got, string(k)+": "+string(v))
+	}
+	if strings.Join(got, ", ") != "Content-Length: 2, Content-Type: text/html, X-B: 2" {
+		t.Fatalf("headers left %q", got)
+	}
+}
+
 // An answer without hop-by-hop headers, the common case, is walked once
 // and nothing is allocated; nor is anything for a request's walks (its
 // hop-by-hop names, its framing).

@@ -97,12 +97,14 @@ func nextNominee(value []byte) (tok, rest []byte) {
 }
 
 // keptNominee reports whether a name a Connection header gives is kept
-// whatever it says: those that route and frame the message (Host,
-// Content-Length; Transfer-Encoding is hop-by-hop itself), which a
-// client or an upstream could otherwise strip from under the edge's own
-// routing and framing, and the option close (not a field).
+// whatever it says: those that route, frame and type the message (Host,
+// Content-Length, Content-Type; Transfer-Encoding is hop-by-hop itself),
+// which a client or an upstream could otherwise strip from under the
+// edge's own routing and framing (or have fasthttp's default type put in
+// its place), and the option close (not a field).
 func keptNominee(k string) bool {
-	return strings.EqualFold(k, "Host") || strings.EqualFold(k, "Content-Length") || strings.EqualFold(k, "Close")
+	return strings.EqualFold(k, "Host") || strings.EqualFold(k, "Content-Length") || strings.EqualFold(k, "Content-Type") ||
+		strings.EqualFold(k, "Close")
 }
 
 // rawFields yields the fields of a head as it came (RawHeaders: the
@@ -164,11 +166,16 @@ func dropHopResponse(h *fasthttp.ResponseHeader) {
 		return
 	}
 	h.DelBytes(first[:n])
+	// The names deleted, comma-separated: a name the walk yields again
+	// after its Del (one fasthttp keeps a value of its own for) is not
+	// taken again, so every walk deletes a new name.
+	var deletedBuf [128]byte
+	deleted := append(append(deletedBuf[:0], first[:n]...), ',')
 	for range maxHopWalks {
 		var buf [64]byte
 		name := buf[:0]
 		for k := range h.All() {
-			if isHopName(b2s(k)) || nominatedIn(nominated, k) {
+			if (isHopName(b2s(k)) || nominatedIn(nominated, k)) && !listed(deleted, k) {
 				name = append(name, k...)
 				break
 			}
@@ -177,7 +184,24 @@ func dropHopResponse(h *fasthttp.ResponseHeader) {
 			return
 		}
 		h.DelBytes(name)
+		deleted = append(append(deleted, name...), ',')
 	}
+}
+
+// listed reports whether the comma-separated list holds k as written.
+func listed(list, k []byte) bool {
+	for len(list) > 0 {
+		item := list
+		if i := bytes.IndexByte(list, ','); i >= 0 {
+			item, list = list[:i], list[i+1:]
+		} else {
+			list = nil
+		}
+		if bytes.Equal(item, k) {
+			return true
+		}
+	}
+	return false
 }
 
 // isConnection reports whether a header name is Connection, in any case.
