@@ -85,10 +85,7 @@ func dropHopRequest(h *fasthttp.RequestHeader, hop bool) {
 // empty for a name to leave (empty, hop-by-hop and so dropped anyway,
 // or one keptNominee keeps), rest what is left of the value.
 func nextNominee(value []byte) (tok, rest []byte) {
-	tok = value
-	if i := bytes.IndexByte(value, ','); i >= 0 {
-		tok, rest = value[:i], value[i+1:]
-	}
+	tok, rest, _ = bytes.Cut(value, comma)
 	tok = bytes.Trim(tok, " \t")
 	if isHopName(b2s(tok)) || keptNominee(b2s(tok)) {
 		tok = nil
@@ -114,12 +111,8 @@ func keptNominee(k string) bool {
 func rawFields(raw []byte) iter.Seq2[[]byte, []byte] {
 	return func(yield func([]byte, []byte) bool) {
 		for len(raw) > 0 {
-			line := raw
-			if i := bytes.IndexByte(raw, '\n'); i >= 0 {
-				line, raw = raw[:i], raw[i+1:]
-			} else {
-				raw = nil
-			}
+			var line []byte
+			line, raw, _ = bytes.Cut(raw, newline)
 			colon := bytes.IndexByte(line, ':')
 			if colon <= 0 || line[0] == ' ' || line[0] == '\t' { // not a field, or a folded line's rest
 				continue
@@ -191,18 +184,19 @@ func dropHopResponse(h *fasthttp.ResponseHeader) {
 // listed reports whether the comma-separated list holds k as written.
 func listed(list, k []byte) bool {
 	for len(list) > 0 {
-		item := list
-		if i := bytes.IndexByte(list, ','); i >= 0 {
-			item, list = list[:i], list[i+1:]
-		} else {
-			list = nil
-		}
+		var item []byte
+		item, list, _ = bytes.Cut(list, comma)
 		if bytes.Equal(item, k) {
 			return true
 		}
 	}
 	return false
 }
+
+var (
+	comma   = []byte{','}
+	newline = []byte{'\n'}
+)
 
 // isConnection reports whether a header name is Connection, in any case.
 func isConnection(k []byte) bool {
