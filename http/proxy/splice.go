@@ -115,11 +115,11 @@ func (c *movingDeadlines) splice(pb *poolBody) (n int64, err error, done bool) {
 		}
 		pb.chunk = io.LimitedReader{R: src, N: min(pb.lr.N, spliceChunk)}
 		m, err := dst.ReadFrom(&pb.chunk)
-		<-spliceSlots
 		pb.chunk.R = nil
 		if ts != nil && m > 0 {
 			ts.CountRead(m)
 		}
+		<-spliceSlots // after the count: no slot taken, nothing left to count
 		pb.lr.N -= m
 		n += m
 		switch {
