@@ -3,15 +3,14 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"sort"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/miekg/dns"
+
+	"peerdns/bench/promtext"
 )
 
 // checkLocal compares each node's local records with what the workload
@@ -160,28 +159,14 @@ func (n *node) levels() levels {
 	if err != nil || code != 200 {
 		return l
 	}
-	gogc, nextGC := 100.0, 0.0
-	sc := bufio.NewScanner(strings.NewReader(body))
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		name, v, ok := strings.Cut(sc.Text(), " ")
-		if !ok {
-			continue
-		}
-		f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-		if err != nil {
-			continue
-		}
-		switch name {
-		case "go_goroutines":
-			l.Goroutines = int(f)
-		case "go_memstats_next_gc_bytes":
-			nextGC = f
-		case "go_gc_gogc_percent":
-			if f > 0 {
-				gogc = f
-			}
-		}
+	v, err := promtext.Values(body, "go_goroutines", "go_memstats_next_gc_bytes", "go_gc_gogc_percent")
+	if err != nil {
+		return l
+	}
+	l.Goroutines = int(v["go_goroutines"])
+	nextGC, gogc := v["go_memstats_next_gc_bytes"], 100.0
+	if g := v["go_gc_gogc_percent"]; g > 0 {
+		gogc = g
 	}
 	l.LiveKB = int(nextGC/(1+gogc/100)) >> 10
 	return l

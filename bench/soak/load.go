@@ -363,33 +363,3 @@ func goroutines(c *http.Client, admin string) int {
 	}
 	return -1
 }
-
-// promValues reads the unlabelled samples named in want from the node's
-// GET /metrics (Prometheus text); a name not found is absent.
-func promValues(c *http.Client, admin string, want ...string) map[string]float64 {
-	out := map[string]float64{}
-	resp, err := c.Get("http://" + admin + "/metrics")
-	if err != nil {
-		return out
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil || resp.StatusCode != 200 {
-		return out
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		f := strings.Fields(l)
-		if len(f) != 2 {
-			continue
-		}
-		for _, w := range want {
-			if f[0] == w {
-				var v float64
-				if _, err := fmt.Sscan(f[1], &v); err == nil {
-					out[w] = v
-				}
-			}
-		}
-	}
-	return out
-}

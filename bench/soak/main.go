@@ -96,6 +96,7 @@ import (
 
 	"github.com/miekg/dns"
 
+	"peerdns/bench/promtext"
 	"peerdns/bench/runwork"
 )
 
@@ -567,7 +568,7 @@ func soak(ctx context.Context, c config, work string) (bool, error) {
 			r[i].gor, r[i].heapMB, r[i].idleMB = -1, -1, -1
 			if i < 2 {
 				r[i].gor = goroutines(client, p.addrs["admin"])
-				pv := promValues(client, p.addrs["admin"], "go_memstats_heap_inuse_bytes", "go_memstats_heap_idle_bytes", "go_memstats_heap_released_bytes", "peerdns_ledger_ops")
+				pv, _ := promtext.Get(client, p.addrs["admin"], "go_memstats_heap_inuse_bytes", "go_memstats_heap_idle_bytes", "go_memstats_heap_released_bytes", "peerdns_ledger_ops")
 				if v, ok := pv["go_memstats_heap_inuse_bytes"]; ok {
 					r[i].heapMB = v / (1 << 20)
 				}

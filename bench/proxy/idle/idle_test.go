@@ -7,7 +7,6 @@ import (
 	"bufio"
 	"context"
 	"crypto/tls"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -26,6 +25,7 @@ import (
 	"github.com/quic-go/quic-go/http3"
 
 	"peerdns/bench/procstat"
+	"peerdns/bench/promtext"
 )
 
 func startNode(b *testing.B) (*exec.Cmd, map[string]string) {
@@ -186,21 +186,14 @@ func BenchmarkQUICHandshakes(b *testing.B) {
 // /metrics.
 func edgeRetries(b *testing.B, admin string) int64 {
 	b.Helper()
-	resp, err := http.Get("http://" + admin + "/metrics")
+	const name = "peerdns_edge_http3_retries_total"
+	v, err := promtext.Get(http.DefaultClient, admin, name)
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	for _, l := range strings.Split(string(body), "\n") {
-		if v, ok := strings.CutPrefix(l, "peerdns_edge_http3_retries_total "); ok {
-			n, err := strconv.ParseInt(v, 10, 64)
-			if err != nil {
-				b.Fatal(err)
-			}
-			return n
-		}
+	n, ok := v[name]
+	if !ok {
+		b.Fatalf("/metrics has no %s", name)
 	}
-	b.Fatalf("/metrics has no peerdns_edge_http3_retries_total: %.200s", body)
-	return 0
+	return int64(n)
 }
