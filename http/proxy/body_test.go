@@ -57,6 +57,23 @@ func post(t *testing.T, addr, host string, n int) net.Conn {
 	return c
 }
 
+// sendRaw opens a connection to the edge at addr, closed when the test
+// ends, and writes raw on it (nothing when raw is empty).
+func sendRaw(t testing.TB, addr net.Addr, raw string) net.Conn {
+	t.Helper()
+	c, err := net.Dial("tcp", addr.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	if raw != "" {
+		if _, err := io.WriteString(c, raw); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return c
+}
+
 // answer reads one response: its status, headers and body.
 func answer(t *testing.T, c net.Conn) (int, http.Header, string) {
 	t.Helper()

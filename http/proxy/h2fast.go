@@ -322,12 +322,12 @@ func copyHead(w *h2Writer, resp *fasthttp.Response, withLength bool, n int) {
 	fields := stack[:0]
 	size := 0
 	var kept [64]byte
-	nominated := kept[:0] // the Connection headers' values (dropHopResponse)
+	nominated := kept[:0] // the names the Connection headers give (dropHopResponse)
 	for k, v := range resp.Header.All() {
 		name := headerName(k)
 		switch name {
 		case "Connection":
-			nominated = append(append(nominated, v...), ',')
+			nominated = appendNominees(nominated, v)
 			name = ""
 		case "Keep-Alive", "Proxy-Connection", "Proxy-Authenticate", "Proxy-Authorization",
 			"Te", "Trailer", "Transfer-Encoding", "Upgrade", "Content-Length":
@@ -338,10 +338,12 @@ func copyHead(w *h2Writer, resp *fasthttp.Response, withLength bool, n int) {
 			size += len(v)
 		}
 	}
-	for i, f := range fields {
-		if len(nominated) > 0 && f.name != "" && nominatedIn(nominated, []byte(f.name)) {
-			fields[i].name = ""
-			size -= f.size
+	if len(nominated) > 0 {
+		for i, f := range fields {
+			if f.name != "" && listed(nominated, []byte(f.name), true) {
+				fields[i].name = ""
+				size -= f.size
+			}
 		}
 	}
 	var arena strings.Builder

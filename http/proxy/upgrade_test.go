@@ -38,12 +38,7 @@ func TestEdgeUpgradeOnlyOn101(t *testing.T) {
 	httpAddr, _ := e.s.Addrs()
 	dial := func() net.Conn {
 		t.Helper()
-		c, err := net.Dial("tcp", httpAddr.String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-		return c
+		return sendRaw(t, httpAddr, "")
 	}
 	ask := "GET /ws HTTP/1.1\r\nHost: f.p2p\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
 

@@ -142,7 +142,7 @@ func rawFields(raw []byte) iter.Seq2[[]byte, []byte] {
 // none left.
 func dropHopResponse(h *fasthttp.ResponseHeader) {
 	var kept [64]byte
-	nominated := kept[:0] // the Connection headers' values, comma-separated
+	nominated := kept[:0] // the names the Connection headers give, comma-separated
 	var first [32]byte    // the first hop-by-hop name (at most 19 bytes)
 	n := 0
 	for k, v := range h.All() {
@@ -151,7 +151,7 @@ func dropHopResponse(h *fasthttp.ResponseHeader) {
 				n = copy(first[:], k)
 			}
 			if isConnection(k) {
-				nominated = append(append(nominated, v...), ',')
+				nominated = appendNominees(nominated, v)
 			}
 		}
 	}
@@ -168,7 +168,7 @@ func dropHopResponse(h *fasthttp.ResponseHeader) {
 		var buf [64]byte
 		name := buf[:0]
 		for k := range h.All() {
-			if (isHopName(b2s(k)) || nominatedIn(nominated, k)) && !listed(deleted, k) {
+			if (isHopName(b2s(k)) || listed(nominated, k, true)) && !listed(deleted, k, false) {
 				name = append(name, k...)
 				break
 			}
@@ -181,16 +181,30 @@ func dropHopResponse(h *fasthttp.ResponseHeader) {
 	}
 }
 
-// listed reports whether the comma-separated list holds k as written.
-func listed(list, k []byte) bool {
+// listed reports whether the comma-separated list holds k: as written,
+// or in any case when fold.
+func listed(list, k []byte, fold bool) bool {
 	for len(list) > 0 {
 		var item []byte
 		item, list, _ = bytes.Cut(list, comma)
-		if bytes.Equal(item, k) {
+		if fold && bytes.EqualFold(item, k) || !fold && bytes.Equal(item, k) {
 			return true
 		}
 	}
 	return false
+}
+
+// appendNominees appends to list the field names a Connection header's
+// value gives (but those nextNominee leaves), each followed by a comma.
+// A Connection: keep-alive, nearly every upstream's, appends nothing.
+func appendNominees(list, value []byte) []byte {
+	for len(value) > 0 {
+		var k []byte
+		if k, value = nextNominee(value); len(k) > 0 {
+			list = append(append(list, k...), ',')
+		}
+	}
+	return list
 }
 
 var (
@@ -203,16 +217,6 @@ func isConnection(k []byte) bool {
 	return len(k) == len("Connection") && strings.EqualFold(b2s(k), "Connection")
 }
 
-// nominatedIn reports whether the Connection values in list name k.
-func nominatedIn(list, k []byte) bool {
-	for len(list) > 0 {
-		var n []byte
-		if n, list = nextNominee(list); len(n) > 0 && bytes.EqualFold(n, k) {
-			return true
-		}
-	}
-	return false
-}
 
 const maxHopWalks = 512
 
