@@ -217,7 +217,6 @@ func isConnection(k []byte) bool {
 	return len(k) == len("Connection") && strings.EqualFold(b2s(k), "Connection")
 }
 
-
 const maxHopWalks = 512
 
 // upstream is one upstream (hash, TLS or not): its keep-alive client and
