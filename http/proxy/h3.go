@@ -60,10 +60,10 @@ import (
 // bench/README.md), so the default rate is about a twelfth of a core;
 // past it, a forged Initial costs a Retry packet and nothing else.
 // Clients at real addresses that answer their Retry still get their
-// handshakes (as SYN cookies do for TCP). Counted: the Retry packets sent (Counters.H3Retries, /metrics
-// peerdns_edge_http3_retries_total; a client whose first flight spans
-// two Initial packets, as a post-quantum key share does, gets one for
-// each). The rate is the edge's, not a source's: a source address is
+// handshakes (as SYN cookies do for TCP). Counted: the Retry packets
+// sent (Counters.H3Retries, /metrics peerdns_edge_http3_retries_total;
+// a client whose first flight spans two Initial packets, as a
+// post-quantum key share does, gets one for each). The rate is the edge's, not a source's: a source address is
 // what cannot be trusted before it is validated.
 //
 // A UDP port that cannot be bound (taken by another program) leaves the

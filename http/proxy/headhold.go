@@ -151,19 +151,10 @@ func (h *headHold) writeHeld(c *movingDeadlines) {
 	h.settle()
 }
 
-// release writes a head still held (Close).
-func (h *headHold) release(c *movingDeadlines) {
-	if h == nil || !h.active.Load() {
-		return
-	}
-	h.mu.Lock()
-	h.writeHeld(c)
-	h.mu.Unlock()
-}
-
 // flushHeld writes the head c holds, if any, and returns the error of
 // that write or of an earlier one of the flush goroutine's: a body that
-// goes to the socket past Write (splice.go) must not overtake its head.
+// goes to the socket past Write (splice.go) must not overtake its head,
+// and Close writes a head still held before it closes.
 func (c *movingDeadlines) flushHeld() error {
 	h := c.head.Load()
 	if h == nil || !h.active.Load() {

@@ -109,7 +109,7 @@ func (c *movingDeadlines) halter() func() {
 // A connection that gathers its writes and has some pending is closed
 // once they are written (gatherer); its reads fail at once.
 func (c *movingDeadlines) Close() error {
-	c.head.Load().release(c)
+	_ = c.flushHeld()
 	if g := c.gathered.Load(); g != nil && g.close() {
 		c.haltRead()
 		return nil
