@@ -82,8 +82,9 @@ import (
 // and the allocations of both; profiled under h2load (bench/README.md,
 // "edge HTTP/2") it and ReverseProxy were the largest part of what the
 // edge spent per request beyond nginx's HTTP/2 proxy, while the pooled
-// exchange runs on the stream's own goroutine with pooled objects. Nothing is lost for such a request: an HTTP/1.1 upstream is
-// spoken to in HTTP/1.1 either way (an ssl claim that would have picked
+// exchange runs on the stream's own goroutine with pooled objects.
+// Nothing is lost for such a request: an HTTP/1.1 upstream is spoken to
+// in HTTP/1.1 either way (an ssl claim that would have picked
 // h2 in ALPN now gets HTTP/1.1, as from the HTTP/1.1 edge), a small
 // body is read whole first, within ReadTimeout, as the HTTP/1.1 edge
 // does (408 when it stops coming, 400 when it ends early), the

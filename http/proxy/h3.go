@@ -63,8 +63,9 @@ import (
 // handshakes (as SYN cookies do for TCP). Counted: the Retry packets
 // sent (Counters.H3Retries, /metrics peerdns_edge_http3_retries_total;
 // a client whose first flight spans two Initial packets, as a
-// post-quantum key share does, gets one for each). The rate is the edge's, not a source's: a source address is
-// what cannot be trusted before it is validated.
+// post-quantum key share does, gets one for each). The rate is the
+// edge's, not a source's: a source address is what cannot be trusted
+// before it is validated.
 //
 // A UDP port that cannot be bound (taken by another program) leaves the
 // edge without HTTP/3, logged, and without Alt-Svc: the TCP edge still
