@@ -1,6 +1,11 @@
 package messages
 
-import "time"
+import (
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
 
 // The log channel family: the channels of the admin spec, the lines the
 // channel actors (actors/logchan) write and publish, and the tail request
@@ -52,11 +57,90 @@ type LogLine struct {
 	Seq     uint64 // set by the channel actor: 1, 2, ... per channel and run
 }
 
-// LogBatch is many lines for one channel actor, written in one go (a
-// busy writer such as the edge proxy's access log). The lines are handed
-// over: the channel actor numbers them in place and publishes the batch
-// itself on the event stream, so the sender must not keep or reuse them.
-type LogBatch struct{ Lines []*LogLine }
+// LogBatch is many lines of one channel, written in one go (a busy
+// writer such as the edge proxy's access log): their text, each line
+// followed by a newline and holding none of its own, and each line's
+// time. Their level is the batch's.
+//
+// A batch is used again once everyone is done with it, so a busy writer
+// allocates nothing per line. NewLogBatch gives one holding one
+// reference, the writer's, which goes with it to the channel actor; the
+// actor writes the text, numbers the batch, publishes it on the event
+// stream and releases its reference. A subscriber that keeps the batch
+// past its event stream callback takes a reference there (Retain) and
+// releases it when done; one that does not must not touch the batch
+// after its callback returns.
+type LogBatch struct {
+	Channel string
+	Level   string
+	Text    []byte
+	Times   []time.Time
+	Seq     uint64 // set by the channel actor: the first line's; the others follow
+	refs    atomic.Int32
+}
+
+var logBatches = sync.Pool{New: func() any { return new(LogBatch) }}
+
+// maxPooledBatch is the largest text a batch keeps when it goes back to
+// be used again (a burst's bigger one is let go).
+const maxPooledBatch = 1 << 20
+
+// NewLogBatch returns an empty batch of channel's lines at level, with
+// one reference.
+func NewLogBatch(channel, level string) *LogBatch {
+	b := logBatches.Get().(*LogBatch)
+	b.Channel, b.Level = channel, level
+	b.refs.Store(1)
+	return b
+}
+
+// EndLine ends the line appended to Text since the previous one (or the
+// start), made at at.
+func (b *LogBatch) EndLine(at time.Time) {
+	b.Text = append(b.Text, '\n')
+	b.Times = append(b.Times, at)
+}
+
+// Len is the number of lines.
+func (b *LogBatch) Len() int { return len(b.Times) }
+
+// Retain takes a reference to b.
+func (b *LogBatch) Retain() { b.refs.Add(1) }
+
+// Release gives a reference back; the last one returns b to be used
+// again.
+func (b *LogBatch) Release() {
+	switch n := b.refs.Add(-1); {
+	case n > 0:
+		return
+	case n < 0:
+		panic("messages: LogBatch released more often than retained")
+	}
+	if cap(b.Text) > maxPooledBatch {
+		return
+	}
+	b.Text, b.Times = b.Text[:0], b.Times[:0]
+	b.Channel, b.Level, b.Seq = "", "", 0
+	logBatches.Put(b)
+}
+
+// Lines returns the batch's lines as LogLines of their own (copies: they
+// outlive the batch).
+func (b *LogBatch) Lines() []*LogLine {
+	text := string(b.Text) // one copy for all of them
+	lines := make([]LogLine, len(b.Times))
+	out := make([]*LogLine, len(b.Times))
+	for i, at := range b.Times {
+		end := strings.IndexByte(text, '\n')
+		if end < 0 {
+			end = len(text)
+		}
+		lines[i] = LogLine{Channel: b.Channel, Level: b.Level, Time: at, Message: text[:end], Seq: b.Seq + uint64(i)}
+		out[i] = &lines[i]
+		text = text[min(end+1, len(text)):]
+	}
+	return out
+}
 
 // GetLogTail asks a channel actor for the last Lines lines of its file.
 type GetLogTail struct{ Lines int }

@@ -43,13 +43,8 @@ type Actor struct {
 	dir  string
 	w    *lumberjack.Logger
 	seq  uint64 // lines written in this run
-	buf  []byte // a batch's text, kept for the next batch
 	lost int    // lines not written since the file started failing
 }
-
-// keepBuf is the largest batch buffer kept between batches (a burst's
-// bigger one is let go).
-const keepBuf = 256 << 10
 
 // Props builds the actor for channel id writing under dir.
 func Props(id, dir string) *actor.Props {
@@ -94,33 +89,19 @@ func (a *Actor) Receive(c actor.Context) {
 		line.Seq = a.seq
 		c.ActorSystem().EventStream.Publish(&line)
 	case *messages.LogBatch:
-		n := 0
-		for _, l := range m.Lines {
-			n += len(l.Message) + 1
-		}
-		buf := a.buf[:0]
-		if cap(buf) < n {
-			buf = make([]byte, 0, n)
-		}
-		for _, l := range m.Lines {
-			buf = append(append(buf, l.Message...), '\n')
-		}
-		if cap(buf) <= keepBuf {
-			a.buf = buf
-		}
-		if _, err := a.w.Write(buf); err != nil {
-			a.writeFailed(err, len(m.Lines))
+		// The batch's text goes to the file as it is; then it is
+		// numbered and published as the one batch (an event per line
+		// cost every subscriber a call, and the WebSocket hub a mailbox
+		// message, for each line of a busy writer), and this actor's
+		// reference to it given back (messages.LogBatch).
+		defer m.Release()
+		if _, err := a.w.Write(m.Text); err != nil {
+			a.writeFailed(err, m.Len())
 			return
 		}
 		a.writeOK()
-		// A batch's lines are handed over (messages.LogBatch): numbered
-		// in place, not copied, and published as the one batch (an event
-		// per line cost every subscriber a call, and the WebSocket hub a
-		// mailbox message, for each line of a busy writer).
-		for _, l := range m.Lines {
-			a.seq++
-			l.Seq = a.seq
-		}
+		m.Seq = a.seq + 1
+		a.seq += uint64(m.Len())
 		c.ActorSystem().EventStream.Publish(m)
 	case *messages.GetLogTail:
 		// Lines up to Seq are in the file: live subscribers drop those.

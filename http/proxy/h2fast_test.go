@@ -70,10 +70,11 @@ func startTestEdge(t testing.TB, upstreams map[string]string, d Deps) *h2Edge {
 	if d.Dialer == nil {
 		d.Dialer = dial
 	}
-	d.AccessBatch = func(ls []*messages.LogLine) {
+	d.AccessBatch = func(b *messages.LogBatch) {
+		defer b.Release()
 		e.mu.Lock()
 		defer e.mu.Unlock()
-		for _, l := range ls {
+		for _, l := range b.Lines() {
 			e.access = append(e.access, l.Message)
 		}
 	}

@@ -139,9 +139,10 @@ type Deps struct {
 	CA                  *certs.CA
 	Log                 *slog.Logger // the proxy channel
 	Access              *slog.Logger // the httpProxy channel
-	// AccessBatch, when set, takes the access lines in batches (the
-	// httpProxy channel actor's LogBatch) instead of Access.
-	AccessBatch     func([]*messages.LogLine)
+	// AccessBatch, when set, takes the access lines in batches (for the
+	// httpProxy channel actor) instead of Access, with the batch's
+	// reference (messages.LogBatch).
+	AccessBatch     func(*messages.LogBatch)
 	UpstreamTimeout time.Duration
 	// ReadTimeout and WriteTimeout replace the defaults above when set
 	// (the node's tests shorten them).
@@ -188,7 +189,6 @@ type Server struct {
 
 	total, ok, failed, millis, dropped atomic.Int64
 	access                             chan accessLine
-	pending                            []accessLine // logAccess's batch, kept for the next
 	accessDone, accessStop             chan struct{}
 	budget                             *bodyBudget
 

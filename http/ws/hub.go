@@ -128,8 +128,11 @@ func (h *Hub) Receive(c actor.Context) {
 		h.clients = map[uint64]*client{}
 		self, root := c.Self(), c.ActorSystem().Root
 		h.sub = c.ActorSystem().EventStream.Subscribe(func(evt any) {
-			switch evt.(type) {
-			case *messages.Hint, *messages.LogLine, *messages.LogBatch:
+			switch m := evt.(type) {
+			case *messages.LogBatch:
+				m.Retain() // released in Receive
+				root.Send(self, evt)
+			case *messages.Hint, *messages.LogLine:
 				root.Send(self, evt)
 			}
 		})
@@ -200,10 +203,11 @@ func (h *Hub) Receive(c actor.Context) {
 	case *messages.LogLine:
 		h.broadcastLine(m)
 	case *messages.LogBatch:
-		if len(m.Lines) == 0 || !h.tailing(m.Lines[0].Channel) {
+		defer m.Release()
+		if m.Len() == 0 || !h.tailing(m.Channel) {
 			return
 		}
-		for _, l := range m.Lines {
+		for _, l := range m.Lines() {
 			h.broadcastLine(l)
 		}
 	}

@@ -45,7 +45,7 @@ func testLogSubscriptionUnderLoad(t *testing.T, batch int) {
 	stop := make(chan struct{})
 	defer close(stop)
 	go func() {
-		var lines []*messages.LogLine
+		var b *messages.LogBatch
 		for i := 1; i <= total; i++ {
 			for int64(i) > read.Load()+ahead && i > 300 {
 				select {
@@ -59,14 +59,18 @@ func testLogSubscriptionUnderLoad(t *testing.T, batch int) {
 				return
 			default:
 			}
-			l := &messages.LogLine{Channel: "core", Level: "INFO", Time: time.Now(), Message: fmt.Sprintf("line-%06d", i)}
+			text := fmt.Sprintf("line-%06d", i)
 			if batch == 1 {
-				w.sys.Root.Send(core, l)
+				w.sys.Root.Send(core, &messages.LogLine{Channel: "core", Level: "INFO", Time: time.Now(), Message: text})
 				continue
 			}
-			if lines = append(lines, l); len(lines) == batch || i == total {
-				w.sys.Root.Send(core, &messages.LogBatch{Lines: lines})
-				lines = nil
+			if b == nil {
+				b = messages.NewLogBatch("core", "INFO")
+			}
+			b.Text = append(b.Text, text...)
+			if b.EndLine(time.Now()); b.Len() == batch || i == total {
+				w.sys.Root.Send(core, b)
+				b = nil
 			}
 		}
 	}()
