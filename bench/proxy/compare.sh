@@ -42,7 +42,9 @@
 # Two binaries side by side: PEERDNS_BIN runs that binary instead of
 # building the tree's; PEERDNS_BIN_B starts a second pair of nodes from
 # another binary (PEERDNS_ENV_B: extra environment for them, e.g.
-# GOMAXPROCS=2), measured in the same rounds as arms peerdns-b-*. ONLY
+# GOMAXPROCS=2), measured in the same rounds as arms peerdns-b-*; the
+# two take turns at going first, round by round, so compare them over an
+# even number of rounds (ROUNDS=4). ONLY
 # keeps the arms whose label starts with one of its words (e.g.
 # ONLY="nginx-proxy/ bare-fasthttp peerdns-same-node/ peerdns-b-same-node/"),
 # SIZES the sizes (default "small big"; "bulk" is a 64 MiB file over one
@@ -250,6 +252,14 @@ run() { # label url host pids...
 	printf '%s\t%s\t%s\t%s\t%s\n' "$1" "$rate" "$(echo "$out" | awk '$1=="99%"{print $2}')" "$cpu" "$idle"
 }
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg); peerdns $(git rev-parse --short HEAD)${PEERDNS_BIN:+ (a: $PEERDNS_BIN)}${PEERDNS_BIN_B:+ (b: $PEERDNS_BIN_B ${PEERDNS_ENV_B:-})}"
+# One binary's arms: label prefix, its node pair's HTTP, HTTPS and
+# tunnel client addresses and PIDs.
+node_arms() { # prefix f http_a https_a http_b raw_b pid_a pid_b
+	run "$1-same-node/$2" "http://$3/$2" "bench.p2p" "$7"
+	run "$1-same-node-https/$2" "https://$4/$2" "bench.p2p" "$7"
+	run "$1-tunnel/$2" "http://$5/$2" "bench.p2p" "$7" "$8"
+	run "$1-tunnel-client/$2" "http://$6/$2" "127.0.0.1" "$7" "$8"
+}
 for r in $(seq 1 "$ROUNDS"); do
 	for f in $SIZES; do
 		run "direct/$f" "http://127.0.0.1:$BACK/$f" "127.0.0.1"
@@ -259,15 +269,17 @@ for r in $(seq 1 "$ROUNDS"); do
 		run "caddy/$f" "http://127.0.0.1:$CADDY/$f" "127.0.0.1" "$CADDY_PID"
 		run "nginx-proxy-https/$f" "https://127.0.0.1:$NPROXYS/$f" "bench.p2p" $NGINXP
 		run "caddy-https/$f" "https://127.0.0.1:$CADDYS/$f" "bench.p2p" "$CADDY_PID"
-		run "peerdns-same-node/$f" "http://$HTTP_A/$f" "bench.p2p" "$PID_A"
-		run "peerdns-same-node-https/$f" "https://$HTTPS_A/$f" "bench.p2p" "$PID_A"
-		run "peerdns-tunnel/$f" "http://$HTTP_B/$f" "bench.p2p" "$PID_A" "$PID_B"
-		run "peerdns-tunnel-client/$f" "http://$RAW_B/$f" "127.0.0.1" "$PID_A" "$PID_B"
+		# With two binaries the second of the two to run reads more
+		# (about 5% at 64 KiB, 5-10% at 100 B, in runs of one binary as
+		# both), so they take turns: the first binary first in odd
+		# rounds, the second in even ones. Compare them over an even
+		# number of rounds.
+		if [ -z "${PEERDNS_BIN_B:-}" ] || [ $((r % 2)) = 1 ]; then
+			node_arms peerdns "$f" "$HTTP_A" "$HTTPS_A" "$HTTP_B" "$RAW_B" "$PID_A" "$PID_B"
+		fi
 		if [ -n "${PEERDNS_BIN_B:-}" ]; then
-			run "peerdns-b-same-node/$f" "http://$HTTP_A2/$f" "bench.p2p" "$PID_A2"
-			run "peerdns-b-same-node-https/$f" "https://$HTTPS_A2/$f" "bench.p2p" "$PID_A2"
-			run "peerdns-b-tunnel/$f" "http://$HTTP_B2/$f" "bench.p2p" "$PID_A2" "$PID_B2"
-			run "peerdns-b-tunnel-client/$f" "http://$RAW_B2/$f" "127.0.0.1" "$PID_A2" "$PID_B2"
+			node_arms peerdns-b "$f" "$HTTP_A2" "$HTTPS_A2" "$HTTP_B2" "$RAW_B2" "$PID_A2" "$PID_B2"
+			[ $((r % 2)) = 1 ] || node_arms peerdns "$f" "$HTTP_A" "$HTTPS_A" "$HTTP_B" "$RAW_B" "$PID_A" "$PID_B"
 		fi
 	done
 done | tee "${RAW:-/dev/null}" | sort | awk -F'\t' '$1 ~ /\/bulk$/ {print "| " $1 " | " $2 "/s | p99 " $3 " | " $4 " CPU-s/GB | idle " $5 "% |"; next} {print "| " $1 " | " $2 " req/s | p99 " $3 " | " $4 " µs CPU/req | idle " $5 "% |"}'
