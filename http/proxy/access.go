@@ -121,8 +121,9 @@ func (s *Server) writeAccessLine(l accessLine) {
 // the batch as it is taken from the channel. A batch is used again once
 // the channel actor and the WebSocket hub are done with it
 // (messages.LogBatch), so a busy edge's access log allocates nothing per
-// line: it was a third of a kilobyte per request, the node's garbage
-// nearly all, and a collection every few thousand requests.
+// line. Lines made anew each time are a third of a kilobyte a request,
+// most of what a busy node allocates: a collection every few thousand
+// requests.
 func (s *Server) writeAccessBatch(first accessLine) {
 	b := newAccessBatch()
 	first.appendTo(b)
