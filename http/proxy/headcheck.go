@@ -134,6 +134,15 @@ var (
 // (over HTTP/2 net/http answers OPTIONS * itself). CONNECT has no :path
 // (net/http checks its :authority). Field values are checked in the
 // walk that sizes the header list (headerList).
+//
+// A Host field beside :authority must name the same authority (RFC 9113
+// §8.3.1: a server should treat one that does not as malformed; RFC
+// 9114 §4.3.1 makes it so, and quic-go's http3 refuses it before the
+// edge sees the request). net/http's HTTP/2 server routes by :authority
+// and keeps the Host field among the others; the edge would route by one
+// name while the request carried another, so it answers 400, as it does
+// to an HTTP/1.1 request with two Host fields. Names compare without
+// case (RFC 9110 §4.2.3).
 func unfitTarget(r *http.Request) (int, string) {
 	m := r.Method
 	if m == "" {
@@ -143,6 +152,9 @@ func unfitTarget(r *http.Request) (int, string) {
 		if !tokenByte[m[i]] {
 			return http.StatusBadRequest, "The request's method is not a token."
 		}
+	}
+	if hs := r.Header["Host"]; len(hs) > 1 || len(hs) == 1 && !strings.EqualFold(hs[0], r.Host) {
+		return http.StatusBadRequest, "The Host header names another authority than :authority."
 	}
 	if m == http.MethodConnect {
 		return 0, ""

@@ -81,8 +81,9 @@ func h2Status(t *testing.T, addr string, conf *tls.Config, fields ...[2]string) 
 // and never reaches the upstream; a :path with its spaces
 // percent-encoded, or with UTF-8 and quotes in it, goes through as it
 // came. So for a field value that starts or ends with a space or tab
-// (400), and one with spaces inside it (passed). (OPTIONS * net/http
-// answers itself.)
+// (400), and one with spaces inside it (passed); and for a Host field
+// that names another authority than :authority, or comes twice (400).
+// (OPTIONS * net/http answers itself.)
 func TestEdgeRefusesUnfitTargets(t *testing.T) {
 	up, heads := rawUpstream(t)
 	e := startTestEdge(t, map[string]string{"f.p2p": up}, Deps{})
@@ -101,6 +102,8 @@ func TestEdgeRefusesUnfitTargets(t *testing.T) {
 		req("GE(T", "/"),
 		append(req("GET", "/"), [2]string{"x-pad", " v"}),
 		append(req("GET", "/"), [2]string{"x-pad", "v\t"}),
+		append(req("GET", "/"), [2]string{"host", "other.p2p"}),
+		append(req("GET", "/"), [2]string{"host", "f.p2p"}, [2]string{"host", "f.p2p"}),
 	} {
 		if st := h2Status(t, httpsAddr.String(), conf, f...); st != "400" {
 			t.Fatalf("%v: status %q, want 400", f, st)
@@ -131,6 +134,21 @@ func TestEdgeRefusesUnfitTargets(t *testing.T) {
 	}
 	if h := <-heads; !strings.Contains(h, "\r\nX-Pad: a \tb\r\n") {
 		t.Fatalf("a value with inner spaces: the upstream got %q", h)
+	}
+
+	// A Host beside :authority that names it (in any case) goes through,
+	// and a Host alone stands for :authority; the upstream gets the one
+	// name either way.
+	for _, f := range [][][2]string{
+		append(req("GET", "/"), [2]string{"host", "F.p2p"}),
+		{{":method", "GET"}, {":scheme", "https"}, {":path", "/"}, {"host", "f.p2p"}},
+	} {
+		if st := h2Status(t, httpsAddr.String(), conf, f...); st != "200" {
+			t.Fatalf("%v: status %q, want 200", f, st)
+		}
+		if h := <-heads; strings.Count(strings.ToLower(h), "\r\nhost: ") != 1 || !strings.Contains(strings.ToLower(h), "\r\nhost: f.p2p\r\n") {
+			t.Fatalf("%v: the upstream got %q", f, h)
+		}
 	}
 
 	// HTTP/3: the same check (quic-go's client writes an opaque URL's
