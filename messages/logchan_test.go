@@ -17,7 +17,7 @@ func TestLogBatchLines(t *testing.T) {
 	}
 	b.Seq = 41
 	ls := b.Lines()
-	copy(b.Text, "XXXXXXXXXX")
+	copy(b.Text, "XXXXXXXXXX") // the batch's text written over, as its next writer would
 	b.Release()
 	want := []string{"one", "", "three"}
 	if len(ls) != len(want) || b.Len() != 0 {

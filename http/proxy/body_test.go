@@ -37,18 +37,11 @@ func bodyServer(t *testing.T, d Deps) (*Server, string) {
 // with the head (the handler runs once it has come).
 func post(t *testing.T, addr, host string, n int) net.Conn {
 	t.Helper()
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
 	te := "Content-Length: " + strconv.Itoa(n)
 	if n < 0 {
 		te = "Transfer-Encoding: chunked"
 	}
-	if _, err := fmt.Fprintf(c, "POST /up HTTP/1.1\r\nHost: %s\r\n%s\r\n\r\n", host, te); err != nil {
-		t.Fatal(err)
-	}
+	c := sendRaw(t, addr, "POST /up HTTP/1.1\r\nHost: "+host+"\r\n"+te+"\r\n\r\n")
 	if n > prefetched {
 		if _, err := c.Write(make([]byte, prefetched)); err != nil {
 			t.Fatal(err)
@@ -59,9 +52,9 @@ func post(t *testing.T, addr, host string, n int) net.Conn {
 
 // sendRaw opens a connection to the edge at addr, closed when the test
 // ends, and writes raw on it (nothing when raw is empty).
-func sendRaw(t testing.TB, addr net.Addr, raw string) net.Conn {
+func sendRaw(t testing.TB, addr, raw string) net.Conn {
 	t.Helper()
-	c, err := net.Dial("tcp", addr.String())
+	c, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}

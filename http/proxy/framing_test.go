@@ -28,7 +28,7 @@ func TestEdgeRefusesBothFramings(t *testing.T) {
 	httpAddr, _ := e.s.Addrs()
 	send := func(head, body string) net.Conn {
 		t.Helper()
-		return sendRaw(t, httpAddr, "POST /a HTTP/1.1\r\nHost: f.p2p\r\n"+head+"\r\n"+body)
+		return sendRaw(t, httpAddr.String(), "POST /a HTTP/1.1\r\nHost: f.p2p\r\n"+head+"\r\n"+body)
 	}
 	smuggled := "0\r\n\r\nGET /smuggled HTTP/1.1\r\nHost: f.p2p\r\n\r\n"
 	for _, head := range []string{
@@ -71,7 +71,7 @@ func TestEdgeBrokenChunksAreBadRequests(t *testing.T) {
 	e := newTestH2Edge(t, map[string]string{"f.p2p": up}, Deps{})
 	httpAddr, _ := e.s.Addrs()
 	for _, body := range []string{"zz\r\nhello\r\n0\r\n\r\n", "ffffffffffffffffff\r\nhello\r\n0\r\n\r\n", "5\r\nhelloXX0\r\n\r\n"} {
-		c := sendRaw(t, httpAddr, "POST /a HTTP/1.1\r\nHost: f.p2p\r\nTransfer-Encoding: chunked\r\n\r\n"+body)
+		c := sendRaw(t, httpAddr.String(), "POST /a HTTP/1.1\r\nHost: f.p2p\r\nTransfer-Encoding: chunked\r\n\r\n"+body)
 		if code, _, msg := answer(t, c); code != 400 {
 			t.Fatalf("%q: %d %q, want 400", body, code, msg)
 		}
@@ -88,7 +88,7 @@ func TestEdgeDropsH2CUpgrade(t *testing.T) {
 	})
 	e := newTestH2Edge(t, map[string]string{"f.p2p": up}, Deps{})
 	httpAddr, _ := e.s.Addrs()
-	c := sendRaw(t, httpAddr, "GET / HTTP/1.1\r\nHost: f.p2p\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA\r\nConnection: Upgrade, HTTP2-Settings\r\n\r\n")
+	c := sendRaw(t, httpAddr.String(), "GET / HTTP/1.1\r\nHost: f.p2p\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA\r\nConnection: Upgrade, HTTP2-Settings\r\n\r\n")
 	if code, _, body := answer(t, c); code != 200 || body != `upgrade="" connection=""` {
 		t.Fatalf("h2c upgrade: %d %q", code, body)
 	}
@@ -110,7 +110,7 @@ func TestEdgeRefusesUnfitHeads(t *testing.T) {
 	httpAddr, _ := e.s.Addrs()
 	send := func(head string) net.Conn {
 		t.Helper()
-		return sendRaw(t, httpAddr, head+"\r\n")
+		return sendRaw(t, httpAddr.String(), head+"\r\n")
 	}
 	for _, tc := range []struct {
 		head string

@@ -224,7 +224,7 @@ func TestEdgeDropsNominatedHeaders(t *testing.T) {
 	})
 	e := startTestEdge(t, map[string]string{"nh.p2p": up}, Deps{})
 	httpAddr, _ := e.s.Addrs()
-	c := sendRaw(t, httpAddr, "GET / HTTP/1.1\r\nHost: nh.p2p\r\nConnection: keep-alive, X-Hop\r\nX-Hop: secret\r\nX-Kept: 1\r\n\r\n")
+	c := sendRaw(t, httpAddr.String(), "GET / HTTP/1.1\r\nHost: nh.p2p\r\nConnection: keep-alive, X-Hop\r\nX-Hop: secret\r\nX-Kept: 1\r\n\r\n")
 	_, h1, b := answer(t, c)
 	if b != `hop="" kept="1"` {
 		t.Fatalf("HTTP/1.1: the upstream saw %s", b)

@@ -61,14 +61,14 @@ type tcpSource interface {
 // splice moves the rest of pb to c as above; done false: it cannot, or
 // no slot was free (the caller copies the rest as usual, after the n
 // bytes moved).
-func (c *movingDeadlines) splice(pb *poolBody) (n int64, err error, done bool) {
+func (c *movingDeadlines) splice(pb *poolBody) (n int64, done bool, err error) {
 	dst, ok := c.Conn.(*net.TCPConn)
 	if !ok || pb.kind != bodySized || c.gathered.Load() != nil {
-		return 0, nil, false
+		return 0, false, nil
 	}
 	up, ok := pb.conn.(*movingDeadlines)
 	if !ok {
-		return 0, nil, false
+		return 0, false, nil
 	}
 	var src *net.TCPConn
 	ts, _ := up.Conn.(tcpSource)
@@ -78,7 +78,7 @@ func (c *movingDeadlines) splice(pb *poolBody) (n int64, err error, done bool) {
 		src, _ = up.Conn.(*net.TCPConn)
 	}
 	if src == nil {
-		return 0, nil, false
+		return 0, false, nil
 	}
 	defer func() {
 		if err != nil {
@@ -94,24 +94,24 @@ func (c *movingDeadlines) splice(pb *poolBody) (n int64, err error, done bool) {
 		pb.lr.N -= int64(m)
 		n += int64(m)
 		if err != nil {
-			return n, err, true
+			return n, true, err
 		}
 	} else if err := c.flushHeld(); err != nil {
-		return 0, err, true
+		return 0, true, err
 	}
 	for pb.lr.N > 0 {
 		select {
 		case spliceSlots <- struct{}{}:
 		default:
-			return n, nil, false
+			return n, false, nil
 		}
 		if err := c.moveWrite(); err != nil {
 			<-spliceSlots
-			return n, err, true
+			return n, true, err
 		}
 		if err := up.moveRead(); err != nil {
 			<-spliceSlots
-			return n, err, true
+			return n, true, err
 		}
 		pb.chunk = io.LimitedReader{R: src, N: min(pb.lr.N, spliceChunk)}
 		m, err := dst.ReadFrom(&pb.chunk)
@@ -124,11 +124,11 @@ func (c *movingDeadlines) splice(pb *poolBody) (n int64, err error, done bool) {
 		n += m
 		switch {
 		case err != nil:
-			return n, err, true
+			return n, true, err
 		case m == 0:
-			return n, io.ErrUnexpectedEOF, true // the upstream closed short of the declared length
+			return n, true, io.ErrUnexpectedEOF // the upstream closed short of the declared length
 		}
 	}
 	pb.end = true
-	return n, nil, true
+	return n, true, nil
 }

@@ -130,7 +130,7 @@ func TestEdgeSplicesBodiesFromThisMachine(t *testing.T) {
 		WriteTimeout:    500 * time.Millisecond,
 	})
 	httpAddr, _ := e.s.Addrs()
-	c := sendRaw(t, httpAddr, "")
+	c := sendRaw(t, httpAddr.String(), "")
 	for _, n := range []int{wholeBody + 1, 64 << 10, 1<<20 + 7, 8 << 20} {
 		before := moved.Load()
 		if _, err := fmt.Fprintf(c, "GET /n/%d HTTP/1.1\r\nHost: sp.p2p\r\n\r\n", n); err != nil {
@@ -208,7 +208,7 @@ func TestEdgeSplicesBodiesFromThisMachine(t *testing.T) {
 	// Cut short, or silent: the client's connection ends short of the
 	// declared length (not a clean end), within the timeouts.
 	for _, path := range []string{"/short/1000000", "/stall/1000000"} {
-		c := sendRaw(t, httpAddr, "GET "+path+" HTTP/1.1\r\nHost: sp.p2p\r\n\r\n")
+		c := sendRaw(t, httpAddr.String(), "GET "+path+" HTTP/1.1\r\nHost: sp.p2p\r\n\r\n")
 		_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
 		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
 		if err != nil {

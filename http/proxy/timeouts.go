@@ -369,7 +369,7 @@ func (c *movingDeadlines) SetDeadline(t time.Time) error {
 func (c *movingDeadlines) ReadFrom(r io.Reader) (int64, error) {
 	var spliced int64
 	if pb, ok := r.(*poolBody); ok {
-		n, err, done := c.splice(pb)
+		n, done, err := c.splice(pb)
 		if done {
 			return n, err
 		}

@@ -38,7 +38,7 @@ func TestEdgeUpgradeOnlyOn101(t *testing.T) {
 	httpAddr, _ := e.s.Addrs()
 	dial := func() net.Conn {
 		t.Helper()
-		return sendRaw(t, httpAddr, "")
+		return sendRaw(t, httpAddr.String(), "")
 	}
 	ask := "GET /ws HTTP/1.1\r\nHost: f.p2p\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
 
