@@ -281,6 +281,7 @@ func (w *h2Writer) WriteHeader(code int) {
 	if w.status == 0 && code >= 200 {
 		w.status = code
 		w.length = declaredLength(w.Header())
+		noSniff(w.Header())
 	}
 	w.ResponseWriter.WriteHeader(code)
 	if code >= 200 && w.length > writeBuffer && !w.whole {
@@ -288,10 +289,22 @@ func (w *h2Writer) WriteHeader(code int) {
 	}
 }
 
+// noSniff keeps an answer without a Content-Type without one: net/http's
+// and quic-go's servers would otherwise write the type they guess from
+// the body's first bytes (DetectContentType), which an upstream did not
+// say and a browser would believe. A name with no values stops the
+// guess and writes no field.
+func noSniff(h http.Header) {
+	if _, ok := h["Content-Type"]; !ok {
+		h["Content-Type"] = nil
+	}
+}
+
 func (w *h2Writer) Write(b []byte) (int, error) {
 	if w.status == 0 {
 		w.status = http.StatusOK
 		w.length = declaredLength(w.Header())
+		noSniff(w.Header())
 	}
 	w.move()
 	n, err := w.ResponseWriter.Write(b)

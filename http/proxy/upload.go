@@ -92,7 +92,8 @@ func (s *Server) upload(ctx *fasthttp.RequestCtx, d *view.Domain, cm *movingDead
 		closeAfter(ctx)
 		return
 	}
-	finish(ctx, resp)
+	dropHopResponse(&resp.Header) // its body comes below (sendBody)
+	fitAnswer(&resp.Header)
 	if early || werr != nil {
 		closeAfter(ctx) // the rest of the body is unread
 	}
@@ -113,7 +114,7 @@ func (s *Server) upload(ctx *fasthttp.RequestCtx, d *view.Domain, cm *movingDead
 		body, n = br, -1
 	}
 	resp.SetBodyStream(&upstreamBody{Reader: body, c: conn}, n)
-	flushHeadEarly(ctx, resp)
+	sendBody(ctx, resp)
 }
 
 // timedOut marks a deadline that passed as fasthttp's ErrTimeout, which

@@ -97,8 +97,8 @@ func nextNominee(value []byte) (tok, rest []byte) {
 // whatever it says: those that route, frame and type the message (Host,
 // Content-Length, Content-Type; Transfer-Encoding is hop-by-hop itself),
 // which a client or an upstream could otherwise strip from under the
-// edge's own routing and framing (or have fasthttp's default type put in
-// its place), and the option close (not a field).
+// edge's own routing and framing, or from the body it describes, and
+// the option close (not a field).
 func keptNominee(k string) bool {
 	return strings.EqualFold(k, "Host") || strings.EqualFold(k, "Content-Length") || strings.EqualFold(k, "Content-Type") ||
 		strings.EqualFold(k, "Close")
@@ -366,10 +366,71 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx, d *view.Domain, hop bool) {
 	finish(ctx, resp)
 }
 
-// finish drops the upstream's hop-by-hop headers from its answer.
+// finish makes the upstream's answer the edge's own, as nginx does: its
+// hop-by-hop headers dropped (dropHopResponse), and fitAnswer.
 func finish(ctx *fasthttp.RequestCtx, resp *fasthttp.Response) {
 	dropHopResponse(&resp.Header)
+	fitAnswer(&resp.Header)
+	sendBody(ctx, resp)
+}
+
+// sendBody picks how resp's body goes to the client: up to the close
+// for an HTTP/1.0 client and a body of unknown length (untilClose),
+// else as fasthttp writes it, its head flushed early when it is long
+// (flushHeadEarly).
+func sendBody(ctx *fasthttp.RequestCtx, resp *fasthttp.Response) {
+	if resp.IsBodyStream() && resp.Header.ContentLength() < 0 && !ctx.Request.Header.IsHTTP11() {
+		untilClose(ctx, resp)
+		return
+	}
 	flushHeadEarly(ctx, resp)
+}
+
+// untilClose sends an answer of unknown length to an HTTP/1.0 client as
+// that version frames one: its body up to the connection's close (RFC
+// 9112 §6.1: no Transfer-Encoding in an answer to a request below
+// HTTP/1.1, which fasthttp would write chunked: the client would take
+// the chunks' sizes for the body's bytes). The head and body are
+// written on the connection once the handler is done (counted and
+// logged as any answer), and the connection is closed after them.
+func untilClose(ctx *fasthttp.RequestCtx, resp *fasthttp.Response) {
+	resp.Header.Del(fasthttp.HeaderTransferEncoding)
+	resp.Header.SetConnectionClose()
+	ctx.HijackSetNoResponse(true)
+	ctx.Hijack(func(c net.Conn) {
+		defer c.Close()
+		if _, err := c.Write(resp.Header.AppendBytes(nil)); err != nil {
+			return
+		}
+		_, _ = io.Copy(c, resp.BodyStream())
+	})
+}
+
+// fitAnswer keeps what fasthttp would otherwise pass on or make up from
+// the upstream's head out of the client's answer:
+//
+//   - The version: the edge speaks HTTP/1.1 to its client whatever its
+//     upstream speaks. An HTTP/1.0 upstream's status line, passed on,
+//     made a 1.1 client close its connection after the answer, over a
+//     body the edge sends chunked (which a 1.0 recipient may not take
+//     as framing); the close that version implied is the upstream
+//     connection's, not the client's.
+//   - A Content-Type the upstream did not send: fasthttp writes text/plain
+//     for none, which changes what a browser makes of the body (a page
+//     or a script shown as text, refused under nosniff). None stays
+//     none.
+//   - Content-Length on a 204, which RFC 9110 §8.6 forbids: the answer
+//     has no body whatever the upstream declared, and a client that
+//     believed the length would take the next answer's bytes for it.
+func fitAnswer(h *fasthttp.ResponseHeader) {
+	if !bytes.Equal(h.Protocol(), strHTTP11) {
+		h.SetProtocol(strHTTP11)
+		h.ResetConnectionClose()
+	}
+	h.SetNoDefaultContentType(true)
+	if h.StatusCode() == fasthttp.StatusNoContent {
+		h.Del(fasthttp.HeaderContentLength)
+	}
 }
 
 var (

@@ -1,0 +1,125 @@
+package proxy
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/quic-go/quic-go"
+	"github.com/quic-go/quic-go/http3"
+)
+
+// The answers of an upstream that speaks HTTP/1.0, sends no
+// Content-Type, or declares a length on a 204, as each client of the
+// edge gets them: in HTTP/1.1 (read off the wire), the status line says
+// HTTP/1.1 and the client's connection serves the next request, no
+// Content-Type is made up, and the 204 has no Content-Length; in HTTP/2
+// and HTTP/3, no Content-Type is guessed from the body. A type the
+// upstream sent stays.
+func TestEdgeAnswersAsItself(t *testing.T) {
+	page := "<html><body>no type said</body></html>"
+	up, _ := scriptedUpstream(t, map[string]string{
+		"/old":     "HTTP/1.0 200 OK\r\n\r\nclose-delimited",
+		"/untyped": "HTTP/1.1 200 OK\r\nContent-Length: 38\r\n\r\n" + page,
+		"/empty":   "HTTP/1.1 204 No Content\r\nContent-Length: 5\r\n\r\n",
+		"/typed":   "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}",
+		"/next":    "HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nnext",
+		"/chunked": "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n",
+	})
+	e := startTestEdge(t, map[string]string{"fit.p2p": up}, Deps{})
+	httpAddr, httpsAddr := e.s.Addrs()
+
+	c := sendRaw(t, httpAddr.String(), "")
+	br := bufio.NewReader(c)
+	get := func(path string) (*http.Response, string) {
+		t.Helper()
+		if _, err := io.WriteString(c, "GET "+path+" HTTP/1.1\r\nHost: fit.p2p\r\n\r\n"); err != nil {
+			t.Fatalf("%s: %v (the connection did not stay open)", path, err)
+		}
+		_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatalf("%s: body: %v", path, err)
+		}
+		return resp, string(b)
+	}
+	resp, body := get("/old")
+	if resp.Proto != "HTTP/1.1" || resp.StatusCode != 200 || body != "close-delimited" || resp.Close {
+		t.Fatalf("/old: %s %s, body %q, close %v; want an HTTP/1.1 answer that keeps the connection", resp.Proto, resp.Status, body, resp.Close)
+	}
+	if _, ok := resp.Header["Content-Type"]; ok {
+		t.Fatalf("/old: Content-Type %q the upstream did not send", resp.Header.Get("Content-Type"))
+	}
+	if resp, body = get("/untyped"); resp.Proto != "HTTP/1.1" || body != page {
+		t.Fatalf("/untyped: %s, body %q", resp.Proto, body)
+	}
+	if _, ok := resp.Header["Content-Type"]; ok {
+		t.Fatalf("/untyped: Content-Type %q the upstream did not send", resp.Header.Get("Content-Type"))
+	}
+	if resp, _ = get("/empty"); resp.StatusCode != 204 || resp.Header.Get("Content-Length") != "" || resp.Header.Get("Content-Type") != "" {
+		t.Fatalf("/empty: %s, %v; want a 204 with neither Content-Length nor Content-Type", resp.Status, resp.Header)
+	}
+	// Nothing was taken for the 204's declared five bytes.
+	if resp, body = get("/typed"); body != "{}" || resp.Header.Get("Content-Type") != "application/json" {
+		t.Fatalf("/typed: %s, %v, body %q", resp.Status, resp.Header, body)
+	}
+	if _, body = get("/next"); body != "next" {
+		t.Fatalf("/next: body %q", body)
+	}
+	// An HTTP/1.0 client gets an answer of unknown length up to the
+	// connection's close, not chunked, whatever framing came from
+	// upstream; one of known length keeps it. So does the answer to an
+	// upload (a body longer than SmallBody, streamed upstream).
+	upload := "POST /chunked HTTP/1.0\r\nHost: fit.p2p\r\nContent-Length: " + strconv.Itoa(SmallBody+1) + "\r\n\r\n" + strings.Repeat("u", SmallBody+1)
+	for req, want := range map[string]string{
+		"GET /chunked": "hello world", "GET /old": "close-delimited", "GET /typed": "{}", upload: "hello world",
+	} {
+		if !strings.HasPrefix(req, "POST") {
+			req += " HTTP/1.0\r\nHost: fit.p2p\r\n\r\n"
+		}
+		path, _, _ := strings.Cut(req, "\r\n")
+		c := sendRaw(t, httpAddr.String(), req)
+		_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		all, err := io.ReadAll(c)
+		if err != nil {
+			t.Fatalf("%s: %v after %q", path, err, all)
+		}
+		head, body, _ := strings.Cut(string(all), "\r\n\r\n")
+		if !strings.HasPrefix(head, "HTTP/1.1 200 OK\r\n") || body != want || strings.Contains(strings.ToLower(head), "transfer-encoding") {
+			t.Fatalf("%s: head %q, body %q; want %q up to the close, no Transfer-Encoding", path, head, body, want)
+		}
+	}
+
+	h3tr := &http3.Transport{
+		TLSClientConfig: &tls.Config{RootCAs: e.s.d.CA.Pool(), ServerName: "fit.p2p"},
+		Dial: func(ctx context.Context, _ string, tc *tls.Config, qc *quic.Config) (*quic.Conn, error) {
+			return quic.DialAddrEarly(ctx, httpsAddr.String(), tc, qc)
+		},
+	}
+	t.Cleanup(func() { h3tr.Close() })
+	for _, rt := range []http.RoundTripper{e.c.Transport, h3tr} {
+		cl := &http.Client{Timeout: 10 * time.Second, Transport: rt}
+		for path, want := range map[string]string{"/untyped": "", "/old": "", "/typed": "application/json"} {
+			resp, err := cl.Get("https://fit.p2p" + path)
+			if err != nil {
+				t.Fatalf("%s: %v", path, err)
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if got, ok := resp.Header["Content-Type"]; resp.StatusCode != 200 || strings.Join(got, ",") != want || ok != (want != "") {
+				t.Fatalf("%s over %s: %d, Content-Type %q (present %v), want %q", path, resp.Proto, resp.StatusCode, got, ok, want)
+			}
+		}
+	}
+}
