@@ -52,7 +52,10 @@ func Handler(a Answerer) fasthttp.RequestHandler {
 	return func(ctx *fasthttp.RequestCtx) {
 		q, status, msg := Decode(ctx)
 		if status != 0 {
-			ctx.Error(msg, status)
+			ctx.Error(msg, status) // a fresh response: headers set before it are gone
+			if status == fasthttp.StatusMethodNotAllowed {
+				ctx.Response.Header.Set("Allow", Allow) // RFC 9110 §15.5.6
+			}
 			return
 		}
 		c, cancel := context.WithTimeout(context.Background(), Timeout)
@@ -108,9 +111,12 @@ func Decode(ctx *fasthttp.RequestCtx) (query []byte, status int, msg string) {
 		}
 		return body, 0, ""
 	}
-	ctx.Response.Header.Set("Allow", "GET, POST")
 	return nil, fasthttp.StatusMethodNotAllowed, "DoH takes GET or POST"
 }
+
+// Allow is the methods DoH takes, for a 405's Allow header. HEAD is a
+// GET without the body.
+const Allow = "GET, HEAD, POST"
 
 // DecodeParam decodes a GET dns parameter: base64url without padding
 // (RFC 8484 §4.1); padding is tolerated, as several clients send it.

@@ -110,9 +110,12 @@ func TestDoHThroughEdge(t *testing.T) {
 		{"PUT", func() *http.Request { r, _ := http.NewRequest("PUT", url, nil); return r }(), 405},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			code, _, _, body := dohDo(t, secure, tt.req)
+			code, _, hdr, body := dohDo(t, secure, tt.req)
 			if code != tt.want {
 				t.Fatalf("status %d %q, want %d", code, body, tt.want)
+			}
+			if allow := hdr.Get("Allow"); code == 405 && allow != "GET, HEAD, POST" {
+				t.Fatalf("405 with Allow %q, want the methods DoH takes", allow)
 			}
 		})
 	}
