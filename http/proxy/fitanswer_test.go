@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"crypto/tls"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -119,6 +120,60 @@ func TestEdgeAnswersAsItself(t *testing.T) {
 			resp.Body.Close()
 			if got, ok := resp.Header["Content-Type"]; resp.StatusCode != 200 || strings.Join(got, ",") != want || ok != (want != "") {
 				t.Fatalf("%s over %s: %d, Content-Type %q (present %v), want %q", path, resp.Proto, resp.StatusCode, got, ok, want)
+			}
+		}
+	}
+}
+
+// The forwarding headers reach the upstream as the edge's alone, on
+// every protocol: every X-Forwarded-For the client sent, in order, then
+// its address, in one field; one X-Forwarded-Proto and one
+// X-Forwarded-Host, the edge's, however many the client sent and in
+// whatever case. Without forwarding fields of its own a request gets the
+// same three.
+func TestEdgeOwnsForwardingHeaders(t *testing.T) {
+	up := serveUpstream(t, false, func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "for=%s proto=%s host=%s", strings.Join(r.Header.Values("X-Forwarded-For"), "|"),
+			strings.Join(r.Header.Values("X-Forwarded-Proto"), "|"), strings.Join(r.Header.Values("X-Forwarded-Host"), "|"))
+	})
+	e := startTestEdge(t, map[string]string{"fwd.p2p": up}, Deps{})
+	httpAddr, httpsAddr := e.s.Addrs()
+
+	c := sendRaw(t, httpAddr.String(), "GET / HTTP/1.1\r\nHost: fwd.p2p\r\nX-Forwarded-Proto: https\r\nx-forwarded-proto: https\r\n"+
+		"x-forwarded-for: 192.0.2.6\r\nX-Forwarded-For: 192.0.2.7, 192.0.2.8\r\nX-Forwarded-Host: evil.example\r\nX-FORWARDED-HOST: evil2.example\r\n\r\n")
+	if st, _, body := answer(t, c); st != 200 || body != "for=192.0.2.6, 192.0.2.7, 192.0.2.8, 127.0.0.1 proto=http host=fwd.p2p" {
+		t.Fatalf("HTTP/1.1 with the client's own: %d %q", st, body)
+	}
+	c = sendRaw(t, httpAddr.String(), "GET / HTTP/1.1\r\nHost: fwd.p2p\r\n\r\n")
+	if st, _, body := answer(t, c); st != 200 || body != "for=127.0.0.1 proto=http host=fwd.p2p" {
+		t.Fatalf("HTTP/1.1 without: %d %q", st, body)
+	}
+
+	h3tr := &http3.Transport{
+		TLSClientConfig: &tls.Config{RootCAs: e.s.d.CA.Pool(), ServerName: "fwd.p2p"},
+		Dial: func(ctx context.Context, _ string, tc *tls.Config, qc *quic.Config) (*quic.Conn, error) {
+			return quic.DialAddrEarly(ctx, httpsAddr.String(), tc, qc)
+		},
+	}
+	t.Cleanup(func() { h3tr.Close() })
+	for _, rt := range []http.RoundTripper{e.c.Transport, h3tr} {
+		for _, own := range []bool{true, false} {
+			req, _ := http.NewRequest("GET", "https://fwd.p2p/", nil)
+			want := "for=127.0.0.1 proto=https host=fwd.p2p"
+			if own {
+				req.Header["X-Forwarded-Proto"] = []string{"http", "https"}
+				req.Header["X-Forwarded-For"] = []string{"192.0.2.6", "192.0.2.7"}
+				req.Header["X-Forwarded-Host"] = []string{"evil.example", "evil2.example"}
+				want = "for=192.0.2.6, 192.0.2.7, 127.0.0.1 proto=https host=fwd.p2p"
+			}
+			resp, err := (&http.Client{Timeout: 10 * time.Second, Transport: rt}).Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 200 || string(b) != want {
+				t.Fatalf("%s (the client's own: %v): %d %q, want %q", resp.Proto, own, resp.StatusCode, b, want)
 			}
 		}
 	}

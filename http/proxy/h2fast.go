@@ -184,7 +184,13 @@ func poolRequest(req *fasthttp.Request, r *http.Request) {
 	}
 	ap, _ := netip.ParseAddrPort(r.RemoteAddr)
 	// HTTP/2 and HTTP/3 reach the edge on TLS only: https.
-	setForwarded(req, ap.Addr(), true, r.Host)
+	setForwarded(req, ap.Addr(), true, r.Host, hasForwarded(r.Header))
+}
+
+// hasForwarded reports whether h (net/http's: canonical names) has a
+// forwarding field setForwarded replaces.
+func hasForwarded(h http.Header) bool {
+	return len(h["X-Forwarded-For"])+len(h["X-Forwarded-Proto"])+len(h["X-Forwarded-Host"]) > 0
 }
 
 // maxAttempts bounds the tries of an idempotent request whose pooled

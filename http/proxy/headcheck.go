@@ -32,13 +32,15 @@ import (
 // serve walks a head's field names as they came (RawHeaders) once per
 // request (headNames): the walk tells this check whether a name is not a
 // token, bothFramings whether the head declares its length both ways,
-// and dropHopRequest whether it has hop-by-hop names to delete.
+// dropHopRequest whether it has hop-by-hop names to delete, and
+// setForwarded whether it has forwarding fields of its own.
 
 // headNames is what one walk over a request head's field names found.
 type headNames struct {
 	cl, te   bool // a Content-Length, a Transfer-Encoding field
 	hop      bool // a hop-by-hop field (hopHeaders)
 	notToken bool // a name that is not a token
+	fwd      bool // a name starting X-Forwarded- (setForwarded)
 }
 
 func namesOf(h *fasthttp.RequestHeader) (n headNames) {
@@ -50,6 +52,8 @@ func namesOf(h *fasthttp.RequestHeader) (n headNames) {
 			n.te = n.te || len(k) == len("Transfer-Encoding") && strings.EqualFold(k, "Transfer-Encoding")
 		case len(k) == len("Content-Length") && strings.EqualFold(k, "Content-Length"):
 			n.cl = true
+		case len(k) > len(xForwarded) && strings.EqualFold(k[:len(xForwarded)], xForwarded):
+			n.fwd = true
 		}
 		for i := 0; i < len(name) && !n.notToken; i++ {
 			n.notToken = !tokenByte[name[i]]
@@ -115,6 +119,8 @@ func unfitHead(h *fasthttp.RequestHeader, n headNames) (int, string) {
 	}
 	return 0, ""
 }
+
+const xForwarded = "X-Forwarded-"
 
 var (
 	strHTTP11    = []byte("HTTP/1.1")

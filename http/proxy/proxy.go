@@ -455,7 +455,7 @@ func (s *Server) serve(ctx *fasthttp.RequestCtx) {
 		if snap := s.d.View.Load(); snap != nil {
 			if d, ok := snap.Lookup(host); ok && d.Hash != "" {
 				upstream = d.Hash
-				s.forward(ctx, d, names.hop)
+				s.forward(ctx, d, names)
 				return
 			}
 		}
