@@ -177,16 +177,28 @@ func (l accessLine) appendText(b []byte) []byte {
 
 // appendValue quotes a value the way slog's text handler does when it
 // has to (empty, spaces, quotes, '=' or control characters).
-// One pass over the bytes: those are ASCII, so a byte that calls for
-// quotes is never part of a longer UTF-8 sequence.
+// One pass over the bytes, a table lookup each (a line's values are
+// about 90 bytes, most of them the upstream's hash): those bytes are
+// ASCII, so one that calls for quotes is never part of a longer UTF-8
+// sequence.
 func appendValue(b []byte, v string) []byte {
 	quote := v == ""
 	for i := 0; i < len(v) && !quote; i++ {
-		c := v[i]
-		quote = c < 0x20 || c == 0x7f || c == ' ' || c == '"' || c == '=' || c == '\\'
+		quote = quoted[v[i]]
 	}
 	if quote {
 		return strconv.AppendQuote(b, v)
 	}
 	return append(b, v...)
 }
+
+// quoted marks the bytes that make appendValue quote a value.
+var quoted = func() (t [256]bool) {
+	for c := range 0x20 {
+		t[c] = true
+	}
+	for _, c := range []byte{0x7f, ' ', '"', '=', '\\'} {
+		t[c] = true
+	}
+	return t
+}()
