@@ -117,11 +117,28 @@ func rawFields(raw []byte) iter.Seq2[[]byte, []byte] {
 			if colon <= 0 || line[0] == ' ' || line[0] == '\t' { // not a field, or a folded line's rest
 				continue
 			}
-			if !yield(bytes.TrimRight(line[:colon], " \t"), bytes.Trim(line[colon+1:], " \t\r")) {
+			name := line[:colon]
+			for len(name) > 0 && (name[len(name)-1] == ' ' || name[len(name)-1] == '\t') {
+				name = name[:len(name)-1]
+			}
+			if !yield(name, trimSpace(line[colon+1:])) {
 				return
 			}
 		}
 	}
+}
+
+// trimSpace cuts the spaces, tabs and carriage returns around a field's
+// value (its line's CR included). Not bytes.Trim, which builds its set
+// of bytes anew at each call, for every field of every request's head.
+func trimSpace(b []byte) []byte {
+	for len(b) > 0 && (b[0] == ' ' || b[0] == '\t' || b[0] == '\r') {
+		b = b[1:]
+	}
+	for len(b) > 0 && (b[len(b)-1] == ' ' || b[len(b)-1] == '\t' || b[len(b)-1] == '\r') {
+		b = b[:len(b)-1]
+	}
+	return b
 }
 
 // dropHopResponse drops the hop-by-hop headers of an upstream's answer,
