@@ -2,8 +2,6 @@ package proxy
 
 import (
 	"bufio"
-	"context"
-	"crypto/tls"
 	"fmt"
 	"io"
 	"net/http"
@@ -11,9 +9,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/quic-go/quic-go"
-	"github.com/quic-go/quic-go/http3"
 )
 
 // The answers of an upstream that speaks HTTP/1.0, sends no
@@ -34,7 +29,7 @@ func TestEdgeAnswersAsItself(t *testing.T) {
 		"/chunked": "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n",
 	})
 	e := startTestEdge(t, map[string]string{"fit.p2p": up}, Deps{})
-	httpAddr, httpsAddr := e.s.Addrs()
+	httpAddr, _ := e.s.Addrs()
 
 	c := sendRaw(t, httpAddr.String(), "")
 	br := bufio.NewReader(c)
@@ -102,13 +97,7 @@ func TestEdgeAnswersAsItself(t *testing.T) {
 		}
 	}
 
-	h3tr := &http3.Transport{
-		TLSClientConfig: &tls.Config{RootCAs: e.s.d.CA.Pool(), ServerName: "fit.p2p"},
-		Dial: func(ctx context.Context, _ string, tc *tls.Config, qc *quic.Config) (*quic.Conn, error) {
-			return quic.DialAddrEarly(ctx, httpsAddr.String(), tc, qc)
-		},
-	}
-	t.Cleanup(func() { h3tr.Close() })
+	h3tr := e.h3(t, "fit.p2p")
 	for _, rt := range []http.RoundTripper{e.c.Transport, h3tr} {
 		cl := &http.Client{Timeout: 10 * time.Second, Transport: rt}
 		for path, want := range map[string]string{"/untyped": "", "/old": "", "/typed": "application/json"} {
@@ -137,7 +126,7 @@ func TestEdgeOwnsForwardingHeaders(t *testing.T) {
 			strings.Join(r.Header.Values("X-Forwarded-Proto"), "|"), strings.Join(r.Header.Values("X-Forwarded-Host"), "|"))
 	})
 	e := startTestEdge(t, map[string]string{"fwd.p2p": up}, Deps{})
-	httpAddr, httpsAddr := e.s.Addrs()
+	httpAddr, _ := e.s.Addrs()
 
 	c := sendRaw(t, httpAddr.String(), "GET / HTTP/1.1\r\nHost: fwd.p2p\r\nX-Forwarded-Proto: https\r\nx-forwarded-proto: https\r\n"+
 		"x-forwarded-for: 192.0.2.6\r\nX-Forwarded-For: 192.0.2.7, 192.0.2.8\r\nX-Forwarded-Host: evil.example\r\nX-FORWARDED-HOST: evil2.example\r\n\r\n")
@@ -149,13 +138,7 @@ func TestEdgeOwnsForwardingHeaders(t *testing.T) {
 		t.Fatalf("HTTP/1.1 without: %d %q", st, body)
 	}
 
-	h3tr := &http3.Transport{
-		TLSClientConfig: &tls.Config{RootCAs: e.s.d.CA.Pool(), ServerName: "fwd.p2p"},
-		Dial: func(ctx context.Context, _ string, tc *tls.Config, qc *quic.Config) (*quic.Conn, error) {
-			return quic.DialAddrEarly(ctx, httpsAddr.String(), tc, qc)
-		},
-	}
-	t.Cleanup(func() { h3tr.Close() })
+	h3tr := e.h3(t, "fwd.p2p")
 	for _, rt := range []http.RoundTripper{e.c.Transport, h3tr} {
 		for _, own := range []bool{true, false} {
 			req, _ := http.NewRequest("GET", "https://fwd.p2p/", nil)

@@ -14,6 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/quic-go/quic-go"
+	"github.com/quic-go/quic-go/http3"
+
 	"peerdns/internal/certs"
 	"peerdns/internal/testutil"
 	"peerdns/internal/view"
@@ -96,6 +99,20 @@ func startTestEdge(t testing.TB, upstreams map[string]string, d Deps) *h2Edge {
 	t.Cleanup(tr.CloseIdleConnections)
 	e.c = &http.Client{Timeout: 10 * time.Second, Transport: tr}
 	return e
+}
+
+// h3 is an HTTP/3 client of e's HTTPS port that asks for serverName,
+// closed when the test ends.
+func (e *h2Edge) h3(t testing.TB, serverName string) *http3.Transport {
+	_, httpsAddr := e.s.Addrs()
+	tr := &http3.Transport{
+		TLSClientConfig: &tls.Config{RootCAs: e.s.d.CA.Pool(), ServerName: serverName},
+		Dial: func(ctx context.Context, _ string, tc *tls.Config, qc *quic.Config) (*quic.Conn, error) {
+			return quic.DialAddrEarly(ctx, httpsAddr.String(), tc, qc)
+		},
+	}
+	t.Cleanup(func() { tr.Close() })
+	return tr
 }
 
 // do sends one request and reads its answer whole.

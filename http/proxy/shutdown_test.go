@@ -117,20 +117,14 @@ type protoAnswer struct {
 // at the upstream; the answers, read whole, come on the channel.
 func getOnEveryProtocol(t *testing.T, e *h2Edge, arrived *atomic.Int64) <-chan protoAnswer {
 	t.Helper()
-	httpAddr, httpsAddr := e.s.Addrs()
+	httpAddr, _ := e.s.Addrs()
 	h1tr := &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			return (&net.Dialer{}).DialContext(ctx, "tcp", httpAddr.String())
 		},
 	}
 	t.Cleanup(h1tr.CloseIdleConnections)
-	h3tr := &http3.Transport{
-		TLSClientConfig: &tls.Config{RootCAs: e.s.d.CA.Pool(), ServerName: "sd.p2p"},
-		Dial: func(ctx context.Context, _ string, tc *tls.Config, qc *quic.Config) (*quic.Conn, error) {
-			return quic.DialAddrEarly(ctx, httpsAddr.String(), tc, qc)
-		},
-	}
-	t.Cleanup(func() { h3tr.Close() })
+	h3tr := e.h3(t, "sd.p2p")
 	answers := make(chan protoAnswer, 3)
 	get := func(rt http.RoundTripper, url string) {
 		c := &http.Client{Timeout: 30 * time.Second, Transport: rt}
