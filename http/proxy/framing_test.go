@@ -95,10 +95,11 @@ func TestEdgeDropsH2CUpgrade(t *testing.T) {
 }
 
 // Heads fasthttp reads but the edge must not pass on: a version other
-// than HTTP/1.x (505), a field name that is not a token, and user
-// information in the Host or an absolute-form target (fasthttp would
-// turn it into an Authorization header): 400, the connection closed,
-// nothing upstream. HTTP/1.2 goes upstream as HTTP/1.1, HTTP/1.0 as
+// than HTTP/1.x (505), a transfer coding other than chunked (501; the
+// bytes that followed are not taken for a next request), a field name
+// that is not a token, and user information in the Host or an
+// absolute-form target (fasthttp would turn it into an Authorization
+// header): 400, the connection closed, nothing upstream. HTTP/1.2 goes upstream as HTTP/1.1, HTTP/1.0 as
 // itself, an obs-fold as one space.
 func TestEdgeRefusesUnfitHeads(t *testing.T) {
 	var seen atomic.Int64
@@ -123,6 +124,7 @@ func TestEdgeRefusesUnfitHeads(t *testing.T) {
 		{"GET / HTTP/1.1\r\nHost: evil@f.p2p\r\n", 400},
 		{"GET http://evil:pw@f.p2p/ HTTP/1.1\r\nHost: f.p2p\r\n", 400},
 		{"GET http://evil@f.p2p HTTP/1.0\r\n", 400},
+		{"POST / HTTP/1.1\r\nHost: f.p2p\r\nTransfer-Encoding: identity\r\n\r\n0\r\n\r\nGET /smuggled HTTP/1.1\r\nHost: f.p2p\r\n", 501},
 	} {
 		c := send(tc.head)
 		code, hdr, body := answer(t, c)
@@ -139,6 +141,7 @@ func TestEdgeRefusesUnfitHeads(t *testing.T) {
 		{"GET / HTTP/1.1\r\nHost: f.p2p\r\nX-A: a\r\n b\r\n", `HTTP/1.1 f.p2p auth="" x="a b"`},
 		{"GET /?u=a@b HTTP/1.1\r\nHost: f.p2p\r\n", `HTTP/1.1 f.p2p auth="" x=""`},
 		{"GET http://f.p2p/?u=a@b HTTP/1.1\r\nHost: f.p2p\r\n", `HTTP/1.1 f.p2p auth="" x=""`},
+		{"POST / HTTP/1.1\r\nHost: f.p2p\r\nTransfer-Encoding: Chunked\r\n\r\n0\r\n", `HTTP/1.1 f.p2p auth="" x=""`},
 	} {
 		if code, _, body := answer(t, send(tc.head)); code != 200 || body != tc.want {
 			t.Fatalf("%q: %d %q, want 200 %q", tc.head, code, body, tc.want)

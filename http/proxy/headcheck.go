@@ -25,7 +25,13 @@ import (
 //     HTTP/1.2 and up are read as HTTP/1.1 and go upstream as that;
 //   - a field name that is not a token (RFC 9110 §5.6.2): 400;
 //   - a Host, or the authority of a request target in absolute form,
-//     with user information ("user@host"): 400.
+//     with user information ("user@host"): 400;
+//   - a Transfer-Encoding other than chunked alone: 501 Not Implemented
+//     (RFC 9112 §6.1, as nginx answers). fasthttp refuses the codings
+//     it does not know, and a second Transfer-Encoding field, itself,
+//     but takes "identity" for none, and then the body's bytes for a
+//     next request, where a proxy in front of the edge that went by
+//     another reading sees a body (request smuggling).
 //
 // The connection is closed after each of these answers.
 //
@@ -38,18 +44,22 @@ import (
 // headNames is what one walk over a request head's field names found.
 type headNames struct {
 	cl, te   bool // a Content-Length, a Transfer-Encoding field
+	teOther  bool // a Transfer-Encoding other than chunked alone
 	hop      bool // a hop-by-hop field (hopHeaders)
 	notToken bool // a name that is not a token
 	fwd      bool // a name starting X-Forwarded- (setForwarded)
 }
 
 func namesOf(h *fasthttp.RequestHeader) (n headNames) {
-	for name := range rawFields(h.RawHeaders()) {
+	for name, value := range rawFields(h.RawHeaders()) {
 		k := b2s(name)
 		switch {
 		case isHopName(k):
 			n.hop = true
-			n.te = n.te || len(k) == len("Transfer-Encoding") && strings.EqualFold(k, "Transfer-Encoding")
+			if len(k) == len("Transfer-Encoding") && strings.EqualFold(k, "Transfer-Encoding") {
+				n.teOther = n.teOther || !strings.EqualFold(b2s(value), "chunked")
+				n.te = true
+			}
 		case len(k) == len("Content-Length") && strings.EqualFold(k, "Content-Length"):
 			n.cl = true
 		case len(k) > len(xForwarded) && strings.EqualFold(k[:len(xForwarded)], xForwarded):
@@ -116,6 +126,9 @@ func unfitHead(h *fasthttp.RequestHeader, n headNames) (int, string) {
 	}
 	if n.notToken {
 		return fasthttp.StatusBadRequest, "A header field's name is not a token."
+	}
+	if n.teOther {
+		return fasthttp.StatusNotImplemented, "The only transfer coding read here is chunked, alone."
 	}
 	return 0, ""
 }

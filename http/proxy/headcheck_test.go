@@ -13,7 +13,8 @@ import (
 
 // FuzzUnfitHead: any head fasthttp reads is checked without a panic; one
 // let through is HTTP/1.0 or HTTP/1.1, every field name of it as it came
-// is a token, and its Host carries no user information.
+// is a token, a Transfer-Encoding is chunked alone, and its Host
+// carries no user information.
 func FuzzUnfitHead(f *testing.F) {
 	f.Add("GET / HTTP/1.1\r\nHost: a.p2p\r\nX-A: 1\r\n\r\n")
 	f.Add("GET / HTTP/2.0\r\nHost: a.p2p\r\n\r\n")
@@ -22,6 +23,7 @@ func FuzzUnfitHead(f *testing.F) {
 	f.Add("GET / HTTP/1.1\r\nHost: a.p2p\r\nX A: b\r\nX-B: c\r\n d\r\n\r\n")
 	f.Add("GET http://u:p@a.p2p/x?y=@ HTTP/1.1\r\nHost: a.p2p\r\n\r\n")
 	f.Add("GET / HTTP/1.0\r\nHost: u@a.p2p\r\n\r\n")
+	f.Add("POST / HTTP/1.1\r\nHost: a.p2p\r\nTransfer-Encoding: identity\r\n\r\n")
 	f.Fuzz(func(t *testing.T, raw string) {
 		var h fasthttp.RequestHeader
 		if err := h.Read(bufio.NewReader(strings.NewReader(raw))); err != nil {
@@ -36,7 +38,10 @@ func FuzzUnfitHead(f *testing.F) {
 		if bytes.IndexByte(h.Host(), '@') >= 0 {
 			t.Fatalf("%q let through with Host %q", raw, h.Host())
 		}
-		for name := range rawFields(h.RawHeaders()) {
+		for name, value := range rawFields(h.RawHeaders()) {
+			if strings.EqualFold(string(name), "Transfer-Encoding") && !strings.EqualFold(string(value), "chunked") {
+				t.Fatalf("%q let through with Transfer-Encoding %q", raw, value)
+			}
 			for _, c := range name {
 				if !strings.ContainsRune("!#$%&'*+-.^_`|~", rune(c)) && !('0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z') {
 					t.Fatalf("%q let through with the field name %q", raw, name)
