@@ -161,3 +161,34 @@ func TestEdgeOwnsForwardingHeaders(t *testing.T) {
 		}
 	}
 }
+
+// A head the edge cannot read is not quoted back: an upstream's answer
+// with a broken field gets a 502 that names the fault but holds none of
+// the answer's bytes, over HTTP/1.1 and HTTP/2 (whose pool reads heads
+// outside fasthttp's client), and a client's request fasthttp refuses
+// gets a 400 without its own bytes.
+func TestEdgeErrorsQuoteNoHead(t *testing.T) {
+	up, _ := scriptedUpstream(t, map[string]string{
+		"/broken": "HTTP/1.1 200 OK\r\nX-Secret-Token: s3cr3t\r\nX-A: a\rb\r\nContent-Length: 2\r\n\r\nok",
+	})
+	e := startTestEdge(t, map[string]string{"q.p2p": up}, Deps{NoHTTP3: true})
+	httpAddr, _ := e.s.Addrs()
+	c := sendRaw(t, httpAddr.String(), "GET /broken HTTP/1.1\r\nHost: q.p2p\r\n\r\n")
+	if st, _, body := answer(t, c); st != 502 || strings.Contains(body, "s3cr3t") || !strings.Contains(body, "error when reading response headers") {
+		t.Fatalf("HTTP/1.1: %d %q; want a 502 that names the fault, without the answer's bytes", st, body)
+	}
+	req, _ := http.NewRequest("GET", "https://q.p2p/broken", nil)
+	resp, err := e.c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 502 || strings.Contains(string(b), "s3cr3t") || !strings.Contains(string(b), "error when reading response headers") {
+		t.Fatalf("HTTP/2: %d %q; want a 502 that names the fault, without the answer's bytes", resp.StatusCode, b)
+	}
+	c = sendRaw(t, httpAddr.String(), "POST / HTTP/1.1\r\nHost: q.p2p\r\nX-Secret-Token: s3cr3t\r\nTransfer-Encoding: gzip\r\n\r\n")
+	if st, _, body := answer(t, c); st != 400 || strings.Contains(body, "s3cr3t") {
+		t.Fatalf("a request fasthttp refuses: %d %q; want a 400 without the request's bytes", st, body)
+	}
+}

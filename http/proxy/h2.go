@@ -726,7 +726,7 @@ func (s *Server) httpUpstreamError(w http.ResponseWriter, r *http.Request, name,
 		}
 		w.Header().Set("Content-Type", "application/grpc")
 		w.Header().Set("Grpc-Status", code)
-		w.Header().Set("Grpc-Message", url.PathEscape(name+" cannot be reached through its tunnel: "+err.Error()))
+		w.Header().Set("Grpc-Message", url.PathEscape(name+" cannot be reached through its tunnel: "+brief(err)))
 		w.WriteHeader(http.StatusOK)
 		return
 	}
@@ -734,7 +734,7 @@ func (s *Server) httpUpstreamError(w http.ResponseWriter, r *http.Request, name,
 		httpPage(w, http.StatusGatewayTimeout, "Gateway Timeout", name+" did not answer in time.")
 		return
 	}
-	httpPage(w, http.StatusBadGateway, "Bad Gateway", name+" cannot be reached through its tunnel: "+err.Error())
+	httpPage(w, http.StatusBadGateway, "Bad Gateway", name+" cannot be reached through its tunnel: "+brief(err))
 }
 
 // watchedConn is a multiplexed upstream connection that cancels the

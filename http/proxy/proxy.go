@@ -238,6 +238,9 @@ func New(d Deps) *Server {
 			Handler: s.serve, Name: "peerdns", ReadTimeout: d.ReadTimeout,
 			IdleTimeout: IdleTimeout, ReadBufferSize: MaxHeaderBytes,
 			NoDefaultDate: true, KeepHijackedConns: true, Logger: httpx.Logger{L: d.Log},
+			// A head it cannot read is not quoted back in the 400 or
+			// the log (brief).
+			SecureErrorLogMessage: true,
 			// Bodies are streamed (body.go), and forwarded as they came: a
 			// pre-parsed multipart form would be re-encoded
 			// (TestEdgePassesMultipartBodies).
@@ -267,7 +270,7 @@ func New(d Deps) *Server {
 					ctx.Error("Request Timeout", fasthttp.StatusRequestTimeout)
 					return
 				}
-				ctx.Error("Bad Request: "+err.Error(), fasthttp.StatusBadRequest)
+				ctx.Error("Bad Request: "+brief(err), fasthttp.StatusBadRequest)
 			},
 		}
 	}

@@ -289,6 +289,7 @@ func (s *Server) client(d *view.Domain) *upstream {
 		DisableHeaderNamesNormalizing: true,
 		DisablePathNormalizing:        true,
 		NoDefaultUserAgentHeader:      true,
+		SecureErrorLogMessage:         true, // see brief
 		// Bodies longer than wholeBody, or of unknown length, are
 		// streamed to the client as they come (a download of any size
 		// costs the node its buffers, not its length in memory), and the
@@ -540,8 +541,23 @@ func (s *Server) upstreamFailed(d *view.Domain, err error) (status int, title, m
 		s.d.Log.Warn("upstream timed out", "domain", d.Name, "hash", short(d.Hash), "err", err)
 		return fasthttp.StatusGatewayTimeout, "Gateway Timeout", d.Name + " did not answer in time."
 	}
-	s.d.Log.Warn("upstream unreachable", "domain", d.Name, "hash", short(d.Hash), "err", err)
-	return fasthttp.StatusBadGateway, "Bad Gateway", d.Name + " cannot be reached through its tunnel: " + err.Error()
+	s.d.Log.Warn("upstream unreachable", "domain", d.Name, "hash", short(d.Hash), "err", brief(err))
+	return fasthttp.StatusBadGateway, "Bad Gateway", d.Name + " cannot be reached through its tunnel: " + brief(err)
+}
+
+// brief is err's text without the bytes fasthttp quotes after a head it
+// could not read (", contents: " and up to 4 KiB of the head): an
+// upstream's answer, or a client's request, repeated into the log and
+// the error page. fasthttp leaves them out itself when told to
+// (SecureErrorLogMessage, set on the edge's servers and its upstreams'
+// clients), but not for a head read outside its client, as the
+// HTTP/2 pool's exchange reads it.
+func brief(err error) string {
+	s := err.Error()
+	if i := strings.Index(s, ", contents: "); i >= 0 {
+		return s[:i]
+	}
+	return s
 }
 
 func short(h string) string {
