@@ -242,3 +242,26 @@ func TestEdgeDropsNominatedHeaders(t *testing.T) {
 	}
 	check("HTTP/2", resp2.Header)
 }
+
+// A folded line belongs to the field before it, as fasthttp reads it:
+// its bytes go on that field's value, and a Connection value folded
+// between two names names both.
+func TestRawFieldsFolds(t *testing.T) {
+	var got []string
+	for k, v := range rawFields([]byte("A: 1\r\nB: 2\r\n 3\r\n\tx: y\r\nC : 4\r\nConnection: X-A,\r\n X-B\r\n")) {
+		got = append(got, fmt.Sprintf("%s=%q", k, v))
+	}
+	want := []string{`A="1"`, `B="2\r\n 3\r\n\tx: y"`, `C="4"`, `Connection="X-A,\r\n X-B"`}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("fields %v, want %v", got, want)
+	}
+	var names []string
+	for v := []byte("X-A,\r\n X-B"); len(v) > 0; {
+		var k []byte
+		k, v = nextNominee(v)
+		names = append(names, string(k))
+	}
+	if fmt.Sprint(names) != "[X-A X-B]" {
+		t.Fatalf("nominees %q, want X-A and X-B", names)
+	}
+}

@@ -86,7 +86,7 @@ func dropHopRequest(h *fasthttp.RequestHeader, hop bool) {
 // or one keptNominee keeps), rest what is left of the value.
 func nextNominee(value []byte) (tok, rest []byte) {
 	tok, rest, _ = bytes.Cut(value, comma)
-	tok = bytes.Trim(tok, " \t")
+	tok = trimSpace(tok) // a request's value as it came may hold a folded line's break (rawFields)
 	if isHopName(b2s(tok)) || keptNominee(b2s(tok)) {
 		tok = nil
 	}
@@ -106,15 +106,23 @@ func keptNominee(k string) bool {
 
 // rawFields yields the fields of a head as it came (RawHeaders: the
 // lines after the request line): each name as written, the spaces
-// before its colon cut, and its value, spaces around it cut; a folded
-// line's rest is not a field.
+// before its colon cut, and its value, the spaces around it cut. A
+// folded line (obs-fold: one that starts with a space or a tab) goes on
+// the value of the field before it, as fasthttp reads it (there each
+// fold is one space; here the value is the head's bytes, the line break
+// and all); it is never a field of its own.
 func rawFields(raw []byte) iter.Seq2[[]byte, []byte] {
 	return func(yield func([]byte, []byte) bool) {
-		for len(raw) > 0 {
-			var line []byte
-			line, raw, _ = bytes.Cut(raw, newline)
-			colon := bytes.IndexByte(line, ':')
-			if colon <= 0 || line[0] == ' ' || line[0] == '\t' { // not a field, or a folded line's rest
+		for i := 0; i < len(raw); {
+			first, next := lineAt(raw, i)
+			end := first
+			for next < len(raw) && (raw[next] == ' ' || raw[next] == '\t') {
+				end, next = lineAt(raw, next)
+			}
+			line := raw[i:end]
+			colon := bytes.IndexByte(raw[i:first], ':') // in the field's own line
+			i = next
+			if colon <= 0 || line[0] == ' ' || line[0] == '\t' { // not a field, or the head's first line folded
 				continue
 			}
 			name := line[:colon]
@@ -128,14 +136,24 @@ func rawFields(raw []byte) iter.Seq2[[]byte, []byte] {
 	}
 }
 
-// trimSpace cuts the spaces, tabs and carriage returns around a field's
-// value (its line's CR included). Not bytes.Trim, which builds its set
-// of bytes anew at each call, for every field of every request's head.
+// lineAt is where the line of raw that starts at i ends (its '\n', or
+// raw's end) and where the next one starts.
+func lineAt(raw []byte, i int) (end, next int) {
+	if j := bytes.IndexByte(raw[i:], '\n'); j >= 0 {
+		return i + j, i + j + 1
+	}
+	return len(raw), len(raw)
+}
+
+// trimSpace cuts the spaces, tabs and line breaks around a field's value
+// or a name in it (a line's CR, a folded line's break). Not bytes.Trim,
+// which builds its set of bytes anew at each call, for every field of
+// every request's head.
 func trimSpace(b []byte) []byte {
-	for len(b) > 0 && (b[0] == ' ' || b[0] == '\t' || b[0] == '\r') {
+	for len(b) > 0 && (b[0] == ' ' || b[0] == '\t' || b[0] == '\r' || b[0] == '\n') {
 		b = b[1:]
 	}
-	for len(b) > 0 && (b[len(b)-1] == ' ' || b[len(b)-1] == '\t' || b[len(b)-1] == '\r') {
+	for len(b) > 0 && (b[len(b)-1] == ' ' || b[len(b)-1] == '\t' || b[len(b)-1] == '\r' || b[len(b)-1] == '\n') {
 		b = b[:len(b)-1]
 	}
 	return b
@@ -230,10 +248,7 @@ func appendNominees(list, value []byte) []byte {
 	return list
 }
 
-var (
-	comma   = []byte{','}
-	newline = []byte{'\n'}
-)
+var comma = []byte{','}
 
 // isConnection reports whether a header name is Connection, in any case.
 func isConnection(k []byte) bool {
