@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bufio"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"net/http"
@@ -190,5 +191,32 @@ func TestEdgeErrorsQuoteNoHead(t *testing.T) {
 	c = sendRaw(t, httpAddr.String(), "POST / HTTP/1.1\r\nHost: q.p2p\r\nX-Secret-Token: s3cr3t\r\nTransfer-Encoding: gzip\r\n\r\n")
 	if st, _, body := answer(t, c); st != 400 || strings.Contains(body, "s3cr3t") {
 		t.Fatalf("a request fasthttp refuses: %d %q; want a 400 without the request's bytes", st, body)
+	}
+}
+
+// A TLS client that offers only http/1.0 in ALPN (curl --http1.0)
+// completes its handshake, as with nginx, and is answered in HTTP/1.1
+// framing it can read: a body of unknown length up to the close.
+func TestEdgeTakesHTTP10OverTLS(t *testing.T) {
+	up, _ := scriptedUpstream(t, map[string]string{
+		"/chunked": "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n",
+	})
+	e := startTestEdge(t, map[string]string{"old.p2p": up}, Deps{NoHTTP3: true})
+	_, httpsAddr := e.s.Addrs()
+	c, err := tls.Dial("tcp", httpsAddr.String(), &tls.Config{RootCAs: e.s.d.CA.Pool(), ServerName: "old.p2p", NextProtos: []string{"http/1.0"}})
+	if err != nil {
+		t.Fatalf("handshake offering http/1.0 alone: %v", err)
+	}
+	defer c.Close()
+	if p := c.ConnectionState().NegotiatedProtocol; p != "http/1.0" {
+		t.Fatalf("ALPN chose %q", p)
+	}
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := io.WriteString(c, "GET /chunked HTTP/1.0\r\nHost: old.p2p\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	all, err := io.ReadAll(c)
+	if head, body, _ := strings.Cut(string(all), "\r\n\r\n"); err != nil || !strings.HasPrefix(head, "HTTP/1.1 200 OK") || body != "hello" {
+		t.Fatalf("%q, %v; want a 200 with hello up to the close", all, err)
 	}
 }

@@ -279,6 +279,13 @@ func New(d Deps) *Server {
 	return s
 }
 
+// alpn is what the HTTPS edge offers in ALPN, in its order of
+// preference: HTTP/2, then HTTP/1.1, and HTTP/1.0 (as nginx offers it),
+// for a client that offers nothing else (curl --http1.0): Go's TLS
+// refuses the handshake when no name is shared. HTTP/1.0 and 1.1 are
+// the same server.
+var alpn = []string{"h2", "http/1.1", "http/1.0"}
+
 // Start listens on both addresses and serves.
 func (s *Server) Start() error {
 	var err error
@@ -292,7 +299,7 @@ func (s *Server) Start() error {
 		s.ln.Close()
 		return fmt.Errorf("edge https: %w", err)
 	}
-	s.tln = tlsListener{tls.NewListener(betweenWrites{tl, s.d.WriteTimeout, false}, &tls.Config{GetCertificate: s.certificate, VerifyConnection: s.verifyConnection, MinVersion: tls.VersionTLS12, NextProtos: []string{"h2", "http/1.1"}})}
+	s.tln = tlsListener{tls.NewListener(betweenWrites{tl, s.d.WriteTimeout, false}, &tls.Config{GetCertificate: s.certificate, VerifyConnection: s.verifyConnection, MinVersion: tls.VersionTLS12, NextProtos: alpn})}
 	if err := s.startH3(tl.Addr()); err != nil {
 		s.ln.Close()
 		s.tln.Close()
