@@ -279,14 +279,20 @@ type h2Writer struct {
 
 func (w *h2Writer) WriteHeader(code int) {
 	if w.status == 0 && code >= 200 {
-		w.status = code
-		w.length = declaredLength(w.Header())
-		noSniff(w.Header())
+		w.start(code)
 	}
 	w.ResponseWriter.WriteHeader(code)
 	if code >= 200 && w.length > writeBuffer && !w.whole {
 		w.Flush()
 	}
+}
+
+// start notes the answer's status and declared length as its head
+// goes, and keeps its type unguessed (noSniff).
+func (w *h2Writer) start(code int) {
+	w.status = code
+	w.length = declaredLength(w.Header())
+	noSniff(w.Header())
 }
 
 // noSniff keeps an answer without a Content-Type without one: net/http's
@@ -302,9 +308,7 @@ func noSniff(h http.Header) {
 
 func (w *h2Writer) Write(b []byte) (int, error) {
 	if w.status == 0 {
-		w.status = http.StatusOK
-		w.length = declaredLength(w.Header())
-		noSniff(w.Header())
+		w.start(http.StatusOK)
 	}
 	w.move()
 	n, err := w.ResponseWriter.Write(b)

@@ -92,8 +92,7 @@ func (s *Server) upload(ctx *fasthttp.RequestCtx, d *view.Domain, cm *movingDead
 		closeAfter(ctx)
 		return
 	}
-	dropHopResponse(&resp.Header) // its body comes below (sendBody)
-	fitAnswer(&resp.Header)
+	ownHead(&resp.Header) // its body comes below (sendBody)
 	if early || werr != nil {
 		closeAfter(ctx) // the rest of the body is unread
 	}

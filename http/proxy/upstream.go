@@ -405,12 +405,18 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx, d *view.Domain, names headNam
 	finish(ctx, resp)
 }
 
-// finish makes the upstream's answer the edge's own, as nginx does: its
-// hop-by-hop headers dropped (dropHopResponse), and fitAnswer.
+// finish makes the upstream's answer the edge's own (ownHead) and
+// sends it (sendBody).
 func finish(ctx *fasthttp.RequestCtx, resp *fasthttp.Response) {
-	dropHopResponse(&resp.Header)
-	fitAnswer(&resp.Header)
+	ownHead(&resp.Header)
 	sendBody(ctx, resp)
+}
+
+// ownHead makes an upstream's answer head the edge's own, as nginx
+// does: its hop-by-hop headers dropped (dropHopResponse), and fitAnswer.
+func ownHead(h *fasthttp.ResponseHeader) {
+	dropHopResponse(h)
+	fitAnswer(h)
 }
 
 // sendBody picks how resp's body goes to the client: up to the close
@@ -537,12 +543,16 @@ func setForwarded(req *fasthttp.Request, client netip.Addr, tls bool, host strin
 	} else {
 		req.Header.SetCanonical(strXFP, strHTTP)
 	}
-	req.Header.SetCanonical(strXFH, unsafe.Slice(unsafe.StringData(host), len(host))) // copied in
+	req.Header.SetCanonical(strXFH, s2b(host)) // copied in
 }
 
 // b2s is b as a string without a copy, for a call that copies it (the
 // bytes must not change while the string is in use).
 func b2s(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
+
+// s2b is s as bytes without a copy, for a call that copies them and
+// never writes to them.
+func s2b(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
 
 func (s *Server) upstreamError(ctx *fasthttp.RequestCtx, d *view.Domain, err error) {
 	status, title, msg := s.upstreamFailed(d, err)
