@@ -96,11 +96,12 @@ func TestEdgeDropsH2CUpgrade(t *testing.T) {
 
 // Heads fasthttp reads but the edge must not pass on: a version other
 // than HTTP/1.x (505), a transfer coding other than chunked (501; the
-// bytes that followed are not taken for a next request), a field name
-// that is not a token, and user information in the Host or an
-// absolute-form target (fasthttp would turn it into an Authorization
-// header): 400, the connection closed, nothing upstream. HTTP/1.2 goes upstream as HTTP/1.1, HTTP/1.0 as
-// itself, an obs-fold as one space.
+// bytes that followed are not taken for a next request), CONNECT and
+// TRACE (501), a field name that is not a token, and user information
+// in the Host or an absolute-form target (fasthttp would turn it into
+// an Authorization header; 400): the connection closed, nothing
+// upstream. HTTP/1.2 goes upstream as HTTP/1.1, HTTP/1.0 as itself, an
+// obs-fold as one space.
 func TestEdgeRefusesUnfitHeads(t *testing.T) {
 	var seen atomic.Int64
 	up := serveUpstream(t, false, func(w http.ResponseWriter, r *http.Request) {
@@ -125,6 +126,9 @@ func TestEdgeRefusesUnfitHeads(t *testing.T) {
 		{"GET http://evil:pw@f.p2p/ HTTP/1.1\r\nHost: f.p2p\r\n", 400},
 		{"GET http://evil@f.p2p HTTP/1.0\r\n", 400},
 		{"POST / HTTP/1.1\r\nHost: f.p2p\r\nTransfer-Encoding: identity\r\n\r\n0\r\n\r\nGET /smuggled HTTP/1.1\r\nHost: f.p2p\r\n", 501},
+		{"CONNECT f.p2p:443 HTTP/1.1\r\nHost: f.p2p:443\r\n", 501},
+		{"CONNECT f.p2p:80 HTTP/1.1\r\nHost: f.p2p\r\n", 501},
+		{"TRACE / HTTP/1.1\r\nHost: f.p2p\r\nCookie: s=1\r\n", 501},
 	} {
 		c := send(tc.head)
 		code, hdr, body := answer(t, c)

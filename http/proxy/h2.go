@@ -69,7 +69,7 @@ import (
 // connections open (peerdns_edge_multiplexed_connections).
 //
 // Upstreams of HTTP/2 and HTTP/3 clients. Most requests (no gRPC, no
-// CONNECT or upgrade, a body known to be small: none, or a declared
+// upgrade, a body known to be small: none, or a declared
 // length of at most SmallBody, or a GET or HEAD whose body, read ahead,
 // turns out to be empty or short) go the way HTTP/1.1 requests go: a pooled
 // fasthttp request built from the stream's, a connection of the

@@ -30,14 +30,14 @@ import (
 // answer copied to the stream.
 
 // viaPool reports whether r may go upstream through the HTTP/1.1 pool:
-// not gRPC (it needs HTTP/2 end to end), not CONNECT or an upgrade, and
+// not gRPC (it needs HTTP/2 end to end), not an upgrade, and
 // a body known to be small: none, or a Content-Length of at most
 // SmallBody. A GET or HEAD without a declared length (every HTTP/3
 // request without a body, an HTTP/2 one whose HEADERS did not end the
 // stream) is read ahead (readSmall): almost always it has no body, and
 // one that has more than prefetched bytes goes to forwardHTTP.
 func viaPool(r *http.Request) bool {
-	if r.Method == http.MethodConnect || isGRPC(r) || r.Header["Upgrade"] != nil {
+	if isGRPC(r) || r.Header["Upgrade"] != nil {
 		return false
 	}
 	switch n := r.ContentLength; {

@@ -110,6 +110,9 @@ func unfitHead(h *fasthttp.RequestHeader, n headNames) (int, string) {
 			h.SetProtocolBytes(strHTTP11)
 		}
 	}
+	if st, why := unservedMethod(b2s(h.Method())); st != 0 {
+		return st, why
+	}
 	if bytes.IndexByte(h.Host(), '@') >= 0 {
 		return fasthttp.StatusBadRequest, "The Host header carries user information."
 	}
@@ -133,6 +136,27 @@ func unfitHead(h *fasthttp.RequestHeader, n headNames) (int, string) {
 	return 0, ""
 }
 
+// unservedMethod returns the status and reason to refuse CONNECT and
+// TRACE with, on every protocol, or 0. CONNECT asks a forward proxy for a
+// tunnel to the authority it names; the edge is a reverse proxy in front
+// of a claim's upstream, and passed on such a request reached the
+// upstream as a GET-like request for the path "/host:port" (HTTP/1.1) or
+// opened a byte tunnel to it (HTTP/2 through ReverseProxy). TRACE has the
+// upstream echo the request back, with the cookies and credentials the
+// client added to it (cross-site tracing). nginx refuses both (405). The
+// edge answers 501: neither is served for any resource here (RFC 9110
+// §15.6.2), so no Allow field is owed as with 405. Methods compare with
+// case, as RFC 9110 §9.1 has them.
+func unservedMethod(m string) (int, string) {
+	switch m {
+	case http.MethodConnect:
+		return http.StatusNotImplemented, "CONNECT is not served here: the edge passes requests on to sites, it opens no tunnels."
+	case http.MethodTrace:
+		return http.StatusNotImplemented, "TRACE is not passed on: its echo would hand a page the cookies and credentials sent with it."
+	}
+	return 0, ""
+}
+
 const xForwarded = "X-Forwarded-"
 
 var (
@@ -150,8 +174,8 @@ var (
 // these malformed; nginx refuses them. So does the edge, with 400
 // (unfitTarget): a :method must be a token, a :path origin-form (a "/"
 // and no byte at or below a space, DEL or "#"), or "*" for OPTIONS
-// (over HTTP/2 net/http answers OPTIONS * itself). CONNECT has no :path
-// (net/http checks its :authority). Field values are checked in the
+// (over HTTP/2 net/http answers OPTIONS * itself). CONNECT and TRACE are
+// refused as over HTTP/1.1 (unservedMethod). Field values are checked in the
 // walk that sizes the header list (headerList).
 //
 // A Host field beside :authority must name the same authority (RFC 9113
@@ -175,8 +199,8 @@ func unfitTarget(r *http.Request) (int, string) {
 	if hs := r.Header["Host"]; len(hs) > 1 || len(hs) == 1 && !strings.EqualFold(hs[0], r.Host) {
 		return http.StatusBadRequest, "The Host header names another authority than :authority."
 	}
-	if m == http.MethodConnect {
-		return 0, ""
+	if st, why := unservedMethod(m); st != 0 {
+		return st, why
 	}
 	p := r.RequestURI
 	if p == "*" {

@@ -83,7 +83,8 @@ func h2Status(t *testing.T, addr string, conf *tls.Config, fields ...[2]string) 
 // came. So for a field value that starts or ends with a space or tab
 // (400), and one with spaces inside it (passed); and for a Host field
 // that names another authority than :authority, or comes twice (400).
-// (OPTIONS * net/http answers itself.)
+// CONNECT and TRACE are 501, as over HTTP/1.1. (OPTIONS * net/http
+// answers itself.)
 func TestEdgeRefusesUnfitTargets(t *testing.T) {
 	up, heads := rawUpstream(t)
 	e := startTestEdge(t, map[string]string{"f.p2p": up}, Deps{})
@@ -107,6 +108,14 @@ func TestEdgeRefusesUnfitTargets(t *testing.T) {
 	} {
 		if st := h2Status(t, httpsAddr.String(), conf, f...); st != "400" {
 			t.Fatalf("%v: status %q, want 400", f, st)
+		}
+	}
+	for _, f := range [][][2]string{
+		{{":method", "CONNECT"}, {":authority", "f.p2p:443"}},
+		req("TRACE", "/"),
+	} {
+		if st := h2Status(t, httpsAddr.String(), conf, f...); st != "501" {
+			t.Fatalf("%v: status %q, want 501", f, st)
 		}
 	}
 	select {
@@ -176,6 +185,14 @@ func TestEdgeRefusesUnfitTargets(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != 400 {
 		t.Fatalf("HTTP/3 padded field value: %d, want 400", resp.StatusCode)
+	}
+	r3, _ = http.NewRequest("TRACE", "https://f.p2p/", nil)
+	if resp, err = tr.RoundTrip(r3); err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 501 {
+		t.Fatalf("HTTP/3 TRACE: %d, want 501", resp.StatusCode)
 	}
 	select {
 	case h := <-heads:
