@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"io"
 	"math"
 	"net"
@@ -218,10 +219,11 @@ const maxAttempts = 5
 // flushes by it, and a small answer leaves as one HEADERS and one DATA
 // frame), and its body piece by piece as it comes (flushed at each piece
 // when its length is unknown, as ReverseProxy does), but for a body of
-// declared length up to wholeStream: read whole and written with its
-// head in one hand-off (copyBody). An upstream that
-// fails in the middle of a body resets the stream (the client must not
-// take a cut body for a whole one), as ReverseProxy does. The
+// declared length up to wholeStream: read whole before its head goes
+// and written with it in one hand-off (nothing has gone when such a body
+// is cut or stalls: 502 or 504, as over HTTP/1.1). An upstream that
+// fails in the middle of a longer body resets the stream (the client
+// must not take a cut body for a whole one), as ReverseProxy does. The
 // connection goes back to the pool only when the body was read to its
 // end and neither side asked to close.
 func (s *Server) exchange(w *h2Writer, r *http.Request, d *view.Domain, req *fasthttp.Request, resp *fasthttp.Response) {
@@ -277,8 +279,37 @@ func (s *Server) exchange(w *h2Writer, r *http.Request, d *view.Domain, req *fas
 		case bodyUntilClose:
 			body, reuse, n = io.LimitedReader{R: br, N: math.MaxInt64}, false, -1
 		}
+		// A body read whole (w.whole) is read before its head goes.
+		var whole []byte
+		var bp *[]byte
+		if w.whole {
+			bp = copyBufs.Get().(*[]byte)
+			nr, rerr := io.ReadFull(&body, (*bp)[:n])
+			if rerr != nil {
+				copyBufs.Put(bp)
+				stop()
+				hc.ReleaseReader(br)
+				hc.CloseConn(cc)
+				if ctx.Err() != nil {
+					w.WriteHeader(499)
+					return
+				}
+				err = timedOut(fmt.Errorf("its answer was cut after %d of %d bytes: %w", nr, n, rerr))
+				break
+			}
+			whole = (*bp)[:nr]
+		}
 		copyHead(w, resp, r.Method == http.MethodHead || body.R != nil, n)
-		sent := body.R == nil || s.copyBody(w, r, d, &body, n < 0)
+		sent := true
+		switch {
+		case bp != nil:
+			// net/http's writer copies what it is handed.
+			_, werr := w.Write(whole)
+			sent = werr == nil
+			copyBufs.Put(bp)
+		case body.R != nil:
+			sent = s.copyBody(w, r, d, &body, n < 0)
+		}
 		clean := sent && (kind != bodyChunked || skipTrailer(br))
 		hc.ReleaseReader(br)
 		if stop() && clean && reuse {
@@ -392,8 +423,7 @@ func copyHead(w *h2Writer, resp *fasthttp.Response, withLength bool, n int) {
 }
 
 // copyBody copies an answer's body to w as it comes, flushing each
-// piece when flush (a body of unknown length), or whole when w.whole;
-// true: the body was read
+// piece when flush (a body of unknown length); true: the body was read
 // to its end and written. An upstream that fails in its middle is
 // logged; a client that took nothing for WriteTimeout is counted by
 // h2Writer.
@@ -401,21 +431,6 @@ func (s *Server) copyBody(w *h2Writer, r *http.Request, d *view.Domain, body *io
 	bp := copyBufs.Get().(*[]byte)
 	defer copyBufs.Put(bp)
 	buf := *bp
-	if w.whole {
-		// Read whole, then handed to the stream in one Write: the
-		// server's writer hands each Write (and Flush) to the
-		// connection's goroutine and waits, so a body in pieces costs a
-		// hand-off each.
-		n, err := io.ReadFull(body, buf[:body.N])
-		if err == nil {
-			_, err = w.Write(buf[:n])
-			return err == nil
-		}
-		if r.Context().Err() == nil {
-			s.d.Log.Warn("upstream answer cut", "domain", d.Name, "hash", short(d.Hash), "err", err)
-		}
-		return false
-	}
 	for {
 		n, rerr := body.Read(buf)
 		if n > 0 {

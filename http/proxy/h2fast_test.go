@@ -439,15 +439,18 @@ func TestEdgeHTTP2ResetEndsUpstreamExchange(t *testing.T) {
 // TestEdgeHTTP2WholeAndCut: over HTTP/2, a declared body up to
 // wholeStream (read whole, written with its head) and one over it
 // (streamed) arrive whole; one the upstream cuts short of its declared
-// length resets the stream (the client must not take it for whole),
-// and the next request is answered.
+// length is answered 502 when it was to be read whole (nothing of it
+// had gone), and resets the stream when it was streamed (the client
+// must not take it for whole); the next request is answered.
 func TestEdgeHTTP2WholeAndCut(t *testing.T) {
 	mid, huge := strings.Repeat("m", 10000), strings.Repeat("h", wholeStream+1)
 	addr, _ := scriptedUpstream(t, map[string]string{
-		"/mid":   fmt.Sprintf("HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s", len(mid), mid),
-		"/huge":  fmt.Sprintf("HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s", len(huge), huge),
-		"/cut":   fmt.Sprintf("HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s", len(mid), mid[:6000]),
-		"/small": "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello",
+		"/mid":     fmt.Sprintf("HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s", len(mid), mid),
+		"/huge":    fmt.Sprintf("HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s", len(huge), huge),
+		"/cut":     fmt.Sprintf("HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s", len(mid), mid[:6000]),
+		"/cut0":    fmt.Sprintf("HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n", len(mid)),
+		"/hugecut": fmt.Sprintf("HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s", len(huge), huge[:wholeStream/2]),
+		"/small":   "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello",
 	})
 	e := newTestH2Edge(t, map[string]string{"cut.p2p": addr}, Deps{})
 	for path, want := range map[string]string{"/mid": mid, "/huge": huge} {
@@ -455,13 +458,18 @@ func TestEdgeHTTP2WholeAndCut(t *testing.T) {
 			t.Fatalf("%s: %d bytes, want %d", path, len(body), len(want))
 		}
 	}
-	req, _ := http.NewRequest("GET", "https://cut.p2p/cut", nil)
+	for _, path := range []string{"/cut", "/cut0"} {
+		if resp, body := e.do(t, "GET", "https://cut.p2p"+path, nil, 0); resp.StatusCode != http.StatusBadGateway || !strings.Contains(body, "cut after") {
+			t.Fatalf("%s: %d %q, want 502 saying the answer was cut", path, resp.StatusCode, body)
+		}
+	}
+	req, _ := http.NewRequest("GET", "https://cut.p2p/hugecut", nil)
 	resp, err := e.c.Do(req)
 	if err == nil {
 		b, rerr := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		if rerr == nil {
-			t.Fatalf("/cut read as whole: %d bytes of %d declared", len(b), len(mid))
+			t.Fatalf("/hugecut read as whole: %d bytes of %d declared", len(b), len(huge))
 		}
 	}
 	if _, body := e.do(t, "GET", "https://cut.p2p/small", nil, 0); body != "hello" {

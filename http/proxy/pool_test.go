@@ -17,8 +17,8 @@ import (
 )
 
 // scriptedUpstream answers each request with the raw bytes answers
-// gives for its path (nil: the connection closes); "/cut" sends part of
-// its declared body and closes, as does an answer in HTTP/1.0 or with
+// gives for its path (nil: the connection closes); a path with "cut" in
+// it sends (part of) its answer and closes, as does an answer in HTTP/1.0 or with
 // Connection: close after it. conns counts the connections it
 // accepted.
 func scriptedUpstream(t *testing.T, answers map[string]string) (addr string, conns *atomic.Int64) {
@@ -52,7 +52,7 @@ func scriptedUpstream(t *testing.T, answers map[string]string) (addr string, con
 					if _, err := io.WriteString(c, a); err != nil {
 						return
 					}
-					if strings.Contains(a, "Connection: close") || strings.HasPrefix(a, "HTTP/1.0") || req.URL.Path == "/cut" {
+					if strings.Contains(a, "Connection: close") || strings.HasPrefix(a, "HTTP/1.0") || strings.Contains(req.URL.Path, "cut") {
 						return
 					}
 				}
