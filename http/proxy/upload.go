@@ -132,10 +132,16 @@ func timedOut(err error) error {
 const answerGrace = time.Second
 
 // readHead reads the upstream's answer head, past informational ones
-// (100 Continue and the like).
+// (100 Continue and the like), in CRLF or lone LF lines (lfhead.go).
 func readHead(resp *fasthttp.Response, br *bufio.Reader) error {
 	for range 100 {
-		if err := resp.Header.Read(br); err != nil {
+		var err error
+		if n := lfHead(br); n > 0 {
+			err = readLFHead(&resp.Header, br, n)
+		} else {
+			err = resp.Header.Read(br)
+		}
+		if err != nil {
 			return err
 		}
 		switch code := resp.StatusCode(); {

@@ -1,0 +1,75 @@
+package proxy
+
+import (
+	"bufio"
+	"bytes"
+
+	"github.com/valyala/fasthttp"
+)
+
+// An upstream whose answer heads end their lines in LF alone ("HTTP/1.1
+// 200 OK\nContent-Length: 2\n\nok": small devices' web pages,
+// hand-written servers, CGI scripts) is read as one ending them in CRLF:
+// RFC 9112 §2.2 lets a recipient take a lone LF as a line's end, and
+// nginx does. fasthttp reads such a head too, but only once the bytes it
+// has buffered hold a CRLFCRLF somewhere: before that it waits for more,
+// and an upstream that sends nothing more (it is waiting for its next
+// request) held the answer until the upstream's timeout, or was 502 when
+// it closed. So before fasthttp reads a head, lfHead looks at what is
+// buffered: a CRLFCRLF in it (every head of a well-behaved upstream) is
+// left to fasthttp; a head that ends in a lone LF line is written again
+// with CRLFs and read from that copy (an allocation on this rare path
+// only). The check is one search of the buffered bytes for each head.
+var (
+	strCRLFCRLF = []byte("\r\n\r\n")
+	strLFLF     = []byte("\n\n") // also "\r\n\n": a CRLF line, then a lone LF
+)
+
+// lfHead returns the length of an answer head at the front of br that
+// ends in a lone LF line and has no CRLFCRLF after it in what br holds
+// (0 when there is none: fasthttp reads the head as it is), reading from
+// br's source until it knows. A read error returns 0: fasthttp meets the
+// same error and reports it.
+func lfHead(br *bufio.Reader) int {
+	n := 1
+	for {
+		if b, _ := br.Peek(n); len(b) < n {
+			return 0
+		}
+		b, _ := br.Peek(br.Buffered())
+		if bytes.Contains(b, strCRLFCRLF) {
+			return 0
+		}
+		// Empty lines before the status line are skipped, as fasthttp
+		// skips them.
+		lead := 0
+		for lead < len(b) && (b[lead] == '\r' || b[lead] == '\n') {
+			lead++
+		}
+		if i := bytes.Index(b[lead:], strLFLF); i >= 0 {
+			return lead + i + len(strLFLF)
+		}
+		if len(b) >= br.Size() {
+			return 0 // over the buffer: fasthttp says so
+		}
+		n = len(b) + 1
+	}
+}
+
+// readLFHead reads the n-byte head lfHead found at the front of br into
+// h, its lone LFs written as CRLF, and takes it off br.
+func readLFHead(h *fasthttp.ResponseHeader, br *bufio.Reader, n int) error {
+	raw, _ := br.Peek(n)
+	fixed := make([]byte, 0, n+bytes.Count(raw, []byte{'\n'}))
+	for i, c := range raw {
+		if c == '\n' && (i == 0 || raw[i-1] != '\r') {
+			fixed = append(fixed, '\r')
+		}
+		fixed = append(fixed, c)
+	}
+	if err := h.Read(bufio.NewReaderSize(bytes.NewReader(fixed), len(fixed))); err != nil {
+		return err
+	}
+	_, err := br.Discard(n)
+	return err
+}
