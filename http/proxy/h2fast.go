@@ -247,14 +247,22 @@ func (s *Server) exchange(w *h2Writer, r *http.Request, d *view.Domain, req *fas
 		}
 		stop := context.AfterFunc(ctx, halt)
 		br, herr := sendForHead(hc, conn, req, resp)
-		if herr != nil {
+		// abandon ends an exchange before anything of its answer went to
+		// the client; true: the client reset the stream or left, and
+		// nobody is answered (the access log says 499, as ReverseProxy's
+		// path).
+		abandon := func() bool {
 			stop()
 			hc.ReleaseReader(br)
 			hc.CloseConn(cc)
 			if ctx.Err() != nil {
-				// The client reset the stream or left: nobody to answer
-				// (the access log says 499, as ReverseProxy's path).
 				w.WriteHeader(499)
+				return true
+			}
+			return false
+		}
+		if herr != nil {
+			if abandon() {
 				return
 			}
 			if idempotent && attempt < maxAttempts && staleConn(herr) {
@@ -279,25 +287,30 @@ func (s *Server) exchange(w *h2Writer, r *http.Request, d *view.Domain, req *fas
 		case bodyUntilClose:
 			body, reuse, n = io.LimitedReader{R: br, N: math.MaxInt64}, false, -1
 		}
-		// A body read whole (w.whole) is read before its head goes.
+		// A body read whole (w.whole) is read before its head goes, and a
+		// chunked one's first byte is awaited (chunksBegin): one cut
+		// there is answered 502 (504), as over HTTP/1.1.
 		var whole []byte
 		var bp *[]byte
-		if w.whole {
+		var cut error
+		switch {
+		case w.whole:
 			bp = copyBufs.Get().(*[]byte)
-			nr, rerr := io.ReadFull(&body, (*bp)[:n])
+			nr, rerr := readFull(&body, (*bp)[:n])
+			whole = (*bp)[:nr]
 			if rerr != nil {
 				copyBufs.Put(bp)
-				stop()
-				hc.ReleaseReader(br)
-				hc.CloseConn(cc)
-				if ctx.Err() != nil {
-					w.WriteHeader(499)
-					return
-				}
-				err = timedOut(fmt.Errorf("its answer was cut after %d of %d bytes: %w", nr, n, rerr))
-				break
+				cut = fmt.Errorf("its answer was cut after %d of %d bytes: %w", nr, n, rerr)
 			}
-			whole = (*bp)[:nr]
+		case kind == bodyChunked:
+			cut = chunksBegin(br)
+		}
+		if cut != nil {
+			if abandon() {
+				return
+			}
+			err = timedOut(cut)
+			break
 		}
 		copyHead(w, resp, r.Method == http.MethodHead || body.R != nil, n)
 		sent := true
@@ -327,6 +340,26 @@ func (s *Server) exchange(w *h2Writer, r *http.Request, d *view.Domain, req *fas
 	}
 	status, title, msg := s.upstreamFailed(d, err)
 	httpPage(w, status, title, msg)
+}
+
+// readFull is io.ReadFull on a concrete reader: given as an io.Reader,
+// exchange's body would be moved to the heap, an allocation a request.
+func readFull(r *io.LimitedReader, p []byte) (int, error) {
+	n := 0
+	for n < len(p) {
+		k, err := r.Read(p[n:])
+		n += k
+		if err != nil {
+			if err == io.EOF && n < len(p) {
+				err = io.ErrUnexpectedEOF
+			}
+			if n == len(p) {
+				err = nil
+			}
+			return n, err
+		}
+	}
+	return n, nil
 }
 
 // movingOf is the moving-deadline connection under c (under TLS for a

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bufio"
+	"fmt"
 	"io"
 	"net"
 	"net/http/httputil"
@@ -52,6 +53,20 @@ const (
 	wholeStream = 64 << 10
 )
 
+// chunksBegin waits for the first byte of a chunked body after its
+// head. fasthttp's writer and the HTTP/2 one hold the head of an answer
+// of unknown length until its first chunk (nginx's proxy does too), so
+// an upstream that closes or stalls between the head and the first
+// chunk has sent the client nothing yet: it is answered 502 (504), not
+// an empty reply or a reset stream. It costs nothing the client would
+// see: the head waited for that byte anyway.
+func chunksBegin(br *bufio.Reader) error {
+	if _, err := br.Peek(1); err != nil {
+		return fmt.Errorf("its chunked answer ended after its head: %w", err)
+	}
+	return nil
+}
+
 func (poolTransport) RoundTrip(hc *fasthttp.HostClient, req *fasthttp.Request, resp *fasthttp.Response) (retry bool, err error) {
 	cc, err := hc.AcquireConn(0, req.ConnectionClose())
 	if err != nil {
@@ -81,6 +96,13 @@ func (poolTransport) RoundTrip(hc *fasthttp.HostClient, req *fasthttp.Request, r
 			return true, timedOut(err)
 		}
 	default:
+		if kind == bodyChunked {
+			if err = chunksBegin(br); err != nil {
+				hc.ReleaseReader(br)
+				hc.CloseConn(cc)
+				return true, timedOut(err)
+			}
+		}
 		b := poolBodies.Get().(*poolBody)
 		b.hc, b.cc, b.br, b.reuse, b.kind, b.conn = hc, cc, br, reuse, kind, conn
 		switch kind {
