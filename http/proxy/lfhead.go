@@ -15,21 +15,23 @@ import (
 // has buffered hold a CRLFCRLF somewhere: before that it waits for more,
 // and an upstream that sends nothing more (it is waiting for its next
 // request) held the answer until the upstream's timeout, or was 502 when
-// it closed. So before fasthttp reads a head, lfHead looks at what is
-// buffered: a CRLFCRLF in it (every head of a well-behaved upstream) is
-// left to fasthttp; a head that ends in a lone LF line is written again
+// it closed. So before fasthttp reads a head, lfHead looks at its status
+// line: one that ends in CRLF (every well-behaved upstream's) is left to
+// fasthttp, at the cost of finding that line's end; after one that ends
+// in a lone LF, the head up to its first empty line is written again
 // with CRLFs and read from that copy (an allocation on this rare path
-// only). The check is one search of the buffered bytes for each head.
+// only). A head whose status line ends in CRLF but whose empty line is a
+// lone LF is left as fasthttp reads it.
 var (
 	strCRLFCRLF = []byte("\r\n\r\n")
 	strLFLF     = []byte("\n\n") // also "\r\n\n": a CRLF line, then a lone LF
 )
 
-// lfHead returns the length of an answer head at the front of br that
-// ends in a lone LF line and has no CRLFCRLF after it in what br holds
-// (0 when there is none: fasthttp reads the head as it is), reading from
-// br's source until it knows. A read error returns 0: fasthttp meets the
-// same error and reports it.
+// lfHead returns the length of an answer head at the front of br whose
+// status line ends in a lone LF, up to and with its first empty line,
+// when br holds no CRLFCRLF (0 otherwise: fasthttp reads the head as it
+// is), reading from br's source until it knows. A read error returns 0:
+// fasthttp meets the same error and reports it.
 func lfHead(br *bufio.Reader) int {
 	n := 1
 	for {
@@ -37,17 +39,19 @@ func lfHead(br *bufio.Reader) int {
 			return 0
 		}
 		b, _ := br.Peek(br.Buffered())
-		if bytes.Contains(b, strCRLFCRLF) {
-			return 0
-		}
 		// Empty lines before the status line are skipped, as fasthttp
 		// skips them.
 		lead := 0
 		for lead < len(b) && (b[lead] == '\r' || b[lead] == '\n') {
 			lead++
 		}
-		if i := bytes.Index(b[lead:], strLFLF); i >= 0 {
-			return lead + i + len(strLFLF)
+		if i := bytes.IndexByte(b[lead:], '\n'); i >= 0 {
+			if b[lead+i-1] == '\r' || bytes.Contains(b, strCRLFCRLF) {
+				return 0
+			}
+			if j := bytes.Index(b[lead:], strLFLF); j >= 0 {
+				return lead + j + len(strLFLF)
+			}
 		}
 		if len(b) >= br.Size() {
 			return 0 // over the buffer: fasthttp says so

@@ -12,14 +12,14 @@ import (
 )
 
 // TestEdgeReadsLoneLFAnswers: answers whose head lines end in LF alone
-// (and one that mixes CRLF lines with a lone LF blank line, and an
-// informational head before the answer) pass at once over HTTP/1.1 and
-// HTTP/2 to an upstream that keeps its connection open, and the
-// connection serves the next request.
+// (one of them with CRLF fields after its status line, and one after
+// an informational head) pass at once over HTTP/1.1 and HTTP/2 from an
+// upstream that keeps its connection open, and the connection serves
+// the next request.
 func TestEdgeReadsLoneLFAnswers(t *testing.T) {
 	addr, conns := scriptedUpstream(t, map[string]string{
 		"/lf":    "HTTP/1.1 200 OK\nContent-Length: 2\nX-Up: lf\n\nok",
-		"/mixed": "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nX-Up: mixed\r\n\nmixed",
+		"/mixed": "HTTP/1.1 200 OK\nContent-Length: 5\r\nX-Up: mixed\r\n\nmixed",
 		"/cont":  "HTTP/1.1 100 Continue\n\nHTTP/1.1 201 Created\nContent-Length: 4\nX-Up: cont\n\ncont",
 	})
 	e := newTestH2Edge(t, map[string]string{"lf.p2p": addr}, Deps{})
