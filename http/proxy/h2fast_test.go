@@ -440,8 +440,8 @@ func TestEdgeHTTP2ResetEndsUpstreamExchange(t *testing.T) {
 // wholeStream (read whole, written with its head) and one over it
 // (streamed) arrive whole; one the upstream cuts short of its declared
 // length is answered 502 when it was to be read whole (nothing of it
-// had gone), as is a chunked one that ends after its head (over
-// HTTP/1.1 too), and resets the stream when it was streamed (the client
+// had gone), as is a chunked one that ends after its head or does not
+// begin with a chunk (over HTTP/1.1 too), and resets the stream when it was streamed (the client
 // must not take it for whole); the next request is answered.
 func TestEdgeHTTP2WholeAndCut(t *testing.T) {
 	mid, huge := strings.Repeat("m", 10000), strings.Repeat("h", wholeStream+1)
@@ -452,6 +452,7 @@ func TestEdgeHTTP2WholeAndCut(t *testing.T) {
 		"/cut0":     fmt.Sprintf("HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n", len(mid)),
 		"/hugecut":  fmt.Sprintf("HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s", len(huge), huge[:wholeStream/2]),
 		"/chunkcut": "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n",
+		"/nochunk":  "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n<html>",
 		"/small":    "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello",
 	})
 	e := newTestH2Edge(t, map[string]string{"cut.p2p": addr}, Deps{})
@@ -460,14 +461,16 @@ func TestEdgeHTTP2WholeAndCut(t *testing.T) {
 			t.Fatalf("%s: %d bytes, want %d", path, len(body), len(want))
 		}
 	}
-	for path, why := range map[string]string{"/cut": "cut after", "/cut0": "cut after", "/chunkcut": "ended after its head"} {
+	for path, why := range map[string]string{"/cut": "cut after", "/cut0": "cut after", "/chunkcut": "ended after its head", "/nochunk": "does not begin with a chunk"} {
 		if resp, body := e.do(t, "GET", "https://cut.p2p"+path, nil, 0); resp.StatusCode != http.StatusBadGateway || !strings.Contains(body, why) {
 			t.Fatalf("%s: %d %q, want 502 saying %q", path, resp.StatusCode, body, why)
 		}
 	}
 	httpAddr, _ := e.s.Addrs()
-	if code, _, body := answer(t, sendRaw(t, httpAddr.String(), "GET /chunkcut HTTP/1.1\r\nHost: cut.p2p\r\n\r\n")); code != http.StatusBadGateway || !strings.Contains(body, "ended after its head") {
-		t.Fatalf("HTTP/1.1 /chunkcut: %d %q, want 502 saying the answer ended after its head", code, body)
+	for path, why := range map[string]string{"/chunkcut": "ended after its head", "/nochunk": "does not begin with a chunk"} {
+		if code, _, body := answer(t, sendRaw(t, httpAddr.String(), "GET "+path+" HTTP/1.1\r\nHost: cut.p2p\r\n\r\n")); code != http.StatusBadGateway || !strings.Contains(body, why) {
+			t.Fatalf("HTTP/1.1 %s: %d %q, want 502 saying %q", path, code, body, why)
+		}
 	}
 	req, _ := http.NewRequest("GET", "https://cut.p2p/hugecut", nil)
 	resp, err := e.c.Do(req)

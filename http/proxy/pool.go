@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -58,11 +59,19 @@ const (
 // of unknown length until its first chunk (nginx's proxy does too), so
 // an upstream that closes or stalls between the head and the first
 // chunk has sent the client nothing yet: it is answered 502 (504), not
-// an empty reply or a reset stream. It costs nothing the client would
+// an empty reply or a reset stream; so is one whose body does not begin
+// with a chunk. It costs nothing the client would
 // see: the head waited for that byte anyway.
 func chunksBegin(br *bufio.Reader) error {
-	if _, err := br.Peek(1); err != nil {
+	b, err := br.Peek(1)
+	if err != nil {
 		return fmt.Errorf("its chunked answer ended after its head: %w", err)
+	}
+	// A chunk's size is hex digits (RFC 9112 §7.1), which the chunked
+	// reader takes nothing before: an answer that says it is chunked and
+	// is not (a page sent as it is) fails here, before anything went.
+	if c := b[0] | 0x20; !('0' <= b[0] && b[0] <= '9' || 'a' <= c && c <= 'f') {
+		return errors.New("its chunked answer does not begin with a chunk")
 	}
 	return nil
 }
@@ -100,7 +109,7 @@ func (poolTransport) RoundTrip(hc *fasthttp.HostClient, req *fasthttp.Request, r
 			if err = chunksBegin(br); err != nil {
 				hc.ReleaseReader(br)
 				hc.CloseConn(cc)
-				return true, timedOut(err)
+				return false, timedOut(err) // the upstream answered: not asked again
 			}
 		}
 		b := poolBodies.Get().(*poolBody)
