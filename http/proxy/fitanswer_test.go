@@ -220,3 +220,39 @@ func TestEdgeTakesHTTP10OverTLS(t *testing.T) {
 		t.Fatalf("%q, %v; want a 200 with hello up to the close", all, err)
 	}
 }
+
+// A request body sent without a Content-Type reaches the upstream
+// without one (fasthttp would name application/octet-stream), over
+// HTTP/1.1 (a body read whole and one streamed) and HTTP/2; a type the
+// client sent stays.
+func TestEdgeAddsNoRequestType(t *testing.T) {
+	up := serveUpstream(t, false, func(w http.ResponseWriter, r *http.Request) {
+		n, _ := io.Copy(io.Discard, r.Body)
+		fmt.Fprintf(w, "%d %q", n, r.Header.Values("Content-Type"))
+	})
+	e := newTestH2Edge(t, map[string]string{"t.p2p": up}, Deps{})
+	httpAddr, _ := e.s.Addrs()
+	small, big := strings.Repeat("s", 10), strings.Repeat("b", SmallBody+1)
+	for _, tc := range []struct {
+		body, typ, want string
+	}{
+		{small, "", `10 []`},
+		{big, "", fmt.Sprintf(`%d []`, len(big))},
+		{small, "text/csv", `10 ["text/csv"]`},
+	} {
+		head := fmt.Sprintf("POST / HTTP/1.1\r\nHost: t.p2p\r\nContent-Length: %d\r\n", len(tc.body))
+		if tc.typ != "" {
+			head += "Content-Type: " + tc.typ + "\r\n"
+		}
+		if code, _, body := answer(t, sendRaw(t, httpAddr.String(), head+"\r\n"+tc.body)); code != 200 || body != tc.want {
+			t.Fatalf("HTTP/1.1, %d bytes, type %q: %d %q, want 200 %q", len(tc.body), tc.typ, code, body, tc.want)
+		}
+		var hdr []string
+		if tc.typ != "" {
+			hdr = []string{"Content-Type", tc.typ}
+		}
+		if resp, body := e.do(t, "POST", "https://t.p2p/", strings.NewReader(tc.body), int64(len(tc.body)), hdr...); resp.StatusCode != 200 || body != tc.want {
+			t.Fatalf("HTTP/2, %d bytes, type %q: %d %q, want 200 %q", len(tc.body), tc.typ, resp.StatusCode, body, tc.want)
+		}
+	}
+}

@@ -164,6 +164,7 @@ func poolRequest(req *fasthttp.Request, r *http.Request) {
 	// r's header names are canonical already (both servers make them
 	// so): fasthttp need not normalize them again.
 	req.Header.DisableNormalizing()
+	req.Header.SetNoDefaultContentType(true) // no type the client did not send, as prepare
 	req.Header.SetMethod(r.Method)
 	uri := r.RequestURI
 	if uri == "" {

@@ -484,8 +484,13 @@ var (
 )
 
 // prepare sets the forwarding headers and drops hop-by-hop ones (names:
-// what the walk over the head found, headNames).
+// what the walk over the head found, headNames). A request body without
+// a Content-Type goes without one: fasthttp would write
+// application/octet-stream for it, and an upstream that reads a body by
+// its type (a form, JSON taken when no type is named) would be told
+// something the client did not say.
 func prepare(ctx *fasthttp.RequestCtx, req *fasthttp.Request, names headNames) {
+	req.Header.SetNoDefaultContentType(true)
 	dropHopRequest(&req.Header, names.hop)
 	forwarded(ctx, req, names.fwd)
 }
