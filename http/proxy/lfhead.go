@@ -77,3 +77,17 @@ func readLFHead(h *fasthttp.ResponseHeader, br *bufio.Reader, n int) error {
 	_, err := br.Discard(n)
 	return err
 }
+
+// readAnswer reads an upstream's answer as fasthttp's
+// Response.ReadLimitBody does (a head, then a body of up to limit bytes
+// unless the status has none), its head as readHead reads it: in CRLF or
+// lone-LF lines, past informational answers.
+func readAnswer(resp *fasthttp.Response, br *bufio.Reader, limit int) error {
+	if err := readHead(resp, br); err != nil {
+		return err
+	}
+	if framingOf(resp, false) == bodyNone {
+		return nil
+	}
+	return resp.ReadBody(br, limit)
+}

@@ -15,7 +15,7 @@ import (
 // (one of them with CRLF fields after its status line, and one after
 // an informational head) pass at once over HTTP/1.1 and HTTP/2 from an
 // upstream that keeps its connection open, and the connection serves
-// the next request.
+// the next request; so does such an answer refusing an upgrade.
 func TestEdgeReadsLoneLFAnswers(t *testing.T) {
 	addr, conns := scriptedUpstream(t, map[string]string{
 		"/lf":    "HTTP/1.1 200 OK\nContent-Length: 2\nX-Up: lf\n\nok",
@@ -49,10 +49,24 @@ func TestEdgeReadsLoneLFAnswers(t *testing.T) {
 			check("HTTP/1.1", path, resp, string(b))
 			resp, body := e.do(t, "GET", "https://lf.p2p"+path, nil, 0)
 			check("HTTP/2", path, resp, body)
+			// An upgrade the upstream refuses (websocket's path).
+			req, _ = http.NewRequest("GET", "http://"+httpAddr.String()+path, nil)
+			req.Host = "lf.p2p"
+			req.Header.Set("Connection", "Upgrade")
+			req.Header.Set("Upgrade", "websocket")
+			if resp, err = c.Do(req); err != nil {
+				t.Fatalf("HTTP/1.1 upgrade %s: %v", path, err)
+			}
+			b, err = io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if err != nil {
+				t.Fatalf("HTTP/1.1 upgrade %s: %v", path, err)
+			}
+			check("HTTP/1.1 upgrade", path, resp, string(b))
 		}
 	}
-	if n := conns.Load(); n > 2 {
-		t.Fatalf("%d upstream connections for 12 answers on keep-alive connections, want at most 2", n)
+	if n := conns.Load(); n > 8 {
+		t.Fatalf("%d upstream connections for 12 answers on keep-alive connections and 6 refused upgrades, want at most 8", n)
 	}
 }
 

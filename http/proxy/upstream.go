@@ -642,7 +642,7 @@ func (s *Server) websocket(ctx *fasthttp.RequestCtx, d *view.Domain, priorForwar
 		return
 	}
 	if !ok {
-		err := ctx.Response.ReadLimitBody(br, maxRefusalBody)
+		err := readAnswer(&ctx.Response, br, maxRefusalBody)
 		up.Close()
 		if err != nil {
 			ctx.Response.Reset()
