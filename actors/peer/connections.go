@@ -221,17 +221,26 @@ func (a *Actor) onTerminated(c actor.Context, who *actor.PID) {
 	}
 }
 
-// connectedChanged tells the ledger and the WebSocket hub when the set of
-// active writers changed: connected peers, and writers heard only by
-// heartbeat (heartbeat.go).
+// connectedChanged tells the ledger when the set of active writers
+// changed (connected peers, and writers heard only by heartbeat:
+// heartbeat.go), and the WebSocket hub when that set or the peers listed
+// as connected (upIDs, what GetPeers answers) changed. The two differ: a
+// session that ends while its writer is still heard leaves the first as
+// it was and the second without the peer, and a panel that waited for a
+// change of the first went on showing the peer connected.
 func (a *Actor) connectedChanged(c actor.Context) {
-	ids := a.activeIDs()
-	if slices.Equal(ids, a.connected) {
-		return
+	up := a.upIDs()
+	slices.Sort(up)
+	hint := !slices.Equal(up, a.listed)
+	a.listed = up
+	if ids := a.activeIDs(); !slices.Equal(ids, a.connected) {
+		a.connected = ids
+		c.Send(a.d.Ledger, &messages.PeerSetChanged{Connected: ids})
+		hint = true
 	}
-	a.connected = ids
-	c.Send(a.d.Ledger, &messages.PeerSetChanged{Connected: ids})
-	a.publishHint()
+	if hint {
+		a.publishHint()
+	}
 }
 
 func (a *Actor) upIDs() []string {

@@ -215,6 +215,7 @@ type Actor struct {
 	bootstrap      []dialTarget
 	gate           *dialGate
 	connected      []string // last set sent as PeerSetChanged
+	listed         []string // upIDs, sorted, when a hint last told of them
 
 	ctx          context.Context
 	cancel       context.CancelFunc
