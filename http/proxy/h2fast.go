@@ -324,7 +324,7 @@ func (s *Server) exchange(w *h2Writer, r *http.Request, d *view.Domain, req *fas
 		case body.R != nil:
 			sent = s.copyBody(w, r, d, &body, n < 0)
 		}
-		clean := sent && (kind != bodyChunked || skipTrailer(br))
+		clean := sent && (kind != bodyChunked || skipTrailer(br)) && nothingAfter(br)
 		hc.ReleaseReader(br)
 		if stop() && clean && reuse {
 			hc.ReleaseConn(cc)

@@ -126,10 +126,22 @@ func (poolTransport) RoundTrip(hc *fasthttp.HostClient, req *fasthttp.Request, r
 		resp.SetBodyStream(b, n)
 		return false, nil
 	}
+	reuse = reuse && nothingAfter(br)
 	hc.ReleaseReader(br)
 	connDone(hc, cc, reuse)
 	return false, nil
 }
+
+// nothingAfter reports whether br holds no bytes past the answer just
+// read. One exchange at a time runs on a pooled connection, so bytes
+// there are an upstream's sending more than its answer (a body longer
+// than its Content-Length, a body after a HEAD's answer), which the next
+// exchange would read as its answer: the connection is closed instead
+// of reused, as nginx closes one that "sent more data than specified".
+// Bytes that come after the answer's last read are not seen here: the
+// next exchange reads them as the start of its answer (502 when they are
+// not a head).
+func nothingAfter(br *bufio.Reader) bool { return br.Buffered() == 0 }
 
 // sendForHead writes req on conn, a connection of hc's pool, and reads
 // the answer's head, with the pool's buffers. The reader the body
@@ -199,8 +211,9 @@ func (b *poolBody) Read(p []byte) (int, error) {
 // Close hands the connection back to the pool or closes it. Its error is
 // not the answer's (as upstreamBody's).
 func (b *poolBody) Close() error {
+	reuse := b.end && !b.failed && b.reuse && nothingAfter(b.br)
 	b.hc.ReleaseReader(b.br)
-	connDone(b.hc, b.cc, b.end && !b.failed && b.reuse)
+	connDone(b.hc, b.cc, reuse)
 	*b = poolBody{}
 	poolBodies.Put(b)
 	return nil

@@ -260,3 +260,44 @@ func TestPoolReadsWhole(t *testing.T) {
 		}
 	}
 }
+
+// An upstream that sends more than its answer (here a second, forged
+// answer right after the body) has its connection closed, not reused:
+// the next request, over HTTP/1.1 and HTTP/2, gets its own answer from a
+// fresh connection, not the forged one.
+func TestPoolClosesAfterExtraBytes(t *testing.T) {
+	addr, conns := scriptedUpstream(t, map[string]string{
+		"/extra": "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhelloHTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nforged",
+		"/small": "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
+	})
+	e := newTestH2Edge(t, map[string]string{"x.p2p": addr}, Deps{})
+	httpAddr, _ := e.s.Addrs()
+	get1 := func(path string) string {
+		t.Helper()
+		code, _, body := answer(t, sendRaw(t, httpAddr.String(), "GET "+path+" HTTP/1.1\r\nHost: x.p2p\r\n\r\n"))
+		if code != 200 {
+			t.Fatalf("HTTP/1.1 %s: %d %q", path, code, body)
+		}
+		return body
+	}
+	get2 := func(path string) string {
+		t.Helper()
+		_, body := e.do(t, "GET", "https://x.p2p"+path, nil, 0)
+		return body
+	}
+	for _, p := range []struct {
+		name string
+		get  func(string) string
+	}{{"HTTP/1.1", get1}, {"HTTP/2", get2}} {
+		if body := p.get("/extra"); body != "hello" {
+			t.Fatalf("%s /extra: %q", p.name, body)
+		}
+		before := conns.Load()
+		if body := p.get("/small"); body != "ok" {
+			t.Fatalf("%s /small after /extra: %q, want the upstream's own answer", p.name, body)
+		}
+		if n := conns.Load() - before; n != 1 {
+			t.Fatalf("%s: /small after /extra dialed %d connections, want 1 (the one that sent more not reused)", p.name, n)
+		}
+	}
+}
