@@ -91,9 +91,10 @@ import (
 // forwarding headers are the same (X-Forwarded-Proto https), and the
 // answer keeps its Content-Length, so h2Writer's flushing rules below
 // hold. An answer passes piece by piece as it comes (flushed at each
-// piece when its length is unknown); one cut by its upstream resets the
-// stream. Not passed this way: trailers of a chunked HTTP/1.1 answer
-// (read and dropped).
+// piece when its length is unknown); one cut by its upstream before any
+// of it went (a body of up to 64 KiB, read whole; a chunked one before
+// its first chunk) is 502, one cut later resets the stream. Not passed
+// this way: trailers of a chunked HTTP/1.1 answer (read and dropped).
 // Memory: a body of up to prefetched bytes is held as an HTTP/1.1
 // connection holds the part it reads with a head; a longer one takes
 // its length from the shared body budget (body.go) while it is held,
