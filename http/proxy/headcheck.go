@@ -31,7 +31,8 @@ import (
 //     it does not know, and a second Transfer-Encoding field, itself,
 //     but takes "identity" for none, and then the body's bytes for a
 //     next request, where a proxy in front of the edge that went by
-//     another reading sees a body (request smuggling).
+//     another reading sees a body (request smuggling);
+//   - CONNECT and TRACE: 501 Not Implemented (unservedMethod).
 //
 // The connection is closed after each of these answers.
 //
