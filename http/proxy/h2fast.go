@@ -291,15 +291,12 @@ func (s *Server) exchange(w *h2Writer, r *http.Request, d *view.Domain, req *fas
 		// A body read whole (w.whole) is read before its head goes, and a
 		// chunked one's first byte is awaited (chunksBegin): one cut
 		// there is answered 502 (504), as over HTTP/1.1.
-		var whole []byte
-		var bp *[]byte
+		var bp *[]byte // the body read whole: its first n bytes
 		var cut error
 		switch {
 		case w.whole:
 			bp = copyBufs.Get().(*[]byte)
-			nr, rerr := readFull(&body, (*bp)[:n])
-			whole = (*bp)[:nr]
-			if rerr != nil {
+			if nr, rerr := readFull(&body, (*bp)[:n]); rerr != nil {
 				copyBufs.Put(bp)
 				cut = fmt.Errorf("its answer was cut after %d of %d bytes: %w", nr, n, rerr)
 			}
@@ -318,7 +315,7 @@ func (s *Server) exchange(w *h2Writer, r *http.Request, d *view.Domain, req *fas
 		switch {
 		case bp != nil:
 			// net/http's writer copies what it is handed.
-			_, werr := w.Write(whole)
+			_, werr := w.Write((*bp)[:n])
 			sent = werr == nil
 			copyBufs.Put(bp)
 		case body.R != nil:
