@@ -241,6 +241,10 @@ func (c *movingDeadlines) putRead(t time.Time) error {
 		return err
 	}
 	if c.rstop.Load() {
+		// Halted, before or meanwhile: the past deadline goes back on,
+		// or the next read would wait for t.
+		c.rd.set(halted)
+		_ = c.Conn.SetReadDeadline(halted)
 		return os.ErrDeadlineExceeded
 	}
 	return nil
@@ -294,27 +298,32 @@ func (c *movingDeadlines) putWrite(t time.Time) error {
 		return err
 	}
 	if c.wstop.Load() {
+		c.wr.set(halted)
+		_ = c.Conn.SetWriteDeadline(halted)
 		return os.ErrDeadlineExceeded
 	}
 	return nil
 }
 
+// halted is the deadline a halted side has: long past.
+var halted = time.Unix(1, 0)
+
 // haltRead makes the read in progress, if any, and every later one fail
 // at once, from any goroutine: a deadline in the past that the read side
-// will not move again (a read that moves it checks rstop after). nil: a
-// no-op.
+// will not move again (a read that moves it checks rstop after, and puts
+// the past one back). nil: a no-op.
 func (c *movingDeadlines) haltRead() {
 	if c == nil {
 		return
 	}
 	c.rstop.Store(true)
-	_ = c.SetReadDeadline(time.Unix(1, 0))
+	_ = c.SetReadDeadline(halted)
 }
 
 // haltWrite is haltRead for writes.
 func (c *movingDeadlines) haltWrite() {
 	c.wstop.Store(true)
-	_ = c.SetWriteDeadline(time.Unix(1, 0))
+	_ = c.SetWriteDeadline(halted)
 }
 
 // A side whose deadline moves (every > 0) is not cleared: SetXDeadline

@@ -255,4 +255,38 @@ func TestLazyDeadlinesWaitForTheOperation(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("a halted read went on waiting")
 	}
+
+	// On an upstream's connection (its deadlines moving, held for the
+	// operation) every read and write after a halt fails at once too,
+	// however the halt and the operations fall: one that moved the
+	// deadline out again must not leave it there for the one after (the
+	// head reader reads again after a failed read).
+	for i := range 20 {
+		a, _ := tcpPair(t)
+		m := &movingDeadlines{Conn: a, lazy: true}
+		m.rd.every.Store(int64(time.Minute))
+		m.wr.every.Store(int64(time.Minute))
+		if i%2 == 1 { // a deadline held for the next operation
+			_ = m.SetReadDeadline(time.Now().Add(time.Minute))
+			_ = m.SetWriteDeadline(time.Now().Add(time.Minute))
+		}
+		m.halter()()
+		for j := range 3 {
+			go func() {
+				_, err := m.Read(buf)
+				done <- err
+			}()
+			select {
+			case err := <-done:
+				if !errors.Is(err, os.ErrDeadlineExceeded) {
+					t.Fatalf("read %d after the halt: %v, want a deadline error", j, err)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatalf("read %d after the halt went on waiting", j)
+			}
+			if _, err := m.Write(buf); !errors.Is(err, os.ErrDeadlineExceeded) {
+				t.Fatalf("write %d after the halt: %v, want a deadline error", j, err)
+			}
+		}
+	}
 }
