@@ -34,6 +34,9 @@ import (
 // answers the names below one of its local records, where Knot's
 // wildcard stops at the existing name, RFC 4592 §3.3.1.)
 
+// knotSerial is the zones' serial: the node's is the sum of its view's
+// and local records' versions (publishSources: the view at knotSerial-1,
+// the records at 1).
 const knotSerial = 5
 
 func knotZones(glue string) map[string]string {
@@ -55,14 +58,15 @@ func knotZones(glue string) map[string]string {
 }
 
 func knotSources(t testing.TB) (*view.Published, *view.LocalPublished) {
-	return publishSources(t, knotSerial, map[string]string{"site.p2p": "10.77.0.5", "v6.p2p": "fd00::5", "a.deep.p2p": "10.77.0.6"},
+	return publishSources(t, knotSerial-1, map[string]string{"site.p2p": "10.77.0.5", "v6.p2p": "fd00::5", "a.deep.p2p": "10.77.0.6"},
 		`{"name":"txt.site.p2p","type":"TXT","ttl":120,"data":"local under site"}`,
 		`{"name":"x.y.p2p","type":"TXT","ttl":120,"data":"local under p2p"}`)
 }
 
 // publishSources publishes resolved p2p domains (name → IP), the admin
 // domain as internal, and local records (JSON as the admin API takes
-// them), as the ledger and the localdns actor would.
+// them), as the ledger and the localdns actor would: the view at
+// version, the records at 1.
 func publishSources(t testing.TB, version uint64, domains map[string]string, recordJSON ...string) (*view.Published, *view.LocalPublished) {
 	t.Helper()
 	ds := map[string]*view.Domain{}

@@ -131,7 +131,7 @@ remote-control:
 }
 
 func resolverSources(t testing.TB) (*view.Published, *view.LocalPublished) {
-	return publishSources(t, 5, map[string]string{"site.p2p": "10.77.0.5", "a.deep.p2p": "10.77.0.6"},
+	return publishSources(t, knotSerial-1, map[string]string{"site.p2p": "10.77.0.5", "a.deep.p2p": "10.77.0.6"},
 		`{"name":"nas.home","type":"A","ttl":120,"data":"192.0.2.20"}`,
 		`{"name":"txt.site.p2p","type":"TXT","ttl":120,"data":"under site.p2p"}`)
 }

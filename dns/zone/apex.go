@@ -48,7 +48,7 @@ const p2pKey = "\x03p2p\x00"
 // answers from the view, the address node of NSName.
 func (t *Table) addZoneNodes() {
 	apex := &node{name: P2PZone, key: p2pKey, kind: KindZone, rrs: map[uint16][]dns.RR{
-		dns.TypeSOA: {t.soa(P2PZone)},
+		dns.TypeSOA: {t.soa(P2PZone, t.serial())},
 		dns.TypeNS:  {t.ns(P2PZone)},
 	}}
 	if t.nodes[p2pKey] == nil {
@@ -169,14 +169,15 @@ func (t *Table) isENT(key []byte) bool {
 
 // entP2P is the answer for an empty non-terminal under p2p.: NODATA.
 func (t *Table) entP2P() Result {
-	return Result{Authoritative: true, Ns: []dns.RR{t.soa(P2PZone)}}
+	return Result{Authoritative: true, Ns: []dns.RR{t.soa(P2PZone, t.serial())}}
 }
 
 // apexAnswer adds to res what the apex of zone (an internal or p2p
-// domain) answers for qtype beyond its addresses: SOA, NS, both for ANY.
-func (t *Table) apexAnswer(res *Result, zone, qname string, qtype uint16) {
+// domain, at serial) answers for qtype beyond its addresses: SOA, NS,
+// both for ANY.
+func (t *Table) apexAnswer(res *Result, zone, qname string, qtype uint16, serial uint32) {
 	if qtype == dns.TypeSOA || qtype == dns.TypeANY {
-		rr := t.soa(zone)
+		rr := t.soa(zone, serial)
 		rr.Header().Name = qname
 		res.Answer = append(res.Answer, rr)
 	}

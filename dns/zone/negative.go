@@ -16,6 +16,16 @@ import (
 //     .p2p), or NODATA with it for an empty non-terminal (RFC 8020);
 //   - NODATA of a local name inside one of those zones: that zone's SOA.
 //
+// The SOA's serial is the zone's: a p2p or internal domain's is the
+// table's serial (serial) when its node was built, so a rebuild that
+// keeps the node keeps its serial, and every answer from one zone (its
+// SOA, its NODATA, ANY) names the same one; p2p.'s is the table's own
+// (its apex and negative answers are built anew every time). The serial
+// rises with every view or local-records version the node process
+// publishes; it starts again when the node restarts (nobody transfers
+// these zones: the serial is for the operator's eye, and a resolver's
+// negative cache does not read it).
+//
 // The SOA's TTL and MINIMUM are the table's TTL (30 s by default: a vote
 // can change the answer), so the negative TTL of §5, min(TTL, MINIMUM),
 // is the same as a positive answer's. Local names outside those zones
@@ -25,13 +35,30 @@ import (
 // P2PZone is the namespace the ledger owns.
 const P2PZone = "p2p."
 
-// soa is the synthetic SOA of zone (an FQDN).
-func (t *Table) soa(zone string) dns.RR {
+// serial is the SOA serial of what this table builds: it rises with
+// either snapshot's version.
+func (t *Table) serial() uint32 {
+	return uint32(t.ViewVersion + t.LocalVersion)
+}
+
+// zoneSerial is the serial of zone (an FQDN), "p2p." or the name of a
+// domain's node.
+func (t *Table) zoneSerial(zone string) uint32 {
+	if k, ok := Key(zone); ok && zone != P2PZone {
+		if n := t.parents[k]; n != nil {
+			return n.serial
+		}
+	}
+	return t.serial()
+}
+
+// soa is the synthetic SOA of zone (an FQDN) at serial.
+func (t *Table) soa(zone string, serial uint32) dns.RR {
 	return &dns.SOA{
 		Hdr:     dns.RR_Header{Name: zone, Rrtype: dns.TypeSOA, Class: dns.ClassINET, Ttl: t.ttl},
 		Ns:      NSName, // the primary server: ours (apex.go)
 		Mbox:    "hostmaster." + zone,
-		Serial:  uint32(t.ViewVersion),
+		Serial:  serial,
 		Refresh: 3600,
 		Retry:   600,
 		Expire:  86400,
@@ -62,5 +89,5 @@ func underP2P(qname string) bool {
 
 // nxP2P is the answer for an unclaimed name under .p2p.
 func (t *Table) nxP2P() Result {
-	return Result{Rcode: dns.RcodeNameError, Authoritative: true, Ns: []dns.RR{t.soa(P2PZone)}}
+	return Result{Rcode: dns.RcodeNameError, Authoritative: true, Ns: []dns.RR{t.soa(P2PZone, t.serial())}}
 }

@@ -17,7 +17,8 @@ import (
 )
 
 // fastMsg is t's fast answer to (name, qtype), unpacked, with the SOA
-// serials zeroed (answer and authority) (a reused node keeps the serial it was packed with);
+// serials zeroed (answer and authority: a reused node keeps the serial
+// it was built at, TestRebuildKeepsEachZonesSerial);
 // nil when the query takes the slow path.
 func fastMsg(t *testing.T, tb *Table, name string, qtype uint16) *dns.Msg {
 	t.Helper()
@@ -30,12 +31,17 @@ func fastMsg(t *testing.T, tb *Table, name string, qtype uint16) *dns.Msg {
 	if err := m.Unpack(out[:n]); err != nil {
 		t.Fatal(err)
 	}
-	for _, rr := range append(m.Answer, m.Ns...) {
+	zeroSerials(append(m.Answer, m.Ns...))
+	return m
+}
+
+// zeroSerials sets the serial of every SOA in rrs to 0.
+func zeroSerials(rrs []dns.RR) {
+	for _, rr := range rrs {
 		if soa, ok := rr.(*dns.SOA); ok {
 			soa.Serial = 0
 		}
 	}
-	return m
 }
 
 // A rebuild takes the unchanged domains' nodes from the table in use,
@@ -157,6 +163,7 @@ func TestRebuildPatchesAsAFullBuildAnswers(t *testing.T) {
 		for _, name := range probe {
 			for _, qt := range []uint16{dns.TypeA, dns.TypeAAAA, dns.TypeSOA, dns.TypeNS, dns.TypeTXT} {
 				r := tb.Resolve(name, qt, dns.ClassINET)
+				zeroSerials(r.Answer)
 				fmt.Fprintf(&b, "%s %d: %d %d %v %v %v %v | %v\n", name, qt, r.Kind, r.Rcode, r.Authoritative, r.Answer, r.Extra, r.Upstream, fastMsg(t, tb, dns.Fqdn(name), qt))
 			}
 		}
@@ -207,6 +214,78 @@ func TestRebuildPatchesAsAFullBuildAnswers(t *testing.T) {
 				t.Fatalf("step %d: empty non-terminals %v, full build %v", step, patched.ents, full.ents)
 			}
 			v, tb = next, patched
+		}
+	}
+}
+
+// Every answer from one zone names the zone's serial, whether it was
+// packed by this build or kept from the one before: a kept domain keeps
+// the serial it was built at, a changed one and p2p. take the new one.
+func TestRebuildKeepsEachZonesSerial(t *testing.T) {
+	dom := func(name, ip string) *view.Domain {
+		return &view.Domain{Name: name, Status: "resolved", IP: netip.MustParseAddr(ip)}
+	}
+	l := &messages.LocalSnapshot{Version: 4}
+	r, err := messages.ParseLocalRecord([]byte(`{"name":"www.a.p2p","type":"TXT","data":"x"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Records = append(l.Records, r)
+	v1 := &view.Snapshot{Version: 1, Domains: map[string]*view.Domain{
+		"a.p2p": dom("a.p2p", "10.77.0.1"), "b.p2p": dom("b.p2p", "10.77.0.2"),
+	}}
+	o := Options{TTL: 30}
+	t1 := Build(v1, l, o)
+	v2 := &view.Snapshot{Version: 2, Domains: maps.Clone(v1.Domains)}
+	v2.Domains["b.p2p"] = dom("b.p2p", "10.77.0.22")
+	t2 := Rebuild(t1, v2, l, o)
+
+	// serials are the SOA serials of tb's answer to (name, qtype): the
+	// packed one when there is one, the slow path's too.
+	serials := func(tb *Table, name string, qtype uint16) []uint32 {
+		var got []uint32
+		collect := func(rrs []dns.RR) {
+			for _, rr := range rrs {
+				if soa, ok := rr.(*dns.SOA); ok {
+					got = append(got, soa.Serial)
+				}
+			}
+		}
+		out := make([]byte, 1232)
+		if n := tb.Fast(query(name, qtype, false), out, 1232, 1232); n > 0 {
+			m := new(dns.Msg)
+			if err := m.Unpack(out[:n]); err != nil {
+				t.Fatal(err)
+			}
+			collect(append(m.Answer, m.Ns...))
+		}
+		res := tb.Resolve(name, qtype, dns.ClassINET)
+		collect(append(res.Answer, res.Ns...))
+		return got
+	}
+	for _, c := range []struct {
+		zone string
+		want uint32
+		asks []string // names asked: every type below
+	}{
+		{"a.p2p.", 1 + 4, []string{"a.p2p.", "x.a.p2p.", "www.a.p2p."}}, // kept from t1
+		{"b.p2p.", 2 + 4, []string{"b.p2p.", "x.b.p2p."}},              // built again
+		{"p2p.", 2 + 4, []string{"p2p.", "nothing-here.p2p.", "ns.p2p."}},
+	} {
+		for _, name := range c.asks {
+			for _, qtype := range []uint16{dns.TypeSOA, dns.TypeANY, dns.TypeMX} {
+				got := serials(t2, name, qtype)
+				// SOA (an answer or NODATA) and MX (NODATA) name the
+				// zone's SOA everywhere; ANY only at the apex.
+				if len(got) == 0 && qtype != dns.TypeANY {
+					t.Errorf("%s %s: no SOA in the answer", name, dns.TypeToString[qtype])
+				}
+				for _, s := range got {
+					if s != c.want {
+						t.Errorf("%s %s: serial %d, want %d (%s's)", name, dns.TypeToString[qtype], s, c.want, c.zone)
+					}
+				}
+			}
 		}
 	}
 }

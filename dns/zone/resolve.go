@@ -84,7 +84,7 @@ func (t *Table) answer(n *node, qname string, qtype uint16, depth int) Result {
 			res.Answer = appendOwned(res.Answer, n.rrs[qtype], qname)
 		}
 		if len(res.Answer) == 0 {
-			res.Ns = []dns.RR{t.soa(P2PZone)}
+			res.Ns = []dns.RR{t.soa(P2PZone, t.serial())}
 		} else if qtype == dns.TypeNS || qtype == dns.TypeANY {
 			res.Extra = t.glue(n.name)
 		}
@@ -106,10 +106,10 @@ func (t *Table) answer(n *node, qname string, qtype uint16, depth int) Result {
 			res.Answer = append(res.Answer, &dns.AAAA{Hdr: dns.RR_Header{Name: qname, Rrtype: dns.TypeAAAA, Class: dns.ClassINET, Ttl: t.ttl}, AAAA: net.IP(b[:])})
 		}
 		if isApex(n, qname) {
-			t.apexAnswer(&res, n.name, qname, qtype)
+			t.apexAnswer(&res, n.name, qname, qtype, n.serial)
 		}
 		if len(res.Answer) == 0 {
-			res.Ns = []dns.RR{t.soa(n.name)} // NODATA (RFC 2308 §2.2)
+			res.Ns = []dns.RR{t.soa(n.name, n.serial)} // NODATA (RFC 2308 §2.2)
 		}
 		return res
 	}
@@ -156,7 +156,7 @@ func (t *Table) answer(n *node, qname string, qtype uint16, depth int) Result {
 		}
 	}
 	if n.zone != "" && len(res.Answer) == 0 {
-		res.Ns = []dns.RR{t.soa(n.zone)}
+		res.Ns = []dns.RR{t.soa(n.zone, t.zoneSerial(n.zone))}
 	}
 	return res // NODATA: the name exists locally
 }

@@ -118,6 +118,9 @@ type node struct {
 	// node (an internal or p2p domain, else p2p.), "" for none: then its
 	// answers are not authoritative (apex.go).
 	zone string
+	// serial is the table's serial when the node was built: its SOA's
+	// for an internal or p2p domain (negative.go).
+	serial uint32
 	// apexSOA and apexNS answer SOA and NS for the exact name of an
 	// internal or p2p domain (its zone's apex); its subdomains get the
 	// NODATA of fast[] for those types.
@@ -260,6 +263,10 @@ func Rebuild(prev *Table, v *view.Snapshot, l *messages.LocalSnapshot, o Options
 	}
 	// Records are all in: pack the new nodes (a local node's answers may
 	// follow a CNAME into any other node, so this comes last).
+	serial := t.serial()
+	for _, n := range t.fresh {
+		n.serial = serial
+	}
 	for _, n := range t.fresh {
 		t.precompute(n)
 	}
