@@ -269,7 +269,7 @@ func TestRebuildKeepsEachZonesSerial(t *testing.T) {
 		asks []string // names asked: every type below
 	}{
 		{"a.p2p.", 1 + 4, []string{"a.p2p.", "x.a.p2p.", "www.a.p2p."}}, // kept from t1
-		{"b.p2p.", 2 + 4, []string{"b.p2p.", "x.b.p2p."}},              // built again
+		{"b.p2p.", 2 + 4, []string{"b.p2p.", "x.b.p2p."}},               // built again
 		{"p2p.", 2 + 4, []string{"p2p.", "nothing-here.p2p.", "ns.p2p."}},
 	} {
 		for _, name := range c.asks {
