@@ -186,6 +186,12 @@ func (s *Server) answer(ctx context.Context, req *dns.Msg, tcp, recurse bool, cl
 	case dns.TypeOPT, dns.TypeTSIG, dns.TypeTKEY, 0:
 		return s.finish(s.fail(resp, req, dns.RcodeFormatError), opt, limit, ck), proven
 	}
+	if q.Qclass == 0 {
+		// Class 0 is reserved (RFC 6895 §3.2), and it is what miekg/dns
+		// reads from a question cut before its class: either way the
+		// question is malformed.
+		return s.finish(s.fail(resp, req, dns.RcodeFormatError), opt, limit, ck), proven
+	}
 	t := s.current()
 	res := t.Resolve(q.Name, q.Qtype, q.Qclass)
 	if res.Upstream && !recurse {
