@@ -289,12 +289,22 @@ func (w *h2Writer) WriteHeader(code int) {
 }
 
 // start notes the answer's status and declared length as its head
-// goes, and keeps its type unguessed (noSniff).
+// goes, keeps its type unguessed (noSniff), and names the edge in an
+// answer without a Server field (its own pages, an upstream's answer
+// without one), as fasthttp does on HTTP/1.1.
 func (w *h2Writer) start(code int) {
 	w.status = code
-	w.length = declaredLength(w.Header())
-	noSniff(w.Header())
+	h := w.Header()
+	w.length = declaredLength(h)
+	noSniff(h)
+	if _, ok := h["Server"]; !ok {
+		h["Server"] = serverName
+	}
 }
+
+// serverName is the Server field's value, shared by every answer and
+// never changed (as altSvcs).
+var serverName = []string{"peerdns"}[:1:1]
 
 // noSniff keeps an answer without a Content-Type without one: net/http's
 // and quic-go's servers would otherwise write the type they guess from

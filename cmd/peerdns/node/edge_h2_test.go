@@ -249,6 +249,11 @@ func TestEdgeHTTP2HTTP3AndGRPC(t *testing.T) {
 		if !strings.HasPrefix(resp.Header.Get("Alt-Svc"), altSvc) {
 			return fmt.Errorf("Alt-Svc %q, want %s", resp.Header.Get("Alt-Svc"), altSvc)
 		}
+		// An upstream's answer without a Server field names the edge,
+		// as on HTTP/1.1.
+		if got := resp.Header.Values("Server"); len(got) != 1 || got[0] != "peerdns" {
+			return fmt.Errorf("Server %q, want peerdns", got)
+		}
 		return nil
 	})
 	// A 3 MiB upload streams through.
@@ -264,7 +269,7 @@ func TestEdgeHTTP2HTTP3AndGRPC(t *testing.T) {
 	// Routing is by :authority: a name not served here is 404.
 	req, _ := http.NewRequest("GET", "https://h1.p2p/x", nil)
 	req.Host = "nowhere.p2p"
-	if resp, err := c2.Do(req); err != nil || resp.StatusCode != 404 {
+	if resp, err := c2.Do(req); err != nil || resp.StatusCode != 404 || resp.Header.Get("Server") != "peerdns" {
 		t.Fatalf("unknown :authority: %v %v", resp, err)
 	} else {
 		resp.Body.Close()
@@ -324,7 +329,7 @@ func TestEdgeHTTP2HTTP3AndGRPC(t *testing.T) {
 	}
 	body, _ = io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if resp.ProtoMajor != 3 || string(body) != "hello HTTP/1.1 /three host=h1.p2p xff=127.0.0.1 proto=https" {
+	if resp.ProtoMajor != 3 || string(body) != "hello HTTP/1.1 /three host=h1.p2p xff=127.0.0.1 proto=https" || resp.Header.Get("Server") != "peerdns" {
 		t.Fatalf("HTTP/3: %s %d %q", resp.Proto, resp.StatusCode, body)
 	}
 	doh(c3, 3)
