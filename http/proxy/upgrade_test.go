@@ -12,7 +12,7 @@ import (
 )
 
 // An upgrade the upstream refuses (403) is answered as the upstream
-// answered it, and the client's connection stays HTTP: its next request
+// answered it (with the edge's Date, as every answer), and the client's connection stays HTTP: its next request
 // is the edge's to read and forward (X-Forwarded-For set), not piped to
 // the upstream past it. One the upstream accepts gets the 101 head as it
 // came, and bytes flow both ways.
@@ -29,6 +29,7 @@ func TestEdgeUpgradeOnlyOn101(t *testing.T) {
 			_ = brw.Flush()
 			_, _ = io.Copy(c, brw) // echo
 		case r.URL.Path == "/ws":
+			w.Header()["Date"] = nil // an upstream that sends none: the edge's own
 			http.Error(w, "no upgrade for you", http.StatusForbidden)
 		default:
 			fmt.Fprintf(w, "%s xff=%s", r.URL.Path, r.Header.Get("X-Forwarded-For"))
@@ -56,6 +57,11 @@ func TestEdgeUpgradeOnlyOn101(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != 403 || strings.TrimSpace(string(b)) != "no upgrade for you" {
 		t.Fatalf("refused upgrade: %d %q", resp.StatusCode, b)
+	}
+	if d := resp.Header.Values("Date"); len(d) != 1 {
+		t.Fatalf("refused upgrade: Date %q, want the edge's one, as on every answer", d)
+	} else if _, err := http.ParseTime(d[0]); err != nil {
+		t.Fatalf("refused upgrade: Date %q: %v", d[0], err)
 	}
 	if _, err := io.WriteString(c, "GET /second HTTP/1.1\r\nHost: f.p2p\r\n\r\n"); err != nil {
 		t.Fatal(err)

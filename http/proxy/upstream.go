@@ -642,13 +642,20 @@ func (s *Server) websocket(ctx *fasthttp.RequestCtx, d *view.Domain, priorForwar
 		return
 	}
 	if !ok {
-		err := readAnswer(&ctx.Response, br, maxRefusalBody)
+		// Read into a response of its own: the server's carries its
+		// NoDefaultDate, and the answer then went without a Date when the
+		// upstream sent none; copied, it gets the edge's own, as every
+		// answer does.
+		refusal := fasthttp.AcquireResponse()
+		err := readAnswer(refusal, br, maxRefusalBody)
 		up.Close()
 		if err != nil {
-			ctx.Response.Reset()
+			fasthttp.ReleaseResponse(refusal)
 			s.upstreamError(ctx, d, timedOut(err))
 			return
 		}
+		refusal.CopyTo(&ctx.Response)
+		fasthttp.ReleaseResponse(refusal)
 		finish(ctx, &ctx.Response)
 		return
 	}
