@@ -252,9 +252,7 @@ func tailLog(d Deps, req request) ([]string, uint64, error) {
 // enqueue adds a reply to the client's own queue; a client that does not
 // drain its queue is dropped, as for broadcasts.
 func enqueue(cl *client, b []byte) {
-	select {
-	case cl.send <- b:
-	default:
+	if !cl.offer(b) {
 		cl.drop()
 	}
 }
@@ -267,6 +265,7 @@ func writer(conn *websocket.Conn, cl *client, done <-chan struct{}, pingInterval
 		case <-done:
 			return
 		case b := <-cl.send:
+			cl.taken(b)
 			_ = conn.SetWriteDeadline(time.Now().Add(writeWait))
 			if err := conn.WriteMessage(websocket.TextMessage, b); err != nil {
 				cl.drop()

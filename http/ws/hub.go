@@ -31,6 +31,16 @@ import (
 // QueueSize is how many messages a client may have waiting.
 const QueueSize = 256
 
+// MaxQueueBytes bounds the bytes waiting in one client's queue (the
+// message its writer is sending not counted). A message that finds the
+// queue empty is taken whatever its size, so one large log snapshot
+// always goes out; one that would take the waiting bytes past this
+// drops the client, as a full queue does. Without it the bound is
+// QueueSize messages of any size: a client that asks for log snapshots
+// (each up to the size of a log file) and reads slowly held hundreds of
+// megabytes of the node's memory per connection.
+const MaxQueueBytes = 4 << 20
+
 // client is one connection as the hub sees it.
 type client struct {
 	id    uint64
@@ -42,9 +52,10 @@ type client struct {
 	// go out after the snapshot, minus those it already holds.
 	pending []*messages.LogLine
 	waiting bool
-	stats   bool        // subscribed to update-stats (hub's view)
-	legacy  bool        // subscribed without a channel: core lines as legacy "log" messages
-	statsOn atomic.Bool // the same, as the connection's reader sees it
+	queued  atomic.Int64 // bytes waiting in send (MaxQueueBytes)
+	stats   bool         // subscribed to update-stats (hub's view)
+	legacy  bool         // subscribed without a channel: core lines as legacy "log" messages
+	statsOn atomic.Bool  // the same, as the connection's reader sees it
 }
 
 // register adds a client; unregister removes it.
@@ -278,14 +289,33 @@ func (h *Hub) broadcast(b []byte, logChannel string) {
 // deliver queues b to cl, or drops cl when its queue is full; it never
 // waits. It reports whether cl is still connected.
 func (h *Hub) deliver(id uint64, cl *client, b []byte) bool {
+	if !cl.offer(b) {
+		h.slowDrop(id, cl)
+		return false
+	}
+	return true
+}
+
+// offer queues b without waiting. It reports false when the queue is
+// full: QueueSize messages, or MaxQueueBytes waiting with b (unless b
+// finds the queue empty).
+func (cl *client) offer(b []byte) bool {
+	n := int64(len(b))
+	if q := cl.queued.Add(n); q > n && q > MaxQueueBytes {
+		cl.queued.Add(-n)
+		return false
+	}
 	select {
 	case cl.send <- b:
 		return true
 	default:
-		h.slowDrop(id, cl)
+		cl.queued.Add(-n)
 		return false
 	}
 }
+
+// taken is told of each message the writer takes off the queue.
+func (cl *client) taken(b []byte) { cl.queued.Add(-int64(len(b))) }
 
 // slowDrop drops cl, a client too slow to take what the hub queues.
 func (h *Hub) slowDrop(id uint64, cl *client) {
