@@ -163,7 +163,18 @@ func (g *Guard) Check(ctx *fasthttp.RequestCtx) error {
 			"request from origin %q refused: this API answers only its own pages and clients that send no Origin (curl, scripts)", origin)
 	}
 	switch site := strings.ToLower(string(hdr.Peek("Sec-Fetch-Site"))); site {
-	case "", "same-origin", "none":
+	case "":
+		// An allowed Origin without Sec-Fetch-Site: a WebSocket handshake
+		// (browsers send no Fetch Metadata there) or an older browser.
+		// The list allows every loopback IP and port, and a page on
+		// another loopback IP is another site (a p2p domain's services
+		// are served on its own 127.77.x.y address, by a remote peer), so
+		// without the browser's word only the request's own host passes.
+		if originOK && !sameHost(origin, hostHdr) {
+			return Errorf(fasthttp.StatusForbidden,
+				"request from origin %q refused: another site than %q", origin, hostHdr)
+		}
+	case "same-origin", "none":
 	case "same-site":
 		if !originOK {
 			return Errorf(fasthttp.StatusForbidden, "request from another site refused (Sec-Fetch-Site: same-site without an allowed Origin)")
@@ -184,6 +195,16 @@ func (g *Guard) Check(ctx *fasthttp.RequestCtx) error {
 	}
 	return Errorf(fasthttp.StatusUnsupportedMediaType,
 		"request body must be JSON: send Content-Type: application/json (got %s), or no body and no Content-Type", ct)
+}
+
+// sameHost reports whether origin (already allowed) names the host of
+// hostport (the Host header), whatever the scheme and port: the same
+// site as the API for a loopback IP, localhost or a listed name.
+func sameHost(origin, hostport string) bool {
+	_, rest, _ := strings.Cut(origin, "://")
+	o, err1 := messages.ParseHost(rest)
+	h, err2 := messages.ParseHost(hostport)
+	return err1 == nil && err2 == nil && o.Name == h.Name
 }
 
 // guardKey is the user value under which Wrap stores the guard.

@@ -190,6 +190,8 @@ func TestGuardWrap(t *testing.T) {
 		{"admin domain Host", "GET", "admin.p2p", nil, "", 200, "OK"},
 		{"same-origin page", "POST", "", map[string]string{"Origin": self, "Sec-Fetch-Site": "same-origin", "Content-Type": "application/json"}, `{}`, 200, "OK"},
 		{"typed address", "GET", "", map[string]string{"Sec-Fetch-Site": "none"}, "", 200, "OK"},
+		{"same host, another port, no Sec-Fetch-Site", "GET", "", map[string]string{"Origin": "http://127.0.0.1:3000"}, "", 200, "OK"},
+		{"admin domain page, no Sec-Fetch-Site", "GET", "admin.p2p", map[string]string{"Origin": "https://admin.p2p"}, "", 200, "OK"},
 		{"same-site page with an allowed Origin", "GET", "", map[string]string{"Origin": "http://127.0.0.1:3000", "Sec-Fetch-Site": "same-site"}, "", 200, "OK"},
 
 		{"rebinding Host", "GET", "evil.example", nil, "", 421, `"evil.example"`},
@@ -200,6 +202,8 @@ func TestGuardWrap(t *testing.T) {
 		{"cross-site, Origin stripped", "POST", "", map[string]string{"Sec-Fetch-Site": "cross-site"}, "", 403, "cross-site"},
 		{"cross-site with an allowed Origin", "POST", "", map[string]string{"Origin": "http://localhost:3000", "Sec-Fetch-Site": "cross-site"}, "", 403, "cross-site"},
 		{"same-site without Origin", "POST", "", map[string]string{"Sec-Fetch-Site": "same-site"}, "", 403, "same-site"},
+		{"allowed Origin of another loopback IP, no Sec-Fetch-Site (a WebSocket handshake)", "GET", "", map[string]string{"Origin": "http://127.77.0.5:8080"}, "", 403, "another site"},
+		{"allowed Origin localhost against 127.0.0.1, no Sec-Fetch-Site", "POST", "", map[string]string{"Origin": "http://localhost:3000"}, "", 403, "another site"},
 		{"unknown Sec-Fetch-Site", "GET", "", map[string]string{"Sec-Fetch-Site": "sideways"}, "", 403, "sideways"},
 		{"text/plain body, no Origin", "POST", "", map[string]string{"Content-Type": "text/plain"}, `{"a":1}`, 415, "application/json"},
 		{"urlencoded form, empty body", "POST", "", map[string]string{"Content-Type": "application/x-www-form-urlencoded"}, "", 415, "application/x-www-form-urlencoded"},
