@@ -30,6 +30,8 @@
 package admin
 
 import (
+	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"sync/atomic"
@@ -136,11 +138,30 @@ func New(d Deps) *Server {
 		WriteTimeout:       writeTimeout,
 		MaxRequestBodySize: MaxBody,
 		NoDefaultDate:      true,
+		ErrorHandler:       requestError,
 		// The WebSocket hub closes a dropped client's connection itself;
 		// without this fasthttp turns Close on a hijacked conn into a no-op.
 		KeepHijackedConns: true,
 	}
 	return s
+}
+
+// requestError answers a request fasthttp could not read. Its default
+// answers 400 "Error when parsing request" to a body over MaxBody too;
+// the edge proxy answers that 413, and so does this server.
+func requestError(ctx *fasthttp.RequestCtx, err error) {
+	var small *fasthttp.ErrSmallBuffer
+	var ne net.Error
+	switch {
+	case errors.Is(err, fasthttp.ErrBodyTooLarge):
+		ctx.Error(fmt.Sprintf("request body larger than %d bytes", MaxBody), fasthttp.StatusRequestEntityTooLarge)
+	case errors.As(err, &small):
+		ctx.Error("request header too large", fasthttp.StatusRequestHeaderFieldsTooLarge)
+	case errors.As(err, &ne) && ne.Timeout():
+		ctx.Error("request timeout", fasthttp.StatusRequestTimeout)
+	default:
+		ctx.Error("bad request", fasthttp.StatusBadRequest)
+	}
 }
 
 // guarded is the router behind the guard for a server bound to addr.
