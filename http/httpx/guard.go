@@ -26,7 +26,10 @@ import (
 //     https and an allowed host; `null` is never allowed) is refused with
 //     403, and so is one whose Sec-Fetch-Site is `cross-site`, or
 //     `same-site` without an allowed Origin. `same-origin` and `none`
-//     (typed address, bookmark) pass.
+//     (typed address, bookmark) pass. Without Sec-Fetch-Site (every
+//     WebSocket handshake, older browsers) a loopback or localhost Origin
+//     must name the request's own host: another loopback IP is another
+//     site (a p2p domain's services are served on its 127.77.x.y).
 //   - A request that carries a body, or names a Content-Type, must name
 //     application/json (parameters such as charset are fine), else 415.
 //     HTML forms can only send text/plain, urlencoded or multipart bodies
@@ -166,11 +169,13 @@ func (g *Guard) Check(ctx *fasthttp.RequestCtx) error {
 	case "":
 		// An allowed Origin without Sec-Fetch-Site: a WebSocket handshake
 		// (browsers send no Fetch Metadata there) or an older browser.
-		// The list allows every loopback IP and port, and a page on
-		// another loopback IP is another site (a p2p domain's services
-		// are served on its own 127.77.x.y address, by a remote peer), so
-		// without the browser's word only the request's own host passes.
-		if originOK && !sameHost(origin, hostHdr) {
+		// The list allows every loopback IP and localhost, and a page on
+		// another of them is another site (a p2p domain's services are
+		// served on its own 127.77.x.y address, by a remote peer), so
+		// without the browser's word such an Origin passes only when it
+		// names the request's own host. A name the operator listed (the
+		// admin domain, a reverse proxy's name) passes as listed.
+		if originOK && otherLoopback(origin, hostHdr) {
 			return Errorf(fasthttp.StatusForbidden,
 				"request from origin %q refused: another site than %q", origin, hostHdr)
 		}
@@ -197,14 +202,17 @@ func (g *Guard) Check(ctx *fasthttp.RequestCtx) error {
 		"request body must be JSON: send Content-Type: application/json (got %s), or no body and no Content-Type", ct)
 }
 
-// sameHost reports whether origin (already allowed) names the host of
-// hostport (the Host header), whatever the scheme and port: the same
-// site as the API for a loopback IP, localhost or a listed name.
-func sameHost(origin, hostport string) bool {
+// otherLoopback reports whether origin (already allowed) names a
+// loopback IP or localhost other than the host of hostport (the Host
+// header), whatever the ports.
+func otherLoopback(origin, hostport string) bool {
 	_, rest, _ := strings.Cut(origin, "://")
-	o, err1 := messages.ParseHost(rest)
-	h, err2 := messages.ParseHost(hostport)
-	return err1 == nil && err2 == nil && o.Name == h.Name
+	o, err := messages.ParseHost(rest)
+	if err != nil || !(o.Name == "localhost" || o.IP.IsValid() && o.IP.IsLoopback()) {
+		return false
+	}
+	h, err := messages.ParseHost(hostport)
+	return err != nil || o.Name != h.Name
 }
 
 // guardKey is the user value under which Wrap stores the guard.

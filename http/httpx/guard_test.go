@@ -192,6 +192,7 @@ func TestGuardWrap(t *testing.T) {
 		{"typed address", "GET", "", map[string]string{"Sec-Fetch-Site": "none"}, "", 200, "OK"},
 		{"same host, another port, no Sec-Fetch-Site", "GET", "", map[string]string{"Origin": "http://127.0.0.1:3000"}, "", 200, "OK"},
 		{"admin domain page, no Sec-Fetch-Site", "GET", "admin.p2p", map[string]string{"Origin": "https://admin.p2p"}, "", 200, "OK"},
+		{"listed name's page, Host rewritten by a reverse proxy, no Sec-Fetch-Site", "GET", "", map[string]string{"Origin": "https://panel.lan:8443"}, "", 200, "OK"},
 		{"same-site page with an allowed Origin", "GET", "", map[string]string{"Origin": "http://127.0.0.1:3000", "Sec-Fetch-Site": "same-site"}, "", 200, "OK"},
 
 		{"rebinding Host", "GET", "evil.example", nil, "", 421, `"evil.example"`},
