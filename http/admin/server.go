@@ -30,7 +30,6 @@
 package admin
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -146,21 +145,15 @@ func New(d Deps) *Server {
 	return s
 }
 
-// requestError answers a request fasthttp could not read. Its default
-// answers 400 "Error when parsing request" to a body over MaxBody too;
-// the edge proxy answers that 413, and so does this server.
+// requestError answers a request fasthttp could not read with the
+// status the edge gives it (httpx.ReadErrorStatus): fasthttp's default
+// answers 400 "Error when parsing request" to a body over MaxBody too.
 func requestError(ctx *fasthttp.RequestCtx, err error) {
-	var small *fasthttp.ErrSmallBuffer
-	var ne net.Error
-	switch {
-	case errors.Is(err, fasthttp.ErrBodyTooLarge):
-		ctx.Error(fmt.Sprintf("request body larger than %d bytes", MaxBody), fasthttp.StatusRequestEntityTooLarge)
-	case errors.As(err, &small):
-		ctx.Error("request header too large", fasthttp.StatusRequestHeaderFieldsTooLarge)
-	case errors.As(err, &ne) && ne.Timeout():
-		ctx.Error("request timeout", fasthttp.StatusRequestTimeout)
+	switch st := httpx.ReadErrorStatus(err); st {
+	case fasthttp.StatusRequestEntityTooLarge:
+		ctx.Error(fmt.Sprintf("request body larger than %d bytes", MaxBody), st)
 	default:
-		ctx.Error("bad request", fasthttp.StatusBadRequest)
+		ctx.Error(fasthttp.StatusMessage(st), st)
 	}
 }
 

@@ -258,19 +258,14 @@ func New(d Deps) *Server {
 					s.finished(st, 0)
 					s.routes.add("", st, -1, int64(len(ctx.Response.Body())))
 				}()
-				var small *fasthttp.ErrSmallBuffer
-				if errors.As(err, &small) || strings.Contains(err.Error(), "small read buffer") {
-					ctx.Error("Request Header Fields Too Large", fasthttp.StatusRequestHeaderFieldsTooLarge)
-					return
-				}
 				// A request that did not arrive within ReadTimeout (a
-				// slowloris client): 408, and the connection is closed.
-				var ne net.Error
-				if errors.As(err, &ne) && ne.Timeout() {
-					ctx.Error("Request Timeout", fasthttp.StatusRequestTimeout)
+				// slowloris client) is 408, and the connection is closed.
+				st := httpx.ReadErrorStatus(err)
+				if st == fasthttp.StatusBadRequest {
+					ctx.Error("Bad Request: "+brief(err), st)
 					return
 				}
-				ctx.Error("Bad Request: "+brief(err), fasthttp.StatusBadRequest)
+				ctx.Error(fasthttp.StatusMessage(st), st)
 			},
 		}
 	}
