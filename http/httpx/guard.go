@@ -26,10 +26,11 @@ import (
 //     https and an allowed host; `null` is never allowed) is refused with
 //     403, and so is one whose Sec-Fetch-Site is `cross-site`, or
 //     `same-site` without an allowed Origin. `same-origin` and `none`
-//     (typed address, bookmark) pass. Without Sec-Fetch-Site (every
-//     WebSocket handshake, older browsers) a loopback or localhost Origin
-//     must name the request's own host: another loopback IP is another
-//     site (a p2p domain's services are served on its 127.77.x.y).
+//     (typed address, bookmark) pass. A loopback or localhost Origin must
+//     be the request's own (host and port): another loopback IP serves
+//     p2p domains' services from remote peers (127.77.x.y), another port
+//     is another local program's pages, and a browser calls both
+//     same-site or, on a WebSocket handshake, says nothing.
 //   - A request that carries a body, or names a Content-Type, must name
 //     application/json (parameters such as charset are fine), else 415.
 //     HTML forms can only send text/plain, urlencoded or multipart bodies
@@ -165,21 +166,20 @@ func (g *Guard) Check(ctx *fasthttp.RequestCtx) error {
 		return Errorf(fasthttp.StatusForbidden,
 			"request from origin %q refused: this API answers only its own pages and clients that send no Origin (curl, scripts)", origin)
 	}
+	// The list allows every loopback IP and localhost on any port, for
+	// the Host; as an Origin, one of them is another site unless it is
+	// this request's own origin (host and port): another loopback IP
+	// serves p2p domains' services from remote peers (127.77.x.y), and
+	// another port on this one is another local program's pages. The
+	// browser's Sec-Fetch-Site cannot tell: it is "same-site" across
+	// ports, and absent on WebSocket handshakes. A name the operator
+	// listed (the admin domain, a reverse proxy's name) passes as listed.
+	if originOK && otherLoopback(origin, hostHdr) {
+		return Errorf(fasthttp.StatusForbidden,
+			"request from origin %q refused: another site than %q", origin, hostHdr)
+	}
 	switch site := strings.ToLower(string(hdr.Peek("Sec-Fetch-Site"))); site {
-	case "":
-		// An allowed Origin without Sec-Fetch-Site: a WebSocket handshake
-		// (browsers send no Fetch Metadata there) or an older browser.
-		// The list allows every loopback IP and localhost, and a page on
-		// another of them is another site (a p2p domain's services are
-		// served on its own 127.77.x.y address, by a remote peer), so
-		// without the browser's word such an Origin passes only when it
-		// names the request's own host. A name the operator listed (the
-		// admin domain, a reverse proxy's name) passes as listed.
-		if originOK && otherLoopback(origin, hostHdr) {
-			return Errorf(fasthttp.StatusForbidden,
-				"request from origin %q refused: another site than %q", origin, hostHdr)
-		}
-	case "same-origin", "none":
+	case "", "same-origin", "none":
 	case "same-site":
 		if !originOK {
 			return Errorf(fasthttp.StatusForbidden, "request from another site refused (Sec-Fetch-Site: same-site without an allowed Origin)")
@@ -203,16 +203,30 @@ func (g *Guard) Check(ctx *fasthttp.RequestCtx) error {
 }
 
 // otherLoopback reports whether origin (already allowed) names a
-// loopback IP or localhost other than the host of hostport (the Host
-// header), whatever the ports.
+// loopback IP or localhost and is not the origin of a request for
+// hostport (the Host header): another host, or another port (a port
+// left out is the origin scheme's default).
 func otherLoopback(origin, hostport string) bool {
-	_, rest, _ := strings.Cut(origin, "://")
+	scheme, rest, _ := strings.Cut(origin, "://")
 	o, err := messages.ParseHost(rest)
 	if err != nil || !(o.Name == "localhost" || o.IP.IsValid() && o.IP.IsLoopback()) {
 		return false
 	}
 	h, err := messages.ParseHost(hostport)
-	return err != nil || o.Name != h.Name
+	if err != nil {
+		return true
+	}
+	def := "80"
+	if strings.EqualFold(scheme, "https") {
+		def = "443"
+	}
+	port := func(p string) string {
+		if p == "" {
+			return def
+		}
+		return p
+	}
+	return o.Name != h.Name || port(o.Port) != port(h.Port)
 }
 
 // guardKey is the user value under which Wrap stores the guard.
