@@ -62,6 +62,16 @@ type Config struct {
 	// never rotated here: the servers that share it rotate it together,
 	// by configuration.
 	CookieRotate time.Duration
+	// MaxStreamConns caps the open connections of each stream listener
+	// (TCP, and DoT when served); a connection over the cap is closed at
+	// once. Default DefaultMaxStreamConns, or a quarter of the process's
+	// descriptor limit when that is less (TCP and DoT together then
+	// leave half of them to the rest of the node).
+	MaxStreamConns int
+	// StreamWriteTimeout is how long a TCP or DoT client may take none of
+	// an answer before its connection is closed; default
+	// DefaultStreamWriteTimeout.
+	StreamWriteTimeout time.Duration
 }
 
 func (c *Config) defaults() {
@@ -95,6 +105,12 @@ func (c *Config) defaults() {
 	}
 	if c.CookieRotate == 0 {
 		c.CookieRotate = DefaultCookieRotate
+	}
+	if c.MaxStreamConns <= 0 {
+		c.MaxStreamConns = defaultMaxStreamConns(openFileLimit())
+	}
+	if c.StreamWriteTimeout <= 0 {
+		c.StreamWriteTimeout = DefaultStreamWriteTimeout
 	}
 }
 
@@ -138,4 +154,14 @@ func (c *Config) Validate() error {
 		}
 	}
 	return nil
+}
+
+// defaultMaxStreamConns is DefaultMaxStreamConns, or a quarter of the
+// descriptor limit when that is less (at least 16).
+func defaultMaxStreamConns(fdLimit uint64) int {
+	n := DefaultMaxStreamConns
+	if fdLimit > 0 && fdLimit/4 < uint64(n) {
+		n = max(int(fdLimit/4), 16)
+	}
+	return n
 }

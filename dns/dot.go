@@ -4,9 +4,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"time"
-
-	"github.com/miekg/dns"
+	"net"
 )
 
 // ServeTLS adds a DNS-over-TLS listener (RFC 7858) on addr with cfg (the
@@ -30,19 +28,15 @@ func (s *Server) ServeTLS(addr string, cfg *tls.Config) error {
 	if len(cfg.NextProtos) == 0 {
 		cfg.NextProtos = []string{"dot"} // RFC 7858 ALPN id (IANA)
 	}
-	ln, err := tls.Listen("tcp", addr, cfg)
+	raw, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("dns over tls listen %s: %w", addr, err)
 	}
-	srv := &dns.Server{
-		Listener:      ln,
-		Net:           "tcp-tls",
-		Handler:       dns.HandlerFunc(s.serveTCP),
-		MsgAcceptFunc: accept,
-		ReadTimeout:   5 * time.Second,
-		WriteTimeout:  5 * time.Second,
-		IdleTimeout:   func() time.Duration { return 10 * time.Second },
-	}
+	// The limits wrap the TCP connections under TLS: the write deadline
+	// covers the handshake's writes and every record.
+	sl := newStreamListener(raw, s.cfg.MaxStreamConns, s.cfg.StreamWriteTimeout)
+	ln := tls.NewListener(sl, cfg)
+	srv := s.streamServer(ln, "tcp-tls")
 	up := make(chan struct{})
 	srv.NotifyStartedFunc = func() { close(up) }
 	failed := make(chan error, 1)
@@ -60,6 +54,7 @@ func (s *Server) ServeTLS(addr string, cfg *tls.Config) error {
 		return fmt.Errorf("dns over tls: %w", err)
 	}
 	s.dot = srv
+	s.dotListener = sl
 	s.dotAddr = ln.Addr().String()
 	s.log.Info("dns over tls started", "addr", s.dotAddr)
 	return nil

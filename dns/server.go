@@ -77,20 +77,21 @@ type Server struct {
 	// from it (pktinfo_linux.go). Set by serveOn, before any reader starts.
 	pktinfo bool
 
-	mu      sync.Mutex // guards the listeners below and the state changes
-	udp     []*net.UDPConn
-	tcp     *dns.Server
-	addr    string
-	dot     *dns.Server // DNS over TLS (ServeTLS); nil: none
-	dotAddr string
-	started atomic.Bool
-	stopped atomic.Bool
-	alive   atomic.Int32 // UDP reader goroutines running
-	tcpUp   atomic.Bool  // the TCP server goroutine runs
-	wg      sync.WaitGroup
-	slow    chan struct{} // semaphore of slow-path UDP goroutines
-	baseCtx context.Context
-	cancel  context.CancelFunc
+	mu          sync.Mutex // guards the listeners below and the state changes
+	udp         []*net.UDPConn
+	tcp         *dns.Server
+	addr        string
+	dot         *dns.Server     // DNS over TLS (ServeTLS); nil: none
+	dotListener *streamListener // under dot's TLS
+	dotAddr     string
+	started     atomic.Bool
+	stopped     atomic.Bool
+	alive       atomic.Int32 // UDP reader goroutines running
+	tcpUp       atomic.Bool  // the TCP server goroutine runs
+	wg          sync.WaitGroup
+	slow        chan struct{} // semaphore of slow-path UDP goroutines
+	baseCtx     context.Context
+	cancel      context.CancelFunc
 
 	shards []*shard // one per UDP reader
 	// singleReads makes the readers use one read and one write system
@@ -444,15 +445,7 @@ func (s *Server) serveOn(conns []*net.UDPConn, ln net.Listener, addr string) err
 	for i := range s.shards {
 		s.shards[i] = &shard{}
 	}
-	s.tcp = &dns.Server{
-		Listener:      ln,
-		Net:           "tcp",
-		Handler:       dns.HandlerFunc(s.serveTCP),
-		MsgAcceptFunc: accept,
-		ReadTimeout:   5 * time.Second,
-		WriteTimeout:  5 * time.Second,
-		IdleTimeout:   func() time.Duration { return 10 * time.Second },
-	}
+	s.tcp = s.streamServer(newStreamListener(ln, s.cfg.MaxStreamConns, s.cfg.StreamWriteTimeout), "tcp")
 	return nil
 }
 
@@ -497,4 +490,22 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		return fmt.Errorf("dns shutdown: %w", ctx.Err())
 	}
 	return err
+}
+
+// streamServer is the miekg/dns server of a stream listener (TCP, DoT).
+// MaxTCPQueries is unlimited: miekg's default closes a connection after
+// 128 queries, and closing with pipelined queries still unread makes the
+// kernel reset the connection, which throws away the answers already
+// sent and not yet read by the client (RFC 7766 §6.2.1 lets clients
+// pipeline any number; the idle timeout is what closes connections).
+func (s *Server) streamServer(ln net.Listener, network string) *dns.Server {
+	return &dns.Server{
+		Listener:      ln,
+		Net:           network,
+		Handler:       dns.HandlerFunc(s.serveTCP),
+		MsgAcceptFunc: accept,
+		ReadTimeout:   5 * time.Second,
+		IdleTimeout:   func() time.Duration { return 10 * time.Second },
+		MaxTCPQueries: -1,
+	}
 }
