@@ -82,7 +82,8 @@ type Server struct {
 	tcp         *dns.Server
 	addr        string
 	dot         *dns.Server     // DNS over TLS (ServeTLS); nil: none
-	dotListener *streamListener // under dot's TLS
+	tcpListener *streamListener // under tcp
+	dotListener *streamListener // under dot's TLS; nil: none
 	dotAddr     string
 	started     atomic.Bool
 	stopped     atomic.Bool
@@ -445,7 +446,8 @@ func (s *Server) serveOn(conns []*net.UDPConn, ln net.Listener, addr string) err
 	for i := range s.shards {
 		s.shards[i] = &shard{}
 	}
-	s.tcp = s.streamServer(newStreamListener(ln, s.cfg.MaxStreamConns, s.cfg.StreamWriteTimeout), "tcp")
+	s.tcpListener = newStreamListener(ln, s.cfg.MaxStreamConns, s.cfg.StreamWriteTimeout)
+	s.tcp = s.streamServer(s.tcpListener, "tcp")
 	return nil
 }
 

@@ -51,6 +51,9 @@ type Stats struct {
 	// truncated (TC=1) instead, so a real client retries over TCP.
 	RateLimited      int64 `json:"rateLimited"`
 	RateLimitSlipped int64 `json:"rateLimitSlipped"`
+	// StreamConnsRefused counts TCP and DoT connections closed at once
+	// for finding their listener at Config.MaxStreamConns (stream.go).
+	StreamConnsRefused int64 `json:"streamConnsRefused"`
 	CacheHits        int64 `json:"cacheHits"`
 	CacheMisses      int64 `json:"cacheMisses"`
 	CacheSize        int   `json:"cacheSize"`
@@ -66,6 +69,11 @@ func (s *Server) Stats() Stats {
 	var st Stats
 	s.mu.Lock()
 	shards := append([]*shard{&s.slowCnt}, s.shards...)
+	for _, l := range []*streamListener{s.tcpListener, s.dotListener} {
+		if l != nil {
+			st.StreamConnsRefused += l.refused.Load()
+		}
+	}
 	s.mu.Unlock()
 	for i, sh := range shards {
 		if i > 0 {

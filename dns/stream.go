@@ -50,7 +50,8 @@ func (l *streamListener) Accept() (net.Conn, error) {
 		c, err := l.Listener.Accept()
 		if err != nil {
 			var ne net.Error
-			if !l.closed.Load() && errors.As(err, &ne) && ne.Temporary() { //nolint:staticcheck // EMFILE is only reported as Temporary
+			//lint:ignore SA1019 EMFILE and ENFILE are told only by Temporary (net/http's Serve does the same)
+			if !l.closed.Load() && errors.As(err, &ne) && ne.Temporary() {
 				if delay == 0 {
 					delay = 5 * time.Millisecond
 				} else if delay *= 2; delay > time.Second {

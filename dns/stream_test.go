@@ -197,6 +197,9 @@ func TestStreamConnCap(t *testing.T) {
 	if _, err := over.Read(make([]byte, 1)); err == nil || errors.Is(err, syscall.ETIMEDOUT) || isTimeout(err) {
 		t.Fatalf("a connection over the cap: read %v, want it closed", err)
 	}
+	if n := s.Stats().StreamConnsRefused; n != 1 {
+		t.Fatalf("StreamConnsRefused = %d, want 1", n)
+	}
 	held[0].Close()
 	deadline := time.Now().Add(5 * time.Second)
 	for {

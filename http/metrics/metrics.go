@@ -92,6 +92,7 @@ var (
 	dnsRRLDropped = desc("dns_rrl_dropped_total", "UDP responses to clients outside the recursion ACL dropped by the response-rate limit.")
 	dnsRRLSlipped = desc("dns_rrl_slipped_total", "UDP responses to clients outside the recursion ACL sent truncated by the response-rate limit.")
 	dnsRecRefused = desc("dns_recursion_refused_total", "Queries refused because only recursion would answer them and the client gets none.")
+	dnsStreamFull = desc("dns_stream_connections_refused_total", "TCP and DNS-over-TLS connections closed at once because their listener held its maximum of open connections.")
 	dnsUpLatency  = desc("dns_upstream_duration_seconds", "Round-trip time of each exchange with an upstream server, failures and timeouts included.")
 	dnsUpFwd      = desc("dns_upstream_queries_total", "Questions sent to upstream servers (each server tried counts).")
 	dnsUpFail     = desc("dns_upstream_failures_total", "Questions no upstream server answered.")
@@ -170,7 +171,7 @@ var _ prometheus.Collector = (*nodeCollector)(nil)
 
 func (c *nodeCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{
-		dnsQueries, dnsResponses, dnsFast, dnsDropped, dnsRRLDropped, dnsRRLSlipped, dnsRecRefused, dnsUpLatency, dnsUpFwd, dnsUpFail,
+		dnsQueries, dnsResponses, dnsFast, dnsDropped, dnsRRLDropped, dnsRRLSlipped, dnsRecRefused, dnsStreamFull, dnsUpLatency, dnsUpFwd, dnsUpFail,
 		dnsCacheHits, dnsCacheMiss, dnsCacheSize,
 		edgeRequests, edgeReqBytes, edgeRespBytes, edgeConns, edgeTLS, edgeLogDrop, edgeBodyRef, edgeMuxConns, edgeH2Errors, edgeH2Conn, edgeH3Retries, edgeStalled,
 		adminRequests,
@@ -225,6 +226,7 @@ func (c *nodeCollector) collectDNS(ch chan<- prometheus.Metric) {
 	counter(ch, dnsRRLDropped, st.RateLimited)
 	counter(ch, dnsRRLSlipped, st.RateLimitSlipped)
 	counter(ch, dnsRecRefused, st.RecursionRefused)
+	counter(ch, dnsStreamFull, st.StreamConnsRefused)
 	counter(ch, dnsCacheHits, st.CacheHits)
 	counter(ch, dnsCacheMiss, st.CacheMisses)
 	gauge(ch, dnsCacheSize, float64(st.CacheSize))
