@@ -262,7 +262,13 @@ func (c *movingDeadlines) Write(b []byte) (int, error) {
 	return c.writeNow(b)
 }
 
-// writeNow writes b to the connection, moving the write deadline.
+// writeNow writes b to the connection, moving the write deadline. A
+// write that failed (the client took nothing for the timeout, or went)
+// ends the writing side (haltWrite): the stream holds part of a message
+// and nothing more can follow it, and what closing still writes (the
+// TLS close_notify alert, with crypto/tls's 5 s deadline that the next
+// write would move a timeout ahead) must not wait on a client that
+// reads nothing.
 func (c *movingDeadlines) writeNow(b []byte) (int, error) {
 	if err := c.moveWrite(); err != nil {
 		c.wfail.Store(true)
@@ -271,6 +277,7 @@ func (c *movingDeadlines) writeNow(b []byte) (int, error) {
 	n, err := c.Conn.Write(b)
 	if err != nil {
 		c.wfail.Store(true)
+		c.haltWrite()
 	}
 	return n, err
 }
@@ -331,7 +338,14 @@ func (c *movingDeadlines) haltWrite() {
 // server without timeouts of its own) leaves the moving deadline in
 // force.
 
+// A halted side stays halted: a deadline set on it later (crypto/tls
+// gives its close_notify alert 5 s) is replaced by the past one, checked
+// again once set, as putRead and putWrite do.
+
 func (c *movingDeadlines) SetReadDeadline(t time.Time) error {
+	if c.rstop.Load() {
+		t = halted
+	}
 	if t.IsZero() && c.rd.every.Load() > 0 {
 		return nil
 	}
@@ -339,10 +353,18 @@ func (c *movingDeadlines) SetReadDeadline(t time.Time) error {
 		return nil
 	}
 	c.rd.set(t)
-	return c.Conn.SetReadDeadline(t)
+	err := c.Conn.SetReadDeadline(t)
+	if c.rstop.Load() && t != halted {
+		c.rd.set(halted)
+		_ = c.Conn.SetReadDeadline(halted)
+	}
+	return err
 }
 
 func (c *movingDeadlines) SetWriteDeadline(t time.Time) error {
+	if c.wstop.Load() {
+		t = halted
+	}
 	if t.IsZero() && c.wr.every.Load() > 0 {
 		return nil
 	}
@@ -350,11 +372,16 @@ func (c *movingDeadlines) SetWriteDeadline(t time.Time) error {
 		return nil
 	}
 	c.wr.set(t)
-	return c.Conn.SetWriteDeadline(t)
+	err := c.Conn.SetWriteDeadline(t)
+	if c.wstop.Load() && t != halted {
+		c.wr.set(halted)
+		_ = c.Conn.SetWriteDeadline(halted)
+	}
+	return err
 }
 
 func (c *movingDeadlines) SetDeadline(t time.Time) error {
-	if t.IsZero() && (c.rd.every.Load() > 0 || c.wr.every.Load() > 0) {
+	if t.IsZero() && (c.rd.every.Load() > 0 || c.wr.every.Load() > 0) || c.rstop.Load() || c.wstop.Load() {
 		return errors.Join(c.SetReadDeadline(t), c.SetWriteDeadline(t))
 	}
 	if c.lazy {

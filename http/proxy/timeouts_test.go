@@ -1,8 +1,14 @@
 package proxy
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
+	"math/big"
 	"net"
 	"os"
 	"sync"
@@ -288,5 +294,52 @@ func TestLazyDeadlinesWaitForTheOperation(t *testing.T) {
 				t.Fatalf("write %d after the halt: %v, want a deadline error", j, err)
 			}
 		}
+	}
+}
+
+// A write that failed (a client that read nothing for WriteTimeout)
+// ends the connection's writing: what its closing still writes (the TLS
+// close_notify alert, to which crypto/tls gives 5 s of its own) fails at
+// once. Before, that write moved the deadline WriteTimeout ahead again,
+// and an HTTPS client that reads nothing held its connection, its
+// goroutine and its buffers for twice WriteTimeout.
+func TestFailedWriteEndsWriting(t *testing.T) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), DNSNames: []string{"t.p2p"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, server := tcpPair(t)
+	_ = client.(*net.TCPConn).SetReadBuffer(4096)
+	const every = 300 * time.Millisecond
+	mc := &movingDeadlines{Conn: server}
+	mc.wr.every.Store(int64(every))
+	srv := tls.Server(mc, &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}})
+	cli := tls.Client(client, &tls.Config{InsecureSkipVerify: true})
+	done := make(chan error, 1)
+	go func() { done <- cli.Handshake() }()
+	if err := srv.Handshake(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	// The client reads nothing more: the writes fill the buffers, then
+	// one waits out the moving deadline and fails.
+	chunk := make([]byte, 64<<10)
+	for {
+		if _, err := srv.Write(chunk); err != nil {
+			break
+		}
+	}
+	start := time.Now()
+	_ = srv.Close()
+	if el := time.Since(start); el > every {
+		t.Fatalf("Close after a failed write took %v: its alert waited on a client that reads nothing", el)
 	}
 }
