@@ -54,9 +54,9 @@ type Stats struct {
 	// StreamConnsRefused counts TCP and DoT connections closed at once
 	// for finding their listener at Config.MaxStreamConns (stream.go).
 	StreamConnsRefused int64 `json:"streamConnsRefused"`
-	CacheHits        int64 `json:"cacheHits"`
-	CacheMisses      int64 `json:"cacheMisses"`
-	CacheSize        int   `json:"cacheSize"`
+	CacheHits          int64 `json:"cacheHits"`
+	CacheMisses        int64 `json:"cacheMisses"`
+	CacheSize          int   `json:"cacheSize"`
 	// PerSocket is the UDP queries each SO_REUSEPORT socket read (the
 	// kernel spreads clients over them by flow hash).
 	PerSocket []int64 `json:"perSocket"`
