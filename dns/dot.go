@@ -36,23 +36,14 @@ func (s *Server) ServeTLS(addr string, cfg *tls.Config) error {
 	// covers the handshake's writes and every record.
 	sl := newStreamListener(raw, s.cfg.MaxStreamConns, s.cfg.StreamWriteTimeout)
 	ln := tls.NewListener(sl, cfg)
-	srv := s.streamServer(ln, "tcp-tls")
-	up := make(chan struct{})
-	srv.NotifyStartedFunc = func() { close(up) }
-	failed := make(chan error, 1)
+	srv := newStreamServer(s, ln, "tls")
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		if err := srv.ActivateAndServe(); err != nil && !s.stopped.Load() {
+		if err := srv.serve(); err != nil && !s.stopped.Load() {
 			s.log.Error("dns over tls stopped", "err", err)
-			failed <- err
 		}
 	}()
-	select {
-	case <-up:
-	case err := <-failed:
-		return fmt.Errorf("dns over tls: %w", err)
-	}
 	s.dot = srv
 	s.dotListener = sl
 	s.dotAddr = ln.Addr().String()

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
-	"net"
 	"net/netip"
 
 	"github.com/miekg/dns"
@@ -94,38 +93,6 @@ func (s *Server) exchange(ctx context.Context, raw []byte, stream, recurse bool,
 		return headerOnly(raw, dns.RcodeServerFailure), nil, false
 	}
 	return b, resp, proven
-}
-
-// serveTCP answers one TCP query through miekg/dns.
-func (s *Server) serveTCP(w dns.ResponseWriter, req *dns.Msg) {
-	s.slowCnt.queries.Add(1)
-	recurse := true
-	if s.checkClients {
-		recurse = false
-		if a, ok := w.RemoteAddr().(*net.TCPAddr); ok {
-			recurse = s.acl.contains(a.AddrPort().Addr())
-		}
-	}
-	var client netip.Addr
-	if a, ok := w.RemoteAddr().(*net.TCPAddr); ok {
-		client = a.AddrPort().Addr()
-	}
-	resp, _ := s.answer(s.baseCtx, req, true, recurse, client)
-	qlog := s.qlog.on.Load() // as the query is answered, not after
-	if err := w.WriteMsg(resp); err != nil && !s.stopped.Load() {
-		s.logError("dns tcp write", err)
-	}
-	if qlog {
-		path := "tcp"
-		if cs, ok := w.(dns.ConnectionStater); ok && cs.ConnectionState() != nil {
-			path = "tls"
-		}
-		s.noteMsg(client, resp, path)
-	}
-	if s.debugEnabled() && len(resp.Question) > 0 {
-		q := resp.Question[0]
-		s.log.Debug("query", "name", q.Name, "type", dns.TypeToString[q.Qtype], "rcode", dns.RcodeToString[resp.Rcode], "answers", len(resp.Answer), "from", w.RemoteAddr().String(), "path", "tcp")
-	}
 }
 
 // answer builds the reply to a well-formed query: from the table, else

@@ -45,7 +45,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/miekg/dns"
 
 	"peerdns/dns/cookie"
 	"peerdns/dns/upstream"
@@ -79,9 +78,9 @@ type Server struct {
 
 	mu          sync.Mutex // guards the listeners below and the state changes
 	udp         []*net.UDPConn
-	tcp         *dns.Server
+	tcp         *streamServer
 	addr        string
-	dot         *dns.Server     // DNS over TLS (ServeTLS); nil: none
+	dot         *streamServer   // DNS over TLS (ServeTLS); nil: none
 	tcpListener *streamListener // under tcp
 	dotListener *streamListener // under dot's TLS; nil: none
 	dotAddr     string
@@ -330,28 +329,15 @@ func (s *Server) Start() error {
 		s.alive.Add(1)
 		go s.serveUDP(c, s.shards[i])
 	}
-	up := make(chan struct{})
-	s.tcp.NotifyStartedFunc = func() { close(up) }
-	tcpErr := make(chan error, 1)
 	s.wg.Add(1)
 	s.tcpUp.Store(true)
 	go func() {
 		defer s.wg.Done()
 		defer s.tcpUp.Store(false)
-		if err := s.tcp.ActivateAndServe(); err != nil && !s.stopped.Load() {
+		if err := s.tcp.serve(); err != nil && !s.stopped.Load() {
 			s.log.Error("dns tcp server stopped", "err", err)
-			tcpErr <- err
 		}
 	}()
-	select {
-	case <-up:
-	case err := <-tcpErr:
-		for _, c := range s.udp {
-			c.Close() // the readers see net.ErrClosed and return
-		}
-		s.wg.Wait()
-		return fmt.Errorf("dns tcp: %w", err)
-	}
 	s.started.Store(true)
 	if s.touches != nil {
 		s.wg.Add(1)
@@ -447,7 +433,7 @@ func (s *Server) serveOn(conns []*net.UDPConn, ln net.Listener, addr string) err
 		s.shards[i] = &shard{}
 	}
 	s.tcpListener = newStreamListener(ln, s.cfg.MaxStreamConns, s.cfg.StreamWriteTimeout)
-	s.tcp = s.streamServer(s.tcpListener, "tcp")
+	s.tcp = newStreamServer(s, s.tcpListener, "tcp")
 	return nil
 }
 
@@ -476,10 +462,10 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.unsub = nil
 	var err error
 	if s.tcp != nil && s.started.Load() {
-		err = s.tcp.ShutdownContext(ctx)
+		err = s.tcp.shutdown(ctx)
 	}
 	if s.dot != nil {
-		if derr := s.dot.ShutdownContext(ctx); err == nil {
+		if derr := s.dot.shutdown(ctx); err == nil {
 			err = derr
 		}
 	}
@@ -492,22 +478,4 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		return fmt.Errorf("dns shutdown: %w", ctx.Err())
 	}
 	return err
-}
-
-// streamServer is the miekg/dns server of a stream listener (TCP, DoT).
-// MaxTCPQueries is unlimited: miekg's default closes a connection after
-// 128 queries, and closing with pipelined queries still unread makes the
-// kernel reset the connection, which throws away the answers already
-// sent and not yet read by the client (RFC 7766 §6.2.1 lets clients
-// pipeline any number; the idle timeout is what closes connections).
-func (s *Server) streamServer(ln net.Listener, network string) *dns.Server {
-	return &dns.Server{
-		Listener:      ln,
-		Net:           network,
-		Handler:       dns.HandlerFunc(s.serveTCP),
-		MsgAcceptFunc: accept,
-		ReadTimeout:   5 * time.Second,
-		IdleTimeout:   func() time.Duration { return 10 * time.Second },
-		MaxTCPQueries: -1,
-	}
 }

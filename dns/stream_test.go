@@ -107,10 +107,42 @@ func TestStreamPipelineBeyond128(t *testing.T) {
 				t.Fatal(err)
 			}
 			ids := readAnswers(t, c, n)
-			for i, id := range ids {
-				if id != uint16(i) {
-					t.Fatalf("answer %d has id %d", i, id)
+			seen := map[uint16]bool{}
+			for _, id := range ids {
+				if id >= n || seen[id] {
+					t.Fatalf("answer id %d: not asked, or twice", id)
 				}
+				seen[id] = true
+			}
+		})
+	}
+}
+
+// Pipelined queries are answered as each is ready (RFC 7766 §6.2.1.1):
+// a local name asked behind two that wait for a silent upstream is
+// answered at once, not after their timeouts; theirs follow.
+func TestStreamAnswersPipelinedQueriesOutOfOrder(t *testing.T) {
+	pub, local := testSources(t)
+	const upTimeout = 3 * time.Second
+	s := newTestServer(t, testConfig{Config: Config{Upstreams: []string{deadUpstream(t)}, UpstreamTimeout: upTimeout}}, pub, local)
+	if err := s.ServeTLS("127.0.0.1:0", selfSigned(t)); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ network, addr string }{{"tcp", s.Addr()}, {"tls", s.TLSAddr()}} {
+		t.Run(tc.network, func(t *testing.T) {
+			c := dialStream(t, tc.network, tc.addr)
+			all := append(framedQuery(t, "slow-one-"+tc.network+".example.", dns.TypeA, 1), framedQuery(t, "slow-two-"+tc.network+".example.", dns.TypeA, 2)...)
+			all = append(all, framedQuery(t, "a.local.", dns.TypeA, 3)...)
+			start := time.Now()
+			if _, err := c.Write(all); err != nil {
+				t.Fatal(err)
+			}
+			first := readAnswers(t, c, 1)
+			if first[0] != 3 || time.Since(start) >= upTimeout {
+				t.Fatalf("first answer: id %d after %v; want the local one (3) before the upstream's %v", first[0], time.Since(start), upTimeout)
+			}
+			if rest := readAnswers(t, c, 2); !(rest[0] == 1 && rest[1] == 2 || rest[0] == 2 && rest[1] == 1) {
+				t.Fatalf("then %v, want the two upstream ones", rest)
 			}
 		})
 	}
@@ -139,7 +171,7 @@ func TestStreamClientThatNeverReads(t *testing.T) {
 		network, addr string
 		ln            func() *streamListener
 	}{
-		{"tcp", s.Addr(), func() *streamListener { return s.tcp.Listener.(*streamListener) }},
+		{"tcp", s.Addr(), func() *streamListener { return s.tcpListener }},
 		{"tls", s.TLSAddr(), func() *streamListener { return s.dotListener }},
 	} {
 		t.Run(tc.network, func(t *testing.T) {
