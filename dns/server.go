@@ -45,7 +45,6 @@ import (
 	"sync/atomic"
 	"time"
 
-
 	"peerdns/dns/cookie"
 	"peerdns/dns/upstream"
 	"peerdns/dns/zone"
