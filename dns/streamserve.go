@@ -1,6 +1,7 @@
 package dns
 
 import (
+	"bufio"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -11,6 +12,8 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+
+	"peerdns/dns/zone"
 )
 
 // The stream transports' server (TCP, and DoT over TLS): the node's own,
@@ -22,11 +25,15 @@ import (
 // them out of order (each answer carries its query's id); unbound and
 // Knot do.
 //
-// Each connection has one reader: it reads a query (two length bytes,
-// then the message) and hands it to a goroutine of its own, up to
-// MaxPipelined at once per connection; past that it reads no more until
-// one is answered, so a client that pipelines thousands holds at most
-// that many goroutines and messages. Answers are written whole, one at a
+// Each connection has one reader, behind a buffer (pipelined queries
+// come in one read). It reads a query (two length bytes, then the
+// message); one the table or the upstream cache answers from wire
+// (fastStream: the UDP fast path's pre-packed answers, without
+// truncation, rate limit or cookies) it answers itself, at once; any
+// other it hands to a goroutine of its own, up to MaxPipelined at once
+// per connection; past that it reads no more until one is answered, so
+// a client that pipelines thousands holds at most that many goroutines
+// and messages. Answers are written whole, one at a
 // time (a mutex), in the order they are ready. The first query must
 // arrive within firstRead of the connection, later ones within
 // idleTimeout of the one before (RFC 7766 §6.2.3 leaves the values to
@@ -127,7 +134,10 @@ func (ss *streamServer) serveConn(c net.Conn) {
 		inflight sync.WaitGroup
 		slots    = make(chan struct{}, MaxPipelined)
 		head     [2]byte
+		zq       zone.Query
+		out      []byte // the fast path's answers, behind their length
 	)
+	br := bufio.NewReaderSize(c, 4<<10)
 	defer func() {
 		inflight.Wait()
 		c.Close()
@@ -141,11 +151,32 @@ func (ss *streamServer) serveConn(c net.Conn) {
 		if err := c.SetReadDeadline(time.Now().Add(wait)); err != nil {
 			return
 		}
-		if _, err := io.ReadFull(c, head[:]); err != nil {
+		if _, err := io.ReadFull(br, head[:]); err != nil {
 			return
 		}
-		q := make([]byte, binary.BigEndian.Uint16(head[:]))
-		if _, err := io.ReadFull(c, q); err != nil {
+		n := int(binary.BigEndian.Uint16(head[:]))
+		s.slowCnt.queries.Add(1)
+		if p, err := br.Peek(n); err == nil {
+			// Whole in the buffer (nearly every query): the fast path
+			// reads it there.
+			if out == nil {
+				out = make([]byte, 2+fastStreamMax)
+			}
+			if m := ss.fastStream(p, &zq, out[2:], recurse, client); m > 0 {
+				binary.BigEndian.PutUint16(out, uint16(m))
+				wmu.Lock()
+				_, err := c.Write(out[:2+m])
+				wmu.Unlock()
+				if err != nil {
+					return
+				}
+				_, _ = br.Discard(n)
+				wait = idleTimeout
+				continue
+			}
+		}
+		q := make([]byte, n)
+		if _, err := io.ReadFull(br, q); err != nil {
 			return
 		}
 		wait = idleTimeout
@@ -165,7 +196,6 @@ func (ss *streamServer) serveConn(c net.Conn) {
 // message that is not a query, as on UDP).
 func (ss *streamServer) answer(c net.Conn, wmu *sync.Mutex, q []byte, recurse bool, client netip.Addr) {
 	s := ss.s
-	s.slowCnt.queries.Add(1)
 	b, m, _ := s.exchange(s.baseCtx, q, true, recurse, client)
 	if b == nil {
 		return
@@ -191,4 +221,46 @@ func (ss *streamServer) answer(c net.Conn, wmu *sync.Mutex, q []byte, recurse bo
 		s.log.Debug("query", "name", qq.Name, "type", dns.TypeToString[qq.Qtype], "rcode", dns.RcodeToString[m.Rcode],
 			"answers", len(m.Answer), "from", c.RemoteAddr().String(), "path", ss.path)
 	}
+}
+
+// fastStreamMax is the largest answer the stream fast path writes (its
+// buffer, one per connection); a larger one goes the slow way.
+const fastStreamMax = 4 << 10
+
+// fastStream answers the query pkt from the table's pre-packed answers
+// or the upstream cache's wire templates into out, as the UDP fast path
+// does (Server.fast), with the stream's rules: no size limit but out's,
+// no rate limit (the connection proved the address), RA cleared for a
+// client without recursion. A query with a cookie goes the slow way. It
+// returns the answer's length, 0 for the slow path.
+func (ss *streamServer) fastStream(pkt []byte, q *zone.Query, out []byte, recurse bool, client netip.Addr) int {
+	s := ss.s
+	t := s.fresh(s.table.Load())
+	if t == nil || !zone.Parse(pkt, len(out), q) || q.CookieLen > 0 {
+		return 0
+	}
+	q.Limit = len(out) // no truncation on a stream
+	m := t.Answer(pkt, q, out, s.cfg.UDPSize)
+	src := kindSource(q.Kind)
+	if m == 0 {
+		if !q.Miss || !recurse {
+			return 0
+		}
+		if m = s.cached(pkt, q, out); m == 0 {
+			return 0
+		}
+		src = SourceCache
+	}
+	s.slowCnt.fast.Add(1)
+	s.slowCnt.answers.add(src, int(out[3]&0xF))
+	if !recurse {
+		out[3] &^= 0x80 // RA: no recursion for this client
+	}
+	if s.qlog.on.Load() {
+		s.note(client, out[:m], ss.path)
+	}
+	if s.debugEnabled() {
+		s.debugQuery(out[:m], netip.AddrPortFrom(client, 0), ss.path)
+	}
+	return m
 }
