@@ -245,9 +245,10 @@ func (a *Actor) snapshotPlugins() (string, error) {
 // root is the actor system's root context (jobs ask and answer with it).
 func (a *Actor) root() *actor.RootContext { return a.sys.Root }
 
-// restore stages the backup called name in a job; once it is sound the
-// requester gets its answer, the current state is backed up and the
-// staged folder is swapped in (restoreInPlace).
+// restore stages the backup called name in a job; once it is sound and
+// the current state is backed up the requester gets its answer and the
+// staged folder is swapped in (restoreInPlace). A failed backup of the
+// current state is the request's error.
 func (a *Actor) restore(c actor.Context, name string) {
 	if a.d.Restart == nil {
 		c.Respond(&RestoreReply{Err: fmt.Errorf("this node cannot restore backups")})
@@ -264,6 +265,12 @@ func (a *Actor) restore(c actor.Context, name string) {
 		_, err := backup.Stage(a.dir(), name, staged, a.d.NodeID, a.verify)
 		if err != nil {
 			a.d.Log.Warn("backup restore refused", "backup", name, "err", err)
+		} else if _, cerr := a.create(keep); cerr != nil {
+			// Before the answer: a restore that will not happen must
+			// not be answered as one that does.
+			os.RemoveAll(staged)
+			err = fmt.Errorf("restore cancelled: cannot back up the current state first: %w", cerr)
+			a.d.Log.Error("restore cancelled: cannot back up the current state first", "backup", name, "err", cerr)
 		} else {
 			a.d.Log.Info("restoring backup", "backup", name)
 		}
@@ -271,11 +278,6 @@ func (a *Actor) restore(c actor.Context, name string) {
 			root.Send(sender, &RestoreReply{Err: err})
 		}
 		if err != nil {
-			return
-		}
-		if _, err := a.create(keep); err != nil {
-			os.RemoveAll(staged)
-			a.d.Log.Error("restore cancelled: cannot back up the current state first", "backup", name, "err", err)
 			return
 		}
 		// Not inside the job: the restart stops this actor, which

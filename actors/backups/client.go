@@ -59,8 +59,8 @@ func (c Client) DeleteBackup(name string) error {
 	return r.Err
 }
 
-// RestoreBackup checks and stages the backup; when it is sound the node
-// restores it after this returns.
+// RestoreBackup checks and stages the backup and backs up the current
+// state; when both went well the node restores it after this returns.
 func (c Client) RestoreBackup(name string) error {
 	r, err := askActor[*RestoreReply](c, &Restore{Name: name}, c.jobTimeout())
 	if err != nil {

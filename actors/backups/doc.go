@@ -27,10 +27,11 @@
 // Restoring. Restore{Name} stages the backup beside the data
 // (internal/backup.Stage into DATA/.restore-<random>: every entry
 // checked, both stores open, the identity is this node's); any problem
-// is the request's error and nothing changes. Once it is sound the
-// request is answered, a backup of the current state is written (so the
-// restore can be undone; if that fails the restore is cancelled and
-// logged), and the staged state is swapped in (restore.go): the
+// is the request's error and nothing changes. Once it is sound a backup
+// of the current state is written (so the restore can be undone; if that
+// fails, on a full disk say, the restore is cancelled and that is the
+// request's error), the request is answered, and the staged state is
+// swapped in (restore.go): the
 // WebSocket clients are told system-reset, every part of the node stops
 // (this actor and the stores too), the current entries move aside and
 // the staged ones in, and the node starts again; if it does not start,

@@ -160,3 +160,26 @@ func swap(data, from, aside string) error {
 	}
 	return nil
 }
+
+// RemoveStaging removes the staging folders (DATA/.restore-<random>) an
+// earlier process left when it stopped (a crash, a kill) while it staged
+// a restore: up to internal/backup's MaxTotal each, that nothing else
+// would ever remove. The composition root calls it once, with the data
+// folder locked and before anything could stage a restore. It returns
+// what it removed.
+func RemoveStaging(data string) ([]string, error) {
+	left, err := filepath.Glob(filepath.Join(data, ".restore-*"))
+	if err != nil {
+		return nil, err
+	}
+	var removed []string
+	var errs []error
+	for _, p := range left {
+		if err := os.RemoveAll(p); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		removed = append(removed, p)
+	}
+	return removed, errors.Join(errs...)
+}

@@ -9,8 +9,8 @@
 // when present (the plugin databases as the node's plugins supervisor
 // snapshots them, never copies of files being written).
 // Settings live in node.db. Logs and the agent's data are not included.
-// Backups older than the retention setting are removed before a new one
-// is written. A directory in DATA/backups holding a metadata.json is a
+// Backups older than the retention setting are removed once a new one
+// is complete (a backup that fails removes none). A directory in DATA/backups holding a metadata.json is a
 // backup too (an archive someone unpacked): listed, read and deleted like
 // the archives, and restorable.
 //
@@ -134,17 +134,15 @@ func FormatSize(n int64) string {
 	return fmt.Sprintf("%.1f %cB", float64(n)/float64(div), "KMGTPE"[exp])
 }
 
-// Create writes a backup of srcs into dir and returns its path. Before
-// writing it removes the oldest backups so that, with the new one, at
-// most keep remain. The archive is written to a temporary name and
-// renamed when complete, so a crash or a full disk never leaves a
-// half-written backup under a backup name.
+// Create writes a backup of srcs into dir and returns its path. The
+// archive is written to a temporary name and renamed when complete, so
+// a crash or a full disk never leaves a half-written backup under a
+// backup name. Once it is complete, and before it takes its name, the
+// oldest backups are removed so that, with the new one, at most keep
+// remain: a backup that fails removes none.
 func Create(dir string, keep int, nodeID, version string, now time.Time, srcs []Source) (string, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", fmt.Errorf("backups folder: %w", err)
-	}
-	if err := Prune(dir, max(keep-1, 0)); err != nil {
-		return "", err
 	}
 	name := "backup-" + now.UTC().Format("20060102T150405.000Z")
 	name = strings.ReplaceAll(name, ".", "-") + Ext
@@ -164,6 +162,12 @@ func Create(dir string, keep int, nodeID, version string, now time.Time, srcs []
 	}
 	if err := tmp.Close(); err != nil {
 		return "", fmt.Errorf("backup: %w", err)
+	}
+	// Only now that the new archive is complete do the old ones go: a
+	// backup that fails (a full disk) must not cost the ones it was to
+	// replace (with BACKUP_RETENTION 1, the only one).
+	if err := Prune(dir, max(keep-1, 0)); err != nil {
+		return "", err
 	}
 	if err := os.Rename(tmp.Name(), path); err != nil {
 		return "", fmt.Errorf("backup: %w", err)
@@ -271,13 +275,26 @@ func addFile(tw *tar.Writer, name, path string) error {
 	if err != nil {
 		return err
 	}
-	hdr.Name, hdr.Mode, hdr.Uid, hdr.Gid, hdr.Uname, hdr.Gname = name, 0o600, 0, 0, "", ""
+	hdr.Name, hdr.Mode, hdr.Uid, hdr.Gid, hdr.Uname, hdr.Gname = name, int64(fileMode(st.Mode())), 0, 0, "", ""
 	if err := tw.WriteHeader(hdr); err != nil {
 		return err
 	}
 	_, err = io.CopyN(tw, f, st.Size())
 	return err
 }
+
+// fileMode is the mode a file is archived and restored with: 0600, or
+// 0700 when it is executable (a plugin's handler must stay one, or the
+// plugin does not load after a restore).
+func fileMode(m fs.FileMode) fs.FileMode {
+	if m.Perm()&0o111 != 0 {
+		return 0o700
+	}
+	return 0o600
+}
+
+// maxMeta bounds metadata.json.
+const maxMeta = 16 << 20
 
 // List lists the backups in dir, newest first.
 func List(dir string) ([]Info, error) {
@@ -362,9 +379,9 @@ func readMeta(dir, entry string) (Meta, int64, error) {
 	var m Meta
 	var size int64
 	if st.IsDir() {
-		b, err := os.ReadFile(filepath.Join(path, MetaName))
+		b, err := readMetaFile(filepath.Join(path, MetaName))
 		if err != nil {
-			return Meta{}, 0, fmt.Errorf("%w: %s has no %s", ErrCorrupt, entry, MetaName)
+			return Meta{}, 0, fmt.Errorf("%w: %s: %s: %v", ErrCorrupt, entry, MetaName, err)
 		}
 		if err := json.Unmarshal(b, &m); err != nil {
 			return Meta{}, 0, fmt.Errorf("%w: %s: %v", ErrCorrupt, MetaName, err)
@@ -392,7 +409,7 @@ func readMeta(dir, entry string) (Meta, int64, error) {
 		}
 		defer closeTar()
 		hdr, err := tr.Next()
-		if err != nil || hdr.Name != MetaName || hdr.Size > 16<<20 {
+		if err != nil || hdr.Name != MetaName || hdr.Size > maxMeta {
 			return Meta{}, 0, fmt.Errorf("%w: %s does not start with %s", ErrCorrupt, entry, MetaName)
 		}
 		if err := json.NewDecoder(io.LimitReader(tr, hdr.Size)).Decode(&m); err != nil {
@@ -407,6 +424,38 @@ func readMeta(dir, entry string) (Meta, int64, error) {
 		m.Files = []File{}
 	}
 	return m, size, nil
+}
+
+// readMetaFile reads the metadata.json of a backup folder: a regular
+// file (not a link out of the folder, not a FIFO that would hold the
+// backups actor forever) of at most maxMeta bytes.
+func readMetaFile(path string) ([]byte, error) {
+	st, err := os.Lstat(path)
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, errors.New("not a regular file")
+	}
+	if st.Size() > maxMeta {
+		return nil, fmt.Errorf("larger than %d bytes", maxMeta)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		return nil, errors.New("not a regular file")
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxMeta+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > maxMeta {
+		return nil, fmt.Errorf("larger than %d bytes", maxMeta)
+	}
+	return b, nil
 }
 
 func openTar(r io.Reader) (*tar.Reader, func(), error) {

@@ -115,7 +115,7 @@ func stageArchive(src, into string) error {
 			return fmt.Errorf("%w: %q is too large", ErrCorrupt, hdr.Name)
 		}
 		total += hdr.Size
-		if err := writeStaged(into, name, io.LimitReader(tr, hdr.Size), hdr.Size); err != nil {
+		if err := writeStaged(into, name, io.LimitReader(tr, hdr.Size), hdr.Size, fileMode(fs.FileMode(hdr.Mode))); err != nil {
 			return err
 		}
 	}
@@ -152,29 +152,54 @@ func stageDir(src, into string) error {
 			return err
 		}
 		defer f.Close()
-		return writeStaged(into, name, f, info.Size())
+		return writeStaged(into, name, f, info.Size(), fileMode(info.Mode()))
 	})
 }
 
-// writeStaged writes one entry under into; name was checked by allowed.
-func writeStaged(into, name string, r io.Reader, size int64) error {
+// writeStaged writes one entry under into with mode (0600, or 0700 for
+// an executable); name was checked by allowed. What the entry's reader
+// fails on is a damaged backup (ErrCorrupt); what writing the staged
+// copy fails on (a full disk) is not, and is wrapped as it came, so the
+// caller can tell a full disk (507) from a bad archive.
+func writeStaged(into, name string, r io.Reader, size int64, mode fs.FileMode) error {
 	dst := filepath.Join(into, filepath.FromSlash(name))
 	if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
-		return err
+		return fmt.Errorf("staging %q: %w", name, err)
 	}
-	f, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_EXCL, 0o600)
+	f, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_EXCL, mode)
+	if errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("%w: %q: %v", ErrCorrupt, name, err) // a duplicate entry
+	}
 	if err != nil {
-		return fmt.Errorf("%w: %q: %v", ErrCorrupt, name, err)
+		return fmt.Errorf("staging %q: %w", name, err)
 	}
-	n, err := io.Copy(f, r)
+	src := &readErr{r: r}
+	n, err := io.Copy(f, src)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
+	if src.err != nil {
+		return fmt.Errorf("%w: %q: %v", ErrCorrupt, name, src.err)
+	}
 	if err != nil {
-		return fmt.Errorf("%w: %q: %v", ErrCorrupt, name, err)
+		return fmt.Errorf("staging %q: %w", name, err)
 	}
 	if n != size {
 		return fmt.Errorf("%w: %q is truncated", ErrCorrupt, name)
 	}
 	return nil
+}
+
+// readErr remembers the error its reader failed with (not io.EOF).
+type readErr struct {
+	r   io.Reader
+	err error
+}
+
+func (e *readErr) Read(b []byte) (int, error) {
+	n, err := e.r.Read(b)
+	if err != nil && err != io.EOF {
+		e.err = err
+	}
+	return n, err
 }

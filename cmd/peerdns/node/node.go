@@ -26,6 +26,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/fasthttp/router"
 
+	"peerdns/actors/backups"
 	"peerdns/actors/ledger"
 	"peerdns/actors/localdns"
 	"peerdns/actors/logchan"
@@ -135,6 +136,15 @@ func (n *Node) start() (err error) {
 			return err
 		}
 		n.keepClosed = append(n.keepClosed, n.lock.release)
+		// Only at the process's first start (a restore's restart runs
+		// while a restore may be staged): what an earlier process left.
+		removed, err := backups.RemoveStaging(cfg.Data)
+		for _, p := range removed {
+			n.storeLog().Warn("removed a restore staging folder left by an earlier run", "path", p)
+		}
+		if err != nil {
+			n.storeLog().Error("cannot remove a restore staging folder left by an earlier run", "err", err)
+		}
 	}
 	if n.id, err = identity.LoadOrCreate(filepath.Join(cfg.Data, "identity.key")); err != nil {
 		return err

@@ -1,0 +1,52 @@
+package backups
+
+import (
+	"errors"
+	"io"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+)
+
+// failing is a store snapshot that fails once told to (the disk filled).
+type failing struct {
+	Snapshotter
+	fail atomic.Bool
+}
+
+var errDiskFull = errors.New("disk full")
+
+func (f *failing) Snapshot(w io.Writer) error {
+	if f.fail.Load() {
+		return errDiskFull
+	}
+	return f.Snapshotter.Snapshot(w)
+}
+
+// A restore whose backup of the current state fails is answered with
+// that error, not as a restore under way, and nothing is swapped in.
+func TestRestoreAnswersFailedSafetyBackup(t *testing.T) {
+	var snap *failing
+	h := newHarness(t, "node-a", func(d *Deps) {
+		snap = &failing{Snapshotter: d.Ledger}
+		d.Ledger = snap
+	})
+	must(t, h.ledger.Set("claim", "before"))
+	path, err := h.c.CreateBackup()
+	must(t, err)
+	must(t, h.ledger.Set("claim", "after"))
+	snap.fail.Store(true)
+	err = h.c.RestoreBackup(filepath.Base(path))
+	if !errors.Is(err, errDiskFull) {
+		t.Fatalf("RestoreBackup = %v, want the failed backup's error", err)
+	}
+	if h.restart.stops != 0 || len(h.restart.held) != 0 {
+		t.Fatalf("a cancelled restore stopped the node (%d stops)", h.restart.stops)
+	}
+	if left, _ := filepath.Glob(filepath.Join(h.data, ".restore-*")); len(left) != 0 {
+		t.Fatalf("staging folder left: %v", left)
+	}
+	if v, err := h.ledger.Get("claim"); err != nil || v != "after" {
+		t.Fatalf("ledger after a cancelled restore: %q, %v", v, err)
+	}
+}

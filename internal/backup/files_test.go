@@ -1,0 +1,115 @@
+package backup
+
+import (
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// A plugin's handler is executable after a backup and a restore (the
+// plugin does not load otherwise); other files stay 0600.
+func TestStageKeepsExecutables(t *testing.T) {
+	data := t.TempDir()
+	srcs := sources(t, data)
+	plug := filepath.Join(data, "plugins", "p")
+	if err := os.MkdirAll(plug, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(plug, "handler"), []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(plug, "plugin.json"), []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(data, "backups")
+	p, err := Create(dir, 3, "node-a", "v1", time.Now(), srcs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	into := filepath.Join(data, "staged")
+	if _, err := Stage(dir, filepath.Base(p), into, "node-a", nil); err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]os.FileMode{"plugins/p/handler": 0o700, "plugins/p/plugin.json": 0o600, "ledger.db": 0o600} {
+		st, err := os.Stat(filepath.Join(into, filepath.FromSlash(name)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Mode().Perm() != want {
+			t.Errorf("%s staged with mode %v, want %v", name, st.Mode().Perm(), want)
+		}
+	}
+}
+
+// A backup that fails removes no old backup, whatever the retention.
+func TestFailedCreateKeepsOldBackups(t *testing.T) {
+	data := t.TempDir()
+	dir := filepath.Join(data, "backups")
+	srcs := sources(t, data)
+	t0 := time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
+	if _, err := Create(dir, 1, "node-a", "v1", t0, srcs); err != nil {
+		t.Fatal(err)
+	}
+	bad := append(append([]Source{}, srcs...), Source{Name: "plugin-data", Write: func(io.Writer) error { return errors.New("disk full") }})
+	if _, err := Create(dir, 1, "node-a", "v1", t0.Add(time.Minute), bad); err == nil {
+		t.Fatal("a failing source made a backup")
+	}
+	l, err := List(dir)
+	if err != nil || len(l) != 1 {
+		t.Fatalf("after a failed backup with retention 1: %+v, %v; want the old one kept", l, err)
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, ".partial-*")); len(left) != 0 {
+		t.Fatalf("partial files left: %v", left)
+	}
+	// A sound one still replaces it.
+	if _, err := Create(dir, 1, "node-a", "v1", t0.Add(2*time.Minute), srcs); err != nil {
+		t.Fatal(err)
+	}
+	if l, err := List(dir); err != nil || len(l) != 1 || l[0].Timestamp != t0.Add(2*time.Minute).Format(time.RFC3339Nano) {
+		t.Fatalf("retention 1 after a good backup: %+v, %v", l, err)
+	}
+}
+
+// A backup folder whose metadata.json is not a small regular file (a
+// link out of the folder, a huge file) is not listed and its metadata is
+// refused; nothing reads it whole.
+func TestFolderMetadataMustBeSmallRegularFile(t *testing.T) {
+	dir := t.TempDir()
+	outside := filepath.Join(t.TempDir(), "meta.json")
+	if err := os.WriteFile(outside, []byte(goodMeta), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	mk := func(name string) string {
+		p := filepath.Join(dir, name)
+		if err := os.Mkdir(p, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		return filepath.Join(p, MetaName)
+	}
+	if err := os.WriteFile(mk("good"), []byte(goodMeta), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, mk("link")); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Create(mk("huge"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(maxMeta + 1); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	l, err := List(dir)
+	if err != nil || len(l) != 1 || l[0].Name != "good" {
+		t.Fatalf("List = %+v, %v; want only the good folder", l, err)
+	}
+	for _, name := range []string{"link", "huge"} {
+		if _, err := Metadata(dir, name); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("Metadata(%s) = %v, want ErrCorrupt", name, err)
+		}
+	}
+}
