@@ -67,6 +67,9 @@ var (
 	ErrNotFound = errors.New("no such backup")
 	ErrCorrupt  = errors.New("backup is damaged or not a peerdns backup")
 	ErrForeign  = errors.New("backup belongs to another node")
+	// ErrTooLarge: the state holds more than a restore takes (MaxFiles,
+	// MaxEntry, MaxTotal), so Create writes no backup of it.
+	ErrTooLarge = errors.New("the state is larger than a backup can restore")
 )
 
 // File is one file of a backup.
@@ -230,10 +233,22 @@ func write(out io.Writer, nodeID, version string, now time.Time, srcs []Source) 
 		}
 	}
 	meta := Meta{Format: Format, NodeID: nodeID, Version: version, Timestamp: now.UTC().Format(time.RFC3339Nano)}
+	// A backup Stage would refuse is no backup: say so now, not at the
+	// restore it was made for.
+	if len(entries)+1 > MaxFiles {
+		return fmt.Errorf("%w: %d files, a restore takes at most %d", ErrTooLarge, len(entries)+1, MaxFiles)
+	}
+	var total int64
 	for _, e := range entries {
 		st, err := os.Stat(e.path)
 		if err != nil {
 			return err
+		}
+		if st.Size() > MaxEntry {
+			return fmt.Errorf("%w: %s is %s, a restore takes at most %s a file", ErrTooLarge, e.name, FormatSize(st.Size()), FormatSize(MaxEntry))
+		}
+		if total += st.Size(); total > MaxTotal {
+			return fmt.Errorf("%w: more than %s in all, a restore takes at most that", ErrTooLarge, FormatSize(MaxTotal))
 		}
 		meta.Files = append(meta.Files, File{Name: e.name, Size: st.Size(), SizeFormatted: FormatSize(st.Size()),
 			Modified: st.ModTime().UTC().Format(time.RFC3339)})

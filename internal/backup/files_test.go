@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 )
@@ -111,5 +112,30 @@ func TestFolderMetadataMustBeSmallRegularFile(t *testing.T) {
 		if _, err := Metadata(dir, name); !errors.Is(err, ErrCorrupt) {
 			t.Errorf("Metadata(%s) = %v, want ErrCorrupt", name, err)
 		}
+	}
+}
+
+// Create writes no backup that Stage would refuse: a state with more
+// files than a restore takes is an error when the backup is made.
+func TestCreateRefusesWhatStageRefuses(t *testing.T) {
+	data := t.TempDir()
+	srcs := sources(t, data)
+	many := filepath.Join(data, "plugins", "p", "node_modules")
+	if err := os.MkdirAll(many, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < MaxFiles; i++ {
+		f, err := os.Create(filepath.Join(many, strconv.Itoa(i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+	}
+	dir := filepath.Join(data, "backups")
+	if _, err := Create(dir, 3, "node-a", "v1", time.Now(), srcs); !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("Create = %v, want ErrTooLarge", err)
+	}
+	if l, err := List(dir); err != nil || len(l) != 0 {
+		t.Fatalf("backups after a refused create: %+v, %v", l, err)
 	}
 }
