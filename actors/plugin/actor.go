@@ -434,7 +434,21 @@ func (a *Actor) control(c actor.Context, domain, op string) (string, error) {
 		if e.p == nil {
 			return "", fmt.Errorf("%w: %s cannot start: %s", messages.ErrBadPlugin, domain, e.err)
 		}
+		// The folder as it is now, as reload reads it: a manifest (or a
+		// handler) that no longer passes its checks must not start from
+		// the copy read before it changed.
+		p, err := LoadFolder(filepath.Join(a.d.Dir, e.folder))
+		if err != nil {
+			e.status, e.err = messages.PluginStopped, err.Error()
+			a.changed(c)
+			return "", fmt.Errorf("%w: %s", messages.ErrBadPlugin, err)
+		}
 		mark(false)
+		if p.Manifest.Domain != domain {
+			a.scan(c)
+			return "plugin started as " + p.Manifest.Domain, nil
+		}
+		e.p = p
 		a.load(c, e)
 	case "stop":
 		mark(true)
