@@ -66,6 +66,16 @@ func LoadFolder(dir string) (*Plugin, error) {
 	if err != nil {
 		return nil, err
 	}
+	// A regular file only: opening a FIFO named plugin.json would hold
+	// the plugins supervisor (and with it backups and shutdown) until
+	// someone writes to it, and a device would be read without end.
+	st, err := os.Stat(filepath.Join(root, ManifestName))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", ManifestName, err)
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", ManifestName)
+	}
 	f, err := os.Open(filepath.Join(root, ManifestName))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", ManifestName, err)
