@@ -67,9 +67,10 @@ var (
 	ErrNotFound = errors.New("no such backup")
 	ErrCorrupt  = errors.New("backup is damaged or not a peerdns backup")
 	ErrForeign  = errors.New("backup belongs to another node")
-	// ErrTooLarge: the state holds more than a restore takes (MaxFiles,
-	// MaxEntry, MaxTotal), so Create writes no backup of it.
-	ErrTooLarge = errors.New("the state is larger than a backup can restore")
+	// ErrUnrestorable: the state holds what a restore would refuse
+	// (more than MaxFiles, MaxEntry or MaxTotal; a file name Stage does
+	// not take), so Create writes no backup of it.
+	ErrUnrestorable = errors.New("the state holds what a backup cannot restore")
 )
 
 // File is one file of a backup.
@@ -236,19 +237,22 @@ func write(out io.Writer, nodeID, version string, now time.Time, srcs []Source) 
 	// A backup Stage would refuse is no backup: say so now, not at the
 	// restore it was made for.
 	if len(entries)+1 > MaxFiles {
-		return fmt.Errorf("%w: %d files, a restore takes at most %d", ErrTooLarge, len(entries)+1, MaxFiles)
+		return fmt.Errorf("%w: %d files, a restore takes at most %d", ErrUnrestorable, len(entries)+1, MaxFiles)
 	}
 	var total int64
 	for _, e := range entries {
+		if !allowed(e.name) {
+			return fmt.Errorf("%w: the file name %q (rename or remove it)", ErrUnrestorable, e.name)
+		}
 		st, err := os.Stat(e.path)
 		if err != nil {
 			return err
 		}
 		if st.Size() > MaxEntry {
-			return fmt.Errorf("%w: %s is %s, a restore takes at most %s a file", ErrTooLarge, e.name, FormatSize(st.Size()), FormatSize(MaxEntry))
+			return fmt.Errorf("%w: %s is %s, a restore takes at most %s a file", ErrUnrestorable, e.name, FormatSize(st.Size()), FormatSize(MaxEntry))
 		}
 		if total += st.Size(); total > MaxTotal {
-			return fmt.Errorf("%w: more than %s in all, a restore takes at most that", ErrTooLarge, FormatSize(MaxTotal))
+			return fmt.Errorf("%w: more than %s in all, a restore takes at most that", ErrUnrestorable, FormatSize(MaxTotal))
 		}
 		meta.Files = append(meta.Files, File{Name: e.name, Size: st.Size(), SizeFormatted: FormatSize(st.Size()),
 			Modified: st.ModTime().UTC().Format(time.RFC3339)})

@@ -132,10 +132,31 @@ func TestCreateRefusesWhatStageRefuses(t *testing.T) {
 		f.Close()
 	}
 	dir := filepath.Join(data, "backups")
-	if _, err := Create(dir, 3, "node-a", "v1", time.Now(), srcs); !errors.Is(err, ErrTooLarge) {
-		t.Fatalf("Create = %v, want ErrTooLarge", err)
+	if _, err := Create(dir, 3, "node-a", "v1", time.Now(), srcs); !errors.Is(err, ErrUnrestorable) {
+		t.Fatalf("Create = %v, want ErrUnrestorable", err)
 	}
 	if l, err := List(dir); err != nil || len(l) != 0 {
 		t.Fatalf("backups after a refused create: %+v, %v", l, err)
+	}
+}
+
+// A file name a restore refuses (a backslash, bytes that are not UTF-8)
+// makes Create fail, naming it, instead of writing a backup whose restore
+// says "damaged".
+func TestCreateRefusesNamesStageRefuses(t *testing.T) {
+	for _, name := range []string{"we\\ird.txt", "lat\xe9.txt"} {
+		data := t.TempDir()
+		srcs := sources(t, data)
+		www := filepath.Join(data, "plugins", "p", "www")
+		if err := os.MkdirAll(www, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(www, name), nil, 0o600); err != nil {
+			t.Skipf("this file system refuses the name %q: %v", name, err)
+		}
+		dir := filepath.Join(data, "backups")
+		if _, err := Create(dir, 3, "node-a", "v1", time.Now(), srcs); !errors.Is(err, ErrUnrestorable) {
+			t.Fatalf("Create with a file named %q = %v, want ErrUnrestorable", name, err)
+		}
 	}
 }
