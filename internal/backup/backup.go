@@ -218,11 +218,17 @@ func write(out io.Writer, nodeID, version string, now time.Time, srcs []Source) 
 			entries = append(entries, entry{s.Name, s.Path})
 			continue
 		}
-		err = filepath.WalkDir(s.Path, func(p string, d fs.DirEntry, err error) error {
+		// A folder kept elsewhere behind a link (DATA/plugins -> /srv/...)
+		// is taken whole too: WalkDir does not follow a link at its root.
+		root, err := filepath.EvalSymlinks(s.Path)
+		if err != nil {
+			return err
+		}
+		err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 			if err != nil || !d.Type().IsRegular() {
 				return err
 			}
-			rel, err := filepath.Rel(s.Path, p)
+			rel, err := filepath.Rel(root, p)
 			if err != nil {
 				return err
 			}

@@ -160,3 +160,35 @@ func TestCreateRefusesNamesStageRefuses(t *testing.T) {
 		}
 	}
 }
+
+// A folder source that is a link to a folder kept elsewhere (DATA/plugins
+// -> /srv/plugins) is backed up whole, not skipped.
+func TestCreateFollowsLinkedFolder(t *testing.T) {
+	data := t.TempDir()
+	srcs := sources(t, data)
+	elsewhere := filepath.Join(t.TempDir(), "plugins")
+	if err := os.MkdirAll(filepath.Join(elsewhere, "p"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(elsewhere, "p", "plugin.json"), []byte("{}"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(elsewhere, filepath.Join(data, "plugins")); err != nil {
+		t.Skipf("symlink: %v", err)
+	}
+	dir := filepath.Join(data, "backups")
+	p, err := Create(dir, 3, "node-a", "v1", time.Now(), srcs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := Metadata(dir, filepath.Base(p))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range m.Files {
+		if f.Name == "plugins/p/plugin.json" {
+			return
+		}
+	}
+	t.Fatalf("the linked plugins folder is not in the backup: %+v", m.Files)
+}
