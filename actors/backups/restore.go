@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -166,8 +167,14 @@ func swap(data, from, aside string) error {
 // a restore: up to internal/backup's MaxTotal each, that nothing else
 // would ever remove. The composition root calls it once, with the data
 // folder locked and before anything could stage a restore. It returns
-// what it removed.
+// what it removed. A DATA/.pre-restore-<time> means a process stopped
+// in the middle of a swap: the previous state is there and the staged
+// one may be half moved in, so nothing is removed and the error says
+// where to look.
 func RemoveStaging(data string) ([]string, error) {
+	if aside, _ := filepath.Glob(filepath.Join(data, ".pre-restore-*")); len(aside) > 0 {
+		return nil, fmt.Errorf("a restore was interrupted while it swapped the state: the state before it is in %s; staging folders are kept", strings.Join(aside, ", "))
+	}
 	left, err := filepath.Glob(filepath.Join(data, ".restore-*"))
 	if err != nil {
 		return nil, err

@@ -3,7 +3,9 @@ package backups
 import (
 	"errors"
 	"io"
+	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 )
@@ -48,5 +50,29 @@ func TestRestoreAnswersFailedSafetyBackup(t *testing.T) {
 	}
 	if v, err := h.ledger.Get("claim"); err != nil || v != "after" {
 		t.Fatalf("ledger after a cancelled restore: %q, %v", v, err)
+	}
+}
+
+// RemoveStaging removes staging folders a killed process left, but none
+// when a swap was interrupted (DATA/.pre-restore-*): then it says where
+// the previous state is.
+func TestRemoveStaging(t *testing.T) {
+	data := t.TempDir()
+	staged := filepath.Join(data, ".restore-0123456789ab")
+	must(t, os.MkdirAll(filepath.Join(staged, "plugins"), 0o700))
+	aside := filepath.Join(data, ".pre-restore-20261203T000000")
+	must(t, os.MkdirAll(aside, 0o700))
+	if removed, err := RemoveStaging(data); err == nil || !strings.Contains(err.Error(), aside) || len(removed) != 0 {
+		t.Fatalf("with an interrupted swap: removed %v, err %v", removed, err)
+	}
+	if _, err := os.Stat(staged); err != nil {
+		t.Fatalf("staging folder removed beside an interrupted swap: %v", err)
+	}
+	must(t, os.Remove(aside))
+	if removed, err := RemoveStaging(data); err != nil || len(removed) != 1 {
+		t.Fatalf("removed %v, err %v", removed, err)
+	}
+	if _, err := os.Stat(staged); !os.IsNotExist(err) {
+		t.Fatalf("staging folder left: %v", err)
 	}
 }

@@ -143,7 +143,7 @@ func (n *Node) start() (err error) {
 			n.storeLog().Warn("removed a restore staging folder left by an earlier run", "path", p)
 		}
 		if err != nil {
-			n.storeLog().Error("cannot remove a restore staging folder left by an earlier run", "err", err)
+			n.storeLog().Error("an earlier run left a restore unfinished in the data folder", "err", err)
 		}
 	}
 	if n.id, err = identity.LoadOrCreate(filepath.Join(cfg.Data, "identity.key")); err != nil {
