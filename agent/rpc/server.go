@@ -268,7 +268,7 @@ func allowed(role string, r *messages.AgentRequest) bool {
 		case messages.AgentInfo, messages.AgentFunctionsList:
 			return true
 		case messages.AgentGet:
-			return !writes(r.Path) && !adminLogs(r.Path)
+			return !writes(r.Path) && !adminOnly(r.Path)
 		case messages.AgentLogs:
 			return r.Logs.Source == "anomaly"
 		}
@@ -276,20 +276,52 @@ func allowed(role string, r *messages.AgentRequest) bool {
 	return false
 }
 
+// apiTarget parses an api.get path the way the REST handler will see it
+// (s.get: fasthttp's SetRequestURI, which decodes %XX, removes dot
+// segments and collapses slashes): the role checks must judge the
+// command the handler runs, not the raw text, or /api/v3/%6cogs and
+// /api/v3/logs/./ would read the journal as /api/v3/logs does.
+func apiTarget(path string) (cmd string, args *fasthttp.Args) {
+	var u fasthttp.URI
+	u.Update(path)
+	p := strings.TrimSuffix(string(u.Path()), "/")
+	args = &fasthttp.Args{}
+	u.QueryArgs().CopyTo(args)
+	return p, args
+}
+
 // adminLogs reports whether an api.get path reads an admin-only log
 // (the journal, the default source, or the audit trail): a viewer reads
 // only the anomaly source, through either door.
 func adminLogs(path string) bool {
-	p, q, _ := strings.Cut(path, "?")
-	p = strings.TrimSuffix(p, "/")
+	p, args := apiTarget(path)
 	if !strings.HasPrefix(p, "/api/v") || !strings.HasSuffix(p, "/logs") {
 		return false
 	}
-	vals, err := url.ParseQuery(q)
-	if err != nil {
+	if _, err := url.ParseQuery(strings.SplitN(path+"?", "?", 2)[1]); err != nil {
 		return true
 	}
-	return vals.Get("source") != "anomaly"
+	srcs := args.PeekMulti("source")
+	if len(srcs) == 0 {
+		return true // journal, the default
+	}
+	for _, v := range srcs {
+		if string(v) != "anomaly" {
+			return true
+		}
+	}
+	return false
+}
+
+// adminOnly reports whether an api.get path reads what only an admin
+// may: the process table (the command lines functions.run keeps from
+// viewers) or an admin-only log.
+func adminOnly(path string) bool {
+	if adminLogs(path) {
+		return true
+	}
+	p, _ := apiTarget(path)
+	return strings.HasPrefix(p, "/api/v") && strings.HasSuffix(p, "/processes")
 }
 
 // writes reports whether an api.get path asks the API to write
@@ -300,10 +332,22 @@ func writes(path string) bool {
 	if err != nil {
 		return true // the API would read it some way; do not guess
 	}
-	for _, v := range vals["write"] {
+	falsy := func(v string) bool {
 		switch strings.ToLower(v) {
 		case "", "0", "no", "false", "off":
-		default:
+			return true
+		}
+		return false
+	}
+	for _, v := range vals["write"] {
+		if !falsy(v) {
+			return true
+		}
+	}
+	// And as the handler parses it.
+	_, args := apiTarget(path)
+	for _, v := range args.PeekMulti("write") {
+		if !falsy(string(v)) {
 			return true
 		}
 	}
