@@ -645,6 +645,14 @@ func TestV2BadInput(t *testing.T) {
 	if r.status != 200 && r.status != 504 {
 		t.Errorf("timeout=1: %d %.200s", r.status, r.body)
 	}
+	// A timeout too large for a Duration is clamped to 60 s like any
+	// other, not wrapped to a negative budget that answers 504 at once.
+	for _, v := range []string{"v2", "v3"} {
+		p := "/api/" + v + "/data?contexts=system.load&after=-10&points=1&timeout=9223372036854775807"
+		if r := env.get(t, p); r.status != 200 {
+			t.Errorf("GET %s = %d %.200s, want 200", p, r.status, r.body)
+		}
+	}
 	// alert_config: no config is 400, an unknown one 404.
 	if r := env.get(t, "/api/v3/alert_config"); r.status != 400 {
 		t.Errorf("alert_config without config = %d", r.status)

@@ -368,7 +368,9 @@ func ParseV2Request(get Getter) (V2Request, error) {
 		}
 		r.TimeoutMS = n
 		if n > 0 {
-			r.Timeout = min(time.Duration(n)*time.Millisecond, MaxTimeout)
+			// Clamp before converting: n ms as a Duration overflows past
+			// ~292 years and would wrap to a negative budget (an instant 504).
+			r.Timeout = time.Duration(min(int64(n), MaxTimeout.Milliseconds())) * time.Millisecond
 		}
 	}
 	if s := str("callback"); s != "" {

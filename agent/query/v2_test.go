@@ -45,6 +45,13 @@ func TestParseV2Request(t *testing.T) {
 	if r, _ := ParseV2Request(v2Get("cardinality_limit=999999999&timeout=99999999")); r.Cardinality != MaxCardinality || r.Timeout != MaxTimeout {
 		t.Errorf("clamps: %d %v", r.Cardinality, r.Timeout)
 	}
+	// A timeout too large for a Duration of ms is clamped too, not wrapped
+	// to a negative budget.
+	for _, q := range []string{"timeout=9223372036854775807", "timeout=9223372036854776", "timeout=9300000000000"} {
+		if r, err := ParseV2Request(v2Get(q)); err != nil || r.Timeout != MaxTimeout {
+			t.Errorf("%s: timeout %v %v, want %v", q, r.Timeout, err, MaxTimeout)
+		}
+	}
 }
 
 func TestV2Patterns(t *testing.T) {
