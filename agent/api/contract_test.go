@@ -611,6 +611,10 @@ func TestV2BadInput(t *testing.T) {
 		{"cardinality_limit=x", "cardinality_limit"},
 		{"time_resampling=-5", "time_resampling"},
 		{"timeout=soon", "timeout"},
+		// Selectors are bounded like weights' filters (4096 bytes).
+		{"dimensions=" + strings.Repeat("*a", 2049), "dimensions is too long"},
+		{"labels=" + strings.Repeat("*a", 2049), "labels is too long"},
+		{"scope_instances=" + strings.Repeat("*a", 2049), "scope_instances is too long"},
 		{"format=xml", "xml"},
 		{"tier=3", "tier"},
 	} {

@@ -90,7 +90,8 @@
 // (Netdata's newest cuts them only with its cardinality-limit-all
 // option), and view.cardinality {folded, cut} says how many columns
 // were folded and the largest folded |sum|, as Netdata's newer sources
-// write it (the sources of the contract's time have no such member and cut the summary lists too). timeout= is clamped to 60 s, and a query
+// write it (the sources of the contract's time have no such member and cut the summary lists too). each selector (scope_*, nodes, contexts, instances, dimensions, labels, alerts) is at most 4096 bytes, as
+// weights' filters (longer: 400). timeout= is clamped to 60 s, and a query
 // without one gets 5 s: past it the answer is 504. A query that would copy
 // more than 4M stored points (every dimension of every chart over the
 // whole retention) is a 400 before any copy, as on v1. Two passes of

@@ -210,8 +210,9 @@ func (s *Server) contextsV2(ctx *fasthttp.RequestCtx, ver int) error {
 	nodeList := []any{}
 	if v2Match(nodes, s.host.GUID, s.host.NodeID, s.host.Hostname) {
 		nodeList = append(nodeList, s.v2NodeEntry(received))
+		inScope, selected := query.MatcherV2(scope), query.MatcherV2(sel)
 		for _, name := range ix.contexts {
-			if !v2Match(scope, name) || !v2Match(sel, name) {
+			if !inScope(name) || !selected(name) {
 				continue
 			}
 			if after != 0 || before != 0 {
@@ -392,8 +393,9 @@ func (s *Server) alertsV2(ctx *fasthttp.RequestCtx, ver int) error {
 	scope, _ := arg(ctx, "scope_contexts")
 	sel, _ := arg(ctx, "contexts")
 	var list []health.Alert
+	inScope, selected, named := query.MatcherV2(scope), query.MatcherV2(sel), query.MatcherV2(nameSel)
 	for _, a := range s.alerts() {
-		if !v2Match(scope, a.Context) || !v2Match(sel, a.Context) || !v2Match(nameSel, a.Name) {
+		if !inScope(a.Context) || !selected(a.Context) || !named(a.Name) {
 			continue
 		}
 		if !alertStatusWanted(statusSel, a.Status) {
@@ -614,9 +616,10 @@ func (s *Server) alertTransitionsV2(ctx *fasthttp.RequestCtx, ver int) error {
 	order := map[string][]string{}
 	var matched []health.Transition
 	evaluated := 0
+	ctxMatch, nameMatch := query.MatcherV2(ctxSel), query.MatcherV2(nameSel)
 	for _, t := range all {
 		evaluated++
-		if !v2Match(ctxSel, t.Context) || !v2Match(nameSel, t.Name) {
+		if !ctxMatch(t.Context) || !nameMatch(t.Name) {
 			continue
 		}
 		if anchor > 0 && t.UniqueID >= anchor {

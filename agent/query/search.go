@@ -48,10 +48,11 @@ func (p *SearchPattern) Test(s string) SearchResult {
 		return SearchNone
 	}
 	ls := strings.ToLower(s)
-	for _, w := range p.words {
+	for i := range p.words {
+		w := &p.words[i]
 		var ok bool
-		if strings.Contains(w.text, "*") {
-			ok = globMatch(w.text, ls)
+		if w.parts != nil {
+			ok = w.matches(ls)
 		} else {
 			ok = strings.Contains(ls, w.text)
 		}

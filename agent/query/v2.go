@@ -167,6 +167,10 @@ const (
 	DefaultTimeout = 5 * time.Second
 	// MaxTimeout bounds timeout=; larger values are clamped.
 	MaxTimeout = 60 * time.Second
+	// MaxSelector bounds each selector (scope_*, nodes, contexts,
+	// instances, dimensions, labels, alerts), as weights bounds its
+	// filters: a pattern longer than this is a mistake, not a selection.
+	MaxSelector = 4096
 )
 
 // V2Request is a parsed /api/v2|v3/data query.
@@ -229,6 +233,20 @@ func ParseV2Request(get Getter) (V2Request, error) {
 	}
 	if r.Dimensions == "" {
 		r.Dimensions = str("dimension")
+	}
+	for _, f := range []struct {
+		name string
+		v    string
+	}{
+		{"scope_nodes", r.ScopeNodes}, {"scope_contexts", r.ScopeContexts}, {"scope_instances", r.ScopeInstances},
+		{"scope_labels", r.ScopeLabels}, {"scope_dimensions", r.ScopeDimensions}, {"nodes", r.Nodes},
+		{"contexts", r.Contexts}, {"instances", r.Instances}, {"dimensions", r.Dimensions}, {"labels", r.Labels}, {"alerts", r.Alerts},
+	} {
+		// Every selector is matched against every instance or dimension:
+		// bound it as weights bounds its filters.
+		if len(f.v) > MaxSelector {
+			return r, fmt.Errorf("%s is too long (%d bytes, at most %d)", f.name, len(f.v), MaxSelector)
+		}
 	}
 	var err error
 	gb := str("group_by")

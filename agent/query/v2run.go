@@ -157,7 +157,15 @@ func (t *V2Target) instRange(i int) (a, b int) { return t.instStart[i], t.instSt
 // by ',' or '|' (or a tab or line break, Netdata's web separators; a
 // space belongs to the word), '*' wildcards, '!' negation, first match
 // decides. A nil pattern matches everything.
-type v2Pattern struct{ words []patWord }
+type v2Pattern struct {
+	words []patWord
+	// groups are the indexes of words by their label key (labelWordKey),
+	// in the order the keys first appear: matchLabels' groups, found once
+	// at compile time instead of by rescanning the words per word and
+	// per instance (quadratic in the words: 1,000 words took 1.7 s of
+	// CPU per request).
+	groups [][]int
+}
 
 // isV2Sep is Netdata's SIMPLE_PATTERN_DEFAULT_WEB_SEPARATORS.
 func isV2Sep(r rune) bool {
@@ -173,7 +181,19 @@ func compileV2Pattern(s string) *v2Pattern {
 	if words == nil {
 		return nil
 	}
-	return &v2Pattern{words: words}
+	p := &v2Pattern{words: words}
+	group := map[string]int{}
+	for i, w := range words {
+		key := labelWordKey(w.text)
+		g, ok := group[key]
+		if !ok {
+			g = len(p.groups)
+			group[key] = g
+			p.groups = append(p.groups, nil)
+		}
+		p.groups[g] = append(p.groups[g], i)
+	}
+	return p
 }
 
 // match reports whether any of the names matches positively; a negative
@@ -182,9 +202,10 @@ func (p *v2Pattern) match(names ...string) bool {
 	if p == nil {
 		return true
 	}
-	for _, w := range p.words {
+	for i := range p.words {
+		w := &p.words[i]
 		for _, n := range names {
-			if n != "" && globMatch(w.text, n) {
+			if n != "" && w.matches(n) {
 				return !w.neg
 			}
 		}
@@ -205,9 +226,12 @@ func (p *v2Pattern) matchLabels(ls []Label) bool {
 	if p == nil {
 		return true
 	}
-	for i, w := range p.words {
-		key := labelWordKey(w.text)
-		if p.firstOfKey(i, key) && !p.matchLabelKey(key, ls) {
+	kvs := make([]string, len(ls))
+	for i, l := range ls {
+		kvs[i] = l.Key + ":" + l.Value
+	}
+	for _, g := range p.groups {
+		if !p.matchLabelGroup(g, ls, kvs) {
 			return false
 		}
 	}
@@ -224,8 +248,9 @@ func (p *v2Pattern) matchAlerts(as []InstanceAlert) bool {
 	}
 	for _, a := range as {
 		for _, s := range [...]string{a.Name, a.Name + ":" + a.Status} {
-			for _, w := range p.words {
-				if globMatch(w.text, s) {
+			for i := range p.words {
+				w := &p.words[i]
+				if w.matches(s) {
 					return !w.neg
 				}
 			}
@@ -242,28 +267,18 @@ func labelWordKey(w string) string {
 	return w
 }
 
-// firstOfKey reports whether word i is the first word of its key group.
-func (p *v2Pattern) firstOfKey(i int, key string) bool {
-	for _, w := range p.words[:i] {
-		if labelWordKey(w.text) == key {
-			return false
-		}
-	}
-	return true
-}
-
-// matchLabelKey evaluates one key's group of words in order.
-func (p *v2Pattern) matchLabelKey(key string, ls []Label) bool {
-	for _, w := range p.words {
-		if labelWordKey(w.text) != key {
-			continue
-		}
-		for _, l := range ls {
+// matchLabelGroup evaluates one key's group of words (indexes into
+// p.words) in order against the labels ls ("key:value" in kvs).
+func (p *v2Pattern) matchLabelGroup(g []int, ls []Label, kvs []string) bool {
+	for _, i := range g {
+		w := &p.words[i]
+		withValue := strings.Contains(w.text, ":")
+		for j, l := range ls {
 			var hit bool
-			if strings.Contains(w.text, ":") {
-				hit = globMatch(w.text, l.Key+":"+l.Value)
+			if withValue {
+				hit = w.matches(kvs[j])
 			} else {
-				hit = globMatch(w.text, l.Key)
+				hit = w.matches(l.Key)
 			}
 			if hit {
 				return !w.neg
@@ -1129,4 +1144,10 @@ func (r *V2Result) AsV1(format Format, callback string, tqx TQX) *Result {
 // '|' separated, '*' wildcards, '!' negation); "" or "*" matches all.
 func MatchV2(pattern string, names ...string) bool {
 	return compileV2Pattern(pattern).match(names...)
+}
+
+// MatcherV2 compiles a v2 selector once for matching many names (MatchV2
+// compiles it at every call).
+func MatcherV2(pattern string) func(names ...string) bool {
+	return compileV2Pattern(pattern).match
 }
