@@ -76,6 +76,9 @@ type Options struct {
 	// exportLimits bound export?write=1; zero means defaultExportLimits
 	// (tests shrink them).
 	exportLimits exportLimits
+	// sendBudget bounds the answer bytes held for clients still being
+	// written to; zero means defaultSendBudget (tests shrink it).
+	sendBudget int64
 }
 
 // Server answers the agent's REST API. Create it with New; it is safe for
@@ -109,7 +112,8 @@ type Server struct {
 	counters     struct {
 		data, prom, shell, json, info atomic.Uint64
 	}
-	self selfCounters // what Stats reports (netdata.clients, requests, net, response_time)
+	self  selfCounters // what Stats reports (netdata.clients, requests, net, response_time)
+	sends sendBudget   // large answers held until their connection has written them
 }
 
 type cachedBody struct {
@@ -144,7 +148,11 @@ func New(o Options) (*Server, error) {
 		}
 		o.Audit = a
 	}
+	if o.sendBudget == 0 {
+		o.sendBudget = defaultSendBudget
+	}
 	s := &Server{o: o, log: o.Log, started: o.Now(), procs: procs.NewSampler()}
+	s.sends = sendBudget{max: o.sendBudget, held: map[net.Conn]int64{}}
 	if o.Remote != nil {
 		s.host = o.Remote.hostInfo()
 	} else {
@@ -158,7 +166,14 @@ func New(o Options) (*Server, error) {
 		// Bodies are gzip/deflate-compressed for clients that ask (as
 		// Netdata does; Prometheus always asks): a 1,300-series scrape
 		// shrinks about 10x.
-		Handler:            fasthttp.CompressHandlerLevel(s.Handle, fasthttp.CompressBestSpeed),
+		Handler: fasthttp.CompressHandlerLevel(s.serveConn, fasthttp.CompressBestSpeed),
+		// A connection is idle (or closed) once its answer is written:
+		// what it held of the send budget is free again.
+		ConnState: func(c net.Conn, st fasthttp.ConnState) {
+			if st == fasthttp.StateIdle || st == fasthttp.StateClosed || st == fasthttp.StateHijacked {
+				s.sends.release(c)
+			}
+		},
 		Name:               "peerdns-agent/" + Version,
 		ReadTimeout:        10 * time.Second,
 		WriteTimeout:       10 * time.Second,
@@ -355,6 +370,71 @@ func (s *Server) Handle(ctx *fasthttp.RequestCtx) {
 		ctx.Response.Header.Set("Allow", "GET, OPTIONS") // RFC 9110 §15.5.6
 	}
 	s.commonHeaders(ctx)
+}
+
+// serveConn is Handle for the server's own connections: a large answer
+// is held in memory until the client has read it (up to WriteTimeout), so
+// clients that ask for big answers and never read them could pin
+// hundreds of megabytes (200 such connections held 700 MB). Answers of
+// sendBudgetMin bytes or more count against a budget shared by all
+// connections; past it the answer is a 503 (one answer alone always
+// fits). The in-process REST tunnel calls Handle and is not counted.
+func (s *Server) serveConn(ctx *fasthttp.RequestCtx) {
+	s.Handle(ctx)
+	n := int64(len(ctx.Response.Body()))
+	if n < sendBudgetMin || ctx.Conn() == nil {
+		return
+	}
+	if !s.sends.acquire(ctx.Conn(), n) {
+		cors := string(ctx.Response.Header.Peek("Access-Control-Allow-Origin"))
+		ctx.Response.Reset()
+		ctx.Response.Header.Set("Access-Control-Allow-Origin", cors)
+		ctx.Response.Header.Set("Cache-Control", "no-cache, no-store, must-revalidate")
+		ctx.Response.Header.Set("Retry-After", "10")
+		ctx.SetStatusCode(fasthttp.StatusServiceUnavailable)
+		ctx.SetContentType("text/plain; charset=utf-8")
+		ctx.SetBodyString("Too many large answers are being sent to clients that have not read them; retry later or ask for a narrower window.\n")
+	}
+}
+
+// sendBudgetMin is the smallest answer counted against the send budget:
+// info, charts, scrapes and dashboard queries are below or near it.
+const sendBudgetMin = 256 << 10
+
+// defaultSendBudget is how many bytes of large answers may wait for their
+// clients at once.
+const defaultSendBudget = 64 << 20
+
+// sendBudget counts the answer bytes each connection holds until it has
+// written them.
+type sendBudget struct {
+	mu    sync.Mutex
+	max   int64
+	total int64
+	held  map[net.Conn]int64
+}
+
+// acquire counts n bytes for c; false when that would pass the budget
+// (unless nothing else is held: one answer alone is always sent).
+func (b *sendBudget) acquire(c net.Conn, n int64) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.total > 0 && b.total+n > b.max {
+		return false
+	}
+	b.total += n
+	b.held[c] += n
+	return true
+}
+
+// release frees what c held.
+func (b *sendBudget) release(c net.Conn) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if n, ok := b.held[c]; ok {
+		b.total -= n
+		delete(b.held, c)
+	}
 }
 
 // commonHeaders sets the CORS and caching headers of every answer.

@@ -1,0 +1,84 @@
+package api
+
+import (
+	"fmt"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"peerdns/agent/store"
+	"peerdns/internal/testutil"
+)
+
+// TestSendBudget: a client that asks for a large answer and never reads
+// it holds that answer in the agent's memory until WriteTimeout; past the
+// send budget other large answers are 503 (small ones are still served),
+// and once the reader that held it is gone they are answered again.
+func TestSendBudget(t *testing.T) {
+	env := newTestEnv(t, func(o *Options) { o.sendBudget = 1 << 20 })
+	// A chart big enough that its answer (several MB) cannot all wait in
+	// the sockets' buffers.
+	big := &store.ChartDef{ID: "big.chart", Name: "big.chart", Type: "big", Context: "big.chart", Family: "big",
+		Units: "x", ChartType: "line", UpdateEvery: 1}
+	for d := 0; d < 1000; d++ {
+		big.Dims = append(big.Dims, store.DimDef{ID: fmt.Sprintf("d%04d", d), Name: fmt.Sprintf("d%04d", d), Algorithm: "absolute", Multiplier: 1, Divisor: 1})
+	}
+	if err := env.db.Register(big); err != nil {
+		t.Fatal(err)
+	}
+	vals := make([]float64, len(big.Dims))
+	for ts := env.now.Unix() - 600; ts < env.now.Unix(); ts++ {
+		for d := range vals {
+			vals[d] = float64(ts%1000) + float64(d)/7
+		}
+		if err := env.db.Append(big.ID, ts, vals); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const bigPath = "/api/v1/data?chart=big.chart&after=-600&points=600"
+	r := env.get(t, bigPath)
+	if r.status != 200 || len(r.body) < 4<<20 {
+		t.Fatalf("big answer: %d, %d bytes", r.status, len(r.body))
+	}
+
+	// A client that asks and never reads.
+	addr := strings.TrimPrefix(env.url, "http://")
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.(*net.TCPConn).SetReadBuffer(4096)
+	if _, err := fmt.Fprintf(c, "GET %s&stuck=1 HTTP/1.1\r\nHost: %s\r\n\r\n", bigPath, addr); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, 5*time.Second, func() error {
+		if r := env.get(t, bigPath+"&n=2"); r.status != 503 {
+			return fmt.Errorf("large answer while another waits for its reader: %d, want 503", r.status)
+		}
+		return nil
+	})
+	if r := env.get(t, "/api/v1/info"); r.status != 200 {
+		t.Errorf("small answer while the budget is spent: %d", r.status)
+	}
+	r = env.get(t, bigPath+"&n=3")
+	if r.header.Get("Retry-After") == "" || r.header.Get("Access-Control-Allow-Origin") != "*" {
+		t.Errorf("503 headers: %v", r.header)
+	}
+	// The reader goes away: its answer is freed and large answers are
+	// served again.
+	c.Close()
+	testutil.Eventually(t, 5*time.Second, func() error {
+		if r := env.get(t, bigPath+"&n=4"); r.status != 200 {
+			return fmt.Errorf("large answer after the stuck reader left: %d", r.status)
+		}
+		return nil
+	})
+	env.srv.sends.mu.Lock()
+	held, total := len(env.srv.sends.held), env.srv.sends.total
+	env.srv.sends.mu.Unlock()
+	if held != 0 || total != 0 {
+		t.Errorf("budget after every answer was written: %d connections, %d bytes held", held, total)
+	}
+}
