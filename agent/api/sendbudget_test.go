@@ -82,3 +82,34 @@ func TestSendBudget(t *testing.T) {
 		t.Errorf("budget after every answer was written: %d connections, %d bytes held", held, total)
 	}
 }
+
+// TestRenderSlots: answers are computed a few at a time; a request that
+// finds every slot taken waits, and past renderWait is a 503 with
+// Retry-After and the CORS header; once a slot is free it is answered.
+func TestRenderSlots(t *testing.T) {
+	env := newTestEnv(t, func(o *Options) { o.renderWait = 20 * time.Millisecond })
+	if n := cap(env.srv.render); n < 4 {
+		t.Fatalf("%d render slots, want at least 4", n)
+	}
+	for i := 0; i < cap(env.srv.render); i++ {
+		env.srv.render <- struct{}{}
+	}
+	r := env.get(t, "/api/v1/info")
+	if r.status != 503 || r.header.Get("Retry-After") == "" || r.header.Get("Access-Control-Allow-Origin") != "*" {
+		t.Errorf("every slot taken: %d %v %s", r.status, r.header, r.body)
+	}
+	<-env.srv.render
+	if r := env.get(t, "/api/v1/info"); r.status != 200 {
+		t.Errorf("a slot free: %d", r.status)
+	}
+	for i := 1; i < cap(env.srv.render); i++ {
+		<-env.srv.render
+	}
+	// Every request gives its slot back, errors too.
+	for _, p := range []string{"/api/v1/info", "/api/v1/nope", "/api/v1/data", "/api/v1/data?chart=system.cpu&after=-10"} {
+		env.get(t, p)
+	}
+	if n := len(env.srv.render); n != 0 {
+		t.Errorf("%d render slots still taken after every answer", n)
+	}
+}
