@@ -1,6 +1,7 @@
 package api
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"strings"
@@ -17,18 +18,18 @@ import (
 // and once the reader that held it is gone they are answered again.
 func TestSendBudget(t *testing.T) {
 	env := newTestEnv(t, func(o *Options) { o.sendBudget = 1 << 20 })
-	// A chart big enough that its answer (several MB) cannot all wait in
-	// the sockets' buffers.
+	// A chart big enough that its answer (over 12 MB) cannot all wait in
+	// the sockets' buffers (up to 4 MB each way, autotuned).
 	big := &store.ChartDef{ID: "big.chart", Name: "big.chart", Type: "big", Context: "big.chart", Family: "big",
 		Units: "x", ChartType: "line", UpdateEvery: 1}
-	for d := 0; d < 1000; d++ {
+	for d := 0; d < 1500; d++ {
 		big.Dims = append(big.Dims, store.DimDef{ID: fmt.Sprintf("d%04d", d), Name: fmt.Sprintf("d%04d", d), Algorithm: "absolute", Multiplier: 1, Divisor: 1})
 	}
 	if err := env.db.Register(big); err != nil {
 		t.Fatal(err)
 	}
 	vals := make([]float64, len(big.Dims))
-	for ts := env.now.Unix() - 600; ts < env.now.Unix(); ts++ {
+	for ts := env.now.Unix() - 1200; ts < env.now.Unix(); ts++ {
 		for d := range vals {
 			vals[d] = float64(ts%1000) + float64(d)/7
 		}
@@ -36,9 +37,9 @@ func TestSendBudget(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	const bigPath = "/api/v1/data?chart=big.chart&after=-600&points=600"
+	const bigPath = "/api/v1/data?chart=big.chart&after=-1200&points=1200"
 	r := env.get(t, bigPath)
-	if r.status != 200 || len(r.body) < 4<<20 {
+	if r.status != 200 || len(r.body) < 12<<20 {
 		t.Fatalf("big answer: %d, %d bytes", r.status, len(r.body))
 	}
 
@@ -53,6 +54,16 @@ func TestSendBudget(t *testing.T) {
 	if _, err := fmt.Fprintf(c, "GET %s&stuck=1 HTTP/1.1\r\nHost: %s\r\n\r\n", bigPath, addr); err != nil {
 		t.Fatal(err)
 	}
+	// Its answer is held before another large one is asked for (asked
+	// at once, the other could take the budget first).
+	testutil.Eventually(t, 5*time.Second, func() error {
+		env.srv.sends.mu.Lock()
+		defer env.srv.sends.mu.Unlock()
+		if env.srv.sends.total == 0 {
+			return errors.New("the stuck reader's answer is not held yet")
+		}
+		return nil
+	})
 	testutil.Eventually(t, 5*time.Second, func() error {
 		if r := env.get(t, bigPath+"&n=2"); r.status != 503 {
 			return fmt.Errorf("large answer while another waits for its reader: %d, want 503", r.status)
