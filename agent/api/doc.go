@@ -147,6 +147,11 @@
 // so no page can widen its access by sending an Origin. Dashboards on
 // another origin still read the API: nothing here needs cookies.
 //
+// Private reads. processes (command lines carry tokens and passwords)
+// and logs of the journal or the audit trail are refused to a request
+// that shows a web page, as export?write=1 is below: CORS "*" would let
+// any page read them. The anomaly log stays open, as the metrics.
+//
 // Export writes. export?write=1 is a GET (the spec's), so it is guarded
 // like a form post: it is refused with 403 when the request shows a
 // browser on another site (Sec-Fetch-Site cross-site or same-site, an

@@ -132,29 +132,39 @@ func (s *Server) export(ctx *fasthttp.RequestCtx, _ int) error {
 }
 
 // checkExportWrite refuses export?write=1 when a web page could have
-// caused it. The write is a GET (the spec's), so any page can start one
-// with an <img>; a browser marks such a request with Sec-Fetch-Site and
-// usually Origin or Referer, which curl and scripts never send. Host must
-// name this machine directly: a DNS-rebinding page talks to the agent
-// under its own domain, same-origin, so only Host gives it away.
-// Old browsers without Fetch Metadata and with referrers turned off can
-// still get through; that is why writes are also bounded (exportLimits).
+// caused it (localOnly). The write is a GET (the spec's), so any page
+// can start one with an <img>. Old browsers without Fetch Metadata and
+// with referrers turned off can still get through; that is why writes
+// are also bounded (exportLimits).
 func (s *Server) checkExportWrite(ctx *fasthttp.RequestCtx) error {
+	return s.localOnly(ctx, "export?write=1", "write exports with curl or a script")
+}
+
+// localOnly refuses with 403 a request for what (an action, or a read
+// no web page may see: the process table's command lines, the journal,
+// the audit trail) when a browser shows it came from a page: a browser
+// marks such a request with Sec-Fetch-Site and usually Origin or
+// Referer, which curl and scripts never send. "same-site" is refused
+// too: a page on another port of this host is another program's. Host
+// must name this machine directly: a DNS-rebinding page talks to the
+// agent under its own domain, same-origin, so only Host gives it away.
+// how says what to use instead.
+func (s *Server) localOnly(ctx *fasthttp.RequestCtx, what, how string) error {
 	h := &ctx.Request.Header
 	host := string(ctx.Host())
 	if site := string(h.Peek("Sec-Fetch-Site")); site == "cross-site" || site == "same-site" {
 		return httpx.Errorf(fasthttp.StatusForbidden,
-			"export?write=1 refused: the request came from another site (Sec-Fetch-Site: %s); write exports with curl or a script", site)
+			"%s refused: the request came from another site (Sec-Fetch-Site: %s); %s", what, site, how)
 	}
 	for _, name := range []string{"Origin", "Referer"} {
 		if v := string(h.Peek(name)); v != "" && !sameOrigin(v, host) {
 			return httpx.Errorf(fasthttp.StatusForbidden,
-				"export?write=1 refused: %s %q is not this agent (%s); write exports with curl or a script", name, v, host)
+				"%s refused: %s %q is not this agent (%s); %s", what, name, v, host, how)
 		}
 	}
 	if !s.directHost(host) {
 		return httpx.Errorf(fasthttp.StatusForbidden,
-			"export?write=1 refused: Host %q is not localhost, an IP address or this machine's name (%s); use the agent's address", host, s.host.Hostname)
+			"%s refused: Host %q is not localhost, an IP address or this machine's name (%s); use the agent's address", what, host, s.host.Hostname)
 	}
 	return nil
 }

@@ -238,3 +238,35 @@ func sortStrings(s []string) []string {
 	slices.Sort(s)
 	return s
 }
+
+// The process table and the journal and audit logs are refused to a
+// request that shows a web page, as export?write=1 is (CORS "*" would
+// let any page read them); curl, scripts and the agent's own origin read
+// them, and the anomaly log stays as open as the metrics.
+func TestPrivateReadsFromBrowsers(t *testing.T) {
+	env := newTestEnv(t)
+	self := strings.TrimPrefix(env.url, "http://")
+	paths := []string{"/api/v3/processes", "/api/v3/logs?source=audit", "/api/v1/logs?source=audit"}
+	for _, hdr := range []map[string]string{
+		{"Sec-Fetch-Site": "cross-site", "Sec-Fetch-Mode": "cors", "Origin": "https://evil.example"},
+		{"Sec-Fetch-Site": "same-site", "Origin": "http://127.0.0.1:1"},
+		{"Origin": "http://127.77.0.5:8080"},
+		{"Host": "evil.example:18888", "Origin": "http://evil.example:18888", "Sec-Fetch-Site": "same-origin"},
+	} {
+		for _, p := range paths {
+			if r := env.do(t, "GET", p, hdr); r.status != 403 || !strings.Contains(string(r.body), "refused") {
+				t.Errorf("%s with %v = %d %q, want 403", p, hdr, r.status, r.body)
+			}
+		}
+	}
+	for _, hdr := range []map[string]string{nil, {"Sec-Fetch-Site": "none"}, {"Origin": "http://" + self, "Sec-Fetch-Site": "same-origin"}} {
+		for _, p := range paths {
+			if r := env.do(t, "GET", p, hdr); r.status != 200 {
+				t.Errorf("%s with %v = %d %q, want 200", p, hdr, r.status, r.body)
+			}
+		}
+	}
+	if r := env.do(t, "GET", "/api/v3/logs?source=anomaly", map[string]string{"Sec-Fetch-Site": "cross-site", "Origin": "https://evil.example"}); r.status == 403 {
+		t.Errorf("the anomaly log from another site = %d %q, want it open", r.status, r.body)
+	}
+}

@@ -38,6 +38,14 @@ func (s *Server) logs(ctx *fasthttp.RequestCtx, _ int) error {
 	if err != nil {
 		return httpx.BadRequest("%v", err)
 	}
+	// The journal and the audit trail are the machine's own records: no
+	// web page reads them, whatever CORS allows. The anomaly log is the
+	// detector's, as open as the metrics it is about.
+	if q.Source != logs.SourceAnomaly {
+		if err := s.localOnly(ctx, "logs?source="+q.Source, "read them with curl, a script or the agent's RPC"); err != nil {
+			return err
+		}
+	}
 	c, cancel := context.WithTimeout(context.Background(), logsTimeout)
 	defer cancel()
 	p, err := s.logReader.Read(c, q)

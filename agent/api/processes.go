@@ -18,6 +18,11 @@ import (
 // before paging. A pid that is not running is a 404 when it is the only
 // one asked for.
 func (s *Server) processes(ctx *fasthttp.RequestCtx, _ int) error {
+	// Command lines carry what their programs were given (tokens,
+	// passwords): no web page reads them, whatever CORS allows.
+	if err := s.localOnly(ctx, "processes", "read the process table with curl, a script or the agent's RPC"); err != nil {
+		return err
+	}
 	q, err := procs.ParseQuery(func(k string) (string, bool) { return arg(ctx, k) })
 	if err != nil {
 		return httpx.BadRequest("%v", err)
