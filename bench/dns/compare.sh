@@ -270,7 +270,8 @@ measure() {
       # server CPU microseconds per answered query
       cpu=$(awk -v t=$((after - before)) -v hz="$HZ" -v q="$done_q" 'BEGIN {printf "%.2f", (q > 0 ? t / hz * 1e6 / q : 0)}')
       qps=$(awk '/Queries per second/ {print $4}' <<<"$out")
-      lat=$(awk '/Average Latency/ {print $4}' <<<"$out")
+      # The queries' average (over TCP dnsperf adds one for connections).
+      lat=$(awk '/Average Latency/ {print $4; exit}' <<<"$out")
       lost=$(awk '/Queries lost/ {gsub(/[()%]/, "", $4); print $4}' <<<"$out")
       # Every name queried exists: any other answer than NOERROR means the
       # server measured is not serving them (the figure would be void).
