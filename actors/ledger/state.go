@@ -273,6 +273,11 @@ func (s *state) applyWrite(w entry, pk messages.ParsedKey) string {
 		s.pending[op.Writer][pk.Subject] = true
 		s.promote(op.Writer)
 	case messages.KeyClaim, messages.KeyVote:
+		if !canonicalDomain(pk.Domain) {
+			// Kept in the log (replication needs every op) but never a
+			// domain: no consensus, no vote, no address, not listed.
+			return ""
+		}
 		s.index(w, pk)
 		return pk.Domain
 	case messages.KeyCleanup:
@@ -319,11 +324,18 @@ func (s *state) index(w entry, pk messages.ParsedKey) {
 			delete(d.claims, pk.Writer)
 			delete(d.records, pk.Writer)
 		} else {
-			d.claims[pk.Writer] = w
-			// A record that does not decode keeps an empty hash, which
-			// consensus reports as status "error" for the domain.
-			rec, _ := decodeClaim(w.Value())
-			d.records[pk.Writer] = rec
+			// A record that does not decode, or whose hash is no tunnel
+			// hash, is no claim: counted, its empty or foreign hash made
+			// the domain's consensus "error" on every node, so one writer
+			// could stop any other peer's name from resolving.
+			rec, err := decodeClaim(w.Value())
+			if err != nil || messages.ValidHash(rec.Hash) != nil {
+				delete(d.claims, pk.Writer)
+				delete(d.records, pk.Writer)
+			} else {
+				d.claims[pk.Writer] = w
+				d.records[pk.Writer] = rec
+			}
 		}
 	case messages.KeyVote:
 		k := voteOf{pk.Writer, pk.Claimant}
@@ -456,4 +468,14 @@ func encodeClaim(rec messages.ClaimRecord) string {
 	}
 	b, _ := json.Marshal(rec) // a struct of strings, ints and bools cannot fail
 	return string(b)
+}
+
+// canonicalDomain says whether domain is a name the node's own API would
+// write: a valid DNS name in its normal form (lower case, no final dot).
+// Another writer's op can carry any key; markup, spaces, "ADMIN.P2P" or
+// "admin.p2p." must not become domains that this node votes for, gives an
+// address and lists.
+func canonicalDomain(domain string) bool {
+	n, err := messages.NormalizeDomain(domain)
+	return err == nil && n == domain
 }
