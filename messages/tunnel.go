@@ -154,4 +154,8 @@ type TunnelOpen struct {
 // that follow are the service's.
 type TunnelOpenReply struct {
 	Err string `cbor:"1,keyasint,omitempty"`
+	// Proof (on an accepted open) shows that the server holds the
+	// tunnel's key, so a peer that merely announces another server's id
+	// cannot take its clients' connections (see actors/tunnel).
+	Proof []byte `cbor:"2,keyasint,omitempty"`
 }

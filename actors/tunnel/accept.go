@@ -161,7 +161,7 @@ func (a *acceptor) serve(c transport.Conn, s transport.Stream) {
 		return
 	}
 	defer a.reg.release(peer)
-	h.carry(a.ctx, peer, s)
+	h.carry(a.ctx, c, s)
 }
 
 // refuse answers reason (when not "") and ends s, or tears s down
@@ -184,7 +184,7 @@ func (a *acceptor) refuse(s transport.Stream, reason, id, msg string, attrs ...a
 
 // carry dials the target for an authorised stream, answers the
 // handshake and copies until both sides end.
-func (h *serverHandle) carry(ctx context.Context, peer string, s transport.Stream) {
+func (h *serverHandle) carry(ctx context.Context, c transport.Conn, s transport.Stream) {
 	tc, err := h.dialTarget(ctx)
 	if err != nil {
 		h.stats.fail("dial " + h.target + ": " + err.Error())
@@ -202,13 +202,23 @@ func (h *serverHandle) carry(ctx context.Context, peer string, s transport.Strea
 		return
 	}
 	defer remove()
-	if err := writeFrame(s, &messages.TunnelOpenReply{}); err != nil {
+	if err := h.accept(c, s); err != nil {
 		tcpAbort(tc)
 		streamAbort(s)
 		return
 	}
 	_ = s.SetDeadline(time.Time{})
 	pipe(local, remote, h.stats)
+}
+
+// accept writes the accepting TunnelOpenReply on s, with the proof that
+// this server holds the tunnel's key.
+func (h *serverHandle) accept(c transport.Conn, s transport.Stream) error {
+	p, err := serverProof(c, h.key.Announced, h.key)
+	if err != nil {
+		return err
+	}
+	return writeFrame(s, &messages.TunnelOpenReply{Proof: p})
 }
 
 // short abbreviates a peer id for messages.

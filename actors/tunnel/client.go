@@ -429,6 +429,11 @@ func openTunnel(ctx context.Context, conn transport.Conn, id string, secret []by
 	if rep.Err != "" {
 		return fail(fmt.Errorf("server refused: %s", rep.Err))
 	}
+	// Anyone can announce an id it learnt from announcements or a claim:
+	// only a server that proves it holds the key gets our traffic.
+	if !checkServerProof(conn, id, secret, rep.Proof) {
+		return fail(errors.New("server did not prove it holds the tunnel key"))
+	}
 	if !stop() {
 		return fail(ctx.Err())
 	}

@@ -61,8 +61,18 @@
 // 1 KiB:
 //
 //	client → server  TunnelOpen{ID: announced id, Proof}
-//	server → client  TunnelOpenReply{Err}    ("" = accepted)
+//	server → client  TunnelOpenReply{Err, Proof}    ("" = accepted)
 //	then raw bytes both ways, until each side's FIN
+//
+// The server proves it holds the tunnel's key too: an accepting reply
+// carries Proof = Ed25519 signature with the tunnel's private key
+// (non-secure; the id is its public key) or HMAC-SHA256(key = secret)
+// (secure), over conn.ExportKeyingMaterial("peerdns tunnel server proof
+// v1", []byte(id), 32). Announcements are not authenticated (any peer
+// can announce an id it saw in another's announcement or in a claim),
+// so a client that gets an accepting reply without a valid proof ends
+// that stream and tries the next provider: an impostor that sorts first
+// among the providers costs a round trip, never the traffic.
 //
 // Proof (secure ids only) = HMAC-SHA256(key = secret, msg =
 // conn.ExportKeyingMaterial("peerdns tunnel proof v1", []byte(id), 32)):

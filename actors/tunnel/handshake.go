@@ -1,8 +1,10 @@
 package tunnel
 
 import (
+	"crypto/ed25519"
 	"crypto/hmac"
 	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -18,6 +20,10 @@ const maxHandshakeFrame = 1024
 
 // proofLabel is the TLS exporter label of the secure proof.
 const proofLabel = "peerdns tunnel proof v1"
+
+// serverProofLabel is the TLS exporter label of the server's proof that
+// it holds the tunnel's key (its accepting TunnelOpenReply.Proof).
+const serverProofLabel = "peerdns tunnel server proof v1"
 
 // writeFrame and readFrame are the handshake's frames (messages'
 // stream frames, at most maxHandshakeFrame bytes).
@@ -65,4 +71,47 @@ func checkProof(c transport.Conn, id string, secret, got []byte) bool {
 		return false
 	}
 	return hmac.Equal(want, got)
+}
+
+// serverProof is what a server puts in its accepting TunnelOpenReply on
+// c for id: over keying material of c's TLS session (so it cannot be
+// replayed on another connection), an Ed25519 signature with the
+// tunnel's private key (non-secure: id is its public key) or an HMAC
+// keyed by the secret (secure). A peer that only announces id, having
+// learnt it from announcements or claims, can make neither, so a client
+// that checks it (checkServerProof) never hands its traffic to it.
+func serverProof(c transport.Conn, id string, k serverKey) ([]byte, error) {
+	ekm, err := c.ExportKeyingMaterial(serverProofLabel, []byte(id), 32)
+	if err != nil {
+		return nil, fmt.Errorf("export keying material: %w", err)
+	}
+	if k.Secret != nil {
+		m := hmac.New(sha256.New, k.Secret)
+		m.Write(ekm)
+		return m.Sum(nil), nil
+	}
+	if len(k.Priv) != ed25519.PrivateKeySize {
+		return nil, errors.New("tunnel key has no private key")
+	}
+	return ed25519.Sign(k.Priv, ekm), nil
+}
+
+// checkServerProof reports whether got, the Proof of an accepting reply
+// on c for id, proves that the server holds the key: the secret when
+// secret is not nil, else the private key of id read as a public key.
+func checkServerProof(c transport.Conn, id string, secret, got []byte) bool {
+	ekm, err := c.ExportKeyingMaterial(serverProofLabel, []byte(id), 32)
+	if err != nil {
+		return false
+	}
+	if secret != nil {
+		m := hmac.New(sha256.New, secret)
+		m.Write(ekm)
+		return hmac.Equal(m.Sum(nil), got)
+	}
+	pub, err := hex.DecodeString(id)
+	if err != nil || len(pub) != ed25519.PublicKeySize || len(got) != ed25519.SignatureSize {
+		return false
+	}
+	return ed25519.Verify(ed25519.PublicKey(pub), ekm, got)
 }

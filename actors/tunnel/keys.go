@@ -27,6 +27,9 @@ type serverKey struct {
 	URL       string // hs:// + 64 hex: what the user gives clients
 	Announced string // 64 hex the server announces to peers
 	Secret    []byte // secure servers: the 32-byte secret; nil otherwise
+	// Priv (non-secure servers) is the private key of the public key
+	// Announced: the server signs its answer to a client with it.
+	Priv ed25519.PrivateKey
 }
 
 // deriveServerKey turns a seed into the server's key. The same seed and
@@ -41,9 +44,9 @@ func deriveServerKey(seed string, secure bool) serverKey {
 		}
 	}
 	s := sha256.Sum256([]byte(labelKey + seed))
-	pub := ed25519.NewKeyFromSeed(s[:]).Public().(ed25519.PublicKey)
-	h := hex.EncodeToString(pub)
-	return serverKey{URL: urlScheme + h, Announced: h}
+	priv := ed25519.NewKeyFromSeed(s[:])
+	h := hex.EncodeToString(priv.Public().(ed25519.PublicKey))
+	return serverKey{URL: urlScheme + h, Announced: h, Priv: priv}
 }
 
 // secureID is the id a secure server announces for secret: a one-way

@@ -9,7 +9,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"peerdns/messages"
 	"peerdns/transport"
 )
 
@@ -253,7 +252,7 @@ func (a *acceptor) serveFlow(c transport.Conn, s transport.Stream, h *serverHand
 	}
 	defer remove()
 	defer f.close()
-	if err := writeFrame(s, &messages.TunnelOpenReply{}); err != nil {
+	if err := h.accept(c, s); err != nil {
 		streamAbort(s)
 		return
 	}
