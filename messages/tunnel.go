@@ -148,6 +148,10 @@ type TunnelOpen struct {
 	// Flow is not 0 on a UDP tunnel: it registers that flow id, which the
 	// datagrams of this client socket then carry (see actors/tunnel).
 	Flow uint64 `cbor:"3,keyasint,omitempty"`
+	// Proven: this server already proved on this connection that it
+	// holds the tunnel's key (TunnelOpenReply.Proof); the reply needs
+	// none (see actors/tunnel).
+	Proven bool `cbor:"4,keyasint,omitempty"`
 }
 
 // TunnelOpenReply is the server's answer; an empty Err means the bytes

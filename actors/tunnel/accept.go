@@ -152,7 +152,7 @@ func (a *acceptor) serve(c transport.Conn, s transport.Stream) {
 		return
 	}
 	if h.udp {
-		a.serveFlow(c, s, h, open.Flow)
+		a.serveFlow(c, s, h, open.Flow, open.Proven)
 		return
 	}
 	if !a.reg.acquire(peer) {
@@ -161,7 +161,7 @@ func (a *acceptor) serve(c transport.Conn, s transport.Stream) {
 		return
 	}
 	defer a.reg.release(peer)
-	h.carry(a.ctx, c, s)
+	h.carry(a.ctx, c, s, open.Proven)
 }
 
 // refuse answers reason (when not "") and ends s, or tears s down
@@ -184,7 +184,7 @@ func (a *acceptor) refuse(s transport.Stream, reason, id, msg string, attrs ...a
 
 // carry dials the target for an authorised stream, answers the
 // handshake and copies until both sides end.
-func (h *serverHandle) carry(ctx context.Context, c transport.Conn, s transport.Stream) {
+func (h *serverHandle) carry(ctx context.Context, c transport.Conn, s transport.Stream, proven bool) {
 	tc, err := h.dialTarget(ctx)
 	if err != nil {
 		h.stats.fail("dial " + h.target + ": " + err.Error())
@@ -202,7 +202,7 @@ func (h *serverHandle) carry(ctx context.Context, c transport.Conn, s transport.
 		return
 	}
 	defer remove()
-	if err := h.accept(c, s); err != nil {
+	if err := h.accept(c, s, proven); err != nil {
 		tcpAbort(tc)
 		streamAbort(s)
 		return
@@ -212,8 +212,12 @@ func (h *serverHandle) carry(ctx context.Context, c transport.Conn, s transport.
 }
 
 // accept writes the accepting TunnelOpenReply on s, with the proof that
-// this server holds the tunnel's key.
-func (h *serverHandle) accept(c transport.Conn, s transport.Stream) error {
+// this server holds the tunnel's key, unless the client says it holds
+// one of this connection already (proven).
+func (h *serverHandle) accept(c transport.Conn, s transport.Stream, proven bool) error {
+	if proven {
+		return writeFrame(s, &messages.TunnelOpenReply{})
+	}
 	p, err := serverProof(c, h.key.Announced, h.key)
 	if err != nil {
 		return err

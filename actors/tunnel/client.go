@@ -419,7 +419,8 @@ func openTunnel(ctx context.Context, conn transport.Conn, id string, secret []by
 			return fail(err)
 		}
 	}
-	if err := writeFrame(s, &messages.TunnelOpen{ID: id, Proof: p, Flow: flow}); err != nil {
+	known := proofs.known(conn, id)
+	if err := writeFrame(s, &messages.TunnelOpen{ID: id, Proof: p, Flow: flow, Proven: known}); err != nil {
 		return fail(fmt.Errorf("write tunnel open: %w", err))
 	}
 	var rep messages.TunnelOpenReply
@@ -431,8 +432,11 @@ func openTunnel(ctx context.Context, conn transport.Conn, id string, secret []by
 	}
 	// Anyone can announce an id it learnt from announcements or a claim:
 	// only a server that proves it holds the key gets our traffic.
-	if !checkServerProof(conn, id, secret, rep.Proof) {
-		return fail(errors.New("server did not prove it holds the tunnel key"))
+	if !known {
+		if !checkServerProof(conn, id, secret, rep.Proof) {
+			return fail(errors.New("server did not prove it holds the tunnel key"))
+		}
+		proofs.add(conn, id)
 	}
 	if !stop() {
 		return fail(ctx.Err())

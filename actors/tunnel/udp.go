@@ -224,7 +224,7 @@ func (f *serverFlow) run() {
 // read and its proof checked) and then carries the flow until it ends.
 // It owns s and closes it once the handshake is answered: the flow lives
 // on in datagrams, so it never holds a stream.
-func (a *acceptor) serveFlow(c transport.Conn, s transport.Stream, h *serverHandle, id uint64) {
+func (a *acceptor) serveFlow(c transport.Conn, s transport.Stream, h *serverHandle, id uint64, proven bool) {
 	peer := c.PeerID()
 	d := net.Dialer{Timeout: h.dial}
 	nc, err := d.DialContext(a.ctx, "udp", h.target)
@@ -252,7 +252,7 @@ func (a *acceptor) serveFlow(c transport.Conn, s transport.Stream, h *serverHand
 	}
 	defer remove()
 	defer f.close()
-	if err := h.accept(c, s); err != nil {
+	if err := h.accept(c, s, proven); err != nil {
 		streamAbort(s)
 		return
 	}
