@@ -72,7 +72,10 @@
 // can announce an id it saw in another's announcement or in a claim),
 // so a client that gets an accepting reply without a valid proof ends
 // that stream and tries the next provider: an impostor that sorts first
-// among the providers costs a round trip, never the traffic.
+// among the providers costs a round trip, never the traffic. A client
+// asks it once per connection and tunnel: a later open on a connection
+// whose server proved the id says TunnelOpen.Proven, and the reply
+// carries none (the connection is that peer's authenticated session).
 //
 // Proof (secure ids only) = HMAC-SHA256(key = secret, msg =
 // conn.ExportKeyingMaterial("peerdns tunnel proof v1", []byte(id), 32)):
