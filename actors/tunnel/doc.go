@@ -73,9 +73,9 @@
 // so a client that gets an accepting reply without a valid proof ends
 // that stream and tries the next provider: an impostor that sorts first
 // among the providers costs a round trip, never the traffic. A client
-// asks it once per connection and tunnel: a later open on a connection
-// whose server proved the id says TunnelOpen.Proven, and the reply
-// carries none (the connection is that peer's authenticated session).
+// asks it once per peer and tunnel: a later open to a peer that proved
+// the id says TunnelOpen.Proven, and the reply carries none (the peer id
+// is the key of the session the proof was bound to).
 //
 // Proof (secure ids only) = HMAC-SHA256(key = secret, msg =
 // conn.ExportKeyingMaterial("peerdns tunnel proof v1", []byte(id), 32)):

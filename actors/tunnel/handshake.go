@@ -118,22 +118,19 @@ func checkServerProof(c transport.Conn, id string, secret, got []byte) bool {
 }
 
 // proofs are the servers that proved, on a connection, that they hold a
-// tunnel's key: later streams on that connection reach the same peer
-// (the connection is its authenticated TLS session), so they ask for no
-// proof again (TunnelOpen.Proven), and the server signs once per
-// connection and tunnel, not per stream. Without it each new tunnel
-// connection cost a signature and a verification more, and the tunnel's
-// new-connection rate fell by a third. At most maxProofs are kept; past
-// that the set is emptied (a forgotten one only costs a proof again),
-// which also lets go of closed connections.
+// tunnel's key, by peer id: a peer id is the key of the TLS session the
+// proof was bound to, so a later stream or connection to that peer
+// reaches the holder again and asks for no proof (TunnelOpen.Proven);
+// the server signs once per peer and tunnel, not per stream. (An
+// impostor is another peer id: it is always asked.) Without it each new
+// tunnel connection cost a signature and a verification more. At most
+// maxProofs are kept; past that the set is emptied (a forgotten one only
+// costs a proof again).
 var proofs = provenSet{m: map[provenKey]struct{}{}}
 
 const maxProofs = 4096
 
-type provenKey struct {
-	conn transport.Conn
-	id   string
-}
+type provenKey struct{ peer, id string }
 
 type provenSet struct {
 	mu sync.Mutex
@@ -143,7 +140,7 @@ type provenSet struct {
 func (p *provenSet) known(c transport.Conn, id string) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	_, ok := p.m[provenKey{c, id}]
+	_, ok := p.m[provenKey{c.PeerID(), id}]
 	return ok
 }
 
@@ -153,5 +150,5 @@ func (p *provenSet) add(c transport.Conn, id string) {
 	if len(p.m) >= maxProofs {
 		clear(p.m)
 	}
-	p.m[provenKey{c, id}] = struct{}{}
+	p.m[provenKey{c.PeerID(), id}] = struct{}{}
 }
