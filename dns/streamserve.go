@@ -11,8 +11,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/miekg/dns"
-
 	"peerdns/dns/zone"
 )
 
@@ -216,10 +214,8 @@ func (ss *streamServer) answer(c net.Conn, wmu *sync.Mutex, q []byte, recurse bo
 	case qlog:
 		s.note(client, b, ss.path)
 	}
-	if m != nil && len(m.Question) > 0 && s.debugEnabled() {
-		qq := m.Question[0]
-		s.log.Debug("query", "name", qq.Name, "type", dns.TypeToString[qq.Qtype], "rcode", dns.RcodeToString[m.Rcode],
-			"answers", len(m.Answer), "from", c.RemoteAddr().String(), "path", ss.path)
+	if s.debugEnabled() {
+		s.debugQuery(b, netip.AddrPortFrom(client, 0), ss.path)
 	}
 }
 
