@@ -236,18 +236,43 @@ func (c *movingDeadlines) moveRead() error {
 // putRead puts t on the connection as its read deadline, unless it was
 // halted (a move must not undo a halt).
 func (c *movingDeadlines) putRead(t time.Time) error {
-	c.rd.set(t)
-	if err := c.Conn.SetReadDeadline(t); err != nil {
-		return err
+	stopped, err := c.put(true, t)
+	if err == nil && stopped {
+		err = os.ErrDeadlineExceeded
 	}
-	if c.rstop.Load() {
-		// Halted, before or meanwhile: the past deadline goes back on,
-		// or the next read would wait for t.
-		c.rd.set(halted)
-		_ = c.Conn.SetReadDeadline(halted)
-		return os.ErrDeadlineExceeded
+	return err
+}
+
+// put puts t on one side's deadline (read or write) and records it. A
+// side halted before or meanwhile gets the past deadline instead, or
+// back: a move or a later setting (crypto/tls gives its close_notify
+// alert 5 s) must not undo a halt, or the next operation would wait for
+// t. stopped reports that it did.
+func (c *movingDeadlines) put(read bool, t time.Time) (stopped bool, err error) {
+	d, stop := &c.wr, &c.wstop
+	if read {
+		d, stop = &c.rd, &c.rstop
 	}
-	return nil
+	if stop.Load() {
+		t = halted
+	}
+	d.set(t)
+	err = c.setConn(read, t)
+	if !stop.Load() {
+		return false, err
+	}
+	if t != halted {
+		d.set(halted)
+		_ = c.setConn(read, halted)
+	}
+	return true, err
+}
+
+func (c *movingDeadlines) setConn(read bool, t time.Time) error {
+	if read {
+		return c.Conn.SetReadDeadline(t)
+	}
+	return c.Conn.SetWriteDeadline(t)
 }
 
 func (c *movingDeadlines) Write(b []byte) (int, error) {
@@ -300,16 +325,11 @@ func (c *movingDeadlines) moveWrite() error {
 
 // putWrite is putRead for writes.
 func (c *movingDeadlines) putWrite(t time.Time) error {
-	c.wr.set(t)
-	if err := c.Conn.SetWriteDeadline(t); err != nil {
-		return err
+	stopped, err := c.put(false, t)
+	if err == nil && stopped {
+		err = os.ErrDeadlineExceeded
 	}
-	if c.wstop.Load() {
-		c.wr.set(halted)
-		_ = c.Conn.SetWriteDeadline(halted)
-		return os.ErrDeadlineExceeded
-	}
-	return nil
+	return err
 }
 
 // halted is the deadline a halted side has: long past.
@@ -338,45 +358,32 @@ func (c *movingDeadlines) haltWrite() {
 // server without timeouts of its own) leaves the moving deadline in
 // force.
 
-// A halted side stays halted: a deadline set on it later (crypto/tls
-// gives its close_notify alert 5 s) is replaced by the past one, checked
-// again once set, as putRead and putWrite do.
+// A halted side stays halted: a deadline set on it later is replaced by
+// the past one (put).
 
 func (c *movingDeadlines) SetReadDeadline(t time.Time) error {
-	if c.rstop.Load() {
-		t = halted
+	if !c.rstop.Load() {
+		if t.IsZero() && c.rd.every.Load() > 0 {
+			return nil
+		}
+		if c.lazy && c.rd.hold(t) {
+			return nil
+		}
 	}
-	if t.IsZero() && c.rd.every.Load() > 0 {
-		return nil
-	}
-	if c.lazy && c.rd.hold(t) {
-		return nil
-	}
-	c.rd.set(t)
-	err := c.Conn.SetReadDeadline(t)
-	if c.rstop.Load() && t != halted {
-		c.rd.set(halted)
-		_ = c.Conn.SetReadDeadline(halted)
-	}
+	_, err := c.put(true, t)
 	return err
 }
 
 func (c *movingDeadlines) SetWriteDeadline(t time.Time) error {
-	if c.wstop.Load() {
-		t = halted
+	if !c.wstop.Load() {
+		if t.IsZero() && c.wr.every.Load() > 0 {
+			return nil
+		}
+		if c.lazy && c.wr.hold(t) {
+			return nil
+		}
 	}
-	if t.IsZero() && c.wr.every.Load() > 0 {
-		return nil
-	}
-	if c.lazy && c.wr.hold(t) {
-		return nil
-	}
-	c.wr.set(t)
-	err := c.Conn.SetWriteDeadline(t)
-	if c.wstop.Load() && t != halted {
-		c.wr.set(halted)
-		_ = c.Conn.SetWriteDeadline(halted)
-	}
+	_, err := c.put(false, t)
 	return err
 }
 
