@@ -35,7 +35,11 @@
 // WebSocket clients are told system-reset, every part of the node stops
 // (this actor and the stores too), the current entries move aside and
 // the staged ones in, and the node starts again; if it does not start,
-// the previous entries go back and it starts on them. Stopping and
+// the previous entries go back and it starts on them. A crash in the
+// middle of the swap is undone at the next start (RecoverSwap, from a
+// journal the swap writes first: recover.go): the node starts on the
+// state before the restore, and the restored entries that had come in
+// are kept in DATA/.failed-restore-<time>. Stopping and
 // starting the node's parts is the one step only the owner of the
 // process can do: the composition root (cmd/peerdns/node) hands it in
 // as Deps.Restart (the Restarter interface declared here) and keeps

@@ -67,7 +67,7 @@ func restoreInPlace(r Restarter, sys *actor.ActorSystem, data, name, staged stri
 			return
 		}
 		if err = r.StartParts(); err == nil {
-			os.RemoveAll(aside)
+			commitSwap(aside)
 			log.Info("backup restored", "backup", name)
 			return
 		}
@@ -126,8 +126,12 @@ func (a *Actor) verify(dir string) error {
 // restoreInPlace calls it with every part of the node stopped: to swap a
 // staged backup in, and to put the previous state back when the
 // restored one does not start.
+//
+// Before it moves anything it writes in aside the names of the entries
+// data holds (makeAside), so that a swap a crash interrupts can be
+// undone at the next start (RecoverSwap).
 func swap(data, from, aside string) error {
-	if err := os.MkdirAll(aside, 0o700); err != nil {
+	if err := makeAside(data, aside); err != nil {
 		return err
 	}
 	type move struct{ from, to string }
@@ -145,6 +149,9 @@ func swap(data, from, aside string) error {
 			return err
 		}
 		done = append(done, move{a, b})
+		if afterMove != nil {
+			afterMove()
+		}
 		return nil
 	}
 	for _, e := range Restored {
@@ -162,15 +169,19 @@ func swap(data, from, aside string) error {
 	return nil
 }
 
+// afterMove, when set (by tests), runs after each of swap's moves: a
+// test ends the goroutine there to leave the folder as a crash would.
+var afterMove func()
+
 // RemoveStaging removes the staging folders (DATA/.restore-<random>) an
 // earlier process left when it stopped (a crash, a kill) while it staged
 // a restore: up to internal/backup's MaxTotal each, that nothing else
 // would ever remove. The composition root calls it once, with the data
 // folder locked and before anything could stage a restore. It returns
-// what it removed. A DATA/.pre-restore-<time> means a process stopped
-// in the middle of a swap: the previous state is there and the staged
-// one may be half moved in, so nothing is removed and the error says
-// where to look.
+// what it removed, with the folders an aside was built in
+// (DATA/.swap-<random>, makeAside). A DATA/.pre-restore-<time> still
+// there (one RecoverSwap, called first, could not undo) holds a previous
+// state: nothing is removed and the error says where to look.
 func RemoveStaging(data string) ([]string, error) {
 	if aside, _ := filepath.Glob(filepath.Join(data, ".pre-restore-*")); len(aside) > 0 {
 		return nil, fmt.Errorf("a restore was interrupted while it swapped the state: the state before it is in %s; staging folders are kept", strings.Join(aside, ", "))
@@ -179,6 +190,8 @@ func RemoveStaging(data string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	swaps, _ := filepath.Glob(filepath.Join(data, ".swap-*")) // makeAside's
+	left = append(left, swaps...)
 	var removed []string
 	var errs []error
 	for _, p := range left {

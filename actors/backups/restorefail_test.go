@@ -53,7 +53,8 @@ func TestRestoreAnswersFailedSafetyBackup(t *testing.T) {
 	}
 }
 
-// RemoveStaging removes staging folders a killed process left, but none
+// RemoveStaging removes staging folders a killed process left (and the
+// folders an aside was built in), but none
 // when a swap was interrupted (DATA/.pre-restore-*): then it says where
 // the previous state is.
 func TestRemoveStaging(t *testing.T) {
@@ -69,10 +70,14 @@ func TestRemoveStaging(t *testing.T) {
 		t.Fatalf("staging folder removed beside an interrupted swap: %v", err)
 	}
 	must(t, os.Remove(aside))
-	if removed, err := RemoveStaging(data); err != nil || len(removed) != 1 {
+	building := filepath.Join(data, ".swap-0123") // an aside a crash cut short
+	must(t, os.MkdirAll(building, 0o700))
+	if removed, err := RemoveStaging(data); err != nil || len(removed) != 2 {
 		t.Fatalf("removed %v, err %v", removed, err)
 	}
-	if _, err := os.Stat(staged); !os.IsNotExist(err) {
-		t.Fatalf("staging folder left: %v", err)
+	for _, p := range []string{staged, building} {
+		if _, err := os.Stat(p); !os.IsNotExist(err) {
+			t.Fatalf("%s left: %v", p, err)
+		}
 	}
 }

@@ -138,6 +138,13 @@ func (n *Node) start() (err error) {
 		n.keepClosed = append(n.keepClosed, n.lock.release)
 		// Only at the process's first start (a restore's restart runs
 		// while a restore may be staged): what an earlier process left.
+		kept, err := backups.RecoverSwap(cfg.Data)
+		for _, p := range kept {
+			n.storeLog().Warn("a restore interrupted while it swapped the state was undone: the node starts on the state before it", "restored_entries", p)
+		}
+		if err != nil {
+			n.storeLog().Error("an earlier run left a restore's swap that could not be undone", "err", err)
+		}
 		removed, err := backups.RemoveStaging(cfg.Data)
 		for _, p := range removed {
 			n.storeLog().Warn("removed a restore staging folder left by an earlier run", "path", p)
