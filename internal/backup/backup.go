@@ -7,7 +7,10 @@
 // Snapshot, one read transaction each, never a copy of a file being
 // written), identity.key, and the ca/, plugins/ and plugin-data/ folders
 // when present (the plugin databases as the node's plugins supervisor
-// snapshots them, never copies of files being written).
+// snapshots them, never copies of files being written). A folder's
+// regular files are taken, and its links to regular files inside it as
+// copies of them (linkToFileInside); other links and empty folders are
+// not (a restore writes regular files only).
 // Settings live in node.db. Logs and the agent's data are not included.
 // Backups older than the retention setting are removed once a new one
 // is complete (a backup that fails removes none). A directory in DATA/backups holding a metadata.json is a
@@ -225,8 +228,11 @@ func write(out io.Writer, nodeID, version string, now time.Time, srcs []Source) 
 			return err
 		}
 		err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-			if err != nil || !d.Type().IsRegular() {
+			if err != nil {
 				return err
+			}
+			if !d.Type().IsRegular() && !(d.Type()&fs.ModeSymlink != 0 && linkToFileInside(root, p)) {
+				return nil
 			}
 			rel, err := filepath.Rel(root, p)
 			if err != nil {
@@ -306,6 +312,25 @@ func addFile(tw *tar.Writer, name, path string) error {
 	}
 	_, err = io.CopyN(tw, f, st.Size())
 	return err
+}
+
+// linkToFileInside reports whether the link p leads, links followed, to
+// a regular file inside root. Such a link is archived as a copy of that
+// file under the link's name: a plugin that links its handler or a page
+// to another of its files (the plugin loader follows links that stay in
+// the plugin's folder) loads the same after a restore, which writes
+// regular files only. Any other link (out of the folder, to a folder,
+// dangling) is left out, as the plugin loader leaves it.
+func linkToFileInside(root, p string) bool {
+	t, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		return false
+	}
+	if rel, err := filepath.Rel(root, t); err != nil || !filepath.IsLocal(rel) {
+		return false
+	}
+	st, err := os.Stat(t)
+	return err == nil && st.Mode().IsRegular()
 }
 
 // fileMode is the mode a file is archived and restored with: 0600, or

@@ -192,3 +192,45 @@ func TestCreateFollowsLinkedFolder(t *testing.T) {
 	}
 	t.Fatalf("the linked plugins folder is not in the backup: %+v", m.Files)
 }
+
+// A link inside a folder source to a file of the same folder (a plugin's
+// handler linked to its current build) is archived as a copy of that
+// file and staged as one; a link out of the folder, to a folder or
+// dangling is left out.
+func TestCreateCopiesLinksToFilesInside(t *testing.T) {
+	data := t.TempDir()
+	srcs := sources(t, data)
+	plug := filepath.Join(data, "plugins", "p")
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(os.MkdirAll(filepath.Join(plug, "bin"), 0o700))
+	must(os.WriteFile(filepath.Join(plug, "bin", "handler-2"), []byte("#!/bin/sh\necho 2\n"), 0o700))
+	outside := filepath.Join(t.TempDir(), "secret")
+	must(os.WriteFile(outside, []byte("not the plugin's"), 0o600))
+	must(os.Symlink("bin/handler-2", filepath.Join(plug, "handler")))
+	must(os.Symlink(outside, filepath.Join(plug, "out")))
+	must(os.Symlink("bin", filepath.Join(plug, "dir")))
+	must(os.Symlink("gone", filepath.Join(plug, "dangling")))
+	dir := filepath.Join(data, "backups")
+	p, err := Create(dir, 3, "node-a", "v1", time.Now(), srcs)
+	must(err)
+	into := filepath.Join(t.TempDir(), "staged")
+	_, err = Stage(dir, filepath.Base(p), into, "node-a", nil)
+	must(err)
+	got, err := os.ReadFile(filepath.Join(into, "plugins", "p", "handler"))
+	if err != nil || string(got) != "#!/bin/sh\necho 2\n" {
+		t.Fatalf("the linked handler staged as %q, %v", got, err)
+	}
+	if st, err := os.Lstat(filepath.Join(into, "plugins", "p", "handler")); err != nil || !st.Mode().IsRegular() || st.Mode().Perm()&0o100 == 0 {
+		t.Fatalf("the linked handler staged as %v, %v; want an executable regular file", st.Mode(), err)
+	}
+	for _, name := range []string{"out", "dir", "dangling"} {
+		if _, err := os.Lstat(filepath.Join(into, "plugins", "p", name)); !os.IsNotExist(err) {
+			t.Errorf("the link %s was archived: %v", name, err)
+		}
+	}
+}
