@@ -92,7 +92,7 @@ var Catalog = []Def{
 	{Name: HTTPSAddr, Type: "string", Category: "network", Label: "Edge HTTPS address", Env: "PEERDNS_HTTPS_ADDR",
 		Description: "host:port of the edge proxy's HTTPS listener (--https-addr).", Default: "127.0.0.1:7743", check: hostPort},
 	{Name: P2PAddr, Type: "string", Category: "network", Label: "Peer address", Env: "PEERDNS_P2P_ADDR",
-		Description: "host:port of the peer QUIC endpoint, UDP (--p2p-addr).", Default: "0.0.0.0:7740", check: hostPort},
+		Description: "host:port of the peer endpoint: QUIC on UDP, and TCP on the same port (--p2p-addr).", Default: "0.0.0.0:7740", check: hostPort},
 	{Name: BootstrapPeers, Type: "list", Category: "network", Label: "Bootstrap peers", Env: "PEERDNS_BOOTSTRAP",
 		Description: "Comma-separated peer addresses (host:port) dialled at start (--bootstrap).", check: hostPortList},
 	{Name: AdvertiseAddr, Type: "list", Category: "network", Label: "Advertised peer addresses", Env: "PEERDNS_ADVERTISE_ADDR",
