@@ -51,7 +51,7 @@ func parseNodeFlags(args []string, getenv func(string) string, stderr io.Writer)
 	}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	c.Sources = settingSources(set, getenv)
-	if err := applyReachEnv(&c, getenv); err != nil {
+	if err := applyEnvOnly(&c, getenv); err != nil {
 		return c, err
 	}
 	if c.System {

@@ -1,0 +1,39 @@
+package main
+
+import (
+	"fmt"
+
+	"peerdns/cmd/peerdns/node"
+)
+
+// envOnly are the settings read from the environment with no flag of
+// their own, by environment variable (actors/settings' catalog names each
+// setting's variable): the TCP and relay paths' P2P_TCP, RELAY,
+// RELAY_MAX_CONNS, RELAY_MAX_MBPS and PORT_MAP, the DNS cache's size, and
+// the replica-set size (which every node of a network must share, so a
+// deployment sets it for all of them at once).
+var envOnly = map[string]string{
+	"P2P_TCP": "P2P_TCP", "RELAY": "RELAY", "RELAY_MAX_CONNS": "RELAY_MAX_CONNS",
+	"RELAY_MAX_MBPS": "RELAY_MAX_MBPS", "PORT_MAP": "PORT_MAP",
+	"PEERDNS_DNS_CACHE_SIZE":   "DNS_CACHE_SIZE",
+	"PEERDNS_REPLICA_SET_SIZE": "REPLICA_SET_SIZE",
+}
+
+// applyEnvOnly sets the envOnly settings the environment gives (checked
+// as update-settings checks them) and marks them as coming from it.
+func applyEnvOnly(c *node.Config, getenv func(string) string) error {
+	for env, name := range envOnly {
+		v := getenv(env)
+		if v == "" {
+			continue
+		}
+		if err := node.SetSetting(c, name, v); err != nil {
+			return fmt.Errorf("%s: %v", env, err)
+		}
+		if c.Sources == nil {
+			c.Sources = map[string]string{}
+		}
+		c.Sources[name] = "env"
+	}
+	return nil
+}
