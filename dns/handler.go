@@ -85,7 +85,20 @@ func (s *Server) exchange(ctx context.Context, raw []byte, stream, recurse bool,
 		s.slowCnt.answers.add(SourceNone, dns.RcodeFormatError)
 		return headerOnly(raw, dns.RcodeFormatError), nil, false
 	}
-	resp, proven := s.answer(ctx, req, stream, recurse, client)
+	var resp *dns.Msg
+	proven := false
+	if whole(raw, int(dh.Arcount)) {
+		resp, proven = s.answer(ctx, req, stream, recurse, client)
+	} else {
+		// Bytes after the last record, or fewer records than ARCOUNT
+		// says: miekg/dns reads the message as if they were not
+		// there; Knot and BIND answer FORMERR, and so do we (with the
+		// question, as they do).
+		resp = new(dns.Msg)
+		resp.SetReply(req)
+		resp.RecursionAvailable = recurse
+		s.fail(resp, req, dns.RcodeFormatError)
+	}
 	b, err := resp.Pack()
 	if err != nil {
 		s.logError("dns pack reply", err)
@@ -93,6 +106,48 @@ func (s *Server) exchange(ctx context.Context, raw []byte, stream, recurse bool,
 		return headerOnly(raw, dns.RcodeServerFailure), nil, false
 	}
 	return b, resp, proven
+}
+
+// whole reports whether raw, a query that accept let through (one
+// question, no answer or authority records), ends exactly after its
+// question and ar additional records. Names are only stepped over: a
+// compression pointer ends one (Unpack has checked where they point).
+func whole(raw []byte, ar int) bool {
+	off := skipName(raw, 12)
+	if off < 0 {
+		return false
+	}
+	off += 4
+	for i := 0; i < ar; i++ {
+		off = skipName(raw, off)
+		if off < 0 || off+10 > len(raw) {
+			return false
+		}
+		off += 10 + int(binary.BigEndian.Uint16(raw[off+8:]))
+	}
+	return off == len(raw)
+}
+
+// skipName returns the offset after the name at off in b, or -1 when
+// it runs past the end or has a label type other than a length or a
+// pointer.
+func skipName(b []byte, off int) int {
+	for off >= 0 && off < len(b) {
+		switch c := int(b[off]); {
+		case c == 0:
+			return off + 1
+		case c&0xC0 == 0xC0:
+			if off+2 > len(b) {
+				return -1
+			}
+			return off + 2
+		case c&0xC0 != 0:
+			return -1
+		default:
+			off += 1 + c
+		}
+	}
+	return -1
 }
 
 // answer builds the reply to a well-formed query: from the table, else

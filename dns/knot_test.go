@@ -3,7 +3,9 @@ package dns
 import (
 	"peerdns/messages"
 
+	"encoding/binary"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net"
 	"net/netip"
@@ -286,4 +288,89 @@ func TestCookiesInteropKnot(t *testing.T) {
 	if m, _ := askCookie(t, "udp", s.Addr(), "site.p2p.", dns.TypeA, theirs); m.Rcode != 0 || len(m.Answer) != 1 {
 		t.Fatalf("the node refused Knot's cookie %s: %v", theirs, m)
 	}
+}
+
+// Queries whose header counts and bytes disagree — bytes after the last
+// record, fewer records than ARCOUNT says — get FORMERR from the node as
+// from Knot (and BIND), over UDP and TCP; miekg/dns reads such a message
+// as if the extra bytes were not there, and the node answered it.
+func TestMalformedLikeKnot(t *testing.T) {
+	pub, local := knotSources(t)
+	s := newTestServer(t, testConfig{Config: Config{Upstreams: []string{deadUpstream(t)}}}, pub, local)
+	host, _, _ := net.SplitHostPort(s.Addr())
+	knot := startKnot(t, knotZones(host))
+
+	q := question("site.p2p.", dns.TypeA, dns.ClassINET)
+	opt := []byte{0, 0, 41, 4, 0xd0, 0, 0, 0, 0, 0, 0} // EDNS0, 1232 bytes
+	pkt := func(ar uint16, tail ...[]byte) []byte {
+		b := append(header(0x4242, 0, 1, 0, 0, ar), q...)
+		for _, p := range tail {
+			b = append(b, p...)
+		}
+		return b
+	}
+	for _, tc := range []struct {
+		name  string
+		pkt   []byte
+		rcode int
+	}{
+		{"plain", pkt(0), dns.RcodeSuccess},
+		{"with OPT", pkt(1, opt), dns.RcodeSuccess},
+		{"three bytes after the question", pkt(0, []byte{1, 2, 3}), dns.RcodeFormatError},
+		{"a zero byte after the question", pkt(0, []byte{0}), dns.RcodeFormatError},
+		{"two bytes after the OPT", pkt(1, opt, []byte{9, 9}), dns.RcodeFormatError},
+		{"ARCOUNT 1, no record", pkt(1), dns.RcodeFormatError},
+		{"ARCOUNT 2, one OPT", pkt(2, opt), dns.RcodeFormatError},
+		{"two OPT", pkt(2, opt, opt), dns.RcodeFormatError},
+		{"OPT option past its RDATA", pkt(1, []byte{0, 0, 41, 4, 0xd0, 0, 0, 0, 0, 0, 6, 0xfd, 0xe9, 0, 9, 1, 2}), dns.RcodeFormatError},
+	} {
+		for _, proto := range []string{"udp", "tcp"} {
+			t.Run(tc.name+"/"+proto, func(t *testing.T) {
+				for _, srv := range []struct{ name, addr string }{{"node", s.Addr()}, {"knot", knot}} {
+					resp := exchangeRaw(t, proto, srv.addr, tc.pkt)
+					var m dns.Msg
+					if err := m.Unpack(resp); err != nil {
+						t.Fatalf("%s: reply does not unpack: %v (%x)", srv.name, err, resp)
+					}
+					if m.Id != 0x4242 || m.Rcode != tc.rcode {
+						t.Errorf("%s: id %#x rcode %s, want %s", srv.name, m.Id, dns.RcodeToString[m.Rcode], dns.RcodeToString[tc.rcode])
+					}
+					if tc.rcode == dns.RcodeFormatError && len(m.Answer) != 0 {
+						t.Errorf("%s: FORMERR with answers: %v", srv.name, &m)
+					}
+				}
+			})
+		}
+	}
+}
+
+// exchangeRaw sends pkt over UDP or TCP (framed) and returns the reply;
+// it fails t when none comes.
+func exchangeRaw(t *testing.T, proto, addr string, pkt []byte) []byte {
+	t.Helper()
+	if proto == "udp" {
+		resp := rawQuery(t, addr, pkt, 3*time.Second)
+		if resp == nil {
+			t.Fatalf("%s: no reply over UDP", addr)
+		}
+		return resp
+	}
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(3 * time.Second)) // a hang guard, not a wait
+	if _, err := c.Write(append(binary.BigEndian.AppendUint16(nil, uint16(len(pkt))), pkt...)); err != nil {
+		t.Fatal(err)
+	}
+	var l [2]byte
+	if _, err := io.ReadFull(c, l[:]); err != nil {
+		t.Fatalf("%s: no reply over TCP: %v", addr, err)
+	}
+	resp := make([]byte, binary.BigEndian.Uint16(l[:]))
+	if _, err := io.ReadFull(c, resp); err != nil {
+		t.Fatalf("%s: reply cut: %v", addr, err)
+	}
+	return resp
 }

@@ -328,7 +328,8 @@ func TestBadInput(t *testing.T) {
 		{"AXFR", append(header(13, 0, 1, 0, 0, 0), question("a.local.", dns.TypeAXFR, dns.ClassINET)...), dns.RcodeRefused},
 		{"qtype OPT", append(header(14, 0, 1, 0, 0, 0), question("a.local.", dns.TypeOPT, dns.ClassINET)...), dns.RcodeFormatError},
 		{"unknown class", append(header(15, 0, 1, 0, 0, 0), question("a.local.", dns.TypeA, 77)...), dns.RcodeRefused},
-		{"trailing garbage", append(append(header(16, 0, 1, 0, 0, 0), q...), 1, 2, 3), dns.RcodeSuccess},
+		{"trailing garbage", append(append(header(16, 0, 1, 0, 0, 0), q...), 1, 2, 3), dns.RcodeFormatError},
+		{"ARCOUNT 1 without a record", append(header(21, 0, 1, 0, 0, 1), q...), dns.RcodeFormatError},
 		{"oversized datagram", append(append(header(17, 0, 1, 0, 0, 0), q...), make([]byte, 6000)...), dns.RcodeFormatError},
 	}
 	for _, tt := range tests {
