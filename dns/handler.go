@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"net/netip"
+	"strings"
 
 	"github.com/miekg/dns"
 
@@ -232,6 +233,15 @@ func (s *Server) answer(ctx context.Context, req *dns.Msg, tcp, recurse bool, cl
 	resp.Answer = res.Answer
 	resp.Ns = res.Ns
 	resp.Extra = res.Extra
+	if q.Qtype == dns.TypeANY && !tcp && len(res.Answer) > 1 && !res.Upstream {
+		// ANY over UDP: one RRset of the name (RFC 8482 §4.1), the one
+		// of the lowest type, as Knot answers; the rest would go to a
+		// source nobody has proven.
+		resp.Answer = leastRRset(res.Answer)
+		if resp.Answer[0].Header().Rrtype != dns.TypeNS {
+			resp.Extra = nil // glue is for an NS answer
+		}
+	}
 	if res.Upstream {
 		if q.Qclass != dns.ClassINET && q.Qclass != dns.ClassANY {
 			return s.finish(s.fail(resp, req, dns.RcodeRefused), opt, limit, ck), proven
@@ -263,6 +273,25 @@ func (s *Server) answer(ctx context.Context, req *dns.Msg, tcp, recurse bool, cl
 	s.count(resp.Rcode)
 	s.slowCnt.answers.add(resultSource(res), resp.Rcode)
 	return s.finish(resp, opt, limit, ck), proven
+}
+
+// leastRRset is the RRset of the lowest type among the records of rrs
+// owned by the first one's owner (the question's name; a CNAME chain's
+// later names are left out).
+func leastRRset(rrs []dns.RR) []dns.RR {
+	owner, typ := rrs[0].Header().Name, rrs[0].Header().Rrtype
+	for _, rr := range rrs[1:] {
+		if h := rr.Header(); h.Rrtype < typ && strings.EqualFold(h.Name, owner) {
+			typ = h.Rrtype
+		}
+	}
+	var out []dns.RR
+	for _, rr := range rrs {
+		if h := rr.Header(); h.Rrtype == typ && strings.EqualFold(h.Name, owner) {
+			out = append(out, rr)
+		}
+	}
+	return out
 }
 
 func (s *Server) fail(resp, req *dns.Msg, rcode int) *dns.Msg {

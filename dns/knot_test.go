@@ -374,3 +374,43 @@ func exchangeRaw(t *testing.T, proto, addr string, pkt []byte) []byte {
 	}
 	return resp
 }
+
+// ANY over UDP answers one RRset of the name (RFC 8482 §4.1), the one
+// Knot answers: that of the lowest type (A at site.p2p., NS at v6.p2p.
+// and p2p.); every RRset of an apex (address, NS, SOA) made a reply 2.6
+// times Knot's to any UDP source. Over TCP the node answers them all.
+func TestAnyLikeKnot(t *testing.T) {
+	pub, local := knotSources(t)
+	s := newTestServer(t, testConfig{Config: Config{Upstreams: []string{deadUpstream(t)}}}, pub, local)
+	host, _, _ := net.SplitHostPort(s.Addr())
+	knot := startKnot(t, knotZones(host))
+	for _, name := range []string{"p2p.", "ns.p2p.", "site.p2p.", "Site.P2p.", "x.site.p2p.", "v6.p2p.", "admin.p2p.", "a.deep.p2p.", "x.y.p2p.", "nobody.p2p.", "deep.p2p."} {
+		for _, edns := range []bool{false, true} {
+			q := new(dns.Msg).SetQuestion(name, dns.TypeANY)
+			if edns {
+				q.SetEdns0(1232, false)
+			}
+			b, err := q.Pack()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var replies [2]dns.Msg
+			for i, addr := range []string{s.Addr(), knot} {
+				if err := replies[i].Unpack(exchangeRaw(t, "udp", addr, b)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if a, b := canon(&replies[0]), canon(&replies[1]); a != b {
+				t.Errorf("%s ANY over UDP (edns %v):\nnode:\n%sknot:\n%s", name, edns, a, b)
+			}
+		}
+	}
+	m := ask(t, "tcp", s.Addr(), "site.p2p.", dns.TypeANY, true)
+	types := map[uint16]bool{}
+	for _, rr := range m.Answer {
+		types[rr.Header().Rrtype] = true
+	}
+	if len(types) != 3 || !types[dns.TypeA] || !types[dns.TypeNS] || !types[dns.TypeSOA] {
+		t.Errorf("site.p2p. ANY over TCP: %v, want A, NS and SOA", m.Answer)
+	}
+}
