@@ -94,7 +94,8 @@ func (s *Server) exchange(ctx context.Context, raw []byte, stream, recurse bool,
 		// Bytes after the last record, or fewer records than ARCOUNT
 		// says: miekg/dns reads the message as if they were not
 		// there; Knot and BIND answer FORMERR, and so do we (with the
-		// question, as they do).
+		// question, as they do). A compressed question name too
+		// (Knot drops it; the fast path leaves it to this one).
 		resp = new(dns.Msg)
 		resp.SetReply(req)
 		resp.RecursionAvailable = recurse
@@ -111,16 +112,19 @@ func (s *Server) exchange(ctx context.Context, raw []byte, stream, recurse bool,
 
 // whole reports whether raw, a query that accept let through (one
 // question, no answer or authority records), ends exactly after its
-// question and ar additional records. Names are only stepped over: a
-// compression pointer ends one (Unpack has checked where they point).
+// question and ar additional records, and whether its question's name
+// is uncompressed: it is the message's first name, so a pointer in it
+// points into the header or forward (RFC 1035 §4.1.4 allows only a
+// prior occurrence). Other names are only stepped over: a compression
+// pointer ends one (Unpack has checked where they point).
 func whole(raw []byte, ar int) bool {
-	off := skipName(raw, 12)
+	off := skipName(raw, 12, false)
 	if off < 0 {
 		return false
 	}
 	off += 4
 	for i := 0; i < ar; i++ {
-		off = skipName(raw, off)
+		off = skipName(raw, off, true)
 		if off < 0 || off+10 > len(raw) {
 			return false
 		}
@@ -130,14 +134,14 @@ func whole(raw []byte, ar int) bool {
 }
 
 // skipName returns the offset after the name at off in b, or -1 when
-// it runs past the end or has a label type other than a length or a
-// pointer.
-func skipName(b []byte, off int) int {
+// it runs past the end, has a label type other than a length or (when
+// ptr) a pointer.
+func skipName(b []byte, off int, ptr bool) int {
 	for off >= 0 && off < len(b) {
 		switch c := int(b[off]); {
 		case c == 0:
 			return off + 1
-		case c&0xC0 == 0xC0:
+		case c&0xC0 == 0xC0 && ptr:
 			if off+2 > len(b) {
 				return -1
 			}

@@ -330,6 +330,9 @@ func TestBadInput(t *testing.T) {
 		{"unknown class", append(header(15, 0, 1, 0, 0, 0), question("a.local.", dns.TypeA, 77)...), dns.RcodeRefused},
 		{"trailing garbage", append(append(header(16, 0, 1, 0, 0, 0), q...), 1, 2, 3), dns.RcodeFormatError},
 		{"ARCOUNT 1 without a record", append(header(21, 0, 1, 0, 0, 1), q...), dns.RcodeFormatError},
+		{"question name a forward pointer", append(header(22, 0, 1, 0, 0, 1), 0xC0, 29, 0, 1, 0, 1, // to the RDATA of:
+			0, 0xFF, 0, 0, 1, 0, 0, 0, 0, 0, 9, 1, 'a', 5, 'l', 'o', 'c', 'a', 'l', 0), dns.RcodeFormatError},
+		{"question name a pointer into the header", append(header(23, 0, 1, 0, 0, 0), 0xC0, 4, 0, 1, 0, 1), dns.RcodeFormatError},
 		{"oversized datagram", append(append(header(17, 0, 1, 0, 0, 0), q...), make([]byte, 6000)...), dns.RcodeFormatError},
 	}
 	for _, tt := range tests {
