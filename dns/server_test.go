@@ -607,3 +607,49 @@ func TestOnP2PAnswer(t *testing.T) {
 		t.Fatal("clash.p2p answered over TCP was not reported")
 	}
 }
+
+// Responses and runts that reach the port (the backscatter of queries
+// someone sent to others in the node's name) are dropped by the socket's
+// reader, as Knot drops them: each cost a goroutine of the slow path and
+// a copy of the datagram, only to be dropped there.
+func TestResponsesDroppedByReader(t *testing.T) {
+	for _, single := range []bool{false, true} {
+		t.Run(fmt.Sprintf("singleReads=%v", single), func(t *testing.T) {
+			pub, local := testSources(t)
+			s := newTestServer(t, testConfig{Config: Config{Upstreams: []string{deadUpstream(t)}}, singleReads: single}, pub, local)
+			resp := new(dns.Msg).SetQuestion("a.local.", dns.TypeA)
+			resp.Response = true
+			resp.Answer = []dns.RR{&dns.A{Hdr: dns.RR_Header{Name: "a.local.", Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: 60}, A: net.IPv4(192, 0, 2, 9)}}
+			b, err := resp.Pack()
+			if err != nil {
+				t.Fatal(err)
+			}
+			before := s.Stats()
+			c, err := net.Dial("udp", s.Addr())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			const n = 50
+			for i := 0; i < n; i++ {
+				pkt := b
+				if i%5 == 0 {
+					pkt = b[:7] // a runt
+				}
+				if _, err := c.Write(pkt); err != nil {
+					t.Fatal(err)
+				}
+			}
+			testutil.Eventually(t, 5*time.Second, func() error {
+				if d := s.Stats().Dropped - before.Dropped; d < n {
+					return fmt.Errorf("%d of %d dropped", d, n)
+				}
+				return nil
+			})
+			if after := s.Stats(); after.SlowPath != before.SlowPath {
+				t.Fatalf("slow path took %d of the responses", after.SlowPath-before.SlowPath)
+			}
+			noReply(t, s, b)
+		})
+	}
+}

@@ -199,6 +199,14 @@ func writeUDP(c *net.UDPConn, resp []byte, to netip.AddrPort, ctl []byte) error 
 // a slow upstream never stalls the socket. pkt and ctl (the datagram's
 // control messages, for the reply's source address) are copied.
 func (s *Server) slowUDP(c *net.UDPConn, pkt []byte, from netip.AddrPort, ctl []byte, sh *shard) {
+	if len(pkt) < 12 || pkt[2]&0x80 != 0 {
+		// A runt or a response (QR=1), never answered (exchange drops
+		// them too): dropped here, without a goroutine or a copy (a
+		// flood of responses is the backscatter of queries sent to
+		// others in our address's name).
+		sh.dropped.Add(1)
+		return
+	}
 	sh.slow.Add(1)
 	select {
 	case s.slow <- struct{}{}:
