@@ -13,8 +13,10 @@ import (
 	"peerdns/dns/zone"
 )
 
-// accept screens TCP requests before miekg/dns unpacks them, with the
-// same rules handleRaw applies to UDP.
+// accept screens a query by its header before exchange unpacks it:
+// responses are ignored, opcodes other than QUERY not implemented, and
+// counts no query has are malformed (one question; authority holds at
+// most an IXFR query's SOA; additional an OPT and at most one more).
 func accept(dh dns.Header) dns.MsgAcceptAction {
 	if dh.Bits&flagQR != 0 {
 		return dns.MsgIgnore // a response: never answer (no reflection loops)
@@ -22,7 +24,7 @@ func accept(dh dns.Header) dns.MsgAcceptAction {
 	if int(dh.Bits>>11)&0xF != dns.OpcodeQuery {
 		return dns.MsgRejectNotImplemented
 	}
-	if dh.Qdcount != 1 || dh.Ancount != 0 || dh.Nscount != 0 || dh.Arcount > 2 {
+	if dh.Qdcount != 1 || dh.Ancount != 0 || dh.Nscount > 1 || dh.Arcount > 2 {
 		return dns.MsgReject
 	}
 	return dns.MsgAccept
@@ -88,11 +90,11 @@ func (s *Server) exchange(ctx context.Context, raw []byte, stream, recurse bool,
 	}
 	var resp *dns.Msg
 	proven := false
-	if whole(raw, int(dh.Arcount)) {
+	if whole(raw, int(dh.Nscount)+int(dh.Arcount)) {
 		resp, proven = s.answer(ctx, req, stream, recurse, client)
 	} else {
-		// Bytes after the last record, or fewer records than ARCOUNT
-		// says: miekg/dns reads the message as if they were not
+		// Bytes after the last record, or fewer records than the
+		// header counts: miekg/dns reads the message as if they were not
 		// there; Knot and BIND answer FORMERR, and so do we (with the
 		// question, as they do). A compressed question name too
 		// (Knot drops it; the fast path leaves it to this one).
@@ -111,19 +113,19 @@ func (s *Server) exchange(ctx context.Context, raw []byte, stream, recurse bool,
 }
 
 // whole reports whether raw, a query that accept let through (one
-// question, no answer or authority records), ends exactly after its
-// question and ar additional records, and whether its question's name
+// question, no answer records), ends exactly after its question and n
+// authority and additional records, and whether its question's name
 // is uncompressed: it is the message's first name, so a pointer in it
 // points into the header or forward (RFC 1035 §4.1.4 allows only a
 // prior occurrence). Other names are only stepped over: a compression
 // pointer ends one (Unpack has checked where they point).
-func whole(raw []byte, ar int) bool {
+func whole(raw []byte, n int) bool {
 	off := skipName(raw, 12, false)
 	if off < 0 {
 		return false
 	}
 	off += 4
-	for i := 0; i < ar; i++ {
+	for i := 0; i < n; i++ {
 		off = skipName(raw, off, true)
 		if off < 0 || off+10 > len(raw) {
 			return false
@@ -165,7 +167,9 @@ func (s *Server) answer(ctx context.Context, req *dns.Msg, tcp, recurse bool, cl
 	resp.SetReply(req)
 	resp.RecursionAvailable = recurse
 	resp.CheckingDisabled = req.CheckingDisabled
-	if len(req.Question) != 1 || len(req.Answer) != 0 || len(req.Ns) != 0 {
+	if len(req.Question) != 1 || len(req.Answer) != 0 || (len(req.Ns) != 0 && req.Question[0].Qtype != dns.TypeIXFR) {
+		// (An IXFR query carries the client's SOA in authority, RFC
+		// 1995 §3: it is refused below, like AXFR.)
 		return s.fail(resp, req, dns.RcodeFormatError), false
 	}
 	// EDNS0 (RFC 6891): one OPT at most, version 0.

@@ -304,6 +304,12 @@ func TestBadInput(t *testing.T) {
 	loop := append(header(9, 0, 1, 0, 0, 0), 0xC0, 12, 0, 1, 0, 1)
 	badOpt := append(append(header(10, 0, 1, 0, 0, 1), q...), 0, 0, 41, 4, 0, 0, 1, 0, 0, 0, 0) // EDNS version 1
 	twoOpt := append(append(header(11, 0, 1, 0, 0, 2), q...), 0, 0, 41, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 41, 4, 0, 0, 0, 0, 0, 0, 0)
+	ixfr, err := new(dns.Msg).SetIxfr("site.p2p.", 3, "ns.p2p.", "hostmaster.site.p2p.").Pack() // the client's SOA in authority (RFC 1995 §3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	soaInA := append([]byte(nil), ixfr...)
+	binary.BigEndian.PutUint16(soaInA[len(header(0, 0, 0, 0, 0, 0))+len(question("site.p2p.", 0, 0))-4:], dns.TypeA)
 	tests := []struct {
 		name  string
 		pkt   []byte
@@ -326,6 +332,8 @@ func TestBadInput(t *testing.T) {
 		{"EDNS version 1", badOpt, dns.RcodeBadVers},
 		{"two OPT records", twoOpt, dns.RcodeFormatError},
 		{"AXFR", append(header(13, 0, 1, 0, 0, 0), question("a.local.", dns.TypeAXFR, dns.ClassINET)...), dns.RcodeRefused},
+		{"IXFR with its SOA", ixfr, dns.RcodeRefused},
+		{"A with an SOA in authority", soaInA, dns.RcodeFormatError},
 		{"qtype OPT", append(header(14, 0, 1, 0, 0, 0), question("a.local.", dns.TypeOPT, dns.ClassINET)...), dns.RcodeFormatError},
 		{"unknown class", append(header(15, 0, 1, 0, 0, 0), question("a.local.", dns.TypeA, 77)...), dns.RcodeRefused},
 		{"trailing garbage", append(append(header(16, 0, 1, 0, 0, 0), q...), 1, 2, 3), dns.RcodeFormatError},
