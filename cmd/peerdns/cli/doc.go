@@ -17,7 +17,8 @@
 //	0  done
 //	1  the node could not be asked: nothing listens at the address, the
 //	   connection failed or timed out, or what answers is not a peerdns
-//	   admin API (one line on stderr)
+//	   admin API (one line on stderr); `logs -f` pings the node and
+//	   gives up on one that answers nothing for --timeout
 //	2  usage error (unknown command, flag or missing argument)
 //	3  the node answered and refused the request (its message on stderr):
 //	   a 4xx or 5xx, e.g. removing a domain this node does not own

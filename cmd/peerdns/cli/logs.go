@@ -2,9 +2,12 @@ package cli
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/fasthttp/websocket"
 )
@@ -56,7 +59,11 @@ func (c *client) wsURL() string {
 
 // follow prints the last lines of a channel and then each new line as
 // it is written, over the admin WebSocket (subscribe-log), until the
-// command is interrupted (exit 0) or the node goes away (exit 1). With
+// command is interrupted (exit 0) or the node goes away (exit 1). A
+// quiet channel sends nothing for as long as it likes, so the CLI pings
+// the node every half --timeout: a node that answers neither a ping nor
+// with a line for --timeout has stopped (its host is suspended, its
+// network gone) and is an exit 1, as for the other commands. With
 // --json each line is one JSON object: {"channel", "line"} for the
 // history, the node's file-log message for live lines.
 func (e *env) follow(ch string, lines int) error {
@@ -79,29 +86,47 @@ func (e *env) follow(ch string, lines int) error {
 	if err := conn.WriteMessage(websocket.TextMessage, sub); err != nil {
 		return fail(ExitNoNode, "subscribing to %s: %v", ch, err)
 	}
+	timeout := e.c.hc.Timeout
+	heard := func() error { return conn.SetReadDeadline(time.Now().Add(timeout)) }
+	_ = heard()
+	conn.SetPongHandler(func(string) error { return heard() })
 	done := make(chan error, 1)
-	go func() { done <- e.readLog(conn, ch, lines) }()
-	select {
-	case <-e.ctx.Done():
-		_ = conn.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""))
-		conn.Close()
-		<-done
-		return nil
-	case err := <-done:
-		if e.ctx.Err() != nil {
+	go func() { done <- e.readLog(conn, ch, lines, heard) }()
+	ping := time.NewTicker(timeout / 2)
+	defer ping.Stop()
+	for {
+		select {
+		case <-e.ctx.Done():
+			_ = conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""), time.Now().Add(timeout))
+			conn.Close()
+			<-done
 			return nil
+		case <-ping.C:
+			// WriteControl may run beside the reader; a failed ping
+			// shows as the reader's error.
+			_ = conn.WriteControl(websocket.PingMessage, nil, time.Now().Add(timeout))
+			continue
+		case err := <-done:
+			if e.ctx.Err() != nil {
+				return nil
+			}
+			return err
 		}
-		return err
 	}
 }
 
-// readLog prints the channel's messages until the connection ends.
-func (e *env) readLog(conn *websocket.Conn, ch string, lines int) error {
+// readLog prints the channel's messages until the connection ends;
+// heard moves the read deadline on after each message.
+func (e *env) readLog(conn *websocket.Conn, ch string, lines int, heard func() error) error {
 	for {
 		_, b, err := conn.ReadMessage()
+		if ne := net.Error(nil); errors.As(err, &ne) && ne.Timeout() {
+			return fail(ExitNoNode, "%s stopped answering: no line and no answer to a ping for %v", e.c.addr, e.c.hc.Timeout)
+		}
 		if err != nil {
 			return fail(ExitNoNode, "the connection to %s ended: %v", e.c.addr, err)
 		}
+		_ = heard()
 		var m struct {
 			Type    string   `json:"type"`
 			Channel string   `json:"channel"`
