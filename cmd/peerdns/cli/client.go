@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // maxBody bounds what the CLI reads from one answer (a /metrics page of
@@ -88,7 +89,11 @@ func refused(status int, msg []byte) error {
 		}
 	}
 	if len(m) > 300 {
-		m = m[:300] + "..."
+		cut := 300
+		for cut > 0 && !utf8.RuneStart(m[cut]) {
+			cut--
+		}
+		m = m[:cut] + "..."
 	}
 	return fail(ExitRefused, "the node answered %d %s: %s", status, http.StatusText(status), m)
 }
