@@ -107,9 +107,9 @@ func ParseLocalRecord(b []byte) (LocalRecord, error) {
 	if err := json.Unmarshal(b, &in); err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) {
-			return LocalRecord{}, invalid("field %q must be %s", te.Field, te.Type.String())
+			return LocalRecord{}, invalid("%s", JSONError(err, "the record"))
 		}
-		return LocalRecord{}, invalid("bad JSON: %v", err)
+		return LocalRecord{}, invalid("bad JSON: %s", JSONError(err, "the record"))
 	}
 	return in.record()
 }

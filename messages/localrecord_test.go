@@ -62,7 +62,7 @@ func TestParse(t *testing.T) {
 		{"class HS", `{"name":"x.test","class":"HS","type":"TXT","data":"x"}`, "class"},
 		{"ttl negative", `{"name":"x.test","type":"A","ttl":-1,"data":"192.0.2.1"}`, "ttl"},
 		{"ttl too big", `{"name":"x.test","type":"A","ttl":2147483648,"data":"192.0.2.1"}`, "ttl"},
-		{"ttl string", `{"name":"x.test","type":"A","ttl":"60","data":"192.0.2.1"}`, `"ttl" must be int64`},
+		{"ttl string", `{"name":"x.test","type":"A","ttl":"60","data":"192.0.2.1"}`, `"ttl" must be an integer from -9223372036854775808 to 9223372036854775807, got string`},
 		{"not JSON", `{`, "bad JSON"},
 	}
 	for _, tt := range tests {

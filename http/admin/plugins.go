@@ -133,7 +133,7 @@ func (p pluginRoutes) action(ctx *fasthttp.RequestCtx) error {
 	if body := ctx.PostBody(); len(body) > 0 {
 		var obj map[string]json.RawMessage
 		if err := json.Unmarshal(body, &obj); err != nil {
-			return httpx.BadRequest("action parameters must be a JSON object: %v", err)
+			return httpx.BadRequest("action parameters must be a JSON object: %s", messages.JSONError(err, "the body"))
 		}
 		params = append(json.RawMessage(nil), body...)
 	}

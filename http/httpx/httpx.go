@@ -19,6 +19,8 @@ import (
 	"log/slog"
 
 	"github.com/valyala/fasthttp"
+
+	"peerdns/messages"
 )
 
 // Error is what a handler returns to send a specific status and message.
@@ -136,7 +138,8 @@ func OK(ctx *fasthttp.RequestCtx) error {
 
 // DecodeJSON reads the request body into v. An empty or malformed body is
 // an error with badStatus (the spec gives 400 for some endpoints and 500
-// for those that list only 200/500) and a message naming the problem. The
+// for those that list only 200/500) and a message naming the problem in
+// JSON's terms (messages.JSONError), never v's Go types. The
 // Content-Type was already checked by the server's Guard.
 func DecodeJSON(ctx *fasthttp.RequestCtx, v any, badStatus int) error {
 	body := ctx.PostBody()
@@ -144,11 +147,7 @@ func DecodeJSON(ctx *fasthttp.RequestCtx, v any, badStatus int) error {
 		return Errorf(badStatus, "request body is empty: JSON expected")
 	}
 	if err := json.Unmarshal(body, v); err != nil {
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) {
-			return Errorf(badStatus, "invalid JSON: field %q must be %s", te.Field, te.Type.String())
-		}
-		return Errorf(badStatus, "invalid JSON: %v", err)
+		return Errorf(badStatus, "invalid JSON: %s", messages.JSONError(err, "the body"))
 	}
 	return nil
 }

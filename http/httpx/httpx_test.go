@@ -110,7 +110,7 @@ func TestDecodeJSON(t *testing.T) {
 		{"ok", `{"domain":"a.p2p","count":2}`, 200, "a.p2p 2"},
 		{"empty", "", 400, "request body is empty"},
 		{"malformed", `{"domain":`, 400, "invalid JSON"},
-		{"wrong type names the field", `{"count":"two"}`, 400, `field "count" must be int`},
+		{"wrong type names the field", `{"count":"two"}`, 400, `field "count" must be an integer from -9223372036854775808 to 9223372036854775807, got string`},
 		{"not an object", `[1]`, 400, "invalid JSON"},
 	}
 	url := serve(t, Wrap(nil, func(ctx *fasthttp.RequestCtx) error {

@@ -169,7 +169,7 @@ func serve(d Deps, conn *websocket.Conn) {
 		_ = alive()
 		var req request
 		if err := json.Unmarshal(data, &req); err != nil {
-			enqueue(cl, errorJSON("invalid JSON: "+err.Error()))
+			enqueue(cl, errorJSON("invalid JSON: "+messages.JSONError(err, "the message")))
 			continue
 		}
 		switch req.Type {
