@@ -26,6 +26,7 @@ import (
 	"fmt"
 	"net/netip"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/miekg/dns"
 )
@@ -331,10 +332,20 @@ func isMetaType(t uint16) bool {
 
 // CleanRecordName validates a domain name and returns it lowercased without the
 // trailing dot. rootOK allows "." (returned as "").
+//
+// A name is printable ASCII: DNS matches names ASCII-case-insensitively
+// (RFC 4343), so a name lowercased by Unicode rules ("Ä.home" stored as
+// "ä.home") would never answer the name it was given, resolvers ask for
+// an IDN in its xn-- form anyway, and a control character would reach
+// listings and terminals as one.
 func CleanRecordName(field, s string, rootOK bool) (string, error) {
 	s = strings.TrimSpace(s)
 	if s == "" {
 		return "", invalid("%s is required", field)
+	}
+	if i := strings.IndexFunc(s, func(r rune) bool { return r < ' ' || r > '~' }); i >= 0 {
+		r, _ := utf8.DecodeRuneInString(s[i:])
+		return "", invalid("%s %q has %q: names are printable ASCII (an IDN goes in its xn-- form)", field, s, r)
 	}
 	if s == "." {
 		if rootOK {
