@@ -23,8 +23,9 @@ func NormalizeDomain(s string) (string, error) {
 		if label[0] == '-' || label[len(label)-1] == '-' {
 			return "", fmt.Errorf("%w: domain %q has a label starting or ending with '-'", ErrInvalid, s)
 		}
-		for i := 0; i < len(label); i++ {
-			ch := label[i]
+		// By character, so the message quotes what the client sent ('é',
+		// not the first byte of its UTF-8, 'Ã').
+		for _, ch := range label {
 			if !(ch >= 'a' && ch <= 'z' || ch >= '0' && ch <= '9' || ch == '-') {
 				return "", fmt.Errorf("%w: domain %q contains %q", ErrInvalid, s, ch)
 			}

@@ -212,6 +212,7 @@ func TestBadInput(t *testing.T) {
 		{"add: bad hash", "POST", "/api/add-domain", `{"domain":"a.p2p","hash":"hs://xyz"}`, 500, "64 hex"},
 		{"add: no hs prefix", "POST", "/api/add-domain", `{"domain":"a.p2p","hash":"` + strings.Repeat("a", 64) + `"}`, 500, "hs://"},
 		{"add: invalid domain", "POST", "/api/add-domain", `{"domain":"bad_name!.p2p","hash":"` + hashA + `"}`, 500, "contains"},
+		{"add: non-ASCII names its character", "POST", "/api/add-domain", `{"domain":"caf\u00e9.p2p","hash":"` + hashA + `"}`, 500, `contains 'é'`},
 		{"add: colon in domain", "POST", "/api/add-domain", `{"domain":"a:b.p2p","hash":"` + hashA + `"}`, 500, "contains"},
 		{"add: too long", "POST", "/api/add-domain", `{"domain":"` + strings.Repeat("a.", 130) + `p2p","hash":"` + hashA + `"}`, 500, "longer than 253"},
 		{"add: internal domain", "POST", "/api/add-domain", `{"domain":"admin.p2p","hash":"` + hashA + `"}`, 500, "internal"},
