@@ -9,8 +9,9 @@ import (
 )
 
 // ErrNoReply is returned by Exchange for a message that gets no answer
-// at all (a response, QR=1, or fewer than 12 bytes).
-var ErrNoReply = errors.New("not a DNS query")
+// at all (a response, QR=1, or fewer than 12 bytes); its text is the
+// whole message DoH answers with.
+var ErrNoReply = errors.New("not a DNS query: shorter than a DNS header, or a response (QR set)")
 
 // Exchange answers one query in wire format from client, through the
 // same answer path as TCP (no UDP size limit): the reply in wire format,

@@ -63,7 +63,7 @@ func Handler(a Answerer) fasthttp.RequestHandler {
 		client, _ := netip.AddrFromSlice(ctx.RemoteIP())
 		reply, ttl, err := a.Exchange(c, q, client)
 		if err != nil {
-			ctx.Error("not a DNS query: "+err.Error(), fasthttp.StatusBadRequest)
+			ctx.Error(err.Error(), fasthttp.StatusBadRequest)
 			return
 		}
 		ctx.SetStatusCode(fasthttp.StatusOK)

@@ -104,6 +104,7 @@ func TestDoHThroughEdge(t *testing.T) {
 		{"GET without dns", func() *http.Request { r, _ := http.NewRequest("GET", url, nil); return r }(), 400},
 		{"GET not base64url", func() *http.Request { r, _ := http.NewRequest("GET", url+"?dns=ab+c/d!", nil); return r }(), 400},
 		{"GET not a query", get([]byte{1, 2, 3}), 400},
+		{"POST a response", post(func() []byte { q := dohQuery(t, "nas.lan", dns.TypeA); q[2] |= 0x80; return q }(), "application/dns-message"), 400},
 		{"POST JSON", post(dohQuery(t, "nas.lan", dns.TypeA), "application/json"), 415},
 		{"POST no type", post(dohQuery(t, "nas.lan", dns.TypeA), ""), 415},
 		{"POST too big", post(big, "application/dns-message"), 413},
@@ -116,6 +117,9 @@ func TestDoHThroughEdge(t *testing.T) {
 			}
 			if allow := hdr.Get("Allow"); code == 405 && allow != "GET, HEAD, POST" {
 				t.Fatalf("405 with Allow %q, want the methods DoH takes", allow)
+			}
+			if strings.Count(body, "not a DNS query") > 1 {
+				t.Fatalf("message %q says the same thing twice", body)
 			}
 		})
 	}
