@@ -26,7 +26,8 @@
 // message naming what was refused; every answer carries
 // X-Frame-Options: DENY, so no other site can frame the panel; GET
 // /api/health waits at most 2 s for the ledger and reports the store
-// unhealthy when it does not answer.
+// unhealthy when it does not answer; every GET path but /ws answers HEAD
+// too (the GET's status and headers without the body).
 package admin
 
 import (
@@ -128,6 +129,7 @@ func New(d Deps) *Server {
 	for _, reg := range d.Register {
 		reg(r)
 	}
+	s.headRoutes(r)
 	r.NotFound = notFound
 	s.srv = &fasthttp.Server{
 		Handler:            s.counted(s.guarded(d.Addr, true)),
@@ -236,6 +238,30 @@ func (s *Server) routes(r *router.Router) {
 	}
 	// The panel: GET /, its files, the tab redirects and /favicon.ico.
 	panel.Register(r)
+}
+
+// headRoutes answers HEAD on every GET path that has no HEAD route of
+// its own, as GET without the body (RFC 9110 §9.3.2: a server that
+// answers GET answers HEAD; an uptime monitor's HEAD /api/health got
+// 405). The request runs as a GET and is a HEAD again before fasthttp
+// writes the answer, so the body is left out and Content-Length kept.
+// /ws is left out: a HEAD is no WebSocket handshake.
+func (s *Server) headRoutes(r *router.Router) {
+	routes := r.List()
+	has := map[string]bool{}
+	for _, p := range routes[fasthttp.MethodHead] {
+		has[p] = true
+	}
+	asGet := func(ctx *fasthttp.RequestCtx) {
+		ctx.Request.Header.SetMethod(fasthttp.MethodGet)
+		s.router(ctx)
+		ctx.Request.Header.SetMethod(fasthttp.MethodHead)
+	}
+	for _, p := range routes[fasthttp.MethodGet] {
+		if !has[p] && p != "/ws" {
+			r.HEAD(p, asGet)
+		}
+	}
 }
 
 func notFound(ctx *fasthttp.RequestCtx) {
