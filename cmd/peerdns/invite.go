@@ -8,6 +8,9 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"peerdns/cmd/peerdns/cli"
+	"peerdns/transport"
 )
 
 // runInvite asks the running node (through its admin API) for a one-time
@@ -33,15 +36,21 @@ func runInvite(args []string, getenv func(string) string, stdout, stderr io.Writ
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	// What the node sent is shown as one short printable line: an answer
+	// may carry anything, control sequences for the terminal included.
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("node answered %d: %s", resp.StatusCode, strings.TrimSpace(string(b)))
+		return fmt.Errorf("node answered %d: %s", resp.StatusCode, cli.Message(b))
 	}
 	var out struct {
 		Invite    string `json:"invite"`
 		ExpiresAt int64  `json:"expiresAt"`
 	}
 	if err := json.Unmarshal(b, &out); err != nil || out.Invite == "" {
-		return fmt.Errorf("unexpected answer from node: %s", b)
+		return fmt.Errorf("unexpected answer from node: %s", cli.Message(b))
+	}
+	// Printed only if it is one: a script puts it on a --join line.
+	if _, err := transport.ParseInvite(out.Invite); err != nil {
+		return fmt.Errorf("the node's answer is not an invite: %s", cli.Message([]byte(err.Error())))
 	}
 	fmt.Fprintln(stdout, out.Invite)
 	fmt.Fprintf(stderr, "expires %s\n", time.UnixMilli(out.ExpiresAt).UTC().Format(time.RFC3339))

@@ -88,15 +88,28 @@ func refused(status int, msg []byte) error {
 			m = j.Error
 		}
 	}
-	if len(m) > 300 {
-		cut := 300
-		for cut > 0 && !utf8.RuneStart(m[cut]) {
-			cut--
-		}
-		m = m[:cut] + "..."
-	}
-	return fail(ExitRefused, "the node answered %d %s: %s", status, http.StatusText(status), m)
+	return fail(ExitRefused, "the node answered %d %s: %s", status, http.StatusText(status), clip(m))
 }
+
+// maxMessage bounds how much of a node's message goes to stderr.
+const maxMessage = 300
+
+// clip cuts m to maxMessage bytes, between characters.
+func clip(m string) string {
+	if len(m) <= maxMessage {
+		return m
+	}
+	cut := maxMessage
+	for cut > 0 && !utf8.RuneStart(m[cut]) {
+		cut--
+	}
+	return m[:cut] + "..."
+}
+
+// Message is text a node sent (an error body, an answer that is not
+// what was asked) made fit for one line of stderr: at most 300 bytes,
+// cut between characters, with no control character (oneLine).
+func Message(b []byte) string { return oneLine(clip(string(b))) }
 
 // getJSON GETs path and decodes its 200 answer into v.
 func (c *client) getJSON(path string, v any) error {
