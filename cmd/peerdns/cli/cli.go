@@ -6,10 +6,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
 	"time"
-	"unicode"
 )
 
 // Exit codes (see the package doc).
@@ -91,25 +89,10 @@ func Run(ctx context.Context, cmd string, args []string, getenv func(string) str
 }
 
 // oneLine keeps an error on one line of printable text, whatever a
-// node put in it: line breaks and tabs become spaces, any other
-// character that does not print (C0 and C1 controls, DEL, bidi
-// overrides) is written as its Go escape (\x1b, \u202e), and bytes that
-// are not UTF-8 become U+FFFD. A node's message cannot move the cursor,
-// clear the screen or retitle the user's terminal.
+// node put in it: line breaks and tabs become spaces, the rest as
+// printable writes it.
 func oneLine(s string) string {
-	var b strings.Builder
-	for _, r := range strings.TrimSpace(s) {
-		switch {
-		case r == '\n' || r == '\r' || r == '\t':
-			b.WriteByte(' ')
-		case !unicode.IsPrint(r):
-			q := strconv.QuoteRune(r)
-			b.WriteString(q[1 : len(q)-1])
-		default:
-			b.WriteRune(r)
-		}
-	}
-	return b.String()
+	return printable(strings.TrimSpace(s), true)
 }
 
 func run(ctx context.Context, cmd string, args []string, getenv func(string) string, stdout, stderr io.Writer) error {

@@ -94,7 +94,7 @@ func (e *env) listDomains() error {
 		case d.IsLocal:
 			owner = "claimed here, lost"
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%s\n", d.Domain, d.ConsensusStatus, owner, len(d.Services), d.Hash)
+		fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%s\n", cell(d.Domain), cell(d.ConsensusStatus), owner, len(d.Services), cell(d.Hash))
 	}
 	return w.Flush()
 }
@@ -139,7 +139,7 @@ func (e *env) showDomain(name string) error {
 		return e.printJSON(out)
 	}
 	w := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
-	kv := func(k string, v any) { fmt.Fprintf(w, "%s\t%v\n", k, v) }
+	kv := func(k string, v any) { fmt.Fprintf(w, "%s\t%s\n", k, cell(v)) }
 	kv("domain", name)
 	kv("consensus", cs.Status)
 	if cs.Error != "" {
@@ -166,7 +166,7 @@ func (e *env) showDomain(name string) error {
 		}
 		sort.Strings(ids)
 		for _, id := range ids {
-			fmt.Fprintf(w, "%s\t%d\n", id, cs.VoteCounts[id])
+			fmt.Fprintf(w, "%s\t%d\n", cell(id), cs.VoteCounts[id])
 		}
 		if err := w.Flush(); err != nil {
 			return err
@@ -184,7 +184,7 @@ func (e *env) showDomain(name string) error {
 				Protocol    string `json:"protocol"`
 			}
 			_ = json.Unmarshal(r, &s)
-			fmt.Fprintf(w, "%s\t%d\t%s\t%s\n", s.ServiceName, s.Port, s.Protocol, s.Key)
+			fmt.Fprintf(w, "%s\t%d\t%s\t%s\n", cell(s.ServiceName), s.Port, cell(s.Protocol), cell(s.Key))
 		}
 		return w.Flush()
 	}

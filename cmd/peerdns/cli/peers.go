@@ -59,7 +59,7 @@ func (e *env) peers() error {
 		if p.ConnectedAt > 0 {
 			since = time.Since(time.UnixMilli(p.ConnectedAt)).Round(time.Second).String()
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\n", p.ID, p.State, path, dash(p.Direction), rtt, dash(addr), since, p.OpsSent, p.OpsReceived)
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\n", cell(p.ID), cell(p.State), cell(path), cell(dash(p.Direction)), rtt, cell(dash(addr)), since, p.OpsSent, p.OpsReceived)
 	}
 	return w.Flush()
 }
@@ -122,8 +122,8 @@ func (e *env) tunnels() error {
 		if t.Opts.UDP {
 			port += "/udp"
 		}
-		fmt.Fprintf(w, "server\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\n", t.ID, t.Info.State, dash(name), port,
-			t.Info.ConnectionsOpen, t.Info.ConnectionsTotal, t.Info.BytesIn, t.Info.BytesOut, dash(t.Info.URL))
+		fmt.Fprintf(w, "server\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\n", cell(t.ID), cell(t.Info.State), cell(dash(name)), port,
+			t.Info.ConnectionsOpen, t.Info.ConnectionsTotal, t.Info.BytesIn, t.Info.BytesOut, cell(dash(t.Info.URL)))
 	}
 	for _, r := range clients {
 		var t struct {
@@ -144,8 +144,8 @@ func (e *env) tunnels() error {
 		if t.Info.Error != "" {
 			state += ": " + t.Info.Error
 		}
-		fmt.Fprintf(w, "client\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\n", t.ID, state, dash(t.Opts.Domain), port,
-			t.Info.ConnectionsOpen, t.Info.ConnectionsTotal, t.Info.BytesIn, t.Info.BytesOut, dash(t.Info.Address))
+		fmt.Fprintf(w, "client\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\n", cell(t.ID), cell(state), cell(dash(t.Opts.Domain)), port,
+			t.Info.ConnectionsOpen, t.Info.ConnectionsTotal, t.Info.BytesIn, t.Info.BytesOut, cell(dash(t.Info.Address)))
 	}
 	return w.Flush()
 }

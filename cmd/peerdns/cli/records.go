@@ -171,7 +171,7 @@ func (e *env) listRecords() error {
 		if class == "" {
 			class = "IN"
 		}
-		fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\t%s\n", r.index(), r.str("name"), class, r.str("type"), r.str("ttl"), r.value())
+		fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\t%s\n", r.index(), cell(r.str("name")), cell(class), cell(r.str("type")), cell(r.str("ttl")), cell(r.value()))
 	}
 	return w.Flush()
 }

@@ -54,7 +54,7 @@ func (e *env) status() error {
 		_ = json.Unmarshal(out.Node, &node)
 	}
 	w := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
-	kv := func(k string, v any) { fmt.Fprintf(w, "%s\t%v\n", k, v) }
+	kv := func(k string, v any) { fmt.Fprintf(w, "%s\t%s\n", k, cell(v)) }
 	if node.PeerID != "" {
 		kv("node", node.PeerID)
 		kv("network", node.Network)

@@ -6,6 +6,8 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/fasthttp/websocket"
@@ -48,6 +50,32 @@ func TestNodeMessagesArePrintable(t *testing.T) {
 		bad := strings.ContainsFunc(line, func(c rune) bool { return c < ' ' || c >= 0x7f && c < 0xa0 || c == '\u202e' })
 		if r.code != ExitRefused || strings.Contains(line, "\n") || !utf8.ValidString(line) || strings.ContainsRune(line, utf8.RuneError) || bad {
 			t.Errorf("peerdns %s: exit %d, stderr %q; want exit 3 and one printable line", strings.Join(args, " "), r.code, r.stderr)
+		}
+	}
+}
+
+// Node data with tabs, line breaks and escape sequences (a TXT record's
+// text, a tunnel's name: the API takes any) stays in its cell: one row
+// per record or tunnel, no control character reaches the terminal.
+func TestTablesArePrintable(t *testing.T) {
+	n := startNode(t)
+	addr := n.AdminAddr()
+	c := newClient(addr, 5*time.Second)
+	if err := c.post("/api/add-local-dns", map[string]any{"name": "t.home", "type": "TXT", "ttl": 60, "data": "a\tb\nc\x1b[2J\u202e"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.post("/api/tunnel-create", map[string]any{"name": "n\tm\r\n\x1b]0;owned\x07", "port": 8080}, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		cmd  string
+		rows int // the header and one row
+	}{{"records", 2}, {"tunnels", 2}} {
+		r := cli(t, addr, 0, tt.cmd)
+		rows := strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n")
+		bad := strings.ContainsFunc(r.stdout, func(c rune) bool { return c != '\n' && !unicode.IsPrint(c) })
+		if len(rows) != tt.rows || bad {
+			t.Errorf("peerdns %s printed %d rows (want %d), control characters %v:\n%q", tt.cmd, len(rows), tt.rows, bad, r.stdout)
 		}
 	}
 }
