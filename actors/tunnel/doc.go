@@ -13,7 +13,8 @@
 // whenever that set changes). It answers the admin requests of
 // messages/tunnel.go, always with a reply whose Err wraps ErrBadTunnel
 // (validation: nothing is created), ErrUnknownTunnel or
-// ErrDomainNotOwned. Crashed children are restarted with backoff.
+// ErrDomainNotOwned. Crashed children are restarted with backoff. A new
+// server's name is a label of at most 128 bytes of printable text.
 //
 // A server actor owns one server's handle (target host:port, key, live
 // connections) and the claim of its domain (messages.AddDomain to the

@@ -332,6 +332,9 @@ func (a *Actor) load(c actor.Context) {
 
 func (a *Actor) createServer(c actor.Context, o messages.TunnelServerOpts) (string, error) {
 	o, err := normServerOpts(o)
+	if err == nil {
+		err = checkServerName(o.Name)
+	}
 	if err != nil {
 		return "", err
 	}

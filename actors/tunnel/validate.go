@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net/netip"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"peerdns/messages"
 )
@@ -84,6 +86,25 @@ func normServerOpts(o messages.TunnelServerOpts) (messages.TunnelServerOpts, err
 		}
 	}
 	return o, nil
+}
+
+// maxServerName bounds a server's name, in bytes.
+const maxServerName = 128
+
+// checkServerName checks the name of a server being created: a label
+// for listings (the panel, `peerdns tunnels`), so at most maxServerName
+// bytes of printable text, spaces included. A server stored before
+// this check keeps its name and runs: normServerOpts, which the start
+// also runs on stored servers, does not look at it.
+func checkServerName(name string) error {
+	if len(name) > maxServerName {
+		return badf("name is longer than %d bytes", maxServerName)
+	}
+	if i := strings.IndexFunc(name, func(r rune) bool { return !unicode.IsPrint(r) }); i >= 0 {
+		r, _ := utf8.DecodeRuneInString(name[i:])
+		return badf("name %q has %q: use printable characters", name, r)
+	}
+	return nil
 }
 
 // normClientOpts checks and normalises a tunnel-client-create body
