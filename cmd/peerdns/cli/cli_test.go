@@ -316,7 +316,8 @@ func TestLogsFollow(t *testing.T) {
 }
 
 // A node that is down and an address that is not a node: one line on
-// stderr, nothing on stdout, exit 1, for every command.
+// stderr, nothing on stdout, exit 1, for every command; and `status` of
+// a node whose status is null.
 func TestNoNodeIsOneLineExitOne(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -330,6 +331,17 @@ func TestNoNodeIsOneLineExitOne(t *testing.T) {
 	}))
 	defer other.Close()
 	notNode := strings.TrimPrefix(other.URL, "http://")
+	// A node that answers every question with null.
+	nulls := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Server", "peerdns")
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `null`)
+	}))
+	defer nulls.Close()
+	r := runCLI(context.Background(), strings.TrimPrefix(nulls.URL, "http://"), "status")
+	if r.code != ExitNoNode || r.stdout != "" || strings.Count(r.stderr, "\n") != 1 {
+		t.Errorf("peerdns status of a node answering null: exit %d, stdout %q, stderr %q; want exit 1 and one line", r.code, r.stdout, r.stderr)
+	}
 	for _, addr := range []string{down, notNode} {
 		for _, args := range [][]string{
 			{"status"}, {"domains"}, {"domains", "show", "x.p2p"}, {"domains", "add", "x.p2p", hashA}, {"domains", "remove", "x.p2p"},

@@ -21,8 +21,18 @@ type statusOut struct {
 
 func (e *env) status() error {
 	var out statusOut
-	if err := e.c.getJSON("/api/status", &out.Status); err != nil {
+	// Valid JSON is not yet the node's status: null, or an object
+	// without isMaster, comes from something else and is an exit 1, not
+	// a table of "<nil>".
+	sb, err := e.c.getRaw("/api/status")
+	if err != nil {
 		return err
+	}
+	if json.Unmarshal(sb, &out.Status) != nil {
+		out.Status = nil
+	}
+	if _, ok := out.Status["isMaster"].(bool); !ok {
+		return fail(ExitNoNode, "%s answered /api/status with something that is not its status: %s", e.c.addr, Message(sb))
 	}
 	// Health answers 503 with the same body when degraded: still an answer.
 	st, b, err := e.c.do("GET", "/api/health?probe=readiness", nil)
@@ -34,6 +44,9 @@ func (e *env) status() error {
 	}
 	if err := json.Unmarshal(b, &out.Health); err != nil {
 		return fail(ExitNoNode, "%s answered /api/health with something that is not its JSON: %v", e.c.addr, err)
+	}
+	if _, ok := out.Health["status"].(string); !ok {
+		return fail(ExitNoNode, "%s answered /api/health with something that is not its health: %s", e.c.addr, Message(b))
 	}
 	var diag struct {
 		Summary json.RawMessage `json:"summary"`
