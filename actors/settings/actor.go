@@ -19,7 +19,8 @@
 //
 // update-settings validates the whole request first; any unknown name,
 // read-only setting, pinned setting or bad value is one entry of Errors
-// and nothing changes. Otherwise every value is saved in one transaction
+// and nothing changes, and so does a request after which ADMIN_DOMAIN
+// and PROFILE_DOMAIN would be the same name. Otherwise every value is saved in one transaction
 // (SUBNETS goes to the ledger actor, which owns the subnets; if that
 // fails the saved values are put back), the live ones are applied
 // (Deps.Apply), and the reply lists the ones that need a restart. Each
@@ -218,7 +219,29 @@ func (a *Actor) check(req map[string]string) []string {
 			errs = append(errs, err.Error())
 		}
 	}
+	if len(errs) == 0 {
+		errs = append(errs, a.checkSites(req)...)
+	}
 	return errs
+}
+
+// checkSites refuses a request after which ADMIN_DOMAIN and
+// PROFILE_DOMAIN would name the same site: the admin panel would hold
+// the name and the profile plugin's GET /api/token, which every plugin
+// write needs, would be out of reach.
+func (a *Actor) checkSites(req map[string]string) []string {
+	after := func(name string) string {
+		v, ok := req[name]
+		if !ok {
+			d, _ := Lookup(name)
+			v = a.value(d)
+		}
+		return strings.TrimSuffix(strings.ToLower(strings.TrimSpace(v)), ".")
+	}
+	if admin := after(AdminDomain); admin == after(ProfileDomain) {
+		return []string{fmt.Sprintf("ADMIN_DOMAIN and PROFILE_DOMAIN must differ: both would be %q, and the admin panel would hide the profile's GET /api/token", admin)}
+	}
+	return nil
 }
 
 func (a *Actor) update(c actor.Context, req map[string]string) {
