@@ -92,7 +92,7 @@ func (e *env) follow(ch string, lines int) error {
 	conn.SetPongHandler(func(string) error { return heard() })
 	done := make(chan error, 1)
 	go func() { done <- e.readLog(conn, ch, lines, heard) }()
-	ping := time.NewTicker(timeout / 2)
+	ping := time.NewTicker(max(timeout/2, time.Millisecond)) // --timeout 1ns: NewTicker panics at 0
 	defer ping.Stop()
 	for {
 		select {
