@@ -202,7 +202,7 @@ func (s *Server) PublicLookup(ctx context.Context, name string) (string, error) 
 // ClearCache drops the upstream cache entries of domain and returns how
 // many there were.
 func (s *Server) ClearCache(domain string) (int, error) {
-	name, err := messages.CleanRecordName("domain", domain, false)
+	name, err := messages.CleanName("domain", domain)
 	if err != nil {
 		return 0, err
 	}

@@ -339,6 +339,22 @@ func isMetaType(t uint16) bool {
 // an IDN in its xn-- form anyway, and a control character would reach
 // listings and terminals as one.
 func CleanRecordName(field, s string, rootOK bool) (string, error) {
+	return cleanName(ErrInvalidRecord, field, s, rootOK)
+}
+
+// CleanName validates a name that is not part of a record (a domain
+// whose cache is cleared, a version preference's domain) as
+// CleanRecordName does; its errors wrap ErrInvalid ("invalid request"),
+// not ErrInvalidRecord.
+func CleanName(field, s string) (string, error) {
+	return cleanName(ErrInvalid, field, s, false)
+}
+
+// cleanName is CleanRecordName with errors that wrap kind.
+func cleanName(kind error, field, s string, rootOK bool) (string, error) {
+	invalid := func(format string, a ...any) error {
+		return fmt.Errorf("%w: %s", kind, fmt.Sprintf(format, a...))
+	}
 	s = strings.TrimSpace(s)
 	if s == "" {
 		return "", invalid("%s is required", field)

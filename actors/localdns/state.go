@@ -117,7 +117,7 @@ func (s *state) setPref(domain, version string) (*state, []write, error) {
 	if version != messages.VersionP2P && version != messages.VersionPublic {
 		return nil, nil, fmt.Errorf("%w, got %q", messages.ErrBadVersionPreference, version)
 	}
-	d, err := messages.CleanRecordName("domain", domain, false)
+	d, err := messages.CleanName("domain", domain)
 	if err != nil {
 		return nil, nil, err
 	}
