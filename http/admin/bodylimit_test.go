@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 )
@@ -31,5 +32,28 @@ func TestBodyOverLimitIs413(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusRequestEntityTooLarge {
 		t.Fatalf("Content-Length %d = %d, want 413", MaxBody+1, resp.StatusCode)
+	}
+}
+
+// A request head up to MaxHeaderBytes is read, as the edge reads it for
+// the admin domain: a browser sends this host's cookies of every port
+// (RFC 6265 §8.5), so another local program's cookies made the panel's
+// requests 431 past fasthttp's default 4 KiB. Past the limit, 431.
+func TestRequestHeadLimit(t *testing.T) {
+	addr := serveAdmin(t, Deps{})
+	for _, tt := range []struct {
+		cookie int
+		want   int
+	}{{8 << 10, http.StatusNotFound}, {MaxHeaderBytes + 1, http.StatusRequestHeaderFieldsTooLarge}} {
+		req, _ := http.NewRequest("GET", "http://"+addr+"/favicon.ico", nil)
+		req.Header.Set("Cookie", "c="+strings.Repeat("x", tt.cookie))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != tt.want {
+			t.Errorf("GET with a %d-byte cookie = %d, want %d", tt.cookie, resp.StatusCode, tt.want)
+		}
 	}
 }

@@ -114,6 +114,12 @@ const (
 	readTimeout     = 10 * time.Second
 	writeTimeout    = 15 * time.Second
 	MaxBody         = 4 << 20 // the largest request body (also through the edge proxy)
+	// MaxHeaderBytes bounds a request's head, as the edge proxy bounds
+	// it for the admin domain (http/proxy.MaxHeaderBytes): a browser
+	// sends the cookies of every port of this host (RFC 6265 §8.5), so
+	// another local program's cookies can take a head past fasthttp's
+	// default 4 KiB.
+	MaxHeaderBytes = 16 << 10
 )
 
 // New builds the server and its routes.
@@ -138,6 +144,7 @@ func New(d Deps) *Server {
 		ReadTimeout:        readTimeout,
 		WriteTimeout:       writeTimeout,
 		MaxRequestBodySize: MaxBody,
+		ReadBufferSize:     MaxHeaderBytes,
 		NoDefaultDate:      true,
 		ErrorHandler:       requestError,
 		// The WebSocket hub closes a dropped client's connection itself;
