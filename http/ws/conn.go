@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/fasthttp/websocket"
@@ -162,11 +163,17 @@ func serve(d Deps, conn *websocket.Conn) {
 	_ = alive()
 	conn.SetPongHandler(func(string) error { return alive() })
 	for {
-		_, data, err := conn.ReadMessage()
+		mt, data, err := conn.ReadMessage()
 		if err != nil {
 			return
 		}
 		_ = alive()
+		if mt == websocket.TextMessage && !utf8.Valid(data) {
+			// RFC 6455 §8.1: text that is not UTF-8 fails the connection.
+			msg := websocket.FormatCloseMessage(websocket.CloseInvalidFramePayloadData, "text message is not UTF-8")
+			_ = conn.WriteControl(websocket.CloseMessage, msg, time.Now().Add(writeWait))
+			return
+		}
 		var req request
 		if err := json.Unmarshal(data, &req); err != nil {
 			enqueue(cl, errorJSON("invalid JSON: "+messages.JSONError(err, "the message")))

@@ -11,7 +11,9 @@
 // Origin (not a browser) is accepted. Connections are capped
 // (Deps.MaxClients, 503 over the cap, answered before the handshake), and
 // a client that answers no ping and sends nothing for Deps.ReadTimeout is
-// dropped, so a vanished peer does not hold a slot forever.
+// dropped, so a vanished peer does not hold a slot forever. Requests are
+// JSON in text or binary messages; a text message that is not UTF-8
+// fails the connection with close code 1007 (RFC 6455 §8.1).
 //
 // This package talks to actors through messages/ only.
 package ws
