@@ -63,20 +63,37 @@ func RegisterBackups(r *router.Router, log *slog.Logger, b Backups) {
 			"message": "backup " + req.BackupName + " checked; the node is restoring it and restarting its services (a few seconds)"})
 	}))
 	r.DELETE("/api/backups/{id}", httpx.Wrap(log, func(ctx *fasthttp.RequestCtx) error {
-		id, _ := ctx.UserValue("id").(string)
+		id, err := backupID(ctx)
+		if err != nil {
+			return err
+		}
 		if err := b.DeleteBackup(id); err != nil {
 			return backupErr(err, 500)
 		}
 		return httpx.JSON(ctx, 200, map[string]any{"success": true, "message": "backup " + id + " deleted"})
 	}))
 	r.GET("/api/backups/{id}/metadata", httpx.Wrap(log, func(ctx *fasthttp.RequestCtx) error {
-		id, _ := ctx.UserValue("id").(string)
+		id, err := backupID(ctx)
+		if err != nil {
+			return err
+		}
 		m, err := b.BackupMetadata(id)
 		if err != nil {
 			return backupErr(err, 404)
 		}
 		return httpx.JSON(ctx, 200, m)
 	}))
+}
+
+// backupID is the {id} of a backup route, percent-decoded as every
+// path parameter is (pathParam); an escape that does not decode is an
+// invalid name, 400.
+func backupID(ctx *fasthttp.RequestCtx) (string, error) {
+	id, err := pathParam(ctx, "id")
+	if err != nil {
+		return "", httpx.BadRequest("not a backup name: %q", ctx.UserValue("id"))
+	}
+	return id, nil
 }
 
 // backupErr maps a backup error; notFound is the status of an unknown

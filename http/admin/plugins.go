@@ -67,9 +67,13 @@ func (p pluginRoutes) rescan(ctx *fasthttp.RequestCtx) error {
 	return httpx.JSON(ctx, 200, map[string]any{"plugins": rep.Plugins})
 }
 
-// domainParam reads and checks {domain}.
+// domainParam reads {domain}, percent-decoded as every path parameter
+// is (pathParam), and checks it.
 func domainParam(ctx *fasthttp.RequestCtx) (string, error) {
-	raw, _ := ctx.UserValue("domain").(string)
+	raw, err := pathParam(ctx, "domain")
+	if err != nil {
+		return "", httpx.BadRequest("invalid plugin domain %q", ctx.UserValue("domain"))
+	}
 	d, err := messages.NormalizeDomain(raw)
 	if err != nil {
 		return "", httpx.BadRequest("invalid plugin domain %q", raw)
@@ -125,8 +129,11 @@ func (p pluginRoutes) action(ctx *fasthttp.RequestCtx) error {
 	if err != nil {
 		return err
 	}
-	name, _ := ctx.UserValue("action").(string)
-	if name == "" || strings.ContainsAny(name, "/\\") || strings.Contains(name, "..") || len(name) > 64 {
+	name, err := pathParam(ctx, "action")
+	if err != nil {
+		name, _ = ctx.UserValue("action").(string)
+	}
+	if err != nil || name == "" || strings.ContainsAny(name, "/\\") || strings.Contains(name, "..") || len(name) > 64 {
 		return httpx.BadRequest("invalid action name %q", name)
 	}
 	var params json.RawMessage
