@@ -82,6 +82,10 @@ type session struct {
 	// QUIC flow control instead of filling our mailbox.
 	credits chan struct{}
 	stall   readStall // the reader waiting for credits (session_io.go)
+	// up is closed once the session is established: until then the
+	// reader hands over no more than one frame that is not part of the
+	// handshake (handshakeKind).
+	up chan struct{}
 
 	// stopStreams ends serveStreams (set once established).
 	stopStreams context.CancelFunc

@@ -11,7 +11,9 @@ import (
 )
 
 // maxStash bounds frames held back during the handshake; more are
-// dropped (the next version-vector exchange repairs what was lost).
+// dropped (the next version-vector exchange repairs what was lost). The
+// reader hands over only one such frame before the session is
+// established (handshakeKind), so the bound is a second line.
 const maxStash = 256
 
 func (s *session) handshaking(c actor.Context) {
@@ -156,6 +158,7 @@ func (s *session) maybeEstablish(c actor.Context) {
 		return
 	}
 	s.behavior.Become(s.established)
+	close(s.up) // the reader reads on (session_io.go)
 	// From here the peer is a writer (or a joiner we admitted): its
 	// connection no longer counts as one of the pending unknown keys the
 	// endpoint caps.

@@ -23,7 +23,8 @@ func (s *session) start(c actor.Context) {
 	s.out = make(chan outItem, s.cfg.queueSize)
 	s.done = make(chan struct{})
 	s.credits = make(chan struct{}, opsCredits)
-	root, self, done, credits := c.ActorSystem().Root, c.Self(), s.done, s.credits
+	s.up = make(chan struct{})
+	root, self, done, credits, up := c.ActorSystem().Root, c.Self(), s.done, s.credits, s.up
 	conn, now, stall := s.cfg.conn, s.cfg.now, &s.stall
 	if s.cfg.applied != nil {
 		// Ops our ledger applied are skimmed, not decoded: in a burst four
@@ -31,6 +32,7 @@ func (s *session) start(c actor.Context) {
 		conn.SkipHeld(s.cfg.applied.Has)
 	}
 	go func() {
+		established := false
 		for {
 			m, err := conn.Recv()
 			select {
@@ -57,11 +59,38 @@ func (s *session) start(c actor.Context) {
 				}
 			}
 			root.Send(self, &frame{m: m})
+			if !established && !handshakeKind(m.Kind) {
+				// The peer has finished its handshake, we have not (or it
+				// breaks the protocol): read nothing more until we have.
+				select {
+				case <-up:
+					established = true
+				case <-done:
+					return
+				}
+			}
 		}
 	}()
 	go writeLoop(conn, s.out, s.done)
 	h := s.cfg.hello
 	s.enqueue(&messages.Envelope{Kind: messages.KindHello, Hello: &h})
+}
+
+// handshakeKind says whether a frame of kind may come before the peer's
+// session is established on our side. Any other frame the reader hands
+// over then is held (the stash) until it is; the reader hands over one
+// and waits, so the rest waits unread in the transport's flow control.
+// A key nobody invited could otherwise make us decode and hold
+// maxStash frames of up to 1 MiB each, many times that once decoded,
+// for the whole handshake timeout. An honest peer sends such frames
+// only after its accept (it is established on its side), so it loses
+// nothing: they are read once we accept it.
+func handshakeKind(kind string) bool {
+	switch kind {
+	case messages.KindHello, messages.KindAccept, messages.KindRefuse, messages.KindPing, messages.KindPong:
+		return true
+	}
+	return false
 }
 
 // writeLoop writes queued frames until the session stops or the
