@@ -8,7 +8,12 @@
 // authorised writer, key ownership, contiguous seq) before they are
 // applied; rejected ops count as validationFailures and never reach the
 // view. Ops read back from our own ledger.db at start are trusted: they
-// were verified when they were first applied.
+// were verified when they were first applied. An applied op moves our
+// hybrid logical clock (so our later ops order after it) unless another
+// writer dated it more than an hour past our wall clock (maxClockAhead:
+// one op from a broken or hostile clock would otherwise move every
+// node's clock there for good); our own ops' clocks only ever increase,
+// the logical counter carrying into the milliseconds at its top.
 //
 // The actor spawns one domain actor (actors/domain) per domain with claims
 // and asks it to evaluate consensus whenever an op touches the domain or

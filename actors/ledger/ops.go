@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"peerdns/actors/consensus"
@@ -24,10 +25,12 @@ func (a *Actor) appendLocal(ws ...write) ([]*messages.Op, error) {
 	self := a.st.self
 	seq := a.st.vv[self]
 	clock := a.st.clock
+	var wallMS int64
 	ops := make([]*messages.Op, 0, 1+len(ws)/messages.MaxBatch)
 	for _, chunk := range batches(ws) {
 		seq++
-		clock = nextHLC(clock, a.d.Now().UnixMilli())
+		wallMS = a.d.Now().UnixMilli()
+		clock = nextHLC(clock, wallMS)
 		op := &messages.Op{Writer: self, Seq: seq, HLC: clock}
 		if len(chunk) == 1 {
 			op.Key, op.Value, op.Delete = chunk[0].key, chunk[0].value, chunk[0].del
@@ -58,6 +61,7 @@ func (a *Actor) appendLocal(ws ...write) ([]*messages.Op, error) {
 			panic(fmt.Sprintf("own op %d (%d writes) does not verify: %v", op.Seq, op.NumWrites(), err))
 		}
 		a.touch(a.st.apply(op, pks)...)
+		a.st.observe(op, wallMS)
 		a.d.Applied.Advance(op.Writer, op.Seq)
 	}
 	a.afterApply(ops)
@@ -95,10 +99,16 @@ func batches(ws []write) [][]write {
 	return out
 }
 
-// nextHLC is the hybrid logical clock step for a local event.
+// nextHLC is the hybrid logical clock step for a local event. It is
+// always later than cur: a logical counter at its top carries into the
+// wall milliseconds (wrapped to 0, the next op was dated before the
+// clock it came from, and so was every one after it).
 func nextHLC(cur messages.HLC, wallMS int64) messages.HLC {
-	if wallMS > cur.Wall {
+	switch {
+	case wallMS > cur.Wall:
 		return messages.HLC{Wall: wallMS}
+	case cur.Logical == math.MaxUint32:
+		return messages.HLC{Wall: cur.Wall + 1}
 	}
 	return messages.HLC{Wall: cur.Wall, Logical: cur.Logical + 1}
 }
@@ -141,6 +151,7 @@ func (a *Actor) persist(ops []*messages.Op, own bool) error {
 // we lack it after all, neither applied nor refused: a gap, which the
 // peer's next repair fills.
 func (a *Actor) applyBatch(ops []*messages.Op, persist bool) (applied []*messages.Op, dups, rejected []*messages.Op) {
+	var nowMS int64 // read once, at the first op applied (observe)
 	left := ops
 	for len(left) > 0 {
 		var next []*messages.Op
@@ -158,6 +169,10 @@ func (a *Actor) applyBatch(ops []*messages.Op, persist bool) (applied []*message
 				dups = append(dups, op)
 			case err == nil:
 				a.touch(a.st.apply(op, pks)...)
+				if nowMS == 0 {
+					nowMS = a.d.Now().UnixMilli()
+				}
+				a.st.observe(op, nowMS)
 				a.queueCleanups(op, pks)
 				applied = append(applied, op)
 				progress = true

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"peerdns/actors/consensus"
 	"peerdns/messages"
@@ -118,10 +119,26 @@ func newState(self string) *state {
 	}
 }
 
-// observe merges a remote clock so later local ops order after it.
-func (s *state) observe(h messages.HLC) {
-	if s.clock.Less(h) {
-		s.clock = h
+// maxClockAhead is how far ahead of our wall clock another writer's op
+// may be dated and still move our clock.
+const maxClockAhead = time.Hour
+
+// observe merges the clock of an op just applied so later local ops
+// order after it. Our own ops always count (they must stay in order for
+// last-writer-wins on our keys). Another writer's op dated more than
+// maxClockAhead past nowMS does not: one op dated a century ahead (a
+// broken clock or a hostile writer) moved every node's clock there for
+// good, and with its logical counter at the top, every later op of
+// every node carried one and the same date, so a resolved claimant's
+// cleanup request was no longer later than the entries it should drop.
+// Such an op is still applied (it is valid, and only its writer's keys
+// follow its date).
+func (s *state) observe(op *messages.Op, nowMS int64) {
+	if op.Writer != s.self && op.HLC.Wall > nowMS+maxClockAhead.Milliseconds() {
+		return
+	}
+	if s.clock.Less(op.HLC) {
+		s.clock = op.HLC
 	}
 }
 
@@ -233,12 +250,12 @@ func (s *state) authorised(op *messages.Op, pk messages.ParsedKey) bool {
 }
 
 // apply adds a verified op (call verify first; pks are its parsed keys)
-// and returns the domains it touched.
+// and returns the domains it touched. The caller merges its clock
+// (observe).
 func (s *state) apply(op *messages.Op, pks []messages.ParsedKey) []string {
 	s.vv[op.Writer] = op.Seq
 	s.log[op.Writer] = append(s.log[op.Writer], op)
 	s.length++
-	s.observe(op.HLC)
 	var touched []string
 	for i, pk := range pks {
 		if d := s.applyWrite(writeAt(op, i), pk); d != "" {
