@@ -108,6 +108,13 @@ func (a *Actor) learn(peers []messages.PeerInfo) {
 }
 
 // remember merges addresses of a peer into the known list and saves it.
+// With seen, addrs are the peer's own (a session with it came up: where
+// we reached it, where it came from, what its hello lists): they go
+// first, and the addresses held before fill what room is left. Others
+// (peer exchange) only fill free room. Any writer's peer list can name
+// a peer with as many addresses as an entry holds, none of them real;
+// merged behind them, the peer's own new address never got in, so after
+// it moved we dialed only those.
 func (a *Actor) remember(id string, addrs []string, seen bool) {
 	k := a.known[id]
 	fresh := k == nil
@@ -118,7 +125,14 @@ func (a *Actor) remember(id string, addrs []string, seen bool) {
 		k = &knownPeer{}
 	}
 	var changed bool
-	k.Addrs, changed = mergeAddrs(k.Addrs, addrs, maxAddrsPerPeer)
+	if seen && len(addrs) > 0 {
+		own, _ := mergeAddrs(nil, addrs, maxAddrsPerPeer)
+		own, _ = mergeAddrs(own, k.Addrs, maxAddrsPerPeer)
+		changed = !slices.Equal(own, k.Addrs)
+		k.Addrs = own
+	} else {
+		k.Addrs, changed = mergeAddrs(k.Addrs, addrs, maxAddrsPerPeer)
+	}
 	if fresh {
 		if len(k.Addrs) == 0 && !seen {
 			return // nowhere to reach it: not worth remembering

@@ -144,11 +144,12 @@ func (a *Actor) onUp(c actor.Context, m *sessionUp) {
 	if e.path == "punched" {
 		a.reach.punched++
 	}
+	// Where we reached the peer and where it came from first: those
+	// worked (remember keeps the first maxAddrsPerPeer).
 	addrs := []string{}
 	if e.dialAddr != "" {
 		addrs = append(addrs, e.dialAddr)
 	}
-	addrs = append(addrs, m.hello.Addrs...)
 	// One socket listens and dials, so the remote address of either
 	// direction is where the peer can be dialed back (on QUIC only: a
 	// TCP dial leaves from an ephemeral port, a relayed one from none).
@@ -157,6 +158,7 @@ func (a *Actor) onUp(c actor.Context, m *sessionUp) {
 	} else if p == transport.PathRelayed {
 		a.keepDialingDirect(m.id, m.hello)
 	}
+	addrs = append(addrs, m.hello.Addrs...)
 	a.remember(m.id, addrs, true)
 	a.d.Mesh.setConn(m.id, e.conn)
 	if m.hello.Neighbours == 0 {
