@@ -83,3 +83,96 @@ func TestPeersOwnAddressesOutrankHearsay(t *testing.T) {
 		return nil
 	})
 }
+
+// TestPeerSeenTakesTheBookFromHearsay: a writer keeps A's address book
+// full of peers nobody ever reached (peer lists of fresh ids, each at an
+// address of its own). A writer that joins and connects to A is still
+// remembered: a peer a session came up with takes the place of one
+// only heard of.
+func TestPeerSeenTakesTheBookFromHearsay(t *testing.T) {
+	nodes := memMesh(t, "A", "B", "E")
+	a, evil := nodes[0], nodes[2]
+	net := ask[*messages.GetNetworkReply](t, a.sys, a.ledger, &messages.GetNetwork{})
+	evil.stop()
+	testutil.Eventually(t, 10*time.Second, func() error {
+		if len(a.peerIDs()) != 1 {
+			return errors.New("E still connected")
+		}
+		return nil
+	})
+	ep := a.opts.mem.Listen(evil.id, nil)
+	t.Cleanup(func() { ep.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	conn, err := ep.Dial(ctx, a.addr, a.id.ID())
+	cancel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		for {
+			if _, err := conn.Recv(); err != nil {
+				return
+			}
+		}
+	}()
+	conn.Send(&messages.Envelope{Kind: messages.KindHello, Hello: &messages.Hello{ID: evil.id.ID(), Network: net.Key, Root: net.Root}})
+	conn.Send(&messages.Envelope{Kind: messages.KindAccept, Accept: &messages.Accept{}})
+	n := 0
+	fill := func() error {
+		ps := make([]messages.PeerInfo, maxKnownPeers)
+		for i := range ps {
+			n++
+			ps[i] = messages.PeerInfo{ID: fmt.Sprintf("%064x", n), Addrs: []string{fmt.Sprintf("198.51.%d.%d:%d", n/250%250, n%250+1, 1+n/62500)}}
+		}
+		return conn.Send(&messages.Envelope{Kind: messages.KindPeers, Peers: ps})
+	}
+	if err := fill(); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, 10*time.Second, func() error {
+		if k := diag(t, a).Summary.KnownPeers; k < maxKnownPeers {
+			return fmt.Errorf("A knows %d peers", k)
+		}
+		return nil
+	})
+	// A gives up on the bogus addresses a few at a time; E sends more
+	// all along.
+	stop := make(chan struct{})
+	filled := make(chan struct{})
+	go func() {
+		defer close(filled)
+		tk := time.NewTicker(10 * time.Millisecond)
+		defer tk.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tk.C:
+				if fill() != nil {
+					return
+				}
+			}
+		}
+	}()
+	c := newTestNode(t, "C", nodeOpts{mem: a.opts.mem, join: a.invite(0)})
+	// A remembers C as the session comes up, in the same step: the
+	// first diagnostics that show C connected show its entry.
+	var entry messages.PeerDiag
+	testutil.Eventually(t, 15*time.Second, func() error {
+		for _, p := range diag(t, a).Peers {
+			if p.ID == c.id.ID() && p.State == "connected" {
+				entry = p
+				return nil
+			}
+		}
+		return errors.New("C not connected to A")
+	})
+	if !slices.Contains(entry.Addrs, c.addr) {
+		t.Errorf("A's entry for C = %v as it connected, want %s", entry.Addrs, c.addr)
+	}
+	close(stop)
+	<-filled
+	if k := diag(t, a).Summary.KnownPeers; k > maxKnownPeers {
+		t.Fatalf("A knows %d peers", k)
+	}
+}

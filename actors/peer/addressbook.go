@@ -119,7 +119,7 @@ func (a *Actor) remember(id string, addrs []string, seen bool) {
 	k := a.known[id]
 	fresh := k == nil
 	if fresh {
-		if len(a.known) >= maxKnownPeers {
+		if len(a.known) >= maxKnownPeers && (!seen || !a.forgetOneUnseen()) {
 			return
 		}
 		k = &knownPeer{}
@@ -150,6 +150,26 @@ func (a *Actor) remember(id string, addrs []string, seen bool) {
 	if err := a.d.Node.Set(knownPrefix+id, string(b)); err != nil {
 		a.log.Warn("cannot save known peer", "peer", short(id), "err", err)
 	}
+}
+
+// forgetOneUnseen makes room in a full book for a peer a session came up
+// with: it forgets a peer we never reached (and stops dialing it), and
+// says whether there was one. Any writer's peer lists can fill the book
+// with such peers faster than their dialers give up on them; a peer we
+// were connected to was kept out for as long as that went on.
+func (a *Actor) forgetOneUnseen() bool {
+	for id, k := range a.known {
+		if k.LastSeen != 0 {
+			continue
+		}
+		a.retireDialersOf(id)
+		delete(a.known, id)
+		if err := a.d.Node.Delete(knownPrefix + id); err != nil {
+			a.log.Warn("cannot forget known peer", "peer", short(id), "err", err)
+		}
+		return true
+	}
+	return false
 }
 
 // forgetAddr drops an address that never worked from every peer we never
