@@ -234,15 +234,23 @@ func (a *Actor) queueCleanups(op *messages.Op, pks []messages.ParsedKey) {
 	if op.Writer == a.st.self {
 		return
 	}
+	ignored, first := 0, ""
 	for i, pk := range pks {
 		if pk.Kind != messages.KeyCleanup || writeAt(op, i).Delete() {
 			continue
 		}
 		if r := a.results[pk.Domain]; r == nil || r.State.Status != consensus.Resolved || r.State.ResolvedClaimant != op.Writer {
-			a.d.Log.Warn("ledger: ignoring cleanup from a writer that is not the domain's resolved claimant here", "domain", pk.Domain, "writer", op.Writer)
+			if ignored++; ignored == 1 {
+				first = pk.Domain
+			}
 			continue
 		}
 		a.pendingCleanups = append(a.pendingCleanups, cleanupRequest{domain: pk.Domain, writer: op.Writer, hlc: op.HLC})
+	}
+	if ignored > 0 {
+		// One line per op (a batch may carry thousands), the domain cut
+		// short: both are the writer's to choose.
+		a.d.Log.Warn("ledger: ignoring cleanup from a writer that is not the domain's resolved claimant here", "domain", clip(first, 160), "domains", ignored, "writer", op.Writer)
 	}
 }
 

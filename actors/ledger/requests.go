@@ -370,6 +370,7 @@ func (a *Actor) applyQueuedOps(c actor.Context) {
 	}
 	for _, r := range q {
 		var rep messages.ApplyOpsReply
+		var first *messages.Op // the first rejected: the one logged
 		for _, op := range r.m.Ops {
 			switch outcome[op] {
 			case 1:
@@ -378,15 +379,32 @@ func (a *Actor) applyQueuedOps(c actor.Context) {
 				rep.Duplicates++
 			case 3:
 				rep.Rejected++
-				_, err := a.st.verify(op)
-				a.d.Log.Warn("ledger: rejected op", "from", r.m.From, "writer", op.Writer, "seq", op.Seq, "key", op.Key, "writes", op.NumWrites(), "reason", err)
+				if first == nil {
+					first = op
+				}
 			default:
 				rep.Gaps++
 			}
+		}
+		if first != nil {
+			// One line per peer's message, its strings cut short: they
+			// are the peer's to choose, and a frame of a thousand ops
+			// with long keys made as many lines of kilobytes each.
+			_, err := a.st.verify(first)
+			a.d.Log.Warn("ledger: rejected ops", "from", clip(r.m.From, 64), "rejected", rep.Rejected, "first.writer", clip(first.Writer, 64),
+				"first.seq", first.Seq, "first.key", clip(first.Key, 160), "first.writes", first.NumWrites(), "reason", clip(fmt.Sprint(err), 200))
 		}
 		a.validFail += rep.Rejected
 		if r.sender != nil {
 			c.Send(r.sender, &rep)
 		}
 	}
+}
+
+// clip bounds a string a peer chose before it is logged.
+func clip(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "…"
+	}
+	return s
 }
