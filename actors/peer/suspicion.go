@@ -411,6 +411,16 @@ func (a *Actor) onSuspicions(c actor.Context, from string, ss []*messages.Suspic
 			a.refuseBeat(c, from, "stale suspicion")
 			continue
 		}
+		if s.Seq > uint64(now.Add(heartbeatMaxAge).UnixMilli()) {
+			// Seq is a heartbeat of the suspect's, its clock in ms: one
+			// further ahead than clocks differ could only be refuted by
+			// a heartbeat the suspect will not sign before then, so any
+			// writer could count any other out for as long as it kept
+			// signing such suspicions.
+			a.sus.refused++
+			a.refuseBeat(c, from, "suspicion of a heartbeat from the future")
+			continue
+		}
 		if !messages.ValidPeerID(s.By) || !messages.VerifyPeer(s.By, messages.SuspicionSigningBytes(a.network, s), s.Sig) {
 			a.sus.refused++
 			a.refuseBeat(c, from, "bad suspicion signature")

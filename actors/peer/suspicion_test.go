@@ -126,3 +126,30 @@ func TestBridgeToDrawsAboutAView(t *testing.T) {
 		}
 	}
 }
+
+// A suspicion names the suspect's latest heartbeat we hold, whose seq is
+// its writer's clock in ms, and only a heartbeat with a higher seq
+// refutes it. One signed by a writer, fresh, but naming a seq a year
+// ahead could never be refuted: the suspect's next heartbeats carry its
+// clock. It is refused and counted, and the suspect stays unsuspected.
+func TestSuspicionOfAFutureHeartbeatRefused(t *testing.T) {
+	nodes := overlayNet(t, 3, 4)
+	a, b, c := nodes[0], nodes[1], nodes[2]
+	waitMesh(t, 10*time.Second, a, b, c)
+	net := ask[*messages.GetNetworkReply](t, a.sys, a.ledger, &messages.GetNetwork{})
+	before := diag(t, b).Summary.Overlay
+	s := &messages.Suspicion{Writer: c.id.ID(), By: a.id.ID(), At: uint64(time.Now().UnixMilli()),
+		Seq: uint64(time.Now().AddDate(1, 0, 0).UnixMilli())}
+	s.Sig = a.id.Sign(messages.SuspicionSigningBytes(net.Key, s))
+	a.sendFrameTo(b.id.ID(), &messages.Envelope{Kind: messages.KindSuspicions, Overlay: &messages.Overlay{Suspicions: []*messages.Suspicion{s}}})
+	testutil.Eventually(t, 5*time.Second, func() error {
+		o := diag(t, b).Summary.Overlay
+		if o.SuspicionsBad <= before.SuspicionsBad || o.SuspicionsNew != before.SuspicionsNew {
+			return fmt.Errorf("suspicions refused %d taken %d (were %d, %d): want one more refused", o.SuspicionsBad, o.SuspicionsNew, before.SuspicionsBad, before.SuspicionsNew)
+		}
+		if o.Suspected != 0 {
+			return fmt.Errorf("B suspects %d writers", o.Suspected)
+		}
+		return nil
+	})
+}
