@@ -71,7 +71,8 @@ import (
 
 const (
 	// heartbeatMaxAge: a heartbeat whose seq is older than this by our
-	// clock is refused (clocks of writers may differ this much).
+	// clock, or further ahead of it, is refused (clocks of writers may
+	// differ this much).
 	heartbeatMaxAge = time.Minute
 	// maxBadHeartbeats refused heartbeats from one neighbour drop it.
 	maxBadHeartbeats = 16
@@ -323,6 +324,14 @@ func (a *Actor) takeBeat(c actor.Context, from string, hb *messages.Heartbeat) b
 	now := a.d.Now()
 	if int64(hb.Seq) < now.Add(-heartbeatMaxAge).UnixMilli() {
 		a.refuseBeat(c, from, "stale")
+		return false
+	}
+	if hb.Seq > uint64(now.Add(heartbeatMaxAge).UnixMilli()) {
+		// As far ahead as clocks may differ, no further: taken, a seq
+		// from a clock a year fast made every later heartbeat of its
+		// writer, with the clock put right, a duplicate here for a
+		// year (never heard again, and no suspicion of it refuted).
+		a.refuseBeat(c, from, "from the future")
 		return false
 	}
 	if !messages.ValidPeerID(hb.Writer) || !messages.VerifyPeer(hb.Writer, messages.HeartbeatSigningBytes(a.network, hb.Writer, hb.Seq), hb.Sig) {

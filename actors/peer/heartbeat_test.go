@@ -137,3 +137,26 @@ func TestOverlayOverQUIC(t *testing.T) {
 	waitActive(t, 20*time.Second, "quic-overlay.p2p", n, nodes...)
 	waitConverged(t, overlayHeal, nodes...)
 }
+
+// A writer's heartbeat whose seq (its clock in ms) is a year ahead, as
+// a node whose clock was a year fast would sign: refused and counted.
+// Taken, it would make every later heartbeat of that writer, once its
+// clock is right again, a duplicate here for a year: never heard, and
+// no suspicion of it ever refuted.
+func TestHeartbeatFromTheFutureRefused(t *testing.T) {
+	nodes := overlayNet(t, 3, 4)
+	a, b, c := nodes[0], nodes[1], nodes[2]
+	waitMesh(t, 10*time.Second, a, b, c)
+	net := ask[*messages.GetNetworkReply](t, a.sys, a.ledger, &messages.GetNetwork{})
+	before := diag(t, b).Summary.Overlay
+	seq := uint64(time.Now().AddDate(1, 0, 0).UnixMilli())
+	hb := &messages.Heartbeat{Writer: a.id.ID(), Seq: seq}
+	hb.Sig = a.id.Sign(messages.HeartbeatSigningBytes(net.Key, a.id.ID(), seq))
+	a.sendFrameTo(b.id.ID(), &messages.Envelope{Kind: messages.KindHeartbeats, Overlay: &messages.Overlay{Heartbeats: []*messages.Heartbeat{hb}}})
+	testutil.Eventually(t, 5*time.Second, func() error {
+		if o := diag(t, b).Summary.Overlay; o.HeartbeatsBad <= before.HeartbeatsBad {
+			return fmt.Errorf("refused heartbeats = %d, want more than %d", o.HeartbeatsBad, before.HeartbeatsBad)
+		}
+		return nil
+	})
+}
