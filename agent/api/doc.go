@@ -137,7 +137,10 @@
 // below) whose scope_nodes, nodes or node argument names one child (GUID, node id, hostname or key) is
 // answered by that child's own Server over its store, so every command
 // answers for a child exactly as it does locally; listings (nodes,
-// node_instances, fleet, stream_path, tunnel) are never handed over.
+// node_instances, fleet, stream_path, tunnel) are never handed over. A
+// child streams its metrics and nothing else: its process table (501) and
+// its logs of every source (503) stay on it, and the parent says so
+// instead of answering with its own table or an empty log.
 //
 // # Decisions where the spec is silent
 //

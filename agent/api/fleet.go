@@ -157,6 +157,18 @@ type RemoteHost struct {
 	Hostname, GUID, NodeID, PublicKey, OS, Arch string
 }
 
+// keptByChild refuses, with status, a read of what (the process table,
+// a log source) when this server answers for a child (Options.Remote):
+// a child streams its metrics to its parent and nothing else, so what
+// the parent could answer is its own machine's, or nothing.
+func (s *Server) keptByChild(what string, status int) error {
+	if s.o.Remote == nil {
+		return nil
+	}
+	return httpx.Errorf(status, "the %s of node %q stays on that node: a child streams only its metrics to its parent; ask the agent on %s (its REST API or RPC)",
+		what, s.host.Hostname, s.host.Hostname)
+}
+
 func (r *RemoteHost) hostInfo() hostInfo {
 	return hostInfo{
 		Hostname: r.Hostname, GUID: r.GUID, NodeID: r.NodeID, PublicKey: r.PublicKey,

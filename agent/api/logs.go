@@ -32,11 +32,15 @@ const logsTimeout = 8 * time.Second
 // answer is {source, count, entries, next_cursor, more, truncated};
 // next_cursor is null on the last page. A source that is not there (the
 // journal turned off or missing, no anomaly detector) is a 503 that says
-// which.
+// which, as is a child's log of any source asked of its parent (the logs
+// stay on the child).
 func (s *Server) logs(ctx *fasthttp.RequestCtx, _ int) error {
 	q, err := logs.ParseQuery(func(k string) (string, bool) { return arg(ctx, k) }, s.now())
 	if err != nil {
 		return httpx.BadRequest("%v", err)
+	}
+	if err := s.keptByChild(q.Source+" log", fasthttp.StatusServiceUnavailable); err != nil {
+		return err
 	}
 	// The journal and the audit trail are the machine's own records: no
 	// web page reads them, whatever CORS allows. The anomaly log is the

@@ -16,8 +16,12 @@ import (
 // processes: [{pid, ppid, name, cmdline, user, uid, state, cpu_percent,
 // rss_bytes, threads, start_time}]}; total counts the matching rows
 // before paging. A pid that is not running is a 404 when it is the only
-// one asked for.
+// one asked for. A parent answering for a child (scope_nodes and the
+// other node filters) has no table of the child's: 501.
 func (s *Server) processes(ctx *fasthttp.RequestCtx, _ int) error {
+	if err := s.keptByChild("process table", fasthttp.StatusNotImplemented); err != nil {
+		return err
+	}
 	// Command lines carry what their programs were given (tokens,
 	// passwords): no web page reads them, whatever CORS allows.
 	if err := s.localOnly(ctx, "processes", "read the process table with curl, a script or the agent's RPC"); err != nil {

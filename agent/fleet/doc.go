@@ -10,7 +10,8 @@
 // Parent (parent.go) keeps one memory store and one api.Server per child,
 // keyed by the child's peer key (a child can only ever write its own
 // node), lists the children with their state (api.Fleet) and hands a
-// query with a node filter to the child's server. Caps: dimensions per
+// query with a node filter to the child's server (which refuses the
+// process table and logs: only metrics are streamed). Caps: dimensions per
 // child, points from the future, frame size (messages.AgentMaxFrame),
 // idle streams.
 //
