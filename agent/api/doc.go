@@ -145,8 +145,10 @@
 // # Decisions where the spec is silent
 //
 // CORS. Access-Control-Allow-Origin is "*" or exactly AGENT_REST_CORS, on
-// every answer including errors and preflights. Netdata 1.37 echoes the
-// Origin with Access-Control-Allow-Credentials: true; this agent does not,
+// every answer including errors, preflights and a parent's answers for
+// a child (the child's server is the parent's; its own CORS is not
+// used). Netdata 1.37 echoes the Origin with
+// Access-Control-Allow-Credentials: true; this agent does not,
 // so no page can widen its access by sending an Origin. Dashboards on
 // another origin still read the API: nothing here needs cookies.
 //

@@ -366,7 +366,10 @@ func (s *Server) Handle(ctx *fasthttp.RequestCtx) {
 	defer s.self.request(time.Now())
 	h, err := s.childHandler(ctx)
 	if h != nil {
+		// The child's server answers with its own Options; the
+		// CORS header is this server's, whichever node was asked.
 		h(ctx)
+		s.commonHeaders(ctx)
 		return
 	}
 	if err == nil {

@@ -29,8 +29,9 @@ type parentEnv struct {
 }
 
 // newParent starts a parent: its own store, the RPC server with the
-// parent as stream handler and the REST API on 127.0.0.1:0.
-func newParent(t *testing.T, cfg fleet.ParentConfig) *parentEnv {
+// parent as stream handler and the REST API on 127.0.0.1:0. opts change
+// the API's Options before it starts.
+func newParent(t *testing.T, cfg fleet.ParentConfig, opts ...func(*api.Options)) *parentEnv {
 	t.Helper()
 	dir := t.TempDir()
 	db, err := store.Open(store.Config{})
@@ -51,7 +52,11 @@ func newParent(t *testing.T, cfg fleet.ParentConfig) *parentEnv {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { rs.Close() })
-	srv, err = api.New(api.Options{DB: db, Identity: id, Parent: true, Fleet: p, Peer: rs})
+	o := api.Options{DB: db, Identity: id, Parent: true, Fleet: p, Peer: rs}
+	for _, f := range opts {
+		f(&o)
+	}
+	srv, err = api.New(o)
 	if err != nil {
 		t.Fatal(err)
 	}
