@@ -93,6 +93,15 @@ func TestWeightsOverHTTP(t *testing.T) {
 				if b := w.View.Baseline; (m == "anomaly-rate") != (b == nil) || b != nil && (b.Before != end-60 || b.After != end-300) {
 					t.Errorf("view.baseline = %+v", b)
 				}
+				// points count the stored points each window held
+				// (points=500 groups none of them): the highlight's
+				// newest second is not stored yet, so 59; 240 before it.
+				if want := map[string]int{"ks2": 59, "volume": 59, "anomaly-rate": 60}[m]; h != nil && h.Points != want {
+					t.Errorf("view.highlight.points = %d, want %d", h.Points, want)
+				}
+				if b := w.View.Baseline; b != nil && b.Points != 240 {
+					t.Errorf("view.baseline.points = %d, want 240", b.Points)
+				}
 				var raw map[string]any
 				json.Unmarshal(r.body, &raw)
 				if _, ok := raw["contexts"]; ok != (v == "v1") {

@@ -42,7 +42,7 @@ type Stats struct {
 	ResultPoints  int    // grouped points compared
 	Examined      int    // dimensions (charts for alerts) looked at
 	Duration      time.Duration
-	HighlightPts  int // grouped points per dimension in the highlight (the largest seen)
+	HighlightPts  int // points per dimension in the highlight (the largest seen): grouped for ks2, slots for volume
 	BaselinePts   int
 	GroupSlots    int // stored slots per grouped point
 	TimedOutAfter time.Duration
@@ -126,6 +126,17 @@ func grouped(dst []float64, slots []store.Agg, g int) []float64 {
 	return dst
 }
 
+// stored counts the slots that hold a point.
+func stored(slots []store.Agg) int {
+	n := 0
+	for _, a := range slots {
+		if a.Count > 0 {
+			n++
+		}
+	}
+	return n
+}
+
 func (c *chartScorer) chart(src Source, def *store.ChartDef, out []Result) []Result {
 	req := c.req
 	w, err := src.Query(def.ID, req.Tier, req.BaselineAfter+1, req.Before)
@@ -181,7 +192,10 @@ func (c *chartScorer) score(base, high []store.Agg, g int) (float64, map[string]
 		c.stats.BaselinePts = max(c.stats.BaselinePts, len(c.bv))
 		return ks2(c.bv, c.hv)
 	case Volume:
+		// Volume reads every slot, ungrouped: those are its points.
 		c.stats.ResultPoints += 3
+		c.stats.HighlightPts = max(c.stats.HighlightPts, stored(high))
+		c.stats.BaselinePts = max(c.stats.BaselinePts, stored(base))
 		return volume(base, high)
 	case AnomalyRate:
 		c.stats.ResultPoints++

@@ -8,7 +8,9 @@
 // highlights right before it. Both are read from one tier (tier 0 unless
 // together they are longer than tier 0 keeps) and grouped into points of
 // ceil(highlight slots / points) slots each (points defaults to 500, so a
-// 1-minute highlight keeps its 60 seconds and the baseline its 240).
+// 1-minute highlight keeps its 60 seconds and the baseline its 240);
+// volume reads the slots ungrouped. The answer's points (view.highlight,
+// view.baseline) count the points a window held for ks2 and volume.
 // Higher weight means more changed, for every method:
 //
 //   - ks2: the two-sample Kolmogorov–Smirnov statistic D between the
