@@ -194,6 +194,11 @@
 // so a 10 KB q or cursor reaches its handler and gets a 400 that names the
 // argument; every echoed argument is cut to 64 bytes.
 //
+// Idle connections. A keep-alive connection between requests holds no
+// buffer (fasthttp's ReduceMemoryUsage): its read and write buffers and
+// its last answer go back to their pools, so many open connections cost
+// a goroutine each, not the largest answer each was ever sent.
+//
 // Encoding. Cold paths build structs or maps and go through writeJSON
 // (encoding/json); the measured hot paths are written by hand and name
 // their benchmark: data (agent/query), allmetrics prometheus
