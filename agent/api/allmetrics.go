@@ -59,9 +59,9 @@ func (s *Server) appendShell(b []byte, filter *query.Pattern, alerts []health.Al
 			continue
 		}
 		b = append(b, "\n# chart: "...)
-		b = append(b, c.ID...)
+		b = appendCommentText(b, c.ID)
 		b = append(b, " (name: "...)
-		b = append(b, c.Name...)
+		b = appendCommentText(b, c.Name)
 		b = append(b, ")\n"...)
 		total := 0.0
 		for i, d := range c.Dims {
@@ -79,7 +79,7 @@ func (s *Server) appendShell(b []byte, filter *query.Pattern, alerts []health.Al
 			b = append(b, "=\""...)
 			b = appendRounded(b, v)
 			b = append(b, "\"      # "...)
-			b = append(b, c.Units...)
+			b = appendCommentText(b, c.Units)
 			b = append(b, '\n')
 		}
 		b = append(b, "NETDATA_"...)
@@ -87,7 +87,7 @@ func (s *Server) appendShell(b []byte, filter *query.Pattern, alerts []health.Al
 		b = append(b, "_VISIBLETOTAL=\""...)
 		b = appendRounded(b, total)
 		b = append(b, "\"      # "...)
-		b = append(b, c.Units...)
+		b = appendCommentText(b, c.Units)
 		b = append(b, '\n')
 	}
 	b = append(b, "\n# NETDATA ALARMS RUNNING\n"...)
@@ -102,7 +102,7 @@ func (s *Server) appendShell(b []byte, filter *query.Pattern, alerts []health.Al
 		b = append(b, "_VALUE=\""...)
 		b = appendRounded(b, a.Value)
 		b = append(b, "\"      # "...)
-		b = append(b, a.Units...)
+		b = appendCommentText(b, a.Units)
 		b = append(b, "\nNETDATA_ALARM_"...)
 		b = shellName(b, a.Chart)
 		b = append(b, '_')

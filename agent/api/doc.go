@@ -194,6 +194,12 @@
 // so a 10 KB q or cursor reaches its handler and gets a 400 that names the
 // argument; every echoed argument is cut to 64 bytes.
 //
+// Comment lines. The shell and Prometheus formats write a chart's id,
+// name, context, family and units into comment lines (as Netdata does);
+// a line break there (a mount point's path, a child's stream) becomes a
+// space, so no chart can add a command to a script that runs the shell
+// format or a series to a scrape.
+//
 // Idle connections. A keep-alive connection between requests holds no
 // buffer (fasthttp's ReduceMemoryUsage): its read and write buffers and
 // its last answer go back to their pools, so many open connections cost

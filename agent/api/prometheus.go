@@ -219,9 +219,9 @@ func (s *Server) appendPrometheus(b []byte, o *promOpts) []byte {
 				b = append(b, "# COMMENT "...)
 				b = append(b, pc.metric...)
 				b = append(b, ": dimension \""...)
-				b = append(b, c.Dims[i].Name...)
+				b = appendCommentText(b, c.Dims[i].Name)
 				b = append(b, "\", value is "...)
-				b = append(b, c.Units...)
+				b = appendCommentText(b, c.Units)
 				b = append(b, ", gauge, dt "...)
 				b = strconv.AppendInt(b, t, 10)
 				b = append(b, " to "...)
@@ -262,19 +262,34 @@ func (s *Server) closeLabels(b []byte, o *promOpts) []byte {
 	return append(b, "} "...)
 }
 
+// appendCommentText writes s into a comment line: a line break (a
+// child's chart text, a mount point's path) becomes a space, so the
+// text cannot end the comment and start a series (Prometheus) or a
+// command (the shell format, which scripts run).
+func appendCommentText(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c == '\n' || c == '\r' {
+			b = append(b, ' ')
+		} else {
+			b = append(b, c)
+		}
+	}
+	return b
+}
+
 // appendChartComment writes Netdata's "# COMMENT <kind> chart ..." line
 // before a chart's series (help lines on), with tail after the units.
 func appendChartComment(b []byte, c *store.ChartDef, kind, tail string) []byte {
 	b = append(b, "\n# COMMENT "...)
 	b = append(b, kind...)
 	b = append(b, " chart \""...)
-	b = append(b, c.ID...)
+	b = appendCommentText(b, c.ID)
 	b = append(b, "\", context \""...)
-	b = append(b, c.Context...)
+	b = appendCommentText(b, c.Context)
 	b = append(b, "\", family \""...)
-	b = append(b, c.Family...)
+	b = appendCommentText(b, c.Family)
 	b = append(b, "\", units \""...)
-	b = append(b, c.Units...)
+	b = appendCommentText(b, c.Units)
 	b = append(b, '"')
 	b = append(b, tail...)
 	return append(b, '\n')
