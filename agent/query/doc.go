@@ -8,7 +8,11 @@
 // json, csv, tsv, ssv, ssvcomma, array, jsonp, datatable, datasource,
 // csvjsonarray, html, markdown and the jsonwrap envelope. A window that
 // starts before the stored data keeps its after, with null rows, as
-// Netdata pads it.
+// Netdata pads it. options=anomaly-bit (v1 and v2) makes each point its
+// anomaly rate: the percent of its stored points the detector flagged,
+// whatever the group (Netdata groups the bits with it; only average
+// gives the same), null where no point is stored, and no percentage of
+// the total on top.
 //
 // v2.go, v2run.go and json2.go are Netdata's v2 query model: scopes and
 // selectors over nodes, contexts, instances, dimensions and labels

@@ -98,6 +98,9 @@ const (
 	OptObjectRows
 	OptMin2Max
 	OptUnaligned
+	// OptAnomalyBit answers each point's anomaly rate (percent of its
+	// stored points the detector flagged) instead of its value.
+	OptAnomalyBit
 )
 
 // optionOrder is the order Netdata lists options in the jsonwrap "options"
@@ -117,6 +120,7 @@ var optionOrder = []struct {
 	{OptPercentage, "percentage"},
 	{OptSeconds, "seconds"},
 	{OptUnaligned, "unaligned"},
+	{OptAnomalyBit, "anomaly-bit"},
 }
 
 // ParseOptions reads Netdata's options list (separated by '|', ',' or ' ').
@@ -153,6 +157,8 @@ func ParseOptions(s string) Options {
 			o |= OptMin2Max
 		case "unaligned":
 			o |= OptUnaligned
+		case "anomaly-bit":
+			o |= OptAnomalyBit
 		}
 	}
 	return o

@@ -90,7 +90,10 @@ func Run(req *Request, plan Plan, series []Series) (*Result, error) {
 		}
 	}
 	var scratch []float64
-	pct := req.Options&OptPercentage != 0
+	anomalyBit := req.Options&OptAnomalyBit != 0
+	// With anomaly-bit the points are rates already: no percentage of
+	// the chart's total.
+	pct := req.Options&OptPercentage != 0 && !anomalyBit
 	var totals []float64 // per series, per row (percentage only)
 	if pct {
 		totals = make([]float64, len(series)*plan.Points)
@@ -117,6 +120,9 @@ func Run(req *Request, plan Plan, series []Series) (*Result, error) {
 		for r := 0; r < plan.Points; r++ {
 			v, n := groupValue(plan, s.Window, slots, r, req.Group, &scratch, &sm)
 			res.DBPoints[tier] += n
+			if anomalyBit && !math.IsNaN(v) {
+				v = 100 * anomalyShare(plan, s.Window, slots, r)
+			}
 			if pct && !math.IsNaN(v) {
 				if t := totals[col.Series*plan.Points+r]; t != 0 {
 					v = v * 100 / t

@@ -597,6 +597,7 @@ func RunV2(t *V2Target, plan Plan, deadline time.Time) (*V2Result, error) {
 	if req.Tier == 1 {
 		tier = 1
 	}
+	anomalyBit := req.Options&OptAnomalyBit != 0
 	scale := 1.0
 	if req.Resampling > plan.Step && req.TimeGroup == GroupAverage {
 		scale = float64(req.Resampling) / float64(plan.Step)
@@ -678,7 +679,9 @@ func RunV2(t *V2Target, plan Plan, deadline time.Time) (*V2Result, error) {
 				if n > 0 {
 					m.Queried = true
 					a = anomalyShare(plan, in.Window, slots, r)
-					if scale != 1 {
+					if anomalyBit {
+						v = 100 * a
+					} else if scale != 1 {
 						v *= scale
 					}
 					if abs {
