@@ -119,7 +119,10 @@
 // case-insensitive simple pattern in substring mode (',' or '|' between
 // words, a space inside a word; a plain word matches inside a string,
 // "cpu*" or "a*b" glob the whole string, "!word" excludes the strings it
-// matches; the first matching word decides). alert_config takes
+// matches; the first matching word decides). alert_transitions keeps
+// the transitions of its after/before window (unix seconds, or seconds
+// back from now), as Netdata's query of its transitions table does;
+// contexts keeps the contexts with data in it. alert_config takes
 // config= (a config_hash_id, as alerts and alarms publish it): none is a
 // 400, an unknown one a 404. settings (v3) is Netdata's dashboard settings
 // file at version 1 (the agent stores none: its API is read-only), beside

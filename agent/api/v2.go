@@ -185,22 +185,10 @@ func (s *Server) contextsV2(ctx *fasthttp.RequestCtx, ver int) error {
 	ix := s.index2()
 	now := s.now().Unix()
 	// after/before keep the contexts with data in that window (Netdata's
-	// window filter); relative values count back from now.
-	var after, before int64
-	for _, x := range []struct {
-		k string
-		v *int64
-	}{{"after", &after}, {"before", &before}} {
-		if v, ok := arg(ctx, x.k); ok && v != "" {
-			n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
-			if err != nil {
-				return httpx.BadRequest("%s must be unix seconds or a negative number of seconds, got %q", x.k, trimArg(v))
-			}
-			if n <= 0 && n >= -3*365*86400 {
-				n += now
-			}
-			*x.v = n
-		}
+	// window filter).
+	after, before, err := v2Window(ctx, now)
+	if err != nil {
+		return err
 	}
 	first := s.stats().FirstTime
 	if t1 := s.stats().Tier1First; t1 > 0 && (first == 0 || t1 < first) {
@@ -231,6 +219,28 @@ func (s *Server) contextsV2(ctx *fasthttp.RequestCtx, ver int) error {
 		"api": 2, "nodes": nodeList, "contexts": cs, "versions": s.v2Versions(),
 		"agents": []any{s.v2Agent(received)}, "timings": cloudTimings(received),
 	})
+}
+
+// v2Window reads the after and before of the v2 listings (contexts,
+// alert_transitions): unix seconds, or 0 and negative seconds counting
+// back from now; 0 for a bound not given.
+func v2Window(ctx *fasthttp.RequestCtx, now int64) (after, before int64, err error) {
+	for _, x := range []struct {
+		k string
+		v *int64
+	}{{"after", &after}, {"before", &before}} {
+		if v, ok := arg(ctx, x.k); ok && v != "" {
+			n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			if err != nil {
+				return 0, 0, httpx.BadRequest("%s must be unix seconds or a negative number of seconds, got %q", x.k, trimArg(v))
+			}
+			if n <= 0 && n >= -3*365*86400 {
+				n += now
+			}
+			*x.v = n
+		}
+	}
+	return after, before, nil
 }
 
 // searchV2 is /api/v2|v3/q: Netdata's full-text search. Each matching
@@ -555,9 +565,14 @@ var transitionFacets = []struct{ id, name string }{
 // alertTransitionsV2 is /api/v2|v3/alert_transitions: an object with the
 // facets (counts of each value, filtered by f_* arguments), the
 // transitions (newest first, at most last=, default 1, up to 1000) and
-// the items counts.
+// the items counts. after and before keep the transitions of that
+// window, as Netdata's query of its transitions table does.
 func (s *Server) alertTransitionsV2(ctx *fasthttp.RequestCtx, ver int) error {
 	received := time.Now()
+	after, before, err := v2Window(ctx, s.now().Unix())
+	if err != nil {
+		return err
+	}
 	last := 1
 	if l, ok := arg(ctx, "last"); ok && l != "" {
 		n, err := strconv.Atoi(l)
@@ -623,6 +638,9 @@ func (s *Server) alertTransitionsV2(ctx *fasthttp.RequestCtx, ver int) error {
 			continue
 		}
 		if anchor > 0 && t.UniqueID >= anchor {
+			continue
+		}
+		if after != 0 && t.When < after || before != 0 && t.When > before {
 			continue
 		}
 		ok := true
