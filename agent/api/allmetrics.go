@@ -191,7 +191,10 @@ func (s *Server) allmetrics(ctx *fasthttp.RequestCtx, _ int) error {
 	switch format {
 	case "prometheus", "prometheus_all_hosts":
 		s.counters.prom.Add(1)
-		o := parsePromOpts(ctx)
+		o, err := parsePromOpts(ctx)
+		if err != nil {
+			return err
+		}
 		o.instance = format == "prometheus_all_hosts"
 		o.collected = collected
 		// Size the buffer like the last scrape: growing it by doubling

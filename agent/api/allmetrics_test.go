@@ -164,3 +164,29 @@ func TestAllmetricsSourceErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestPrometheusPrefix: prefix= starts every metric name, so it must be
+// one (Prometheus' [a-zA-Z_:][a-zA-Z0-9_:]*, at most 256 bytes): a line
+// break or a brace in it wrote series of the client's making into the
+// scrape, and a 10 KB prefix made a 1,300-series scrape 13 MB.
+func TestPrometheusPrefix(t *testing.T) {
+	env := newTestEnv(t)
+	for _, p := range []string{"x%0Aevil_metric%201%0A", "a%20b", "a%7B", "9lives", "na%C3%AFve", strings.Repeat("p", 257)} {
+		for _, f := range []string{"prometheus", "prometheus_all_hosts"} {
+			r := env.get(t, "/api/v1/allmetrics?format="+f+"&prefix="+p)
+			if r.status != 400 || !strings.Contains(string(r.body), "prefix") || strings.Contains(string(r.body), "\nevil_metric") {
+				t.Errorf("prefix=%.40s format=%s: %d %.200q, want 400 naming prefix", p, f, r.status, r.body)
+			}
+		}
+	}
+	for _, p := range []string{"netdata", "my_agent:host", "_x", ""} {
+		r := env.get(t, "/api/v1/allmetrics?format=prometheus&filter=system.load&prefix="+p)
+		want := p
+		if p == "" {
+			want = "netdata" // an empty prefix is the default, as an absent one
+		}
+		if r.status != 200 || !strings.Contains(string(r.body), "\n"+want+"_system_load_load_average{") {
+			t.Errorf("prefix=%q: %d\n%s", p, r.status, r.body)
+		}
+	}
+}

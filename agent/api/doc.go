@@ -201,7 +201,9 @@
 // name, context, family and units into comment lines (as Netdata does);
 // a line break there (a mount point's path, a child's stream) becomes a
 // space, so no chart can add a command to a script that runs the shell
-// format or a series to a scrape.
+// format or a series to a scrape. For the same reason allmetrics'
+// prefix= must be a Prometheus metric name of at most 256 bytes (400
+// otherwise; Netdata writes it as given).
 //
 // Idle connections. A keep-alive connection between requests holds no
 // buffer (fasthttp's ReduceMemoryUsage): its read and write buffers and

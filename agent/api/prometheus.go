@@ -10,6 +10,7 @@ import (
 
 	"peerdns/agent/query"
 	"peerdns/agent/store"
+	"peerdns/http/httpx"
 )
 
 const ctPrometheus = "text/plain; version=0.0.4"
@@ -30,7 +31,11 @@ type promOpts struct {
 	collected bool
 }
 
-func parsePromOpts(ctx *fasthttp.RequestCtx) promOpts {
+// parsePromOpts reads the knobs. prefix starts every metric name, so it
+// must be one: Prometheus' [a-zA-Z_:][a-zA-Z0-9_:]*, at most
+// maxPromPrefix bytes (Netdata writes it as given, and a line break in
+// it adds series of the client's making to the scrape).
+func parsePromOpts(ctx *fasthttp.RequestCtx) (promOpts, error) {
 	o := promOpts{
 		prefix:     argOr(ctx, "prefix", "netdata"),
 		help:       yes(ctx, "help", false),
@@ -38,9 +43,29 @@ func parsePromOpts(ctx *fasthttp.RequestCtx) promOpts {
 		timestamps: yes(ctx, "timestamps", true),
 		useIDs:     !yes(ctx, "names", true),
 	}
+	if !validPromPrefix(o.prefix) {
+		return o, httpx.BadRequest("prefix must be a Prometheus metric name ([a-zA-Z_:][a-zA-Z0-9_:]*, at most %d bytes), got %q", maxPromPrefix, trimArg(o.prefix))
+	}
 	f, _ := arg(ctx, "filter")
 	o.filter = query.CompilePattern(f)
-	return o
+	return o, nil
+}
+
+// maxPromPrefix bounds prefix= (Netdata's PROMETHEUS_ELEMENT_MAX): it is
+// repeated in every series of the scrape.
+const maxPromPrefix = 256
+
+func validPromPrefix(p string) bool {
+	if len(p) > maxPromPrefix {
+		return false
+	}
+	for i := 0; i < len(p); i++ {
+		c := p[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '_' || c == ':' || i > 0 && c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return true
 }
 
 // promName copies s keeping [A-Za-z0-9] and turning the rest into '_'
