@@ -245,7 +245,7 @@ func (s *Server) aiChartSummary(ctx *fasthttp.RequestCtx, id string) error {
 	}
 	c, ok := s.o.DB.Chart(id)
 	if !ok {
-		return httpx.Errorf(fasthttp.StatusNotFound, "Chart is not found: %s", id)
+		return httpx.Errorf(fasthttp.StatusNotFound, "Chart is not found: %s", trimArg(id))
 	}
 	req, err := query.ParseRequest(getter(ctx))
 	if err != nil {

@@ -110,6 +110,31 @@ func TestLongArguments(t *testing.T) {
 			t.Errorf("GET %.60s... = %d (%d bytes) %.120s, want a short 400", path, r.status, len(r.body), r.body)
 		}
 	}
+	// Every other argument an error names, and a path's unknown command,
+	// are cut too, whatever the status.
+	for _, c := range []struct {
+		path   string
+		status int
+	}{
+		{"/api/v1/data?chart=system.cpu&points=" + long, 400}, {"/api/v1/data?chart=system.cpu&tier=" + long, 400},
+		{"/api/v1/data?chart=system.cpu&after=" + long, 400}, {"/api/v1/data?chart=system.cpu&before=-" + long, 400},
+		{"/api/v2/data?contexts=system.cpu&points=" + long, 400}, {"/api/v2/data?contexts=system.cpu&after=" + long, 400},
+		{"/api/v1/chart?chart=" + long, 404}, {"/api/v1/context?context=" + long, 404},
+		{"/api/v1/alarm_variables?chart=" + long, 404}, {"/api/v1/alarm_log?after=" + long, 400},
+		{"/api/v1/alarm_count?status=" + long, 400}, {"/api/v3/export?format=" + long, 400},
+		{"/api/v1/badge.svg?chart=system.cpu&precision=" + long, 400}, {"/api/v1/badge.svg?chart=system.cpu&multiply=" + long, 400},
+		{"/api/v1/badge.svg?chart=system.cpu&divide=" + long, 400},
+		{"/api/v1/weights?after=" + long, 400}, {"/api/v1/weights?after=-10&method=" + long, 400},
+		{"/api/v1/weights?after=-10&points=" + long, 400}, {"/api/v1/weights?after=-10&method=value&time_group=" + long, 400},
+		{"/api/v1/weights?after=-10&limit=" + long, 400}, {"/api/v1/weights?after=-10&timeout=" + long, 400},
+		{"/api/v1/weights?after=-10&contexts=../" + long[:4000], 400},
+		{"/api/v1/" + long, 404}, {"/api/v" + long, 404},
+	} {
+		r := env.get(t, c.path)
+		if r.status != c.status || len(r.body) > 400 {
+			t.Errorf("GET %.60s... = %d (%d bytes) %.120s, want a short %d", c.path, r.status, len(r.body), r.body, c.status)
+		}
+	}
 }
 
 func TestShort(t *testing.T) {

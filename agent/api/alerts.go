@@ -191,7 +191,7 @@ func (s *Server) alarmLog(ctx *fasthttp.RequestCtx, _ int) error {
 	if v, ok := arg(ctx, "after"); ok && v != "" {
 		n, err := strconv.ParseUint(v, 10, 64)
 		if err != nil {
-			return httpx.BadRequest("after must be an alarm log unique id (a non-negative integer), got %q", v)
+			return httpx.BadRequest("after must be an alarm log unique id (a non-negative integer), got %q", trimArg(v))
 		}
 		after = n
 	}
@@ -253,7 +253,7 @@ func (s *Server) alarmCount(ctx *fasthttp.RequestCtx, _ int) error {
 	switch status {
 	case "RAISED", "CLEAR", "WARNING", "CRITICAL", "UNDEFINED", "UNINITIALIZED":
 	default:
-		return httpx.BadRequest("unknown status %q: use RAISED, CLEAR, WARNING, CRITICAL, UNDEFINED or UNINITIALIZED", status)
+		return httpx.BadRequest("unknown status %q: use RAISED, CLEAR, WARNING, CRITICAL, UNDEFINED or UNINITIALIZED", trimArg(status))
 	}
 	ctxFilter, _ := arg(ctx, "context")
 	n := 0
@@ -290,7 +290,7 @@ func (s *Server) alertConfig(ctx *fasthttp.RequestCtx, _ int) error {
 		})
 	}
 	if name != "" && len(out) == 0 {
-		return httpx.Errorf(fasthttp.StatusNotFound, "Alert config is not found: %s", name)
+		return httpx.Errorf(fasthttp.StatusNotFound, "Alert config is not found: %s", trimArg(name))
 	}
 	return writeJSON(ctx, map[string]any{"configs": out})
 }
@@ -304,7 +304,7 @@ func (s *Server) variable(ctx *fasthttp.RequestCtx, _ int) error {
 	}
 	c, ok := s.o.DB.Chart(id)
 	if !ok {
-		return httpx.Errorf(fasthttp.StatusNotFound, "Chart is not found: %s", id)
+		return httpx.Errorf(fasthttp.StatusNotFound, "Chart is not found: %s", trimArg(id))
 	}
 	t, vals, _ := s.o.DB.Latest(c.ID)
 	vars := map[string]any{

@@ -232,7 +232,7 @@ func (s *Server) badge(ctx *fasthttp.RequestCtx, _ int) error {
 	if p, ok := arg(ctx, "precision"); ok && p != "" {
 		n, err := strconv.Atoi(p)
 		if err != nil || n < -1 || n > 12 {
-			return httpx.BadRequest("precision must be an integer from -1 to 12, got %q", p)
+			return httpx.BadRequest("precision must be an integer from -1 to 12, got %q", trimArg(p))
 		}
 		precision = n
 	}
@@ -314,14 +314,14 @@ func (s *Server) badge(ctx *fasthttp.RequestCtx, _ int) error {
 	if m, ok := arg(ctx, "multiply"); ok && m != "" {
 		f, err := strconv.ParseFloat(m, 64)
 		if err != nil {
-			return httpx.BadRequest("multiply must be a number, got %q", m)
+			return httpx.BadRequest("multiply must be a number, got %q", trimArg(m))
 		}
 		v *= f
 	}
 	if d, ok := arg(ctx, "divide"); ok && d != "" {
 		f, err := strconv.ParseFloat(d, 64)
 		if err != nil || f == 0 {
-			return httpx.BadRequest("divide must be a non-zero number, got %q", d)
+			return httpx.BadRequest("divide must be a non-zero number, got %q", trimArg(d))
 		}
 		v /= f
 	}

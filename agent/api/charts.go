@@ -141,7 +141,7 @@ func (s *Server) chart(ctx *fasthttp.RequestCtx, _ int) error {
 	}
 	c, ok := s.o.DB.Chart(id)
 	if !ok {
-		return httpx.Errorf(fasthttp.StatusNotFound, "Chart is not found: %s", id)
+		return httpx.Errorf(fasthttp.StatusNotFound, "Chart is not found: %s", trimArg(id))
 	}
 	return writeJSON(ctx, s.chartObject(c, s.alerts()))
 }
@@ -272,7 +272,7 @@ func (s *Server) context(ctx *fasthttp.RequestCtx, _ int) error {
 	}
 	charts := s.index2().byContext[name]
 	if len(charts) == 0 {
-		return httpx.Errorf(fasthttp.StatusNotFound, "Context is not found: %s", name)
+		return httpx.Errorf(fasthttp.StatusNotFound, "Context is not found: %s", trimArg(name))
 	}
 	return writeJSON(ctx, s.contextObject(name, charts, fullOption(ctx)))
 }

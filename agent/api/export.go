@@ -74,7 +74,7 @@ func exportAlerts(as []health.Alert) []exportAlert {
 func (s *Server) export(ctx *fasthttp.RequestCtx, _ int) error {
 	format := argOr(ctx, "format", "json")
 	if format != "json" && format != "prometheus" {
-		return httpx.BadRequest("unknown export format %q: use json or prometheus", format)
+		return httpx.BadRequest("unknown export format %q: use json or prometheus", trimArg(format))
 	}
 	write := yes(ctx, "write", false)
 	if write {

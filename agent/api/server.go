@@ -545,7 +545,7 @@ func (s *Server) route(ctx *fasthttp.RequestCtx) error {
 	case "3":
 		ver = 3
 	default:
-		return httpx.Errorf(fasthttp.StatusNotFound, "Unsupported API version: v%s", verText)
+		return httpx.Errorf(fasthttp.StatusNotFound, "Unsupported API version: v%s", trimArg(string(verText)))
 	}
 	cmd := ""
 	if slash >= 0 {
@@ -562,7 +562,7 @@ func (s *Server) route(ctx *fasthttp.RequestCtx) error {
 		if cmd == "" {
 			return httpx.Errorf(fasthttp.StatusNotFound, "Unsupported v%d API command:", ver)
 		}
-		return httpx.Errorf(fasthttp.StatusNotFound, "Unsupported v%d API command: %s", ver, cmd)
+		return httpx.Errorf(fasthttp.StatusNotFound, "Unsupported v%d API command: %s", ver, trimArg(cmd))
 	}
 	return h(s, ctx, ver)
 }

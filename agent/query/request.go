@@ -76,7 +76,7 @@ func ParseFormat(s string) (Format, error) {
 	if len(s) > 64 {
 		s = s[:64] + "..."
 	}
-	return 0, fmt.Errorf("unknown format %q: use %s", s, strings.Join(formatNames[:], ", "))
+	return 0, fmt.Errorf("unknown format %q: use %s", trimArg(s), strings.Join(formatNames[:], ", "))
 }
 
 // Options is the set of Netdata `options` flags a query honours.
@@ -253,7 +253,7 @@ func ParseRequest(get Getter) (Request, error) {
 	if s, ok := get("points"); ok && s != "" {
 		n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
 		if err != nil {
-			return r, fmt.Errorf("points must be a positive integer, got %q", s)
+			return r, fmt.Errorf("points must be a positive integer, got %q", trimArg(s))
 		}
 		if n <= 0 {
 			return r, fmt.Errorf("points must be a positive integer, got %d", n)
@@ -288,7 +288,7 @@ func ParseRequest(get Getter) (Request, error) {
 		case "1":
 			r.Tier = 1
 		default:
-			return r, fmt.Errorf("tier must be 0 or 1, got %q", s)
+			return r, fmt.Errorf("tier must be 0 or 1, got %q", trimArg(s))
 		}
 	}
 	if s, ok := get("format"); ok {
@@ -320,12 +320,12 @@ func parseSeconds(name, s string) (int64, error) {
 		// Netdata also accepts fractional seconds; keep the integer part.
 		f, ferr := strconv.ParseFloat(s, 64)
 		if ferr != nil || f != f || f > 1e15 || f < -1e15 {
-			return 0, fmt.Errorf("%s must be unix seconds or a negative number of seconds, got %q", name, s)
+			return 0, fmt.Errorf("%s must be unix seconds or a negative number of seconds, got %q", name, trimArg(s))
 		}
 		v = int64(f)
 	}
 	if v > 1e13 || v < -1e13 {
-		return 0, fmt.Errorf("%s is out of range: %q", name, s)
+		return 0, fmt.Errorf("%s is out of range: %q", name, trimArg(s))
 	}
 	return v, nil
 }

@@ -77,10 +77,10 @@ func firstOf(get Getter, keys ...string) (string, bool) {
 func parseInt(name, s string) (int64, error) {
 	v, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
 	if err != nil {
-		return 0, fmt.Errorf("%s must be an integer, got %q", name, s)
+		return 0, fmt.Errorf("%s must be an integer, got %q", name, trim(s))
 	}
 	if v > 1e13 || v < -1e13 {
-		return 0, fmt.Errorf("%s is out of range: %q", name, s)
+		return 0, fmt.Errorf("%s is out of range: %q", name, trim(s))
 	}
 	return v, nil
 }
@@ -115,7 +115,7 @@ func ParseRequest(get Getter, now int64) (Request, error) {
 	case Volume, KS2, AnomalyRate, Value, Alerts:
 		r.Method = Method(strings.TrimSpace(m))
 	default:
-		return r, fmt.Errorf("unknown method %q: use volume, ks2, anomaly-rate, value or alerts", m)
+		return r, fmt.Errorf("unknown method %q: use volume, ks2, anomaly-rate, value or alerts", trim(m))
 	}
 	if !r.Window && r.Method != Alerts {
 		return r, fmt.Errorf("method %s needs a highlight window: give after (and before)", r.Method)
@@ -170,7 +170,7 @@ func ParseRequest(get Getter, now int64) (Request, error) {
 	if s, ok := get("points"); ok && strings.TrimSpace(s) != "" {
 		n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
 		if err != nil || n <= 0 {
-			return r, fmt.Errorf("points must be a positive integer, got %q", s)
+			return r, fmt.Errorf("points must be a positive integer, got %q", trim(s))
 		}
 		if n > query.MaxPoints {
 			return r, fmt.Errorf("points must be at most %d, got %d", query.MaxPoints, n)
@@ -187,21 +187,21 @@ func ParseRequest(get Getter, now int64) (Request, error) {
 			found = found || t == g
 		}
 		if !found {
-			return r, fmt.Errorf("unknown time_group %q: use cv, average, min, max, sum, median or stddev", s)
+			return r, fmt.Errorf("unknown time_group %q: use cv, average, min, max, sum, median or stddev", trim(s))
 		}
 		r.TimeGroup = g
 	}
 	if s, ok := get("limit"); ok && strings.TrimSpace(s) != "" {
 		n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
 		if err != nil || n <= 0 {
-			return r, fmt.Errorf("limit must be a positive integer, got %q", s)
+			return r, fmt.Errorf("limit must be a positive integer, got %q", trim(s))
 		}
 		r.Limit = int(min(n, 1<<30))
 	}
 	if s, ok := get("timeout"); ok && strings.TrimSpace(s) != "" {
 		n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
 		if err != nil || n < 0 {
-			return r, fmt.Errorf("timeout must be a number of milliseconds, got %q", s)
+			return r, fmt.Errorf("timeout must be a number of milliseconds, got %q", trim(s))
 		}
 		r.Timeout = time.Duration(min(n, 3_600_000)) * time.Millisecond
 	}
@@ -222,9 +222,17 @@ func ParseRequest(get Getter, now int64) (Request, error) {
 			return r, fmt.Errorf("%s is too long (%d bytes, at most %d)", f.keys[0], len(s), maxFilter)
 		}
 		if f.ids && (strings.Contains(s, "/") || strings.Contains(s, "..")) {
-			return r, fmt.Errorf("invalid %s: %q (a chart or context id has no '/' or '..')", f.keys[0], s)
+			return r, fmt.Errorf("invalid %s: %q (a chart or context id has no '/' or '..')", f.keys[0], trim(s))
 		}
 		*f.dst = query.CompilePattern(s)
 	}
 	return r, nil
+}
+
+// trim cuts an argument echoed in an error to 64 bytes.
+func trim(s string) string {
+	if len(s) > 64 {
+		return s[:64] + "..."
+	}
+	return s
 }
