@@ -218,7 +218,9 @@ func renderBadge(label, value, labelColor, valueColor string) []byte {
 
 // badge renders /api/v1/badge.svg: the chart's value over the window
 // (default: the latest point), summed over the selected dimensions, or an
-// alert's value with the colour of its status (alarm=name).
+// alert's value with the colour of its status (alarm=name). refresh=
+// (seconds or auto) sets the Refresh header that makes a browser reload
+// an embedded badge, as Netdata's badges do.
 func (s *Server) badge(ctx *fasthttp.RequestCtx, _ int) error {
 	chartID, _ := arg(ctx, "chart")
 	if chartID == "" {
@@ -235,6 +237,10 @@ func (s *Server) badge(ctx *fasthttp.RequestCtx, _ int) error {
 			return httpx.BadRequest("precision must be an integer from -1 to 12, got %q", trimArg(p))
 		}
 		precision = n
+	}
+	refresh, auto, err := badgeRefresh(ctx)
+	if err != nil {
+		return err
 	}
 	c, ok := s.o.DB.Chart(chartID)
 	if !ok {
@@ -264,6 +270,10 @@ func (s *Server) badge(ctx *fasthttp.RequestCtx, _ int) error {
 		if !hasUnits {
 			units = found.Units
 		}
+		if auto {
+			refresh = found.UpdateEvery
+		}
+		setRefresh(ctx, refresh)
 		color := colorUnknown
 		switch found.Status {
 		case health.StatusClear:
@@ -290,6 +300,10 @@ func (s *Server) badge(ctx *fasthttp.RequestCtx, _ int) error {
 	if !hasLabel {
 		label = c.Name
 	}
+	if auto {
+		refresh = badgeWindow(req, c, s.now().Unix())
+	}
+	setRefresh(ctx, refresh)
 	v := math.NaN()
 	res, _, err := s.runQuery(store.ReadBadge, &req, []*store.ChartDef{c}, s.now().Unix())
 	if err != nil {
@@ -336,6 +350,52 @@ func (s *Server) badge(ctx *fasthttp.RequestCtx, _ int) error {
 	}
 	s.svg(ctx, renderBadge(label, formatValue(v, units, precision), labelColor, color))
 	return nil
+}
+
+// maxBadgeRefresh bounds refresh= (a day).
+const maxBadgeRefresh = 86400
+
+// badgeRefresh reads refresh=: seconds (Netdata takes the absolute
+// value), 0 or none for no Refresh header, or auto (the caller picks the
+// interval).
+func badgeRefresh(ctx *fasthttp.RequestCtx) (secs int, auto bool, err error) {
+	v, ok := arg(ctx, "refresh")
+	if !ok || v == "" {
+		return 0, false, nil
+	}
+	if v == "auto" {
+		return 0, true, nil
+	}
+	n, perr := strconv.Atoi(v)
+	if perr != nil || n < -maxBadgeRefresh || n > maxBadgeRefresh {
+		return 0, false, httpx.BadRequest("refresh must be auto or seconds (up to %d), got %q", maxBadgeRefresh, trimArg(v))
+	}
+	return max(n, -n), false, nil
+}
+
+// badgeWindow is refresh=auto's interval for a chart badge, as Netdata
+// picks it: the chart's update interval for an unaligned query, else the
+// seconds its window covers.
+func badgeWindow(req query.Request, c *store.ChartDef, now int64) int {
+	if req.Options&query.OptUnaligned != 0 {
+		return max(c.UpdateEvery, 1)
+	}
+	a, b := req.After, req.Before
+	if a < 0 && -a <= query.RelativeMax || a >= 0 && a <= query.RelativeMax {
+		return int(min(max(a, -a), maxBadgeRefresh)) // counted back from before
+	}
+	if b <= 0 && -b <= query.RelativeMax {
+		b += now
+	}
+	return int(min(max(b-a, a-b), maxBadgeRefresh))
+}
+
+// setRefresh sets the Refresh header, which makes a browser reload the
+// badge (in an <embed> or <iframe>) every secs seconds; 0 sets none.
+func setRefresh(ctx *fasthttp.RequestCtx, secs int) {
+	if secs > 0 {
+		ctx.Response.Header.Set("Refresh", strconv.Itoa(secs))
+	}
 }
 
 func (s *Server) svg(ctx *fasthttp.RequestCtx, body []byte) {
