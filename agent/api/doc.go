@@ -8,7 +8,8 @@
 // export directory, and the audit entries that record those. It must never echo a request's Origin, never let a
 // request name a file, and never report a value it did not measure.
 //
-// Files: server.go (Server, routing, CORS, query arguments), json.go (the
+// Files: server.go (Server, routing, CORS, query arguments), hostpath.go
+// (the /host/<name>/ switch), json.go (the
 // JSON helpers: writeJSON, nullFloat, ordered objects), host.go (what the
 // machine is), info.go (index, info, db, versions, settings, health),
 // nodes.go (v2 nodes, fleet, stream path, tunnel), charts.go (charts,
@@ -135,6 +136,12 @@
 // answered as Netdata answers it: ks2 by default and its charts layout
 // (correlated_charts, correlated_dimensions) beside the v1 header. ml_info reports the
 // detector's last tick; dbengine_stats the two tiers' figures.
+//
+// Host switch. /host/<name>/<path> answers <path> for the host name
+// names (hostname, machine GUID, node id or key), as Netdata does: this
+// agent, or in parent mode a child (Netdata's dashboard builds these
+// URLs from info's mirrored_hosts); any other name is Netdata's 404
+// "This netdata does not maintain a database for host: <name>".
 //
 // Parent mode. With Options.Fleet, a request (other than v2/v3 data, see
 // below) whose scope_nodes, nodes or node argument names one child (GUID, node id, hostname or key) is

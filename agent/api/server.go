@@ -371,7 +371,12 @@ func byVersion(v1, v2 handler) handler {
 // table and no per-request parameter allocations.
 func (s *Server) Handle(ctx *fasthttp.RequestCtx) {
 	defer s.self.request(time.Now())
-	h, err := s.childHandler(ctx)
+	// /host/<name>/ names the node; without it the node filter
+	// arguments may.
+	h, switched, err := s.hostSwitch(ctx)
+	if !switched {
+		h, err = s.childHandler(ctx)
+	}
 	if h != nil {
 		// The child's server answers with its own Options; the
 		// CORS header is this server's, whichever node was asked.

@@ -21,7 +21,9 @@
 // command lines and sockets say more about a host than its metrics);
 // logs is answered by the REST logs command in-process, so its sources
 // (audit, journal, the anomaly detector's events) and their errors are
-// the REST API's, and only anomaly is open to viewers; an unknown key
+// the REST API's, and only anomaly is open to viewers (api.get is judged
+// by the command the REST handler will run: after decoding, dot
+// segments and its /host/<name>/ switch); an unknown key
 // gets one 403 answer before its connection is closed, so an operator
 // sees why instead of a reset.
 //

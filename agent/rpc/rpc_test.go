@@ -150,6 +150,12 @@ func TestRoles(t *testing.T) {
 		{"rest tunnel logs two sources", "get", []string{"/api/v3/logs?source=anomaly&source=audit"}, false, -1},
 		{"rest tunnel logs anomaly", "get", []string{"/api/v3/logs?source=anomaly"}, true, 503},
 		{"rest tunnel export write escaped", "get", []string{"/api/v3/%65xport?format=json&write=1"}, false, 200},
+		// /host/<this host>/ runs the command after it, as the REST API
+		// answers Netdata's host switch.
+		{"rest tunnel logs by host", "get", []string{"/api/../host/" + api.Hostname() + "/api/v3/logs?source=audit"}, false, 200},
+		{"rest tunnel logs by host escaped", "get", []string{"/api/%2E%2E/%68ost/" + api.Hostname() + "/api/v3/%6cogs?source=audit"}, false, 200},
+		{"rest tunnel processes by host", "get", []string{"/api/../host/" + api.Hostname() + "/api/v3/processes?limit=2"}, false, 200},
+		{"rest tunnel export write by host", "get", []string{"/api/../host/" + api.Hostname() + "/api/v3/export?format=json&write=1"}, false, 200},
 		// The process table's command lines are functions.run's, an admin's.
 		{"rest tunnel processes", "get", []string{"/api/v3/processes?limit=2"}, false, 200},
 		{"rest tunnel processes escaped", "get", []string{"/api/v3/%70rocesses?limit=2"}, false, 200},

@@ -278,13 +278,24 @@ func allowed(role string, r *messages.AgentRequest) bool {
 
 // apiTarget parses an api.get path the way the REST handler will see it
 // (s.get: fasthttp's SetRequestURI, which decodes %XX, removes dot
-// segments and collapses slashes): the role checks must judge the
-// command the handler runs, not the raw text, or /api/v3/%6cogs and
-// /api/v3/logs/./ would read the journal as /api/v3/logs does.
+// segments and collapses slashes, then the handler's /host/<name>/
+// switch, which runs the rest of the path): the role checks must judge
+// the command the handler runs, not the raw text, or /api/v3/%6cogs,
+// /api/v3/logs/./ and /api/../host/<this host>/api/v3/logs would read
+// the journal as /api/v3/logs does.
 func apiTarget(path string) (cmd string, args *fasthttp.Args) {
 	var u fasthttp.URI
 	u.Update(path)
-	p := strings.TrimSuffix(string(u.Path()), "/")
+	p := string(u.Path())
+	for {
+		rest, ok := strings.CutPrefix(p, "/host/")
+		if !ok {
+			break
+		}
+		_, sub, _ := strings.Cut(rest, "/")
+		p = "/" + sub
+	}
+	p = strings.TrimSuffix(p, "/")
 	args = &fasthttp.Args{}
 	u.QueryArgs().CopyTo(args)
 	return p, args
