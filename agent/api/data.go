@@ -80,6 +80,9 @@ func (s *Server) runQuery(r store.Reader, req *query.Request, defs []*store.Char
 	if errors.Is(err, query.ErrNoMetrics) {
 		return nil, last, httpx.Errorf(fasthttp.StatusNotFound, "%s", query.MsgNoMetrics)
 	}
+	if tooLarge := (*query.TooLargeError)(nil); errors.As(err, &tooLarge) {
+		return nil, last, httpx.BadRequest("%v", err)
+	}
 	return res, last, err
 }
 

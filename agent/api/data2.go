@@ -176,6 +176,9 @@ func (s *Server) dataV2(ctx *fasthttp.RequestCtx, ver int) error {
 	if errors.Is(err, query.ErrTimeout) {
 		return v2Timeout(req)
 	}
+	if tooLarge := (*query.TooLargeError)(nil); errors.As(err, &tooLarge) {
+		return httpx.BadRequest("%v", err)
+	}
 	if err != nil {
 		return httpx.Internal("query: %v", err)
 	}

@@ -95,7 +95,10 @@
 // weights' filters (longer: 400). timeout= is clamped to 60 s, and a query
 // without one gets 5 s: past it the answer is 504. A query that would copy
 // more than 4M stored points (every dimension of every chart over the
-// whole retention) is a 400 before any copy, as on v1. Two passes of
+// whole retention) is a 400 before any copy, as on v1, and so is one
+// whose answer would hold more than 4M values (points × columns, or × an
+// instance's dimensions: query.MaxAnswerCells), however little of its
+// window is stored. Two passes of
 // group_by are served (group_by/group_by[0] and group_by[1], each with its
 // group_by_label and aggregation; the second groups the first's groups by
 // the attributes of their metrics); group_by[2] and later are not. In parent

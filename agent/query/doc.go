@@ -38,6 +38,9 @@
 // query is hidden, here 100, as for aggregation=percentage). v2/v3 q's pattern is
 // CompileSearch, Netdata's case-insensitive pattern in substring mode.
 //
+// Run and RunV2 refuse (TooLargeError) an answer of more than
+// MaxAnswerCells values before computing it.
+//
 // Everything here is a pure function of its inputs (the caller passes "now"
 // and the windows it read from the store), so it is tested with known
 // series and never touches the store, the clock or HTTP. Rendering appends

@@ -2,6 +2,7 @@ package query
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 
@@ -10,6 +11,21 @@ import (
 
 // ErrNoMetrics reports that no dimension matched the query.
 var ErrNoMetrics = errors.New("no metrics matched the query")
+
+// MaxAnswerCells bounds the values one answer holds (points × columns):
+// a window of days asked at one point a second over a wide chart is
+// tens of millions of mostly null values, hundreds of megabytes to
+// compute and write, whatever the store holds of it.
+const MaxAnswerCells = 4 << 20
+
+// TooLargeError is a query whose answer would hold more than
+// MaxAnswerCells values.
+type TooLargeError struct{ Points, Columns int }
+
+func (e *TooLargeError) Error() string {
+	return fmt.Sprintf("answer too large: %d points of %d columns is %d values (at most %d); ask for fewer points, a shorter window or fewer dimensions",
+		e.Points, e.Columns, e.Points*e.Columns, MaxAnswerCells)
+}
 
 // MsgNoMetrics is Netdata's body for ErrNoMetrics (sic), answered with 404.
 const MsgNoMetrics = "No metrics where matched to query."
@@ -81,6 +97,9 @@ func Run(req *Request, plan Plan, series []Series) (*Result, error) {
 		return nil, ErrNoMetrics
 	}
 	ncol := len(res.Columns)
+	if plan.Points*ncol > MaxAnswerCells {
+		return nil, &TooLargeError{plan.Points, ncol}
+	}
 	res.Values = make([]float64, plan.Points*ncol)
 	res.Latest = make([]float64, ncol)
 	for c, col := range res.Columns {

@@ -551,6 +551,18 @@ func RunV2(t *V2Target, plan Plan, deadline time.Time) (*V2Result, error) {
 	if ncol == 0 {
 		return res, nil
 	}
+	// The groups' rows, and one instance's rows at a time (below).
+	widest, run := 0, 0
+	for k := range t.Metrics {
+		if k > 0 && t.Metrics[k].Inst != t.Metrics[k-1].Inst {
+			run = 0
+		}
+		run++
+		widest = max(widest, run)
+	}
+	if cols := max(ncol, widest); rows*cols > MaxAnswerCells {
+		return nil, &TooLargeError{rows, cols}
+	}
 	// Running sums per group and point; min and max only when the
 	// aggregation reads them (they would double the memory of a wide
 	// query for nothing).

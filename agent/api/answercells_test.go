@@ -1,0 +1,54 @@
+package api
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"peerdns/agent/store"
+)
+
+// TestAnswerTooLarge: an answer of more than query.MaxAnswerCells values
+// (points × columns) is a 400 before it is computed, on v1 and v2/v3:
+// days asked at a point a second over a wide chart were tens of millions
+// of null values, whatever the store held of them (one such GET took the
+// agent from 40 MB to 680 MB and wrote 100 MB). The copy bound (stored
+// points read) does not see them: the store holds ten minutes.
+func TestAnswerTooLarge(t *testing.T) {
+	env := newTestEnv(t)
+	wide := &store.ChartDef{ID: "wide.chart", Name: "wide.chart", Type: "wide", Context: "wide.chart", Family: "wide",
+		Units: "x", ChartType: "line", UpdateEvery: 1}
+	for d := 0; d < 100; d++ {
+		wide.Dims = append(wide.Dims, store.DimDef{ID: fmt.Sprintf("d%03d", d), Name: fmt.Sprintf("d%03d", d), Algorithm: "absolute", Multiplier: 1, Divisor: 1})
+	}
+	if err := env.db.Register(wide); err != nil {
+		t.Fatal(err)
+	}
+	vals := make([]float64, len(wide.Dims))
+	for ts := env.now.Unix() - 600; ts < env.now.Unix(); ts++ {
+		if err := env.db.Append(wide.ID, ts, vals); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, path := range []string{
+		"/api/v1/data?chart=wide.chart&after=-86400&points=86400",
+		"/api/v3/data?contexts=wide.chart&after=-86400&points=86400&tier=0",
+		"/api/v2/data?contexts=wide.chart&after=-86400&points=0&tier=0",
+		// One column, but the instance's 100 are held a point at a time.
+		"/api/v3/data?contexts=wide.chart&after=-86400&points=86400&tier=0&group_by=node",
+	} {
+		r := env.get(t, path)
+		if r.status != 400 || !strings.Contains(string(r.body), "answer too large") {
+			t.Errorf("%s: %d (%d bytes) %.120s, want 400 answer too large", path, r.status, len(r.body), r.body)
+		}
+	}
+	for _, path := range []string{
+		"/api/v1/data?chart=wide.chart&after=-86400&points=600",
+		"/api/v1/data?chart=wide.chart&after=-86400&points=86400&dimensions=d001",
+		"/api/v3/data?contexts=wide.chart&after=-600&points=0",
+	} {
+		if r := env.get(t, path); r.status != 200 {
+			t.Errorf("%s: %d %.120s, want 200", path, r.status, r.body)
+		}
+	}
+}
