@@ -3,7 +3,9 @@
 // weights.go). It reads the store (and, for alerts, the alert engine) and
 // never changes them.
 //
-// A query has a highlight (After, Before] and, for the methods that
+// A query has a highlight (After, Before]: after and before, or
+// Netdata's other names highlight_after and highlight_before (points may
+// be max_points), and, for the methods that
 // compare, a baseline (BaselineAfter, BaselineBefore], by default the four
 // highlights right before it. Both are read from one tier (tier 0 unless
 // together they are longer than tier 0 keeps) and grouped into points of

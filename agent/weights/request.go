@@ -99,8 +99,11 @@ func resolve(v, base int64) int64 {
 // answer it with 400.
 func ParseRequest(get Getter, now int64) (Request, error) {
 	r := Request{Points: DefaultPoints, TimeGroup: "cv"}
-	as, hasAfter := get("after")
-	bs, hasBefore := get("before")
+	// highlight_after, highlight_before and max_points are Netdata's
+	// other names for after, before and points (its dashboard's
+	// correlations send them).
+	as, hasAfter := firstOf(get, "after", "highlight_after")
+	bs, hasBefore := firstOf(get, "before", "highlight_before")
 	hasAfter = hasAfter && strings.TrimSpace(as) != ""
 	hasBefore = hasBefore && strings.TrimSpace(bs) != ""
 	r.Window = hasAfter || hasBefore
@@ -167,7 +170,7 @@ func ParseRequest(get Getter, now int64) (Request, error) {
 		return r, fmt.Errorf("baseline_after (%d) is later than baseline_before (%d)", r.BaselineAfter, r.BaselineBefore)
 	}
 
-	if s, ok := get("points"); ok && strings.TrimSpace(s) != "" {
+	if s, ok := firstOf(get, "points", "max_points"); ok && strings.TrimSpace(s) != "" {
 		n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
 		if err != nil || n <= 0 {
 			return r, fmt.Errorf("points must be a positive integer, got %q", trim(s))
