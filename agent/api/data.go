@@ -2,6 +2,7 @@ package api
 
 import (
 	"errors"
+	"slices"
 	"sync"
 
 	"github.com/valyala/fasthttp"
@@ -12,7 +13,31 @@ import (
 )
 
 func getter(ctx *fasthttp.RequestCtx) query.Getter {
-	return func(k string) (string, bool) { return arg(ctx, k) }
+	return func(k string) (string, bool) {
+		if slices.Contains(query.DimensionArgs, k) {
+			return argJoined(ctx, k)
+		}
+		return arg(ctx, k)
+	}
+}
+
+// argJoined is every value of a repeated argument joined by '|'.
+func argJoined(ctx *fasthttp.RequestCtx, key string) (string, bool) {
+	vs := ctx.QueryArgs().PeekMulti(key)
+	if len(vs) == 0 {
+		return "", false
+	}
+	var b []byte
+	for _, v := range vs {
+		if len(v) == 0 {
+			continue
+		}
+		if len(b) > 0 {
+			b = append(b, '|')
+		}
+		b = append(b, v...)
+	}
+	return string(b), true
 }
 
 // runQuery reads the windows the request needs from the store and

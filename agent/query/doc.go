@@ -38,6 +38,9 @@
 // query is hidden, here 100, as for aggregation=percentage). v2/v3 q's pattern is
 // CompileSearch, Netdata's case-insensitive pattern in substring mode.
 //
+// A v1 query's dimensions pattern is every dimension, dim, dimensions
+// and dims argument joined by '|' (DimensionArgs), as Netdata reads them.
+//
 // Run and RunV2 refuse (TooLargeError) an answer of more than
 // MaxAnswerCells values before computing it.
 //

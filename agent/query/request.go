@@ -222,6 +222,11 @@ type TQX struct {
 // Getter returns a query argument and whether it was present.
 type Getter func(key string) (string, bool)
 
+// DimensionArgs are the names a v1 query's dimensions pattern goes by;
+// a Getter answers each with all its values joined by '|', as Netdata
+// joins a repeated one.
+var DimensionArgs = []string{"dimension", "dim", "dimensions", "dims"}
+
 // ParseRequest reads a data query's arguments with Netdata's defaults. The
 // error says which parameter is wrong; callers answer it with 400.
 // Missing chart/context is not checked here (the API has its own message).
@@ -229,11 +234,15 @@ func ParseRequest(get Getter) (Request, error) {
 	r := Request{After: DefaultAfter, Points: DefaultPoints, AfterText: "-60", BeforeText: "0"}
 	r.Chart, _ = get("chart")
 	r.Context, _ = get("context")
-	if d, ok := get("dimensions"); ok {
-		r.Dimensions = d
-	} else if d, ok := get("dimension"); ok {
-		r.Dimensions = d
+	// Netdata reads dimension, dim, dimensions and dims alike and joins
+	// every one given into one pattern.
+	var dims []string
+	for _, k := range DimensionArgs {
+		if d, ok := get(k); ok && d != "" {
+			dims = append(dims, d)
+		}
 	}
+	r.Dimensions = strings.Join(dims, "|")
 	var err error
 	if s, ok := get("after"); ok && s != "" {
 		if r.After, err = parseSeconds("after", s); err != nil {
