@@ -3,6 +3,10 @@ package proxy
 import (
 	"bufio"
 	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net"
 
 	"github.com/valyala/fasthttp"
 )
@@ -30,13 +34,18 @@ var (
 // lfHead returns the length of an answer head at the front of br whose
 // status line ends in a lone LF, up to and with its first empty line,
 // when br holds no CRLFCRLF (0 otherwise: fasthttp reads the head as it
-// is), reading from br's source until it knows. A read error returns 0:
-// fasthttp meets the same error and reports it.
-func lfHead(br *bufio.Reader) int {
+// is), reading from br's source until it knows. A read error is returned
+// (headReadError): br hands an error out once, and fasthttp, reading on,
+// would wait for another. On a timeout that was a second UpstreamTimeout
+// before the 504 (the connection's deadline moves at each read).
+func lfHead(br *bufio.Reader) (int, error) {
 	n := 1
 	for {
-		if b, _ := br.Peek(n); len(b) < n {
-			return 0
+		if b, err := br.Peek(n); len(b) < n {
+			if err == bufio.ErrBufferFull {
+				return 0, nil // fasthttp says so
+			}
+			return 0, headReadError(err, len(b))
 		}
 		b, _ := br.Peek(br.Buffered())
 		// Empty lines before the status line are skipped, as fasthttp
@@ -47,17 +56,32 @@ func lfHead(br *bufio.Reader) int {
 		}
 		if i := bytes.IndexByte(b[lead:], '\n'); i >= 0 {
 			if b[lead+i-1] == '\r' || bytes.Contains(b, strCRLFCRLF) {
-				return 0
+				return 0, nil
 			}
 			if j := bytes.Index(b[lead:], strLFLF); j >= 0 {
-				return lead + j + len(strLFLF)
+				return lead + j + len(strLFLF), nil
 			}
 		}
 		if len(b) >= br.Size() {
-			return 0 // over the buffer: fasthttp says so
+			return 0, nil // over the buffer: fasthttp says so
 		}
 		n = len(b) + 1
 	}
+}
+
+// headReadError is the error fasthttp's head reader gives for a read
+// that failed with err after read bytes of the head had come: its
+// ErrTimeout for a timeout, io.EOF when nothing came (a pooled
+// connection the upstream had closed: staleConn), else err wrapped.
+func headReadError(err error, read int) error {
+	var ne net.Error
+	switch {
+	case errors.As(err, &ne) && ne.Timeout():
+		return fasthttp.ErrTimeout
+	case read == 0:
+		return io.EOF
+	}
+	return fmt.Errorf("error when reading response headers: %w: buffer size=%d", err, read)
 }
 
 // readLFHead reads the n-byte head lfHead found at the front of br into

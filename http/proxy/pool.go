@@ -27,9 +27,14 @@ import (
 //
 // Timeouts are the upstream connection's moving deadlines
 // (UpstreamTimeout between two reads or writes; the HostClient has none
-// of its own). Retry and error values are those of fasthttp's exchange:
-// a failure before the answer's head may be retried on a fresh
-// connection; a timeout is fasthttp's ErrTimeout (504).
+// of its own); a timeout is fasthttp's ErrTimeout (504). An idempotent
+// request is tried again (by Do, on another connection) only when its
+// pooled connection was found closed before anything of the answer came
+// (staleConn), as the HTTP/2 exchange tries it: fasthttp's own exchange
+// asks again after any failure, and an upstream that took the request
+// and then was silent for UpstreamTimeout, or answered a head the edge
+// cannot read, had it sent five times, the client's 504 coming after
+// five timeouts (two and a half minutes) instead of one.
 type poolTransport struct{}
 
 // wholeBody is the longest declared body read whole from a TCP
@@ -86,7 +91,7 @@ func (poolTransport) RoundTrip(hc *fasthttp.HostClient, req *fasthttp.Request, r
 	if err != nil {
 		hc.ReleaseReader(br)
 		hc.CloseConn(cc)
-		return true, timedOut(err)
+		return staleConn(err), timedOut(err)
 	}
 	reuse := !req.ConnectionClose() && !resp.ConnectionClose()
 	n := resp.Header.ContentLength()
@@ -102,7 +107,7 @@ func (poolTransport) RoundTrip(hc *fasthttp.HostClient, req *fasthttp.Request, r
 		if err = resp.ReadBody(br, 0); err != nil {
 			hc.ReleaseReader(br)
 			hc.CloseConn(cc)
-			return true, timedOut(err)
+			return false, timedOut(err) // the upstream answered: not asked again
 		}
 	default:
 		if kind == bodyChunked {

@@ -135,10 +135,12 @@ const answerGrace = time.Second
 // (100 Continue and the like), in CRLF or lone LF lines (lfhead.go).
 func readHead(resp *fasthttp.Response, br *bufio.Reader) error {
 	for range 100 {
-		var err error
-		if n := lfHead(br); n > 0 {
+		n, err := lfHead(br)
+		switch {
+		case err != nil:
+		case n > 0:
 			err = readLFHead(&resp.Header, br, n)
-		} else {
+		default:
 			err = resp.Header.Read(br)
 		}
 		if err != nil {

@@ -1,0 +1,97 @@
+package proxy
+
+import (
+	"bufio"
+	"net"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// An upstream that takes a request and never answers is a 504 after
+// UpstreamTimeout, not after several: the request is sent to it once,
+// over HTTP/1.1 and HTTP/2, whatever its method. So is a request the
+// upstream answered with a head the edge cannot read, or with more
+// informational answers than it reads (502): the upstream had the
+// request, and it is not asked again. Only a pooled connection found
+// closed before anything of the answer came is tried again.
+func TestEdgeAsksAFailingUpstreamOnce(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	var asked atomic.Int64
+	answers := map[string]string{
+		"/garbled": "HTTP/1.1 200 OK\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\nabcd",
+		"/storm":   strings.Repeat("HTTP/1.1 102 Processing\r\n\r\n", 101),
+		"/lf":      "HTTP/1.1 102 Processing\n\n", // then silent, as /silent
+	}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				br := bufio.NewReader(c)
+				for {
+					req, err := http.ReadRequest(br)
+					if err != nil {
+						return
+					}
+					asked.Add(1)
+					if _, err := c.Write([]byte(answers[req.URL.Path])); err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	const timeout = 1500 * time.Millisecond
+	e := newTestH2Edge(t, map[string]string{"s.p2p": ln.Addr().String()}, Deps{UpstreamTimeout: timeout})
+	httpAddr, _ := e.s.Addrs()
+	for _, tc := range []struct {
+		method, path string
+		code         int
+	}{
+		{"GET", "/silent", 504},
+		{"PUT", "/silent", 504},
+		{"POST", "/silent", 504},
+		{"GET", "/lf", 504},
+		{"GET", "/garbled", 502},
+		{"HEAD", "/garbled", 502},
+		{"GET", "/storm", 502},
+	} {
+		for _, proto := range []string{"HTTP/1.1", "HTTP/2"} {
+			asked.Store(0)
+			start := time.Now()
+			var code int
+			if proto == "HTTP/1.1" {
+				c := sendRaw(t, httpAddr.String(), tc.method+" "+tc.path+" HTTP/1.1\r\nHost: s.p2p\r\nContent-Length: 0\r\n\r\n")
+				_ = c.SetReadDeadline(time.Now().Add(20 * timeout))
+				resp, err := http.ReadResponse(bufio.NewReader(c), &http.Request{Method: tc.method})
+				if err != nil {
+					t.Fatalf("%s %s %s: %v after %v", proto, tc.method, tc.path, err, time.Since(start))
+				}
+				resp.Body.Close()
+				code = resp.StatusCode
+			} else {
+				resp, _ := e.do(t, tc.method, "https://s.p2p"+tc.path, nil, 0)
+				code = resp.StatusCode
+			}
+			took := time.Since(start)
+			if n := asked.Load(); code != tc.code || n != 1 {
+				t.Fatalf("%s %s %s: %d, the upstream asked %d times; want %d, asked once", proto, tc.method, tc.path, code, n, tc.code)
+			}
+			// One timeout is at least 7/8 of it (timeouts.go); two are
+			// at least 1.75 times it.
+			if tc.code == 504 && took >= timeout*3/2 {
+				t.Fatalf("%s %s %s: 504 after %v, want it after one UpstreamTimeout (%v)", proto, tc.method, tc.path, took, timeout)
+			}
+		}
+	}
+}
