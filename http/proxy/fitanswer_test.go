@@ -2,14 +2,19 @@ package proxy
 
 import (
 	"bufio"
+	"bytes"
 	"crypto/tls"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"peerdns/internal/testutil"
 )
 
 // The answers of an upstream that speaks HTTP/1.0, sends no
@@ -164,34 +169,80 @@ func TestEdgeOwnsForwardingHeaders(t *testing.T) {
 }
 
 // A head the edge cannot read is not quoted back: an upstream's answer
-// with a broken field gets a 502 that names the fault but holds none of
-// the answer's bytes, over HTTP/1.1 and HTTP/2 (whose pool reads heads
-// outside fasthttp's client), and a client's request fasthttp refuses
-// gets a 400 without its own bytes.
+// with a broken field, or a status line fasthttp quotes whole in its
+// error whatever it is told (no space after the version, a status code
+// that is not a number), gets a 502 that names the fault but holds none
+// of the answer's bytes, over HTTP/1.1 and HTTP/2 (whose pool reads
+// heads outside fasthttp's client); a client's request fasthttp refuses
+// gets a 400 without its own bytes, also when fasthttp quotes it whole
+// (a request line without its second space); and neither reaches the
+// proxy's log.
 func TestEdgeErrorsQuoteNoHead(t *testing.T) {
 	up, _ := scriptedUpstream(t, map[string]string{
-		"/broken": "HTTP/1.1 200 OK\r\nX-Secret-Token: s3cr3t\r\nX-A: a\rb\r\nContent-Length: 2\r\n\r\nok",
+		"/broken":  "HTTP/1.1 200 OK\r\nX-Secret-Token: s3cr3t\r\nX-A: a\rb\r\nContent-Length: 2\r\n\r\nok",
+		"/nospace": "HTTP/1.1\r\nX-Secret-Token: s3cr3t\r\nContent-Length: 2\r\n\r\nok",
+		"/status":  "HTTP/1.1 abc OK\r\nX-Secret-Token: s3cr3t\r\nContent-Length: 2\r\n\r\nok",
 	})
-	e := startTestEdge(t, map[string]string{"q.p2p": up}, Deps{NoHTTP3: true})
+	var log lockedBuffer
+	e := startTestEdge(t, map[string]string{"q.p2p": up}, Deps{NoHTTP3: true,
+		Log: slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	httpAddr, _ := e.s.Addrs()
-	c := sendRaw(t, httpAddr.String(), "GET /broken HTTP/1.1\r\nHost: q.p2p\r\n\r\n")
-	if st, _, body := answer(t, c); st != 502 || strings.Contains(body, "s3cr3t") || !strings.Contains(body, "error when reading response headers") {
-		t.Fatalf("HTTP/1.1: %d %q; want a 502 that names the fault, without the answer's bytes", st, body)
+	for path, fault := range map[string]string{"/broken": "error when reading response headers", "/nospace": "first line of response", "/status": "status code"} {
+		c := sendRaw(t, httpAddr.String(), "GET "+path+" HTTP/1.1\r\nHost: q.p2p\r\n\r\n")
+		if st, _, body := answer(t, c); st != 502 || strings.Contains(body, "s3cr3t") || !strings.Contains(body, "error when reading response headers") {
+			t.Fatalf("HTTP/1.1 %s: %d %q; want a 502 that names the fault, without the answer's bytes", path, st, body)
+		}
+		req, _ := http.NewRequest("GET", "https://q.p2p"+path, nil)
+		resp, err := e.c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 502 || strings.Contains(string(b), "s3cr3t") || !strings.Contains(string(b), fault) {
+			t.Fatalf("HTTP/2 %s: %d %q; want a 502 that names the fault (%q), without the answer's bytes", path, resp.StatusCode, b, fault)
+		}
 	}
-	req, _ := http.NewRequest("GET", "https://q.p2p/broken", nil)
-	resp, err := e.c.Do(req)
-	if err != nil {
-		t.Fatal(err)
+	for _, head := range []string{
+		"POST / HTTP/1.1\r\nHost: q.p2p\r\nX-Secret-Token: s3cr3t\r\nTransfer-Encoding: gzip\r\n\r\n",
+		"GET /\tHTTP/1.1\r\nHost: q.p2p\r\nCookie: session=s3cr3t\r\n\r\n",
+		"GET /HTTP/1.1\r\nHost: q.p2p\r\nAuthorization: Bearer s3cr3t\r\n\r\n",
+	} {
+		c := sendRaw(t, httpAddr.String(), head)
+		if st, _, body := answer(t, c); st != 400 || strings.Contains(body, "s3cr3t") || !strings.Contains(body, "error when reading request headers") {
+			t.Fatalf("%q, which fasthttp refuses: %d %q; want a 400 that names the fault, without the request's bytes", head, st, body)
+		}
 	}
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != 502 || strings.Contains(string(b), "s3cr3t") || !strings.Contains(string(b), "error when reading response headers") {
-		t.Fatalf("HTTP/2: %d %q; want a 502 that names the fault, without the answer's bytes", resp.StatusCode, b)
+	// The refusals are logged (at debug level) once their answers are
+	// out, on the connection's goroutine: the last one's line is awaited.
+	testutil.Eventually(t, 5*time.Second, func() error {
+		if n := strings.Count(log.String(), "error when reading request headers"); n < 3 {
+			return fmt.Errorf("%d refused requests logged, want 3", n)
+		}
+		return nil
+	})
+	if l := log.String(); strings.Contains(l, "s3cr3t") {
+		t.Fatalf("the proxy's log holds a head's bytes: %s", l)
 	}
-	c = sendRaw(t, httpAddr.String(), "POST / HTTP/1.1\r\nHost: q.p2p\r\nX-Secret-Token: s3cr3t\r\nTransfer-Encoding: gzip\r\n\r\n")
-	if st, _, body := answer(t, c); st != 400 || strings.Contains(body, "s3cr3t") {
-		t.Fatalf("a request fasthttp refuses: %d %q; want a 400 without the request's bytes", st, body)
-	}
+}
+
+// lockedBuffer is a bytes.Buffer for a logger written from several
+// goroutines.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 // A TLS client that offers only http/1.0 in ALPN (curl --http1.0)

@@ -237,9 +237,10 @@ func New(d Deps) *Server {
 			// cost a clock read per request for the same bound.
 			Handler: s.serve, Name: "peerdns", ReadTimeout: d.ReadTimeout,
 			IdleTimeout: IdleTimeout, ReadBufferSize: MaxHeaderBytes,
-			NoDefaultDate: true, KeepHijackedConns: true, Logger: httpx.Logger{L: d.Log},
+			NoDefaultDate: true, KeepHijackedConns: true, Logger: briefLogger{httpx.Logger{L: d.Log}},
 			// A head it cannot read is not quoted back in the 400 or
-			// the log (brief).
+			// the log (brief, briefLogger: fasthttp quotes some whole
+			// even so).
 			SecureErrorLogMessage: true,
 			// Bodies are streamed (body.go), and forwarded as they came: a
 			// pre-parsed multipart form would be re-encoded

@@ -18,6 +18,7 @@ import (
 	"github.com/valyala/bytebufferpool"
 	"github.com/valyala/fasthttp"
 
+	"peerdns/http/httpx"
 	"peerdns/internal/view"
 )
 
@@ -581,13 +582,67 @@ func (s *Server) upstreamFailed(d *view.Domain, err error) (status int, title, m
 // the error page. fasthttp leaves them out itself when told to
 // (SecureErrorLogMessage, set on the edge's servers and its upstreams'
 // clients), but not for a head read outside its client, as the
-// HTTP/2 pool's exchange reads it.
+// HTTP/2 pool's exchange reads it; and some of its errors quote the
+// whole head whatever it is told, within the message ("cannot find
+// whitespace in the first line of request %q": a request line without
+// its second space had the 400 and the log repeat the request's
+// cookies and credentials). A quoted head is told by the line break
+// it holds (written \n by %q); it is left out, its quotes and all.
 func brief(err error) string {
 	s := err.Error()
 	if i := strings.Index(s, ", contents: "); i >= 0 {
-		return s[:i]
+		s = s[:i]
 	}
-	return s
+	if !strings.Contains(s, `\n`) {
+		return s
+	}
+	var b strings.Builder
+	for {
+		open := strings.IndexByte(s, '"')
+		if open < 0 {
+			b.WriteString(s)
+			return b.String()
+		}
+		end := quoteEnd(s, open+1)
+		if end < 0 { // not ended: up to the end
+			end = len(s) - 1
+		}
+		b.WriteString(s[:open])
+		if q := s[open : end+1]; strings.Contains(q, `\n`) {
+			b.WriteString("(head left out)")
+		} else {
+			b.WriteString(q)
+		}
+		s = s[end+1:]
+	}
+}
+
+// briefLogger is fasthttp's logger for the edge's servers: the errors
+// it is given (a connection it gave up on, with the error its answer
+// quoted) briefed, as in the answers.
+type briefLogger struct{ httpx.Logger }
+
+func (l briefLogger) Printf(format string, args ...any) {
+	for i, a := range args {
+		if err, ok := a.(error); ok {
+			args[i] = brief(err)
+		}
+	}
+	l.Logger.Printf(format, args...)
+}
+
+// quoteEnd is the index in s of the quote that ends the Go-quoted
+// string whose text starts at i, or -1.
+func quoteEnd(s string, i int) int {
+	for ; i < len(s); i++ {
+		switch s[i] {
+		case '\\':
+			i++ // an escape: the next byte is not the end
+		case '"':
+			return i
+		}
+	}
+	return -1
 }
 
 func short(h string) string {
