@@ -212,22 +212,27 @@ func checkHopDrop(t *testing.T, head string, all func() iter.Seq2[[]byte, []byte
 }
 
 // Through the edge: the headers a client's Connection header names do
-// not reach the upstream, and those an upstream's Connection header names
-// reach no client, over HTTP/1.1 or HTTP/2 (whose requests cannot carry
-// Connection at all).
+// not reach the upstream, but the forwarding ones a proxy in front of the
+// edge may have added (the X-Forwarded-For chain, Forwarded, X-Real-IP),
+// and those an upstream's Connection header names reach no client, over
+// HTTP/1.1 or HTTP/2 (whose requests cannot carry Connection at all).
 func TestEdgeDropsNominatedHeaders(t *testing.T) {
 	up := serveUpstream(t, false, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Connection", "X-Internal, keep-alive")
 		w.Header().Set("X-Internal", "1")
 		w.Header().Set("X-Public", "1")
 		fmt.Fprintf(w, "hop=%q kept=%q", r.Header.Get("X-Hop"), r.Header.Get("X-Kept"))
+		if r.Header.Get("X-Kept") != "" { // the HTTP/1.1 request
+			fmt.Fprintf(w, " xff=%q fwd=%q real=%q", r.Header.Get("X-Forwarded-For"), r.Header.Get("Forwarded"), r.Header.Get("X-Real-Ip"))
+		}
 	})
 	e := startTestEdge(t, map[string]string{"nh.p2p": up}, Deps{})
 	httpAddr, _ := e.s.Addrs()
-	c := sendRaw(t, httpAddr.String(), "GET / HTTP/1.1\r\nHost: nh.p2p\r\nConnection: keep-alive, X-Hop\r\nX-Hop: secret\r\nX-Kept: 1\r\n\r\n")
+	c := sendRaw(t, httpAddr.String(), "GET / HTTP/1.1\r\nHost: nh.p2p\r\nConnection: keep-alive, X-Hop, x-forwarded-for, Forwarded,X-Real-IP\r\nX-Hop: secret\r\nX-Kept: 1\r\n"+
+		"X-Forwarded-For: 203.0.113.7\r\nForwarded: for=203.0.113.7\r\nX-Real-IP: 203.0.113.7\r\n\r\n")
 	_, h1, b := answer(t, c)
-	if b != `hop="" kept="1"` {
-		t.Fatalf("HTTP/1.1: the upstream saw %s", b)
+	if want := `hop="" kept="1" xff="203.0.113.7, 127.0.0.1" fwd="for=203.0.113.7" real="203.0.113.7"`; b != want {
+		t.Fatalf("HTTP/1.1: the upstream saw %s, want %s", b, want)
 	}
 	check := func(proto string, h http.Header) {
 		t.Helper()

@@ -68,9 +68,11 @@
 // request line cannot carry as it came (headcheck.go). A chunked body
 // whose chunks cannot be read is the client's 400, not the upstream's
 // 502. Hop-by-hop headers (Upgrade among them, but on the WebSocket
-// path) are not passed on; headers a client names in Connection are, as
-// nginx passes them: removing them on a client's word would let it strip
-// what a proxy in front of the edge added.
+// path) are not passed on, nor are the headers a Connection header
+// names (RFC 9110 §7.6.1), but those that route and frame the message
+// and the forwarding fields a proxy in front of the edge adds
+// (X-Forwarded-For, Forwarded, X-Real-IP: keptNominee): removing them on
+// a client's word would let it strip what that proxy said of it.
 //
 // HTTPS: the certificate is the node CA's leaf for the SNI name
 // (internal/certs: issued on first use, then cached). A name that is not

@@ -98,10 +98,16 @@ func nextNominee(value []byte) (tok, rest []byte) {
 // whatever it says: those that route, frame and type the message (Host,
 // Content-Length, Content-Type; Transfer-Encoding is hop-by-hop itself),
 // which a client or an upstream could otherwise strip from under the
-// edge's own routing and framing, or from the body it describes, and
-// the option close (not a field).
+// edge's own routing and framing, or from the body it describes; the
+// forwarding fields a proxy in front of the edge adds (X-Forwarded-For,
+// whose chain the edge extends, Forwarded, X-Real-IP), which a client
+// naming them would otherwise strip from what the upstream is told of
+// it (nginx and HAProxy pass every field a Connection header names);
+// and the option close (not a field). Only a request or an answer that
+// names fields in Connection asks.
 func keptNominee(k string) bool {
 	return strings.EqualFold(k, "Host") || strings.EqualFold(k, "Content-Length") || strings.EqualFold(k, "Content-Type") ||
+		strings.EqualFold(k, "X-Forwarded-For") || strings.EqualFold(k, "Forwarded") || strings.EqualFold(k, "X-Real-IP") ||
 		strings.EqualFold(k, "Close")
 }
 
