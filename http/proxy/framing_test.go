@@ -97,11 +97,12 @@ func TestEdgeDropsH2CUpgrade(t *testing.T) {
 // Heads fasthttp reads but the edge must not pass on: a version other
 // than HTTP/1.x (505), a transfer coding other than chunked (501; the
 // bytes that followed are not taken for a next request), CONNECT and
-// TRACE (501), a field name that is not a token, and user information
+// TRACE (501), a field name that is not a token, user information
 // in the Host or an absolute-form target (fasthttp would turn it into
-// an Authorization header; 400): the connection closed, nothing
-// upstream. HTTP/1.2 goes upstream as HTTP/1.1, HTTP/1.0 as itself, an
-// obs-fold as one space.
+// an Authorization header; 400), and a target of * but for OPTIONS
+// (400): the connection closed, nothing upstream. HTTP/1.2 goes
+// upstream as HTTP/1.1, HTTP/1.0 as itself, an obs-fold as one space,
+// OPTIONS * as itself.
 func TestEdgeRefusesUnfitHeads(t *testing.T) {
 	var seen atomic.Int64
 	up := serveUpstream(t, false, func(w http.ResponseWriter, r *http.Request) {
@@ -129,6 +130,8 @@ func TestEdgeRefusesUnfitHeads(t *testing.T) {
 		{"CONNECT f.p2p:443 HTTP/1.1\r\nHost: f.p2p:443\r\n", 501},
 		{"CONNECT f.p2p:80 HTTP/1.1\r\nHost: f.p2p\r\n", 501},
 		{"TRACE / HTTP/1.1\r\nHost: f.p2p\r\nCookie: s=1\r\n", 501},
+		{"GET * HTTP/1.1\r\nHost: f.p2p\r\n", 400},
+		{"POST * HTTP/1.1\r\nHost: f.p2p\r\nContent-Length: 0\r\n", 400},
 	} {
 		c := send(tc.head)
 		code, hdr, body := answer(t, c)
@@ -138,6 +141,10 @@ func TestEdgeRefusesUnfitHeads(t *testing.T) {
 	}
 	if n := seen.Load(); n != 0 {
 		t.Fatalf("the upstream saw %d requests, want none", n)
+	}
+	// OPTIONS * goes upstream (net/http's server answers it itself).
+	if code, _, _ := answer(t, send("OPTIONS * HTTP/1.1\r\nHost: f.p2p\r\n")); code != 200 {
+		t.Fatalf("OPTIONS *: %d, want the upstream's 200", code)
 	}
 	for _, tc := range []struct{ head, want string }{
 		{"GET / HTTP/1.2\r\nHost: f.p2p\r\n", `HTTP/1.1 f.p2p auth="" x=""`},

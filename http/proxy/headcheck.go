@@ -26,6 +26,9 @@ import (
 //   - a field name that is not a token (RFC 9110 §5.6.2): 400;
 //   - a Host, or the authority of a request target in absolute form,
 //     with user information ("user@host"): 400;
+//   - a request target of "*" with a method other than OPTIONS (RFC
+//     9112 §3.2.4): 400, as over HTTP/2 and HTTP/3 (unfitTarget). Passed
+//     on, "GET *" was the upstream's to make sense of;
 //   - a Transfer-Encoding other than chunked alone: 501 Not Implemented
 //     (RFC 9112 §6.1, as nginx answers). fasthttp refuses the codings
 //     it does not know, and a second Transfer-Encoding field, itself,
@@ -117,7 +120,10 @@ func unfitHead(h *fasthttp.RequestHeader, n headNames) (int, string) {
 	if bytes.IndexByte(h.Host(), '@') >= 0 {
 		return fasthttp.StatusBadRequest, "The Host header carries user information."
 	}
-	if u := h.RequestURI(); len(u) > 0 && u[0] != '/' { // absolute-form
+	if u := h.RequestURI(); len(u) > 0 && u[0] != '/' { // absolute-form, or *
+		if len(u) == 1 && u[0] == '*' && !h.IsOptions() {
+			return fasthttp.StatusBadRequest, "A request target of * is for OPTIONS only."
+		}
 		if i := bytes.Index(u, strSchemeEnd); i >= 0 {
 			auth := u[i+len(strSchemeEnd):]
 			if j := bytes.IndexAny(auth, "/?#"); j >= 0 {

@@ -13,8 +13,8 @@ import (
 
 // FuzzUnfitHead: any head fasthttp reads is checked without a panic; one
 // let through is HTTP/1.0 or HTTP/1.1, every field name of it as it came
-// is a token, a Transfer-Encoding is chunked alone, and its Host
-// carries no user information.
+// is a token, a Transfer-Encoding is chunked alone, its Host carries no
+// user information, and a target of * is an OPTIONS one.
 func FuzzUnfitHead(f *testing.F) {
 	f.Add("GET / HTTP/1.1\r\nHost: a.p2p\r\nX-A: 1\r\n\r\n")
 	f.Add("GET / HTTP/2.0\r\nHost: a.p2p\r\n\r\n")
@@ -24,6 +24,7 @@ func FuzzUnfitHead(f *testing.F) {
 	f.Add("GET http://u:p@a.p2p/x?y=@ HTTP/1.1\r\nHost: a.p2p\r\n\r\n")
 	f.Add("GET / HTTP/1.0\r\nHost: u@a.p2p\r\n\r\n")
 	f.Add("POST / HTTP/1.1\r\nHost: a.p2p\r\nTransfer-Encoding: identity\r\n\r\n")
+	f.Add("GET * HTTP/1.1\r\nHost: a.p2p\r\n\r\n")
 	f.Fuzz(func(t *testing.T, raw string) {
 		var h fasthttp.RequestHeader
 		if err := h.Read(bufio.NewReader(strings.NewReader(raw))); err != nil {
@@ -37,6 +38,9 @@ func FuzzUnfitHead(f *testing.F) {
 		}
 		if bytes.IndexByte(h.Host(), '@') >= 0 {
 			t.Fatalf("%q let through with Host %q", raw, h.Host())
+		}
+		if string(h.RequestURI()) == "*" && !h.IsOptions() {
+			t.Fatalf("%q let through: * with %s", raw, h.Method())
 		}
 		for name, value := range rawFields(h.RawHeaders()) {
 			if strings.EqualFold(string(name), "Transfer-Encoding") && !strings.EqualFold(string(value), "chunked") {

@@ -63,8 +63,8 @@
 // and bare CR or LF, and passes an obs-fold on as one space (RFC 9112
 // §5.2 lets a proxy do either). What fasthttp takes and a proxy should
 // not pass on (a version other than HTTP/1.x, a field name that is not a
-// token, user information in the Host or the request target) is refused
-// too, as is an HTTP/2 or HTTP/3 :method or :path that an HTTP/1.1
+// token, user information in the Host or the request target, a target
+// of * but for OPTIONS) is refused too, as is an HTTP/2 or HTTP/3 :method or :path that an HTTP/1.1
 // request line cannot carry as it came (headcheck.go). A chunked body
 // whose chunks cannot be read is the client's 400, not the upstream's
 // 502. Hop-by-hop headers (Upgrade among them, but on the WebSocket
