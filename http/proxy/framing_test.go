@@ -99,8 +99,10 @@ func TestEdgeDropsH2CUpgrade(t *testing.T) {
 // bytes that followed are not taken for a next request), CONNECT and
 // TRACE (501), a field name that is not a token, user information
 // in the Host or an absolute-form target (fasthttp would turn it into
-// an Authorization header; 400), and a target of * but for OPTIONS
-// (400): the connection closed, nothing upstream. HTTP/1.2 goes
+// an Authorization header; 400), a Host or such a target's authority
+// that is not a host name and port though it ends in a served name
+// (400), and a target of * but for OPTIONS (400): the connection
+// closed, nothing upstream. HTTP/1.2 goes
 // upstream as HTTP/1.1, HTTP/1.0 as itself, an obs-fold as one space,
 // OPTIONS * as itself.
 func TestEdgeRefusesUnfitHeads(t *testing.T) {
@@ -131,6 +133,10 @@ func TestEdgeRefusesUnfitHeads(t *testing.T) {
 		{"CONNECT f.p2p:80 HTTP/1.1\r\nHost: f.p2p\r\n", 501},
 		{"TRACE / HTTP/1.1\r\nHost: f.p2p\r\nCookie: s=1\r\n", 501},
 		{"GET * HTTP/1.1\r\nHost: f.p2p\r\n", 400},
+		{"GET / HTTP/1.1\r\nHost: evil.example,x.f.p2p\r\n", 400},
+		{"GET / HTTP/1.1\r\nHost: evil.example;x.f.p2p\r\n", 400},
+		{"GET / HTTP/1.1\r\nHost: x.f.p2p<script>\r\n", 400},
+		{"GET http://evil.example,x.f.p2p/ HTTP/1.1\r\nHost: f.p2p\r\n", 400},
 		{"POST * HTTP/1.1\r\nHost: f.p2p\r\nContent-Length: 0\r\n", 400},
 	} {
 		c := send(tc.head)
@@ -149,6 +155,7 @@ func TestEdgeRefusesUnfitHeads(t *testing.T) {
 	for _, tc := range []struct{ head, want string }{
 		{"GET / HTTP/1.2\r\nHost: f.p2p\r\n", `HTTP/1.1 f.p2p auth="" x=""`},
 		{"GET / HTTP/1.0\r\nHost: f.p2p\r\n", `HTTP/1.0 f.p2p auth="" x=""`},
+		{"GET / HTTP/1.1\r\nHost: X_1.F.p2p.:80\r\n", `HTTP/1.1 x_1.f.p2p.:80 auth="" x=""`},
 		{"GET / HTTP/1.1\r\nHost: f.p2p\r\nX-A: a\r\n b\r\n", `HTTP/1.1 f.p2p auth="" x="a b"`},
 		{"GET /?u=a@b HTTP/1.1\r\nHost: f.p2p\r\n", `HTTP/1.1 f.p2p auth="" x=""`},
 		{"GET http://f.p2p/?u=a@b HTTP/1.1\r\nHost: f.p2p\r\n", `HTTP/1.1 f.p2p auth="" x=""`},

@@ -108,3 +108,19 @@ func FuzzPaddedValue(f *testing.F) {
 		}
 	})
 }
+
+// validHost takes host names and IP literals in brackets, with or
+// without a port of digits, and nothing else.
+func TestValidHost(t *testing.T) {
+	for _, h := range []string{"", "a.p2p", "A.P2P.", "x_1.a.p2p", "a.p2p:", "a.p2p:8080", "127.0.0.1:7780", "[::1]", "[::1]:80", "[::ffff:1.2.3.4]"} {
+		if !validHost(h) {
+			t.Errorf("%q refused", h)
+		}
+	}
+	for _, h := range []string{"a,b.p2p", "a;b.p2p", "a b.p2p", "a/b.p2p", "a?b.p2p", "a#b.p2p", "a\\b.p2p", "a%2fb.p2p", "u@a.p2p", "a<b>.p2p",
+		"a.p2p:8x", "a.p2p:1:2", "[::1]x.p2p", "[::1", "[::1]:8x", "[::1%eth0]", "a.p2p\x00", "\xc3\xa9.p2p"} {
+		if validHost(h) {
+			t.Errorf("%q taken", h)
+		}
+	}
+}

@@ -13,7 +13,9 @@
 //
 // Routing reads published snapshots (the naming view, the plugin table);
 // no actor is asked per request. Host is compared lower-cased, without a
-// port and without a trailing dot; a request without Host gets 400.
+// port and without a trailing dot; a request without Host, or with one
+// that is not a host name (or an IP literal) and port, gets 400
+// (headcheck.go).
 //
 // Upstream: the Host header is kept, X-Forwarded-For/-Proto/-Host are set,
 // hop-by-hop headers dropped. Response bodies are streamed to the client
@@ -63,8 +65,9 @@
 // and bare CR or LF, and passes an obs-fold on as one space (RFC 9112
 // §5.2 lets a proxy do either). What fasthttp takes and a proxy should
 // not pass on (a version other than HTTP/1.x, a field name that is not a
-// token, user information in the Host or the request target, a target
-// of * but for OPTIONS) is refused too, as is an HTTP/2 or HTTP/3 :method or :path that an HTTP/1.1
+// token, user information in the Host or the request target, a Host
+// that is not a host name and port, a target of * but for OPTIONS) is
+// refused too, as is an HTTP/2 or HTTP/3 :method or :path that an HTTP/1.1
 // request line cannot carry as it came (headcheck.go). A chunked body
 // whose chunks cannot be read is the client's 400, not the upstream's
 // 502. Hop-by-hop headers (Upgrade among them, but on the WebSocket

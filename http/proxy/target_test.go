@@ -82,7 +82,10 @@ func h2Status(t *testing.T, addr string, conf *tls.Config, fields ...[2]string) 
 // percent-encoded, or with UTF-8 and quotes in it, goes through as it
 // came. So for a field value that starts or ends with a space or tab
 // (400), and one with spaces inside it (passed); and for a Host field
-// that names another authority than :authority, or comes twice (400).
+// that names another authority than :authority, or comes twice (400);
+// and for an :authority that is not a host name and port, though it ends
+// in a served one (400: "evil.example,x.f.p2p" went upstream as the
+// Host and the X-Forwarded-Host of f.p2p's site).
 // CONNECT and TRACE are 501, as over HTTP/1.1. (OPTIONS * net/http
 // answers itself.)
 func TestEdgeRefusesUnfitTargets(t *testing.T) {
@@ -90,6 +93,9 @@ func TestEdgeRefusesUnfitTargets(t *testing.T) {
 	e := startTestEdge(t, map[string]string{"f.p2p": up}, Deps{})
 	_, httpsAddr := e.s.Addrs()
 	conf := &tls.Config{RootCAs: e.s.d.CA.Pool(), ServerName: "f.p2p", NextProtos: []string{"h2"}}
+	at := func(authority string) [][2]string {
+		return [][2]string{{":method", "GET"}, {":scheme", "https"}, {":authority", authority}, {":path", "/"}}
+	}
 	req := func(method, path string) [][2]string {
 		return [][2]string{{":method", method}, {":scheme", "https"}, {":authority", "f.p2p"}, {":path", path}}
 	}
@@ -105,6 +111,12 @@ func TestEdgeRefusesUnfitTargets(t *testing.T) {
 		append(req("GET", "/"), [2]string{"x-pad", "v\t"}),
 		append(req("GET", "/"), [2]string{"host", "other.p2p"}),
 		append(req("GET", "/"), [2]string{"host", "f.p2p"}, [2]string{"host", "f.p2p"}),
+		at("evil.example/x.f.p2p"),
+		at("evil.example,x.f.p2p"),
+		at("evil.example x.f.p2p"),
+		at("evil.example?x.f.p2p"),
+		at("x.f.p2p:44x"),
+		at("[::1]x.f.p2p"),
 	} {
 		if st := h2Status(t, httpsAddr.String(), conf, f...); st != "400" {
 			t.Fatalf("%v: status %q, want 400", f, st)
@@ -185,6 +197,15 @@ func TestEdgeRefusesUnfitTargets(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != 400 {
 		t.Fatalf("HTTP/3 padded field value: %d, want 400", resp.StatusCode)
+	}
+	r3, _ = http.NewRequest("GET", "https://f.p2p/", nil)
+	r3.Host = "evil.example,x.f.p2p"
+	if resp, err = tr.RoundTrip(r3); err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 400 {
+		t.Fatalf("HTTP/3 :authority that is no host name: %d, want 400", resp.StatusCode)
 	}
 	r3, _ = http.NewRequest("TRACE", "https://f.p2p/", nil)
 	if resp, err = tr.RoundTrip(r3); err != nil {
