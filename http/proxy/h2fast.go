@@ -240,6 +240,7 @@ func (s *Server) exchange(w *h2Writer, r *http.Request, d *view.Domain, req *fas
 			break
 		}
 		conn := cc.Conn()
+		reused := !cc.LastUseTime().IsZero() // set when a connection goes back to the pool; CloseConn resets it
 		var halt func()
 		if mc := movingOf(conn); mc != nil {
 			halt = mc.halter()
@@ -266,7 +267,7 @@ func (s *Server) exchange(w *h2Writer, r *http.Request, d *view.Domain, req *fas
 			if abandon() {
 				return
 			}
-			if idempotent && attempt < maxAttempts && staleConn(herr) {
+			if idempotent && attempt < maxAttempts && retryable(herr, reused) {
 				continue
 			}
 			err = timedOut(herr)
@@ -489,6 +490,25 @@ func (s *Server) copyBody(w *h2Writer, r *http.Request, d *view.Domain, body *io
 // refused): an idempotent request is tried again.
 func staleConn(err error) bool {
 	return errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
+}
+
+// retryable reports whether an idempotent request whose answer's head
+// could not be had (err) is tried again on another connection: its
+// pooled connection was found closed (staleConn), or, one that had
+// served an exchange before (reused), it held what is no answer's head:
+// bytes an upstream sent past its previous answer once that answer had
+// been read (a body after the answer to a HEAD, or longer than its
+// Content-Length), which nothingAfter cannot see. Never after a timeout:
+// the upstream had the request and said nothing for UpstreamTimeout;
+// asked again, the client waited one timeout per attempt, and an
+// upstream that answers no head the edge can read on a fresh connection
+// is asked once.
+func retryable(err error, reused bool) bool {
+	if staleConn(err) {
+		return true
+	}
+	var ne net.Error
+	return reused && !errors.Is(err, fasthttp.ErrTimeout) && !(errors.As(err, &ne) && ne.Timeout())
 }
 
 // skipTrailer reads a chunked body's trailer section up to its blank

@@ -29,12 +29,13 @@ import (
 // (UpstreamTimeout between two reads or writes; the HostClient has none
 // of its own); a timeout is fasthttp's ErrTimeout (504). An idempotent
 // request is tried again (by Do, on another connection) only when its
-// pooled connection was found closed before anything of the answer came
-// (staleConn), as the HTTP/2 exchange tries it: fasthttp's own exchange
-// asks again after any failure, and an upstream that took the request
-// and then was silent for UpstreamTimeout, or answered a head the edge
-// cannot read, had it sent five times, the client's 504 coming after
-// five timeouts (two and a half minutes) instead of one.
+// pooled connection was found closed before anything of the answer
+// came, or held bytes that are no head (retryable), as the HTTP/2
+// exchange tries it: fasthttp's own exchange asks again after any
+// failure, and an upstream that took the request and then was silent
+// for UpstreamTimeout, or answered a head the edge cannot read, had it
+// sent five times, the client's 504 coming after five timeouts (two and
+// a half minutes) instead of one.
 type poolTransport struct{}
 
 // wholeBody is the longest declared body read whole from a TCP
@@ -87,11 +88,12 @@ func (poolTransport) RoundTrip(hc *fasthttp.HostClient, req *fasthttp.Request, r
 		return false, err
 	}
 	conn := cc.Conn()
+	reused := !cc.LastUseTime().IsZero() // set when a connection goes back to the pool
 	br, err := sendForHead(hc, conn, req, resp)
 	if err != nil {
 		hc.ReleaseReader(br)
-		hc.CloseConn(cc)
-		return staleConn(err), timedOut(err)
+		hc.CloseConn(cc) // resets cc
+		return retryable(err, reused), timedOut(err)
 	}
 	reuse := !req.ConnectionClose() && !resp.ConnectionClose()
 	n := resp.Header.ContentLength()

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bufio"
+	"io"
 	"net"
 	"net/http"
 	"strings"
@@ -93,5 +94,66 @@ func TestEdgeAsksAFailingUpstreamOnce(t *testing.T) {
 				t.Fatalf("%s %s %s: 504 after %v, want it after one UpstreamTimeout (%v)", proto, tc.method, tc.path, took, timeout)
 			}
 		}
+	}
+}
+
+// A pooled connection that holds bytes which are no answer's head when
+// its next exchange begins (an upstream that sent more than its last
+// answer, after the edge had read it) is given up, and an idempotent
+// request tried again on another, over HTTP/1.1 and HTTP/2: here each
+// upstream connection answers its first request and sends bytes that
+// are no head to the next.
+func TestEdgeAsksAgainPastLeftoverBytes(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				br := bufio.NewReader(c)
+				for i := 0; ; i++ {
+					req, err := http.ReadRequest(br)
+					if err != nil {
+						return
+					}
+					a := "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n" + req.URL.Path
+					if i > 0 {
+						a = "<p>the rest of a body</p>\r\n\r\n"
+					}
+					if _, err := c.Write([]byte(a)); err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	e := newTestH2Edge(t, map[string]string{"s.p2p": ln.Addr().String()}, Deps{})
+	httpAddr, _ := e.s.Addrs()
+	c := sendRaw(t, httpAddr.String(), "")
+	br := bufio.NewReader(c)
+	for _, path := range []string{"/a", "/b"} {
+		if _, err := c.Write([]byte("GET " + path + " HTTP/1.1\r\nHost: s.p2p\r\n\r\n")); err != nil {
+			t.Fatal(err)
+		}
+		_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("HTTP/1.1 %s: %v", path, err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || string(b) != path {
+			t.Fatalf("HTTP/1.1 %s: %d %q, want 200 %q", path, resp.StatusCode, b, path)
+		}
+	}
+	if resp, body := e.do(t, "GET", "https://s.p2p/c", nil, 0); resp.StatusCode != 200 || body != "/c" {
+		t.Fatalf("HTTP/2 /c: %d %q, want 200 \"/c\"", resp.StatusCode, body)
 	}
 }
