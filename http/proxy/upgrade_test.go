@@ -15,7 +15,9 @@ import (
 // answered it (with the edge's Date, as every answer), and the client's connection stays HTTP: its next request
 // is the edge's to read and forward (X-Forwarded-For set), not piped to
 // the upstream past it. One the upstream accepts gets the 101 head as it
-// came, and bytes flow both ways.
+// came, and bytes flow both ways. The upgrade request reaches the
+// upstream without the client's hop-by-hop headers, but one Connection:
+// Upgrade and one Upgrade: websocket.
 func TestEdgeUpgradeOnlyOn101(t *testing.T) {
 	up := serveUpstream(t, false, func(w http.ResponseWriter, r *http.Request) {
 		switch {
@@ -25,7 +27,9 @@ func TestEdgeUpgradeOnlyOn101(t *testing.T) {
 				return
 			}
 			defer c.Close()
-			_, _ = brw.WriteString("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nX-Up: kept as it came\r\n\r\n")
+			saw := fmt.Sprintf("connection=%q upgrade=%q te=%q keep-alive=%q proxy-authorization=%q x-hop=%q xff=%q", r.Header.Values("Connection"), r.Header.Values("Upgrade"),
+				r.Header.Get("Te"), r.Header.Get("Keep-Alive"), r.Header.Get("Proxy-Authorization"), r.Header.Get("X-Hop"), r.Header.Get("X-Forwarded-For"))
+			_, _ = brw.WriteString("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nX-Up: kept as it came\r\nX-Saw: " + saw + "\r\n\r\n")
 			_ = brw.Flush()
 			_, _ = io.Copy(c, brw) // echo
 		case r.URL.Path == "/ws":
@@ -77,7 +81,10 @@ func TestEdgeUpgradeOnlyOn101(t *testing.T) {
 	}
 
 	c = dial()
-	if _, err := io.WriteString(c, ask+"X-Allow: 1\r\n\r\n"); err != nil {
+	// Its hop-by-hop headers go as on any other path, but for the two
+	// that ask for the upgrade, which the upstream gets as one of each.
+	hop := "Connection: X-Hop\r\nX-Hop: 1\r\nTE: trailers\r\nKeep-Alive: timeout=5\r\nProxy-Authorization: Basic eA==\r\nX-Forwarded-For: 203.0.113.7\r\n"
+	if _, err := io.WriteString(c, "GET /ws HTTP/1.1\r\nHost: f.p2p\r\nUpgrade: WebSocket\r\nConnection: keep-alive, Upgrade\r\n"+hop+"X-Allow: 1\r\n\r\n"); err != nil {
 		t.Fatal(err)
 	}
 	br = bufio.NewReader(c)
@@ -93,7 +100,8 @@ func TestEdgeUpgradeOnlyOn101(t *testing.T) {
 			break
 		}
 	}
-	if want := "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nX-Up: kept as it came\r\n\r\n"; head.String() != want {
+	if want := "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nX-Up: kept as it came\r\n" +
+		`X-Saw: connection=["Upgrade"] upgrade=["websocket"] te="" keep-alive="" proxy-authorization="" x-hop="" xff="203.0.113.7, 127.0.0.1"` + "\r\n\r\n"; head.String() != want {
 		t.Fatalf("101 head %q, want %q", head.String(), want)
 	}
 	if _, err := io.WriteString(c, "ping"); err != nil {

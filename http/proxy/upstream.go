@@ -24,10 +24,11 @@ import (
 
 // hopHeaders are not passed on (RFC 9110 7.6.1), nor are the fields a
 // message's Connection headers name (nextNominee). Upgrade among them: a
-// WebSocket upgrade goes its own way (websocket, below) with its headers
-// as they came; any other (h2c) is the edge's to take or not, and the
-// edge does not, so the upstream must not answer it with 101 on a
-// connection the edge keeps speaking HTTP/1.1 on (nginx drops it too).
+// WebSocket upgrade goes its own way (websocket, below), the two headers
+// that ask for it written anew; any other (h2c) is the edge's to take or
+// not, and the edge does not, so the upstream must not answer it with
+// 101 on a connection the edge keeps speaking HTTP/1.1 on (nginx drops
+// it too).
 var hopHeaders = []string{"Connection", "Keep-Alive", "Proxy-Connection", "Proxy-Authenticate", "Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade"}
 
 // isHopName reports whether a header name is one of hopHeaders, in any
@@ -371,7 +372,7 @@ func tlsUpstream(c net.Conn, d *view.Domain) (net.Conn, error) {
 // longer than what came with the head is streamed (body.go).
 func (s *Server) forward(ctx *fasthttp.RequestCtx, d *view.Domain, names headNames) {
 	if isUpgrade(ctx) {
-		s.websocket(ctx, d, names.fwd)
+		s.websocket(ctx, d, names)
 		return
 	}
 	req, resp := &ctx.Request, &ctx.Response
@@ -488,6 +489,11 @@ func fitAnswer(h *fasthttp.ResponseHeader) {
 var (
 	strHTTP  = []byte("http")
 	strHTTPS = []byte("https")
+
+	strConnection  = []byte("Connection")
+	strUpgradeName = []byte("Upgrade")
+	strUpgrade     = []byte("Upgrade")
+	strWebsocket   = []byte("websocket")
 )
 
 // prepare sets the forwarding headers and drops hop-by-hop ones (names:
@@ -672,8 +678,14 @@ func isUpgrade(ctx *fasthttp.RequestCtx) bool {
 // client speak to the upstream past the edge (requests not logged,
 // not forwarded, not checked: WebSocket smuggling). The status line
 // must come within UpstreamTimeout; a refusal's body is read up to
-// maxRefusalBody.
-func (s *Server) websocket(ctx *fasthttp.RequestCtx, d *view.Domain, priorForwarded bool) {
+// maxRefusalBody. The request goes with its hop-by-hop headers dropped
+// as any other (prepare), but for the two that ask for the upgrade,
+// written anew: "Connection: Upgrade" and "Upgrade: websocket" (as
+// nginx's WebSocket setup sends them). A Proxy-Authorization meant for a
+// proxy in front of the edge, a Keep-Alive or TE of the client's hop,
+// and the fields its Connection header named reached the upstream on
+// this path only.
+func (s *Server) websocket(ctx *fasthttp.RequestCtx, d *view.Domain, names headNames) {
 	up, err := s.dial(d.Hash)
 	if err == nil && d.SSL {
 		up, err = tlsUpstream(up, d)
@@ -683,7 +695,9 @@ func (s *Server) websocket(ctx *fasthttp.RequestCtx, d *view.Domain, priorForwar
 		return
 	}
 	req := &ctx.Request
-	forwarded(ctx, req, priorForwarded) // Connection and Upgrade stay: they ask for the upgrade
+	prepare(ctx, req, names)
+	req.Header.SetCanonical(strConnection, strUpgrade)
+	req.Header.SetCanonical(strUpgradeName, strWebsocket)
 	w := bufio.NewWriter(up)
 	err = req.Write(w)
 	if err == nil {
