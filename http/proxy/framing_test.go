@@ -101,6 +101,7 @@ func TestEdgeDropsH2CUpgrade(t *testing.T) {
 // in the Host or an absolute-form target (fasthttp would turn it into
 // an Authorization header; 400), a Host or such a target's authority
 // that is not a host name and port though it ends in a served name
+// (400), a Content-Length, Transfer-Encoding or Host folded over lines
 // (400), and a target of * but for OPTIONS (400): the connection
 // closed, nothing upstream. HTTP/1.2 goes
 // upstream as HTTP/1.1, HTTP/1.0 as itself, an obs-fold as one space,
@@ -133,6 +134,9 @@ func TestEdgeRefusesUnfitHeads(t *testing.T) {
 		{"CONNECT f.p2p:80 HTTP/1.1\r\nHost: f.p2p\r\n", 501},
 		{"TRACE / HTTP/1.1\r\nHost: f.p2p\r\nCookie: s=1\r\n", 501},
 		{"GET * HTTP/1.1\r\nHost: f.p2p\r\n", 400},
+		{"POST / HTTP/1.1\r\nHost: f.p2p\r\nTransfer-Encoding:\r\n chunked\r\n\r\n0\r\n\r\nGET /smuggled HTTP/1.1\r\nHost: f.p2p\r\n", 400},
+		{"POST / HTTP/1.1\r\nHost: f.p2p\r\nContent-Length:\r\n\t5\r\n\r\nhello", 400},
+		{"GET / HTTP/1.1\r\nHost:\r\n f.p2p\r\n", 400},
 		{"GET / HTTP/1.1\r\nHost: evil.example,x.f.p2p\r\n", 400},
 		{"GET / HTTP/1.1\r\nHost: evil.example;x.f.p2p\r\n", 400},
 		{"GET / HTTP/1.1\r\nHost: x.f.p2p<script>\r\n", 400},
@@ -157,6 +161,7 @@ func TestEdgeRefusesUnfitHeads(t *testing.T) {
 		{"GET / HTTP/1.0\r\nHost: f.p2p\r\n", `HTTP/1.0 f.p2p auth="" x=""`},
 		{"GET / HTTP/1.1\r\nHost: X_1.F.p2p.:80\r\n", `HTTP/1.1 x_1.f.p2p.:80 auth="" x=""`},
 		{"GET / HTTP/1.1\r\nHost: f.p2p\r\nX-A: a\r\n b\r\n", `HTTP/1.1 f.p2p auth="" x="a b"`},
+		{"GET / HTTP/1.1\r\nHost: f.p2p\r\nX-A:\r\n b\r\n", `HTTP/1.1 f.p2p auth="" x="b"`},
 		{"GET /?u=a@b HTTP/1.1\r\nHost: f.p2p\r\n", `HTTP/1.1 f.p2p auth="" x=""`},
 		{"GET http://f.p2p/?u=a@b HTTP/1.1\r\nHost: f.p2p\r\n", `HTTP/1.1 f.p2p auth="" x=""`},
 		{"POST / HTTP/1.1\r\nHost: f.p2p\r\nTransfer-Encoding: Chunked\r\n\r\n0\r\n", `HTTP/1.1 f.p2p auth="" x=""`},

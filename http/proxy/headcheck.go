@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"net/http"
 	"strings"
+	"unsafe"
 
 	"github.com/valyala/fasthttp"
 )
@@ -46,6 +47,13 @@ import (
 //     but takes "identity" for none, and then the body's bytes for a
 //     next request, where a proxy in front of the edge that went by
 //     another reading sees a body (request smuggling);
+//   - a Content-Length, Transfer-Encoding or Host field folded over
+//     lines (obs-fold: "Transfer-Encoding:" and " chunked" on the next
+//     line): 400, as nginx answers every folded field. fasthttp joins
+//     the lines and goes by the joined value; a proxy in front of the
+//     edge that reads the first line alone frames the body, or picks
+//     the site, otherwise (request smuggling). Other fields may still
+//     be folded, and go upstream joined by one space;
 //   - CONNECT and TRACE: 501 Not Implemented (unservedMethod).
 //
 // The connection is closed after each of these answers.
@@ -60,6 +68,7 @@ import (
 type headNames struct {
 	cl, te   bool // a Content-Length, a Transfer-Encoding field
 	teOther  bool // a Transfer-Encoding other than chunked alone
+	folded   bool // a Content-Length, Transfer-Encoding or Host folded over lines (obs-fold)
 	hop      bool // a hop-by-hop field (hopHeaders)
 	notToken bool // a name that is not a token
 	fwd      bool // a name starting X-Forwarded- (setForwarded)
@@ -74,9 +83,13 @@ func namesOf(h *fasthttp.RequestHeader) (n headNames) {
 			if len(k) == len("Transfer-Encoding") && strings.EqualFold(k, "Transfer-Encoding") {
 				n.teOther = n.teOther || !strings.EqualFold(b2s(value), "chunked")
 				n.te = true
+				n.folded = n.folded || foldedField(name, value)
 			}
 		case len(k) == len("Content-Length") && strings.EqualFold(k, "Content-Length"):
 			n.cl = true
+			n.folded = n.folded || foldedField(name, value)
+		case len(k) == len("Host") && strings.EqualFold(k, "Host"):
+			n.folded = n.folded || foldedField(name, value)
 		case len(k) > len(xForwarded) && strings.EqualFold(k[:len(xForwarded)], xForwarded):
 			n.fwd = true
 		}
@@ -85,6 +98,15 @@ func namesOf(h *fasthttp.RequestHeader) (n headNames) {
 		}
 	}
 	return n
+}
+
+// foldedField reports whether a field rawFields yielded (its name and
+// value, slices of one head) was folded over lines: a line break lies
+// between its name's first byte and its value's last. Not the value
+// alone: a fold right after the colon is trimmed off it.
+func foldedField(name, value []byte) bool {
+	n := int(uintptr(unsafe.Pointer(unsafe.SliceData(value)))-uintptr(unsafe.Pointer(unsafe.SliceData(name)))) + len(value)
+	return n > 0 && n <= cap(name) && bytes.IndexByte(name[:n], '\n') >= 0
 }
 
 // bothFramings reports whether a request read from the wire carries both
@@ -152,6 +174,9 @@ func unfitHead(h *fasthttp.RequestHeader, n headNames) (int, string) {
 	}
 	if n.notToken {
 		return fasthttp.StatusBadRequest, "A header field's name is not a token."
+	}
+	if n.folded {
+		return fasthttp.StatusBadRequest, "A Content-Length, Transfer-Encoding or Host field is folded over lines."
 	}
 	if n.teOther {
 		return fasthttp.StatusNotImplemented, "The only transfer coding read here is chunked, alone."

@@ -3,6 +3,7 @@ package proxy
 import (
 	"bufio"
 	"bytes"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -122,5 +123,19 @@ func TestValidHost(t *testing.T) {
 		if validHost(h) {
 			t.Errorf("%q taken", h)
 		}
+	}
+}
+
+// A field is folded when its value goes on over a next line, whether
+// the fold comes right after the colon or inside the value; an empty
+// value followed by the next field is not.
+func TestFoldedField(t *testing.T) {
+	raw := "Content-Length:\r\nX-A: 1\r\nHost:\r\n a\r\nX-B: 2\r\n\t3\r\nX-C: 4\r\nX-D:\r\n"
+	var got []string
+	for name, value := range rawFields([]byte(raw)) {
+		got = append(got, fmt.Sprintf("%s=%v", name, foldedField(name, value)))
+	}
+	if want := "[Content-Length=false X-A=false Host=true X-B=true X-C=false X-D=false]"; fmt.Sprint(got) != want {
+		t.Fatalf("%v, want %s", got, want)
 	}
 }

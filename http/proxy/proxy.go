@@ -63,7 +63,10 @@
 // or Transfer-Encodings or Hosts, a Transfer-Encoding other than chunked
 // (identity it ignores), a space before a field's colon, control bytes
 // and bare CR or LF, and passes an obs-fold on as one space (RFC 9112
-// §5.2 lets a proxy do either). What fasthttp takes and a proxy should
+// §5.2 lets a proxy do either), but on Content-Length,
+// Transfer-Encoding and Host, which the edge refuses (400) as nginx
+// refuses every fold: a proxy in front that read the first line alone
+// would frame the body otherwise. What fasthttp takes and a proxy should
 // not pass on (a version other than HTTP/1.x, a field name that is not a
 // token, user information in the Host or the request target, a Host
 // that is not a host name and port, a target of * but for OPTIONS) is
