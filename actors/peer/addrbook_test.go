@@ -10,6 +10,7 @@ import (
 
 	"peerdns/internal/testutil"
 	"peerdns/messages"
+	"peerdns/transport"
 )
 
 // TestPeersOwnAddressesOutrankHearsay: a writer's peer exchange fills
@@ -21,31 +22,7 @@ import (
 func TestPeersOwnAddressesOutrankHearsay(t *testing.T) {
 	nodes := memMesh(t, "A", "B", "E")
 	a, b, evil := nodes[0], nodes[1], nodes[2]
-	net := ask[*messages.GetNetworkReply](t, a.sys, a.ledger, &messages.GetNetwork{})
-	evil.stop()
-	testutil.Eventually(t, 10*time.Second, func() error {
-		if len(a.peerIDs()) != 1 {
-			return errors.New("E still connected")
-		}
-		return nil
-	})
-	ep := a.opts.mem.Listen(evil.id, nil)
-	t.Cleanup(func() { ep.Close() })
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	conn, err := ep.Dial(ctx, a.addr, a.id.ID())
-	cancel()
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		for {
-			if _, err := conn.Recv(); err != nil {
-				return
-			}
-		}
-	}()
-	conn.Send(&messages.Envelope{Kind: messages.KindHello, Hello: &messages.Hello{ID: evil.id.ID(), Network: net.Key, Root: net.Root}})
-	conn.Send(&messages.Envelope{Kind: messages.KindAccept, Accept: &messages.Accept{}})
+	conn := impersonateMem(t, evil, a)
 	var bogus []string
 	for i := range maxAddrsPerPeer {
 		bogus = append(bogus, fmt.Sprintf("198.51.100.%d:7740", i+1))
@@ -92,31 +69,7 @@ func TestPeersOwnAddressesOutrankHearsay(t *testing.T) {
 func TestPeerSeenTakesTheBookFromHearsay(t *testing.T) {
 	nodes := memMesh(t, "A", "B", "E")
 	a, evil := nodes[0], nodes[2]
-	net := ask[*messages.GetNetworkReply](t, a.sys, a.ledger, &messages.GetNetwork{})
-	evil.stop()
-	testutil.Eventually(t, 10*time.Second, func() error {
-		if len(a.peerIDs()) != 1 {
-			return errors.New("E still connected")
-		}
-		return nil
-	})
-	ep := a.opts.mem.Listen(evil.id, nil)
-	t.Cleanup(func() { ep.Close() })
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	conn, err := ep.Dial(ctx, a.addr, a.id.ID())
-	cancel()
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		for {
-			if _, err := conn.Recv(); err != nil {
-				return
-			}
-		}
-	}()
-	conn.Send(&messages.Envelope{Kind: messages.KindHello, Hello: &messages.Hello{ID: evil.id.ID(), Network: net.Key, Root: net.Root}})
-	conn.Send(&messages.Envelope{Kind: messages.KindAccept, Accept: &messages.Accept{}})
+	conn := impersonateMem(t, evil, a)
 	n := 0
 	fill := func() error {
 		ps := make([]messages.PeerInfo, maxKnownPeers)
@@ -175,4 +128,38 @@ func TestPeerSeenTakesTheBookFromHearsay(t *testing.T) {
 	if k := diag(t, a).Summary.KnownPeers; k > maxKnownPeers {
 		t.Fatalf("A knows %d peers", k)
 	}
+}
+
+// impersonateMem is impersonate over the in-memory network of a
+// three-node memMesh (a keeps its one other peer): evil is stopped and a
+// raw connection speaks for it past hello and accept, everything a sends
+// read and dropped.
+func impersonateMem(t *testing.T, evil, a *testNode) transport.Conn {
+	t.Helper()
+	net := ask[*messages.GetNetworkReply](t, a.sys, a.ledger, &messages.GetNetwork{})
+	evil.stop()
+	testutil.Eventually(t, 10*time.Second, func() error {
+		if len(a.peerIDs()) != 1 {
+			return errors.New("the impersonated peer still connected")
+		}
+		return nil
+	})
+	ep := a.opts.mem.Listen(evil.id, nil)
+	t.Cleanup(func() { ep.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	conn, err := ep.Dial(ctx, a.addr, a.id.ID())
+	cancel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		for {
+			if _, err := conn.Recv(); err != nil {
+				return
+			}
+		}
+	}()
+	conn.Send(&messages.Envelope{Kind: messages.KindHello, Hello: &messages.Hello{ID: evil.id.ID(), Network: net.Key, Root: net.Root}})
+	conn.Send(&messages.Envelope{Kind: messages.KindAccept, Accept: &messages.Accept{}})
+	return conn
 }
