@@ -1,11 +1,8 @@
 package api
 
 import (
-	"fmt"
 	"strings"
 	"testing"
-
-	"peerdns/agent/store"
 )
 
 // TestAnswerTooLarge: an answer of more than query.MaxAnswerCells values
@@ -16,20 +13,7 @@ import (
 // points read) does not see them: the store holds ten minutes.
 func TestAnswerTooLarge(t *testing.T) {
 	env := newTestEnv(t)
-	wide := &store.ChartDef{ID: "wide.chart", Name: "wide.chart", Type: "wide", Context: "wide.chart", Family: "wide",
-		Units: "x", ChartType: "line", UpdateEvery: 1}
-	for d := 0; d < 100; d++ {
-		wide.Dims = append(wide.Dims, store.DimDef{ID: fmt.Sprintf("d%03d", d), Name: fmt.Sprintf("d%03d", d), Algorithm: "absolute", Multiplier: 1, Divisor: 1})
-	}
-	if err := env.db.Register(wide); err != nil {
-		t.Fatal(err)
-	}
-	vals := make([]float64, len(wide.Dims))
-	for ts := env.now.Unix() - 600; ts < env.now.Unix(); ts++ {
-		if err := env.db.Append(wide.ID, ts, vals); err != nil {
-			t.Fatal(err)
-		}
-	}
+	addWideChart(t, env, func(int64, int) float64 { return 0 })
 	for _, path := range []string{
 		"/api/v1/data?chart=wide.chart&after=-86400&points=86400",
 		"/api/v3/data?contexts=wide.chart&after=-86400&points=86400&tier=0",

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"fmt"
 	"io"
 	"math"
 	"net"
@@ -234,3 +235,26 @@ func (e *testEnv) do(t *testing.T, method, path string, hdr map[string]string) r
 func (e *testEnv) get(t *testing.T, path string) resp { return e.do(t, "GET", path, nil) }
 
 func trimBody(b []byte) string { return strings.TrimSpace(string(b)) }
+
+// addWideChart registers wide.chart, 100 dimensions, and fills its last
+// ten minutes with value(second, dimension).
+func addWideChart(t *testing.T, env *testEnv, value func(ts int64, d int) float64) {
+	t.Helper()
+	wide := &store.ChartDef{ID: "wide.chart", Name: "wide.chart", Type: "wide", Context: "wide.chart", Family: "wide",
+		Units: "x", ChartType: "line", UpdateEvery: 1}
+	for d := 0; d < 100; d++ {
+		wide.Dims = append(wide.Dims, store.DimDef{ID: fmt.Sprintf("d%03d", d), Name: fmt.Sprintf("d%03d", d), Algorithm: "absolute", Multiplier: 1, Divisor: 1})
+	}
+	if err := env.db.Register(wide); err != nil {
+		t.Fatal(err)
+	}
+	vals := make([]float64, len(wide.Dims))
+	for ts := env.now.Unix() - 600; ts < env.now.Unix(); ts++ {
+		for d := range vals {
+			vals[d] = value(ts, d)
+		}
+		if err := env.db.Append(wide.ID, ts, vals); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -9,8 +9,6 @@ import (
 	"runtime"
 	"strings"
 	"testing"
-
-	"peerdns/agent/store"
 )
 
 // TestIdleConnectionsHoldNoAnswers: a keep-alive connection waiting for
@@ -21,23 +19,7 @@ import (
 // a minute.
 func TestIdleConnectionsHoldNoAnswers(t *testing.T) {
 	env := newTestEnv(t)
-	wide := &store.ChartDef{ID: "wide.chart", Name: "wide.chart", Type: "wide", Context: "wide.chart", Family: "wide",
-		Units: "x", ChartType: "line", UpdateEvery: 1}
-	for d := 0; d < 100; d++ {
-		wide.Dims = append(wide.Dims, store.DimDef{ID: fmt.Sprintf("d%03d", d), Name: fmt.Sprintf("d%03d", d), Algorithm: "absolute", Multiplier: 1, Divisor: 1})
-	}
-	if err := env.db.Register(wide); err != nil {
-		t.Fatal(err)
-	}
-	vals := make([]float64, len(wide.Dims))
-	for ts := env.now.Unix() - 600; ts < env.now.Unix(); ts++ {
-		for d := range vals {
-			vals[d] = float64(ts%1000) + float64(d)/7
-		}
-		if err := env.db.Append(wide.ID, ts, vals); err != nil {
-			t.Fatal(err)
-		}
-	}
+	addWideChart(t, env, func(ts int64, d int) float64 { return float64(ts%1000) + float64(d)/7 })
 	// Under pooledBody: such answers are built in pooled buffers.
 	const path = "/api/v1/data?chart=wide.chart&after=-600&points=160"
 	r := env.get(t, path)
