@@ -102,7 +102,8 @@ func TestEdgeDropsH2CUpgrade(t *testing.T) {
 // an Authorization header; 400), a Host or such a target's authority
 // that is not a host name and port though it ends in a served name
 // (400), a Content-Length, Transfer-Encoding or Host folded over lines
-// (400), and a target of * but for OPTIONS (400): the connection
+// (400), a target of * but for OPTIONS, and one that is neither a
+// path, * nor an http or https URI (400): the connection
 // closed, nothing upstream. HTTP/1.2 goes
 // upstream as HTTP/1.1, HTTP/1.0 as itself, an obs-fold as one space,
 // OPTIONS * as itself.
@@ -142,6 +143,7 @@ func TestEdgeRefusesUnfitHeads(t *testing.T) {
 		{"GET / HTTP/1.1\r\nHost: x.f.p2p<script>\r\n", 400},
 		{"GET http://evil.example,x.f.p2p/ HTTP/1.1\r\nHost: f.p2p\r\n", 400},
 		{"POST * HTTP/1.1\r\nHost: f.p2p\r\nContent-Length: 0\r\n", 400},
+		{"GET ftp://f.p2p/ HTTP/1.1\r\nHost: f.p2p\r\n", 400},
 	} {
 		c := send(tc.head)
 		code, hdr, body := answer(t, c)

@@ -40,7 +40,9 @@ import (
 //     where net/http's server takes '/', '?', '#' and spaces too;
 //   - a request target of "*" with a method other than OPTIONS (RFC
 //     9112 §3.2.4): 400, as over HTTP/2 and HTTP/3 (unfitTarget). Passed
-//     on, "GET *" was the upstream's to make sense of;
+//     on, "GET *" was the upstream's to make sense of; a target that is
+//     neither a path, "*" nor an http or https URI ("ftp://host/",
+//     "x"): 400;
 //   - a Transfer-Encoding other than chunked alone: 501 Not Implemented
 //     (RFC 9112 §6.1, as nginx answers). fasthttp refuses the codings
 //     it does not know, and a second Transfer-Encoding field, itself,
@@ -156,10 +158,13 @@ func unfitHead(h *fasthttp.RequestHeader, n headNames) (int, string) {
 		return fasthttp.StatusBadRequest, "The Host header is not a host name, with or without a port."
 	}
 	if u := h.RequestURI(); len(u) > 0 && u[0] != '/' { // absolute-form, or *
-		if len(u) == 1 && u[0] == '*' && !h.IsOptions() {
-			return fasthttp.StatusBadRequest, "A request target of * is for OPTIONS only."
-		}
-		if i := bytes.Index(u, strSchemeEnd); i >= 0 {
+		if len(u) == 1 && u[0] == '*' {
+			if !h.IsOptions() {
+				return fasthttp.StatusBadRequest, "A request target of * is for OPTIONS only."
+			}
+		} else if i := bytes.Index(u, strSchemeEnd); i < 0 || !httpScheme(u[:i]) {
+			return fasthttp.StatusBadRequest, "The request target is neither a path nor an http or https URI."
+		} else {
 			auth := u[i+len(strSchemeEnd):]
 			if j := bytes.IndexAny(auth, "/?#"); j >= 0 {
 				auth = auth[:j]
@@ -203,6 +208,13 @@ func unservedMethod(m string) (int, string) {
 		return http.StatusNotImplemented, "TRACE is not passed on: its echo would hand a page the cookies and credentials sent with it."
 	}
 	return 0, ""
+}
+
+// httpScheme reports whether an absolute-form target's scheme is http
+// or https, in any case (RFC 9112 §3.2.2: a server's target; fasthttp
+// takes any, and an "ftp://host/" request was routed by its host).
+func httpScheme(s []byte) bool {
+	return bytes.EqualFold(s, strHTTP) || bytes.EqualFold(s, strHTTPS)
 }
 
 // validHost reports whether a Host (or :authority) is a host name or an
