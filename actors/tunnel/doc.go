@@ -145,7 +145,10 @@
 // at most as many sockets' flows; datagrams from further sockets are
 // dropped. A payload over the QUIC datagram limit (the path MTU minus
 // overhead, about 1,200-1,450 bytes) cannot be sent: it is dropped and
-// counted in Counters.DroppedDatagrams and the tunnel's lastError. A
+// counted in Counters.DroppedDatagrams and the tunnel's lastError; so is
+// a datagram over 2,048 bytes (maxUDPRead) from a client socket or a
+// target, also on the path of a client on the node of its server (which
+// has no QUIC limit): never passed on cut to its first 2,048 bytes. A
 // datagram the host refuses to write to a flow's socket (a firewall's
 // output drop: EPERM; no buffers; no route for a moment; see
 // transport.IsTransientSendErr) is lost as the network would lose it:

@@ -20,10 +20,28 @@ import (
 // flowIDLen is the size of the flow id that prefixes every datagram.
 const flowIDLen = 8
 
-// maxUDPRead is the read buffer of a flow's UDP socket. Anything this
-// long is over every QUIC datagram limit (about 1,200-1,450 bytes) and
-// so dropped anyway; reading more would only cost memory per flow.
+// maxUDPRead is the longest datagram a flow's UDP sockets carry. Anything
+// this long is over every QUIC datagram limit (about 1,200-1,450 bytes)
+// and so dropped anyway; reading more would only cost memory per flow.
+// Sockets are read into maxUDPRead+1 bytes (udpReadBuf) so that a longer
+// datagram, which the kernel cuts to the buffer without an error, shows
+// as longer and is dropped (tooLong) instead of passed on cut: a client
+// on the node of its server has no QUIC limit to drop it.
 const maxUDPRead = 2048
+
+// udpReadBuf is the read buffer size of a flow's socket (see maxUDPRead).
+const udpReadBuf = maxUDPRead + 1
+
+// tooLong reports whether a datagram read into a udpReadBuf buffer was
+// cut by the kernel, and counts it as dropped if so. One compare per
+// datagram.
+func (t *flowTable) tooLong(n int) bool {
+	if n <= maxUDPRead {
+		return false
+	}
+	t.dropped.Add(1)
+	return true
+}
 
 // maxPendingPerFlow bounds the datagrams a client flow keeps while its
 // handshake runs; later ones are dropped (UDP may lose them anyway).
@@ -188,7 +206,7 @@ func (f *serverFlow) close() {
 // run sends the target's replies to the peer until the flow was idle
 // for tab.idle, the connection closed or the flow was closed.
 func (f *serverFlow) run() {
-	buf := make([]byte, flowIDLen+maxUDPRead)
+	buf := make([]byte, flowIDLen+udpReadBuf)
 	binary.BigEndian.PutUint64(buf, f.key.id)
 	for {
 		_ = f.u.SetReadDeadline(time.Unix(0, f.last.Load()).Add(f.tab.idle))
@@ -214,6 +232,10 @@ func (f *serverFlow) run() {
 			return
 		}
 		f.touch()
+		if f.tab.tooLong(n) {
+			f.h.stats.fail("udp datagram from " + f.h.target + " dropped: longer than 2048 bytes")
+			continue
+		}
 		if !f.tab.send(f.conn, buf[:flowIDLen+n], f.h.stats) {
 			return
 		}

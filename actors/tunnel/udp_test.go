@@ -225,3 +225,63 @@ func TestUDPLocalServerAndWrongProtocol(t *testing.T) {
 		t.Fatalf("refused %d, want %d", a.refused(), before+1)
 	}
 }
+
+// A datagram longer than a flow reads (maxUDPRead) is dropped and
+// counted on the path that has no QUIC datagram limit to drop it: a
+// client on the node of its server. Neither the target nor the client
+// socket is handed its first maxUDPRead bytes as if they were the whole.
+func TestUDPLocalOversizeDropped(t *testing.T) {
+	testutil.NoLeaks(t)
+	tn := newTestNet(t, false)
+	a := tn.node(nil)
+	o := targetOpts(udpEcho(t))
+	o.UDP = true
+	_, url := a.createServer(o)
+	a.own("big.p2p")
+	_, addr := a.createUDPClient("big.p2p", url)
+	c := udpSocket(t, addr)
+	udpAsk(t, c, "open")
+	dropped := func(want int64) {
+		t.Helper()
+		testutil.Eventually(t, 5*time.Second, func() error {
+			if got := a.counters.DroppedDatagrams.Load(); got != want {
+				return fmt.Errorf("dropped %d, want %d", got, want)
+			}
+			return nil
+		})
+	}
+	before := a.counters.DroppedDatagrams.Load()
+	// Too long from the client socket: the target must not get it cut.
+	if _, err := c.Write(bytes.Repeat([]byte("x"), maxUDPRead+1000)); err != nil {
+		t.Fatal(err)
+	}
+	dropped(before + 1)
+	// Short enough to reach the target, whose echo (it adds "|" and the
+	// address it saw) is too long to read whole: the client must not
+	// get it cut.
+	if _, err := c.Write(bytes.Repeat([]byte("y"), maxUDPRead-8)); err != nil {
+		t.Fatal(err)
+	}
+	dropped(before + 2)
+	// The flow goes on, and nothing cut came back before its answer
+	// (one flow's replies come back in order over loopback).
+	buf := make([]byte, 64<<10)
+	testutil.Eventually(t, 10*time.Second, func() error {
+		if _, err := c.Write([]byte("after")); err != nil {
+			return err
+		}
+		_ = c.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+		for {
+			n, err := c.Read(buf)
+			if err != nil {
+				return err
+			}
+			if n > 0 && (buf[0] == 'x' || buf[0] == 'y') {
+				t.Fatalf("got a datagram of %d bytes cut from an oversize one", n)
+			}
+			if bytes.HasPrefix(buf[:n], []byte("after|")) {
+				return nil
+			}
+		}
+	})
+}

@@ -27,8 +27,8 @@ func (r *clientRun) serveUDP() {
 	go r.lookup()
 	u := newUDPClient(r, pc)
 	go u.janitor()
-	buf := make([]byte, maxUDPRead)
-	scratch := make([]byte, flowIDLen+maxUDPRead)
+	buf := make([]byte, udpReadBuf)
+	scratch := make([]byte, flowIDLen+udpReadBuf)
 	for {
 		n, src, err := pc.ReadFromUDPAddrPort(buf)
 		if err != nil {
@@ -46,6 +46,10 @@ func (r *clientRun) serveUDP() {
 			u = newUDPClient(r, pc)
 			r.wg.Add(1)
 			go u.janitor()
+			continue
+		}
+		if u.tab.tooLong(n) {
+			u.r.e.stats.fail(fmt.Sprintf("udp datagram from %s dropped: longer than %d bytes", src, maxUDPRead))
 			continue
 		}
 		u.fromLocal(src, buf[:n], scratch)
@@ -313,7 +317,7 @@ func (f *clientFlow) open() {
 	f.mu.Unlock()
 	r.e.stats.open.Add(1)
 	r.e.stats.total.Add(1)
-	scratch := make([]byte, flowIDLen+maxUDPRead)
+	scratch := make([]byte, flowIDLen+udpReadBuf)
 	for _, b := range pending {
 		f.send(b, scratch)
 	}
@@ -407,7 +411,7 @@ func (f *clientFlow) routeLocal(h *serverHandle) error {
 // the flow closes its socket.
 func (f *clientFlow) readLocal(uc *net.UDPConn, h *serverHandle) {
 	defer f.u.r.wg.Done()
-	buf := make([]byte, maxUDPRead)
+	buf := make([]byte, udpReadBuf)
 	for {
 		n, err := uc.Read(buf)
 		if err != nil {
@@ -422,6 +426,10 @@ func (f *clientFlow) readLocal(uc *net.UDPConn, h *serverHandle) {
 			return
 		}
 		f.touch()
+		if f.u.tab.tooLong(n) {
+			h.stats.fail(fmt.Sprintf("udp datagram from %s dropped: longer than %d bytes", h.target, maxUDPRead))
+			continue
+		}
 		h.stats.out.Add(int64(n))
 		if m, err := f.u.pc.WriteToUDPAddrPort(buf[:n], f.src); err == nil {
 			f.u.r.e.stats.in.Add(int64(m))
