@@ -35,6 +35,10 @@ import (
 //
 //   - no stream reset: Stream.Abort ends both directions like Close, so
 //     the peer reads a clean end of stream instead of an error;
+//   - a session that fails (its byte stream cut or ended by a relay,
+//     TLS refusing a record, keep-alive finding it dead) ends its streams
+//     with the io.EOF of a FIN: yamuxStream.Read turns that into an
+//     error (errPathCut), so a stream cut short never reads as whole;
 //   - no cap on the streams a peer opens: AcceptStream counts the open
 //     ones and closes those above Config.MaxIncomingStreams at once;
 //   - no datagrams: they travel length-framed (2 bytes, big-endian) on a
@@ -458,12 +462,29 @@ func (s *yamuxStream) release() {
 // CloseWrite sends our FIN; reads go on (yamux's Close is a half-close).
 func (s *yamuxStream) CloseWrite() error { return s.Stream.Close() }
 
-// Read fails once Close or Abort stopped reading.
+// errPathCut is a stream's read error when its connection ended before
+// the stream did.
+var errPathCut = errors.New("stream path ended before the stream: connection lost")
+
+// Read fails once Close or Abort stopped reading. An end of stream is
+// only passed on when the session still runs: yamux ends every stream
+// of a session that failed (its byte stream was cut, a relay or
+// middlebox ended it, TLS refused a record, keep-alive found it dead)
+// with the same clean io.EOF as its writer's FIN, and a reader that took
+// it for one (a tunnel passes it on as a half-close) would deliver what
+// came before the cut as the whole. The cost is one channel poll per
+// stream, at its end. yamux does not say whether a FIN arrived, so a
+// stream whose FIN came but whose end is read only after the session
+// closed reads the error too: it fails closed, as its connection did.
 func (s *yamuxStream) Read(p []byte) (int, error) {
 	if s.rclose.Load() {
 		return 0, net.ErrClosed
 	}
-	return s.Stream.Read(p)
+	n, err := s.Stream.Read(p)
+	if err == io.EOF && s.Stream.Session().IsClosed() {
+		err = errPathCut
+	}
+	return n, err
 }
 
 // Close sends our FIN and stops reading.
