@@ -21,7 +21,9 @@ import (
 // init, publish the session to the Runtime, wait for the exit, and start
 // again with backoff. CrashLoop exits within CrashWindow stop it for
 // good (reported through onGiveUp). stop kills the process (SIGTERM,
-// then SIGKILL after a grace period) and waits for everything it started.
+// then SIGKILL after a grace period) and waits for the process and its
+// readers; a child that left the process group is neither killed nor
+// waited for.
 type runner struct {
 	p        *Plugin
 	rt       *Runtime
@@ -113,6 +115,7 @@ func (r *runner) once() error {
 		defer wg.Done()
 		r.stderrLines(stderr)
 	}()
+	pipes := []io.Closer{stdout, stderr}
 	sess := newSession(stdout, stdin, r.serve, r.garbage())
 	exited := make(chan error, 1)
 	go func() {
@@ -132,7 +135,7 @@ func (r *runner) once() error {
 	}
 	defer r.rt.sess.CompareAndSwap(sess, nil)
 	if ierr != nil {
-		r.kill(cmd, exited, sess)
+		r.kill(cmd, exited, sess, pipes)
 		return fmt.Errorf("init: %w", ierr)
 	}
 	select {
@@ -145,26 +148,40 @@ func (r *runner) once() error {
 	case <-sess.ctx.Done():
 		// The session failed (a line too long, a write error): stop the
 		// process.
-		r.kill(cmd, exited, sess)
+		r.kill(cmd, exited, sess, pipes)
 		return sess.Err()
 	case <-r.ctx.Done():
-		r.kill(cmd, exited, sess)
+		r.kill(cmd, exited, sess, pipes)
 		return nil
 	}
 }
 
-// kill ends the process group: SIGTERM, SIGKILL after 2 s.
-func (r *runner) kill(cmd *exec.Cmd, exited chan error, sess *session) {
+// kill ends the process group: SIGTERM, SIGKILL after 2 s. A child
+// that left the group (setsid) outlives both and keeps the handler's
+// stdout and stderr open, so their reads never end and the handler is
+// never reaped: 1 s after the SIGKILL our ends of the pipes are closed,
+// which ends the reads, and the handler is waited for.
+func (r *runner) kill(cmd *exec.Cmd, exited chan error, sess *session, pipes []io.Closer) {
 	sess.fail(fmt.Errorf("%w: handler stopped", ErrSessionClosed))
 	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
 	t := time.NewTimer(2 * time.Second)
 	defer t.Stop()
 	select {
 	case <-exited:
+		return
 	case <-t.C:
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		<-exited
 	}
+	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	t.Reset(time.Second)
+	select {
+	case <-exited:
+		return
+	case <-t.C:
+	}
+	for _, p := range pipes {
+		_ = p.Close()
+	}
+	<-exited
 }
 
 // stderrLines logs the handler's stderr, one line each, on the plugins
