@@ -1,6 +1,8 @@
 package plugin
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -58,4 +60,40 @@ func TestPluginStopWithEscapedChild(t *testing.T) {
 	if syscall.Kill(pid, 0) != nil {
 		t.Fatalf("escaped child %d already gone: the test proves nothing", pid)
 	}
+}
+
+// The same handler exiting by itself while its escaped child keeps the
+// pipes open: the call in flight fails at once, and the handler is
+// reaped and started again.
+func TestPluginExitWithEscapedChild(t *testing.T) {
+	testutil.NoLeaks(t)
+	dir := t.TempDir()
+	p := writePlugin(t, dir, "esc", "esc.p2p", "ok", nil)
+	script := fmt.Sprintf("#!/bin/sh\nsetsid sleep 300 &\necho $! >> escaped.pid\nPEERDNS_FAKE_PLUGIN=ok exec '%s' -test.run=^$\n", os.Args[0])
+	if err := os.WriteFile(filepath.Join(p, "run.sh"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t, dir, nil)
+	t.Cleanup(func() {
+		b, _ := os.ReadFile(filepath.Join(p, "escaped.pid"))
+		for _, f := range strings.Fields(string(b)) {
+			if pid, err := strconv.Atoi(f); err == nil {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+	})
+	rt := h.waitRunning("esc.p2p")
+	first := rt.sess.Load()
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Second)
+	defer cancel()
+	if _, err := rt.Action(ctx, "exit", nil); !errors.Is(err, ErrSessionClosed) {
+		t.Fatalf("exit action: %v", err)
+	}
+	testutil.Eventually(t, 10*time.Second, func() error {
+		if s := h.waitRunning("esc.p2p").sess.Load(); s == first {
+			return errors.New("still the first session")
+		}
+		return nil
+	})
+	handle(t, h.waitRunning("esc.p2p"), "/back")
 }

@@ -118,8 +118,26 @@ func (r *runner) once() error {
 	pipes := []io.Closer{stdout, stderr}
 	sess := newSession(stdout, stdin, r.serve, r.garbage())
 	exited := make(chan error, 1)
+	gone := processGone(cmd.Process.Pid)
 	go func() {
-		<-sess.Done() // stdout closed (or the session failed): the pipes are drained
+		select {
+		case <-sess.Done(): // stdout closed (or the session failed): the pipes are drained
+		case <-gone:
+			// The handler exited. What it wrote is read within a moment,
+			// unless a child that left its process group (setsid) holds
+			// the pipes open: then our ends are closed, so the exit is
+			// seen and the handler reaped.
+			t := time.NewTimer(time.Second)
+			select {
+			case <-sess.Done():
+			case <-t.C:
+				for _, p := range pipes {
+					_ = p.Close()
+				}
+				<-sess.Done()
+			}
+			t.Stop()
+		}
 		r.rt.sess.CompareAndSwap(sess, nil)
 		wg.Wait()
 		exited <- cmd.Wait()
