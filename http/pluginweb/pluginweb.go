@@ -28,6 +28,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -190,14 +191,17 @@ func staticFile(root, reqPath string) string {
 }
 
 // sendFile answers with the file's content (fasthttp's own file server
-// would write compressed copies into the plugin's folder).
+// would write compressed copies into the plugin's folder). The file is
+// opened without blocking and must still be a regular file: the plugin
+// owns its folder and may have put a FIFO there since staticFile looked,
+// whose open would wait for a writer forever.
 func sendFile(ctx *fasthttp.RequestCtx, file string) bool {
-	f, err := os.Open(file)
+	f, err := os.OpenFile(file, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return false
 	}
 	st, err := f.Stat()
-	if err != nil {
+	if err != nil || !st.Mode().IsRegular() {
 		f.Close()
 		return false
 	}
