@@ -314,6 +314,13 @@ func (a *Actor) onHeartbeats(c actor.Context, from string, hbs []*messages.Heart
 	}
 }
 
+// ahead reports whether ms, a writer's clock in milliseconds (a
+// heartbeat's seq, a suspicion's time), is further ahead of now than
+// writers' clocks may differ (heartbeatMaxAge).
+func ahead(ms uint64, now time.Time) bool {
+	return ms > uint64(now.Add(heartbeatMaxAge).UnixMilli())
+}
+
 // takeBeat checks a new heartbeat and records it; false if refused.
 func (a *Actor) takeBeat(c actor.Context, from string, hb *messages.Heartbeat) bool {
 	h := &a.hb
@@ -326,7 +333,7 @@ func (a *Actor) takeBeat(c actor.Context, from string, hb *messages.Heartbeat) b
 		a.refuseBeat(c, from, "stale")
 		return false
 	}
-	if hb.Seq > uint64(now.Add(heartbeatMaxAge).UnixMilli()) {
+	if ahead(hb.Seq, now) {
 		// As far ahead as clocks may differ, no further: taken, a seq
 		// from a clock a year fast made every later heartbeat of its
 		// writer, with the clock put right, a duplicate here for a

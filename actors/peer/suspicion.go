@@ -406,12 +406,12 @@ func (a *Actor) onSuspicions(c actor.Context, from string, ss []*messages.Suspic
 			continue
 		}
 		ttl := a.suspicionTTL()
-		if int64(s.At) < now.Add(-ttl).UnixMilli() || int64(s.At) > now.Add(heartbeatMaxAge).UnixMilli() {
+		if int64(s.At) < now.Add(-ttl).UnixMilli() || ahead(uint64(s.At), now) {
 			a.sus.refused++
 			a.refuseBeat(c, from, "stale suspicion")
 			continue
 		}
-		if s.Seq > uint64(now.Add(heartbeatMaxAge).UnixMilli()) {
+		if ahead(s.Seq, now) {
 			// Seq is a heartbeat of the suspect's, its clock in ms: one
 			// further ahead than clocks differ could only be refuted by
 			// a heartbeat the suspect will not sign before then, so any

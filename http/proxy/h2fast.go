@@ -507,8 +507,7 @@ func retryable(err error, reused bool) bool {
 	if staleConn(err) {
 		return true
 	}
-	var ne net.Error
-	return reused && !errors.Is(err, fasthttp.ErrTimeout) && !(errors.As(err, &ne) && ne.Timeout())
+	return reused && !errors.Is(timedOut(err), fasthttp.ErrTimeout)
 }
 
 // skipTrailer reads a chunked body's trailer section up to its blank
