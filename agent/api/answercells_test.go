@@ -13,7 +13,7 @@ import (
 // points read) does not see them: the store holds ten minutes.
 func TestAnswerTooLarge(t *testing.T) {
 	env := newTestEnv(t)
-	addWideChart(t, env, func(int64, int) float64 { return 0 })
+	addChart(t, env, "wide.chart", 100, 600, func(int64, int) float64 { return 0 })
 	for _, path := range []string{
 		"/api/v1/data?chart=wide.chart&after=-86400&points=86400",
 		"/api/v3/data?contexts=wide.chart&after=-86400&points=86400&tier=0",

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"peerdns/agent/store"
 	"peerdns/internal/testutil"
 )
 
@@ -23,26 +22,10 @@ import (
 // the uncompressed size.)
 func TestCompressionInRenderSlots(t *testing.T) {
 	env := newTestEnv(t, func(o *Options) { o.sendBudget = 1 << 20 })
-	big := &store.ChartDef{ID: "big.chart", Name: "big.chart", Type: "big", Context: "big.chart", Family: "big",
-		Units: "x", ChartType: "line", UpdateEvery: 1}
-	for d := 0; d < 1500; d++ {
-		big.Dims = append(big.Dims, store.DimDef{ID: fmt.Sprintf("d%04d", d), Name: fmt.Sprintf("d%04d", d), Algorithm: "absolute", Multiplier: 1, Divisor: 1})
-	}
-	if err := env.db.Register(big); err != nil {
-		t.Fatal(err)
-	}
 	// Random values: the compressed answer (several MB) is more than the
 	// sockets' buffers take, so it waits in the agent for its reader.
 	r := rand.New(rand.NewPCG(1, 2))
-	vals := make([]float64, len(big.Dims))
-	for ts := env.now.Unix() - 600; ts < env.now.Unix(); ts++ {
-		for d := range vals {
-			vals[d] = r.Float64() * 1e6
-		}
-		if err := env.db.Append(big.ID, ts, vals); err != nil {
-			t.Fatal(err)
-		}
-	}
+	addChart(t, env, "big.chart", 1500, 600, func(int64, int) float64 { return r.Float64() * 1e6 })
 	const bigPath = "/api/v1/data?chart=big.chart&after=-600&points=600"
 	plain := env.get(t, bigPath)
 	if plain.status != 200 {

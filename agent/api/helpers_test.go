@@ -236,24 +236,31 @@ func (e *testEnv) get(t *testing.T, path string) resp { return e.do(t, "GET", pa
 
 func trimBody(b []byte) string { return strings.TrimSpace(string(b)) }
 
-// addWideChart registers wide.chart, 100 dimensions, and fills its last
-// ten minutes with value(second, dimension).
-func addWideChart(t *testing.T, env *testEnv, value func(ts int64, d int) float64) {
+// addChart registers the chart name ("wide.chart": type "wide",
+// context name) with dims dimensions (d000, d001, ... or d0000, ... from
+// 1,000 on) and fills its last seconds seconds with value(second,
+// dimension).
+func addChart(t *testing.T, env *testEnv, name string, dims, seconds int, value func(ts int64, d int) float64) {
 	t.Helper()
-	wide := &store.ChartDef{ID: "wide.chart", Name: "wide.chart", Type: "wide", Context: "wide.chart", Family: "wide",
-		Units: "x", ChartType: "line", UpdateEvery: 1}
-	for d := 0; d < 100; d++ {
-		wide.Dims = append(wide.Dims, store.DimDef{ID: fmt.Sprintf("d%03d", d), Name: fmt.Sprintf("d%03d", d), Algorithm: "absolute", Multiplier: 1, Divisor: 1})
+	typ, _, _ := strings.Cut(name, ".")
+	c := &store.ChartDef{ID: name, Name: name, Type: typ, Context: name, Family: typ, Units: "x", ChartType: "line", UpdateEvery: 1}
+	format := "d%03d"
+	if dims > 1000 {
+		format = "d%04d"
 	}
-	if err := env.db.Register(wide); err != nil {
+	for d := 0; d < dims; d++ {
+		id := fmt.Sprintf(format, d)
+		c.Dims = append(c.Dims, store.DimDef{ID: id, Name: id, Algorithm: "absolute", Multiplier: 1, Divisor: 1})
+	}
+	if err := env.db.Register(c); err != nil {
 		t.Fatal(err)
 	}
-	vals := make([]float64, len(wide.Dims))
-	for ts := env.now.Unix() - 600; ts < env.now.Unix(); ts++ {
+	vals := make([]float64, dims)
+	for ts := env.now.Unix() - int64(seconds); ts < env.now.Unix(); ts++ {
 		for d := range vals {
 			vals[d] = value(ts, d)
 		}
-		if err := env.db.Append(wide.ID, ts, vals); err != nil {
+		if err := env.db.Append(c.ID, ts, vals); err != nil {
 			t.Fatal(err)
 		}
 	}

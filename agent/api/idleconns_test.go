@@ -19,7 +19,7 @@ import (
 // a minute.
 func TestIdleConnectionsHoldNoAnswers(t *testing.T) {
 	env := newTestEnv(t)
-	addWideChart(t, env, func(ts int64, d int) float64 { return float64(ts%1000) + float64(d)/7 })
+	addChart(t, env, "wide.chart", 100, 600, func(ts int64, d int) float64 { return float64(ts%1000) + float64(d)/7 })
 	// Under pooledBody: such answers are built in pooled buffers.
 	const path = "/api/v1/data?chart=wide.chart&after=-600&points=160"
 	r := env.get(t, path)

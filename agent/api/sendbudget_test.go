@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"peerdns/agent/store"
 	"peerdns/internal/testutil"
 )
 
@@ -20,23 +19,7 @@ func TestSendBudget(t *testing.T) {
 	env := newTestEnv(t, func(o *Options) { o.sendBudget = 1 << 20 })
 	// A chart big enough that its answer (over 12 MB) cannot all wait in
 	// the sockets' buffers (up to 4 MB each way, autotuned).
-	big := &store.ChartDef{ID: "big.chart", Name: "big.chart", Type: "big", Context: "big.chart", Family: "big",
-		Units: "x", ChartType: "line", UpdateEvery: 1}
-	for d := 0; d < 1500; d++ {
-		big.Dims = append(big.Dims, store.DimDef{ID: fmt.Sprintf("d%04d", d), Name: fmt.Sprintf("d%04d", d), Algorithm: "absolute", Multiplier: 1, Divisor: 1})
-	}
-	if err := env.db.Register(big); err != nil {
-		t.Fatal(err)
-	}
-	vals := make([]float64, len(big.Dims))
-	for ts := env.now.Unix() - 1200; ts < env.now.Unix(); ts++ {
-		for d := range vals {
-			vals[d] = float64(ts%1000) + float64(d)/7
-		}
-		if err := env.db.Append(big.ID, ts, vals); err != nil {
-			t.Fatal(err)
-		}
-	}
+	addChart(t, env, "big.chart", 1500, 1200, func(ts int64, d int) float64 { return float64(ts%1000) + float64(d)/7 })
 	const bigPath = "/api/v1/data?chart=big.chart&after=-1200&points=1200"
 	r := env.get(t, bigPath)
 	if r.status != 200 || len(r.body) < 12<<20 {
