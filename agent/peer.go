@@ -160,7 +160,7 @@ func startPeer(ctx context.Context, cfg Config, id *identity.Identity, db *store
 			return nil, fmt.Errorf("AGENT_PARENT_DEST: %w", err)
 		}
 		pr.child = fleet.NewChild(fleet.ChildConfig{
-			DB: db, Hello: hostHello(id), ParentKey: key, ParentAddr: addr, Endpoint: srv.Endpoint(), Log: log,
+			DB: db, Hello: hostHello(id, cfg, db, srv.Addr().String()), ParentKey: key, ParentAddr: addr, Endpoint: srv.Endpoint(), Log: log,
 		})
 		pr.childAddr = addr
 	}
@@ -192,8 +192,19 @@ func (pr *peerRuntime) close() {
 	}
 }
 
-// hostHello is what a child tells its parent about itself.
-func hostHello(id *identity.Identity) messages.StreamHello {
+// hostHello is what a child tells its parent about itself: who it is,
+// its machine and its agent's options (peerAddr: its admin RPC), so the
+// parent answers for it with them.
+func hostHello(id *identity.Identity, cfg Config, db *store.DB, peerAddr string) messages.StreamHello {
 	n := api.NodeOf(id)
-	return messages.StreamHello{Hostname: n.Hostname, GUID: n.GUID, NodeID: n.NodeID, Version: "v" + api.Version, OS: n.OS, Arch: n.Arch}
+	st := db.Stats()
+	return messages.StreamHello{
+		Hostname: n.Hostname, GUID: n.GUID, NodeID: n.NodeID, Version: n.Version, OS: n.OS, Arch: n.Arch,
+		System: n.System,
+		Settings: &messages.StreamSettings{
+			Parent: cfg.Parent, Journal: cfg.Journal, AnomalyDetector: true, RemoteWrite: cfg.RemoteWriteURL != "",
+			ExportDir: cfg.ExportDir, CORS: cfg.CORS, PeerAddr: peerAddr,
+			Tier0Seconds: int64(st.Tier0Retention.Seconds()), Tier1Seconds: int64(st.Tier1Retention.Seconds()),
+		},
+	}
 }

@@ -192,6 +192,40 @@ type StreamHello struct {
 	Version  string `cbor:"4,keyasint,omitempty"`
 	OS       string `cbor:"5,keyasint,omitempty"`
 	Arch     string `cbor:"6,keyasint,omitempty"`
+	// System and Settings are the child's machine and its agent's
+	// options, as the child read them when it connected: a parent
+	// answers for the child with them (info, nodes, settings), never
+	// with its own. A child that sends neither is shown as unknown.
+	System   *StreamSystem   `cbor:"7,keyasint,omitempty"`
+	Settings *StreamSettings `cbor:"8,keyasint,omitempty"`
+}
+
+// StreamSystem is what a child tells its parent about its machine.
+type StreamSystem struct {
+	OSID          string `cbor:"1,keyasint,omitempty"`
+	OSVersion     string `cbor:"2,keyasint,omitempty"`
+	KernelName    string `cbor:"3,keyasint,omitempty"`
+	KernelVersion string `cbor:"4,keyasint,omitempty"`
+	Virt          string `cbor:"5,keyasint,omitempty"`
+	Container     string `cbor:"6,keyasint,omitempty"`
+	Cores         int    `cbor:"7,keyasint,omitempty"`
+	CPUFreq       string `cbor:"8,keyasint,omitempty"` // Hz, as info's cpu_freq
+	RAMTotal      uint64 `cbor:"9,keyasint,omitempty"`
+	DiskTotal     uint64 `cbor:"10,keyasint,omitempty"`
+}
+
+// StreamSettings is what a child tells its parent about its agent's
+// options.
+type StreamSettings struct {
+	Parent          bool   `cbor:"1,keyasint,omitempty"`
+	Journal         bool   `cbor:"2,keyasint,omitempty"`
+	AnomalyDetector bool   `cbor:"3,keyasint,omitempty"`
+	RemoteWrite     bool   `cbor:"4,keyasint,omitempty"`
+	ExportDir       string `cbor:"5,keyasint,omitempty"`
+	CORS            string `cbor:"6,keyasint,omitempty"`
+	PeerAddr        string `cbor:"7,keyasint,omitempty"` // its admin RPC ("" when off)
+	Tier0Seconds    int64  `cbor:"8,keyasint,omitempty"` // its own retention
+	Tier1Seconds    int64  `cbor:"9,keyasint,omitempty"`
 }
 
 // Validate bounds the hello's strings.
@@ -201,8 +235,23 @@ func (h *StreamHello) Validate() error {
 			return fmt.Errorf("%w: stream hello needs hostname, guid and node id of at most %d bytes", ErrBadAgentRequest, agentMaxName)
 		}
 	}
-	if len(h.Version) > agentMaxName || len(h.OS) > agentMaxName || len(h.Arch) > agentMaxName {
-		return fmt.Errorf("%w: stream hello field too long", ErrBadAgentRequest)
+	long := []string{h.Version, h.OS, h.Arch}
+	if y := h.System; y != nil {
+		long = append(long, y.OSID, y.OSVersion, y.KernelName, y.KernelVersion, y.Virt, y.Container, y.CPUFreq)
+		if y.Cores < 0 {
+			return fmt.Errorf("%w: stream hello: negative cores", ErrBadAgentRequest)
+		}
+	}
+	if st := h.Settings; st != nil {
+		long = append(long, st.ExportDir, st.CORS, st.PeerAddr)
+		if st.Tier0Seconds < 0 || st.Tier1Seconds < 0 {
+			return fmt.Errorf("%w: stream hello: negative retention", ErrBadAgentRequest)
+		}
+	}
+	for _, f := range long {
+		if len(f) > agentMaxName {
+			return fmt.Errorf("%w: stream hello field too long", ErrBadAgentRequest)
+		}
 	}
 	return nil
 }

@@ -1,12 +1,15 @@
 package api
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"strings"
 
 	"github.com/valyala/fasthttp"
 
 	"peerdns/agent/store"
 	"peerdns/http/httpx"
+	"peerdns/messages"
 	"peerdns/transport/identity"
 )
 
@@ -152,9 +155,18 @@ func (s *Server) children() []FleetNode {
 	return s.o.Fleet.Children()
 }
 
-// RemoteHost is the identity of a child node whose data a parent serves.
+// RemoteHost is the identity of a child node whose data a parent serves,
+// as the child reported it in its stream hello.
 type RemoteHost struct {
 	Hostname, GUID, NodeID, PublicKey, OS, Arch string
+	// Version is the child's agent version ("v0.5.0"; "" when it sent
+	// none: shown as "unknown").
+	Version string
+	// System is the child's machine; nil when it sent none (unknown).
+	System *messages.StreamSystem
+	// Settings are the child agent's options; nil when it sent none
+	// (left out of the answers that show them).
+	Settings *messages.StreamSettings
 }
 
 // keptByChild refuses, with status, a read of what (the process table,
@@ -170,15 +182,51 @@ func (s *Server) keptByChild(what string, status int) error {
 }
 
 func (r *RemoteHost) hostInfo() hostInfo {
-	return hostInfo{
+	hi := hostInfo{
 		Hostname: r.Hostname, GUID: r.GUID, NodeID: r.NodeID, PublicKey: r.PublicKey,
-		OSName: r.OS, OSID: r.OS, Arch: r.Arch, OSVersion: "unknown", OSVersionID: "unknown",
+		Version: r.Version, OSName: r.OS, OSID: r.OS, Arch: r.Arch, OSVersion: "unknown", OSVersionID: "unknown",
 		KernelName: "unknown", Virt: "none", Container: "none", CPUFreq: "0",
 	}
+	if hi.Version == "" {
+		hi.Version = "unknown"
+	}
+	// The discovery key is derived from the public key, as the child
+	// derives its own (identity.DiscoveryKey).
+	if pub, err := hex.DecodeString(r.PublicKey); err == nil && len(pub) > 0 {
+		sum := sha256.Sum256(pub)
+		hi.DiscoveryKey = hex.EncodeToString(sum[:])
+	}
+	if y := r.System; y != nil {
+		set := func(dst *string, v string) {
+			if v != "" {
+				*dst = v
+			}
+		}
+		set(&hi.OSID, y.OSID)
+		set(&hi.OSVersion, y.OSVersion)
+		set(&hi.OSVersionID, y.OSVersion)
+		set(&hi.KernelName, y.KernelName)
+		set(&hi.KernelVersion, y.KernelVersion)
+		set(&hi.Virt, y.Virt)
+		set(&hi.Container, y.Container)
+		set(&hi.CPUFreq, y.CPUFreq)
+		hi.Cores, hi.RAMTotal, hi.DiskTotal = y.Cores, y.RAMTotal, y.DiskTotal
+	}
+	return hi
 }
 
-// peerState is the admin RPC's listening state for /, info and db.
+// peerState is the admin RPC's listening state for /, info and db; for
+// a child, its own as it reported it.
 func (s *Server) peerState() map[string]any {
+	if r := s.o.Remote; r != nil {
+		if r.Settings == nil {
+			return map[string]any{"listening": nil, "note": notReported}
+		}
+		if r.Settings.PeerAddr == "" {
+			return map[string]any{"listening": false}
+		}
+		return map[string]any{"listening": true, "address": r.Settings.PeerAddr, "protocol": "quic"}
+	}
 	if s.o.Peer == nil {
 		return map[string]any{"listening": false}
 	}
@@ -186,10 +234,19 @@ func (s *Server) peerState() map[string]any {
 	return map[string]any{"listening": on, "address": addr, "protocol": "quic"}
 }
 
-// NodeOf is the identity this host's agent shows (and streams to a parent).
+// NodeOf is the identity this host's agent shows (and streams to a
+// parent), with its machine (System); Settings are the caller's to fill.
 func NodeOf(id *identity.Identity) RemoteHost {
 	hi := collectHostInfo(id)
-	return RemoteHost{Hostname: hi.Hostname, GUID: hi.GUID, NodeID: hi.NodeID, PublicKey: hi.PublicKey, OS: hi.OSName, Arch: hi.Arch}
+	return RemoteHost{
+		Hostname: hi.Hostname, GUID: hi.GUID, NodeID: hi.NodeID, PublicKey: hi.PublicKey, OS: hi.OSName, Arch: hi.Arch,
+		Version: hi.Version,
+		System: &messages.StreamSystem{
+			OSID: hi.OSID, OSVersion: hi.OSVersion, KernelName: hi.KernelName, KernelVersion: hi.KernelVersion,
+			Virt: hi.Virt, Container: hi.Container, Cores: hi.Cores, CPUFreq: hi.CPUFreq,
+			RAMTotal: hi.RAMTotal, DiskTotal: hi.DiskTotal,
+		},
+	}
 }
 
 // remoteWriteState is settings' remote_write member.
@@ -201,3 +258,20 @@ func (s *Server) remoteWriteState() any {
 	st["enabled"] = true
 	return st
 }
+
+// notReported is the note of a member a child did not report: a child
+// that sends no settings in its stream hello.
+const notReported = "not reported by this child"
+
+// isParent is whether the node answered for is a parent: this agent's
+// AGENT_PARENT, or what a child reported of its own.
+func (s *Server) isParent() bool {
+	if r := s.o.Remote; r != nil {
+		return r.Settings != nil && r.Settings.Parent
+	}
+	return s.o.Parent
+}
+
+// agentVersion is the version of the agent of the node answered for,
+// without info's "v" ("0.5.0").
+func (s *Server) agentVersion() string { return strings.TrimPrefix(s.host.Version, "v") }

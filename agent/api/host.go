@@ -19,6 +19,7 @@ import (
 // hostInfo is read once at start: it describes the machine, not the moment.
 type hostInfo struct {
 	Hostname      string
+	Version       string // the agent's version as info writes it ("v0.5.0")
 	GUID          string // machine_guid: a UUID derived from the agent's public key
 	NodeID        string
 	PublicKey     string
@@ -56,6 +57,7 @@ func uuidFrom(b []byte) string {
 func collectHostInfo(id *identity.Identity) hostInfo {
 	hi := hostInfo{
 		Hostname:     hostname(),
+		Version:      "v" + Version,
 		GUID:         uuidFrom(id.Public()),
 		NodeID:       uuidFrom(append([]byte("node:"), id.Public()...)),
 		PublicKey:    id.ID(),

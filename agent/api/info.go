@@ -58,7 +58,7 @@ func (s *Server) collections() []map[string]any {
 func (s *Server) index(ctx *fasthttp.RequestCtx, _ int) error {
 	return writeJSON(ctx, map[string]any{
 		"service":         "peerdns agent",
-		"version":         Version,
+		"version":         s.agentVersion(),
 		"hostname":        s.host.Hostname,
 		"peer_public_key": s.host.PublicKey,
 		"db":              s.dbKeys(),
@@ -104,7 +104,7 @@ func (s *Server) info(ctx *fasthttp.RequestCtx, ver int) error {
 		"_system_cores": strconv.Itoa(hi.Cores), "_system_cpu_freq": hi.CPUFreq,
 		"_system_ram_total": strconv.FormatUint(hi.RAMTotal, 10), "_system_disk_space": strconv.FormatUint(hi.DiskTotal, 10),
 		"_architecture": hi.Arch, "_virtualization": hi.Virt, "_container": hi.Container,
-		"_is_ephemeral": "false", "_has_unstable_connection": "false", "_is_parent": strconv.FormatBool(s.o.Parent),
+		"_is_ephemeral": "false", "_has_unstable_connection": "false", "_is_parent": strconv.FormatBool(s.isParent()),
 		"_aclk_available": "false",
 	}
 	mirrored := []string{hi.Hostname}
@@ -114,7 +114,7 @@ func (s *Server) info(ctx *fasthttp.RequestCtx, ver int) error {
 		mirroredStatus = append(mirroredStatus, mirroredHost{GUID: c.GUID, Hostname: c.Hostname, Reachable: c.State == ChildLive, Hops: 1})
 	}
 	v := infoV1{
-		Version: "v" + Version, UID: hi.GUID,
+		Version: hi.Version, UID: hi.GUID,
 		// This agent (reachable: it is the one answering), then in
 		// parent mode each child, reachable while it streams live.
 		MirroredHosts: mirrored, MirroredHostsStatus: mirroredStatus,
@@ -128,7 +128,7 @@ func (s *Server) info(ctx *fasthttp.RequestCtx, ver int) error {
 		CloudProviderType: "unknown", CloudInstanceType: "unknown", CloudInstanceRegion: "unknown",
 		HostLabels: labels, Functions: s.functionList(), Collectors: collectors,
 		MemoryMode: "ram+tier1", MultidbDiskQuota: 0, PageCacheSize: 0,
-		StreamEnabled: s.o.Parent, HTTPSEnabled: false, Buildinfo: "peerdns|gopsutil|fasthttp", ReleaseChannel: "stable",
+		StreamEnabled: s.isParent(), HTTPSEnabled: false, Buildinfo: "peerdns|gopsutil|fasthttp", ReleaseChannel: "stable",
 		WebEnabled: true, ChartsCount: len(charts), MetricsCount: dims,
 		Database: s.dbKeys(), API: ver, CompatibleWith: CompatVersion,
 	}
@@ -261,8 +261,12 @@ func (s *Server) versions(ctx *fasthttp.RequestCtx, _ int) error {
 	for _, a := range alerts {
 		alertsSoft = max(alertsSoft, a.LastUpdated)
 	}
+	agent := map[string]any{"name": "peerdns agent", "version": s.agentVersion(), "go": runtime.Version()}
+	if s.o.Remote != nil {
+		delete(agent, "go") // a child does not report its build
+	}
 	return writeJSON(ctx, map[string]any{
-		"agent":    map[string]any{"name": "peerdns agent", "version": Version, "go": runtime.Version()},
+		"agent":    agent,
 		"protocol": 1,
 		"api":      3,
 		"netdata":  CompatVersion,
@@ -353,10 +357,41 @@ func (s *Server) settingsWith(ctx *fasthttp.RequestCtx, extra map[string]any) er
 			"limit_default": logs.DefaultLimit, "limit_max": logs.MaxLimit,
 		},
 	}
+	if s.o.Remote != nil {
+		s.remoteSettings(out)
+	}
 	for k, v := range extra {
 		out[k] = v
 	}
 	return writeJSON(ctx, out)
+}
+
+// remoteSettings replaces, in out, this server's options with those the
+// child reported in its stream hello: a parent answering for a child
+// shows the child's agent, never its own options or its own defaults.
+// retention and storage stay: they describe the copy of the child's data
+// this parent holds (what queries through it can read), with the
+// child's own retention beside it (on_node_seconds). Without a report
+// the members are null, with a note.
+func (s *Server) remoteSettings(out map[string]any) {
+	st := s.o.Remote.Settings
+	out["storage"].(map[string]any)["held_by"] = "parent"
+	if st == nil {
+		for _, k := range []string{"rest", "parent", "export_dir", "journal", "remote_write", "logs"} {
+			out[k] = nil
+		}
+		out["note"] = notReported
+		return
+	}
+	ret := out["retention"].(map[string]any)
+	ret["tier0"].(map[string]any)["on_node_seconds"] = st.Tier0Seconds
+	ret["tier1"].(map[string]any)["on_node_seconds"] = st.Tier1Seconds
+	out["rest"] = map[string]any{"cors": st.CORS}
+	out["parent"] = st.Parent
+	out["export_dir"] = st.ExportDir
+	out["journal"] = st.Journal
+	out["remote_write"] = map[string]any{"enabled": st.RemoteWrite}
+	out["logs"] = map[string]any{"journal": st.Journal, "anomaly_detector": st.AnomalyDetector}
 }
 
 // health is the aggregate health: 200 while collecting (status ok,

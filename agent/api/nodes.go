@@ -64,7 +64,7 @@ func (s *Server) localNode() *v2Node {
 	st := s.stats()
 	return &v2Node{
 		MachineGUID: s.host.GUID, NodeID: s.host.NodeID, Hostname: s.host.Hostname, Index: 0,
-		Version: "v" + Version, State: stateReachable, Hops: 0, IsParent: s.o.Parent,
+		Version: s.host.Version, State: stateReachable, Hops: 0, IsParent: s.isParent(),
 		PublicKey:  s.host.PublicKey,
 		Labels:     map[string]string{"_os_name": s.host.OSName, "_architecture": s.host.Arch},
 		FirstEntry: st.FirstTime, LastEntry: st.LastTime,
@@ -105,12 +105,19 @@ func (s *Server) nodeHealth() map[string]any {
 	return map[string]any{"status": "running", "alerts": c}
 }
 
-// capabilities lists what this agent serves, in Netdata's names.
+// capabilities lists what this agent serves, in Netdata's names; for a
+// child, its anomaly detector and functions are the child's own (health
+// is the parent's: it evaluates the child's alerts itself).
 func (s *Server) capabilities() []capability {
+	ml, funcs := s.o.ML != nil, s.o.Peer != nil
+	if r := s.o.Remote; r != nil {
+		ml = r.Settings != nil && r.Settings.AnomalyDetector
+		funcs = r.Settings != nil && r.Settings.PeerAddr != ""
+	}
 	return []capability{
-		{"ml", 1, s.o.ML != nil},
+		{"ml", 1, ml},
 		{"health", 1, s.o.Health != nil},
-		{"funcs", 1, s.o.Peer != nil},
+		{"funcs", 1, funcs},
 		{"ctx", 1, true},
 		{"dataweb", 1, true},
 	}
@@ -128,7 +135,7 @@ func (s *Server) nodeList() []*v2Node {
 
 func (s *Server) nodes(ctx *fasthttp.RequestCtx, ver int) error {
 	received := time.Now()
-	out := map[string]any{"nodes": s.nodeList(), "parent": s.o.Parent}
+	out := map[string]any{"nodes": s.nodeList(), "parent": s.isParent()}
 	if ver >= 2 {
 		out["api"] = 2
 		out["timings"] = cloudTimings(received)
@@ -167,7 +174,7 @@ func (s *Server) fleet(ctx *fasthttp.RequestCtx, _ int) error {
 		count[n.Child.State]++
 	}
 	return writeJSON(ctx, map[string]any{
-		"parent":   s.o.Parent,
+		"parent":   s.isParent(),
 		"nodes":    nodes,
 		"children": children,
 		"states":   count,
@@ -210,6 +217,19 @@ func (s *Server) tunnel(ctx *fasthttp.RequestCtx, _ int) error {
 		"public_key":    s.host.PublicKey,
 		"discovery_key": s.host.DiscoveryKey,
 		"pid":           os.Getpid(),
+	}
+	if r := s.o.Remote; r != nil {
+		// The child's tunnel, as it reported it: its process and RPC
+		// counters stay on the child.
+		delete(out, "pid")
+		switch {
+		case r.Settings == nil:
+			out["status"], out["enabled"], out["note"] = "unknown", nil, notReported
+		case r.Settings.PeerAddr != "":
+			out["status"], out["enabled"] = "listening", true
+			out["rpc"] = map[string]any{"listening": true, "address": r.Settings.PeerAddr, "protocol": "quic peerdns/1"}
+		}
+		return writeJSON(ctx, out)
 	}
 	if s.o.Peer != nil {
 		st := s.o.Peer.Status()

@@ -211,7 +211,7 @@ func (s *Server) appendPrometheus(b []byte, o *promOpts) []byte {
 	b = append(b, `_info{instance="`...)
 	b = promLabel(b, s.host.Hostname)
 	b = append(b, `",application="peerdns-agent",version="`...)
-	b = append(b, Version...)
+	b = append(b, s.agentVersion()...)
 	b = append(b, `",_is_ephemeral="false",_has_unstable_connection="false"} 1`...)
 	if o.timestamps {
 		b = append(b, ' ')

@@ -105,6 +105,16 @@ func (s *Server) streamInfo(ctx *fasthttp.RequestCtx, ver int) error {
 // ml_info, version 2): whether it runs and how many dimensions it saw,
 // had trained and flagged at its last tick.
 func (s *Server) mlInfo(ctx *fasthttp.RequestCtx, ver int) error {
+	if r := s.o.Remote; r != nil {
+		// The child's detector runs on the child; its counts are not
+		// streamed, only whether it runs.
+		running := 0
+		if r.Settings != nil && r.Settings.AnomalyDetector {
+			running = 1
+		}
+		return writeJSON(ctx, map[string]any{"version": 2, "ml-running": running, "anomalous-dimensions": 0, "normal-dimensions": 0,
+			"total-dimensions": 0, "trained-dimensions": 0, "note": "the anomaly detector of a child runs on the child; ask its agent for its counts"})
+	}
 	if s.o.ML == nil {
 		return writeJSON(ctx, map[string]any{"version": 2, "ml-running": 0, "anomalous-dimensions": 0, "normal-dimensions": 0,
 			"total-dimensions": 0, "trained-dimensions": 0, "note": "no anomaly detector runs in this agent"})
@@ -178,6 +188,6 @@ func (s *Server) versionsV2(ctx *fasthttp.RequestCtx, ver int) error {
 	received := time.Now()
 	return writeJSON(ctx, map[string]any{
 		"api": 2, "versions": s.v2Versions(), "agents": []any{s.v2Agent(received)}, "timings": cloudTimings(received),
-		"agent": map[string]any{"name": "peerdns agent", "version": Version}, "protocol": 1, "netdata": CompatVersion,
+		"agent": map[string]any{"name": "peerdns agent", "version": s.agentVersion()}, "protocol": 1, "netdata": CompatVersion,
 	})
 }

@@ -1,6 +1,8 @@
 package fleet_test
 
 import (
+	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -9,6 +11,7 @@ import (
 
 	"peerdns/agent/fleet"
 	"peerdns/internal/testutil"
+	"peerdns/messages"
 )
 
 // A parent answers /host/<child>/... for the child, as Netdata's parent
@@ -53,4 +56,82 @@ func TestParentHostPrefix(t *testing.T) {
 	if resp.StatusCode != 404 || !strings.Contains(string(b), "host: beta") {
 		t.Errorf("/host/beta: %d %s, want 404", resp.StatusCode, b)
 	}
+}
+
+// A parent shows a child's agent version as the child reported it, and
+// the new one once the child reconnects upgraded: the parent runs its
+// own version, which is not the child's.
+func TestParentShowsChildVersion(t *testing.T) {
+	p := newParent(t, fleet.ParentConfig{})
+	c := newChild(t, p, "alpha", 1)
+	for _, v := range []string{"v0.4.2", "v0.4.3"} {
+		stop := c.runWith(t, p, messages.StreamHello{Hostname: "alpha", GUID: "guid-alpha", NodeID: "node-alpha", Version: v,
+			Settings: &messages.StreamSettings{Parent: true, CORS: "https://alpha.test"}})
+		testutil.Eventually(t, 10*time.Second, func() error {
+			var info struct {
+				Version string `json:"version"`
+			}
+			if err := tryJSON(p.url+"/host/alpha/api/v1/info", &info); err != nil {
+				return err
+			}
+			if info.Version != v {
+				return fmt.Errorf("/host/alpha info version = %q, want %q (the child's)", info.Version, v)
+			}
+			return nil
+		})
+		var vs struct {
+			Agent struct {
+				Version string `json:"version"`
+				Go      *string
+			} `json:"agent"`
+		}
+		getJSON(t, p.url+"/host/alpha/api/v3/versions", &vs)
+		if vs.Agent.Version != v[1:] || vs.Agent.Go != nil {
+			t.Errorf("/host/alpha versions agent = %+v, want version %s and no go (the parent's build)", vs.Agent, v[1:])
+		}
+		var nodes struct {
+			Nodes []struct {
+				V        string `json:"v"`
+				IsParent bool   `json:"is_parent"`
+			} `json:"nodes"`
+		}
+		getJSON(t, p.url+"/host/alpha/api/v3/nodes", &nodes)
+		if len(nodes.Nodes) != 1 || nodes.Nodes[0].V != v || !nodes.Nodes[0].IsParent {
+			t.Errorf("/host/alpha nodes = %+v, want alpha at %s, a parent", nodes.Nodes, v)
+		}
+		stop()
+	}
+	// A child that reports no settings: its options are unknown, not
+	// the parent's nor defaults.
+	stop := c.runWith(t, p, messages.StreamHello{Hostname: "alpha", GUID: "guid-alpha", NodeID: "node-alpha"})
+	defer stop()
+	testutil.Eventually(t, 10*time.Second, func() error {
+		var st map[string]any
+		getJSON(t, p.url+"/host/alpha/api/v3/settings", &st)
+		if st["rest"] != nil || st["parent"] != nil || st["note"] == nil {
+			return fmt.Errorf("/host/alpha settings without a report: %v", st)
+		}
+		var info struct {
+			Version string `json:"version"`
+		}
+		getJSON(t, p.url+"/host/alpha/api/v1/info", &info)
+		if info.Version != "unknown" {
+			return fmt.Errorf("/host/alpha info version = %q, want unknown", info.Version)
+		}
+		return nil
+	})
+}
+
+// tryJSON reads url's JSON answer into v; an error for any status but 200.
+func tryJSON(url string, v any) error {
+	resp, err := http.Get(url)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 {
+		return fmt.Errorf("GET %s: %d %s", url, resp.StatusCode, b)
+	}
+	return json.Unmarshal(b, v)
 }

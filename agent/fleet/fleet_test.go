@@ -124,9 +124,14 @@ func (c *childEnv) fill(t *testing.T, to int64) {
 }
 
 func (c *childEnv) run(t *testing.T, p *parentEnv) (stop func()) {
+	return c.runWith(t, p, messages.StreamHello{Hostname: c.name, GUID: "guid-" + c.name, NodeID: "node-" + c.name})
+}
+
+// runWith streams the child to p with hello h.
+func (c *childEnv) runWith(t *testing.T, p *parentEnv, h messages.StreamHello) (stop func()) {
 	ch := fleet.NewChild(fleet.ChildConfig{
 		DB: c.db, Endpoint: c.ep.Endpoint(), ParentKey: p.rpc.ID(), ParentAddr: p.rpc.Addr().String(),
-		Hello:    messages.StreamHello{Hostname: c.name, GUID: "guid-" + c.name, NodeID: "node-" + c.name},
+		Hello:    h,
 		Interval: 50 * time.Millisecond,
 	})
 	ctx, cancel := context.WithCancel(context.Background())

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -61,7 +62,8 @@ type child struct {
 	key   string
 	hello atomic.Pointer[messages.StreamHello]
 	db    *store.DB
-	api   *api.Server
+	eng   *health.Engine
+	api   *api.Server // replaced (under Parent.mu) when the hello changes
 
 	mu          sync.Mutex // guards the fields below
 	cancel      context.CancelFunc
@@ -125,6 +127,15 @@ func (p *Parent) node(key string, h *messages.StreamHello) (*child, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if c := p.nodes[key]; c != nil {
+		if !reflect.DeepEqual(c.hello.Load(), h) {
+			// A child that reconnects as a new version, or with other
+			// options, is shown as it is now.
+			srv, err := p.childAPI(key, h, c.db, c.eng)
+			if err != nil {
+				return nil, err
+			}
+			c.api = srv
+		}
 		c.hello.Store(h)
 		return c, nil
 	}
@@ -142,16 +153,14 @@ func (p *Parent) node(key string, h *messages.StreamHello) (*child, error) {
 		db.Close()
 		return nil, err
 	}
-	srv, err := api.New(api.Options{DB: db, Health: eng, Log: p.cfg.Log, Remote: &api.RemoteHost{
-		Hostname: h.Hostname, GUID: h.GUID, NodeID: h.NodeID, PublicKey: key, OS: h.OS, Arch: h.Arch,
-	}})
+	srv, err := p.childAPI(key, h, db, eng)
 	if err != nil {
 		db.Close()
 		return nil, err
 	}
 	p.wg.Add(1)
 	go func() { defer p.wg.Done(); eng.Run(p.ctx) }()
-	c := &child{key: key, db: db, api: srv, dims: map[string]int{}}
+	c := &child{key: key, db: db, eng: eng, api: srv, dims: map[string]int{}}
 	c.hello.Store(h)
 	p.nodes[key] = c
 	return c, nil
@@ -409,4 +418,13 @@ func (p *Parent) Stores() []NodeStore {
 		out = append(out, NodeStore{Hostname: c.hello.Load().Hostname, DB: c.db})
 	}
 	return out
+}
+
+// childAPI is the API server that answers for the child of key, with the
+// identity, machine and options of its hello.
+func (p *Parent) childAPI(key string, h *messages.StreamHello, db *store.DB, eng *health.Engine) (*api.Server, error) {
+	return api.New(api.Options{DB: db, Health: eng, Log: p.cfg.Log, Remote: &api.RemoteHost{
+		Hostname: h.Hostname, GUID: h.GUID, NodeID: h.NodeID, PublicKey: key, OS: h.OS, Arch: h.Arch,
+		Version: h.Version, System: h.System, Settings: h.Settings,
+	}})
 }
