@@ -215,7 +215,7 @@ func TestParentAnswersAsChild(t *testing.T) {
 		{"/api/v3/node_instances", node},
 		{"/api/v3/fleet", append(node, "parent")},
 		{"/api/v3/tunnel", []string{"enabled", "status", "public_key", "discovery_key", "rpc.address"}},
-		{"/api/v1/charts", []string{"version", "hostname"}},
+		{"/api/v1/charts", []string{"version", "hostname", "timezone", "os"}},
 	} {
 		t.Run(tc.path, func(t *testing.T) {
 			_, _, own := get(t, "http://"+capi+tc.path)

@@ -212,6 +212,12 @@ type StreamSystem struct {
 	CPUFreq       string `cbor:"8,keyasint,omitempty"` // Hz, as info's cpu_freq
 	RAMTotal      uint64 `cbor:"9,keyasint,omitempty"`
 	DiskTotal     uint64 `cbor:"10,keyasint,omitempty"`
+	// Timezone is the child's time zone as its charts name it; Zone and
+	// ZoneOffset (seconds east of UTC) its zone when it connected, as its
+	// alarm log writes them.
+	Timezone   string `cbor:"11,keyasint,omitempty"`
+	Zone       string `cbor:"12,keyasint,omitempty"`
+	ZoneOffset int    `cbor:"13,keyasint,omitempty"`
 }
 
 // StreamSettings is what a child tells its parent about its agent's
@@ -237,7 +243,7 @@ func (h *StreamHello) Validate() error {
 	}
 	long := []string{h.Version, h.OS, h.Arch}
 	if y := h.System; y != nil {
-		long = append(long, y.OSID, y.OSVersion, y.KernelName, y.KernelVersion, y.Virt, y.Container, y.CPUFreq)
+		long = append(long, y.OSID, y.OSVersion, y.KernelName, y.KernelVersion, y.Virt, y.Container, y.CPUFreq, y.Timezone, y.Zone)
 		if y.Cores < 0 {
 			return fmt.Errorf("%w: stream hello: negative cores", ErrBadAgentRequest)
 		}

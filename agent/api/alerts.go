@@ -4,7 +4,6 @@ import (
 	"math"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/valyala/fasthttp"
 
@@ -201,7 +200,7 @@ func (s *Server) alarmLog(ctx *fasthttp.RequestCtx, _ int) error {
 		byAlert[a.ID] = a
 	}
 	now := s.now().Unix()
-	tz, off := time.Now().Zone()
+	tz, off := s.host.zone()
 	// next[i] is when the same alert changed again (for duration).
 	nextWhen := map[uint32]int64{}
 	out := make([]alarmLogEntry, 0, len(all))

@@ -4,7 +4,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/valyala/fasthttp"
 
@@ -176,7 +175,7 @@ func (s *Server) charts(ctx *fasthttp.RequestCtx, _ int) error {
 	st := s.stats()
 	out := chartsJSON{
 		Hostname: s.host.Hostname, Version: s.host.Version, ReleaseChannel: "stable",
-		OS: strings.ToLower(s.host.KernelName), Timezone: time.Local.String(), UpdateEvery: 1,
+		OS: strings.ToLower(s.host.KernelName), Timezone: s.host.Timezone, UpdateEvery: 1,
 		History: int64(st.Tier0Retention.Seconds()), MemoryMode: "ram+tier1",
 		Charts: make(object[*chartJSON], 0, len(charts)), ChartsCount: len(charts),
 		AlarmsCount: len(alerts), RRDMemoryBytes: st.MemoryBytes,

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"strings"
+	"time"
 
 	"github.com/valyala/fasthttp"
 
@@ -185,7 +186,7 @@ func (r *RemoteHost) hostInfo() hostInfo {
 	hi := hostInfo{
 		Hostname: r.Hostname, GUID: r.GUID, NodeID: r.NodeID, PublicKey: r.PublicKey,
 		Version: r.Version, OSName: r.OS, OSID: r.OS, Arch: r.Arch, OSVersion: "unknown", OSVersionID: "unknown",
-		KernelName: "unknown", Virt: "none", Container: "none", CPUFreq: "0",
+		KernelName: "unknown", Virt: "none", Container: "none", CPUFreq: "0", Timezone: "unknown", Zone: "unknown",
 	}
 	if hi.Version == "" {
 		hi.Version = "unknown"
@@ -210,7 +211,11 @@ func (r *RemoteHost) hostInfo() hostInfo {
 		set(&hi.Virt, y.Virt)
 		set(&hi.Container, y.Container)
 		set(&hi.CPUFreq, y.CPUFreq)
+		set(&hi.Timezone, y.Timezone)
 		hi.Cores, hi.RAMTotal, hi.DiskTotal = y.Cores, y.RAMTotal, y.DiskTotal
+		if y.Zone != "" {
+			hi.Zone, hi.ZoneOffset = y.Zone, y.ZoneOffset
+		}
 	}
 	return hi
 }
@@ -238,13 +243,14 @@ func (s *Server) peerState() map[string]any {
 // parent), with its machine (System); Settings are the caller's to fill.
 func NodeOf(id *identity.Identity) RemoteHost {
 	hi := collectHostInfo(id)
+	zone, off := time.Now().Zone()
 	return RemoteHost{
 		Hostname: hi.Hostname, GUID: hi.GUID, NodeID: hi.NodeID, PublicKey: hi.PublicKey, OS: hi.OSName, Arch: hi.Arch,
 		Version: hi.Version,
 		System: &messages.StreamSystem{
 			OSID: hi.OSID, OSVersion: hi.OSVersion, KernelName: hi.KernelName, KernelVersion: hi.KernelVersion,
 			Virt: hi.Virt, Container: hi.Container, Cores: hi.Cores, CPUFreq: hi.CPUFreq,
-			RAMTotal: hi.RAMTotal, DiskTotal: hi.DiskTotal,
+			RAMTotal: hi.RAMTotal, DiskTotal: hi.DiskTotal, Timezone: hi.Timezone, Zone: zone, ZoneOffset: off,
 		},
 	}
 }

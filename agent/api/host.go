@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/shirou/gopsutil/v3/cpu"
 	"github.com/shirou/gopsutil/v3/disk"
@@ -38,6 +39,21 @@ type hostInfo struct {
 	RAMTotal      uint64
 	DiskTotal     uint64
 	BootTime      uint64
+	Timezone      string // as charts names it
+	// Zone and ZoneOffset are a child's zone as it reported it; "" for
+	// this agent, whose zone is read when an answer is made (it may
+	// change with daylight saving time).
+	Zone       string
+	ZoneOffset int
+}
+
+// zone is the time zone abbreviation and offset (seconds east of UTC)
+// of the node answered for.
+func (hi *hostInfo) zone() (string, int) {
+	if hi.Zone != "" {
+		return hi.Zone, hi.ZoneOffset
+	}
+	return time.Now().Zone()
 }
 
 // MachineGUID is the agent's machine_guid (info, nodes, chart ids of the
@@ -58,6 +74,7 @@ func collectHostInfo(id *identity.Identity) hostInfo {
 	hi := hostInfo{
 		Hostname:     hostname(),
 		Version:      "v" + Version,
+		Timezone:     time.Local.String(),
 		GUID:         uuidFrom(id.Public()),
 		NodeID:       uuidFrom(append([]byte("node:"), id.Public()...)),
 		PublicKey:    id.ID(),

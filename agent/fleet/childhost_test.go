@@ -66,6 +66,7 @@ func TestParentShowsChildVersion(t *testing.T) {
 	c := newChild(t, p, "alpha", 1)
 	for _, v := range []string{"v0.4.2", "v0.4.3"} {
 		stop := c.runWith(t, p, messages.StreamHello{Hostname: "alpha", GUID: "guid-alpha", NodeID: "node-alpha", Version: v,
+			System:   &messages.StreamSystem{Timezone: "Europe/Vienna", Zone: "CET", ZoneOffset: 3600},
 			Settings: &messages.StreamSettings{Parent: true, CORS: "https://alpha.test"}})
 		testutil.Eventually(t, 10*time.Second, func() error {
 			var info struct {
@@ -94,6 +95,13 @@ func TestParentShowsChildVersion(t *testing.T) {
 				V        string `json:"v"`
 				IsParent bool   `json:"is_parent"`
 			} `json:"nodes"`
+		}
+		var charts struct {
+			Timezone string `json:"timezone"`
+		}
+		getJSON(t, p.url+"/host/alpha/api/v1/charts", &charts)
+		if charts.Timezone != "Europe/Vienna" {
+			t.Errorf("/host/alpha charts timezone = %q, want the child's Europe/Vienna", charts.Timezone)
 		}
 		getJSON(t, p.url+"/host/alpha/api/v3/nodes", &nodes)
 		if len(nodes.Nodes) != 1 || nodes.Nodes[0].V != v || !nodes.Nodes[0].IsParent {
