@@ -2,6 +2,7 @@ package dns
 
 import (
 	"context"
+	"encoding/binary"
 	"net/netip"
 	"reflect"
 	"testing"
@@ -42,13 +43,26 @@ func FuzzHandle(f *testing.F) {
 		}
 	}
 	f.Add(header(1, 0, 2, 0, 0, 0))
+	for _, tc := range rejectCases() {
+		f.Add(tc.pkt)
+	}
 	f.Add([]byte{0, 1, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0xC0, 12, 0, 1, 0, 1})
 	out := make([]byte, 1232)
 	f.Fuzz(func(t *testing.T, pkt []byte) {
 		var q zone.Query
 		n := s.fast(s.Table(), pkt, &q, out, 1232, loopback, &shard{})
+		slow := slowReply(s, pkt)
 		if n > 0 {
-			sameAsSlow(t, pkt, out[:n], slowReply(s, pkt))
+			sameAsSlow(t, pkt, out[:n], slow)
+		}
+		// Whatever the slow path answers (FORMERR and NOTIMP with the
+		// question and OPT they could read, reject.go) is a message
+		// for this query.
+		if slow != nil {
+			var m dns.Msg
+			if err := m.Unpack(slow); err != nil || m.Id != binary.BigEndian.Uint16(pkt) || !m.Response {
+				t.Fatalf("slow reply %x to %x: %v", slow, pkt, err)
+			}
 		}
 	})
 }

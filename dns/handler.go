@@ -74,19 +74,16 @@ func (s *Server) exchange(ctx context.Context, raw []byte, stream, recurse bool,
 		s.slowCnt.dropped.Add(1)
 		return nil, nil, false
 	case dns.MsgRejectNotImplemented:
-		s.slowCnt.notimp.Add(1)
-		s.slowCnt.answers.add(SourceNone, dns.RcodeNotImplemented)
-		return headerOnly(raw, dns.RcodeNotImplemented), nil, false
+		b, m := s.reject(raw, dh, dns.RcodeNotImplemented)
+		return b, m, false
 	case dns.MsgReject:
-		s.slowCnt.formerr.Add(1)
-		s.slowCnt.answers.add(SourceNone, dns.RcodeFormatError)
-		return headerOnly(raw, dns.RcodeFormatError), nil, false
+		b, m := s.reject(raw, dh, dns.RcodeFormatError)
+		return b, m, false
 	}
-	req := new(dns.Msg)
-	if err := req.Unpack(raw); err != nil {
-		s.slowCnt.formerr.Add(1)
-		s.slowCnt.answers.add(SourceNone, dns.RcodeFormatError)
-		return headerOnly(raw, dns.RcodeFormatError), nil, false
+	req, err := unpackQuery(raw, dh)
+	if err != nil {
+		b, m := s.reject(raw, dh, dns.RcodeFormatError)
+		return b, m, false
 	}
 	var resp *dns.Msg
 	proven := false
