@@ -43,6 +43,11 @@ func (a *Actor) snapshot(dir string) *SnapshotDatabasesReply {
 	if err != nil {
 		return &SnapshotDatabasesReply{Err: fmt.Errorf("plugin data: %w", err)}
 	}
+	if st, err := os.Stat(a.d.DataDir); err == nil {
+		if err := os.Chmod(dir, st.Mode().Perm()|0o700); err != nil {
+			return &SnapshotDatabasesReply{Err: fmt.Errorf("plugin data: %w", err)}
+		}
+	}
 	n := 0
 	for _, f := range folders {
 		if !f.IsDir() {
@@ -55,6 +60,13 @@ func (a *Actor) snapshot(dir string) *SnapshotDatabasesReply {
 		}
 		if err := os.MkdirAll(filepath.Join(dir, f.Name()), 0o700); err != nil {
 			return &SnapshotDatabasesReply{Files: n, Err: err}
+		}
+		// The copy keeps the folder's mode (a backup restores it), its
+		// owner's rwx aside: the copy is written into.
+		if info, err := f.Info(); err == nil {
+			if err := os.Chmod(filepath.Join(dir, f.Name()), info.Mode().Perm()|0o700); err != nil {
+				return &SnapshotDatabasesReply{Files: n, Err: err}
+			}
 		}
 		for _, file := range files {
 			if !file.Type().IsRegular() {

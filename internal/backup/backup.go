@@ -9,8 +9,11 @@
 // when present (the plugin databases as the node's plugins supervisor
 // snapshots them, never copies of files being written). A folder's
 // regular files are taken, and its links to regular files inside it as
-// copies of them (linkToFileInside); other links and empty folders are
-// not (a restore writes regular files only).
+// copies of them (linkToFileInside); other links are not (a restore
+// writes regular files and folders only). Every folder is taken too, as
+// a folder entry with its mode (dirMode), so one that is empty (a
+// plugin's data folder before its first write, an empty plugins/)
+// comes back with a restore.
 // Settings live in node.db. Logs and the agent's data are not included.
 // Backups older than the retention setting are removed once a new one
 // is complete (a backup that fails removes none). A directory in DATA/backups holding a metadata.json is a
@@ -25,7 +28,11 @@
 //
 // Restoring is staged (Stage): the archive is unpacked into a fresh
 // folder beside the data, every entry checked (only the names above,
-// regular files, bounded sizes, total bounded), the stores opened to
+// regular files and folders, bounded sizes, total bounded; a folder is
+// made with its archived mode less group and other write, never
+// outside the staging folder: its name is relative, clean and under
+// ca/, plugins/ or plugin-data/, and nothing staged is a link), the
+// stores opened to
 // prove they load, and the identity compared with the running node's: a
 // backup of another node (a "foreign" archive) is refused, because
 // restoring it would clone that node's key. The node swaps the staged
@@ -191,7 +198,10 @@ func write(out io.Writer, nodeID, version string, now time.Time, srcs []Source) 
 		return err
 	}
 	defer os.RemoveAll(work)
-	type entry struct{ name, path string }
+	type entry struct {
+		name, path string
+		dir        bool
+	}
 	var entries []entry
 	for _, s := range srcs {
 		if s.Write != nil {
@@ -207,7 +217,7 @@ func write(out io.Writer, nodeID, version string, now time.Time, srcs []Source) 
 			if err != nil {
 				return fmt.Errorf("%s: %w", s.Name, err)
 			}
-			entries = append(entries, entry{s.Name, p})
+			entries = append(entries, entry{s.Name, p, false})
 			continue
 		}
 		st, err := os.Stat(s.Path)
@@ -218,7 +228,7 @@ func write(out io.Writer, nodeID, version string, now time.Time, srcs []Source) 
 			return err
 		}
 		if !st.IsDir() {
-			entries = append(entries, entry{s.Name, s.Path})
+			entries = append(entries, entry{s.Name, s.Path, false})
 			continue
 		}
 		// A folder kept elsewhere behind a link (DATA/plugins -> /srv/...)
@@ -231,14 +241,18 @@ func write(out io.Writer, nodeID, version string, now time.Time, srcs []Source) 
 			if err != nil {
 				return err
 			}
-			if !d.Type().IsRegular() && !(d.Type()&fs.ModeSymlink != 0 && linkToFileInside(root, p)) {
+			if !d.IsDir() && !d.Type().IsRegular() && !(d.Type()&fs.ModeSymlink != 0 && linkToFileInside(root, p)) {
 				return nil
 			}
 			rel, err := filepath.Rel(root, p)
 			if err != nil {
 				return err
 			}
-			entries = append(entries, entry{s.Name + "/" + filepath.ToSlash(rel), p})
+			name := s.Name + "/" + filepath.ToSlash(rel)
+			if rel == "." {
+				name = s.Name
+			}
+			entries = append(entries, entry{name, p, d.IsDir()})
 			return nil
 		})
 		if err != nil {
@@ -253,6 +267,12 @@ func write(out io.Writer, nodeID, version string, now time.Time, srcs []Source) 
 	}
 	var total int64
 	for _, e := range entries {
+		if e.dir {
+			if !dirAllowed(e.name) {
+				return fmt.Errorf("%w: the folder name %q (rename or remove it)", ErrUnrestorable, e.name)
+			}
+			continue
+		}
 		if !allowed(e.name) {
 			return fmt.Errorf("%w: the file name %q (rename or remove it)", ErrUnrestorable, e.name)
 		}
@@ -282,7 +302,11 @@ func write(out io.Writer, nodeID, version string, now time.Time, srcs []Source) 
 		return err
 	}
 	for _, e := range entries {
-		if err := addFile(tw, e.name, e.path); err != nil {
+		add := addFile
+		if e.dir {
+			add = addDir
+		}
+		if err := add(tw, e.name, e.path); err != nil {
 			return err
 		}
 	}
@@ -314,6 +338,16 @@ func addFile(tw *tar.Writer, name, path string) error {
 	return err
 }
 
+// addDir writes the folder entry name (a parent comes before what it
+// holds: WalkDir's order) with the mode of the folder at path.
+func addDir(tw *tar.Writer, name, path string) error {
+	st, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	return tw.WriteHeader(&tar.Header{Name: name + "/", Typeflag: tar.TypeDir, Mode: int64(dirMode(st.Mode())), ModTime: st.ModTime()})
+}
+
 // linkToFileInside reports whether the link p leads, links followed, to
 // a regular file inside root. Such a link is archived as a copy of that
 // file under the link's name: a plugin that links its handler or a page
@@ -341,6 +375,16 @@ func fileMode(m fs.FileMode) fs.FileMode {
 		return 0o700
 	}
 	return 0o600
+}
+
+// dirMode is the mode a folder is archived and restored with: its own,
+// less write for group and others, plus read, write and search for its
+// owner. A folder others could write in would let them put a handler in
+// a plugin's folder, which the node runs; one its owner cannot write in
+// could not be filled by the restore, nor removed when a staged restore
+// is abandoned.
+func dirMode(m fs.FileMode) fs.FileMode {
+	return m.Perm()&0o755 | 0o700
 }
 
 // maxMeta bounds metadata.json.

@@ -105,7 +105,7 @@ func TestCreateListMetadataPruneDelete(t *testing.T) {
 }
 
 // archive builds a .tar.gz from entries (name → content; a name ending
-// in "@link" is a symlink).
+// in "@link" is a symlink, one ending in "/" a folder).
 func archive(t testing.TB, meta string, entries [][2]string) []byte {
 	var buf bytes.Buffer
 	gz := gzip.NewWriter(&buf)
@@ -114,6 +114,10 @@ func archive(t testing.TB, meta string, entries [][2]string) []byte {
 	for _, e := range all {
 		if name, ok := strings.CutSuffix(e[0], "@link"); ok {
 			_ = tw.WriteHeader(&tar.Header{Name: name, Typeflag: tar.TypeSymlink, Linkname: e[1]})
+			continue
+		}
+		if strings.HasSuffix(e[0], "/") {
+			_ = tw.WriteHeader(&tar.Header{Name: e[0], Mode: 0o755, Typeflag: tar.TypeDir})
 			continue
 		}
 		_ = tw.WriteHeader(&tar.Header{Name: e[0], Mode: 0o600, Size: int64(len(e[1])), Typeflag: tar.TypeReg})
@@ -135,17 +139,25 @@ func TestStageRefuses(t *testing.T) {
 		body []byte
 		want error
 	}{
-		"not gzip":     {[]byte("hello"), ErrCorrupt},
-		"no metadata":  {archive(t, `{}`, required), ErrCorrupt},
-		"foreign":      {archive(t, strings.Replace(goodMeta, "node-a", "node-b", 1), required), ErrForeign},
-		"traversal":    {archive(t, goodMeta, append(required, [2]string{"../../escape", "x"})), ErrCorrupt},
-		"absolute":     {archive(t, goodMeta, append(required, [2]string{"/etc/escape", "x"})), ErrCorrupt},
-		"ca traversal": {archive(t, goodMeta, append(required, [2]string{"ca/../../escape", "x"})), ErrCorrupt},
-		"symlink":      {archive(t, goodMeta, append(required, [2]string{"ca/x@link", "/etc/passwd"})), ErrCorrupt},
-		"unknown file": {archive(t, goodMeta, append(required, [2]string{"logs/core.log", "x"})), ErrCorrupt},
-		"missing":      {archive(t, goodMeta, required[:2]), ErrCorrupt},
-		"duplicate":    {archive(t, goodMeta, append(required, [2]string{"node.db", "again"})), ErrCorrupt},
-		"truncated":    {archive(t, goodMeta, required)[:60], ErrCorrupt},
+		"not gzip":            {[]byte("hello"), ErrCorrupt},
+		"no metadata":         {archive(t, `{}`, required), ErrCorrupt},
+		"foreign":             {archive(t, strings.Replace(goodMeta, "node-a", "node-b", 1), required), ErrForeign},
+		"traversal":           {archive(t, goodMeta, append(required, [2]string{"../../escape", "x"})), ErrCorrupt},
+		"absolute":            {archive(t, goodMeta, append(required, [2]string{"/etc/escape", "x"})), ErrCorrupt},
+		"ca traversal":        {archive(t, goodMeta, append(required, [2]string{"ca/../../escape", "x"})), ErrCorrupt},
+		"symlink":             {archive(t, goodMeta, append(required, [2]string{"ca/x@link", "/etc/passwd"})), ErrCorrupt},
+		"folder traversal":    {archive(t, goodMeta, append(required, [2]string{"../../escape/", ""})), ErrCorrupt},
+		"folder absolute":     {archive(t, goodMeta, append(required, [2]string{"/tmp/escape/", ""})), ErrCorrupt},
+		"plugins traversal":   {archive(t, goodMeta, append(required, [2]string{"plugins/../../escape/", ""})), ErrCorrupt},
+		"unknown folder":      {archive(t, goodMeta, append(required, [2]string{"logs/", ""})), ErrCorrupt},
+		"backslash folder":    {archive(t, goodMeta, append(required, [2]string{"plugins\\..\\..\\escape/", ""})), ErrCorrupt},
+		"folder then file":    {archive(t, goodMeta, append(required, [2]string{"ca/x/", ""}, [2]string{"ca/x", "f"})), ErrCorrupt},
+		"file then folder":    {archive(t, goodMeta, append(required, [2]string{"ca/x", "f"}, [2]string{"ca/x/", ""})), ErrCorrupt},
+		"folder over a store": {archive(t, goodMeta, append([][2]string{{"node.db/", ""}}, required...)), ErrCorrupt},
+		"unknown file":        {archive(t, goodMeta, append(required, [2]string{"logs/core.log", "x"})), ErrCorrupt},
+		"missing":             {archive(t, goodMeta, required[:2]), ErrCorrupt},
+		"duplicate":           {archive(t, goodMeta, append(required, [2]string{"node.db", "again"})), ErrCorrupt},
+		"truncated":           {archive(t, goodMeta, required)[:60], ErrCorrupt},
 	} {
 		t.Run(name, func(t *testing.T) {
 			root := t.TempDir()

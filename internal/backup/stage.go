@@ -33,6 +33,18 @@ func allowed(name string) bool {
 	return ok && rest != "" && (top == "ca" || top == "plugins" || top == "plugin-data")
 }
 
+// dirAllowed reports whether a folder entry may be restored: ca,
+// plugins or plugin-data, or a folder under one of them. The name is
+// relative, clean and without "..", so a folder is only ever made inside
+// the staging folder (and so, swapped in, inside the data folder).
+func dirAllowed(name string) bool {
+	if !fs.ValidPath(name) || strings.Contains(name, "\\") {
+		return false
+	}
+	top, _, _ := strings.Cut(name, "/")
+	return top == "ca" || top == "plugins" || top == "plugin-data"
+}
+
 // Stage unpacks the backup called name from dir into the new folder into
 // (which must not exist) and checks it: only allowed, regular entries
 // within the size limits, metadata of this format, made by nodeID, with
@@ -108,6 +120,12 @@ func stageArchive(src, into string) error {
 			return fmt.Errorf("%w: more than %d entries", ErrCorrupt, MaxFiles)
 		}
 		name := path.Clean(hdr.Name)
+		if hdr.Typeflag == tar.TypeDir && dirAllowed(name) {
+			if err := makeStagedDir(into, name, dirMode(fs.FileMode(hdr.Mode))); err != nil {
+				return err
+			}
+			continue
+		}
 		if hdr.Typeflag != tar.TypeReg || !allowed(name) {
 			return fmt.Errorf("%w: unexpected entry %q", ErrCorrupt, hdr.Name)
 		}
@@ -128,14 +146,27 @@ func stageDir(src, into string) error {
 		if err != nil {
 			return err
 		}
-		if d.IsDir() {
-			return nil
-		}
 		rel, err := filepath.Rel(src, p)
 		if err != nil {
 			return err
 		}
 		name := filepath.ToSlash(rel)
+		if d.IsDir() {
+			if rel == "." {
+				return nil
+			}
+			if !dirAllowed(name) {
+				return fmt.Errorf("%w: unexpected folder %q", ErrCorrupt, name)
+			}
+			info, err := d.Info()
+			if err != nil {
+				return err
+			}
+			if n++; n > MaxFiles {
+				return fmt.Errorf("%w: too large", ErrCorrupt)
+			}
+			return makeStagedDir(into, name, dirMode(info.Mode()))
+		}
 		if !d.Type().IsRegular() || !allowed(name) {
 			return fmt.Errorf("%w: unexpected entry %q", ErrCorrupt, name)
 		}
@@ -154,6 +185,31 @@ func stageDir(src, into string) error {
 		defer f.Close()
 		return writeStaged(into, name, f, info.Size(), fileMode(info.Mode()))
 	})
+}
+
+// makeStagedDir makes the folder name (checked by dirAllowed) under
+// into with mode, its parents 0700 where missing; a folder already made
+// (the parent of an earlier entry) takes mode.
+func makeStagedDir(into, name string, mode fs.FileMode) error {
+	dst := filepath.Join(into, filepath.FromSlash(name))
+	if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
+		return fmt.Errorf("staging %q: %w", name, err)
+	}
+	err := os.Mkdir(dst, mode)
+	if errors.Is(err, fs.ErrExist) {
+		if st, lerr := os.Lstat(dst); lerr != nil || !st.IsDir() {
+			return fmt.Errorf("%w: %q is both a file and a folder", ErrCorrupt, name)
+		}
+		err = nil
+	}
+	if err != nil {
+		return fmt.Errorf("staging %q: %w", name, err)
+	}
+	// Mkdir's mode passed through the umask: set it as archived.
+	if err := os.Chmod(dst, mode); err != nil {
+		return fmt.Errorf("staging %q: %w", name, err)
+	}
+	return nil
 }
 
 // writeStaged writes one entry under into with mode (0600, or 0700 for
