@@ -584,7 +584,7 @@ func (a *Actor) setSettings(c actor.Context, domain string, in map[string]json.R
 	e.settings = next
 	if e.rt != nil {
 		e.rt.settings.Store(&next) // the next init carries them too
-		e.rt.notify("settings.changed", map[string]any{"settings": next})
+		e.rt.tryNotify("settings.changed", map[string]any{"settings": next})
 	}
 	c.ActorSystem().EventStream.Publish(&messages.Hint{Type: messages.HintPluginSetting, Data: map[string]any{"domain": domain}})
 	return nil, nil

@@ -44,7 +44,7 @@ func fakePlugin(mode string) int {
 			mu.Lock()
 			settings = p.Settings
 			mu.Unlock()
-			_ = sess.Notify("log", map[string]string{"level": "info", "component": "test", "message": "fake plugin up"})
+			_ = sess.Notify(ctx, "log", map[string]string{"level": "info", "component": "test", "message": "fake plugin up"})
 			return map[string]any{}, nil
 		case "settings.changed":
 			var p struct{ Settings json.RawMessage }

@@ -187,14 +187,14 @@ func (p *PeerCalls) serve(c transport.Conn, s transport.Stream) {
 		return
 	}
 	params := map[string]any{"peer": c.PeerID(), "method": req.Method, "params": json.RawMessage(orEmpty(req.Params))}
+	ctx, cancel := context.WithTimeout(context.Background(), p.timeout)
+	defer cancel()
 	if !req.Wait {
 		st.SendsIn.Add(1)
-		rt.notify("peer.send", params)
+		rt.notify(ctx, "peer.send", params)
 		_ = s.Close()
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), p.timeout)
-	defer cancel()
 	res, err := rt.call(ctx, "peer.call", params)
 	if err != nil {
 		st.FailuresIn.Add(1)

@@ -23,10 +23,22 @@ import (
 // answered times out. At most maxInflight of the plugin's own requests
 // run at once; more wait, which slows the handler that sends them, not
 // the node.
+//
+// Lines to the handler go through a queue of maxQueued lines that one
+// writer goroutine empties into its stdin, so a handler that stops
+// reading its input costs nobody more than their own deadline: a call
+// waits for a place in the queue until its context ends (the HTTP
+// request's 504), a reply to the handler's own request until the
+// session ends, and a notification the node cannot queue at once
+// (TryNotify, the settings.changed the supervisor sends) ends the
+// session, so the handler is restarted and its init carries what the
+// notification said. The writer goroutine ends with the session, or
+// when the handler's stdin is closed after it exited.
 
 const (
 	maxLine     = 8 << 20
 	maxInflight = 64
+	maxQueued   = 16
 )
 
 // ErrSessionClosed: the handler's session ended (it exited or was
@@ -59,7 +71,7 @@ type serveFunc func(ctx context.Context, method string, params json.RawMessage) 
 
 type session struct {
 	w   io.Writer
-	wmu sync.Mutex
+	out chan []byte // lines for w, written by one goroutine
 
 	next    atomic.Int64
 	mu      sync.Mutex // guards pending and err
@@ -78,10 +90,26 @@ type session struct {
 // newSession starts reading r; calls from the plugin go to serve.
 func newSession(r io.Reader, w io.Writer, serve serveFunc, garbage func([]byte)) *session {
 	s := &session{w: w, pending: map[int64]chan response{}, serve: serve, garbage: garbage,
-		sem: make(chan struct{}, maxInflight), done: make(chan struct{})}
+		sem: make(chan struct{}, maxInflight), done: make(chan struct{}), out: make(chan []byte, maxQueued)}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	go s.read(r)
+	go s.write()
 	return s
+}
+
+// write empties the queue into w until the session ends.
+func (s *session) write() {
+	for {
+		select {
+		case b := <-s.out:
+			if _, err := s.w.Write(b); err != nil {
+				s.fail(fmt.Errorf("%w: write: %v", ErrSessionClosed, err))
+				return
+			}
+		case <-s.ctx.Done():
+			return
+		}
+	}
 }
 
 // Call sends a request and waits for its answer, ctx's end or the end of
@@ -102,7 +130,7 @@ func (s *session) Call(ctx context.Context, method string, params any) (json.Raw
 		delete(s.pending, id)
 		s.mu.Unlock()
 	}()
-	if err := s.send(rpcMsg{ID: json.RawMessage(strconv.FormatInt(id, 10)), Method: method}, params); err != nil {
+	if err := s.send(ctx, rpcMsg{ID: json.RawMessage(strconv.FormatInt(id, 10)), Method: method}, params); err != nil {
 		return nil, err
 	}
 	select {
@@ -113,12 +141,29 @@ func (s *session) Call(ctx context.Context, method string, params any) (json.Raw
 	}
 }
 
-// Notify sends a notification.
-func (s *session) Notify(method string, params any) error {
-	return s.send(rpcMsg{Method: method}, params)
+// Notify sends a notification; it waits for a place in the queue until
+// ctx ends.
+func (s *session) Notify(ctx context.Context, method string, params any) error {
+	return s.send(ctx, rpcMsg{Method: method}, params)
 }
 
-func (s *session) send(m rpcMsg, params any) error {
+// errNotReading ends the session of a handler whose input is full.
+var errNotReading = fmt.Errorf("%w: the handler does not read its input", ErrSessionClosed)
+
+// TryNotify queues a notification without waiting: when the queue is
+// full the handler is not reading its input, and the session ends.
+func (s *session) TryNotify(method string, params any) error {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	err := s.send(ctx, rpcMsg{Method: method}, params)
+	if errors.Is(err, context.Canceled) {
+		s.fail(errNotReading)
+		return errNotReading
+	}
+	return err
+}
+
+func (s *session) send(ctx context.Context, m rpcMsg, params any) error {
 	m.JSONRPC = "2.0"
 	if params != nil {
 		b, err := json.Marshal(params)
@@ -131,17 +176,38 @@ func (s *session) send(m rpcMsg, params any) error {
 	if err != nil {
 		return err
 	}
-	return s.writeLine(b)
+	return s.writeLine(ctx, b)
 }
 
-func (s *session) writeLine(b []byte) error {
-	s.wmu.Lock()
-	defer s.wmu.Unlock()
-	if _, err := s.w.Write(append(b, '\n')); err != nil {
-		s.fail(fmt.Errorf("%w: write: %v", ErrSessionClosed, err))
-		return ErrSessionClosed
+// writeLine queues b: a queue already full (the handler not reading)
+// waits until ctx or the session ends. A session that ended queues
+// nothing.
+func (s *session) writeLine(ctx context.Context, b []byte) error {
+	if s.ctx.Err() != nil {
+		return s.closed()
 	}
-	return nil
+	b = append(b, '\n')
+	select {
+	case s.out <- b:
+		return nil
+	default:
+	}
+	select {
+	case s.out <- b:
+		return nil
+	case <-s.ctx.Done():
+		return s.closed()
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// closed is the error of a session that ended.
+func (s *session) closed() error {
+	if err := s.Err(); err != nil {
+		return err
+	}
+	return ErrSessionClosed
 }
 
 // fail ends the session: every waiting call gets err.
@@ -208,7 +274,7 @@ func (s *session) read(r io.Reader) {
 					out.Error = &rpcError{Code: -32603, Message: err.Error()}
 				}
 				b, _ := json.Marshal(out)
-				_ = s.writeLine(b)
+				_ = s.writeLine(s.ctx, b)
 			}()
 		case m.Method != "":
 			_, _ = s.serve(s.ctx, m.Method, m.Params) // a notification: no answer

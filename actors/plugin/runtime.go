@@ -103,10 +103,19 @@ func (r *Runtime) Action(ctx context.Context, name string, params json.RawMessag
 	return r.call(ctx, "action", map[string]any{"name": name, "params": params})
 }
 
-// notify sends a notification to the handler when it runs.
-func (r *Runtime) notify(method string, params any) {
+// notify sends a notification to the handler when it runs, waiting
+// until ctx ends for the handler to take its input.
+func (r *Runtime) notify(ctx context.Context, method string, params any) {
 	if s := r.sess.Load(); s != nil {
-		_ = s.Notify(method, params)
+		_ = s.Notify(ctx, method, params)
+	}
+}
+
+// tryNotify sends a notification to the handler when it runs, without
+// waiting: a handler whose input is full is restarted (TryNotify).
+func (r *Runtime) tryNotify(method string, params any) {
+	if s := r.sess.Load(); s != nil {
+		_ = s.TryNotify(method, params)
 	}
 }
 

@@ -1,0 +1,87 @@
+package plugin
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"peerdns/internal/testutil"
+	"peerdns/messages"
+)
+
+// writeShellPlugin makes a plugin folder whose handler is the shell
+// script body (after "#!/bin/sh").
+func writeShellPlugin(t testing.TB, dir, folder, domain, body string) string {
+	t.Helper()
+	p := writePlugin(t, dir, folder, domain, "ok", nil)
+	if err := os.WriteFile(filepath.Join(p, "run.sh"), []byte("#!/bin/sh\n"+body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// initThenDeaf answers init and never reads its input again.
+const initThenDeaf = `read line
+printf '{"jsonrpc":"2.0","id":1,"result":{}}\n'
+exec sleep 600
+`
+
+// A handler that stops reading its input: calls to it end at their
+// deadline, and the supervisor's settings.changed neither waits for it
+// (the supervisor answers at once) nor is lost (the handler is
+// restarted and its init carries the settings).
+func TestPluginNotReadingItsInput(t *testing.T) {
+	testutil.NoLeaks(t)
+	dir := t.TempDir()
+	writeShellPlugin(t, dir, "deaf", "deaf.p2p", initThenDeaf)
+	h := newHarness(t, dir, nil)
+	rt := h.waitRunning("deaf.p2p")
+	first := rt.sess.Load()
+
+	body := []byte(strings.Repeat("x", 256<<10))
+	var wg sync.WaitGroup
+	errs := make(chan error, 2*maxQueued)
+	for range 2 * maxQueued {
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+			defer cancel()
+			_, err := rt.Handle(ctx, &HandleRequest{Method: "POST", Path: "/", Body: body})
+			errs <- err
+		})
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("calls to a handler that does not read its input outlived their deadline by 10 s")
+	}
+	close(errs)
+	for err := range errs {
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("call: %v, want the deadline", err)
+		}
+	}
+
+	began := time.Now()
+	r := ask[*messages.SetPluginSettingsReply](t, h, &messages.SetPluginSettings{Domain: "deaf.p2p",
+		Values: map[string]json.RawMessage{"greeting": json.RawMessage(`"new"`)}})
+	if r.Err != nil || len(r.Errors) > 0 {
+		t.Fatalf("settings: %+v", r)
+	}
+	if d := time.Since(began); d > 2*time.Second {
+		t.Fatalf("the supervisor took %s to save settings for a handler that does not read", d)
+	}
+	testutil.Eventually(t, 10*time.Second, func() error {
+		if s := rt.sess.Load(); s == nil || s == first {
+			return errors.New("the handler was not restarted")
+		}
+		return nil
+	})
+}
