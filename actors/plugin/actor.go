@@ -28,9 +28,19 @@
 //     settings.changed and in init.
 //   - The Table the edge proxy reads (domain → *Runtime), published on
 //     every change, so a request costs no actor round trip.
+//   - Stopping: stop, reload, a rescan that drops a folder, a refused
+//     domain and a crash loop stop the plugin's child actor and answer
+//     at once; the child waits for the handler to exit (SIGTERM, SIGKILL
+//     after 2 s) on its own goroutine, and its Terminated tells the
+//     supervisor the process is gone. Until then the plugin's database
+//     stays open for the handler's last calls, and a start or reload of
+//     the same domain is listed as loaded but its handler (and database)
+//     start only then: calls in between fail as while a handler
+//     restarts (502).
 //
 // It must never: block Receive on a handler (calls go through the
-// Runtime from the caller's goroutine), let a plugin reach another
+// Runtime from the caller's goroutine; stopping one does not wait for
+// it), let a plugin reach another
 // plugin's data or the node's stores (db.* only touch its own file), or
 // run a handler outside its folder.
 package plugin
@@ -158,6 +168,9 @@ type entry struct {
 	rt       *Runtime
 	pid      *actor.PID // the child actor of a loaded plugin with a handler
 	db       *pluginDB
+	// waiting: loaded, but its database and handler start once the
+	// handler of its previous load is gone (Terminated).
+	waiting bool
 }
 
 func (e *entry) manifest() *Manifest {
@@ -174,6 +187,16 @@ func (e *entry) manifest() *Manifest {
 type Actor struct {
 	d       Deps
 	entries map[string]*entry // by domain; bad manifests by "folder:<name>"
+	// dying: the handlers being stopped, by their child actor's id, with
+	// the database each may still use until its Terminated.
+	dying    map[string]*dying
+	stopping bool
+}
+
+// dying is a stopped plugin whose handler has not exited yet.
+type dying struct {
+	domain string
+	db     *pluginDB
 }
 
 // giveUp is sent by a runner that stopped its plugin (crash loop).
@@ -187,9 +210,13 @@ func (a *Actor) Receive(c actor.Context) {
 	switch m := c.Message().(type) {
 	case *actor.Started:
 		a.entries = map[string]*entry{}
+		a.dying = map[string]*dying{}
 		a.scan(c)
 	case *actor.Stopping:
+		a.stopping = true
 		a.d.Table.m.Store(&map[string]*Runtime{})
+	case *actor.Terminated:
+		a.gone(c, m.Who)
 	case *actor.Stopped:
 		// The children (and their processes) have stopped by now.
 		for _, e := range a.entries {
@@ -197,6 +224,12 @@ func (a *Actor) Receive(c actor.Context) {
 				_ = e.db.close()
 				e.db = nil
 			}
+		}
+		for id, d := range a.dying {
+			if d.db != nil {
+				_ = d.db.close()
+			}
+			delete(a.dying, id)
 		}
 	case *messages.GetPlugins:
 		c.Respond(a.list())
@@ -307,17 +340,43 @@ func (a *Actor) load(c actor.Context, e *entry) {
 	for _, act := range m.Actions {
 		rt.Actions[act.Name] = true
 	}
+	rt.settings.Store(&e.settings)
+	e.rt = rt
+	e.status, e.err = messages.PluginLoaded, ""
+	if a.busy(m.Domain) {
+		// Its previous handler is still exiting and may still use the
+		// database: both start once it is gone.
+		e.waiting = true
+		return
+	}
+	a.run(c, e)
+}
+
+// busy: a handler of domain is still exiting.
+func (a *Actor) busy(domain string) bool {
+	for _, d := range a.dying {
+		if d.domain == domain {
+			return true
+		}
+	}
+	return false
+}
+
+// run opens a loaded folder plugin's database and starts its handler;
+// a database that does not open stops the plugin with the reason.
+func (a *Actor) run(c actor.Context, e *entry) {
+	m, rt := e.manifest(), e.rt
+	e.waiting = false
 	if m.Database {
 		db, err := openDB(filepath.Join(a.d.DataDir, m.Domain, "data.db"), a.d.Log.With("domain", m.Domain))
 		if err != nil {
+			e.rt = nil
 			e.status, e.err = messages.PluginStopped, "database: "+err.Error()
 			a.d.Log.Error("plugin not loaded", "domain", m.Domain, "err", err, "component", "db")
 			return
 		}
 		e.db = db
 	}
-	e.rt = rt
-	e.status, e.err = messages.PluginLoaded, ""
 	if e.p.Handler == "" {
 		return
 	}
@@ -325,7 +384,6 @@ func (a *Actor) load(c actor.Context, e *entry) {
 		p: e.p, rt: rt, log: a.d.Log, serve: a.serveFor(e), wsLog: a.pluginLog(m.Domain), backoff: a.d.Backoff, loop: a.d.CrashLoop,
 		window: a.d.CrashWindow, timeout: a.d.CallTimeout,
 	}
-	rt.settings.Store(&e.settings)
 	peerID := a.d.PeerID
 	run.init = func() any { return initParams(m.Domain, peerID, *rt.settings.Load()) }
 	self, root := c.Self(), c.ActorSystem().Root
@@ -333,18 +391,44 @@ func (a *Actor) load(c actor.Context, e *entry) {
 	e.pid = c.Spawn(actor.PropsFromProducer(func() actor.Actor { return &handlerActor{run: run} }))
 }
 
-// unload stops a plugin's handler and closes its database. It waits for
-// the handler to exit: at most the runner's kill grace (2 s).
+// unload stops a plugin's handler and closes its database without
+// waiting for the handler to exit (up to the runner's kill grace, 3 s):
+// its child actor stops, and until its Terminated arrives (gone) the
+// database stays open for the calls the handler still makes, and a new
+// load of the domain waits.
 func (a *Actor) unload(c actor.Context, e *entry) {
 	if e.pid != nil {
-		_ = c.StopFuture(e.pid).Wait() // the runner waits for the process; bounded by its kill grace
-		e.pid = nil
+		c.Stop(e.pid)
+		a.dying[e.pid.Id] = &dying{domain: e.manifest().Domain, db: e.db}
+		e.pid, e.db = nil, nil
 	}
 	if e.db != nil {
 		_ = e.db.close()
 		e.db = nil
 	}
 	e.rt = nil
+	e.waiting = false
+}
+
+// gone is the Terminated of a child: its handler has exited, so its
+// database closes and a load of its domain that waited for it runs.
+func (a *Actor) gone(c actor.Context, who *actor.PID) {
+	d := a.dying[who.Id]
+	if d == nil {
+		return
+	}
+	delete(a.dying, who.Id)
+	if d.db != nil {
+		_ = d.db.close()
+	}
+	e := a.entries[d.domain]
+	if a.stopping || e == nil || !e.waiting || e.rt == nil || a.busy(d.domain) {
+		return
+	}
+	a.run(c, e)
+	if e.status == messages.PluginStopped {
+		a.changed(c)
+	}
 }
 
 // changed publishes the table and the internal domains, and hints.

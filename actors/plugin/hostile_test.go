@@ -85,3 +85,63 @@ func TestPluginNotReadingItsInput(t *testing.T) {
 		return nil
 	})
 }
+
+// ignoresTerm answers init, ignores SIGTERM and reads its input until
+// killed.
+const ignoresTerm = `trap '' TERM
+read line
+printf '{"jsonrpc":"2.0","id":1,"result":{}}\n'
+while read line; do :; done
+`
+
+// Stopping a handler that ignores SIGTERM (killed 2 s later) does not
+// hold the supervisor: the stop is answered at once, and a start asked
+// while the old process is still exiting runs the new handler once it
+// is gone.
+func TestPluginStopDoesNotBlockSupervisor(t *testing.T) {
+	testutil.NoLeaks(t)
+	dir := t.TempDir()
+	writeShellPlugin(t, dir, "stubborn", "stubborn.p2p", ignoresTerm)
+	writePlugin(t, dir, "echo", "echo.p2p", "ok", nil)
+	h := newHarness(t, dir, nil)
+	first := h.waitRunning("stubborn.p2p").sess.Load()
+	h.waitRunning("echo.p2p")
+
+	began := time.Now()
+	if r := ask[*messages.ControlPluginReply](t, h, &messages.ControlPlugin{Domain: "stubborn.p2p", Op: "stop"}); r.Err != nil {
+		t.Fatalf("stop: %v", r.Err)
+	}
+	if d := time.Since(began); d > time.Second {
+		t.Fatalf("stopping a handler that ignores SIGTERM held the supervisor %s", d)
+	}
+	if p := h.plugin("stubborn.p2p"); p.Status != messages.PluginStopped {
+		t.Fatalf("after stop: %s", p.Status)
+	}
+	if r := ask[*messages.ControlPluginReply](t, h, &messages.ControlPlugin{Domain: "stubborn.p2p", Op: "start"}); r.Err != nil {
+		t.Fatalf("start while the old handler exits: %v", r.Err)
+	}
+	if d := time.Since(began); d > time.Second {
+		t.Fatalf("stop and start took the supervisor %s", d)
+	}
+	// The other plugin and the list answer meanwhile.
+	handle(t, h.waitRunning("echo.p2p"), "/meanwhile")
+	if len(ask[*messages.GetPluginsReply](t, h, &messages.GetPlugins{}).Plugins) != 3 {
+		t.Fatal("list")
+	}
+	rt := h.waitRunning("stubborn.p2p")
+	if rt.sess.Load() == first {
+		t.Fatal("the first handler's session is back")
+	}
+	// The stop of a plugin with a database, then a reload at once: the
+	// new handler finds the data the old one wrote.
+	handle(t, h.waitRunning("echo.p2p"), "/before")
+	ask[*messages.ControlPluginReply](t, h, &messages.ControlPlugin{Domain: "echo.p2p", Op: "stop"})
+	ask[*messages.ControlPluginReply](t, h, &messages.ControlPlugin{Domain: "echo.p2p", Op: "start"})
+	rt = h.waitRunning("echo.p2p")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := rt.Handle(ctx, &HandleRequest{Method: "GET", Path: "/after"})
+	if err != nil || resp.Status != 200 {
+		t.Fatalf("after restart: %v %v", resp, err)
+	}
+}

@@ -31,6 +31,11 @@ type SnapshotDatabasesReply struct {
 
 func (a *Actor) snapshot(dir string) *SnapshotDatabasesReply {
 	open := map[string]*pluginDB{}
+	for _, d := range a.dying {
+		if d.db != nil {
+			open[d.domain] = d.db
+		}
+	}
 	for _, e := range a.entries {
 		if m := e.manifest(); m != nil && e.db != nil {
 			open[m.Domain] = e.db
