@@ -16,6 +16,14 @@
 //   - Everything else goes to the handler (handle): 502 when it is not
 //     running or answers garbage, 504 when it does not answer within
 //     Timeout. A plugin without a handler answers 404 (GET) or 405.
+//   - The handler's answer is a final one: a 1xx status is a 502 (a
+//     client takes 100 or 101 for an interim answer or a protocol
+//     switch and waits for what never comes), as nginx refuses an
+//     upstream's 1xx. Its headers pass but for Content-Length,
+//     Transfer-Encoding and Connection, which the server sets, and a
+//     header whose name is not an HTTP token, which is dropped (a client
+//     would refuse the whole answer); line breaks in values become
+//     spaces.
 package pluginweb
 
 import (
@@ -27,6 +35,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -149,15 +158,32 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx, rt Site) {
 	case err != nil:
 		ctx.Error("Bad Gateway: "+err.Error(), 502)
 		return
+	case resp.Status < 200 || resp.Status > 599:
+		ctx.Error("Bad Gateway: the plugin answered with status "+strconv.Itoa(resp.Status)+", not a final one", 502)
+		return
 	}
 	for k, v := range resp.Headers {
-		if strings.EqualFold(k, "Content-Length") || strings.EqualFold(k, "Transfer-Encoding") || strings.EqualFold(k, "Connection") {
+		if strings.EqualFold(k, "Content-Length") || strings.EqualFold(k, "Transfer-Encoding") || strings.EqualFold(k, "Connection") || !isToken(k) {
 			continue
 		}
 		ctx.Response.Header.Set(k, v)
 	}
 	ctx.SetStatusCode(resp.Status)
 	ctx.SetBody(resp.Body)
+}
+
+// isToken: an HTTP header name (RFC 9110 token).
+func isToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0) {
+			return false
+		}
+	}
+	return true
 }
 
 func jsonError(ctx *fasthttp.RequestCtx, status int, body []byte) {
