@@ -704,8 +704,13 @@ func (a *Actor) serveFor(e *entry) serveFunc {
 			case "error":
 				lvl = slog.LevelError
 			}
-			log.Log(ctx, lvl, clip([]byte(l.Message)), "domain", domain, "component", l.Component)
-			wsLog(strings.ToLower(lvl.String()), l.Component, clip([]byte(l.Message)))
+			// The component is a short name: cut as an argument is.
+			comp := l.Component
+			if len(comp) > maxComponent {
+				comp = comp[:maxComponent] + "…"
+			}
+			log.Log(ctx, lvl, clip([]byte(l.Message)), "domain", domain, "component", comp)
+			wsLog(strings.ToLower(lvl.String()), comp, clip([]byte(l.Message)))
 			return map[string]any{}, nil
 		case method == "peer.call" || method == "peer.send":
 			if peers == nil {
@@ -724,6 +729,9 @@ func (a *Actor) serveFor(e *entry) serveFunc {
 		return nil, fmt.Errorf("unknown method %q", method)
 	}
 }
+
+// maxComponent bounds the component of a handler's log call.
+const maxComponent = 64
 
 // pluginLogRate bounds the plugin-log hints of one plugin per second.
 const pluginLogRate = 50

@@ -34,9 +34,11 @@ func fakePlugin(mode string) int {
 		fmt.Println(`{"jsonrpc":"1.0","id":1}`)
 	}
 	var sess *session
-	var mu sync.Mutex // guards settings: calls are served concurrently
+	ready := make(chan struct{}) // closed once sess is set
+	var mu sync.Mutex            // guards settings: calls are served concurrently
 	var settings json.RawMessage
 	serve := func(ctx context.Context, method string, params json.RawMessage) (any, error) {
+		<-ready
 		switch method {
 		case "init":
 			var p struct{ Settings json.RawMessage }
@@ -45,6 +47,9 @@ func fakePlugin(mode string) int {
 			settings = p.Settings
 			mu.Unlock()
 			_ = sess.Notify(ctx, "log", map[string]string{"level": "info", "component": "test", "message": "fake plugin up"})
+			if mode == "biglog" {
+				_ = sess.Notify(ctx, "log", map[string]string{"level": "warn", "component": strings.Repeat("c", 1<<20), "message": strings.Repeat("m", 1<<20)})
+			}
 			return map[string]any{}, nil
 		case "settings.changed":
 			var p struct{ Settings json.RawMessage }
@@ -107,6 +112,7 @@ func fakePlugin(mode string) int {
 		return nil, fmt.Errorf("unknown method %s", method)
 	}
 	sess = newSession(os.Stdin, os.Stdout, serve, func(line []byte) { fmt.Fprintf(os.Stderr, "garbage from the node: %q\n", line) })
+	close(ready)
 	<-sess.Done()
 	return 0
 }

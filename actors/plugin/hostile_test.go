@@ -145,3 +145,50 @@ func TestPluginStopDoesNotBlockSupervisor(t *testing.T) {
 		t.Fatalf("after restart: %v %v", resp, err)
 	}
 }
+
+// A log call with a 1 MiB component and message reaches the channel and
+// the plugin-log hint cut, not whole.
+func TestPluginLogCallIsCut(t *testing.T) {
+	testutil.NoLeaks(t)
+	dir := t.TempDir()
+	writePlugin(t, dir, "big", "big.p2p", "biglog", nil)
+	hints := make(chan *messages.Hint, 16)
+	h := newHarness(t, dir, func(d *Deps) {
+		d.Events = func(m *messages.Hint) {
+			if m.Data["level"] != "warn" {
+				return
+			}
+			select {
+			case hints <- m:
+			default:
+			}
+		}
+	})
+	h.waitRunning("big.p2p")
+	var warn map[string]any
+	testutil.Eventually(t, 10*time.Second, func() error {
+		for {
+			select {
+			case m := <-hints:
+				if d := m.Data; d["level"] == "warn" {
+					warn = d
+					return nil
+				}
+			default:
+				return errors.New("no warn hint yet")
+			}
+		}
+	})
+	if c, m := warn["component"].(string), warn["message"].(string); len(c) > 100 || len(m) > 300 {
+		t.Fatalf("hint: component of %d bytes, message of %d", len(c), len(m))
+	}
+	testutil.Eventually(t, 5*time.Second, func() error {
+		if !strings.Contains(h.log.String(), "level=WARN") {
+			return errors.New("the warn line is not in the channel yet")
+		}
+		return nil
+	})
+	if n := len(h.log.String()); n > 64<<10 {
+		t.Fatalf("the channel holds %d bytes after one log call", n)
+	}
+}
