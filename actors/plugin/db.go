@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sort"
 	"sync"
 
 	"peerdns/internal/store"
@@ -17,6 +18,13 @@ import (
 // stores. Keys are 1..1024 bytes; a value is any JSON up to 1 MiB; the
 // keys and values of one plugin add up to at most MaxDBBytes (a put past
 // that fails with "database full"; deletes make room).
+//
+// db.list {prefix, after, limit} answers the keys with the prefix in
+// order, those after the key "after" when it is given, at most limit of
+// them when it is over 0; an answer whose keys and values add up to more
+// than MaxListBytes is refused with an error that says to page, so one
+// call cannot make the node copy and send the whole database (64 calls
+// of a full database at once were 4 GiB).
 
 // MaxDBBytes caps one plugin's data.
 const MaxDBBytes = 64 << 20
@@ -25,6 +33,9 @@ const (
 	maxKey   = 1024
 	maxValue = 1 << 20
 )
+
+// MaxListBytes bounds the keys and values of one db.list answer.
+const MaxListBytes = 4 << 20
 
 type pluginDB struct {
 	db   *store.DB
@@ -60,8 +71,10 @@ type dbPut struct {
 	Value json.RawMessage `json:"value"`
 }
 
-type dbPrefix struct {
+type dbList struct {
 	Prefix string `json:"prefix"`
+	After  string `json:"after"`
+	Limit  int    `json:"limit"`
 }
 
 type dbItem struct {
@@ -152,7 +165,7 @@ func (p *pluginDB) call(method string, params json.RawMessage) (any, error) {
 		p.used -= int64(len(r.Key) + len(old))
 		return map[string]any{}, nil
 	case "db.list":
-		var r dbPrefix
+		var r dbList
 		if len(params) > 0 {
 			if err := json.Unmarshal(params, &r); err != nil {
 				return nil, fmt.Errorf("db.list: %v", err)
@@ -161,6 +174,18 @@ func (p *pluginDB) call(method string, params json.RawMessage) (any, error) {
 		kvs, err := p.db.List(r.Prefix)
 		if err != nil {
 			return nil, err
+		}
+		if r.After != "" {
+			kvs = kvs[sort.Search(len(kvs), func(i int) bool { return kvs[i].Key > r.After }):]
+		}
+		if r.Limit > 0 && len(kvs) > r.Limit {
+			kvs = kvs[:r.Limit]
+		}
+		size := 0
+		for _, kv := range kvs {
+			if size += len(kv.Key) + len(kv.Value); size > MaxListBytes {
+				return nil, fmt.Errorf("db.list: the answer is over %d MiB; ask for fewer keys with limit, and the next ones with after", MaxListBytes>>20)
+			}
 		}
 		out := make([]dbItem, 0, len(kvs))
 		for _, kv := range kvs {
