@@ -380,8 +380,9 @@ func (a *Actor) run(c actor.Context, e *entry) {
 	if e.p.Handler == "" {
 		return
 	}
+	lines := a.channelLog(m.Domain)
 	run := &runner{
-		p: e.p, rt: rt, log: a.d.Log, serve: a.serveFor(e), wsLog: a.pluginLog(m.Domain), backoff: a.d.Backoff, loop: a.d.CrashLoop,
+		p: e.p, rt: rt, log: a.d.Log, serve: a.serveFor(e, lines), lines: lines, wsLog: a.pluginLog(m.Domain), backoff: a.d.Backoff, loop: a.d.CrashLoop,
 		window: a.d.CrashWindow, timeout: a.d.CallTimeout,
 	}
 	peerID := a.d.PeerID
@@ -674,11 +675,11 @@ func (a *Actor) setSettings(c actor.Context, domain string, in map[string]json.R
 	return nil, nil
 }
 
-// serveFor answers the calls a plugin's handler makes.
-func (a *Actor) serveFor(e *entry) serveFunc {
+// serveFor answers the calls a plugin's handler makes; its log calls go
+// to lines.
+func (a *Actor) serveFor(e *entry, lines lineLog) serveFunc {
 	domain := e.manifest().Domain
 	db := e.db
-	log := a.d.Log
 	peers := a.d.Peers
 	wsLog := a.pluginLog(domain)
 	return func(ctx context.Context, method string, params json.RawMessage) (any, error) {
@@ -709,7 +710,7 @@ func (a *Actor) serveFor(e *entry) serveFunc {
 			if len(comp) > maxComponent {
 				comp = comp[:maxComponent] + "…"
 			}
-			log.Log(ctx, lvl, clip([]byte(l.Message)), "domain", domain, "component", comp)
+			lines(lvl, clip([]byte(l.Message)), comp)
 			wsLog(strings.ToLower(lvl.String()), comp, clip([]byte(l.Message)))
 			return map[string]any{}, nil
 		case method == "peer.call" || method == "peer.send":
@@ -735,6 +736,45 @@ const maxComponent = 64
 
 // pluginLogRate bounds the plugin-log hints of one plugin per second.
 const pluginLogRate = 50
+
+// channelLogRate bounds the lines one plugin's handler puts in the
+// plugins channel per second (its log calls and stderr lines together),
+// as journald's RateLimitBurst bounds a service's: the lines past it
+// are dropped and counted, and the count is logged with the first line
+// of a later second, so a handler logging in a loop cannot flood the channel, its
+// files and the node's stderr.
+const channelLogRate = 200
+
+// lineLog puts one line of a plugin's handler in the plugins channel.
+type lineLog func(lvl slog.Level, msg, component string)
+
+// channelLog is the rate-limited lineLog of one plugin.
+func (a *Actor) channelLog(domain string) lineLog {
+	log := a.d.Log
+	var mu sync.Mutex
+	var second int64
+	var n, dropped int
+	return func(lvl slog.Level, msg, component string) {
+		now := time.Now().Unix()
+		mu.Lock()
+		report := 0
+		if now != second {
+			second, n, report, dropped = now, 0, dropped, 0
+		}
+		n++
+		over := n > channelLogRate
+		if over {
+			dropped++
+		}
+		mu.Unlock()
+		if report > 0 {
+			log.Warn("plugin handler logged more than the channel takes; lines dropped", "domain", domain, "dropped", report, "per_second", channelLogRate, "component", "handler")
+		}
+		if !over {
+			log.Log(context.Background(), lvl, msg, "domain", domain, "component", component)
+		}
+	}
+}
 
 // pluginLog is the function that sends one plugin's log lines as
 // plugin-log hints (rate-limited); a no-op without Deps.Events.

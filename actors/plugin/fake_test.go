@@ -47,6 +47,11 @@ func fakePlugin(mode string) int {
 			settings = p.Settings
 			mu.Unlock()
 			_ = sess.Notify(ctx, "log", map[string]string{"level": "info", "component": "test", "message": "fake plugin up"})
+			if mode == "logflood" {
+				for i := range 5000 {
+					_ = sess.Notify(ctx, "log", map[string]string{"level": "info", "component": "test", "message": fmt.Sprintf("flood line %d", i)})
+				}
+			}
 			if mode == "biglog" {
 				_ = sess.Notify(ctx, "log", map[string]string{"level": "warn", "component": strings.Repeat("c", 1<<20), "message": strings.Repeat("m", 1<<20)})
 			}

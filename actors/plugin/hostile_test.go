@@ -192,3 +192,21 @@ func TestPluginLogCallIsCut(t *testing.T) {
 		t.Fatalf("the channel holds %d bytes after one log call", n)
 	}
 }
+
+// A handler logging in a loop puts at most channelLogRate lines a
+// second in the plugins channel.
+func TestPluginLogFloodIsLimited(t *testing.T) {
+	testutil.NoLeaks(t)
+	dir := t.TempDir()
+	writePlugin(t, dir, "loud", "loud.p2p", "logflood", nil)
+	h := newHarness(t, dir, nil)
+	began := time.Now()
+	// init is answered after its 5000 log calls, which the node reads
+	// (and logs) before the answer.
+	h.waitRunning("loud.p2p")
+	secs := int(time.Since(began)/time.Second) + 2
+	n := strings.Count(h.log.String(), "flood line")
+	if n < channelLogRate/2 || n > secs*channelLogRate {
+		t.Fatalf("%d of 5000 flood lines in the channel within %d s, want %d..%d", n, secs, channelLogRate/2, secs*channelLogRate)
+	}
+}

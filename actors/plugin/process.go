@@ -29,6 +29,7 @@ type runner struct {
 	rt       *Runtime
 	log      *slog.Logger
 	wsLog    func(level, component, message string) // plugin-log hints
+	lines    lineLog                                // the plugins channel; nil: log directly
 	serve    serveFunc
 	init     func() any // the init params (settings read at each start)
 	backoff  transport.Backoff
@@ -209,7 +210,11 @@ func (r *runner) stderrLines(rd io.Reader) {
 	sc.Buffer(make([]byte, 4096), 64<<10)
 	for sc.Scan() {
 		line := strings.TrimRight(sc.Text(), "\r")
-		r.log.Info(line, "domain", r.rt.Domain, "component", "stderr")
+		if r.lines != nil {
+			r.lines(slog.LevelInfo, line, "stderr")
+		} else {
+			r.log.Info(line, "domain", r.rt.Domain, "component", "stderr")
+		}
 		if r.wsLog != nil {
 			r.wsLog("info", "stderr", clip([]byte(line)))
 		}
