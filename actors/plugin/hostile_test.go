@@ -210,3 +210,46 @@ func TestPluginLogFloodIsLimited(t *testing.T) {
 		t.Fatalf("%d of 5000 flood lines in the channel within %d s, want %d..%d", n, secs, channelLogRate/2, secs*channelLogRate)
 	}
 }
+
+// A manifest is one JSON object: a second object, or anything else
+// after the first, is refused with the reason rather than ignored; one
+// too large or nested too deep is refused too.
+func TestManifestIsOneObject(t *testing.T) {
+	dir := t.TempDir()
+	p := writePlugin(t, dir, "two", "two.p2p", "ok", nil)
+	good, err := os.ReadFile(filepath.Join(p, ManifestName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadFolder(p); err != nil {
+		t.Fatalf("the manifest alone: %v", err)
+	}
+	if err := os.WriteFile(filepath.Join(p, ManifestName), append(good, "\n\t \n"...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadFolder(p); err != nil {
+		t.Fatalf("the manifest and white space: %v", err)
+	}
+	for name, tail := range map[string]string{
+		"second object": `{"domain":"evil.p2p"}`,
+		"garbage":       `garbage`,
+		"deep":          strings.Repeat("[", 20000),
+	} {
+		body := append(append([]byte(nil), good...), tail...)
+		if name == "deep" {
+			body = []byte(tail)
+		}
+		if err := os.WriteFile(filepath.Join(p, ManifestName), body, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := LoadFolder(p); err == nil {
+			t.Errorf("%s after the manifest: loaded", name)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(p, ManifestName), []byte(`{"description":"`+strings.Repeat("x", maxManifest)+`"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadFolder(p); err == nil || !strings.Contains(err.Error(), "1 MiB") {
+		t.Errorf("a manifest over 1 MiB: %v", err)
+	}
+}

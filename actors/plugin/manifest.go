@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -52,7 +53,8 @@ type Plugin struct {
 	WWW      string // absolute path of the static folder
 }
 
-// LoadFolder reads and checks dir/plugin.json: required fields (name,
+// LoadFolder reads and checks dir/plugin.json (one JSON object of at
+// most 1 MiB, nothing after it): required fields (name,
 // version, domain), a valid domain name (lower-cased), action names of
 // letters, digits, '-' and '_', setting types, and handler and www paths
 // that stay inside the folder after following symlinks (the handler an
@@ -85,6 +87,10 @@ func LoadFolder(dir string) (*Plugin, error) {
 	dec := json.NewDecoder(&limited{r: f, n: maxManifest})
 	if err := dec.Decode(&m); err != nil {
 		return nil, fmt.Errorf("%s: %v", ManifestName, err)
+	}
+	// One object: a second one after it would be ignored without a word.
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("%s: more after the manifest's object", ManifestName)
 	}
 	if err := m.check(); err != nil {
 		return nil, fmt.Errorf("%s: %v", ManifestName, err)
