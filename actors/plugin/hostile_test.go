@@ -253,3 +253,52 @@ func TestManifestIsOneObject(t *testing.T) {
 		t.Errorf("a manifest over 1 MiB: %v", err)
 	}
 }
+
+// Many calls to a plugin that does not answer hold neither another
+// plugin, nor the supervisor, nor the stop of that plugin, which fails
+// them all at once.
+func TestSlowPluginHoldsNobodyElse(t *testing.T) {
+	testutil.NoLeaks(t)
+	dir := t.TempDir()
+	writePlugin(t, dir, "slow", "slow.p2p", "ok", nil)
+	writePlugin(t, dir, "echo", "echo.p2p", "ok", nil)
+	h := newHarness(t, dir, nil)
+	slow := h.waitRunning("slow.p2p")
+	echo := h.waitRunning("echo.p2p")
+
+	const n = 200
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	errs := make(chan error, n)
+	for range n {
+		go func() {
+			_, err := slow.Action(ctx, "slow", json.RawMessage(`{"pad":"`+strings.Repeat("p", 4<<10)+`"}`))
+			errs <- err
+		}()
+	}
+	testutil.Eventually(t, 10*time.Second, func() error {
+		if got := slow.Calls.Load(); got < n {
+			return errors.New("calls not made yet")
+		}
+		return nil
+	})
+	began := time.Now()
+	handle(t, echo, "/meanwhile")
+	ask[*messages.GetPluginsReply](t, h, &messages.GetPlugins{})
+	if d := time.Since(began); d > 2*time.Second {
+		t.Fatalf("another plugin and the list took %s while %d calls waited", d, n)
+	}
+	if r := ask[*messages.ControlPluginReply](t, h, &messages.ControlPlugin{Domain: "slow.p2p", Op: "stop"}); r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	for range n {
+		select {
+		case err := <-errs:
+			if !errors.Is(err, ErrSessionClosed) {
+				t.Fatalf("a call to the stopped plugin: %v", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("calls to a stopped plugin still wait after 10 s")
+		}
+	}
+}
