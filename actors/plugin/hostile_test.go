@@ -302,3 +302,28 @@ func TestSlowPluginHoldsNobodyElse(t *testing.T) {
 		}
 	}
 }
+
+// A stderr line over 64 KiB is cut, and the lines after it still reach
+// the channel.
+func TestPluginLongStderrLine(t *testing.T) {
+	testutil.NoLeaks(t)
+	dir := t.TempDir()
+	writeShellPlugin(t, dir, "long", "long.p2p", `head -c 200000 /dev/zero | tr '\0' x >&2
+echo >&2
+echo "after the long line" >&2
+read line
+printf '{"jsonrpc":"2.0","id":1,"result":{}}\n'
+exec sleep 600
+`)
+	h := newHarness(t, dir, nil)
+	h.waitRunning("long.p2p")
+	testutil.Eventually(t, 10*time.Second, func() error {
+		if !strings.Contains(h.log.String(), "after the long line") {
+			return errors.New("the line after the long one is not in the channel")
+		}
+		return nil
+	})
+	if s := h.log.String(); !strings.Contains(s, strings.Repeat("x", 1000)) || strings.Contains(s, strings.Repeat("x", 65<<10)) {
+		t.Fatalf("the long line is not there, cut to 64 KiB (%d bytes logged)", len(s))
+	}
+}

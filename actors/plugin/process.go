@@ -3,6 +3,7 @@ package plugin
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -204,22 +205,36 @@ func (r *runner) kill(cmd *exec.Cmd, exited chan error, sess *session, pipes []i
 }
 
 // stderrLines logs the handler's stderr, one line each, on the plugins
-// channel (a line over 64 KiB is cut).
+// channel: a line over 64 KiB is cut there, the rest of it skipped, and
+// the lines after it logged as before it.
 func (r *runner) stderrLines(rd io.Reader) {
-	sc := bufio.NewScanner(rd)
-	sc.Buffer(make([]byte, 4096), 64<<10)
-	for sc.Scan() {
-		line := strings.TrimRight(sc.Text(), "\r")
-		if r.lines != nil {
-			r.lines(slog.LevelInfo, line, "stderr")
-		} else {
-			r.log.Info(line, "domain", r.rt.Domain, "component", "stderr")
+	br := bufio.NewReaderSize(rd, 64<<10)
+	skip := false // the rest of a cut line
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if len(chunk) > 0 && !skip {
+			line := strings.TrimRight(string(chunk), "\r\n")
+			if errors.Is(err, bufio.ErrBufferFull) {
+				line += "…"
+			}
+			if r.lines != nil {
+				r.lines(slog.LevelInfo, line, "stderr")
+			} else {
+				r.log.Info(line, "domain", r.rt.Domain, "component", "stderr")
+			}
+			if r.wsLog != nil {
+				r.wsLog("info", "stderr", clip([]byte(line)))
+			}
 		}
-		if r.wsLog != nil {
-			r.wsLog("info", "stderr", clip([]byte(line)))
+		switch {
+		case errors.Is(err, bufio.ErrBufferFull):
+			skip = true
+		case err != nil:
+			return
+		default:
+			skip = false
 		}
 	}
-	_, _ = io.Copy(io.Discard, rd) // after a cut line: keep draining
 }
 
 // garbage logs lines that are not JSON-RPC, at most one a second.
