@@ -327,3 +327,29 @@ exec sleep 600
 		t.Fatalf("the long line is not there, cut to 64 KiB (%d bytes logged)", len(s))
 	}
 }
+
+// An error answer with a 1 MiB message fails the call with the message
+// cut.
+func TestPluginHugeErrorMessage(t *testing.T) {
+	testutil.NoLeaks(t)
+	dir := t.TempDir()
+	writeShellPlugin(t, dir, "err", "err.p2p", `read line
+printf '{"jsonrpc":"2.0","id":1,"result":{}}\n'
+msg=$(head -c 1000000 /dev/zero | tr '\0' e)
+read line
+printf '{"jsonrpc":"2.0","id":2,"error":{"code":1,"message":"%s"}}\n' "$msg"
+exec sleep 600
+`)
+	h := newHarness(t, dir, nil)
+	rt := h.waitRunning("err.p2p")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err := rt.Handle(ctx, &HandleRequest{Method: "GET", Path: "/"})
+	var re *rpcError
+	if !errors.As(err, &re) {
+		t.Fatalf("handle: %v, want the plugin's error", err)
+	}
+	if n := len(err.Error()); n > 1024 {
+		t.Fatalf("the error is %d bytes", n)
+	}
+}

@@ -18,7 +18,9 @@ import (
 // (with an id) and notifications (without); each answers the other's
 // requests with a result or an error. Lines longer than maxLine end the
 // session (the process is stopped: a handler flooding one line cannot
-// grow our memory); a line that is not a JSON-RPC object is logged (at
+// grow our memory); the message of an error answer is cut to 200
+// bytes (it becomes the text of a 502 or of the admin API's error); a
+// line that is not a JSON-RPC object is logged (at
 // most a few a second) and skipped, so the request it should have
 // answered times out. At most maxInflight of the plugin's own requests
 // run at once; more wait, which slows the handler that sends them, not
@@ -292,6 +294,9 @@ func (s *session) read(r io.Reader) {
 				continue // answered after its caller gave up
 			}
 			if m.Error != nil {
+				// Its message reaches HTTP answers and logs: cut as a
+				// log line is.
+				m.Error.Message = clip([]byte(m.Error.Message))
 				ch <- response{err: m.Error}
 			} else {
 				ch <- response{result: m.Result}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"sync/atomic"
+	"unicode/utf8"
 
 	"peerdns/messages"
 )
@@ -119,10 +120,15 @@ func (r *Runtime) tryNotify(method string, params any) {
 	}
 }
 
-// clip shortens what a handler sent for a log line or an error.
+// clip shortens what a handler sent for a log line or an error, to 200
+// bytes cut at the start of a character.
 func clip(b []byte) string {
 	if len(b) > 200 {
-		return string(b[:200]) + "…"
+		n := 200
+		for n > 0 && !utf8.RuneStart(b[n]) {
+			n--
+		}
+		return string(b[:n]) + "…"
 	}
 	return string(b)
 }
