@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -351,5 +352,47 @@ exec sleep 600
 	}
 	if n := len(err.Error()); n > 1024 {
 		t.Fatalf("the error is %d bytes", n)
+	}
+}
+
+// Two folders claiming one domain (in any case, with a trailing dot):
+// the first by folder name runs, the other is listed stopped with the
+// reason; a folder claiming the built-in plugin's domain is stopped; once
+// the first folder is gone a rescan runs the other, with its own data.
+func TestPluginDomainCollisions(t *testing.T) {
+	testutil.NoLeaks(t)
+	dir := t.TempDir()
+	writePlugin(t, dir, "a", "dup.p2p", "ok", nil)
+	writePlugin(t, dir, "b", "DUP.p2p.", "ok", nil)
+	writePlugin(t, dir, "c", "Profile.P2P", "ok", nil)
+	h := newHarness(t, dir, nil)
+	rt := h.waitRunning("dup.p2p")
+	handle(t, rt, "/from-a")
+	byName := map[string]messages.Plugin{}
+	for _, p := range ask[*messages.GetPluginsReply](t, h, &messages.GetPlugins{}).Plugins {
+		byName[p.Name] = p
+	}
+	if p := byName["b"]; p.Status != messages.PluginStopped || !strings.Contains(p.Error, "folder a") {
+		t.Fatalf("b: %+v", p)
+	}
+	if p := byName["c"]; p.Status != messages.PluginStopped || !strings.Contains(p.Error, "built-in") {
+		t.Fatalf("c: %+v", p)
+	}
+	if p := byName["profile"]; p.Status != messages.PluginStatic {
+		t.Fatalf("profile: %+v", p)
+	}
+	if err := os.RemoveAll(filepath.Join(dir, "a")); err != nil {
+		t.Fatal(err)
+	}
+	ask[*messages.GetPluginsReply](t, h, &messages.RescanPlugins{})
+	testutil.Eventually(t, 10*time.Second, func() error {
+		if p := h.plugin("dup.p2p"); p.Name != "b" || p.Status != messages.PluginLoaded {
+			return fmt.Errorf("dup.p2p is %s (%s)", p.Name, p.Status)
+		}
+		return nil
+	})
+	out := handle(t, h.waitRunning("dup.p2p"), "/from-b")
+	if fmt.Sprint(out["stored"]) != "map[value:/from-b]" {
+		t.Fatalf("b: %v", out)
 	}
 }
