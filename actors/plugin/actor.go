@@ -336,7 +336,7 @@ func (a *Actor) load(c actor.Context, e *entry) {
 		return
 	}
 	e.settings = a.loadSettings(m)
-	rt := &Runtime{Domain: m.Domain, WWW: e.p.WWW, Handles: e.p.Handler != "", Actions: map[string]bool{}}
+	rt := &Runtime{Domain: m.Domain, WWW: e.p.WWW, Handles: e.p.Handler != "", Actions: map[string]bool{}, newSettings: make(chan struct{}, 1)}
 	for _, act := range m.Actions {
 		rt.Actions[act.Name] = true
 	}
@@ -669,7 +669,7 @@ func (a *Actor) setSettings(c actor.Context, domain string, in map[string]json.R
 	e.settings = next
 	if e.rt != nil {
 		e.rt.settings.Store(&next) // the next init carries them too
-		e.rt.tryNotify("settings.changed", map[string]any{"settings": next})
+		e.rt.settingsChanged()
 	}
 	c.ActorSystem().EventStream.Publish(&messages.Hint{Type: messages.HintPluginSetting, Data: map[string]any{"domain": domain}})
 	return nil, nil

@@ -149,6 +149,7 @@ func (r *runner) once() error {
 	cancel()
 	if ierr == nil {
 		r.rt.sess.Store(sess)
+		go r.settingsSender(sess)
 		r.log.Info("plugin handler started", "domain", r.rt.Domain, "pid", cmd.Process.Pid, "component", "handler")
 	} else {
 		r.log.Error("plugin handler did not answer init", "domain", r.rt.Domain, "err", ierr, "component", "handler")
@@ -249,6 +250,24 @@ func (r *runner) garbage() func([]byte) {
 		last = time.Now()
 		r.log.Warn("plugin handler wrote a line that is not JSON-RPC", "domain", r.rt.Domain, "line", clip(line), "skipped", skipped, "component", "handler")
 		skipped = 0
+	}
+}
+
+// settingsSender sends settings.changed with the settings in force each
+// time they change, until the session ends. It waits for the handler to
+// take its input on its own goroutine, so the supervisor that saved the
+// settings does not, and changes made meanwhile are sent once, the
+// newest.
+func (r *runner) settingsSender(sess *session) {
+	for {
+		select {
+		case <-r.rt.newSettings:
+			if sess.Notify(sess.ctx, "settings.changed", map[string]any{"settings": *r.rt.settings.Load()}) != nil {
+				return
+			}
+		case <-sess.ctx.Done():
+			return
+		}
 	}
 }
 

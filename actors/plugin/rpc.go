@@ -30,12 +30,11 @@ import (
 // writer goroutine empties into its stdin, so a handler that stops
 // reading its input costs nobody more than their own deadline: a call
 // waits for a place in the queue until its context ends (the HTTP
-// request's 504), a reply to the handler's own request until the
-// session ends, and a notification the node cannot queue at once
-// (TryNotify, the settings.changed the supervisor sends) ends the
-// session, so the handler is restarted and its init carries what the
-// notification said. The writer goroutine ends with the session, or
-// when the handler's stdin is closed after it exited.
+// request's 504), a notification until its context ends, and a reply
+// to the handler's own request until the session ends. The supervisor
+// never waits on it: settings.changed goes from a goroutine of the
+// session (runner.settingsSender). The writer goroutine ends with the
+// session, or when the handler's stdin is closed after it exited.
 
 const (
 	maxLine     = 8 << 20
@@ -147,22 +146,6 @@ func (s *session) Call(ctx context.Context, method string, params any) (json.Raw
 // ctx ends.
 func (s *session) Notify(ctx context.Context, method string, params any) error {
 	return s.send(ctx, rpcMsg{Method: method}, params)
-}
-
-// errNotReading ends the session of a handler whose input is full.
-var errNotReading = fmt.Errorf("%w: the handler does not read its input", ErrSessionClosed)
-
-// TryNotify queues a notification without waiting: when the queue is
-// full the handler is not reading its input, and the session ends.
-func (s *session) TryNotify(method string, params any) error {
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	err := s.send(ctx, rpcMsg{Method: method}, params)
-	if errors.Is(err, context.Canceled) {
-		s.fail(errNotReading)
-		return errNotReading
-	}
-	return err
 }
 
 func (s *session) send(ctx context.Context, m rpcMsg, params any) error {

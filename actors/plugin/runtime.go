@@ -25,7 +25,10 @@ type Runtime struct {
 
 	sess     atomic.Pointer[session]
 	settings atomic.Pointer[map[string]any] // values in force, for init
-	static   func(ctx context.Context, req *HandleRequest) (*HandleResponse, error)
+	// newSettings: settings changed since the sender last sent them
+	// (capacity 1: changes in a row are sent once, the newest).
+	newSettings chan struct{}
+	static      func(ctx context.Context, req *HandleRequest) (*HandleResponse, error)
 
 	// Counters of the node → plugin calls (the stats' pluginRpc).
 	Calls, Failures atomic.Int64
@@ -112,11 +115,12 @@ func (r *Runtime) notify(ctx context.Context, method string, params any) {
 	}
 }
 
-// tryNotify sends a notification to the handler when it runs, without
-// waiting: a handler whose input is full is restarted (TryNotify).
-func (r *Runtime) tryNotify(method string, params any) {
-	if s := r.sess.Load(); s != nil {
-		_ = s.TryNotify(method, params)
+// settingsChanged asks the running handler's settings sender to send
+// the settings in force; it never waits.
+func (r *Runtime) settingsChanged() {
+	select {
+	case r.newSettings <- struct{}{}:
+	default: // one is pending: it sends the newest
 	}
 }
 
