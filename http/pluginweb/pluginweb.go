@@ -9,6 +9,12 @@
 //     token: the request goes on with header X-Peerdns-Peer set to the
 //     verified peer id. Whatever X-Peerdns-Peer a client sends is
 //     removed first, so a handler can trust the header.
+//   - The token itself never reaches a handler, on any method: X-Auth-Token
+//     is removed, and so is an Authorization header whose Bearer value is
+//     a valid token (of this node or another); other Authorization
+//     values (a plugin's own scheme) pass. A handler holding a token could
+//     write to every plugin domain of the peer that signed it until it
+//     expires; the verified peer id is all it needs.
 //   - GET and HEAD are answered from the plugin's www folder when the
 //     path names a file there (a folder: its index.html); paths are
 //     cleaned and resolved with symlinks followed, and anything that
@@ -96,11 +102,11 @@ func isWrite(m string) bool {
 func (s *Server) Serve(ctx *fasthttp.RequestCtx, rt Site) {
 	ctx.Request.Header.Del(PeerHeader)
 	method := string(ctx.Method())
+	now := time.Now
+	if s.Now != nil {
+		now = s.Now
+	}
 	if isWrite(method) {
-		now := time.Now
-		if s.Now != nil {
-			now = s.Now
-		}
 		raw := token.FromHeaders(string(ctx.Request.Header.Peek("Authorization")), string(ctx.Request.Header.Peek("X-Auth-Token")))
 		t, err := token.Check(raw, now())
 		if err != nil {
@@ -113,6 +119,7 @@ func (s *Server) Serve(ctx *fasthttp.RequestCtx, rt Site) {
 		}
 		ctx.Request.Header.Set(PeerHeader, t.PeerID)
 	}
+	stripToken(&ctx.Request.Header, now())
 	if (method == fasthttp.MethodGet || method == fasthttp.MethodHead) && rt.Static() != "" {
 		if file := staticFile(rt.Static(), string(ctx.Path())); file != "" && sendFile(ctx, file) {
 			return
@@ -184,6 +191,17 @@ func isToken(s string) bool {
 		}
 	}
 	return true
+}
+
+// stripToken removes the token headers: X-Auth-Token, and an
+// Authorization whose Bearer value is a valid token.
+func stripToken(h *fasthttp.RequestHeader, now time.Time) {
+	h.Del("X-Auth-Token")
+	if raw := token.FromHeaders(string(h.Peek("Authorization")), ""); raw != "" {
+		if _, err := token.Check(raw, now); err == nil {
+			h.Del("Authorization")
+		}
+	}
 }
 
 func jsonError(ctx *fasthttp.RequestCtx, status int, body []byte) {
