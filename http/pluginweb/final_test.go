@@ -15,8 +15,9 @@ import (
 
 // A handler's answer reaches the client as a final answer: a 1xx
 // status is a 502 (the client would wait for the answer after an
-// interim one, or switch protocols), and a header name that is not a
-// token is dropped while the rest of the answer goes through.
+// interim one, or switch protocols), so are headers over
+// MaxHeaderBytes, and a header name that is not a token is dropped
+// while the rest of the answer goes through.
 func TestHandlerAnswerIsFinal(t *testing.T) {
 	rt := plugin.NewRuntime("app.p2p", "", func(ctx context.Context, req *plugin.HandleRequest) (*plugin.HandleResponse, error) {
 		switch req.Path {
@@ -26,11 +27,17 @@ func TestHandlerAnswerIsFinal(t *testing.T) {
 			return &plugin.HandleResponse{Status: 101, Headers: map[string]string{"Upgrade": "websocket"}, Body: []byte("body")}, nil
 		case "/600":
 			return &plugin.HandleResponse{Status: 600}, nil
+		case "/big":
+			h := map[string]string{}
+			for i := range 100 {
+				h[fmt.Sprintf("X-H%d", i)] = strings.Repeat("v", 1<<10)
+			}
+			return &plugin.HandleResponse{Status: 200, Headers: h, Body: []byte("body")}, nil
 		}
 		return &plugin.HandleResponse{Status: 200, Headers: map[string]string{"Bad Name": "1", "X-Ok": "yes", "X:Colon": "2"}, Body: []byte("fine")}, nil
 	})
 	base := serve(t, &Server{Self: "self"}, rt)
-	for _, p := range []string{"/100", "/101", "/600"} {
+	for _, p := range []string{"/100", "/101", "/600", "/big"} {
 		c, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
 		if err != nil {
 			t.Fatal(err)

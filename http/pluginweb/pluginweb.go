@@ -29,7 +29,9 @@
 //     Transfer-Encoding and Connection, which the server sets, and a
 //     header whose name is not an HTTP token, which is dropped (a client
 //     would refuse the whole answer); line breaks in values become
-//     spaces.
+//     spaces. Headers of more than MaxHeaderBytes in all are a 502, as
+//     nginx answers an upstream whose headers overflow its buffer
+//     (browsers refuse an answer with a few hundred KiB of them).
 package pluginweb
 
 import (
@@ -168,6 +170,9 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx, rt Site) {
 	case resp.Status < 200 || resp.Status > 599:
 		ctx.Error("Bad Gateway: the plugin answered with status "+strconv.Itoa(resp.Status)+", not a final one", 502)
 		return
+	case headerBytes(resp.Headers) > MaxHeaderBytes:
+		ctx.Error("Bad Gateway: the plugin's headers are over "+strconv.Itoa(MaxHeaderBytes>>10)+" KiB", 502)
+		return
 	}
 	for k, v := range resp.Headers {
 		if strings.EqualFold(k, "Content-Length") || strings.EqualFold(k, "Transfer-Encoding") || strings.EqualFold(k, "Connection") || !isToken(k) {
@@ -177,6 +182,17 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx, rt Site) {
 	}
 	ctx.SetStatusCode(resp.Status)
 	ctx.SetBody(resp.Body)
+}
+
+// MaxHeaderBytes bounds the names and values of a handler's headers.
+const MaxHeaderBytes = 64 << 10
+
+func headerBytes(h map[string]string) int {
+	n := 0
+	for k, v := range h {
+		n += len(k) + len(v)
+	}
+	return n
 }
 
 // isToken: an HTTP header name (RFC 9110 token).
