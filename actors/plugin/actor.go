@@ -40,9 +40,8 @@
 //
 // It must never: block Receive on a handler (calls go through the
 // Runtime from the caller's goroutine; stopping one does not wait for
-// it), let a plugin reach another
-// plugin's data or the node's stores (db.* only touch its own file), or
-// run a handler outside its folder.
+// it), let a plugin reach another plugin's data or the node's stores
+// (db.* only touch its own file), or run a handler outside its folder.
 package plugin
 
 import (
@@ -741,8 +740,8 @@ const pluginLogRate = 50
 // plugins channel per second (its log calls and stderr lines together),
 // as journald's RateLimitBurst bounds a service's: the lines past it
 // are dropped and counted, and the count is logged with the first line
-// of a later second, so a handler logging in a loop cannot flood the channel, its
-// files and the node's stderr.
+// of a later second, so a handler logging in a loop cannot flood the
+// channel, its files and the node's stderr.
 const channelLogRate = 200
 
 // lineLog puts one line of a plugin's handler in the plugins channel.
