@@ -16,8 +16,13 @@ import (
 // handler reaches it only through db.get/put/delete/list on its own
 // session, so it can neither name another plugin's file nor the node's
 // stores. Keys are 1..1024 bytes; a value is any JSON up to 1 MiB; the
-// keys and values of one plugin add up to at most MaxDBBytes (a put past
-// that fails with "database full"; deletes make room).
+// keys and values of one plugin, each key counting KeyOverhead bytes
+// more, add up to at most MaxDBBytes (a put past that fails with
+// "database full"; deletes make room). The charge per key is what an
+// entry costs the node beyond its bytes (about 94 bytes of memory, the
+// whole database being held in memory, and 30 of file per write): without
+// it, 64 MiB of one-byte entries were ten million of them, a gigabyte of
+// the node's memory.
 //
 // db.list {prefix, after, limit} answers the keys with the prefix in
 // order, those after the key "after" when it is given, at most limit of
@@ -29,6 +34,10 @@ import (
 // MaxDBBytes caps one plugin's data.
 const MaxDBBytes = 64 << 20
 
+// KeyOverhead is what each key counts towards MaxDBBytes beyond its
+// bytes and its value's.
+const KeyOverhead = 128
+
 const (
 	maxKey   = 1024
 	maxValue = 1 << 20
@@ -38,9 +47,10 @@ const (
 const MaxListBytes = 4 << 20
 
 type pluginDB struct {
-	db   *store.DB
-	mu   sync.Mutex // guards used (writes are serialised by it too)
-	used int64
+	db    *store.DB
+	mu    sync.Mutex // guards used (writes are serialised by it too)
+	used  int64
+	quota int64 // MaxDBBytes
 }
 
 func openDB(path string, log *slog.Logger) (*pluginDB, error) {
@@ -53,9 +63,9 @@ func openDB(path string, log *slog.Logger) (*pluginDB, error) {
 		db.Close()
 		return nil, err
 	}
-	p := &pluginDB{db: db}
+	p := &pluginDB{db: db, quota: MaxDBBytes}
 	for _, kv := range kvs {
-		p.used += int64(len(kv.Key) + len(kv.Value))
+		p.used += int64(len(kv.Key) + len(kv.Value) + KeyOverhead)
 	}
 	return p, nil
 }
@@ -132,10 +142,10 @@ func (p *pluginDB) call(method string, params json.RawMessage) (any, error) {
 		if err == nil {
 			delta -= int64(len(old))
 		} else {
-			delta += int64(len(r.Key))
+			delta += int64(len(r.Key) + KeyOverhead)
 		}
-		if p.used+delta > MaxDBBytes {
-			return nil, fmt.Errorf("database full (%d MiB per plugin)", MaxDBBytes>>20)
+		if delta > 0 && p.used+delta > p.quota {
+			return nil, fmt.Errorf("database full (%d MiB per plugin, each key counting %d bytes more)", p.quota>>20, KeyOverhead)
 		}
 		if err := p.db.Set(r.Key, string(r.Value)); err != nil {
 			return nil, err
@@ -162,7 +172,7 @@ func (p *pluginDB) call(method string, params json.RawMessage) (any, error) {
 		if err := p.db.Delete(r.Key); err != nil {
 			return nil, err
 		}
-		p.used -= int64(len(r.Key) + len(old))
+		p.used -= int64(len(r.Key) + len(old) + KeyOverhead)
 		return map[string]any{}, nil
 	case "db.list":
 		var r dbList

@@ -53,3 +53,57 @@ func TestDBListIsBounded(t *testing.T) {
 		t.Fatalf("small list: %v %v", res, err)
 	}
 }
+
+// The quota holds for many small entries (each key counts KeyOverhead
+// more than its bytes), after deletes, and across a reopen.
+func TestDBQuotaCountsKeys(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "data.db")
+	db, err := openDB(path, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const quota = 1 << 20
+	db.quota = quota
+	n := 0
+	for ; n < quota; n++ { // one byte of value: without the charge, ~150,000 fit
+		if _, err := db.call("db.put", json.RawMessage(fmt.Sprintf(`{"key":"%d","value":1}`, n))); err != nil {
+			if !strings.Contains(err.Error(), "database full") {
+				t.Fatal(err)
+			}
+			break
+		}
+	}
+	if max := quota / KeyOverhead; n > max || n < max/2 {
+		t.Fatalf("%d one-byte entries fit in %d bytes, want at most %d", n, quota, max)
+	}
+	// An overwrite of the same size, and a put after a delete, fit.
+	if _, err := db.call("db.put", json.RawMessage(`{"key":"0","value":2}`)); err != nil {
+		t.Fatalf("overwrite: %v", err)
+	}
+	if _, err := db.call("db.delete", json.RawMessage(`{"key":"1"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.call("db.put", json.RawMessage(`{"key":"new","value":1}`)); err != nil {
+		t.Fatalf("put after a delete: %v", err)
+	}
+	used := db.used
+	if err := db.close(); err != nil {
+		t.Fatal(err)
+	}
+	if db, err = openDB(path, slog.New(slog.DiscardHandler)); err != nil {
+		t.Fatal(err)
+	}
+	defer db.close()
+	db.quota = quota
+	if db.used != used {
+		t.Fatalf("used %d after a reopen, %d before", db.used, used)
+	}
+	if _, err := db.call("db.put", json.RawMessage(`{"key":"more","value":1}`)); err == nil || !strings.Contains(err.Error(), "database full") {
+		t.Fatalf("a put past the quota after a reopen: %v", err)
+	}
+	for _, bad := range []string{`{"key":"","value":1}`, `{"key":"` + strings.Repeat("k", maxKey+1) + `","value":1}`, `{"key":"k","value":}`} {
+		if _, err := db.call("db.put", json.RawMessage(bad)); err == nil {
+			t.Errorf("put %.40s: no error", bad)
+		}
+	}
+}
