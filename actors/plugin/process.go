@@ -263,6 +263,9 @@ func (r *runner) settingsSender(sess *session) {
 		select {
 		case <-r.rt.newSettings:
 			if sess.Notify(sess.ctx, "settings.changed", map[string]any{"settings": *r.rt.settings.Load()}) != nil {
+				// The session ended: the change is the next session's
+				// (its init may have read the settings before it).
+				r.rt.settingsChanged()
 				return
 			}
 		case <-sess.ctx.Done():
