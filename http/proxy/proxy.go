@@ -8,7 +8,11 @@
 //     tunnel actor's dialer: a server on this node is dialed directly, a
 //     peer's through one stream on the existing peer connection). Connections to each
 //     upstream are kept alive and reused (a fasthttp.HostClient per hash),
-//     so a request costs no new QUIC handshake and usually no new stream;
+//     so a request costs no new QUIC handshake and usually no new stream.
+//     A kept connection on which the upstream sent anything while it was
+//     idle (a second answer nobody asked for, its close) is closed
+//     unused, as nginx and Go's Transport close it: those bytes would be
+//     read as the next request's answer (pool.go, idleSpoke);
 //   - anything else: 404 with a small page naming the host.
 //
 // Routing reads published snapshots (the naming view, the plugin table);

@@ -78,6 +78,9 @@ type movingDeadlines struct {
 	// head: a streamed answer's head held for its body's first piece
 	// (headhold.go); nil until the first is.
 	head atomic.Pointer[headHold]
+	// peek looks into an idle upstream connection's socket
+	// (idleReadable); nil until the first look.
+	peek *idlePeek
 }
 
 // halter is a func that halts both sides (haltRead, haltWrite), made

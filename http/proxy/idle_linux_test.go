@@ -1,0 +1,180 @@
+package proxy
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// idleUpstream answers each request with "answer to <path>"; after the
+// first answer on its first connection it runs after(c) (while the
+// edge holds that connection idle). conns counts the connections it
+// accepted.
+func idleUpstream(t *testing.T, after func(c net.Conn)) (addr string, conns *atomic.Int64) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	conns = new(atomic.Int64)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			first := conns.Add(1) == 1
+			go func() {
+				defer c.Close()
+				br := bufio.NewReader(c)
+				for {
+					req, err := http.ReadRequest(br)
+					if err != nil {
+						return
+					}
+					_, _ = io.Copy(io.Discard, req.Body)
+					body := "answer to " + req.URL.Path
+					if _, err := fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s", len(body), body); err != nil {
+						return
+					}
+					if first {
+						first = false
+						after(c)
+					}
+				}
+			}()
+		}
+	}()
+	return ln.Addr().String(), conns
+}
+
+// delivered waits until the peer of c has acknowledged every byte c sent
+// (TCP_INFO's unacked count is 0): what c wrote is in the peer's socket.
+func delivered(t *testing.T, c net.Conn) {
+	t.Helper()
+	raw, err := c.(*net.TCPConn).SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		var unacked uint32
+		var ierr error
+		if err := raw.Control(func(fd uintptr) {
+			var info *unix.TCPInfo
+			if info, ierr = unix.GetsockoptTCPInfo(int(fd), unix.IPPROTO_TCP, unix.TCP_INFO); ierr == nil {
+				unacked = info.Unacked
+			}
+		}); err != nil || ierr != nil {
+			t.Fatal(err, ierr)
+		}
+		if unacked == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d segments still unacknowledged", unacked)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func idleEdge(t *testing.T, addr string) (do func(method, path string) (int, string)) {
+	t.Helper()
+	s := New(Deps{HTTPAddr: "127.0.0.1:0", HTTPSAddr: "127.0.0.1:0", AdminDomain: "admin.p2p",
+		View: publishedView(map[string]string{"idle.p2p": "hs://idle"}), Dialer: tcpDialer{"hs://idle": addr}})
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Shutdown)
+	edge, _ := s.Addrs()
+	tr := &http.Transport{}
+	t.Cleanup(tr.CloseIdleConnections)
+	c := &http.Client{Transport: tr, Timeout: 10 * time.Second}
+	return func(method, path string) (int, string) {
+		t.Helper()
+		req, _ := http.NewRequest(method, "http://"+edge.String()+path, strings.NewReader(""))
+		if method == http.MethodPost {
+			req, _ = http.NewRequest(method, "http://"+edge.String()+path, strings.NewReader("form=1"))
+		}
+		req.Host = "idle.p2p"
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatalf("%s %s: %v", method, path, err)
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatalf("%s %s: body: %v", method, path, err)
+		}
+		return resp.StatusCode, string(b)
+	}
+}
+
+// TestIdleUpstreamSpeaksUnasked: an upstream that sends a second,
+// unasked answer on a keep-alive connection the edge holds idle does
+// not have it taken for the answer to the next request sent there
+// (possibly another client's): the connection is closed unused, and the
+// next request goes on a new one.
+func TestIdleUpstreamSpeaksUnasked(t *testing.T) {
+	const unasked = "HTTP/1.1 200 OK\r\nContent-Length: 8\r\n\r\nunasked!"
+	answered, sent := make(chan struct{}), make(chan struct{})
+	addr, conns := idleUpstream(t, func(c net.Conn) {
+		// Once the client has the first answer, the edge has read it
+		// and holds the connection idle.
+		<-answered
+		if _, err := io.WriteString(c, unasked); err != nil {
+			t.Error(err)
+		}
+		delivered(t, c)
+		close(sent)
+	})
+	do := idleEdge(t, addr)
+	if st, body := do("GET", "/first"); st != 200 || body != "answer to /first" {
+		t.Fatalf("first: %d %q", st, body)
+	}
+	close(answered)
+	<-sent
+	if st, body := do("GET", "/second"); st != 200 || body != "answer to /second" {
+		t.Fatalf("second: %d %q, want 200 %q", st, body, "answer to /second")
+	}
+	if n := conns.Load(); n != 2 {
+		t.Errorf("%d upstream connections, want 2 (the one that spoke unasked closed)", n)
+	}
+}
+
+// TestIdleUpstreamClosed: a POST (which is not sent twice) on a
+// keep-alive connection the upstream closed while the edge held it idle
+// goes on a new connection instead of failing on the closed one (502).
+func TestIdleUpstreamClosed(t *testing.T) {
+	answered, closed := make(chan struct{}), make(chan struct{})
+	addr, conns := idleUpstream(t, func(c net.Conn) {
+		<-answered
+		// Its FIN is in the edge's socket once acknowledged.
+		if err := c.(*net.TCPConn).CloseWrite(); err != nil {
+			t.Error(err)
+		}
+		delivered(t, c)
+		c.Close()
+		close(closed)
+	})
+	do := idleEdge(t, addr)
+	if st, body := do("GET", "/first"); st != 200 || body != "answer to /first" {
+		t.Fatalf("first: %d %q", st, body)
+	}
+	close(answered)
+	<-closed
+	if st, body := do("POST", "/second"); st != 200 || body != "answer to /second" {
+		t.Fatalf("second: %d %q, want 200 %q", st, body, "answer to /second")
+	}
+	if n := conns.Load(); n != 2 {
+		t.Errorf("%d upstream connections, want 2", n)
+	}
+}
