@@ -74,6 +74,7 @@ type headNames struct {
 	hop      bool // a hop-by-hop field (hopHeaders)
 	notToken bool // a name that is not a token
 	fwd      bool // a name starting X-Forwarded- (setForwarded)
+	expect   bool // an Expect field (not passed on: expect.go)
 }
 
 func namesOf(h *fasthttp.RequestHeader) (n headNames) {
@@ -94,6 +95,8 @@ func namesOf(h *fasthttp.RequestHeader) (n headNames) {
 			n.folded = n.folded || foldedField(name, value)
 		case len(k) > len(xForwarded) && strings.EqualFold(k[:len(xForwarded)], xForwarded):
 			n.fwd = true
+		case len(k) == len("Expect") && strings.EqualFold(k, "Expect"):
+			n.expect = true
 		}
 		for i := 0; i < len(name) && !n.notToken; i++ {
 			n.notToken = !tokenByte[name[i]]

@@ -85,6 +85,12 @@
 // (X-Forwarded-For, Forwarded, X-Real-IP: keptNominee): removing them on
 // a client's word would let it strip what that proxy said of it.
 //
+// "Expect: 100-continue" is the edge's to answer, as nginx answers it
+// (expect.go): 100 Continue only once a request with a body is routed
+// to a site served here, an error at once (no 100 first) for one the
+// edge refuses, nothing for a request with no body; the Expect header
+// is not passed upstream.
+//
 // HTTPS: the certificate is the node CA's leaf for the SNI name
 // (internal/certs: issued on first use, then cached). A name that is not
 // served here (not admin, plugin or resolved p2p) gets no certificate:
@@ -255,6 +261,8 @@ func New(d Deps) *Server {
 			// the log (brief, briefLogger: fasthttp quotes some whole
 			// even so).
 			SecureErrorLogMessage: true,
+			// "Expect: 100-continue" is the edge's to answer (expect.go).
+			HeaderReceived: noExpectation, ExpectHandler: s.expectContinue,
 			// Bodies are streamed (body.go), and forwarded as they came: a
 			// pre-parsed multipart form would be re-encoded
 			// (TestEdgePassesMultipartBodies).
@@ -412,10 +420,21 @@ func hostOf(raw string) string {
 func (s *Server) serve(ctx *fasthttp.RequestCtx) {
 	// The request's start is the time fasthttp took when the head had
 	// been read (one clock read fewer per request).
-	start := ctx.Time()
+	s.answer(ctx, ctx.Time(), false)
+}
+
+// answer routes one request that came at start and answers it; with
+// refusalsOnly (a request whose body waits for 100 Continue: expect.go)
+// it answers only a request the edge refuses whatever its body (no
+// Host, a head it refuses, a host not served here) and reports false for
+// one it would take. Only an answered request is counted and logged.
+func (s *Server) answer(ctx *fasthttp.RequestCtx, start time.Time, refusalsOnly bool) (answered bool) {
 	upstream := ""
 	raw, path := hostAndPath(ctx) // also the access line's
 	defer func() {
+		if !answered {
+			return
+		}
 		st := ctx.Response.StatusCode()
 		end := time.Now()
 		el := end.Sub(start)
@@ -431,6 +450,7 @@ func (s *Server) serve(ctx *fasthttp.RequestCtx) {
 			closeAfter(ctx)
 		}
 	}()
+	answered = true
 	if raw == "" {
 		ctx.Error("Bad Request: no Host header", fasthttp.StatusBadRequest)
 		return
@@ -449,6 +469,9 @@ func (s *Server) serve(ctx *fasthttp.RequestCtx) {
 	host := hostOf(raw)
 	switch {
 	case host == s.d.AdminDomain && s.d.Admin != nil:
+		if refusalsOnly {
+			return false
+		}
 		upstream = "admin"
 		held, ok := s.wholeBody(ctx, admin.MaxBody)
 		if !ok {
@@ -460,6 +483,9 @@ func (s *Server) serve(ctx *fasthttp.RequestCtx) {
 	}
 	if s.d.Plugins != nil {
 		if rt := s.d.Plugins.Site(host); rt != nil {
+			if refusalsOnly {
+				return false
+			}
 			upstream = "plugin:" + host
 			held, ok := s.wholeBody(ctx, pluginweb.MaxBody)
 			if !ok {
@@ -473,6 +499,9 @@ func (s *Server) serve(ctx *fasthttp.RequestCtx) {
 	if s.d.View != nil {
 		if snap := s.d.View.Load(); snap != nil {
 			if d, ok := snap.Lookup(host); ok && d.Hash != "" {
+				if refusalsOnly {
+					return false
+				}
 				upstream = d.Hash
 				s.forward(ctx, d, names)
 				return
@@ -480,6 +509,7 @@ func (s *Server) serve(ctx *fasthttp.RequestCtx) {
 		}
 	}
 	page(ctx, fasthttp.StatusNotFound, "Not Found", "No site is served for "+host+" on this node.")
+	return
 }
 
 // hostAndPath is the request's Host and path as strings, made in one

@@ -378,8 +378,6 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx, d *view.Domain, names headNam
 	req, resp := &ctx.Request, &ctx.Response
 	up := s.client(d)
 	if req.IsBodyStream() {
-		// The edge answered any "Expect: 100-continue" itself.
-		req.Header.Del("Expect")
 		if n := req.Header.ContentLength(); n >= 0 && n <= SmallBody {
 			// Whole first (a plain body, which fasthttp's client may
 			// also retry on a fresh connection; it never retries a
@@ -496,14 +494,17 @@ var (
 	strWebsocket   = []byte("websocket")
 )
 
-// prepare sets the forwarding headers and drops hop-by-hop ones (names:
-// what the walk over the head found, headNames). A request body without
-// a Content-Type goes without one: fasthttp would write
-// application/octet-stream for it, and an upstream that reads a body by
-// its type (a form, JSON taken when no type is named) would be told
-// something the client did not say.
+// prepare sets the forwarding headers and drops hop-by-hop ones and
+// Expect (names: what the walk over the head found, headNames). A
+// request body without a Content-Type goes without one: fasthttp would
+// write application/octet-stream for it, and an upstream that reads a
+// body by its type (a form, JSON taken when no type is named) would be
+// told something the client did not say.
 func prepare(ctx *fasthttp.RequestCtx, req *fasthttp.Request, names headNames) {
 	req.Header.SetNoDefaultContentType(true)
+	if names.expect { // the edge's to answer (expect.go)
+		req.Header.DelBytes(strExpect)
+	}
 	dropHopRequest(&req.Header, names.hop)
 	forwarded(ctx, req, names.fwd)
 }

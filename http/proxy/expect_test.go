@@ -1,0 +1,167 @@
+package proxy
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// echoUpstream answers each request with what it saw of it: its Expect
+// header and its body.
+func echoUpstream(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				br := bufio.NewReader(c)
+				for {
+					req, err := http.ReadRequest(br)
+					if err != nil {
+						return
+					}
+					b, _ := io.ReadAll(req.Body)
+					body := fmt.Sprintf("expect=%q body=%q", req.Header.Values("Expect"), b)
+					if _, err := fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s", len(body), body); err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	return ln.Addr().String()
+}
+
+// rawEdge is an edge in front of echoUpstream (echo.p2p) and a function
+// that opens a raw connection to it.
+func rawEdge(t *testing.T) (dial func() (net.Conn, *bufio.Reader)) {
+	t.Helper()
+	s := New(Deps{HTTPAddr: "127.0.0.1:0", HTTPSAddr: "127.0.0.1:0", AdminDomain: "admin.p2p",
+		View: publishedView(map[string]string{"echo.p2p": "hs://echo"}), Dialer: tcpDialer{"hs://echo": echoUpstream(t)}})
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Shutdown)
+	edge, _ := s.Addrs()
+	return func() (net.Conn, *bufio.Reader) {
+		c, err := net.Dial("tcp", edge.String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+		return c, bufio.NewReader(c)
+	}
+}
+
+// statusLine reads the next status line and the rest of its head.
+func statusLine(t *testing.T, br *bufio.Reader) string {
+	t.Helper()
+	line, err := br.ReadString('\n')
+	if err != nil {
+		t.Fatalf("status line: %v (read %q)", err, line)
+	}
+	for {
+		l, err := br.ReadString('\n')
+		if err != nil {
+			t.Fatalf("head: %v", err)
+		}
+		if l == "\r\n" {
+			break
+		}
+	}
+	return strings.TrimSpace(line)
+}
+
+// TestExpectNoBody: a request that expects 100-continue and has no body
+// gets its answer with no 100 Continue before it (RFC 9110 §10.1.1), and
+// its Expect is not passed upstream; the connection serves the next
+// request.
+func TestExpectNoBody(t *testing.T) {
+	dial := rawEdge(t)
+	for _, head := range []string{
+		"GET /a HTTP/1.1\r\nHost: echo.p2p\r\nExpect: 100-continue\r\n\r\n",
+		"POST /a HTTP/1.1\r\nHost: echo.p2p\r\nExpect: 100-continue\r\nContent-Length: 0\r\n\r\n",
+	} {
+		c, br := dial()
+		for range 2 {
+			if _, err := io.WriteString(c, head); err != nil {
+				t.Fatal(err)
+			}
+			resp, err := http.ReadResponse(br, nil)
+			if err != nil {
+				t.Fatalf("%q: %v", head, err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 200 || string(b) != `expect=[] body=""` {
+				t.Fatalf("%q: %d %s, want 200 with no Expect upstream", head, resp.StatusCode, b)
+			}
+		}
+	}
+}
+
+// TestExpectBody: a request with a body that expects 100-continue gets
+// 100 Continue once the edge has routed it (the expectation written in
+// any case), and its body then goes upstream without the Expect.
+func TestExpectBody(t *testing.T) {
+	dial := rawEdge(t)
+	for _, expect := range []string{"100-continue", "100-Continue"} {
+		c, br := dial()
+		if _, err := io.WriteString(c, "POST /a HTTP/1.1\r\nHost: echo.p2p\r\nExpect: "+expect+"\r\nContent-Length: 5\r\n\r\n"); err != nil {
+			t.Fatal(err)
+		}
+		if line := statusLine(t, br); line != "HTTP/1.1 100 Continue" {
+			t.Fatalf("%s: %q before the body, want 100 Continue", expect, line)
+		}
+		if _, err := io.WriteString(c, "hello"); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || string(b) != `expect=[] body="hello"` {
+			t.Fatalf("%s: %d %s, want 200 with the body and no Expect upstream", expect, resp.StatusCode, b)
+		}
+	}
+}
+
+// TestExpectRefused: a request with a body that expects 100-continue,
+// for a host not served here, gets its 404 at once, with no 100
+// Continue and without its body read, and the connection closes.
+func TestExpectRefused(t *testing.T) {
+	dial := rawEdge(t)
+	c, br := dial()
+	if _, err := io.WriteString(c, "POST /a HTTP/1.1\r\nHost: nowhere.p2p\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 404 || !strings.Contains(string(b), "nowhere.p2p") {
+		t.Fatalf("unknown host: %d %s, want its 404 page with no 100 Continue", resp.StatusCode, b)
+	}
+	if n, err := br.Read(make([]byte, 1)); err != io.EOF {
+		t.Fatalf("after the 404: %d bytes, %v; want the connection closed", n, err)
+	}
+}
