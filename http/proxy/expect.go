@@ -41,7 +41,14 @@ var (
 	str100Continue = []byte("100-continue")
 )
 
-// noExpectation is the servers' HeaderReceived: it takes away a
+// headerReceived is the servers' HeaderReceived: the head is read
+// (headRead), and its expectation looked at (noExpectation).
+func headerReceived(h *fasthttp.RequestHeader) fasthttp.RequestConfig {
+	headRead(h)
+	return noExpectation(h)
+}
+
+// noExpectation takes away a
 // 100-continue expectation fasthttp would answer 100 Continue to
 // although the request has no body or is HTTP/1.0, and writes one in
 // another case as fasthttp reads it. Run for every request: a lookup of

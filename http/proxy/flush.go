@@ -46,10 +46,25 @@ func flushHeadEarly(ctx *fasthttp.RequestCtx, resp *fasthttp.Response) {
 	}
 }
 
-// tlsConn is a client's TLS connection with ReadFrom (above).
-type tlsConn struct{ *tls.Conn }
+// tlsConn is a client's TLS connection with ReadFrom (above), and a
+// watch on the heads it reads (lfrequest.go).
+type tlsConn struct {
+	*tls.Conn
+	watch headWatch
+}
 
-func (c tlsConn) ReadFrom(r io.Reader) (int64, error) {
+func (c *tlsConn) Read(b []byte) (int, error) {
+	if c.watch.open && c.watch.stuck() {
+		return 0, errLoneLF
+	}
+	n, err := c.Conn.Read(b)
+	if c.watch.open {
+		c.watch.saw(b[:n])
+	}
+	return n, err
+}
+
+func (c *tlsConn) ReadFrom(r io.Reader) (int64, error) {
 	bp := copyBufs.Get().(*[]byte)
 	defer copyBufs.Put(bp)
 	return io.CopyBuffer(writeOnly{c.Conn}, r, *bp)
@@ -63,5 +78,5 @@ func (l tlsListener) Accept() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return tlsConn{c.(*tls.Conn)}, nil
+	return &tlsConn{Conn: c.(*tls.Conn)}, nil
 }

@@ -183,7 +183,7 @@ func (s *Server) startH2() {
 // is done with it (fasthttp closes it when this returns).
 func (s *Server) serveH2Conn(c net.Conn) error {
 	tc := c
-	if w, ok := c.(tlsConn); ok {
+	if w, ok := c.(*tlsConn); ok {
 		tc = w.Conn // net/http speaks HTTP/2 on a *tls.Conn only
 		if mc, ok := w.NetConn().(*movingDeadlines); ok {
 			mc.gather() // gather.go

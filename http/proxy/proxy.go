@@ -85,6 +85,11 @@
 // (X-Forwarded-For, Forwarded, X-Real-IP: keptNominee): removing them on
 // a client's word would let it strip what that proxy said of it.
 //
+// A request head whose lines end in a lone LF, which fasthttp would
+// hold until a CRLFCRLF came (the read timeout, for a client that sent
+// its whole head), is refused at once with 400 (lfrequest.go); nginx
+// takes it, the edge cannot make fasthttp read it.
+//
 // "Expect: 100-continue" is the edge's to answer, as nginx answers it
 // (expect.go): 100 Continue only once a request with a body is routed
 // to a site served here, an error at once (no 100 first) for one the
@@ -261,8 +266,9 @@ func New(d Deps) *Server {
 			// the log (brief, briefLogger: fasthttp quotes some whole
 			// even so).
 			SecureErrorLogMessage: true,
-			// "Expect: 100-continue" is the edge's to answer (expect.go).
-			HeaderReceived: noExpectation, ExpectHandler: s.expectContinue,
+			// "Expect: 100-continue" is the edge's to answer (expect.go);
+			// a head fasthttp would wait on is refused (lfrequest.go).
+			HeaderReceived: headerReceived, ExpectHandler: s.expectContinue, ConnState: connState,
 			// Bodies are streamed (body.go), and forwarded as they came: a
 			// pre-parsed multipart form would be re-encoded
 			// (TestEdgePassesMultipartBodies).

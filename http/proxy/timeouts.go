@@ -81,6 +81,8 @@ type movingDeadlines struct {
 	// peek looks into an idle upstream connection's socket
 	// (idleReadable); nil until the first look.
 	peek *idlePeek
+	// watch tells a client's head fasthttp waits on (lfrequest.go).
+	watch headWatch
 }
 
 // halter is a func that halts both sides (haltRead, haltWrite), made
@@ -206,6 +208,9 @@ func (d *deadline) set(t time.Time) {
 }
 
 func (c *movingDeadlines) Read(b []byte) (int, error) {
+	if c.watch.open && c.watch.stuck() {
+		return 0, errLoneLF
+	}
 	if err := c.moveRead(); err != nil {
 		c.readErr = err
 		return 0, err
@@ -213,6 +218,9 @@ func (c *movingDeadlines) Read(b []byte) (int, error) {
 	n, err := c.Conn.Read(b)
 	if err != nil && c.rd.every.Load() > 0 {
 		c.readErr = err
+	}
+	if c.watch.open {
+		c.watch.saw(b[:n])
 	}
 	return n, err
 }
