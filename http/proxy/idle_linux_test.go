@@ -14,7 +14,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// idleUpstream answers each request with "answer to <path>"; after the
+// idleUpstream answers each request with "answer to <path>" (a HEAD
+// with that answer's head alone); after the
 // first answer on its first connection it runs after(c) (while the
 // edge holds that connection idle). conns counts the connections it
 // accepted.
@@ -43,7 +44,11 @@ func idleUpstream(t *testing.T, after func(c net.Conn)) (addr string, conns *ato
 					}
 					_, _ = io.Copy(io.Discard, req.Body)
 					body := "answer to " + req.URL.Path
-					if _, err := fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s", len(body), body); err != nil {
+					head := fmt.Sprintf("HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n", len(body))
+					if req.Method == http.MethodHead {
+						body = ""
+					}
+					if _, err := io.WriteString(c, head+body); err != nil {
 						return
 					}
 					if first {
@@ -173,6 +178,34 @@ func TestIdleUpstreamClosed(t *testing.T) {
 	<-closed
 	if st, body := do("POST", "/second"); st != 200 || body != "answer to /second" {
 		t.Fatalf("second: %d %q, want 200 %q", st, body, "answer to /second")
+	}
+	if n := conns.Load(); n != 2 {
+		t.Errorf("%d upstream connections, want 2", n)
+	}
+}
+
+// TestIdleUpstreamHeadBody: an upstream that sends a body after its
+// answer to a HEAD, once the edge has read that answer, does not have
+// the body taken for the next request's answer.
+func TestIdleUpstreamHeadBody(t *testing.T) {
+	answered, sent := make(chan struct{}), make(chan struct{})
+	addr, conns := idleUpstream(t, func(c net.Conn) {
+		<-answered
+		// A body after the answer to the HEAD, which looks like an answer.
+		if _, err := io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nbody"); err != nil {
+			t.Error(err)
+		}
+		delivered(t, c)
+		close(sent)
+	})
+	do := idleEdge(t, addr)
+	if st, _ := do("HEAD", "/first"); st != 200 {
+		t.Fatalf("HEAD: %d", st)
+	}
+	close(answered)
+	<-sent
+	if st, body := do("GET", "/second"); st != 200 || body != "answer to /second" {
+		t.Fatalf("after the HEAD: %d %q, want 200 %q", st, body, "answer to /second")
 	}
 	if n := conns.Load(); n != 2 {
 		t.Errorf("%d upstream connections, want 2", n)
