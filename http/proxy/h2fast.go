@@ -507,6 +507,9 @@ func retryable(err error, reused bool) bool {
 	if staleConn(err) {
 		return true
 	}
+	if errors.Is(err, errBothLengths) { // an answer, refused
+		return false
+	}
 	return reused && !errors.Is(timedOut(err), fasthttp.ErrTimeout)
 }
 

@@ -77,9 +77,11 @@
 // refused too, as is an HTTP/2 or HTTP/3 :method or :path that an HTTP/1.1
 // request line cannot carry as it came (headcheck.go). A chunked body
 // whose chunks cannot be read is the client's 400, not the upstream's
-// 502. Hop-by-hop headers (Upgrade among them; a WebSocket upgrade
-// goes with "Connection: Upgrade" and "Upgrade: websocket" written
-// anew) are not passed on, nor are the headers a Connection header
+// 502. An upstream's answer that carries both Content-Length and
+// Transfer-Encoding is a 502, as nginx has it (errBothLengths).
+// Hop-by-hop headers (Upgrade among them; a WebSocket upgrade goes with
+// "Connection: Upgrade" and "Upgrade: websocket" written anew) are not
+// passed on, nor are the headers a Connection header
 // names (RFC 9110 §7.6.1), but those that route and frame the message
 // and the forwarding fields a proxy in front of the edge adds
 // (X-Forwarded-For, Forwarded, X-Real-IP: keptNominee): removing them on

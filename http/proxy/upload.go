@@ -2,11 +2,13 @@ package proxy
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http/httputil"
+	"strings"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -132,19 +134,31 @@ func timedOut(err error) error {
 const answerGrace = time.Second
 
 // readHead reads the upstream's answer head, past informational ones
-// (100 Continue and the like), in CRLF or lone LF lines (lfhead.go).
+// (100 Continue and the like), in CRLF or lone LF lines (lfhead.go). An
+// answer that declares its length both ways is refused (errBothLengths).
 func readHead(resp *fasthttp.Response, br *bufio.Reader) error {
 	for range 100 {
 		n, err := lfHead(br)
+		both := false // a Content-Length field in the head as it came
 		switch {
 		case err != nil:
 		case n > 0:
+			raw, _ := br.Peek(n)
+			both = declaresLength(raw) // before readLFHead takes it
 			err = readLFHead(&resp.Header, br, n)
 		default:
-			err = resp.Header.Read(br)
+			// What br holds before fasthttp takes the head from it: not
+			// looked at unless the answer is chunked.
+			pre, _ := br.Peek(br.Buffered())
+			if err = resp.Header.Read(br); err == nil && resp.Header.ContentLength() == -1 {
+				both = declaresLength(taken(pre, br))
+			}
 		}
 		if err != nil {
 			return err
+		}
+		if both && resp.Header.ContentLength() == -1 {
+			return errBothLengths
 		}
 		switch code := resp.StatusCode(); {
 		case code == fasthttp.StatusSwitchingProtocols:
@@ -155,6 +169,68 @@ func readHead(resp *fasthttp.Response, br *bufio.Reader) error {
 	}
 	return errors.New("upstream sent more than 100 informational answers")
 }
+
+// errBothLengths: the upstream's answer carries both Content-Length and
+// Transfer-Encoding. fasthttp reads it chunked (RFC 9112 §6.3: the
+// Transfer-Encoding wins) and forgets the Content-Length, but the RFC
+// says such a message ought to be handled as an error (it may be an
+// attempt at response splitting: an upstream, or something between it
+// and the edge, that framed it by its length would have its next answer
+// start elsewhere), and nginx refuses it: so does the edge, with a 502,
+// and the connection is closed, its request not asked again
+// (retryable). The edge refuses such a request from a client too
+// (bothFramings).
+//
+// fasthttp keeps no trace of the Content-Length of a chunked answer, so
+// the head is looked at as it came (declaresLength), only when the
+// answer is chunked, and only as far as it is still in the read buffer
+// (taken): a head that came in one read (nearly every one: heads are a
+// few hundred bytes) is looked at whole; one that came in pieces is
+// looked at in part or not at all, and fasthttp's reading (the
+// Transfer-Encoding wins, the Content-Length is not passed on) stands.
+var errBothLengths = errors.New("upstream declared its answer's length twice: Content-Length and Transfer-Encoding")
+
+// taken is the head fasthttp just read from br, as it was in pre (what
+// br held before): all of it when br read nothing more meanwhile, else
+// its tail, or nil when that cannot be told. A read that moved br's
+// buffer is told by the capacities: pre and br's unread bytes lie in
+// one array, as many bytes apart as the head is long, only while it did
+// not move; where it moved and they still are, pre holds the head's
+// bytes from where it began in the array (its tail). Either way no byte
+// of pre[:n] is past the head's end.
+func taken(pre []byte, br *bufio.Reader) []byte {
+	n := len(pre) - br.Buffered()
+	rest, _ := br.Peek(0)
+	if n <= 0 || cap(pre)-cap(rest) != n {
+		return nil
+	}
+	return pre[:n]
+}
+
+// declaresLength reports whether a head (or its tail: its first line is
+// not looked at) has a Content-Length field before its empty line, its
+// name in any case, spaces before its colon as fasthttp takes them.
+func declaresLength(head []byte) bool {
+	_, rest, ok := bytes.Cut(head, newline)
+	for ok {
+		var line []byte
+		line, rest, ok = bytes.Cut(rest, newline)
+		line = bytes.TrimSuffix(line, carriageReturn)
+		if len(line) == 0 {
+			return false
+		}
+		if name, _, found := bytes.Cut(line, colon); found && strings.EqualFold(strings.TrimRight(b2s(name), " \t"), fasthttp.HeaderContentLength) {
+			return true
+		}
+	}
+	return false
+}
+
+var (
+	newline        = []byte{'\n'}
+	carriageReturn = []byte{'\r'}
+	colon          = []byte{':'}
+)
 
 // framing is how an answer's body follows its head.
 type framing int
