@@ -81,11 +81,11 @@
 // Transfer-Encoding is a 502, as nginx has it (errBothLengths).
 // Hop-by-hop headers (Upgrade among them; a WebSocket upgrade goes with
 // "Connection: Upgrade" and "Upgrade: websocket" written anew) are not
-// passed on, nor are the headers a Connection header
-// names (RFC 9110 §7.6.1), but those that route and frame the message
-// and the forwarding fields a proxy in front of the edge adds
-// (X-Forwarded-For, Forwarded, X-Real-IP: keptNominee): removing them on
-// a client's word would let it strip what that proxy said of it.
+// passed on, nor are the headers a Connection header names (RFC 9110
+// §7.6.1), but those that route and frame the message and the
+// forwarding fields a proxy in front of the edge adds (X-Forwarded-For,
+// Forwarded, X-Real-IP: keptNominee): removing them on a client's word
+// would let it strip what that proxy said of it.
 //
 // A request head whose lines end in a lone LF, which fasthttp would
 // hold until a CRLFCRLF came (the read timeout, for a client that sent
