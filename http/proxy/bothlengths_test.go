@@ -123,3 +123,37 @@ func TestBothLengthsAcrossReads(t *testing.T) {
 		}
 	}
 }
+
+// TestUpstreamOddHeads: an upstream head longer than the pool's read
+// buffer (endless) is a 502 at once, not a wait; two Content-Lengths,
+// even of one value, are a 502 (as nginx has it); an informational
+// answer other than 101 (103 Early Hints) is read past and not passed
+// on, the final answer is.
+func TestUpstreamOddHeads(t *testing.T) {
+	addr, _ := scriptedUpstream(t, map[string]string{
+		"/endless": "HTTP/1.1 200 OK\r\nX-Pad: " + strings.Repeat("p", 5000),
+		"/twice":   "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 5\r\n\r\nhello",
+		"/hints":   "HTTP/1.1 103 Early Hints\r\nLink: </a.css>; rel=preload\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello",
+	})
+	s := New(Deps{HTTPAddr: "127.0.0.1:0", HTTPSAddr: "127.0.0.1:0", AdminDomain: "admin.p2p",
+		View: publishedView(map[string]string{"pool.p2p": "hs://pool"}), Dialer: tcpDialer{"hs://pool": addr}})
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Shutdown)
+	edge, _ := s.Addrs()
+	c := &http.Client{Transport: &http.Transport{}, Timeout: 5 * time.Second} // well under UpstreamTimeout
+	for path, want := range map[string]int{"/endless": 502, "/twice": 502, "/hints": 200} {
+		req, _ := http.NewRequest("GET", "http://"+edge.String()+path, nil)
+		req.Host = "pool.p2p"
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != want || want == 200 && (string(b) != "hello" || resp.Header.Get("Link") != "") {
+			t.Fatalf("%s: %d %q (Link %q), want %d", path, resp.StatusCode, b, resp.Header.Get("Link"), want)
+		}
+	}
+}
