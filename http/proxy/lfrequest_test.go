@@ -1,6 +1,8 @@
 package proxy
 
 import (
+	"bufio"
+	"crypto/tls"
 	"io"
 	"net/http"
 	"strings"
@@ -106,6 +108,36 @@ func TestHeadWatchSplits(t *testing.T) {
 			if w.stuck() != ended {
 				t.Errorf("%q cut at %d: ended %v, want %v", head, i, w.stuck(), ended)
 			}
+		}
+	}
+}
+
+// TestLFRequestHeadTLS: over HTTPS too (the watch is on the TLS
+// connection's plain side), a lone-LF head is refused at once and a
+// CRLF one served.
+func TestLFRequestHeadTLS(t *testing.T) {
+	e := newTestH2Edge(t, map[string]string{"echo.p2p": echoUpstream(t)}, Deps{})
+	_, httpsAddr := e.s.Addrs()
+	for head, want := range map[string]int{
+		"GET /lf HTTP/1.1\nHost: echo.p2p\n\n":       400,
+		"GET /lf HTTP/1.1\r\nHost: echo.p2p\r\n\r\n": 200,
+	} {
+		c, err := tls.Dial("tcp", httpsAddr.String(), &tls.Config{RootCAs: e.s.d.CA.Pool(), ServerName: "echo.p2p", NextProtos: []string{"http/1.1"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = c.SetDeadline(time.Now().Add(5 * time.Second)) // well within the read timeout
+		if _, err := io.WriteString(c, head); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			t.Fatalf("%q: %v", head, err)
+		}
+		resp.Body.Close()
+		c.Close()
+		if resp.StatusCode != want {
+			t.Fatalf("%q: %d, want %d", head, resp.StatusCode, want)
 		}
 	}
 }
