@@ -2,16 +2,21 @@ package proxy
 
 import (
 	"bufio"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"peerdns/internal/certs"
+	"peerdns/internal/view"
 )
 
 // idleUpstream answers each request with "answer to <path>" (a HEAD
@@ -206,6 +211,116 @@ func TestIdleUpstreamHeadBody(t *testing.T) {
 	<-sent
 	if st, body := do("GET", "/second"); st != 200 || body != "answer to /second" {
 		t.Fatalf("after the HEAD: %d %q, want 200 %q", st, body, "answer to /second")
+	}
+	if n := conns.Load(); n != 2 {
+		t.Errorf("%d upstream connections, want 2", n)
+	}
+}
+
+// heldWrites is a connection whose writes, once hold is set, wait for
+// flush and go to the socket in one write.
+type heldWrites struct {
+	net.Conn
+	hold bool
+	buf  []byte
+}
+
+func (c *heldWrites) Write(b []byte) (int, error) {
+	if c.hold {
+		c.buf = append(c.buf, b...)
+		return len(b), nil
+	}
+	return c.Conn.Write(b)
+}
+
+func (c *heldWrites) flush() error {
+	c.hold = false
+	_, err := c.Conn.Write(c.buf)
+	c.buf = nil
+	return err
+}
+
+// TestIdleTLSUpstreamSpeaksUnasked: an upstream in TLS (ssl: true) whose
+// second, unasked answer came as a record of its own in the same read
+// as the first answer's (so TLS holds it, and the socket shows nothing)
+// does not have it taken for the next request's answer.
+func TestIdleTLSUpstreamSpeaksUnasked(t *testing.T) {
+	ca, err := certs.Open(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := ca.Certificate("tls.p2p", netip.Addr{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	var conns atomic.Int64
+	go func() {
+		for {
+			raw, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			first := conns.Add(1) == 1
+			go func() {
+				defer raw.Close()
+				hw := &heldWrites{Conn: raw}
+				c := tls.Server(hw, &tls.Config{Certificates: []tls.Certificate{*cert}})
+				br := bufio.NewReader(c)
+				for {
+					req, err := http.ReadRequest(br)
+					if err != nil {
+						return
+					}
+					_, _ = io.Copy(io.Discard, req.Body)
+					body := "answer to " + req.URL.Path
+					hw.hold = first // the answer and the unasked one in one write
+					if _, err := fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s", len(body), body); err != nil {
+						return
+					}
+					if first {
+						first = false
+						if _, err := io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 8\r\n\r\nunasked!"); err != nil {
+							return
+						}
+						if err := hw.flush(); err != nil {
+							return
+						}
+					}
+				}
+			}()
+		}
+	}()
+	snap := &view.Snapshot{Version: 1, Domains: map[string]*view.Domain{
+		"tls.p2p": {Name: "tls.p2p", Status: "resolved", Hash: "hs://tls", SSL: true}}}
+	var pub view.Published
+	pub.Store(snap)
+	s := New(Deps{HTTPAddr: "127.0.0.1:0", HTTPSAddr: "127.0.0.1:0", AdminDomain: "admin.p2p",
+		View: &pub, Dialer: tcpDialer{"hs://tls": ln.Addr().String()}})
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Shutdown)
+	edge, _ := s.Addrs()
+	tr := &http.Transport{}
+	t.Cleanup(tr.CloseIdleConnections)
+	c := &http.Client{Transport: tr, Timeout: 10 * time.Second}
+	for _, path := range []string{"/first", "/second"} {
+		req, _ := http.NewRequest("GET", "http://"+edge.String()+path, nil)
+		req.Host = "tls.p2p"
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || string(b) != "answer to "+path {
+			t.Fatalf("%s: %d %q, want 200 %q", path, resp.StatusCode, b, "answer to "+path)
+		}
 	}
 	if n := conns.Load(); n != 2 {
 		t.Errorf("%d upstream connections, want 2", n)

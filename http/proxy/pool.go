@@ -175,7 +175,8 @@ func nothingAfter(br *bufio.Reader) bool { return br.Buffered() == 0 }
 //
 // Cost: one recvfrom(2) (MSG_PEEK, MSG_DONTWAIT: it neither waits nor
 // takes anything) per request sent on a reused connection to an
-// upstream on this machine (a TCP socket: idleReadable), no allocation.
+// upstream on this machine (a TCP socket: idleReadable), no allocation;
+// for an upstream in TLS, a look into what TLS holds too (tlsHolds).
 // A reader goroutine parked on every idle connection (Go's Transport's
 // way) would cost the same read, made and failed (EAGAIN) before it
 // parks, and two goroutine switches on top; skipping the look on a
@@ -189,10 +190,31 @@ func nothingAfter(br *bufio.Reader) bool { return br.Buffered() == 0 }
 // (retryable).
 func idleSpoke(c net.Conn) bool {
 	if tc, ok := c.(*tls.Conn); ok {
-		c = tc.NetConn()
+		mc, ok := tc.NetConn().(*movingDeadlines)
+		return ok && (mc.idleReadable() || mc.tlsHolds(tc))
 	}
 	mc, ok := c.(*movingDeadlines)
 	return ok && mc.idleReadable()
+}
+
+// tlsHolds reports whether tc, TLS over c, holds what it has read from
+// c and not handed out (idleSpoke): records that came in the same read
+// as the last answer's, which c's socket no longer shows. It reads from
+// tc with c's read deadline in the past, and c's moving deadline off
+// meanwhile, so the read hands out what tc holds and never waits
+// (crypto/tls takes a timeout as no error of the connection's). The
+// next read puts a fresh deadline on. Only for upstreams in TLS (a
+// claim with ssl: true): a deadline set, one more on the next read.
+func (c *movingDeadlines) tlsHolds(tc *tls.Conn) bool {
+	every := c.rd.every.Swap(0)
+	defer c.rd.every.Store(every)
+	if c.SetReadDeadline(halted) != nil {
+		return true
+	}
+	var b [1]byte
+	n, err := tc.Read(b[:])
+	var ne net.Error
+	return n > 0 || !errors.As(err, &ne) || !ne.Timeout()
 }
 
 // sendForHead writes req on conn, a connection of hc's pool, and reads
