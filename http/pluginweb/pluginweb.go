@@ -18,7 +18,10 @@
 //   - GET and HEAD are answered from the plugin's www folder when the
 //     path names a file there (a folder: its index.html); paths are
 //     cleaned and resolved with symlinks followed, and anything that
-//     lands outside www is not served from it.
+//     lands outside www is not served from it. A path that ends in a
+//     slash names a folder, as it does for nginx: /file.txt/ is not the
+//     file file.txt (nginx answers 404), so it is not served from www
+//     and goes on as any other path www has nothing for.
 //   - Everything else goes to the handler (handle): 502 when it is not
 //     running or answers garbage, 504 when it does not answer within
 //     Timeout. A plugin without a handler answers 404 (GET) or 405.
@@ -227,13 +230,19 @@ func jsonError(ctx *fasthttp.RequestCtx, status int, body []byte) {
 }
 
 // staticFile maps a request path to a regular file inside root ("" when
-// there is none): the path is cleaned, a folder means its index.html, and
-// the result, symlinks followed, must stay inside root.
+// there is none): the path is cleaned, a folder means its index.html, a
+// path ending in a slash must name a folder, and the result, symlinks
+// followed, must stay inside root.
 func staticFile(root, reqPath string) string {
 	clean := path.Clean("/" + reqPath)
 	p := filepath.Join(root, filepath.FromSlash(clean))
-	if st, err := os.Stat(p); err == nil && st.IsDir() {
+	st, err := os.Stat(p)
+	switch {
+	case err == nil && st.IsDir():
 		p = filepath.Join(p, "index.html")
+	case strings.HasSuffix(reqPath, "/"):
+		// Clean dropped the slash that says "a folder"; this is none.
+		return ""
 	}
 	real, err := filepath.EvalSymlinks(p)
 	if err != nil {
@@ -243,7 +252,7 @@ func staticFile(root, reqPath string) string {
 	if err != nil || !filepath.IsLocal(rel) {
 		return ""
 	}
-	st, err := os.Stat(real)
+	st, err = os.Stat(real)
 	if err != nil || !st.Mode().IsRegular() {
 		return ""
 	}
