@@ -24,6 +24,23 @@ import (
 // it, 64 MiB of one-byte entries were ten million of them, a gigabyte of
 // the node's memory.
 //
+// The file on disk is buntdb's log: every put and delete appends to it,
+// so rewriting one key in a loop grows it without growing the data.
+// Before each write the file is measured, and one that passed twice the
+// data (as counted for the quota) plus ShrinkSlack is shrunk (rewritten
+// to hold only the live data) first, while that plugin's writes wait. So
+// the file never passes 2×data + ShrinkSlack + one write (a key, a 1 MiB
+// value and 64 bytes of framing): 137 MiB and 1 KiB for a full
+// database; during a shrink a copy of the live data (at most the data)
+// sits beside it as data.db.tmp. A shrink that fails (no room for the copy) fails the write
+// with the reason, so the file does not grow on. buntdb's own automatic
+// shrink (once a second, when the file passed 32 MiB and doubled) is off
+// for these files: a plugin writing 1 MiB values in a loop grew the file
+// by 50 MiB a second between its checks. The price of the rule is a
+// shrink (a quarter of a second at least) each time a plugin has
+// written about its data's size plus ShrinkSlack since the last one,
+// which only a plugin that rewrites most of its data keeps paying.
+//
 // db.list {prefix, after, limit} answers the keys with the prefix in
 // order, those after the key "after" when it is given, at most limit of
 // them when it is over 0; an answer whose keys and values add up to more
@@ -41,20 +58,32 @@ const KeyOverhead = 128
 const (
 	maxKey   = 1024
 	maxValue = 1 << 20
+	// maxWrite bounds what one put appends to the file.
+	maxWrite = maxKey + maxValue + 64
 )
+
+// ShrinkSlack is what a plugin's database file may hold beyond twice its
+// data before it is shrunk (see the package doc on the file's size).
+const ShrinkSlack = 8 << 20
+
+// maxFileSize is the most a database file holding used bytes of data
+// (counted as for the quota) can reach: it is shrunk before a write
+// when over 2*used+ShrinkSlack, and a write appends at most maxWrite.
+func maxFileSize(used int64) int64 { return 2*used + ShrinkSlack + maxWrite }
 
 // MaxListBytes bounds the keys and values of one db.list answer.
 const MaxListBytes = 4 << 20
 
 type pluginDB struct {
 	db    *store.DB
-	mu    sync.Mutex // guards used (writes are serialised by it too)
+	log   *slog.Logger
+	mu    sync.Mutex // guards used (writes, and the shrinks before them, are serialised by it too)
 	used  int64
 	quota int64 // MaxDBBytes
 }
 
 func openDB(path string, log *slog.Logger) (*pluginDB, error) {
-	db, err := store.Open(path, store.Options{Log: log})
+	db, err := store.Open(path, store.Options{Log: log, ManualShrink: true})
 	if err != nil {
 		return nil, err
 	}
@@ -63,11 +92,28 @@ func openDB(path string, log *slog.Logger) (*pluginDB, error) {
 		db.Close()
 		return nil, err
 	}
-	p := &pluginDB{db: db, quota: MaxDBBytes}
+	p := &pluginDB{db: db, log: log, quota: MaxDBBytes}
 	for _, kv := range kvs {
 		p.used += int64(len(kv.Key) + len(kv.Value) + KeyOverhead)
 	}
+	if err := p.bound(); err != nil {
+		// Not fatal: the data is whole; the next write tries again.
+		log.Warn("plugin database file could not be shrunk", "file", path, "err", err)
+	}
 	return p, nil
+}
+
+// bound shrinks the file when it passed twice the data plus ShrinkSlack
+// (see the package doc); the caller holds mu and writes only on nil.
+func (p *pluginDB) bound() error {
+	size := p.db.FileSize()
+	if size <= 2*p.used+ShrinkSlack {
+		return nil
+	}
+	if err := p.db.Shrink(); err != nil {
+		return fmt.Errorf("database file is %d MiB and could not be shrunk: %w", size>>20, err)
+	}
+	return nil
 }
 
 func (p *pluginDB) close() error { return p.db.Close() }
@@ -147,6 +193,9 @@ func (p *pluginDB) call(method string, params json.RawMessage) (any, error) {
 		if delta > 0 && p.used+delta > p.quota {
 			return nil, fmt.Errorf("database full (%d MiB per plugin, each key counting %d bytes more)", p.quota>>20, KeyOverhead)
 		}
+		if err := p.bound(); err != nil {
+			return nil, err
+		}
 		if err := p.db.Set(r.Key, string(r.Value)); err != nil {
 			return nil, err
 		}
@@ -167,6 +216,9 @@ func (p *pluginDB) call(method string, params json.RawMessage) (any, error) {
 			return map[string]any{}, nil
 		}
 		if err != nil {
+			return nil, err
+		}
+		if err := p.bound(); err != nil {
 			return nil, err
 		}
 		if err := p.db.Delete(r.Key); err != nil {

@@ -36,6 +36,13 @@ type Options struct {
 	// Log gets the line that says a torn last write was cut at open
 	// (slog.Default() when nil).
 	Log *slog.Logger
+	// ManualShrink turns off buntdb's own shrinking (once a second,
+	// when the file passed 32 MiB and doubled since the last shrink): the
+	// owner bounds the file itself with FileSize and Shrink. buntdb's
+	// rule checks too seldom for a writer that rewrites big values in a
+	// loop (the file grows by the whole write rate between checks), and
+	// a shrink it started makes the owner's own Shrink fail at once.
+	ManualShrink bool
 }
 
 // A torn last write (the process or the machine stopped in the middle
@@ -94,6 +101,7 @@ func Open(path string, o Options) (*DB, error) {
 	if o.Durable {
 		cfg.SyncPolicy = buntdb.Always
 	}
+	cfg.AutoShrinkDisabled = o.ManualShrink
 	if err := db.SetConfig(cfg); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("store config: %w", err)
@@ -108,6 +116,23 @@ func (d *DB) Path() string { return d.path }
 // own Save: one read transaction, so writes committed meanwhile are
 // either wholly in it or not at all). The copy opens with Open.
 func (d *DB) Snapshot(w io.Writer) error { return d.db.Save(w) }
+
+// FileSize is the size of the file on disk: buntdb's file is a log
+// that every commit appends to, so it grows past the live data until a
+// shrink rewrites it.
+func (d *DB) FileSize() int64 { return fileSize(d.path) }
+
+// Shrink rewrites the file to hold only the live data (buntdb's Shrink:
+// a copy is written beside it as <file>.tmp and renamed over it; commits
+// go on meanwhile and are carried over). It returns once the file is
+// swapped, a quarter of a second at least. Shrinking a store that is
+// already shrinking is an error.
+func (d *DB) Shrink() error {
+	if err := d.db.Shrink(); err != nil {
+		return fmt.Errorf("shrink store %s: %w", filepath.Base(d.path), err)
+	}
+	return nil
+}
 
 // Close flushes and closes the file.
 func (d *DB) Close() error { return d.db.Close() }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -143,5 +144,45 @@ func TestUpdateLazy(t *testing.T) {
 	}
 	if len(kvs) != 400 {
 		t.Fatalf("%d keys after reopen, want 400", len(kvs))
+	}
+}
+
+// Rewriting one key grows the file by each write; Shrink cuts it back to
+// the live data and keeps the newest value.
+func TestShrinkCutsTheFileToTheLiveData(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.db")
+	db, err := Open(path, Options{ManualShrink: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	big := strings.Repeat("v", 64<<10)
+	for i := range 32 {
+		if err := db.Set("k", fmt.Sprint(i, big)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := db.FileSize(); got < 32*64<<10 {
+		t.Fatalf("FileSize() = %d after 32 writes of 64 KiB, want at least %d", got, 32*64<<10)
+	}
+	if err := db.Shrink(); err != nil {
+		t.Fatal(err)
+	}
+	if got := db.FileSize(); got > 2*64<<10 {
+		t.Fatalf("FileSize() = %d after Shrink, want one value's worth (about %d)", got, 64<<10)
+	}
+	if v, err := db.Get("k"); err != nil || v != fmt.Sprint(31, big) {
+		t.Fatalf("Get(k) after Shrink = %.10q, %v; want the last write", v, err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db, err = Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if v, err := db.Get("k"); err != nil || v != fmt.Sprint(31, big) {
+		t.Fatalf("Get(k) after reopen = %.10q, %v; want the last write", v, err)
 	}
 }
