@@ -72,6 +72,19 @@ func fakePlugin(mode string) int {
 			if err := json.Unmarshal(params, &req); err != nil {
 				return nil, err
 			}
+			if rest, ok := strings.CutPrefix(req.Path, "/peernote/"); ok {
+				// /peernote/<n>/<peer>: n peer.call notifications to
+				// peer, then the answer.
+				count, peer, _ := strings.Cut(rest, "/")
+				var n int
+				_, _ = fmt.Sscan(count, &n)
+				for range n {
+					if err := sess.Notify(ctx, "peer.call", map[string]any{"peer": peer, "method": "ping", "params": map[string]any{}}); err != nil {
+						return nil, err
+					}
+				}
+				return map[string]any{"status": 200, "body": []byte("sent")}, nil
+			}
 			if n, ok := strings.CutPrefix(req.Path, "/seq/"); ok {
 				// Two puts in order: k/<n>, then last=<n>. A consistent
 				// copy holding last=n holds every k/0..k/n.
@@ -116,7 +129,7 @@ func fakePlugin(mode string) int {
 		}
 		return nil, fmt.Errorf("unknown method %s", method)
 	}
-	sess = newSession(os.Stdin, os.Stdout, serve, func(line []byte) { fmt.Fprintf(os.Stderr, "garbage from the node: %q\n", line) })
+	sess = newSession(os.Stdin, os.Stdout, serve, sessionHooks{garbage: func(line []byte) { fmt.Fprintf(os.Stderr, "garbage from the node: %q\n", line) }})
 	close(ready)
 	<-sess.Done()
 	return 0

@@ -22,7 +22,10 @@ import (
 // method, params}; the result is the answer) or the notification
 // "peer.send", and for a call writes a messages.PluginCallReply frame.
 // Frames are at most MaxPeerFrame bytes. A call to a peer that is not
-// connected, or whose plugin is not loaded, fails with the reason. Both
+// connected, or whose plugin is not loaded, fails with the reason. A
+// handler that sends peer.call or peer.send as a notification gets no
+// answer; the call waits off its session's read loop, at most
+// maxNotifyInflight at once, more being dropped and logged (rpc.go). Both
 // directions are counted per plugin (PeerStats) for the stats' pluginRpc
 // and peerChannels.
 

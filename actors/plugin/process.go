@@ -118,7 +118,7 @@ func (r *runner) once() error {
 		r.stderrLines(stderr)
 	}()
 	pipes := []io.Closer{stdout, stderr}
-	sess := newSession(stdout, stdin, r.serve, r.garbage())
+	sess := newSession(stdout, stdin, r.serve, sessionHooks{garbage: r.garbage(), offLoop: waitsOnPeer, dropped: r.droppedNotes()})
 	exited := make(chan error, 1)
 	gone := processGone(cmd.Process.Pid)
 	go func() {
@@ -250,6 +250,29 @@ func (r *runner) garbage() func([]byte) {
 		last = time.Now()
 		r.log.Warn("plugin handler wrote a line that is not JSON-RPC", "domain", r.rt.Domain, "line", clip(line), "skipped", skipped, "component", "handler")
 		skipped = 0
+	}
+}
+
+// waitsOnPeer: the handler's calls that wait on another peer (up to the
+// peer timeout), whose notifications are served off the session's read
+// loop.
+func waitsOnPeer(method string) bool { return method == "peer.call" || method == "peer.send" }
+
+// droppedNotes logs the notifications a session dropped because
+// maxNotifyInflight were waiting: at most a line a second, each with the
+// count since the one before (the first drop is logged at once).
+func (r *runner) droppedNotes() func(method string) {
+	var last time.Time
+	var n int
+	return func(method string) {
+		n++
+		if time.Since(last) < time.Second {
+			return
+		}
+		last = time.Now()
+		r.log.Warn("plugin handler sent more peer notifications than wait at once; peer notifications dropped", "domain", r.rt.Domain,
+			"method", method, "dropped", n, "at_once", maxNotifyInflight, "component", "handler")
+		n = 0
 	}
 }
 

@@ -26,6 +26,15 @@ import (
 // run at once; more wait, which slows the handler that sends them, not
 // the node.
 //
+// The handler's notifications are served on the read loop, in order
+// (its log lines stay in order), but for those that wait on the network
+// (peer.call and peer.send, up to the peer timeout: hooks.offLoop): each
+// runs on its own goroutine, at most maxNotifyInflight at once per
+// session, so the replies to the node's calls are read meanwhile. One
+// that arrives while maxNotifyInflight wait is dropped (a notification
+// has no answer to carry an error) and the drop is logged with a count
+// (hooks.dropped); a handler that needs to know uses a request.
+//
 // Lines to the handler go through a queue of maxQueued lines that one
 // writer goroutine empties into its stdin, so a handler that stops
 // reading its input costs nobody more than their own deadline: a call
@@ -37,9 +46,10 @@ import (
 // session, or when the handler's stdin is closed after it exited.
 
 const (
-	maxLine     = 8 << 20
-	maxInflight = 64
-	maxQueued   = 16
+	maxLine           = 8 << 20
+	maxInflight       = 64
+	maxQueued         = 16
+	maxNotifyInflight = 16
 )
 
 // ErrSessionClosed: the handler's session ended (it exited or was
@@ -70,6 +80,18 @@ type response struct {
 // serveFunc answers one call from the plugin.
 type serveFunc func(ctx context.Context, method string, params json.RawMessage) (any, error)
 
+// sessionHooks are what a session tells its owner and asks it.
+type sessionHooks struct {
+	// garbage gets a line that is not JSON-RPC.
+	garbage func(line []byte)
+	// offLoop says a notification of method may wait long (on the
+	// network) and is served off the read loop; nil: none.
+	offLoop func(method string) bool
+	// dropped is told of a notification dropped because
+	// maxNotifyInflight were waiting; it runs on the read loop.
+	dropped func(method string)
+}
+
 type session struct {
 	w   io.Writer
 	out chan []byte // lines for w, written by one goroutine
@@ -79,19 +101,21 @@ type session struct {
 	pending map[int64]chan response
 	err     error // set once the session ended
 
-	serve   serveFunc
-	garbage func(line []byte) // a line that is not JSON-RPC
-	ctx     context.Context
-	cancel  context.CancelFunc
-	sem     chan struct{}
-	done    chan struct{} // closed when the read loop ended
-	wg      sync.WaitGroup
+	serve  serveFunc
+	hooks  sessionHooks
+	ctx    context.Context
+	cancel context.CancelFunc
+	sem    chan struct{}
+	notes  chan struct{} // notifications served off the read loop
+	done   chan struct{} // closed when the read loop ended
+	wg     sync.WaitGroup
 }
 
 // newSession starts reading r; calls from the plugin go to serve.
-func newSession(r io.Reader, w io.Writer, serve serveFunc, garbage func([]byte)) *session {
-	s := &session{w: w, pending: map[int64]chan response{}, serve: serve, garbage: garbage,
-		sem: make(chan struct{}, maxInflight), done: make(chan struct{}), out: make(chan []byte, maxQueued)}
+func newSession(r io.Reader, w io.Writer, serve serveFunc, hooks sessionHooks) *session {
+	s := &session{w: w, pending: map[int64]chan response{}, serve: serve, hooks: hooks,
+		sem: make(chan struct{}, maxInflight), notes: make(chan struct{}, maxNotifyInflight),
+		done: make(chan struct{}), out: make(chan []byte, maxQueued)}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	go s.read(r)
 	go s.write()
@@ -237,7 +261,7 @@ func (s *session) read(r io.Reader) {
 		}
 		var m rpcMsg
 		if json.Unmarshal(line, &m) != nil || m.JSONRPC != "2.0" {
-			s.garbage(line)
+			s.hooks.garbage(line)
 			continue
 		}
 		switch {
@@ -261,12 +285,29 @@ func (s *session) read(r io.Reader) {
 				b, _ := json.Marshal(out)
 				_ = s.writeLine(s.ctx, b)
 			}()
+		case m.Method != "" && s.hooks.offLoop != nil && s.hooks.offLoop(m.Method):
+			// A notification that may wait on the network: see the
+			// comment at the top.
+			select {
+			case s.notes <- struct{}{}:
+			default:
+				if s.hooks.dropped != nil {
+					s.hooks.dropped(m.Method)
+				}
+				continue
+			}
+			s.wg.Add(1)
+			go func() {
+				defer s.wg.Done()
+				defer func() { <-s.notes }()
+				_, _ = s.serve(s.ctx, m.Method, m.Params)
+			}()
 		case m.Method != "":
 			_, _ = s.serve(s.ctx, m.Method, m.Params) // a notification: no answer
 		case len(m.ID) > 0:
 			id, err := strconv.ParseInt(string(m.ID), 10, 64)
 			if err != nil {
-				s.garbage(line)
+				s.hooks.garbage(line)
 				continue
 			}
 			s.mu.Lock()
@@ -285,7 +326,7 @@ func (s *session) read(r io.Reader) {
 				ch <- response{result: m.Result}
 			}
 		default:
-			s.garbage(line)
+			s.hooks.garbage(line)
 		}
 	}
 }
