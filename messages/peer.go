@@ -343,6 +343,10 @@ type PeerDiagSummary struct {
 	// RefusedTunnelAnnouncements counts tunnel announcements from peers
 	// that failed TunnelIDs.Validate (bad id, too many ids).
 	RefusedTunnelAnnouncements int64 `json:"refusedTunnelAnnouncements"`
+	// StalledSessions counts sessions closed because their peer began a
+	// control frame and did not finish it in time
+	// (transport.ErrFrameStalled).
+	StalledSessions int64 `json:"stalledSessions"`
 	// Reach: NAT kind, advertised and observed addresses, punching.
 	Reach *Reach `json:"reach,omitempty"`
 	// Paths counts the TCP and relay paths (nil: the endpoint has none).

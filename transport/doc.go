@@ -5,7 +5,8 @@
 // dialing, TLS 1.3 with Ed25519 self-signed certificates checked against
 // the expected peer id, ALPN "peerdns/1", keep-alive, datagrams), the
 // control-stream framing (frame.go: 4-byte big-endian length + CBOR
-// envelope, at most 1 MiB), the redialer with capped jittered exponential
+// envelope, at most 1 MiB, a frame once begun finished within
+// DefaultFrameTimeout plus its size at 64 kbit/s, why there), the redialer with capped jittered exponential
 // backoff (dialer.go), invites (invite.go), the cap on inbound
 // connections not admitted yet (pending.go), the socket wrapper that
 // turns a send the host refuses (EPERM from a firewall, ENOBUFS, a route

@@ -11,6 +11,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"peerdns/messages"
 	"peerdns/transport/identity"
@@ -26,7 +27,16 @@ type MemNetwork struct {
 	eps   map[string]*MemEndpoint
 	next  int
 	meter atomic.Pointer[MemMeter]
+	// frameTimeout is Config.FrameTimeout for connections dialed from
+	// now on (0: DefaultFrameTimeout).
+	frameTimeout atomic.Int64
 }
+
+// SetFrameTimeout sets the least time a control frame has from its
+// first byte to its last on connections dialed from now on, as
+// Config.FrameTimeout does for QUIC (0: DefaultFrameTimeout). Tests of a
+// stalled peer set it short.
+func (n *MemNetwork) SetFrameTimeout(d time.Duration) { n.frameTimeout.Store(int64(d)) }
 
 // MemMeter is told about every control-stream frame an endpoint of the
 // network sends: the sender's and receiver's ids, the envelope kind and
@@ -215,7 +225,8 @@ var _ Conn = (*memConn)(nil)
 
 func newMemConn(ep *MemEndpoint, peer string, outbound bool, ctrl net.Conn, link *memLink, remote net.Addr) *memConn {
 	return &memConn{ep: ep, peer: peer, outbound: outbound, ctrl: ctrl, link: link, remote: remote,
-		streams: make(chan *memStream, 16), grams: make(chan []byte, 64)}
+		streams: make(chan *memStream, 16), grams: make(chan []byte, 64),
+		frameReader: frameReader{timeout: time.Duration(ep.net.frameTimeout.Load())}}
 }
 
 func (c *memConn) PeerID() string        { return c.peer }
@@ -258,8 +269,11 @@ func (c *memConn) Recv() (*messages.Envelope, error) {
 	if bad != nil {
 		c.ep.log.Warn("closing peer connection: bad frame", "peer", c.peer, "err", bad)
 		reason := "bad frame"
-		if errors.Is(bad, ErrFrameTooLarge) {
+		switch {
+		case errors.Is(bad, ErrFrameTooLarge):
 			reason = "frame too large"
+		case errors.Is(bad, ErrFrameStalled):
+			reason = "frame stalled"
 		}
 		c.Close(reason)
 		return nil, bad

@@ -26,6 +26,7 @@ const (
 	CodeNoStream quic.ApplicationErrorCode = 0x12 // no control stream in time
 	CodeSelf     quic.ApplicationErrorCode = 0x13 // we dialed ourselves
 	CodeWrite    quic.ApplicationErrorCode = 0x14 // control stream write failed
+	CodeStalled  quic.ApplicationErrorCode = 0x15 // a frame begun and not finished in time
 )
 
 // ControlPreface opens the control stream; it makes the stream visible to
@@ -49,6 +50,11 @@ type Config struct {
 	// WriteTimeout bounds one control-frame write (10s); a peer that does
 	// not read for that long is disconnected.
 	WriteTimeout time.Duration
+	// FrameTimeout is the least time a control frame has from its first
+	// byte to its last [DefaultFrameTimeout]; its declared size adds the
+	// time a 64 kbit/s link takes to carry it. A peer that begins a frame
+	// and does not finish it in time is disconnected (ErrFrameStalled).
+	FrameTimeout time.Duration
 	// MaxPendingInbound bounds the inbound connections not admitted yet
 	// (Conn.Admit): in the QUIC/TLS handshake, opening the control stream
 	// or in the peer handshake above [DefaultMaxPendingInbound]. More are
@@ -105,6 +111,9 @@ func (c *Config) defaults() {
 	}
 	if c.WriteTimeout == 0 {
 		c.WriteTimeout = 10 * time.Second
+	}
+	if c.FrameTimeout <= 0 {
+		c.FrameTimeout = DefaultFrameTimeout
 	}
 	if c.MaxPendingInbound <= 0 {
 		c.MaxPendingInbound = DefaultMaxPendingInbound
@@ -351,7 +360,8 @@ func (e *QUICEndpoint) Close() error {
 }
 
 func (e *QUICEndpoint) newConn(qc *quic.Conn, st *quic.Stream, peer string, outbound bool) *quicConn {
-	return &quicConn{qc: qc, ctrl: st, peer: peer, outbound: outbound, log: e.log, writeTimeout: e.cfg.WriteTimeout}
+	return &quicConn{qc: qc, ctrl: st, peer: peer, outbound: outbound, log: e.log, writeTimeout: e.cfg.WriteTimeout,
+		frameReader: frameReader{timeout: e.cfg.FrameTimeout}}
 }
 
 // quicConn is a Conn over a quic-go connection.
@@ -410,8 +420,11 @@ func (c *quicConn) Recv() (*messages.Envelope, error) {
 	m, bad, err := c.next(c.ctrl)
 	if bad != nil {
 		code := CodeBadFrame
-		if errors.Is(bad, ErrFrameTooLarge) {
+		switch {
+		case errors.Is(bad, ErrFrameTooLarge):
 			code = CodeTooLarge
+		case errors.Is(bad, ErrFrameStalled):
+			code = CodeStalled
 		}
 		c.protocolError(code, bad)
 		return nil, bad

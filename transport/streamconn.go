@@ -170,7 +170,8 @@ func newStreamConn(ctx context.Context, raw net.Conn, outbound bool, cert tls.Ce
 	y := yamuxConfig(cfg)
 	c := &streamConn{
 		raw: raw, tls: tc, peer: peer, outbound: outbound, path: path, via: via, log: cfg.Logger, cfg: cfg,
-		dgOut: make(chan []byte, datagramQueue), dgIn: make(chan []byte, datagramQueue), closed: make(chan struct{}),
+		frameReader: frameReader{timeout: cfg.FrameTimeout},
+		dgOut:       make(chan []byte, datagramQueue), dgIn: make(chan []byte, datagramQueue), closed: make(chan struct{}),
 	}
 	fail := func(err error) (*streamConn, error) {
 		if c.sess != nil {

@@ -19,6 +19,9 @@ var (
 	ErrClosed = errors.New("transport closed")
 	// ErrFrameTooLarge reports a frame whose declared length exceeds MaxFrameSize.
 	ErrFrameTooLarge = errors.New("frame too large")
+	// ErrFrameStalled reports a control frame begun and not finished
+	// within its deadline (DefaultFrameTimeout); the connection closes.
+	ErrFrameStalled = errors.New("frame stalled")
 	// ErrWrongPeer reports a peer whose key is not the one we dialed for.
 	ErrWrongPeer = errors.New("peer presented a different key than expected")
 )

@@ -21,6 +21,7 @@ type diagnostics struct {
 	dialed, inbound, failed, refused                int64
 	invitesCreated, invitesRedeemed, invitesRefused int64
 	tunnelsRefused                                  int64                      // peer announcements that failed validation
+	stalled                                         int64                      // sessions closed for a frame begun and not finished
 	issues                                          []messages.ConnectionIssue // oldest first
 }
 
@@ -112,6 +113,7 @@ func (a *Actor) diagnostics() *messages.PeerDiagnosticsReply {
 			OpsGrafted:                 tot.opsGrafted,
 			GapRepairs:                 tot.wants,
 			RefusedTunnelAnnouncements: a.diag.tunnelsRefused,
+			StalledSessions:            a.diag.stalled,
 			Reach:                      a.reachView(),
 			Paths:                      a.pathCounters(),
 			Overlay:                    a.overlayDiag(),

@@ -51,7 +51,12 @@
 // followed made every ledger fall further behind. Damping: a peer that went silent 3 times within
 // 30 s, once heard again, counts only after 1 s more (the connection is
 // up throughout), so a flapping link moves the quorum at most once a
-// second.
+// second. A peer that begins a frame and does not finish it (a length
+// prefix or part of a body, then nothing, its connection kept alive) is
+// the transport's to catch: the connection closes once the frame's
+// deadline passes (transport.DefaultFrameTimeout, 30 s plus the frame's
+// size at 64 kbit/s), and with it the session and its view slot; the
+// diagnostics count it (stalledSessions, issue kind "stalled").
 //
 // # Overlay
 //

@@ -2,6 +2,7 @@ package peer
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"time"
 
@@ -128,6 +129,12 @@ func (s *session) Receive(c actor.Context) {
 		_ = s.cfg.conn.Close("session stopped")
 		return
 	case *connDown:
+		if errors.Is(m.err, transport.ErrFrameStalled) {
+			// The transport closed a peer that began a frame and did
+			// not finish it (transport.DefaultFrameTimeout): its session
+			// and view slot go, and the diagnostics count it.
+			c.Send(c.Parent(), &sessionIssue{id: s.peer, kind: "stalled", reason: m.err.Error()})
+		}
 		if !s.closing {
 			s.cfg.log.Info("peer disconnected", "peer", short(s.peer), "reason", errText(m.err))
 		}

@@ -294,8 +294,11 @@ func (a *Actor) Receive(c actor.Context) {
 	case *sessionUp:
 		a.onUp(c, m)
 	case *sessionIssue:
-		if m.kind == "refused" {
+		switch m.kind {
+		case "refused":
 			a.diag.refused++
+		case "stalled":
+			a.diag.stalled++
 		}
 		e := a.sessions[m.id]
 		addr := ""

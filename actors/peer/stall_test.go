@@ -1,0 +1,101 @@
+package peer
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"peerdns/internal/testutil"
+	"peerdns/messages"
+)
+
+// TestStalledWriterLosesSession: a writer whose session is up begins a
+// frame (its length prefix and part of the body) and sends nothing more
+// while its connection stays open. The node closes the session once the
+// frame's deadline passes (transport.ErrFrameStalled), frees its slot,
+// counts it (stalledSessions, a "stalled" connection issue) and keeps
+// serving its honest peer.
+func TestStalledWriterLosesSession(t *testing.T) {
+	nodes := memMesh(t, "A", "B", "E")
+	a, b, evil := nodes[0], nodes[1], nodes[2]
+	mem := a.opts.mem
+	evilID := evil.id
+	net := ask[*messages.GetNetworkReply](t, a.sys, a.ledger, &messages.GetNetwork{})
+	evil.stop()
+	testutil.Eventually(t, 10*time.Second, func() error {
+		if len(a.peerIDs()) != 1 {
+			return errors.New("E still connected")
+		}
+		return nil
+	})
+
+	mem.SetFrameTimeout(300 * time.Millisecond) // connections dialed from here on
+	ep := mem.Listen(evilID, nil)
+	t.Cleanup(func() { ep.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	conn, err := ep.Dial(ctx, a.addr, a.id.ID())
+	cancel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { // read what A sends, as a live peer does
+		for {
+			if _, err := conn.Recv(); err != nil {
+				return
+			}
+		}
+	}()
+	conn.Send(&messages.Envelope{Kind: messages.KindHello, Hello: &messages.Hello{ID: evilID.ID(), Network: net.Key, Root: net.Root}})
+	conn.Send(&messages.Envelope{Kind: messages.KindAccept, Accept: &messages.Accept{}})
+	state := func() string {
+		for _, p := range diag(t, a).Peers {
+			if p.ID == evilID.ID() {
+				return p.State
+			}
+		}
+		return "unknown"
+	}
+	testutil.Eventually(t, 10*time.Second, func() error {
+		if s := state(); s != "connected" {
+			return fmt.Errorf("E is %s on A", s)
+		}
+		return nil
+	})
+
+	raw, ok := conn.(interface{ WriteRaw([]byte) error })
+	if !ok {
+		t.Fatalf("%T cannot write raw bytes", conn)
+	}
+	part := binary.BigEndian.AppendUint32(nil, 100)
+	if err := raw.WriteRaw(append(part, "the first bytes of 100"...)); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, 10*time.Second, func() error {
+		if s := state(); s != "disconnected" {
+			return fmt.Errorf("E, stalled mid-frame, is %s on A", s)
+		}
+		return nil
+	})
+	select {
+	case <-conn.Done():
+	default:
+		t.Fatal("A's end of the stalled connection is closed but E's is not")
+	}
+	d := diag(t, a)
+	if d.Summary.StalledSessions != 1 {
+		t.Fatalf("stalledSessions = %d, want 1", d.Summary.StalledSessions)
+	}
+	found := false
+	for _, i := range d.ConnectionIssues {
+		found = found || (i.Kind == "stalled" && i.PeerID == evilID.ID())
+	}
+	if !found {
+		t.Fatalf("no stalled issue for E in %+v", d.ConnectionIssues)
+	}
+	if got := a.peerIDs(); len(got) != 1 || got[0] != b.id.ID() {
+		t.Fatalf("A's peers = %v, want B alone", shortAll(got))
+	}
+}
