@@ -1,6 +1,7 @@
 package peer
 
 import (
+	"bytes"
 	"fmt"
 	"slices"
 	"sort"
@@ -74,25 +75,8 @@ func (a *Actor) onConn(c actor.Context, m *newConn) {
 	}
 	inherited := false
 	if old := a.sessions[id]; old != nil {
-		// Both sides may dial at once. Keep the connection dialed by the
-		// lower id (both ends compute the same answer); if one side dialed
-		// both, the newer one wins (it thinks the old one is dead).
-		lower := min(a.self, id)
-		dialerOf := func(tc transport.Conn) string {
-			if tc.Outbound() {
-				return a.self
-			}
-			return id
-		}
-		// A better path wins (both ends see the same paths): a direct
-		// connection replaces a relayed one.
-		switch nr, or := pathRank(conn), pathRank(old.conn); {
-		case nr > or:
-			_ = conn.Close("a better path is connected")
-			return
-		case nr < or:
-		case dialerOf(conn) != dialerOf(old.conn) && dialerOf(conn) != lower:
-			_ = conn.Close("duplicate connection")
+		if keep, why := a.replaces(id, conn, old); !keep {
+			_ = conn.Close(why)
 			return
 		}
 		// The replaced connection drains where its path can (TCP,
@@ -131,6 +115,74 @@ func (a *Actor) onConn(c actor.Context, m *newConn) {
 	a.sessions[id] = &sessionEntry{pid: pid, conn: conn, since: a.d.Now(), dialAddr: m.addr, inherited: inherited, path: path, via: via}
 	a.sessions[id].stats.pruned = cfg.prune
 }
+
+// replaces decides whether conn, a new connection with id, replaces
+// old, the session we hold with id; when not, why is the reason conn is
+// closed with. Two ends that both hold both connections must decide
+// alike, whatever order the two reached each: had they kept different
+// ones, each would close the one the other kept and both sessions would
+// die, and again at every redial. So every rule below reads what both
+// ends see the same way:
+//
+//   - A connection already closed never replaces a live one, and a
+//     closed one is always replaced (the other end closed it: nothing
+//     to agree on).
+//   - A better path wins (QUIC over TCP over relayed: both ends see the
+//     same paths).
+//   - Both sides dialed (each dialed one): the one dialed by the lower
+//     id stays.
+//   - One side dialed both: its two dials were in flight at once (it
+//     dials only while it holds no session with us), and their order
+//     is not one both ends can see: its dials may return in another
+//     order than we accepted them. The connection with the lower
+//     keying-material token (ExportKeyingMaterial, the same on both
+//     ends of a connection) stays. One exception: an old session our
+//     end finds silent is replaced, as the dialer redialed because it
+//     holds that one dead (its end closed it, the close got lost, or it
+//     restarted); the dialer holds no session then, so only our end
+//     decides.
+func (a *Actor) replaces(id string, conn transport.Conn, old *sessionEntry) (keep bool, why string) {
+	switch {
+	case conn.Err() != nil:
+		return false, "closed already"
+	case old.conn.Err() != nil:
+		return true, ""
+	}
+	switch nr, or := pathRank(conn), pathRank(old.conn); {
+	case nr > or:
+		return false, "a better path is connected"
+	case nr < or:
+		return true, ""
+	}
+	dialerOf := func(tc transport.Conn) string {
+		if tc.Outbound() {
+			return a.self
+		}
+		return id
+	}
+	if dn, do := dialerOf(conn), dialerOf(old.conn); dn != do {
+		if dn == min(a.self, id) {
+			return true, ""
+		}
+		return false, "duplicate connection"
+	}
+	if old.silent {
+		return true, ""
+	}
+	tn, err1 := conn.ExportKeyingMaterial(dupTokenLabel, nil, 16)
+	to, err2 := old.conn.ExportKeyingMaterial(dupTokenLabel, nil, 16)
+	if err1 != nil || err2 != nil {
+		return true, "" // no token to compare: the newer, as the dialer likely wants
+	}
+	if bytes.Compare(tn, to) < 0 {
+		return true, ""
+	}
+	return false, "duplicate connection"
+}
+
+// dupTokenLabel labels the keying material two ends compare to pick one
+// of two connections dialed by the same side (replaces).
+const dupTokenLabel = "peerdns duplicate connection"
 
 func (a *Actor) onUp(c actor.Context, m *sessionUp) {
 	e := a.sessions[m.id]

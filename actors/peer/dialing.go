@@ -306,10 +306,10 @@ func (g *dialGate) mark(id string) {
 // (ours or the peer's) was admitted. Each would otherwise complete a
 // second connection a moment later (a punch dial whose retransmission
 // gets through once the peer's dial opened the mapping, say), and a
-// second connection replaces the first when its dialer has the lower id
-// or dialed both (the peer cannot tell it from a redial after a silent
-// death): a needless handshake, the peer briefly not connected, and the
-// tunnel streams open on a QUIC connection cut. Cancelling cannot break
+// second connection may replace the first (its dialer has the lower id,
+// or dialed both and its token is lower: connections.go, replaces): a
+// needless handshake, the peer briefly not connected, and the tunnel
+// streams open on a QUIC connection cut. Cancelling cannot break
 // a connection the peer has already taken: the peer admits a connection
 // only once our side's handshake is over and our Dial has returned.
 func (g *dialGate) settle(id string) {
