@@ -347,6 +347,10 @@ type PeerDiagSummary struct {
 	// control frame and did not finish it in time
 	// (transport.ErrFrameStalled).
 	StalledSessions int64 `json:"stalledSessions"`
+	// LearnedNotWriters counts peers named in peer exchanges and samples
+	// that were neither remembered nor dialed: the ledger does not know
+	// them as writers (or too many were being asked about at once).
+	LearnedNotWriters int64 `json:"learnedNotWriters"`
 	// Reach: NAT kind, advertised and observed addresses, punching.
 	Reach *Reach `json:"reach,omitempty"`
 	// Paths counts the TCP and relay paths (nil: the endpoint has none).

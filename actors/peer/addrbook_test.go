@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
 
+	"peerdns/internal/store"
 	"peerdns/internal/testutil"
 	"peerdns/messages"
 	"peerdns/transport"
@@ -61,52 +63,31 @@ func TestPeersOwnAddressesOutrankHearsay(t *testing.T) {
 	})
 }
 
-// TestPeerSeenTakesTheBookFromHearsay: a writer keeps A's address book
-// full of peers nobody ever reached (peer lists of fresh ids, each at an
-// address of its own). A writer that joins and connects to A is still
-// remembered: a peer a session came up with takes the place of one
+// TestPeerSeenTakesTheBookFromHearsay: A's address book is full of
+// peers nobody ever reached (peers that writers' lists named, saved in
+// node.db; A starts with them). A writer that joins and connects to A is
+// still remembered: a peer a session came up with takes the place of one
 // only heard of.
 func TestPeerSeenTakesTheBookFromHearsay(t *testing.T) {
 	nodes := memMesh(t, "A", "B", "E")
-	a, evil := nodes[0], nodes[2]
-	conn := impersonateMem(t, evil, a)
-	n := 0
-	fill := func() error {
-		ps := make([]messages.PeerInfo, maxKnownPeers)
-		for i := range ps {
-			n++
-			ps[i] = messages.PeerInfo{ID: fmt.Sprintf("%064x", n), Addrs: []string{fmt.Sprintf("198.51.%d.%d:%d", n/250%250, n%250+1, 1+n/62500)}}
-		}
-		return conn.Send(&messages.Envelope{Kind: messages.KindPeers, Peers: ps})
-	}
-	if err := fill(); err != nil {
+	a := nodes[0]
+	a.stop()
+	ndb, err := store.Open(filepath.Join(a.dir, "node.db"), store.Options{Durable: true})
+	if err != nil {
 		t.Fatal(err)
 	}
-	testutil.Eventually(t, 10*time.Second, func() error {
-		if k := diag(t, a).Summary.KnownPeers; k < maxKnownPeers {
-			return fmt.Errorf("A knows %d peers", k)
+	for n := 1; n <= maxKnownPeers-2; n++ { // B and E fill the rest
+		v := fmt.Sprintf(`{"addrs":["198.51.%d.%d:%d"],"lastSeen":0}`, n/250%250, n%250+1, 1+n/62500)
+		if err := ndb.Set(knownPrefix+fmt.Sprintf("%064x", n), v); err != nil {
+			t.Fatal(err)
 		}
-		return nil
-	})
-	// A gives up on the bogus addresses a few at a time; E sends more
-	// all along.
-	stop := make(chan struct{})
-	filled := make(chan struct{})
-	go func() {
-		defer close(filled)
-		tk := time.NewTicker(10 * time.Millisecond)
-		defer tk.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-tk.C:
-				if fill() != nil {
-					return
-				}
-			}
-		}
-	}()
+	}
+	ndb.Close()
+	a.restart()
+	a.waitReady()
+	if k := diag(t, a).Summary.KnownPeers; k != maxKnownPeers {
+		t.Fatalf("A starts knowing %d peers, want %d", k, maxKnownPeers)
+	}
 	c := newTestNode(t, "C", nodeOpts{mem: a.opts.mem, join: a.invite(0)})
 	// A remembers C as the session comes up, in the same step: the
 	// first diagnostics that show C connected show its entry.
@@ -123,8 +104,6 @@ func TestPeerSeenTakesTheBookFromHearsay(t *testing.T) {
 	if !slices.Contains(entry.Addrs, c.addr) {
 		t.Errorf("A's entry for C = %v as it connected, want %s", entry.Addrs, c.addr)
 	}
-	close(stop)
-	<-filled
 	if k := diag(t, a).Summary.KnownPeers; k > maxKnownPeers {
 		t.Fatalf("A knows %d peers", k)
 	}

@@ -89,20 +89,87 @@ func (a *Actor) exchange(c actor.Context) {
 	}
 }
 
-// learn takes peers from a peer exchange and dials those we lack.
-func (a *Actor) learn(peers []messages.PeerInfo) {
+// maxLearnAsks bounds the IsWriter questions about learned peers in
+// flight; a peer named past it is heard of again at a later exchange.
+const maxLearnAsks = 64
+
+// learn takes peers from a peer exchange, a shuffle or a refusal's
+// sample, and remembers and dials those we lack. Only writers of our
+// network: a session with anyone else is refused, so a dial to an id our
+// ledger does not know as a writer can only fail, and the addresses come
+// from the peer that named it. A writer that lied in its lists (many
+// made-up ids, each with addresses of its choosing) made every node it
+// told dial those addresses, over and over, and filled their address
+// books: traffic aimed where it chose, paid for by others. So an id is
+// taken when the ledger said it is a writer (asked here, at most
+// maxLearnAsks at once, the answers kept as the heartbeats keep theirs:
+// heartbeat.go) or when we had a session with it; the rest are counted
+// (learnedNotWriters) and dropped. A writer whose addition has not
+// reached our ledger yet is taken at a later exchange (the "not a
+// writer" answers are forgotten once an op adds a writer).
+func (a *Actor) learn(c actor.Context, peers []messages.PeerInfo) {
+	a.hb.init()
 	for _, p := range peers {
 		if p.ID == a.self || !messages.ValidPeerID(p.ID) {
 			continue
 		}
-		if a.known[p.ID] == nil && len(a.dialers) >= maxDialers {
-			continue // no dialer to spare: hear of it again at a later exchange
+		k := a.known[p.ID]
+		switch {
+		case a.hb.writers[p.ID] || (k != nil && k.LastSeen != 0):
+			a.learnWriter(p)
+		case !a.hb.notWriter[p.ID].IsZero():
+			a.learnedNotWriters++
+		default:
+			a.askLearned(c, p)
 		}
-		a.remember(p.ID, p.Addrs, false)
-		if k := a.known[p.ID]; k != nil && a.sessions[p.ID] == nil {
-			for _, addr := range k.Addrs {
-				a.startDialer(addr, p.ID, dialOpts{mutual: true, giveUp: k.LastSeen == 0, retire: true})
+	}
+}
+
+// askLearned asks the ledger whether p is a writer and learns it if so.
+func (a *Actor) askLearned(c actor.Context, p messages.PeerInfo) {
+	if a.learnAsking == nil {
+		a.learnAsking = map[string][]string{}
+	}
+	if held, ok := a.learnAsking[p.ID]; ok {
+		a.learnAsking[p.ID], _ = mergeAddrs(held, p.Addrs, maxAddrsPerPeer)
+		return
+	}
+	if len(a.learnAsking) >= maxLearnAsks {
+		a.learnedNotWriters++
+		return
+	}
+	id := p.ID
+	a.learnAsking[id], _ = mergeAddrs(nil, p.Addrs, maxAddrsPerPeer)
+	f := c.RequestFuture(a.d.Ledger, &messages.IsWriter{ID: id}, a.d.AskTimeout)
+	c.ReenterAfter(f, func(res any, err error) {
+		addrs := a.learnAsking[id]
+		delete(a.learnAsking, id)
+		r, ok := res.(*messages.IsWriterReply)
+		if err != nil || !ok {
+			return // heard of again at a later exchange
+		}
+		if !r.OK {
+			if len(a.hb.notWriter) < maxNotWriters {
+				a.hb.notWriter[id] = a.d.Now()
 			}
+			a.learnedNotWriters++
+			return
+		}
+		a.hb.writers[id] = true
+		a.learnWriter(messages.PeerInfo{ID: id, Addrs: addrs})
+	})
+}
+
+// learnWriter remembers a writer's addresses and dials it when we have
+// no session with it.
+func (a *Actor) learnWriter(p messages.PeerInfo) {
+	if a.known[p.ID] == nil && len(a.dialers) >= maxDialers {
+		return // no dialer to spare: hear of it again at a later exchange
+	}
+	a.remember(p.ID, p.Addrs, false)
+	if k := a.known[p.ID]; k != nil && a.sessions[p.ID] == nil {
+		for _, addr := range k.Addrs {
+			a.startDialer(addr, p.ID, dialOpts{mutual: true, giveUp: k.LastSeen == 0, retire: true})
 		}
 	}
 }

@@ -114,6 +114,7 @@ func (a *Actor) diagnostics() *messages.PeerDiagnosticsReply {
 			GapRepairs:                 tot.wants,
 			RefusedTunnelAnnouncements: a.diag.tunnelsRefused,
 			StalledSessions:            a.diag.stalled,
+			LearnedNotWriters:          a.learnedNotWriters,
 			Reach:                      a.reachView(),
 			Paths:                      a.pathCounters(),
 			Overlay:                    a.overlayDiag(),

@@ -3,7 +3,8 @@
 //
 // The supervisor owns: the set of sessions, the dialers (bootstrap
 // addresses, the join invite's addresses, known peers saved in the node
-// store, peers learned by peer exchange), invite creation and redemption,
+// store, peers learned by peer exchange: writers of the network only, see
+// learn in addressbook.go), invite creation and redemption,
 // the network membership it learned from the ledger, and the diagnostics
 // counters. A join that no retry can save (the invite is malformed or
 // expired, or the inviter refused it for good) is reported once through

@@ -212,10 +212,16 @@ type Actor struct {
 	// learnedDialers counts the dialers in dialers that retire
 	// (dialOpts.retire), bounded by learnedDialerCap.
 	learnedDialers int
-	bootstrap      []dialTarget
-	gate           *dialGate
-	connected      []string // last set sent as PeerSetChanged
-	listed         []string // upIDs, sorted, when a hint last told of them
+	// learnAsking: learned peers the ledger is asked about (IsWriter),
+	// with their addresses; learnedNotWriters counts learned peers
+	// dropped as no writers of ours, or for too many questions at once
+	// (addressbook.go, learn).
+	learnAsking       map[string][]string
+	learnedNotWriters int64
+	bootstrap         []dialTarget
+	gate              *dialGate
+	connected         []string // last set sent as PeerSetChanged
+	listed            []string // upIDs, sorted, when a hint last told of them
 
 	ctx          context.Context
 	cancel       context.CancelFunc
@@ -316,7 +322,7 @@ func (a *Actor) Receive(c actor.Context) {
 		if e := a.sessions[m.from]; e != nil {
 			e.theirs = len(m.peers)
 		}
-		a.learn(m.peers)
+		a.learn(c, m.peers)
 		a.reachLearned(m.from, m.peers)
 		a.relayLearned(m.from, m.peers)
 	case *reachFrame:
@@ -355,7 +361,7 @@ func (a *Actor) Receive(c actor.Context) {
 		}
 		c.Respond(r)
 	case *viewFull:
-		a.onViewFull(m)
+		a.onViewFull(c, m)
 	case *overlayFrame:
 		a.onOverlay(c, m)
 	case *announceTunnels:

@@ -376,11 +376,11 @@ func (a *Actor) admit(id string, neighbours int) bool {
 // us, as after a leave), learn the peers its refusal named (bad entries
 // are ignored and counted, as in a shuffle) and the dial gate lets
 // another dial through.
-func (a *Actor) onViewFull(m *viewFull) {
+func (a *Actor) onViewFull(c actor.Context, m *viewFull) {
 	a.view.refused++
 	a.gate.hold(m.id, a.d.Now().Add(leaveHold))
 	a.retireDialersOf(m.id)
-	a.learnSample(m.sample)
+	a.learnSample(c, m.sample)
 	a.refillDialers(a.updateGate())
 }
 
@@ -402,7 +402,7 @@ func (a *Actor) onLeft(c actor.Context, m *peerLeft) {
 	a.heardNow(m.id)
 	a.gate.hold(m.id, a.d.Now().Add(leaveHold))
 	a.retireDialersOf(m.id)
-	a.learnSample(m.sample)
+	a.learnSample(c, m.sample)
 	a.refillDialers(a.updateGate())
 }
 
@@ -466,7 +466,7 @@ func (a *Actor) sample(to string) []messages.PeerInfo {
 // learnSample takes the entries of a shuffle or leave sample that make
 // sense and counts the rest: an entry with a bad id is ignored whole, a
 // bad address alone.
-func (a *Actor) learnSample(s []messages.PeerInfo) {
+func (a *Actor) learnSample(c actor.Context, s []messages.PeerInfo) {
 	good := make([]messages.PeerInfo, 0, len(s))
 	for _, p := range s {
 		if !messages.ValidPeerID(p.ID) || len(p.Addrs) > maxAddrsPerPeer*2 {
@@ -486,7 +486,7 @@ func (a *Actor) learnSample(s []messages.PeerInfo) {
 		}
 		good = append(good, messages.PeerInfo{ID: p.ID, Addrs: addrs})
 	}
-	a.learn(good)
+	a.learn(c, good)
 }
 
 // shuffle sends a sample to one random neighbour.
@@ -513,7 +513,7 @@ func (a *Actor) onShuffle(c actor.Context, m *overlayFrame) {
 			c.Send(e.pid, &sendFrame{env: &messages.Envelope{Kind: messages.KindShuffleReply, Overlay: &messages.Overlay{Sample: a.sample(m.from)}}})
 		}
 	}
-	a.learnSample(m.m.Overlay.Sample)
+	a.learnSample(c, m.m.Overlay.Sample)
 }
 
 // helloNeighbours is the neighbour count our hello on conn carries: the
