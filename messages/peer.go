@@ -345,7 +345,8 @@ type PeerDiagSummary struct {
 	RefusedTunnelAnnouncements int64 `json:"refusedTunnelAnnouncements"`
 	// StalledSessions counts sessions closed because their peer began a
 	// control frame and did not finish it in time
-	// (transport.ErrFrameStalled).
+	// (transport.ErrFrameStalled), or sent no whole frame for the peers
+	// supervisor's CloseSilentAfter.
 	StalledSessions int64 `json:"stalledSessions"`
 	// LearnedNotWriters counts peers named in peer exchanges and samples
 	// that were neither remembered nor dialed: the ledger does not know

@@ -97,7 +97,7 @@ func (a *Actor) onConn(c actor.Context, m *newConn) {
 		hello: messages.Hello{ID: a.self, Network: a.network, Root: a.root, Addrs: a.advertise(), Observed: udpObserved(conn),
 			Neighbours: a.helloNeighbours(conn)},
 		syncInterval: a.d.SyncInterval, pingInterval: a.d.PingInterval, handshakeTimeout: a.d.HandshakeTimeout,
-		askTimeout: a.d.AskTimeout, staleAfter: a.d.StaleAfter, batch: a.d.Batch, queueSize: 256, mesh: a.d.Mesh,
+		askTimeout: a.d.AskTimeout, staleAfter: a.d.StaleAfter, closeSilentAfter: a.d.CloseSilentAfter, batch: a.d.Batch, queueSize: 256, mesh: a.d.Mesh,
 		applied: a.d.Applied, checked: &a.checked, lazyTimeout: a.d.LazyTimeout, grafts: &a.grafts, lag: &a.lag,
 		prune: a.feeds() >= a.d.EagerLinks,
 	}

@@ -21,7 +21,7 @@ type diagnostics struct {
 	dialed, inbound, failed, refused                int64
 	invitesCreated, invitesRedeemed, invitesRefused int64
 	tunnelsRefused                                  int64                      // peer announcements that failed validation
-	stalled                                         int64                      // sessions closed for a frame begun and not finished
+	stalled                                         int64                      // sessions closed for a frame begun and not finished, or long silence
 	issues                                          []messages.ConnectionIssue // oldest first
 }
 

@@ -57,7 +57,12 @@
 // the transport's to catch: the connection closes once the frame's
 // deadline passes (transport.DefaultFrameTimeout, 30 s plus the frame's
 // size at 64 kbit/s), and with it the session and its view slot; the
-// diagnostics count it (stalledSessions, issue kind "stalled").
+// diagnostics count it (stalledSessions, issue kind "stalled"). A peer
+// that sends no whole frame at all for CloseSilentAfter (3 min) while
+// its connection stays alive (QUIC keep-alives are answered by its QUIC
+// stack whatever runs above it) is closed and counted the same way;
+// that is longer than the slowest frame the transport lets through
+// (158 s for 1 MiB), behind which the peer's pings wait.
 //
 // # Overlay
 //

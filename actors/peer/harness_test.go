@@ -67,6 +67,7 @@ type nodeOpts struct {
 	// HeartbeatTimeout (0: the defaults).
 	heartbeat, heartbeatTimeout time.Duration
 	withhold                    bool                         // Deps.withhold: relay no op of others
+	closeSilentAfter            time.Duration                // Deps.CloseSilentAfter (0: the default)
 	portMap                     func() *messages.PortMapping // Deps.PortMap
 }
 
@@ -177,6 +178,7 @@ func (n *testNode) start() {
 		ActiveView: n.opts.activeView, EagerLinks: n.opts.eagerLinks, Applied: vec, LazyTimeout: cmp.Or(n.opts.lazyTimeout, 100*time.Millisecond),
 		withhold:          n.opts.withhold,
 		HeartbeatInterval: n.opts.heartbeat, HeartbeatTimeout: n.opts.heartbeatTimeout,
+		CloseSilentAfter: n.opts.closeSilentAfter,
 	}), "peers")
 	if err != nil {
 		t.Fatal(err)

@@ -28,8 +28,9 @@ type sessionConfig struct {
 
 	syncInterval, pingInterval, handshakeTimeout, askTimeout time.Duration
 	staleAfter                                               time.Duration
-	batch                                                    int // ops per GetOpsSince / frame
-	queueSize                                                int // outbound frames buffered before live ops are dropped
+	closeSilentAfter                                         time.Duration // Deps.CloseSilentAfter
+	batch                                                    int           // ops per GetOpsSince / frame
+	queueSize                                                int           // outbound frames buffered before live ops are dropped
 	mesh                                                     *Mesh
 	applied                                                  *applied.Vector
 	checked                                                  *applied.Checked // ops checked, not yet applied: shared by the sessions

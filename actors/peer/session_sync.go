@@ -137,6 +137,14 @@ func (s *session) established(c actor.Context) {
 			s.cfg.log.Info("peer silent", "peer", short(s.peer), "for", m.now.Sub(heard).Round(time.Millisecond).String())
 			c.Send(c.Parent(), &peerSilent{id: s.peer, silent: true})
 		}
+		if heard := s.heardAt(m.now); s.cfg.closeSilentAfter > 0 && m.now.Sub(heard) >= s.cfg.closeSilentAfter {
+			why := "nothing heard for " + m.now.Sub(heard).Round(time.Second).String()
+			s.cfg.log.Warn("closing peer connection: peer stalled", "peer", short(s.peer), "reason", why)
+			c.Send(c.Parent(), &sessionIssue{id: s.peer, kind: "stalled", reason: why})
+			s.closing = true
+			_ = s.cfg.conn.Close("stalled")
+			return
+		}
 		s.flushTunnels()
 		if due(m.now, s.lastVV, s.cfg.syncInterval, m.interval) {
 			s.sendDigest(c)

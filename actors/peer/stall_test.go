@@ -99,3 +99,47 @@ func TestStalledWriterLosesSession(t *testing.T) {
 		t.Fatalf("A's peers = %v, want B alone", shortAll(got))
 	}
 }
+
+// TestSilentWriterLosesSession: a writer whose session is up sends
+// nothing at all afterwards (no frame begun) while its connection stays
+// open. Once nothing was heard for CloseSilentAfter the node closes the
+// session, frees its slot and counts it as stalled.
+func TestSilentWriterLosesSession(t *testing.T) {
+	nodes := memMesh(t, "A", "B", "E")
+	a, b, evil := nodes[0], nodes[1], nodes[2]
+	a.opts.closeSilentAfter = time.Second
+	a.restart()
+	waitMesh(t, 15*time.Second, a, b, evil)
+	conn := impersonateMem(t, evil, a)
+	state := func() string {
+		for _, p := range diag(t, a).Peers {
+			if p.ID == evil.id.ID() {
+				return p.State
+			}
+		}
+		return "unknown"
+	}
+	testutil.Eventually(t, 10*time.Second, func() error {
+		if s := state(); s != "connected" {
+			return fmt.Errorf("E is %s on A", s)
+		}
+		return nil
+	})
+	testutil.Eventually(t, 10*time.Second, func() error {
+		if s := state(); s != "disconnected" {
+			return fmt.Errorf("E, silent, is %s on A", s)
+		}
+		return nil
+	})
+	select {
+	case <-conn.Done():
+	default:
+		t.Fatal("A's end of the silent connection is closed but E's is not")
+	}
+	if d := diag(t, a); d.Summary.StalledSessions != 1 {
+		t.Fatalf("stalledSessions = %d, want 1", d.Summary.StalledSessions)
+	}
+	if got := a.peerIDs(); len(got) != 1 || got[0] != b.id.ID() {
+		t.Fatalf("A's peers = %v, want B alone", shortAll(got))
+	}
+}

@@ -75,6 +75,16 @@ type Deps struct {
 	// process that misses two pings under load (a burst on a busy
 	// machine) is not suspected; one that misses three is.
 	StaleAfterSparse time.Duration
+	// CloseSilentAfter: a connected peer that sent no whole frame for
+	// this long is disconnected, freeing its session and view slot; the
+	// diagnostics count it as stalled [3m]. Its connection may well be
+	// alive (QUIC keep-alives are the transport's, answered by the
+	// peer's QUIC stack even when nothing above it runs), so without
+	// this a peer that stopped talking held its slot for good. Longer
+	// than the slowest frame the transport lets through (30 s plus 1 MiB
+	// at 64 kbit/s, 158 s: transport.DefaultFrameTimeout), as the peer's
+	// pings wait behind such a frame.
+	CloseSilentAfter time.Duration
 	// Replicas is R, the ledger's replica-set size [24]; here it only
 	// says when the network is beyond it (StaleAfterSparse).
 	Replicas         int
@@ -137,6 +147,7 @@ func (d *Deps) defaults() {
 	def(&d.PingInterval, time.Second)
 	def(&d.StaleAfter, 2*time.Second)
 	def(&d.StaleAfterSparse, 3*time.Second)
+	def(&d.CloseSilentAfter, 3*time.Minute)
 	def(&d.ExchangeInterval, 10*time.Second)
 	def(&d.HandshakeTimeout, 10*time.Second)
 	def(&d.AskTimeout, 5*time.Second)
