@@ -106,8 +106,10 @@ const maxLearnAsks = 64
 // heartbeat.go) or when we had a session with it; the rest are counted
 // (learnedNotWriters) and dropped. A writer whose addition has not
 // reached our ledger yet is taken at a later exchange (the "not a
-// writer" answers are forgotten once an op adds a writer).
-func (a *Actor) learn(c actor.Context, peers []messages.PeerInfo) {
+// writer" answers are forgotten once an op adds a writer). from is the
+// neighbour whose peer list it is ("" for a sample): a writer taken
+// once the ledger answered may be introduced by it (reach.go).
+func (a *Actor) learn(c actor.Context, from string, peers []messages.PeerInfo) {
 	a.hb.init()
 	for _, p := range peers {
 		if p.ID == a.self || !messages.ValidPeerID(p.ID) {
@@ -120,13 +122,13 @@ func (a *Actor) learn(c actor.Context, peers []messages.PeerInfo) {
 		case !a.hb.notWriter[p.ID].IsZero():
 			a.learnedNotWriters++
 		default:
-			a.askLearned(c, p)
+			a.askLearned(c, from, p)
 		}
 	}
 }
 
 // askLearned asks the ledger whether p is a writer and learns it if so.
-func (a *Actor) askLearned(c actor.Context, p messages.PeerInfo) {
+func (a *Actor) askLearned(c actor.Context, from string, p messages.PeerInfo) {
 	if a.learnAsking == nil {
 		a.learnAsking = map[string][]string{}
 	}
@@ -156,7 +158,11 @@ func (a *Actor) askLearned(c actor.Context, p messages.PeerInfo) {
 			return
 		}
 		a.hb.writers[id] = true
-		a.learnWriter(messages.PeerInfo{ID: id, Addrs: addrs})
+		p := messages.PeerInfo{ID: id, Addrs: addrs}
+		a.learnWriter(p)
+		if from != "" && a.sessions[from] != nil {
+			a.reachLearned(from, []messages.PeerInfo{p})
+		}
 	})
 }
 

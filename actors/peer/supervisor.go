@@ -333,7 +333,7 @@ func (a *Actor) Receive(c actor.Context) {
 		if e := a.sessions[m.from]; e != nil {
 			e.theirs = len(m.peers)
 		}
-		a.learn(c, m.peers)
+		a.learn(c, m.from, m.peers)
 		a.reachLearned(m.from, m.peers)
 		a.relayLearned(m.from, m.peers)
 	case *reachFrame:

@@ -486,7 +486,7 @@ func (a *Actor) learnSample(c actor.Context, s []messages.PeerInfo) {
 		}
 		good = append(good, messages.PeerInfo{ID: p.ID, Addrs: addrs})
 	}
-	a.learn(c, good)
+	a.learn(c, "", good)
 }
 
 // shuffle sends a sample to one random neighbour.
