@@ -195,3 +195,44 @@ func TestStalledFrameClosesQUIC(t *testing.T) {
 		t.Fatalf("close cause = %v, want application error %#x", err, CodeStalled)
 	}
 }
+
+// On the TCP path (yamux streams) a peer stopped in the middle of a
+// frame is closed the same way once FrameTimeout has passed.
+func TestStalledFrameClosesTCPPath(t *testing.T) {
+	checkLeaks(t)
+	id, _ := identity.Generate()
+	const bound = 300 * time.Millisecond
+	a, err := ListenMulti(Config{Identity: id, ListenAddr: "127.0.0.1:0", Logger: slog.New(slog.NewTextHandler(&testutil.LogBuffer{}, nil)), FrameTimeout: bound}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+	b := newMulti(t, Options{})
+	out, err := b.DialTCP(ctxT(t), a.Addr().String(), a.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := a.Accept(ctxT(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, ok := out.(*streamConn)
+	if !ok {
+		t.Fatalf("DialTCP gave a %T", out)
+	}
+	if _, err := sc.ctrl.Write(append(prefix(100), "part"...)); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if _, err := in.Recv(); !errors.Is(err, ErrFrameStalled) {
+		t.Fatalf("Recv = %v, want ErrFrameStalled", err)
+	}
+	if took := time.Since(start); took < bound/2 {
+		t.Fatalf("stall declared after %v, before the %v bound", took, bound)
+	}
+	select {
+	case <-out.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the stalled peer's end stayed open")
+	}
+}
