@@ -1,13 +1,16 @@
 package transport
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"strings"
 	"testing"
+	"testing/iotest"
 	"testing/synctest"
 	"time"
 
@@ -235,4 +238,40 @@ func TestStalledFrameClosesTCPPath(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the stalled peer's end stayed open")
 	}
+}
+
+// slowReader hands out its bytes a few at a time and takes deadlines
+// (none ever passes): the Conns' frame reader over it must read what
+// ReadFrame reads.
+type slowReader struct{ r io.Reader }
+
+func (s slowReader) Read(b []byte) (int, error)      { return iotest.HalfReader(s.r).Read(b) }
+func (s slowReader) SetReadDeadline(time.Time) error { return nil }
+
+// FuzzFrameReaderMatchesReadFrame: on any byte stream, the frame reader
+// every Conn uses (its first byte apart from the rest, deadlines set)
+// yields the same frames, and stops at the same point, as ReadFrame.
+func FuzzFrameReaderMatchesReadFrame(f *testing.F) {
+	for _, tt := range frameCases(f) {
+		f.Add(tt.in)
+		f.Add(append(append([]byte{}, tt.in...), tt.in...))
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		want := bytes.NewReader(in)
+		got := slowReader{bytes.NewReader(in)}
+		var fr frameReader
+		for i := 0; ; i++ {
+			w, werr := ReadFrame(want, nil)
+			g, gerr := fr.read(got)
+			if (werr == nil) != (gerr == nil) || errors.Is(werr, ErrFrameTooLarge) != errors.Is(gerr, ErrFrameTooLarge) {
+				t.Fatalf("frame %d: ReadFrame = %v, the Conns' reader = %v", i, werr, gerr)
+			}
+			if werr != nil {
+				return
+			}
+			if !bytes.Equal(w, g) {
+				t.Fatalf("frame %d: ReadFrame read %x, the Conns' reader %x", i, w, g)
+			}
+		}
+	})
 }
