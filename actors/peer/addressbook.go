@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -104,9 +105,9 @@ const maxLearnAsks = 64
 // taken when the ledger said it is a writer (asked here, at most
 // maxLearnAsks at once, the answers kept as the heartbeats keep theirs:
 // heartbeat.go) or when we had a session with it; the rest are counted
-// (learnedNotWriters) and dropped. A writer whose addition has not
-// reached our ledger yet is taken at a later exchange (the "not a
-// writer" answers are forgotten once an op adds a writer). from is the
+// (learnedNotWriters) and not dialed; a writer whose addition has not
+// reached our ledger yet is asked about again once it has (learnLater).
+// from is the
 // neighbour whose peer list it is ("" for a sample): a writer taken
 // once the ledger answered may be introduced by it (reach.go).
 func (a *Actor) learn(c actor.Context, from string, peers []messages.PeerInfo) {
@@ -121,6 +122,7 @@ func (a *Actor) learn(c actor.Context, from string, peers []messages.PeerInfo) {
 			a.learnWriter(p)
 		case !a.hb.notWriter[p.ID].IsZero():
 			a.learnedNotWriters++
+			a.learnLater(p)
 		default:
 			a.askLearned(c, from, p)
 		}
@@ -155,6 +157,7 @@ func (a *Actor) askLearned(c actor.Context, from string, p messages.PeerInfo) {
 				a.hb.notWriter[id] = a.d.Now()
 			}
 			a.learnedNotWriters++
+			a.learnLater(messages.PeerInfo{ID: id, Addrs: addrs})
 			return
 		}
 		a.hb.writers[id] = true
@@ -164,6 +167,57 @@ func (a *Actor) askLearned(c actor.Context, from string, p messages.PeerInfo) {
 			a.reachLearned(from, []messages.PeerInfo{p})
 		}
 	})
+}
+
+// maxLearnLater bounds the peers kept to ask about again once an op
+// adds a writer (learnLater); each is kept for notWriterFor.
+const maxLearnLater = 64
+
+// laterPeer is a learned peer the ledger did not know as a writer.
+type laterPeer struct {
+	addrs []string
+	at    time.Time
+}
+
+// learnLater keeps p, which the ledger does not know as a writer, for a
+// while: a writer's addition can reach our ledger after a list that
+// names it (a joiner syncs its ledger after its inviter's list came),
+// and lists are sent again only on change or every peerListRepeat
+// exchanges. Once an op adds a writer (relearn) the ledger is asked
+// again; nothing is dialed before it says yes.
+func (a *Actor) learnLater(p messages.PeerInfo) {
+	if a.later == nil {
+		a.later = map[string]laterPeer{}
+	}
+	now := a.d.Now()
+	if len(a.later) >= maxLearnLater {
+		for id, l := range a.later {
+			if now.Sub(l.at) >= notWriterFor {
+				delete(a.later, id)
+			}
+		}
+	}
+	if _, ok := a.later[p.ID]; ok || len(a.later) < maxLearnLater {
+		addrs, _ := mergeAddrs(nil, p.Addrs, maxAddrsPerPeer)
+		a.later[p.ID] = laterPeer{addrs: addrs, at: now}
+	}
+}
+
+// relearn asks again about the peers learnLater kept (an op added a
+// writer: the "not a writer" answers are forgotten).
+func (a *Actor) relearn(c actor.Context) {
+	if len(a.later) == 0 {
+		return
+	}
+	now := a.d.Now()
+	ps := make([]messages.PeerInfo, 0, len(a.later))
+	for id, l := range a.later {
+		if now.Sub(l.at) < notWriterFor {
+			ps = append(ps, messages.PeerInfo{ID: id, Addrs: l.addrs})
+		}
+	}
+	clear(a.later)
+	a.learn(c, "", ps)
 }
 
 // learnWriter remembers a writer's addresses and dials it when we have

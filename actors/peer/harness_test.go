@@ -68,6 +68,7 @@ type nodeOpts struct {
 	heartbeat, heartbeatTimeout time.Duration
 	withhold                    bool                         // Deps.withhold: relay no op of others
 	closeSilentAfter            time.Duration                // Deps.CloseSilentAfter (0: the default)
+	dir                         string                       // the data dir ("": a fresh one), e.g. with an identity made beforehand
 	portMap                     func() *messages.PortMapping // Deps.PortMap
 }
 
@@ -109,7 +110,7 @@ func checkLeaks(t *testing.T) {
 func newTestNode(t *testing.T, name string, o nodeOpts) *testNode {
 	t.Helper()
 	checkLeaks(t)
-	n := &testNode{t: t, name: name, dir: t.TempDir(), logs: &testutil.LogBuffer{}, addr: "127.0.0.1:0", opts: o}
+	n := &testNode{t: t, name: name, dir: cmp.Or(o.dir, t.TempDir()), logs: &testutil.LogBuffer{}, addr: "127.0.0.1:0", opts: o}
 	n.start()
 	t.Cleanup(func() {
 		n.stop()

@@ -474,23 +474,25 @@ func (a *Actor) heardNow(id string) {
 }
 
 // writersAdded forgets the "not a writer" answers once an applied op adds
-// a writer: the id asked about may be the new writer's, whose heartbeats
-// count from now on.
-func (a *Actor) writersAdded(ops []*messages.Op) {
+// a writer, and says whether it did: the id asked about may be the new
+// writer's, whose heartbeats count from now on (and whose address a
+// peer list may have named: relearn).
+func (a *Actor) writersAdded(ops []*messages.Op) bool {
 	if len(a.hb.notWriter) == 0 {
-		return
+		return false
 	}
 	p := messages.KeyWriter + ":"
 	for _, op := range ops {
 		if strings.HasPrefix(op.Key, p) {
 			clear(a.hb.notWriter)
-			return
+			return true
 		}
 		for _, w := range op.Batch {
 			if strings.HasPrefix(w.Key, p) {
 				clear(a.hb.notWriter)
-				return
+				return true
 			}
 		}
 	}
+	return false
 }

@@ -229,6 +229,7 @@ type Actor struct {
 	// (addressbook.go, learn).
 	learnAsking       map[string][]string
 	learnedNotWriters int64
+	later             map[string]laterPeer // learnLater
 	bootstrap         []dialTarget
 	gate              *dialGate
 	connected         []string // last set sent as PeerSetChanged
@@ -389,7 +390,9 @@ func (a *Actor) Receive(c actor.Context) {
 	case *inviteRefused:
 		a.onInviteRefused(m)
 	case *messages.OpsApplied:
-		a.writersAdded(m.Ops)
+		if a.writersAdded(m.Ops) {
+			a.relearn(c)
+		}
 		ops := m.Ops
 		if a.d.withhold {
 			ops = nil
