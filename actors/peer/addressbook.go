@@ -197,8 +197,8 @@ func (a *Actor) learnLater(p messages.PeerInfo) {
 			}
 		}
 	}
-	if _, ok := a.later[p.ID]; ok || len(a.later) < maxLearnLater {
-		addrs, _ := mergeAddrs(nil, p.Addrs, maxAddrsPerPeer)
+	if l, ok := a.later[p.ID]; ok || len(a.later) < maxLearnLater {
+		addrs, _ := mergeAddrs(l.addrs, p.Addrs, maxAddrsPerPeer) // every list's, not the last one's
 		a.later[p.ID] = laterPeer{addrs: addrs, at: now}
 	}
 }
