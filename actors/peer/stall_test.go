@@ -1,15 +1,12 @@
 package peer
 
 import (
-	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"testing"
 	"time"
 
 	"peerdns/internal/testutil"
-	"peerdns/messages"
 )
 
 // TestStalledWriterLosesSession: a writer whose session is up begins a
@@ -21,43 +18,10 @@ import (
 func TestStalledWriterLosesSession(t *testing.T) {
 	nodes := memMesh(t, "A", "B", "E")
 	a, b, evil := nodes[0], nodes[1], nodes[2]
-	mem := a.opts.mem
 	evilID := evil.id
-	net := ask[*messages.GetNetworkReply](t, a.sys, a.ledger, &messages.GetNetwork{})
-	evil.stop()
-	testutil.Eventually(t, 10*time.Second, func() error {
-		if len(a.peerIDs()) != 1 {
-			return errors.New("E still connected")
-		}
-		return nil
-	})
-
-	mem.SetFrameTimeout(300 * time.Millisecond) // connections dialed from here on
-	ep := mem.Listen(evilID, nil)
-	t.Cleanup(func() { ep.Close() })
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	conn, err := ep.Dial(ctx, a.addr, a.id.ID())
-	cancel()
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() { // read what A sends, as a live peer does
-		for {
-			if _, err := conn.Recv(); err != nil {
-				return
-			}
-		}
-	}()
-	conn.Send(&messages.Envelope{Kind: messages.KindHello, Hello: &messages.Hello{ID: evilID.ID(), Network: net.Key, Root: net.Root}})
-	conn.Send(&messages.Envelope{Kind: messages.KindAccept, Accept: &messages.Accept{}})
-	state := func() string {
-		for _, p := range diag(t, a).Peers {
-			if p.ID == evilID.ID() {
-				return p.State
-			}
-		}
-		return "unknown"
-	}
+	a.opts.mem.SetFrameTimeout(300 * time.Millisecond) // connections dialed from here on
+	conn := impersonateMem(t, evil, a)
+	state := func() string { return peerState(t, a, evilID.ID()) }
 	testutil.Eventually(t, 10*time.Second, func() error {
 		if s := state(); s != "connected" {
 			return fmt.Errorf("E is %s on A", s)
@@ -111,14 +75,7 @@ func TestSilentWriterLosesSession(t *testing.T) {
 	a.restart()
 	waitMesh(t, 15*time.Second, a, b, evil)
 	conn := impersonateMem(t, evil, a)
-	state := func() string {
-		for _, p := range diag(t, a).Peers {
-			if p.ID == evil.id.ID() {
-				return p.State
-			}
-		}
-		return "unknown"
-	}
+	state := func() string { return peerState(t, a, evil.id.ID()) }
 	testutil.Eventually(t, 10*time.Second, func() error {
 		if s := state(); s != "connected" {
 			return fmt.Errorf("E is %s on A", s)
@@ -142,4 +99,16 @@ func TestSilentWriterLosesSession(t *testing.T) {
 	if got := a.peerIDs(); len(got) != 1 || got[0] != b.id.ID() {
 		t.Fatalf("A's peers = %v, want B alone", shortAll(got))
 	}
+}
+
+// peerState is id's state in a's diagnostics ("unknown" when a lists
+// no such peer).
+func peerState(t *testing.T, a *testNode, id string) string {
+	t.Helper()
+	for _, p := range diag(t, a).Peers {
+		if p.ID == id {
+			return p.State
+		}
+	}
+	return "unknown"
 }
