@@ -32,14 +32,16 @@ import (
 // the file never passes 2×data + ShrinkSlack + one write (a key, a 1 MiB
 // value and 64 bytes of framing): 137 MiB and 1 KiB for a full
 // database; during a shrink a copy of the live data (at most the data)
-// sits beside it as data.db.tmp. A shrink that fails (no room for the copy) fails the write
-// with the reason, so the file does not grow on. buntdb's own automatic
-// shrink (once a second, when the file passed 32 MiB and doubled) is off
-// for these files: a plugin writing 1 MiB values in a loop grew the file
-// by 50 MiB a second between its checks. The price of the rule is a
-// shrink (a quarter of a second at least) each time a plugin has
-// written about its data's size plus ShrinkSlack since the last one,
-// which only a plugin that rewrites most of its data keeps paying.
+// sits beside it as data.db.shrink (fsynced before it replaces the file:
+// see internal/store on shrinking). A shrink that fails (no room for the
+// copy) fails the write with the reason, so the file does not grow on.
+// The store's automatic shrink (once a second, when the file passed 32
+// MiB and doubled) is off for these files: a plugin writing 1 MiB values
+// in a loop grew the file by 50 MiB a second between its checks. The
+// price of the rule is a shrink (writing and fsyncing the live data
+// once) each time a plugin has written about its data's size plus
+// ShrinkSlack since the last one, which only a plugin that rewrites most
+// of its data keeps paying.
 //
 // db.list {prefix, after, limit} answers the keys with the prefix in
 // order, those after the key "after" when it is given, at most limit of

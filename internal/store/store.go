@@ -9,6 +9,36 @@
 // (ops replicated from peers): they reach the disk with the next fsynced
 // commit, and buntdb's file is append-only, so a later fsynced commit
 // never survives without them.
+//
+// # Shrinking
+//
+// buntdb's file is a log that every commit appends to, so it grows past
+// the live data until a shrink rewrites it. The store does its own
+// shrinks (buntdb's are off: they rename the copy over the file without
+// fsyncing it or the folder, so a power cut on a filesystem that does not
+// order a rename after the data it replaces, XFS or ext4 with
+// noauto_da_alloc, could leave an empty or partial file and lose
+// acknowledged writes). A shrink is, in this order:
+//
+//  1. commits wait (reads go on); a snapshot of the live data is written
+//     to <file>.shrink beside the file and fsynced;
+//  2. the copy is opened (so it is known to load) and renamed over the
+//     file while reads wait too, and the folder is fsynced;
+//  3. the old file is closed and reads and commits go on, on the copy.
+//
+// A crash before the rename leaves the old file whole (a stale
+// <file>.shrink is removed at the next Open); a crash after the folder's
+// fsync leaves the copy, which holds everything committed before the
+// shrink. No commit is acknowledged between the two, so none is lost. A
+// shrink that fails (a full disk, an I/O error) removes the copy and
+// leaves the old file and the store as they were; the error says why.
+//
+// When: without Options.ManualShrink a store checks its file once a
+// second and shrinks it when it passed 32 MiB and doubled since the last
+// shrink (or since Open), which is buntdb's own rule. With ManualShrink
+// the owner calls Shrink itself (the plugin databases do, to bound their
+// files). A shrink pauses commits for the time of writing the live data
+// once and reads for the time of a rename and a folder fsync.
 package store
 
 import (
@@ -21,6 +51,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/tidwall/buntdb"
 )
@@ -36,12 +67,12 @@ type Options struct {
 	// Log gets the line that says a torn last write was cut at open
 	// (slog.Default() when nil).
 	Log *slog.Logger
-	// ManualShrink turns off buntdb's own shrinking (once a second,
-	// when the file passed 32 MiB and doubled since the last shrink): the
-	// owner bounds the file itself with FileSize and Shrink. buntdb's
-	// rule checks too seldom for a writer that rewrites big values in a
-	// loop (the file grows by the whole write rate between checks), and
-	// a shrink it started makes the owner's own Shrink fail at once.
+	// ManualShrink turns off the store's automatic shrinking (once a
+	// second, when the file passed 32 MiB and doubled since the last
+	// shrink; see the package doc): the owner bounds the file itself with
+	// FileSize and Shrink. The automatic rule checks too seldom for a
+	// writer that rewrites big values in a loop (the file grows by the
+	// whole write rate between checks).
 	ManualShrink bool
 }
 
@@ -58,14 +89,35 @@ type Options struct {
 // torn last write"). Anything else that does not parse is an error: the
 // file is damaged, not torn, and Open says so instead of guessing.
 
+// The automatic shrink's rule (variables so tests can make it quick).
+var (
+	autoShrinkEvery   = time.Second
+	autoShrinkMinSize = int64(32 << 20)
+)
+
 // DB is a buntdb file. Safe for concurrent use.
 type DB struct {
-	db      *buntdb.DB
 	path    string
 	durable bool
-	// syncMu: an UpdateLazy switches the sync policy for its own commit;
-	// no other commit may run meanwhile.
+	log     *slog.Logger
+	// syncMu: commits hold it for reading. An UpdateLazy switches the
+	// sync policy for its own commit and a shrink snapshots the data, so
+	// both hold it for writing: no other commit may run meanwhile. It is
+	// taken before mu.
 	syncMu sync.RWMutex
+	// mu guards db and closed: every use of db holds it for reading; a
+	// shrink's swap of the file and Close hold it for writing.
+	mu     sync.RWMutex
+	db     *buntdb.DB
+	closed bool
+	// lastSize is the file's size after the last shrink (or at Open).
+	lastSize atomic.Int64
+	// The automatic shrink's rule, read from the variables at Open.
+	shrinkEvery time.Duration
+	shrinkMin   int64
+	stop        chan struct{} // closed by Close: the automatic shrink ends
+	stopOnce    sync.Once
+	watching    sync.WaitGroup
 	// commitErr is the error of the last commit that failed to reach the
 	// file (a full disk, an I/O error), nil once a later commit succeeds.
 	commitErr atomic.Pointer[error]
@@ -80,6 +132,11 @@ func Open(path string, o Options) (*DB, error) {
 	if log == nil {
 		log = slog.Default()
 	}
+	// A copy a shrink left behind when it stopped before its rename: the
+	// file itself is whole (see the package doc).
+	if err := os.Remove(shrinkPath(path)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
 	nulCut, err := trimNULTail(path)
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
@@ -92,22 +149,39 @@ func Open(path string, o Options) (*DB, error) {
 	if cut := before - fileSize(path) + nulCut; cut > 0 {
 		log.Warn("store repaired a torn last write", "file", path, "bytes_cut", cut, "size", fileSize(path))
 	}
+	if err := configure(db, o.Durable); err != nil {
+		db.Close()
+		return nil, err
+	}
+	d := &DB{db: db, path: path, durable: o.Durable, log: log, stop: make(chan struct{}),
+		shrinkEvery: autoShrinkEvery, shrinkMin: autoShrinkMinSize}
+	d.lastSize.Store(fileSize(path))
+	if !o.ManualShrink {
+		d.watching.Add(1)
+		go d.watch()
+	}
+	return d, nil
+}
+
+// configure sets the sync policy and turns buntdb's own shrink off (the
+// store shrinks, see the package doc).
+func configure(db *buntdb.DB, durable bool) error {
 	var cfg buntdb.Config
 	if err := db.ReadConfig(&cfg); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("store config: %w", err)
+		return fmt.Errorf("store config: %w", err)
 	}
 	cfg.SyncPolicy = buntdb.EverySecond
-	if o.Durable {
+	if durable {
 		cfg.SyncPolicy = buntdb.Always
 	}
-	cfg.AutoShrinkDisabled = o.ManualShrink
+	cfg.AutoShrinkDisabled = true
 	if err := db.SetConfig(cfg); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("store config: %w", err)
+		return fmt.Errorf("store config: %w", err)
 	}
-	return &DB{db: db, path: path, durable: o.Durable}, nil
+	return nil
 }
+
+func shrinkPath(path string) string { return path + ".shrink" }
 
 // Path is the file the store lives in.
 func (d *DB) Path() string { return d.path }
@@ -115,31 +189,141 @@ func (d *DB) Path() string { return d.path }
 // Snapshot writes a consistent copy of the whole store to w (buntdb's
 // own Save: one read transaction, so writes committed meanwhile are
 // either wholly in it or not at all). The copy opens with Open.
-func (d *DB) Snapshot(w io.Writer) error { return d.db.Save(w) }
+func (d *DB) Snapshot(w io.Writer) error {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	return d.db.Save(w)
+}
 
 // FileSize is the size of the file on disk: buntdb's file is a log
 // that every commit appends to, so it grows past the live data until a
 // shrink rewrites it.
 func (d *DB) FileSize() int64 { return fileSize(d.path) }
 
-// Shrink rewrites the file to hold only the live data (buntdb's Shrink:
-// a copy is written beside it as <file>.tmp and renamed over it; commits
-// go on meanwhile and are carried over). It returns once the file is
-// swapped, a quarter of a second at least. Shrinking a store that is
-// already shrinking is an error.
+// Shrink rewrites the file to hold only the live data, durably (see the
+// package doc for the order of its steps and what a crash or a failure
+// leaves). Commits wait while it runs; a Shrink called while another
+// runs waits for it and then shrinks again.
 func (d *DB) Shrink() error {
-	if err := d.db.Shrink(); err != nil {
+	d.syncMu.Lock()
+	defer d.syncMu.Unlock()
+	return d.shrink()
+}
+
+// shrink does Shrink; the caller holds syncMu for writing, so d.db and
+// d.closed change only here and in Close, under it.
+func (d *DB) shrink() error {
+	if d.closed {
+		return fmt.Errorf("shrink store %s: %w", filepath.Base(d.path), buntdb.ErrDatabaseClosed)
+	}
+	fail := func(err error) error {
 		return fmt.Errorf("shrink store %s: %w", filepath.Base(d.path), err)
+	}
+	tmp := shrinkPath(d.path)
+	perm := os.FileMode(0o600)
+	if st, err := os.Stat(d.path); err == nil {
+		perm = st.Mode().Perm()
+	}
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, perm)
+	if err != nil {
+		return fail(err)
+	}
+	err = d.db.Save(f)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fail(err)
+	}
+	next, err := buntdb.Open(tmp)
+	if err != nil {
+		os.Remove(tmp)
+		return fail(err)
+	}
+	if err := configure(next, d.durable); err != nil {
+		next.Close()
+		os.Remove(tmp)
+		return fail(err)
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err := os.Rename(tmp, d.path); err != nil {
+		next.Close()
+		os.Remove(tmp)
+		return fail(err)
+	}
+	// From here the file is the copy: next (open on it whatever its
+	// name) takes over even if the folder's fsync fails.
+	dirErr := syncDir(filepath.Dir(d.path))
+	d.db.Close()
+	d.db = next
+	d.lastSize.Store(fileSize(d.path))
+	if dirErr != nil {
+		return fail(fmt.Errorf("sync folder after rename: %w", dirErr))
 	}
 	return nil
 }
 
+func syncDir(dir string) error {
+	f, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// watch is the automatic shrink (see the package doc).
+func (d *DB) watch() {
+	defer d.watching.Done()
+	t := time.NewTicker(d.shrinkEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-d.stop:
+			return
+		case <-t.C:
+		}
+		size, last := d.FileSize(), d.lastSize.Load()
+		if size <= d.shrinkMin || size <= 2*last {
+			continue
+		}
+		d.syncMu.Lock()
+		var err error
+		if !d.closed {
+			err = d.shrink()
+		}
+		d.syncMu.Unlock()
+		if err != nil {
+			d.log.Warn("store could not shrink its file", "file", d.path, "size", size, "err", err)
+		}
+	}
+}
+
 // Close flushes and closes the file.
-func (d *DB) Close() error { return d.db.Close() }
+func (d *DB) Close() error {
+	d.stopOnce.Do(func() { close(d.stop) })
+	d.watching.Wait()
+	d.syncMu.Lock()
+	defer d.syncMu.Unlock()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.closed = true
+	return d.db.Close()
+}
 
 // Get returns the value of key or ErrNotFound.
 func (d *DB) Get(key string) (string, error) {
 	var v string
+	d.mu.RLock()
+	defer d.mu.RUnlock()
 	err := d.db.View(func(tx *buntdb.Tx) error {
 		var err error
 		v, err = tx.Get(key)
@@ -167,6 +351,8 @@ type KV struct{ Key, Value string }
 // List returns every key with the prefix, in key order.
 func (d *DB) List(prefix string) ([]KV, error) {
 	var out []KV
+	d.mu.RLock()
+	defer d.mu.RUnlock()
 	err := d.db.View(func(tx *buntdb.Tx) error {
 		return tx.AscendGreaterOrEqual("", prefix, func(k, v string) bool {
 			if !strings.HasPrefix(k, prefix) {
@@ -225,6 +411,8 @@ func (d *DB) UpdateLazy(fn func(tx *Tx) error) error {
 }
 
 func (d *DB) setSync(p buntdb.SyncPolicy) error {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
 	var cfg buntdb.Config
 	if err := d.db.ReadConfig(&cfg); err != nil {
 		return fmt.Errorf("store config: %w", err)
@@ -236,7 +424,10 @@ func (d *DB) setSync(p buntdb.SyncPolicy) error {
 	return nil
 }
 
+// update commits fn; the caller holds syncMu.
 func (d *DB) update(fn func(tx *Tx) error) error {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
 	fnOK := false
 	err := d.db.Update(func(tx *buntdb.Tx) error {
 		if err := fn(&Tx{tx: tx}); err != nil {
@@ -259,7 +450,10 @@ func (d *DB) update(fn func(tx *Tx) error) error {
 // Health is nil while the store is open and its last commit reached the
 // file; otherwise the reason it is not healthy.
 func (d *DB) Health() error {
-	if err := d.db.View(func(*buntdb.Tx) error { return nil }); err != nil {
+	d.mu.RLock()
+	err := d.db.View(func(*buntdb.Tx) error { return nil })
+	d.mu.RUnlock()
+	if err != nil {
 		return fmt.Errorf("store %s: %w", filepath.Base(d.path), err)
 	}
 	if p := d.commitErr.Load(); p != nil {
