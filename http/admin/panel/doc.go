@@ -44,6 +44,15 @@
 //     (and keeping focus); errors of the last save stay by their field.
 //     The subnets editor is not redrawn while it has unsaved edits;
 //     plugin cards only when a plugin changed.
+//   - Strings a client, a peer or a plugin controls (domain names, record
+//     names and data, tunnel and service names, manifest text, log
+//     lines) go into the page as text only (ui.js h(): textContent and
+//     setAttribute, never innerHTML), so markup in them is shown, not
+//     parsed. Names and data wrap at any character (a 253-character
+//     domain or a 300-character TXT record breaks over lines, as the
+//     whole text is what a user reads and copies); hashes and keys, whose
+//     shape is known, end in an ellipsis with the full text in the title.
+//     No table is wider than its card.
 //   - Log lines are shown as the log file has them, with the leading UTC
 //     time in the user's locale.
 //   - The certs tab's "download the root" uses GET /api/ca-root (added

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"peerdns/internal/testutil"
 )
 
 // hostile is markup a plugin author or a peer could put in any string the
@@ -80,4 +82,88 @@ func TestPanelHostileManifestIsText(t *testing.T) {
 		t.Error("script from the manifest ran")
 	}
 	b.checkErrors(t)
+}
+
+// TestPanelHostileDataIsText puts markup, a bidi override and strings
+// too long for a line (a 253-character domain name, a 300-character TXT
+// record) into what the node's API accepts from a client or a peer: a
+// domain claim (the ledger, entries and certificates), a TXT record, a
+// tunnel server's name and a failed request's message in the core log.
+// Each tab shows them as text: no element comes from them, nothing
+// runs, the page logs no error, and no table is wider than its card (a
+// long string wraps or ends in an ellipsis with the full text in the
+// title).
+func TestPanelHostileDataIsText(t *testing.T) {
+	b := newBrowser(t)
+	n := startNode(t, "")
+	base := "http://" + n.AdminAddr()
+	q := func(s string) string {
+		js, err := json.Marshal(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(js)
+	}
+	long := strings.Repeat("a", 63) + "." + strings.Repeat("b", 63) + "." + strings.Repeat("c", 63) + ".p2p"
+	testutil.AddDomain(t, base, long, testutil.Hash('a'))
+	txt := hostile + "\u202e" + strings.Repeat("x", 300)
+	for _, c := range []struct{ path, body string }{
+		{"/api/add-local-dns", `{"name":"` + long + `","type":"TXT","ttl":300,"class":"IN","data":` + q(txt) + `}`},
+		{"/api/tunnel-create", `{"name":` + q(`"><img src=x onerror="window.__pwn=1"><svg onload="window.__pwn=1">`) + `,"port":1,"host":"127.0.0.1"}`},
+		{"/api/generate-cert", `{"domain":"` + long + `"}`},
+	} {
+		if code, body := testutil.Call(t, "POST", base+c.path, c.body); code != 200 && code != 201 {
+			t.Fatalf("%s: %d %s", c.path, code, body)
+		}
+	}
+	// Rejected, and logged with the request's text.
+	testutil.Call(t, "POST", base+"/api/add-domain", `{"domain":`+q("log"+hostile)+`,"hash":"`+testutil.Hash('b')+`"}`)
+
+	check := func(tab string) {
+		t.Helper()
+		if got := eval[string](t, b, `[...document.querySelectorAll('#main img, #main style, #main script, #main iframe, #main object, #main embed, #main a[href^="javascript"], #main svg:not(.chart)')].map((e) => e.outerHTML).join(' | ')`); got != "" {
+			t.Errorf("%s: elements from the data: %s", tab, got)
+		}
+		if eval[bool](t, b, `window.__pwn === 1 || document.title === 'PWN'`) {
+			t.Errorf("%s: script from the data ran", tab)
+		}
+		if got := eval[string](t, b, `document.documentElement.scrollWidth + ' > ' + document.documentElement.clientWidth`); eval[bool](t, b, `document.documentElement.scrollWidth > document.documentElement.clientWidth`) {
+			t.Errorf("%s: the page is wider than the window: %s", tab, got)
+		}
+		if got := eval[string](t, b, `[...document.querySelectorAll('#tab-`+tab+` .table-wrap')].filter((w) => w.offsetParent && w.scrollWidth > w.clientWidth + 1).map((w) => (w.closest('section.card')?.getAttribute('aria-label') ?? '?') + ': ' + w.scrollWidth + ' > ' + w.clientWidth).join('; ')`); got != "" {
+			t.Errorf("%s: a table is wider than its card (scrolled sideways to reach its columns): %s", tab, got)
+		}
+		b.screenshot(t, "hostile-"+tab)
+		b.checkErrors(t)
+	}
+
+	b.open(t, base, "domains")
+	b.waitText(t, `#tab-domains`, long)
+	check("domains")
+	b.exec(t, `document.querySelector('#tab-domains tr[data-domain="`+long+`"] button').click()`) // Details
+	b.waitText(t, `#domain-details`, "Resolved hash")
+	check("domains")
+
+	b.open(t, base, "entries")
+	b.waitText(t, `#tab-entries`, long)
+	check("entries")
+
+	b.open(t, base, "local-dns")
+	b.waitText(t, `#tab-local-dns`, strings.Repeat("x", 100))
+	if got := eval[string](t, b, `[...document.querySelectorAll('#tab-local-dns td')].map((td) => td.textContent).find((s) => s.includes('xxxx')) ?? ''`); got != txt {
+		t.Errorf("TXT data shown as %q", got)
+	}
+	check("local-dns")
+
+	b.open(t, base, "host")
+	b.waitText(t, `#tab-host`, `onerror="window.__pwn=1"`)
+	check("host")
+
+	b.open(t, base, "certs")
+	b.waitText(t, `#tab-certs`, long)
+	check("certs")
+
+	b.open(t, base, "logs")
+	b.waitText(t, `#log-view`, "<img src=x onerror=")
+	check("logs")
 }

@@ -116,6 +116,10 @@ export function table(headers, rows, empty = 'Nothing yet.') {
 }
 
 export const badge = (s) => h('span', { class: 'badge ' + s }, s);
+// name is a string from a client, a peer or a plugin (a domain, a record's
+// name, a tunnel's name): it wraps at any character, so a 253-character
+// domain breaks over lines instead of widening its table.
+export const name = (s) => h('span', { class: 'name' }, s);
 export const mono = (s, cls = '') => h('span', { class: 'mono ' + cls, title: s }, s);
 export const fmtTime = (ms) => (ms ? new Date(ms).toLocaleString() : '—');
 export const fmtBytes = (n) => {

@@ -5,7 +5,7 @@
 // its name constraints, and a regenerate offer when the node serves names
 // the root does not cover).
 import { get, post } from '../api.js';
-import { h, clear, field, input, form, run, out, table, card } from '../ui.js';
+import { h, clear, field, input, form, run, out, table, name, card } from '../ui.js';
 
 const t = { id: 'certs', title: 'Certificates', hints: ['update-certs'] };
 
@@ -51,7 +51,7 @@ t.refresh = async () => {
     re.addEventListener('click', () => run(re, o, () => post('/api/regenerate-cert', { domain: d })));
     const del = h('button', { type: 'button', class: 'danger', 'aria-label': 'Delete ' + d }, 'Delete');
     del.addEventListener('click', () => { if (confirm('Delete the certificate of ' + d + '?')) run(del, o, () => post('/api/delete-cert', { domain: d })); });
-    return h('tr', {}, h('td', {}, d), h('td', { class: 'actions' }, det, re, del, o));
+    return h('tr', {}, h('td', {}, name(d)), h('td', { class: 'actions' }, det, re, del, o));
   }), 'No certificates yet: one is issued on the first HTTPS request for a domain, or generate one above.'));
 };
 

@@ -2,7 +2,7 @@
 // remove, p2p conflicts with the hash preference, recalculation, services
 // and subscriptions.
 import { get, post } from '../api.js';
-import { h, clear, field, input, select, form, run, out, say, table, badge, mono, short, fmtTime, card, Pager } from '../ui.js';
+import { h, clear, field, input, select, form, run, out, say, table, badge, mono, name, short, fmtTime, card, Pager } from '../ui.js';
 
 const t = {
   id: 'domains',
@@ -64,7 +64,7 @@ function row(d) {
     acts.push(b);
   }
   return h('tr', { dataset: { domain: d.domain } },
-    h('td', {}, d.domain),
+    h('td', {}, name(d.domain)),
     h('td', {}, mono(d.hash, 'hash')),
     h('td', {}, badge(d.consensusStatus)),
     h('td', {}, votes(d.consensusState)),
@@ -101,7 +101,7 @@ async function details(domain, note) {
     b.addEventListener('click', () => act(b, () => (subscribed(s)
       ? post('/api/service-unsubscribe', { domain, serviceName: s.serviceName })
       : post('/api/service-subscribe', { domain, serviceName: s.serviceName, key: s.key, port: s.port, protocol: s.protocol }))));
-    return h('tr', {}, h('td', {}, s.serviceName), h('td', {}, mono(s.key, 'hash')), h('td', {}, String(s.port)), h('td', {}, s.protocol), h('td', { class: 'actions' }, b));
+    return h('tr', {}, h('td', {}, name(s.serviceName)), h('td', {}, mono(s.key, 'hash')), h('td', {}, String(s.port)), h('td', {}, s.protocol), h('td', { class: 'actions' }, b));
   });
   const isAll = allOn.includes(domain);
   const allBtn = h('button', { type: 'button' }, isAll ? 'Unsubscribe all' : 'Subscribe all');
@@ -141,7 +141,7 @@ function renderConflicts(cs) {
     const sel = select('preference', [['local', 'local claim'], ['resolved', 'resolved claim']], c.hashPreference);
     sel.setAttribute('aria-label', 'Hash preference for ' + c.domain);
     sel.addEventListener('change', () => run(sel, o, () => post('/api/update-hash-preference', { domain: c.domain, preference: sel.value })));
-    return h('tr', {}, h('td', {}, c.domain), h('td', {}, mono(c.localHash, 'hash')), h('td', {}, mono(c.resolvedHash, 'hash')),
+    return h('tr', {}, h('td', {}, name(c.domain)), h('td', {}, mono(c.localHash, 'hash')), h('td', {}, mono(c.resolvedHash, 'hash')),
       h('td', {}, mono(short(c.resolvedClaimant))), h('td', {}, badge(c.consensusStatus)), h('td', {}, sel, o));
   }), 'No conflicts: every domain you claimed resolved to you.'));
 }
@@ -151,7 +151,7 @@ function renderSubs(subs) {
     const o = out();
     const b = h('button', { type: 'button', class: 'danger' }, 'Unsubscribe');
     b.addEventListener('click', () => run(b, o, () => post('/api/service-unsubscribe', { domain: s.domain, serviceName: s.serviceName })));
-    return h('tr', {}, h('td', {}, s.domain), h('td', {}, s.serviceName), h('td', {}, mono(s.key, 'hash')),
+    return h('tr', {}, h('td', {}, name(s.domain)), h('td', {}, name(s.serviceName)), h('td', {}, mono(s.key, 'hash')),
       h('td', {}, String(s.port)), h('td', {}, s.protocol), h('td', { class: 'actions' }, b, o));
   }), 'No subscriptions: open a domain\'s details to subscribe to its services.'));
 }

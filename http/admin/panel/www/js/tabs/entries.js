@@ -1,6 +1,6 @@
 // Entries: the ledger (claims, votes, cleanups, writers), filterable.
 import { get } from '../api.js';
-import { h, field, select, mono, card, Pager } from '../ui.js';
+import { h, field, select, mono, name, card, Pager } from '../ui.js';
 
 const t = { id: 'entries', title: 'Entries', hints: ['update-database', 'update-peers'] };
 
@@ -14,7 +14,7 @@ t.init = (root) => {
     match: (e, q) => e.key.toLowerCase().includes(q) || String(e.value).toLowerCase().includes(q),
     row: (e) => {
       const [k, d] = e.key.split(':');
-      return h('tr', {}, h('td', {}, k), h('td', {}, k === 'claim' || k === 'vote' || k === 'cleanup' ? d : ''),
+      return h('tr', {}, h('td', {}, k), h('td', {}, k === 'claim' || k === 'vote' || k === 'cleanup' ? name(d) : ''),
         h('td', {}, mono(e.key)), h('td', {}, mono(String(e.value))));
     },
     empty: 'The ledger has no entries yet.',

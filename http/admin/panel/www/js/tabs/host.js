@@ -1,7 +1,7 @@
 // Host: health, live stats (subscribe-stats), the historical chart, and
 // the tunnel servers and clients.
 import { get, post } from '../api.js';
-import { h, clear, field, input, select, form, run, out, table, badge, mono, fmtTime, fmtBytes, card, chart, copy } from '../ui.js';
+import { h, clear, field, input, select, form, run, out, table, badge, mono, name, fmtTime, fmtBytes, card, chart, copy } from '../ui.js';
 
 const t = {
   id: 'host',
@@ -161,14 +161,14 @@ t.refresh = async () => {
     const acts = tunnelActions(s.id, '/api/tunnel-restart', '/api/tunnel-delete', o);
     const url = s.info && s.info.url;
     const cp = url ? h('button', { type: 'button', onclick: () => copy(url, o), 'aria-label': 'Copy key of ' + s.id }, 'Copy') : null;
-    return h('tr', { dataset: { id: s.id } }, h('td', {}, mono(s.id)), h('td', {}, s.opts.name || ''),
+    return h('tr', { dataset: { id: s.id } }, h('td', {}, mono(s.id)), h('td', {}, name(s.opts.name || '')),
       h('td', {}, `${s.opts.host || '127.0.0.1'}:${s.opts.port}${s.opts.udp ? ' udp' : ''}${s.opts.secure ? ' secure' : ''}`),
       h('td', {}, badge(s.info.state)), h('td', {}, url ? mono(url, 'hash') : '—', cp), h('td', { class: 'actions' }, acts, o));
   }), 'No tunnel servers: create one to expose a local port.'));
   clear(clientsEl, table(['Id', 'Domain', 'Key', 'Port', 'Protocol', 'State', ''], clients.map((c) => {
     const o = out();
-    return h('tr', { dataset: { id: c.id } }, h('td', {}, mono(c.id)), h('td', {}, c.opts.domain || ''), h('td', {}, mono(c.opts.key || '', 'hash')),
-      h('td', {}, String(c.opts.port)), h('td', {}, c.opts.protocol || 'tcp'), h('td', {}, badge(c.info.state), c.info.error ? ' ' + c.info.error : ''),
+    return h('tr', { dataset: { id: c.id } }, h('td', {}, mono(c.id)), h('td', {}, name(c.opts.domain || '')), h('td', {}, mono(c.opts.key || '', 'hash')),
+      h('td', {}, String(c.opts.port)), h('td', {}, c.opts.protocol || 'tcp'), h('td', {}, badge(c.info.state), c.info.error ? [' ', name(c.info.error)] : ''),
       h('td', { class: 'actions' }, tunnelActions(c.id, '/api/tunnel-client-restart', '/api/tunnel-client-delete', o), o));
   }), 'No tunnel clients.'));
   if (!samples.length) loadHistory().catch(() => {});

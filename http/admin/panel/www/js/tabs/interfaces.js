@@ -1,7 +1,7 @@
 // Interfaces: domain → local IP mappings and the subnets editor, with the
 // API's validation errors shown next to the subnet they concern.
 import { get, post } from '../api.js';
-import { h, clear, field, input, run, out, say, mono, card, Pager } from '../ui.js';
+import { h, clear, field, input, run, out, say, mono, name, card, Pager } from '../ui.js';
 
 const t = { id: 'interfaces', title: 'Interfaces', hints: ['update-interfaces', 'update-settings', 'update-database'] };
 
@@ -11,7 +11,7 @@ t.init = (root) => {
   pager = new Pager({
     headers: ['Domain', 'IP'],
     match: (m, q) => m.domain.includes(q) || m.ip.includes(q),
-    row: (m) => h('tr', {}, h('td', {}, m.domain), h('td', {}, mono(m.ip))),
+    row: (m) => h('tr', {}, h('td', {}, name(m.domain)), h('td', {}, mono(m.ip))),
     empty: 'No domain has a local IP yet.',
   });
   subnetsEl = h('div');

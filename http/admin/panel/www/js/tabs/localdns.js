@@ -2,7 +2,7 @@
 // type), DNS conflicts with the version preference, the selector cache,
 // clearing a domain's cached resolution, and dns-lookup.
 import { get, post } from '../api.js';
-import { h, clear, field, input, select, form, run, out, say, table, mono, card, Pager } from '../ui.js';
+import { h, clear, field, input, select, form, run, out, say, table, mono, name, card, Pager } from '../ui.js';
 
 const t = { id: 'local-dns', title: 'Local DNS', hints: ['update-local-dns', 'update-database'] };
 
@@ -149,7 +149,7 @@ function row(r) {
   d.addEventListener('click', () => {
     if (confirm(`Delete ${r.name} ${r.type}?`)) run(d, o, () => post('/api/delete-local-dns', { index: r.index }));
   });
-  return h('tr', {}, h('td', {}, String(r.index)), h('td', {}, r.name), h('td', {}, r.type), h('td', {}, String(r.ttl)),
+  return h('tr', {}, h('td', {}, String(r.index)), h('td', {}, name(r.name)), h('td', {}, r.type), h('td', {}, String(r.ttl)),
     h('td', {}, r.class || 'IN'), h('td', {}, mono(describe(r))), h('td', { class: 'actions' }, e, d, o));
 }
 
@@ -161,13 +161,13 @@ t.refresh = async () => {
     const sel = select('version', [['p2p', 'p2p (this network)'], ['public', 'public DNS']], c.version);
     sel.setAttribute('aria-label', 'Version for ' + c.domain);
     sel.addEventListener('change', () => run(sel, o, () => post('/api/update-version-preference', { domain: c.domain, version: sel.value })));
-    return h('tr', {}, h('td', {}, c.domain), h('td', {}, mono(c.publicIP || '—')), h('td', {}, sel, o));
+    return h('tr', {}, h('td', {}, name(c.domain)), h('td', {}, mono(c.publicIP || '—')), h('td', {}, sel, o));
   }), 'No conflicts: no p2p domain also exists in public DNS.'));
   clear(cacheEl, table(['Domain', 'Selected'], Object.entries(cache).map(([d, v]) => {
     const o = out();
     const b = h('button', { type: 'button', 'aria-label': 'Clear cache of ' + d }, 'Clear');
     b.addEventListener('click', () => run(b, o, () => post('/api/clear-dns-cache', { domain: d })));
-    return h('tr', {}, h('td', {}, d), h('td', {}, v), h('td', { class: 'actions' }, b, o));
+    return h('tr', {}, h('td', {}, name(d)), h('td', {}, name(v)), h('td', { class: 'actions' }, b, o));
   }), 'The selector cache is empty.'));
 };
 

@@ -1,7 +1,7 @@
 // Peers: status, connected peers, invites (with a copy button) and the
 // invite diagnostics.
 import { get, post } from '../api.js';
-import { h, clear, run, out, table, mono, fmtTime, card, copy } from '../ui.js';
+import { h, clear, run, out, table, mono, name, fmtTime, card, copy } from '../ui.js';
 
 const t = { id: 'peers', title: 'Peers', hints: ['update-peers'] };
 
@@ -60,7 +60,7 @@ t.refresh = async () => {
   for (const p of (d && d.peers) || []) byId[p.id] = p;
   clear(peersEl, table(['Peer id', 'Path', 'Remote address', 'RTT'], peers.map((id) => {
     const p = byId[id];
-    return h('tr', {}, h('td', {}, mono(id)), h('td', { class: 'peer-path' }, pathText(p)),
+    return h('tr', {}, h('td', {}, mono(id)), h('td', { class: 'peer-path' }, name(pathText(p))),
       h('td', {}, mono((p && p.remoteAddr) || '')), h('td', {}, p && p.rttMs ? `${p.rttMs.toFixed(1)} ms` : ''));
   }), 'No peers connected.'));
   if (derr) {
