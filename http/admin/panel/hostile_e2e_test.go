@@ -119,51 +119,74 @@ func TestPanelHostileDataIsText(t *testing.T) {
 	// Rejected, and logged with the request's text.
 	testutil.Call(t, "POST", base+"/api/add-domain", `{"domain":`+q("log"+hostile)+`,"hash":"`+testutil.Hash('b')+`"}`)
 
-	check := func(tab string) {
-		t.Helper()
-		if got := eval[string](t, b, `[...document.querySelectorAll('#main img, #main style, #main script, #main iframe, #main object, #main embed, #main a[href^="javascript"], #main svg:not(.chart)')].map((e) => e.outerHTML).join(' | ')`); got != "" {
-			t.Errorf("%s: elements from the data: %s", tab, got)
-		}
-		if eval[bool](t, b, `window.__pwn === 1 || document.title === 'PWN'`) {
-			t.Errorf("%s: script from the data ran", tab)
-		}
-		if got := eval[string](t, b, `document.documentElement.scrollWidth + ' > ' + document.documentElement.clientWidth`); eval[bool](t, b, `document.documentElement.scrollWidth > document.documentElement.clientWidth`) {
-			t.Errorf("%s: the page is wider than the window: %s", tab, got)
-		}
-		if got := eval[string](t, b, `[...document.querySelectorAll('#tab-`+tab+` .table-wrap')].filter((w) => w.offsetParent && w.scrollWidth > w.clientWidth + 1).map((w) => (w.closest('section.card')?.getAttribute('aria-label') ?? '?') + ': ' + w.scrollWidth + ' > ' + w.clientWidth).join('; ')`); got != "" {
-			t.Errorf("%s: a table is wider than its card (scrolled sideways to reach its columns): %s", tab, got)
-		}
-		b.screenshot(t, "hostile-"+tab)
-		b.checkErrors(t)
-	}
-
 	b.open(t, base, "domains")
 	b.waitText(t, `#tab-domains`, long)
-	check("domains")
+	checkHostile(t, b, "domains")
 	b.exec(t, `document.querySelector('#tab-domains tr[data-domain="`+long+`"] button').click()`) // Details
 	b.waitText(t, `#domain-details`, "Resolved hash")
-	check("domains")
+	checkHostile(t, b, "domains")
 
 	b.open(t, base, "entries")
 	b.waitText(t, `#tab-entries`, long)
-	check("entries")
+	checkHostile(t, b, "entries")
 
 	b.open(t, base, "local-dns")
 	b.waitText(t, `#tab-local-dns`, strings.Repeat("x", 100))
 	if got := eval[string](t, b, `[...document.querySelectorAll('#tab-local-dns td')].map((td) => td.textContent).find((s) => s.includes('xxxx')) ?? ''`); got != txt {
 		t.Errorf("TXT data shown as %q", got)
 	}
-	check("local-dns")
+	checkHostile(t, b, "local-dns")
 
 	b.open(t, base, "host")
 	b.waitText(t, `#tab-host`, `onerror="window.__pwn=1"`)
-	check("host")
+	checkHostile(t, b, "host")
 
 	b.open(t, base, "certs")
 	b.waitText(t, `#tab-certs`, long)
-	check("certs")
+	checkHostile(t, b, "certs")
 
 	b.open(t, base, "logs")
 	b.waitText(t, `#log-view`, "<img src=x onerror=")
-	check("logs")
+	checkHostile(t, b, "logs")
+}
+
+// checkHostile checks the shown tab of b: no element came from the data
+// (markup, or a link off the panel's origin, javascript: included),
+// nothing ran, the page is no wider than the window, no table is wider
+// than its card, and the page logged no error.
+func checkHostile(t *testing.T, b *browser, tab string) {
+	t.Helper()
+	if got := eval[string](t, b, `[...document.querySelectorAll('#main img, #main style, #main script, #main iframe, #main object, #main embed, #main svg:not(.chart)')].map((e) => e.outerHTML).join(' | ')`); got != "" {
+		t.Errorf("%s: elements from the data: %s", tab, got)
+	}
+	if got := eval[string](t, b, `[...document.querySelectorAll('#main a[href]')].filter((a) => new URL(a.href).origin !== location.origin).map((a) => a.outerHTML).join(' | ')`); got != "" {
+		t.Errorf("%s: links off the panel: %s", tab, got)
+	}
+	if eval[bool](t, b, `window.__pwn === 1 || document.title === 'PWN'`) {
+		t.Errorf("%s: script from the data ran", tab)
+	}
+	if got := eval[string](t, b, `document.documentElement.scrollWidth + ' > ' + document.documentElement.clientWidth`); eval[bool](t, b, `document.documentElement.scrollWidth > document.documentElement.clientWidth`) {
+		t.Errorf("%s: the page is wider than the window: %s", tab, got)
+	}
+	if got := eval[string](t, b, `[...document.querySelectorAll('#tab-`+tab+` .table-wrap')].filter((w) => w.offsetParent && w.scrollWidth > w.clientWidth + 1).map((w) => (w.closest('section.card')?.getAttribute('aria-label') ?? '?') + ': ' + w.scrollWidth + ' > ' + w.clientWidth).join('; ')`); got != "" {
+		t.Errorf("%s: a table is wider than its card (scrolled sideways to reach its columns): %s", tab, got)
+	}
+	b.screenshot(t, "hostile-"+tab)
+	b.checkErrors(t)
+}
+
+// TestPanelPeerDataFits: what a peer tells about itself (its id, its
+// addresses, the invite diagnostics' details) fits the peers tab of the
+// node it joined.
+func TestPanelPeerDataFits(t *testing.T) {
+	b := newBrowser(t)
+	a := startNode(t, "")
+	base := "http://" + a.AdminAddr()
+	var inv struct{ Invite string }
+	testutil.MustJSON(t, "POST", base+"/api/invites", "", 200, &inv)
+	other := startNode(t, inv.Invite)
+	b.open(t, base, "peers")
+	b.waitText(t, `#tab-peers`, other.ID())
+	b.waitJS(t, `document.querySelectorAll('#tab-peers section[aria-label="Invite diagnostics"] td').length > 0`)
+	checkHostile(t, b, "peers")
 }
