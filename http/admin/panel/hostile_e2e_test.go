@@ -27,7 +27,7 @@ func TestPanelHostileManifestIsText(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := map[string]any{
-		"name": "evil" + hostile, "version": "1" + hostile, "description": "desc" + hostile,
+		"name": "evil" + hostile, "version": "1" + hostile, "description": "desc" + hostile + strings.Repeat("d", 400),
 		"author": hostile, "homepage": "javascript:window.__pwn=1", "license": hostile,
 		"domain": "hostile.p2p", "www": "www",
 		"actions": []map[string]string{{"name": "act", "label": "label" + hostile, "description": "tip" + hostile, "icon": hostile}},
@@ -81,7 +81,7 @@ func TestPanelHostileManifestIsText(t *testing.T) {
 	if eval[bool](t, b, `window.__pwn === 1`) {
 		t.Error("script from the manifest ran")
 	}
-	b.checkErrors(t)
+	checkHostile(t, b, "settings")
 }
 
 // TestPanelHostileDataIsText puts markup, a bidi override and strings
@@ -111,6 +111,7 @@ func TestPanelHostileDataIsText(t *testing.T) {
 		{"/api/add-local-dns", `{"name":"` + long + `","type":"TXT","ttl":300,"class":"IN","data":` + q(txt) + `}`},
 		{"/api/tunnel-create", `{"name":` + q(`"><img src=x onerror="window.__pwn=1"><svg onload="window.__pwn=1">`) + `,"port":1,"host":"127.0.0.1"}`},
 		{"/api/generate-cert", `{"domain":"` + long + `"}`},
+		{"/api/subnets", `{"subnets":[{"name":` + q(hostile+strings.Repeat("s", 200)) + `,"base":"127.78.0.0","cidr":24,"startIndex":2}]}`},
 	} {
 		if code, body := testutil.Call(t, "POST", base+c.path, c.body); code != 200 && code != 201 {
 			t.Fatalf("%s: %d %s", c.path, code, body)
@@ -144,6 +145,13 @@ func TestPanelHostileDataIsText(t *testing.T) {
 	b.open(t, base, "certs")
 	b.waitText(t, `#tab-certs`, long)
 	checkHostile(t, b, "certs")
+
+	b.open(t, base, "interfaces")
+	b.waitText(t, `#tab-interfaces legend`, hostile)
+	if got := eval[string](t, b, `document.querySelector('#tab-interfaces input[name=name]').value`); got != hostile+strings.Repeat("s", 200) {
+		t.Errorf("subnet name shown as %q", got)
+	}
+	checkHostile(t, b, "interfaces")
 
 	b.open(t, base, "logs")
 	b.waitText(t, `#log-view`, "<img src=x onerror=")
