@@ -54,7 +54,10 @@
 //     shape is known, end in an ellipsis with the full text in the title.
 //     No table is wider than its card.
 //   - Log lines are shown as the log file has them, with the leading UTC
-//     time in the user's locale.
+//     time in the user's locale, except bidirectional formatting
+//     characters (U+061C, U+200E/F, U+202A-E, U+2066-9), shown as \uXXXX
+//     as slog writes them: an override in a client's text (an access
+//     line's Host) would otherwise show the rest of the line reversed.
 //   - The certs tab's "download the root" uses GET /api/ca-root (added
 //     in http/admin/certs.go; the spec has no endpoint for it): the root
 //     certificate as a PEM attachment. Its key never leaves DATA/ca.

@@ -1,7 +1,10 @@
 package panel_test
 
 import (
+	"bufio"
 	"encoding/json"
+	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -155,6 +158,29 @@ func TestPanelHostileDataIsText(t *testing.T) {
 
 	b.open(t, base, "logs")
 	b.waitText(t, `#log-view`, "<img src=x onerror=")
+	checkHostile(t, b, "logs")
+
+	// An edge client's Host with a right-to-left override goes into the
+	// access log as it came (only ASCII specials make the edge quote a
+	// value): the panel shows the override as \u202e, so it cannot turn
+	// the rest of the line (status, upstream) around.
+	httpAddr, _ := n.EdgeAddrs()
+	c, err := net.Dial("tcp", httpAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := fmt.Fprintf(c, "GET /%s HTTP/1.1\r\nHost: evil\u202e.p2p\r\nUser-Agent: %s\r\n\r\n", strings.Repeat("p", 300), hostile); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bufio.NewReader(c).ReadString('\n'); err != nil {
+		t.Fatal(err)
+	}
+	b.choose(t, `#tab-logs select[name=channel]`, "httpProxy")
+	b.waitText(t, `#log-view`, `host=evil\u202e.p2p`)
+	if eval[bool](t, b, `document.querySelector('#log-view').textContent.includes('\u202e')`) {
+		t.Error("a log line holds a raw right-to-left override")
+	}
 	checkHostile(t, b, "logs")
 }
 

@@ -60,11 +60,18 @@ function render() {
       const d = new Date(iso);
       return isNaN(d) ? all : d.toLocaleString();
     });
-    return h('div', { class: 'lvl-' + (m ? m[1] || m[2] : 'INFO') }, shown);
+    return h('div', { class: 'lvl-' + (m ? m[1] || m[2] : 'INFO') }, visibleBidi(shown));
   }));
   if (stick) view.scrollTop = view.scrollHeight;
   if (!paused) info.textContent = `${list.length.toLocaleString()} line(s)${q ? ` matching “${q}”` : ''} from ${chanSel.value}.log, live. Updated ${fmtTime(Date.now())}.`;
 }
+
+// BIDI: the bidirectional formatting characters. A client's text in a
+// line (an access line's Host) may carry one, and an override would show
+// the rest of the line (the node's own fields: status, upstream) reversed;
+// they are shown as \uXXXX, as slog writes them.
+const BIDI = /[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+const visibleBidi = (s) => s.replace(BIDI, (c) => '\\u' + c.charCodeAt(0).toString(16).padStart(4, '0'));
 
 function subscribe() {
   if (!shown || !chanSel.value) return;
