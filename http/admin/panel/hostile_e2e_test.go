@@ -126,6 +126,12 @@ func TestPanelHostileDataIsText(t *testing.T) {
 	b.open(t, base, "domains")
 	b.waitText(t, `#tab-domains`, long)
 	checkHostile(t, b, "domains")
+	// The API's error, which quotes the rejected name, under the form.
+	b.fill(t, `#tab-domains input[name=domain]`, strings.Repeat("e", 300)+".p2p")
+	b.fill(t, `#tab-domains input[name=hash]`, testutil.Hash('c'))
+	b.click(t, `#tab-domains form button[type=submit]`)
+	b.waitText(t, `#tab-domains .out.error`, strings.Repeat("e", 300))
+	checkHostile(t, b, "domains")
 	b.exec(t, `document.querySelector('#tab-domains tr[data-domain="`+long+`"] button').click()`) // Details
 	b.waitText(t, `#domain-details`, "Resolved hash")
 	checkHostile(t, b, "domains")
