@@ -114,6 +114,7 @@ func TestPanelHostileDataIsText(t *testing.T) {
 		{"/api/add-local-dns", `{"name":"` + long + `","type":"TXT","ttl":300,"class":"IN","data":` + q(txt) + `}`},
 		{"/api/tunnel-create", `{"name":` + q(`"><img src=x onerror="window.__pwn=1"><svg onload="window.__pwn=1">`) + `,"port":1,"host":"127.0.0.1"}`},
 		{"/api/generate-cert", `{"domain":"` + long + `"}`},
+		{"/api/tunnel-client-create", `{"domain":"` + long + `","key":"` + testutil.Hash('d') + `","port":` + fmt.Sprint(freePort(t, base, long)) + `,"protocol":"tcp"}`},
 		{"/api/subnets", `{"subnets":[{"name":` + q(hostile+strings.Repeat("s", 200)) + `,"base":"127.78.0.0","cidr":24,"startIndex":2}]}`},
 	} {
 		if code, body := testutil.Call(t, "POST", base+c.path, c.body); code != 200 && code != 201 {
@@ -149,6 +150,7 @@ func TestPanelHostileDataIsText(t *testing.T) {
 
 	b.open(t, base, "host")
 	b.waitText(t, `#tab-host`, `onerror="window.__pwn=1"`)
+	b.waitText(t, `#tab-host`, long)
 	checkHostile(t, b, "host")
 
 	b.open(t, base, "certs")
