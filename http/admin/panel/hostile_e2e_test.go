@@ -33,10 +33,14 @@ func TestPanelHostileManifestIsText(t *testing.T) {
 		"name": "evil" + hostile, "version": "1" + hostile, "description": "desc" + hostile + strings.Repeat("d", 400),
 		"author": hostile, "homepage": "javascript:window.__pwn=1", "license": hostile,
 		"domain": "hostile.p2p", "www": "www",
-		"actions": []map[string]string{{"name": "act", "label": "label" + hostile, "description": "tip" + hostile, "icon": hostile}},
+		"actions": []map[string]string{
+			{"name": "act", "label": "label" + hostile, "description": "tip" + hostile, "icon": hostile},
+			{"name": "long", "label": strings.Repeat("l", 300)},
+		},
 		"settings": map[string]any{
 			"greet": map[string]any{"type": "string", "label": "L" + hostile, "description": "D" + hostile, "default": hostile},
 			"flag":  map[string]any{"type": "boolean", "label": "B" + hostile, "default": true},
+			"long":  map[string]any{"type": "string", "label": strings.Repeat("s", 300), "description": strings.Repeat("t", 300), "default": strings.Repeat("v", 300)},
 		},
 	}
 	js, err := json.Marshal(m)
