@@ -3,6 +3,8 @@ package proxy
 import (
 	"strconv"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/valyala/fasthttp"
 
@@ -176,20 +178,42 @@ func (l accessLine) appendText(b []byte) []byte {
 }
 
 // appendValue quotes a value the way slog's text handler does when it
-// has to (empty, spaces, quotes, '=' or control characters).
-// One pass over the bytes, a table lookup each (a line's values are
-// about 90 bytes, most of them the upstream's hash): those bytes are
-// ASCII, so one that calls for quotes is never part of a longer UTF-8
-// sequence.
+// has to (empty, spaces, quotes, '=', control characters, and text
+// beyond ASCII that is not printable or is a space: a client's Host
+// holding a right-to-left override would otherwise turn the rest of
+// its line around in a terminal or a log viewer). One pass over the
+// bytes, a table lookup each (a line's values are about 90 bytes, most
+// of them the upstream's hash); only a value with a byte beyond ASCII
+// has its runes looked at (quotedRunes).
 func appendValue(b []byte, v string) []byte {
 	quote := v == ""
-	for i := 0; i < len(v) && !quote; i++ {
-		quote = quoted[v[i]]
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; quoted[c] {
+			quote = c < utf8.RuneSelf || quotedRunes(v[i:])
+			break
+		}
 	}
 	if quote {
 		return strconv.AppendQuote(b, v)
 	}
 	return append(b, v...)
+}
+
+// quotedRunes reports whether s calls for quotes, rune by rune, as
+// slog's text handler judges it.
+func quotedRunes(s string) bool {
+	for _, r := range s {
+		if r < utf8.RuneSelf {
+			if quoted[r] {
+				return true
+			}
+			continue
+		}
+		if r == utf8.RuneError || unicode.IsSpace(r) || !unicode.IsPrint(r) {
+			return true
+		}
+	}
+	return false
 }
 
 // quoted marks the bytes that make appendValue quote a value.
@@ -198,6 +222,10 @@ var quoted = func() (t [256]bool) {
 		t[c] = true
 	}
 	for _, c := range []byte{0x7f, ' ', '"', '=', '\\'} {
+		t[c] = true
+	}
+	// Beyond ASCII: the value's runes decide (quotedRunes).
+	for c := utf8.RuneSelf; c < 256; c++ {
 		t[c] = true
 	}
 	return t

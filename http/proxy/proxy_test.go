@@ -1,6 +1,8 @@
 package proxy
 
 import (
+	"log/slog"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -85,16 +87,56 @@ func FuzzHostOf(f *testing.F) {
 	})
 }
 
-// appendValue quotes a value exactly when slog's text handler would
-// for the characters it checks: empty, a space, a quote, '=', a
-// backslash or a control character; other bytes (UTF-8 too) pass bare.
+// appendValue quotes a value when slog's text handler would (empty, a
+// space, a quote, '=', a control character, or beyond ASCII a rune that
+// is not printable or is a space, such as a right-to-left override, or
+// no rune at all), and also for a backslash or DEL, which slog leaves
+// bare; anything else passes bare.
 func TestAppendValue(t *testing.T) {
 	for v, want := range map[string]string{
 		"": `""`, "a.p2p": "a.p2p", "/x y": `"/x y"`, `a"b`: `"a\"b"`, "k=v": `"k=v"`, `a\b`: `"a\\b"`,
-		"a\tb": `"a\tb"`, "a\x7fb": `"a\x7fb"`, "/é": "/é", "hs://ab": "hs://ab",
+		"a\tb": `"a\tb"`, "a\x7fb": `"a\x7fb"`, "/é": "/é", "hs://ab": "hs://ab", "日本.p2p": "日本.p2p",
+		"evil\u202e.p2p": `"evil\u202e.p2p"`, "a\u00a0b": `"a\u00a0b"`, "a\u200bb": `"a\u200bb"`,
+		"\xff": `"\xff"`, "/ü\xc3": `"/ü\xc3"`, "a\u2028b": `"a\u2028b"`,
 	} {
 		if got := string(appendValue(nil, v)); got != want {
 			t.Errorf("appendValue(%q) = %s, want %s", v, got, want)
 		}
 	}
+}
+
+// FuzzAppendValue: appendValue writes a value bare or as strconv.Quote
+// writes it, quoted whenever slog's text handler quotes it, and bare
+// whenever slog leaves it bare but for a backslash or DEL.
+func FuzzAppendValue(f *testing.F) {
+	for _, s := range []string{"a.p2p", "evil\u202e.p2p", "\xff=", "a b", `a\b`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		got := string(appendValue(nil, v))
+		quoted := got == strconv.Quote(v)
+		if !quoted && got != v {
+			t.Fatalf("appendValue(%q) = %s: neither bare nor quoted", v, got)
+		}
+		slogQuotes := slogValue(v) != v
+		if slogQuotes && !quoted {
+			t.Fatalf("appendValue(%q) = %s, bare where slog quotes it", v, got)
+		}
+		if quoted && !slogQuotes && !strings.ContainsAny(v, "\\\x7f") {
+			t.Fatalf("appendValue(%q) = %s, quoted where slog leaves it bare", v, got)
+		}
+	})
+}
+
+// slogValue is v as slog's text handler writes an attribute's value.
+func slogValue(v string) string {
+	var b strings.Builder
+	h := slog.NewTextHandler(&b, &slog.HandlerOptions{ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
+		if len(groups) == 0 && (a.Key == slog.TimeKey || a.Key == slog.LevelKey || a.Key == slog.MessageKey) {
+			return slog.Attr{}
+		}
+		return a
+	}})
+	slog.New(h).Info("", "v", v)
+	return strings.TrimSuffix(strings.TrimPrefix(b.String(), "v="), "\n")
 }
