@@ -3,8 +3,10 @@ package proxy
 import (
 	"bufio"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
+	"net/http/httputil"
 	"strings"
 	"testing"
 	"time"
@@ -86,40 +88,124 @@ func (r *piecesReader) Read(p []byte) (int, error) {
 }
 
 // TestBothLengthsAcrossReads: however a chunked answer's head is cut
-// between two reads, after an answer read before it on the connection,
-// a Content-Length in the head is found when the head came in one read
-// and never found where there is none (not in the answer before, a
-// field that ends in the name, or the body after).
+// between two reads, on a fresh reader or after an answer (or an
+// informational one) read before it on the same reader, a
+// Content-Length in the head is found, and never found where there is
+// none (not in the answer before, a field that ends in the name, or the
+// body after).
 func TestBothLengthsAcrossReads(t *testing.T) {
-	first := "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
-	body := "1c\r\n\r\nContent-Length: 1\r\n\r\nxxxx\r\n0\r\n\r\n"
+	chunk := "\r\nContent-Length: 1\r\n\r\nxxxx" // a head's line in the body
+	body := fmt.Sprintf("%x\r\n%s\r\n0\r\n\r\n", len(chunk), chunk)
+	for _, before := range []string{"", "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok", "HTTP/1.1 103 Early Hints\r\nContent-Length: 9\r\n\r\n"} {
+		for _, tc := range []struct {
+			head string
+			both bool
+		}{
+			{"HTTP/1.1 200 OK\r\nX-Content-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n", false},
+			{"HTTP/1.1 200 OK\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n", true},
+			{"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n", true},
+			{"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nX-Pad: " + strings.Repeat("p", 300) + "\r\ncontent-length : 3\r\n\r\n", true},
+		} {
+			for i := 0; i <= len(tc.head); i++ {
+				pieces := []string{before + tc.head[:i], tc.head[i:] + body}
+				if before != "" && i == 0 {
+					pieces = []string{before, tc.head + body}
+				}
+				br := bufio.NewReaderSize(&piecesReader{pieces: pieces}, 4096)
+				var resp fasthttp.Response
+				if strings.Contains(before, " 200 ") {
+					if err := readHead(&resp, br); err != nil {
+						t.Fatal(err)
+					}
+					if err := resp.ReadBody(br, 0); err != nil {
+						t.Fatal(err)
+					}
+					resp.Reset()
+				}
+				err := readHead(&resp, br)
+				switch {
+				case !tc.both && err != nil:
+					t.Fatalf("after %q, %q cut at %d: %v", before, tc.head, i, err)
+				case tc.both && !errors.Is(err, errBothLengths):
+					t.Fatalf("after %q, %q cut at %d: %v, want errBothLengths", before, tc.head, i, err)
+				case !tc.both:
+					if b, err := io.ReadAll(httputilChunked(br)); err != nil || string(b) != chunk {
+						t.Fatalf("after %q, %q cut at %d: body %q %v", before, tc.head, i, b, err)
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestOldAnswerWithCoding: an HTTP/1.0 answer with a Transfer-Encoding
+// (RFC 9112 §6.1: its framing is faulty) is read as nginx reads it:
+// chunked when that is its one coding, its upstream connection closed
+// after it even when the answer says keep-alive, and a 502 with a
+// Content-Length beside it (the two framings end it in different
+// places) or with another coding; one without the field is read as
+// HTTP/1.0 frames it. Each is asked once.
+func TestOldAnswerWithCoding(t *testing.T) {
+	addr, conns := scriptedUpstream(t, map[string]string{
+		"/sized":   "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello",
+		"/chunked": "HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n",
+		"/lf":      "HTTP/1.0 200 OK\nConnection: keep-alive\nTransfer-Encoding: chunked\n\n5\r\nhello\r\n0\r\n\r\n",
+		"/both":    "HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nTransfer-Encoding: chunked\r\nContent-Length: 10\r\n\r\n5\r\nhello\r\n0\r\n\r\n",
+		"/gzip":    "HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nTransfer-Encoding: gzip\r\n\r\nhello",
+		"/other":   "HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nTransfer-Encoding: gzip, chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n",
+		"/plain":   "HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 5\r\n\r\nhello",
+	})
+	s := New(Deps{HTTPAddr: "127.0.0.1:0", HTTPSAddr: "127.0.0.1:0", AdminDomain: "admin.p2p",
+		View: publishedView(map[string]string{"pool.p2p": "hs://pool"}), Dialer: tcpDialer{"hs://pool": addr}})
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Shutdown)
+	edge, _ := s.Addrs()
+	tr := &http.Transport{MaxIdleConnsPerHost: 1}
+	t.Cleanup(tr.CloseIdleConnections)
+	c := &http.Client{Transport: tr, Timeout: 10 * time.Second}
+	get := func(path string) (int, string) {
+		t.Helper()
+		req, _ := http.NewRequest("GET", "http://"+edge.String()+path, nil)
+		req.Host = "pool.p2p"
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
 	for _, tc := range []struct {
-		head string
-		both bool
+		path   string
+		status int
+		body   string
+		kept   bool // the upstream connection serves the next request
 	}{
-		{"HTTP/1.1 200 OK\r\nX-Content-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n", false},
-		{"HTTP/1.1 200 OK\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n", true},
-		{"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n", true},
+		{"/chunked", 200, "hello", false},
+		{"/lf", 200, "hello", false},
+		{"/both", 502, "Content-Length and Transfer-Encoding", false},
+		{"/gzip", 502, "other than chunked", false},
+		{"/other", 502, "other than chunked", false},
+		{"/plain", 200, "hello", true},
 	} {
-		for i := 0; i <= len(tc.head); i++ {
-			br := bufio.NewReaderSize(&piecesReader{pieces: []string{first + tc.head[:i], tc.head[i:] + body}}, 4096)
-			var resp fasthttp.Response
-			if err := readHead(&resp, br); err != nil {
-				t.Fatal(err)
-			}
-			if err := resp.ReadBody(br, 0); err != nil {
-				t.Fatal(err)
-			}
-			resp.Reset()
-			err := readHead(&resp, br)
-			switch {
-			case !tc.both && err != nil:
-				t.Fatalf("%q cut at %d: %v", tc.head, i, err)
-			case tc.both && (i == 0 || i == len(tc.head)) && !errors.Is(err, errBothLengths):
-				t.Fatalf("%q in one read: %v, want errBothLengths", tc.head, err)
-			case err != nil && !errors.Is(err, errBothLengths):
-				t.Fatalf("%q cut at %d: %v", tc.head, i, err)
-			}
+		if st, body := get("/sized"); st != 200 || body != "hello" {
+			t.Fatalf("before %s: %d %q", tc.path, st, body)
+		}
+		n := conns.Load()
+		st, body := get(tc.path)
+		if st != tc.status || tc.status == 200 && body != tc.body || tc.status != 200 && !strings.Contains(body, tc.body) {
+			t.Fatalf("%s: %d %q, want %d %q", tc.path, st, body, tc.status, tc.body)
+		}
+		if got := conns.Load(); got != n {
+			t.Fatalf("%s: asked on %d new upstream connections, want none (the one kept)", tc.path, got-n)
+		}
+		if st, body := get("/sized"); st != 200 || body != "hello" {
+			t.Fatalf("after %s: %d %q", tc.path, st, body)
+		}
+		if kept := conns.Load() == n; kept != tc.kept {
+			t.Fatalf("after %s: connection kept %v, want %v", tc.path, kept, tc.kept)
 		}
 	}
 }
@@ -157,3 +243,6 @@ func TestUpstreamOddHeads(t *testing.T) {
 		}
 	}
 }
+
+// httputilChunked reads a chunked body from br.
+func httputilChunked(br *bufio.Reader) io.Reader { return httputil.NewChunkedReader(br) }

@@ -507,7 +507,7 @@ func retryable(err error, reused bool) bool {
 	if staleConn(err) {
 		return true
 	}
-	if errors.Is(err, errBothLengths) { // an answer, refused
+	if errors.Is(err, errBothLengths) || errors.Is(err, errOldCoding) { // an answer, refused
 		return false
 	}
 	return reused && !errors.Is(timedOut(err), fasthttp.ErrTimeout)

@@ -84,8 +84,8 @@ func headReadError(err error, read int) error {
 	return fmt.Errorf("error when reading response headers: %w: buffer size=%d", err, read)
 }
 
-// readLFHead reads the n-byte head lfHead found at the front of br into
-// h, its lone LFs written as CRLF, and takes it off br.
+// readLFHead reads the n-byte head lfHead (or headEnd) found at the
+// front of br into h, its lone LFs written as CRLF, and takes it off br.
 func readLFHead(h *fasthttp.ResponseHeader, br *bufio.Reader, n int) error {
 	raw, _ := br.Peek(n)
 	fixed := make([]byte, 0, n+bytes.Count(raw, []byte{'\n'}))

@@ -18,8 +18,9 @@ import (
 
 // scriptedUpstream answers each request with the raw bytes answers
 // gives for its path (nil: the connection closes); a path with "cut" in
-// it sends (part of) its answer and closes, as does an answer in HTTP/1.0 or with
-// Connection: close after it. conns counts the connections it
+// it sends (part of) its answer and closes, as does an answer in HTTP/1.0
+// (but one that says Connection: keep-alive) or with Connection: close
+// after it. conns counts the connections it
 // accepted.
 func scriptedUpstream(t *testing.T, answers map[string]string) (addr string, conns *atomic.Int64) {
 	t.Helper()
@@ -52,7 +53,7 @@ func scriptedUpstream(t *testing.T, answers map[string]string) (addr string, con
 					if _, err := io.WriteString(c, a); err != nil {
 						return
 					}
-					if strings.Contains(a, "Connection: close") || strings.HasPrefix(a, "HTTP/1.0") || strings.Contains(req.URL.Path, "cut") {
+					if strings.Contains(a, "Connection: close") || strings.HasPrefix(a, "HTTP/1.0") && !strings.Contains(a, "keep-alive") || strings.Contains(req.URL.Path, "cut") {
 						return
 					}
 				}

@@ -78,7 +78,12 @@
 // request line cannot carry as it came (headcheck.go). A chunked body
 // whose chunks cannot be read is the client's 400, not the upstream's
 // 502. An upstream's answer that carries both Content-Length and
-// Transfer-Encoding is a 502, as nginx has it (errBothLengths).
+// Transfer-Encoding is a 502, as nginx has it (errBothLengths), however
+// its head was cut between reads. An HTTP/1.0 answer with a
+// Transfer-Encoding (RFC 9112 §6.1: faulty framing) is read as nginx
+// reads it: chunked when that is its one coding, and its upstream
+// connection is closed after it, never reused; with a Content-Length
+// too, or another coding, it is a 502 (framingFault).
 // Hop-by-hop headers (Upgrade among them; a WebSocket upgrade goes with
 // "Connection: Upgrade" and "Upgrade: websocket" written anew) are not
 // passed on, nor are the headers a Connection header names (RFC 9110

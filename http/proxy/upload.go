@@ -135,30 +135,42 @@ const answerGrace = time.Second
 
 // readHead reads the upstream's answer head, past informational ones
 // (100 Continue and the like), in CRLF or lone LF lines (lfhead.go). An
-// answer that declares its length both ways is refused (errBothLengths).
+// answer whose framing could be read two ways is refused
+// (framingFault).
+//
+// The head is looked at as it came only when its framing asks for it
+// (suspect: a chunked answer, or one in HTTP/1.0), and then whole,
+// however it came in reads: fasthttp reads a head by peeking at br
+// until it holds the whole head, and a peek moves br's bytes to the
+// buffer's start only when something was read before them. On a fresh
+// reader (every exchange's first head) the head so lies at the
+// buffer's start whatever its reads, and is found there once fasthttp
+// has read it (wholeHead); a head after an informational one is found
+// whole in br first (headEnd), and read from what was found. An answer
+// neither chunked nor in HTTP/1.0 costs no look.
 func readHead(resp *fasthttp.Response, br *bufio.Reader) error {
 	for range 100 {
 		n, err := lfHead(br)
-		both := false // a Content-Length field in the head as it came
+		if err == nil && n == 0 && !atStart(br) {
+			n, err = headEnd(br)
+		}
+		var raw []byte // the head as it came, when it is to be looked at
 		switch {
 		case err != nil:
 		case n > 0:
-			raw, _ := br.Peek(n)
-			both = declaresLength(raw) // before readLFHead takes it
+			raw, _ = br.Peek(n) // still in br's buffer once readLFHead took it
 			err = readLFHead(&resp.Header, br, n)
 		default:
-			// What br holds before fasthttp takes the head from it: not
-			// looked at unless the answer is chunked.
-			pre, _ := br.Peek(br.Buffered())
-			if err = resp.Header.Read(br); err == nil && resp.Header.ContentLength() == -1 {
-				both = declaresLength(taken(pre, br))
+			pre, _ := br.Peek(br.Buffered()) // from the buffer's start (atStart)
+			if err = resp.Header.Read(br); err == nil && suspect(&resp.Header) {
+				raw = wholeHead(pre, br)
 			}
+		}
+		if err == nil && raw != nil {
+			err = framingFault(&resp.Header, raw)
 		}
 		if err != nil {
 			return err
-		}
-		if both && resp.Header.ContentLength() == -1 {
-			return errBothLengths
 		}
 		switch code := resp.StatusCode(); {
 		case code == fasthttp.StatusSwitchingProtocols:
@@ -179,51 +191,137 @@ func readHead(resp *fasthttp.Response, br *bufio.Reader) error {
 // start elsewhere), and nginx refuses it: so does the edge, with a 502,
 // and the connection is closed, its request not asked again
 // (retryable). The edge refuses such a request from a client too
-// (bothFramings).
-//
-// fasthttp keeps no trace of the Content-Length of a chunked answer, so
-// the head is looked at as it came (declaresLength), only when the
-// answer is chunked, and only as far as it is still in the read buffer
-// (taken): a head that came in one read (nearly every one: heads are a
-// few hundred bytes) is looked at whole; one that came in pieces is
-// looked at in part or not at all, and fasthttp's reading (the
-// Transfer-Encoding wins, the Content-Length is not passed on) stands.
+// (bothFramings). fasthttp keeps no trace of the Content-Length of a
+// chunked answer: the head is looked at as it came (readHead), whole
+// however it was cut between reads.
 var errBothLengths = errors.New("upstream declared its answer's length twice: Content-Length and Transfer-Encoding")
 
-// taken is the head fasthttp just read from br, as it was in pre (what
-// br held before): all of it when br read nothing more meanwhile, else
-// its tail, or nil when that cannot be told. A read that moved br's
-// buffer is told by the capacities: pre and br's unread bytes lie in
-// one array, as many bytes apart as the head is long, only while it did
-// not move; where it moved and they still are, pre holds the head's
-// bytes from where it began in the array (its tail). Either way no byte
-// of pre[:n] is past the head's end.
-func taken(pre []byte, br *bufio.Reader) []byte {
-	n := len(pre) - br.Buffered()
-	rest, _ := br.Peek(0)
-	if n <= 0 || cap(pre)-cap(rest) != n {
-		return nil
-	}
-	return pre[:n]
+// errOldCoding: an HTTP/1.0 answer with a Transfer-Encoding that is not
+// one "chunked" field (framingFault).
+var errOldCoding = errors.New("upstream answered in HTTP/1.0 with a Transfer-Encoding other than chunked")
+
+// suspect reports whether an answer's head is to be looked at as it
+// came: chunked (a Content-Length beside it is lost), or in HTTP/1.0
+// (fasthttp drops its Transfer-Encoding unread).
+func suspect(h *fasthttp.ResponseHeader) bool {
+	return h.ContentLength() == -1 || !h.IsHTTP11()
 }
 
-// declaresLength reports whether a head (or its tail: its first line is
-// not looked at) has a Content-Length field before its empty line, its
-// name in any case, spaces before its colon as fasthttp takes them.
-func declaresLength(head []byte) bool {
-	_, rest, ok := bytes.Cut(head, newline)
-	for ok {
-		var line []byte
-		line, rest, ok = bytes.Cut(rest, newline)
+// framingFault checks the framing of an answer whose head raw (as it
+// came) fasthttp read into h.
+//
+//   - Content-Length and Transfer-Encoding both: errBothLengths.
+//   - An HTTP/1.0 answer with a Transfer-Encoding. fasthttp ignores the
+//     field there (as Go's net/http does) and frames the body by its
+//     Content-Length or up to the close, keeping the connection when
+//     the answer says keep-alive; RFC 9112 §6.1 says such framing is
+//     faulty and the connection is to be closed after the message.
+//     nginx reads such an answer chunked, as an HTTP/1.1 one (its
+//     Transfer-Encoding handling does not look at the version), and
+//     closes the upstream connection after it (any answer below
+//     HTTP/1.1 closes it); with a Content-Length too, or a coding
+//     other than chunked, it refuses it (502). The edge does the same:
+//     one "chunked" field alone is read chunked, the connection closed
+//     after the answer (never back to the pool); anything else is a
+//     502 (errBothLengths, errOldCoding). Only the chunked reading
+//     ends the answer where its sender said; the bytes after its last
+//     chunk, if any, go with the connection.
+func framingFault(h *fasthttp.ResponseHeader, raw []byte) error {
+	lengths, codings, chunked := fieldsOf(raw)
+	switch {
+	case lengths > 0 && (codings > 0 || h.ContentLength() == -1):
+		return errBothLengths
+	case codings == 0 || h.IsHTTP11():
+		return nil
+	case codings > 1 || !chunked:
+		return errOldCoding
+	}
+	h.SetContentLength(-1) // chunked
+	h.SetConnectionClose()
+	return nil
+}
+
+// fieldsOf counts the Content-Length and Transfer-Encoding fields of a
+// head as it came (its first line and the empty lines before it are
+// not fields), names in any case with the spaces fasthttp takes before
+// a colon; chunked: the last Transfer-Encoding's value is "chunked".
+func fieldsOf(head []byte) (lengths, codings int, chunked bool) {
+	first := true
+	for len(head) > 0 {
+		line, rest, _ := bytes.Cut(head, newline)
+		head = rest
 		line = bytes.TrimSuffix(line, carriageReturn)
-		if len(line) == 0 {
-			return false
+		if first {
+			first = len(line) == 0 // the empty lines fasthttp skips, then the status line
+			continue
 		}
-		if name, _, found := bytes.Cut(line, colon); found && strings.EqualFold(strings.TrimRight(b2s(name), " \t"), fasthttp.HeaderContentLength) {
-			return true
+		if len(line) == 0 {
+			break
+		}
+		name, value, found := bytes.Cut(line, colon)
+		if !found {
+			continue
+		}
+		switch k := strings.TrimRight(b2s(name), " \t"); {
+		case strings.EqualFold(k, fasthttp.HeaderContentLength):
+			lengths++
+		case strings.EqualFold(k, fasthttp.HeaderTransferEncoding):
+			codings++
+			chunked = strings.EqualFold(b2s(trimSpace(value)), "chunked")
 		}
 	}
-	return false
+	return lengths, codings, chunked
+}
+
+// atStart reports whether br's unread bytes begin at its buffer's
+// start: a peek that reads more then moves nothing.
+func atStart(br *bufio.Reader) bool {
+	p, _ := br.Peek(0)
+	return cap(p) == br.Size()
+}
+
+// wholeHead is the head fasthttp just read from br, given pre, what br
+// held before (from its buffer's start: atStart). Every read fasthttp
+// asked for meanwhile appended to the buffer, and the head is what it
+// took from the start.
+func wholeHead(pre []byte, br *bufio.Reader) []byte {
+	rest, _ := br.Peek(0)
+	return pre[:cap(pre)-cap(rest)]
+}
+
+// headEnd returns the length of the head at the front of br, up to and
+// with its first empty line (CRLF or lone LF), reading from br's source
+// until it has come; 0 when it does not fit br's buffer (fasthttp says
+// so). Read errors as lfHead's.
+func headEnd(br *bufio.Reader) (int, error) {
+	n := 1
+	for {
+		if b, err := br.Peek(n); len(b) < n {
+			if err == bufio.ErrBufferFull {
+				return 0, nil
+			}
+			return 0, headReadError(err, len(b))
+		}
+		b, _ := br.Peek(br.Buffered())
+		at, started := 0, false
+		for {
+			i := bytes.IndexByte(b[at:], '\n')
+			if i < 0 {
+				break
+			}
+			line := bytes.TrimSuffix(b[at:at+i], carriageReturn)
+			at += i + 1
+			if len(line) > 0 {
+				started = true
+			} else if started {
+				return at, nil
+			}
+		}
+		if len(b) >= br.Size() {
+			return 0, nil
+		}
+		n = len(b) + 1
+	}
 }
 
 var (
