@@ -14,13 +14,17 @@ import (
 //
 //   - A request with a body for a route the edge serves (a p2p domain,
 //     the admin domain, a plugin's) gets 100 Continue, then its body is
-//     read and passed on as any other. The admin API and plugins refuse
-//     a body over their limit (413) after the 100, as they refuse one
-//     sent without Expect.
+//     read and passed on as any other. A chunked body the admin API or
+//     a plugin finds over its limit once read is refused (413) after
+//     the 100, as one sent without Expect.
 //   - One the edge refuses whatever its body (no Host, a head it
-//     refuses, a host not served here) gets its error at once, with no
-//     100 Continue, its body unread, and the connection is closed after
-//     the answer (lingering: the client may send its body anyway).
+//     refuses, a host not served here), or whose declared length is
+//     over the limit of the route served in-process it goes to
+//     (admin.MaxBody, pluginweb.MaxBody: 413), gets its error at once,
+//     with no 100 Continue, its body unread, and the connection is
+//     closed after the answer (lingering: the client may send its body
+//     anyway). nginx answers so (413 for a Content-Length over
+//     client_max_body_size, before any 100).
 //   - One with no body (no Content-Length or a zero one, not chunked)
 //     gets no 100 Continue: there is nothing to wait for, and a client
 //     that read a 100 before the answer would take it for the answer

@@ -9,6 +9,11 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"peerdns/http/admin"
+	"peerdns/http/pluginweb"
 )
 
 // echoUpstream answers each request with what it saw of it: its Expect
@@ -163,5 +168,71 @@ func TestExpectRefused(t *testing.T) {
 	}
 	if n, err := br.Read(make([]byte, 1)); err != io.EOF {
 		t.Fatalf("after the 404: %d bytes, %v; want the connection closed", n, err)
+	}
+}
+
+// stubSites serves one plugin domain whose site is never reached.
+type stubSites struct{}
+
+// stubSite is a plugin that no request reaches (its methods are never
+// called).
+type stubSite struct{ pluginweb.Site }
+
+func (stubSites) Site(domain string) pluginweb.Site {
+	if domain == "plug.p2p" {
+		return stubSite{}
+	}
+	return nil
+}
+
+// TestExpectOverLimit: a request that expects 100-continue and declares
+// a body over the limit of the admin API or a plugin gets its 413 at
+// once, with no 100 Continue and its body unread, and the connection
+// closes (nginx answers so); one within the limit gets 100 Continue.
+func TestExpectOverLimit(t *testing.T) {
+	s := New(Deps{HTTPAddr: "127.0.0.1:0", HTTPSAddr: "127.0.0.1:0", AdminDomain: "admin.p2p",
+		Admin:   func(ctx *fasthttp.RequestCtx) { ctx.SetBodyString("admin") },
+		Plugins: stubSites{}})
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Shutdown)
+	edge, _ := s.Addrs()
+	send := func(head string) (net.Conn, *bufio.Reader) {
+		c, err := net.Dial("tcp", edge.String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+		if _, err := io.WriteString(c, head); err != nil {
+			t.Fatal(err)
+		}
+		return c, bufio.NewReader(c)
+	}
+	for host, limit := range map[string]int{"admin.p2p": admin.MaxBody, "plug.p2p": pluginweb.MaxBody} {
+		_, br := send(fmt.Sprintf("POST /a HTTP/1.1\r\nHost: %s\r\nExpect: 100-continue\r\nContent-Length: %d\r\n\r\n", host, limit+1))
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", host, err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusRequestEntityTooLarge {
+			t.Fatalf("%s, %d bytes declared: %d, want 413 with no 100 Continue", host, limit+1, resp.StatusCode)
+		}
+		if rest, err := io.ReadAll(br); err != nil || len(rest) > 0 {
+			t.Fatalf("%s: after the 413: %q, %v; want the connection closed", host, rest, err)
+		}
+	}
+	c, br := send("POST /a HTTP/1.1\r\nHost: admin.p2p\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n")
+	if line := statusLine(t, br); line != "HTTP/1.1 100 Continue" {
+		t.Fatalf("admin within its limit: %q, want 100 Continue", line)
+	}
+	if _, err := io.WriteString(c, "hello"); err != nil {
+		t.Fatal(err)
+	}
+	if resp, err := http.ReadResponse(br, nil); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("admin within its limit: %v %v", resp, err)
 	}
 }

@@ -482,10 +482,10 @@ func (s *Server) answer(ctx *fasthttp.RequestCtx, start time.Time, refusalsOnly 
 	host := hostOf(raw)
 	switch {
 	case host == s.d.AdminDomain && s.d.Admin != nil:
-		if refusalsOnly {
-			return false
-		}
 		upstream = "admin"
+		if refusalsOnly {
+			return s.refuseDeclared(ctx, admin.MaxBody)
+		}
 		held, ok := s.wholeBody(ctx, admin.MaxBody)
 		if !ok {
 			return
@@ -496,10 +496,10 @@ func (s *Server) answer(ctx *fasthttp.RequestCtx, start time.Time, refusalsOnly 
 	}
 	if s.d.Plugins != nil {
 		if rt := s.d.Plugins.Site(host); rt != nil {
-			if refusalsOnly {
-				return false
-			}
 			upstream = "plugin:" + host
+			if refusalsOnly {
+				return s.refuseDeclared(ctx, pluginweb.MaxBody)
+			}
 			held, ok := s.wholeBody(ctx, pluginweb.MaxBody)
 			if !ok {
 				return
@@ -523,6 +523,19 @@ func (s *Server) answer(ctx *fasthttp.RequestCtx, start time.Time, refusalsOnly 
 	}
 	page(ctx, fasthttp.StatusNotFound, "Not Found", "No site is served for "+host+" on this node.")
 	return
+}
+
+// refuseDeclared answers 413 for a request to a route served
+// in-process whose declared body is over the route's limit (what
+// wholeBody would answer once it had sent 100 Continue), in the
+// refusals-only pass (expect.go); false, and nothing answered, for any
+// other.
+func (s *Server) refuseDeclared(ctx *fasthttp.RequestCtx, limit int) bool {
+	if ctx.Request.Header.ContentLength() <= limit {
+		return false
+	}
+	s.refuseBody(ctx, fasthttp.StatusRequestEntityTooLarge, "Content Too Large")
+	return true
 }
 
 // hostAndPath is the request's Host and path as strings, made in one
