@@ -11,6 +11,7 @@ import (
 	"net/http/httputil"
 	"net/netip"
 	"net/url"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,6 +19,7 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
+	"golang.org/x/net/http/httpguts"
 
 	"peerdns/http/admin"
 	"peerdns/http/pluginweb"
@@ -454,9 +456,31 @@ func (s *Server) route(rw http.ResponseWriter, r *http.Request) {
 	// A short body is read before the answer (up to SmallBody), so the
 	// stream ends as the client sent it and errors in its body (a
 	// content-length that does not match, bad flow control) are seen
-	// as such, not raced by the answer; a longer one is reset.
-	_, _ = io.Copy(io.Discard, io.LimitReader(r.Body, SmallBody))
+	// as such, not raced by the answer; a longer one is reset. Not one
+	// whose client waits for 100 Continue: reading it would send the
+	// 100, and the edge refuses it at once, as over HTTP/1.1 (expect.go).
+	if !awaitsContinue(r) {
+		_, _ = io.Copy(io.Discard, io.LimitReader(r.Body, SmallBody))
+	}
 	httpPage(w, http.StatusNotFound, "Not Found", "No site is served for "+host+" on this node.")
+}
+
+// awaitsContinue reports whether r's client holds its body back until
+// it is told 100 Continue (RFC 9113 §8.1 lets an HTTP/2 client ask so).
+// net/http's HTTP/2 server takes the Expect field away and sends the
+// 100 at the body's first read, which its body's needsContinue tells
+// (read by reflection: it is unexported; TestH2Expect fails if it goes);
+// quic-go keeps the field, and sends no 100 itself.
+func awaitsContinue(r *http.Request) bool {
+	if httpguts.HeaderValuesContainsToken(r.Header["Expect"], "100-continue") {
+		return true
+	}
+	v := reflect.ValueOf(r.Body)
+	if v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Struct {
+		return false
+	}
+	f := v.Elem().FieldByName("needsContinue")
+	return f.IsValid() && f.Kind() == reflect.Bool && f.Bool()
 }
 
 // httpPage answers a small HTML page (page's net/http twin).

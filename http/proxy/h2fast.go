@@ -226,7 +226,9 @@ const maxAttempts = 5
 // fails in the middle of a longer body resets the stream (the client
 // must not take a cut body for a whole one), as ReverseProxy does. The
 // connection goes back to the pool only when the body was read to its
-// end and neither side asked to close.
+// end and neither side asked to close. A kept connection on which the
+// upstream sent anything while it was idle is closed unused, as the
+// HTTP/1.1 edge closes it (idleSpoke).
 func (s *Server) exchange(w *h2Writer, r *http.Request, d *view.Domain, req *fasthttp.Request, resp *fasthttp.Response) {
 	hc := s.client(d).hc
 	ctx := r.Context()
@@ -239,8 +241,22 @@ func (s *Server) exchange(w *h2Writer, r *http.Request, d *view.Domain, req *fas
 			err = aerr
 			break
 		}
-		conn := cc.Conn()
 		reused := !cc.LastUseTime().IsZero() // set when a connection goes back to the pool; CloseConn resets it
+		for reused && idleSpoke(cc.Conn()) {
+			// Closed unused, as poolTransport closes one: what the
+			// upstream sent while it was idle would be read as this
+			// request's answer.
+			hc.CloseConn(cc)
+			if cc, aerr = hc.AcquireConn(s.d.UpstreamTimeout, false); aerr != nil {
+				break
+			}
+			reused = !cc.LastUseTime().IsZero()
+		}
+		if aerr != nil {
+			err = aerr
+			break
+		}
+		conn := cc.Conn()
 		var halt func()
 		if mc := movingOf(conn); mc != nil {
 			halt = mc.halter()
