@@ -101,7 +101,8 @@
 // (expect.go): 100 Continue only once a request with a body is routed
 // to a site served here, an error at once (no 100 first) for one the
 // edge refuses, nothing for a request with no body; the Expect header
-// is not passed upstream.
+// is not passed upstream. An HTTP/2 client's expectation (RFC 9113
+// §8.1) is answered the same way (h2.go, awaitsContinue).
 //
 // HTTPS: the certificate is the node CA's leaf for the SNI name
 // (internal/certs: issued on first use, then cached). A name that is not

@@ -161,8 +161,11 @@ func readHead(resp *fasthttp.Response, br *bufio.Reader) error {
 			raw, _ = br.Peek(n) // still in br's buffer once readLFHead took it
 			err = readLFHead(&resp.Header, br, n)
 		default:
-			pre, _ := br.Peek(br.Buffered()) // from the buffer's start (atStart)
+			pre, _ := br.Peek(br.Buffered()) // from the buffer's start (atStart), but for a head headEnd found no end of
 			if err = resp.Header.Read(br); err == nil && suspect(&resp.Header) {
+				if cap(pre) != br.Size() {
+					return errUnchecked
+				}
 				raw = wholeHead(pre, br)
 			}
 		}
@@ -199,6 +202,10 @@ var errBothLengths = errors.New("upstream declared its answer's length twice: Co
 // errOldCoding: an HTTP/1.0 answer with a Transfer-Encoding that is not
 // one "chunked" field (framingFault).
 var errOldCoding = errors.New("upstream answered in HTTP/1.0 with a Transfer-Encoding other than chunked")
+
+// errUnchecked: a head that needed a look could not be had whole (one
+// that fasthttp read where headEnd found no end: not expected).
+var errUnchecked = errors.New("upstream answer's head could not be checked whole")
 
 // suspect reports whether an answer's head is to be looked at as it
 // came: chunked (a Content-Length beside it is lost), or in HTTP/1.0
