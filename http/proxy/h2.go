@@ -445,6 +445,7 @@ func (s *Server) route(rw http.ResponseWriter, r *http.Request) {
 					return
 				}
 				defer slot.release()
+				continueH3(w, r)
 				if viaPool(r) && s.forwardPool(w, r, d) {
 					return
 				}
@@ -483,6 +484,21 @@ func awaitsContinue(r *http.Request) bool {
 	return f.IsValid() && f.Kind() == reflect.Bool && f.Bool()
 }
 
+// continueH3 answers an HTTP/3 request's "Expect: 100-continue" once
+// the edge will read its body: quic-go's server sends no 100 Continue
+// itself (net/http's HTTP/2 one sends it at the body's first read), and
+// a client would wait for it. The field is taken away, as the HTTP/1.1
+// edge takes it away: the upstream is not to answer it again.
+func continueH3(w http.ResponseWriter, r *http.Request) {
+	if r.ProtoMajor != 3 || !httpguts.HeaderValuesContainsToken(r.Header["Expect"], "100-continue") {
+		return
+	}
+	delete(r.Header, "Expect")
+	if r.ContentLength != 0 {
+		w.WriteHeader(http.StatusContinue)
+	}
+}
+
 // httpPage answers a small HTML page (page's net/http twin).
 func httpPage(w http.ResponseWriter, status int, title, msg string) {
 	var ctx fasthttp.RequestCtx
@@ -514,6 +530,7 @@ func (s *Server) fastBridge(w http.ResponseWriter, r *http.Request, h fasthttp.R
 		}
 		defer s.budget.give(want)
 	}
+	continueH3(w, r)
 	body, err := io.ReadAll(io.LimitReader(r.Body, int64(limit)+1))
 	switch {
 	case err != nil:
