@@ -1,0 +1,160 @@
+package tunnel
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"peerdns/internal/testutil"
+)
+
+// A service that ends its write side only (half-close) while the client
+// goes on sending: the client sees the end of the service's data, and
+// everything it sends afterwards still reaches the service, which sees
+// the client's own end in turn.
+func TestServiceHalfCloseKeepsUpload(t *testing.T) {
+	for _, quic := range []bool{false, true} {
+		t.Run(fmt.Sprintf("quic=%v", quic), func(t *testing.T) {
+			testutil.NoLeaks(t)
+			tn := newTestNet(t, quic)
+			a, b := tn.node(nil), tn.node(nil)
+			connect(t, a, b)
+			got := make(chan int64, 1)
+			target := tcpServer(t, func(c net.Conn) {
+				_, _ = c.Write([]byte("hello"))
+				_ = c.(*net.TCPConn).CloseWrite()
+				n, err := io.Copy(io.Discard, c) // ends on the client's FIN
+				if err != nil {
+					n = -1
+				}
+				got <- n
+			})
+			_, url := a.createServer(targetOpts(target))
+			b.own("hc.p2p")
+			_, addr := b.createClient("hc.p2p", url)
+			c, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			_ = c.SetDeadline(time.Now().Add(20 * time.Second))
+			head, err := io.ReadAll(c)
+			if err != nil || string(head) != "hello" {
+				t.Fatalf("service's data %q, %v", head, err)
+			}
+			const upload = 4 << 20
+			if _, err := c.Write(make([]byte, upload)); err != nil {
+				t.Fatalf("write after the service's half-close: %v", err)
+			}
+			if err := c.(*net.TCPConn).CloseWrite(); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case n := <-got:
+				if n != upload {
+					t.Fatalf("service got %d bytes, want %d", n, upload)
+				}
+			case <-time.After(20 * time.Second):
+				t.Fatal("service never saw the client's end")
+			}
+			// The client's side ends cleanly too.
+			if n, err := c.Read(make([]byte, 1)); n != 0 || err != io.EOF {
+				t.Fatalf("client read after both ends: %d, %v", n, err)
+			}
+		})
+	}
+}
+
+// A local client that connects and never reads while the service
+// streams: the service's writes stop once the buffers on the way are
+// full (flow control from the client's socket back to the service), and
+// what it wrote stays far below what it could have written.
+func TestNeverReadingClientBoundsBuffers(t *testing.T) {
+	testutil.NoLeaks(t)
+	tn := newTestNet(t, true)
+	a, b := tn.node(nil), tn.node(nil)
+	connect(t, a, b)
+	var written atomic.Int64
+	target := tcpServer(t, func(c net.Conn) {
+		buf := make([]byte, 64<<10)
+		for {
+			n, err := c.Write(buf)
+			written.Add(int64(n))
+			if err != nil {
+				return
+			}
+		}
+	})
+	_, url := a.createServer(targetOpts(target))
+	b.own("slow.p2p")
+	_, addr := b.createClient("slow.p2p", url)
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.(*net.TCPConn).SetReadBuffer(64 << 10)
+	// Wait for the service to stall: the count stays put for a while.
+	const bound = 64 << 20
+	last, since := int64(-1), time.Now()
+	testutil.Eventually(t, 60*time.Second, func() error {
+		n := written.Load()
+		if n > bound {
+			t.Fatalf("service wrote %d bytes to a client that reads nothing (bound %d)", n, bound)
+		}
+		if n != last {
+			last, since = n, time.Now()
+			return fmt.Errorf("still writing (%d bytes)", n)
+		}
+		if time.Since(since) < time.Second {
+			return errors.New("not stalled long enough")
+		}
+		return nil
+	})
+	t.Logf("service stalled after %d bytes", last)
+	// The stalled connection is intact: what was buffered arrives.
+	_ = c.SetReadDeadline(time.Now().Add(20 * time.Second))
+	if _, err := io.ReadFull(c, make([]byte, 1<<20)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A client that opens connections, sends part of a request and resets
+// them, many times over: every connection is gone afterwards on both
+// nodes (open counters back to zero, no goroutine left), and the tunnel
+// still works.
+func TestAbandonedConnectionsAreReclaimed(t *testing.T) {
+	testutil.NoLeaks(t)
+	tn := newTestNet(t, true)
+	a, b := tn.node(nil), tn.node(nil)
+	connect(t, a, b)
+	sid, url := a.createServer(targetOpts(echoServer(t)))
+	b.own("rst.p2p")
+	cid, addr := b.createClient("rst.p2p", url)
+	const n = 1000
+	for i := 0; i < n; i++ {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i%2 == 0 {
+			_, _ = c.Write(bytes.Repeat([]byte{'x'}, 100))
+		}
+		tcpAbort(c)
+	}
+	testutil.Eventually(t, 60*time.Second, func() error {
+		s, c := a.server(sid).Info, b.client(cid).Info
+		if s.ConnectionsOpen != 0 || c.ConnectionsOpen != 0 {
+			return fmt.Errorf("open: server %d, client %d", s.ConnectionsOpen, c.ConnectionsOpen)
+		}
+		return nil
+	})
+	if err := dialEcho(addr, []byte("still works")); err != nil {
+		t.Fatal(err)
+	}
+}
