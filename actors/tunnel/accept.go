@@ -25,7 +25,21 @@ type serverHandle struct {
 	conns  *connSet
 	ev     *events
 	dial   time.Duration // target dial timeout
+
+	streams    atomic.Int64 // TCP connections carried now (streams and local clients)
+	maxStreams int64        // cap of streams (Deps.MaxStreamsPerTunnel)
 }
+
+// acquire takes one of the tunnel's connection places; false at the cap.
+func (h *serverHandle) acquire() bool {
+	if h.streams.Add(1) > h.maxStreams {
+		h.streams.Add(-1)
+		return false
+	}
+	return true
+}
+
+func (h *serverHandle) release() { h.streams.Add(-1) }
 
 // dialTarget connects to the server's target.
 func (h *serverHandle) dialTarget(ctx context.Context) (net.Conn, error) {
@@ -161,6 +175,12 @@ func (a *acceptor) serve(c transport.Conn, s transport.Stream) {
 		return
 	}
 	defer a.reg.release(peer)
+	if !h.acquire() {
+		h.stats.fail("refused a stream from " + short(peer) + ": too many streams on this tunnel")
+		a.refuse(s, "too many streams", h.id, "refused tunnel stream: tunnel is at its stream cap", "peer", peer, "cap", h.maxStreams)
+		return
+	}
+	defer h.release()
 	h.carry(a.ctx, c, s, open.Proven)
 }
 

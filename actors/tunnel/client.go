@@ -358,18 +358,26 @@ func route(ctx context.Context, d Deps, reg *registry, k clientKey) (remote side
 		if h.udp {
 			return nil, nil, nil, fmt.Errorf("local server %s is a udp tunnel", h.id)
 		}
+		if !h.acquire() {
+			reg.refused.Add(1)
+			h.stats.fail("refused a connection of this node: too many streams on this tunnel")
+			h.ev.dataPath(slog.LevelWarn, h.id, "refused local tunnel connection: tunnel is at its stream cap", "cap", h.maxStreams)
+			return nil, nil, nil, fmt.Errorf("local server %s: too many streams", h.id)
+		}
 		tc, err := h.dialTarget(ctx)
 		if err != nil {
+			h.release()
 			h.stats.fail("dial " + h.target + ": " + err.Error())
 			return nil, nil, nil, fmt.Errorf("local server %s: dial %s: %w", h.id, h.target, err)
 		}
 		t := tcpSide{tc}
 		remove, ok := h.conns.add(t.abort)
 		if !ok {
+			h.release()
 			t.abort()
 			continue
 		}
-		return t, []*stats{h.stats}, remove, nil
+		return t, []*stats{h.stats}, func() { remove(); h.release() }, nil
 	}
 	if d.Mesh == nil {
 		return nil, nil, nil, errNoServer

@@ -84,8 +84,13 @@
 // cannot replay it on another connection. The server compares with
 // hmac.Equal. The server refuses with an Err and closes the stream —
 // "unknown tunnel", "proof refused" (missing or wrong), "too many
-// streams" (the peer has Deps.MaxStreamsPerPeer streams open; QUIC's own
-// limit of concurrent incoming streams per connection applies below it),
+// streams" (the peer has Deps.MaxStreamsPerPeer streams open, or the
+// tunnel has Deps.MaxStreamsPerTunnel connections open, from all peers
+// and this node's own clients together: one busy tunnel cannot take
+// every place of the node, as nginx's limit_conn per server; QUIC's own
+// limit of concurrent incoming streams per connection applies below
+// them; a client on the server's node is refused at the tunnel cap too,
+// its connection reset),
 // "target unreachable" (the TCP dial failed). A stream whose TunnelOpen
 // does not arrive within Deps.HandshakeTimeout, or does not decode, is
 // reset without an answer. Refusals are logged to the tunnel channel

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -157,4 +158,58 @@ func TestAbandonedConnectionsAreReclaimed(t *testing.T) {
 	if err := dialEcho(addr, []byte("still works")); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// At the per-tunnel stream cap a new connection is refused with "too
+// many streams" and counted, whichever peer it comes from and whatever
+// that peer's own count is, and so is one of a client on the server's
+// own node; open connections keep working and a freed place is usable
+// again.
+func TestStreamCapPerTunnel(t *testing.T) {
+	testutil.NoLeaks(t)
+	tn := newTestNet(t, false)
+	a := tn.node(func(d *Deps) { d.MaxStreamsPerTunnel = 2 })
+	b, c := tn.node(nil), tn.node(nil)
+	connect(t, a, b)
+	connect(t, a, c)
+	sid, url := a.createServer(targetOpts(echoServer(t)))
+	b.own("tcap.p2p")
+	c.own("tcap.p2p")
+	a.own("tcap.p2p")
+	_, baddr := b.createClient("tcap.p2p", url)
+	ccid, caddr := c.createClient("tcap.p2p", url)
+	acid, aaddr := a.createClient("tcap.p2p", url)
+	var open []net.Conn
+	for _, addr := range []string{baddr, caddr} {
+		conn, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		if err := dialEchoConn(conn, []byte("in")); err != nil {
+			t.Fatal(err)
+		}
+		open = append(open, conn)
+	}
+	before := a.refused()
+	if err := dialEcho(caddr, []byte("third")); err == nil {
+		t.Fatal("a third connection got past a tunnel cap of 2")
+	}
+	if a.refused() != before+1 || !strings.Contains(c.client(ccid).Info.LastError, "too many streams") {
+		t.Fatalf("refused %d (want %d), client lastError %q", a.refused(), before+1, c.client(ccid).Info.LastError)
+	}
+	if err := dialEcho(aaddr, []byte("local")); err == nil {
+		t.Fatal("a client on the server's node got past a tunnel cap of 2")
+	}
+	if a.refused() != before+2 || !strings.Contains(a.client(acid).Info.LastError, "too many streams") {
+		t.Fatalf("refused %d (want %d), local client lastError %q", a.refused(), before+2, a.client(acid).Info.LastError)
+	}
+	if !strings.Contains(a.server(sid).Info.LastError, "too many streams") {
+		t.Fatalf("server lastError %q", a.server(sid).Info.LastError)
+	}
+	if err := dialEchoConn(open[0], []byte("still")); err != nil {
+		t.Fatal(err)
+	}
+	open[1].Close()
+	testutil.Eventually(t, 5*time.Second, func() error { return dialEcho(baddr, []byte("freed")) })
 }

@@ -46,6 +46,7 @@ func (a *serverActor) start(c actor.Context) {
 	a.h = &serverHandle{
 		id: a.e.rec.ID, key: a.e.key, target: net.JoinHostPort(o.Host, strconv.Itoa(o.Port)),
 		stats: a.e.stats, conns: newConnSet(), ev: a.ev, dial: a.d.DialTimeout, udp: o.UDP,
+		maxStreams: int64(a.d.MaxStreamsPerTunnel),
 	}
 	c.Send(c.Parent(), &serverUp{h: a.h})
 	a.e.setState(messages.TunnelRunning)

@@ -44,15 +44,16 @@ type Deps struct {
 	// is not on the node's interface, and what would put it there).
 	LocalAddr func(netip.Addr) error
 
-	DialTimeout       time.Duration     // server → target TCP dial [5s]
-	OpenTimeout       time.Duration     // client → opening a stream to a provider [10s]
-	HandshakeTimeout  time.Duration     // a stream's TunnelOpen/Reply exchange [10s]
-	ClaimTimeout      time.Duration     // the ledger's answer to AddDomain [15s]
-	MaxStreamsPerPeer int               // inbound tunnel streams per peer at once [4096]
-	LookupBackoff     transport.Backoff // a client looking for its server [100ms .. 5s]
-	Recheck           time.Duration     // a running client checks its server is still there [2s]
-	UDPIdleTimeout    time.Duration     // a UDP flow with no datagram either way ends [60s]
-	MaxFlowsPerPeer   int               // UDP flows a peer may hold on our servers (and one client's sockets) [1024]
+	DialTimeout         time.Duration     // server → target TCP dial [5s]
+	OpenTimeout         time.Duration     // client → opening a stream to a provider [10s]
+	HandshakeTimeout    time.Duration     // a stream's TunnelOpen/Reply exchange [10s]
+	ClaimTimeout        time.Duration     // the ledger's answer to AddDomain [15s]
+	MaxStreamsPerPeer   int               // inbound tunnel streams per peer at once [4096]
+	MaxStreamsPerTunnel int               // one server's TCP connections at once, all peers and this node's clients together [4096]
+	LookupBackoff       transport.Backoff // a client looking for its server [100ms .. 5s]
+	Recheck             time.Duration     // a running client checks its server is still there [2s]
+	UDPIdleTimeout      time.Duration     // a UDP flow with no datagram either way ends [60s]
+	MaxFlowsPerPeer     int               // UDP flows a peer may hold on our servers (and one client's sockets) [1024]
 }
 
 // Counters are the tunnels supervisor's data-path counters. Safe for
@@ -91,6 +92,9 @@ func (d *Deps) defaults() {
 	}
 	if d.MaxStreamsPerPeer <= 0 {
 		d.MaxStreamsPerPeer = 4096
+	}
+	if d.MaxStreamsPerTunnel <= 0 {
+		d.MaxStreamsPerTunnel = 4096
 	}
 	if d.LookupBackoff.Min <= 0 {
 		d.LookupBackoff.Min = 100 * time.Millisecond
