@@ -60,7 +60,8 @@ type Deps struct {
 // concurrent use.
 type Counters struct {
 	// RefusedStreams counts streams refused: a bad or missing handshake,
-	// an unknown id, a missing or wrong proof, a peer at its stream cap.
+	// an unknown id, a missing or wrong proof, a peer or a tunnel at its
+	// stream cap (a local client at the tunnel cap counts too).
 	RefusedStreams atomic.Int64
 	// DroppedDatagrams counts UDP datagrams dropped: refused by the
 	// host when written to a socket (transport.IsTransientSendErr), over the QUIC
