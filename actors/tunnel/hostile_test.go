@@ -213,3 +213,89 @@ func TestStreamCapPerTunnel(t *testing.T) {
 	open[1].Close()
 	testutil.Eventually(t, 5*time.Second, func() error { return dialEcho(baddr, []byte("freed")) })
 }
+
+// A peer's open header that never finishes, or finishes a byte at a time
+// slower than the handshake allows, is cut off at the handshake timeout
+// (the deadline does not move with each byte) and counted; an open for
+// an id no server has is answered "unknown tunnel".
+func TestUnfinishedAndUnknownOpens(t *testing.T) {
+	testutil.NoLeaks(t)
+	tn := newTestNet(t, true)
+	a := tn.node(func(d *Deps) { d.HandshakeTimeout = 300 * time.Millisecond })
+	b := tn.node(nil)
+	connect(t, a, b)
+	conn, _ := b.mesh.Conn(a.id.ID())
+	t.Run("unfinished", func(t *testing.T) {
+		before := a.refused()
+		s, err := conn.OpenStream(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		if _, err := s.Write([]byte{0, 0, 0, 100, 0xa1, 0x62}); err != nil {
+			t.Fatal(err)
+		}
+		_ = s.SetDeadline(time.Now().Add(10 * time.Second))
+		start := time.Now()
+		_, _ = io.ReadAll(s)
+		if d := time.Since(start); d > 5*time.Second {
+			t.Fatalf("an unfinished open held its stream %v", d)
+		}
+		testutil.Eventually(t, 5*time.Second, func() error {
+			if a.refused() != before+1 {
+				return fmt.Errorf("refused %d, want %d", a.refused(), before+1)
+			}
+			return nil
+		})
+	})
+	t.Run("drip", func(t *testing.T) {
+		before := a.refused()
+		s, err := conn.OpenStream(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		frame := append([]byte{0, 0, 3, 0}, bytes.Repeat([]byte{0x61}, 768)...)
+		stop := make(chan struct{})
+		dripped := make(chan struct{})
+		go func() { // one byte every 20 ms: the frame would take 15 s
+			defer close(dripped)
+			tick := time.NewTicker(20 * time.Millisecond)
+			defer tick.Stop()
+			for _, c := range frame {
+				select {
+				case <-stop:
+					return
+				case <-tick.C:
+				}
+				if _, err := s.Write([]byte{c}); err != nil {
+					return
+				}
+			}
+		}()
+		_ = s.SetReadDeadline(time.Now().Add(10 * time.Second))
+		start := time.Now()
+		_, _ = io.ReadAll(s)
+		close(stop)
+		<-dripped
+		if d := time.Since(start); d > 5*time.Second {
+			t.Fatalf("a dripping open held its stream %v", d)
+		}
+		testutil.Eventually(t, 5*time.Second, func() error {
+			if a.refused() != before+1 {
+				return fmt.Errorf("refused %d, want %d", a.refused(), before+1)
+			}
+			return nil
+		})
+	})
+	t.Run("unknown id", func(t *testing.T) {
+		before := a.refused()
+		_, err := openTunnel(t.Context(), conn, strings.Repeat("ab", 32), nil, 0, time.Second, 5*time.Second)
+		if err == nil || !strings.Contains(err.Error(), "unknown tunnel") {
+			t.Fatalf("open of an unknown id = %v", err)
+		}
+		if a.refused() != before+1 {
+			t.Fatalf("refused %d, want %d", a.refused(), before+1)
+		}
+	})
+}
