@@ -17,14 +17,18 @@ import (
 // A service that ends its write side only (half-close) while the client
 // goes on sending: the client sees the end of the service's data, and
 // everything it sends afterwards still reaches the service, which sees
-// the client's own end in turn.
+// the client's own end in turn: through a peer (in memory and over
+// QUIC) and from a client on the server's node.
 func TestServiceHalfCloseKeepsUpload(t *testing.T) {
-	for _, quic := range []bool{false, true} {
-		t.Run(fmt.Sprintf("quic=%v", quic), func(t *testing.T) {
+	for _, mode := range []string{"mem", "quic", "same node"} {
+		t.Run(mode, func(t *testing.T) {
 			testutil.NoLeaks(t)
-			tn := newTestNet(t, quic)
+			tn := newTestNet(t, mode == "quic")
 			a, b := tn.node(nil), tn.node(nil)
 			connect(t, a, b)
+			if mode == "same node" {
+				b = a
+			}
 			got := make(chan int64, 1)
 			target := tcpServer(t, func(c net.Conn) {
 				_, _ = c.Write([]byte("hello"))
