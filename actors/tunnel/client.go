@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"os"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -89,6 +90,8 @@ type clientRun struct {
 	conns  *connSet
 	kick   chan struct{} // cuts a wait short: binding again, looking for the server
 
+	active atomic.Int64 // local TCP connections being carried (Deps.MaxConnsPerClient)
+
 	mu   sync.Mutex // guards ln and addr
 	ln   net.Listener
 	addr string
@@ -166,9 +169,28 @@ func (r *clientRun) serve() {
 			}
 			continue
 		}
+		if r.active.Add(1) > int64(r.d.MaxConnsPerClient) {
+			r.active.Add(-1)
+			r.refuseLocal(conn)
+			continue
+		}
 		r.wg.Add(1)
-		go r.handle(conn)
+		go func() {
+			defer r.active.Add(-1)
+			r.handle(conn)
+		}()
 	}
+}
+
+// refuseLocal resets a local connection over the client's cap at once:
+// a program that opens connections without end gets no goroutine, stream
+// or wait per connection beyond Deps.MaxConnsPerClient.
+func (r *clientRun) refuseLocal(conn net.Conn) {
+	tcpAbort(conn)
+	r.d.Counters.RefusedConns.Add(1)
+	msg := fmt.Sprintf("refused a local connection: %d connections open", r.d.MaxConnsPerClient)
+	r.e.stats.fail(msg)
+	r.ev.dataPath(slog.LevelWarn, r.e.rec.ID, "tunnel connection refused: the client is at its connection cap", "cap", r.d.MaxConnsPerClient)
 }
 
 // bindLoop waits for the domain's local IP and calls listen on it and

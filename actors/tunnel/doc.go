@@ -97,6 +97,13 @@
 // (at most 20 lines a second) and counted in Counters.RefusedStreams and
 // the server's lastError.
 //
+// A TCP client carries at most Deps.MaxConnsPerClient (4096) local
+// connections at once: a further one is reset as soon as it is accepted
+// (counted in Counters.RefusedConns and the client's lastError, logged
+// at most 20 lines a second), so a local program that opens connections
+// without end costs no goroutine, stream or wait for each, as a server
+// at nginx's worker_connections stops taking more.
+//
 // # Data path
 //
 // Each direction is copied with a pooled 68 KiB buffer (copyBufSize);

@@ -336,3 +336,45 @@ func TestUnfinishedAndUnknownOpens(t *testing.T) {
 		}
 	})
 }
+
+// A local program that opens more connections than a client carries at
+// once (Deps.MaxConnsPerClient) has the extra ones reset at once,
+// counted in Counters.RefusedConns and the client's lastError, instead
+// of each waiting on a stream of its own; the open ones keep working
+// and a freed place is usable again.
+func TestConnCapPerClient(t *testing.T) {
+	testutil.NoLeaks(t)
+	tn := newTestNet(t, false)
+	a := tn.node(nil)
+	b := tn.node(func(d *Deps) { d.MaxConnsPerClient = 2 })
+	connect(t, a, b)
+	_, url := a.createServer(targetOpts(echoServer(t)))
+	b.own("ccap.p2p")
+	cid, addr := b.createClient("ccap.p2p", url)
+	var open []net.Conn
+	for i := 0; i < 2; i++ {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if err := dialEchoConn(c, []byte("in")); err != nil {
+			t.Fatal(err)
+		}
+		open = append(open, c)
+	}
+	if err := dialEcho(addr, []byte("third")); err == nil {
+		t.Fatal("a third connection got past a client cap of 2")
+	}
+	if n := b.counters.RefusedConns.Load(); n != 1 {
+		t.Fatalf("RefusedConns = %d, want 1", n)
+	}
+	if e := b.client(cid).Info.LastError; !strings.Contains(e, "connections open") {
+		t.Fatalf("client lastError %q", e)
+	}
+	if err := dialEchoConn(open[0], []byte("still")); err != nil {
+		t.Fatal(err)
+	}
+	open[1].Close()
+	testutil.Eventually(t, 5*time.Second, func() error { return dialEcho(addr, []byte("freed")) })
+}

@@ -50,6 +50,7 @@ type Deps struct {
 	ClaimTimeout        time.Duration     // the ledger's answer to AddDomain [15s]
 	MaxStreamsPerPeer   int               // inbound tunnel streams per peer at once [4096]
 	MaxStreamsPerTunnel int               // one server's TCP connections at once, all peers and this node's clients together [4096]
+	MaxConnsPerClient   int               // local TCP connections one client carries at once [4096]
 	LookupBackoff       transport.Backoff // a client looking for its server [100ms .. 5s]
 	Recheck             time.Duration     // a running client checks its server is still there [2s]
 	UDPIdleTimeout      time.Duration     // a UDP flow with no datagram either way ends [60s]
@@ -63,6 +64,9 @@ type Counters struct {
 	// an unknown id, a missing or wrong proof, a peer or a tunnel at its
 	// stream cap (a local client at the tunnel cap counts too).
 	RefusedStreams atomic.Int64
+	// RefusedConns counts local connections a TCP client reset at once
+	// because it carried Deps.MaxConnsPerClient already.
+	RefusedConns atomic.Int64
 	// DroppedDatagrams counts UDP datagrams dropped: refused by the
 	// host when written to a socket (transport.IsTransientSendErr), over the QUIC
 	// datagram limit, or from a client socket beyond the flow cap or
@@ -96,6 +100,9 @@ func (d *Deps) defaults() {
 	}
 	if d.MaxStreamsPerTunnel <= 0 {
 		d.MaxStreamsPerTunnel = 4096
+	}
+	if d.MaxConnsPerClient <= 0 {
+		d.MaxConnsPerClient = 4096
 	}
 	if d.LookupBackoff.Min <= 0 {
 		d.LookupBackoff.Min = 100 * time.Millisecond
