@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"math/rand/v2"
 	"net"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -84,4 +85,61 @@ func TestUDPForeignDatagramsReachNoFlow(t *testing.T) {
 			t.Fatalf("the client socket got %q", buf[:n])
 		}
 	}
+}
+
+// A local program that floods a UDP tunnel whose service reads nothing:
+// nothing on the way keeps the datagrams (UDP loses them where a buffer
+// is full), so the process's heap does not grow with what was sent, and
+// the flow answers again once the service reads.
+func TestUDPFloodToStalledService(t *testing.T) {
+	testutil.NoLeaks(t)
+	tn := newTestNet(t, true)
+	a, b := tn.node(nil), tn.node(nil)
+	connect(t, a, b)
+	svc, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gate := make(chan struct{})
+	done := make(chan struct{})
+	t.Cleanup(func() { svc.Close(); <-done })
+	go func() { // an echo service that reads nothing until the gate opens
+		defer close(done)
+		select {
+		case <-gate:
+		case <-t.Context().Done():
+			return
+		}
+		buf := make([]byte, 4096)
+		for {
+			n, from, err := svc.ReadFromUDP(buf)
+			if err != nil {
+				return
+			}
+			_, _ = svc.WriteToUDP(append(buf[:n:n], "|"+from.String()...), from)
+		}
+	}()
+	o := targetOpts(svc.LocalAddr().String())
+	o.UDP = true
+	_, url := a.createServer(o)
+	b.own("flood.p2p")
+	_, addr := b.createUDPClient("flood.p2p", url)
+	c := udpSocket(t, addr)
+	heap := func() uint64 {
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return m.HeapAlloc
+	}
+	before := heap()
+	payload := bytes.Repeat([]byte{'f'}, 1000)
+	const sent = 100_000 // 100 MB
+	for i := 0; i < sent; i++ {
+		_, _ = c.Write(payload)
+	}
+	if grew := int64(heap()) - int64(before); grew > 32<<20 {
+		t.Fatalf("the heap grew by %d bytes with %d bytes sent to a stalled service", grew, sent*len(payload))
+	}
+	close(gate)
+	udpAsk(t, c, "after the flood")
 }
