@@ -378,3 +378,55 @@ func TestConnCapPerClient(t *testing.T) {
 	open[1].Close()
 	testutil.Eventually(t, 5*time.Second, func() error { return dialEcho(addr, []byte("freed")) })
 }
+
+// A service that never reads while the client uploads: the client's
+// writes stop once the buffers on the way are full, the other way round
+// from TestNeverReadingClientBoundsBuffers.
+func TestNeverReadingServiceBoundsBuffers(t *testing.T) {
+	testutil.NoLeaks(t)
+	tn := newTestNet(t, true)
+	a, b := tn.node(nil), tn.node(nil)
+	connect(t, a, b)
+	release := make(chan struct{})
+	target := tcpServer(t, func(c net.Conn) {
+		_ = c.(*net.TCPConn).SetReadBuffer(64 << 10)
+		<-release
+	})
+	defer close(release)
+	_, url := a.createServer(targetOpts(target))
+	b.own("up.p2p")
+	_, addr := b.createClient("up.p2p", url)
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var written atomic.Int64
+	go func() {
+		buf := make([]byte, 64<<10)
+		for {
+			n, err := c.Write(buf)
+			written.Add(int64(n))
+			if err != nil {
+				return
+			}
+		}
+	}()
+	const bound = 64 << 20
+	last, since := int64(-1), time.Now()
+	testutil.Eventually(t, 60*time.Second, func() error {
+		n := written.Load()
+		if n > bound {
+			t.Fatalf("client wrote %d bytes to a service that reads nothing (bound %d)", n, bound)
+		}
+		if n != last {
+			last, since = n, time.Now()
+			return fmt.Errorf("still writing (%d bytes)", n)
+		}
+		if time.Since(since) < time.Second {
+			return errors.New("not stalled long enough")
+		}
+		return nil
+	})
+	t.Logf("client stalled after %d bytes", last)
+}
