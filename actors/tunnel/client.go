@@ -184,13 +184,13 @@ func (r *clientRun) serve() {
 
 // refuseLocal resets a local connection over the client's cap at once:
 // a program that opens connections without end gets no goroutine, stream
-// or wait per connection beyond Deps.MaxConnsPerClient.
+// or wait per connection beyond Deps.MaxConnsPerClient. Counted and
+// logged before the reset, so whoever sees the reset finds them.
 func (r *clientRun) refuseLocal(conn net.Conn) {
-	tcpAbort(conn)
 	r.d.Counters.RefusedConns.Add(1)
-	msg := fmt.Sprintf("refused a local connection: %d connections open", r.d.MaxConnsPerClient)
-	r.e.stats.fail(msg)
+	r.e.stats.fail(fmt.Sprintf("refused a local connection: %d connections open", r.d.MaxConnsPerClient))
 	r.ev.dataPath(slog.LevelWarn, r.e.rec.ID, "tunnel connection refused: the client is at its connection cap", "cap", r.d.MaxConnsPerClient)
+	tcpAbort(conn)
 }
 
 // bindLoop waits for the domain's local IP and calls listen on it and
