@@ -339,7 +339,10 @@ func (a *Actor) load(c actor.Context, e *entry) {
 	for _, act := range m.Actions {
 		rt.Actions[act.Name] = true
 	}
-	rt.settings.Store(&e.settings)
+	// A copy: e.settings is assigned anew at the next load, while the
+	// handler of this one may still be exiting and reading its own.
+	settings := e.settings
+	rt.settings.Store(&settings)
 	e.rt = rt
 	e.status, e.err = messages.PluginLoaded, ""
 	if a.busy(m.Domain) {
