@@ -115,23 +115,7 @@ func testNeverReadingClient(t *testing.T, mode string) {
 	defer c.Close()
 	_ = c.(*net.TCPConn).SetReadBuffer(64 << 10)
 	// Wait for the service to stall: the count stays put for a while.
-	const bound = 64 << 20
-	last, since := int64(-1), time.Now()
-	testutil.Eventually(t, 60*time.Second, func() error {
-		n := written.Load()
-		if n > bound {
-			t.Fatalf("service wrote %d bytes to a client that reads nothing (bound %d)", n, bound)
-		}
-		if n != last {
-			last, since = n, time.Now()
-			return fmt.Errorf("still writing (%d bytes)", n)
-		}
-		if time.Since(since) < time.Second {
-			return errors.New("not stalled long enough")
-		}
-		return nil
-	})
-	t.Logf("service stalled after %d bytes", last)
+	waitStalled(t, &written, "service", "a client that reads nothing")
 	// The stalled connection is intact: what was buffered arrives.
 	_ = c.SetReadDeadline(time.Now().Add(20 * time.Second))
 	if _, err := io.ReadFull(c, make([]byte, 1<<20)); err != nil {
@@ -412,12 +396,20 @@ func TestNeverReadingServiceBoundsBuffers(t *testing.T) {
 			}
 		}
 	}()
+	waitStalled(t, &written, "client", "a service that reads nothing")
+}
+
+// waitStalled waits until written, what who has written to a peer that
+// reads nothing (to), stays put for a second, and returns it; more than
+// 64 MiB fails the test: flow control let too much through.
+func waitStalled(t *testing.T, written *atomic.Int64, who, to string) int64 {
+	t.Helper()
 	const bound = 64 << 20
 	last, since := int64(-1), time.Now()
 	testutil.Eventually(t, 60*time.Second, func() error {
 		n := written.Load()
 		if n > bound {
-			t.Fatalf("client wrote %d bytes to a service that reads nothing (bound %d)", n, bound)
+			t.Fatalf("%s wrote %d bytes to %s (bound %d)", who, n, to, bound)
 		}
 		if n != last {
 			last, since = n, time.Now()
@@ -428,5 +420,6 @@ func TestNeverReadingServiceBoundsBuffers(t *testing.T) {
 		}
 		return nil
 	})
-	t.Logf("client stalled after %d bytes", last)
+	t.Logf("%s stalled after %d bytes", who, last)
+	return last
 }
