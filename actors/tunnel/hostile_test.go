@@ -163,21 +163,8 @@ func TestAbandonedConnectionsAreReclaimed(t *testing.T) {
 	}
 	// Every place of the caps came back: as many connections as the caps
 	// allow are all carried at once.
-	var open []net.Conn
-	defer func() {
-		for _, c := range open {
-			c.Close()
-		}
-	}()
-	for i := 0; i < places; i++ {
-		c, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		open = append(open, c)
-		if err := dialEchoConn(c, []byte("still works")); err != nil {
-			t.Fatalf("connection %d of %d: %v", i+1, places, err)
-		}
+	for range places {
+		openEcho(t, addr, "still works")
 	}
 }
 
@@ -200,18 +187,7 @@ func TestStreamCapPerTunnel(t *testing.T) {
 	_, baddr := b.createClient("tcap.p2p", url)
 	ccid, caddr := c.createClient("tcap.p2p", url)
 	acid, aaddr := a.createClient("tcap.p2p", url)
-	var open []net.Conn
-	for _, addr := range []string{baddr, caddr} {
-		conn, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer conn.Close()
-		if err := dialEchoConn(conn, []byte("in")); err != nil {
-			t.Fatal(err)
-		}
-		open = append(open, conn)
-	}
+	open := []net.Conn{openEcho(t, baddr, "in"), openEcho(t, caddr, "in")}
 	before := a.refused()
 	if err := dialEcho(caddr, []byte("third")); err == nil {
 		t.Fatal("a third connection got past a tunnel cap of 2")
@@ -335,18 +311,7 @@ func TestConnCapPerClient(t *testing.T) {
 	_, url := a.createServer(targetOpts(echoServer(t)))
 	b.own("ccap.p2p")
 	cid, addr := b.createClient("ccap.p2p", url)
-	var open []net.Conn
-	for i := 0; i < 2; i++ {
-		c, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		if err := dialEchoConn(c, []byte("in")); err != nil {
-			t.Fatal(err)
-		}
-		open = append(open, c)
-	}
+	open := []net.Conn{openEcho(t, addr, "in"), openEcho(t, addr, "in")}
 	if err := dialEcho(addr, []byte("third")); err == nil {
 		t.Fatal("a third connection got past a client cap of 2")
 	}
@@ -422,4 +387,19 @@ func waitStalled(t *testing.T, written *atomic.Int64, who, to string) int64 {
 	})
 	t.Logf("%s stalled after %d bytes", who, last)
 	return last
+}
+
+// openEcho dials addr, a tunnel client's port to an echo service, sees
+// msg come back and leaves the connection open until the test ends.
+func openEcho(t *testing.T, addr, msg string) net.Conn {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	if err := dialEchoConn(c, []byte(msg)); err != nil {
+		t.Fatal(err)
+	}
+	return c
 }

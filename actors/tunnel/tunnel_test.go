@@ -434,18 +434,7 @@ func TestStreamCapPerPeer(t *testing.T) {
 	_, url := a.createServer(targetOpts(echoServer(t)))
 	b.own("cap.p2p")
 	cid, addr := b.createClient("cap.p2p", url)
-	var open []net.Conn
-	for i := 0; i < 2; i++ {
-		c, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		if err := dialEchoConn(c, []byte("in")); err != nil {
-			t.Fatal(err)
-		}
-		open = append(open, c)
-	}
+	open := []net.Conn{openEcho(t, addr, "in"), openEcho(t, addr, "in")}
 	before := a.refused()
 	if err := dialEcho(addr, []byte("third")); err == nil {
 		t.Fatal("a third stream got past a cap of 2")
