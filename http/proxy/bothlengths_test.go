@@ -28,28 +28,7 @@ func TestUpstreamDeclaresBothLengths(t *testing.T) {
 		"/sized":  "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello",
 		"/big-te": "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Length: 3\r\nX-Pad: " + strings.Repeat("p", 3000) + "\r\n\r\n5\r\nhello\r\n0\r\n\r\n",
 	})
-	s := New(Deps{HTTPAddr: "127.0.0.1:0", HTTPSAddr: "127.0.0.1:0", AdminDomain: "admin.p2p",
-		View: publishedView(map[string]string{"pool.p2p": "hs://pool"}), Dialer: tcpDialer{"hs://pool": addr}})
-	if err := s.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Shutdown)
-	edge, _ := s.Addrs()
-	tr := &http.Transport{MaxIdleConnsPerHost: 1}
-	t.Cleanup(tr.CloseIdleConnections)
-	c := &http.Client{Transport: tr, Timeout: 10 * time.Second}
-	get := func(path string) (int, string) {
-		t.Helper()
-		req, _ := http.NewRequest("GET", "http://"+edge.String()+path, nil)
-		req.Host = "pool.p2p"
-		resp, err := c.Do(req)
-		if err != nil {
-			t.Fatalf("%s: %v", path, err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
-	}
+	get := poolGet(t, addr)
 	if st, body := get("/sized"); st != 200 || body != "hello" {
 		t.Fatalf("/sized: %d %q", st, body)
 	}
@@ -155,28 +134,7 @@ func TestOldAnswerWithCoding(t *testing.T) {
 		"/other":   "HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nTransfer-Encoding: gzip, chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n",
 		"/plain":   "HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 5\r\n\r\nhello",
 	})
-	s := New(Deps{HTTPAddr: "127.0.0.1:0", HTTPSAddr: "127.0.0.1:0", AdminDomain: "admin.p2p",
-		View: publishedView(map[string]string{"pool.p2p": "hs://pool"}), Dialer: tcpDialer{"hs://pool": addr}})
-	if err := s.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Shutdown)
-	edge, _ := s.Addrs()
-	tr := &http.Transport{MaxIdleConnsPerHost: 1}
-	t.Cleanup(tr.CloseIdleConnections)
-	c := &http.Client{Transport: tr, Timeout: 10 * time.Second}
-	get := func(path string) (int, string) {
-		t.Helper()
-		req, _ := http.NewRequest("GET", "http://"+edge.String()+path, nil)
-		req.Host = "pool.p2p"
-		resp, err := c.Do(req)
-		if err != nil {
-			t.Fatalf("%s: %v", path, err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
-	}
+	get := poolGet(t, addr)
 	for _, tc := range []struct {
 		path   string
 		status int
@@ -246,3 +204,32 @@ func TestUpstreamOddHeads(t *testing.T) {
 
 // httputilChunked reads a chunked body from br.
 func httputilChunked(br *bufio.Reader) io.Reader { return httputil.NewChunkedReader(br) }
+
+// poolGet starts an edge whose pool.p2p is the upstream at addr and
+// returns a GET of a path through it, by one kept-alive client
+// connection: the answer's status and body.
+func poolGet(t *testing.T, addr string) func(path string) (int, string) {
+	t.Helper()
+	s := New(Deps{HTTPAddr: "127.0.0.1:0", HTTPSAddr: "127.0.0.1:0", AdminDomain: "admin.p2p",
+		View: publishedView(map[string]string{"pool.p2p": "hs://pool"}), Dialer: tcpDialer{"hs://pool": addr}})
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Shutdown)
+	edge, _ := s.Addrs()
+	tr := &http.Transport{MaxIdleConnsPerHost: 1}
+	t.Cleanup(tr.CloseIdleConnections)
+	c := &http.Client{Transport: tr, Timeout: 10 * time.Second}
+	return func(path string) (int, string) {
+		t.Helper()
+		req, _ := http.NewRequest("GET", "http://"+edge.String()+path, nil)
+		req.Host = "pool.p2p"
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+}
