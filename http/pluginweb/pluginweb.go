@@ -52,6 +52,7 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
+	"golang.org/x/net/http/httpguts"
 
 	"peerdns/internal/token"
 	"peerdns/messages"
@@ -178,7 +179,7 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx, rt Site) {
 		return
 	}
 	for k, v := range resp.Headers {
-		if strings.EqualFold(k, "Content-Length") || strings.EqualFold(k, "Transfer-Encoding") || strings.EqualFold(k, "Connection") || !isToken(k) {
+		if strings.EqualFold(k, "Content-Length") || strings.EqualFold(k, "Transfer-Encoding") || strings.EqualFold(k, "Connection") || !httpguts.ValidHeaderFieldName(k) {
 			continue
 		}
 		ctx.Response.Header.Set(k, v)
@@ -196,20 +197,6 @@ func headerBytes(h map[string]string) int {
 		n += len(k) + len(v)
 	}
 	return n
-}
-
-// isToken: an HTTP header name (RFC 9110 token).
-func isToken(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0) {
-			return false
-		}
-	}
-	return true
 }
 
 // stripToken removes the token headers: X-Auth-Token, and an
