@@ -204,11 +204,7 @@ func TestStreamCapPerTunnel(t *testing.T) {
 	if !strings.Contains(a.server(sid).Info.LastError, "too many streams") {
 		t.Fatalf("server lastError %q", a.server(sid).Info.LastError)
 	}
-	if err := dialEchoConn(open[0], []byte("still")); err != nil {
-		t.Fatal(err)
-	}
-	open[1].Close()
-	testutil.Eventually(t, 5*time.Second, func() error { return dialEcho(baddr, []byte("freed")) })
+	capHolds(t, open, baddr)
 }
 
 // A peer's open header that never finishes, or finishes a byte at a time
@@ -321,11 +317,7 @@ func TestConnCapPerClient(t *testing.T) {
 	if e := b.client(cid).Info.LastError; !strings.Contains(e, "connections open") {
 		t.Fatalf("client lastError %q", e)
 	}
-	if err := dialEchoConn(open[0], []byte("still")); err != nil {
-		t.Fatal(err)
-	}
-	open[1].Close()
-	testutil.Eventually(t, 5*time.Second, func() error { return dialEcho(addr, []byte("freed")) })
+	capHolds(t, open, addr)
 }
 
 // A service that never reads while the client uploads: the client's
@@ -402,4 +394,15 @@ func openEcho(t *testing.T, addr, msg string) net.Conn {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// capHolds: the connections held at a cap (open, two) still carry, and
+// once the second closes, a new one through addr gets its place.
+func capHolds(t *testing.T, open []net.Conn, addr string) {
+	t.Helper()
+	if err := dialEchoConn(open[0], []byte("still")); err != nil {
+		t.Fatal(err)
+	}
+	open[1].Close()
+	testutil.Eventually(t, 5*time.Second, func() error { return dialEcho(addr, []byte("freed")) })
 }

@@ -442,9 +442,5 @@ func TestStreamCapPerPeer(t *testing.T) {
 	if a.refused() != before+1 || !strings.Contains(b.client(cid).Info.LastError, "too many streams") {
 		t.Fatalf("refused %d (want %d), client lastError %q", a.refused(), before+1, b.client(cid).Info.LastError)
 	}
-	if err := dialEchoConn(open[0], []byte("still")); err != nil {
-		t.Fatal(err)
-	}
-	open[1].Close()
-	testutil.Eventually(t, 5*time.Second, func() error { return dialEcho(addr, []byte("freed")) })
+	capHolds(t, open, addr)
 }
