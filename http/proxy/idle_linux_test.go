@@ -128,92 +128,60 @@ func idleEdge(t *testing.T, addr string) (do func(method, path string) (int, str
 	}
 }
 
-// TestIdleUpstreamSpeaksUnasked: an upstream that sends a second,
-// unasked answer on a keep-alive connection the edge holds idle does
-// not have it taken for the answer to the next request sent there
-// (possibly another client's): the connection is closed unused, and the
-// next request goes on a new one.
-func TestIdleUpstreamSpeaksUnasked(t *testing.T) {
-	const unasked = "HTTP/1.1 200 OK\r\nContent-Length: 8\r\n\r\nunasked!"
-	answered, sent := make(chan struct{}), make(chan struct{})
-	addr, conns := idleUpstream(t, func(c net.Conn) {
-		// Once the client has the first answer, the edge has read it
-		// and holds the connection idle.
-		<-answered
-		if _, err := io.WriteString(c, unasked); err != nil {
-			t.Error(err)
+// TestIdleUpstreamSpoke: a keep-alive connection on which the upstream
+// sent something while the edge held it idle is closed unused, and the
+// next request (possibly another client's) goes on a new one:
+//   - a second, unasked answer, which would have been taken for the next
+//     request's answer;
+//   - a body after its answer to a HEAD, which looks like an answer;
+//   - its close (FIN), on which a POST (which is not sent twice) would
+//     have failed with 502.
+func TestIdleUpstreamSpoke(t *testing.T) {
+	write := func(s string) func(t *testing.T, c net.Conn) {
+		return func(t *testing.T, c net.Conn) {
+			if _, err := io.WriteString(c, s); err != nil {
+				t.Error(err)
+			}
 		}
-		delivered(t, c)
-		close(sent)
-	})
-	do := idleEdge(t, addr)
-	if st, body := do("GET", "/first"); st != 200 || body != "answer to /first" {
-		t.Fatalf("first: %d %q", st, body)
 	}
-	close(answered)
-	<-sent
-	if st, body := do("GET", "/second"); st != 200 || body != "answer to /second" {
-		t.Fatalf("second: %d %q, want 200 %q", st, body, "answer to /second")
-	}
-	if n := conns.Load(); n != 2 {
-		t.Errorf("%d upstream connections, want 2 (the one that spoke unasked closed)", n)
-	}
-}
-
-// TestIdleUpstreamClosed: a POST (which is not sent twice) on a
-// keep-alive connection the upstream closed while the edge held it idle
-// goes on a new connection instead of failing on the closed one (502).
-func TestIdleUpstreamClosed(t *testing.T) {
-	answered, closed := make(chan struct{}), make(chan struct{})
-	addr, conns := idleUpstream(t, func(c net.Conn) {
-		<-answered
-		// Its FIN is in the edge's socket once acknowledged.
-		if err := c.(*net.TCPConn).CloseWrite(); err != nil {
-			t.Error(err)
-		}
-		delivered(t, c)
-		c.Close()
-		close(closed)
-	})
-	do := idleEdge(t, addr)
-	if st, body := do("GET", "/first"); st != 200 || body != "answer to /first" {
-		t.Fatalf("first: %d %q", st, body)
-	}
-	close(answered)
-	<-closed
-	if st, body := do("POST", "/second"); st != 200 || body != "answer to /second" {
-		t.Fatalf("second: %d %q, want 200 %q", st, body, "answer to /second")
-	}
-	if n := conns.Load(); n != 2 {
-		t.Errorf("%d upstream connections, want 2", n)
-	}
-}
-
-// TestIdleUpstreamHeadBody: an upstream that sends a body after its
-// answer to a HEAD, once the edge has read that answer, does not have
-// the body taken for the next request's answer.
-func TestIdleUpstreamHeadBody(t *testing.T) {
-	answered, sent := make(chan struct{}), make(chan struct{})
-	addr, conns := idleUpstream(t, func(c net.Conn) {
-		<-answered
-		// A body after the answer to the HEAD, which looks like an answer.
-		if _, err := io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nbody"); err != nil {
-			t.Error(err)
-		}
-		delivered(t, c)
-		close(sent)
-	})
-	do := idleEdge(t, addr)
-	if st, _ := do("HEAD", "/first"); st != 200 {
-		t.Fatalf("HEAD: %d", st)
-	}
-	close(answered)
-	<-sent
-	if st, body := do("GET", "/second"); st != 200 || body != "answer to /second" {
-		t.Fatalf("after the HEAD: %d %q, want 200 %q", st, body, "answer to /second")
-	}
-	if n := conns.Load(); n != 2 {
-		t.Errorf("%d upstream connections, want 2", n)
+	for _, tc := range []struct {
+		name          string
+		first, second string // the two requests' methods
+		spoke         func(t *testing.T, c net.Conn)
+	}{
+		{"unasked answer", "GET", "GET", write("HTTP/1.1 200 OK\r\nContent-Length: 8\r\n\r\nunasked!")},
+		{"body after a HEAD", "HEAD", "GET", write("HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nbody")},
+		{"closed", "GET", "POST", func(t *testing.T, c net.Conn) {
+			if err := c.(*net.TCPConn).CloseWrite(); err != nil {
+				t.Error(err)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			answered, spoke := make(chan struct{}), make(chan struct{})
+			addr, conns := idleUpstream(t, func(c net.Conn) {
+				// Once the client has the first answer, the edge has
+				// read it and holds the connection idle.
+				<-answered
+				tc.spoke(t, c)
+				// What it sent (or its FIN) is in the edge's socket once
+				// acknowledged.
+				delivered(t, c)
+				close(spoke)
+			})
+			do := idleEdge(t, addr)
+			if st, _ := do(tc.first, "/first"); st != 200 {
+				t.Fatalf("first: %d", st)
+			}
+			close(answered)
+			<-spoke
+			if st, body := do(tc.second, "/second"); st != 200 || body != "answer to /second" {
+				t.Fatalf("second: %d %q, want 200 %q", st, body, "answer to /second")
+			}
+			if n := conns.Load(); n != 2 {
+				t.Errorf("%d upstream connections, want 2 (the one that spoke while idle closed)", n)
+			}
+		})
 	}
 }
 
