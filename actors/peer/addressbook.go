@@ -107,9 +107,9 @@ const maxLearnAsks = 64
 // heartbeat.go) or when we had a session with it; the rest are counted
 // (learnedNotWriters) and not dialed; a writer whose addition has not
 // reached our ledger yet is asked about again once it has (learnLater).
-// from is the
-// neighbour whose peer list it is ("" for a sample): a writer taken
-// once the ledger answered may be introduced by it (reach.go).
+// from is the neighbour whose peer list it is ("" for a sample): a
+// writer taken once the ledger answered may be introduced by it
+// (reach.go).
 func (a *Actor) learn(c actor.Context, from string, peers []messages.PeerInfo) {
 	a.hb.init()
 	for _, p := range peers {
