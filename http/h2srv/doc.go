@@ -1,0 +1,58 @@
+// Package h2srv is an HTTP/2 server (RFC 9113) for one already
+// handshaken connection at a time, serving a standard http.Handler with
+// net/http's semantics, so that the edge proxy's handler runs on it as it
+// runs on net/http's HTTP/2 server.
+//
+// Why a server of our own: net/http's starts several goroutines per
+// request (the handler; one to write each response's HEADERS; one to
+// flush its write buffer) and hands every frame between the handler and
+// the connection's serve loop over channels. Here frames are read and
+// dispatched by the goroutine in ServeConn; each stream's handler runs on
+// a goroutine of its own (a handler goroutine that finishes takes the
+// next stream waiting for a slot); response frames are encoded by the
+// writing handler itself, under the connection's mutex, into the
+// connection's pending output; and one writer goroutine per connection
+// writes everything gathered since its last wake-up in one Write (one
+// run of TLS records, one system call, for many streams' frames). A
+// small response leaves in one go: HEADERS and one DATA with END_STREAM,
+// appended together when the handler returns.
+//
+// Reading is x/net's http2.Framer with an hpack.Decoder (ReadMetaHeaders):
+// it bounds a header list across CONTINUATION frames (a list over
+// MaxHeaderListSize by more than the Framer tolerates closes the
+// connection; one within it is answered 431 without calling the handler)
+// and checks frame sizes, padding, and pseudo-header order. Writing is
+// hand-framed, with x/net's hpack.Encoder.
+//
+// Limits (a hardened server):
+//   - At most MaxConcurrentStreams handlers run at once on a connection,
+//     counting handlers of streams the client reset that have not
+//     returned yet. A stream beyond that waits in a queue, unstarted; a
+//     stream the client resets while queued is dropped; a queue longer
+//     than four times the limit ends the connection with GOAWAY
+//     ENHANCE_YOUR_CALM (rapid reset, CVE-2023-44487). Streams open on
+//     the wire beyond the advertised limit are refused (REFUSED_STREAM).
+//   - Output: a stream writes only while the connection's pending output
+//     is under maxPending (256 KiB) and its flow-control windows allow;
+//     otherwise it waits, until the write deadline the handler set
+//     (http.ResponseController.SetWriteDeadline), after which the
+//     stream is reset (CANCEL) and the others go on. Control frames the
+//     reader answers (PING and SETTINGS ACKs, RST_STREAM, WINDOW_UPDATE)
+//     are queued without waiting, but more than maxControl of them queued
+//     at once (a client that asks and does not read) ends the
+//     connection with ENHANCE_YOUR_CALM. More than maxEmptyData DATA
+//     frames in a row without payload or END_STREAM do too
+//     (CVE-2019-9518).
+//   - The connection's writer has no deadline of its own: a client that
+//     stops reading holds it until the streams' write deadlines reset
+//     them, the control bound trips, or the server closes the
+//     connection (Shutdown, Close, IdleTimeout).
+//   - Request bodies: a stream's unread body is at most its receive
+//     window (StreamWindow); WINDOW_UPDATEs are sent as the handler
+//     reads, once half a window is consumed, for the stream and the
+//     connection alike.
+//
+// Not offered: server push, extended CONNECT (RFC 8441) and CONNECT
+// (refused with a PROTOCOL_ERROR reset), and priorities (PRIORITY
+// frames are checked, then ignored).
+package h2srv

@@ -1,0 +1,266 @@
+package h2srv
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+
+	"golang.org/x/net/http2"
+)
+
+// onHeaders opens a stream, or takes a request's trailers.
+func (c *conn) onHeaders(f *http2.MetaHeadersFrame) error {
+	id := f.StreamID
+	cfg := &c.srv.cfg
+	if id%2 == 0 {
+		return connError{http2.ErrCodeProtocol, "headers_even_id"}
+	}
+	c.mu.Lock()
+	if s := c.streams[id]; s != nil {
+		c.onTrailersLocked(s, f)
+		c.mu.Unlock()
+		return nil
+	}
+	if id <= c.maxID {
+		c.mu.Unlock()
+		return connError{http2.ErrCodeProtocol, "headers_closed_stream"}
+	}
+	c.maxID = id
+	switch {
+	case c.goAwaySent:
+		// A stream past the last one the GOAWAY announced: never served.
+		c.mu.Unlock()
+		return nil
+	case f.HasPriority() && f.Priority.StreamDep == id:
+		c.srv.countError("priority_self")
+		c.writeRSTLocked(id, http2.ErrCodeProtocol)
+		c.mu.Unlock()
+		return nil
+	case uint32(len(c.streams)) >= cfg.MaxConcurrentStreams:
+		c.srv.countError("refused_stream")
+		c.writeRSTLocked(id, http2.ErrCodeRefusedStream)
+		c.mu.Unlock()
+		return nil
+	case f.Truncated:
+		c.srv.countError("header_list_too_large")
+		c.writeField(":status", "431")
+		c.writeField("date", httpDate())
+		c.writeField("content-length", "0")
+		c.writeHeaderBlockLocked(id, true)
+		if !f.StreamEnded() {
+			c.writeRSTLocked(id, http2.ErrCodeNo)
+		}
+		c.mu.Unlock()
+		return nil
+	}
+	c.mu.Unlock()
+
+	s, kind := c.newStream(f)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if kind != "" {
+		c.srv.countError(kind)
+		c.writeRSTLocked(id, http2.ErrCodeProtocol)
+		return nil
+	}
+	c.streams[id] = s
+	if c.running < int(cfg.MaxConcurrentStreams) {
+		c.running++
+		go c.run(s)
+		return nil
+	}
+	s.queued = true
+	c.queue = append(c.queue, s)
+	if len(c.queue) > 4*int(cfg.MaxConcurrentStreams) {
+		return connError{http2.ErrCodeEnhanceYourCalm, "stream_queue_flood"}
+	}
+	return nil
+}
+
+// onTrailersLocked takes a second HEADERS on an open stream: the
+// request's trailers, which must end the stream (RFC 9113 §8.1).
+func (c *conn) onTrailersLocked(s *stream, f *http2.MetaHeadersFrame) {
+	code := http2.ErrCodeProtocol
+	kind := ""
+	switch {
+	case s.recvDone:
+		code, kind = http2.ErrCodeStreamClosed, "headers_half_closed"
+	case !f.StreamEnded():
+		kind = "trailers_no_end_stream"
+	case len(f.PseudoFields()) > 0:
+		kind = "trailers_pseudo"
+	case s.declLen >= 0 && s.recvd != s.declLen:
+		kind = "content_length"
+	}
+	if kind != "" {
+		c.srv.countError(kind)
+		s.resetLocked(errStreamReset)
+		c.closeStreamLocked(s)
+		c.writeRSTLocked(s.id, code)
+		return
+	}
+	if t := s.req.Trailer; t != nil {
+		// Only the trailers the request declared are kept, so that the
+		// map the handler holds is filled, never replaced.
+		for _, hf := range f.RegularFields() {
+			k := canonicalKey(hf.Name)
+			if _, ok := t[k]; ok {
+				t[k] = append(t[k], hf.Value)
+			}
+		}
+	}
+	s.recvDone = true
+	if s.localDone {
+		c.closeStreamLocked(s)
+	}
+	s.cond.Broadcast()
+}
+
+// newStream builds a stream and its request from a HEADERS frame; kind
+// names what makes it malformed (RFC 9113 §8.1.1), if anything does.
+func (c *conn) newStream(f *http2.MetaHeadersFrame) (*stream, string) {
+	cfg := &c.srv.cfg
+	var method, scheme, path, authority string
+	for _, hf := range f.PseudoFields() {
+		switch hf.Name {
+		case ":method":
+			method = hf.Value
+		case ":scheme":
+			scheme = hf.Value
+		case ":path":
+			path = hf.Value
+		case ":authority":
+			authority = hf.Value
+		default:
+			// :status, or :protocol (extended CONNECT is not offered).
+			return nil, "pseudo_header"
+		}
+	}
+	if method == "" {
+		return nil, "no_method"
+	}
+	if method == "CONNECT" {
+		return nil, "connect"
+	}
+	if scheme == "" || path == "" {
+		return nil, "no_path_or_scheme"
+	}
+	regular := f.RegularFields()
+	h := make(http.Header, len(regular))
+	declLen := int64(-1)
+	needContinue := false
+	var cookies []string
+	var host string
+	for _, hf := range regular {
+		switch {
+		case connectionSpecific(hf.Name):
+			return nil, "connection_specific_field"
+		case hf.Name == "te" && hf.Value != "trailers":
+			return nil, "te_field"
+		case hf.Name == "content-length":
+			n, err := strconv.ParseUint(hf.Value, 10, 63)
+			if err != nil || declLen >= 0 && int64(n) != declLen {
+				return nil, "content_length_field"
+			}
+			declLen = int64(n)
+		case hf.Name == "cookie":
+			cookies = append(cookies, hf.Value)
+			continue
+		case hf.Name == "expect" && strings.EqualFold(hf.Value, "100-continue"):
+			needContinue = true
+			continue
+		case hf.Name == "host":
+			host = hf.Value
+		}
+		k := canonicalKey(hf.Name)
+		h[k] = append(h[k], hf.Value)
+	}
+	if len(cookies) > 0 {
+		h["Cookie"] = []string{strings.Join(cookies, "; ")}
+	}
+	if f.StreamEnded() && declLen > 0 {
+		return nil, "content_length_field"
+	}
+	u, err := url.ParseRequestURI(path)
+	if err != nil {
+		return nil, "bad_path"
+	}
+	if authority == "" {
+		authority = host
+	}
+
+	s := &stream{
+		c:       c,
+		id:      f.StreamID,
+		declLen: declLen,
+		inflow:  int64(cfg.StreamWindow),
+		sendWin: c.peerInitWin,
+		wlen:    -1,
+		hdr:     make(http.Header, 4),
+	}
+	s.cond.L = &c.mu
+	s.body.s = s
+	s.ctx, s.cancel = context.WithCancel(c.ctx)
+	var zero http.Request
+	r := zero.WithContext(s.ctx)
+	r.Method = method
+	r.URL = u
+	r.RequestURI = path
+	r.Proto = "HTTP/2.0"
+	r.ProtoMajor = 2
+	r.Header = h
+	r.Host = authority
+	r.RemoteAddr = c.remote
+	r.TLS = c.tlsState
+	if f.StreamEnded() {
+		s.recvDone = true
+		r.Body = http.NoBody
+		r.ContentLength = 0
+	} else {
+		s.needContinue = needContinue
+		r.Body = &s.body
+		r.ContentLength = declLen
+		for _, v := range h["Trailer"] {
+			for _, k := range strings.Split(v, ",") {
+				if k = strings.TrimSpace(k); k != "" {
+					if r.Trailer == nil {
+						r.Trailer = make(http.Header)
+					}
+					r.Trailer[http.CanonicalHeaderKey(k)] = nil
+				}
+			}
+		}
+	}
+	s.isHead = method == "HEAD"
+	s.req = r
+	return s, ""
+}
+
+// run serves s, then the streams queued for a handler slot, on this
+// goroutine.
+func (c *conn) run(s *stream) {
+	for s != nil {
+		c.serveStream(s)
+		c.mu.Lock()
+		c.running--
+		s = nil
+		if len(c.queue) > 0 && !c.closed {
+			s = c.queue[0]
+			c.queue[0] = nil
+			c.queue = c.queue[1:]
+			s.queued = false
+			c.running++
+		}
+		c.maybeCloseLocked()
+		c.mu.Unlock()
+	}
+}
+
+// holdPool holds the buffers response bodies are gathered in until the
+// handler returns, flushes, or writes more than one holds.
+var holdPool = sync.Pool{New: func() any { b := make([]byte, 0, holdSize); return &b }}
+
+const holdSize = 16 << 10

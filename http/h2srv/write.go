@@ -1,0 +1,195 @@
+package h2srv
+
+import (
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
+)
+
+// Frame types and flags as written (RFC 9113 §6).
+const (
+	frameData         = 0x0
+	frameHeaders      = 0x1
+	frameRSTStream    = 0x3
+	frameSettings     = 0x4
+	framePing         = 0x6
+	frameGoAway       = 0x7
+	frameWindowUpdate = 0x8
+	frameContinuation = 0x9
+
+	flagEndStream  = 0x1
+	flagAck        = 0x1
+	flagEndHeaders = 0x4
+)
+
+const (
+	initialWindow   = 65535
+	maxWindow       = 1<<31 - 1
+	minMaxFrameSize = 1 << 14
+	maxMaxFrameSize = 1<<24 - 1
+
+	// maxPending bounds the output waiting for the writer that a
+	// stream may add to: past it, writing streams wait for room.
+	maxPending = 256 << 10
+	// maxControl bounds the control frames (PING and SETTINGS ACKs,
+	// RST_STREAM, WINDOW_UPDATE) the reader queues while the writer
+	// cannot write them: past it the client reads too little of what it
+	// asks for, and the connection is closed (ENHANCE_YOUR_CALM).
+	maxControl = 10000
+)
+
+// writeLoop is the connection's one writer: it takes everything the
+// reader and the handlers appended to pending since its last wake-up and
+// writes it in one Write (one TLS record run, one system call). It
+// closes the connection once closing is set and the output is drained.
+func (c *conn) writeLoop() {
+	defer close(c.writerDone)
+	c.mu.Lock()
+	for {
+		for len(c.pending) == 0 && !c.closing {
+			c.wcond.Wait()
+		}
+		if len(c.pending) == 0 {
+			break
+		}
+		buf := c.pending
+		c.pending = c.spare[:0]
+		c.spare = nil
+		c.ctrl = 0
+		c.mu.Unlock()
+		_, err := c.nc.Write(buf)
+		c.mu.Lock()
+		if cap(buf) <= 64<<10 {
+			// A big burst's buffer is let go, so an idle connection
+			// holds little.
+			c.spare = buf[:0]
+		}
+		if c.waiters > 0 {
+			c.cond.Broadcast()
+		}
+		if err != nil {
+			c.werr = err
+			c.closing = true
+			c.failLocked()
+			c.pending = c.pending[:0]
+			break
+		}
+	}
+	c.mu.Unlock()
+	_ = c.nc.Close()
+}
+
+// failLocked makes every wait on the connection end: handlers blocked
+// on windows, room or request bodies see the connection gone.
+func (c *conn) failLocked() {
+	if c.closed {
+		return
+	}
+	c.closed = true
+	for _, s := range c.streams {
+		s.cond.Broadcast()
+	}
+	c.cond.Broadcast()
+	c.wcond.Signal()
+}
+
+func (c *conn) appendFrameHeader(n int, typ, flags byte, id uint32) {
+	if len(c.pending) == 0 {
+		c.wcond.Signal()
+	}
+	c.pending = append(c.pending, byte(n>>16), byte(n>>8), byte(n), typ, flags,
+		byte(id>>24)&0x7f, byte(id>>16), byte(id>>8), byte(id))
+}
+
+func appendUint32(b []byte, v uint32) []byte {
+	return append(b, byte(v>>24), byte(v>>16), byte(v>>8), byte(v))
+}
+
+func (c *conn) controlLocked() { c.ctrl++ }
+
+func (c *conn) writeSettingsLocked() {
+	cfg := &c.srv.cfg
+	settings := [...]struct {
+		id http2.SettingID
+		v  uint32
+	}{
+		{http2.SettingMaxConcurrentStreams, cfg.MaxConcurrentStreams},
+		{http2.SettingInitialWindowSize, cfg.StreamWindow},
+		{http2.SettingMaxFrameSize, cfg.MaxReadFrameSize},
+		{http2.SettingMaxHeaderListSize, cfg.MaxHeaderListSize},
+		{http2.SettingEnablePush, 0},
+	}
+	c.appendFrameHeader(6*len(settings), frameSettings, 0, 0)
+	for _, s := range settings {
+		c.pending = append(c.pending, byte(s.id>>8), byte(s.id))
+		c.pending = appendUint32(c.pending, s.v)
+	}
+}
+
+func (c *conn) writeSettingsAckLocked() {
+	c.controlLocked()
+	c.appendFrameHeader(0, frameSettings, flagAck, 0)
+}
+
+func (c *conn) writePingAckLocked(data [8]byte) {
+	c.controlLocked()
+	c.appendFrameHeader(8, framePing, flagAck, 0)
+	c.pending = append(c.pending, data[:]...)
+}
+
+func (c *conn) writeWindowUpdateLocked(id uint32, n uint32) {
+	c.controlLocked()
+	c.appendFrameHeader(4, frameWindowUpdate, 0, id)
+	c.pending = appendUint32(c.pending, n)
+}
+
+func (c *conn) writeRSTLocked(id uint32, code http2.ErrCode) {
+	c.controlLocked()
+	c.appendFrameHeader(4, frameRSTStream, 0, id)
+	c.pending = appendUint32(c.pending, uint32(code))
+}
+
+func (c *conn) writeGoAwayLocked(last uint32, code http2.ErrCode) {
+	c.appendFrameHeader(8, frameGoAway, 0, 0)
+	c.pending = appendUint32(c.pending, last)
+	c.pending = appendUint32(c.pending, uint32(code))
+}
+
+func (c *conn) writeDataLocked(id uint32, p []byte, end bool) {
+	var flags byte
+	if end {
+		flags = flagEndStream
+	}
+	c.appendFrameHeader(len(p), frameData, flags, id)
+	c.pending = append(c.pending, p...)
+}
+
+// writeField adds one field to the header block being encoded in hbuf.
+func (c *conn) writeField(name, value string) {
+	_ = c.enc.WriteField(hpack.HeaderField{Name: name, Value: value})
+}
+
+// writeHeaderBlockLocked frames the header block encoded in hbuf as
+// HEADERS and, past the client's frame size, CONTINUATION frames.
+func (c *conn) writeHeaderBlockLocked(id uint32, end bool) {
+	block := c.hbuf.Bytes()
+	max := int(c.peerMaxFrame)
+	typ := byte(frameHeaders)
+	for {
+		n := min(len(block), max)
+		var flags byte
+		if n == len(block) {
+			flags |= flagEndHeaders
+		}
+		if end && typ == frameHeaders {
+			flags |= flagEndStream
+		}
+		c.appendFrameHeader(n, typ, flags, id)
+		c.pending = append(c.pending, block[:n]...)
+		block = block[n:]
+		if flags&flagEndHeaders != 0 {
+			break
+		}
+		typ = frameContinuation
+	}
+	c.hbuf.Reset()
+}
