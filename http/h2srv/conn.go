@@ -228,7 +228,11 @@ func (c *conn) readLoop() error {
 				c.streamError(se.StreamID, se.Code)
 				continue
 			case errors.As(err, &ce):
-				return c.failConn(connError{http2.ErrCode(ce), "frame: " + c.fr.ErrorDetail().Error()})
+				kind := "frame_" + http2.ErrCode(ce).String()
+				if d := c.fr.ErrorDetail(); d != nil {
+					kind += ": " + d.Error()
+				}
+				return c.failConn(connError{http2.ErrCode(ce), kind})
 			case errors.Is(err, http2.ErrFrameTooLarge):
 				return c.failConn(connError{http2.ErrCodeFrameSize, "frame_too_large"})
 			}
