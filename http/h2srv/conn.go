@@ -38,6 +38,7 @@ type conn struct {
 	remote   string
 	tlsState *tls.ConnectionState
 
+	pool       *workerPool
 	writerDone chan struct{}
 	idleTimer  *time.Timer
 
@@ -52,8 +53,9 @@ type conn struct {
 	closed         bool // every wait fails
 	werr           error
 
-	enc  *hpack.Encoder
-	hbuf bytes.Buffer
+	enc        *hpack.Encoder
+	hbuf       bytes.Buffer
+	encResized bool // the encoder may have a table size update to send
 
 	sendWin      int64 // connection send window
 	peerInitWin  int64 // client's SETTINGS_INITIAL_WINDOW_SIZE
@@ -87,6 +89,7 @@ func newConn(s *Server, nc net.Conn, h http.Handler, base context.Context) *conn
 		streams:      make(map[uint32]*stream),
 	}
 	c.ctx, c.cancel = context.WithCancel(base)
+	c.pool = &s.pools[int(s.nextPool.Add(1))%len(s.pools)]
 	c.cond.L = &c.mu
 	c.wcond.L = &c.mu
 	c.enc = hpack.NewEncoder(&c.hbuf)
@@ -338,6 +341,7 @@ func (c *conn) onSettings(f *http2.SettingsFrame) error {
 		switch s.ID {
 		case http2.SettingHeaderTableSize:
 			c.enc.SetMaxDynamicTableSizeLimit(s.Val)
+			c.encResized = true
 		case http2.SettingEnablePush:
 			if s.Val > 1 {
 				return connError{http2.ErrCodeProtocol, "settings_enable_push"}

@@ -46,7 +46,7 @@ func (c *conn) onHeaders(f *http2.MetaHeadersFrame) error {
 		return nil
 	case f.Truncated:
 		c.srv.countError("header_list_too_large")
-		c.writeField(":status", "431")
+		c.writeStatus(http.StatusRequestHeaderFieldsTooLarge)
 		c.writeField("date", httpDate())
 		c.writeField("content-length", "0")
 		c.writeHeaderBlockLocked(id, true)
@@ -69,7 +69,7 @@ func (c *conn) onHeaders(f *http2.MetaHeadersFrame) error {
 	c.streams[id] = s
 	if c.running < int(cfg.MaxConcurrentStreams) {
 		c.running++
-		go c.run(s)
+		c.pool.start(s)
 		return nil
 	}
 	s.queued = true
@@ -150,6 +150,9 @@ func (c *conn) newStream(f *http2.MetaHeadersFrame) (*stream, string) {
 	}
 	regular := f.RegularFields()
 	h := make(http.Header, len(regular))
+	// One backing array for the values: a field's value slice has
+	// room for exactly one, so a repeated field copies out of it.
+	vals := make([]string, len(regular))
 	declLen := int64(-1)
 	needContinue := false
 	var cookies []string
@@ -176,7 +179,13 @@ func (c *conn) newStream(f *http2.MetaHeadersFrame) (*stream, string) {
 			host = hf.Value
 		}
 		k := canonicalKey(hf.Name)
-		h[k] = append(h[k], hf.Value)
+		if vv, ok := h[k]; ok {
+			h[k] = append(vv, hf.Value)
+		} else {
+			vals[0] = hf.Value
+			h[k] = vals[:1:1]
+			vals = vals[1:]
+		}
 	}
 	if len(cookies) > 0 {
 		h["Cookie"] = []string{strings.Join(cookies, "; ")}

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -78,12 +79,16 @@ type Server struct {
 	conns    map[*conn]struct{}
 	shutting bool
 	done     chan struct{} // closed when conns empties during Shutdown
+
+	writes   atomic.Int64 // Writes to connections, for the benchmarks
+	pools    []workerPool
+	nextPool atomic.Uint32
 }
 
 // New returns a Server with cfg's limits (defaults filled in).
 func New(cfg Config) *Server {
 	cfg.setDefaults()
-	return &Server{cfg: cfg, conns: make(map[*conn]struct{})}
+	return &Server{cfg: cfg, conns: make(map[*conn]struct{}), pools: newPools()}
 }
 
 // ServeConn serves c until the client or the server ends it; it closes c
@@ -119,6 +124,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.shutting = true
 	if len(s.conns) == 0 {
 		s.mu.Unlock()
+		s.closePools()
 		return nil
 	}
 	done := make(chan struct{})
@@ -130,6 +136,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	select {
 	case <-done:
+		s.closePools()
 		return nil
 	case <-ctx.Done():
 		_ = s.Close()
@@ -146,7 +153,14 @@ func (s *Server) Close() error {
 	for _, c := range conns {
 		c.closeNow()
 	}
+	s.closePools()
 	return nil
+}
+
+func (s *Server) closePools() {
+	for i := range s.pools {
+		s.pools[i].close()
+	}
 }
 
 // Open reports the connections being served.

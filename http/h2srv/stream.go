@@ -313,7 +313,7 @@ func (s *stream) writeLocked(data []byte, end bool, trailers []hpack.HeaderField
 // writeHeadLocked encodes the response head.
 func (s *stream) writeHeadLocked(clen string, end bool) {
 	c := s.c
-	c.writeField(":status", statusString(s.status))
+	c.writeStatus(s.status)
 	s.writeFieldsLocked()
 	if _, ok := s.hdr["Date"]; !ok {
 		c.writeField("date", httpDate())
@@ -368,7 +368,7 @@ func (s *stream) WriteHeader(code int) {
 		if code == http.StatusContinue {
 			s.needContinue = false
 		}
-		c.writeField(":status", statusString(code))
+		c.writeStatus(code)
 		s.writeFieldsLocked()
 		c.writeHeaderBlockLocked(s.id, false)
 		return
@@ -526,7 +526,7 @@ func (b *requestBody) Read(p []byte) (int, error) {
 	if s.needContinue {
 		s.needContinue = false
 		if !s.headSent && !s.reset && !c.closed {
-			c.writeField(":status", "100")
+			c.writeStatus(http.StatusContinue)
 			c.writeHeaderBlockLocked(s.id, false)
 		}
 	}

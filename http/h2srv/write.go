@@ -3,6 +3,7 @@ package h2srv
 import (
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
+	"runtime"
 )
 
 // Frame types and flags as written (RFC 9113 §6).
@@ -51,11 +52,21 @@ func (c *conn) writeLoop() {
 		if len(c.pending) == 0 {
 			break
 		}
+		if c.running > 1 && len(c.pending) < 16<<10 && !c.closing {
+			// Other handlers are running: let them add their frames,
+			// so that one Write carries several streams' answers. Under
+			// load this turns about one system call per response into
+			// one per several.
+			c.mu.Unlock()
+			runtime.Gosched()
+			c.mu.Lock()
+		}
 		buf := c.pending
 		c.pending = c.spare[:0]
 		c.spare = nil
 		c.ctrl = 0
 		c.mu.Unlock()
+		c.srv.writes.Add(1)
 		_, err := c.nc.Write(buf)
 		c.mu.Lock()
 		if cap(buf) <= 64<<10 {
@@ -161,6 +172,22 @@ func (c *conn) writeDataLocked(id uint32, p []byte, end bool) {
 	}
 	c.appendFrameHeader(len(p), frameData, flags, id)
 	c.pending = append(c.pending, p...)
+}
+
+// staticStatus are the HPACK static table's :status entries (RFC 7541
+// Appendix A), sent as one byte.
+var staticStatus = map[int]byte{200: 0x88, 204: 0x89, 206: 0x8a, 304: 0x8b, 400: 0x8c, 404: 0x8d, 500: 0x8e}
+
+// writeStatus starts a header block with :status code.
+func (c *conn) writeStatus(code int) {
+	if b, ok := staticStatus[code]; ok && !c.encResized {
+		// The encoder is bypassed only when it has no dynamic table
+		// size update to put first in the block.
+		c.hbuf.WriteByte(b)
+		return
+	}
+	c.encResized = false
+	c.writeField(":status", statusString(code))
 }
 
 // writeField adds one field to the header block being encoded in hbuf.
