@@ -71,6 +71,11 @@ type conn struct {
 	goAwaySent bool
 	graceful   bool // close once no stream is left
 	emptyData  int
+	// resetIDs are the streams the server reset last: frames the
+	// client sent on them before it saw the reset are ignored
+	// (RFC 9113 §5.1, "closed"), not taken for protocol errors.
+	resetIDs  [32]uint32
+	resetNext uint32
 	idleSince  time.Time
 	connErr    bool
 }
@@ -446,6 +451,9 @@ func (c *conn) onData(f *http2.DataFrame) error {
 		if f.StreamID > c.maxID {
 			return connError{http2.ErrCodeProtocol, "data_idle"}
 		}
+		if s == nil && c.resetByUs(f.StreamID) {
+			return nil
+		}
 		c.srv.countError("data_closed")
 		if s != nil {
 			s.resetLocked(errStreamReset)
@@ -505,6 +513,16 @@ func (c *conn) onData(f *http2.DataFrame) error {
 	}
 	s.cond.Broadcast()
 	return nil
+}
+
+// resetByUs reports whether id is among the streams the server reset last.
+func (c *conn) resetByUs(id uint32) bool {
+	for _, r := range c.resetIDs {
+		if r == id {
+			return true
+		}
+	}
+	return false
 }
 
 // giveBackLocked returns n bytes to the connection's receive window,

@@ -46,11 +46,16 @@ func newRawClient(t testing.TB, addr string, settings ...http2.Setting) *rawClie
 	return rc
 }
 
-// block encodes a request's header block: pseudo fields for a GET of
-// path, then extra name/value pairs.
+// block encodes a request's header block: pseudo fields for method and
+// path (none when method is empty: a trailer block), then extra
+// name/value pairs.
 func (rc *rawClient) block(method, path string, extra ...string) []byte {
 	rc.hbuf.Reset()
-	fields := append([]string{":method", method, ":scheme", "https", ":path", path, ":authority", "localhost"}, extra...)
+	var fields []string
+	if method != "" { // else a trailer block
+		fields = []string{":method", method, ":scheme", "https", ":path", path, ":authority", "localhost"}
+	}
+	fields = append(fields, extra...)
 	for i := 0; i+1 < len(fields); i += 2 {
 		_ = rc.enc.WriteField(hpack.HeaderField{Name: fields[i], Value: fields[i+1]})
 	}

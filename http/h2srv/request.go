@@ -25,7 +25,11 @@ func (c *conn) onHeaders(f *http2.MetaHeadersFrame) error {
 		return nil
 	}
 	if id <= c.maxID {
+		ignore := c.resetByUs(id) // trailers sent before our reset arrived
 		c.mu.Unlock()
+		if ignore {
+			return nil
+		}
 		return connError{http2.ErrCodeProtocol, "headers_closed_stream"}
 	}
 	c.maxID = id

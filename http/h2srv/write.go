@@ -155,6 +155,8 @@ func (c *conn) writeWindowUpdateLocked(id uint32, n uint32) {
 
 func (c *conn) writeRSTLocked(id uint32, code http2.ErrCode) {
 	c.controlLocked()
+	c.resetIDs[c.resetNext%uint32(len(c.resetIDs))] = id
+	c.resetNext++
 	c.appendFrameHeader(4, frameRSTStream, 0, id)
 	c.pending = appendUint32(c.pending, uint32(code))
 }

@@ -1,0 +1,112 @@
+package h2srv
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"os"
+	"testing"
+	"time"
+
+	"golang.org/x/net/http2"
+)
+
+// TestReadDeadline: a body that does not come fails Read once the
+// handler's read deadline passes, with os.ErrDeadlineExceeded.
+func TestReadDeadline(t *testing.T) {
+	rerr := make(chan error, 1)
+	ts := newTestServer(t, Config{}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(100 * time.Millisecond))
+		_, err := io.ReadAll(r.Body)
+		rerr <- err
+		w.WriteHeader(http.StatusRequestTimeout)
+	}))
+	rc := newRawClient(t, ts.addr)
+	rc.headers(1, false, rc.block("POST", "/"))
+	if err := rc.fr.WriteData(1, false, []byte("start")); err != nil {
+		t.Fatal(err)
+	}
+	if status, _, _ := rc.response(1, 10*time.Second); status != "408" {
+		t.Fatalf("status %s, want 408", status)
+	}
+	if err := <-rerr; !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("Read past the deadline: %v, want os.ErrDeadlineExceeded", err)
+	}
+}
+
+// TestWriteStalled: a client that gives all the window it can but
+// reads nothing stalls the connection's output; a handler's Write
+// fails at its write deadline instead of waiting for ever.
+func TestWriteStalled(t *testing.T) {
+	werr := make(chan error, 1)
+	ts := newTestServer(t, Config{}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(300 * time.Millisecond))
+		chunk := make([]byte, 1<<20)
+		var err error
+		for i := 0; i < 200 && err == nil; i++ {
+			_, err = w.Write(chunk)
+		}
+		werr <- err
+	}))
+	rc := newRawClient(t, ts.addr, http2.Setting{ID: http2.SettingInitialWindowSize, Val: maxWindow})
+	if err := rc.fr.WriteWindowUpdate(0, maxWindow-initialWindow); err != nil {
+		t.Fatal(err)
+	}
+	rc.headers(1, true, rc.block("GET", "/big"))
+	select {
+	case err := <-werr:
+		if !errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Fatalf("Write to a client that does not read: %v, want os.ErrDeadlineExceeded", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("Write still blocked 20 s after its deadline")
+	}
+}
+
+// TestEarlyAnswer: a handler that answers without reading the body
+// ends the stream, then resets it with NO_ERROR (RFC 9113 §8.1); what
+// the client sent meanwhile on it does not end the connection.
+func TestEarlyAnswer(t *testing.T) {
+	ts := newTestServer(t, Config{}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == "POST" {
+			w.WriteHeader(http.StatusRequestEntityTooLarge)
+			return
+		}
+		_, _ = io.WriteString(w, "next")
+	}))
+	rc := newRawClient(t, ts.addr)
+	rc.headers(1, false, rc.block("POST", "/up"))
+	if err := rc.fr.WriteData(1, false, make([]byte, 1000)); err != nil {
+		t.Fatal(err)
+	}
+	var status string
+	var ended, reset bool
+	rc.next(10*time.Second, func(f http2.Frame, err error) bool {
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch f := f.(type) {
+		case *http2.MetaHeadersFrame:
+			status = f.PseudoValue("status")
+			ended = f.StreamEnded()
+		case *http2.RSTStreamFrame:
+			if f.ErrCode != http2.ErrCodeNo {
+				t.Fatalf("reset %v, want NO_ERROR", f.ErrCode)
+			}
+			reset = true
+		}
+		return reset
+	})
+	if status != "413" || !ended {
+		t.Fatalf("answer %s ended %v, want 413 with END_STREAM before the reset", status, ended)
+	}
+	// The client had more on its way: DATA and trailers.
+	if err := rc.fr.WriteData(1, false, make([]byte, 1000)); err != nil {
+		t.Fatal(err)
+	}
+	rc.headers(1, true, rc.block("", "x-trailer", "late"))
+	rc.headers(3, true, rc.block("GET", "/next"))
+	if status, body, end := rc.response(3, 10*time.Second); status != "200" || string(body) != "next" || end != "end" {
+		t.Fatalf("next stream: %s %q %s", status, body, end)
+	}
+}
