@@ -76,8 +76,8 @@ type conn struct {
 	// (RFC 9113 §5.1, "closed"), not taken for protocol errors.
 	resetIDs  [32]uint32
 	resetNext uint32
-	idleSince  time.Time
-	connErr    bool
+	idleSince time.Time
+	connErr   bool
 }
 
 func newConn(s *Server, nc net.Conn, h http.Handler, base context.Context) *conn {
