@@ -59,6 +59,8 @@ type stream struct {
 	wdeadline    time.Time
 	rtimer       *time.Timer
 	wtimer       *time.Timer
+	rtimerAt     time.Time // when rtimer fires
+	wtimerAt     time.Time
 
 	// The handler's goroutine only.
 	hdr          http.Header
@@ -260,6 +262,13 @@ func (s *stream) waitLocked(window bool) error {
 			s.resetLocked(errWriteTimeout)
 			c.closeStreamLocked(s)
 			return errWriteTimeout
+		}
+		if !s.wdeadline.IsZero() {
+			s.wtimer = armTimer(s.wtimer, &s.wtimerAt, s.wdeadline, func() {
+				c.mu.Lock()
+				c.cond.Broadcast()
+				c.mu.Unlock()
+			})
 		}
 		c.waiters++
 		c.cond.Wait()
@@ -469,49 +478,47 @@ func (s *stream) FlushError() error {
 }
 
 // SetWriteDeadline bounds the wait of Write and Flush for flow control
-// and output room; past it the stream is reset.
+// and output room; past it the stream is reset. No timer is armed here:
+// only a write that has to wait arms one (most never wait), so a
+// handler that moves its deadline at every write costs nothing more.
 func (s *stream) SetWriteDeadline(t time.Time) error {
 	c := s.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	s.wdeadline = t
-	s.wtimer = armTimer(s.wtimer, t, func() {
-		c.mu.Lock()
-		c.cond.Broadcast()
-		c.mu.Unlock()
-	})
+	if s.wtimer != nil && t.IsZero() {
+		s.wtimer.Stop()
+	}
 	return nil
 }
 
-// SetReadDeadline bounds the wait of the request body's Read.
+// SetReadDeadline bounds the wait of the request body's Read (a timer
+// is armed only when a Read has to wait).
 func (s *stream) SetReadDeadline(t time.Time) error {
 	c := s.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	s.rdeadline = t
-	s.rtimer = armTimer(s.rtimer, t, func() {
-		c.mu.Lock()
-		s.cond.Broadcast()
-		c.mu.Unlock()
-	})
+	if s.rtimer != nil && t.IsZero() {
+		s.rtimer.Stop()
+	}
 	return nil
 }
 
 // EnableFullDuplex is a no-op: HTTP/2 streams are full duplex.
 func (s *stream) EnableFullDuplex() error { return nil }
 
-func armTimer(t *time.Timer, at time.Time, f func()) *time.Timer {
-	if at.IsZero() {
-		if t != nil {
-			t.Stop()
-		}
+// armTimer makes sure a timer fires f at at, for a wait about to
+// begin; armed is when t fires now.
+func armTimer(t *time.Timer, armed *time.Time, at time.Time, f func()) *time.Timer {
+	if t != nil && armed.Equal(at) {
 		return t
 	}
-	d := time.Until(at)
+	*armed = at
 	if t == nil {
-		return time.AfterFunc(d, f)
+		return time.AfterFunc(time.Until(at), f)
 	}
-	t.Reset(d)
+	t.Reset(time.Until(at))
 	return t
 }
 
@@ -545,6 +552,13 @@ func (b *requestBody) Read(p []byte) (int, error) {
 		}
 		if len(p) == 0 {
 			return 0, nil
+		}
+		if !s.rdeadline.IsZero() {
+			s.rtimer = armTimer(s.rtimer, &s.rtimerAt, s.rdeadline, func() {
+				c.mu.Lock()
+				s.cond.Broadcast()
+				c.mu.Unlock()
+			})
 		}
 		s.cond.Wait()
 	}
