@@ -131,10 +131,11 @@ func (c *conn) serve() error {
 		c.pending = appendUint32(c.pending, uint32(d))
 	}
 	c.idleSince = time.Now()
-	c.mu.Unlock()
 	if cfg.IdleTimeout > 0 {
+		// Set under mu, which onIdle takes before it looks at it.
 		c.idleTimer = time.AfterFunc(cfg.IdleTimeout, c.onIdle)
 	}
+	c.mu.Unlock()
 
 	err := c.readPreface()
 	if err == nil {

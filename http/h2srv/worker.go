@@ -5,22 +5,8 @@ import (
 	"sync"
 )
 
-// Handler goroutines are kept for reuse: a goroutine whose connection
-// has no stream waiting parks in one of the Server's worker pools
-// instead of exiting, and the next stream of any connection using that
-// pool runs on it. Its stack, grown to what handlers need, is kept, so
-// that a request does not pay to start a goroutine and grow its stack
-// again (copystack was about a tenth of the CPU a small request cost).
-//
-// Why this does not hurt a many-core machine: the pools are sharded,
-// one per P (GOMAXPROCS at New), a connection using one shard, so the
-// mutex taken per request start is shared by a few connections, not
-// by all; each shard parks at most maxParked goroutines (LIFO: the
-// warmest stacks are reused first), so parked memory is bounded by
-// GOMAXPROCS × maxParked stacks (16 cores: 1024 goroutines, a few KiB
-// of stack each, and the GC shrinks idle stacks); a burst beyond that
-// starts goroutines that exit when done, as without a pool. A parked
-// goroutine costs no CPU: it waits on its channel.
+// maxParked bounds the handler goroutines parked per pool (see the
+// package doc for why they are kept).
 const maxParked = 64
 
 type workerPool struct {
