@@ -1,6 +1,7 @@
 package h2srv
 
 import (
+	"context"
 	"errors"
 	"io"
 	"net/http"
@@ -108,5 +109,42 @@ func TestEarlyAnswer(t *testing.T) {
 	rc.headers(3, true, rc.block("GET", "/next"))
 	if status, body, end := rc.response(3, 10*time.Second); status != "200" || string(body) != "next" || end != "end" {
 		t.Fatalf("next stream: %s %q %s", status, body, end)
+	}
+}
+
+// TestContextCancel: a request's context ends when the client resets
+// its stream, when the connection ends, and when the handler returns.
+func TestContextCancel(t *testing.T) {
+	started := make(chan context.Context, 3)
+	ts := newTestServer(t, Config{}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		started <- r.Context()
+		if r.URL.Path != "/return" {
+			<-r.Context().Done()
+		}
+	}))
+	rc := newRawClient(t, ts.addr)
+	rc.headers(1, true, rc.block("GET", "/reset"))
+	ctx := <-started
+	if err := rc.fr.WriteRSTStream(1, http2.ErrCodeCancel); err != nil {
+		t.Fatal(err)
+	}
+	waitDone(t, ctx, "client reset")
+
+	rc.headers(3, true, rc.block("GET", "/return"))
+	ctx = <-started
+	waitDone(t, ctx, "handler returned")
+
+	rc.headers(5, true, rc.block("GET", "/hangup"))
+	ctx = <-started
+	_ = rc.nc.Close()
+	waitDone(t, ctx, "connection closed")
+}
+
+func waitDone(t *testing.T, ctx context.Context, why string) {
+	t.Helper()
+	select {
+	case <-ctx.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatalf("%s: request context not done", why)
 	}
 }

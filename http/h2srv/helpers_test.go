@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"golang.org/x/net/http2"
+
+	"peerdns/internal/testutil"
 )
 
 // testCert is a self-signed certificate for 127.0.0.1 and localhost.
@@ -59,6 +61,11 @@ type testServer struct {
 
 func newTestServer(t testing.TB, cfg Config, h http.Handler) *testServer {
 	t.Helper()
+	if _, ok := t.(*testing.T); ok {
+		// Every goroutine the server started (readers, writers, parked
+		// handlers) is gone once the test's cleanups ran.
+		testutil.NoLeaks(t)
+	}
 	cert, _ := testCert()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
