@@ -20,6 +20,12 @@ import (
 
 const clientPreface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 
+// maxStreamErrors bounds the frames a client may send that the Framer
+// refuses with a stream error (a WINDOW_UPDATE of zero, a malformed
+// header field, ...) over a connection's life: each costs a reset in
+// answer, and past the bound the client is not a client that erred.
+const maxStreamErrors = 1000
+
 // maxEmptyData bounds the DATA frames without payload and without
 // END_STREAM a client may send in a row (CVE-2019-9518).
 const maxEmptyData = 100
@@ -71,6 +77,7 @@ type conn struct {
 	goAwaySent bool
 	graceful   bool // close once no stream is left
 	emptyData  int
+	streamErrs int // touched by the reader only
 	// resetIDs are the streams the server reset last: frames the
 	// client sent on them before it saw the reset are ignored
 	// (RFC 9113 §5.1, "closed"), not taken for protocol errors.
@@ -235,6 +242,9 @@ func (c *conn) readLoop() error {
 			case errors.As(err, &se):
 				c.srv.countError("stream_" + se.Code.String())
 				c.streamError(se.StreamID, se.Code)
+				if c.streamErrs++; c.streamErrs > maxStreamErrors {
+					return c.failConn(connError{http2.ErrCodeEnhanceYourCalm, "stream_error_flood"})
+				}
 				continue
 			case errors.As(err, &ce):
 				kind := "frame_" + http2.ErrCode(ce).String()

@@ -67,8 +67,10 @@
 //     are queued without waiting, but more than maxControl of them queued
 //     at once (a client that asks and does not read) ends the
 //     connection with ENHANCE_YOUR_CALM. More than maxEmptyData DATA
-//     frames in a row without payload or END_STREAM do too
-//     (CVE-2019-9518).
+//     frames in a row without payload or END_STREAM do too, and so do
+//     more than maxStreamErrors frames the Framer refuses with a stream
+//     error (WINDOW_UPDATEs of zero among them) over a connection's
+//     life (CVE-2019-9518).
 //   - The connection's writer has no deadline of its own: a client that
 //     stops reading holds it until the streams' write deadlines reset
 //     them, the control bound trips, or the server closes the

@@ -333,3 +333,28 @@ func TestTimeouts(t *testing.T) {
 		return nil
 	})
 }
+
+// TestZeroWindowUpdateFlood: WINDOW_UPDATEs of zero on a stream, each a
+// stream error, end the connection past a bound (CVE-2019-9518).
+func TestZeroWindowUpdateFlood(t *testing.T) {
+	var cnt counters
+	ts := newTestServer(t, cnt.config(Config{}), http.NotFoundHandler())
+	rc := newRawClient(t, ts.addr)
+	rc.fr.AllowIllegalWrites = true
+	var batch bytes.Buffer
+	fr := http2.NewFramer(&batch, nil)
+	fr.AllowIllegalWrites = true
+	for range maxStreamErrors + 1 {
+		_ = fr.WriteWindowUpdate(1, 0)
+	}
+	rc.headers(1, false, rc.block("POST", "/"))
+	if _, err := rc.nc.Write(batch.Bytes()); err != nil {
+		t.Fatal(err)
+	}
+	if code := rc.closed(10 * time.Second); code != http2.ErrCodeEnhanceYourCalm {
+		t.Fatalf("GOAWAY %v, want ENHANCE_YOUR_CALM", code)
+	}
+	if n := cnt.count("stream_error_flood"); n != 1 {
+		t.Fatalf("stream_error_flood counted %d, want 1", n)
+	}
+}
