@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -357,4 +358,29 @@ func TestZeroWindowUpdateFlood(t *testing.T) {
 	if n := cnt.count("stream_error_flood"); n != 1 {
 		t.Fatalf("stream_error_flood counted %d, want 1", n)
 	}
+}
+
+// TestShutdownDeadline: streams still running when Shutdown's context
+// ends are cut: the connection closes, their contexts end.
+func TestShutdownDeadline(t *testing.T) {
+	started := make(chan struct{}, 1)
+	ts := newTestServer(t, Config{}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		started <- struct{}{}
+		<-r.Context().Done()
+	}))
+	rc := newRawClient(t, ts.addr)
+	rc.headers(1, true, rc.block("GET", "/"))
+	<-started
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	if err := ts.srv.Shutdown(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Shutdown = %v, want context.DeadlineExceeded", err)
+	}
+	rc.closed(10 * time.Second)
+	eventually(t, 10*time.Second, func() error {
+		if n := ts.srv.Open(); n != 0 {
+			return fmt.Errorf("Open() = %d", n)
+		}
+		return nil
+	})
 }
