@@ -257,7 +257,6 @@ func (s *stream) waitLocked(window bool) error {
 			return nil
 		}
 		if !s.wdeadline.IsZero() && !time.Now().Before(s.wdeadline) {
-			c.srv.countError("write_timeout")
 			c.writeRSTLocked(s.id, http2.ErrCodeCancel)
 			s.resetLocked(errWriteTimeout)
 			c.closeStreamLocked(s)
