@@ -385,3 +385,42 @@ func TestPanic(t *testing.T) {
 }
 
 var _ = time.Second
+
+// TestConcurrent: many streams at once on one connection, more than the
+// concurrency limit, with bodies both ways; each answer is its own.
+func TestConcurrent(t *testing.T) {
+	ts := newTestServer(t, Config{MaxConcurrentStreams: 8}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, err := io.ReadAll(r.Body)
+		if err != nil {
+			return
+		}
+		w.Header().Set("X-Path", r.URL.Path)
+		_, _ = w.Write(bytes.Repeat(b, 3))
+	}))
+	for name, cl := range testClients(t) {
+		t.Run(name, func(t *testing.T) {
+			errs := make(chan error, 64)
+			for i := range 64 {
+				go func() {
+					want := strings.Repeat(fmt.Sprintf("<%d>", i), 1000*(i%5))
+					resp, err := cl.Post(ts.url(fmt.Sprintf("/%d", i)), "text/plain", strings.NewReader(want))
+					if err != nil {
+						errs <- err
+						return
+					}
+					got, err := io.ReadAll(resp.Body)
+					resp.Body.Close()
+					if err == nil && (string(got) != strings.Repeat(want, 3) || resp.Header.Get("X-Path") != fmt.Sprintf("/%d", i)) {
+						err = fmt.Errorf("request %d: %d bytes, path %q", i, len(got), resp.Header.Get("X-Path"))
+					}
+					errs <- err
+				}()
+			}
+			for range 64 {
+				if err := <-errs; err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+}
