@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptrace"
 	"net/textproto"
@@ -13,6 +14,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"peerdns/internal/testutil"
 )
 
 func TestGet(t *testing.T) {
@@ -353,25 +356,33 @@ func TestShortBody(t *testing.T) {
 }
 
 // TestPanic: a panicking handler resets its stream; the connection
-// serves the next request.
+// serves the next request. http.ErrAbortHandler is quiet, any other
+// panic is logged.
 func TestPanic(t *testing.T) {
-	ts := newTestServer(t, Config{}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/abort" {
+	var logs testutil.LogBuffer
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+	ts := newTestServer(t, Config{Log: log}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/abort":
 			panic(http.ErrAbortHandler)
+		case "/panic":
+			panic("handler bug")
 		}
 		_, _ = io.WriteString(w, "ok")
 	}))
 	for name, cl := range testClients(t) {
 		t.Run(name, func(t *testing.T) {
-			resp, err := cl.Get(ts.url("/abort"))
-			if err == nil {
-				_, err = io.ReadAll(resp.Body)
-				resp.Body.Close()
+			for _, path := range []string{"/abort", "/panic"} {
+				resp, err := cl.Get(ts.url(path))
+				if err == nil {
+					_, err = io.ReadAll(resp.Body)
+					resp.Body.Close()
+				}
+				if err == nil {
+					t.Fatalf("%s: no error", path)
+				}
 			}
-			if err == nil {
-				t.Fatal("aborted handler: no error")
-			}
-			resp, err = cl.Get(ts.url("/ok"))
+			resp, err := cl.Get(ts.url("/ok"))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -381,6 +392,9 @@ func TestPanic(t *testing.T) {
 				t.Fatalf("after the abort: %q", b)
 			}
 		})
+	}
+	if got := logs.String(); strings.Count(got, "handler panic") != 2 || !strings.Contains(got, "handler bug") || strings.Contains(got, "abort Handler") {
+		t.Fatalf("logs: %s", got)
 	}
 }
 
