@@ -137,21 +137,25 @@ func (c *conn) serve() error {
 		c.appendFrameHeader(4, frameWindowUpdate, 0, 0)
 		c.pending = appendUint32(c.pending, uint32(d))
 	}
-	c.idleSince = time.Now()
-	if cfg.IdleTimeout > 0 {
-		// Set under mu, which onIdle takes before it looks at it.
-		c.idleTimer = time.AfterFunc(cfg.IdleTimeout, c.onIdle)
-	}
 	c.mu.Unlock()
 
 	err := c.readPreface()
 	if err == nil {
+		// The idle timer starts once the preface is in: before, the
+		// preface timeout is the one that counts.
+		c.mu.Lock()
+		c.idleSince = time.Now()
+		if cfg.IdleTimeout > 0 {
+			// Set under mu, which onIdle takes before it looks at it.
+			c.idleTimer = time.AfterFunc(cfg.IdleTimeout, c.onIdle)
+		}
+		c.mu.Unlock()
 		err = c.readLoop()
 	}
+	c.mu.Lock()
 	if c.idleTimer != nil {
 		c.idleTimer.Stop()
 	}
-	c.mu.Lock()
 	c.closing = true
 	c.failLocked()
 	for _, s := range c.streams {
@@ -209,6 +213,12 @@ func (c *conn) readPreface() error {
 }
 
 func (c *conn) prefaceError(err error) error {
+	c.mu.Lock()
+	byServer := c.closing // Shutdown or Close, not the client
+	c.mu.Unlock()
+	if byServer {
+		return nil
+	}
 	c.srv.countError("preface")
 	if errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 		c.reportConnErr(err)
@@ -607,6 +617,10 @@ func (c *conn) shutdown() {
 // closeNow closes the connection at once; a write blocked on a client
 // that does not read is cut by the deadline.
 func (c *conn) closeNow() {
+	c.mu.Lock()
+	c.closing = true
+	c.wcond.Signal()
+	c.mu.Unlock()
 	_ = c.nc.SetWriteDeadline(time.Now())
 	_ = c.nc.Close()
 }

@@ -391,3 +391,27 @@ func TestShutdownDeadline(t *testing.T) {
 		return nil
 	})
 }
+
+// TestShutdownBeforePreface: a connection Shutdown finds before its
+// client's preface is closed, and not reported as a client's error.
+func TestShutdownBeforePreface(t *testing.T) {
+	var cnt counters
+	ts := newTestServer(t, cnt.config(Config{}), http.NotFoundHandler())
+	nc, err := tlsDial(ts.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	eventually(t, 10*time.Second, func() error {
+		if ts.srv.Open() != 1 {
+			return errors.New("connection not served yet")
+		}
+		return nil
+	})
+	if err := ts.srv.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if kinds, conns := cnt.all(); len(kinds) != 0 || len(conns) != 0 {
+		t.Fatalf("Shutdown counted as the client's error: %v %v", kinds, conns)
+	}
+}
