@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -131,6 +132,13 @@ func (e connError) Error() string {
 func (c *conn) serve() error {
 	cfg := &c.srv.cfg
 	go c.writeLoop()
+	if c.tlsState != nil && !adequateTLS(c.tlsState) {
+		// RFC 9113 §9.2.1: a connection error, before anything else.
+		err := c.failConn(connError{http2.ErrCodeInadequateSecurity, "inadequate_security"})
+		_ = c.nc.SetWriteDeadline(time.Now().Add(time.Second))
+		<-c.writerDone
+		return err
+	}
 	c.mu.Lock()
 	c.writeSettingsLocked()
 	if d := int64(cfg.ConnWindow) - initialWindow; d > 0 {
@@ -179,6 +187,22 @@ func (c *conn) serve() error {
 		return nil
 	}
 	return err
+}
+
+// adequateTLS reports whether st meets RFC 9113 §9.2: TLS 1.2 or later,
+// and over TLS 1.2 a cipher suite with an ephemeral key exchange and an
+// AEAD cipher (Appendix A prohibits every other).
+func adequateTLS(st *tls.ConnectionState) bool {
+	switch {
+	case st.Version < tls.VersionTLS12:
+		return false
+	case st.Version > tls.VersionTLS12:
+		return true
+	}
+	name := tls.CipherSuiteName(st.CipherSuite)
+	ephemeral := strings.HasPrefix(name, "TLS_ECDHE_") || strings.HasPrefix(name, "TLS_DHE_")
+	aead := strings.Contains(name, "_GCM_") || strings.Contains(name, "_CHACHA20_POLY1305") || strings.Contains(name, "_CCM")
+	return ephemeral && aead
 }
 
 func (c *conn) gracefulDone() bool {

@@ -84,6 +84,10 @@
 //     reads, once half a window is consumed, for the stream and the
 //     connection alike.
 //
+// Over TLS 1.2, a connection whose cipher suite RFC 9113 §9.2.2
+// prohibits (no ephemeral key exchange, or no AEAD cipher) is ended at
+// once with INADEQUATE_SECURITY, as is one below TLS 1.2.
+//
 // Not offered: server push, extended CONNECT (RFC 8441) and CONNECT
 // (refused with a PROTOCOL_ERROR reset), and priorities (PRIORITY
 // frames are checked, then ignored).

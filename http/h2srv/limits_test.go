@@ -3,6 +3,7 @@ package h2srv
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
 )
 
 // counters gathers what CountError and ConnError report.
@@ -413,5 +415,49 @@ func TestShutdownBeforePreface(t *testing.T) {
 	}
 	if kinds, conns := cnt.all(); len(kinds) != 0 || len(conns) != 0 {
 		t.Fatalf("Shutdown counted as the client's error: %v %v", kinds, conns)
+	}
+}
+
+// TestInadequateTLS: over TLS 1.2, a cipher suite RFC 9113 prohibits
+// ends the connection with INADEQUATE_SECURITY; an AEAD one is served.
+func TestInadequateTLS(t *testing.T) {
+	var cnt counters
+	ts := newTestServer(t, cnt.config(Config{}), http.NotFoundHandler())
+	for _, tc := range []struct {
+		suite uint16
+		ok    bool
+	}{
+		{tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256, true},
+		{tls.TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256, true},
+		{tls.TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA, false},
+	} {
+		t.Run(tls.CipherSuiteName(tc.suite), func(t *testing.T) {
+			conf := clientTLS()
+			conf.MaxVersion = tls.VersionTLS12
+			conf.CipherSuites = []uint16{tc.suite}
+			nc, err := tls.Dial("tcp", ts.addr, conf)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer nc.Close()
+			rc := &rawClient{t: t, nc: nc, fr: http2.NewFramer(nc, nc)}
+			rc.fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
+			rc.enc = hpack.NewEncoder(&rc.hbuf)
+			_, _ = io.WriteString(nc, clientPreface)
+			_ = rc.fr.WriteSettings()
+			if !tc.ok {
+				if code := rc.closed(10 * time.Second); code != http2.ErrCodeInadequateSecurity {
+					t.Fatalf("GOAWAY %v, want INADEQUATE_SECURITY", code)
+				}
+				return
+			}
+			rc.headers(1, true, rc.block("GET", "/"))
+			if status, _, _ := rc.response(1, 10*time.Second); status != "404" {
+				t.Fatalf("status %s, want 404", status)
+			}
+		})
+	}
+	if n := cnt.count("inadequate_security"); n != 1 {
+		t.Fatalf("inadequate_security counted %d, want 1", n)
 	}
 }
