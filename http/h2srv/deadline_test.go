@@ -1,6 +1,7 @@
 package h2srv
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
 )
 
 // TestReadDeadline: a body that does not come fails Read once the
@@ -146,5 +148,45 @@ func waitDone(t *testing.T, ctx context.Context, why string) {
 	case <-ctx.Done():
 	case <-time.After(10 * time.Second):
 		t.Fatalf("%s: request context not done", why)
+	}
+}
+
+// TestConnect: a CONNECT with :authority only reaches the handler as
+// net/http gives it; one with a :path is refused.
+func TestConnect(t *testing.T) {
+	ts := newTestServer(t, Config{}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Target", r.Method+" "+r.Host+" "+r.URL.Host+" "+r.RequestURI)
+		w.WriteHeader(http.StatusNotImplemented)
+	}))
+	rc := newRawClient(t, ts.addr)
+	rc.hbuf.Reset()
+	for _, f := range [][2]string{{":method", "CONNECT"}, {":authority", "f.example:443"}} {
+		_ = rc.enc.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]})
+	}
+	rc.headers(1, true, bytes.Clone(rc.hbuf.Bytes()))
+	var target string
+	rc.next(10*time.Second, func(f http2.Frame, err error) bool {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m, ok := f.(*http2.MetaHeadersFrame); ok && m.StreamID == 1 {
+			if st := m.PseudoValue("status"); st != "501" {
+				t.Fatalf("CONNECT: status %s, want 501", st)
+			}
+			for _, hf := range m.RegularFields() {
+				if hf.Name == "x-target" {
+					target = hf.Value
+				}
+			}
+			return true
+		}
+		return false
+	})
+	if want := "CONNECT f.example:443 f.example:443 f.example:443"; target != want {
+		t.Fatalf("handler saw %q, want %q", target, want)
+	}
+	rc.headers(3, true, rc.block("CONNECT", "/"))
+	if _, _, end := rc.response(3, 10*time.Second); end != "rst PROTOCOL_ERROR" {
+		t.Fatalf("CONNECT with a :path ended %q, want a PROTOCOL_ERROR reset", end)
 	}
 }

@@ -88,7 +88,12 @@
 // prohibits (no ephemeral key exchange, or no AEAD cipher) is ended at
 // once with INADEQUATE_SECURITY, as is one below TLS 1.2.
 //
-// Not offered: server push, extended CONNECT (RFC 8441) and CONNECT
-// (refused with a PROTOCOL_ERROR reset), and priorities (PRIORITY
-// frames are checked, then ignored).
+// A CONNECT request (RFC 9113 §8.5: :authority only) reaches the
+// handler as net/http gives it (URL.Host and RequestURI the target), so
+// that the handler answers it (the edge: 501); the stream carries no
+// tunnel beyond what the handler does with the body.
+//
+// Not offered: server push, extended CONNECT (RFC 8441: a :protocol
+// field is refused with a PROTOCOL_ERROR reset), and priorities
+// (PRIORITY frames are checked, then ignored).
 package h2srv

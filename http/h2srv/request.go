@@ -146,10 +146,12 @@ func (c *conn) newStream(f *http2.MetaHeadersFrame) (*stream, string) {
 	if method == "" {
 		return nil, "no_method"
 	}
-	if method == "CONNECT" {
-		return nil, "connect"
-	}
-	if scheme == "" || path == "" {
+	connect := method == "CONNECT"
+	switch {
+	case connect && (scheme != "" || path != "" || authority == ""):
+		// RFC 9113 §8.5: :authority only.
+		return nil, "connect_pseudo_headers"
+	case !connect && (scheme == "" || path == ""):
 		return nil, "no_path_or_scheme"
 	}
 	regular := f.RegularFields()
@@ -197,9 +199,15 @@ func (c *conn) newStream(f *http2.MetaHeadersFrame) (*stream, string) {
 	if f.StreamEnded() && declLen > 0 {
 		return nil, "content_length_field"
 	}
-	u, err := url.ParseRequestURI(path)
-	if err != nil {
-		return nil, "bad_path"
+	var u *url.URL
+	if connect {
+		// As net/http: the target in URL.Host and RequestURI.
+		u, path = &url.URL{Host: authority}, authority
+	} else {
+		var err error
+		if u, err = url.ParseRequestURI(path); err != nil {
+			return nil, "bad_path"
+		}
 	}
 	if authority == "" {
 		authority = host
