@@ -4,6 +4,7 @@ import (
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
 	"runtime"
+	"sync"
 )
 
 // Frame types and flags as written (RFC 9113 §6).
@@ -69,10 +70,12 @@ func (c *conn) writeLoop() {
 		c.srv.writes.Add(1)
 		_, err := c.nc.Write(buf)
 		c.mu.Lock()
-		if cap(buf) <= 64<<10 {
-			// A big burst's buffer is let go, so an idle connection
-			// holds little.
+		if len(c.streams) > 0 && c.spare == nil && cap(buf) == smallOutput {
 			c.spare = buf[:0]
+		} else {
+			// Back to the shared pools: an idle connection holds no
+			// output buffer.
+			putOutput(buf)
 		}
 		if c.waiters > 0 {
 			c.cond.Broadcast()
@@ -172,6 +175,18 @@ func (c *conn) writeDataLocked(id uint32, p []byte, end bool) {
 	if end {
 		flags = flagEndStream
 	}
+	if need := len(c.pending) + 9 + len(p); need > cap(c.pending) {
+		// Output grows in two steps, not by doubling: a buffer of
+		// smallOutput (kept between writes), then for a burst one of
+		// bigOutput from the shared pool.
+		old := c.pending
+		if need <= smallOutput {
+			c.pending = append(getOutput(&smallPool), old...)
+		} else {
+			c.pending = append(getOutput(&bigPool), old...)
+		}
+		putOutput(old)
+	}
 	c.appendFrameHeader(len(p), frameData, flags, id)
 	c.pending = append(c.pending, p...)
 }
@@ -221,4 +236,32 @@ func (c *conn) writeHeaderBlockLocked(id uint32, end bool) {
 		typ = frameContinuation
 	}
 	c.hbuf.Reset()
+}
+
+// Output buffers come from two shared pools: smallOutput for the
+// answers of a wake-up, bigOutput for a burst (a large body). A busy
+// connection keeps one small buffer between writes; an idle one holds
+// none.
+const (
+	smallOutput = 64 << 10
+	bigOutput   = maxPending + 64<<10
+)
+
+var (
+	smallPool = sync.Pool{New: func() any { b := make([]byte, 0, smallOutput); return &b }}
+	bigPool   = sync.Pool{New: func() any { b := make([]byte, 0, bigOutput); return &b }}
+)
+
+func getOutput(p *sync.Pool) []byte { return (*p.Get().(*[]byte))[:0] }
+
+// putOutput gives b back to its pool, unless it is of neither size.
+func putOutput(b []byte) {
+	switch cap(b) {
+	case smallOutput:
+		b = b[:0]
+		smallPool.Put(&b)
+	case bigOutput:
+		b = b[:0]
+		bigPool.Put(&b)
+	}
 }
