@@ -38,6 +38,10 @@
 // goroutine costs no CPU, it waits on its channel. Shutdown and Close
 // end the parked goroutines.
 //
+// Output buffers come from two shared pools (64 KiB for a wake-up's
+// answers, 320 KiB for a burst such as a large body), so the pending
+// output never grows by doubling, and an idle connection holds none.
+//
 // Deadlines (http.ResponseController's SetReadDeadline and
 // SetWriteDeadline) arm no timer when set: only a Read or a Write that
 // has to wait arms one, so a handler that moves its deadline at every
