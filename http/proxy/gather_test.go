@@ -112,7 +112,7 @@ func TestGatherStalledReaderFails(t *testing.T) {
 
 // HTTP/2 over TLS 1.2: a connection with an AEAD cipher suite is served
 // (its writes gathered, as TLS 1.3 ones are), one with a suite RFC 9113
-// Appendix A forbids is refused with INADEQUATE_SECURITY (net/http's
+// Appendix A forbids is refused with INADEQUATE_SECURITY (h2srv's
 // check).
 func TestH2TLS12Ciphers(t *testing.T) {
 	up, _ := http1Upstream(t)

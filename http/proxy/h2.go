@@ -11,7 +11,6 @@ import (
 	"net/http/httputil"
 	"net/netip"
 	"net/url"
-	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,6 +21,7 @@ import (
 	"golang.org/x/net/http/httpguts"
 
 	"peerdns/http/admin"
+	"peerdns/http/h2srv"
 	"peerdns/http/pluginweb"
 	"peerdns/internal/stack"
 	"peerdns/internal/view"
@@ -32,28 +32,27 @@ import (
 // The TLS listener offers ALPN h2 and http/1.1. A connection that
 // negotiates http/1.1 stays on fasthttp (the hot path, unchanged); one
 // that negotiates h2 is handed (fasthttp's NextProto, after the handshake
-// on the connection's own goroutine) to net/http's HTTP/2 server, whose
-// handler (serveHTTP) routes exactly as the fasthttp one does: by
-// :authority, with the same route table snapshot, tunnel dialer and
-// certificates (the certificate was picked by SNI in the handshake). The
-// HTTP/3 server (h3.go) uses the same handler.
+// on the connection's own goroutine) to the edge's HTTP/2 server
+// (http/h2srv), whose handler (serveHTTP) routes exactly as the fasthttp
+// one does: by :authority, with the same route table snapshot, tunnel
+// dialer and certificates (the certificate was picked by SNI in the
+// handshake). The HTTP/3 server (h3.go) uses the same handler.
 //
-// Why net/http's HTTP/2 and not an HTTP/2 layer for fasthttp: it is the
-// Go team's server (golang.org/x/net/http2, bundled in the standard
-// library; x/net's own Server type is deprecated in its favour), kept up
-// with the attacks on the protocol, and updated with the toolchain. The
-// Go version in go.mod carries the mitigations this edge relies on: rapid
-// reset (CVE-2023-44487: handlers beyond MaxConcurrentStreams wait in a
-// queue, and a client whose queue passes four times that is sent GOAWAY
-// ENHANCE_YOUR_CALM), CONTINUATION floods (CVE-2023-45288: header
-// blocks are bounded by the advertised SETTINGS_MAX_HEADER_LIST_SIZE
-// across CONTINUATION frames, and the connection closed past it),
-// bounded queued control frames (PING/SETTINGS floods), and HPACK table
-// limits. The HTTP/2 layers for fasthttp (dgrr/http2) are far younger
-// and less used, and gRPC needs streaming both ways with trailers. Every
-// protocol error the server counts (its CountError hook) adds to
-// Counters.H2Errors; a connection it closes with an error (a
-// CONTINUATION flood among them) to Counters.H2ConnErrors (h2count.go).
+// Why a server of the edge's own, on x/net's framer and HPACK, and not
+// net/http's: net/http's HTTP/2 server started three to four goroutines
+// per request (the handler's; the response's HEADERS frame, always
+// written on one of its own; the flush of its write buffer) and handed
+// each frame between the handler and its serve loop over channels; with
+// no proxy work at all it read 0.37x nginx's HTTP/2 proxy under h2load
+// (bench/README.md). h2srv's package doc says what it does instead and
+// which attacks it bounds (rapid reset, CONTINUATION floods, control
+// frame floods, a client that holds the flow-control window). The HTTP/2
+// layer for fasthttp (dgrr/http2) is far younger and less used, and gRPC
+// needs streaming both ways with trailers, which h2srv gives through the
+// standard http.Handler interface. Every protocol error the server counts
+// (its CountError hook) adds to Counters.H2Errors; a connection it
+// closes with an error (a CONTINUATION flood among them) to
+// Counters.H2ConnErrors (h2count.go).
 //
 // Limits: MaxH2Streams concurrent streams per connection (nginx's
 // default, 128), a header list of at most MaxHeaderBytes (the HTTP/1.1
@@ -133,117 +132,78 @@ import (
 // browser opens an HTTP/1.1 connection for it.
 const MaxH2Streams = 128
 
-// newH2 builds the HTTP/2 server of s: net/http's, fed the connections
-// that negotiated h2 through a listener of its own (h2Listener).
+// newH2 builds the HTTP/2 server of s (http/h2srv), fed the connections
+// that negotiated h2 by fasthttp's NextProto.
 func (s *Server) newH2() {
-	s.h2ln = &h2Listener{conns: make(chan net.Conn), done: make(chan struct{})}
-	var p http.Protocols
-	p.SetHTTP2(true)
-	s.h2base = &http.Server{
-		Handler:   http.HandlerFunc(s.serveHTTP),
-		Protocols: &p,
+	s.h2handler = http.HandlerFunc(s.serveHTTP)
+	s.h2base = h2Context()
+	s.h2 = h2srv.New(h2srv.Config{
+		MaxConcurrentStreams: MaxH2Streams,
 		// Twice the edge's limit: route answers lists over
-		// MaxHeaderBytes itself (and counts them); past this, net/http
+		// MaxHeaderBytes itself (and counts them); past this, the server
 		// answers 431 on its own (uncounted) or, for a block sent far
-		// past it, closes the connection (counted: h2ErrorLog).
-		MaxHeaderBytes: 2 * MaxHeaderBytes,
-		IdleTimeout:    IdleTimeout,
-		ErrorLog:       log.New(h2ErrorLog{s}, "", 0),
-		HTTP2: &http.HTTP2Config{
-			MaxConcurrentStreams: MaxH2Streams,
-			// 16 KiB, the protocol's default (and nginx's): net/http
-			// would take frames of up to 1 MiB.
-			MaxReadFrameSize: 16 << 10,
-			CountError: func(kind string) {
-				s.h2errors.Add(1)
-				s.d.Log.Debug("http2 protocol error", "kind", kind)
-			},
+		// past it, closes the connection (counted).
+		MaxHeaderListSize: 2 * MaxHeaderBytes,
+		// 16 KiB, the protocol's default (and nginx's).
+		MaxReadFrameSize: 16 << 10,
+		IdleTimeout:      IdleTimeout,
+		CountError: func(kind string) {
+			s.h2errors.Add(1)
+			s.d.Log.Debug("http2 protocol error", "kind", kind)
 		},
-		// A connection is done once net/http closes it: serveH2Conn,
-		// which holds it for fasthttp, may return.
-		ConnState: func(c net.Conn, st http.ConnState) {
-			if st == http.StateClosed || st == http.StateHijacked {
-				if d, ok := s.h2conns.LoadAndDelete(c); ok {
-					close(d.(chan struct{}))
-				}
-			}
+		ConnError: func(err error) {
+			s.h2connErrors.Add(1)
+			s.d.Log.Debug("http2 connection error", "err", err)
 		},
-	}
+	})
 	s.https.NextProto("h2", s.serveH2Conn)
 }
 
-// startH2 serves HTTP/2 on the connections handed to s.h2ln.
-func (s *Server) startH2() {
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		_ = s.h2base.Serve(s.h2ln)
-	}()
-}
-
-// serveH2Conn serves one connection that negotiated h2, until net/http
-// is done with it (fasthttp closes it when this returns).
+// serveH2Conn serves one connection that negotiated h2 until it ends
+// (fasthttp closes it again when this returns). h2srv sees the
+// *tls.Conn itself, so that it refuses a TLS 1.2 connection whose cipher
+// suite RFC 9113 §9.2.2 forbids (GOAWAY INADEQUATE_SECURITY, counted
+// with the protocol errors).
 func (s *Server) serveH2Conn(c net.Conn) error {
 	tc := c
 	if w, ok := c.(*tlsConn); ok {
-		tc = w.Conn // net/http speaks HTTP/2 on a *tls.Conn only
+		tc = w.Conn
 		if mc, ok := w.NetConn().(*movingDeadlines); ok {
 			mc.gather() // gather.go
 		}
 	}
-	done := make(chan struct{})
-	s.h2conns.Store(tc, done)
 	s.h2open.Add(1)
 	defer s.h2open.Add(-1)
-	select {
-	case s.h2ln.conns <- tc:
-	case <-s.h2ln.done:
-		s.h2conns.Delete(tc)
-		return nil
-	}
-	<-done
+	_ = s.h2.ServeConn(s.h2base, tc, s.h2handler)
 	return nil
+}
+
+// h2Context is the base context of every HTTP/2 request. It carries an
+// http.Server under http.ServerContextKey as net/http's server's requests
+// do: httputil.ReverseProxy aborts the handler (panic
+// http.ErrAbortHandler) when an answer's body breaks off only for a
+// request that has one, and returns as if the answer were whole
+// otherwise, so that a gRPC call whose upstream went away mid-stream
+// would end without its status (forwardHTTP turns the abort into
+// grpc-status 14). The server in it serves nothing: it says which
+// limits the edge's HTTP/2 keeps, for code that reads them.
+func h2Context() context.Context {
+	return context.WithValue(context.Background(), http.ServerContextKey, &http.Server{
+		MaxHeaderBytes: 2 * MaxHeaderBytes,
+		IdleTimeout:    IdleTimeout,
+	})
 }
 
 // shutdownH2 sends GOAWAY on every HTTP/2 connection, waits until ctx
 // ends for their streams to end, then closes what is left.
 func (s *Server) shutdownH2(ctx context.Context) {
-	if s.h2base.Shutdown(ctx) != nil {
-		_ = s.h2base.Close()
+	if s.h2.Shutdown(ctx) != nil {
+		_ = s.h2.Close()
 	}
 }
 
 // shutdownGrace is how long Shutdown waits for requests in flight.
 const shutdownGrace = 5 * time.Second
-
-// h2Listener hands net/http the connections fasthttp negotiated h2 on.
-type h2Listener struct {
-	conns chan net.Conn
-	done  chan struct{}
-	once  sync.Once
-	addr  net.Addr
-}
-
-func (l *h2Listener) Accept() (net.Conn, error) {
-	select {
-	case c := <-l.conns:
-		return c, nil
-	case <-l.done:
-		return nil, net.ErrClosed
-	}
-}
-
-func (l *h2Listener) Close() error {
-	l.once.Do(func() { close(l.done) })
-	return nil
-}
-
-func (l *h2Listener) Addr() net.Addr {
-	if l.addr == nil {
-		return &net.TCPAddr{}
-	}
-	return l.addr
-}
 
 // h2Writer is a stream's ResponseWriter as the edge sees it: the status
 // and bytes for the access log, the write deadline moved at each write
@@ -308,11 +268,11 @@ func (w *h2Writer) start(code int) {
 // never changed (as altSvcs).
 var serverName = []string{"peerdns"}[:1:1]
 
-// noSniff keeps an answer without a Content-Type without one: net/http's
-// and quic-go's servers would otherwise write the type they guess from
-// the body's first bytes (DetectContentType), which an upstream did not
-// say and a browser would believe. A name with no values stops the
-// guess and writes no field.
+// noSniff keeps an answer without a Content-Type without one: quic-go's
+// server would otherwise write the type it guesses from the body's
+// first bytes (DetectContentType), which an upstream did not say and a
+// browser would believe. A name with no values stops the guess and
+// writes no field (the HTTP/2 server guesses nothing either way).
 func noSniff(h http.Header) {
 	if _, ok := h["Content-Type"]; !ok {
 		h["Content-Type"] = nil
@@ -388,7 +348,7 @@ func (s *Server) route(rw http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	w := &h2Writer{ResponseWriter: rw, rc: *http.NewResponseController(rw), s: s}
 	if s.altSvc != "" && r.ProtoMajor == 2 {
-		// Shared, never changed: net/http copies the values it sends,
+		// Shared, never changed: the servers copy the values they send,
 		// and an Add to it (ReverseProxy's copy of an upstream's
 		// Alt-Svc) gets an array of its own (capacity = length).
 		rw.Header()["Alt-Svc"] = s.altSvcs
@@ -468,25 +428,16 @@ func (s *Server) route(rw http.ResponseWriter, r *http.Request) {
 
 // awaitsContinue reports whether r's client holds its body back until
 // it is told 100 Continue (RFC 9113 §8.1 lets an HTTP/2 client ask so).
-// net/http's HTTP/2 server takes the Expect field away and sends the
-// 100 at the body's first read, which its body's needsContinue tells
-// (read by reflection: it is unexported; TestH2Expect fails if it goes);
-// quic-go keeps the field, and sends no 100 itself.
+// The HTTP/2 server takes the Expect field away and sends the 100 at the
+// body's first read (h2srv.AwaitsContinue tells whether it is still
+// owed); quic-go keeps the field, and sends no 100 itself.
 func awaitsContinue(r *http.Request) bool {
-	if httpguts.HeaderValuesContainsToken(r.Header["Expect"], "100-continue") {
-		return true
-	}
-	v := reflect.ValueOf(r.Body)
-	if v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Struct {
-		return false
-	}
-	f := v.Elem().FieldByName("needsContinue")
-	return f.IsValid() && f.Kind() == reflect.Bool && f.Bool()
+	return httpguts.HeaderValuesContainsToken(r.Header["Expect"], "100-continue") || h2srv.AwaitsContinue(r.Body)
 }
 
 // continueH3 answers an HTTP/3 request's "Expect: 100-continue" once
 // the edge will read its body: quic-go's server sends no 100 Continue
-// itself (net/http's HTTP/2 one sends it at the body's first read), and
+// itself (the HTTP/2 one sends it at the body's first read), and
 // a client would wait for it. The field is taken away, as the HTTP/1.1
 // edge takes it away: the upstream is not to answer it again.
 func continueH3(w http.ResponseWriter, r *http.Request) {
@@ -859,9 +810,9 @@ func (s *Server) h2Counters(c *Counters) {
 
 // h2State is the Server's HTTP/2 state.
 type h2State struct {
-	h2base       *http.Server
-	h2ln         *h2Listener
-	h2conns      sync.Map // *tls.Conn → chan struct{} closed when net/http is done with it
+	h2           *h2srv.Server
+	h2handler    http.Handler    // serveHTTP, made once
+	h2base       context.Context // h2Context, made once
 	h2open       atomic.Int64
 	h2errors     atomic.Int64
 	h2connErrors atomic.Int64

@@ -118,7 +118,7 @@ func (s *Server) startH3(tcpAddr net.Addr) error {
 	}
 	s.h3pc = pc
 	s.h3 = &http3.Server{
-		Handler:        s.h2base.Handler,
+		Handler:        s.h2handler,
 		TLSConfig:      http3.ConfigureTLSConfig(&tls.Config{GetCertificate: s.certificate, MinVersion: tls.VersionTLS13}),
 		MaxHeaderBytes: 2 * MaxHeaderBytes, // route's own limit is MaxHeaderBytes (h2count.go)
 		IdleTimeout:    IdleTimeout,

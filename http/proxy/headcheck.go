@@ -292,14 +292,14 @@ var (
 // these malformed; nginx refuses them. So does the edge, with 400
 // (unfitTarget): a :method must be a token, a :path origin-form (a "/"
 // and no byte at or below a space, DEL or "#"), or "*" for OPTIONS
-// (over HTTP/2 net/http answers OPTIONS * itself). CONNECT and TRACE are
+// (forwarded as over HTTP/1.1). CONNECT and TRACE are
 // refused as over HTTP/1.1 (unservedMethod). Field values are checked in the
 // walk that sizes the header list (headerList).
 //
 // A Host field beside :authority must name the same authority (RFC 9113
 // §8.3.1: a server should treat one that does not as malformed; RFC
 // 9114 §4.3.1 makes it so, and quic-go's http3 refuses it before the
-// edge sees the request). net/http's HTTP/2 server routes by :authority
+// edge sees the request). The HTTP/2 server routes by :authority
 // and keeps the Host field among the others; the edge would route by one
 // name while the request carried another, so it answers 400, as it does
 // to an HTTP/1.1 request with two Host fields. Names compare without

@@ -337,8 +337,6 @@ func (s *Server) Start() error {
 		return err
 	}
 	go s.logAccess()
-	s.h2ln.addr = tl.Addr()
-	s.startH2()
 	for _, p := range []struct {
 		srv *fasthttp.Server
 		ln  net.Listener
@@ -387,7 +385,6 @@ func (s *Server) shutdown() {
 		wg.Go(func() { _ = srv.ShutdownWithContext(ctx) })
 	}
 	wg.Wait()
-	_ = s.h2ln.Close()
 	s.ln.Close()
 	s.tln.Close()
 	s.wg.Wait()

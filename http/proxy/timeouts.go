@@ -48,7 +48,7 @@ import (
 // (the head came whole), the idle one again a moment later. A deadline
 // in the past or cleared is put on at once (a halt from another
 // goroutine must stop a read in progress), so is every deadline on a
-// connection that is not lazy (HTTPS: net/http's HTTP/2 server sets
+// connection that is not lazy (HTTPS: the HTTP/2 server sets
 // deadlines from one goroutine while another reads).
 type movingDeadlines struct {
 	net.Conn
