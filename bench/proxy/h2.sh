@@ -3,9 +3,11 @@
 # bounded in time: one nginx serves the backend files (100 B, 64 KiB);
 # h2load (-c$CONNS, 10 streams per connection, $DUR s) measures
 #   nginx-h2    h2load → nginx (listen ssl http2, TLS 1.3) → backend
-#   bare-h2     h2load → bench/proxy/bareh2 (net/http's HTTP/2 server and
-#               a fasthttp HostClient, nothing else: the floor of the
-#               libraries the edge's HTTP/2 is built from) → backend
+#   bare-h2     h2load → bench/proxy/bareh2 (http/h2srv and a fasthttp
+#               HostClient, nothing else: the floor of the libraries the
+#               edge's HTTP/2 is built from) → backend
+#   nethttp-h2  the same with net/http's HTTP/2 server (bareh2 -server
+#               net/http), the server the edge was built on before h2srv
 #   peerdns-h2  h2load → the node's HTTPS edge (ALPN h2, Host bench.p2p)
 #               → tunnel server on the same node → backend
 #   peerdns-h3  bench/proxy/h3load (quic-go's http3 client, -c$CONNS,
@@ -46,7 +48,7 @@ for p in h2load:nghttp2-client nginx:nginx-light; do
 	command -v "${p%%:*}" >/dev/null || { apt-get update -qq && apt-get install -y -qq "${p#*:}" >/dev/null; }
 done
 free_port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
-BACK=$(free_port); NH2=$(free_port); BH2=$(free_port)
+BACK=$(free_port); NH2=$(free_port); BH2=$(free_port); NETH2=$(free_port)
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 \
 	-subj /CN=bench.p2p -addext subjectAltName=DNS:bench.p2p -keyout "$TMP/tls.key" -out "$TMP/tls.crt" 2>/dev/null
 chmod 644 "$TMP/tls.key"
@@ -79,7 +81,12 @@ go build -o "$TMP/bareh2" ./bench/proxy/bareh2
 "$TMP/bareh2" -listen "127.0.0.1:$BH2" -backend "127.0.0.1:$BACK" -cert "$TMP/tls.crt" -key "$TMP/tls.key" > "$TMP/bareh2.log" 2>&1 &
 echo $! > "$TMP/bareh2.pid"
 PID_bare=$!
-for _ in $(seq 100); do curl -sk --http2 -o /dev/null "https://127.0.0.1:$BH2/small" && break; sleep 0.1; done
+"$TMP/bareh2" -server net/http -listen "127.0.0.1:$NETH2" -backend "127.0.0.1:$BACK" -cert "$TMP/tls.crt" -key "$TMP/tls.key" > "$TMP/nethttp.log" 2>&1 &
+echo $! > "$TMP/nethttp.pid"
+PID_nethttp=$!
+for p in "$BH2" "$NETH2"; do
+	for _ in $(seq 100); do curl -sk --http2 -o /dev/null "https://127.0.0.1:$p/small" && break; sleep 0.1; done
+done
 node() { # name binary: start a node with a tunnel to the backend; sets HTTPS_<name>, PID_<name>
 	"$2" node --data "$TMP/$1" --admin-addr 127.0.0.1:0 --dns-addr 127.0.0.1:0 --http-addr 127.0.0.1:0 \
 		--https-addr 127.0.0.1:0 --p2p-addr 127.0.0.1:0 --upstream 127.0.0.1:9 > "$TMP/$1.log" 2>&1 &
@@ -144,6 +151,7 @@ for r in $(seq 1 "$ROUNDS"); do
 	for f in small big; do
 		run "nginx-h2/$f" - "https://127.0.0.1:$NH2/$f"
 		run "bare-h2/$f" "$PID_bare" "https://bench.p2p:$BH2/$f" --connect-to="127.0.0.1:$BH2"
+		run "nethttp-h2/$f" "$PID_nethttp" "https://bench.p2p:$NETH2/$f" --connect-to="127.0.0.1:$NETH2"
 		# h2load sends the URL's host as :authority and SNI: bench.p2p
 		# through a connect-to address.
 		run "peerdns-h2/$f" "$PID_a" "https://bench.p2p:${HTTPS##*:}/$f" --connect-to="127.0.0.1:${HTTPS##*:}"

@@ -1,14 +1,17 @@
 // Command bareh2 is the smallest HTTP/2 reverse proxy on the libraries
-// the edge's HTTP/2 is built from: net/http's server (TLS, ALPN h2) and a
-// fasthttp HostClient to an HTTP/1.1 backend, its handler copying the
-// request's method, target and headers out and the answer's status,
-// headers and body back, nothing else. It is the floor the edge's
-// HTTP/2 is compared with in bench/proxy/h2.sh, as bench/proxy/bare is
-// for HTTP/1.1: what the edge spends beyond it is its own; what this
-// spends beyond nginx's HTTP/2 proxy is the libraries'.
+// the edge's HTTP/2 is built from: the HTTP/2 server http/h2srv over
+// crypto/tls (ALPN h2) and a fasthttp HostClient to an HTTP/1.1 backend,
+// its handler copying the request's method, target and headers out and
+// the answer's status, headers and body back, nothing else. It is the
+// floor the edge's HTTP/2 is compared with in bench/proxy/h2.sh, as
+// bench/proxy/bare is for HTTP/1.1: what the edge spends beyond it is its
+// own; what this spends beyond nginx's HTTP/2 proxy is the libraries'.
+// With -server net/http the same handler runs on net/http's HTTP/2
+// server instead, the server the edge was built on before h2srv.
 package main
 
 import (
+	"context"
 	"crypto/tls"
 	"flag"
 	"io"
@@ -16,6 +19,8 @@ import (
 	"net/http"
 
 	"github.com/valyala/fasthttp"
+
+	"peerdns/http/h2srv"
 )
 
 func main() {
@@ -23,6 +28,7 @@ func main() {
 	backend := flag.String("backend", "", "backend host:port")
 	certFile := flag.String("cert", "", "TLS certificate (PEM)")
 	keyFile := flag.String("key", "", "TLS key (PEM)")
+	server := flag.String("server", "h2srv", "HTTP/2 server: h2srv or net/http")
 	flag.Parse()
 	cert, err := tls.LoadX509KeyPair(*certFile, *keyFile)
 	if err != nil {
@@ -54,11 +60,43 @@ func main() {
 		w.WriteHeader(resp.StatusCode())
 		_, _ = w.Write(resp.Body())
 	}
-	srv := &http.Server{
-		Addr:      *listen,
-		Handler:   http.HandlerFunc(h),
-		TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{"h2"}},
-		ErrorLog:  log.New(io.Discard, "", 0),
+	conf := &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{"h2"}}
+	switch *server {
+	case "net/http":
+		srv := &http.Server{
+			Addr:      *listen,
+			Handler:   http.HandlerFunc(h),
+			TLSConfig: conf,
+			ErrorLog:  log.New(io.Discard, "", 0),
+		}
+		log.Fatal(srv.ListenAndServeTLS("", ""))
+	case "h2srv":
+		log.Fatal(serveH2srv(*listen, conf, http.HandlerFunc(h)))
+	default:
+		log.Fatalf("-server %q: h2srv or net/http", *server)
 	}
-	log.Fatal(srv.ListenAndServeTLS("", ""))
+}
+
+// serveH2srv accepts TLS connections on addr and serves those that
+// negotiated h2 with an h2srv.Server on its defaults.
+func serveH2srv(addr string, conf *tls.Config, h http.Handler) error {
+	ln, err := tls.Listen("tcp", addr, conf)
+	if err != nil {
+		return err
+	}
+	srv := h2srv.New(h2srv.Config{})
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return err
+		}
+		go func() {
+			defer c.Close()
+			tc := c.(*tls.Conn)
+			if tc.HandshakeContext(context.Background()) != nil || tc.ConnectionState().NegotiatedProtocol != "h2" {
+				return
+			}
+			_ = srv.ServeConn(context.Background(), tc, h)
+		}()
+	}
 }
