@@ -13,6 +13,8 @@ import (
 
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
+
+	"peerdns/internal/testutil"
 )
 
 // FuzzServeConn feeds arbitrary bytes after the client preface to
@@ -56,7 +58,7 @@ func FuzzServeConn(f *testing.F) {
 			_ = cc.Close()
 			t.Fatal("ServeConn still running 10 s after the client hung up")
 		}
-		eventually(t, 10*time.Second, func() error {
+		testutil.Eventually(t, 10*time.Second, func() error {
 			if n := handlers.Load(); n != 0 {
 				return fmt.Errorf("%d handlers running after the connection ended", n)
 			}

@@ -1,55 +1,18 @@
 package h2srv
 
 import (
-	"context"
 	"io"
-	"net"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strings"
 	"testing"
-	"time"
+
+	"peerdns/internal/testutil"
 )
 
-// TestH2Spec runs h2spec (github.com/summerwind/h2spec v2.2.1, the
-// HTTP/2 conformance suite) against the server: every case passes.
-// h2spec is built from its module in a temporary folder, or taken from
-// PEERDNS_H2SPEC (a path to a built h2spec) when set.
+// TestH2Spec runs h2spec against the server: every case passes.
 func TestH2Spec(t *testing.T) {
-	bin := os.Getenv("PEERDNS_H2SPEC")
-	if bin == "" {
-		if testing.Short() {
-			t.Skip("h2spec: skipped in -short (it builds h2spec from its module; or set PEERDNS_H2SPEC to a built h2spec)")
-		}
-		dir := t.TempDir()
-		ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, "go", "install", "github.com/summerwind/h2spec/cmd/h2spec@v2.2.1+incompatible")
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "GOBIN="+dir, "GOFLAGS=-mod=mod")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Skipf("h2spec not run: building github.com/summerwind/h2spec failed (set PEERDNS_H2SPEC to a built h2spec): %v\n%s", err, out)
-		}
-		bin = filepath.Join(dir, "h2spec")
-	}
 	ts := newTestServer(t, Config{MaxConcurrentStreams: 100}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
 		_, _ = io.WriteString(w, "h2spec")
 	}))
-	host, port, _ := net.SplitHostPort(ts.addr)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, bin, "-h", host, "-p", port, "-t", "-k", "-o", "3", "-j", filepath.Join(t.TempDir(), "report.xml")).CombinedOutput()
-	summary := string(out)
-	if i := strings.LastIndex(summary, "tests,"); i >= 0 {
-		if j := strings.LastIndex(summary[:i], "\n"); j >= 0 {
-			summary = summary[j+1:]
-		}
-	}
-	t.Logf("h2spec: %s", strings.TrimSpace(summary))
-	if err != nil {
-		t.Fatalf("h2spec failed: %v\n%s", err, out)
-	}
+	testutil.H2Spec(t, ts.addr)
 }

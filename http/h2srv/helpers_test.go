@@ -135,17 +135,3 @@ func testClients(t testing.TB) map[string]*http.Client {
 }
 
 func tlsDial(addr string) (*tls.Conn, error) { return tls.Dial("tcp", addr, clientTLS()) }
-
-// eventually polls cond until it returns nil, failing t after within.
-func eventually(t testing.TB, within time.Duration, cond func() error) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	for err := cond(); err != nil; err = cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not true after %v: %v", within, err)
-		}
-		<-tick.C
-	}
-}

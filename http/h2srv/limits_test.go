@@ -17,6 +17,8 @@ import (
 
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
+
+	"peerdns/internal/testutil"
 )
 
 // counters gathers what CountError and ConnError report.
@@ -149,7 +151,7 @@ func TestContinuationFlood(t *testing.T) {
 	}
 	_ = rc.nc.Close()
 	<-done
-	eventually(t, 5*time.Second, func() error {
+	testutil.Eventually(t, 5*time.Second, func() error {
 		if len(cnt.connErrors()) != 1 {
 			return errors.New("ConnError not called once")
 		}
@@ -241,7 +243,7 @@ func TestPingFlood(t *testing.T) {
 			break
 		}
 	}
-	eventually(t, 10*time.Second, func() error {
+	testutil.Eventually(t, 10*time.Second, func() error {
 		if cnt.count("control_flood") != 1 || len(cnt.connErrors()) != 1 {
 			return errors.New("control_flood not counted")
 		}
@@ -336,7 +338,7 @@ func TestTimeouts(t *testing.T) {
 			t.Fatal("silent client still connected")
 		}
 	}
-	eventually(t, 5*time.Second, func() error {
+	testutil.Eventually(t, 5*time.Second, func() error {
 		if len(cnt.connErrors()) != 1 || cnt.count("preface") != 1 {
 			return errors.New("preface timeout not reported")
 		}
@@ -386,7 +388,7 @@ func TestShutdownDeadline(t *testing.T) {
 		t.Fatalf("Shutdown = %v, want context.DeadlineExceeded", err)
 	}
 	rc.closed(10 * time.Second)
-	eventually(t, 10*time.Second, func() error {
+	testutil.Eventually(t, 10*time.Second, func() error {
 		if n := ts.srv.Open(); n != 0 {
 			return fmt.Errorf("Open() = %d", n)
 		}
@@ -404,7 +406,7 @@ func TestShutdownBeforePreface(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer nc.Close()
-	eventually(t, 10*time.Second, func() error {
+	testutil.Eventually(t, 10*time.Second, func() error {
 		if ts.srv.Open() != 1 {
 			return errors.New("connection not served yet")
 		}
