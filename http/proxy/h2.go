@@ -136,7 +136,7 @@ const MaxH2Streams = 128
 // that negotiated h2 by fasthttp's NextProto.
 func (s *Server) newH2() {
 	s.h2handler = http.HandlerFunc(s.serveHTTP)
-	s.h2base = h2Context()
+	s.h2base = h2Context(context.Background())
 	s.h2 = h2srv.New(h2srv.Config{
 		MaxConcurrentStreams: MaxH2Streams,
 		// Twice the edge's limit: route answers lists over
@@ -178,20 +178,24 @@ func (s *Server) serveH2Conn(c net.Conn) error {
 	return nil
 }
 
-// h2Context is the base context of every HTTP/2 request. It carries an
-// http.Server under http.ServerContextKey as net/http's server's requests
-// do: httputil.ReverseProxy aborts the handler (panic
+// h2Context is the base context of every HTTP/2 request: ctx with
+// servedBy under http.ServerContextKey, as net/http's server's requests
+// carry their server. httputil.ReverseProxy aborts the handler (panic
 // http.ErrAbortHandler) when an answer's body breaks off only for a
 // request that has one, and returns as if the answer were whole
 // otherwise, so that a gRPC call whose upstream went away mid-stream
 // would end without its status (forwardHTTP turns the abort into
-// grpc-status 14). The server in it serves nothing: it says which
-// limits the edge's HTTP/2 keeps, for code that reads them.
-func h2Context() context.Context {
-	return context.WithValue(context.Background(), http.ServerContextKey, &http.Server{
-		MaxHeaderBytes: 2 * MaxHeaderBytes,
-		IdleTimeout:    IdleTimeout,
-	})
+// grpc-status 14). HTTP/3 connections get the same (h3.go's
+// ConnContext): quic-go's http3 sets only its own http3.ServerContextKey.
+func h2Context(ctx context.Context) context.Context {
+	return context.WithValue(ctx, http.ServerContextKey, servedBy)
+}
+
+// servedBy serves nothing: it says which limits the edge's HTTP/2 and
+// HTTP/3 keep, for code that reads a request's server.
+var servedBy = &http.Server{
+	MaxHeaderBytes: 2 * MaxHeaderBytes,
+	IdleTimeout:    IdleTimeout,
 }
 
 // shutdownH2 sends GOAWAY on every HTTP/2 connection, waits until ctx

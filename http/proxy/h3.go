@@ -133,7 +133,7 @@ func (s *Server) startH3(tcpAddr net.Addr) error {
 				<-c.Context().Done()
 				s.h3open.Add(-1)
 			}()
-			return context.WithValue(ctx, h3SlotsKey{}, make(h3Slots, MaxH2Streams))
+			return context.WithValue(h2Context(ctx), h3SlotsKey{}, make(h3Slots, MaxH2Streams))
 		},
 	}
 	s.h3tr = &quic.Transport{

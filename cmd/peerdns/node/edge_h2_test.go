@@ -206,7 +206,7 @@ func TestEdgeHTTP2HTTP3AndGRPC(t *testing.T) {
 	t.Cleanup(func() { hs.Close() })
 	mustJSON(t, "POST", "http://"+b.AdminAddr()+"/api/add-local-dns", `{"name":"nas.lan","type":"A","ttl":120,"data":"192.168.1.20"}`, 200, nil)
 
-	domains := map[string]int{"h1.p2p": hln.Addr().(*net.TCPAddr).Port, "grpc.p2p": grpcEcho(t, nil), "die.p2p": grpcEcho(t, nil)}
+	domains := map[string]int{"h1.p2p": hln.Addr().(*net.TCPAddr).Port, "grpc.p2p": grpcEcho(t, nil), "die.p2p": grpcEcho(t, nil), "die3.p2p": grpcEcho(t, nil)}
 	urls := map[string]string{}
 	for d, port := range domains {
 		_, urls[d] = tunnelServerURL(t, a, fmt.Sprintf(`{"name":%q,"port":%d,"domain":%q}`, strings.TrimSuffix(d, ".p2p"), port, d))
@@ -363,6 +363,9 @@ func TestEdgeHTTP2HTTP3AndGRPC(t *testing.T) {
 	if s, _ := status.FromError(err); s.Code() != codes.Unavailable {
 		t.Fatalf("upstream closed mid-stream: %v (code %v), want Unavailable", err, s.Code())
 	}
+	// The same over HTTP/3, its gRPC frames written and read by hand
+	// (grpc-go has no HTTP/3 client): the status comes in the trailers.
+	grpcDiesOverH3(ctx, t, c3)
 	// And one that cannot be reached at all (its server is gone now).
 	err = dc.Invoke(ctx, "/edge.Echo/Unary", &in, &out)
 	if s, _ := status.FromError(err); s.Code() != codes.Unavailable {
@@ -370,5 +373,37 @@ func TestEdgeHTTP2HTTP3AndGRPC(t *testing.T) {
 	}
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		t.Fatal("gRPC calls took the whole deadline")
+	}
+}
+
+// grpcDiesOverH3 calls die3.p2p's Die over HTTP/3 with c, sends a
+// second message once the first answer came, and wants the call ended
+// with grpc-status 14 (UNAVAILABLE) in the trailers.
+func grpcDiesOverH3(ctx context.Context, t *testing.T, c *http.Client) {
+	t.Helper()
+	frame := func(msg string) []byte { // uncompressed, 4-byte big-endian length
+		return append([]byte{0, 0, 0, 0, byte(len(msg))}, msg...)
+	}
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	req, _ := http.NewRequestWithContext(ctx, "POST", "https://die3.p2p/edge.Echo/Die", pr)
+	req.Header.Set("Content-Type", "application/grpc+raw")
+	req.Header.Set("TE", "trailers")
+	go func() { _, _ = pw.Write(frame("ping")) }()
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	first := make([]byte, len(frame("last words")))
+	if _, err := io.ReadFull(resp.Body, first); err != nil || resp.ProtoMajor != 3 || !bytes.Equal(first, frame("last words")) {
+		t.Fatalf("HTTP/3 gRPC die: %s %d, first message %q %v", resp.Proto, resp.StatusCode, first, err)
+	}
+	if _, err := pw.Write(frame("ping")); err != nil {
+		t.Fatal(err)
+	}
+	rest, err := io.ReadAll(resp.Body)
+	if err != nil || len(rest) != 0 || resp.Trailer.Get("Grpc-Status") != "14" {
+		t.Fatalf("HTTP/3 gRPC, upstream closed mid-stream: rest %q %v, trailers %v; want grpc-status 14", rest, err, resp.Trailer)
 	}
 }
