@@ -425,9 +425,53 @@ func (s *Server) route(rw http.ResponseWriter, r *http.Request) {
 	// whose client waits for 100 Continue: reading it would send the
 	// 100, and the edge refuses it at once, as over HTTP/1.1 (expect.go).
 	if !awaitsContinue(r) {
-		_, _ = io.Copy(io.Discard, io.LimitReader(r.Body, SmallBody))
+		b := s.stallBody(w, r)
+		_, err := io.Copy(io.Discard, io.LimitReader(b, SmallBody))
+		b.done()
+		if bodyTimedOut(err) {
+			httpPage(w, http.StatusRequestTimeout, "Request Timeout", "The request body stopped coming.")
+			return
+		}
 	}
 	httpPage(w, http.StatusNotFound, "Not Found", "No site is served for "+host+" on this node.")
+}
+
+// stallBody is r's body read with ReadTimeout between two reads (as an
+// HTTP/1.1 body is: body.go), for the routes that read a body before
+// they answer (a name not served, fastBridge's). Without it a client
+// that never sends the body it announced would hold the stream's
+// handler for good, and its connection with it (a connection with a
+// stream open is not idle). An HTTP/3 stream may take no read deadline:
+// QUIC's idle timeout bounds it then.
+func (s *Server) stallBody(w http.ResponseWriter, r *http.Request) *stallBody {
+	return &stallBody{r: r.Body, rc: http.NewResponseController(w), every: s.d.ReadTimeout}
+}
+
+type stallBody struct {
+	r     io.Reader
+	rc    *http.ResponseController
+	every time.Duration
+	set   bool
+}
+
+func (b *stallBody) Read(p []byte) (int, error) {
+	if b.rc.SetReadDeadline(time.Now().Add(b.every)) == nil {
+		b.set = true
+	}
+	return b.r.Read(p)
+}
+
+// done clears the read deadline the reads set.
+func (b *stallBody) done() {
+	if b.set {
+		_ = b.rc.SetReadDeadline(time.Time{})
+	}
+}
+
+// bodyTimedOut reports whether err is a deadline's.
+func bodyTimedOut(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }
 
 // awaitsContinue reports whether r's client holds its body back until
@@ -486,8 +530,13 @@ func (s *Server) fastBridge(w http.ResponseWriter, r *http.Request, h fasthttp.R
 		defer s.budget.give(want)
 	}
 	continueH3(w, r)
-	body, err := io.ReadAll(io.LimitReader(r.Body, int64(limit)+1))
+	sb := s.stallBody(w, r)
+	body, err := io.ReadAll(io.LimitReader(sb, int64(limit)+1))
+	sb.done()
 	switch {
+	case bodyTimedOut(err):
+		httpPage(w, http.StatusRequestTimeout, "Request Timeout", "The request body stopped coming.")
+		return
 	case err != nil:
 		httpPage(w, http.StatusBadRequest, "Bad Request", "The request body ended early.")
 		return

@@ -469,3 +469,46 @@ func routeCount(edge *proxy.Server, r proxy.Route, status int) int64 {
 	}
 	return 0
 }
+
+// A request whose body never comes is not held for longer than an
+// HTTP/1.1 connection would hold it (ReadTimeout), on every route that
+// reads a body whole before it answers: a name the node does not serve
+// (its body is read before the 404), and the in-process routes (the
+// admin API, bridged to its fasthttp handler). Otherwise each such
+// stream would keep its handler waiting for good, and the connection
+// with it (a connection with a stream open is not idle).
+func TestEdgeHTTP2BodyNeverSent(t *testing.T) {
+	cfg := testConfig(t.TempDir())
+	cfg.edgeReadTimeout = 300 * time.Millisecond
+	n := startConfig(t, cfg)
+	for _, tc := range []struct{ name, sni, host, path string }{
+		{"unserved name", "admin.p2p", "nobody.p2p", "/"},
+		{"admin API", "admin.p2p", "admin.p2p", "/api/add-domain"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := dialRawH2(t, n, tc.sni)
+			r.buf.Reset()
+			for _, f := range [][2]string{{":method", "POST"}, {":scheme", "https"}, {":authority", tc.host}, {":path", tc.path}, {"content-length", "100"}} {
+				_ = r.enc.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]})
+			}
+			// The head, then nothing: no DATA, no END_STREAM.
+			if err := r.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: r.buf.Bytes(), EndHeaders: true}); err != nil {
+				t.Fatal(err)
+			}
+			start := time.Now()
+			f, err := r.until(10*time.Second, func(f http2.Frame) bool {
+				_, h := f.(*http2.HeadersFrame)
+				_, rs := f.(*http2.RSTStreamFrame)
+				_, g := f.(*http2.GoAwayFrame)
+				return h || rs || g
+			})
+			if err != nil {
+				t.Fatalf("a stream whose body never came got no answer, reset or GOAWAY in 10 s: %v", err)
+			}
+			if h2Status(f) != "408" {
+				t.Fatalf("a stream whose body never came: %v (status %q), want 408", f, h2Status(f))
+			}
+			t.Logf("%s after %v", h2Status(f), time.Since(start).Round(time.Millisecond))
+		})
+	}
+}
