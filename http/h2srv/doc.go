@@ -39,8 +39,13 @@
 // end the parked goroutines.
 //
 // Output buffers come from two shared pools (64 KiB for a wake-up's
-// answers, 320 KiB for a burst such as a large body), so the pending
-// output never grows by doubling, and an idle connection holds none.
+// answers, 320 KiB for a burst such as a large body), so the streams'
+// pending output never grows by doubling, and an idle connection holds
+// none. A DATA frame carries at most 16 KiB whatever frame size the
+// client allows, so that a stream, which appends a frame whole once the
+// pending output is under maxPending, stays within a 320 KiB buffer.
+// (The control frames the reader queues may take the output past it,
+// within maxControl frames.)
 //
 // Deadlines (http.ResponseController's SetReadDeadline and
 // SetWriteDeadline) arm no timer when set: only a Read or a Write that

@@ -294,7 +294,7 @@ func (s *stream) writeLocked(data []byte, end bool, trailers []hpack.HeaderField
 		if err := s.waitLocked(true); err != nil {
 			return err
 		}
-		n := min(int64(len(data)), s.sendWin, c.sendWin, int64(c.peerMaxFrame))
+		n := min(int64(len(data)), s.sendWin, c.sendWin, int64(c.peerMaxFrame), maxDataFrame)
 		last := n == int64(len(data)) && end && len(trailers) == 0
 		c.writeDataLocked(s.id, data[:n], last)
 		ended = ended || last

@@ -32,6 +32,13 @@ const (
 	// maxPending bounds the output waiting for the writer that a
 	// stream may add to: past it, writing streams wait for room.
 	maxPending = 256 << 10
+	// maxDataFrame bounds a DATA frame's payload whatever frame size
+	// the client allows: a stream appends a frame whole once the
+	// pending output is under maxPending, and with frames of up to
+	// 2^24-1 bytes one large Write would sit in the pending output all
+	// at once, past the pools' buffers (bigOutput), while the client
+	// does not read. 16 KiB is the frame size every client takes.
+	maxDataFrame = minMaxFrameSize
 	// maxControl bounds the control frames (PING and SETTINGS ACKs,
 	// RST_STREAM, WINDOW_UPDATE) the reader queues while the writer
 	// cannot write them: past it the client reads too little of what it
