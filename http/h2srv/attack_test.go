@@ -1,7 +1,10 @@
 package h2srv
 
 import (
+	"io"
 	"net/http"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -43,5 +46,52 @@ func TestBigFramesStayInPools(t *testing.T) {
 	}
 	if limit := bigOutput - maxPending - 9; largest > limit {
 		t.Fatalf("a DATA frame of %d bytes: the pending output held more than a bigOutput buffer (frames of at most %d fit)", largest, limit)
+	}
+}
+
+// TestQueuedStreamResetByServer: a stream waiting for a handler slot
+// that the server resets (here for a WINDOW_UPDATE past 2^31-1, a
+// FLOW_CONTROL_ERROR) leaves the queue: no handler runs for it later.
+func TestQueuedStreamResetByServer(t *testing.T) {
+	release := make(chan struct{})
+	var mu sync.Mutex
+	var served []string
+	ts := newTestServer(t, Config{MaxConcurrentStreams: 1}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		served = append(served, r.URL.Path)
+		mu.Unlock()
+		if r.URL.Path == "/block" {
+			<-release // ignores its context
+		}
+		_, _ = io.WriteString(w, "ok")
+	}))
+	rc := newRawClient(t, ts.addr)
+	// Stream 1 takes the one slot; reset by the client, it leaves the
+	// wire while its handler runs on, so streams 3 and 5 open and queue.
+	rc.headers(1, true, rc.block("GET", "/block"))
+	if err := rc.fr.WriteRSTStream(1, http2.ErrCodeCancel); err != nil {
+		t.Fatal(err)
+	}
+	rc.headers(3, true, rc.block("GET", "/reset"))
+	if err := rc.fr.WriteWindowUpdate(3, maxWindow); err != nil {
+		t.Fatal(err)
+	}
+	rc.next(10*time.Second, func(f http2.Frame, err error) bool {
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, ok := f.(*http2.RSTStreamFrame)
+		return ok && r.StreamID == 3 && r.ErrCode == http2.ErrCodeFlowControl
+	})
+	rc.headers(5, true, rc.block("GET", "/after"))
+	rc.ping()
+	close(release)
+	if status, body, end := rc.response(5, 10*time.Second); status != "200" || string(body) != "ok" || end != "end" {
+		t.Fatalf("stream 5: %s %q %s", status, body, end)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.Equal(served, []string{"/block", "/after"}) {
+		t.Fatalf("handlers ran for %q, want /block and /after only", served)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -469,16 +470,6 @@ func (c *conn) onRST(f *http2.RSTStreamFrame) error {
 	}
 	s.resetLocked(errClientReset)
 	c.closeStreamLocked(s)
-	if s.queued {
-		s.queued = false
-		for i, q := range c.queue {
-			if q == s {
-				c.queue = append(c.queue[:i], c.queue[i+1:]...)
-				break
-			}
-		}
-		s.cancel()
-	}
 	return nil
 }
 
@@ -582,12 +573,22 @@ func (c *conn) giveBackLocked(n int64) {
 }
 
 // closeStreamLocked takes s off the wire: it no longer counts against
-// the concurrent streams the client may open.
+// the concurrent streams the client may open. A stream still waiting
+// for a handler slot (reset by the client or the server) leaves the
+// queue too: no handler runs for it, and the queue holds only streams
+// open on the wire.
 func (c *conn) closeStreamLocked(s *stream) {
 	if c.streams[s.id] != s {
 		return
 	}
 	delete(c.streams, s.id)
+	if s.queued {
+		s.queued = false
+		if i := slices.Index(c.queue, s); i >= 0 {
+			c.queue = slices.Delete(c.queue, i, i+1)
+		}
+		s.cancel()
+	}
 	if len(c.streams) == 0 {
 		c.idleSince = time.Now()
 	}

@@ -63,10 +63,14 @@
 //   - At most MaxConcurrentStreams handlers run at once on a connection,
 //     counting handlers of streams the client reset that have not
 //     returned yet. A stream beyond that waits in a queue, unstarted; a
-//     stream the client resets while queued is dropped; a queue longer
-//     than four times the limit ends the connection with GOAWAY
-//     ENHANCE_YOUR_CALM (rapid reset, CVE-2023-44487). Streams open on
-//     the wire beyond the advertised limit are refused (REFUSED_STREAM).
+//     stream reset while queued (by the client, or by the server for an
+//     error of its own) is dropped, so the queue holds only streams open
+//     on the wire and is at most the limit long (rapid reset,
+//     CVE-2023-44487: a client that resets its streams gets no more
+//     handlers running than the limit). A queue longer than four times
+//     the limit would end the connection with GOAWAY ENHANCE_YOUR_CALM.
+//     Streams open on the wire beyond the advertised limit are refused
+//     (REFUSED_STREAM).
 //   - Output: a stream writes only while the connection's pending output
 //     is under maxPending (256 KiB) and its flow-control windows allow;
 //     otherwise it waits, until the write deadline the handler set
