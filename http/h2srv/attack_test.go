@@ -95,3 +95,31 @@ func TestQueuedStreamResetByServer(t *testing.T) {
 		t.Fatalf("handlers ran for %q, want /block and /after only", served)
 	}
 }
+
+// TestTrailerFieldsChecked: request trailers are held to the rules of
+// the head (RFC 9113 §8.2.2): a connection-specific field, or TE other
+// than "trailers", makes the request malformed, a stream error
+// PROTOCOL_ERROR, and the handler sees its body fail, not end.
+func TestTrailerFieldsChecked(t *testing.T) {
+	for _, field := range [][2]string{{"transfer-encoding", "chunked"}, {"connection", "close"}, {"te", "gzip"}} {
+		t.Run(field[0], func(t *testing.T) {
+			bodyErr := make(chan error, 1)
+			ts := newTestServer(t, Config{}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				_, err := io.ReadAll(r.Body)
+				bodyErr <- err
+			}))
+			rc := newRawClient(t, ts.addr)
+			rc.headers(1, false, rc.block("POST", "/", "trailer", field[0]))
+			if err := rc.fr.WriteData(1, false, []byte("hi")); err != nil {
+				t.Fatal(err)
+			}
+			rc.headers(1, true, rc.block("", "", field[0], field[1]))
+			if _, _, end := rc.response(1, 10*time.Second); end != "rst PROTOCOL_ERROR" {
+				t.Fatalf("trailers with %s: %s, want rst PROTOCOL_ERROR", field[0], end)
+			}
+			if err := <-bodyErr; err == nil {
+				t.Fatalf("trailers with %s: the body read ended cleanly", field[0])
+			}
+		})
+	}
+}

@@ -101,6 +101,11 @@
 // prohibits (no ephemeral key exchange, or no AEAD cipher) is ended at
 // once with INADEQUATE_SECURITY, as is one below TLS 1.2.
 //
+// Request trailers are held to the head's rules (RFC 9113 §8.2.2): a
+// connection-specific field or a TE other than "trailers" in them is a
+// stream error PROTOCOL_ERROR, and the handler's body read fails; of
+// the rest, only the fields the request declared in Trailer are kept.
+//
 // A CONNECT request (RFC 9113 §8.5: :authority only) reaches the
 // handler as net/http gives it (URL.Host and RequestURI the target), so
 // that the handler answers it (the edge: 501); the stream carries no

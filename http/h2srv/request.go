@@ -4,11 +4,13 @@ import (
 	"context"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 
 	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
 )
 
 // onHeaders opens a stream, or takes a request's trailers.
@@ -84,6 +86,13 @@ func (c *conn) onHeaders(f *http2.MetaHeadersFrame) error {
 	return nil
 }
 
+// forbiddenField reports a field RFC 9113 §8.2.2 makes a request
+// malformed with: a connection-specific one, or TE other than
+// "trailers".
+func forbiddenField(hf hpack.HeaderField) bool {
+	return connectionSpecific(hf.Name) || hf.Name == "te" && hf.Value != "trailers"
+}
+
 // onTrailersLocked takes a second HEADERS on an open stream: the
 // request's trailers, which must end the stream (RFC 9113 §8.1).
 func (c *conn) onTrailersLocked(s *stream, f *http2.MetaHeadersFrame) {
@@ -96,6 +105,9 @@ func (c *conn) onTrailersLocked(s *stream, f *http2.MetaHeadersFrame) {
 		kind = "trailers_no_end_stream"
 	case len(f.PseudoFields()) > 0:
 		kind = "trailers_pseudo"
+	case slices.ContainsFunc(f.RegularFields(), forbiddenField):
+		// RFC 9113 §8.2.2 holds for every field section.
+		kind = "trailers_connection_specific"
 	case s.declLen >= 0 && s.recvd != s.declLen:
 		kind = "content_length"
 	}
@@ -167,7 +179,7 @@ func (c *conn) newStream(f *http2.MetaHeadersFrame) (*stream, string) {
 		switch {
 		case connectionSpecific(hf.Name):
 			return nil, "connection_specific_field"
-		case hf.Name == "te" && hf.Value != "trailers":
+		case forbiddenField(hf):
 			return nil, "te_field"
 		case hf.Name == "content-length":
 			n, err := strconv.ParseUint(hf.Value, 10, 63)
