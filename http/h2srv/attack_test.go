@@ -1,6 +1,7 @@
 package h2srv
 
 import (
+	"fmt"
 	"io"
 	"net/http"
 	"slices"
@@ -121,5 +122,64 @@ func TestTrailerFieldsChecked(t *testing.T) {
 				t.Fatalf("trailers with %s: the body read ended cleanly", field[0])
 			}
 		})
+	}
+}
+
+// TestDrainedBodyBuffersFreed: a stream whose body was buffered and
+// then read keeps no buffer the size of what it held. Otherwise a client
+// could make each of its streams in turn hold half a window unread
+// until the handler takes it (the connection window allows that much
+// at a time), and every stream would keep that much memory for its
+// life: the streams' buffers would add up far past the connection's
+// window.
+func TestDrainedBodyBuffersFreed(t *testing.T) {
+	const streams, chunk = 8, 512 << 10
+	var mu sync.Mutex
+	read := make(chan struct{})
+	hold := make(chan struct{})
+	goes := map[string]chan struct{}{}
+	for i := range streams {
+		goes[fmt.Sprint("/", i)] = make(chan struct{})
+	}
+	ts := newTestServer(t, Config{}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		g := goes[r.URL.Path]
+		mu.Unlock()
+		<-g
+		_, err := io.ReadFull(r.Body, make([]byte, chunk))
+		if err != nil {
+			t.Error(err)
+		}
+		read <- struct{}{}
+		<-hold // the stream stays open, its body unended
+	}))
+	t.Cleanup(func() { close(hold) })
+	rc := newRawClient(t, ts.addr)
+	data := make([]byte, 16<<10)
+	for i := range streams {
+		id := uint32(2*i + 1)
+		rc.headers(id, false, rc.block("POST", fmt.Sprint("/", i)))
+		for sent := 0; sent < chunk; sent += len(data) {
+			if err := rc.fr.WriteData(id, false, data); err != nil {
+				t.Fatal(err)
+			}
+		}
+		rc.ping() // all of it is buffered, unread
+		close(goes[fmt.Sprint("/", i)])
+		<-read
+	}
+	total := 0
+	ts.srv.mu.Lock()
+	conns := ts.srv.list()
+	ts.srv.mu.Unlock()
+	for _, c := range conns {
+		c.mu.Lock()
+		for _, s := range c.streams {
+			total += cap(s.rbuf)
+		}
+		c.mu.Unlock()
+	}
+	if total > int(ts.srv.cfg.ConnWindow) {
+		t.Fatalf("%d streams whose bodies were read hold %d bytes of buffers, over the connection window (%d)", streams, total, ts.srv.cfg.ConnWindow)
 	}
 }

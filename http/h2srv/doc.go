@@ -93,9 +93,12 @@
 //     the server reset, not taken for protocol errors that would end
 //     the connection (RFC 9113 §5.1, "closed").
 //   - Request bodies: a stream's unread body is at most its receive
-//     window (StreamWindow); WINDOW_UPDATEs are sent as the handler
+//     window (StreamWindow), and all streams' together at most the
+//     connection's (ConnWindow); WINDOW_UPDATEs are sent as the handler
 //     reads, once half a window is consumed, for the stream and the
-//     connection alike.
+//     connection alike. A stream's buffer that grew past 16 KiB is let
+//     go once read, so that streams filled one after the other do not
+//     each keep the most they once held.
 //
 // Over TLS 1.2, a connection whose cipher suite RFC 9113 §9.2.2
 // prohibits (no ephemeral key exchange, or no AEAD cipher) is ended at

@@ -521,6 +521,10 @@ func armTimer(t *time.Timer, armed *time.Time, at time.Time, f func()) *time.Tim
 	return t
 }
 
+// maxKeptBody is the most buffer a stream keeps for its request body
+// once what it held is read: one frame's worth.
+const maxKeptBody = minMaxFrameSize
+
 // requestBody is a request's Body: what DATA frames brought.
 type requestBody struct{ s *stream }
 
@@ -564,6 +568,13 @@ func (b *requestBody) Read(p []byte) (int, error) {
 	n := copy(p, s.rbuf[s.roff:])
 	s.roff += n
 	if s.roff == len(s.rbuf) {
+		// A buffer that grew past a frame is let go once read: kept,
+		// a client that fills each stream in turn (the connection
+		// window allows one at a time) would leave every stream
+		// holding as much for its life.
+		if cap(s.rbuf) > maxKeptBody {
+			s.rbuf = nil
+		}
 		s.rbuf, s.roff = s.rbuf[:0], 0
 	}
 	c.giveBackLocked(int64(n))
