@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"golang.org/x/net/http2"
+
+	"peerdns/internal/testutil"
 )
 
 // TestBigFramesStayInPools: a client that allows the largest frames and
@@ -182,4 +184,33 @@ func TestDrainedBodyBuffersFreed(t *testing.T) {
 	if total > int(ts.srv.cfg.ConnWindow) {
 		t.Fatalf("%d streams whose bodies were read hold %d bytes of buffers, over the connection window (%d)", streams, total, ts.srv.cfg.ConnWindow)
 	}
+}
+
+// TestIdleClosesUnreadConn: a client that reads nothing leaves the
+// connection's writer blocked in its Write; once the streams' write
+// deadlines reset them and the connection has been idle for
+// IdleTimeout, the connection still ends (its last Write is cut, as the
+// close after an error cuts it), and does not stay open for good.
+func TestIdleClosesUnreadConn(t *testing.T) {
+	werr := make(chan error, 1)
+	ts := newTestServer(t, Config{IdleTimeout: 200 * time.Millisecond}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(200 * time.Millisecond))
+		_, err := w.Write(make([]byte, 64<<20))
+		werr <- err
+	}))
+	rc := newRawClient(t, ts.addr, http2.Setting{ID: http2.SettingInitialWindowSize, Val: maxWindow})
+	if err := rc.fr.WriteWindowUpdate(0, maxWindow-initialWindow); err != nil {
+		t.Fatal(err)
+	}
+	rc.headers(1, true, rc.block("GET", "/"))
+	// Nothing read from here on.
+	if err := <-werr; err == nil {
+		t.Fatal("a 64 MiB Write to a client that reads nothing did not fail at its deadline")
+	}
+	testutil.Eventually(t, 5*time.Second, func() error {
+		if n := ts.srv.Open(); n != 0 {
+			return fmt.Errorf("%d connections open, idle with their client reading nothing", n)
+		}
+		return nil
+	})
 }

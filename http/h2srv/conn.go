@@ -624,6 +624,11 @@ func (c *conn) onIdle() {
 	}
 	c.graceful = true
 	c.maybeCloseLocked()
+	// Output still unwritten after IdleTimeout with no stream is a
+	// client's that reads nothing: the writer may be blocked in its
+	// Write for good, and the reader with it. The last of it (the
+	// GOAWAY) gets a second, as at the end of serve.
+	_ = c.nc.SetWriteDeadline(time.Now().Add(time.Second))
 }
 
 // shutdown sends GOAWAY NO_ERROR and closes the connection once its

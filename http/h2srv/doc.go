@@ -87,7 +87,12 @@
 //   - The connection's writer has no deadline of its own: a client that
 //     stops reading holds it until the streams' write deadlines reset
 //     them, the control bound trips, or the server closes the
-//     connection (Shutdown, Close, IdleTimeout).
+//     connection: Close (Shutdown's, once its context ends), or
+//     IdleTimeout once no stream is left (what is still unwritten then
+//     gets a second). A handler that sets no write deadline holds its
+//     stream, and with it the connection, until Close; a server that
+//     must bound a client that reads nothing sets one (the edge moves it
+//     at each write) or gives ServeConn a connection that has one.
 //   - Frames the client sent on a stream before it saw the server's
 //     RST_STREAM (DATA, trailers) are ignored for the last 32 streams
 //     the server reset, not taken for protocol errors that would end
