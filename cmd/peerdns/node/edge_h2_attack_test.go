@@ -113,8 +113,9 @@ func h2Status(f http2.Frame) string {
 // connection, over HTTP/3 too, where a reset stream's credit comes back
 // at once), and a client that holds the flow-control window shut
 // (its stream is reset after WriteTimeout and counted; the
-// connection's other streams and other clients go on), over HTTP/2 and
-// over HTTP/3 (a stream window too small for the answer, never read:
+// connection's other streams and other clients go on), a client that
+// reads nothing at all (its connection is closed after WriteTimeout),
+// over HTTP/2 and over HTTP/3 (a stream window too small for the answer, never read:
 // reset, counted, and the client's read ends in an error); the counts
 // are in /metrics.
 func TestEdgeHTTP2Attacks(t *testing.T) {
@@ -169,6 +170,38 @@ func TestEdgeHTTP2Attacks(t *testing.T) {
 	}
 	served("setup")
 	edge := n.edge.Load()
+
+	t.Run("a client that reads nothing", func(t *testing.T) {
+		before := edge.Counters().H2Conns
+		// First, while the only other HTTP/2 connection is good's.
+		// Windows wide open: only the socket holds the answers back.
+		r := dialRawH2(t, n, "site.p2p", http2.Setting{ID: http2.SettingInitialWindowSize, Val: 1<<31 - 1})
+		if err := r.fr.WriteWindowUpdate(0, 1<<31-1-65535); err != nil {
+			t.Fatal(err)
+		}
+		for id := uint32(1); id <= 7; id += 2 {
+			if err := r.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: r.block("site.p2p", "/big"), EndStream: true, EndHeaders: true}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		testutil.Eventually(t, 5*time.Second, func() error {
+			if c := edge.Counters().H2Conns; c <= before {
+				return fmt.Errorf("HTTP/2 connections open: %d, %d before", c, before)
+			}
+			return nil
+		})
+		start := time.Now()
+		// 32 MiB asked, nothing read: the edge closes the connection
+		// once it could write nothing for WriteTimeout.
+		testutil.Eventually(t, 15*time.Second, func() error {
+			if c := edge.Counters().H2Conns; c > before {
+				return fmt.Errorf("HTTP/2 connections open: %d, %d before the client that reads nothing", c, before)
+			}
+			return nil
+		})
+		t.Logf("connection of a client that reads nothing closed after %v", time.Since(start).Round(time.Millisecond))
+		served("a client that reads nothing")
+	})
 
 	t.Run("a forbidden frame", func(t *testing.T) {
 		before := edge.Counters().H2Errors
