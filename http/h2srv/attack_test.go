@@ -214,3 +214,35 @@ func TestIdleClosesUnreadConn(t *testing.T) {
 		return nil
 	})
 }
+
+// TestMalformedFieldsRefused: fields that would turn into another
+// request on an HTTP/1.1 hop (CR, LF or NUL in a value, an uppercase or
+// empty name, a connection-specific field, a content-length that does
+// not parse) reset the stream with PROTOCOL_ERROR, and no handler runs.
+func TestMalformedFieldsRefused(t *testing.T) {
+	var called sync.Mutex
+	var paths []string
+	ts := newTestServer(t, Config{}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		called.Lock()
+		paths = append(paths, r.URL.Path)
+		called.Unlock()
+	}))
+	rc := newRawClient(t, ts.addr)
+	id := uint32(1)
+	for _, f := range [][2]string{
+		{"x-a", "1\r\nx-b: 2"}, {"x-a", "1\nx-b: 2"}, {"x-a", "1\x00"}, {"X-Upper", "1"}, {"", "1"},
+		{"transfer-encoding", "chunked"}, {"connection", "x-a"}, {"keep-alive", "1"}, {"upgrade", "h2c"},
+		{"proxy-connection", "1"}, {"te", "gzip"}, {"content-length", "1, 2"}, {"content-length", "-1"},
+	} {
+		rc.headers(id, true, rc.block("GET", "/", f[0], f[1]))
+		if _, _, end := rc.response(id, 10*time.Second); end != "rst PROTOCOL_ERROR" {
+			t.Errorf("%q: %q: %s, want rst PROTOCOL_ERROR", f[0], f[1], end)
+		}
+		id += 2
+	}
+	called.Lock()
+	defer called.Unlock()
+	if len(paths) > 0 {
+		t.Fatalf("handlers ran for %d malformed requests", len(paths))
+	}
+}
