@@ -246,3 +246,45 @@ func TestMalformedFieldsRefused(t *testing.T) {
 		t.Fatalf("handlers ran for %d malformed requests", len(paths))
 	}
 }
+
+// TestFlowControlOverrun: DATA past the stream window the server
+// advertised resets the stream with FLOW_CONTROL_ERROR (nothing of it
+// is buffered), and DATA past the connection window, across streams
+// that each stay within theirs, ends the connection with GOAWAY
+// FLOW_CONTROL_ERROR.
+func TestFlowControlOverrun(t *testing.T) {
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		<-r.Context().Done() // reads nothing: all that came stays buffered
+	})
+	t.Run("stream", func(t *testing.T) {
+		ts := newTestServer(t, Config{StreamWindow: 32 << 10, ConnWindow: 1 << 20}, h)
+		rc := newRawClient(t, ts.addr)
+		rc.headers(1, false, rc.block("POST", "/"))
+		for range 2 {
+			if err := rc.fr.WriteData(1, false, make([]byte, 16<<10)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := rc.fr.WriteData(1, false, []byte{1}); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, end := rc.response(1, 10*time.Second); end != "rst FLOW_CONTROL_ERROR" {
+			t.Fatalf("one byte past the stream window: %s, want rst FLOW_CONTROL_ERROR", end)
+		}
+	})
+	t.Run("connection", func(t *testing.T) {
+		ts := newTestServer(t, Config{StreamWindow: 48 << 10, ConnWindow: initialWindow}, h)
+		rc := newRawClient(t, ts.addr)
+		for _, id := range []uint32{1, 3} {
+			rc.headers(id, false, rc.block("POST", "/"))
+			for range 2 {
+				if err := rc.fr.WriteData(id, false, make([]byte, 16<<10)); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		if code := rc.closed(10 * time.Second); code != http2.ErrCodeFlowControl {
+			t.Fatalf("64 KiB on a connection window of 65535: GOAWAY %v, want FLOW_CONTROL_ERROR", code)
+		}
+	})
+}
