@@ -508,7 +508,8 @@ func httpPage(w http.ResponseWriter, status int, title, msg string) {
 }
 
 // fastBridge serves r with a fasthttp handler: the body is read whole
-// (up to limit, bodies of BigBody or more within the shared budget), a
+// (up to limit, bodies of BigBody or more within the shared budget,
+// ReadTimeout between two reads: 408 past it), a
 // fasthttp request is built from r, and the handler's response is
 // copied to w.
 func (s *Server) fastBridge(w http.ResponseWriter, r *http.Request, h fasthttp.RequestHandler, limit int) {
