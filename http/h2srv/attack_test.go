@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -287,4 +288,32 @@ func TestFlowControlOverrun(t *testing.T) {
 			t.Fatalf("64 KiB on a connection window of 65535: GOAWAY %v, want FLOW_CONTROL_ERROR", code)
 		}
 	})
+}
+
+// TestTrailersTooLarge: a trailer block over MaxHeaderListSize (which
+// the Framer cuts short) fails the request: the handler's body read
+// ends in an error, not in a clean end with some of the trailers
+// silently gone.
+func TestTrailersTooLarge(t *testing.T) {
+	type result struct {
+		err     error
+		trailer http.Header
+	}
+	got := make(chan result, 1)
+	ts := newTestServer(t, Config{MaxHeaderListSize: 1024}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, err := io.ReadAll(r.Body)
+		got <- result{err, r.Trailer.Clone()}
+	}))
+	rc := newRawClient(t, ts.addr)
+	rc.headers(1, false, rc.block("POST", "/", "trailer", "x-t, x-u"))
+	if err := rc.fr.WriteData(1, false, []byte("hi")); err != nil {
+		t.Fatal(err)
+	}
+	rc.headers(1, true, rc.block("", "", "x-t", strings.Repeat("t", 600), "x-u", strings.Repeat("u", 600)))
+	if _, _, end := rc.response(1, 10*time.Second); end != "rst PROTOCOL_ERROR" {
+		t.Errorf("trailers over MaxHeaderListSize: %s, want rst PROTOCOL_ERROR", end)
+	}
+	if r := <-got; r.err == nil {
+		t.Fatalf("trailers over MaxHeaderListSize: the body ended cleanly, with trailers %q", r.trailer)
+	}
 }

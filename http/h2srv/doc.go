@@ -111,8 +111,10 @@
 //
 // Request trailers are held to the head's rules (RFC 9113 §8.2.2): a
 // connection-specific field or a TE other than "trailers" in them is a
-// stream error PROTOCOL_ERROR, and the handler's body read fails; of
-// the rest, only the fields the request declared in Trailer are kept.
+// stream error PROTOCOL_ERROR, and the handler's body read fails, as it
+// does for trailers over MaxHeaderListSize (no 431 can answer them);
+// of the rest, only the fields the request declared in Trailer are
+// kept.
 //
 // A CONNECT request (RFC 9113 §8.5: :authority only) reaches the
 // handler as net/http gives it (URL.Host and RequestURI the target), so

@@ -103,6 +103,10 @@ func (c *conn) onTrailersLocked(s *stream, f *http2.MetaHeadersFrame) {
 		code, kind = http2.ErrCodeStreamClosed, "headers_half_closed"
 	case !f.StreamEnded():
 		kind = "trailers_no_end_stream"
+	case f.Truncated:
+		// Over MaxHeaderListSize: the Framer dropped fields, and the
+		// handler would take what is left for the whole.
+		kind = "trailers_too_large"
 	case len(f.PseudoFields()) > 0:
 		kind = "trailers_pseudo"
 	case slices.ContainsFunc(f.RegularFields(), forbiddenField):
