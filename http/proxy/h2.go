@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log"
 	"net"
@@ -121,7 +122,11 @@ import (
 //     ALPN h2 and http/1.1, the upstream picks.
 //
 // Through ReverseProxy, request bodies stream both ways with the
-// response (full duplex, as gRPC needs). The HTTP/1.1 path's MaxUploads
+// response (full duplex, as gRPC needs). A body other than gRPC's is
+// read with ReadTimeout between two reads, as over HTTP/1.1, 408 past
+// it: net/http's Transport ends no exchange, not even one whose
+// upstream connection timed out, before its write of the body does, so
+// a client that holds its body back would hold the exchange for good. The HTTP/1.1 path's MaxUploads
 // cap does not apply: a connection's uploads are bounded by its stream
 // limit, and HTTP/2 flow control paces them.
 //
@@ -448,18 +453,28 @@ func (s *Server) stallBody(w http.ResponseWriter, r *http.Request) *stallBody {
 }
 
 type stallBody struct {
-	r     io.Reader
+	r     io.ReadCloser
 	rc    *http.ResponseController
 	every time.Duration
 	set   bool
 }
 
+// errBodyStalled marks a read that timed out, so that the exchange it
+// failed answers 408 rather than 504 (a timeout of the upstream's).
+var errBodyStalled = errors.New("request body stopped coming")
+
 func (b *stallBody) Read(p []byte) (int, error) {
 	if b.rc.SetReadDeadline(time.Now().Add(b.every)) == nil {
 		b.set = true
 	}
-	return b.r.Read(p)
+	n, err := b.r.Read(p)
+	if err != nil && bodyTimedOut(err) {
+		err = fmt.Errorf("%w: %w", errBodyStalled, err)
+	}
+	return n, err
 }
+
+func (b *stallBody) Close() error { return b.r.Close() }
 
 // done clears the read deadline the reads set.
 func (b *stallBody) done() {
@@ -754,6 +769,15 @@ func (s *Server) forwardHTTP(w *h2Writer, r *http.Request, d *view.Domain) {
 				w.Header().Set(http.TrailerPrefix+"Grpc-Message", url.PathEscape(d.Name+": upstream closed mid-stream"))
 			}
 		}()
+	} else if r.Body != nil && r.Body != http.NoBody && r.ContentLength != 0 {
+		// A body its client holds back would hold the exchange for
+		// good: the Transport returns no error, even once the upstream
+		// connection is closed for its timeout, before its write of the
+		// body ends. As over HTTP/1.1 (body.go), ReadTimeout between two
+		// reads (gRPC streams may be quiet for long: their calls end
+		// with their upstream connection, above).
+		r = r.WithContext(r.Context())
+		r.Body = s.stallBody(w, r)
 	}
 	u.proxy.ServeHTTP(w, r)
 }
@@ -766,6 +790,11 @@ func (s *Server) httpUpstreamError(w http.ResponseWriter, r *http.Request, name,
 	var ne net.Error
 	if errors.As(err, &ne) && ne.Timeout() {
 		timeout = true
+	}
+	if errors.Is(err, errBodyStalled) {
+		s.d.Log.Debug("request body stopped coming", "domain", name, "err", err)
+		httpPage(w, http.StatusRequestTimeout, "Request Timeout", "The request body stopped coming.")
+		return
 	}
 	if cause := context.Cause(r.Context()); errors.Is(cause, errUpstreamClosed) {
 		err = cause

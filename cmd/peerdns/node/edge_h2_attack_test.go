@@ -115,14 +115,17 @@ func h2Status(f http2.Frame) string {
 // (its stream is reset after WriteTimeout and counted; the
 // connection's other streams and other clients go on), a client that
 // reads nothing at all (its connection is closed after WriteTimeout),
+// an upload whose body never comes (408 after ReadTimeout),
 // over HTTP/2 and over HTTP/3 (a stream window too small for the answer, never read:
 // reset, counted, and the client's read ends in an error); the counts
 // are in /metrics.
 func TestEdgeHTTP2Attacks(t *testing.T) {
 	cfg := testConfig(t.TempDir())
 	cfg.edgeWriteTimeout = time.Second
+	cfg.edgeUpstreamTimeout = 3 * time.Second
+	cfg.edgeReadTimeout = time.Second
 	n := startConfig(t, cfg)
-	var now, most atomic.Int64
+	var now, most, uploads atomic.Int64
 	back := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/slow":
@@ -135,6 +138,10 @@ func TestEdgeHTTP2Attacks(t *testing.T) {
 			}
 			<-r.Context().Done()
 			now.Add(-1)
+		case "/upload":
+			uploads.Add(1)
+			_, _ = io.Copy(io.Discard, r.Body)
+			uploads.Add(-1)
 		case "/big":
 			w.Header().Set("Content-Length", fmt.Sprint(8<<20))
 			_, _ = io.Copy(w, io.LimitReader(zeros{}, 8<<20))
@@ -201,6 +208,48 @@ func TestEdgeHTTP2Attacks(t *testing.T) {
 		})
 		t.Logf("connection of a client that reads nothing closed after %v", time.Since(start).Round(time.Millisecond))
 		served("a client that reads nothing")
+	})
+
+	t.Run("an upload that never comes", func(t *testing.T) {
+		// Past SmallBody, or of unknown length: the body streams to the
+		// upstream (ReverseProxy), which waits for it. The upstream
+		// connection's timeout does not end the exchange (net/http's
+		// Transport waits for its write of the body to end first): the
+		// body's own ReadTimeout between reads does, 408.
+		for i, cl := range []string{"1048576", ""} {
+			r := dialRawH2(t, n, "site.p2p")
+			r.buf.Reset()
+			fields := [][2]string{{":method", "POST"}, {":scheme", "https"}, {":authority", "site.p2p"}, {":path", "/upload"}}
+			if cl != "" {
+				fields = append(fields, [2]string{"content-length", cl})
+			}
+			for _, f := range fields {
+				_ = r.enc.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]})
+			}
+			if err := r.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: r.buf.Bytes(), EndHeaders: true}); err != nil {
+				t.Fatal(err)
+			}
+			start := time.Now()
+			f, err := r.until(15*time.Second, func(f http2.Frame) bool {
+				_, h := f.(*http2.HeadersFrame)
+				_, rs := f.(*http2.RSTStreamFrame)
+				return h || rs
+			})
+			if err != nil {
+				t.Fatalf("upload %d that never came: no answer or reset in 15 s: %v", i, err)
+			}
+			if h2Status(f) != "408" {
+				t.Fatalf("upload %d that never came (content-length %q): %v status %q, want 408", i, cl, f, h2Status(f))
+			}
+			t.Logf("upload %d that never came (content-length %q): 408 after %v", i, cl, time.Since(start).Round(time.Millisecond))
+		}
+		// The upstream's side of each ended too.
+		testutil.Eventually(t, 10*time.Second, func() error {
+			if u := uploads.Load(); u != 0 {
+				return fmt.Errorf("%d uploads still at the upstream", u)
+			}
+			return nil
+		})
 	})
 
 	t.Run("a forbidden frame", func(t *testing.T) {
