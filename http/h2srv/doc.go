@@ -45,7 +45,11 @@
 // client allows, so that a stream, which appends a frame whole once the
 // pending output is under maxPending, stays within a 320 KiB buffer.
 // (The control frames the reader queues may take the output past it,
-// within maxControl frames.)
+// within maxControl frames.) A connection whose client reads nothing
+// holds about 600 KiB of output at most: the Write in progress (one
+// 320 KiB buffer) and the pending output (under maxPending, plus one
+// frame), and the control frames it provokes, until the connection
+// ends.
 //
 // Deadlines (http.ResponseController's SetReadDeadline and
 // SetWriteDeadline) arm no timer when set: only a Read or a Write that
@@ -93,6 +97,10 @@
 //     stream, and with it the connection, until Close; a server that
 //     must bound a client that reads nothing sets one (the edge moves it
 //     at each write) or gives ServeConn a connection that has one.
+//   - A handler that reads a request body its client holds back waits
+//     for as long as the client holds it, and a connection with a
+//     stream open is not idle: a server that must bound it sets a read
+//     deadline (the edge: ReadTimeout between two reads).
 //   - Frames the client sent on a stream before it saw the server's
 //     RST_STREAM (DATA, trailers) are ignored for the last 32 streams
 //     the server reset, not taken for protocol errors that would end
