@@ -126,9 +126,10 @@ import (
 // read with ReadTimeout between two reads, as over HTTP/1.1, 408 past
 // it: net/http's Transport ends no exchange, not even one whose
 // upstream connection timed out, before its write of the body does, so
-// a client that holds its body back would hold the exchange for good. The HTTP/1.1 path's MaxUploads
-// cap does not apply: a connection's uploads are bounded by its stream
-// limit, and HTTP/2 flow control paces them.
+// a client that holds its body back would hold the exchange for good.
+// The HTTP/1.1 path's MaxUploads cap does not apply: a connection's
+// uploads are bounded by its stream limit, and HTTP/2 flow control
+// paces them.
 //
 // The in-process routes (admin API and panel, DoH, plugins) take their
 // body whole within their limits and the shared budget, and are served
