@@ -388,6 +388,10 @@ func (c *conn) onSettings(f *http2.SettingsFrame) error {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	// The streams' windows move once, by the frame's last
+	// INITIAL_WINDOW_SIZE: a frame full of them (2,730 in 16 KiB) would
+	// otherwise walk every open stream for each.
+	initWin := c.peerInitWin
 	err := f.ForeachSetting(func(s http2.Setting) error {
 		switch s.ID {
 		case http2.SettingHeaderTableSize:
@@ -401,14 +405,7 @@ func (c *conn) onSettings(f *http2.SettingsFrame) error {
 			if s.Val > maxWindow {
 				return connError{http2.ErrCodeFlowControl, "settings_window_size"}
 			}
-			d := int64(s.Val) - c.peerInitWin
-			c.peerInitWin = int64(s.Val)
-			for _, st := range c.streams {
-				st.sendWin += d
-				if st.sendWin > maxWindow {
-					return connError{http2.ErrCodeFlowControl, "settings_window_overflow"}
-				}
-			}
+			initWin = int64(s.Val)
 		case http2.SettingMaxFrameSize:
 			if s.Val < minMaxFrameSize || s.Val > maxMaxFrameSize {
 				return connError{http2.ErrCodeProtocol, "settings_frame_size"}
@@ -419,6 +416,15 @@ func (c *conn) onSettings(f *http2.SettingsFrame) error {
 	})
 	if err != nil {
 		return err
+	}
+	if d := initWin - c.peerInitWin; d != 0 {
+		c.peerInitWin = initWin
+		for _, st := range c.streams {
+			st.sendWin += d
+			if st.sendWin > maxWindow {
+				return connError{http2.ErrCodeFlowControl, "settings_window_overflow"}
+			}
+		}
 	}
 	c.writeSettingsAckLocked()
 	if c.waiters > 0 {
