@@ -112,6 +112,9 @@
 //     connection alike. A stream's buffer that grew past 16 KiB is let
 //     go once read, so that streams filled one after the other do not
 //     each keep the most they once held.
+//   - A SETTINGS frame moves the open streams' send windows once, by
+//     the last INITIAL_WINDOW_SIZE it holds, not once for each (a 16 KiB
+//     frame holds 2,730 settings; 128 streams each).
 //
 // Over TLS 1.2, a connection whose cipher suite RFC 9113 §9.2.2
 // prohibits (no ephemeral key exchange, or no AEAD cipher) is ended at
