@@ -658,5 +658,5 @@ func (c *conn) closeNow() {
 	c.wcond.Signal()
 	c.mu.Unlock()
 	_ = c.nc.SetWriteDeadline(time.Now())
-	_ = c.nc.Close()
+	closeConn(c.nc)
 }

@@ -1,10 +1,14 @@
 package h2srv
 
 import (
-	"golang.org/x/net/http2"
-	"golang.org/x/net/http2/hpack"
+	"crypto/tls"
+	"net"
 	"runtime"
 	"sync"
+	"time"
+
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
 )
 
 // Frame types and flags as written (RFC 9113 §6).
@@ -96,7 +100,21 @@ func (c *conn) writeLoop() {
 		}
 	}
 	c.mu.Unlock()
-	_ = c.nc.Close()
+	closeConn(c.nc)
+}
+
+// closeConn closes nc within a second. A *tls.Conn's Close first writes
+// its close_notify alert under a write deadline of its own (five
+// seconds, replacing the connection's): to a client that reads nothing
+// that would hold the connection's end, and Server.Close's loop over
+// its connections, five seconds each. The connection under TLS is closed
+// after a second whatever became of the alert.
+func closeConn(nc net.Conn) {
+	if tc, ok := nc.(*tls.Conn); ok {
+		t := time.AfterFunc(time.Second, func() { _ = tc.NetConn().Close() })
+		defer t.Stop()
+	}
+	_ = nc.Close()
 }
 
 // failLocked makes every wait on the connection end: handlers blocked
