@@ -434,8 +434,8 @@ func (s *Server) route(rw http.ResponseWriter, r *http.Request) {
 		b := s.stallBody(w, r)
 		_, err := io.Copy(io.Discard, io.LimitReader(b, SmallBody))
 		b.done()
-		if bodyTimedOut(err) {
-			httpPage(w, http.StatusRequestTimeout, "Request Timeout", "The request body stopped coming.")
+		if isTimeout(err) {
+			bodyStopped(w)
 			return
 		}
 	}
@@ -469,7 +469,7 @@ func (b *stallBody) Read(p []byte) (int, error) {
 		b.set = true
 	}
 	n, err := b.r.Read(p)
-	if err != nil && bodyTimedOut(err) {
+	if err != nil && isTimeout(err) {
 		err = fmt.Errorf("%w: %w", errBodyStalled, err)
 	}
 	return n, err
@@ -484,10 +484,16 @@ func (b *stallBody) done() {
 	}
 }
 
-// bodyTimedOut reports whether err is a deadline's.
-func bodyTimedOut(err error) bool {
+// isTimeout reports whether err is a deadline's.
+func isTimeout(err error) bool {
 	var ne net.Error
 	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// bodyStopped answers a request whose body stopped coming for
+// ReadTimeout: 408.
+func bodyStopped(w http.ResponseWriter) {
+	httpPage(w, http.StatusRequestTimeout, "Request Timeout", "The request body stopped coming.")
 }
 
 // awaitsContinue reports whether r's client holds its body back until
@@ -551,8 +557,8 @@ func (s *Server) fastBridge(w http.ResponseWriter, r *http.Request, h fasthttp.R
 	body, err := io.ReadAll(io.LimitReader(sb, int64(limit)+1))
 	sb.done()
 	switch {
-	case bodyTimedOut(err):
-		httpPage(w, http.StatusRequestTimeout, "Request Timeout", "The request body stopped coming.")
+	case isTimeout(err):
+		bodyStopped(w)
 		return
 	case err != nil:
 		httpPage(w, http.StatusBadRequest, "Bad Request", "The request body ended early.")
@@ -787,14 +793,10 @@ func (s *Server) forwardHTTP(w *h2Writer, r *http.Request, d *view.Domain) {
 // page, or for gRPC a trailers-only UNAVAILABLE (DEADLINE_EXCEEDED on a
 // timeout).
 func (s *Server) httpUpstreamError(w http.ResponseWriter, r *http.Request, name, hash string, err error) {
-	timeout := errors.Is(err, context.DeadlineExceeded)
-	var ne net.Error
-	if errors.As(err, &ne) && ne.Timeout() {
-		timeout = true
-	}
+	timeout := errors.Is(err, context.DeadlineExceeded) || isTimeout(err)
 	if errors.Is(err, errBodyStalled) {
 		s.d.Log.Debug("request body stopped coming", "domain", name, "err", err)
-		httpPage(w, http.StatusRequestTimeout, "Request Timeout", "The request body stopped coming.")
+		bodyStopped(w)
 		return
 	}
 	if cause := context.Cause(r.Context()); errors.Is(cause, errUpstreamClosed) {

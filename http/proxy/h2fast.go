@@ -131,9 +131,8 @@ func (s *Server) forwardPool(w *h2Writer, r *http.Request, d *view.Domain) bool 
 			bb = nil
 			return false
 		}
-		var ne net.Error
-		if errors.As(err, &ne) && ne.Timeout() {
-			httpPage(w, http.StatusRequestTimeout, "Request Timeout", "The request body stopped coming.")
+		if isTimeout(err) {
+			bodyStopped(w)
 			return true
 		}
 		httpPage(w, http.StatusBadRequest, "Bad Request", "The request body ended early.")
