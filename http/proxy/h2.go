@@ -447,8 +447,8 @@ func (s *Server) route(rw http.ResponseWriter, r *http.Request) {
 // they answer (a name not served, fastBridge's). Without it a client
 // that never sends the body it announced would hold the stream's
 // handler for good, and its connection with it (a connection with a
-// stream open is not idle). An HTTP/3 stream may take no read deadline:
-// QUIC's idle timeout bounds it then.
+// stream open is not idle). quic-go's HTTP/3 ResponseWriter takes the
+// read deadline too.
 func (s *Server) stallBody(w http.ResponseWriter, r *http.Request) *stallBody {
 	return &stallBody{r: r.Body, rc: http.NewResponseController(w), every: s.d.ReadTimeout}
 }

@@ -592,5 +592,31 @@ func TestEdgeHTTP2BodyNeverSent(t *testing.T) {
 			}
 			t.Logf("%s after %v", h2Status(f), time.Since(start).Round(time.Millisecond))
 		})
+		// The same over HTTP/3 (quic-go's client, SNI as above): the
+		// body is a pipe nothing is ever written to.
+		t.Run(tc.name+" over HTTP/3", func(t *testing.T) {
+			_, httpsAddr := n.EdgeAddrs()
+			pr, pw := io.Pipe()
+			defer pw.Close()
+			req, _ := http.NewRequest("POST", "https://"+tc.host+tc.path, pr)
+			req.ContentLength = 100
+			start := time.Now()
+			tr := &http3.Transport{
+				TLSClientConfig: &tls.Config{RootCAs: rootPool(t, n), ServerName: tc.sni},
+				Dial: func(ctx context.Context, _ string, tc *tls.Config, qc *quic.Config) (*quic.Conn, error) {
+					return quic.DialAddrEarly(ctx, httpsAddr, tc, qc)
+				},
+			}
+			defer tr.Close()
+			resp, err := tr.RoundTrip(req)
+			if err != nil {
+				t.Fatalf("a request whose body never came: %v", err)
+			}
+			resp.Body.Close()
+			if resp.ProtoMajor != 3 || resp.StatusCode != http.StatusRequestTimeout {
+				t.Fatalf("a request whose body never came: %s %d, want HTTP/3 408", resp.Proto, resp.StatusCode)
+			}
+			t.Logf("%d after %v", resp.StatusCode, time.Since(start).Round(time.Millisecond))
+		})
 	}
 }
