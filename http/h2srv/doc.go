@@ -71,9 +71,7 @@
 //     error of its own) is dropped, so the queue holds only streams open
 //     on the wire and is at most the limit long (rapid reset,
 //     CVE-2023-44487: a client that resets its streams gets no more
-//     handlers running than the limit). A queue longer than four times
-//     the limit would end the connection with GOAWAY ENHANCE_YOUR_CALM.
-//     Streams open on the wire beyond the advertised limit are refused
+//     handlers running than the limit). Streams open on the wire beyond the advertised limit are refused
 //     (REFUSED_STREAM).
 //   - Output: a stream writes only while the connection's pending output
 //     is under maxPending (256 KiB) and its flow-control windows allow;

@@ -1,13 +1,12 @@
 package h2srv
 
 import (
+	"net/http"
 	"net/textproto"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
-
-	"golang.org/x/net/http/httpguts"
 )
 
 // commonFields are the field names clients and handlers use most: the
@@ -77,14 +76,8 @@ func connectionSpecific(wire string) bool {
 	return false
 }
 
-// validFieldName is httpguts' token check for a response field name.
-func validFieldName(k string) bool { return httpguts.ValidHeaderFieldName(k) }
-
-// validFieldValue is httpguts' check for a response field value.
-func validFieldValue(v string) bool { return httpguts.ValidHeaderFieldValue(v) }
-
-// dateCache holds the Date field value of the current second, so that
-// a response does not format one.
+// dateValue is the Date field value of one second; dateCache holds the
+// current second's, so that a response does not format one.
 type dateValue struct {
 	sec int64
 	val string
@@ -98,12 +91,10 @@ func httpDate() string {
 	if d := dateCache.Load(); d != nil && d.sec == sec {
 		return d.val
 	}
-	d := &dateValue{sec: sec, val: now.UTC().Format(httpTimeFormat)}
+	d := &dateValue{sec: sec, val: now.UTC().Format(http.TimeFormat)}
 	dateCache.Store(d)
 	return d.val
 }
-
-const httpTimeFormat = "Mon, 02 Jan 2006 15:04:05 GMT"
 
 // statusText holds the :status values 100-599 as strings.
 var statusText [600]string

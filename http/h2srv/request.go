@@ -80,9 +80,6 @@ func (c *conn) onHeaders(f *http2.MetaHeadersFrame) error {
 	}
 	s.queued = true
 	c.queue = append(c.queue, s)
-	if len(c.queue) > 4*int(cfg.MaxConcurrentStreams) {
-		return connError{http2.ErrCodeEnhanceYourCalm, "stream_queue_flood"}
-	}
 	return nil
 }
 

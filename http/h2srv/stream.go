@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/net/http/httpguts"
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
 )
@@ -208,12 +209,12 @@ func (s *stream) held() []byte {
 func (s *stream) trailers() []hpack.HeaderField {
 	var t []hpack.HeaderField
 	add := func(k string, vv []string) {
-		w := wireName(k)
-		if !validFieldName(k) || connectionSpecific(w) || w == "te" || w == "content-length" {
+		w, ok := fieldName(k)
+		if !ok || w == "content-length" {
 			return
 		}
 		for _, v := range vv {
-			if validFieldValue(v) {
+			if httpguts.ValidHeaderFieldValue(v) {
 				t = append(t, hpack.HeaderField{Name: w, Value: v})
 			}
 		}
@@ -227,6 +228,14 @@ func (s *stream) trailers() []hpack.HeaderField {
 		}
 	}
 	return t
+}
+
+// fieldName is the wire name a response field keyed k is sent under,
+// and false for one HTTP/2 does not carry: a name that is not a token,
+// a connection-specific field, TE (RFC 9113 §8.2.2).
+func fieldName(k string) (string, bool) {
+	w := wireName(k)
+	return w, httpguts.ValidHeaderFieldName(k) && !connectionSpecific(w) && w != "te"
 }
 
 func (s *stream) isTrailer(k string) bool {
@@ -339,12 +348,12 @@ func (s *stream) writeFieldsLocked() {
 		if len(vv) == 0 || s.isTrailer(k) {
 			continue
 		}
-		w := wireName(k)
-		if connectionSpecific(w) || w == "te" || !validFieldName(k) {
+		w, ok := fieldName(k)
+		if !ok {
 			continue
 		}
 		for _, v := range vv {
-			if validFieldValue(v) {
+			if httpguts.ValidHeaderFieldValue(v) {
 				c.writeField(w, v)
 			}
 		}

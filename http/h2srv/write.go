@@ -216,13 +216,31 @@ func (c *conn) writeDataLocked(id uint32, p []byte, end bool) {
 	c.pending = append(c.pending, p...)
 }
 
-// staticStatus are the HPACK static table's :status entries (RFC 7541
-// Appendix A), sent as one byte.
-var staticStatus = map[int]byte{200: 0x88, 204: 0x89, 206: 0x8a, 304: 0x8b, 400: 0x8c, 404: 0x8d, 500: 0x8e}
+// staticStatus is code's entry in the HPACK static table (RFC 7541
+// Appendix A) as the one byte that sends it, if it has one.
+func staticStatus(code int) (byte, bool) {
+	switch code {
+	case 200:
+		return 0x88, true
+	case 204:
+		return 0x89, true
+	case 206:
+		return 0x8a, true
+	case 304:
+		return 0x8b, true
+	case 400:
+		return 0x8c, true
+	case 404:
+		return 0x8d, true
+	case 500:
+		return 0x8e, true
+	}
+	return 0, false
+}
 
 // writeStatus starts a header block with :status code.
 func (c *conn) writeStatus(code int) {
-	if b, ok := staticStatus[code]; ok && !c.encResized {
+	if b, ok := staticStatus(code); ok && !c.encResized {
 		// The encoder is bypassed only when it has no dynamic table
 		// size update to put first in the block.
 		c.hbuf.WriteByte(b)

@@ -430,7 +430,7 @@ func (s *Server) route(rw http.ResponseWriter, r *http.Request) {
 	// as such, not raced by the answer; a longer one is reset. Not one
 	// whose client waits for 100 Continue: reading it would send the
 	// 100, and the edge refuses it at once, as over HTTP/1.1 (expect.go).
-	if !awaitsContinue(r) {
+	if r.Body != http.NoBody && !awaitsContinue(r) {
 		b := s.stallBody(w, r)
 		_, err := io.Copy(io.Discard, io.LimitReader(b, SmallBody))
 		b.done()

@@ -5,8 +5,8 @@ import "net/http"
 // What the edge counts of HTTP/2 and HTTP/3 abuse.
 //
 // Protocol errors: every one the HTTP/2 server sees (a frame the
-// protocol forbids, a rapid reset past the handler queue, a flood of
-// control frames), through its CountError hook (Counters.H2Errors).
+// protocol forbids, a stream opened past the concurrent-stream limit, a
+// flood of control frames), through its CountError hook (Counters.H2Errors).
 //
 // A connection closed with an error: the HTTP/2 server ends a
 // connection whose header block it will not read (a CONTINUATION
@@ -17,8 +17,8 @@ import "net/http"
 // hook (Counters.H2ConnErrors, /metrics
 // peerdns_edge_http2_connection_errors_total); so is a TLS 1.2
 // connection refused for its cipher suite. A connection error that
-// CountError also sees (a rapid reset's GOAWAY ENHANCE_YOUR_CALM, a
-// frame on stream 0 that must not be) is in both counts: one counts
+// CountError also sees (a control-frame flood's GOAWAY
+// ENHANCE_YOUR_CALM, a frame on stream 0 that must not be) is in both counts: one counts
 // errors by kind, the other connections closed.
 //
 // A header list over the limit. The HTTP/2 server answers 431 to a
@@ -38,9 +38,10 @@ import "net/http"
 // counted so in edge_requests_total; over HTTP/3 too. Streams reset
 // while still in the HTTP/2 server's handler queue never reach the edge
 // (a rapid reset's share of them is the part the server drops unseen),
-// nor do HTTP/3 streams reset before quic-go has read their request; and
-// a queue past four times the stream limit ends the connection with
-// GOAWAY ENHANCE_YOUR_CALM, in both counts above.
+// nor do HTTP/3 streams reset before quic-go has read their request. The
+// queue holds only streams open on the wire, so it is never longer than
+// the stream limit, and a client that resets its streams gets no more
+// handlers running at once than that limit (h2srv's package doc).
 
 // headerList is the size of r's header list as RFC 9113 §6.5.2 and
 // RFC 9114 §4.2.2 count it (each field's name and value and 32), the
