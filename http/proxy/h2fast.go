@@ -339,11 +339,7 @@ func (s *Server) exchange(w *h2Writer, r *http.Request, d *view.Domain, req *fas
 		}
 		clean := sent && (kind != bodyChunked || skipTrailer(br)) && nothingAfter(br)
 		hc.ReleaseReader(br)
-		if stop() && clean && reuse {
-			hc.ReleaseConn(cc)
-		} else {
-			hc.CloseConn(cc)
-		}
+		connDone(hc, cc, stop() && clean && reuse)
 		if !sent && ctx.Err() == nil {
 			// The body was cut (by the upstream, or a client that took
 			// nothing for WriteTimeout): the stream is reset, not ended

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/netip"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -292,5 +293,192 @@ func TestIdleTLSUpstreamSpeaksUnasked(t *testing.T) {
 	}
 	if n := conns.Load(); n != 2 {
 		t.Errorf("%d upstream connections, want 2", n)
+	}
+}
+
+// watchedPairs makes n loopback TCP connections, each wrapped as a
+// pooled upstream connection of w, and returns them with their peers
+// (the upstream's ends).
+func watchedPairs(t *testing.T, w *idleWatch, n int) (conns []*movingDeadlines, peers []net.Conn) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	for range n {
+		c, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := ln.Accept()
+		if err != nil {
+			t.Fatal(err)
+		}
+		mc := &movingDeadlines{Conn: c, pool: w}
+		t.Cleanup(func() { mc.Close(); p.Close() })
+		conns, peers = append(conns, mc), append(peers, p)
+	}
+	return conns, peers
+}
+
+// TestIdleWatchLooksTogether: one look into a pool's idle connections
+// marks each that had something come in, and serves the others handed
+// out after it (within lookEvery) without a look of their own; a
+// connection back in the pool since the last look gets a new one.
+func TestIdleWatchLooksTogether(t *testing.T) {
+	w := newIdleWatch()
+	w.every = int64(time.Hour) // no look goes stale within the test
+	conns, peers := watchedPairs(t, w, 3)
+	a, b, c := conns[0], conns[1], conns[2]
+	for _, mc := range conns {
+		w.add(mc)
+	}
+	if _, err := io.WriteString(peers[1], "HTTP/1.1 200 OK\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	delivered(t, peers[1])
+	if w.spoke(a) {
+		t.Fatal("a: spoke, nothing came in")
+	}
+	if w.looks != 1 {
+		t.Fatalf("%d looks handing out a, want 1", w.looks)
+	}
+	if !w.spoke(b) {
+		t.Fatal("b: the look did not see what came in")
+	}
+	if w.spoke(c) {
+		t.Fatal("c: spoke, nothing came in")
+	}
+	if w.looks != 1 {
+		t.Fatalf("%d looks after handing out b and c, want 1 (the first served)", w.looks)
+	}
+	// a goes back and then its upstream closes: handed out again, it has
+	// not been looked into since it went back, so it is now.
+	w.add(a)
+	if err := peers[0].(*net.TCPConn).CloseWrite(); err != nil {
+		t.Fatal(err)
+	}
+	delivered(t, peers[0])
+	if !w.spoke(a) {
+		t.Fatal("a: its upstream's close not seen")
+	}
+	if w.looks != 2 {
+		t.Fatalf("%d looks, want 2", w.looks)
+	}
+	if len(w.idle) != 0 {
+		t.Fatalf("%d connections left idle, want 0", len(w.idle))
+	}
+}
+
+// TestIdleWatchStaleLook: a look older than lookEvery serves no
+// connection handed out after it: a new look is made.
+func TestIdleWatchStaleLook(t *testing.T) {
+	w := newIdleWatch()
+	w.every = 0
+	conns, peers := watchedPairs(t, w, 2)
+	w.add(conns[0])
+	w.add(conns[1])
+	if w.spoke(conns[0]) {
+		t.Fatal("spoke, nothing came in")
+	}
+	if _, err := io.WriteString(peers[1], "x"); err != nil {
+		t.Fatal(err)
+	}
+	delivered(t, peers[1])
+	if !w.spoke(conns[1]) {
+		t.Fatal("what came in after the first look not seen")
+	}
+	if w.looks != 2 {
+		t.Fatalf("%d looks, want 2", w.looks)
+	}
+}
+
+// TestIdleWatchClosedLeaves: an idle connection closed (by the pool's
+// cleaner) leaves the watch, and the rest are still looked into.
+func TestIdleWatchClosedLeaves(t *testing.T) {
+	w := newIdleWatch()
+	conns, peers := watchedPairs(t, w, 3)
+	for _, mc := range conns {
+		w.add(mc)
+	}
+	if err := conns[1].Close(); err != nil {
+		t.Fatal(err)
+	}
+	if len(w.idle) != 2 {
+		t.Fatalf("%d idle after a close, want 2", len(w.idle))
+	}
+	if _, err := io.WriteString(peers[2], "x"); err != nil {
+		t.Fatal(err)
+	}
+	delivered(t, peers[2])
+	if w.spoke(conns[0]) || !w.spoke(conns[2]) {
+		t.Fatal("wrong connections seen to have spoken")
+	}
+}
+
+// TestIdleWatchConcurrent: exchanges handing connections out and back,
+// and closing some, from many goroutines at once (run under -race):
+// every connection whose upstream wrote while it was idle is seen, none
+// other is, and the watch's list stays whole.
+func TestIdleWatchConcurrent(t *testing.T) {
+	w := newIdleWatch()
+	w.every = int64(50 * time.Microsecond)
+	const n = 16
+	conns, peers := watchedPairs(t, w, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			mc := conns[i]
+			for j := range 200 {
+				w.add(mc)
+				if spoke := w.spoke(mc); spoke {
+					t.Errorf("connection %d round %d: spoke, nothing came in", i, j)
+					return
+				}
+			}
+			if i%4 == 0 {
+				w.add(mc)
+				mc.Close()
+			}
+		}()
+	}
+	wg.Wait()
+	if len(w.idle) != 0 {
+		t.Fatalf("%d left in the list, want 0", len(w.idle))
+	}
+	// Each of the rest goes back, its upstream writes, and all are
+	// handed out at once.
+	var live []int
+	for i := range n {
+		if i%4 != 0 {
+			live = append(live, i)
+			w.add(conns[i])
+		}
+	}
+	for _, i := range live {
+		if i%2 == 1 {
+			if _, err := io.WriteString(peers[i], "x"); err != nil {
+				t.Fatal(err)
+			}
+			delivered(t, peers[i])
+		}
+	}
+	for _, i := range live {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if got, want := w.spoke(conns[i]), i%2 == 1; got != want {
+				t.Errorf("connection %d: spoke %v, want %v", i, got, want)
+			}
+		}()
+	}
+	wg.Wait()
+	for i, mc := range w.idle {
+		if mc.peek.idx != i {
+			t.Fatalf("list entry %d says it is at %d", i, mc.peek.idx)
+		}
 	}
 }

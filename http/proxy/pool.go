@@ -173,29 +173,29 @@ func nothingAfter(br *bufio.Reader) bool { return br.Buffered() == 0 }
 // last answer's are seen before the connection goes back to the pool
 // (nothingAfter); these came after.
 //
-// Cost: one recvfrom(2) (MSG_PEEK, MSG_DONTWAIT: it neither waits nor
-// takes anything) per request sent on a reused connection to an
-// upstream on this machine (a TCP socket: idleReadable), no allocation;
-// for an upstream in TLS, a look into what TLS holds too (tlsHolds).
-// A reader goroutine parked on every idle connection (Go's Transport's
-// way) would cost the same read, made and failed (EAGAIN) before it
-// parks, and two goroutine switches on top; skipping the look on a
-// connection idle only briefly (the busy case) would leave open the
-// very window an upstream that answers twice at once writes into.
-// Under the same-node route's 100 B load the look was 1.8% of the
-// node's CPU (about 0.3 µs of its 15 µs a request), half of it the
-// RawConn's descriptor lock, which idleReadable no longer takes
-// (docs/bench-history.md). A peer's tunnel stream (QUIC) is not looked into:
-// it offers no look that takes nothing; a second answer there is caught
+// The pool's idle connections are looked into together (idleWatch: a
+// poll(2) over all of them at most once a millisecond under load, and
+// one whenever a connection handed out has not been looked into since
+// it went back); for an upstream in TLS, what TLS holds is looked into
+// too (tlsHolds). A peer's tunnel stream (QUIC) is not looked into: it
+// offers no look that takes nothing; a second answer there is caught
 // when it came with the first (nothingAfter), or when it is no head
 // (retryable).
 func idleSpoke(c net.Conn) bool {
-	if tc, ok := c.(*tls.Conn); ok {
-		mc, ok := tc.NetConn().(*movingDeadlines)
-		return ok && (mc.idleReadable() || mc.tlsHolds(tc))
+	mc := movingOf(c)
+	if mc == nil {
+		return false
 	}
-	mc, ok := c.(*movingDeadlines)
-	return ok && mc.idleReadable()
+	spoke := false
+	if mc.pool != nil {
+		spoke = mc.pool.spoke(mc)
+	} else {
+		spoke = mc.idleReadable()
+	}
+	if tc, ok := c.(*tls.Conn); ok && !spoke {
+		spoke = mc.tlsHolds(tc)
+	}
+	return spoke
 }
 
 // tlsHolds reports whether tc, TLS over c, holds what it has read from
@@ -296,15 +296,22 @@ func (b *poolBody) Close() error {
 
 // connDone hands a pooled connection back (reuse) or closes it. The
 // connection is held as an any: fasthttp's type for it is unexported,
-// so it is asserted back in a function generic in that type.
+// so it is asserted back in a function generic in that type. One handed
+// back joins its pool's idle connections that are looked into
+// (idleWatch) before the pool has it: once the pool has it, another
+// exchange may take it at once.
 var connDone = doneWith((*fasthttp.HostClient).ReleaseConn, (*fasthttp.HostClient).CloseConn)
 
-func doneWith[C any](release, closeConn func(*fasthttp.HostClient, C)) func(*fasthttp.HostClient, any, bool) {
+func doneWith[C interface{ Conn() net.Conn }](release, closeConn func(*fasthttp.HostClient, C)) func(*fasthttp.HostClient, any, bool) {
 	return func(hc *fasthttp.HostClient, cc any, reuse bool) {
-		if reuse {
-			release(hc, cc.(C))
-		} else {
-			closeConn(hc, cc.(C))
+		c := cc.(C)
+		if !reuse {
+			closeConn(hc, c)
+			return
 		}
+		if mc := movingOf(c.Conn()); mc != nil && mc.pool != nil {
+			mc.pool.add(mc)
+		}
+		release(hc, c)
 	}
 }

@@ -81,6 +81,9 @@ type movingDeadlines struct {
 	// peek looks into an idle upstream connection's socket
 	// (idleReadable); nil until the first look.
 	peek *idlePeek
+	// pool: the idle connections of the upstream pool the connection is
+	// in (idleWatch); nil for any other connection.
+	pool *idleWatch
 	// watch tells a client's head fasthttp waits on (lfrequest.go).
 	watch headWatch
 }
@@ -123,6 +126,9 @@ func (c *movingDeadlines) Close() error {
 }
 
 func (c *movingDeadlines) closeNow() error {
+	if c.pool != nil {
+		c.pool.drop(c)
+	}
 	if c.linger.Load() && c.lingering.Swap(true) {
 		return nil
 	}

@@ -285,6 +285,7 @@ func (s *Server) client(d *view.Domain) *upstream {
 		return u.(*upstream)
 	}
 	hash := d.Hash
+	idle := newIdleWatch()
 	c := &fasthttp.HostClient{
 		Addr: d.Name, // only names the client; Dial ignores it
 		Dial: func(string) (net.Conn, error) {
@@ -292,6 +293,7 @@ func (s *Server) client(d *view.Domain) *upstream {
 			if err != nil {
 				return nil, err
 			}
+			mc.pool = idle
 			mc.rd.every.Store(int64(s.d.UpstreamTimeout))
 			mc.wr.every.Store(int64(s.d.UpstreamTimeout))
 			// A pooled connection is used by one exchange at a time:
