@@ -186,8 +186,10 @@ func runNode(ctx context.Context, args []string, getenv func(string) string, std
 	if err != nil {
 		return err
 	}
-	dnsBusy := procs.Grew(n.DNSQueries, procs.DNSRate/10) // per 100 ms tick
-	if maxProcs := procs.Start(ctx, getenv, dnsBusy, func(from, to int, cores float64) {
+	// Work served on every core at once: DNS queries, and the edge's
+	// requests to servers on this node (per 100 ms tick).
+	parallel := procs.AnyOf(procs.Grew(n.DNSQueries, procs.DNSRate/10), procs.Grew(n.EdgeLocalExchanges, procs.EdgeRate/10))
+	if maxProcs := procs.Start(ctx, getenv, parallel, func(from, to int, cores float64) {
 		n.Core().Info("GOMAXPROCS changed", "from", from, "to", to, "cores_used", fmt.Sprintf("%.2f", cores))
 	}); maxProcs > 0 {
 		n.Core().Info("GOMAXPROCS follows demand", "min", 1, "max", maxProcs)

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http/httputil"
 	"sync"
+	"sync/atomic"
 
 	"github.com/valyala/fasthttp"
 )
@@ -37,7 +38,10 @@ import (
 // for UpstreamTimeout, or answered a head the edge cannot read, had it
 // sent five times, the client's 504 coming after five timeouts (two and
 // a half minutes) instead of one.
-type poolTransport struct{}
+//
+// local, when not nil, counts the exchanges with an upstream on this node
+// (a TCP socket: Server.LocalExchanges).
+type poolTransport struct{ local *atomic.Int64 }
 
 // wholeBody is the longest declared body read whole from a TCP
 // connection (an upstream on this node): the client connection's write
@@ -83,7 +87,7 @@ func chunksBegin(br *bufio.Reader) error {
 	return nil
 }
 
-func (poolTransport) RoundTrip(hc *fasthttp.HostClient, req *fasthttp.Request, resp *fasthttp.Response) (retry bool, err error) {
+func (t poolTransport) RoundTrip(hc *fasthttp.HostClient, req *fasthttp.Request, resp *fasthttp.Response) (retry bool, err error) {
 	cc, err := hc.AcquireConn(0, req.ConnectionClose())
 	if err != nil {
 		return false, err
@@ -110,6 +114,8 @@ func (poolTransport) RoundTrip(hc *fasthttp.HostClient, req *fasthttp.Request, r
 	whole := wholeBody
 	if conn.RemoteAddr().Network() == "hs" {
 		whole = wholeStream
+	} else if t.local != nil {
+		t.local.Add(1)
 	}
 	kind := framingOf(resp, req.Header.IsHead())
 	switch {

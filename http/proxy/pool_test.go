@@ -222,7 +222,8 @@ func (hsAddr) String() string  { return "test" }
 // TestPoolReadsWhole: a declared body longer than wholeBody streams from
 // a TCP upstream and is read whole from a tunnel stream (up to
 // wholeStream); either way it arrives whole, and one over wholeStream
-// streams from both.
+// streams from both. The exchanges with the TCP upstream are counted as
+// local (Server.LocalExchanges), those over a stream are not.
 func TestPoolReadsWhole(t *testing.T) {
 	mid, huge := strings.Repeat("m", wholeBody+1), strings.Repeat("h", wholeStream+1)
 	addr, _ := scriptedUpstream(t, map[string]string{
@@ -230,7 +231,8 @@ func TestPoolReadsWhole(t *testing.T) {
 		"/huge": fmt.Sprintf("HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s", len(huge), huge),
 	})
 	for _, stream := range []bool{false, true} {
-		hc := &fasthttp.HostClient{Addr: addr, Transport: poolTransport{}, Dial: func(a string) (net.Conn, error) {
+		var local atomic.Int64
+		hc := &fasthttp.HostClient{Addr: addr, Transport: poolTransport{local: &local}, Dial: func(a string) (net.Conn, error) {
 			c, err := net.Dial("tcp", a)
 			if err != nil || !stream {
 				return c, err
@@ -258,6 +260,9 @@ func TestPoolReadsWhole(t *testing.T) {
 			}
 			fasthttp.ReleaseResponse(resp)
 			fasthttp.ReleaseRequest(req)
+		}
+		if n, want := local.Load(), map[bool]int64{false: 2, true: 0}[stream]; n != want {
+			t.Errorf("stream upstream %v: %d local exchanges counted, want %d", stream, n, want)
 		}
 	}
 }

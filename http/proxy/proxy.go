@@ -218,6 +218,9 @@ type Server struct {
 	stopOnce sync.Once
 
 	clients sync.Map // upstream key → *upstream
+	// local counts HTTP/1.1 exchanges with an upstream on this node
+	// (a TCP socket, not a peer's tunnel stream): LocalExchanges.
+	local atomic.Int64
 
 	total, ok, failed, millis, dropped atomic.Int64
 	access                             chan accessLine
@@ -404,6 +407,14 @@ func (s *Server) shutdown() {
 func (s *Server) OpenConns() int {
 	return int(s.http.GetOpenConnectionsCount() + s.https.GetOpenConnectionsCount())
 }
+
+// LocalExchanges is how many HTTP/1.1 requests (plain or in TLS) went
+// to an upstream on this node, a server reached over a TCP socket rather
+// than a peer's tunnel stream. Each is served from start to end by its
+// client connection's goroutine, independent of the others, as a DNS
+// query is: the node's GOMAXPROCS governor takes a high rate of them as
+// work that every core serves best (internal/procs).
+func (s *Server) LocalExchanges() int64 { return s.local.Load() }
 
 // Counters reads the request counters.
 func (s *Server) Counters() Counters {

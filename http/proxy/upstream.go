@@ -320,7 +320,7 @@ func (s *Server) client(d *view.Domain) *upstream {
 		// costs the node its buffers, not its length in memory), and the
 		// upstream connection is reused once the body has passed; shorter
 		// ones are read whole (pool.go).
-		Transport: poolTransport{},
+		Transport: poolTransport{local: &s.local},
 	}
 	actual, _ := s.clients.LoadOrStore(key, &upstream{hc: c})
 	return actual.(*upstream)

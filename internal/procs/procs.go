@@ -15,14 +15,17 @@
 // each answer gets them sooner from every core at once (one P: 157k
 // queries/s against Knot's 170k in the same run; every core: above
 // Knot's). So DNS queries arriving at DNSRate or more take the node to
-// every core whatever its CPU reads, as does a single P's thread running
-// all the time (a flood of anything on a big machine).
+// every core whatever its CPU reads, as do the edge's requests to
+// servers on this node at EdgeRate or more (each served start to end by
+// one goroutine, side by side: see EdgeRate), and a single P's thread
+// running all the time (a flood of anything on a big machine).
 //
 // The rule (Governor.Step): every tick (100 ms) the process's CPU time
 // (user + system, getrusage) over the wall time gives the cores it used.
 // At one P, a mean of Up (0.95) cores or more over UpTicks (5) ticks
 // means the P's thread runs all the time (see Spare below), and UpTicks
-// ticks in a row with parallel work (DNS) arriving mean it is wanted:
+// ticks in a row with parallel work (DNS, the edge's local requests)
+// arriving mean it is wanted:
 // either goes to Max. At Max, DownTicks (20) ticks without parallel work
 // and a mean below Down (0.85) cores over them mean one P would do: go
 // back to 1. The same work
@@ -42,11 +45,16 @@
 // least half of Up: a node far below a core never needs it.
 // On a machine the node shares with its load (a proxy with its client and
 // backend on the same two cores, 80-85% busy), more Ps only fight the
-// same cores: the edge read 20.3-22.7k req/s at 34-39 µs of CPU a request
-// on one P and 20.4-22.8k at 42-49 µs on two. Under contention the
+// same cores when the node's goroutines hand work to one another: the
+// edge's same-node route read 20.3-22.7k req/s at 34-39 µs of CPU a
+// request on one P and 20.4-22.8k at 42-49 µs on two, before its
+// per-request costs were cut (it now reads more on two at the same CPU:
+// see EdgeRate); a QUIC tunnel still does. Under contention the
 // node's single thread may also get less than a core although its P is
-// busy; then it stays at one P too. DNS is exempt: its rule was measured
-// against Knot on a machine shared with the load generator.
+// busy; then it stays at one P too. Parallel work is exempt: DNS's rule
+// was measured against Knot on a machine shared with the load
+// generator, the edge's beside bare fasthttp and nginx on one shared
+// with its client and backend.
 //
 // GOMAXPROCS in the environment turns the governor off (the operator's
 // number is kept), as does a machine with one CPU. Setting GOMAXPROCS
@@ -70,6 +78,25 @@ import (
 // another; above it they overlap more and more, and each core's socket
 // is best read by its own thread.
 const DNSRate = 20_000
+
+// EdgeRate is the edge's HTTP/1.1 requests a second to servers on this
+// node (a TCP socket each way, no tunnel stream) that take a node to
+// every core. Each is served from its head to its answer by its client
+// connection's goroutine (read, write upstream, read the answer, write
+// it back), with no hand-off between goroutines: like DNS queries they
+// run side by side on every core, and a second P does not cost the
+// wake-ups a tunnel's pipeline of goroutines pays. At one P the node
+// stays under Up (0.7-0.75 cores on 2 vCPUs, the machine 9-16% idle:
+// its one thread waits for a vCPU woken from halt while requests
+// queue), so the CPU rule never takes it up. Measured on 2 vCPUs
+// (bench/README.md, 2026-12-04): 100 B 23,217 req/s on one P, 27,173 on
+// two at the same CPU a request (31.6 / 31.5 µs; bare fasthttp 26,759
+// at 31.0); 64 KiB 10,700 → 13,041, p99 7.94 → 5.54 ms. Requests that go
+// through a tunnel are not counted: through the QUIC tunnel the 64 KiB
+// route read 10% less on two Ps at a quarter more CPU. At this rate a
+// request's wake-ups on a second P cost a few per cent of a core at
+// most; the 64 KiB route on 2 vCPUs runs twice this.
+const EdgeRate = 5_000
 
 // Governor holds the rule's settings and state. The zero value is not
 // usable; New fills in the defaults.
@@ -163,6 +190,19 @@ func mean(ticks []float64, n int) float64 {
 		s += u
 	}
 	return s / float64(n)
+}
+
+// AnyOf is a parallel signal for Run that is true when any of signals
+// is; each is asked at every call (a Grew keeps its count from one call
+// to the next).
+func AnyOf(signals ...func() bool) func() bool {
+	return func() bool {
+		busy := false
+		for _, f := range signals {
+			busy = f() || busy
+		}
+		return busy
+	}
 }
 
 // Grew returns a parallel signal for Run: true when count grew by at

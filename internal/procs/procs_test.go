@@ -306,6 +306,24 @@ func TestGrew(t *testing.T) {
 	}
 }
 
+// TestAnyOf: true when either count grew enough over the tick, and each
+// count's Grew asked every tick, so a tick of one does not stretch the
+// other's over two ticks.
+func TestAnyOf(t *testing.T) {
+	var dns, edge int64
+	parallel := AnyOf(Grew(func() int64 { return dns }, 100), Grew(func() int64 { return edge }, 50))
+	for i, c := range []struct {
+		dns, edge int64
+		want      bool
+	}{{0, 0, false}, {100, 0, true}, {0, 50, true}, {100, 50, true}, {60, 30, false}, {40, 20, false}, {0, 0, false}} {
+		dns += c.dns
+		edge += c.edge
+		if got := parallel(); got != c.want {
+			t.Fatalf("tick %d (+%d DNS, +%d edge): %v, want %v", i, c.dns, c.edge, got, c.want)
+		}
+	}
+}
+
 func TestStartRunsUntilCtxEnds(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
 	ctx, cancel := context.WithCancel(context.Background())

@@ -465,6 +465,17 @@ func (n *Node) Core() *slog.Logger { return n.logs["core"] }
 // every transport.
 func (n *Node) DNSQueries() int64 { return n.dns.Stats().Queries }
 
+// EdgeLocalExchanges is how many HTTP/1.1 requests the edge proxy has
+// sent to a server on this node (a TCP socket, not a tunnel stream) so
+// far; 0 while it is not running.
+func (n *Node) EdgeLocalExchanges() int64 {
+	p := n.edge.Load()
+	if p == nil {
+		return 0
+	}
+	return p.LocalExchanges()
+}
+
 // DNSAddr is where the DNS server listens (UDP and TCP).
 func (n *Node) DNSAddr() string { return n.dns.Addr() }
 
