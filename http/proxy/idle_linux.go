@@ -137,13 +137,14 @@ func (w *idleWatch) add(c *movingDeadlines) {
 	if p.fd < 0 {
 		return
 	}
-	now := int64(time.Since(monoBase))
 	w.mu.Lock()
 	if p.idx < 0 {
 		p.idx = len(w.idle)
 		w.idle = append(w.idle, c)
 	}
-	p.since, p.spoke = now, false
+	// Read under the lock, as a look's start is: a look that began
+	// before c was in the list counts as none for it.
+	p.since, p.spoke = int64(time.Since(monoBase)), false
 	w.mu.Unlock()
 }
 
