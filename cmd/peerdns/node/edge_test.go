@@ -161,6 +161,24 @@ func TestEdgeProxy(t *testing.T) {
 			return nil
 		})
 	}
+	// Requests through B's edge went over a tunnel stream: none is an
+	// exchange with a server on B (the governor's parallel work). Through
+	// A's own edge, to its own server, each is.
+	if n := b.EdgeLocalExchanges(); n != 0 {
+		t.Errorf("B counted %d local exchanges for requests through a tunnel", n)
+	}
+	aHTTP, _ := a.EdgeAddrs()
+	before := a.EdgeLocalExchanges()
+	testutil.Eventually(t, 20*time.Second, func() error {
+		if code, body, _ := get(t, edgeClient(aHTTP, nil), "GET", "http://site.p2p/local", "", nil); code != 200 || !strings.HasPrefix(body, "hello /local") {
+			return fmt.Errorf("through A's edge: %d %s", code, body)
+		}
+		return nil
+	})
+	if n := a.EdgeLocalExchanges() - before; n < 1 {
+		t.Errorf("A counted %d local exchanges for a request to its own server, want at least 1", n)
+	}
+
 	// HTTPS by SNI, verified against B's root.pem.
 	code, body, _ := get(t, secure, "GET", "https://site.p2p/tls", "", nil)
 	if code != 200 || !strings.HasSuffix(body, "proto=https") {
