@@ -57,10 +57,15 @@ func dialRawH2(t *testing.T, n *Node, sni string, settings ...http2.Setting) *ra
 	return r
 }
 
-// block encodes a request head for host and path, with extra fields.
+// block encodes a GET's head for host and path, with extra fields.
 func (r *rawH2) block(host, path string, extra ...string) []byte {
+	return r.head("GET", host, path, extra...)
+}
+
+// head encodes a request head: method, host and path, with extra fields.
+func (r *rawH2) head(method, host, path string, extra ...string) []byte {
 	r.buf.Reset()
-	for _, f := range [][2]string{{":method", "GET"}, {":scheme", "https"}, {":authority", host}, {":path", path}} {
+	for _, f := range [][2]string{{":method", method}, {":scheme", "https"}, {":authority", host}, {":path", path}} {
 		_ = r.enc.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]})
 	}
 	for i := 0; i+1 < len(extra); i += 2 {
@@ -218,15 +223,11 @@ func TestEdgeHTTP2Attacks(t *testing.T) {
 		// body's own ReadTimeout between reads does, 408.
 		for i, cl := range []string{"1048576", ""} {
 			r := dialRawH2(t, n, "site.p2p")
-			r.buf.Reset()
-			fields := [][2]string{{":method", "POST"}, {":scheme", "https"}, {":authority", "site.p2p"}, {":path", "/upload"}}
+			var extra []string
 			if cl != "" {
-				fields = append(fields, [2]string{"content-length", cl})
+				extra = []string{"content-length", cl}
 			}
-			for _, f := range fields {
-				_ = r.enc.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]})
-			}
-			if err := r.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: r.buf.Bytes(), EndHeaders: true}); err != nil {
+			if err := r.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: r.head("POST", "site.p2p", "/upload", extra...), EndHeaders: true}); err != nil {
 				t.Fatal(err)
 			}
 			start := time.Now()
@@ -568,12 +569,8 @@ func TestEdgeHTTP2BodyNeverSent(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := dialRawH2(t, n, tc.sni)
-			r.buf.Reset()
-			for _, f := range [][2]string{{":method", "POST"}, {":scheme", "https"}, {":authority", tc.host}, {":path", tc.path}, {"content-length", "100"}} {
-				_ = r.enc.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]})
-			}
 			// The head, then nothing: no DATA, no END_STREAM.
-			if err := r.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: r.buf.Bytes(), EndHeaders: true}); err != nil {
+			if err := r.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: r.head("POST", tc.host, tc.path, "content-length", "100"), EndHeaders: true}); err != nil {
 				t.Fatal(err)
 			}
 			start := time.Now()
