@@ -87,8 +87,12 @@ func (c *conn) onHeaders(f *http2.MetaHeadersFrame) error {
 // malformed with: a connection-specific one, or TE other than
 // "trailers".
 func forbiddenField(hf hpack.HeaderField) bool {
-	return connectionSpecific(hf.Name) || hf.Name == "te" && hf.Value != "trailers"
+	return connectionSpecific(hf.Name) || badTE(hf)
 }
+
+// badTE reports a TE field other than "trailers", the one value HTTP/2
+// allows it.
+func badTE(hf hpack.HeaderField) bool { return hf.Name == "te" && hf.Value != "trailers" }
 
 // onTrailersLocked takes a second HEADERS on an open stream: the
 // request's trailers, which must end the stream (RFC 9113 §8.1).
@@ -180,7 +184,7 @@ func (c *conn) newStream(f *http2.MetaHeadersFrame) (*stream, string) {
 		switch {
 		case connectionSpecific(hf.Name):
 			return nil, "connection_specific_field"
-		case forbiddenField(hf):
+		case badTE(hf):
 			return nil, "te_field"
 		case hf.Name == "content-length":
 			n, err := strconv.ParseUint(hf.Value, 10, 63)

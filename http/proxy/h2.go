@@ -469,7 +469,7 @@ func (b *stallBody) Read(p []byte) (int, error) {
 		b.set = true
 	}
 	n, err := b.r.Read(p)
-	if err != nil && isTimeout(err) {
+	if isTimeout(err) {
 		err = fmt.Errorf("%w: %w", errBodyStalled, err)
 	}
 	return n, err
@@ -783,7 +783,6 @@ func (s *Server) forwardHTTP(w *h2Writer, r *http.Request, d *view.Domain) {
 		// body ends. As over HTTP/1.1 (body.go), ReadTimeout between two
 		// reads (gRPC streams may be quiet for long: their calls end
 		// with their upstream connection, above).
-		r = r.WithContext(r.Context())
 		r.Body = s.stallBody(w, r)
 	}
 	u.proxy.ServeHTTP(w, r)

@@ -8,11 +8,8 @@ type idlePeek struct{}
 
 type idleWatch struct{}
 
-func newIdleWatch() *idleWatch { return nil }
+func newIdleWatch() *idleWatch { return new(idleWatch) }
 
 func (w *idleWatch) add(*movingDeadlines)        {}
 func (w *idleWatch) drop(*movingDeadlines)       {}
 func (w *idleWatch) spoke(*movingDeadlines) bool { return false }
-
-// idleReadable reports false: see idle_linux.go.
-func (c *movingDeadlines) idleReadable() bool { return false }

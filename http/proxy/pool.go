@@ -189,19 +189,14 @@ func nothingAfter(br *bufio.Reader) bool { return br.Buffered() == 0 }
 // (retryable).
 func idleSpoke(c net.Conn) bool {
 	mc := movingOf(c)
-	if mc == nil {
+	if mc == nil || mc.pool == nil { // no connection of the pool's Dial
 		return false
 	}
-	spoke := false
-	if mc.pool != nil {
-		spoke = mc.pool.spoke(mc)
-	} else {
-		spoke = mc.idleReadable()
+	if mc.pool.spoke(mc) {
+		return true
 	}
-	if tc, ok := c.(*tls.Conn); ok && !spoke {
-		spoke = mc.tlsHolds(tc)
-	}
-	return spoke
+	tc, ok := c.(*tls.Conn)
+	return ok && mc.tlsHolds(tc)
 }
 
 // tlsHolds reports whether tc, TLS over c, holds what it has read from
