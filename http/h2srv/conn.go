@@ -112,7 +112,7 @@ func newConn(s *Server, nc net.Conn, h http.Handler, base context.Context) *conn
 		c.tlsState = &st
 	}
 	c.br = bufio.NewReaderSize(nc, 16<<10)
-	c.fr = http2.NewFramer(io.Discard, c.br)
+	c.fr = http2.NewFramer(io.Discard, &contGuard{r: c.br, limit: contLimit(s.cfg.MaxHeaderListSize)})
 	c.fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
 	c.fr.MaxHeaderListSize = s.cfg.MaxHeaderListSize
 	c.fr.SetMaxReadFrameSize(s.cfg.MaxReadFrameSize)
@@ -289,6 +289,8 @@ func (c *conn) readLoop() error {
 				return c.failConn(connError{http2.ErrCode(ce), kind})
 			case errors.Is(err, http2.ErrFrameTooLarge):
 				return c.failConn(connError{http2.ErrCodeFrameSize, "frame_too_large"})
+			case errors.Is(err, errContinuationFlood):
+				return c.failConn(connError{http2.ErrCodeEnhanceYourCalm, "continuation_flood"})
 			}
 			return err
 		}

@@ -60,7 +60,13 @@
 // it bounds a header list across CONTINUATION frames (a list over
 // MaxHeaderListSize by more than the Framer tolerates closes the
 // connection; one within it is answered 431 without calling the handler)
-// and checks frame sizes, padding, and pseudo-header order. Writing is
+// and checks frame sizes, padding, and pseudo-header order. It does not
+// count a header block's frames, so a guard between the connection and
+// the Framer follows frame boundaries and ends the connection
+// (ENHANCE_YOUR_CALM) when a block takes more CONTINUATION frames than
+// a full header list in the smallest frames would, twice over, plus
+// nghttp2's default 8: empty ones could otherwise keep the reader busy
+// until the idle timeout. Writing is
 // hand-framed, with x/net's hpack.Encoder.
 //
 // Limits (a hardened server):

@@ -162,6 +162,59 @@ func TestContinuationFlood(t *testing.T) {
 	}
 }
 
+// TestEmptyContinuations: a header block may span contLimit
+// CONTINUATION frames, however small; one more, even empty, ends the
+// connection with ENHANCE_YOUR_CALM, counted, before any handler runs.
+func TestEmptyContinuations(t *testing.T) {
+	var cnt counters
+	var calls atomic.Int32
+	cfg := cnt.config(Config{MaxHeaderListSize: 8 << 10})
+	ts := newTestServer(t, cfg, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		_, _ = io.WriteString(w, "ok")
+	}))
+	limit := contLimit(cfg.MaxHeaderListSize)
+	// send writes the block as a HEADERS frame and limit CONTINUATION
+	// frames, the last carrying the block and END_HEADERS, with extra
+	// empty ones before it.
+	send := func(rc *rawClient, id uint32, extra int) {
+		t.Helper()
+		if err := rc.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, EndStream: true}); err != nil {
+			t.Fatal(err)
+		}
+		for range limit - 1 + extra {
+			if err := rc.fr.WriteContinuation(id, false, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := rc.fr.WriteContinuation(id, true, rc.block("GET", "/")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rc := newRawClient(t, ts.addr)
+	for _, id := range []uint32{1, 3} {
+		send(rc, id, 0)
+		if status, body, end := rc.response(id, 10*time.Second); status != "200" || string(body) != "ok" || end != "end" {
+			t.Fatalf("a header block in %d CONTINUATION frames: %s %q %s", limit, status, body, end)
+		}
+	}
+	send(rc, 5, 1)
+	if code := rc.closed(10 * time.Second); code != http2.ErrCodeEnhanceYourCalm {
+		t.Fatalf("GOAWAY %v after %d CONTINUATION frames, want ENHANCE_YOUR_CALM", code, limit+1)
+	}
+	if n := cnt.count("continuation_flood"); n != 1 {
+		t.Fatalf("continuation_flood counted %d times, want 1", n)
+	}
+	if n := calls.Load(); n != 2 {
+		t.Fatalf("handler called %d times, want 2", n)
+	}
+	rc = newRawClient(t, ts.addr)
+	rc.headers(1, true, rc.block("GET", "/"))
+	if status, _, _ := rc.response(1, 10*time.Second); status != "200" {
+		t.Fatalf("a new connection after the flood: %s", status)
+	}
+}
+
 // TestHeaderListTooLarge: a header list over MaxHeaderListSize, within
 // what the Framer reads, is answered 431 without the handler.
 func TestHeaderListTooLarge(t *testing.T) {
