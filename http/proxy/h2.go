@@ -127,9 +127,10 @@ import (
 // it: net/http's Transport ends no exchange, not even one whose
 // upstream connection timed out, before its write of the body does, so
 // a client that holds its body back would hold the exchange for good.
-// The HTTP/1.1 path's MaxUploads cap does not apply: a connection's
-// uploads are bounded by its stream limit, and HTTP/2 flow control
-// paces them.
+// Such a body (one not read whole first: over SmallBody, or of unknown
+// length on a method other than GET and HEAD) counts against the
+// upstream's MaxUploads with the HTTP/1.1 path's uploads: past it, 503
+// with Retry-After: 1.
 //
 // The in-process routes (admin API and panel, DoH, plugins) take their
 // body whole within their limits and the shared budget, and are served
@@ -784,6 +785,18 @@ func (s *Server) forwardHTTP(w *h2Writer, r *http.Request, d *view.Domain) {
 		// reads (gRPC streams may be quiet for long: their calls end
 		// with their upstream connection, above).
 		r.Body = s.stallBody(w, r)
+		// An upload holds an upstream connection for as long as its
+		// client takes: the HTTP/1.1 path's cap (body.go), on the same
+		// count, so that slow uploaders over either cannot take every
+		// connection to the upstream.
+		up := s.client(d)
+		if up.uploads.Add(1) > s.d.MaxUploads {
+			up.uploads.Add(-1)
+			w.Header().Set("Retry-After", "1")
+			httpPage(w, http.StatusServiceUnavailable, "Service Unavailable", "Too many uploads in flight to "+d.Name+", retry.")
+			return
+		}
+		defer up.uploads.Add(-1)
 	}
 	u.proxy.ServeHTTP(w, r)
 }

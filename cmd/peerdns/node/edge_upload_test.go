@@ -2,6 +2,7 @@ package node
 
 import (
 	"bufio"
+	"bytes"
 	"crypto/sha256"
 	"fmt"
 	"io"
@@ -299,6 +300,21 @@ func TestEdgeUploadsPerUpstream(t *testing.T) {
 	// A small body is read whole first: it takes no place.
 	upload(t, c, "http://cap.p2p/form", "a 32 KiB form beside the held upload", 32<<10, false)
 
+	// HTTP/2 uploads count with HTTP/1.1's: one is refused too, and a
+	// small body passes.
+	_, httpsAddr := n.EdgeAddrs()
+	h2 := h2Client(httpsAddr, rootPool(t, n))
+	req, _ := http.NewRequest("POST", "https://cap.p2p/second-h2", bytes.NewReader(make([]byte, size)))
+	resp, err = h2.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.ProtoMajor != 2 || resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") != "1" {
+		t.Fatalf("an HTTP/2 upload past the cap: HTTP/%d %d Retry-After %q, want HTTP/2 503, 1", resp.ProtoMajor, resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
+	upload(t, h2, "https://cap.p2p/form-h2", "a 32 KiB form over HTTP/2 beside the held upload", 32<<10, false)
+
 	// The held upload ends; its place is free.
 	if _, err := held.Write(make([]byte, size/2)); err != nil {
 		t.Fatal(err)
@@ -307,4 +323,5 @@ func TestEdgeUploadsPerUpstream(t *testing.T) {
 		t.Fatalf("the held upload: %d %q", st, body)
 	}
 	upload(t, c, "http://cap.p2p/after", "an upload after the held one", 2<<20, false)
+	upload(t, h2, "https://cap.p2p/after-h2", "an HTTP/2 upload after the held one", 2<<20, true)
 }
