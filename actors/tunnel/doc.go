@@ -150,12 +150,19 @@
 //     that forgot a flow (restarted) drops its datagrams until the
 //     client's side idles out too.
 //
+// A flow that cannot be opened (no provider reachable, a refusal) makes
+// the client's new flows wait, LookupBackoff (100 ms doubling to 5 s,
+// reset by a flow that opens): meanwhile datagrams that would open a
+// flow are dropped and counted in Counters.DroppedDatagrams, so that a
+// program that keeps sending to a server nobody can reach costs the
+// providers one handshake per wait, not one per datagram.
+//
 // Caps: Deps.MaxFlowsPerPeer (1024) flows per peer on this node's
 // servers: at the cap new flows are refused ("too many flows", counted in
 // Counters.RefusedStreams; the client drops that socket's datagrams and
-// tries again on its next one) and the open flows go on. A client keeps
-// at most as many sockets' flows; datagrams from further sockets are
-// dropped. A payload over the QUIC datagram limit (the path MTU minus
+// tries again on its next one after its wait, above) and the open flows
+// go on. A client keeps at most as many sockets' flows; datagrams from
+// further sockets are dropped. A payload over the QUIC datagram limit (the path MTU minus
 // overhead, about 1,200-1,450 bytes) cannot be sent: it is dropped and
 // counted in Counters.DroppedDatagrams and the tunnel's lastError; so is
 // a datagram over 2,048 bytes (maxUDPRead) from a client socket or a

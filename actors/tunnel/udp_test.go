@@ -2,6 +2,7 @@ package tunnel
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"net"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"peerdns/actors/tunnel/tunneltest"
 	"peerdns/internal/testutil"
 	"peerdns/messages"
+	"peerdns/transport"
 )
 
 // udpEcho is tunneltest.UDPEcho's address as a string.
@@ -284,4 +286,49 @@ func TestUDPLocalOversizeDropped(t *testing.T) {
 			}
 		}
 	})
+}
+
+// A client whose flows cannot open (here a UDP client of a TCP server,
+// refused "wrong protocol") waits before it tries again: a program that
+// keeps sending costs the server a handshake per wait, not one per
+// datagram, and what it sends meanwhile is dropped and counted.
+func TestUDPRefusedFlowsWait(t *testing.T) {
+	testutil.NoLeaks(t)
+	tn := newTestNet(t, false)
+	a := tn.node(nil)
+	// The default wait (the harness shortens it for other tests).
+	b := tn.node(func(d *Deps) { d.LookupBackoff = transport.Backoff{Min: 100 * time.Millisecond, Max: 5 * time.Second} })
+	connect(t, a, b)
+	_, url := a.createServer(targetOpts(echoServer(t)))
+	b.own("wait.p2p")
+	_, addr := b.createUDPClient("wait.p2p", url)
+	c := udpSocket(t, addr)
+	refusedBefore, droppedBefore := a.refused(), b.counters.DroppedDatagrams.Load()
+	// A datagram every 5 ms for 500 ms: the first opens a flow
+	// (refused), then the waits (LookupBackoff: 100 ms doubling, each
+	// at least half that) leave room for a few more attempts.
+	const sent = 100
+	pace := time.NewTicker(5 * time.Millisecond)
+	defer pace.Stop()
+	for range sent {
+		if _, err := c.Write([]byte("anyone?")); err != nil {
+			t.Fatal(err)
+		}
+		<-pace.C
+	}
+	testutil.Eventually(t, 5*time.Second, func() error {
+		if a.refused() == refusedBefore {
+			return errors.New("no flow refused yet")
+		}
+		return nil
+	})
+	refused := a.refused() - refusedBefore
+	dropped := b.counters.DroppedDatagrams.Load() - droppedBefore
+	if refused < 1 || refused > 6 {
+		t.Fatalf("%d datagrams in 500 ms made %d refused flows at the server, want 1-6", sent, refused)
+	}
+	if dropped < sent/2 {
+		t.Fatalf("%d of %d datagrams counted as dropped while the client waited", dropped, sent)
+	}
+	t.Logf("%d datagrams: %d flows refused, %d dropped while waiting", sent, refused, dropped)
 }

@@ -91,10 +91,46 @@ type udpClient struct {
 
 	mu    sync.Mutex // guards flows
 	flows map[netip.AddrPort]*clientFlow
+
+	// After a flow failed to open, new flows wait: a datagram that
+	// would open one before retryAt is dropped (counted), so a program
+	// that keeps sending to a server nobody can reach costs the
+	// providers a handshake per wait, not one per datagram. The wait
+	// grows by LookupBackoff with each failure in a row and a flow that
+	// opens resets it.
+	retryMu sync.Mutex // guards the two below
+	backoff transport.Backoff
+	retryAt time.Time
 }
 
 func newUDPClient(r *clientRun, pc *net.UDPConn) *udpClient {
-	return &udpClient{r: r, pc: pc, tab: r.reg.flows, stop: make(chan struct{}), flows: map[netip.AddrPort]*clientFlow{}}
+	return &udpClient{r: r, pc: pc, tab: r.reg.flows, stop: make(chan struct{}), flows: map[netip.AddrPort]*clientFlow{},
+		backoff: r.d.LookupBackoff}
+}
+
+// waiting reports whether new flows wait after a failed one.
+func (u *udpClient) waiting() bool {
+	u.retryMu.Lock()
+	defer u.retryMu.Unlock()
+	return !u.retryAt.IsZero() && time.Now().Before(u.retryAt)
+}
+
+// openFailed starts or lengthens the wait; a flow that failed while the
+// wait of an earlier failure ran (they opened together) does not.
+func (u *udpClient) openFailed() {
+	u.retryMu.Lock()
+	defer u.retryMu.Unlock()
+	if now := time.Now(); !now.Before(u.retryAt) {
+		u.retryAt = now.Add(u.backoff.Next())
+	}
+}
+
+// opened ends the wait.
+func (u *udpClient) opened() {
+	u.retryMu.Lock()
+	defer u.retryMu.Unlock()
+	u.backoff.Reset()
+	u.retryAt = time.Time{}
 }
 
 // fromLocal sends one datagram a local program sent from src: on src's
@@ -104,6 +140,11 @@ func (u *udpClient) fromLocal(src netip.AddrPort, b, scratch []byte) {
 	u.mu.Lock()
 	f := u.flows[src]
 	if f == nil {
+		if u.waiting() {
+			u.mu.Unlock()
+			u.tab.dropped.Add(1)
+			return
+		}
 		if len(u.flows) >= u.tab.max {
 			u.mu.Unlock()
 			u.tab.dropped.Add(1)
@@ -283,7 +324,8 @@ func (f *clientFlow) free() {
 
 // open finds the server (as route does for TCP), registers the flow
 // and sends what waited for it. A flow that finds no server is dropped
-// with its datagrams; the next datagram from the socket tries again.
+// with its datagrams; the next datagram from the socket after the
+// client's wait (udpClient.retryAt) tries again.
 func (f *clientFlow) open() {
 	r := f.u.r
 	defer r.wg.Done()
@@ -296,6 +338,7 @@ func (f *clientFlow) open() {
 	f.release = removeConn
 	f.mu.Unlock()
 	if err := f.route(); err != nil {
+		f.u.openFailed()
 		r.e.stats.fail(err.Error())
 		r.ev.dataPath(slog.LevelWarn, r.e.rec.ID, "udp flow refused", "src", f.src.String(), "err", err)
 		f.close()
@@ -311,6 +354,7 @@ func (f *clientFlow) open() {
 		return
 	default:
 	}
+	f.u.opened()
 	f.ready = true
 	pending := f.pending
 	f.pending = nil
