@@ -221,3 +221,15 @@ func ReadEnvelope(r io.Reader, buf []byte) (*messages.Envelope, error) {
 	}
 	return DecodeEnvelope(b)
 }
+
+// frameFault names what was wrong with a frame that closes its
+// connection, for the log line and the close reason.
+func frameFault(bad error) string {
+	switch {
+	case errors.Is(bad, ErrFrameTooLarge):
+		return "frame too large"
+	case errors.Is(bad, ErrFrameStalled):
+		return "frame stalled"
+	}
+	return "bad frame"
+}

@@ -5,7 +5,6 @@ import (
 	"crypto/hkdf"
 	"crypto/rand"
 	"crypto/sha256"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -267,14 +266,8 @@ func (c *memConn) Send(m *messages.Envelope) error {
 func (c *memConn) Recv() (*messages.Envelope, error) {
 	m, bad, err := c.next(c.ctrl)
 	if bad != nil {
-		c.ep.log.Warn("closing peer connection: bad frame", "peer", c.peer, "err", bad)
-		reason := "bad frame"
-		switch {
-		case errors.Is(bad, ErrFrameTooLarge):
-			reason = "frame too large"
-		case errors.Is(bad, ErrFrameStalled):
-			reason = "frame stalled"
-		}
+		reason := frameFault(bad)
+		c.ep.log.Warn("closing peer connection: "+reason, "peer", c.peer, "err", bad)
 		c.Close(reason)
 		return nil, bad
 	}

@@ -433,7 +433,7 @@ func (c *quicConn) Recv() (*messages.Envelope, error) {
 }
 
 func (c *quicConn) protocolError(code quic.ApplicationErrorCode, err error) {
-	c.log.Warn("closing peer connection: bad frame", "peer", c.peer, "remote", c.RemoteAddr().String(), "err", err)
+	c.log.Warn("closing peer connection: "+frameFault(err), "peer", c.peer, "remote", c.RemoteAddr().String(), "err", err)
 	msg := err.Error()
 	if len(msg) > 200 {
 		msg = msg[:200]

@@ -345,7 +345,7 @@ func (c *streamConn) Recv() (*messages.Envelope, error) {
 }
 
 func (c *streamConn) protocolError(err error) {
-	c.log.Warn("closing peer connection: bad frame", "peer", c.peer, "path", c.path, "err", err)
+	c.log.Warn("closing peer connection: "+frameFault(err), "peer", c.peer, "path", c.path, "err", err)
 	c.shut(err)
 }
 

@@ -48,6 +48,7 @@ func TestStalledWriterLosesSession(t *testing.T) {
 	default:
 		t.Fatal("A's end of the stalled connection is closed but E's is not")
 	}
+	waitLog(t, a, "closing peer connection: frame stalled", "peer="+evilID.ID()[:16])
 	d := diag(t, a)
 	if d.Summary.StalledSessions != 1 {
 		t.Fatalf("stalledSessions = %d, want 1", d.Summary.StalledSessions)
