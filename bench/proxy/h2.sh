@@ -21,7 +21,8 @@
 # PEERDNS_BIN_B starts a second node from another binary (another
 # revision) with the same tunnel to the same backend and adds its arms
 # (peerdns-h2-b, peerdns-h3-b) to each round, so two revisions are
-# compared in one interleaved run. Each node arm also prints the node's
+# compared in one interleaved run; PEERDNS_ENV_B is extra environment
+# for it (e.g. GOMAXPROCS=1: the same binary on one P). Each node arm also prints the node's
 # CPU time per request (utime+stime from /proc over the run), and every
 # arm nginx's workers' and the load generator's.
 # nginx closes an HTTP/2 connection after keepalive_requests (1,000 by
@@ -87,8 +88,8 @@ PID_nethttp=$!
 for p in "$BH2" "$NETH2"; do
 	for _ in $(seq 100); do curl -sk --http2 -o /dev/null "https://127.0.0.1:$p/small" && break; sleep 0.1; done
 done
-node() { # name binary: start a node with a tunnel to the backend; sets HTTPS_<name>, PID_<name>
-	"$2" node --data "$TMP/$1" --admin-addr 127.0.0.1:0 --dns-addr 127.0.0.1:0 --http-addr 127.0.0.1:0 \
+node() { # name binary [env...]: start a node with a tunnel to the backend; sets HTTPS_<name>, PID_<name>
+	env "${@:3}" "$2" node --data "$TMP/$1" --admin-addr 127.0.0.1:0 --dns-addr 127.0.0.1:0 --http-addr 127.0.0.1:0 \
 		--https-addr 127.0.0.1:0 --p2p-addr 127.0.0.1:0 --upstream 127.0.0.1:9 > "$TMP/$1.log" 2>&1 &
 	echo $! > "$TMP/$1.pid"
 	printf -v "PID_$1" '%s' $!
@@ -103,7 +104,10 @@ node() { # name binary: start a node with a tunnel to the backend; sets HTTPS_<n
 }
 node a "$TMP/peerdns"
 HTTPS=$HTTPS_a
-if [ -n "${PEERDNS_BIN_B:-}" ]; then cp "$PEERDNS_BIN_B" "$TMP/peerdns-b"; node b "$TMP/peerdns-b"; fi
+if [ -n "${PEERDNS_BIN_B:-}" ]; then
+	read -ra ENVS_B <<<"${PEERDNS_ENV_B:-}"
+	cp "$PEERDNS_BIN_B" "$TMP/peerdns-b"; node b "$TMP/peerdns-b" "${ENVS_B[@]}"
+fi
 cpu() { local s=0 p; for p in "$@"; do s=$((s + $(awk '{print $14+$15}' "/proc/$p/stat"))); done; echo $s; } # clock ticks
 # perreq pid ticks0 requests: the node's CPU µs per request since ticks0.
 perreq() { awk -v t="$(( $(cpu "$1") - $2 ))" -v n="$3" -v hz="$(getconf CLK_TCK)" 'BEGIN{if(n>0)printf "%.0f µs CPU/req", t*1e6/hz/n}'; }
@@ -146,7 +150,7 @@ run3() { # label pid url [h3load options]
 	printf '| %s | %s req/s | %s | %s | %s |\n' "$1" "$(awk '{print $6}' <<<"$out")" "$out" \
 		"$(perreq "$2" "$t0" "$n")" "$(others "$w0" "$n")"
 }
-echo "load before: $(cut -d' ' -f1-3 /proc/loadavg); peerdns $(git rev-parse --short HEAD)${PEERDNS_BIN:+ (a: $PEERDNS_BIN)}${PEERDNS_BIN_B:+ (b: $PEERDNS_BIN_B)}"
+echo "load before: $(cut -d' ' -f1-3 /proc/loadavg); peerdns $(git rev-parse --short HEAD)${PEERDNS_BIN:+ (a: $PEERDNS_BIN)}${PEERDNS_BIN_B:+ (b: $PEERDNS_BIN_B ${PEERDNS_ENV_B:-})}"
 for r in $(seq 1 "$ROUNDS"); do
 	for f in small big; do
 		run "nginx-h2/$f" - "https://127.0.0.1:$NH2/$f"

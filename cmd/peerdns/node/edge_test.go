@@ -178,6 +178,19 @@ func TestEdgeProxy(t *testing.T) {
 	if n := a.EdgeLocalExchanges() - before; n < 1 {
 		t.Errorf("A counted %d local exchanges for a request to its own server, want at least 1", n)
 	}
+	// An HTTP/2 request to the same server is not: an HTTP/2 connection
+	// hands each request between goroutines (its reader, the stream's
+	// handler, its writer), not served start to end by one.
+	{
+		_, aHTTPS := a.EdgeAddrs()
+		before := a.EdgeLocalExchanges()
+		if code, body, _ := get(t, h2Client(aHTTPS, rootPool(t, a)), "GET", "https://site.p2p/local-h2", "", nil); code != 200 || !strings.HasPrefix(body, "hello /local-h2") {
+			t.Fatalf("HTTP/2 through A's edge: %d %s", code, body)
+		}
+		if n := a.EdgeLocalExchanges() - before; n != 0 {
+			t.Errorf("A counted %d local exchanges for an HTTP/2 request to its own server, want 0", n)
+		}
+	}
 
 	// HTTPS by SNI, verified against B's root.pem.
 	code, body, _ := get(t, secure, "GET", "https://site.p2p/tls", "", nil)
