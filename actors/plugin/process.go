@@ -23,8 +23,9 @@ import (
 // again with backoff. CrashLoop exits within CrashWindow stop it for
 // good (reported through onGiveUp). stop kills the process (SIGTERM,
 // then SIGKILL after a grace period) and waits for the process and its
-// readers; a child that left the process group is neither killed nor
-// waited for.
+// readers. The handler's children end with it: where the host allows,
+// it runs in a PID namespace of its own (contain_linux.go); elsewhere a
+// child that left the process group is neither killed nor waited for.
 type runner struct {
 	p        *Plugin
 	rt       *Runtime
@@ -92,24 +93,9 @@ func (r *runner) run() {
 
 // once runs the process until it exits or the runner stops.
 func (r *runner) once() error {
-	cmd := exec.Command(r.p.Handler)
-	cmd.Dir = r.p.Dir
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + r.p.Dir, "PEERDNS_PLUGIN_DOMAIN=" + r.rt.Domain}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // a kill reaches its children too
-	stdin, err := cmd.StdinPipe()
+	cmd, stdin, stdout, stderr, err := r.startHandler()
 	if err != nil {
 		return err
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return err
-	}
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		return err
-	}
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start %s: %w", r.p.Manifest.Handler, err)
 	}
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -127,8 +113,8 @@ func (r *runner) once() error {
 		case <-gone:
 			// The handler exited. What it wrote is read within a moment,
 			// unless a child that left its process group (setsid) holds
-			// the pipes open: then our ends are closed, so the exit is
-			// seen and the handler reaped.
+			// the pipes open, where handlers are not contained: then our
+			// ends are closed, so the exit is seen and the handler reaped.
 			t := time.NewTimer(time.Second)
 			select {
 			case <-sess.Done():
@@ -177,11 +163,55 @@ func (r *runner) once() error {
 	}
 }
 
-// kill ends the process group: SIGTERM, SIGKILL after 2 s. A child
-// that left the group (setsid) outlives both and keeps the handler's
-// stdout and stderr open, so their reads never end and the handler is
-// never reaped: 1 s after the SIGKILL our ends of the pipes are closed,
-// which ends the reads, and the handler is waited for.
+// startHandler starts the handler process with its three pipes: in a
+// PID namespace of its own where the host allows it (contain_linux.go),
+// else as a process group of its own. A contained start that fails for
+// want of the namespaces is tried once more without them; if that one
+// starts, the host refused them, and later handlers start without.
+func (r *runner) startHandler() (cmd *exec.Cmd, stdin io.WriteCloser, stdout, stderr io.ReadCloser, err error) {
+	attr, contained := handlerAttr()
+	cmd, stdin, stdout, stderr, err = r.startWith(attr)
+	if err != nil && contained && mayBeRefusedNamespaces(err) {
+		if cmd, stdin, stdout, stderr, err = r.startWith(&syscall.SysProcAttr{Setpgid: true}); err == nil {
+			uncontained.Store(true)
+			r.log.Warn("plugin handlers start without a PID namespace of their own: the host refused it; a child that leaves a handler's process group will outlive its plugin",
+				"domain", r.rt.Domain, "component", "handler")
+		}
+	}
+	if err != nil {
+		return nil, nil, nil, nil, fmt.Errorf("start %s: %w", r.p.Manifest.Handler, err)
+	}
+	return cmd, stdin, stdout, stderr, nil
+}
+
+func (r *runner) startWith(attr *syscall.SysProcAttr) (cmd *exec.Cmd, stdin io.WriteCloser, stdout, stderr io.ReadCloser, err error) {
+	cmd = exec.Command(r.p.Handler)
+	cmd.Dir = r.p.Dir
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + r.p.Dir, "PEERDNS_PLUGIN_DOMAIN=" + r.rt.Domain}
+	cmd.SysProcAttr = attr
+	if stdin, err = cmd.StdinPipe(); err != nil {
+		return nil, nil, nil, nil, err
+	}
+	if stdout, err = cmd.StdoutPipe(); err != nil {
+		return nil, nil, nil, nil, err
+	}
+	if stderr, err = cmd.StderrPipe(); err != nil {
+		return nil, nil, nil, nil, err
+	}
+	if err = cmd.Start(); err != nil {
+		return nil, nil, nil, nil, err
+	}
+	return cmd, stdin, stdout, stderr, nil
+}
+
+// kill ends the process group: SIGTERM, SIGKILL after 2 s (a
+// contained handler is its namespace's pid 1, which gets SIGTERM only if
+// it catches it; its namespace ends with it). Where handlers are not
+// contained, a child that left the group (setsid) outlives both and
+// keeps the handler's stdout and stderr open, so their reads never end
+// and the handler is never reaped: 1 s after the SIGKILL our ends of
+// the pipes are closed, which ends the reads, and the handler is waited
+// for.
 func (r *runner) kill(cmd *exec.Cmd, exited chan error, sess *session, pipes []io.Closer) {
 	sess.fail(fmt.Errorf("%w: handler stopped", ErrSessionClosed))
 	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
