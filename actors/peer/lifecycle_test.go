@@ -116,11 +116,11 @@ func TestGarbageFramesDisconnectPeer(t *testing.T) {
 	b := joinNode(t, "B", a)
 	waitMesh(t, 15*time.Second, a, b)
 	for _, tt := range []struct {
-		name string
-		send []byte
+		name, fault string
+		send        []byte
 	}{
-		{"not cbor", frameOf([]byte("garbage garbage"))},
-		{"oversize", []byte{0x7f, 0xff, 0xff, 0xff}},
+		{"not cbor", "bad frame", frameOf([]byte("garbage garbage"))},
+		{"oversize", "frame too large", []byte{0x7f, 0xff, 0xff, 0xff}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			id, _ := identity.Generate()
@@ -146,7 +146,7 @@ func TestGarbageFramesDisconnectPeer(t *testing.T) {
 			case <-ctx.Done():
 				t.Fatal("garbage peer still connected")
 			}
-			waitLog(t, a, "closing peer connection: bad frame", "peer="+id.ID()[:16])
+			waitLog(t, a, "closing peer connection: "+tt.fault, "peer="+id.ID()[:16])
 			// A keeps serving B.
 			a.addDomain("still-"+tt.name[:3]+".p2p", hash('a'))
 			waitConverged(t, 10*time.Second, a, b)
