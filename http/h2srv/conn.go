@@ -77,6 +77,9 @@ type conn struct {
 	running    int       // handlers running, reset streams' included
 	queue      []*stream // streams waiting for a handler slot
 	goAwaySent bool
+	// linger: the connection ends for an error of the client's, and its
+	// writer closes it lingering (lingerClose).
+	linger     bool
 	graceful   bool // close once no stream is left
 	emptyData  int
 	streamErrs int // touched by the reader only
@@ -252,6 +255,7 @@ func (c *conn) prefaceError(err error) error {
 	c.mu.Lock()
 	c.writeGoAwayLocked(0, http2.ErrCodeProtocol)
 	c.goAwaySent = true
+	c.linger = true
 	c.mu.Unlock()
 	c.reportConnErr(err)
 	return err
@@ -320,6 +324,7 @@ func (c *conn) failConn(err error) error {
 		c.goAwaySent = true
 		c.writeGoAwayLocked(c.maxID, ce.code)
 	}
+	c.linger = ce.code != http2.ErrCodeNo
 	c.closing = true
 	c.wcond.Signal()
 	c.mu.Unlock()

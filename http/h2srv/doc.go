@@ -101,6 +101,15 @@
 //     stream, and with it the connection, until Close; a server that
 //     must bound a client that reads nothing sets one (the edge moves it
 //     at each write) or gives ServeConn a connection that has one.
+//   - A connection ended for the client's error (a GOAWAY with an error
+//     code) is closed lingering, as x/net's server closes it a second
+//     after its GOAWAY: the writer ends the sending side after the
+//     GOAWAY where the connection can (TCP), and reads and drops what
+//     the client still sends, until the client closes or lingerTime
+//     (1 s) passes. Closed with the client's
+//     frames unread, the connection would be reset by the kernel, which
+//     throws away what still waits in the send buffer, the GOAWAY among
+//     it, and the client would read a reset instead of why.
 //   - A handler that reads a request body its client holds back waits
 //     for as long as the client holds it, and a connection with a
 //     stream open is not idle: a server that must bound it sets a read

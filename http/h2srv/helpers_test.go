@@ -61,6 +61,13 @@ type testServer struct {
 
 func newTestServer(t testing.TB, cfg Config, h http.Handler) *testServer {
 	t.Helper()
+	return newTestServerOn(t, cfg, h, nil)
+}
+
+// newTestServerOn is newTestServer with accepted, when not nil, called
+// on each accepted connection before its TLS handshake.
+func newTestServerOn(t testing.TB, cfg Config, h http.Handler, accepted func(net.Conn)) *testServer {
+	t.Helper()
 	if _, ok := t.(*testing.T); ok {
 		// Every goroutine the server started (readers, writers, parked
 		// handlers) is gone once the test's cleanups ran.
@@ -85,6 +92,9 @@ func newTestServer(t testing.TB, cfg Config, h http.Handler) *testServer {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
+				if accepted != nil {
+					accepted(c)
+				}
 				tc := tls.Server(c, tcfg)
 				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 				err := tc.HandshakeContext(ctx)

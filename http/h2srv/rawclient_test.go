@@ -30,6 +30,15 @@ func newRawClient(t testing.TB, addr string, settings ...http2.Setting) *rawClie
 	if err != nil {
 		t.Fatal(err)
 	}
+	return rawClientOn(t, nc, settings...)
+}
+
+// rawClientOn is newRawClient on a TLS connection dialed already.
+func rawClientOn(t testing.TB, nc *tls.Conn, settings ...http2.Setting) *rawClient {
+	t.Helper()
+	if err := nc.Handshake(); err != nil {
+		t.Fatal(err)
+	}
 	if p := nc.ConnectionState().NegotiatedProtocol; p != "h2" {
 		t.Fatalf("ALPN %q, want h2", p)
 	}

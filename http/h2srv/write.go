@@ -2,6 +2,7 @@ package h2srv
 
 import (
 	"crypto/tls"
+	"io"
 	"net"
 	"runtime"
 	"sync"
@@ -99,8 +100,41 @@ func (c *conn) writeLoop() {
 			break
 		}
 	}
+	linger := c.linger && c.werr == nil
 	c.mu.Unlock()
+	if linger {
+		lingerClose(c.nc)
+		return
+	}
 	closeConn(c.nc)
+}
+
+// lingerTime is how long a connection ended by an error of the client's
+// is read and dropped after its GOAWAY went (x/net's server waits as
+// long before it closes).
+const lingerTime = time.Second
+
+// lingerClose closes nc after an error GOAWAY. The client may have
+// sent more before it read the GOAWAY; closed with that unread, the
+// connection would be reset by the kernel, which throws away what still
+// waits in the send buffer (behind a client that reads slowly: the
+// GOAWAY itself), so the client would read a reset instead of why. So
+// what comes is read and dropped (below TLS) until the client closes
+// too or lingerTime passes, the sending side ended first where the
+// connection can (a FIN after what is queued). It runs on the writer,
+// once the reader has stopped: a connection ended so costs at most
+// lingerTime more of its goroutines.
+func lingerClose(nc net.Conn) {
+	raw := nc
+	if tc, ok := nc.(*tls.Conn); ok {
+		raw = tc.NetConn()
+	}
+	if cw, ok := raw.(interface{ CloseWrite() error }); ok {
+		_ = cw.CloseWrite()
+	}
+	_ = raw.SetReadDeadline(time.Now().Add(lingerTime))
+	_, _ = io.Copy(io.Discard, raw)
+	closeConn(nc)
 }
 
 // closeConn closes nc within a second. A *tls.Conn's Close first writes
