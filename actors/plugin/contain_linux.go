@@ -28,7 +28,7 @@ var uncontained atomic.Bool
 // unless the host refused that before, and in a process group of its
 // own either way.
 func handlerAttr() (attr *syscall.SysProcAttr, contained bool) {
-	attr = &syscall.SysProcAttr{Setpgid: true} // a kill reaches its children too
+	attr = groupAttr()
 	if uncontained.Load() {
 		return attr, false
 	}
@@ -40,6 +40,10 @@ func handlerAttr() (attr *syscall.SysProcAttr, contained bool) {
 	}
 	return attr, true
 }
+
+// noteUncontained makes later handlers start uncontained: the host
+// refused the namespaces.
+func noteUncontained() { uncontained.Store(true) }
 
 // mayBeRefusedNamespaces reports whether err, from starting a contained
 // handler, may be the host refusing the namespaces (startHandler then

@@ -2,18 +2,13 @@
 
 package plugin
 
-import (
-	"sync/atomic"
-	"syscall"
-)
+import "syscall"
 
 // handlerAttr starts a handler in a process group of its own; only
 // Linux contains its children further (contain_linux.go).
-func handlerAttr() (*syscall.SysProcAttr, bool) {
-	return &syscall.SysProcAttr{Setpgid: true}, false
-}
+func handlerAttr() (*syscall.SysProcAttr, bool) { return groupAttr(), false }
 
 func mayBeRefusedNamespaces(error) bool { return false }
 
-// uncontained is never read here: handlers are never contained.
-var uncontained atomic.Bool
+// noteUncontained is never reached here: no handler is contained.
+func noteUncontained() {}

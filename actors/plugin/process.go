@@ -172,8 +172,8 @@ func (r *runner) startHandler() (cmd *exec.Cmd, stdin io.WriteCloser, stdout, st
 	attr, contained := handlerAttr()
 	cmd, stdin, stdout, stderr, err = r.startWith(attr)
 	if err != nil && contained && mayBeRefusedNamespaces(err) {
-		if cmd, stdin, stdout, stderr, err = r.startWith(&syscall.SysProcAttr{Setpgid: true}); err == nil {
-			uncontained.Store(true)
+		if cmd, stdin, stdout, stderr, err = r.startWith(groupAttr()); err == nil {
+			noteUncontained()
 			r.log.Warn("plugin handlers start without a PID namespace of their own: the host refused it; a child that leaves a handler's process group will outlive its plugin",
 				"domain", r.rt.Domain, "component", "handler")
 		}
@@ -183,6 +183,10 @@ func (r *runner) startHandler() (cmd *exec.Cmd, stdin io.WriteCloser, stdout, st
 	}
 	return cmd, stdin, stdout, stderr, nil
 }
+
+// groupAttr starts a handler in a process group of its own: a kill of
+// the group reaches its children too.
+func groupAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setpgid: true} }
 
 func (r *runner) startWith(attr *syscall.SysProcAttr) (cmd *exec.Cmd, stdin io.WriteCloser, stdout, stderr io.ReadCloser, err error) {
 	cmd = exec.Command(r.p.Handler)

@@ -784,19 +784,18 @@ func (s *Server) forwardHTTP(w *h2Writer, r *http.Request, d *view.Domain) {
 		// body ends. As over HTTP/1.1 (body.go), ReadTimeout between two
 		// reads (gRPC streams may be quiet for long: their calls end
 		// with their upstream connection, above).
-		r.Body = s.stallBody(w, r)
 		// An upload holds an upstream connection for as long as its
 		// client takes: the HTTP/1.1 path's cap (body.go), on the same
 		// count, so that slow uploaders over either cannot take every
 		// connection to the upstream.
 		up := s.client(d)
-		if up.uploads.Add(1) > s.d.MaxUploads {
-			up.uploads.Add(-1)
+		if !up.takeUpload(s.d.MaxUploads) {
 			w.Header().Set("Retry-After", "1")
 			httpPage(w, http.StatusServiceUnavailable, "Service Unavailable", "Too many uploads in flight to "+d.Name+", retry.")
 			return
 		}
-		defer up.uploads.Add(-1)
+		defer up.doneUpload()
+		r.Body = s.stallBody(w, r)
 	}
 	u.proxy.ServeHTTP(w, r)
 }

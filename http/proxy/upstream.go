@@ -272,6 +272,19 @@ type upstream struct {
 	uploads atomic.Int64
 }
 
+// takeUpload counts one more upload streaming to u, over any protocol;
+// false (nothing counted) when max stream already (body.go). A true is
+// given back with doneUpload.
+func (u *upstream) takeUpload(max int64) bool {
+	if u.uploads.Add(1) > max {
+		u.uploads.Add(-1)
+		return false
+	}
+	return true
+}
+
+func (u *upstream) doneUpload() { u.uploads.Add(-1) }
+
 // upstreamConns is the most connections the edge keeps to one upstream.
 const upstreamConns = 1024
 
@@ -388,12 +401,11 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx, d *view.Domain, names headNam
 				return
 			}
 		} else {
-			if up.uploads.Add(1) > s.d.MaxUploads {
-				up.uploads.Add(-1)
+			if !up.takeUpload(s.d.MaxUploads) {
 				s.busy(ctx, "too many uploads in flight to "+d.Name)
 				return
 			}
-			defer up.uploads.Add(-1)
+			defer up.doneUpload()
 			prepare(ctx, req, names)
 			s.upload(ctx, d, s.bodyStart(ctx))
 			return
