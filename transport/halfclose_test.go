@@ -13,12 +13,28 @@ import (
 // first byte "!" so a QUIC peer sees the stream; the acceptor reads it.
 func streamPair(t *testing.T, kind string) (opener, acceptor Stream) {
 	t.Helper()
-	var in, out Conn
+	opener, acceptor, _, _ = streamPairOn(t, kind)
+	return opener, acceptor
+}
+
+// streamPairOn is streamPair, with the opener's and the acceptor's
+// connections.
+func streamPairOn(t *testing.T, kind string) (opener, acceptor Stream, out, in Conn) {
+	t.Helper()
 	switch kind {
 	case "quic":
 		a, _ := newTestEndpoint(t)
 		b, _ := newTestEndpoint(t)
 		in, out = connect(t, a, b)
+	case "tcp": // TLS and yamux over TCP: the stream path
+		a, b := newMulti(t, Options{}), newMulti(t, Options{})
+		var err error
+		if out, err = b.DialTCP(ctxT(t), a.Addr().String(), a.ID()); err != nil {
+			t.Fatal(err)
+		}
+		if in, err = a.Accept(ctxT(t)); err != nil {
+			t.Fatal(err)
+		}
 	case "mem":
 		a, b, _ := newMemPair(t)
 		var err error
@@ -49,7 +65,7 @@ func streamPair(t *testing.T, kind string) (opener, acceptor Stream) {
 	}
 	_ = s.SetDeadline(time.Now().Add(10 * time.Second))
 	_ = r.SetDeadline(time.Now().Add(10 * time.Second))
-	return s, r
+	return s, r, out, in
 }
 
 var streamKinds = []string{"quic", "mem"}

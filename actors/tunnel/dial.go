@@ -188,6 +188,7 @@ type streamConn struct {
 	// due: the stream carries rd (it fell due, or was set in the past).
 	due   bool
 	timer *time.Timer // puts rd on the stream when it falls due
+	look  [1]byte     // IdleSpoke reads into it
 }
 
 // Gathering reads (see streamConn). gatherWait is a few packet batches at
@@ -300,6 +301,20 @@ func (c *streamConn) SetReadDeadline(t time.Time) error {
 		c.putDeadline()
 	}
 	return nil
+}
+
+// IdleSpoke reports, without waiting, whether something came in on the
+// stream since its last read (transport.Spoke): the far side's end (the
+// server's target closed the connection), a reset, on a stream path
+// bytes. The edge's pool asks it before it sends a request on a stream
+// it held idle, and closes the connection when it reports true. The
+// read deadline in force before (the user's, or none) is put back. It
+// costs about 0.25 µs and allocates nothing.
+func (c *streamConn) IdleSpoke() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	defer c.putDeadline()
+	return transport.Spoke(c.Stream, &c.look)
 }
 
 func (c *streamConn) SetDeadline(t time.Time) error {

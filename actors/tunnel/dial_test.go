@@ -213,3 +213,68 @@ func TestDialerGathersReads(t *testing.T) {
 	}
 	c.Close()
 }
+
+// A peer's stream the edge holds idle is looked into (IdleSpoke) without
+// waiting and without taking anything, the read deadline the user set
+// (or none) still in force after the look; once the server's target
+// ended its side, the look sees it.
+func TestDialerIdleSpoke(t *testing.T) {
+	testutil.NoLeaks(t)
+	tn := newTestNet(t, true)
+	a := tn.node(nil)
+	db := &Dialer{}
+	b := tn.node(func(d *Deps) { d.Dialer = db })
+	connect(t, a, b)
+	_, url := a.createServer(targetOpts(echoServer(t)))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var c net.Conn
+	testutil.Eventually(t, 5*time.Second, func() (err error) {
+		c, err = db.Dial(ctx, url)
+		return err
+	})
+	defer c.Close()
+	look := c.(interface{ IdleSpoke() bool })
+	echo := func(s string) {
+		t.Helper()
+		if _, err := io.WriteString(c, s); err != nil {
+			t.Fatal(err)
+		}
+		got := make([]byte, len(s))
+		if _, err := io.ReadFull(c, got); err != nil || string(got) != s {
+			t.Fatalf("echo %q: %q, %v", s, got, err)
+		}
+	}
+	echo("first")
+	if look.IdleSpoke() {
+		t.Fatal("a quiet stream looked spoken")
+	}
+	echo("after a look") // no deadline left behind, nothing taken
+
+	deadline := time.Now().Add(300 * time.Millisecond)
+	if err := c.SetReadDeadline(deadline); err != nil {
+		t.Fatal(err)
+	}
+	if look.IdleSpoke() {
+		t.Fatal("a quiet stream looked spoken")
+	}
+	var b1 [1]byte
+	if _, err := c.Read(b1[:]); !isTimeout(err) || time.Now().Before(deadline) {
+		t.Fatalf("read under the user's deadline after a look: %v, %v before it", err, time.Until(deadline))
+	}
+	if err := c.SetReadDeadline(time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	echo("deadline lifted")
+
+	// The echo server half-closes once it has our end.
+	if err := c.(interface{ CloseWrite() error }).CloseWrite(); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, 5*time.Second, func() error {
+		if !look.IdleSpoke() {
+			return errors.New("the server's end not seen")
+		}
+		return nil
+	})
+}

@@ -183,8 +183,11 @@ func nothingAfter(br *bufio.Reader) bool { return br.Buffered() == 0 }
 // poll(2) over all of them at most once a millisecond under load, and
 // one whenever a connection handed out has not been looked into since
 // it went back); for an upstream in TLS, what TLS holds is looked into
-// too (tlsHolds). A peer's tunnel stream (QUIC) is not looked into: it
-// offers no look that takes nothing; a second answer there is caught
+// too (tlsHolds). A peer's tunnel stream is looked into as it is handed
+// out, by the stream itself (streamLook: two reads that cannot wait, no
+// system call), for its end (the server's target closed the connection)
+// or a reset; bytes that came on it unasked are seen there on a stream
+// path (TCP, relayed) but not on QUIC, where a second answer is caught
 // when it came with the first (nothingAfter), or when it is no head
 // (retryable).
 func idleSpoke(c net.Conn) bool {
@@ -195,9 +198,17 @@ func idleSpoke(c net.Conn) bool {
 	if mc.pool.spoke(mc) {
 		return true
 	}
+	if l, ok := mc.Conn.(streamLook); ok && l.IdleSpoke() {
+		return true
+	}
 	tc, ok := c.(*tls.Conn)
 	return ok && mc.tlsHolds(tc)
 }
+
+// streamLook is a connection that looks into itself for what came while
+// it was idle (a peer's tunnel stream: transport.Spoke), its read
+// deadline left as it was.
+type streamLook interface{ IdleSpoke() bool }
 
 // tlsHolds reports whether tc, TLS over c, holds what it has read from
 // c and not handed out (idleSpoke): records that came in the same read
