@@ -1,8 +1,11 @@
 package plugin
 
 import (
+	"bytes"
 	"errors"
 	"os"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"syscall"
 )
@@ -15,8 +18,13 @@ import (
 // handler's process group (setsid) or was orphaned by a double fork
 // ends with it, instead of outliving the plugin. Inside, the handler is
 // pid 1: a signal the node sends it is delivered only if the handler
-// catches it (a shell script that does not trap SIGTERM gets SIGKILL
-// after the grace period), and it is the reaper of its orphans.
+// catches it, and it is the reaper of its orphans. A handler that
+// neither catches nor ignores SIGTERM (a shell script without a trap, a
+// Python program) would die of it anywhere else; there the kernel drops
+// it. When such a handler has no children left (termDropped), the node
+// kills it at once, which is what SIGTERM would have done, instead of
+// after the grace period; one with children keeps the grace, so they
+// can act on the SIGTERM they did get (its end would kill them).
 //
 // Where the host refuses the namespaces (user namespaces turned off, a
 // container's seccomp profile), handlers start as before, in a process
@@ -55,4 +63,70 @@ func mayBeRefusedNamespaces(err error) bool {
 		}
 	}
 	return false
+}
+
+// termDropped reports whether the SIGTERM just sent to pid was dropped
+// by the kernel and nothing else in its namespace waits on it: pid is
+// the first process of a PID namespace of its own (the last of its NSpid
+// ids is 1), SIGTERM has its default action there (in neither SigCgt nor
+// SigIgn, /proc/pid/status), and it has no children. false when that
+// cannot be read.
+func termDropped(pid int) bool {
+	return termDefaultAsFirst(pid) && !hasChildren(pid)
+}
+
+// hasChildren reports whether any thread of pid has a child
+// (/proc/pid/task/*/children); true when that cannot be read.
+func hasChildren(pid int) bool {
+	dir := "/proc/" + strconv.Itoa(pid) + "/task/"
+	tasks, err := os.ReadDir(dir)
+	if err != nil || len(tasks) == 0 {
+		return true
+	}
+	for _, t := range tasks {
+		b, err := os.ReadFile(dir + t.Name() + "/children")
+		if err != nil && !errors.Is(err, os.ErrNotExist) || len(bytes.TrimSpace(b)) > 0 {
+			return true
+		}
+		if err != nil { // no such file: a kernel without it, or the thread is gone
+			if _, serr := os.Stat(dir + t.Name()); serr == nil {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// termDefaultAsFirst reports whether pid is its PID namespace's first
+// process with SIGTERM's default action (termDropped).
+func termDefaultAsFirst(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return false
+	}
+	const term = uint64(1) << (syscall.SIGTERM - 1)
+	first, caught := false, true
+	for line := range bytes.Lines(b) {
+		key, val, ok := strings.Cut(strings.TrimSpace(string(line)), ":")
+		if !ok {
+			continue
+		}
+		val = strings.TrimSpace(val)
+		switch key {
+		case "NSpid":
+			ids := strings.Fields(val)
+			first = len(ids) > 1 && ids[len(ids)-1] == "1"
+		case "SigCgt", "SigIgn":
+			mask, err := strconv.ParseUint(val, 16, 64)
+			if err != nil {
+				return false
+			}
+			if key == "SigCgt" {
+				caught = mask&term != 0
+			} else if mask&term != 0 {
+				return false
+			}
+		}
+	}
+	return first && !caught
 }

@@ -12,3 +12,6 @@ func mayBeRefusedNamespaces(error) bool { return false }
 
 // noteUncontained is never reached here: no handler is contained.
 func noteUncontained() {}
+
+// termDropped: no handler is a namespace's first process here.
+func termDropped(int) bool { return false }

@@ -210,7 +210,8 @@ func (r *runner) startWith(attr *syscall.SysProcAttr) (cmd *exec.Cmd, stdin io.W
 
 // kill ends the process group: SIGTERM, SIGKILL after 2 s (a
 // contained handler is its namespace's pid 1, which gets SIGTERM only if
-// it catches it; its namespace ends with it). Where handlers are not
+// it catches it: one that neither catches nor ignores it is killed at
+// once, as SIGTERM would have; its namespace ends with it). Where handlers are not
 // contained, a child that left the group (setsid) outlives both and
 // keeps the handler's stdout and stderr open, so their reads never end
 // and the handler is never reaped: 1 s after the SIGKILL our ends of
@@ -219,6 +220,9 @@ func (r *runner) startWith(attr *syscall.SysProcAttr) (cmd *exec.Cmd, stdin io.W
 func (r *runner) kill(cmd *exec.Cmd, exited chan error, sess *session, pipes []io.Closer) {
 	sess.fail(fmt.Errorf("%w: handler stopped", ErrSessionClosed))
 	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+	if termDropped(cmd.Process.Pid) {
+		_ = syscall.Kill(cmd.Process.Pid, syscall.SIGKILL)
+	}
 	t := time.NewTimer(2 * time.Second)
 	defer t.Stop()
 	select {
