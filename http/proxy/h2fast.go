@@ -241,7 +241,7 @@ func (s *Server) exchange(w *h2Writer, r *http.Request, d *view.Domain, req *fas
 			break
 		}
 		reused := !cc.LastUseTime().IsZero() // set when a connection goes back to the pool; CloseConn resets it
-		for reused && idleSpoke(cc.Conn()) {
+		for reused && idleSpoke(cc.Conn(), !idempotent) {
 			// Closed unused, as poolTransport closes one: what the
 			// upstream sent while it was idle would be read as this
 			// request's answer.

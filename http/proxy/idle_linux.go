@@ -100,7 +100,11 @@ const lookEvery = time.Millisecond
 // connection's bytes only at its event loop's next turn (and a look at
 // each hand-out misses what comes between the look and the request).
 // A close missed that way fails an idempotent request, which is asked
-// again on another connection (retryable), or another one with a 502.
+// again on another connection (retryable); a request that is never
+// sent twice (a POST) is not served by a shared look: its connection is
+// looked into alone as it is handed out (spoke's once), so only a close
+// that comes between that look and the request can fail it with a 502,
+// as with nginx.
 //
 // Why: every system call costs; on the paravirtualized 2-vCPU machine of
 // bench/README.md even getpid(2) takes 1.2 µs, and the look at each
@@ -172,8 +176,11 @@ func (w *idleWatch) remove(c *movingDeadlines) {
 
 // spoke reports whether c, just handed out by the pool, had something to
 // read come in while it was idle, by a look at most lookEvery old begun
-// after it went back, or by one made now.
-func (w *idleWatch) spoke(c *movingDeadlines) bool {
+// after it went back, or by one made now. once: the request to go on c
+// is never sent twice (a POST), so a close the last look missed would
+// fail it rather than be asked again elsewhere: c is looked into now,
+// alone (one recvfrom(2)), whatever the last look.
+func (w *idleWatch) spoke(c *movingDeadlines, once bool) bool {
 	p := c.peekOf()
 	if p.fd < 0 {
 		return false
@@ -183,6 +190,10 @@ func (w *idleWatch) spoke(c *movingDeadlines) bool {
 	if p.spoke {
 		w.mu.Unlock()
 		return true
+	}
+	if once {
+		w.mu.Unlock()
+		return c.idleReadable()
 	}
 	start := int64(time.Since(monoBase))
 	if w.done > p.since && start-w.done < w.every {

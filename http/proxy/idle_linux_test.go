@@ -338,16 +338,16 @@ func TestIdleWatchLooksTogether(t *testing.T) {
 		t.Fatal(err)
 	}
 	delivered(t, peers[1])
-	if w.spoke(a) {
+	if w.spoke(a, false) {
 		t.Fatal("a: spoke, nothing came in")
 	}
 	if w.looks != 1 {
 		t.Fatalf("%d looks handing out a, want 1", w.looks)
 	}
-	if !w.spoke(b) {
+	if !w.spoke(b, false) {
 		t.Fatal("b: the look did not see what came in")
 	}
-	if w.spoke(c) {
+	if w.spoke(c, false) {
 		t.Fatal("c: spoke, nothing came in")
 	}
 	if w.looks != 1 {
@@ -360,7 +360,7 @@ func TestIdleWatchLooksTogether(t *testing.T) {
 		t.Fatal(err)
 	}
 	delivered(t, peers[0])
-	if !w.spoke(a) {
+	if !w.spoke(a, false) {
 		t.Fatal("a: its upstream's close not seen")
 	}
 	if w.looks != 2 {
@@ -368,6 +368,39 @@ func TestIdleWatchLooksTogether(t *testing.T) {
 	}
 	if len(w.idle) != 0 {
 		t.Fatalf("%d connections left idle, want 0", len(w.idle))
+	}
+}
+
+// TestIdleWatchLooksForOnce: a connection handed out for a request that
+// is never sent twice is looked into alone, now, not served by the
+// pool's last look: its upstream's close after that look is seen.
+func TestIdleWatchLooksForOnce(t *testing.T) {
+	w := newIdleWatch()
+	w.every = int64(time.Hour) // the shared look never goes stale
+	conns, peers := watchedPairs(t, w, 3)
+	for _, mc := range conns {
+		w.add(mc)
+	}
+	if w.spoke(conns[0], false) {
+		t.Fatal("spoke, nothing came in")
+	}
+	for i := 1; i <= 2; i++ {
+		if err := peers[i].(*net.TCPConn).CloseWrite(); err != nil {
+			t.Fatal(err)
+		}
+		delivered(t, peers[i])
+	}
+	// The shared look, made before the closes, still serves an
+	// idempotent request (the window idleWatch's doc names)...
+	if w.spoke(conns[1], false) {
+		t.Fatal("the shared look saw a close that came after it")
+	}
+	// ...but not one that is never sent twice.
+	if !w.spoke(conns[2], true) {
+		t.Fatal("a POST's connection: its upstream's close not seen")
+	}
+	if w.looks != 1 {
+		t.Fatalf("%d shared looks, want 1", w.looks)
 	}
 }
 
@@ -379,14 +412,14 @@ func TestIdleWatchStaleLook(t *testing.T) {
 	conns, peers := watchedPairs(t, w, 2)
 	w.add(conns[0])
 	w.add(conns[1])
-	if w.spoke(conns[0]) {
+	if w.spoke(conns[0], false) {
 		t.Fatal("spoke, nothing came in")
 	}
 	if _, err := io.WriteString(peers[1], "x"); err != nil {
 		t.Fatal(err)
 	}
 	delivered(t, peers[1])
-	if !w.spoke(conns[1]) {
+	if !w.spoke(conns[1], false) {
 		t.Fatal("what came in after the first look not seen")
 	}
 	if w.looks != 2 {
@@ -412,7 +445,7 @@ func TestIdleWatchClosedLeaves(t *testing.T) {
 		t.Fatal(err)
 	}
 	delivered(t, peers[2])
-	if w.spoke(conns[0]) || !w.spoke(conns[2]) {
+	if w.spoke(conns[0], false) || !w.spoke(conns[2], false) {
 		t.Fatal("wrong connections seen to have spoken")
 	}
 }
@@ -434,7 +467,7 @@ func TestIdleWatchConcurrent(t *testing.T) {
 			mc := conns[i]
 			for j := range 200 {
 				w.add(mc)
-				if spoke := w.spoke(mc); spoke {
+				if spoke := w.spoke(mc, false); spoke {
 					t.Errorf("connection %d round %d: spoke, nothing came in", i, j)
 					return
 				}
@@ -470,7 +503,7 @@ func TestIdleWatchConcurrent(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if got, want := w.spoke(conns[i]), i%2 == 1; got != want {
+			if got, want := w.spoke(conns[i], false), i%2 == 1; got != want {
 				t.Errorf("connection %d: spoke %v, want %v", i, got, want)
 			}
 		}()

@@ -10,6 +10,6 @@ type idleWatch struct{}
 
 func newIdleWatch() *idleWatch { return new(idleWatch) }
 
-func (w *idleWatch) add(*movingDeadlines)        {}
-func (w *idleWatch) drop(*movingDeadlines)       {}
-func (w *idleWatch) spoke(*movingDeadlines) bool { return false }
+func (w *idleWatch) add(*movingDeadlines)              {}
+func (w *idleWatch) drop(*movingDeadlines)             {}
+func (w *idleWatch) spoke(*movingDeadlines, bool) bool { return false }

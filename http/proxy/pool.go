@@ -93,7 +93,9 @@ func (t poolTransport) RoundTrip(hc *fasthttp.HostClient, req *fasthttp.Request,
 		return false, err
 	}
 	reused := !cc.LastUseTime().IsZero() // set when a connection goes back to the pool
-	for reused && idleSpoke(cc.Conn()) {
+	// fasthttp's Do asks again only GET, HEAD, PUT and QUERY requests.
+	once := !(req.Header.IsGet() || req.Header.IsHead() || req.Header.IsPut() || req.Header.IsQuery())
+	for reused && idleSpoke(cc.Conn(), once) {
 		// Closed unused, as often as the pool hands out such a one:
 		// each close leaves one idle connection fewer.
 		hc.CloseConn(cc)
@@ -190,12 +192,16 @@ func nothingAfter(br *bufio.Reader) bool { return br.Buffered() == 0 }
 // path (TCP, relayed) but not on QUIC, where a second answer is caught
 // when it came with the first (nothingAfter), or when it is no head
 // (retryable).
-func idleSpoke(c net.Conn) bool {
+//
+// once: the request to go on c is never sent twice (not idempotent), so
+// a close missed would fail it: a TCP connection is looked into alone,
+// now (idleWatch.spoke).
+func idleSpoke(c net.Conn, once bool) bool {
 	mc := movingOf(c)
 	if mc == nil || mc.pool == nil { // no connection of the pool's Dial
 		return false
 	}
-	if mc.pool.spoke(mc) {
+	if mc.pool.spoke(mc, once) {
 		return true
 	}
 	if l, ok := mc.Conn.(streamLook); ok && l.IdleSpoke() {
