@@ -92,6 +92,29 @@ func TestDialer(t *testing.T) {
 	}
 }
 
+// peerDialer is two connected nodes over QUIC and a Dialer on the
+// second: a's servers are reached over a peer stream. dial connects to
+// url through it, waiting for the server to be known.
+func peerDialer(t *testing.T) (a *testNode, dial func(url string) net.Conn) {
+	t.Helper()
+	tn := newTestNet(t, true)
+	a = tn.node(nil)
+	db := &Dialer{}
+	b := tn.node(func(d *Deps) { d.Dialer = db })
+	connect(t, a, b)
+	return a, func(url string) net.Conn {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		var c net.Conn
+		testutil.Eventually(t, 5*time.Second, func() (err error) {
+			c, err = db.Dial(ctx, url)
+			return err
+		})
+		return c
+	}
+}
+
 // A peer stream read into large buffers (the edge copying a body)
 // gathers what arrives close together, and gathering changes nothing a
 // reader can see: every byte in order, io.EOF at the end, a body that
@@ -101,11 +124,7 @@ func TestDialer(t *testing.T) {
 // halt the reader) is the one in force after.
 func TestDialerGathersReads(t *testing.T) {
 	testutil.NoLeaks(t)
-	tn := newTestNet(t, true)
-	a := tn.node(nil)
-	db := &Dialer{}
-	b := tn.node(func(d *Deps) { d.Dialer = db })
-	connect(t, a, b)
+	a, dialURL := peerDialer(t)
 	body := make([]byte, 1<<20)
 	for i := range body {
 		body[i] = byte(i * 7)
@@ -130,14 +149,8 @@ func TestDialerGathersReads(t *testing.T) {
 		}
 		_ = c.(*net.TCPConn).CloseWrite()
 	})))
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
 	dial := func(cmd string) net.Conn {
-		var c net.Conn
-		testutil.Eventually(t, 5*time.Second, func() (err error) {
-			c, err = db.Dial(ctx, url)
-			return err
-		})
+		c := dialURL(url)
 		if _, err := io.WriteString(c, cmd); err != nil {
 			t.Fatal(err)
 		}
@@ -220,19 +233,9 @@ func TestDialerGathersReads(t *testing.T) {
 // ended its side, the look sees it.
 func TestDialerIdleSpoke(t *testing.T) {
 	testutil.NoLeaks(t)
-	tn := newTestNet(t, true)
-	a := tn.node(nil)
-	db := &Dialer{}
-	b := tn.node(func(d *Deps) { d.Dialer = db })
-	connect(t, a, b)
+	a, dial := peerDialer(t)
 	_, url := a.createServer(targetOpts(echoServer(t)))
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	var c net.Conn
-	testutil.Eventually(t, 5*time.Second, func() (err error) {
-		c, err = db.Dial(ctx, url)
-		return err
-	})
+	c := dial(url)
 	defer c.Close()
 	look := c.(interface{ IdleSpoke() bool })
 	echo := func(s string) {
