@@ -219,6 +219,11 @@ func (r *runner) startWith(attr *syscall.SysProcAttr) (cmd *exec.Cmd, stdin io.W
 // for.
 func (r *runner) kill(cmd *exec.Cmd, exited chan error, sess *session, pipes []io.Closer) {
 	sess.fail(fmt.Errorf("%w: handler stopped", ErrSessionClosed))
+	select {
+	case <-exited:
+		return // reaped already: its pid may name another process by now
+	default:
+	}
 	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
 	if termDropped(cmd.Process.Pid) {
 		_ = syscall.Kill(cmd.Process.Pid, syscall.SIGKILL)
