@@ -55,7 +55,7 @@ func TestPluginStopHandlerWithoutTrap(t *testing.T) {
 printf '{"jsonrpc":"2.0","id":1,"result":{}}\n'
 while read line; do :; done
 `)
-	parent := writeShellPlugin(t, dir, "parent", "parent.p2p", hostPid+`sh -c 'trap "echo done > cleaned; exit 0" TERM; while :; do sleep 0.05; done' &
+	parent := writeShellPlugin(t, dir, "parent", "parent.p2p", hostPid+`sh -c 'trap "echo done > cleaned; exit 0" TERM; echo > trapped; while :; do sleep 0.05; done' &
 read line
 printf '{"jsonrpc":"2.0","id":1,"result":{}}\n'
 while read line; do :; done
@@ -81,6 +81,10 @@ while read line; do :; done
 	}
 
 	handlerPid(t, parent)
+	testutil.Eventually(t, 10*time.Second, func() error {
+		_, err := os.Stat(filepath.Join(parent, "trapped"))
+		return err // the child has its trap
+	})
 	if r := ask[*messages.ControlPluginReply](t, h, &messages.ControlPlugin{Domain: "parent.p2p", Op: "stop"}); r.Err != nil {
 		t.Fatalf("stop: %v", r.Err)
 	}
