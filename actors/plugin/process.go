@@ -210,13 +210,13 @@ func (r *runner) startWith(attr *syscall.SysProcAttr) (cmd *exec.Cmd, stdin io.W
 
 // kill ends the process group: SIGTERM, SIGKILL after 2 s (a
 // contained handler is its namespace's pid 1, which gets SIGTERM only if
-// it catches it: one that neither catches nor ignores it is killed at
-// once, as SIGTERM would have; its namespace ends with it). Where handlers are not
-// contained, a child that left the group (setsid) outlives both and
-// keeps the handler's stdout and stderr open, so their reads never end
-// and the handler is never reaped: 1 s after the SIGKILL our ends of
-// the pipes are closed, which ends the reads, and the handler is waited
-// for.
+// it catches it: one that neither catches nor ignores it, and has no
+// children, is killed at once, as SIGTERM would have (termDropped); its
+// namespace ends with it). Where handlers are not contained, a child
+// that left the group (setsid) outlives both and keeps the handler's
+// stdout and stderr open, so their reads never end and the handler is
+// never reaped: 1 s after the SIGKILL our ends of the pipes are closed,
+// which ends the reads, and the handler is waited for.
 func (r *runner) kill(cmd *exec.Cmd, exited chan error, sess *session, pipes []io.Closer) {
 	sess.fail(fmt.Errorf("%w: handler stopped", ErrSessionClosed))
 	select {
