@@ -204,11 +204,14 @@ func idleSpoke(c net.Conn, once bool) bool {
 	if mc.pool.spoke(mc, once) {
 		return true
 	}
-	if l, ok := mc.Conn.(streamLook); ok && l.IdleSpoke() {
+	// TLS first: over a stream path a record that came while idle (a
+	// late session ticket) is TLS's to take, not a byte for the stream's
+	// look to find and take for a sign that the upstream spoke.
+	if tc, ok := c.(*tls.Conn); ok && mc.tlsHolds(tc) {
 		return true
 	}
-	tc, ok := c.(*tls.Conn)
-	return ok && mc.tlsHolds(tc)
+	l, ok := mc.Conn.(streamLook)
+	return ok && l.IdleSpoke()
 }
 
 // streamLook is a connection that looks into itself for what came while
