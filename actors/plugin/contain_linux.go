@@ -67,10 +67,9 @@ func mayBeRefusedNamespaces(err error) bool {
 
 // termDropped reports whether the SIGTERM just sent to pid was dropped
 // by the kernel and nothing else in its namespace waits on it: pid is
-// the first process of a PID namespace of its own (the last of its NSpid
-// ids is 1), SIGTERM has its default action there (in neither SigCgt nor
-// SigIgn, /proc/pid/status), and it has no children. false when that
-// cannot be read.
+// the first process of a PID namespace of its own with SIGTERM's
+// default action, and it has no children. false when that cannot be
+// read.
 func termDropped(pid int) bool {
 	return termDefaultAsFirst(pid) && !hasChildren(pid)
 }
@@ -85,48 +84,33 @@ func hasChildren(pid int) bool {
 	}
 	for _, t := range tasks {
 		b, err := os.ReadFile(dir + t.Name() + "/children")
-		if err != nil && !errors.Is(err, os.ErrNotExist) || len(bytes.TrimSpace(b)) > 0 {
+		if err != nil || len(bytes.TrimSpace(b)) > 0 {
 			return true
-		}
-		if err != nil { // no such file: a kernel without it, or the thread is gone
-			if _, serr := os.Stat(dir + t.Name()); serr == nil {
-				return true
-			}
 		}
 	}
 	return false
 }
 
 // termDefaultAsFirst reports whether pid is its PID namespace's first
-// process with SIGTERM's default action (termDropped).
+// process (the last of its NSpid ids is 1) with SIGTERM's default
+// action (in neither SigCgt nor SigIgn), from /proc/pid/status.
 func termDefaultAsFirst(pid int) bool {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
 	if err != nil {
 		return false
 	}
-	const term = uint64(1) << (syscall.SIGTERM - 1)
-	first, caught := false, true
+	field := map[string]string{}
 	for line := range bytes.Lines(b) {
-		key, val, ok := strings.Cut(strings.TrimSpace(string(line)), ":")
-		if !ok {
-			continue
-		}
-		val = strings.TrimSpace(val)
-		switch key {
-		case "NSpid":
-			ids := strings.Fields(val)
-			first = len(ids) > 1 && ids[len(ids)-1] == "1"
-		case "SigCgt", "SigIgn":
-			mask, err := strconv.ParseUint(val, 16, 64)
-			if err != nil {
-				return false
-			}
-			if key == "SigCgt" {
-				caught = mask&term != 0
-			} else if mask&term != 0 {
-				return false
-			}
+		if k, v, ok := strings.Cut(string(line), ":"); ok {
+			field[k] = strings.TrimSpace(v)
 		}
 	}
-	return first && !caught
+	ids := strings.Fields(field["NSpid"])
+	if len(ids) < 2 || ids[len(ids)-1] != "1" {
+		return false
+	}
+	ign, err1 := strconv.ParseUint(field["SigIgn"], 16, 64)
+	cgt, err2 := strconv.ParseUint(field["SigCgt"], 16, 64)
+	const term = uint64(1) << (syscall.SIGTERM - 1)
+	return err1 == nil && err2 == nil && (ign|cgt)&term == 0
 }
