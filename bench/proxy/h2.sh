@@ -22,9 +22,10 @@
 # revision) with the same tunnel to the same backend and adds its arms
 # (peerdns-h2-b, peerdns-h3-b) to each round, so two revisions are
 # compared in one interleaved run; PEERDNS_ENV_B is extra environment
-# for it (e.g. GOMAXPROCS=1: the same binary on one P). Each node arm also prints the node's
-# CPU time per request (utime+stime from /proc over the run), and every
-# arm nginx's workers' and the load generator's.
+# for it (e.g. GOMAXPROCS=1: the same binary on one P). Each node arm
+# also prints the node's CPU time per request (utime+stime from /proc
+# over the run), and every arm nginx's workers' and the load
+# generator's.
 # nginx closes an HTTP/2 connection after keepalive_requests (1,000 by
 # default) and h2load's timed mode does not reconnect: its clients then
 # stop, with errors. The config raises it, as a proxy under benchmark load
