@@ -465,7 +465,9 @@ func (c *quicConn) AcceptStream(ctx context.Context) (Stream, error) {
 // peer keeps writing would go on filling our receive window and counting
 // against MaxIncomingStreams. So Close here also stops reading.
 //
-// Writes set the stream's send order (sendOrder, priority.go).
+// Writes set the stream's send order (sendOrder, priority.go) and let
+// the writers waiting to run write before the connection sends
+// (writersFirst).
 type quicStream struct {
 	*quic.Stream
 	order *sendOrder
@@ -482,6 +484,7 @@ func (s quicStream) Write(b []byte) (int, error) {
 	s.order.before(len(b))
 	n, err := s.Stream.Write(b)
 	s.order.after()
+	writersFirst()
 	return n, err
 }
 

@@ -56,6 +56,11 @@
 // generator, the edge's beside bare fasthttp and nginx on one shared
 // with its client and backend.
 //
+// OneP tells other packages whether the process is on one P now (the
+// governor's Set keeps it in step): transport orders a stream write's
+// wake-up of quic-go's connection loop by it (transport/writersfirst.go),
+// which pays on one P and would only cost on more.
+//
 // GOMAXPROCS in the environment turns the governor off (the operator's
 // number is kept), as does a machine with one CPU. Setting GOMAXPROCS
 // from the program stops the runtime's own updates of it (Go 1.25's
@@ -246,8 +251,8 @@ func Start(ctx context.Context, getenv func(string) string, parallel func() bool
 // says each tick whether work that wants every core arrived; logf, if
 // not nil, is told of each change.
 func Run(ctx context.Context, g *Governor, tick time.Duration, cpu func() time.Duration, idle func() (time.Duration, bool), parallel func() bool, logf func(from, to int, cores float64)) {
-	runtime.GOMAXPROCS(g.Procs())
-	defer runtime.GOMAXPROCS(g.Max)
+	Set(g.Procs())
+	defer Set(g.Max)
 	t := time.NewTicker(tick)
 	defer t.Stop()
 	if idle == nil {
@@ -287,7 +292,7 @@ func Run(ctx context.Context, g *Governor, tick time.Duration, cpu func() time.D
 			last, at = c, now
 			from := g.Procs()
 			if p, changed := g.Step(cores, spare, parallel != nil && parallel()); changed {
-				runtime.GOMAXPROCS(p)
+				Set(p)
 				if logf != nil {
 					logf(from, p, cores)
 				}
