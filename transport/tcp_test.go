@@ -243,35 +243,8 @@ func newGatedForwarder(t *testing.T, target string) *gatedForwarder {
 		mu.Unlock()
 		wg.Wait()
 	})
-	var client atomic.Pointer[net.Addr]
-	wg.Add(3)
-	go func() {
-		defer wg.Done()
-		buf := make([]byte, 65536)
-		for {
-			n, from, err := pc.ReadFrom(buf)
-			if err != nil {
-				return
-			}
-			client.Store(&from)
-			if f.open.Load() {
-				_, _ = up.Write(buf[:n])
-			}
-		}
-	}()
-	go func() {
-		defer wg.Done()
-		buf := make([]byte, 65536)
-		for {
-			n, err := up.Read(buf)
-			if err != nil {
-				return
-			}
-			if c := client.Load(); c != nil {
-				_, _ = pc.WriteTo(buf[:n], *c)
-			}
-		}
-	}()
+	wg.Add(1)
+	forwardUDP(pc, up, f.open.Load, &wg)
 	go func() {
 		defer wg.Done()
 		for {
@@ -293,6 +266,41 @@ func newGatedForwarder(t *testing.T, target string) *gatedForwarder {
 		}
 	}()
 	return f
+}
+
+// forwardUDP relays datagrams between the one client that sends to pc
+// and up until both are closed: those from the client only when pass
+// says so (it is asked once for each). wg counts the two goroutines.
+func forwardUDP(pc net.PacketConn, up *net.UDPConn, pass func() bool, wg *sync.WaitGroup) {
+	var client atomic.Pointer[net.Addr]
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		buf := make([]byte, 65536)
+		for {
+			n, from, err := pc.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			client.Store(&from)
+			if pass() {
+				_, _ = up.Write(buf[:n])
+			}
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		buf := make([]byte, 65536)
+		for {
+			n, err := up.Read(buf)
+			if err != nil {
+				return
+			}
+			if c := client.Load(); c != nil {
+				_, _ = pc.WriteTo(buf[:n], *c)
+			}
+		}
+	}()
 }
 
 func TestTCPGarbageClosedAndCounted(t *testing.T) {

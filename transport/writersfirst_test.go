@@ -12,7 +12,7 @@ import (
 )
 
 // countingRelay forwards datagrams between one client and to, counting
-// those the client sends; Addr is where the client dials.
+// those the client sends; the client dials pc's address.
 type countingRelay struct {
 	pc   net.PacketConn
 	sent atomic.Int64
@@ -28,32 +28,9 @@ func newCountingRelay(t *testing.T, to net.Addr) *countingRelay {
 		t.Fatal(err)
 	}
 	r := &countingRelay{pc: pc}
-	var client atomic.Pointer[net.Addr]
-	go func() { // client → server
-		buf := make([]byte, 65536)
-		for {
-			n, from, err := pc.ReadFrom(buf)
-			if err != nil {
-				return
-			}
-			client.Store(&from)
-			r.sent.Add(1)
-			_, _ = up.Write(buf[:n])
-		}
-	}()
-	go func() { // server → client
-		buf := make([]byte, 65536)
-		for {
-			n, err := up.Read(buf)
-			if err != nil {
-				return
-			}
-			if c := client.Load(); c != nil {
-				_, _ = pc.WriteTo(buf[:n], *c)
-			}
-		}
-	}()
-	t.Cleanup(func() { pc.Close(); up.Close() })
+	var wg sync.WaitGroup
+	forwardUDP(pc, up, func() bool { r.sent.Add(1); return true }, &wg)
+	t.Cleanup(func() { pc.Close(); up.Close(); wg.Wait() })
 	return r
 }
 
