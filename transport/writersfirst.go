@@ -16,7 +16,7 @@ import "peerdns/internal/procs"
 // own. That one takes the place next in line, and the connection's loop
 // moves to the back of the P's queue: the writers already waiting write
 // their streams first, and the loop packs their frames into one packet
-// (0.26-0.36 sends a request measured under the same load: fewer
+// (0.24-0.39 sends a request measured under the same load: fewer
 // packets to encrypt, send, receive and acknowledge). The woken
 // goroutine only parks again. A lone write waits for nothing but that
 // one switch (well under a microsecond).
