@@ -6,11 +6,12 @@ import "peerdns/internal/procs"
 // loop parked in its select), and Go's scheduler puts a goroutine woken
 // that way next in line on the waker's P, ahead of the goroutines
 // already waiting there. On one P (the node's GOMAXPROCS governor keeps
-// one while it uses less than a core: internal/procs) that made every
-// request through a tunnel a packet of its own: the edge's handlers and
-// the tunnel's pipes woken together by one netpoll each wrote their
-// stream, and after each write the loop ran at once and sent that
-// stream's frame alone (1.1 UDP sends a request on each node at 100 B).
+// one while it uses less than a core: internal/procs) every request
+// through a tunnel would then be a packet of its own: the edge's
+// handlers and the tunnel's pipes woken together by one netpoll write
+// their streams one after another, and the loop would run after each
+// write and send that stream's frame alone (1.1 UDP sends a request on
+// each node at 100 B, measured without writersFirst).
 //
 // writersFirst, called after a write, wakes a parked goroutine of its
 // own. That one takes the place next in line, and the connection's loop
