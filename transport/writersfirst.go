@@ -21,9 +21,10 @@ import "peerdns/internal/procs"
 // packets to encrypt, send, receive and acknowledge). The woken
 // goroutine only parks again. A lone write waits for nothing but that
 // one switch (well under a microsecond). It matters for the writes
-// quic-go takes into its buffer and returns from at once (a request or
-// an answer of a few KiB); a larger one returns only once the loop has
-// packed it, and then there is nothing left to put in order.
+// quic-go takes into its buffer and returns from at once (up to about
+// a packet, 1,452 bytes: a small request or answer); a larger one
+// returns only once the loop has packed it, and then there is nothing
+// left to put in order.
 //
 // Only on one P: with more, a woken goroutine also wakes an idle P's
 // thread, which takes the loop at once anyway, and each wake-up is the
@@ -35,7 +36,7 @@ func writersFirst() {
 	}
 	select {
 	case nudge <- struct{}{}:
-	default: // woken already and not yet run: nothing to move
+	default: // woken already and not yet run: no second wake-up
 	}
 }
 
