@@ -15,6 +15,7 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -74,20 +75,33 @@ func (s *Server) readSmall(w *h2Writer, r *http.Request, b *bytebufferpool.ByteB
 		_, err := io.ReadFull(r.Body, b.B)
 		return err
 	}
-	b.B = growTo(b.B, prefetched+1)[:0]
+	ra := readAhead.Get().(*[prefetched + 1]byte)
+	defer readAhead.Put(ra)
+	n = 0
 	for {
-		m, err := r.Body.Read(b.B[len(b.B):cap(b.B)])
-		b.B = b.B[:len(b.B)+m]
+		m, err := r.Body.Read(ra[n:])
+		n += int64(m)
 		switch {
-		case len(b.B) > prefetched:
+		case n > prefetched:
+			b.B = append(b.B[:0], ra[:n]...)
 			return errBodyTooLong
 		case err == io.EOF:
+			b.B = append(b.B[:0], ra[:n]...)
 			return nil
 		case err != nil:
 			return err
 		}
 	}
 }
+
+// readAhead holds the buffers a body of unknown length is read into
+// until it ends or passes prefetched bytes. Almost every such body is
+// empty (a GET over HTTP/3), and it is copied to the request's buffer
+// only when it is not: read into the request's pooled buffer directly,
+// each request grew that buffer to prefetched bytes, and bytebufferpool
+// drops buffers far above the sizes it is used at, so it was an 8 KiB
+// allocation a request, most of what an HTTP/3 request allocated.
+var readAhead = sync.Pool{New: func() any { return new([prefetched + 1]byte) }}
 
 func growTo(b []byte, n int) []byte {
 	if cap(b) < n {

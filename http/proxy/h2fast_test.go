@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/quic-go/quic-go"
 	"github.com/quic-go/quic-go/http3"
+	"github.com/valyala/bytebufferpool"
 
 	"peerdns/internal/certs"
 	"peerdns/internal/testutil"
@@ -302,6 +304,16 @@ func TestEdgeHTTP2ThroughHTTP1Pool(t *testing.T) {
 	if _, ok := e.s.clients.Load("hs://h1"); !ok {
 		t.Fatal("the HTTP/1.1 pool has no client for the upstream")
 	}
+	t.Run("GET with a body of unknown length over the read-ahead", func(t *testing.T) {
+		// Past prefetched bytes it streams through net/http's transport,
+		// what was read ahead first.
+		requests++
+		long := strings.Repeat("0123456789", prefetched/10+10)
+		resp, body := e.do(t, "GET", "https://h1.p2p/echo", io.NopCloser(strings.NewReader(long)), -1)
+		if resp.StatusCode != 200 || !strings.Contains(body, fmt.Sprintf("body=%q err=<nil>", long)) {
+			t.Fatalf("GET /echo with a long body: %d, %d bytes back", resp.StatusCode, len(body))
+		}
+	})
 	t.Run("upstream down", func(t *testing.T) {
 		requests++
 		resp, body := e.do(t, "GET", "https://down.p2p/x", nil, 0)
@@ -485,3 +497,29 @@ func TestEdgeHTTP2WholeAndCut(t *testing.T) {
 		t.Fatalf("/small after /cut: %q", body)
 	}
 }
+
+// An empty body of unknown length (every HTTP/3 GET) is read without
+// allocating: the read-ahead buffer is readAhead's, and the request's
+// buffer, fresh from bytebufferpool, is not grown.
+func TestReadSmallEmptyUnknownLengthAllocatesNothing(t *testing.T) {
+	s := &Server{}
+	w := &h2Writer{rc: *http.NewResponseController(deadlineRecorder{httptest.NewRecorder()})}
+	r := httptest.NewRequest("GET", "https://h1.p2p/", nil)
+	r.ContentLength = -1
+	b := &bytebufferpool.ByteBuffer{}
+	allocs := testing.AllocsPerRun(200, func() {
+		r.Body, b.B = http.NoBody, nil // a buffer fresh from the pool
+		if err := s.readSmall(w, r, b); err != nil || len(b.B) != 0 {
+			t.Fatalf("readSmall: %v, %d bytes", err, len(b.B))
+		}
+	})
+	if allocs != 0 {
+		t.Fatalf("%v allocations a read of an empty body, want 0", allocs)
+	}
+}
+
+// deadlineRecorder is a ResponseRecorder that takes read deadlines, as
+// the HTTP/2 and HTTP/3 servers' writers do.
+type deadlineRecorder struct{ *httptest.ResponseRecorder }
+
+func (deadlineRecorder) SetReadDeadline(time.Time) error { return nil }
