@@ -218,6 +218,22 @@ func (n *testNode) createClient(domain, url string) (id, addr string) {
 	return r.ID, n.waitClient(r.ID, messages.TunnelRunning)
 }
 
+// dialThrough serves target from a new server on n, has c (which may be
+// n) own domain and run a client of that server, and dials the client.
+// The connection is closed at the end of t.
+func dialThrough(t *testing.T, n, c *testNode, domain, target string) net.Conn {
+	t.Helper()
+	_, url := n.createServer(targetOpts(target))
+	c.own(domain)
+	_, addr := c.createClient(domain, url)
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	return conn
+}
+
 func (n *testNode) waitClient(id, state string) (addr string) {
 	n.t.Helper()
 	testutil.Eventually(n.t, 10*time.Second, func() error {

@@ -39,14 +39,7 @@ func TestServiceHalfCloseKeepsUpload(t *testing.T) {
 				}
 				got <- n
 			})
-			_, url := a.createServer(targetOpts(target))
-			b.own("hc.p2p")
-			_, addr := b.createClient("hc.p2p", url)
-			c, err := net.Dial("tcp", addr)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
+			c := dialThrough(t, a, b, "hc.p2p", target)
 			_ = c.SetDeadline(time.Now().Add(20 * time.Second))
 			head, err := io.ReadAll(c)
 			if err != nil || string(head) != "hello" {
@@ -105,14 +98,7 @@ func testNeverReadingClient(t *testing.T, mode string) {
 			}
 		}
 	})
-	_, url := a.createServer(targetOpts(target))
-	b.own("slow.p2p")
-	_, addr := b.createClient("slow.p2p", url)
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := dialThrough(t, a, b, "slow.p2p", target)
 	_ = c.(*net.TCPConn).SetReadBuffer(64 << 10)
 	// Wait for the service to stall: the count stays put for a while.
 	waitStalled(t, &written, "service", "a client that reads nothing")
@@ -333,14 +319,7 @@ func TestNeverReadingServiceBoundsBuffers(t *testing.T) {
 		<-release
 	})
 	defer close(release)
-	_, url := a.createServer(targetOpts(target))
-	b.own("up.p2p")
-	_, addr := b.createClient("up.p2p", url)
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := dialThrough(t, a, b, "up.p2p", target)
 	var written atomic.Int64
 	go func() {
 		buf := make([]byte, 64<<10)

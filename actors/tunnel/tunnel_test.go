@@ -135,14 +135,7 @@ func TestHalfCloseQUIC(t *testing.T) {
 		_ = c.(*net.TCPConn).CloseWrite()
 		_, _ = io.Copy(io.Discard, c)
 	})
-	_, url := a.createServer(targetOpts(target))
-	b.own("half.p2p")
-	_, addr := b.createClient("half.p2p", url)
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := dialThrough(t, a, b, "half.p2p", target)
 	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
 	if _, err := c.Write([]byte("question")); err != nil {
 		t.Fatal(err)
