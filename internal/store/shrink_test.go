@@ -225,14 +225,7 @@ func TestShrinkWithConcurrentWriters(t *testing.T) {
 		}
 	}
 	check("after the shrinks")
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
-	db, err = Open(path, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db = reopen(t, db, path)
 	check("after a reopen")
 }
 
@@ -277,13 +270,7 @@ func TestShrinkOnAFullDiskLeavesTheStoreAsItWas(t *testing.T) {
 	if err := db.Shrink(); err != nil {
 		t.Fatalf("Shrink once there is room: %v", err)
 	}
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
-	db, err = Open(path, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	db = reopen(t, db, path)
 	if kvs, _ := db.List(""); len(kvs) != 41 {
 		t.Fatalf("%d keys after reopen, want 41", len(kvs))
 	}
@@ -313,14 +300,7 @@ func TestAutomaticShrink(t *testing.T) {
 		}
 		return nil
 	})
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
-	db, err = Open(path, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db = reopen(t, db, path)
 	if v, err := db.Get("k"); err != nil || v != fmt.Sprint(15, big) {
 		t.Fatalf("Get(k) after an automatic shrink and a reopen = %.10q, %v", v, err)
 	}

@@ -31,14 +31,7 @@ func TestRoundTripAndReopen(t *testing.T) {
 	if err := db.Delete("missing"); err != nil {
 		t.Fatalf("Delete(missing) = %v", err)
 	}
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
-	db, err = Open(path, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db = reopen(t, db, path)
 	kvs, err := db.List("a:")
 	if err != nil {
 		t.Fatal(err)
@@ -174,15 +167,23 @@ func TestShrinkCutsTheFileToTheLiveData(t *testing.T) {
 	if v, err := db.Get("k"); err != nil || v != fmt.Sprint(31, big) {
 		t.Fatalf("Get(k) after Shrink = %.10q, %v; want the last write", v, err)
 	}
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
-	db, err = Open(path, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db = reopen(t, db, path)
 	if v, err := db.Get("k"); err != nil || v != fmt.Sprint(31, big) {
 		t.Fatalf("Get(k) after reopen = %.10q, %v; want the last write", v, err)
 	}
+}
+
+// reopen closes db, which must close cleanly, and opens path again; the
+// new handle is closed at the end of t.
+func reopen(t *testing.T, db *DB, path string) *DB {
+	t.Helper()
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db, err := Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	return db
 }
