@@ -15,14 +15,7 @@ import (
 // only bytes that were sent intact delivered.
 func TestTamperingRelayFailsClosed(t *testing.T) {
 	l := newRelayLab(t, RelayConfig{Rate: -1, TamperAfter: 20_000})
-	out, err := l.b.DialRelay(ctxT(t), l.br, l.c.ID())
-	if err != nil {
-		t.Fatal(err)
-	}
-	in, err := l.c.Accept(ctxT(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	out, in := l.pair(t)
 	checkFailsClosed(t, in, out)
 }
 

@@ -396,16 +396,24 @@ func newRelayLabTB(t testing.TB, relay RelayConfig) *relayLab {
 	return l
 }
 
+// pair dials c from b through the relay and takes c's end: out is b's
+// end of the relayed connection, in is c's.
+func (l *relayLab) pair(tb testing.TB) (out, in Conn) {
+	tb.Helper()
+	out, err := l.b.DialRelay(ctxT(tb), l.br, l.c.ID())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	in, err = l.c.Accept(ctxT(tb))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return out, in
+}
+
 func TestRelayedConnEndToEnd(t *testing.T) {
 	l := newRelayLab(t, RelayConfig{Rate: -1})
-	out, err := l.b.DialRelay(ctxT(t), l.br, l.c.ID())
-	if err != nil {
-		t.Fatal(err)
-	}
-	in, err := l.c.Accept(ctxT(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	out, in := l.pair(t)
 	for _, c := range []Conn{in, out} {
 		if p, via := PathOf(c); p != PathRelayed || via != l.r.ID() {
 			t.Fatalf("path %q via %.8s", p, via)
@@ -464,14 +472,7 @@ func TestRelayOff(t *testing.T) {
 // connection over the cap is refused; both are counted.
 func TestRelayBudget(t *testing.T) {
 	l := newRelayLab(t, RelayConfig{MaxConns: 1, Rate: 1 << 20})
-	out, err := l.b.DialRelay(ctxT(t), l.br, l.c.ID())
-	if err != nil {
-		t.Fatal(err)
-	}
-	in, err := l.c.Accept(ctxT(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	out, in := l.pair(t)
 	if _, err := l.c.DialRelay(ctxT(t), l.cr, l.b.ID()); !IsRelayRefusal(err, RelayBusy) {
 		t.Fatalf("over the cap: %v", err)
 	}
@@ -656,13 +657,6 @@ func BenchmarkTCPStream(b *testing.B) {
 
 func BenchmarkRelayedStream(b *testing.B) {
 	l := newRelayLabTB(b, RelayConfig{Rate: -1})
-	out, err := l.b.DialRelay(ctxT(b), l.br, l.c.ID())
-	if err != nil {
-		b.Fatal(err)
-	}
-	in, err := l.c.Accept(ctxT(b))
-	if err != nil {
-		b.Fatal(err)
-	}
+	out, in := l.pair(b)
 	benchStream(b, out, in)
 }
