@@ -211,14 +211,7 @@ func TestStalledFrameClosesTCPPath(t *testing.T) {
 	}
 	t.Cleanup(func() { a.Close() })
 	b := newMulti(t, Options{})
-	out, err := b.DialTCP(ctxT(t), a.Addr().String(), a.ID())
-	if err != nil {
-		t.Fatal(err)
-	}
-	in, err := a.Accept(ctxT(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	out, in := tcpPair(t, b, a)
 	sc, ok := out.(*streamConn)
 	if !ok {
 		t.Fatalf("DialTCP gave a %T", out)

@@ -18,6 +18,21 @@ import (
 	"peerdns/transport/identity"
 )
 
+// tcpPair dials to over TCP from from and takes to's end: out is from's
+// end of the connection, in is to's.
+func tcpPair(tb testing.TB, from, to *MultiEndpoint) (out, in Conn) {
+	tb.Helper()
+	out, err := from.DialTCP(ctxT(tb), to.Addr().String(), to.ID())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	in, err = to.Accept(ctxT(tb))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return out, in
+}
+
 func newMulti(t testing.TB, opt Options) *MultiEndpoint {
 	t.Helper()
 	checkLeaks(t)
@@ -101,14 +116,7 @@ func TestTCPPathEndToEnd(t *testing.T) {
 	if a.TCPAddr().String() != a.Addr().String() {
 		t.Fatalf("TCP listens on %s, QUIC on %s: want the same port", a.TCPAddr(), a.Addr())
 	}
-	out, err := b.DialTCP(ctxT(t), a.Addr().String(), a.ID())
-	if err != nil {
-		t.Fatal(err)
-	}
-	in, err := a.Accept(ctxT(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	out, in := tcpPair(t, b, a)
 	if p, _ := PathOf(in); p != PathTCP || in.PeerID() != b.ID() || out.PeerID() != a.ID() || in.Outbound() || !out.Outbound() {
 		t.Fatalf("path %q, ids %.8s/%.8s", p, in.PeerID(), out.PeerID())
 	}
@@ -572,14 +580,7 @@ func TestTamperedStreamPathFailsClosed(t *testing.T) {
 func TestDrainWaitsForOpenStreams(t *testing.T) {
 	a := newMulti(t, Options{})
 	b := newMulti(t, Options{})
-	out, err := b.DialTCP(ctxT(t), a.Addr().String(), a.ID())
-	if err != nil {
-		t.Fatal(err)
-	}
-	in, err := a.Accept(ctxT(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	out, in := tcpPair(t, b, a)
 	s, err := out.OpenStream(ctxT(t))
 	if err != nil {
 		t.Fatal(err)
@@ -644,14 +645,7 @@ func benchStream(b *testing.B, out, in Conn) {
 func BenchmarkTCPStream(b *testing.B) {
 	a := newMulti(b, Options{})
 	c := newMulti(b, Options{})
-	out, err := c.DialTCP(ctxT(b), a.Addr().String(), a.ID())
-	if err != nil {
-		b.Fatal(err)
-	}
-	in, err := a.Accept(ctxT(b))
-	if err != nil {
-		b.Fatal(err)
-	}
+	out, in := tcpPair(b, c, a)
 	benchStream(b, out, in)
 }
 
