@@ -322,18 +322,26 @@ func watchedPairs(t *testing.T, w *idleWatch, n int) (conns []*movingDeadlines, 
 	return conns, peers
 }
 
+// idlePairs is a watch whose looks serve for every, and n connections
+// of its pool (watchedPairs) gone back to it, with their peers.
+func idlePairs(t *testing.T, every time.Duration, n int) (*idleWatch, []*movingDeadlines, []net.Conn) {
+	t.Helper()
+	w := newIdleWatch()
+	w.every = int64(every)
+	conns, peers := watchedPairs(t, w, n)
+	for _, mc := range conns {
+		w.add(mc)
+	}
+	return w, conns, peers
+}
+
 // TestIdleWatchLooksTogether: one look into a pool's idle connections
 // marks each that had something come in, and serves the others handed
 // out after it (within lookEvery) without a look of their own; a
 // connection back in the pool since the last look gets a new one.
 func TestIdleWatchLooksTogether(t *testing.T) {
-	w := newIdleWatch()
-	w.every = int64(time.Hour) // no look goes stale within the test
-	conns, peers := watchedPairs(t, w, 3)
+	w, conns, peers := idlePairs(t, time.Hour, 3) // no look goes stale within the test
 	a, b, c := conns[0], conns[1], conns[2]
-	for _, mc := range conns {
-		w.add(mc)
-	}
 	if _, err := io.WriteString(peers[1], "HTTP/1.1 200 OK\r\n"); err != nil {
 		t.Fatal(err)
 	}
@@ -375,12 +383,7 @@ func TestIdleWatchLooksTogether(t *testing.T) {
 // is never sent twice is looked into alone, now, not served by the
 // pool's last look: its upstream's close after that look is seen.
 func TestIdleWatchLooksForOnce(t *testing.T) {
-	w := newIdleWatch()
-	w.every = int64(time.Hour) // the shared look never goes stale
-	conns, peers := watchedPairs(t, w, 3)
-	for _, mc := range conns {
-		w.add(mc)
-	}
+	w, conns, peers := idlePairs(t, time.Hour, 3) // the shared look never goes stale
 	if w.spoke(conns[0], false) {
 		t.Fatal("spoke, nothing came in")
 	}
@@ -407,11 +410,7 @@ func TestIdleWatchLooksForOnce(t *testing.T) {
 // TestIdleWatchStaleLook: a look older than lookEvery serves no
 // connection handed out after it: a new look is made.
 func TestIdleWatchStaleLook(t *testing.T) {
-	w := newIdleWatch()
-	w.every = 0
-	conns, peers := watchedPairs(t, w, 2)
-	w.add(conns[0])
-	w.add(conns[1])
+	w, conns, peers := idlePairs(t, 0, 2)
 	if w.spoke(conns[0], false) {
 		t.Fatal("spoke, nothing came in")
 	}
@@ -430,11 +429,7 @@ func TestIdleWatchStaleLook(t *testing.T) {
 // TestIdleWatchClosedLeaves: an idle connection closed (by the pool's
 // cleaner) leaves the watch, and the rest are still looked into.
 func TestIdleWatchClosedLeaves(t *testing.T) {
-	w := newIdleWatch()
-	conns, peers := watchedPairs(t, w, 3)
-	for _, mc := range conns {
-		w.add(mc)
-	}
+	w, conns, peers := idlePairs(t, lookEvery, 3)
 	if err := conns[1].Close(); err != nil {
 		t.Fatal(err)
 	}
