@@ -77,16 +77,16 @@ func (s *Server) readSmall(w *h2Writer, r *http.Request, b *bytebufferpool.ByteB
 	}
 	ra := readAhead.Get().(*[prefetched + 1]byte)
 	defer readAhead.Put(ra)
-	n = 0
+	got := 0
 	for {
-		m, err := r.Body.Read(ra[n:])
-		n += int64(m)
+		m, err := r.Body.Read(ra[got:])
+		got += m
 		switch {
-		case n > prefetched:
-			b.B = append(b.B[:0], ra[:n]...)
+		case got > prefetched:
+			b.B = append(b.B[:0], ra[:got]...)
 			return errBodyTooLong
 		case err == io.EOF:
-			b.B = append(b.B[:0], ra[:n]...)
+			b.B = append(b.B[:0], ra[:got]...)
 			return nil
 		case err != nil:
 			return err
