@@ -23,10 +23,16 @@
 // The rule (Governor.Step): every tick (100 ms) the process's CPU time
 // (user + system, getrusage) over the wall time gives the cores it used.
 // At one P, a mean of Up (0.95) cores or more over UpTicks (5) ticks
-// means the P's thread runs all the time (see Spare below), and UpTicks
-// ticks in a row with parallel work (DNS, the edge's local requests)
+// means the P's thread runs all the time (see Spare below), and ParTicks
+// (2) ticks in a row with parallel work (DNS, the edge's local requests)
 // arriving mean it is wanted:
-// either goes to Max. At Max, DownTicks (20) ticks without parallel work
+// either goes to Max. Parallel work needs fewer ticks than CPU: its rate
+// over a tick is no pipeline's burst but a load of its own (a thousand
+// requests in two ticks), and every tick it waits at one P it is served
+// a sixth slower (EdgeRate's figures); going up for a burst that then
+// stops costs the wake-ups of DownTicks at two Ps, a few per cent of a
+// core. With UpTicks for both, each burst of requests spent its first
+// half second on one P. At Max, DownTicks (20) ticks without parallel work
 // and a mean below Down (0.85) cores over them mean one P would do: go
 // back to 1. The same work
 // costs at least as much CPU spread over several Ps (the wake-ups above:
@@ -110,6 +116,7 @@ type Governor struct {
 	Up           float64 // cores used at one P that mean it is saturated
 	Spare        float64 // idle cores on the machine a saturated P needs to go up
 	UpTicks      int     // ticks the mean is taken over, at one P
+	ParTicks     int     // ticks in a row with parallel work that go to Max
 	Down         float64 // cores used at Max below which one P would do
 	DownTicks    int     // ticks the mean is taken over, at Max
 	BounceTicks  int     // back up within this many ticks of going down: a bounce
@@ -129,7 +136,7 @@ type Governor struct {
 // starting at one P (a node starts idle).
 func New(max int) *Governor {
 	return &Governor{
-		Max: max, Up: 0.95, Spare: 0.5, UpTicks: 5, Down: 0.85, DownTicks: 20,
+		Max: max, Up: 0.95, Spare: 0.5, UpTicks: 5, ParTicks: 2, Down: 0.85, DownTicks: 20,
 		BounceTicks: 50, MaxDownTicks: 600,
 		procs: 1,
 	}
@@ -162,7 +169,7 @@ func (g *Governor) Step(cores, spare float64, parallel bool) (procs int, changed
 	g.spare = keep(append(g.spare, spare), n)
 	saturated := mean(g.used, g.UpTicks) >= g.Up && mean(g.spare, g.UpTicks) >= g.Spare
 	switch {
-	case g.procs == 1 && g.Max > 1 && (saturated || g.par >= g.UpTicks):
+	case g.procs == 1 && g.Max > 1 && (saturated || g.par >= g.ParTicks):
 		if g.down && g.since <= g.BounceTicks && wait < g.MaxDownTicks {
 			g.bounces++
 		}

@@ -260,15 +260,15 @@ func TestStartKeepsTheOperatorsSetting(t *testing.T) {
 
 func TestStepParallelWork(t *testing.T) {
 	g := New(2)
-	// DNS arriving for UpTicks ticks in a row: every core, CPU or not.
-	for i := range g.UpTicks {
+	// DNS arriving for ParTicks ticks in a row: every core, CPU or not.
+	for i := range g.ParTicks {
 		p, _ := g.Step(0.1, 0, true)
-		if want := 1; i < g.UpTicks-1 && p != want {
-			t.Fatalf("tick %d: %d Ps before UpTicks of DNS", i, p)
+		if want := 1; i < g.ParTicks-1 && p != want {
+			t.Fatalf("tick %d: %d Ps before ParTicks of DNS", i, p)
 		}
 	}
 	if g.Procs() != 2 {
-		t.Fatalf("%d Ps after %d ticks of DNS, want 2", g.Procs(), g.UpTicks)
+		t.Fatalf("%d Ps after %d ticks of DNS, want 2", g.Procs(), g.ParTicks)
 	}
 	// Idle CPU but DNS still arriving: stays.
 	for i := range 3 * g.DownTicks {
@@ -284,10 +284,10 @@ func TestStepParallelWork(t *testing.T) {
 	if got[g.DownTicks-2] != 2 || got[g.DownTicks-1] != 1 {
 		t.Fatalf("P counts %v after DNS stopped; want 2 until tick %d, then 1", got, g.DownTicks)
 	}
-	// Bursts of DNS shorter than UpTicks do not take it up.
+	// Bursts of DNS shorter than ParTicks do not take it up.
 	for i := range 50 {
-		if p, _ := g.Step(0.1, 0, i%g.UpTicks != 0); p != 1 {
-			t.Fatalf("tick %d: up on DNS bursts shorter than UpTicks", i)
+		if p, _ := g.Step(0.1, 0, i%g.ParTicks != 0); p != 1 {
+			t.Fatalf("tick %d: up on DNS bursts shorter than ParTicks", i)
 		}
 	}
 }
