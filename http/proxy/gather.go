@@ -43,6 +43,9 @@ type gatherer struct {
 	err     error     // the system call's error, or net.ErrClosed after Close
 	running bool      // a flush goroutine runs
 	closed  bool      // Close was called; the flush goroutine closes the connection
+	// shut: CloseWrite was called; the flush goroutine half-closes the
+	// connection once nothing is pending.
+	shut bool
 }
 
 // gatherMax bounds the bytes a connection holds pending (a client that
@@ -95,10 +98,12 @@ func (g *gatherer) flush(c *movingDeadlines) {
 		p := g.pending
 		if p == nil {
 			g.running = false
-			closed := g.closed
+			closed, shut := g.closed, g.shut
 			g.mu.Unlock()
 			if closed {
 				_ = c.closeNow()
+			} else if shut {
+				_ = c.closeWriteNow()
 			}
 			return
 		}
@@ -129,6 +134,23 @@ func (g *gatherer) recycle(p *[]byte) {
 	}
 	*p = (*p)[:0]
 	gatherBufs.Put(p)
+}
+
+// closeWrite marks g's sending side ended: later writes fail; false:
+// nothing is pending or being written, and the caller half-closes the
+// connection now.
+func (g *gatherer) closeWrite() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed || g.shut {
+		return true
+	}
+	g.shut = true
+	if g.err == nil {
+		g.err = net.ErrClosed
+	}
+	g.room.Broadcast()
+	return g.running
 }
 
 // close marks g closed; false: nothing is pending or being written, and

@@ -77,6 +77,87 @@ func TestGatherWritesInOrderAndBeforeClose(t *testing.T) {
 	}
 }
 
+// CloseWrite ends the sending side after what is pending: the client
+// reads every byte and then the end, while what it sends still reaches
+// the server; a write after it fails.
+func TestGatherCloseWriteAfterPending(t *testing.T) {
+	mc, cl := gatherPair(t, 5*time.Second)
+	var want bytes.Buffer
+	for i := range 200 {
+		b := bytes.Repeat([]byte{byte(i)}, 1+i%900)
+		want.Write(b)
+		if _, err := mc.Write(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := mc.CloseWrite(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := mc.Write([]byte("late")); !errors.Is(err, net.ErrClosed) {
+		t.Fatalf("write after CloseWrite: %v, want net.ErrClosed", err)
+	}
+	_ = cl.SetReadDeadline(time.Now().Add(10 * time.Second))
+	b, err := io.ReadAll(cl)
+	if err != nil || !bytes.Equal(b, want.Bytes()) {
+		t.Fatalf("client read %d bytes (%v), want %d in order and then the end", len(b), err, want.Len())
+	}
+	if _, err := cl.Write([]byte("after")); err != nil {
+		t.Fatal(err)
+	}
+	_ = mc.SetReadDeadline(time.Now().Add(10 * time.Second))
+	got := make([]byte, 5)
+	if _, err := io.ReadFull(mc, got); err != nil || string(got) != "after" {
+		t.Fatalf("server read %q (%v) after its CloseWrite, want \"after\"", got, err)
+	}
+}
+
+// A connection the edge ends with an error GOAWAY (a client's protocol
+// error) lingers, reading what the client still sends, but its end
+// follows the GOAWAY at once: the client reads the GOAWAY and then the
+// end well before the linger is over, though it keeps its side open.
+func TestH2ErrorGoAwayThenEnd(t *testing.T) {
+	up, _ := http1Upstream(t)
+	e := newTestH2Edge(t, map[string]string{"h1.p2p": up}, Deps{})
+	_, httpsAddr := e.s.Addrs()
+	conf := e.rootTLS()
+	conf.ServerName = "h1.p2p"
+	conf.NextProtos = []string{"h2"}
+	c, err := dialRawH2(httpsAddr.String(), conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.conn.Close()
+	// A stream id a client may not open (even): PROTOCOL_ERROR for the
+	// whole connection.
+	if err := c.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 2, BlockFragment: c.block, EndStream: true, EndHeaders: true}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.bw.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	for {
+		f, err := c.fr.ReadFrame()
+		if err != nil {
+			t.Fatalf("read before the GOAWAY: %v", err)
+		}
+		if ga, ok := f.(*http2.GoAwayFrame); ok {
+			if ga.ErrCode != http2.ErrCodeProtocol {
+				t.Fatalf("GOAWAY %v, want PROTOCOL_ERROR", ga.ErrCode)
+			}
+			break
+		}
+	}
+	// Half of h2srv's linger (a second): its end came with the linger's
+	// start, not with its close.
+	_ = c.conn.SetReadDeadline(time.Now().Add(500 * time.Millisecond))
+	_, err = c.fr.ReadFrame()
+	var ne net.Error
+	if err == nil || errors.As(err, &ne) && ne.Timeout() {
+		t.Fatalf("after the GOAWAY: %v, want the connection's end within half of the linger", err)
+	}
+}
+
 // A client that reads nothing: the writer is held at gatherMax pending
 // bytes, the write deadline fails the system call, and the error comes
 // back to the writer, which would otherwise wait forever.

@@ -125,6 +125,29 @@ func (c *movingDeadlines) Close() error {
 	return c.closeNow()
 }
 
+// CloseWrite ends the sending side after what was written: a FIN once
+// the bytes a gathering connection holds pending are out (gatherer),
+// where the connection under can half-close (TCP); reads go on. HTTP/2's
+// lingering close after an error GOAWAY (http/h2srv) asks it, so the
+// client reads the GOAWAY and then the connection's end at once, not
+// when the linger is over.
+func (c *movingDeadlines) CloseWrite() error {
+	_ = c.flushHeld()
+	if g := c.gathered.Load(); g != nil && g.closeWrite() {
+		return nil
+	}
+	return c.closeWriteNow()
+}
+
+// closeWriteNow half-closes the connection under c.
+func (c *movingDeadlines) closeWriteNow() error {
+	cw, ok := c.Conn.(interface{ CloseWrite() error })
+	if !ok {
+		return errors.ErrUnsupported
+	}
+	return cw.CloseWrite()
+}
+
 func (c *movingDeadlines) closeNow() error {
 	if c.pool != nil {
 		c.pool.drop(c)
