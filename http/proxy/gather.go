@@ -136,32 +136,22 @@ func (g *gatherer) recycle(p *[]byte) {
 	gatherBufs.Put(p)
 }
 
-// closeWrite marks g's sending side ended: later writes fail; false:
-// nothing is pending or being written, and the caller half-closes the
-// connection now.
-func (g *gatherer) closeWrite() bool {
+// end marks g closed (full: Close) or its sending side ended
+// (CloseWrite); writes fail from then on. False: nothing is pending or
+// being written, and the caller closes or half-closes the connection
+// now; true: the flush goroutine does once what is pending is out (or
+// it was done already).
+func (g *gatherer) end(full bool) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.closed || g.shut {
+	if g.closed || g.shut && !full {
 		return true
 	}
-	g.shut = true
-	if g.err == nil {
-		g.err = net.ErrClosed
+	if full {
+		g.closed = true
+	} else {
+		g.shut = true
 	}
-	g.room.Broadcast()
-	return g.running
-}
-
-// close marks g closed; false: nothing is pending or being written, and
-// the caller closes the connection now.
-func (g *gatherer) close() bool {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.closed {
-		return true
-	}
-	g.closed = true
 	if g.err == nil {
 		g.err = net.ErrClosed
 	}

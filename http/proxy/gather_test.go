@@ -44,18 +44,26 @@ func gatherPair(t *testing.T, writeTimeout time.Duration) (*movingDeadlines, net
 	return mc, cl
 }
 
-// What is written reaches the client whole and in order, and what is
-// pending at Close is written before the connection closes.
-func TestGatherWritesInOrderAndBeforeClose(t *testing.T) {
-	mc, cl := gatherPair(t, 5*time.Second)
-	var want bytes.Buffer
-	for i := range 2000 {
-		b := bytes.Repeat([]byte{byte(i)}, 1+i%700)
-		want.Write(b)
+// writePieces writes n pieces of 1 to most bytes, each of its own byte,
+// to mc and returns what it wrote, in order.
+func writePieces(t *testing.T, mc *movingDeadlines, n, most int) []byte {
+	t.Helper()
+	var all bytes.Buffer
+	for i := range n {
+		b := bytes.Repeat([]byte{byte(i)}, 1+i%most)
+		all.Write(b)
 		if _, err := mc.Write(b); err != nil {
 			t.Fatal(err)
 		}
 	}
+	return all.Bytes()
+}
+
+// What is written reaches the client whole and in order, and what is
+// pending at Close is written before the connection closes.
+func TestGatherWritesInOrderAndBeforeClose(t *testing.T) {
+	mc, cl := gatherPair(t, 5*time.Second)
+	want := writePieces(t, mc, 2000, 700)
 	got := make(chan []byte, 1)
 	go func() {
 		b, _ := io.ReadAll(cl)
@@ -69,8 +77,8 @@ func TestGatherWritesInOrderAndBeforeClose(t *testing.T) {
 	}
 	select {
 	case b := <-got:
-		if !bytes.Equal(b, want.Bytes()) {
-			t.Fatalf("client read %d bytes, want %d in order", len(b), want.Len())
+		if !bytes.Equal(b, want) {
+			t.Fatalf("client read %d bytes, want %d in order", len(b), len(want))
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("the connection was not closed after its pending writes")
@@ -82,14 +90,7 @@ func TestGatherWritesInOrderAndBeforeClose(t *testing.T) {
 // the server; a write after it fails.
 func TestGatherCloseWriteAfterPending(t *testing.T) {
 	mc, cl := gatherPair(t, 5*time.Second)
-	var want bytes.Buffer
-	for i := range 200 {
-		b := bytes.Repeat([]byte{byte(i)}, 1+i%900)
-		want.Write(b)
-		if _, err := mc.Write(b); err != nil {
-			t.Fatal(err)
-		}
-	}
+	want := writePieces(t, mc, 200, 900)
 	if err := mc.CloseWrite(); err != nil {
 		t.Fatal(err)
 	}
@@ -98,8 +99,8 @@ func TestGatherCloseWriteAfterPending(t *testing.T) {
 	}
 	_ = cl.SetReadDeadline(time.Now().Add(10 * time.Second))
 	b, err := io.ReadAll(cl)
-	if err != nil || !bytes.Equal(b, want.Bytes()) {
-		t.Fatalf("client read %d bytes (%v), want %d in order and then the end", len(b), err, want.Len())
+	if err != nil || !bytes.Equal(b, want) {
+		t.Fatalf("client read %d bytes (%v), want %d in order and then the end", len(b), err, len(want))
 	}
 	if _, err := cl.Write([]byte("after")); err != nil {
 		t.Fatal(err)

@@ -118,7 +118,7 @@ func (c *movingDeadlines) halter() func() {
 // once they are written (gatherer); its reads fail at once.
 func (c *movingDeadlines) Close() error {
 	_ = c.flushHeld()
-	if g := c.gathered.Load(); g != nil && g.close() {
+	if g := c.gathered.Load(); g != nil && g.end(true) {
 		c.haltRead()
 		return nil
 	}
@@ -133,7 +133,7 @@ func (c *movingDeadlines) Close() error {
 // when the linger is over.
 func (c *movingDeadlines) CloseWrite() error {
 	_ = c.flushHeld()
-	if g := c.gathered.Load(); g != nil && g.closeWrite() {
+	if g := c.gathered.Load(); g != nil && g.end(false) {
 		return nil
 	}
 	return c.closeWriteNow()
