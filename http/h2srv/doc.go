@@ -106,7 +106,8 @@
 //     after its GOAWAY: the writer ends the sending side after the
 //     GOAWAY where the connection can (TCP), and reads and drops what
 //     the client still sends, until the client closes or lingerTime
-//     (1 s) passes. Closed with the client's
+//     (1 s) passes; at most 1,024 connections linger at once (past
+//     that one closes at once). Closed with the client's
 //     frames unread, the connection would be reset by the kernel, which
 //     throws away what still waits in the send buffer, the GOAWAY among
 //     it, and the client would read a reset instead of why.

@@ -2,12 +2,15 @@ package h2srv
 
 import (
 	"crypto/tls"
+	"fmt"
 	"net"
 	"net/http"
 	"testing"
 	"time"
 
 	"golang.org/x/net/http2"
+
+	"peerdns/internal/testutil"
 )
 
 // TestGoAwayBehindUnreadOutput: a client that sends PINGs without
@@ -66,4 +69,63 @@ func TestGoAwayBehindUnreadOutput(t *testing.T) {
 	if code != http2.ErrCodeFlowControl || acks != before {
 		t.Fatalf("GOAWAY %v after %d PING answers, want FLOW_CONTROL_ERROR after %d", code, acks, before)
 	}
+}
+
+// TestLingeringBounded: past maxLingering connections lingering at once,
+// a connection ended for the client's error is closed at once; the
+// lingering one keeps lingering until its client closes.
+func TestLingeringBounded(t *testing.T) {
+	defer maxLingering.Store(maxLingering.Load())
+	maxLingering.Store(1)
+	lingered := func() error {
+		if n := lingering.Load(); n != 0 {
+			return fmt.Errorf("%d connections lingering after their clients closed", n)
+		}
+		return nil
+	}
+	testutil.Eventually(t, 5*time.Second, lingered) // other tests' connections
+	var cnt counters
+	ts := newTestServerOn(t, cnt.config(Config{}), http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}), nil)
+	// fail opens a connection and ends it with a FLOW_CONTROL_ERROR
+	// (the connection's window past 2^31-1); it returns once the client
+	// read the GOAWAY and then the connection's end.
+	fail := func() *rawClient {
+		rc := newRawClient(t, ts.addr)
+		for range 2 {
+			if err := rc.fr.WriteWindowUpdate(0, 1<<31-1); err != nil {
+				t.Fatal(err)
+			}
+		}
+		code := http2.ErrCode(1 << 31)
+		rc.next(10*time.Second, func(f http2.Frame, err error) bool {
+			if err != nil {
+				t.Fatalf("before the GOAWAY: %v", err)
+			}
+			if ga, ok := f.(*http2.GoAwayFrame); ok {
+				code = ga.ErrCode
+				return true
+			}
+			return false
+		})
+		if code != http2.ErrCodeFlowControl {
+			t.Fatalf("GOAWAY %v, want FLOW_CONTROL_ERROR", code)
+		}
+		rc.next(10*time.Second, func(f http2.Frame, err error) bool {
+			if err == nil {
+				t.Fatalf("a frame after the GOAWAY: %v", f)
+			}
+			return true
+		})
+		return rc
+	}
+	first := fail()
+	if n := lingering.Load(); n != 1 {
+		t.Fatalf("%d connections lingering, want the first", n)
+	}
+	fail()
+	if n := lingering.Load(); n != 1 {
+		t.Fatalf("%d connections lingering past maxLingering (1)", n)
+	}
+	_ = first.nc.Close()
+	testutil.Eventually(t, 5*time.Second, lingered)
 }

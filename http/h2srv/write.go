@@ -6,6 +6,7 @@ import (
 	"net"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/net/http2"
@@ -114,6 +115,18 @@ func (c *conn) writeLoop() {
 // long before it closes).
 const lingerTime = time.Second
 
+// maxLingering bounds the connections lingering at once (lingerClose),
+// over all servers: past it a connection ended for an error closes at
+// once, its client reading a reset perhaps, as a flood of failing
+// clients would otherwise each hold a connection and a goroutine for
+// lingerTime. An atomic so a test can lower it.
+var maxLingering atomic.Int64
+
+func init() { maxLingering.Store(1024) }
+
+// lingering counts the connections lingering now.
+var lingering atomic.Int64
+
 // lingerClose closes nc after an error GOAWAY. The client may have
 // sent more before it read the GOAWAY; closed with that unread, the
 // connection would be reset by the kernel, which throws away what still
@@ -123,8 +136,15 @@ const lingerTime = time.Second
 // too or lingerTime passes, the sending side ended first where the
 // connection can (a FIN after what is queued). It runs on the writer,
 // once the reader has stopped: a connection ended so costs at most
-// lingerTime more of its goroutines.
+// lingerTime more of its goroutines, and at most maxLingering linger at
+// once.
 func lingerClose(nc net.Conn) {
+	if lingering.Add(1) > maxLingering.Load() {
+		lingering.Add(-1)
+		closeConn(nc)
+		return
+	}
+	defer lingering.Add(-1)
 	raw := nc
 	if tc, ok := nc.(*tls.Conn); ok {
 		raw = tc.NetConn()
