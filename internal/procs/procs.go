@@ -28,11 +28,13 @@
 // arriving mean it is wanted:
 // either goes to Max. Parallel work needs fewer ticks than CPU: its rate
 // over a tick is no pipeline's burst but a load of its own (a thousand
-// requests in two ticks), and every tick it waits at one P it is served
-// a sixth slower (EdgeRate's figures); going up for a burst that then
-// stops costs the wake-ups of DownTicks at two Ps, a few per cent of a
-// core. With UpTicks for both, each burst of requests spent its first
-// half second on one P. At Max, DownTicks (20) ticks without parallel work
+// edge requests, or four thousand DNS queries, in two ticks), and every
+// tick it waits at one P it is served a sixth slower on 2 vCPUs
+// (EdgeRate's figures), and slower still the more cores wait idle beside
+// that P; going up for a burst that then stops costs the wake-ups of
+// DownTicks at every P, a few per cent of a core. At UpTicks a burst
+// of requests would spend its first half second on one P. At Max,
+// DownTicks (20) ticks without parallel work
 // and a mean below Down (0.85) cores over them mean one P would do: go
 // back to 1. The same work
 // costs at least as much CPU spread over several Ps (the wake-ups above:
