@@ -116,12 +116,7 @@ func TestPendingInboundCapped(t *testing.T) {
 	// and the dial below, which must not take one.
 	allFree := func(when string) {
 		t.Helper()
-		testutil.Eventually(t, 10*time.Second, func() error {
-			if n := a.pending.pending.Load(); n != 0 {
-				return fmt.Errorf("%s: %d places still taken", when, n)
-			}
-			return nil
-		})
+		testutil.Eventually(t, 10*time.Second, testutil.Zero(a.pending.pending.Load, "places still taken "+when))
 	}
 	allFree("after the flood")
 	out, err := b.Dial(ctxT(t), a.Addr().String(), a.ID())

@@ -3,7 +3,6 @@ package h2srv
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -58,12 +57,7 @@ func FuzzServeConn(f *testing.F) {
 			_ = cc.Close()
 			t.Fatal("ServeConn still running 10 s after the client hung up")
 		}
-		testutil.Eventually(t, 10*time.Second, func() error {
-			if n := handlers.Load(); n != 0 {
-				return fmt.Errorf("%d handlers running after the connection ended", n)
-			}
-			return nil
-		})
+		testutil.Eventually(t, 10*time.Second, testutil.Zero(handlers.Load, "handlers running after the connection ended"))
 		_ = srv.Close()
 	})
 }

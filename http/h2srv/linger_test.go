@@ -2,7 +2,6 @@ package h2srv
 
 import (
 	"crypto/tls"
-	"fmt"
 	"net"
 	"net/http"
 	"testing"
@@ -77,12 +76,7 @@ func TestGoAwayBehindUnreadOutput(t *testing.T) {
 func TestLingeringBounded(t *testing.T) {
 	defer maxLingering.Store(maxLingering.Load())
 	maxLingering.Store(1)
-	lingered := func() error {
-		if n := lingering.Load(); n != 0 {
-			return fmt.Errorf("%d connections lingering after their clients closed", n)
-		}
-		return nil
-	}
+	lingered := testutil.Zero(lingering.Load, "connections lingering after their clients closed")
 	testutil.Eventually(t, 5*time.Second, lingered) // other tests' connections
 	var cnt counters
 	ts := newTestServerOn(t, cnt.config(Config{}), http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}), nil)

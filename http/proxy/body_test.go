@@ -317,12 +317,7 @@ func TestLingeringBounded(t *testing.T) {
 	n := maxLingering.Load()
 	t.Cleanup(func() { maxLingering.Store(n) }) // after the server's shutdown: cleanups run last first
 	maxLingering.Store(2)
-	idle := func() error {
-		if n := lingerCount.Load(); n != 0 {
-			return fmt.Errorf("%d still lingering after their clients closed", n)
-		}
-		return nil
-	}
+	idle := testutil.Zero(lingerCount.Load, "still lingering after their clients closed")
 	testutil.Eventually(t, 10*time.Second, idle) // other tests' drains
 	_, addr := bodyServer(t, Deps{})
 	refused := func() (net.Conn, *bufio.Reader) {

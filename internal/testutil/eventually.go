@@ -3,6 +3,7 @@
 package testutil
 
 import (
+	"fmt"
 	"testing"
 	"time"
 )
@@ -19,5 +20,16 @@ func Eventually(t testing.TB, within time.Duration, cond func() error) {
 			t.Fatalf("not true after %v: %v", within, err)
 		}
 		<-tick.C
+	}
+}
+
+// Zero is a condition for Eventually: nil once count reads 0, else an
+// error giving the count and what it counts ("handlers running", ...).
+func Zero[N ~int32 | ~int64 | ~int](count func() N, what string) func() error {
+	return func() error {
+		if n := count(); n != 0 {
+			return fmt.Errorf("%d %s", n, what)
+		}
+		return nil
 	}
 }
