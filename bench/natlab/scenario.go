@@ -33,15 +33,19 @@ type Scenario struct {
 	Tunnel bool
 }
 
-// Scenarios is the lab's list: every pair of the NAT kinds that
-// differs in how it connects. A random-port NAT cannot be punched from
-// an endpoint-independent one (no port prediction), so those pairs and a
+// Scenarios is the lab's list: every pair of NAT kinds that differs in
+// how it connects. A random-port NAT cannot be punched from an
+// endpoint-independent one (no port prediction), so those pairs and a
 // node without UDP go through A as a relay; the node without UDP reaches
-// A over TCP. The bounds are the CI test's (a loaded machine); the
-// benchmark reports the times against the 3 s and 5 s goals.
+// A over TCP. The bounds are the CI test's: twice the 5 s goal for the
+// punchable pairs, as the full suite runs the lab beside the race-built
+// tests of every other package on two cores, where a pair that connects
+// in under a second alone once took over 5 s to punch (relayed
+// meanwhile). The benchmark reports the times against the 3 s and 5 s
+// goals themselves.
 var Scenarios = []Scenario{
-	{Name: "eim-eim", X: EIM, Y: EIM, Want: "punched", Within: 5 * time.Second, StopIntroducer: true, Tunnel: true},
-	{Name: "public-eim", X: Public, Y: EIM, Want: "direct|punched", Within: 5 * time.Second, Tunnel: true},
+	{Name: "eim-eim", X: EIM, Y: EIM, Want: "punched", Within: 10 * time.Second, StopIntroducer: true, Tunnel: true},
+	{Name: "public-eim", X: Public, Y: EIM, Want: "direct|punched", Within: 10 * time.Second, Tunnel: true},
 	{Name: "eim-sym", X: EIM, Y: Sym, Want: "relayed", Within: 10 * time.Second, Tunnel: true},
 	{Name: "sym-sym", X: Sym, Y: Sym, Want: "relayed", Within: 10 * time.Second, Tunnel: true},
 	{Name: "eim-noudp", X: EIM, Y: NoUDP, Want: "relayed", Within: 15 * time.Second, Tunnel: true},
