@@ -16,6 +16,7 @@ import (
 // send budget other large answers are 503 (small ones are still served),
 // and once the reader that held it is gone they are answered again.
 func TestSendBudget(t *testing.T) {
+	const settle = 60 * time.Second
 	env := newTestEnv(t, func(o *Options) { o.sendBudget = 1 << 20 })
 	// A chart big enough that its answer (over 12 MB) cannot all wait in
 	// the sockets' buffers (up to 4 MB each way, autotuned).
@@ -38,8 +39,10 @@ func TestSendBudget(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Its answer is held before another large one is asked for (asked
-	// at once, the other could take the budget first).
-	testutil.Eventually(t, 5*time.Second, func() error {
+	// at once, the other could take the budget first). Each large answer
+	// takes seconds to build under the race detector (3-5 s here alone,
+	// more beside the rest of the suite): the bounds are for a hang.
+	testutil.Eventually(t, settle, func() error {
 		env.srv.sends.mu.Lock()
 		defer env.srv.sends.mu.Unlock()
 		if env.srv.sends.total == 0 {
@@ -47,7 +50,7 @@ func TestSendBudget(t *testing.T) {
 		}
 		return nil
 	})
-	testutil.Eventually(t, 5*time.Second, func() error {
+	testutil.Eventually(t, settle, func() error {
 		if r := env.get(t, bigPath+"&n=2"); r.status != 503 {
 			return fmt.Errorf("large answer while another waits for its reader: %d, want 503", r.status)
 		}
@@ -63,7 +66,7 @@ func TestSendBudget(t *testing.T) {
 	// The reader goes away: its answer is freed and large answers are
 	// served again.
 	c.Close()
-	testutil.Eventually(t, 5*time.Second, func() error {
+	testutil.Eventually(t, settle, func() error {
 		if r := env.get(t, bigPath+"&n=4"); r.status != 200 {
 			return fmt.Errorf("large answer after the stuck reader left: %d", r.status)
 		}
