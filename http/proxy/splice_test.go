@@ -67,19 +67,19 @@ func sizedUpstream(t *testing.T, conns *atomic.Int64, late <-chan struct{}) stri
 			}
 			switch kind {
 			case "n":
-				if _, err := c.Write(pattern(n)); err != nil {
+				if writePattern(c, n) != nil {
 					return
 				}
 			case "late":
 				<-late
-				if _, err := c.Write(pattern(n)); err != nil {
+				if writePattern(c, n) != nil {
 					return
 				}
 			case "short":
-				_, _ = c.Write(pattern(n)[:n/3])
+				_ = writePattern(c, n/3)
 				return
 			case "stall":
-				_, _ = c.Write(pattern(n)[:n/3])
+				_ = writePattern(c, n/3)
 				<-stop
 				return
 			}
@@ -91,10 +91,33 @@ func sizedUpstream(t *testing.T, conns *atomic.Int64, late <-chan struct{}) stri
 // pattern is n bytes that tell a shifted or missing piece.
 func pattern(n int) []byte {
 	b := make([]byte, n)
-	for i := range b {
-		b[i] = byte(i*7 + i>>10)
-	}
+	fillPattern(b, 0)
 	return b
+}
+
+// fillPattern fills b with pattern's bytes from offset off on.
+func fillPattern(b []byte, off int) {
+	for i := range b {
+		b[i] = byte((off+i)*7 + (off+i)>>10)
+	}
+}
+
+// writePattern writes pattern(n) to w a piece at a time, each made just
+// before it goes, as a server streams what it makes: made whole first,
+// the bytes of a large body (8 MiB under the race detector, on a loaded
+// machine) took longer than the edge's UpstreamTimeout in some of these
+// tests, which then rightly cut the body after its head.
+func writePattern(w io.Writer, n int) error {
+	buf := make([]byte, 64<<10)
+	for off := 0; off < n; {
+		b := buf[:min(len(buf), n-off)]
+		fillPattern(b, off)
+		if _, err := w.Write(b); err != nil {
+			return err
+		}
+		off += len(b)
+	}
+	return nil
 }
 
 // splicedSince is what moved counts past before once no piece is being
