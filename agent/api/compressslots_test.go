@@ -21,7 +21,7 @@ import (
 // together: 300 MB of RSS, 62 MB in the slot; and the budget was charged
 // the uncompressed size.)
 func TestCompressionInRenderSlots(t *testing.T) {
-	env := newTestEnv(t, func(o *Options) { o.sendBudget = 1 << 20 })
+	env := newTestEnv(t, func(o *Options) { o.sendBudget, o.writeTimeout = 1<<20, 10*time.Minute })
 	// Random values: the compressed answer (several MB) is more than the
 	// sockets' buffers take, so it waits in the agent for its reader.
 	r := rand.New(rand.NewPCG(1, 2))
@@ -46,7 +46,8 @@ func TestCompressionInRenderSlots(t *testing.T) {
 		t.Fatal(err)
 	}
 	var held int64
-	testutil.Eventually(t, 5*time.Second, func() error {
+	// Seconds to build under the race detector: the bound is for a hang.
+	testutil.Eventually(t, 60*time.Second, func() error {
 		env.srv.sends.mu.Lock()
 		defer env.srv.sends.mu.Unlock()
 		if held = env.srv.sends.total; held == 0 {

@@ -83,6 +83,10 @@ type Options struct {
 	// renderWait is how long a request waits for a render slot; zero
 	// means defaultRenderWait (tests shrink it).
 	renderWait time.Duration
+	// writeTimeout bounds the writing of an answer; zero means
+	// defaultWriteTimeout (tests that hold an answer for a client that
+	// never reads stretch it past their own pace).
+	writeTimeout time.Duration
 }
 
 // Server answers the agent's REST API. Create it with New; it is safe for
@@ -162,6 +166,9 @@ func New(o Options) (*Server, error) {
 	if o.renderWait == 0 {
 		o.renderWait = defaultRenderWait
 	}
+	if o.writeTimeout == 0 {
+		o.writeTimeout = defaultWriteTimeout
+	}
 	s := &Server{o: o, log: o.Log, started: o.Now(), procs: procs.NewSampler()}
 	// Bodies are gzip/deflate-compressed for clients that ask (as Netdata
 	// does; Prometheus always asks): a 1,300-series scrape shrinks about
@@ -189,7 +196,7 @@ func New(o Options) (*Server, error) {
 		},
 		Name:               "peerdns-agent/" + Version,
 		ReadTimeout:        10 * time.Second,
-		WriteTimeout:       10 * time.Second,
+		WriteTimeout:       o.writeTimeout,
 		IdleTimeout:        60 * time.Second,
 		MaxRequestBodySize: 64 << 10,
 		// Room for a request line with a 10 KB argument (a pasted log
@@ -442,6 +449,11 @@ func (s *Server) serveConn(ctx *fasthttp.RequestCtx) {
 		ctx.SetBodyString("Too many large answers are being sent to clients that have not read them; retry later or ask for a narrower window.\n")
 	}
 }
+
+// defaultWriteTimeout is how long an answer may take to be written:
+// past it, the connection of a client that does not read is closed and
+// what its answer held of the send budget is free again.
+const defaultWriteTimeout = 10 * time.Second
 
 // defaultRenderWait is how long a request waits for a render slot.
 const defaultRenderWait = 5 * time.Second
