@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"net/netip"
 	"path/filepath"
@@ -37,9 +38,21 @@ func (n *Node) startPlugins() error {
 	n.plugins = pid
 	// Stop the handlers before the ledger and the stores go.
 	n.closers = append(n.closers, func() { _ = n.root.System.Root.StopFuture(pid).Wait() })
+	// The node serves once the first scan is done (an answer comes after
+	// Started, which scans): the profile site and the folders' plugins
+	// are in the table from the first request on, so a request to the
+	// profile domain right after the start finds its site (not a 404),
+	// and INTERNAL_DOMAINS lists it.
+	if _, err := n.root.System.Root.RequestFuture(pid, &messages.GetPlugins{}, pluginScanWait).Result(); err != nil {
+		return fmt.Errorf("first plugin scan: %w", err)
+	}
 	n.pluginWeb = &pluginweb.Server{Self: n.id.ID()}
 	return nil
 }
+
+// pluginScanWait bounds the wait for the plugins' first scan: a read
+// of the plugins folder and the start of each handler's actor.
+const pluginScanWait = 30 * time.Second
 
 // edgeAnswer is the address DNS gives plugin domains: the edge proxy's
 // HTTP listener (loopback when it listens on every address).
