@@ -13,15 +13,22 @@ import (
 func Eventually(t testing.TB, within time.Duration, cond func() error) {
 	t.Helper()
 	deadline := time.Now().Add(within)
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
 	for err := cond(); err != nil; err = cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("not true after %v: %v", within, err)
 		}
-		<-tick.C
+		// The pause between two looks. Not a time.Ticker: Go 1.26's
+		// runtime crashed (SIGSEGV in timer.maybeRunChan) receiving from
+		// a ticker's channel inside a testing/synctest bubble under the
+		// race detector, in bench/scale's virtual-time tests, which poll
+		// here thousands of times; a sleep parks on the goroutine's own
+		// timer, with no channel.
+		time.Sleep(pollEvery)
 	}
 }
+
+// pollEvery is how often Eventually looks.
+const pollEvery = 5 * time.Millisecond
 
 // Zero is a condition for Eventually: nil once count reads 0, else an
 // error giving the count and what it counts ("handlers running", ...).
