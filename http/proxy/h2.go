@@ -661,12 +661,20 @@ func (s *Server) httpUpstream(d *view.Domain) *h2Upstream {
 	// request beyond it in flight (HTTP/2 clients keep many) closed its
 	// connection on return and the next one dialled a new one, a dial
 	// and a close per request. IdleConnTimeout still closes the unused.
+	//
+	// IdleConnTimeout is under UpstreamTimeout here: net/http's read
+	// loop waits in a Read on an idle connection, and the connection's
+	// moving read deadline (UpstreamTimeout) would end that wait and
+	// close the connection under the pool, while a request may just have
+	// taken it: an upload, which net/http cannot send twice, then failed
+	// with "use of closed network connection" (502). The transport's own
+	// idle timeout takes a connection out of the pool before closing it.
 	u.plain = &http.Transport{
 		DialContext:           dialMoving,
 		MaxIdleConns:          upstreamConns,
 		MaxIdleConnsPerHost:   upstreamConns,
 		MaxConnsPerHost:       upstreamConns,
-		IdleConnTimeout:       IdleTimeout,
+		IdleConnTimeout:       min(IdleTimeout, s.d.UpstreamTimeout/2),
 		ResponseHeaderTimeout: s.d.UpstreamTimeout,
 		TLSHandshakeTimeout:   dialTimeout,
 		DisableCompression:    true,
