@@ -185,14 +185,15 @@ func held(p *parentEnv, key string, from, to int64) error {
 func TestParentTwoChildren(t *testing.T) {
 	p := newParent(t, fleet.ParentConfig{})
 	a, b := newChild(t, p, "alpha", 3), newChild(t, p, "beta", 2)
-	first := a.now - 296
 	a.run(t, p)
 	b.run(t, p)
+	// Each child's own clock: the two are made a moment apart, which may
+	// cross a second.
 	testutil.Eventually(t, 10*time.Second, func() error {
-		if err := held(p, a.id.ID(), first, a.now-1); err != nil {
+		if err := held(p, a.id.ID(), a.now-296, a.now-1); err != nil {
 			return err
 		}
-		return held(p, b.id.ID(), first, b.now-1)
+		return held(p, b.id.ID(), b.now-296, b.now-1)
 	})
 	var nodes struct {
 		Nodes []struct {
