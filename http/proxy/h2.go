@@ -644,6 +644,9 @@ func (s *Server) httpUpstream(d *view.Domain) *h2Upstream {
 		}
 		mc.rd.every.Store(int64(s.d.UpstreamTimeout))
 		mc.wr.every.Store(int64(s.d.UpstreamTimeout))
+		// net/http's read loop waits in a Read while the request (an
+		// upload of any length) is written: the writes move its deadline.
+		mc.renewRead = true
 		return mc, nil
 	}
 	// Multiplexed connections keep no moving read deadline (a gRPC
@@ -669,6 +672,9 @@ func (s *Server) httpUpstream(d *view.Domain) *h2Upstream {
 	// taken it: an upload, which net/http cannot send twice, then failed
 	// with "use of closed network connection" (502). The transport's own
 	// idle timeout takes a connection out of the pool before closing it.
+	// A request's writes move that Read's deadline (renewRead), so the
+	// answer has UpstreamTimeout from the request's last write, however
+	// long the connection was idle or the upload took.
 	u.plain = &http.Transport{
 		DialContext:           dialMoving,
 		MaxIdleConns:          upstreamConns,

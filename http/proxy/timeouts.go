@@ -86,6 +86,14 @@ type movingDeadlines struct {
 	pool *idleWatch
 	// watch tells a client's head fasthttp waits on (lfrequest.go).
 	watch headWatch
+	// renewRead: each write moves the deadline of a read in progress
+	// (reading), as a read would move it. For a connection whose reads
+	// wait while another goroutine writes (net/http's read loop waits in
+	// a Read from before a request is written, through a whole upload):
+	// the wait for an answer then counts from the request's last write,
+	// as UpstreamTimeout is meant, not from when the read began.
+	renewRead bool
+	reading   atomic.Bool
 }
 
 // halter is a func that halts both sides (haltRead, haltWrite), made
@@ -244,7 +252,13 @@ func (c *movingDeadlines) Read(b []byte) (int, error) {
 		c.readErr = err
 		return 0, err
 	}
+	if c.renewRead {
+		c.reading.Store(true)
+	}
 	n, err := c.Conn.Read(b)
+	if c.renewRead {
+		c.reading.Store(false)
+	}
 	if err != nil && c.rd.every.Load() > 0 {
 		c.readErr = err
 	}
@@ -343,6 +357,14 @@ func (c *movingDeadlines) writeNow(b []byte) (int, error) {
 	if err != nil {
 		c.wfail.Store(true)
 		c.haltWrite()
+		return n, err
+	}
+	if c.renewRead && c.reading.Load() {
+		// A move when due, as a read's own (an eighth of the timeout
+		// behind); a halted read side stays halted (put).
+		if t, ok := c.rd.due(); ok {
+			_ = c.putRead(t)
+		}
 	}
 	return n, err
 }

@@ -1,0 +1,103 @@
+package proxy
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// pacedBody gives n bytes in pieces of piece, one every gap: a client
+// whose upload keeps flowing, slowly.
+type pacedBody struct {
+	left, piece int
+	gap         time.Duration
+}
+
+func (b *pacedBody) Read(p []byte) (int, error) {
+	if b.left == 0 {
+		return 0, io.EOF
+	}
+	time.Sleep(b.gap) // the client's pace, not a wait for an event
+	n := min(len(p), b.piece, b.left)
+	clear(p[:n])
+	b.left -= n
+	return n, nil
+}
+
+// TestEdgeLongUploadOutlivesUpstreamTimeout: an upload to an HTTP/1.1
+// upstream that keeps flowing for longer than UpstreamTimeout is not
+// cut, over HTTP/2, HTTP/3 and HTTP/1.1, and the answer that follows it
+// has UpstreamTimeout from the upload's end to begin; so has a request on
+// a connection the pool kept idle for a while. UpstreamTimeout is between
+// two operations (timeouts.go): the wait for the answer counts from the
+// request's last write, not from when net/http's read loop (the way
+// HTTP/2 and HTTP/3 uploads go upstream) began to wait on the connection.
+func TestEdgeLongUploadOutlivesUpstreamTimeout(t *testing.T) {
+	const timeout = 600 * time.Millisecond
+	up := serveUpstream(t, false, func(w http.ResponseWriter, r *http.Request) {
+		n, err := io.Copy(io.Discard, r.Body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		if d, _ := time.ParseDuration(r.URL.Query().Get("think")); d > 0 {
+			time.Sleep(d) // the upstream's own work, not a wait for an event
+		}
+		io.WriteString(w, strconv.FormatInt(n, 10))
+	})
+	e := startTestEdge(t, map[string]string{"up.p2p": up}, Deps{UpstreamTimeout: timeout})
+
+	big := bytes.Repeat([]byte{'x'}, SmallBody+1) // too long for the HTTP/1.1 pool: net/http's transport
+	post := func(what, think string, body io.Reader, n, want int64) {
+		t.Helper()
+		resp, got := e.do(t, http.MethodPost, "https://up.p2p/upload?think="+think, body, n)
+		if resp.StatusCode != http.StatusOK || got != strconv.FormatInt(want, 10) {
+			t.Fatalf("%s: %d %q, want 200 %d", what, resp.StatusCode, got, want)
+		}
+	}
+	post("a first upload", "0s", bytes.NewReader(big), int64(len(big)), int64(len(big)))
+	// The same connection again (the pool keeps it for half the
+	// timeout), after an idle spell that, with the answer's wait, goes
+	// past the timeout counted from when the connection went idle.
+	time.Sleep(timeout / 3) // the idle spell is what is tried
+	post("an upload after an idle spell", "500ms", bytes.NewReader(big), int64(len(big)), int64(len(big)))
+	// Longer than the timeout, a piece every tenth of it; then the
+	// upstream thinks for half the timeout before it answers.
+	post("an upload of twice the timeout", "300ms", &pacedBody{left: 40 << 10, piece: 2 << 10, gap: timeout / 10}, -1, 40<<10)
+
+	// HTTP/3 uploads take the same way upstream.
+	h3 := &http.Client{Timeout: 10 * time.Second, Transport: e.h3(t, "up.p2p")}
+	req, err := http.NewRequest(http.MethodPost, "https://up.p2p/upload?think=300ms", &pacedBody{left: 40 << 10, piece: 2 << 10, gap: timeout / 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := h3.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	got, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK || string(got) != strconv.Itoa(40<<10) {
+		t.Fatalf("an HTTP/3 upload of twice the timeout: %d %q %v, want 200 %d", resp.StatusCode, got, err, 40<<10)
+	}
+
+	// And HTTP/1.1 uploads, which the edge streams itself (upload.go).
+	httpAddr, _ := e.s.Addrs()
+	req, err = http.NewRequest(http.MethodPost, "http://"+httpAddr.String()+"/upload?think=300ms", &pacedBody{left: 40 << 10, piece: 2 << 10, gap: timeout / 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Host = "up.p2p"
+	resp, err = (&http.Client{Timeout: 10 * time.Second}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	got, err = io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK || string(got) != strconv.Itoa(40<<10) {
+		t.Fatalf("an HTTP/1.1 upload of twice the timeout: %d %q %v, want 200 %d", resp.StatusCode, got, err, 40<<10)
+	}
+}
