@@ -10,9 +10,9 @@ import (
 	"time"
 )
 
-// quietSpell is the timeouts the quiet tests give the edge: each quiet
+// quietTimeout is every timeout the quiet tests give the edge; each quiet
 // spell lasts four of them.
-const quietSpell = 200 * time.Millisecond
+const quietTimeout = 200 * time.Millisecond
 
 // TestEdgeQuietUpgradeStays: once upgraded, a connection is the two
 // ends' own: quiet both ways for longer than ReadTimeout, WriteTimeout
@@ -29,7 +29,7 @@ func TestEdgeQuietUpgradeStays(t *testing.T) {
 		_ = brw.Flush()
 		_, _ = io.Copy(c, brw) // echo
 	})
-	e := newTestH2Edge(t, map[string]string{"q.p2p": up}, Deps{ReadTimeout: quietSpell, WriteTimeout: quietSpell, UpstreamTimeout: quietSpell})
+	e := newTestH2Edge(t, map[string]string{"q.p2p": up}, Deps{ReadTimeout: quietTimeout, WriteTimeout: quietTimeout, UpstreamTimeout: quietTimeout})
 	httpAddr, httpsAddr := e.s.Addrs()
 	ask := "GET /ws HTTP/1.1\r\nHost: q.p2p\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n"
 	plain := sendRaw(t, httpAddr.String(), ask)
@@ -49,7 +49,7 @@ func TestEdgeQuietUpgradeStays(t *testing.T) {
 			t.Fatalf("upgrade: %v %v", resp, err)
 		}
 		for i := range 2 {
-			time.Sleep(4 * quietSpell) // the quiet spell is what is tried
+			time.Sleep(4 * quietTimeout) // the quiet spell is what is tried
 			if _, err := io.WriteString(c, "ping"); err != nil {
 				t.Fatalf("%T after quiet spell %d: write: %v", c, i, err)
 			}
@@ -72,14 +72,14 @@ func TestEdgeQuietGRPCStreamStays(t *testing.T) {
 		w.Header().Set("Trailer", "Grpc-Status")
 		for i := range 3 {
 			if i > 0 {
-				time.Sleep(4 * quietSpell) // the quiet spell is what is tried
+				time.Sleep(4 * quietTimeout) // the quiet spell is what is tried
 			}
 			_, _ = w.Write([]byte{0, 0, 0, 0, 2, 'm', '0' + byte(i)})
 			w.(http.Flusher).Flush()
 		}
 		w.Header().Set("Grpc-Status", "0")
 	})
-	e := newTestH2Edge(t, map[string]string{"w.p2p": up}, Deps{ReadTimeout: quietSpell, WriteTimeout: quietSpell, UpstreamTimeout: quietSpell})
+	e := newTestH2Edge(t, map[string]string{"w.p2p": up}, Deps{ReadTimeout: quietTimeout, WriteTimeout: quietTimeout, UpstreamTimeout: quietTimeout})
 	req, err := http.NewRequest(http.MethodPost, "https://w.p2p/watch.Watch/Changes", http.NoBody)
 	if err != nil {
 		t.Fatal(err)
