@@ -637,17 +637,22 @@ func (s *Server) httpUpstream(d *view.Domain) *h2Upstream {
 		return u.(*h2Upstream)
 	}
 	hash, ssl, name := d.Hash, d.SSL, d.Name
+	// An HTTP/1.1 connection's deadlines move (UpstreamTimeout between
+	// two reads or writes), and net/http's read loop waits in a Read
+	// while the request (an upload of any length) is written: the
+	// writes move that read's deadline (renewRead).
+	moving := func(mc *movingDeadlines) *movingDeadlines {
+		mc.rd.every.Store(int64(s.d.UpstreamTimeout))
+		mc.wr.every.Store(int64(s.d.UpstreamTimeout))
+		mc.renewRead = true
+		return mc
+	}
 	dialMoving := func(ctx context.Context, _, _ string) (net.Conn, error) {
 		mc, err := s.dialMoving(hash)
 		if err != nil {
 			return nil, err
 		}
-		mc.rd.every.Store(int64(s.d.UpstreamTimeout))
-		mc.wr.every.Store(int64(s.d.UpstreamTimeout))
-		// net/http's read loop waits in a Read while the request (an
-		// upload of any length) is written: the writes move its deadline.
-		mc.renewRead = true
-		return mc, nil
+		return moving(mc), nil
 	}
 	// Multiplexed connections keep no moving read deadline (a gRPC
 	// stream may be quiet for long); HTTP/2 pings find a dead one.
@@ -689,8 +694,29 @@ func (s *Server) httpUpstream(d *view.Domain) *h2Upstream {
 		HTTP2:                 &http.HTTP2Config{SendPingTimeout: s.d.UpstreamTimeout, PingTimeout: 15 * time.Second},
 	}
 	if ssl {
-		u.plain.DialContext = dialPlain
-		u.plain.TLSClientConfig = upstreamTLS(d)
+		// TLS is spoken here rather than by the transport, so that an
+		// upstream that picks HTTP/1.1 in ALPN gets the HTTP/1.1
+		// connection's moving deadlines (above), under TLS: without
+		// them one that stalled after its answer's head held the
+		// client's stream for good. One that picks h2 is multiplexed
+		// and keeps none (as dialPlain's), handed over as the *tls.Conn
+		// net/http looks for to speak HTTP/2 on it.
+		conf := upstreamTLS(d)
+		conf.NextProtos = []string{"h2", "http/1.1"}
+		u.plain.DialTLSContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			c, err := dialPlain(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			tc, err := handshakeUpstream(ctx, c, conf, name)
+			if err != nil {
+				return nil, err
+			}
+			if tc.ConnectionState().NegotiatedProtocol == "h2" {
+				return tc, nil
+			}
+			return moving(&movingDeadlines{Conn: tc, bufs: &bodyBufs}), nil
+		}
 		u.plain.ForceAttemptHTTP2 = true
 	} else {
 		var p http.Protocols

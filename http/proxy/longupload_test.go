@@ -2,9 +2,13 @@ package proxy
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -99,5 +103,56 @@ func TestEdgeLongUploadOutlivesUpstreamTimeout(t *testing.T) {
 	got, err = io.ReadAll(resp.Body)
 	if err != nil || resp.StatusCode != http.StatusOK || string(got) != strconv.Itoa(40<<10) {
 		t.Fatalf("an HTTP/1.1 upload of twice the timeout: %d %q %v, want 200 %d", resp.StatusCode, got, err, 40<<10)
+	}
+}
+
+// TestEdgeTLSUpstreamTimeouts: to an upstream in TLS (ssl: true) that
+// speaks HTTP/1.1, the HTTP/2 path's uploads keep the same timeouts: one
+// longer than UpstreamTimeout that keeps flowing passes, and an upstream
+// that stalls after its answer's head has its client's stream ended
+// after UpstreamTimeout, not held until the client gives up.
+func TestEdgeTLSUpstreamTimeouts(t *testing.T) {
+	const timeout = 500 * time.Millisecond
+	release := make(chan struct{})
+	ts := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n, err := io.Copy(io.Discard, r.Body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		if r.URL.Path != "/stall" {
+			io.WriteString(w, strconv.FormatInt(n, 10))
+			return
+		}
+		w.Header().Set("Content-Length", "1000")
+		_, _ = w.Write([]byte("0123456789"))
+		w.(http.Flusher).Flush()
+		<-release
+	}))
+	ts.EnableHTTP2 = false
+	ts.StartTLS()
+	t.Cleanup(func() { close(release); ts.Close() })
+	e := newTestH2Edge(t, map[string]string{"s.p2p": strings.TrimPrefix(ts.URL, "https://")}, Deps{UpstreamTimeout: timeout})
+	e.s.d.View.Load().Domains["s.p2p"].SSL = true // before its first request
+
+	resp, got := e.do(t, http.MethodPost, "https://s.p2p/upload", &pacedBody{left: 40 << 10, piece: 2 << 10, gap: timeout / 10}, -1)
+	if resp.StatusCode != http.StatusOK || got != strconv.Itoa(40<<10) {
+		t.Fatalf("an upload of twice the timeout: %d %q, want 200 %d", resp.StatusCode, got, 40<<10)
+	}
+
+	big := bytes.Repeat([]byte{'x'}, SmallBody+1)
+	req, err := http.NewRequest(http.MethodPost, "https://s.p2p/stall", bytes.NewReader(big))
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if resp, err := e.c.Do(req); err == nil {
+		_, err = io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err == nil {
+			t.Fatalf("a stalled answer: %d, read whole", resp.StatusCode)
+		}
+	} else if errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a stalled answer: %v after %v, want its stream ended by the edge", err, time.Since(start))
 	}
 }

@@ -3,6 +3,7 @@ package proxy
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -370,12 +371,19 @@ func upstreamTLS(d *view.Domain) *tls.Config {
 // tlsUpstream speaks TLS over c (upstreamTLS), the handshake within
 // dialTimeout.
 func tlsUpstream(c net.Conn, d *view.Domain) (net.Conn, error) {
-	tc := tls.Client(c, upstreamTLS(d))
-	ctx, cancel := ctxFor(dialTimeout)
+	return handshakeUpstream(context.Background(), c, upstreamTLS(d), d.Name)
+}
+
+// handshakeUpstream speaks TLS with conf over c, an upstream's
+// connection, the handshake within dialTimeout (and ctx); c is closed
+// when it fails.
+func handshakeUpstream(ctx context.Context, c net.Conn, conf *tls.Config, name string) (*tls.Conn, error) {
+	tc := tls.Client(c, conf)
+	ctx, cancel := context.WithTimeout(ctx, dialTimeout)
 	defer cancel()
 	if err := tc.HandshakeContext(ctx); err != nil {
 		c.Close()
-		return nil, fmt.Errorf("TLS to %s: %w", d.Name, err)
+		return nil, fmt.Errorf("TLS to %s: %w", name, err)
 	}
 	return tc, nil
 }
