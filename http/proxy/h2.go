@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -792,7 +793,11 @@ func (s *Server) forwardHTTP(w *h2Writer, r *http.Request, d *view.Domain) {
 		unwatch := func() {}
 		defer func() { unwatch() }()
 		r = r.WithContext(httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotConn: func(i httptrace.GotConnInfo) {
-			if wc, ok := i.Conn.(*watchedConn); ok {
+			c := i.Conn
+			if tc, ok := c.(*tls.Conn); ok { // an upstream in TLS (ssl: true)
+				c = tc.NetConn()
+			}
+			if wc, ok := c.(*watchedConn); ok {
 				unwatch = wc.watch(cancel)
 			}
 		}}))

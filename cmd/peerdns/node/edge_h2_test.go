@@ -217,8 +217,10 @@ func TestEdgeHTTP2HTTP3AndGRPC(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, urls["grpcs.p2p"] = tunnelServerURL(t, a, fmt.Sprintf(`{"name":"grpcs","port":%d}`, grpcEcho(t, leaf)))
-	mustJSON(t, "POST", "http://"+a.AdminAddr()+"/api/add-domain", `{"domain":"grpcs.p2p","hash":"`+urls["grpcs.p2p"]+`","ssl":true}`, 200, nil)
+	for _, d := range []string{"grpcs.p2p", "dies.p2p"} {
+		_, urls[d] = tunnelServerURL(t, a, fmt.Sprintf(`{"name":%q,"port":%d}`, strings.TrimSuffix(d, ".p2p"), grpcEcho(t, leaf)))
+		mustJSON(t, "POST", "http://"+a.AdminAddr()+"/api/add-domain", `{"domain":"`+d+`","hash":"`+urls[d]+`","ssl":true}`, 200, nil)
+	}
 	for d, url := range urls {
 		testutil.Eventually(t, 20*time.Second, func() error {
 			cs := consensusOn(t, b, d)
@@ -343,25 +345,29 @@ func TestEdgeHTTP2HTTP3AndGRPC(t *testing.T) {
 	grpcEchoes(ctx, t, grpcConn(t, httpsAddr, "grpc.p2p", pool))
 	grpcEchoes(ctx, t, grpcConn(t, httpsAddr, "grpcs.p2p", pool))
 
-	// An upstream that closes mid-stream: the call ends with a status.
-	dc := grpcConn(t, httpsAddr, "die.p2p", pool)
-	ds, err := dc.NewStream(ctx, &grpc.StreamDesc{ServerStreams: true, ClientStreams: true}, "/edge.Echo/Die")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := ds.SendMsg(&in); err != nil {
-		t.Fatal(err)
-	}
-	var last []byte
-	if err := ds.RecvMsg(&last); err != nil || string(last) != "last words" {
-		t.Fatalf("die: first message %v %q", err, last)
-	}
-	if err := ds.SendMsg(&in); err != nil {
-		t.Fatal(err)
-	}
-	err = ds.RecvMsg(&last)
-	if s, _ := status.FromError(err); s.Code() != codes.Unavailable {
-		t.Fatalf("upstream closed mid-stream: %v (code %v), want Unavailable", err, s.Code())
+	// An upstream that closes mid-stream, in h2c and in TLS: the call
+	// ends with a status.
+	var dc *grpc.ClientConn
+	for _, d := range []string{"dies.p2p", "die.p2p"} {
+		dc = grpcConn(t, httpsAddr, d, pool)
+		ds, err := dc.NewStream(ctx, &grpc.StreamDesc{ServerStreams: true, ClientStreams: true}, "/edge.Echo/Die")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := ds.SendMsg(&in); err != nil {
+			t.Fatal(err)
+		}
+		var last []byte
+		if err := ds.RecvMsg(&last); err != nil || string(last) != "last words" {
+			t.Fatalf("%s: first message %v %q", d, err, last)
+		}
+		if err := ds.SendMsg(&in); err != nil {
+			t.Fatal(err)
+		}
+		err = ds.RecvMsg(&last)
+		if s, _ := status.FromError(err); s.Code() != codes.Unavailable {
+			t.Fatalf("%s: upstream closed mid-stream: %v (code %v), want Unavailable", d, err, s.Code())
+		}
 	}
 	// The same over HTTP/3, its gRPC frames written and read by hand
 	// (grpc-go has no HTTP/3 client): the status comes in the trailers.
