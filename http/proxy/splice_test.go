@@ -149,8 +149,11 @@ func TestEdgeSplicesBodiesFromThisMachine(t *testing.T) {
 	e := startTestEdge(t, map[string]string{"sp.p2p": up}, Deps{
 		NoHTTP3:         true,
 		Dialer:          splicingDialer{tcpDialer{"hs://sp": up}, &moved},
-		UpstreamTimeout: 500 * time.Millisecond,
-		WriteTimeout:    500 * time.Millisecond,
+		// Short enough for the silent upstream and the client that reads
+		// nothing to be cut soon, long enough for the race detector on a
+		// loaded machine not to cut a body that flows.
+		UpstreamTimeout: 2 * time.Second,
+		WriteTimeout:    2 * time.Second,
 	})
 	httpAddr, _ := e.s.Addrs()
 	c := sendRaw(t, httpAddr.String(), "")
@@ -288,7 +291,9 @@ func TestEdgeSplicesManyAtOnce(t *testing.T) {
 			}
 			defer c.Close()
 			fmt.Fprintf(c, "GET /n/%d HTTP/1.1\r\nHost: sp.p2p\r\n\r\n", n)
-			_ = c.SetReadDeadline(time.Now().Add(20 * time.Second))
+			// A bound for a hang: under the race detector on a loaded
+			// machine, 64 MiB made, proxied and compared can take a while.
+			_ = c.SetReadDeadline(time.Now().Add(90 * time.Second))
 			resp, err := http.ReadResponse(bufio.NewReader(c), nil)
 			if err != nil {
 				errs <- err
