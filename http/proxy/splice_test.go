@@ -147,8 +147,8 @@ func TestEdgeSplicesBodiesFromThisMachine(t *testing.T) {
 	late := make(chan struct{})
 	up := sizedUpstream(t, &conns, late)
 	e := startTestEdge(t, map[string]string{"sp.p2p": up}, Deps{
-		NoHTTP3:         true,
-		Dialer:          splicingDialer{tcpDialer{"hs://sp": up}, &moved},
+		NoHTTP3: true,
+		Dialer:  splicingDialer{tcpDialer{"hs://sp": up}, &moved},
 		// Short enough for the silent upstream and the client that reads
 		// nothing to be cut soon, long enough for the race detector on a
 		// loaded machine not to cut a body that flows.
