@@ -122,6 +122,13 @@ import (
 //     upstream is not assumed to speak h2c); with ssl: true, TLS with
 //     ALPN h2 and http/1.1, the upstream picks.
 //
+// In HTTP/1.1 (plain or in TLS), UpstreamTimeout is between two reads
+// or writes, as on the HTTP/1.1 path, and the wait for an answer counts
+// from the request's last write: an upload may take as long as it keeps
+// flowing. In HTTP/2 (h2c, or TLS with h2) a stream may be quiet for
+// long (a gRPC watch); the connection's pings find a dead upstream, and
+// a gRPC call ends with a status once its connection does.
+//
 // Through ReverseProxy, request bodies stream both ways with the
 // response (full duplex, as gRPC needs). A body other than gRPC's is
 // read with ReadTimeout between two reads, as over HTTP/1.1, 408 past
