@@ -13,6 +13,7 @@ import (
 	"net/http/httputil"
 	"net/netip"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -125,9 +126,10 @@ import (
 // In HTTP/1.1 (plain or in TLS), UpstreamTimeout is between two reads
 // or writes, as on the HTTP/1.1 path, and the wait for an answer counts
 // from the request's last write: an upload may take as long as it keeps
-// flowing. In HTTP/2 (h2c, or TLS with h2) a stream may be quiet for
-// long (a gRPC watch); the connection's pings find a dead upstream, and
-// a gRPC call ends with a status once its connection does.
+// flowing. In HTTP/2 (h2c, or TLS with h2) the connection's pings find
+// a dead upstream; a gRPC stream may be quiet for long (a watch) and
+// ends with a status once its connection does; any other answer's read
+// that waits UpstreamTimeout for a byte resets its stream (quietAnswer).
 //
 // Through ReverseProxy, request bodies stream both ways with the
 // response (full duplex, as gRPC needs). A body other than gRPC's is
@@ -630,9 +632,10 @@ func remoteTCPAddr(s string) net.Addr {
 // h2Upstream is one upstream's net/http side: its HTTP/1.1 (or TLS with
 // ALPN) transport, and for gRPC to a plain claim its h2c one.
 type h2Upstream struct {
-	proxy *httputil.ReverseProxy
-	plain *http.Transport // HTTP/1.1, or TLS with ALPN h2 and http/1.1
-	h2c   *http.Transport // HTTP/2 with prior knowledge (plain claims)
+	proxy   *httputil.ReverseProxy
+	plain   *http.Transport // HTTP/1.1, or TLS with ALPN h2 and http/1.1
+	h2c     *http.Transport // HTTP/2 with prior knowledge (plain claims)
+	timeout time.Duration   // UpstreamTimeout (quietAnswer)
 }
 
 // httpUpstream is the net/http upstream of d.
@@ -671,7 +674,7 @@ func (s *Server) httpUpstream(d *view.Domain) *h2Upstream {
 		}
 		return &watchedConn{Conn: c}, nil
 	}
-	u := &h2Upstream{}
+	u := &h2Upstream{timeout: s.d.UpstreamTimeout}
 	// Idle connections are kept up to the most that may be open, as the
 	// HTTP/1.1 path's HostClient keeps them: with a lower bound, every
 	// request beyond it in flight (HTTP/2 clients keep many) closed its
@@ -770,7 +773,49 @@ func (u *h2Upstream) RoundTrip(r *http.Request) (*http.Response, error) {
 	if u.h2c != nil && isGRPC(r) {
 		return u.h2c.RoundTrip(r)
 	}
-	return u.plain.RoundTrip(r)
+	resp, err := u.plain.RoundTrip(r)
+	if err == nil && resp.ProtoMajor == 2 && !isGRPC(r) {
+		resp.Body = &quietAnswer{ReadCloser: resp.Body, every: u.timeout}
+	}
+	return resp, err
+}
+
+// quietAnswer is the body of an answer that came on an HTTP/2 upstream
+// connection (TLS with h2) to a request other than gRPC's: a read that
+// waits UpstreamTimeout for a byte closes it (the stream is reset) and
+// fails, as a read of an HTTP/1.1 upstream's answer does at its moving
+// deadline. Only while a read waits: a client that takes its time
+// holds back the reads, not the upstream. gRPC streams may be quiet for
+// long (a watch), and are not watched so.
+type quietAnswer struct {
+	io.ReadCloser
+	every time.Duration
+	t     *time.Timer
+	quiet atomic.Bool
+}
+
+func (b *quietAnswer) Read(p []byte) (int, error) {
+	if b.t == nil {
+		b.t = time.AfterFunc(b.every, func() {
+			b.quiet.Store(true)
+			_ = b.ReadCloser.Close()
+		})
+	} else {
+		b.t.Reset(b.every)
+	}
+	n, err := b.ReadCloser.Read(p)
+	b.t.Stop()
+	if err != nil && b.quiet.Load() {
+		err = fmt.Errorf("the upstream's answer: %w: nothing for %v", os.ErrDeadlineExceeded, b.every)
+	}
+	return n, err
+}
+
+func (b *quietAnswer) Close() error {
+	if b.t != nil {
+		b.t.Stop()
+	}
+	return b.ReadCloser.Close()
 }
 
 func (u *h2Upstream) closeIdle() {

@@ -106,13 +106,23 @@ func TestEdgeLongUploadOutlivesUpstreamTimeout(t *testing.T) {
 	}
 }
 
-// TestEdgeTLSUpstreamTimeouts: to an upstream in TLS (ssl: true) that
-// speaks HTTP/1.1, the HTTP/2 path's uploads keep the same timeouts: one
-// longer than UpstreamTimeout that keeps flowing passes, and an upstream
-// that stalls after its answer's head has its client's stream ended
-// after UpstreamTimeout, not held until the client gives up.
+// TestEdgeTLSUpstreamTimeouts: to an upstream in TLS (ssl: true), that
+// speaks HTTP/1.1 or picks h2, the HTTP/2 path's uploads keep the same
+// timeouts: one longer than UpstreamTimeout that keeps flowing passes,
+// and an upstream that stalls after its answer's head has its client's
+// stream ended after UpstreamTimeout, not held until the client gives
+// up; a client that reads slowly is not taken for a quiet upstream.
 func TestEdgeTLSUpstreamTimeouts(t *testing.T) {
+	for _, h2 := range []bool{false, true} {
+		t.Run(map[bool]string{false: "http/1.1", true: "h2"}[h2], func(t *testing.T) { tlsUpstreamTimeouts(t, h2) })
+	}
+}
+
+func tlsUpstreamTimeouts(t *testing.T, h2 bool) {
 	const timeout = 500 * time.Millisecond
+	// bigAnswer is more than the flow-control windows and buffers
+	// between the upstream and the client hold.
+	const bigAnswer = 24 << 20
 	release := make(chan struct{})
 	ts := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		n, err := io.Copy(io.Discard, r.Body)
@@ -120,8 +130,12 @@ func TestEdgeTLSUpstreamTimeouts(t *testing.T) {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
+		if r.URL.Path == "/big" {
+			_, _ = w.Write(bytes.Repeat([]byte{'b'}, bigAnswer))
+			return
+		}
 		if r.URL.Path != "/stall" {
-			io.WriteString(w, strconv.FormatInt(n, 10))
+			io.WriteString(w, strconv.FormatInt(n, 10)+" "+r.Proto)
 			return
 		}
 		w.Header().Set("Content-Length", "1000")
@@ -129,18 +143,40 @@ func TestEdgeTLSUpstreamTimeouts(t *testing.T) {
 		w.(http.Flusher).Flush()
 		<-release
 	}))
-	ts.EnableHTTP2 = false
+	ts.EnableHTTP2 = h2
 	ts.StartTLS()
 	t.Cleanup(func() { close(release); ts.Close() })
 	e := newTestH2Edge(t, map[string]string{"s.p2p": strings.TrimPrefix(ts.URL, "https://")}, Deps{UpstreamTimeout: timeout})
 	e.s.d.View.Load().Domains["s.p2p"].SSL = true // before its first request
 
+	proto := map[bool]string{false: "HTTP/1.1", true: "HTTP/2.0"}[h2]
 	resp, got := e.do(t, http.MethodPost, "https://s.p2p/upload", &pacedBody{left: 40 << 10, piece: 2 << 10, gap: timeout / 10}, -1)
-	if resp.StatusCode != http.StatusOK || got != strconv.Itoa(40<<10) {
-		t.Fatalf("an upload of twice the timeout: %d %q, want 200 %d", resp.StatusCode, got, 40<<10)
+	if want := strconv.Itoa(40<<10) + " " + proto; resp.StatusCode != http.StatusOK || got != want {
+		t.Fatalf("an upload of twice the timeout: %d %q, want 200 %q", resp.StatusCode, got, want)
 	}
 
+	// A client that reads a big answer slowly, pausing for longer than
+	// UpstreamTimeout: the upstream is not what is quiet, nothing is cut.
 	big := bytes.Repeat([]byte{'x'}, SmallBody+1)
+	resp, err := e.c.Post("https://s.p2p/big", "application/octet-stream", bytes.NewReader(big))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	for range 3 {
+		m, err := io.CopyN(io.Discard, resp.Body, 64<<10)
+		n += m
+		if err != nil {
+			t.Fatalf("a big answer read slowly: %v after %d bytes", err, n)
+		}
+		time.Sleep(2 * timeout) // the client's pace is what is tried
+	}
+	m, err := io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if n += m; err != nil || n != bigAnswer {
+		t.Fatalf("a big answer read slowly: %d bytes, %v; want %d", n, err, bigAnswer)
+	}
+
 	req, err := http.NewRequest(http.MethodPost, "https://s.p2p/stall", bytes.NewReader(big))
 	if err != nil {
 		t.Fatal(err)
