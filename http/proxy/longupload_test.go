@@ -31,6 +31,14 @@ func (b *pacedBody) Read(p []byte) (int, error) {
 	return n, nil
 }
 
+// pacedUpload is a body of pacedLength bytes that takes one and a half
+// timeouts to come: a piece every eighth of timeout.
+func pacedUpload(timeout time.Duration) io.Reader {
+	return &pacedBody{left: pacedLength, piece: pacedLength / 12, gap: timeout / 8}
+}
+
+const pacedLength = 48 << 10
+
 // TestEdgeLongUploadOutlivesUpstreamTimeout: an upload to an HTTP/1.1
 // upstream that keeps flowing for longer than UpstreamTimeout is not
 // cut, over HTTP/2, HTTP/3 and HTTP/1.1, and the answer that follows it
@@ -40,7 +48,9 @@ func (b *pacedBody) Read(p []byte) (int, error) {
 // request's last write, not from when net/http's read loop (the way
 // HTTP/2 and HTTP/3 uploads go upstream) began to wait on the connection.
 func TestEdgeLongUploadOutlivesUpstreamTimeout(t *testing.T) {
-	const timeout = 600 * time.Millisecond
+	// Each wait below is a fraction of the timeout that leaves the
+	// race detector on a loaded machine half a second to spare.
+	const timeout = 2 * time.Second
 	up := serveUpstream(t, false, func(w http.ResponseWriter, r *http.Request) {
 		n, err := io.Copy(io.Discard, r.Body)
 		if err != nil {
@@ -66,15 +76,16 @@ func TestEdgeLongUploadOutlivesUpstreamTimeout(t *testing.T) {
 	// The same connection again (the pool keeps it for half the
 	// timeout), after an idle spell that, with the answer's wait, goes
 	// past the timeout counted from when the connection went idle.
-	time.Sleep(timeout / 3) // the idle spell is what is tried
-	post("an upload after an idle spell", "500ms", bytes.NewReader(big), int64(len(big)), int64(len(big)))
-	// Longer than the timeout, a piece every tenth of it; then the
-	// upstream thinks for half the timeout before it answers.
-	post("an upload of twice the timeout", "300ms", &pacedBody{left: 40 << 10, piece: 2 << 10, gap: timeout / 10}, -1, 40<<10)
+	time.Sleep(timeout * 2 / 5) // the idle spell is what is tried
+	post("an upload after an idle spell", (timeout * 3 / 4).String(), bytes.NewReader(big), int64(len(big)), int64(len(big)))
+	// Longer than the timeout; then the upstream thinks for a quarter of
+	// it before it answers.
+	think := (timeout / 4).String()
+	post("an upload longer than the timeout", think, pacedUpload(timeout), -1, pacedLength)
 
 	// HTTP/3 uploads take the same way upstream.
 	h3 := &http.Client{Timeout: 10 * time.Second, Transport: e.h3(t, "up.p2p")}
-	req, err := http.NewRequest(http.MethodPost, "https://up.p2p/upload?think=300ms", &pacedBody{left: 40 << 10, piece: 2 << 10, gap: timeout / 10})
+	req, err := http.NewRequest(http.MethodPost, "https://up.p2p/upload?think="+think, pacedUpload(timeout))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,13 +95,13 @@ func TestEdgeLongUploadOutlivesUpstreamTimeout(t *testing.T) {
 	}
 	defer resp.Body.Close()
 	got, err := io.ReadAll(resp.Body)
-	if err != nil || resp.StatusCode != http.StatusOK || string(got) != strconv.Itoa(40<<10) {
-		t.Fatalf("an HTTP/3 upload of twice the timeout: %d %q %v, want 200 %d", resp.StatusCode, got, err, 40<<10)
+	if err != nil || resp.StatusCode != http.StatusOK || string(got) != strconv.Itoa(pacedLength) {
+		t.Fatalf("an HTTP/3 upload longer than the timeout: %d %q %v, want 200 %d", resp.StatusCode, got, err, pacedLength)
 	}
 
 	// And HTTP/1.1 uploads, which the edge streams itself (upload.go).
 	httpAddr, _ := e.s.Addrs()
-	req, err = http.NewRequest(http.MethodPost, "http://"+httpAddr.String()+"/upload?think=300ms", &pacedBody{left: 40 << 10, piece: 2 << 10, gap: timeout / 10})
+	req, err = http.NewRequest(http.MethodPost, "http://"+httpAddr.String()+"/upload?think="+think, pacedUpload(timeout))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,8 +112,8 @@ func TestEdgeLongUploadOutlivesUpstreamTimeout(t *testing.T) {
 	}
 	defer resp.Body.Close()
 	got, err = io.ReadAll(resp.Body)
-	if err != nil || resp.StatusCode != http.StatusOK || string(got) != strconv.Itoa(40<<10) {
-		t.Fatalf("an HTTP/1.1 upload of twice the timeout: %d %q %v, want 200 %d", resp.StatusCode, got, err, 40<<10)
+	if err != nil || resp.StatusCode != http.StatusOK || string(got) != strconv.Itoa(pacedLength) {
+		t.Fatalf("an HTTP/1.1 upload longer than the timeout: %d %q %v, want 200 %d", resp.StatusCode, got, err, pacedLength)
 	}
 }
 
@@ -119,7 +130,7 @@ func TestEdgeTLSUpstreamTimeouts(t *testing.T) {
 }
 
 func tlsUpstreamTimeouts(t *testing.T, h2 bool) {
-	const timeout = 500 * time.Millisecond
+	const timeout = time.Second
 	// bigAnswer is more than the flow-control windows and buffers
 	// between the upstream and the client hold.
 	const bigAnswer = 24 << 20
@@ -150,9 +161,9 @@ func tlsUpstreamTimeouts(t *testing.T, h2 bool) {
 	e.s.d.View.Load().Domains["s.p2p"].SSL = true // before its first request
 
 	proto := map[bool]string{false: "HTTP/1.1", true: "HTTP/2.0"}[h2]
-	resp, got := e.do(t, http.MethodPost, "https://s.p2p/upload", &pacedBody{left: 40 << 10, piece: 2 << 10, gap: timeout / 10}, -1)
-	if want := strconv.Itoa(40<<10) + " " + proto; resp.StatusCode != http.StatusOK || got != want {
-		t.Fatalf("an upload of twice the timeout: %d %q, want 200 %q", resp.StatusCode, got, want)
+	resp, got := e.do(t, http.MethodPost, "https://s.p2p/upload", pacedUpload(timeout), -1)
+	if want := strconv.Itoa(pacedLength) + " " + proto; resp.StatusCode != http.StatusOK || got != want {
+		t.Fatalf("an upload longer than the timeout: %d %q, want 200 %q", resp.StatusCode, got, want)
 	}
 
 	// A client that reads a big answer slowly, pausing for longer than
@@ -163,13 +174,13 @@ func tlsUpstreamTimeouts(t *testing.T, h2 bool) {
 		t.Fatal(err)
 	}
 	var n int64
-	for range 3 {
+	for range 2 {
 		m, err := io.CopyN(io.Discard, resp.Body, 64<<10)
 		n += m
 		if err != nil {
 			t.Fatalf("a big answer read slowly: %v after %d bytes", err, n)
 		}
-		time.Sleep(2 * timeout) // the client's pace is what is tried
+		time.Sleep(timeout * 3 / 2) // the client's pace is what is tried
 	}
 	m, err := io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
