@@ -134,6 +134,7 @@ func tlsUpstreamTimeouts(t *testing.T, h2 bool) {
 	// bigAnswer is more than the flow-control windows and buffers
 	// between the upstream and the client hold.
 	const bigAnswer = 24 << 20
+	piece := bytes.Repeat([]byte{'b'}, 64<<10)
 	release := make(chan struct{})
 	ts := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		n, err := io.Copy(io.Discard, r.Body)
@@ -142,7 +143,18 @@ func tlsUpstreamTimeouts(t *testing.T, h2 bool) {
 			return
 		}
 		if r.URL.Path == "/big" {
-			_, _ = w.Write(bytes.Repeat([]byte{'b'}, bigAnswer))
+			// Its head at once and its body a piece at a time, as a
+			// server streams what it makes: made whole first, the body
+			// took longer than the timeout under the race detector on a
+			// loaded machine, and the edge rightly answered 504.
+			w.Header().Set("Content-Length", strconv.Itoa(bigAnswer))
+			w.WriteHeader(http.StatusOK)
+			w.(http.Flusher).Flush()
+			for sent := 0; sent < bigAnswer; sent += len(piece) {
+				if _, err := w.Write(piece); err != nil {
+					return
+				}
+			}
 			return
 		}
 		if r.URL.Path != "/stall" {
@@ -178,7 +190,7 @@ func tlsUpstreamTimeouts(t *testing.T, h2 bool) {
 		m, err := io.CopyN(io.Discard, resp.Body, 64<<10)
 		n += m
 		if err != nil {
-			t.Fatalf("a big answer read slowly: %v after %d bytes", err, n)
+			t.Fatalf("a big answer read slowly: %d, %v after %d bytes", resp.StatusCode, err, n)
 		}
 		time.Sleep(timeout * 3 / 2) // the client's pace is what is tried
 	}
