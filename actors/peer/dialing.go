@@ -215,24 +215,14 @@ func (a *Actor) reachedSelf(addr string) {
 	}
 }
 
-// dialGate lets dialer goroutines skip peers that are connected, peers
-// that left our active view a moment ago, and any dial while the active
-// view has no room (view.go); and a peer another dialer began to dial
-// less than dialStagger ago. mu guards the fields below.
-//
-// Dials to one peer's several addresses (an invite's: the router's
-// mapping, the address a STUN-like probe saw, the LAN one) so go one
-// after another while each gets an answer soon, and side by side, a
-// dialStagger apart, while they wait: an address that drops every
-// packet holds its dial for the whole handshake timeout (10 s), and a
-// joiner that dialed them strictly one at a time, in whatever order its
-// dialers came to the gate, took 20 s or more to reach its inviter
-// through the one address that answered (the happy-eyeballs way, RFC
-// 8305). The first dial through cancels the others (mark).
+// dialGate lets dialer goroutines skip peers that are connected or being
+// dialed by another dialer, peers that left our active view a moment ago,
+// and any dial while the active view has no room (view.go). mu guards
+// the fields below.
 type dialGate struct {
 	mu        sync.Mutex
 	connected map[string]bool
-	dialing   map[string]peerDials
+	dialing   map[string]bool
 	held      map[string]time.Time // peer → no dial before then
 	room      int                  // neighbours the active view still takes
 	beyond    map[string]bool      // peers one dial may go to even when room is 0
@@ -245,7 +235,7 @@ type dialGate struct {
 }
 
 func newDialGate(room int, now func() time.Time) *dialGate {
-	return &dialGate{connected: map[string]bool{}, dialing: map[string]peerDials{}, held: map[string]time.Time{},
+	return &dialGate{connected: map[string]bool{}, dialing: map[string]bool{}, held: map[string]time.Time{},
 		attempts: map[string]map[int]context.CancelFunc{}, room: room, now: now}
 }
 
@@ -253,10 +243,7 @@ func (g *dialGate) skip(id string) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if id != "" {
-		if g.connected[id] {
-			return true
-		}
-		if d, ok := g.dialing[id]; ok && g.now().Sub(d.last) < dialStagger {
+		if g.connected[id] || g.dialing[id] {
 			return true
 		}
 		if until, ok := g.held[id]; ok {
@@ -271,35 +258,14 @@ func (g *dialGate) skip(id string) bool {
 	}
 	g.inflight++
 	if id != "" {
-		d := g.dialing[id]
-		g.dialing[id] = peerDials{n: d.n + 1, last: g.now()}
+		g.dialing[id] = true
 	}
 	return false
 }
 
-// peerDials are one peer's dials in flight: how many, and when the
-// last of them began.
-type peerDials struct {
-	n    int
-	last time.Time
-}
-
-// dialStagger is how long a dial to a peer goes alone before another
-// of the peer's addresses is dialed beside it (dialGate). A handshake
-// that gets through takes a round trip or two; a dialer's next look
-// at the gate comes a second later (transport.Dialer's IdleCheck).
-const dialStagger = time.Second
-
 func (g *dialGate) done(id string) {
 	g.mu.Lock()
-	if d, ok := g.dialing[id]; ok {
-		if d.n > 1 {
-			d.n--
-			g.dialing[id] = d
-		} else {
-			delete(g.dialing, id)
-		}
-	}
+	delete(g.dialing, id)
 	if g.inflight > 0 {
 		g.inflight--
 	}

@@ -80,8 +80,7 @@ func TestAdvertised(t *testing.T) {
 }
 
 func TestDialGate(t *testing.T) {
-	now := time.Unix(1000, 0)
-	g := newDialGate(8, func() time.Time { return now })
+	g := newDialGate(8, time.Now)
 	if g.skip("") {
 		t.Fatal("an unknown id is never skipped")
 	}
@@ -90,23 +89,6 @@ func TestDialGate(t *testing.T) {
 	}
 	if !g.skip("a") {
 		t.Fatal("second concurrent dial of a not skipped")
-	}
-	// The first dial still waits a dialStagger later: another address
-	// of a's is dialed beside it, and the next waits as long again.
-	now = now.Add(dialStagger)
-	if g.skip("a") {
-		t.Fatal("a dial beside one that has waited dialStagger skipped")
-	}
-	if !g.skip("a") {
-		t.Fatal("a third dial of a right after the second not skipped")
-	}
-	g.done("a")
-	if !g.skip("a") {
-		t.Fatal("one of two dials of a ended: a new one began less than dialStagger after the second")
-	}
-	g.done("a")
-	if g.skip("a") {
-		t.Fatal("no dial of a in flight, and a new one skipped")
 	}
 	g.done("a")
 	g.set([]string{"a"})
