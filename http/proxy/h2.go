@@ -652,18 +652,19 @@ func (s *Server) httpUpstream(d *view.Domain) *h2Upstream {
 	// two reads or writes), and net/http's read loop waits in a Read
 	// while the request (an upload of any length) is written: the
 	// writes move that read's deadline (renewRead).
-	moving := func(mc *movingDeadlines) *movingDeadlines {
+	moving := func(c net.Conn) *movingDeadlines {
+		mc := movingUpstream(c)
 		mc.rd.every.Store(int64(s.d.UpstreamTimeout))
 		mc.wr.every.Store(int64(s.d.UpstreamTimeout))
 		mc.renewRead = true
 		return mc
 	}
 	dialMoving := func(ctx context.Context, _, _ string) (net.Conn, error) {
-		mc, err := s.dialMoving(hash)
+		c, err := s.dial(hash)
 		if err != nil {
 			return nil, err
 		}
-		return moving(mc), nil
+		return moving(c), nil
 	}
 	// Multiplexed connections keep no moving read deadline (a gRPC
 	// stream may be quiet for long); HTTP/2 pings find a dead one.
@@ -726,7 +727,7 @@ func (s *Server) httpUpstream(d *view.Domain) *h2Upstream {
 			if tc.ConnectionState().NegotiatedProtocol == "h2" {
 				return tc, nil
 			}
-			return moving(&movingDeadlines{Conn: tc, bufs: &bodyBufs}), nil
+			return moving(tc), nil
 		}
 		u.plain.ForceAttemptHTTP2 = true
 	} else {

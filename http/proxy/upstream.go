@@ -350,15 +350,20 @@ func (s *Server) dial(hash string) (net.Conn, error) {
 
 const dialTimeout = 10 * time.Second
 
-// dialMoving is dial, the connection wrapped so its deadlines move
-// (timeouts.go; both at zero: the caller sets them) and its ReadFrom
-// copies with the request-body buffers.
+// dialMoving is dial, the connection wrapped by movingUpstream.
 func (s *Server) dialMoving(hash string) (*movingDeadlines, error) {
 	c, err := s.dial(hash)
 	if err != nil {
 		return nil, err
 	}
-	return &movingDeadlines{Conn: c, bufs: &bodyBufs}, nil
+	return movingUpstream(c), nil
+}
+
+// movingUpstream wraps c, an upstream's HTTP/1.1 connection, so its
+// deadlines move (both at zero: the caller sets them) and its ReadFrom
+// copies with the request-body buffers.
+func movingUpstream(c net.Conn) *movingDeadlines {
+	return &movingDeadlines{Conn: c, bufs: &bodyBufs}
 }
 
 // upstreamTLS is how the edge speaks TLS to a claim with ssl: true. The
