@@ -119,7 +119,9 @@ func (a *Actor) startJoin() bool {
 	a.joinInv, a.joinReq, a.netKnown = inv, req, true
 	a.log.Info("joining network", "inviter", short(inv.Inviter), "addrs", strings.Join(inv.Addrs, ","))
 	for _, addr := range inv.Addrs {
-		a.startDialer(addr, inv.Inviter, dialOpts{}) // the inviter does not know us: no race
+		// The inviter does not know us: no race (mutual). Its addresses
+		// are dialed side by side while one waits (dialGate).
+		a.startDialer(addr, inv.Inviter, dialOpts{beside: true})
 	}
 	return true
 }

@@ -80,15 +80,37 @@ func TestAdvertised(t *testing.T) {
 }
 
 func TestDialGate(t *testing.T) {
-	g := newDialGate(8, time.Now)
+	now := time.Unix(1000, 0)
+	g := newDialGate(8, func() time.Time { return now })
 	if g.skip("") {
 		t.Fatal("an unknown id is never skipped")
 	}
 	if g.skip("a") {
 		t.Fatal("first dial of a skipped")
 	}
-	if !g.skip("a") {
+	if !g.skip("a") || !g.skipBeside("a") {
 		t.Fatal("second concurrent dial of a not skipped")
+	}
+	// The first dial still waits a dialStagger later: an invite's other
+	// address is dialed beside it, and the next waits as long again;
+	// other dialers still wait for the dials in flight to end.
+	now = now.Add(dialStagger)
+	if !g.skip("a") {
+		t.Fatal("a dial beside one in flight let through, not an invite's")
+	}
+	if g.skipBeside("a") {
+		t.Fatal("an invite's address not dialed beside a dial that has waited dialStagger")
+	}
+	if !g.skipBeside("a") {
+		t.Fatal("a third dial of a right after the second not skipped")
+	}
+	g.done("a")
+	if !g.skipBeside("a") {
+		t.Fatal("one of two dials of a ended: a new one began less than dialStagger after the second")
+	}
+	g.done("a")
+	if g.skip("a") {
+		t.Fatal("no dial of a in flight, and a new one skipped")
 	}
 	g.done("a")
 	g.set([]string{"a"})
