@@ -34,10 +34,8 @@ func parseTarget(s string) (dialTarget, error) {
 // giveUpAfter attempts instead of retrying it forever; retire ends the
 // dialer once the dial gate has held it back for retireAfter (a peer
 // learned from others: the view dials it while it has room, see
-// refillDialers), and bounds such dialers to learnedDialerCap; beside
-// dials beside another dial to the same peer that waits (the invite's
-// addresses: dialGate).
-type dialOpts struct{ mutual, giveUp, retire, beside bool }
+// refillDialers), and bounds such dialers to learnedDialerCap.
+type dialOpts struct{ mutual, giveUp, retire bool }
 
 const giveUpAfter = 8
 
@@ -90,17 +88,13 @@ func (a *Actor) startDialer(addr, id string, o dialOpts) {
 		}
 	}
 	root, self, gate := a.sys.Root, a.pid, a.gate
-	skip := gate.skip
-	if o.beside {
-		skip = gate.skipBeside
-	}
 	d := &transport.Dialer{
 		Endpoint:     a.d.Endpoint,
 		Addr:         addr,
 		InitialDelay: delay,
 		PeerID:       id,
 		Backoff:      a.d.Backoff,
-		Skip:         skip,
+		Skip:         gate.skip,
 		After:        gate.done,
 		OnAttempt:    a.diag.attempt,
 		Attempt:      gate.attempt,
@@ -226,20 +220,22 @@ func (a *Actor) reachedSelf(addr string) {
 // and any dial while the active view has no room (view.go). mu guards
 // the fields below.
 //
-// One exception to one dial at a time a peer: the addresses of the
-// invite we join by (the router's mapping, the address a probe saw, the
-// LAN one) are dialed side by side, a dialStagger apart, while a dial
-// waits (skipBeside): an address that drops every packet holds its dial
+// One exception to one dial at a time a peer: while we join, the
+// addresses of the invite (the router's mapping, the address a probe
+// saw, the LAN one) are dialed side by side, a dialStagger apart, while
+// a dial to the inviter waits (setJoining): an address that drops every packet holds its dial
 // for the whole handshake timeout (10 s), and a joiner that began with
 // one took 10 s more per such address to reach its inviter through the
 // one that answered (the happy-eyeballs way, RFC 8305). The first dial
-// through cancels the others (mark). Other dialers keep to one dial at
-// a time: dials side by side to a learned peer's stale addresses slowed
-// the overlay's healing around a frozen peer (bench/scale).
+// through cancels the others (mark). Other dials, and the inviter's
+// once we joined, keep to one at a time: dials side by side to a
+// learned peer's stale addresses slowed the overlay's healing around a
+// frozen peer (bench/scale).
 type dialGate struct {
 	mu        sync.Mutex
 	connected map[string]bool
 	dialing   map[string]peerDials
+	inviter   string               // the peer we join through; "" once joined (setJoining)
 	held      map[string]time.Time // peer → no dial before then
 	room      int                  // neighbours the active view still takes
 	beyond    map[string]bool      // peers one dial may go to even when room is 0
@@ -264,29 +260,29 @@ type peerDials struct {
 }
 
 // dialStagger is how long a dial to the inviter goes alone before
-// another of the invite's addresses is dialed beside it (skipBeside). A
+// another of the invite's addresses is dialed beside it (setJoining). A
 // handshake that gets through takes a round trip or two; a dialer's
 // next look at the gate comes a second later (transport.Dialer's
 // IdleCheck).
 const dialStagger = time.Second
 
+// setJoining names the inviter we join through ("" once joined or
+// given up): dials to it go side by side, dialStagger apart (dialGate).
+func (g *dialGate) setJoining(inviter string) {
+	g.mu.Lock()
+	g.inviter = inviter
+	g.mu.Unlock()
+}
+
 // skip reports whether a dial to id must wait: see dialGate.
-func (g *dialGate) skip(id string) bool { return g.skipAfter(id, 0) }
-
-// skipBeside is skip for the addresses of the invite we join by: a dial
-// to id goes beside one in flight that began dialStagger ago or more.
-func (g *dialGate) skipBeside(id string) bool { return g.skipAfter(id, dialStagger) }
-
-// skipAfter is skip, with a dial to id let beside those in flight once
-// the last of them began stagger ago (never when stagger is 0).
-func (g *dialGate) skipAfter(id string, stagger time.Duration) bool {
+func (g *dialGate) skip(id string) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if id != "" {
 		if g.connected[id] {
 			return true
 		}
-		if d, ok := g.dialing[id]; ok && (stagger == 0 || g.now().Sub(d.last) < stagger) {
+		if d, ok := g.dialing[id]; ok && (id != g.inviter || g.now().Sub(d.last) < dialStagger) {
 			return true
 		}
 		if until, ok := g.held[id]; ok {

@@ -96,6 +96,7 @@ func (a *Actor) onJoined(c actor.Context, m *joined) {
 	a.network, a.root = m.network, m.root
 	a.netSince = a.d.Now()
 	a.joinInv, a.joinReq = nil, nil
+	a.gate.setJoining("")
 	a.publishHint()
 }
 
@@ -117,11 +118,10 @@ func (a *Actor) startJoin() bool {
 		return false
 	}
 	a.joinInv, a.joinReq, a.netKnown = inv, req, true
+	a.gate.setJoining(inv.Inviter)
 	a.log.Info("joining network", "inviter", short(inv.Inviter), "addrs", strings.Join(inv.Addrs, ","))
 	for _, addr := range inv.Addrs {
-		// The inviter does not know us: no race (mutual). Its addresses
-		// are dialed side by side while one waits (dialGate).
-		a.startDialer(addr, inv.Inviter, dialOpts{beside: true})
+		a.startDialer(addr, inv.Inviter, dialOpts{}) // the inviter does not know us: no race
 	}
 	return true
 }
@@ -183,6 +183,7 @@ func (a *Actor) failJoin(err error) {
 			a.dropDialer(addr)
 		}
 		a.joinInv, a.joinReq, a.netKnown = nil, nil, false
+		a.gate.setJoining("")
 		a.publishHint()
 	}
 	if a.d.Fatal != nil {
