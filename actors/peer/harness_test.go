@@ -58,6 +58,9 @@ type nodeOpts struct {
 	bootstrap  []string
 	now        func() time.Time
 	maxPending int // transport.Config.MaxPendingInbound (0: the default)
+	// handshake: transport.Config.HandshakeTimeout (0: 2 s, against the
+	// transport's default of 10 s)
+	handshake  time.Duration
 	advertise  []string
 	activeView int // Deps.ActiveView (0: the default)
 	eagerLinks int // Deps.EagerLinks (0: the default)
@@ -160,7 +163,7 @@ func (n *testNode) start() {
 		n.ep = n.opts.mem.Listen(n.id, log)
 	} else {
 		n.ep, err = transport.Listen(transport.Config{Identity: n.id, ListenAddr: n.addr, Logger: log,
-			KeepAlive: 200 * time.Millisecond, IdleTimeout: 2 * time.Second, HandshakeTimeout: 2 * time.Second,
+			KeepAlive: 200 * time.Millisecond, IdleTimeout: 2 * time.Second, HandshakeTimeout: cmp.Or(n.opts.handshake, 2*time.Second),
 			MaxPendingInbound: n.opts.maxPending})
 		if err != nil {
 			t.Fatal(err)

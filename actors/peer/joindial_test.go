@@ -42,10 +42,11 @@ func TestJoinPastDeadInviteAddresses(t *testing.T) {
 	a.start()
 	inv := a.invite(0)
 	start := time.Now()
-	b := newTestNode(t, "B", nodeOpts{join: inv})
-	// Under one handshake timeout (10 s): a joiner that dialed the
-	// addresses one at a time took that long per dead one it began
-	// with.
+	// B's dials wait as long as a node's do (the transport's default
+	// handshake timeout, 10 s), and B must join in less: a joiner that
+	// dialed the addresses one at a time took that long per dead one it
+	// began with.
+	b := newTestNode(t, "B", nodeOpts{join: inv, handshake: 10 * time.Second})
 	testutil.Eventually(t, 8*time.Second, func() error {
 		if !a.isWriter(b.id.ID()) || !b.isWriter(b.id.ID()) {
 			return fmt.Errorf("B not a writer yet on both sides")
