@@ -223,14 +223,14 @@ func (a *Actor) reachedSelf(addr string) {
 // One exception to one dial at a time a peer: while we join, the
 // addresses of the invite (the router's mapping, the address a probe
 // saw, the LAN one) are dialed side by side, a dialStagger apart, while
-// a dial to the inviter waits (setJoining): an address that drops every packet holds its dial
-// for the whole handshake timeout (10 s), and a joiner that began with
-// one took 10 s more per such address to reach its inviter through the
-// one that answered (the happy-eyeballs way, RFC 8305). The first dial
-// through cancels the others (mark). Other dials, and the inviter's
-// once we joined, keep to one at a time: dials side by side to a
-// learned peer's stale addresses slowed the overlay's healing around a
-// frozen peer (bench/scale).
+// a dial to the inviter waits (setJoining), the happy-eyeballs way (RFC
+// 8305). An address that drops every packet holds its dial for the
+// whole handshake timeout (10 s), and a joiner that began with one took
+// 10 s more per such address to reach its inviter through the one that
+// answered. The first dial through cancels the others (mark). Other
+// dials, and the inviter's once we joined, keep to one at a time: dials
+// side by side to a learned peer's stale addresses slowed the overlay's
+// healing around a frozen peer (bench/scale).
 type dialGate struct {
 	mu        sync.Mutex
 	connected map[string]bool
