@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"golang.org/x/net/http2"
@@ -219,8 +220,12 @@ func (c *conn) readPreface() error {
 	cfg := &c.srv.cfg
 	_ = c.nc.SetReadDeadline(time.Now().Add(cfg.PrefaceTimeout))
 	var buf [len(clientPreface)]byte
-	if _, err := io.ReadFull(c.br, buf[:]); err != nil {
-		return c.prefaceError(fmt.Errorf("http2: reading the client preface: %w", err))
+	if n, err := io.ReadFull(c.br, buf[:]); err != nil {
+		err = fmt.Errorf("http2: reading the client preface: %w", err)
+		if n == 0 && closedUnused(err) {
+			return err // not the protocol's error: see closedUnused
+		}
+		return c.prefaceError(err)
 	}
 	if string(buf[:]) != clientPreface {
 		return c.prefaceError(errors.New("http2: bad client preface"))
@@ -259,6 +264,20 @@ func (c *conn) prefaceError(err error) error {
 	c.mu.Unlock()
 	c.reportConnErr(err)
 	return err
+}
+
+// closedUnused reports whether a connection that sent nothing yet ended
+// by its client's close (an end of stream, or a reset: a client that
+// closes with our SETTINGS unread makes its kernel send one). Browsers
+// do this all the time: Chromium opens spare connections beside the one
+// it uses (for DNS over HTTPS, a handful at once) and closes those
+// unused. Such a connection broke no rule of the protocol, so it is
+// neither a protocol error nor a connection error (CountError,
+// ConnError), as net/http's HTTP/2 server does not count it either; a
+// client that sent part of the preface, or nothing until
+// PrefaceTimeout, still is.
+func closedUnused(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET)
 }
 
 func (c *conn) reportConnErr(err error) {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -394,6 +395,68 @@ func TestTimeouts(t *testing.T) {
 	testutil.Eventually(t, 5*time.Second, func() error {
 		if len(cnt.connErrors()) != 1 || cnt.count("preface") != 1 {
 			return errors.New("preface timeout not reported")
+		}
+		return nil
+	})
+}
+
+// TestClosedUnusedIsNoError: a client that closes a connection before
+// it sent anything (a browser's spare connection), with an end of
+// stream or a reset, is neither a protocol nor a connection error; one
+// that closes halfway through its preface is both.
+func TestClosedUnusedIsNoError(t *testing.T) {
+	var cnt counters
+	ts := newTestServer(t, cnt.config(Config{}), http.NotFoundHandler())
+	served := func(n int) {
+		t.Helper()
+		testutil.Eventually(t, 10*time.Second, func() error {
+			if got := ts.srv.Open(); got != n {
+				return fmt.Errorf("Open() = %d, want %d", got, n)
+			}
+			return nil
+		})
+	}
+	closes := []struct {
+		name  string
+		close func(*tls.Conn) error
+	}{
+		{"close_notify", func(c *tls.Conn) error { return c.Close() }},
+		{"reset", func(c *tls.Conn) error {
+			tc := c.NetConn().(*net.TCPConn)
+			if err := tc.SetLinger(0); err != nil {
+				return err
+			}
+			return tc.Close()
+		}},
+	}
+	for _, cl := range closes {
+		nc, err := tlsDial(ts.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		served(1)
+		if err := cl.close(nc); err != nil {
+			t.Fatalf("%s: %v", cl.name, err)
+		}
+		served(0)
+		if kinds, conns := cnt.all(); len(kinds) != 0 || len(conns) != 0 {
+			t.Fatalf("%s before the preface counted: %v, %v", cl.name, kinds, conns)
+		}
+	}
+	nc, err := tlsDial(ts.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	served(1)
+	if _, err := nc.Write([]byte(clientPreface[:10])); err != nil {
+		t.Fatal(err)
+	}
+	_ = nc.Close()
+	served(0)
+	testutil.Eventually(t, 5*time.Second, func() error {
+		if len(cnt.connErrors()) != 1 || cnt.count("preface") != 1 {
+			kinds, conns := cnt.all()
+			return fmt.Errorf("half a preface counted %v, %v; want one preface error", kinds, conns)
 		}
 		return nil
 	})

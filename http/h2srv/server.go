@@ -34,8 +34,9 @@ type Config struct {
 	// the server sees (may be nil).
 	CountError func(kind string)
 	// ConnError is called once for a connection the server ends with an
-	// error (a GOAWAY with a code other than NO_ERROR, or a bad
-	// preface) (may be nil).
+	// error (a GOAWAY with a code other than NO_ERROR, or a bad, partial
+	// or missing preface; not a connection its client closed before
+	// sending anything: closedUnused) (may be nil).
 	ConnError func(err error)
 	// Log receives debug logs and recovered handler panics (may be nil).
 	Log *slog.Logger

@@ -7,6 +7,9 @@ import "net/http"
 // Protocol errors: every one the HTTP/2 server sees (a frame the
 // protocol forbids, a stream opened past the concurrent-stream limit, a
 // flood of control frames), through its CountError hook (Counters.H2Errors).
+// A connection its client closes before sending a byte is in neither
+// count: browsers close their spare connections so (h2srv's
+// closedUnused).
 //
 // A connection closed with an error: the HTTP/2 server ends a
 // connection whose header block it will not read (a CONTINUATION
