@@ -178,7 +178,7 @@ func (s *Server) guarded(addr string, logErrors bool) fasthttp.RequestHandler {
 		return guarded
 	}
 	return func(ctx *fasthttp.RequestCtx) {
-		if string(ctx.Path()) != dohPath {
+		if string(ctx.Path()) != DoHPath {
 			guarded(ctx)
 			return
 		}
@@ -190,9 +190,9 @@ func (s *Server) guarded(addr string, logErrors bool) fasthttp.RequestHandler {
 	}
 }
 
-// dohPath is doh.Path (not imported: admin does not depend on the DNS
-// side).
-const dohPath = "/dns-query"
+// DoHPath is where the API answers DNS over HTTPS: doh.Path (not
+// imported: admin does not depend on the DNS side).
+const DoHPath = "/dns-query"
 
 // RequestCounters are the admin API's request counters (the stats'
 // requests): every request answered, by outcome, and their summed time.

@@ -405,7 +405,7 @@ func (s *Server) route(rw http.ResponseWriter, r *http.Request) {
 		return
 	}
 	host := hostOf(r.Host)
-	if host == s.d.AdminDomain && s.d.Admin != nil {
+	if s.toAdmin(host, r.URL.Path) {
 		upstream = "admin"
 		s.fastBridge(w, r, s.d.Admin, admin.MaxBody)
 		return

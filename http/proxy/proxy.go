@@ -438,6 +438,31 @@ func hostOf(raw string) string {
 	return strings.TrimSuffix(strings.ToLower(strings.Trim(h, "[]")), ".")
 }
 
+// toAdmin reports whether a request for host (hostOf) and path goes to
+// the admin API: one for the admin domain, or DNS over HTTPS asked at an
+// address (https://127.0.0.1:7743/dns-query). A browser's secure-DNS
+// setting names its server by URL and finds the server's address with
+// the system's resolver, which knows no .p2p name unless the node is
+// the machine's resolver already; an address needs no resolver, and a
+// connection that names no server (or an address) gets the admin
+// domain's certificate, which names the node's address too. Only the
+// DNS path is answered so: the API's other paths stay under its domain
+// on the edge. Any client that connects could send the admin domain as
+// its Host anyway, so the address opens nothing new.
+func (s *Server) toAdmin(host, path string) bool {
+	if s.d.Admin == nil {
+		return false
+	}
+	if host == s.d.AdminDomain {
+		return true
+	}
+	if path != admin.DoHPath {
+		return false
+	}
+	_, err := netip.ParseAddr(host)
+	return err == nil
+}
+
 // serve routes one request.
 func (s *Server) serve(ctx *fasthttp.RequestCtx) {
 	// The request's start is the time fasthttp took when the head had
@@ -490,7 +515,7 @@ func (s *Server) answer(ctx *fasthttp.RequestCtx, start time.Time, refusalsOnly 
 	}
 	host := hostOf(raw)
 	switch {
-	case host == s.d.AdminDomain && s.d.Admin != nil:
+	case s.toAdmin(host, path):
 		upstream = "admin"
 		if refusalsOnly {
 			return s.refuseDeclared(ctx, admin.MaxBody)

@@ -293,9 +293,9 @@ func TestEdgeHTTP2HTTP3AndGRPC(t *testing.T) {
 	}
 
 	// DoH over HTTP/2.
-	doh := func(c *http.Client, proto int) {
+	doh := func(c *http.Client, url string, proto int) {
 		t.Helper()
-		req, _ := http.NewRequest("POST", "https://admin.p2p/dns-query", bytes.NewReader(dohQuery(t, "nas.lan", dns.TypeA)))
+		req, _ := http.NewRequest("POST", url, bytes.NewReader(dohQuery(t, "nas.lan", dns.TypeA)))
 		req.Header.Set("Content-Type", "application/dns-message")
 		resp, err := c.Do(req)
 		if err != nil {
@@ -311,7 +311,24 @@ func TestEdgeHTTP2HTTP3AndGRPC(t *testing.T) {
 			t.Fatalf("DoH over %s: Cache-Control %q", resp.Proto, resp.Header.Get("Cache-Control"))
 		}
 	}
-	doh(c2, 2)
+	doh(c2, "https://admin.p2p/dns-query", 2)
+	// DoH at the edge's address, as a browser's secure-DNS setting names
+	// it where no resolver knows admin.p2p yet: the admin domain's
+	// certificate names the address; the API's other paths stay under
+	// its domain.
+	atAddr := "https://" + httpsAddr
+	ca := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}, ForceAttemptHTTP2: true}}
+	defer ca.CloseIdleConnections()
+	doh(ca, atAddr+"/dns-query", 2)
+	c1 := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool},
+		TLSNextProto: map[string]func(string, *tls.Conn) http.RoundTripper{}}} // HTTP/1.1 only
+	defer c1.CloseIdleConnections()
+	doh(c1, atAddr+"/dns-query", 1)
+	if resp, err := ca.Get(atAddr + "/api/health"); err != nil {
+		t.Fatal(err)
+	} else if resp.Body.Close(); resp.StatusCode != 404 {
+		t.Fatalf("the admin API at the edge's address: %d, want 404", resp.StatusCode)
+	}
 	// The README's kdig command (kdig speaks DoH over HTTP/2 only).
 	if kdig, err := exec.LookPath("kdig"); err == nil {
 		out, err := exec.Command(kdig, "@127.0.0.1", "-p", port, "+https=/dns-query", "+tls-ca="+b.CA().RootPath(),
@@ -334,7 +351,8 @@ func TestEdgeHTTP2HTTP3AndGRPC(t *testing.T) {
 	if resp.ProtoMajor != 3 || string(body) != "hello HTTP/1.1 /three host=h1.p2p xff=127.0.0.1 proto=https" || resp.Header.Get("Server") != "peerdns" {
 		t.Fatalf("HTTP/3: %s %d %q", resp.Proto, resp.StatusCode, body)
 	}
-	doh(c3, 3)
+	doh(c3, "https://admin.p2p/dns-query", 3)
+	doh(c3, atAddr+"/dns-query", 3)
 
 	// gRPC through the tunnel, to an h2c upstream and to one in TLS
 	// (ALPN h2): unary, then a bidirectional stream whose answers come
