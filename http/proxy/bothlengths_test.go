@@ -168,14 +168,14 @@ func TestOldAnswerWithCoding(t *testing.T) {
 	}
 }
 
-// TestUpstreamOddHeads: an upstream head longer than the pool's read
-// buffer (endless) is a 502 at once, not a wait; two Content-Lengths,
+// TestUpstreamOddHeads: an upstream head longer than MaxAnswerHeadBytes
+// (endless) is a 502 at once, not a wait; two Content-Lengths,
 // even of one value, are a 502 (as nginx has it); an informational
 // answer other than 101 (103 Early Hints) is read past and not passed
 // on, the final answer is.
 func TestUpstreamOddHeads(t *testing.T) {
 	addr, _ := scriptedUpstream(t, map[string]string{
-		"/endless": "HTTP/1.1 200 OK\r\nX-Pad: " + strings.Repeat("p", 5000),
+		"/endless": "HTTP/1.1 200 OK\r\nX-Pad: " + strings.Repeat("p", MaxAnswerHeadBytes),
 		"/twice":   "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 5\r\n\r\nhello",
 		"/hints":   "HTTP/1.1 103 Early Hints\r\nLink: </a.css>; rel=preload\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello",
 	})

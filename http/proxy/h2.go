@@ -693,17 +693,18 @@ func (s *Server) httpUpstream(d *view.Domain) *h2Upstream {
 	// answer has UpstreamTimeout from the request's last write, however
 	// long the connection was idle or the upload took.
 	u.plain = &http.Transport{
-		DialContext:           dialMoving,
-		MaxIdleConns:          upstreamConns,
-		MaxIdleConnsPerHost:   upstreamConns,
-		MaxConnsPerHost:       upstreamConns,
-		IdleConnTimeout:       min(IdleTimeout, s.d.UpstreamTimeout/2),
-		ResponseHeaderTimeout: s.d.UpstreamTimeout,
-		TLSHandshakeTimeout:   dialTimeout,
-		DisableCompression:    true,
-		WriteBufferSize:       32 << 10,
-		ReadBufferSize:        32 << 10,
-		HTTP2:                 &http.HTTP2Config{SendPingTimeout: s.d.UpstreamTimeout, PingTimeout: 15 * time.Second},
+		DialContext:            dialMoving,
+		MaxIdleConns:           upstreamConns,
+		MaxIdleConnsPerHost:    upstreamConns,
+		MaxConnsPerHost:        upstreamConns,
+		IdleConnTimeout:        min(IdleTimeout, s.d.UpstreamTimeout/2),
+		ResponseHeaderTimeout:  s.d.UpstreamTimeout,
+		TLSHandshakeTimeout:    dialTimeout,
+		DisableCompression:     true,
+		WriteBufferSize:        32 << 10,
+		ReadBufferSize:         32 << 10,
+		MaxResponseHeaderBytes: MaxAnswerHeadBytes, // Go's default is 10 MB
+		HTTP2:                  &http.HTTP2Config{SendPingTimeout: s.d.UpstreamTimeout, PingTimeout: 15 * time.Second},
 	}
 	if ssl {
 		// TLS is spoken here rather than by the transport, so that an
@@ -734,12 +735,13 @@ func (s *Server) httpUpstream(d *view.Domain) *h2Upstream {
 		var p http.Protocols
 		p.SetUnencryptedHTTP2(true)
 		u.h2c = &http.Transport{
-			DialContext:           dialPlain,
-			Protocols:             &p,
-			IdleConnTimeout:       IdleTimeout,
-			ResponseHeaderTimeout: s.d.UpstreamTimeout,
-			DisableCompression:    true,
-			HTTP2:                 &http.HTTP2Config{SendPingTimeout: s.d.UpstreamTimeout, PingTimeout: 15 * time.Second},
+			DialContext:            dialPlain,
+			Protocols:              &p,
+			IdleConnTimeout:        IdleTimeout,
+			ResponseHeaderTimeout:  s.d.UpstreamTimeout,
+			DisableCompression:     true,
+			MaxResponseHeaderBytes: MaxAnswerHeadBytes, // in HTTP/2 the header list it advertises, for trailers too
+			HTTP2:                  &http.HTTP2Config{SendPingTimeout: s.d.UpstreamTimeout, PingTimeout: 15 * time.Second},
 		}
 	}
 	scheme := "http"

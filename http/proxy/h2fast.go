@@ -433,8 +433,9 @@ func copyHead(w *h2Writer, resp *fasthttp.Response, withLength bool, n int) {
 		}
 	}
 	if len(nominated) > 0 {
+		named := nomineesOf(nominated)
 		for i, f := range fields {
-			if f.name != "" && listed(nominated, []byte(f.name), true) {
+			if f.name != "" && named.has(s2b(f.name)) {
 				fields[i].name = ""
 				size -= f.size
 			}

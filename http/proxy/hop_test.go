@@ -123,6 +123,12 @@ func FuzzDropHopResponse(f *testing.F) {
 	f.Add("Connection: close\r\nTrailer: X-T\r\nTE: trailers\r\nproxy-AUTHENTICATE: x")
 	f.Add("Transfer-Encoding: chunked\r\nkeep-alive: 1\r\nKeep-Alive: 2\r\nKEEP-ALIVE: 3\r\nSet-Cookie: a=b")
 	f.Add("x-a: 1\r\nConnection: X-A, content-length ,, keep-alive\r\nX-B: 2\r\nconnection: x-b")
+	// More names than are walked (a set of them, nominees)
+	var long []string
+	for i := range 80 {
+		long = append(long, fmt.Sprintf("X-N%02d", i))
+	}
+	f.Add("x-n01: 1\r\nConnection: " + strings.Join(long, ", ") + "\r\nX-N02: 2\r\nx-keep: 3\r\nx-N79: 4\r\nKeep-Alive: 5")
 	f.Fuzz(func(t *testing.T, head string) {
 		var resp fasthttp.Response
 		resp.Header.DisableNormalizing()

@@ -26,10 +26,7 @@ import (
 // with CRLFs and read from that copy (an allocation on this rare path
 // only). A head whose status line ends in CRLF but whose empty line is a
 // lone LF is left as fasthttp reads it.
-var (
-	strCRLFCRLF = []byte("\r\n\r\n")
-	strLFLF     = []byte("\n\n") // also "\r\n\n": a CRLF line, then a lone LF
-)
+var strCRLFCRLF = []byte("\r\n\r\n")
 
 // lfHead returns the length of an answer head at the front of br whose
 // status line ends in a lone LF, up to and with its first empty line,
@@ -58,14 +55,34 @@ func lfHead(br *bufio.Reader) (int, error) {
 			if b[lead+i-1] == '\r' || bytes.Contains(b, strCRLFCRLF) {
 				return 0, nil
 			}
-			if j := bytes.Index(b[lead:], strLFLF); j >= 0 {
-				return lead + j + len(strLFLF), nil
+			if j := emptyLineEnd(b[lead:]); j >= 0 {
+				return lead + j, nil
 			}
 		}
 		if len(b) >= br.Size() {
 			return 0, nil // over the buffer: fasthttp says so
 		}
 		n = len(b) + 1
+	}
+}
+
+// emptyLineEnd is where the first empty line in b ends, or -1: an LF
+// right after a line's LF, or a CR and an LF (RFC 9112 §2.2: a lone LF
+// may end a line, and a CR before it is ignored; a script that writes
+// its fields with LFs and the empty line with CRLF ends its head there).
+func emptyLineEnd(b []byte) int {
+	for at := 0; ; {
+		i := bytes.IndexByte(b[at:], '\n')
+		if i < 0 {
+			return -1
+		}
+		at += i + 1
+		switch {
+		case at < len(b) && b[at] == '\n':
+			return at + 1
+		case at+1 < len(b) && b[at] == '\r' && b[at+1] == '\n':
+			return at + 2
+		}
 	}
 }
 
@@ -101,6 +118,55 @@ func readLFHead(h *fasthttp.ResponseHeader, br *bufio.Reader, n int) error {
 	_, err := br.Discard(n)
 	return err
 }
+
+// readBigHead reads into h an answer head longer than br's buffer,
+// which fasthttp's reader refuses (it reads a head whole within its
+// buffer): the head's lines are taken off br one at a time (a line
+// longer than the buffer in pieces) up to its first empty line, at most
+// MaxAnswerHeadBytes, and read from that copy, its lone LFs written as
+// CRLF (as readLFHead). Only the head is taken: what follows it stays in
+// br. raw is the head as it came. The pool's buffers stay small (what
+// comes with a head is copied, the rest of a body from this machine is
+// spliced: splice.go), and an answer with a head of some KiB (sign-in
+// cookies) costs a copy of it.
+func readBigHead(h *fasthttp.ResponseHeader, br *bufio.Reader) (raw []byte, err error) {
+	raw = make([]byte, 0, 2*br.Size())
+	started := false // a line other than an empty one came (empty lines before the status line are skipped)
+	for {
+		line, err := br.ReadSlice('\n')
+		if len(raw)+len(line) > MaxAnswerHeadBytes {
+			return nil, errHeadTooLarge
+		}
+		start := len(raw)
+		raw = append(raw, line...)
+		switch {
+		case err == bufio.ErrBufferFull:
+			started = true // more of a long line
+			continue
+		case err != nil:
+			return nil, headReadError(err, len(raw))
+		}
+		if empty := len(raw)-start <= 2 && (len(raw)-start == 1 || raw[start] == '\r'); !empty {
+			started = true
+		} else if started && start > 0 && raw[start-1] == '\n' {
+			break
+		}
+	}
+	fixed := make([]byte, 0, len(raw)+bytes.Count(raw, []byte{'\n'}))
+	for i, c := range raw {
+		if c == '\n' && (i == 0 || raw[i-1] != '\r') {
+			fixed = append(fixed, '\r')
+		}
+		fixed = append(fixed, c)
+	}
+	if err := h.Read(bufio.NewReaderSize(bytes.NewReader(fixed), len(fixed))); err != nil {
+		return nil, err
+	}
+	return raw, nil
+}
+
+// errHeadTooLarge: an upstream's answer head over MaxAnswerHeadBytes.
+var errHeadTooLarge = fmt.Errorf("upstream's answer head is over %d KiB, the most the edge takes", MaxAnswerHeadBytes>>10)
 
 // readAnswer reads an upstream's answer as fasthttp's
 // Response.ReadLimitBody does (a head, then a body of up to limit bytes

@@ -56,7 +56,8 @@
 // between two operations, as nginx's send_timeout and
 // proxy_read_timeout: a download that keeps flowing is never cut,
 // however long it takes. Each connection has its own goroutine, so a
-// stalled one stalls nobody else. Request heads over 16 KiB get 431.
+// stalled one stalls nobody else. Request heads over 16 KiB get 431;
+// an upstream's answer head over MaxAnswerHeadBytes (32 KiB) is a 502.
 // A request refused before it was read whole (431, 400, 408, a body
 // refused: body.go) closes its connection lingering (linger.go).
 //
@@ -151,6 +152,18 @@ const (
 	MaxHeaderBytes  = 16 << 10
 	AccessBuffer    = 4096
 )
+
+// MaxAnswerHeadBytes is the largest answer head (status line and fields)
+// the edge reads from an upstream, on every protocol; a larger one is a
+// 502 that names the limit. Twice a request's (MaxHeaderBytes): answers
+// carry the large fields (sign-in cookies cut into 4 KiB pieces, content
+// security policies, preload links). nginx reads one page (4 KiB) by
+// default and its users raise it (proxy_buffer_size) for such apps;
+// HAProxy reads about 15 KiB, Envoy 60 KiB, Go's Transport 10 MB. The
+// read buffers stay 4 KiB: a head longer than that is read into a copy
+// of its own (readBigHead), at most this long, with at most
+// maxAnswerFields fields.
+const MaxAnswerHeadBytes = 32 << 10
 
 // Dialer opens a connection to the tunnel server of a hash ("hs://..."):
 // a stream to the peer that serves it, or a TCP connection when the

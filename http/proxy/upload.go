@@ -162,7 +162,10 @@ func readHead(resp *fasthttp.Response, br *bufio.Reader) error {
 			err = readLFHead(&resp.Header, br, n)
 		default:
 			pre, _ := br.Peek(br.Buffered()) // from the buffer's start (atStart), but for a head headEnd found no end of
-			if err = resp.Header.Read(br); err == nil && suspect(&resp.Header) {
+			err = resp.Header.Read(br)
+			if _, small := errors.AsType[*fasthttp.ErrSmallBuffer](err); small {
+				raw, err = readBigHead(&resp.Header, br)
+			} else if err == nil && suspect(&resp.Header) {
 				if cap(pre) != br.Size() {
 					return errUnchecked
 				}
@@ -175,6 +178,9 @@ func readHead(resp *fasthttp.Response, br *bufio.Reader) error {
 		if err != nil {
 			return err
 		}
+		if resp.Header.Len() > maxAnswerFields {
+			return errTooManyFields
+		}
 		switch code := resp.StatusCode(); {
 		case code == fasthttp.StatusSwitchingProtocols:
 			return errors.New("upstream switched protocols on a request that did not ask to")
@@ -184,6 +190,16 @@ func readHead(resp *fasthttp.Response, br *bufio.Reader) error {
 	}
 	return errors.New("upstream sent more than 100 informational answers")
 }
+
+// maxAnswerFields is the most fields an answer's head may have (a 502
+// past it, errTooManyFields): the work of dropping an answer's
+// hop-by-hop fields grows with its fields times the names it drops
+// (dropHopResponse), and MaxAnswerHeadBytes alone would let thousands of
+// short fields in. HAProxy takes 101 by default, Envoy 100; 256 leaves
+// room for any app's answers.
+const maxAnswerFields = 256
+
+var errTooManyFields = fmt.Errorf("upstream's answer head has more than %d fields, the most the edge takes", maxAnswerFields)
 
 // errBothLengths: the upstream's answer carries both Content-Length and
 // Transfer-Encoding. fasthttp reads it chunked (RFC 9112 §6.3: the

@@ -174,18 +174,19 @@ func trimSpace(b []byte) []byte {
 // Connection: keep-alive, which names nothing more); it gathers the
 // Connection headers' values as it goes. The first name found is
 // deleted; when it was the only hop-by-hop field and named nothing more
-// (the Connection: keep-alive), that is all. Otherwise each walk that
-// finds a name to drop deletes it as it came, and the walk starts again.
-// Why not Del for each name: the pool keeps an upstream's names as they
-// came (it does not normalize them), so Del("Keep-Alive") left a
-// "keep-alive" in place; and each Del copies its key and looks through
-// every header, eight times an answer. Connection and Trailer are among
-// the names the walk yields when set (fasthttp keeps them apart from the
-// other headers), and deleting them clears them as Del did. Each walk
-// that finds a name deletes every header of that name, and an answer's
-// head fits the pool's 4 KiB read buffer (fasthttp refuses a longer
-// one), so it holds fewer than 300 headers: maxHopWalks always ends with
-// none left.
+// (the Connection: keep-alive), that is all. Otherwise one more walk
+// gathers every other name to drop, each once as it came, and they are
+// deleted after it (a header cannot be deleted while All walks them).
+// Why not Del for each hop-by-hop name: the pool keeps an upstream's
+// names as they came (it does not normalize them), so Del("Keep-Alive")
+// left a "keep-alive" in place; and each Del copies its key and looks
+// through every header, eight times an answer. Connection and Trailer
+// are among the names the walk yields when set (fasthttp keeps them
+// apart from the other headers), and deleting them clears them as Del
+// did. The work is the head's fields plus the names given, and a Del
+// (a look through every header) for each name to drop: readHead takes
+// at most maxAnswerFields fields, so an upstream cannot make one answer
+// cost the edge more than that squared.
 func dropHopResponse(h *fasthttp.ResponseHeader) {
 	var kept [64]byte
 	nominated := kept[:0] // the names the Connection headers give, comma-separated
@@ -209,26 +210,61 @@ func dropHopResponse(h *fasthttp.ResponseHeader) {
 	if hops == 1 && len(nominated) == 0 {
 		return // the one field there was (an upstream's Connection: keep-alive): no walk to find none
 	}
-	// The names deleted, comma-separated: a name the walk yields again
-	// after its Del (one fasthttp keeps a value of its own for) is not
-	// taken again, so every walk deletes a new name.
-	var deletedBuf [128]byte
-	deleted := append(append(deletedBuf[:0], first[:n]...), ',')
-	for range maxHopWalks {
-		var buf [64]byte
-		name := buf[:0]
-		for k := range h.All() {
-			if (isHopName(b2s(k)) || listed(nominated, k, true)) && !listed(deleted, k, false) {
-				name = append(name, k...)
-				break
-			}
+	named := nomineesOf(nominated)
+	var seen map[string]struct{}
+	var drop []string
+	for k := range h.All() {
+		if !isHopName(b2s(k)) && !named.has(k) {
+			continue
 		}
-		if len(name) == 0 {
-			return
+		if _, ok := seen[b2s(k)]; ok {
+			continue
 		}
-		h.DelBytes(name)
-		deleted = append(append(deleted, name...), ',')
+		if seen == nil {
+			seen = make(map[string]struct{})
+		}
+		name := string(k)
+		seen[name] = struct{}{}
+		drop = append(drop, name)
 	}
+	for _, name := range drop {
+		h.DelBytes(s2b(name))
+	}
+}
+
+// nominees are the field names Connection headers give (appendNominees'
+// list), looked up by name. A list of a few names is walked; a longer
+// one is made a set once, so that looking up every field of a head is
+// not its fields times its names (an upstream's or a client's head of
+// tens of KiB could name thousands).
+type nominees struct {
+	list []byte              // comma-separated
+	set  map[string]struct{} // lower-case, when the list is long
+}
+
+// walkedNominees is the longest list walked rather than made a set.
+const walkedNominees = 256
+
+func nomineesOf(list []byte) nominees {
+	if len(list) <= walkedNominees {
+		return nominees{list: list}
+	}
+	set := make(map[string]struct{})
+	for len(list) > 0 {
+		var item []byte
+		item, list, _ = bytes.Cut(list, comma)
+		set[strings.ToLower(string(item))] = struct{}{}
+	}
+	return nominees{set: set}
+}
+
+// has reports whether the list names k, in any case.
+func (n nominees) has(k []byte) bool {
+	if n.set == nil {
+		return listed(n.list, k, true)
+	}
+	_, ok := n.set[strings.ToLower(b2s(k))]
+	return ok
 }
 
 // listed reports whether the comma-separated list holds k: as written,
@@ -263,8 +299,6 @@ var comma = []byte{','}
 func isConnection(k []byte) bool {
 	return len(k) == len("Connection") && strings.EqualFold(b2s(k), "Connection")
 }
-
-const maxHopWalks = 512
 
 // upstream is one upstream (hash, TLS or not): its keep-alive client and
 // the uploads streaming to it (body.go).
