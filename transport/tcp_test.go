@@ -222,15 +222,7 @@ type gatedForwarder struct {
 
 func newGatedForwarder(t *testing.T, target string) *gatedForwarder {
 	t.Helper()
-	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", pc.LocalAddr().String())
-	if err != nil {
-		pc.Close()
-		t.Fatal(err)
-	}
+	pc, ln := testutil.ListenPair(t)
 	ua, _ := net.ResolveUDPAddr("udp", target)
 	up, err := net.DialUDP("udp", nil, ua)
 	if err != nil {

@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/miekg/dns"
+
+	"peerdns/internal/testutil"
 )
 
 // Upstream answers A queries for the names in its table (UDP and TCP on
@@ -79,22 +81,5 @@ func Start(t testing.TB, a map[string]string) *Upstream {
 	return u
 }
 
-// ListenPair binds UDP and TCP on one free loopback port (the UDP port
-// may be taken for TCP, so it tries a few).
-func ListenPair(t testing.TB) (net.PacketConn, net.Listener) {
-	t.Helper()
-	for i := 0; ; i++ {
-		pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		ln, err := net.Listen("tcp", pc.LocalAddr().String())
-		if err == nil {
-			return pc, ln
-		}
-		pc.Close()
-		if i == 20 {
-			t.Fatal(err)
-		}
-	}
-}
+// ListenPair binds UDP and TCP on one free loopback port.
+var ListenPair = testutil.ListenPair
