@@ -105,28 +105,34 @@ func headReadError(err error, read int) error {
 // front of br into h, its lone LFs written as CRLF, and takes it off br.
 func readLFHead(h *fasthttp.ResponseHeader, br *bufio.Reader, n int) error {
 	raw, _ := br.Peek(n)
-	fixed := make([]byte, 0, n+bytes.Count(raw, []byte{'\n'}))
-	for i, c := range raw {
-		if c == '\n' && (i == 0 || raw[i-1] != '\r') {
-			fixed = append(fixed, '\r')
-		}
-		fixed = append(fixed, c)
-	}
-	if err := h.Read(bufio.NewReaderSize(bytes.NewReader(fixed), len(fixed))); err != nil {
+	if err := readCRLF(h, raw); err != nil {
 		return err
 	}
 	_, err := br.Discard(n)
 	return err
 }
 
+// readCRLF reads into h the head raw holds whole, from a copy with its
+// lone LFs written as CRLF.
+func readCRLF(h *fasthttp.ResponseHeader, raw []byte) error {
+	fixed := make([]byte, 0, len(raw)+bytes.Count(raw, []byte{'\n'}))
+	for i, c := range raw {
+		if c == '\n' && (i == 0 || raw[i-1] != '\r') {
+			fixed = append(fixed, '\r')
+		}
+		fixed = append(fixed, c)
+	}
+	return h.Read(bufio.NewReaderSize(bytes.NewReader(fixed), len(fixed)))
+}
+
 // readBigHead reads into h an answer head longer than br's buffer,
 // which fasthttp's reader refuses (it reads a head whole within its
 // buffer): the head's lines are taken off br one at a time (a line
 // longer than the buffer in pieces) up to its first empty line, at most
-// MaxAnswerHeadBytes, and read from that copy, its lone LFs written as
-// CRLF (as readLFHead). Only the head is taken: what follows it stays in
-// br. raw is the head as it came. The pool's buffers stay small (what
-// comes with a head is copied, the rest of a body from this machine is
+// MaxAnswerHeadBytes, and read from that copy (readCRLF, as
+// readLFHead). Only the head is taken: what follows it stays in br. raw
+// is the head as it came. The pool's buffers stay small (what comes
+// with a head is copied, the rest of a body from this machine is
 // spliced: splice.go), and an answer with a head of some KiB (sign-in
 // cookies) costs a copy of it.
 func readBigHead(h *fasthttp.ResponseHeader, br *bufio.Reader) (raw []byte, err error) {
@@ -152,14 +158,7 @@ func readBigHead(h *fasthttp.ResponseHeader, br *bufio.Reader) (raw []byte, err 
 			break
 		}
 	}
-	fixed := make([]byte, 0, len(raw)+bytes.Count(raw, []byte{'\n'}))
-	for i, c := range raw {
-		if c == '\n' && (i == 0 || raw[i-1] != '\r') {
-			fixed = append(fixed, '\r')
-		}
-		fixed = append(fixed, c)
-	}
-	if err := h.Read(bufio.NewReaderSize(bytes.NewReader(fixed), len(fixed))); err != nil {
+	if err := readCRLF(h, raw); err != nil {
 		return nil, err
 	}
 	return raw, nil
