@@ -235,8 +235,8 @@ func dropHopResponse(h *fasthttp.ResponseHeader) {
 // nominees are the field names Connection headers give (appendNominees'
 // list), looked up by name. A list of a few names is walked; a longer
 // one is made a set once, so that looking up every field of a head is
-// not its fields times its names (an upstream's or a client's head of
-// tens of KiB could name thousands).
+// not its fields times its names (an answer's head of up to 32 KiB
+// could name thousands).
 type nominees struct {
 	list []byte              // comma-separated
 	set  map[string]struct{} // lower-case, when the list is long
