@@ -189,3 +189,47 @@ func FuzzBigHead(f *testing.F) {
 		}
 	})
 }
+
+// TestAnswerNamesManyFields: an answer whose Connection field names more
+// fields than are looked up by walking the list (a set of them, then:
+// nominees) has every field it names dropped, in any case, and keeps
+// the others, over HTTP/1.1, HTTP/2 and HTTP/3.
+func TestAnswerNamesManyFields(t *testing.T) {
+	var names []string
+	for i := range 80 {
+		names = append(names, fmt.Sprintf("X-N%02d", i))
+	}
+	if len(strings.Join(names, ",")) <= walkedNominees {
+		t.Fatal("the list would be walked, not made a set")
+	}
+	addr, _ := scriptedUpstream(t, map[string]string{
+		"/named": "HTTP/1.1 200 OK\r\nx-n01: 1\r\nConnection: " + strings.Join(names, ", ") +
+			"\r\nX-N02: 2\r\nX-Keep: 3\r\nx-N79: 4\r\nKeep-Alive: 5\r\nContent-Length: 2\r\n\r\nok",
+	})
+	e := startTestEdge(t, map[string]string{"named.p2p": addr}, Deps{})
+	httpAddr, _ := e.s.Addrs()
+	check := func(how string, resp *http.Response, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("%s: %v", how, err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != 200 || string(b) != "ok" || resp.Header.Get("X-Keep") != "3" {
+			t.Fatalf("%s: %d %q, X-Keep %q", how, resp.StatusCode, b, resp.Header.Get("X-Keep"))
+		}
+		for k := range resp.Header {
+			if strings.HasPrefix(strings.ToLower(k), "x-n") || strings.EqualFold(k, "Keep-Alive") {
+				t.Fatalf("%s: %s passed on", how, k)
+			}
+		}
+	}
+	req, _ := http.NewRequest("GET", "http://"+httpAddr.String()+"/named", nil)
+	req.Host = "named.p2p"
+	resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
+	check("HTTP/1.1", resp, err)
+	resp, err = e.c.Get("https://named.p2p/named")
+	check("HTTP/2", resp, err)
+	resp, err = (&http.Client{Timeout: 10 * time.Second, Transport: e.h3(t, "named.p2p")}).Get("https://named.p2p/named")
+	check("HTTP/3", resp, err)
+}
