@@ -137,26 +137,25 @@ func readCRLF(h *fasthttp.ResponseHeader, raw []byte) error {
 // cookies) costs a copy of it.
 func readBigHead(h *fasthttp.ResponseHeader, br *bufio.Reader) (raw []byte, err error) {
 	raw = make([]byte, 0, 2*br.Size())
-	started := false // a line other than an empty one came (empty lines before the status line are skipped)
+	started := false // a line other than an empty one came
 	for {
 		line, err := br.ReadSlice('\n')
 		if len(raw)+len(line) > MaxAnswerHeadBytes {
 			return nil, errHeadTooLarge
 		}
-		start := len(raw)
+		fresh := len(raw) == 0 || raw[len(raw)-1] == '\n' // a line's start, not more of a long one
 		raw = append(raw, line...)
-		switch {
-		case err == bufio.ErrBufferFull:
-			started = true // more of a long line
+		if err == bufio.ErrBufferFull {
 			continue
-		case err != nil:
+		}
+		if err != nil {
 			return nil, headReadError(err, len(raw))
 		}
-		if empty := len(raw)-start <= 2 && (len(raw)-start == 1 || raw[start] == '\r'); !empty {
+		if !fresh || string(line) != "\n" && string(line) != "\r\n" {
 			started = true
-		} else if started && start > 0 && raw[start-1] == '\n' {
+		} else if started {
 			break
-		}
+		} // else an empty line before the status line, skipped as fasthttp skips it
 	}
 	if err := readCRLF(h, raw); err != nil {
 		return nil, err

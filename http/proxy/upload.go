@@ -326,19 +326,20 @@ func headEnd(br *bufio.Reader) (int, error) {
 			return 0, headReadError(err, len(b))
 		}
 		b, _ := br.Peek(br.Buffered())
-		at, started := 0, false
+		lead := 0 // empty lines before the status line, skipped as fasthttp skips them
+	skip:
 		for {
-			i := bytes.IndexByte(b[at:], '\n')
-			if i < 0 {
-				break
+			switch {
+			case lead < len(b) && b[lead] == '\n':
+				lead++
+			case lead+1 < len(b) && b[lead] == '\r' && b[lead+1] == '\n':
+				lead += 2
+			default:
+				break skip
 			}
-			line := bytes.TrimSuffix(b[at:at+i], carriageReturn)
-			at += i + 1
-			if len(line) > 0 {
-				started = true
-			} else if started {
-				return at, nil
-			}
+		}
+		if j := emptyLineEnd(b[lead:]); j >= 0 {
+			return lead + j, nil
 		}
 		if len(b) >= br.Size() {
 			return 0, nil
