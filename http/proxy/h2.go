@@ -475,13 +475,25 @@ type stallBody struct {
 // failed answers 408 rather than 504 (a timeout of the upstream's).
 var errBodyStalled = errors.New("request body stopped coming")
 
+// errBodyBroken marks any other failed read: the client's stream ended
+// short of (or past) its content-length, or broke off. The exchange it
+// failed answers 400 and is logged as the client's doing, as over
+// HTTP/1.1 (body.go), not as the upstream unreachable (a 502 would send
+// an operator after a healthy upstream). A stream reset, which cancels
+// the request, is 499 when the Transport sees the cancel first.
+var errBodyBroken = errors.New("request body ended early")
+
 func (b *stallBody) Read(p []byte) (int, error) {
 	if b.rc.SetReadDeadline(time.Now().Add(b.every)) == nil {
 		b.set = true
 	}
 	n, err := b.r.Read(p)
-	if isTimeout(err) {
+	switch {
+	case err == nil || err == io.EOF: //nolint:errorlint // io.Reader's sentinel, returned as is
+	case isTimeout(err):
 		err = fmt.Errorf("%w: %w", errBodyStalled, err)
+	default:
+		err = fmt.Errorf("%w: %w", errBodyBroken, err)
 	}
 	return n, err
 }
@@ -505,6 +517,12 @@ func isTimeout(err error) bool {
 // ReadTimeout: 408.
 func bodyStopped(w http.ResponseWriter) {
 	httpPage(w, http.StatusRequestTimeout, "Request Timeout", "The request body stopped coming.")
+}
+
+// bodyEnded answers a request whose body broke off or did not match its
+// content-length.
+func bodyEnded(w http.ResponseWriter) {
+	httpPage(w, http.StatusBadRequest, "Bad Request", "The request body ended early.")
 }
 
 // awaitsContinue reports whether r's client holds its body back until
@@ -572,7 +590,7 @@ func (s *Server) fastBridge(w http.ResponseWriter, r *http.Request, h fasthttp.R
 		bodyStopped(w)
 		return
 	case err != nil:
-		httpPage(w, http.StatusBadRequest, "Bad Request", "The request body ended early.")
+		bodyEnded(w)
 		return
 	case len(body) > limit:
 		httpPage(w, http.StatusRequestEntityTooLarge, "Content Too Large", "The request body is over this route's limit.")
@@ -908,6 +926,11 @@ func (s *Server) httpUpstreamError(w http.ResponseWriter, r *http.Request, name,
 	if errors.Is(err, errBodyStalled) {
 		s.d.Log.Debug("request body stopped coming", "domain", name, "err", err)
 		bodyStopped(w)
+		return
+	}
+	if errors.Is(err, errBodyBroken) {
+		s.d.Log.Debug("request body not received", "domain", name, "err", err)
+		bodyEnded(w)
 		return
 	}
 	if cause := context.Cause(r.Context()); errors.Is(cause, errUpstreamClosed) {

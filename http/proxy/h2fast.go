@@ -149,7 +149,7 @@ func (s *Server) forwardPool(w *h2Writer, r *http.Request, d *view.Domain) bool 
 			bodyStopped(w)
 			return true
 		}
-		httpPage(w, http.StatusBadRequest, "Bad Request", "The request body ended early.")
+		bodyEnded(w)
 		return true
 	}
 
