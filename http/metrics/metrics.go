@@ -112,6 +112,7 @@ var (
 	edgeH2Errors  = desc("edge_http2_protocol_errors_total", "HTTP/2 stream and connection errors net/http's server counted on the edge: frames the protocol forbids, a rapid reset past the handler queue.")
 	edgeH2Conn    = desc("edge_http2_connection_errors_total", "HTTP/2 connections the edge closed with an error code (GOAWAY): CONTINUATION floods, header blocks that do not decode, and the protocol errors above that end a connection.")
 	edgeH3Retries = desc("edge_http3_retries_total", "QUIC Retry packets (address validation) the edge sent to new HTTP/3 connections because they came faster than its handshake rate.")
+	edgeH3Stuck   = desc("edge_http3_stuck_closed_total", "HTTP/3 connections the edge closed because they held streams whose request head never came, with no request running, for the idle and read timeouts.")
 	edgeStalled   = desc("edge_streams_stalled_total", "HTTP/2 and HTTP/3 streams reset because their client took nothing of the answer for the write timeout.")
 
 	// Admin API.
@@ -173,7 +174,7 @@ func (c *nodeCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{
 		dnsQueries, dnsResponses, dnsFast, dnsDropped, dnsRRLDropped, dnsRRLSlipped, dnsRecRefused, dnsStreamFull, dnsUpLatency, dnsUpFwd, dnsUpFail,
 		dnsCacheHits, dnsCacheMiss, dnsCacheSize,
-		edgeRequests, edgeReqBytes, edgeRespBytes, edgeConns, edgeTLS, edgeLogDrop, edgeBodyRef, edgeMuxConns, edgeH2Errors, edgeH2Conn, edgeH3Retries, edgeStalled,
+		edgeRequests, edgeReqBytes, edgeRespBytes, edgeConns, edgeTLS, edgeLogDrop, edgeBodyRef, edgeMuxConns, edgeH2Errors, edgeH2Conn, edgeH3Retries, edgeH3Stuck, edgeStalled,
 		adminRequests,
 		tunnelInfo, tunnelConns, tunnelStreams, tunnelBytes,
 		peersByPath, peerRTT, peerAttempts, peerDialFail, peerInbound, peerRefused, peerSendLoss, peerGRO, peerGROMerged, peerOps,
@@ -283,6 +284,7 @@ func (c *nodeCollector) collectEdge(ch chan<- prometheus.Metric) {
 	counter(ch, edgeH2Errors, cn.H2Errors)
 	counter(ch, edgeH2Conn, cn.H2ConnErrors)
 	counter(ch, edgeH3Retries, cn.H3Retries)
+	counter(ch, edgeH3Stuck, cn.H3Stuck)
 	counter(ch, edgeStalled, cn.H2Stalled)
 }
 

@@ -163,7 +163,7 @@ func (s *Server) newH2() {
 		MaxHeaderListSize: 2 * MaxHeaderBytes,
 		// 16 KiB, the protocol's default (and nginx's).
 		MaxReadFrameSize: 16 << 10,
-		IdleTimeout:      IdleTimeout,
+		IdleTimeout:      s.d.IdleTimeout,
 		CountError: func(kind string) {
 			s.h2errors.Add(1)
 			s.d.Log.Debug("http2 protocol error", "kind", kind)
@@ -361,6 +361,9 @@ func (w *h2Writer) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 func (s *Server) serveHTTP(rw http.ResponseWriter, r *http.Request) {
 	if r.ProtoMajor == 2 {
 		stack.Grow()
+	} else if hc := h3ConnOf(r); hc != nil {
+		hc.running.Add(1)
+		defer hc.ended()
 	}
 	s.route(rw, r)
 }
@@ -1026,6 +1029,7 @@ func (s *Server) h2Counters(c *Counters) {
 	c.H2Stalled = s.h2stalled.Load()
 	c.H3Conns = s.h3open.Load()
 	c.H3Retries = s.h3retries.Load()
+	c.H3Stuck = s.h3stuck.Load()
 }
 
 // h2State is the Server's HTTP/2 state.

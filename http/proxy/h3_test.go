@@ -116,7 +116,7 @@ func TestEdgeHTTP3RefusesEarlyData(t *testing.T) {
 func TestH3SlotsBoundAConnection(t *testing.T) {
 	slots := make(h3Slots, 2)
 	req := func(ctx context.Context, major int) *http.Request {
-		r := httptest.NewRequestWithContext(context.WithValue(ctx, h3SlotsKey{}, slots), "GET", "https://site.p2p/", nil)
+		r := httptest.NewRequestWithContext(context.WithValue(ctx, h3ConnKey{}, &h3Conn{slots: slots}), "GET", "https://site.p2p/", nil)
 		r.ProtoMajor = major
 		return r
 	}

@@ -189,9 +189,10 @@ type Deps struct {
 	// reference (messages.LogBatch).
 	AccessBatch     func(*messages.LogBatch)
 	UpstreamTimeout time.Duration
-	// ReadTimeout and WriteTimeout replace the defaults above when set
-	// (the node's tests shorten them).
-	ReadTimeout, WriteTimeout time.Duration
+	// ReadTimeout, WriteTimeout and IdleTimeout replace the defaults
+	// above when set (tests shorten them); IdleTimeout is the client
+	// connections' on every protocol.
+	ReadTimeout, WriteTimeout, IdleTimeout time.Duration
 	// BodyBudget replaces the default request-body budget (body.go)
 	// when set.
 	BodyBudget int64
@@ -217,6 +218,7 @@ type Counters struct {
 	H2Stalled                 int64 // HTTP/2 and HTTP/3 streams reset: the client took nothing for WriteTimeout
 	H3Conns                   int64 // HTTP/3 connections open
 	H3Retries                 int64 // QUIC Retry packets sent to new HTTP/3 connections over the handshake rate (h3.go)
+	H3Stuck                   int64 // HTTP/3 connections closed with streams open whose request head never came (watchH3)
 }
 
 // Server is the edge proxy.
@@ -256,6 +258,9 @@ func New(d Deps) *Server {
 	if d.WriteTimeout <= 0 {
 		d.WriteTimeout = WriteTimeout
 	}
+	if d.IdleTimeout <= 0 {
+		d.IdleTimeout = IdleTimeout
+	}
 	if d.Log == nil {
 		d.Log = slog.New(slog.DiscardHandler)
 	}
@@ -284,7 +289,7 @@ func New(d Deps) *Server {
 			// writes, timeouts.go); fasthttp's, set before each answer,
 			// cost a clock read per request for the same bound.
 			Handler: s.serve, Name: "peerdns", ReadTimeout: d.ReadTimeout,
-			IdleTimeout: IdleTimeout, ReadBufferSize: MaxHeaderBytes,
+			IdleTimeout: d.IdleTimeout, ReadBufferSize: MaxHeaderBytes,
 			NoDefaultDate: true, KeepHijackedConns: true, Logger: briefLogger{httpx.Logger{L: d.Log}},
 			// A head it cannot read is not quoted back in the 400 or
 			// the log (brief, briefLogger: fasthttp quotes some whole

@@ -533,6 +533,7 @@ func TestEdgeHTTP2Attacks(t *testing.T) {
 		fmt.Sprintf("peerdns_edge_http2_protocol_errors_total %d\n", cn.H2Errors),
 		fmt.Sprintf("peerdns_edge_http2_connection_errors_total %d\n", cn.H2ConnErrors),
 		fmt.Sprintf("peerdns_edge_http3_retries_total %d\n", cn.H3Retries),
+		fmt.Sprintf("peerdns_edge_http3_stuck_closed_total %d\n", cn.H3Stuck),
 		`peerdns_edge_multiplexed_connections{protocol="h2"} `,
 		`peerdns_edge_multiplexed_connections{protocol="h3"} `,
 	} {
