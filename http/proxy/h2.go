@@ -653,10 +653,13 @@ func remoteTCPAddr(s string) net.Addr {
 // h2Upstream is one upstream's net/http side: its HTTP/1.1 (or TLS with
 // ALPN) transport, and for gRPC to a plain claim its h2c one.
 type h2Upstream struct {
-	proxy   *httputil.ReverseProxy
-	plain   *http.Transport // HTTP/1.1, or TLS with ALPN h2 and http/1.1
-	h2c     *http.Transport // HTTP/2 with prior knowledge (plain claims)
-	timeout time.Duration   // UpstreamTimeout (quietAnswer)
+	proxy *httputil.ReverseProxy
+	plain *http.Transport // HTTP/1.1, or TLS with ALPN h2 and http/1.1
+	// grpc carries gRPC calls: HTTP/2 with prior knowledge to a plain
+	// claim, plain's TLS to one with ssl: true. Neither has a
+	// ResponseHeaderTimeout: a call's wait is its own (grpcwait.go).
+	grpc    *http.Transport
+	timeout time.Duration // UpstreamTimeout (quietAnswer)
 }
 
 // httpUpstream is the net/http upstream of d.
@@ -752,14 +755,15 @@ func (s *Server) httpUpstream(d *view.Domain) *h2Upstream {
 			return moving(tc), nil
 		}
 		u.plain.ForceAttemptHTTP2 = true
+		u.grpc = u.plain.Clone()
+		u.grpc.ResponseHeaderTimeout = 0
 	} else {
 		var p http.Protocols
 		p.SetUnencryptedHTTP2(true)
-		u.h2c = &http.Transport{
+		u.grpc = &http.Transport{
 			DialContext:            dialPlain,
 			Protocols:              &p,
 			IdleConnTimeout:        IdleTimeout,
-			ResponseHeaderTimeout:  s.d.UpstreamTimeout,
 			DisableCompression:     true,
 			MaxResponseHeaderBytes: MaxAnswerHeadBytes, // in HTTP/2 the header list it advertises, for trailers too
 			HTTP2:                  &http.HTTP2Config{SendPingTimeout: s.d.UpstreamTimeout, PingTimeout: 15 * time.Second},
@@ -792,10 +796,10 @@ func (s *Server) httpUpstream(d *view.Domain) *h2Upstream {
 	return actual.(*h2Upstream)
 }
 
-// RoundTrip picks the transport: gRPC to a plain claim in h2c.
+// RoundTrip picks the transport: gRPC's own (to a plain claim in h2c).
 func (u *h2Upstream) RoundTrip(r *http.Request) (*http.Response, error) {
-	if u.h2c != nil && isGRPC(r) {
-		return u.h2c.RoundTrip(r)
+	if isGRPC(r) {
+		return u.grpc.RoundTrip(r)
 	}
 	resp, err := u.plain.RoundTrip(r)
 	if err == nil && resp.ProtoMajor == 2 && !isGRPC(r) {
@@ -844,9 +848,7 @@ func (b *quietAnswer) Close() error {
 
 func (u *h2Upstream) closeIdle() {
 	u.plain.CloseIdleConnections()
-	if u.h2c != nil {
-		u.h2c.CloseIdleConnections()
-	}
+	u.grpc.CloseIdleConnections()
 }
 
 func isGRPC(r *http.Request) bool {
@@ -868,6 +870,9 @@ func (s *Server) forwardHTTP(w *h2Writer, r *http.Request, d *view.Domain) {
 		defer cancel(nil)
 		unwatch := func() {}
 		defer func() { unwatch() }()
+		// Its answer head within the call's own wait (grpcwait.go).
+		hw := &headWait{wait: s.grpcWait(r), cancel: cancel}
+		defer hw.came()
 		r = r.WithContext(httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotConn: func(i httptrace.GotConnInfo) {
 			c := i.Conn
 			if tc, ok := c.(*tls.Conn); ok { // an upstream in TLS (ssl: true)
@@ -876,7 +881,10 @@ func (s *Server) forwardHTTP(w *h2Writer, r *http.Request, d *view.Domain) {
 			if wc, ok := c.(*watchedConn); ok {
 				unwatch = wc.watch(cancel)
 			}
-		}}))
+		},
+			WroteRequest:         func(httptrace.WroteRequestInfo) { hw.sent() },
+			GotFirstResponseByte: hw.came,
+		}))
 		// The client's request body is read by the upstream stream's
 		// writer (through ReverseProxy, which keeps it from being
 		// closed); a client that keeps its side open would hold that
@@ -938,6 +946,8 @@ func (s *Server) httpUpstreamError(w http.ResponseWriter, r *http.Request, name,
 	}
 	if cause := context.Cause(r.Context()); errors.Is(cause, errUpstreamClosed) {
 		err = cause
+	} else if errors.Is(cause, errAnswerLate) {
+		err, timeout = cause, true
 	} else if errors.Is(err, context.Canceled) && r.Context().Err() != nil {
 		// The client went away: nobody to answer.
 		s.d.Log.Debug("client left before the upstream answered", "domain", name, "err", err)
@@ -954,9 +964,13 @@ func (s *Server) httpUpstreamError(w http.ResponseWriter, r *http.Request, name,
 		if timeout {
 			code = "4" // DEADLINE_EXCEEDED
 		}
+		msg := name + " cannot be reached through its tunnel: " + brief(err)
+		if timeout {
+			msg = name + " did not answer in time"
+		}
 		w.Header().Set("Content-Type", "application/grpc")
 		w.Header().Set("Grpc-Status", code)
-		w.Header().Set("Grpc-Message", url.PathEscape(name+" cannot be reached through its tunnel: "+brief(err)))
+		w.Header().Set("Grpc-Message", url.PathEscape(msg))
 		w.WriteHeader(http.StatusOK)
 		return
 	}
