@@ -851,8 +851,17 @@ func (u *h2Upstream) closeIdle() {
 	u.grpc.CloseIdleConnections()
 }
 
+// isGRPC reports whether r is a gRPC call: its type is application/grpc,
+// alone or with a message format (+proto) or parameters. gRPC-Web
+// (application/grpc-web, what browsers speak) is not: it is plain HTTP,
+// which an HTTP/1.1 upstream serves, and goes as any other request.
 func isGRPC(r *http.Request) bool {
-	return strings.HasPrefix(r.Header.Get("Content-Type"), "application/grpc")
+	ct := r.Header.Get("Content-Type")
+	const grpc = "application/grpc"
+	if len(ct) < len(grpc) || !strings.EqualFold(ct[:len(grpc)], grpc) {
+		return false
+	}
+	return len(ct) == len(grpc) || ct[len(grpc)] == '+' || ct[len(grpc)] == ';'
 }
 
 // bufPool lends the response copy buffers to ReverseProxy.
