@@ -175,7 +175,7 @@ func (c *conn) serve() error {
 		s.resetLocked(errConnClosed)
 	}
 	for _, s := range c.queue {
-		s.cancel()
+		s.cancel(nil)
 	}
 	c.queue = nil
 	c.mu.Unlock()
@@ -557,7 +557,7 @@ func (c *conn) onData(f *http2.DataFrame) error {
 	if s.declLen >= 0 && (s.recvd > s.declLen || f.StreamEnded() && s.recvd != s.declLen) {
 		c.giveBackLocked(int64(len(data)))
 		c.srv.countError("content_length")
-		s.resetLocked(errBadLength)
+		s.resetLocked(ErrBadLength)
 		c.closeStreamLocked(s)
 		c.writeRSTLocked(s.id, http2.ErrCodeProtocol)
 		return nil
@@ -619,7 +619,7 @@ func (c *conn) closeStreamLocked(s *stream) {
 		if i := slices.Index(c.queue, s); i >= 0 {
 			c.queue = slices.Delete(c.queue, i, i+1)
 		}
-		s.cancel()
+		s.cancel(nil)
 	}
 	if len(c.streams) == 0 {
 		c.idleSince = time.Now()

@@ -241,7 +241,7 @@ func (c *conn) newStream(f *http2.MetaHeadersFrame) (*stream, string) {
 	}
 	s.cond.L = &c.mu
 	s.body.s = s
-	s.ctx, s.cancel = context.WithCancel(c.ctx)
+	s.ctx, s.cancel = context.WithCancelCause(c.ctx)
 	var zero http.Request
 	r := zero.WithContext(s.ctx)
 	r.Method = method

@@ -19,11 +19,16 @@ import (
 	"golang.org/x/net/http2/hpack"
 )
 
+// ErrBadLength is what a read of a request body whose DATA frames do not
+// add up to its content-length returns, and the cause its request's
+// context is cancelled with (context.Cause): the stream was reset for
+// it (PROTOCOL_ERROR, RFC 9113 §8.1.1), the client's doing.
+var ErrBadLength = errors.New("h2srv: request body length differs from its content-length")
+
 var (
 	errClientReset  = errors.New("h2srv: stream reset by the client")
 	errStreamReset  = errors.New("h2srv: stream reset")
 	errConnClosed   = errors.New("h2srv: connection closed")
-	errBadLength    = errors.New("h2srv: request body length differs from its content-length")
 	errHandlerDone  = errors.New("h2srv: write after the handler returned")
 	errWriteTimeout = fmt.Errorf("h2srv: write: %w", os.ErrDeadlineExceeded)
 	errReadTimeout  = fmt.Errorf("h2srv: request body: %w", os.ErrDeadlineExceeded)
@@ -35,7 +40,7 @@ type stream struct {
 	c      *conn
 	id     uint32
 	ctx    context.Context
-	cancel context.CancelFunc
+	cancel context.CancelCauseFunc
 	req    *http.Request
 	body   requestBody
 	cond   sync.Cond // request body reads wait here (L is c.mu)
@@ -95,7 +100,14 @@ func (s *stream) resetLocked(err error) {
 		s.c.giveBackLocked(int64(n))
 	}
 	s.rbuf, s.roff = nil, 0
-	s.cancel()
+	// Only a malformed body is given as the cause: net/http's Transport
+	// returns a cancelled request's cause as its error, and a handler
+	// that proxies tells a client that left by context.Canceled.
+	if err == ErrBadLength {
+		s.cancel(err)
+	} else {
+		s.cancel(nil)
+	}
 	s.cond.Broadcast()
 	if s.c.waiters > 0 {
 		s.c.cond.Broadcast()
@@ -157,7 +169,7 @@ func (s *stream) end() {
 		s.wtimer.Stop()
 	}
 	c.mu.Unlock()
-	s.cancel()
+	s.cancel(nil)
 	if s.hold != nil {
 		*s.hold = (*s.hold)[:0]
 		holdPool.Put(s.hold)

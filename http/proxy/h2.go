@@ -482,8 +482,10 @@ var errBodyStalled = errors.New("request body stopped coming")
 // short of (or past) its content-length, or broke off. The exchange it
 // failed answers 400 and is logged as the client's doing, as over
 // HTTP/1.1 (body.go), not as the upstream unreachable (a 502 would send
-// an operator after a healthy upstream). A stream reset, which cancels
-// the request, is 499 when the Transport sees the cancel first.
+// an operator after a healthy upstream). A stream the client reset,
+// which cancels the request, is 499 when the Transport sees the cancel
+// first; one the HTTP/2 server reset for its body is 400 either way
+// (h2srv.ErrBadLength, the cancel's cause).
 var errBodyBroken = errors.New("request body ended early")
 
 func (b *stallBody) Read(p []byte) (int, error) {
@@ -957,6 +959,13 @@ func (s *Server) httpUpstreamError(w http.ResponseWriter, r *http.Request, name,
 		err = cause
 	} else if errors.Is(cause, errAnswerLate) {
 		err, timeout = cause, true
+	} else if errors.Is(cause, h2srv.ErrBadLength) {
+		// The HTTP/2 server reset the stream for its body: the client's
+		// doing, whichever the Transport saw first, the cancel or the
+		// failed read.
+		s.d.Log.Debug("request body not received", "domain", name, "err", cause)
+		bodyEnded(w)
+		return
 	} else if errors.Is(err, context.Canceled) && r.Context().Err() != nil {
 		// The client went away: nobody to answer.
 		s.d.Log.Debug("client left before the upstream answered", "domain", name, "err", err)
