@@ -14,41 +14,21 @@ import (
 
 	"peerdns/http/admin"
 	"peerdns/http/pluginweb"
+	"peerdns/internal/testutil"
 )
 
 // echoUpstream answers each request with what it saw of it: its Expect
 // header and its body.
 func echoUpstream(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				br := bufio.NewReader(c)
-				for {
-					req, err := http.ReadRequest(br)
-					if err != nil {
-						return
-					}
-					b, _ := io.ReadAll(req.Body)
-					body := fmt.Sprintf("expect=%q body=%q", req.Header.Values("Expect"), b)
-					if _, err := fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s", len(body), body); err != nil {
-						return
-					}
-				}
-			}()
-		}
-	}()
-	return ln.Addr().String()
+	return testutil.ServeTCP(t, func(c net.Conn) {
+		testutil.ReadRequests(c, func(req *http.Request) bool {
+			b, _ := io.ReadAll(req.Body)
+			body := fmt.Sprintf("expect=%q body=%q", req.Header.Values("Expect"), b)
+			_, err := fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+			return err == nil
+		})
+	}).String()
 }
 
 // rawEdge is an edge in front of echoUpstream (echo.p2p) and a function

@@ -950,22 +950,19 @@ func (s *Server) httpUpstreamError(w http.ResponseWriter, r *http.Request, name,
 		bodyStopped(w)
 		return
 	}
-	if errors.Is(err, errBodyBroken) {
+	cause := context.Cause(r.Context())
+	// A stream the HTTP/2 server reset for its body is the client's
+	// doing, whichever the Transport saw first: the cancel (its cause)
+	// or the failed read.
+	if errors.Is(err, errBodyBroken) || errors.Is(cause, h2srv.ErrBadLength) {
 		s.d.Log.Debug("request body not received", "domain", name, "err", err)
 		bodyEnded(w)
 		return
 	}
-	if cause := context.Cause(r.Context()); errors.Is(cause, errUpstreamClosed) {
+	if errors.Is(cause, errUpstreamClosed) {
 		err = cause
 	} else if errors.Is(cause, errAnswerLate) {
 		err, timeout = cause, true
-	} else if errors.Is(cause, h2srv.ErrBadLength) {
-		// The HTTP/2 server reset the stream for its body: the client's
-		// doing, whichever the Transport saw first, the cancel or the
-		// failed read.
-		s.d.Log.Debug("request body not received", "domain", name, "err", cause)
-		bodyEnded(w)
-		return
 	} else if errors.Is(err, context.Canceled) && r.Context().Err() != nil {
 		// The client went away: nobody to answer.
 		s.d.Log.Debug("client left before the upstream answered", "domain", name, "err", err)

@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"peerdns/internal/certs"
+	"peerdns/internal/testutil"
 	"peerdns/internal/view"
 )
 
@@ -27,45 +28,27 @@ import (
 // accepted.
 func idleUpstream(t *testing.T, after func(c net.Conn)) (addr string, conns *atomic.Int64) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
 	conns = new(atomic.Int64)
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
+	up := testutil.ServeTCP(t, func(c net.Conn) {
+		first := conns.Add(1) == 1
+		testutil.ReadRequests(c, func(req *http.Request) bool {
+			_, _ = io.Copy(io.Discard, req.Body)
+			body := "answer to " + req.URL.Path
+			head := fmt.Sprintf("HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n", len(body))
+			if req.Method == http.MethodHead {
+				body = ""
 			}
-			first := conns.Add(1) == 1
-			go func() {
-				defer c.Close()
-				br := bufio.NewReader(c)
-				for {
-					req, err := http.ReadRequest(br)
-					if err != nil {
-						return
-					}
-					_, _ = io.Copy(io.Discard, req.Body)
-					body := "answer to " + req.URL.Path
-					head := fmt.Sprintf("HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n", len(body))
-					if req.Method == http.MethodHead {
-						body = ""
-					}
-					if _, err := io.WriteString(c, head+body); err != nil {
-						return
-					}
-					if first {
-						first = false
-						after(c)
-					}
-				}
-			}()
-		}
-	}()
-	return ln.Addr().String(), conns
+			if _, err := io.WriteString(c, head+body); err != nil {
+				return false
+			}
+			if first {
+				first = false
+				after(c)
+			}
+			return true
+		})
+	})
+	return up.String(), conns
 }
 
 // delivered waits until the peer of c has acknowledged every byte c sent

@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"bufio"
 	"fmt"
 	"io"
 	"net"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"peerdns/internal/testutil"
 	"peerdns/internal/view"
 )
 
@@ -24,43 +24,22 @@ import (
 // accepted.
 func scriptedUpstream(t *testing.T, answers map[string]string) (addr string, conns *atomic.Int64) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
 	conns = new(atomic.Int64)
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
+	up := testutil.ServeTCP(t, func(c net.Conn) {
+		conns.Add(1)
+		testutil.ReadRequests(c, func(req *http.Request) bool {
+			_, _ = io.Copy(io.Discard, req.Body)
+			a, ok := answers[req.URL.Path]
+			if !ok {
+				return false
 			}
-			conns.Add(1)
-			go func() {
-				defer c.Close()
-				br := bufio.NewReader(c)
-				for {
-					req, err := http.ReadRequest(br)
-					if err != nil {
-						return
-					}
-					_, _ = io.Copy(io.Discard, req.Body)
-					a, ok := answers[req.URL.Path]
-					if !ok {
-						return
-					}
-					if _, err := io.WriteString(c, a); err != nil {
-						return
-					}
-					if strings.Contains(a, "Connection: close") || strings.HasPrefix(a, "HTTP/1.0") && !strings.Contains(a, "keep-alive") || strings.Contains(req.URL.Path, "cut") {
-						return
-					}
-				}
-			}()
-		}
-	}()
-	return ln.Addr().String(), conns
+			if _, err := io.WriteString(c, a); err != nil {
+				return false
+			}
+			return !(strings.Contains(a, "Connection: close") || strings.HasPrefix(a, "HTTP/1.0") && !strings.Contains(a, "keep-alive") || strings.Contains(req.URL.Path, "cut"))
+		})
+	})
+	return up.String(), conns
 }
 
 // TestPoolAnswers: answers of every shape pass through the HTTP/1.1

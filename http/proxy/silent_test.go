@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"peerdns/internal/testutil"
 )
 
 // An upstream that takes a request and never answers is a 504 after
@@ -19,41 +21,21 @@ import (
 // request, and it is not asked again. Only a pooled connection found
 // closed before anything of the answer came is tried again.
 func TestEdgeAsksAFailingUpstreamOnce(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
 	var asked atomic.Int64
 	answers := map[string]string{
 		"/garbled": "HTTP/1.1 200 OK\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\nabcd",
 		"/storm":   strings.Repeat("HTTP/1.1 102 Processing\r\n\r\n", 101),
 		"/lf":      "HTTP/1.1 102 Processing\n\n", // then silent, as /silent
 	}
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				br := bufio.NewReader(c)
-				for {
-					req, err := http.ReadRequest(br)
-					if err != nil {
-						return
-					}
-					asked.Add(1)
-					if _, err := c.Write([]byte(answers[req.URL.Path])); err != nil {
-						return
-					}
-				}
-			}()
-		}
-	}()
+	up := testutil.ServeTCP(t, func(c net.Conn) {
+		testutil.ReadRequests(c, func(req *http.Request) bool {
+			asked.Add(1)
+			_, err := c.Write([]byte(answers[req.URL.Path]))
+			return err == nil
+		})
+	})
 	const timeout = 1500 * time.Millisecond
-	e := newTestH2Edge(t, map[string]string{"s.p2p": ln.Addr().String()}, Deps{UpstreamTimeout: timeout})
+	e := newTestH2Edge(t, map[string]string{"s.p2p": up.String()}, Deps{UpstreamTimeout: timeout})
 	httpAddr, _ := e.s.Addrs()
 	for _, tc := range []struct {
 		method, path string

@@ -1,8 +1,10 @@
 package testutil
 
 import (
+	"bufio"
 	"io"
 	"net"
+	"net/http"
 	"testing"
 )
 
@@ -38,3 +40,17 @@ func Accept(ln net.Listener, handle func(net.Conn)) {
 // Echo writes back every byte c reads until the peer half-closes (a
 // handler for Accept and ServeTCP).
 func Echo(c net.Conn) { _, _ = io.Copy(c, c) }
+
+// ReadRequests reads HTTP/1.1 requests off c one after another and hands
+// each to answer, which writes its answer to c as raw bytes (an upstream
+// written by hand, in a handler for Accept and ServeTCP); it returns
+// when a read fails or answer returns false.
+func ReadRequests(c net.Conn, answer func(*http.Request) bool) {
+	br := bufio.NewReader(c)
+	for {
+		req, err := http.ReadRequest(br)
+		if err != nil || !answer(req) {
+			return
+		}
+	}
+}

@@ -1,7 +1,6 @@
 package node
 
 import (
-	"bufio"
 	"context"
 	"crypto/tls"
 	"fmt"
@@ -10,6 +9,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -38,37 +38,21 @@ func (l *bodyLog) lines() []string {
 }
 
 func bodyLogUpstream(t *testing.T) (int, *bodyLog) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
 	l := &bodyLog{}
-	go func() {
-		for conn := 0; ; conn++ {
-			c, err := ln.Accept()
+	var conns atomic.Int64
+	up := testutil.ServeTCP(t, func(c net.Conn) {
+		conn := conns.Add(1) - 1
+		testutil.ReadRequests(c, func(req *http.Request) bool {
+			n, err := io.Copy(io.Discard, req.Body)
+			l.note(fmt.Sprintf("conn %d %s %d/%d %v", conn, req.URL.Path, n, req.ContentLength, err))
 			if err != nil {
-				return
+				return false
 			}
-			go func() {
-				defer c.Close()
-				br := bufio.NewReader(c)
-				for {
-					req, err := http.ReadRequest(br)
-					if err != nil {
-						return
-					}
-					n, err := io.Copy(io.Discard, req.Body)
-					l.note(fmt.Sprintf("conn %d %s %d/%d %v", conn, req.URL.Path, n, req.ContentLength, err))
-					if err != nil {
-						return
-					}
-					_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
-				}
-			}()
-		}
-	}()
-	return ln.Addr().(*net.TCPAddr).Port, l
+			_, err = io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+			return err == nil
+		})
+	})
+	return up.Port, l
 }
 
 // A request body that ends before its content-length says (an HTTP/3
