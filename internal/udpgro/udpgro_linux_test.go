@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"net"
+	"runtime"
+	"sync/atomic"
 	"testing"
 	"time"
 	"unsafe"
@@ -209,4 +211,72 @@ func FuzzSplitOOB(f *testing.F) {
 			}
 		}
 	})
+}
+
+// A backlog read on one P lets the connection's goroutine run before
+// its queue passes YieldAfter packets, with and without UDP_GRO: the
+// reader stands for quic-go's (it queues every packet it is handed and
+// wakes the connection), the connection takes everything queued each
+// time it runs. Without the yield the reader keeps the P until the
+// socket is empty and the whole backlog sits queued at once.
+func TestReadBatchLetsTheConnectionsRun(t *testing.T) {
+	for _, gro := range []bool{true, false} {
+		t.Run(fmt.Sprintf("gro=%v", gro), func(t *testing.T) {
+			if !gro {
+				t.Setenv("PEERDNS_DISABLE_GRO", "1")
+			}
+			rc, r, sc := pair(t)
+			if r.GRO() != gro {
+				t.Skipf("UDP_GRO is %v on this kernel; the case for %v needs Linux 5.0 or later", r.GRO(), gro)
+			}
+			// The backlog must fit the socket: 600 datagrams take
+			// about 0.7 MB of receive buffer, more than the default.
+			raw, _ := rc.SyscallConn()
+			var serr error
+			raw.Control(func(fd uintptr) {
+				serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, 4<<20)
+			})
+			if serr != nil {
+				t.Skipf("SO_RCVBUFFORCE: %v: the test needs root (CAP_NET_ADMIN), as CI runs it", serr)
+			}
+			const backlog = 600
+			for i := range backlog {
+				if _, err := sc.WriteTo(bytes.Repeat([]byte{byte(i)}, 100), rc.LocalAddr()); err != nil {
+					t.Fatal(err)
+				}
+			}
+			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+			var queued atomic.Int64
+			wake, done := make(chan struct{}, 1), make(chan struct{})
+			defer close(done)
+			go func() {
+				for {
+					select {
+					case <-wake:
+						queued.Store(0)
+					case <-done:
+						return
+					}
+				}
+			}()
+			rc.SetReadDeadline(time.Now().Add(10 * time.Second))
+			var most int64
+			for got := 0; got < backlog; {
+				ms := messages(8)
+				k, err := r.ReadBatch(ms, 0)
+				if err != nil {
+					t.Fatalf("after %d of %d packets: %v", got, backlog, err)
+				}
+				got += k
+				most = max(most, queued.Add(int64(k)))
+				select {
+				case wake <- struct{}{}:
+				default:
+				}
+			}
+			if most > YieldAfter {
+				t.Fatalf("%d packets queued at once; the reader should have let the connection run every %d", most, YieldAfter)
+			}
+		})
+	}
 }
