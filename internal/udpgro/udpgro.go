@@ -33,7 +33,7 @@
 //
 // Where UDP_GRO cannot be set (another OS, an old kernel) or
 // PEERDNS_DISABLE_GRO is true, ReadBatch is x/net's ReadBatch on the
-// socket: what quic-go does on its own.
+// socket, what quic-go does on its own, with the yield below.
 //
 // Memory: GroBatch buffers of 64 KiB per socket, 512 KiB, mapped from
 // the kernel rather than taken from Go's heap (which zeroes what it
@@ -54,14 +54,14 @@
 // CPU (7 MiB of it, quic-go sizes the buffer so) is read whole and its
 // tail dropped, the sender counts the drops as loss and its congestion
 // window stays small. So ReadBatch gives up the P (runtime.Gosched)
-// once it has handed on YieldAfter packets since it last did: half a
-// connection's queue, so one connection's packets fit even if none was
-// taken off in between. Measured through a tunnel on two nodes of one
-// P each (64 KiB answers, 32 connections): loss went from 5-20 packets
-// a second (one in 20,000) to none, the sender's window from ~300 KB to
-// 1.7 MB and the rate up by a tenth or more (docs/bench-history.md). A
+// once it has handed on YieldAfter packets since it last did. Measured
+// through a tunnel on two nodes (64 KiB answers, 32 connections): the
+// sender counted 5-20 packets a second lost (one in 20,000) and held
+// its window near 300-500 KB without the yield and with it every 128
+// packets (half the queue); every 64 or 32, none, and the window grew
+// to 1.8-2.1 MB; the rate rose by 5-15% (docs/bench-history.md). A
 // Gosched with nothing else runnable returns at once; on a machine with
-// many cores it is one call per 128 packets, and the connections'
+// many cores it is one call per 64 packets, and the connections'
 // goroutines run on other Ps either way.
 package udpgro
 
@@ -82,9 +82,10 @@ import (
 const GroBatch = 8
 
 // YieldAfter is how many packets ReadBatch hands on before it gives up
-// the P (see the package doc): half of quic-go's per-connection queue
-// of received packets.
-const YieldAfter = 128
+// the P (see the package doc): a quarter of quic-go's per-connection
+// queue of received packets, twice what the connection takes from it
+// between two of its sends.
+const YieldAfter = 64
 
 // maxDatagram is the largest UDP payload, what a merged datagram can
 // reach; bufSize is the room each datagram gets.
