@@ -59,7 +59,11 @@
 // sender counted 5-20 packets a second lost (one in 20,000) and held
 // its window near 300-500 KB without the yield and with it every 128
 // packets (half the queue); every 64 or 32, none, and the window grew
-// to 1.8-2.1 MB; the rate rose by 5-15% (docs/bench-history.md). A
+// to 1.8-2.1 MB; the rate rose by 5-15% (docs/bench-history.md). Go's
+// scheduler takes a goroutine from its global queue first once in 61
+// schedules, so now and then a yield comes straight back to the
+// reader: at 64 the next one still comes before the queue is full, at
+// 128 it does not. A
 // Gosched with nothing else runnable returns at once; on a machine with
 // many cores it is one call per 64 packets, and the connections'
 // goroutines run on other Ps either way.
