@@ -388,6 +388,21 @@ type PeerDiag struct {
 	// is the relay's peer id when relayed.
 	Transport string `json:"transport,omitempty"`
 	Relay     string `json:"relay,omitempty"`
+	// QUIC is the connection's own view of its path when it runs on
+	// QUIC (absent on TCP and relayed paths).
+	QUIC *QUICLink `json:"quic,omitempty"`
+}
+
+// QUICLink is what a QUIC connection's loss recovery and congestion
+// controller know of its path: packets since the connection started
+// (lost: declared lost and sent again), the congestion window in bytes
+// and quic-go's smoothed round trip in milliseconds.
+type QUICLink struct {
+	PacketsSent      uint64  `json:"packetsSent"`
+	PacketsReceived  uint64  `json:"packetsReceived"`
+	PacketsLost      uint64  `json:"packetsLost"`
+	CongestionWindow uint64  `json:"congestionWindow"`
+	SmoothedRTTMs    float64 `json:"smoothedRttMs"`
 }
 
 // ConnectionIssue is one failed connection attempt or refusal.

@@ -167,9 +167,9 @@ func TestHostOutputDropKeepsConnection(t *testing.T) {
 	lres := field(lout, "result")
 	_ = dcmd.Wait()
 	_ = lcmd.Wait()
-	var bytes, dLost, lLost int64
+	var bytes, dLost, lLost, qLost int64
 	var alive string
-	fmt.Sscanf(got, "bytes=%d lost=%d conn=%s", &bytes, &dLost, &alive)
+	fmt.Sscanf(got, "bytes=%d lost=%d conn=%s quiclost=%d", &bytes, &dLost, &alive, &qLost)
 	fmt.Sscanf(lres, "lost=%d", &lLost)
 	t.Logf("3 s through 2%% output drops on both hosts: %d bytes (%.0f Mbit/s), sends refused and counted as lost: dialer %d, listener %d; connection %s",
 		bytes, float64(bytes)*8/3/1e6, dLost, lLost, alive)
@@ -182,6 +182,11 @@ func TestHostOutputDropKeepsConnection(t *testing.T) {
 	if dLost == 0 {
 		t.Fatal("no send was refused on the dialer: the nftables rule did not act")
 	}
+	// The connection's own counters (LinkStats) saw the drops as loss.
+	if qLost == 0 {
+		t.Fatalf("the dialer's connection counted no packet lost through 2%% output drops: %s", got)
+	}
+	t.Logf("packets the dialer's connection declared lost: %d", qLost)
 }
 
 // TestSendLossHelper is one side of TestHostOutputDropKeepsConnection,
@@ -255,6 +260,6 @@ func TestSendLossHelper(t *testing.T) {
 	if c.Err() != nil {
 		state = "closed"
 	}
-	fmt.Printf("result bytes=%d lost=%d conn=%s\n", n, e.SendLosses(), state)
+	fmt.Printf("result bytes=%d lost=%d conn=%s quiclost=%d\n", n, e.SendLosses(), state, c.(LinkStatser).LinkStats().PacketsLost)
 	c.Close("done")
 }

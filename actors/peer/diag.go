@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"peerdns/messages"
+	"peerdns/transport"
 )
 
 // maxIssues bounds the connection-issue history kept for diagnostics.
@@ -80,6 +81,13 @@ func (a *Actor) diagnostics() *messages.PeerDiagnosticsReply {
 			p.Feeds = e.up && !e.stats.pruned
 			p.Path, p.Via = e.path, e.via
 			pathDiag(&p, e.conn)
+			if ls, ok := e.conn.(transport.LinkStatser); ok {
+				s := ls.LinkStats()
+				p.QUIC = &messages.QUICLink{
+					PacketsSent: s.PacketsSent, PacketsReceived: s.PacketsReceived, PacketsLost: s.PacketsLost,
+					CongestionWindow: s.CongestionWindow, SmoothedRTTMs: float64(s.SmoothedRTT.Microseconds()) / 1000,
+				}
+			}
 		}
 		peers = append(peers, p)
 	}

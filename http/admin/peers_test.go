@@ -153,6 +153,15 @@ func TestPeersInviteAndDiagnostics(t *testing.T) {
 	if len(dg.Peers) != 1 || len(dg.Recommendations) == 0 || dg.ConnectionIssues == nil {
 		t.Fatalf("diagnostics = %s", body)
 	}
+	// The peer runs on QUIC: its connection's own counters are there,
+	// with the handshake's and the session's packets counted.
+	q, _ := dg.Peers[0]["quic"].(map[string]any)
+	sent, _ := q["packetsSent"].(float64)
+	got, _ := q["packetsReceived"].(float64)
+	cwnd, _ := q["congestionWindow"].(float64)
+	if _, lost := q["packetsLost"].(float64); sent == 0 || got == 0 || cwnd == 0 || !lost {
+		t.Fatalf("peer's quic counters = %v", dg.Peers[0]["quic"])
+	}
 }
 
 func TestPeersDiagnosticsInitialising(t *testing.T) {

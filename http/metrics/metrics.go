@@ -127,6 +127,9 @@ var (
 	// Peers.
 	peersByPath   = desc("peers", "Known peers, by path and connection state.", "path", "state")
 	peerRTT       = desc("peer_rtt_seconds", "Smoothed round-trip time to a connected peer.", "peer", "path")
+	peerPktSent   = desc("peer_quic_packets_sent_total", "QUIC packets sent to a connected peer since its connection started (QUIC paths only).", "peer", "path")
+	peerPktLost   = desc("peer_quic_packets_lost_total", "QUIC packets to a connected peer declared lost and sent again since its connection started: drops on the way, at the peer's socket or in its QUIC stack's queue.", "peer", "path")
+	peerCwnd      = desc("peer_quic_congestion_window_bytes", "Bytes the congestion controller lets the node have in flight to a connected peer.", "peer", "path")
 	peerAttempts  = desc("peer_dial_attempts_total", "Outbound connection attempts to peers.")
 	peerDialFail  = desc("peer_dial_failures_total", "Outbound connection attempts to peers that failed.")
 	peerInbound   = desc("peer_inbound_accepted_total", "Inbound peer connections accepted.")
@@ -177,7 +180,7 @@ func (c *nodeCollector) Describe(ch chan<- *prometheus.Desc) {
 		edgeRequests, edgeReqBytes, edgeRespBytes, edgeConns, edgeTLS, edgeLogDrop, edgeBodyRef, edgeMuxConns, edgeH2Errors, edgeH2Conn, edgeH3Retries, edgeH3Stuck, edgeStalled,
 		adminRequests,
 		tunnelInfo, tunnelConns, tunnelStreams, tunnelBytes,
-		peersByPath, peerRTT, peerAttempts, peerDialFail, peerInbound, peerRefused, peerSendLoss, peerGRO, peerGROMerged, peerOps,
+		peersByPath, peerRTT, peerPktSent, peerPktLost, peerCwnd, peerAttempts, peerDialFail, peerInbound, peerRefused, peerSendLoss, peerGRO, peerGROMerged, peerOps,
 		ledgerOps, ledgerRefused, ledgerDomains, consResolved, consQuorumFail, consTies, consVotes,
 		buildInfo, viewVersion,
 	} {
@@ -316,6 +319,11 @@ func (c *nodeCollector) collectPeers(ch chan<- prometheus.Metric, r actorReading
 		counts[key{path, d.State}]++
 		if d.State == "connected" && d.RTTMillis > 0 {
 			gauge(ch, peerRTT, d.RTTMillis/1000, d.ID, path)
+		}
+		if q := d.QUIC; d.State == "connected" && q != nil {
+			counter(ch, peerPktSent, int64(q.PacketsSent), d.ID, path)
+			counter(ch, peerPktLost, int64(q.PacketsLost), d.ID, path)
+			gauge(ch, peerCwnd, float64(q.CongestionWindow), d.ID, path)
 		}
 	}
 	// Connected direct peers are always there, zero or not, so a graph

@@ -406,7 +406,9 @@ func TestPeersWithTwoNodes(t *testing.T) {
 	contains(t, "peers", r.stdout, b.ID(), "connected", "direct")
 	testutil.Eventually(t, 10*time.Second, func() error {
 		r := runCLI(context.Background(), addr, "metrics", "peerdns_peer")
-		for _, w := range []string{`peerdns_peers{path="direct",state="connected"} 1`, `peerdns_peer_rtt_seconds{path="direct",peer="` + b.ID() + `"}`} {
+		for _, w := range []string{`peerdns_peers{path="direct",state="connected"} 1`, `peerdns_peer_rtt_seconds{path="direct",peer="` + b.ID() + `"}`,
+			`peerdns_peer_quic_packets_sent_total{path="direct",peer="` + b.ID() + `"}`, `peerdns_peer_quic_packets_lost_total{path="direct",peer="` + b.ID() + `"}`,
+			`peerdns_peer_quic_congestion_window_bytes{path="direct",peer="` + b.ID() + `"}`} {
 			if !strings.Contains(r.stdout, w) {
 				return fmt.Errorf("metrics lack %q:\n%s", w, r.stdout)
 			}
