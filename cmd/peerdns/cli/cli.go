@@ -43,7 +43,7 @@ const Usage = `  peerdns status   [--admin-addr A] [--json]
   peerdns records  add NAME TYPE VALUE [--ttl N] A, AAAA, CNAME, TXT, NS, PTR; MX "PREF HOST";
                                                  SRV "PRIO WEIGHT PORT TARGET"
   peerdns records  remove NAME [TYPE]            remove the local records of NAME (of TYPE)
-  peerdns peers    [--json]                      known peers: state, path, round-trip time
+  peerdns peers    [--json]                      known peers: state, path, round-trip time, packets lost
   peerdns tunnels  [--json]                      tunnel servers and clients with their traffic
   peerdns logs     [CHANNEL] [--lines N] [-f]    a log channel (core, proxy, httpProxy, dns,
                                                  plugins, tunnel); -f follows it live

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -403,7 +404,10 @@ func TestPeersWithTwoNodes(t *testing.T) {
 		return fmt.Errorf("no connected peer %s with an RTT: %+v", b.ID()[:8], list)
 	})
 	r := cli(t, addr, 0, "peers")
-	contains(t, "peers", r.stdout, b.ID(), "connected", "direct")
+	contains(t, "peers", r.stdout, b.ID(), "connected", "direct", "LOST")
+	if !regexp.MustCompile(`connected +direct +\S+ +\S+ +[0-9]+\.[0-9]{2}%`).MatchString(r.stdout) {
+		t.Fatalf("peers: no loss share in the connected peer's row:\n%s", r.stdout)
+	}
 	testutil.Eventually(t, 10*time.Second, func() error {
 		r := runCLI(context.Background(), addr, "metrics", "peerdns_peer")
 		for _, w := range []string{`peerdns_peers{path="direct",state="connected"} 1`, `peerdns_peer_rtt_seconds{path="direct",peer="` + b.ID() + `"}`,

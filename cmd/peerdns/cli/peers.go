@@ -20,6 +20,10 @@ type peerRow struct {
 	OpsSent     int64    `json:"opsSent"`
 	OpsReceived int64    `json:"opsReceived"`
 	ConnectedAt int64    `json:"connectedAt"`
+	QUIC        *struct {
+		PacketsSent uint64 `json:"packetsSent"`
+		PacketsLost uint64 `json:"packetsLost"`
+	} `json:"quic"`
 }
 
 func (e *env) peers() error {
@@ -36,7 +40,7 @@ func (e *env) peers() error {
 		return e.printJSON(diag.Peers)
 	}
 	w := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(w, "PEER\tSTATE\tPATH\tDIRECTION\tRTT\tADDRESS\tSINCE\tOPS SENT\tOPS RECEIVED")
+	fmt.Fprintln(w, "PEER\tSTATE\tPATH\tDIRECTION\tRTT\tLOST\tADDRESS\tSINCE\tOPS SENT\tOPS RECEIVED")
 	for _, r := range diag.Peers {
 		var p peerRow
 		_ = json.Unmarshal(r, &p)
@@ -51,6 +55,12 @@ func (e *env) peers() error {
 		if p.RTTMillis > 0 {
 			rtt = (time.Duration(p.RTTMillis * float64(time.Millisecond))).Round(10 * time.Microsecond).String()
 		}
+		// LOST: the share of the QUIC connection's packets it declared
+		// lost since it started ("-" on TCP and relayed paths).
+		lost := "-"
+		if q := p.QUIC; q != nil && q.PacketsSent > 0 {
+			lost = strconv.FormatFloat(100*float64(q.PacketsLost)/float64(q.PacketsSent), 'f', 2, 64) + "%"
+		}
 		addr := p.RemoteAddr
 		if addr == "" && len(p.Addrs) > 0 {
 			addr = p.Addrs[0]
@@ -59,7 +69,7 @@ func (e *env) peers() error {
 		if p.ConnectedAt > 0 {
 			since = time.Since(time.UnixMilli(p.ConnectedAt)).Round(time.Second).String()
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\n", cell(p.ID), cell(p.State), cell(path), cell(dash(p.Direction)), rtt, cell(dash(addr)), since, p.OpsSent, p.OpsReceived)
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\n", cell(p.ID), cell(p.State), cell(path), cell(dash(p.Direction)), rtt, lost, cell(dash(addr)), since, p.OpsSent, p.OpsReceived)
 	}
 	return w.Flush()
 }
