@@ -63,10 +63,9 @@
 // scheduler takes a goroutine from its global queue first once in 61
 // schedules, so now and then a yield comes straight back to the
 // reader: at 64 the next one still comes before the queue is full, at
-// 128 it does not. A
-// Gosched with nothing else runnable returns at once; on a machine with
-// many cores it is one call per 64 packets, and the connections'
-// goroutines run on other Ps either way.
+// 128 it does not. A Gosched with nothing else runnable returns at once;
+// on a machine with many cores it is one call per 64 packets, and the
+// connections' goroutines run on other Ps either way.
 package udpgro
 
 import (
