@@ -182,7 +182,7 @@ func TestHostOutputDropKeepsConnection(t *testing.T) {
 	if dLost == 0 {
 		t.Fatal("no send was refused on the dialer: the nftables rule did not act")
 	}
-	// The connection's own counters (LinkStats) saw the drops as loss.
+	// The connection's own counters (LinkStatser) saw the drops as loss.
 	if qLost == 0 {
 		t.Fatalf("the dialer's connection counted no packet lost through 2%% output drops: %s", got)
 	}

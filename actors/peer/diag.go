@@ -82,11 +82,8 @@ func (a *Actor) diagnostics() *messages.PeerDiagnosticsReply {
 			p.Path, p.Via = e.path, e.via
 			pathDiag(&p, e.conn)
 			if ls, ok := e.conn.(transport.LinkStatser); ok {
-				s := ls.LinkStats()
-				p.QUIC = &messages.QUICLink{
-					PacketsSent: s.PacketsSent, PacketsReceived: s.PacketsReceived, PacketsLost: s.PacketsLost,
-					CongestionWindow: s.CongestionWindow, SmoothedRTTMs: float64(s.SmoothedRTT.Microseconds()) / 1000,
-				}
+				q := ls.LinkStats()
+				p.QUIC = &q
 			}
 		}
 		peers = append(peers, p)

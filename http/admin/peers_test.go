@@ -159,7 +159,7 @@ func TestPeersInviteAndDiagnostics(t *testing.T) {
 	sent, _ := q["packetsSent"].(float64)
 	got, _ := q["packetsReceived"].(float64)
 	cwnd, _ := q["congestionWindow"].(float64)
-	if _, lost := q["packetsLost"].(float64); sent == 0 || got == 0 || cwnd == 0 || !lost {
+	if _, hasLost := q["packetsLost"].(float64); sent == 0 || got == 0 || cwnd == 0 || !hasLost {
 		t.Fatalf("peer's quic counters = %v", dg.Peers[0]["quic"])
 	}
 }
