@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -37,6 +38,12 @@ func (s *Server) grpcWait(r *http.Request) time.Duration {
 	return s.d.UpstreamTimeout
 }
 
+// grpcUnitLetters are grpc-timeout's units, each standing for the
+// duration at its index in grpcUnits.
+const grpcUnitLetters = "HMSmun"
+
+var grpcUnits = [len(grpcUnitLetters)]time.Duration{time.Hour, time.Minute, time.Second, time.Millisecond, time.Microsecond, time.Nanosecond}
+
 // grpcTimeout parses a grpc-timeout value: at most 8 digits and a unit
 // (H, M, S, m, u, n), as the gRPC over HTTP/2 protocol defines it.
 func grpcTimeout(v string) (time.Duration, bool) {
@@ -47,23 +54,11 @@ func grpcTimeout(v string) (time.Duration, bool) {
 	if err != nil {
 		return 0, false
 	}
-	var unit time.Duration
-	switch v[len(v)-1] {
-	case 'H':
-		unit = time.Hour
-	case 'M':
-		unit = time.Minute
-	case 'S':
-		unit = time.Second
-	case 'm':
-		unit = time.Millisecond
-	case 'u':
-		unit = time.Microsecond
-	case 'n':
-		unit = time.Nanosecond
-	default:
+	i := strings.IndexByte(grpcUnitLetters, v[len(v)-1])
+	if i < 0 {
 		return 0, false
 	}
+	unit := grpcUnits[i]
 	// 99,999,999 hours is past what a Duration holds.
 	if unit == time.Hour && n > uint64(1<<63-1)/uint64(time.Hour) {
 		return 1<<63 - 1, true
