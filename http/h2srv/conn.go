@@ -557,6 +557,11 @@ func (c *conn) onData(f *http2.DataFrame) error {
 	if s.declLen >= 0 && (s.recvd > s.declLen || f.StreamEnded() && s.recvd != s.declLen) {
 		c.giveBackLocked(int64(len(data)))
 		c.srv.countError("content_length")
+		// The one reset whose cause the handler sees (context.Cause):
+		// net/http's Transport returns a cancelled request's cause as
+		// its error, and a handler that proxies tells a client that
+		// left by context.Canceled, so other resets give none.
+		s.cancel(ErrBadLength)
 		s.resetLocked(ErrBadLength)
 		c.closeStreamLocked(s)
 		c.writeRSTLocked(s.id, http2.ErrCodeProtocol)

@@ -190,3 +190,37 @@ func TestConnect(t *testing.T) {
 		t.Fatalf("CONNECT with a :path ended %q, want a PROTOCOL_ERROR reset", end)
 	}
 }
+
+// TestBadLengthIsTheCause: a request whose DATA falls short of its
+// content-length is reset, its body read fails with ErrBadLength, and
+// its context ends with ErrBadLength as the cause; a stream the client
+// resets ends with no cause beyond context.Canceled.
+func TestBadLengthIsTheCause(t *testing.T) {
+	type seen struct{ read, cause error }
+	got := make(chan seen, 2)
+	started := make(chan struct{}, 2)
+	ts := newTestServer(t, Config{}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		started <- struct{}{}
+		_, err := io.ReadAll(r.Body)
+		<-r.Context().Done()
+		got <- seen{err, context.Cause(r.Context())}
+	}))
+	rc := newRawClient(t, ts.addr)
+	rc.headers(1, false, rc.block("POST", "/short", "content-length", "10"))
+	<-started
+	if err := rc.fr.WriteData(1, true, []byte("hello")); err != nil {
+		t.Fatal(err)
+	}
+	if s := <-got; !errors.Is(s.read, ErrBadLength) || !errors.Is(s.cause, ErrBadLength) {
+		t.Fatalf("short body: read %v, cause %v; want ErrBadLength both", s.read, s.cause)
+	}
+
+	rc.headers(3, false, rc.block("POST", "/reset", "content-length", "10"))
+	<-started
+	if err := rc.fr.WriteRSTStream(3, http2.ErrCodeCancel); err != nil {
+		t.Fatal(err)
+	}
+	if s := <-got; s.cause != context.Canceled {
+		t.Fatalf("client reset: cause %v; want context.Canceled alone", s.cause)
+	}
+}

@@ -100,14 +100,7 @@ func (s *stream) resetLocked(err error) {
 		s.c.giveBackLocked(int64(n))
 	}
 	s.rbuf, s.roff = nil, 0
-	// Only a malformed body is given as the cause: net/http's Transport
-	// returns a cancelled request's cause as its error, and a handler
-	// that proxies tells a client that left by context.Canceled.
-	if err == ErrBadLength {
-		s.cancel(err)
-	} else {
-		s.cancel(nil)
-	}
+	s.cancel(nil) // no cause: see onData for the one reset that gives one
 	s.cond.Broadcast()
 	if s.c.waiters > 0 {
 		s.c.cond.Broadcast()
