@@ -247,6 +247,7 @@ func (a *Actor) onTerminated(c actor.Context, who *actor.PID) {
 			a.gate.set(a.directGate())
 			a.updateGate()
 			a.reachDown(id)
+			a.relayDown(id)
 			a.relayEnded(id, e.conn)
 			if e.up || e.inherited {
 				a.remember(id, nil, true)

@@ -71,15 +71,30 @@ func (p *relayPlan) init() {
 	}
 }
 
-// relayLearned notes whom a peer is connected to (its peer exchange).
+// relayLearned notes whom a connected peer is connected to (its peer
+// exchange): of the peers it lists, those we know, the only ones a
+// relay is ever picked for (relayTick dials known peers). The note goes
+// when the session ends (relayDown): relays are picked among the
+// sessions, so the notes are at most one per session, each at most the
+// known peers long, whatever a peer lists (made-up ids, thousands of
+// them) and however many peers come and go.
 func (a *Actor) relayLearned(from string, peers []messages.PeerInfo) {
+	if a.sessions[from] == nil {
+		return // ended meanwhile: its note would outlive it
+	}
 	a.relays.init()
-	m := make(map[string]bool, len(peers))
+	m := make(map[string]bool)
 	for _, p := range peers {
-		m[p.ID] = true
+		if a.known[p.ID] != nil {
+			m[p.ID] = true
+		}
 	}
 	a.relays.reaches[from] = m
 }
+
+// relayDown drops what a peer whose session ended said it is connected
+// to.
+func (a *Actor) relayDown(id string) { delete(a.relays.reaches, id) }
 
 // relayTick starts relay attempts for known peers unconnected for
 // relayAfter.

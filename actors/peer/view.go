@@ -314,6 +314,7 @@ func (a *Actor) sendLeave(c actor.Context, id string) {
 	delete(a.sessions, id)
 	a.d.Mesh.dropConn(id, e.conn)
 	a.reachDown(id) // what onTerminated does, which will not find the session
+	a.relayDown(id)
 	a.gate.hold(id, a.d.Now().Add(leaveHold))
 	a.gate.set(a.directGate())
 	a.updateGate()
