@@ -6,6 +6,7 @@ import (
 	"iter"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/valyala/fasthttp"
@@ -274,5 +275,59 @@ func TestRawFieldsFolds(t *testing.T) {
 	}
 	if fmt.Sprint(names) != "[X-A X-B]" {
 		t.Fatalf("nominees %q, want X-A and X-B", names)
+	}
+}
+
+// TestEdgeBoundsWhatConnectionNames: a request whose Connection fields
+// name more than maxNominees fields in all (each a delete that walks the
+// whole head) is refused with 400 and its connection closed, before it
+// reaches the upstream; one naming maxNominees has each dropped. A head
+// of many fields of one hop-by-hop name loses them all, and keeps the
+// rest.
+func TestEdgeBoundsWhatConnectionNames(t *testing.T) {
+	var reached atomic.Int64
+	up := serveUpstream(t, false, func(w http.ResponseWriter, r *http.Request) {
+		reached.Add(1)
+		fmt.Fprintf(w, "n0=%q n31=%q ka=%q other=%d", r.Header.Get("N0"), r.Header.Get("N31"), r.Header.Get("Keep-Alive"), len(r.Header.Values("Other")))
+	})
+	e := startTestEdge(t, map[string]string{"nb.p2p": up}, Deps{})
+	httpAddr, _ := e.s.Addrs()
+	head := func(names int, split bool) string {
+		var b, list strings.Builder
+		b.WriteString("GET / HTTP/1.1\r\nHost: nb.p2p\r\n")
+		for i := range names {
+			fmt.Fprintf(&b, "N%d: v\r\n", i)
+			if split && i == names/2 { // a second Connection field counts with the first
+				b.WriteString("Connection: " + list.String() + "\r\n")
+				list.Reset()
+			}
+			if list.Len() > 0 {
+				list.WriteString(", ")
+			}
+			fmt.Fprintf(&list, "N%d", i)
+		}
+		return b.String() + "Connection: " + list.String() + "\r\n\r\n"
+	}
+	for _, split := range []bool{false, true} {
+		st, h, b := answer(t, sendRaw(t, httpAddr.String(), head(maxNominees+1, split)))
+		if st != http.StatusBadRequest || !strings.Contains(b, "names more than 32 fields") || h.Get("Connection") != "close" {
+			t.Fatalf("%d names (split %v): %d %v %q", maxNominees+1, split, st, h, b)
+		}
+	}
+	if n := reached.Load(); n != 0 {
+		t.Fatalf("%d refused requests reached the upstream", n)
+	}
+	st, _, b := answer(t, sendRaw(t, httpAddr.String(), head(maxNominees, true)))
+	if st != http.StatusOK || b != `n0="" n31="" ka="" other=0` {
+		t.Fatalf("%d names: %d %q", maxNominees, st, b)
+	}
+	var many strings.Builder
+	many.WriteString("GET / HTTP/1.1\r\nHost: nb.p2p\r\n")
+	for range 500 {
+		many.WriteString("Keep-Alive: 1\r\nOther: 1\r\n")
+	}
+	st, _, b = answer(t, sendRaw(t, httpAddr.String(), many.String()+"\r\n"))
+	if st != http.StatusOK || b != `n0="" n31="" ka="" other=500` {
+		t.Fatalf("500 Keep-Alive fields: %d %q", st, b)
 	}
 }

@@ -34,16 +34,19 @@ var hopHeaders = []string{"Connection", "Keep-Alive", "Proxy-Connection", "Proxy
 
 // isHopName reports whether a header name is one of hopHeaders, in any
 // case.
-func isHopName(k string) bool {
+func isHopName(k string) bool { return hopIndex(k) >= 0 }
+
+// hopIndex is k's place in hopHeaders, in any case, or -1.
+func hopIndex(k string) int {
 	switch len(k) {
 	case 2, 7, 10, 16, 17, 18, 19: // the lengths of hopHeaders' names
-		for _, h := range hopHeaders {
+		for i, h := range hopHeaders {
 			if len(h) == len(k) && strings.EqualFold(k, h) {
-				return true
+				return i
 			}
 		}
 	}
-	return false
+	return -1
 }
 
 // dropHopRequest drops the hop-by-hop headers of a client's request. Its
@@ -55,7 +58,11 @@ func isHopName(k string) bool {
 // edge's CPU. serve has walked the names once already (headNames); hop
 // is what it found, and a head without hop-by-hop names is not walked
 // again. A request not read from the wire (no raw head) has every name
-// deleted. Not the walk dropHopResponse makes: RequestHeader.All parses
+// deleted. Each hop-by-hop name is deleted once, however often it
+// came (a Del takes every field of that name, and looks through every
+// field of the head: a head of a thousand Keep-Alive fields made as many
+// walks), and the names the Connection fields give are at most
+// maxNominees (unfitHead refused more). Not the walk dropHopResponse makes: RequestHeader.All parses
 // the Cookie headers as it goes, and they would then go upstream written
 // anew instead of as the client sent them.
 func dropHopRequest(h *fasthttp.RequestHeader, hop bool) {
@@ -69,9 +76,13 @@ func dropHopRequest(h *fasthttp.RequestHeader, hop bool) {
 	if !hop {
 		return
 	}
+	var gone uint16 // the hopHeaders deleted, by place
 	for name, value := range rawFields(raw) {
-		if isHopName(b2s(name)) {
-			h.DelBytes(name)
+		if i := hopIndex(b2s(name)); i >= 0 {
+			if gone&(1<<i) == 0 {
+				gone |= 1 << i
+				h.DelBytes(name)
+			}
 			for v := value; isConnection(name) && len(v) > 0; {
 				var k []byte
 				if k, v = nextNominee(v); len(k) > 0 {
