@@ -26,6 +26,7 @@ func FuzzUnfitHead(f *testing.F) {
 	f.Add("GET / HTTP/1.0\r\nHost: u@a.p2p\r\n\r\n")
 	f.Add("POST / HTTP/1.1\r\nHost: a.p2p\r\nTransfer-Encoding: identity\r\n\r\n")
 	f.Add("GET * HTTP/1.1\r\nHost: a.p2p\r\n\r\n")
+	f.Add("GET / HTTP/1.1\r\nHost: a.p2p\r\nConnection: " + strings.Repeat("a,", maxNominees) + "\r\nConnection: b\r\n\r\n")
 	f.Fuzz(func(t *testing.T, raw string) {
 		var h fasthttp.RequestHeader
 		if err := h.Read(bufio.NewReader(strings.NewReader(raw))); err != nil {
@@ -43,7 +44,15 @@ func FuzzUnfitHead(f *testing.F) {
 		if string(h.RequestURI()) == "*" && !h.IsOptions() {
 			t.Fatalf("%q let through: * with %s", raw, h.Method())
 		}
+		nominees := 0
 		for name, value := range rawFields(h.RawHeaders()) {
+			if strings.EqualFold(string(name), "Connection") {
+				for tok := range strings.SplitSeq(string(value), ",") {
+					if strings.Trim(tok, " \t\r\n") != "" {
+						nominees++
+					}
+				}
+			}
 			if strings.EqualFold(string(name), "Transfer-Encoding") && !strings.EqualFold(string(value), "chunked") {
 				t.Fatalf("%q let through with Transfer-Encoding %q", raw, value)
 			}
@@ -52,6 +61,9 @@ func FuzzUnfitHead(f *testing.F) {
 					t.Fatalf("%q let through with the field name %q", raw, name)
 				}
 			}
+		}
+		if nominees > maxNominees {
+			t.Fatalf("%q let through naming %d fields in Connection", raw, nominees)
 		}
 	})
 }
