@@ -105,11 +105,7 @@ func (a *Actor) relayTick(now time.Time) {
 	}
 	p := &a.relays
 	p.init()
-	for id := range p.missing {
-		if a.known[id] == nil || a.sessions[id] != nil {
-			delete(p.missing, id)
-		}
-	}
+	a.pruneRelays()
 	// A relayed session is a neighbour like any other: no more attempts
 	// in flight than the active view has room for (view.go).
 	room := a.viewRoom() - len(p.inFlight)
@@ -144,6 +140,25 @@ func (a *Actor) relayTick(now time.Time) {
 			conn, err := rd.DialRelay(ctx, via, target)
 			root.Send(self, &relayDone{target: target, via: viaID, conn: conn, err: err})
 		}()
+	}
+}
+
+// pruneRelays drops the bookkeeping of peers no longer known, and the
+// waits of those now connected. A peer forgotten (the address book's
+// caps, a leave) takes its back-off with it: the maps stay within the
+// known peers however many come and go.
+func (a *Actor) pruneRelays() {
+	p := &a.relays
+	for id := range p.missing {
+		if a.known[id] == nil || a.sessions[id] != nil {
+			delete(p.missing, id)
+		}
+	}
+	for id := range p.tries {
+		if a.known[id] == nil {
+			delete(p.tries, id)
+			delete(p.next, id)
+		}
 	}
 }
 

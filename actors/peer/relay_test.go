@@ -3,6 +3,7 @@ package peer
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"peerdns/messages"
 )
@@ -29,5 +30,24 @@ func TestRelayNotesStayWithinSessionsAndKnownPeers(t *testing.T) {
 	a.relayDown("n1")
 	if len(a.relays.reaches) != 0 {
 		t.Fatalf("%d notes left after the session ended", len(a.relays.reaches))
+	}
+}
+
+// TestRelayBackoffGoesWithForgottenPeers: the back-off kept for a peer
+// that could not be relayed to goes once the peer is no longer known,
+// and only then.
+func TestRelayBackoffGoesWithForgottenPeers(t *testing.T) {
+	a := &Actor{sessions: map[string]*sessionEntry{}, known: map[string]*knownPeer{"k1": {}}}
+	a.relays.init()
+	now := time.Unix(1000, 0)
+	for _, id := range []string{"k1", "gone"} {
+		a.relays.tries[id], a.relays.next[id], a.relays.missing[id] = 3, now, now
+	}
+	a.pruneRelays()
+	if a.relays.tries["k1"] != 3 || a.relays.next["k1"] != now || a.relays.missing["k1"] != now {
+		t.Fatal("a known peer's back-off dropped")
+	}
+	if _, ok := a.relays.tries["gone"]; ok || len(a.relays.next) != 1 || len(a.relays.missing) != 1 {
+		t.Fatalf("a forgotten peer's back-off kept: %v %v %v", a.relays.tries, a.relays.next, a.relays.missing)
 	}
 }
