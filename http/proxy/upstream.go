@@ -62,9 +62,10 @@ func hopIndex(k string) int {
 // came (a Del takes every field of that name, and looks through every
 // field of the head: a head of a thousand Keep-Alive fields made as many
 // walks), and the names the Connection fields give are at most
-// maxNominees (unfitHead refused more). Not the walk dropHopResponse makes: RequestHeader.All parses
-// the Cookie headers as it goes, and they would then go upstream written
-// anew instead of as the client sent them.
+// maxNominees (unfitHead refused more). Not the walk dropHopResponse
+// makes: RequestHeader.All parses the Cookie headers as it goes, and
+// they would then go upstream written anew instead of as the client
+// sent them.
 func dropHopRequest(h *fasthttp.RequestHeader, hop bool) {
 	raw := h.RawHeaders()
 	if len(raw) == 0 {
