@@ -51,11 +51,15 @@
 // ReadTimeout (10 s: a slowloris client gets 408 and is cut off), an idle
 // keep-alive connection is closed after IdleTimeout (60 s), a client that
 // reads nothing of its response for WriteTimeout (60 s) is cut off, and
-// an upstream that sends nothing for UpstreamTimeout (30 s) is a 504
+// an upstream that sends nothing for UpstreamTimeout (60 s) is a 504
 // before its response head and a cut body after it. The last two are
 // between two operations, as nginx's send_timeout and
 // proxy_read_timeout: a download that keeps flowing is never cut,
-// however long it takes. Each connection has its own goroutine, so a
+// however long it takes. UpstreamTimeout is nginx's proxy_read_timeout
+// default: long-polling apps (a chat's or a bot API's poll, an event
+// feed) hold a request 50-60 s before they answer it empty, and half
+// that had the edge answer them 504 where nginx in front of them
+// passes the poll's answer. Each connection has its own goroutine, so a
 // stalled one stalls nobody else. Request heads over 16 KiB get 431;
 // an upstream's answer head over MaxAnswerHeadBytes (32 KiB) is a 502.
 // A request refused before it was read whole (431, 400, 408, a body
@@ -148,7 +152,7 @@ const (
 	ReadTimeout     = 10 * time.Second
 	WriteTimeout    = 60 * time.Second
 	IdleTimeout     = 60 * time.Second
-	UpstreamTimeout = 30 * time.Second
+	UpstreamTimeout = 60 * time.Second
 	MaxHeaderBytes  = 16 << 10
 	AccessBuffer    = 4096
 )
