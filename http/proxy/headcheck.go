@@ -62,7 +62,7 @@ import (
 //     400. Each name is a field the edge deletes before it passes the
 //     request on (dropHopRequest), and a delete walks every field of the
 //     head: a 16 KiB head of a thousand short fields with a Connection
-//     naming each cost the edge 1.3-2.5 ms, fifty times a request.
+//     naming each would cost the edge 1.3-2.5 ms, fifty times a request.
 //     Browsers and libraries name one or two (keep-alive, Upgrade, TE).
 //
 // The connection is closed after each of these answers.

@@ -37,8 +37,8 @@ func TestEdgeWaitsOutALongPoll(t *testing.T) {
 	c2.Timeout = 2 * longPoll
 	var wg sync.WaitGroup
 	errs := make(chan error, 2)
+	c := sendRaw(t, httpAddr.String(), "GET /events HTTP/1.1\r\nHost: poll.p2p\r\n\r\n")
 	wg.Go(func() {
-		c := sendRaw(t, httpAddr.String(), "GET /events HTTP/1.1\r\nHost: poll.p2p\r\n\r\n")
 		_ = c.SetReadDeadline(time.Now().Add(2 * longPoll))
 		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
 		errs <- polled("HTTP/1.1", resp, err)

@@ -57,8 +57,8 @@
 // proxy_read_timeout: a download that keeps flowing is never cut,
 // however long it takes. UpstreamTimeout is nginx's proxy_read_timeout
 // default: long-polling apps (a chat's or a bot API's poll, an event
-// feed) hold a request 50-60 s before they answer it empty, and half
-// that had the edge answer them 504 where nginx in front of them
+// feed) hold a request 50-60 s before they answer it empty, and a
+// shorter wait would answer them 504 where nginx in front of them
 // passes the poll's answer. Each connection has its own goroutine, so a
 // stalled one stalls nobody else. Request heads over 16 KiB get 431;
 // an upstream's answer head over MaxAnswerHeadBytes (32 KiB) is a 502.

@@ -60,8 +60,8 @@ func hopIndex(k string) int {
 // again. A request not read from the wire (no raw head) has every name
 // deleted. Each hop-by-hop name is deleted once, however often it
 // came (a Del takes every field of that name, and looks through every
-// field of the head: a head of a thousand Keep-Alive fields made as many
-// walks), and the names the Connection fields give are at most
+// field of the head: a head of a thousand Keep-Alive fields would make
+// as many walks), and the names the Connection fields give are at most
 // maxNominees (unfitHead refused more). Not the walk dropHopResponse
 // makes: RequestHeader.All parses the Cookie headers as it goes, and
 // they would then go upstream written anew instead of as the client
