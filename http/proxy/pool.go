@@ -182,9 +182,9 @@ func nothingAfter(br *bufio.Reader) bool { return br.Buffered() == 0 }
 // (nothingAfter); these came after.
 //
 // The pool's idle connections are looked into together (idleWatch: a
-// poll(2) over all of them at most once a millisecond under load, and
-// one whenever a connection handed out has not been looked into since
-// it went back); for an upstream in TLS, what TLS holds is looked into
+// poll(2) over all of them whenever a connection handed out has not
+// been looked into since it went back, or the last look is more than a
+// millisecond old); for an upstream in TLS, what TLS holds is looked into
 // too (tlsHolds). A peer's tunnel stream is looked into as it is handed
 // out, by the stream itself (streamLook: two reads that cannot wait, no
 // system call), for its end (the server's target closed the connection)
