@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"peerdns/dns/zone"
+	"peerdns/internal/procs"
 )
 
 // DefaultAddr is where the node answers DNS unless told otherwise.
@@ -107,7 +108,7 @@ func (c *Config) defaults() {
 		c.CookieRotate = DefaultCookieRotate
 	}
 	if c.MaxStreamConns <= 0 {
-		c.MaxStreamConns = defaultMaxStreamConns(openFileLimit())
+		c.MaxStreamConns = defaultMaxStreamConns(procs.OpenFileLimit())
 	}
 	if c.StreamWriteTimeout <= 0 {
 		c.StreamWriteTimeout = DefaultStreamWriteTimeout
