@@ -143,6 +143,7 @@ import (
 	"peerdns/http/httpx"
 	"peerdns/http/pluginweb"
 	"peerdns/internal/certs"
+	"peerdns/internal/procs"
 	"peerdns/internal/view"
 	"peerdns/messages"
 )
@@ -202,6 +203,10 @@ type Deps struct {
 	BodyBudget int64
 	// MaxUploads replaces the default MaxUploads (body.go) when set.
 	MaxUploads int64
+	// MaxConns caps the client connections open at once on the HTTP and
+	// HTTPS listeners together; default DefaultMaxConns, or a quarter of
+	// the descriptor limit when that is less (connlimit.go).
+	MaxConns int
 	// NoHTTP3 keeps the edge off UDP (no HTTP/3, no Alt-Svc).
 	NoHTTP3 bool
 	// H3HandshakeRate and H3HandshakeBurst replace the defaults of the
@@ -278,6 +283,9 @@ func New(d Deps) *Server {
 	if d.MaxUploads <= 0 {
 		d.MaxUploads = MaxUploads
 	}
+	if d.MaxConns <= 0 {
+		d.MaxConns = maxConnsFor(procs.OpenFileLimit())
+	}
 	if d.H3HandshakeRate <= 0 {
 		d.H3HandshakeRate = H3HandshakeRate
 	}
@@ -349,13 +357,14 @@ func (s *Server) Start() error {
 	if err != nil {
 		return fmt.Errorf("edge http: %w", err)
 	}
-	s.ln = betweenWrites{ln, s.d.WriteTimeout, true}
+	slots := newConnSlots(s.d.MaxConns, s.d.Log)
+	s.ln = betweenWrites{ln, s.d.WriteTimeout, true, slots, newListenerStop()}
 	tl, err := net.Listen("tcp", s.d.HTTPSAddr)
 	if err != nil {
 		s.ln.Close()
 		return fmt.Errorf("edge https: %w", err)
 	}
-	s.tln = tlsListener{tls.NewListener(betweenWrites{tl, s.d.WriteTimeout, false}, &tls.Config{GetCertificate: s.certificate, VerifyConnection: s.verifyConnection, MinVersion: tls.VersionTLS12, NextProtos: alpn})}
+	s.tln = tlsListener{tls.NewListener(betweenWrites{tl, s.d.WriteTimeout, false, slots, newListenerStop()}, &tls.Config{GetCertificate: s.certificate, VerifyConnection: s.verifyConnection, MinVersion: tls.VersionTLS12, NextProtos: alpn})}
 	if err := s.startH3(tl.Addr()); err != nil {
 		s.ln.Close()
 		s.tln.Close()
@@ -376,7 +385,7 @@ func (s *Server) Start() error {
 		}()
 	}
 	s.up.Store(true)
-	s.d.Log.Info("edge proxy started", "http", s.ln.Addr().String(), "https", s.tln.Addr().String())
+	s.d.Log.Info("edge proxy started", "http", s.ln.Addr().String(), "https", s.tln.Addr().String(), "max_conns", s.d.MaxConns)
 	return nil
 }
 

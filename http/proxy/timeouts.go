@@ -81,6 +81,11 @@ type movingDeadlines struct {
 	// peek looks into an idle upstream connection's socket
 	// (idleReadable); nil until the first look.
 	peek *idlePeek
+	// slots: a client connection's listener's cap (connlimit.go), its
+	// slot held until the connection closes (slotHeld); nil for an
+	// upstream connection.
+	slots    *connSlots
+	slotHeld atomic.Bool
 	// pool: the idle connections of the upstream pool the connection is
 	// in (idleWatch); nil for any other connection.
 	pool *idleWatch
@@ -157,6 +162,7 @@ func (c *movingDeadlines) closeWriteNow() error {
 }
 
 func (c *movingDeadlines) closeNow() error {
+	c.release()
 	if c.pool != nil {
 		c.pool.drop(c)
 	}
@@ -512,10 +518,18 @@ var (
 // deadline (above).
 // lazy: its connections keep deadlines set for the future until they are
 // needed (see movingDeadlines).
+// slots caps the connections open at once (connlimit.go): a connection
+// Accept takes waits for a slot before it is handed on, and Accept takes
+// no other meanwhile; stop ends that wait when the listener closes. (A
+// slot taken before the socket's accept would be held by every
+// listener's Accept waiting for a client, and the edge's two listeners
+// would take slots from each other.)
 type betweenWrites struct {
 	net.Listener
 	timeout time.Duration
 	lazy    bool
+	slots   *connSlots
+	stop    *listenerStop
 }
 
 func (l betweenWrites) Accept() (net.Conn, error) {
@@ -523,7 +537,17 @@ func (l betweenWrites) Accept() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	mc := &movingDeadlines{Conn: c, lazy: l.lazy}
+	if !l.slots.take(l.stop.c) {
+		c.Close()
+		return nil, errListenerClosed
+	}
+	mc := &movingDeadlines{Conn: c, lazy: l.lazy, slots: l.slots}
+	mc.slotHeld.Store(true)
 	mc.wr.every.Store(int64(l.timeout))
 	return mc, nil
+}
+
+func (l betweenWrites) Close() error {
+	l.stop.stop()
+	return l.Listener.Close()
 }

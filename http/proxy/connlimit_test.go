@@ -1,0 +1,191 @@
+package proxy
+
+import (
+	"bufio"
+	"crypto/tls"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"peerdns/internal/certs"
+)
+
+func TestMaxConnsFor(t *testing.T) {
+	for _, c := range []struct {
+		fds  uint64
+		want int
+	}{{0, DefaultMaxConns}, {1 << 20, DefaultMaxConns}, {20000, DefaultMaxConns}, {4096, 1024}, {1024, 256}, {40, 16}} {
+		if got := maxConnsFor(c.fds); got != c.want {
+			t.Errorf("maxConnsFor(%d) = %d, want %d", c.fds, got, c.want)
+		}
+	}
+}
+
+// TestEdgeConnectionCap: with the cap's connections open (HTTP and
+// HTTPS counted together), the next client's connection is not served
+// until one of them closes; then it is, its request answered; the
+// connections' slots come back as they close, whichever way (a client
+// gone, a Connection: close answer).
+func TestEdgeConnectionCap(t *testing.T) {
+	addr, _ := scriptedUpstream(t, map[string]string{
+		"/x": "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
+	})
+	ca, err := certs.Open(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := New(Deps{HTTPAddr: "127.0.0.1:0", HTTPSAddr: "127.0.0.1:0", AdminDomain: "admin.p2p", MaxConns: 3,
+		View: publishedView(map[string]string{"cap.p2p": "hs://cap"}), Dialer: tcpDialer{"hs://cap": addr}, CA: ca})
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Shutdown)
+	edge, edgeTLS := s.Addrs()
+	const req = "GET /x HTTP/1.1\r\nHost: cap.p2p\r\n\r\n"
+	ask := func(c net.Conn, br *bufio.Reader) error {
+		if _, err := io.WriteString(c, req); err != nil {
+			return err
+		}
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			return err
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || string(b) != "ok" {
+			return errors.New("answer " + resp.Status + " " + string(b))
+		}
+		return nil
+	}
+	open := func(tlsToo bool) (net.Conn, *bufio.Reader) {
+		t.Helper()
+		var c net.Conn
+		var err error
+		if tlsToo {
+			c, err = tls.Dial("tcp", edgeTLS.String(), &tls.Config{InsecureSkipVerify: true, ServerName: "cap.p2p", NextProtos: []string{"http/1.1"}})
+		} else {
+			c, err = net.Dial("tcp", edge.String())
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		br := bufio.NewReader(c)
+		_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+		if err := ask(c, br); err != nil {
+			t.Fatal(err)
+		}
+		return c, br
+	}
+	held := []net.Conn{}
+	for _, tlsToo := range []bool{false, true, false} {
+		c, _ := open(tlsToo)
+		held = append(held, c)
+	}
+
+	// The fourth connection is made (the kernel's accept queue) but not
+	// served: its request gets no answer while the three stay open.
+	c4, err := net.Dial("tcp", edge.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c4.Close()
+	if _, err := io.WriteString(c4, req); err != nil {
+		t.Fatal(err)
+	}
+	_ = c4.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+	var one [1]byte
+	if n, err := c4.Read(one[:]); n != 0 || !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("over the cap: read %d bytes (%v), want no answer yet", n, err)
+	}
+
+	// One of the three goes: the fourth is served.
+	held[1].Close()
+	_ = c4.SetReadDeadline(time.Now().Add(10 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(c4), nil)
+	if err != nil {
+		t.Fatalf("after a connection closed: %v", err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || string(b) != "ok" {
+		t.Fatalf("after a connection closed: %s %q", resp.Status, b)
+	}
+
+	// The edge closing a connection gives its slot back too: a request
+	// with Connection: close on a held connection, then a new client.
+	if _, err := io.WriteString(held[0], "GET /x HTTP/1.1\r\nHost: cap.p2p\r\nConnection: close\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	_ = held[0].SetReadDeadline(time.Now().Add(10 * time.Second))
+	if got, _ := io.ReadAll(held[0]); !strings.HasSuffix(string(got), "ok") {
+		t.Fatalf("Connection: close: %q", got)
+	}
+	c5, err := net.Dial("tcp", edge.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c5.Close()
+	_ = c5.SetDeadline(time.Now().Add(10 * time.Second))
+	if err := ask(c5, bufio.NewReader(c5)); err != nil {
+		t.Fatalf("after the edge closed one: %v", err)
+	}
+}
+
+// TestCappedAcceptEndsWithItsListener: an Accept whose connection waits
+// for a slot returns as soon as its listener is closed, with the error
+// fasthttp takes for a closed listener, and closes that connection.
+func TestCappedAcceptEndsWithItsListener(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := betweenWrites{ln, time.Second, true, newConnSlots(1, slog.New(slog.DiscardHandler)), newListenerStop()}
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	first, err := l.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Close()
+	// A second client: Accept takes its connection, then waits for a
+	// slot.
+	c2, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	done := make(chan error, 1)
+	go func() {
+		_, err := l.Accept()
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		t.Fatalf("Accept over the cap returned %v before the listener closed", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	l.Close()
+	select {
+	case err := <-done:
+		if !errors.Is(err, net.ErrClosed) {
+			t.Fatalf("Accept after Close: %v, want net.ErrClosed", err)
+		}
+		// The connection it held unserved is closed with it.
+		_ = c2.SetReadDeadline(time.Now().Add(10 * time.Second))
+		if n, err := c2.Read(make([]byte, 1)); n != 0 || err != io.EOF {
+			t.Fatalf("the waiting client read %d bytes (%v), want its end", n, err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Accept still waiting 10 s after its listener closed")
+	}
+}
