@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"log/slog"
-	"net"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -95,8 +94,3 @@ func (c *movingDeadlines) release() {
 		c.slots.give()
 	}
 }
-
-// errListenerClosed is Accept's error once its listener is closed while
-// it waited for a slot; fasthttp takes it, as the closed socket's own,
-// for the end of serving.
-var errListenerClosed = net.ErrClosed

@@ -539,7 +539,8 @@ func (l betweenWrites) Accept() (net.Conn, error) {
 	}
 	if !l.slots.take(l.stop.c) {
 		c.Close()
-		return nil, errListenerClosed
+		// The closed socket's own error: fasthttp ends serving on it.
+		return nil, net.ErrClosed
 	}
 	mc := &movingDeadlines{Conn: c, lazy: l.lazy, slots: l.slots}
 	mc.slotHeld.Store(true)
