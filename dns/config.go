@@ -108,7 +108,7 @@ func (c *Config) defaults() {
 		c.CookieRotate = DefaultCookieRotate
 	}
 	if c.MaxStreamConns <= 0 {
-		c.MaxStreamConns = defaultMaxStreamConns(procs.OpenFileLimit())
+		c.MaxStreamConns = procs.ConnCap(DefaultMaxStreamConns, procs.OpenFileLimit())
 	}
 	if c.StreamWriteTimeout <= 0 {
 		c.StreamWriteTimeout = DefaultStreamWriteTimeout
@@ -155,14 +155,4 @@ func (c *Config) Validate() error {
 		}
 	}
 	return nil
-}
-
-// defaultMaxStreamConns is DefaultMaxStreamConns, or a quarter of the
-// descriptor limit when that is less (at least 16).
-func defaultMaxStreamConns(fdLimit uint64) int {
-	n := DefaultMaxStreamConns
-	if fdLimit > 0 && fdLimit/4 < uint64(n) {
-		n = max(int(fdLimit/4), 16)
-	}
-	return n
 }

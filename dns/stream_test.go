@@ -297,14 +297,3 @@ func TestStreamAcceptBacksOff(t *testing.T) {
 		t.Fatalf("Accept called %d times, want 5", fl.calls)
 	}
 }
-
-func TestDefaultMaxStreamConns(t *testing.T) {
-	for _, tc := range []struct {
-		limit uint64
-		want  int
-	}{{0, DefaultMaxStreamConns}, {1 << 20, DefaultMaxStreamConns}, {1024, 256}, {300, 75}, {20, 16}} {
-		if got := defaultMaxStreamConns(tc.limit); got != tc.want {
-			t.Errorf("defaultMaxStreamConns(%d) = %d, want %d", tc.limit, got, tc.want)
-		}
-	}
-}

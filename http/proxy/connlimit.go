@@ -27,20 +27,10 @@ import (
 // moment later could have been served.
 //
 // DefaultMaxConns, or a quarter of the process's descriptor limit when
-// that is less (at least 16): with an upstream connection each, half of
-// the descriptors at most, the rest left to DNS and the node. 4,096 idle
-// connections hold about 100 MB.
+// that is less (procs.ConnCap): with an upstream connection each, half
+// of the descriptors at most, the rest left to DNS and the node. 4,096
+// idle connections hold about 100 MB.
 const DefaultMaxConns = 4096
-
-// maxConnsFor is the cap for a process whose descriptor limit is fdLimit
-// (0: unknown).
-func maxConnsFor(fdLimit uint64) int {
-	n := DefaultMaxConns
-	if fdLimit > 0 && fdLimit/4 < uint64(n) {
-		n = max(int(fdLimit/4), 16)
-	}
-	return n
-}
 
 // connSlots hands out one slot per open client connection, shared by the
 // edge's listeners.

@@ -16,17 +16,6 @@ import (
 	"peerdns/internal/certs"
 )
 
-func TestMaxConnsFor(t *testing.T) {
-	for _, c := range []struct {
-		fds  uint64
-		want int
-	}{{0, DefaultMaxConns}, {1 << 20, DefaultMaxConns}, {20000, DefaultMaxConns}, {4096, 1024}, {1024, 256}, {40, 16}} {
-		if got := maxConnsFor(c.fds); got != c.want {
-			t.Errorf("maxConnsFor(%d) = %d, want %d", c.fds, got, c.want)
-		}
-	}
-}
-
 // TestEdgeConnectionCap: with the cap's connections open (HTTP and
 // HTTPS counted together), the next client's connection is not served
 // until one of them closes; then it is, its request answered; the

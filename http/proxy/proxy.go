@@ -284,7 +284,7 @@ func New(d Deps) *Server {
 		d.MaxUploads = MaxUploads
 	}
 	if d.MaxConns <= 0 {
-		d.MaxConns = maxConnsFor(procs.OpenFileLimit())
+		d.MaxConns = procs.ConnCap(DefaultMaxConns, procs.OpenFileLimit())
 	}
 	if d.H3HandshakeRate <= 0 {
 		d.H3HandshakeRate = H3HandshakeRate
