@@ -26,6 +26,7 @@ import (
 
 	"peerdns/bench/procstat"
 	"peerdns/bench/promtext"
+	"peerdns/http/proxy"
 )
 
 func startNode(b *testing.B) (*exec.Cmd, map[string]string) {
@@ -60,13 +61,18 @@ func startNode(b *testing.B) (*exec.Cmd, map[string]string) {
 	return cmd, addrs
 }
 
-// BenchmarkIdleKeepAlive: IDLE_CONNS (10,000) connections each send one
+// BenchmarkIdleKeepAlive: IDLE_CONNS (4,000) connections each send one
 // keep-alive request for the admin domain's health and stay open; the
-// node's RSS before and after, per connection.
+// node's RSS before and after, per connection. At most the edge's
+// connection cap (proxy.DefaultMaxConns, 4,096): past it a connection
+// waits unanswered until another closes.
 func BenchmarkIdleKeepAlive(b *testing.B) {
-	n := 10000
+	n := 4000
 	if v, err := strconv.Atoi(os.Getenv("IDLE_CONNS")); err == nil && v > 0 {
 		n = v
+	}
+	if n > proxy.DefaultMaxConns {
+		b.Fatalf("IDLE_CONNS %d is over the edge's connection cap (%d)", n, proxy.DefaultMaxConns)
 	}
 	var lim syscall.Rlimit
 	if syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim) == nil && lim.Cur < uint64(n+1000) {
@@ -90,6 +96,7 @@ func BenchmarkIdleKeepAlive(b *testing.B) {
 		if _, err := c.Write([]byte(req)); err != nil {
 			b.Fatal(err)
 		}
+		_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
 		br := bufio.NewReader(c)
 		status, err := br.ReadString('\n')
 		if err != nil || !strings.Contains(status, " 200 ") {
