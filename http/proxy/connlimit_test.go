@@ -178,3 +178,99 @@ func TestCappedAcceptEndsWithItsListener(t *testing.T) {
 		t.Fatal("Accept still waiting 10 s after its listener closed")
 	}
 }
+
+// TestEdgeConnectionSlotsComeBack: every way a client connection ends
+// gives its slot back: the client leaving after a request or before
+// any, a request with Connection: close, a head over the limit (431 and
+// a lingering close), a TLS handshake for no site of the node, an
+// HTTP/2 connection. Each kind runs three times the cap, so a slot lost
+// on any of them would leave the next connections unserved; at the end
+// no slot is held.
+func TestEdgeConnectionSlotsComeBack(t *testing.T) {
+	addr, _ := scriptedUpstream(t, map[string]string{"/x": "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"})
+	const maxConns = 4
+	e := newTestH2Edge(t, map[string]string{"cap.p2p": addr}, Deps{MaxConns: maxConns})
+	edge, edgeTLS := e.s.Addrs()
+	slots := e.s.ln.(betweenWrites).slots
+	dial := func() net.Conn {
+		t.Helper()
+		c, err := net.Dial("tcp", edge.String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+		return c
+	}
+	// answer sends req on a new connection and reads the answer's status
+	// line; with wholly, the rest until the connection's end.
+	answer := func(req string, wholly bool) string {
+		t.Helper()
+		c := dial()
+		defer c.Close()
+		if _, err := io.WriteString(c, req); err != nil {
+			t.Fatal(err)
+		}
+		br := bufio.NewReader(c)
+		status, err := br.ReadString('\n')
+		if err != nil {
+			t.Fatalf("%.40q: %v", req, err)
+		}
+		if wholly {
+			if _, err := io.Copy(io.Discard, br); err != nil {
+				t.Fatalf("%.40q: %v", req, err)
+			}
+		}
+		return strings.TrimSpace(status)
+	}
+	kinds := map[string]func(){
+		"a request, then the client leaves": func() {
+			if st := answer("GET /x HTTP/1.1\r\nHost: cap.p2p\r\n\r\n", false); st != "HTTP/1.1 200 OK" {
+				t.Fatal(st)
+			}
+		},
+		"no request": func() { dial().Close() },
+		"Connection: close": func() {
+			if st := answer("GET /x HTTP/1.1\r\nHost: cap.p2p\r\nConnection: close\r\n\r\n", true); st != "HTTP/1.1 200 OK" {
+				t.Fatal(st)
+			}
+		},
+		"a head over the limit": func() {
+			big := "GET /x HTTP/1.1\r\nHost: cap.p2p\r\nX-Pad: " + strings.Repeat("p", MaxHeaderBytes) + "\r\n\r\n"
+			if st := answer(big, true); !strings.Contains(st, " 431 ") {
+				t.Fatal(st)
+			}
+		},
+		"a handshake for no site here": func() {
+			c, err := tls.Dial("tcp", edgeTLS.String(), &tls.Config{InsecureSkipVerify: true, ServerName: "nowhere.p2p"})
+			if err == nil {
+				c.Close()
+				t.Fatal("handshake for an unknown name succeeded")
+			}
+		},
+		"HTTP/2": func() {
+			resp, err := e.c.Get("https://cap.p2p/x")
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.ProtoMajor != 2 || resp.StatusCode != 200 {
+				t.Fatalf("%s %s", resp.Proto, resp.Status)
+			}
+			e.c.CloseIdleConnections()
+		},
+	}
+	for name, run := range kinds {
+		for range 3 * maxConns {
+			run()
+		}
+		t.Logf("%s: %d slots held", name, len(slots.slots))
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for len(slots.slots) != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d slots still held 10 s after the last connection ended", len(slots.slots))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
