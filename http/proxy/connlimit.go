@@ -2,6 +2,8 @@ package proxy
 
 import (
 	"log/slog"
+	"net"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -30,20 +32,94 @@ import (
 // that is less (procs.ConnCap): with an upstream connection each, half
 // of the descriptors at most, the rest left to DNS and the node. 4,096
 // idle connections hold about 100 MB.
+//
+// One client address may hold at most a share of the cap (perAddrShare):
+// one host that opens connections without end would otherwise fill the
+// cap alone and keep everyone else waiting. A connection over its
+// address's share is closed at once (the listener cannot wait for that
+// address without keeping every other one waiting too). An IPv6 client
+// is counted by its /64, which one host usually has whole; loopback is
+// not counted (the machine's own users, and benchmarks). 256 by
+// default: a browser opens at most six HTTP/1.1 connections to a site,
+// one over HTTP/2, so many people behind one NAT fit.
 const DefaultMaxConns = 4096
+
+// perAddrShare is the connections one client address may hold when the
+// cap is maxConns: 256, or a quarter of the cap when that is less.
+func perAddrShare(maxConns int) int { return max(min(256, maxConns/4), 1) }
 
 // connSlots hands out one slot per open client connection, shared by the
 // edge's listeners.
 type connSlots struct {
 	slots chan struct{}
 	log   *slog.Logger
-	// logged: when the cap was last logged, ns since monoBase (once a
-	// minute at most).
-	logged atomic.Int64
+	// logged, loggedAddr: when the cap, an address's share, was last
+	// logged, ns since monoBase (once a minute at most).
+	logged, loggedAddr atomic.Int64
+	// perAddr is an address's share; byAddr counts the open connections
+	// of each address counted (addrKey); loopback too with
+	// countLoopback (tests).
+	perAddr       int
+	countLoopback bool
+	mu            sync.Mutex
+	byAddr        map[netip.Addr]int
+	refused       atomic.Int64 // connections closed over their address's share
 }
 
 func newConnSlots(n int, log *slog.Logger) *connSlots {
-	return &connSlots{slots: make(chan struct{}, n), log: log}
+	return &connSlots{slots: make(chan struct{}, n), log: log, perAddr: perAddrShare(n), byAddr: map[netip.Addr]int{}}
+}
+
+// addrKey is the key a client at a is counted under: its IPv4 address,
+// or its IPv6 address's /64; false: not counted (loopback, unless
+// counted, or no IP address).
+func (s *connSlots) addrKey(a net.Addr) (netip.Addr, bool) {
+	ta, ok := a.(*net.TCPAddr)
+	if !ok {
+		return netip.Addr{}, false
+	}
+	ip, ok := netip.AddrFromSlice(ta.IP)
+	if !ok {
+		return netip.Addr{}, false
+	}
+	ip = ip.Unmap()
+	if ip.IsLoopback() && !s.countLoopback {
+		return netip.Addr{}, false
+	}
+	if ip.Is6() {
+		p, _ := ip.Prefix(64)
+		ip = p.Addr()
+	}
+	return ip, true
+}
+
+// enter counts a connection of k; false, counting nothing, when k holds
+// its share already.
+func (s *connSlots) enter(k netip.Addr) bool {
+	s.mu.Lock()
+	n := s.byAddr[k]
+	if n >= s.perAddr {
+		s.mu.Unlock()
+		s.refused.Add(1)
+		if now, last := int64(time.Since(monoBase)), s.loggedAddr.Load(); (last == 0 || now-last >= int64(time.Minute)) && s.loggedAddr.CompareAndSwap(last, now) {
+			s.log.Warn("edge proxy: a client address holds its share of the connections; its new ones are closed", "addr", k.String(), "per_addr", s.perAddr)
+		}
+		return false
+	}
+	s.byAddr[k] = n + 1
+	s.mu.Unlock()
+	return true
+}
+
+// leave uncounts a connection of k.
+func (s *connSlots) leave(k netip.Addr) {
+	s.mu.Lock()
+	if n := s.byAddr[k]; n <= 1 {
+		delete(s.byAddr, k)
+	} else {
+		s.byAddr[k] = n - 1
+	}
+	s.mu.Unlock()
 }
 
 // take waits for a slot; false once stop is closed (the listener is).
@@ -78,9 +154,22 @@ func newListenerStop() *listenerStop { return &listenerStop{c: make(chan struct{
 
 func (l *listenerStop) stop() { l.once.Do(func() { close(l.c) }) }
 
-// release gives c's slot back, once, as c closes (closeNow).
+// clientSlot is what a client connection holds of its listener's cap:
+// a slot, and when key is counted, a place in its address's share.
+type clientSlot struct {
+	slots   *connSlots
+	key     netip.Addr
+	counted bool
+	held    atomic.Bool
+}
+
+// release gives c's slot (and its address's place) back, once, as c
+// closes (closeNow).
 func (c *movingDeadlines) release() {
-	if c.slots != nil && c.slotHeld.Swap(false) {
-		c.slots.give()
+	if s := c.slot; s != nil && s.held.Swap(false) {
+		if s.counted {
+			s.slots.leave(s.key)
+		}
+		s.slots.give()
 	}
 }

@@ -207,6 +207,9 @@ type Deps struct {
 	// HTTPS listeners together; default DefaultMaxConns, or a quarter of
 	// the descriptor limit when that is less (connlimit.go).
 	MaxConns int
+	// countLoopback counts loopback clients under their address's share
+	// of MaxConns as any other (tests; connlimit.go).
+	countLoopback bool
 	// NoHTTP3 keeps the edge off UDP (no HTTP/3, no Alt-Svc).
 	NoHTTP3 bool
 	// H3HandshakeRate and H3HandshakeBurst replace the defaults of the
@@ -358,6 +361,7 @@ func (s *Server) Start() error {
 		return fmt.Errorf("edge http: %w", err)
 	}
 	slots := newConnSlots(s.d.MaxConns, s.d.Log)
+	slots.countLoopback = s.d.countLoopback
 	s.ln = betweenWrites{ln, s.d.WriteTimeout, true, slots, newListenerStop()}
 	tl, err := net.Listen("tcp", s.d.HTTPSAddr)
 	if err != nil {

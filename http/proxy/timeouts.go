@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"net/netip"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -81,11 +82,9 @@ type movingDeadlines struct {
 	// peek looks into an idle upstream connection's socket
 	// (idleReadable); nil until the first look.
 	peek *idlePeek
-	// slots: a client connection's listener's cap (connlimit.go), its
-	// slot held until the connection closes (slotHeld); nil for an
-	// upstream connection.
-	slots    *connSlots
-	slotHeld atomic.Bool
+	// slot: what a client connection holds of its listener's cap until
+	// it closes (connlimit.go); nil for an upstream connection.
+	slot *clientSlot
 	// pool: the idle connections of the upstream pool the connection is
 	// in (idleWatch); nil for any other connection.
 	pool *idleWatch
@@ -520,7 +519,9 @@ var (
 // needed (see movingDeadlines).
 // slots caps the connections open at once (connlimit.go): a connection
 // Accept takes waits for a slot before it is handed on, and Accept takes
-// no other meanwhile; stop ends that wait when the listener closes. (A
+// no other meanwhile; stop ends that wait when the listener closes. A
+// connection over its address's share is closed at once, and Accept
+// takes the next. (A
 // slot taken before the socket's accept would be held by every
 // listener's Accept waiting for a client, and the edge's two listeners
 // would take slots from each other.)
@@ -533,17 +534,30 @@ type betweenWrites struct {
 }
 
 func (l betweenWrites) Accept() (net.Conn, error) {
-	c, err := l.Listener.Accept()
-	if err != nil {
-		return nil, err
+	var c net.Conn
+	var key netip.Addr
+	var counted bool
+	for {
+		var err error
+		if c, err = l.Listener.Accept(); err != nil {
+			return nil, err
+		}
+		if key, counted = l.slots.addrKey(c.RemoteAddr()); !counted || l.slots.enter(key) {
+			break
+		}
+		c.Close() // over its address's share
 	}
 	if !l.slots.take(l.stop.c) {
+		if counted {
+			l.slots.leave(key)
+		}
 		c.Close()
 		// The closed socket's own error: fasthttp ends serving on it.
 		return nil, net.ErrClosed
 	}
-	mc := &movingDeadlines{Conn: c, lazy: l.lazy, slots: l.slots}
-	mc.slotHeld.Store(true)
+	slot := &clientSlot{slots: l.slots, key: key, counted: counted}
+	slot.held.Store(true)
+	mc := &movingDeadlines{Conn: c, lazy: l.lazy, slot: slot}
 	mc.wr.every.Store(int64(l.timeout))
 	return mc, nil
 }
