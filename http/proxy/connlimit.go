@@ -101,7 +101,7 @@ func (s *connSlots) enter(k netip.Addr) bool {
 	if n >= s.perAddr {
 		s.mu.Unlock()
 		s.refused.Add(1)
-		if now, last := int64(time.Since(monoBase)), s.loggedAddr.Load(); (last == 0 || now-last >= int64(time.Minute)) && s.loggedAddr.CompareAndSwap(last, now) {
+		if minuteOver(&s.loggedAddr) {
 			s.log.Warn("edge proxy: a client address holds its share of the connections; its new ones are closed", "addr", k.String(), "per_addr", s.perAddr)
 		}
 		return false
@@ -129,7 +129,7 @@ func (s *connSlots) take(stop <-chan struct{}) bool {
 		return true
 	default:
 	}
-	if now, last := int64(time.Since(monoBase)), s.logged.Load(); (last == 0 || now-last >= int64(time.Minute)) && s.logged.CompareAndSwap(last, now) {
+	if minuteOver(&s.logged) {
 		s.log.Warn("edge proxy at its connection cap: new connections wait until one closes", "max_conns", cap(s.slots))
 	}
 	select {
@@ -138,6 +138,14 @@ func (s *connSlots) take(stop <-chan struct{}) bool {
 	case <-stop:
 		return false
 	}
+}
+
+// minuteOver reports whether a minute has passed since *last (ns since
+// monoBase; 0: never), and if so moves *last to now: true for one
+// caller a minute.
+func minuteOver(last *atomic.Int64) bool {
+	now, l := int64(time.Since(monoBase)), last.Load()
+	return (l == 0 || now-l >= int64(time.Minute)) && last.CompareAndSwap(l, now)
 }
 
 // give hands a slot back.
