@@ -93,6 +93,17 @@ func (s *connSlots) addrKey(a net.Addr) (netip.Addr, bool) {
 	return ip, true
 }
 
+// admit counts a client at a under its address's share (when its
+// address is counted): the slot it is to hold, nil when its address
+// holds its share already.
+func (s *connSlots) admit(a net.Addr) *clientSlot {
+	key, counted := s.addrKey(a)
+	if counted && !s.enter(key) {
+		return nil
+	}
+	return &clientSlot{slots: s, key: key, counted: counted}
+}
+
 // enter counts a connection of k; false, counting nothing, when k holds
 // its share already.
 func (s *connSlots) enter(k netip.Addr) bool {
@@ -163,7 +174,8 @@ func newListenerStop() *listenerStop { return &listenerStop{c: make(chan struct{
 func (l *listenerStop) stop() { l.once.Do(func() { close(l.c) }) }
 
 // clientSlot is what a client connection holds of its listener's cap:
-// a slot, and when key is counted, a place in its address's share.
+// when key is counted, a place in its address's share (admit), and a
+// slot once held (take).
 type clientSlot struct {
 	slots   *connSlots
 	key     netip.Addr
@@ -171,13 +183,24 @@ type clientSlot struct {
 	held    atomic.Bool
 }
 
-// release gives c's slot (and its address's place) back, once, as c
-// closes (closeNow).
+// leave gives the address's place back.
+func (cs *clientSlot) leave() {
+	if cs.counted {
+		cs.slots.leave(cs.key)
+	}
+}
+
+// release gives the place and the slot back, once.
+func (cs *clientSlot) release() {
+	if cs.held.Swap(false) {
+		cs.leave()
+		cs.slots.give()
+	}
+}
+
+// release gives c's slot back as c closes (closeNow).
 func (c *movingDeadlines) release() {
-	if s := c.slot; s != nil && s.held.Swap(false) {
-		if s.counted {
-			s.slots.leave(s.key)
-		}
-		s.slots.give()
+	if c.slot != nil {
+		c.slot.release()
 	}
 }

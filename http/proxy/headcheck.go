@@ -82,8 +82,8 @@ type headNames struct {
 	notToken bool // a name that is not a token
 	fwd      bool // a name starting X-Forwarded- (setForwarded)
 	expect   bool // an Expect field (not passed on: expect.go)
-	// nominees: the names the Connection fields give, counted
-	// (tokens, empty ones left out).
+	// nominees: the fields the Connection fields name for deletion,
+	// counted (countNominees).
 	nominees int
 }
 
@@ -94,11 +94,12 @@ const maxNominees = 32
 func namesOf(h *fasthttp.RequestHeader) (n headNames) {
 	for name, value := range rawFields(h.RawHeaders()) {
 		k := b2s(name)
+		hop := hopIndex(k)
 		switch {
-		case isHopName(k):
+		case hop >= 0:
 			n.hop = true
-			if isConnection(name) {
-				n.nominees += tokens(value)
+			if hop == connectionIndex {
+				n.nominees += countNominees(value)
 			}
 			if len(k) == len("Transfer-Encoding") && strings.EqualFold(k, "Transfer-Encoding") {
 				n.teOther = n.teOther || !strings.EqualFold(b2s(value), "chunked")
@@ -214,13 +215,13 @@ func unfitHead(h *fasthttp.RequestHeader, n headNames) (int, string) {
 
 var tooManyNominees = fmt.Sprintf("The Connection header names more than %d fields.", maxNominees)
 
-// tokens counts the non-empty items of a comma-separated value.
-func tokens(v []byte) int {
+// countNominees counts the fields a Connection value names that
+// dropHopRequest would delete (nextNominee).
+func countNominees(v []byte) int {
 	n := 0
 	for len(v) > 0 {
-		var item []byte
-		item, v, _ = bytes.Cut(v, comma)
-		if len(trimSpace(item)) > 0 {
+		var k []byte
+		if k, v = nextNominee(v); len(k) > 0 {
 			n++
 		}
 	}

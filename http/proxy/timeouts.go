@@ -4,7 +4,6 @@ import (
 	"errors"
 	"io"
 	"net"
-	"net/netip"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -521,10 +520,9 @@ var (
 // Accept takes waits for a slot before it is handed on, and Accept takes
 // no other meanwhile; stop ends that wait when the listener closes. A
 // connection over its address's share is closed at once, and Accept
-// takes the next. (A
-// slot taken before the socket's accept would be held by every
-// listener's Accept waiting for a client, and the edge's two listeners
-// would take slots from each other.)
+// takes the next. (A slot taken before the socket's accept would be
+// held by every listener's Accept waiting for a client, and the edge's
+// two listeners would take slots from each other.)
 type betweenWrites struct {
 	net.Listener
 	timeout time.Duration
@@ -534,32 +532,27 @@ type betweenWrites struct {
 }
 
 func (l betweenWrites) Accept() (net.Conn, error) {
-	var c net.Conn
-	var key netip.Addr
-	var counted bool
 	for {
-		var err error
-		if c, err = l.Listener.Accept(); err != nil {
+		c, err := l.Listener.Accept()
+		if err != nil {
 			return nil, err
 		}
-		if key, counted = l.slots.addrKey(c.RemoteAddr()); !counted || l.slots.enter(key) {
-			break
+		slot := l.slots.admit(c.RemoteAddr())
+		if slot == nil {
+			c.Close() // over its address's share
+			continue
 		}
-		c.Close() // over its address's share
-	}
-	if !l.slots.take(l.stop.c) {
-		if counted {
-			l.slots.leave(key)
+		if !l.slots.take(l.stop.c) {
+			slot.leave()
+			c.Close()
+			// The closed socket's own error: fasthttp ends serving on it.
+			return nil, net.ErrClosed
 		}
-		c.Close()
-		// The closed socket's own error: fasthttp ends serving on it.
-		return nil, net.ErrClosed
+		slot.held.Store(true)
+		mc := &movingDeadlines{Conn: c, lazy: l.lazy, slot: slot}
+		mc.wr.every.Store(int64(l.timeout))
+		return mc, nil
 	}
-	slot := &clientSlot{slots: l.slots, key: key, counted: counted}
-	slot.held.Store(true)
-	mc := &movingDeadlines{Conn: c, lazy: l.lazy, slot: slot}
-	mc.wr.every.Store(int64(l.timeout))
-	return mc, nil
 }
 
 func (l betweenWrites) Close() error {

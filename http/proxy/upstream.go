@@ -30,6 +30,9 @@ import (
 // not, and the edge does not, so the upstream must not answer it with
 // 101 on a connection the edge keeps speaking HTTP/1.1 on (nginx drops
 // it too).
+// connectionIndex is Connection's place in hopHeaders.
+const connectionIndex = 0
+
 var hopHeaders = []string{"Connection", "Keep-Alive", "Proxy-Connection", "Proxy-Authenticate", "Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade"}
 
 // isHopName reports whether a header name is one of hopHeaders, in any
@@ -84,7 +87,7 @@ func dropHopRequest(h *fasthttp.RequestHeader, hop bool) {
 				gone |= 1 << i
 				h.DelBytes(name)
 			}
-			for v := value; isConnection(name) && len(v) > 0; {
+			for v := value; i == connectionIndex && len(v) > 0; {
 				var k []byte
 				if k, v = nextNominee(v); len(k) > 0 {
 					h.DelBytes(k)
