@@ -67,12 +67,16 @@ type Config struct {
 	// (TCP, and DoT when served); a connection over the cap is closed at
 	// once. Default DefaultMaxStreamConns, or a quarter of the process's
 	// descriptor limit when that is less (TCP and DoT together then
-	// leave half of them to the rest of the node).
+	// leave half of them to the rest of the node). One client address
+	// holds at most a share of it (internal/connshare), loopback aside.
 	MaxStreamConns int
 	// StreamWriteTimeout is how long a TCP or DoT client may take none of
 	// an answer before its connection is closed; default
 	// DefaultStreamWriteTimeout.
 	StreamWriteTimeout time.Duration
+	// countLoopback counts loopback clients against their address's
+	// share of MaxStreamConns (tests, whose clients are all on loopback).
+	countLoopback bool
 }
 
 func (c *Config) defaults() {

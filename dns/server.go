@@ -431,7 +431,7 @@ func (s *Server) serveOn(conns []*net.UDPConn, ln net.Listener, addr string) err
 	for i := range s.shards {
 		s.shards[i] = &shard{}
 	}
-	s.tcpListener = newStreamListener(ln, s.cfg.MaxStreamConns, s.cfg.StreamWriteTimeout)
+	s.tcpListener = newStreamListener(ln, s.cfg.MaxStreamConns, s.cfg.StreamWriteTimeout, s.cfg.countLoopback)
 	s.tcp = newStreamServer(s, s.tcpListener, "tcp")
 	return nil
 }

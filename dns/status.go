@@ -54,9 +54,12 @@ type Stats struct {
 	// StreamConnsRefused counts TCP and DoT connections closed at once
 	// for finding their listener at Config.MaxStreamConns (stream.go).
 	StreamConnsRefused int64 `json:"streamConnsRefused"`
-	CacheHits          int64 `json:"cacheHits"`
-	CacheMisses        int64 `json:"cacheMisses"`
-	CacheSize          int   `json:"cacheSize"`
+	// StreamConnsOverShare counts those closed at once because their
+	// address held its share of MaxStreamConns (stream.go).
+	StreamConnsOverShare int64 `json:"streamConnsOverShare"`
+	CacheHits            int64 `json:"cacheHits"`
+	CacheMisses          int64 `json:"cacheMisses"`
+	CacheSize            int   `json:"cacheSize"`
 	// PerSocket is the UDP queries each SO_REUSEPORT socket read (the
 	// kernel spreads clients over them by flow hash).
 	PerSocket []int64 `json:"perSocket"`
@@ -72,6 +75,7 @@ func (s *Server) Stats() Stats {
 	for _, l := range []*streamListener{s.tcpListener, s.dotListener} {
 		if l != nil {
 			st.StreamConnsRefused += l.refused.Load()
+			st.StreamConnsOverShare += l.share.Refused()
 		}
 	}
 	s.mu.Unlock()

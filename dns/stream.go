@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"peerdns/internal/connshare"
 )
 
 // Stream transports (TCP, DoT): what miekg/dns's server leaves open.
@@ -26,11 +28,16 @@ import (
 //     and one descriptor per connection until the descriptors of the
 //     whole process (admin API, edge, p2p) run out. streamListener caps
 //     the open connections; over the cap a new one is closed at once.
+//     One client address (an IPv6 client's /64; loopback not counted)
+//     holds at most its share of the cap (internal/connshare: 256 of
+//     the default 1,024), so one host cannot take every slot; over its
+//     share a new connection is closed at once too.
 type streamListener struct {
 	net.Listener
 	writeTimeout time.Duration
 	slots        chan struct{} // one token per open connection
-	refused      atomic.Int64  // connections closed for being over the cap
+	share        *connshare.Counter
+	refused      atomic.Int64 // connections closed for being over the cap
 	closed       atomic.Bool
 }
 
@@ -40,8 +47,10 @@ const (
 	DefaultMaxStreamConns     = 1024
 )
 
-func newStreamListener(ln net.Listener, maxConns int, writeTimeout time.Duration) *streamListener {
-	return &streamListener{Listener: ln, writeTimeout: writeTimeout, slots: make(chan struct{}, maxConns)}
+// newStreamListener: countLoopback counts loopback clients against their
+// share too (tests).
+func newStreamListener(ln net.Listener, maxConns int, writeTimeout time.Duration, countLoopback bool) *streamListener {
+	return &streamListener{Listener: ln, writeTimeout: writeTimeout, slots: make(chan struct{}, maxConns), share: connshare.New(maxConns, 0, countLoopback)}
 }
 
 func (l *streamListener) Accept() (net.Conn, error) {
@@ -63,10 +72,16 @@ func (l *streamListener) Accept() (net.Conn, error) {
 			return nil, err
 		}
 		delay = 0
+		place, ok := l.share.Enter(c.RemoteAddr())
+		if !ok {
+			c.Close() // counted by the share
+			continue
+		}
 		select {
 		case l.slots <- struct{}{}:
-			return &streamConn{Conn: c, l: l}, nil
+			return &streamConn{Conn: c, l: l, place: place}, nil
 		default:
+			l.share.Leave(place)
 			l.refused.Add(1)
 			c.Close()
 		}
@@ -79,11 +94,12 @@ func (l *streamListener) Close() error {
 }
 
 // streamConn is one accepted connection: a write deadline before each
-// write, its slot given back once on Close.
+// write, its slot and its address's place given back once on Close.
 type streamConn struct {
 	net.Conn
-	l    *streamListener
-	once sync.Once
+	l     *streamListener
+	place connshare.Place
+	once  sync.Once
 }
 
 func (c *streamConn) Write(b []byte) (int, error) {
@@ -103,6 +119,9 @@ func (c *streamConn) Write(b []byte) (int, error) {
 
 func (c *streamConn) Close() error {
 	err := c.Conn.Close()
-	c.once.Do(func() { <-c.l.slots })
+	c.once.Do(func() {
+		c.l.share.Leave(c.place)
+		<-c.l.slots
+	})
 	return err
 }

@@ -65,6 +65,8 @@ const (
 	RelayMaxConns     = "RELAY_MAX_CONNS"
 	RelayMaxMbps      = "RELAY_MAX_MBPS"
 	PortMap           = "PORT_MAP"
+	EdgeMaxConns      = "EDGE_MAX_CONNS"
+	EdgeConnsPerAddr  = "EDGE_CONNS_PER_ADDRESS"
 )
 
 // Catalog is the whitelist, in the order the panel lists it.
@@ -122,6 +124,12 @@ var Catalog = []Def{
 	{Name: DoTAddr, Type: "string", Category: "dns", Label: "DNS-over-TLS address", Env: "PEERDNS_DOT_ADDR",
 		Description: "host:port of the DNS-over-TLS listener (RFC 7858) with the admin domain's certificate (--dot-addr); empty: off.",
 		check:       optional(hostPort)},
+	{Name: EdgeMaxConns, Type: "number", Category: "network", Label: "Edge connections at most", Env: "EDGE_MAX_CONNS",
+		Description: "Client connections the edge holds open at once over HTTP and HTTPS; past it new ones wait until one closes. Default 4096, or a quarter of the open-file limit when less.",
+		Default:     "4096", check: intRange(16, 1_000_000)},
+	{Name: EdgeConnsPerAddr, Type: "number", Category: "network", Label: "Edge connections per client address", Env: "EDGE_CONNS_PER_ADDRESS",
+		Description: "Edge connections one client address (an IPv6 client's /64) may hold at once; more are closed. Default 256, or a quarter of the edge's maximum when less; loopback is not counted. Raise it for a reverse proxy or CDN in front of the node.",
+		Default:     "256", check: intRange(1, 1_000_000)},
 	{Name: WSMaxClients, Type: "number", Category: "general", Label: "WebSocket clients at most",
 		Description: "Open /ws connections the node accepts; more are answered 503.", Default: "256", check: intRange(1, 100000)},
 	{Name: P2PTCP, Type: "enum", Category: "network", Label: "Peer protocol over TCP", Env: "P2P_TCP",

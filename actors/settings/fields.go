@@ -33,6 +33,7 @@ type Fields struct {
 	InitialIPIndex, ReplicaSetSize, WSMaxClients *int
 	BackupRetention, BackupIntervalHours         *int
 	RelayMaxConns                                *int
+	EdgeMaxConns, EdgeConnsPerAddr               *int // 0: the edge's defaults
 	RelayMaxMbps                                 *int // negative: no cap (the setting's 0)
 	DNSQueryLog                                  *bool
 	P2PNoTCP, RelayOff, PortMapOff               *bool // the negations of P2P_TCP, RELAY, PORT_MAP
@@ -120,6 +121,10 @@ func (f Fields) Set(name, v string) error {
 		*f.PortMapOff = strings.EqualFold(v, "false")
 	case RelayMaxConns:
 		atoi(f.RelayMaxConns)
+	case EdgeMaxConns:
+		atoi(f.EdgeMaxConns)
+	case EdgeConnsPerAddr:
+		atoi(f.EdgeConnsPerAddr)
 	case RelayMaxMbps:
 		atoi(f.RelayMaxMbps)
 		if *f.RelayMaxMbps == 0 {
@@ -176,6 +181,12 @@ func (f Fields) InForce() map[string]string {
 	m[WSMaxClients] = strconv.Itoa(cmp.Or(*f.WSMaxClients, defaultWSClients))
 	if *f.DNSCacheSize > 0 {
 		m[DNSCacheSize] = strconv.Itoa(*f.DNSCacheSize)
+	}
+	if *f.EdgeMaxConns > 0 {
+		m[EdgeMaxConns] = strconv.Itoa(*f.EdgeMaxConns)
+	}
+	if *f.EdgeConnsPerAddr > 0 {
+		m[EdgeConnsPerAddr] = strconv.Itoa(*f.EdgeConnsPerAddr)
 	}
 	if *f.DNSRecursionAllow != nil && len(*f.DNSRecursionAllow) == 0 {
 		m[DNSRecursionAllow] = "none"

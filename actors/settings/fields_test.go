@@ -15,7 +15,7 @@ import (
 type config struct {
 	LogLevel, AdminDomain, ProfileDomain, AdminAddr, DNSAddr, HTTPAddr, HTTPSAddr, P2PAddr, DoTAddr, SubnetBase string
 	AdminAllowedHosts, Bootstrap, Advertise, Upstream                                                           []string
-	Token, Cache, Initial, Replicas, WS, Keep, Hours, RelayConns, RelayMbps                                     int
+	Token, Cache, Initial, Replicas, WS, Keep, Hours, RelayConns, RelayMbps, EdgeConns, EdgePerAddr             int
 	QueryLog, NoTCP, RelayOff, PortMapOff                                                                       bool
 	ACL                                                                                                         []netip.Prefix
 }
@@ -50,6 +50,7 @@ func (c *config) fields() Fields {
 		TokenLifetimeSeconds: &c.Token, DNSCacheSize: &c.Cache, InitialIPIndex: &c.Initial, ReplicaSetSize: &c.Replicas,
 		WSMaxClients: &c.WS, BackupRetention: &c.Keep, BackupIntervalHours: &c.Hours,
 		RelayMaxConns: &c.RelayConns, RelayMaxMbps: &c.RelayMbps,
+		EdgeMaxConns: &c.EdgeConns, EdgeConnsPerAddr: &c.EdgePerAddr,
 		DNSQueryLog: &c.QueryLog, P2PNoTCP: &c.NoTCP, RelayOff: &c.RelayOff, PortMapOff: &c.PortMapOff,
 		DNSRecursionAllow: &c.ACL, ParsePrefixes: parsePrefixes,
 	}
@@ -79,7 +80,7 @@ func TestFieldsRoundTrip(t *testing.T) {
 		DNSRecursionAllow: "10.0.0.0/8,192.0.2.7/32", DNSQueryLog: "true", DoTAddr: "127.0.0.1:853",
 		SubnetBase: "127.88.0.0", InitialIPIndex: "5", ReplicaSetSize: "7", WSMaxClients: "9",
 		BackupRetention: "3", BackupInterval: "12", P2PTCP: "false", Relay: "false", PortMap: "false",
-		RelayMaxConns: "11", RelayMaxMbps: "13",
+		RelayMaxConns: "11", RelayMaxMbps: "13", EdgeMaxConns: "2048", EdgeConnsPerAddr: "1000",
 	}
 	var c config
 	f := c.fields()
@@ -118,8 +119,10 @@ func TestFieldsDefaultsAndSpecialValues(t *testing.T) {
 			t.Errorf("InForce()[%s] of a zero config = %q, want %q", name, got[name], want)
 		}
 	}
-	if _, ok := got[DNSCacheSize]; ok {
-		t.Errorf("InForce lists DNS_CACHE_SIZE %q for a zero config, want it left to the DNS server's default", got[DNSCacheSize])
+	for _, name := range []string{DNSCacheSize, EdgeMaxConns, EdgeConnsPerAddr} {
+		if _, ok := got[name]; ok {
+			t.Errorf("InForce lists %s %q for a zero config, want it left to its server's default", name, got[name])
+		}
 	}
 	if err := f.Set(RelayMaxMbps, "0"); err != nil || c.RelayMbps != -1 || f.InForce()[RelayMaxMbps] != "0" {
 		t.Fatalf("RELAY_MAX_MBPS 0: err %v, field %d, listed %q; want -1 and 0", err, c.RelayMbps, f.InForce()[RelayMaxMbps])

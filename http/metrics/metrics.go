@@ -93,6 +93,7 @@ var (
 	dnsRRLSlipped = desc("dns_rrl_slipped_total", "UDP responses to clients outside the recursion ACL sent truncated by the response-rate limit.")
 	dnsRecRefused = desc("dns_recursion_refused_total", "Queries refused because only recursion would answer them and the client gets none.")
 	dnsStreamFull = desc("dns_stream_connections_refused_total", "TCP and DNS-over-TLS connections closed at once because their listener held its maximum of open connections.")
+	dnsStreamAddr = desc("dns_stream_connections_share_refused_total", "TCP and DNS-over-TLS connections closed at once because their address (an IPv6 client's /64) held its share of the listener's maximum.")
 	dnsUpLatency  = desc("dns_upstream_duration_seconds", "Round-trip time of each exchange with an upstream server, failures and timeouts included.")
 	dnsUpFwd      = desc("dns_upstream_queries_total", "Questions sent to upstream servers (each server tried counts).")
 	dnsUpFail     = desc("dns_upstream_failures_total", "Questions no upstream server answered.")
@@ -113,6 +114,7 @@ var (
 	edgeH2Conn    = desc("edge_http2_connection_errors_total", "HTTP/2 connections the edge closed with an error code (GOAWAY): CONTINUATION floods, header blocks that do not decode, and the protocol errors above that end a connection.")
 	edgeH3Retries = desc("edge_http3_retries_total", "QUIC Retry packets (address validation) the edge sent to new HTTP/3 connections because they came faster than its handshake rate.")
 	edgeH3Stuck   = desc("edge_http3_stuck_closed_total", "HTTP/3 connections the edge closed because they held streams whose request head never came, with no request running, for the idle and read timeouts.")
+	edgeOverShare = desc("edge_connections_share_refused_total", "Client connections the edge closed at once because their address (an IPv6 client's /64) held its share of the connection cap.")
 	edgeStalled   = desc("edge_streams_stalled_total", "HTTP/2 and HTTP/3 streams reset because their client took nothing of the answer for the write timeout.")
 
 	// Admin API.
@@ -175,9 +177,9 @@ var _ prometheus.Collector = (*nodeCollector)(nil)
 
 func (c *nodeCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{
-		dnsQueries, dnsResponses, dnsFast, dnsDropped, dnsRRLDropped, dnsRRLSlipped, dnsRecRefused, dnsStreamFull, dnsUpLatency, dnsUpFwd, dnsUpFail,
+		dnsQueries, dnsResponses, dnsFast, dnsDropped, dnsRRLDropped, dnsRRLSlipped, dnsRecRefused, dnsStreamFull, dnsStreamAddr, dnsUpLatency, dnsUpFwd, dnsUpFail,
 		dnsCacheHits, dnsCacheMiss, dnsCacheSize,
-		edgeRequests, edgeReqBytes, edgeRespBytes, edgeConns, edgeTLS, edgeLogDrop, edgeBodyRef, edgeMuxConns, edgeH2Errors, edgeH2Conn, edgeH3Retries, edgeH3Stuck, edgeStalled,
+		edgeRequests, edgeReqBytes, edgeRespBytes, edgeConns, edgeTLS, edgeLogDrop, edgeBodyRef, edgeMuxConns, edgeH2Errors, edgeH2Conn, edgeH3Retries, edgeH3Stuck, edgeStalled, edgeOverShare,
 		adminRequests,
 		tunnelInfo, tunnelConns, tunnelStreams, tunnelBytes,
 		peersByPath, peerRTT, peerPktSent, peerPktLost, peerCwnd, peerAttempts, peerDialFail, peerInbound, peerRefused, peerSendLoss, peerGRO, peerGROMerged, peerOps,
@@ -231,6 +233,7 @@ func (c *nodeCollector) collectDNS(ch chan<- prometheus.Metric) {
 	counter(ch, dnsRRLSlipped, st.RateLimitSlipped)
 	counter(ch, dnsRecRefused, st.RecursionRefused)
 	counter(ch, dnsStreamFull, st.StreamConnsRefused)
+	counter(ch, dnsStreamAddr, st.StreamConnsOverShare)
 	counter(ch, dnsCacheHits, st.CacheHits)
 	counter(ch, dnsCacheMiss, st.CacheMisses)
 	gauge(ch, dnsCacheSize, float64(st.CacheSize))
@@ -282,6 +285,7 @@ func (c *nodeCollector) collectEdge(ch chan<- prometheus.Metric) {
 	cn := p.Counters()
 	counter(ch, edgeLogDrop, cn.AccessDropped)
 	counter(ch, edgeBodyRef, cn.BodyRefused)
+	counter(ch, edgeOverShare, cn.ConnsOverShare)
 	gauge(ch, edgeMuxConns, float64(cn.H2Conns), "h2")
 	gauge(ch, edgeMuxConns, float64(cn.H3Conns), "h3")
 	counter(ch, edgeH2Errors, cn.H2Errors)

@@ -3,10 +3,11 @@ package proxy
 import (
 	"log/slog"
 	"net"
-	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"peerdns/internal/connshare"
 )
 
 // The edge's cap on open client connections, HTTP and HTTPS together
@@ -33,104 +34,44 @@ import (
 // of the descriptors at most, the rest left to DNS and the node. 4,096
 // idle connections hold about 100 MB.
 //
-// One client address may hold at most a share of the cap (perAddrShare):
-// one host that opens connections without end would otherwise fill the
-// cap alone and keep everyone else waiting. A connection over its
-// address's share is closed at once (the listener cannot wait for that
-// address without keeping every other one waiting too). An IPv6 client
-// is counted by its /64, which one host usually has whole; loopback is
-// not counted (the machine's own users, and benchmarks). 256 by
-// default: a browser opens at most six HTTP/1.1 connections to a site,
-// one over HTTP/2, so many people behind one NAT fit.
+// One client address may hold at most a share of the cap
+// (internal/connshare: 256, or a quarter of the cap when less; an IPv6
+// client counted by its /64; loopback not counted): one host that opens
+// connections without end would otherwise fill the cap alone and keep
+// everyone else waiting. A connection over its address's share is closed
+// at once (the listener cannot wait for that address without keeping
+// every other one waiting too).
 const DefaultMaxConns = 4096
 
-// perAddrShare is the connections one client address may hold when the
-// cap is maxConns: 256, or a quarter of the cap when that is less.
-func perAddrShare(maxConns int) int { return max(min(256, maxConns/4), 1) }
-
 // connSlots hands out one slot per open client connection, shared by the
-// edge's listeners.
+// edge's listeners, and counts each client address's share of them.
 type connSlots struct {
 	slots chan struct{}
+	share *connshare.Counter
 	log   *slog.Logger
 	// logged, loggedAddr: when the cap, an address's share, was last
 	// logged, ns since monoBase (once a minute at most).
 	logged, loggedAddr atomic.Int64
-	// perAddr is an address's share; byAddr counts the open connections
-	// of each address counted (addrKey); loopback too with
-	// countLoopback (tests).
-	perAddr       int
-	countLoopback bool
-	mu            sync.Mutex
-	byAddr        map[netip.Addr]int
-	refused       atomic.Int64 // connections closed over their address's share
 }
 
-func newConnSlots(n int, log *slog.Logger) *connSlots {
-	return &connSlots{slots: make(chan struct{}, n), log: log, perAddr: perAddrShare(n), byAddr: map[netip.Addr]int{}}
+// newConnSlots: n slots, perAddr of them for one address (0: the
+// default share); countLoopback counts loopback clients against their
+// share too (tests).
+func newConnSlots(n, perAddr int, countLoopback bool, log *slog.Logger) *connSlots {
+	return &connSlots{slots: make(chan struct{}, n), share: connshare.New(n, perAddr, countLoopback), log: log}
 }
 
-// addrKey is the key a client at a is counted under: its IPv4 address,
-// or its IPv6 address's /64; false: not counted (loopback, unless
-// counted, or no IP address).
-func (s *connSlots) addrKey(a net.Addr) (netip.Addr, bool) {
-	ta, ok := a.(*net.TCPAddr)
-	if !ok {
-		return netip.Addr{}, false
-	}
-	ip, ok := netip.AddrFromSlice(ta.IP)
-	if !ok {
-		return netip.Addr{}, false
-	}
-	ip = ip.Unmap()
-	if ip.IsLoopback() && !s.countLoopback {
-		return netip.Addr{}, false
-	}
-	if ip.Is6() {
-		p, _ := ip.Prefix(64)
-		ip = p.Addr()
-	}
-	return ip, true
-}
-
-// admit counts a client at a under its address's share (when its
-// address is counted): the slot it is to hold, nil when its address
-// holds its share already.
+// admit counts a client at a under its address's share: the slot it is
+// to hold, nil when its address holds its share already.
 func (s *connSlots) admit(a net.Addr) *clientSlot {
-	key, counted := s.addrKey(a)
-	if counted && !s.enter(key) {
+	p, ok := s.share.Enter(a)
+	if !ok {
+		if minuteOver(&s.loggedAddr) {
+			s.log.Warn("edge proxy: a client address holds its share of the connections; its new ones are closed", "addr", p.Addr().String(), "per_addr", s.share.PerAddr())
+		}
 		return nil
 	}
-	return &clientSlot{slots: s, key: key, counted: counted}
-}
-
-// enter counts a connection of k; false, counting nothing, when k holds
-// its share already.
-func (s *connSlots) enter(k netip.Addr) bool {
-	s.mu.Lock()
-	n := s.byAddr[k]
-	if n >= s.perAddr {
-		s.mu.Unlock()
-		s.refused.Add(1)
-		if minuteOver(&s.loggedAddr) {
-			s.log.Warn("edge proxy: a client address holds its share of the connections; its new ones are closed", "addr", k.String(), "per_addr", s.perAddr)
-		}
-		return false
-	}
-	s.byAddr[k] = n + 1
-	s.mu.Unlock()
-	return true
-}
-
-// leave uncounts a connection of k.
-func (s *connSlots) leave(k netip.Addr) {
-	s.mu.Lock()
-	if n := s.byAddr[k]; n <= 1 {
-		delete(s.byAddr, k)
-	} else {
-		s.byAddr[k] = n - 1
-	}
-	s.mu.Unlock()
+	return &clientSlot{slots: s, place: p}
 }
 
 // take waits for a slot; false once stop is closed (the listener is).
@@ -174,21 +115,15 @@ func newListenerStop() *listenerStop { return &listenerStop{c: make(chan struct{
 func (l *listenerStop) stop() { l.once.Do(func() { close(l.c) }) }
 
 // clientSlot is what a client connection holds of its listener's cap:
-// when key is counted, a place in its address's share (admit), and a
-// slot once held (take).
+// a place in its address's share (admit), and a slot once held (take).
 type clientSlot struct {
-	slots   *connSlots
-	key     netip.Addr
-	counted bool
-	held    atomic.Bool
+	slots *connSlots
+	place connshare.Place
+	held  atomic.Bool
 }
 
 // leave gives the address's place back.
-func (cs *clientSlot) leave() {
-	if cs.counted {
-		cs.slots.leave(cs.key)
-	}
-}
+func (cs *clientSlot) leave() { cs.slots.share.Leave(cs.place) }
 
 // release gives the place and the slot back, once.
 func (cs *clientSlot) release() {

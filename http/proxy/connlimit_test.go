@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -135,7 +136,7 @@ func TestCappedAcceptEndsWithItsListener(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := betweenWrites{ln, time.Second, true, newConnSlots(1, slog.New(slog.DiscardHandler)), newListenerStop()}
+	l := betweenWrites{ln, time.Second, true, newConnSlots(1, 0, false, slog.New(slog.DiscardHandler)), newListenerStop()}
 	c, err := net.Dial("tcp", ln.Addr().String())
 	if err != nil {
 		t.Fatal(err)
@@ -275,92 +276,66 @@ func TestEdgeConnectionSlotsComeBack(t *testing.T) {
 	}
 }
 
-func TestAddrShares(t *testing.T) {
-	for _, c := range []struct{ max, want int }{{4096, 256}, {1024, 256}, {64, 16}, {3, 1}} {
-		if got := perAddrShare(c.max); got != c.want {
-			t.Errorf("perAddrShare(%d) = %d, want %d", c.max, got, c.want)
-		}
-	}
-	s := newConnSlots(8, slog.New(slog.DiscardHandler))
-	key := func(ip string) string {
-		k, ok := s.addrKey(&net.TCPAddr{IP: net.ParseIP(ip), Port: 40000})
-		if !ok {
-			return "-"
-		}
-		return k.String()
-	}
-	for ip, want := range map[string]string{
-		"192.0.2.7":            "192.0.2.7",
-		"::ffff:192.0.2.7":     "192.0.2.7",
-		"2001:db8:1:2:aaaa::1": "2001:db8:1:2::",
-		"2001:db8:1:2:bbbb::9": "2001:db8:1:2::",
-		"2001:db8:1:3::1":      "2001:db8:1:3::",
-		"127.0.0.1":            "-",
-		"127.1.2.3":            "-",
-		"::1":                  "-",
-	} {
-		if got := key(ip); got != want {
-			t.Errorf("addrKey(%s) = %s, want %s", ip, got, want)
-		}
-	}
-	s.countLoopback = true
-	if got := key("127.0.0.1"); got != "127.0.0.1" {
-		t.Errorf("counting loopback: addrKey(127.0.0.1) = %s", got)
-	}
-}
-
 // TestEdgeAddressShare: one client address holds at most its share of
-// the cap (2 of 8 here, loopback counted for the test); its next
-// connection is closed unanswered, while another address is served;
-// once one of its connections ends it is served again.
+// the cap (2 of 8 by default here, 3 when set; loopback counted for the
+// test); its next connection is closed unanswered, while another
+// address is served; once one of its connections ends it is served
+// again.
 func TestEdgeAddressShare(t *testing.T) {
 	addr, _ := scriptedUpstream(t, map[string]string{"/x": "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"})
-	e := newTestH2Edge(t, map[string]string{"cap.p2p": addr}, Deps{MaxConns: 8, countLoopback: true})
-	edge, _ := e.s.Addrs()
-	from := func(local string) (net.Conn, error) {
-		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(local)}}
-		c, err := d.Dial("tcp", edge.String())
-		if err != nil {
-			return nil, err
-		}
-		t.Cleanup(func() { c.Close() })
-		_ = c.SetDeadline(time.Now().Add(10 * time.Second))
-		if _, err := io.WriteString(c, "GET /x HTTP/1.1\r\nHost: cap.p2p\r\n\r\n"); err != nil {
-			return c, err
-		}
-		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
-		if err != nil {
-			return c, err
-		}
-		resp.Body.Close()
-		return c, nil
-	}
-	a1, err := from("127.0.0.1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := from("127.0.0.1"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := from("127.0.0.1"); err == nil {
-		t.Fatal("a third connection from one address was served; its share is two")
-	}
-	if _, err := from("127.0.0.2"); err != nil {
-		t.Fatalf("another address: %v", err)
-	}
-	a1.Close()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		_, err := from("127.0.0.1")
-		if err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("10 s after one of its connections closed, the address is still refused: %v", err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	if n := e.s.ln.(betweenWrites).slots.refused.Load(); n < 1 {
-		t.Fatalf("refused %d connections, want at least 1", n)
+	for _, c := range []struct {
+		perAddr, share int
+	}{{0, 2}, {3, 3}} {
+		t.Run(fmt.Sprintf("share %d", c.share), func(t *testing.T) {
+			e := newTestH2Edge(t, map[string]string{"cap.p2p": addr}, Deps{MaxConns: 8, MaxConnsPerAddr: c.perAddr, countLoopback: true})
+			edge, _ := e.s.Addrs()
+			from := func(local string) (net.Conn, error) {
+				d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(local)}}
+				c, err := d.Dial("tcp", edge.String())
+				if err != nil {
+					return nil, err
+				}
+				t.Cleanup(func() { c.Close() })
+				_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+				if _, err := io.WriteString(c, "GET /x HTTP/1.1\r\nHost: cap.p2p\r\n\r\n"); err != nil {
+					return c, err
+				}
+				resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+				if err != nil {
+					return c, err
+				}
+				resp.Body.Close()
+				return c, nil
+			}
+			var held []net.Conn
+			for range c.share {
+				conn, err := from("127.0.0.1")
+				if err != nil {
+					t.Fatal(err)
+				}
+				held = append(held, conn)
+			}
+			if _, err := from("127.0.0.1"); err == nil {
+				t.Fatalf("connection %d from one address was served; its share is %d", c.share+1, c.share)
+			}
+			if _, err := from("127.0.0.2"); err != nil {
+				t.Fatalf("another address: %v", err)
+			}
+			held[0].Close()
+			deadline := time.Now().Add(10 * time.Second)
+			for {
+				_, err := from("127.0.0.1")
+				if err == nil {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("10 s after one of its connections closed, the address is still refused: %v", err)
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			if n := e.s.Counters().ConnsOverShare; n < 1 {
+				t.Fatalf("refused %d connections, want at least 1", n)
+			}
+		})
 	}
 }

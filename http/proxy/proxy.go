@@ -207,6 +207,10 @@ type Deps struct {
 	// HTTPS listeners together; default DefaultMaxConns, or a quarter of
 	// the descriptor limit when that is less (connlimit.go).
 	MaxConns int
+	// MaxConnsPerAddr is how many of them one client address (an IPv6
+	// client's /64; loopback aside) may hold; default 256, or a quarter
+	// of MaxConns when less (internal/connshare); at most MaxConns.
+	MaxConnsPerAddr int
 	// countLoopback counts loopback clients under their address's share
 	// of MaxConns as any other (tests; connlimit.go).
 	countLoopback bool
@@ -231,6 +235,7 @@ type Counters struct {
 	H3Conns                   int64 // HTTP/3 connections open
 	H3Retries                 int64 // QUIC Retry packets sent to new HTTP/3 connections over the handshake rate (h3.go)
 	H3Stuck                   int64 // HTTP/3 connections closed with streams open whose request head never came (watchH3)
+	ConnsOverShare            int64 // client connections closed at once: their address held its share of the cap (connlimit.go)
 }
 
 // Server is the edge proxy.
@@ -250,9 +255,12 @@ type Server struct {
 	local atomic.Int64
 
 	total, ok, failed, millis, dropped atomic.Int64
-	access                             chan accessLine
-	accessDone, accessStop             chan struct{}
-	budget                             *bodyBudget
+	// slots: the cap on open client connections, HTTP and HTTPS
+	// together, and each address's share of it (connlimit.go).
+	slots                  *connSlots
+	access                 chan accessLine
+	accessDone, accessStop chan struct{}
+	budget                 *bodyBudget
 
 	h2State
 	h3State
@@ -296,7 +304,7 @@ func New(d Deps) *Server {
 		d.H3HandshakeBurst = H3HandshakeBurst
 	}
 	s := &Server{d: d, access: make(chan accessLine, AccessBuffer), accessDone: make(chan struct{}), accessStop: make(chan struct{}),
-		budget: newBodyBudget(d.BodyBudget)}
+		budget: newBodyBudget(d.BodyBudget), slots: newConnSlots(d.MaxConns, d.MaxConnsPerAddr, d.countLoopback, d.Log)}
 	mk := func() *fasthttp.Server {
 		return &fasthttp.Server{
 			// No WriteTimeout: the listeners' connections move their
@@ -360,15 +368,13 @@ func (s *Server) Start() error {
 	if err != nil {
 		return fmt.Errorf("edge http: %w", err)
 	}
-	slots := newConnSlots(s.d.MaxConns, s.d.Log)
-	slots.countLoopback = s.d.countLoopback
-	s.ln = betweenWrites{ln, s.d.WriteTimeout, true, slots, newListenerStop()}
+	s.ln = betweenWrites{ln, s.d.WriteTimeout, true, s.slots, newListenerStop()}
 	tl, err := net.Listen("tcp", s.d.HTTPSAddr)
 	if err != nil {
 		s.ln.Close()
 		return fmt.Errorf("edge https: %w", err)
 	}
-	s.tln = tlsListener{tls.NewListener(betweenWrites{tl, s.d.WriteTimeout, false, slots, newListenerStop()}, &tls.Config{GetCertificate: s.certificate, VerifyConnection: s.verifyConnection, MinVersion: tls.VersionTLS12, NextProtos: alpn})}
+	s.tln = tlsListener{tls.NewListener(betweenWrites{tl, s.d.WriteTimeout, false, s.slots, newListenerStop()}, &tls.Config{GetCertificate: s.certificate, VerifyConnection: s.verifyConnection, MinVersion: tls.VersionTLS12, NextProtos: alpn})}
 	if err := s.startH3(tl.Addr()); err != nil {
 		s.ln.Close()
 		s.tln.Close()
@@ -389,7 +395,7 @@ func (s *Server) Start() error {
 		}()
 	}
 	s.up.Store(true)
-	s.d.Log.Info("edge proxy started", "http", s.ln.Addr().String(), "https", s.tln.Addr().String(), "max_conns", s.d.MaxConns)
+	s.d.Log.Info("edge proxy started", "http", s.ln.Addr().String(), "https", s.tln.Addr().String(), "max_conns", s.d.MaxConns, "per_addr", s.slots.share.PerAddr())
 	return nil
 }
 
@@ -456,6 +462,7 @@ func (s *Server) Counters() Counters {
 	_, refused := s.budget.stats()
 	c := Counters{Total: s.total.Load(), Successful: s.ok.Load(), Failed: s.failed.Load(),
 		TotalMillis: s.millis.Load(), AccessDropped: s.dropped.Load(), BodyRefused: refused}
+	c.ConnsOverShare = s.slots.share.Refused()
 	s.h2Counters(&c)
 	return c
 }

@@ -72,6 +72,12 @@ type Config struct {
 	BackupRetention     int
 	BackupIntervalHours int
 
+	// EdgeMaxConns caps the edge's open client connections
+	// (EDGE_MAX_CONNS) and EdgeConnsPerAddr one client address's share
+	// of them (EDGE_CONNS_PER_ADDRESS); 0: the edge's defaults
+	// (http/proxy, internal/connshare).
+	EdgeMaxConns, EdgeConnsPerAddr int
+
 	// WSMaxClients caps the open /ws connections (WS_MAX_CLIENTS); 0:
 	// ws.DefaultMaxClients.
 	WSMaxClients int
@@ -145,6 +151,7 @@ func (c *Config) settingFields() settings.Fields {
 		ReplicaSetSize: &c.ReplicaSetSize, WSMaxClients: &c.WSMaxClients,
 		BackupRetention: &c.BackupRetention, BackupIntervalHours: &c.BackupIntervalHours,
 		RelayMaxConns: &c.RelayMaxConns, RelayMaxMbps: &c.RelayMaxMbps,
+		EdgeMaxConns: &c.EdgeMaxConns, EdgeConnsPerAddr: &c.EdgeConnsPerAddr,
 		DNSQueryLog: &c.DNSQueryLog, P2PNoTCP: &c.P2PNoTCP, RelayOff: &c.RelayOff, PortMapOff: &c.PortMapOff,
 		DNSRecursionAllow: &c.DNSRecursionAllow, ParsePrefixes: nodedns.ParsePrefixes,
 	}

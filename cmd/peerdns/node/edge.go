@@ -25,6 +25,7 @@ func (n *Node) startEdge() error {
 		View: n.pub, Plugins: pluginSites{n.pluginTable}, PluginWeb: n.pluginWeb, Dialer: n.dialer, CA: n.ca,
 		Log: n.logs["proxy"], Access: n.files["httpProxy"], UpstreamTimeout: n.orig.edgeUpstreamTimeout,
 		ReadTimeout: n.orig.edgeReadTimeout, WriteTimeout: n.orig.edgeWriteTimeout, MaxUploads: n.orig.edgeMaxUploads,
+		MaxConns: n.cfg.EdgeMaxConns, MaxConnsPerAddr: n.cfg.EdgeConnsPerAddr,
 		AccessBatch: func(b *messages.LogBatch) {
 			n.root.System.Root.Send(n.channels["httpProxy"], b)
 		},

@@ -1,0 +1,123 @@
+package connshare
+
+import (
+	"net"
+	"sync"
+	"testing"
+)
+
+func TestShare(t *testing.T) {
+	for _, c := range []struct{ max, want int }{{4096, 256}, {1024, 256}, {64, 16}, {3, 1}, {0, 1}} {
+		if got := Share(c.max); got != c.want {
+			t.Errorf("Share(%d) = %d, want %d", c.max, got, c.want)
+		}
+	}
+}
+
+// A share given is kept within the cap.
+func TestGivenShare(t *testing.T) {
+	for _, c := range []struct{ max, per, want int }{{4096, 0, 256}, {4096, 1000, 1000}, {64, 1000, 64}, {64, 3, 3}} {
+		if got := New(c.max, c.per, false).PerAddr(); got != c.want {
+			t.Errorf("New(%d, %d).PerAddr() = %d, want %d", c.max, c.per, got, c.want)
+		}
+	}
+}
+
+func tcp(ip string) net.Addr { return &net.TCPAddr{IP: net.ParseIP(ip), Port: 40000} }
+
+func TestKey(t *testing.T) {
+	c := New(8, 0, false)
+	key := func(c *Counter, a net.Addr) string {
+		k, ok := c.Key(a)
+		if !ok {
+			return "-"
+		}
+		return k.String()
+	}
+	for ip, want := range map[string]string{
+		"192.0.2.7":            "192.0.2.7",
+		"::ffff:192.0.2.7":     "192.0.2.7",
+		"2001:db8:1:2:aaaa::1": "2001:db8:1:2::",
+		"2001:db8:1:2:bbbb::9": "2001:db8:1:2::",
+		"2001:db8:1:3::1":      "2001:db8:1:3::",
+		"127.0.0.1":            "-",
+		"127.1.2.3":            "-",
+		"::1":                  "-",
+	} {
+		if got := key(c, tcp(ip)); got != want {
+			t.Errorf("Key(%s) = %s, want %s", ip, got, want)
+		}
+	}
+	if got := key(c, &net.UDPAddr{IP: net.ParseIP("192.0.2.7")}); got != "-" {
+		t.Errorf("Key(a UDP address) = %s, want not counted", got)
+	}
+	if got := key(New(8, 0, true), tcp("127.0.0.1")); got != "127.0.0.1" {
+		t.Errorf("counting loopback: Key(127.0.0.1) = %s", got)
+	}
+}
+
+// TestEnterLeave: an address holds its share and no more, a /64 is one
+// address, other addresses and loopback are not held back, and a place
+// given back is free again.
+func TestEnterLeave(t *testing.T) {
+	c := New(8, 0, false) // a share of 2
+	var held []Place
+	for _, ip := range []string{"192.0.2.7", "192.0.2.7", "2001:db8::1", "2001:db8::2"} {
+		p, ok := c.Enter(tcp(ip))
+		if !ok {
+			t.Fatalf("%s refused within its share", ip)
+		}
+		held = append(held, p)
+	}
+	for _, ip := range []string{"192.0.2.7", "2001:db8::3"} {
+		p, ok := c.Enter(tcp(ip))
+		if ok {
+			t.Fatalf("%s admitted over its share", ip)
+		}
+		if k, _ := c.Key(tcp(ip)); p.Addr() != k {
+			t.Errorf("refused place names %s, want %s", p.Addr(), k)
+		}
+	}
+	if c.Refused() != 2 {
+		t.Errorf("Refused() = %d, want 2", c.Refused())
+	}
+	for range 10 {
+		if _, ok := c.Enter(tcp("127.0.0.1")); !ok {
+			t.Fatal("loopback refused")
+		}
+	}
+	if _, ok := c.Enter(tcp("198.51.100.1")); !ok {
+		t.Fatal("another address refused")
+	}
+	c.Leave(held[0])
+	c.Leave(Place{}) // not counted: nothing
+	if _, ok := c.Enter(tcp("192.0.2.7")); !ok {
+		t.Fatal("a place given back is not free")
+	}
+	if _, ok := c.Enter(tcp("192.0.2.7")); ok {
+		t.Fatal("the address holds its share again, yet was admitted")
+	}
+}
+
+// TestConcurrentEnterLeave: places entered and left from many goroutines
+// leave nothing counted.
+func TestConcurrentEnterLeave(t *testing.T) {
+	c := New(64, 0, false) // a share of 16
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			a := tcp([]string{"192.0.2.1", "192.0.2.2"}[g%2])
+			for range 1000 {
+				if p, ok := c.Enter(a); ok {
+					c.Leave(p)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if len(c.by) != 0 || c.Refused() != 0 {
+		t.Fatalf("after every place was given back: %d addresses counted, %d refused", len(c.by), c.Refused())
+	}
+}
