@@ -125,7 +125,7 @@ var Catalog = []Def{
 		Description: "host:port of the DNS-over-TLS listener (RFC 7858) with the admin domain's certificate (--dot-addr); empty: off.",
 		check:       optional(hostPort)},
 	{Name: EdgeMaxConns, Type: "number", Category: "network", Label: "Edge connections at most", Env: "EDGE_MAX_CONNS",
-		Description: "Client connections the edge holds open at once over HTTP and HTTPS; past it new ones wait until one closes. Default 4096, or a quarter of the open-file limit when less.",
+		Description: "Client connections the edge holds open at once over HTTP, HTTPS and HTTP/3; past it new TCP ones wait until one closes, new HTTP/3 ones are closed. Default 4096, or a quarter of the open-file limit when less.",
 		Default:     "4096", check: intRange(16, 1_000_000)},
 	{Name: EdgeConnsPerAddr, Type: "number", Category: "network", Label: "Edge connections per client address", Env: "EDGE_CONNS_PER_ADDRESS",
 		Description: "Edge connections one client address (an IPv6 client's /64) may hold at once; more are closed. Default 256, or a quarter of the edge's maximum when less; loopback is not counted. Raise it for a reverse proxy or CDN in front of the node.",

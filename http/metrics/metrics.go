@@ -115,6 +115,7 @@ var (
 	edgeH3Retries = desc("edge_http3_retries_total", "QUIC Retry packets (address validation) the edge sent to new HTTP/3 connections because they came faster than its handshake rate.")
 	edgeH3Stuck   = desc("edge_http3_stuck_closed_total", "HTTP/3 connections the edge closed because they held streams whose request head never came, with no request running, for the idle and read timeouts.")
 	edgeOverShare = desc("edge_connections_share_refused_total", "Client connections the edge closed at once because their address (an IPv6 client's /64) held its share of the connection cap.")
+	edgeH3AtCap   = desc("edge_http3_refused_at_cap_total", "HTTP/3 connections the edge closed at once because it held its maximum of client connections (TCP and QUIC together); their clients go on over TCP.")
 	edgeStalled   = desc("edge_streams_stalled_total", "HTTP/2 and HTTP/3 streams reset because their client took nothing of the answer for the write timeout.")
 
 	// Admin API.
@@ -179,7 +180,7 @@ func (c *nodeCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{
 		dnsQueries, dnsResponses, dnsFast, dnsDropped, dnsRRLDropped, dnsRRLSlipped, dnsRecRefused, dnsStreamFull, dnsStreamAddr, dnsUpLatency, dnsUpFwd, dnsUpFail,
 		dnsCacheHits, dnsCacheMiss, dnsCacheSize,
-		edgeRequests, edgeReqBytes, edgeRespBytes, edgeConns, edgeTLS, edgeLogDrop, edgeBodyRef, edgeMuxConns, edgeH2Errors, edgeH2Conn, edgeH3Retries, edgeH3Stuck, edgeStalled, edgeOverShare,
+		edgeRequests, edgeReqBytes, edgeRespBytes, edgeConns, edgeTLS, edgeLogDrop, edgeBodyRef, edgeMuxConns, edgeH2Errors, edgeH2Conn, edgeH3Retries, edgeH3Stuck, edgeStalled, edgeOverShare, edgeH3AtCap,
 		adminRequests,
 		tunnelInfo, tunnelConns, tunnelStreams, tunnelBytes,
 		peersByPath, peerRTT, peerPktSent, peerPktLost, peerCwnd, peerAttempts, peerDialFail, peerInbound, peerRefused, peerSendLoss, peerGRO, peerGROMerged, peerOps,
@@ -292,6 +293,7 @@ func (c *nodeCollector) collectEdge(ch chan<- prometheus.Metric) {
 	counter(ch, edgeH2Conn, cn.H2ConnErrors)
 	counter(ch, edgeH3Retries, cn.H3Retries)
 	counter(ch, edgeH3Stuck, cn.H3Stuck)
+	counter(ch, edgeH3AtCap, cn.H3AtCap)
 	counter(ch, edgeStalled, cn.H2Stalled)
 }
 

@@ -10,8 +10,8 @@ import (
 	"peerdns/internal/connshare"
 )
 
-// The edge's cap on open client connections, HTTP and HTTPS together
-// (HTTP/3 runs over one UDP socket and has its own limits).
+// The edge's cap on open client connections, HTTP and HTTPS together,
+// HTTP/3's QUIC connections counted in it (admitQUIC).
 //
 // Every client connection holds a descriptor, a goroutine and its
 // buffers (about 25 KB idle) and may hold an upstream connection beside
@@ -98,6 +98,31 @@ func (s *connSlots) take(stop <-chan struct{}) bool {
 func minuteOver(last *atomic.Int64) bool {
 	now, l := int64(time.Since(monoBase)), last.Load()
 	return (l == 0 || now-l >= int64(time.Minute)) && last.CompareAndSwap(l, now)
+}
+
+// admitQUIC holds a place for an HTTP/3 connection from a in the cap and
+// in its address's share, without waiting: nil when either is full.
+// Unlike a TCP connection, a QUIC one has been read and its handshake
+// made by the time the edge sees it, so there is nothing left to hold
+// unread; it is closed instead, and its client (a browser, curl) goes
+// on over HTTP/2 or HTTP/1.1 on TCP, where the cap waits. atCap tells
+// the two refusals apart.
+func (s *connSlots) admitQUIC(a net.Addr) (slot *clientSlot, atCap bool) {
+	cs := s.admit(a)
+	if cs == nil {
+		return nil, false
+	}
+	select {
+	case s.slots <- struct{}{}:
+		cs.held.Store(true)
+		return cs, false
+	default:
+		cs.leave()
+		if minuteOver(&s.logged) {
+			s.log.Warn("edge proxy at its connection cap: new HTTP/3 connections are closed (their clients go on over TCP)", "max_conns", cap(s.slots))
+		}
+		return nil, true
+	}
 }
 
 // give hands a slot back.

@@ -289,24 +289,7 @@ func TestEdgeAddressShare(t *testing.T) {
 		t.Run(fmt.Sprintf("share %d", c.share), func(t *testing.T) {
 			e := newTestH2Edge(t, map[string]string{"cap.p2p": addr}, Deps{MaxConns: 8, MaxConnsPerAddr: c.perAddr, countLoopback: true})
 			edge, _ := e.s.Addrs()
-			from := func(local string) (net.Conn, error) {
-				d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(local)}}
-				c, err := d.Dial("tcp", edge.String())
-				if err != nil {
-					return nil, err
-				}
-				t.Cleanup(func() { c.Close() })
-				_ = c.SetDeadline(time.Now().Add(10 * time.Second))
-				if _, err := io.WriteString(c, "GET /x HTTP/1.1\r\nHost: cap.p2p\r\n\r\n"); err != nil {
-					return c, err
-				}
-				resp, err := http.ReadResponse(bufio.NewReader(c), nil)
-				if err != nil {
-					return c, err
-				}
-				resp.Body.Close()
-				return c, nil
-			}
+			from := func(local string) (net.Conn, error) { return getFrom(t, edge, local) }
 			var held []net.Conn
 			for range c.share {
 				conn, err := from("127.0.0.1")
@@ -338,4 +321,32 @@ func TestEdgeAddressShare(t *testing.T) {
 			}
 		})
 	}
+}
+
+// getFrom asks edge (its plain HTTP address) for cap.p2p's /x over a
+// connection from the local address, and leaves the connection open
+// (closed when the test ends); an error when it is not answered within
+// 10 s.
+func getFrom(t *testing.T, edge net.Addr, local string) (net.Conn, error) {
+	return getFromWithin(t, edge, local, 10*time.Second)
+}
+
+// getFromWithin is getFrom with the answer's deadline.
+func getFromWithin(t *testing.T, edge net.Addr, local string, within time.Duration) (net.Conn, error) {
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(local)}}
+	c, err := d.Dial("tcp", edge.String())
+	if err != nil {
+		return nil, err
+	}
+	t.Cleanup(func() { c.Close() })
+	_ = c.SetDeadline(time.Now().Add(within))
+	if _, err := io.WriteString(c, "GET /x HTTP/1.1\r\nHost: cap.p2p\r\n\r\n"); err != nil {
+		return c, err
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		return c, err
+	}
+	resp.Body.Close()
+	return c, nil
 }

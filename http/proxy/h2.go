@@ -1059,6 +1059,7 @@ func (s *Server) h2Counters(c *Counters) {
 	c.H3Conns = s.h3open.Load()
 	c.H3Retries = s.h3retries.Load()
 	c.H3Stuck = s.h3stuck.Load()
+	c.H3AtCap = s.h3full.Load()
 }
 
 // h2State is the Server's HTTP/2 state.

@@ -68,6 +68,12 @@ import (
 // edge's, not a source's: a source address is what cannot be trusted
 // before it is validated.
 //
+// Connections: HTTP/3's count in the edge's cap with the TCP ones, and in
+// their address's share (connlimit.go); one over either is closed at
+// once with H3_EXCESSIVE_LOAD (admitQUIC), and its client goes on over
+// TCP. Counted: over the share with the TCP ones
+// (Counters.ConnsOverShare), at the cap Counters.H3AtCap.
+//
 // A UDP port that cannot be bound (taken by another program) leaves the
 // edge without HTTP/3, logged, and without Alt-Svc: the TCP edge still
 // starts. Deps.NoHTTP3 turns it off.
@@ -81,6 +87,7 @@ type h3State struct {
 	h3open    atomic.Int64
 	h3retries atomic.Int64 // Retry packets sent
 	h3stuck   atomic.Int64 // connections watchH3 closed
+	h3full    atomic.Int64 // connections closed at the edge's connection cap (admitQUIC)
 	h3done    chan struct{}
 }
 
@@ -130,10 +137,20 @@ func (s *Server) startH3(tcpAddr net.Addr) error {
 			MaxIdleTimeout:     s.d.IdleTimeout,
 		},
 		ConnContext: func(ctx context.Context, c *quic.Conn) context.Context {
+			slot, atCap := s.slots.admitQUIC(c.RemoteAddr())
+			if slot == nil {
+				if atCap {
+					s.h3full.Add(1)
+				}
+				// http3 then fails to open its control stream and
+				// drops the connection.
+				_ = c.CloseWithError(quic.ApplicationErrorCode(http3.ErrCodeExcessiveLoad), "too many connections")
+				return ctx
+			}
 			s.h3open.Add(1)
 			hc := &h3Conn{slots: make(h3Slots, MaxH2Streams)}
 			hc.last.Store(time.Now().UnixNano())
-			go s.watchH3(c, hc)
+			go s.watchH3(c, hc, slot)
 			return context.WithValue(h2Context(ctx), h3ConnKey{}, hc)
 		},
 	}
@@ -186,8 +203,8 @@ func (hc *h3Conn) ended() {
 }
 
 // watchH3 closes c (H3_NO_ERROR) once the handler has run none of its
-// requests for IdleTimeout and ReadTimeout, and counts it open until it
-// ends.
+// requests for IdleTimeout and ReadTimeout, and counts it open, holding
+// its slot of the edge's cap, until it ends.
 //
 // Why: quic-go's http3 reads a request stream's HEADERS frame with no
 // deadline, and stops its own idle timer while any stream is open; QUIC's
@@ -209,7 +226,8 @@ func (hc *h3Conn) ended() {
 // a clock read and two atomic adds; this goroutine is the one the open
 // count already took per connection, and wakes about once per idle
 // period.
-func (s *Server) watchH3(c *quic.Conn, hc *h3Conn) {
+func (s *Server) watchH3(c *quic.Conn, hc *h3Conn, slot *clientSlot) {
+	defer slot.release()
 	defer s.h3open.Add(-1)
 	limit := s.d.IdleTimeout + s.d.ReadTimeout
 	t := time.NewTimer(limit)

@@ -204,7 +204,7 @@ type Deps struct {
 	// MaxUploads replaces the default MaxUploads (body.go) when set.
 	MaxUploads int64
 	// MaxConns caps the client connections open at once on the HTTP and
-	// HTTPS listeners together; default DefaultMaxConns, or a quarter of
+	// HTTPS listeners and HTTP/3 together; default DefaultMaxConns, or a quarter of
 	// the descriptor limit when that is less (connlimit.go).
 	MaxConns int
 	// MaxConnsPerAddr is how many of them one client address (an IPv6
@@ -235,7 +235,8 @@ type Counters struct {
 	H3Conns                   int64 // HTTP/3 connections open
 	H3Retries                 int64 // QUIC Retry packets sent to new HTTP/3 connections over the handshake rate (h3.go)
 	H3Stuck                   int64 // HTTP/3 connections closed with streams open whose request head never came (watchH3)
-	ConnsOverShare            int64 // client connections closed at once: their address held its share of the cap (connlimit.go)
+	ConnsOverShare            int64 // client connections (TCP and QUIC) closed at once: their address held its share of the cap (connlimit.go)
+	H3AtCap                   int64 // HTTP/3 connections closed at once: the edge held its cap of client connections (admitQUIC)
 }
 
 // Server is the edge proxy.
@@ -255,7 +256,7 @@ type Server struct {
 	local atomic.Int64
 
 	total, ok, failed, millis, dropped atomic.Int64
-	// slots: the cap on open client connections, HTTP and HTTPS
+	// slots: the cap on open client connections, HTTP, HTTPS and HTTP/3
 	// together, and each address's share of it (connlimit.go).
 	slots                  *connSlots
 	access                 chan accessLine

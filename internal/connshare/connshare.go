@@ -1,7 +1,8 @@
 // Package connshare counts a listener's open connections by client
 // address, so that one address holds at most a share of the listener's
-// cap: the edge proxy's HTTP and HTTPS listeners and the DNS server's
-// TCP and DNS-over-TLS listeners each keep one Counter.
+// cap: the edge proxy (its HTTP and HTTPS listeners and its HTTP/3
+// connections together) and the DNS server's TCP and DNS-over-TLS
+// listeners each keep one Counter.
 //
 // Without a share, one host that opens connections and keeps them fills
 // a listener's cap alone and everyone else waits (the edge) or is turned
@@ -77,13 +78,19 @@ func (p Place) Addr() netip.Addr { return p.key }
 
 // Key is the address a client at a is counted under: its IPv4 address,
 // or its IPv6 address's /64; false: not counted (loopback unless
-// counted, or not a TCP address).
+// counted, or neither a TCP nor a UDP address: a QUIC connection's
+// client is at a UDP one).
 func (c *Counter) Key(a net.Addr) (netip.Addr, bool) {
-	ta, ok := a.(*net.TCPAddr)
-	if !ok {
+	var raw net.IP
+	switch a := a.(type) {
+	case *net.TCPAddr:
+		raw = a.IP
+	case *net.UDPAddr:
+		raw = a.IP
+	default:
 		return netip.Addr{}, false
 	}
-	ip, ok := netip.AddrFromSlice(ta.IP)
+	ip, ok := netip.AddrFromSlice(raw)
 	if !ok {
 		return netip.Addr{}, false
 	}

@@ -48,8 +48,11 @@ func TestKey(t *testing.T) {
 			t.Errorf("Key(%s) = %s, want %s", ip, got, want)
 		}
 	}
-	if got := key(c, &net.UDPAddr{IP: net.ParseIP("192.0.2.7")}); got != "-" {
-		t.Errorf("Key(a UDP address) = %s, want not counted", got)
+	if got := key(c, &net.UDPAddr{IP: net.ParseIP("2001:db8:1:2::7"), Port: 443}); got != "2001:db8:1:2::" {
+		t.Errorf("Key(a UDP address) = %s, want 2001:db8:1:2::", got)
+	}
+	if got := key(c, &net.UnixAddr{Name: "/run/x.sock", Net: "unix"}); got != "-" {
+		t.Errorf("Key(a Unix socket) = %s, want not counted", got)
 	}
 	if got := key(New(8, 0, true), tcp("127.0.0.1")); got != "127.0.0.1" {
 		t.Errorf("counting loopback: Key(127.0.0.1) = %s", got)
