@@ -21,6 +21,13 @@
 // client at the proxy's few addresses; its operator gives the edge a
 // larger share (New's perAddr: the EDGE_CONNS_PER_ADDRESS setting).
 //
+// One mutex guards the counts, taken once as a connection is accepted
+// and once as it closes, never per request: about 85 ns for both on
+// one core, 100 on two at once (BenchmarkEnterLeave), so a 16-core
+// machine accepting 100,000 connections a second holds it about 1% of
+// the time. A sharded map would pay off only at connection rates far
+// beyond that.
+//
 // Servers that let one set a per-client limit mostly leave it off by
 // default (unbound's tcp-connection-limit, dnsdist's
 // setMaxTCPConnectionsPerClient, nginx's limit_conn); here it is on,

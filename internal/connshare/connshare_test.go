@@ -124,3 +124,26 @@ func TestConcurrentEnterLeave(t *testing.T) {
 		t.Fatalf("after every place was given back: %d addresses counted, %d refused", len(c.by), c.Refused())
 	}
 }
+
+// BenchmarkEnterLeave: a connection's place taken and given back, from
+// every P at once, over 1,024 client addresses.
+func BenchmarkEnterLeave(b *testing.B) {
+	c := New(1<<20, 0, false)
+	addrs := make([]net.Addr, 1024) // 256 IPv4 clients, 768 IPv6 /64s
+	for i := range addrs {
+		ip := net.IP{0x20, 0x01, 0x0d, 0xb8, 0, 0, byte(i >> 8), byte(i), 0, 0, 0, 0, 0, 0, 0, 1}
+		if i < 256 {
+			ip = net.IPv4(192, 0, 2, byte(i))
+		}
+		addrs[i] = &net.TCPAddr{IP: ip, Port: 40000}
+	}
+	b.RunParallel(func(pb *testing.PB) {
+		i := 0
+		for pb.Next() {
+			if p, ok := c.Enter(addrs[i%len(addrs)]); ok {
+				c.Leave(p)
+			}
+			i++
+		}
+	})
+}
