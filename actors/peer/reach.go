@@ -355,11 +355,14 @@ func udpObserved(conn transport.Conn) string {
 }
 
 // reachUp records where a newly connected peer sees us (only over QUIC:
-// see udpObserved).
+// see udpObserved). A session through a relay keeps the peer's pending
+// introduction, so asking goes on (relayedOnly).
 func (a *Actor) reachUp(id string, hello *messages.Hello, conn transport.Conn) {
 	r := a.reach
-	delete(r.via, id)
-	delete(r.intros, id)
+	if p, _ := transport.PathOf(conn); p != transport.PathRelayed {
+		delete(r.via, id)
+		delete(r.intros, id)
+	}
 	if hello == nil {
 		return
 	}
@@ -395,7 +398,7 @@ func (a *Actor) reachLearned(from string, peers []messages.PeerInfo) {
 		if p.ID == a.self || !messages.ValidPeerID(p.ID) || a.known[p.ID] == nil {
 			continue
 		}
-		if e := a.sessions[p.ID]; e != nil {
+		if a.sessions[p.ID] != nil && !a.relayedOnly(p.ID) {
 			continue
 		}
 		a.reach.via[p.ID] = from
@@ -409,18 +412,37 @@ func (a *Actor) reachLearned(from string, peers []messages.PeerInfo) {
 	}
 }
 
+// relayedOnly reports whether id's session runs through a relay. The
+// peer is connected, yet introductions and punching go on for it: a
+// punched path, once up, replaces the relayed session (a better path
+// wins: connections.go), which is drained (relay.go). Without this, a
+// pair whose relayed session came up before the introducer's Connect
+// arrived (relayAfter is a second; a loaded machine can take longer to
+// introduce) stayed relayed for good.
+func (a *Actor) relayedOnly(id string) bool {
+	e := a.sessions[id]
+	if e == nil || e.conn == nil {
+		return false
+	}
+	p, _ := transport.PathOf(e.conn)
+	return p == transport.PathRelayed
+}
+
 // introDue: the first introduction request for a peer is due.
 type introDue struct{ id string }
 
 // askIntro asks the peer that told us of id to introduce us, when the
-// request is due and we are still not connected.
+// request is due and we are still not connected, or connected only
+// through a relay (a punched path would replace that session, so it
+// needs no room in the view).
 func (a *Actor) askIntro(c actor.Context, id string, now time.Time) {
 	r := a.reach
 	in := r.intros[id]
-	if in == nil || a.sessions[id] != nil || now.Before(in.next) {
+	relayed := a.relayedOnly(id)
+	if in == nil || (a.sessions[id] != nil && !relayed) || now.Before(in.next) {
 		return
 	}
-	if !a.introRoom(id, now) {
+	if !relayed && !a.introRoom(id, now) {
 		return // the active view is full, or will be (view.go): ask again later
 	}
 	e := a.sessions[r.via[id]]
@@ -610,10 +632,11 @@ func (a *Actor) onConnect(c actor.Context, from string, m *messages.Connect) {
 	if p := a.reach.punching[target]; p != nil && p.via == from && now.Sub(p.until.Add(-punchWindow)) < connectPerPeer {
 		return // the same introduction twice (both sides asked): already punching
 	}
-	if e := a.sessions[target]; e != nil && e.up {
+	relayed := a.relayedOnly(target)
+	if e := a.sessions[target]; e != nil && e.up && !relayed {
 		return // already connected: nothing to punch
 	}
-	if a.neighbours(now)+a.pendingNeighbours(now, target) >= a.viewCap() && !a.cutOff()[target] && len(a.spareNeighbours(a.upIDs())) == 0 {
+	if !relayed && a.neighbours(now)+a.pendingNeighbours(now, target) >= a.viewCap() && !a.cutOff()[target] && len(a.spareNeighbours(a.upIDs())) == 0 {
 		// Our active view is at its cap, counting the sessions on
 		// their way (pendingNeighbours; view.go): the session would
 		// come up as our own dial past it, and trimView would send a
@@ -667,7 +690,7 @@ func (a *Actor) punch(target, via string, addrs []string) {
 	if a.closed || a.ctx.Err() != nil {
 		return
 	}
-	if e := a.sessions[target]; e != nil && e.up {
+	if e := a.sessions[target]; e != nil && e.up && !a.relayedOnly(target) {
 		return
 	}
 	now := a.d.Now()

@@ -461,6 +461,11 @@ func (l *reachLab) onPublic(pub, ns, port, addr string) {
 // e.g. "192.0.2"); it returns the relay's namespace and one namespace per
 // LAN holding its hosts (host h of a LAN is <prefix>.<h+2>).
 func (l *reachLab) symmetricLab(lans ...string) (pub string, hosts [][]string, hostsPer int) {
+	return l.routedLab(l.symmetricRouter, lans...)
+}
+
+// routedLab is symmetricLab with each LAN's router made by router.
+func (l *reachLab) routedLab(router func(ns, wan string), lans ...string) (pub string, hosts [][]string, hostsPer int) {
 	pub = l.publicSegment()
 	for i, lan := range lans {
 		r := l.add(fmt.Sprintf("r%d", i+1))
@@ -480,7 +485,7 @@ func (l *reachLab) symmetricLab(lans ...string) (pub string, hosts [][]string, h
 			hs = append(hs, ns)
 		}
 		hosts = append(hosts, hs)
-		l.symmetricRouter(r, "wan")
+		router(r, "wan")
 	}
 	return pub, hosts, 2
 }
