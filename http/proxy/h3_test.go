@@ -194,7 +194,6 @@ func TestEdgeHTTP3RetriesPastTheHandshakeRate(t *testing.T) {
 	})
 	const burst, conns = 2, 5
 	e := startTestEdge(t, map[string]string{"rt.p2p": up}, Deps{H3HandshakeRate: 1e-3, H3HandshakeBurst: burst})
-	_, httpsAddr := e.s.Addrs()
 	for i := range conns {
 		pc, err := net.ListenPacket("udp", "127.0.0.1:0")
 		if err != nil {
@@ -202,16 +201,7 @@ func TestEdgeHTTP3RetriesPastTheHandshakeRate(t *testing.T) {
 		}
 		rc := &retryCounter{PacketConn: pc}
 		qt := &quic.Transport{Conn: rc}
-		tr := &http3.Transport{
-			TLSClientConfig: &tls.Config{RootCAs: e.s.d.CA.Pool(), ServerName: "rt.p2p"},
-			Dial: func(ctx context.Context, _ string, tc *tls.Config, qc *quic.Config) (*quic.Conn, error) {
-				ua, err := net.ResolveUDPAddr("udp", httpsAddr.String())
-				if err != nil {
-					return nil, err
-				}
-				return qt.DialEarly(ctx, ua, tc, qc)
-			},
-		}
+		tr := e.h3Over(qt, "rt.p2p")
 		c := &http.Client{Timeout: 10 * time.Second, Transport: tr}
 		resp, err := c.Get("https://rt.p2p/")
 		if err != nil {

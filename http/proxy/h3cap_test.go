@@ -22,17 +22,7 @@ func h3From(t *testing.T, e *h2Edge, local string) error {
 		t.Fatal(err)
 	}
 	qt := &quic.Transport{Conn: pc}
-	_, httpsAddr := e.s.Addrs()
-	tr := &http3.Transport{
-		TLSClientConfig: &tls.Config{RootCAs: e.s.d.CA.Pool(), ServerName: "cap.p2p"},
-		Dial: func(ctx context.Context, _ string, tc *tls.Config, qc *quic.Config) (*quic.Conn, error) {
-			ua, err := net.ResolveUDPAddr("udp", httpsAddr.String())
-			if err != nil {
-				return nil, err
-			}
-			return qt.DialEarly(ctx, ua, tc, qc)
-		},
-	}
+	tr := e.h3Over(qt, "cap.p2p")
 	t.Cleanup(func() {
 		tr.Close()
 		qt.Close()
@@ -110,4 +100,20 @@ func TestEdgeHTTP3InTheCap(t *testing.T) {
 			t.Fatal("a TCP connection was served while an HTTP/3 one held the last slot")
 		}
 	})
+}
+
+// h3Over is an HTTP/3 client of e's HTTPS port that asks for serverName
+// and dials from qt's socket.
+func (e *h2Edge) h3Over(qt *quic.Transport, serverName string) *http3.Transport {
+	_, httpsAddr := e.s.Addrs()
+	return &http3.Transport{
+		TLSClientConfig: &tls.Config{RootCAs: e.s.d.CA.Pool(), ServerName: serverName},
+		Dial: func(ctx context.Context, _ string, tc *tls.Config, qc *quic.Config) (*quic.Conn, error) {
+			ua, err := net.ResolveUDPAddr("udp", httpsAddr.String())
+			if err != nil {
+				return nil, err
+			}
+			return qt.DialEarly(ctx, ua, tc, qc)
+		},
+	}
 }
