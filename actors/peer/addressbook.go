@@ -122,7 +122,7 @@ func (a *Actor) learn(c actor.Context, from string, peers []messages.PeerInfo) {
 			a.learnWriter(p)
 		case !a.hb.notWriter[p.ID].IsZero():
 			a.learnedNotWriters++
-			a.learnLater(p)
+			a.learnLater(from, p)
 		default:
 			a.askLearned(c, from, p)
 		}
@@ -157,7 +157,7 @@ func (a *Actor) askLearned(c actor.Context, from string, p messages.PeerInfo) {
 				a.hb.notWriter[id] = a.d.Now()
 			}
 			a.learnedNotWriters++
-			a.learnLater(messages.PeerInfo{ID: id, Addrs: addrs})
+			a.learnLater(from, messages.PeerInfo{ID: id, Addrs: addrs})
 			return
 		}
 		a.hb.writers[id] = true
@@ -177,6 +177,7 @@ const maxLearnLater = 64
 type laterPeer struct {
 	addrs []string
 	at    time.Time
+	from  string // the neighbour whose list named it last ("" for a sample): it may introduce us (reach.go)
 }
 
 // learnLater keeps p, which the ledger does not know as a writer, for a
@@ -185,7 +186,7 @@ type laterPeer struct {
 // and lists are sent again only on change or every peerListRepeat
 // exchanges. Once an op adds a writer (relearn) the ledger is asked
 // again; nothing is dialed before it says yes.
-func (a *Actor) learnLater(p messages.PeerInfo) {
+func (a *Actor) learnLater(from string, p messages.PeerInfo) {
 	if a.later == nil {
 		a.later = map[string]laterPeer{}
 	}
@@ -199,25 +200,31 @@ func (a *Actor) learnLater(p messages.PeerInfo) {
 	}
 	if l, ok := a.later[p.ID]; ok || len(a.later) < maxLearnLater {
 		addrs, _ := mergeAddrs(l.addrs, p.Addrs, maxAddrsPerPeer) // every list's, not the last one's
-		a.later[p.ID] = laterPeer{addrs: addrs, at: now}
+		if from == "" {
+			from = l.from
+		}
+		a.later[p.ID] = laterPeer{addrs: addrs, at: now, from: from}
 	}
 }
 
 // relearn asks again about the peers learnLater kept (an op added a
-// writer: the "not a writer" answers are forgotten).
+// writer: the "not a writer" answers are forgotten), each on behalf of
+// the neighbour that named it, so that one may still introduce us: a
+// peer whose addition reached our ledger after a neighbour's list named
+// it was otherwise never introduced, and two nodes behind NATs that
+// could have punched went on through a relay.
 func (a *Actor) relearn(c actor.Context) {
 	if len(a.later) == 0 {
 		return
 	}
 	now := a.d.Now()
-	ps := make([]messages.PeerInfo, 0, len(a.later))
-	for id, l := range a.later {
+	later := a.later
+	a.later = nil
+	for id, l := range later {
 		if now.Sub(l.at) < notWriterFor {
-			ps = append(ps, messages.PeerInfo{ID: id, Addrs: l.addrs})
+			a.learn(c, l.from, []messages.PeerInfo{{ID: id, Addrs: l.addrs}})
 		}
 	}
-	clear(a.later)
-	a.learn(c, "", ps)
 }
 
 // learnWriter remembers a writer's addresses and dials it when we have

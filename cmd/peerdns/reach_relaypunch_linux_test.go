@@ -59,7 +59,7 @@ func TestReachRelayedPairPunchesLater(t *testing.T) {
 	// Introductions go on for the relayed pair (its punches still
 	// blocked): the relay introduces the two again, and again.
 	before := relay.introductions(t)
-	testutil.Eventually(t, 60*time.Second, func() error {
+	testutil.Eventually(t, 90*time.Second, func() error {
 		if n := relay.introductions(t); n < before+2 {
 			return fmt.Errorf("the relay made %d introductions since the pair was relayed, want 2", n-before)
 		}
