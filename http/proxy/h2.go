@@ -163,7 +163,10 @@ func (s *Server) newH2() {
 		MaxHeaderListSize: 2 * MaxHeaderBytes,
 		// 16 KiB, the protocol's default (and nginx's).
 		MaxReadFrameSize: 16 << 10,
-		IdleTimeout:      s.d.IdleTimeout,
+		// Request bodies unread upstream: as over HTTP/3 (h3.go).
+		StreamWindow: H2Window,
+		ConnWindow:   H2Window,
+		IdleTimeout:  s.d.IdleTimeout,
 		CountError: func(kind string) {
 			s.h2errors.Add(1)
 			s.d.Log.Debug("http2 protocol error", "kind", kind)
