@@ -70,6 +70,10 @@ type Config struct {
 	// leave half of them to the rest of the node). One client address
 	// holds at most a share of it (internal/connshare), loopback aside.
 	MaxStreamConns int
+	// MaxStreamConnsPerAddr is one client address's share of
+	// MaxStreamConns, at most MaxStreamConns; 0: connshare.Share (256, or
+	// a quarter of the cap when less).
+	MaxStreamConnsPerAddr int
 	// StreamWriteTimeout is how long a TCP or DoT client may take none of
 	// an answer before its connection is closed; default
 	// DefaultStreamWriteTimeout.

@@ -34,7 +34,7 @@ func (s *Server) ServeTLS(addr string, cfg *tls.Config) error {
 	}
 	// The limits wrap the TCP connections under TLS: the write deadline
 	// covers the handshake's writes and every record.
-	sl := newStreamListener(raw, s.cfg.MaxStreamConns, s.cfg.StreamWriteTimeout, s.cfg.countLoopback)
+	sl := newStreamListener(raw, &s.cfg)
 	ln := tls.NewListener(sl, cfg)
 	srv := newStreamServer(s, ln, "tls")
 	s.wg.Add(1)

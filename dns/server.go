@@ -351,7 +351,8 @@ func (s *Server) Start() error {
 	s.unsub = append(s.unsub,
 		s.view.Subscribe(func(*view.Snapshot) { s.rebuildPaced() }),
 		s.local.Subscribe(func(*messages.LocalSnapshot) { s.rebuildPaced() }))
-	s.log.Info("dns server started", "addr", s.addr, "udpSockets", len(s.udp), "upstreams", s.up.Servers())
+	s.log.Info("dns server started", "addr", s.addr, "udpSockets", len(s.udp), "upstreams", s.up.Servers(),
+		"tcp_max_conns", cap(s.tcpListener.slots), "tcp_per_addr", s.tcpListener.share.PerAddr())
 	return nil
 }
 
@@ -431,7 +432,7 @@ func (s *Server) serveOn(conns []*net.UDPConn, ln net.Listener, addr string) err
 	for i := range s.shards {
 		s.shards[i] = &shard{}
 	}
-	s.tcpListener = newStreamListener(ln, s.cfg.MaxStreamConns, s.cfg.StreamWriteTimeout, s.cfg.countLoopback)
+	s.tcpListener = newStreamListener(ln, &s.cfg)
 	s.tcp = newStreamServer(s, s.tcpListener, "tcp")
 	return nil
 }

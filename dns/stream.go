@@ -30,8 +30,9 @@ import (
 //     the open connections; over the cap a new one is closed at once.
 //     One client address (an IPv6 client's /64; loopback not counted)
 //     holds at most its share of the cap (internal/connshare: 256 of
-//     the default 1,024), so one host cannot take every slot; over its
-//     share a new connection is closed at once too.
+//     the default 1,024; Config.MaxStreamConnsPerAddr sets it), so one
+//     host cannot take every slot; over its share a new connection is
+//     closed at once too.
 type streamListener struct {
 	net.Listener
 	writeTimeout time.Duration
@@ -47,10 +48,11 @@ const (
 	DefaultMaxStreamConns     = 1024
 )
 
-// newStreamListener: countLoopback counts loopback clients against their
-// share too (tests).
-func newStreamListener(ln net.Listener, maxConns int, writeTimeout time.Duration, countLoopback bool) *streamListener {
-	return &streamListener{Listener: ln, writeTimeout: writeTimeout, slots: make(chan struct{}, maxConns), share: connshare.New(maxConns, 0, countLoopback)}
+// newStreamListener caps ln at cfg's MaxStreamConns and shares them by
+// address (MaxStreamConnsPerAddr).
+func newStreamListener(ln net.Listener, cfg *Config) *streamListener {
+	return &streamListener{Listener: ln, writeTimeout: cfg.StreamWriteTimeout, slots: make(chan struct{}, cfg.MaxStreamConns),
+		share: connshare.New(cfg.MaxStreamConns, cfg.MaxStreamConnsPerAddr, cfg.countLoopback)}
 }
 
 func (l *streamListener) Accept() (net.Conn, error) {

@@ -9,6 +9,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"math/big"
 	"net"
@@ -249,56 +250,65 @@ func TestStreamConnCap(t *testing.T) {
 }
 
 // One client address holds at most its share of MaxStreamConns (2 of 8
-// here, loopback counted for the test): its next connection is closed
-// at once while another address is served, and once one of its
-// connections ends it is served again.
+// by default, 3 when MaxStreamConnsPerAddr says so; loopback counted for
+// the test): its next connection is closed at once while another
+// address is served, and once one of its connections ends it is served
+// again.
 func TestStreamAddressShare(t *testing.T) {
-	pub, local := testSources(t)
-	cfg := Config{Upstreams: []string{deadUpstream(t)}, MaxStreamConns: 8, countLoopback: true}
-	s := newTestServer(t, testConfig{Config: cfg}, pub, local)
-	from := func(ip string, id uint16) (net.Conn, error) {
-		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}, Timeout: 5 * time.Second}
-		c, err := d.Dial("tcp", s.Addr())
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-		c.Write(framedQuery(t, "a.local.", dns.TypeA, id))
-		c.SetReadDeadline(time.Now().Add(5 * time.Second))
-		var l [2]byte
-		_, err = io.ReadFull(c, l[:])
-		if isTimeout(err) {
-			t.Fatalf("from %s: no answer and no close in 5 s", ip)
-		}
-		return c, err
-	}
-	first, err := from("127.0.0.1", 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := from("127.0.0.1", 2); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := from("127.0.0.1", 3); err == nil {
-		t.Fatal("a third connection from one address was answered; its share is two")
-	}
-	if _, err := from("127.0.0.2", 4); err != nil {
-		t.Fatalf("another address: %v", err)
-	}
-	st := s.Stats()
-	if st.StreamConnsOverShare != 1 || st.StreamConnsRefused != 0 {
-		t.Fatalf("over share %d, over the cap %d; want 1 and 0", st.StreamConnsOverShare, st.StreamConnsRefused)
-	}
-	first.Close()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		if _, err := from("127.0.0.1", 5); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("5 s after one of its connections closed, the address is still refused")
-		}
-		time.Sleep(10 * time.Millisecond) // polling
+	for _, c := range []struct{ perAddr, share int }{{0, 2}, {3, 3}} {
+		t.Run(fmt.Sprintf("share %d", c.share), func(t *testing.T) {
+			pub, local := testSources(t)
+			cfg := Config{Upstreams: []string{deadUpstream(t)}, MaxStreamConns: 8, MaxStreamConnsPerAddr: c.perAddr, countLoopback: true}
+			s := newTestServer(t, testConfig{Config: cfg}, pub, local)
+			id := uint16(0)
+			from := func(ip string) (net.Conn, error) {
+				id++
+				d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}, Timeout: 5 * time.Second}
+				c, err := d.Dial("tcp", s.Addr())
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { c.Close() })
+				c.Write(framedQuery(t, "a.local.", dns.TypeA, id))
+				c.SetReadDeadline(time.Now().Add(5 * time.Second))
+				var l [2]byte
+				_, err = io.ReadFull(c, l[:])
+				if isTimeout(err) {
+					t.Fatalf("from %s: no answer and no close in 5 s", ip)
+				}
+				return c, err
+			}
+			first, err := from("127.0.0.1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := 1; i < c.share; i++ {
+				if _, err := from("127.0.0.1"); err != nil {
+					t.Fatalf("connection %d of a share of %d: %v", i+1, c.share, err)
+				}
+			}
+			if _, err := from("127.0.0.1"); err == nil {
+				t.Fatalf("connection %d from one address was answered; its share is %d", c.share+1, c.share)
+			}
+			if _, err := from("127.0.0.2"); err != nil {
+				t.Fatalf("another address: %v", err)
+			}
+			st := s.Stats()
+			if st.StreamConnsOverShare != 1 || st.StreamConnsRefused != 0 {
+				t.Fatalf("over share %d, over the cap %d; want 1 and 0", st.StreamConnsOverShare, st.StreamConnsRefused)
+			}
+			first.Close()
+			deadline := time.Now().Add(5 * time.Second)
+			for {
+				if _, err := from("127.0.0.1"); err == nil {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatal("5 s after one of its connections closed, the address is still refused")
+				}
+				time.Sleep(10 * time.Millisecond) // polling
+			}
+		})
 	}
 }
 
@@ -331,7 +341,7 @@ func TestStreamAcceptBacksOff(t *testing.T) {
 	}
 	defer inner.Close()
 	fl := &tempErrListener{Listener: inner, fails: 4}
-	l := newStreamListener(fl, 8, time.Second, false)
+	l := newStreamListener(fl, &Config{MaxStreamConns: 8, StreamWriteTimeout: time.Second})
 	go func() {
 		if c, err := net.Dial("tcp", inner.Addr().String()); err == nil {
 			defer c.Close()

@@ -35,38 +35,40 @@ type Def struct {
 
 // Names of the settings the node reads itself.
 const (
-	LogLevel          = "LOG_LEVEL"
-	AdminDomain       = "ADMIN_DOMAIN"
-	AdminAllowedHosts = "ADMIN_ALLOWED_HOSTS"
-	AdminAddr         = "ADMIN_ADDR"
-	DNSAddr           = "DNS_ADDR"
-	HTTPAddr          = "HTTP_ADDR"
-	HTTPSAddr         = "HTTPS_ADDR"
-	P2PAddr           = "P2P_ADDR"
-	BootstrapPeers    = "BOOTSTRAP_PEERS"
-	AdvertiseAddr     = "ADVERTISE_ADDR"
-	Subnets           = "SUBNETS"
-	SubnetBase        = "SUBNET_BASE"
-	InitialIPIndex    = "INITIAL_IP_INDEX"
-	InternalDomains   = "INTERNAL_DOMAINS"
-	UpstreamDNS       = "UPSTREAM_DNS"
-	DNSCacheSize      = "DNS_CACHE_SIZE"
-	DNSRecursionAllow = "DNS_RECURSION_ALLOW"
-	DNSQueryLog       = "DNS_QUERY_LOG"
-	DoTAddr           = "DOT_ADDR"
-	ProfileDomain     = "PROFILE_DOMAIN"
-	TokenLifetime     = "TOKEN_LIFETIME"
-	WSMaxClients      = "WS_MAX_CLIENTS"
-	BackupRetention   = "BACKUP_RETENTION"
-	BackupInterval    = "BACKUP_INTERVAL"
-	ReplicaSetSize    = "REPLICA_SET_SIZE"
-	P2PTCP            = "P2P_TCP"
-	Relay             = "RELAY"
-	RelayMaxConns     = "RELAY_MAX_CONNS"
-	RelayMaxMbps      = "RELAY_MAX_MBPS"
-	PortMap           = "PORT_MAP"
-	EdgeMaxConns      = "EDGE_MAX_CONNS"
-	EdgeConnsPerAddr  = "EDGE_CONNS_PER_ADDRESS"
+	LogLevel           = "LOG_LEVEL"
+	AdminDomain        = "ADMIN_DOMAIN"
+	AdminAllowedHosts  = "ADMIN_ALLOWED_HOSTS"
+	AdminAddr          = "ADMIN_ADDR"
+	DNSAddr            = "DNS_ADDR"
+	HTTPAddr           = "HTTP_ADDR"
+	HTTPSAddr          = "HTTPS_ADDR"
+	P2PAddr            = "P2P_ADDR"
+	BootstrapPeers     = "BOOTSTRAP_PEERS"
+	AdvertiseAddr      = "ADVERTISE_ADDR"
+	Subnets            = "SUBNETS"
+	SubnetBase         = "SUBNET_BASE"
+	InitialIPIndex     = "INITIAL_IP_INDEX"
+	InternalDomains    = "INTERNAL_DOMAINS"
+	UpstreamDNS        = "UPSTREAM_DNS"
+	DNSCacheSize       = "DNS_CACHE_SIZE"
+	DNSRecursionAllow  = "DNS_RECURSION_ALLOW"
+	DNSQueryLog        = "DNS_QUERY_LOG"
+	DoTAddr            = "DOT_ADDR"
+	ProfileDomain      = "PROFILE_DOMAIN"
+	TokenLifetime      = "TOKEN_LIFETIME"
+	WSMaxClients       = "WS_MAX_CLIENTS"
+	BackupRetention    = "BACKUP_RETENTION"
+	BackupInterval     = "BACKUP_INTERVAL"
+	ReplicaSetSize     = "REPLICA_SET_SIZE"
+	P2PTCP             = "P2P_TCP"
+	Relay              = "RELAY"
+	RelayMaxConns      = "RELAY_MAX_CONNS"
+	RelayMaxMbps       = "RELAY_MAX_MBPS"
+	PortMap            = "PORT_MAP"
+	EdgeMaxConns       = "EDGE_MAX_CONNS"
+	EdgeConnsPerAddr   = "EDGE_CONNS_PER_ADDRESS"
+	DNSTCPMaxConns     = "DNS_TCP_MAX_CONNS"
+	DNSTCPConnsPerAddr = "DNS_TCP_CONNS_PER_ADDRESS"
 )
 
 // Catalog is the whitelist, in the order the panel lists it.
@@ -129,6 +131,12 @@ var Catalog = []Def{
 		Default:     "4096", check: intRange(16, 1_000_000)},
 	{Name: EdgeConnsPerAddr, Type: "number", Category: "network", Label: "Edge connections per client address", Env: "EDGE_CONNS_PER_ADDRESS",
 		Description: "Edge connections one client address (an IPv6 client's /64) may hold at once; more are closed. Default 256, or a quarter of the edge's maximum when less; loopback is not counted. Raise it for a reverse proxy or CDN in front of the node.",
+		Default:     "256", check: intRange(1, 1_000_000)},
+	{Name: DNSTCPMaxConns, Type: "number", Category: "dns", Label: "DNS TCP connections at most", Env: "DNS_TCP_MAX_CONNS",
+		Description: "Connections the DNS server holds open at once on TCP, and as many on DNS over TLS; past it new ones are closed. Default 1024, or a quarter of the open-file limit when less.",
+		Default:     "1024", check: intRange(16, 1_000_000)},
+	{Name: DNSTCPConnsPerAddr, Type: "number", Category: "dns", Label: "DNS TCP connections per client address", Env: "DNS_TCP_CONNS_PER_ADDRESS",
+		Description: "DNS TCP (and DNS over TLS) connections one client address (an IPv6 client's /64) may hold at once; more are closed. Default 256, or a quarter of the DNS maximum when less; loopback is not counted. Raise it for a load balancer or forwarding resolver that brings many clients from one address.",
 		Default:     "256", check: intRange(1, 1_000_000)},
 	{Name: WSMaxClients, Type: "number", Category: "general", Label: "WebSocket clients at most",
 		Description: "Open /ws connections the node accepts; more are answered 503.", Default: "256", check: intRange(1, 100000)},

@@ -34,6 +34,7 @@ type Fields struct {
 	BackupRetention, BackupIntervalHours         *int
 	RelayMaxConns                                *int
 	EdgeMaxConns, EdgeConnsPerAddr               *int // 0: the edge's defaults
+	DNSTCPMaxConns, DNSTCPConnsPerAddr           *int // 0: the DNS server's defaults
 	RelayMaxMbps                                 *int // negative: no cap (the setting's 0)
 	DNSQueryLog                                  *bool
 	P2PNoTCP, RelayOff, PortMapOff               *bool // the negations of P2P_TCP, RELAY, PORT_MAP
@@ -125,6 +126,10 @@ func (f Fields) Set(name, v string) error {
 		atoi(f.EdgeMaxConns)
 	case EdgeConnsPerAddr:
 		atoi(f.EdgeConnsPerAddr)
+	case DNSTCPMaxConns:
+		atoi(f.DNSTCPMaxConns)
+	case DNSTCPConnsPerAddr:
+		atoi(f.DNSTCPConnsPerAddr)
 	case RelayMaxMbps:
 		atoi(f.RelayMaxMbps)
 		if *f.RelayMaxMbps == 0 {
@@ -187,6 +192,12 @@ func (f Fields) InForce() map[string]string {
 	}
 	if *f.EdgeConnsPerAddr > 0 {
 		m[EdgeConnsPerAddr] = strconv.Itoa(*f.EdgeConnsPerAddr)
+	}
+	if *f.DNSTCPMaxConns > 0 {
+		m[DNSTCPMaxConns] = strconv.Itoa(*f.DNSTCPMaxConns)
+	}
+	if *f.DNSTCPConnsPerAddr > 0 {
+		m[DNSTCPConnsPerAddr] = strconv.Itoa(*f.DNSTCPConnsPerAddr)
 	}
 	if *f.DNSRecursionAllow != nil && len(*f.DNSRecursionAllow) == 0 {
 		m[DNSRecursionAllow] = "none"

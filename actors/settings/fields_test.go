@@ -13,11 +13,11 @@ import (
 
 // config stands in for the node's Config: one typed field per setting.
 type config struct {
-	LogLevel, AdminDomain, ProfileDomain, AdminAddr, DNSAddr, HTTPAddr, HTTPSAddr, P2PAddr, DoTAddr, SubnetBase string
-	AdminAllowedHosts, Bootstrap, Advertise, Upstream                                                           []string
-	Token, Cache, Initial, Replicas, WS, Keep, Hours, RelayConns, RelayMbps, EdgeConns, EdgePerAddr             int
-	QueryLog, NoTCP, RelayOff, PortMapOff                                                                       bool
-	ACL                                                                                                         []netip.Prefix
+	LogLevel, AdminDomain, ProfileDomain, AdminAddr, DNSAddr, HTTPAddr, HTTPSAddr, P2PAddr, DoTAddr, SubnetBase           string
+	AdminAllowedHosts, Bootstrap, Advertise, Upstream                                                                     []string
+	Token, Cache, Initial, Replicas, WS, Keep, Hours, RelayConns, RelayMbps, EdgeConns, EdgePerAddr, DNSConns, DNSPerAddr int
+	QueryLog, NoTCP, RelayOff, PortMapOff                                                                                 bool
+	ACL                                                                                                                   []netip.Prefix
 }
 
 // parsePrefixes reads an ACL as the DNS server does ("none" is empty,
@@ -51,6 +51,7 @@ func (c *config) fields() Fields {
 		WSMaxClients: &c.WS, BackupRetention: &c.Keep, BackupIntervalHours: &c.Hours,
 		RelayMaxConns: &c.RelayConns, RelayMaxMbps: &c.RelayMbps,
 		EdgeMaxConns: &c.EdgeConns, EdgeConnsPerAddr: &c.EdgePerAddr,
+		DNSTCPMaxConns: &c.DNSConns, DNSTCPConnsPerAddr: &c.DNSPerAddr,
 		DNSQueryLog: &c.QueryLog, P2PNoTCP: &c.NoTCP, RelayOff: &c.RelayOff, PortMapOff: &c.PortMapOff,
 		DNSRecursionAllow: &c.ACL, ParsePrefixes: parsePrefixes,
 	}
@@ -81,6 +82,7 @@ func TestFieldsRoundTrip(t *testing.T) {
 		SubnetBase: "127.88.0.0", InitialIPIndex: "5", ReplicaSetSize: "7", WSMaxClients: "9",
 		BackupRetention: "3", BackupInterval: "12", P2PTCP: "false", Relay: "false", PortMap: "false",
 		RelayMaxConns: "11", RelayMaxMbps: "13", EdgeMaxConns: "2048", EdgeConnsPerAddr: "1000",
+		DNSTCPMaxConns: "4096", DNSTCPConnsPerAddr: "2000",
 	}
 	var c config
 	f := c.fields()
@@ -119,7 +121,7 @@ func TestFieldsDefaultsAndSpecialValues(t *testing.T) {
 			t.Errorf("InForce()[%s] of a zero config = %q, want %q", name, got[name], want)
 		}
 	}
-	for _, name := range []string{DNSCacheSize, EdgeMaxConns, EdgeConnsPerAddr} {
+	for _, name := range []string{DNSCacheSize, EdgeMaxConns, EdgeConnsPerAddr, DNSTCPMaxConns, DNSTCPConnsPerAddr} {
 		if _, ok := got[name]; ok {
 			t.Errorf("InForce lists %s %q for a zero config, want it left to its server's default", name, got[name])
 		}

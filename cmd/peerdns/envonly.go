@@ -10,13 +10,15 @@ import (
 // their own, by environment variable (actors/settings' catalog names each
 // setting's variable): the TCP and relay paths' P2P_TCP, RELAY,
 // RELAY_MAX_CONNS, RELAY_MAX_MBPS and PORT_MAP, the edge's connection
-// caps (EDGE_MAX_CONNS, EDGE_CONNS_PER_ADDRESS), the DNS cache's size, and
+// caps (EDGE_MAX_CONNS, EDGE_CONNS_PER_ADDRESS), the DNS server's TCP
+// caps (DNS_TCP_MAX_CONNS, DNS_TCP_CONNS_PER_ADDRESS), the DNS cache's size, and
 // the replica-set size (which every node of a network must share, so a
 // deployment sets it for all of them at once).
 var envOnly = map[string]string{
 	"P2P_TCP": "P2P_TCP", "RELAY": "RELAY", "RELAY_MAX_CONNS": "RELAY_MAX_CONNS",
 	"RELAY_MAX_MBPS": "RELAY_MAX_MBPS", "PORT_MAP": "PORT_MAP",
 	"EDGE_MAX_CONNS": "EDGE_MAX_CONNS", "EDGE_CONNS_PER_ADDRESS": "EDGE_CONNS_PER_ADDRESS",
+	"DNS_TCP_MAX_CONNS": "DNS_TCP_MAX_CONNS", "DNS_TCP_CONNS_PER_ADDRESS": "DNS_TCP_CONNS_PER_ADDRESS",
 	"PEERDNS_DNS_CACHE_SIZE":   "DNS_CACHE_SIZE",
 	"PEERDNS_REPLICA_SET_SIZE": "REPLICA_SET_SIZE",
 }

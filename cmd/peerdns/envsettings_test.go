@@ -24,6 +24,7 @@ func TestEveryCatalogVariableIsRead(t *testing.T) {
 		"DNS_QUERY_LOG": "true", "DOT_ADDR": "127.0.0.1:8853", "P2P_TCP": "false", "RELAY": "false",
 		"PORT_MAP": "false", "RELAY_MAX_CONNS": "7", "RELAY_MAX_MBPS": "9", "REPLICA_SET_SIZE": "12",
 		"EDGE_MAX_CONNS": "512", "EDGE_CONNS_PER_ADDRESS": "1000",
+		"DNS_TCP_MAX_CONNS": "2048", "DNS_TCP_CONNS_PER_ADDRESS": "1500",
 	}
 	for _, d := range settings.Catalog {
 		if d.Env == "" {

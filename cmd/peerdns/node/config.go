@@ -78,6 +78,12 @@ type Config struct {
 	// (http/proxy, internal/connshare).
 	EdgeMaxConns, EdgeConnsPerAddr int
 
+	// DNSTCPMaxConns caps the DNS server's open TCP connections, and as
+	// many DoT ones (DNS_TCP_MAX_CONNS), and DNSTCPConnsPerAddr one
+	// client address's share of them (DNS_TCP_CONNS_PER_ADDRESS); 0: the
+	// DNS server's defaults (dns.Config).
+	DNSTCPMaxConns, DNSTCPConnsPerAddr int
+
 	// WSMaxClients caps the open /ws connections (WS_MAX_CLIENTS); 0:
 	// ws.DefaultMaxClients.
 	WSMaxClients int
@@ -152,6 +158,7 @@ func (c *Config) settingFields() settings.Fields {
 		BackupRetention: &c.BackupRetention, BackupIntervalHours: &c.BackupIntervalHours,
 		RelayMaxConns: &c.RelayMaxConns, RelayMaxMbps: &c.RelayMaxMbps,
 		EdgeMaxConns: &c.EdgeMaxConns, EdgeConnsPerAddr: &c.EdgeConnsPerAddr,
+		DNSTCPMaxConns: &c.DNSTCPMaxConns, DNSTCPConnsPerAddr: &c.DNSTCPConnsPerAddr,
 		DNSQueryLog: &c.DNSQueryLog, P2PNoTCP: &c.P2PNoTCP, RelayOff: &c.RelayOff, PortMapOff: &c.PortMapOff,
 		DNSRecursionAllow: &c.DNSRecursionAllow, ParsePrefixes: nodedns.ParsePrefixes,
 	}

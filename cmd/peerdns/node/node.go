@@ -332,6 +332,7 @@ func (n *Node) startDNS() error {
 	srv, err := nodedns.New(nodedns.Config{
 		Addr: n.cfg.DNSAddr, Upstreams: n.cfg.Upstream, RecursionAllow: n.cfg.DNSRecursionAllow,
 		OnP2PAnswer: n.domainAnswered, CacheSize: n.cfg.DNSCacheSize, QueryLog: n.cfg.DNSQueryLog,
+		MaxStreamConns: n.cfg.DNSTCPMaxConns, MaxStreamConnsPerAddr: n.cfg.DNSTCPConnsPerAddr,
 	}, n.pub, recs, dnsLog)
 	if err != nil {
 		return fmt.Errorf("dns: %w", err)
