@@ -352,7 +352,7 @@ func (s *Server) Start() error {
 		s.view.Subscribe(func(*view.Snapshot) { s.rebuildPaced() }),
 		s.local.Subscribe(func(*messages.LocalSnapshot) { s.rebuildPaced() }))
 	s.log.Info("dns server started", "addr", s.addr, "udpSockets", len(s.udp), "upstreams", s.up.Servers(),
-		"tcp_max_conns", cap(s.tcpListener.slots), "tcp_per_addr", s.tcpListener.share.PerAddr())
+		"tcp_max_conns", s.tcpListener.lim.Max(), "tcp_per_addr", s.tcpListener.lim.PerAddr())
 	return nil
 }
 

@@ -74,8 +74,8 @@ func (s *Server) Stats() Stats {
 	shards := append([]*shard{&s.slowCnt}, s.shards...)
 	for _, l := range []*streamListener{s.tcpListener, s.dotListener} {
 		if l != nil {
-			st.StreamConnsRefused += l.refused.Load()
-			st.StreamConnsOverShare += l.share.Refused()
+			st.StreamConnsRefused += l.lim.AtCap()
+			st.StreamConnsOverShare += l.lim.Refused()
 		}
 	}
 	s.mu.Unlock()

@@ -36,9 +36,7 @@ import (
 type streamListener struct {
 	net.Listener
 	writeTimeout time.Duration
-	slots        chan struct{} // one token per open connection
-	share        *connshare.Counter
-	refused      atomic.Int64 // connections closed for being over the cap
+	lim          *connshare.Limiter
 	closed       atomic.Bool
 }
 
@@ -51,8 +49,8 @@ const (
 // newStreamListener caps ln at cfg's MaxStreamConns and shares them by
 // address (MaxStreamConnsPerAddr).
 func newStreamListener(ln net.Listener, cfg *Config) *streamListener {
-	return &streamListener{Listener: ln, writeTimeout: cfg.StreamWriteTimeout, slots: make(chan struct{}, cfg.MaxStreamConns),
-		share: connshare.New(cfg.MaxStreamConns, cfg.MaxStreamConnsPerAddr, cfg.countLoopback)}
+	return &streamListener{Listener: ln, writeTimeout: cfg.StreamWriteTimeout,
+		lim: connshare.NewLimiter(cfg.MaxStreamConns, cfg.MaxStreamConnsPerAddr, cfg.countLoopback)}
 }
 
 func (l *streamListener) Accept() (net.Conn, error) {
@@ -74,19 +72,12 @@ func (l *streamListener) Accept() (net.Conn, error) {
 			return nil, err
 		}
 		delay = 0
-		place, ok := l.share.Enter(c.RemoteAddr())
+		place, _, ok := l.lim.Admit(c.RemoteAddr())
 		if !ok {
-			c.Close() // counted by the share
+			c.Close() // counted by the limiter
 			continue
 		}
-		select {
-		case l.slots <- struct{}{}:
-			return &streamConn{Conn: c, l: l, place: place}, nil
-		default:
-			l.share.Leave(place)
-			l.refused.Add(1)
-			c.Close()
-		}
+		return &streamConn{Conn: c, l: l, place: place}, nil
 	}
 }
 
@@ -122,8 +113,8 @@ func (c *streamConn) Write(b []byte) (int, error) {
 func (c *streamConn) Close() error {
 	err := c.Conn.Close()
 	c.once.Do(func() {
-		c.l.share.Leave(c.place)
-		<-c.l.slots
+		c.l.lim.Leave(c.place)
+		c.l.lim.Give()
 	})
 	return err
 }

@@ -202,9 +202,9 @@ func TestStreamClientThatNeverReads(t *testing.T) {
 			}
 			l := tc.ln()
 			deadline := time.Now().Add(10 * time.Second)
-			for len(l.slots) != 0 {
+			for l.lim.Held() != 0 {
 				if time.Now().After(deadline) {
-					t.Fatalf("the server still holds %d connection(s) of a client that reads nothing", len(l.slots))
+					t.Fatalf("the server still holds %d connection(s) of a client that reads nothing", l.lim.Held())
 				}
 				time.Sleep(10 * time.Millisecond) // polling
 			}

@@ -44,11 +44,11 @@ import (
 const DefaultMaxConns = 4096
 
 // connSlots hands out one slot per open client connection, shared by the
-// edge's listeners, and counts each client address's share of them.
+// edge's listeners, and counts each client address's share of them
+// (connshare.Limiter); it logs when either is full.
 type connSlots struct {
-	slots chan struct{}
-	share *connshare.Counter
-	log   *slog.Logger
+	lim *connshare.Limiter
+	log *slog.Logger
 	// logged, loggedAddr: when the cap, an address's share, was last
 	// logged, ns since monoBase (once a minute at most).
 	logged, loggedAddr atomic.Int64
@@ -58,38 +58,37 @@ type connSlots struct {
 // default share); countLoopback counts loopback clients against their
 // share too (tests).
 func newConnSlots(n, perAddr int, countLoopback bool, log *slog.Logger) *connSlots {
-	return &connSlots{slots: make(chan struct{}, n), share: connshare.New(n, perAddr, countLoopback), log: log}
+	return &connSlots{lim: connshare.NewLimiter(n, perAddr, countLoopback), log: log}
 }
 
 // admit counts a client at a under its address's share: the slot it is
 // to hold, nil when its address holds its share already.
 func (s *connSlots) admit(a net.Addr) *clientSlot {
-	p, ok := s.share.Enter(a)
+	p, ok := s.lim.Enter(a)
 	if !ok {
-		if minuteOver(&s.loggedAddr) {
-			s.log.Warn("edge proxy: a client address holds its share of the connections; its new ones are closed", "addr", p.Addr().String(), "per_addr", s.share.PerAddr())
-		}
+		s.overShare(p)
 		return nil
 	}
 	return &clientSlot{slots: s, place: p}
 }
 
+// overShare logs (once a minute at most) that p's address was refused
+// a connection over its share.
+func (s *connSlots) overShare(p connshare.Place) {
+	if minuteOver(&s.loggedAddr) {
+		s.log.Warn("edge proxy: a client address holds its share of the connections; its new ones are closed", "addr", p.Addr().String(), "per_addr", s.lim.PerAddr())
+	}
+}
+
 // take waits for a slot; false once stop is closed (the listener is).
 func (s *connSlots) take(stop <-chan struct{}) bool {
-	select {
-	case s.slots <- struct{}{}:
+	if s.lim.TryTake() {
 		return true
-	default:
 	}
 	if minuteOver(&s.logged) {
-		s.log.Warn("edge proxy at its connection cap: new connections wait until one closes", "max_conns", cap(s.slots))
+		s.log.Warn("edge proxy at its connection cap: new connections wait until one closes", "max_conns", s.lim.Max())
 	}
-	select {
-	case s.slots <- struct{}{}:
-		return true
-	case <-stop:
-		return false
-	}
+	return s.lim.Take(stop)
 }
 
 // minuteOver reports whether a minute has passed since *last (ns since
@@ -105,28 +104,24 @@ func minuteOver(last *atomic.Int64) bool {
 // Unlike a TCP connection, a QUIC one has been read and its handshake
 // made by the time the edge sees it, so there is nothing left to hold
 // unread; it is closed instead, and its client (a browser, curl) goes
-// on over HTTP/2 or HTTP/1.1 on TCP, where the cap waits. atCap tells
-// the two refusals apart.
-func (s *connSlots) admitQUIC(a net.Addr) (slot *clientSlot, atCap bool) {
-	cs := s.admit(a)
-	if cs == nil {
-		return nil, false
-	}
-	select {
-	case s.slots <- struct{}{}:
+// on over HTTP/2 or HTTP/1.1 on TCP, where the cap waits. The limiter
+// counts either refusal.
+func (s *connSlots) admitQUIC(a net.Addr) *clientSlot {
+	p, atCap, ok := s.lim.Admit(a)
+	switch {
+	case ok:
+		cs := &clientSlot{slots: s, place: p}
 		cs.held.Store(true)
-		return cs, false
-	default:
-		cs.leave()
+		return cs
+	case atCap:
 		if minuteOver(&s.logged) {
-			s.log.Warn("edge proxy at its connection cap: new HTTP/3 connections are closed (their clients go on over TCP)", "max_conns", cap(s.slots))
+			s.log.Warn("edge proxy at its connection cap: new HTTP/3 connections are closed (their clients go on over TCP)", "max_conns", s.lim.Max())
 		}
-		return nil, true
+	default:
+		s.overShare(p)
 	}
+	return nil
 }
-
-// give hands a slot back.
-func (s *connSlots) give() { <-s.slots }
 
 // listenerStop is closed when a listener is: an Accept waiting for a
 // slot returns.
@@ -148,13 +143,13 @@ type clientSlot struct {
 }
 
 // leave gives the address's place back.
-func (cs *clientSlot) leave() { cs.slots.share.Leave(cs.place) }
+func (cs *clientSlot) leave() { cs.slots.lim.Leave(cs.place) }
 
 // release gives the place and the slot back, once.
 func (cs *clientSlot) release() {
 	if cs.held.Swap(false) {
 		cs.leave()
-		cs.slots.give()
+		cs.slots.lim.Give()
 	}
 }
 

@@ -265,12 +265,12 @@ func TestEdgeConnectionSlotsComeBack(t *testing.T) {
 		for range 3 * maxConns {
 			run()
 		}
-		t.Logf("%s: %d slots held", name, len(slots.slots))
+		t.Logf("%s: %d slots held", name, slots.lim.Held())
 	}
 	deadline := time.Now().Add(10 * time.Second)
-	for len(slots.slots) != 0 {
+	for slots.lim.Held() != 0 {
 		if time.Now().After(deadline) {
-			t.Fatalf("%d slots still held 10 s after the last connection ended", len(slots.slots))
+			t.Fatalf("%d slots still held 10 s after the last connection ended", slots.lim.Held())
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

@@ -1062,7 +1062,7 @@ func (s *Server) h2Counters(c *Counters) {
 	c.H3Conns = s.h3open.Load()
 	c.H3Retries = s.h3retries.Load()
 	c.H3Stuck = s.h3stuck.Load()
-	c.H3AtCap = s.h3full.Load()
+	c.H3AtCap = s.slots.lim.AtCap() // only HTTP/3 connections are refused at the cap (TCP ones wait)
 }
 
 // h2State is the Server's HTTP/2 state.

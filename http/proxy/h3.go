@@ -115,7 +115,6 @@ type h3State struct {
 	h3open    atomic.Int64
 	h3retries atomic.Int64 // Retry packets sent
 	h3stuck   atomic.Int64 // connections watchH3 closed
-	h3full    atomic.Int64 // connections closed at the edge's connection cap (admitQUIC)
 	h3done    chan struct{}
 }
 
@@ -161,11 +160,8 @@ func (s *Server) startH3(tcpAddr net.Addr) error {
 		IdleTimeout:    s.d.IdleTimeout,
 		QUICConfig:     h3QUICConfig(s.d.IdleTimeout),
 		ConnContext: func(ctx context.Context, c *quic.Conn) context.Context {
-			slot, atCap := s.slots.admitQUIC(c.RemoteAddr())
+			slot := s.slots.admitQUIC(c.RemoteAddr())
 			if slot == nil {
-				if atCap {
-					s.h3full.Add(1)
-				}
 				// http3 then fails to open its control stream and
 				// drops the connection.
 				_ = c.CloseWithError(quic.ApplicationErrorCode(http3.ErrCodeExcessiveLoad), "too many connections")

@@ -396,7 +396,7 @@ func (s *Server) Start() error {
 		}()
 	}
 	s.up.Store(true)
-	s.d.Log.Info("edge proxy started", "http", s.ln.Addr().String(), "https", s.tln.Addr().String(), "max_conns", s.d.MaxConns, "per_addr", s.slots.share.PerAddr())
+	s.d.Log.Info("edge proxy started", "http", s.ln.Addr().String(), "https", s.tln.Addr().String(), "max_conns", s.d.MaxConns, "per_addr", s.slots.lim.PerAddr())
 	return nil
 }
 
@@ -463,7 +463,7 @@ func (s *Server) Counters() Counters {
 	_, refused := s.budget.stats()
 	c := Counters{Total: s.total.Load(), Successful: s.ok.Load(), Failed: s.failed.Load(),
 		TotalMillis: s.millis.Load(), AccessDropped: s.dropped.Load(), BodyRefused: refused}
-	c.ConnsOverShare = s.slots.share.Refused()
+	c.ConnsOverShare = s.slots.lim.Refused()
 	s.h2Counters(&c)
 	return c
 }

@@ -1,8 +1,9 @@
-// Package connshare counts a listener's open connections by client
-// address, so that one address holds at most a share of the listener's
-// cap: the edge proxy (its HTTP and HTTPS listeners and its HTTP/3
-// connections together) and the DNS server's TCP and DNS-over-TLS
-// listeners each keep one Counter.
+// Package connshare caps a listener's open connections and counts them
+// by client address, so that one address holds at most a share of the
+// cap (Limiter: the cap's slots and a Counter of the shares): the edge
+// proxy (its HTTP and HTTPS listeners and its HTTP/3 connections
+// together) and the DNS server's TCP and DNS-over-TLS listeners each
+// keep one Limiter.
 //
 // Without a share, one host that opens connections and keeps them fills
 // a listener's cap alone and everyone else waits (the edge) or is turned

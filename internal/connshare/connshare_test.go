@@ -147,3 +147,63 @@ func BenchmarkEnterLeave(b *testing.B) {
 		}
 	})
 }
+
+// Admit takes a place and a slot, or neither: over the share and at the
+// cap are refused and counted apart, and what is given back can be
+// taken again.
+func TestLimiterAdmit(t *testing.T) {
+	l := NewLimiter(3, 2, true)
+	a, b := tcp("192.0.2.1"), tcp("192.0.2.2")
+	var held []Place
+	for _, from := range []net.Addr{a, a, b} {
+		p, atCap, ok := l.Admit(from)
+		if !ok || atCap {
+			t.Fatalf("admit %v with room: ok %v atCap %v", from, ok, atCap)
+		}
+		held = append(held, p)
+	}
+	if p, atCap, ok := l.Admit(a); ok || atCap || p.Addr().String() != "192.0.2.1" {
+		t.Fatalf("a third from one address, share 2: ok %v atCap %v addr %v; want refused over its share", ok, atCap, p.Addr())
+	}
+	if _, atCap, ok := l.Admit(tcp("192.0.2.3")); ok || !atCap {
+		t.Fatalf("a fourth connection, cap 3: ok %v atCap %v; want refused at the cap", ok, atCap)
+	}
+	if l.Refused() != 1 || l.AtCap() != 1 || l.Held() != 3 {
+		t.Fatalf("refused %d, at cap %d, held %d; want 1, 1, 3", l.Refused(), l.AtCap(), l.Held())
+	}
+	// The refusal at the cap gave its address's place back.
+	if p, ok := l.Enter(tcp("192.0.2.3")); !ok {
+		t.Fatal("an address refused at the cap kept a place")
+	} else {
+		l.Leave(p)
+	}
+	l.Leave(held[0])
+	l.Give()
+	if _, _, ok := l.Admit(a); !ok {
+		t.Fatal("a place and a slot given back were not taken again")
+	}
+}
+
+// Take waits for a slot and returns once one is given back, or false
+// once its stop is closed; TryTake does not wait.
+func TestLimiterTake(t *testing.T) {
+	l := NewLimiter(1, 0, false)
+	if !l.TryTake() || l.TryTake() {
+		t.Fatal("TryTake: want one slot of one, then none")
+	}
+	got := make(chan bool)
+	go func() { got <- l.Take(make(chan struct{})) }()
+	l.Give()
+	if !<-got {
+		t.Fatal("Take did not take the slot given back")
+	}
+	stop := make(chan struct{})
+	go func() { got <- l.Take(stop) }()
+	close(stop)
+	if <-got {
+		t.Fatal("Take took a slot with none free")
+	}
+	if l.Max() != 1 || l.Held() != 1 {
+		t.Fatalf("max %d, held %d; want 1 and 1", l.Max(), l.Held())
+	}
+}
