@@ -88,7 +88,7 @@ import (
 // H2Window unread a stream and a connection, 4 GB at that cap; a
 // stream's first window is quic-go's (512 KiB). An upload at 1 MiB in
 // flight runs at 80 Mbit/s over a 100 ms round trip, as it does over
-// HTTP/2 (nginx's HTTP/2 body buffer is 64 KiB a stream).
+// HTTP/2.
 const H2Window = 1 << 20
 
 // h3QUICConfig is the edge's QUIC configuration for HTTP/3: no 0-RTT,
