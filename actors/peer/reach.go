@@ -398,7 +398,7 @@ func (a *Actor) reachLearned(from string, peers []messages.PeerInfo) {
 		if p.ID == a.self || !messages.ValidPeerID(p.ID) || a.known[p.ID] == nil {
 			continue
 		}
-		if a.sessions[p.ID] != nil && !a.relayedOnly(p.ID) {
+		if a.reachedDirectly(p.ID, false) {
 			continue
 		}
 		a.reach.via[p.ID] = from
@@ -428,6 +428,13 @@ func (a *Actor) relayedOnly(id string) bool {
 	return p == transport.PathRelayed
 }
 
+// reachedDirectly reports whether id has a session (an up one, with up)
+// that does not run through a relay: nothing to introduce or punch.
+func (a *Actor) reachedDirectly(id string, up bool) bool {
+	e := a.sessions[id]
+	return e != nil && (e.up || !up) && !a.relayedOnly(id)
+}
+
 // introDue: the first introduction request for a peer is due.
 type introDue struct{ id string }
 
@@ -438,11 +445,10 @@ type introDue struct{ id string }
 func (a *Actor) askIntro(c actor.Context, id string, now time.Time) {
 	r := a.reach
 	in := r.intros[id]
-	relayed := a.relayedOnly(id)
-	if in == nil || (a.sessions[id] != nil && !relayed) || now.Before(in.next) {
+	if in == nil || a.reachedDirectly(id, false) || now.Before(in.next) {
 		return
 	}
-	if !relayed && !a.introRoom(id, now) {
+	if !a.relayedOnly(id) && !a.introRoom(id, now) {
 		return // the active view is full, or will be (view.go): ask again later
 	}
 	e := a.sessions[r.via[id]]
@@ -632,11 +638,10 @@ func (a *Actor) onConnect(c actor.Context, from string, m *messages.Connect) {
 	if p := a.reach.punching[target]; p != nil && p.via == from && now.Sub(p.until.Add(-punchWindow)) < connectPerPeer {
 		return // the same introduction twice (both sides asked): already punching
 	}
-	relayed := a.relayedOnly(target)
-	if e := a.sessions[target]; e != nil && e.up && !relayed {
+	if a.reachedDirectly(target, true) {
 		return // already connected: nothing to punch
 	}
-	if !relayed && a.neighbours(now)+a.pendingNeighbours(now, target) >= a.viewCap() && !a.cutOff()[target] && len(a.spareNeighbours(a.upIDs())) == 0 {
+	if !a.relayedOnly(target) && a.neighbours(now)+a.pendingNeighbours(now, target) >= a.viewCap() && !a.cutOff()[target] && len(a.spareNeighbours(a.upIDs())) == 0 {
 		// Our active view is at its cap, counting the sessions on
 		// their way (pendingNeighbours; view.go): the session would
 		// come up as our own dial past it, and trimView would send a
@@ -690,7 +695,7 @@ func (a *Actor) punch(target, via string, addrs []string) {
 	if a.closed || a.ctx.Err() != nil {
 		return
 	}
-	if e := a.sessions[target]; e != nil && e.up && !a.relayedOnly(target) {
+	if a.reachedDirectly(target, true) {
 		return
 	}
 	now := a.d.Now()

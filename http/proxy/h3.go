@@ -84,7 +84,7 @@ import (
 // stream and 15 MB a connection by default: a client that first sends to
 // an upstream that reads fast, then to one that stops, would have the
 // edge hold 15 MB for it, 60 GB at the default cap of 4,096 connections.
-// The edge gives HTTP/3 what it gives HTTP/2 (h2srv's defaults): at most
+// The edge gives HTTP/3 what it gives HTTP/2 (newH2, h2.go): at most
 // H2Window unread a stream and a connection, 4 GB at that cap; a
 // stream's first window is quic-go's (512 KiB). An upload at 1 MiB in
 // flight runs at 80 Mbit/s over a 100 ms round trip, as it does over

@@ -5,7 +5,6 @@ import (
 	"crypto/tls"
 	"errors"
 	"io"
-	"net/netip"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -13,8 +12,6 @@ import (
 	"time"
 
 	"github.com/quic-go/quic-go"
-
-	"peerdns/internal/certs"
 )
 
 // The edge's HTTP/3 receive windows hold a connection's unread request
@@ -25,14 +22,7 @@ import (
 // block. What it got written beyond what was read is what the edge would
 // hold (with quic-go's own maxima, 3.1 MB in this test).
 func TestEdgeHTTP3WindowsBoundUnreadBodies(t *testing.T) {
-	ca, err := certs.Open(t.TempDir(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err := ca.Certificate("site.p2p", netip.Addr{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ca, cert := testLeaf(t, "site.p2p")
 	ln, err := quic.ListenAddr("127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{*cert}, NextProtos: []string{"h3"}},
 		h3QUICConfig(time.Minute))
 	if err != nil {

@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/netip"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -16,7 +15,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"peerdns/internal/certs"
 	"peerdns/internal/testutil"
 	"peerdns/internal/view"
 )
@@ -197,14 +195,7 @@ func (c *heldWrites) flush() error {
 // as the first answer's (so TLS holds it, and the socket shows nothing)
 // does not have it taken for the next request's answer.
 func TestIdleTLSUpstreamSpeaksUnasked(t *testing.T) {
-	ca, err := certs.Open(t.TempDir(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err := ca.Certificate("tls.p2p", netip.Addr{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, cert := testLeaf(t, "tls.p2p")
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

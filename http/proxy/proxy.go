@@ -204,8 +204,8 @@ type Deps struct {
 	// MaxUploads replaces the default MaxUploads (body.go) when set.
 	MaxUploads int64
 	// MaxConns caps the client connections open at once on the HTTP and
-	// HTTPS listeners and HTTP/3 together; default DefaultMaxConns, or a quarter of
-	// the descriptor limit when that is less (connlimit.go).
+	// HTTPS listeners and HTTP/3 together; default DefaultMaxConns, or a
+	// quarter of the descriptor limit when that is less (connlimit.go).
 	MaxConns int
 	// MaxConnsPerAddr is how many of them one client address (an IPv6
 	// client's /64; loopback aside) may hold; default 256, or a quarter
