@@ -6,7 +6,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -26,9 +25,6 @@ import (
 // through the edge; the edge's access log shows the browser's queries,
 // and the connections the browser keeps open to it are HTTP/2.
 func TestBrowserSecureDNSThroughTheEdge(t *testing.T) {
-	if _, err := exec.LookPath("certutil"); err != nil {
-		t.Skip("certutil not found: apt-get install libnss3-tools")
-	}
 	n := startNode(t, "")
 	_, httpsAddr := n.EdgeAddrs()
 	base := "http://" + n.AdminAddr()
@@ -48,19 +44,7 @@ func TestBrowserSecureDNSThroughTheEdge(t *testing.T) {
 		t.Fatalf("add-local-dns: %d %s", code, body)
 	}
 
-	home := t.TempDir()
-	db := "sql:" + home + "/.pki/nssdb"
-	if err := os.MkdirAll(home+"/.pki/nssdb", 0o700); err != nil {
-		t.Fatal(err)
-	}
-	for _, args := range [][]string{
-		{"-N", "-d", db, "--empty-password"},
-		{"-A", "-d", db, "-n", "peerdns", "-t", "C,,", "-i", n.CA().RootPath()},
-	} {
-		if out, err := exec.Command("certutil", args...).CombinedOutput(); err != nil {
-			t.Fatalf("certutil %v: %v %s", args, err, out)
-		}
-	}
+	home := trustingHome(t, n.CA().RootPath())
 	// Chromium's secure DNS setting lives in the profile's Local State.
 	profile := t.TempDir()
 	state, _ := json.Marshal(map[string]any{"dns_over_https": map[string]any{

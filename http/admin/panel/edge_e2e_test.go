@@ -19,25 +19,10 @@ import (
 // as a user who asks for it would: the panel loads over HTTP/3 and
 // works (its WebSocket on a connection of its own).
 func TestBrowserOverHTTP2AndHTTP3(t *testing.T) {
-	if _, err := exec.LookPath("certutil"); err != nil {
-		t.Skip("certutil not found: apt-get install libnss3-tools")
-	}
 	n := startNode(t, "")
+	home := trustingHome(t, n.CA().RootPath())
 	_, httpsAddr := n.EdgeAddrs()
 	_, port, _ := net.SplitHostPort(httpsAddr)
-	home := t.TempDir()
-	db := "sql:" + home + "/.pki/nssdb"
-	if err := os.MkdirAll(home+"/.pki/nssdb", 0o700); err != nil {
-		t.Fatal(err)
-	}
-	for _, args := range [][]string{
-		{"-N", "-d", db, "--empty-password"},
-		{"-A", "-d", db, "-n", "peerdns", "-t", "C,,", "-i", n.CA().RootPath()},
-	} {
-		if out, err := exec.Command("certutil", args...).CombinedOutput(); err != nil {
-			t.Fatalf("certutil %v: %v %s", args, err, out)
-		}
-	}
 	base := "https://admin.p2p:" + port
 	for _, c := range []struct {
 		proto string
@@ -67,4 +52,28 @@ func TestBrowserOverHTTP2AndHTTP3(t *testing.T) {
 			b.checkErrors(t)
 		})
 	}
+}
+
+// trustingHome is a home folder whose NSS database (the one Chromium
+// reads on Linux, where `peerdns` installs its root for a user) trusts
+// the root at rootPath for TLS servers.
+func trustingHome(t *testing.T, rootPath string) string {
+	t.Helper()
+	if _, err := exec.LookPath("certutil"); err != nil {
+		t.Skip("certutil not found: apt-get install libnss3-tools")
+	}
+	home := t.TempDir()
+	db := "sql:" + home + "/.pki/nssdb"
+	if err := os.MkdirAll(home+"/.pki/nssdb", 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"-N", "-d", db, "--empty-password"},
+		{"-A", "-d", db, "-n", "peerdns", "-t", "C,,", "-i", rootPath},
+	} {
+		if out, err := exec.Command("certutil", args...).CombinedOutput(); err != nil {
+			t.Fatalf("certutil %v: %v %s", args, err, out)
+		}
+	}
+	return home
 }
