@@ -20,6 +20,8 @@ import (
 
 	"github.com/fasthttp/websocket"
 	"github.com/miekg/dns"
+	"github.com/quic-go/quic-go"
+	"github.com/quic-go/quic-go/http3"
 )
 
 // lat collects latencies of one kind for the current minute.
@@ -103,48 +105,80 @@ func dnsLoad(ctx context.Context, wg *sync.WaitGroup, addr string, names []strin
 	}
 }
 
-// edgeClients are two HTTPS clients of a node's edge that dial its HTTPS
-// address whatever the URL's host, trusting the node's own root: one
-// keeps its connections (as browsers do), one opens a new TLS
-// connection per request (handshake, certificate lookup, a new tunnel
-// stream each time).
-func edgeClients(httpsAddr, rootPEM string) (keep, fresh *http.Client, err error) {
-	pem, err := os.ReadFile(rootPEM)
+// rootPool is a pool holding the certificates of the PEM file at path
+// (a node's root).
+func rootPool(path string) (*x509.CertPool, error) {
+	pem, err := os.ReadFile(path)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	pool := x509.NewCertPool()
 	if !pool.AppendCertsFromPEM(pem) {
-		return nil, nil, fmt.Errorf("%s holds no certificate", rootPEM)
+		return nil, fmt.Errorf("%s holds no certificate", path)
 	}
-	mk := func(noKeep bool) *http.Client {
-		return &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
+	return pool, nil
+}
+
+// edgeGetter fetches URLs from a node's edge at httpsAddr (whatever the
+// URL's host), trusting roots, in proto: "http/1.1", "h2" (TLS with ALPN
+// h2) or "h3" (QUIC on the same port), and checks the answer came back
+// whole and in proto. keep: its connections are kept (as browsers keep
+// them); else each request opens a connection of its own (handshake,
+// certificate lookup, a place under the edge's connection cap, a new
+// tunnel stream) and closes it once answered.
+func edgeGetter(httpsAddr string, roots *x509.CertPool, proto string, keep bool) func(ctx context.Context, url, want string) error {
+	transport := func() (http.RoundTripper, func()) {
+		conf := &tls.Config{RootCAs: roots}
+		if proto == "h3" {
+			t := &http3.Transport{TLSClientConfig: conf,
+				Dial: func(ctx context.Context, _ string, tc *tls.Config, qc *quic.Config) (*quic.Conn, error) {
+					return quic.DialAddrEarly(ctx, httpsAddr, tc, qc)
+				}}
+			return t, func() { t.Close() }
+		}
+		t := &http.Transport{
 			DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 				return (&net.Dialer{}).DialContext(ctx, "tcp", httpsAddr)
 			},
-			TLSClientConfig:   &tls.Config{RootCAs: pool},
-			DisableKeepAlives: noKeep, MaxIdleConnsPerHost: 4, ForceAttemptHTTP2: false,
-		}}
+			TLSClientConfig: conf, MaxIdleConnsPerHost: 4, ForceAttemptHTTP2: proto == "h2",
+		}
+		return t, t.CloseIdleConnections
 	}
-	return mk(false), mk(true), nil
+	major := map[string]int{"http/1.1": 1, "h2": 2, "h3": 3}[proto]
+	get := func(ctx context.Context, rt http.RoundTripper, url, want string) error {
+		resp, err := (&http.Client{Timeout: 5 * time.Second, Transport: rt}).Do(mustRequest(ctx, url))
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		switch {
+		case err != nil:
+			return err
+		case resp.StatusCode != 200 || !strings.HasPrefix(string(b), want):
+			return fmt.Errorf("status %d: %.80q", resp.StatusCode, b)
+		case resp.ProtoMajor != major:
+			return fmt.Errorf("answered in %s, not %s", resp.Proto, proto)
+		}
+		return nil
+	}
+	if keep {
+		rt, _ := transport()
+		return func(ctx context.Context, url, want string) error { return get(ctx, rt, url, want) }
+	}
+	return func(ctx context.Context, url, want string) error {
+		rt, done := transport()
+		defer done()
+		return get(ctx, rt, url, want)
+	}
 }
 
-// edgeGet fetches url and checks the backend's answer came back whole.
-func edgeGet(ctx context.Context, c *http.Client, url, want string) error {
-	req, _ := http.NewRequestWithContext(ctx, "GET", url, nil)
-	resp, err := c.Do(req)
+func mustRequest(ctx context.Context, url string) *http.Request {
+	req, err := http.NewRequestWithContext(ctx, "GET", url, nil)
 	if err != nil {
-		return err
+		panic(err) // the soak's own URL
 	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode != 200 || !strings.HasPrefix(string(b), want) {
-		return fmt.Errorf("status %d: %.80q", resp.StatusCode, b)
-	}
-	return nil
+	return req
 }
 
 // backend is the service exposed on node A through its tunnel server: a

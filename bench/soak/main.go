@@ -25,7 +25,11 @@
 //   - Edge through the tunnel: 20 HTTPS requests/s for https://site.p2p/
 //     to B's edge on kept-alive connections, and 4/s each on a new TLS
 //     connection; B's edge reaches A's tunnel server over QUIC and A
-//     forwards to the backend (B -> tunnel -> A).
+//     forwards to the backend (B -> tunnel -> A). Beside them, in
+//     HTTP/2 and in HTTP/3, 4 requests/s each on a kept connection and
+//     2/s each on a new one: over the hour 7,200 connections of each,
+//     more than the edge's connection cap holds, so a place under the
+//     cap that a closed connection kept would show as errors.
 //   - Tunnel bulk: one TCP stream into B's bulk.p2p tunnel client at
 //     2 Mbit/s (16 KiB writes), replaced by a new connection every 30 s.
 //   - WebSocket: on each node two /ws subscribers to stats for the whole
@@ -285,6 +289,8 @@ type config struct {
 	dnsRate         int // queries/s per node
 	edgeRate        int // kept-alive requests/s
 	edgeFresh       int // new-connection requests/s
+	edgeH2, edgeH3  int // kept-alive requests/s in HTTP/2 and in HTTP/3
+	muxFresh        int // new-connection requests/s, each of HTTP/2 and HTTP/3
 	bulkBits        int // bit/s through the bulk tunnel
 	wsStay, wsChurn int // subscribers per node
 	claimEvery      time.Duration
@@ -299,6 +305,9 @@ func main() {
 	flag.IntVar(&c.dnsRate, "dns-rate", 100, "DNS queries/s to each node")
 	flag.IntVar(&c.edgeRate, "edge-rate", 20, "edge requests/s on kept-alive connections")
 	flag.IntVar(&c.edgeFresh, "edge-fresh", 4, "edge requests/s each on a new TLS connection")
+	flag.IntVar(&c.edgeH2, "edge-h2", 4, "edge requests/s in HTTP/2 on a kept connection")
+	flag.IntVar(&c.edgeH3, "edge-h3", 4, "edge requests/s in HTTP/3 on a kept connection")
+	flag.IntVar(&c.muxFresh, "edge-mux-fresh", 2, "edge requests/s in HTTP/2 and as many in HTTP/3, each on a new connection")
 	flag.IntVar(&c.bulkBits, "bulk-bits", 2_000_000, "bit/s of the bulk stream through the tunnel")
 	flag.IntVar(&c.wsStay, "ws", 2, "stats subscribers per node for the whole run")
 	flag.IntVar(&c.wsChurn, "ws-churn", 1, "stats subscribers per node that redial every 20 s")
@@ -334,6 +343,7 @@ type row struct {
 	idleMB                       float64 // heap the runtime holds but neither uses nor has returned, -1 unknown
 	ledgerOps                    int
 	dns, edge                    minute
+	h2, h3                       minute // the edge in HTTP/2 and HTTP/3 (B's row)
 	hasDNS, hasEdge              bool
 }
 
@@ -428,15 +438,18 @@ func soak(ctx context.Context, c config, work string) (bool, error) {
 			}
 		}
 	}
-	keepC, freshC, err := edgeClients(b.addrs["https"], filepath.Join(work, "b", "ca", "root.pem"))
+	roots, err := rootPool(filepath.Join(work, "b", "ca", "root.pem"))
 	if err != nil {
 		return false, err
 	}
 	const siteURL = "https://site.p2p/soak"
-	if err := poll(ctx, "edge of B reaches site.p2p on A", 60*time.Second, func() error {
-		return edgeGet(ctx, freshC, siteURL, "soak backend")
-	}); err != nil {
-		return false, err
+	for _, proto := range []string{"http/1.1", "h2", "h3"} {
+		get := edgeGetter(b.addrs["https"], roots, proto, false)
+		if err := poll(ctx, "edge of B reaches site.p2p on A in "+proto, 60*time.Second, func() error {
+			return get(ctx, siteURL, "soak backend")
+		}); err != nil {
+			return false, err
+		}
 	}
 	logf("ready: site.p2p through B's edge %s, bulk.p2p client on B at %s; load for %v", b.addrs["https"], bulkAddr, c.dur)
 
@@ -450,30 +463,35 @@ func soak(ctx context.Context, c config, work string) (bool, error) {
 	defer wg.Wait() // runs before cancel: the load stops first, then the processes
 	defer cancel()
 	dnsLat := []*lat{{}, {}}
-	var edgeLat lat
+	var edgeLat, h2Lat, h3Lat lat
 	const dnsWorkers = 2
 	for i, n := range nodes {
 		if c.dnsRate > 0 {
 			dnsLoad(ctx, &wg, n.addrs["dns"], names, time.Second*dnsWorkers/time.Duration(c.dnsRate), dnsWorkers, dnsLat[i])
 		}
 	}
-	edge := func(hc *http.Client, rate int) {
+	edge := func(proto string, keep bool, rate int, l *lat) {
 		if rate <= 0 {
 			return
 		}
+		get := edgeGetter(b.addrs["https"], roots, proto, keep)
 		// Two workers so that one slow answer does not halve the rate.
 		for w := 0; w < 2; w++ {
 			every(ctx, &wg, 2*time.Second/time.Duration(rate), func(int) {
 				t0 := time.Now()
-				err := edgeGet(ctx, hc, siteURL, "soak backend")
+				err := get(ctx, siteURL, "soak backend")
 				if ctx.Err() == nil {
-					edgeLat.add(time.Since(t0), err)
+					l.add(time.Since(t0), err)
 				}
 			})
 		}
 	}
-	edge(keepC, c.edgeRate)
-	edge(freshC, c.edgeFresh)
+	edge("http/1.1", true, c.edgeRate, &edgeLat)
+	edge("http/1.1", false, c.edgeFresh, &edgeLat)
+	edge("h2", true, c.edgeH2, &h2Lat)
+	edge("h2", false, c.muxFresh, &h2Lat)
+	edge("h3", true, c.edgeH3, &h3Lat)
+	edge("h3", false, c.muxFresh, &h3Lat)
 	var bulkErrs atomic.Int64
 	if c.bulkBits > 0 {
 		bulk(ctx, &wg, bulkAddr, c.bulkBits/8, 30*time.Second, &bulkErrs)
@@ -535,8 +553,8 @@ func soak(ctx context.Context, c config, work string) (bool, error) {
 		}()
 	}
 
-	fmt.Printf("soak: %v, sampled every %v; DNS %d q/s per node, edge %d+%d req/s through the tunnel, bulk %.1f Mbit/s, ws %d+%d per node, a claim every %v\n",
-		c.dur, c.period, c.dnsRate, c.edgeRate, c.edgeFresh, float64(c.bulkBits)/1e6, c.wsStay, c.wsChurn, c.claimEvery)
+	fmt.Printf("soak: %v, sampled every %v; DNS %d q/s per node, edge through the tunnel HTTP/1.1 %d+%d req/s, HTTP/2 %d+%d, HTTP/3 %d+%d (kept+new connections), bulk %.1f Mbit/s, ws %d+%d per node, a claim every %v\n",
+		c.dur, c.period, c.dnsRate, c.edgeRate, c.edgeFresh, c.edgeH2, c.muxFresh, c.edgeH3, c.muxFresh, float64(c.bulkBits)/1e6, c.wsStay, c.wsChurn, c.claimEvery)
 	fmt.Println("minute  proc   rss_MB  anon_MB  heap_MB  idle_MB  goroutines  open_files  threads  cpu_s   dns_p50  dns_p99  dns_n  dns_err  edge_p50  edge_p99  edge_n  edge_err")
 	var rows [][3]row
 	t := time.NewTicker(c.period)
@@ -579,19 +597,19 @@ func soak(ctx context.Context, c config, work string) (bool, error) {
 				r[i].dns, r[i].hasDNS = dnsLat[i].take(), true
 			}
 		}
-		r[1].edge, r[1].hasEdge = edgeLat.take(), true
+		r[1].edge, r[1].h2, r[1].h3, r[1].hasEdge = edgeLat.take(), h2Lat.take(), h3Lat.take(), true
 		for i, p := range procs {
 			printRow(m, p.name, r[i])
 		}
 		got := be.received.Load()
 		ad, agm := admLat.take(), agentLat.take()
-		fmt.Printf("%6d  load: machine loadavg %s; tunnel %.2f Mbit/s (%d errors), ws %d msgs (%d errors), admin reads %d p99 %.1f ms (%d errors), agent %d reqs p99 %.1f ms (%d errors), claims %d (%d errors), ledger ops A %d B %d\n",
-			m, loadavg(), float64(got-lastBytes)*8/c.period.Seconds()/1e6, bulkErrs.Swap(0), wsMsgs.Swap(0), wsErrs.Swap(0),
+		fmt.Printf("%6d  load: machine loadavg %s; edge HTTP/2 %d reqs p99 %.1f ms (%d errors), HTTP/3 %d reqs p99 %.1f ms (%d errors); tunnel %.2f Mbit/s (%d errors), ws %d msgs (%d errors), admin reads %d p99 %.1f ms (%d errors), agent %d reqs p99 %.1f ms (%d errors), claims %d (%d errors), ledger ops A %d B %d\n",
+			m, loadavg(), r[1].h2.n, ms(r[1].h2.p99), r[1].h2.errs, r[1].h3.n, ms(r[1].h3.p99), r[1].h3.errs, float64(got-lastBytes)*8/c.period.Seconds()/1e6, bulkErrs.Swap(0), wsMsgs.Swap(0), wsErrs.Swap(0),
 			ad.n, ms(ad.p99), ad.errs, agm.n, ms(agm.p99), agm.errs, claims.Load(), claimErrs.Load(), r[0].ledgerOps, r[1].ledgerOps)
 		for _, e := range []struct {
 			what string
 			m    minute
-		}{{"DNS A", r[0].dns}, {"DNS B", r[1].dns}, {"edge", r[1].edge}, {"admin", ad}, {"agent", agm}} {
+		}{{"DNS A", r[0].dns}, {"DNS B", r[1].dns}, {"edge", r[1].edge}, {"edge HTTP/2", r[1].h2}, {"edge HTTP/3", r[1].h3}, {"admin", ad}, {"agent", agm}} {
 			if e.m.errs > 0 {
 				fmt.Printf("%6d  %s: last error: %s\n", m, e.what, e.m.lastErr)
 			}
@@ -688,6 +706,8 @@ func verdict(rows [][3]row) bool {
 			{"DNS p99 A", func(r [3]row) float64 { return ms(r[0].dns.p99) }},
 			{"DNS p99 B", func(r [3]row) float64 { return ms(r[1].dns.p99) }},
 			{"edge p99", func(r [3]row) float64 { return ms(r[1].edge.p99) }},
+			{"HTTP/2 p99", func(r [3]row) float64 { return ms(r[1].h2.p99) }},
+			{"HTTP/3 p99", func(r [3]row) float64 { return ms(r[1].h3.p99) }},
 			{"CPU s/min A", func(r [3]row) float64 { return r[0].cpu }},
 			{"CPU s/min B", func(r [3]row) float64 { return r[1].cpu }},
 		} {
