@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/chromedp/chromedp"
+	"github.com/prometheus/common/expfmt"
 
 	"peerdns/internal/testutil"
 )
@@ -79,22 +80,32 @@ func TestBrowserSecureDNSThroughTheEdge(t *testing.T) {
 			// The browser is the edge's only client, and keeps its DoH
 			// connections open.
 			code, body = testutil.Call(t, "GET", base+"/metrics", "")
-			open := `peerdns_edge_multiplexed_connections{protocol="` + proto + `"} `
-			if i := strings.Index(body, open); code != 200 || i < 0 || body[i+len(open)] == '0' {
-				t.Fatalf("no %s connection open on the edge for the browser's DoH: %d %s", proto, code, grepLines(body, "multiplexed"))
+			if open, err := gaugeWith(body, "peerdns_edge_multiplexed_connections", "protocol", proto); code != 200 || err != nil || open == 0 {
+				t.Fatalf("no %s connection open on the edge for the browser's DoH: %d, %v open, %v", proto, code, open, err)
 			}
 			b.checkErrors(t)
 		})
 	}
 }
 
-// grepLines is the lines of s that hold sub.
-func grepLines(s, sub string) string {
-	var out []string
-	for _, l := range strings.Split(s, "\n") {
-		if strings.Contains(l, sub) {
-			out = append(out, l)
+// gaugeWith is the value of the gauge name's sample whose label is
+// value, from Prometheus text.
+func gaugeWith(text, name, label, value string) (float64, error) {
+	var p expfmt.TextParser
+	fams, err := p.TextToMetricFamilies(strings.NewReader(text))
+	if err != nil {
+		return 0, err
+	}
+	f, ok := fams[name]
+	if !ok {
+		return 0, fmt.Errorf("no %s in /metrics", name)
+	}
+	for _, m := range f.Metric {
+		for _, l := range m.Label {
+			if l.GetName() == label && l.GetValue() == value && m.Gauge != nil {
+				return m.Gauge.GetValue(), nil
+			}
 		}
 	}
-	return strings.Join(out, "\n")
+	return 0, fmt.Errorf("no %s{%s=%q} gauge in /metrics", name, label, value)
 }
