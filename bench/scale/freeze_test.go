@@ -92,8 +92,9 @@ func (s *sim) freezeOut(domain string, within time.Duration) (time.Duration, int
 	victim.ep.frozen.Store(true)
 	// Each node is asked until it counts the victim out, and its time
 	// is when that was first seen: the figure is the last node's, read
-	// to within one look (outEvery of virtual time; a look costs real
-	// CPU only, as virtual time stands still while the nodes answer).
+	// to within one look (outEvery and Eventually's pause, 15 ms of
+	// virtual time; a look costs real CPU only, as virtual time stands
+	// still while the nodes answer).
 	outAt := make([]time.Duration, len(s.nodes))
 	left := 0
 	testutil.Eventually(s.tb, within, func() error {
@@ -135,6 +136,7 @@ func (s *sim) freezeOut(domain string, within time.Duration) (time.Duration, int
 	return out, left, float64(sus) / float64(len(s.nodes)-1)
 }
 
-// outEvery is how often freezeOut looks at the nodes that still count
-// the frozen writer (virtual time, plus Eventually's own pause).
+// outEvery is the pause between two of freezeOut's looks at the nodes
+// that still count the frozen writer (virtual time; Eventually adds its
+// own).
 const outEvery = 10 * time.Millisecond
