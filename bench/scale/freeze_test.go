@@ -38,8 +38,9 @@ func (e *linkedEndpoint) wrap(c transport.Conn) transport.Conn {
 // freezeOut freezes a writer that votes on domain (one of its replica
 // set beyond R writers, any writer but node 0 up to R) and returns how
 // long until every other node's consensus on domain counts one active
-// peer fewer than before, on how many nodes, and the suspicion bytes each node received for the
-// failure (counted until 5 s after the last node counted it out).
+// peer fewer than before, on how many nodes, and the suspicion bytes
+// each node received for the failure (counted until 5 s after the last
+// node counted it out).
 func (s *sim) freezeOut(domain string, within time.Duration) (time.Duration, int, float64) {
 	root := s.nodes[0]
 	netw := ask[*messages.GetNetworkReply](s.tb, root, root.ledger, &messages.GetNetwork{})
