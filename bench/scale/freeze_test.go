@@ -97,11 +97,12 @@ func (s *sim) freezeOut(domain string, within time.Duration) (time.Duration, int
 	// virtual time; a look costs real CPU only, as virtual time stands
 	// still while the nodes answer).
 	outAt := make([]time.Duration, len(s.nodes))
+	seen := make([]bool, len(s.nodes))
 	left := 0
 	testutil.Eventually(s.tb, within, func() error {
 		var late []string
 		for i := range s.nodes {
-			if i == victim.i || outAt[i] > 0 {
+			if i == victim.i || seen[i] {
 				continue
 			}
 			a, err := active(i)
@@ -109,7 +110,7 @@ func (s *sim) freezeOut(domain string, within time.Duration) (time.Duration, int
 				return err
 			}
 			if a < before[i] {
-				outAt[i] = time.Since(t0)
+				outAt[i], seen[i] = time.Since(t0), true
 				left++
 				continue
 			}
