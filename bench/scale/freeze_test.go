@@ -98,7 +98,6 @@ func (s *sim) freezeOut(domain string, within time.Duration) (time.Duration, int
 	// still while the nodes answer).
 	outAt := make([]time.Duration, len(s.nodes))
 	seen := make([]bool, len(s.nodes))
-	left := 0
 	testutil.Eventually(s.tb, within, func() error {
 		var late []string
 		for i := range s.nodes {
@@ -111,7 +110,6 @@ func (s *sim) freezeOut(domain string, within time.Duration) (time.Duration, int
 			}
 			if a < before[i] {
 				outAt[i], seen[i] = time.Since(t0), true
-				left++
 				continue
 			}
 			if len(late) == 0 {
@@ -132,7 +130,12 @@ func (s *sim) freezeOut(domain string, within time.Duration) (time.Duration, int
 		}
 		return nil
 	})
-	out := slices.Max(outAt)
+	out, left := slices.Max(outAt), 0
+	for _, ok := range seen {
+		if ok {
+			left++
+		}
+	}
 	<-time.After(5 * time.Second) // the flood's tail: a rate, not a condition
 	sus := s.meter.snapshot().since(m0).bytes["suspicions"]
 	return out, left, float64(sus) / float64(len(s.nodes)-1)
