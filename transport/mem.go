@@ -194,13 +194,14 @@ func (e *MemEndpoint) CloseTo(peer, reason string) int {
 type memLink struct {
 	once   sync.Once
 	done   chan struct{}
-	err    error
+	reason string   // what Close was given
+	by     *memConn // the end that closed the link
 	secret [32]byte // stands in for the TLS session's exporter secret
 }
 
-func (l *memLink) close(err error) {
+func (l *memLink) close(by *memConn, reason string) {
 	l.once.Do(func() {
-		l.err = err
+		l.reason, l.by = reason, by
 		close(l.done)
 	})
 }
@@ -238,7 +239,7 @@ func (c *memConn) Admit()                {}
 func (c *memConn) Err() error {
 	select {
 	case <-c.link.done:
-		return c.link.err
+		return &closeError{reason: c.link.reason, peer: c.link.by != c}
 	default:
 		return nil
 	}
@@ -349,7 +350,7 @@ func (c *memConn) ExportKeyingMaterial(label string, context []byte, length int)
 }
 
 func (c *memConn) Close(reason string) error {
-	c.link.close(fmt.Errorf("%w: %s", ErrClosed, reason))
+	c.link.close(c, reason)
 	c.ctrl.Close()
 	if c.other != nil {
 		c.other.ctrl.Close()

@@ -27,6 +27,7 @@ const (
 	CodeSelf     quic.ApplicationErrorCode = 0x13 // we dialed ourselves
 	CodeWrite    quic.ApplicationErrorCode = 0x14 // control stream write failed
 	CodeStalled  quic.ApplicationErrorCode = 0x15 // a frame begun and not finished in time
+	CodeReplaced quic.ApplicationErrorCode = 0x16 // another connection to the peer kept in its place (ReasonReplaced)
 )
 
 // ControlPreface opens the control stream; it makes the stream visible to
@@ -546,5 +547,8 @@ func (c *quicConn) Admit() {
 }
 
 func (c *quicConn) Close(reason string) error {
+	if reason == ReasonReplaced {
+		return c.qc.CloseWithError(CodeReplaced, reason)
+	}
 	return c.qc.CloseWithError(CodeNormal, reason)
 }

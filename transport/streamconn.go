@@ -107,6 +107,8 @@ type streamConn struct {
 
 	openIn atomic.Int64 // accepted streams not closed yet
 	drain  atomic.Bool  // Close waits for the streams to end (Drain)
+	// draining: a Close under Drain is waiting; later Closes add nothing.
+	draining atomic.Bool
 
 	errMu  sync.Mutex
 	err    error
@@ -273,7 +275,9 @@ func (c *streamConn) Admit() {
 
 func (c *streamConn) Close(reason string) error {
 	if c.drain.Load() {
-		go c.closeWhenIdle(reason)
+		if c.draining.CompareAndSwap(false, true) {
+			go c.closeWhenIdle(reason)
+		}
 		return nil
 	}
 	c.shut(fmt.Errorf("closed: %s", reason))

@@ -37,6 +37,9 @@ type sessionEntry struct {
 	holdUntil time.Time
 	// left: the peer sent a leave (its session's end is no failure).
 	left bool
+	// replaced: the peer closed the connection as replaced by another
+	// (its session's end is no failure either: onReplaced).
+	replaced bool
 	// peersSent is the peer list we last sent on this session, and
 	// peersAt when (addressbook.go: lists go out on change, and again
 	// only every peerListRepeat exchanges).
@@ -82,6 +85,7 @@ func (a *Actor) onConn(c actor.Context, m *newConn) {
 		// The replaced connection drains where its path can (TCP,
 		// relayed): the tunnel and plugin streams open on it finish there.
 		transport.Drain(old.conn)
+		_ = old.conn.Close(transport.ReasonReplaced) // the peer waits for conn instead of suspecting us
 		c.Stop(old.pid)
 		a.view.retire(old)
 		delete(a.sessions, id)
@@ -238,12 +242,35 @@ func (a *Actor) onEnded(c actor.Context, m *sessionEnded) {
 	}
 }
 
+// onReplaced: a session's peer closed its connection as replaced by
+// another (replaces, on the peer's end), and the session waits to be
+// stopped. Its end is no failure: no suspicion, and no redial while the
+// connection the peer kept comes (onTerminated). A peer that says so
+// falsely spares itself only this suspicion: its heartbeats stopping
+// still count it out (suspicion.go).
+func (a *Actor) onReplaced(c actor.Context, m *connReplaced) {
+	for _, e := range a.sessions {
+		if e.pid.Equal(m.pid) {
+			e.replaced = true
+			break
+		}
+	}
+	c.Stop(m.pid)
+}
+
 func (a *Actor) onTerminated(c actor.Context, who *actor.PID) {
 	for id, e := range a.sessions {
 		if e.pid.Equal(who) {
 			a.view.retire(e)
 			delete(a.sessions, id)
 			a.d.Mesh.dropConn(id, e.conn)
+			if e.replaced {
+				// The peer kept another connection with us, on its way
+				// here (our own dial, or its dial in our accept queue):
+				// our dialers wait for it instead of adding one more,
+				// which would replace it in turn.
+				a.gate.hold(id, a.d.Now().Add(a.d.HandshakeTimeout))
+			}
 			a.gate.set(a.directGate())
 			a.updateGate()
 			a.reachDown(id)
@@ -256,7 +283,7 @@ func (a *Actor) onTerminated(c actor.Context, who *actor.PID) {
 			if e.up {
 				a.exchange(c) // addressbook.go: neighbours relay id's ops to us again
 			}
-			if e.up && !e.left && !e.silent && !a.stopping() {
+			if e.up && !e.left && !e.silent && !e.replaced && !a.stopping() {
 				// Ended without a leave so far: the peer failed, or
 				// the link did (suspicion.go; a live peer refutes it).
 				// A leave the session passed on just before it stopped

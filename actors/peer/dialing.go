@@ -324,7 +324,8 @@ func (g *dialGate) setRoom(n int) {
 	g.mu.Unlock()
 }
 
-// hold keeps dialers off id until then.
+// hold keeps dialers off id until then, or until a hold already set
+// ends, whichever is later.
 func (g *dialGate) hold(id string, until time.Time) {
 	g.mu.Lock()
 	if len(g.held) >= maxKnownPeers {
@@ -334,7 +335,9 @@ func (g *dialGate) hold(id string, until time.Time) {
 			}
 		}
 	}
-	g.held[id] = until
+	if until.After(g.held[id]) {
+		g.held[id] = until
+	}
 	g.mu.Unlock()
 }
 

@@ -139,3 +139,98 @@ func TestDuplicateSessionsResolveAlike(t *testing.T) {
 		})
 	}
 }
+
+// TestReplacedConnectionIsNoFailure: an end that replaces a connection
+// with a duplicate closes the old one as replaced, and its peer may see
+// that close before the duplicate reaches its own supervisor (its accept
+// queue, or its dial's return, hold it a moment). The peer must take it
+// for what it is: no suspicion of a live node, and no redial of its own
+// while the kept connection comes, which would replace that one in turn.
+func TestReplacedConnectionIsNoFailure(t *testing.T) {
+	lo, hi, x := hiDialedPair(t)
+	// lo's second endpoint dials hi: hi's accept loop takes its end at
+	// once, while lo's end waits in the test's hands. hi keeps it (the
+	// lower id's dial stays) and closes x as replaced.
+	loEP := lo.opts.mem.Listen(lo.id, nil)
+	t.Cleanup(func() { loEP.Close() })
+	sent := func(n *testNode) int64 { return diag(t, n).Summary.Overlay.SuspicionsSent }
+	loSent, hiSent, dialed := sent(lo), sent(hi), diag(t, lo).Summary.SuccessfulDials
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	y, err := loEP.Dial(ctx, hi.addr, hi.id.ID())
+	cancel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, 5*time.Second, func() error {
+		if y.Err() != nil {
+			return fmt.Errorf("hi closed the duplicate: %w", y.Err())
+		}
+		if x.Err() == nil {
+			return errors.New("hi has not replaced the old connection")
+		}
+		return nil
+	})
+	if !transport.ReplacedByPeer(x.Err()) {
+		t.Fatalf("lo's end of the replaced connection says %v, want replaced by the peer", x.Err())
+	}
+	testutil.Eventually(t, 5*time.Second, func() error {
+		if _, ok := lo.mesh.Conn(hi.id.ID()); ok {
+			return errors.New("lo still holds the replaced session")
+		}
+		return nil
+	})
+	// The first answer comes once lo handled the session's end; the
+	// second once it handled what that queued (a suspicion's onEnded).
+	diag(t, lo)
+	if got := sent(lo); got != loSent {
+		t.Fatalf("lo signed %d suspicions when hi replaced their connection, want none", got-loSent)
+	}
+	lo.sys.Root.Send(lo.peers, &newConn{conn: y, addr: y.RemoteAddr().String()})
+	testutil.Eventually(t, 5*time.Second, func() error {
+		cl, ok1 := lo.mesh.Conn(hi.id.ID())
+		ch, ok2 := hi.mesh.Conn(lo.id.ID())
+		if !ok1 || !ok2 {
+			return errors.New("no established session on both ends")
+		}
+		if !bytes.Equal(ekm(t, cl), ekm(t, y)) || !bytes.Equal(ekm(t, ch), ekm(t, y)) {
+			return errors.New("the ends do not both hold the duplicate hi kept")
+		}
+		return nil
+	})
+	if got := diag(t, lo).Summary.SuccessfulDials; got != dialed+1 {
+		t.Errorf("lo took %d dialed connections, want 1 (the duplicate): it redialed hi", got-dialed)
+	}
+	if got, got2 := sent(lo), sent(hi); got != loSent || got2 != hiSent {
+		t.Errorf("suspicions signed: lo %d, hi %d; want none", got-loSent, got2-hiSent)
+	}
+}
+
+// hiDialedPair meshes two nodes until the connection they settle on was
+// dialed by the higher id (the joiner dials, and the lower id may dial
+// back and replace it), and returns the lower, the higher and that
+// connection as the lower holds it.
+func hiDialedPair(t *testing.T) (lo, hi *testNode, x transport.Conn) {
+	for range 20 {
+		nodes := memMesh(t, "A", "B")
+		lo, hi = nodes[0], nodes[1]
+		if hi.id.ID() < lo.id.ID() {
+			lo, hi = hi, lo
+		}
+		testutil.Eventually(t, 10*time.Second, func() error {
+			cl, ok1 := lo.mesh.Conn(hi.id.ID())
+			ch, ok2 := hi.mesh.Conn(lo.id.ID())
+			if !ok1 || !ok2 || cl.Err() != nil || !bytes.Equal(ekm(t, cl), ekm(t, ch)) {
+				return errors.New("the ends do not hold one connection")
+			}
+			x = cl
+			return nil
+		})
+		if !x.Outbound() {
+			return lo, hi, x
+		}
+		hi.stop()
+		lo.stop()
+	}
+	t.Fatal("20 pairs of nodes in a row settled on a connection the lower id dialed")
+	return nil, nil, nil
+}

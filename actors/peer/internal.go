@@ -219,6 +219,11 @@ type peerSilent struct {
 // view; the session sends the leave and closes.
 type sendLeave struct{ sample []messages.PeerInfo }
 
+// connReplaced: the peer closed a session's connection as replaced by
+// another (transport.ReplacedByPeer); the session waits for the
+// supervisor to stop it, so the entry is marked before its Terminated.
+type connReplaced struct{ pid *actor.PID }
+
 // sessionEnded: a session that ended without a leave; sent to ourselves
 // so that the messages it sent before stopping are handled first.
 type sessionEnded struct{ pid *actor.PID }

@@ -53,6 +53,7 @@ type session struct {
 
 	sentAccept, gotAccept, joinPending, closing bool
 	silent                                      bool // told the supervisor the peer is silent
+	replaced                                    bool // told the supervisor the peer replaced the connection
 	peerHello                                   *messages.Hello
 	stash                                       []*messages.Envelope
 
@@ -130,6 +131,19 @@ func (s *session) Receive(c actor.Context) {
 		_ = s.cfg.conn.Close("session stopped")
 		return
 	case *connDown:
+		if s.replaced {
+			return // the supervisor stops us (connReplaced)
+		}
+		if transport.ReplacedByPeer(m.err) || transport.ReplacedByPeer(s.cfg.conn.Err()) {
+			// The peer kept another connection with us in this one's
+			// place: no failure. The supervisor marks our entry so and
+			// stops us; were we to stop ourselves, our Terminated would
+			// reach it before any message saying why.
+			s.replaced, s.closing = true, true
+			s.cfg.log.Debug("peer kept another connection", "peer", short(s.peer))
+			c.Send(c.Parent(), &connReplaced{pid: c.Self()})
+			return
+		}
 		if errors.Is(m.err, transport.ErrFrameStalled) {
 			// The transport closed a peer that began a frame and did
 			// not finish it (transport.DefaultFrameTimeout): its session

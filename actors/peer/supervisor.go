@@ -364,6 +364,8 @@ func (a *Actor) Receive(c actor.Context) {
 		a.onNeighbourOwes(c, m)
 	case *sessionEnded:
 		a.onEnded(c, m)
+	case *connReplaced:
+		a.onReplaced(c, m)
 	case *peerLeft:
 		a.onLeft(c, m)
 	case *admitNeighbour:
