@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -16,7 +17,9 @@ import (
 type sessionEntry struct {
 	pid  *actor.PID
 	conn transport.Conn
-	up   bool
+	// superseded: the session's flag (sessionConfig.superseded).
+	superseded atomic.Bool
+	up         bool
 	// inherited: this session replaced a connected one for the same peer;
 	// the peer counts as connected while it handshakes, so a duplicate
 	// resolution does not make the peer set (and quorum) flap.
@@ -85,7 +88,7 @@ func (a *Actor) onConn(c actor.Context, m *newConn) {
 		// The replaced connection drains where its path can (TCP,
 		// relayed): the tunnel and plugin streams open on it finish there.
 		transport.Drain(old.conn)
-		_ = old.conn.Close(transport.ReasonReplaced) // the peer waits for conn instead of suspecting us
+		old.superseded.Store(true) // closes as replaced: the peer waits for conn instead of suspecting us
 		c.Stop(old.pid)
 		a.view.retire(old)
 		delete(a.sessions, id)
@@ -96,8 +99,10 @@ func (a *Actor) onConn(c actor.Context, m *newConn) {
 		delete(a.lingering, id)
 		inherited = true
 	}
+	path, via := a.pathOf(m)
+	e := &sessionEntry{conn: conn, since: a.d.Now(), dialAddr: m.addr, inherited: inherited, path: path, via: via}
 	cfg := sessionConfig{
-		conn: conn, ledger: a.d.Ledger, log: a.log, now: a.d.Now,
+		conn: conn, superseded: &e.superseded, ledger: a.d.Ledger, log: a.log, now: a.d.Now,
 		hello: messages.Hello{ID: a.self, Network: a.network, Root: a.root, Addrs: a.advertise(), Observed: udpObserved(conn),
 			Neighbours: a.helloNeighbours(conn)},
 		syncInterval: a.d.SyncInterval, pingInterval: a.d.PingInterval, handshakeTimeout: a.d.HandshakeTimeout,
@@ -115,9 +120,9 @@ func (a *Actor) onConn(c actor.Context, m *newConn) {
 		_ = conn.Close("internal error")
 		return
 	}
-	path, via := a.pathOf(m)
-	a.sessions[id] = &sessionEntry{pid: pid, conn: conn, since: a.d.Now(), dialAddr: m.addr, inherited: inherited, path: path, via: via}
-	a.sessions[id].stats.pruned = cfg.prune
+	e.pid = pid
+	e.stats.pruned = cfg.prune
+	a.sessions[id] = e
 }
 
 // replaces decides whether conn, a new connection with id, replaces

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -16,10 +17,17 @@ import (
 
 // sessionConfig is what the supervisor gives a session at spawn.
 type sessionConfig struct {
-	conn   transport.Conn
-	ledger *actor.PID
-	log    *slog.Logger
-	now    func() time.Time
+	conn transport.Conn
+	// superseded is set by the supervisor before it stops the session
+	// for another connection it kept with the peer: the session then
+	// closes its own as replaced (transport.ReasonReplaced), which tells
+	// the peer no failure happened. A flag, not a message: a Stop
+	// overtakes messages, and a close made before it would reach the
+	// session's reader first and read as a drop.
+	superseded *atomic.Bool
+	ledger     *actor.PID
+	log        *slog.Logger
+	now        func() time.Time
 	// hello is our hello, a copy owned by the session.
 	hello messages.Hello
 	// joinInviter/joinNetwork are set while we are joining and this
@@ -128,7 +136,11 @@ func (s *session) Receive(c actor.Context) {
 			s.stopStreams()
 		}
 		close(s.done)
-		_ = s.cfg.conn.Close("session stopped")
+		reason := "session stopped"
+		if s.cfg.superseded != nil && s.cfg.superseded.Load() {
+			reason = transport.ReasonReplaced
+		}
+		_ = s.cfg.conn.Close(reason)
 		return
 	case *connDown:
 		if s.replaced {
