@@ -127,6 +127,20 @@ func TestDialGate(t *testing.T) {
 	if g.skip("a") {
 		t.Fatal("disconnected peer skipped")
 	}
+	g.done("a")
+	// A hold keeps dialers off until it ends; a shorter one set while it
+	// runs (a replaced connection's, beside a leave's) does not end it
+	// sooner.
+	g.hold("a", now.Add(leaveHold))
+	g.hold("a", now.Add(time.Second))
+	now = now.Add(2 * time.Second)
+	if !g.skip("a") {
+		t.Fatal("a shorter hold ended a longer one")
+	}
+	now = now.Add(leaveHold)
+	if g.skip("a") {
+		t.Fatal("a peer whose hold ended still skipped")
+	}
 }
 
 // A dial in flight to a peer is cancelled once a connection to it is
