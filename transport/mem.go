@@ -272,6 +272,11 @@ func (c *memConn) Recv() (*messages.Envelope, error) {
 		c.Close(reason)
 		return nil, bad
 	}
+	if err != nil {
+		if closed := c.Err(); closed != nil {
+			return nil, closed // why the link closed, as QUIC's Recv says
+		}
+	}
 	return m, err
 }
 

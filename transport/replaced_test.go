@@ -51,8 +51,11 @@ func TestReplacedByPeer(t *testing.T) {
 					return nil
 				})
 				want := reason == ReasonReplaced
-				if got := ReplacedByPeer(recvErr) || ReplacedByPeer(err); got != want {
-					t.Errorf("other end: replaced by peer %v (Recv: %v, Err: %v), want %v", got, recvErr, err, want)
+				if got := ReplacedByPeer(recvErr); got != want {
+					t.Errorf("other end's Recv error %v: replaced by peer %v, want %v", recvErr, got, want)
+				}
+				if got := ReplacedByPeer(err); got != want {
+					t.Errorf("other end's Err %v: replaced by peer %v, want %v", err, got, want)
 				}
 				if ReplacedByPeer(closer.Err()) {
 					t.Errorf("the end that closed reads its own close as the peer's: %v", closer.Err())

@@ -254,11 +254,8 @@ func (a *Actor) onEnded(c actor.Context, m *sessionEnded) {
 // falsely spares itself only this suspicion: its heartbeats stopping
 // still count it out (suspicion.go).
 func (a *Actor) onReplaced(c actor.Context, m *connReplaced) {
-	for _, e := range a.sessions {
-		if e.pid.Equal(m.pid) {
-			e.replaced = true
-			break
-		}
+	if e := a.sessions[m.id]; e != nil && e.pid.Equal(m.pid) {
+		e.replaced = true
 	}
 	c.Stop(m.pid)
 }

@@ -222,7 +222,10 @@ type sendLeave struct{ sample []messages.PeerInfo }
 // connReplaced: the peer closed a session's connection as replaced by
 // another (transport.ReplacedByPeer); the session waits for the
 // supervisor to stop it, so the entry is marked before its Terminated.
-type connReplaced struct{ pid *actor.PID }
+type connReplaced struct {
+	pid *actor.PID
+	id  string
+}
 
 // sessionEnded: a session that ended without a leave; sent to ourselves
 // so that the messages it sent before stopping are handled first.

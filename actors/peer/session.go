@@ -61,7 +61,6 @@ type session struct {
 
 	sentAccept, gotAccept, joinPending, closing bool
 	silent                                      bool // told the supervisor the peer is silent
-	replaced                                    bool // told the supervisor the peer replaced the connection
 	peerHello                                   *messages.Hello
 	stash                                       []*messages.Envelope
 
@@ -137,23 +136,20 @@ func (s *session) Receive(c actor.Context) {
 		}
 		close(s.done)
 		reason := "session stopped"
-		if s.cfg.superseded != nil && s.cfg.superseded.Load() {
+		if s.cfg.superseded.Load() {
 			reason = transport.ReasonReplaced
 		}
 		_ = s.cfg.conn.Close(reason)
 		return
 	case *connDown:
-		if s.replaced {
-			return // the supervisor stops us (connReplaced)
-		}
-		if transport.ReplacedByPeer(m.err) || transport.ReplacedByPeer(s.cfg.conn.Err()) {
+		if transport.ReplacedByPeer(m.err) {
 			// The peer kept another connection with us in this one's
 			// place: no failure. The supervisor marks our entry so and
 			// stops us; were we to stop ourselves, our Terminated would
 			// reach it before any message saying why.
-			s.replaced, s.closing = true, true
+			s.closing = true
 			s.cfg.log.Debug("peer kept another connection", "peer", short(s.peer))
-			c.Send(c.Parent(), &connReplaced{pid: c.Self()})
+			c.Send(c.Parent(), &connReplaced{pid: c.Self(), id: s.peer})
 			return
 		}
 		if errors.Is(m.err, transport.ErrFrameStalled) {
