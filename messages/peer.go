@@ -104,6 +104,12 @@ const (
 	// already has neighbours; it should try elsewhere and not redial this
 	// peer for a while.
 	RefuseViewFull = "view_full"
+	// RefuseReplaced: the sender keeps another connection to us in this
+	// one's place. The last frame of a TCP or relayed connection its
+	// transport closes as replaced (transport.ReasonReplaced); the
+	// receiving transport turns it into the connection's close error, so
+	// a session never reads it.
+	RefuseReplaced = "replaced"
 )
 
 // Refuse tells the peer why the sender closes the connection.

@@ -8,11 +8,11 @@ import (
 
 // ReasonReplaced is the reason a node closes a connection with when it
 // keeps another connection to the same peer in its place (the two ends
-// of a duplicate pick the same one). The peer learns it where the path
-// carries a close reason (ReplacedByPeer): QUIC does, in its
-// CONNECTION_CLOSE (CodeReplaced), and so do in-memory links. TCP and
-// relayed links end in a plain end of stream, and their peer cannot tell
-// a replacement from a failure.
+// of a duplicate pick the same one). The peer learns it on every path
+// (ReplacedByPeer): QUIC carries it in its CONNECTION_CLOSE
+// (CodeReplaced), in-memory links keep the reason, and TCP and relayed
+// links, whose byte stream ends with no reason, send it in a last control
+// frame (streamreplaced.go).
 const ReasonReplaced = "replaced"
 
 // ReplacedByPeer reports whether err, a closed Conn's Err or the error

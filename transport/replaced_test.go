@@ -10,7 +10,8 @@ import (
 
 // TestReplacedByPeer: a connection closed with ReasonReplaced reads as
 // replaced on the other end (its Recv error and its Err), over QUIC and
-// in memory; not on the end that closed it, and not for another reason.
+// in memory, over TCP and through a relay; not on the end that closed
+// it, and not for another reason.
 func TestReplacedByPeer(t *testing.T) {
 	pairs := map[string]func(t *testing.T) (closer, other Conn){
 		"quic": func(t *testing.T) (Conn, Conn) {
@@ -18,6 +19,15 @@ func TestReplacedByPeer(t *testing.T) {
 			b, _ := newTestEndpoint(t)
 			in, out := connect(t, a, b)
 			return out, in
+		},
+		"tcp": func(t *testing.T) (Conn, Conn) {
+			a := newMulti(t, Options{})
+			b := newMulti(t, Options{})
+			out, in := tcpPair(t, b, a)
+			return out, in
+		},
+		"relayed": func(t *testing.T) (Conn, Conn) {
+			return newRelayLab(t, RelayConfig{Rate: -1}).pair(t)
 		},
 		"mem": func(t *testing.T) (Conn, Conn) {
 			a, b, _ := newMemPair(t)
@@ -60,10 +70,54 @@ func TestReplacedByPeer(t *testing.T) {
 				if ReplacedByPeer(closer.Err()) {
 					t.Errorf("the end that closed reads its own close as the peer's: %v", closer.Err())
 				}
+				if sc, ok := closer.(*streamConn); ok {
+					// The peer closed the byte stream on reading the
+					// notice: the closer did not wait for its bound.
+					testutil.Eventually(t, replacedLinger/2, func() error {
+						if !sc.sess.IsClosed() {
+							return errors.New("the closer's byte stream is still open")
+						}
+						return nil
+					})
+				}
 				if !errors.Is(err, ErrClosed) && name == "mem" {
 					t.Errorf("a memory link's close error %v is not ErrClosed", err)
 				}
 			})
 		}
 	}
+}
+
+// TestReplacedLingerBounded: a stream path closed as replaced whose peer
+// never reads the notice closes its byte stream at replacedLinger, and
+// the peer then sees the end.
+func TestReplacedLingerBounded(t *testing.T) {
+	a := newMulti(t, Options{})
+	b := newMulti(t, Options{})
+	closer, other := tcpPair(t, b, a)
+	start := time.Now()
+	if err := closer.Close(ReasonReplaced); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-closer.Done():
+	default:
+		t.Fatal("a connection closed as replaced is not closed for its own side at once")
+	}
+	sc := closer.(*streamConn)
+	testutil.Eventually(t, 3*replacedLinger, func() error {
+		if !sc.sess.IsClosed() {
+			return errors.New("the closer's byte stream is still open")
+		}
+		return nil
+	})
+	if waited := time.Since(start); waited < replacedLinger/2 {
+		t.Errorf("the closer's byte stream closed after %v with the peer not reading; want about %v", waited, replacedLinger)
+	}
+	testutil.Eventually(t, 5*time.Second, func() error {
+		if other.Err() == nil {
+			return errors.New("the other end is not closed yet")
+		}
+		return nil
+	})
 }

@@ -280,6 +280,10 @@ func (c *streamConn) Close(reason string) error {
 		}
 		return nil
 	}
+	if reason == ReasonReplaced {
+		c.closeReplaced()
+		return nil
+	}
 	c.shut(fmt.Errorf("closed: %s", reason))
 	return nil
 }
@@ -318,6 +322,10 @@ func (c *streamConn) closeWhenIdle(reason string) {
 			return
 		}
 	}
+	if reason == ReasonReplaced {
+		c.closeReplaced()
+		return
+	}
 	c.shut(fmt.Errorf("closed once drained: %s", reason))
 }
 
@@ -344,6 +352,11 @@ func (c *streamConn) Recv() (*messages.Envelope, error) {
 	if bad != nil {
 		c.protocolError(bad)
 		return nil, bad
+	}
+	if err == nil && isReplacedFrame(m) {
+		ce := &closeError{reason: ReasonReplaced, peer: true}
+		c.shut(ce)
+		return nil, ce
 	}
 	return m, err
 }

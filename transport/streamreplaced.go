@@ -1,0 +1,76 @@
+package transport
+
+import (
+	"time"
+
+	"peerdns/messages"
+)
+
+// A stream path (TCP, relayed) has no close reason of its own: yamux
+// ends in a plain end of stream. So a connection closed with
+// ReasonReplaced says it in a last control frame, Refuse{Code:
+// messages.RefuseReplaced}, and the peer's Recv turns that frame into the
+// close error ReplacedByPeer recognises, as QUIC's CONNECTION_CLOSE code
+// and an in-memory link's reason are.
+//
+// The end that closes is closed for its own side at once (Done, Err),
+// and leaves the byte stream to the peer to close, for at most
+// replacedLinger: closing it right after the frame could lose the frame.
+// A TCP close with input left unread sends a reset, and a relayed
+// stream's close is an abort, which the relay passes on ahead of bytes it
+// still holds. The peer closes as soon as it has read the frame; a peer
+// that does not (an older node, a stalled one) is cut at the bound.
+//
+// A frame a peer sends this way closes only its own connection, with no
+// more effect than closing it would have, so it needs no check beyond
+// the frame's.
+
+// replacedLinger bounds how long a stream path closed as replaced waits
+// for its peer to close the byte stream, and the write of its last frame.
+const replacedLinger = 2 * time.Second
+
+// replacedFrame is the last frame of a stream path closed as replaced.
+var replacedFrame = func() []byte {
+	b, err := EncodeFrame(&messages.Envelope{Kind: messages.KindRefuse, Refuse: &messages.Refuse{Code: messages.RefuseReplaced}})
+	if err != nil {
+		panic(err) // a fixed envelope that always encodes
+	}
+	return b
+}()
+
+// isReplacedFrame reports whether m is a peer's replaced notice.
+func isReplacedFrame(m *messages.Envelope) bool {
+	return m.Kind == messages.KindRefuse && m.Refuse != nil && m.Refuse.Code == messages.RefuseReplaced
+}
+
+// closeReplaced closes c as replaced: closed here now, the peer told
+// why, the byte stream closed by the peer or after replacedLinger.
+func (c *streamConn) closeReplaced() {
+	c.once.Do(func() {
+		c.errMu.Lock()
+		c.err = &closeError{reason: ReasonReplaced}
+		c.errMu.Unlock()
+		close(c.closed)
+		go c.hangUp()
+	})
+}
+
+// hangUp writes the replaced notice after any control write in progress
+// and closes the byte stream once the peer has (or at the bound).
+func (c *streamConn) hangUp() {
+	deadline := time.Now().Add(replacedLinger)
+	c.wmu.Lock()
+	_ = c.ctrl.SetWriteDeadline(deadline)
+	_, err := c.ctrl.Write(replacedFrame)
+	c.wmu.Unlock()
+	if err == nil {
+		t := time.NewTimer(time.Until(deadline))
+		select {
+		case <-c.sess.CloseChan():
+		case <-t.C:
+		}
+		t.Stop()
+	}
+	_ = c.sess.Close()
+	_ = c.raw.Close()
+}
