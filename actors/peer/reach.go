@@ -109,6 +109,9 @@ type reachState struct {
 	// exchange listed it (the one to ask for an introduction).
 	via    map[string]string
 	intros map[string]*introState
+	// fruitless: introductions asked for a peer with no direct session
+	// coming of them (introwait.go).
+	fruitless map[string]*introFruitless
 	// punching: peer id → the introduction being punched.
 	punching map[string]*punchState
 	// lastIntro: "from>target" → when we last introduced that pair.
@@ -156,7 +159,7 @@ type probeState struct {
 
 func newReachState(now time.Time) *reachState {
 	return &reachState{
-		observed: map[string]string{}, via: map[string]string{}, intros: map[string]*introState{},
+		observed: map[string]string{}, via: map[string]string{}, intros: map[string]*introState{}, fruitless: map[string]*introFruitless{},
 		punching: map[string]*punchState{}, lastIntro: map[string]time.Time{}, lastConnect: map[string]time.Time{},
 		probedBy: map[string]bool{}, tokens: punchBurst, tokensAt: now,
 	}
@@ -362,6 +365,7 @@ func (a *Actor) reachUp(id string, hello *messages.Hello, conn transport.Conn) {
 	if p, _ := transport.PathOf(conn); p != transport.PathRelayed {
 		delete(r.via, id)
 		delete(r.intros, id)
+		delete(r.fruitless, id)
 	}
 	if hello == nil {
 		return
@@ -443,23 +447,35 @@ type introDue struct{ id string }
 // through a relay (a punched path would replace that session, so it
 // needs no room in the view).
 func (a *Actor) askIntro(c actor.Context, id string, now time.Time) {
+	if via := a.introDueNow(id, now); via != nil {
+		c.Send(via, &sendFrame{env: &messages.Envelope{Kind: messages.KindConnectRequest, ConnectRequest: &messages.ConnectRequest{Peer: id}}})
+	}
+}
+
+// introDueNow decides askIntro's request: the session to send it on
+// (nil: none now), with the request counted as sent.
+func (a *Actor) introDueNow(id string, now time.Time) *actor.PID {
 	r := a.reach
 	in := r.intros[id]
 	if in == nil || a.reachedDirectly(id, false) || now.Before(in.next) {
-		return
+		return nil
 	}
 	if !a.relayedOnly(id) && !a.introRoom(id, now) {
-		return // the active view is full, or will be (view.go): ask again later
+		return nil // the active view is full, or will be (view.go): ask again later
+	}
+	if a.introWaits(id, now) {
+		return nil // the last ones came to nothing (introwait.go)
 	}
 	e := a.sessions[r.via[id]]
 	if e == nil || !e.up {
 		delete(r.intros, id) // the next exchange names another
-		return
+		return nil
 	}
-	c.Send(e.pid, &sendFrame{env: &messages.Envelope{Kind: messages.KindConnectRequest, ConnectRequest: &messages.ConnectRequest{Peer: id}}})
 	in.asked = now
 	in.gap = min(in.gap*2, introMaxGap)
 	in.next = now.Add(in.gap)
+	a.introAsked(id, now)
+	return e.pid
 }
 
 // introRoom reports whether an introduction to id may be asked for now:
@@ -519,6 +535,7 @@ func (a *Actor) reachTick(c actor.Context, now time.Time) {
 	for id := range r.intros {
 		a.askIntro(c, id, now)
 	}
+	a.pruneFruitless(now)
 	for id, p := range r.punching {
 		if now.After(p.until) {
 			delete(r.punching, id)

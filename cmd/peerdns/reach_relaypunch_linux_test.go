@@ -68,7 +68,8 @@ func TestReachRelayedPairPunchesLater(t *testing.T) {
 	for ns := range publicOf {
 		l.nft(ns, "delete table ip block\n")
 	}
-	// Introductions for a relayed peer back off to one every 30 s; a
+	// Introductions for a relayed peer back off to one every 30 s (in
+	// their first five minutes, which this test stays within); a
 	// punch then takes about a second. Neither LAN's address is
 	// reachable from the other, and no peer but the relay sees where
 	// either comes from: a direct QUIC path now is a punched one.
