@@ -105,16 +105,7 @@ func introTraffic(bin, prefix, dir string, minutes int, report func(minute int, 
 		return err
 	}
 	nodes = append(nodes, a)
-	invite := func() (string, error) {
-		var inv string
-		err := Poll(20*time.Second, 100*time.Millisecond, func() error {
-			var err error
-			inv, err = a.Invite()
-			return err
-		})
-		return inv, err
-	}
-	inv, err := invite()
+	inv, err := pollInvite(a)
 	if err != nil {
 		return err
 	}
@@ -123,7 +114,7 @@ func introTraffic(bin, prefix, dir string, minutes int, report func(minute int, 
 		return err
 	}
 	nodes = append(nodes, x)
-	if inv, err = invite(); err != nil {
+	if inv, err = pollInvite(a); err != nil {
 		return err
 	}
 	y, err := Start(bin, "Y", py, filepath.Join(dir, "Y"), inv)

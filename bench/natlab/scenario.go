@@ -119,6 +119,18 @@ func natOf(n *Node) string {
 	return kind
 }
 
+// pollInvite asks n for an invite until it gives one (within 20 s: a
+// node that just started may not have its network yet).
+func pollInvite(n *Node) (string, error) {
+	var inv string
+	err := Poll(20*time.Second, 100*time.Millisecond, func() error {
+		var err error
+		inv, err = n.Invite()
+		return err
+	})
+	return inv, err
+}
+
 // PathOK reports whether path satisfies want.
 func PathOK(want, path string) bool {
 	if path == "" {
@@ -167,15 +179,7 @@ func Run(bin, prefix, dir string, sc Scenario, logf func(string, ...any)) (res R
 		return res, err
 	}
 	nodes = append(nodes, a)
-	invite := func() (string, error) {
-		var inv string
-		err := Poll(20*time.Second, 100*time.Millisecond, func() error {
-			var err error
-			inv, err = a.Invite()
-			return err
-		})
-		return inv, err
-	}
+	invite := func() (string, error) { return pollInvite(a) }
 	inv, err := invite()
 	if err != nil {
 		return res, err
