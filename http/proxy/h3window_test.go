@@ -112,8 +112,13 @@ func TestEdgeHTTP3WindowsBoundUnreadBodies(t *testing.T) {
 	wg.Wait()
 	unread := written.Load() - read.Load()
 	t.Logf("written %d, read %d: %d unread", written.Load(), read.Load(), unread)
-	if unread > H2Window {
-		t.Fatalf("the client got %d bytes written that nobody read, want at most %d", unread, H2Window)
+	// quic-go's Write reports the last bytes of a write as written once
+	// at most a packet's worth is left (1,452 bytes), copied into the
+	// stream's own buffer whether or not it has the credit to send them:
+	// each stream may count that much that never left the client.
+	const heldByClient = 1452
+	if limit := int64(H2Window + len(streams)*heldByClient); unread > limit {
+		t.Fatalf("the client got %d bytes written that nobody read, want at most %d (the window and what its streams hold)", unread, limit)
 	}
 	if unread < H2Window/2 {
 		t.Fatalf("only %d bytes written beyond those read: the windows did not open", unread)
