@@ -25,8 +25,11 @@ import (
 // dozen), then the wait before the next doubles from introMaxGap up to
 // introLongGap (an hour asks about 20 times instead of 120; measured
 // over minutes 5-16 of the same pair: 16 punch dials instead of 88, 157
-// KB instead of 850).
-// The count starts again when the addresses an introduction would
+// KB instead of 850). Five minutes, so a relayed pair whose routers
+// start letting punches through soon after it met still gets punched
+// within minutes (cmd/peerdns's TestReachRelayedPairPunchesLater).
+//
+// The following starts again when the addresses an introduction would
 // punch change, on either side (ours: advertise, which holds the
 // addresses our peers agree they see us at; the peer's: what we know of
 // it): a node that moved, or a router that was given a port mapping,
