@@ -21,9 +21,11 @@ import (
 // still holds. The peer closes as soon as it has read the frame; a peer
 // that does not (an older node, a stalled one) is cut at the bound.
 //
-// A frame a peer sends this way closes only its own connection, with no
-// more effect than closing it would have, so it needs no check beyond
-// the frame's.
+// A peer that sends this frame closes only its own connection, and gets
+// from it no more than a QUIC peer gets from closing with CodeReplaced:
+// it is not suspected for that close, and our dials hold off for a
+// handshake timeout (actors/peer). So the frame needs no check beyond
+// its decoding.
 
 // replacedLinger bounds how long a stream path closed as replaced waits
 // for its peer to close the byte stream, and the write of its last frame.
