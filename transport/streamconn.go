@@ -240,13 +240,21 @@ func (c *streamConn) watch() {
 	c.shut(errors.New("peer connection closed"))
 }
 
-func (c *streamConn) shut(err error) {
+func (c *streamConn) shut(err error) { c.end(err, false) }
+
+// end closes c once, recording err: the byte stream at once, or, with
+// linger, once the peer has closed it (hangUp, streamreplaced.go).
+func (c *streamConn) end(err error, linger bool) {
 	c.once.Do(func() {
 		c.errMu.Lock()
 		c.err = err
 		c.errMu.Unlock()
-		_ = c.sess.Close()
-		_ = c.raw.Close()
+		if linger {
+			go c.hangUp()
+		} else {
+			_ = c.sess.Close()
+			_ = c.raw.Close()
+		}
 		close(c.closed)
 	})
 }
@@ -280,11 +288,7 @@ func (c *streamConn) Close(reason string) error {
 		}
 		return nil
 	}
-	if reason == ReasonReplaced {
-		c.closeReplaced()
-		return nil
-	}
-	c.shut(fmt.Errorf("closed: %s", reason))
+	c.closeFor(reason, fmt.Errorf("closed: %s", reason))
 	return nil
 }
 
@@ -322,11 +326,7 @@ func (c *streamConn) closeWhenIdle(reason string) {
 			return
 		}
 	}
-	if reason == ReasonReplaced {
-		c.closeReplaced()
-		return
-	}
-	c.shut(fmt.Errorf("closed once drained: %s", reason))
+	c.closeFor(reason, fmt.Errorf("closed once drained: %s", reason))
 }
 
 func (c *streamConn) Send(m *messages.Envelope) error {

@@ -45,16 +45,15 @@ func isReplacedFrame(m *messages.Envelope) bool {
 	return m.Kind == messages.KindRefuse && m.Refuse != nil && m.Refuse.Code == messages.RefuseReplaced
 }
 
-// closeReplaced closes c as replaced: closed here now, the peer told
-// why, the byte stream closed by the peer or after replacedLinger.
-func (c *streamConn) closeReplaced() {
-	c.once.Do(func() {
-		c.errMu.Lock()
-		c.err = &closeError{reason: ReasonReplaced}
-		c.errMu.Unlock()
-		close(c.closed)
-		go c.hangUp()
-	})
+// closeFor closes c for reason, with err as its close error; as
+// replaced (ReasonReplaced): closed here now, the peer told why, the
+// byte stream closed by the peer or after replacedLinger.
+func (c *streamConn) closeFor(reason string, err error) {
+	if reason == ReasonReplaced {
+		c.end(&closeError{reason: ReasonReplaced}, true)
+		return
+	}
+	c.end(err, false)
 }
 
 // hangUp writes the replaced notice after any control write in progress

@@ -20,17 +20,7 @@ import (
 // and by any path within 5 s. Scenarios run one after another, each try
 // in a fresh lab; the introducer-survival check is left to TestNATLab.
 func TestNATLabBench(t *testing.T) {
-	tries, _ := strconv.Atoi(os.Getenv("NATLAB_TRIES"))
-	if tries <= 0 {
-		t.Skip("set NATLAB_TRIES (e.g. 20) to run the NAT lab benchmark: bench/natlab/run.sh")
-	}
-	if why := Available(); why != "" {
-		t.Skip(why)
-	}
-	bin, err := Build(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	tries, bin := benchSetup(t, "NATLAB_TRIES", "(e.g. 20) to run the NAT lab benchmark: bench/natlab/run.sh")
 	for i, sc := range Scenarios {
 		sc.StopIntroducer = false
 		if only := os.Getenv("NATLAB_SCENARIOS"); only != "" && !slices.Contains(strings.Split(only, ","), sc.Name) {
@@ -94,4 +84,27 @@ func benchPrefix() string {
 		return p
 	}
 	return "pra"
+}
+
+// benchSetup starts a lab benchmark that runs only when asked: the
+// count the variable env holds (the test is skipped, saying what to set
+// and why, when it is unset or not positive), and the binary to run:
+// NATLAB_BIN, or the tree's, built.
+func benchSetup(t *testing.T, env, why string) (int, string) {
+	t.Helper()
+	n, _ := strconv.Atoi(os.Getenv(env))
+	if n <= 0 {
+		t.Skip("set " + env + " " + why)
+	}
+	if why := Available(); why != "" {
+		t.Skip(why)
+	}
+	if bin := os.Getenv("NATLAB_BIN"); bin != "" {
+		return n, bin
+	}
+	bin, err := Build(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n, bin
 }

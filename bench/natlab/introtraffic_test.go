@@ -24,20 +24,8 @@ import (
 // NATLAB_BIN_B a second one, run at the same time in a lab of its own,
 // so two builds are compared over the same minutes.
 func TestIntroTraffic(t *testing.T) {
-	minutes, _ := strconv.Atoi(os.Getenv("NATLAB_INTRO_MINUTES"))
-	if minutes <= 0 {
-		t.Skip("set NATLAB_INTRO_MINUTES (e.g. 15) to measure a symmetric pair's introduction traffic")
-	}
-	if why := Available(); why != "" {
-		t.Skip(why)
-	}
-	bins := map[string]string{"a": os.Getenv("NATLAB_BIN")}
-	if bins["a"] == "" {
-		var err error
-		if bins["a"], err = Build(t.TempDir()); err != nil {
-			t.Fatal(err)
-		}
-	}
+	minutes, bin := benchSetup(t, "NATLAB_INTRO_MINUTES", "(e.g. 15) to measure a symmetric pair's introduction traffic")
+	bins := map[string]string{"a": bin}
 	if b := os.Getenv("NATLAB_BIN_B"); b != "" {
 		bins["b"] = b
 	}
