@@ -28,7 +28,8 @@ func ReplacedByPeer(err error) bool {
 	return errors.As(err, &ce) && ce.peer && ce.reason == ReasonReplaced
 }
 
-// closeError is why an in-memory connection closed: the reason given to
+// closeError is why an in-memory or stream-path connection closed (a
+// stream path only when it closed as replaced): the reason given to
 // Close, and whether the other end gave it.
 type closeError struct {
 	reason string
