@@ -38,12 +38,14 @@
 //
 // Every session pings its peer each PingInterval (1 s) and notes every
 // frame it hears; both ends ping, so only the first ping and every tenth
-// after it ask for a pong (the round trip the diagnostics show). A peer not heard from for StaleAfter (2 s; 3 s, StaleAfterSparse, once we know more than R writers) is silent:
-// it stops counting in the connected set the ledger's quorum uses (the
-// connection itself stays up; QUIC's own idle timeout, 20 s, closes it
-// if the silence lasts), so a frozen or unplugged peer leaves activePeers
-// 2-3 s after its last frame (StaleAfter on the 1 s tick). Its next frame
-// brings it back at once. Silence is counted only while we read: when
+// after it ask for a pong (the round trip the diagnostics show). A peer
+// not heard from for StaleAfter (2.5 s; 3.5 s, StaleAfterSparse, once we
+// know more than R writers) is silent: it stops counting in the
+// connected set the ledger's quorum uses (the connection itself stays
+// up; QUIC's own idle timeout, 20 s, closes it if the silence lasts), so
+// a frozen or unplugged peer leaves activePeers 2.5 s after its last
+// frame, at that instant and not at the next tick (silence.go). Its next
+// frame brings it back at once. Silence is counted only while we read: when
 // our ledger is behind, the session's reader stops at its ops credits
 // and what the peer sent (its pings too) waits unread, so the time spent
 // waiting counts as heard (session_io.go). Without that, a node whose

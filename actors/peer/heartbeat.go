@@ -46,7 +46,7 @@ import (
 // count: its session decides, so up to ActiveView writers (a full mesh)
 // the set and its timing are exactly those of a full mesh. Beyond, a
 // frozen writer leaves the active sets when its neighbours' suspicion
-// arrives (StaleAfter on the tick, plus the hops).
+// arrives (StaleAfter, plus the hops).
 //
 // Cost: each heartbeat reaches every node once per neighbour that has
 // not seen it from us first (~13 copies of ~150 B with a view of 12), so

@@ -61,6 +61,7 @@ type session struct {
 
 	sentAccept, gotAccept, joinPending, closing bool
 	silent                                      bool // told the supervisor the peer is silent
+	silentLook                                  bool // a silentDue is scheduled (silence.go)
 	peerHello                                   *messages.Hello
 	stash                                       []*messages.Envelope
 

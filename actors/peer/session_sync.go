@@ -103,6 +103,8 @@ func (s *session) established(c actor.Context) {
 		}
 	case *lazyDue:
 		s.onLazyDue(c)
+	case *silentDue:
+		s.onSilentDue(c, m)
 	case *feedMe:
 		s.onFeedMe()
 	case *sendFrame:
@@ -132,11 +134,7 @@ func (s *session) established(c actor.Context) {
 		if m.staleAfter > 0 && stale > 0 {
 			stale = m.staleAfter
 		}
-		if heard := s.heardAt(m.now); !s.silent && stale > 0 && m.now.Sub(heard) >= stale {
-			s.silent = true
-			s.cfg.log.Info("peer silent", "peer", short(s.peer), "for", m.now.Sub(heard).Round(time.Millisecond).String())
-			c.Send(c.Parent(), &peerSilent{id: s.peer, silent: true})
-		}
+		s.lookSilent(c, m.now, stale, m.interval)
 		if heard := s.heardAt(m.now); s.cfg.closeSilentAfter > 0 && m.now.Sub(heard) >= s.cfg.closeSilentAfter {
 			why := "nothing heard for " + m.now.Sub(heard).Round(time.Second).String()
 			s.cfg.log.Warn("closing peer connection: peer stalled", "peer", short(s.peer), "reason", why)

@@ -63,12 +63,13 @@ type Deps struct {
 	PingInterval time.Duration // [1s]: a healthy idle peer is heard every second
 	// StaleAfter: a connected peer not heard from (any frame: pings come
 	// every PingInterval) for this long stops counting as active for
-	// quorum until it is heard again; the connection stays up [2s].
+	// quorum until it is heard again, at that instant (silence.go); the
+	// connection stays up [2.5s: one missed ping passes].
 	StaleAfter time.Duration
 	// StaleAfterSparse is StaleAfter once we know more than Replicas
-	// writers [3s]. Up to R writers a frozen voter must leave every
-	// quorum within 3 s (StaleAfter on the tick); beyond, within 5 s
-	// (StaleAfterSparse on the tick, then the suspicion's flood, a few
+	// writers [3.5s]. Up to R writers a frozen voter must leave every
+	// quorum within 3 s (StaleAfter, then the session's report); beyond,
+	// within 5 s (StaleAfterSparse, then the suspicion's flood, a few
 	// hops), and a silence taken for a failure costs more there: a
 	// signed suspicion and its refutation reach every node, and each
 	// re-evaluates the domains whose replica sets hold the suspect. A
@@ -145,8 +146,8 @@ func (d *Deps) defaults() {
 	def(&d.TickInterval, time.Second)
 	def(&d.SyncInterval, 3*time.Second)
 	def(&d.PingInterval, time.Second)
-	def(&d.StaleAfter, 2*time.Second)
-	def(&d.StaleAfterSparse, 3*time.Second)
+	def(&d.StaleAfter, 2500*time.Millisecond)
+	def(&d.StaleAfterSparse, 3500*time.Millisecond)
 	def(&d.CloseSilentAfter, 3*time.Minute)
 	def(&d.ExchangeInterval, 10*time.Second)
 	def(&d.HandshakeTimeout, 10*time.Second)

@@ -35,7 +35,7 @@ import (
 // heartbeat arrived within HeartbeatTimeout and no suspicion we hold of
 // it names a seq at or above that heartbeat's (unrefuted). One suspicion
 // is enough: a frozen writer leaves the quorum of every node once its
-// neighbours' StaleAfterSparse (3 s beyond R writers, on the 1 s tick)
+// neighbours' StaleAfterSparse (3.5 s beyond R writers)
 // runs out and the suspicion crosses the overlay (log(n) hops), under 5 s
 // at 1,000 nodes;
 // a live writer wrongly suspected is back one refutation round trip

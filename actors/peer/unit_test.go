@@ -342,12 +342,12 @@ func TestStaleAfterBeyondR(t *testing.T) {
 	for i := 0; i < 2; i++ {
 		a.hb.latest[fmt.Sprint("w", i)] = 1
 	}
-	if got := a.staleAfter(); got != 2*time.Second {
-		t.Fatalf("3 writers, R 3: stale after %v, want 2s", got)
+	if got := a.staleAfter(); got != 2500*time.Millisecond {
+		t.Fatalf("3 writers, R 3: stale after %v, want 2.5s", got)
 	}
 	a.hb.latest["w2"] = 1
-	if got := a.staleAfter(); got != 3*time.Second {
-		t.Fatalf("4 writers, R 3: stale after %v, want 3s", got)
+	if got := a.staleAfter(); got != 3500*time.Millisecond {
+		t.Fatalf("4 writers, R 3: stale after %v, want 3.5s", got)
 	}
 }
 

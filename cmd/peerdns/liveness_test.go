@@ -12,7 +12,7 @@ import (
 
 // A peer process that freezes (SIGSTOP: its connection stays open, it
 // just stops answering) leaves the active peers the quorum counts within
-// the failure-detection bound (peer.Deps.StaleAfter, 2 s, on a 1 s tick)
+// the failure-detection bound (peer.Deps.StaleAfter, 2.5 s)
 // and is back soon after it resumes. The deadlines below leave room for
 // a loaded CI machine; the times measured are logged.
 func TestFrozenPeerLeavesQuorum(t *testing.T) {
