@@ -48,7 +48,10 @@ import (
 // stream reset while it waits is answered 499 and counted, never going
 // upstream). An HTTP/3 connection, like an HTTP/2 one, has at most
 // MaxH2Streams requests at its upstreams at once, however fast it
-// resets streams.
+// resets streams, as the edge counts them: an upstream sees a reset
+// request end a little after the edge let go of it (the reset crosses
+// a tunnel, then a connection's reset is read), so for that moment it
+// may count a few more.
 //
 // Handshakes: a QUIC server keeps state and signs a handshake for every
 // Initial packet, whose source address may be forged; quic-go asks for
