@@ -1,9 +1,10 @@
 package peer
 
 import (
-	"github.com/asynkron/protoactor-go/actor"
-
 	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/scheduler"
 
 	"peerdns/messages"
 	"peerdns/transport"
@@ -251,4 +252,11 @@ type overlayFrame struct {
 type frameTo struct {
 	peer string
 	env  *messages.Envelope
+}
+
+// sendLater sends msg to pid after d, from sys's root context
+// (protoactor's scheduler). Nothing cancels it: the receiver checks on
+// arrival whether the message still means anything.
+func sendLater(sys *actor.ActorSystem, pid *actor.PID, d time.Duration, msg any) {
+	scheduler.NewTimerScheduler(sys.Root).SendOnce(d, pid, msg)
 }

@@ -410,8 +410,7 @@ func (a *Actor) reachLearned(from string, peers []messages.PeerInfo) {
 			a.reach.intros[p.ID] = &introState{learned: now, next: now.Add(introDelay), gap: introDelay}
 			// The first request goes out after introDelay, not at the
 			// next tick; later ones follow on ticks.
-			root, self, id := a.sys.Root, a.pid, p.ID
-			time.AfterFunc(introDelay, func() { root.Send(self, &introDue{id: id}) })
+			sendLater(a.sys, a.pid, introDelay, &introDue{id: p.ID})
 		}
 	}
 }

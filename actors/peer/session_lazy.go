@@ -200,8 +200,7 @@ func (s *session) scheduleLazy(c actor.Context) {
 		return
 	}
 	l.due = true
-	root, self := c.ActorSystem().Root, c.Self()
-	time.AfterFunc(s.cfg.lazyTimeout, func() { root.Send(self, &lazyDue{}) })
+	sendLater(c.ActorSystem(), c.Self(), s.cfg.lazyTimeout, &lazyDue{})
 }
 
 // onLazyDue grafts announced ops that did not arrive in time and counts

@@ -57,6 +57,5 @@ func (s *session) lookSilent(c actor.Context, now time.Time, stale, interval tim
 		return
 	}
 	s.silentLook = true
-	root, self := c.ActorSystem().Root, c.Self()
-	time.AfterFunc(wait+silentSlack, func() { root.Send(self, &silentDue{stale: stale}) })
+	sendLater(c.ActorSystem(), c.Self(), wait+silentSlack, &silentDue{stale: stale})
 }
