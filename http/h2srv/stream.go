@@ -199,6 +199,14 @@ func (s *stream) finish() {
 		c.writeRSTLocked(s.id, http2.ErrCodeNo)
 		s.resetLocked(errHandlerDone)
 	}
+	// A body that came whole and was left unread goes back to the
+	// connection's window, as resetLocked gives back one that had not:
+	// kept, such bodies would add up to the window and stall every
+	// stream's upload on the connection.
+	if n := len(s.rbuf) - s.roff; n > 0 {
+		c.giveBackLocked(int64(n))
+	}
+	s.rbuf, s.roff = nil, 0
 	c.closeStreamLocked(s)
 }
 
