@@ -89,6 +89,7 @@ type conn struct {
 	// (RFC 9113 §5.1, "closed"), not taken for protocol errors.
 	resetIDs  [32]uint32
 	resetNext uint32
+	goAwayID  uint32 // the last stream id of the GOAWAY sent
 	idleSince time.Time
 	connErr   bool
 }
@@ -519,7 +520,7 @@ func (c *conn) onData(f *http2.DataFrame) error {
 		if f.StreamID > c.maxID {
 			return connError{http2.ErrCodeProtocol, "data_idle"}
 		}
-		if s == nil && c.resetByUs(f.StreamID) {
+		if s == nil && c.ignoredLocked(f.StreamID) {
 			return nil
 		}
 		c.srv.countError("data_closed")
@@ -586,6 +587,14 @@ func (c *conn) onData(f *http2.DataFrame) error {
 	}
 	s.cond.Broadcast()
 	return nil
+}
+
+// ignoredLocked reports whether frames on id, a stream no longer open,
+// are ignored rather than taken for an error: the client sent them
+// before it saw our reset (resetByUs), or on a stream past the last
+// one our GOAWAY announced, which was never served (RFC 9113 §6.8).
+func (c *conn) ignoredLocked(id uint32) bool {
+	return c.resetByUs(id) || c.goAwaySent && id > c.goAwayID
 }
 
 // resetByUs reports whether id is among the streams the server reset last.

@@ -118,7 +118,9 @@
 //   - Frames the client sent on a stream before it saw the server's
 //     RST_STREAM (DATA, trailers) are ignored for the last 32 streams
 //     the server reset, not taken for protocol errors that would end
-//     the connection (RFC 9113 §5.1, "closed").
+//     the connection (RFC 9113 §5.1, "closed"); so are frames on
+//     streams past the last one a GOAWAY of the server's announced,
+//     which were never served (§6.8).
 //   - Request bodies: a stream's unread body is at most its receive
 //     window (StreamWindow), and all streams' together at most the
 //     connection's (ConnWindow); WINDOW_UPDATEs are sent as the handler

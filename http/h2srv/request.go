@@ -27,7 +27,8 @@ func (c *conn) onHeaders(f *http2.MetaHeadersFrame) error {
 		return nil
 	}
 	if id <= c.maxID {
-		ignore := c.resetByUs(id) // trailers sent before our reset arrived
+		// Trailers sent before our reset or GOAWAY arrived.
+		ignore := c.ignoredLocked(id)
 		c.mu.Unlock()
 		if ignore {
 			return nil

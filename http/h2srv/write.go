@@ -244,6 +244,7 @@ func (c *conn) writeRSTLocked(id uint32, code http2.ErrCode) {
 }
 
 func (c *conn) writeGoAwayLocked(last uint32, code http2.ErrCode) {
+	c.goAwayID = last
 	c.appendFrameHeader(8, frameGoAway, 0, 0)
 	c.pending = appendUint32(c.pending, last)
 	c.pending = appendUint32(c.pending, uint32(code))
