@@ -67,6 +67,7 @@ type stream struct {
 	wtimer       *time.Timer
 	rtimerAt     time.Time // when rtimer fires
 	wtimerAt     time.Time
+	wwaiting     bool // a Write or Flush waits in waitLocked
 
 	// The handler's goroutine only.
 	hdr          http.Header
@@ -292,7 +293,9 @@ func (s *stream) waitLocked(window bool) error {
 			})
 		}
 		c.waiters++
+		s.wwaiting = true
 		c.cond.Wait()
+		s.wwaiting = false
 		c.waiters--
 	}
 }
@@ -501,7 +504,8 @@ func (s *stream) FlushError() error {
 // SetWriteDeadline bounds the wait of Write and Flush for flow control
 // and output room; past it the stream is reset. No timer is armed here:
 // only a write that has to wait arms one (most never wait), so a
-// handler that moves its deadline at every write costs nothing more.
+// handler that moves its deadline at every write costs nothing more. A
+// write waiting already (on another goroutine) is woken to arm it.
 func (s *stream) SetWriteDeadline(t time.Time) error {
 	c := s.c
 	c.mu.Lock()
@@ -510,11 +514,15 @@ func (s *stream) SetWriteDeadline(t time.Time) error {
 	if s.wtimer != nil && t.IsZero() {
 		s.wtimer.Stop()
 	}
+	if s.wwaiting && !t.IsZero() {
+		c.cond.Broadcast()
+	}
 	return nil
 }
 
 // SetReadDeadline bounds the wait of the request body's Read (a timer
-// is armed only when a Read has to wait).
+// is armed only when a Read has to wait; one waiting already is woken
+// to arm it).
 func (s *stream) SetReadDeadline(t time.Time) error {
 	c := s.c
 	c.mu.Lock()
@@ -522,6 +530,9 @@ func (s *stream) SetReadDeadline(t time.Time) error {
 	s.rdeadline = t
 	if s.rtimer != nil && t.IsZero() {
 		s.rtimer.Stop()
+	}
+	if !t.IsZero() {
+		s.cond.Broadcast()
 	}
 	return nil
 }
