@@ -119,7 +119,13 @@ func (c *conn) onTrailersLocked(s *stream, f *http2.MetaHeadersFrame) {
 	}
 	if kind != "" {
 		c.srv.countError(kind)
-		s.resetLocked(errStreamReset)
+		err := errStreamReset
+		if kind == "content_length" {
+			// As in onData: the handler sees the cause.
+			err = ErrBadLength
+			s.cancel(err)
+		}
+		s.resetLocked(err)
 		c.closeStreamLocked(s)
 		c.writeRSTLocked(s.id, code)
 		return
