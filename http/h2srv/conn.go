@@ -469,7 +469,7 @@ func (c *conn) onWindowUpdate(f *http2.WindowUpdateFrame) error {
 			return connError{http2.ErrCodeFlowControl, "window_overflow"}
 		}
 	} else {
-		if f.StreamID > c.maxID {
+		if c.idleLocked(f.StreamID) {
 			return connError{http2.ErrCodeProtocol, "window_update_idle"}
 		}
 		s := c.streams[f.StreamID]
@@ -494,7 +494,7 @@ func (c *conn) onWindowUpdate(f *http2.WindowUpdateFrame) error {
 func (c *conn) onRST(f *http2.RSTStreamFrame) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if f.StreamID > c.maxID {
+	if c.idleLocked(f.StreamID) {
 		return connError{http2.ErrCodeProtocol, "rst_idle"}
 	}
 	s := c.streams[f.StreamID]
@@ -517,7 +517,7 @@ func (c *conn) onData(f *http2.DataFrame) error {
 	s := c.streams[f.StreamID]
 	if s == nil || s.recvDone {
 		c.giveBackLocked(n)
-		if f.StreamID > c.maxID {
+		if c.idleLocked(f.StreamID) {
 			return connError{http2.ErrCodeProtocol, "data_idle"}
 		}
 		if s == nil && c.ignoredLocked(f.StreamID) {
@@ -587,6 +587,12 @@ func (c *conn) onData(f *http2.DataFrame) error {
 	}
 	s.cond.Broadcast()
 	return nil
+}
+
+// idleLocked reports whether stream id is idle (RFC 9113 §5.1): past
+// the client's last, or even-numbered, as the server opens none.
+func (c *conn) idleLocked(id uint32) bool {
+	return id > c.maxID || id%2 == 0
 }
 
 // ignoredLocked reports whether frames on id, a stream no longer open,
