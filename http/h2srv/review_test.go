@@ -222,7 +222,19 @@ func TestDeadlineSetDuringWait(t *testing.T) {
 				errc <- err
 			}()
 		}
-		time.Sleep(100 * time.Millisecond) // the Read or the Flush waits
+		s := w.(*stream)
+		waiting := func() bool {
+			s.c.mu.Lock()
+			defer s.c.mu.Unlock()
+			return s.rwaiting || s.wwaiting
+		}
+		for deadline := time.Now().Add(5 * time.Second); !waiting(); {
+			if time.Now().After(deadline) {
+				res <- fmt.Errorf("%s: the Read or the Flush never waited", r.URL.Path)
+				return
+			}
+			time.Sleep(time.Millisecond)
+		}
 		if r.URL.Path == "/read" {
 			_ = rc.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
 		} else {

@@ -68,6 +68,7 @@ type stream struct {
 	rtimerAt     time.Time // when rtimer fires
 	wtimerAt     time.Time
 	wwaiting     bool // a Write or Flush waits in waitLocked
+	rwaiting     bool // the body's Read waits for DATA
 
 	// The handler's goroutine only.
 	hdr          http.Header
@@ -531,7 +532,7 @@ func (s *stream) SetReadDeadline(t time.Time) error {
 	if s.rtimer != nil && t.IsZero() {
 		s.rtimer.Stop()
 	}
-	if !t.IsZero() {
+	if s.rwaiting && !t.IsZero() {
 		s.cond.Broadcast()
 	}
 	return nil
@@ -596,7 +597,9 @@ func (b *requestBody) Read(p []byte) (int, error) {
 				c.mu.Unlock()
 			})
 		}
+		s.rwaiting = true
 		s.cond.Wait()
+		s.rwaiting = false
 	}
 	n := copy(p, s.rbuf[s.roff:])
 	s.roff += n
