@@ -213,7 +213,7 @@ func (h *serverHandle) carry(ctx context.Context, c transport.Conn, s transport.
 		streamClose(s) // not Abort: a reset would discard the answer
 		return
 	}
-	local, remote := tcpSide{tc}, streamSide{s}
+	local, remote := tcpSide{tc}, streamSide{s, c.Done()}
 	remove, ok := h.conns.add(func() { local.abort(); remote.abort() })
 	if !ok { // the server stopped meanwhile
 		tcpAbort(tc)

@@ -419,7 +419,7 @@ func route(ctx context.Context, d Deps, reg *registry, k clientKey) (remote side
 				last = fmt.Errorf("peer %s: %w", short(p), err)
 				continue
 			}
-			return streamSide{s}, nil, func() {}, nil
+			return streamSide{s, conn.Done()}, nil, func() {}, nil
 		}
 	}
 	return nil, nil, nil, last

@@ -111,9 +111,11 @@
 // CloseWrite, QUIC FIN) and the other direction keeps flowing; a read
 // error in either direction resets both sides at once (transport.Stream's
 // CloseWrite and Abort; the in-memory transport half-closes as QUIC
-// does), a write error once the other direction has ended too, so an
-// answer a backend sent before it reset (refusing an upload it did not
-// read) still passes. An aborted stream delivers what was written to it
+// does), and so does the close of the stream's peer connection (both
+// copies may wait on the local side then: a program that reads nothing
+// and says nothing), a write error once the other direction has ended
+// too, so an answer a backend sent before it reset (refusing an upload
+// it did not read) still passes. An aborted stream delivers what was written to it
 // before the reset (RESET_STREAM_AT, transport.quicStream.Abort), as TCP
 // delivers what was sent before a RST.
 //

@@ -55,6 +55,10 @@ type side interface {
 	closeWrite() error // no more bytes from us; errNoHalfClose when impossible
 	close()            // both directions ended normally
 	abort()            // tear down now
+	// gone is closed once the side can carry nothing more, whatever
+	// its reads and writes wait for: a stream's peer connection closed.
+	// nil for a local connection.
+	gone() <-chan struct{}
 }
 
 type tcpSide struct{ c net.Conn }
@@ -63,6 +67,7 @@ func (t tcpSide) Read(b []byte) (int, error)  { return t.c.Read(b) }
 func (t tcpSide) Write(b []byte) (int, error) { return t.c.Write(b) }
 func (t tcpSide) close()                      { _ = t.c.Close() }
 func (t tcpSide) abort()                      { tcpAbort(t.c) }
+func (t tcpSide) gone() <-chan struct{}       { return nil }
 func (t tcpSide) closeWrite() error {
 	if cw, ok := t.c.(interface{ CloseWrite() error }); ok {
 		return cw.CloseWrite()
@@ -70,13 +75,18 @@ func (t tcpSide) closeWrite() error {
 	return errNoHalfClose
 }
 
-type streamSide struct{ s transport.Stream }
+// streamSide is a peer stream; conn is the Done of its peer connection.
+type streamSide struct {
+	s    transport.Stream
+	conn <-chan struct{}
+}
 
 func (s streamSide) Read(b []byte) (int, error)  { return s.s.Read(b) }
 func (s streamSide) Write(b []byte) (int, error) { return s.s.Write(b) }
 func (s streamSide) close()                      { streamClose(s.s) }
 func (s streamSide) abort()                      { streamAbort(s.s) }
 func (s streamSide) closeWrite() error           { return streamCloseWrite(s.s) }
+func (s streamSide) gone() <-chan struct{}       { return s.conn }
 
 // pipe copies between local and remote until both directions ended, with
 // half-close: the end of data on one side (EOF) becomes a half-close of
@@ -84,6 +94,11 @@ func (s streamSide) closeWrite() error           { return streamCloseWrite(s.s) 
 // either direction tears both sides down; a write error does once the
 // other direction has ended too. sts are counted as one more
 // open connection for the duration. pipe closes both sides.
+//
+// Either side gone (its peer connection closed) tears both down at
+// once: both copies may wait on the local side (a write to a program
+// that reads nothing, a read of one that says nothing), where the
+// stream's end never reaches them.
 //
 // A side that cannot half-close (a local net.Conn that is not TCP) is
 // closed whole at the end of data instead: the opposite
@@ -99,6 +114,7 @@ func pipe(local, remote side, sts ...*stats) {
 		}
 	}()
 	p := &piping{local: local, remote: remote}
+	unwatch := p.watch(local.gone(), remote.gone())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -114,6 +130,7 @@ func pipe(local, remote side, sts ...*stats) {
 		}
 	})
 	<-done
+	unwatch()
 	switch {
 	case p.broken.Load():
 		p.abort()
@@ -130,6 +147,29 @@ type piping struct {
 	failed        atomic.Bool // torn down: sides were aborted
 	broken        atomic.Bool // a write failed: tear down once both directions ended
 	closedWhole   atomic.Bool // a side that cannot half-close was closed at EOF
+}
+
+// watch tears p down when a or b is closed (a nil one is not watched);
+// the returned func stops watching and waits until the watcher returned.
+func (p *piping) watch(a, b <-chan struct{}) (stop func()) {
+	if a == nil && b == nil {
+		return func() {}
+	}
+	quit, ended := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(ended)
+		select {
+		case <-a:
+			p.abort()
+		case <-b:
+			p.abort()
+		case <-quit:
+		}
+	}()
+	return func() {
+		close(quit)
+		<-ended
+	}
 }
 
 func (p *piping) abort() {
