@@ -143,8 +143,11 @@
 //     id][payload], both ways; the server sends the target's replies back
 //     with the same flow id. Flows are keyed by (peer, id), so a peer only
 //     reaches flows it registered; datagrams of unknown flows are dropped
-//     silently. Datagrams a client socket sends while its handshake runs
-//     wait (up to 16, more are dropped).
+//     silently. A client's flow takes its peer's datagrams only once the
+//     handshake was accepted (with the server's proof): a provider that
+//     learnt the id from the open and holds no key injects nothing.
+//     Datagrams a client socket sends while its handshake runs wait (up
+//     to 16, more are dropped).
 //  3. End: a flow with no datagram either way for Deps.UDPIdleTimeout
 //     (60 s) ends on each side on its own; so does a flow whose peer
 //     connection closed or whose server or client stopped. A client

@@ -274,7 +274,17 @@ func (f *clientFlow) send(b, scratch []byte) {
 }
 
 // deliver writes a reply from the peer's server to the client socket.
+// Nothing is written before the handshake was accepted (ready): the peer
+// learnt the flow id from the open, but has not yet proved it holds the
+// tunnel's key (an impostor among the providers), and the server sends
+// nothing before the client's first datagram, which waits for ready.
 func (f *clientFlow) deliver(b []byte) {
+	f.mu.Lock()
+	ready := f.ready
+	f.mu.Unlock()
+	if !ready {
+		return
+	}
 	f.touch()
 	if n, err := f.u.pc.WriteToUDPAddrPort(b, f.src); err == nil {
 		f.u.r.e.stats.in.Add(int64(n))
@@ -400,8 +410,8 @@ func (f *clientFlow) route() error {
 			for key.id == 0 || !f.u.tab.addClient(key, f) {
 				key.id = randomFlowID()
 			}
-			// Registered before the handshake, so a reply that overtakes
-			// the handshake's answer is not lost.
+			// The id is taken before the handshake, which sends it; its
+			// datagrams reach the socket once the flow is ready (deliver).
 			f.mu.Lock()
 			f.conn, f.key = conn, key
 			f.mu.Unlock()
