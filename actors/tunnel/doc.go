@@ -142,18 +142,22 @@
 //  2. Data: each datagram is a QUIC datagram [8-byte big-endian flow
 //     id][payload], both ways; the server sends the target's replies back
 //     with the same flow id. Flows are keyed by (peer, id), so a peer only
-//     reaches flows it registered; datagrams of unknown flows are dropped
-//     silently. A client's flow takes its peer's datagrams only once the
-//     handshake was accepted (with the server's proof): a provider that
-//     learnt the id from the open and holds no key injects nothing.
-//     Datagrams a client socket sends while its handshake runs wait (up
-//     to 16, more are dropped).
+//     reaches flows it registered; a datagram of an unknown flow is
+//     answered [8 zero bytes][its flow id] (an unknown-flow datagram;
+//     0 is never a flow's id), to that peer only, and not logged. A
+//     client's flow takes its peer's datagrams only once the handshake
+//     was accepted (with the server's proof): a provider that learnt the
+//     id from the open and holds no key injects nothing. Datagrams a
+//     client socket sends while its handshake runs wait (up to 16, more
+//     are dropped).
 //  3. End: a flow with no datagram either way for Deps.UDPIdleTimeout
 //     (60 s) ends on each side on its own; so does a flow whose peer
 //     connection closed or whose server or client stopped. A client
 //     socket's next datagram after that registers a new flow. A server
-//     that forgot a flow (restarted) drops its datagrams until the
-//     client's side idles out too.
+//     that forgot a flow (restarted) answers its datagrams with
+//     unknown-flow datagrams, which end the flow on the client's side
+//     (once its handshake was accepted), so the socket's next datagram
+//     registers a new one.
 //
 // A flow that cannot be opened (no provider reachable, a refusal) makes
 // the client's new flows wait, LookupBackoff (100 ms doubling to 5 s,

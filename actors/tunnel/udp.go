@@ -159,15 +159,41 @@ func (t *flowTable) lost(err error) {
 }
 
 // datagram is the Mesh datagram handler: it hands the payload to the
-// flow the datagram names. Datagrams of unknown flows (expired, never
-// registered, or shorter than a flow id) are dropped silently: UDP may
-// lose them anyway, and a log line per datagram would be a flood.
+// flow the datagram names. A datagram of an unknown flow (expired,
+// forgotten by a server that restarted, never registered) is answered
+// with an unknown-flow datagram (flow id 0, never a flow's, then the
+// unknown id), to that peer only and never longer than twice what it
+// sent; nothing is logged: UDP may lose them anyway, and a log line
+// per datagram would be a flood. A datagram shorter than a flow id is
+// dropped.
 func (a *acceptor) datagram(c transport.Conn, b []byte) {
 	if len(b) < flowIDLen {
 		return
 	}
-	if f := a.reg.flows.get(flowKey{c.PeerID(), binary.BigEndian.Uint64(b)}); f != nil {
+	id := binary.BigEndian.Uint64(b)
+	if id == 0 {
+		if len(b) == 2*flowIDLen {
+			a.reg.flows.unknown(flowKey{c.PeerID(), binary.BigEndian.Uint64(b[flowIDLen:])})
+		}
+		return
+	}
+	if f := a.reg.flows.get(flowKey{c.PeerID(), id}); f != nil {
 		f.deliver(b[flowIDLen:])
+		return
+	}
+	var m [2 * flowIDLen]byte
+	binary.BigEndian.PutUint64(m[flowIDLen:], id)
+	_ = c.SendDatagram(m[:])
+}
+
+// unknown handles an unknown-flow datagram of k.peer about k.id: the
+// client flow it names ends (its server forgot it: it restarted), and
+// the socket's next datagram registers a new one; else a program that
+// sends more often than the idle timeout would have its datagrams
+// dropped for good. A server flow of that id is not the peer's to end.
+func (t *flowTable) unknown(k flowKey) {
+	if f, ok := t.get(k).(*clientFlow); ok {
+		f.forgotten()
 	}
 }
 

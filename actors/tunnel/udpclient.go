@@ -293,6 +293,17 @@ func (f *clientFlow) deliver(b []byte) {
 	}
 }
 
+// forgotten ends the flow when its server says it does not know it
+// (flowTable.unknown); a flow whose handshake runs is not the server's yet.
+func (f *clientFlow) forgotten() {
+	f.mu.Lock()
+	ready := f.ready
+	f.mu.Unlock()
+	if ready {
+		f.close()
+	}
+}
+
 // close ends the flow and forgets it; idempotent. What the flow holds
 // is freed here once it is ready; before that open frees it when it
 // sees the flow closed (it may still be taking things).
