@@ -30,7 +30,10 @@ import (
 //     be the request's own (host and port): another loopback IP serves
 //     p2p domains' services from remote peers (127.77.x.y), another port
 //     is another local program's pages, and a browser calls both
-//     same-site or, on a WebSocket handshake, says nothing.
+//     same-site or, on a WebSocket handshake, says nothing. So must a
+//     name given without a port (the admin domain, which the node's DNS
+//     answers with the admin address): on another port it names another
+//     program on the same machine. A name given with its port passes.
 //   - A request that carries a body, or names a Content-Type, must name
 //     application/json (parameters such as charset are fine), else 415.
 //     HTML forms can only send text/plain, urlencoded or multipart bodies
@@ -172,9 +175,11 @@ func (g *Guard) Check(ctx *fasthttp.RequestCtx) error {
 	// serves p2p domains' services from remote peers (127.77.x.y), and
 	// another port on this one is another local program's pages. The
 	// browser's Sec-Fetch-Site cannot tell: it is "same-site" across
-	// ports, and absent on WebSocket handshakes. A name the operator
-	// listed (the admin domain, a reverse proxy's name) passes as listed.
-	if originOK && otherLoopback(origin, hostHdr) {
+	// ports, and absent on WebSocket handshakes. A name listed without a
+	// port (the admin domain, answered in DNS with the admin address) is
+	// the same: on another port it is another program of that machine.
+	// A name listed with its port (a reverse proxy's) passes as listed.
+	if originOK && g.otherSite(origin, hostHdr) {
 		return Errorf(fasthttp.StatusForbidden,
 			"request from origin %q refused: another site than %q", origin, hostHdr)
 	}
@@ -202,19 +207,17 @@ func (g *Guard) Check(ctx *fasthttp.RequestCtx) error {
 		"request body must be JSON: send Content-Type: application/json (got %s), or no body and no Content-Type", ct)
 }
 
-// otherLoopback reports whether origin (already allowed) names a
-// loopback IP or localhost and is not the origin of a request for
-// hostport (the Host header): another host, or another port (a port
-// left out is the origin scheme's default).
-func otherLoopback(origin, hostport string) bool {
+// otherSite reports whether origin (already allowed) is allowed on any
+// port, as a loopback IP, localhost or a name listed without a port, and
+// is not the origin of a request for hostport (the Host header): another
+// host, or another port (a port left out is the origin scheme's
+// default). A loopback origin is held to this even when listed with its
+// port; a name listed with the origin's port is not.
+func (g *Guard) otherSite(origin, hostport string) bool {
 	scheme, rest, _ := strings.Cut(origin, "://")
 	o, err := messages.ParseHost(rest)
-	if err != nil || !(o.Name == "localhost" || o.IP.IsValid() && o.IP.IsLoopback()) {
-		return false
-	}
-	h, err := messages.ParseHost(hostport)
 	if err != nil {
-		return true
+		return false
 	}
 	def := "80"
 	if strings.EqualFold(scheme, "https") {
@@ -225,6 +228,14 @@ func otherLoopback(origin, hostport string) bool {
 			return def
 		}
 		return p
+	}
+	loopback := o.Name == "localhost" || o.IP.IsValid() && o.IP.IsLoopback()
+	if !loopback && (!g.names[o.Name] || g.pairs[o.Name+" "+port(o.Port)]) {
+		return false
+	}
+	h, err := messages.ParseHost(hostport)
+	if err != nil {
+		return true
 	}
 	return o.Name != h.Name || port(o.Port) != port(h.Port)
 }
