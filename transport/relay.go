@@ -318,6 +318,14 @@ func (r *relayState) serve(req Conn, s Stream, target string) {
 // a copy that waited for it would not read src meanwhile; with the
 // buffer, reading from one leg and packing onto the other overlap. The
 // buffer holds at most relayCopyBuffered bytes per direction.
+//
+// A leg that takes nothing for Config.WriteTimeout while bytes wait for
+// it fails the copy: its end stopped reading, and a copy waiting for
+// room would read nothing from src either, so it would never learn that
+// the other end went away and would hold the link and its budget for as
+// long as the silent end's connection lives. An honest end's multiplexer
+// reads all the time, and its keep-alive, queued behind those bytes,
+// fails within the same bound anyway.
 func (r *relayState) copy(dst, src Stream, tamperAfter int64) {
 	var copied int64
 	out := newBatchConnMax(&streamNetConn{Stream: dst}, relayCopyBuffered)
@@ -341,6 +349,7 @@ func (r *relayState) copy(dst, src Stream, tamperAfter int64) {
 				buf[n-1] ^= 0x55 // a fault test's hostile relay
 			}
 			copied += int64(n)
+			_ = dst.SetWriteDeadline(time.Now().Add(r.e.cfg.WriteTimeout))
 			if _, werr := out.Write(buf[:n]); werr != nil {
 				dst.Abort()
 				src.Abort()
