@@ -84,6 +84,14 @@ const maxStreamDatagram = 1<<16 - 1
 // are dropped.
 const datagramQueue = 512
 
+// datagramQueueBytes bounds the bytes of the datagrams received and not
+// read yet; more are dropped. A peer's datagrams are read only once its
+// session is established, and keys cost nothing: without it each pending
+// connection could hold datagramQueue datagrams of up to 64 KiB (32 MiB).
+// It is what a QUIC connection holds of unread data at first (its initial
+// connection window), and 512 datagrams of a usual 1,400 bytes fit.
+const datagramQueueBytes = 1 << 20
+
 // streamConn is a Conn over TLS + yamux over one byte stream.
 type streamConn struct {
 	raw      net.Conn
@@ -102,8 +110,9 @@ type streamConn struct {
 	wmu sync.Mutex
 	frameReader
 
-	dgOut chan []byte
-	dgIn  chan []byte
+	dgOut   chan []byte
+	dgIn    chan []byte
+	dgBytes atomic.Int64 // bytes in dgIn
 
 	openIn atomic.Int64 // accepted streams not closed yet
 	drain  atomic.Bool  // Close waits for the streams to end (Drain)
@@ -435,13 +444,22 @@ func (c *streamConn) readDatagrams() {
 		if _, err := io.ReadFull(c.dgram, hdr[:]); err != nil {
 			return
 		}
-		b := make([]byte, binary.BigEndian.Uint16(hdr[:]))
+		n := int64(binary.BigEndian.Uint16(hdr[:]))
+		if c.dgBytes.Load()+n > datagramQueueBytes {
+			if _, err := io.CopyN(io.Discard, c.dgram, n); err != nil {
+				return
+			}
+			continue
+		}
+		b := make([]byte, n)
 		if _, err := io.ReadFull(c.dgram, b); err != nil {
 			return
 		}
+		c.dgBytes.Add(n)
 		select {
 		case c.dgIn <- b:
 		default:
+			c.dgBytes.Add(-n)
 		}
 	}
 }
@@ -449,6 +467,7 @@ func (c *streamConn) readDatagrams() {
 func (c *streamConn) ReceiveDatagram(ctx context.Context) ([]byte, error) {
 	select {
 	case b := <-c.dgIn:
+		c.dgBytes.Add(-int64(len(b)))
 		return b, nil
 	case <-c.closed:
 		return nil, ErrClosed
