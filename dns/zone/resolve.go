@@ -97,6 +97,15 @@ func (t *Table) answer(n *node, qname string, qtype uint16, depth int) Result {
 		return res
 	case KindInternal, KindP2P:
 		res.Authoritative = true
+		if qtype == dns.TypeDS && isApex(n, qname) {
+			// The DS RRset of a zone cut is the parent's (RFC 4034 §5,
+			// RFC 4035 §3.1.4.1): its NODATA carries the parent zone's
+			// SOA, as Knot answers when it serves both.
+			if parent := t.zoneOf(n.key[1+int(n.key[0]):]); parent != "" {
+				res.Ns = []dns.RR{t.soa(parent, t.zoneSerial(parent))}
+				return res
+			}
+		}
 		if (qtype == dns.TypeA || qtype == dns.TypeANY) && n.ip4.IsValid() {
 			b := n.ip4.As4()
 			res.Answer = append(res.Answer, &dns.A{Hdr: dns.RR_Header{Name: qname, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: t.ttl}, A: net.IP(b[:])})
