@@ -32,8 +32,10 @@ func (s *Server) Exchange(ctx context.Context, query []byte, client netip.Addr) 
 	return b, minTTL(m), nil
 }
 
-// minTTL is the smallest TTL of m's answer and authority records; 0 for
-// none (nothing to cache: an error, or a bare header).
+// minTTL is the smallest TTL of m's answer and authority records, and
+// for a negative answer (no answer records) at most its SOA's MINIMUM
+// (RFC 8484 §5.1, RFC 2308 §5); 0 for none (nothing to cache: an error,
+// or a bare header).
 func minTTL(m *dns.Msg) uint32 {
 	if m == nil {
 		return 0
@@ -42,7 +44,11 @@ func minTTL(m *dns.Msg) uint32 {
 	first := true
 	for _, sec := range [][]dns.RR{m.Answer, m.Ns} {
 		for _, rr := range sec {
-			if t := rr.Header().Ttl; first || t < ttl {
+			t := rr.Header().Ttl
+			if soa, ok := rr.(*dns.SOA); ok && len(m.Answer) == 0 {
+				t = min(t, soa.Minttl)
+			}
+			if first || t < ttl {
 				ttl, first = t, false
 			}
 		}
