@@ -323,13 +323,19 @@ func (s *Server) count(rcode int) {
 }
 
 // finish adds our OPT when the query had one (with the reply's cookie,
-// ck) and truncates to limit (miekg/dns sets TC when records had to go,
-// RFC 2181 §9).
+// ck) and truncates to limit: TC is set when answer or authority records
+// had to go; additional records that do not fit are left out without it
+// (RFC 2181 §9), as Knot and unbound answer (miekg/dns's Truncate sets
+// TC for those too).
 func (s *Server) finish(resp *dns.Msg, opt *dns.OPT, limit int, ck *cookieState) *dns.Msg {
 	if opt != nil {
 		resp.SetEdns0(s.cfg.UDPSize, opt.Do())
 		addCookie(resp, ck)
 	}
+	an, ns := len(resp.Answer), len(resp.Ns)
 	resp.Truncate(limit)
+	if len(resp.Answer) == an && len(resp.Ns) == ns {
+		resp.Truncated = false
+	}
 	return resp
 }
