@@ -140,6 +140,14 @@ func (t *Table) answer(n *node, qname string, qtype uint16, depth int) Result {
 			return res
 		}
 		sub := t.answer(t.find(k), target, qtype, depth+1)
+		for i, rr := range sub.Answer {
+			if strings.EqualFold(rr.Header().Name, qname) {
+				// The chain came back to this name: a loop, given once
+				// (each record once, as Knot answers; RFC 1034 §3.6.2).
+				sub.Answer = sub.Answer[:i]
+				break
+			}
+		}
 		res.Answer = append(res.Answer, sub.Answer...)
 		res.Ns = sub.Ns
 		res.Rcode = sub.Rcode

@@ -163,7 +163,8 @@ func TestResolveCNAMELoop(t *testing.T) {
 	}
 	tb := Build(nil, &messages.LocalSnapshot{Records: recs}, Options{})
 	res := tb.Resolve("x.loop.", dns.TypeA, dns.ClassINET)
-	if len(res.Answer) != MaxChase+1 || res.Upstream {
+	// The loop ends, each of its records given once (as Knot answers).
+	if len(res.Answer) != 2 || res.Upstream {
 		t.Fatalf("loop: %d answers, upstream %v", len(res.Answer), res.Upstream)
 	}
 }
