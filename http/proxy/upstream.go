@@ -783,6 +783,9 @@ func (s *Server) websocket(ctx *fasthttp.RequestCtx, d *view.Domain, names headN
 	if err != nil {
 		up.Close()
 		s.upstreamError(ctx, d, err)
+		// The body may be partly read: its rest is not a next request
+		// (Write closed its stream, so answer cannot tell).
+		closeAfter(ctx)
 		return
 	}
 	_ = up.SetReadDeadline(time.Now().Add(s.d.UpstreamTimeout))
