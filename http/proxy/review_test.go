@@ -52,3 +52,23 @@ func TestEdgeUpgradeBodyNotReadAsRequest(t *testing.T) {
 		t.Fatalf("after the 502, the body's bytes were answered as a request: %.200q", rest)
 	}
 }
+
+// An upstream that takes a WebSocket upgrade's connection and then reads
+// nothing of it (hung) holds the edge's write of the upgrade request
+// once the socket buffers are full (a request with a long body). That
+// write is held to UpstreamTimeout, as every write to an upstream is:
+// the client gets a 504 and its connection closes, instead of the
+// exchange (its goroutine, the client's connection and its slot, the
+// upstream connection) staying stuck for as long as the upstream keeps
+// the connection open.
+func TestEdgeUpgradeWriteTimesOut(t *testing.T) {
+	hold := make(chan struct{})
+	up := testutil.ServeTCP(t, func(net.Conn) { <-hold }) // open, never read
+	e := newTestH2Edge(t, map[string]string{"ws.p2p": up.String()}, Deps{UpstreamTimeout: 300 * time.Millisecond})
+	t.Cleanup(func() { close(hold) }) // before the edge's Shutdown
+	httpAddr, _ := e.s.Addrs()
+	c := upgradeWithBody(t, httpAddr.String(), bigBody)
+	if code, hdr, _ := answer(t, c); code != 504 || hdr.Get("Connection") != "close" {
+		t.Fatalf("%d, Connection %q; want 504 and the connection closed", code, hdr.Get("Connection"))
+	}
+}

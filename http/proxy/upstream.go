@@ -753,8 +753,8 @@ func isUpgrade(ctx *fasthttp.RequestCtx) bool {
 // closes. Any other answer (a 403, a 404, a 426) goes back as an answer
 // and the client's connection stays HTTP: piping it anyway would let the
 // client speak to the upstream past the edge (requests not logged,
-// not forwarded, not checked: WebSocket smuggling). The status line
-// must come within UpstreamTimeout; a refusal's body is read up to
+// not forwarded, not checked: WebSocket smuggling). The request must
+// be taken and the status line come within UpstreamTimeout each; a refusal's body is read up to
 // maxRefusalBody. The request goes with its hop-by-hop headers dropped
 // as any other (prepare), but for the two that ask for the upgrade,
 // written anew: "Connection: Upgrade" and "Upgrade: websocket" (as
@@ -775,6 +775,13 @@ func (s *Server) websocket(ctx *fasthttp.RequestCtx, d *view.Domain, names headN
 	prepare(ctx, req, names)
 	req.Header.SetCanonical(strConnection, strUpgrade)
 	req.Header.SetCanonical(strUpgradeName, strWebsocket)
+	// The request must be taken within UpstreamTimeout, as its answer
+	// must come: an upstream that reads nothing would hold a write of a
+	// request longer than the socket buffers (one with a body) for as
+	// long as it kept the connection. (Its body comes within the client's
+	// ReadTimeout, shorter, so a deadline over the whole write cuts no
+	// body that is still coming.)
+	_ = up.SetWriteDeadline(time.Now().Add(s.d.UpstreamTimeout))
 	w := bufio.NewWriter(up)
 	err = req.Write(w)
 	if err == nil {
@@ -782,7 +789,7 @@ func (s *Server) websocket(ctx *fasthttp.RequestCtx, d *view.Domain, names headN
 	}
 	if err != nil {
 		up.Close()
-		s.upstreamError(ctx, d, err)
+		s.upstreamError(ctx, d, timedOut(err))
 		// The body may be partly read: its rest is not a next request
 		// (Write closed its stream, so answer cannot tell).
 		closeAfter(ctx)
@@ -815,6 +822,7 @@ func (s *Server) websocket(ctx *fasthttp.RequestCtx, d *view.Domain, names headN
 		return
 	}
 	_ = up.SetReadDeadline(time.Time{})
+	_ = up.SetWriteDeadline(time.Time{})
 	ctx.HijackSetNoResponse(true)
 	ctx.SetStatusCode(fasthttp.StatusSwitchingProtocols) // for the access log
 	ctx.Hijack(func(c net.Conn) {
