@@ -754,10 +754,10 @@ func isUpgrade(ctx *fasthttp.RequestCtx) bool {
 // and the client's connection stays HTTP: piping it anyway would let the
 // client speak to the upstream past the edge (requests not logged,
 // not forwarded, not checked: WebSocket smuggling). The request must
-// be taken and the status line come within UpstreamTimeout each; a refusal's body is read up to
-// maxRefusalBody. The request goes with its hop-by-hop headers dropped
-// as any other (prepare), but for the two that ask for the upgrade,
-// written anew: "Connection: Upgrade" and "Upgrade: websocket" (as
+// be taken and the status line come within UpstreamTimeout each; a
+// refusal's body is read up to maxRefusalBody. The request goes with
+// its hop-by-hop headers dropped as any other (prepare), but for the two
+// that ask for the upgrade, written anew: "Connection: Upgrade" and "Upgrade: websocket" (as
 // nginx's WebSocket setup sends them). A Proxy-Authorization meant for a
 // proxy in front of the edge, a Keep-Alive or TE of the client's hop,
 // and the fields its Connection header named reached the upstream on
