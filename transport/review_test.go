@@ -162,8 +162,8 @@ func TestRelayFreesLinkOfRequesterThatNeverReads(t *testing.T) {
 	})
 }
 
-// A peer on a stream path, not admitted yet (nobody reads its
-// datagrams), can make us hold no more of its datagrams than a QUIC
+// A peer on a stream path whose datagrams nobody reads (its session is
+// not up yet, or its reader is behind) can make us hold no more of its datagrams than a QUIC
 // connection would hold of its unread data (its initial connection
 // window, 1 MiB): keys cost nothing, and every pending place would
 // otherwise hold 512 datagrams of up to 64 KiB, 32 MiB each.
@@ -190,7 +190,7 @@ func TestStreamPathDatagramQueueBounded(t *testing.T) {
 		return nil
 	})
 	if held := len(sc.dgIn) * maxStreamDatagram; held > 1<<20 {
-		t.Fatalf("an unadmitted peer's %d datagrams left %d of them (%d bytes) queued", sent, len(sc.dgIn), held)
+		t.Fatalf("a peer's %d datagrams left %d of them (%d bytes) queued", sent, len(sc.dgIn), held)
 	}
 }
 

@@ -114,6 +114,8 @@ type streamConn struct {
 	dgIn    chan []byte
 	dgBytes atomic.Int64 // bytes in dgIn
 
+	gate *admitGate // inbound: what the peer may send before Admit; nil when dialed
+
 	openIn atomic.Int64 // accepted streams not closed yet
 	drain  atomic.Bool  // Close waits for the streams to end (Drain)
 	// draining: a Close under Drain is waiting; later Closes add nothing.
@@ -210,7 +212,8 @@ func newStreamConn(ctx context.Context, raw net.Conn, outbound bool, cert tls.Ce
 			return fail(fmt.Errorf("datagram stream: %w", err))
 		}
 	} else {
-		c.sess, err = yamux.Server(mc, y)
+		c.gate = newAdmitGate(int64(cfg.InitialConnectionReceiveWindow))
+		c.sess, err = yamux.Server(&gatedConn{frameCoalescer: mc, gate: c.gate}, y)
 		if err != nil {
 			return fail(err)
 		}
@@ -258,6 +261,9 @@ func (c *streamConn) end(err error, linger bool) {
 		c.errMu.Lock()
 		c.err = err
 		c.errMu.Unlock()
+		if c.gate != nil {
+			c.gate.close() // a read waiting at the gate ends
+		}
 		if linger {
 			go c.hangUp()
 		} else {
@@ -287,6 +293,9 @@ func (c *streamConn) Err() error {
 func (c *streamConn) Admit() {
 	if c.slot != nil {
 		c.slot.release()
+	}
+	if c.gate != nil {
+		c.gate.admit()
 	}
 }
 
@@ -545,6 +554,73 @@ func (s *yamuxStream) Abort() {
 // stream, a packet of its own. The coalescer holds a data frame's header
 // and writes it with (the start of) its body. Only yamux's send loop
 // writes, so it needs no lock.
+// admitGate bounds what an inbound stream path reads from a peer not
+// admitted yet (Conn.Admit): at most its budget, then reads wait for
+// Admit or the connection's end. yamux has flow control per stream but
+// none across the connection, and it holds the data of streams nobody
+// accepted (up to AcceptBacklog of them, a 256 KiB window each), while
+// the peer layer accepts streams only once it has admitted the peer and
+// keys cost nothing: without the gate each pending connection could
+// make us hold 64 MiB (MaxPendingInbound of them, 4 GiB). The budget is
+// what a QUIC connection takes from a peer not admitted, its initial
+// connection window (Config.InitialConnectionReceiveWindow), and the
+// wait is what QUIC's flow control makes of it: the peer's sends stall.
+// An honest peer's handshake comes first and is far smaller; a peer
+// that fills the budget and is never admitted is closed by the pending
+// bound's handshake timeout, or by yamux's keep-alive, whose answers
+// wait behind the gate.
+type admitGate struct {
+	left              atomic.Int64  // what may still be read before Admit (by yamux's one reader)
+	open              chan struct{} // closed by Admit
+	stop              chan struct{} // closed when the connection closes
+	waiting           atomic.Bool   // a read waits at the gate
+	admitted, stopped sync.Once
+}
+
+func newAdmitGate(budget int64) *admitGate {
+	g := &admitGate{open: make(chan struct{}), stop: make(chan struct{})}
+	g.left.Store(budget)
+	return g
+}
+
+func (g *admitGate) admit() { g.admitted.Do(func() { close(g.open) }) }
+func (g *admitGate) close() { g.stopped.Do(func() { close(g.stop) }) }
+
+// gatedConn is the byte stream yamux reads an inbound stream path from,
+// through its admitGate.
+type gatedConn struct {
+	*frameCoalescer
+	gate *admitGate
+}
+
+func (c *gatedConn) Read(p []byte) (int, error) {
+	g := c.gate
+	select {
+	case <-g.open:
+		return c.frameCoalescer.Read(p)
+	default:
+	}
+	left := g.left.Load()
+	if left <= 0 {
+		g.waiting.Store(true)
+		select {
+		case <-g.open:
+		case <-g.stop:
+			return 0, net.ErrClosed
+		}
+		g.waiting.Store(false)
+		return c.frameCoalescer.Read(p)
+	}
+	n, err := c.frameCoalescer.Read(p[:min(int64(len(p)), left)])
+	g.left.Add(int64(-n))
+	return n, err
+}
+
+func (c *gatedConn) Close() error {
+	c.gate.close()
+	return c.frameCoalescer.Close()
+}
+
 type frameCoalescer struct {
 	*tls.Conn
 	hdr  [12]byte

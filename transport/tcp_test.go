@@ -30,6 +30,7 @@ func tcpPair(tb testing.TB, from, to *MultiEndpoint) (out, in Conn) {
 	if err != nil {
 		tb.Fatal(err)
 	}
+	in.Admit() // as the peer layer does once the handshake is done
 	return out, in
 }
 
@@ -408,6 +409,7 @@ func (l *relayLab) pair(tb testing.TB) (out, in Conn) {
 	if err != nil {
 		tb.Fatal(err)
 	}
+	in.Admit() // as the peer layer does once the handshake is done
 	return out, in
 }
 

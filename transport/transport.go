@@ -55,8 +55,10 @@ type Conn interface {
 	Outbound() bool
 	// Admit says the layer above authorised the peer (a writer, or a
 	// joiner whose invite was redeemed): an inbound connection stops
-	// counting against Config.MaxPendingInbound. Idempotent; a no-op for
-	// dialed connections.
+	// counting against Config.MaxPendingInbound, and an inbound stream
+	// path reads on past the InitialConnectionReceiveWindow bytes it
+	// takes from a peer before (QUIC's flow control bounds the same).
+	// Idempotent; a no-op for dialed connections.
 	Admit()
 	LocalAddr() net.Addr
 	RemoteAddr() net.Addr
