@@ -3,6 +3,10 @@ package tunnel
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -86,5 +90,94 @@ func TestImpostorProviderGetsNoTraffic(t *testing.T) {
 				t.Fatal("the client never tried the impostor: the test proves nothing")
 			}
 		})
+	}
+}
+
+// A peer that announces a UDP server's id without holding its key, and
+// sorts first among the providers, learns the flow id of a client's
+// flow from its open: the datagrams it sends with that id while it holds
+// the handshake never reach the client socket, which gets the real
+// service's answers only.
+func TestUDPImpostorInjectsNothing(t *testing.T) {
+	testutil.NoLeaks(t)
+	tn := newTestNet(t, true)
+	a := tn.node(nil)
+	b := tn.node(func(d *Deps) { d.HandshakeTimeout = 500 * time.Millisecond })
+	connect(t, a, b)
+	o := targetOpts(udpEcho(t))
+	o.UDP = true
+	_, url := a.createServer(o)
+	announced := a.mesh.Announced()
+
+	var id *identity.Identity
+	for id == nil || id.ID() >= a.id.ID() {
+		var err error
+		if id, err = identity.Generate(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ep, err := transport.Listen(transport.Config{Identity: id, ListenAddr: "127.0.0.1:0", Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ep.Close() })
+	evil := tn.mesh.Add(t, ep)
+	var injected atomic.Int64
+	evil.HandleStreams(func(c transport.Conn, s transport.Stream) {
+		defer s.Abort()
+		_ = s.SetDeadline(time.Now().Add(5 * time.Second))
+		open, err := readOpen(s)
+		if err != nil || open.Flow == 0 {
+			return
+		}
+		ended := make(chan struct{})
+		go func() { defer close(ended); _, _ = io.Copy(io.Discard, s) }()
+		pkt := binary.BigEndian.AppendUint64(nil, open.Flow)
+		pkt = append(pkt, "evil|injected"...)
+		for {
+			if c.SendDatagram(pkt) == nil {
+				injected.Add(1)
+			}
+			select {
+			case <-ended: // the client gave up on the handshake
+				return
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+	})
+	evil.Announce(announced)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := tunneltest.Connect(ctx, b.mesh, evil); err != nil {
+		t.Fatal(err)
+	}
+	if p := b.mesh.Providers(announced[0]); len(p) != 2 || p[0] != id.ID() {
+		t.Fatalf("providers %v, want the impostor first", p)
+	}
+
+	b.own("uimp.p2p")
+	_, addr := b.createUDPClient("uimp.p2p", url)
+	c := udpSocket(t, addr)
+	buf := make([]byte, 4096)
+	testutil.Eventually(t, 10*time.Second, func() error {
+		if _, err := c.Write([]byte("legit")); err != nil {
+			return err
+		}
+		_ = c.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+		for {
+			n, err := c.Read(buf)
+			if err != nil {
+				return fmt.Errorf("no answer: %w", err)
+			}
+			if strings.HasPrefix(string(buf[:n]), "evil") {
+				t.Fatalf("the client socket got the impostor's datagram %q", buf[:n])
+			}
+			if strings.HasPrefix(string(buf[:n]), "legit|") {
+				return nil
+			}
+		}
+	})
+	if injected.Load() == 0 {
+		t.Fatal("the impostor sent nothing: the test proves nothing")
 	}
 }

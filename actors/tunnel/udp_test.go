@@ -334,3 +334,28 @@ func TestUDPRefusedFlowsWait(t *testing.T) {
 	}
 	t.Logf("%d datagrams: %d flows refused, %d dropped while waiting", sent, refused, dropped)
 }
+
+// A client socket that keeps sending, more often than the idle timeout,
+// through a server that restarts (which forgets its flows while the peer
+// connection stays up) gets answers again at once: the server answers
+// the forgotten flow's datagrams with an unknown-flow datagram, the
+// client ends that flow and the socket's next datagram registers a new
+// one. It used to wait for an idle timeout that never came.
+func TestUDPServerRestartBusyClient(t *testing.T) {
+	testutil.NoLeaks(t)
+	tn := newTestNet(t, true)
+	a, b := tn.node(nil), tn.node(nil) // the default idle timeout: 60 s
+	connect(t, a, b)
+	sid, cid, addr := udpTunnel(t, a, b, "urst.p2p")
+	c := udpSocket(t, addr)
+	first := udpAsk(t, c, "hello")
+	if r := ask[*messages.TunnelWriteReply](t, a, &messages.RestartTunnelServer{ID: sid}); r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	if again := udpAsk(t, c, "after the restart"); again == first {
+		t.Fatalf("the service saw the old flow's source %s after the restart", first)
+	}
+	if tot := b.client(cid).Info.ConnectionsTotal; tot != 2 {
+		t.Fatalf("client flows total %d, want 2", tot)
+	}
+}

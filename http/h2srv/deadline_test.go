@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -222,5 +223,65 @@ func TestBadLengthIsTheCause(t *testing.T) {
 	}
 	if s := <-got; s.cause != context.Canceled {
 		t.Fatalf("client reset: cause %v; want context.Canceled alone", s.cause)
+	}
+}
+
+// TestDeadlineSetDuringWait: a read or write deadline set while the
+// handler's Read or Write already waits (from another goroutine: a
+// watchdog) bounds that wait, as net/http's servers do (their deadline
+// interrupts a Read or Write in progress). Otherwise a client that
+// holds its body back, or gives no window, holds the handler for as
+// long as it likes whatever deadline the handler sets.
+func TestDeadlineSetDuringWait(t *testing.T) {
+	res := make(chan error, 2)
+	ts := newTestServer(t, Config{}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rc := http.NewResponseController(w)
+		errc := make(chan error, 1)
+		if r.URL.Path == "/read" {
+			go func() {
+				_, err := r.Body.Read(make([]byte, 1))
+				errc <- err
+			}()
+		} else {
+			go func() {
+				_, err := w.Write(make([]byte, 1))
+				if err == nil {
+					err = rc.Flush() // waits: no window
+				}
+				errc <- err
+			}()
+		}
+		s := w.(*stream)
+		waiting := func() bool {
+			s.c.mu.Lock()
+			defer s.c.mu.Unlock()
+			return s.rwaiting || s.wwaiting
+		}
+		for deadline := time.Now().Add(5 * time.Second); !waiting(); {
+			if time.Now().After(deadline) {
+				res <- fmt.Errorf("%s: the Read or the Flush never waited", r.URL.Path)
+				return
+			}
+			time.Sleep(time.Millisecond)
+		}
+		if r.URL.Path == "/read" {
+			_ = rc.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
+		} else {
+			_ = rc.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
+		}
+		select {
+		case err := <-errc:
+			res <- err
+		case <-time.After(5 * time.Second):
+			res <- fmt.Errorf("%s: still waiting 5 s after its deadline", r.URL.Path)
+		}
+	}))
+	rc := newRawClient(t, ts.addr, http2.Setting{ID: http2.SettingInitialWindowSize, Val: 0})
+	rc.headers(1, false, rc.block("POST", "/read"))
+	rc.headers(3, true, rc.block("GET", "/write"))
+	for range 2 {
+		if err := <-res; !errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Errorf("%v, want os.ErrDeadlineExceeded", err)
+		}
 	}
 }

@@ -1,0 +1,43 @@
+package h2srv
+
+import (
+	"net/http"
+	"testing"
+	"time"
+
+	"golang.org/x/net/http2"
+)
+
+// TestIdleEvenStream: the server opens no stream (no push), so every
+// even-numbered stream is idle, and a RST_STREAM, WINDOW_UPDATE or
+// DATA on one is a connection error PROTOCOL_ERROR (RFC 9113 §5.1),
+// whatever the client's own stream ids have reached.
+func TestIdleEvenStream(t *testing.T) {
+	for _, typ := range []string{"RST_STREAM", "WINDOW_UPDATE", "DATA"} {
+		t.Run(typ, func(t *testing.T) {
+			ts := newTestServer(t, Config{}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+			rc := newRawClient(t, ts.addr)
+			rc.headers(1, true, rc.block("GET", "/"))
+			rc.headers(3, true, rc.block("GET", "/"))
+			rc.ping()
+			var err error
+			switch typ {
+			case "RST_STREAM":
+				err = rc.fr.WriteRSTStream(2, http2.ErrCodeCancel)
+			case "WINDOW_UPDATE":
+				err = rc.fr.WriteWindowUpdate(2, 1)
+			default:
+				err = rc.fr.WriteData(2, true, []byte("x"))
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := rc.fr.WritePing(false, [8]byte{}); err != nil {
+				t.Fatal(err)
+			}
+			if code := rc.closed(10 * time.Second); code != http2.ErrCodeProtocol {
+				t.Fatalf("GOAWAY %v, want PROTOCOL_ERROR", code)
+			}
+		})
+	}
+}

@@ -1,0 +1,40 @@
+package h2srv
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"testing"
+	"time"
+)
+
+// TestBadLengthAtTrailers: a body that ends short of its content-length
+// with trailers rather than an END_STREAM DATA frame is the same
+// malformed request (RFC 9113 §8.1.1): its read fails with
+// ErrBadLength and its context ends with ErrBadLength as the cause, as
+// for one that ends with DATA, not as for a stream the client reset.
+func TestBadLengthAtTrailers(t *testing.T) {
+	type seen struct{ read, cause error }
+	got := make(chan seen, 1)
+	started := make(chan struct{}, 1)
+	ts := newTestServer(t, Config{}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		started <- struct{}{}
+		_, err := io.ReadAll(r.Body)
+		<-r.Context().Done()
+		got <- seen{err, context.Cause(r.Context())}
+	}))
+	rc := newRawClient(t, ts.addr)
+	rc.headers(1, false, rc.block("POST", "/short", "content-length", "10", "trailer", "x-sum"))
+	<-started
+	if err := rc.fr.WriteData(1, false, []byte("hello")); err != nil {
+		t.Fatal(err)
+	}
+	rc.headers(1, true, rc.block("", "", "x-sum", "1"))
+	if _, _, end := rc.response(1, 10*time.Second); end != "rst PROTOCOL_ERROR" {
+		t.Fatalf("stream ended %q, want rst PROTOCOL_ERROR", end)
+	}
+	if s := <-got; !errors.Is(s.read, ErrBadLength) || !errors.Is(s.cause, ErrBadLength) {
+		t.Fatalf("short body ended by trailers: read %v, cause %v; want ErrBadLength both", s.read, s.cause)
+	}
+}
