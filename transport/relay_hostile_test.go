@@ -99,22 +99,8 @@ func TestReplayingRelayFailsClosed(t *testing.T) {
 	r := newMulti(t, Options{})
 	b := newMulti(t, Options{})
 	c := newMulti(t, Options{})
-	br, err := b.q.Dial(ctxT(t), r.Addr().String(), r.ID())
-	if err != nil {
-		t.Fatal(err)
-	}
-	rb, err := r.Accept(ctxT(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cr, err := c.q.Dial(ctxT(t), r.Addr().String(), r.ID())
-	if err != nil {
-		t.Fatal(err)
-	}
-	rc, err := r.Accept(ctxT(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	br, rb := quicPair(t, b, r)
+	cr, rc := quicPair(t, c, r)
 	serveKinds(c, cr)
 	var mu sync.Mutex
 	var seen [][]byte
@@ -239,22 +225,8 @@ func TestRelayFreesLinkOfRequesterThatNeverReads(t *testing.T) {
 	t.Cleanup(func() { r.Close() })
 	b := newMulti(t, Options{})
 	c := newMulti(t, Options{})
-	br, err := b.q.Dial(ctxT(t), r.Addr().String(), r.ID())
-	if err != nil {
-		t.Fatal(err)
-	}
-	rb, err := r.Accept(ctxT(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cr, err := c.q.Dial(ctxT(t), r.Addr().String(), r.ID())
-	if err != nil {
-		t.Fatal(err)
-	}
-	rc, err := r.Accept(ctxT(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	br, rb := quicPair(t, b, r)
+	cr, rc := quicPair(t, c, r)
 	conns := map[string]Conn{b.ID(): rb, c.ID(): rc}
 	r.SetRelay(func(string) bool { return true }, func(id string) (Conn, bool) { cn, ok := conns[id]; return cn, ok })
 	serveKinds(r, rb)

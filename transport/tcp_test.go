@@ -34,6 +34,20 @@ func tcpPair(tb testing.TB, from, to *MultiEndpoint) (out, in Conn) {
 	return out, in
 }
 
+// quicPair dials to from from over QUIC and takes to's end.
+func quicPair(tb testing.TB, from, to *MultiEndpoint) (out, in Conn) {
+	tb.Helper()
+	out, err := from.q.Dial(ctxT(tb), to.Addr().String(), to.ID())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	in, err = to.Accept(ctxT(tb))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return out, in
+}
+
 func newMulti(t testing.TB, opt Options) *MultiEndpoint {
 	t.Helper()
 	checkLeaks(t)
@@ -371,19 +385,8 @@ func newRelayLabTB(t testing.TB, relay RelayConfig) *relayLab {
 	l.r = newMulti(t, Options{Relay: relay})
 	l.b = newMulti(t, Options{})
 	l.c = newMulti(t, Options{})
-	var err error
-	if l.br, err = l.b.q.Dial(ctxT(t), l.r.Addr().String(), l.r.ID()); err != nil {
-		t.Fatal(err)
-	}
-	if l.rb, err = l.r.Accept(ctxT(t)); err != nil {
-		t.Fatal(err)
-	}
-	if l.cr, err = l.c.q.Dial(ctxT(t), l.r.Addr().String(), l.r.ID()); err != nil {
-		t.Fatal(err)
-	}
-	if l.rc, err = l.r.Accept(ctxT(t)); err != nil {
-		t.Fatal(err)
-	}
+	l.br, l.rb = quicPair(t, l.b, l.r)
+	l.cr, l.rc = quicPair(t, l.c, l.r)
 	conns := map[string]Conn{l.b.ID(): l.rb, l.c.ID(): l.rc}
 	l.r.SetRelay(func(id string) bool {
 		l.mu.Lock()

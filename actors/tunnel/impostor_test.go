@@ -34,27 +34,8 @@ func TestImpostorProviderGetsNoTraffic(t *testing.T) {
 			opts := targetOpts(echoServer(t))
 			opts.Secure = secure
 			_, url := a.createServer(opts)
-			announced := a.mesh.Announced()
-			if len(announced) != 1 {
-				t.Fatalf("announced %v", announced)
-			}
-
-			// The impostor: a peer of b whose id sorts before a's.
-			var id *identity.Identity
-			for id == nil || id.ID() >= a.id.ID() {
-				var err error
-				if id, err = identity.Generate(); err != nil {
-					t.Fatal(err)
-				}
-			}
-			ep, err := transport.Listen(transport.Config{Identity: id, ListenAddr: "127.0.0.1:0", Logger: quiet()})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { ep.Close() })
-			evil := tn.mesh.Add(t, ep)
 			var opened atomic.Int64
-			evil.HandleStreams(func(_ transport.Conn, s transport.Stream) {
+			impostor(t, tn, a, b, func(_ transport.Conn, s transport.Stream) {
 				defer s.Close()
 				_ = s.SetDeadline(time.Now().Add(5 * time.Second))
 				if _, err := readOpen(s); err != nil {
@@ -69,15 +50,6 @@ func TestImpostorProviderGetsNoTraffic(t *testing.T) {
 				n, _ := s.Read(buf)
 				_, _ = s.Write(bytes.Repeat([]byte("X"), n))
 			})
-			evil.Announce(announced)
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			if err := tunneltest.Connect(ctx, b.mesh, evil); err != nil {
-				t.Fatal(err)
-			}
-			if p := b.mesh.Providers(announced[0]); len(p) != 2 || p[0] != id.ID() {
-				t.Fatalf("providers %v, want the impostor first", p)
-			}
 
 			b.own("victim.p2p")
 			_, addr := b.createClient("victim.p2p", url)
@@ -107,23 +79,9 @@ func TestUDPImpostorInjectsNothing(t *testing.T) {
 	o := targetOpts(udpEcho(t))
 	o.UDP = true
 	_, url := a.createServer(o)
-	announced := a.mesh.Announced()
 
-	var id *identity.Identity
-	for id == nil || id.ID() >= a.id.ID() {
-		var err error
-		if id, err = identity.Generate(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	ep, err := transport.Listen(transport.Config{Identity: id, ListenAddr: "127.0.0.1:0", Logger: quiet()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ep.Close() })
-	evil := tn.mesh.Add(t, ep)
 	var injected atomic.Int64
-	evil.HandleStreams(func(c transport.Conn, s transport.Stream) {
+	impostor(t, tn, a, b, func(c transport.Conn, s transport.Stream) {
 		defer s.Abort()
 		_ = s.SetDeadline(time.Now().Add(5 * time.Second))
 		open, err := readOpen(s)
@@ -145,15 +103,6 @@ func TestUDPImpostorInjectsNothing(t *testing.T) {
 			}
 		}
 	})
-	evil.Announce(announced)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := tunneltest.Connect(ctx, b.mesh, evil); err != nil {
-		t.Fatal(err)
-	}
-	if p := b.mesh.Providers(announced[0]); len(p) != 2 || p[0] != id.ID() {
-		t.Fatalf("providers %v, want the impostor first", p)
-	}
 
 	b.own("uimp.p2p")
 	_, addr := b.createUDPClient("uimp.p2p", url)
@@ -179,5 +128,39 @@ func TestUDPImpostorInjectsNothing(t *testing.T) {
 	})
 	if injected.Load() == 0 {
 		t.Fatal("the impostor sent nothing: the test proves nothing")
+	}
+}
+
+// impostor joins b's mesh as a peer whose id sorts before a's, so b
+// tries it first among the providers, announces what a announces
+// (without its keys), and serves the streams it is opened with handle.
+func impostor(t *testing.T, tn *testNet, a, b *testNode, handle func(transport.Conn, transport.Stream)) {
+	t.Helper()
+	announced := a.mesh.Announced()
+	if len(announced) != 1 {
+		t.Fatalf("announced %v", announced)
+	}
+	var id *identity.Identity
+	for id == nil || id.ID() >= a.id.ID() {
+		var err error
+		if id, err = identity.Generate(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ep, err := transport.Listen(transport.Config{Identity: id, ListenAddr: "127.0.0.1:0", Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ep.Close() })
+	evil := tn.mesh.Add(t, ep)
+	evil.HandleStreams(handle)
+	evil.Announce(announced)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := tunneltest.Connect(ctx, b.mesh, evil); err != nil {
+		t.Fatal(err)
+	}
+	if p := b.mesh.Providers(announced[0]); len(p) != 2 || p[0] != id.ID() {
+		t.Fatalf("providers %v, want the impostor first", p)
 	}
 }
