@@ -66,9 +66,10 @@ func (s Served) Scope() Scope {
 // RecordSuffix is the suffix a local record name asks the root to cover:
 // the name without its first label (nas.home → home, www.dev.lan →
 // dev.lan), or the name itself when that parent is empty or a public
-// suffix (example.com → example.com, never com; the public suffix list
-// of golang.org/x/net/publicsuffix tells). A wildcard's "*." is dropped
-// first; "" for an empty name.
+// suffix (example.com → example.com, never com; me.github.io →
+// me.github.io, never github.io: the public suffix list of
+// golang.org/x/net/publicsuffix tells, its ICANN and private rules
+// alike). A wildcard's "*." is dropped first; "" for an empty name.
 func RecordSuffix(name string) string {
 	name = strings.Trim(strings.ToLower(strings.TrimSpace(name)), ".")
 	name = strings.TrimPrefix(name, "*.")
@@ -79,7 +80,10 @@ func RecordSuffix(name string) string {
 	if !ok || parent == "" {
 		return name
 	}
-	if ps, icann := publicsuffix.PublicSuffix(parent); icann && ps == parent {
+	// A parent of one label that no rule lists (home, lan) gets the
+	// list's default rule, not an ICANN one: it is the suffix. Any
+	// listed rule, ICANN or private, names a public suffix.
+	if ps, icann := publicsuffix.PublicSuffix(parent); ps == parent && (icann || strings.Contains(parent, ".")) {
 		return name
 	}
 	return parent
