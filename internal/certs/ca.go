@@ -1,6 +1,7 @@
 // Package certs is the node's own certificate authority: an ECDSA P-256
-// root made on first start (DATA/ca/root.pem, its key root-key.pem 0600)
-// and a leaf per domain, issued on first use and kept in
+// root made on first start (DATA/ca/root.pem, its key root-key.pem 0600;
+// a new root passes through root-next.pem, see newRoot) and a leaf per
+// domain, issued on first use and kept in
 // DATA/ca/leaves/<domain>.pem (certificate and key, 0600).
 //
 // A leaf's names are the domain, *.domain and, when given, the domain's
@@ -100,7 +101,23 @@ func OpenScoped(dir string, now func() time.Time, scope func() Scope) (*CA, erro
 func (ca *CA) rootPath() string    { return filepath.Join(ca.dir, "root.pem") }
 func (ca *CA) rootKeyPath() string { return filepath.Join(ca.dir, "root-key.pem") }
 
+// nextPath is DATA/ca/root-next.pem: a new root's certificate and key
+// while newRoot writes them to their two files.
+func (ca *CA) nextPath() string { return filepath.Join(ca.dir, "root-next.pem") }
+
 func (ca *CA) loadRoot() error {
+	if next, err := os.ReadFile(ca.nextPath()); err == nil {
+		// A new root whose switch was cut short: finish it.
+		certPEM, keyPEM, err := splitPair(next)
+		if err != nil {
+			return fmt.Errorf("ca root: %s: %w", ca.nextPath(), err)
+		}
+		if err := ca.install(certPEM, keyPEM); err != nil {
+			return fmt.Errorf("ca root: %w", err)
+		}
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
 	certPEM, err := os.ReadFile(ca.rootPath())
 	if err != nil {
 		return err
@@ -136,7 +153,13 @@ func (ca *CA) currentScope() *Scope {
 }
 
 // newRoot makes a new root, constrained to scope when it is not nil, and
-// writes it (replacing any).
+// writes it (replacing any). The pair is written whole to root-next.pem
+// first, then to root-key.pem and root.pem, then root-next.pem goes: a
+// crash between the two files would otherwise leave a key and a
+// certificate that do not match, a CA that does not open. From
+// root-next.pem the next start (loadRoot) finishes the switch; an error
+// after it was written leaves the switch to the next start too, and the
+// running CA on its old root.
 func (ca *CA) newRoot(scope *Scope) error {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -167,14 +190,49 @@ func (ca *CA) newRoot(scope *Scope) error {
 	if err != nil {
 		return err
 	}
-	if err := writeFile(ca.rootKeyPath(), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}), 0o600); err != nil {
+	keyPEM := pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb})
+	if err := writeFile(ca.nextPath(), append(append([]byte{}, certPEM...), keyPEM...), 0o600); err != nil {
+		return err
+	}
+	if err := ca.install(certPEM, keyPEM); err != nil {
+		return err
+	}
+	ca.root, ca.key, ca.rootPE = cert, key, certPEM
+	return nil
+}
+
+// install writes a root's key and certificate to their files, then
+// removes root-next.pem, which holds both until they are there.
+func (ca *CA) install(certPEM, keyPEM []byte) error {
+	if err := writeFile(ca.rootKeyPath(), keyPEM, 0o600); err != nil {
 		return err
 	}
 	if err := writeFile(ca.rootPath(), certPEM, 0o644); err != nil {
 		return err
 	}
-	ca.root, ca.key, ca.rootPE = cert, key, certPEM
+	if err := os.Remove(ca.nextPath()); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
 	return nil
+}
+
+// splitPair splits root-next.pem into its certificate and key, PEM,
+// once they are found to be a pair.
+func splitPair(b []byte) (certPEM, keyPEM []byte, err error) {
+	if _, err := tls.X509KeyPair(b, b); err != nil {
+		return nil, nil, err
+	}
+	for {
+		var blk *pem.Block
+		if blk, b = pem.Decode(b); blk == nil {
+			return certPEM, keyPEM, nil
+		}
+		if blk.Type == "CERTIFICATE" {
+			certPEM = pem.EncodeToMemory(blk)
+		} else {
+			keyPEM = pem.EncodeToMemory(blk)
+		}
+	}
 }
 
 // RootPEM is the root certificate, PEM.
@@ -236,8 +294,19 @@ func writeFile(path string, b []byte, mode os.FileMode) error {
 	if err := tmp.Close(); err != nil {
 		return err
 	}
-	return os.Rename(tmp.Name(), path)
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return err
+	}
+	if afterWrite != nil {
+		afterWrite()
+	}
+	return nil
 }
+
+// afterWrite, when set (by tests), runs after each of writeFile's
+// renames: a test ends the goroutine there to leave the folder as a
+// crash would.
+var afterWrite func()
 
 // ValidDomain checks a name a leaf may be issued for.
 func ValidDomain(d string) bool {
