@@ -177,9 +177,12 @@ var afterMove func()
 // earlier process left when it stopped (a crash, a kill) while it staged
 // a restore: up to internal/backup's MaxTotal each, that nothing else
 // would ever remove. The composition root calls it once, with the data
-// folder locked and before anything could stage a restore. It returns
-// what it removed, with the folders an aside was built in
-// (DATA/.swap-<random>, makeAside). A DATA/.pre-restore-<time> still
+// folder locked and before anything could stage a restore or write a
+// backup. It returns what it removed, with the folders an aside was
+// built in (DATA/.swap-<random>, makeAside) and the archives of backups
+// the process stopped while writing (DATA/backups/.partial-<random>,
+// internal/backup's Create: no backup name reaches them). A
+// DATA/.pre-restore-<time> still
 // there (one RecoverSwap, called first, could not undo) holds a previous
 // state: nothing is removed and the error says where to look.
 func RemoveStaging(data string) ([]string, error) {
@@ -192,6 +195,8 @@ func RemoveStaging(data string) ([]string, error) {
 	}
 	swaps, _ := filepath.Glob(filepath.Join(data, ".swap-*")) // makeAside's
 	left = append(left, swaps...)
+	partial, _ := filepath.Glob(filepath.Join(data, "backups", ".partial-*")) // backup.Create's
+	left = append(left, partial...)
 	var removed []string
 	var errs []error
 	for _, p := range left {
