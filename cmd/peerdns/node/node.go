@@ -147,7 +147,7 @@ func (n *Node) start() (err error) {
 		}
 		removed, err := backups.RemoveStaging(cfg.Data)
 		for _, p := range removed {
-			n.storeLog().Warn("removed a restore staging folder left by an earlier run", "path", p)
+			n.storeLog().Warn("removed what an earlier run left half made (a restore staged, a backup being written)", "path", p)
 		}
 		if err != nil {
 			n.storeLog().Error("an earlier run left a restore unfinished in the data folder", "err", err)
