@@ -40,6 +40,10 @@ type state struct {
 	pending map[string]map[string]bool // adding writer → ids it added but that were not yet authorised
 
 	domains map[string]*domainIndex
+	// changes counts the changes to every domain index; a domain's
+	// version is the count at its last change, so it never repeats,
+	// not even for a domain that was emptied and claimed again.
+	changes uint64
 	length  int // ops held
 	clock   messages.HLC
 }
@@ -49,7 +53,7 @@ type domainIndex struct {
 	claims  map[string]entry                // claimant → its claim
 	records map[string]messages.ClaimRecord // claimant → its decoded claim value
 	votes   map[voteOf]entry                // voter and claimant → the vote
-	version uint64                          // bumped on every change; the consensus cache key
+	version uint64                          // state.changes at its last change; the consensus cache key
 }
 
 // entry is one key write as the state keeps it: the op that carries it
@@ -334,7 +338,8 @@ func (s *state) index(w entry, pk messages.ParsedKey) {
 		d = &domainIndex{claims: map[string]entry{}, records: map[string]messages.ClaimRecord{}, votes: map[voteOf]entry{}}
 		s.domains[pk.Domain] = d
 	}
-	d.version++
+	s.changes++
+	d.version = s.changes
 	switch pk.Kind {
 	case messages.KeyClaim:
 		if w.Delete() {
