@@ -1,10 +1,13 @@
 package ledger
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
+	"slices"
+	"strings"
 	"time"
 
 	"peerdns/actors/consensus"
@@ -152,7 +155,14 @@ func (a *Actor) persist(ops []*messages.Op, own bool) error {
 // peer's next repair fills.
 func (a *Actor) applyBatch(ops []*messages.Op, persist bool) (applied []*messages.Op, dups, rejected []*messages.Op) {
 	var nowMS int64 // read once, at the first op applied (observe)
+	// In (writer, seq) order a writer's ops apply in one pass; in any
+	// other (a peer's frame in reverse seq order) each pass applied one
+	// op of each writer, a pass over the whole batch per op.
 	left := ops
+	if !slices.IsSortedFunc(left, cmpWriterSeq) {
+		left = slices.Clone(left)
+		slices.SortStableFunc(left, cmpWriterSeq)
+	}
 	for len(left) > 0 {
 		var next []*messages.Op
 		progress := false
@@ -203,6 +213,14 @@ func (a *Actor) applyBatch(ops []*messages.Op, persist bool) (applied []*message
 		a.afterApply(applied)
 	}
 	return applied, dups, rejected
+}
+
+// cmpWriterSeq orders ops by writer, then seq.
+func cmpWriterSeq(a, b *messages.Op) int {
+	if c := strings.Compare(a.Writer, b.Writer); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.Seq, b.Seq)
 }
 
 // afterApply runs the consequences of newly applied ops: the event other
