@@ -25,7 +25,7 @@ func (s *Server) weights(ctx *fasthttp.RequestCtx, ver int) error {
 	}
 	// Tier 1 only when highlight and baseline together are longer than
 	// tier 0 keeps: otherwise seconds give the most points.
-	if st := s.stats(); req.Window && time.Duration(req.Before-req.BaselineAfter)*time.Second > st.Tier0Retention {
+	if st := s.stats(); req.Window && time.Duration(req.ReadSpan())*time.Second > st.Tier0Retention {
 		req.Tier = 1
 	}
 	ans := weights.Compute(weightsSource{s.o.DB}, s.o.Health, req, time.Now)

@@ -139,23 +139,17 @@ func stored(slots []store.Agg) int {
 
 func (c *chartScorer) chart(src Source, def *store.ChartDef, out []Result) []Result {
 	req := c.req
-	w, err := src.Query(def.ID, req.Tier, req.BaselineAfter+1, req.Before)
+	// One read covers both windows: the baseline is usually right before
+	// the highlight, but an explicit one may leave a gap, overlap it or
+	// follow it.
+	w, err := src.Query(def.ID, req.Tier, min(req.BaselineAfter, req.After)+1, max(req.BaselineBefore, req.Before))
 	if err != nil {
 		return out
 	}
 	c.stats.DBQueries++
-	step := w.Step
-	// Slot i covers [Start+i*step, Start+(i+1)*step): the highlight is the
-	// slots starting after After, the baseline those from BaselineAfter+1
-	// up to After.
-	split := 0
-	if len(w.Slots) > 0 {
-		split = int(min(max((req.After+1-w.Start+step-1)/step, 0), int64(len(w.Slots[0]))))
-	}
-	hiSlots := 0
-	if len(w.Slots) > 0 {
-		hiSlots = len(w.Slots[0]) - split
-	}
+	hiLo, hiHi := slotRange(w, req.After, req.Before)
+	baseLo, baseHi := slotRange(w, req.BaselineAfter, req.BaselineBefore)
+	hiSlots := hiHi - hiLo
 	g := max((hiSlots+req.Points-1)/max(req.Points, 1), 1)
 	c.stats.GroupSlots = max(c.stats.GroupSlots, g)
 	for d, dim := range def.Dims {
@@ -168,7 +162,7 @@ func (c *chartScorer) chart(src Source, def *store.ChartDef, out []Result) []Res
 		c.stats.Examined++
 		slots := w.Slots[d]
 		c.stats.DBPoints[req.Tier] += len(slots)
-		base, high := slots[:split], slots[split:]
+		base, high := slots[baseLo:baseHi], slots[hiLo:hiHi]
 		weight, info, ok := c.score(base, high, g)
 		if !ok || math.IsNaN(weight) || math.IsInf(weight, 0) {
 			continue
@@ -179,6 +173,27 @@ func (c *chartScorer) chart(src Source, def *store.ChartDef, out []Result) []Res
 		})
 	}
 	return out
+}
+
+// slotRange is the slots of w in the window (after, before]: slot i covers
+// [Start+i*Step, Start+(i+1)*Step), and a window holds the slots that
+// start in it.
+func slotRange(w *store.Window, after, before int64) (lo, hi int) {
+	if len(w.Slots) == 0 || w.Step <= 0 {
+		return 0, 0
+	}
+	n := int64(len(w.Slots[0]))
+	lo = int(min(max((after+1-w.Start+w.Step-1)/w.Step, 0), n))
+	hi = int(min(max(floorDiv(before-w.Start, w.Step)+1, 0), n))
+	return lo, max(lo, hi)
+}
+
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b != 0 && (a < 0) != (b < 0) {
+		q--
+	}
+	return q
 }
 
 // score is one dimension's weight under the request's method.

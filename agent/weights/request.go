@@ -62,6 +62,12 @@ type Request struct {
 	Tier int
 }
 
+// ReadSpan is the seconds a chart's read covers: the highlight, the
+// baseline and any gap between them.
+func (r *Request) ReadSpan() int64 {
+	return max(r.Before, r.BaselineBefore) - min(r.After, r.BaselineAfter)
+}
+
 // Getter returns a query argument and whether it was present.
 type Getter func(key string) (string, bool)
 
