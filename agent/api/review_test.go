@@ -3,7 +3,10 @@ package api
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
+
+	"peerdns/agent/logs"
 )
 
 // An explicit baseline (baseline_after, baseline_before] is the window the
@@ -37,5 +40,32 @@ func TestReviewWeightsExplicitBaseline(t *testing.T) {
 		if res.ID == "test.base.d000" && res.Weight != 0 {
 			t.Errorf("weight of a dimension whose highlight equals its baseline = %v, want 0 (the gap was read as baseline)", res.Weight)
 		}
+	}
+}
+
+// A negative number of seconds too large for a duration must not wrap
+// around into the future: since=-10000000000 (317 years back) either
+// answers everything or is refused naming since, never an empty page.
+func TestReviewLogsHugeRelativeSince(t *testing.T) {
+	env := newTestEnv(t)
+	if err := env.srv.o.Audit.Record(logs.Entry{Priority: logs.PriNotice, Unit: "review", Message: "kept"}); err != nil {
+		t.Fatal(err)
+	}
+	r := env.get(t, "/api/v3/logs?source=audit&since=-10000000000")
+	switch r.status {
+	case 400:
+		if !strings.Contains(string(r.body), "since") {
+			t.Fatalf("400 does not name since: %s", r.body)
+		}
+	case 200:
+		var b logsBody
+		if err := json.Unmarshal(r.body, &b); err != nil {
+			t.Fatal(err)
+		}
+		if b.Count == 0 {
+			t.Fatalf("since=-10000000000 answered no entries: the time wrapped around: %s", r.body)
+		}
+	default:
+		t.Fatalf("status %d: %s", r.status, r.body)
 	}
 }

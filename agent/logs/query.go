@@ -191,6 +191,10 @@ func ParseTime(s string, now time.Time) (time.Time, error) {
 	}
 	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
 		switch {
+		case n < -maxRelative:
+			// Past ten years back, n seconds would overflow a Duration
+			// and wrap into the future.
+			return time.Time{}, fmt.Errorf("%q is more than ten years back", trim(s))
 		case n <= 0:
 			return now.Add(time.Duration(n) * time.Second), nil
 		case n > 1e11:
@@ -231,8 +235,11 @@ func relative(s string) (time.Duration, bool) {
 			return 0, false
 		}
 	}
-	return d, d <= 10*365*24*time.Hour
+	return d, d <= maxRelative*time.Second
 }
+
+// maxRelative bounds a relative time, in seconds: ten years.
+const maxRelative = 10 * 365 * 24 * 3600
 
 func trim(s string) string {
 	if len(s) > 64 {
