@@ -3,6 +3,8 @@ package api
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -67,5 +69,24 @@ func TestReviewLogsHugeRelativeSince(t *testing.T) {
 		}
 	default:
 		t.Fatalf("status %d: %s", r.status, r.body)
+	}
+}
+
+// A unit name with a NUL byte cannot be passed to journalctl: it is bad
+// input (400 naming unit), not an internal error.
+func TestReviewJournalUnitNUL(t *testing.T) {
+	dir := t.TempDir()
+	// A journal directory as available() sees one; journalctl is not run
+	// for this request.
+	if err := os.WriteFile(filepath.Join(dir, "system.journal"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := newTestEnv(t, func(o *Options) { o.JournalDir = dir })
+	r := env.get(t, "/api/v3/logs?source=journal&unit=ssh%00d")
+	if r.status == 503 && strings.Contains(string(r.body), "journalctl is not installed") {
+		t.Skip("no journalctl on this machine")
+	}
+	if r.status != 400 || !strings.Contains(string(r.body), "unit") {
+		t.Fatalf("unit with a NUL byte = %d %s, want 400 naming unit", r.status, r.body)
 	}
 }

@@ -90,6 +90,11 @@ func ParseQuery(get Getter, now time.Time) (Query, error) {
 	if v, ok, err = arg("unit"); err != nil {
 		return q, err
 	} else if ok {
+		// The unit is one journalctl argument: a NUL cannot be passed
+		// (exec refuses it) and no unit name has control characters.
+		if strings.ContainsFunc(v, func(r rune) bool { return r < ' ' || r == 0x7f }) {
+			return q, fmt.Errorf("unit must not contain control characters, got %q", trim(v))
+		}
 		q.Unit = v
 	}
 	if v, ok, err = arg("priority"); err != nil {
