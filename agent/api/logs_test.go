@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -206,5 +207,51 @@ func TestLogsBadInput(t *testing.T) {
 		if r.status != 400 || len(r.body) > 300 || r.header.Get("Content-Type") != "text/plain; charset=utf-8" {
 			t.Errorf("%.60s = %d %q %.200s, want a short plain-text 400", q, r.status, r.header.Get("Content-Type"), r.body)
 		}
+	}
+}
+
+// A negative number of seconds too large for a duration must not wrap
+// around into the future: since=-10000000000 (317 years back) either
+// answers everything or is refused naming since, never an empty page.
+func TestLogsHugeRelativeSince(t *testing.T) {
+	env := newTestEnv(t)
+	if err := env.srv.o.Audit.Record(logs.Entry{Priority: logs.PriNotice, Unit: "review", Message: "kept"}); err != nil {
+		t.Fatal(err)
+	}
+	r := env.get(t, "/api/v3/logs?source=audit&since=-10000000000")
+	switch r.status {
+	case 400:
+		if !strings.Contains(string(r.body), "since") {
+			t.Fatalf("400 does not name since: %s", r.body)
+		}
+	case 200:
+		var b logsBody
+		if err := json.Unmarshal(r.body, &b); err != nil {
+			t.Fatal(err)
+		}
+		if b.Count == 0 {
+			t.Fatalf("since=-10000000000 answered no entries: the time wrapped around: %s", r.body)
+		}
+	default:
+		t.Fatalf("status %d: %s", r.status, r.body)
+	}
+}
+
+// A unit name with a NUL byte cannot be passed to journalctl: it is bad
+// input (400 naming unit), not an internal error.
+func TestJournalUnitNUL(t *testing.T) {
+	dir := t.TempDir()
+	// A journal directory as available() sees one; journalctl is not run
+	// for this request.
+	if err := os.WriteFile(filepath.Join(dir, "system.journal"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := newTestEnv(t, func(o *Options) { o.JournalDir = dir })
+	r := env.get(t, "/api/v3/logs?source=journal&unit=ssh%00d")
+	if r.status == 503 && strings.Contains(string(r.body), "journalctl is not installed") {
+		t.Skip("no journalctl on this machine")
+	}
+	if r.status != 400 || !strings.Contains(string(r.body), "unit") {
+		t.Fatalf("unit with a NUL byte = %d %s, want 400 naming unit", r.status, r.body)
 	}
 }

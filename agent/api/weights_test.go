@@ -225,3 +225,37 @@ func TestWeightsBadInput(t *testing.T) {
 		}
 	}
 }
+
+// An explicit baseline (baseline_after, baseline_before] is the window the
+// highlight is compared with, as Netdata queries it: the seconds between
+// baseline_before and the highlight's after are not part of it.
+func TestWeightsExplicitBaseline(t *testing.T) {
+	env := newTestEnv(t)
+	now := env.now.Unix()
+	// 10 in the baseline (now-600, now-300] and in the highlight (now-60,
+	// now], 0 in the gap between them.
+	addChart(t, env, "test.base", 1, 600, func(ts int64, _ int) float64 {
+		if ts > now-300 && ts <= now-60 {
+			return 0
+		}
+		return 10
+	})
+	path := fmt.Sprintf("/api/v3/weights?method=volume&charts=test.base&after=%d&before=%d&baseline_after=%d&baseline_before=%d",
+		now-60, now, now-600, now-300)
+	r := env.get(t, path)
+	if r.status != 200 {
+		t.Fatalf("%s = %d %s", path, r.status, r.body)
+	}
+	var w weightsJSON
+	if err := json.Unmarshal(r.body, &w); err != nil {
+		t.Fatalf("decode: %v\n%s", err, r.body)
+	}
+	if b := w.View.Baseline; b == nil || b.After != now-600 || b.Before != now-300 || b.Points != 300 {
+		t.Errorf("view.baseline = %+v, want after %d, before %d and its 300 points", b, now-600, now-300)
+	}
+	for _, res := range w.Results {
+		if res.ID == "test.base.d000" && res.Weight != 0 {
+			t.Errorf("weight of a dimension whose highlight equals its baseline = %v, want 0 (the gap was read as baseline)", res.Weight)
+		}
+	}
+}

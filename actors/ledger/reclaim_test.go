@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"peerdns/actors/consensus"
-	"peerdns/http/httpx"
 	"peerdns/internal/testutil"
 	"peerdns/messages"
 )
@@ -101,33 +100,4 @@ func TestDomainClaimedAgainInOneBatchIsEvaluatedAgain(t *testing.T) {
 		sign(t, P, &messages.Op{Seq: 3, HLC: messages.HLC{Wall: now + 5}, Key: messages.VoteKey(name, P.ID(), Q.ID()), Value: messages.VoteMarker}),
 	)
 	testutil.Eventually(t, 3*time.Second, resolved(Q.ID(), hashB))
-}
-
-// A peer's ops may come in any order, and the ledger applies what it can
-// of them until nothing more applies. A writer's ops sent in reverse
-// seq order must not make that a pass over the whole batch for every
-// op: one frame of a few thousand ops would hold the ledger actor (and
-// every peer's ops and every request behind it) for a minute.
-func TestOpsInReverseOrderApplyInOnePass(t *testing.T) {
-	l := newTestLedger(t, t.TempDir())
-	peers, _ := addConnectedWriters(t, l, 1)
-	p := peers[0]
-	const n = 8000 // about what one 1 MiB frame carries
-	now := time.Now().UnixMilli()
-	// Keys that touch no domain (a name that is not canonical is kept
-	// in the log and nothing else), so only applying them costs.
-	key := messages.ClaimKey("NOT-CANONICAL", p.ID())
-	ops := make([]*messages.Op, n)
-	for i := range ops {
-		ops[n-1-i] = sign(t, p, &messages.Op{Seq: uint64(i + 1), HLC: messages.HLC{Wall: now + int64(i)}, Key: key, Value: "1"})
-		ops[n-1-i].SigChecked = true // as the peer session marks them
-	}
-	start := time.Now()
-	rep, err := httpx.Ask[*messages.ApplyOpsReply](l.sys.Root, l.pid, &messages.ApplyOps{From: "test", Ops: ops}, 5*time.Second)
-	if err != nil {
-		t.Fatalf("%d ops in reverse order: no answer after %v: %v", n, time.Since(start), err)
-	}
-	if rep.Applied != n {
-		t.Fatalf("apply: %+v, want %d applied", rep, n)
-	}
 }
