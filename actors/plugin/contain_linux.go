@@ -49,6 +49,17 @@ func handlerAttr() (attr *syscall.SysProcAttr, contained bool) {
 	return attr, true
 }
 
+// groupAttr starts a handler in a process group of its own, a kill of
+// the group reaching its children too, and killed (SIGKILL) by the
+// kernel when the node's thread that started it ends: the node dies
+// (SIGKILL, the OOM killer, a crash) without stopping it, since the Go
+// runtime ends a thread only with the node or with a goroutine that
+// locked it, which the node's code does not do. A contained handler's
+// namespace ends with it.
+func groupAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+}
+
 // noteUncontained makes later handlers start uncontained: the host
 // refused the namespaces.
 func noteUncontained() { uncontained.Store(true) }

@@ -184,10 +184,6 @@ func (r *runner) startHandler() (cmd *exec.Cmd, stdin io.WriteCloser, stdout, st
 	return cmd, stdin, stdout, stderr, nil
 }
 
-// groupAttr starts a handler in a process group of its own: a kill of
-// the group reaches its children too.
-func groupAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setpgid: true} }
-
 func (r *runner) startWith(attr *syscall.SysProcAttr) (cmd *exec.Cmd, stdin io.WriteCloser, stdout, stderr io.ReadCloser, err error) {
 	cmd = exec.Command(r.p.Handler)
 	cmd.Dir = r.p.Dir
