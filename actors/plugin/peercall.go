@@ -27,7 +27,7 @@ import (
 // answer; the call waits off its session's read loop, at most
 // maxNotifyInflight at once, more being dropped and logged (rpc.go). Both
 // directions are counted per plugin (PeerStats) for the stats' pluginRpc
-// and peerChannels.
+// and peerChannels; an incoming one only for a plugin loaded here.
 
 // MaxPeerFrame bounds one peer call's request or reply.
 const MaxPeerFrame = 1 << 20
@@ -168,9 +168,6 @@ func (p *PeerCalls) serve(c transport.Conn, s transport.Stream) {
 		return
 	}
 	_ = s.SetReadDeadline(time.Time{})
-	st := p.stat(req.Domain)
-	st.Open.Add(1)
-	defer st.Open.Add(-1)
 	reply := func(r *messages.PluginCallReply) {
 		_ = s.SetWriteDeadline(time.Now().Add(p.timeout))
 		if err := messages.WriteFrame(s, r, MaxPeerFrame); err != nil {
@@ -179,11 +176,25 @@ func (p *PeerCalls) serve(c transport.Conn, s transport.Stream) {
 		}
 		_ = s.Close()
 	}
+	// Counted only for a plugin loaded here: the domain is the peer's
+	// word, and a counter for each name a peer sent would be kept (and
+	// listed) for good.
 	rt := p.table.Lookup(req.Domain)
-	if rt == nil || !json.Valid(orEmpty(req.Params)) {
-		st.FailuresIn.Add(1)
+	if rt == nil {
 		if req.Wait {
 			reply(&messages.PluginCallReply{Err: "plugin " + req.Domain + " is not loaded on this peer"})
+		} else {
+			s.Abort()
+		}
+		return
+	}
+	st := p.stat(req.Domain)
+	st.Open.Add(1)
+	defer st.Open.Add(-1)
+	if !json.Valid(orEmpty(req.Params)) {
+		st.FailuresIn.Add(1)
+		if req.Wait {
+			reply(&messages.PluginCallReply{Err: "the call's params are not JSON"})
 		} else {
 			s.Abort()
 		}
