@@ -9,8 +9,6 @@ import (
 
 	"peerdns/internal/testutil"
 	"peerdns/messages"
-	"peerdns/transport"
-	"peerdns/transport/identity"
 )
 
 // A peer that opens plugin streams naming domains no plugin here has
@@ -19,11 +17,7 @@ import (
 // peerChannels.
 func TestPeerCallsToUnknownDomainsAddNoCounters(t *testing.T) {
 	testutil.NoLeaks(t)
-	network := transport.NewMemNetwork()
-	a, _ := identity.Generate()
-	b, _ := identity.Generate()
-	node, hostile := network.Listen(a, nil), network.Listen(b, nil)
-	t.Cleanup(func() { _ = node.Close(); _ = hostile.Close() })
+	node, hostile := memEndpoints(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	out, err := hostile.Dial(ctx, node.Addr().String(), node.ID())

@@ -28,11 +28,7 @@ func (connMesh) HandleDatagrams(func(transport.Conn, []byte))         {}
 // takes the streams opened to it and never reads or answers them.
 func silentPeer(t *testing.T) transport.Conn {
 	t.Helper()
-	network := transport.NewMemNetwork()
-	a, _ := identity.Generate()
-	b, _ := identity.Generate()
-	ea, eb := network.Listen(a, nil), network.Listen(b, nil)
-	t.Cleanup(func() { _ = ea.Close(); _ = eb.Close() })
+	ea, eb := memEndpoints(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	conn, err := ea.Dial(ctx, eb.Addr().String(), eb.ID())
@@ -71,4 +67,16 @@ func TestPeerNotificationDoesNotStallTheSession(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// memEndpoints is two in-memory transport endpoints on one network,
+// closed with the test.
+func memEndpoints(t *testing.T) (a, b transport.Endpoint) {
+	t.Helper()
+	network := transport.NewMemNetwork()
+	ia, _ := identity.Generate()
+	ib, _ := identity.Generate()
+	ea, eb := network.Listen(ia, nil), network.Listen(ib, nil)
+	t.Cleanup(func() { _ = ea.Close(); _ = eb.Close() })
+	return ea, eb
 }

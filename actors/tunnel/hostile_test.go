@@ -89,14 +89,7 @@ func testNeverReadingClient(t *testing.T, mode string) {
 	}
 	var written atomic.Int64
 	target := tcpServer(t, func(c net.Conn) {
-		buf := make([]byte, 64<<10)
-		for {
-			n, err := c.Write(buf)
-			written.Add(int64(n))
-			if err != nil {
-				return
-			}
-		}
+		writeOn(c, &written)
 	})
 	c := dialThrough(t, a, b, "slow.p2p", target)
 	_ = c.(*net.TCPConn).SetReadBuffer(64 << 10)
@@ -321,17 +314,20 @@ func TestNeverReadingServiceBoundsBuffers(t *testing.T) {
 	defer close(release)
 	c := dialThrough(t, a, b, "up.p2p", target)
 	var written atomic.Int64
-	go func() {
-		buf := make([]byte, 64<<10)
-		for {
-			n, err := c.Write(buf)
-			written.Add(int64(n))
-			if err != nil {
-				return
-			}
-		}
-	}()
+	go writeOn(c, &written)
 	waitStalled(t, &written, "client", "a service that reads nothing")
+}
+
+// writeOn writes to c until a write fails, adding what went to written.
+func writeOn(c net.Conn, written *atomic.Int64) {
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := c.Write(buf)
+		written.Add(int64(n))
+		if err != nil {
+			return
+		}
+	}
 }
 
 // waitStalled waits until written, what who has written to a peer that

@@ -37,14 +37,7 @@ func TestPeerGoneEndsStalledConnection(t *testing.T) {
 						<-release
 						return
 					}
-					buf := make([]byte, 64<<10)
-					for {
-						n, err := c.Write(buf)
-						written.Add(int64(n))
-						if err != nil {
-							return
-						}
-					}
+					writeOn(c, &written)
 				})
 				sid, url := a.createServer(targetOpts(target))
 				b.own("gone.p2p")
@@ -55,16 +48,7 @@ func TestPeerGoneEndsStalledConnection(t *testing.T) {
 				}
 				defer conn.Close()
 				if stalled == "server" {
-					go func() {
-						buf := make([]byte, 64<<10)
-						for {
-							n, err := conn.Write(buf)
-							written.Add(int64(n))
-							if err != nil {
-								return
-							}
-						}
-					}()
+					go writeOn(conn, &written)
 					waitStalled(t, &written, "client", "a service that reads nothing")
 				} else {
 					_ = conn.(*net.TCPConn).SetReadBuffer(64 << 10)

@@ -197,15 +197,7 @@ func TestConnect(t *testing.T) {
 // its context ends with ErrBadLength as the cause; a stream the client
 // resets ends with no cause beyond context.Canceled.
 func TestBadLengthIsTheCause(t *testing.T) {
-	type seen struct{ read, cause error }
-	got := make(chan seen, 2)
-	started := make(chan struct{}, 2)
-	ts := newTestServer(t, Config{}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		started <- struct{}{}
-		_, err := io.ReadAll(r.Body)
-		<-r.Context().Done()
-		got <- seen{err, context.Cause(r.Context())}
-	}))
+	ts, got, started := bodyEndServer(t, 2)
 	rc := newRawClient(t, ts.addr)
 	rc.headers(1, false, rc.block("POST", "/short", "content-length", "10"))
 	<-started
