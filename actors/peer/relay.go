@@ -249,9 +249,12 @@ func (a *Actor) directGate() []string {
 }
 
 // keepDialingDirect gives a relayed peer's own addresses dialers that
-// never give up.
+// never give up: the first maxAddrsPerPeer of its hello, as many as its
+// address book entry holds. A hello may list any number, each one a
+// dialer for as long as we run and a slot of maxDialers.
 func (a *Actor) keepDialingDirect(id string, hello *messages.Hello) {
-	for _, addr := range hello.Addrs {
+	addrs, _ := mergeAddrs(nil, hello.Addrs, maxAddrsPerPeer)
+	for _, addr := range addrs {
 		a.startDialer(addr, id, dialOpts{mutual: true})
 	}
 }
