@@ -31,7 +31,7 @@ func (s *Server) v2Nodes() ([]query.V2Node, []*store.DB) {
 	dbs := []*store.DB{s.o.DB}
 	if fs, ok := s.o.Fleet.(FleetStores); ok {
 		for _, c := range s.children() {
-			if db, ok := fs.ChildDB(c.GUID); ok {
+			if db, ok := fs.ChildDB(c.PublicKey); ok {
 				nodes = append(nodes, query.V2Node{GUID: c.GUID, NodeID: c.NodeID, Hostname: c.Hostname})
 				dbs = append(dbs, db)
 			}

@@ -212,13 +212,32 @@ func (p *Parent) Children() []api.FleetNode {
 func (p *Parent) Handler(name string) (fasthttp.RequestHandler, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for _, c := range p.nodes {
-		h := c.hello.Load()
-		if name == c.key || name == h.GUID || name == h.NodeID || name == h.Hostname {
-			return c.api.Handle, true
-		}
+	if c := p.lookup(name); c != nil {
+		return c.api.Handle, true
 	}
 	return nil, false
+}
+
+// lookup returns the child named by key, or else by the GUID, node id or
+// hostname of its hello; nil when none is. A key is the child itself;
+// the hello's names are the child's word, so a name that two children
+// claim names neither, and a child naming itself by another's key cannot
+// shadow it. p.mu is held.
+func (p *Parent) lookup(name string) *child {
+	if c := p.nodes[name]; c != nil {
+		return c
+	}
+	var found *child
+	for _, c := range p.nodes {
+		h := c.hello.Load()
+		if name == h.GUID || name == h.NodeID || name == h.Hostname {
+			if found != nil {
+				return nil
+			}
+			found = c
+		}
+	}
+	return found
 }
 
 // ChildDB returns the store of the child named by GUID, node id, hostname
@@ -226,11 +245,8 @@ func (p *Parent) Handler(name string) (fasthttp.RequestHandler, bool) {
 func (p *Parent) ChildDB(name string) (*store.DB, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for _, c := range p.nodes {
-		h := c.hello.Load()
-		if name == c.key || name == h.GUID || name == h.NodeID || name == h.Hostname {
-			return c.db, true
-		}
+	if c := p.lookup(name); c != nil {
+		return c.db, true
 	}
 	return nil, false
 }
