@@ -12,8 +12,8 @@
 // node), lists the children with their state (api.Fleet) and hands a
 // query with a node filter to the child's server (which refuses the
 // process table and logs: only metrics are streamed). Caps: dimensions per
-// child, points from the future, frame size (messages.AgentMaxFrame),
-// idle streams.
+// child, the length of a chart's strings, points from the future, frame
+// size (messages.AgentMaxFrame), idle streams.
 //
 // It must never: trust a child's hello for who it is (the key is), store
 // a point more than FutureSlack ahead of its clock, or keep a second

@@ -340,8 +340,9 @@ func (p *Parent) ServeStream(ctx context.Context, peer string, h *messages.Strea
 	}
 }
 
-// apply stores one batch. Charts over the dimension cap and points from
-// the future are dropped and counted; a malformed chart or point set is
+// apply stores one batch. Charts over the dimension cap or with a string
+// longer than maxChartText, and points from the future, are dropped and
+// counted; a malformed chart or point set is
 // an error that ends the stream.
 func (p *Parent) apply(c *child, b *messages.StreamBatch) (int, error) {
 	dropped := 0
@@ -360,7 +361,7 @@ func (p *Parent) apply(c *child, b *messages.StreamBatch) (int, error) {
 		c.mu.Lock()
 		old := c.dims[sc.ID]
 		c.mu.Unlock()
-		if total-old+len(sc.Dims) > p.cfg.MaxDims {
+		if total-old+len(sc.Dims) > p.cfg.MaxDims || longText(sc) {
 			refused[sc.ID] = true
 			dropped++
 			continue
@@ -417,6 +418,23 @@ func (p *Parent) apply(c *child, b *messages.StreamBatch) (int, error) {
 	c.lastSeen = p.cfg.Now().Unix()
 	c.mu.Unlock()
 	return dropped, nil
+}
+
+// maxChartText bounds each string of a child's chart (ids, context,
+// family, title, units, type, dimension ids and names), so the dimension
+// cap bounds the metadata a child can make its parent hold.
+const maxChartText = 1000
+
+// longText reports whether a string of sc is longer than maxChartText.
+func longText(sc *messages.StreamChart) bool {
+	for _, f := range [][]string{{sc.ID, sc.Context, sc.Family, sc.Title, sc.Units, sc.ChartType}, sc.Dims, sc.DimNames} {
+		for _, v := range f {
+			if len(v) > maxChartText {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // NodeStore is one child's store with its hostname.
