@@ -140,7 +140,14 @@ func (c *Child) session(ctx context.Context) error {
 				ackErr <- errors.New("parent: " + a.Error)
 				return
 			}
-			credits <- struct{}{}
+			select {
+			case credits <- struct{}{}:
+			default:
+				// Every credit is back: the parent acked a batch that
+				// is not in flight.
+				ackErr <- fmt.Errorf("parent acked batch %d with none in flight", a.Seq)
+				return
+			}
 		}
 	}()
 
