@@ -217,7 +217,7 @@ func TestRelayFreesLinkOfRequesterThatNeverReads(t *testing.T) {
 		t.Fatal(err)
 	}
 	lb := &testutil.LogBuffer{}
-	r, err := ListenMulti(Config{Identity: rid, ListenAddr: "127.0.0.1:0", WriteTimeout: 2 * time.Second,
+	r, err := ListenMulti(Config{Identity: rid, ListenAddr: "127.0.0.1:0", WriteTimeout: 4 * time.Second,
 		Logger: slog.New(slog.NewTextHandler(lb, nil))}, Options{Relay: RelayConfig{Rate: -1}})
 	if err != nil {
 		t.Fatal(err)
@@ -260,14 +260,19 @@ func TestRelayFreesLinkOfRequesterThatNeverReads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The streams are opened before b stops reading: from then on, what
+	// c sends waits for b, and the relay gives up on the link after its
+	// WriteTimeout, with c's session.
+	streams := make([]Stream, 8)
+	for i := range streams {
+		if streams[i], err = in.OpenStream(ctxT(t)); err != nil {
+			t.Fatal(err)
+		}
+	}
 	raw.stall()
 
 	// c sends more than b's stream window and the relay's buffer hold.
-	for range 8 {
-		cs, err := in.OpenStream(ctxT(t))
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, cs := range streams {
 		go func() {
 			_, _ = cs.Write(make([]byte, 256<<10))
 			cs.Abort()
