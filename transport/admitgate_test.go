@@ -50,7 +50,7 @@ func TestStreamPathGatesPeersNotAdmitted(t *testing.T) {
 		}()
 	}
 	testutil.Eventually(t, 10*time.Second, func() error {
-		if !sc.gate.waiting.Load() {
+		if !goroutineWith("[select]", "(*gatedConn).Read") {
 			return fmt.Errorf("the acceptor still reads (%d of the budget of %d left)", sc.gate.left.Load(), budget)
 		}
 		return nil

@@ -10,7 +10,6 @@ import (
 	"net"
 	"peerdns/internal/testutil"
 	"peerdns/transport/identity"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -192,9 +191,7 @@ func newStalledConn(c net.Conn) *stalledConn {
 // goroutineWith reports whether some goroutine's stack holds every one
 // of frames.
 func goroutineWith(frames ...string) bool {
-	buf := make([]byte, 1<<20)
-	buf = buf[:runtime.Stack(buf, true)]
-	for _, g := range strings.Split(string(buf), "\n\n") {
+	for _, g := range strings.Split(stacks(), "\n\n") {
 		all := true
 		for _, f := range frames {
 			all = all && strings.Contains(g, f)

@@ -573,7 +573,6 @@ type admitGate struct {
 	left              atomic.Int64  // what may still be read before Admit (by yamux's one reader)
 	open              chan struct{} // closed by Admit
 	stop              chan struct{} // closed when the connection closes
-	waiting           atomic.Bool   // a read waits at the gate
 	admitted, stopped sync.Once
 }
 
@@ -602,13 +601,11 @@ func (c *gatedConn) Read(p []byte) (int, error) {
 	}
 	left := g.left.Load()
 	if left <= 0 {
-		g.waiting.Store(true)
 		select {
 		case <-g.open:
 		case <-g.stop:
 			return 0, net.ErrClosed
 		}
-		g.waiting.Store(false)
 		return c.frameCoalescer.Read(p)
 	}
 	n, err := c.frameCoalescer.Read(p[:min(int64(len(p)), left)])

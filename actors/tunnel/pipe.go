@@ -95,7 +95,7 @@ func (s streamSide) gone() <-chan struct{}       { return s.conn }
 // other direction has ended too. sts are counted as one more
 // open connection for the duration. pipe closes both sides.
 //
-// Either side gone (its peer connection closed) tears both down at
+// The remote side gone (its peer connection closed) tears both down at
 // once: both copies may wait on the local side (a write to a program
 // that reads nothing, a read of one that says nothing), where the
 // stream's end never reaches them.
@@ -114,7 +114,7 @@ func pipe(local, remote side, sts ...*stats) {
 		}
 	}()
 	p := &piping{local: local, remote: remote}
-	unwatch := p.watch(local.gone(), remote.gone())
+	unwatch := p.watch(remote.gone())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -149,19 +149,17 @@ type piping struct {
 	closedWhole   atomic.Bool // a side that cannot half-close was closed at EOF
 }
 
-// watch tears p down when a or b is closed (a nil one is not watched);
-// the returned func stops watching and waits until the watcher returned.
-func (p *piping) watch(a, b <-chan struct{}) (stop func()) {
-	if a == nil && b == nil {
+// watch tears p down when gone is closed (nil: nothing to watch); the
+// returned func stops watching and waits until the watcher returned.
+func (p *piping) watch(gone <-chan struct{}) (stop func()) {
+	if gone == nil {
 		return func() {}
 	}
 	quit, ended := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(ended)
 		select {
-		case <-a:
-			p.abort()
-		case <-b:
+		case <-gone:
 			p.abort()
 		case <-quit:
 		}

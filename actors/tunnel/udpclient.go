@@ -279,10 +279,7 @@ func (f *clientFlow) send(b, scratch []byte) {
 // tunnel's key (an impostor among the providers), and the server sends
 // nothing before the client's first datagram, which waits for ready.
 func (f *clientFlow) deliver(b []byte) {
-	f.mu.Lock()
-	ready := f.ready
-	f.mu.Unlock()
-	if !ready {
+	if !f.isReady() {
 		return
 	}
 	f.touch()
@@ -296,12 +293,16 @@ func (f *clientFlow) deliver(b []byte) {
 // forgotten ends the flow when its server says it does not know it
 // (flowTable.unknown); a flow whose handshake runs is not the server's yet.
 func (f *clientFlow) forgotten() {
-	f.mu.Lock()
-	ready := f.ready
-	f.mu.Unlock()
-	if ready {
+	if f.isReady() {
 		f.close()
 	}
+}
+
+// isReady reports whether the flow's handshake was accepted.
+func (f *clientFlow) isReady() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.ready
 }
 
 // close ends the flow and forgets it; idempotent. What the flow holds

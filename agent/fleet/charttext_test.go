@@ -1,8 +1,6 @@
 package fleet_test
 
 import (
-	"context"
-	"net"
 	"strings"
 	"testing"
 	"time"
@@ -19,18 +17,8 @@ import (
 func TestParentDropsOversizedChartText(t *testing.T) {
 	p := fleet.NewParent(fleet.ParentConfig{})
 	defer p.Close()
-	a, c := net.Pipe()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		p.ServeStream(context.Background(), "k", &messages.StreamHello{Hostname: "h", GUID: "g", NodeID: "n"}, pipeStream{a})
-	}()
-	defer func() { c.Close(); <-done }()
-	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
-	var rep messages.AgentReply
-	if err := messages.ReadFrame(c, &rep, messages.AgentMaxFrame); err != nil {
-		t.Fatal(err)
-	}
+	c, stop := streamTo(t, p, 10*time.Second)
+	defer stop()
 	long := strings.Repeat("x", 600_000)
 	now := time.Now().Unix()
 	b := &messages.StreamBatch{Seq: 1, Charts: []messages.StreamChart{

@@ -11,12 +11,9 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"peerdns/agent/fleet"
-	"peerdns/agent/rpc"
-	"peerdns/agent/store"
 	"peerdns/internal/testutil"
 	"peerdns/messages"
 	"peerdns/transport"
-	"peerdns/transport/identity"
 )
 
 // ackFlood is a parent that acks batches the child never sent.
@@ -39,22 +36,7 @@ func (f ackFlood) ServeStream(ctx context.Context, peer string, h *messages.Stre
 // the child nothing that outlives the stream: once Run has returned, none
 // of its sessions' goroutines is left.
 func TestChildSurvivesUnsolicitedAcks(t *testing.T) {
-	dir := t.TempDir()
-	db, err := store.Open(store.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	id, err := identity.Generate()
-	if err != nil {
-		t.Fatal(err)
-	}
-	rs, err := rpc.Listen(rpc.Config{Identity: id, ListenAddr: "127.0.0.1:0", Dir: dir, DB: db, Stream: ackFlood{},
-		API: func(*fasthttp.RequestCtx) {}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { rs.Close() })
+	dir, _, _, rs := listenRPC(t, ackFlood{}, func(*fasthttp.RequestCtx) {})
 	c := newChild(t, &parentEnv{dir: dir, rpc: rs}, "alpha", 1)
 	ch := fleet.NewChild(fleet.ChildConfig{
 		DB: c.db, Endpoint: c.ep.Endpoint(), ParentKey: rs.ID(), ParentAddr: rs.Addr().String(),

@@ -33,30 +33,15 @@ type parentEnv struct {
 // the API's Options before it starts.
 func newParent(t *testing.T, cfg fleet.ParentConfig, opts ...func(*api.Options)) *parentEnv {
 	t.Helper()
-	dir := t.TempDir()
-	db, err := store.Open(store.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	id, err := identity.Generate()
-	if err != nil {
-		t.Fatal(err)
-	}
 	p := fleet.NewParent(cfg)
 	t.Cleanup(p.Close)
 	var srv *api.Server
-	rs, err := rpc.Listen(rpc.Config{Identity: id, ListenAddr: "127.0.0.1:0", Dir: dir, DB: db, Stream: p,
-		API: func(c *fasthttp.RequestCtx) { srv.Handle(c) }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { rs.Close() })
+	dir, db, id, rs := listenRPC(t, p, func(c *fasthttp.RequestCtx) { srv.Handle(c) })
 	o := api.Options{DB: db, Identity: id, Parent: true, Fleet: p, Peer: rs}
 	for _, f := range opts {
 		f(&o)
 	}
-	srv, err = api.New(o)
+	srv, err := api.New(o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,6 +52,28 @@ func newParent(t *testing.T, cfg fleet.ParentConfig, opts ...func(*api.Options))
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Shutdown() })
 	return &parentEnv{dir: dir, parent: p, rpc: rs, url: "http://" + ln.Addr().String()}
+}
+
+// listenRPC starts an RPC server on 127.0.0.1:0 with a store, an
+// identity and a folder of its own, stream serving children and api the
+// REST calls.
+func listenRPC(t *testing.T, stream rpc.StreamHandler, api fasthttp.RequestHandler) (dir string, db *store.DB, id *identity.Identity, rs *rpc.Server) {
+	t.Helper()
+	dir = t.TempDir()
+	db, err := store.Open(store.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if id, err = identity.Generate(); err != nil {
+		t.Fatal(err)
+	}
+	rs, err = rpc.Listen(rpc.Config{Identity: id, ListenAddr: "127.0.0.1:0", Dir: dir, DB: db, Stream: stream, API: api})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rs.Close() })
+	return dir, db, id, rs
 }
 
 type childEnv struct {

@@ -34,18 +34,8 @@ func FuzzParentStream(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		p := fleet.NewParent(fleet.ParentConfig{MaxDims: 100})
 		defer p.Close()
-		a, c := net.Pipe()
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			p.ServeStream(context.Background(), "k", &messages.StreamHello{Hostname: "h", GUID: "g", NodeID: "n"}, pipeStream{a})
-		}()
-		defer func() { c.Close(); <-done }()
-		_ = c.SetDeadline(time.Now().Add(5 * time.Second))
-		var rep messages.AgentReply
-		if err := messages.ReadFrame(c, &rep, messages.AgentMaxFrame); err != nil {
-			t.Fatal(err)
-		}
+		c, stop := streamTo(t, p, 5*time.Second)
+		defer stop()
 		first := &messages.StreamBatch{Seq: 1, Charts: []messages.StreamChart{{ID: "c", Dims: []string{"a", "b"}}}}
 		if err := messages.WriteFrame(c, first, messages.AgentMaxFrame); err != nil {
 			t.Fatal(err)
@@ -68,4 +58,24 @@ func FuzzParentStream(f *testing.F) {
 			}
 		}
 	})
+}
+
+// streamTo opens a stream of child "k" to p over a pipe and reads p's
+// reply to its hello; stop closes the child's end and waits for p's.
+func streamTo(t testing.TB, p *fleet.Parent, within time.Duration) (c net.Conn, stop func()) {
+	t.Helper()
+	a, c := net.Pipe()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		p.ServeStream(context.Background(), "k", &messages.StreamHello{Hostname: "h", GUID: "g", NodeID: "n"}, pipeStream{a})
+	}()
+	stop = func() { c.Close(); <-done }
+	_ = c.SetDeadline(time.Now().Add(within))
+	var rep messages.AgentReply
+	if err := messages.ReadFrame(c, &rep, messages.AgentMaxFrame); err != nil {
+		stop()
+		t.Fatal(err)
+	}
+	return c, stop
 }

@@ -54,6 +54,18 @@ type Window struct {
 	buf     []Agg    // tier-0 slots' backing array, reused by QueryInto
 }
 
+// SlotsIn is the slots of w in the window (after, before], the slots
+// that start in it: [lo, hi) of every dimension's Slots.
+func (w *Window) SlotsIn(after, before int64) (lo, hi int) {
+	if len(w.Slots) == 0 || w.Step <= 0 {
+		return 0, 0
+	}
+	n := int64(len(w.Slots[0]))
+	lo = int(min(max(floorDiv(after-w.Start, w.Step)+1, 0), n))
+	hi = int(min(max(floorDiv(before-w.Start, w.Step)+1, 0), n))
+	return lo, max(lo, hi)
+}
+
 // Stats describes storage for /api/v3/settings, /api/v3/db and info.
 type Stats struct {
 	Dir                string

@@ -147,8 +147,8 @@ func (c *chartScorer) chart(src Source, def *store.ChartDef, out []Result) []Res
 		return out
 	}
 	c.stats.DBQueries++
-	hiLo, hiHi := slotRange(w, req.After, req.Before)
-	baseLo, baseHi := slotRange(w, req.BaselineAfter, req.BaselineBefore)
+	hiLo, hiHi := w.SlotsIn(req.After, req.Before)
+	baseLo, baseHi := w.SlotsIn(req.BaselineAfter, req.BaselineBefore)
 	hiSlots := hiHi - hiLo
 	g := max((hiSlots+req.Points-1)/max(req.Points, 1), 1)
 	c.stats.GroupSlots = max(c.stats.GroupSlots, g)
@@ -173,27 +173,6 @@ func (c *chartScorer) chart(src Source, def *store.ChartDef, out []Result) []Res
 		})
 	}
 	return out
-}
-
-// slotRange is the slots of w in the window (after, before]: slot i covers
-// [Start+i*Step, Start+(i+1)*Step), and a window holds the slots that
-// start in it.
-func slotRange(w *store.Window, after, before int64) (lo, hi int) {
-	if len(w.Slots) == 0 || w.Step <= 0 {
-		return 0, 0
-	}
-	n := int64(len(w.Slots[0]))
-	lo = int(min(max((after+1-w.Start+w.Step-1)/w.Step, 0), n))
-	hi = int(min(max(floorDiv(before-w.Start, w.Step)+1, 0), n))
-	return lo, max(lo, hi)
-}
-
-func floorDiv(a, b int64) int64 {
-	q := a / b
-	if a%b != 0 && (a < 0) != (b < 0) {
-		q--
-	}
-	return q
 }
 
 // score is one dimension's weight under the request's method.
