@@ -49,8 +49,9 @@ type auditLine struct {
 
 // OpenAudit loads the trail from path (created if missing) and keeps the
 // newest capacity entries (DefaultAuditCapacity when 0). A damaged line
-// (a crash mid-write) is skipped and logged. path "" keeps the trail in
-// memory only.
+// (a crash mid-write) is skipped and logged, and a last line without its
+// newline is ended so the next entry starts a line of its own. path ""
+// keeps the trail in memory only.
 func OpenAudit(path string, capacity int, log *slog.Logger) (*Audit, error) {
 	if capacity <= 0 {
 		capacity = DefaultAuditCapacity
@@ -103,6 +104,19 @@ func (a *Audit) load() error {
 	}
 	if err := sc.Err(); err != nil {
 		return fmt.Errorf("read audit trail: %w", err)
+	}
+	// A crash mid-write leaves the last line without its newline: end it,
+	// so the next entry is a line of its own and not glued to the damage.
+	if st, err := a.f.Stat(); err == nil && st.Size() > 0 {
+		last := make([]byte, 1)
+		if _, err := a.f.ReadAt(last, st.Size()-1); err != nil {
+			return fmt.Errorf("read audit trail: %w", err)
+		}
+		if last[0] != '\n' {
+			if _, err := a.f.Write([]byte{'\n'}); err != nil {
+				return fmt.Errorf("end damaged audit line: %w", err)
+			}
+		}
 	}
 	if bad > 0 {
 		a.log.Warn("audit trail: skipped damaged lines", "path", a.path, "lines", bad)

@@ -231,3 +231,35 @@ func TestMissingSources(t *testing.T) {
 		}
 	}
 }
+
+// TestAuditEntryAfterTornLine: a crash mid-write leaves the file without
+// its final newline; the entry recorded after the restart is a line of
+// its own and is still there after the next restart.
+func TestAuditEntryAfterTornLine(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.log")
+	a, err := OpenAudit(path, 10, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Record(Entry{Message: "before the crash"}); err != nil {
+		t.Fatal(err)
+	}
+	a.Close()
+	f, _ := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	f.WriteString(`{"seq":2,"time":"2026-`)
+	f.Close()
+	if a, err = OpenAudit(path, 10, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Record(Entry{Message: "after the crash"}); err != nil {
+		t.Fatal(err)
+	}
+	a.Close()
+	if a, err = OpenAudit(path, 10, nil); err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	if es, _ := a.Before(0, 10, nil); seqs(es) != "2:after the crash 1:before the crash " {
+		t.Fatalf("trail after two restarts = %q", seqs(es))
+	}
+}
