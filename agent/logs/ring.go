@@ -57,8 +57,9 @@ func (r *Ring) addLocked(e Entry) uint64 {
 	case i == uint64(len(r.buf)):
 		r.buf = append(r.buf, e) // in sequence order: nothing has wrapped yet
 	default:
-		// A jump in sequence while growing (a trail loaded after a
-		// trim): take the whole buffer now, as a fixed ring would.
+		// A jump in sequence while growing (a loaded trail missing an
+		// entry whose write failed): take the whole buffer now, as a
+		// fixed ring would; walk passes over the slots of the gap.
 		r.buf = append(r.buf, make([]Entry, r.max-len(r.buf))...)
 		r.buf[i%uint64(len(r.buf))] = e
 	}
@@ -72,7 +73,9 @@ func (r *Ring) addLocked(e Entry) uint64 {
 func (r *Ring) Len() int {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	return r.n
+	n := 0
+	r.walk(0, func(*Entry) bool { n++; return true })
+	return n
 }
 
 // Before returns up to limit entries with a sequence below before (0: from
@@ -82,23 +85,47 @@ func (r *Ring) Before(before uint64, limit int, keep func(*Entry) bool) ([]Entry
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	var out []Entry
-	newest := r.next - 1
-	i := 0
-	if before != 0 && before <= newest {
-		i = int(newest - before + 1) // skip what the previous pages showed
-	}
-	for ; i < r.n; i++ {
-		seq := newest - uint64(i)
-		e := &r.buf[(seq-r.base-1)%uint64(len(r.buf))]
+	more := false
+	r.walk(before, func(e *Entry) bool {
 		if keep != nil && !keep(e) {
-			continue
+			return true
 		}
 		if len(out) == limit {
-			return out, true
+			more = true
+			return false
 		}
 		out = append(out, *e)
+		return true
+	})
+	return out, more
+}
+
+// walk calls fn with the entries below before (0: from the newest),
+// newest first, until fn returns false. The sequences held are the last
+// len(buf) ones at most; a sequence that is missing (a gap in a loaded
+// trail) has a slot holding another sequence or none, and is passed over.
+func (r *Ring) walk(before uint64, fn func(*Entry) bool) {
+	if r.n == 0 {
+		return
 	}
-	return out, false
+	newest := r.next - 1
+	oldest := r.base + 1
+	if span := uint64(len(r.buf)); newest-oldest >= span {
+		oldest = newest - span + 1
+	}
+	seq := newest
+	if before != 0 && before <= newest {
+		seq = before - 1 // skip what the previous pages showed
+	}
+	for ; seq >= oldest; seq-- {
+		e := &r.buf[(seq-r.base-1)%uint64(len(r.buf))]
+		if e.Seq != seq {
+			continue
+		}
+		if !fn(e) {
+			return
+		}
+	}
 }
 
 // Source is a log that pages by sequence number: a *Ring, the *Audit

@@ -40,8 +40,8 @@ func TestRingGrowsThenWraps(t *testing.T) {
 	j.next = 100 // what the audit trail does when it loads a trimmed file
 	j.Add(Entry{Message: "y"})
 	j.Add(Entry{Message: "z"})
-	if got, _ := j.Before(0, 2, nil); seqs(got) != "101:z 100:y " {
-		t.Fatalf("after a jump: %q", seqs(got))
+	if got, _ := j.Before(0, 10, nil); seqs(got) != "101:z 100:y " || j.Len() != 2 {
+		t.Fatalf("after a jump: %q (len %d)", seqs(got), j.Len())
 	}
 	l := NewRing(3)
 	l.next = 500
