@@ -7,8 +7,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -19,7 +22,9 @@ import (
 //
 // Bounds: the newest Capacity entries are kept (in memory and on disk);
 // the file is rewritten with only those once it holds twice as many
-// lines, so it never grows past about 2*Capacity lines. Each entry is
+// lines, so it never grows past about 2*Capacity lines. An entry's
+// message is cut at 4 KiB, its unit and each field at 1 KiB, and it keeps
+// at most 32 fields, so a line stays a few KiB. Each entry is
 // written and synced before Record returns: audit entries are rare (a
 // handful an hour) and one that is lost in a crash is the one an auditor
 // wants.
@@ -169,6 +174,7 @@ func writeLine(w io.Writer, e *Entry) error {
 // trail, writes and syncs it. A write error is returned and logged; the
 // entry stays in memory either way.
 func (a *Audit) Record(e Entry) error {
+	e = clip(e)
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	seq := a.ring.Add(e)
@@ -191,6 +197,46 @@ func (a *Audit) Record(e Entry) error {
 		}
 	}
 	return nil
+}
+
+// Bounds of one audit entry: its texts often carry a caller's words (an
+// rpc method or target), and the trail keeps thousands of entries, in
+// memory and on disk, and reads its file back line by line.
+const (
+	maxAuditMessage = 4096 // bytes of Message
+	maxAuditText    = 1024 // bytes of Unit and of each field's name and value
+	maxAuditFields  = 32
+)
+
+// clip shortens e's texts to the bounds above (at a UTF-8 boundary,
+// marked with "..."), and keeps at most maxAuditFields fields.
+func clip(e Entry) Entry {
+	e.Message = clipText(e.Message, maxAuditMessage)
+	e.Unit = clipText(e.Unit, maxAuditText)
+	long := len(e.Fields) > maxAuditFields
+	for k, v := range e.Fields {
+		if long || len(k) > maxAuditText || len(v) > maxAuditText {
+			long = true
+			break
+		}
+	}
+	if !long {
+		return e
+	}
+	keys := slices.Sorted(maps.Keys(e.Fields))
+	fs := make(map[string]string, min(len(keys), maxAuditFields))
+	for _, k := range keys[:min(len(keys), maxAuditFields)] {
+		fs[clipText(k, maxAuditText)] = clipText(e.Fields[k], maxAuditText)
+	}
+	e.Fields = fs
+	return e
+}
+
+func clipText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(s[:n-3], "") + "..."
 }
 
 // Path is the trail's file ("" when it is kept in memory only).

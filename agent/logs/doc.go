@@ -20,8 +20,9 @@
 //
 // Audit trail. Persisted: JSON lines in <data>/audit.log (0600), each
 // entry synced before it counts, the newest 10,000 kept (the file is
-// rewritten with those when it doubles). An audit trail that a restart
-// wipes is no trail. Agents without a data dir keep it in memory.
+// rewritten with those when it doubles), each entry's texts cut to a few
+// KiB (they carry callers' words: an unknown peer's rpc method). An audit
+// trail that a restart wipes is no trail. Agents without a data dir keep it in memory.
 //
 // Anomaly events. Any Source; a nil one answers 503 "no anomaly detector
 // running". The detector can publish through NewRing.

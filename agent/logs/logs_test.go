@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 func getter(q string) Getter {
@@ -292,5 +293,35 @@ func TestAuditReloadsAGap(t *testing.T) {
 	}
 	if es, _ := a.Before(0, 10, nil); seqs(es) != "6:m6 5:m5 3:m3 2:m2 1:m1 " {
 		t.Fatalf("after one more = %q", seqs(es))
+	}
+}
+
+// TestAuditHugeEntry: an entry carrying a caller's megabytes (an rpc
+// method name from an unknown peer) is kept short, so the trail stays
+// small and the next start still reads it.
+func TestAuditHugeEntry(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.log")
+	a, err := OpenAudit(path, 10, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	huge := strings.Repeat("é", 1<<20)
+	if err := a.Record(Entry{Unit: "rpc", Message: "rpc " + huge, Fields: map[string]string{"method": huge}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Record(Entry{Unit: "rpc", Message: "next"}); err != nil {
+		t.Fatal(err)
+	}
+	a.Close()
+	if st, err := os.Stat(path); err != nil || st.Size() > 64<<10 {
+		t.Fatalf("audit file: %v, %v: want under 64 KiB", st.Size(), err)
+	}
+	if a, err = OpenAudit(path, 10, nil); err != nil {
+		t.Fatalf("reopen after a huge entry: %v", err)
+	}
+	defer a.Close()
+	es, _ := a.Before(0, 10, nil)
+	if len(es) != 2 || es[0].Message != "next" || !strings.HasPrefix(es[1].Message, "rpc éé") || !utf8.ValidString(es[1].Message) || !strings.HasPrefix(es[1].Fields["method"], "éé") {
+		t.Fatalf("reopened trail = %.200q", seqs(es))
 	}
 }
