@@ -18,7 +18,9 @@ import (
 // (apps.*), per user (users.*) and per user group (groups.*), plus
 // system.processes_state. Groups come from a built-in table modelled on
 // Netdata's apps_groups.conf (appgroups.go): kernel threads are "kernel",
-// processes no pattern matches are "other".
+// processes no pattern matches are "other". A pid whose start time
+// changes names a new process (the pid came round again) and is followed
+// afresh, in its own groups.
 //
 // Differences from Netdata, on purpose:
 //   - Rates (CPU, faults, I/O) are per-process deltas summed per group,
@@ -122,6 +124,7 @@ type proc struct {
 	member   [3]int // index in each appSet
 	kernel   bool   // a kernel thread: no I/O accounting, no descriptors
 	have     bool
+	start    float64    // start time in ticks since boot: a reused pid has another
 	prev     [8]float64 // utime stime minflt majflt rchar wchar read_bytes write_bytes
 	fds      [3]float64 // files sockets pipes (last count)
 }
@@ -278,6 +281,12 @@ func (c *appsColl) collect(tk *tick) error {
 	capped := false
 	err = c.listPids(func(pid int) {
 		p := c.procs[pid]
+		if p != nil && !c.update(p, pid, uptime, dt, countFDs) {
+			// the pid names another process now: follow it afresh
+			p.close()
+			delete(c.procs, pid)
+			p = nil
+		}
 		if p == nil {
 			if len(c.procs) >= maxInstances {
 				capped = true
@@ -288,9 +297,9 @@ func (c *appsColl) collect(tk *tick) error {
 				return // gone already
 			}
 			c.procs[pid] = p
+			c.update(p, pid, uptime, dt, countFDs)
 		}
 		p.gen = c.gen
-		c.update(p, pid, uptime, dt, countFDs)
 	})
 	if err != nil {
 		return fmt.Errorf("list /proc: %w", err)
@@ -381,11 +390,13 @@ func idName(names map[uint32]string, id uint32) string {
 	return strconv.FormatUint(uint64(id), 10)
 }
 
-// update reads one process and adds it to its groups.
-func (c *appsColl) update(p *proc, pid int, uptime, dt float64, countFDs bool) {
+// update reads one process and adds it to its groups. It returns false,
+// adding nothing, when the pid names another process than p (its start
+// time changed: the pid was reused), whose groups may differ.
+func (c *appsColl) update(p *proc, pid int, uptime, dt float64, countFDs bool) bool {
 	b, err := p.stat.read()
 	if err != nil {
-		return // exited: dropped after the listing
+		return true // exited: dropped after the listing
 	}
 	_, rest := splitStat(b)
 	c.fs = fields(c.fs[:0], rest)
@@ -393,9 +404,13 @@ func (c *appsColl) update(p *proc, pid int, uptime, dt float64, countFDs bool) {
 	// cminflt majflt cmajflt utime stime cutime cstime priority nice
 	// num_threads itrealvalue starttime vsize rss
 	if len(c.fs) < 22 {
-		return
+		return true
 	}
 	num := func(i int) float64 { v, _ := parseNum(c.fs[i]); return v }
+	if p.have && num(19) != p.start {
+		return false
+	}
+	p.start = num(19)
 	var cur [8]float64
 	cur[0], cur[1], cur[2], cur[3] = num(11), num(12), num(7), num(9)
 	if p.io != nil {
@@ -459,6 +474,7 @@ func (c *appsColl) update(p *proc, pid int, uptime, dt float64, countFDs bool) {
 			}
 		}
 	}
+	return true
 }
 
 // countFDs classifies a process's open descriptors by their link target.

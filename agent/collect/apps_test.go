@@ -39,6 +39,23 @@ func TestApps(t *testing.T) {
 	checkPoints(t, db, "apps.cpu", [][]float64{{0, 0, 0}, {0, 0, 80}, {0, 0, 0}})
 }
 
+// TestAppsPidReused: a pid that names another process (the old one
+// exited and the pid came round again between two reads) is counted in
+// the new process's group, and its counters do not continue the old one's.
+func TestAppsPidReused(t *testing.T) {
+	root := copyTree(t, "testdata/linux-6.18")
+	c := newApps(root)
+	db := storetest.New(t, store.Config{})
+	m := run(t, db, 1, c)
+	// sshd (4242, started at tick 1000) is gone; "mystery" got its pid at
+	// tick 90000 and has used 150 ticks.
+	write(t, root+"/proc/4242/stat", "4242 (mystery) S 1 4242 4242 0 -1 4194560 600 0 0 0 100 50 0 0 20 0 1 0 90000 10485760 1024 18446744073709551615 1 1 0 0 0 0 0 4096 1256 0 0 0 17 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n")
+	collectAt(m, 1)
+	checkDef(t, db, "apps.processes", "apps.processes", "processes", "processes", "stacked", 20007, "kernel", "other", "ssh")
+	checkPoints(t, db, "apps.processes", [][]float64{{1, 1, 1}, {1, 2, 0}})
+	checkPoints(t, db, "apps.cpu", [][]float64{{0, 0, 0}, {0, 0, 0}})
+}
+
 func TestAppGroup(t *testing.T) {
 	tests := []struct {
 		comm   string
