@@ -13,7 +13,10 @@
 // second), at most MaxTransitions of them. After a restart each alert
 // starts from the status of its last recorded transition, so hysteresis
 // and the log continue instead of every alert re-logging UNINITIALIZED →
-// CLEAR. Alert ids are stable (a hash of rule name and chart).
+// CLEAR. Alert ids are stable (a hash of rule name and chart). The
+// alerts of a chart that goes away (an unmounted disk) go with it, as
+// Netdata's do, so mounts that come and go do not pile up alerts; a
+// chart that returns starts its alerts afresh.
 //
 // Not done (Netdata has them): notification delays and repeats, silencing,
 // user-defined rules, alarm variables.

@@ -140,7 +140,9 @@ func (e *Engine) Evaluate(now int64) {
 		e.mu.Unlock()
 		return
 	}
+	live := make(map[string]bool, len(charts))
 	for _, def := range charts {
+		live[def.ID] = true
 		for _, r := range e.rules {
 			if r.chart != def.ID && (r.context == "" || r.context != def.Context) {
 				continue
@@ -152,6 +154,14 @@ func (e *Engine) Evaluate(now int64) {
 				e.alerts[k] = in
 			}
 			in.def = def // a re-registered chart may have a new definition
+		}
+	}
+	for k := range e.alerts {
+		if !live[k.chart] {
+			// The chart went away (an unmounted disk): its alerts go with
+			// it, and start afresh if it returns.
+			delete(e.alerts, k)
+			delete(e.restored, k)
 		}
 	}
 	type result struct {

@@ -238,6 +238,40 @@ func TestDiskSpaceLoadSwapAndUndefined(t *testing.T) {
 	}
 }
 
+// TestRemovedChartDropsItsAlerts: mounts that come and go (a pod's
+// volumes) take their disk alerts with them, so the alert list does not
+// grow with every mount the host ever had, and a mount that returns
+// starts afresh.
+func TestRemovedChartDropsItsAlerts(t *testing.T) {
+	db := storetest.New(t, store.Config{})
+	e := newTestEngine(t, db, "")
+	register(t, db, "disk_space._", "disk.space", "/", "avail", "used", "reserved_for_root")
+	appendAt(t, db, "disk_space._", base, 60, 40, 1)
+	for i := 0; i < 50; i++ {
+		id := fmt.Sprintf("disk_space._pod%d", i)
+		register(t, db, id, "disk.space", "/pod", "avail", "used", "reserved_for_root")
+		appendAt(t, db, id, base, 5, 95, 1)
+		e.Evaluate(base)
+		if a := alert(t, e, "disk_space_usage", id); a.Status != StatusWarning {
+			t.Fatalf("%s = %s, want WARNING", id, a.Status)
+		}
+		db.Remove(id)
+	}
+	e.Evaluate(base + 60)
+	var charts []string
+	for _, a := range e.Alerts() {
+		charts = append(charts, a.Chart)
+	}
+	if len(charts) != 1 || charts[0] != "disk_space._" {
+		t.Fatalf("alerts on %v, want only disk_space._", charts)
+	}
+	register(t, db, "disk_space._pod0", "disk.space", "/pod", "avail", "used", "reserved_for_root")
+	e.Evaluate(base + 120)
+	if a := alert(t, e, "disk_space_usage", "disk_space._pod0"); a.Status != StatusUndefined {
+		t.Fatalf("returned mount without data = %s, want UNDEFINED", a.Status)
+	}
+}
+
 func TestTransitionsPersistAcrossRestart(t *testing.T) {
 	dir := t.TempDir()
 	db := storetest.New(t, store.Config{})
