@@ -189,7 +189,7 @@ func TestBadQuery(t *testing.T) {
 	other := Cursor{Source: "anomaly", Seq: 3}.Encode()
 	for _, q := range []string{
 		"limit=-1", "limit=0", "limit=2001", "limit=ten", "source=syslog", "priority=9", "priority=loud",
-		"since=yesterday", "since=-1y", "since=-99999w", "until=2026-13-01", "since=-1h&until=-2h",
+		"since=yesterday", "since=-1y", "since=-99999w", "since=-NaNd", "until=-nanw", "until=2026-13-01", "since=-1h&until=-2h",
 		"cursor=!!!", "cursor=YWJj", "cursor=" + Cursor{Source: "audit"}.Encode(), "source=audit&cursor=" + other,
 		"cursor=" + strings.Repeat("A", 2000), "q=" + strings.Repeat("x", 10<<10), "unit=" + strings.Repeat("u", 2000),
 	} {

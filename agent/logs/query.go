@@ -230,7 +230,7 @@ func relative(s string) (time.Duration, bool) {
 	var d time.Duration
 	if unit != 0 {
 		n, err := strconv.ParseFloat(s[:len(s)-1], 64)
-		if err != nil || n < 0 || n > 520 {
+		if err != nil || !(n >= 0 && n <= 520) { // NaN is neither
 			return 0, false
 		}
 		d = time.Duration(n * float64(unit))
