@@ -372,6 +372,58 @@ func TestDiskSpace(t *testing.T) {
 	}
 }
 
+// TestDiskSpaceHungMount: statfs on a hung network filesystem does not
+// return; it stops the disk space charts until it does, never the
+// collection round, so every other chart goes on.
+func TestDiskSpaceHungMount(t *testing.T) {
+	c := newDiskSpace("")
+	c.readMounts = func() ([]mountEntry, error) {
+		return []mountEntry{{Mountpoint: "/", Fstype: "ext4"}, {Mountpoint: "/nfs", Fstype: "nfs4"}}, nil
+	}
+	release := make(chan struct{})
+	c.usage = func(p string, u *spaceUsage) error {
+		if p == "/nfs" {
+			<-release
+		}
+		*u = spaceUsage{Total: 100 << 30, Free: 60 << 30, Used: 40 << 30}
+		return nil
+	}
+	db := storetest.New(t, store.Config{})
+	m := newManager(db, nil, c, newLoad("testdata/linux-6.18"))
+	t.Cleanup(m.close)
+	t.Cleanup(func() {
+		select {
+		case <-release:
+		default:
+			close(release)
+		}
+	})
+	for s := 0; s < 3; s++ {
+		done := make(chan struct{})
+		go func() { collectAt(m, s); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("round %d has not returned after 10 s: a hung statfs stops every collector", s)
+		}
+	}
+	if got := len(points(t, db, "system.load")); got != 3 {
+		t.Fatalf("system.load has %d points, want 3", got)
+	}
+	// The filesystem answers again: its charts come back.
+	close(release)
+	deadline := time.Now().Add(10 * time.Second)
+	for s := 3; ; s++ {
+		collectAt(m, s)
+		if _, ok := db.Chart("disk_space._nfs"); ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("disk_space._nfs never appeared after the mount answered")
+		}
+	}
+}
+
 const netDev = `Inter-|   Receive                                                |  Transmit
  face |bytes    packets errs drop fifo frame compressed multicast|bytes    packets errs drop fifo colls carrier compressed
     lo:  %d     445    0    0    0     0          0         0   347606     445    0    0    0     0       0          0

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 	"unsafe"
@@ -107,16 +108,112 @@ func spaceChartID(mount string) string {
 // for root) and disk_inodes.<mount> (inodes) for every mounted filesystem
 // with blocks, re-reading the mount table every rescanEvery and statfs(2)
 // on each mount every second.
+//
+// statfs runs on a goroutine of its own (statfsWorker): on a hard-mounted
+// network filesystem whose server is gone it does not return, and the
+// round waits for it at most statfsBudget. Until it returns, the disk
+// space charts get no points and the collector fails naming the mount;
+// every other collector goes on (as in Netdata, whose diskspace.plugin is
+// a thread of its own).
 type diskSpaceColl struct {
 	readMounts func() ([]mountEntry, error)
 	usage      func(path string, u *spaceUsage) error
-	u          spaceUsage
 
+	w       *statfsWorker // nil until the first round, and after close
 	mounts  []string
 	scanned time.Time
 	charts  map[string]*chart
 	inodes  map[string]*chart
 	raw     [3]float64
+}
+
+// statfsBudget is how long a round waits for the statfs calls.
+const statfsBudget = 500 * time.Millisecond
+
+// statfsWorker calls statfs on the mounts of a round, on its own
+// goroutine. While a round is out (busy), mounts and res belong to it.
+type statfsWorker struct {
+	req    chan []string
+	done   chan struct{}
+	timer  *time.Timer
+	busy   bool
+	since  time.Time    // when the round that is out began
+	at     atomic.Int32 // index of the mount being asked
+	res    []statfsResult
+	usage  func(path string, u *spaceUsage) error
+	closed bool
+}
+
+type statfsResult struct {
+	u   spaceUsage
+	err error
+}
+
+func newStatfsWorker(usage func(string, *spaceUsage) error) *statfsWorker {
+	w := &statfsWorker{req: make(chan []string), done: make(chan struct{}, 1), usage: usage, timer: time.NewTimer(time.Hour)}
+	w.timer.Stop()
+	go func() {
+		for mounts := range w.req {
+			for i, mp := range mounts {
+				w.at.Store(int32(i))
+				r := &w.res[i]
+				r.err = w.usage(mp, &r.u)
+			}
+			w.done <- struct{}{}
+		}
+	}()
+	return w
+}
+
+// round asks statfs of every mount, waiting at most statfsBudget; false
+// with the mount that has not answered when the budget ran out, or when
+// a round that ran out earlier has still not returned.
+func (w *statfsWorker) round(mounts []string, now time.Time) (hung string, ok bool) {
+	if w.busy {
+		select {
+		case <-w.done: // the late round came back: its results are stale
+			w.busy = false
+		default:
+			return w.stuck(mounts), false
+		}
+	}
+	if cap(w.res) < len(mounts) {
+		w.res = make([]statfsResult, len(mounts))
+	}
+	w.res = w.res[:len(mounts)]
+	w.busy, w.since = true, now
+	w.req <- mounts
+	w.timer.Reset(statfsBudget)
+	select {
+	case <-w.done:
+		w.timer.Stop()
+		w.busy = false
+		return "", true
+	case <-w.timer.C:
+		return w.stuck(mounts), false
+	}
+}
+
+func (w *statfsWorker) stuck(mounts []string) string {
+	if i := int(w.at.Load()); i < len(mounts) {
+		return mounts[i]
+	}
+	return "?"
+}
+
+// close ends the goroutine once its round, if any, returns.
+func (w *statfsWorker) close() {
+	if !w.closed {
+		w.closed = true
+		close(w.req)
+	}
+}
+
+func (c *diskSpaceColl) close() {
+	if c.w != nil {
+		c.w.close()
+		c.w = nil
+	}
 }
 
 func newDiskSpace(root string) *diskSpaceColl {
@@ -131,6 +228,18 @@ func newDiskSpace(root string) *diskSpaceColl {
 func (c *diskSpaceColl) name() string { return "diskspace" }
 
 func (c *diskSpaceColl) collect(tk *tick) error {
+	if c.w == nil {
+		c.w = newStatfsWorker(c.usage)
+	}
+	if c.w.busy {
+		// a statfs of an earlier round has not returned: c.mounts is
+		// still the worker's
+		if hung, ok := c.w.round(c.mounts, tk.now); !ok {
+			return fmt.Errorf("statfs %s has not returned for %v (a hung network filesystem?)", hung, tk.now.Sub(c.w.since).Round(time.Second))
+		}
+		// it returned, and this round asked again
+		return c.store(tk)
+	}
 	if c.mounts == nil || tk.now.Sub(c.scanned) >= rescanEvery {
 		ms, err := c.readMounts()
 		if err != nil {
@@ -162,12 +271,20 @@ func (c *diskSpaceColl) collect(tk *tick) error {
 			}
 		}
 	}
+	if hung, ok := c.w.round(c.mounts, tk.now); !ok {
+		return fmt.Errorf("statfs %s has not returned within %v (a hung network filesystem?)", hung, statfsBudget)
+	}
+	return c.store(tk)
+}
+
+// store makes the charts of the round the worker just answered.
+func (c *diskSpaceColl) store(tk *tick) error {
 	ok := 0
 	var lastErr error
 	keep := c.mounts[:0]
-	for _, mp := range c.mounts {
-		u := &c.u
-		if err := c.usage(mp, u); err != nil {
+	for i, mp := range c.mounts {
+		u := &c.w.res[i].u
+		if err := c.w.res[i].err; err != nil {
 			lastErr = err
 			keep = append(keep, mp)
 			continue // e.g. permission denied on one mount: the others go on

@@ -29,6 +29,9 @@
 // charted; the rest are left out with one log line. Malformed lines are
 // skipped; a file with nothing parseable fails its collector, which the
 // Manager logs once and retries every second while the others go on.
+// Collectors run one after another; the one call that can block for good,
+// statfs(2) on a hung network filesystem, runs on a goroutine of its own
+// that a round waits for at most half a second (diskspace.go).
 //
 // Differences from Netdata, on purpose:
 //   - Netdata hides many charts until a counter leaves zero (its "auto"
