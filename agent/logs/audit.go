@@ -54,9 +54,9 @@ type auditLine struct {
 
 // OpenAudit loads the trail from path (created if missing) and keeps the
 // newest capacity entries (DefaultAuditCapacity when 0). A damaged line
-// (a crash mid-write) is skipped and logged, and a last line without its
-// newline is ended so the next entry starts a line of its own. path ""
-// keeps the trail in memory only.
+// (a crash mid-write, or any line over 1 MiB) is skipped and logged, and
+// a last line without its newline is ended so the next entry starts a
+// line of its own. path "" keeps the trail in memory only.
 func OpenAudit(path string, capacity int, log *slog.Logger) (*Audit, error) {
 	if capacity <= 0 {
 		capacity = DefaultAuditCapacity
@@ -90,14 +90,39 @@ func OpenAudit(path string, capacity int, log *slog.Logger) (*Audit, error) {
 }
 
 func (a *Audit) load() error {
-	sc := bufio.NewScanner(a.f)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	r := bufio.NewReaderSize(a.f, 64<<10)
 	bad := 0
-	for sc.Scan() {
+	var long []byte // a line longer than r's buffer, so far
+	tooLong := false
+	for {
+		b, err := r.ReadSlice('\n')
+		if err == bufio.ErrBufferFull {
+			if tooLong = tooLong || len(long)+len(b) > maxAuditLine; !tooLong {
+				long = append(long, b...)
+			}
+			continue
+		}
+		if err != nil && err != io.EOF {
+			return fmt.Errorf("read audit trail: %w", err)
+		}
+		if len(long) > 0 {
+			b = append(long, b...)
+		}
+		skip := tooLong
+		long, tooLong = long[:0], false
+		if len(b) == 0 && err == io.EOF {
+			break
+		}
+		if skip {
+			b = nil // longer than any entry: damage
+		}
 		a.lines++
 		var l auditLine
-		if err := json.Unmarshal(sc.Bytes(), &l); err != nil || l.Seq == 0 {
+		if jerr := json.Unmarshal(b, &l); jerr != nil || l.Seq == 0 {
 			bad++
+			if err == io.EOF {
+				break
+			}
 			continue
 		}
 		a.ring.mu.Lock()
@@ -106,9 +131,9 @@ func (a *Audit) load() error {
 		}
 		a.ring.addLocked(Entry{Time: l.Time, Priority: l.Priority, Unit: l.Unit, Message: l.Message, Fields: l.Fields})
 		a.ring.mu.Unlock()
-	}
-	if err := sc.Err(); err != nil {
-		return fmt.Errorf("read audit trail: %w", err)
+		if err == io.EOF {
+			break
+		}
 	}
 	// A crash mid-write leaves the last line without its newline: end it,
 	// so the next entry is a line of its own and not glued to the damage.
@@ -206,6 +231,9 @@ const (
 	maxAuditMessage = 4096 // bytes of Message
 	maxAuditText    = 1024 // bytes of Unit and of each field's name and value
 	maxAuditFields  = 32
+	// maxAuditLine is the longest line load reads as an entry; a longer
+	// one is damage, skipped.
+	maxAuditLine = 1 << 20
 )
 
 // clip shortens e's texts to the bounds above (at a UTF-8 boundary,

@@ -325,3 +325,25 @@ func TestAuditHugeEntry(t *testing.T) {
 		t.Fatalf("reopened trail = %.200q", seqs(es))
 	}
 }
+
+// TestAuditLongDamagedLine: a damaged stretch longer than any entry (a
+// crash that left a run of zero bytes) is skipped like any damaged line;
+// the agent still starts with the entries around it.
+func TestAuditLongDamagedLine(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.log")
+	line := func(s int) string {
+		return fmt.Sprintf(`{"seq":%d,"time":"2026-01-02T03:04:05Z","priority":5,"unit":"agent","message":"m%d"}`+"\n", s, s)
+	}
+	text := line(1) + strings.Repeat("\x00", 3<<20) + "\n" + line(2)
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a, err := OpenAudit(path, 10, nil)
+	if err != nil {
+		t.Fatalf("open a trail with a 3 MiB damaged line: %v", err)
+	}
+	defer a.Close()
+	if es, _ := a.Before(0, 10, nil); seqs(es) != "2:m2 1:m1 " {
+		t.Fatalf("trail = %q", seqs(es))
+	}
+}
