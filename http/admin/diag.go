@@ -11,8 +11,10 @@ package admin
 // the tool ends (at most count*2+10 s for ping, 60 s for traceroute);
 // with stream: true the answer is NDJSON, one {type: "output", data,
 // timestamp, success, exitCode} line per line the tool prints and a last
-// {type: "complete", ...} line, and the tool is killed as soon as the
-// client goes away (the next write fails). connection-test resolves the
+// {type: "complete", ...} line; each line has the server's write timeout
+// (15 s) to go out, so a stream lasts as long as its tool, and the tool
+// is killed as soon as the client goes away or stops reading (the next
+// write fails). connection-test resolves the
 // domain through this node's own DNS server (local records, p2p domains,
 // upstream) and times a TCP connect (5 s at most).
 
@@ -110,7 +112,8 @@ func runTool(ctx *fasthttp.RequestCtx, log *slog.Logger, tool string) error {
 	}
 	if req.Stream {
 		ctx.SetContentType("application/x-ndjson")
-		ctx.SetBodyStreamWriter(func(w *bufio.Writer) { streamTool(w, log, path, args, timeout) })
+		conn := ctx.Conn()
+		ctx.SetBodyStreamWriter(func(w *bufio.Writer) { streamTool(w, conn, log, path, args, timeout) })
 		return nil
 	}
 	start := time.Now()
@@ -136,9 +139,11 @@ type streamLine struct {
 	ExitCode  int    `json:"exitCode"`
 }
 
-// streamTool runs the tool and writes its lines as NDJSON; a failed
-// write (the client left) kills it.
-func streamTool(w *bufio.Writer, log *slog.Logger, path string, args []string, timeout time.Duration) {
+// streamTool runs the tool and writes its lines as NDJSON to conn through
+// w; a failed write (the client left, or read nothing for writeTimeout)
+// kills it. The server's write deadline is set once for the whole
+// answer, shorter than a tool may run, so each line moves it on.
+func streamTool(w *bufio.Writer, conn net.Conn, log *slog.Logger, path string, args []string, timeout time.Duration) {
 	cctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	cmd := exec.CommandContext(cctx, path, args...)
@@ -149,6 +154,7 @@ func streamTool(w *bufio.Writer, log *slog.Logger, path string, args []string, t
 	cmd.Stdout, cmd.Stderr = pw, pw
 	send := func(l streamLine) bool {
 		l.Timestamp = time.Now().UnixMilli()
+		_ = conn.SetWriteDeadline(time.Now().Add(writeTimeout))
 		b, _ := json.Marshal(l)
 		if _, err := w.Write(append(b, '\n')); err != nil {
 			return false
