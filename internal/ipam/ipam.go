@@ -75,13 +75,21 @@ func DefaultSubnets(base string, start int) ([]Subnet, error) {
 	return []Subnet{{Base: p.Masked().Addr(), CIDR: p.Bits(), StartIndex: start, Name: "Subnet 1"}}, nil
 }
 
+// MaxSubnets bounds a subnet list.
+const MaxSubnets = 256
+
 // Validate checks subnets as the spec requires and returns one message per
-// problem (empty when valid). Names default to "Subnet N".
+// problem (empty when valid): at most one per subnet, so a list of
+// MaxSubnets at most answers in at most that many lines. Names default
+// to "Subnet N".
 func Validate(in []messages.Subnet) ([]Subnet, []string) {
 	var errs []string
 	var out []Subnet
 	if len(in) == 0 {
 		return nil, []string{"at least one subnet is required"}
+	}
+	if len(in) > MaxSubnets {
+		return nil, []string{fmt.Sprintf("%d subnets: at most %d are allowed", len(in), MaxSubnets)}
 	}
 	for i, s := range in {
 		where := fmt.Sprintf("subnets[%d]", i)
@@ -108,10 +116,11 @@ func Validate(in []messages.Subnet) ([]Subnet, []string) {
 		}
 		out = append(out, sub)
 	}
-	for i := range out {
-		for j := i + 1; j < len(out); j++ {
+	for j := range out {
+		for i := 0; i < j; i++ {
 			if out[i].prefix().Overlaps(out[j].prefix()) {
 				errs = append(errs, fmt.Sprintf("subnet %s overlaps subnet %s", out[i].prefix(), out[j].prefix()))
+				break // one line per subnet
 			}
 		}
 	}
