@@ -32,7 +32,7 @@ func TestHubQueueByteBudget(t *testing.T) {
 	newClient := func(id uint64) (*client, <-chan struct{}) {
 		dropped := make(chan struct{})
 		var once sync.Once
-		return &client{id: id, send: make(chan []byte, QueueSize), drop: func() { once.Do(func() { close(dropped) }) }}, dropped
+		return &client{id: id, send: make(chan [][]byte, QueueSize), drop: func() { once.Do(func() { close(dropped) }) }}, dropped
 	}
 	count := func() int {
 		r, err := httpx.Ask[*ClientCountReply](sys.Root, hub, &ClientCount{}, 5*time.Second)

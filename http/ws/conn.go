@@ -148,7 +148,7 @@ func errorJSON(msg string) []byte { return mustJSON(errorMsg{Type: "error", Mess
 // for ReadTimeout.
 func serve(d Deps, conn *websocket.Conn) {
 	var once sync.Once
-	cl := &client{id: nextID.Add(1), send: make(chan []byte, QueueSize)}
+	cl := &client{id: nextID.Add(1), send: make(chan [][]byte, QueueSize)}
 	done := make(chan struct{})
 	cl.drop = func() { once.Do(func() { close(done); _ = conn.Close() }) }
 	d.Root.Send(d.Hub, &register{c: cl})
@@ -271,12 +271,14 @@ func writer(conn *websocket.Conn, cl *client, done <-chan struct{}, pingInterval
 		select {
 		case <-done:
 			return
-		case b := <-cl.send:
-			cl.taken(b)
-			_ = conn.SetWriteDeadline(time.Now().Add(writeWait))
-			if err := conn.WriteMessage(websocket.TextMessage, b); err != nil {
-				cl.drop()
-				return
+		case msgs := <-cl.send:
+			cl.taken(msgs)
+			for _, b := range msgs {
+				_ = conn.SetWriteDeadline(time.Now().Add(writeWait))
+				if err := conn.WriteMessage(websocket.TextMessage, b); err != nil {
+					cl.drop()
+					return
+				}
 			}
 		case <-ping.C:
 			if err := conn.WriteControl(websocket.PingMessage, nil, time.Now().Add(writeWait)); err != nil {

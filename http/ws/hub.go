@@ -2,9 +2,11 @@
 // of connected clients and fans change hints and log lines out to them.
 //
 // Each client has a bounded send queue drained by its own writer
-// goroutine. The hub never blocks on a client: when a queue is full the
-// client is dropped (its connection closed), so one slow reader cannot
-// delay the others or the publisher.
+// goroutine; a log batch's lines (messages.LogBatch, up to the access
+// log's 1024) take one place in it, as one message does. The hub never
+// blocks on a client: when a queue is full the client is dropped (its
+// connection closed), so one slow reader cannot delay the others or the
+// publisher.
 //
 // The endpoint (conn.go) is served behind the admin API's httpx.Guard and
 // checks the upgrade's Origin against the same list; a client without an
@@ -30,11 +32,13 @@ import (
 	"peerdns/messages"
 )
 
-// QueueSize is how many messages a client may have waiting.
+// QueueSize is how many items a client may have waiting: an item is one
+// message, or the lines of one log batch.
 const QueueSize = 256
 
 // MaxQueueBytes bounds the bytes waiting in one client's queue (the
-// message its writer is sending not counted). A message that finds the
+// item its writer is sending not counted), and the text of the live
+// lines held for it while its snapshot is read. An item that finds the
 // queue empty is taken whatever its size, so one large log snapshot
 // always goes out; one that would take the waiting bytes past this
 // drops the client, as a full queue does. Without it the bound is
@@ -46,18 +50,20 @@ const MaxQueueBytes = 4 << 20
 // client is one connection as the hub sees it.
 type client struct {
 	id    uint64
-	send  chan []byte
-	drop  func() // closes the connection; safe to call more than once
-	logCh string // subscribed log channel, "" = none
+	send  chan [][]byte // items: one message, or a log batch's lines
+	drop  func()        // closes the connection; safe to call more than once
+	logCh string        // subscribed log channel, "" = none
 	// While a subscribe-log's snapshot is being read, live lines of the
-	// channel wait here (at most QueueSize; more drop the client) and
-	// go out after the snapshot, minus those it already holds.
-	pending []*messages.LogLine
-	waiting bool
-	queued  atomic.Int64 // bytes waiting in send (MaxQueueBytes)
-	stats   bool         // subscribed to update-stats (hub's view)
-	legacy  bool         // subscribed without a channel: core lines as legacy "log" messages
-	statsOn atomic.Bool  // the same, as the connection's reader sees it
+	// channel wait here (at most MaxQueueBytes, each line counted as its
+	// text and heldLineCost; more drop the client) and go out after the
+	// snapshot as one item, minus those it already holds.
+	pending      []*messages.LogLine
+	pendingBytes int64
+	waiting      bool
+	queued       atomic.Int64 // bytes waiting in send (MaxQueueBytes)
+	stats        bool         // subscribed to update-stats (hub's view)
+	legacy       bool         // subscribed without a channel: core lines as legacy "log" messages
+	statsOn      atomic.Bool  // the same, as the connection's reader sees it
 }
 
 // register adds a client; unregister removes it.
@@ -170,7 +176,7 @@ func (h *Hub) Receive(c actor.Context) {
 		}
 	case *subscribeLog:
 		if cl := h.clients[m.id]; cl != nil {
-			cl.logCh, cl.waiting, cl.pending, cl.legacy = m.channel, true, nil, m.legacy
+			cl.logCh, cl.waiting, cl.pending, cl.pendingBytes, cl.legacy = m.channel, true, nil, 0, m.legacy
 		}
 	case *logSnapshot:
 		cl := h.clients[m.id]
@@ -178,18 +184,22 @@ func (h *Hub) Receive(c actor.Context) {
 			return // unsubscribed or subscribed elsewhere meanwhile
 		}
 		held := cl.pending
-		cl.waiting, cl.pending = false, nil
+		cl.waiting, cl.pending, cl.pendingBytes = false, nil, 0
 		if !h.deliver(m.id, cl, m.snapshot) {
 			return
 		}
+		var after [][]byte
 		for _, l := range held {
-			if l.Seq > m.seq && !h.deliver(m.id, cl, lineJSON(l, cl.legacy)) {
-				return
+			if l.Seq > m.seq {
+				after = append(after, lineJSON(l, cl.legacy))
 			}
+		}
+		if len(after) > 0 {
+			h.deliver(m.id, cl, after...)
 		}
 	case *unsubscribeLog:
 		if cl := h.clients[m.id]; cl != nil {
-			cl.logCh, cl.waiting, cl.pending = "", false, nil
+			cl.logCh, cl.waiting, cl.pending, cl.pendingBytes = "", false, nil, 0
 		}
 	case *subscribeStats:
 		cl := h.clients[m.id]
@@ -214,15 +224,13 @@ func (h *Hub) Receive(c actor.Context) {
 	case *messages.Hint:
 		h.broadcast(hintJSON(m), "")
 	case *messages.LogLine:
-		h.broadcastLine(m)
+		h.broadcastLines([]*messages.LogLine{m})
 	case *messages.LogBatch:
 		defer m.Release()
 		if m.Len() == 0 || !h.tailing(m.Channel) {
 			return
 		}
-		for _, l := range m.Lines() {
-			h.broadcastLine(l)
-		}
+		h.broadcastLines(m.Lines())
 	}
 }
 
@@ -247,34 +255,51 @@ func (h *Hub) tailing(channel string) bool {
 	return false
 }
 
-// broadcastLine sends a live line to its channel's subscribers, or holds
-// it for those whose snapshot is being read.
-func (h *Hub) broadcastLine(m *messages.LogLine) {
-	var b, legacy []byte
+// heldLineCost is what a held line counts against MaxQueueBytes besides
+// its text (the LogLine and its place in pending).
+const heldLineCost = 128
+
+// broadcastLines sends live lines of one channel (one line, or a batch's)
+// to the channel's subscribers as one queue item, or holds them for
+// those whose snapshot is being read.
+func (h *Hub) broadcastLines(lines []*messages.LogLine) {
+	var msgs, legacy [][]byte
 	for id, cl := range h.clients {
-		if cl.logCh != m.Channel {
+		if cl.logCh != lines[0].Channel {
 			continue
 		}
 		if cl.waiting {
-			if len(cl.pending) >= QueueSize {
+			for _, l := range lines {
+				cl.pendingBytes += int64(len(l.Message)) + heldLineCost
+			}
+			if cl.pendingBytes > MaxQueueBytes {
 				h.slowDrop(id, cl)
 				continue
 			}
-			cl.pending = append(cl.pending, m)
+			cl.pending = append(cl.pending, lines...)
 			continue
 		}
 		if cl.legacy {
 			if legacy == nil {
-				legacy = lineJSON(m, true)
+				legacy = linesJSON(lines, true)
 			}
-			h.deliver(id, cl, legacy)
+			h.deliver(id, cl, legacy...)
 			continue
 		}
-		if b == nil {
-			b = lineJSON(m, false)
+		if msgs == nil {
+			msgs = linesJSON(lines, false)
 		}
-		h.deliver(id, cl, b)
+		h.deliver(id, cl, msgs...)
 	}
+}
+
+// linesJSON is lineJSON of each line.
+func linesJSON(lines []*messages.LogLine, legacy bool) [][]byte {
+	out := make([][]byte, len(lines))
+	for i, l := range lines {
+		out[i] = lineJSON(l, legacy)
+	}
+	return out
 }
 
 // broadcast queues b to every client (only the subscribers of logChannel
@@ -288,27 +313,27 @@ func (h *Hub) broadcast(b []byte, logChannel string) {
 	}
 }
 
-// deliver queues b to cl, or drops cl when its queue is full; it never
-// waits. It reports whether cl is still connected.
-func (h *Hub) deliver(id uint64, cl *client, b []byte) bool {
-	if !cl.offer(b) {
+// deliver queues msgs to cl as one item, or drops cl when its queue is
+// full; it never waits. It reports whether cl is still connected.
+func (h *Hub) deliver(id uint64, cl *client, msgs ...[]byte) bool {
+	if !cl.offer(msgs...) {
 		h.slowDrop(id, cl)
 		return false
 	}
 	return true
 }
 
-// offer queues b without waiting. It reports false when the queue is
-// full: QueueSize messages, or MaxQueueBytes waiting with b (unless b
-// finds the queue empty).
-func (cl *client) offer(b []byte) bool {
-	n := int64(len(b))
+// offer queues msgs as one item without waiting. It reports false when
+// the queue is full: QueueSize items, or MaxQueueBytes waiting with msgs
+// (unless they find the queue empty).
+func (cl *client) offer(msgs ...[]byte) bool {
+	n := itemBytes(msgs)
 	if q := cl.queued.Add(n); q > n && q > MaxQueueBytes {
 		cl.queued.Add(-n)
 		return false
 	}
 	select {
-	case cl.send <- b:
+	case cl.send <- msgs:
 		return true
 	default:
 		cl.queued.Add(-n)
@@ -316,8 +341,16 @@ func (cl *client) offer(b []byte) bool {
 	}
 }
 
-// taken is told of each message the writer takes off the queue.
-func (cl *client) taken(b []byte) { cl.queued.Add(-int64(len(b))) }
+// taken is told of each item the writer takes off the queue.
+func (cl *client) taken(msgs [][]byte) { cl.queued.Add(-itemBytes(msgs)) }
+
+func itemBytes(msgs [][]byte) int64 {
+	var n int64
+	for _, b := range msgs {
+		n += int64(len(b))
+	}
+	return n
+}
 
 // slowDrop drops cl, a client too slow to take what the hub queues.
 func (h *Hub) slowDrop(id uint64, cl *client) {

@@ -24,11 +24,11 @@ func TestHubDropsSlowClientWithoutBlocking(t *testing.T) {
 	// The slow client's queue is never drained.
 	dropped := make(chan struct{})
 	var once sync.Once
-	slow := &client{id: 1, send: make(chan []byte, QueueSize), drop: func() { once.Do(func() { close(dropped) }) }}
+	slow := &client{id: 1, send: make(chan [][]byte, QueueSize), drop: func() { once.Do(func() { close(dropped) }) }}
 	// The other client has room for everything (as if it kept up).
 	const total = QueueSize + 50
 	var fastDropped atomic.Bool // the hub drops everyone as it stops, at cleanup
-	fast := &client{id: 2, send: make(chan []byte, total), drop: func() { fastDropped.Store(true) }}
+	fast := &client{id: 2, send: make(chan [][]byte, total), drop: func() { fastDropped.Store(true) }}
 	sys.Root.Send(hub, &register{c: slow})
 	sys.Root.Send(hub, &register{c: fast})
 	// A barrier: the hub has started (and subscribed to the event stream)
@@ -53,7 +53,11 @@ func TestHubDropsSlowClientWithoutBlocking(t *testing.T) {
 	for i := 1; i <= total; i++ {
 		var m struct{ Seq int }
 		select {
-		case b := <-fast.send:
+		case item := <-fast.send:
+			var b []byte
+			if len(item) == 1 {
+				b = item[0]
+			}
 			if err := json.Unmarshal(b, &m); err != nil || m.Seq != i {
 				t.Fatalf("fast client message %d = %s (%v): lost or reordered", i, b, err)
 			}
@@ -95,8 +99,8 @@ func TestHubCountsStatsWatchers(t *testing.T) {
 			t.Fatalf("watching %d, want %d", n, want)
 		}
 	}
-	a := &client{id: 1, send: make(chan []byte, QueueSize), drop: func() {}}
-	b := &client{id: 2, send: make(chan []byte, 1), drop: func() {}} // takes one message
+	a := &client{id: 1, send: make(chan [][]byte, QueueSize), drop: func() {}}
+	b := &client{id: 2, send: make(chan [][]byte, 1), drop: func() {}} // takes one message
 	sys.Root.Send(hub, &register{c: a})
 	sys.Root.Send(hub, &register{c: b})
 	sys.Root.Send(hub, &subscribeStats{id: 1, on: true})

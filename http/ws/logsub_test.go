@@ -1,7 +1,9 @@
 package ws
 
 import (
+	"encoding/json"
 	"fmt"
+	"log/slog"
 	"sort"
 	"strings"
 	"sync/atomic"
@@ -11,6 +13,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"peerdns/actors/logchan"
+	"peerdns/http/httpx"
 	"peerdns/messages"
 )
 
@@ -132,5 +135,99 @@ func TestLegacyLogMessages(t *testing.T) {
 	w.sys.EventStream.Publish(&messages.LogLine{Channel: "core", Level: "INFO", Time: time.Now(), Message: "legacy line"})
 	if m := next(t, c); m["type"] != "log" || m["message"] != "legacy line" {
 		t.Fatalf("legacy line: %v", m)
+	}
+}
+
+// A batch of more lines than QueueSize (the edge's access log hands its
+// channel up to 1024 lines at once) reaches a subscriber that reads as
+// fast as it can, line by line: the batch is queued as one item, not as
+// more messages than the queue holds, which dropped every subscriber of
+// a busy channel however fast it read.
+func TestLargeLogBatchReachesSubscriber(t *testing.T) {
+	noLeaks(t)
+	w := newTestWS(t, true, nil)
+	c := w.mustDial(t, "")
+	w.waitClients(t, 1)
+	send(t, c, msg{"type": "subscribe-log", "channel": "core"})
+	if m := next(t, c); m["type"] != "log-snapshot" {
+		t.Fatalf("snapshot: %v", m)
+	}
+	const lines = 4 * QueueSize
+	b := messages.NewLogBatch("core", "INFO")
+	for i := 1; i <= lines; i++ {
+		b.Text = fmt.Appendf(b.Text, "line-%06d", i)
+		b.EndLine(time.Now())
+	}
+	b.Seq = 1
+	w.sys.EventStream.Publish(b)
+	b.Release()
+	for i := 1; i <= lines; i++ {
+		_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		_, data, err := c.ReadMessage()
+		if err != nil {
+			t.Fatalf("after %d of %d lines: %v", i-1, lines, err)
+		}
+		var m msg
+		if err := json.Unmarshal(data, &m); err != nil || m["type"] != "file-log" || m["message"] != fmt.Sprintf("line-%06d", i) {
+			t.Fatalf("line %d: %s", i, data)
+		}
+	}
+	if n := w.clients(t); n != 1 {
+		t.Fatalf("%d clients after the batch, want 1", n)
+	}
+}
+
+// The same batch arriving while a subscriber's snapshot is read is held
+// for it, and follows the snapshot as one item.
+func TestLargeLogBatchHeldDuringSnapshot(t *testing.T) {
+	noLeaks(t)
+	sys := quietSystem(t)
+	hub := sys.Root.Spawn(Props(slog.New(slog.DiscardHandler), nil))
+	t.Cleanup(func() { _ = sys.Root.StopFuture(hub).Wait() })
+	var dropped atomic.Bool
+	cl := &client{id: 1, send: make(chan [][]byte, QueueSize), drop: func() { dropped.Store(true) }}
+	sys.Root.Send(hub, &register{c: cl})
+	if r, err := httpx.Ask[*ClientCountReply](sys.Root, hub, &ClientCount{}, 5*time.Second); err != nil || r.N != 1 {
+		t.Fatalf("ClientCount = %v, %v; want 1", r, err)
+	}
+
+	const lines = 4 * QueueSize
+	sys.Root.Send(hub, &subscribeLog{id: 1, channel: "core"})
+	b := messages.NewLogBatch("core", "INFO")
+	for i := 1; i <= lines; i++ {
+		b.Text = fmt.Appendf(b.Text, "line-%06d", i)
+		b.EndLine(time.Now())
+	}
+	b.Seq = 1
+	sys.EventStream.Publish(b) // the hub takes it before the snapshot
+	b.Release()
+	sys.Root.Send(hub, &logSnapshot{id: 1, channel: "core", snapshot: []byte(`{"type":"log-snapshot"}`), seq: 10})
+	if r, err := httpx.Ask[*ClientCountReply](sys.Root, hub, &ClientCount{}, 5*time.Second); err != nil || r.N != 1 || dropped.Load() {
+		t.Fatalf("ClientCount = %v, %v, dropped %v; want the subscriber kept", r, err, dropped.Load())
+	}
+	if n := len(cl.send); n != 2 {
+		t.Fatalf("%d items queued, want the snapshot and the held lines", n)
+	}
+	<-cl.send
+	held := <-cl.send
+	if len(held) != lines-10 || !strings.Contains(string(held[0]), "line-000011") {
+		t.Fatalf("%d held lines after the snapshot, the first %s; want %d from line 11", len(held), held[0], lines-10)
+	}
+
+	// What is held stays within MaxQueueBytes: past it the client is
+	// dropped, before its snapshot comes.
+	sys.Root.Send(hub, &subscribeLog{id: 1, channel: "core"})
+	long := strings.Repeat("z", 1<<10)
+	for held := 0; held <= MaxQueueBytes; held += lines * len(long) {
+		b := messages.NewLogBatch("core", "INFO")
+		for i := 0; i < lines; i++ {
+			b.Text = append(b.Text, long...)
+			b.EndLine(time.Now())
+		}
+		sys.EventStream.Publish(b)
+		b.Release()
+	}
+	if r, err := httpx.Ask[*ClientCountReply](sys.Root, hub, &ClientCount{}, 5*time.Second); err != nil || r.N != 0 || !dropped.Load() {
+		t.Fatalf("ClientCount = %v, %v, dropped %v; want the subscriber dropped once it holds over MaxQueueBytes", r, err, dropped.Load())
 	}
 }
