@@ -7,11 +7,12 @@
 //	"peerdns token v1\n" + peerId + "\n" + timestamp + "\n" + expiresAt
 //
 // (decimal numbers). Check accepts standard or URL-safe base64, padded or
-// not, and at most MaxLen bytes. A token is valid when it decodes, its
-// fields are all present, it has not expired, it was not issued in the
-// future (beyond a minute of clock skew) and its signature verifies
-// against its own peerId; whose token it is (the local peer's or another
-// peer's) is the caller's decision (401 vs 403).
+// not, and at most MaxLen bytes, of that one JSON object and nothing
+// after it. A token is valid when it decodes, its fields are all
+// present, it has not expired, it was not issued in the future (beyond a
+// minute of clock skew) and its signature verifies against its own
+// peerId; whose token it is (the local peer's or another peer's) is the
+// caller's decision (401 vs 403).
 package token
 
 import (
@@ -20,6 +21,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"time"
@@ -92,6 +94,9 @@ func Check(s string, now time.Time) (Token, error) {
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&t); err != nil {
 		return Token{}, fmt.Errorf("%w: not a token object", ErrInvalid)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return Token{}, fmt.Errorf("%w: data after the token object", ErrInvalid)
 	}
 	if !messages.ValidPeerID(t.PeerID) || t.Timestamp <= 0 || t.ExpiresAt <= t.Timestamp {
 		return Token{}, fmt.Errorf("%w: missing or inconsistent fields", ErrInvalid)

@@ -51,6 +51,9 @@ func TestIssueCheck(t *testing.T) {
 		"bad sig hex":   tamper(func(t *Token) { t.Signature = "zz" }),
 		"no peer":       tamper(func(t *Token) { t.PeerID = "" }),
 		"too long":      strings.Repeat("A", MaxLen+1),
+		// A valid token's JSON followed by more: not a JSON object.
+		"second object": base64.StdEncoding.EncodeToString(append(append([]byte{}, raw...), `{"peerId":"x"}`...)),
+		"trailing junk": base64.StdEncoding.EncodeToString(append(append([]byte{}, raw...), " junk"...)),
 	} {
 		at := now
 		if name == "expired" {
