@@ -439,6 +439,50 @@ func TestPrometheus(t *testing.T) {
 	}
 }
 
+// TestPrometheusInvalidUTF8 checks a scrape still parses when a chart's
+// text is not UTF-8: a mount point is any bytes a user may name a
+// directory (a FUSE mount needs no privilege) and it is the disk_space
+// family, and Prometheus refuses a whole scrape with one label value
+// that is not UTF-8.
+func TestPrometheusInvalidUTF8(t *testing.T) {
+	env := newTestEnv(t)
+	mount := "/home/u/\xff\xfe"
+	c := &store.ChartDef{ID: "disk_space._home_u___", Name: "disk_space._home_u___", Type: "disk_space", Context: "disk.space",
+		Family: mount, Units: "GiB", ChartType: "stacked", UpdateEvery: 1, Dims: dimsOf("avail", "used")}
+	c.Dims[1].Name = "used\xc3"
+	if err := env.db.Register(c); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.db.Append(c.ID, env.now.Unix()-1, []float64{1, 2}); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{
+		"/api/v1/allmetrics?format=prometheus",
+		"/api/v1/allmetrics?format=prometheus_all_hosts&help=yes&types=yes",
+		"/api/v1/allmetrics?format=prometheus&names=no",
+		"/api/v3/export?format=prometheus",
+	} {
+		r := env.get(t, path)
+		var p expfmt.TextParser
+		fams, err := p.TextToMetricFamilies(bytes.NewReader(r.body))
+		if err != nil {
+			t.Errorf("GET %s: exposition does not parse: %v", path, err)
+			continue
+		}
+		found := false
+		for _, m := range fams["netdata_disk_space_GiB_average"].GetMetric() {
+			for _, l := range m.Label {
+				if l.GetName() == "family" && l.GetValue() == "/home/u/\ufffd\ufffd" {
+					found = true
+				}
+			}
+		}
+		if !found {
+			t.Errorf("GET %s: no series of the mount point, its invalid bytes as U+FFFD", path)
+		}
+	}
+}
+
 func keys[V any](m map[string]V) []string {
 	var k []string
 	for n := range m {

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/valyala/fasthttp"
 
@@ -99,16 +100,28 @@ func promUnits(dst []byte, u string) []byte {
 	return promName(dst, u)
 }
 
-// promLabel escapes a label value (backslash, quote, newline).
+// promLabel escapes a label value (backslash, quote, newline) and writes
+// each byte that is not UTF-8 as U+FFFD: Prometheus refuses a whole
+// scrape for one label value that is not UTF-8, and a mount point (a
+// disk_space family) or an interface name is whatever bytes its maker
+// chose.
 func promLabel(dst []byte, s string) []byte {
 	for i := 0; i < len(s); i++ {
-		switch c := s[i]; c {
-		case '\\', '"':
+		switch c := s[i]; {
+		case c == '\\' || c == '"':
 			dst = append(dst, '\\', c)
-		case '\n':
+		case c == '\n':
 			dst = append(dst, '\\', 'n')
-		default:
+		case c < utf8.RuneSelf:
 			dst = append(dst, c)
+		default:
+			r, n := utf8.DecodeRuneInString(s[i:])
+			if r == utf8.RuneError && n == 1 {
+				dst = utf8.AppendRune(dst, utf8.RuneError)
+			} else {
+				dst = append(dst, s[i:i+n]...)
+			}
+			i += n - 1
 		}
 	}
 	return dst
