@@ -563,6 +563,31 @@ func TestBadge(t *testing.T) {
 	}
 }
 
+// TestBadgeValueColor: value_color is Netdata's list of "colour[op
+// value]" terms separated by '|', where ':' and '=' compare for
+// equality and "null" is no value (its badges README writes
+// grey:null|green<10|...); the first term that holds gives the colour,
+// and when none holds the last term's colour does.
+func TestBadgeValueColor(t *testing.T) {
+	env := newTestEnv(t)
+	for _, c := range []struct{ q, color string }{
+		{"chart=system.cpu&value_color=grey:null|green<1000|red", "#97CA00"},
+		{"chart=system.cpu&dimensions=nosuch&value_color=grey:null|green<1000|red", "#555"},
+		{"chart=system.cpu&value_color=green>1000000|blue<0", "#007ec6"},
+		{"chart=system.cpu&value_color=red!=null|green", "#97CA00"}, // null compares only with no value
+		{"chart=system.cpu&value_color=blue", "#007ec6"},
+	} {
+		r := env.get(t, "/api/v1/badge.svg?"+c.q)
+		var doc svgDoc
+		if err := xml.Unmarshal(r.body, &doc); err != nil {
+			t.Fatalf("%s: not SVG/XML: %v\n%s", c.q, err, r.body)
+		}
+		if len(doc.Rects) < 2 || doc.Rects[1].Fill != c.color {
+			t.Errorf("%s: rects = %+v, want value colour %s", c.q, doc.Rects, c.color)
+		}
+	}
+}
+
 // TestCORS: Access-Control-Allow-Origin is "*" by default and exactly
 // the configured value (AGENT_REST_CORS reaches the server as
 // Options.CORS) otherwise; a request's Origin is never echoed and

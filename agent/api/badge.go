@@ -39,44 +39,91 @@ func colorValueOf(s string) string {
 	return ""
 }
 
-// pickValueColor evaluates Netdata's value_color: "colour[op number]"
-// terms separated by '|' or ':', the first whose condition holds wins; a
-// term without a condition always holds.
+// pickValueColor evaluates Netdata's value_color (calc_colorz): terms
+// separated by '|', each a colour then optionally a comparison and a
+// number ("green<10", "grey:null"). ':' and '=' compare for equality,
+// '!'/"!=" and "<>" for inequality, '<', "<=", '>', ">="; '(' and '{'
+// read as '<', ')' and '}' as '>'; "null" or nothing after the operator
+// is no value, which only equals no value. The first term that holds
+// names the colour; a term without a comparison always holds; when none
+// holds, the last term's colour is used, as Netdata does. The name is
+// resolved by colorValueOf ("" when unknown).
 func pickValueColor(spec string, v float64) string {
-	for _, term := range strings.FieldsFunc(spec, func(r rune) bool { return r == '|' || r == ':' }) {
-		i := strings.IndexAny(term, "<>=!")
-		if i < 0 {
-			return colorValueOf(term)
+	color := ""
+	for term := range strings.SplitSeq(spec, "|") {
+		name, op, val, hasOp := splitColorTerm(term)
+		color = name
+		if !hasOp {
+			break
 		}
-		color, cond := term[:i], term[i:]
-		op := cond[:1]
-		if len(cond) > 1 && cond[1] == '=' {
-			op = cond[:2]
+		n := math.NaN()
+		if val != "" && val != "null" {
+			n, _ = strconv.ParseFloat(strings.TrimSpace(val), 64) // Netdata reads an unreadable number as 0
 		}
-		n, err := strconv.ParseFloat(strings.TrimSpace(cond[len(op):]), 64)
-		if err != nil || math.IsNaN(v) {
+		if math.IsNaN(v) || math.IsNaN(n) {
+			if math.IsNaN(v) && math.IsNaN(n) {
+				break
+			}
 			continue
 		}
-		ok := false
-		switch op {
-		case "<":
-			ok = v < n
-		case "<=":
-			ok = v <= n
-		case ">":
-			ok = v > n
-		case ">=":
-			ok = v >= n
-		case "=", "==":
-			ok = v == n
-		case "!=", "!":
-			ok = v != n
-		}
-		if ok {
-			return colorValueOf(color)
+		if op == "<" && v < n || op == "<=" && v <= n || op == ">" && v > n || op == ">=" && v >= n ||
+			op == "=" && v == n || op == "!=" && v != n {
+			break
 		}
 	}
-	return ""
+	if color == "" {
+		color = spec
+	}
+	return colorValueOf(color)
+}
+
+// splitColorTerm splits one value_color term as Netdata reads it: the
+// colour is what comes before the first operator, the comparison is the
+// last operator and the value what follows it.
+func splitColorTerm(term string) (name, op, val string, hasOp bool) {
+	var nb, vb []byte
+	for i := 0; i < len(term); i++ {
+		c := term[i]
+		next := byte(0)
+		if i+1 < len(term) {
+			next = term[i+1]
+		}
+		o := ""
+		switch c {
+		case '!':
+			o = "!="
+			if next == '=' {
+				i++
+			}
+		case '=', ':':
+			o = "="
+		case '>', ')', '}':
+			o = ">"
+			if next == '=' {
+				o = ">="
+				i++
+			}
+		case '<', '(', '{':
+			o = "<"
+			switch next {
+			case '=':
+				o = "<="
+				i++
+			case '>', ')', '}':
+				o = "!="
+				i++
+			}
+		}
+		switch {
+		case o != "":
+			op, hasOp, vb = o, true, vb[:0]
+		case hasOp:
+			vb = append(vb, c)
+		default:
+			nb = append(nb, c)
+		}
+	}
+	return string(nb), op, string(vb), hasOp
 }
 
 // formatValue is Netdata's value + units text: automatic precision when
