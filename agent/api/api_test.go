@@ -563,6 +563,30 @@ func TestBadge(t *testing.T) {
 	}
 }
 
+// TestBadgeDefaults: without label= a badge of some dimensions is
+// labelled with them, and without units= a percentage badge says "%",
+// as Netdata's badge.svg does.
+func TestBadgeDefaults(t *testing.T) {
+	env := newTestEnv(t)
+	for _, c := range []struct{ q, label, units string }{
+		{"chart=system.cpu&dimensions=user", "user", "%"},
+		{"chart=system.cpu&dim=user&dim=system", "user|system", "%"},
+		{"chart=system.load", "system.load", " load"},
+		{"chart=system.load&options=percentage", "system.load", "%"},
+		{"chart=system.load&options=percentage&units=x", "system.load", " x"},
+		{"chart=system.load&dimensions=load1&label=one", "one", " load"},
+	} {
+		r := env.get(t, "/api/v1/badge.svg?"+c.q)
+		var doc svgDoc
+		if err := xml.Unmarshal(r.body, &doc); err != nil {
+			t.Fatalf("%s: not SVG/XML: %v\n%s", c.q, err, r.body)
+		}
+		if len(doc.Texts) != 4 || doc.Texts[1] != c.label || !strings.HasSuffix(doc.Texts[3], c.units) {
+			t.Errorf("%s: texts = %q, want label %q and a value ending in %q", c.q, doc.Texts, c.label, c.units)
+		}
+	}
+}
+
 // TestBadgeValueColor: value_color is Netdata's list of "colour[op
 // value]" terms separated by '|', where ':' and '=' compare for
 // equality and "null" is no value (its badges README writes

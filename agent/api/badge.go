@@ -265,7 +265,10 @@ func renderBadge(label, value, labelColor, valueColor string) []byte {
 
 // badge renders /api/v1/badge.svg: the chart's value over the window
 // (default: the latest point), summed over the selected dimensions, or an
-// alert's value with the colour of its status (alarm=name). refresh=
+// alert's value with the colour of its status (alarm=name). Without
+// label= it is labelled with the dimensions asked for (the chart's name
+// when none), and without units= a percentage query's units are "%".
+// refresh=
 // (seconds or auto) sets the Refresh header that makes a browser reload
 // an embedded badge, as Netdata's badges do.
 func (s *Server) badge(ctx *fasthttp.RequestCtx, _ int) error {
@@ -344,8 +347,16 @@ func (s *Server) badge(ctx *fasthttp.RequestCtx, _ int) error {
 		req.Points = 1
 	}
 	req.Chart, req.Context, req.Format, req.Options = c.ID, "", query.FormatArray, req.Options&^query.OptJSONWrap
+	// Netdata's defaults: the dimensions asked for name the badge, and
+	// a percentage is in "%".
 	if !hasLabel {
 		label = c.Name
+		if req.Dimensions != "" {
+			label = req.Dimensions
+		}
+	}
+	if !hasUnits && req.Options&query.OptPercentage != 0 {
+		units = "%"
 	}
 	if auto {
 		refresh = badgeWindow(req, c, s.now().Unix())
