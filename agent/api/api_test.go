@@ -587,6 +587,33 @@ func TestBadgeDefaults(t *testing.T) {
 	}
 }
 
+// TestBadgeAlarm: an alert's badge takes value_color, multiply and
+// divide like a chart's, colours an undefined alert lightgrey, and an
+// alert the chart does not have is the "alarm not found" badge valued
+// "-", as Netdata draws them.
+func TestBadgeAlarm(t *testing.T) {
+	env := newTestEnv(t)
+	for _, c := range []struct{ q, label, value, color string }{
+		{"chart=system.ram&alarm=ram_in_use", "ram in use", "0.75%", "#4c1"},
+		{"chart=system.ram&alarm=ram_in_use&value_color=blue", "ram in use", "0.75%", "#007ec6"},
+		{"chart=system.ram&alarm=ram_in_use&multiply=200&divide=2", "ram in use", "75.0%", "#4c1"},
+		{"chart=system.load&alarm=load_average_15", "load average 15", "-", "#9f9f9f"},
+		{"chart=system.cpu&alarm=no_such_alarm", "alarm not found", "-", "#999"},
+	} {
+		r := env.get(t, "/api/v1/badge.svg?"+c.q)
+		var doc svgDoc
+		if err := xml.Unmarshal(r.body, &doc); err != nil {
+			t.Fatalf("%s: not SVG/XML: %v\n%s", c.q, err, r.body)
+		}
+		if len(doc.Texts) != 4 || doc.Texts[1] != c.label || doc.Texts[3] != c.value {
+			t.Errorf("%s: texts = %q, want label %q value %q", c.q, doc.Texts, c.label, c.value)
+		}
+		if len(doc.Rects) < 2 || doc.Rects[1].Fill != c.color {
+			t.Errorf("%s: rects = %+v, want value colour %s", c.q, doc.Rects, c.color)
+		}
+	}
+}
+
 // TestBadgeValueColor: value_color is Netdata's list of "colour[op
 // value]" terms separated by '|', where ':' and '=' compare for
 // equality and "null" is no value (its badges README writes

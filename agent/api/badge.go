@@ -265,7 +265,9 @@ func renderBadge(label, value, labelColor, valueColor string) []byte {
 
 // badge renders /api/v1/badge.svg: the chart's value over the window
 // (default: the latest point), summed over the selected dimensions, or an
-// alert's value with the colour of its status (alarm=name). Without
+// alert's value with the colour of its status (alarm=name; an alert the
+// chart does not have is the "alarm not found" badge). value_color,
+// multiply and divide apply to both. Without
 // label= it is labelled with the dimensions asked for (the chart's name
 // when none), and without units= a percentage query's units are "%".
 // refresh=
@@ -292,6 +294,17 @@ func (s *Server) badge(ctx *fasthttp.RequestCtx, _ int) error {
 	if err != nil {
 		return err
 	}
+	mul, div := 1.0, 1.0
+	if m, ok := arg(ctx, "multiply"); ok && m != "" {
+		if mul, err = strconv.ParseFloat(m, 64); err != nil {
+			return httpx.BadRequest("multiply must be a number, got %q", trimArg(m))
+		}
+	}
+	if d, ok := arg(ctx, "divide"); ok && d != "" {
+		if div, err = strconv.ParseFloat(d, 64); err != nil || div == 0 {
+			return httpx.BadRequest("divide must be a non-zero number, got %q", trimArg(d))
+		}
+	}
 	c, ok := s.o.DB.Chart(chartID)
 	if !ok {
 		s.svg(ctx, renderBadge("chart not found", "-", labelColor, colorUnknown))
@@ -310,12 +323,12 @@ func (s *Server) badge(ctx *fasthttp.RequestCtx, _ int) error {
 				break
 			}
 		}
+		if found == nil {
+			s.svg(ctx, renderBadge("alarm not found", "-", labelColor, colorUnknown))
+			return nil
+		}
 		if !hasLabel {
 			label = strings.ReplaceAll(alarm, "_", " ")
-		}
-		if found == nil {
-			s.svg(ctx, renderBadge(label, "alarm not found", labelColor, colorUnknown))
-			return nil
 		}
 		if !hasUnits {
 			units = found.Units
@@ -324,7 +337,7 @@ func (s *Server) badge(ctx *fasthttp.RequestCtx, _ int) error {
 			refresh = found.UpdateEvery
 		}
 		setRefresh(ctx, refresh)
-		color := colorUnknown
+		color := badgeColors["grey"]
 		switch found.Status {
 		case health.StatusClear:
 			color = colorValue
@@ -332,8 +345,11 @@ func (s *Server) badge(ctx *fasthttp.RequestCtx, _ int) error {
 			color = badgeColors["orange"]
 		case health.StatusCritical:
 			color = badgeColors["red"]
+		case health.StatusUndefined:
+			color = badgeColors["lightgrey"]
 		}
-		s.svg(ctx, renderBadge(label, formatValue(found.Value, units, precision), labelColor, color))
+		v := found.Value * mul / div
+		s.svg(ctx, renderBadge(label, formatValue(v, units, precision), labelColor, valueColor(ctx, color, v)))
 		return nil
 	}
 	req, err := query.ParseRequest(getter(ctx))
@@ -383,31 +399,24 @@ func (s *Server) badge(ctx *fasthttp.RequestCtx, _ int) error {
 			v = sum
 		}
 	}
-	if m, ok := arg(ctx, "multiply"); ok && m != "" {
-		f, err := strconv.ParseFloat(m, 64)
-		if err != nil {
-			return httpx.BadRequest("multiply must be a number, got %q", trimArg(m))
-		}
-		v *= f
-	}
-	if d, ok := arg(ctx, "divide"); ok && d != "" {
-		f, err := strconv.ParseFloat(d, 64)
-		if err != nil || f == 0 {
-			return httpx.BadRequest("divide must be a non-zero number, got %q", trimArg(d))
-		}
-		v /= f
-	}
+	v *= mul / div
 	color := colorValue
 	if math.IsNaN(v) {
 		color = colorUnknown
 	}
+	s.svg(ctx, renderBadge(label, formatValue(v, units, precision), labelColor, valueColor(ctx, color, v)))
+	return nil
+}
+
+// valueColor is the badge's value colour: value_color's pick for v
+// when given and known, else def.
+func valueColor(ctx *fasthttp.RequestCtx, def string, v float64) string {
 	if vc, ok := arg(ctx, "value_color"); ok && vc != "" {
 		if c := pickValueColor(vc, v); c != "" {
-			color = c
+			return c
 		}
 	}
-	s.svg(ctx, renderBadge(label, formatValue(v, units, precision), labelColor, color))
-	return nil
+	return def
 }
 
 // maxBadgeRefresh bounds refresh= (a day).
