@@ -1,6 +1,7 @@
 package api
 
 import (
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -97,6 +98,12 @@ type chartLabels struct {
 	Module string `json:"_collect_module"`
 }
 
+// dataURL is the data query of chart id, the id escaped: a chart id
+// holds what its source named (net.<interface>, a child's charts), and
+// '&', '+', '%' or '#' in it would make the URL ask for another chart.
+// Ids of letters, digits, '.', '_' and '-' read as Netdata writes them.
+func dataURL(id string) string { return "/api/v1/data?chart=" + url.QueryEscape(id) }
+
 // chartObject builds Netdata's chart object for c.
 func (s *Server) chartObject(c *store.ChartDef, alerts []health.Alert) *chartJSON {
 	first := s.stats().FirstTime
@@ -114,7 +121,7 @@ func (s *Server) chartObject(c *store.ChartDef, alerts []health.Alert) *chartJSO
 	j := &chartJSON{
 		ID: c.ID, Name: c.Name, Type: c.Type, Family: c.Family, Context: c.Context,
 		Title: c.Title + " (" + c.ID + ")", Priority: c.Priority, Plugin: c.Plugin, Module: c.Module,
-		Units: c.Units, DataURL: "/api/v1/data?chart=" + c.ID, ChartType: c.ChartType,
+		Units: c.Units, DataURL: dataURL(c.ID), ChartType: c.ChartType,
 		Duration: dur, FirstEntry: first, LastEntry: last, UpdateEvery: max(c.UpdateEvery, 1),
 		Dimensions: object[dimName]{}, Green: noValue, Red: noValue, Alarms: object[chartAlarm]{},
 		ChartLabels: chartLabels{Plugin: c.Plugin, Module: mod},
@@ -305,7 +312,7 @@ func (s *Server) search(ctx *fasthttp.RequestCtx, _ int) error {
 			strings.Contains(strings.ToLower(c.Context), lq) || strings.Contains(strings.ToLower(c.Name), lq) {
 			results = append(results, map[string]any{
 				"id": c.ID, "name": c.Name, "title": c.Title, "context": c.Context, "family": c.Family,
-				"units": c.Units, "data_url": "/api/v1/data?chart=" + c.ID,
+				"units": c.Units, "data_url": dataURL(c.ID),
 			})
 		}
 	}
