@@ -90,11 +90,10 @@ func (s *Server) appendShell(b []byte, filter *query.Pattern, alerts []health.Al
 		b = appendCommentText(b, c.Units)
 		b = append(b, '\n')
 	}
+	// Every alarm, whatever the filter: Netdata's filter picks charts
+	// only (its filter=system.cpu answer lists system.ram's alarms).
 	b = append(b, "\n# NETDATA ALARMS RUNNING\n"...)
 	for _, a := range alerts {
-		if !filter.Match(a.Chart, a.Chart) {
-			continue
-		}
 		b = append(b, "NETDATA_ALARM_"...)
 		b = shellName(b, a.Chart)
 		b = append(b, '_')

@@ -190,3 +190,30 @@ func TestPrometheusPrefix(t *testing.T) {
 		}
 	}
 }
+
+// TestShellFilterKeepsAlarms: the shell format's filter picks charts;
+// the alarms section lists every alarm whatever the filter, as
+// Netdata's does (api_v1_allmetrics_shell_filter-system.cpu.txt lists
+// system.ram's and mem's alarms), so a script that reads one chart's
+// values still sees every alarm's status.
+func TestShellFilterKeepsAlarms(t *testing.T) {
+	env := newTestEnv(t)
+	ref := string(readRef(t, "api_v1_allmetrics_shell_filter-system.cpu.txt"))
+	if !strings.Contains(ref, "NETDATA_ALARM_SYSTEM_RAM_RAM_IN_USE_STATUS=") {
+		t.Fatal("reference lists no system.ram alarm: assumption wrong")
+	}
+	r := env.get(t, "/api/v1/allmetrics?format=shell&filter=system.load")
+	body := string(r.body)
+	if strings.Contains(body, "NETDATA_SYSTEM_CPU_USER=") || !strings.Contains(body, "NETDATA_SYSTEM_LOAD_LOAD1=") {
+		t.Fatalf("filter not applied to charts:\n%s", body)
+	}
+	for _, want := range []string{
+		`NETDATA_ALARM_SYSTEM_RAM_RAM_IN_USE_STATUS="CLEAR"`,
+		`NETDATA_ALARM_SYSTEM_CPU_10MIN_CPU_USAGE_STATUS="WARNING"`,
+		`NETDATA_ALARM_SYSTEM_LOAD_LOAD_AVERAGE_15_STATUS="UNDEFINED"`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("filtered shell output lacks %s:\n%s", want, body)
+		}
+	}
+}
