@@ -39,7 +39,9 @@
 // CompileSearch, Netdata's case-insensitive pattern in substring mode.
 //
 // A v1 query's dimensions pattern is every dimension, dim, dimensions
-// and dims argument joined by '|' (DimensionArgs), as Netdata reads them.
+// and dims argument joined by '|' (DimensionArgs), as Netdata reads them,
+// and split into words at ',' and '|' (and tabs and line breaks) but not
+// at spaces, so a dimension name with spaces is one word.
 //
 // Run and RunV2 refuse (TooLargeError) an answer of more than
 // MaxAnswerCells values before computing it.

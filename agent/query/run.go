@@ -75,7 +75,7 @@ func (r *Result) At(row, col int) float64 { return r.Values[row*len(r.Columns)+c
 // pattern matches, hidden ones included); none matching is ErrNoMetrics.
 func Run(req *Request, plan Plan, series []Series) (*Result, error) {
 	res := &Result{Plan: plan, Request: req}
-	pat := compilePattern(req.Dimensions)
+	pat := compileDimsPattern(req.Dimensions)
 	for si, s := range series {
 		for di := range s.Chart.Dims {
 			d := &s.Chart.Dims[di]
@@ -306,6 +306,18 @@ func (w *patWord) matches(s string) bool {
 
 func compilePattern(s string) *Pattern {
 	words := patternWords(s, func(r rune) bool { return r == '|' || r == ',' || r == ' ' })
+	if words == nil {
+		return nil
+	}
+	return &Pattern{words: words}
+}
+
+// compileDimsPattern parses a v1 query's dimensions pattern: Netdata
+// splits it at its web separators (isV2Sep: ',', '|', tabs and line
+// breaks), not at spaces, so a dimension name with spaces ("reserved
+// for root") is one word.
+func compileDimsPattern(s string) *Pattern {
+	words := patternWords(s, isV2Sep)
 	if words == nil {
 		return nil
 	}
