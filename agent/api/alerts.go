@@ -246,7 +246,9 @@ func (s *Server) alarmsValues(ctx *fasthttp.RequestCtx, _ int) error {
 }
 
 // alarmCount is Netdata's alarm_count: [n] alerts in the given status
-// (default RAISED = WARNING or CRITICAL), optionally of one context.
+// (default RAISED = WARNING or CRITICAL), optionally of some contexts:
+// every context= and ctx= given, each a list separated by ',', '|' or
+// spaces.
 func (s *Server) alarmCount(ctx *fasthttp.RequestCtx, _ int) error {
 	status := strings.ToUpper(argOr(ctx, "status", "RAISED"))
 	switch status {
@@ -254,10 +256,20 @@ func (s *Server) alarmCount(ctx *fasthttp.RequestCtx, _ int) error {
 	default:
 		return httpx.BadRequest("unknown status %q: use RAISED, CLEAR, WARNING, CRITICAL, UNDEFINED or UNINITIALIZED", trimArg(status))
 	}
-	ctxFilter, _ := arg(ctx, "context")
+	var contexts map[string]bool
+	for _, k := range []string{"context", "ctx"} {
+		for _, v := range ctx.QueryArgs().PeekMulti(k) {
+			for _, c := range strings.FieldsFunc(string(v), func(r rune) bool { return r == ',' || r == '|' || r == ' ' }) {
+				if contexts == nil {
+					contexts = map[string]bool{}
+				}
+				contexts[c] = true
+			}
+		}
+	}
 	n := 0
 	for _, a := range s.alerts() {
-		if ctxFilter != "" && a.Context != ctxFilter {
+		if contexts != nil && !contexts[a.Context] {
 			continue
 		}
 		if status == "RAISED" && raised(a.Status) || string(a.Status) == status {

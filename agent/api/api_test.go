@@ -791,6 +791,27 @@ func TestEveryPath(t *testing.T) {
 	}
 }
 
+// TestAlarmCountContexts: alarm_count counts the alerts of every context
+// named, by context= or ctx=, repeated or in one list separated by ',',
+// '|' or spaces, as Netdata's alarm_count does.
+func TestAlarmCountContexts(t *testing.T) {
+	env := newTestEnv(t)
+	for q, want := range map[string]string{
+		"status=CLEAR&context=system.cpu&context=system.ram": "[1]",
+		"status=CLEAR&context=system.cpu,system.ram":         "[1]",
+		"status=CLEAR&context=system.cpu|system.ram":         "[1]",
+		"status=WARNING&ctx=system.ram":                      "[0]",
+		"status=WARNING&ctx=system.ram&ctx=system.cpu":       "[1]",
+		"context=system.load":                                "[0]",
+		"status=UNDEFINED&context=system.load%20system.cpu":  "[1]",
+	} {
+		r := env.get(t, "/api/v1/alarm_count?"+q)
+		if r.status != 200 || trimBody(r.body) != want {
+			t.Errorf("alarm_count?%s = %d %s, want %s", q, r.status, r.body, want)
+		}
+	}
+}
+
 // TestDataCacheSeesNewPoints: a cached answer is not served once a chart
 // has a newer point, even within the same second.
 func TestDataCacheSeesNewPoints(t *testing.T) {
