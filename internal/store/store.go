@@ -123,7 +123,8 @@ type DB struct {
 	commitErr atomic.Pointer[error]
 }
 
-// Open opens or creates the file at path (its folder is created 0700).
+// Open opens or creates the file at path (a new file is created 0600,
+// its folder 0700).
 func Open(path string, o Options) (*DB, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("store dir: %w", err)
@@ -135,6 +136,14 @@ func Open(path string, o Options) (*DB, error) {
 	// A copy a shrink left behind when it stopped before its rename: the
 	// file itself is whole (see the package doc).
 	if err := os.Remove(shrinkPath(path)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	// buntdb creates a missing file 0666 (less the umask); a store may
+	// hold secrets (node.db keeps tunnel servers' key seeds), so it is
+	// created here first, for its owner only.
+	if f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600); err == nil {
+		f.Close()
+	} else if !errors.Is(err, os.ErrExist) {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
 	nulCut, err := trimNULTail(path)
