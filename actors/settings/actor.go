@@ -20,7 +20,9 @@
 // update-settings validates the whole request first; any unknown name,
 // read-only setting, pinned setting or bad value is one entry of Errors
 // and nothing changes, and so does a request after which ADMIN_DOMAIN
-// and PROFILE_DOMAIN would be the same name. Otherwise every value is saved in one transaction
+// and PROFILE_DOMAIN would be the same name, or after which SUBNET_BASE
+// and INITIAL_IP_INDEX would make a default subnet with no address to
+// hand out. Otherwise every value is saved in one transaction
 // (SUBNETS goes to the ledger actor, which owns the subnets; if that
 // fails the saved values are put back), the live ones are applied
 // (Deps.Apply), and the reply lists the ones that need a restart. Each
@@ -35,11 +37,13 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"peerdns/internal/ipam"
 	"peerdns/internal/store"
 	"peerdns/messages"
 )
@@ -221,8 +225,35 @@ func (a *Actor) check(req map[string]string) []string {
 	}
 	if len(errs) == 0 {
 		errs = append(errs, a.checkSites(req)...)
+		errs = append(errs, a.checkDefaultSubnet(req)...)
 	}
 	return errs
+}
+
+// after is the value of setting name once req applied.
+func (a *Actor) after(req map[string]string, name string) string {
+	if v, ok := req[name]; ok {
+		return strings.TrimSpace(v)
+	}
+	d, _ := Lookup(name)
+	return a.value(d)
+}
+
+// checkDefaultSubnet refuses a request after which SUBNET_BASE and
+// INITIAL_IP_INDEX, each valid alone, would make a default subnet with
+// no address to hand out (INITIAL_IP_INDEX past its end): the node
+// checks them together at start, and no domain could get a local IP.
+func (a *Actor) checkDefaultSubnet(req map[string]string) []string {
+	_, base := req[SubnetBase]
+	_, index := req[InitialIPIndex]
+	if !base && !index {
+		return nil
+	}
+	start, _ := strconv.Atoi(a.after(req, InitialIPIndex)) // validated, or the value in force
+	if _, err := ipam.DefaultSubnets(a.after(req, SubnetBase), start); err != nil {
+		return []string{err.Error()}
+	}
+	return nil
 }
 
 // checkSites refuses a request after which ADMIN_DOMAIN and
@@ -231,12 +262,7 @@ func (a *Actor) check(req map[string]string) []string {
 // write needs, would be out of reach.
 func (a *Actor) checkSites(req map[string]string) []string {
 	after := func(name string) string {
-		v, ok := req[name]
-		if !ok {
-			d, _ := Lookup(name)
-			v = a.value(d)
-		}
-		return strings.TrimSuffix(strings.ToLower(strings.TrimSpace(v)), ".")
+		return strings.TrimSuffix(strings.ToLower(strings.TrimSpace(a.after(req, name))), ".")
 	}
 	if admin := after(AdminDomain); admin == after(ProfileDomain) {
 		return []string{fmt.Sprintf("ADMIN_DOMAIN and PROFILE_DOMAIN must differ: both would be %q, and the admin panel would hide the profile's GET /api/token", admin)}

@@ -31,7 +31,7 @@ func TestCatalog(t *testing.T) {
 		UpstreamDNS:       {"dns.google", "1.2.3.4:x"},
 		DNSCacheSize:      {"0", "-1", "ten"},
 		DNSRecursionAllow: {"10.0.0.0/33", "everyone"},
-		SubnetBase:        {"300.1.1.1", "fd00::/8"},
+		SubnetBase:        {"300.1.1.1", "fd00::/8", "10.9.9.0/31"},
 		InitialIPIndex:    {"-1", "255"},
 		Subnets:           {"{}", `[{"base":"10.0.0.0","cidr":40,"startIndex":2}]`},
 		InternalDomains:   {"x.p2p"},

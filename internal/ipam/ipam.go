@@ -72,7 +72,16 @@ func DefaultSubnets(base string, start int) ([]Subnet, error) {
 	if start <= 0 {
 		start = DefaultStartIndex
 	}
-	return []Subnet{{Base: p.Masked().Addr(), CIDR: p.Bits(), StartIndex: start, Name: "Subnet 1"}}, nil
+	sub := Subnet{Base: p.Masked().Addr(), CIDR: p.Bits(), StartIndex: start, Name: "Subnet 1"}
+	// The rule of Validate: a subnet that hands out no address would
+	// leave every domain without a local IP.
+	if last := sub.size() - 2; start > last {
+		if last < DefaultStartIndex {
+			return nil, fmt.Errorf("SUBNET_BASE %q: a /%d subnet has too few addresses to hand out", base, sub.CIDR)
+		}
+		return nil, fmt.Errorf("INITIAL_IP_INDEX %d is past the end of SUBNET_BASE %q (at most %d)", start, base, last)
+	}
+	return []Subnet{sub}, nil
 }
 
 // MaxSubnets bounds a subnet list.

@@ -136,3 +136,29 @@ func TestSettings(t *testing.T) {
 		t.Fatalf("restarted node runs with %q, cache %d, level %v", n.cfg.AdminDomain, n.dns.CacheSize(), n.level.Level())
 	}
 }
+
+// SUBNET_BASE and INITIAL_IP_INDEX are the default subnet together: a
+// request that leaves it with no address to hand out (a /31, or a first
+// index past the subnet's end) is refused, since no domain could get a
+// local IP after the restart they need.
+func TestSettingsDefaultSubnetHasAddresses(t *testing.T) {
+	n := newTestNode(t, t.TempDir())
+	base := "http://" + n.AdminAddr()
+	for _, req := range []string{
+		`{"settings":{"SUBNET_BASE":"10.9.9.0/31"}}`,
+		`{"settings":{"SUBNET_BASE":"10.9.9.0/29","INITIAL_IP_INDEX":"200"}}`,
+	} {
+		code, body := call(t, "POST", base+"/api/update-settings", req)
+		if code != 400 || !strings.Contains(body, "errors") {
+			t.Fatalf("update-settings %s = %d %s, want 400 with errors", req, code, body)
+		}
+	}
+	// Each alone is fine; the second request is judged with the first.
+	mustJSON(t, "POST", base+"/api/update-settings", `{"settings":{"SUBNET_BASE":"10.9.9.0/29"}}`, 200, nil)
+	if code, body := call(t, "POST", base+"/api/update-settings", `{"settings":{"INITIAL_IP_INDEX":"200"}}`); code != 400 || !strings.Contains(body, "INITIAL_IP_INDEX") {
+		t.Fatalf("INITIAL_IP_INDEX past a saved /29 = %d %s, want 400", code, body)
+	}
+	if got := getSettings(t, base).Settings["INITIAL_IP_INDEX"]; got != "0" && got != "2" {
+		t.Fatalf("INITIAL_IP_INDEX after a refused update = %q", got)
+	}
+}
