@@ -42,12 +42,14 @@
 package store
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -86,7 +88,11 @@ type Options struct {
 // the data did leaves NUL bytes) is cut back to its last non-NUL byte
 // first, since a buntdb file never ends in NUL; buntdb then repairs what
 // remains. Either repair is logged with the bytes cut ("store repaired a
-// torn last write"). Anything else that does not parse is an error: the
+// torn last write"). NUL bytes between whole commits (a stretch whose
+// data never reached the disk while a later commit's did) are skipped by
+// buntdb's loader, which then counts its write offset short of the file's
+// end; so such a file is rewritten at Open (a shrink, logged "store
+// rewrote a file with NUL bytes inside") before any commit. Anything else that does not parse is an error: the
 // file is damaged, not torn, and Open says so instead of guessing.
 
 // The automatic shrink's rule (variables so tests can make it quick).
@@ -150,6 +156,10 @@ func Open(path string, o Options) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
+	inner, err := nulBetweenCommits(path)
+	if err != nil {
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
 	before := fileSize(path)
 	db, err := buntdb.Open(path)
 	if err != nil {
@@ -165,6 +175,15 @@ func Open(path string, o Options) (*DB, error) {
 	d := &DB{db: db, path: path, durable: o.Durable, log: log, stop: make(chan struct{}),
 		shrinkEvery: autoShrinkEvery, shrinkMin: autoShrinkMinSize}
 	d.lastSize.Store(fileSize(path))
+	if inner {
+		// buntdb's loader skips NULs but leaves its write offset short by
+		// their count: the next commit would land over the last ones.
+		if err := d.Shrink(); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("open store %s: rewrite a file with NUL bytes inside: %w", path, err)
+		}
+		log.Warn("store rewrote a file with NUL bytes inside", "file", path, "size", fileSize(path))
+	}
 	if !o.ManualShrink {
 		d.watching.Add(1)
 		go d.watch()
@@ -477,6 +496,58 @@ func fileSize(path string) int64 {
 		return 0
 	}
 	return st.Size()
+}
+
+// nulBetweenCommits reports whether a NUL byte stands where a command
+// of the file at path starts (values may hold NULs: a ledger op is CBOR).
+// It walks the commands by their lengths and stops, saying no, where one
+// does not parse: buntdb's loader judges the rest. A missing file has
+// none.
+func nulBetweenCommits(path string) (bool, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	r := bufio.NewReaderSize(f, 64<<10)
+	// count reads a "*N\r\n" or "$N\r\n" line.
+	count := func(prefix byte) (int, bool) {
+		line, err := r.ReadSlice('\n')
+		if err != nil || len(line) < 4 || line[0] != prefix || line[len(line)-2] != '\r' {
+			return 0, false
+		}
+		n, err := strconv.Atoi(string(line[1 : len(line)-2]))
+		return n, err == nil && n >= 0
+	}
+	for {
+		c, err := r.ReadByte()
+		if errors.Is(err, io.EOF) {
+			return false, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		if c == 0 {
+			return true, nil
+		}
+		_ = r.UnreadByte()
+		parts, ok := count('*')
+		if !ok {
+			return false, nil
+		}
+		for range parts {
+			n, ok := count('$')
+			if !ok {
+				return false, nil
+			}
+			if _, err := r.Discard(n + 2); err != nil {
+				return false, nil
+			}
+		}
+	}
 }
 
 // trimNULTail cuts NUL bytes off the end of the file at path (see the
