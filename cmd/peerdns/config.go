@@ -50,7 +50,7 @@ func parseNodeFlags(args []string, getenv func(string) string, stderr io.Writer)
 		return c, err
 	}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	c.Sources = settingSources(set, getenv)
+	c.Sources = settingSources(set, getenv, c.System)
 	if err := applyEnvOnly(&c, getenv); err != nil {
 		return c, err
 	}
@@ -101,8 +101,9 @@ var envSettings = []string{"LOG_LEVEL", "ADMIN_DOMAIN", "PROFILE_DOMAIN", "ADMIN
 
 // settingSources says which settings the command line (set: the flags
 // given) or the environment gave: those win over saved settings.
-// --system pins the addresses it moves.
-func settingSources(set map[string]bool, getenv func(string) string) map[string]string {
+// --system, when on (system), pins the addresses it moves, with the
+// source that turned it on.
+func settingSources(set map[string]bool, getenv func(string) string, system bool) map[string]string {
 	src := map[string]string{}
 	for f, name := range flagSettings {
 		switch {
@@ -112,10 +113,14 @@ func settingSources(set map[string]bool, getenv func(string) string) map[string]
 			src[name] = "env"
 		}
 	}
-	if set["system"] || getenv("PEERDNS_SYSTEM") != "" {
+	if system {
+		from := "env"
+		if set["system"] {
+			from = "flag"
+		}
 		for _, name := range []string{"DNS_ADDR", "HTTP_ADDR", "HTTPS_ADDR"} {
 			if src[name] == "" {
-				src[name] = "flag"
+				src[name] = from
 			}
 		}
 	}

@@ -55,3 +55,32 @@ func TestEveryCatalogVariableIsRead(t *testing.T) {
 		t.Fatalf("a bad PEERDNS_REPLICA_SET_SIZE: %v; want an error naming it", err)
 	}
 }
+
+// --system pins the addresses it moves (DNS, edge HTTP and HTTPS), where
+// it was given: --system=false or PEERDNS_SYSTEM=false moves none, so
+// saved and updated addresses still apply.
+func TestSystemPinsOnlyWhenOn(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		args []string
+		env  map[string]string
+		want string // DNS_ADDR's source
+	}{
+		{"flag off", []string{"--system=false"}, nil, ""},
+		{"env off", nil, map[string]string{"PEERDNS_SYSTEM": "false"}, ""},
+		{"flag on", []string{"--system"}, nil, "flag"},
+		{"env on", nil, map[string]string{"PEERDNS_SYSTEM": "true"}, "env"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, err := parseNodeFlags(tt.args, func(k string) string { return tt.env[k] }, io.Discard)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, name := range []string{settings.DNSAddr, settings.HTTPAddr, settings.HTTPSAddr} {
+				if got := cfg.Sources[name]; got != tt.want {
+					t.Errorf("%s comes from %q, want %q", name, got, tt.want)
+				}
+			}
+		})
+	}
+}
