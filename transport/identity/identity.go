@@ -75,7 +75,11 @@ func LoadOrCreate(path string) (*Identity, error) {
 	if st, err := os.Stat(path); err == nil && st.Mode().Perm()&0o077 != 0 {
 		_ = os.Chmod(path, 0o600)
 	}
-	return FromSeed(seed)
+	id, err := FromSeed(seed)
+	if err != nil {
+		return nil, fmt.Errorf("identity %s: %w", path, err)
+	}
+	return id, nil
 }
 
 func create(path string) (*Identity, error) {

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -142,5 +144,22 @@ func TestBadInviteIsFatal(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("a malformed invite did not stop the node")
+	}
+}
+
+// A damaged identity.key (cut short, or hand-edited) stops the start with
+// an error that names the file, so the operator knows what to restore.
+func TestDamagedIdentityNamesItsFile(t *testing.T) {
+	for name, content := range map[string]string{"short": "abcd\n", "empty": "", "not hex": "zz\n"} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			if err := os.WriteFile(filepath.Join(dir, "identity.key"), []byte(content), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			_, err := Start(testConfig(dir), io.Discard)
+			if err == nil || !strings.Contains(err.Error(), filepath.Join(dir, "identity.key")) {
+				t.Fatalf("Start = %v, want an error naming %s", err, filepath.Join(dir, "identity.key"))
+			}
+		})
 	}
 }
