@@ -78,10 +78,10 @@ var Catalog = []Def{
 		Options: []string{"debug", "info", "warn", "error"}, Live: true, check: oneOf("debug", "info", "warn", "error")},
 	{Name: AdminDomain, Type: "string", Category: "network", Label: "Admin domain", Env: "ADMIN_DOMAIN",
 		Description: "Internal domain that serves the admin API and panel through the edge proxy.", Default: "admin.p2p",
-		check: hostname},
+		check: domainName},
 	{Name: ProfileDomain, Type: "string", Category: "network", Label: "Profile domain", Env: "PROFILE_DOMAIN",
 		Description: "Internal domain of the built-in profile plugin, where GET /api/token gives write tokens for plugin domains.", Default: "profile.p2p",
-		check: hostname},
+		check: domainName},
 	{Name: TokenLifetime, Type: "number", Category: "general", Label: "Token lifetime (seconds)", Live: true,
 		Description: "How long a write token from GET /api/token on the profile domain is valid.", Default: "3600", check: intRange(60, 30*24*3600)},
 	{Name: AdminAllowedHosts, Type: "list", Category: "network", Label: "Extra admin host names", Env: "ADMIN_ALLOWED_HOSTS",
@@ -219,6 +219,15 @@ func intRange(lo, hi int) func(string) error {
 
 func hostname(v string) error {
 	if _, err := messages.ParseHost(strings.TrimSpace(v)); err != nil || strings.TrimSpace(v) == "" {
+		return fmt.Errorf("%q is not a domain name", v)
+	}
+	return nil
+}
+
+// domainName accepts a DNS name the node can answer and serve (no port,
+// no empty label), as add-domain does.
+func domainName(v string) error {
+	if _, err := messages.NormalizeDomain(v); err != nil {
 		return fmt.Errorf("%q is not a domain name", v)
 	}
 	return nil

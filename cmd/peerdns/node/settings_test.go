@@ -162,3 +162,19 @@ func TestSettingsDefaultSubnetHasAddresses(t *testing.T) {
 		t.Fatalf("INITIAL_IP_INDEX after a refused update = %q", got)
 	}
 }
+
+// ADMIN_DOMAIN and PROFILE_DOMAIN are DNS names the node answers and
+// serves: a value with a port or an empty label could never be asked
+// for, so update-settings refuses it.
+func TestSettingsSiteDomainsAreNames(t *testing.T) {
+	n := newTestNode(t, t.TempDir())
+	base := "http://" + n.AdminAddr()
+	for _, name := range []string{"ADMIN_DOMAIN", "PROFILE_DOMAIN"} {
+		for _, v := range []string{"panel.p2p:8080", "[::1]:80", "panel..p2p"} {
+			code, body := call(t, "POST", base+"/api/update-settings", `{"settings":{"`+name+`":"`+v+`"}}`)
+			if code != 400 || !strings.Contains(body, name) {
+				t.Errorf("update-settings %s=%q = %d %s, want 400 naming it", name, v, code, body)
+			}
+		}
+	}
+}
