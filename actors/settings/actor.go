@@ -26,7 +26,9 @@
 // (SUBNETS goes to the ledger actor, which owns the subnets; if that
 // fails the saved values are put back), the live ones are applied
 // (Deps.Apply), and the reply lists the ones that need a restart. Each
-// successful update publishes the update-settings hint.
+// successful update publishes the update-settings hint. Updates run one
+// at a time, in the order they came: one that comes while another waits
+// for the ledger waits too, so the values that run are those saved.
 //
 // It must never: block Receive on the network (the ledger is asked with
 // ReenterAfter), or change a value it did not validate.
@@ -85,6 +87,17 @@ func Props(d Deps) *actor.Props {
 type Actor struct {
 	d     Deps
 	saved map[string]string // the values saved here
+	// waiting: an update is waiting for the ledger (SUBNETS). Updates
+	// that come meanwhile wait in queued and run after it, in order, so
+	// one never saves or applies its values in the middle of another.
+	waiting bool
+	queued  []queuedUpdate
+}
+
+// queuedUpdate is an update that came while another waited.
+type queuedUpdate struct {
+	sender *actor.PID
+	req    map[string]string
 }
 
 // Receive handles one message.
@@ -99,7 +112,11 @@ func (a *Actor) Receive(c actor.Context) {
 	case *messages.GetSettings:
 		a.get(c)
 	case *messages.UpdateSettings:
-		a.update(c, m.Settings)
+		if a.waiting {
+			a.queued = append(a.queued, queuedUpdate{c.Sender(), m.Settings})
+			return
+		}
+		a.update(c, c.Sender(), m.Settings)
 	}
 }
 
@@ -270,9 +287,26 @@ func (a *Actor) checkSites(req map[string]string) []string {
 	return nil
 }
 
-func (a *Actor) update(c actor.Context, req map[string]string) {
+// reply answers sender (nil: a Send with no one to answer).
+func reply(c actor.Context, sender *actor.PID, rep *messages.UpdateSettingsReply) {
+	if sender != nil {
+		c.Send(sender, rep)
+	}
+}
+
+// next runs the updates that queued while one waited for the ledger,
+// until one waits again.
+func (a *Actor) next(c actor.Context) {
+	for !a.waiting && len(a.queued) > 0 {
+		q := a.queued[0]
+		a.queued = a.queued[1:]
+		a.update(c, q.sender, q.req)
+	}
+}
+
+func (a *Actor) update(c actor.Context, sender *actor.PID, req map[string]string) {
 	if errs := a.check(req); len(errs) > 0 {
-		c.Respond(&messages.UpdateSettingsReply{Errors: errs})
+		reply(c, sender, &messages.UpdateSettingsReply{Errors: errs})
 		return
 	}
 	vals := map[string]string{}
@@ -290,18 +324,20 @@ func (a *Actor) update(c actor.Context, req map[string]string) {
 		old[n] = a.saved[n]
 	}
 	if err := a.save(vals, false); err != nil {
-		c.Respond(&messages.UpdateSettingsReply{Err: err})
+		reply(c, sender, &messages.UpdateSettingsReply{Err: err})
 		return
 	}
 	if subnets == nil {
-		c.Respond(a.applied(c, vals, false))
+		reply(c, sender, a.applied(c, vals, false))
 		return
 	}
 	var list []messages.Subnet
 	_ = json.Unmarshal([]byte(*subnets), &list) // validated in check
-	sender := c.Sender()
+	a.waiting = true
 	f := c.RequestFuture(a.d.Ledger, &messages.SetSubnets{Subnets: list}, a.d.Timeout)
 	c.ReenterAfter(f, func(res any, err error) {
+		defer a.next(c)
+		a.waiting = false
 		if r, ok := res.(*messages.SetSubnetsReply); ok && err == nil {
 			err = r.Err
 		} else if err == nil {
@@ -312,10 +348,10 @@ func (a *Actor) update(c actor.Context, req map[string]string) {
 			if rerr := a.save(old, true); rerr != nil {
 				a.d.Log.Error("cannot put settings back after the subnets failed", "err", rerr)
 			}
-			c.Send(sender, &messages.UpdateSettingsReply{Err: fmt.Errorf("%w: subnets: %w", messages.ErrSettingsStore, err)})
+			reply(c, sender, &messages.UpdateSettingsReply{Err: fmt.Errorf("%w: subnets: %w", messages.ErrSettingsStore, err)})
 			return
 		}
-		c.Send(sender, a.applied(c, vals, true))
+		reply(c, sender, a.applied(c, vals, true))
 	})
 }
 
