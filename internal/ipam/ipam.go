@@ -186,7 +186,9 @@ func (p *Pool) Assign(domain string) (ip netip.Addr, fresh bool, err error) {
 	return netip.Addr{}, false, fmt.Errorf("no free address left in %d subnet(s)", len(p.subnets))
 }
 
-// Release frees domain's address.
+// Release frees domain's address. An address below its subnet's
+// StartIndex (kept from an earlier subnet setting) is never handed out
+// again.
 func (p *Pool) Release(domain string) {
 	ip, ok := p.byName[domain]
 	if !ok {
@@ -197,7 +199,7 @@ func (p *Pool) Release(domain string) {
 	for si, s := range p.subnets {
 		if s.prefix().Contains(ip) {
 			base := binary.BigEndian.Uint32(s.prefix().Addr().AsSlice())
-			if i := int(binary.BigEndian.Uint32(ip.AsSlice()) - base); i < p.next[si] {
+			if i := int(binary.BigEndian.Uint32(ip.AsSlice()) - base); i >= s.StartIndex && i < p.next[si] {
 				p.next[si] = i
 			}
 		}

@@ -98,3 +98,19 @@ func BenchmarkAssign10k(b *testing.B) {
 		}
 	}
 }
+
+// An address below StartIndex that a domain kept from an earlier subnet
+// setting is not handed out again once released: the operator reserved
+// the addresses below StartIndex.
+func TestReleasedAddressBelowStartIndexStaysReserved(t *testing.T) {
+	subs := []Subnet{{Base: netip.MustParseAddr("127.77.0.0"), CIDR: 16, StartIndex: 10}}
+	p := New(subs, map[string]netip.Addr{"old.p2p": netip.MustParseAddr("127.77.0.2")})
+	p.Release("old.p2p")
+	ip, fresh, err := p.Assign("new.p2p")
+	if err != nil || !fresh {
+		t.Fatalf("Assign(new.p2p) = %v %v %v", ip, fresh, err)
+	}
+	if want := netip.MustParseAddr("127.77.0.10"); ip != want {
+		t.Fatalf("Assign(new.p2p) = %v, want %v (the first address from StartIndex)", ip, want)
+	}
+}
