@@ -554,12 +554,22 @@ func show(name string) string {
 func (r LocalRecord) MarshalJSON() ([]byte, error) { return json.Marshal(r.Fields()) }
 
 // CheckLocalRecords validates a whole record list: a name with a CNAME has no other
-// record of its class (RFC 1034 §3.6.2, RFC 2181 §10.1).
+// record of its class (RFC 1034 §3.6.2, RFC 2181 §10.1), and no record
+// equals another but for its TTL (an RRset holds no duplicates, RFC 2181
+// §5). The records are as ParseLocalRecord returns them (names lowercased,
+// data normalised), so equal data is equal fields.
 func CheckLocalRecords(list []LocalRecord) error {
 	type key struct{ name, class string }
 	cname := map[key]bool{}
 	other := map[key]bool{}
+	seen := make(map[LocalRecord]bool, len(list))
 	for _, r := range list {
+		same := r
+		same.TTL = 0
+		if seen[same] {
+			return invalid("%s already has this %s record", r.Name, r.Type)
+		}
+		seen[same] = true
 		k := key{r.Name, r.Class}
 		if r.Type == "CNAME" {
 			if cname[k] {

@@ -241,6 +241,35 @@ func TestRecordsLiveAndPersisted(t *testing.T) {
 	})
 }
 
+// A record equal to one already there (name, class, type and data; the
+// TTL aside) is refused, on add and on update: an RRset holds no
+// duplicates (RFC 2181 §5), and DNS answers each record once.
+func TestDuplicateRecordRefused(t *testing.T) {
+	up := dnstest.Start(t, nil)
+	n := startNode(t, filepath.Join(t.TempDir(), "node.db"), up, testView())
+	for _, js := range []string{
+		`{"name":"a.lan","type":"A","ttl":60,"data":"192.168.1.10"}`,
+		`{"name":"a.lan","type":"A","ttl":60,"data":"192.168.1.11"}`,
+	} {
+		if r := ask[*messages.LocalDNSWriteReply](t, n, &messages.AddLocalRecord{Record: rec(t, js)}); r.Err != nil {
+			t.Fatal(r.Err)
+		}
+	}
+	if r := ask[*messages.LocalDNSWriteReply](t, n, &messages.AddLocalRecord{Record: rec(t, `{"name":"A.lan.","type":"A","ttl":300,"data":"192.168.1.10"}`)}); !errors.Is(r.Err, messages.ErrInvalidRecord) {
+		t.Fatalf("duplicate add: %v, want messages.ErrInvalidRecord", r.Err)
+	}
+	if r := ask[*messages.LocalDNSWriteReply](t, n, &messages.UpdateLocalRecord{Index: 1, Record: rec(t, `{"name":"a.lan","type":"A","ttl":60,"data":"192.168.1.10"}`)}); !errors.Is(r.Err, messages.ErrInvalidRecord) {
+		t.Fatalf("update into a duplicate: %v, want messages.ErrInvalidRecord", r.Err)
+	}
+	// A record updated to itself is no duplicate.
+	if r := ask[*messages.LocalDNSWriteReply](t, n, &messages.UpdateLocalRecord{Index: 0, Record: rec(t, `{"name":"a.lan","type":"A","ttl":120,"data":"192.168.1.10"}`)}); r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	if got := n.dig(t, "a.lan", dns.TypeA); !reflect.DeepEqual(got, []string{"192.168.1.10", "192.168.1.11"}) {
+		t.Fatalf("a.lan = %q, want each address once", got)
+	}
+}
+
 func TestRecheckTicker(t *testing.T) {
 	up := dnstest.Start(t, nil)
 	n := startNode(t, filepath.Join(t.TempDir(), "node.db"), up, testView(), func(d *Deps) { d.RecheckEvery = 20 * time.Millisecond })
