@@ -270,6 +270,30 @@ func TestDuplicateRecordRefused(t *testing.T) {
 	}
 }
 
+// A stored record that no longer validates is skipped, not lost: a
+// record added afterwards takes a key of its own, even when the skipped
+// record's key is the highest.
+func TestSkippedRecordKeepsItsKey(t *testing.T) {
+	sys, db := bare(t)
+	const badJSON = `{"name":"x.lan","type":"BOGUS"}`
+	if err := db.Set(recordKey(1), `{"name":"a.lan","type":"A","ttl":60,"data":"192.0.2.1"}`); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Set(recordKey(2), badJSON); err != nil {
+		t.Fatal(err)
+	}
+	n := &node{sys: sys, pid: sys.Root.Spawn(Props(Deps{Store: db, Log: slog.New(slog.DiscardHandler)}))}
+	if r := ask[*messages.LocalDNSWriteReply](t, n, &messages.AddLocalRecord{Record: rec(t, `{"name":"b.lan","type":"A","data":"192.0.2.2"}`)}); r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	if v, err := db.Get(recordKey(2)); err != nil || v != badJSON {
+		t.Fatalf("skipped record's key holds %q (%v), want %q", v, err, badJSON)
+	}
+	if got := ask[*messages.GetLocalDNSReply](t, n, &messages.GetLocalDNS{}).Records; len(got) != 2 || got[1].Name != "b.lan" {
+		t.Fatalf("records %+v", got)
+	}
+}
+
 func TestRecheckTicker(t *testing.T) {
 	up := dnstest.Start(t, nil)
 	n := startNode(t, filepath.Join(t.TempDir(), "node.db"), up, testView(), func(d *Deps) { d.RecheckEvery = 20 * time.Millisecond })

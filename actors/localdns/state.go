@@ -163,7 +163,8 @@ func (s *state) snapshot(version uint64) *messages.LocalSnapshot {
 }
 
 // load reads the state from the node store. Entries that no longer
-// validate are skipped and reported in bad.
+// validate are skipped and reported in bad; they stay in the store, and
+// new records are numbered past them.
 func load(db *store.DB) (st *state, bad []string, err error) {
 	st = &state{nextSeq: 1, prefs: map[string]string{}, conflicts: map[string]string{}}
 	kvs, err := db.List(keyRecord)
@@ -173,12 +174,14 @@ func load(db *store.DB) (st *state, bad []string, err error) {
 	for _, kv := range kvs {
 		seq, perr := strconv.ParseUint(strings.TrimPrefix(kv.Key, keyRecord), 16, 64)
 		r, rerr := messages.ParseLocalRecord([]byte(kv.Value))
+		if perr == nil {
+			st.nextSeq = max(st.nextSeq, seq+1) // a skipped record keeps its key
+		}
 		if perr != nil || rerr != nil {
 			bad = append(bad, kv.Key)
 			continue
 		}
 		st.recs = append(st.recs, stored{seq: seq, rec: r})
-		st.nextSeq = max(st.nextSeq, seq+1)
 	}
 	kvs, err = db.List(keyPref)
 	if err != nil {
