@@ -56,14 +56,18 @@ func Install(o Options) (Result, error) {
 		write = append(write, name)
 	}
 	// Our files for suffixes no longer routed (macOS: one per suffix).
-	stale, err := ownFiles(p.dir)
-	if err != nil {
-		return res, err
-	}
+	// The systemd-resolved layout has one file, the drop-in, written
+	// above: another file of its folder is not ours, header or not.
 	var remove []string
-	for _, name := range stale {
-		if _, keep := files[name]; !keep {
-			remove = append(remove, name)
+	if p.layout == LayoutMacOS {
+		stale, err := ownFiles(p.dir)
+		if err != nil {
+			return res, err
+		}
+		for _, name := range stale {
+			if _, keep := files[name]; !keep {
+				remove = append(remove, name)
+			}
 		}
 	}
 	reload := p.layout == LayoutResolved && !p.override

@@ -17,7 +17,8 @@
 //
 // Every file written starts with Header. Install and Uninstall never
 // write over, or remove, a file without it: a file of the operator's
-// own is reported, not touched.
+// own is reported, not touched. In the systemd-resolved layout the
+// drop-in is the only file they touch, even if another carries Header.
 //
 // The folders can be moved with PEERDNS_RESOLVED_DIR (systemd-resolved
 // layout) and PEERDNS_RESOLVER_DIR (macOS layout), for tests and for

@@ -113,6 +113,35 @@ func TestNeverTouchesOthersFiles(t *testing.T) {
 	}
 }
 
+// In the systemd-resolved layout the drop-in is the one file Install
+// writes: another file of the folder is left alone even when it carries
+// our header (a copy the operator made), as Uninstall leaves it.
+func TestInstallResolvedLeavesOtherDropIns(t *testing.T) {
+	dir := t.TempDir()
+	other := filepath.Join(dir, "50-lan.conf")
+	copied := Header + "\n[Resolve]\nDNS=192.168.1.1\nDomains=~lan\n"
+	if err := os.WriteFile(other, []byte(copied), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	o := Options{Addr: "127.0.0.1:7753", Getenv: env("PEERDNS_RESOLVED_DIR", dir), LookPath: noTools}
+	res, err := Install(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Removed) != 0 {
+		t.Fatalf("Install removed %v", res.Removed)
+	}
+	if got := read(t, other); got != copied {
+		t.Fatalf("%s changed to %q", other, got)
+	}
+	if res, err = Uninstall(o); err != nil || len(res.Removed) != 1 || filepath.Base(res.Removed[0]) != "peerdns.conf" {
+		t.Fatalf("Uninstall = %+v, %v", res, err)
+	}
+	if got := read(t, other); got != copied {
+		t.Fatalf("%s changed to %q by Uninstall", other, got)
+	}
+}
+
 func TestInstallMacOS(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "resolver")
 	o := Options{Addr: "127.0.0.1:7753", Suffixes: []string{"lan", "dev.lan"}, Getenv: env("PEERDNS_RESOLVER_DIR", dir)}
