@@ -270,6 +270,47 @@ func TestDuplicateRecordRefused(t *testing.T) {
 	}
 }
 
+// The records of one name and type written with different TTLs are one
+// RRset, answered with one TTL, the smallest (RFC 2181 §5.2: the TTLs of
+// an RRset are the same), exact names and wildcards alike, over UDP and
+// TCP.
+func TestRRsetAnswersOneTTL(t *testing.T) {
+	up := dnstest.Start(t, nil)
+	n := startNode(t, filepath.Join(t.TempDir(), "node.db"), up, testView())
+	for _, js := range []string{
+		`{"name":"a.lan","type":"A","ttl":300,"data":"192.168.1.10"}`,
+		`{"name":"a.lan","type":"A","ttl":60,"data":"192.168.1.11"}`,
+		`{"name":"a.lan","type":"A","ttl":600,"data":"192.168.1.12"}`,
+		`{"name":"*.w.lan","type":"TXT","ttl":120,"data":"one"}`,
+		`{"name":"*.w.lan","type":"TXT","ttl":30,"data":"two"}`,
+	} {
+		if r := ask[*messages.LocalDNSWriteReply](t, n, &messages.AddLocalRecord{Record: rec(t, js)}); r.Err != nil {
+			t.Fatal(r.Err)
+		}
+	}
+	for _, tt := range []struct {
+		name  string
+		qtype uint16
+		n     int
+		ttl   uint32
+	}{{"a.lan.", dns.TypeA, 3, 60}, {"x.w.lan.", dns.TypeTXT, 2, 30}} {
+		for _, network := range []string{"udp", "tcp"} {
+			m, _, err := (&dns.Client{Net: network, Timeout: 3 * time.Second}).Exchange(new(dns.Msg).SetQuestion(tt.name, tt.qtype), n.srv.Addr())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(m.Answer) != tt.n {
+				t.Fatalf("%s %s over %s: %d answers, want %d: %v", tt.name, dns.TypeToString[tt.qtype], network, len(m.Answer), tt.n, m.Answer)
+			}
+			for _, rr := range m.Answer {
+				if rr.Header().Ttl != tt.ttl {
+					t.Fatalf("%s %s over %s: %v, want every TTL %d", tt.name, dns.TypeToString[tt.qtype], network, m.Answer, tt.ttl)
+				}
+			}
+		}
+	}
+}
+
 // A stored record that no longer validates is skipped, not lost: a
 // record added afterwards takes a key of its own, even when the skipped
 // record's key is the highest.

@@ -396,12 +396,28 @@ func (t *Table) addLocal(l *messages.LocalSnapshot) {
 		if err != nil {
 			continue // validated on write; a record that no longer packs is skipped
 		}
-		if r.Qclass() == dns.ClassCHAOS {
-			n.ch[rr.Header().Rrtype] = append(n.ch[rr.Header().Rrtype], rr)
-		} else {
-			n.rrs[rr.Header().Rrtype] = append(n.rrs[rr.Header().Rrtype], rr)
-		}
+		n.add(r, rr)
 	}
+}
+
+// add puts rr, the record r, in n's RRset of its class and type. An
+// RRset answers with one TTL (RFC 2181 §5.2), the smallest of its
+// records': records written with different TTLs are lowered to it.
+func (n *node) add(r messages.LocalRecord, rr dns.RR) {
+	m := n.rrs
+	if r.Qclass() == dns.ClassCHAOS {
+		m = n.ch
+	}
+	t := rr.Header().Rrtype
+	set := append(m[t], rr)
+	ttl := rr.Header().Ttl
+	for _, x := range set {
+		ttl = min(ttl, x.Header().Ttl)
+	}
+	for _, x := range set {
+		x.Header().Ttl = ttl
+	}
+	m[t] = set
 }
 
 // BuiltFrom reports whether t was built from exactly these snapshots
@@ -443,11 +459,7 @@ func (t *Table) addWildcard(base string, r messages.LocalRecord) {
 	if err != nil {
 		return
 	}
-	if r.Qclass() == dns.ClassCHAOS {
-		n.ch[rr.Header().Rrtype] = append(n.ch[rr.Header().Rrtype], rr)
-	} else {
-		n.rrs[rr.Header().Rrtype] = append(n.rrs[rr.Header().Rrtype], rr)
-	}
+	n.add(r, rr)
 }
 
 // cover is the node answering key when it is not an exact name: going up
