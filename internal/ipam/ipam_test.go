@@ -114,3 +114,40 @@ func TestReleasedAddressBelowStartIndexStaysReserved(t *testing.T) {
 		t.Fatalf("Assign(new.p2p) = %v, want %v (the first address from StartIndex)", ip, want)
 	}
 }
+
+// SUBNET_BASE and INITIAL_IP_INDEX follow the subnet rules of Validate:
+// a prefix with no usable address, or a first index past its end, is
+// refused rather than leaving every domain without an address.
+func TestDefaultSubnetsNeedAnAddress(t *testing.T) {
+	for _, tt := range []struct {
+		base  string
+		start int
+	}{
+		{"10.0.0.1/32", 0},
+		{"10.0.0.0/31", 0},
+		{"10.0.0.0/30", 3},
+		{"10.0.0.0/24", 300},
+	} {
+		if subs, err := DefaultSubnets(tt.base, tt.start); err == nil {
+			t.Errorf("DefaultSubnets(%q, %d) = %+v, want an error", tt.base, tt.start, subs)
+		}
+	}
+	for _, tt := range []struct {
+		base  string
+		start int
+	}{
+		{"", 0},
+		{"10.0.0.0/30", 2},
+		{"10.0.0.0/24", 254},
+		{"127.88.0.0", 5},
+	} {
+		subs, err := DefaultSubnets(tt.base, tt.start)
+		if err != nil {
+			t.Errorf("DefaultSubnets(%q, %d): %v", tt.base, tt.start, err)
+			continue
+		}
+		if _, _, err := New(subs, nil).Assign("a.p2p"); err != nil {
+			t.Errorf("DefaultSubnets(%q, %d): Assign: %v", tt.base, tt.start, err)
+		}
+	}
+}
