@@ -303,6 +303,18 @@ func noSniff(h http.Header) {
 	}
 }
 
+// headLength keeps a HEAD answer that the handler wrote no body to and
+// named no length for without a Content-Length: quic-go's server would
+// send the bytes written, 0, and a HEAD answer may only name its GET's
+// length (RFC 9110 §8.6). A name with no values writes no field (as in
+// noSniff). A HEAD answer the handler wrote its body to gets its length
+// from quic-go, which counts the bytes and drops them.
+func headLength(h http.Header) {
+	if _, ok := h["Content-Length"]; !ok {
+		h["Content-Length"] = nil
+	}
+}
+
 func (w *h2Writer) Write(b []byte) (int, error) {
 	if w.status == 0 {
 		w.start(http.StatusOK)
@@ -382,6 +394,9 @@ func (s *Server) route(rw http.ResponseWriter, r *http.Request) {
 	}
 	upstream := ""
 	defer func() {
+		if r.ProtoMajor == 3 && w.bytes == 0 && r.Method == http.MethodHead {
+			headLength(rw.Header())
+		}
 		st := w.status
 		if st == 0 {
 			st = http.StatusOK
