@@ -106,7 +106,7 @@ var (
 	edgeReqBytes  = desc("edge_request_bytes_total", "Request body bytes the edge proxy received, as declared by Content-Length.", "route")
 	edgeRespBytes = desc("edge_response_bytes_total", "Response body bytes the edge proxy sent (a streamed body as its upstream declared it).", "route")
 	edgeConns     = desc("edge_open_connections", "Client connections open on the edge's HTTP and HTTPS listeners.")
-	edgeTLS       = desc("edge_tls_handshakes_total", "TLS handshakes on the edge's HTTPS listener, by result.", "result")
+	edgeTLS       = desc("edge_tls_handshakes_total", "TLS handshakes on the edge's HTTPS address, over TCP and QUIC (HTTP/3), by result.", "result")
 	edgeLogDrop   = desc("edge_access_log_dropped_total", "Edge access-log lines dropped because the log buffer was full.")
 	edgeBodyRef   = desc("edge_body_budget_refused_total", "Edge requests refused with 503 because a large body did not fit the memory budget.")
 	edgeMuxConns  = desc("edge_multiplexed_connections", "Client connections open on the edge in HTTP/2 (on TLS) and HTTP/3 (on QUIC), by protocol.", "protocol")

@@ -21,6 +21,8 @@ import (
 // HTTP/3 (quic-go's http3) on the HTTPS address's UDP port, with the
 // same certificates (by SNI), routes and handler as HTTP/2 (h2.go), the
 // same stream limit (MaxH2Streams) and header limit (MaxHeaderBytes).
+// Its handshakes are counted with the TCP ones (EdgeMetrics'
+// TLSHandshakes and TLSNoCertificate).
 // HTTP/1.1 and HTTP/2 answers on TLS carry Alt-Svc: h3=":port" so
 // clients move to it. Browsers do not, for the node's own root: Chromium
 // speaks QUIC only to certificates under a publicly trusted root
@@ -158,7 +160,7 @@ func (s *Server) startH3(tcpAddr net.Addr) error {
 	s.h3pc = pc
 	s.h3 = &http3.Server{
 		Handler:        s.h2handler,
-		TLSConfig:      http3.ConfigureTLSConfig(&tls.Config{GetCertificate: s.certificate, MinVersion: tls.VersionTLS13}),
+		TLSConfig:      http3.ConfigureTLSConfig(&tls.Config{GetCertificate: s.certificate, VerifyConnection: s.verifyConnection, MinVersion: tls.VersionTLS13}),
 		MaxHeaderBytes: 2 * MaxHeaderBytes, // route's own limit is MaxHeaderBytes (h2count.go)
 		IdleTimeout:    s.d.IdleTimeout,
 		QUICConfig:     h3QUICConfig(s.d.IdleTimeout),

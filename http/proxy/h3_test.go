@@ -223,3 +223,31 @@ func TestEdgeHTTP3RetriesPastTheHandshakeRate(t *testing.T) {
 		t.Fatalf("counted %d Retries, want at least %d", got, conns-burst)
 	}
 }
+
+// HTTP/3 handshakes are counted as the TCP ones are: one completed
+// (result ok) for each QUIC connection served, one refused
+// (no_certificate) for a name the node serves no site for.
+func TestEdgeHTTP3HandshakesCounted(t *testing.T) {
+	up := serveUpstream(t, false, func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "ok") })
+	e := startTestEdge(t, map[string]string{"hs.p2p": up}, Deps{})
+	c := &http.Client{Timeout: 10 * time.Second, Transport: e.h3(t, "hs.p2p")}
+	resp, err := c.Get("https://hs.p2p/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || resp.ProtoMajor != 3 {
+		t.Fatalf("GET over HTTP/3: %s %d", resp.Proto, resp.StatusCode)
+	}
+	_, httpsAddr := e.s.Addrs()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if c, err := quic.DialAddr(ctx, httpsAddr.String(), &tls.Config{ServerName: "nothing.example", InsecureSkipVerify: true, NextProtos: []string{http3.NextProtoH3}}, nil); err == nil {
+		_ = c.CloseWithError(0, "")
+		t.Fatal("a QUIC handshake for a name without a site succeeded")
+	}
+	if m := e.s.Metrics(); m.TLSHandshakes != 1 || m.TLSNoCertificate != 1 {
+		t.Fatalf("handshakes counted: ok %d, no_certificate %d; want 1 and 1", m.TLSHandshakes, m.TLSNoCertificate)
+	}
+}

@@ -95,9 +95,9 @@ func (s *Server) finished(status int, el time.Duration) {
 	}
 }
 
-// verifyConnection is the HTTPS listener's tls.Config.VerifyConnection:
-// it runs once per completed handshake, resumed ones included, and only
-// counts.
+// verifyConnection is the tls.Config.VerifyConnection of the HTTPS
+// listener and of HTTP/3's: it runs once per completed handshake,
+// resumed ones included, and only counts.
 func (s *Server) verifyConnection(tls.ConnectionState) error {
 	s.routes.handshakes.Add(1)
 	return nil
@@ -120,8 +120,9 @@ type RouteBytes struct {
 type EdgeMetrics struct {
 	Requests []RouteStatus // pairs never seen are left out
 	Bytes    []RouteBytes  // every route
-	// TLSHandshakes counts completed handshakes; TLSNoCertificate those
-	// refused because no site is served for the SNI.
+	// TLSHandshakes counts completed handshakes (over TCP and QUIC);
+	// TLSNoCertificate those refused because no site is served for the
+	// SNI.
 	TLSHandshakes, TLSNoCertificate int64
 	OpenConns                       int
 }
