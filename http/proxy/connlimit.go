@@ -102,7 +102,8 @@ func minuteOver(last *atomic.Int64) bool {
 // admitQUIC holds a place for an HTTP/3 connection from a in the cap and
 // in its address's share, without waiting: nil when either is full.
 // Unlike a TCP connection, a QUIC one has been read and its handshake
-// made by the time the edge sees it, so there is nothing left to hold
+// finished (its address proven: h3.go listens without early
+// connections) by the time the edge sees it, so there is nothing left to hold
 // unread; it is closed instead, and its client (a browser, curl) goes
 // on over HTTP/2 or HTTP/1.1 on TCP, where the cap waits. The limiter
 // counts either refusal.

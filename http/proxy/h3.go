@@ -74,9 +74,10 @@ import (
 // before it is validated.
 //
 // Connections: HTTP/3's count in the edge's cap with the TCP ones, and in
-// their address's share (connlimit.go); one over either is closed at
-// once with H3_EXCESSIVE_LOAD (admitQUIC), and its client goes on over
-// TCP. Counted: over the share with the TCP ones
+// their address's share (connlimit.go), from the end of their handshake
+// (which proves the address, as a TCP connection's does) until they
+// close; one over either is closed at once with H3_EXCESSIVE_LOAD
+// (admitQUIC), and its client goes on over TCP. Counted: over the share with the TCP ones
 // (Counters.ConnsOverShare), at the cap Counters.H3AtCap.
 //
 // A UDP port that cannot be bound (taken by another program) leaves the
@@ -116,7 +117,7 @@ type h3State struct {
 	h3        *http3.Server
 	h3pc      net.PacketConn
 	h3tr      *quic.Transport
-	h3ln      *quic.EarlyListener
+	h3ln      *quic.Listener
 	h3open    atomic.Int64
 	h3retries atomic.Int64 // Retry packets sent
 	h3stuck   atomic.Int64 // connections watchH3 closed
@@ -183,7 +184,14 @@ func (s *Server) startH3(tcpAddr net.Addr) error {
 		Conn:                udpgro.Wrap(pc),
 		VerifySourceAddress: s.needsRetry(rate.NewLimiter(rate.Limit(s.d.H3HandshakeRate), s.d.H3HandshakeBurst)),
 	}
-	ln, err := s.h3tr.ListenEarly(s.h3.TLSConfig, s.h3.QUICConfig)
+	// Listen, not ListenEarly: a connection is handed over (and takes
+	// its place in the cap and its address's share, ConnContext) once
+	// its handshake has finished, which proves its address. An early
+	// one is handed over on its first Initial, whose address anyone
+	// may forge: a stream of them sent from another's address would
+	// fill that address's share and refuse its own connections, TCP
+	// ones included. Without 0-RTT nothing comes early anyway.
+	ln, err := s.h3tr.Listen(s.h3.TLSConfig, s.h3.QUICConfig)
 	if err != nil {
 		_ = s.h3tr.Close()
 		_ = pc.Close()

@@ -6,11 +6,14 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/quic-go/quic-go"
 	"github.com/quic-go/quic-go/http3"
+
+	"peerdns/internal/testutil"
 )
 
 // h3From asks e for cap.p2p's /x over HTTP/3 on a new QUIC connection
@@ -115,5 +118,79 @@ func (e *h2Edge) h3Over(qt *quic.Transport, serverName string) *http3.Transport 
 			}
 			return qt.DialEarly(ctx, ua, tc, qc)
 		},
+	}
+}
+
+// mute is a client's UDP socket that reads nothing: the handshakes
+// dialled over it never finish, as those of an Initial sent from a
+// forged source address do not. got counts the packets it dropped.
+type mute struct {
+	net.PacketConn
+	got atomic.Int64
+}
+
+// SetReadBuffer and SetWriteBuffer let quic-go size the socket's
+// buffers (it logs a warning otherwise); ReadMsgUDP is left out, so
+// that it reads through ReadFrom.
+func (m *mute) SetReadBuffer(n int) error  { return m.PacketConn.(*net.UDPConn).SetReadBuffer(n) }
+func (m *mute) SetWriteBuffer(n int) error { return m.PacketConn.(*net.UDPConn).SetWriteBuffer(n) }
+
+func (m *mute) ReadFrom(p []byte) (int, net.Addr, error) {
+	for {
+		n, a, err := m.PacketConn.ReadFrom(p)
+		if err != nil {
+			return n, a, err
+		}
+		m.got.Add(1)
+	}
+}
+
+// An HTTP/3 connection takes its place in the cap and in its address's
+// share once its handshake has finished, as a TCP one does once
+// accepted: Initial packets from an address that never answers (one
+// anybody can forge) hold no place, and the address's own connections
+// are served.
+func TestEdgeHTTP3UnfinishedHandshakesHoldNoPlace(t *testing.T) {
+	addr, _ := scriptedUpstream(t, map[string]string{"/x": "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"})
+	e := startTestEdge(t, map[string]string{"cap.p2p": addr}, Deps{MaxConns: 8, countLoopback: true}) // a share of 2
+	edge, httpsAddr := e.s.Addrs()
+	ua, err := net.ResolveUDPAddr("udp", httpsAddr.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	var mutes []*mute
+	for range 2 {
+		pc, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.ParseIP("127.0.0.7")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := &mute{PacketConn: pc}
+		mutes = append(mutes, m)
+		qt := &quic.Transport{Conn: m}
+		t.Cleanup(func() { qt.Close(); pc.Close() })
+		go func() {
+			_, _ = qt.DialEarly(ctx, ua, &tls.Config{ServerName: "cap.p2p", InsecureSkipVerify: true, NextProtos: []string{http3.NextProtoH3}}, nil)
+		}()
+	}
+	// The edge has read both ClientHellos once it has answered them.
+	testutil.Eventually(t, 5*time.Second, func() error {
+		for _, m := range mutes {
+			if m.got.Load() == 0 {
+				return io.ErrNoProgress
+			}
+		}
+		return nil
+	})
+	// A connection that finishes its handshake after them, served.
+	if err := h3From(t, e, "127.0.0.8"); err != nil {
+		t.Fatal(err)
+	}
+	if n := e.s.Counters().H3Conns; n != 1 {
+		t.Fatalf("%d HTTP/3 connections counted open; one finished its handshake", n)
+	}
+	if _, err := getFrom(t, edge, "127.0.0.7"); err != nil {
+		t.Fatalf("a TCP connection from an address whose share unfinished QUIC handshakes fill: %v", err)
 	}
 }
