@@ -11,8 +11,9 @@
 //
 // Statuses: 200 with the DNS reply (any RCODE, as RFC 8484 §4.2.1 says);
 // 400 for a missing or non-base64url `dns`, or a message that is not a
-// DNS query; 413 for a body or query over 65,535 bytes (the largest DNS
-// message); 415 for a POST without Content-Type application/dns-message;
+// DNS query; 413 for a body over 65,535 bytes (the largest DNS message),
+// 414 for a `dns` longer than such a message encodes to; 415 for a POST
+// without Content-Type application/dns-message;
 // 405 for other methods. The package must never answer from anything but
 // the DNS server.
 //
