@@ -819,9 +819,16 @@ func (s *Server) httpUpstream(d *view.Domain) *h2Upstream {
 // RoundTrip picks the transport: gRPC's own (to a plain claim in h2c).
 func (u *h2Upstream) RoundTrip(r *http.Request) (*http.Response, error) {
 	if isGRPC(r) {
-		return u.grpc.RoundTrip(r)
+		resp, err := u.grpc.RoundTrip(r)
+		if err == nil {
+			delete(resp.Header, "Alt-Svc")
+		}
+		return resp, err
 	}
 	resp, err := u.plain.RoundTrip(r)
+	if err == nil {
+		delete(resp.Header, "Alt-Svc") // the upstream's own ports (route sets the edge's)
+	}
 	if err == nil && resp.ProtoMajor == 2 && !isGRPC(r) {
 		resp.Body = &quietAnswer{ReadCloser: resp.Body, every: u.timeout}
 	}

@@ -424,7 +424,8 @@ func copyHead(w *h2Writer, resp *fasthttp.Response, withLength bool, n int) {
 			nominated = appendNominees(nominated, v)
 			name = ""
 		case "Keep-Alive", "Proxy-Connection", "Proxy-Authenticate", "Proxy-Authorization",
-			"Te", "Trailer", "Transfer-Encoding", "Upgrade", "Content-Length":
+			"Te", "Trailer", "Transfer-Encoding", "Upgrade", "Content-Length",
+			"Alt-Svc": // the upstream's own ports (route sets the edge's)
 			name = ""
 		}
 		fields = append(fields, field{name, len(v)})

@@ -24,7 +24,10 @@ import (
 // Its handshakes are counted with the TCP ones (EdgeMetrics'
 // TLSHandshakes and TLSNoCertificate).
 // HTTP/1.1 and HTTP/2 answers on TLS carry Alt-Svc: h3=":port" so
-// clients move to it. Browsers do not, for the node's own root: Chromium
+// clients move to it. An upstream's own Alt-Svc is not passed on, on
+// any protocol (with HTTP/3 off too): it names the upstream's ports,
+// behind the tunnel, and a client that followed it would leave the edge
+// (an h3=":443" from a site served on 7743). Browsers do not, for the node's own root: Chromium
 // speaks QUIC only to certificates under a publicly trusted root
 // (ERR_QUIC_CERT_ROOT_NOT_KNOWN) unless an origin is forced onto it, and
 // Firefox turns HTTP/3 off when a user added roots; they stay on HTTP/2

@@ -529,8 +529,12 @@ func (s *Server) answer(ctx *fasthttp.RequestCtx, start time.Time, refusalsOnly 
 		end := time.Now()
 		el := end.Sub(start)
 		s.finished(st, el)
-		if s.altSvc != "" && ctx.IsTLS() {
-			ctx.Response.Header.Set("Alt-Svc", s.altSvc)
+		if ctx.IsTLS() { // an upstream's Alt-Svc names its own ports: the edge's replaces it
+			if s.altSvc != "" {
+				ctx.Response.Header.Set("Alt-Svc", s.altSvc)
+			} else {
+				ctx.Response.Header.Del("Alt-Svc")
+			}
 		}
 		s.routes.count(ctx, st, upstream)
 		s.logRequest(ctx, raw, path, st, end, el, upstream)
