@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 )
 
 // ErrFrameTooLarge reports a stream frame over the caller's limit.
@@ -34,7 +35,9 @@ func WriteFrameBytes(w io.Writer, b []byte, max int) error {
 }
 
 // ReadFrame reads one frame into v (strict CBOR). A declared length over
-// max fails before anything is allocated.
+// max fails before anything is allocated; within it, memory is taken as
+// the bytes arrive (readBody), so a peer that declares max and sends a
+// few bytes holds a few kilobytes of ours, not max.
 func ReadFrame(r io.Reader, v any, max int) error {
 	var h [4]byte
 	if _, err := io.ReadFull(r, h[:]); err != nil {
@@ -44,12 +47,33 @@ func ReadFrame(r io.Reader, v any, max int) error {
 	if n > uint32(max) {
 		return fmt.Errorf("%w: %d bytes declared (limit %d)", ErrFrameTooLarge, n, max)
 	}
-	b := make([]byte, n)
-	if _, err := io.ReadFull(r, b); err != nil {
-		if err == io.EOF {
-			err = io.ErrUnexpectedEOF
-		}
+	b, err := readBody(r, int(n))
+	if err != nil {
 		return err
 	}
 	return Unmarshal(b, v)
+}
+
+// frameChunk is the first buffer of a frame's body; it doubles while the
+// body keeps arriving, up to the declared length.
+const frameChunk = 16 << 10
+
+// readBody reads exactly n bytes into a buffer that grows with what has
+// arrived.
+func readBody(r io.Reader, n int) ([]byte, error) {
+	b := make([]byte, 0, min(n, frameChunk))
+	for {
+		m, err := io.ReadFull(r, b[len(b):min(cap(b), n)])
+		b = b[:len(b)+m]
+		if err != nil {
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return nil, err
+		}
+		if len(b) == n {
+			return b, nil
+		}
+		b = slices.Grow(b, min(n-len(b), len(b)))
+	}
 }

@@ -28,6 +28,7 @@
 // sees why instead of a reset.
 //
 // It must never: answer a method before the role allowed it, run a
-// request it could not decode and validate, or hold more than a bounded
-// number of nonces.
+// request it could not decode and validate, hold more than a bounded
+// number of nonces, or take a frame's declared length in memory before
+// its bytes arrived (messages.ReadFrame grows its buffer with them).
 package rpc

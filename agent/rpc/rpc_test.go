@@ -2,11 +2,13 @@ package rpc_test
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -430,4 +432,51 @@ func FuzzAgentRequest(f *testing.F) {
 		var b2 messages.StreamBatch
 		_ = messages.Unmarshal(b, &b2)
 	})
+}
+
+// TestFrameLengthIsNotTrusted: a call's frame declares its length before
+// its bytes; memory is taken as the bytes arrive, so a peer of the least
+// role that declares the largest frame and sends a few bytes costs the
+// agent those bytes, not the declared megabyte (1,024 such streams per
+// connection would hold a gigabyte for the call timeout).
+func TestFrameLengthIsNotTrusted(t *testing.T) {
+	a := newTestAgent(t)
+	child := newOperator(t)
+	if err := rpc.Allow(a.dir, child.id.ID(), "child"); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	conn, err := child.c.Dial(ctx, a.srv.ID(), a.srv.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	lie := func() {
+		st, err := conn.OpenStream(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		raw := binary.BigEndian.AppendUint32(nil, messages.AgentMaxFrame)
+		if _, err := st.Write(append(raw, "12345678"...)); err != nil {
+			t.Fatal(err)
+		}
+		_ = st.CloseWrite()
+		var rep messages.AgentReply
+		if err := messages.ReadFrame(st, &rep, messages.AgentMaxFrame); err != nil || rep.Status != 400 {
+			t.Fatalf("truncated frame: %v %+v, want 400", err, rep)
+		}
+	}
+	lie() // the connection's own buffers
+	const calls = 32
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for range calls {
+		lie()
+	}
+	runtime.ReadMemStats(&after)
+	if got := after.TotalAlloc - before.TotalAlloc; got > calls*messages.AgentMaxFrame/4 {
+		t.Errorf("%d truncated frames declaring %d bytes allocated %d bytes: the declared length was allocated", calls, messages.AgentMaxFrame, got)
+	}
 }
