@@ -480,3 +480,37 @@ func TestFrameLengthIsNotTrusted(t *testing.T) {
 		t.Errorf("%d truncated frames declaring %d bytes allocated %d bytes: the declared length was allocated", calls, messages.AgentMaxFrame, got)
 	}
 }
+
+// TestUnknownKeyRefusedWithinGrace: a key not in the allowlist is never
+// admitted, so its connection holds one of the endpoint's few places for
+// connections not admitted yet; its one call must be read within the
+// grace the refusal gives (5s), not the call timeout, or keys anyone can
+// make would hold every place by starting a frame and never finishing it.
+func TestUnknownKeyRefusedWithinGrace(t *testing.T) {
+	a := newTestAgent(t)
+	stranger := newOperator(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	conn, err := stranger.c.Dial(ctx, a.srv.ID(), a.srv.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	st, err := conn.OpenStream(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	start := time.Now()
+	if _, err := st.Write([]byte{0, 0}); err != nil { // half a length, then nothing
+		t.Fatal(err)
+	}
+	_ = st.SetDeadline(start.Add(15 * time.Second))
+	var rep messages.AgentReply
+	if err := messages.ReadFrame(st, &rep, messages.AgentMaxFrame); err != nil || rep.Status != 403 {
+		t.Fatalf("stalled frame of an unknown key after %v: %v %+v, want 403", time.Since(start).Round(time.Second), err, rep)
+	}
+	if n := a.srv.C.UnknownKey.Load(); n != 1 {
+		t.Errorf("unknown-key counter %d, want 1", n)
+	}
+}

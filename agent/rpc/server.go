@@ -182,20 +182,28 @@ func (s *Server) acceptLoop() {
 	}
 }
 
+// unknownKeyGrace bounds what a key that is not in the allowlist gets of
+// the agent: its first call must have arrived whole within it. Until it
+// is closed, its connection holds one of the endpoint's places for
+// connections not admitted yet (transport.Config.MaxPendingInbound).
+const unknownKeyGrace = 5 * time.Second
+
 // serveConn serves one peer. A key that is not in the allowlist is not
-// admitted: its first call (read within 5s) is answered 403 so the
-// operator sees why, recorded, and the connection is closed. An allowed
+// admitted: its first call (opened and read within unknownKeyGrace) is
+// answered 403 so the operator sees why, recorded, and the connection is
+// closed. An allowed
 // key may open calls until it disconnects; its role is looked up again at
 // every call, so a deny takes effect at the next one.
 func (s *Server) serveConn(c transport.Conn) {
 	defer c.Close("bye")
 	if s.allow.Role(c.PeerID()) == "" {
 		s.C.ConnsRefused.Add(1)
-		ctx, cancel := context.WithTimeout(s.ctx, 5*time.Second)
+		readBy := time.Now().Add(unknownKeyGrace)
+		ctx, cancel := context.WithDeadline(s.ctx, readBy)
 		st, err := c.AcceptStream(ctx)
 		cancel()
 		if err == nil {
-			s.serveCall(c, st)
+			s.serveCall(c, st, readBy)
 			// Let the peer read the refusal before the connection closes
 			// (a close would discard the reply in flight).
 			select {
@@ -225,7 +233,7 @@ func (s *Server) serveConn(c transport.Conn) {
 			return
 		}
 		s.wg.Add(1)
-		go func() { defer s.wg.Done(); s.serveCall(c, st) }()
+		go func() { defer s.wg.Done(); s.serveCall(c, st, time.Time{}) }()
 	}
 }
 
@@ -387,9 +395,15 @@ func target(r *messages.AgentRequest) string {
 	return ""
 }
 
-func (s *Server) serveCall(c transport.Conn, st transport.Stream) {
+// serveCall serves one call; readBy, when set, is the earlier time by
+// which the request must have been read (an unknown key's grace).
+func (s *Server) serveCall(c transport.Conn, st transport.Stream, readBy time.Time) {
 	start := time.Now()
 	_ = st.SetDeadline(start.Add(s.cfg.CallTimeout))
+	if !readBy.IsZero() && readBy.Before(start.Add(s.cfg.CallTimeout)) {
+		// The answer still has the call's time to be written.
+		_ = st.SetReadDeadline(readBy)
+	}
 	var req messages.AgentRequest
 	role := s.allow.Role(c.PeerID())
 	// Every call is in the audit trail before its caller has the answer.
