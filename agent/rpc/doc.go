@@ -29,6 +29,7 @@
 //
 // It must never: answer a method before the role allowed it, run a
 // request it could not decode and validate, hold more than a bounded
-// number of nonces, or take a frame's declared length in memory before
+// number of nonces (of all peers, and of each: one peer at its share is
+// refused alone), or take a frame's declared length in memory before
 // its bytes arrived (messages.ReadFrame grows its buffer with them).
 package rpc

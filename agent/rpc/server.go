@@ -442,7 +442,7 @@ func (s *Server) serveCall(c transport.Conn, st transport.Stream, readBy time.Ti
 		return
 	}
 	tgt := target(&req)
-	switch s.replay.check(req.Nonce, time.Unix(0, req.TimeUnixNano), s.cfg.Now()) {
+	switch s.replay.check(c.PeerID(), req.Nonce, time.Unix(0, req.TimeUnixNano), s.cfg.Now()) {
 	case replayStale:
 		s.C.Replayed.Add(1)
 		reply(&messages.AgentReply{Status: 409, Error: fmt.Sprintf("request time is more than %v away from the agent's clock (replayed, or a clock to fix)", ReplayWindow)}, req.Method, tgt)
