@@ -22,7 +22,12 @@
 // library reports as an error. Then UPnP IGD (upnp.go), which most
 // consumer routers offer, often alone: an SSDP search (2 s), the device
 // description and SOAP calls to its WANIPConnection service (v2, else
-// v1). A renewal uses the protocol that made the mapping.
+// v1). A renewal uses the protocol that made the mapping. A renewal that
+// finds another gateway (the machine moved to another network) maps the
+// port there and deletes the old router's mapping; when the new router
+// maps nothing, the old mapping is given up at once (deleted if its
+// router still answers, no longer published nor advertised), since it
+// leads nowhere from the new network.
 //
 // Defaults, as Tailscale and Syncthing do: on, unless PORT_MAP=false, or
 // the peer address is bound to loopback (no router can forward to it;

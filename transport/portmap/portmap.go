@@ -180,7 +180,7 @@ func (m *Mapper) run(ctx context.Context) {
 			h, failures, quiet = next, 0, false
 			m.publish(h, "")
 			wait = renewAfter(h.granted)
-		case h != nil && now.Before(h.expires):
+		case h != nil && now.Before(h.expires) && !errors.Is(err, errMoved):
 			// Renewal failed but the mapping still lives: try again
 			// within what is left, a few times.
 			failures++
@@ -188,7 +188,14 @@ func (m *Mapper) run(ctx context.Context) {
 			m.publish(h, err.Error())
 			wait = max(min(h.expires.Sub(now)/2, time.Second<<min(failures, 12)), time.Second)
 		default:
-			if h != nil {
+			switch {
+			case h != nil && errors.Is(err, errMoved):
+				// Another network: the old router's mapping leads
+				// nowhere now. Free it if that router is still there.
+				m.cfg.Log.Info("the gateway changed and its router maps nothing yet; the old mapping is given up", "err", err)
+				m.unmap(h)
+				h, failures = nil, 0
+			case h != nil:
 				m.cfg.Log.Warn("router dropped the peer port mapping", "err", err)
 				h, failures = nil, 0
 			}
@@ -225,6 +232,11 @@ func (m *Mapper) client(gw netip.Addr, timeout time.Duration) *natpmp.Client {
 	return natpmp.NewClientWithTimeout(gw.AsSlice(), timeout)
 }
 
+// errMoved marks a failure to map on a gateway other than the one that
+// holds the mapping: the node moved to another network, where the old
+// mapping does not lead.
+var errMoved = errors.New("the gateway changed")
+
 // mapOnce asks the gateway for (or to renew) our mappings: a renewal by
 // the protocol that made them, a new mapping by NAT-PMP first (one
 // datagram, refused at once where nothing listens) and UPnP IGD after.
@@ -244,18 +256,22 @@ func (m *Mapper) mapOnce(ctx context.Context, prev *held) (*held, error) {
 		h, err = m.mapPMP(gw, prev)
 	default:
 		var perr, uerr error
-		if h, perr = m.mapPMP(gw, nil); perr != nil {
-			if gw.IsLoopback() {
-				// No router sits on loopback, and an SSDP search
-				// would go out on the host's network.
-				return nil, fmt.Errorf("NAT-PMP: %w", perr)
-			}
+		switch h, perr = m.mapPMP(gw, nil); {
+		case perr == nil:
+		case gw.IsLoopback():
+			// No router sits on loopback, and an SSDP search would go
+			// out on the host's network.
+			err = fmt.Errorf("NAT-PMP: %w", perr)
+		default:
 			if h, uerr = m.mapUPnP(ctx, gw, nil); uerr != nil {
 				err = fmt.Errorf("NAT-PMP: %v; UPnP IGD: %v", perr, uerr)
 			}
 		}
 	}
 	if err != nil {
+		if prev != nil && prev.gw != gw {
+			return nil, fmt.Errorf("%w from %v to %v: %w", errMoved, prev.gw, gw, err)
+		}
 		return nil, err
 	}
 	if prev != nil && prev.gw != gw {

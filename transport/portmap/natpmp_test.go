@@ -1,0 +1,131 @@
+package portmap
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/netip"
+	"runtime"
+	"testing"
+	"time"
+
+	"peerdns/internal/testutil"
+	"peerdns/messages"
+)
+
+// pmpGateway is a NAT-PMP server on a loopback address of its own (the
+// protocol's port, 5351, is fixed, so each gateway takes another address
+// of 127.0.0.0/8). answer decides the reply to a request (nil: none).
+type pmpGateway struct {
+	addr   netip.Addr
+	conn   *net.UDPConn
+	answer func(req []byte) []byte
+}
+
+// startPMPGateway listens on a free loopback address's NAT-PMP port.
+func startPMPGateway(t *testing.T, answer func(req []byte) []byte) *pmpGateway {
+	t.Helper()
+	if runtime.GOOS != "linux" {
+		t.Skip("needs all of 127.0.0.0/8 on loopback (Linux)")
+	}
+	var err error
+	for range 20 {
+		a := netip.AddrFrom4([4]byte{127, byte(1 + rand.IntN(250)), byte(rand.IntN(256)), byte(2 + rand.IntN(250))})
+		var c *net.UDPConn
+		if c, err = net.ListenUDP("udp4", net.UDPAddrFromAddrPort(netip.AddrPortFrom(a, 5351))); err == nil {
+			g := &pmpGateway{addr: a, conn: c, answer: answer}
+			go g.serve()
+			t.Cleanup(func() { c.Close() })
+			return g
+		}
+	}
+	t.Fatalf("no loopback address for a NAT-PMP gateway: %v", err)
+	return nil
+}
+
+func (g *pmpGateway) serve() {
+	buf := make([]byte, 64)
+	for {
+		n, from, err := g.conn.ReadFromUDPAddrPort(buf)
+		if err != nil {
+			return
+		}
+		if out := g.answer(append([]byte(nil), buf[:n]...)); out != nil {
+			g.conn.WriteToUDPAddrPort(out, from)
+		}
+	}
+}
+
+// pmpAnswer is a well-formed answer to req: the external address ext, and
+// a mapping of the asked internal port to the asked external one (the
+// internal one when none is asked) for life seconds.
+func pmpAnswer(req []byte, ext [4]byte, life uint32) []byte {
+	if len(req) < 2 {
+		return nil
+	}
+	switch req[1] {
+	case 0:
+		out := []byte{0, 128, 0, 0, 0, 0, 0, 1}
+		return append(out, ext[:]...)
+	case 1, 2:
+		if len(req) < 12 {
+			return nil
+		}
+		out := make([]byte, 16)
+		out[1] = 128 + req[1]
+		binary.BigEndian.PutUint32(out[4:], 1)
+		copy(out[8:10], req[4:6])
+		copy(out[10:12], req[6:8])
+		if req[6] == 0 && req[7] == 0 {
+			copy(out[10:12], req[4:6])
+		}
+		l := min(life, binary.BigEndian.Uint32(req[8:12]))
+		binary.BigEndian.PutUint32(out[12:], l)
+		return out
+	}
+	return nil
+}
+
+// A node that moves to another network, whose router maps nothing, no
+// longer holds (nor advertises) the mapping of the router it left: peers
+// would dial an address that leads nowhere until that mapping's lifetime
+// ran out.
+func TestMovedToGatewayWithoutMapping(t *testing.T) {
+	ext := [4]byte{203, 0, 113, 9}
+	first := startPMPGateway(t, func(req []byte) []byte { return pmpAnswer(req, ext, 4) })
+	// The second network's router: an address where nothing listens on
+	// the NAT-PMP port (refused at once; on loopback, no UPnP search).
+	second := netip.AddrFrom4([4]byte{127, first.addr.As4()[1], first.addr.As4()[2], first.addr.As4()[3] + 1})
+	gw := make(chan netip.Addr, 1)
+	gw <- first.addr
+	cur := first.addr
+	m := Start(Config{Port: 7740, Timeout: 2 * time.Second, Retry: time.Hour,
+		Gateway: func() (netip.Addr, error) {
+			select {
+			case cur = <-gw:
+			default:
+			}
+			return cur, nil
+		}})
+	defer m.Close()
+	testutil.Eventually(t, 5*time.Second, func() error {
+		if s := m.Status(); s.State != messages.PortMapMapped || Advertise(s) != "203.0.113.9:7740" {
+			return fmt.Errorf("status %+v", s)
+		}
+		return nil
+	})
+	gw <- second
+	// The renewal (at three quarters of the 4 s granted) finds the
+	// second router, which refuses.
+	testutil.Eventually(t, 8*time.Second, func() error {
+		if s := m.Status(); s.Detail == "" {
+			return errors.New("no try on the second network yet")
+		}
+		return nil
+	})
+	if s := m.Status(); s.State == messages.PortMapMapped || Advertise(s) != "" {
+		t.Fatalf("after moving to a network whose router maps nothing: %+v (advertised %q)", s, Advertise(s))
+	}
+}
