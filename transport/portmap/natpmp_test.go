@@ -129,3 +129,33 @@ func TestMovedToGatewayWithoutMapping(t *testing.T) {
 		t.Fatalf("after moving to a network whose router maps nothing: %+v (advertised %q)", s, Advertise(s))
 	}
 }
+
+// Stopping waits for the request in flight, not for the ones after it: a
+// router that answers the external address question and then goes
+// silent does not hold the node's stop for another Timeout.
+func TestCloseDoesNotStartAnotherRequest(t *testing.T) {
+	asked := make(chan struct{})
+	release := make(chan struct{})
+	g := startPMPGateway(t, func(req []byte) []byte {
+		if len(req) < 2 || req[1] != 0 {
+			return nil // silent on mapping requests
+		}
+		select {
+		case asked <- struct{}{}:
+			<-release
+		default: // a retransmission while the test looks
+		}
+		return pmpAnswer(req, [4]byte{203, 0, 113, 9}, 7200)
+	})
+	const timeout = 10 * time.Second
+	m := Start(Config{Port: 7740, Timeout: timeout, Retry: time.Hour,
+		Gateway: func() (netip.Addr, error) { return g.addr, nil }})
+	<-asked
+	m.cancel() // what Close does first, while the request is in flight
+	close(release)
+	start := time.Now()
+	m.Close()
+	if d := time.Since(start); d > timeout/2 {
+		t.Fatalf("Close took %v: it waited for a request started after the stop", d)
+	}
+}

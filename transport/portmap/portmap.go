@@ -253,14 +253,15 @@ func (m *Mapper) mapOnce(ctx context.Context, prev *held) (*held, error) {
 	case prev != nil && prev.gw == gw && prev.proto == messages.PortMapUPnP:
 		h, err = m.mapUPnP(ctx, gw, prev)
 	case prev != nil && prev.gw == gw:
-		h, err = m.mapPMP(gw, prev)
+		h, err = m.mapPMP(ctx, gw, prev)
 	default:
 		var perr, uerr error
-		switch h, perr = m.mapPMP(gw, nil); {
+		switch h, perr = m.mapPMP(ctx, gw, nil); {
 		case perr == nil:
-		case gw.IsLoopback():
+		case gw.IsLoopback() || ctx.Err() != nil:
 			// No router sits on loopback, and an SSDP search would go
-			// out on the host's network.
+			// out on the host's network; once stopping, nothing more
+			// is asked.
 			err = fmt.Errorf("NAT-PMP: %w", perr)
 		default:
 			if h, uerr = m.mapUPnP(ctx, gw, nil); uerr != nil {
@@ -281,7 +282,9 @@ func (m *Mapper) mapOnce(ctx context.Context, prev *held) (*held, error) {
 }
 
 // mapPMP asks the gateway for (or to renew) our mappings with NAT-PMP.
-func (m *Mapper) mapPMP(gw netip.Addr, prev *held) (*held, error) {
+// Once ctx is done it sends no further request: the TCP mapping is
+// skipped, so the UDP one made is returned for deletion.
+func (m *Mapper) mapPMP(ctx context.Context, gw netip.Addr, prev *held) (*held, error) {
 	c := m.client(gw, m.cfg.Timeout)
 	ea, err := c.GetExternalAddress()
 	if err != nil {
@@ -290,6 +293,9 @@ func (m *Mapper) mapPMP(gw netip.Addr, prev *held) (*held, error) {
 	ext := netip.AddrFrom4(ea.ExternalIPAddress)
 	if ext.IsUnspecified() || ext.IsMulticast() || ext.IsLoopback() {
 		return nil, fmt.Errorf("gateway %v reports an unusable external address %v", gw, ext)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
 	}
 	want := m.cfg.Port // the first request suggests the same port outside
 	if prev != nil && prev.gw == gw {
@@ -301,7 +307,7 @@ func (m *Mapper) mapPMP(gw netip.Addr, prev *held) (*held, error) {
 		return nil, fmt.Errorf("gateway %v: map udp %d: %w", gw, m.cfg.Port, err)
 	}
 	h := &held{proto: messages.PortMapNATPMP, gw: gw, ext: ext, port: r.MappedExternalPort, granted: time.Duration(r.PortMappingLifetimeInSeconds) * time.Second}
-	if m.cfg.TCP {
+	if m.cfg.TCP && ctx.Err() == nil {
 		// The same external port as UDP, so the one advertised address
 		// serves both paths; the router may give another.
 		rt, err := c.AddPortMapping("tcp", m.cfg.Port, int(h.port), life)
