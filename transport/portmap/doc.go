@@ -33,7 +33,8 @@
 // the peer address is bound to loopback (no router can forward to it;
 // this also keeps tests on 127.0.0.1 from talking to the host's router).
 // Asked lifetime 2 h (RFC 6886 §3.3 recommends 7200 s); a NAT-PMP router
-// may grant less, and the mapping is renewed at half of what it granted.
+// may grant less, and the mapping is renewed at half of what it granted
+// (a router that says it grants more is taken at what was asked).
 // A UPnP router that takes only permanent leases (error 725) gets one;
 // it is renewed on the same schedule and deleted on Close.
 //

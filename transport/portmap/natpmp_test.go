@@ -159,3 +159,38 @@ func TestCloseDoesNotStartAnotherRequest(t *testing.T) {
 		t.Fatalf("Close took %v: it waited for a request started after the stop", d)
 	}
 }
+
+// A router that grants more than was asked (here the longest lifetime
+// the protocol can say, 136 years) is renewed as if it had granted what
+// was asked: RFC 6886 lets a router shorten a lifetime, not lengthen it,
+// and a mapping such a router loses (a reboot) would otherwise be asked
+// for again only when the node restarts.
+func TestLongerLifetimeThanAskedIsRenewed(t *testing.T) {
+	maps := make(chan struct{}, 100)
+	g := startPMPGateway(t, func(req []byte) []byte {
+		out := pmpAnswer(req, [4]byte{203, 0, 113, 9}, 4)
+		if len(req) >= 2 && req[1] == 1 {
+			binary.BigEndian.PutUint32(out[12:], 0xffffffff)
+			maps <- struct{}{}
+		}
+		return out
+	})
+	m := Start(Config{Port: 7740, Lifetime: 4 * time.Second, Retry: time.Hour,
+		Gateway: func() (netip.Addr, error) { return g.addr, nil }})
+	defer m.Close()
+	testutil.Eventually(t, 5*time.Second, func() error {
+		if s := m.Status(); s.State != messages.PortMapMapped {
+			return fmt.Errorf("status %+v", s)
+		}
+		return nil
+	})
+	if s := m.Status(); time.UnixMilli(s.ExpiresAt).After(time.Now().Add(5 * time.Second)) {
+		t.Fatalf("expires at %v, past the 4 s asked", time.UnixMilli(s.ExpiresAt))
+	}
+	testutil.Eventually(t, 8*time.Second, func() error {
+		if n := len(maps); n < 2 {
+			return fmt.Errorf("%d mapping requests, want a renewal", n)
+		}
+		return nil
+	})
+}

@@ -306,7 +306,12 @@ func (m *Mapper) mapPMP(ctx context.Context, gw netip.Addr, prev *held) (*held, 
 	if err := checkGrant(r, err, m.cfg.Port); err != nil {
 		return nil, fmt.Errorf("gateway %v: map udp %d: %w", gw, m.cfg.Port, err)
 	}
-	h := &held{proto: messages.PortMapNATPMP, gw: gw, ext: ext, port: r.MappedExternalPort, granted: time.Duration(r.PortMappingLifetimeInSeconds) * time.Second}
+	// A router may shorten the lifetime asked, not lengthen it (RFC 6886
+	// §3.3): one that says more is taken at what was asked, so the
+	// mapping is renewed (and a router that lost it is asked again).
+	asked := time.Duration(life) * time.Second
+	h := &held{proto: messages.PortMapNATPMP, gw: gw, ext: ext, port: r.MappedExternalPort,
+		granted: min(asked, time.Duration(r.PortMappingLifetimeInSeconds)*time.Second)}
 	if m.cfg.TCP && ctx.Err() == nil {
 		// The same external port as UDP, so the one advertised address
 		// serves both paths; the router may give another.
