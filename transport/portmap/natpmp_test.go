@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/netip"
 	"runtime"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -193,4 +194,43 @@ func TestLongerLifetimeThanAskedIsRenewed(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// A renewal whose TCP request goes unanswered leaves the router's TCP
+// mapping alive until its lifetime ends; Close deletes it still, as it
+// deletes the UDP one, instead of leaving the router forwarding the
+// port of a node that stopped.
+func TestCloseDeletesTCPMappingAfterFailedTCPRenewal(t *testing.T) {
+	var tcpMaps atomic.Int32
+	deleted := make(chan byte, 10)
+	g := startPMPGateway(t, func(req []byte) []byte {
+		if len(req) == 12 && binary.BigEndian.Uint32(req[8:]) == 0 {
+			deleted <- req[1]
+		} else if len(req) == 12 && req[1] == 2 && tcpMaps.Add(1) > 1 {
+			return nil // silent on the TCP renewal
+		}
+		return pmpAnswer(req, [4]byte{203, 0, 113, 9}, 4)
+	})
+	m := Start(Config{Port: 7740, TCP: true, Timeout: 300 * time.Millisecond, Retry: time.Hour,
+		Gateway: func() (netip.Addr, error) { return g.addr, nil }})
+	testutil.Eventually(t, 5*time.Second, func() error {
+		if s := m.Status(); s.ExternalTCP != "203.0.113.9:7740" {
+			return fmt.Errorf("status %+v", s)
+		}
+		return nil
+	})
+	testutil.Eventually(t, 8*time.Second, func() error {
+		if s := m.Status(); s.State != messages.PortMapMapped || s.ExternalTCP != "" {
+			return fmt.Errorf("status %+v, want a renewal without TCP", s)
+		}
+		return nil
+	})
+	m.Close()
+	got := map[byte]bool{}
+	for len(deleted) > 0 {
+		got[<-deleted] = true
+	}
+	if !got[1] || !got[2] {
+		t.Fatalf("deleted opcodes %v, want udp (1) and tcp (2)", got)
+	}
 }

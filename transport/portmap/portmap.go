@@ -149,6 +149,11 @@ type held struct {
 	ext     netip.Addr
 	port    uint16 // external UDP port
 	tcpPort uint16 // external TCP port, 0: none
+	// tcpDel is the external port of the TCP mapping the router may
+	// still hold for us, deleted on Close: tcpPort, or the one granted
+	// before when a renewal's TCP request failed (that mapping lives
+	// until its lifetime ends); 0: none.
+	tcpDel  uint16
 	expires time.Time
 	granted time.Duration
 }
@@ -323,6 +328,7 @@ func (m *Mapper) mapPMP(ctx context.Context, gw netip.Addr, prev *held) (*held, 
 			h.granted = min(h.granted, time.Duration(rt.PortMappingLifetimeInSeconds)*time.Second)
 		}
 	}
+	h.tcpDel = tcpToDelete(h, prev)
 	h.expires = m.cfg.Now().Add(h.granted)
 	return h, nil
 }
@@ -343,6 +349,18 @@ func checkGrant(r *natpmp.AddPortMappingResult, err error, port int) error {
 	return nil
 }
 
+// tcpToDelete is h's tcpDel: its TCP mapping, or else the one prev held
+// on the same gateway.
+func tcpToDelete(h, prev *held) uint16 {
+	switch {
+	case h.tcpPort != 0:
+		return h.tcpPort
+	case prev != nil && prev.gw == h.gw:
+		return prev.tcpDel
+	}
+	return 0
+}
+
 // unmap asks the router to delete our mappings (NAT-PMP: lifetime 0,
 // RFC 6886 §3.4; UPnP: DeletePortMapping), one short try each: a router
 // that is gone drops them anyway when their lifetime ends.
@@ -359,7 +377,7 @@ func (m *Mapper) unmap(h *held) {
 	if _, err := c.AddPortMapping("udp", m.cfg.Port, 0, 0); err != nil {
 		m.cfg.Log.Debug("deleting the udp port mapping failed", "err", err)
 	}
-	if h.tcpPort != 0 {
+	if h.tcpDel != 0 {
 		if _, err := c.AddPortMapping("tcp", m.cfg.Port, 0, 0); err != nil {
 			m.cfg.Log.Debug("deleting the tcp port mapping failed", "err", err)
 		}

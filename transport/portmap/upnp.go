@@ -142,6 +142,7 @@ func (m *Mapper) mapUPnP(ctx context.Context, gw netip.Addr, prev *held) (*held,
 			h.tcpPort = want
 		}
 	}
+	h.tcpDel = tcpToDelete(h, prev)
 	h.expires = m.cfg.Now().Add(h.granted)
 	return h, nil
 }
@@ -153,8 +154,8 @@ func (m *Mapper) unmapUPnP(h *held) {
 	if err := h.igd.DeletePortMappingCtx(ctx, "", h.port, "UDP"); err != nil {
 		m.cfg.Log.Debug("deleting the udp port mapping failed", "err", err)
 	}
-	if h.tcpPort != 0 {
-		if err := h.igd.DeletePortMappingCtx(ctx, "", h.tcpPort, "TCP"); err != nil {
+	if h.tcpDel != 0 {
+		if err := h.igd.DeletePortMappingCtx(ctx, "", h.tcpDel, "TCP"); err != nil {
 			m.cfg.Log.Debug("deleting the tcp port mapping failed", "err", err)
 		}
 	}
