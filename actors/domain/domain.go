@@ -2,8 +2,9 @@
 // spawned by the ledger actor on the domain's first claim and stopped when
 // the domain has no claims left. It caches the last ConsensusState (keyed
 // by the ledger's per-domain version), keeps lastResolution and per-domain
-// counters, and decides how the local peer votes (auto-voting). It never
-// writes the ledger itself: it tells the ledger which votes to sign.
+// counters (across a crash restart too), and decides how the local peer
+// votes (auto-voting). It never writes the ledger itself: it tells the
+// ledger which votes to sign.
 //
 // The Evaluate/Evaluated messages live here rather than in messages/
 // because they carry consensus.Input, and consensus imports messages.
@@ -49,22 +50,33 @@ type Restarted struct{ Domain string }
 
 // Actor is one domain's consensus owner.
 type Actor struct {
-	name     string
-	now      func() time.Time
-	cached   *Evaluated
+	name   string
+	now    func() time.Time
+	cached *Evaluated
+	*history
+}
+
+// history is what the domain actor keeps across crash restarts: the
+// counters and lastResolution describe the domain, not one incarnation
+// of its actor. The cached evaluation is not kept (the crash may have
+// come from it).
+type history struct {
 	lastRes  int64
 	resolved int
 	failed   int
 }
 
-// Props builds a domain actor for name. now may be nil (time.Now).
+// Props builds a domain actor for name. now may be nil (time.Now). Each
+// call's actor keeps its counters and lastResolution across restarts, so
+// spawn each domain actor from a Props of its own.
 // Middleware wraps its Receive (tests use it to crash a real domain actor;
 // the node passes none).
 func Props(name string, now func() time.Time, middleware ...actor.ReceiverMiddleware) *actor.Props {
 	if now == nil {
 		now = time.Now
 	}
-	return actor.PropsFromProducer(func() actor.Actor { return &Actor{name: name, now: now} },
+	h := &history{} // one per spawned actor, shared by its incarnations
+	return actor.PropsFromProducer(func() actor.Actor { return &Actor{name: name, now: now, history: h} },
 		actor.WithReceiverMiddleware(middleware...), actor.WithDispatcher(stack.Actors))
 }
 
