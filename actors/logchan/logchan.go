@@ -111,8 +111,8 @@ func (a *Actor) Receive(c actor.Context) {
 }
 
 // tailFile returns the last n lines of path (an empty list when the file
-// does not exist yet). It reads backwards in blocks, so a tail of a big
-// file costs only what it returns.
+// does not exist yet). It reads backwards in blocks, each read and
+// scanned once, so a tail of a big file costs only what it returns.
 func tailFile(path string, n int) ([]string, error) {
 	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
@@ -127,9 +127,9 @@ func tailFile(path string, n int) ([]string, error) {
 		return nil, fmt.Errorf("stat log: %w", err)
 	}
 	const block = 64 << 10
-	var buf []byte
-	pos := st.Size()
-	for pos > 0 && bytes.Count(buf, []byte{'\n'}) <= n {
+	var chunks [][]byte // newest first
+	pos, newlines, size := st.Size(), 0, 0
+	for pos > 0 && newlines <= n {
 		step := int64(block)
 		if pos < step {
 			step = pos
@@ -139,7 +139,13 @@ func tailFile(path string, n int) ([]string, error) {
 		if _, err := f.ReadAt(chunk, pos); err != nil && !errors.Is(err, io.EOF) {
 			return nil, fmt.Errorf("read log: %w", err)
 		}
-		buf = append(chunk, buf...)
+		chunks = append(chunks, chunk)
+		newlines += bytes.Count(chunk, []byte{'\n'})
+		size += len(chunk)
+	}
+	buf := make([]byte, 0, size)
+	for i := len(chunks) - 1; i >= 0; i-- {
+		buf = append(buf, chunks[i]...)
 	}
 	lines := bytes.Split(bytes.TrimRight(buf, "\n"), []byte{'\n'})
 	if len(lines) == 1 && len(lines[0]) == 0 {

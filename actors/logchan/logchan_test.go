@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -34,6 +35,28 @@ func TestTailFile(t *testing.T) {
 		if len(got) != n || got[n-1] != "line 19999" || got[0] != fmt.Sprintf("line %d", 20000-n) {
 			t.Fatalf("tailFile(%d) = %d lines, first %q last %q", n, len(got), got[0], got[len(got)-1])
 		}
+	}
+}
+
+// A tail of long lines reads a big part of the file; what it allocates
+// stays a small multiple of what it returns (the blocks it reads, the
+// lines it hands out), not the square of it.
+func TestTailOfLongLinesCostsWhatItReturns(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.log")
+	const n, width = messages.MaxLogLines, 2000 // a full rotation's worth: 10 MB
+	line := strings.Repeat("x", width-1) + "\n"
+	if err := os.WriteFile(path, []byte(strings.Repeat(line, n)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	got, err := tailFile(path, n)
+	runtime.ReadMemStats(&after)
+	if err != nil || len(got) != n || len(got[0]) != width-1 {
+		t.Fatalf("tailFile = %d lines, %v", len(got), err)
+	}
+	if alloc, returned := after.TotalAlloc-before.TotalAlloc, uint64(n*width); alloc > 4*returned {
+		t.Fatalf("a tail of %d bytes allocated %d MB", returned, alloc>>20)
 	}
 }
 
