@@ -19,15 +19,16 @@ type Handler struct {
 	root    *actor.RootContext
 	pid     *actor.PID
 	level   slog.Leveler
-	attrs   []slog.Attr
-	group   string
-	mu      *sync.Mutex // guards buf across derived handlers
-	buf     *bytes.Buffer
+	text    slog.Handler  // formats into buf; carries the attrs and groups
+	mu      *sync.Mutex   // guards buf across derived handlers
+	buf     *bytes.Buffer // what text writes, one record at a time
 }
 
 // NewHandler makes a handler writing to the actor pid of channel.
 func NewHandler(root *actor.RootContext, pid *actor.PID, channel string, level slog.Leveler) *Handler {
-	return &Handler{channel: channel, root: root, pid: pid, level: level, mu: &sync.Mutex{}, buf: &bytes.Buffer{}}
+	buf := &bytes.Buffer{}
+	text := slog.NewTextHandler(buf, &slog.HandlerOptions{Level: slog.LevelDebug})
+	return &Handler{channel: channel, root: root, pid: pid, level: level, text: text, mu: &sync.Mutex{}, buf: buf}
 }
 
 // Enabled reports whether level is logged.
@@ -37,15 +38,7 @@ func (h *Handler) Enabled(_ context.Context, l slog.Level) bool { return l >= h.
 func (h *Handler) Handle(_ context.Context, r slog.Record) error {
 	h.mu.Lock()
 	h.buf.Reset()
-	th := slog.NewTextHandler(h.buf, &slog.HandlerOptions{Level: slog.LevelDebug})
-	var sh slog.Handler = th
-	if len(h.attrs) > 0 {
-		sh = sh.WithAttrs(h.attrs)
-	}
-	if h.group != "" {
-		sh = sh.WithGroup(h.group)
-	}
-	_ = sh.Handle(context.Background(), r)
+	_ = h.text.Handle(context.Background(), r)
 	line := string(bytes.TrimRight(h.buf.Bytes(), "\n"))
 	h.mu.Unlock()
 	h.root.Send(h.pid, &messages.LogLine{Channel: h.channel, Level: r.Level.String(), Time: r.Time, Message: line})
@@ -55,13 +48,14 @@ func (h *Handler) Handle(_ context.Context, r slog.Record) error {
 // WithAttrs returns a handler that adds attrs to every record.
 func (h *Handler) WithAttrs(attrs []slog.Attr) slog.Handler {
 	c := *h
-	c.attrs = append(append([]slog.Attr{}, h.attrs...), attrs...)
+	c.text = h.text.WithAttrs(attrs)
 	return &c
 }
 
-// WithGroup returns a handler that nests later attrs under name.
+// WithGroup returns a handler that nests later attrs under name (inside
+// the groups h has).
 func (h *Handler) WithGroup(name string) slog.Handler {
 	c := *h
-	c.group = name
+	c.text = h.text.WithGroup(name)
 	return &c
 }

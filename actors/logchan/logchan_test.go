@@ -101,3 +101,34 @@ func TestPathMatchesListedFile(t *testing.T) {
 		}
 	}
 }
+
+// Attributes added after a group go inside it, and groups nest, as
+// slog.Handler asks of WithGroup and WithAttrs.
+func TestHandlerNestsGroups(t *testing.T) {
+	sys := actor.NewActorSystem()
+	defer sys.Shutdown()
+	pid := sys.Root.Spawn(Props("core", t.TempDir()))
+	got := make(chan string, 10)
+	sub := sys.EventStream.Subscribe(func(e any) {
+		if l, ok := e.(*messages.LogLine); ok {
+			got <- l.Message
+		}
+	})
+	defer sys.EventStream.Unsubscribe(sub)
+	log := slog.New(NewHandler(sys.Root, pid, "core", slog.LevelInfo)).With("node", "n1")
+	log.WithGroup("req").With("id", 7).Info("served", "status", 200)
+	log.WithGroup("a").WithGroup("b").Info("nested", "k", 1)
+	for _, want := range []string{
+		"msg=served node=n1 req.id=7 req.status=200",
+		"msg=nested node=n1 a.b.k=1",
+	} {
+		select {
+		case l := <-got:
+			if !strings.HasSuffix(l, want) {
+				t.Errorf("line %q, want it to end in %q", l, want)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("no line published")
+		}
+	}
+}
