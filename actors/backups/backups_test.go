@@ -270,6 +270,26 @@ func TestAutomaticBackups(t *testing.T) {
 	})
 }
 
+// A backup dated in the future (written while the clock was a year
+// ahead, then set right) does not stop automatic backups: a tick with
+// it as the newest starts one (due's table has the next one after).
+func TestAutomaticBackupsAfterAFutureDatedBackup(t *testing.T) {
+	h := newHarness(t, "node-a", func(d *Deps) { d.Every = time.Hour })
+	now := time.Now()
+	if _, err := backup.Create(filepath.Join(h.data, "backups"), 10, "node-a", "test", now.AddDate(1, 0, 0), nil); err != nil {
+		t.Fatal(err)
+	}
+	if !h.tick(now) {
+		t.Fatal("a backup dated a year ahead stopped the automatic backups")
+	}
+	testutil.Eventually(t, 10*time.Second, func() error {
+		if l := h.list(); len(l) != 2 {
+			return fmt.Errorf("%d backups", len(l))
+		}
+		return nil
+	})
+}
+
 func TestDue(t *testing.T) {
 	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	newest := []backup.Info{{Timestamp: at.Format(time.RFC3339Nano)}}
@@ -285,7 +305,10 @@ func TestDue(t *testing.T) {
 		{"just written", time.Hour, newest, at, false},
 		{"half the interval", time.Hour, newest, at.Add(30 * time.Minute), false},
 		{"the interval", time.Hour, newest, at.Add(time.Hour), true},
-		{"clock went back", time.Hour, newest, at.Add(-time.Hour), false},
+		{"clock went back", time.Hour, newest, at.Add(-30 * time.Minute), false},
+		{"newest a year ahead", time.Hour, newest, at.AddDate(-1, 0, 0), true},
+		{"newest a year ahead, one just written", time.Hour,
+			[]backup.Info{{Timestamp: at.AddDate(1, 0, 0).Format(time.RFC3339Nano)}, newest[0]}, at.Add(time.Minute), false},
 		{"newest time unreadable", time.Hour, []backup.Info{{Timestamp: "?"}}, at, true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

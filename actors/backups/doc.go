@@ -1,6 +1,8 @@
 // Package backups is the actor that owns DATA/backups: it writes a
-// backup on request and, with BACKUP_INTERVAL > 0, whenever the newest
-// one is at least that old (checked on a tick, once a minute); it keeps
+// backup on request and, with BACKUP_INTERVAL > 0, whenever none is
+// dated within that interval of the clock (checked on a tick, once a
+// minute; one dated further ahead, written while the clock was wrong,
+// does not hold them back); it keeps
 // BACKUP_RETENTION of them (older ones are removed before a new one is
 // written); it lists them, reads their metadata, deletes them, and
 // stages a restore. The archive format is internal/backup's.

@@ -14,15 +14,22 @@ type policy struct {
 }
 
 // due reports whether an automatic backup is due at now: they are on and
-// the newest backup in list (newest first, as backup.List gives) is at
-// least the interval old, or there is none, or its time does not parse.
+// no backup in list is dated less than the interval from now, before or
+// after it. A backup dated further ahead (written while the clock was
+// wrong) does not hold the next one back until the clock reaches it; one
+// whose time does not parse counts as none.
 func (p policy) due(now time.Time, list []backup.Info) bool {
 	if p.every <= 0 {
 		return false
 	}
-	if len(list) == 0 {
-		return true
+	for _, b := range list {
+		t, err := time.Parse(time.RFC3339Nano, b.Timestamp)
+		if err != nil {
+			continue
+		}
+		if d := now.Sub(t); d < p.every && d > -p.every {
+			return false
+		}
 	}
-	last, err := time.Parse(time.RFC3339Nano, list[0].Timestamp)
-	return err != nil || now.Sub(last) >= p.every
+	return true
 }
