@@ -6,7 +6,8 @@
 //
 // It owns the collection cursor per source and chart, the bounded queue
 // (full: new batches dropped and counted) and the retry policy (network
-// errors, 5xx and 429 retried with capped backoff; other 4xx drop the
-// batch and count it). It must never grow its memory with the time a
+// errors, 5xx and 429 retried with capped backoff, or after the
+// receiver's Retry-After when it asks longer, up to 5 minutes; other
+// 4xx drop the batch and count it). It must never grow its memory with the time a
 // receiver stays down, nor backfill history a receiver would refuse.
 package remotewrite

@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -155,5 +157,68 @@ func TestRemoteWriteIntoPrometheus(t *testing.T) {
 	}
 	if w.Sent.Load() == 0 {
 		t.Error("nothing counted as sent")
+	}
+}
+
+// startWriter makes a store with one point and a writer to url that collects
+// once (its interval is an hour), started, and stopped at the test's end.
+func startWriter(t *testing.T, url string) *remotewrite.Writer {
+	t.Helper()
+	db := newStore(t)
+	if err := db.Append("system.load", time.Now().Unix()-10, []float64{1, 2}); err != nil {
+		t.Fatal(err)
+	}
+	w, err := remotewrite.New(remotewrite.Config{
+		URL:      url,
+		Sources:  func() []remotewrite.Source { return []remotewrite.Source{{Instance: "host-a", DB: db}} },
+		Interval: time.Hour,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); w.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return w
+}
+
+// A receiver that answers 429 or 503 with Retry-After gets the batch
+// again no sooner than it asked, not at the writer's own backoff.
+func TestRetryAfter(t *testing.T) {
+	for _, status := range []int{http.StatusTooManyRequests, http.StatusServiceUnavailable} {
+		t.Run(http.StatusText(status), func(t *testing.T) {
+			var mu sync.Mutex
+			var times []time.Time
+			srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+				io.Copy(io.Discard, r.Body)
+				mu.Lock()
+				times = append(times, time.Now())
+				n := len(times)
+				mu.Unlock()
+				if n == 1 {
+					rw.Header().Set("Retry-After", "1")
+					rw.WriteHeader(status)
+					return
+				}
+				rw.WriteHeader(http.StatusNoContent)
+			}))
+			t.Cleanup(srv.Close)
+			w := startWriter(t, srv.URL)
+			testutil.Eventually(t, 10*time.Second, func() error {
+				if w.Sent.Load() != 2 {
+					return fmt.Errorf("writer %v", w.Status())
+				}
+				return nil
+			})
+			mu.Lock()
+			defer mu.Unlock()
+			if len(times) != 2 {
+				t.Fatalf("%d requests, want 2", len(times))
+			}
+			if gap := times[1].Sub(times[0]); gap < 900*time.Millisecond {
+				t.Fatalf("retried after %v, the receiver asked for 1s", gap)
+			}
+		})
 	}
 }

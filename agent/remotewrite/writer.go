@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -185,7 +186,8 @@ func dimName(d store.DimDef) string {
 
 // Send posts queued batches in order until ctx is done (Run starts it;
 // benchmarks drive Collect and Send themselves), retrying a batch with
-// backoff while the receiver is unreachable or answers 5xx/429, dropping
+// backoff while the receiver is unreachable or answers 5xx/429 (waiting
+// at least what its Retry-After asks, up to maxRetryAfter), dropping
 // it on other 4xx answers (the receiver will never take it).
 func (w *Writer) Send(ctx context.Context) {
 	var raw, enc []byte
@@ -216,16 +218,45 @@ func (w *Writer) Send(ctx context.Context) {
 				break
 			}
 			w.Retries.Add(1)
+			wait := bo.Next()
+			var ra retryAfterError
+			if errors.As(err, &ra) {
+				wait = max(wait, ra.after)
+			}
 			select {
 			case <-ctx.Done():
 				return
-			case <-time.After(bo.Next()):
+			case <-time.After(wait):
 			}
 		}
 	}
 }
 
 type permanentError struct{ error }
+
+// maxRetryAfter bounds the wait a receiver's Retry-After asks for.
+const maxRetryAfter = 5 * time.Minute
+
+// retryAfterError is a 429 or 5xx answer whose Retry-After asked to wait
+// after (at most maxRetryAfter) before the batch is sent again.
+type retryAfterError struct {
+	error
+	after time.Duration
+}
+
+// retryAfter reads a Retry-After header: seconds or an HTTP date.
+func retryAfter(h string, now time.Time) time.Duration {
+	if h == "" {
+		return 0
+	}
+	var d time.Duration
+	if n, err := strconv.ParseInt(h, 10, 64); err == nil {
+		d = time.Duration(min(max(n, 0), int64(maxRetryAfter/time.Second))) * time.Second
+	} else if t, err := http.ParseTime(h); err == nil {
+		d = t.Sub(now)
+	}
+	return min(max(d, 0), maxRetryAfter)
+}
 
 func (w *Writer) post(ctx context.Context, body []byte) error {
 	ctx, cancel := context.WithTimeout(ctx, w.cfg.Timeout)
@@ -249,7 +280,11 @@ func (w *Writer) post(ctx context.Context, body []byte) error {
 	case resp.StatusCode/100 == 2:
 		return nil
 	case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode/100 == 5:
-		return fmt.Errorf("%s: %s", resp.Status, bytes.TrimSpace(msg))
+		err := fmt.Errorf("%s: %s", resp.Status, bytes.TrimSpace(msg))
+		if d := retryAfter(resp.Header.Get("Retry-After"), time.Now()); d > 0 {
+			return retryAfterError{err, d}
+		}
+		return err
 	}
 	return permanentError{fmt.Errorf("%s: %s", resp.Status, bytes.TrimSpace(msg))}
 }
