@@ -48,13 +48,22 @@ type Config struct {
 	Log     *slog.Logger
 }
 
+// cursor is a chart's newest second sent and the collection that last
+// found the chart.
+type cursor struct {
+	last int64
+	pass uint64
+}
+
 // Writer sends new tier-0 points to a Prometheus remote-write receiver.
 type Writer struct {
 	cfg   Config
 	queue chan []Series
 	// cursor is the newest second sent per source and chart (collector
-	// goroutine only).
-	cursor map[string]int64
+	// goroutine only); pass numbers the collections, so that the cursors
+	// of charts gone from the sources are dropped.
+	cursor map[string]cursor
+	pass   uint64
 
 	// Counters: samples sent (acknowledged 2xx), dropped at the full
 	// queue, failed (refused by the receiver with 4xx), requests retried.
@@ -84,7 +93,7 @@ func New(cfg Config) (*Writer, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
-	return &Writer{cfg: cfg, queue: make(chan []Series, cfg.QueueBatches), cursor: map[string]int64{}}, nil
+	return &Writer{cfg: cfg, queue: make(chan []Series, cfg.QueueBatches), cursor: map[string]cursor{}}, nil
 }
 
 // Queued is the number of batches waiting.
@@ -120,7 +129,9 @@ func (w *Writer) Run(ctx context.Context) {
 // Collect queues the points written since the last call. Only one
 // goroutine may call it (Run's, or a benchmark's). The first call
 // per chart starts at its newest point: a receiver refuses samples much
-// older than what it holds, so history is not backfilled.
+// older than what it holds, so history is not backfilled. The cursor of
+// a chart gone from the sources is dropped: one that comes back starts
+// again at its newest point.
 func (w *Writer) Collect() {
 	var batch []Series
 	n := 0
@@ -135,19 +146,25 @@ func (w *Writer) Collect() {
 		}
 		batch, n = nil, 0
 	}
+	w.pass++
 	for _, src := range w.cfg.Sources() {
 		for _, def := range src.DB.Charts() {
 			last, _, ok := src.DB.Latest(def.ID)
 			key := src.Instance + "\x00" + def.ID
-			cur, seen := w.cursor[key]
-			if !ok || (seen && last <= cur) {
+			c, seen := w.cursor[key]
+			if seen {
+				c.pass = w.pass
+				w.cursor[key] = c
+			}
+			if !ok || (seen && last <= c.last) {
 				continue
 			}
+			cur := c.last
 			if !seen {
 				cur = last - 1
 			}
 			win, err := src.DB.QueryFor(store.ReadExporters, def.ID, 0, cur+1, last)
-			w.cursor[key] = last
+			w.cursor[key] = cursor{last: last, pass: w.pass}
 			if err != nil || len(win.Slots) == 0 {
 				continue
 			}
@@ -175,6 +192,11 @@ func (w *Writer) Collect() {
 		}
 	}
 	flush()
+	for k, c := range w.cursor {
+		if c.pass != w.pass {
+			delete(w.cursor, k)
+		}
+	}
 }
 
 func dimName(d store.DimDef) string {
