@@ -222,3 +222,47 @@ func TestRetryAfter(t *testing.T) {
 		})
 	}
 }
+
+// An agent that stops sends, before Run returns, the points written
+// since its last collection: the last seconds before a planned stop
+// reach the receiver.
+func TestRunSendsTheLastPointsWhenItStops(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		rw.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(srv.Close)
+	db := newStore(t)
+	now := time.Now().Unix() - 10
+	if err := db.Append("system.load", now, []float64{1, 2}); err != nil {
+		t.Fatal(err)
+	}
+	w, err := remotewrite.New(remotewrite.Config{
+		URL:      srv.URL,
+		Sources:  func() []remotewrite.Source { return []remotewrite.Source{{Instance: "host-a", DB: db}} },
+		Interval: time.Hour,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); w.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	testutil.Eventually(t, 10*time.Second, func() error {
+		if w.Sent.Load() != 2 {
+			return fmt.Errorf("writer %v", w.Status())
+		}
+		return nil
+	})
+	for i := int64(1); i <= 3; i++ {
+		if err := db.Append("system.load", now+i, []float64{1, 2}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cancel()
+	<-done
+	if got := w.Sent.Load(); got != 8 {
+		t.Fatalf("%d samples sent, want 8 (2 dimensions, 4 seconds): %v", got, w.Status())
+	}
+}

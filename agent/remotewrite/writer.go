@@ -64,6 +64,9 @@ type Writer struct {
 	// of charts gone from the sources are dropped.
 	cursor map[string]cursor
 	pass   uint64
+	// unsent is the batch Send was retrying when its context ended
+	// (Run's flush sends it).
+	unsent []Series
 
 	// Counters: samples sent (acknowledged 2xx), dropped at the full
 	// queue, failed (refused by the receiver with 4xx), requests retried.
@@ -108,7 +111,11 @@ func (w *Writer) Status() map[string]any {
 	}
 }
 
-// Run collects and sends until ctx is done.
+// Run collects and sends until ctx is done. Then it collects once more
+// and sends what is queued, each batch tried once, within the Timeout:
+// the points written since the last collection reach the receiver when
+// the agent stops, and a receiver that is down or slow delays the stop
+// by one Timeout at most (what is not sent is counted as dropped).
 func (w *Writer) Run(ctx context.Context) {
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -120,10 +127,59 @@ func (w *Writer) Run(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			wg.Wait()
+			w.flush()
 			return
 		case <-t.C:
 		}
 	}
+}
+
+// flush collects once more and sends the batch Send was trying and the
+// queued ones, in order, once each, within one Timeout.
+func (w *Writer) flush() {
+	w.Collect()
+	ctx, cancel := context.WithTimeout(context.Background(), w.cfg.Timeout)
+	defer cancel()
+	var raw, enc []byte
+	batch := w.unsent
+	w.unsent = nil
+	for {
+		if batch == nil {
+			select {
+			case batch = <-w.queue:
+			default:
+				return
+			}
+		}
+		n := samples(batch)
+		raw = AppendWriteRequest(raw[:0], batch)
+		enc = snappy.Encode(enc[:cap(enc)], raw)
+		batch = nil
+		err := w.post(ctx, enc)
+		var perm permanentError
+		switch {
+		case err == nil:
+			w.Sent.Add(int64(n))
+		case errors.As(err, &perm):
+			w.Failed.Add(int64(n))
+			w.cfg.Log.Warn("remote write refused a batch", "samples", n, "err", err)
+		default:
+			w.Dropped.Add(int64(n))
+			for len(w.queue) > 0 {
+				w.Dropped.Add(int64(samples(<-w.queue)))
+			}
+			w.cfg.Log.Warn("remote write stopped with batches unsent", "err", err)
+			return
+		}
+	}
+}
+
+func samples(batch []Series) int {
+	n := 0
+	for _, s := range batch {
+		n += len(s.Samples)
+	}
+	return n
 }
 
 // Collect queues the points written since the last call. Only one
@@ -220,10 +276,7 @@ func (w *Writer) Send(ctx context.Context) {
 			return
 		case batch = <-w.queue:
 		}
-		n := 0
-		for _, s := range batch {
-			n += len(s.Samples)
-		}
+		n := samples(batch)
 		raw = AppendWriteRequest(raw[:0], batch)
 		enc = snappy.Encode(enc[:cap(enc)], raw)
 		bo := transport.Backoff{Min: 100 * time.Millisecond, Max: 10 * time.Second}
@@ -247,6 +300,7 @@ func (w *Writer) Send(ctx context.Context) {
 			}
 			select {
 			case <-ctx.Done():
+				w.unsent = batch
 				return
 			case <-time.After(wait):
 			}
