@@ -121,13 +121,8 @@ func (s *Server) dataV2(ctx *fasthttp.RequestCtx, ver int) error {
 		// tier 0 misses more than a tenth of (it starts that much before
 		// tier 0's oldest point) is read from tier 1, if tier 1 holds
 		// older data than tier 0.
-		after, before := req.After, req.Before
-		if before <= 0 && before >= -query.RelativeMax {
-			before = min(now, last) + before
-		}
-		if after <= 0 && after >= -query.RelativeMax {
-			after = before + after
-		}
+		// The window as the plan reads it (relative values of either sign).
+		after, before := query.ResolveWindow(req.After, req.Before, now, last)
 		if span := before - after; span > 0 && st.FirstTime-after > span/10 && st.Tier1First < st.FirstTime {
 			req.Tier = 1
 		}

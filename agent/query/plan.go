@@ -41,27 +41,7 @@ func NewPlan(after, before int64, points int, unaligned bool, now, _, last, step
 	if points <= 0 {
 		return Plan{}, fmt.Errorf("points must be a positive integer, got %d", points)
 	}
-	// before first: a relative after counts back from the before the data
-	// can answer (clamped to now and to the newest point), so after=-10
-	// gives the 10 newest points.
-	b := before
-	if abs64(b) <= RelativeMax {
-		b = now + b
-		if b > now {
-			b = now
-		}
-	}
-	a := after
-	if abs64(a) <= RelativeMax {
-		if a > 0 {
-			a = -a
-		}
-		anchor := min(b, now)
-		if last > 0 {
-			anchor = min(anchor, last)
-		}
-		a = anchor + a
-	}
+	a, b := ResolveWindow(after, before, now, last)
 	if a > b {
 		return Plan{}, fmt.Errorf("after (%d) is later than before (%d)", a, b)
 	}
@@ -95,6 +75,28 @@ func NewPlan(after, before int64, points int, unaligned bool, now, _, last, step
 	p.Before = b
 	p.After = b - (int64(points)*group-1)*step
 	return p, nil
+}
+
+// ResolveWindow is the absolute window NewPlan reads after and before as
+// (last as in NewPlan). Values up to RelativeMax are relative: before
+// counts from now and stops at now; after counts back from before
+// (clamped to now and to the newest point), whatever its sign, so
+// after=-10 and after=10 are both the 10 newest points. Larger values are
+// unix seconds, kept as given.
+func ResolveWindow(after, before, now, last int64) (a, b int64) {
+	b = before
+	if abs64(b) <= RelativeMax {
+		b = min(now+b, now)
+	}
+	a = after
+	if abs64(a) <= RelativeMax {
+		anchor := min(b, now)
+		if last > 0 {
+			anchor = min(anchor, last)
+		}
+		a = anchor - abs64(a)
+	}
+	return a, b
 }
 
 func floorDiv(a, b int64) int64 {
