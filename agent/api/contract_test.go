@@ -673,6 +673,11 @@ func TestV2BadInput(t *testing.T) {
 	if n := len(c["contexts"].(map[string]any)); n != 6 {
 		t.Errorf("contexts of the last minute: %d, want 6", n)
 	}
+	// after=0 and before=0 are bounds not given, not "now".
+	c = decode(t, "contexts", env.get(t, "/api/v3/contexts?after=0&before=0").body).(map[string]any)
+	if n := len(c["contexts"].(map[string]any)); n != 6 {
+		t.Errorf("contexts with after=0&before=0: %d, want 6", n)
+	}
 	if r := env.get(t, "/api/v3/contexts?after=soon"); r.status != 400 {
 		t.Errorf("contexts after=soon: %d", r.status)
 	}

@@ -125,8 +125,9 @@
 // "cpu*" or "a*b" glob the whole string, "!word" excludes the strings it
 // matches; the first matching word decides). alert_transitions keeps
 // the transitions of its after/before window (unix seconds, or seconds
-// back from now), as Netdata's query of its transitions table does;
-// contexts keeps the contexts with data in it. alert_config takes
+// back from now; 0 is a bound not given, as in Netdata), as Netdata's
+// query of its transitions table does; contexts keeps the contexts with
+// data in it. alert_config takes
 // config= (a config_hash_id, as alerts and alarms publish it): none is a
 // 400, an unknown one a 404. settings (v3) is Netdata's dashboard settings
 // file at version 1 (the agent stores none: its API is read-only), beside

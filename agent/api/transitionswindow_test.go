@@ -21,6 +21,9 @@ func TestAlertTransitionsWindow(t *testing.T) {
 		{"before=-60", []uint64{1}},
 		{"after=-600&before=-200", []uint64{1}},
 		{"after=-20", []uint64{}},
+		// 0 is a bound not given, as in Netdata (not "now").
+		{"after=0&before=0", []uint64{2, 1}},
+		{"after=0&before=-60", []uint64{1}},
 	} {
 		for _, v := range []string{"v2", "v3"} {
 			path := "/api/" + v + "/alert_transitions?last=10&" + c.q

@@ -222,8 +222,9 @@ func (s *Server) contextsV2(ctx *fasthttp.RequestCtx, ver int) error {
 }
 
 // v2Window reads the after and before of the v2 listings (contexts,
-// alert_transitions): unix seconds, or 0 and negative seconds counting
-// back from now; 0 for a bound not given.
+// alert_transitions): unix seconds, or negative seconds counting back
+// from now; 0 for a bound not given or given as 0 (Netdata's unset
+// bound, not "now").
 func v2Window(ctx *fasthttp.RequestCtx, now int64) (after, before int64, err error) {
 	for _, x := range []struct {
 		k string
@@ -234,7 +235,7 @@ func v2Window(ctx *fasthttp.RequestCtx, now int64) (after, before int64, err err
 			if err != nil {
 				return 0, 0, httpx.BadRequest("%s must be unix seconds or a negative number of seconds, got %q", x.k, trimArg(v))
 			}
-			if n <= 0 && n >= -3*365*86400 {
+			if n < 0 && n >= -query.RelativeMax {
 				n += now
 			}
 			*x.v = n
