@@ -259,3 +259,49 @@ func TestWeightsExplicitBaseline(t *testing.T) {
 		}
 	}
 }
+
+// TestWeightsRelativeWindowSign: a positive relative before counts back
+// from now, as Netdata reads it (before=30 is before=-30), so the
+// highlight is the past and not a window in the future with no data; and
+// after=0 is the default window, as Netdata reads it, not an empty one.
+func TestWeightsRelativeWindowSign(t *testing.T) {
+	env := newTestEnv(t)
+	addShiftChart(t, env)
+	end := env.now.Unix()
+	for _, v := range []string{"v1", "v2", "v3"} {
+		for _, c := range []struct {
+			q                 string
+			wantAfter, wantBf int64
+		}{
+			{"after=-60&before=30", end - 90, end - 30},
+			{"after=60&before=30", end - 90, end - 30},
+			{"after=0", end - 300, end},
+			{"after=0&before=-30", end - 330, end - 30},
+		} {
+			p := "/api/" + v + "/weights?method=volume&" + c.q
+			r := env.get(t, p)
+			if r.status != 200 {
+				t.Errorf("GET %s = %d %s", p, r.status, r.body)
+				continue
+			}
+			if v == "v1" {
+				var w struct{ After, Before int64 }
+				if err := json.Unmarshal(r.body, &w); err != nil {
+					t.Fatal(err)
+				}
+				if w.After != c.wantAfter || w.Before != c.wantBf {
+					t.Errorf("GET %s: highlight (%d, %d], want (%d, %d]", p, w.After, w.Before, c.wantAfter, c.wantBf)
+				}
+				continue
+			}
+			var w weightsJSON
+			if err := json.Unmarshal(r.body, &w); err != nil {
+				t.Fatal(err)
+			}
+			h := w.View.Highlight
+			if h == nil || h.After != c.wantAfter || h.Before != c.wantBf || h.Points == 0 || len(w.Results) == 0 {
+				t.Errorf("GET %s: highlight %+v, %d results; want (%d, %d] with points and results", p, h, len(w.Results), c.wantAfter, c.wantBf)
+			}
+		}
+	}
+}

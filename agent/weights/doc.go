@@ -5,7 +5,10 @@
 //
 // A query has a highlight (After, Before]: after and before, or
 // Netdata's other names highlight_after and highlight_before (points may
-// be max_points), and, for the methods that
+// be max_points), read as Netdata reads them: values up to three years
+// are relative whatever their sign (before=30 is before=-30, 30 s back
+// from now; after counts back from before), after=0 is the default
+// after (-300), larger values are unix seconds; and, for the methods that
 // compare, a baseline (BaselineAfter, BaselineBefore], by default the four
 // highlights right before it. Both are read from one tier (tier 0 unless
 // together they are longer than tier 0 keeps) and grouped into points of

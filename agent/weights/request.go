@@ -91,6 +91,10 @@ func parseInt(name, s string) (int64, error) {
 	return v, nil
 }
 
+// defaultAfter is the highlight's after when none is given (or 0 is):
+// the five minutes before before.
+const defaultAfter = -300
+
 // resolve turns a relative time (|v| up to three years, Netdata's rule)
 // into an absolute one counted from base.
 func resolve(v, base int64) int64 {
@@ -137,12 +141,18 @@ func ParseRequest(get Getter, now int64) (Request, error) {
 			return r, err
 		}
 	}
+	if before > 0 && before <= query.RelativeMax {
+		before = -before // Netdata: a positive relative before counts back too
+	}
 	r.Before = resolve(before, now)
-	after := int64(-300)
+	after := int64(0)
 	if hasAfter {
 		if after, err = parseInt("after", as); err != nil {
 			return r, err
 		}
+	}
+	if after == 0 {
+		after = defaultAfter // Netdata: after=0 is the default window
 	}
 	if after > 0 && after <= query.RelativeMax {
 		after = -after // Netdata: a positive relative after counts back
