@@ -361,3 +361,67 @@ func TestStreamAcceptBacksOff(t *testing.T) {
 		t.Fatalf("Accept called %d times, want 5", fl.calls)
 	}
 }
+
+// A DoT query that carries the EDNS(0) Padding option gets an answer
+// padded to a multiple of 468 bytes (RFC 7830 §3, RFC 8467 §4.1), as
+// unbound and Knot pad theirs; plain TCP and unpadded queries are
+// answered as they are.
+func TestDoTPadsPaddedQueries(t *testing.T) {
+	pub, local := testSources(t)
+	s := newTestServer(t, testConfig{Config: Config{Upstreams: []string{deadUpstream(t)}}}, pub, local)
+	if err := s.ServeTLS("127.0.0.1:0", selfSigned(t)); err != nil {
+		t.Fatal(err)
+	}
+	exchange := func(network, addr string, pad bool) (*dns.Msg, int) {
+		t.Helper()
+		q := new(dns.Msg)
+		q.SetQuestion("a.local.", dns.TypeA)
+		q.SetEdns0(1232, false)
+		if pad {
+			o := q.IsEdns0()
+			o.Option = append(o.Option, &dns.EDNS0_PADDING{Padding: make([]byte, 20)})
+		}
+		b, err := q.Pack()
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := dialStream(t, network, addr)
+		if _, err := c.Write(append(binary.BigEndian.AppendUint16(nil, uint16(len(b))), b...)); err != nil {
+			t.Fatal(err)
+		}
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		var l [2]byte
+		if _, err := io.ReadFull(c, l[:]); err != nil {
+			t.Fatal(err)
+		}
+		reply := make([]byte, binary.BigEndian.Uint16(l[:]))
+		if _, err := io.ReadFull(c, reply); err != nil {
+			t.Fatal(err)
+		}
+		m := new(dns.Msg)
+		if err := m.Unpack(reply); err != nil {
+			t.Fatalf("%s: %v", network, err)
+		}
+		return m, len(reply)
+	}
+	hasPadding := func(m *dns.Msg) bool {
+		if o := m.IsEdns0(); o != nil {
+			for _, opt := range o.Option {
+				if opt.Option() == dns.EDNS0PADDING {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	m, n := exchange("tls", s.TLSAddr(), true)
+	if n%468 != 0 || !hasPadding(m) || len(m.Answer) != 2 {
+		t.Fatalf("DoT padded query: %d bytes, padding %v, %d answers; want a multiple of 468 with the option and both A records", n, hasPadding(m), len(m.Answer))
+	}
+	if m, n := exchange("tls", s.TLSAddr(), false); hasPadding(m) || n%468 == 0 {
+		t.Fatalf("DoT unpadded query: %d bytes, padding %v; want no padding", n, hasPadding(m))
+	}
+	if m, _ := exchange("tcp", s.Addr(), true); hasPadding(m) {
+		t.Fatal("plain TCP answer padded; padding is for encrypted transports")
+	}
+}

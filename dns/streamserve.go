@@ -198,6 +198,9 @@ func (ss *streamServer) answer(c net.Conn, wmu *sync.Mutex, q []byte, recurse bo
 	if b == nil {
 		return
 	}
+	if ss.path == "tls" && m != nil && queryPadded(q) {
+		b = padReply(m, b)
+	}
 	qlog := s.qlog.on.Load() // as the query is answered, not after
 	frame := make([]byte, 2+len(b))
 	binary.BigEndian.PutUint16(frame, uint16(len(b)))
