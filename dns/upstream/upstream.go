@@ -10,8 +10,10 @@
 // min(SOA TTL, SOA MINIMUM) as RFC 2308 §5 says, and are not cached
 // without a SOA; a failure of every server is remembered for
 // FailureTTL (RFC 2308 §7.1 allows up to five minutes) so a dead
-// upstream costs one timeout, not one per query. TTLs are capped at
-// MaxTTL and counted down on every hit.
+// upstream costs one timeout, not one per query. Every record's TTL is
+// capped at MaxTTL as it arrives (a TTL with its top bit set is 0, RFC
+// 2181 §8), so clients are never told to keep an answer longer than the
+// cache does, and counted down on every hit.
 package upstream
 
 import (
@@ -321,7 +323,7 @@ func (r *Resolver) forward(ctx context.Context, k key) (*dns.Msg, error) {
 			errs = append(errs, fmt.Errorf("%s: answer is for another question", srv))
 			continue
 		}
-		clean(m)
+		clean(m, uint32(min(r.cfg.MaxTTL/time.Second, 1<<31-1)))
 		return m, nil
 	}
 	r.failures.Add(1)
@@ -345,8 +347,11 @@ func (r *Resolver) exchange(ctx context.Context, q *dns.Msg, srv string) (*dns.M
 	return m, err
 }
 
-// clean keeps what a forwarder passes on: the sections without OPT.
-func clean(m *dns.Msg) {
+// clean keeps what a forwarder passes on: the sections without OPT,
+// every TTL at most maxTTL, and 0 for a TTL with its top bit set (RFC
+// 2181 §8), as unbound's cache-max-ttl caps what it hands out: the cache
+// keeps an answer no longer than maxTTL, neither should its clients.
+func clean(m *dns.Msg, maxTTL uint32) {
 	extra := m.Extra[:0]
 	for _, rr := range m.Extra {
 		if rr.Header().Rrtype != dns.TypeOPT {
@@ -354,6 +359,16 @@ func clean(m *dns.Msg) {
 		}
 	}
 	m.Extra = extra
+	for _, sec := range [][]dns.RR{m.Answer, m.Ns, m.Extra} {
+		for _, rr := range sec {
+			switch h := rr.Header(); {
+			case h.Ttl >= 1<<31:
+				h.Ttl = 0
+			case h.Ttl > maxTTL:
+				h.Ttl = maxTTL
+			}
+		}
+	}
 }
 
 // Clear drops every cached answer for name; it returns how many. A

@@ -43,6 +43,8 @@ func (f *fake) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 		m.Answer = append(m.Answer, &dns.A{Hdr: dns.RR_Header{Name: q.Name, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: 50}, A: net.IPv4(192, 0, 2, 2)})
 	case "long.example.":
 		m.Answer = append(m.Answer, &dns.A{Hdr: dns.RR_Header{Name: q.Name, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: 1 << 30}, A: net.IPv4(192, 0, 2, 3)})
+	case "msb.example.":
+		m.Answer = append(m.Answer, &dns.A{Hdr: dns.RR_Header{Name: q.Name, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: 1<<31 + 5}, A: net.IPv4(192, 0, 2, 4)})
 	case "nx.example.":
 		m.Rcode = dns.RcodeNameError
 		m.Ns = append(m.Ns, soa(600, 30))
@@ -163,6 +165,41 @@ func TestCacheTTLs(t *testing.T) {
 	st := r.Stats()
 	if st.CacheHits == 0 || st.CacheMisses == 0 || st.Failures == 0 {
 		t.Fatalf("stats %+v", st)
+	}
+}
+
+// The TTLs handed out are capped at MaxTTL, as unbound's cache-max-ttl
+// caps them, on the miss, on a cache hit and in the fast path's wire
+// template: a cached entry dies after MaxTTL, so a client told more
+// would keep the answer longer than the node does. A TTL with its top
+// bit set is 0 (RFC 2181 §8): passed on, not cached.
+func TestServedTTLsCappedAtMaxTTL(t *testing.T) {
+	f := &fake{}
+	clk := &clock{now: time.Unix(1000, 0)}
+	r := New(Config{Servers: []string{serve(t, f)}, Now: clk.Now, MaxTTL: time.Hour})
+	ctx := context.Background()
+	m, err := r.Resolve(ctx, "long.example", dns.TypeA, dns.ClassINET)
+	if err != nil || m.Answer[0].Header().Ttl != 3600 {
+		t.Fatalf("miss: %v %v; want TTL 3600", m, err)
+	}
+	clk.add(10 * time.Second)
+	m, err = r.Resolve(ctx, "long.example", dns.TypeA, dns.ClassINET)
+	if err != nil || m.Answer[0].Header().Ttl != 3590 || f.hits.Load() != 1 {
+		t.Fatalf("hit: %v %v (hits %d); want TTL 3590 from the cache", m, err, f.hits.Load())
+	}
+	wk, _ := WireKey("long.example.", dns.TypeA)
+	tpl, ok := r.Template([]byte(wk), clk.Now())
+	if !ok || len(tpl.TTLs) != 1 || tpl.TTLs[0] != 3600 {
+		t.Fatalf("template: %v %+v; want one TTL of 3600", ok, tpl)
+	}
+	for range 2 {
+		m, err = r.Resolve(ctx, "msb.example", dns.TypeA, dns.ClassINET)
+		if err != nil || m.Answer[0].Header().Ttl != 0 {
+			t.Fatalf("TTL with the top bit set: %v %v; want 0", m, err)
+		}
+	}
+	if f.hits.Load() != 3 {
+		t.Fatalf("hits %d, want 3: a TTL of 0 is not cached", f.hits.Load())
 	}
 }
 
