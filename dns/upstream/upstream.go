@@ -3,7 +3,9 @@
 //
 // Forwarding: UDP with EDNS0 (1232 bytes) to each server in turn, retried
 // over TCP when the answer is truncated; a server that times out, fails
-// or answers SERVFAIL/REFUSED is skipped for the next one.
+// or answers with an RCODE other than NOERROR, NXDOMAIN or YXDOMAIN
+// (SERVFAIL, REFUSED, or one about our query: FORMERR, NOTIMP, BADVERS)
+// is skipped for the next one.
 //
 // Cache: github.com/hashicorp/golang-lru/v2, bounded by entries. Positive
 // answers live for their smallest TTL; NXDOMAIN and NODATA for
@@ -315,8 +317,13 @@ func (r *Resolver) forward(ctx context.Context, k key) (*dns.Msg, error) {
 			errs = append(errs, fmt.Errorf("%s: %w", srv, err))
 			continue
 		}
-		if m.Rcode == dns.RcodeServerFailure || m.Rcode == dns.RcodeRefused {
-			errs = append(errs, fmt.Errorf("%s: %s", srv, dns.RcodeToString[m.Rcode]))
+		switch m.Rcode {
+		case dns.RcodeSuccess, dns.RcodeNameError, dns.RcodeYXDomain: // YXDOMAIN: a DNAME's result too long (RFC 6672 §2.2)
+		default:
+			// SERVFAIL, REFUSED, or an RCODE about our query rather than
+			// the name (FORMERR, NOTIMP, BADVERS, ...): not the client's
+			// to see.
+			errs = append(errs, fmt.Errorf("%s: rcode %d", srv, m.Rcode))
 			continue
 		}
 		if len(m.Question) != 1 || !strings.EqualFold(m.Question[0].Name, k.name) || m.Question[0].Qtype != k.qtype {

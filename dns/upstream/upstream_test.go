@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -20,6 +21,7 @@ type fake struct {
 	gate   chan struct{} // when set, answers wait for it
 	rcode  int
 	refuse bool
+	edns   bool // every answer is rcode, with an OPT (for extended RCODEs)
 }
 
 func (f *fake) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
@@ -31,6 +33,12 @@ func (f *fake) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 	q := req.Question[0]
 	if f.refuse {
 		m.Rcode = dns.RcodeRefused
+		w.WriteMsg(m)
+		return
+	}
+	if f.edns {
+		m.Rcode = f.rcode
+		m.SetEdns0(1232, false)
 		w.WriteMsg(m)
 		return
 	}
@@ -213,6 +221,28 @@ func TestFailover(t *testing.T) {
 	}
 	if _, err := New(Config{}).Resolve(context.Background(), "a.example", dns.TypeA, dns.ClassINET); !errors.Is(err, ErrNoServers) {
 		t.Fatalf("no servers: %v", err)
+	}
+}
+
+// An upstream that answers FORMERR, NOTIMP or BADVERS speaks of our
+// query, not of the name: the next server is asked, as after SERVFAIL
+// or REFUSED, and the client never gets that RCODE as if its own query
+// were malformed (unbound answers SERVFAIL when no server does better).
+func TestFailoverOnRcodesAboutTheQuery(t *testing.T) {
+	for _, rcode := range []int{dns.RcodeFormatError, dns.RcodeNotImplemented, dns.RcodeBadVers} {
+		t.Run(strconv.Itoa(rcode), func(t *testing.T) {
+			bad := &fake{rcode: rcode, edns: true}
+			good := &fake{}
+			r := New(Config{Servers: []string{serve(t, bad), serve(t, good)}})
+			m, err := r.Resolve(context.Background(), "a.example", dns.TypeA, dns.ClassINET)
+			if err != nil || m.Rcode != dns.RcodeSuccess || len(m.Answer) != 2 || good.hits.Load() != 1 {
+				t.Fatalf("got %v %v (good server asked %d times); want the good server's answer", m, err, good.hits.Load())
+			}
+			only := New(Config{Servers: []string{serve(t, bad)}})
+			if m, err := only.Resolve(context.Background(), "a.example", dns.TypeA, dns.ClassINET); !errors.Is(err, ErrFailed) {
+				t.Fatalf("only that server: %v %v; want ErrFailed (SERVFAIL)", m, err)
+			}
+		})
 	}
 }
 
