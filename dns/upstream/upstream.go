@@ -9,8 +9,8 @@
 //
 // Cache: github.com/hashicorp/golang-lru/v2, bounded by entries. Positive
 // answers live for their smallest TTL; NXDOMAIN and NODATA for
-// min(SOA TTL, SOA MINIMUM) as RFC 2308 §5 says, and are not cached
-// without a SOA; a failure of every server is remembered for
+// min(SOA TTL, SOA MINIMUM) as RFC 2308 §5 says (and no longer than the
+// CNAMEs before them), and are not cached without a SOA; a failure of every server is remembered for
 // FailureTTL (RFC 2308 §7.1 allows up to five minutes) so a dead
 // upstream costs one timeout, not one per query. Every record's TTL is
 // capped at MaxTTL as it arrives (a TTL with its top bit set is 0, RFC
@@ -277,20 +277,19 @@ func cacheTTL(m *dns.Msg) (uint32, bool) {
 	default:
 		return 0, false
 	}
-	if m.Rcode == dns.RcodeSuccess && len(m.Answer) > 0 {
-		ttl := uint32(1<<31 - 1)
-		for _, rr := range m.Answer {
-			ttl = min(ttl, rr.Header().Ttl)
-		}
-		return ttl, true
+	ttl := uint32(1<<31 - 1)
+	for _, rr := range m.Answer {
+		ttl = min(ttl, rr.Header().Ttl)
 	}
-	// NXDOMAIN or NODATA: RFC 2308 §5, the SOA's TTL capped by its MINIMUM.
+	// NXDOMAIN or NODATA, also at the end of a CNAME chain: RFC 2308 §5,
+	// the SOA's TTL capped by its MINIMUM, and no longer than the chain.
 	for _, rr := range m.Ns {
 		if soa, ok := rr.(*dns.SOA); ok {
-			return min(soa.Hdr.Ttl, soa.Minttl), true
+			return min(ttl, soa.Hdr.Ttl, soa.Minttl), true
 		}
 	}
-	return 0, false
+	// A positive answer; a negative one without SOA is not cached.
+	return ttl, m.Rcode == dns.RcodeSuccess && len(m.Answer) > 0
 }
 
 func (r *Resolver) forward(ctx context.Context, k key) (*dns.Msg, error) {

@@ -53,6 +53,14 @@ func (f *fake) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 		m.Answer = append(m.Answer, &dns.A{Hdr: dns.RR_Header{Name: q.Name, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: 1 << 30}, A: net.IPv4(192, 0, 2, 3)})
 	case "msb.example.":
 		m.Answer = append(m.Answer, &dns.A{Hdr: dns.RR_Header{Name: q.Name, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: 1<<31 + 5}, A: net.IPv4(192, 0, 2, 4)})
+	case "cname-nodata.example.", "cname-nx.example.":
+		m.Answer = append(m.Answer, &dns.CNAME{Hdr: dns.RR_Header{Name: q.Name, Rrtype: dns.TypeCNAME, Class: dns.ClassINET, Ttl: 3600}, Target: "target.example."})
+		m.Ns = append(m.Ns, soa(600, 30))
+		if q.Name == "cname-nx.example." {
+			m.Answer[0].Header().Ttl = 10
+			m.Ns[0] = soa(600, 300)
+			m.Rcode = dns.RcodeNameError
+		}
 	case "nx.example.":
 		m.Rcode = dns.RcodeNameError
 		m.Ns = append(m.Ns, soa(600, 30))
@@ -208,6 +216,42 @@ func TestServedTTLsCappedAtMaxTTL(t *testing.T) {
 	}
 	if f.hits.Load() != 3 {
 		t.Fatalf("hits %d, want 3: a TTL of 0 is not cached", f.hits.Load())
+	}
+}
+
+// A CNAME whose target has no record of the type (NODATA) or does not
+// exist (NXDOMAIN) is cached for the shortest of the CNAME's TTL and the
+// negative TTL, min(SOA TTL, MINIMUM) (RFC 2308 §5), as unbound caches
+// it: a NODATA behind a day-long CNAME lived a day, not the target
+// zone's 30 s, and a short CNAME outlived its TTL behind an NXDOMAIN.
+func TestCNAMEToNegativeCachedForShortestTTL(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		qtype uint16
+		ttl   time.Duration
+	}{{"cname-nodata.example", dns.TypeAAAA, 30 * time.Second}, {"cname-nx.example", dns.TypeA, 10 * time.Second}} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := &fake{}
+			clk := &clock{now: time.Unix(1000, 0)}
+			r := New(Config{Servers: []string{serve(t, f)}, Now: clk.Now})
+			res := func() {
+				t.Helper()
+				if _, err := r.Resolve(context.Background(), tt.name, tt.qtype, dns.ClassINET); err != nil {
+					t.Fatal(err)
+				}
+			}
+			res()
+			clk.add(tt.ttl - time.Second)
+			res()
+			if f.hits.Load() != 1 {
+				t.Fatalf("hits %d before %v; want 1 (cached)", f.hits.Load(), tt.ttl)
+			}
+			clk.add(2 * time.Second)
+			res()
+			if f.hits.Load() != 2 {
+				t.Fatalf("hits %d after %v; want 2 (expired)", f.hits.Load(), tt.ttl)
+			}
+		})
 	}
 }
 
