@@ -57,7 +57,6 @@ type Resolver struct {
 	servers atomic.Pointer[[]string]
 	size    atomic.Int64 // the cache's capacity in entries
 	cache   *lru.Cache[key, *entry]
-	udp     *dns.Client
 	tcp     *dns.Client
 
 	mu       sync.Mutex // guards inflight and orders stores against Clear
@@ -117,7 +116,6 @@ func New(cfg Config) *Resolver {
 	}
 	r := &Resolver{
 		cfg:      cfg,
-		udp:      &dns.Client{Net: "udp", Timeout: cfg.Timeout, UDPSize: cfg.UDPSize},
 		tcp:      &dns.Client{Net: "tcp", Timeout: cfg.Timeout},
 		inflight: map[key]*call{},
 		wire:     map[string]*Template{},
@@ -325,7 +323,7 @@ func (r *Resolver) forward(ctx context.Context, k key) (*dns.Msg, error) {
 			errs = append(errs, fmt.Errorf("%s: rcode %d", srv, m.Rcode))
 			continue
 		}
-		if len(m.Question) != 1 || !strings.EqualFold(m.Question[0].Name, k.name) || m.Question[0].Qtype != k.qtype {
+		if !answers(m, q) {
 			errs = append(errs, fmt.Errorf("%s: answer is for another question", srv))
 			continue
 		}
@@ -339,7 +337,7 @@ func (r *Resolver) forward(ctx context.Context, k key) (*dns.Msg, error) {
 func (r *Resolver) exchange(ctx context.Context, q *dns.Msg, srv string) (*dns.Msg, error) {
 	ctx1, cancel := context.WithTimeout(ctx, r.cfg.Timeout)
 	defer cancel()
-	m, _, err := r.udp.ExchangeContext(ctx1, q, srv)
+	m, err := r.exchangeUDP(ctx1, q, srv)
 	if err != nil {
 		return nil, err
 	}
@@ -351,6 +349,56 @@ func (r *Resolver) exchange(ctx context.Context, q *dns.Msg, srv string) (*dns.M
 	defer cancel2()
 	m, _, err = r.tcp.ExchangeContext(ctx2, q, srv)
 	return m, err
+}
+
+// exchangeUDP sends q to srv from a connected UDP socket (the kernel
+// drops datagrams from any other address; the source port is its random
+// ephemeral one, the id dns.Id's random one) and returns the first
+// datagram that answers q. Any other — one that does not parse, is not a
+// response, or has another id or question — is ignored and the wait goes
+// on until ctx's deadline (RFC 5452 §9.1): it is what an off-path
+// attacker sprays at the port in the server's name.
+func (r *Resolver) exchangeUDP(ctx context.Context, q *dns.Msg, srv string) (*dns.Msg, error) {
+	b, err := q.Pack()
+	if err != nil {
+		return nil, err
+	}
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "udp", srv)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	if dl, ok := ctx.Deadline(); ok {
+		if err := c.SetDeadline(dl); err != nil {
+			return nil, err
+		}
+	}
+	if _, err := c.Write(b); err != nil {
+		return nil, err
+	}
+	buf := make([]byte, max(int(r.cfg.UDPSize), dns.MinMsgSize))
+	for {
+		n, err := c.Read(buf)
+		if err != nil {
+			return nil, err
+		}
+		m := new(dns.Msg)
+		if m.Unpack(buf[:n]) != nil {
+			continue
+		}
+		if answers(m, q) || m.Response && m.Id == q.Id && len(m.Question) == 0 && m.Rcode != dns.RcodeSuccess {
+			return m, nil // (an error without the question: FORMERR, NOTIMP, as some servers send them)
+		}
+	}
+}
+
+// answers reports whether m is a response to q: same id and opcode, and
+// q's one question (name case aside).
+func answers(m, q *dns.Msg) bool {
+	return m.Response && m.Id == q.Id && m.Opcode == q.Opcode && len(m.Question) == 1 &&
+		strings.EqualFold(m.Question[0].Name, q.Question[0].Name) &&
+		m.Question[0].Qtype == q.Question[0].Qtype && m.Question[0].Qclass == q.Question[0].Qclass
 }
 
 // clean keeps what a forwarder passes on: the sections without OPT,

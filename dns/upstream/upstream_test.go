@@ -452,3 +452,49 @@ func TestClearDuringFlight(t *testing.T) {
 		}
 	})
 }
+
+// Datagrams that are not the answer to our question — too short to
+// parse, garbage, the query itself echoed (QR clear), or a response
+// with our id for another name — are what an off-path attacker sprays
+// at our port in the upstream's name. They are ignored and the real
+// answer that follows is taken (RFC 5452 §9.1, as unbound and Knot
+// Resolver do); miekg/dns's client gave up at the first datagram that
+// did not parse, so one spoofed packet made the server look dead (and
+// the failure was cached).
+func TestJunkBeforeTheAnswerIgnored(t *testing.T) {
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pc.Close() })
+	go func() {
+		buf := make([]byte, 2048)
+		for {
+			n, from, err := pc.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			q := new(dns.Msg)
+			if q.Unpack(buf[:n]) != nil {
+				continue
+			}
+			other := new(dns.Msg).SetReply(q)
+			other.Question[0].Name = "evil.example."
+			other.Answer = []dns.RR{&dns.A{Hdr: dns.RR_Header{Name: "evil.example.", Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: 100}, A: net.IPv4(203, 0, 113, 66)}}
+			echo := q.Copy()
+			good := new(dns.Msg).SetReply(q)
+			good.Answer = []dns.RR{&dns.A{Hdr: dns.RR_Header{Name: q.Question[0].Name, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: 100}, A: net.IPv4(192, 0, 2, 1)}}
+			pc.WriteTo([]byte{1, 2, 3}, from)
+			pc.WriteTo(append(buf[:2:2], make([]byte, 30)...), from) // our id, then garbage
+			for _, m := range []*dns.Msg{echo, other, good} {
+				b, _ := m.Pack()
+				pc.WriteTo(b, from)
+			}
+		}
+	}()
+	r := New(Config{Servers: []string{pc.LocalAddr().String()}, Timeout: 2 * time.Second})
+	m, err := r.Resolve(context.Background(), "a.example", dns.TypeA, dns.ClassINET)
+	if err != nil || len(m.Answer) != 1 || m.Answer[0].(*dns.A).A.String() != "192.0.2.1" {
+		t.Fatalf("got %v %v; want the real answer, 192.0.2.1", m, err)
+	}
+}
