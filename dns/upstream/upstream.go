@@ -377,11 +377,21 @@ func (r *Resolver) exchangeUDP(ctx context.Context, q *dns.Msg, srv string) (*dn
 	if _, err := c.Write(b); err != nil {
 		return nil, err
 	}
-	buf := make([]byte, max(int(r.cfg.UDPSize), dns.MinMsgSize))
+	size := max(int(r.cfg.UDPSize), dns.MinMsgSize)
+	buf := make([]byte, size+1) // one byte more tells a datagram over size
 	for {
 		n, err := c.Read(buf)
 		if err != nil {
 			return nil, err
+		}
+		if n > size {
+			// Over the size we asked for (a server that ignores EDNS's):
+			// cut, it cannot be read. Ours (our id, a response) is asked
+			// again over TCP, as a truncated answer is.
+			if buf[0] == byte(q.Id>>8) && buf[1] == byte(q.Id) && buf[2]&0x80 != 0 {
+				return &dns.Msg{MsgHdr: dns.MsgHdr{Id: q.Id, Response: true, Truncated: true}}, nil
+			}
+			continue
 		}
 		m := new(dns.Msg)
 		if m.Unpack(buf[:n]) != nil {

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -496,5 +497,56 @@ func TestJunkBeforeTheAnswerIgnored(t *testing.T) {
 	m, err := r.Resolve(context.Background(), "a.example", dns.TypeA, dns.ClassINET)
 	if err != nil || len(m.Answer) != 1 || m.Answer[0].(*dns.A).A.String() != "192.0.2.1" {
 		t.Fatalf("got %v %v; want the real answer, 192.0.2.1", m, err)
+	}
+}
+
+// An answer over UDP larger than the size the query asked for (a server
+// that ignores EDNS's) arrives cut and cannot be read: it is asked again
+// over TCP at once, as a truncated one is, not waited on until the
+// timeout.
+func TestOversizeUDPAnswerAskedOverTCP(t *testing.T) {
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pc.Close() })
+	ln, err := net.Listen("tcp", pc.LocalAddr().String())
+	if err != nil {
+		t.Fatalf("TCP on the UDP port: %v", err)
+	}
+	big := func(q *dns.Msg) *dns.Msg {
+		m := new(dns.Msg).SetReply(q)
+		for i := range 8 {
+			m.Answer = append(m.Answer, &dns.TXT{Hdr: dns.RR_Header{Name: q.Question[0].Name, Rrtype: dns.TypeTXT, Class: dns.ClassINET, Ttl: 60},
+				Txt: []string{strings.Repeat(string(rune('a'+i)), 250)}})
+		}
+		return m
+	}
+	srv := &dns.Server{Listener: ln, Handler: dns.HandlerFunc(func(w dns.ResponseWriter, q *dns.Msg) { _ = w.WriteMsg(big(q)) })}
+	go func() { _ = srv.ActivateAndServe() }()
+	t.Cleanup(func() { _ = srv.Shutdown() })
+	go func() {
+		buf := make([]byte, 2048)
+		for {
+			n, from, err := pc.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			q := new(dns.Msg)
+			if q.Unpack(buf[:n]) != nil {
+				continue
+			}
+			b, _ := big(q).Pack() // over 2,000 bytes, whatever the query asked
+			_, _ = pc.WriteTo(b, from)
+		}
+	}()
+	r := New(Config{Servers: []string{pc.LocalAddr().String()}, Timeout: 5 * time.Second})
+	start := time.Now()
+	m, err := r.Resolve(context.Background(), "big.example", dns.TypeTXT, dns.ClassINET)
+	if err != nil || len(m.Answer) != 8 {
+		t.Fatalf("got %v %v; want the 8 TXT records over TCP", m, err)
+	}
+	if el := time.Since(start); el > 4*time.Second {
+		t.Fatalf("answered after %v: the oversize datagram was waited past", el)
 	}
 }
