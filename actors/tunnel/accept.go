@@ -69,6 +69,21 @@ func newRegistry(maxPerPeer int, refused *atomic.Int64) *registry {
 
 func (r *registry) lookup(id string) *serverHandle { return (*r.handles.Load())[id] }
 
+// local is the server on this node that k reaches, or nil: the server
+// of k.Plain when it is not secure (k is its public key), the secure
+// server of k.Secure (k is its secret). A secure server's plain id is
+// its announced id, which every peer sees: it reaches the server on
+// this node no more than through a peer, where the proof is asked.
+func (r *registry) local(k clientKey) *serverHandle {
+	if h := r.lookup(k.Plain); h != nil && h.key.Secret == nil {
+		return h
+	}
+	if h := r.lookup(k.Secure); h != nil && h.key.Secret != nil {
+		return h
+	}
+	return nil
+}
+
 // put and drop are called by the supervisor only (single writer).
 func (r *registry) put(h *serverHandle) {
 	old := *r.handles.Load()

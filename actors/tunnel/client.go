@@ -314,7 +314,7 @@ func (r *clientRun) pause(d time.Duration) bool {
 
 func (r *clientRun) reachable() bool {
 	k := r.e.key
-	if r.reg.lookup(k.Plain) != nil || r.reg.lookup(k.Secure) != nil {
+	if r.reg.local(k) != nil {
 		return true
 	}
 	if r.d.Mesh == nil {
@@ -366,17 +366,14 @@ func (r *clientRun) route() (remote side, extra []*stats, done func(), err error
 }
 
 // route finds the server for a new connection to key: a server on this
-// node is dialed directly (its target, no stream); otherwise each
+// node that key reaches (registry.local: never a secure one by its
+// announced id) is dialed directly (its target, no stream); otherwise each
 // provider of the plain id, then each provider of the secure id, until a
 // stream opens and its handshake is accepted. extra are the local
 // server's counters (nil for a stream); done releases what route took.
 // Shared by tunnel clients and the Dialer.
 func route(ctx context.Context, d Deps, reg *registry, k clientKey) (remote side, extra []*stats, done func(), err error) {
-	for _, id := range []string{k.Plain, k.Secure} {
-		h := reg.lookup(id)
-		if h == nil {
-			continue
-		}
+	if h := reg.local(k); h != nil {
 		if h.udp {
 			return nil, nil, nil, fmt.Errorf("local server %s is a udp tunnel", h.id)
 		}
@@ -393,13 +390,12 @@ func route(ctx context.Context, d Deps, reg *registry, k clientKey) (remote side
 			return nil, nil, nil, fmt.Errorf("local server %s: dial %s: %w", h.id, h.target, err)
 		}
 		t := tcpSide{tc}
-		remove, ok := h.conns.add(t.abort)
-		if !ok {
-			h.release()
-			t.abort()
-			continue
+		if remove, ok := h.conns.add(t.abort); ok {
+			return t, []*stats{h.stats}, func() { remove(); h.release() }, nil
 		}
-		return t, []*stats{h.stats}, func() { remove(); h.release() }, nil
+		// The server stopped meanwhile: a peer may serve the key too.
+		h.release()
+		t.abort()
 	}
 	if d.Mesh == nil {
 		return nil, nil, nil, errNoServer

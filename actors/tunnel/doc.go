@@ -47,8 +47,10 @@
 // A client is given only the URL and cannot tell a public key from a
 // secret, so it derives both candidates: plain = the 64 hex, secure =
 // hex(SHA-256("peerdns tunnel id v1\x00" + bytes of the 64 hex)). It
-// tries, in order: a server on this node with either id (dialed
-// directly, no stream), the providers of the plain id (no proof), then
+// tries, in order: a server on this node (dialed directly, no stream)
+// that is non-secure with the plain id or secure with the secure id (a
+// secure server's announced id, which every peer sees, does not reach
+// it here either), the providers of the plain id (no proof), then
 // the providers of the secure id (with proof). The plain id is only sent
 // to peers that announce it, which know it already.
 //

@@ -392,6 +392,93 @@ func TestSecureTunnel(t *testing.T) {
 	}
 }
 
+// On the node of a secure server too, its secret is what reaches it:
+// the announced id, which every peer sees, reaches nothing, through a
+// client or the Dialer (the edge proxy dials whatever hash a domain's
+// claim names, and anyone may claim a domain with it).
+func TestSecureLocalServerNeedsSecret(t *testing.T) {
+	testutil.NoLeaks(t)
+	tn := newTestNet(t, false)
+	dl := &Dialer{}
+	n := tn.node(func(d *Deps) { d.Dialer = dl })
+	opts := targetOpts(echoServer(t))
+	opts.Secure = true
+	_, url := n.createServer(opts)
+	public := urlScheme + n.mesh.Announced()[0]
+
+	c, err := dl.Dial(t.Context(), url)
+	if err != nil {
+		t.Fatalf("dial with the secret: %v", err)
+	}
+	err = dialEchoConn(c, []byte("secret"))
+	c.Close()
+	if err != nil {
+		t.Fatalf("echo with the secret: %v", err)
+	}
+	if c, err := dl.Dial(t.Context(), public); err == nil {
+		c.Close()
+		t.Fatal("the Dialer reached a secure server by its announced id")
+	}
+
+	n.own("public.p2p")
+	r := ask[*messages.CreateTunnelClientReply](t, n, &messages.CreateTunnelClient{Opts: messages.TunnelClientOpts{
+		Domain: "public.p2p", Key: public, Port: freePort(t),
+	}})
+	if r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	var addr string
+	testutil.Eventually(t, 5*time.Second, func() error {
+		if addr = n.client(r.ID).Info.Address; addr == "" {
+			return errors.New("client not bound")
+		}
+		return nil
+	})
+	if err := dialEcho(addr, []byte("public")); err == nil {
+		t.Fatal("a client reached a secure server by its announced id")
+	}
+	if st := n.client(r.ID).Info.State; st == messages.TunnelRunning {
+		t.Fatalf("client of the announced id is %s", st)
+	}
+
+	// A UDP flow neither: it is refused (and says so) with no answer.
+	uo := targetOpts(udpEcho(t))
+	uo.Secure, uo.UDP = true, true
+	n.createServer(uo)
+	var upublic string
+	for _, id := range n.mesh.Announced() {
+		if urlScheme+id != public {
+			upublic = urlScheme + id
+		}
+	}
+	uid := ask[*messages.CreateTunnelClientReply](t, n, &messages.CreateTunnelClient{Opts: messages.TunnelClientOpts{
+		Domain: "public.p2p", Key: upublic, Port: freePort(t), Protocol: "udp",
+	}})
+	if uid.Err != nil {
+		t.Fatal(uid.Err)
+	}
+	testutil.Eventually(t, 5*time.Second, func() error {
+		if addr = n.client(uid.ID).Info.Address; addr == "" {
+			return errors.New("udp client not bound")
+		}
+		return nil
+	})
+	u := udpSocket(t, addr)
+	testutil.Eventually(t, 5*time.Second, func() error {
+		if _, err := u.Write([]byte("public")); err != nil {
+			return err
+		}
+		if e := n.client(uid.ID).Info.LastError; e == "" {
+			return errors.New("udp flow not refused")
+		}
+		return nil
+	})
+	_ = u.SetReadDeadline(time.Now())
+	if n, err := u.Read(make([]byte, 64)); err == nil {
+		t.Fatalf("answered %d bytes through a secure server's announced id", n)
+	}
+}
+
 func (n *testNode) refused() int64 { return n.counters.RefusedStreams.Load() }
 
 // openWithProof runs a client handshake with a proof the test chose.

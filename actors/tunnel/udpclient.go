@@ -395,11 +395,7 @@ func (f *clientFlow) open() {
 func (f *clientFlow) route() error {
 	r := f.u.r
 	k := r.e.key
-	for _, id := range []string{k.Plain, k.Secure} {
-		h := r.reg.lookup(id)
-		if h == nil {
-			continue
-		}
+	if h := r.reg.local(k); h != nil {
 		if !h.udp {
 			return fmt.Errorf("local server %s is not a udp tunnel", h.id)
 		}
