@@ -21,7 +21,8 @@
 // ledger with the server's URL, answered back into Receive). A server
 // listens on nothing: peers reach it through the stream dispatch. A
 // client actor owns one listener on the domain's local IP and port, its
-// connections and the lookup of its server. Counters (connections
+// connections and the lookup of its server. A domain's port has at most
+// one TCP and one UDP client. Counters (connections
 // open/total, bytes in/out, last error) are atomics in the listing.
 //
 // It must never: block Receive on the network or the ledger, decide who

@@ -512,9 +512,10 @@ func (a *Actor) newClient(c actor.Context, o messages.TunnelClientOpts, key clie
 	if a.clients[id] != nil {
 		return "", badf("tunnel client %q already exists", id)
 	}
+	// A TCP and a UDP client bind different sockets: they may share a port.
 	for _, e := range a.clients {
-		if e.rec.Opts.Domain == o.Domain && e.rec.Opts.Port == o.Port {
-			return "", badf("tunnel client %s already listens on %s port %d", e.rec.ID, o.Domain, o.Port)
+		if eo := e.rec.Opts; eo.Domain == o.Domain && eo.Port == o.Port && eo.Protocol == o.Protocol {
+			return "", badf("tunnel client %s already listens on %s %s port %d", e.rec.ID, o.Domain, o.Protocol, o.Port)
 		}
 	}
 	if dom := a.viewDomain(o.Domain); dom != nil && dom.IP.IsValid() && o.Port < 1024 {

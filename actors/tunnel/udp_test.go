@@ -196,6 +196,44 @@ func TestUDPFlowCap(t *testing.T) {
 	})
 }
 
+// A TCP and a UDP client of a domain may share a port (a DNS server, a
+// game with its RCON on the game's port): they bind different sockets.
+// A second client of one protocol on the port is refused.
+func TestTCPAndUDPClientsShareAPort(t *testing.T) {
+	testutil.NoLeaks(t)
+	tn := newTestNet(t, false)
+	a, b := tn.node(nil), tn.node(nil)
+	connect(t, a, b)
+	_, turl := a.createServer(targetOpts(echoServer(t)))
+	uo := targetOpts(udpEcho(t))
+	uo.UDP = true
+	_, uurl := a.createServer(uo)
+	b.own("both.p2p")
+	port := freePort(t)
+	for _, c := range []struct{ url, protocol string }{{turl, "tcp"}, {uurl, "udp"}} {
+		r := ask[*messages.CreateTunnelClientReply](t, b, &messages.CreateTunnelClient{Opts: messages.TunnelClientOpts{
+			Domain: "both.p2p", Key: c.url, Port: port, Protocol: c.protocol,
+		}})
+		if r.Err != nil {
+			t.Fatalf("%s client on port %d: %v", c.protocol, port, r.Err)
+		}
+		addr := b.waitClient(r.ID, messages.TunnelRunning)
+		if c.protocol == "tcp" {
+			if err := dialEcho(addr, []byte("tcp")); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			udpAsk(t, udpSocket(t, addr), "udp")
+		}
+	}
+	r := ask[*messages.CreateTunnelClientReply](t, b, &messages.CreateTunnelClient{Opts: messages.TunnelClientOpts{
+		Domain: "both.p2p", Key: turl, Port: port,
+	}})
+	if !errors.Is(r.Err, messages.ErrBadTunnel) {
+		t.Fatalf("a second tcp client on the port: %v", r.Err)
+	}
+}
+
 // A client on the node of its server carries the flow straight to the
 // target; a TCP client of a UDP server is refused.
 func TestUDPLocalServerAndWrongProtocol(t *testing.T) {
