@@ -52,7 +52,7 @@ import (
 // not seen it from us first (~13 copies of ~150 B with a view of 12), so
 // a node receives ~2 KB per writer per interval, ~400 B/s with the
 // scaled interval at any size; a new neighbour gets the heartbeats we
-// hold once (suspicion.go).
+// hold once, those young enough for it to take (suspicion.go).
 //
 // Forwarding: a heartbeat to pass on waits for the next tick (1 s) and
 // goes out with the ping every session sends on that tick, in the same

@@ -1,8 +1,10 @@
 package peer
 
 import (
+	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -159,4 +161,91 @@ func TestHeartbeatFromTheFutureRefused(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// A node that restarts (no neighbours) is greeted by its first neighbour
+// with the heartbeats that neighbour holds, and those are kept up to
+// HeartbeatTimeout (90 s here, 25 min at 100 writers), while a
+// heartbeat older than heartbeatMaxAge (a minute) is refused as stale
+// and counted against the neighbour that sent it. The greeting must not
+// carry such heartbeats: maxBadHeartbeats of them made the restarted
+// node drop its honest greeter from its view, and a node greeted by
+// each neighbour in turn dropped every one.
+func TestGreetingCarriesNoStaleHeartbeats(t *testing.T) {
+	nodes := memMesh(t, "A", "B", "C")
+	a, b, c := nodes[0], nodes[1], nodes[2]
+	net := ask[*messages.GetNetworkReply](t, a.sys, a.ledger, &messages.GetNetwork{})
+	// Writers that heartbeat once and then go quiet (a minute before
+	// their next interval, as they do past a dozen writers).
+	quiet := make([]*identity.Identity, maxBadHeartbeats+4)
+	for i := range quiet {
+		id, err := identity.LoadOrCreate(filepath.Join(t.TempDir(), "k"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		quiet[i] = id
+		if r := ask[*messages.AddWriterReply](t, a.sys, a.ledger, &messages.AddWriter{ID: id.ID()}); r.Err != nil {
+			t.Fatal(r.Err)
+		}
+	}
+	testutil.Eventually(t, 10*time.Second, func() error {
+		for _, id := range quiet {
+			if !b.isWriter(id.ID()) {
+				return fmt.Errorf("B does not know %s as a writer yet", short(id.ID()))
+			}
+		}
+		return nil
+	})
+	evil := impersonateMem(t, c, a)
+	// Signed a little less than heartbeatMaxAge ago: A takes them.
+	signed := time.Now().Add(-heartbeatMaxAge + 2*time.Second)
+	var hbs []*messages.Heartbeat
+	for _, id := range quiet {
+		hb := &messages.Heartbeat{Writer: id.ID(), Seq: uint64(signed.UnixMilli())}
+		hb.Sig = id.Sign(messages.HeartbeatSigningBytes(net.Key, id.ID(), hb.Seq))
+		hbs = append(hbs, hb)
+	}
+	before := diag(t, a).Summary.Overlay.HeartbeatsNew
+	if err := evil.Send(&messages.Envelope{Kind: messages.KindHeartbeats, Overlay: &messages.Overlay{Heartbeats: hbs}}); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, 5*time.Second, func() error {
+		if got := diag(t, a).Summary.Overlay.HeartbeatsNew; got < before+int64(len(quiet)) {
+			return fmt.Errorf("A took %d heartbeats, want %d", got-before, len(quiet))
+		}
+		return nil
+	})
+	// Now they are older than heartbeatMaxAge, still held by A.
+	testutil.Eventually(t, 10*time.Second, func() error {
+		if age := time.Since(signed); age <= heartbeatMaxAge+100*time.Millisecond {
+			return fmt.Errorf("heartbeats %v old", age)
+		}
+		return nil
+	})
+	b.restart()
+	testutil.Eventually(t, 10*time.Second, func() error {
+		if o := diag(t, b).Summary.Overlay; o.LeavesSent != 0 {
+			return fmt.Errorf("B refused %d heartbeats of A's greeting and dropped A", o.HeartbeatsBad)
+		}
+		if !slices.Contains(b.peerIDs(), a.id.ID()) {
+			return errors.New("B not connected to A again")
+		}
+		if o := diag(t, b).Summary.Overlay; o.HeartbeatsNew == 0 {
+			return errors.New("B took no heartbeat of A's greeting yet")
+		}
+		return nil
+	})
+	// The greeting's writers are asked about one by one; give the
+	// answers a moment, failing at the first sign of a refusal.
+	poll := time.NewTicker(50 * time.Millisecond)
+	defer poll.Stop()
+	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); <-poll.C {
+		o := diag(t, b).Summary.Overlay
+		if o.HeartbeatsBad != 0 || o.LeavesSent != 0 {
+			t.Fatalf("B refused %d heartbeats of A's greeting and sent %d leaves", o.HeartbeatsBad, o.LeavesSent)
+		}
+	}
+	if !slices.Contains(b.peerIDs(), a.id.ID()) {
+		t.Fatal("B dropped A after its greeting")
+	}
 }

@@ -72,11 +72,14 @@ import (
 //
 // New neighbours: a session that comes up with a peer whose hello says it
 // has no neighbours (a node that just started or restarted, or one cut
-// off from the overlay) gets our held heartbeats and unrefuted
-// suspicions in one liveness frame, so it counts the writers beyond its
-// view at once instead of after a heartbeat round (minutes at 100
-// writers). A peer that has neighbours is in the flood already and gets
-// none: the frame holds a heartbeat per writer (~150 KB at 1,000), and
+// off from the overlay) gets our held heartbeats signed within the last
+// half minute and our unrefuted suspicions in one liveness frame, so it
+// counts the writers that heartbeat lately at once instead of after a
+// heartbeat round (minutes at 100 writers). Older heartbeats stay
+// behind: the peer would refuse them as stale (heartbeatMaxAge) and
+// count each against us: maxBadHeartbeats of them and it drops us. A
+// peer that has neighbours is in the flood already and gets none: the
+// frame holds a heartbeat per writer (~150 KB at 1,000), and
 // sent on every new session it made view changes the costliest idle
 // traffic at 100 writers. The receiver takes what is new and does not
 // forward it (its sender's other neighbours have it).
@@ -386,7 +389,7 @@ func (a *Actor) onSuspicions(c actor.Context, from string, ss []*messages.Suspic
 			// a fresh one (a partition's two sides meeting again hold
 			// each other's suspicions from its start, and each side
 			// the other's heartbeats from during it).
-			if hb := a.hb.beats[s.Writer]; hb != nil && int64(hb.Seq) >= now.Add(-heartbeatMaxAge/2).UnixMilli() {
+			if hb := a.hb.beats[s.Writer]; hb != nil && youngBeat(hb, now) {
 				answer = append(answer, hb)
 			} else {
 				carry = true
@@ -535,20 +538,34 @@ func (a *Actor) knownWriter(id string) bool {
 	return e != nil && e.up
 }
 
+// youngBeat reports whether hb is young enough to send a neighbour
+// that did not ask for it: signed within half of heartbeatMaxAge by our
+// clock, so that the neighbour, whose clock may differ, does not refuse
+// it as stale and count it against us (refuseBeat).
+func youngBeat(hb *messages.Heartbeat, now time.Time) bool {
+	return int64(hb.Seq) >= now.Add(-heartbeatMaxAge/2).UnixMilli()
+}
+
 // greetLiveness sends a new neighbour that had no neighbours the
-// heartbeats and unrefuted suspicions we hold.
+// heartbeats we hold that it will take (youngBeat) and the unrefuted
+// suspicions we hold.
 func (a *Actor) greetLiveness(c actor.Context, id string) {
 	e := a.sessions[id]
 	if e == nil || a.network == "" {
 		return
 	}
 	a.hb.init()
+	// Only heartbeats the peer will take: one older than
+	// heartbeatMaxAge by its clock is refused as stale and counted
+	// against us, and we hold them up to HeartbeatTimeout (minutes past
+	// a dozen writers).
+	now := a.d.Now()
 	var hbs []*messages.Heartbeat
-	if a.hb.own != nil {
-		hbs = append(hbs, a.hb.own)
+	if hb := a.hb.own; hb != nil && youngBeat(hb, now) {
+		hbs = append(hbs, hb)
 	}
 	for w, hb := range a.hb.beats {
-		if w != id {
+		if w != id && youngBeat(hb, now) {
 			hbs = append(hbs, hb)
 		}
 	}
