@@ -168,34 +168,16 @@ func TestHeartbeatFromTheFutureRefused(t *testing.T) {
 // HeartbeatTimeout (90 s here, 25 min at 100 writers), while a
 // heartbeat older than heartbeatMaxAge (a minute) is refused as stale
 // and counted against the neighbour that sent it. The greeting must not
-// carry such heartbeats: maxBadHeartbeats of them made the restarted
-// node drop its honest greeter from its view, and a node greeted by
-// each neighbour in turn dropped every one.
+// carry such heartbeats: maxBadHeartbeats of them would have the
+// restarted node drop its honest greeter from its view, and each
+// neighbour that greets it in turn.
 func TestGreetingCarriesNoStaleHeartbeats(t *testing.T) {
 	nodes := memMesh(t, "A", "B", "C")
 	a, b, c := nodes[0], nodes[1], nodes[2]
 	net := ask[*messages.GetNetworkReply](t, a.sys, a.ledger, &messages.GetNetwork{})
 	// Writers that heartbeat once and then go quiet (a minute before
 	// their next interval, as they do past a dozen writers).
-	quiet := make([]*identity.Identity, maxBadHeartbeats+4)
-	for i := range quiet {
-		id, err := identity.LoadOrCreate(filepath.Join(t.TempDir(), "k"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		quiet[i] = id
-		if r := ask[*messages.AddWriterReply](t, a.sys, a.ledger, &messages.AddWriter{ID: id.ID()}); r.Err != nil {
-			t.Fatal(r.Err)
-		}
-	}
-	testutil.Eventually(t, 10*time.Second, func() error {
-		for _, id := range quiet {
-			if !b.isWriter(id.ID()) {
-				return fmt.Errorf("B does not know %s as a writer yet", short(id.ID()))
-			}
-		}
-		return nil
-	})
+	quiet := addWriters(t, a, b, maxBadHeartbeats+4)
 	evil := impersonateMem(t, c, a)
 	// Signed a little less than heartbeatMaxAge ago: A takes them.
 	signed := time.Now().Add(-heartbeatMaxAge + 2*time.Second)
@@ -248,4 +230,30 @@ func TestGreetingCarriesNoStaleHeartbeats(t *testing.T) {
 	if !slices.Contains(b.peerIDs(), a.id.ID()) {
 		t.Fatal("B dropped A after its greeting")
 	}
+}
+
+// addWriters makes n new identities writers through a's ledger and
+// waits until b's ledger knows them too.
+func addWriters(t *testing.T, a, b *testNode, n int) []*identity.Identity {
+	t.Helper()
+	ids := make([]*identity.Identity, n)
+	for i := range ids {
+		id, err := identity.LoadOrCreate(filepath.Join(t.TempDir(), "k"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[i] = id
+		if r := ask[*messages.AddWriterReply](t, a.sys, a.ledger, &messages.AddWriter{ID: id.ID()}); r.Err != nil {
+			t.Fatal(r.Err)
+		}
+	}
+	testutil.Eventually(t, 10*time.Second, func() error {
+		for _, id := range ids {
+			if !b.isWriter(id.ID()) {
+				return fmt.Errorf("%s does not know %s as a writer yet", b.name, short(id.ID()))
+			}
+		}
+		return nil
+	})
+	return ids
 }

@@ -53,7 +53,10 @@ import (
 // took), is a duplicate: a map lookup, no signature check, not
 // forwarded. So a replayed suspicion changes nothing once the writer
 // has refuted it, and a forged one is refused (and counted against the
-// neighbour that sent it, as a forged heartbeat). A writer can still
+// neighbour that sent it, as a forged heartbeat). A stale one is refused
+// and not counted against the neighbour: the heartbeat timeout, and so
+// the TTL, grows with the writers a node knows, and a neighbour that
+// knows more holds suspicions we find stale. A writer can still
 // sign false suspicions of others: each costs the victim one refutation
 // and keeps it out of quorums for one round trip; suspicions are
 // counted (suspicionsNew per author is in the logs) and a writer doing
@@ -409,9 +412,18 @@ func (a *Actor) onSuspicions(c actor.Context, from string, ss []*messages.Suspic
 			continue
 		}
 		ttl := a.suspicionTTL()
-		if int64(s.At) < now.Add(-ttl).UnixMilli() || ahead(uint64(s.At), now) {
+		if ahead(uint64(s.At), now) {
 			a.sus.refused++
-			a.refuseBeat(c, from, "stale suspicion")
+			a.refuseBeat(c, from, "suspicion from the future")
+			continue
+		}
+		if int64(s.At) < now.Add(-ttl).UnixMilli() {
+			// Refused, not held against the neighbour: the TTL grows
+			// with the writers a node knows (a few minutes at 20, 25
+			// at 100), so a neighbour holds in good faith suspicions
+			// that a node which knows fewer (one that just restarted,
+			// which its neighbours greet with them) finds stale.
+			a.sus.refused++
 			continue
 		}
 		if ahead(s.Seq, now) {

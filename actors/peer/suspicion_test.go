@@ -1,7 +1,9 @@
 package peer
 
 import (
+	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -152,4 +154,75 @@ func TestSuspicionOfAFutureHeartbeatRefused(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// How long a suspicion is taken (suspicionTTL) grows with the writers a
+// node knows: a node that has heard 20 writers takes one 100 s old, and
+// one that just restarted and heard none yet refuses it as stale. So a
+// neighbour that greets a restarted node with the suspicions it holds
+// sends suspicions the greeted node refuses, in good faith: they are
+// not counted against it (maxBadHeartbeats of them would have the
+// restarted node drop it).
+func TestRestartedNodeKeepsNeighbourWithOlderSuspicions(t *testing.T) {
+	nodes := memMesh(t, "A", "B", "C")
+	a, b, c := nodes[0], nodes[1], nodes[2]
+	net := ask[*messages.GetNetworkReply](t, a.sys, a.ledger, &messages.GetNetwork{})
+	quiet := addWriters(t, a, b, maxBadHeartbeats+4)
+	evil := impersonateMem(t, c, a)
+	// Their heartbeats, taken by A (its TTL grows with them) and too old
+	// to go in a greeting; then C's suspicions of each, 100 s old.
+	now := time.Now()
+	var hbs []*messages.Heartbeat
+	var ss []*messages.Suspicion
+	for _, id := range quiet {
+		hb := &messages.Heartbeat{Writer: id.ID(), Seq: uint64(now.Add(-heartbeatMaxAge + 5*time.Second).UnixMilli())}
+		hb.Sig = id.Sign(messages.HeartbeatSigningBytes(net.Key, id.ID(), hb.Seq))
+		hbs = append(hbs, hb)
+		s := &messages.Suspicion{Writer: id.ID(), By: c.id.ID(), At: uint64(now.Add(-100 * time.Second).UnixMilli()), Seq: hb.Seq}
+		s.Sig = c.id.Sign(messages.SuspicionSigningBytes(net.Key, s))
+		ss = append(ss, s)
+	}
+	before := diag(t, a).Summary.Overlay
+	if err := evil.Send(&messages.Envelope{Kind: messages.KindHeartbeats, Overlay: &messages.Overlay{Heartbeats: hbs}}); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, 5*time.Second, func() error {
+		if got := diag(t, a).Summary.Overlay.HeartbeatsNew; got < before.HeartbeatsNew+int64(len(quiet)) {
+			return fmt.Errorf("A took %d heartbeats, want %d", got-before.HeartbeatsNew, len(quiet))
+		}
+		return nil
+	})
+	if err := evil.Send(&messages.Envelope{Kind: messages.KindSuspicions, Overlay: &messages.Overlay{Suspicions: ss}}); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, 5*time.Second, func() error {
+		if got := diag(t, a).Summary.Overlay.SuspicionsNew; got < before.SuspicionsNew+int64(len(quiet)) {
+			return fmt.Errorf("A took %d suspicions, want %d", got-before.SuspicionsNew, len(quiet))
+		}
+		return nil
+	})
+	b.restart()
+	testutil.Eventually(t, 10*time.Second, func() error {
+		o := diag(t, b).Summary.Overlay
+		if o.LeavesSent != 0 {
+			return fmt.Errorf("B refused %d suspicions of A's greeting and dropped A", o.SuspicionsBad)
+		}
+		if !slices.Contains(b.peerIDs(), a.id.ID()) {
+			return errors.New("B not connected to A again")
+		}
+		if o.SuspicionsBad < int64(len(quiet)) {
+			return fmt.Errorf("B refused %d suspicions of A's greeting as stale, want %d", o.SuspicionsBad, len(quiet))
+		}
+		return nil
+	})
+	poll := time.NewTicker(50 * time.Millisecond)
+	defer poll.Stop()
+	for deadline := time.Now().Add(time.Second); time.Now().Before(deadline); <-poll.C {
+		if o := diag(t, b).Summary.Overlay; o.LeavesSent != 0 {
+			t.Fatalf("B dropped A for the suspicions of its greeting: %+v", o)
+		}
+	}
+	if !slices.Contains(b.peerIDs(), a.id.ID()) {
+		t.Fatal("B dropped A after its greeting")
+	}
 }
