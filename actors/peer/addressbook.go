@@ -77,12 +77,16 @@ func (a *Actor) exchange(c actor.Context) {
 		}
 		key.WriteByte('\n')
 	}
-	if len(list) < 2 {
-		return // a lone peer gains nothing from hearing about itself
-	}
 	now, k := a.d.Now(), key.String()
 	for _, e := range to {
 		if e.peersSent == k && now.Sub(e.peersAt) < peerListRepeat*a.d.ExchangeInterval {
+			continue
+		}
+		if len(list) < 2 && (e.peersSent == "" || e.peersSent == k) {
+			// A lone neighbour gains nothing from hearing about
+			// itself, but for the one time it must hear that we lost
+			// the others our last list to it named: until then it
+			// relays us none of their ops.
 			continue
 		}
 		e.peersSent, e.peersAt = k, now

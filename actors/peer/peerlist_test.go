@@ -11,6 +11,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"peerdns/internal/testutil"
+	"peerdns/messages"
 )
 
 // A neighbour does not relay to us the ops of writers our last peer list
@@ -100,5 +101,46 @@ func TestPeerListSentWhenALinkEndsOrGoesSilent(t *testing.T) {
 		if l := latest(id, 5); !names(l, quiet) {
 			t.Fatalf("once %.8s is heard again, the list to %.8s does not name it: %v", quiet, id, l)
 		}
+	}
+}
+
+// A node left with one neighbour still tells it so: the list it sent
+// while it had two named the other, and a neighbour relays to us
+// neither the ops of a writer our last list named nor answers our
+// vectors with them. Unsent because one neighbour "gains nothing from
+// hearing about itself", the old list kept the writer's ops from us for
+// as long as the session lasted (and our withholding check then dropped
+// the honest neighbour).
+func TestLoneNeighbourRelaysOpsOfAWriterWeLost(t *testing.T) {
+	nodes := memMesh(t, "A", "B", "C")
+	a, b, c := nodes[0], nodes[1], nodes[2]
+	cid := c.id.ID()
+	seq := b.vv()[cid] + 1
+	c.stop()
+	testutil.Eventually(t, 10*time.Second, func() error {
+		if got := a.peerIDs(); len(got) != 1 || got[0] != b.id.ID() {
+			return fmt.Errorf("A peers %v, want B alone", shortAll(got))
+		}
+		return nil
+	})
+	// An op C signed before it went that reached B alone.
+	op := &messages.Op{Writer: cid, Seq: seq, HLC: messages.HLC{Wall: time.Now().UnixMilli()},
+		Key: messages.ClaimKey("lost.p2p", cid), Value: `{"hash":"` + hash('c') + `"}`}
+	sb, err := op.SigningBytes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	op.Sig = c.id.Sign(sb)
+	if r := ask[*messages.ApplyOpsReply](t, b.sys, b.ledger, &messages.ApplyOps{Ops: []*messages.Op{op}}); r.Rejected != 0 || r.Gaps != 0 {
+		t.Fatalf("B did not apply C's op: %+v", r)
+	}
+	testutil.Eventually(t, 10*time.Second, func() error {
+		if got := a.vv()[cid]; got < seq {
+			return fmt.Errorf("A holds C's ops up to %d, want %d (withholding drops %d)", got, seq, diag(t, a).Summary.Overlay.Withholding)
+		}
+		return nil
+	})
+	if w := diag(t, a).Summary.Overlay.Withholding; w != 0 {
+		t.Fatalf("A dropped %d neighbours as withholding", w)
 	}
 }

@@ -120,15 +120,15 @@ func (s *session) established(c actor.Context) {
 	case *sendTunnels:
 		s.announce(m.ids)
 	case *sendPeers:
+		// Empty when the peer is our one neighbour (addressbook.go,
+		// exchange): it clears what our last list named.
 		var ps []messages.PeerInfo
 		for _, p := range m.peers {
 			if p.ID != s.peer {
 				ps = append(ps, p)
 			}
 		}
-		if len(ps) > 0 {
-			s.enqueue(&messages.Envelope{Kind: messages.KindPeers, Peers: ps})
-		}
+		s.enqueue(&messages.Envelope{Kind: messages.KindPeers, Peers: ps})
 	case *tick:
 		stale := s.cfg.staleAfter
 		if m.staleAfter > 0 && stale > 0 {
