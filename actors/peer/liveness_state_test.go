@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -31,6 +32,8 @@ type livenessRig struct {
 	// writers is what the fake ledger answers GetWriters with; set it
 	// before anything asks.
 	writers []string
+	// isWriterAsks counts the IsWriter questions the ledger got.
+	isWriterAsks atomic.Int64
 }
 
 func newLivenessRig(t *testing.T, self *identity.Identity, network string) *livenessRig {
@@ -46,6 +49,7 @@ func newLivenessRig(t *testing.T, self *identity.Identity, network string) *live
 		case *messages.GetWriters:
 			c.Respond(&messages.GetWritersReply{IDs: r.writers})
 		case *messages.IsWriter:
+			r.isWriterAsks.Add(1)
 			c.Respond(&messages.IsWriterReply{OK: slices.Contains(r.writers, m.ID)})
 		}
 	}))

@@ -36,7 +36,10 @@ package peer
 // are dropped; a Connect left with none is refused. Punch dials are
 // rate-limited (punchBurst dial starts, refilled at punchRate) and never
 // go to an address learned any other way, so the node cannot be made to
-// spray UDP at a victim.
+// spray UDP at a victim. Whether the two are writers is the ledger's
+// answer, kept as the heartbeats keep theirs; at most maxWriterAsks
+// Connects wait on it at once and more are refused, so Connects naming
+// made-up peers cannot queue questions before the ledger's own work.
 //
 // NAT type. Once connected, a node asks a peer to probe it: the peer
 // sends a packet from a second, fresh UDP socket to where it sees us (if
@@ -118,8 +121,10 @@ type reachState struct {
 	lastIntro map[string]time.Time
 	// lastConnect: "sender>target" → when we last took a Connect.
 	lastConnect map[string]time.Time
-	tokens      float64
-	tokensAt    time.Time
+	// checking: Connects waiting on the ledger's IsWriter answers.
+	checking int
+	tokens   float64
+	tokensAt time.Time
 	// pastCap: when we last punched with the active view at its cap.
 	pastCap time.Time
 
@@ -687,22 +692,68 @@ func (a *Actor) onConnect(c actor.Context, from string, m *messages.Connect) {
 		a.refuseConnect(from, "connect over the rate limit")
 		return
 	}
-	a.reach.lastConnect[key] = now
-	// Both the sender and the target must be writers of the network.
-	fs := c.RequestFuture(a.d.Ledger, &messages.IsWriter{ID: from}, a.d.AskTimeout)
-	ft := c.RequestFuture(a.d.Ledger, &messages.IsWriter{ID: target}, a.d.AskTimeout)
-	c.ReenterAfter(fs, func(res any, err error) {
-		if r, ok := res.(*messages.IsWriterReply); err != nil || !ok || !r.OK {
-			a.refuseConnect(from, "connect from a peer that is not a writer")
-			return
+	// Both the sender and the target must be writers of the network:
+	// known as such (heartbeat.go keeps the ledger's answers, and a
+	// session is admitted for writers only), or the ledger says so, asked
+	// about at most maxWriterAsks Connects at once.
+	a.hb.init()
+	if !a.hb.notWriter[target].IsZero() {
+		a.refuseConnect(from, "connect names a peer that is not a writer")
+		return
+	}
+	var unknown []string
+	for _, id := range []string{from, target} {
+		if !a.knownWriter(id) {
+			unknown = append(unknown, id)
 		}
-		c.ReenterAfter(ft, func(res any, err error) {
-			if r, ok := res.(*messages.IsWriterReply); err != nil || !ok || !r.OK {
-				a.refuseConnect(from, "connect names a peer that is not a writer")
-				return
-			}
+	}
+	if len(unknown) > 0 && a.reach.checking >= maxWriterAsks {
+		a.refuseConnect(from, "too many connects waiting on the ledger")
+		return
+	}
+	a.reach.lastConnect[key] = now
+	a.checkWriters(c, unknown, func(notWriter string) {
+		switch notWriter {
+		case "":
 			a.punch(target, from, addrs)
-		})
+			return
+		case from:
+			a.refuseConnect(from, "connect from a peer that is not a writer")
+		default:
+			a.refuseConnect(from, "connect names a peer that is not a writer")
+		}
+		delete(a.reach.lastConnect, key)
+	})
+}
+
+// checkWriters asks the ledger whether each of ids is a writer, in
+// turn, and calls then with the first that is not ("" when all are).
+// Each answer is kept (hb.writers, hb.notWriter) as heartbeat.go keeps
+// them; a question that got no answer counts as "not a writer" here
+// and is not kept.
+func (a *Actor) checkWriters(c actor.Context, ids []string, then func(notWriter string)) {
+	if len(ids) == 0 {
+		then("")
+		return
+	}
+	id := ids[0]
+	a.reach.checking++
+	f := c.RequestFuture(a.d.Ledger, &messages.IsWriter{ID: id}, a.d.AskTimeout)
+	c.ReenterAfter(f, func(res any, err error) {
+		a.reach.checking--
+		r, ok := res.(*messages.IsWriterReply)
+		switch {
+		case err != nil || !ok:
+			then(id)
+		case !r.OK:
+			if len(a.hb.notWriter) < maxNotWriters {
+				a.hb.notWriter[id] = a.d.Now()
+			}
+			then(id)
+		default:
+			a.hb.writers[id] = true
+			a.checkWriters(c, ids[1:], then)
+		}
 	})
 }
 

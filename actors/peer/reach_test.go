@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/asynkron/protoactor-go/actor"
+
 	"peerdns/internal/testutil"
 	"peerdns/messages"
 	"peerdns/transport"
@@ -344,5 +346,53 @@ func TestIntroductionsSpendTheViewsRoom(t *testing.T) {
 	a.gate.hold("z", now.Add(leaveHold))
 	if a.introRoom("z", now) {
 		t.Fatal("z left a moment ago: an introduction allowed")
+	}
+}
+
+// A Connect naming a peer we do not know as a writer is checked with
+// the ledger, at most maxWriterAsks at a time, and the answer is kept:
+// a writer that sent a thousand Connects naming made-up peers made us
+// ask the ledger two questions for each at once (a flood of them, a
+// flood of questions queued before the ledger's own work), and kept a
+// rate-limit entry for each for a minute.
+func TestConnectsNamingStrangersAskLedgerBounded(t *testing.T) {
+	r := newSessionsRig(t)
+	from := strings.Repeat("1", 64)
+	r.writers = []string{from}
+	r.run(func(c actor.Context) { r.a.sessions[from] = &sessionEntry{up: true, pid: c.Self()} })
+	const n = 1000
+	send := func() {
+		r.run(func(c actor.Context) {
+			for i := range n {
+				r.a.onConnect(c, from, &messages.Connect{Peer: fmt.Sprintf("%064x", i+2), Observed: "127.0.0.1:9"})
+			}
+		})
+	}
+	refused := func(want int64) {
+		testutil.Eventually(t, 5*time.Second, func() error {
+			var got int64
+			r.run(func(actor.Context) { got = r.a.reach.refused })
+			if got != want {
+				return fmt.Errorf("refused %d connects, want %d", got, want)
+			}
+			return nil
+		})
+	}
+	send()
+	refused(n)
+	if asks := r.isWriterAsks.Load(); asks > maxWriterAsks {
+		t.Fatalf("%d connects naming strangers made %d ledger questions, want at most %d", n, asks, maxWriterAsks)
+	}
+	r.run(func(actor.Context) {
+		if got := len(r.a.reach.lastConnect); got > maxWriterAsks {
+			t.Errorf("%d rate-limit entries kept for connects naming strangers", got)
+		}
+	})
+	// The same strangers again: answered from what the ledger said.
+	before := r.isWriterAsks.Load()
+	send()
+	refused(2 * n)
+	if asks := r.isWriterAsks.Load() - before; asks > maxWriterAsks {
+		t.Fatalf("the same %d connects again made %d ledger questions", n, asks)
 	}
 }
