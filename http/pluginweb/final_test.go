@@ -63,3 +63,32 @@ func TestHandlerAnswerIsFinal(t *testing.T) {
 		}
 	}
 }
+
+// A header value with a control byte (other than a tab) is dropped: a
+// client refuses a whole answer carrying one (Go's "malformed MIME
+// header line"), so one bad header of a handler would cost it the page.
+// Line breaks still become spaces, and the rest of the answer passes.
+func TestHandlerHeaderValuesAreClean(t *testing.T) {
+	rt := plugin.NewRuntime("app.p2p", "", func(ctx context.Context, req *plugin.HandleRequest) (*plugin.HandleResponse, error) {
+		return &plugin.HandleResponse{Status: 200, Headers: map[string]string{
+			"X-Nul": "a\x00b", "X-Ctl": "a\x01b", "X-Del": "a\x7fb", "Content-Type": "text/plain\x00",
+			"Set-Cookie": "a=b\x00; Path=/", "X-Split": "a\r\nX-Injected: 1", "X-Tab": "a\tb", "X-Ok": "yes",
+		}, Body: []byte("fine")}, nil
+	})
+	base := serve(t, &Server{Self: "self"}, rt)
+	code, body, h := do(t, "GET", base+"/", nil)
+	if code != 200 || body != "fine" || h.Get("X-Ok") != "yes" || h.Get("X-Tab") != "a\tb" {
+		t.Fatalf("answer: %d %q %v", code, body, h)
+	}
+	if h.Get("X-Injected") != "" || !strings.HasPrefix(h.Get("X-Split"), "a") {
+		t.Fatalf("line break in a value: %v", h)
+	}
+	for _, k := range []string{"X-Nul", "X-Ctl", "X-Del", "Set-Cookie"} {
+		if v := h.Values(k); len(v) > 0 {
+			t.Fatalf("%s passed: %q", k, v)
+		}
+	}
+	if strings.ContainsRune(h.Get("Content-Type"), 0) {
+		t.Fatalf("content type %q", h.Get("Content-Type"))
+	}
+}

@@ -30,11 +30,12 @@
 //     switch and waits for what never comes), as nginx refuses an
 //     upstream's 1xx. Its headers pass but for Content-Length,
 //     Transfer-Encoding and Connection, which the server sets, and a
-//     header whose name is not an HTTP token, which is dropped (a client
-//     would refuse the whole answer); line breaks in values become
-//     spaces. Headers of more than MaxHeaderBytes in all are a 502, as
-//     nginx answers an upstream whose headers overflow its buffer
-//     (browsers refuse an answer with a few hundred KiB of them).
+//     header whose name is not an HTTP token or whose value holds a
+//     control byte other than a tab, which is dropped (a client would
+//     refuse the whole answer); line breaks in values become spaces.
+//     Headers of more than MaxHeaderBytes in all are a 502, as nginx
+//     answers an upstream whose headers overflow its buffer (browsers
+//     refuse an answer with a few hundred KiB of them).
 package pluginweb
 
 import (
@@ -182,11 +183,19 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx, rt Site) {
 		if strings.EqualFold(k, "Content-Length") || strings.EqualFold(k, "Transfer-Encoding") || strings.EqualFold(k, "Connection") || !httpguts.ValidHeaderFieldName(k) {
 			continue
 		}
+		v = lineBreaks.Replace(v)
+		if !httpguts.ValidHeaderFieldValue(v) {
+			continue // a control byte: the client would refuse the whole answer
+		}
 		ctx.Response.Header.Set(k, v)
 	}
 	ctx.SetStatusCode(resp.Status)
 	ctx.SetBody(resp.Body)
 }
+
+// lineBreaks turns the line breaks of a handler's header value into
+// spaces.
+var lineBreaks = strings.NewReplacer("\r", " ", "\n", " ")
 
 // MaxHeaderBytes bounds the names and values of a handler's headers.
 const MaxHeaderBytes = 64 << 10
