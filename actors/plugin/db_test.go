@@ -2,11 +2,15 @@ package plugin
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"peerdns/internal/testutil"
 )
 
 // A db.list answer is bounded: over MaxListBytes it is an error that
@@ -105,5 +109,46 @@ func TestDBQuotaCountsKeys(t *testing.T) {
 		if _, err := db.call("db.put", json.RawMessage(bad)); err == nil {
 			t.Errorf("put %.40s: no error", bad)
 		}
+	}
+}
+
+// dbSizes puts a value of '<' under a key of control bytes (each sent
+// as \u0001), then logs on stderr the length of the db.get and db.list
+// answers as they come.
+const dbSizes = `read line
+printf '{"jsonrpc":"2.0","id":1,"result":{}}\n'
+v=$(head -c 1000000 /dev/zero | tr '\0' '<')
+k=$(awk 'BEGIN { for (i = 0; i < 1024; i++) printf "\\u0001" }')
+printf '{"jsonrpc":"2.0","id":"p","method":"db.put","params":{"key":"%s","value":"%s"}}\n' "$k" "$v"
+head -n 1 >/dev/null
+printf '{"jsonrpc":"2.0","id":"g","method":"db.get","params":{"key":"%s"}}\n' "$k"
+g=$(head -n 1 | wc -c)
+printf '{"jsonrpc":"2.0","id":"l","method":"db.list","params":{}}\n'
+l=$(head -n 1 | wc -c)
+echo "sizes $g $l" >&2
+exec sleep 600
+`
+
+// What the node sends a handler for db.get and db.list is about the
+// size of the data: a value of '<' is not sent six times as long (HTML
+// escaping), so MaxListBytes bounds what one db.list sends.
+func TestDBAnswersAreTheDataSize(t *testing.T) {
+	dir := t.TempDir()
+	writeShellPlugin(t, dir, "sizes", "sizes.p2p", dbSizes)
+	h := newHarness(t, dir, nil)
+	var got, list int
+	testutil.Eventually(t, 20*time.Second, func() error {
+		_, rest, ok := strings.Cut(h.log.String(), "sizes ")
+		if !ok {
+			return errors.New("no sizes logged yet")
+		}
+		_, err := fmt.Sscan(rest, &got, &list)
+		return err
+	})
+	if max := 1000000 + 100; got > max {
+		t.Fatalf("db.get of a 1000000-byte value sent %d bytes", got)
+	}
+	if max := 1000000 + 6*maxKey + 100; list > max {
+		t.Fatalf("db.list of one 1000000-byte value sent %d bytes", list)
 	}
 }

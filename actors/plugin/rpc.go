@@ -35,6 +35,9 @@ import (
 // has no answer to carry an error) and the drop is logged with a count
 // (hooks.dropped); a handler that needs to know uses a request.
 //
+// Lines are encoded without HTML escaping (marshal), so what the node
+// sends is about the size of the data it carries.
+//
 // Lines to the handler go through a queue of maxQueued lines that one
 // writer goroutine empties into its stdin, so a handler that stops
 // reading its input costs nobody more than their own deadline: a call
@@ -175,17 +178,30 @@ func (s *session) Notify(ctx context.Context, method string, params any) error {
 func (s *session) send(ctx context.Context, m rpcMsg, params any) error {
 	m.JSONRPC = "2.0"
 	if params != nil {
-		b, err := json.Marshal(params)
+		b, err := marshal(params)
 		if err != nil {
 			return err
 		}
 		m.Params = b
 	}
-	b, err := json.Marshal(m)
+	b, err := marshal(m)
 	if err != nil {
 		return err
 	}
 	return s.writeLine(ctx, b)
+}
+
+// marshal is json.Marshal without HTML escaping: a '<', '>' or '&' is
+// sent as itself, not as six bytes (escaping would send a 1 MiB value
+// of them as 6 MiB, and a db.list answer as six times MaxListBytes).
+func marshal(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
 // writeLine queues b: a queue already full (the handler not reading)
@@ -279,10 +295,10 @@ func (s *session) read(r io.Reader) {
 				out := rpcMsg{JSONRPC: "2.0", ID: m.ID}
 				if err != nil {
 					out.Error = &rpcError{Code: -32000, Message: err.Error()}
-				} else if out.Result, err = json.Marshal(res); err != nil {
+				} else if out.Result, err = marshal(res); err != nil {
 					out.Error = &rpcError{Code: -32603, Message: err.Error()}
 				}
-				b, _ := json.Marshal(out)
+				b, _ := marshal(out)
 				_ = s.writeLine(s.ctx, b)
 			}()
 		case m.Method != "" && s.hooks.offLoop != nil && s.hooks.offLoop(m.Method):
