@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -150,5 +151,39 @@ func TestDBAnswersAreTheDataSize(t *testing.T) {
 	}
 	if max := 1000000 + 6*maxKey + 100; list > max {
 		t.Fatalf("db.list of one 1000000-byte value sent %d bytes", list)
+	}
+}
+
+// A db.list page costs the node about the page, not the keys it skips:
+// a handler paging through a large database with small limits, up to
+// maxInflight calls at once, does not make the node copy the list of
+// every key for each.
+func TestDBListCopiesOnlyItsPage(t *testing.T) {
+	db, err := openDB(filepath.Join(t.TempDir(), "data.db"), slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.close()
+	const n = 10000
+	for i := range n {
+		if _, err := db.call("db.put", json.RawMessage(fmt.Sprintf(`{"key":"k/%05d","value":1}`, i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	const calls = 10
+	for range calls {
+		res, err := db.call("db.list", json.RawMessage(`{"prefix":"k/","after":"k/04999","limit":2}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if items := res.([]dbItem); len(items) != 2 || items[0].Key != "k/05000" || items[1].Key != "k/05001" {
+			t.Fatalf("page: %v", items)
+		}
+	}
+	runtime.ReadMemStats(&after)
+	if per := (after.TotalAlloc - before.TotalAlloc) / calls; per > 32<<10 {
+		t.Fatalf("a db.list page of 2 keys of %d allocated %d bytes", n, per)
 	}
 }

@@ -393,6 +393,30 @@ func (d *DB) List(prefix string) ([]KV, error) {
 	return out, err
 }
 
+// Ascend calls fn with each key with the prefix that sorts after after
+// ("": from the first), and its value, in key order, until fn returns
+// false. Nothing is copied: a caller that reads a page pays for the page.
+// Writes wait while it runs.
+func (d *DB) Ascend(prefix, after string, fn func(key, value string) bool) error {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	from := prefix
+	if after > from {
+		from = after
+	}
+	return d.db.View(func(tx *buntdb.Tx) error {
+		return tx.AscendGreaterOrEqual("", from, func(k, v string) bool {
+			if !strings.HasPrefix(k, prefix) {
+				return false
+			}
+			if k == after {
+				return true
+			}
+			return fn(k, v)
+		})
+	})
+}
+
 // Tx is a write transaction: all its writes commit together or not at all.
 type Tx struct{ tx *buntdb.Tx }
 
