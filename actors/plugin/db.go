@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"unicode/utf8"
 
 	"peerdns/internal/store"
 )
@@ -44,8 +45,8 @@ import (
 //
 // db.list {prefix, after, limit} answers the keys with the prefix in
 // order, those after the key "after" when it is given, at most limit of
-// them when it is over 0; an answer whose keys and values add up to more
-// than MaxListBytes is refused with an error that says to page, so one
+// them when it is over 0; an answer whose keys (as sent: a control byte
+// is six bytes in JSON) and values add up to more than MaxListBytes is refused with an error that says to page, so one
 // call cannot make the node copy and send the whole database (64 calls
 // of a full database at once were 4 GiB). The keys are read in place
 // (store.Ascend) from the first one after "after", and the reading
@@ -244,7 +245,7 @@ func (p *pluginDB) call(method string, params json.RawMessage) (any, error) {
 			if r.Limit > 0 && len(out) == r.Limit {
 				return false
 			}
-			if size += len(k) + len(v); size > MaxListBytes {
+			if size += sentLen(k) + len(v); size > MaxListBytes {
 				return false
 			}
 			out = append(out, dbItem{Key: k, Value: json.RawMessage(v)})
@@ -259,4 +260,24 @@ func (p *pluginDB) call(method string, params json.RawMessage) (any, error) {
 		return out, nil
 	}
 	return nil, fmt.Errorf("unknown method %q", method)
+}
+
+// sentLen is at most what the string s takes in a line to the handler
+// (marshal): a control byte, U+2028, U+2029 or a byte that is not
+// UTF-8 is six bytes there, a quote or a backslash two.
+func sentLen(s string) int {
+	n := 2
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == '"' || r == '\\':
+			n += 2
+		case r < 0x20 || r == 0x2028 || r == 0x2029 || r == utf8.RuneError && size == 1:
+			n += 6
+		default:
+			n += size
+		}
+		i += size
+	}
+	return n
 }

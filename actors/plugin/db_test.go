@@ -187,3 +187,33 @@ func TestDBListCopiesOnlyItsPage(t *testing.T) {
 		t.Fatalf("a db.list page of 2 keys of %d allocated %d bytes", n, per)
 	}
 }
+
+// db.list counts a key as it is sent: a key of control bytes (six
+// bytes each in JSON) cannot make an answer six times MaxListBytes.
+func TestDBListCountsKeysAsSent(t *testing.T) {
+	db, err := openDB(filepath.Join(t.TempDir(), "data.db"), slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.close()
+	ctl := strings.Repeat(`\u0001`, maxKey-8)
+	for i := range MaxListBytes / maxKey * 7 / 8 {
+		if _, err := db.call("db.put", json.RawMessage(fmt.Sprintf(`{"key":"%s%08d","value":1}`, ctl, i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res, err := db.call("db.list", nil)
+	if err != nil {
+		if !strings.Contains(err.Error(), "limit") {
+			t.Fatal(err)
+		}
+		return
+	}
+	b, err := marshal(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) > MaxListBytes+64<<10 {
+		t.Fatalf("a db.list answer of %d bytes", len(b))
+	}
+}
