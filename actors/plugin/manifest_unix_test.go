@@ -5,6 +5,7 @@ package plugin
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -36,5 +37,63 @@ func TestManifestFIFORefused(t *testing.T) {
 			f.Close()
 		}
 		t.Fatal("LoadFolder blocked on a FIFO named plugin.json")
+	}
+}
+
+// A plugin.json swapped for a FIFO between the check and the open (the
+// handler owns its folder and may do it in a loop) does not hold
+// LoadFolder either.
+func TestManifestSwappedForFIFO(t *testing.T) {
+	dir := writePlugin(t, t.TempDir(), "swap", "swap.p2p", "ok", nil)
+	manifest := filepath.Join(dir, ManifestName)
+	good, err := os.ReadFile(manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Every FIFO keeps a second name, so a blocked open can be ended by
+	// a writer.
+	keep := t.TempDir()
+	fifo, file := filepath.Join(dir, "fifo"), filepath.Join(dir, "file")
+	stop := make(chan struct{})
+	swapped := make(chan struct{})
+	go func() {
+		defer close(swapped)
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if err := syscall.Mkfifo(fifo, 0o600); err == nil {
+				_ = os.Link(fifo, filepath.Join(keep, strconv.Itoa(i)))
+				_ = os.Rename(fifo, manifest)
+			}
+			if err := os.WriteFile(file, good, 0o644); err == nil {
+				_ = os.Rename(file, manifest)
+			}
+		}
+	}()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for end := time.Now().Add(3 * time.Second); time.Now().Before(end); {
+			_, _ = LoadFolder(dir)
+		}
+	}()
+	select {
+	case <-done:
+		close(stop)
+		<-swapped
+	case <-time.After(15 * time.Second):
+		close(stop)
+		<-swapped
+		fifos, _ := os.ReadDir(keep)
+		for _, f := range fifos {
+			if w, err := os.OpenFile(filepath.Join(keep, f.Name()), os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+				w.Close()
+			}
+		}
+		<-done
+		t.Fatal("LoadFolder blocked on a plugin.json swapped for a FIFO")
 	}
 }
