@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"sync"
+	"syscall"
 	"unicode/utf8"
 
 	"peerdns/internal/store"
@@ -89,6 +91,9 @@ type pluginDB struct {
 }
 
 func openDB(path string, log *slog.Logger) (*pluginDB, error) {
+	if err := regularOrMissing(path); err != nil {
+		return nil, err
+	}
 	db, err := store.Open(path, store.Options{Log: log, ManualShrink: true})
 	if err != nil {
 		return nil, err
@@ -107,6 +112,29 @@ func openDB(path string, log *slog.Logger) (*pluginDB, error) {
 		log.Warn("plugin database file could not be shrunk", "file", path, "err", err)
 	}
 	return p, nil
+}
+
+// regularOrMissing refuses a database file that is there but not a
+// regular file: the store's open of a FIFO (which a handler can rename
+// over its data.db while it runs) would hold the supervisor until
+// someone writes to it. It is opened without blocking to tell.
+func regularOrMissing(path string) error {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if !st.Mode().IsRegular() {
+		return fmt.Errorf("%s is not a regular file", path)
+	}
+	return nil
 }
 
 // bound shrinks the file when it passed twice the data plus ShrinkSlack

@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"peerdns/messages"
 )
 
 // A plugin.json that is a FIFO is refused at once: reading it would hold
@@ -96,4 +98,36 @@ func TestManifestSwappedForFIFO(t *testing.T) {
 		<-done
 		t.Fatal("LoadFolder blocked on a plugin.json swapped for a FIFO")
 	}
+}
+
+// A plugin's data.db that is a FIFO (a handler may rename one over it
+// while it runs) stops that plugin with the reason when it loads; the
+// supervisor does not wait in its open for a writer.
+func TestPluginDatabaseFIFORefused(t *testing.T) {
+	dir, data := t.TempDir(), t.TempDir()
+	writePlugin(t, dir, "fifo", "fifo.p2p", "ok", nil)
+	writePlugin(t, dir, "echo", "echo.p2p", "ok", nil)
+	fifo := filepath.Join(data, "fifo.p2p", "data.db")
+	if err := os.MkdirAll(filepath.Dir(fifo), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	h := newHarness(t, dir, func(d *Deps) { d.DataDir = data })
+	// Runs before the harness stops: a supervisor held in the open gets
+	// its writer.
+	t.Cleanup(func() {
+		if f, err := os.OpenFile(fifo, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+			f.Close()
+		}
+	})
+	res, err := h.sys.Root.RequestFuture(h.pid, &messages.GetPlugin{Domain: "fifo.p2p"}, 5*time.Second).Result()
+	if err != nil {
+		t.Fatalf("the supervisor did not answer: %v", err)
+	}
+	if p := res.(*messages.GetPluginReply).Plugin; p.Status != messages.PluginStopped || !strings.Contains(p.Error, "regular file") {
+		t.Fatalf("fifo.p2p: %s %q, want stopped for its database", p.Status, p.Error)
+	}
+	h.waitRunning("echo.p2p")
 }
