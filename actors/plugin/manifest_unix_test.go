@@ -131,3 +131,66 @@ func TestPluginDatabaseFIFORefused(t *testing.T) {
 	}
 	h.waitRunning("echo.p2p")
 }
+
+// A file of a stopped plugin's data folder swapped for a FIFO while a
+// backup lists the folder (any handler may do it in a loop) fails that
+// snapshot at worst: it does not wait in the FIFO's open for a writer.
+func TestSnapshotFileSwappedForFIFO(t *testing.T) {
+	data := t.TempDir()
+	folder := filepath.Join(data, "gone.p2p")
+	if err := os.MkdirAll(folder, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	target := filepath.Join(folder, "data.db")
+	if err := os.WriteFile(target, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	keep := t.TempDir()
+	fifo, file := filepath.Join(folder, "fifo"), filepath.Join(folder, "file")
+	stop := make(chan struct{})
+	swapped := make(chan struct{})
+	go func() {
+		defer close(swapped)
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if err := syscall.Mkfifo(fifo, 0o600); err == nil {
+				_ = os.Link(fifo, filepath.Join(keep, strconv.Itoa(i)))
+				_ = os.Rename(fifo, target)
+			}
+			if err := os.WriteFile(file, []byte("x"), 0o600); err == nil {
+				_ = os.Rename(file, target)
+			}
+		}
+	}()
+	a := &Actor{d: Deps{DataDir: data}, entries: map[string]*entry{}, dying: map[string]*dying{}}
+	out := t.TempDir()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i, end := 0, time.Now().Add(3*time.Second); time.Now().Before(end); i++ {
+			dir := filepath.Join(out, strconv.Itoa(i))
+			_ = os.Mkdir(dir, 0o700)
+			_ = a.snapshot(dir)
+		}
+	}()
+	select {
+	case <-done:
+		close(stop)
+		<-swapped
+	case <-time.After(15 * time.Second):
+		close(stop)
+		<-swapped
+		fifos, _ := os.ReadDir(keep)
+		for _, f := range fifos {
+			if w, err := os.OpenFile(filepath.Join(keep, f.Name()), os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+				w.Close()
+			}
+		}
+		<-done
+		t.Fatal("a snapshot blocked on a data file swapped for a FIFO")
+	}
+}
