@@ -233,3 +233,26 @@ func poolGet(t *testing.T, addr string) func(path string) (int, string) {
 		return resp.StatusCode, string(b)
 	}
 }
+
+// TestUpstreamStatusBelow100: an answer whose status code is below 100
+// (RFC 9110 §15: a valid one is 100 to 599) is a 502 at once: a status
+// of 0 went to the client as 200 (fasthttp writes 200 for none), and
+// one of 1 to 99 was read as informational, the edge waiting
+// UpstreamTimeout for a final answer that never came.
+func TestUpstreamStatusBelow100(t *testing.T) {
+	addr, _ := scriptedUpstream(t, map[string]string{
+		"/zero":  "HTTP/1.1 000 Zero\r\nContent-Length: 2\r\n\r\nok",
+		"/99":    "HTTP/1.1 099 Low\r\nContent-Length: 2\r\n\r\nok",
+		"/after": "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 042 Low\r\nContent-Length: 2\r\n\r\nok",
+		"/ok":    "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
+	})
+	get := poolGet(t, addr) // its client's timeout is well under UpstreamTimeout
+	for _, path := range []string{"/99", "/after", "/zero"} {
+		if st, body := get(path); st != 502 {
+			t.Fatalf("%s: %d %q, want 502", path, st, body)
+		}
+	}
+	if st, body := get("/ok"); st != 200 || body != "ok" {
+		t.Fatalf("/ok: %d %q", st, body)
+	}
+}

@@ -88,7 +88,9 @@
 // Transfer-Encoding (RFC 9112 §6.1: faulty framing) is read as nginx
 // reads it: chunked when that is its one coding, and its upstream
 // connection is closed after it, never reused; with a Content-Length
-// too, or another coding, it is a 502 (framingFault).
+// too, or another coding, it is a 502 (framingFault). So is an answer
+// whose status code is below 100 (errLowStatus: fasthttp hands a 000
+// out as 200, and 001 to 099 would be awaited past as informational).
 // Hop-by-hop headers (Upgrade among them; a WebSocket upgrade goes with
 // "Connection: Upgrade" and "Upgrade: websocket" written anew) are not
 // passed on, nor are the headers a Connection header names (RFC 9110

@@ -136,7 +136,7 @@ const answerGrace = time.Second
 // readHead reads the upstream's answer head, past informational ones
 // (100 Continue and the like), in CRLF or lone LF lines (lfhead.go). An
 // answer whose framing could be read two ways is refused
-// (framingFault).
+// (framingFault), as is a status code below 100 (errLowStatus).
 //
 // The head is looked at as it came only when its framing asks for it
 // (suspect: a chunked answer, or one in HTTP/1.0), and then whole,
@@ -154,22 +154,30 @@ func readHead(resp *fasthttp.Response, br *bufio.Reader) error {
 		if err == nil && n == 0 && !atStart(br) {
 			n, err = headEnd(br)
 		}
-		var raw []byte // the head as it came, when it is to be looked at
+		var raw []byte  // the head as it came, when it is to be looked at
+		var head []byte // the head as it came, when at hand (its status line: zeroStatus)
 		switch {
 		case err != nil:
 		case n > 0:
 			raw, _ = br.Peek(n) // still in br's buffer once readLFHead took it
+			head = raw
 			err = readLFHead(&resp.Header, br, n)
 		default:
 			pre, _ := br.Peek(br.Buffered()) // from the buffer's start (atStart), but for a head headEnd found no end of
 			err = resp.Header.Read(br)
 			if _, small := errors.AsType[*fasthttp.ErrSmallBuffer](err); small {
 				raw, err = readBigHead(&resp.Header, br)
-			} else if err == nil && suspect(&resp.Header) {
-				if cap(pre) != br.Size() {
-					return errUnchecked
+				head = raw
+			} else if err == nil {
+				if cap(pre) == br.Size() {
+					head = wholeHead(pre, br)
 				}
-				raw = wholeHead(pre, br)
+				if suspect(&resp.Header) {
+					if head == nil {
+						return errUnchecked
+					}
+					raw = head
+				}
 			}
 		}
 		if err == nil && raw != nil {
@@ -182,6 +190,8 @@ func readHead(resp *fasthttp.Response, br *bufio.Reader) error {
 			return errTooManyFields
 		}
 		switch code := resp.StatusCode(); {
+		case code < 100, code == fasthttp.StatusOK && zeroStatus(head):
+			return errLowStatus
 		case code == fasthttp.StatusSwitchingProtocols:
 			return errors.New("upstream switched protocols on a request that did not ask to")
 		case code >= 200:
@@ -190,6 +200,32 @@ func readHead(resp *fasthttp.Response, br *bufio.Reader) error {
 	}
 	return errors.New("upstream sent more than 100 informational answers")
 }
+
+// errLowStatus: an answer's status code is below 100 (RFC 9110 §15: a
+// valid one is 100 to 599). fasthttp reads one, and writes 200 for a
+// status of 0; one of 1 to 99 would be taken for an informational
+// answer and the final one awaited for UpstreamTimeout. A 502, as for
+// any head the edge cannot read.
+var errLowStatus = errors.New("upstream answered with a status code below 100")
+
+// zeroStatus reports whether head, an answer's head as it came (nil:
+// not at hand), has the status code 000, which fasthttp reads as no
+// status and hands out as 200. Only the status line's first bytes are
+// looked at.
+func zeroStatus(head []byte) bool {
+	for len(head) > 0 && (head[0] == '\r' || head[0] == '\n') { // the empty lines fasthttp skips
+		head = head[1:]
+	}
+	i := bytes.IndexByte(head, ' ')
+	if i < 0 {
+		return false
+	}
+	for i++; i < len(head) && head[i] == ' '; i++ {
+	}
+	return bytes.HasPrefix(head[i:], strZeroStatus)
+}
+
+var strZeroStatus = []byte("000")
 
 // maxAnswerFields is the most fields an answer's head may have (a 502
 // past it, errTooManyFields): the work of dropping an answer's
