@@ -307,3 +307,31 @@ func TestEdgeAddsNoRequestType(t *testing.T) {
 		}
 	}
 }
+
+// An answer whose upstream sent no Date gets the edge's (RFC 9110
+// §6.6.1: a recipient with a clock that forwards such an answer adds
+// one, as nginx does), however the request went: through the pool, or
+// as an upload (a chunked body, or one longer than SmallBody, streamed
+// upstream on a connection of its own).
+func TestEdgeDatesEveryAnswer(t *testing.T) {
+	up, _ := scriptedUpstream(t, map[string]string{
+		"/undated": "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
+	})
+	e := startTestEdge(t, map[string]string{"date.p2p": up}, Deps{})
+	httpAddr, _ := e.s.Addrs()
+	for name, req := range map[string]string{
+		"GET":            "GET /undated HTTP/1.1\r\nHost: date.p2p\r\n\r\n",
+		"chunked upload": "POST /undated HTTP/1.1\r\nHost: date.p2p\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nup\r\n0\r\n\r\n",
+		"long upload": "POST /undated HTTP/1.1\r\nHost: date.p2p\r\nContent-Length: " + strconv.Itoa(SmallBody+1) + "\r\n\r\n" +
+			strings.Repeat("u", SmallBody+1),
+	} {
+		c := sendRaw(t, httpAddr.String(), req)
+		st, h, body := answer(t, c)
+		if st != 200 || body != "ok" {
+			t.Fatalf("%s: %d %q", name, st, body)
+		}
+		if d, err := http.ParseTime(h.Get("Date")); err != nil || time.Since(d) > time.Minute {
+			t.Fatalf("%s: Date %q; want the edge's", name, h.Get("Date"))
+		}
+	}
+}

@@ -22,7 +22,8 @@
 // (headcheck.go).
 //
 // Upstream: the Host header is kept, X-Forwarded-For/-Proto/-Host are set,
-// hop-by-hop headers dropped. Response bodies are streamed to the client
+// hop-by-hop headers dropped; an answer the upstream sent without a Date
+// gets the edge's (RFC 9110 §6.6.1), uploads' answers too. Response bodies are streamed to the client
 // as they arrive (a download of any size holds a few buffers, not its
 // length, in memory, and its first byte is not held until its last),
 // except short ones of declared length, read whole (up to 4 KiB, or 64

@@ -63,6 +63,10 @@ func (s *Server) upload(ctx *fasthttp.RequestCtx, d *view.Domain, cm *movingDead
 		sent <- err
 	}()
 	br := bufio.NewReaderSize(conn, 4<<10)
+	// The server's response carries its NoDefaultDate: reset, the answer
+	// gets the edge's Date when the upstream sent none, as the pool's
+	// answers get it (fasthttp's client resets the response it reads).
+	resp.Header.Reset()
 	herr := readHead(resp, br)
 	var werr error
 	early := false
