@@ -529,15 +529,29 @@ func staleConn(err error) bool {
 // the upstream had the request and said nothing for UpstreamTimeout;
 // asked again, the client waited one timeout per attempt, and an
 // upstream that answers no head the edge can read on a fresh connection
-// is asked once.
+// is asked once. Nor for a head that was read and refused
+// (refusedAnswer: too many fields, an unasked 101, a status below 100):
+// that was the upstream's answer to this request.
 func retryable(err error, reused bool) bool {
 	if staleConn(err) {
 		return true
 	}
-	if errors.Is(err, errBothLengths) || errors.Is(err, errOldCoding) { // an answer, refused
+	if refusedAnswer(err) {
 		return false
 	}
 	return reused && !errors.Is(timedOut(err), fasthttp.ErrTimeout)
+}
+
+// refusedAnswer reports whether err is an answer's head that was read
+// and refused (readHead): the upstream had the request and answered it,
+// so it is not asked again.
+func refusedAnswer(err error) bool {
+	for _, e := range []error{errBothLengths, errOldCoding, errTooManyFields, errLowStatus, errUnaskedSwitch, errTooManyInformational} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
 }
 
 // skipTrailer reads a chunked body's trailer section up to its blank

@@ -286,3 +286,35 @@ func TestPoolClosesAfterExtraBytes(t *testing.T) {
 		}
 	}
 }
+
+// An answer whose head was read and refused (more fields than
+// maxAnswerFields, a 101 to a request that asked no upgrade, a status
+// below 100) on a kept connection is the upstream's answer, not bytes
+// left over from an earlier exchange: the request is not asked again on
+// another connection (the upstream had it once), and the client gets a
+// 502.
+func TestPoolAsksOnceForARefusedHead(t *testing.T) {
+	var many strings.Builder
+	for i := range maxAnswerFields + 1 {
+		fmt.Fprintf(&many, "X-F%d: v\r\n", i)
+	}
+	addr, conns := scriptedUpstream(t, map[string]string{
+		"/small":  "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
+		"/many":   "HTTP/1.1 200 OK\r\n" + many.String() + "Content-Length: 2\r\n\r\nok",
+		"/switch": "HTTP/1.1 101 Switching Protocols\r\nUpgrade: h2c\r\nConnection: Upgrade\r\n\r\n",
+		"/low":    "HTTP/1.1 099 Low\r\nContent-Length: 2\r\n\r\nok",
+	})
+	get := poolGet(t, addr)
+	for _, path := range []string{"/many", "/switch", "/low"} {
+		if st, body := get("/small"); st != 200 || body != "ok" { // a kept connection for the next
+			t.Fatalf("/small: %d %q", st, body)
+		}
+		before := conns.Load()
+		if st, _ := get(path); st != 502 {
+			t.Fatalf("%s: %d, want 502", path, st)
+		}
+		if n := conns.Load() - before; n != 0 {
+			t.Fatalf("%s: asked again on %d more connections, want none", path, n)
+		}
+	}
+}

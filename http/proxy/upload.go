@@ -197,13 +197,18 @@ func readHead(resp *fasthttp.Response, br *bufio.Reader) error {
 		case code < 100, code == fasthttp.StatusOK && zeroStatus(head):
 			return errLowStatus
 		case code == fasthttp.StatusSwitchingProtocols:
-			return errors.New("upstream switched protocols on a request that did not ask to")
+			return errUnaskedSwitch
 		case code >= 200:
 			return nil
 		}
 	}
-	return errors.New("upstream sent more than 100 informational answers")
+	return errTooManyInformational
 }
+
+var (
+	errUnaskedSwitch        = errors.New("upstream switched protocols on a request that did not ask to")
+	errTooManyInformational = errors.New("upstream sent more than 100 informational answers")
+)
 
 // errLowStatus: an answer's status code is below 100 (RFC 9110 §15: a
 // valid one is 100 to 599). fasthttp reads one, and writes 200 for a
