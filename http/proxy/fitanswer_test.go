@@ -335,3 +335,25 @@ func TestEdgeDatesEveryAnswer(t *testing.T) {
 		}
 	}
 }
+
+// A client's field whose name is a forwarding field's with underscores
+// for dashes (X_Forwarded_For, x-forwarded_proto) does not reach the
+// upstream: an app that reads fields as CGI variables (Rack, WSGI, CGI:
+// HTTP_X_FORWARDED_FOR) takes both spellings for one name, and the
+// client's could stand for the edge's (Puma's CVE-2024-45614). nginx
+// drops every field with an underscore in its name by default.
+func TestEdgeDropsUnderscoredForwarding(t *testing.T) {
+	up, heads := rawUpstream(t)
+	e := startTestEdge(t, map[string]string{"fwd.p2p": up}, Deps{})
+	httpAddr, _ := e.s.Addrs()
+	c := sendRaw(t, httpAddr.String(), "GET / HTTP/1.1\r\nHost: fwd.p2p\r\nX_Forwarded_For: 192.0.2.6\r\n"+
+		"x-forwarded_proto: https\r\nX_FORWARDED-HOST: evil.example\r\nX_Other: kept\r\n\r\n")
+	if st, _, _ := answer(t, c); st != 200 {
+		t.Fatalf("%d", st)
+	}
+	h := <-heads
+	if l := strings.ToLower(h); strings.Contains(l, "_forwarded") || strings.Contains(l, "forwarded_") ||
+		!strings.Contains(h, "\r\nX-Forwarded-For: 127.0.0.1\r\n") || !strings.Contains(l, "\r\nx_other: kept\r\n") {
+		t.Fatalf("the upstream got %q", h)
+	}
+}

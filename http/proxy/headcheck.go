@@ -111,7 +111,7 @@ func namesOf(h *fasthttp.RequestHeader) (n headNames) {
 			n.folded = n.folded || foldedField(name, value)
 		case len(k) == len("Host") && strings.EqualFold(k, "Host"):
 			n.folded = n.folded || foldedField(name, value)
-		case len(k) > len(xForwarded) && strings.EqualFold(k[:len(xForwarded)], xForwarded):
+		case len(k) > len(xForwarded) && forwardedPrefix(k):
 			n.fwd = true
 		case len(k) == len("Expect") && strings.EqualFold(k, "Expect"):
 			n.expect = true
@@ -312,6 +312,27 @@ var hostByte, hexByte = func() (h, x [256]bool) {
 }()
 
 const xForwarded = "X-Forwarded-"
+
+// forwardedPrefix reports whether k starts with xForwarded, in any case
+// and with underscores for its dashes (setForwarded drops those).
+func forwardedPrefix(k string) bool {
+	for i := range len(xForwarded) {
+		if !foldedByte(k[i], xForwarded[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// foldedByte reports whether c stands for w, a letter or a dash of a
+// forwarding field's name: the letter in either case, a dash or an
+// underscore for the dash.
+func foldedByte(c, w byte) bool {
+	if w == '-' {
+		return c == '-' || c == '_'
+	}
+	return c|0x20 == w|0x20
+}
 
 var (
 	strHTTP11    = []byte("HTTP/1.1")

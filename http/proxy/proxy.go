@@ -21,8 +21,10 @@
 // that is not a host name (or an IP literal) and port, gets 400
 // (headcheck.go).
 //
-// Upstream: the Host header is kept, X-Forwarded-For/-Proto/-Host are set,
-// hop-by-hop headers dropped; an answer the upstream sent without a Date
+// Upstream: the Host header is kept, X-Forwarded-For/-Proto/-Host are set
+// (a client's fields of those names spelt with underscores, which CGI-style
+// apps read as the same, dropped: dropUnderscored), hop-by-hop headers
+// dropped; an answer the upstream sent without a Date
 // gets the edge's (RFC 9110 §6.6.1), uploads' answers too. Response bodies are streamed to the client
 // as they arrive (a download of any size holds a few buffers, not its
 // length, in memory, and its first byte is not held until its last),

@@ -627,6 +627,7 @@ func setForwarded(req *fasthttp.Request, client netip.Addr, tls bool, host strin
 		req.Header.DelBytes(strXFF)
 		req.Header.DelBytes(strXFP)
 		req.Header.DelBytes(strXFH)
+		dropUnderscored(&req.Header)
 	}
 	if client.IsValid() {
 		b.B = client.Unmap().AppendTo(b.B)
@@ -639,6 +640,41 @@ func setForwarded(req *fasthttp.Request, client netip.Addr, tls bool, host strin
 		req.Header.SetCanonical(strXFP, strHTTP)
 	}
 	req.Header.SetCanonical(strXFH, s2b(host)) // copied in
+}
+
+// dropUnderscored deletes the fields of a request read from the wire
+// whose names are a forwarding field's (X-Forwarded-For, -Proto, -Host)
+// with underscores for some of its dashes: an app that reads fields as
+// CGI variables (Rack, WSGI, CGI: HTTP_X_FORWARDED_FOR) takes both
+// spellings for one name, and the client's could stand for the edge's
+// (Puma's CVE-2024-45614; nginx drops every name with an underscore by
+// default). Only for a head with such a name (headNames.fwd).
+func dropUnderscored(h *fasthttp.RequestHeader) {
+	for name := range rawFields(h.RawHeaders()) {
+		if bytes.IndexByte(name, '_') < 0 {
+			continue
+		}
+		for _, f := range [...][]byte{strXFF, strXFP, strXFH} {
+			if underscored(name, f) {
+				h.DelBytes(name)
+				break
+			}
+		}
+	}
+}
+
+// underscored reports whether name is f in any case, with an
+// underscore for any of its dashes.
+func underscored(name, f []byte) bool {
+	if len(name) != len(f) {
+		return false
+	}
+	for i, c := range name {
+		if !foldedByte(c, f[i]) {
+			return false
+		}
+	}
+	return true
 }
 
 // b2s is b as a string without a copy, for a call that copies it (the
