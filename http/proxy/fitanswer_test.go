@@ -357,3 +357,36 @@ func TestEdgeDropsUnderscoredForwarding(t *testing.T) {
 		t.Fatalf("the upstream got %q", h)
 	}
 }
+
+// The same over HTTP/2 and HTTP/3, on the pool's path (a GET) and on
+// ReverseProxy's (an upload of unknown length).
+func TestEdgeDropsUnderscoredForwardingH2H3(t *testing.T) {
+	up, heads := rawUpstream(t)
+	e := startTestEdge(t, map[string]string{"fwd.p2p": up}, Deps{})
+	h3 := &http.Client{Timeout: 10 * time.Second, Transport: e.h3(t, "fwd.p2p")}
+	for _, tc := range []struct {
+		how  string
+		c    *http.Client
+		body io.Reader
+	}{{"HTTP/2 GET", e.c, nil}, {"HTTP/3 GET", h3, nil}, {"HTTP/2 upload", e.c, io.MultiReader(strings.NewReader("x"))}} {
+		method := "GET"
+		if tc.body != nil {
+			method = "POST"
+		}
+		req, _ := http.NewRequest(method, "https://fwd.p2p/", tc.body)
+		req.Header["X_forwarded_for"] = []string{"192.0.2.6"}
+		req.Header["X-forwarded_proto"] = []string{"http"}
+		req.Header["X_other"] = []string{"kept"}
+		resp, err := tc.c.Do(req)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.how, err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		h := <-heads
+		if l := strings.ToLower(h); resp.StatusCode != 200 || strings.Contains(l, "_forwarded") || strings.Contains(l, "forwarded_") ||
+			!strings.Contains(l, "\r\nx-forwarded-for: 127.0.0.1\r\n") || !strings.Contains(l, "\r\nx_other: kept\r\n") {
+			t.Fatalf("%s: %d, the upstream got %q", tc.how, resp.StatusCode, h)
+		}
+	}
+}

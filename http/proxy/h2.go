@@ -799,6 +799,11 @@ func (s *Server) httpUpstream(d *view.Domain) *h2Upstream {
 			pr.Out.URL.Host = name // only names the request; the dial ignores it
 			pr.Out.Host = pr.In.Host
 			pr.Out.Header["X-Forwarded-For"] = pr.In.Header["X-Forwarded-For"]
+			for k := range pr.Out.Header {
+				if underscoredForwarding(k) {
+					delete(pr.Out.Header, k)
+				}
+			}
 			pr.SetXForwarded()
 		},
 		Transport: u,

@@ -193,6 +193,9 @@ func poolRequest(req *fasthttp.Request, r *http.Request) {
 			"Expect":
 			continue
 		}
+		if underscoredForwarding(k) {
+			continue
+		}
 		for _, v := range vs {
 			req.Header.Add(k, v)
 		}

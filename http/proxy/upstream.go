@@ -643,34 +643,44 @@ func setForwarded(req *fasthttp.Request, client netip.Addr, tls bool, host strin
 }
 
 // dropUnderscored deletes the fields of a request read from the wire
-// whose names are a forwarding field's (X-Forwarded-For, -Proto, -Host)
-// with underscores for some of its dashes: an app that reads fields as
-// CGI variables (Rack, WSGI, CGI: HTTP_X_FORWARDED_FOR) takes both
-// spellings for one name, and the client's could stand for the edge's
-// (Puma's CVE-2024-45614; nginx drops every name with an underscore by
-// default). Only for a head with such a name (headNames.fwd).
+// whose names are a forwarding field's spelt with underscores
+// (underscoredForwarding). Only for a head with such a name
+// (headNames.fwd).
 func dropUnderscored(h *fasthttp.RequestHeader) {
 	for name := range rawFields(h.RawHeaders()) {
-		if bytes.IndexByte(name, '_') < 0 {
-			continue
-		}
-		for _, f := range [...][]byte{strXFF, strXFP, strXFH} {
-			if underscored(name, f) {
-				h.DelBytes(name)
-				break
-			}
+		if underscoredForwarding(b2s(name)) {
+			h.DelBytes(name)
 		}
 	}
 }
 
+// underscoredForwarding reports whether k is the name of a forwarding
+// field the edge sets (X-Forwarded-For, -Proto, -Host) in any case,
+// with underscores for some of its dashes: an app that reads fields as
+// CGI variables (Rack, WSGI, CGI: HTTP_X_FORWARDED_FOR) takes both
+// spellings for one name, and the client's could stand for the edge's
+// (Puma's CVE-2024-45614; nginx drops every name with an underscore by
+// default). Such fields are not passed on, on any protocol.
+func underscoredForwarding(k string) bool {
+	if strings.IndexByte(k, '_') < 0 {
+		return false
+	}
+	for _, f := range [...]string{"X-Forwarded-For", "X-Forwarded-Proto", "X-Forwarded-Host"} {
+		if underscored(k, f) {
+			return true
+		}
+	}
+	return false
+}
+
 // underscored reports whether name is f in any case, with an
 // underscore for any of its dashes.
-func underscored(name, f []byte) bool {
+func underscored(name, f string) bool {
 	if len(name) != len(f) {
 		return false
 	}
-	for i, c := range name {
-		if !foldedByte(c, f[i]) {
+	for i := range len(name) {
+		if !foldedByte(name[i], f[i]) {
 			return false
 		}
 	}
