@@ -21,11 +21,18 @@
 // that is not a host name (or an IP literal) and port, gets 400
 // (headcheck.go).
 //
+// HTTPS: the certificate for an SNI is the node CA's leaf of the domain
+// it is routed to (certificate); a name routed nowhere gets none, and so
+// does a p2p domain outside .p2p (a peer may claim bank.example.com; the
+// node vouches for .p2p names only, whatever its root's constraints), so
+// such a domain is served over HTTP only.
+//
 // Upstream: the Host header is kept, X-Forwarded-For/-Proto/-Host are set
 // (a client's fields of those names spelt with underscores, which CGI-style
-// apps read as the same, dropped: dropUnderscored), hop-by-hop headers
-// dropped; an answer the upstream sent without a Date
-// gets the edge's (RFC 9110 §6.6.1), uploads' answers too. Response bodies are streamed to the client
+// apps read as the same, dropped: underscoredForwarding), hop-by-hop
+// headers dropped; an answer the upstream sent without a Date gets the
+// edge's (RFC 9110 §6.6.1), uploads' answers too. Response bodies are
+// streamed to the client
 // as they arrive (a download of any size holds a few buffers, not its
 // length, in memory, and its first byte is not held until its last),
 // except short ones of declared length, read whole (up to 4 KiB, or 64
@@ -657,21 +664,37 @@ func (s *Server) certificate(hello *tls.ClientHelloInfo) (*tls.Certificate, erro
 	if s.d.CA == nil {
 		return nil, errors.New("no certificate authority")
 	}
-	ip := s.ipOf(name)
-	return s.d.CA.Certificate(certName(s, name), ip)
+	cn, ok := certName(s, name)
+	if !ok {
+		s.routes.handshakeNoCert.Add(1)
+		return nil, fmt.Errorf("no certificate for %q: a peer's name outside .p2p is served over HTTP only", name)
+	}
+	return s.d.CA.Certificate(cn, s.ipOf(name))
 }
 
-// certName is the domain a leaf is issued for: the resolved p2p domain a
-// subdomain belongs to (its leaf covers *.domain), else the name.
-func certName(s *Server, name string) string {
+// certName is the domain a leaf is issued for, in the order requests
+// are routed: the admin domain and a plugin's domain as they are, else
+// the resolved p2p domain a subdomain belongs to (its leaf covers
+// *.domain), else the name (an internal domain). ok is false for a p2p
+// domain outside .p2p: a peer may claim any name (bank.example.com), and
+// the node vouches only for .p2p ones, whatever its root's name
+// constraints (a root made before them signs for any name).
+func certName(s *Server, name string) (cn string, ok bool) {
+	if name == s.d.AdminDomain || (s.d.Plugins != nil && s.d.Plugins.Site(name) != nil) {
+		return name, true
+	}
 	if s.d.View != nil {
 		if snap := s.d.View.Load(); snap != nil {
 			if d, ok := snap.Lookup(name); ok {
-				return d.Name
+				if strings.HasSuffix(d.Name, ".p2p") {
+					return d.Name, true
+				}
+				_, internal := snap.Internal[name]
+				return name, internal
 			}
 		}
 	}
-	return name
+	return name, true
 }
 
 // serves reports whether name is routed here.

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"crypto/tls"
 	"log/slog"
 	"strconv"
 	"strings"
@@ -139,4 +140,34 @@ func slogValue(v string) string {
 	}})
 	slog.New(h).Info("", "v", v)
 	return strings.TrimSuffix(strings.TrimPrefix(b.String(), "v="), "\n")
+}
+
+// A peer may claim a name outside .p2p (bank.example.com): the edge
+// serves it over HTTP only and issues no leaf for it, even from a root
+// without name constraints (one made before they existed, which signs
+// for any name and may be in the user's trust store); a name under .p2p
+// gets its leaf from the same root.
+func TestEdgeIssuesNoLeafForPeerNameOutsideP2P(t *testing.T) {
+	e := newTestH2Edge(t, map[string]string{"shop.p2p": "127.0.0.1:9", "bank.example.com": "127.0.0.1:9"}, Deps{})
+	_, addr := e.s.Addrs()
+	pool := e.s.d.CA.Pool()
+	for _, sni := range []string{"bank.example.com", "www.bank.example.com"} {
+		c, err := tls.Dial("tcp", addr.String(), &tls.Config{RootCAs: pool, ServerName: sni})
+		if err == nil {
+			c.Close()
+			t.Errorf("handshake for %s succeeded with a leaf of the node's root", sni)
+		}
+	}
+	c, err := tls.Dial("tcp", addr.String(), &tls.Config{RootCAs: pool, ServerName: "shop.p2p"})
+	if err != nil {
+		t.Fatalf("handshake for shop.p2p: %v", err)
+	}
+	c.Close()
+	list, err := e.s.d.CA.List()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 1 || list[0].Domain != "shop.p2p" {
+		t.Fatalf("leaves issued: %+v, want shop.p2p only", list)
+	}
 }

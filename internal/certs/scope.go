@@ -17,7 +17,9 @@ package certs
 // outside them is left out of the leaf (the name alone still verifies).
 // A root made before constraints existed (no PermittedDNSDomains) keeps
 // working as it did, for any valid name; regenerate-ca replaces it with
-// a constrained one.
+// a constrained one. The edge (http/proxy) asks for leaves of .p2p
+// domains and of the admin, plugin and internal domains only, so a
+// peer's claim of a public name gets no leaf from such a root either.
 //
 // When the node starts serving a new suffix (a local record under a new
 // name, a plugin's internal domain, a new subnet), the root does not
