@@ -144,6 +144,25 @@ func TestCPU(t *testing.T) {
 	}
 }
 
+// TestCPUIowaitBackwards: the kernel's iowait may go backwards (an idle
+// CPU's iowait is estimated, see Documentation/filesystems/proc.rst);
+// that dimension gives 0 for the second, as in Netdata, and the rest of
+// the row is still charted.
+func TestCPUIowaitBackwards(t *testing.T) {
+	c := newStat("")
+	c.read = fileSeq(
+		"cpu  100 0 50 800 10 0 0 0 0 0\ncpu0 100 0 50 800 10 0 0 0 0 0\n",
+		"cpu  130 0 60 860 9 0 0 0 0 0\ncpu0 130 0 60 860 9 0 0 0 0 0\n",
+		"cpu  150 0 70 930 9 0 0 0 0 0\ncpu0 150 0 70 930 9 0 0 0 0 0\n",
+	)
+	db := storetest.New(t, store.Config{})
+	run(t, db, 3, c)
+	//                     guest_nice guest steal softirq irq user system nice iowait idle
+	want := [][]float64{{0, 0, 0, 0, 0, 30, 10, 0, 0, 60}, {0, 0, 0, 0, 0, 20, 10, 0, 0, 70}}
+	checkPoints(t, db, "system.cpu", want)
+	checkPoints(t, db, "cpu.cpu0", want)
+}
+
 func TestCPUOfflineAndBack(t *testing.T) {
 	both := "cpu  2 0 0 2 0 0 0 0 0 0\ncpu0 1 0 0 1 0 0 0 0 0 0\ncpu1 1 0 0 1 0 0 0 0 0 0\nctxt 1\n"
 	one := "cpu  2 0 0 2 0 0 0 0 0 0\ncpu0 1 0 0 1 0 0 0 0 0 0\nctxt 1\n"

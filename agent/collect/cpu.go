@@ -31,7 +31,12 @@ type cpuRow struct {
 }
 
 // update stores each dimension's share of the row's increase since the
-// previous read, in percent.
+// previous read, in percent. A dimension whose counter went backwards
+// (iowait may: the kernel estimates it for idle CPUs) gives 0 for the
+// second, as Netdata's does, and the others share the row's increase
+// without it (Netdata divides by the row's net change, which the
+// backwards step makes smaller, so its shares sum over 100). A row whose
+// every change went backwards gives no point.
 func (r *cpuRow) update(tk *tick, f [10]float64) {
 	prev, had := r.prev, r.have
 	r.prev, r.have = f, true
@@ -42,12 +47,16 @@ func (r *cpuRow) update(tk *tick, f [10]float64) {
 	}
 	var total float64
 	var d [10]float64
+	back := false
 	for i := range f {
 		d[i] = f[i] - prev[i]
-		if d[i] < 0 { // counter went backwards (CPU hot-unplug): skip this row
-			return
+		if d[i] < 0 {
+			d[i], back = 0, true
 		}
 		total += d[i]
+	}
+	if back && total == 0 {
+		return
 	}
 	if r.out == nil {
 		r.out = make([]float64, len(f))

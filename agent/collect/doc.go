@@ -23,9 +23,10 @@
 // Counters become per-second rates the way Netdata's incremental
 // dimensions do: the first sample gives no point, a counter that goes
 // backwards (a reset, a wrap, a device replaced) gives a gap, never a
-// negative rate. Devices, interfaces, mounts, CPUs, cgroups and services
-// that disappear lose their charts (store.Remove); when they return they
-// get new ones. At most maxInstances (1,000) instances of one kind are
+// negative rate (the CPU charts, shares of a row's increase, give 0 for
+// a dimension that went backwards, as Netdata does: iowait may).
+// Devices, interfaces, mounts, CPUs, cgroups and services that disappear
+// lose their charts (store.Remove); when they return they get new ones. At most maxInstances (1,000) instances of one kind are
 // charted; the rest are left out with one log line. Malformed lines are
 // skipped; a file with nothing parseable fails its collector, which the
 // Manager logs once and retries every second while the others go on.
