@@ -507,6 +507,56 @@ func TestNetInterfaceGoneAndBack(t *testing.T) {
 	checkPoints(t, db, "net.veth1", [][]float64{{0, 0}})
 }
 
+// TestNetSysfsFileReturns: speed and carrier that fail to read (drivers
+// refuse them while the link is down) are charted once they read again,
+// within rescanEvery.
+func TestNetSysfsFileReturns(t *testing.T) {
+	root := t.TempDir()
+	dir := root + "/sys/class/net/eth0"
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write(t, dir+"/operstate", "down\n")
+	write(t, dir+"/mtu", "1500\n")
+	if err := os.Mkdir(dir+"/speed", 0o755); err != nil { // a read fails (EISDIR), like EINVAL
+		t.Fatal(err)
+	}
+	c := newNet(root)
+	c.read = fileSeq("h1\nh2\n  eth0: 1 1 0 0 0 0 0 0 1 1 0 0 0 0 0 0\n")
+	c.isVirtual = func(string) bool { return false }
+	db := storetest.New(t, store.Config{})
+	m := run(t, db, 3, c)
+	for _, id := range []string{"net_carrier.eth0", "net_speed.eth0"} {
+		if _, ok := db.Chart(id); ok {
+			t.Fatalf("%s registered while its file fails", id)
+		}
+	}
+	// the link comes up
+	if err := os.Remove(dir + "/speed"); err != nil {
+		t.Fatal(err)
+	}
+	write(t, dir+"/speed", "1000\n")
+	write(t, dir+"/carrier", "1\n")
+	write(t, dir+"/operstate", "up\n")
+	last := 3 + int(rescanEvery/time.Second)
+	for s := 3; s <= last; s++ {
+		collectAt(m, s)
+	}
+	for id, want := range map[string][]float64{"net_speed.eth0": {1e6}, "net_carrier.eth0": {1, 0}, "net_operstate.eth0": {1, 0, 0, 0, 0, 0, 0}} {
+		got := points(t, db, id)
+		if len(got) == 0 {
+			t.Errorf("%s: no points after its file reads again", id)
+			continue
+		}
+		for d, v := range want {
+			if !near(got[len(got)-1][d], v) {
+				t.Errorf("%s last point = %v, want %v", id, got[len(got)-1], want)
+				break
+			}
+		}
+	}
+}
+
 func TestNetCap(t *testing.T) {
 	var b strings.Builder
 	b.WriteString("h1\nh2\n")

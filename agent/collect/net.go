@@ -62,7 +62,8 @@ func parseNetDev(dst []ifCounters, b []byte) ([]ifCounters, error) {
 // net_drops, net_fifo, net_compressed, net_events from /proc/net/dev and
 // net_speed, net_duplex, net_operstate, net_carrier, net_mtu from
 // /sys/class/net/<iface>/ (a chart whose file the driver does not
-// provide, or refuses to read while the link is down, is absent), plus
+// provide, or refuses to read while the link is down, is absent until
+// the file reads again, tried every rescanEvery), plus
 // system.net, the sum over physical interfaces (those not under
 // /sys/devices/virtual/net), or over all of them when the host has no
 // physical one (a container's veth), so the chart is never missing.
@@ -94,9 +95,10 @@ type ifCharts struct {
 // sysChart is a chart of one /sys/class/net file, read through a
 // kept-open reader.
 type sysChart struct {
-	c    *chart
-	r    *procReader
-	gone bool // the file could not be read: no chart until the interface returns
+	c     *chart
+	r     *procReader
+	gone  bool      // the last read failed: not read again before retry
+	retry time.Time // when a failed file is tried again
 }
 
 func newNet(root string) *netColl {
@@ -220,13 +222,13 @@ var operstates = [...]string{"up", "down", "notpresent", "lowerlayerdown", "test
 
 // sysfs reads the interface's /sys/class/net files and stores their charts.
 func (c *netColl) sysfs(tk *tick, ic *ifCharts) {
-	if b, ok := ic.speed.value(); ok {
+	if b, ok := ic.speed.value(tk.now); ok {
 		if v, ok := parseNum(bytes.TrimSpace(b)); ok {
 			c.raw[0] = max(v, 0) * 1000 // Mbit/s; -1 = unknown
 			ic.speed.c.emit(tk, c.raw[:1])
 		}
 	}
-	if b, ok := ic.duplex.value(); ok {
+	if b, ok := ic.duplex.value(tk.now); ok {
 		b = bytes.TrimSpace(b)
 		c.raw[0], c.raw[1], c.raw[2] = 0, 0, 0
 		switch string(b) {
@@ -239,7 +241,7 @@ func (c *netColl) sysfs(tk *tick, ic *ifCharts) {
 		}
 		ic.duplex.c.emit(tk, c.raw[:3])
 	}
-	if b, ok := ic.operstate.value(); ok {
+	if b, ok := ic.operstate.value(tk.now); ok {
 		b = bytes.TrimSpace(b)
 		hit := false
 		for i, s := range operstates {
@@ -253,7 +255,7 @@ func (c *netColl) sysfs(tk *tick, ic *ifCharts) {
 		}
 		ic.operstate.c.emit(tk, c.raw[:7])
 	}
-	if b, ok := ic.carrier.value(); ok {
+	if b, ok := ic.carrier.value(tk.now); ok {
 		if v, ok := parseNum(bytes.TrimSpace(b)); ok {
 			c.raw[0], c.raw[1] = 0, 0
 			if v == 1 {
@@ -264,7 +266,7 @@ func (c *netColl) sysfs(tk *tick, ic *ifCharts) {
 			ic.carrier.c.emit(tk, c.raw[:2])
 		}
 	}
-	if b, ok := ic.mtu.value(); ok {
+	if b, ok := ic.mtu.value(tk.now); ok {
 		if v, ok := parseNum(bytes.TrimSpace(b)); ok {
 			c.raw[0] = v
 			ic.mtu.c.emit(tk, c.raw[:1])
@@ -272,18 +274,20 @@ func (c *netColl) sysfs(tk *tick, ic *ifCharts) {
 	}
 }
 
-// value reads the file; a file that fails is not read again (drivers that
-// refuse speed or carrier on a down link answer EINVAL every time).
-func (s *sysChart) value() ([]byte, bool) {
-	if s.gone {
+// value reads the file; a file that fails is tried again only every
+// rescanEvery (drivers that refuse speed, duplex or carrier on a down
+// link answer EINVAL until the link comes up).
+func (s *sysChart) value(now time.Time) ([]byte, bool) {
+	if s.gone && now.Before(s.retry) {
 		return nil, false
 	}
 	b, err := s.r.read()
 	if err != nil {
-		s.gone = true
+		s.gone, s.retry = true, now.Add(rescanEvery)
 		s.r.close()
 		return nil, false
 	}
+	s.gone = false
 	return b, true
 }
 
