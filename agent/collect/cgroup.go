@@ -233,6 +233,11 @@ func (c *cgroupColl) newCgroup(rel, name string, service bool) *cgroup {
 	for _, k := range serviceKeys(v2) {
 		kv.kv.slot(k)
 	}
+	if v2 && !service {
+		kv.kv.slot("cpu.nr_periods")
+		kv.kv.slot("cpu.nr_throttled")
+		kv.derive = (&throttling{}).derive
+	}
 	return &cgroup{name: name, service: service, kv: kv}
 }
 
@@ -265,6 +270,33 @@ func (c *cgroupColl) collect(tk *tick) error {
 	}
 	c.svc.emit(tk, c)
 	return nil
+}
+
+// kThrottledPct is the derived key of cgroup.throttled.
+const kThrottledPct = "=cpu.throttled_pct"
+
+// throttling turns cpu.stat's nr_throttled and nr_periods into Netdata's
+// cgroup.throttled: the throttled share, in percent, of the CPU periods
+// since the previous read (the first read: since the cgroup began). No
+// period since then, or counters that went backwards, give 0, as in
+// Netdata.
+type throttling struct {
+	periods, throttled float64
+}
+
+func (t *throttling) derive(kv *kvValues) {
+	p, ok1 := kv.get("cpu.nr_periods")
+	th, ok2 := kv.get("cpu.nr_throttled")
+	if !ok1 || !ok2 {
+		return
+	}
+	dp, dt := max(p-t.periods, 0), max(th-t.throttled, 0)
+	t.periods, t.throttled = p, th
+	v := 0.0
+	if dp > 0 {
+		v = dt * 100 / dp
+	}
+	kv.put(kThrottledPct, v)
 }
 
 // parseSingle reads a file holding one number (memory.current) under the
@@ -456,7 +488,7 @@ func cgroupCharts(name string, v2 bool) []kvChart {
 			g("cpu", "cgroup.cpu", "cpu", "CPU Usage (100% = 1 core)", "percentage", "stacked", 40000,
 				inc("cpu.user_usec", "user", "", 1, 10000), inc("cpu.system_usec", "system", "", 1, 10000)),
 			g("throttled", "cgroup.throttled", "cpu", "CPU Throttled Runnable Periods", "percentage", "line", 40005,
-				inc("cpu.nr_throttled", "throttled", "", 1, 1)),
+				abs(kThrottledPct, "throttled", "", 1, 1)),
 			g("mem", "cgroup.mem", "mem", "Memory Usage", "MiB", "stacked", 40220,
 				abs("mem.anon", "anon", "", 1, mib), abs("mem.kernel_stack", "kernel_stack", "", 1, mib),
 				abs("mem.slab", "slab", "", 1, mib), abs("mem.sock", "sock", "", 1, mib),

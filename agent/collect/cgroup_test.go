@@ -103,6 +103,24 @@ func TestCgroupsV2(t *testing.T) {
 	}
 }
 
+// TestCgroupThrottled: cgroup.throttled is the share of the CPU periods
+// since the last read in which the cgroup was throttled, in percent, as
+// Netdata computes it (not throttled periods per second).
+func TestCgroupThrottled(t *testing.T) {
+	root := copyTree(t, "testdata/cgroup-v2")
+	docker := root + "/sys/fs/cgroup/system.slice/docker-" + cgID + ".scope"
+	c := newCgroups(root)
+	db := storetest.New(t, store.Config{})
+	m := run(t, db, 1, c) // nr_periods 10, nr_throttled 1
+	write(t, docker+"/cpu.stat", "usage_usec 5000000\nuser_usec 3000000\nsystem_usec 2000000\nnr_periods 30\nnr_throttled 11\nthrottled_usec 900\n")
+	collectAt(m, 1)
+	collectAt(m, 2) // no period since the last read
+	write(t, docker+"/cpu.stat", "usage_usec 5000000\nuser_usec 3000000\nsystem_usec 2000000\nnr_periods 5\nnr_throttled 5\nthrottled_usec 900\n")
+	collectAt(m, 3) // counters went backwards
+	checkDef(t, db, "cgroup_0123456789ab.throttled", "cgroup.throttled", "cpu", "percentage", "line", 40005, "throttled")
+	checkPoints(t, db, "cgroup_0123456789ab.throttled", [][]float64{{10}, {50}, {0}, {0}})
+}
+
 func TestCgroupsV1(t *testing.T) {
 	root := copyTree(t, "testdata/cgroup-v1")
 	g := root + "/sys/fs/cgroup"
