@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math"
 
 	"peerdns/agent/store"
 )
@@ -196,8 +197,22 @@ func (c *perCPUColl) rebuild(tk *tick) {
 	}
 	old := c.system
 	c.system = newChart(&def)
-	if old != nil && len(old.prev) == len(c.system.prev) {
-		c.system.prev, c.system.prevAt, c.system.have = old.prev, old.prevAt, old.have
+	if old != nil && old.have {
+		// Each source keeps its own previous count (matched by id, not
+		// position: a source that went can leave another in its place);
+		// a new source has none, so it starts with a gap.
+		at := make(map[string]int, len(old.def.Dims))
+		for i, d := range old.def.Dims {
+			at[d.ID] = i
+		}
+		for i, d := range def.Dims {
+			if j, ok := at[d.ID]; ok {
+				c.system.prev[i] = old.prev[j]
+			} else {
+				c.system.prev[i] = math.NaN()
+			}
+		}
+		c.system.prevAt, c.system.have = old.prevAt, true
 	}
 	// per-CPU charts
 	keep := map[int]bool{}

@@ -59,6 +59,21 @@ func TestInterruptsCPUOfflineAndBack(t *testing.T) {
 	checkPoints(t, db, "cpu.cpu1_interrupts", [][]float64{{0, 0, 0}})
 }
 
+// TestInterruptsSourceReplaced: when one source goes and another comes
+// between two reads, each source's rate is taken against its own
+// previous count, never against the one that stood at its position.
+func TestInterruptsSourceReplaced(t *testing.T) {
+	before := "      CPU0\n 24: 1 IO-APIC a\n 40: 100 PCI-MSI b\n 41: 2134 PCI-MSI c\nLOC: 1000 Local timer\n"
+	after := "      CPU0\n 24: 1 IO-APIC a\n 41: 2234 PCI-MSI c\n 43: 7 PCI-MSI d\nLOC: 1050 Local timer\n"
+	c := newInterrupts("")
+	c.read = fileSeq(before, after)
+	db := storetest.New(t, store.Config{})
+	run(t, db, 2, c)
+	checkDef(t, db, "system.interrupts", "system.interrupts", "interrupts", "interrupts/s", "stacked", 1000, "24", "41", "43", "LOC")
+	nan := math.NaN()
+	checkPoints(t, db, "system.interrupts", [][]float64{{0, 100, nan, 50}})
+}
+
 func TestPerCPUMalformed(t *testing.T) {
 	var tab perCPUTable
 	for _, in := range []string{"", "garbage\n", "CPU0 CPUx\n 1: 2\n", "CPU0\nno colon here\n"} {
