@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 
 	"peerdns/agent/store"
 )
@@ -197,10 +198,13 @@ func (c *perCPUColl) rebuild(tk *tick) {
 	}
 	old := c.system
 	c.system = newChart(&def)
-	if old != nil && old.have {
+	if old != nil && old.have && slices.Equal(c.lastCPUs, c.tab.cpus) {
 		// Each source keeps its own previous count (matched by id, not
 		// position: a source that went can leave another in its place);
-		// a new source has none, so it starts with a gap.
+		// a new source has none, so it starts with a gap. When the CPU
+		// columns changed, the sums are over other CPUs (a CPU back
+		// online brings back everything it counted before): no source
+		// keeps its count, the chart has a gap for that second.
 		at := make(map[string]int, len(old.def.Dims))
 		for i, d := range old.def.Dims {
 			at[d.ID] = i

@@ -1,6 +1,7 @@
 package collect
 
 import (
+	"fmt"
 	"math"
 	"os"
 	"strings"
@@ -72,6 +73,29 @@ func TestInterruptsSourceReplaced(t *testing.T) {
 	checkDef(t, db, "system.interrupts", "system.interrupts", "interrupts", "interrupts/s", "stacked", 1000, "24", "41", "43", "LOC")
 	nan := math.NaN()
 	checkPoints(t, db, "system.interrupts", [][]float64{{0, 100, nan, 50}})
+}
+
+// TestInterruptsCPUBackNoSpike: a CPU that comes back online brings back
+// its column with every interrupt it counted before going offline; the
+// system chart's sums over the CPUs then give a gap for that second, not
+// the returning CPU's whole count as one second's rate.
+func TestInterruptsCPUBackNoSpike(t *testing.T) {
+	both := func(a, b int) string {
+		return fmt.Sprintf("      CPU0  CPU1\n 24: %d 500\nLOC: %d 9000\n", a, b)
+	}
+	c := newInterrupts("")
+	c.read = fileSeq(both(10, 1000), "      CPU0\n 24: 11\nLOC: 1010\n", both(12, 1020), both(13, 1030))
+	db := storetest.New(t, store.Config{})
+	run(t, db, 4, c)
+	got := points(t, db, "system.interrupts")
+	for _, row := range got {
+		if row[0] > 1 || row[1] > 10 {
+			t.Fatalf("points %v: a spike when CPU1 came back (true rates 1 and 10)", got)
+		}
+	}
+	if len(got) == 0 || got[len(got)-1][0] != 1 || got[len(got)-1][1] != 10 {
+		t.Errorf("points %v, want the last one [1 10]", got)
+	}
 }
 
 func TestPerCPUMalformed(t *testing.T) {
