@@ -21,9 +21,10 @@ import (
 //  1. B opens a stream of kind StreamRelay on its connection to R and
 //     writes 'C' and C's 32-byte key.
 //  2. R checks that relaying is on, that B is a writer of the network,
-//     that it has budget, and that C is connected; it opens a stream of
-//     kind StreamRelay to C and writes 'I' and B's key. C answers one
-//     status byte, and R passes it (or its own refusal) back to B.
+//     that it has budget, and that B and C are connected to it directly
+//     (no chains); it opens a stream of kind StreamRelay to C and writes
+//     'I' and B's key. C answers one status byte, and R passes it (or
+//     its own refusal) back to B.
 //  3. From then on R copies bytes both ways, within its byte rate, and
 //     nothing else: B and C run the stream path (streamconn.go) over
 //     the relayed bytes, TLS 1.3 between their own certificates, so R
@@ -45,7 +46,7 @@ const (
 	RelayBusy      byte = 3 // at the connection cap
 	RelayNoTarget  byte = 4 // the target is not connected to the relay
 	RelayRefused   byte = 5 // the target refused (full, or relaying to itself)
-	RelayBad       byte = 6 // malformed request
+	RelayBad       byte = 6 // malformed request, or one over a relayed connection
 )
 
 // RelayError is a relay's refusal.
@@ -235,10 +236,15 @@ func (r *relayState) serve(req Conn, s Stream, target string) {
 		refuse(RelayBad, &r.other)
 		return
 	}
+	// No chains: a relay only joins peers it reaches itself, the
+	// requester as well as the target, so each relayed pair costs one hop
+	// and one relay's budget.
+	if p, _ := PathOf(req); p == PathRelayed {
+		refuse(RelayBad, &r.other)
+		return
+	}
 	tc, ok := cfg.Conn(target)
 	if p, _ := PathOf(tc); ok && p == PathRelayed {
-		// No chains: a relay only joins peers it reaches itself, so each
-		// relayed pair costs one hop and one relay's budget.
 		ok = false
 	}
 	if !ok {

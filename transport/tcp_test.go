@@ -473,6 +473,34 @@ func TestRelayOff(t *testing.T) {
 	}
 }
 
+// A relay joins only peers it reaches itself, the requester too: a
+// request that came over a relayed connection would make a chain, each
+// relayed pair costing two relays' budgets (and a writer could stack
+// them further), so it is refused.
+func TestRelayRefusesRequestOverRelayedConn(t *testing.T) {
+	l := newRelayLab(t, RelayConfig{Rate: -1})
+	out, in := l.pair(t) // b reaches c only through the lab's relay
+	d := newMulti(t, Options{})
+	cd, dc := quicPair(t, l.c, d)
+	l.c.SetRelay(func(string) bool { return true }, func(id string) (Conn, bool) {
+		if id == d.ID() {
+			return cd, true
+		}
+		return nil, false
+	})
+	serveKinds(l.c, in)
+	serveKinds(d, dc)
+	if c2, err := l.b.DialRelay(ctxT(t), out, d.ID()); !IsRelayRefusal(err, RelayBad) {
+		if err == nil {
+			c2.Close("test over")
+		}
+		t.Fatalf("a request over a relayed connection: %v, want refused", err)
+	}
+	if n := l.c.Stats().RelayServed; n != 0 {
+		t.Fatalf("RelayServed = %d", n)
+	}
+}
+
 // A relay at its budget: a pair over the byte rate is slowed; a
 // connection over the cap is refused; both are counted.
 func TestRelayBudget(t *testing.T) {
