@@ -74,6 +74,12 @@ func (m *Membership) digest(s string) [sha256.Size]byte {
 // Size is the number of writers.
 func (m *Membership) Size() int { return len(m.ids) }
 
+// Has reports whether id is one of the writers.
+func (m *Membership) Has(id string) bool {
+	_, ok := slices.BinarySearch(m.ids, id)
+	return ok
+}
+
 // Sparse reports whether the network is beyond R: only then do replica
 // sets differ from the whole membership.
 func (m *Membership) Sparse() bool { return len(m.ids) > m.r }

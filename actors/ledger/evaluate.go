@@ -58,6 +58,9 @@ func (a *Actor) flush(c actor.Context) {
 // writers were added since the last flush. When a network grows past R
 // (or its replica sets move because it grew further), every domain is
 // evaluated again with its new voters, as when the connected set changes.
+// A connected peer that has just become a writer is a new active peer
+// (activeSet counts connected writers only): the domains it votes on are
+// evaluated again, as when it connects.
 func (a *Actor) members() *consensus.Membership {
 	m := a.memberSet
 	if m != nil && m.Size() == len(a.st.writers) {
@@ -69,9 +72,19 @@ func (a *Actor) members() *consensus.Membership {
 	}
 	next := consensus.NewMembership(a.st.network, ids, a.d.Replicas)
 	a.memberSet = next
-	if (m != nil && m.Sparse()) || next.Sparse() {
+	var joined []string // connected, and writers since this rebuild
+	for id := range a.active {
+		if a.st.writers[id] && (m == nil || !m.Has(id)) {
+			joined = append(joined, id)
+		}
+	}
+	switch {
+	case (m != nil && m.Sparse()) || next.Sparse():
 		a.epoch++
 		a.markAll()
+	case len(joined) > 0:
+		a.epoch++
+		a.markVotersChanged(joined)
 	}
 	return next
 }

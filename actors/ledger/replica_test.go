@@ -170,3 +170,30 @@ func addConnectedWriters(t testing.TB, l *testLedger, n int) (peers []*identity.
 	l.sys.Root.Send(l.pid, &messages.PeerSetChanged{Connected: connected})
 	return peers, connected
 }
+
+// A connected peer counts as active from the moment it is a writer: a
+// peer the node was connected to before the op that made it a writer
+// (a joiner's inviter, a writer whose invite is still replicating)
+// changes every domain's quorum when that op is applied.
+func TestConnectedPeerBecomingWriterReevaluates(t *testing.T) {
+	l := newTestLedger(t, t.TempDir())
+	p, _ := identity.Generate()
+	l.sys.Root.Send(l.pid, &messages.PeerSetChanged{Connected: []string{p.ID()}})
+	const name = "quorum.p2p"
+	if r := ask[*messages.AddDomainReply](t, l, &messages.AddDomain{Domain: name, Hash: hashA}); r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	if st := ask[*messages.GetConsensusReply](t, l, &messages.GetConsensus{Domain: name}).State; st.ActivePeers != 1 || st.Status != "resolved" {
+		t.Fatalf("before: %+v, want resolved by our vote alone", st)
+	}
+	if rep := ask[*messages.AddWriterReply](t, l, &messages.AddWriter{ID: p.ID()}); rep.Err != nil {
+		t.Fatal(rep.Err)
+	}
+	testutil.Eventually(t, 5*time.Second, func() error {
+		st := ask[*messages.GetConsensusReply](t, l, &messages.GetConsensus{Domain: name}).State
+		if st.ActivePeers != 2 || st.MinVotes != 2 || st.Status != "insufficient_quorum" {
+			return fmt.Errorf("after the peer became a writer: status %s, activePeers %d, minVotes %d; want insufficient_quorum, 2, 2", st.Status, st.ActivePeers, st.MinVotes)
+		}
+		return nil
+	})
+}
