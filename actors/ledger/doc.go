@@ -16,8 +16,9 @@
 // the logical counter carrying into the milliseconds at its top.
 //
 // The actor spawns one domain actor (actors/domain) per domain with claims
-// and asks it to evaluate consensus whenever an op touches the domain or
-// the set of active peers changes; the domain actor answers with the
+// and asks it to evaluate consensus whenever an op touches the domain,
+// the set of active peers changes (a connected peer becoming a writer
+// included) or this node becomes a writer; the domain actor answers with the
 // state and the votes the local peer should cast, which this actor signs
 // and appends. A first claim of a domain (no claims or votes on it yet)
 // carries our own vote in the same op: the auto-vote is known then. When

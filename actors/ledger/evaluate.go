@@ -60,7 +60,10 @@ func (a *Actor) flush(c actor.Context) {
 // evaluated again with its new voters, as when the connected set changes.
 // A connected peer that has just become a writer is a new active peer
 // (activeSet counts connected writers only): the domains it votes on are
-// evaluated again, as when it connects.
+// evaluated again, as when it connects. So are ours once we have just
+// become a writer: a joiner applies its network's domains before that
+// op (its sync comes in pages), settles them without a vote then, and
+// casts its auto-votes now.
 func (a *Actor) members() *consensus.Membership {
 	m := a.memberSet
 	if m != nil && m.Size() == len(a.st.writers) {
@@ -72,11 +75,14 @@ func (a *Actor) members() *consensus.Membership {
 	}
 	next := consensus.NewMembership(a.st.network, ids, a.d.Replicas)
 	a.memberSet = next
-	var joined []string // connected, and writers since this rebuild
+	var joined []string // connected (or us), and writers since this rebuild
 	for id := range a.active {
 		if a.st.writers[id] && (m == nil || !m.Has(id)) {
 			joined = append(joined, id)
 		}
+	}
+	if self := a.st.self; a.st.writers[self] && m != nil && !m.Has(self) {
+		joined = append(joined, self)
 	}
 	switch {
 	case (m != nil && m.Sparse()) || next.Sparse():

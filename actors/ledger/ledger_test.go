@@ -268,3 +268,53 @@ func TestCleanupRequestInABatch(t *testing.T) {
 		return nil
 	})
 }
+
+// A joiner that applies the domains of its network before the op that
+// makes it a writer (its sync comes in pages, its inviter's ops maybe
+// last) cannot vote on them then; once that op is applied it casts its
+// auto-vote on each of them, as it would on a claim that came later.
+func TestJoinerVotesOnceAWriter(t *testing.T) {
+	l := newTestLedgerWith(t, t.TempDir(), func(d *Deps) { d.Join = true })
+	root, _ := identity.Generate()
+	r := root.ID()
+	if rep := ask[*messages.JoinNetworkReply](t, l, &messages.JoinNetwork{Key: strings.Repeat("0", 64), Root: r, Inviter: r}); rep.Err != nil {
+		t.Fatal(rep.Err)
+	}
+	l.sys.Root.Send(l.pid, &messages.PeerSetChanged{Connected: []string{r}})
+	apply := func(ops ...*messages.Op) {
+		t.Helper()
+		if rep := ask[*messages.ApplyOpsReply](t, l, &messages.ApplyOps{From: "test", Ops: ops}); rep.Applied != len(ops) {
+			t.Fatalf("apply: %+v", rep)
+		}
+	}
+	const name = "early.p2p"
+	now := time.Now().UnixMilli()
+	apply(sign(t, root, &messages.Op{Seq: 1, HLC: messages.HLC{Wall: now}, Key: messages.NetworkKey(r), Value: strings.Repeat("0", 64)}),
+		sign(t, root, &messages.Op{Seq: 2, HLC: messages.HLC{Wall: now + 1}, Batch: []messages.Write{
+			{Key: messages.ClaimKey(name, r), Value: `{"hash":"` + hashA + `"}`},
+			{Key: messages.VoteKey(name, r, r), Value: messages.VoteMarker},
+		}}))
+	// Answered once the domain has settled: evaluated without our vote.
+	if rep := ask[*messages.RecalculateReply](t, l, &messages.Recalculate{Domain: name}); rep.Err != nil {
+		t.Fatal(rep.Err)
+	}
+	if st := ask[*messages.GetConsensusReply](t, l, &messages.GetConsensus{Domain: name}).State; st.TotalVotes != 1 || st.Status != "insufficient_quorum" {
+		t.Fatalf("before we are a writer: %+v, want the root's vote alone", st)
+	}
+	apply(sign(t, root, &messages.Op{Seq: 3, HLC: messages.HLC{Wall: now + 2}, Key: messages.WriterKey(l.id.ID(), r), Value: "1"}))
+	mine := messages.VoteKey(name, l.id.ID(), r)
+	testutil.Eventually(t, 5*time.Second, func() error {
+		for _, e := range ask[*messages.GetEntriesReply](t, l, &messages.GetEntries{}).Entries {
+			if e.Key == mine {
+				return nil
+			}
+		}
+		return fmt.Errorf("no vote of ours on %s once a writer", name)
+	})
+	testutil.Eventually(t, 5*time.Second, func() error {
+		if st := ask[*messages.GetConsensusReply](t, l, &messages.GetConsensus{Domain: name}).State; st.Status != "resolved" {
+			return fmt.Errorf("with our vote: %+v, want resolved", st)
+		}
+		return nil
+	})
+}
