@@ -15,7 +15,8 @@ import (
 // cannot be claimed. A domain another owner asks for is refused when it
 // is one of the node's own or already has claims in the ledger; a claim
 // that arrives later for an internal domain stays in the ledger but the
-// node keeps answering the domain itself (internal domains come first).
+// node keeps answering the domain itself (internal domains come first)
+// and lists it once, as internal.
 
 // mergeInternal rebuilds a.internal from Deps.Internal and the owners'.
 func (a *Actor) mergeInternal() {

@@ -8,7 +8,7 @@ import (
 )
 
 // listing is GET /api/resolved-domains as last built: its entries (the
-// internal domains, then every domain with claims, by name), their JSON,
+// internal domains, then every other domain with claims, by name), their JSON,
 // and the domains changed since.
 //
 // The listing is built in the ledger actor at the first read after a
@@ -136,11 +136,15 @@ func (a *Actor) patchListing() {
 	*l = listing{entries: entries, json: js, ends: ends, internal: l.internal, dirty: l.dirty}
 }
 
-// listEntry is name's entry; false for a domain without claims (not
-// listed).
+// listEntry is name's entry; false for a domain without claims, and for
+// an internal domain (listed with the internal ones: the node answers it
+// itself, whatever claims a peer wrote on it).
 func (a *Actor) listEntry(name string) (messages.DomainEntry, bool) {
 	idx := a.st.domains[name]
 	if idx == nil || len(idx.claims) == 0 {
+		return messages.DomainEntry{}, false
+	}
+	if _, internal := a.internal[name]; internal {
 		return messages.DomainEntry{}, false
 	}
 	cs := a.consensusState(name)

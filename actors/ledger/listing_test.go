@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"reflect"
 	"testing"
+	"time"
 
 	"peerdns/actors/consensus"
 	"peerdns/actors/domain"
@@ -99,5 +100,38 @@ func TestListingPatchedAsBuiltWhole(t *testing.T) {
 	}
 	if patched < 100 || whole < 5 {
 		t.Fatalf("%d patched and %d whole builds compared: the test did not exercise both", patched, whole)
+	}
+}
+
+// A peer's claim on one of this node's internal domains stays in the
+// ledger, but the node answers the domain itself: the listing shows it
+// once, as internal, not a second time with the peer's hash.
+func TestClaimOnAnInternalDomainListedOnce(t *testing.T) {
+	const name = "admin.p2p"
+	l := newTestLedgerWith(t, t.TempDir(), func(d *Deps) {
+		d.Internal = map[string]netip.Addr{name: netip.MustParseAddr("127.0.0.1")}
+	})
+	peers, _ := addConnectedWriters(t, l, 1)
+	p := peers[0]
+	op := sign(t, p, &messages.Op{Seq: 1, HLC: messages.HLC{Wall: time.Now().UnixMilli()}, Batch: []messages.Write{
+		{Key: messages.ClaimKey(name, p.ID()), Value: `{"hash":"` + hashA + `"}`},
+		{Key: messages.VoteKey(name, p.ID(), p.ID()), Value: messages.VoteMarker},
+	}})
+	if rep := ask[*messages.ApplyOpsReply](t, l, &messages.ApplyOps{From: "test", Ops: []*messages.Op{op}}); rep.Applied != 1 {
+		t.Fatalf("apply: %+v", rep)
+	}
+	rep := ask[*messages.GetDomainsReply](t, l, &messages.GetDomains{})
+	var got []messages.DomainEntry
+	for _, e := range rep.Domains {
+		if e.Domain == name {
+			got = append(got, e)
+		}
+	}
+	if len(got) != 1 || got[0].ConsensusStatus != consensus.Internal || got[0].Hash != consensus.Internal {
+		t.Fatalf("%s listed as %+v, want once, internal", name, got)
+	}
+	var decoded []messages.DomainEntry
+	if err := json.Unmarshal(rep.JSON, &decoded); err != nil || len(decoded) != len(rep.Domains) {
+		t.Fatalf("listing JSON: %d entries, %v; want %d", len(decoded), err, len(rep.Domains))
 	}
 }
