@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"cmp"
 	"fmt"
 	"testing"
 	"time"
@@ -196,4 +197,48 @@ func TestConnectedPeerBecomingWriterReevaluates(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// Beyond R a claim on a domain whose replica set does not hold us owes
+// no vote of ours (AutoVote plans none): its evaluations are paced like
+// any other change, not sent at once as for a claim we still vote on.
+func TestNoVoteOwedOutsideTheReplicaSet(t *testing.T) {
+	a := listingActor(0)
+	a.d.Replicas = 2
+	a.st.network = "net"
+	writers := []string{a.st.self}
+	var claimant *identity.Identity
+	for range 4 {
+		id, _ := identity.Generate()
+		a.st.writers[id.ID()] = true
+		writers = append(writers, id.ID())
+		claimant = id
+	}
+	members := consensus.NewMembership("net", writers, 2)
+	var in, out string
+	for i := 0; in == "" || out == ""; i++ {
+		if i > 400 {
+			t.Fatal("no names in and out of our replica sets in 400")
+		}
+		name := fmt.Sprintf("n%d.p2p", i)
+		if members.Replicas(name)[a.st.self] {
+			in = cmp.Or(in, name)
+		} else {
+			out = cmp.Or(out, name)
+		}
+	}
+	c := claimant.ID()
+	for i, name := range []string{in, out} {
+		op := &messages.Op{Writer: c, Seq: uint64(i + 1), HLC: messages.HLC{Wall: int64(i + 1)}, Key: messages.ClaimKey(name, c), Value: `{"hash":"` + hashA + `"}`}
+		pk, _ := messages.ParseKey(op.Key)
+		a.st.apply(op, []messages.ParsedKey{pk})
+	}
+	a.members() // as flush builds it before a round
+	v := stateView{a}
+	if !v.needsVote(in) {
+		t.Errorf("%s (our replica set): no vote owed", in)
+	}
+	if v.needsVote(out) {
+		t.Errorf("%s (not our replica set): a vote owed", out)
+	}
 }

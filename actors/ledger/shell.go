@@ -110,6 +110,16 @@ func (v stateView) domain(name string) (uint64, bool, bool) {
 	return idx.version, true, len(idx.claims) > 0
 }
 
+// needsVote: beyond R only for a domain whose replica set holds us
+// (AutoVote plans no vote elsewhere). The round reads the membership
+// flush built just before it.
 func (v stateView) needsVote(name string) bool {
-	return v.a.writable() && v.a.st.unvoted(name)
+	if !v.a.writable() || !v.a.st.unvoted(name) {
+		return false
+	}
+	if v.a.memberSet == nil {
+		return true
+	}
+	reps := v.a.memberSet.Replicas(name)
+	return reps == nil || reps[v.a.st.self]
 }
