@@ -195,7 +195,7 @@ func (c *Child) batch(cursor map[string]int64, sentDef map[string]*store.ChartDe
 	b := &messages.StreamBatch{}
 	values := 0
 	for _, def := range c.cfg.DB.Charts() {
-		last, _, ok := c.cfg.DB.Latest(def.ID)
+		first, last, ok := c.cfg.DB.Held(def.ID)
 		if !ok || last <= cursor[def.ID] {
 			continue
 		}
@@ -210,14 +210,12 @@ func (c *Child) batch(cursor map[string]int64, sentDef map[string]*store.ChartDe
 		if room <= 0 {
 			return b, true
 		}
-		from := cursor[def.ID] + 1
-		if cursor[def.ID] == 0 {
-			from = 1
-		}
+		// From the second after the cursor, or the oldest the ring still
+		// holds when it has moved past it (a long disconnect, or the
+		// first connection).
+		next := cursor[def.ID] + 1
+		from := max(next, first)
 		to := min(last, from+int64(room)-1)
-		if from == 1 {
-			to = last // first time: everything held, clamped by the ring below
-		}
 		w, err := c.cfg.DB.QueryFor(store.ReadReplication, def.ID, 0, from, to)
 		if err != nil || len(w.Slots) == 0 || len(w.Slots[0]) == 0 {
 			continue
@@ -226,8 +224,8 @@ func (c *Child) batch(cursor map[string]int64, sentDef map[string]*store.ChartDe
 		if n > room {
 			n = room
 		}
-		if cursor[def.ID] > 0 && w.Start > from {
-			c.Gaps.Add(w.Start - from)
+		if cursor[def.ID] > 0 && w.Start > next {
+			c.Gaps.Add(w.Start - next)
 		}
 		if sentDef[def.ID] != def {
 			sc := messages.StreamChart{

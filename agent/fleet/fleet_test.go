@@ -360,3 +360,49 @@ func TestChildGoesStale(t *testing.T) {
 	c.fill(t, time.Now().Unix())
 	testutil.Eventually(t, 10*time.Second, state(api.ChildLive))
 }
+
+// TestChildResumesAfterItsRingMovedOn: a child away longer than its
+// tier-0 ring (and than one batch's worth of seconds) resumes from the
+// oldest second its ring still holds; the seconds the ring lost are
+// counted in Gaps, and the chart is not left behind.
+func TestChildResumesAfterItsRingMovedOn(t *testing.T) {
+	p := newParent(t, fleet.ParentConfig{})
+	c := newChild(t, p, "zeta", 2)
+	db, err := store.Open(store.Config{Tier0Retention: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	def, _ := c.db.Chart("system.cpu")
+	if err := db.Register(def); err != nil {
+		t.Fatal(err)
+	}
+	c.db = db
+	now := time.Now().Unix()
+	c.now = now - 3000
+	c.fill(t, now-2990)
+	run := func() (*fleet.Child, func()) {
+		ch := fleet.NewChild(fleet.ChildConfig{
+			DB: c.db, Endpoint: c.ep.Endpoint(), ParentKey: p.rpc.ID(), ParentAddr: p.rpc.Addr().String(),
+			Hello:    messages.StreamHello{Hostname: c.name, GUID: "guid-" + c.name, NodeID: "node-" + c.name},
+			Interval: 50 * time.Millisecond, MaxValues: 20, // 10 seconds a batch
+		})
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { defer close(done); ch.Run(ctx) }()
+		stop := func() { cancel(); <-done }
+		t.Cleanup(stop)
+		return ch, stop
+	}
+	_, stop := run()
+	testutil.Eventually(t, 10*time.Second, func() error { return held(p, c.id.ID(), now-3000, now-2990) })
+	stop()
+	// Away for most of an hour: the ring holds only its last minute.
+	c.now = now - 100
+	c.fill(t, now)
+	ch, _ := run()
+	testutil.Eventually(t, 10*time.Second, func() error { return held(p, c.id.ID(), now-59, now) })
+	if g := ch.Gaps.Load(); g != now-59-(now-2989) {
+		t.Errorf("gaps = %d, want %d", g, now-59-(now-2989))
+	}
+}

@@ -26,7 +26,7 @@
 //
 // Files: db.go (DB, Open, Append, Close), anomaly.go (MarkAnomalous),
 // registry.go (chart definitions: Register, Remove, Charts, Chart), ring.go
-// (tier 0), read.go (window copies: Query, Latest, Stats),
+// (tier 0), read.go (window copies: Query, Latest, Held, Stats),
 // persist.go (tier-1 load, flush, compaction), file.go (the tier-1 record
 // format), series.go (one chart's rings and chunks), pack.go (sealed
 // chunks).

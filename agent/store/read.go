@@ -80,6 +80,18 @@ func (db *DB) Latest(chartID string) (t int64, values []float64, ok bool) {
 	return s.last, values, true
 }
 
+// Held returns the oldest and newest seconds the tier-0 ring of a chart
+// holds; ok is false for an unknown chart or one with no points.
+func (db *DB) Held(chartID string) (first, last int64, ok bool) {
+	s := db.lookup(chartID)
+	if s == nil {
+		return 0, 0, false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.first, s.last, s.last != 0
+}
+
 // tier0BytesPerDim is the memory one busy dimension's tier-0 ring takes
 // (every block dense; an idle one takes ~12 bytes per 64 seconds), plus
 // its anomaly bit a second of the ring.
