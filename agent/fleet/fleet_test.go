@@ -341,6 +341,44 @@ func TestParentCaps(t *testing.T) {
 	}
 }
 
+// TestParentDropsPointsOfARefusedRedefinition: a chart the parent holds
+// that the child redefines past the dimension cap is refused, and its
+// points in later batches are dropped and counted like those of the
+// batch that redefined it, without ending the stream.
+func TestParentDropsPointsOfARefusedRedefinition(t *testing.T) {
+	p := fleet.NewParent(fleet.ParentConfig{MaxDims: 4})
+	defer p.Close()
+	c, stop := streamTo(t, p, 5*time.Second)
+	defer stop()
+	now := time.Now().Unix()
+	batches := []messages.StreamBatch{
+		{Charts: []messages.StreamChart{{ID: "c", Dims: []string{"a", "b"}}},
+			Points: []messages.StreamPoints{{Chart: "c", Start: now - 3, Values: [][]float64{{1, 2}}}}},
+		{Charts: []messages.StreamChart{{ID: "c", Dims: []string{"a", "b", "c", "d", "e"}}},
+			Points: []messages.StreamPoints{{Chart: "c", Start: now - 2, Values: [][]float64{{1, 2, 3, 4, 5}}}}},
+		{Points: []messages.StreamPoints{{Chart: "c", Start: now - 1, Values: [][]float64{{1, 2, 3, 4, 5}}}}},
+	}
+	wantDropped := []int{0, 2, 1}
+	for i := range batches {
+		b := &batches[i]
+		b.Seq = uint64(i + 1)
+		if err := messages.WriteFrame(c, b, messages.AgentMaxFrame); err != nil {
+			t.Fatal(err)
+		}
+		var ack messages.StreamAck
+		if err := messages.ReadFrame(c, &ack, messages.AgentMaxFrame); err != nil {
+			t.Fatalf("batch %d: %v", b.Seq, err)
+		}
+		if ack.Error != "" || ack.Dropped != wantDropped[i] {
+			t.Fatalf("batch %d: ack %+v, want %d dropped and no error", b.Seq, ack, wantDropped[i])
+		}
+	}
+	db, _ := p.DB("k")
+	if last, _, _ := db.Latest("c"); last != now-3 {
+		t.Errorf("parent's last point of c at %d, want %d", last, now-3)
+	}
+}
+
 // TestChildGoesStale: a connected child that sends nothing new is listed
 // stale once StaleAfter has passed, and live again with new points.
 func TestChildGoesStale(t *testing.T) {

@@ -310,6 +310,10 @@ func (p *Parent) ServeStream(ctx context.Context, peer string, h *messages.Strea
 	}
 	p.cfg.Log.Info("child streaming", "peer", peer, "hostname", h.Hostname)
 	var seq uint64
+	// refused holds the charts of this stream whose latest definition
+	// was refused: the parent may hold an older one, which their points
+	// no longer fit.
+	refused := map[string]bool{}
 	for {
 		_ = st.SetReadDeadline(time.Now().Add(p.cfg.IdleTimeout))
 		var b messages.StreamBatch
@@ -324,7 +328,7 @@ func (p *Parent) ServeStream(ctx context.Context, peer string, h *messages.Strea
 			ack.Error = fmt.Sprintf("batch %d after %d: out of order", b.Seq, seq)
 		} else {
 			seq = b.Seq
-			dropped, err := p.apply(c, &b)
+			dropped, err := p.apply(c, &b, refused)
 			ack.Dropped = dropped
 			if err != nil {
 				ack.Error = err.Error()
@@ -341,10 +345,11 @@ func (p *Parent) ServeStream(ctx context.Context, peer string, h *messages.Strea
 }
 
 // apply stores one batch. Charts over the dimension cap or with a string
-// longer than maxChartText, and points from the future, are dropped and
-// counted; a malformed chart or point set is
-// an error that ends the stream.
-func (p *Parent) apply(c *child, b *messages.StreamBatch) (int, error) {
+// longer than maxChartText, with their points in this batch and later
+// ones of the stream (refused), and points from the future, are dropped
+// and counted; a malformed chart or point set is an error that ends the
+// stream.
+func (p *Parent) apply(c *child, b *messages.StreamBatch, refused map[string]bool) (int, error) {
 	dropped := 0
 	c.mu.Lock()
 	total := 0
@@ -352,7 +357,6 @@ func (p *Parent) apply(c *child, b *messages.StreamBatch) (int, error) {
 		total += n
 	}
 	c.mu.Unlock()
-	refused := map[string]bool{}
 	for i := range b.Charts {
 		sc := &b.Charts[i]
 		if len(sc.DimNames) != 0 && len(sc.DimNames) != len(sc.Dims) {
@@ -380,6 +384,7 @@ func (p *Parent) apply(c *child, b *messages.StreamBatch) (int, error) {
 		if err := c.db.Register(def); err != nil {
 			return dropped, fmt.Errorf("%w: %v", errStream, err)
 		}
+		delete(refused, sc.ID)
 		total += len(sc.Dims) - old
 		c.mu.Lock()
 		c.dims[sc.ID] = len(sc.Dims)
