@@ -3,8 +3,10 @@
 //
 // Child (child.go) reads its own store and sends what the parent lacks:
 // the parent's reply to the stream call holds its newest second per
-// chart, so resuming after a disconnect needs no buffer beyond the
-// child's tier-0 ring. Batches wait for acks in a window of 8; a full
+// chart (as many charts as one frame holds; the others are sent again
+// from the child's ring, the seconds the parent has skipped), so
+// resuming after a disconnect needs no buffer beyond the child's tier-0
+// ring. Batches wait for acks in a window of 8; a full
 // window stops the child reading its store (backpressure, no growth).
 //
 // Parent (parent.go) keeps one memory store and one api.Server per child,

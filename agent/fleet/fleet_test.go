@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -377,6 +378,37 @@ func TestParentDropsPointsOfARefusedRedefinition(t *testing.T) {
 	if last, _, _ := db.Latest("c"); last != now-3 {
 		t.Errorf("parent's last point of c at %d, want %d", last, now-3)
 	}
+}
+
+// TestParentResumesAChildWithManyCharts: a child whose charts' ids
+// together pass the frame limit still gets the parent's reply to its
+// hello when it comes back: the charts left out of the resume are sent
+// again from the child's ring.
+func TestParentResumesAChildWithManyCharts(t *testing.T) {
+	p := fleet.NewParent(fleet.ParentConfig{})
+	defer p.Close()
+	c, stop := streamTo(t, p, 10*time.Second)
+	now := time.Now().Unix()
+	const charts, perBatch = 1200, 300
+	for i := 0; i < charts/perBatch; i++ {
+		b := messages.StreamBatch{Seq: uint64(i + 1)}
+		for j := i * perBatch; j < (i+1)*perBatch; j++ {
+			id := fmt.Sprintf("%04d.%s", j, strings.Repeat("x", 990))
+			b.Charts = append(b.Charts, messages.StreamChart{ID: id, Dims: []string{"a"}})
+			b.Points = append(b.Points, messages.StreamPoints{Chart: id, Start: now - 2, Values: [][]float64{{1}}})
+		}
+		if err := messages.WriteFrame(c, &b, messages.AgentMaxFrame); err != nil {
+			t.Fatal(err)
+		}
+		var ack messages.StreamAck
+		if err := messages.ReadFrame(c, &ack, messages.AgentMaxFrame); err != nil || ack.Error != "" || ack.Dropped != 0 {
+			t.Fatalf("batch %d: %v %+v", b.Seq, err, ack)
+		}
+	}
+	stop()
+	// streamTo fails the test when the reply cannot be read.
+	_, stop = streamTo(t, p, 10*time.Second)
+	stop()
 }
 
 // TestChildGoesStale: a connected child that sends nothing new is listed

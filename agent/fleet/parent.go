@@ -299,9 +299,16 @@ func (p *Parent) ServeStream(ctx context.Context, peer string, h *messages.Strea
 		st.Abort() // replaced by a newer stream, or the agent stops
 	}()
 
+	// The resume fits one frame: a chart left out is sent again from the
+	// child's ring, and the seconds the parent holds of it are skipped.
 	resume := map[string]int64{}
+	room := messages.AgentMaxFrame - 1024 // the reply around the map
 	for _, def := range c.db.Charts() {
 		if t, _, ok := c.db.Latest(def.ID); ok {
+			room -= len(def.ID) + 18 // CBOR: two heads of at most 9 bytes
+			if room < 0 {
+				break
+			}
 			resume[def.ID] = t
 		}
 	}
