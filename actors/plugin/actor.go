@@ -586,6 +586,11 @@ func (a *Actor) describe(e *entry) messages.Plugin {
 		Homepage: m.Homepage, License: m.License, Status: e.status, Error: e.err,
 		HasDatabase: m.Database, Actions: m.Actions, Settings: map[string]messages.PluginSetting{},
 	}
+	if p.Actions == nil {
+		// A static plugin's manifest is built in code, not read through
+		// Validate: its nil actions are the spec's empty array.
+		p.Actions = []messages.PluginAction{}
+	}
 	if e.static != nil {
 		p.HasHandler = true
 	} else if e.p != nil {

@@ -222,3 +222,35 @@ func TestPluginDomainAlreadyClaimed(t *testing.T) {
 		t.Fatalf("the claim: %+v", cs)
 	}
 }
+
+// The built-in profile plugin is listed with the spec's Plugin fields:
+// actions is an array (empty: it has none) and settings an object, in
+// the list and on its own, as for a plugin from DATA/plugins.
+func TestStaticPluginFields(t *testing.T) {
+	n := newTestNode(t, t.TempDir())
+	base := "http://" + n.AdminAddr()
+	var list struct{ Plugins []map[string]json.RawMessage }
+	mustJSON(t, "GET", base+"/api/plugins", "", 200, &list)
+	var one map[string]json.RawMessage
+	mustJSON(t, "GET", base+"/api/plugins/profile.p2p", "", 200, &one)
+	var fromList map[string]json.RawMessage
+	for _, p := range list.Plugins {
+		if string(p["domain"]) == `"profile.p2p"` {
+			fromList = p
+		}
+	}
+	if fromList == nil {
+		t.Fatalf("profile.p2p not in GET /api/plugins: %v", list)
+	}
+	for where, p := range map[string]map[string]json.RawMessage{"GET /api/plugins": fromList, "GET /api/plugins/profile.p2p": one} {
+		if string(p["status"]) != `"static"` {
+			t.Errorf("%s: status = %s, want \"static\"", where, p["status"])
+		}
+		if a := strings.TrimSpace(string(p["actions"])); !strings.HasPrefix(a, "[") {
+			t.Errorf("%s: actions = %s, want an array", where, a)
+		}
+		if s := strings.TrimSpace(string(p["settings"])); !strings.HasPrefix(s, "{") {
+			t.Errorf("%s: settings = %s, want an object", where, s)
+		}
+	}
+}
