@@ -84,8 +84,9 @@
 //     otherwise it waits, until the write deadline the handler set
 //     (http.ResponseController.SetWriteDeadline), after which the
 //     stream is reset (CANCEL) and the others go on. Control frames the
-//     reader answers (PING and SETTINGS ACKs, RST_STREAM, WINDOW_UPDATE)
-//     are queued without waiting, but more than maxControl of them queued
+//     reader answers (PING and SETTINGS ACKs, RST_STREAM, WINDOW_UPDATE,
+//     and the 431 to a header list over MaxHeaderListSize) are queued
+//     without waiting, but more than maxControl of them queued
 //     at once (a client that asks and does not read) ends the
 //     connection with ENHANCE_YOUR_CALM. More than maxEmptyData DATA
 //     frames in a row without payload or END_STREAM do too, and so do

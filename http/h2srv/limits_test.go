@@ -305,6 +305,48 @@ func TestPingFlood(t *testing.T) {
 	})
 }
 
+// TestHeaderListTooLargeFlood: a client that sends header lists over
+// the limit and reads nothing has its connection closed once the 431
+// answers queued pass the control bound: each list costs it a few
+// bytes (fields of the HPACK dynamic table named by index), the
+// answer about as many.
+func TestHeaderListTooLargeFlood(t *testing.T) {
+	var cnt counters
+	ts := newTestServer(t, cnt.config(Config{MaxHeaderListSize: 8 << 10}), http.NotFoundHandler())
+	rc := newRawClient(t, ts.addr)
+	big := strings.Repeat("a", 4000)
+	rc.headers(1, true, rc.block("GET", "/", "x-a", big))
+	// The field is in both dynamic tables now: each list below names
+	// it by index three times, past the limit.
+	block := rc.block("GET", "/", "x-a", big, "x-a", big, "x-a", big)
+	if len(block) > 16 {
+		t.Fatalf("block of %d bytes: the field is not indexed", len(block))
+	}
+	var batch bytes.Buffer
+	fr := http2.NewFramer(&batch, nil)
+	id := uint32(3)
+	deadline := time.Now().Add(30 * time.Second)
+	for sent := 0; ; sent += 4096 {
+		if time.Now().After(deadline) {
+			t.Fatalf("connection open after %d oversized header lists", sent)
+		}
+		batch.Reset()
+		for range 4096 {
+			_ = fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: block, EndStream: true, EndHeaders: true})
+			id += 2
+		}
+		if _, err := rc.nc.Write(batch.Bytes()); err != nil {
+			break
+		}
+	}
+	testutil.Eventually(t, 10*time.Second, func() error {
+		if cnt.count("control_flood") != 1 || len(cnt.connErrors()) != 1 {
+			return errors.New("control_flood not counted")
+		}
+		return nil
+	})
+}
+
 // TestEmptyDataFlood: DATA frames without payload or END_STREAM, many
 // in a row, end the connection (CVE-2019-9518).
 func TestEmptyDataFlood(t *testing.T) {

@@ -53,6 +53,10 @@ func (c *conn) onHeaders(f *http2.MetaHeadersFrame) error {
 		return nil
 	case f.Truncated:
 		c.srv.countError("header_list_too_large")
+		// Queued without waiting, as the control frames are, and
+		// counted with them: a client that reads nothing would
+		// otherwise grow the output by an answer per list.
+		c.controlLocked()
 		c.writeStatus(http.StatusRequestHeaderFieldsTooLarge)
 		c.writeField("date", httpDate())
 		c.writeField("content-length", "0")

@@ -46,7 +46,7 @@ const (
 	// does not read. 16 KiB is the frame size every client takes.
 	maxDataFrame = minMaxFrameSize
 	// maxControl bounds the control frames (PING and SETTINGS ACKs,
-	// RST_STREAM, WINDOW_UPDATE) the reader queues while the writer
+	// RST_STREAM, WINDOW_UPDATE; and 431 answers) the reader queues while the writer
 	// cannot write them: past it the client reads too little of what it
 	// asks for, and the connection is closed (ENHANCE_YOUR_CALM).
 	maxControl = 10000
