@@ -23,10 +23,13 @@ import (
 
 const clientPreface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 
-// maxStreamErrors bounds the frames a client may send that the Framer
-// refuses with a stream error (a WINDOW_UPDATE of zero, a malformed
-// header field, ...) over a connection's life: each costs a reset in
-// answer, and past the bound the client is not a client that erred.
+// maxStreamErrors bounds the frames a client may send that are a
+// stream error, refused by the Framer (a WINDOW_UPDATE of zero, a
+// malformed header field, ...) or by the server (a malformed request,
+// DATA on a closed stream, a window overrun, ...), over a connection's
+// life: each costs a reset in answer, and past the bound the client is
+// not a client that erred (CVE-2019-9514). Streams refused for the
+// concurrency limit, and header lists over the limit, are not counted.
 const maxStreamErrors = 1000
 
 // maxEmptyData bounds the DATA frames without payload and without
@@ -299,9 +302,9 @@ func (c *conn) readLoop() error {
 			var ce http2.ConnectionError
 			switch {
 			case errors.As(err, &se):
-				c.srv.countError("stream_" + se.Code.String())
+				c.streamFault("stream_" + se.Code.String())
 				c.streamError(se.StreamID, se.Code)
-				if c.streamErrs++; c.streamErrs > maxStreamErrors {
+				if c.streamErrs > maxStreamErrors {
 					return c.failConn(connError{http2.ErrCodeEnhanceYourCalm, "stream_error_flood"})
 				}
 				continue
@@ -320,6 +323,9 @@ func (c *conn) readLoop() error {
 		}
 		if err := c.process(f); err != nil {
 			return c.failConn(err)
+		}
+		if c.streamErrs > maxStreamErrors {
+			return c.failConn(connError{http2.ErrCodeEnhanceYourCalm, "stream_error_flood"})
 		}
 		c.mu.Lock()
 		flood := c.ctrl > maxControl
@@ -352,6 +358,15 @@ func (c *conn) failConn(err error) error {
 		c.reportConnErr(err)
 	}
 	return err
+}
+
+// streamFault counts a stream error of the client's (kind), one the
+// Framer refused or the server found (a malformed request, a frame on
+// a closed stream, a window overrun, ...), toward maxStreamErrors. Only
+// the reader calls it.
+func (c *conn) streamFault(kind string) {
+	c.srv.countError(kind)
+	c.streamErrs++
 }
 
 // streamError resets a stream for a protocol error of its own.
@@ -389,7 +404,7 @@ func (c *conn) process(f http2.Frame) error {
 		return c.onRST(f)
 	case *http2.PriorityFrame:
 		if f.StreamDep == f.StreamID {
-			c.srv.countError("priority_self")
+			c.streamFault("priority_self")
 			c.streamError(f.StreamID, http2.ErrCodeProtocol)
 		}
 		return nil
@@ -478,7 +493,7 @@ func (c *conn) onWindowUpdate(f *http2.WindowUpdateFrame) error {
 		}
 		s.sendWin += int64(f.Increment)
 		if s.sendWin > maxWindow {
-			c.srv.countError("stream_window_overflow")
+			c.streamFault("stream_window_overflow")
 			s.resetLocked(errStreamReset)
 			c.closeStreamLocked(s)
 			c.writeRSTLocked(s.id, http2.ErrCodeFlowControl)
@@ -523,7 +538,7 @@ func (c *conn) onData(f *http2.DataFrame) error {
 		if s == nil && c.ignoredLocked(f.StreamID) {
 			return nil
 		}
-		c.srv.countError("data_closed")
+		c.streamFault("data_closed")
 		if s != nil {
 			s.resetLocked(errStreamReset)
 			c.closeStreamLocked(s)
@@ -533,7 +548,7 @@ func (c *conn) onData(f *http2.DataFrame) error {
 	}
 	if n > s.inflow {
 		c.giveBackLocked(n)
-		c.srv.countError("stream_flow")
+		c.streamFault("stream_flow")
 		s.resetLocked(errStreamReset)
 		c.closeStreamLocked(s)
 		c.writeRSTLocked(s.id, http2.ErrCodeFlowControl)
@@ -557,7 +572,7 @@ func (c *conn) onData(f *http2.DataFrame) error {
 	s.recvd += int64(len(data))
 	if s.declLen >= 0 && (s.recvd > s.declLen || f.StreamEnded() && s.recvd != s.declLen) {
 		c.giveBackLocked(int64(len(data)))
-		c.srv.countError("content_length")
+		c.streamFault("content_length")
 		// The one reset whose cause the handler sees (context.Cause):
 		// net/http's Transport returns a cancelled request's cause as
 		// its error, and a handler that proxies tells a client that

@@ -90,9 +90,11 @@
 //     at once (a client that asks and does not read) ends the
 //     connection with ENHANCE_YOUR_CALM. More than maxEmptyData DATA
 //     frames in a row without payload or END_STREAM do too, and so do
-//     more than maxStreamErrors frames the Framer refuses with a stream
-//     error (WINDOW_UPDATEs of zero among them) over a connection's
-//     life (CVE-2019-9518).
+//     more than maxStreamErrors frames that are a stream error over a
+//     connection's life, whether the Framer refuses them (WINDOW_UPDATEs
+//     of zero among them) or the server does (malformed requests, DATA
+//     on a closed stream, a window overrun), though the client reads
+//     every reset (CVE-2019-9514, CVE-2019-9518).
 //   - The connection's writer has no deadline of its own: a client that
 //     stops reading holds it until the streams' write deadlines reset
 //     them, the control bound trips, or the server closes the

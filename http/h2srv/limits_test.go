@@ -534,6 +534,44 @@ func TestZeroWindowUpdateFlood(t *testing.T) {
 	}
 }
 
+// TestMalformedRequestFlood: requests the server refuses itself
+// (here a connection-specific field), each reset with PROTOCOL_ERROR,
+// end the connection past the bound the Framer's stream errors have
+// (CVE-2019-9514), though the client reads every reset.
+func TestMalformedRequestFlood(t *testing.T) {
+	var cnt counters
+	ts := newTestServer(t, cnt.config(Config{}), http.NotFoundHandler())
+	rc := newRawClient(t, ts.addr)
+	block := rc.block("GET", "/", "connection", "close")
+	var batch bytes.Buffer
+	fr := http2.NewFramer(&batch, nil)
+	for i := range maxStreamErrors + 1 {
+		_ = fr.WriteHeaders(http2.HeadersFrameParam{StreamID: uint32(2*i + 1), BlockFragment: block, EndStream: true, EndHeaders: true})
+	}
+	// Answered only if the server reads on after the flood.
+	_ = fr.WritePing(false, [8]byte{})
+	if _, err := rc.nc.Write(batch.Bytes()); err != nil {
+		t.Fatal(err)
+	}
+	code := http2.ErrCode(1 << 31)
+	rc.next(10*time.Second, func(f http2.Frame, err error) bool {
+		switch f := f.(type) {
+		case *http2.GoAwayFrame:
+			code = f.ErrCode
+			return true
+		case *http2.PingFrame:
+			return f.IsAck()
+		}
+		return err != nil
+	})
+	if code != http2.ErrCodeEnhanceYourCalm {
+		t.Fatalf("GOAWAY %v after %d malformed requests, want ENHANCE_YOUR_CALM", code, maxStreamErrors+1)
+	}
+	if n := cnt.count("stream_error_flood"); n != 1 {
+		t.Fatalf("stream_error_flood counted %d, want 1", n)
+	}
+}
+
 // TestShutdownDeadline: streams still running when Shutdown's context
 // ends are cut: the connection closes, their contexts end.
 func TestShutdownDeadline(t *testing.T) {

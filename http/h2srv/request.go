@@ -42,7 +42,7 @@ func (c *conn) onHeaders(f *http2.MetaHeadersFrame) error {
 		c.mu.Unlock()
 		return nil
 	case f.HasPriority() && f.Priority.StreamDep == id:
-		c.srv.countError("priority_self")
+		c.streamFault("priority_self")
 		c.writeRSTLocked(id, http2.ErrCodeProtocol)
 		c.mu.Unlock()
 		return nil
@@ -73,7 +73,7 @@ func (c *conn) onHeaders(f *http2.MetaHeadersFrame) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if kind != "" {
-		c.srv.countError(kind)
+		c.streamFault(kind)
 		c.writeRSTLocked(id, http2.ErrCodeProtocol)
 		return nil
 	}
@@ -122,7 +122,7 @@ func (c *conn) onTrailersLocked(s *stream, f *http2.MetaHeadersFrame) {
 		kind = "content_length"
 	}
 	if kind != "" {
-		c.srv.countError(kind)
+		c.streamFault(kind)
 		err := errStreamReset
 		if kind == "content_length" {
 			// As in onData: the handler sees the cause.
