@@ -46,6 +46,7 @@ type conn struct {
 	ctx      context.Context
 	cancel   context.CancelFunc
 	fr       *http2.Framer
+	guard    *contGuard
 	br       *bufio.Reader
 	remote   string
 	tlsState *tls.ConnectionState
@@ -120,7 +121,8 @@ func newConn(s *Server, nc net.Conn, h http.Handler, base context.Context) *conn
 		c.tlsState = &st
 	}
 	c.br = bufio.NewReaderSize(nc, 16<<10)
-	c.fr = http2.NewFramer(io.Discard, &contGuard{r: c.br, limit: contLimit(s.cfg.MaxHeaderListSize)})
+	c.guard = &contGuard{r: c.br, limit: contLimit(s.cfg.MaxHeaderListSize)}
+	c.fr = http2.NewFramer(io.Discard, c.guard)
 	c.fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
 	c.fr.MaxHeaderListSize = s.cfg.MaxHeaderListSize
 	c.fr.SetMaxReadFrameSize(s.cfg.MaxReadFrameSize)
@@ -302,6 +304,13 @@ func (c *conn) readLoop() error {
 			var ce http2.ConnectionError
 			switch {
 			case errors.As(err, &se):
+				if c.guard.lastType() == frameWindowUpdate && c.idle(se.StreamID) {
+					// A WINDOW_UPDATE of zero: on an idle stream a
+					// connection error, as any frame but HEADERS and
+					// PRIORITY there (RFC 9113 §5.1), and no
+					// RST_STREAM may name an idle stream (§6.4).
+					return c.failConn(connError{http2.ErrCodeProtocol, "window_update_idle"})
+				}
 				c.streamFault("stream_" + se.Code.String())
 				c.streamError(se.StreamID, se.Code)
 				if c.streamErrs > maxStreamErrors {
@@ -602,6 +611,13 @@ func (c *conn) onData(f *http2.DataFrame) error {
 	}
 	s.cond.Broadcast()
 	return nil
+}
+
+// idle is idleLocked for a caller without mu.
+func (c *conn) idle(id uint32) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.idleLocked(id)
 }
 
 // idleLocked reports whether stream id is idle (RFC 9113 §5.1): past

@@ -69,3 +69,7 @@ func (g *contGuard) Read(p []byte) (int, error) {
 	}
 	return n, err
 }
+
+// lastType is the type of the last frame whose header went through g:
+// after a ReadFrame, the frame it read (or failed on).
+func (g *contGuard) lastType() byte { return g.hdr[3] }
