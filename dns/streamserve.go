@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"peerdns/dns/padding"
 	"peerdns/dns/zone"
 )
 
@@ -198,8 +199,10 @@ func (ss *streamServer) answer(c net.Conn, wmu *sync.Mutex, q []byte, recurse bo
 	if b == nil {
 		return
 	}
-	if ss.path == "tls" && m != nil && queryPadded(q) {
-		b = padReply(m, b)
+	if ss.path == "tls" && padding.Padded(q) {
+		// RFC 7830 §3 on an encrypted transport; plain TCP and UDP
+		// answers are never padded (padding hides nothing there).
+		b = padding.Pad(b)
 	}
 	qlog := s.qlog.on.Load() // as the query is answered, not after
 	frame := make([]byte, 2+len(b))
