@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"os"
 	"sync"
-	"syscall"
 	"unicode/utf8"
 
 	"peerdns/internal/store"
@@ -117,24 +116,16 @@ func openDB(path string, log *slog.Logger) (*pluginDB, error) {
 // regularOrMissing refuses a database file that is there but not a
 // regular file: the store's open of a FIFO (which a handler can rename
 // over its data.db while it runs) would hold the supervisor until
-// someone writes to it. It is opened without blocking to tell.
+// someone writes to it (openRegular).
 func regularOrMissing(path string) error {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	f, err := openRegular(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return err
-	}
-	if !st.Mode().IsRegular() {
-		return fmt.Errorf("%s is not a regular file", path)
-	}
-	return nil
+	return f.Close()
 }
 
 // bound shrinks the file when it passed twice the data plus ShrinkSlack

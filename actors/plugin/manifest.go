@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"syscall"
 
 	"peerdns/messages"
 )
@@ -69,24 +68,13 @@ func LoadFolder(dir string) (*Plugin, error) {
 	if err != nil {
 		return nil, err
 	}
-	// A regular file only: opening a FIFO named plugin.json would hold
-	// the plugins supervisor (and with it backups and shutdown) until
-	// someone writes to it, and a device would be read without end. It
-	// is opened without blocking and checked once open: the handler owns
-	// the folder, and a check before the open could see the file it
-	// swaps for a FIFO right after.
-	f, err := os.OpenFile(filepath.Join(root, ManifestName), os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	// A regular file only (openRegular: a FIFO would hold the
+	// supervisor, a device be read without end).
+	f, err := openRegular(filepath.Join(root, ManifestName))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", ManifestName, err)
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", ManifestName, err)
-	}
-	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file", ManifestName)
-	}
 	var m Manifest
 	dec := json.NewDecoder(&limited{r: f, n: maxManifest})
 	if err := dec.Decode(&m); err != nil {

@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"syscall"
 )
 
 // Backups of plugin databases go through their owner, this supervisor,
@@ -85,18 +84,13 @@ func (a *Actor) snapshot(dir string) *SnapshotDatabasesReply {
 			} else {
 				path := filepath.Join(src, file.Name())
 				write = func(w io.Writer) error {
-					// Opened without blocking and checked once open: a
-					// handler may have swapped the file for a FIFO
-					// since the folder was listed, whose open would
-					// hold the supervisor until someone writes to it.
-					in, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+					// The handler may have swapped the file for a
+					// FIFO since the folder was listed (openRegular).
+					in, err := openRegular(path)
 					if err != nil {
 						return err
 					}
 					defer in.Close()
-					if st, err := in.Stat(); err != nil || !st.Mode().IsRegular() {
-						return fmt.Errorf("%s is no longer a regular file", path)
-					}
 					_, err = io.Copy(w, in)
 					return err
 				}
