@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"runtime"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -196,6 +197,38 @@ func TestStalledFrameClosesQUIC(t *testing.T) {
 	var ae *quic.ApplicationError
 	if err := context.Cause(qc.Context()); !errors.As(err, &ae) || ae.ErrorCode != CodeStalled {
 		t.Fatalf("close cause = %v, want application error %#x", err, CodeStalled)
+	}
+}
+
+// A frame's declared length costs no memory before its bytes come: a
+// peer that declares the largest frame, sends a few bytes of it and
+// ends its stream makes the reader allocate about what came, not 1 MiB
+// (a stalled one would hold that 1 MiB for its whole deadline).
+func TestDeclaredFrameSizeNotAllocatedAhead(t *testing.T) {
+	e, _ := newTestEndpoint(t)
+	qc, st := rawClient(t, e, true)
+	if qc == nil {
+		t.Fatal("raw client did not connect")
+	}
+	if _, err := st.Write(append(prefix(MaxFrameSize), "part"...)); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	in, err := e.Accept(ctxT(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err = in.Recv()
+	runtime.ReadMemStats(&after)
+	if !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Fatalf("Recv = %v, want io.ErrUnexpectedEOF", err)
+	}
+	if got := after.TotalAlloc - before.TotalAlloc; got > MaxFrameSize/4 {
+		t.Fatalf("reading 4 bytes of a frame declared %d bytes allocated %d bytes", MaxFrameSize, got)
 	}
 }
 
