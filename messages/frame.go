@@ -36,7 +36,7 @@ func WriteFrameBytes(w io.Writer, b []byte, max int) error {
 
 // ReadFrame reads one frame into v (strict CBOR). A declared length over
 // max fails before anything is allocated; within it, memory is taken as
-// the bytes arrive (readBody), so a peer that declares max and sends a
+// the bytes arrive (ReadBody), so a peer that declares max and sends a
 // few bytes holds a few kilobytes of ours, not max.
 func ReadFrame(r io.Reader, v any, max int) error {
 	var h [4]byte
@@ -47,33 +47,51 @@ func ReadFrame(r io.Reader, v any, max int) error {
 	if n > uint32(max) {
 		return fmt.Errorf("%w: %d bytes declared (limit %d)", ErrFrameTooLarge, n, max)
 	}
-	b, err := readBody(r, int(n))
+	b, err := ReadBody(r, nil, int(n))
 	if err != nil {
 		return err
 	}
 	return Unmarshal(b, v)
 }
 
-// frameChunk is the first buffer of a frame's body; it doubles while the
-// body keeps arriving, up to the declared length.
-const frameChunk = 16 << 10
+// BodyChunk is the most of a frame's body allocated ahead of its bytes.
+const BodyChunk = 64 << 10
 
-// readBody reads exactly n bytes into a buffer that grows with what has
-// arrived.
-func readBody(r io.Reader, n int) ([]byte, error) {
-	b := make([]byte, 0, min(n, frameChunk))
+// ReadBody reads a frame's body of n bytes (its length already read and
+// checked against the caller's limit): into buf when it is large enough
+// (the returned slice aliases it), else into a buffer that starts at
+// BodyChunk and doubles as the bytes come, so a declared length costs no
+// memory before the peer sends it (a peer that declares 1 MiB and stalls
+// holds 64 KiB of ours). A body over BodyChunk costs a few more
+// allocations and copies, at most its size again. An end before n bytes
+// is io.ErrUnexpectedEOF.
+func ReadBody(r io.Reader, buf []byte, n int) ([]byte, error) {
+	if cap(buf) >= n {
+		buf = buf[:n]
+		if _, err := io.ReadFull(r, buf); err != nil {
+			return nil, unexpected(err)
+		}
+		return buf, nil
+	}
+	b := make([]byte, 0, min(n, BodyChunk))
 	for {
 		m, err := io.ReadFull(r, b[len(b):min(cap(b), n)])
 		b = b[:len(b)+m]
 		if err != nil {
-			if err == io.EOF {
-				err = io.ErrUnexpectedEOF
-			}
-			return nil, err
+			return nil, unexpected(err)
 		}
 		if len(b) == n {
 			return b, nil
 		}
 		b = slices.Grow(b, min(n-len(b), len(b)))
 	}
+}
+
+// unexpected is err, with io.EOF as io.ErrUnexpectedEOF: a body that
+// ends early.
+func unexpected(err error) error {
+	if err == io.EOF {
+		return io.ErrUnexpectedEOF
+	}
+	return err
 }

@@ -11,7 +11,7 @@ import (
 // buffer's growth steps back whole, and a body cut short as
 // io.ErrUnexpectedEOF.
 func TestFrameRoundTripSizes(t *testing.T) {
-	for _, size := range []int{0, 1, frameChunk - 20, frameChunk, 3*frameChunk + 7, AgentMaxFrame - 64} {
+	for _, size := range []int{0, 1, BodyChunk - 20, BodyChunk, 3*BodyChunk + 7, AgentMaxFrame - 64} {
 		in := AgentReply{Status: 200, Body: bytes.Repeat([]byte{0xa5}, size)}
 		var buf bytes.Buffer
 		if err := WriteFrame(&buf, &in, AgentMaxFrame); err != nil {

@@ -21,7 +21,7 @@ const frameHeader = 4
 // ReadFrame reads one frame. buf is reused when it is large enough; the
 // returned slice aliases it. A declared length over MaxFrameSize fails
 // with ErrFrameTooLarge before anything is allocated; a buffer for one
-// within it grows as its bytes come (readBody).
+// within it grows as its bytes come (messages.ReadBody).
 func ReadFrame(r io.Reader, buf []byte) ([]byte, error) {
 	var h [frameHeader]byte
 	if _, err := io.ReadFull(r, h[:]); err != nil {
@@ -31,7 +31,7 @@ func ReadFrame(r io.Reader, buf []byte) ([]byte, error) {
 	if n > MaxFrameSize {
 		return nil, fmt.Errorf("%w: %d bytes declared", ErrFrameTooLarge, n)
 	}
-	buf, err := readBody(r, buf, int(n))
+	buf, err := messages.ReadBody(r, buf, int(n))
 	if err != nil {
 		if err == io.EOF {
 			err = io.ErrUnexpectedEOF
@@ -174,43 +174,11 @@ func (f *frameReader) read(r deadlineReader) ([]byte, error) {
 		return nil, fmt.Errorf("%w: %d bytes declared", ErrFrameTooLarge, n)
 	}
 	_ = r.SetReadDeadline(begun.Add(frameDeadline(base, n)))
-	buf, err := readBody(r, f.buf, int(n))
+	buf, err := messages.ReadBody(r, f.buf, int(n))
 	if err != nil {
 		return nil, stalled(err, begun, fmt.Sprintf("%d-byte body", n))
 	}
 	return buf, nil
-}
-
-// bodyChunk is the most of a frame's body allocated ahead of its bytes.
-const bodyChunk = 64 << 10
-
-// readBody reads a frame body of n bytes into buf when it is large
-// enough. Otherwise the body's buffer starts at bodyChunk and doubles as
-// the bytes come, so a declared length costs no memory before the peer
-// sends it: a peer that declares the largest frame and stalls holds
-// 64 KiB, not 1 MiB. A frame over bodyChunk costs a few more
-// allocations and copies (at most its size again), not a byte's work.
-func readBody(r io.Reader, buf []byte, n int) ([]byte, error) {
-	if cap(buf) >= n {
-		buf = buf[:n]
-		_, err := io.ReadFull(r, buf)
-		return buf, err
-	}
-	buf = make([]byte, min(n, bodyChunk))
-	got := 0
-	for {
-		m, err := io.ReadFull(r, buf[got:])
-		got += m
-		if err != nil {
-			return nil, err
-		}
-		if got == n {
-			return buf, nil
-		}
-		next := make([]byte, min(n, 2*len(buf)))
-		copy(next, buf)
-		buf = next
-	}
 }
 
 // stalled turns a read of a begun frame that hit its deadline into
