@@ -105,6 +105,48 @@ func testAnswerSources(t *testing.T, singleReads bool) {
 	}
 }
 
+// A wildcard does not answer a name that exists as an empty non-terminal
+// (the parent of a local name or of another wildcard), nor a name below
+// one (its closest encloser, RFC 4592 §2.2.2, §3.3.1), on the fast path
+// and the slow path; Knot answers those NODATA or NXDOMAIN, never the
+// wildcard's records.
+func TestWildcardEmptyNonTerminal(t *testing.T) {
+	up := startUpstream(t)
+	pub := &view.Published{}
+	pub.Store(&view.Snapshot{Version: 1})
+	local := &view.LocalPublished{}
+	var recs []messages.LocalRecord
+	for _, js := range []string{
+		`{"name":"*.dev.lan","type":"A","ttl":60,"data":"10.0.0.1"}`,
+		`{"name":"a.b.dev.lan","type":"A","ttl":60,"data":"10.0.0.2"}`,
+		`{"name":"*.deep.dev.lan","type":"A","ttl":60,"data":"10.0.0.3"}`,
+	} {
+		recs = append(recs, mustRecord(t, js))
+	}
+	local.Store(&messages.LocalSnapshot{Version: 1, Records: recs})
+	s := newTestServer(t, testConfig{Config: Config{Upstreams: []string{up.addr}}}, pub, local)
+	for _, tt := range []struct {
+		qname  string
+		answer []string
+	}{
+		{"c.dev.lan.", []string{"A 10.0.0.1"}},
+		{"a.b.dev.lan.", []string{"A 10.0.0.2"}},
+		{"x.deep.dev.lan.", []string{"A 10.0.0.3"}},
+		{"b.dev.lan.", nil},     // exists: the parent of a.b.dev.lan
+		{"x.b.dev.lan.", nil},   // closest encloser b.dev.lan has no wildcard
+		{"deep.dev.lan.", nil},  // exists: the parent of *.deep.dev.lan
+		{"B.Dev.Lan.", nil},     // any spelling
+		{"y.x.b.dev.lan.", nil}, // deeper below the empty non-terminal
+	} {
+		for _, proto := range []string{"udp", "tcp"} {
+			m := ask(t, proto, s.Addr(), tt.qname, dns.TypeA, true)
+			if got := rdata(m); !reflect.DeepEqual(got, tt.answer) {
+				t.Errorf("%s %s A: answer %q, want %q", proto, tt.qname, got, tt.answer)
+			}
+		}
+	}
+}
+
 func TestChaosClass(t *testing.T) {
 	pub, local := testSources(t)
 	s := newTestServer(t, testConfig{Config: Config{Upstreams: []string{deadUpstream(t)}}}, pub, local)

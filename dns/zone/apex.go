@@ -93,7 +93,7 @@ func (t *Table) glue(zone string) []dns.RR {
 
 // setZones gives each local node the zone of ours it is in, and collects
 // the empty non-terminals under p2p. (and whether any name is deep enough
-// to make one). It writes only the table's own fresh local nodes: those
+// to make one), and with wildcards those of every name. It writes only the table's own fresh local nodes: those
 // a Rebuild takes from the table before are never local.
 func (t *Table) setZones() {
 	for _, n := range t.nodes {
@@ -137,16 +137,17 @@ func (t *Table) zoneOf(key string) string {
 
 // addENTs records the ancestors of key under p2p. that have no node of
 // their own (key itself too when self is true), up to the first that
-// has one.
+// has one; with wildcards, those of names outside p2p. too (up to the
+// top-level domain), which a wildcard above them must not answer (cover).
 func (t *Table) addENTs(key string, self bool) {
-	if !isP2P([]byte(key)) {
+	if !isP2P([]byte(key)) && t.wild == nil {
 		return
 	}
 	p := 0
 	if !self {
 		p = 1 + int(key[0])
 	}
-	for ; p < len(key) && key[p:] != p2pKey; p += 1 + int(key[p]) {
+	for ; p < len(key) && key[p] != 0 && key[p:] != p2pKey; p += 1 + int(key[p]) {
 		k := key[p:]
 		if t.nodes[k] != nil {
 			return
@@ -158,7 +159,8 @@ func (t *Table) addENTs(key string, self bool) {
 	}
 }
 
-// isENT reports whether key is an empty non-terminal under p2p.
+// isENT reports whether key is an empty non-terminal: under p2p., or
+// anywhere when the table has wildcards.
 func (t *Table) isENT(key []byte) bool {
 	if t.ents == nil {
 		return false

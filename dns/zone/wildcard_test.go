@@ -58,7 +58,7 @@ func TestWildcards(t *testing.T) {
 		{"txtonly.dev.lan.", dns.TypeA, "", 0, false},        // exact name: NODATA, not the wildcard
 		{"x.txtonly.dev.lan.", dns.TypeA, "", 0, true},       // below an existing name: not covered
 		{"x.deep.dev.lan.", dns.TypeA, "10.0.0.3", 0, false}, // more specific wildcard
-		{"deep.dev.lan.", dns.TypeA, "10.0.0.1", 0, false},   // *.dev.lan covers deep.dev.lan itself
+		{"deep.dev.lan.", dns.TypeA, "", 0, true},            // exists (the parent of *.deep.dev.lan): not covered
 		{"dev.lan.", dns.TypeA, "", 0, true},                 // the parent is not covered
 		{"w.alias.lan.", dns.TypeA, "10.0.0.2", 0, false},    // wildcard CNAME, chased
 		{"www.site.p2p.", dns.TypeA, "10.77.0.5", 0, false},  // the p2p domain beats a wildcard under it

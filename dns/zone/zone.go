@@ -464,14 +464,15 @@ func (t *Table) addWildcard(base string, r messages.LocalRecord) {
 
 // cover is the node answering key when it is not an exact name: going up
 // from the nearest ancestor, the first internal or p2p domain, or the
-// first wildcard "*.<ancestor>" — unless a name of the local records
-// lies in between (RFC 4592 §3.3.1: a wildcard only covers names below
-// the closest existing ancestor). So an exact name always beats a
-// wildcard, a more specific wildcard beats a less specific one, and at
-// one level an internal or p2p domain beats a wildcard under it. No
-// allocation.
+// first wildcard "*.<ancestor>" — unless a name of the table, or an
+// empty non-terminal (the parent of one), is key itself or lies in
+// between (RFC 4592 §2.2.2, §3.3.1: a wildcard only covers names that
+// do not exist, below the closest existing ancestor). So an exact name
+// always beats a wildcard, a more specific wildcard beats a less
+// specific one, and at one level an internal or p2p domain beats a
+// wildcard under it. No allocation.
 func (t *Table) cover(key []byte) *node {
-	wild := t.wild != nil
+	wild := t.wild != nil && !t.isENT(key)
 	for p := 0; p < len(key) && key[p] != 0; {
 		p += 1 + int(key[p])
 		if p >= len(key) {
@@ -484,7 +485,7 @@ func (t *Table) cover(key []byte) *node {
 			if n := t.wild[string(key[p:])]; n != nil {
 				return n
 			}
-			if t.nodes[string(key[p:])] != nil {
+			if t.nodes[string(key[p:])] != nil || t.isENT(key[p:]) {
 				wild = false // the closest encloser exists: no wildcard above applies
 			}
 		}
