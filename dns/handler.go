@@ -326,16 +326,42 @@ func (s *Server) count(rcode int) {
 // ck) and truncates to limit: TC is set when answer or authority records
 // had to go; additional records that do not fit are left out without it
 // (RFC 2181 §9), as Knot and unbound answer (miekg/dns's Truncate sets
-// TC for those too).
+// TC for those too). A truncated reply keeps only the whole RRsets that
+// fit, and no authority records after an answer cut short (miekg/dns's
+// Truncate keeps every record that fits, splitting an RRset).
 func (s *Server) finish(resp *dns.Msg, opt *dns.OPT, limit int, ck *cookieState) *dns.Msg {
 	if opt != nil {
 		resp.SetEdns0(s.cfg.UDPSize, opt.Do())
 		addCookie(resp, ck)
 	}
-	an, ns := len(resp.Answer), len(resp.Ns)
+	an, ns := resp.Answer, resp.Ns
 	resp.Truncate(limit)
-	if len(resp.Answer) == an && len(resp.Ns) == ns {
+	if len(resp.Answer) == len(an) && len(resp.Ns) == len(ns) {
 		resp.Truncated = false
+		return resp
+	}
+	resp.Answer = wholeRRsets(an, len(resp.Answer))
+	if len(resp.Answer) < len(an) {
+		resp.Ns = nil
+	} else {
+		resp.Ns = wholeRRsets(ns, len(resp.Ns))
 	}
 	return resp
+}
+
+// wholeRRsets is rrs[:n] without the records of an RRset that rrs[n]
+// (the first record left out) belongs to.
+func wholeRRsets(rrs []dns.RR, n int) []dns.RR {
+	if n >= len(rrs) {
+		return rrs
+	}
+	cut := rrs[n].Header()
+	for n > 0 {
+		h := rrs[n-1].Header()
+		if h.Rrtype != cut.Rrtype || h.Class != cut.Class || !strings.EqualFold(h.Name, cut.Name) {
+			break
+		}
+		n--
+	}
+	return rrs[:n]
 }

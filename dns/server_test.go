@@ -245,6 +245,39 @@ func TestTruncation(t *testing.T) {
 	}
 }
 
+// A local answer that does not fit the client's UDP size is truncated to
+// the whole RRsets that fit, none when the first does not (RFC 2181 §9:
+// a resolver must not take part of an RRset for all of it), with TC, as
+// Knot answers: a CNAME whose target's RRset does not fit goes alone.
+func TestTruncationWholeRRsets(t *testing.T) {
+	pub := &view.Published{}
+	local := &view.LocalPublished{}
+	recs := []messages.LocalRecord{mustRecord(t, `{"name":"to-many.local","type":"CNAME","data":"many.local"}`)}
+	for i := 0; i < 30; i++ {
+		recs = append(recs, mustRecord(t, fmt.Sprintf(`{"name":"many.local","type":"TXT","data":"%s-%02d"}`, strings.Repeat("t", 60), i)))
+	}
+	local.Store(&messages.LocalSnapshot{Records: recs})
+	up := startUpstream(t)
+	s := newTestServer(t, testConfig{Config: Config{Upstreams: []string{up.addr}}}, pub, local)
+	for _, tt := range []struct {
+		name   string
+		answer []string
+	}{
+		{"many.local.", nil},
+		{"to-many.local.", []string{"CNAME many.local."}},
+	} {
+		for _, edns := range []bool{false, true} {
+			m := ask(t, "udp", s.Addr(), tt.name, dns.TypeTXT, edns)
+			if !m.Truncated {
+				t.Errorf("%s edns=%v: TC not set", tt.name, edns)
+			}
+			if got := rdata(m); !reflect.DeepEqual(got, tt.answer) {
+				t.Errorf("%s edns=%v: answer %d records %.60q, want %q", tt.name, edns, len(got), got, tt.answer)
+			}
+		}
+	}
+}
+
 func TestUpstreamCaching(t *testing.T) {
 	up := startUpstream(t)
 	s := newTestServer(t, testConfig{Config: Config{Upstreams: []string{up.addr}}}, nil, nil)

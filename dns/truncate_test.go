@@ -57,7 +57,7 @@ func TestNoTCForAdditionalOnly(t *testing.T) {
 		}
 		m = ask(t, "udp", s.Addr(), "many.example.", dns.TypeA, edns)
 		if !edns && (!m.Truncated || len(m.Answer) == 60) {
-			t.Errorf("many.example. A (edns %v): want TC with part of the answer, got TC=%v with %d answers", edns, m.Truncated, len(m.Answer))
+			t.Errorf("many.example. A (edns %v): want TC without the whole RRset, got TC=%v with %d answers", edns, m.Truncated, len(m.Answer))
 		}
 	}
 }
