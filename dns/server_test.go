@@ -147,6 +147,32 @@ func TestWildcardEmptyNonTerminal(t *testing.T) {
 	}
 }
 
+// ANY at a local CNAME answers the CNAME alone, over UDP and TCP: ANY
+// matches the CNAME RRset itself, so the chain is not followed (RFC 1034
+// §3.6.2, §4.3.2 step 3a), nor forwarded upstream, as Knot and BIND
+// answer.
+func TestAnyAtCNAME(t *testing.T) {
+	up := startUpstream(t)
+	pub, local := testSources(t)
+	s := newTestServer(t, testConfig{Config: Config{Upstreams: []string{up.addr}}}, pub, local)
+	for _, tt := range []struct{ name, target string }{
+		{"alias.local.", "a.local."},
+		{"ext.local.", "pub.example."},
+	} {
+		for _, proto := range []string{"udp", "tcp"} {
+			before := up.hits.Load()
+			m := ask(t, proto, s.Addr(), tt.name, dns.TypeANY, true)
+			want := []string{"CNAME " + tt.target}
+			if got := rdata(m); m.Rcode != dns.RcodeSuccess || !reflect.DeepEqual(got, want) {
+				t.Errorf("%s %s ANY: %s %q, want NOERROR %q", proto, tt.name, dns.RcodeToString[m.Rcode], got, want)
+			}
+			if n := up.hits.Load() - before; n != 0 {
+				t.Errorf("%s %s ANY: %d upstream queries, want none", proto, tt.name, n)
+			}
+		}
+	}
+}
+
 func TestChaosClass(t *testing.T) {
 	pub, local := testSources(t)
 	s := newTestServer(t, testConfig{Config: Config{Upstreams: []string{deadUpstream(t)}}}, pub, local)

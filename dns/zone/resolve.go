@@ -129,7 +129,9 @@ func (t *Table) answer(n *node, qname string, qtype uint16, depth int) Result {
 	if n.wild {
 		own = appendAs
 	}
-	if c := n.rrs[dns.TypeCNAME]; len(c) > 0 && qtype != dns.TypeCNAME {
+	// ANY matches the CNAME RRset itself: no chain to follow (RFC 1034
+	// §4.3.2 step 3a; Knot and BIND answer the CNAME alone).
+	if c := n.rrs[dns.TypeCNAME]; len(c) > 0 && qtype != dns.TypeCNAME && qtype != dns.TypeANY {
 		res.Answer = own(res.Answer, c[:1], qname)
 		if depth >= MaxChase {
 			return res
