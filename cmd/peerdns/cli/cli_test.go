@@ -370,6 +370,32 @@ func TestUsageErrors(t *testing.T) {
 	}
 }
 
+// `domains show` of a domain named like a literal consensus path
+// (status, metrics) shows that domain's consensus, not the sidecar's
+// status or the consensus metrics.
+func TestDomainsShowNamedLikeAConsensusPath(t *testing.T) {
+	addr := startNode(t).AdminAddr()
+	for _, name := range []string{"status", "metrics"} {
+		cli(t, addr, 0, "domains", "add", name, hashA)
+		testutil.Eventually(t, 5*time.Second, func() error {
+			var shown shownDomain
+			r := runCLI(context.Background(), addr, "domains", "show", name, "--json")
+			if err := json.Unmarshal([]byte(r.stdout), &shown); err != nil {
+				return fmt.Errorf("domains show %s --json: exit %d, %v\n%s%s", name, r.code, err, r.stdout, r.stderr)
+			}
+			var cs struct {
+				Status string `json:"status"`
+				Hash   string `json:"hash"`
+			}
+			_ = json.Unmarshal(shown.Consensus, &cs)
+			if cs.Status != "resolved" || cs.Hash != hashA {
+				return fmt.Errorf("domains show %s --json: consensus %s, want %s resolved to %s", name, shown.Consensus, name, hashA)
+			}
+			return nil
+		})
+	}
+}
+
 // With a second node joined, `peers` lists it connected on the direct
 // path with a round-trip time, and /metrics counts it.
 func TestPeersWithTwoNodes(t *testing.T) {

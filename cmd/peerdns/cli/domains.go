@@ -108,6 +108,20 @@ type shownDomain struct {
 	Services  []json.RawMessage `json:"services"`
 }
 
+// consensusSegment is name as the {domain} segment of
+// /api/consensus/{domain}. The admin API's literal paths
+// /api/consensus/status and /api/consensus/metrics win over {domain}
+// and its router matches the path as sent, so a domain named like one
+// has its first letter percent-encoded: the node unescapes the segment
+// and asks for the domain.
+func consensusSegment(name string) string {
+	seg := url.PathEscape(name)
+	if seg == "status" || seg == "metrics" {
+		seg = fmt.Sprintf("%%%02X", seg[0]) + seg[1:]
+	}
+	return seg
+}
+
 func (e *env) showDomain(name string) error {
 	var list []json.RawMessage
 	if err := e.c.getJSON("/api/resolved-domains", &list); err != nil {
@@ -122,7 +136,7 @@ func (e *env) showDomain(name string) error {
 		}
 	}
 	var cs messages.ConsensusState
-	if err := e.c.getJSON("/api/consensus/"+url.PathEscape(name), &out.Consensus); err != nil {
+	if err := e.c.getJSON("/api/consensus/"+consensusSegment(name), &out.Consensus); err != nil {
 		return err
 	}
 	_ = json.Unmarshal(out.Consensus, &cs)
