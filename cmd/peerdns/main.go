@@ -77,7 +77,12 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 	case "install-dns", "uninstall-dns":
 		err = runSysDNS(cmd == "install-dns", args, getenv, stdout, stderr)
 	case "version":
-		fmt.Fprintf(stdout, "peerdns %s\n", version)
+		fs := flag.NewFlagSet("version", flag.ContinueOnError)
+		fs.SetOutput(stderr)
+		setUsage(fs)
+		if err = parseFlags(fs, args); err == nil {
+			fmt.Fprintf(stdout, "peerdns %s\n", version)
+		}
 	default:
 		fmt.Fprintf(stderr, "peerdns: unknown command %q\n", cmd)
 		usage(stderr)

@@ -25,6 +25,7 @@ func TestHelpVersionAndUsageErrors(t *testing.T) {
 		{name: "node help lists commands and flags", args: []string{"node", "--help"}, code: 0, stderr: "-admin-addr", errCount: 1, errOnce: "commands:"},
 		{name: "unknown flag reported once", args: []string{"node", "--nope"}, code: 2, errCount: 1, errOnce: "flag provided but not defined: -nope"},
 		{name: "stray argument", args: []string{"node", "extra"}, code: 2, errCount: 1, errOnce: "unexpected arguments"},
+		{name: "version takes no arguments", args: []string{"version", "extra"}, code: 2, errCount: 1, errOnce: "unexpected arguments: [extra]"},
 		{name: "node commands go to package cli", args: []string{"status", "--admin-addr", "127.0.0.1:1"}, code: 1, errCount: 1, errOnce: "peerdns status: cannot reach a node at 127.0.0.1:1"},
 		{name: "unknown command", args: []string{"bogus"}, code: 2, errCount: 1, errOnce: `unknown command "bogus"`},
 		{name: "bad recursion ACL", args: []string{"node", "--dns-recursion-allow", "not-a-net"}, code: 1, errCount: 1, errOnce: "dns-recursion-allow"},
