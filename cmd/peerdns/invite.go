@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"peerdns/cmd/peerdns/cli"
+	"peerdns/messages"
 	"peerdns/transport"
 )
 
@@ -21,12 +22,14 @@ func runInvite(args []string, getenv func(string) string, stdout, stderr io.Writ
 	fs.SetOutput(stderr)
 	setUsage(fs)
 	addr := fs.String("admin-addr", envOr(getenv, "PEERDNS_ADMIN_ADDR", "127.0.0.1:7710"), "admin API address of the running node")
-	ttl := fs.Duration("ttl", 24*time.Hour, "how long the invite stays valid")
+	ttl := fs.Duration("ttl", 24*time.Hour, "how long the invite stays valid: whole seconds, 1s to 720h")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if *ttl <= 0 {
-		return fmt.Errorf("--ttl must be positive")
+	// The node takes whole seconds, 1 to 30 days' worth.
+	if *ttl < time.Second || *ttl > messages.MaxInviteTTL || *ttl%time.Second != 0 {
+		fmt.Fprintf(stderr, "peerdns invite: --ttl %v: want whole seconds from 1s to %v\n", *ttl, messages.MaxInviteTTL)
+		return errUsage
 	}
 	body := fmt.Sprintf(`{"ttlSeconds":%d}`, int64(ttl.Seconds()))
 	c := &http.Client{Timeout: 10 * time.Second}
