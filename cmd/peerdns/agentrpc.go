@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"peerdns/agent/rpc"
@@ -50,8 +51,10 @@ func runAgentAdmin(ctx context.Context, cmd string, args []string, getenv func(s
 		}
 	}
 	agentDir := filepath.Join(*data, "agent")
+	// need checks the count of positional words: n, or n and more when
+	// form ends in "[args]".
 	need := func(n int, form string) error {
-		if len(pos) < n {
+		if len(pos) < n || len(pos) > n && !strings.HasSuffix(form, "[args]") {
 			fmt.Fprintf(stderr, "usage: peerdns agent %s\n", form)
 			return errUsage
 		}
@@ -75,6 +78,9 @@ func runAgentAdmin(ctx context.Context, cmd string, args []string, getenv func(s
 		}
 		fmt.Fprintf(stdout, "denied %s\n", pos[0])
 	case "peers":
+		if err := need(0, "peers"); err != nil {
+			return err
+		}
 		lines, err := rpc.List(agentDir)
 		if err != nil {
 			return err
@@ -83,6 +89,9 @@ func runAgentAdmin(ctx context.Context, cmd string, args []string, getenv func(s
 			fmt.Fprintln(stdout, l)
 		}
 	case "key":
+		if err := need(0, "key"); err != nil {
+			return err
+		}
 		id, err := identity.LoadOrCreate(filepath.Join(agentDir, "identity.key"))
 		if err != nil {
 			return err

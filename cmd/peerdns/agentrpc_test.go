@@ -89,3 +89,26 @@ func TestAgentAllowAndCall(t *testing.T) {
 		t.Fatalf("allow of a bad key: exit %d, want 1", code)
 	}
 }
+
+// The allowlist commands take a fixed number of words: one more is a
+// usage error (exit 2), and the allowlist is left as it was.
+func TestAgentAdminStrayArguments(t *testing.T) {
+	dir := t.TempDir()
+	key := strings.Repeat("ab", 32)
+	for _, args := range [][]string{
+		{"agent", "peers", "extra"},
+		{"agent", "key", "extra"},
+		{"agent", "allow", key, "admin", "extra"},
+		{"agent", "deny", key, "extra"},
+	} {
+		var out, errb bytes.Buffer
+		code := run(append(args, "--data", dir), noEnv, &out, &errb)
+		if code != 2 || out.Len() != 0 || !strings.Contains(errb.String(), "usage: peerdns agent "+args[1]) {
+			t.Errorf("peerdns %s: exit %d, stdout %q, stderr %q; want exit 2 and its usage", strings.Join(args, " "), code, out.String(), errb.String())
+		}
+	}
+	var out, errb bytes.Buffer
+	if code := run([]string{"agent", "peers", "--data", dir}, noEnv, &out, &errb); code != 0 || out.Len() != 0 {
+		t.Errorf("agent peers after the refused commands: exit %d, %q %q; want an empty allowlist", code, out.String(), errb.String())
+	}
+}
