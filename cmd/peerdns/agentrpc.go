@@ -105,13 +105,17 @@ func runAgentAdmin(ctx context.Context, cmd string, args []string, getenv func(s
 		if err := need(2, "call <key@host:port> <method> [args]"); err != nil {
 			return err
 		}
+		// The target and the method's words are the command line's:
+		// a mistake in them is a usage error, before any agent is dialled.
 		key, addr, err := rpc.ParseTarget(pos[0])
 		if err != nil {
-			return err
+			fmt.Fprintf(stderr, "peerdns agent call: %v\n", err)
+			return errUsage
 		}
 		req, err := rpc.BuildRequest(pos[1], pos[2:])
 		if err != nil {
-			return err
+			fmt.Fprintf(stderr, "peerdns agent call: %v\n", err)
+			return errUsage
 		}
 		op, err := identity.LoadOrCreate(filepath.Join(*data, "operator.key"))
 		if err != nil {

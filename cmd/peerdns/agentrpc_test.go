@@ -76,7 +76,7 @@ func TestAgentAllowAndCall(t *testing.T) {
 	if code != 0 || !strings.Contains(out, `"status": "listening"`) {
 		t.Fatalf("call get tunnel: %d %q %q", code, out, errs)
 	}
-	if code, _, errs := peerdns("agent", "call", target, "prune", "before=nope"); code != 1 || !strings.Contains(errs, "not a number") {
+	if code, _, errs := peerdns("agent", "call", target, "prune", "before=nope"); code != 2 || !strings.Contains(errs, "not a number") {
 		t.Fatalf("bad prune args: %d %q", code, errs)
 	}
 	if code, _, errs := peerdns("agent", "deny", opKey); code != 0 {
@@ -110,5 +110,29 @@ func TestAgentAdminStrayArguments(t *testing.T) {
 	var out, errb bytes.Buffer
 	if code := run([]string{"agent", "peers", "--data", dir}, noEnv, &out, &errb); code != 0 || out.Len() != 0 {
 		t.Errorf("agent peers after the refused commands: exit %d, %q %q; want an empty allowlist", code, out.String(), errb.String())
+	}
+}
+
+// `agent call` with a malformed target, an unknown method or a bad
+// method argument is a usage error (exit 2) naming it, found before any
+// agent is dialled.
+func TestAgentCallUsageErrors(t *testing.T) {
+	dir := t.TempDir()
+	target := strings.Repeat("ab", 32) + "@127.0.0.1:1"
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"bogus", "info"}, `"bogus": want <peer-key>@<host:port>`},
+		{[]string{"abc@127.0.0.1:1", "info"}, `"abc@127.0.0.1:1"`},
+		{[]string{target, "nosuch"}, `unknown method "nosuch"`},
+		{[]string{target, "prune", "before=nope"}, "not a number"},
+		{[]string{target, "get"}, "get needs one /api/... path"},
+	} {
+		var out, errb bytes.Buffer
+		code := run(append([]string{"agent", "call", "--data", dir}, tt.args...), noEnv, &out, &errb)
+		if code != 2 || out.Len() != 0 || strings.Count(errb.String(), "\n") != 1 || !strings.Contains(errb.String(), tt.want) {
+			t.Errorf("agent call %s: exit %d, stdout %q, stderr %q; want exit 2 and one line with %q", strings.Join(tt.args, " "), code, out.String(), errb.String(), tt.want)
+		}
 	}
 }
