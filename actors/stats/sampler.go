@@ -118,9 +118,12 @@ func (s *sampler) Receive(c actor.Context) {
 			}
 		}
 		c.Respond(s.sample(c, now))
-	case *actor.Stopping:
+	case *actor.Stopping, *actor.Restarting:
+		// A restart makes a new sampler with its own ticker: this one's
+		// ends here.
 		if s.stop != nil {
 			close(s.stop)
+			s.stop = nil
 		}
 	}
 }
