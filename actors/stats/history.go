@@ -29,14 +29,17 @@ func keep(db *store.DB, now time.Time, b []byte) {
 }
 
 // History is the samples kept in db for the last minutes before now,
-// oldest first ({"timestamp": ms, "data": payload} each).
+// oldest first ({"timestamp": ms, "data": payload} each): those of the
+// minutes unix minutes up to now's, so at most minutes samples. The
+// minute that began minutes ago is left out: its sample may be older
+// than the window.
 func History(db *store.DB, now time.Time, minutes int) []json.RawMessage {
 	out := []json.RawMessage{}
 	kvs, _ := db.List(histPrefix)
-	from := now.Add(-time.Duration(minutes)*time.Minute).Unix() / 60
+	after := now.Add(-time.Duration(minutes)*time.Minute).Unix() / 60
 	for _, kv := range kvs {
 		m, err := strconv.ParseInt(kv.Key[len(histPrefix):], 10, 64)
-		if err == nil && m >= from {
+		if err == nil && m > after {
 			out = append(out, json.RawMessage(kv.Value))
 		}
 	}

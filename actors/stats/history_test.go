@@ -38,3 +38,28 @@ func TestHistoryKeepsADay(t *testing.T) {
 		t.Fatalf("a day and more: %d samples, want 4 (the 25 h one dropped)", len(all))
 	}
 }
+
+// A window of minutes holds that many samples, one a minute, none older
+// than the window.
+func TestHistoryWindowHoldsMinutesSamples(t *testing.T) {
+	db, err := store.Open(filepath.Join(t.TempDir(), "node.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	now := time.Unix(1_800_000_030, 0) // 30 s into a minute
+	for ago := 120; ago >= 0; ago-- {
+		keep(db, now.Add(-time.Duration(ago)*time.Minute), []byte(`{}`))
+	}
+	for _, minutes := range []int{1, 60, 24 * 60} {
+		got := History(db, now, minutes)
+		want := min(minutes, 121)
+		if len(got) != want {
+			t.Fatalf("%d minutes: %d samples, want %d", minutes, len(got), want)
+		}
+		var first struct{ Timestamp int64 }
+		if err := json.Unmarshal(got[0], &first); err != nil || now.Sub(time.UnixMilli(first.Timestamp)) > time.Duration(minutes)*time.Minute {
+			t.Fatalf("%d minutes: oldest sample %s (%v) is older than the window", minutes, got[0], err)
+		}
+	}
+}
