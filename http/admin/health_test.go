@@ -70,3 +70,22 @@ func TestHealthDataStore(t *testing.T) {
 		})
 	}
 }
+
+// The summed response time behind the stats' avgResponseTime counts
+// requests faster than a millisecond for what they took, not for 0:
+// hundreds of requests, each taking some microseconds, sum to a
+// millisecond or more.
+func TestRequestTimeCountsSubMillisecondRequests(t *testing.T) {
+	sys, quiet := quietSystem(t)
+	const n = 400
+	s := New(Deps{Root: sys.Root, Ledger: sidecarLedger(t, sys, &messages.SidecarStatus{Open: true}), Peers: fakePeers{healthy: true}, Started: time.Now(), Log: quiet})
+	addr := serveServer(t, s)
+	for range n {
+		if code, body := testutil.Call(t, "GET", "http://"+addr+"/api/health", ""); code != 200 {
+			t.Fatalf("GET /api/health = %d %s", code, body)
+		}
+	}
+	if c := s.Requests(); c.Total != n || c.TotalMillis < 1 {
+		t.Fatalf("after %d requests: counters %+v, want %d requests and their time", n, c, n)
+	}
+}
