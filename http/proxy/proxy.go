@@ -267,7 +267,7 @@ type Server struct {
 	// (a TCP socket, not a peer's tunnel stream): LocalExchanges.
 	local atomic.Int64
 
-	total, ok, failed, millis, dropped atomic.Int64
+	total, ok, failed, nanos, dropped atomic.Int64 // nanos: summed request time
 	// slots: the cap on open client connections, HTTP, HTTPS and HTTP/3
 	// together, and each address's share of it (connlimit.go).
 	slots                  *connSlots
@@ -474,7 +474,7 @@ func (s *Server) LocalExchanges() int64 { return s.local.Load() }
 func (s *Server) Counters() Counters {
 	_, refused := s.budget.stats()
 	c := Counters{Total: s.total.Load(), Successful: s.ok.Load(), Failed: s.failed.Load(),
-		TotalMillis: s.millis.Load(), AccessDropped: s.dropped.Load(), BodyRefused: refused}
+		TotalMillis: s.nanos.Load() / int64(time.Millisecond), AccessDropped: s.dropped.Load(), BodyRefused: refused}
 	c.ConnsOverShare = s.slots.lim.Refused()
 	s.h2Counters(&c)
 	return c
