@@ -463,36 +463,19 @@ func TestClearDuringFlight(t *testing.T) {
 // did not parse, so one spoofed packet made the server look dead (and
 // the failure was cached).
 func TestJunkBeforeTheAnswerIgnored(t *testing.T) {
-	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { pc.Close() })
-	go func() {
-		buf := make([]byte, 2048)
-		for {
-			n, from, err := pc.ReadFrom(buf)
-			if err != nil {
-				return
-			}
-			q := new(dns.Msg)
-			if q.Unpack(buf[:n]) != nil {
-				continue
-			}
-			other := new(dns.Msg).SetReply(q)
-			other.Question[0].Name = "evil.example."
-			other.Answer = []dns.RR{&dns.A{Hdr: dns.RR_Header{Name: "evil.example.", Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: 100}, A: net.IPv4(203, 0, 113, 66)}}
-			echo := q.Copy()
-			good := new(dns.Msg).SetReply(q)
-			good.Answer = []dns.RR{&dns.A{Hdr: dns.RR_Header{Name: q.Question[0].Name, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: 100}, A: net.IPv4(192, 0, 2, 1)}}
-			pc.WriteTo([]byte{1, 2, 3}, from)
-			pc.WriteTo(append(buf[:2:2], make([]byte, 30)...), from) // our id, then garbage
-			for _, m := range []*dns.Msg{echo, other, good} {
-				b, _ := m.Pack()
-				pc.WriteTo(b, from)
-			}
+	pc := udpUpstream(t, func(q *dns.Msg, raw []byte) [][]byte {
+		other := new(dns.Msg).SetReply(q)
+		other.Question[0].Name = "evil.example."
+		other.Answer = []dns.RR{&dns.A{Hdr: dns.RR_Header{Name: "evil.example.", Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: 100}, A: net.IPv4(203, 0, 113, 66)}}
+		good := new(dns.Msg).SetReply(q)
+		good.Answer = []dns.RR{&dns.A{Hdr: dns.RR_Header{Name: q.Question[0].Name, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: 100}, A: net.IPv4(192, 0, 2, 1)}}
+		out := [][]byte{{1, 2, 3}, append(raw[:2:2], make([]byte, 30)...)} // a runt; our id, then garbage
+		for _, m := range []*dns.Msg{q.Copy(), other, good} {              // the query echoed, another name, the answer
+			b, _ := m.Pack()
+			out = append(out, b)
 		}
-	}()
+		return out
+	})
 	r := New(Config{Servers: []string{pc.LocalAddr().String()}, Timeout: 2 * time.Second})
 	m, err := r.Resolve(context.Background(), "a.example", dns.TypeA, dns.ClassINET)
 	if err != nil || len(m.Answer) != 1 || m.Answer[0].(*dns.A).A.String() != "192.0.2.1" {
@@ -505,15 +488,6 @@ func TestJunkBeforeTheAnswerIgnored(t *testing.T) {
 // over TCP at once, as a truncated one is, not waited on until the
 // timeout.
 func TestOversizeUDPAnswerAskedOverTCP(t *testing.T) {
-	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { pc.Close() })
-	ln, err := net.Listen("tcp", pc.LocalAddr().String())
-	if err != nil {
-		t.Fatalf("TCP on the UDP port: %v", err)
-	}
 	big := func(q *dns.Msg) *dns.Msg {
 		m := new(dns.Msg).SetReply(q)
 		for i := range 8 {
@@ -522,9 +496,38 @@ func TestOversizeUDPAnswerAskedOverTCP(t *testing.T) {
 		}
 		return m
 	}
+	pc := udpUpstream(t, func(q *dns.Msg, _ []byte) [][]byte {
+		b, _ := big(q).Pack() // over 2,000 bytes, whatever the query asked
+		return [][]byte{b}
+	})
+	ln, err := net.Listen("tcp", pc.LocalAddr().String())
+	if err != nil {
+		t.Fatalf("TCP on the UDP port: %v", err)
+	}
 	srv := &dns.Server{Listener: ln, Handler: dns.HandlerFunc(func(w dns.ResponseWriter, q *dns.Msg) { _ = w.WriteMsg(big(q)) })}
 	go func() { _ = srv.ActivateAndServe() }()
 	t.Cleanup(func() { _ = srv.Shutdown() })
+	r := New(Config{Servers: []string{pc.LocalAddr().String()}, Timeout: 5 * time.Second})
+	start := time.Now()
+	m, err := r.Resolve(context.Background(), "big.example", dns.TypeTXT, dns.ClassINET)
+	if err != nil || len(m.Answer) != 8 {
+		t.Fatalf("got %v %v; want the 8 TXT records over TCP", m, err)
+	}
+	if el := time.Since(start); el > 4*time.Second {
+		t.Fatalf("answered after %v: the oversize datagram was waited past", el)
+	}
+}
+
+// udpUpstream is a UDP upstream on 127.0.0.1 that answers each query it
+// can parse with the datagrams answer gives (raw: the query as it came),
+// in order.
+func udpUpstream(t *testing.T, answer func(q *dns.Msg, raw []byte) [][]byte) net.PacketConn {
+	t.Helper()
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pc.Close() })
 	go func() {
 		buf := make([]byte, 2048)
 		for {
@@ -536,17 +539,10 @@ func TestOversizeUDPAnswerAskedOverTCP(t *testing.T) {
 			if q.Unpack(buf[:n]) != nil {
 				continue
 			}
-			b, _ := big(q).Pack() // over 2,000 bytes, whatever the query asked
-			_, _ = pc.WriteTo(b, from)
+			for _, b := range answer(q, buf[:n]) {
+				_, _ = pc.WriteTo(b, from)
+			}
 		}
 	}()
-	r := New(Config{Servers: []string{pc.LocalAddr().String()}, Timeout: 5 * time.Second})
-	start := time.Now()
-	m, err := r.Resolve(context.Background(), "big.example", dns.TypeTXT, dns.ClassINET)
-	if err != nil || len(m.Answer) != 8 {
-		t.Fatalf("got %v %v; want the 8 TXT records over TCP", m, err)
-	}
-	if el := time.Since(start); el > 4*time.Second {
-		t.Fatalf("answered after %v: the oversize datagram was waited past", el)
-	}
+	return pc
 }
