@@ -244,11 +244,14 @@ func (b *InviteBook) Issue(inv *Invite) error {
 }
 
 // Redeem checks that inv was issued here, is valid, unexpired and unused,
-// and marks it used by joiner. Redeeming again by the same joiner succeeds
-// (its first accept may have been lost with the connection).
+// and marks it used by joiner. Redeeming again by the same joiner succeeds,
+// after the expiry too (its first accept may have been lost with the
+// connection, and it was admitted while the invite was valid).
 func (b *InviteBook) Redeem(inv *Invite, joiner string, now time.Time) error {
-	if err := inv.Verify(now); err != nil {
+	if err := inv.Verify(now); err != nil && !errors.Is(err, ErrInviteExpired) {
 		return err
+	} else if err != nil {
+		return b.redeemAgain(inv, joiner, err)
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -267,6 +270,19 @@ func (b *InviteBook) Redeem(inv *Invite, joiner string, now time.Time) error {
 		return fmt.Errorf("read invite: %w", err)
 	}
 	return b.db.Set(inviteUsedPrefix+inv.Nonce, joiner)
+}
+
+// redeemAgain answers Redeem for an expired invite: nil when joiner
+// already holds it, else expired (the error of Verify).
+func (b *InviteBook) redeemAgain(inv *Invite, joiner string, expired error) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if used, err := b.db.Get(inviteUsedPrefix + inv.Nonce); err == nil && used == joiner {
+		return nil
+	} else if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return fmt.Errorf("read invite: %w", err)
+	}
+	return expired
 }
 
 // Release undoes a Redeem whose admission failed afterwards, so the

@@ -152,6 +152,38 @@ func TestInviteBookOneTime(t *testing.T) {
 	}
 }
 
+// A joiner whose accept was lost with the connection dials again with
+// the same invite; by then the invite may have expired. It is already
+// the invite's holder (and a writer): the retry is admitted, while
+// another key is still refused.
+func TestInviteBookSameJoinerAfterExpiry(t *testing.T) {
+	inviter, _ := identity.Generate()
+	j1, _ := identity.Generate()
+	j2, _ := identity.Generate()
+	now := time.Now()
+	book := newTestBook(t)
+	inv, _ := NewInvite(inviter, "k", inviter.ID(), nil, time.Minute, now)
+	if err := book.Issue(inv); err != nil {
+		t.Fatal(err)
+	}
+	if err := book.Redeem(inv, j1.ID(), now.Add(59*time.Second)); err != nil {
+		t.Fatalf("Redeem before expiry: %v", err)
+	}
+	later := now.Add(2 * time.Minute)
+	if err := book.Redeem(inv, j1.ID(), later); err != nil {
+		t.Fatalf("same joiner again after expiry = %v, want nil", err)
+	}
+	if err := book.Redeem(inv, j2.ID(), later); !errors.Is(err, ErrInviteExpired) {
+		t.Fatalf("another joiner after expiry = %v, want ErrInviteExpired", err)
+	}
+	if err := book.Release(inv, j1.ID()); err != nil {
+		t.Fatal(err)
+	}
+	if err := book.Redeem(inv, j1.ID(), later); !errors.Is(err, ErrInviteExpired) {
+		t.Fatalf("released invite after expiry = %v, want ErrInviteExpired", err)
+	}
+}
+
 func TestInviteBookSurvivesReopen(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "node.db")
 	inviter, _ := identity.Generate()
