@@ -16,7 +16,9 @@ package admin
 // is killed as soon as the client goes away or stops reading (the next
 // write fails). connection-test resolves the
 // domain through this node's own DNS server (local records, p2p domains,
-// upstream) and times a TCP connect (5 s at most).
+// upstream) and times a TCP connect (5 s at most). At most
+// maxDiagnostics (8) ping and traceroute runs go at once, streamed or
+// not; one more is a 503 that starts no process.
 
 import (
 	"bufio"
@@ -44,8 +46,9 @@ import (
 // RegisterDiagnostics adds ping, traceroute, connection-test, bandwidth
 // and network-interfaces.
 func RegisterDiagnostics(r *router.Router, log *slog.Logger, dns *nodedns.Server) {
-	r.POST("/api/diagnostics/ping", httpx.Wrap(log, func(ctx *fasthttp.RequestCtx) error { return runTool(ctx, log, "ping") }))
-	r.POST("/api/diagnostics/traceroute", httpx.Wrap(log, func(ctx *fasthttp.RequestCtx) error { return runTool(ctx, log, "traceroute") }))
+	slots := make(chan struct{}, maxDiagnostics)
+	r.POST("/api/diagnostics/ping", httpx.Wrap(log, func(ctx *fasthttp.RequestCtx) error { return runTool(ctx, log, slots, "ping") }))
+	r.POST("/api/diagnostics/traceroute", httpx.Wrap(log, func(ctx *fasthttp.RequestCtx) error { return runTool(ctx, log, slots, "traceroute") }))
 	r.POST("/api/diagnostics/connection-test", httpx.Wrap(log, func(ctx *fasthttp.RequestCtx) error { return connectionTest(ctx, dns) }))
 	r.GET("/api/diagnostics/bandwidth", httpx.Wrap(log, bandwidth))
 	r.GET("/api/network-interfaces", httpx.Wrap(log, networkInterfaces))
@@ -73,13 +76,17 @@ func validTarget(s string) bool {
 	return true
 }
 
+// maxDiagnostics is how many ping and traceroute runs go at once: each
+// is a process for up to a minute, whose client may already have left.
+const maxDiagnostics = 8
+
 type toolRequest struct {
 	Target string `json:"target"`
 	Count  *int   `json:"count"`
 	Stream bool   `json:"stream"`
 }
 
-func runTool(ctx *fasthttp.RequestCtx, log *slog.Logger, tool string) error {
+func runTool(ctx *fasthttp.RequestCtx, log *slog.Logger, slots chan struct{}, tool string) error {
 	var req toolRequest
 	if err := httpx.DecodeJSON(ctx, &req, 400); err != nil {
 		return err
@@ -102,6 +109,12 @@ func runTool(ctx *fasthttp.RequestCtx, log *slog.Logger, tool string) error {
 	if err != nil {
 		return httpx.Internal("%s is not installed on this machine (Debian: apt-get install %s)", tool, map[string]string{"ping": "iputils-ping", "traceroute": "traceroute"}[tool])
 	}
+	select {
+	case slots <- struct{}{}:
+	default:
+		return httpx.Errorf(fasthttp.StatusServiceUnavailable, "%d diagnostics (ping, traceroute) are running, the most at once; retry when one ends", maxDiagnostics)
+	}
+	release := func() { <-slots }
 	var args []string
 	timeout := 60 * time.Second
 	if tool == "ping" {
@@ -113,9 +126,13 @@ func runTool(ctx *fasthttp.RequestCtx, log *slog.Logger, tool string) error {
 	if req.Stream {
 		ctx.SetContentType("application/x-ndjson")
 		conn := ctx.Conn()
-		ctx.SetBodyStreamWriter(func(w *bufio.Writer) { streamTool(w, conn, log, path, args, timeout) })
+		ctx.SetBodyStreamWriter(func(w *bufio.Writer) {
+			defer release()
+			streamTool(w, conn, log, path, args, timeout)
+		})
 		return nil
 	}
+	defer release()
 	start := time.Now()
 	cctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()

@@ -50,3 +50,43 @@ func TestStreamedDiagnosticOutlivesWriteTimeout(t *testing.T) {
 		t.Fatalf("stream: %d, read error %v, last line %v; body:\n%s", resp.StatusCode, readErr, last, body)
 	}
 }
+
+// At most maxDiagnostics ping and traceroute runs go at once: one more
+// while they run is a 503 naming the limit, and starts no process.
+func TestDiagnosticsRunAtMostMaxAtOnce(t *testing.T) {
+	if _, err := exec.LookPath("ping"); err != nil {
+		t.Skip("ping not installed (apt-get install iputils-ping)")
+	}
+	quiet := slog.New(slog.DiscardHandler)
+	s := New(Deps{Log: quiet, Register: []func(*router.Router){func(r *router.Router) { RegisterDiagnostics(r, quiet, nil) }}})
+	addr := serveServer(t, s)
+	post := func(body string) *http.Response {
+		t.Helper()
+		req, err := http.NewRequest("POST", "http://"+addr+"/api/diagnostics/ping", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := testutil.Client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	for range maxDiagnostics {
+		resp := post(`{"target":"127.0.0.1","count":20,"stream":true}`)
+		// Leaving closes the connection: the next line's write fails and
+		// the ping is killed.
+		defer resp.Body.Close()
+		line, err := bufio.NewReader(resp.Body).ReadString('\n')
+		if resp.StatusCode != 200 || err != nil {
+			t.Fatalf("streamed ping: %d, first line %q, %v", resp.StatusCode, line, err)
+		}
+	}
+	resp := post(`{"target":"127.0.0.1","count":1}`)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 503 || !strings.Contains(string(body), "diagnostics") {
+		t.Fatalf("ping beyond %d running: %d %s; want 503", maxDiagnostics, resp.StatusCode, body)
+	}
+}
