@@ -28,7 +28,8 @@
 //
 // Restoring is staged (Stage): the archive is unpacked into a fresh
 // folder beside the data, every entry checked (only the names above,
-// regular files and folders, bounded sizes, total bounded; a folder is
+// regular files and folders, bounded sizes, total bounded, at most
+// MaxFiles files and folders made, the parents a name needs included; a folder is
 // made with its archived mode less group and other write, never
 // outside the staging folder: its name is relative, clean and under
 // ca/, plugins/ or plugin-data/, and nothing staged is a link), the
@@ -68,7 +69,7 @@ const Ext = ".tar.gz"
 const (
 	MaxEntry = 4 << 30 // one file
 	MaxTotal = 8 << 30 // everything unpacked
-	MaxFiles = 100_000
+	MaxFiles = 100_000 // entries, and files and folders made (parents included)
 )
 
 // Errors callers map to statuses.

@@ -108,6 +108,7 @@ func stageArchive(src, into string) error {
 	}
 	defer closeTar()
 	var total int64
+	var made int
 	for n := 0; ; n++ {
 		hdr, err := tr.Next()
 		if errors.Is(err, io.EOF) {
@@ -121,7 +122,7 @@ func stageArchive(src, into string) error {
 		}
 		name := path.Clean(hdr.Name)
 		if hdr.Typeflag == tar.TypeDir && dirAllowed(name) {
-			if err := makeStagedDir(into, name, dirMode(fs.FileMode(hdr.Mode))); err != nil {
+			if err := makeStagedDir(into, name, dirMode(fs.FileMode(hdr.Mode)), &made); err != nil {
 				return err
 			}
 			continue
@@ -133,7 +134,7 @@ func stageArchive(src, into string) error {
 			return fmt.Errorf("%w: %q is too large", ErrCorrupt, hdr.Name)
 		}
 		total += hdr.Size
-		if err := writeStaged(into, name, io.LimitReader(tr, hdr.Size), hdr.Size, fileMode(fs.FileMode(hdr.Mode))); err != nil {
+		if err := writeStaged(into, name, io.LimitReader(tr, hdr.Size), hdr.Size, fileMode(fs.FileMode(hdr.Mode)), &made); err != nil {
 			return err
 		}
 	}
@@ -141,7 +142,7 @@ func stageArchive(src, into string) error {
 
 func stageDir(src, into string) error {
 	var total int64
-	n := 0
+	n, made := 0, 0
 	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -165,7 +166,7 @@ func stageDir(src, into string) error {
 			if n++; n > MaxFiles {
 				return fmt.Errorf("%w: too large", ErrCorrupt)
 			}
-			return makeStagedDir(into, name, dirMode(info.Mode()))
+			return makeStagedDir(into, name, dirMode(info.Mode()), &made)
 		}
 		if !d.Type().IsRegular() || !allowed(name) {
 			return fmt.Errorf("%w: unexpected entry %q", ErrCorrupt, name)
@@ -183,20 +184,58 @@ func stageDir(src, into string) error {
 			return err
 		}
 		defer f.Close()
-		return writeStaged(into, name, f, info.Size(), fileMode(info.Mode()))
+		return writeStaged(into, name, f, info.Size(), fileMode(info.Mode()), &made)
 	})
 }
 
+// makeParents makes the missing parents of name (checked by allowed or
+// dirAllowed) under into, 0700, one at a time, and counts them in
+// *made: every file and folder made under into counts, and more than
+// MaxFiles is refused, so a name deep under folders of its own (one
+// entry, up to two thousand folders) does not make MaxFiles entries
+// hundreds of millions of folders.
+func makeParents(into, name string, made *int) error {
+	dir := into
+	parts := strings.Split(name, "/")
+	for _, p := range parts[:len(parts)-1] {
+		dir = filepath.Join(dir, p)
+		err := os.Mkdir(dir, 0o700)
+		if errors.Is(err, fs.ErrExist) {
+			if st, lerr := os.Lstat(dir); lerr != nil || !st.IsDir() {
+				return fmt.Errorf("%w: %q is both a file and a folder", ErrCorrupt, name)
+			}
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("staging %q: %w", name, err)
+		}
+		if err := count(made); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// count counts one more file or folder made under the staging folder.
+func count(made *int) error {
+	if *made++; *made > MaxFiles {
+		return fmt.Errorf("%w: more than %d files and folders", ErrCorrupt, MaxFiles)
+	}
+	return nil
+}
+
 // makeStagedDir makes the folder name (checked by dirAllowed) under
-// into with mode, its parents 0700 where missing; a folder already made
-// (the parent of an earlier entry) takes mode.
-func makeStagedDir(into, name string, mode fs.FileMode) error {
+// into with mode, its parents 0700 where missing (makeParents); a
+// folder already made (the parent of an earlier entry) takes mode.
+func makeStagedDir(into, name string, mode fs.FileMode, made *int) error {
 	dst := filepath.Join(into, filepath.FromSlash(name))
-	if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
-		return fmt.Errorf("staging %q: %w", name, err)
+	if err := makeParents(into, name, made); err != nil {
+		return err
 	}
 	err := os.Mkdir(dst, mode)
-	if errors.Is(err, fs.ErrExist) {
+	if err == nil {
+		err = count(made)
+	} else if errors.Is(err, fs.ErrExist) {
 		if st, lerr := os.Lstat(dst); lerr != nil || !st.IsDir() {
 			return fmt.Errorf("%w: %q is both a file and a folder", ErrCorrupt, name)
 		}
@@ -213,14 +252,15 @@ func makeStagedDir(into, name string, mode fs.FileMode) error {
 }
 
 // writeStaged writes one entry under into with mode (0600, or 0700 for
-// an executable); name was checked by allowed. What the entry's reader
+// an executable), counted in *made with the parents it makes
+// (makeParents); name was checked by allowed. What the entry's reader
 // fails on is a damaged backup (ErrCorrupt); what writing the staged
 // copy fails on (a full disk) is not, and is wrapped as it came, so the
 // caller can tell a full disk (507) from a bad archive.
-func writeStaged(into, name string, r io.Reader, size int64, mode fs.FileMode) error {
+func writeStaged(into, name string, r io.Reader, size int64, mode fs.FileMode, made *int) error {
 	dst := filepath.Join(into, filepath.FromSlash(name))
-	if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
-		return fmt.Errorf("staging %q: %w", name, err)
+	if err := makeParents(into, name, made); err != nil {
+		return err
 	}
 	f, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_EXCL, mode)
 	if errors.Is(err, fs.ErrExist) {
@@ -228,6 +268,10 @@ func writeStaged(into, name string, r io.Reader, size int64, mode fs.FileMode) e
 	}
 	if err != nil {
 		return fmt.Errorf("staging %q: %w", name, err)
+	}
+	if err := count(made); err != nil {
+		f.Close()
+		return err
 	}
 	src := &readErr{r: r}
 	n, err := io.Copy(f, src)
