@@ -37,8 +37,9 @@
 // WebSocket clients are told system-reset, every part of the node stops
 // (this actor and the stores too), the current entries move aside and
 // the staged ones in, and the node starts again; if it does not start,
-// the previous entries go back and it starts on them. A crash in the
-// middle of the swap is undone at the next start (RecoverSwap, from a
+// the previous entries go back and it starts on them. A swap that fails
+// and cannot move back what it moved (a failing disk) stops the node;
+// that swap, as one a crash cut short, is undone at the next start (RecoverSwap, from a
 // journal the swap writes first: recover.go): the node starts on the
 // state before the restore, and the restored entries that had come in
 // are kept in DATA/.failed-restore-<time>. Stopping and

@@ -46,7 +46,9 @@ type Restarter interface {
 // moves the current Restored entries aside and the staged ones in and
 // starts again. If that start fails, the previous entries go back and
 // the node starts on them; if even that fails, the node gets a fatal
-// error. The state that failed to start is kept in
+// error, as it does when a swap fails and cannot move back what it
+// moved (errNotUndone): the aside folder then stays, and RecoverSwap
+// puts the previous state back at the next start. The state that failed to start is kept in
 // DATA/.failed-restore-<time> for a look.
 func restoreInPlace(r Restarter, sys *actor.ActorSystem, data, name, staged string, log *slog.Logger) {
 	held := r.Hold(func() {
@@ -55,6 +57,12 @@ func restoreInPlace(r Restarter, sys *actor.ActorSystem, data, name, staged stri
 		r.StopParts()
 		aside := filepath.Join(data, ".pre-restore-"+time.Now().UTC().Format("20060102T150405"))
 		err := swap(data, staged, aside)
+		if errors.Is(err, errNotUndone) {
+			// Some of the current entries are still aside, the only
+			// copy of them: keep it for RecoverSwap at the next start.
+			r.Fatal(fmt.Errorf("restore of %s failed and could not be undone: %v; the state before it is in %s, put back at the next start", name, err, aside))
+			return
+		}
 		if err != nil {
 			// Nothing moved (swap undid its moves): start on the
 			// current state.
@@ -122,7 +130,9 @@ func (a *Actor) verify(dir string) error {
 
 // swap moves the Restored entries of data into aside (created), then
 // those of from into data; entries that are absent are skipped. On an
-// error it moves back what it moved, so data is as it was.
+// error it moves back what it moved, so data is as it was; when a move
+// back fails too, the error wraps errNotUndone and aside, with its
+// journal, holds what did not go back.
 // restoreInPlace calls it with every part of the node stopped: to swap a
 // staged backup in, and to put the previous state back when the
 // restored one does not start.
@@ -136,10 +146,17 @@ func swap(data, from, aside string) error {
 	}
 	type move struct{ from, to string }
 	var done []move
-	undo := func() {
+	undo := func(err error) error {
+		var errs []error
 		for i := len(done) - 1; i >= 0; i-- {
-			_ = os.Rename(done[i].to, done[i].from)
+			if uerr := os.Rename(done[i].to, done[i].from); uerr != nil {
+				errs = append(errs, uerr)
+			}
 		}
+		if len(errs) > 0 {
+			return fmt.Errorf("%w (%w: %w)", err, errNotUndone, errors.Join(errs...))
+		}
+		return err
 	}
 	mv := func(a, b string) error {
 		if _, err := os.Lstat(a); errors.Is(err, fs.ErrNotExist) {
@@ -156,18 +173,20 @@ func swap(data, from, aside string) error {
 	}
 	for _, e := range Restored {
 		if err := mv(filepath.Join(data, e), filepath.Join(aside, e)); err != nil {
-			undo()
-			return err
+			return undo(err)
 		}
 	}
 	for _, e := range Restored {
 		if err := mv(filepath.Join(from, e), filepath.Join(data, e)); err != nil {
-			undo()
-			return err
+			return undo(err)
 		}
 	}
 	return nil
 }
+
+// errNotUndone: a swap failed and some of its moves could not be moved
+// back.
+var errNotUndone = errors.New("some moves could not be undone")
 
 // afterMove, when set (by tests), runs after each of swap's moves: a
 // test ends the goroutine there to leave the folder as a crash would.
