@@ -52,50 +52,7 @@ func TestManifestSwappedForFIFO(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Every FIFO keeps a second name, so a blocked open can be ended by
-	// a writer.
-	keep := t.TempDir()
-	fifo, file := filepath.Join(dir, "fifo"), filepath.Join(dir, "file")
-	stop := make(chan struct{})
-	swapped := make(chan struct{})
-	go func() {
-		defer close(swapped)
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			if err := syscall.Mkfifo(fifo, 0o600); err == nil {
-				_ = os.Link(fifo, filepath.Join(keep, strconv.Itoa(i)))
-				_ = os.Rename(fifo, manifest)
-			}
-			if err := os.WriteFile(file, good, 0o644); err == nil {
-				_ = os.Rename(file, manifest)
-			}
-		}
-	}()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for end := time.Now().Add(3 * time.Second); time.Now().Before(end); {
-			_, _ = LoadFolder(dir)
-		}
-	}()
-	select {
-	case <-done:
-		close(stop)
-		<-swapped
-	case <-time.After(15 * time.Second):
-		close(stop)
-		<-swapped
-		fifos, _ := os.ReadDir(keep)
-		for _, f := range fifos {
-			if w, err := os.OpenFile(filepath.Join(keep, f.Name()), os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
-				w.Close()
-			}
-		}
-		<-done
+	if !whileSwappedForFIFO(manifest, good, func() { _, _ = LoadFolder(dir) }) {
 		t.Fatal("LoadFolder blocked on a plugin.json swapped for a FIFO")
 	}
 }
@@ -145,10 +102,34 @@ func TestSnapshotFileSwappedForFIFO(t *testing.T) {
 	if err := os.WriteFile(target, []byte("x"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	keep := t.TempDir()
-	fifo, file := filepath.Join(folder, "fifo"), filepath.Join(folder, "file")
-	stop := make(chan struct{})
-	swapped := make(chan struct{})
+	a := &Actor{d: Deps{DataDir: data}, entries: map[string]*entry{}, dying: map[string]*dying{}}
+	out := t.TempDir()
+	i := 0
+	if !whileSwappedForFIFO(target, []byte("x"), func() {
+		dir := filepath.Join(out, strconv.Itoa(i))
+		i++
+		_ = os.Mkdir(dir, 0o700)
+		_ = a.snapshot(dir)
+	}) {
+		t.Fatal("a snapshot blocked on a data file swapped for a FIFO")
+	}
+}
+
+// whileSwappedForFIFO runs work over and over for 3 s while another
+// goroutine swaps target for a FIFO and back (a file of content) as fast
+// as it can, as a handler owning the folder may. It reports whether work
+// returned within 15 s; when it did not, every FIFO made is opened for
+// writing (each keeps a second name for that), which ends a blocked
+// open, before it returns.
+func whileSwappedForFIFO(target string, content []byte, work func()) bool {
+	keep, err := os.MkdirTemp("", "fifos")
+	if err != nil {
+		return false
+	}
+	defer os.RemoveAll(keep)
+	dir := filepath.Dir(target)
+	fifo, file := filepath.Join(dir, "fifo"), filepath.Join(dir, "file")
+	stop, swapped := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(swapped)
 		for i := 0; ; i++ {
@@ -161,26 +142,23 @@ func TestSnapshotFileSwappedForFIFO(t *testing.T) {
 				_ = os.Link(fifo, filepath.Join(keep, strconv.Itoa(i)))
 				_ = os.Rename(fifo, target)
 			}
-			if err := os.WriteFile(file, []byte("x"), 0o600); err == nil {
+			if err := os.WriteFile(file, content, 0o600); err == nil {
 				_ = os.Rename(file, target)
 			}
 		}
 	}()
-	a := &Actor{d: Deps{DataDir: data}, entries: map[string]*entry{}, dying: map[string]*dying{}}
-	out := t.TempDir()
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		for i, end := 0, time.Now().Add(3*time.Second); time.Now().Before(end); i++ {
-			dir := filepath.Join(out, strconv.Itoa(i))
-			_ = os.Mkdir(dir, 0o700)
-			_ = a.snapshot(dir)
+		for end := time.Now().Add(3 * time.Second); time.Now().Before(end); {
+			work()
 		}
 	}()
 	select {
 	case <-done:
 		close(stop)
 		<-swapped
+		return true
 	case <-time.After(15 * time.Second):
 		close(stop)
 		<-swapped
@@ -191,6 +169,6 @@ func TestSnapshotFileSwappedForFIFO(t *testing.T) {
 			}
 		}
 		<-done
-		t.Fatal("a snapshot blocked on a data file swapped for a FIFO")
+		return false
 	}
 }

@@ -164,8 +164,17 @@ func TestRemoteWriteIntoPrometheus(t *testing.T) {
 // once (its interval is an hour), started, and stopped at the test's end.
 func startWriter(t *testing.T, url string) *remotewrite.Writer {
 	t.Helper()
-	db := newStore(t)
-	if err := db.Append("system.load", time.Now().Unix()-10, []float64{1, 2}); err != nil {
+	w, _, _ := runWriter(t, url, time.Now().Unix()-10)
+	return w
+}
+
+// runWriter runs a writer to url over a store holding system.load's two
+// dimensions at the second first, collecting once an hour; stop ends
+// its Run and waits for it (also at the test's end).
+func runWriter(t *testing.T, url string, first int64) (w *remotewrite.Writer, db *store.DB, stop func()) {
+	t.Helper()
+	db = newStore(t)
+	if err := db.Append("system.load", first, []float64{1, 2}); err != nil {
 		t.Fatal(err)
 	}
 	w, err := remotewrite.New(remotewrite.Config{
@@ -179,8 +188,9 @@ func startWriter(t *testing.T, url string) *remotewrite.Writer {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); w.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
-	return w
+	stop = func() { cancel(); <-done }
+	t.Cleanup(stop)
+	return w, db, stop
 }
 
 // A receiver that answers 429 or 503 with Retry-After gets the batch
@@ -232,23 +242,8 @@ func TestRunSendsTheLastPointsWhenItStops(t *testing.T) {
 		rw.WriteHeader(http.StatusNoContent)
 	}))
 	t.Cleanup(srv.Close)
-	db := newStore(t)
 	now := time.Now().Unix() - 10
-	if err := db.Append("system.load", now, []float64{1, 2}); err != nil {
-		t.Fatal(err)
-	}
-	w, err := remotewrite.New(remotewrite.Config{
-		URL:      srv.URL,
-		Sources:  func() []remotewrite.Source { return []remotewrite.Source{{Instance: "host-a", DB: db}} },
-		Interval: time.Hour,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); w.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	w, db, stop := runWriter(t, srv.URL, now)
 	testutil.Eventually(t, 10*time.Second, func() error {
 		if w.Sent.Load() != 2 {
 			return fmt.Errorf("writer %v", w.Status())
@@ -260,8 +255,7 @@ func TestRunSendsTheLastPointsWhenItStops(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	cancel()
-	<-done
+	stop()
 	if got := w.Sent.Load(); got != 8 {
 		t.Fatalf("%d samples sent, want 8 (2 dimensions, 4 seconds): %v", got, w.Status())
 	}

@@ -24,20 +24,8 @@ func TestStreamedDiagnosticOutlivesWriteTimeout(t *testing.T) {
 	if _, err := exec.LookPath("ping"); err != nil {
 		t.Skip("ping not installed (apt-get install iputils-ping)")
 	}
-	quiet := slog.New(slog.DiscardHandler)
-	s := New(Deps{Log: quiet, Register: []func(*router.Router){func(r *router.Router) { RegisterDiagnostics(r, quiet, nil) }}})
-	s.srv.WriteTimeout = 500 * time.Millisecond // ping -c 3 takes 2 s
-	addr := serveServer(t, s)
-
-	req, err := http.NewRequest("POST", "http://"+addr+"/api/diagnostics/ping", strings.NewReader(`{"target":"127.0.0.1","count":3,"stream":true}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := testutil.Client.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ping := diagServer(t, 500*time.Millisecond) // ping -c 3 takes 2 s
+	resp := ping(`{"target":"127.0.0.1","count":3,"stream":true}`)
 	defer resp.Body.Close()
 	body, readErr := io.ReadAll(resp.Body)
 	var last map[string]any
@@ -57,22 +45,7 @@ func TestDiagnosticsRunAtMostMaxAtOnce(t *testing.T) {
 	if _, err := exec.LookPath("ping"); err != nil {
 		t.Skip("ping not installed (apt-get install iputils-ping)")
 	}
-	quiet := slog.New(slog.DiscardHandler)
-	s := New(Deps{Log: quiet, Register: []func(*router.Router){func(r *router.Router) { RegisterDiagnostics(r, quiet, nil) }}})
-	addr := serveServer(t, s)
-	post := func(body string) *http.Response {
-		t.Helper()
-		req, err := http.NewRequest("POST", "http://"+addr+"/api/diagnostics/ping", strings.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := testutil.Client.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return resp
-	}
+	post := diagServer(t, 0)
 	for range maxDiagnostics {
 		resp := post(`{"target":"127.0.0.1","count":20,"stream":true}`)
 		// Leaving closes the connection: the next line's write fails and
@@ -88,5 +61,31 @@ func TestDiagnosticsRunAtMostMaxAtOnce(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != 503 || !strings.Contains(string(body), "diagnostics") {
 		t.Fatalf("ping beyond %d running: %d %s; want 503", maxDiagnostics, resp.StatusCode, body)
+	}
+}
+
+// diagServer serves the diagnostics endpoints (with writeTimeout when
+// not 0) on 127.0.0.1 and returns a function that POSTs a JSON body to
+// its ping endpoint.
+func diagServer(t *testing.T, writeTimeout time.Duration) func(body string) *http.Response {
+	t.Helper()
+	quiet := slog.New(slog.DiscardHandler)
+	s := New(Deps{Log: quiet, Register: []func(*router.Router){func(r *router.Router) { RegisterDiagnostics(r, quiet, nil) }}})
+	if writeTimeout > 0 {
+		s.srv.WriteTimeout = writeTimeout
+	}
+	addr := serveServer(t, s)
+	return func(body string) *http.Response {
+		t.Helper()
+		req, err := http.NewRequest("POST", "http://"+addr+"/api/diagnostics/ping", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := testutil.Client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
 	}
 }
