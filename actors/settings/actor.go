@@ -312,7 +312,8 @@ func (a *Actor) update(c actor.Context, sender *actor.PID, req map[string]string
 	vals := map[string]string{}
 	var subnets *string
 	for n, v := range req {
-		v = strings.TrimSpace(v)
+		d, _ := Lookup(n) // checked
+		v = d.Canonical(v)
 		if n == Subnets {
 			subnets = &v
 			continue

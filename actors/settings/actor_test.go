@@ -91,3 +91,46 @@ func TestUpdatesDuringSubnetsChangeKeepOrder(t *testing.T) {
 		t.Fatalf("LOG_LEVEL saved %q (%v), running %q; want both warn, the last update", got, err, live)
 	}
 }
+
+// A value saved in another spelling than the node lists it (upper-case
+// enum, spaces in a list, a number with a leading zero, an address for a
+// network) is the value in force after the restart it asked for: GET
+// lists that value and no restart as pending.
+func TestSavedValueInForceAfterRestart(t *testing.T) {
+	db := openStore(t, filepath.Join(t.TempDir(), "node.db"))
+	log := slog.New(slog.DiscardHandler)
+	sys := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return log }))
+	t.Cleanup(sys.Shutdown)
+	var before config
+	inForce, src, err := ApplySaved(before.fields(), nil, db, func(string, ...any) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := sys.Root.Spawn(Props(Deps{Store: db, InForce: inForce, Sources: src, Log: log}))
+	update := map[string]string{
+		P2PTCP: "FALSE", BootstrapPeers: "192.0.2.1:7740, 192.0.2.2:7740", ReplicaSetSize: "007",
+		DNSRecursionAllow: "10.1.2.3/8, 192.0.2.7",
+	}
+	res, err := sys.Root.RequestFuture(first, &messages.UpdateSettings{Settings: update}, 5*time.Second).Result()
+	if r, ok := res.(*messages.UpdateSettingsReply); err != nil || !ok || r.Err != nil || len(r.Errors) > 0 {
+		t.Fatalf("update: %#v %v", res, err)
+	}
+
+	// The restart: the saved values laid over a fresh config.
+	var after config
+	inForce, src, err = ApplySaved(after.fields(), nil, db, func(msg string, args ...any) { t.Errorf("%s %v", msg, args) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	second := sys.Root.Spawn(Props(Deps{Store: db, InForce: inForce, Sources: src, Log: log}))
+	res, err = sys.Root.RequestFuture(second, &messages.GetSettings{}, 5*time.Second).Result()
+	got, ok := res.(*messages.GetSettingsReply)
+	if err != nil || !ok || got.Err != nil {
+		t.Fatalf("get: %#v %v", res, err)
+	}
+	for name := range update {
+		if got.Settings[name] != inForce[name] || got.Metadata[name].RestartPending {
+			t.Errorf("%s after restart: listed %q, restartPending %v; in force %q", name, got.Settings[name], got.Metadata[name].RestartPending, inForce[name])
+		}
+	}
+}

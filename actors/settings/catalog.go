@@ -186,6 +186,39 @@ func (d Def) Validate(v string) error {
 	return nil
 }
 
+// Canonical is a valid value v in the spelling the node lists a value in
+// force (Fields.InForce): the text update-settings saves, so that after
+// the restart it asks for, the saved value and the one in force are the
+// same text (GET lists no restart as pending).
+func (d Def) Canonical(v string) string {
+	v = strings.TrimSpace(v)
+	switch {
+	case d.Type == "enum":
+		return strings.ToLower(v)
+	case d.Type == "number":
+		if n, err := strconv.Atoi(v); err == nil {
+			return strconv.Itoa(n)
+		}
+	case d.Name == DNSRecursionAllow:
+		if strings.EqualFold(v, "none") {
+			return "none"
+		}
+		var out []string
+		for _, f := range Split(v) {
+			p, err := netip.ParsePrefix(f)
+			if err != nil {
+				a, _ := netip.ParseAddr(f) // validated
+				p = netip.PrefixFrom(a, a.BitLen())
+			}
+			out = append(out, p.Masked().String())
+		}
+		return strings.Join(out, ",")
+	case d.Type == "list":
+		return strings.Join(Split(v), ",")
+	}
+	return v
+}
+
 // Meta is the setting's metadata as the API lists it.
 func (d Def) Meta(source string) messages.SettingMeta {
 	return messages.SettingMeta{Type: d.Type, Category: d.Category, Label: d.Label, Description: d.Description,
