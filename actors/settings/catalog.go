@@ -340,7 +340,7 @@ func subnetBase(v string) error {
 func subnets(v string) error {
 	var list []messages.Subnet
 	if err := json.Unmarshal([]byte(v), &list); err != nil {
-		return fmt.Errorf("not a JSON array of subnets: %v", err)
+		return fmt.Errorf("not a JSON array of subnets: %s", messages.JSONError(err, "the value"))
 	}
 	if _, errs := ipam.Validate(list); len(errs) > 0 {
 		return fmt.Errorf("%s", strings.Join(errs, "; "))

@@ -67,7 +67,7 @@ func decodeSettings(body []byte) (map[string]string, []string) {
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	if err := dec.Decode(&req); err != nil {
-		return nil, []string{"body: not a JSON object with a settings object: " + err.Error()}
+		return nil, []string{"body: not a JSON object with a settings object: " + messages.JSONError(err, "the body")}
 	}
 	if req.Settings == nil {
 		return nil, []string{"settings is required (an object of setting names to values)"}

@@ -1,0 +1,52 @@
+package admin
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fasthttp/router"
+
+	"peerdns/actors/settings"
+	"peerdns/internal/testutil"
+	"peerdns/messages"
+)
+
+// A body or a SUBNETS value of the wrong JSON shape is a 400 whose
+// errors say so in JSON's terms, not in the node's Go types.
+func TestUpdateSettingsErrorsNameNoGoTypes(t *testing.T) {
+	sys, quiet := quietSystem(t)
+	ledger := stubLedger(t, sys, 0, func(msg any) any {
+		switch msg.(type) {
+		case *messages.GetSubnets:
+			return &messages.GetSubnetsReply{}
+		case *messages.SetSubnets:
+			return &messages.SetSubnetsReply{}
+		}
+		return nil
+	})
+	set := sys.Root.Spawn(settings.Props(settings.Deps{Ledger: ledger, Log: quiet}))
+	t.Cleanup(func() { _ = sys.Root.StopFuture(set).Wait() })
+	addr := serveAdmin(t, Deps{Root: sys.Root, Peers: fakePeers{healthy: true}, Started: time.Now(), Log: quiet,
+		Register: []func(*router.Router){func(r *router.Router) { RegisterSettings(r, quiet, sys.Root, set) }}})
+
+	for _, tt := range []struct{ name, body, want string }{
+		{"body an array", `[]`, "the body must be a JSON object, got array"},
+		{"settings a number", `{"settings":5}`, `field "settings" must be a JSON object, got number`},
+		{"SUBNETS an object", `{"settings":{"SUBNETS":"{}"}}`, "SUBNETS: not a JSON array of subnets: the value must be an array, got object"},
+		{"SUBNETS base a number", `{"settings":{"SUBNETS":"[{\"base\":1,\"cidr\":24,\"startIndex\":2}]"}}`, `field "base" must be a string, got number`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			code, body := testutil.Call(t, "POST", "http://"+addr+"/api/update-settings", tt.body)
+			var got struct{ Errors []string }
+			if err := json.Unmarshal([]byte(body), &got); err != nil {
+				t.Fatalf("update-settings %s = %d %s: %v", tt.body, code, body, err)
+			}
+			msg := strings.Join(got.Errors, "; ")
+			if code != 400 || !strings.Contains(msg, tt.want) || strings.Contains(msg, "Go ") || strings.Contains(msg, "messages.") {
+				t.Fatalf("update-settings %s = %d %q, want 400 saying %q in JSON's terms", tt.body, code, msg, tt.want)
+			}
+		})
+	}
+}
