@@ -2,7 +2,8 @@
 // root made on first start (DATA/ca/root.pem, its key root-key.pem 0600;
 // a new root passes through root-next.pem, see newRoot) and a leaf per
 // domain, issued on first use and kept in
-// DATA/ca/leaves/<domain>.pem (certificate and key, 0600).
+// DATA/ca/leaves/<domain>.pem (certificate and key, 0600; a domain too
+// long for a file name, long-<hash>.pem, see leafFile).
 //
 // A leaf's names are the domain, *.domain and, when given, the domain's
 // local IP; it is valid for LeafLifetime (90 days) and issued again when

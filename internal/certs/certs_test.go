@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -148,5 +149,45 @@ func TestLeafOfAnotherRootIsReissued(t *testing.T) {
 		if _, err := got.Leaf.Verify(x509.VerifyOptions{Roots: a.Pool(), DNSName: "site.p2p"}); err != nil {
 			t.Fatalf("the leaf handed out does not verify against this root: %v", err)
 		}
+	}
+}
+
+// A domain as long as a name may be (253 bytes) gets its leaf like any
+// other, though "<domain>.pem" is longer than a file name may be (255
+// bytes): issued, listed, kept across a restart, shown and deleted.
+func TestLeafOfLongestDomain(t *testing.T) {
+	dir := t.TempDir()
+	ca, err := Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	long := strings.Repeat("a", 63) + "." + strings.Repeat("b", 63) + "." + strings.Repeat("c", 63) + "." + strings.Repeat("d", 57) + ".p2p"
+	if len(long) != 253 || !ValidDomain(long) {
+		t.Fatalf("test name: %d bytes", len(long))
+	}
+	issued, err := ca.Issue(long, netip.Addr{})
+	if err != nil {
+		t.Fatalf("Issue(%d-byte domain) = %v", len(long), err)
+	}
+	list, err := ca.List()
+	if err != nil || len(list) != 1 || list[0].Domain != long {
+		t.Fatalf("List() = %v, %v; want the one leaf of %s", list, err, long)
+	}
+	restarted, err := Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := restarted.Certificate(long, netip.Addr{})
+	if err != nil || c.Leaf.SerialNumber.Text(16) != issued.Serial {
+		t.Fatalf("Certificate after a restart: %v, %v; want the saved leaf %s", c, err, issued.Serial)
+	}
+	if _, err := restarted.PEM(long); err != nil {
+		t.Fatalf("PEM: %v", err)
+	}
+	if ok, err := restarted.Delete(long); !ok || err != nil {
+		t.Fatalf("Delete = %v, %v", ok, err)
+	}
+	if list, err := restarted.List(); err != nil || len(list) != 0 {
+		t.Fatalf("List() after Delete = %v, %v", list, err)
 	}
 }

@@ -4,9 +4,11 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/hex"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -34,7 +36,27 @@ type Info struct {
 }
 
 func (ca *CA) leafPath(domain string) string {
-	return filepath.Join(ca.dir, "leaves", domain+".pem")
+	return filepath.Join(ca.dir, "leaves", leafFile(domain))
+}
+
+// maxFileName is the longest file name the usual file systems take
+// (ext4, XFS, APFS, NTFS: 255 bytes).
+const maxFileName = 255
+
+// longPrefix starts the file name of a leaf whose domain is too long for
+// "<domain>.pem" (the name has no dot, so it is not a domain's).
+const longPrefix = "long-"
+
+// leafFile is domain's file name in leaves/: "<domain>.pem", or, for a
+// domain too long for that (252 and 253 bytes, valid DNS names),
+// "long-<sha256 of domain>.pem"; List reads the domain of such a file
+// from its certificate.
+func leafFile(domain string) string {
+	if len(domain)+len(".pem") <= maxFileName {
+		return domain + ".pem"
+	}
+	sum := sha256.Sum256([]byte(domain))
+	return longPrefix + hex.EncodeToString(sum[:]) + ".pem"
 }
 
 // Certificate returns the leaf for domain (lower case, no trailing dot),
@@ -220,7 +242,10 @@ func (ca *CA) List() ([]Info, error) {
 	out := []Info{}
 	for _, e := range ents {
 		d, ok := strings.CutSuffix(e.Name(), ".pem")
-		if !ok || !ValidDomain(d) {
+		if ok && !ValidDomain(d) && strings.HasPrefix(d, longPrefix) {
+			d = longDomain(filepath.Join(ca.dir, "leaves", e.Name()))
+		}
+		if !ok || !ValidDomain(d) || leafFile(d) != e.Name() {
 			continue
 		}
 		l, err := ca.loadLeaf(d)
@@ -231,6 +256,28 @@ func (ca *CA) List() ([]Info, error) {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Domain < out[j].Domain })
 	return out, nil
+}
+
+// longDomain is the domain of the leaf in path, a long-<hash>.pem file:
+// its certificate's subject ("" when it does not read).
+func longDomain(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	for {
+		var blk *pem.Block
+		if blk, b = pem.Decode(b); blk == nil {
+			return ""
+		}
+		if blk.Type == "CERTIFICATE" {
+			x, err := x509.ParseCertificate(blk.Bytes)
+			if err != nil {
+				return ""
+			}
+			return x.Subject.CommonName
+		}
+	}
 }
 
 // PEM is domain's saved certificate (not its key), PEM.
