@@ -125,11 +125,16 @@ func (s *Server) domainRoutes(r *router.Router) {
 		if err := httpx.DecodeJSON(ctx, &req, 400); err != nil {
 			return err
 		}
+		// The spec's one 400 is an invalid preference; any other
+		// failure (a missing or invalid domain included) is a 500.
+		if req.Preference != "local" && req.Preference != "resolved" {
+			return httpx.BadRequest("invalid preference %q: must be local or resolved", req.Preference)
+		}
 		rep, err := ask[*messages.SetHashPreferenceReply](s, &messages.SetHashPreference{Domain: req.Domain, Preference: req.Preference})
 		if err != nil {
 			return err
 		}
-		if err := status(rep.Err, 400); err != nil {
+		if err := status(rep.Err, 500); err != nil {
 			return err
 		}
 		return httpx.OK(ctx)

@@ -222,7 +222,7 @@ func TestBadInput(t *testing.T) {
 		{"remove: invalid name", "POST", "/api/remove-domain", `{"domain":"!!"}`, 403, "no claim"},
 		{"pref: invalid", "POST", "/api/update-hash-preference", `{"domain":"a.p2p","preference":"mine"}`, 400, "preference"},
 		{"pref: malformed", "POST", "/api/update-hash-preference", `{`, 400, "invalid JSON"},
-		{"pref: bad domain", "POST", "/api/update-hash-preference", `{"domain":"","preference":"local"}`, 400, "required"},
+		{"pref: bad domain", "POST", "/api/update-hash-preference", `{"domain":"","preference":"local"}`, 500, "required"},
 		{"clear-dns-cache: invalid domain", "POST", "/api/clear-dns-cache", `{"domain":"a b"}`, 500, `invalid request: domain "a b"`},
 		{"version pref: invalid domain", "POST", "/api/update-version-preference", `{"domain":"a b","version":"p2p"}`, 500, `invalid request: domain "a b"`},
 		{"consensus: invalid domain", "GET", "/api/consensus/bad%20name", "", 500, "contains"},
