@@ -464,7 +464,7 @@ func (r LocalRecord) RR() (dns.RR, error) {
 	case "SOA":
 		rr = &dns.SOA{Hdr: hdr, Ns: FQDN(r.MName), Mbox: FQDN(r.RName), Serial: r.Serial, Refresh: r.Refresh, Retry: r.Retry, Expire: r.Expire, Minttl: r.Minimum}
 	case "CAA":
-		rr = &dns.CAA{Hdr: hdr, Flag: r.Flag, Tag: r.Tag, Value: r.Value}
+		rr = &dns.CAA{Hdr: hdr, Flag: r.Flag, Tag: r.Tag, Value: escapeOctet(r.Value)}
 	case "OTHER":
 		raw := &dns.RFC3597{Hdr: hdr, Rdata: r.Data}
 		// Round-trip through the wire so that RDATA of a type miekg/dns
@@ -514,6 +514,11 @@ func escapeTXT(s string) string {
 	}
 	return b.String()
 }
+
+// escapeOctet escapes the backslashes of s: miekg/dns packs a CAA value
+// as presentation text (a backslash starts an escape, "\065" is "A"),
+// and the value is literal text.
+func escapeOctet(s string) string { return strings.ReplaceAll(s, `\`, `\\`) }
 
 // Fields is the record as the admin API shows it: common fields plus the
 // ones of its type.

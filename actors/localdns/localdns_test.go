@@ -673,3 +673,28 @@ func TestRetryDelay(t *testing.T) {
 		}
 	}
 }
+
+// A CAA value is literal text: its backslashes are answered as written
+// (miekg/dns reads a CAA value as presentation text, where "\065" is
+// "A" and a lone "\" at the end is dropped), as a TXT record's are.
+func TestCAAValueAnsweredLiteral(t *testing.T) {
+	up := dnstest.Start(t, nil)
+	n := startNode(t, filepath.Join(t.TempDir(), "node.db"), up, testView())
+	const value = `mailto:a\065b\\c@x.lan\`
+	r := messages.LocalRecord{Name: "caa.lan", Type: "CAA", Class: "IN", TTL: 60, Tag: "iodef", Value: value}
+	if w := ask[*messages.LocalDNSWriteReply](t, n, &messages.AddLocalRecord{Record: r}); w.Err != nil {
+		t.Fatal(w.Err)
+	}
+	for _, network := range []string{"udp", "tcp"} {
+		m, _, err := (&dns.Client{Net: network, Timeout: 3 * time.Second}).Exchange(new(dns.Msg).SetQuestion("caa.lan.", dns.TypeCAA), n.srv.Addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(m.Answer) != 1 {
+			t.Fatalf("over %s: %v, want one CAA", network, m.Answer)
+		}
+		if caa, ok := m.Answer[0].(*dns.CAA); !ok || caa.Value != value {
+			t.Fatalf("over %s: %v, want the value %q", network, m.Answer[0], value)
+		}
+	}
+}
