@@ -414,7 +414,10 @@ func answers(m, q *dns.Msg) bool {
 // clean keeps what a forwarder passes on: the sections without OPT,
 // every TTL at most maxTTL, and 0 for a TTL with its top bit set (RFC
 // 2181 §8), as unbound's cache-max-ttl caps what it hands out: the cache
-// keeps an answer no longer than maxTTL, neither should its clients.
+// keeps an answer no longer than maxTTL, neither should its clients. The
+// SOA of a negative answer (in authority) gets at most its MINIMUM as
+// TTL (RFC 2308 §3, as unbound does): a client keeps the answer
+// min(SOA TTL, MINIMUM), and only the TTL is counted down in the cache.
 func clean(m *dns.Msg, maxTTL uint32) {
 	extra := m.Extra[:0]
 	for _, rr := range m.Extra {
@@ -431,6 +434,11 @@ func clean(m *dns.Msg, maxTTL uint32) {
 			case h.Ttl > maxTTL:
 				h.Ttl = maxTTL
 			}
+		}
+	}
+	for _, rr := range m.Ns {
+		if soa, ok := rr.(*dns.SOA); ok {
+			soa.Hdr.Ttl = min(soa.Hdr.Ttl, soa.Minttl)
 		}
 	}
 }

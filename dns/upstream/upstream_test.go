@@ -546,3 +546,53 @@ func udpUpstream(t *testing.T, answer func(q *dns.Msg, raw []byte) [][]byte) net
 	}()
 	return pc
 }
+
+// The SOA of a negative answer is handed out with its TTL capped at its
+// MINIMUM (RFC 2308 §3, as unbound does): a client takes the negative
+// TTL as min(SOA TTL, MINIMUM) and the MINIMUM is never counted down,
+// so a SOA of TTL 600 and MINIMUM 30 served from a cache 20 s old told
+// the client to keep the NXDOMAIN 30 s more, past the 10 s the node
+// itself keeps it. On the miss, on a hit and in the wire template.
+func TestNegativeSOATTLCappedAtMinimum(t *testing.T) {
+	f := &fake{}
+	clk := &clock{now: time.Unix(1000, 0)}
+	r := New(Config{Servers: []string{serve(t, f)}, Now: clk.Now})
+	soaTTL := func(m *dns.Msg) uint32 {
+		t.Helper()
+		if len(m.Ns) != 1 || m.Ns[0].Header().Rrtype != dns.TypeSOA {
+			t.Fatalf("authority %v, want one SOA", m.Ns)
+		}
+		return m.Ns[0].Header().Ttl
+	}
+	cases := []struct {
+		name      string
+		miss, hit uint32 // the SOA's TTL on the miss and 10 s later
+	}{{"nx.example", 30, 20}, {"nodata.example", 20, 10}}
+	resolve := func(name string) *dns.Msg {
+		t.Helper()
+		m, err := r.Resolve(context.Background(), name, dns.TypeA, dns.ClassINET)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	for _, tt := range cases {
+		if got := soaTTL(resolve(tt.name)); got != tt.miss {
+			t.Fatalf("%s on the miss: SOA TTL %d, want %d", tt.name, got, tt.miss)
+		}
+	}
+	clk.add(10 * time.Second)
+	for _, tt := range cases {
+		if got := soaTTL(resolve(tt.name)); got != tt.hit {
+			t.Fatalf("%s from the cache: SOA TTL %d, want %d", tt.name, got, tt.hit)
+		}
+	}
+	wk, _ := WireKey("nx.example.", dns.TypeA)
+	tpl, ok := r.Template([]byte(wk), clk.Now())
+	if !ok || len(tpl.TTLs) != 1 || tpl.TTLs[0] != 30 {
+		t.Fatalf("template: %v %+v; want the SOA's TTL stored as 30", ok, tpl)
+	}
+	if f.hits.Load() != 2 {
+		t.Fatalf("hits %d, want 2", f.hits.Load())
+	}
+}
