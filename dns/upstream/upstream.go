@@ -286,8 +286,24 @@ func cacheTTL(m *dns.Msg) (uint32, bool) {
 			return min(ttl, soa.Hdr.Ttl, soa.Minttl), true
 		}
 	}
-	// A positive answer; a negative one without SOA is not cached.
-	return ttl, m.Rcode == dns.RcodeSuccess && len(m.Answer) > 0
+	// A positive answer; a negative one without SOA is not cached, nor is
+	// a chain of CNAMEs that ends without a record of the type (a NODATA).
+	return ttl, m.Rcode == dns.RcodeSuccess && hasType(m)
+}
+
+// hasType reports whether m's answer holds a record of its question's
+// type (any record for ANY).
+func hasType(m *dns.Msg) bool {
+	if len(m.Question) != 1 {
+		return false
+	}
+	qt := m.Question[0].Qtype
+	for _, rr := range m.Answer {
+		if qt == dns.TypeANY || rr.Header().Rrtype == qt {
+			return true
+		}
+	}
+	return false
 }
 
 func (r *Resolver) forward(ctx context.Context, k key) (*dns.Msg, error) {

@@ -62,6 +62,8 @@ func (f *fake) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 			m.Ns[0] = soa(600, 300)
 			m.Rcode = dns.RcodeNameError
 		}
+	case "cname-nosoa.example.":
+		m.Answer = append(m.Answer, &dns.CNAME{Hdr: dns.RR_Header{Name: q.Name, Rrtype: dns.TypeCNAME, Class: dns.ClassINET, Ttl: 3600}, Target: "target.example."})
 	case "nx.example.":
 		m.Rcode = dns.RcodeNameError
 		m.Ns = append(m.Ns, soa(600, 30))
@@ -594,5 +596,32 @@ func TestNegativeSOATTLCappedAtMinimum(t *testing.T) {
 	}
 	if f.hits.Load() != 2 {
 		t.Fatalf("hits %d, want 2", f.hits.Load())
+	}
+}
+
+// A CNAME whose target has no record of the type and no SOA (a NODATA
+// at the end of a chain, without the SOA that would give it a negative
+// TTL) is not cached, as a NODATA without SOA is not (RFC 2308 §5): it
+// was kept for the CNAME's hour as if it were an answer. The CNAME
+// itself, asked for, is one.
+func TestCNAMEToNodataWithoutSOANotCached(t *testing.T) {
+	f := &fake{}
+	r := New(Config{Servers: []string{serve(t, f)}})
+	for range 2 {
+		m, err := r.Resolve(context.Background(), "cname-nosoa.example", dns.TypeA, dns.ClassINET)
+		if err != nil || len(m.Answer) != 1 {
+			t.Fatalf("%v %v; want the CNAME", m, err)
+		}
+	}
+	if f.hits.Load() != 2 {
+		t.Fatalf("hits %d, want 2: a NODATA behind a CNAME without SOA was cached", f.hits.Load())
+	}
+	for range 2 {
+		if _, err := r.Resolve(context.Background(), "cname-nosoa.example", dns.TypeCNAME, dns.ClassINET); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if f.hits.Load() != 3 {
+		t.Fatalf("hits %d, want 3: the CNAME asked for is an answer, cached", f.hits.Load())
 	}
 }
