@@ -131,10 +131,19 @@ func (r *Resolver) Servers() []string { return append([]string(nil), *r.servers.
 
 // SetServers replaces the upstream list (host:port each, tried in order)
 // for the next forwarded query; queries in flight finish on the old one.
-// Cached answers stay: they were right when they were asked.
+// Cached answers stay: they were right when they were asked. Remembered
+// failures go (those of queries in flight are not remembered): they were
+// the old servers', and the new ones may answer.
 func (r *Resolver) SetServers(servers []string) {
 	s := append([]string(nil), servers...)
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	r.servers.Store(&s)
+	for _, k := range r.cache.Keys() {
+		if e, ok := r.cache.Peek(k); ok && e.failed {
+			r.cache.Remove(k)
+		}
+	}
 }
 
 // SetCacheSize changes the cache's capacity (entries, at least 1); a
@@ -192,13 +201,13 @@ func (r *Resolver) Resolve(ctx context.Context, name string, qtype, qclass uint1
 	}
 	c := &call{done: make(chan struct{})}
 	r.inflight[k] = c
-	epoch := r.epoch
+	epoch, servers := r.epoch, r.servers.Load()
 	r.mu.Unlock()
 
-	c.msg, c.err = r.forward(ctx, k)
+	c.msg, c.err = r.forward(ctx, k, *servers)
 	e := r.entryFor(k, c.msg, c.err) // built outside the lock: every miss takes it
 	r.mu.Lock()
-	if e != nil && r.epoch == epoch {
+	if e != nil && r.epoch == epoch && (!e.failed || r.servers.Load() == servers) {
 		r.store(k, e)
 	}
 	if r.inflight[k] == c {
@@ -306,8 +315,7 @@ func hasType(m *dns.Msg) bool {
 	return false
 }
 
-func (r *Resolver) forward(ctx context.Context, k key) (*dns.Msg, error) {
-	servers := *r.servers.Load()
+func (r *Resolver) forward(ctx context.Context, k key, servers []string) (*dns.Msg, error) {
 	if len(servers) == 0 {
 		r.failures.Add(1)
 		return nil, ErrNoServers

@@ -625,3 +625,39 @@ func TestCNAMEToNodataWithoutSOANotCached(t *testing.T) {
 		t.Fatalf("hits %d, want 3: the CNAME asked for is an answer, cached", f.hits.Load())
 	}
 }
+
+// A failure remembered for FailureTTL was the old servers' failure: the
+// servers set after it (the operator replacing a dead upstream) are asked
+// at once, also for a name whose failure on the old list ends after the
+// change. They were SERVFAIL until the failure expired.
+func TestNewServersForgetFailures(t *testing.T) {
+	bad := &fake{refuse: true}
+	good := &fake{}
+	r := New(Config{Servers: []string{serve(t, bad)}, FailureTTL: time.Hour})
+	ctx := context.Background()
+	if _, err := r.Resolve(ctx, "a.example", dns.TypeA, dns.ClassINET); !errors.Is(err, ErrFailed) {
+		t.Fatalf("on the refusing server: %v, want ErrFailed", err)
+	}
+	// A question in flight on the old list when it is replaced.
+	slow := &fake{refuse: true, gate: make(chan struct{})}
+	r.SetServers([]string{serve(t, slow)})
+	done := make(chan error, 1)
+	go func() {
+		_, err := r.Resolve(ctx, "b.example", dns.TypeA, dns.ClassINET)
+		done <- err
+	}()
+	waitHits(t, slow, 1)
+	r.SetServers([]string{serve(t, good)})
+	close(slow.gate)
+	if err := <-done; !errors.Is(err, ErrFailed) {
+		t.Fatalf("in flight on the old list: %v, want ErrFailed", err)
+	}
+	for _, name := range []string{"a.example", "b.example"} {
+		if m, err := r.Resolve(ctx, name, dns.TypeA, dns.ClassINET); err != nil || len(m.Answer) != 2 {
+			t.Fatalf("%s after the servers changed: %v %v, want the new server's answer", name, m, err)
+		}
+	}
+	if good.hits.Load() != 2 {
+		t.Fatalf("new server asked %d times, want 2", good.hits.Load())
+	}
+}
