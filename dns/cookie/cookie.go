@@ -24,6 +24,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"net/netip"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -70,9 +71,15 @@ func Parse(opt []byte) (client [ClientLen]byte, server []byte, err error) {
 
 type secret struct{ k0, k1 uint64 }
 
+// secrets are the current secret and the previous one (nil before the
+// first rotation), installed together: a reader never sees a new
+// current secret beside a previous one that is not the old current.
+type secrets struct{ cur, prev *secret }
+
 // Jar makes and checks server cookies. Safe for concurrent use.
 type Jar struct {
-	cur, prev atomic.Pointer[secret]
+	keys atomic.Pointer[secrets]
+	mu   sync.Mutex // serialises Rotate
 }
 
 // New makes a Jar with key as its secret (SecretLen bytes), or a random
@@ -100,10 +107,13 @@ func (j *Jar) Rotate(key []byte) error {
 	default:
 		copy(b[:], key)
 	}
-	s := &secret{binary.LittleEndian.Uint64(b[:8]), binary.LittleEndian.Uint64(b[8:])}
-	if old := j.cur.Swap(s); old != nil {
-		j.prev.Store(old)
+	next := &secrets{cur: &secret{binary.LittleEndian.Uint64(b[:8]), binary.LittleEndian.Uint64(b[8:])}}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if old := j.keys.Load(); old != nil {
+		next.prev = old.cur
 	}
+	j.keys.Store(next)
 	return nil
 }
 
@@ -113,7 +123,7 @@ func (j *Jar) Make(dst *[ServerLen]byte, client *[ClientLen]byte, ip netip.Addr,
 	dst[0] = Version
 	dst[1], dst[2], dst[3] = 0, 0, 0
 	binary.BigEndian.PutUint32(dst[4:], uint32(now.Unix())) // serial number arithmetic, RFC 1982
-	binary.LittleEndian.PutUint64(dst[8:], hash(j.cur.Load(), client, dst[:8], ip))
+	binary.LittleEndian.PutUint64(dst[8:], hash(j.keys.Load().cur, client, dst[:8], ip))
 }
 
 // Valid reports whether server is a cookie this Jar made (with the
@@ -130,10 +140,11 @@ func (j *Jar) Valid(server []byte, client *[ClientLen]byte, ip netip.Addr, now t
 		return false
 	}
 	got := binary.LittleEndian.Uint64(server[8:])
-	if s := j.cur.Load(); hash(s, client, server[:8], ip) == got {
+	keys := j.keys.Load()
+	if hash(keys.cur, client, server[:8], ip) == got {
 		return true
 	}
-	if s := j.prev.Load(); s != nil && hash(s, client, server[:8], ip) == got {
+	if keys.prev != nil && hash(keys.prev, client, server[:8], ip) == got {
 		return true
 	}
 	return false

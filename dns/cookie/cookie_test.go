@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"net/netip"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -146,4 +147,61 @@ func FuzzParse(f *testing.F) {
 			}
 		}
 	})
+}
+
+// A cookie made just before a rotation verifies throughout it: a reader
+// sees the old secret as the current one or as the previous one, never
+// the new secret beside the one before the old (Rotate installed the two
+// in two steps, and a Valid between them refused a good cookie, which a
+// client outside the ACL got as BADCOOKIE).
+func TestRotateKeepsPreviousThroughout(t *testing.T) {
+	j, _ := New(nil)
+	var client [ClientLen]byte
+	ip := netip.MustParseAddr("192.0.2.1")
+	now := time.Unix(1_800_000_000, 0)
+	type made struct {
+		c [ServerLen]byte
+		i int64 // made before rotation i
+	}
+	var latest atomic.Pointer[made]
+	var started atomic.Int64 // rotations begun
+	var refused atomic.Int64
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			m := latest.Load()
+			if m == nil {
+				continue
+			}
+			// Made before rotation i, with the secret that was current:
+			// good until rotation i+1 begins.
+			if !j.Valid(m.c[:], &client, ip, now) && started.Load() <= m.i+1 {
+				refused.Add(1)
+				return
+			}
+		}
+	}()
+	key := make([]byte, SecretLen)
+	for i := int64(0); i < 200_000 && refused.Load() == 0; i++ {
+		m := &made{i: i}
+		j.Make(&m.c, &client, ip, now)
+		latest.Store(m)
+		binary.BigEndian.PutUint64(key, uint64(i))
+		started.Store(i + 1)
+		if err := j.Rotate(key); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(stop)
+	<-done
+	if n := refused.Load(); n > 0 {
+		t.Fatalf("a cookie made just before a rotation was refused during it")
+	}
 }
