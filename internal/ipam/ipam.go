@@ -69,6 +69,10 @@ func DefaultSubnets(base string, start int) ([]Subnet, error) {
 	if err != nil || !p.Addr().Is4() {
 		return nil, fmt.Errorf("SUBNET_BASE %q is not an IPv4 address or prefix (e.g. 127.77.0.0/16)", base)
 	}
+	if p.Bits() < 1 {
+		// The cidr rule of Validate (1 to 32): a /0 is every address.
+		return nil, fmt.Errorf("SUBNET_BASE %q: the prefix length must be between 1 and 32", base)
+	}
 	if start <= 0 {
 		start = DefaultStartIndex
 	}

@@ -117,7 +117,9 @@ func TestReleasedAddressBelowStartIndexStaysReserved(t *testing.T) {
 
 // SUBNET_BASE and INITIAL_IP_INDEX follow the subnet rules of Validate:
 // a prefix with no usable address, or a first index past its end, is
-// refused rather than leaving every domain without an address.
+// refused rather than leaving every domain without an address; a /0
+// (cidr outside 1 to 32) too, which handed out 0.0.0.2 on and was listed
+// by GET /api/subnets as a subnet POST /api/subnets refuses.
 func TestDefaultSubnetsNeedAnAddress(t *testing.T) {
 	for _, tt := range []struct {
 		base  string
@@ -127,6 +129,7 @@ func TestDefaultSubnetsNeedAnAddress(t *testing.T) {
 		{"10.0.0.0/31", 0},
 		{"10.0.0.0/30", 3},
 		{"10.0.0.0/24", 300},
+		{"10.0.0.0/0", 0},
 	} {
 		if subs, err := DefaultSubnets(tt.base, tt.start); err == nil {
 			t.Errorf("DefaultSubnets(%q, %d) = %+v, want an error", tt.base, tt.start, subs)
@@ -148,6 +151,9 @@ func TestDefaultSubnetsNeedAnAddress(t *testing.T) {
 		}
 		if _, _, err := New(subs, nil).Assign("a.p2p"); err != nil {
 			t.Errorf("DefaultSubnets(%q, %d): Assign: %v", tt.base, tt.start, err)
+		}
+		if _, errs := Validate(New(subs, nil).Describe()); len(errs) > 0 {
+			t.Errorf("DefaultSubnets(%q, %d): its subnet does not validate: %v", tt.base, tt.start, errs)
 		}
 	}
 }
