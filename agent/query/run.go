@@ -113,14 +113,18 @@ func Run(req *Request, plan Plan, series []Series) (*Result, error) {
 	// With anomaly-bit the points are rates already: no percentage of
 	// the chart's total.
 	pct := req.Options&OptPercentage != 0 && !anomalyBit
-	var totals []float64 // per series, per row (percentage only)
+	// totals are per series, per row (percentage only): the sum of every
+	// dimension's value, grouped as the columns are, as Netdata divides
+	// the row it grouped.
+	var totals []float64
 	if pct {
 		totals = make([]float64, len(series)*plan.Points)
 		for si, s := range series {
 			for di := range s.Chart.Dims {
 				slots := dimSlots(s.Window, s.Chart.Dims[di].ID, di)
+				sm := smoothing{cond: parseCountIf(req.GroupOptions)}
 				for r := 0; r < plan.Points; r++ {
-					v, _ := groupValue(plan, s.Window, slots, r, GroupAverage, &scratch, nil)
+					v, _ := groupValue(plan, s.Window, slots, r, req.Group, &scratch, &sm)
 					if !math.IsNaN(v) {
 						totals[si*plan.Points+r] += math.Abs(v)
 					}
