@@ -50,7 +50,9 @@ func (db *DB) Prune(chartID string, before int64) (int, error) {
 }
 
 // pruneTier0 turns the seconds before `before` into gaps and moves first
-// past them; last stays, so later appends keep their order.
+// past them; last stays, so later appends keep their order. A before past
+// the newest point moves first to the second after it, not to before:
+// points appended later are new, not pruned.
 func (s *series) pruneTier0(before int64) {
 	if s.last == 0 || before <= s.first {
 		return
@@ -64,7 +66,7 @@ func (s *series) pruneTier0(before int64) {
 			s.clearAnomalous(d, i)
 		}
 	}
-	s.first = before
+	s.first = min(before, s.last+1)
 }
 
 // SetRetention changes the retention of tier 0 and tier 1 (0 keeps a
