@@ -22,7 +22,7 @@ const (
 	GroupMedian
 	GroupIncrementalSum // last - first value of the group
 	GroupStddev         // sample standard deviation
-	GroupCV             // coefficient of variation: 100 * stddev / mean
+	GroupCV             // coefficient of variation: 100 * stddev / |mean|
 	GroupSES            // single exponential smoothing
 	GroupDES            // double exponential smoothing (Holt)
 	GroupExtremes       // the value furthest from zero (max or min)
@@ -228,7 +228,9 @@ func combine(g Group, p Plan, vals []float64, mn, mx, sum float64, cnt uint64, s
 		if mean == 0 {
 			return 0 // Netdata answers 0 where the ratio is not a number
 		}
-		return 100 * sd / mean
+		// Over the mean's magnitude, as Netdata divides: a negative
+		// dimension's spread is no less.
+		return 100 * sd / math.Abs(mean)
 	case kindSES:
 		a := smoothAlpha(p)
 		for _, v := range vals {
