@@ -141,8 +141,9 @@ func (c *chartScorer) chart(src Source, def *store.ChartDef, out []Result) []Res
 	req := c.req
 	// One read covers both windows: the baseline is usually right before
 	// the highlight, but an explicit one may leave a gap, overlap it or
-	// follow it.
-	w, err := src.Query(def.ID, req.Tier, min(req.BaselineAfter, req.After)+1, max(req.BaselineBefore, req.Before))
+	// follow it. Methods that do not compare read the highlight alone.
+	lo, hi := req.readRange()
+	w, err := src.Query(def.ID, req.Tier, lo+1, hi)
 	if err != nil {
 		return out
 	}

@@ -62,10 +62,23 @@ type Request struct {
 	Tier int
 }
 
-// ReadSpan is the seconds a chart's read covers: the highlight, the
-// baseline and any gap between them.
+// compares reports whether the method scores the highlight against the
+// baseline (ks2, volume); the others read the highlight alone.
+func (m Method) compares() bool { return m == KS2 || m == Volume }
+
+// ReadSpan is the seconds a chart's read covers: the highlight, and for
+// the methods that compare, the baseline and any gap between them.
 func (r *Request) ReadSpan() int64 {
-	return max(r.Before, r.BaselineBefore) - min(r.After, r.BaselineAfter)
+	lo, hi := r.readRange()
+	return hi - lo
+}
+
+// readRange is the window a chart's read covers, (lo, hi].
+func (r *Request) readRange() (lo, hi int64) {
+	if !r.Method.compares() {
+		return r.After, r.Before
+	}
+	return min(r.After, r.BaselineAfter), max(r.Before, r.BaselineBefore)
 }
 
 // Getter returns a query argument and whether it was present.
