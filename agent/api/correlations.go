@@ -31,9 +31,7 @@ func (s *Server) metricCorrelations(ctx *fasthttp.RequestCtx, _ int) error {
 	if err != nil {
 		return httpx.BadRequest("%v", err)
 	}
-	if st := s.stats(); req.Window && time.Duration(req.ReadSpan())*time.Second > st.Tier0Retention {
-		req.Tier = 1
-	}
+	req.Tier = weightsTier(&req, s.stats())
 	ans := weights.Compute(weightsSource{s.o.DB}, s.o.Health, req, time.Now)
 	out := weightsBody(ans, 1)
 	// The charts layout replaces the contexts nesting.

@@ -23,13 +23,28 @@ func (s *Server) weights(ctx *fasthttp.RequestCtx, ver int) error {
 	if err != nil {
 		return httpx.BadRequest("%v", err)
 	}
-	// Tier 1 only when highlight and baseline together are longer than
-	// tier 0 keeps: otherwise seconds give the most points.
-	if st := s.stats(); req.Window && time.Duration(req.ReadSpan())*time.Second > st.Tier0Retention {
-		req.Tier = 1
-	}
+	req.Tier = weightsTier(&req, s.stats())
 	ans := weights.Compute(weightsSource{s.o.DB}, s.o.Health, req, time.Now)
 	return writeJSON(ctx, weightsBody(ans, ver))
+}
+
+// weightsTier is the tier a weights query reads: tier 1 when what it
+// reads is longer than tier 0 keeps, or starts before tier 0's oldest
+// point while tier 1 holds minutes before it (a past window; not a
+// young agent, whose tier 1 starts at most a minute earlier); otherwise
+// tier 0, whose seconds give the most points.
+func weightsTier(req *weights.Request, st store.Stats) int {
+	if !req.Window {
+		return 0
+	}
+	lo, hi := req.ReadWindow()
+	if time.Duration(hi-lo)*time.Second > st.Tier0Retention {
+		return 1
+	}
+	if lo+1 < st.FirstTime && st.Tier1First > 0 && st.Tier1First+60 <= st.FirstTime {
+		return 1
+	}
+	return 0
 }
 
 type weightsWindow struct {

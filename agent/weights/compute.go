@@ -142,7 +142,7 @@ func (c *chartScorer) chart(src Source, def *store.ChartDef, out []Result) []Res
 	// One read covers both windows: the baseline is usually right before
 	// the highlight, but an explicit one may leave a gap, overlap it or
 	// follow it. Methods that do not compare read the highlight alone.
-	lo, hi := req.readRange()
+	lo, hi := req.ReadWindow()
 	w, err := src.Query(def.ID, req.Tier, lo+1, hi)
 	if err != nil {
 		return out

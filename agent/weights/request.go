@@ -66,15 +66,10 @@ type Request struct {
 // baseline (ks2, volume); the others read the highlight alone.
 func (m Method) compares() bool { return m == KS2 || m == Volume }
 
-// ReadSpan is the seconds a chart's read covers: the highlight, and for
-// the methods that compare, the baseline and any gap between them.
-func (r *Request) ReadSpan() int64 {
-	lo, hi := r.readRange()
-	return hi - lo
-}
-
-// readRange is the window a chart's read covers, (lo, hi].
-func (r *Request) readRange() (lo, hi int64) {
+// ReadWindow is the window a chart's read covers, (lo, hi]: the
+// highlight, and for the methods that compare, the baseline and any gap
+// between them.
+func (r *Request) ReadWindow() (lo, hi int64) {
 	if !r.Method.compares() {
 		return r.After, r.Before
 	}
