@@ -257,7 +257,11 @@ func (a *Actor) load() error {
 		a.hashPref[strings.TrimPrefix(kv.Key, prefHashPrefix)] = kv.Value
 	}
 
-	if a.st.network == "" && !a.d.Join {
+	// A start that created the network and stopped before its genesis op
+	// was committed left the key and root without the op (no op of ours):
+	// the op is written now, or this node is never a writer of its own
+	// network.
+	if !a.d.Join && (a.st.network == "" || (a.st.root == a.st.self && a.st.vv[a.st.self] == 0)) {
 		if err := a.genesis(); err != nil {
 			return err
 		}
@@ -266,22 +270,29 @@ func (a *Actor) load() error {
 	return nil
 }
 
-// genesis creates a new network with this node as root writer.
+// genesis creates a new network with this node as root writer: the key
+// and root in the meta keys, then the genesis op. The two are separate
+// commits; when the key is on disk already (a start stopped between
+// them) only the op is written, with that key.
 func (a *Actor) genesis() error {
-	key := make([]byte, 32)
-	if _, err := rand.Read(key); err != nil {
-		return err
-	}
-	a.st.root = a.st.self
-	if err := a.d.Ledger.Update(func(tx *store.Tx) error {
-		if err := tx.Set(metaRoot, a.st.self); err != nil {
+	if a.st.network == "" {
+		raw := make([]byte, 32)
+		if _, err := rand.Read(raw); err != nil {
 			return err
 		}
-		return tx.Set(metaNetwork, hex.EncodeToString(key))
-	}); err != nil {
-		return err
+		key := hex.EncodeToString(raw)
+		if err := a.d.Ledger.Update(func(tx *store.Tx) error {
+			if err := tx.Set(metaRoot, a.st.self); err != nil {
+				return err
+			}
+			return tx.Set(metaNetwork, key)
+		}); err != nil {
+			return err
+		}
+		a.st.network = key
 	}
-	_, err := a.appendLocal(write{key: messages.NetworkKey(a.st.self), value: hex.EncodeToString(key)})
+	a.st.root = a.st.self
+	_, err := a.appendLocal(write{key: messages.NetworkKey(a.st.self), value: a.st.network})
 	if err == nil {
 		a.d.Log.Info("created network as master", "root", a.st.self)
 	}

@@ -318,3 +318,40 @@ func TestJoinerVotesOnceAWriter(t *testing.T) {
 		return nil
 	})
 }
+
+// A first start that stopped between its two commits (the network's key
+// and root, then the genesis op: a crash, or a disk that filled up)
+// leaves the key and root on disk without the op. The next start writes
+// the op with that key, so the node is a writer of its own network.
+func TestGenesisCompletedAfterAStartStoppedHalfway(t *testing.T) {
+	dir := t.TempDir()
+	id, err := identity.LoadOrCreate(filepath.Join(dir, "identity.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ldb, err := store.Open(filepath.Join(dir, "ledger.db"), store.Options{Durable: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := strings.Repeat("5", 64)
+	if err := ldb.Update(func(tx *store.Tx) error {
+		if err := tx.Set(metaRoot, id.ID()); err != nil {
+			return err
+		}
+		return tx.Set(metaNetwork, key)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	ldb.Close()
+
+	l := newTestLedger(t, dir)
+	if r := ask[*messages.AddDomainReply](t, l, &messages.AddDomain{Domain: "half.p2p", Hash: hashA}); r.Err != nil {
+		t.Fatalf("AddDomain after a genesis stopped halfway: %v", r.Err)
+	}
+	if n := ask[*messages.GetNetworkReply](t, l, &messages.GetNetwork{}); n.Key != key || n.Root != id.ID() {
+		t.Fatalf("network = %+v, want key %.8s… and root %.8s…", n, key, id.ID())
+	}
+	if st := ask[*messages.GetConsensusReply](t, l, &messages.GetConsensus{Domain: "half.p2p"}).State; st.Status != "resolved" {
+		t.Fatalf("half.p2p: %+v, want resolved", st)
+	}
+}
