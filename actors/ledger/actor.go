@@ -200,6 +200,8 @@ func (a *Actor) Receive(c actor.Context) {
 		a.step(c, Fired{Kind: timerPublish})
 	case *evalNow:
 		a.step(c, Fired{Kind: timerEval})
+	case *retryVotes:
+		a.step(c, Fired{Kind: timerRetry})
 	default:
 		a.handle(c, m)
 	}

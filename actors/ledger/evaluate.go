@@ -22,9 +22,14 @@ type publishNow struct{}
 // commitVotes is a self-message: sign and commit the queued auto-votes.
 type commitVotes struct{}
 
+// retryVotes is a self-message: evaluate again the domains whose votes
+// failed to commit.
+type retryVotes struct{}
+
 // commitQueuedVotes appends every queued vote in one transaction; the
 // domains are re-evaluated with their new votes. If the commit fails the
-// domains settle as they are and the failure is logged.
+// domains settle as they are, the failure is logged, and they are
+// evaluated again (their votes queued again) voteRetry later.
 func (a *Actor) commitQueuedVotes(c actor.Context) {
 	out := a.step(c, Fired{Kind: timerVotes})
 	ws, domains := out.Votes, out.Commit

@@ -25,6 +25,10 @@ import "time"
 // and evaluate the domains the round names, build and store a snapshot,
 // answer the waiters' replies.
 
+// voteRetry is how long after a failed commit of our votes their
+// domains are evaluated again (and so their votes committed again).
+const voteRetry = time.Second
+
 // timerKind names a self-message the machine asks for.
 type timerKind uint8
 
@@ -34,6 +38,7 @@ const (
 	timerOps                          // apply the queued peer ops (applyOpsNow)
 	timerEval                         // evaluate the deferred domains (evalNow)
 	timerPublish                      // publish (publishNow)
+	timerRetry                        // evaluate again the domains whose votes failed to commit (retryVotes)
 )
 
 func (k timerKind) String() string {
@@ -48,6 +53,8 @@ func (k timerKind) String() string {
 		return "eval"
 	case timerPublish:
 		return "publish"
+	case timerRetry:
+		return "retry"
 	}
 	return "?"
 }
@@ -136,7 +143,8 @@ type (
 		Hold   time.Duration
 	}
 	// VotesCommitted: the votes of Domains were committed (Failed: the
-	// commit failed; the domains settle as they are).
+	// commit failed; the domains settle as they are, and are evaluated
+	// again voteRetry later).
 	VotesCommitted struct {
 		Domains []string
 		Failed  bool
@@ -186,6 +194,12 @@ type machine struct {
 	voteQueue   []write       // our auto-votes
 	voteDomains []string      // the domains of voteQueue
 	opsQueue    []queuedOps   // peer ops
+	// retry: the domains whose votes failed to commit (a full disk),
+	// evaluated again when the retry timer fires: nothing else may touch
+	// them for a long time, and until our vote is in, a quorum that
+	// needs it is not met on any node.
+	retry          map[string]bool
+	retryScheduled bool
 
 	// Evaluation rounds.
 	dirty    map[string]bool
@@ -223,7 +237,7 @@ func newMachine(claimGap, voteGap, evalGap, publishGap time.Duration) *machine {
 	return &machine{
 		claimGap: claimGap, voteGap: voteGap, evalGap: evalGap, publishGap: publishGap,
 		dirty: map[string]bool{}, inflight: map[string]evalKey{}, recalc: map[string]bool{},
-		deferred: map[string]bool{}, unsettled: map[uint64]int{},
+		deferred: map[string]bool{}, unsettled: map[uint64]int{}, retry: map[string]bool{},
 	}
 }
 
@@ -288,7 +302,12 @@ func (m *machine) Step(in any, now time.Time) Output {
 			delete(m.inflight, d)
 			if in.Failed {
 				m.settled(d, now)
+				m.retry[d] = true
 			}
+		}
+		if in.Failed && !m.retryScheduled {
+			m.retryScheduled = true
+			m.arm(timerRetry, voteRetry)
 		}
 	case Settled:
 		delete(m.inflight, in.Domain)
@@ -370,6 +389,12 @@ func (m *machine) fired(k timerKind, gen uint64, now time.Time) {
 		if m.publishing { // else published already: a paced timer overtaken by a publish for a waiter
 			m.publish(now)
 		}
+	case timerRetry:
+		m.retryScheduled = false
+		for name := range m.retry {
+			m.dirty[name] = true
+		}
+		clear(m.retry)
 	}
 }
 

@@ -237,7 +237,7 @@ func runCommand(t *testing.T, m *machine, l scriptLedger, start time.Time, line 
 	case "stale":
 		in = Stale{Domain: args[0]}
 	case "fire":
-		kinds := map[string]timerKind{"claims": timerClaims, "votes": timerVotes, "ops": timerOps, "eval": timerEval, "publish": timerPublish}
+		kinds := map[string]timerKind{"claims": timerClaims, "votes": timerVotes, "ops": timerOps, "eval": timerEval, "publish": timerPublish, "retry": timerRetry}
 		k, ok := kinds[args[0]]
 		if !ok {
 			t.Fatalf("bad timer in %q", line)

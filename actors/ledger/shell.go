@@ -72,6 +72,8 @@ func (a *Actor) arm(c actor.Context, t Timer) {
 		msg = &evalNow{}
 	case timerPublish:
 		msg = &publishNow{}
+	case timerRetry:
+		msg = &retryVotes{}
 	}
 	if t.After > 0 {
 		sys, self := c.ActorSystem(), c.Self()
