@@ -3,6 +3,7 @@ package ledger
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -353,5 +354,49 @@ func TestGenesisCompletedAfterAStartStoppedHalfway(t *testing.T) {
 	}
 	if st := ask[*messages.GetConsensusReply](t, l, &messages.GetConsensus{Domain: "half.p2p"}).State; st.Status != "resolved" {
 		t.Fatalf("half.p2p: %+v, want resolved", st)
+	}
+}
+
+// Cleanup requests read back from ledger.db at start were honoured (or
+// ignored) when they were first applied: a restart neither runs them
+// again nor warns, for each of them, that a writer who is not the
+// domain's resolved claimant asked for one.
+func TestCleanupRequestsOnDiskAreNotWarnedAtStart(t *testing.T) {
+	dir := t.TempDir()
+	l := newTestLedger(t, dir)
+	peers, _ := addConnectedWriters(t, l, 1)
+	owner := peers[0]
+	now := time.Now().UnixMilli()
+	ops := []*messages.Op{
+		sign(t, owner, &messages.Op{Seq: 1, HLC: messages.HLC{Wall: now}, Batch: []messages.Write{
+			{Key: messages.ClaimKey("gone.p2p", owner.ID()), Value: `{"hash":"` + hashA + `"}`},
+			{Key: messages.VoteKey("gone.p2p", owner.ID(), owner.ID()), Value: messages.VoteMarker},
+		}}),
+	}
+	if rep := ask[*messages.ApplyOpsReply](t, l, &messages.ApplyOps{From: "test", Ops: ops}); rep.Applied != 1 {
+		t.Fatalf("apply: %+v", rep)
+	}
+	testutil.Eventually(t, 5*time.Second, func() error {
+		st := ask[*messages.GetConsensusReply](t, l, &messages.GetConsensus{Domain: "gone.p2p"}).State
+		if st.ResolvedClaimant == nil || *st.ResolvedClaimant != owner.ID() {
+			return fmt.Errorf("gone.p2p: %+v, want the owner resolved", st)
+		}
+		return nil
+	})
+	rm := sign(t, owner, &messages.Op{Seq: 2, HLC: messages.HLC{Wall: now + 1}, Batch: []messages.Write{
+		{Key: messages.CleanupKey("gone.p2p", owner.ID()), Value: "1"},
+		{Key: messages.ClaimKey("gone.p2p", owner.ID()), Delete: true},
+		{Key: messages.VoteKey("gone.p2p", owner.ID(), owner.ID()), Delete: true},
+	}})
+	if rep := ask[*messages.ApplyOpsReply](t, l, &messages.ApplyOps{From: "test", Ops: []*messages.Op{rm}}); rep.Applied != 1 {
+		t.Fatalf("apply: %+v", rep)
+	}
+	l.stop()
+
+	logs := &testutil.LogBuffer{}
+	l = newTestLedgerWith(t, dir, func(d *Deps) { d.Log = slog.New(slog.NewTextHandler(logs, nil)) })
+	ask[*messages.GetDomainsReply](t, l, &messages.GetDomains{})
+	if strings.Contains(logs.String(), "ignoring cleanup") {
+		t.Fatalf("a restart warned of a cleanup request it read from disk:\n%s", logs)
 	}
 }

@@ -183,7 +183,12 @@ func (a *Actor) applyBatch(ops []*messages.Op, persist bool) (applied []*message
 					nowMS = a.d.Now().UnixMilli()
 				}
 				a.st.observe(op, nowMS)
-				a.queueCleanups(op, pks)
+				if persist {
+					// An op read back from disk had its cleanup
+					// requests honoured or ignored when it was first
+					// applied; nothing is evaluated yet at start.
+					a.queueCleanups(op, pks)
+				}
 				applied = append(applied, op)
 				progress = true
 			default:
