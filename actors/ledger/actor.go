@@ -150,6 +150,7 @@ type Actor struct {
 
 	lag             lagWindow // how long peers' ops wait in our mailbox (pacing.go)
 	pendingCleanups []cleanupRequest
+	failedCleanups  []cleanupRequest // their commit failed: run again at the retry timer
 	sys             *actor.ActorSystem
 
 	// internal is Deps.Internal plus the domains other owners added
@@ -200,7 +201,9 @@ func (a *Actor) Receive(c actor.Context) {
 		a.step(c, Fired{Kind: timerPublish})
 	case *evalNow:
 		a.step(c, Fired{Kind: timerEval})
-	case *retryVotes:
+	case *retryWrites:
+		a.pendingCleanups = append(a.failedCleanups, a.pendingCleanups...)
+		a.failedCleanups = nil
 		a.step(c, Fired{Kind: timerRetry})
 	default:
 		a.handle(c, m)

@@ -22,14 +22,15 @@ type publishNow struct{}
 // commitVotes is a self-message: sign and commit the queued auto-votes.
 type commitVotes struct{}
 
-// retryVotes is a self-message: evaluate again the domains whose votes
-// failed to commit.
-type retryVotes struct{}
+// retryWrites is a self-message: try our failed writes again (the
+// domains whose votes failed to commit are evaluated again, the failed
+// cleanups run again).
+type retryWrites struct{}
 
 // commitQueuedVotes appends every queued vote in one transaction; the
 // domains are re-evaluated with their new votes. If the commit fails the
 // domains settle as they are, the failure is logged, and they are
-// evaluated again (their votes queued again) voteRetry later.
+// evaluated again (their votes queued again) writeRetry later.
 func (a *Actor) commitQueuedVotes(c actor.Context) {
 	out := a.step(c, Fired{Kind: timerVotes})
 	ws, domains := out.Votes, out.Commit
@@ -48,8 +49,8 @@ func (a *Actor) commitQueuedVotes(c actor.Context) {
 // every dirty domain that is not already being evaluated at its current
 // version), then the addresses it assigned are persisted.
 func (a *Actor) flush(c actor.Context) {
-	if len(a.pendingCleanups) > 0 {
-		a.runCleanups()
+	if len(a.pendingCleanups) > 0 && !a.runCleanups() {
+		a.step(c, CleanupFailed{})
 	}
 	a.members()
 	out := a.step(c, Round{Ledger: stateView{a}, Epoch: a.epoch})

@@ -25,9 +25,10 @@ import "time"
 // and evaluate the domains the round names, build and store a snapshot,
 // answer the waiters' replies.
 
-// voteRetry is how long after a failed commit of our votes their
-// domains are evaluated again (and so their votes committed again).
-const voteRetry = time.Second
+// writeRetry is how long after a failed commit of our votes or cleanups
+// (a full disk) they are tried again: the votes' domains evaluated
+// again, the cleanups run again.
+const writeRetry = time.Second
 
 // timerKind names a self-message the machine asks for.
 type timerKind uint8
@@ -38,7 +39,7 @@ const (
 	timerOps                          // apply the queued peer ops (applyOpsNow)
 	timerEval                         // evaluate the deferred domains (evalNow)
 	timerPublish                      // publish (publishNow)
-	timerRetry                        // evaluate again the domains whose votes failed to commit (retryVotes)
+	timerRetry                        // try our failed writes again (retryWrites)
 )
 
 func (k timerKind) String() string {
@@ -144,11 +145,15 @@ type (
 	}
 	// VotesCommitted: the votes of Domains were committed (Failed: the
 	// commit failed; the domains settle as they are, and are evaluated
-	// again voteRetry later).
+	// again writeRetry later).
 	VotesCommitted struct {
 		Domains []string
 		Failed  bool
 	}
+	// CleanupFailed: the commit of our cleanup of a domain failed; the
+	// actor keeps the request and runs it again when the retry timer
+	// fires (writeRetry).
+	CleanupFailed struct{}
 	// Settled: the evaluation of Domain changed nothing more.
 	Settled struct{ Domain string }
 	// Restarted: the domain actor of Domain restarted; its evaluation is lost.
@@ -305,10 +310,11 @@ func (m *machine) Step(in any, now time.Time) Output {
 				m.retry[d] = true
 			}
 		}
-		if in.Failed && !m.retryScheduled {
-			m.retryScheduled = true
-			m.arm(timerRetry, voteRetry)
+		if in.Failed {
+			m.retryLater()
 		}
+	case CleanupFailed:
+		m.retryLater()
 	case Settled:
 		delete(m.inflight, in.Domain)
 		m.settled(in.Domain, now)
@@ -348,6 +354,14 @@ func (m *machine) arm(k timerKind, after time.Duration) {
 		t.Gen = m.claimGen
 	}
 	m.out.Timers = append(m.out.Timers, t)
+}
+
+// retryLater arms the retry timer unless it is armed.
+func (m *machine) retryLater() {
+	if !m.retryScheduled {
+		m.retryScheduled = true
+		m.arm(timerRetry, writeRetry)
+	}
 }
 
 // paced arms k when last is gap ago, and at least hold from now: at

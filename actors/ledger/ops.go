@@ -279,8 +279,13 @@ func (a *Actor) queueCleanups(op *messages.Op, pks []messages.ParsedKey) {
 
 // runCleanups drops the local writer's claim and votes for each domain a
 // claimant asked to clean up, when they are older than the request. Only
-// the domain's resolved claimant may ask (queueCleanup).
-func (a *Actor) runCleanups() {
+// the domain's resolved claimant may ask (queueCleanup), and only when
+// its request is applied: a request whose commit here fails (a full
+// disk) is kept in failedCleanups and run again (ok false), or this
+// node's claim would outlive every other peer's and take the removed
+// name.
+func (a *Actor) runCleanups() (ok bool) {
+	ok = true
 	reqs := a.pendingCleanups
 	a.pendingCleanups = nil
 	for _, r := range reqs {
@@ -299,10 +304,13 @@ func (a *Actor) runCleanups() {
 		}
 		if _, err := a.appendLocal(ws...); err != nil {
 			a.d.Log.Error("ledger: cleanup failed", "domain", r.domain, "err", err)
+			a.failedCleanups = append(a.failedCleanups, r)
+			ok = false
 		} else {
 			a.d.Log.Info("ledger: cleaned up own entries on request", "domain", r.domain, "by", r.writer)
 		}
 	}
+	return ok
 }
 
 // domainChanged marks a domain whose claims, votes or evaluation changed:

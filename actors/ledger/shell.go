@@ -73,7 +73,7 @@ func (a *Actor) arm(c actor.Context, t Timer) {
 	case timerPublish:
 		msg = &publishNow{}
 	case timerRetry:
-		msg = &retryVotes{}
+		msg = &retryWrites{}
 	}
 	if t.After > 0 {
 		sys, self := c.ActorSystem(), c.Self()
