@@ -242,3 +242,42 @@ func TestNoVoteOwedOutsideTheReplicaSet(t *testing.T) {
 		t.Errorf("%s (not our replica set): a vote owed", out)
 	}
 }
+
+// Beyond R our first claim of a domain carries our vote only when we are
+// one of the domain's replicas: elsewhere AutoVote plans none (it would
+// not count, and every node would store it for nothing).
+func TestFirstClaimVotesOnlyInOurReplicaSet(t *testing.T) {
+	l := newTestLedgerWith(t, t.TempDir(), func(d *Deps) { d.Replicas = 2 })
+	_, connected := addConnectedWriters(t, l, 4)
+	sc := ask[*messages.GetSidecarStatusReply](t, l, &messages.GetSidecarStatus{}).Status
+	members := consensus.NewMembership(*sc.Key, append([]string{l.id.ID()}, connected...), 2)
+	var in, out string
+	for i := 0; in == "" || out == ""; i++ {
+		if i > 400 {
+			t.Fatal("no names in and out of our replica sets in 400")
+		}
+		name := fmt.Sprintf("f%d.p2p", i)
+		if members.Replicas(name)[l.id.ID()] {
+			in = cmp.Or(in, name)
+		} else {
+			out = cmp.Or(out, name)
+		}
+	}
+	for _, name := range []string{in, out} {
+		if r := ask[*messages.AddDomainReply](t, l, &messages.AddDomain{Domain: name, Hash: hashA}); r.Err != nil {
+			t.Fatalf("AddDomain(%s): %v", name, r.Err)
+		}
+	}
+	votes := map[string]bool{}
+	for _, e := range ask[*messages.GetEntriesReply](t, l, &messages.GetEntries{}).Entries {
+		if pk, err := messages.ParseKey(e.Key); err == nil && pk.Kind == messages.KeyVote && pk.Writer == l.id.ID() {
+			votes[pk.Domain] = true
+		}
+	}
+	if !votes[in] {
+		t.Errorf("%s (our replica set): no vote of ours with our claim", in)
+	}
+	if votes[out] {
+		t.Errorf("%s (not our replica set): our claim carried our vote", out)
+	}
+}
