@@ -7,8 +7,10 @@
 // acknowledged survives kill -9. Ops from peers are verified (signature,
 // authorised writer, key ownership, contiguous seq) before they are
 // applied; rejected ops count as validationFailures and never reach the
-// view. Ops read back from our own ledger.db at start are trusted: they
-// were verified when they were first applied. An applied op moves our
+// view. Ops read back from our own ledger.db at start are verified again
+// (signatures side by side on every core: sigs.go), so a file edited or
+// damaged on disk cannot bring in an op no writer signed; one that no
+// longer applies is logged and left out of the view. An applied op moves our
 // hybrid logical clock (so our later ops order after it) unless another
 // writer dated it more than an hour past our wall clock (maxClockAhead:
 // one op from a broken or hostile clock would otherwise move every
