@@ -12,7 +12,9 @@
 // min(SOA TTL, SOA MINIMUM) as RFC 2308 §5 says (and no longer than the
 // CNAMEs before them), and are not cached without a SOA; a failure of every server is remembered for
 // FailureTTL (RFC 2308 §7.1 allows up to five minutes) so a dead
-// upstream costs one timeout, not one per query. Every record's TTL is
+// upstream costs one timeout, not one per query; one that came of the
+// asker's own deadline (a short diagnostic) is not, and those who joined
+// its query ask again. Every record's TTL is
 // capped at MaxTTL as it arrives (a TTL with its top bit set is 0, RFC
 // 2181 §8), so clients are never told to keep an answer longer than the
 // cache does, and counted down on every hit.
@@ -92,6 +94,7 @@ type call struct {
 	done chan struct{}
 	msg  *dns.Msg
 	err  error
+	cut  bool // err came of the asker's own deadline or cancel, not of the servers
 }
 
 // New returns a resolver for cfg.
@@ -171,7 +174,8 @@ func (r *Resolver) Stats() Stats {
 // Resolve answers (name, qtype, qclass) from the cache or upstream. The
 // returned message is the caller's own (a copy with TTLs counted down);
 // its Rcode is the upstream's. err is ErrFailed (or ErrNoServers) when no
-// server answered; that failure is cached for FailureTTL.
+// server answered; that failure is cached for FailureTTL, unless ctx
+// ended first (then the servers were not given their time).
 func (r *Resolver) Resolve(ctx context.Context, name string, qtype, qclass uint16) (*dns.Msg, error) {
 	k := key{strings.ToLower(dns.Fqdn(name)), qtype, qclass}
 	if m, err, ok := r.lookup(k); ok {
@@ -194,6 +198,11 @@ func (r *Resolver) Resolve(ctx context.Context, name string, qtype, qclass uint1
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
+		if c.cut && !ended(ctx) {
+			// The asker we waited for ran out of time, not the servers:
+			// ask again on our own time.
+			return r.Resolve(ctx, name, qtype, qclass)
+		}
 		if c.err != nil {
 			return nil, c.err
 		}
@@ -205,7 +214,14 @@ func (r *Resolver) Resolve(ctx context.Context, name string, qtype, qclass uint1
 	r.mu.Unlock()
 
 	c.msg, c.err = r.forward(ctx, k, *servers)
-	e := r.entryFor(k, c.msg, c.err) // built outside the lock: every miss takes it
+	// A failure when our own deadline ended or we were cancelled says
+	// nothing of the servers (slow for us, they may answer the next
+	// asker): it is not remembered.
+	c.cut = c.err != nil && ended(ctx)
+	var e *entry
+	if !c.cut {
+		e = r.entryFor(k, c.msg, c.err) // built outside the lock: every miss takes it
+	}
 	r.mu.Lock()
 	if e != nil && r.epoch == epoch && (!e.failed || r.servers.Load() == servers) {
 		r.store(k, e)
@@ -219,6 +235,16 @@ func (r *Resolver) Resolve(ctx context.Context, name string, qtype, qclass uint1
 		return nil, c.err
 	}
 	return c.msg.Copy(), nil
+}
+
+// ended reports whether ctx is done or past its deadline: a socket
+// given that deadline can time out before ctx's own timer has fired.
+func ended(ctx context.Context) bool {
+	if ctx.Err() != nil {
+		return true
+	}
+	dl, ok := ctx.Deadline()
+	return ok && !time.Now().Before(dl)
 }
 
 func (r *Resolver) lookup(k key) (*dns.Msg, error, bool) {
@@ -253,9 +279,6 @@ func (r *Resolver) lookup(k key) (*dns.Msg, error, bool) {
 func (r *Resolver) entryFor(k key, m *dns.Msg, err error) *entry {
 	now := r.cfg.Now()
 	if err != nil {
-		if errors.Is(err, context.Canceled) {
-			return nil
-		}
 		return &entry{stored: now, expires: now.Add(r.cfg.FailureTTL), failed: true}
 	}
 	ttl, ok := cacheTTL(m)

@@ -661,3 +661,43 @@ func TestNewServersForgetFailures(t *testing.T) {
 		t.Fatalf("new server asked %d times, want 2", good.hits.Load())
 	}
 }
+
+// A failure that came of one asker's own short deadline (PublicLookup,
+// a diagnostic) is not remembered as the servers': the upstream was only
+// slow for that asker. It was cached for FailureTTL, and every asker of
+// the name got SERVFAIL, also one that had joined the query in flight.
+func TestAskersDeadlineIsNotAFailure(t *testing.T) {
+	f := &fake{gate: make(chan struct{})}
+	var once sync.Once
+	release := func() { once.Do(func() { close(f.gate) }) }
+	r := New(Config{Servers: []string{serve(t, f)}, Timeout: 5 * time.Second, FailureTTL: time.Hour})
+	t.Cleanup(release) // runs before serve's Shutdown
+
+	short := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		defer cancel()
+		_, err := r.Resolve(ctx, "a.example", dns.TypeA, dns.ClassINET)
+		short <- err
+	}()
+	waitHits(t, f, 1)
+	joined := make(chan error, 1)
+	go func() {
+		_, err := r.Resolve(context.Background(), "a.example", dns.TypeA, dns.ClassINET)
+		joined <- err
+	}()
+	deadline := time.Now().Add(5 * time.Second)
+	for r.Stats().CacheMisses < 2 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond) // polling interval: the second asker joins (or, on a slow machine, asks itself)
+	}
+	if err := <-short; err == nil {
+		t.Fatal("the asker with the short deadline got an answer from a server that did not answer")
+	}
+	release()
+	if err := <-joined; err != nil {
+		t.Fatalf("the asker that joined the short one: %v, want the answer", err)
+	}
+	if m, err := r.Resolve(context.Background(), "a.example", dns.TypeA, dns.ClassINET); err != nil || len(m.Answer) != 2 {
+		t.Fatalf("after the short asker: %v %v, want the answer", m, err)
+	}
+}
