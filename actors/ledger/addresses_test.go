@@ -144,4 +144,13 @@ func TestAddressesDescribeCounts(t *testing.T) {
 	check("after a cleanup")
 	assign(320, 340)
 	check("assigned after the cleanup")
+	// A StartIndex past every assigned address: they are kept, and none
+	// of them uses an address the subnet hands out.
+	if err := ad.setSubnets([]messages.Subnet{{Base: base, CIDR: 16, StartIndex: 1000, Name: "past them"}}); err != nil {
+		t.Fatal(err)
+	}
+	check("start index past the assigned")
+	if d := ad.describe()[0]; d.Used != 0 || d.Remaining != d.Available {
+		t.Fatalf("start index past the assigned: used %d remaining %d of %d, want 0 and all", d.Used, d.Remaining, d.Available)
+	}
 }

@@ -48,6 +48,15 @@ func (s Subnet) Available() int {
 	return n
 }
 
+// HandsOut reports whether ip is one of the Available addresses.
+func (s Subnet) HandsOut(ip netip.Addr) bool {
+	if !s.prefix().Contains(ip) {
+		return false
+	}
+	i := int(binary.BigEndian.Uint32(ip.AsSlice()) - binary.BigEndian.Uint32(s.prefix().Addr().AsSlice()))
+	return i >= s.StartIndex && i <= s.size()-2
+}
+
 func (s Subnet) addr(index int) netip.Addr {
 	base := binary.BigEndian.Uint32(s.prefix().Addr().AsSlice())
 	var b [4]byte
@@ -220,14 +229,16 @@ func (p *Pool) Assignments() []messages.Interface {
 	return out
 }
 
-// Describe returns the subnets with capacity counts for the API.
+// Describe returns the subnets with capacity counts for the API: of the
+// Available addresses (StartIndex to the one before broadcast), how many
+// are Used and how many Remaining to hand out. An address outside that
+// range (below StartIndex, kept from an earlier setting) is in neither.
 func (p *Pool) Describe() []messages.Subnet {
 	out := make([]messages.Subnet, 0, len(p.subnets))
 	for i, s := range p.subnets {
 		used := 0
-		pre := s.prefix()
 		for ip := range p.used {
-			if pre.Contains(ip) {
+			if s.HandsOut(ip) {
 				used++
 			}
 		}

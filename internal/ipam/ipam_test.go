@@ -157,3 +157,31 @@ func TestDefaultSubnetsNeedAnAddress(t *testing.T) {
 		}
 	}
 }
+
+// Describe's counts are of the addresses the subnet hands out: a domain
+// that kept an address below StartIndex (from an earlier setting) does
+// not use one of them. It was counted, so remaining was too low and went
+// negative while Assign still had every address to give.
+func TestDescribeCountsOnlyTheHandedOutRange(t *testing.T) {
+	subs := []Subnet{{Base: netip.MustParseAddr("10.0.0.0"), CIDR: 29, StartIndex: 5}} // hands out .5 and .6
+	p := New(subs, map[string]netip.Addr{
+		"a.p2p": netip.MustParseAddr("10.0.0.1"),
+		"b.p2p": netip.MustParseAddr("10.0.0.2"),
+		"c.p2p": netip.MustParseAddr("10.0.0.3"),
+	})
+	d := p.Describe()[0]
+	if d.Available != 2 || d.Used != 0 || d.Remaining != 2 {
+		t.Fatalf("Describe = available %d used %d remaining %d, want 2 0 2", d.Available, d.Used, d.Remaining)
+	}
+	for _, name := range []string{"x.p2p", "y.p2p"} {
+		if _, _, err := p.Assign(name); err != nil {
+			t.Fatalf("Assign(%s) with %d remaining: %v", name, d.Remaining, err)
+		}
+	}
+	if _, _, err := p.Assign("z.p2p"); err == nil {
+		t.Fatal("Assign past the range succeeded")
+	}
+	if d := p.Describe()[0]; d.Used != 2 || d.Remaining != 0 {
+		t.Fatalf("Describe when full = used %d remaining %d, want 2 0", d.Used, d.Remaining)
+	}
+}
