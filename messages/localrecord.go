@@ -264,8 +264,8 @@ func (in *input) record() (LocalRecord, error) {
 		if in.Value == nil {
 			return r, invalid("value is required")
 		}
-		if len(*in.Value) > 4000 {
-			return r, invalid("value is longer than 4000 bytes")
+		if len(escapeOctet(*in.Value)) > maxCAAValue {
+			return r, invalid("value is longer than %d bytes (a backslash counts as two)", maxCAAValue)
 		}
 		r.Value = *in.Value
 	case "OTHER":
@@ -514,6 +514,10 @@ func escapeTXT(s string) string {
 	}
 	return b.String()
 }
+
+// maxCAAValue is the longest CAA value miekg/dns packs (256*4+1 bytes of
+// its presentation text, where a backslash is escaped as two).
+const maxCAAValue = 1025
 
 // escapeOctet escapes the backslashes of s: miekg/dns packs a CAA value
 // as presentation text (a backslash starts an escape, "\065" is "A"),
