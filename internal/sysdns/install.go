@@ -41,7 +41,7 @@ func Install(o Options) (Result, error) {
 	var write []string
 	for _, name := range names {
 		path := filepath.Join(p.dir, name)
-		exists, mine, err := ours(path)
+		exists, mine, err := ours(path, true)
 		if err != nil {
 			return res, err
 		}
@@ -117,11 +117,23 @@ func Uninstall(o Options) (Result, error) {
 	if err != nil {
 		return res, err
 	}
+	if p.layout == LayoutMacOS {
+		// An empty file of a routed suffix's name is ours too.
+		sfx, err := suffixes(o.Suffixes)
+		if err != nil {
+			sfx, _ = suffixes(nil)
+		}
+		for _, name := range sfx {
+			if b, err := os.ReadFile(filepath.Join(p.dir, name)); err == nil && len(b) == 0 {
+				mine = append(mine, name)
+			}
+		}
+	}
 	if p.layout == LayoutResolved {
 		// Only the drop-in is ours to take, even if another file in the
 		// folder carries our header.
 		path := filepath.Join(p.dir, dropIn)
-		exists, ok, err := ours(path)
+		exists, ok, err := ours(path, true)
 		if err != nil {
 			return res, err
 		}
@@ -191,7 +203,7 @@ func ownFiles(dir string) ([]string, error) {
 		if !e.Type().IsRegular() {
 			continue
 		}
-		if _, mine, err := ours(filepath.Join(dir, e.Name())); err == nil && mine {
+		if _, mine, err := ours(filepath.Join(dir, e.Name()), false); err == nil && mine {
 			out = append(out, e.Name())
 		}
 	}
@@ -199,7 +211,9 @@ func ownFiles(dir string) ([]string, error) {
 }
 
 // writeFile replaces path atomically (a temporary file renamed over it),
-// so a resolver never reads half a file.
+// so a resolver never reads half a file, and durably: the file is synced
+// before the rename and its folder after, so a power loss leaves the old
+// file or the whole new one, not an empty one.
 func writeFile(path, s string) error {
 	tmp, err := os.CreateTemp(filepath.Dir(path), ".peerdns-*")
 	if err != nil {
@@ -214,10 +228,22 @@ func writeFile(path, s string) error {
 		tmp.Close()
 		return err
 	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
 	if err := tmp.Close(); err != nil {
 		return err
 	}
-	return os.Rename(tmp.Name(), path)
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return err
+	}
+	d, err := os.Open(filepath.Dir(path))
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
 }
 
 func sortedKeys(m map[string]string) []string {

@@ -20,6 +20,14 @@
 // own is reported, not touched. In the systemd-resolved layout the
 // drop-in is the only file they touch, even if another carries Header.
 //
+// An empty file at a name they write (the drop-in; in the macOS layout
+// a routed suffix's file) is taken as theirs: it is what a power loss
+// can leave of a file just written whose data had not reached the disk
+// (the rename had), and it holds nobody's configuration. Install writes
+// over it and Uninstall removes it, rather than leaving the operator to
+// delete it by hand. Install syncs each file before renaming it into
+// place, and the folder after, so its own files are not left so.
+//
 // The folders can be moved with PEERDNS_RESOLVED_DIR (systemd-resolved
 // layout) and PEERDNS_RESOLVER_DIR (macOS layout), for tests and for
 // hosts managed by hand; with either set, no reload command runs and no
@@ -203,8 +211,9 @@ func suffixes(in []string) ([]string, error) {
 	return out, nil
 }
 
-// ours reports whether path exists and starts with Header.
-func ours(path string) (exists, mine bool, err error) {
+// ours reports whether path exists and is ours: it starts with Header,
+// or, at a name this package writes (byName), it is empty.
+func ours(path string, byName bool) (exists, mine bool, err error) {
 	b, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return false, false, nil
@@ -212,7 +221,7 @@ func ours(path string) (exists, mine bool, err error) {
 	if err != nil {
 		return false, false, err
 	}
-	return true, strings.HasPrefix(string(b), Header+"\n"), nil
+	return true, byName && len(b) == 0 || strings.HasPrefix(string(b), Header+"\n"), nil
 }
 
 // resolvedVersion is systemd-resolved's version from `resolvectl

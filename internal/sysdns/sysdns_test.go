@@ -241,3 +241,60 @@ func TestBadInput(t *testing.T) {
 		t.Fatalf("bad input wrote %v", ents)
 	}
 }
+
+// An empty file at a name Install writes is what a power loss leaves of
+// a file just written whose data had not reached the disk. It is taken
+// as ours: Install writes it whole and Uninstall removes it. Install
+// refused it ("not ours") and Uninstall left it, so the operator had to
+// find it and delete it by hand. An empty file at another name is still
+// not ours.
+func TestEmptyFileAtOurNameIsOurs(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "peerdns.conf")
+	o := Options{Addr: "127.0.0.1:7753", Getenv: env("PEERDNS_RESOLVED_DIR", dir), LookPath: noTools}
+	for _, step := range []string{"install", "uninstall"} {
+		if err := os.WriteFile(path, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if step == "install" {
+			if _, err := Install(o); err != nil {
+				t.Fatalf("Install over an empty drop-in: %v", err)
+			}
+			if got, want := read(t, path), Header+"\n[Resolve]\nDNS=127.0.0.1:7753\nDomains=~p2p\n"; got != want {
+				t.Fatalf("drop-in = %q, want %q", got, want)
+			}
+			continue
+		}
+		if res, err := Uninstall(o); err != nil || len(res.Removed) != 1 {
+			t.Fatalf("Uninstall of an empty drop-in = %+v, %v", res, err)
+		}
+		if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("empty drop-in left: %v", err)
+		}
+	}
+
+	rdir := t.TempDir()
+	o = Options{Addr: "127.0.0.1:7753", Suffixes: []string{"lan"}, Getenv: env("PEERDNS_RESOLVER_DIR", rdir)}
+	for _, name := range []string{"p2p", "other"} {
+		if err := os.WriteFile(filepath.Join(rdir, name), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res, err := Install(o)
+	if err != nil || len(res.Kept) != 0 || len(res.Written) != 2 {
+		t.Fatalf("Install over an empty p2p file = %+v, %v", res, err)
+	}
+	if got, want := read(t, filepath.Join(rdir, "p2p")), Header+"\nnameserver 127.0.0.1\nport 7753\n"; got != want {
+		t.Fatalf("p2p = %q, want %q", got, want)
+	}
+	if err := os.WriteFile(filepath.Join(rdir, "lan"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if res, err = Uninstall(o); err != nil || len(res.Removed) != 2 {
+		t.Fatalf("Uninstall = %+v, %v", res, err)
+	}
+	ents, _ := os.ReadDir(rdir)
+	if len(ents) != 1 || ents[0].Name() != "other" {
+		t.Fatalf("left in %s: %v, want only the empty file of another name", rdir, ents)
+	}
+}
