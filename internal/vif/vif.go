@@ -29,7 +29,10 @@
 // address".
 //
 // One node per machine owns a given name: a link of that name left by a
-// node that crashed is adopted (and removed at Close).
+// node that crashed is adopted with the host addresses on it (Sync takes
+// off those it does not want, Close removes the link). While up, every
+// Sync makes the link again if it was deleted from outside, and puts
+// the addresses back on it.
 package vif
 
 import (
@@ -75,7 +78,8 @@ type Manager struct {
 
 // system is the platform part (vif_linux.go, vif_darwin.go, vif_other.go).
 type system interface {
-	ensure(name string) error // make the link (and bring it up) when absent
+	ensure(name string) (made bool, err error)   // make the link when absent (made) and bring it up
+	listAddrs(name string) ([]netip.Addr, error) // the host addresses on the link that Need it
 	add(name string, a netip.Addr) error
 	del(name string, a netip.Addr) error
 	remove(name string, have []netip.Addr) error // drop the link / the aliases
@@ -111,12 +115,43 @@ func (m *Manager) Up() error {
 	if m.close || m.up {
 		return nil
 	}
-	if err := m.sys.ensure(m.name); err != nil {
-		m.fail(fmt.Errorf("make interface %s: %w", m.name, err))
+	if err := m.ensure(); err != nil {
+		m.fail(err)
 		return m.err
 	}
-	m.up = true
-	m.log.Info("virtual interface up", "name", m.name)
+	return nil
+}
+
+// ensure makes the link when it is absent; called with mu held. A link
+// there at the first call was left by a node that crashed: the
+// addresses on it are taken as had, so Sync takes off those not wanted.
+// One made again while up was deleted from outside, its addresses with
+// it.
+func (m *Manager) ensure() error {
+	made, err := m.sys.ensure(m.name)
+	if err != nil {
+		return fmt.Errorf("make interface %s: %w", m.name, err)
+	}
+	switch {
+	case !m.up && !made:
+		left, err := m.sys.listAddrs(m.name)
+		if err != nil {
+			return fmt.Errorf("read the addresses on interface %s: %w", m.name, err)
+		}
+		for _, a := range left {
+			m.have[a.Unmap()] = true
+		}
+		if len(left) > 0 {
+			m.log.Info("virtual interface adopted with addresses", "name", m.name, "addrs", len(left))
+		}
+	case m.up && made:
+		clear(m.have)
+		m.log.Warn("virtual interface was deleted from outside; made again", "name", m.name)
+	}
+	if !m.up {
+		m.up = true
+		m.log.Info("virtual interface up", "name", m.name)
+	}
 	return nil
 }
 
@@ -136,13 +171,11 @@ func (m *Manager) Sync(want []netip.Addr) error {
 		}
 	}
 	var errs []error
-	if len(set) > 0 && !m.up {
-		if err := m.sys.ensure(m.name); err != nil {
-			m.fail(fmt.Errorf("make interface %s: %w", m.name, err))
+	if len(set) > 0 || m.up {
+		if err := m.ensure(); err != nil {
+			m.fail(err)
 			return m.err
 		}
-		m.up = true
-		m.log.Info("virtual interface up", "name", m.name)
 	}
 	for a := range m.have {
 		if !set[a] {

@@ -27,12 +27,12 @@ func newSystem() system { return linuxSystem{} }
 
 func (linuxSystem) link(name string) (netlink.Link, error) { return netlink.LinkByName(name) }
 
-func (s linuxSystem) ensure(name string) error {
+func (s linuxSystem) ensure(name string) (made bool, _ error) {
 	l, err := s.link(name)
 	if err != nil {
 		var nf netlink.LinkNotFoundError
 		if !errors.As(err, &nf) {
-			return perm(err)
+			return false, perm(err)
 		}
 		err := netlink.LinkAdd(&netlink.Dummy{LinkAttrs: netlink.LinkAttrs{Name: name}})
 		if errors.Is(err, syscall.EOPNOTSUPP) {
@@ -43,18 +43,43 @@ func (s linuxSystem) ensure(name string) error {
 			err = netlink.LinkAdd(&netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: name}})
 		}
 		if err != nil && !errors.Is(err, syscall.EEXIST) {
-			return perm(err)
+			return false, perm(err)
 		}
+		made = err == nil
 		if l, err = s.link(name); err != nil {
-			return perm(err)
+			return made, perm(err)
 		}
 	}
 	switch l.(type) {
 	case *netlink.Dummy, *netlink.Bridge:
 	default:
-		return errors.New("a link of that name exists and is neither a dummy link nor a bridge")
+		return made, errors.New("a link of that name exists and is neither a dummy link nor a bridge")
 	}
-	return perm(netlink.LinkSetUp(l))
+	return made, perm(netlink.LinkSetUp(l))
+}
+
+// listAddrs lists the host addresses (/32, /128) on the link, those add
+// puts there; not the IPv6 link-local one the kernel gives it.
+func (s linuxSystem) listAddrs(name string) ([]netip.Addr, error) {
+	l, err := s.link(name)
+	if err != nil {
+		return nil, perm(err)
+	}
+	list, err := netlink.AddrList(l, netlink.FAMILY_ALL)
+	if err != nil {
+		return nil, perm(err)
+	}
+	var out []netip.Addr
+	for _, a := range list {
+		ip, ok := netip.AddrFromSlice(a.IP)
+		if ones, bits := a.Mask.Size(); !ok || ones != bits {
+			continue
+		}
+		if ip = ip.Unmap(); Needs(ip) && !ip.IsLinkLocalUnicast() {
+			out = append(out, ip)
+		}
+	}
+	return out, nil
 }
 
 func hostNet(a netip.Addr) *netlink.Addr {

@@ -21,9 +21,13 @@ type otherSystem struct{}
 
 func newSystem() system { return otherSystem{} }
 
-func (otherSystem) ensure(string) error {
-	return fmt.Errorf("virtual interfaces are not supported on %s: use a subnet on the loopback range (127.0.0.0/8)", runtime.GOOS)
+func (otherSystem) ensure(string) (bool, error) {
+	return false, fmt.Errorf("virtual interfaces are not supported on %s: use a subnet on the loopback range (127.0.0.0/8)", runtime.GOOS)
 }
-func (otherSystem) add(string, netip.Addr) error      { return otherSystem{}.ensure("") }
+func (otherSystem) listAddrs(string) ([]netip.Addr, error) { return nil, nil }
+func (otherSystem) add(string, netip.Addr) error {
+	_, err := otherSystem{}.ensure("")
+	return err
+}
 func (otherSystem) del(string, netip.Addr) error      { return nil }
 func (otherSystem) remove(string, []netip.Addr) error { return nil }

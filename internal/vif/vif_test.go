@@ -19,19 +19,27 @@ type fakeSystem struct {
 	calls []string
 }
 
-func (f *fakeSystem) ensure(string) error {
+func (f *fakeSystem) ensure(string) (bool, error) {
 	f.calls = append(f.calls, "ensure")
 	if f.fail != nil {
-		return f.fail
+		return false, f.fail
 	}
+	made := !f.up
 	f.up = true
-	return nil
+	return made, nil
+}
+
+func (f *fakeSystem) listAddrs(string) ([]netip.Addr, error) {
+	return sorted(f.addrs), nil
 }
 
 func (f *fakeSystem) add(_ string, a netip.Addr) error {
 	f.calls = append(f.calls, "add "+a.String())
 	if f.fail != nil {
 		return f.fail
+	}
+	if !f.up {
+		return errors.New("Link not found")
 	}
 	f.addrs[a] = true
 	return nil
@@ -79,7 +87,7 @@ func TestSyncAddsAndRemoves(t *testing.T) {
 	if err := m.Sync(addrs("198.51.100.11")); err != nil {
 		t.Fatal(err)
 	}
-	if want := []string{"del 198.51.100.10"}; !reflect.DeepEqual(f.calls, want) {
+	if want := []string{"ensure", "del 198.51.100.10"}; !reflect.DeepEqual(f.calls, want) {
 		t.Fatalf("calls %v, want %v", f.calls, want)
 	}
 	st := m.Status()
@@ -135,5 +143,40 @@ func TestNeeds(t *testing.T) {
 	}
 	if Needs(netip.Addr{}) {
 		t.Error("Needs(invalid) = true")
+	}
+}
+
+// A link left by a node that crashed is adopted with its addresses: those
+// not wanted any more are taken off. They stayed on it for good, still
+// answered by the host though no domain had them.
+func TestSyncTakesOffAddressesLeftOnAnAdoptedLink(t *testing.T) {
+	m, f := newFake()
+	f.up = true
+	f.addrs[netip.MustParseAddr("198.51.100.9")] = true  // a domain released while the node was down
+	f.addrs[netip.MustParseAddr("198.51.100.10")] = true // still wanted
+	if err := m.Sync(addrs("198.51.100.10", "198.51.100.11")); err != nil {
+		t.Fatal(err)
+	}
+	if want := addrs("198.51.100.10", "198.51.100.11"); !reflect.DeepEqual(sorted(f.addrs), want) || !reflect.DeepEqual(m.Status().Addrs, want) {
+		t.Fatalf("on the link %v, status %v, want %v", sorted(f.addrs), m.Status().Addrs, want)
+	}
+}
+
+// A link deleted from outside while up (ip link del) is made again with
+// its addresses at the next Sync. Sync went on adding to a link that was
+// gone and believed the old addresses still on it.
+func TestSyncRemakesALinkDeletedFromOutside(t *testing.T) {
+	m, f := newFake()
+	want := addrs("198.51.100.10", "198.51.100.11")
+	if err := m.Sync(want); err != nil {
+		t.Fatal(err)
+	}
+	f.up, f.addrs = false, map[netip.Addr]bool{} // deleted, its addresses with it
+	if err := m.Sync(append(want, netip.MustParseAddr("198.51.100.12"))); err != nil {
+		t.Fatalf("Sync after the link was deleted: %v", err)
+	}
+	want = append(want, netip.MustParseAddr("198.51.100.12"))
+	if !f.up || !reflect.DeepEqual(sorted(f.addrs), want) || !reflect.DeepEqual(m.Status().Addrs, want) {
+		t.Fatalf("link up %v with %v, status %v, want up with %v", f.up, sorted(f.addrs), m.Status().Addrs, want)
 	}
 }
