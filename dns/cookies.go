@@ -24,6 +24,9 @@ import (
 //     the fresh cookie and no data: such a client is one the rate limit
 //     watches, and a cookie that does not verify is what a forger
 //     replays; a real client retries at once with the cookie it got;
+//   - a query without a question whose one record is an OPT with a
+//     client cookie asks for a server cookie (§5.4): NOERROR with the
+//     fresh cookie and nothing else (cookieOnly in handler.go);
 //   - a valid server cookie: answered with a fresh one; over UDP it also
 //     exempts a client outside the ACL from the response-rate limit, as
 //     TCP does: only a client that receives our replies at its address

@@ -244,3 +244,49 @@ func TestCookieSecretRotates(t *testing.T) {
 		t.Fatalf("fresh cookie: rcode %s", dns.RcodeToString[m.Rcode])
 	}
 }
+
+// A query with no question and only an OPT holding a client cookie asks
+// for a server cookie (RFC 7873 §5.4): NOERROR with the client cookie and
+// a fresh server cookie, on every transport, as BIND answers. It was
+// FORMERR without a cookie. Without a cookie, or with a second question,
+// it is still FORMERR.
+func TestCookieOnlyQuery(t *testing.T) {
+	pub, local := testSources(t)
+	s := newTestServer(t, testConfig{Config: Config{Upstreams: []string{deadUpstream(t)}}}, pub, local)
+	query := func(proto string, cookie bool) *dns.Msg {
+		t.Helper()
+		q := new(dns.Msg)
+		q.Id = dns.Id()
+		q.SetEdns0(1232, false)
+		if cookie {
+			o := q.IsEdns0()
+			o.Option = append(o.Option, &dns.EDNS0_COOKIE{Code: dns.EDNS0COOKIE, Cookie: clientCookie})
+		}
+		c := &dns.Client{Net: proto, Timeout: 3 * time.Second}
+		m, _, err := c.Exchange(q, s.Addr())
+		if err != nil {
+			t.Fatalf("%s: %v", proto, err)
+		}
+		return m
+	}
+	for _, proto := range []string{"udp", "tcp"} {
+		m := query(proto, true)
+		if m.Rcode != dns.RcodeSuccess || len(m.Question) != 0 || len(m.Answer)+len(m.Ns) != 0 || len(m.Extra) != 1 {
+			t.Fatalf("%s cookie-only query: %v, want NOERROR with only an OPT", proto, m)
+		}
+		got := ""
+		for _, o := range m.IsEdns0().Option {
+			if ck, ok := o.(*dns.EDNS0_COOKIE); ok {
+				got = ck.Cookie
+			}
+		}
+		server := checkOurs(t, s, got)
+		// The server cookie it got is one the server takes.
+		if r, _ := askCookie(t, proto, s.Addr(), "a.local.", dns.TypeA, clientCookie+server); r.Rcode != dns.RcodeSuccess || len(r.Answer) != 2 {
+			t.Fatalf("%s with the cookie got: %v", proto, r)
+		}
+		if m := query(proto, false); m.Rcode != dns.RcodeFormatError {
+			t.Fatalf("%s no question, no cookie: rcode %s, want FORMERR", proto, dns.RcodeToString[m.Rcode])
+		}
+	}
+}

@@ -77,6 +77,11 @@ func (s *Server) exchange(ctx context.Context, raw []byte, stream, recurse bool,
 		b, m := s.reject(raw, dh, dns.RcodeNotImplemented)
 		return b, m, false
 	case dns.MsgReject:
+		if dh.Qdcount == 0 && dh.Ancount == 0 && dh.Nscount == 0 && dh.Arcount == 1 {
+			if b, m, ok := s.cookieOnly(raw, dh, stream, recurse, client); ok {
+				return b, m, false
+			}
+		}
 		b, m := s.reject(raw, dh, dns.RcodeFormatError)
 		return b, m, false
 	}
@@ -107,6 +112,49 @@ func (s *Server) exchange(ctx context.Context, raw []byte, stream, recurse bool,
 		return headerOnly(raw, dns.RcodeServerFailure), nil, false
 	}
 	return b, resp, proven
+}
+
+// cookieOnly answers a query without a question whose one record is an
+// OPT (version 0) with a COOKIE option: a client asking for a server
+// cookie (RFC 7873 §5.4), as BIND answers it: NOERROR with the client's
+// cookie and a fresh server cookie, and nothing else (FORMERR for a
+// malformed cookie, BADCOOKIE as answer gives it). false: not such a
+// query, which is malformed.
+func (s *Server) cookieOnly(raw []byte, dh dns.Header, stream, recurse bool, client netip.Addr) ([]byte, *dns.Msg, bool) {
+	if !wellFormed(raw, dh) {
+		return nil, nil, false
+	}
+	req, err := unpackQuery(raw, dh)
+	if err != nil || len(req.Extra) != 1 {
+		return nil, nil, false
+	}
+	opt, ok := req.Extra[0].(*dns.OPT)
+	if !ok || opt.Version() != 0 {
+		return nil, nil, false
+	}
+	st := s.readCookie(opt, client.Unmap())
+	if !st.present && !st.malformed {
+		return nil, nil, false
+	}
+	resp := new(dns.Msg)
+	resp.SetReply(req)
+	resp.RecursionAvailable = recurse
+	switch {
+	case st.malformed:
+		s.fail(resp, req, dns.RcodeFormatError) // RFC 7873 §5.2.2
+		resp = s.finish(resp, opt, dns.MaxMsgSize, nil)
+	case st.bad && !stream && !recurse:
+		s.fail(resp, req, dns.RcodeBadCookie)
+		resp = s.finish(resp, opt, dns.MaxMsgSize, &st)
+	default:
+		s.slowCnt.answers.add(SourceNone, dns.RcodeSuccess)
+		resp = s.finish(resp, opt, dns.MaxMsgSize, &st)
+	}
+	b, err := resp.Pack()
+	if err != nil {
+		return nil, nil, false
+	}
+	return b, resp, true
 }
 
 // whole reports whether raw, a query that accept let through (one
