@@ -65,8 +65,9 @@ func decodeSettings(body []byte) (map[string]string, []string) {
 	var req struct {
 		Settings map[string]json.RawMessage `json:"settings"`
 	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	if err := dec.Decode(&req); err != nil {
+	// Unmarshal, not a Decoder: data after the object is an error, as
+	// every other body (httpx.DecodeJSON).
+	if err := json.Unmarshal(body, &req); err != nil {
 		return nil, []string{"body: not a JSON object with a settings object: " + messages.JSONError(err, "the body")}
 	}
 	if req.Settings == nil {

@@ -50,3 +50,25 @@ func TestUpdateSettingsErrorsNameNoGoTypes(t *testing.T) {
 		})
 	}
 }
+
+// A body with data after its object is refused as a whole, as every
+// other body is, and changes nothing.
+func TestUpdateSettingsRefusesTrailingData(t *testing.T) {
+	sys, quiet := quietSystem(t)
+	set := sys.Root.Spawn(settings.Props(settings.Deps{Log: quiet}))
+	t.Cleanup(func() { _ = sys.Root.StopFuture(set).Wait() })
+	addr := serveAdmin(t, Deps{Root: sys.Root, Peers: fakePeers{healthy: true}, Started: time.Now(), Log: quiet,
+		Register: []func(*router.Router){func(r *router.Router) { RegisterSettings(r, quiet, sys.Root, set) }}})
+
+	for _, body := range []string{`{"settings":{"LOG_LEVEL":"debug"}} {"settings":{}}`, `{"settings":{"LOG_LEVEL":"debug"}}x`} {
+		code, got := testutil.Call(t, "POST", "http://"+addr+"/api/update-settings", body)
+		if code != 400 || !strings.Contains(got, "after top-level value") {
+			t.Fatalf("update-settings %s = %d %s, want 400 naming the data after the object", body, code, got)
+		}
+	}
+	var cur struct{ Settings map[string]string }
+	testutil.MustJSON(t, "GET", "http://"+addr+"/api/settings", "", 200, &cur)
+	if v := cur.Settings[settings.LogLevel]; v == "debug" {
+		t.Fatalf("LOG_LEVEL = %q after refused updates, want it unchanged", v)
+	}
+}
