@@ -19,7 +19,9 @@ package admin
 // the spec) says what the root may sign for, what the node serves that
 // the root does not cover, and whether regenerate-ca is advised; the
 // panel shows it. regenerate-ca answers "OK" and, on lines after it, the
-// leaves dropped because the new root may not sign for them.
+// leaves dropped because the new root may not sign for them; when the new
+// root is saved but a leaf cannot be issued again, it answers 500 saying
+// the root is in place, and sends update-certs all the same.
 
 import (
 	"errors"
@@ -116,9 +118,19 @@ func RegisterCerts(r *router.Router, d CertDeps) {
 		return httpx.OK(ctx)
 	}))
 	r.POST("/api/regenerate-ca", httpx.Wrap(d.Log, func(ctx *fasthttp.RequestCtx) error {
+		old := d.CA.Root()
 		n, dropped, err := d.CA.RegenerateRoot()
-		if err != nil {
+		if err != nil && d.CA.Root() == old {
 			return httpx.Internal("new root: %v", err)
+		}
+		if err != nil {
+			// The new root is saved and in use; only re-issuing the
+			// leaves stopped. Clients must hear the root changed, and
+			// the leaves not issued are issued at their next handshake
+			// (a leaf of the old root is not fresh).
+			hint()
+			return httpx.Internal("the new root is in place (install-ca to trust it), but re-issuing the leaves stopped after %d: %v; "+
+				"the others are issued again at their next HTTPS handshake", n, err)
 		}
 		d.Log.Warn("new root CA: clients must trust the new root.pem (install-ca)", "reissued", n,
 			"dropped", strings.Join(dropped, ","), "scope", certs.RootScope(d.CA.Root()).String())
