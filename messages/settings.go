@@ -1,6 +1,9 @@
 package messages
 
-import "errors"
+import (
+	"errors"
+	"time"
+)
 
 // SettingMeta describes one whitelisted setting (GET /api/settings
 // metadata). Type, Category, Label, Description and Default are the
@@ -32,7 +35,14 @@ type GetSettingsReply struct {
 }
 
 // UpdateSettings validates and applies a set of settings, all or none.
-type UpdateSettings struct{ Settings map[string]string }
+// Deadline (zero: none) is when the asker stops waiting: an update whose
+// turn comes later changes nothing, and one that waits for the ledger
+// waits no longer than that, so the answer (applied or not) reaches the
+// asker before it gives up.
+type UpdateSettings struct {
+	Settings map[string]string
+	Deadline time.Time
+}
 
 // UpdateSettingsReply answers UpdateSettings: Errors (one per bad name
 // or value, nothing changed), or Err (saving failed, nothing changed),

@@ -28,7 +28,12 @@
 // (Deps.Apply), and the reply lists the ones that need a restart. Each
 // successful update publishes the update-settings hint. Updates run one
 // at a time, in the order they came: one that comes while another waits
-// for the ledger waits too, so the values that run are those saved.
+// for the ledger waits too, so the values that run are those saved. An
+// update whose turn comes after its Deadline (the asker gave up) changes
+// nothing, and the ledger is asked no longer than until the Deadline, so
+// a client answered "failed" does not find its values saved later (a
+// ledger that gets to SetSubnets after the ask timed out may still apply
+// the subnets: they are the ledger's).
 //
 // It must never: block Receive on the network (the ledger is asked with
 // ReenterAfter), or change a value it did not validate.
@@ -97,7 +102,7 @@ type Actor struct {
 // queuedUpdate is an update that came while another waited.
 type queuedUpdate struct {
 	sender *actor.PID
-	req    map[string]string
+	req    *messages.UpdateSettings
 }
 
 // Receive handles one message.
@@ -113,10 +118,10 @@ func (a *Actor) Receive(c actor.Context) {
 		a.get(c)
 	case *messages.UpdateSettings:
 		if a.waiting {
-			a.queued = append(a.queued, queuedUpdate{c.Sender(), m.Settings})
+			a.queued = append(a.queued, queuedUpdate{c.Sender(), m})
 			return
 		}
-		a.update(c, c.Sender(), m.Settings)
+		a.update(c, c.Sender(), m)
 	}
 }
 
@@ -304,7 +309,12 @@ func (a *Actor) next(c actor.Context) {
 	}
 }
 
-func (a *Actor) update(c actor.Context, sender *actor.PID, req map[string]string) {
+func (a *Actor) update(c actor.Context, sender *actor.PID, m *messages.UpdateSettings) {
+	req := m.Settings
+	if !m.Deadline.IsZero() && !time.Now().Before(m.Deadline) {
+		reply(c, sender, &messages.UpdateSettingsReply{Err: fmt.Errorf("%w: its turn came after its deadline, behind another update", messages.ErrSettingsStore)})
+		return
+	}
 	if errs := a.check(req); len(errs) > 0 {
 		reply(c, sender, &messages.UpdateSettingsReply{Errors: errs})
 		return
@@ -334,8 +344,12 @@ func (a *Actor) update(c actor.Context, sender *actor.PID, req map[string]string
 	}
 	var list []messages.Subnet
 	_ = json.Unmarshal([]byte(*subnets), &list) // validated in check
+	wait := a.d.Timeout
+	if left := time.Until(m.Deadline); !m.Deadline.IsZero() && left < wait {
+		wait = max(left, time.Millisecond)
+	}
 	a.waiting = true
-	f := c.RequestFuture(a.d.Ledger, &messages.SetSubnets{Subnets: list}, a.d.Timeout)
+	f := c.RequestFuture(a.d.Ledger, &messages.SetSubnets{Subnets: list}, wait)
 	c.ReenterAfter(f, func(res any, err error) {
 		defer a.next(c)
 		a.waiting = false

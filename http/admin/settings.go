@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/fasthttp/router"
@@ -38,7 +39,11 @@ func RegisterSettings(r *router.Router, log *slog.Logger, root *actor.RootContex
 		if len(errs) > 0 {
 			return settingsErrors(errs)
 		}
-		rep, err := httpx.Ask[*messages.UpdateSettingsReply](root, settings, &messages.UpdateSettings{Settings: vals}, httpx.AskTimeout)
+		// The actor answers by the deadline (it runs nothing after it and
+		// waits for the ledger no longer), so a 500 is its answer, not
+		// the ask giving up on an update that is saved later.
+		req := &messages.UpdateSettings{Settings: vals, Deadline: time.Now().Add(httpx.AskTimeout)}
+		rep, err := httpx.Ask[*messages.UpdateSettingsReply](root, settings, req, httpx.AskTimeout+settingsGrace)
 		if err == nil {
 			err = rep.Err
 		}
@@ -55,6 +60,10 @@ func RegisterSettings(r *router.Router, log *slog.Logger, root *actor.RootContex
 		return httpx.JSON(ctx, 200, out)
 	}))
 }
+
+// settingsGrace is how long update-settings waits for the actor's answer
+// after the deadline it gave it.
+const settingsGrace = 2 * time.Second
 
 func settingsErrors(errs []string) error {
 	return &httpx.Error{Status: 400, Msg: fmt.Sprint(errs), JSON: map[string]any{"errors": errs}}
