@@ -48,6 +48,11 @@ type CA struct {
 	now   func() time.Time
 	scope func() Scope // what a new root may sign for; nil: no constraints
 
+	// saveMu orders the saves of leaves and the change of root: a leaf's
+	// file is written and cached under it, so the file and the cache end
+	// with the same leaf, and one issued from a replaced root, or
+	// overtaken by Issue, is neither saved nor cached (store).
+	saveMu sync.Mutex
 	mu     sync.Mutex // guards root and leaves
 	root   *x509.Certificate
 	key    *ecdsa.PrivateKey

@@ -3,11 +3,13 @@ package certs
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/pem"
 	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -189,5 +191,62 @@ func TestLeafOfLongestDomain(t *testing.T) {
 	}
 	if list, err := restarted.List(); err != nil || len(list) != 0 {
 		t.Fatalf("List() after Delete = %v, %v", list, err)
+	}
+}
+
+// regenerate-cert while a handshake's issue for the same domain is in
+// flight: the leaf Issue made is the one saved and served, not the
+// handshake's that finished after it.
+func TestIssueOvertakesHandshakeInFlight(t *testing.T) {
+	var hold atomic.Bool
+	reached, release := make(chan struct{}), make(chan struct{})
+	ca, err := Open(t.TempDir(), func() time.Time {
+		if hold.CompareAndSwap(true, false) {
+			close(reached)
+			<-release
+		}
+		return time.Now()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hold.Store(true) // the next leaf issued stops at its clock reading
+	type result struct {
+		c   *tls.Certificate
+		err error
+	}
+	hs := make(chan result, 1)
+	go func() {
+		c, err := ca.Certificate("a.p2p", netip.Addr{})
+		hs <- result{c, err}
+	}()
+	<-reached // the handshake's leaf is being issued
+	issued, err := ca.Issue("a.p2p", netip.MustParseAddr("10.9.0.2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	close(release)
+	if r := <-hs; r.err != nil {
+		t.Fatalf("handshake: %v", r.err)
+	}
+
+	served, err := ca.Certificate("a.p2p", netip.Addr{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := served.Leaf.SerialNumber.Text(16); got != issued.Serial {
+		t.Fatalf("served leaf serial %s after Issue made %s: the handshake's leaf, issued before, won", got, issued.Serial)
+	}
+	b, err := ca.PEM("a.p2p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	blk, _ := pem.Decode(b)
+	x, err := x509.ParseCertificate(blk.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := x.SerialNumber.Text(16); got != issued.Serial {
+		t.Fatalf("saved leaf serial %s after Issue made %s", got, issued.Serial)
 	}
 }

@@ -92,11 +92,16 @@ func (ca *CA) Certificate(domain string, ip netip.Addr) (*tls.Certificate, error
 	root, key := ca.root, ca.key
 	ca.mu.Unlock()
 
-	in.l, in.err = ca.newLeaf(root, key, domain, ip)
+	l, file, err := ca.newLeaf(root, key, domain, ip)
+	if err == nil {
+		// Overtaken by Issue (which took the issue off ca.issue) or by a
+		// new root: this handshake gets its leaf, the node keeps theirs.
+		_, err = ca.store(domain, l, file, func() bool { return ca.issue[domain] == in && ca.root == root })
+	}
+	in.l, in.err = l, err
 	ca.mu.Lock()
-	delete(ca.issue, domain)
-	if in.err == nil && ca.root == root { // a new root meanwhile: not cached
-		ca.leaves[domain] = in.l
+	if ca.issue[domain] == in {
+		delete(ca.issue, domain)
 	}
 	ca.mu.Unlock()
 	close(in.done)
@@ -137,24 +142,24 @@ func (ca *CA) loadLeaf(domain string) (*leaf, error) {
 	return &leaf{cert: &pair, x509: x}, nil
 }
 
-// newLeaf issues and saves a leaf. A domain outside root's name
-// constraints gets no leaf (ErrOutsideScope); an IP outside them is left
-// out. The leaf is verified against root before it is saved, so a
-// constraint this code misreads shows up as an error, not as a
-// certificate every client refuses.
-func (ca *CA) newLeaf(root *x509.Certificate, rootKey *ecdsa.PrivateKey, domain string, ip netip.Addr) (*leaf, error) {
+// newLeaf issues a leaf and returns it with its file (certificate and
+// key, PEM) for store. A domain outside root's name constraints gets no
+// leaf (ErrOutsideScope); an IP outside them is left out. The leaf is
+// verified against root, so a constraint this code misreads shows up as
+// an error, not as a certificate every client refuses.
+func (ca *CA) newLeaf(root *x509.Certificate, rootKey *ecdsa.PrivateKey, domain string, ip netip.Addr) (*leaf, []byte, error) {
 	if !AllowsName(root, domain) {
 		// No advice here: a handshake must not ask the node what it
 		// serves (an actor round trip) for every refused name. Issue adds
 		// it for the API.
-		return nil, outside(domain, root, nil)
+		return nil, nil, outside(domain, root, nil)
 	}
 	if ip.IsValid() && !AllowsIP(root, ip) {
 		ip = netip.Addr{}
 	}
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	now := ca.now()
 	tpl := &x509.Certificate{
@@ -171,29 +176,50 @@ func (ca *CA) newLeaf(root *x509.Certificate, rootKey *ecdsa.PrivateKey, domain 
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tpl, root, &key.PublicKey, rootKey)
 	if err != nil {
-		return nil, fmt.Errorf("issue %s: %w", domain, err)
+		return nil, nil, fmt.Errorf("issue %s: %w", domain, err)
 	}
 	kb, err := x509.MarshalECPrivateKey(key)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	x, err := x509.ParseCertificate(der)
 	if err != nil {
-		return nil, fmt.Errorf("issue %s: %w", domain, err)
+		return nil, nil, fmt.Errorf("issue %s: %w", domain, err)
 	}
 	if Constrained(root) {
 		pool := x509.NewCertPool()
 		pool.AddCert(root)
 		if _, err := x.Verify(x509.VerifyOptions{Roots: pool, DNSName: domain, CurrentTime: now}); err != nil {
-			return nil, fmt.Errorf("%w: %s: %v", ErrOutsideScope, domain, err)
+			return nil, nil, fmt.Errorf("%w: %s: %v", ErrOutsideScope, domain, err)
 		}
 	}
 	certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
 	keyPEM := pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb})
-	if err := writeFile(ca.leafPath(domain), append(append([]byte{}, certPEM...), keyPEM...), 0o600); err != nil {
-		return nil, fmt.Errorf("save %s: %w", domain, err)
+	l := &leaf{cert: &tls.Certificate{Certificate: [][]byte{der, root.Raw}, PrivateKey: key, Leaf: x}, x509: x, root: root}
+	return l, append(append([]byte{}, certPEM...), keyPEM...), nil
+}
+
+// store saves l (file, from newLeaf) as domain's leaf and caches it,
+// unless current, called with ca.mu held, says it was overtaken
+// meanwhile (nil: never); it reports whether it stored. The issue in
+// flight for domain, if any, is overtaken by it.
+func (ca *CA) store(domain string, l *leaf, file []byte, current func() bool) (bool, error) {
+	ca.saveMu.Lock()
+	defer ca.saveMu.Unlock()
+	ca.mu.Lock()
+	ok := current == nil || current()
+	ca.mu.Unlock()
+	if !ok {
+		return false, nil
 	}
-	return &leaf{cert: &tls.Certificate{Certificate: [][]byte{der, root.Raw}, PrivateKey: key, Leaf: x}, x509: x, root: root}, nil
+	if err := writeFile(ca.leafPath(domain), file, 0o600); err != nil {
+		return false, fmt.Errorf("save %s: %w", domain, err)
+	}
+	ca.mu.Lock()
+	ca.leaves[domain] = l
+	delete(ca.issue, domain)
+	ca.mu.Unlock()
+	return true, nil
 }
 
 // Issue issues a new leaf for domain now (generate-cert, regenerate-cert:
@@ -205,16 +231,16 @@ func (ca *CA) Issue(domain string, ip netip.Addr) (Info, error) {
 	ca.mu.Lock()
 	root, key := ca.root, ca.key
 	ca.mu.Unlock()
-	l, err := ca.newLeaf(root, key, domain, ip)
+	l, file, err := ca.newLeaf(root, key, domain, ip)
 	if errors.Is(err, ErrOutsideScope) && !AllowsName(root, domain) {
 		return Info{}, outside(domain, root, ca.scope)
 	}
 	if err != nil {
 		return Info{}, err
 	}
-	ca.mu.Lock()
-	ca.leaves[domain] = l
-	ca.mu.Unlock()
+	if _, err := ca.store(domain, l, file, nil); err != nil {
+		return Info{}, err
+	}
 	return info(domain, l.x509), nil
 }
 
@@ -301,11 +327,13 @@ func (ca *CA) RegenerateRoot() (n int, dropped []string, err error) {
 		return 0, nil, err
 	}
 	scope := ca.currentScope()
+	ca.saveMu.Lock()
 	ca.mu.Lock()
 	err = ca.newRoot(scope)
 	ca.leaves = map[string]*leaf{}
 	root, key := ca.root, ca.key
 	ca.mu.Unlock()
+	ca.saveMu.Unlock()
 	if err != nil {
 		return 0, nil, err
 	}
@@ -314,7 +342,7 @@ func (ca *CA) RegenerateRoot() (n int, dropped []string, err error) {
 		if len(i.IPs) > 0 {
 			ip, _ = netip.ParseAddr(i.IPs[0])
 		}
-		l, err := ca.newLeaf(root, key, i.Domain, ip)
+		l, file, err := ca.newLeaf(root, key, i.Domain, ip)
 		if errors.Is(err, ErrOutsideScope) {
 			if err := os.Remove(ca.leafPath(i.Domain)); err != nil && !errors.Is(err, os.ErrNotExist) {
 				return n, dropped, err
@@ -325,10 +353,13 @@ func (ca *CA) RegenerateRoot() (n int, dropped []string, err error) {
 		if err != nil {
 			return n, dropped, err
 		}
-		ca.mu.Lock()
-		ca.leaves[i.Domain] = l
-		ca.mu.Unlock()
-		n++
+		stored, err := ca.store(i.Domain, l, file, func() bool { return ca.root == root })
+		if err != nil {
+			return n, dropped, err
+		}
+		if stored {
+			n++
+		}
 	}
 	return n, dropped, nil
 }
