@@ -21,6 +21,13 @@ const (
 	HintPluginSetting = "update-plugin-settings"
 )
 
+// HintHealth is the health payload of GET /api/health (its own ISO
+// timestamp included), published when the health status changes; the
+// hub sends it only to the update-stats subscribers, the spec's
+// "diagnostics subscribers" (the stats-snapshot they took carries the
+// health it updates).
+const HintHealth = "update-health"
+
 // HintSystemReset tells WebSocket clients to reload: the node restored
 // a backup and restarted its services.
 const HintSystemReset = "system-reset"

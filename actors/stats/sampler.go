@@ -188,7 +188,7 @@ func (s *sampler) checkHealth(c actor.Context) {
 		return
 	}
 	s.health = st
-	c.ActorSystem().EventStream.Publish(&messages.Hint{Type: "update-health", Data: h})
+	c.ActorSystem().EventStream.Publish(&messages.Hint{Type: messages.HintHealth, Data: h})
 }
 
 // ask asks pid with a second's deadline; nil pid or a failure: ok false.

@@ -1,5 +1,7 @@
 // Package ws is the admin WebSocket (/ws): a hub actor that keeps the set
-// of connected clients and fans change hints and log lines out to them.
+// of connected clients and fans change hints and log lines out to them
+// (update-health, like update-stats, only to the update-stats
+// subscribers).
 //
 // Each client has a bounded send queue drained by its own writer
 // goroutine; a log batch's lines (messages.LogBatch, up to the access
@@ -214,14 +216,14 @@ func (h *Hub) Receive(c actor.Context) {
 			h.countWatchers()
 		}
 	case *StatsUpdate:
-		for id, cl := range h.clients {
-			if cl.stats {
-				h.deliver(id, cl, m.Payload)
-			}
-		}
+		h.toStats(m.Payload)
 	case *ClientCount:
 		c.Respond(&ClientCountReply{N: len(h.clients)})
 	case *messages.Hint:
+		if m.Type == messages.HintHealth {
+			h.toStats(hintJSON(m))
+			return
+		}
 		h.broadcast(hintJSON(m), "")
 	case *messages.LogLine:
 		h.broadcastLines([]*messages.LogLine{m})
@@ -310,6 +312,15 @@ func (h *Hub) broadcast(b []byte, logChannel string) {
 			continue
 		}
 		h.deliver(id, cl, b)
+	}
+}
+
+// toStats queues b to the update-stats subscribers.
+func (h *Hub) toStats(b []byte) {
+	for id, cl := range h.clients {
+		if cl.stats {
+			h.deliver(id, cl, b)
+		}
 	}
 }
 

@@ -117,3 +117,29 @@ func TestHubCountsStatsWatchers(t *testing.T) {
 	sys.Root.Send(hub, &unregister{id: 1})
 	barrier(0)
 }
+
+// update-health is for the diagnostics (update-stats) subscribers only;
+// every other hint goes to every client.
+func TestHealthHintOnlyToStatsSubscribers(t *testing.T) {
+	w := newTestWS(t, false, func(d *Deps) {
+		d.Stats = func(int) ([]byte, error) { return []byte(`{"type":"stats-snapshot"}`), nil }
+	})
+	sub, other := w.mustDial(t, ""), w.mustDial(t, "")
+	w.waitClients(t, 2)
+	send(t, sub, msg{"type": "subscribe-stats"})
+	// The hub queued the snapshot and subscribed the client in one step.
+	if m := next(t, sub); m["type"] != "stats-snapshot" {
+		t.Fatalf("after subscribe-stats: %v", m)
+	}
+	w.sys.EventStream.Publish(&messages.Hint{Type: messages.HintHealth, Data: map[string]any{"status": "degraded"}})
+	w.sys.EventStream.Publish(&messages.Hint{Type: messages.HintPeers})
+	if m := next(t, sub); m["type"] != messages.HintHealth || m["status"] != "degraded" {
+		t.Fatalf("stats subscriber got %v, want update-health", m)
+	}
+	if m := next(t, sub); m["type"] != messages.HintPeers {
+		t.Fatalf("stats subscriber got %v, want update-peers", m)
+	}
+	if m := next(t, other); m["type"] != messages.HintPeers {
+		t.Fatalf("client without update-stats got %v before update-peers, want no update-health", m)
+	}
+}
