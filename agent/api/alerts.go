@@ -2,6 +2,7 @@ package api
 
 import (
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -184,7 +185,12 @@ type alarmLogEntry struct {
 }
 
 // alarmLog is Netdata's alarm_log (also /api/v3/alert_transitions):
-// newest first, only entries with unique_id > after.
+// newest first, only entries with unique_id > after. An entry's duration
+// is how long its alert had been in old_status, from the alert's
+// transition before it (0 for an alert's first), and non_clear_duration
+// is how long the alert had been raised without a break up to it, as
+// Netdata's log counts them: a CLEAR entry says how long the alert it
+// clears was raised.
 func (s *Server) alarmLog(ctx *fasthttp.RequestCtx, _ int) error {
 	var after uint64
 	if v, ok := arg(ctx, "after"); ok && v != "" {
@@ -199,38 +205,44 @@ func (s *Server) alarmLog(ctx *fasthttp.RequestCtx, _ int) error {
 	for _, a := range s.alerts() {
 		byAlert[a.ID] = a
 	}
-	now := s.now().Unix()
 	tz, off := s.host.zone()
-	// next[i] is when the same alert changed again (for duration).
-	nextWhen := map[uint32]int64{}
+	// prev[id] is the alert's transition before the one at hand and its
+	// non_clear_duration.
+	type prevEntry struct {
+		t        health.Transition
+		nonClear int64
+	}
+	prev := map[uint32]prevEntry{}
 	out := make([]alarmLogEntry, 0, len(all))
-	for i := len(all) - 1; i >= 0; i-- {
-		t := all[i]
-		end, ok := nextWhen[t.AlertID]
-		if !ok {
-			end = now
+	for _, t := range all {
+		var dur, nonClear int64
+		if p, ok := prev[t.AlertID]; ok {
+			dur = t.When - p.t.When
+			if raised(p.t.OldStatus) && raised(p.t.NewStatus) {
+				nonClear = p.nonClear
+			}
 		}
-		nextWhen[t.AlertID] = t.When
+		if raised(t.OldStatus) {
+			nonClear += dur
+		}
+		prev[t.AlertID] = prevEntry{t, nonClear}
 		if t.UniqueID <= after {
 			continue
 		}
 		a := byAlert[t.AlertID]
-		nonClear := int64(0)
-		if t.NewStatus != health.StatusClear {
-			nonClear = end - t.When
-		}
 		out = append(out, alarmLogEntry{
 			Hostname: s.host.Hostname, UTCOffset: off, Timezone: tz, UniqueID: t.UniqueID, AlarmID: t.AlertID,
 			AlarmEventID: t.UniqueID, ConfigHashID: configHashID(a),
 			Name: t.Name, Chart: t.Chart, Context: t.Context, Family: t.Family,
 			Class: a.Class, Component: a.Component, Type: a.Type, Processed: true,
-			Source: "built-in@peerdns/agent/health", Units: t.Units, When: t.When, Duration: end - t.When,
+			Source: "built-in@peerdns/agent/health", Units: t.Units, When: t.When, Duration: dur,
 			NonClearDuration: nonClear, Status: string(t.NewStatus), OldStatus: string(t.OldStatus),
 			DelayUpToTimestamp: t.When, ValueString: formatValue(t.NewValue, t.Units, -1),
 			OldValueString: formatValue(t.OldValue, t.Units, -1), LastRepeat: "0", Silenced: "false",
 			Info: t.Info, Value: nullFloat(t.NewValue), OldValue: nullFloat(t.OldValue),
 		})
 	}
+	slices.Reverse(out)
 	return writeJSON(ctx, out)
 }
 

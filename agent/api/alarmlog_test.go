@@ -1,0 +1,61 @@
+package api
+
+import (
+	"encoding/json"
+	"math"
+	"testing"
+
+	"peerdns/agent/health"
+)
+
+// TestAlarmLogDurations: an alarm_log entry's duration is how long its
+// alert had been in old_status, and non_clear_duration how long it had
+// been raised without a break, as Netdata's log counts them (its
+// reference log: an UNINITIALIZED→UNDEFINED entry 65 s after the alert
+// was created has duration 65). An SRE reads the CLEAR entry to learn how
+// long the alert it clears was raised.
+func TestAlarmLogDurations(t *testing.T) {
+	var now int64
+	env := newTestEnv(t, func(o *Options) {
+		now = o.Now().Unix()
+		tr := func(uid uint64, id uint32, name string, ago int64, from, to health.Status) health.Transition {
+			return health.Transition{UniqueID: uid, AlertID: id, Name: name, Chart: "system.cpu", Context: "system.cpu",
+				When: now - ago, OldStatus: from, NewStatus: to, OldValue: math.NaN(), NewValue: 1, Units: "%"}
+		}
+		o.Health = &fixedAlerts{trans: []health.Transition{
+			tr(10, 1, "10min_cpu_usage", 1000, health.StatusUninitialized, health.StatusClear),
+			tr(11, 2, "10min_cpu_iowait", 900, health.StatusUninitialized, health.StatusClear),
+			tr(12, 1, "10min_cpu_usage", 600, health.StatusClear, health.StatusWarning),
+			tr(13, 1, "10min_cpu_usage", 500, health.StatusWarning, health.StatusCritical),
+			tr(14, 2, "10min_cpu_iowait", 450, health.StatusClear, health.StatusWarning),
+			tr(15, 1, "10min_cpu_usage", 200, health.StatusCritical, health.StatusClear),
+		}}
+	})
+	type entry struct {
+		UniqueID         uint64 `json:"unique_id"`
+		Duration         int64  `json:"duration"`
+		NonClearDuration int64  `json:"non_clear_duration"`
+	}
+	want := []entry{{15, 300, 400}, {14, 450, 0}, {13, 100, 100}, {12, 400, 0}, {11, 0, 0}, {10, 0, 0}}
+	for _, c := range []struct {
+		path string
+		want []entry
+	}{{"/api/v1/alarm_log", want}, {"/api/v1/alarm_log?after=14", want[:1]}} {
+		r := env.get(t, c.path)
+		if r.status != 200 {
+			t.Fatalf("GET %s = %d %s", c.path, r.status, r.body)
+		}
+		var got []entry
+		if err := json.Unmarshal(r.body, &got); err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != len(c.want) {
+			t.Fatalf("GET %s: %+v, want %+v", c.path, got, c.want)
+		}
+		for i := range got {
+			if got[i] != c.want[i] {
+				t.Errorf("GET %s entry %d = %+v, want %+v", c.path, i, got[i], c.want[i])
+			}
+		}
+	}
+}
