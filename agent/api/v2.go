@@ -341,21 +341,27 @@ func (s *Server) searchV2(ctx *fasthttp.RequestCtx, ver int) error {
 		}
 		return ""
 	}
+	// limit lists the first matching contexts; __truncated__ counts
+	// the matching ones left out.
 	cs := map[string]any{}
+	matched := 0
 	for _, name := range ix.contexts {
-		if limit > 0 && len(cs) >= limit {
-			cs["__truncated__"] = map[string]any{"total_contexts": len(ix.contexts), "returned": len(cs), "remaining": len(ix.contexts) - len(cs)}
-			break
-		}
 		m := host
 		if m == "" {
 			if m = match(name, ix.byContext[name]); m == "" {
 				continue
 			}
 		}
+		matched++
+		if limit > 0 && len(cs) >= limit {
+			continue
+		}
 		o := s.contextV2(ix.byContext[name], opt, now)
 		o["match"] = m
 		cs[name] = o
+	}
+	if returned := len(cs); matched > returned {
+		cs["__truncated__"] = map[string]any{"total_contexts": matched, "returned": returned, "remaining": matched - returned}
 	}
 	return writeJSON(ctx, map[string]any{
 		"api": 2, "nodes": []any{s.v2NodeEntry(received)}, "contexts": cs,
