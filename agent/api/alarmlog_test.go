@@ -59,3 +59,48 @@ func TestAlarmLogDurations(t *testing.T) {
 		}
 	}
 }
+
+// TestAlertTransitionsDurations: v2's alert_transitions gives each
+// transition's old.duration and old.raised_duration, alarm_log's
+// duration and non_clear_duration, not 0.
+func TestAlertTransitionsDurations(t *testing.T) {
+	var now int64
+	env := newTestEnv(t, func(o *Options) {
+		now = o.Now().Unix()
+		tr := func(uid uint64, ago int64, from, to health.Status) health.Transition {
+			return health.Transition{UniqueID: uid, AlertID: 1, Name: "10min_cpu_usage", Chart: "system.cpu", Context: "system.cpu",
+				When: now - ago, OldStatus: from, NewStatus: to, OldValue: math.NaN(), NewValue: 1, Units: "%"}
+		}
+		o.Health = &fixedAlerts{trans: []health.Transition{
+			tr(10, 1000, health.StatusUninitialized, health.StatusClear),
+			tr(12, 600, health.StatusClear, health.StatusWarning),
+			tr(13, 500, health.StatusWarning, health.StatusCritical),
+			tr(15, 200, health.StatusCritical, health.StatusClear),
+		}}
+	})
+	r := env.get(t, "/api/v3/alert_transitions?last=10")
+	if r.status != 200 {
+		t.Fatalf("status %d: %s", r.status, r.body)
+	}
+	var body struct {
+		Transitions []struct {
+			GI  uint64 `json:"gi"`
+			Old struct {
+				Duration       int64 `json:"duration"`
+				RaisedDuration int64 `json:"raised_duration"`
+			} `json:"old"`
+		} `json:"transitions"`
+	}
+	if err := json.Unmarshal(r.body, &body); err != nil {
+		t.Fatal(err)
+	}
+	want := map[uint64][2]int64{15: {300, 400}, 13: {100, 100}, 12: {400, 0}, 10: {0, 0}}
+	if len(body.Transitions) != len(want) {
+		t.Fatalf("%d transitions, want %d: %s", len(body.Transitions), len(want), r.body)
+	}
+	for _, tr := range body.Transitions {
+		if got := [2]int64{tr.Old.Duration, tr.Old.RaisedDuration}; got != want[tr.GI] {
+			t.Errorf("transition %d old duration, raised_duration = %v, want %v", tr.GI, got, want[tr.GI])
+		}
+	}
+}

@@ -184,13 +184,39 @@ type alarmLogEntry struct {
 	OldValue           nullFloat `json:"old_value"`
 }
 
-// alarmLog is Netdata's alarm_log (also /api/v3/alert_transitions):
-// newest first, only entries with unique_id > after. An entry's duration
-// is how long its alert had been in old_status, from the alert's
-// transition before it (0 for an alert's first), and non_clear_duration
-// is how long the alert had been raised without a break up to it, as
-// Netdata's log counts them: a CLEAR entry says how long the alert it
-// clears was raised.
+// logDurations are the durations Netdata's alert log gives a transition:
+// how long its alert had been in the transition's old status (from the
+// alert's transition before it; 0 for an alert's first), and how long
+// the alert had been raised without a break up to it, so a CLEAR entry
+// says how long the alert it clears was raised.
+type logDurations struct{ duration, nonClear int64 }
+
+// transitionDurations computes logDurations for each of all (oldest
+// first), in the same order.
+func transitionDurations(all []health.Transition) []logDurations {
+	out := make([]logDurations, len(all))
+	prev := map[uint32]int{} // alert → index of its newest transition so far
+	for i, t := range all {
+		var d logDurations
+		if j, ok := prev[t.AlertID]; ok {
+			p := all[j]
+			d.duration = t.When - p.When
+			if raised(p.OldStatus) && raised(p.NewStatus) {
+				d.nonClear = out[j].nonClear
+			}
+		}
+		if raised(t.OldStatus) {
+			d.nonClear += d.duration
+		}
+		out[i] = d
+		prev[t.AlertID] = i
+	}
+	return out
+}
+
+// alarmLog is Netdata's alarm_log (also v1's alert_transitions):
+// newest first, only entries with unique_id > after; duration and
+// non_clear_duration are transitionDurations'.
 func (s *Server) alarmLog(ctx *fasthttp.RequestCtx, _ int) error {
 	var after uint64
 	if v, ok := arg(ctx, "after"); ok && v != "" {
@@ -201,31 +227,14 @@ func (s *Server) alarmLog(ctx *fasthttp.RequestCtx, _ int) error {
 		after = n
 	}
 	all := s.transitions(0)
+	durs := transitionDurations(all)
 	byAlert := map[uint32]health.Alert{}
 	for _, a := range s.alerts() {
 		byAlert[a.ID] = a
 	}
 	tz, off := s.host.zone()
-	// prev[id] is the alert's transition before the one at hand and its
-	// non_clear_duration.
-	type prevEntry struct {
-		t        health.Transition
-		nonClear int64
-	}
-	prev := map[uint32]prevEntry{}
 	out := make([]alarmLogEntry, 0, len(all))
-	for _, t := range all {
-		var dur, nonClear int64
-		if p, ok := prev[t.AlertID]; ok {
-			dur = t.When - p.t.When
-			if raised(p.t.OldStatus) && raised(p.t.NewStatus) {
-				nonClear = p.nonClear
-			}
-		}
-		if raised(t.OldStatus) {
-			nonClear += dur
-		}
-		prev[t.AlertID] = prevEntry{t, nonClear}
+	for i, t := range all {
 		if t.UniqueID <= after {
 			continue
 		}
@@ -235,8 +244,8 @@ func (s *Server) alarmLog(ctx *fasthttp.RequestCtx, _ int) error {
 			AlarmEventID: t.UniqueID, ConfigHashID: configHashID(a),
 			Name: t.Name, Chart: t.Chart, Context: t.Context, Family: t.Family,
 			Class: a.Class, Component: a.Component, Type: a.Type, Processed: true,
-			Source: "built-in@peerdns/agent/health", Units: t.Units, When: t.When, Duration: dur,
-			NonClearDuration: nonClear, Status: string(t.NewStatus), OldStatus: string(t.OldStatus),
+			Source: "built-in@peerdns/agent/health", Units: t.Units, When: t.When, Duration: durs[i].duration,
+			NonClearDuration: durs[i].nonClear, Status: string(t.NewStatus), OldStatus: string(t.OldStatus),
 			DelayUpToTimestamp: t.When, ValueString: formatValue(t.NewValue, t.Units, -1),
 			OldValueString: formatValue(t.OldValue, t.Units, -1), LastRepeat: "0", Silenced: "false",
 			Info: t.Info, Value: nullFloat(t.NewValue), OldValue: nullFloat(t.OldValue),

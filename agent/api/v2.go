@@ -573,7 +573,9 @@ var transitionFacets = []struct{ id, name string }{
 // facets (counts of each value, filtered by f_* arguments), the
 // transitions (newest first, at most last=, default 1, up to 1000) and
 // the items counts. after and before keep the transitions of that
-// window, as Netdata's query of its transitions table does.
+// window, as Netdata's query of its transitions table does. old's
+// duration and raised_duration are alarm_log's duration and
+// non_clear_duration (transitionDurations).
 func (s *Server) alertTransitionsV2(ctx *fasthttp.RequestCtx, ver int) error {
 	received := time.Now()
 	after, before, err := v2Window(ctx, s.now().Unix())
@@ -634,12 +636,14 @@ func (s *Server) alertTransitionsV2(ctx *fasthttp.RequestCtx, ver int) error {
 		}
 	}
 	all := s.transitions(0)
+	durs := transitionDurations(all)
+	durOf := map[uint64]logDurations{}
 	counts := map[string]map[string]int{}
 	order := map[string][]string{}
 	var matched []health.Transition
 	evaluated := 0
 	ctxMatch, nameMatch := query.MatcherV2(ctxSel), query.MatcherV2(nameSel)
-	for _, t := range all {
+	for i, t := range all {
 		evaluated++
 		if !ctxMatch(t.Context) || !nameMatch(t.Name) {
 			continue
@@ -672,6 +676,7 @@ func (s *Server) alertTransitionsV2(ctx *fasthttp.RequestCtx, ver int) error {
 		}
 		if ok {
 			matched = append(matched, t)
+			durOf[t.UniqueID] = durs[i]
 		}
 	}
 	sort.SliceStable(matched, func(i, j int) bool { return matched[i].UniqueID > matched[j].UniqueID })
@@ -702,7 +707,7 @@ func (s *Server) alertTransitionsV2(ctx *fasthttp.RequestCtx, ver int) error {
 			"component": a.Component, "classification": a.Class, "type": a.Type,
 			"when": t.When, "info": t.Info, "summary": t.Info, "units": t.Units,
 			"new":          map[string]any{"status": string(t.NewStatus), "value": nullFloat(t.NewValue)},
-			"old":          map[string]any{"status": string(t.OldStatus), "value": nullFloat(t.OldValue), "duration": 0, "raised_duration": 0},
+			"old":          map[string]any{"status": string(t.OldStatus), "value": nullFloat(t.OldValue), "duration": durOf[t.UniqueID].duration, "raised_duration": durOf[t.UniqueID].nonClear},
 			"notification": map[string]any{"when": 0, "delay": 0, "delay_up_to_time": t.When, "exec": "", "exec_code": 0, "to": "root"},
 		})
 	}
