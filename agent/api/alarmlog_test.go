@@ -15,9 +15,42 @@ import (
 // was created has duration 65). An SRE reads the CLEAR entry to learn how
 // long the alert it clears was raised.
 func TestAlarmLogDurations(t *testing.T) {
-	var now int64
-	env := newTestEnv(t, func(o *Options) {
-		now = o.Now().Unix()
+	env := newLogTestEnv(t)
+	type entry struct {
+		UniqueID         uint64 `json:"unique_id"`
+		Duration         int64  `json:"duration"`
+		NonClearDuration int64  `json:"non_clear_duration"`
+	}
+	want := []entry{{15, 300, 400}, {14, 450, 0}, {13, 100, 100}, {12, 400, 0}, {11, 0, 0}, {10, 0, 0}}
+	for _, c := range []struct {
+		path string
+		want []entry
+	}{{"/api/v1/alarm_log", want}, {"/api/v1/alarm_log?after=14", want[:1]}} {
+		r := env.get(t, c.path)
+		if r.status != 200 {
+			t.Fatalf("GET %s = %d %s", c.path, r.status, r.body)
+		}
+		var got []entry
+		if err := json.Unmarshal(r.body, &got); err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != len(c.want) {
+			t.Fatalf("GET %s: %+v, want %+v", c.path, got, c.want)
+		}
+		for i := range got {
+			if got[i] != c.want[i] {
+				t.Errorf("GET %s entry %d = %+v, want %+v", c.path, i, got[i], c.want[i])
+			}
+		}
+	}
+}
+
+// newLogTestEnv serves two alerts' transitions: 10min_cpu_usage (id 1)
+// CLEAR, WARNING, CRITICAL, CLEAR and 10min_cpu_iowait (id 2) CLEAR,
+// WARNING, interleaved (unique ids 10 to 15).
+func newLogTestEnv(t *testing.T) *testEnv {
+	return newTestEnv(t, func(o *Options) {
+		now := o.Now().Unix()
 		tr := func(uid uint64, id uint32, name string, ago int64, from, to health.Status) health.Transition {
 			return health.Transition{UniqueID: uid, AlertID: id, Name: name, Chart: "system.cpu", Context: "system.cpu",
 				When: now - ago, OldStatus: from, NewStatus: to, OldValue: math.NaN(), NewValue: 1, Units: "%"}
@@ -31,12 +64,23 @@ func TestAlarmLogDurations(t *testing.T) {
 			tr(15, 1, "10min_cpu_usage", 200, health.StatusCritical, health.StatusClear),
 		}}
 	})
+}
+
+// TestAlarmLogLinks: each alarm_log entry names the entry of its alert
+// it follows (updates_id) and, once superseded, the one that followed it
+// (updated_by_id, with updated true), as Netdata's log links them (its
+// reference log: every entry an alert's newer entry follows is updated,
+// the newest is not), so a script keeping only the current entries
+// (updated false) sees each alert once.
+func TestAlarmLogLinks(t *testing.T) {
+	env := newLogTestEnv(t)
 	type entry struct {
-		UniqueID         uint64 `json:"unique_id"`
-		Duration         int64  `json:"duration"`
-		NonClearDuration int64  `json:"non_clear_duration"`
+		UniqueID    uint64 `json:"unique_id"`
+		Updated     bool   `json:"updated"`
+		UpdatedByID uint64 `json:"updated_by_id"`
+		UpdatesID   uint64 `json:"updates_id"`
 	}
-	want := []entry{{15, 300, 400}, {14, 450, 0}, {13, 100, 100}, {12, 400, 0}, {11, 0, 0}, {10, 0, 0}}
+	want := []entry{{15, false, 0, 13}, {14, false, 0, 11}, {13, true, 15, 12}, {12, true, 13, 10}, {11, true, 14, 0}, {10, true, 12, 0}}
 	for _, c := range []struct {
 		path string
 		want []entry

@@ -184,39 +184,47 @@ type alarmLogEntry struct {
 	OldValue           nullFloat `json:"old_value"`
 }
 
-// logDurations are the durations Netdata's alert log gives a transition:
-// how long its alert had been in the transition's old status (from the
-// alert's transition before it; 0 for an alert's first), and how long
-// the alert had been raised without a break up to it, so a CLEAR entry
-// says how long the alert it clears was raised.
-type logDurations struct{ duration, nonClear int64 }
+// logChain is what Netdata's alert log derives for a transition from the
+// alert's transitions before and after it: how long the alert had been
+// in the transition's old status (from its transition before; 0 for an
+// alert's first), how long it had been raised without a break up to it
+// (so a CLEAR entry says how long the alert it clears was raised), the
+// transition it follows (updates) and the one that followed it
+// (updatedBy; 0 while it is the alert's newest).
+type logChain struct {
+	duration, nonClear int64
+	updates, updatedBy uint64
+}
 
-// transitionDurations computes logDurations for each of all (oldest
-// first), in the same order.
-func transitionDurations(all []health.Transition) []logDurations {
-	out := make([]logDurations, len(all))
+// logChains computes a logChain for each of all (oldest first), in the
+// same order.
+func logChains(all []health.Transition) []logChain {
+	out := make([]logChain, len(all))
 	prev := map[uint32]int{} // alert → index of its newest transition so far
 	for i, t := range all {
-		var d logDurations
+		var c logChain
 		if j, ok := prev[t.AlertID]; ok {
 			p := all[j]
-			d.duration = t.When - p.When
+			c.duration = t.When - p.When
 			if raised(p.OldStatus) && raised(p.NewStatus) {
-				d.nonClear = out[j].nonClear
+				c.nonClear = out[j].nonClear
 			}
+			c.updates = p.UniqueID
+			out[j].updatedBy = t.UniqueID
 		}
 		if raised(t.OldStatus) {
-			d.nonClear += d.duration
+			c.nonClear += c.duration
 		}
-		out[i] = d
+		out[i] = c
 		prev[t.AlertID] = i
 	}
 	return out
 }
 
 // alarmLog is Netdata's alarm_log (also v1's alert_transitions):
-// newest first, only entries with unique_id > after; duration and
-// non_clear_duration are transitionDurations'.
+// newest first, only entries with unique_id > after. duration,
+// non_clear_duration, updates_id and updated_by_id (with updated, true
+// once a newer entry of the alert follows) are logChains'.
 func (s *Server) alarmLog(ctx *fasthttp.RequestCtx, _ int) error {
 	var after uint64
 	if v, ok := arg(ctx, "after"); ok && v != "" {
@@ -227,7 +235,7 @@ func (s *Server) alarmLog(ctx *fasthttp.RequestCtx, _ int) error {
 		after = n
 	}
 	all := s.transitions(0)
-	durs := transitionDurations(all)
+	chains := logChains(all)
 	byAlert := map[uint32]health.Alert{}
 	for _, a := range s.alerts() {
 		byAlert[a.ID] = a
@@ -244,8 +252,9 @@ func (s *Server) alarmLog(ctx *fasthttp.RequestCtx, _ int) error {
 			AlarmEventID: t.UniqueID, ConfigHashID: configHashID(a),
 			Name: t.Name, Chart: t.Chart, Context: t.Context, Family: t.Family,
 			Class: a.Class, Component: a.Component, Type: a.Type, Processed: true,
-			Source: "built-in@peerdns/agent/health", Units: t.Units, When: t.When, Duration: durs[i].duration,
-			NonClearDuration: durs[i].nonClear, Status: string(t.NewStatus), OldStatus: string(t.OldStatus),
+			Updated: chains[i].updatedBy != 0, UpdatedByID: chains[i].updatedBy, UpdatesID: chains[i].updates,
+			Source: "built-in@peerdns/agent/health", Units: t.Units, When: t.When, Duration: chains[i].duration,
+			NonClearDuration: chains[i].nonClear, Status: string(t.NewStatus), OldStatus: string(t.OldStatus),
 			DelayUpToTimestamp: t.When, ValueString: formatValue(t.NewValue, t.Units, -1),
 			OldValueString: formatValue(t.OldValue, t.Units, -1), LastRepeat: "0", Silenced: "false",
 			Info: t.Info, Value: nullFloat(t.NewValue), OldValue: nullFloat(t.OldValue),

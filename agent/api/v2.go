@@ -575,7 +575,7 @@ var transitionFacets = []struct{ id, name string }{
 // the items counts. after and before keep the transitions of that
 // window, as Netdata's query of its transitions table does. old's
 // duration and raised_duration are alarm_log's duration and
-// non_clear_duration (transitionDurations).
+// non_clear_duration (logChains).
 func (s *Server) alertTransitionsV2(ctx *fasthttp.RequestCtx, ver int) error {
 	received := time.Now()
 	after, before, err := v2Window(ctx, s.now().Unix())
@@ -636,8 +636,8 @@ func (s *Server) alertTransitionsV2(ctx *fasthttp.RequestCtx, ver int) error {
 		}
 	}
 	all := s.transitions(0)
-	durs := transitionDurations(all)
-	durOf := map[uint64]logDurations{}
+	chains := logChains(all)
+	durOf := map[uint64]logChain{}
 	counts := map[string]map[string]int{}
 	order := map[string][]string{}
 	var matched []health.Transition
@@ -676,7 +676,7 @@ func (s *Server) alertTransitionsV2(ctx *fasthttp.RequestCtx, ver int) error {
 		}
 		if ok {
 			matched = append(matched, t)
-			durOf[t.UniqueID] = durs[i]
+			durOf[t.UniqueID] = chains[i]
 		}
 	}
 	sort.SliceStable(matched, func(i, j int) bool { return matched[i].UniqueID > matched[j].UniqueID })
