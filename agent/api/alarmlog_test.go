@@ -148,3 +148,31 @@ func TestAlertTransitionsDurations(t *testing.T) {
 		}
 	}
 }
+
+// TestAlarmsSelection: alarms and alarms_values list every alert for all
+// or all=true and the raised ones otherwise, the last of all and active
+// winning, as Netdata selects them: all=false (a dashboard toggle sent
+// off) lists the raised alerts, not every alert.
+func TestAlarmsSelection(t *testing.T) {
+	env := newTestEnv(t) // three alerts, one raised
+	for _, c := range []struct {
+		q    string
+		want int
+	}{
+		{"", 1}, {"?all", 3}, {"?all=true", 3}, {"?all=false", 1}, {"?all=0", 1},
+		{"?active", 1}, {"?all&active", 1}, {"?active&all", 3},
+	} {
+		for _, p := range []string{"/api/v1/alarms", "/api/v1/alarms_values"} {
+			r := env.get(t, p+c.q)
+			var body struct {
+				Alarms map[string]json.RawMessage `json:"alarms"`
+			}
+			if err := json.Unmarshal(r.body, &body); err != nil || r.status != 200 {
+				t.Fatalf("GET %s%s = %d %s (%v)", p, c.q, r.status, r.body, err)
+			}
+			if len(body.Alarms) != c.want {
+				t.Errorf("GET %s%s listed %d alarms, want %d", p, c.q, len(body.Alarms), c.want)
+			}
+		}
+	}
+}

@@ -130,8 +130,28 @@ func (s *Server) alarmsBody(ctx *fasthttp.RequestCtx, all bool) error {
 }
 
 func (s *Server) alarms(ctx *fasthttp.RequestCtx, _ int) error {
-	_, all := arg(ctx, "all")
-	return s.alarmsBody(ctx, all)
+	return s.alarmsBody(ctx, selectAll(ctx))
+}
+
+// selectAll reads alarms' and alarms_values' selection as Netdata does:
+// all (or all=true) lists every alert, active (or active=true) only the
+// raised ones, the last of them given wins, and any other value of
+// either (all=false, all=0) selects nothing, leaving the default of
+// raised alerts.
+func selectAll(ctx *fasthttp.RequestCtx) bool {
+	all := false
+	for k, v := range ctx.QueryArgs().All() {
+		if len(v) > 0 && string(v) != "true" {
+			continue
+		}
+		switch string(k) {
+		case "all":
+			all = true
+		case "active":
+			all = false
+		}
+	}
+	return all
 }
 
 // alertsAll (v2/v3 alerts) lists every alert unless ?active is given.
@@ -265,7 +285,7 @@ func (s *Server) alarmLog(ctx *fasthttp.RequestCtx, _ int) error {
 }
 
 func (s *Server) alarmsValues(ctx *fasthttp.RequestCtx, _ int) error {
-	_, all := arg(ctx, "all")
+	all := selectAll(ctx)
 	m := map[string]any{}
 	for _, a := range s.alerts() {
 		if all || raised(a.Status) {
