@@ -2,6 +2,7 @@ package api
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"testing"
 
@@ -173,6 +174,43 @@ func TestAlarmsSelection(t *testing.T) {
 			if len(body.Alarms) != c.want {
 				t.Errorf("GET %s%s listed %d alarms, want %d", p, c.q, len(body.Alarms), c.want)
 			}
+		}
+	}
+}
+
+// TestAlarmLogChart: alarm_log?chart= lists that chart's entries only,
+// as Netdata's does; an SRE asking for the RAM alerts' history is not
+// handed every chart's.
+func TestAlarmLogChart(t *testing.T) {
+	env := newTestEnv(t, func(o *Options) {
+		now := o.Now().Unix()
+		tr := func(uid uint64, id uint32, name, chart string) health.Transition {
+			return health.Transition{UniqueID: uid, AlertID: id, Name: name, Chart: chart, Context: chart,
+				When: now - 100 + int64(uid), OldStatus: health.StatusUninitialized, NewStatus: health.StatusClear,
+				OldValue: math.NaN(), NewValue: 1, Units: "%"}
+		}
+		o.Health = &fixedAlerts{trans: []health.Transition{
+			tr(1, 1, "10min_cpu_usage", "system.cpu"), tr(2, 2, "ram_in_use", "system.ram"), tr(3, 3, "10min_cpu_iowait", "system.cpu"),
+		}}
+	})
+	for _, c := range []struct {
+		q    string
+		want []uint64
+	}{{"", []uint64{3, 2, 1}}, {"?chart=system.cpu", []uint64{3, 1}}, {"?chart=system.ram&after=1", []uint64{2}}, {"?chart=no.such", nil}} {
+		r := env.get(t, "/api/v1/alarm_log"+c.q)
+		var got []struct {
+			UniqueID uint64 `json:"unique_id"`
+			Chart    string `json:"chart"`
+		}
+		if err := json.Unmarshal(r.body, &got); err != nil || r.status != 200 {
+			t.Fatalf("alarm_log%s = %d %s (%v)", c.q, r.status, r.body, err)
+		}
+		var ids []uint64
+		for _, e := range got {
+			ids = append(ids, e.UniqueID)
+		}
+		if fmt.Sprint(ids) != fmt.Sprint(c.want) {
+			t.Errorf("alarm_log%s = %v, want %v", c.q, ids, c.want)
 		}
 	}
 }

@@ -242,7 +242,8 @@ func logChains(all []health.Transition) []logChain {
 }
 
 // alarmLog is Netdata's alarm_log (also v1's alert_transitions):
-// newest first, only entries with unique_id > after. duration,
+// newest first, only entries with unique_id > after and, given chart=,
+// only that chart's (its id, as Netdata matches it). duration,
 // non_clear_duration, updates_id and updated_by_id (with updated, true
 // once a newer entry of the alert follows) are logChains'.
 func (s *Server) alarmLog(ctx *fasthttp.RequestCtx, _ int) error {
@@ -254,6 +255,7 @@ func (s *Server) alarmLog(ctx *fasthttp.RequestCtx, _ int) error {
 		}
 		after = n
 	}
+	chart, _ := arg(ctx, "chart")
 	all := s.transitions(0)
 	chains := logChains(all)
 	byAlert := map[uint32]health.Alert{}
@@ -263,7 +265,7 @@ func (s *Server) alarmLog(ctx *fasthttp.RequestCtx, _ int) error {
 	tz, off := s.host.zone()
 	out := make([]alarmLogEntry, 0, len(all))
 	for i, t := range all {
-		if t.UniqueID <= after {
+		if t.UniqueID <= after || chart != "" && t.Chart != chart {
 			continue
 		}
 		a := byAlert[t.AlertID]
