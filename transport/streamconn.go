@@ -384,15 +384,39 @@ func (c *streamConn) protocolError(err error) {
 	c.shut(err)
 }
 
+// OpenStream opens a stream, waiting (until ctx ends) while the peer has
+// not accepted yamux's AcceptBacklog of the streams opened before: as
+// QUIC's OpenStream waits for stream credit. yamux's own OpenStream
+// waits for that with no way out but the session's end (a peer that
+// never accepts has it closed after StreamOpenTimeout, 75 s), so it runs
+// apart; one given up on is closed once it opens.
 func (c *streamConn) OpenStream(ctx context.Context) (Stream, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	st, err := c.sess.OpenStream()
-	if err != nil {
-		return nil, err
+	type opened struct {
+		st  *yamux.Stream
+		err error
 	}
-	return &yamuxStream{Stream: st}, nil
+	ch := make(chan opened, 1)
+	go func() {
+		st, err := c.sess.OpenStream()
+		ch <- opened{st, err}
+	}()
+	select {
+	case o := <-ch:
+		if o.err != nil {
+			return nil, o.err
+		}
+		return &yamuxStream{Stream: o.st}, nil
+	case <-ctx.Done():
+		go func() {
+			if o := <-ch; o.err == nil {
+				_ = o.st.Close()
+			}
+		}()
+		return nil, ctx.Err()
+	}
 }
 
 func (c *streamConn) AcceptStream(ctx context.Context) (Stream, error) {
