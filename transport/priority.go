@@ -139,16 +139,21 @@ func (o *sendOrder) after() {
 }
 
 // waited moves the stream up: its write waited waitLimit. The write
-// still waits, so the timer watches it again.
+// still waits, so the timer watches it again, until the stream is at
+// topUrgency and round-robin: then nothing is left to move, and a write
+// that waits on (a peer that does not read) costs no timer.
 func (o *sendOrder) waited() {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if !o.watched {
 		return
 	}
-	if o.level > topUrgency {
+	switch {
+	case o.level > topUrgency:
 		o.level--
-	} else {
+	case o.waitedTop:
+		return
+	default:
 		o.waitedTop = true
 	}
 	o.setLocked(o.level, o.waitedTop || o.incremental)
