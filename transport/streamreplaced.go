@@ -57,20 +57,30 @@ func (c *streamConn) closeFor(reason string, err error) {
 }
 
 // hangUp writes the replaced notice after any control write in progress
-// and closes the byte stream once the peer has (or at the bound).
+// and closes the byte stream once the peer has (or at the bound). The
+// bound holds whatever the write waits for: a Send before it that waits
+// for a peer not reading (up to WriteTimeout), or yamux's send queue; the
+// write left waiting fails once the session is closed.
 func (c *streamConn) hangUp() {
-	deadline := time.Now().Add(replacedLinger)
-	c.wmu.Lock()
-	_ = c.ctrl.SetWriteDeadline(deadline)
-	_, err := c.ctrl.Write(replacedFrame)
-	c.wmu.Unlock()
-	if err == nil {
-		t := time.NewTimer(time.Until(deadline))
-		select {
-		case <-c.sess.CloseChan():
-		case <-t.C:
+	bound := time.NewTimer(replacedLinger)
+	defer bound.Stop()
+	written := make(chan error, 1)
+	go func() {
+		c.wmu.Lock()
+		defer c.wmu.Unlock()
+		_ = c.ctrl.SetWriteDeadline(time.Now().Add(replacedLinger))
+		_, err := c.ctrl.Write(replacedFrame)
+		written <- err
+	}()
+	select {
+	case err := <-written:
+		if err == nil {
+			select {
+			case <-c.sess.CloseChan():
+			case <-bound.C:
+			}
 		}
-		t.Stop()
+	case <-bound.C:
 	}
 	_ = c.sess.Close()
 	_ = c.raw.Close()
