@@ -284,6 +284,16 @@ func (c *streamConn) Done() <-chan struct{} {
 	return c.closed
 }
 
+// isClosed reports whether c is closed for our side (Done).
+func (c *streamConn) isClosed() bool {
+	select {
+	case <-c.closed:
+		return true
+	default:
+		return false
+	}
+}
+
 func (c *streamConn) Err() error {
 	c.errMu.Lock()
 	defer c.errMu.Unlock()
@@ -354,6 +364,11 @@ func (c *streamConn) Send(m *messages.Envelope) error {
 	}
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
+	// Closed for our side: a link closed as replaced keeps its byte
+	// stream a moment for the notice (hangUp), and nothing may follow it.
+	if c.isClosed() {
+		return fmt.Errorf("send %s to %.16s: %w", m.Kind, c.peer, ErrClosed)
+	}
 	_ = c.ctrl.SetWriteDeadline(time.Now().Add(c.cfg.WriteTimeout))
 	if _, err := c.ctrl.Write(b); err != nil {
 		if c.Err() == nil {
@@ -393,6 +408,9 @@ func (c *streamConn) protocolError(err error) {
 func (c *streamConn) OpenStream(ctx context.Context) (Stream, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
+	}
+	if c.isClosed() {
+		return nil, ErrClosed
 	}
 	type opened struct {
 		st  *yamux.Stream
