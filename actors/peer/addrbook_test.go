@@ -142,3 +142,46 @@ func impersonateMem(t *testing.T, evil, a *testNode) transport.Conn {
 	conn.Send(&messages.Envelope{Kind: messages.KindAccept, Accept: &messages.Accept{}})
 	return conn
 }
+
+// TestHearsayAddressesAreNotPassedOn: a writer's peer list names B, a
+// peer A was connected to, at addresses B never had. A keeps them to try
+// (B may have moved), but its samples and lists pass on only the
+// addresses B's own sessions gave: C, which hears of B from A alone (B
+// is down, the liar is a raw connection to A), learns B's address and
+// none of the made-up ones, so they cannot go from book to book.
+func TestHearsayAddressesAreNotPassedOn(t *testing.T) {
+	nodes := memMesh(t, "A", "B", "E")
+	a, b, evil := nodes[0], nodes[1], nodes[2]
+	conn := impersonateMem(t, evil, a)
+	var bogus []string
+	for i := range maxAddrsPerPeer - 1 {
+		bogus = append(bogus, fmt.Sprintf("198.51.100.%d:7740", i+1))
+	}
+	conn.Send(&messages.Envelope{Kind: messages.KindPeers, Peers: []messages.PeerInfo{{ID: b.id.ID(), Addrs: bogus}}})
+	entry := func(n *testNode, id string) []string {
+		for _, p := range diag(t, n).Peers {
+			if p.ID == id {
+				return p.Addrs
+			}
+		}
+		return nil
+	}
+	testutil.Eventually(t, 10*time.Second, func() error {
+		if got := entry(a, b.id.ID()); !slices.Contains(got, bogus[0]) {
+			return fmt.Errorf("A's entry for B: %v", got)
+		}
+		return nil
+	})
+	b.stop()
+	c := newTestNode(t, "C", nodeOpts{mem: a.opts.mem, join: a.invite(0)})
+	// A's sample names B with every address it passes on at once.
+	testutil.Eventually(t, 15*time.Second, func() error {
+		if got := entry(c, b.id.ID()); !slices.Contains(got, b.addr) {
+			return fmt.Errorf("C's entry for B: %v, want B's address %s", got, b.addr)
+		}
+		return nil
+	})
+	if got := entry(c, b.id.ID()); slices.ContainsFunc(got, func(s string) bool { return slices.Contains(bogus, s) }) {
+		t.Fatalf("C's entry for B = %v: A passed on addresses only E's list named", got)
+	}
+}

@@ -16,6 +16,12 @@ import (
 type knownPeer struct {
 	Addrs    []string `json:"addrs"`
 	LastSeen int64    `json:"lastSeen"` // unix ms
+	// Own are those of Addrs the peer's sessions with us gave (where we
+	// reached it, where it came from, its hellos'); the rest came from
+	// other peers' lists and samples. Only Own are passed on (peer
+	// lists, samples): an address a writer made up for another peer
+	// would otherwise go from book to book.
+	Own []string `json:"own,omitempty"`
 }
 
 const knownPrefix = "peer:"
@@ -66,7 +72,7 @@ func (a *Actor) exchange(c actor.Context) {
 		}
 		addrs := []string{}
 		if k := a.known[id]; k != nil {
-			addrs = append(addrs, k.Addrs...)
+			addrs = append(addrs, k.Own...) // never what others said of it
 		}
 		list = append(list, messages.PeerInfo{ID: id, Addrs: addrs})
 		to = append(to, e)
@@ -265,9 +271,10 @@ func (a *Actor) remember(id string, addrs []string, seen bool) {
 	var changed bool
 	if seen && len(addrs) > 0 {
 		own, _ := mergeAddrs(nil, addrs, maxAddrsPerPeer)
-		own, _ = mergeAddrs(own, k.Addrs, maxAddrsPerPeer)
-		changed = !slices.Equal(own, k.Addrs)
-		k.Addrs = own
+		own, _ = mergeAddrs(own, k.Own, maxAddrsPerPeer)
+		all, _ := mergeAddrs(slices.Clone(own), k.Addrs, maxAddrsPerPeer)
+		changed = !slices.Equal(all, k.Addrs) || !slices.Equal(own, k.Own)
+		k.Addrs, k.Own = all, own
 	} else {
 		k.Addrs, changed = mergeAddrs(k.Addrs, addrs, maxAddrsPerPeer)
 	}
@@ -348,6 +355,11 @@ func (a *Actor) loadKnown() {
 		if !messages.ValidPeerID(id) || json.Unmarshal([]byte(kv.Value), &k) != nil {
 			a.log.Warn("ignoring bad known peer record", "key", kv.Key)
 			continue
+		}
+		if k.LastSeen != 0 && k.Own == nil {
+			// Saved before Own was kept: its addresses count as the
+			// peer's own, as they did then.
+			k.Own = slices.Clone(k.Addrs)
 		}
 		if id != a.self {
 			a.known[id] = &k

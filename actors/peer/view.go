@@ -426,12 +426,14 @@ func (a *Actor) sample(to string) []messages.PeerInfo {
 			}
 			seen[id] = true
 			k := a.known[id]
-			if k == nil || len(k.Addrs) == 0 || k.LastSeen == 0 {
-				// Only peers we were connected to: an address a peer
-				// made up is never passed on, so it cannot circulate.
+			if k == nil || len(k.Own) == 0 || k.LastSeen == 0 {
+				// Only peers we were connected to, at the addresses
+				// their sessions gave us: an address another peer's
+				// list named for them (made up, perhaps) is never
+				// passed on, so it cannot circulate.
 				continue
 			}
-			out = append(out, messages.PeerInfo{ID: id, Addrs: append([]string(nil), k.Addrs...)})
+			out = append(out, messages.PeerInfo{ID: id, Addrs: append([]string(nil), k.Own...)})
 		}
 	}
 	active := make([]string, 0, len(a.sessions))
