@@ -185,3 +185,47 @@ func TestHearsayAddressesAreNotPassedOn(t *testing.T) {
 		t.Fatalf("C's entry for B = %v: A passed on addresses only E's list named", got)
 	}
 }
+
+// TestHearsayAddressesOfAKnownPeerAreGivenUp: a writer's peer list
+// names B, a peer A was connected to, at addresses B never had. Once B
+// is down A dials them, as it dials any address of a known peer, but
+// like every address learned second hand that never answered they are
+// dropped after giveUpAfter attempts; B's own address is kept (and
+// dialed) for when B comes back. (A lying writer made every node that
+// took its list dial addresses of its choice for as long as the peer it
+// named stayed away.)
+func TestHearsayAddressesOfAKnownPeerAreGivenUp(t *testing.T) {
+	nodes := memMesh(t, "A", "B", "E")
+	a, b, evil := nodes[0], nodes[1], nodes[2]
+	conn := impersonateMem(t, evil, a)
+	var bogus []string
+	for i := range maxAddrsPerPeer - 1 {
+		bogus = append(bogus, fmt.Sprintf("198.51.100.%d:7740", i+1))
+	}
+	conn.Send(&messages.Envelope{Kind: messages.KindPeers, Peers: []messages.PeerInfo{{ID: b.id.ID(), Addrs: bogus}}})
+	entry := func() []string {
+		for _, p := range diag(t, a).Peers {
+			if p.ID == b.id.ID() {
+				return p.Addrs
+			}
+		}
+		return nil
+	}
+	testutil.Eventually(t, 10*time.Second, func() error {
+		if got := entry(); !slices.Contains(got, bogus[0]) {
+			return fmt.Errorf("A's entry for B: %v", got)
+		}
+		return nil
+	})
+	b.stop()
+	testutil.Eventually(t, 20*time.Second, func() error {
+		got := entry()
+		if slices.ContainsFunc(got, func(s string) bool { return slices.Contains(bogus, s) }) {
+			return fmt.Errorf("A's entry for B = %v: addresses only E's list named are still dialed", got)
+		}
+		if !slices.Contains(got, b.addr) {
+			return fmt.Errorf("A's entry for B = %v lost B's own address %s", got, b.addr)
+		}
+		return nil
+	})
+}

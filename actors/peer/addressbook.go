@@ -24,6 +24,10 @@ type knownPeer struct {
 	Own []string `json:"own,omitempty"`
 }
 
+// hearsay reports whether addr is one only other peers named for it:
+// its dialer gives up on it after giveUpAfter failures (forgetAddr).
+func (k *knownPeer) hearsay(addr string) bool { return !slices.Contains(k.Own, addr) }
+
 const knownPrefix = "peer:"
 
 // Caps that keep a hostile peer exchange from growing state without bound.
@@ -246,7 +250,7 @@ func (a *Actor) learnWriter(p messages.PeerInfo) {
 	a.remember(p.ID, p.Addrs, false)
 	if k := a.known[p.ID]; k != nil && a.sessions[p.ID] == nil {
 		for _, addr := range k.Addrs {
-			a.startDialer(addr, p.ID, dialOpts{mutual: true, giveUp: k.LastSeen == 0, retire: true})
+			a.startDialer(addr, p.ID, dialOpts{mutual: true, giveUp: k.hearsay(addr), retire: true})
 		}
 	}
 }
@@ -317,18 +321,18 @@ func (a *Actor) forgetOneUnseen() bool {
 	return false
 }
 
-// forgetAddr drops an address that never worked from every peer we never
-// saw that lists it (dialers are per address), and such a peer itself once
-// it has no address left.
+// forgetAddr drops an address that never worked from every peer that
+// lists it only on others' word (dialers are per address), and a peer we
+// never saw once it has no address left.
 func (a *Actor) forgetAddr(id, addr string) {
 	a.dropDialer(addr)
 	for pid, k := range a.known {
-		if k.LastSeen != 0 || !slices.Contains(k.Addrs, addr) {
+		if !k.hearsay(addr) || !slices.Contains(k.Addrs, addr) {
 			continue
 		}
 		k.Addrs = slices.DeleteFunc(k.Addrs, func(s string) bool { return s == addr })
 		var err error
-		if len(k.Addrs) == 0 {
+		if len(k.Addrs) == 0 && k.LastSeen == 0 {
 			delete(a.known, pid)
 			err = a.d.Node.Delete(knownPrefix + pid)
 		} else {

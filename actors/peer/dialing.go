@@ -158,7 +158,7 @@ func (a *Actor) refillDialers(beyond map[string]bool) {
 		}
 		k := a.known[id]
 		for _, addr := range k.Addrs {
-			a.startDialer(addr, id, dialOpts{mutual: true, giveUp: k.LastSeen == 0, retire: true})
+			a.startDialer(addr, id, dialOpts{mutual: true, giveUp: k.hearsay(addr), retire: true})
 		}
 		want--
 	}

@@ -560,7 +560,7 @@ func (a *Actor) onNetwork(c actor.Context, key, root string) {
 	}
 	for id, k := range a.known {
 		for _, addr := range k.Addrs {
-			a.startDialer(addr, id, dialOpts{mutual: true, giveUp: k.LastSeen == 0, retire: true})
+			a.startDialer(addr, id, dialOpts{mutual: true, giveUp: k.hearsay(addr), retire: true})
 		}
 	}
 	a.publishHint()
