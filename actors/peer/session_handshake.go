@@ -165,7 +165,9 @@ func (s *session) maybeEstablish(c actor.Context) {
 	s.cfg.conn.Admit()
 	c.Send(c.Parent(), &sessionUp{pid: c.Self(), id: s.peer, hello: s.peerHello, remote: s.cfg.conn.RemoteAddr().String(), out: s.cfg.conn.Outbound()})
 	s.peerVV = messages.VersionVector{}
-	s.sentVV, s.sentAt, s.lastPeerVV = messages.VersionVector{}, map[string]time.Time{}, messages.VersionVector{}
+	// lastPeerVV stays nil until the peer's first vector: that one is
+	// answered with everything (syncFirst, session_sync.go).
+	s.sentVV, s.sentAt = messages.VersionVector{}, map[string]time.Time{}
 	s.sendVV(c, messages.KindVV)
 	if s.lz.pruned { // we have feeds enough: our pushes to the peer go on (session_lazy.go)
 		s.enqueue(&messages.Envelope{Kind: messages.KindPrune, Overlay: &messages.Overlay{}})
