@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -361,6 +362,31 @@ func TestClientOfLocalServer(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// A server on the client's node whose target refuses is one provider of
+// the key among others: a peer serving the same seed (a second machine)
+// carries the connection, as the next provider does when a peer's target
+// refuses.
+func TestLocalTargetDownTriesPeers(t *testing.T) {
+	testutil.NoLeaks(t)
+	tn := newTestNet(t, false)
+	a, b := tn.node(nil), tn.node(nil)
+	connect(t, a, b)
+	down := targetOpts(net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(t))))
+	down.Key = "two machines"
+	up := targetOpts(echoServer(t))
+	up.Key = down.Key
+	sid, url := a.createServer(down)
+	b.createServer(up)
+	a.own("ha.p2p")
+	_, addr := a.createClient("ha.p2p", url)
+	if err := dialEcho(addr, []byte("through the peer")); err != nil {
+		t.Fatal(err)
+	}
+	if e := a.server(sid).Info.LastError; !strings.Contains(e, "dial") {
+		t.Fatalf("local server's lastError %q, want its failed dial", e)
+	}
 }
 
 // A bind that fails leaves the client in error with the reason; the

@@ -367,12 +367,14 @@ func (r *clientRun) route() (remote side, extra []*stats, done func(), err error
 
 // route finds the server for a new connection to key: a server on this
 // node that key reaches (registry.local: never a secure one by its
-// announced id) is dialed directly (its target, no stream); otherwise each
-// provider of the plain id, then each provider of the secure id, until a
-// stream opens and its handshake is accepted. extra are the local
-// server's counters (nil for a stream); done releases what route took.
-// Shared by tunnel clients and the Dialer.
+// announced id) is dialed directly (its target, no stream); otherwise, or
+// when that dial fails (a peer may serve the same seed), each provider of
+// the plain id, then each provider of the secure id, until a stream opens
+// and its handshake is accepted. extra are the local server's counters
+// (nil for a stream); done releases what route took. Shared by tunnel
+// clients and the Dialer.
 func route(ctx context.Context, d Deps, reg *registry, k clientKey) (remote side, extra []*stats, done func(), err error) {
+	last := errNoServer
 	if h := reg.local(k); h != nil {
 		if h.udp {
 			return nil, nil, nil, fmt.Errorf("local server %s is a udp tunnel", h.id)
@@ -383,24 +385,23 @@ func route(ctx context.Context, d Deps, reg *registry, k clientKey) (remote side
 			h.ev.dataPath(slog.LevelWarn, h.id, "refused local tunnel connection: tunnel is at its stream cap", "cap", h.maxStreams)
 			return nil, nil, nil, fmt.Errorf("local server %s: too many streams", h.id)
 		}
-		tc, err := h.dialTarget(ctx)
-		if err != nil {
+		if tc, err := h.dialTarget(ctx); err != nil {
 			h.release()
 			h.stats.fail("dial " + h.target + ": " + err.Error())
-			return nil, nil, nil, fmt.Errorf("local server %s: dial %s: %w", h.id, h.target, err)
+			last = fmt.Errorf("local server %s: dial %s: %w", h.id, h.target, err)
+		} else {
+			t := tcpSide{tc}
+			if remove, ok := h.conns.add(t.abort); ok {
+				return t, []*stats{h.stats}, func() { remove(); h.release() }, nil
+			}
+			// The server stopped meanwhile: a peer may serve the key too.
+			h.release()
+			t.abort()
 		}
-		t := tcpSide{tc}
-		if remove, ok := h.conns.add(t.abort); ok {
-			return t, []*stats{h.stats}, func() { remove(); h.release() }, nil
-		}
-		// The server stopped meanwhile: a peer may serve the key too.
-		h.release()
-		t.abort()
 	}
 	if d.Mesh == nil {
-		return nil, nil, nil, errNoServer
+		return nil, nil, nil, last
 	}
-	last := errNoServer
 	for _, c := range []struct {
 		id     string
 		secret []byte

@@ -52,8 +52,10 @@
 // that is non-secure with the plain id or secure with the secure id (a
 // secure server's announced id, which every peer sees, does not reach
 // it here either), the providers of the plain id (no proof), then
-// the providers of the secure id (with proof). The plain id is only sent
-// to peers that announce it, which know it already.
+// the providers of the secure id (with proof); a server on this node
+// whose target cannot be dialed is passed over as a provider whose
+// target refuses is (a peer may serve the same seed). The plain id is
+// only sent to peers that announce it, which know it already.
 //
 // # Stream handshake
 //
