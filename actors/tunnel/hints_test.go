@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
+	"peerdns/internal/testutil"
 	"peerdns/messages"
 )
 
@@ -34,4 +36,33 @@ func (h *hintLog) has(typ string) error {
 		return fmt.Errorf("no %s hint in %v", typ, h.types)
 	}
 	return nil
+}
+
+func (h *hintLog) count(typ string) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.types[typ]
+}
+
+// subscribe-all and unsubscribe-all broadcast update-tunnel-clients (the
+// spec's Broadcast column) whether or not they made or deleted a client:
+// the subscribe-all domains are listed with the clients.
+func TestSubscribeAllHints(t *testing.T) {
+	testutil.NoLeaks(t)
+	tn := newTestNet(t, false)
+	// The test ledger does not answer GetDomainTargets: the domain's
+	// services are not learnt, and no client is made.
+	n := tn.node(func(d *Deps) { d.ClaimTimeout = 50 * time.Millisecond })
+	hints := subscribeHints(t, n)
+	for i, req := range []any{&messages.SubscribeAll{Domain: "quiet.p2p"}, &messages.UnsubscribeAll{Domain: "quiet.p2p"}} {
+		if r := ask[*messages.SubscriptionReply](t, n, req); r.Err != nil {
+			t.Fatalf("%T: %v", req, r.Err)
+		}
+		testutil.Eventually(t, 5*time.Second, func() error {
+			if got := hints.count(messages.HintTunnelClients); got <= i {
+				return fmt.Errorf("after %T: %d update-tunnel-clients hints, want %d", req, got, i+1)
+			}
+			return nil
+		})
+	}
 }

@@ -123,6 +123,7 @@ func (a *Actor) subscribeAll(c actor.Context, domain string) {
 	}
 	a.subAll[d] = true
 	a.ev.emit(slog.LevelInfo, "", "subscribed to all services of the domain", "domain", d)
+	a.ev.hint(messages.HintTunnelClients) // the domain is listed with the clients, services or not
 	if a.d.Ledger == nil {
 		c.Respond(&messages.SubscriptionReply{})
 		return
@@ -173,6 +174,7 @@ func (a *Actor) unsubscribeAll(c actor.Context, domain string) {
 		}
 	}
 	delete(a.subAll, d)
+	a.ev.hint(messages.HintTunnelClients) // as subscribeAll's, subscriptions or not
 	var pids []*actor.PID
 	for _, id := range a.sortedClientIDs() {
 		e := a.clients[id]
