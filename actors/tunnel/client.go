@@ -369,8 +369,9 @@ func (r *clientRun) route() (remote side, extra []*stats, done func(), err error
 // node that key reaches (registry.local: never a secure one by its
 // announced id) is dialed directly (its target, no stream); otherwise, or
 // when that dial fails (a peer may serve the same seed), each provider of
-// the plain id, then each provider of the secure id, until a stream opens
-// and its handshake is accepted. extra are the local server's counters
+// the plain id, then each provider of the secure id (those that proved
+// the id first: proofs.first), until a stream opens and its handshake is
+// accepted. extra are the local server's counters
 // (nil for a stream); done releases what route took. Shared by tunnel
 // clients and the Dialer.
 func route(ctx context.Context, d Deps, reg *registry, k clientKey) (remote side, extra []*stats, done func(), err error) {
@@ -406,7 +407,7 @@ func route(ctx context.Context, d Deps, reg *registry, k clientKey) (remote side
 		id     string
 		secret []byte
 	}{{k.Plain, nil}, {k.Secure, k.Secret}} {
-		for _, p := range d.Mesh.Providers(c.id) {
+		for _, p := range proofs.first(d.Mesh.Providers(c.id), c.id) {
 			conn, ok := d.Mesh.Conn(p)
 			if !ok {
 				continue

@@ -78,7 +78,9 @@
 // can announce an id it saw in another's announcement or in a claim),
 // so a client that gets an accepting reply without a valid proof ends
 // that stream and tries the next provider: an impostor that sorts first
-// among the providers costs a round trip, never the traffic. A client
+// among the providers costs a round trip (one that never answers, the
+// handshake timeout), never the traffic, and only until a provider
+// proved the id: the providers that proved it are tried first. A client
 // asks it once per peer and tunnel: a later open to a peer that proved
 // the id says TunnelOpen.Proven, and the reply carries none (the peer id
 // is the key of the session the proof was bound to).

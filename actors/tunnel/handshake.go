@@ -144,6 +144,26 @@ func (p *provenSet) known(c transport.Conn, id string) bool {
 	return ok
 }
 
+// first orders peers, providers of id, with those that proved they hold
+// its key first, the others after in their order: a provider that
+// announces the id without the key (an impostor that sorts first, one
+// that never answers and holds each open until the handshake timeout)
+// costs a client's opens only until the holder proved the id.
+func (p *provenSet) first(peers []string, id string) []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([]string, 0, len(peers))
+	var rest []string
+	for _, peer := range peers {
+		if _, ok := p.m[provenKey{peer, id}]; ok {
+			out = append(out, peer)
+		} else {
+			rest = append(rest, peer)
+		}
+	}
+	return append(out, rest...)
+}
+
 func (p *provenSet) add(c transport.Conn, id string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -164,3 +164,53 @@ func impostor(t *testing.T, tn *testNet, a, b *testNode, handle func(transport.C
 		t.Fatalf("providers %v, want the impostor first", p)
 	}
 }
+
+// A peer that announces a server's id and then says nothing holds each
+// open it gets until the handshake timeout. Once the real server proved
+// the id, it is tried first: the silent impostor delays the first
+// connection (or flow) of a client, not every one.
+func TestSilentImpostorDelaysOnlyTheFirstOpen(t *testing.T) {
+	for _, udp := range []bool{false, true} {
+		t.Run(map[bool]string{false: "tcp", true: "udp"}[udp], func(t *testing.T) {
+			testutil.NoLeaks(t)
+			tn := newTestNet(t, true)
+			a := tn.node(nil)
+			b := tn.node(func(d *Deps) { d.HandshakeTimeout = 500 * time.Millisecond })
+			connect(t, a, b)
+			o := targetOpts(echoServer(t))
+			if udp {
+				o = targetOpts(udpEcho(t))
+				o.UDP = true
+			}
+			_, url := a.createServer(o)
+			var opened atomic.Int64
+			impostor(t, tn, a, b, func(_ transport.Conn, s transport.Stream) {
+				defer s.Abort()
+				_ = s.SetDeadline(time.Now().Add(5 * time.Second))
+				if _, err := readOpen(s); err != nil {
+					return
+				}
+				opened.Add(1)
+				_, _ = io.Copy(io.Discard, s) // silent until the client gives up
+			})
+			b.own("silent.p2p")
+			const opens = 4
+			if udp {
+				_, addr := b.createUDPClient("silent.p2p", url)
+				for i := range opens { // a flow per socket
+					udpAsk(t, udpSocket(t, addr), fmt.Sprint("flow ", i))
+				}
+			} else {
+				_, addr := b.createClient("silent.p2p", url)
+				for i := range opens {
+					if err := dialEcho(addr, []byte("to the real server")); err != nil {
+						t.Fatalf("connection %d: %v", i, err)
+					}
+				}
+			}
+			if got := opened.Load(); got != 1 {
+				t.Fatalf("the impostor held %d of %d opens, want the first only", got, opens)
+			}
+		})
+	}
+}

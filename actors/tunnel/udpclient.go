@@ -409,7 +409,7 @@ func (f *clientFlow) route() error {
 		id     string
 		secret []byte
 	}{{k.Plain, nil}, {k.Secure, k.Secret}} {
-		for _, p := range r.d.Mesh.Providers(c.id) {
+		for _, p := range proofs.first(r.d.Mesh.Providers(c.id), c.id) {
 			conn, ok := r.d.Mesh.Conn(p)
 			if !ok {
 				continue
