@@ -20,6 +20,11 @@ type AddDomain struct {
 	Domain string
 	Hash   string
 	SSL    bool
+	// KeepSSL: when the local writer's claim of Domain has Hash already,
+	// its ssl flag stays and SSL is not looked at (a tunnel server
+	// claiming its domain again at its start must not undo add-domain's
+	// ssl).
+	KeepSSL bool
 	// Asked is when the asker sent the request (zero: when the ledger
 	// takes it): the ledger answers within its wait limit of it, so an
 	// asker that stops waiting after a few seconds gets an answer even

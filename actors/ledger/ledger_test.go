@@ -129,6 +129,41 @@ func TestSingleNodeClaimResolvesAndSurvivesRestart(t *testing.T) {
 	})
 }
 
+// An AddDomain with KeepSSL (a tunnel server claiming its domain again at
+// its start) keeps the ssl flag of the local writer's claim when its hash
+// is the same, whatever the case of its hex; with another hash it sets
+// SSL as sent.
+func TestAddDomainKeepSSL(t *testing.T) {
+	l := newTestLedger(t, t.TempDir())
+	sslOf := func(step string, want bool) {
+		t.Helper()
+		testutil.Eventually(t, 5*time.Second, func() error {
+			if d, ok := l.pub.Load().Lookup("tls.p2p"); !ok || d.SSL != want {
+				return fmt.Errorf("%s: tls.p2p = %+v, want ssl %v", step, d, want)
+			}
+			return nil
+		})
+	}
+	for _, tt := range []struct {
+		step string
+		add  messages.AddDomain
+		ssl  bool
+	}{
+		{"add-domain ssl", messages.AddDomain{Hash: hashA, SSL: true}, true},
+		{"the tunnel's claim again", messages.AddDomain{Hash: hashA, KeepSSL: true}, true},
+		{"again in capitals", messages.AddDomain{Hash: "hs://" + strings.ToUpper(hashA[5:]), KeepSSL: true}, true},
+		{"another key", messages.AddDomain{Hash: hashB, KeepSSL: true}, false},
+		{"add-domain ssl on that key", messages.AddDomain{Hash: hashB, SSL: true}, true},
+		{"add-domain turns it off", messages.AddDomain{Hash: hashB}, false},
+	} {
+		tt.add.Domain = "tls.p2p"
+		if r := ask[*messages.AddDomainReply](t, l, &tt.add); r.Err != nil {
+			t.Fatalf("%s: %v", tt.step, r.Err)
+		}
+		sslOf(tt.step, tt.ssl)
+	}
+}
+
 func TestRemoveDomain(t *testing.T) {
 	l := newTestLedger(t, t.TempDir())
 	if r := ask[*messages.RemoveDomainReply](t, l, &messages.RemoveDomain{Domain: "x.p2p"}); !errors.Is(r.Err, messages.ErrNotOwner) {

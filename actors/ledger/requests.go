@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -128,8 +129,11 @@ func (a *Actor) addDomain(c actor.Context, m *messages.AddDomain) {
 		reply(messages.ErrNotInitialised)
 		return
 	}
-	rec, _ := a.st.claim(name, a.st.self) // keep clients and services of an earlier claim
-	rec.Hash, rec.SSL = m.Hash, m.SSL
+	rec, had := a.st.claim(name, a.st.self) // keep clients and services of an earlier claim
+	if !m.KeepSSL || !had || !strings.EqualFold(rec.Hash, m.Hash) {
+		rec.SSL = m.SSL
+	}
+	rec.Hash = m.Hash
 	// Group commit: claims that arrive together are signed as one batched
 	// op in one transaction (commitQueuedClaims, after the mailbox burst);
 	// each is answered once committed and evaluated (the machine's waiters).

@@ -237,6 +237,37 @@ func TestServerClaimsDomain(t *testing.T) {
 	})
 }
 
+// A server claims its domain again at each start (the node's restart,
+// tunnel-restart) keeping the ssl flag its claim has (add-domain set it:
+// the edge reaches the target over HTTPS); a claim with ssl false had the
+// edge speak plain HTTP to it after every restart. The ledger keeps it
+// (actors/ledger TestAddDomainKeepSSL).
+func TestServerClaimKeepsSSL(t *testing.T) {
+	testutil.NoLeaks(t)
+	tn := newTestNet(t, false)
+	n := tn.node(nil)
+	sid, url := n.createServer(messages.TunnelServerOpts{Port: 8443, Domain: "tls.p2p", Key: "tls"})
+	claimed := func(after int) {
+		t.Helper()
+		testutil.Eventually(t, 5*time.Second, func() error {
+			adds := n.ledger.added()
+			if len(adds) <= after {
+				return errors.New("not claimed")
+			}
+			if a := adds[len(adds)-1]; a.Domain != "tls.p2p" || a.Hash != url || !a.KeepSSL {
+				return fmt.Errorf("claimed with %+v, want ssl kept", a)
+			}
+			return nil
+		})
+	}
+	claimed(0)
+	before := len(n.ledger.added())
+	if r := ask[*messages.TunnelWriteReply](t, n, &messages.RestartTunnelServer{ID: sid}); r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	claimed(before)
+}
+
 // A peer that opens a stream and says nothing is cut off after the
 // handshake timeout; one that sends garbage at once.
 func TestHandshakeTimeoutAndGarbage(t *testing.T) {

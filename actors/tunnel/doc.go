@@ -18,7 +18,8 @@
 //
 // A server actor owns one server's handle (target host:port, key, live
 // connections) and the claim of its domain (messages.AddDomain to the
-// ledger with the server's URL, answered back into Receive). A server
+// ledger with the server's URL at each start, keeping the ssl flag
+// add-domain gave the claim; answered back into Receive). A server
 // listens on nothing: peers reach it through the stream dispatch. A
 // client actor owns one listener on the domain's local IP and port, its
 // connections and the lookup of its server. A domain's port has at most

@@ -325,6 +325,7 @@ type fakeLedger struct {
 	pid    *actor.PID
 	mu     sync.Mutex
 	claims map[string]string
+	adds   []messages.AddDomain // every AddDomain, in order
 }
 
 func newFakeLedger(sys *actor.ActorSystem) *fakeLedger {
@@ -333,11 +334,19 @@ func newFakeLedger(sys *actor.ActorSystem) *fakeLedger {
 		if m, ok := c.Message().(*messages.AddDomain); ok {
 			f.mu.Lock()
 			f.claims[m.Domain] = m.Hash
+			f.adds = append(f.adds, *m)
 			f.mu.Unlock()
 			c.Respond(&messages.AddDomainReply{})
 		}
 	}))
 	return f
+}
+
+// added is every AddDomain so far.
+func (f *fakeLedger) added() []messages.AddDomain {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]messages.AddDomain(nil), f.adds...)
 }
 
 func (f *fakeLedger) claim(domain string) string {

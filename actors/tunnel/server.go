@@ -69,7 +69,9 @@ func (a *serverActor) stop(c actor.Context) {
 	a.ev.hint(messages.HintTunnel)
 }
 
-// claim asks the ledger to point domain at this server's key. The answer
+// claim asks the ledger to point domain at this server's key, keeping
+// the ssl flag of this node's claim when it has that key already (set by
+// add-domain; the claim is written again at every start). The answer
 // comes back into Receive (ReenterAfter), so Receive never waits on it.
 func (a *serverActor) claim(c actor.Context, domain string) {
 	id := a.e.rec.ID
@@ -77,7 +79,7 @@ func (a *serverActor) claim(c actor.Context, domain string) {
 		a.ev.emit(slog.LevelWarn, id, "no ledger: domain not claimed", "domain", domain)
 		return
 	}
-	f := c.RequestFuture(a.d.Ledger, &messages.AddDomain{Domain: domain, Hash: a.e.key.URL}, a.d.ClaimTimeout)
+	f := c.RequestFuture(a.d.Ledger, &messages.AddDomain{Domain: domain, Hash: a.e.key.URL, KeepSSL: true}, a.d.ClaimTimeout)
 	ev, st := a.ev, a.e.stats
 	c.ReenterAfter(f, func(res any, err error) {
 		if err == nil {
