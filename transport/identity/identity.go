@@ -4,6 +4,15 @@
 //
 // The file holds the 32-byte seed in hex followed by a newline. A seed is
 // enough to rebuild the key pair and keeps the file human-inspectable.
+// It is written durably on first start: to a temporary file that is
+// synced, renamed into place, and then its folder synced, so a power loss
+// soon after leaves no key (the next start makes one, as the first would
+// have) or the whole key, never a node that signed ledger ops with a key
+// it then forgets. A key file that is empty or cut short (left by a crash
+// on a filesystem that does not keep that order, or by a copy that did
+// not finish) is refused with an error that names it and says so: a new
+// key would be a new peer id, which the operator must choose by deleting
+// the file, not the node by itself.
 //
 // It lives under transport/ because the key is what a peer proves on
 // every connection (the TLS certificates are self-signed with it). What
@@ -68,7 +77,11 @@ func LoadOrCreate(path string) (*Identity, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read identity %s: %w", path, err)
 	}
-	seed, err := hex.DecodeString(strings.TrimSpace(string(b)))
+	s := strings.TrimSpace(string(b))
+	if len(s) < 2*ed25519.SeedSize {
+		return nil, fmt.Errorf("identity %s is empty or cut short (%d of %d hex digits): restore it from a backup, or delete it to start with a new key and a new peer id", path, len(s), 2*ed25519.SeedSize)
+	}
+	seed, err := hex.DecodeString(s)
 	if err != nil {
 		return nil, fmt.Errorf("identity %s: not a hex seed: %w", path, err)
 	}
@@ -90,7 +103,9 @@ func create(path string) (*Identity, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("identity dir: %w", err)
 	}
-	// Write to a temp file and rename so a crash never leaves half a key.
+	// Write to a temp file, sync it and rename it, so a crash never
+	// leaves half a key; then sync the folder, so the rename itself
+	// survives a power loss.
 	tmp := path + ".tmp"
 	data := []byte(hex.EncodeToString(id.priv.Seed()) + "\n")
 	if err := os.WriteFile(tmp, data, 0o600); err != nil {
@@ -102,9 +117,13 @@ func create(path string) (*Identity, error) {
 	if err := os.Rename(tmp, path); err != nil {
 		return nil, fmt.Errorf("write identity: %w", err)
 	}
+	if err := syncFile(filepath.Dir(path)); err != nil {
+		return nil, err
+	}
 	return id, nil
 }
 
+// syncFile flushes the file or folder at path to the disk.
 func syncFile(path string) error {
 	f, err := os.Open(path)
 	if err != nil {

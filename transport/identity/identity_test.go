@@ -3,8 +3,10 @@ package identity
 import (
 	"bytes"
 	"crypto/ed25519"
+	"encoding/hex"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"peerdns/messages"
@@ -90,4 +92,44 @@ func BenchmarkSign(b *testing.B) {
 			ed25519.Sign(id.Private(), msg)
 		}
 	})
+}
+
+// A key file a crash or an unfinished copy left empty or cut short is
+// refused with an error that names the file and says what is wrong,
+// not taken as some other key or replaced by a new one: either would
+// give the node another peer id behind the operator's back. The file
+// LoadOrCreate writes reads back whole: the seed in hex and a newline.
+func TestLoadRefusesCutKeyFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "identity.key")
+	id, err := LoadOrCreate(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := hex.EncodeToString(id.Private().Seed()) + "\n"; string(whole) != want {
+		t.Fatalf("identity.key = %q, want %q", whole, want)
+	}
+	for _, tt := range []struct{ name, data string }{
+		{"empty", ""},
+		{"newline", "\n"},
+		{"half", string(whole[:32])},
+		{"one digit short", string(whole[:63])},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if err := os.WriteFile(path, []byte(tt.data), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			_, err := LoadOrCreate(path)
+			if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "empty or cut short") {
+				t.Fatalf("LoadOrCreate(%q holding %q) = %v, want an error naming it empty or cut short", path, tt.data, err)
+			}
+			if b, _ := os.ReadFile(path); string(b) != tt.data {
+				t.Fatalf("the refused file was changed to %q", b)
+			}
+		})
+	}
 }
