@@ -6,7 +6,7 @@ type PathCounters struct {
 	TCPAccepted     int64 `json:"tcpAccepted"`     // inbound TCP connections that completed TLS
 	TCPDialed       int64 `json:"tcpDialed"`       // dials that ended on TCP
 	QUICUpgrades    int64 `json:"quicUpgrades"`    // QUIC connections that came up after TCP won their dial (the peer moves to them)
-	TCPRefused      int64 `json:"tcpRefused"`      // refused at the pending-inbound cap
+	TCPRefused      int64 `json:"tcpRefused"`      // TCP connections refused at the pending-inbound cap
 	TCPBadHandshake int64 `json:"tcpBadHandshake"` // closed: not TLS 1.3 with a valid peer certificate
 	SendLosses      int64 `json:"sendLosses"`      // UDP datagrams the host refused to send (a firewall's output drop, a full conntrack table), counted as lost; the connections live on
 	UDPGRO          bool  `json:"udpGro"`          // the QUIC socket reads datagrams the kernel merged (UDP_GRO; off on other systems or with PEERDNS_DISABLE_GRO)
@@ -21,6 +21,7 @@ type PathCounters struct {
 	RelayRefusedOther  int64 `json:"relayRefusedOther"`  // refused: relaying off, target not connected, malformed
 	RelayedIn          int64 `json:"relayedIn"`          // relayed connections this node accepted
 	RelayedInBad       int64 `json:"relayedInBad"`       // ... that failed TLS or proved another key than announced
+	RelayedInRefused   int64 `json:"relayedInRefused"`   // relayed connections to this node refused at the pending-inbound cap (tcpRefused counts TCP's)
 	RelayedOut         int64 `json:"relayedOut"`         // relayed connections this node dialed
 	RelayedOutFailed   int64 `json:"relayedOutFailed"`   // ... that failed
 }

@@ -113,6 +113,7 @@ type RelayStats struct {
 	RelayRefusedOther  int64 `json:"relayRefusedOther"`  // off, no such target, malformed
 	RelayedIn          int64 `json:"relayedIn"`          // relayed connections accepted by us as the target
 	RelayedInBad       int64 `json:"relayedInBad"`       // ... that failed TLS or proved another key
+	RelayedInRefused   int64 `json:"relayedInRefused"`   // relayed connections to us refused at the pending-inbound cap
 	RelayedOut         int64 `json:"relayedOut"`         // relayed connections we dialed
 	RelayedOutFailed   int64 `json:"relayedOutFailed"`   // ... that failed
 }
@@ -128,7 +129,7 @@ type relayState struct {
 	links  map[*relayLink]struct{}
 
 	served, bytes, slowed, busy, notWriter, other atomic.Int64
-	in, inBad, out, outFailed                     atomic.Int64
+	in, inBad, inRefused, out, outFailed          atomic.Int64
 }
 
 type relayLink struct{ a, b Stream }
@@ -165,7 +166,8 @@ func (r *relayState) stats() RelayStats {
 	return RelayStats{
 		RelayActive: active, RelayServed: r.served.Load(), RelayBytes: r.bytes.Load(), RelaySlowed: r.slowed.Load(),
 		RelayRefusedBusy: r.busy.Load(), RelayRefusedWriter: r.notWriter.Load(), RelayRefusedOther: r.other.Load(),
-		RelayedIn: r.in.Load(), RelayedInBad: r.inBad.Load(), RelayedOut: r.out.Load(), RelayedOutFailed: r.outFailed.Load(),
+		RelayedIn: r.in.Load(), RelayedInBad: r.inBad.Load(), RelayedInRefused: r.inRefused.Load(),
+		RelayedOut: r.out.Load(), RelayedOutFailed: r.outFailed.Load(),
 	}
 }
 
@@ -390,7 +392,7 @@ func (e *MultiEndpoint) relayedIn(c Conn, s Stream, from string) {
 	}
 	slot := e.takeSlot()
 	if slot == nil {
-		e.refused.Add(1)
+		e.relay.inRefused.Add(1)
 		_, _ = s.Write([]byte{RelayRefused})
 		s.Abort()
 		return

@@ -126,7 +126,7 @@ func (e *MultiEndpoint) TCPAddr() net.Addr {
 // RefusedInbound counts inbound connections of every path refused at the
 // pending cap.
 func (e *MultiEndpoint) RefusedInbound() int64 {
-	return e.q.RefusedInbound() + e.refused.Load()
+	return e.q.RefusedInbound() + e.refused.Load() + e.relay.inRefused.Load()
 }
 
 // PathStats are the counters of the TCP and relay paths.
@@ -134,7 +134,7 @@ type PathStats struct {
 	TCPAccepted    int64 `json:"tcpAccepted"`
 	TCPDialed      int64 `json:"tcpDialed"`
 	QUICUpgrades   int64 `json:"quicUpgrades"`
-	TCPRefused     int64 `json:"tcpRefused"`      // at the pending cap
+	TCPRefused     int64 `json:"tcpRefused"`      // TCP connections refused at the pending cap (relayed ones: RelayedInRefused)
 	TCPBadHandsake int64 `json:"tcpBadHandshake"` // closed: not TLS 1.3 with a valid peer certificate (garbage)
 	SendLosses     int64 `json:"sendLosses"`      // UDP datagrams the host refused to send, counted as lost
 	UDPGRO         bool  `json:"udpGro"`          // the QUIC socket reads datagrams the kernel merged

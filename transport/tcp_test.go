@@ -48,7 +48,9 @@ func quicPair(tb testing.TB, from, to *MultiEndpoint) (out, in Conn) {
 	return out, in
 }
 
-func newMulti(t testing.TB, opt Options) *MultiEndpoint {
+// newMulti starts a MultiEndpoint on 127.0.0.1:0; tune, if given,
+// changes its Config first.
+func newMulti(t testing.TB, opt Options, tune ...func(*Config)) *MultiEndpoint {
 	t.Helper()
 	checkLeaks(t)
 	id, err := identity.Generate()
@@ -56,7 +58,11 @@ func newMulti(t testing.TB, opt Options) *MultiEndpoint {
 		t.Fatal(err)
 	}
 	lb := &testutil.LogBuffer{}
-	e, err := ListenMulti(Config{Identity: id, ListenAddr: "127.0.0.1:0", Logger: slog.New(slog.NewTextHandler(lb, nil))}, opt)
+	cfg := Config{Identity: id, ListenAddr: "127.0.0.1:0", Logger: slog.New(slog.NewTextHandler(lb, nil))}
+	for _, f := range tune {
+		f(&cfg)
+	}
+	e, err := ListenMulti(cfg, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -380,11 +386,11 @@ func serveKinds(e *MultiEndpoint, c Conn) {
 
 func newRelayLab(t *testing.T, relay RelayConfig) *relayLab { return newRelayLabTB(t, relay) }
 
-func newRelayLabTB(t testing.TB, relay RelayConfig) *relayLab {
+func newRelayLabTB(t testing.TB, relay RelayConfig, tuneC ...func(*Config)) *relayLab {
 	l := &relayLab{notWriters: map[string]bool{}}
 	l.r = newMulti(t, Options{Relay: relay})
 	l.b = newMulti(t, Options{})
-	l.c = newMulti(t, Options{})
+	l.c = newMulti(t, Options{}, tuneC...)
 	l.br, l.rb = quicPair(t, l.b, l.r)
 	l.cr, l.rc = quicPair(t, l.c, l.r)
 	conns := map[string]Conn{l.b.ID(): l.rb, l.c.ID(): l.rc}
@@ -443,6 +449,29 @@ func TestRelayedConnEndToEnd(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// A relayed connection the target refuses at its pending-inbound cap is
+// counted as a relayed one (relayedInRefused), not as a TCP connection
+// refused (tcpRefused): the diagnostics said TCP was being flooded when
+// it was the relayed path, on a node that may not even take TCP.
+func TestRelayedRefusedAtPendingCapCountedAsRelayed(t *testing.T) {
+	l := newRelayLabTB(t, RelayConfig{Rate: -1}, func(c *Config) { c.MaxPendingInbound = 1 })
+	if _, err := l.b.DialRelay(ctxT(t), l.br, l.c.ID()); err != nil {
+		t.Fatal(err)
+	}
+	in, err := l.c.Accept(ctxT(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close("done") // not admitted: it holds c's one pending place
+	if _, err := l.b.DialRelay(ctxT(t), l.br, l.c.ID()); !IsRelayRefusal(err, RelayRefused) {
+		t.Fatalf("second relayed dial past the pending cap: %v, want the target's refusal", err)
+	}
+	st := l.c.Stats()
+	if st.TCPRefused != 0 || st.RelayedInRefused != 1 || l.c.RefusedInbound() != 1 {
+		t.Fatalf("tcpRefused %d, relayedInRefused %d, RefusedInbound %d; want 0, 1, 1", st.TCPRefused, st.RelayedInRefused, l.c.RefusedInbound())
+	}
 }
 
 func TestRelayRefusesNonWriter(t *testing.T) {

@@ -284,6 +284,6 @@ func (a *Actor) pathCounters() *messages.PathCounters {
 		UDPGRO: s.UDPGRO, GROMerged: s.GROMerged,
 		RelayActive: s.RelayActive, RelayServed: s.RelayServed, RelayBytes: s.RelayBytes, RelaySlowed: s.RelaySlowed,
 		RelayRefusedBusy: s.RelayRefusedBusy, RelayRefusedWriter: s.RelayRefusedWriter, RelayRefusedOther: s.RelayRefusedOther,
-		RelayedIn: s.RelayedIn, RelayedInBad: s.RelayedInBad, RelayedOut: s.RelayedOut, RelayedOutFailed: s.RelayedOutFailed,
+		RelayedIn: s.RelayedIn, RelayedInBad: s.RelayedInBad, RelayedInRefused: s.RelayedInRefused, RelayedOut: s.RelayedOut, RelayedOutFailed: s.RelayedOutFailed,
 	}
 }
