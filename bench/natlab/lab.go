@@ -64,6 +64,10 @@ type Lab struct {
 	procs []*exec.Cmd
 	dir   string
 	stun  bool
+	// UPnPv1: UPnP routers added from now on describe themselves as
+	// IGDv1 (miniupnpd's force_igd_desc_v1), as many home routers do:
+	// WANIPConnection:1, without AddAnyPortMapping.
+	UPnPv1 bool
 }
 
 // Available says why the lab cannot run here ("" when it can).

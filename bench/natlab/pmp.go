@@ -159,6 +159,7 @@ func (l *Lab) startMiniupnpd(r, lanNet string, k Kind) error {
 		"lease_file=" + filepath.Join(l.dir, r+".leases"),
 		"allow 1024-65535 " + lanNet + " 1024-65535",
 		"deny 0-65535 0.0.0.0/0 0-65535",
+		"force_igd_desc_v1=" + yesNo(l.UPnPv1),
 		"",
 	}, "\n")
 	if err := os.WriteFile(conf, []byte(body), 0o600); err != nil {

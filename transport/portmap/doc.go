@@ -22,7 +22,14 @@
 // library reports as an error. Then UPnP IGD (upnp.go), which most
 // consumer routers offer, often alone: an SSDP search (2 s), the device
 // description and SOAP calls to its WANIPConnection service (v2, else
-// v1). A renewal uses the protocol that made the mapping. A renewal that
+// v1). UPnP asks for the peer port as the external port too; when the
+// router answers that another mapping holds it (ConflictInMappingEntry,
+// 718: another node behind the same router on the same port), it lets
+// the router pick one (AddAnyPortMapping, IGDv2) or else asks for up to
+// eight random ones of 1024-65535 (IGDv1), as miniupnpc's and
+// Tailscale's clients do, and TCP is asked for on the port UDP got; a
+// NAT-PMP router picks one itself. A renewal asks for the port it holds.
+// A renewal uses the protocol that made the mapping. A renewal that
 // finds another gateway (the machine moved to another network) maps the
 // port there and deletes the old router's mapping; when the new router
 // maps nothing, the old mapping is given up at once (deleted if its

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/netip"
 	"net/url"
@@ -38,6 +39,24 @@ const upnpSearchWait = 2 * time.Second
 
 // upnpDesc names our mappings in the router's table.
 const upnpDesc = "peerdns peer port"
+
+// upnpConflict is UPnP's ConflictInMappingEntry: the external port asked
+// for is mapped already, to another internal client or port (another
+// node behind the same router on the same peer port).
+const upnpConflict = 718
+
+// upnpOtherPorts is how many random external ports a router without
+// AddAnyPortMapping (IGDv1) is asked for once the peer port is taken.
+const upnpOtherPorts = 8
+
+// upnpErrorCode is the UPnP error code of a SOAP fault (0: none).
+func upnpErrorCode(err error) int {
+	var fault *soap.SOAPFaultError
+	if errors.As(err, &fault) {
+		return fault.Detail.UPnPError.Errorcode
+	}
+	return 0
+}
 
 // findIGD searches the LAN for a gateway device and returns a client for
 // its WAN IP connection service, when its description is at gw.
@@ -123,15 +142,36 @@ func (m *Mapper) mapUPnP(ctx context.Context, gw netip.Addr, prev *held) (*held,
 	life := uint32(m.cfg.Lifetime / time.Second)
 	add := func(proto string, ext uint16) error {
 		err := dev.AddPortMappingCtx(ctx, "", ext, proto, uint16(m.cfg.Port), local.String(), true, upnpDesc, life)
-		var fault *soap.SOAPFaultError
-		if errors.As(err, &fault) && fault.Detail.UPnPError.Errorcode == 725 {
+		if upnpErrorCode(err) == 725 {
 			// OnlyPermanentLeasesSupported (IGDv1): a lease of 0; it is
 			// deleted on Close and renewed like the others.
 			err = dev.AddPortMappingCtx(ctx, "", ext, proto, uint16(m.cfg.Port), local.String(), true, upnpDesc, 0)
 		}
 		return err
 	}
-	if err := add("UDP", want); err != nil {
+	err = add("UDP", want)
+	if upnpErrorCode(err) == upnpConflict {
+		// Another mapping holds the port: let the router pick one
+		// (IGDv2), or else try a few at random, as miniupnpc's and
+		// Tailscale's clients do; NAT-PMP routers pick one themselves.
+		var got uint16
+		if v2, ok := dev.(*internetgateway2.WANIPConnection2); ok {
+			var aerr error
+			if got, aerr = v2.AddAnyPortMappingCtx(ctx, "", want, "UDP", uint16(m.cfg.Port), local.String(), true, upnpDesc, life); aerr != nil {
+				got = 0
+			}
+		}
+		for i := 0; got == 0 && upnpErrorCode(err) == upnpConflict && i < upnpOtherPorts; i++ {
+			p := uint16(1024 + rand.IntN(65536-1024))
+			if err = add("UDP", p); err == nil {
+				got = p
+			}
+		}
+		if got != 0 {
+			want, err = got, nil
+		}
+	}
+	if err != nil {
 		return nil, fmt.Errorf("gateway %v: map udp %d: %w", gw, m.cfg.Port, err)
 	}
 	h := &held{proto: messages.PortMapUPnP, gw: gw, ext: ext.Unmap(), port: want, igd: dev, granted: m.cfg.Lifetime}
