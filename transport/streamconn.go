@@ -30,7 +30,7 @@ import (
 // The multiplexer is hashicorp/yamux, not one of ours: it is small,
 // well kept, used in production for years (Consul, Nomad, libp2p's
 // go-yamux fork), has per-stream flow control, half-close (its Close is
-// a FIN, reads go on) and keep-alive pings that find a dead byte stream.
+// a FIN, reads go on) and pings.
 // What it lacks against QUIC, and how a stream path makes do:
 //
 //   - no stream reset: Stream.Abort ends both directions like Close, so
@@ -41,6 +41,15 @@ import (
 //     error (errPathCut), so a stream cut short never reads as whole;
 //   - no cap on the streams a peer opens: AcceptStream counts the open
 //     ones and closes those above Config.MaxIncomingStreams at once;
+//   - a keep-alive that cuts live sessions: yamux's closes the session
+//     when one ping's answer takes longer than its write timeout, and on
+//     a slow uplink under a bulk upload the answer waits behind the data
+//     queued before it (yamux's queue, TLS, the socket buffer, the
+//     router's queue): a session still moving bytes was cut. It is off;
+//     keepAlive pings every Config.KeepAlive and closes the session only
+//     when nothing at all came from the peer for Config.IdleTimeout, as
+//     QUIC's idle timeout does. Each side's pings keep the other hearing
+//     something while it only sends;
 //   - no datagrams: they travel length-framed (2 bytes, big-endian) on a
 //     stream of their own, opened by the dialer after the control stream,
 //     and are dropped (as UDP would) when that stream is backed up.
@@ -135,8 +144,7 @@ var (
 func yamuxConfig(cfg *Config) *yamux.Config {
 	y := yamux.DefaultConfig()
 	y.LogOutput = io.Discard
-	y.EnableKeepAlive = true
-	y.KeepAliveInterval = cfg.KeepAlive
+	y.EnableKeepAlive = false // keepAlive instead
 	y.ConnectionWriteTimeout = cfg.WriteTimeout
 	w := min(cfg.MaxStreamReceiveWindow, 1<<31)
 	if w < 256<<10 {
@@ -194,6 +202,7 @@ func newStreamConn(ctx context.Context, raw net.Conn, outbound bool, cert tls.Ce
 		return nil, err
 	}
 	mc := &frameCoalescer{Conn: tc}
+	mc.heard.Store(time.Now().UnixNano())
 	if outbound {
 		c.sess, err = yamux.Client(mc, y)
 		if err != nil {
@@ -240,6 +249,7 @@ func newStreamConn(ctx context.Context, raw net.Conn, outbound bool, cert tls.Ce
 	}
 	_ = raw.SetDeadline(time.Time{})
 	go c.watch()
+	go c.keepAlive(mc)
 	go c.writeDatagrams()
 	go c.readDatagrams()
 	return c, nil
@@ -253,6 +263,29 @@ func (c *streamConn) watch() {
 }
 
 func (c *streamConn) shut(err error) { c.end(err, false) }
+
+// keepAlive pings the peer every KeepAlive and closes c once nothing has
+// come from it for IdleTimeout (see the top of the file). A ping is sent
+// whatever the last one's fate: while our own uplink is backed up, our
+// answers to the peer's pings are late, but its pings still reach us;
+// one Ping call waits at most twice WriteTimeout, so a few at most are
+// in flight.
+func (c *streamConn) keepAlive(mc *frameCoalescer) {
+	t := time.NewTicker(c.cfg.KeepAlive)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.closed:
+			return
+		case <-t.C:
+		}
+		if quiet := time.Since(time.Unix(0, mc.heard.Load())); quiet >= c.cfg.IdleTimeout {
+			c.shut(fmt.Errorf("peer connection timed out: nothing heard for %v", quiet.Round(time.Millisecond)))
+			return
+		}
+		go func() { _, _ = c.sess.Ping() }()
+	}
+}
 
 // end closes c once, recording err: the byte stream at once, or, with
 // linger, once the peer has closed it (hangUp, streamreplaced.go).
@@ -662,13 +695,22 @@ func (c *gatedConn) Close() error {
 
 type frameCoalescer struct {
 	*tls.Conn
-	hdr  [12]byte
-	held bool
-	buf  []byte
+	heard atomic.Int64 // unix nanoseconds of the last byte read (keepAlive)
+	hdr   [12]byte
+	held  bool
+	buf   []byte
 }
 
 // coalesceMax bounds the body bytes copied behind a held header.
 const coalesceMax = 32 << 10
+
+func (c *frameCoalescer) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if n > 0 {
+		c.heard.Store(time.Now().UnixNano())
+	}
+	return n, err
+}
 
 func (c *frameCoalescer) Write(p []byte) (int, error) {
 	// Header: version, type (0 = data), flags, stream id, length.
