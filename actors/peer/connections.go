@@ -383,11 +383,22 @@ const (
 	holdDown   = time.Second
 )
 
+// onStats keeps a session's stats, unless the session was replaced
+// since (its last report was sent before its stop).
+func (a *Actor) onStats(m *statsReport) {
+	if e := a.sessions[m.id]; e != nil && e.pid.Equal(m.pid) {
+		e.stats = m.st
+	}
+}
+
 // onSilent takes a session's report that its peer went silent or was
-// heard again, and updates the active set.
+// heard again, and updates the active set. A report from a session
+// replaced since (sent before its stop) says nothing of the current one:
+// a new session that is never silent never reports being heard again,
+// so taken, it would keep its peer out of the active set for good.
 func (a *Actor) onSilent(c actor.Context, m *peerSilent) {
 	e := a.sessions[m.id]
-	if e == nil {
+	if e == nil || !e.pid.Equal(m.pid) {
 		return
 	}
 	now := a.d.Now()

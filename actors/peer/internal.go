@@ -188,8 +188,9 @@ func (c *sessionCounts) add(o sessionCounts) {
 
 // statsReport carries a session's stats to the supervisor (on every tick).
 type statsReport struct {
-	id string
-	st sessionStats
+	pid *actor.PID
+	id  string
+	st  sessionStats
 }
 
 // announceTunnels: Mesh.Announce changed our set; the supervisor sends
@@ -212,6 +213,7 @@ type tunnelsAnnounced struct {
 // peerSilent: a session's peer went silent (nothing heard for
 // StaleAfter) or was heard again.
 type peerSilent struct {
+	pid    *actor.PID
 	id     string
 	silent bool
 }

@@ -90,13 +90,13 @@ func TestPeerListSentWhenALinkEndsOrGoesSilent(t *testing.T) {
 
 	// A silent neighbour is left out while silent, and named again once
 	// heard.
-	r.run(func(c actor.Context) { r.a.onSilent(c, &peerSilent{id: quiet, silent: true}) })
+	r.run(func(c actor.Context) { r.a.onSilent(c, &peerSilent{pid: pids[quiet], id: quiet, silent: true}) })
 	for _, id := range kept {
 		if l := latest(id, 4); names(l, quiet) {
 			t.Fatalf("while %.8s is silent, the list to %.8s names it: %v", quiet, id, l)
 		}
 	}
-	r.run(func(c actor.Context) { r.a.onSilent(c, &peerSilent{id: quiet, silent: false}) })
+	r.run(func(c actor.Context) { r.a.onSilent(c, &peerSilent{pid: pids[quiet], id: quiet, silent: false}) })
 	for _, id := range kept {
 		if l := latest(id, 5); !names(l, quiet) {
 			t.Fatalf("once %.8s is heard again, the list to %.8s does not name it: %v", quiet, id, l)

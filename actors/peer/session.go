@@ -168,7 +168,7 @@ func (s *session) Receive(c actor.Context) {
 		s.stats.lastSeen = s.cfg.now()
 		if s.silent {
 			s.silent = false
-			c.Send(c.Parent(), &peerSilent{id: s.peer})
+			c.Send(c.Parent(), &peerSilent{pid: c.Self(), id: s.peer})
 		}
 		if s.closing {
 			if m.m.Kind == messages.KindOps {

@@ -157,7 +157,7 @@ func (s *session) established(c actor.Context) {
 			s.enqueue(&messages.Envelope{Kind: messages.KindPing, Ping: p})
 		}
 		s.stats.lazy, s.stats.pruned = s.lz.lazy, s.lz.pruned
-		c.Send(c.Parent(), &statsReport{id: s.peer, st: s.stats})
+		c.Send(c.Parent(), &statsReport{pid: c.Self(), id: s.peer, st: s.stats})
 	}
 }
 

@@ -49,7 +49,7 @@ func (s *session) lookSilent(c actor.Context, now time.Time, stale, interval tim
 	if quiet := now.Sub(heard); quiet >= stale {
 		s.silent = true
 		s.cfg.log.Info("peer silent", "peer", short(s.peer), "for", quiet.Round(time.Millisecond).String())
-		c.Send(c.Parent(), &peerSilent{id: s.peer, silent: true})
+		c.Send(c.Parent(), &peerSilent{pid: c.Self(), id: s.peer, silent: true})
 		return
 	}
 	wait := heard.Add(stale).Sub(now)

@@ -326,9 +326,7 @@ func (a *Actor) Receive(c actor.Context) {
 		}
 		a.diag.issue(a.d.Now(), messages.ConnectionIssue{Addr: addr, PeerID: m.id, Kind: m.kind, Reason: m.reason})
 	case *statsReport:
-		if e := a.sessions[m.id]; e != nil {
-			e.stats = m.st
-		}
+		a.onStats(m)
 	case *peerSilent:
 		a.onSilent(c, m)
 	case *peersLearned:
