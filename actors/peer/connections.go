@@ -2,6 +2,7 @@ package peer
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -83,6 +84,11 @@ func (a *Actor) onConn(c actor.Context, m *newConn) {
 	if old := a.sessions[id]; old != nil {
 		if keep, why := a.replaces(id, conn, old); !keep {
 			_ = conn.Close(why)
+			if m.quicRetry {
+				// Refused (closed already): the TCP session stays, and
+				// so does the retry's schedule, which waits for this end.
+				a.onQuicRetryDone(&quicRetryDone{peer: id, err: errors.New(why)})
+			}
 			return
 		}
 		// The replaced connection drains where its path can (TCP,

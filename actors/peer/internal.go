@@ -21,6 +21,9 @@ type newConn struct {
 	// introducer; other transports set their own ("tcp", "relayed" via
 	// the relay).
 	path, via string
+	// quicRetry: made by a QUIC retry (quicretry.go), which waits for
+	// its end.
+	quicRetry bool
 }
 
 // endpointClosed: the endpoint's Accept reports it is closed.

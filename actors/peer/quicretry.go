@@ -47,7 +47,8 @@ type quicRetry struct {
 	inFlight bool
 }
 
-// quicRetryDone: a QUIC retry ended without a connection.
+// quicRetryDone: a QUIC retry ended without a connection, or with one
+// refused at admission (onConn).
 type quicRetryDone struct {
 	peer string
 	err  error
@@ -99,7 +100,7 @@ func (a *Actor) quicRetryTick(now time.Time) {
 				conn, err = qd.DialQUIC(actx, addr, target)
 				release()
 				if err == nil {
-					root.Send(self, &newConn{conn: conn, addr: addr})
+					root.Send(self, &newConn{conn: conn, addr: addr, quicRetry: true})
 					return
 				}
 				if errors.Is(err, transport.ErrSelf) {
