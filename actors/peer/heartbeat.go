@@ -100,7 +100,8 @@ type heartbeatState struct {
 	writers             map[string]bool                // ids the ledger says are writers
 	notWriter           map[string]time.Time           // ids it says are not, with when it said so
 	asking              map[string][]heldBeat
-	bad                 map[string]int // neighbour → refused heartbeats it sent
+	bad                 map[string]int         // neighbour → refused heartbeats it sent
+	greeted             map[string][]time.Time // neighbour → when we greeted it within a heartbeat interval (greetLiveness)
 	taken, dup, refused int64
 }
 
@@ -116,6 +117,7 @@ func (h *heartbeatState) init() {
 		h.beats, h.beatAt = map[string]*messages.Heartbeat{}, map[string]time.Time{}
 		h.writers, h.notWriter = map[string]bool{}, map[string]time.Time{}
 		h.asking, h.bad = map[string][]heldBeat{}, map[string]int{}
+		h.greeted = map[string][]time.Time{}
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"hash/maphash"
 	"iter"
 	"maps"
+	"slices"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -84,10 +85,18 @@ import (
 // peer that has neighbours is in the flood already and gets none: the
 // frame holds a heartbeat per writer (~150 KB at 1,000), and
 // sent on every new session it made view changes the costliest idle
-// traffic at 100 writers. The receiver takes what is new and does not
-// forward it (its sender's other neighbours have it).
+// traffic at 100 writers. For the same reason a peer is greeted at most
+// greetsPerInterval times a heartbeat interval, whatever its hellos
+// say: more often, it restarts in a loop (or claims to), and it gets the
+// heartbeats in the next round, as one with neighbours does. The
+// receiver takes what is new and does not forward it (its sender's
+// other neighbours have it).
 
 const (
+	// greetsPerInterval bounds the greetings a peer gets within a
+	// heartbeat interval (greetLiveness): a node restarted twice in one
+	// (an upgrade and its rollback) is still greeted each time.
+	greetsPerInterval = 3
 	// heartbeatFloor is the least scaled heartbeat interval.
 	heartbeatFloor = 30 * time.Second
 	// refuteGap is the least time between two heartbeats we sign to
@@ -560,18 +569,35 @@ func youngBeat(hb *messages.Heartbeat, now time.Time) bool {
 
 // greetLiveness sends a new neighbour that had no neighbours the
 // heartbeats we hold that it will take (youngBeat) and the unrefuted
-// suspicions we hold.
+// suspicions we hold, unless we greeted it greetsPerInterval times
+// within a heartbeat interval.
 func (a *Actor) greetLiveness(c actor.Context, id string) {
 	e := a.sessions[id]
 	if e == nil || a.network == "" {
 		return
 	}
 	a.hb.init()
+	now := a.d.Now()
+	// A hello's zero neighbours is its sender's word: unbounded, a
+	// writer reconnecting over and over would draw the whole frame each
+	// time.
+	every := a.hbInterval()
+	for p, ats := range a.hb.greeted {
+		ats = slices.DeleteFunc(ats, func(at time.Time) bool { return now.Sub(at) >= every })
+		if len(ats) == 0 {
+			delete(a.hb.greeted, p)
+		} else {
+			a.hb.greeted[p] = ats
+		}
+	}
+	if len(a.hb.greeted[id]) >= greetsPerInterval {
+		return
+	}
+	a.hb.greeted[id] = append(a.hb.greeted[id], now)
 	// Only heartbeats the peer will take: one older than
 	// heartbeatMaxAge by its clock is refused as stale and counted
 	// against us, and we hold them up to HeartbeatTimeout (minutes past
 	// a dozen writers).
-	now := a.d.Now()
 	var hbs []*messages.Heartbeat
 	if hb := a.hb.own; hb != nil && youngBeat(hb, now) {
 		hbs = append(hbs, hb)
