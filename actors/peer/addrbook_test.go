@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -225,6 +227,42 @@ func TestHearsayAddressesOfAKnownPeerAreGivenUp(t *testing.T) {
 		}
 		if !slices.Contains(got, b.addr) {
 			return fmt.Errorf("A's entry for B = %v lost B's own address %s", got, b.addr)
+		}
+		return nil
+	})
+}
+
+// TestMovedPeersAddressIsForgotten: B went away, and its address (its
+// own, which A dials with no give-up) now belongs to another node. A
+// dial there finds another key: the address is B's no longer, and A
+// forgets it at once. A once kept dialing it for B for good, a failed
+// handshake with that node every backoff, kept it in node.db, and,
+// dialing it, never dialed that node's own peer there.
+func TestMovedPeersAddressIsForgotten(t *testing.T) {
+	a := newTestNode(t, "A", nodeOpts{})
+	b := newTestNode(t, "B", nodeOpts{join: a.invite(0)})
+	waitMesh(t, 15*time.Second, a, b)
+	entry := func() []string {
+		for _, p := range diag(t, a).Peers {
+			if p.ID == b.id.ID() {
+				return p.Addrs
+			}
+		}
+		return nil
+	}
+	if got := entry(); !slices.Contains(got, b.addr) {
+		t.Fatalf("A's entry for B = %v, want B's address %s", got, b.addr)
+	}
+	b.stop()
+	other := newIdentities(t, 1)[0]
+	ep, err := transport.Listen(transport.Config{Identity: other, ListenAddr: b.addr, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ep.Close() })
+	testutil.Eventually(t, 15*time.Second, func() error {
+		if got := entry(); slices.Contains(got, b.addr) {
+			return fmt.Errorf("A's entry for B = %v still holds %s, where another node answers", got, b.addr)
 		}
 		return nil
 	})

@@ -321,6 +321,30 @@ func (a *Actor) forgetOneUnseen() bool {
 	return false
 }
 
+// forgetMoved drops addr from id's entry once a dial of its learned
+// dialer found another key there: the address serves another node now
+// (the peer moved, and its host or NAT mapping went to someone else).
+// Even one of the peer's own would otherwise be dialed for good, a
+// failed handshake with that node every backoff, and count as dialing
+// any peer whose address it is (refillDialers), so its new owner would
+// not be dialed there. The peer's sessions give its addresses again.
+// Dialers we were told to keep (bootstrap, a relayed peer's own
+// addresses, an inviter) are left running.
+func (a *Actor) forgetMoved(id, addr string) {
+	e, k := a.dialers[addr], a.known[id]
+	if e == nil || !e.retire || e.id != id || k == nil || !slices.Contains(k.Addrs, addr) {
+		return
+	}
+	a.dropDialer(addr)
+	drop := func(s string) bool { return s == addr }
+	k.Addrs, k.Own = slices.DeleteFunc(k.Addrs, drop), slices.DeleteFunc(k.Own, drop)
+	b, _ := json.Marshal(k)
+	if err := a.d.Node.Set(knownPrefix+id, string(b)); err != nil {
+		a.log.Warn("cannot update known peer", "peer", short(id), "err", err)
+	}
+	a.log.Info("forgot a peer address that another node answers at", "peer", short(id), "addr", addr)
+}
+
 // forgetAddr drops an address that never worked from every peer that
 // lists it only on others' word (dialers are per address), and a peer we
 // never saw once it has no address left.

@@ -49,7 +49,8 @@ const retireAfter = 30 * time.Second
 // dialerEntry is one running dialer.
 type dialerEntry struct {
 	cancel context.CancelFunc
-	retire bool // dialOpts.retire: counted in learnedDialers
+	id     string // the peer dialed for ("" for any)
+	retire bool   // dialOpts.retire: counted in learnedDialers
 }
 
 // dialRetired: a retiring dialer ended (dialOpts.retire).
@@ -72,7 +73,7 @@ func (a *Actor) startDialer(addr, id string, o dialOpts) {
 		return
 	}
 	ctx, cancel := context.WithCancel(a.ctx)
-	e := &dialerEntry{cancel: cancel, retire: o.retire}
+	e := &dialerEntry{cancel: cancel, id: id, retire: o.retire}
 	a.dialers[addr] = e
 	if o.retire {
 		a.learnedDialers++

@@ -307,6 +307,9 @@ func (a *Actor) Receive(c actor.Context) {
 		if errors.Is(m.err, transport.ErrSelf) {
 			a.reachedSelf(m.addr)
 		}
+		if errors.Is(m.err, transport.ErrWrongPeer) {
+			a.forgetMoved(m.peer, m.addr)
+		}
 		a.diag.failed++
 		a.diag.issue(a.d.Now(), messages.ConnectionIssue{Addr: m.addr, PeerID: m.peer, Kind: "dial", Reason: m.err.Error()})
 		a.log.Debug("peer dial failed", "addr", m.addr, "err", m.err)
