@@ -186,6 +186,18 @@ func (a *Actor) beat(c actor.Context, now time.Time) {
 	h.last, h.refute = now, false
 	h.sent++
 	h.seq = max(h.seq+1, uint64(now.UnixMilli()))
+	if refuting {
+		// A heartbeat refutes a suspicion whose seq is below its own. A
+		// suspicion names one of our heartbeats, so an honest one's seq
+		// is below h.seq; one further ahead names a heartbeat we never
+		// signed (taken, as clocks may differ, up to heartbeatMaxAge
+		// ahead: ahead), and signed at our clock its refutation would
+		// refute nothing until our clock passed it, which kept us out
+		// for up to that long.
+		for _, hs := range a.sus.held[a.self] {
+			h.seq = max(h.seq, hs.s.Seq+1)
+		}
+	}
 	hb := &messages.Heartbeat{Writer: a.self, Seq: h.seq}
 	hb.Sig = a.d.Identity.Sign(messages.HeartbeatSigningBytes(a.network, a.self, h.seq))
 	h.own = hb
