@@ -345,14 +345,27 @@ func (a *Actor) forgetMoved(id, addr string) {
 	a.log.Info("forgot a peer address that another node answers at", "peer", short(id), "addr", addr)
 }
 
+// onDialGaveUp forgets the address a dialer gave up on, and drops the
+// dialer unless another took its place at that address meanwhile (one
+// for another peer, started after the address changed hands).
+func (a *Actor) onDialGaveUp(m *dialGaveUp) {
+	if a.dialers[m.addr] == m.e {
+		a.dropDialer(m.addr)
+	}
+	a.forgetAddr(m.peer, m.addr)
+}
+
 // forgetAddr drops an address that never worked from every peer that
-// lists it only on others' word (dialers are per address), and a peer we
-// never saw once it has no address left.
+// lists it only on others' word (dialers are per address) but the one
+// whose own dialer is at it now, and a peer we never saw once it has no
+// address left.
 func (a *Actor) forgetAddr(id, addr string) {
-	a.dropDialer(addr)
 	for pid, k := range a.known {
 		if !k.hearsay(addr) || !slices.Contains(k.Addrs, addr) {
 			continue
+		}
+		if e := a.dialers[addr]; e != nil && e.id == pid {
+			continue // its own dialer there has not given up
 		}
 		k.Addrs = slices.DeleteFunc(k.Addrs, func(s string) bool { return s == addr })
 		var err error

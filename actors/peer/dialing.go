@@ -107,7 +107,7 @@ func (a *Actor) startDialer(addr, id string, o dialOpts) {
 	}
 	if o.giveUp {
 		d.GiveUpAfter = giveUpAfter
-		d.OnGiveUp = func() { root.Send(self, &dialGaveUp{addr: addr, peer: id}) }
+		d.OnGiveUp = func() { root.Send(self, &dialGaveUp{addr: addr, peer: id, e: e}) }
 	}
 	if o.retire {
 		d.RetireAfter = retireAfter

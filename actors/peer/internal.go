@@ -29,8 +29,12 @@ type newConn struct {
 // endpointClosed: the endpoint's Accept reports it is closed.
 type endpointClosed struct{}
 
-// dialGaveUp: a dialer for an address learned second hand stopped.
-type dialGaveUp struct{ addr, peer string }
+// dialGaveUp: a dialer for an address learned second hand stopped (e:
+// its entry, which another dialer may have replaced at addr since).
+type dialGaveUp struct {
+	addr, peer string
+	e          *dialerEntry
+}
 
 // dialFailed: a dial attempt failed.
 type dialFailed struct {

@@ -298,7 +298,7 @@ func (a *Actor) Receive(c actor.Context) {
 	case *newConn:
 		a.onConn(c, m)
 	case *dialGaveUp:
-		a.forgetAddr(m.peer, m.addr)
+		a.onDialGaveUp(m)
 	case *dialRetired:
 		if a.dialers[m.addr] == m.e {
 			a.dropDialer(m.addr)
