@@ -567,15 +567,19 @@ func statusIDs(b []byte) (uid, gid uint32) {
 
 // StatusKiB returns the "kB" value of the line key (e.g. "VmSwap:") of a
 // /proc/<pid>/status file (0 when absent); the agent reads its own
-// RssFile with it too.
+// RssFile with it too. The key must start a line: the Name line holds
+// the process's own name, which may read "VmSwap:9999999 ".
 func StatusKiB(b []byte, key string) float64 {
-	i := bytes.Index(b, []byte(key))
-	if i < 0 {
-		return 0
+	for len(b) > 0 {
+		var line []byte
+		line, b = nextLine(b)
+		if rest, ok := bytes.CutPrefix(line, []byte(key)); ok {
+			val, _ := firstField(rest)
+			v, _ := parseNum(val)
+			return v
+		}
 	}
-	val, _ := firstField(b[i+len(key):])
-	v, _ := parseNum(val)
-	return v
+	return 0
 }
 
 // ioCounters returns rchar, wchar, read_bytes and write_bytes of

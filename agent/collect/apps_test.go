@@ -2,6 +2,7 @@ package collect
 
 import (
 	"os"
+	"strings"
 	"testing"
 
 	"peerdns/agent/store"
@@ -106,5 +107,31 @@ func TestAppGroupsCoverReference(t *testing.T) {
 		if !ours[d[1]] {
 			t.Errorf("Netdata's group %q is not one of ours", d[1])
 		}
+	}
+}
+
+// TestAppsSwapHostileName: a process that names itself like a status
+// line ("VmSwap:9999999 " fits in the 15 bytes of a comm) has that name
+// on the Name line of its /proc/<pid>/status, before the real VmSwap
+// line; its group's swap is the real one (2 MiB), not the name's (9.5 GiB).
+func TestAppsSwapHostileName(t *testing.T) {
+	root := copyTree(t, "testdata/linux-6.18")
+	meminfo, err := os.ReadFile(root + "/proc/meminfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, root+"/proc/meminfo", strings.Replace(string(meminfo), "SwapTotal:             0 kB", "SwapTotal:       1048576 kB", 1))
+	write(t, root+"/proc/4242/stat", "4242 (VmSwap:9999999 ) R 1 4242 4242 0 -1 4194560 500 0 3 0 120 80 0 0 20 0 1 0 1000 10485760 1024 18446744073709551615 1 1 0 0 0 0 0 4096 1256 0 0 0 17 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n")
+	write(t, root+"/proc/4242/status", "Name:\tVmSwap:9999999 \nUmask:\t0022\nState:\tR (running)\nUid:\t0\t0\t0\t0\nGid:\t0\t0\t0\t0\nVmSwap:\t    2048 kB\n")
+	db := storetest.New(t, store.Config{})
+	run(t, db, 1, newApps(root))
+	checkDef(t, db, "apps.swap", "apps.swap", "swap", "MiB", "stacked", 20011, "kernel", "other")
+	checkPoints(t, db, "apps.swap", [][]float64{{0, 2}})
+}
+
+func TestStatusKiBLineStart(t *testing.T) {
+	b := []byte("Name:\tRssFile:7777 \nRssFile:\t     512 kB\n")
+	if got := StatusKiB(b, "RssFile:"); got != 512 {
+		t.Errorf("StatusKiB = %v, want 512", got)
 	}
 }
