@@ -2,10 +2,12 @@ package logs
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -83,7 +85,9 @@ func hasJournalFiles(d string) bool {
 // the fields shown, the time window, priority and unit done by journalctl
 // itself; q is matched here.
 func (j *Journal) args(q *Query) []string {
-	a := []string{"--no-pager", "--quiet", "-o", "json", "-r",
+	// --all: without it -o json prints a field over 4096 bytes (a stack
+	// trace's message) as null.
+	a := []string{"--no-pager", "--quiet", "--all", "-o", "json", "-r",
 		"--output-fields=MESSAGE,PRIORITY,_SYSTEMD_UNIT,SYSLOG_IDENTIFIER,_PID,_COMM"}
 	if j.Dir != "" {
 		a = append(a, "-D", j.Dir)
@@ -144,13 +148,24 @@ func (j *Journal) Read(ctx context.Context, q Query) (Page, error) {
 	// ssh.service); q and the exact bounds here.
 	match := q
 	match.Unit = ""
-	sc := bufio.NewScanner(out)
-	sc.Buffer(make([]byte, 64<<10), 4<<20)
+	br := bufio.NewReaderSize(out, 64<<10)
+	var line []byte
+	var readErr error
 	scanned := 0
 	var last string
-	for sc.Scan() {
+	for {
+		var long bool
+		if line, long, readErr = readLine(br, line, maxJournalLine); readErr != nil {
+			if readErr == io.EOF {
+				readErr = nil
+			}
+			break
+		}
 		scanned++
-		e, err := parseJournalLine(sc.Bytes())
+		if long {
+			continue // an entry past maxJournalLine is left out, not the page
+		}
+		e, err := parseJournalLine(line)
 		if err != nil {
 			continue
 		}
@@ -185,8 +200,8 @@ func (j *Journal) Read(ctx context.Context, q Query) (Page, error) {
 		if ctx.Err() != nil {
 			return Page{}, fmt.Errorf("journalctl did not finish within %v", timeout)
 		}
-		if err := sc.Err(); err != nil {
-			return Page{}, fmt.Errorf("read journalctl: %w", err)
+		if readErr != nil {
+			return Page{}, fmt.Errorf("read journalctl: %w", readErr)
 		}
 		if werr != nil && scanned == 0 {
 			return Page{}, fmt.Errorf("journalctl: %v: %s", werr, strings.TrimSpace(stderr.String()))
@@ -200,6 +215,45 @@ func (j *Journal) Read(ctx context.Context, q Query) (Page, error) {
 		page.Next = Cursor{Source: SourceJournal, Journal: page.Entries[len(page.Entries)-1].Cursor}
 	}
 	return page, nil
+}
+
+// Bounds of one journal entry: journalctl runs with --all, so its fields
+// come whole, and a client of journald chooses their size.
+const (
+	// maxJournalLine bounds one entry of journalctl's output (a message
+	// of megabytes logged through the native protocol); a longer one is
+	// left out.
+	maxJournalLine = 4 << 20
+	// maxJournalMessage bounds the message kept (a page holds up to
+	// MaxLimit entries), cut as the audit trail's texts are.
+	maxJournalMessage = 64 << 10
+	// maxJournalField bounds the unit and the other fields kept: the
+	// 4096 bytes journalctl prints without --all.
+	maxJournalField = 4096
+)
+
+// readLine reads one line of r into buf (reused) without its newline. A
+// line longer than limit is read past and comes back empty with long set.
+// io.EOF is returned only when no line is left.
+func readLine(r *bufio.Reader, buf []byte, limit int) (line []byte, long bool, err error) {
+	buf = buf[:0]
+	for {
+		frag, err := r.ReadSlice('\n')
+		if !long && len(buf)+len(frag) <= limit {
+			buf = append(buf, frag...)
+		} else {
+			long, buf = true, buf[:0]
+		}
+		switch {
+		case err == bufio.ErrBufferFull:
+			continue
+		case err == io.EOF && (len(buf) > 0 || long):
+			return buf, long, nil // a last line without a newline
+		case err != nil:
+			return buf, long, err
+		}
+		return bytes.TrimSuffix(buf, []byte{'\n'}), long, nil
+	}
 }
 
 // parseJournalLine reads one entry of journalctl -o json. MESSAGE may be
@@ -228,7 +282,7 @@ func parseJournalLine(b []byte) (Entry, error) {
 		}
 		return ""
 	}
-	e := Entry{Cursor: str("__CURSOR"), Message: str("MESSAGE"), Priority: PriInfo}
+	e := Entry{Cursor: str("__CURSOR"), Message: clipText(str("MESSAGE"), maxJournalMessage), Priority: PriInfo}
 	if e.Cursor == "" {
 		return Entry{}, errors.New("no __CURSOR")
 	}
@@ -240,13 +294,12 @@ func parseJournalLine(b []byte) (Entry, error) {
 	if p, ok := ParsePriority(str("PRIORITY")); ok {
 		e.Priority = p
 	}
-	e.Unit = str("_SYSTEMD_UNIT")
-	ident := str("SYSLOG_IDENTIFIER")
+	e.Unit = clipText(str("_SYSTEMD_UNIT"), maxJournalField)
 	if e.Unit == "" {
-		e.Unit = ident
+		e.Unit = clipText(str("SYSLOG_IDENTIFIER"), maxJournalField)
 	}
 	for _, k := range []string{"SYSLOG_IDENTIFIER", "_PID", "_COMM"} {
-		if v := str(k); v != "" {
+		if v := clipText(str(k), maxJournalField); v != "" {
 			if e.Fields == nil {
 				e.Fields = map[string]string{}
 			}

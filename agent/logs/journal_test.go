@@ -1,7 +1,9 @@
 package logs
 
 import (
+	"bufio"
 	"fmt"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -164,4 +166,78 @@ func FuzzParseJournalLine(f *testing.F) {
 			t.Fatalf("%q: %+v", s, e)
 		}
 	})
+}
+
+// TestJournalLongMessage: a message over 4096 bytes (a stack trace) is
+// shown whole; journalctl -o json prints such a field as null unless
+// asked for all of it.
+func TestJournalLongMessage(t *testing.T) {
+	long := "panic: " + strings.Repeat("goroutine 1 [running] ", 400)
+	dir := journaltest.Write(t, []journaltest.Entry{
+		{Time: t0, Priority: 3, Unit: "a.service", Message: long},
+		{Time: t0.Add(time.Second), Priority: 6, Unit: "a.service", Message: "short"},
+	})
+	q, _ := ParseQuery(getter("limit=5"), t0.Add(time.Hour))
+	p, err := (&Reader{Journal: &Journal{Dir: dir}}).Read(t.Context(), q)
+	if err != nil || len(p.Entries) != 2 {
+		t.Fatalf("page = %+v, %v", p, err)
+	}
+	if got := p.Entries[1].Message; got != long {
+		t.Errorf("long message = %d bytes %.40q, want %d bytes", len(got), got, len(long))
+	}
+}
+
+// TestParseJournalLineBounds: with --all a field comes whole, so the
+// message is kept up to maxJournalMessage and the others up to
+// maxJournalField, cut at a UTF-8 boundary and marked.
+func TestParseJournalLineBounds(t *testing.T) {
+	msg := strings.Repeat("é", maxJournalMessage)
+	ident := strings.Repeat("i", 2*maxJournalField)
+	line := fmt.Sprintf(`{"__CURSOR":"s=1","__REALTIME_TIMESTAMP":"1","MESSAGE":%q,"SYSLOG_IDENTIFIER":%q}`, msg, ident)
+	e, err := parseJournalLine([]byte(line))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(e.Message) > maxJournalMessage || !strings.HasSuffix(e.Message, "é...") {
+		t.Errorf("message = %d bytes ending %q", len(e.Message), e.Message[max(0, len(e.Message)-8):])
+	}
+	if len(e.Unit) != maxJournalField || len(e.Fields["SYSLOG_IDENTIFIER"]) != maxJournalField {
+		t.Errorf("unit %d bytes, identifier %d bytes; want %d", len(e.Unit), len(e.Fields["SYSLOG_IDENTIFIER"]), maxJournalField)
+	}
+}
+
+// TestJournalHugeMessage: an entry whose line is past maxJournalLine (a
+// message of megabytes through the native protocol) is left out; the
+// page around it is still read.
+func TestJournalHugeMessage(t *testing.T) {
+	dir := journaltest.Write(t, []journaltest.Entry{
+		{Time: t0, Priority: 6, Unit: "a.service", Message: "before"},
+		{Time: t0.Add(time.Second), Priority: 3, Unit: "a.service", Message: strings.Repeat("x", maxJournalLine)},
+		{Time: t0.Add(2 * time.Second), Priority: 6, Unit: "a.service", Message: "after"},
+	})
+	q, _ := ParseQuery(getter("limit=5"), t0.Add(time.Hour))
+	p, err := (&Reader{Journal: &Journal{Dir: dir}}).Read(t.Context(), q)
+	if err != nil || len(p.Entries) != 2 || p.Entries[0].Message != "after" || p.Entries[1].Message != "before" {
+		t.Fatalf("page = %d entries, %v", len(p.Entries), err)
+	}
+}
+
+func TestReadLine(t *testing.T) {
+	r := bufio.NewReaderSize(strings.NewReader("ab\n"+strings.Repeat("y", 40)+"\ncd\nlast"), 16)
+	var got []string
+	var line []byte
+	for {
+		var long bool
+		var err error
+		if line, long, err = readLine(r, line, 10); err != nil {
+			if err != io.EOF {
+				t.Fatal(err)
+			}
+			break
+		}
+		got = append(got, fmt.Sprintf("%s/%v", line, long))
+	}
+	if want := "ab/false,/true,cd/false,last/false"; strings.Join(got, ",") != want {
+		t.Errorf("lines = %v, want %s", got, want)
+	}
 }
