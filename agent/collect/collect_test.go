@@ -707,3 +707,40 @@ func FuzzParseNetDev(f *testing.F) {
 		}
 	})
 }
+
+// TestDiskSystemIOPhysical: system.io sums the physical disks only, as
+// Netdata's does: on LVM (or dm-crypt, md) every read of dm-0 is a read
+// of sda too, and counting both showed twice the I/O. A host with no
+// physical disk sums the others.
+func TestDiskSystemIOPhysical(t *testing.T) {
+	root := t.TempDir()
+	for _, d := range []string{"sys/block/sda", "sys/block/dm-0", "sys/devices/virtual/block/dm-0", "proc/self"} {
+		if err := os.MkdirAll(root+"/"+d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(t, root+"/proc/self/mounts", "/dev/mapper/vg-root / ext4 rw 0 0\n")
+	// dm-0 sits on sda: +100 sectors read and +20 written on both
+	c := newDisk(root)
+	c.read = fileSeq(
+		"   8 0 sda 10 0 1000 0 10 0 200 0 0 0 0\n 253 0 dm-0 10 0 1000 0 10 0 200 0 0 0 0\n",
+		"   8 0 sda 20 0 1100 0 20 0 220 0 0 0 0\n 253 0 dm-0 20 0 1100 0 20 0 220 0 0 0 0\n",
+	)
+	db := storetest.New(t, store.Config{})
+	run(t, db, 2, c)
+	checkPoints(t, db, "disk.dm-0", [][]float64{{50, -10}})
+	checkPoints(t, db, "system.io", [][]float64{{50, -10}})
+
+	root2 := t.TempDir()
+	for _, d := range []string{"sys/block/md0", "sys/devices/virtual/block/md0", "proc/self"} {
+		if err := os.MkdirAll(root2+"/"+d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(t, root2+"/proc/self/mounts", "")
+	c = newDisk(root2)
+	c.read = fileSeq("   9 0 md0 10 0 1000 0 10 0 200 0 0 0 0\n", "   9 0 md0 20 0 1100 0 20 0 220 0 0 0 0\n")
+	db = storetest.New(t, store.Config{})
+	run(t, db, 2, c)
+	checkPoints(t, db, "system.io", [][]float64{{50, -10}})
+}

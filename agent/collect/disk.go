@@ -73,10 +73,10 @@ func parseDiskstats(dst []diskLine, fs [][]byte, b []byte) ([]diskLine, [][]byte
 // default does): disk, disk_ops, disk_mops, disk_qops, disk_backlog,
 // disk_busy, disk_util, disk_await, disk_avgsz, disk_svctm, disk_iotime,
 // and on kernels 4.18+ the disk_ext_* discard charts (flushes from 5.5),
-// plus system.io, the sum over the disks. Physical disks are charted
-// from the start; virtual ones (under /sys/devices/virtual/block: loop,
-// zram, dm) once they have done any I/O, which is Netdata's "auto" for
-// them. The family is the disk's mount point when the disk itself is
+// plus system.io, the sum over the physical disks (over every disk on a
+// host without one). Physical disks are charted from the start; virtual
+// ones (under /sys/devices/virtual/block: loop, zram, dm) once they have
+// done any I/O, which is Netdata's "auto" for them. The family is the disk's mount point when the disk itself is
 // mounted, else its name. Disks that go away lose their charts.
 type diskColl struct {
 	root string
@@ -165,8 +165,12 @@ func (c *diskColl) collect(tk *tick) error {
 			Dims: []store.DimDef{dim("in", "", algIncremental, 1, 1), dim("out", "", algIncremental, -1, 1)},
 		})
 	}
+	// system.io sums the physical disks, as Netdata's does (a dm, md or
+	// loop device's I/O is also its underlying disk's), or every disk
+	// when the host has no physical one.
+	var virt [2]float64
+	physical, rated, virtRated := false, false, false
 	c.sum = [2]float64{}
-	rated := false
 	clear(c.seen)
 	for i := range c.lines {
 		l := &c.lines[i]
@@ -193,13 +197,22 @@ func (c *diskColl) collect(tk *tick) error {
 			c.disks[l.name] = dc
 		}
 		c.seen[l.name] = true
+		physical = physical || !c.virtual[l.name]
 		if out, ok := dc.update(tk, l); ok {
 			// system.io sums the disks' rates (not the rate of a sum, so a
 			// disk appearing does not look like a burst).
-			c.sum[0] += out[0]
-			c.sum[1] += out[1]
-			rated = true
+			if c.virtual[l.name] {
+				virt[0], virt[1] = virt[0]+out[0], virt[1]+out[1]
+				virtRated = true
+			} else {
+				c.sum[0] += out[0]
+				c.sum[1] += out[1]
+				rated = true
+			}
 		}
+	}
+	if !physical {
+		c.sum, rated = virt, virtRated
 	}
 	for name, dc := range c.disks {
 		if !c.seen[name] {
