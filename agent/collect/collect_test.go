@@ -744,3 +744,22 @@ func TestDiskSystemIOPhysical(t *testing.T) {
 	run(t, db, 2, c)
 	checkPoints(t, db, "system.io", [][]float64{{50, -10}})
 }
+
+// TestNetSystemPhysicalReset: when the physical interface's counters go
+// back (the NIC was reset or re-created), system.net has a gap for that
+// second; it does not show the virtual interfaces' sum instead (a bridge
+// over eth0 carries the same bytes, veths a container's).
+func TestNetSystemPhysicalReset(t *testing.T) {
+	c := newNet("testdata/linux-6.18")
+	c.read = fileSeq(
+		fmt.Sprintf(netDev, 1, 10000, 100, 0, 2000, 50, 50000),
+		fmt.Sprintf(netDev, 1, 12000, 110, 0, 2500, 60, 60000),
+		fmt.Sprintf(netDev, 1, 100, 1, 0, 100, 1, 70000), // eth0 reset
+		fmt.Sprintf(netDev, 1, 2100, 11, 0, 600, 11, 80000),
+	)
+	c.isVirtual = func(iface string) bool { return iface != "eth0" }
+	db := storetest.New(t, store.Config{})
+	run(t, db, 4, c)
+	checkPoints(t, db, "net.veth1", [][]float64{{80, 0}, {80, 0}, {80, 0}})
+	checkPoints(t, db, "system.net", [][]float64{{16, -4}, {nan, nan}, {16, -4}})
+}

@@ -150,6 +150,7 @@ func (c *netColl) collect(tk *tick) error {
 	}
 	var phys, all [2]float64
 	nphys, nall := 0, 0
+	physical := false // a physical interface is charted, rated or not
 	clear(c.seen)
 	for i := range c.ifs {
 		s := &c.ifs[i]
@@ -171,6 +172,7 @@ func (c *netColl) collect(tk *tick) error {
 			virt = c.isVirtual(s.name)
 			c.virtual[s.name] = virt
 		}
+		physical = physical || !virt
 		v := &s.v
 		c.raw[0], c.raw[1] = v[0], v[8]
 		tk.collected(ic.net.def.ID, c.raw[:2])
@@ -205,10 +207,13 @@ func (c *netColl) collect(tk *tick) error {
 			delete(c.charts, name)
 		}
 	}
+	// A physical interface without a rate this second (new, or its
+	// counters went back) leaves a gap: the virtual ones are not its
+	// stand-in.
 	switch {
 	case nphys > 0:
 		c.sum = phys
-	case nall > 0:
+	case nall > 0 && !physical:
 		c.sum = all
 	default:
 		return nil
