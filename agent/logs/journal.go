@@ -81,6 +81,11 @@ func hasJournalFiles(d string) bool {
 	return false
 }
 
+// maxJournalctlTime is the latest --until given to journalctl, in unix
+// seconds (the last second of year 9999; it refuses a time some
+// thousand times later).
+const maxJournalctlTime = 253402300799
+
 // args builds journalctl's argument list for q: newest first, JSON, only
 // the fields shown, the time window, priority and unit done by journalctl
 // itself; q is matched here.
@@ -94,10 +99,12 @@ func (j *Journal) args(q *Query) []string {
 	}
 	// journalctl takes only one of --since and --after-cursor; with a
 	// cursor, Read stops at the first entry older than since instead.
-	if !q.Since.IsZero() && q.Cursor.Journal == "" {
+	// It refuses a time before 1970 or far in the future; such a bound
+	// holds every entry and is left to Read's own check.
+	if !q.Since.IsZero() && q.Cursor.Journal == "" && q.Since.Unix() > 0 {
 		a = append(a, "--since=@"+strconv.FormatInt(q.Since.Unix(), 10))
 	}
-	if !q.Until.IsZero() {
+	if !q.Until.IsZero() && q.Until.Unix() < maxJournalctlTime {
 		a = append(a, "--until=@"+strconv.FormatInt(q.Until.Unix()+1, 10))
 	}
 	if q.Priority >= 0 {

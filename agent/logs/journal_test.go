@@ -241,3 +241,15 @@ func TestReadLine(t *testing.T) {
 		t.Errorf("lines = %v, want %s", got, want)
 	}
 }
+
+// TestJournalTimesOutOfRange: a since before 1970 or an until past what
+// journalctl parses (it refuses "@-1" and "@9000000000000000") is a
+// window holding every entry, not a journalctl failure.
+func TestJournalTimesOutOfRange(t *testing.T) {
+	j := testJournal(t)
+	for _, q := range []string{"since=1960-01-01T00:00:00Z", "until=9000000000000000000", "since=1960-01-01&until=9000000000000000000&limit=20"} {
+		if msgs := readAll(t, j, q); len(msgs) != 50 {
+			t.Errorf("%s: %d entries, want 50", q, len(msgs))
+		}
+	}
+}
