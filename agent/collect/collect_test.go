@@ -763,3 +763,22 @@ func TestNetSystemPhysicalReset(t *testing.T) {
 	checkPoints(t, db, "net.veth1", [][]float64{{80, 0}, {80, 0}, {80, 0}})
 	checkPoints(t, db, "system.net", [][]float64{{16, -4}, {nan, nan}, {16, -4}})
 }
+
+// TestDiskFamilyNotFromFUSE: any user may mount a FUSE filesystem naming
+// its source "/dev/sdb" (sshfs -o fsname=/dev/sdb); it is not sdb's
+// mount, so sdb's family stays its name, and its charts are not
+// redefined each time the user mounts or unmounts.
+func TestDiskFamilyNotFromFUSE(t *testing.T) {
+	root := t.TempDir()
+	for _, d := range []string{"sys/block/sdb", "proc/self"} {
+		if err := os.MkdirAll(root+"/"+d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(t, root+"/proc/self/mounts", "/dev/sdb /home/mallory/x fuse.sshfs rw,nosuid,nodev,user_id=1000 0 0\n")
+	c := newDisk(root)
+	c.read = fileSeq("   8 16 sdb 1 0 2 0 1 0 2 0 0 0 0\n")
+	db := storetest.New(t, store.Config{})
+	run(t, db, 2, c)
+	checkDef(t, db, "disk.sdb", "disk.io", "sdb", "KiB/s", "area", 2000, "reads", "writes")
+}

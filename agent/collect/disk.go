@@ -137,8 +137,12 @@ func (c *diskColl) rescan(now time.Time) {
 			var line []byte
 			line, b = nextLine(b)
 			dev, rest := firstField(line)
-			mp, _ := firstField(rest)
-			if bytes.HasPrefix(dev, []byte("/dev/")) {
+			mp, rest := firstField(rest)
+			fstype, _ := firstField(rest)
+			// Any user may mount FUSE naming its source "/dev/sdb":
+			// it is no disk's mount (fuseblk, root's, is).
+			fuse := bytes.Equal(fstype, []byte("fuse")) || bytes.HasPrefix(fstype, []byte("fuse."))
+			if bytes.HasPrefix(dev, []byte("/dev/")) && !fuse {
 				if _, dup := c.family[string(dev[5:])]; !dup {
 					c.family[string(dev[5:])] = unescapeMount(string(mp))
 				}
