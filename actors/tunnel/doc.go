@@ -44,7 +44,13 @@
 //     tunnel id v1\x00" + secret)). Peers that relay announcements or
 //     look ids up never see the secret; a client must prove it (below).
 //     A secure server cannot claim a domain: the claim's hash would
-//     publish the secret to every peer.
+//     publish the secret to every peer. For the same reason a service
+//     (services.go: its key is written into the claim) cannot have a
+//     key known here to be a secret, i.e. the URL of a secure server on
+//     this node or of one a peer announces (its secure id): the create
+//     is refused with ErrBadTunnel. A secret of a server this node
+//     cannot see is taken for a public key (below): give services only
+//     non-secure servers' URLs.
 //
 // A client is given only the URL and cannot tell a public key from a
 // secret, so it derives both candidates: plain = the 64 hex, secure =

@@ -320,26 +320,40 @@ func tcpServer(t testing.TB, h func(net.Conn)) string {
 	return ln.Addr().String()
 }
 
-// fakeLedger answers AddDomain and remembers the claims.
+// fakeLedger answers AddDomain and SetClaimServices and remembers them.
 type fakeLedger struct {
-	pid    *actor.PID
-	mu     sync.Mutex
-	claims map[string]string
-	adds   []messages.AddDomain // every AddDomain, in order
+	pid      *actor.PID
+	mu       sync.Mutex
+	claims   map[string]string
+	adds     []messages.AddDomain        // every AddDomain, in order
+	services []messages.SetClaimServices // every SetClaimServices, in order
 }
 
 func newFakeLedger(sys *actor.ActorSystem) *fakeLedger {
 	f := &fakeLedger{claims: map[string]string{}}
 	f.pid = sys.Root.Spawn(actor.PropsFromFunc(func(c actor.Context) {
-		if m, ok := c.Message().(*messages.AddDomain); ok {
+		switch m := c.Message().(type) {
+		case *messages.AddDomain:
 			f.mu.Lock()
 			f.claims[m.Domain] = m.Hash
 			f.adds = append(f.adds, *m)
 			f.mu.Unlock()
 			c.Respond(&messages.AddDomainReply{})
+		case *messages.SetClaimServices:
+			f.mu.Lock()
+			f.services = append(f.services, *m)
+			f.mu.Unlock()
+			c.Respond(&messages.SetClaimServicesReply{})
 		}
 	}))
 	return f
+}
+
+// servicesWritten is every SetClaimServices so far.
+func (f *fakeLedger) servicesWritten() []messages.SetClaimServices {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]messages.SetClaimServices(nil), f.services...)
 }
 
 // added is every AddDomain so far.

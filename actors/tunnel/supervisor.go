@@ -512,6 +512,9 @@ func (a *Actor) newClient(c actor.Context, o messages.TunnelClientOpts, key clie
 	if a.clients[id] != nil {
 		return "", badf("tunnel client %q already exists", id)
 	}
+	if r := (clientRecord{Opts: o, Follow: follow}); r.isService() && a.knownSecret(key) {
+		return "", badf("the key is a secure server's secret: a service's key is written into the domain's claim, which every peer reads")
+	}
 	// A TCP and a UDP client bind different sockets: they may share a port.
 	for _, e := range a.clients {
 		if eo := e.rec.Opts; eo.Domain == o.Domain && eo.Port == o.Port && eo.Protocol == o.Protocol {
@@ -536,6 +539,18 @@ func (a *Actor) newClient(c actor.Context, o messages.TunnelClientOpts, key clie
 		a.syncServices(c, o.Domain)
 	}
 	return id, nil
+}
+
+// knownSecret reports whether k is known here to be a secure server's
+// secret: a secure server on this node has it, or a peer announces its
+// secure id (only a holder of the secret announces that id).
+func (a *Actor) knownSecret(k clientKey) bool {
+	for _, e := range a.servers {
+		if e.key.Secret != nil && e.key.Announced == k.Secure {
+			return true
+		}
+	}
+	return a.d.Mesh != nil && len(a.d.Mesh.Providers(k.Secure)) > 0
 }
 
 // probePrivilege binds ip:port once to find out whether this process may
