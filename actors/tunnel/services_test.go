@@ -72,3 +72,27 @@ func TestServiceRefusesSecureKey(t *testing.T) {
 		}
 	}
 }
+
+// A subscription's id <domain>_<serviceName> does not say where the
+// domain ends, as both may hold '_': unsubscribing (a.p2p, x_y) is no
+// unsubscribing of (a.p2p_x, y), whose id is the same.
+func TestUnsubscribeMatchesDomainAndService(t *testing.T) {
+	testutil.NoLeaks(t)
+	n := newTestNet(t, false).node(func(d *Deps) { d.ClaimTimeout = 100 * time.Millisecond })
+	key := "hs://" + strings.Repeat("ab", 32)
+	sub := messages.Subscription{Domain: "a.p2p_x", ServiceName: "y", Key: key, Port: freePort(t)}
+	if r := ask[*messages.SubscriptionReply](t, n, &messages.ServiceSubscribe{Sub: sub}); r.Err != nil {
+		t.Fatalf("subscribe: %v", r.Err)
+	}
+	r := ask[*messages.SubscriptionReply](t, n, &messages.ServiceUnsubscribe{Domain: "a.p2p", ServiceName: "x_y"})
+	if !errors.Is(r.Err, messages.ErrNotSubscribed) {
+		t.Errorf("unsubscribe (a.p2p, x_y): %v; want ErrNotSubscribed", r.Err)
+	}
+	subs := ask[*messages.GetSubscriptionsReply](t, n, &messages.GetSubscriptions{}).Subscriptions
+	if len(subs) != 1 || subs[0].Domain != "a.p2p_x" || subs[0].ServiceName != "y" {
+		t.Fatalf("subscriptions %+v; want (a.p2p_x, y) only", subs)
+	}
+	if r := ask[*messages.SubscriptionReply](t, n, &messages.ServiceUnsubscribe{Domain: "a.p2p_x", ServiceName: "y"}); r.Err != nil {
+		t.Fatalf("unsubscribe (a.p2p_x, y): %v", r.Err)
+	}
+}

@@ -85,8 +85,9 @@ func (a *Actor) unsubscribe(c actor.Context, domain, service string) {
 		c.Respond(&messages.SubscriptionReply{Err: badf("domain and serviceName are required")})
 		return
 	}
+	// The id does not say where the domain ends ('_' may be in both).
 	e := a.clients[d+"_"+name]
-	if e == nil || !e.rec.isSubscription() {
+	if e == nil || !e.rec.isSubscription() || e.rec.Opts.Domain != d || e.rec.Opts.ServiceName != name {
 		c.Respond(&messages.SubscriptionReply{Err: fmt.Errorf("%w: %s %s", messages.ErrNotSubscribed, d, name)})
 		return
 	}
