@@ -286,11 +286,11 @@ func (r *clientRun) lookup() {
 	b := r.d.LookupBackoff
 	for {
 		wait := r.d.Recheck
-		if r.reachable() {
+		if err := r.reachable(); err == nil {
 			b.Reset()
 			r.status(messages.TunnelRunning, "")
 		} else {
-			r.status(messages.TunnelStarting, "no peer serves this key yet")
+			r.status(messages.TunnelStarting, err.Error())
 			wait = b.Next()
 		}
 		if !r.pause(wait) {
@@ -312,15 +312,23 @@ func (r *clientRun) pause(d time.Duration) bool {
 	return true
 }
 
-func (r *clientRun) reachable() bool {
+// reachable is nil when the server can be reached, else why not. A
+// server on this node of the other protocol cannot: route refuses it.
+func (r *clientRun) reachable() error {
 	k := r.e.key
-	if r.reg.local(k) != nil {
-		return true
+	if h := r.reg.local(k); h != nil {
+		if udp := r.e.rec.Opts.Protocol == "udp"; h.udp != udp {
+			if h.udp {
+				return fmt.Errorf("local server %s is a udp tunnel", h.id)
+			}
+			return fmt.Errorf("local server %s is not a udp tunnel", h.id)
+		}
+		return nil
 	}
-	if r.d.Mesh == nil {
-		return false
+	if r.d.Mesh != nil && (len(r.d.Mesh.Providers(k.Plain)) > 0 || len(r.d.Mesh.Providers(k.Secure)) > 0) {
+		return nil
 	}
-	return len(r.d.Mesh.Providers(k.Plain)) > 0 || len(r.d.Mesh.Providers(k.Secure)) > 0
+	return errors.New("no peer serves this key yet")
 }
 
 func (r *clientRun) wake() {

@@ -204,7 +204,8 @@
 // announced), stopped (between a stop and a start). Client: starting
 // (binding, or bound and no server found yet: new connections are
 // refused at once and the lookup retries with backoff), running (bound
-// and a server is reachable), error (the bind failed; info.error says
+// and a server is reachable: a server on this node of the other
+// protocol is not), error (the bind failed; info.error says
 // why, e.g. how to allow a port below 1024; it retries with backoff),
 // stopped. Restart frees the port and closes every connection before
 // binding again; delete answers once the actor stopped.

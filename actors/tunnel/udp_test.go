@@ -397,3 +397,33 @@ func TestUDPServerRestartBusyClient(t *testing.T) {
 		t.Fatalf("client flows total %d, want 2", tot)
 	}
 }
+
+// A client whose key reaches a server of the other protocol on its node
+// cannot carry a connection there (route refuses it): it is not running,
+// and says why.
+func TestClientOfLocalServerOfOtherProtocol(t *testing.T) {
+	testutil.NoLeaks(t)
+	n := newTestNet(t, false).node(nil)
+	udpOpts := targetOpts(echoServer(t))
+	udpOpts.UDP = true
+	_, uurl := n.createServer(udpOpts)
+	_, turl := n.createServer(targetOpts(echoServer(t)))
+	n.own("mixed.p2p")
+	for _, c := range []struct{ key, proto, want string }{
+		{uurl, "tcp", "is a udp tunnel"},
+		{turl, "udp", "is not a udp tunnel"},
+	} {
+		r := ask[*messages.CreateTunnelClientReply](t, n, &messages.CreateTunnelClient{Opts: messages.TunnelClientOpts{
+			Domain: "mixed.p2p", Key: c.key, Port: freePort(t), Protocol: c.proto}})
+		if r.Err != nil {
+			t.Fatal(r.Err)
+		}
+		testutil.Eventually(t, 5*time.Second, func() error {
+			info := n.client(r.ID).Info
+			if info.State != messages.TunnelStarting || !strings.Contains(info.Error, c.want) {
+				return fmt.Errorf("%s client of a local server of the other protocol: state %q (%s)", c.proto, info.State, info.Error)
+			}
+			return nil
+		})
+	}
+}
