@@ -152,12 +152,26 @@ func (r *clientRun) serve() {
 	}
 	r.wg.Add(1)
 	go r.lookup()
+	var shortWait time.Duration // the pause after an Accept short of a resource
 	for {
 		conn, err := ln.Accept()
 		if err != nil {
 			if done, retry := r.socketErr(err); done {
 				return
 			} else if retry {
+				continue
+			}
+			// Out of descriptors or memory for now: the listener and
+			// the connections queued on it are fine, so wait and
+			// accept again, as net/http's Server does (5 ms doubling
+			// to 1 s), rather than reset them all by binding again.
+			if shortOfResource(err) {
+				shortWait = min(max(2*shortWait, 5*time.Millisecond), time.Second)
+				r.e.stats.fail("accept: " + err.Error())
+				r.ev.dataPath(slog.LevelWarn, r.e.rec.ID, "tunnel client cannot accept a connection; retrying", "err", err, "in", shortWait)
+				if !r.sleep(shortWait) {
+					return
+				}
 				continue
 			}
 			// A listener that fails otherwise is dead: report it and
@@ -169,6 +183,7 @@ func (r *clientRun) serve() {
 			}
 			continue
 		}
+		shortWait = 0
 		if r.active.Add(1) > int64(r.d.MaxConnsPerClient) {
 			r.active.Add(-1)
 			r.refuseLocal(conn)
@@ -179,6 +194,26 @@ func (r *clientRun) serve() {
 			defer r.active.Add(-1)
 			r.handle(conn)
 		}()
+	}
+}
+
+// shortOfResource reports whether an Accept error says the process or
+// the host is short of descriptors, buffers or memory: it passes.
+func shortOfResource(err error) bool {
+	return errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) ||
+		errors.Is(err, syscall.ENOBUFS) || errors.Is(err, syscall.ENOMEM)
+}
+
+// sleep waits d; false once the run ends. Unlike pause, wake does not
+// cut it short.
+func (r *clientRun) sleep(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-r.ctx.Done():
+		return false
+	case <-t.C:
+		return true
 	}
 }
 

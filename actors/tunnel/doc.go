@@ -116,7 +116,11 @@
 // (counted in Counters.RefusedConns and the client's lastError, logged
 // at most 20 lines a second), so a local program that opens connections
 // without end costs no goroutine, stream or wait for each, as a server
-// at nginx's worker_connections stops taking more.
+// at nginx's worker_connections stops taking more. An accept that fails
+// for want of descriptors, buffers or memory (EMFILE, ENFILE, ENOBUFS,
+// ENOMEM) is tried again after a pause (5 ms doubling to 1 s, as
+// net/http's Server), the listener and the connections queued on it
+// kept; a listener that fails otherwise is bound again.
 //
 // # Data path
 //
