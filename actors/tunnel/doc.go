@@ -212,7 +212,9 @@
 // protocol is not), error (the bind failed; info.error says
 // why, e.g. how to allow a port below 1024; it retries with backoff),
 // stopped. Restart frees the port and closes every connection before
-// binding again; delete answers once the actor stopped.
+// binding again; delete answers once the actor stopped. A client being
+// moved onto a new key (follow.go) has no actor until the one of its old
+// key stopped: delete and restart answer once that one stopped.
 //
 // # Logs and hints
 //

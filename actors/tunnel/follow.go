@@ -239,7 +239,10 @@ func (a *Actor) retarget(c actor.Context, e *clientEntry, want string) {
 			return
 		}
 	}
-	ne := &clientEntry{rec: r, key: k, stats: e.stats}
+	ne := &clientEntry{rec: r, key: k, stats: e.stats, prev: e.prev}
+	if e.pid != nil {
+		ne.prev = c.StopFuture(e.pid)
+	}
 	ne.status.set(messages.TunnelStarting, "", "")
 	a.clients[r.ID] = ne
 	a.ev.emit(slog.LevelInfo, r.ID, "tunnel client follows the claim in force", "from", e.rec.Opts.Key, "to", r.Opts.Key)
@@ -253,11 +256,9 @@ func (a *Actor) retarget(c actor.Context, e *clientEntry, want string) {
 			a.syncServices(c, r.Opts.Domain)
 		}
 	}
-	if e.pid == nil {
-		start() // the previous move is still stopping the old one; binding retries
-		return
-	}
-	c.ReenterAfter(c.StopFuture(e.pid), func(any, error) { start() })
+	// While a previous move still stops the old actor, this one waits
+	// for the same stop.
+	c.ReenterAfter(ne.prev, func(any, error) { start() })
 }
 
 // restartDomain answers restart-tunnel-clients-for-domain: every client
@@ -281,10 +282,12 @@ func (a *Actor) restartDomain(c actor.Context, domain string) {
 			}
 			if want := wantKey(e.rec, targets); want != "" && !sameKey(want, e.rec.Opts.Key) {
 				a.retarget(c, e, want)
-				continue
+				e = a.clients[id]
 			}
 			if e.pid != nil {
 				fs = append(fs, c.RequestFuture(e.pid, &messages.RestartTunnelClient{}, a.d.ClaimTimeout))
+			} else if e.prev != nil { // being moved: it starts afresh once the old actor stopped
+				fs = append(fs, e.prev)
 			}
 		}
 		a.ev.emit(slog.LevelInfo, "", "tunnel clients of the domain restarted", "domain", d)

@@ -327,6 +327,7 @@ type fakeLedger struct {
 	claims   map[string]string
 	adds     []messages.AddDomain        // every AddDomain, in order
 	services []messages.SetClaimServices // every SetClaimServices, in order
+	targets  map[string]messages.DomainTarget
 }
 
 func newFakeLedger(sys *actor.ActorSystem) *fakeLedger {
@@ -339,6 +340,16 @@ func newFakeLedger(sys *actor.ActorSystem) *fakeLedger {
 			f.adds = append(f.adds, *m)
 			f.mu.Unlock()
 			c.Respond(&messages.AddDomainReply{})
+		case *messages.GetDomainTargets:
+			rep := &messages.GetDomainTargetsReply{Targets: map[string]messages.DomainTarget{}}
+			f.mu.Lock()
+			for _, d := range m.Domains {
+				if t, ok := f.targets[d]; ok {
+					rep.Targets[d] = t
+				}
+			}
+			f.mu.Unlock()
+			c.Respond(rep)
 		case *messages.SetClaimServices:
 			f.mu.Lock()
 			f.services = append(f.services, *m)
@@ -347,6 +358,16 @@ func newFakeLedger(sys *actor.ActorSystem) *fakeLedger {
 		}
 	}))
 	return f
+}
+
+// setTarget makes t the claim in force of its domain.
+func (f *fakeLedger) setTarget(t messages.DomainTarget) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.targets == nil {
+		f.targets = map[string]messages.DomainTarget{}
+	}
+	f.targets[t.Domain] = t
 }
 
 // servicesWritten is every SetClaimServices so far.

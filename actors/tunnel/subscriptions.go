@@ -95,7 +95,7 @@ func (a *Actor) unsubscribe(c actor.Context, domain, service string) {
 		c.Respond(&messages.SubscriptionReply{Err: err})
 		return
 	}
-	a.stopThenReply(c, &messages.SubscriptionReply{}, e.pid)
+	a.replyAfter(c, &messages.SubscriptionReply{}, a.stopClient(c, e))
 }
 
 func (a *Actor) dropSubscription(c actor.Context, e *clientEntry) error {
@@ -176,7 +176,7 @@ func (a *Actor) unsubscribeAll(c actor.Context, domain string) {
 	}
 	delete(a.subAll, d)
 	a.ev.hint(messages.HintTunnelClients) // as subscribeAll's, subscriptions or not
-	var pids []*actor.PID
+	var fs []*actor.Future
 	for _, id := range a.sortedClientIDs() {
 		e := a.clients[id]
 		if e.rec.Opts.Domain != d || !e.rec.isSubscription() {
@@ -186,10 +186,10 @@ func (a *Actor) unsubscribeAll(c actor.Context, domain string) {
 			c.Respond(&messages.SubscriptionReply{Err: err})
 			return
 		}
-		pids = append(pids, e.pid)
+		fs = append(fs, a.stopClient(c, e))
 	}
-	a.ev.emit(slog.LevelInfo, "", "unsubscribed from all services of the domain", "domain", d, "subscriptions", len(pids))
-	a.stopThenReply(c, &messages.SubscriptionReply{}, pids...)
+	a.ev.emit(slog.LevelInfo, "", "unsubscribed from all services of the domain", "domain", d, "subscriptions", len(fs))
+	a.replyAfter(c, &messages.SubscriptionReply{}, fs...)
 }
 
 func (a *Actor) listSubscriptions() *messages.GetSubscriptionsReply {

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"sync"
@@ -152,6 +153,9 @@ type clientEntry struct {
 	pid    *actor.PID
 	stats  *stats
 	status clientStatus
+	// prev, for an entry made by a move (retarget), completes once the
+	// actor of the client's previous key stopped; pid is nil until then.
+	prev *actor.Future
 }
 
 // clientStatus is a client's state as listed; written by its runner.
@@ -249,8 +253,8 @@ func (a *Actor) Receive(c actor.Context) {
 			c.Respond(&messages.TunnelWriteReply{Err: unknown(m.ID)})
 			return
 		}
-		if e.pid == nil { // being moved onto a new key: it starts afresh anyway
-			c.Respond(&messages.TunnelWriteReply{})
+		if e.pid == nil { // being moved onto a new key: it starts afresh once the old actor stopped
+			a.replyAfter(c, &messages.TunnelWriteReply{}, e.prev)
 			return
 		}
 		c.RequestWithCustomSender(e.pid, m, c.Sender())
@@ -406,13 +410,31 @@ func (a *Actor) deleteServer(c actor.Context, id string) {
 // they stopped (their connections are closed and their ports are free by
 // then), without blocking Receive. Nil pids are skipped.
 func (a *Actor) stopThenReply(c actor.Context, reply any, pids ...*actor.PID) {
-	sender := c.Sender()
 	var fs []*actor.Future
 	for _, pid := range pids {
 		if pid != nil {
 			fs = append(fs, c.StopFuture(pid))
 		}
 	}
+	a.replyAfter(c, reply, fs...)
+}
+
+// stopClient stops e's actor and returns a future that completes once it
+// stopped. While e is being moved (retarget) it has no actor yet: the
+// future is then that of the actor it is moved from (e's own is not
+// spawned once e left the table).
+func (a *Actor) stopClient(c actor.Context, e *clientEntry) *actor.Future {
+	if e.pid != nil {
+		return c.StopFuture(e.pid)
+	}
+	return e.prev
+}
+
+// replyAfter answers the request with reply once every future in fs
+// completed, without blocking Receive. Nil futures are skipped.
+func (a *Actor) replyAfter(c actor.Context, reply any, fs ...*actor.Future) {
+	sender := c.Sender()
+	fs = slices.DeleteFunc(fs, func(f *actor.Future) bool { return f == nil })
 	var wait func(i int)
 	wait = func(i int) {
 		if i == len(fs) {
@@ -594,7 +616,7 @@ func (a *Actor) deleteClient(c actor.Context, id string) {
 		}
 	}
 	a.forgetClient(c, e)
-	a.stopThenReply(c, &messages.TunnelWriteReply{}, e.pid)
+	a.replyAfter(c, &messages.TunnelWriteReply{}, a.stopClient(c, e))
 }
 
 // forgetClient drops a client (already gone from the store) from the
