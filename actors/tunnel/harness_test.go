@@ -169,8 +169,8 @@ func (n *testNode) createServer(o messages.TunnelServerOpts) (id, url string) {
 	if r.Err != nil {
 		n.t.Fatalf("create server: %v", r.Err)
 	}
-	// Running, and announced to peers (the supervisor announces when the
-	// server's actor reports it is up, just after it shows as running).
+	// Running, and announced to peers (the supervisor shows it running
+	// once it announced it).
 	var s messages.TunnelServer
 	testutil.Eventually(n.t, 5*time.Second, func() error {
 		s = n.server(r.ID)

@@ -114,3 +114,72 @@ func TestMovingClientAnswersOnceOldActorStopped(t *testing.T) {
 		})
 	}
 }
+
+// A server shows running (the tunnel-log line and the hint a panel
+// lists again on) only once the supervisor dispatches streams to it and
+// announced it, not as soon as its actor started.
+func TestServerRunningOnceAnnounced(t *testing.T) {
+	testutil.NoLeaks(t)
+	n := newTestNet(t, false).node(nil)
+	// The supervisor is held in the create, its server's actor not.
+	entered, release := make(chan struct{}), make(chan struct{})
+	var once, freeOnce sync.Once
+	free := func() { freeOnce.Do(func() { close(release) }) }
+	defer free()
+	var mu sync.Mutex
+	var running []string // each "tunnel server running" line, with what was announced then
+	sub := n.sys.EventStream.Subscribe(func(ev any) {
+		h, ok := ev.(*messages.Hint)
+		if !ok || h.Type != messages.HintTunnelLog {
+			return
+		}
+		msg := fmt.Sprint(h.Data["message"])
+		switch {
+		case strings.HasPrefix(msg, "tunnel server created"):
+			once.Do(func() { close(entered); <-release })
+		case strings.HasPrefix(msg, "tunnel server running"):
+			mu.Lock()
+			running = append(running, fmt.Sprintf("%s (announced %v)", msg, n.mesh.Announced()))
+			mu.Unlock()
+		}
+	})
+	defer n.sys.EventStream.Unsubscribe(sub)
+	opts := targetOpts(echoServer(t))
+	opts.Domain = "served.p2p"
+	f := n.sys.Root.RequestFuture(n.pid, &messages.CreateTunnelServer{Opts: opts}, 10*time.Second)
+	select {
+	case <-entered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the create did not log")
+	}
+	// The server's actor started: it claims the domain last.
+	testutil.Eventually(t, 5*time.Second, func() error {
+		if n.ledger.claim("served.p2p") == "" {
+			return fmt.Errorf("the server's actor has not started")
+		}
+		return nil
+	})
+	free()
+	res, err := f.Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := res.(*messages.CreateTunnelServerReply).ID
+	testutil.Eventually(t, 5*time.Second, func() error {
+		if st := n.server(id).Info.State; st != messages.TunnelRunning {
+			return fmt.Errorf("state %q", st)
+		}
+		return nil
+	})
+	announced := n.mesh.Announced()
+	mu.Lock()
+	defer mu.Unlock()
+	if len(announced) != 1 || len(running) == 0 {
+		t.Fatalf("announced %v, running lines %q", announced, running)
+	}
+	for _, l := range running {
+		if !strings.Contains(l, "announced="+announced[0]+" (announced ["+announced[0]+"])") {
+			t.Errorf("server running before it was announced: %s", l)
+		}
+	}
+}

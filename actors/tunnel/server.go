@@ -14,7 +14,8 @@ import (
 // serverActor owns one tunnel server: the handle the data path uses
 // (target, key, live connections) and the claim of its domain. A server
 // does not listen on anything: peers reach it through the supervisor's
-// stream dispatch. Fields are touched only from Receive.
+// stream dispatch, which also sets its state (serverUp, serverDown).
+// Fields are touched only from Receive.
 type serverActor struct {
 	d  Deps
 	ev *events
@@ -48,10 +49,8 @@ func (a *serverActor) start(c actor.Context) {
 		stats: a.e.stats, conns: newConnSet(), ev: a.ev, dial: a.d.DialTimeout, udp: o.UDP,
 		maxStreams: int64(a.d.MaxStreamsPerTunnel),
 	}
-	c.Send(c.Parent(), &serverUp{h: a.h})
-	a.e.setState(messages.TunnelRunning)
-	a.ev.emit(slog.LevelInfo, a.e.rec.ID, "tunnel server running", "target", a.h.target, "announced", a.e.key.Announced)
-	a.ev.hint(messages.HintTunnel)
+	// The supervisor registers and announces it, then shows it running.
+	c.Send(c.Parent(), &serverUp{h: a.h, e: a.e})
 	if o.Domain != "" {
 		a.claim(c, o.Domain)
 	}
@@ -62,11 +61,9 @@ func (a *serverActor) stop(c actor.Context) {
 	if a.h == nil {
 		return
 	}
-	c.Send(c.Parent(), &serverDown{h: a.h})
+	c.Send(c.Parent(), &serverDown{h: a.h, e: a.e})
 	a.h.conns.closeAll()
 	a.h = nil
-	a.e.setState(messages.TunnelStopped)
-	a.ev.hint(messages.HintTunnel)
 }
 
 // claim asks the ledger to point domain at this server's key, keeping

@@ -123,7 +123,8 @@ func Props(d Deps) *actor.Props {
 }
 
 // serverEntry is one configured server. rec and key are immutable; the
-// state is set by its actor.
+// state is set by the supervisor as its actor reports (serverUp,
+// serverDown).
 type serverEntry struct {
 	rec   serverRecord
 	key   serverKey
@@ -195,10 +196,17 @@ func (e *clientEntry) info() messages.TunnelClient {
 
 // Internal messages between the supervisor and its children.
 type (
-	// serverUp: a server incarnation runs; streams for it are dispatched.
-	serverUp struct{ h *serverHandle }
+	// serverUp: an incarnation of e's server runs; streams for it are
+	// dispatched.
+	serverUp struct {
+		h *serverHandle
+		e *serverEntry
+	}
 	// serverDown: that incarnation stopped.
-	serverDown struct{ h *serverHandle }
+	serverDown struct {
+		h *serverHandle
+		e *serverEntry
+	}
 )
 
 // Actor is the tunnels supervisor. Fields are touched only from Receive.
@@ -223,11 +231,14 @@ func (a *Actor) Receive(c actor.Context) {
 	case *actor.Stopping, *actor.Restarting:
 		a.halt()
 	case *serverUp:
-		a.reg.put(m.h)
-		a.announce()
+		a.serverUp(m.h, m.e)
 	case *serverDown:
 		if a.reg.drop(m.h) {
 			a.announce()
+		}
+		if a.servers[m.h.id] == m.e {
+			m.e.setState(messages.TunnelStopped)
+			a.ev.hint(messages.HintTunnel)
 		}
 	case *messages.CreateTunnelServer:
 		id, err := a.createServer(c, m.Opts)
@@ -382,6 +393,21 @@ func (a *Actor) spawnServer(c actor.Context, r serverRecord) {
 	e.setState(messages.TunnelStarting)
 	e.pid = c.Spawn(serverProps(a.d, a.ev, e))
 	a.servers[r.ID] = e
+}
+
+// serverUp dispatches streams to h and announces it, then shows e
+// running. The incarnation of a server deleted meanwhile (its actor is
+// stopping) is ignored: a server created since with the same key has its
+// announced id.
+func (a *Actor) serverUp(h *serverHandle, e *serverEntry) {
+	if a.servers[h.id] != e {
+		return
+	}
+	a.reg.put(h)
+	a.announce()
+	e.setState(messages.TunnelRunning)
+	a.ev.emit(slog.LevelInfo, h.id, "tunnel server running", "target", h.target, "announced", e.key.Announced)
+	a.ev.hint(messages.HintTunnel)
 }
 
 func (a *Actor) deleteServer(c actor.Context, id string) {
