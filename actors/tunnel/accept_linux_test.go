@@ -2,15 +2,20 @@ package tunnel
 
 import (
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"peerdns/internal/testutil"
+	"peerdns/messages"
 )
 
 // outOfFilesChild, set in the environment, runs the test's body in a
@@ -103,4 +108,106 @@ func TestClientAcceptOutOfFiles(t *testing.T) {
 	if err := dialEchoConn(c, []byte("queued while out of files")); err != nil {
 		t.Fatalf("the connection queued while the process was out of files: %v", err)
 	}
+}
+
+// A client whose listener died and whose port is taken meanwhile stays
+// in error while it binds again: the lookup, which still finds the
+// server, does not set it running between two binds (a hint each time,
+// and the bind's error logged again after each), and once bound again
+// it is running at once.
+func TestClientRebindKeepsErrorState(t *testing.T) {
+	testutil.NoLeaks(t)
+	var recheck time.Duration
+	n := newTestNet(t, false).node(func(d *Deps) { recheck = d.Recheck })
+	_, url := n.createServer(targetOpts(echoServer(t)))
+	n.own("rebind.p2p")
+	id, addr := n.createClient("rebind.p2p", url)
+	_, p, _ := net.SplitHostPort(addr)
+	port, _ := strconv.Atoi(p)
+	lfd := listenerFD(t, port)
+	// The test keeps the listening socket (the port stays taken) and
+	// puts /dev/null in the client's place: the next Accept fails.
+	keep, err := syscall.Dup(lfd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept := true
+	closeKeep := func() {
+		if kept {
+			kept = false
+			_ = syscall.Close(keep)
+		}
+	}
+	defer closeKeep()
+	null, err := syscall.Open("/dev/null", syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Dup3(null, lfd, syscall.O_CLOEXEC); err != nil {
+		t.Fatal(err)
+	}
+	_ = syscall.Close(null)
+	c, err := net.Dial("tcp", addr) // wakes the Accept
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	testutil.Eventually(t, 5*time.Second, func() error {
+		if info := n.client(id).Info; info.State != messages.TunnelError {
+			return fmt.Errorf("state %q (%s)", info.State, info.Error)
+		}
+		return nil
+	})
+	var hints atomic.Int64
+	sub := n.sys.EventStream.Subscribe(func(ev any) {
+		if h, ok := ev.(*messages.Hint); ok && h.Type == messages.HintTunnelClients {
+			hints.Add(1)
+		}
+	})
+	defer n.sys.EventStream.Unsubscribe(sub)
+	// Twenty lookup periods with the port taken: the state stays.
+	for end := time.Now().Add(20 * recheck); time.Now().Before(end); {
+		if info := n.client(id).Info; info.State != messages.TunnelError {
+			t.Fatalf("state %q (%s) while the port is taken", info.State, info.Error)
+		}
+	}
+	if h := hints.Load(); h != 0 {
+		t.Errorf("%d update-tunnel-clients hints while the client kept failing to bind", h)
+	}
+	if lines := strings.Count(n.log.String(), "tunnel client cannot listen"); lines != 1 {
+		t.Errorf("the bind's error was logged %d times; want once", lines)
+	}
+	closeKeep()
+	n.waitClient(id, messages.TunnelRunning)
+	if err := dialEcho(addr, []byte("bound again")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// listenerFD is the descriptor of this process's TCP socket listening
+// on port.
+func listenerFD(t *testing.T, port int) int {
+	t.Helper()
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range fds {
+		fd, err := strconv.Atoi(f.Name())
+		if err != nil {
+			continue
+		}
+		if l, _ := os.Readlink(filepath.Join("/proc/self/fd", f.Name())); !strings.HasPrefix(l, "socket:") {
+			continue
+		}
+		sa, err := syscall.Getsockname(fd)
+		if in4, ok := sa.(*syscall.SockaddrInet4); err != nil || !ok || in4.Port != port {
+			continue
+		}
+		if on, err := syscall.GetsockoptInt(fd, syscall.SOL_SOCKET, syscall.SO_ACCEPTCONN); err == nil && on == 1 {
+			return fd
+		}
+	}
+	t.Fatalf("no listening socket on port %d", port)
+	return -1
 }

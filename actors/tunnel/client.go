@@ -92,9 +92,10 @@ type clientRun struct {
 
 	active atomic.Int64 // local TCP connections being carried (Deps.MaxConnsPerClient)
 
-	mu   sync.Mutex // guards ln and addr
-	ln   net.Listener
-	addr string
+	mu    sync.Mutex // guards ln, addr and bound
+	ln    net.Listener
+	addr  string
+	bound bool // the socket is bound: the lookup's state applies
 }
 
 func startClient(d Deps, ev *events, reg *registry, e *clientEntry) *clientRun {
@@ -181,6 +182,7 @@ func (r *clientRun) serve() {
 			if ln = r.bind(); ln == nil {
 				return
 			}
+			r.wake() // the lookup says again whether the server is reachable
 			continue
 		}
 		shortWait = 0
@@ -238,6 +240,9 @@ func (r *clientRun) refuseLocal(conn net.Conn) {
 func (r *clientRun) bindLoop(what string, listen func(addr netip.AddrPort) (bool, error)) bool {
 	o := r.e.rec.Opts
 	b := r.d.LookupBackoff
+	r.mu.Lock()
+	r.bound = false // the lookup leaves the state to this loop until bound
+	r.mu.Unlock()
 	for r.ctx.Err() == nil {
 		ip := r.domainIP()
 		if !ip.IsValid() {
@@ -287,7 +292,7 @@ func (r *clientRun) bind() net.Listener {
 			l.Close()
 			return false, nil
 		}
-		r.ln, r.addr, ln = l, addr.String(), l
+		r.ln, r.addr, r.bound, ln = l, addr.String(), true, l
 		return true, nil
 	})
 	if !ok {
@@ -323,14 +328,26 @@ func (r *clientRun) lookup() {
 		wait := r.d.Recheck
 		if err := r.reachable(); err == nil {
 			b.Reset()
-			r.status(messages.TunnelRunning, "")
+			r.lookupStatus(messages.TunnelRunning, "")
 		} else {
-			r.status(messages.TunnelStarting, err.Error())
+			r.lookupStatus(messages.TunnelStarting, err.Error())
 			wait = b.Next()
 		}
 		if !r.pause(wait) {
 			return
 		}
+	}
+}
+
+// lookupStatus sets the state the lookup found while the socket is
+// bound; while it is bound again (a dead socket), bindLoop's state
+// stands, so the two do not take turns.
+func (r *clientRun) lookupStatus(state, errMsg string) {
+	r.mu.Lock()
+	changed := r.bound && r.e.status.set(state, errMsg, r.addr)
+	r.mu.Unlock()
+	if changed {
+		r.ev.hint(messages.HintTunnelClients)
 	}
 }
 

@@ -46,6 +46,7 @@ func (r *clientRun) serveUDP() {
 			u = newUDPClient(r, pc)
 			r.wg.Add(1)
 			go u.janitor()
+			r.wake() // the lookup says again whether the server is reachable
 			continue
 		}
 		if u.tab.tooLong(n) {
@@ -70,7 +71,7 @@ func (r *clientRun) bindUDP() *net.UDPConn {
 			return false, nil
 		}
 		r.mu.Lock()
-		r.addr = addr.String()
+		r.addr, r.bound = addr.String(), true
 		r.mu.Unlock()
 		pc = c
 		return true, nil
