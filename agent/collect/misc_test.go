@@ -115,6 +115,33 @@ func TestZram(t *testing.T) {
 	}
 }
 
+// TestZramBadDevice has devices whose mm_stat does not parse beside one that
+// does: the good one gets its point every second, and the collector is
+// reported failing.
+func TestZramBadDevice(t *testing.T) {
+	root := t.TempDir()
+	stats := map[string]string{
+		"zram0": "314572800 104857600\n",   // short
+		"zram1": "314572800 x 125829120\n", // unparsable
+		"zram2": "zz\n",
+		"zram3": "314572800 104857600 125829120 0 125829120 0 0 0\n",
+	}
+	for name, s := range stats {
+		if err := os.MkdirAll(root+"/sys/block/"+name, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(root+"/sys/block/"+name+"/mm_stat", []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db := storetest.New(t, store.Config{})
+	m := run(t, db, 6, newZram(root))
+	checkPoints(t, db, "mem.zram_usage.zram3", [][]float64{{100, 20}, {100, 20}, {100, 20}, {100, 20}, {100, 20}, {100, 20}})
+	if _, _, failing := m.Stats(); strings.Join(failing, ",") != "zram" {
+		t.Errorf("failing collectors = %v, want [zram]", failing)
+	}
+}
+
 func FuzzParseConntrack(f *testing.F) {
 	seed, _ := os.ReadFile("testdata/linux-6.18/proc/net/stat/nf_conntrack")
 	f.Add(seed)

@@ -87,8 +87,11 @@ func (c *zramColl) rescan(tk *tick) {
 	}
 }
 
+// collect charts every device it can read; a device whose mm_stat does not
+// parse is reported, but the others still get their point.
 func (c *zramColl) collect(tk *tick) error {
 	c.rescan(tk)
+	var bad error
 	for name, d := range c.devs {
 		b, err := d.r.read()
 		if err != nil {
@@ -96,13 +99,15 @@ func (c *zramColl) collect(tk *tick) error {
 		}
 		c.fs = fields(c.fs[:0], b)
 		if len(c.fs) < 3 {
-			return fmt.Errorf("/sys/block/%s/mm_stat: short %q", name, b)
+			bad = fmt.Errorf("/sys/block/%s/mm_stat: short %q", name, b)
+			continue
 		}
 		orig, ok1 := parseNum(c.fs[0])
 		compr, ok2 := parseNum(c.fs[1])
 		used, ok3 := parseNum(c.fs[2])
 		if !ok1 || !ok2 || !ok3 {
-			return fmt.Errorf("/sys/block/%s/mm_stat: cannot parse %q", name, b)
+			bad = fmt.Errorf("/sys/block/%s/mm_stat: cannot parse %q", name, b)
+			continue
 		}
 		c.raw[0], c.raw[1] = compr, max(used-compr, 0)
 		d.usage.emit(tk, c.raw[:2])
@@ -119,5 +124,5 @@ func (c *zramColl) collect(tk *tick) error {
 		}
 		d.effic.emit(tk, c.raw[:1])
 	}
-	return nil
+	return bad
 }
