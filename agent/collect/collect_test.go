@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -388,6 +389,29 @@ func TestDiskSpace(t *testing.T) {
 	}
 	if def, _ := db.Chart("disk_space._"); def.Dims[2].Name != "reserved for root" || def.Plugin != "diskspace.plugin" {
 		t.Errorf("disk_space._ def = %+v", def)
+	}
+}
+
+func TestStatfsUsage(t *testing.T) {
+	tests := []struct {
+		name string
+		st   syscall.Statfs_t
+		want spaceUsage
+	}{
+		{"ext4", syscall.Statfs_t{Bsize: 4096, Blocks: 100, Bfree: 30, Bavail: 25, Files: 50, Ffree: 20},
+			spaceUsage{Total: 409600, Free: 102400, Used: 286720, InodesTotal: 50, InodesFree: 20, InodesUsed: 30}},
+		// some FUSE and network filesystems say more is free than they have
+		{"more free than total", syscall.Statfs_t{Bsize: 512, Blocks: 10, Bfree: 20, Bavail: 20, Files: 5, Ffree: 1 << 40},
+			spaceUsage{Total: 5120, Free: 10240, Used: 0, InodesTotal: 5, InodesFree: 1 << 40, InodesUsed: 0}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var u spaceUsage
+			statfsUsage(&tt.st, &u)
+			if u != tt.want {
+				t.Errorf("statfsUsage(%+v) = %+v, want %+v", tt.st, u, tt.want)
+			}
+		})
 	}
 }
 

@@ -65,12 +65,27 @@ func (s *statfser) statfs(path string, u *spaceUsage) error {
 	if _, _, errno := syscall.Syscall(syscall.SYS_STATFS, uintptr(unsafe.Pointer(p)), uintptr(unsafe.Pointer(&st)), 0); errno != 0 {
 		return &os.PathError{Op: "statfs", Path: path, Err: errno}
 	}
+	statfsUsage(&st, u)
+	return nil
+}
+
+// statfsUsage converts what statfs(2) said. Some FUSE and network
+// filesystems report more free blocks or inodes than they have in all:
+// nothing is used then, where the subtraction would wrap to 2^64.
+func statfsUsage(st *syscall.Statfs_t, u *spaceUsage) {
 	bs := uint64(st.Bsize)
 	*u = spaceUsage{
-		Total: st.Blocks * bs, Free: st.Bavail * bs, Used: (st.Blocks - st.Bfree) * bs,
-		InodesTotal: st.Files, InodesFree: st.Ffree, InodesUsed: st.Files - st.Ffree,
+		Total: st.Blocks * bs, Free: st.Bavail * bs, Used: subFloor(st.Blocks, st.Bfree) * bs,
+		InodesTotal: st.Files, InodesFree: st.Ffree, InodesUsed: subFloor(st.Files, st.Ffree),
 	}
-	return nil
+}
+
+// subFloor is a-b, or 0 when b > a.
+func subFloor(a, b uint64) uint64 {
+	if b > a {
+		return 0
+	}
+	return a - b
 }
 
 // Netdata's diskspace.plugin defaults: mount points and filesystem types
