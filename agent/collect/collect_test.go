@@ -415,6 +415,42 @@ func TestStatfsUsage(t *testing.T) {
 	}
 }
 
+// TestDiskSpaceUnmounted: a filesystem unmounted between two reads of the
+// mount table leaves its mount point a folder of the filesystem below, and
+// statfs of it answers for that one: the mount gets no points until the
+// table is read again, and one mounted there again is charted from then.
+func TestDiskSpaceUnmounted(t *testing.T) {
+	const gib = 1 << 30
+	c := newDiskSpace("")
+	c.readMounts = func() ([]mountEntry, error) {
+		return []mountEntry{{Mountpoint: "/", Fstype: "ext4"}, {Mountpoint: "/mnt/data", Fstype: "xfs"}}, nil
+	}
+	root := spaceUsage{Total: 100 * gib, Free: 60 * gib, Used: 40 * gib, FSID: 1}
+	data := spaceUsage{Total: 10 * gib, Free: 2 * gib, Used: 8 * gib, FSID: 2}
+	c.usage = func(p string, u *spaceUsage) error {
+		*u = root
+		if p == "/mnt/data" {
+			*u = data
+		}
+		return nil
+	}
+	db := storetest.New(t, store.Config{})
+	m := run(t, db, 2, c)
+	data = root // unmounted: the path is a folder of /
+	for s := 2; s < 4; s++ {
+		collectAt(m, s)
+	}
+	checkPoints(t, db, "disk_space._mnt_data", [][]float64{{2, 8, 0}, {2, 8, 0}})
+	checkPoints(t, db, "disk_space._", [][]float64{{60, 40, 0}, {60, 40, 0}, {60, 40, 0}, {60, 40, 0}})
+	// mounted again by the next read of the mount table
+	data = spaceUsage{Total: 20 * gib, Free: 5 * gib, Used: 15 * gib, FSID: 3}
+	now := epoch.Add(rescanEvery)
+	m.Collect(now.Unix(), now)
+	if at, vals, ok := db.Latest("disk_space._mnt_data"); !ok || at != now.Unix() || !near(vals[0], 5) || !near(vals[1], 15) {
+		t.Errorf("disk_space._mnt_data latest = %v at %d (%v), want [5 15 0] at %d", vals, at, ok, now.Unix())
+	}
+}
+
 // TestDiskSpaceHungMount: statfs on a hung network filesystem does not
 // return; it stops the disk space charts until it does, never the
 // collection round, so every other chart goes on.

@@ -20,6 +20,7 @@ type mountEntry struct{ Device, Mountpoint, Fstype string }
 type spaceUsage struct {
 	Total, Free, Used                   uint64 // Free: available to users (bavail)
 	InodesTotal, InodesFree, InodesUsed uint64
+	FSID                                uint64 // f_fsid: which filesystem answered
 }
 
 // readMounts parses /proc/self/mounts under root.
@@ -77,6 +78,7 @@ func statfsUsage(st *syscall.Statfs_t, u *spaceUsage) {
 	*u = spaceUsage{
 		Total: st.Blocks * bs, Free: st.Bavail * bs, Used: subFloor(st.Blocks, st.Bfree) * bs,
 		InodesTotal: st.Files, InodesFree: st.Ffree, InodesUsed: subFloor(st.Files, st.Ffree),
+		FSID: uint64(uint32(st.Fsid.X__val[0]))<<32 | uint64(uint32(st.Fsid.X__val[1])),
 	}
 }
 
@@ -139,6 +141,7 @@ type diskSpaceColl struct {
 	scanned time.Time
 	charts  map[string]*chart
 	inodes  map[string]*chart
+	fsids   map[string]uint64 // the filesystem at each mount point since the mount table was read
 	raw     [3]float64
 }
 
@@ -237,6 +240,7 @@ func newDiskSpace(root string) *diskSpaceColl {
 		usage:      (&statfser{paths: map[string]*byte{}}).statfs,
 		charts:     map[string]*chart{},
 		inodes:     map[string]*chart{},
+		fsids:      map[string]uint64{},
 	}
 }
 
@@ -262,6 +266,7 @@ func (c *diskSpaceColl) collect(tk *tick) error {
 		}
 		c.scanned = tk.now
 		c.mounts = c.mounts[:0]
+		clear(c.fsids)
 		seen := map[string]bool{}
 		for _, m := range ms {
 			if seen[m.Mountpoint] || matchAny(spaceSkipPaths, m.Mountpoint) || matchAny(spaceSkipFS, m.Fstype) {
@@ -309,6 +314,16 @@ func (c *diskSpaceColl) store(tk *tick) error {
 			continue // proc, cgroup and the like have no blocks: skip until the next rescan
 		}
 		keep = append(keep, mp)
+		// Unmounted since the mount table was read, the path is a folder
+		// of the filesystem below: statfs answers for that one, which is
+		// not this mount's to chart. No point until the next rescan says
+		// whether it is gone. Filesystems without an fsid (0: FUSE, some
+		// network ones) over one without are not told apart.
+		if fsid, seen := c.fsids[mp]; !seen {
+			c.fsids[mp] = u.FSID
+		} else if fsid != u.FSID {
+			continue
+		}
 		ch := c.charts[mp]
 		if ch == nil {
 			ch = newChart(&store.ChartDef{
