@@ -36,8 +36,9 @@ import (
 //     charts of its kind, and the store drops their history then (it
 //     cannot add a dimension to a chart). Groups are coarse, so this
 //     happens in the first minutes and rarely after.
-//   - apps.swap reads VmSwap from /proc/<pid>/status only on hosts with
-//     swap; without swap it is 0, as there.
+//   - apps.swap reads VmSwap from /proc/<pid>/status only while the host
+//     has swap (SwapTotal, read every minute); without swap it is 0, as
+//     there.
 //   - At most maxInstances processes are followed.
 type appsColl struct {
 	root     string
@@ -367,7 +368,7 @@ func (c *appsColl) newProc(pid int) *proc {
 		uid, gid = statusIDs(sb)
 	}
 	if !c.hasSwap {
-		p.status.close()
+		p.status.close() // update opens it again after a swapon
 		p.status = nil
 	}
 	if kernel {
@@ -455,6 +456,13 @@ func (c *appsColl) update(p *proc, pid int, uptime, dt float64, countFDs bool) b
 	v[amThreads] = num(17)
 	v[amProcesses] = 1
 	v[amUptime] = max(uptime-num(19)/clkTck, 0)
+	switch {
+	case c.hasSwap && p.status == nil: // swap came on after p was first seen
+		p.status = newProcReader(c.root + "/proc/" + strconv.Itoa(pid) + "/status")
+	case !c.hasSwap && p.status != nil:
+		p.status.close()
+		p.status = nil
+	}
 	if p.status != nil {
 		if sb, err := p.status.read(); err == nil {
 			v[amSwap] = StatusKiB(sb, "VmSwap:") / 1024

@@ -129,6 +129,26 @@ func TestAppsSwapHostileName(t *testing.T) {
 	checkPoints(t, db, "apps.swap", [][]float64{{0, 2}})
 }
 
+// TestAppsSwapOn: swap turned on after a process was first seen (swapon
+// on a host that had none) is counted in its group's swap once SwapTotal
+// is read again (every minute).
+func TestAppsSwapOn(t *testing.T) {
+	root := copyTree(t, "testdata/linux-6.18")
+	db := storetest.New(t, store.Config{})
+	m := run(t, db, 1, newApps(root)) // no swap: SwapTotal 0
+	meminfo, err := os.ReadFile(root + "/proc/meminfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, root+"/proc/meminfo", strings.Replace(string(meminfo), "SwapTotal:             0 kB", "SwapTotal:       1048576 kB", 1))
+	write(t, root+"/proc/4242/status", "Name:\tsshd\nUmask:\t0022\nState:\tS (sleeping)\nUid:\t0\t0\t0\t0\nGid:\t0\t0\t0\t0\nVmSwap:\t    2048 kB\n")
+	collectAt(m, 60)
+	checkDef(t, db, "apps.swap", "apps.swap", "swap", "MiB", "stacked", 20011, "kernel", "other", "ssh")
+	if at, vals, ok := db.Latest("apps.swap"); !ok || at != epoch.Unix()+60 || !near(vals[2], 2) {
+		t.Errorf("apps.swap latest = %v at %d (%v), want ssh 2 MiB at %d", vals, at, ok, epoch.Unix()+60)
+	}
+}
+
 func TestStatusKiBLineStart(t *testing.T) {
 	b := []byte("Name:\tRssFile:7777 \nRssFile:\t     512 kB\n")
 	if got := StatusKiB(b, "RssFile:"); got != 512 {
