@@ -29,7 +29,10 @@
 //
 // User. The owner of /proc/<pid> (the process's effective uid when it
 // started, as ps shows), named from the system user database and cached
-// per uid; an unknown uid is shown as its number.
+// per uid; an unknown uid is shown as its number. Names are looked up off
+// the sampler's lock (through NSS a lookup may wait on LDAP or SSSD for
+// seconds) and a table waits at most 100 ms for the names it asked for:
+// a uid whose name takes longer shows as its number until it comes.
 //
 // Times. /proc counts in USER_HZ ticks, which Linux fixes at 100 for
 // userspace (the kernel scales its internal HZ); start times are boot time

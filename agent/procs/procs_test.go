@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/user"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -97,6 +98,62 @@ func TestOwnProcess(t *testing.T) {
 	if tab.Interval < firstGap {
 		t.Errorf("first table measured over %v, want two scans at least %v apart", tab.Interval, firstGap)
 	}
+}
+
+// TestSlowUserLookup: a user name lookup that does not return (NSS asking
+// an LDAP server that is down) holds no request: the table shows the uid's
+// number until the name comes, then the name.
+func TestSlowUserLookup(t *testing.T) {
+	needProc(t)
+	release := make(chan struct{})
+	t.Cleanup(func() {
+		select {
+		case <-release:
+		default:
+			close(release)
+		}
+	})
+	s := NewSampler()
+	s.MaxAge = 0 // every request scans
+	s.names = newUserNames(func(uid uint32) string { <-release; return "ldap-user" })
+	uid := strconv.Itoa(os.Getuid())
+	own := func() (string, error) {
+		tab, err := s.Table()
+		if err != nil {
+			return "", err
+		}
+		q := Query{PIDs: []int{os.Getpid()}, Limit: 1}
+		r := q.Apply(tab)
+		if r.Total != 1 {
+			return "", fmt.Errorf("own pid %d not in the table", os.Getpid())
+		}
+		return r.Processes[0].User, nil
+	}
+	for i := 0; i < 2; i++ {
+		got := make(chan string, 1)
+		go func() {
+			u, err := own()
+			if err != nil {
+				t.Error(err)
+			}
+			got <- u
+		}()
+		select {
+		case u := <-got:
+			if u != uid {
+				t.Errorf("request %d: user = %q while its lookup has not returned, want the uid %q", i, u, uid)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("request %d has not returned after 10 s: it waits for the user name lookup", i)
+		}
+	}
+	close(release) // the lookups return
+	testutil.Eventually(t, 10*time.Second, func() error {
+		if u, err := own(); err != nil || u != "ldap-user" {
+			return fmt.Errorf("user = %q (%v), want ldap-user once the lookup returned", u, err)
+		}
+		return nil
+	})
 }
 
 // TestCPUPercent: a goroutine spinning on one CPU shows as tens of percent

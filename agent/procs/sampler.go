@@ -50,7 +50,10 @@ type Sampler struct {
 	prevAt time.Time
 	last   *Table
 	boot   int64
-	users  map[uint32]string
+
+	names   *userNames
+	asked   []<-chan struct{} // lookups started by the scans of this Table call
+	unnamed []int             // rows of the last scan whose user is not known yet
 
 	scans atomic.Uint64
 }
@@ -59,7 +62,7 @@ type Sampler struct {
 func NewSampler() *Sampler { return newSampler("/proc") }
 
 func newSampler(root string) *Sampler {
-	return &Sampler{MaxAge: time.Second, root: root, now: time.Now, rd: newReader(root), users: map[uint32]string{}}
+	return &Sampler{MaxAge: time.Second, root: root, now: time.Now, rd: newReader(root), names: newUserNames(lookupUser)}
 }
 
 // Scans is how many times /proc was scanned (for tests and metrics).
@@ -70,6 +73,9 @@ const staleAfter = 10 * time.Second
 
 // firstGap is the wait between the two scans of a first request.
 const firstGap = 200 * time.Millisecond
+
+// nameWait is how long a table waits for the user names it asked for.
+const nameWait = 100 * time.Millisecond
 
 // Table returns a scan at most MaxAge old, scanning if needed. Callers
 // that arrive during a scan wait for it and share it.
@@ -88,10 +94,37 @@ func (s *Sampler) Table() (*Table, error) {
 	}
 	t, err := s.scan()
 	if err != nil {
+		s.asked = s.asked[:0]
 		return nil, err
 	}
+	s.nameRows(t)
 	s.last = t
 	return t, nil
+}
+
+// nameRows waits up to nameWait for the lookups the scans of this call
+// started, then names the rows it can. A lookup that takes longer leaves
+// its uid's number in this table, and its name in the next after it
+// returns: it must not hold every request for seconds.
+func (s *Sampler) nameRows(t *Table) {
+	if len(s.unnamed) > 0 && len(s.asked) > 0 {
+		timer := time.NewTimer(nameWait)
+	wait:
+		for _, done := range s.asked {
+			select {
+			case <-done:
+			case <-timer.C:
+				break wait
+			}
+		}
+		timer.Stop()
+	}
+	s.asked = s.asked[:0]
+	for _, i := range s.unnamed {
+		if n, ok := s.names.name(t.Processes[i].UID); ok {
+			t.Processes[i].User = n
+		}
+	}
 }
 
 // scan reads every process and computes CPU % against the previous scan.
@@ -122,6 +155,8 @@ func (s *Sampler) scan() (*Table, error) {
 		t.Interval = interval
 	}
 	page := int64(os.Getpagesize())
+	s.unnamed = s.unnamed[:0]
+	var unknown []uint32
 	for _, pid := range pids {
 		r, err := s.rd.read(pid)
 		if err != nil {
@@ -130,7 +165,7 @@ func (s *Sampler) scan() (*Table, error) {
 		next[pid] = r.ticks
 		nextStart[pid] = r.startTicks
 		p := Process{
-			PID: r.pid, PPID: r.ppid, Name: r.name, Cmdline: r.cmdline, UID: r.uid, User: s.userName(r.uid),
+			PID: r.pid, PPID: r.ppid, Name: r.name, Cmdline: r.cmdline, UID: r.uid,
 			State: string(r.state), RSSBytes: r.rssPages * page, Threads: r.threads,
 			StartTime: s.boot + int64(r.startTicks/userHZ),
 		}
@@ -146,23 +181,80 @@ func (s *Sampler) scan() (*Table, error) {
 			}
 		}
 		p.CPUPercent = math.Round(p.CPUPercent*100) / 100
+		if n, ok := s.names.name(r.uid); ok {
+			p.User = n
+		} else {
+			p.User = strconv.FormatUint(uint64(r.uid), 10)
+			s.unnamed = append(s.unnamed, len(t.Processes))
+			unknown = append(unknown, r.uid)
+		}
 		t.Processes = append(t.Processes, p)
+	}
+	if done := s.names.ask(unknown); done != nil {
+		s.asked = append(s.asked, done)
 	}
 	s.prev, s.start, s.prevAt = next, nextStart, at
 	return t, nil
 }
 
-// userName names a uid from the user database, cached (a scan asks for
-// the same few uids hundreds of times).
-func (s *Sampler) userName(uid uint32) string {
-	if n, ok := s.users[uid]; ok {
-		return n
+// userNames names uids from the system user database, each once and off
+// the sampler's lock: through NSS a lookup may ask LDAP or SSSD and take
+// seconds, or as long as their timeouts when they are down.
+type userNames struct {
+	lookup func(uid uint32) string
+
+	mu    sync.Mutex // guards the fields below
+	known map[uint32]string
+	asked map[uint32]bool
+}
+
+func newUserNames(lookup func(uint32) string) *userNames {
+	return &userNames{lookup: lookup, known: map[uint32]string{}, asked: map[uint32]bool{}}
+}
+
+// name is uid's name, false until its lookup has returned.
+func (n *userNames) name(uid uint32) (string, bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	name, ok := n.known[uid]
+	return name, ok
+}
+
+// ask looks up, on a goroutine, the uids that were never asked for, one
+// after the other; done is closed once all have returned, nil when there
+// was nothing new to ask.
+func (n *userNames) ask(uids []uint32) (done <-chan struct{}) {
+	n.mu.Lock()
+	var todo []uint32
+	for _, uid := range uids {
+		if !n.asked[uid] {
+			n.asked[uid] = true
+			todo = append(todo, uid)
+		}
 	}
+	n.mu.Unlock()
+	if len(todo) == 0 {
+		return nil
+	}
+	ch := make(chan struct{})
+	go func() {
+		defer close(ch)
+		for _, uid := range todo {
+			name := n.lookup(uid)
+			n.mu.Lock()
+			n.known[uid] = name
+			n.mu.Unlock()
+		}
+	}()
+	return ch
+}
+
+// lookupUser names uid from the system user database, or by its number
+// when it has no entry there.
+func lookupUser(uid uint32) string {
 	id := strconv.FormatUint(uint64(uid), 10)
-	n := id
 	if u, err := user.LookupId(id); err == nil {
-		n = u.Username
+		return u.Username
 	}
-	s.users[uid] = n
-	return n
+	return id
 }
