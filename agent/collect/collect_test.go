@@ -824,6 +824,38 @@ func TestNetSystemPhysicalReset(t *testing.T) {
 	checkPoints(t, db, "system.net", [][]float64{{16, -4}, {nan, nan}, {16, -4}})
 }
 
+// TestDiskFamilyByDevNum: a dm device is mounted as /dev/mapper/<name>,
+// never /dev/dm-0, so its family comes from the mount whose major:minor
+// in /proc/self/mountinfo is the disk's, as in Netdata; a disk mounted by
+// its own name still gets its mount point, and one not mounted its name.
+func TestDiskFamilyByDevNum(t *testing.T) {
+	root := t.TempDir()
+	for _, d := range []string{"sys/block/sda", "sys/block/sdb", "sys/block/dm-0", "sys/devices/virtual/block/dm-0", "proc/self"} {
+		if err := os.MkdirAll(root+"/"+d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(t, root+"/proc/self/mounts", "/dev/mapper/vg-root / ext4 rw 0 0\n"+
+		"/dev/sda1 /boot ext4 rw 0 0\n"+
+		"/dev/sdb /srv/my\\040data xfs rw 0 0\n"+
+		"tmpfs /tmp tmpfs rw 0 0\n"+
+		"/dev/mapper/vg-root /var/lib/x ext4 rw 0 0\n")
+	write(t, root+"/proc/self/mountinfo", "25 1 253:0 / / rw,relatime shared:1 - ext4 /dev/mapper/vg-root rw\n"+
+		"26 25 8:1 / /boot rw,relatime shared:2 - ext4 /dev/sda1 rw\n"+
+		"27 25 8:16 / /srv/my\\040data rw,relatime shared:3 - xfs /dev/sdb rw\n"+
+		"28 25 0:30 / /tmp rw,nosuid shared:4 - tmpfs tmpfs rw\n"+
+		"29 25 253:0 /var/lib/x /var/lib/x rw,relatime shared:1 - ext4 /dev/mapper/vg-root rw\n")
+	c := newDisk(root)
+	c.read = fileSeq("   8 0 sda 1 0 2 0 1 0 2 0 0 0 0\n   8 16 sdb 1 0 2 0 1 0 2 0 0 0 0\n 253 0 dm-0 1 0 2 0 1 0 2 0 0 0 0\n")
+	db := storetest.New(t, store.Config{})
+	run(t, db, 2, c)
+	for disk, fam := range map[string]string{"dm-0": "/", "sdb": "/srv/my data", "sda": "sda"} {
+		if def, ok := db.Chart("disk." + disk); !ok || def.Family != fam {
+			t.Errorf("disk.%s family = %q (%v), want %q", disk, def.Family, ok, fam)
+		}
+	}
+}
+
 // TestDiskFamilyNotFromFUSE: any user may mount a FUSE filesystem naming
 // its source "/dev/sdb" (sshfs -o fsname=/dev/sdb); it is not sdb's
 // mount, so sdb's family stays its name, and its charts are not

@@ -27,6 +27,7 @@ const (
 
 type diskLine struct {
 	name string
+	dev  devNum
 	n    int // columns the kernel printed
 	v    [dsColumns]float64
 }
@@ -48,6 +49,7 @@ func parseDiskstats(dst []diskLine, fs [][]byte, b []byte) ([]diskLine, [][]byte
 		if d.name != string(fs[2]) {
 			d.name = string(fs[2])
 		}
+		d.dev = parseDevNum(fs[0], fs[1])
 		d.n = min(len(fs)-3, dsColumns)
 		ok := true
 		for i := 0; i < d.n; i++ {
@@ -76,8 +78,11 @@ func parseDiskstats(dst []diskLine, fs [][]byte, b []byte) ([]diskLine, [][]byte
 // plus system.io, the sum over the physical disks (over every disk on a
 // host without one). Physical disks are charted from the start; virtual
 // ones (under /sys/devices/virtual/block: loop, zram, dm) once they have
-// done any I/O, which is Netdata's "auto" for them. The family is the disk's mount point when the disk itself is
-// mounted, else its name. Disks that go away lose their charts.
+// done any I/O, which is Netdata's "auto" for them. The family is the
+// disk's mount point when the disk itself is mounted, else its name; the
+// mount is found by major:minor in /proc/self/mountinfo, as Netdata does,
+// or for filesystems whose mounts carry no device number (btrfs) by the
+// source /dev/<name>. Disks that go away lose their charts.
 type diskColl struct {
 	root string
 	read func() ([]byte, error)
@@ -87,7 +92,8 @@ type diskColl struct {
 	fs      [][]byte
 	whole   map[string]bool
 	virtual map[string]bool
-	family  map[string]string
+	family  map[string]string // disk name → mount point, from the mount's source (/dev/<name>)
+	devFam  map[devNum]string // major:minor → mount point, from /proc/self/mountinfo
 	scanned time.Time
 	disks   map[string]*diskCharts
 	seen    map[string]bool
@@ -124,6 +130,7 @@ func (c *diskColl) rescan(now time.Time) {
 	}
 	c.scanned = now
 	c.whole, c.virtual, c.family = map[string]bool{}, map[string]bool{}, map[string]string{}
+	c.devFam = readMountDevs(c.root + "/proc/self/mountinfo")
 	if es, err := os.ReadDir(c.root + "/sys/block"); err == nil {
 		for _, e := range es {
 			c.whole[e.Name()] = true
@@ -182,7 +189,10 @@ func (c *diskColl) collect(tk *tick) error {
 			continue
 		}
 		dc := c.disks[l.name]
-		fam := c.family[l.name]
+		fam := c.devFam[l.dev]
+		if fam == "" {
+			fam = c.family[l.name]
+		}
 		if fam == "" {
 			fam = l.name
 		}
@@ -360,6 +370,47 @@ func newDiskCharts(dev, family string, n int) *diskCharts {
 		dc.extIOTime = mk("disk_ext_iotime", "disk_ext.iotime", "Disk Total I/O Time for Extended Operations", "milliseconds/s", "line", 2091, timeDims...)
 	}
 	return dc
+}
+
+// devNum is a block device's major and minor number.
+type devNum [2]uint32
+
+func parseDevNum(major, minor []byte) devNum {
+	ma, _ := parseNum(major)
+	mi, _ := parseNum(minor)
+	return devNum{uint32(ma), uint32(mi)}
+}
+
+// readMountDevs maps the device of each mount in a mountinfo file to its
+// mount point, the first one listed when a device is mounted at several
+// (Netdata's mountinfo_find), so a disk is matched to its mount by
+// number: a dm device is mounted as /dev/mapper/<name>, never /dev/dm-0.
+// Filesystems without a block device (tmpfs, FUSE, btrfs) have major 0,
+// which no disk has.
+func readMountDevs(path string) map[devNum]string {
+	m := map[devNum]string{}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return m
+	}
+	for len(b) > 0 {
+		var line []byte
+		line, b = nextLine(b)
+		_, rest := firstField(line) // mount id
+		_, rest = firstField(rest)  // parent id
+		dev, rest := firstField(rest)
+		_, rest = firstField(rest) // root within the filesystem
+		mp, _ := firstField(rest)
+		ma, mi, ok := bytes.Cut(dev, []byte(":"))
+		if !ok || len(mp) == 0 {
+			continue
+		}
+		d := parseDevNum(ma, mi)
+		if _, dup := m[d]; !dup && d[0] != 0 {
+			m[d] = unescapeMount(string(mp))
+		}
+	}
+	return m
 }
 
 // unescapeMount undoes the octal escapes of /proc/self/mounts ("\040"
