@@ -1027,11 +1027,16 @@ func (s *Server) httpUpstreamError(w http.ResponseWriter, r *http.Request, name,
 }
 
 // watchedConn is a multiplexed upstream connection that cancels the
-// gRPC calls on it when a read fails (the upstream closed or reset it).
-// net/http's HTTP/2 client ends its streams itself when the connection
-// ends, except after a GOAWAY that names them as processed (gRPC
-// servers send one before closing): such a stream would wait for the
-// client to give up.
+// gRPC calls on it when a read fails (the upstream closed or reset it)
+// or it is closed. net/http's HTTP/2 client ends its streams itself when
+// the connection ends, except after a GOAWAY that names them as
+// processed (gRPC servers send one before closing): such a stream would
+// wait for the client to give up. Under TLS (a claim with ssl: true) no
+// read of it fails when the upstream closes: TLS reads the upstream's
+// close_notify and reads no further, and its end shows here only as
+// the Close net/http's client makes once its read loop has ended; a
+// stream it aborted there still waits for its request body's write to
+// end (a client that keeps its side of the call open).
 type watchedConn struct {
 	net.Conn
 	mu      sync.Mutex
@@ -1045,21 +1050,32 @@ var errUpstreamClosed = errors.New("upstream connection closed")
 func (c *watchedConn) Read(b []byte) (int, error) {
 	n, err := c.Conn.Read(b)
 	if err != nil {
-		c.mu.Lock()
-		if c.err == nil {
-			c.err = err
-			for _, cancel := range c.cancels {
-				cancel(errUpstreamClosed)
-			}
-			c.cancels = nil
-		}
-		c.mu.Unlock()
+		c.ended(err)
 	}
 	return n, err
 }
 
-// watch cancels with errUpstreamClosed once a read fails (at once if
-// one has); the returned func stops watching.
+func (c *watchedConn) Close() error {
+	c.ended(net.ErrClosed)
+	return c.Conn.Close()
+}
+
+// ended cancels the calls watching c, once, with errUpstreamClosed.
+func (c *watchedConn) ended(err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err == nil {
+		c.err = err
+		for _, cancel := range c.cancels {
+			cancel(errUpstreamClosed)
+		}
+		c.cancels = nil
+	}
+}
+
+// watch cancels with errUpstreamClosed once a read fails or c is
+// closed (at once if either has happened); the returned func stops
+// watching.
 func (c *watchedConn) watch(cancel context.CancelCauseFunc) func() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
