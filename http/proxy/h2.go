@@ -25,6 +25,7 @@ import (
 
 	"peerdns/http/admin"
 	"peerdns/http/h2srv"
+	"peerdns/http/httpx"
 	"peerdns/http/pluginweb"
 	"peerdns/internal/stack"
 	"peerdns/internal/view"
@@ -634,7 +635,8 @@ func (s *Server) fastBridge(w http.ResponseWriter, r *http.Request, h fasthttp.R
 		req.URI().SetScheme("https")
 	}
 	var ctx fasthttp.RequestCtx
-	ctx.Init(&req, remoteTCPAddr(r.RemoteAddr), nil)
+	ctx.Init2(&bridgeConn{remote: remoteTCPAddr(r.RemoteAddr)}, httpx.Logger{L: s.d.Log}, true)
+	req.CopyTo(&ctx.Request)
 	h(&ctx)
 	resp := &ctx.Response
 	hd := w.Header()
@@ -661,6 +663,30 @@ func (s *Server) fastBridge(w http.ResponseWriter, r *http.Request, h fasthttp.R
 func isHop(k string) bool {
 	return isHopName(k) || strings.EqualFold(k, "Upgrade")
 }
+
+// bridgeConn is what a handler fastBridge runs sees as its connection
+// (ctx.Conn()): the client's address, and deadlines that change
+// nothing, the answer's writes being the stream's (h2Writer moves their
+// deadline). It reads and writes nothing: the request and its answer
+// pass by fastBridge. fasthttp's own stand-in (RequestCtx.Init's)
+// panics at any call but its addresses, so a handler that set its
+// write deadline (the admin's streamed diagnostics do, from the
+// goroutine of their body's writer) took the node down.
+type bridgeConn struct{ remote net.Addr }
+
+var (
+	errBridged = errors.New("a bridged request's connection is not read or written")
+	bridgeAddr = &net.TCPAddr{IP: net.IPv4zero}
+)
+
+func (*bridgeConn) Read([]byte) (int, error)         { return 0, errBridged }
+func (*bridgeConn) Write([]byte) (int, error)        { return 0, errBridged }
+func (*bridgeConn) Close() error                     { return nil }
+func (*bridgeConn) LocalAddr() net.Addr              { return bridgeAddr }
+func (c *bridgeConn) RemoteAddr() net.Addr           { return c.remote }
+func (*bridgeConn) SetDeadline(time.Time) error      { return nil }
+func (*bridgeConn) SetReadDeadline(time.Time) error  { return nil }
+func (*bridgeConn) SetWriteDeadline(time.Time) error { return nil }
 
 func remoteTCPAddr(s string) net.Addr {
 	ap, err := netip.ParseAddrPort(s)
