@@ -57,3 +57,32 @@ func TestEdgeBridgedStreamedDiagnostic(t *testing.T) {
 		}
 	}
 }
+
+// A streamed diagnostic's lines reach an HTTP/2 or HTTP/3 client as the
+// tool prints them, not all at its end: its first line comes before its
+// "complete" line was written (ping -c 2 runs a second).
+func TestEdgeBridgedStreamFlowsAsItComes(t *testing.T) {
+	h2, h3 := adminDiagEdge(t)
+	for proto, c := range map[string]*http.Client{"HTTP/2": h2, "HTTP/3": h3} {
+		resp, err := c.Post("https://admin.p2p/api/diagnostics/ping", "application/json",
+			strings.NewReader(`{"target":"127.0.0.1","count":2,"stream":true}`))
+		if err != nil {
+			t.Fatalf("%s: %v", proto, err)
+		}
+		sc := bufio.NewScanner(resp.Body)
+		if !sc.Scan() {
+			t.Fatalf("%s: %d, no line: %v", proto, resp.StatusCode, sc.Err())
+		}
+		first := time.Now().UnixMilli()
+		var last map[string]any
+		for sc.Scan() {
+			last = nil
+			_ = json.Unmarshal(sc.Bytes(), &last)
+		}
+		resp.Body.Close()
+		written, _ := last["timestamp"].(float64)
+		if last["type"] != "complete" || int64(written) <= first {
+			t.Fatalf("%s: the first line came at %d, the complete line %v was written at %d", proto, first, last, int64(written))
+		}
+	}
+}

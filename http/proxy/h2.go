@@ -586,8 +586,8 @@ func httpPage(w http.ResponseWriter, status int, title, msg string) {
 // (up to limit, bodies of BigBody or more within the shared budget,
 // ReadTimeout between two reads: 408 past it), a
 // fasthttp request is built from r, and the handler's response is
-// copied to w.
-func (s *Server) fastBridge(w http.ResponseWriter, r *http.Request, h fasthttp.RequestHandler, limit int) {
+// copied to w (a body stream of unknown length as it comes: flowing).
+func (s *Server) fastBridge(w *h2Writer, r *http.Request, h fasthttp.RequestHandler, limit int) {
 	n := r.ContentLength
 	if n > int64(limit) {
 		httpPage(w, http.StatusRequestEntityTooLarge, "Content Too Large", "The request body is over this route's limit.")
@@ -650,7 +650,11 @@ func (s *Server) fastBridge(w http.ResponseWriter, r *http.Request, h fasthttp.R
 	w.WriteHeader(resp.StatusCode())
 	if resp.IsBodyStream() {
 		bp := copyBufs.Get().(*[]byte)
-		_, _ = io.CopyBuffer(w, resp.BodyStream(), *bp)
+		if resp.Header.ContentLength() < 0 {
+			flowing(w, resp.BodyStream(), *bp)
+		} else {
+			_, _ = io.CopyBuffer(w, resp.BodyStream(), *bp)
+		}
 		copyBufs.Put(bp)
 		_ = resp.CloseBodyStream()
 		return
@@ -662,6 +666,25 @@ func (s *Server) fastBridge(w http.ResponseWriter, r *http.Request, h fasthttp.R
 
 func isHop(k string) bool {
 	return isHopName(k) || strings.EqualFold(k, "Upgrade")
+}
+
+// flowing copies a body of unknown length (the admin's streamed
+// diagnostics) to w piece by piece as it comes, each flushed, as
+// ReverseProxy and the pool copy one (copyBody): h2Writer flushes by
+// the declared length alone, and held the pieces until the end.
+func flowing(w *h2Writer, body io.Reader, buf []byte) {
+	for {
+		n, err := body.Read(buf)
+		if n > 0 {
+			if _, werr := w.Write(buf[:n]); werr != nil {
+				return
+			}
+			w.Flush()
+		}
+		if err != nil {
+			return
+		}
+	}
 }
 
 // bridgeConn is what a handler fastBridge runs sees as its connection
