@@ -6,10 +6,11 @@
 //
 // Every command takes --admin-addr (default PEERDNS_ADMIN_ADDR, else
 // 127.0.0.1:7710), --json and --timeout, anywhere on the line. Without
-// --json the output is a table or key/value lines for a terminal (their
-// layout may change between versions; a character of the node's data
-// that does not print, such as a tab or line break in a TXT record or an
-// escape sequence, shows as its Go escape: \t, \x1b); with --json it is the admin API's
+// --json the output is a table, key/value lines, log lines or the
+// exposition text, for a terminal (their layout may change between
+// versions; a character of the node's data that does not print, such as
+// a tab or line break in a TXT record or an escape sequence in a log
+// line, shows as its Go escape: \t, \x1b); with --json it is the admin API's
 // own JSON (or, where a command joins several endpoints, an object of
 // them), one document per command, and for `logs -f` one JSON object per
 // line: that is the form for scripts.

@@ -31,7 +31,7 @@ func (e *env) logs(ch string, lines int) error {
 		return e.printJSON(map[string]any{"channel": ch, "lines": nonNil(body.Lines)})
 	}
 	for _, l := range body.Lines {
-		if _, err := fmt.Fprintln(e.stdout, l); err != nil {
+		if _, err := fmt.Fprintln(e.stdout, printable(l, false)); err != nil {
 			return err
 		}
 	}
@@ -165,7 +165,7 @@ func (e *env) readLog(conn *websocket.Conn, ch string, lines int, heard func() e
 
 func (e *env) printLine(ch, line string, raw []byte) error {
 	if !e.json {
-		_, err := fmt.Fprintln(e.stdout, line)
+		_, err := fmt.Fprintln(e.stdout, printable(line, false))
 		return err
 	}
 	if raw == nil {

@@ -63,7 +63,7 @@ func (e *env) metrics(prefixes []string) error {
 			if len(prefixes) > 0 && !want(lineName(line)) {
 				continue
 			}
-			if _, err := fmt.Fprint(e.stdout, line); err != nil {
+			if _, err := fmt.Fprintln(e.stdout, printable(strings.TrimSuffix(line, "\n"), false)); err != nil {
 				return err
 			}
 		}

@@ -2,6 +2,8 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -11,6 +13,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/fasthttp/websocket"
+
+	"peerdns/internal/testutil"
 )
 
 // A node whose messages carry terminal control sequences or are cut in
@@ -69,5 +73,65 @@ func TestTablesArePrintable(t *testing.T) {
 	bad := strings.ContainsFunc(r.stdout, func(c rune) bool { return c != '\n' && !unicode.IsPrint(c) })
 	if len(rows) != 2 || bad {
 		t.Errorf("peerdns records printed %d rows (want the header and one), control characters %v:\n%q", len(rows), bad, r.stdout)
+	}
+}
+
+// Something answering on the admin port with log lines and metrics that
+// carry terminal control sequences: `logs`, `logs -f` and `metrics`
+// print them with the sequences escaped, one line of output per line of
+// the node's.
+func TestLogsAndMetricsArePrintable(t *testing.T) {
+	const hostile = "boom\x1b[2J\x1b]0;owned\x07\u009b31m\u202etxt\rend"
+	up := websocket.Upgrader{}
+	node := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Server", "peerdns")
+		switch {
+		case r.URL.Path == "/ws":
+			c, err := up.Upgrade(w, r, nil)
+			if err != nil {
+				return
+			}
+			defer c.Close()
+			_, _, _ = c.ReadMessage() // the subscription
+			_ = c.WriteJSON(map[string]any{"type": "log-snapshot", "channel": "core", "lines": []string{hostile}})
+			_ = c.WriteJSON(map[string]any{"type": "file-log", "channel": "core", "message": hostile})
+			_, _, _ = c.ReadMessage()
+		case strings.HasPrefix(r.URL.Path, "/api/logs/"):
+			_ = json.NewEncoder(w).Encode(map[string]any{"channel": "core", "lines": []string{hostile}})
+		case r.URL.Path == "/metrics":
+			fmt.Fprintf(w, "# HELP m_total %s\n# TYPE m_total counter\nm_total{l=\"%s\"} 1\n", hostile, hostile)
+		}
+	}))
+	defer node.Close()
+	addr := strings.TrimPrefix(node.URL, "http://")
+	bad := func(s string) bool {
+		return strings.ContainsFunc(s, func(c rune) bool { return c != '\n' && !unicode.IsPrint(c) })
+	}
+	for _, tt := range []struct {
+		args  []string
+		lines int
+	}{{[]string{"logs"}, 1}, {[]string{"metrics"}, 3}, {[]string{"metrics", "m_"}, 3}} {
+		r := runCLI(context.Background(), addr, tt.args...)
+		if r.code != ExitOK || bad(r.stdout) || strings.Count(r.stdout, "\n") != tt.lines {
+			t.Errorf("peerdns %s: exit %d, stdout %q; want exit 0 and %d printable lines", strings.Join(tt.args, " "), r.code, r.stdout, tt.lines)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out, errOut testutil.LogBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- Run(ctx, "logs", []string{"-f", "--lines", "1"}, func(string) string { return addr }, &out, &errOut)
+	}()
+	testutil.Eventually(t, 5*time.Second, func() error {
+		if n := strings.Count(out.String(), "\n"); n < 2 {
+			return fmt.Errorf("%d of 2 lines so far: %q", n, out.String())
+		}
+		return nil
+	})
+	cancel()
+	<-done
+	if s := out.String(); bad(s) || strings.Count(s, "\n") != 2 {
+		t.Errorf("peerdns logs -f printed %q; want 2 printable lines", s)
 	}
 }
