@@ -164,7 +164,8 @@ func usage(w io.Writer) {
 
 // cliExitCodes are the exit codes of the commands of package cli.
 const cliExitCodes = `exit codes: 0 done; 1 no node answers at the address (down, or not a peerdns
-node); 2 usage error; 3 the node refused the request; 4 no such domain or record
+node); 2 usage error; 3 the node refused the request; 4 no such domain or record;
+130 interrupted before the node answered
 `
 
 // setUsage makes fs print the whole command line and then its own flags.

@@ -17,6 +17,9 @@ const (
 	ExitUsage    = 2
 	ExitRefused  = 3
 	ExitNotFound = 4
+	// ExitInterrupted is the shell's code for a command ended by SIGINT
+	// (128+2).
+	ExitInterrupted = 130
 )
 
 // Commands are the sub-commands this package runs.
@@ -127,6 +130,7 @@ func run(ctx context.Context, cmd string, args []string, getenv func(string) str
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	e := &env{c: newClient(*addr, *timeout), json: *asJSON, stdout: stdout, ctx: ctx}
+	e.c.ctx = ctx
 	only := func(allowed ...string) error {
 		for name := range set {
 			switch name {

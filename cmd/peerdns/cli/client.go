@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -21,6 +22,7 @@ type client struct {
 	addr string // as given, for messages
 	base string // scheme://host:port
 	hc   *http.Client
+	ctx  context.Context // ends the requests in flight (the command was interrupted); nil: never
 }
 
 func newClient(addr string, timeout time.Duration) *client {
@@ -44,7 +46,11 @@ func (c *client) do(method, path string, body any) (int, []byte, error) {
 		}
 		rd = bytes.NewReader(b)
 	}
-	req, err := http.NewRequest(method, c.base+path, rd)
+	ctx := c.ctx
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
 	if err != nil {
 		return 0, nil, fail(ExitUsage, "bad --admin-addr %q: %v", c.addr, err)
 	}
@@ -52,6 +58,9 @@ func (c *client) do(method, path string, body any) (int, []byte, error) {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	resp, err := c.hc.Do(req)
+	if err != nil && ctx.Err() != nil {
+		return 0, nil, fail(ExitInterrupted, "interrupted before %s answered", c.addr)
+	}
 	if err != nil {
 		var ue *url.Error
 		if errors.As(err, &ue) {
@@ -61,6 +70,9 @@ func (c *client) do(method, path string, body any) (int, []byte, error) {
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	if err != nil && ctx.Err() != nil {
+		return 0, nil, fail(ExitInterrupted, "interrupted before %s answered", c.addr)
+	}
 	if err != nil {
 		return 0, nil, fail(ExitNoNode, "reading the answer of %s: %v", c.addr, err)
 	}

@@ -27,4 +27,7 @@
 //	   a 4xx or 5xx, e.g. removing a domain this node does not own
 //	4  what the command names does not exist: `domains show` of a domain
 //	   with no claim, `records remove` of a name with no record
+//	130  interrupted (SIGINT or SIGTERM) before the node answered; a
+//	   change asked for may or may not have been made. `logs -f`, which
+//	   runs until interrupted, exits 0 then
 package cli

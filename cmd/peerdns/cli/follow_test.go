@@ -91,3 +91,41 @@ func TestLogsFollowNodeStopsAnswering(t *testing.T) {
 		t.Fatal("logs -f still waits 15 s after its node stopped answering (--timeout 1s)")
 	}
 }
+
+// An interrupt (ctx, which the binary ends on SIGINT and SIGTERM) while
+// a command waits for a node that accepted the connection and answers
+// nothing ends the command at once, not after --timeout: with exit 130,
+// or 0 for `logs -f`, which always ends so.
+func TestInterruptWhileWaiting(t *testing.T) {
+	hold := make(chan struct{})
+	t.Cleanup(func() { close(hold) })
+	for _, args := range [][]string{{"status"}, {"domains", "add", "x.p2p", hashA}, {"logs", "-f"}, {"metrics"}} {
+		// A listener each: a connection dialled for a command that was
+		// interrupted may wait in net/http's pool for the next one.
+		accepted := make(chan struct{}, 16)
+		addr := testutil.ServeTCP(t, func(c net.Conn) {
+			accepted <- struct{}{}
+			<-hold
+		}).String()
+		ctx, cancel := context.WithCancel(context.Background())
+		var out, errOut testutil.LogBuffer
+		done := make(chan int, 1)
+		go func() {
+			done <- Run(ctx, args[0], append(args[1:], "--timeout", "1m"), func(string) string { return addr }, &out, &errOut)
+		}()
+		<-accepted
+		cancel()
+		select {
+		case code := <-done:
+			want, lines := ExitInterrupted, 1
+			if args[0] == "logs" {
+				want, lines = ExitOK, 0
+			}
+			if code != want || out.String() != "" || strings.Count(errOut.String(), "\n") != lines {
+				t.Errorf("peerdns %s interrupted: exit %d, stdout %q, stderr %q; want exit %d and %d lines", strings.Join(args, " "), code, out.String(), errOut.String(), want, lines)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("peerdns %s still waits 10 s after it was interrupted (--timeout 1m)", strings.Join(args, " "))
+		}
+	}
+}

@@ -71,11 +71,17 @@ func (e *env) follow(ch string, lines int) error {
 	// (exit 1) and an unknown channel (exit 3) apart, as `logs` does.
 	var list json.RawMessage
 	if err := e.c.getJSON("/api/logs/"+url.PathEscape(ch)+"?lines=1", &list); err != nil {
+		if e.ctx.Err() != nil {
+			return nil // interrupted: how -f always ends
+		}
 		return err
 	}
 	d := websocket.Dialer{HandshakeTimeout: e.c.hc.Timeout}
 	conn, resp, err := d.DialContext(e.ctx, e.c.wsURL(), nil)
 	if err != nil {
+		if e.ctx.Err() != nil {
+			return nil
+		}
 		if resp != nil {
 			return fail(ExitRefused, "the node refused the WebSocket: %s", resp.Status)
 		}
