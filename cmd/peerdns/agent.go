@@ -3,8 +3,10 @@ package main
 import (
 	"context"
 	"flag"
+	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"runtime/debug"
 
 	"peerdns/agent"
@@ -29,6 +31,16 @@ func runAgent(ctx context.Context, args []string, getenv func(string) string, st
 	if err != nil {
 		return err
 	}
+	// One agent per folder, locked before anything there is written: a
+	// second would share the stores and the audit log of the first.
+	if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {
+		return fmt.Errorf("agent data dir: %w", err)
+	}
+	unlock, err := node.LockData(cfg.Dir, "agent")
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	level, err := node.ParseLevel(getenv("LOG_LEVEL"))
 	if err != nil {
 		return err

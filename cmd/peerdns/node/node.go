@@ -132,7 +132,7 @@ func (n *Node) start() (err error) {
 		return fmt.Errorf("data folder: %w", err)
 	}
 	if n.lock == nil {
-		if n.lock, err = lockData(cfg.Data); err != nil {
+		if n.lock, err = lockData(cfg.Data, "node"); err != nil {
 			return err
 		}
 		n.keepClosed = append(n.keepClosed, n.lock.release)
