@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"peerdns/actors/settings"
 	"peerdns/cmd/peerdns/node"
 	nodedns "peerdns/dns"
 )
@@ -51,6 +52,9 @@ func parseNodeFlags(args []string, getenv func(string) string, stderr io.Writer)
 	}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	c.Sources = settingSources(set, getenv, c.System)
+	if err := checkFlagSettings(fs, c.Sources); err != nil {
+		return c, err
+	}
 	if err := applyEnvOnly(&c, getenv); err != nil {
 		return c, err
 	}
@@ -94,6 +98,37 @@ var flagSettings = map[string]string{
 	"p2p-addr": "P2P_ADDR", "bootstrap": "BOOTSTRAP_PEERS", "upstream": "UPSTREAM_DNS",
 	"advertise-addr":      "ADVERTISE_ADDR",
 	"dns-recursion-allow": "DNS_RECURSION_ALLOW", "dot-addr": "DOT_ADDR", "dns-query-log": "DNS_QUERY_LOG",
+}
+
+// checkedFlags are the flags whose values are checked here as
+// update-settings checks their setting, because nothing at start would
+// refuse a bad one: --advertise-addr is only told to peers, so one that
+// is not host:port was advertised and put in invites as it was. (The
+// listen addresses, upstreams and recursion networks fail the start when
+// bad; a bad bootstrap address is logged and skipped.)
+var checkedFlags = []string{"advertise-addr"}
+
+// checkFlagSettings checks checkedFlags' values (sources: where each
+// setting came from); the error names the flag, or the variable the
+// value came from.
+func checkFlagSettings(fs *flag.FlagSet, sources map[string]string) error {
+	for _, f := range checkedFlags {
+		name := flagSettings[f]
+		d, ok := settings.Lookup(name)
+		if !ok || sources[name] == "" {
+			continue
+		}
+		v := fs.Lookup(f).Value.String()
+		err := d.Validate(v)
+		switch {
+		case err == nil:
+		case sources[name] == "flag":
+			return fmt.Errorf("--%s: %v", f, err)
+		default:
+			return fmt.Errorf("PEERDNS_%s: %v", strings.ToUpper(strings.ReplaceAll(f, "-", "_")), err)
+		}
+	}
+	return nil
 }
 
 // envSettings are the settings read from the environment only.
