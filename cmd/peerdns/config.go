@@ -34,23 +34,30 @@ func parseNodeFlags(args []string, getenv func(string) string, stderr io.Writer)
 	fs.BoolVar(&c.System, "system", false, "use system ports: DNS :53, edge :80/:443")
 	fs.StringVar(&recursion, "dns-recursion-allow", "", "client networks that get DNS recursion, e.g. \"10.0.0.0/8, ::1\"; \"none\" for nobody (default: loopback and private ranges)")
 
-	// Environment first, so explicit flags override it.
-	var envErr error
+	// Environment first, so explicit flags override it; a bad value
+	// counts only if no flag replaces it.
+	envErrs := map[string]error{}
 	fs.VisitAll(func(f *flag.Flag) {
 		if v := getenv("PEERDNS_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))); v != "" {
-			if err := f.Value.Set(v); err != nil && envErr == nil {
-				envErr = fmt.Errorf("PEERDNS_%s: %v", strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_")), err)
+			if err := f.Value.Set(v); err != nil {
+				envErrs[f.Name] = fmt.Errorf("PEERDNS_%s: %v", strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_")), err)
 			}
 		}
 	})
-	if envErr != nil {
-		return c, envErr
-	}
 	set := map[string]bool{}
 	if err := parseFlags(fs, args); err != nil {
 		return c, err
 	}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	var envErr error
+	fs.VisitAll(func(f *flag.Flag) { // in name order: the same one reported every run
+		if err := envErrs[f.Name]; err != nil && !set[f.Name] && envErr == nil {
+			envErr = err
+		}
+	})
+	if envErr != nil {
+		return c, envErr
+	}
 	c.Sources = settingSources(set, getenv, c.System)
 	if err := checkFlagSettings(fs, c.Sources); err != nil {
 		return c, err
