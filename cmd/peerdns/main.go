@@ -63,6 +63,10 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// The first signal starts a clean stop; it gives the signals their
+	// default action back, so a second one ends a stop that hangs (a
+	// client holding a request open) at once, as a crash would.
+	context.AfterFunc(ctx, stop)
 	if cli.IsCommand(cmd) {
 		return cli.Run(ctx, cmd, args, getenv, stdout, stderr)
 	}
