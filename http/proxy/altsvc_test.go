@@ -7,6 +7,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptrace"
+	"net/textproto"
 	"strconv"
 	"strings"
 	"testing"
@@ -71,6 +73,52 @@ func TestUpstreamAltSvcNotPassed(t *testing.T) {
 		if withH3 {
 			resp, err = (&http.Client{Timeout: 10 * time.Second, Transport: e.h3(t, "up.p2p")}).Get("https://up.p2p/three")
 			check("HTTP/3", resp, err, nil)
+		}
+	}
+}
+
+// An HTTP/2 answer that came after an informational one (a 103 Early
+// Hints, on the ReverseProxy path a body over SmallBody takes) still
+// carries the edge's Alt-Svc, and the 103 passes on without the
+// upstream's Alt-Svc, as the final answer does.
+func TestAltSvcAfterEarlyHints(t *testing.T) {
+	up := serveUpstream(t, false, func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Link", "</a.css>; rel=preload")
+		w.Header().Set("Alt-Svc", `h3=":443"; ma=2592000`)
+		w.WriteHeader(http.StatusEarlyHints)
+		_, _ = io.WriteString(w, "ok")
+	})
+	e := startTestEdge(t, map[string]string{"up.p2p": up}, Deps{})
+	_, httpsAddr := e.s.Addrs()
+	want := `h3=":` + strconv.Itoa(httpsAddr.(*net.TCPAddr).Port) + `"; ma=86400`
+	var hints []textproto.MIMEHeader
+	trace := &httptrace.ClientTrace{Got1xxResponse: func(code int, h textproto.MIMEHeader) error {
+		if code == http.StatusEarlyHints {
+			hints = append(hints, h)
+		}
+		return nil
+	}}
+	req, _ := http.NewRequestWithContext(httptrace.WithClientTrace(context.Background(), trace),
+		"POST", "https://up.p2p/upload", bytes.NewReader(make([]byte, SmallBody+1)))
+	resp, err := e.c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || string(b) != "ok" || resp.ProtoMajor != 2 {
+		t.Fatalf("%s %d %q", resp.Proto, resp.StatusCode, b)
+	}
+	if got := resp.Header["Alt-Svc"]; len(got) != 1 || got[0] != want {
+		t.Errorf("answer after a 103: Alt-Svc %q, want %q", got, want)
+	}
+	if len(hints) != 1 || hints[0].Get("Link") == "" {
+		t.Fatalf("103s seen: %v", hints)
+	}
+	for _, v := range hints[0]["Alt-Svc"] {
+		if strings.Contains(v, `":443"`) {
+			t.Errorf("103 passed the upstream's Alt-Svc %q", v)
 		}
 	}
 }

@@ -263,11 +263,19 @@ type h2Writer struct {
 	// whole: the answer's body is written in one Write (exchange read
 	// it whole), so its head waits for it instead of being flushed alone.
 	whole bool
+	// altSvc: the answer carries the edge's Alt-Svc (HTTP/2, with
+	// HTTP/3 on), set as its head goes (start).
+	altSvc bool
 }
 
+// WriteHeader passes an informational answer (ReverseProxy's copy of
+// an upstream's 103) without the upstream's Alt-Svc: it names the
+// upstream's ports, as in a final answer (h2Upstream.RoundTrip).
 func (w *h2Writer) WriteHeader(code int) {
 	if w.status == 0 && code >= 200 {
 		w.start(code)
+	} else if code < 200 {
+		delete(w.Header(), "Alt-Svc")
 	}
 	w.ResponseWriter.WriteHeader(code)
 	if code >= 200 && w.length > writeBuffer && !w.whole {
@@ -276,9 +284,12 @@ func (w *h2Writer) WriteHeader(code int) {
 }
 
 // start notes the answer's status and declared length as its head
-// goes, keeps its type unguessed (noSniff), and names the edge in an
-// answer without a Server field (its own pages, an upstream's answer
-// without one), as fasthttp does on HTTP/1.1.
+// goes, keeps its type unguessed (noSniff), names the edge in an answer
+// without a Server field (its own pages, an upstream's answer without
+// one), as fasthttp does on HTTP/1.1, and sets the edge's Alt-Svc
+// (altSvc). Here and not before the handler runs: ReverseProxy clears
+// the answer's header map after it passed on an informational answer,
+// and a final answer after a 103 then went without it.
 func (w *h2Writer) start(code int) {
 	w.status = code
 	h := w.Header()
@@ -286,6 +297,10 @@ func (w *h2Writer) start(code int) {
 	noSniff(h)
 	if _, ok := h["Server"]; !ok {
 		h["Server"] = serverName
+	}
+	if w.altSvc {
+		// Shared, never changed: the servers copy the values they send.
+		h["Alt-Svc"] = w.s.altSvcs
 	}
 }
 
@@ -386,15 +401,12 @@ func (s *Server) serveHTTP(rw http.ResponseWriter, r *http.Request) {
 
 func (s *Server) route(rw http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	w := &h2Writer{ResponseWriter: rw, rc: *http.NewResponseController(rw), s: s}
-	if s.altSvc != "" && r.ProtoMajor == 2 {
-		// Shared, never changed: the servers copy the values they send,
-		// and an Add to it (ReverseProxy's copy of an upstream's
-		// Alt-Svc) gets an array of its own (capacity = length).
-		rw.Header()["Alt-Svc"] = s.altSvcs
-	}
+	w := &h2Writer{ResponseWriter: rw, rc: *http.NewResponseController(rw), s: s, altSvc: s.altSvc != "" && r.ProtoMajor == 2}
 	upstream := ""
 	defer func() {
+		if w.status == 0 && w.altSvc {
+			w.start(http.StatusOK) // nothing written: the 200 the server sends
+		}
 		if r.ProtoMajor == 3 && w.bytes == 0 && r.Method == http.MethodHead {
 			headLength(rw.Header())
 		}
