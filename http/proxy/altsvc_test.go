@@ -122,3 +122,34 @@ func TestAltSvcAfterEarlyHints(t *testing.T) {
 		}
 	}
 }
+
+// Over plain HTTP too an upstream's Alt-Svc is not passed on, whether
+// its answer came by the pool or after a streamed upload.
+func TestUpstreamAltSvcNotPassedPlain(t *testing.T) {
+	up := serveUpstream(t, false, func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Alt-Svc", `h3=":443"; ma=2592000`)
+		_, _ = io.WriteString(w, "ok")
+	})
+	e := startTestEdge(t, map[string]string{"up.p2p": up}, Deps{})
+	httpAddr, _ := e.s.Addrs()
+	tr := &http.Transport{}
+	t.Cleanup(tr.CloseIdleConnections)
+	c := &http.Client{Timeout: 10 * time.Second, Transport: tr}
+	for _, n := range []int{0, SmallBody + 1} {
+		req, _ := http.NewRequest("POST", "http://"+httpAddr.String()+"/", bytes.NewReader(make([]byte, n)))
+		req.Host = "up.p2p"
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || string(b) != "ok" {
+			t.Fatalf("body of %d: %d %q", n, resp.StatusCode, b)
+		}
+		if got := resp.Header["Alt-Svc"]; got != nil {
+			t.Errorf("body of %d: Alt-Svc %q passed on over plain HTTP", n, got)
+		}
+	}
+}

@@ -184,8 +184,8 @@ func trimSpace(b []byte) []byte {
 }
 
 // dropHopResponse drops the hop-by-hop headers of an upstream's answer,
-// and those its Connection headers name (nextNominee), by one walk over its
-// headers, which in nearly every exchange finds none (or only a
+// those its Connection headers name (nextNominee), and its Alt-Svc
+// (droppedName), by one walk over its headers, which in nearly every exchange finds none (or only a
 // Connection: keep-alive, which names nothing more); it gathers the
 // Connection headers' values as it goes. The first name found is
 // deleted; when it was the only hop-by-hop field and named nothing more
@@ -205,10 +205,10 @@ func trimSpace(b []byte) []byte {
 func dropHopResponse(h *fasthttp.ResponseHeader) {
 	var kept [64]byte
 	nominated := kept[:0] // the names the Connection headers give, comma-separated
-	var first [32]byte    // the first hop-by-hop name (at most 19 bytes)
+	var first [32]byte    // the first name to drop (at most 19 bytes)
 	n, hops := 0, 0
 	for k, v := range h.All() {
-		if isHopName(b2s(k)) {
+		if droppedName(k) {
 			hops++
 			if n == 0 {
 				n = copy(first[:], k)
@@ -229,7 +229,7 @@ func dropHopResponse(h *fasthttp.ResponseHeader) {
 	var seen map[string]struct{}
 	var drop []string
 	for k := range h.All() {
-		if !isHopName(b2s(k)) && !named.has(k) {
+		if !droppedName(k) && !named.has(k) {
 			continue
 		}
 		if _, ok := seen[b2s(k)]; ok {
@@ -245,6 +245,17 @@ func dropHopResponse(h *fasthttp.ResponseHeader) {
 	for _, name := range drop {
 		h.DelBytes(s2b(name))
 	}
+}
+
+// droppedName reports whether an answer's field k is dropped whatever
+// its Connection headers say: a hop-by-hop one, or Alt-Svc, which names
+// the upstream's own ports, behind the tunnel (h3.go); the edge sets
+// its own on TLS (answer), and none over plain HTTP, where it has
+// nothing to offer. Dropped in this walk, which every answer takes
+// anyway: one length compare a field more, where a Del would look
+// through every field again.
+func droppedName(k []byte) bool {
+	return isHopName(b2s(k)) || len(k) == len("Alt-Svc") && strings.EqualFold(b2s(k), "Alt-Svc")
 }
 
 // nominees are the field names Connection headers give (appendNominees'
