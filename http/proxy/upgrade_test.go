@@ -176,3 +176,45 @@ func TestEdgeUpgradeWriteTimesOut(t *testing.T) {
 		t.Fatalf("%d, Connection %q; want 504 and the connection closed", code, hdr.Get("Connection"))
 	}
 }
+
+// An upgrade the upstream answers with informational answers (a 100
+// Continue, a 103 Early Hints) before its 101 is taken: the client gets
+// the 101 head as it came, and bytes flow both ways. Those answers are
+// read past, as on the pool's path; a 101 is not informational here.
+func TestEdgeUpgradeAfterEarlyHints(t *testing.T) {
+	up := testutil.ServeTCP(t, func(c net.Conn) {
+		br := bufio.NewReader(c)
+		if _, err := http.ReadRequest(br); err != nil {
+			return
+		}
+		_, _ = io.WriteString(c, "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </a.css>; rel=preload\r\n\r\n"+
+			"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n")
+		_, _ = io.Copy(c, br) // echo
+	})
+	e := newTestH2Edge(t, map[string]string{"ws.p2p": up.String()}, Deps{})
+	httpAddr, _ := e.s.Addrs()
+	c := sendRaw(t, httpAddr.String(), "GET /ws HTTP/1.1\r\nHost: ws.p2p\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n")
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	br := bufio.NewReader(c)
+	var head strings.Builder
+	for {
+		l, err := br.ReadString('\n')
+		if err != nil {
+			t.Fatalf("101 head: %v (%q)", err, head.String())
+		}
+		head.WriteString(l)
+		if l == "\r\n" {
+			break
+		}
+	}
+	if want := "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n"; head.String() != want {
+		t.Fatalf("head %q, want %q", head.String(), want)
+	}
+	if _, err := io.WriteString(c, "ping"); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]byte, 4)
+	if _, err := io.ReadFull(br, got); err != nil || string(got) != "ping" {
+		t.Fatalf("after the upgrade: %q %v", got, err)
+	}
+}

@@ -900,14 +900,34 @@ const maxRefusalBody = 1 << 20
 
 // switched looks at the status line of the answer coming on br, without
 // taking it: whether it is a 101 (Switching Protocols), "HTTP/1.x 101"
-// and a space or the line's end.
+// and a space or the line's end. Informational answers before it (a
+// 100 Continue, a 103 Early Hints) are read past and not passed on, as
+// readHead reads past them, and at most as many; a 101 after them was
+// refused as not asked for.
 func switched(br *bufio.Reader) (bool, error) {
-	p, err := br.Peek(len("HTTP/1.1 101 "))
-	if err != nil {
-		return false, err
+	for range 100 {
+		p, err := br.Peek(len("HTTP/1.1 101 "))
+		if err != nil {
+			return false, err
+		}
+		if !bytes.HasPrefix(p, []byte("HTTP/1.")) || p[8] != ' ' || p[12] != ' ' && p[12] != '\r' && p[12] != '\n' {
+			return false, nil
+		}
+		switch code := p[9:12]; {
+		case string(code) == "101":
+			return true, nil
+		case code[0] != '1' || !isDigit(code[1]) || !isDigit(code[2]):
+			return false, nil
+		}
+		var h fasthttp.ResponseHeader
+		if _, err := readBigHead(&h, br); err != nil { // the one head, in lines
+			return false, err
+		}
 	}
-	return bytes.HasPrefix(p, []byte("HTTP/1.")) && string(p[8:12]) == " 101" && (p[12] == ' ' || p[12] == '\r' || p[12] == '\n'), nil
+	return false, errTooManyInformational
 }
+
+func isDigit(c byte) bool { return '0' <= c && c <= '9' }
 
 func closeWrite(c net.Conn) {
 	if cw, ok := c.(interface{ CloseWrite() error }); ok {
