@@ -102,12 +102,27 @@ const H2Window = 1 << 20
 
 // h3QUICConfig is the edge's QUIC configuration for HTTP/3: no 0-RTT,
 // MaxH2Streams request streams, receive windows of at most H2Window,
-// idle connections closed after idle.
+// idle connections closed after idle, kept alive meanwhile.
+//
+// Keep-alive: QUIC closes a connection on which nothing came for its
+// idle timeout, the smaller of the edge's and the client's (quic-go's
+// is 30 s), whatever requests are open on it. A long poll (UpstreamTimeout
+// waits 60 s for an answer, as over HTTP/1.1 and HTTP/2) sends nothing
+// while it waits, so one held 30 s was cut by a client that sends no
+// keep-alive of its own (a quic-go client given a quic.Config without
+// KeepAlivePeriod). The edge sends a PING once nothing came for half
+// the idle timeout (quic-go takes the smaller of KeepAlivePeriod and
+// that). It keeps idle connections no longer: those with no stream
+// open are closed by http3's idle timer at IdleTimeout (http3.Server's,
+// which PINGs do not reset), those with streams and no request by
+// watchH3. The cost is a PING and its ACK each half idle timeout on a
+// connection that is quiet, up to IdleTimeout after its last request.
 func h3QUICConfig(idle time.Duration) *quic.Config {
 	return &quic.Config{
 		Allow0RTT:                      false,
 		MaxIncomingStreams:             MaxH2Streams,
 		MaxIdleTimeout:                 idle,
+		KeepAlivePeriod:                idle / 2,
 		InitialStreamReceiveWindow:     512 << 10,
 		MaxStreamReceiveWindow:         H2Window,
 		InitialConnectionReceiveWindow: H2Window,
