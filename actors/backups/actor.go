@@ -218,10 +218,14 @@ func (a *Actor) sources(pluginData string) []backup.Source {
 }
 
 // snapshotPlugins has the plugins supervisor, which owns the plugin
-// databases, write a consistent copy of them into a temporary folder;
-// the caller removes the folder.
+// databases, write a consistent copy of them into a temporary folder
+// in DATA/backups (backup.PartialPrefix: what a killed process left
+// there RemoveStaging removes); the caller removes the folder.
 func (a *Actor) snapshotPlugins() (string, error) {
-	dir, err := os.MkdirTemp("", "peerdns-plugin-data-*")
+	if err := os.MkdirAll(a.dir(), 0o700); err != nil {
+		return "", err
+	}
+	dir, err := os.MkdirTemp(a.dir(), backup.PartialPrefix+"plugin-data-*")
 	if err != nil {
 		return "", err
 	}

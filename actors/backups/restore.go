@@ -198,9 +198,10 @@ var afterMove func()
 // would ever remove. The composition root calls it once, with the data
 // folder locked and before anything could stage a restore or write a
 // backup. It returns what it removed, with the folders an aside was
-// built in (DATA/.swap-<random>, makeAside) and the archives of backups
-// the process stopped while writing (DATA/backups/.partial-<random>,
-// internal/backup's Create: no backup name reaches them). A
+// built in (DATA/.swap-<random>, makeAside) and what backups the process
+// stopped while writing left (DATA/backups/.partial-<random>: archives,
+// rendered stores, the plugin databases' copy; no backup name reaches
+// them). A
 // DATA/.pre-restore-<time> still
 // there (one RecoverSwap, called first, could not undo) holds a previous
 // state: nothing is removed and the error says where to look.
@@ -214,7 +215,8 @@ func RemoveStaging(data string) ([]string, error) {
 	}
 	swaps, _ := filepath.Glob(filepath.Join(data, ".swap-*")) // makeAside's
 	left = append(left, swaps...)
-	partial, _ := filepath.Glob(filepath.Join(data, "backups", ".partial-*")) // backup.Create's
+	partial, _ := filepath.Glob(filepath.Join(data, "backups", backup.PartialPrefix+"*")) // backup.Create's, snapshotPlugins'
+
 	left = append(left, partial...)
 	var removed []string
 	var errs []error

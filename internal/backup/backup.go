@@ -152,7 +152,10 @@ func FormatSize(n int64) string {
 // Create writes a backup of srcs into dir and returns its path. The
 // archive is written to a temporary name and renamed when complete, so
 // a crash or a full disk never leaves a half-written backup under a
-// backup name. Once it is complete, and before it takes its name, the
+// backup name; what it renders before (write) is in a folder beside it.
+// Both are named .partial-<random> (PartialPrefix), which no backup name
+// reaches, so what a killed process left is found in dir and nowhere
+// else. Once it is complete, and before it takes its name, the
 // oldest backups are removed so that, with the new one, at most keep
 // remain: a backup that fails removes none.
 func Create(dir string, keep int, nodeID, version string, now time.Time, srcs []Source) (string, error) {
@@ -162,12 +165,12 @@ func Create(dir string, keep int, nodeID, version string, now time.Time, srcs []
 	name := "backup-" + now.UTC().Format("20060102T150405.000Z")
 	name = strings.ReplaceAll(name, ".", "-") + Ext
 	path := filepath.Join(dir, name)
-	tmp, err := os.CreateTemp(dir, ".partial-*")
+	tmp, err := os.CreateTemp(dir, PartialPrefix+"*")
 	if err != nil {
 		return "", fmt.Errorf("backup: %w", err)
 	}
 	defer os.Remove(tmp.Name()) // no-op after the rename
-	if err := write(tmp, nodeID, version, now, srcs); err != nil {
+	if err := write(tmp, dir, nodeID, version, now, srcs); err != nil {
 		tmp.Close()
 		return "", fmt.Errorf("backup: %w", err)
 	}
@@ -190,11 +193,17 @@ func Create(dir string, keep int, nodeID, version string, now time.Time, srcs []
 	return path, nil
 }
 
-// write renders the content of every source into a temporary folder
-// first (so metadata.json, written first, can list sizes), then the
+// PartialPrefix starts the names of what Create and its callers make in
+// the backups folder while a backup is written (the archive, rendered
+// content, copies), removed when it ends; one a killed process left is
+// for the next start to remove.
+const PartialPrefix = ".partial-"
+
+// write renders the content of every source into a temporary folder in
+// dir first (so metadata.json, written first, can list sizes), then the
 // archive.
-func write(out io.Writer, nodeID, version string, now time.Time, srcs []Source) error {
-	work, err := os.MkdirTemp("", "peerdns-backup-*")
+func write(out io.Writer, dir, nodeID, version string, now time.Time, srcs []Source) error {
+	work, err := os.MkdirTemp(dir, PartialPrefix+"*")
 	if err != nil {
 		return err
 	}
