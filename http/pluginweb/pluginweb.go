@@ -2,7 +2,10 @@
 // edge proxy calls Serve when the Host (or SNI) is a loaded plugin's
 // domain.
 //
-//   - Writes (POST, PUT, DELETE, PATCH) need a token (internal/token):
+//   - Writes (POST, PUT, DELETE, PATCH, and every method but GET, HEAD
+//     and OPTIONS: a lower-case "post" a handler's code may take for
+//     POST, WebDAV's MKCOL, a method of the plugin's own; methods
+//     compare with case, RFC 9110 §9.1) need a token (internal/token):
 //     "Authorization: Bearer <t>" or "X-Auth-Token: <t>". Missing,
 //     malformed, expired or badly signed: 401 with the spec's JSON; a
 //     valid token of another peer: 403 with the spec's JSON; this node's
@@ -97,12 +100,15 @@ var (
 	forbidden    = []byte(`{"error":"Forbidden","message":"Only the local peer can perform this operation"}`)
 )
 
+// isWrite: a request that needs a token. Reads are the methods that
+// are safe by definition and a browser's CORS preflight (OPTIONS, sent
+// without credentials); any other method may change something.
 func isWrite(m string) bool {
 	switch m {
-	case fasthttp.MethodPost, fasthttp.MethodPut, fasthttp.MethodDelete, fasthttp.MethodPatch:
-		return true
+	case fasthttp.MethodGet, fasthttp.MethodHead, fasthttp.MethodOptions:
+		return false
 	}
-	return false
+	return true
 }
 
 // Serve answers ctx for the plugin rt.
