@@ -2,9 +2,11 @@ package plugin
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -28,9 +30,23 @@ import (
 // maxNotifyInflight at once, more being dropped and logged (rpc.go). Both
 // directions are counted per plugin (PeerStats) for the stats' pluginRpc
 // and peerChannels; an incoming one only for a plugin loaded here.
+//
+// At most maxPeerCalls plugin streams of one peer are served at once,
+// counted from before their request is read; the request of one more is
+// read and dropped, and it is answered with an error. Each served may
+// hold a request of up to MaxPeerFrame for up to the peer timeout (read,
+// then waiting on the handler), so without the bound one peer held up
+// to the transport's stream limit of them (1,024 on QUIC: a gigabyte of
+// the node's memory).
 
 // MaxPeerFrame bounds one peer call's request or reply.
 const MaxPeerFrame = 1 << 20
+
+// maxPeerCalls bounds the plugin streams of one peer served at once: as
+// many as one handler of that peer may have waiting (maxInflight
+// requests and maxNotifyInflight notifications), so a single busy
+// plugin of an honest peer is not refused.
+const maxPeerCalls = maxInflight + maxNotifyInflight
 
 // PeerCalls carries the peer calls of this node's plugins.
 type PeerCalls struct {
@@ -38,8 +54,9 @@ type PeerCalls struct {
 	table   *Table
 	timeout time.Duration
 
-	mu    sync.Mutex // guards stats
+	mu    sync.Mutex // guards stats and calls
 	stats map[string]*PeerStat
+	calls map[string]int // streams being served, by peer id
 }
 
 // PeerStat counts one plugin's peer calls.
@@ -71,7 +88,7 @@ func NewPeerCalls(mesh transport.Mesh, table *Table, timeout time.Duration) *Pee
 	if timeout <= 0 {
 		timeout = 30 * time.Second
 	}
-	p := &PeerCalls{mesh: mesh, table: table, timeout: timeout, stats: map[string]*PeerStat{}}
+	p := &PeerCalls{mesh: mesh, table: table, timeout: timeout, stats: map[string]*PeerStat{}, calls: map[string]int{}}
 	mesh.HandleStreams(p.serve)
 	return p
 }
@@ -159,9 +176,36 @@ func (p *PeerCalls) call(ctx context.Context, peer, domain, method string, param
 	return json.RawMessage(rep.Result), nil
 }
 
+// enter counts one more stream of peer being served, unless
+// maxPeerCalls are.
+func (p *PeerCalls) enter(peer string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.calls[peer] >= maxPeerCalls {
+		return false
+	}
+	p.calls[peer]++
+	return true
+}
+
+// leave counts a stream of peer served.
+func (p *PeerCalls) leave(peer string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.calls[peer]--; p.calls[peer] <= 0 {
+		delete(p.calls, peer)
+	}
+}
+
 // serve answers one plugin stream a peer opened.
 func (p *PeerCalls) serve(c transport.Conn, s transport.Stream) {
+	peer := c.PeerID()
 	_ = s.SetReadDeadline(time.Now().Add(p.timeout))
+	if !p.enter(peer) {
+		p.refuse(s)
+		return
+	}
+	defer p.leave(peer)
 	var req messages.PluginCall
 	if err := messages.ReadFrame(s, &req, MaxPeerFrame); err != nil {
 		s.Abort()
@@ -200,7 +244,7 @@ func (p *PeerCalls) serve(c transport.Conn, s transport.Stream) {
 		}
 		return
 	}
-	params := map[string]any{"peer": c.PeerID(), "method": req.Method, "params": json.RawMessage(orEmpty(req.Params))}
+	params := map[string]any{"peer": peer, "method": req.Method, "params": json.RawMessage(orEmpty(req.Params))}
 	ctx, cancel := context.WithTimeout(context.Background(), p.timeout)
 	defer cancel()
 	if !req.Wait {
@@ -217,6 +261,28 @@ func (p *PeerCalls) serve(c transport.Conn, s transport.Stream) {
 	}
 	st.CallsIn.Add(1)
 	reply(&messages.PluginCallReply{Result: res})
+}
+
+// refuse answers a stream past maxPeerCalls of its peer with an error,
+// once its request is read and dropped: the caller gets the reason, and
+// the request costs a buffer of the copy, not its size.
+func (p *PeerCalls) refuse(s transport.Stream) {
+	var h [4]byte
+	if _, err := io.ReadFull(s, h[:]); err != nil || binary.BigEndian.Uint32(h[:]) > MaxPeerFrame {
+		s.Abort()
+		return
+	}
+	if _, err := io.CopyN(io.Discard, s, int64(binary.BigEndian.Uint32(h[:]))); err != nil {
+		s.Abort()
+		return
+	}
+	_ = s.SetWriteDeadline(time.Now().Add(p.timeout))
+	busy := fmt.Sprintf("the peer serves at most %d plugin calls of one peer at once", maxPeerCalls)
+	if err := messages.WriteFrame(s, &messages.PluginCallReply{Err: busy}, MaxPeerFrame); err != nil {
+		s.Abort()
+		return
+	}
+	_ = s.Close()
 }
 
 func orEmpty(b []byte) []byte {
