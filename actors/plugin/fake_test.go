@@ -106,6 +106,14 @@ func fakePlugin(mode string) int {
 			body, _ := json.Marshal(map[string]any{"method": req.Method, "path": req.Path, "query": req.Query,
 				"peer": req.Headers["X-Peerdns-Peer"], "stored": got, "body": string(req.Body)})
 			return map[string]any{"status": 200, "headers": map[string]string{"Content-Type": "application/json"}, "body": body}, nil
+		case "peer.call":
+			// A peer's call: method big answers 2 MiB, any other pong.
+			var p struct{ Method string }
+			_ = json.Unmarshal(params, &p)
+			if p.Method == "big" {
+				return strings.Repeat("x", 2<<20), nil
+			}
+			return map[string]any{"pong": true}, nil
 		case "action":
 			var p struct {
 				Name   string

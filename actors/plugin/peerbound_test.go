@@ -113,3 +113,58 @@ func TestPeerCallsOfOnePeerAreBounded(t *testing.T) {
 		return nil
 	})
 }
+
+// A handler's answer to a peer's call that is over MaxPeerFrame is an
+// error the caller is told ("over the ... a peer call carries"), counted
+// as a failure; it was a reset stream, counted as a call answered.
+func TestPeerCallAnswerTooLarge(t *testing.T) {
+	testutil.NoLeaks(t)
+	dir := t.TempDir()
+	writePlugin(t, dir, "app", "app.p2p", "ok", nil)
+	h := newHarness(t, dir, nil)
+	h.waitRunning("app.p2p")
+	node, caller := memEndpoints(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	out, err := caller.Dial(ctx, node.Addr().String(), node.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := node.Accept(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := NewPeerCalls(connMesh{in}, h.table, 10*time.Second)
+	call := func(method string) (messages.PluginCallReply, error) {
+		s, err := out.OpenStream(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		ns, err := in.AcceptStream(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		served := make(chan struct{})
+		go func() { defer close(served); p.serve(in, ns) }()
+		defer func() { <-served }()
+		if err := messages.WriteFrame(s, &messages.PluginCall{Domain: "app.p2p", Method: method, Wait: true}, MaxPeerFrame); err != nil {
+			t.Fatal(err)
+		}
+		_ = s.CloseWrite()
+		var rep messages.PluginCallReply
+		err = messages.ReadFrame(s, &rep, MaxPeerFrame)
+		return rep, err
+	}
+	if rep, err := call("ping"); err != nil || rep.Err != "" || !strings.Contains(string(rep.Result), "pong") {
+		t.Fatalf("ping: %+v %v", rep, err)
+	}
+	rep, err := call("big")
+	if err != nil || !strings.Contains(rep.Err, "a peer call carries") {
+		t.Fatalf("an answer over MaxPeerFrame: %+v %v, want the reason", rep.Err, err)
+	}
+	st := p.Stats()
+	if len(st) != 1 || st[0].CallsIn != 1 || st[0].FailuresIn != 1 {
+		t.Fatalf("stats %+v, want one call answered and one failure", st)
+	}
+}

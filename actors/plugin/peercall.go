@@ -23,7 +23,8 @@ import (
 // plugin's handler as the node → plugin call "peer.call" (params {peer,
 // method, params}; the result is the answer) or the notification
 // "peer.send", and for a call writes a messages.PluginCallReply frame.
-// Frames are at most MaxPeerFrame bytes. A call to a peer that is not
+// Frames are at most MaxPeerFrame bytes (a handler's answer that would
+// make a larger one is sent as an error saying so). A call to a peer that is not
 // connected, or whose plugin is not loaded, fails with the reason. A
 // handler that sends peer.call or peer.send as a notification gets no
 // answer; the call waits off its session's read loop, at most
@@ -254,13 +255,27 @@ func (p *PeerCalls) serve(c transport.Conn, s transport.Stream) {
 		return
 	}
 	res, err := rt.call(ctx, "peer.call", params)
+	var b []byte
+	if err == nil {
+		// Encoded first: an answer over MaxPeerFrame cannot go as one
+		// frame, and the caller is told so rather than left with a reset
+		// stream.
+		if b, err = messages.Marshal(&messages.PluginCallReply{Result: res}); err == nil && len(b) > MaxPeerFrame {
+			err = fmt.Errorf("the plugin's answer is %d bytes, over the %d a peer call carries", len(res), MaxPeerFrame)
+		}
+	}
 	if err != nil {
 		st.FailuresIn.Add(1)
 		reply(&messages.PluginCallReply{Err: err.Error()})
 		return
 	}
 	st.CallsIn.Add(1)
-	reply(&messages.PluginCallReply{Result: res})
+	_ = s.SetWriteDeadline(time.Now().Add(p.timeout))
+	if err := messages.WriteFrameBytes(s, b, MaxPeerFrame); err != nil {
+		s.Abort()
+		return
+	}
+	_ = s.Close()
 }
 
 // refuse answers a stream past maxPeerCalls of its peer with an error,
