@@ -24,7 +24,10 @@
 //     lands outside www is not served from it. A path that ends in a
 //     slash names a folder, as it does for nginx: /file.txt/ is not the
 //     file file.txt (nginx answers 404), so it is not served from www
-//     and goes on as any other path www has nothing for.
+//     and goes on as any other path www has nothing for. A folder named
+//     without the slash is redirected (301) to its name with it, as
+//     nginx does, so the relative links of its index.html resolve inside
+//     it.
 //   - Everything else goes to the handler (handle): 502 when it is not
 //     running or answers garbage, 504 when it does not answer within
 //     Timeout. A plugin without a handler answers 404 (GET) or 405.
@@ -47,6 +50,7 @@ import (
 	"errors"
 	"mime"
 	"net/http"
+	"net/url"
 	"os"
 	"path"
 	"path/filepath"
@@ -134,7 +138,15 @@ func (s *Server) Serve(ctx *fasthttp.RequestCtx, rt Site) {
 	}
 	stripToken(&ctx.Request.Header, now())
 	if (method == fasthttp.MethodGet || method == fasthttp.MethodHead) && rt.Static() != "" {
-		if file := staticFile(rt.Static(), string(ctx.Path())); file != "" && sendFile(ctx, file) {
+		file, folder := staticFile(rt.Static(), string(ctx.Path()))
+		if file != "" && folder != "" {
+			// Escaped: a folder's name may hold a '?', a '#' or a space.
+			loc := &url.URL{Path: folder + "/", RawQuery: string(ctx.URI().QueryString())}
+			ctx.Response.Header.Set("Location", loc.String())
+			ctx.SetStatusCode(fasthttp.StatusMovedPermanently)
+			return
+		}
+		if file != "" && sendFile(ctx, file) {
 			return
 		}
 	}
@@ -234,31 +246,36 @@ func jsonError(ctx *fasthttp.RequestCtx, status int, body []byte) {
 // staticFile maps a request path to a regular file inside root ("" when
 // there is none): the path is cleaned, a folder means its index.html, a
 // path ending in a slash must name a folder, and the result, symlinks
-// followed, must stay inside root.
-func staticFile(root, reqPath string) string {
+// followed, must stay inside root. folder is the cleaned path of a
+// folder named without its trailing slash ("" otherwise): the caller
+// redirects to it with the slash rather than serve its index.html.
+func staticFile(root, reqPath string) (file, folder string) {
 	clean := path.Clean("/" + reqPath)
 	p := filepath.Join(root, filepath.FromSlash(clean))
 	st, err := os.Stat(p)
 	switch {
 	case err == nil && st.IsDir():
 		p = filepath.Join(p, "index.html")
+		if !strings.HasSuffix(reqPath, "/") {
+			folder = clean
+		}
 	case strings.HasSuffix(reqPath, "/"):
 		// Clean dropped the slash that says "a folder"; this is none.
-		return ""
+		return "", ""
 	}
 	real, err := filepath.EvalSymlinks(p)
 	if err != nil {
-		return ""
+		return "", ""
 	}
 	rel, err := filepath.Rel(root, real)
 	if err != nil || !filepath.IsLocal(rel) {
-		return ""
+		return "", ""
 	}
 	st, err = os.Stat(real)
 	if err != nil || !st.Mode().IsRegular() {
-		return ""
+		return "", ""
 	}
-	return real
+	return real, folder
 }
 
 // sendFile answers with the file's content (fasthttp's own file server
