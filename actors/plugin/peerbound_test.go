@@ -168,3 +168,43 @@ func TestPeerCallAnswerTooLarge(t *testing.T) {
 		t.Fatalf("stats %+v, want one call answered and one failure", st)
 	}
 }
+
+// A peer.send to a plugin loaded here whose handler does not run (it is
+// restarting) is lost, and counted as a failure, not as a send taken.
+func TestPeerSendToStoppedHandlerIsAFailure(t *testing.T) {
+	testutil.NoLeaks(t)
+	node, caller := memEndpoints(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	out, err := caller.Dial(ctx, node.Addr().String(), node.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := node.Accept(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	table := &Table{}
+	table.m.Store(&map[string]*Runtime{"app.p2p": {Domain: "app.p2p", Handles: true}})
+	p := NewPeerCalls(connMesh{in}, table, 5*time.Second)
+	s, err := out.OpenStream(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns, err := in.AcceptStream(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan struct{})
+	go func() { defer close(served); p.serve(in, ns) }()
+	if err := messages.WriteFrame(s, &messages.PluginCall{Domain: "app.p2p", Method: "note"}, MaxPeerFrame); err != nil {
+		t.Fatal(err)
+	}
+	_ = s.CloseWrite()
+	<-served
+	_ = s.Close()
+	st := p.Stats()
+	if len(st) != 1 || st[0].SendsIn != 0 || st[0].FailuresIn != 1 {
+		t.Fatalf("stats %+v, want one failure and no send", st)
+	}
+}

@@ -249,8 +249,13 @@ func (p *PeerCalls) serve(c transport.Conn, s transport.Stream) {
 	ctx, cancel := context.WithTimeout(context.Background(), p.timeout)
 	defer cancel()
 	if !req.Wait {
-		st.SendsIn.Add(1)
-		rt.notify(ctx, "peer.send", params)
+		// A send the handler did not take (it does not run, or did not
+		// read its input within the timeout) is lost: a failure.
+		if err := rt.notify(ctx, "peer.send", params); err != nil {
+			st.FailuresIn.Add(1)
+		} else {
+			st.SendsIn.Add(1)
+		}
 		_ = s.Close()
 		return
 	}

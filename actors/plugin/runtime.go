@@ -107,12 +107,15 @@ func (r *Runtime) Action(ctx context.Context, name string, params json.RawMessag
 	return r.call(ctx, "action", map[string]any{"name": name, "params": params})
 }
 
-// notify sends a notification to the handler when it runs, waiting
-// until ctx ends for the handler to take its input.
-func (r *Runtime) notify(ctx context.Context, method string, params any) {
-	if s := r.sess.Load(); s != nil {
-		_ = s.Notify(ctx, method, params)
+// notify sends a notification to the handler, waiting until ctx ends
+// for the handler to take its input; it fails when the handler does not
+// run (ErrPluginDown), its session ends or ctx ends first.
+func (r *Runtime) notify(ctx context.Context, method string, params any) error {
+	s := r.sess.Load()
+	if s == nil {
+		return fmt.Errorf("%s: %w", r.Domain, messages.ErrPluginDown)
 	}
+	return s.Notify(ctx, method, params)
 }
 
 // settingsChanged asks the running handler's settings sender to send
