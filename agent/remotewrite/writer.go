@@ -220,6 +220,11 @@ func (w *Writer) Collect() {
 				cur = last - 1
 			}
 			win, err := src.DB.QueryFor(store.ReadExporters, def.ID, 0, cur+1, last)
+			if err == nil && !sameDims(def, win.Dims) {
+				// Redefined since Charts was read: its points are those of
+				// the new definition, which the next collection reads.
+				continue
+			}
 			w.cursor[key] = cursor{last: last, pass: w.pass}
 			if err != nil || len(win.Slots) == 0 {
 				continue
@@ -253,6 +258,19 @@ func (w *Writer) Collect() {
 			delete(w.cursor, k)
 		}
 	}
+}
+
+// sameDims reports whether ids are the dimension ids of def, in order.
+func sameDims(def *store.ChartDef, ids []string) bool {
+	if len(ids) != len(def.Dims) {
+		return false
+	}
+	for i, d := range def.Dims {
+		if d.ID != ids[i] {
+			return false
+		}
+	}
+	return true
 }
 
 func dimName(d store.DimDef) string {
