@@ -95,7 +95,7 @@ func (pr *peerRuntime) startRemoteWrite(_ context.Context, cfg Config, id *ident
 			out := []remotewrite.Source{{Instance: self, DB: db}}
 			if pr.parent != nil {
 				for _, n := range pr.parent.Stores() {
-					out = append(out, remotewrite.Source{Instance: n.Hostname, DB: n.DB})
+					out = append(out, remotewrite.Source{Instance: n.Hostname, Key: n.Key, DB: n.DB})
 				}
 			}
 			return out

@@ -449,10 +449,11 @@ func longText(sc *messages.StreamChart) bool {
 	return false
 }
 
-// NodeStore is one child's store with its hostname.
+// NodeStore is one child's store with its hostname (the child's word)
+// and its key.
 type NodeStore struct {
-	Hostname string
-	DB       *store.DB
+	Hostname, Key string
+	DB            *store.DB
 }
 
 // Stores lists every child's store (remote-write exports them).
@@ -461,7 +462,7 @@ func (p *Parent) Stores() []NodeStore {
 	defer p.mu.Unlock()
 	out := make([]NodeStore, 0, len(p.nodes))
 	for _, c := range p.nodes {
-		out = append(out, NodeStore{Hostname: c.hello.Load().Hostname, DB: c.db})
+		out = append(out, NodeStore{Hostname: c.hello.Load().Hostname, Key: c.key, DB: c.db})
 	}
 	return out
 }

@@ -23,7 +23,13 @@ import (
 // Source is one node's store and the instance label its series carry.
 type Source struct {
 	Instance string
-	DB       *store.DB
+	// Key, when set, is the node's peer key, carried as label peer_key: a
+	// parent's child names its own host (Instance) in its hello, and two
+	// children, or a child and its parent, may name the same one (one
+	// host, cloned machines), which would make their series one. The
+	// key is the node itself.
+	Key string
+	DB  *store.DB
 }
 
 // Config configures a writer.
@@ -206,7 +212,7 @@ func (w *Writer) Collect() {
 	for _, src := range w.cfg.Sources() {
 		for _, def := range src.DB.Charts() {
 			last, _, ok := src.DB.Latest(def.ID)
-			key := src.Instance + "\x00" + def.ID
+			key := src.Instance + "\x00" + src.Key + "\x00" + def.ID
 			c, seen := w.cursor[key]
 			if seen {
 				c.pass = w.pass
@@ -235,6 +241,9 @@ func (w *Writer) Collect() {
 					{"__name__", name}, {"chart", def.ID}, {"dimension", dimName(dim)},
 					{"family", def.Family}, {"instance", src.Instance},
 				}}
+				if src.Key != "" {
+					s.Labels = append(s.Labels, Label{"peer_key", src.Key})
+				}
 				SortLabels(s.Labels)
 				for k, slot := range win.Slots[d] {
 					if slot.Count > 0 {
