@@ -25,7 +25,7 @@ func TestCollectWhileAChartIsRedefined(t *testing.T) {
 	}
 	one := &store.ChartDef{ID: "apps.cpu", Dims: []store.DimDef{{ID: "a"}}}
 	three := &store.ChartDef{ID: "apps.cpu", Dims: []store.DimDef{{ID: "a"}, {ID: "b"}, {ID: "c"}}}
-	now := time.Now().Unix() - 100000
+	now := time.Now().Unix() - 600
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)

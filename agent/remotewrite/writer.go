@@ -191,7 +191,8 @@ func samples(batch []Series) int {
 // Collect queues the points written since the last call. Only one
 // goroutine may call it (Run's, or a benchmark's). The first call
 // per chart starts at its newest point: a receiver refuses samples much
-// older than what it holds, so history is not backfilled. The cursor of
+// older than what it holds, so history is not backfilled, and no point
+// over maxAge old is sent, the first or a later one. The cursor of
 // a chart gone from the sources is dropped: one that comes back starts
 // again at its newest point.
 func (w *Writer) Collect() {
@@ -209,6 +210,7 @@ func (w *Writer) Collect() {
 		batch, n = nil, 0
 	}
 	w.pass++
+	oldest := time.Now().Add(-maxAge).Unix()
 	for _, src := range w.cfg.Sources() {
 		for _, def := range src.DB.Charts() {
 			last, _, ok := src.DB.Latest(def.ID)
@@ -224,6 +226,13 @@ func (w *Writer) Collect() {
 			cur := c.last
 			if !seen {
 				cur = last - 1
+			}
+			if cur < oldest-1 {
+				cur = oldest - 1
+				if last <= cur {
+					w.cursor[key] = cursor{last: last, pass: w.pass}
+					continue
+				}
 			}
 			win, err := src.DB.QueryFor(store.ReadExporters, def.ID, 0, cur+1, last)
 			if err == nil && !sameDims(def, win.Dims) {
@@ -281,6 +290,13 @@ func sameDims(def *store.ChartDef, ids []string) bool {
 	}
 	return true
 }
+
+// maxAge is the age past which points are not sent: Prometheus refuses
+// a sample over an hour older than the newest it holds, and with it every
+// sample of the request, so the hours-old points of one node (a child
+// whose clock is behind, or that says so) would cost every node its
+// batch.
+const maxAge = 50 * time.Minute
 
 func dimName(d store.DimDef) string {
 	if d.Name != "" {
