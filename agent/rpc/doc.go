@@ -5,7 +5,8 @@
 // It owns: the QUIC endpoint of the agent (transport.Listen with the
 // agent's own identity, DATA/agent/identity.key), the allowlist
 // (allow.go: DATA/agent/peers.json, key → admin, viewer or child, re-read
-// at every call), the audit trail (audit.go: every call, allowed or not,
+// at every call, and every 5 s of a child's stream, which ends once the
+// key is no longer a child's), the audit trail (audit.go: every call, allowed or not,
 // as a JSON line in DATA/agent/audit.log), the replay guard (replay.go:
 // nonce + time window), the methods (server.go), the jobs functions.run
 // runs (functions.go) and the client (client.go) that `peerdns agent call`

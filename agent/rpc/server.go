@@ -470,7 +470,11 @@ func (s *Server) serveCall(c transport.Conn, st transport.Stream, readBy time.Ti
 		s.C.StreamsOpen.Add(1)
 		defer s.C.StreamsOpen.Add(-1)
 		_ = st.SetDeadline(time.Time{})
-		s.cfg.Stream.ServeStream(s.ctx, c.PeerID(), req.Stream, st)
+		ctx, cancel := context.WithCancel(s.ctx)
+		defer cancel()
+		s.wg.Add(1)
+		go func() { defer s.wg.Done(); s.watchRole(ctx, cancel, c) }()
+		s.cfg.Stream.ServeStream(ctx, c.PeerID(), req.Stream, st)
 		return
 	}
 	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.CallTimeout)
@@ -482,6 +486,30 @@ func (s *Server) serveCall(c transport.Conn, st transport.Stream, readBy time.Ti
 		s.C.Failed.Add(1)
 	}
 	reply(rep, req.Method, tgt)
+}
+
+// roleRecheck is how often a child's stream, a call that lasts as long
+// as the child is up, looks its role up again.
+const roleRecheck = 5 * time.Second
+
+// watchRole ends a child's stream (cancel) once its key is no longer a
+// child's in the allowlist: a deny takes effect on the stream too, not
+// only at its next call, which a streaming child never makes.
+func (s *Server) watchRole(ctx context.Context, cancel context.CancelFunc, c transport.Conn) {
+	t := time.NewTicker(roleRecheck)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if role := s.allow.Role(c.PeerID()); role != messages.RoleChild {
+			s.record(c, role, messages.AgentStream, "", 403, "stream ended: the key is no longer a child's", 0)
+			cancel()
+			return
+		}
+	}
 }
 
 func jsonReply(v any) *messages.AgentReply {
