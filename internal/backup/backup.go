@@ -400,7 +400,7 @@ func dirMode(m fs.FileMode) fs.FileMode {
 // maxMeta bounds metadata.json.
 const maxMeta = 16 << 20
 
-// List lists the backups in dir, newest first.
+// List lists the backups in dir, newest first by their metadata's time.
 func List(dir string) ([]Info, error) {
 	ents, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -421,7 +421,20 @@ func List(dir string) ([]Info, error) {
 		}
 		out = append(out, Info{Name: e.Name(), Timestamp: m.Timestamp, Size: size, SizeFormatted: FormatSize(size), FileCount: len(m.Files)})
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Timestamp > out[j].Timestamp })
+	// By the time, not its text: RFC 3339 drops trailing zeros, so
+	// "…00Z" would sort after "…00.1Z". A time that does not parse
+	// counts as the oldest; the name breaks ties.
+	at := make(map[string]time.Time, len(out))
+	for _, b := range out {
+		t, _ := time.Parse(time.RFC3339Nano, b.Timestamp)
+		at[b.Name] = t
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if ti, tj := at[out[i].Name], at[out[j].Name]; !ti.Equal(tj) {
+			return ti.After(tj)
+		}
+		return out[i].Name > out[j].Name
+	})
 	return out, nil
 }
 

@@ -87,10 +87,10 @@ func TestCreateListMetadataPruneDelete(t *testing.T) {
 	if err := Delete(dir, "unpacked"); err != nil {
 		t.Fatal(err)
 	}
-	if err := Delete(dir, list[0].Name); err != nil {
+	if err := Delete(dir, filepath.Base(paths[2])); err != nil {
 		t.Fatal(err)
 	}
-	if list, _ = List(dir); len(list) != 1 {
+	if list, _ = List(dir); len(list) != 1 || list[0].Name != filepath.Base(paths[1]) {
 		t.Fatalf("after deletes: %v", list)
 	}
 	if err := Delete(dir, "../backups"); !errors.Is(err, ErrBadName) {
@@ -201,4 +201,33 @@ func FuzzStage(f *testing.F) {
 			}
 		}
 	})
+}
+
+// Backups within one second are listed newest first and the retention
+// keeps the newest: metadata.json's time drops trailing zeros (…00Z,
+// …00.1Z, …00.15Z), so its text does not sort as the time does.
+func TestListOrdersByTimeWithinASecond(t *testing.T) {
+	data := t.TempDir()
+	dir := filepath.Join(data, "backups")
+	srcs := sources(t, data)
+	t0 := time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
+	var names []string
+	for _, d := range []time.Duration{0, 100 * time.Millisecond, 150 * time.Millisecond} {
+		p, err := Create(dir, 2, "node-a", "v1", t0.Add(d), srcs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, filepath.Base(p))
+	}
+	list, err := List(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, b := range list {
+		got = append(got, b.Name)
+	}
+	if want := []string{names[2], names[1]}; strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Fatalf("kept %v, want the two newest %v", got, want)
+	}
 }
