@@ -3,6 +3,7 @@ package backups
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -74,10 +75,23 @@ type Actor struct {
 	autoBusy bool           // an automatic backup is running
 	jobs     sync.WaitGroup // creates and restores in flight
 	stop     chan struct{}  // ends the ticker
+	// restoring: a restore was asked and has not failed; the restart
+	// that swaps it in stops this actor, and the one spawned after it
+	// takes restores again.
+	restoring bool
 }
 
 // autoDone tells the actor its automatic backup ended.
 type autoDone struct{}
+
+// restoreFailed tells the actor its restore ended without a swap.
+type restoreFailed struct{}
+
+// errRestoring refuses a restore asked while another one runs: the
+// second would be swapped in over the first, after the restart of the
+// first (its system-reset hint on the actor system that restart shut
+// down, so no client connected after it would hear it).
+var errRestoring = errors.New("a restore is already under way")
 
 func (a *Actor) Receive(c actor.Context) {
 	switch m := c.Message().(type) {
@@ -105,6 +119,8 @@ func (a *Actor) Receive(c actor.Context) {
 		}
 	case autoDone:
 		a.autoBusy = false
+	case restoreFailed:
+		a.restoring = false
 	case *Create:
 		a.job(c, func(keep int) any {
 			path, err := a.create(keep)
@@ -258,10 +274,15 @@ func (a *Actor) restore(c actor.Context, name string) {
 		c.Respond(&RestoreReply{Err: fmt.Errorf("this node cannot restore backups")})
 		return
 	}
+	if a.restoring {
+		c.Respond(&RestoreReply{Err: errRestoring})
+		return
+	}
+	a.restoring = true
 	var rnd [6]byte
 	_, _ = rand.Read(rnd[:])
 	staged := filepath.Join(a.d.Data, ".restore-"+hex.EncodeToString(rnd[:]))
-	sys, sender, keep := c.ActorSystem(), c.Sender(), a.p.keep
+	sys, sender, self, keep := c.ActorSystem(), c.Sender(), c.Self(), a.p.keep
 	root := sys.Root
 	a.jobs.Add(1)
 	go func() {
@@ -282,6 +303,7 @@ func (a *Actor) restore(c actor.Context, name string) {
 			root.Send(sender, &RestoreReply{Err: err})
 		}
 		if err != nil {
+			root.Send(self, restoreFailed{})
 			return
 		}
 		// Not inside the job: the restart stops this actor, which

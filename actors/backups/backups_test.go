@@ -71,7 +71,8 @@ func newHarness(t *testing.T, nodeID string, tune func(*Deps)) *harness {
 // stops the backups actor and StartParts spawns it again, as the
 // composition root does with every part of the node. It answers the
 // errors in fail first, records the claim DATA/ledger.db holds at each
-// start, and gets a value on held after each Hold.
+// start, and gets a value on held after each Hold. With gate set, Hold
+// waits for it to close first.
 type restarter struct {
 	h      *harness
 	d      Deps
@@ -80,9 +81,13 @@ type restarter struct {
 	starts []string
 	fatal  error
 	held   chan struct{}
+	gate   chan struct{}
 }
 
 func (r *restarter) Hold(f func()) bool {
+	if r.gate != nil {
+		<-r.gate
+	}
 	f()
 	r.held <- struct{}{}
 	return true
@@ -387,6 +392,41 @@ func TestRestore(t *testing.T) {
 	}
 	if b, err := os.ReadFile(filepath.Join(h.data, "identity.key")); err != nil || string(b) != "key of node-a\n" {
 		t.Fatalf("identity.key after the restore: %q, %v", b, err)
+	}
+}
+
+// A restore asked while another one runs is refused: it would be
+// swapped in over the first, its system-reset hint published on the
+// actor system the first one's restart shut down.
+func TestRestoreWhileRestoring(t *testing.T) {
+	h := newHarness(t, "node-a", nil)
+	must(t, h.ledger.Set("claim", "first"))
+	first, err := h.c.CreateBackup()
+	must(t, err)
+	must(t, h.ledger.Set("claim", "second"))
+	second, err := h.c.CreateBackup()
+	must(t, err)
+	must(t, h.ledger.Set("claim", "current"))
+	resets := h.resets()
+	h.restart.gate = make(chan struct{})
+	must(t, h.c.RestoreBackup(filepath.Base(first)))
+	// The first is answered and waits to be swapped in.
+	if err := h.c.RestoreBackup(filepath.Base(second)); !errors.Is(err, errRestoring) {
+		close(h.restart.gate)
+		h.restored()
+		t.Fatalf("second RestoreBackup = %v, want %v", err, errRestoring)
+	}
+	close(h.restart.gate)
+	h.restored()
+	if r := h.restart; len(resets) != 1 || r.stops != 1 || len(r.starts) != 1 || r.starts[0] != "first" || r.fatal != nil {
+		t.Fatalf("restore: %d resets, %d stops, starts %q, fatal %v", len(resets), r.stops, r.starts, r.fatal)
+	}
+	// The actor spawned by the restart takes restores again.
+	h.restart.gate = nil
+	must(t, h.c.RestoreBackup(filepath.Base(second)))
+	h.restored()
+	if r := h.restart; len(r.starts) != 2 || r.starts[1] != "second" {
+		t.Fatalf("restore after the restart: starts %q", r.starts)
 	}
 }
 

@@ -21,7 +21,9 @@
 // requester itself. Listing, metadata and delete are quick folder
 // operations the actor does at once. Jobs may overlap, as HTTP requests
 // may (two creates write two archives). An automatic backup is not
-// started while the previous automatic one still runs. When the actor
+// started while the previous automatic one still runs, and a restore
+// asked while another one runs (from its request until the restart
+// that swaps it in) is refused: it would be swapped in over the first. When the actor
 // stops it waits for the jobs in flight, so the stores they read close
 // only after them (the composition root stops this actor before the
 // plugins supervisor and the stores).
