@@ -395,6 +395,34 @@ func TestRestore(t *testing.T) {
 	}
 }
 
+// A restore replaces DATA/plugins kept behind a link with a folder of
+// DATA and leaves the link's target as it was (the package doc says so).
+func TestRestoreReplacesALink(t *testing.T) {
+	h := newHarness(t, "node-a", nil)
+	target := filepath.Join(t.TempDir(), "plugins")
+	must(t, os.MkdirAll(target, 0o700))
+	must(t, os.WriteFile(filepath.Join(target, "note.txt"), []byte("backed up\n"), 0o600))
+	must(t, os.Symlink(target, filepath.Join(h.data, "plugins")))
+	path, err := h.c.CreateBackup()
+	must(t, err)
+	must(t, os.WriteFile(filepath.Join(target, "note.txt"), []byte("current\n"), 0o600))
+	must(t, h.c.RestoreBackup(filepath.Base(path)))
+	h.restored()
+	if h.restart.fatal != nil {
+		t.Fatal(h.restart.fatal)
+	}
+	st, err := os.Lstat(filepath.Join(h.data, "plugins"))
+	if err != nil || !st.IsDir() {
+		t.Fatalf("DATA/plugins after the restore: %v, %v; want a folder", st, err)
+	}
+	if b, err := os.ReadFile(filepath.Join(h.data, "plugins", "note.txt")); err != nil || string(b) != "backed up\n" {
+		t.Fatalf("restored note.txt = %q, %v", b, err)
+	}
+	if b, err := os.ReadFile(filepath.Join(target, "note.txt")); err != nil || string(b) != "current\n" {
+		t.Fatalf("the link's target note.txt = %q, %v; want it as it was", b, err)
+	}
+}
+
 // A restore asked while another one runs is refused: it would be
 // swapped in over the first, its system-reset hint published on the
 // actor system the first one's restart shut down.

@@ -44,7 +44,14 @@
 // that swap, as one a crash cut short, is undone at the next start (RecoverSwap, from a
 // journal the swap writes first: recover.go): the node starts on the
 // state before the restore, and the restored entries that had come in
-// are kept in DATA/.failed-restore-<time>. Stopping and
+// are kept in DATA/.failed-restore-<time>. An entry the data folder
+// holds as a link (DATA/plugins -> /srv/plugins, kept on another disk)
+// is moved aside and dropped as a link: the restored folder comes in as
+// a folder of DATA itself, and the link's target is left as it was,
+// neither emptied nor written (a swap is renames within DATA, which
+// cannot reach a folder on another file system). An operator who keeps
+// the folder elsewhere moves the restored one there and puts the link
+// back, with the node stopped. Stopping and
 // starting the node's parts is the one step only the owner of the
 // process can do: the composition root (cmd/peerdns/node) hands it in
 // as Deps.Restart (the Restarter interface declared here) and keeps
