@@ -59,6 +59,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -712,10 +713,15 @@ func (a *Actor) serveFor(e *entry, lines lineLog) serveFunc {
 			case "error":
 				lvl = slog.LevelError
 			}
-			// The component is a short name: cut as an argument is.
+			// The component is a short name: cut as an argument is,
+			// at a character.
 			comp := l.Component
 			if len(comp) > maxComponent {
-				comp = comp[:maxComponent] + "…"
+				n := maxComponent
+				for n > 0 && !utf8.RuneStart(comp[n]) {
+					n--
+				}
+				comp = comp[:n] + "…"
 			}
 			lines(lvl, clip([]byte(l.Message)), comp)
 			wsLog(strings.ToLower(lvl.String()), comp, clip([]byte(l.Message)))

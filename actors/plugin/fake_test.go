@@ -52,6 +52,10 @@ func fakePlugin(mode string) int {
 					_ = sess.Notify(ctx, "log", map[string]string{"level": "info", "component": "test", "message": fmt.Sprintf("flood line %d", i)})
 				}
 			}
+			if mode == "runelog" {
+				// A component whose byte 64 is in the middle of a é.
+				_ = sess.Notify(ctx, "log", map[string]string{"level": "warn", "component": strings.Repeat("c", 63) + "éé", "message": "runes"})
+			}
 			if mode == "biglog" {
 				_ = sess.Notify(ctx, "log", map[string]string{"level": "warn", "component": strings.Repeat("c", 1<<20), "message": strings.Repeat("m", 1<<20)})
 			}

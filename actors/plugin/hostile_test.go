@@ -192,6 +192,40 @@ func TestPluginLogCallIsCut(t *testing.T) {
 	}
 }
 
+// A log call's long component is cut at a character, not in the middle
+// of one.
+func TestPluginLogComponentIsCutAtACharacter(t *testing.T) {
+	testutil.NoLeaks(t)
+	dir := t.TempDir()
+	writePlugin(t, dir, "rune", "rune.p2p", "runelog", nil)
+	hints := make(chan *messages.Hint, 16)
+	h := newHarness(t, dir, func(d *Deps) {
+		d.Events = func(m *messages.Hint) {
+			if m.Data["level"] != "warn" {
+				return
+			}
+			select {
+			case hints <- m:
+			default:
+			}
+		}
+	})
+	h.waitRunning("rune.p2p")
+	var got any
+	testutil.Eventually(t, 10*time.Second, func() error {
+		select {
+		case m := <-hints:
+			got = m.Data["component"]
+			return nil
+		default:
+			return errors.New("no warn hint yet")
+		}
+	})
+	if want := strings.Repeat("c", 63) + "…"; got != want {
+		t.Fatalf("component = %q, want %q", got, want)
+	}
+}
+
 // A handler logging in a loop puts at most channelLogRate lines a
 // second in the plugins channel.
 func TestPluginLogFloodIsLimited(t *testing.T) {
