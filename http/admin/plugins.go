@@ -113,7 +113,9 @@ func (p pluginRoutes) control(ctx *fasthttp.RequestCtx, op string) error {
 	if err != nil {
 		return err
 	}
-	// Stopping waits for the handler to exit (a couple of seconds at most).
+	// The supervisor answers a stop once it asked the handler to stop,
+	// not once it exited (a start or reload meanwhile runs after that);
+	// a start or reload opens the plugin's database before it answers.
 	rep, err := httpx.Ask[*messages.ControlPluginReply](p.root, p.pid, &messages.ControlPlugin{Domain: d, Op: op}, httpx.AskTimeout+5*time.Second)
 	if err == nil {
 		err = rep.Err
