@@ -387,6 +387,18 @@ func TestPruneAndRetentionVisible(t *testing.T) {
 	if rep, _ := admin.call(t, a, mustReq(t, "retention.set", "tier0=0", "tier1=1")); rep.Status != 400 {
 		t.Errorf("tier1=1s: %d, want 400", rep.Status)
 	}
+	// Past what a duration holds in nanoseconds (which wrapped to a short
+	// retention that dropped the history), or past a day of tier 0
+	// (rings sized at once: memory without bound), is refused and changes
+	// nothing.
+	for _, args := range [][]string{{"tier0=9300000000000", "tier1=0"}, {"tier0=18446744073", "tier1=0"}, {"tier0=86401", "tier1=0"}, {"tier0=0", "tier1=9300000000000"}} {
+		if rep, _ := admin.call(t, a, mustReq(t, "retention.set", args...)); rep.Status != 400 {
+			t.Errorf("retention.set %v: %d, want 400", args, rep.Status)
+		}
+	}
+	if o := oldest("system.load"); o == 0 || o > a.now-110 {
+		t.Errorf("after refused retentions: oldest %d, want about %d", o, a.now-120)
+	}
 
 	// /api/v1/functions lists the job names; /api/v3/tunnel the listening state.
 	var fns struct {

@@ -77,11 +77,8 @@ func (db *DB) SetRetention(tier0, tier1 time.Duration) error {
 	if db.closed.Load() {
 		return ErrClosed
 	}
-	if tier0 != 0 && tier0 < time.Second {
-		return fmt.Errorf("tier 0 retention %v: must be at least 1s", tier0)
-	}
-	if tier1 != 0 && tier1 < time.Minute {
-		return fmt.Errorf("tier 1 retention %v: must be at least 1m", tier1)
+	if err := checkRetention(tier0, tier1); err != nil {
+		return err
 	}
 	defer db.gen.Add(1)
 	// Holding db.mu for writing keeps Register (which sizes new series

@@ -15,6 +15,31 @@ const (
 	DefaultTier1Retention = 14 * 24 * time.Hour
 )
 
+// The longest retentions taken. Tier 0 is a ring of one slot a second
+// per dimension, sized at once: a day is 86,400 slots, about 1.4 MB a
+// dimension, already a few GB for a host's couple of thousand. Tier 1
+// grows with its data; ten years bounds it where a duration still
+// holds it.
+const (
+	MaxTier0Retention = 24 * time.Hour
+	MaxTier1Retention = 10 * 366 * 24 * time.Hour
+)
+
+// checkRetention refuses retentions out of range; 0 keeps the value.
+func checkRetention(tier0, tier1 time.Duration) error {
+	switch {
+	case tier0 != 0 && tier0 < time.Second:
+		return fmt.Errorf("tier 0 retention %v: must be at least 1s", tier0)
+	case tier0 > MaxTier0Retention:
+		return fmt.Errorf("tier 0 retention %v: must be at most %v", tier0, MaxTier0Retention)
+	case tier1 != 0 && tier1 < time.Minute:
+		return fmt.Errorf("tier 1 retention %v: must be at least 1m", tier1)
+	case tier1 > MaxTier1Retention:
+		return fmt.Errorf("tier 1 retention %v: must be at most %v", tier1, MaxTier1Retention)
+	}
+	return nil
+}
+
 // chunkMinutes is the length of a tier-1 chunk. The chunk being filled is
 // unpacked (14 bytes a minute per dimension); earlier ones are packed.
 // Six hours pack within a few percent of a whole day's chunk
@@ -67,11 +92,8 @@ func Open(cfg Config) (*DB, error) {
 	if cfg.Tier1Retention == 0 {
 		cfg.Tier1Retention = DefaultTier1Retention
 	}
-	if cfg.Tier0Retention < time.Second {
-		return nil, fmt.Errorf("tier 0 retention %v: must be at least 1s", cfg.Tier0Retention)
-	}
-	if cfg.Tier1Retention < time.Minute {
-		return nil, fmt.Errorf("tier 1 retention %v: must be at least 1m", cfg.Tier1Retention)
+	if err := checkRetention(cfg.Tier0Retention, cfg.Tier1Retention); err != nil {
+		return nil, err
 	}
 	db := &DB{
 		cfg:  cfg,
