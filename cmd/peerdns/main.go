@@ -151,7 +151,7 @@ commands:
            prune before=UNIX [chart=ID], functions.list, functions.run NAME [k=v],
            logs audit|journal|anomaly [limit=N]
   invite   print a one-time invite from the running node, for --join on another
-  install-dns    send .p2p (and the node's other names) to the node: systemd-resolved
+  install-dns    send .p2p (and --suffixes) to the node: systemd-resolved
                  drop-in or macOS /etc/resolver files (PEERDNS_RESOLVED_DIR,
                  PEERDNS_RESOLVER_DIR move them); needs root
   uninstall-dns  remove what install-dns wrote

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"sort"
 	"strings"
 	"time"
 
@@ -16,9 +17,17 @@ import (
 // runSysDNS is `peerdns install-dns` (install) and `peerdns
 // uninstall-dns`: it writes (or removes) the OS resolver configuration
 // itself, so `sudo peerdns install-dns` works while the node runs as an
-// ordinary user. The names to route come from the running node's GET
-// /api/resolved-domains when it answers (else only .p2p), plus
-// --suffixes.
+// ordinary user.
+//
+// It routes .p2p, the names given with --suffixes, and ADMIN_DOMAIN and
+// PROFILE_DOMAIN when set (as the node reads them), and nothing it is
+// only told: whatever answers on the admin port is not known to be the
+// node (while the node is down, any local user can listen on 7710, and
+// on the DNS port), and this runs as root, so a name routed on its word
+// (com, bank.example) would send the machine's lookups of it to that
+// user. The node's other names (GET /api/resolved-domains: a claimed
+// nas.lan) are listed in a note with the --suffixes that routes them.
+// POST /api/install-dns, in the node itself, routes them all.
 func runSysDNS(install bool, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	name := "uninstall-dns"
 	if install {
@@ -28,7 +37,7 @@ func runSysDNS(install bool, args []string, getenv func(string) string, stdout, 
 	fs.SetOutput(stderr)
 	setUsage(fs)
 	dnsAddr := fs.String("dns-addr", envOr(getenv, "PEERDNS_DNS_ADDR", "127.0.0.1:7753"), "the node's DNS address (ip:port)")
-	adminAddr := fs.String("admin-addr", envOr(getenv, "PEERDNS_ADMIN_ADDR", "127.0.0.1:7710"), "admin API of the running node, asked for its domains")
+	adminAddr := fs.String("admin-addr", envOr(getenv, "PEERDNS_ADMIN_ADDR", "127.0.0.1:7710"), "admin API of the running node, asked for its other domains (listed, not routed)")
 	extra := fs.String("suffixes", "", "further comma-separated suffixes to send to the node (\"p2p\" always is)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -37,11 +46,21 @@ func runSysDNS(install bool, args []string, getenv func(string) string, stdout, 
 	var res sysdns.Result
 	var err error
 	if install {
+		var configured []string // as the node reads them; under .p2p, routed anyway
+		for _, k := range []string{"ADMIN_DOMAIN", "PROFILE_DOMAIN"} {
+			if v := strings.TrimSpace(getenv(k)); v != "" {
+				configured = append(configured, v)
+			}
+		}
+		given := append(splitList(*extra), sysdns.Routed(configured)[1:]...)
+		o.Suffixes = given
 		names, nerr := nodeNames(*adminAddr)
 		if nerr != nil {
-			fmt.Fprintf(stderr, "note: %v; routing .p2p and --suffixes only\n", nerr)
+			fmt.Fprintf(stderr, "note: %v\n", nerr)
+		} else if left := notGiven(sysdns.Routed(names), given); len(left) > 0 {
+			fmt.Fprintf(stderr, "note: the node at %s also answers %s, not routed: a name outside .p2p is routed only when named here (--suffixes %s)\n",
+				*adminAddr, strings.Join(left, ", "), strings.Join(left, ","))
 		}
-		o.Suffixes = append(sysdns.Routed(names), splitList(*extra)...)
 		res, err = sysdns.Install(o)
 	} else {
 		res, err = sysdns.Uninstall(o)
@@ -69,6 +88,36 @@ func runSysDNS(install bool, args []string, getenv func(string) string, stdout, 
 		fmt.Fprintf(stdout, "%s (%s): %s go to %s\n", res.Layout, res.Dir, strings.Join(res.Suffixes, ", "), res.Server)
 	}
 	return nil
+}
+
+// notGiven are the suffixes of routed, as sysdns.Routed gives them, that
+// given does not name, leaving out .p2p (always routed) and what is not
+// a domain name (printed to the operator's terminal).
+func notGiven(routed, given []string) []string {
+	have := map[string]bool{"p2p": true}
+	for _, g := range given {
+		have[strings.Trim(strings.ToLower(strings.TrimSpace(g)), ".")] = true
+	}
+	var out []string
+	for _, r := range routed {
+		if !have[r] && domainLike(r) {
+			have[r] = true
+			out = append(out, r)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// domainLike reports whether s is made of letters, digits, '-', '_' and
+// '.' only (ASCII).
+func domainLike(s string) bool {
+	for _, c := range []byte(s) {
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
+			return false
+		}
+	}
+	return s != ""
 }
 
 // nodeNames asks the running node for the domains it answers.

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -33,5 +35,47 @@ func TestInstallDNSCommand(t *testing.T) {
 	}
 	if strings.Count(out.String(), "removed ") != 2 {
 		t.Fatalf("uninstall output: %q", out.String())
+	}
+}
+
+// install-dns runs as root and what answers on the admin port may be
+// anyone's (the node down, a user listening on 7710): a name it gives
+// outside .p2p is listed, not routed, unless --suffixes names it.
+func TestInstallDNSRoutesOnlyNamesGiven(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Server", "peerdns")
+		w.Write([]byte(`[{"domain":"com"},{"domain":"bank.example"},{"domain":"x.p2p"},{"domain":"nas.lan"},{"domain":"a\u001b[2Jb"}]`))
+	})}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+
+	dir := filepath.Join(t.TempDir(), "resolver")
+	env := map[string]string{"PEERDNS_RESOLVER_DIR": dir, "PEERDNS_ADMIN_ADDR": ln.Addr().String(),
+		"ADMIN_DOMAIN": "admin.p2p", "PROFILE_DOMAIN": "profile.home"}
+	getenv := func(k string) string { return env[k] }
+	var out, errOut strings.Builder
+	if code := run([]string{"install-dns", "--suffixes", "nas.lan"}, getenv, &out, &errOut); code != 0 {
+		t.Fatalf("install-dns = %d\n%s%s", code, out.String(), errOut.String())
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var files []string
+	for _, e := range ents {
+		files = append(files, e.Name())
+	}
+	if strings.Join(files, " ") != "nas.lan p2p profile.home" {
+		t.Errorf("routed %v, want nas.lan, p2p and profile.home only\n%s", files, out.String())
+	}
+	if !strings.Contains(errOut.String(), "also answers bank.example, com, not routed") {
+		t.Errorf("stderr does not list the names not routed: %q", errOut.String())
+	}
+	if strings.Contains(errOut.String(), "\x1b") {
+		t.Errorf("stderr carries the answer's escape: %q", errOut.String())
 	}
 }
