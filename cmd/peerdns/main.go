@@ -137,7 +137,7 @@ usage:
   peerdns agent  allow <key> <admin|viewer|child> | deny <key> | peers | key
   peerdns agent  call <key@host:port> <method> [args] [--timeout D]
   peerdns invite [--admin-addr A] [--ttl D]
-  peerdns install-dns   [--dns-addr A] [--admin-addr A] [--suffixes S,...]
+  peerdns install-dns   [--dns-addr A] [--system] [--admin-addr A] [--suffixes S,...]
   peerdns uninstall-dns
   peerdns version
   peerdns help

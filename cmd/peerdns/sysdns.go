@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -28,6 +29,10 @@ import (
 // user. The node's other names (GET /api/resolved-domains: a claimed
 // nas.lan) are listed in a note with the --suffixes that routes them.
 // POST /api/install-dns, in the node itself, routes them all.
+//
+// The DNS address is --dns-addr, else PEERDNS_DNS_ADDR, else 127.0.0.1:53
+// with --system (or PEERDNS_SYSTEM), where a node started so listens,
+// else 127.0.0.1:7753.
 func runSysDNS(install bool, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	name := "uninstall-dns"
 	if install {
@@ -36,11 +41,24 @@ func runSysDNS(install bool, args []string, getenv func(string) string, stdout, 
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	setUsage(fs)
-	dnsAddr := fs.String("dns-addr", envOr(getenv, "PEERDNS_DNS_ADDR", "127.0.0.1:7753"), "the node's DNS address (ip:port)")
+	dnsAddr := fs.String("dns-addr", envOr(getenv, "PEERDNS_DNS_ADDR", "127.0.0.1:7753"), "the node's DNS address (ip:port; default 127.0.0.1:53 with --system)")
+	system := fs.Bool("system", false, "the node runs with --system: its DNS listens on port 53")
 	adminAddr := fs.String("admin-addr", envOr(getenv, "PEERDNS_ADMIN_ADDR", "127.0.0.1:7710"), "admin API of the running node, asked for its other domains (listed, not routed)")
 	extra := fs.String("suffixes", "", "further comma-separated suffixes to send to the node (\"p2p\" always is)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if v := getenv("PEERDNS_SYSTEM"); v != "" && !set["system"] {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return fmt.Errorf("PEERDNS_SYSTEM: %q is not a boolean", v)
+		}
+		*system = b
+	}
+	if *system && !set["dns-addr"] && getenv("PEERDNS_DNS_ADDR") == "" {
+		*dnsAddr = "127.0.0.1:53"
 	}
 	o := sysdns.Options{Addr: *dnsAddr, Getenv: getenv}
 	var res sysdns.Result

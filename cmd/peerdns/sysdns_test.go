@@ -79,3 +79,33 @@ func TestInstallDNSRoutesOnlyNamesGiven(t *testing.T) {
 		t.Errorf("stderr carries the answer's escape: %q", errOut.String())
 	}
 }
+
+// A node started with --system answers DNS on port 53: install-dns
+// --system (or PEERDNS_SYSTEM) points there unless --dns-addr says.
+func TestInstallDNSSystemPort(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		env  map[string]string
+		port string
+	}{
+		{[]string{"--system"}, nil, "53"},
+		{nil, map[string]string{"PEERDNS_SYSTEM": "true"}, "53"},
+		{[]string{"--system", "--dns-addr", "127.0.0.1:5353"}, nil, "5353"},
+		{[]string{"--system"}, map[string]string{"PEERDNS_DNS_ADDR": "127.0.0.1:5354"}, "5354"},
+		{nil, nil, "7753"},
+	} {
+		dir := filepath.Join(t.TempDir(), "resolver")
+		env := map[string]string{"PEERDNS_RESOLVER_DIR": dir, "PEERDNS_ADMIN_ADDR": "127.0.0.1:1"}
+		for k, v := range c.env {
+			env[k] = v
+		}
+		var out, errOut strings.Builder
+		if code := run(append([]string{"install-dns"}, c.args...), func(k string) string { return env[k] }, &out, &errOut); code != 0 {
+			t.Fatalf("%v %v: install-dns = %d\n%s", c.args, c.env, code, errOut.String())
+		}
+		b, err := os.ReadFile(filepath.Join(dir, "p2p"))
+		if err != nil || !strings.Contains(string(b), "port "+c.port+"\n") {
+			t.Errorf("%v %v: %q, %v; want port %s", c.args, c.env, b, err, c.port)
+		}
+	}
+}
