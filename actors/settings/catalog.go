@@ -98,7 +98,7 @@ var Catalog = []Def{
 	{Name: P2PAddr, Type: "string", Category: "network", Label: "Peer address", Env: "PEERDNS_P2P_ADDR",
 		Description: "host:port of the peer endpoint: QUIC on UDP, and TCP on the same port (--p2p-addr).", Default: "0.0.0.0:7740", check: hostPort},
 	{Name: BootstrapPeers, Type: "list", Category: "network", Label: "Bootstrap peers", Env: "PEERDNS_BOOTSTRAP",
-		Description: "Comma-separated peer addresses (host:port) dialled at start (--bootstrap).", check: hostPortList},
+		Description: "Comma-separated peer addresses (host:port, or peer id@host:port) dialled at start (--bootstrap).", check: bootstrapPeers},
 	{Name: AdvertiseAddr, Type: "list", Category: "network", Label: "Advertised peer addresses", Env: "PEERDNS_ADVERTISE_ADDR",
 		Description: "Comma-separated public or port-forwarded host:port addresses peers can dial this node at, put first in hellos and invites (--advertise-addr); observed and interface addresses follow.", check: hostPortList},
 	{Name: Subnets, Type: "json", Category: "network", Label: "Subnets",
@@ -298,6 +298,23 @@ func optional(check func(string) error) func(string) error {
 
 func hostPortList(v string) error {
 	for _, p := range Split(v) {
+		if err := hostPort(p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// bootstrapPeers takes what the peer actor dials: host:port, or
+// <peer id>@host:port (the id 64 hex characters).
+func bootstrapPeers(v string) error {
+	for _, p := range Split(v) {
+		if id, addr, ok := strings.Cut(p, "@"); ok {
+			if !messages.ValidPeerID(id) {
+				return fmt.Errorf("%q: peer id %q is not 64 lowercase hex characters", p, id)
+			}
+			p = addr
+		}
 		if err := hostPort(p); err != nil {
 			return err
 		}

@@ -61,3 +61,18 @@ func TestCatalog(t *testing.T) {
 		}
 	}
 }
+
+// BOOTSTRAP_PEERS takes what the peer actor dials (actors/peer,
+// parseTarget): host:port, or <peer id>@host:port.
+func TestBootstrapPeersTakesPeerID(t *testing.T) {
+	d, _ := Lookup(BootstrapPeers)
+	id := strings.Repeat("ab", 32)
+	if err := d.Validate(id + "@10.0.0.2:7740, 10.0.0.3:7740," + id + "@peer.lan:7740"); err != nil {
+		t.Errorf("refused peer id@host:port: %v", err)
+	}
+	for _, bad := range []string{"xyz@10.0.0.2:7740", id + "@", id + "@oops", "@10.0.0.2:7740", strings.ToUpper(id) + "@10.0.0.2:7740"} {
+		if err := d.Validate(bad); err == nil || !strings.Contains(err.Error(), BootstrapPeers) {
+			t.Errorf("accepted %q (%v)", bad, err)
+		}
+	}
+}
