@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"peerdns/agent/rpc"
+	"peerdns/cmd/peerdns/cli"
 	"peerdns/transport/identity"
 )
 
@@ -134,15 +136,22 @@ func runAgentAdmin(ctx context.Context, cmd string, args []string, getenv func(s
 		defer cancel()
 		rep, err := c.Call(ctx, key, addr, req)
 		if rep != nil && len(rep.Body) > 0 {
+			// The reply is another host's: its lines are printed with
+			// what does not print (an escape sequence, a C1 control or a
+			// bidi override, in a JSON string too) as Go escapes.
 			body := rep.Body
 			var out bytes.Buffer
 			if json.Indent(&out, body, "", "  ") == nil {
 				body = out.Bytes()
 			}
-			stdout.Write(body)
-			fmt.Fprintln(stdout)
+			for _, l := range strings.Split(strings.TrimSuffix(string(body), "\n"), "\n") {
+				fmt.Fprintln(stdout, cli.Printable(l))
+			}
 		}
-		return err
+		if err != nil {
+			return errors.New(cli.Message([]byte(err.Error()))) // the agent's error message is its own text too
+		}
+		return nil
 	}
 	return nil
 }

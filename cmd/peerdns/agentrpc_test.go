@@ -6,10 +6,17 @@ import (
 	"encoding/json"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"peerdns/agent/rpc"
+	"peerdns/agent/store"
+	"peerdns/transport/identity"
 )
 
 // TestAgentAllowAndCall runs a real agent process, allows the operator's
@@ -133,6 +140,66 @@ func TestAgentCallUsageErrors(t *testing.T) {
 		code := run(append([]string{"agent", "call", "--data", dir}, tt.args...), noEnv, &out, &errb)
 		if code != 2 || out.Len() != 0 || strings.Count(errb.String(), "\n") != 1 || !strings.Contains(errb.String(), tt.want) {
 			t.Errorf("agent call %s: exit %d, stdout %q, stderr %q; want exit 2 and one line with %q", strings.Join(tt.args, " "), code, out.String(), errb.String(), tt.want)
+		}
+	}
+}
+
+// agent call prints another host's reply: an escape sequence, a C1
+// control or a bidi override in it, JSON or not, reaches the terminal as
+// its Go escape, and so does one in the agent's error message.
+func TestAgentCallEscapesReply(t *testing.T) {
+	agentDir, data := t.TempDir(), t.TempDir()
+	db, err := store.Open(store.Config{Dir: agentDir, Tier0Retention: time.Hour, Tier1Retention: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	id, err := identity.LoadOrCreate(filepath.Join(agentDir, "identity.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	replies := map[string]struct {
+		status int
+		body   string
+	}{
+		"/api/json": {200, "{\"name\": \"a\u202eb\u009b2J\x7f\"}"},
+		"/api/text": {200, "plain \x1b]0;owned\x07 \x1b[2J\u202e\nsecond line"},
+		"/api/fail": {500, "broken \x1b[2J\u202e"},
+	}
+	srv, err := rpc.Listen(rpc.Config{Identity: id, ListenAddr: "127.0.0.1:0", Dir: agentDir, DB: db,
+		API: func(c *fasthttp.RequestCtx) {
+			r := replies[string(c.Path())]
+			c.SetStatusCode(r.status)
+			c.SetBodyString(r.body)
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	op, err := identity.LoadOrCreate(filepath.Join(data, "operator.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rpc.Allow(agentDir, op.ID(), "admin"); err != nil {
+		t.Fatal(err)
+	}
+	target := id.ID() + "@" + srv.Addr().String()
+	for path, want := range map[string]string{
+		"/api/json": `"name": "a\u202eb\u009b2J\x7f"`,
+		"/api/text": "plain \\x1b]0;owned\\a \\x1b[2J\\u202e\nsecond line\n",
+		"/api/fail": `broken \x1b[2J\u202e`,
+	} {
+		var out, errb bytes.Buffer
+		code := run([]string{"agent", "call", target, "get", path, "--data", data}, func(string) string { return "" }, &out, &errb)
+		got := out.String() + errb.String()
+		if path == "/api/fail" && code != 1 || path != "/api/fail" && code != 0 {
+			t.Errorf("%s: exit %d\n%s", path, code, got)
+		}
+		if strings.ContainsAny(got, "\x1b\x07\x7f\u202e\u009b") {
+			t.Errorf("%s: the reply's controls reached the terminal: %q", path, got)
+		}
+		if !strings.Contains(got, want) {
+			t.Errorf("%s: output %q does not show %q", path, got, want)
 		}
 	}
 }

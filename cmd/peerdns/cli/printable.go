@@ -33,3 +33,9 @@ func printable(s string, spaces bool) string {
 
 // cell is a value as one table cell (printable, everything escaped).
 func cell(v any) string { return printable(fmt.Sprint(v), false) }
+
+// Printable is s as text for a terminal as printable makes a table cell:
+// every character that does not print, tabs and line breaks too, as its
+// Go escape. For text the node did not write that this binary prints
+// (`peerdns agent call`'s reply).
+func Printable(s string) string { return printable(s, false) }
