@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -16,15 +17,22 @@ import (
 
 // runInvite asks the running node (through its admin API) for a one-time
 // invite and prints it on stdout, so `peerdns node --join $(peerdns invite)`
-// works on another machine.
-func runInvite(args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+// works on another machine. --admin-addr takes host:port or a URL
+// (http://host:port), and --timeout bounds the wait, as in the commands
+// of package cli; ctx ending (Ctrl-C) ends the wait with errInterrupted.
+func runInvite(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("invite", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	setUsage(fs)
 	addr := fs.String("admin-addr", envOr(getenv, "PEERDNS_ADMIN_ADDR", "127.0.0.1:7710"), "admin API address of the running node")
 	ttl := fs.Duration("ttl", 24*time.Hour, "how long the invite stays valid: whole seconds, 1s to 720h")
+	timeout := fs.Duration("timeout", 10*time.Second, "how long to wait for the node")
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	if *timeout <= 0 {
+		fmt.Fprintln(stderr, "peerdns invite: --timeout must be positive")
+		return errUsage
 	}
 	// The node takes whole seconds, 1 to 30 days' worth.
 	if *ttl < time.Second || *ttl > messages.MaxInviteTTL || *ttl%time.Second != 0 {
@@ -32,13 +40,29 @@ func runInvite(args []string, getenv func(string) string, stdout, stderr io.Writ
 		return errUsage
 	}
 	body := fmt.Sprintf(`{"ttlSeconds":%d}`, int64(ttl.Seconds()))
-	c := &http.Client{Timeout: 10 * time.Second}
-	resp, err := c.Post("http://"+*addr+"/api/invites", "application/json", strings.NewReader(body))
+	base := *addr
+	if !strings.Contains(base, "://") {
+		base = "http://" + base
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(base, "/")+"/api/invites", strings.NewReader(body))
+	if err != nil {
+		fmt.Fprintf(stderr, "peerdns invite: bad --admin-addr %q: %v\n", *addr, err)
+		return errUsage
+	}
+	req.Header.Set("Content-Type", "application/json")
+	c := &http.Client{Timeout: *timeout}
+	resp, err := c.Do(req)
+	if err != nil && ctx.Err() != nil {
+		return fmt.Errorf("%w before %s answered", errInterrupted, *addr)
+	}
 	if err != nil {
 		return fmt.Errorf("is the node running? %w", err)
 	}
 	defer resp.Body.Close()
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil && ctx.Err() != nil {
+		return fmt.Errorf("%w before %s answered", errInterrupted, *addr)
+	}
 	// What the node sent is shown as one short printable line: an answer
 	// may carry anything, control sequences for the terminal included.
 	if resp.StatusCode != http.StatusOK {

@@ -77,7 +77,7 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 	case "agent":
 		err = runAgent(ctx, args, getenv, stdout, stderr)
 	case "invite":
-		err = runInvite(args, getenv, stdout, stderr)
+		err = runInvite(ctx, args, getenv, stdout, stderr)
 	case "install-dns", "uninstall-dns":
 		err = runSysDNS(cmd == "install-dns", args, getenv, stdout, stderr)
 	case "version":
@@ -98,6 +98,9 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 	case errors.Is(err, errUsage):
 		// The flag package has printed the problem and the usage already.
 		return 2
+	case errors.Is(err, errInterrupted):
+		fmt.Fprintf(stderr, "peerdns %s: %v\n", cmd, err)
+		return cli.ExitInterrupted
 	}
 	fmt.Fprintf(stderr, "peerdns %s: %v\n", cmd, err)
 	return 1
@@ -105,6 +108,10 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 
 // errUsage marks a command-line error that was already reported.
 var errUsage = errors.New("usage error")
+
+// errInterrupted marks a command ended by SIGINT or SIGTERM before the
+// node answered: exit 130, as the commands of package cli.
+var errInterrupted = errors.New("interrupted")
 
 // parseFlags parses args with fs; a bad flag or a stray argument is
 // reported once, with the usage, and comes back as errUsage.
@@ -136,7 +143,7 @@ usage:
   peerdns agent  [--data DIR]
   peerdns agent  allow <key> <admin|viewer|child> | deny <key> | peers | key
   peerdns agent  call <key@host:port> <method> [args] [--timeout D]
-  peerdns invite [--admin-addr A] [--ttl D]
+  peerdns invite [--admin-addr A] [--ttl D] [--timeout D]
   peerdns install-dns   [--dns-addr A] [--system] [--admin-addr A] [--suffixes S,...]
   peerdns uninstall-dns
   peerdns version
