@@ -32,14 +32,16 @@ func keep(db *store.DB, now time.Time, b []byte) {
 // oldest first ({"timestamp": ms, "data": payload} each): those of the
 // minutes unix minutes up to now's, so at most minutes samples. The
 // minute that began minutes ago is left out: its sample may be older
-// than the window.
+// than the window. So are samples of minutes after now's, kept before
+// the clock was set back: they are not of the window.
 func History(db *store.DB, now time.Time, minutes int) []json.RawMessage {
 	out := []json.RawMessage{}
 	kvs, _ := db.List(histPrefix)
 	after := now.Add(-time.Duration(minutes)*time.Minute).Unix() / 60
+	last := now.Unix() / 60
 	for _, kv := range kvs {
 		m, err := strconv.ParseInt(kv.Key[len(histPrefix):], 10, 64)
-		if err == nil && m > after {
+		if err == nil && m > after && m <= last {
 			out = append(out, json.RawMessage(kv.Value))
 		}
 	}

@@ -63,3 +63,27 @@ func TestHistoryWindowHoldsMinutesSamples(t *testing.T) {
 		}
 	}
 }
+
+// After the clock is set back, the samples kept at the later time are
+// not in the window: it holds at most minutes samples, none after now.
+func TestHistoryAfterClockSetBack(t *testing.T) {
+	db, err := store.Open(filepath.Join(t.TempDir(), "node.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	now := time.Unix(1_800_000_030, 0)
+	for ago := 10; ago >= -10; ago-- { // ten minutes kept before the clock went back ten minutes
+		keep(db, now.Add(-time.Duration(ago)*time.Minute), []byte(`{}`))
+	}
+	got := History(db, now, 5)
+	if len(got) != 5 {
+		t.Fatalf("5 minutes: %d samples, want 5", len(got))
+	}
+	for _, s := range got {
+		var v struct{ Timestamp int64 }
+		if err := json.Unmarshal(s, &v); err != nil || time.UnixMilli(v.Timestamp).After(now) {
+			t.Fatalf("sample %s (%v) is after now", s, err)
+		}
+	}
+}
