@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 
 	"peerdns/cmd/peerdns/node"
 )
@@ -24,9 +26,12 @@ var envOnly = map[string]string{
 }
 
 // applyEnvOnly sets the envOnly settings the environment gives (checked
-// as update-settings checks them) and marks them as coming from it.
+// as update-settings checks them) and marks them as coming from it. The
+// variables are read in name order, so of several bad ones the same is
+// reported every run.
 func applyEnvOnly(c *node.Config, getenv func(string) string) error {
-	for env, name := range envOnly {
+	for _, env := range slices.Sorted(maps.Keys(envOnly)) {
+		name := envOnly[env]
 		v := getenv(env)
 		if v == "" {
 			continue

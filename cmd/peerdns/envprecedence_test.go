@@ -19,3 +19,17 @@ func TestFlagWinsOverBadVariable(t *testing.T) {
 		t.Fatalf("PEERDNS_SYSTEM=maybe with no --system: err %v, want one naming PEERDNS_SYSTEM", err)
 	}
 }
+
+// Of several bad variables read from the environment only, the start
+// names the same one every run (the first by name), not one picked by
+// map order.
+func TestBadEnvOnlyVariableReportedSameEachRun(t *testing.T) {
+	env := map[string]string{"RELAY_MAX_CONNS": "many", "EDGE_MAX_CONNS": "lots", "PEERDNS_REPLICA_SET_SIZE": "some", "PORT_MAP": "perhaps"}
+	getenv := func(k string) string { return env[k] }
+	for range 30 {
+		_, err := parseNodeFlags(nil, getenv, &strings.Builder{})
+		if err == nil || !strings.HasPrefix(err.Error(), "EDGE_MAX_CONNS:") {
+			t.Fatalf("err %v, want the one of EDGE_MAX_CONNS (first by name) each run", err)
+		}
+	}
+}
