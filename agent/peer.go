@@ -48,11 +48,15 @@ func savedRetention(cfg Config) (t0, t1 time.Duration, err error) {
 	if err := json.Unmarshal(b, &d); err != nil {
 		return 0, 0, fmt.Errorf("agent retention %s: %w", RetentionFile, err)
 	}
+	s0, s1 := store.Seconds(d.Tier0Seconds), store.Seconds(d.Tier1Seconds)
+	if err := store.CheckRetention(s0, s1); err != nil {
+		return 0, 0, fmt.Errorf("agent retention %s: %w (set it again with retention.set, or remove the file)", filepath.Join(cfg.Dir, RetentionFile), err)
+	}
 	if t0 == 0 {
-		t0 = time.Duration(d.Tier0Seconds) * time.Second
+		t0 = s0
 	}
 	if t1 == 0 {
-		t1 = time.Duration(d.Tier1Seconds) * time.Second
+		t1 = s1
 	}
 	return t0, t1, nil
 }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"net"
 	"net/url"
 	"peerdns/agent/logs"
@@ -513,15 +512,6 @@ func (s *Server) watchRole(ctx context.Context, cancel context.CancelFunc, c tra
 	}
 }
 
-// seconds is n seconds as a duration, the longest one for n past what a
-// duration holds (n*time.Second would wrap to a short or negative one).
-func seconds(n int64) time.Duration {
-	if n > math.MaxInt64/int64(time.Second) {
-		return math.MaxInt64
-	}
-	return time.Duration(n) * time.Second
-}
-
 func jsonReply(v any) *messages.AgentReply {
 	b, err := json.Marshal(v)
 	if err != nil {
@@ -547,7 +537,7 @@ func (s *Server) dispatch(ctx context.Context, role string, r *messages.AgentReq
 	case messages.AgentGet:
 		return s.get(r.Path)
 	case messages.AgentRetentionSet:
-		t0, t1 := seconds(r.Retention.Tier0Seconds), seconds(r.Retention.Tier1Seconds)
+		t0, t1 := store.Seconds(r.Retention.Tier0Seconds), store.Seconds(r.Retention.Tier1Seconds)
 		if err := s.cfg.DB.SetRetention(t0, t1); err != nil {
 			return errReply(400, "retention: %v", err)
 		}

@@ -77,7 +77,7 @@ func (db *DB) SetRetention(tier0, tier1 time.Duration) error {
 	if db.closed.Load() {
 		return ErrClosed
 	}
-	if err := checkRetention(tier0, tier1); err != nil {
+	if err := CheckRetention(tier0, tier1); err != nil {
 		return err
 	}
 	defer db.gen.Add(1)

@@ -2,6 +2,7 @@ package store
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"sync"
@@ -25,8 +26,19 @@ const (
 	MaxTier1Retention = 10 * 366 * 24 * time.Hour
 )
 
-// checkRetention refuses retentions out of range; 0 keeps the value.
-func checkRetention(tier0, tier1 time.Duration) error {
+// Seconds is n seconds (a retention as the RPC and retention.json give
+// it) as a duration; n past what a duration holds in nanoseconds is the
+// longest duration, which CheckRetention refuses, where n*time.Second
+// would wrap to a short or negative one.
+func Seconds(n int64) time.Duration {
+	if n > math.MaxInt64/int64(time.Second) {
+		return math.MaxInt64
+	}
+	return time.Duration(n) * time.Second
+}
+
+// CheckRetention refuses retentions out of range; 0 keeps the value.
+func CheckRetention(tier0, tier1 time.Duration) error {
 	switch {
 	case tier0 != 0 && tier0 < time.Second:
 		return fmt.Errorf("tier 0 retention %v: must be at least 1s", tier0)
@@ -92,7 +104,7 @@ func Open(cfg Config) (*DB, error) {
 	if cfg.Tier1Retention == 0 {
 		cfg.Tier1Retention = DefaultTier1Retention
 	}
-	if err := checkRetention(cfg.Tier0Retention, cfg.Tier1Retention); err != nil {
+	if err := CheckRetention(cfg.Tier0Retention, cfg.Tier1Retention); err != nil {
 		return nil, err
 	}
 	db := &DB{
