@@ -44,6 +44,7 @@ type Actor struct {
 	w    *lumberjack.Logger
 	seq  uint64 // lines written in this run
 	lost int    // lines not written since the file started failing
+	torn bool   // a failed write left part of a line at the file's end
 }
 
 // Props builds the actor for channel id writing under dir.
@@ -79,7 +80,7 @@ func (a *Actor) Receive(c actor.Context) {
 			_ = a.w.Close()
 		}
 	case *messages.LogLine:
-		if _, err := a.w.Write([]byte(m.Message + "\n")); err != nil {
+		if err := a.write([]byte(m.Message + "\n")); err != nil {
 			a.writeFailed(err, 1)
 			return
 		}
@@ -95,7 +96,7 @@ func (a *Actor) Receive(c actor.Context) {
 		// message, for each line of a busy writer), and this actor's
 		// reference to it given back (messages.LogBatch).
 		defer m.Release()
-		if _, err := a.w.Write(m.Text); err != nil {
+		if err := a.write(m.Text); err != nil {
 			a.writeFailed(err, m.Len())
 			return
 		}
@@ -159,6 +160,24 @@ func tailFile(path string, n int) ([]string, error) {
 		out[i] = string(l)
 	}
 	return out, nil
+}
+
+// write appends p, whole lines, to the file. A write that a full disk
+// cut short leaves part of a line at the file's end; the next write ends
+// that line first, so the lines after it are not glued to it and keep
+// their fields.
+func (a *Actor) write(p []byte) error {
+	if a.torn {
+		if _, err := a.w.Write([]byte{'\n'}); err != nil {
+			return err
+		}
+		a.torn = false
+	}
+	n, err := a.w.Write(p)
+	if err != nil && n > 0 && p[n-1] != '\n' {
+		a.torn = true
+	}
+	return err
 }
 
 // writeFailed reports a log file that cannot be written (a full disk)
