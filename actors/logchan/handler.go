@@ -11,6 +11,9 @@ import (
 	"peerdns/messages"
 )
 
+// maxKeptBuf is the largest buffer a handler keeps between records.
+const maxKeptBuf = 64 << 10
+
 // Handler is a slog.Handler that formats records as text lines and sends
 // them to a channel actor. Sending never blocks the logger: the actor's
 // mailbox takes it.
@@ -40,6 +43,10 @@ func (h *Handler) Handle(_ context.Context, r slog.Record) error {
 	h.buf.Reset()
 	_ = h.text.Handle(context.Background(), r)
 	line := string(bytes.TrimRight(h.buf.Bytes(), "\n"))
+	if h.buf.Cap() > maxKeptBuf {
+		// A huge record's buffer is not kept for the small ones after it.
+		*h.buf = bytes.Buffer{}
+	}
 	h.mu.Unlock()
 	h.root.Send(h.pid, &messages.LogLine{Channel: h.channel, Level: r.Level.String(), Time: r.Time, Message: line})
 	return nil

@@ -132,3 +132,23 @@ func TestHandlerNestsGroups(t *testing.T) {
 		}
 	}
 }
+
+// The buffer a handler formats into is kept for the next record, but not
+// at the size of a huge one: a single 8 MB line must not pin 8 MB for the
+// life of the node.
+func TestHandlerDoesNotKeepAHugeLinesBuffer(t *testing.T) {
+	sys := actor.NewActorSystem()
+	defer sys.Shutdown()
+	pid := sys.Root.Spawn(Props("core", t.TempDir()))
+	h := NewHandler(sys.Root, pid, "core", slog.LevelInfo)
+	log := slog.New(h).With("node", "n1")
+	log.Info("small")
+	log.Info("huge", "body", strings.Repeat("x", 8<<20))
+	log.Info("small again")
+	h.mu.Lock()
+	kept := h.buf.Cap()
+	h.mu.Unlock()
+	if kept > 1<<20 {
+		t.Fatalf("the handler keeps a %d KiB buffer after a huge line", kept>>10)
+	}
+}
