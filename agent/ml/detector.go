@@ -352,14 +352,17 @@ func (d *Detector) trainChart(cs *chartState, now int64) {
 		var n int
 		d.rows, n = features(d.rows[:0], d.series)
 		if n < d.cfg.MinTrainSamples {
-			short = true
+			// Retry soon only when the history held is too short yet; a
+			// dimension short of vectors in a long enough history (gaps, a
+			// key never collected) waits for the period like the rest.
+			short = short || len(d.series) < d.cfg.MinTrainSamples+histLen-1
 			continue
 		}
 		cs.dims[i].m, d.dists = train(d.rows, n, d.p, d.dists)
 		cs.dims[i].trained = true
 	}
 	if short {
-		// Not enough history yet for some dimension: try again in a minute.
+		// Not enough history yet: try again in a minute.
 		cs.nextTrain = min(cs.nextTrain, now+60)
 	}
 }
