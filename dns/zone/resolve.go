@@ -168,8 +168,11 @@ func (t *Table) answer(n *node, qname string, qtype uint16, depth int) Result {
 		return res
 	}
 	if n.fallback != nil {
+		// Its NODATA too: its SOA is that of the zone holding the
+		// question, which for DS at an apex is the parent's (RFC 4035
+		// §3.1.4.1), not the zone of the local records.
 		fb := t.answer(n.fallback, qname, qtype, depth)
-		if fb.Upstream || len(fb.Answer) > 0 {
+		if fb.Upstream || len(fb.Answer) > 0 || len(fb.Ns) > 0 {
 			fb.Authoritative = fb.Authoritative && res.Authoritative
 			return fb
 		}
