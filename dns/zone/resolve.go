@@ -160,6 +160,19 @@ func (t *Table) answer(n *node, qname string, qtype uint16, depth int) Result {
 		for _, typ := range sortedTypes(n.rrs) {
 			res.Answer = own(res.Answer, n.rrs[typ], qname)
 		}
+		if len(res.Answer) > 0 && n.fallback != nil && len(n.rrs[dns.TypeCNAME]) == 0 {
+			// The types the fallback answers for this name (its address,
+			// at the apex SOA and NS) are the name's too, as a question
+			// for one of them finds; a CNAME stands alone.
+			if fb := t.answer(n.fallback, qname, qtype, depth); !fb.Upstream {
+				for _, rr := range fb.Answer {
+					if len(n.rrs[rr.Header().Rrtype]) == 0 {
+						res.Answer = append(res.Answer, rr)
+					}
+				}
+				res.Extra = fb.Extra
+			}
+		}
 		if len(res.Answer) > 0 || n.fallback == nil {
 			return res
 		}
