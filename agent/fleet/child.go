@@ -220,7 +220,7 @@ func (c *Child) batch(cursor map[string]int64, sentDef map[string]*store.ChartDe
 		if err != nil || len(w.Slots) == 0 || len(w.Slots[0]) == 0 {
 			continue
 		}
-		if !sameDims(def, w.Dims) {
+		if !def.HasDims(w.Dims) {
 			// Redefined since Charts was read: the next batch reads it
 			// with the new definition.
 			continue
@@ -269,17 +269,4 @@ func (c *Child) batch(cursor map[string]int64, sentDef map[string]*store.ChartDe
 		return nil, false
 	}
 	return b, false
-}
-
-// sameDims reports whether ids are the dimension ids of def, in order.
-func sameDims(def *store.ChartDef, ids []string) bool {
-	if len(ids) != len(def.Dims) {
-		return false
-	}
-	for i, d := range def.Dims {
-		if d.ID != ids[i] {
-			return false
-		}
-	}
-	return true
 }

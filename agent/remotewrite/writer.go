@@ -235,7 +235,7 @@ func (w *Writer) Collect() {
 				}
 			}
 			win, err := src.DB.QueryFor(store.ReadExporters, def.ID, 0, cur+1, last)
-			if err == nil && !sameDims(def, win.Dims) {
+			if err == nil && !def.HasDims(win.Dims) {
 				// Redefined since Charts was read: its points are those of
 				// the new definition, which the next collection reads.
 				continue
@@ -276,19 +276,6 @@ func (w *Writer) Collect() {
 			delete(w.cursor, k)
 		}
 	}
-}
-
-// sameDims reports whether ids are the dimension ids of def, in order.
-func sameDims(def *store.ChartDef, ids []string) bool {
-	if len(ids) != len(def.Dims) {
-		return false
-	}
-	for i, d := range def.Dims {
-		if d.ID != ids[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // maxAge is the age past which points are not sent: Prometheus refuses

@@ -31,6 +31,21 @@ type ChartDef struct {
 	Dims        []DimDef
 }
 
+// HasDims reports whether ids are d's dimension ids, in order: a window
+// read by an older definition of a chart (one redefined since) does not
+// match it.
+func (d *ChartDef) HasDims(ids []string) bool {
+	if len(ids) != len(d.Dims) {
+		return false
+	}
+	for i, dim := range d.Dims {
+		if dim.ID != ids[i] {
+			return false
+		}
+	}
+	return true
+}
+
 // Agg is one storage slot of one dimension. Tier 0 slots are 1 second and
 // hold one value (Min == Max == Sum, Count 1); Count 0 means no data (gap).
 // Tier 1 slots are 60 seconds and hold the aggregate of the points in them.
