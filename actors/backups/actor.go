@@ -299,11 +299,15 @@ func (a *Actor) restore(c actor.Context, name string) {
 		} else {
 			a.d.Log.Info("restoring backup", "backup", name)
 		}
+		if err != nil {
+			// Before the answer: a restore asked once this one was
+			// answered reaches the mailbox after it, and is taken.
+			root.Send(self, restoreFailed{})
+		}
 		if sender != nil {
 			root.Send(sender, &RestoreReply{Err: err})
 		}
 		if err != nil {
-			root.Send(self, restoreFailed{})
 			return
 		}
 		// Not inside the job: the restart stops this actor, which
