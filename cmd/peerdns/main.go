@@ -61,12 +61,8 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 		usage(stdout)
 		return 0
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := stopOnSignal()
 	defer stop()
-	// The first signal starts a clean stop; it gives the signals their
-	// default action back, so a second one ends a stop that hangs (a
-	// client holding a request open) at once, as a crash would.
-	context.AfterFunc(ctx, stop)
 	if cli.IsCommand(cmd) {
 		return cli.Run(ctx, cmd, args, getenv, stdout, stderr)
 	}
@@ -224,4 +220,24 @@ func runNode(ctx context.Context, args []string, getenv func(string) string, std
 		n.Stop()
 		return err
 	}
+}
+
+// stopOnSignal is a context that ends at the first SIGINT or SIGTERM.
+// That signal gives both their default action back before the context
+// ends (so before anything a stop does, its "shutting down" line
+// included): a second one ends a stop that hangs (a client holding a
+// request open) at once, as a crash would.
+func stopOnSignal() (context.Context, func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		select {
+		case <-sigs:
+		case <-ctx.Done():
+		}
+		signal.Stop(sigs)
+		cancel()
+	}()
+	return ctx, cancel
 }
