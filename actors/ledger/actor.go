@@ -104,7 +104,7 @@ func Props(d Deps) *actor.Props {
 // own writer op is still queued refuses the claim as not initialised, as
 // it would have a moment earlier). Committed at once, it reaches the
 // peers while they are still taking the burst's other claims. TestOperatorClaimOvertakesPeerOps shows the backlog case: the
-// claim committed after 7 clock readings with 93 of 100 ops messages
+// claim committed after 3 clock readings with 97 of 100 ops messages
 // still queued, and not before the backlog in arrival order. Fifty
 // processes (100 claims from five nodes, interleaved runs) read 8.89 s
 // (median of 11 runs) → 7.52 s (9 runs) from the first claim to resolved

@@ -28,6 +28,7 @@ type testLedger struct {
 	pub  *view.Published
 	id   *identity.Identity
 	dir  string
+	ldb  *store.DB // the ledger's store, for tests that look at what is on disk
 	stop func()
 }
 
@@ -61,7 +62,7 @@ func newTestLedgerWith(t testing.TB, dir string, tune func(*Deps)) *testLedger {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tl := &testLedger{sys: sys, pid: pid, pub: pub, id: id, dir: dir}
+	tl := &testLedger{sys: sys, pid: pid, pub: pub, id: id, dir: dir, ldb: ldb}
 	stopped := false
 	tl.stop = func() {
 		if stopped {
