@@ -226,11 +226,16 @@ func TestCloseDeletesTCPMappingAfterFailedTCPRenewal(t *testing.T) {
 		return nil
 	})
 	m.Close()
+	// Close sent both deletions; it waits at most Timeout (300 ms) for
+	// each answer, so the gateway may take them in only after it returns.
 	got := map[byte]bool{}
-	for len(deleted) > 0 {
-		got[<-deleted] = true
-	}
-	if !got[1] || !got[2] {
-		t.Fatalf("deleted opcodes %v, want udp (1) and tcp (2)", got)
+	timeout := time.After(10 * time.Second)
+	for !got[1] || !got[2] {
+		select {
+		case op := <-deleted:
+			got[op] = true
+		case <-timeout:
+			t.Fatalf("deleted opcodes %v, want udp (1) and tcp (2)", got)
+		}
 	}
 }
