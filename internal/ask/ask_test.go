@@ -26,10 +26,10 @@ func TestReply(t *testing.T) {
 	}))
 	t.Cleanup(func() { _ = sys.Root.StopFuture(pid).Wait() })
 
-	if got, err := Reply[string](sys.Root, pid, &ping{}, time.Second); err != nil || got != "pong" {
+	if got, err := Reply[string](sys.Root, pid, &ping{}, 30*time.Second); err != nil || got != "pong" {
 		t.Fatalf("Reply(ping) = %q, %v, want pong", got, err)
 	}
-	if _, err := Reply[int](sys.Root, pid, &ping{}, time.Second); err == nil || !strings.Contains(err.Error(), "unexpected reply string") {
+	if _, err := Reply[int](sys.Root, pid, &ping{}, 30*time.Second); err == nil || !strings.Contains(err.Error(), "unexpected reply string") {
 		t.Fatalf("Reply[int](ping) = %v, want an error naming the reply type", err)
 	}
 	start := time.Now()
