@@ -3,6 +3,7 @@ package fleet_test
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -55,6 +56,11 @@ func TestChildStreamsAChartBeingRedefined(t *testing.T) {
 				t.Error(err)
 				return
 			}
+			// A turn for the others after each flip: a writer that spins
+			// keeps a busy machine's one free CPU for itself, and the
+			// child, the transport and the parent each wait out its time
+			// slice (10 ms) at every hop of a batch.
+			runtime.Gosched()
 		}
 	}()
 	defer func() { close(stop); wg.Wait() }()
