@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -21,17 +22,52 @@ import (
 )
 
 // rawUpstream answers every request 200 "ok" and hands on the bytes of
-// each request head it got.
+// each request it got (its head, and its body when it has one). It
+// reads the whole request before it answers and closes: a close with
+// the body's bytes still unread makes the kernel reset the connection,
+// which the edge may see before the answer (a 502).
 func rawUpstream(t *testing.T) (addr string, heads <-chan string) {
 	got := make(chan string, 16)
 	a := testutil.ServeTCP(t, func(c net.Conn) {
-		b := make([]byte, 4096)
 		_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
-		n, _ := c.Read(b)
-		got <- string(b[:n])
+		got <- readRequest(c)
 		_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok")
 	})
 	return a.String(), got
+}
+
+// readRequest reads one request from c: its head, then a chunked body to
+// its last chunk or a body of the head's Content-Length; what came when
+// c fails or goes quiet past its deadline.
+func readRequest(c net.Conn) string {
+	var all []byte
+	b := make([]byte, 4096)
+	for !requestRead(all) {
+		n, err := c.Read(b)
+		all = append(all, b[:n]...)
+		if err != nil {
+			break
+		}
+	}
+	return string(all)
+}
+
+// requestRead reports whether all holds a whole request.
+func requestRead(all []byte) bool {
+	end := bytes.Index(all, []byte("\r\n\r\n"))
+	if end < 0 {
+		return false
+	}
+	head, body := strings.ToLower(string(all[:end])), string(all[end+4:])
+	if strings.Contains(head, "\r\ntransfer-encoding: chunked") {
+		return body == "0\r\n\r\n" || strings.HasSuffix(body, "\r\n0\r\n\r\n")
+	}
+	if i := strings.Index(head, "\r\ncontent-length:"); i >= 0 {
+		v := strings.TrimSpace(strings.SplitN(head[i+len("\r\ncontent-length:"):], "\r\n", 2)[0])
+		n, err := strconv.Atoi(v)
+		return err != nil || len(body) >= n
+	}
+	return true
 }
 
 // h2Status sends one request of the given header fields on a connection
