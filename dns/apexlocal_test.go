@@ -41,15 +41,7 @@ func TestLocalAtApexLikeKnot(t *testing.T) {
 			for _, qt := range []uint16{dns.TypeA, dns.TypeAAAA, dns.TypeNS, dns.TypeSOA, dns.TypeMX, dns.TypeTXT, dns.TypeDS, dns.TypeCNAME} {
 				q := new(dns.Msg).SetQuestion(name, qt)
 				q.RecursionDesired = false
-				mine, _, err := c.Exchange(q.Copy(), node)
-				if err != nil {
-					t.Fatal(err)
-				}
-				theirs, _, err := c.Exchange(q.Copy(), knot)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if a, b := canon(mine), canon(theirs); a != b {
+				if a, b := askBoth(t, c, q, node, knot); a != b {
 					t.Errorf("%s %s %s:\nnode:\n%sknot:\n%s", proto, name, dns.TypeToString[qt], a, b)
 				}
 			}
@@ -73,15 +65,7 @@ func TestLocalAnyLikeKnot(t *testing.T) {
 	for name, types := range want {
 		q := new(dns.Msg).SetQuestion(name, dns.TypeANY)
 		q.RecursionDesired = false
-		mine, _, err := c.Exchange(q.Copy(), node)
-		if err != nil {
-			t.Fatal(err)
-		}
-		theirs, _, err := c.Exchange(q.Copy(), knot)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if a, b := canon(mine), canon(theirs); a != b {
+		if a, b := askBoth(t, c, q, node, knot); a != b {
 			t.Errorf("udp %s ANY:\nnode:\n%sknot:\n%s", name, a, b)
 		}
 		m := ask(t, "tcp", node, name, dns.TypeANY, true)

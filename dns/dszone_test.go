@@ -43,15 +43,7 @@ func TestDSFromParentZone(t *testing.T) {
 	for _, name := range []string{"site.p2p.", "admin.p2p.", "a.deep.p2p.", "v6.p2p.", "www.site.p2p."} {
 		q := new(dns.Msg).SetQuestion(name, dns.TypeDS)
 		q.RecursionDesired = false
-		mine, _, err := c.Exchange(q.Copy(), s.Addr())
-		if err != nil {
-			t.Fatal(err)
-		}
-		theirs, _, err := c.Exchange(q.Copy(), knot)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if a, b := canon(mine), canon(theirs); a != b {
+		if a, b := askBoth(t, c, q, s.Addr(), knot); a != b {
 			t.Errorf("%s DS:\nnode:\n%sknot:\n%s", name, a, b)
 		}
 	}
